@@ -1,0 +1,55 @@
+"""The product of code generation: one OpenCL kernel ready to build and launch.
+
+`GeneratedKernel` is what :mod:`gpu.codegen` makes from a schedule and what
+:mod:`gpu.runtime` builds, validates and launches. It carries no device state.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    """One kernel argument, in signature order.
+
+    kind: ``"global_in"`` (``__global const float*``), ``"global_out"``
+    (``__global float*``, written by the kernel) or ``"int"`` (``const int``).
+    """
+
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class GeneratedKernel:
+    """OpenCL C source of one schedule instance plus its launch geometry.
+
+    Attributes:
+        name: kernel function name in ``source``.
+        source: complete OpenCL C source (one ``__kernel``).
+        args: kernel arguments in signature order.
+        global_size: NDRange global size per dimension (work-items), already a
+            multiple of ``local_size`` in every dimension. Dimension 0 runs over
+            columns of C (or rows of y for matrix-vector).
+        local_size: work-group size per dimension (work-items).
+        local_mem_bytes: bytes of ``__local`` memory one work-group declares.
+        build_options: options passed to ``clBuildProgram``.
+        schedule_name: the schedule family, e.g. ``"gemm-tiled"``.
+    """
+
+    name: str
+    source: str
+    args: tuple[KernelArg, ...]
+    global_size: tuple[int, ...]
+    local_size: tuple[int, ...]
+    local_mem_bytes: int
+    build_options: tuple[str, ...] = field(default_factory=tuple)
+    schedule_name: str = ""
+
+    @property
+    def work_group_items(self) -> int:
+        """Work-items per work-group (product of ``local_size``)."""
+        n = 1
+        for s in self.local_size:
+            n *= s
+        return n
