@@ -1,0 +1,70 @@
+"""Device limits the simulator enforces before it executes a schedule.
+
+A schedule that a real device would refuse (too many work-items per work-group, more local
+memory than a work-group may have) is refused here too, with both numbers named, so the
+simulator never reports traffic for a launch that could not happen.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .schedule import Schedule
+
+
+class LimitError(ValueError):
+    """A schedule exceeds a device limit; the message names the value and the limit."""
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """Launch limits of a device.
+
+    Attributes:
+        name: device or model name used in messages.
+        max_work_group_size: work-items per work-group (``CL_DEVICE_MAX_WORK_GROUP_SIZE``).
+        max_work_item_sizes: per-dimension maximum (``CL_DEVICE_MAX_WORK_ITEM_SIZES``).
+        local_mem_bytes: local memory available to one work-group (``CL_DEVICE_LOCAL_MEM_SIZE``).
+    """
+
+    name: str
+    max_work_group_size: int
+    max_work_item_sizes: tuple[int, ...]
+    local_mem_bytes: int
+
+
+GENERIC_GPU = DeviceLimits(
+    name="generic-gpu",
+    max_work_group_size=1024,
+    max_work_item_sizes=(1024, 1024, 64),
+    local_mem_bytes=48 * 1024,
+)
+"""Limits shared by current NVIDIA GPUs (1024 work-items per work-group; 48 KiB of statically
+declared shared memory per block: CUDA C++ Programming Guide, "Technical Specifications per
+Compute Capability"). The H200's OpenCL driver reports exactly these values."""
+
+UNLIMITED = DeviceLimits("unlimited", 2**31 - 1, (2**31 - 1,) * 3, 2**62)
+"""No limits: for exploring schedules no device could launch."""
+
+
+def check_schedule_limits(schedule: Schedule, limits: DeviceLimits) -> None:
+    """Refuse a schedule that ``limits`` would not launch.
+
+    Raises:
+        LimitError: work-group size above ``max_work_group_size`` or a dimension above
+            ``max_work_item_sizes``, or local memory above ``local_mem_bytes``.
+    """
+    items = schedule.work_group_items
+    dims = " x ".join(str(s) for s in schedule.local_size)
+    if items > limits.max_work_group_size:
+        raise LimitError(
+            f"{schedule.family}: a work-group of {items} work-items ({dims}) exceeds the maximum "
+            f"work-group size {limits.max_work_group_size} of {limits.name}")
+    for d, (size, most) in enumerate(zip(schedule.local_size, limits.max_work_item_sizes)):
+        if size > most:
+            raise LimitError(
+                f"{schedule.family}: work-group size {size} in dimension {d} exceeds the maximum "
+                f"{most} of {limits.name}")
+    if schedule.local_mem_bytes > limits.local_mem_bytes:
+        raise LimitError(
+            f"{schedule.family}: {schedule.local_mem_bytes} bytes of local memory per work-group "
+            f"exceed the {limits.local_mem_bytes} bytes of {limits.name}")

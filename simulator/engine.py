@@ -1,0 +1,459 @@
+"""Vectorized execution of a schedule on numpy arrays.
+
+Execution model (OpenCL 1.2 §3.2): the NDRange is cut into work-groups; the engine executes a
+*batch* of work-groups at once, every work-item of the batch advancing together from barrier
+to barrier. Every per-work-item quantity is a numpy array of shape ``(G, L, I)``: G
+work-groups of the batch, L work-items per work-group (local ids flattened with dimension 0
+fastest), I iterations of a vectorized loop block (1 elsewhere). There is no Python loop over
+work-items and no thread per work-item: execution is deterministic.
+
+Divergence is handled with masks: ``If`` narrows the mask, ``Return`` clears a work-item's
+*alive* bit, loops run while any work-item of the batch still iterates. A barrier checks
+that in each work-group either every work-item or none arrives (otherwise: barrier
+divergence). Loops whose body only reads memory and accumulates into private variables
+(no store, barrier or return) are executed in blocks of iterations along the third axis.
+
+Control flow depends on integers only, never on float values, so running with
+``compute_values=False`` gives exactly the same counts while skipping the float arithmetic.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from . import schedule as S
+from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, count_per_group
+from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
+from .hazards import Hazard, HazardLog
+
+BATCH_WORK_ITEMS = 1 << 20
+"""Work-items executed together (one batch of work-groups), bounding peak memory."""
+
+BLOCK_ELEMS = 1 << 22
+"""Entries of one (G, L, I) block of a vectorized loop."""
+
+
+class InputError(ValueError):
+    """Inputs missing, of the wrong shape or not finite-dtype float arrays."""
+
+
+@dataclass
+class SimulationResult:
+    """What one simulated launch produced.
+
+    Attributes:
+        schedule: the schedule executed.
+        outputs: output arrays in their logical shapes (e.g. C as M×N), float32; elements the
+            kernel never wrote are NaN. Empty when values were not computed.
+        counts: exact traffic counts.
+        global_loads_per_group: global loads of each work-group, by linear work-group id
+            (dimension 0 fastest), shape ``(work_groups,)``.
+        read_maps: for each requested global input, how many times each element was read,
+            in the input's logical shape.
+        hazards: hazards collected in ``"report"`` mode.
+    """
+
+    schedule: S.Schedule
+    outputs: dict[str, np.ndarray]
+    counts: TrafficCounts
+    global_loads_per_group: np.ndarray
+    read_maps: dict[str, np.ndarray]
+    hazards: list[Hazard]
+
+
+def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, *,
+             compute_values: bool = True, read_maps: Iterable[str] = (),
+             limits: DeviceLimits | None = GENERIC_GPU, hazards: str = "raise",
+             observers: Iterable[Observer] = (),
+             batch_work_items: int = BATCH_WORK_ITEMS) -> SimulationResult:
+    """Execute ``schedule`` and count its traffic.
+
+    Args:
+        schedule: the schedule to execute.
+        inputs: the global inputs by name in their logical shapes (A as M×K row-major, ...),
+            converted to float32. Required when ``compute_values`` is true.
+        compute_values: compute the outputs; ``False`` counts only (same counts, faster).
+        read_maps: names of global inputs for which to return per-element read counts.
+        limits: device limits to enforce before executing (``None``: none).
+        hazards: ``"raise"`` (default) or ``"report"``.
+        observers: extra observers of the access stream.
+        batch_work_items: work-items per batch of work-groups (memory bound).
+
+    Raises:
+        InputError: missing input or wrong shape.
+        simulator.device.LimitError: the schedule exceeds ``limits``.
+        simulator.hazards.HazardError: a hazard, in ``"raise"`` mode.
+    """
+    if limits is not None:
+        check_schedule_limits(schedule, limits)
+    params = schedule.param_values
+    sizes = {a.name: int(_eval_static(a.size, params)) for a in schedule.arrays}
+    buffers: dict[str, np.ndarray] = {}
+    if compute_values:
+        buffers = _prepare_buffers(schedule, inputs, sizes, params)
+    for name in read_maps:
+        if schedule.array(name).role != "in":
+            raise InputError(f"read map requested for {name!r}, which is not an input")
+    counter = TrafficCounter(schedule.work_groups, [a.name for a in schedule.arrays],
+                             {n: sizes[n] for n in read_maps})
+    log = HazardLog(hazards)
+    machine = _Machine(schedule, params, sizes, buffers, [counter, *observers], log,
+                       compute_values)
+    per_batch = max(1, batch_work_items // schedule.work_group_items)
+    for first in range(0, schedule.work_groups, per_batch):
+        machine.run_batch(np.arange(first, min(first + per_batch, schedule.work_groups)))
+    outputs = {}
+    if compute_values:
+        for a in schedule.arrays:
+            if a.role == "out":
+                outputs[a.name] = buffers[a.name].reshape([params[s] for s in a.shape])
+    maps = {n: counter.read_maps[n].reshape([params[s] for s in schedule.array(n).shape])
+            for n in read_maps}
+    return SimulationResult(schedule, outputs, counter.finish(),
+                            counter.global_loads_per_group, maps, log.hazards)
+
+
+def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
+    inputs = inputs or {}
+    buffers = {}
+    for a in schedule.arrays:
+        shape = tuple(params[s] for s in a.shape)
+        if a.role == "out":
+            buffers[a.name] = np.full(sizes[a.name], np.nan, dtype=np.float32)
+            continue
+        if a.name not in inputs:
+            raise InputError(f"{schedule.family} needs input {a.name!r} of shape {shape}")
+        arr = np.asarray(inputs[a.name])
+        if arr.shape != shape:
+            raise InputError(f"input {a.name!r} has shape {arr.shape}, expected {shape} "
+                             f"({' x '.join(a.shape)})")
+        buffers[a.name] = np.ascontiguousarray(arr, dtype=np.float32).reshape(-1)
+    return buffers
+
+
+def _eval_static(expr: S.IntExpr, params: dict[str, int]) -> int:
+    """Evaluate an expression of constants and parameters only."""
+    return int(_Machine.eval_int_static(expr, params))
+
+
+def _c_div(a, b):
+    """C integer division (truncates toward zero)."""
+    q = np.floor_divide(a, b)
+    fix = (np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))
+    return q + fix
+
+
+def _c_mod(a, b):
+    return a - _c_div(a, b) * b
+
+
+_INT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": _c_div, "%": _c_mod}
+_CMP_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+            "==": np.equal, "!=": np.not_equal}
+
+
+def _is_vectorizable(loop: S.For) -> bool:
+    """A loop may run as blocks of iterations if it only loads and accumulates."""
+    targets: set[str] = set()
+    reads: set[str] = set()
+
+    def walk(stmts) -> bool:
+        for s in stmts:
+            if isinstance(s, S.Let):
+                continue
+            if isinstance(s, S.Accumulate):
+                targets.add(s.name)
+                _privates_read(s.value, reads)
+            elif isinstance(s, S.If):
+                if not (walk(s.then) and walk(s.orelse)):
+                    return False
+            else:
+                return False
+        return True
+
+    return walk(loop.body) and not (targets & reads)
+
+
+def _privates_read(e: S.FloatExpr, out: set[str]) -> None:
+    if isinstance(e, S.Private):
+        out.add(e.name)
+    elif isinstance(e, S.FBinOp):
+        _privates_read(e.left, out)
+        _privates_read(e.right, out)
+
+
+class _Machine:
+    """Executes the body of one schedule for batches of work-groups."""
+
+    def __init__(self, schedule, params, sizes, buffers, observers, log, compute_values):
+        self.schedule = schedule
+        self.params = params
+        self.sizes = sizes
+        self.buffers = buffers
+        self.observers = observers
+        self.log = log
+        self.values = compute_values
+        self.vectorizable: dict[int, bool] = {}
+
+    # ------------------------------------------------------------------ batch set-up
+    def run_batch(self, group_index: np.ndarray) -> None:
+        sch = self.schedule
+        self.group_index = group_index
+        G, L = len(group_index), sch.work_group_items
+        self.G, self.L = G, L
+        ngroups, lsize = sch.num_groups, sch.local_size
+        flat_local = np.arange(L, dtype=np.int64)
+        self.ids: dict[tuple[str, int], np.ndarray] = {}
+        rest_g, rest_l = group_index.astype(np.int64), flat_local
+        for d, (ng, ls) in enumerate(zip(ngroups, lsize)):
+            g, rest_g = rest_g % ng, rest_g // ng
+            lo, rest_l = rest_l % ls, rest_l // ls
+            self.ids[("group", d)] = g.reshape(G, 1, 1)
+            self.ids[("local", d)] = lo.reshape(1, L, 1)
+            self.ids[("global", d)] = g.reshape(G, 1, 1) * ls + lo.reshape(1, L, 1)
+        self.env: dict[str, object] = {}
+        self.privates: dict[str, np.ndarray] = {}
+        self.local = {a.name: np.full((G, a.size), np.nan, dtype=np.float32)
+                      for a in sch.local_arrays} if self.values else {}
+        self.alive = np.ones((G, L, 1), dtype=bool)
+        self.epoch = 0
+        self.exec_block(sch.body, np.ones((G, L, 1), dtype=bool))
+
+    # ------------------------------------------------------------------ integers
+    @staticmethod
+    def eval_int_static(e: S.IntExpr, params: dict[str, int]):
+        if isinstance(e, S.Const):
+            return e.value
+        if isinstance(e, S.Param):
+            return params[e.name]
+        if isinstance(e, S.BinOp):
+            return _INT_OPS[e.op](_Machine.eval_int_static(e.left, params),
+                                  _Machine.eval_int_static(e.right, params))
+        if isinstance(e, S.Min):
+            return min(_Machine.eval_int_static(e.left, params),
+                       _Machine.eval_int_static(e.right, params))
+        raise TypeError(f"{e!r} is not a static expression of constants and parameters")
+
+    def eval_int(self, e: S.IntExpr):
+        if isinstance(e, S.Const):
+            return e.value
+        if isinstance(e, S.Param):
+            return self.params[e.name]
+        if isinstance(e, S.Var):
+            try:
+                return self.env[e.name]
+            except KeyError:
+                raise NameError(f"{self.schedule.family}: integer {e.name!r} used before it "
+                                "is defined") from None
+        if isinstance(e, S.WorkItemId):
+            return self.ids[(e.kind, e.dim)]
+        if isinstance(e, S.BinOp):
+            return _INT_OPS[e.op](self.eval_int(e.left), self.eval_int(e.right))
+        if isinstance(e, S.Min):
+            return np.minimum(self.eval_int(e.left), self.eval_int(e.right))
+        raise TypeError(f"unknown integer expression {e!r}")
+
+    def eval_cond(self, c: S.Cond):
+        if isinstance(c, S.Compare):
+            return _CMP_OPS[c.op](self.eval_int(c.left), self.eval_int(c.right))
+        if isinstance(c, S.BoolOp):
+            left, right = self.eval_cond(c.left), self.eval_cond(c.right)
+            return np.logical_and(left, right) if c.op == "&&" else np.logical_or(left, right)
+        if isinstance(c, S.Not):
+            return np.logical_not(self.eval_cond(c.operand))
+        raise TypeError(f"unknown condition {c!r}")
+
+    # ------------------------------------------------------------------ memory
+    def shape_of(self, *arrays) -> tuple[int, int, int]:
+        shape = np.broadcast_shapes(*(np.shape(a) for a in arrays), (self.G, self.L, 1))
+        return (self.G, self.L, shape[2])
+
+    def access(self, space: str, direction: str, array, index, mask):
+        """Bounds-check and announce one access; returns (index, mask) with bad entries off."""
+        size = self.sizes[array.name] if space == "global" else array.size
+        index = np.asarray(index, dtype=np.int64)
+        shape = self.shape_of(index, mask)
+        if index.size and (index.min() < 0 or index.max() >= size):
+            bad = np.logical_and(mask, (index < 0) | (index >= size))
+            if bad.any():
+                self.report_out_of_bounds(space, direction, array.name, size, index, bad, shape)
+                mask = np.logical_and(mask, np.logical_not(bad))
+        event = AccessEvent(space, direction, array.name, size, index, mask, shape,
+                            self.group_index)
+        for obs in self.observers:
+            obs.on_access(event)
+        return index, mask
+
+    def report_out_of_bounds(self, space, direction, name, size, index, bad, shape):
+        idx_b, bad_b = np.broadcast_arrays(index, bad)
+        idx_b = np.broadcast_to(idx_b, shape)
+        bad_b = np.broadcast_to(bad_b, shape)
+        g, li, _ = (int(v[0]) for v in np.nonzero(bad_b))
+        value = int(idx_b[g, li, _])
+        self.log.add(Hazard(
+            kind="out-of-bounds", schedule=self.schedule.family, array=name, index=value,
+            group_id=self.group_id_tuple(g), local_ids=(li,), epoch=self.epoch,
+            count=int(bad_b.sum()),
+            detail=(f"{space} {direction} of {name}[{value}] outside its {size} elements by "
+                    f"work-item {li} of work-group {self.group_id_tuple(g)}; "
+                    f"{int(bad_b.sum())} such accesses in this statement")))
+
+    def group_id_tuple(self, g: int) -> tuple[int, ...]:
+        return tuple(int(self.ids[("group", d)][g, 0, 0])
+                     for d in range(len(self.schedule.local_size)))
+
+    def load(self, e: S.Load, mask):
+        space = "global" if isinstance(e.array, S.GlobalArray) else "local"
+        index, mask = self.access(space, "load", e.array, self.eval_int(e.index), mask)
+        if not self.values:
+            return None
+        safe = np.where(mask, index, 0) if not np.all(mask) else index
+        if space == "global":
+            return self.buffers[e.array.name][safe]
+        table = self.local[e.array.name]
+        safe = np.asarray(safe)
+        safe = safe.reshape((1,) * (3 - safe.ndim) + safe.shape)
+        if safe.shape[0] == 1:
+            return table[:, safe[0].reshape(-1)].reshape((self.G,) + safe.shape[1:])
+        flat = np.broadcast_to(safe, (self.G,) + safe.shape[1:]).reshape(self.G, -1)
+        return np.take_along_axis(table, flat, axis=1).reshape((self.G,) + safe.shape[1:])
+
+    def eval_float(self, e: S.FloatExpr, mask):
+        """Value (or None when values are off) and the FLOPs per executing work-item."""
+        if isinstance(e, S.Load):
+            return self.load(e, mask), 0
+        if isinstance(e, S.FConst):
+            return np.float32(e.value), 0
+        if isinstance(e, S.Private):
+            return self.privates.get(e.name), 0
+        if isinstance(e, S.FBinOp):
+            left, fl = self.eval_float(e.left, mask)
+            right, fr = self.eval_float(e.right, mask)
+            if not self.values:
+                return None, fl + fr + 1
+            op = np.add if e.op == "+" else np.multiply
+            return op(left, right, dtype=np.float32), fl + fr + 1
+        raise TypeError(f"unknown float expression {e!r}")
+
+    def count_flop(self, mask, ops: int) -> None:
+        if ops:
+            per_group = count_per_group(mask, self.shape_of(mask)) * ops
+            for obs in self.observers:
+                obs.on_flop(self.group_index, per_group)
+
+    # ------------------------------------------------------------------ statements
+    def exec_block(self, stmts, mask) -> None:
+        for s in stmts:
+            m = np.logical_and(mask, self.alive)
+            if isinstance(s, S.Let):
+                self.env[s.name] = self.eval_int(s.value)
+            elif isinstance(s, S.DeclareFloat):
+                self.privates[s.name] = np.full((self.G, self.L, 1), s.init, dtype=np.float32)
+            elif isinstance(s, (S.Assign, S.Accumulate)):
+                self.exec_private_update(s, m)
+            elif isinstance(s, S.Store):
+                self.exec_store(s, m)
+            elif isinstance(s, S.If):
+                if not np.any(m):
+                    continue
+                c = self.eval_cond(s.cond)
+                then_mask = np.logical_and(m, c)
+                if np.any(then_mask):
+                    self.exec_block(s.then, then_mask)
+                if s.orelse:
+                    else_mask = np.logical_and(m, np.logical_not(c))
+                    if np.any(else_mask):
+                        self.exec_block(s.orelse, else_mask)
+            elif isinstance(s, S.For):
+                if np.any(m):
+                    self.exec_for(s, m)
+            elif isinstance(s, S.Barrier):
+                self.exec_barrier(m)
+            elif isinstance(s, S.Return):
+                self.alive = np.logical_and(self.alive, np.logical_not(m))
+            else:
+                raise TypeError(f"unknown statement {s!r}")
+
+    def exec_private_update(self, s, m) -> None:
+        value, ops = self.eval_float(s.value, m)
+        accumulate = isinstance(s, S.Accumulate)
+        self.count_flop(m, ops + (1 if accumulate else 0))
+        if not self.values:
+            return
+        old = self.privates[s.name]
+        if accumulate:
+            contrib = np.where(m, value, np.float32(0)).sum(axis=2, keepdims=True,
+                                                            dtype=np.float32)
+            self.privates[s.name] = old + contrib
+        else:
+            self.privates[s.name] = np.where(m, value, old).astype(np.float32)
+
+    def exec_store(self, s: S.Store, m) -> None:
+        value, ops = self.eval_float(s.value, m)
+        self.count_flop(m, ops)
+        space = "global" if isinstance(s.array, S.GlobalArray) else "local"
+        index, m = self.access(space, "store", s.array, self.eval_int(s.index), m)
+        if not self.values:
+            return
+        shape = self.shape_of(index, m)
+        idx_b = np.broadcast_to(index, shape)
+        m_b = np.broadcast_to(m, shape)
+        val_b = np.broadcast_to(np.asarray(value, dtype=np.float32), shape)
+        if space == "global":
+            self.buffers[s.array.name][idx_b[m_b]] = val_b[m_b]
+        else:
+            g_b = np.broadcast_to(np.arange(self.G).reshape(self.G, 1, 1), shape)
+            self.local[s.array.name][g_b[m_b], idx_b[m_b]] = val_b[m_b]
+
+    def exec_barrier(self, m) -> None:
+        arrived = count_per_group(m, (self.G, self.L, 1))
+        for g in np.nonzero((arrived > 0) & (arrived < self.L))[0]:
+            self.log.add(Hazard(
+                kind="barrier-divergence", schedule=self.schedule.family, array="", index=-1,
+                group_id=self.group_id_tuple(int(g)),
+                local_ids=tuple(int(i) for i in np.nonzero(~np.broadcast_to(
+                    m[min(g, m.shape[0] - 1)], (self.L, 1))[:, 0])[0][:8]),
+                epoch=self.epoch, count=int(arrived[g]),
+                detail=(f"only {int(arrived[g])} of {self.L} work-items of work-group "
+                        f"{self.group_id_tuple(int(g))} reach barrier {self.epoch + 1}")))
+        for obs in self.observers:
+            obs.on_barrier(self.group_index, arrived)
+        self.epoch += 1
+
+    def exec_for(self, loop: S.For, m) -> None:
+        key = id(loop)
+        if key not in self.vectorizable:
+            self.vectorizable[key] = _is_vectorizable(loop)
+        step = self.eval_int(loop.step)
+        if np.any(np.asarray(step) <= 0):
+            raise ValueError(f"{self.schedule.family}: loop {loop.var} has a step <= 0")
+        if self.vectorizable[key]:
+            self.exec_for_blocks(loop, m, step)
+            return
+        var = self.eval_int(loop.start)
+        while True:
+            self.env[loop.var] = var
+            inside = np.logical_and(np.logical_and(m, self.alive),
+                                    np.less(var, self.eval_int(loop.stop)))
+            if not np.any(inside):
+                break
+            self.exec_block(loop.body, inside)
+            var = var + step
+        self.env.pop(loop.var, None)
+
+    def exec_for_blocks(self, loop: S.For, m, step) -> None:
+        start = np.asarray(self.eval_int(loop.start), dtype=np.int64)
+        stop = np.asarray(self.eval_int(loop.stop), dtype=np.int64)
+        trips = np.maximum(0, -((start - stop) // step))
+        trips = np.where(m, trips, 0)
+        most = int(trips.max()) if trips.size else 0
+        block_len = max(1, BLOCK_ELEMS // (self.G * self.L))
+        for first in range(0, most, block_len):
+            j = np.arange(first, min(first + block_len, most), dtype=np.int64).reshape(1, 1, -1)
+            var = start.reshape((1,) * (3 - start.ndim) + start.shape) + step * j
+            self.env[loop.var] = var
+            inside = np.logical_and(m, np.less(var, stop))
+            self.exec_block(loop.body, inside)
+        self.env.pop(loop.var, None)

@@ -1,0 +1,479 @@
+"""The schedule description: the one contract read by the simulator and the code generator.
+
+A *schedule* is a small kernel IR in OpenCL's execution model. It is written once (see
+:mod:`simulator.schedules`); :mod:`simulator.engine` executes it on numpy arrays and
+:mod:`gpu.codegen` renders the very same tree into OpenCL C. Nothing here executes or
+renders: these are plain, immutable data classes.
+
+Integer expressions (:class:`IntExpr`) describe indices, bounds and guards. They are built
+with Python operators from atoms: :class:`Const` (optionally named, rendered as a
+``#define``), :class:`Param` (a runtime ``int`` argument such as ``M``), :func:`local_id`,
+:func:`group_id`, :func:`global_id`, :class:`Var` (a loop variable or a :class:`Let`).
+Comparisons give :class:`Cond` objects, combined with ``&``, ``|`` and ``~``.
+Division and remainder follow C: they truncate toward zero.
+
+Float expressions (:class:`FloatExpr`) are loads, private variables, constants, ``+`` and
+``*``. Control flow is never data dependent: every condition is an integer :class:`Cond`,
+so the traffic of a schedule does not depend on the values in the arrays.
+
+Statements: :class:`Let`, :class:`DeclareFloat`, :class:`Assign`, :class:`Accumulate`,
+:class:`Store`, :class:`If`, :class:`For`, :class:`Barrier`, :class:`Return`.
+
+Layouts: every array is a flat, row-major buffer of float32 (4 bytes per element).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+FLOAT_BYTES = 4
+"""Bytes per element: every array of a schedule holds float32."""
+
+
+# --------------------------------------------------------------------------- integers
+class IntExpr:
+    """An integer expression (C ``int``). Build with ``+ - * // %`` and comparisons."""
+
+    def __add__(self, other: IntLike) -> IntExpr:
+        return BinOp("+", self, as_int(other))
+
+    def __radd__(self, other: IntLike) -> IntExpr:
+        return BinOp("+", as_int(other), self)
+
+    def __sub__(self, other: IntLike) -> IntExpr:
+        return BinOp("-", self, as_int(other))
+
+    def __rsub__(self, other: IntLike) -> IntExpr:
+        return BinOp("-", as_int(other), self)
+
+    def __mul__(self, other: IntLike) -> IntExpr:
+        return BinOp("*", self, as_int(other))
+
+    def __rmul__(self, other: IntLike) -> IntExpr:
+        return BinOp("*", as_int(other), self)
+
+    def __floordiv__(self, other: IntLike) -> IntExpr:
+        return BinOp("/", self, as_int(other))
+
+    def __mod__(self, other: IntLike) -> IntExpr:
+        return BinOp("%", self, as_int(other))
+
+    def __lt__(self, other: IntLike) -> Cond:  # type: ignore[override]
+        return Compare("<", self, as_int(other))
+
+    def __le__(self, other: IntLike) -> Cond:  # type: ignore[override]
+        return Compare("<=", self, as_int(other))
+
+    def __gt__(self, other: IntLike) -> Cond:  # type: ignore[override]
+        return Compare(">", self, as_int(other))
+
+    def __ge__(self, other: IntLike) -> Cond:  # type: ignore[override]
+        return Compare(">=", self, as_int(other))
+
+    def eq(self, other: IntLike) -> Cond:
+        """``self == other`` (``==`` itself keeps Python's identity semantics)."""
+        return Compare("==", self, as_int(other))
+
+    def ne(self, other: IntLike) -> Cond:
+        """``self != other``."""
+        return Compare("!=", self, as_int(other))
+
+
+IntLike = Union[IntExpr, int]
+
+
+@dataclass(frozen=True, eq=False)
+class Const(IntExpr):
+    """An integer constant; with a ``name`` it is rendered as a ``#define`` (e.g. ``TILE``)."""
+
+    value: int
+    name: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Param(IntExpr):
+    """A runtime ``const int`` kernel argument, e.g. the matrix sizes ``M``, ``K``, ``N``."""
+
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class Var(IntExpr):
+    """A named integer: a loop variable of :class:`For` or the name bound by :class:`Let`."""
+
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class WorkItemId(IntExpr):
+    """``get_local_id(dim)`` (kind ``"local"``), ``get_group_id`` (``"group"``) or
+    ``get_global_id`` (``"global"``; equals group id × local size + local id, no offset)."""
+
+    kind: str
+    dim: int
+
+
+@dataclass(frozen=True, eq=False)
+class BinOp(IntExpr):
+    """``left op right`` for op in ``+ - * / %`` (C semantics: ``/`` truncates toward zero)."""
+
+    op: str
+    left: IntExpr
+    right: IntExpr
+
+
+@dataclass(frozen=True, eq=False)
+class Min(IntExpr):
+    """``min(left, right)``."""
+
+    left: IntExpr
+    right: IntExpr
+
+
+def as_int(x: IntLike) -> IntExpr:
+    """Wrap a Python ``int`` as :class:`Const`; pass an :class:`IntExpr` through.
+
+    Raises:
+        TypeError: for anything else (floats are never indices).
+    """
+    if isinstance(x, IntExpr):
+        return x
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise TypeError(f"integer expression expected, got {x!r} ({type(x).__name__})")
+    return Const(x)
+
+
+def local_id(dim: int) -> WorkItemId:
+    """``get_local_id(dim)``."""
+    return WorkItemId("local", dim)
+
+
+def group_id(dim: int) -> WorkItemId:
+    """``get_group_id(dim)``."""
+    return WorkItemId("group", dim)
+
+
+def global_id(dim: int) -> WorkItemId:
+    """``get_global_id(dim)``."""
+    return WorkItemId("global", dim)
+
+
+def minimum(a: IntLike, b: IntLike) -> Min:
+    """``min(a, b)``."""
+    return Min(as_int(a), as_int(b))
+
+
+def ceil_div(a: IntLike, b: IntLike) -> IntExpr:
+    """``(a + b - 1) / b`` for non-negative ``a`` and positive ``b``."""
+    a, b = as_int(a), as_int(b)
+    return (a + b - 1) // b
+
+
+# ------------------------------------------------------------------------- conditions
+class Cond:
+    """A boolean condition over integers; combine with ``&``, ``|`` and ``~``."""
+
+    def __and__(self, other: Cond) -> Cond:
+        return BoolOp("&&", self, other)
+
+    def __or__(self, other: Cond) -> Cond:
+        return BoolOp("||", self, other)
+
+    def __invert__(self) -> Cond:
+        return Not(self)
+
+
+@dataclass(frozen=True, eq=False)
+class Compare(Cond):
+    """``left op right`` for op in ``< <= > >= == !=``."""
+
+    op: str
+    left: IntExpr
+    right: IntExpr
+
+
+@dataclass(frozen=True, eq=False)
+class BoolOp(Cond):
+    """``left && right`` or ``left || right``."""
+
+    op: str
+    left: Cond
+    right: Cond
+
+
+@dataclass(frozen=True, eq=False)
+class Not(Cond):
+    """``!operand``."""
+
+    operand: Cond
+
+
+# ----------------------------------------------------------------------------- arrays
+@dataclass(frozen=True, eq=False)
+class GlobalArray:
+    """A ``__global float*`` kernel argument: flat, row-major, float32.
+
+    Attributes:
+        name: argument name (``A``, ``B``, ``C``, ``x``, ``y``).
+        size: number of elements, as an expression of the parameters (e.g. ``M * K``).
+        role: ``"in"`` (read-only input) or ``"out"`` (written by the kernel).
+        shape: the logical shape in parameter names, for documentation and the host side,
+            e.g. ``("M", "K")``.
+    """
+
+    name: str
+    size: IntExpr
+    role: str
+    shape: tuple[str, ...]
+
+    def __getitem__(self, index: IntLike) -> Load:
+        return Load(self, as_int(index))
+
+
+@dataclass(frozen=True, eq=False)
+class LocalArray:
+    """A ``__local float name[size]`` array of one work-group; ``size`` in elements."""
+
+    name: str
+    size: int
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of local memory this array takes in one work-group."""
+        return self.size * FLOAT_BYTES
+
+    def __getitem__(self, index: IntLike) -> Load:
+        return Load(self, as_int(index))
+
+
+Array = Union[GlobalArray, LocalArray]
+
+
+# ----------------------------------------------------------------------------- floats
+class FloatExpr:
+    """A float32 expression; ``+`` and ``*`` each count one FLOP when executed."""
+
+    def __add__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("+", self, as_float(other))
+
+    def __radd__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("+", as_float(other), self)
+
+    def __mul__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("*", self, as_float(other))
+
+    def __rmul__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("*", as_float(other), self)
+
+
+FloatLike = Union[FloatExpr, float]
+
+
+@dataclass(frozen=True, eq=False)
+class Load(FloatExpr):
+    """Read ``array[index]`` (one global or local load per executing work-item)."""
+
+    array: Array
+    index: IntExpr
+
+
+@dataclass(frozen=True, eq=False)
+class FConst(FloatExpr):
+    """A float constant."""
+
+    value: float
+
+
+@dataclass(frozen=True, eq=False)
+class Private(FloatExpr):
+    """A private (register) float variable declared with :class:`DeclareFloat`."""
+
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class FBinOp(FloatExpr):
+    """``left op right`` for op in ``+ *``."""
+
+    op: str
+    left: FloatExpr
+    right: FloatExpr
+
+
+def as_float(x: FloatLike) -> FloatExpr:
+    """Wrap a Python number as :class:`FConst`; pass a :class:`FloatExpr` through."""
+    if isinstance(x, FloatExpr):
+        return x
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return FConst(float(x))
+    raise TypeError(f"float expression expected, got {x!r}")
+
+
+# ------------------------------------------------------------------------- statements
+class Stmt:
+    """Base class of statements."""
+
+
+@dataclass(frozen=True, eq=False)
+class Let(Stmt):
+    """``const int name = value;`` — binds :class:`Var` ``name`` for the rest of the block."""
+
+    name: str
+    value: IntExpr
+
+    @property
+    def var(self) -> Var:
+        return Var(self.name)
+
+
+@dataclass(frozen=True, eq=False)
+class DeclareFloat(Stmt):
+    """``float name = init;`` — a private accumulator."""
+
+    name: str
+    init: float = 0.0
+
+    @property
+    def ref(self) -> Private:
+        return Private(self.name)
+
+
+@dataclass(frozen=True, eq=False)
+class Assign(Stmt):
+    """``name = value;`` for a private float."""
+
+    name: str
+    value: FloatExpr
+
+
+@dataclass(frozen=True, eq=False)
+class Accumulate(Stmt):
+    """``name += value;`` for a private float (the ``+=`` counts one FLOP)."""
+
+    name: str
+    value: FloatExpr
+
+
+@dataclass(frozen=True, eq=False)
+class Store(Stmt):
+    """``array[index] = value;`` (one global or local store per executing work-item)."""
+
+    array: Array
+    index: IntExpr
+    value: FloatExpr
+
+
+@dataclass(frozen=True, eq=False)
+class If(Stmt):
+    """``if (cond) { then } else { orelse }`` — divergent per work-item."""
+
+    cond: Cond
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class For(Stmt):
+    """``for (int var = start; var < stop; var += step) { body }`` with ``step > 0``.
+
+    ``start`` and ``stop`` may differ between work-items (e.g. ``start = get_local_id(0)``).
+    """
+
+    var: str
+    start: IntExpr
+    stop: IntExpr
+    step: IntExpr
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Barrier(Stmt):
+    """``barrier(CLK_LOCAL_MEM_FENCE)``: every work-item of the work-group must arrive."""
+
+
+@dataclass(frozen=True, eq=False)
+class Return(Stmt):
+    """``return;`` — the work-item leaves the kernel (and reaches no later barrier)."""
+
+
+def block(*stmts: Stmt | list | tuple) -> tuple[Stmt, ...]:
+    """Flatten nested lists/tuples of statements into one tuple."""
+    out: list[Stmt] = []
+    for s in stmts:
+        if isinstance(s, (list, tuple)):
+            out.extend(block(*s))
+        elif isinstance(s, Stmt):
+            out.append(s)
+        else:
+            raise TypeError(f"statement expected, got {s!r}")
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- schedule
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """One kernel in OpenCL's execution model, ready to simulate or to render.
+
+    Attributes:
+        family: schedule family, e.g. ``"gemm-tiled"``.
+        kernel_name: C identifier of the kernel.
+        params: runtime ``int`` arguments, in signature order, with their values.
+        arrays: global buffers, in signature order.
+        local_arrays: ``__local`` arrays of one work-group.
+        local_size: work-group size per NDRange dimension (work-items).
+        global_size: NDRange size per dimension (work-items), a multiple of ``local_size``.
+        body: the kernel body.
+        tile: the schedule's tile parameter (tile width B for GEMM, rows per work-group for
+            matrix-vector), reported with the results.
+        description: one line for users.
+    """
+
+    family: str
+    kernel_name: str
+    params: tuple[tuple[str, int], ...]
+    arrays: tuple[GlobalArray, ...]
+    local_arrays: tuple[LocalArray, ...]
+    local_size: tuple[int, ...]
+    global_size: tuple[int, ...]
+    body: tuple[Stmt, ...]
+    tile: int
+    description: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def param_values(self) -> dict[str, int]:
+        return dict(self.params)
+
+    @property
+    def work_group_items(self) -> int:
+        """Work-items per work-group."""
+        n = 1
+        for s in self.local_size:
+            n *= s
+        return n
+
+    @property
+    def num_groups(self) -> tuple[int, ...]:
+        """Work-groups per NDRange dimension."""
+        return tuple(g // l for g, l in zip(self.global_size, self.local_size))
+
+    @property
+    def work_groups(self) -> int:
+        """Work-groups launched."""
+        n = 1
+        for g in self.num_groups:
+            n *= g
+        return n
+
+    @property
+    def local_mem_bytes(self) -> int:
+        """Local memory one work-group declares, in bytes."""
+        return sum(a.size_bytes for a in self.local_arrays)
+
+    def array(self, name: str) -> GlobalArray:
+        """The global array called ``name``; KeyError naming the known ones otherwise."""
+        for a in self.arrays:
+            if a.name == name:
+                return a
+        raise KeyError(f"schedule {self.family} has no array {name!r}; "
+                       f"it has {[a.name for a in self.arrays]}")

@@ -1,0 +1,253 @@
+"""The schedule families, each described once as a :class:`~simulator.schedule.Schedule`.
+
+Source texts: ``seeds/matrix-operations.txt`` ("Naive Implementation", "Tiled Implementation
+with Shared Memory", "Optimized Implementation with Shared Memory", "Handling Large
+Vectors") and ``seeds/tiling-and-shared-memory.txt`` §3 "The Tiled Algorithm in Detail".
+
+Layouts: A is M×K, B is K×N, C is M×N, x has K elements, y has M; all row-major float32.
+NDRange dimension 0 runs over columns of C (or over rows of y for matrix-vector), dimension
+1 over rows of C. Global sizes are rounded up to a multiple of the work-group size and the
+kernels guard the edges, so every positive M, K, N works.
+
+Errors: :class:`ScheduleError` (a ``ValueError``) for a size, tile or chunk that is not a
+positive integer, or an index range beyond 32-bit ``int`` (the kernels index with ``int``).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .schedule import (
+    Accumulate,
+    Barrier,
+    Const,
+    DeclareFloat,
+    FConst,
+    For,
+    GlobalArray,
+    If,
+    Let,
+    LocalArray,
+    Param,
+    Return,
+    Schedule,
+    Store,
+    Var,
+    block,
+    ceil_div,
+    global_id,
+    local_id,
+    minimum,
+)
+
+INT32_MAX = 2**31 - 1
+
+
+class ScheduleError(ValueError):
+    """A schedule was asked for with a parameter outside its valid range."""
+
+
+def _positive(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ScheduleError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _fits_int32(what: str, value: int) -> None:
+    if value > INT32_MAX:
+        raise ScheduleError(f"{what} = {value} exceeds the 32-bit int index limit {INT32_MAX}; "
+                            "the generated kernels index with int")
+
+
+def round_up(value: int, multiple: int) -> int:
+    """Smallest multiple of ``multiple`` that is >= ``value``."""
+    return -(-value // multiple) * multiple
+
+
+def _gemm_arrays(m: int, k: int, n: int):
+    for what, v in (("M*K", m * k), ("K*N", k * n), ("M*N", m * n)):
+        _fits_int32(what, v)
+    M, K, N = Param("M"), Param("K"), Param("N")
+    A = GlobalArray("A", M * K, "in", ("M", "K"))
+    B = GlobalArray("B", K * N, "in", ("K", "N"))
+    C = GlobalArray("C", M * N, "out", ("M", "N"))
+    return M, K, N, A, B, C
+
+
+def gemm_naive(m: int, k: int, n: int, tile: int = 16) -> Schedule:
+    """Naive GEMM, C = A·B: one work-item per element of C, tile×tile work-groups.
+
+    Each work-item reads a whole row of A and column of B from global memory: 2·K loads per
+    element of C, 2·M·N·K in all (seed: matrix-operations "Naive Implementation";
+    tiling-and-shared-memory §4: B²·2N reads per B×B output tile).
+    """
+    m, k, n, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("N", n), ("tile", tile)))
+    M, K, N, A, B, C = _gemm_arrays(m, k, n)
+    col, row, kk = Let("col", global_id(0)), Let("row", global_id(1)), "k"
+    r, c, k_ = row.var, col.var, Var(kk)
+    acc = DeclareFloat("acc")
+    body = block(
+        col, row,
+        If((r >= M) | (c >= N), (Return(),)),
+        acc,
+        For(kk, Const(0), K, Const(1), (Accumulate("acc", A[r * K + k_] * B[k_ * N + c]),)),
+        Store(C, r * N + c, acc.ref),
+    )
+    return Schedule(
+        family="gemm-naive", kernel_name="gemm_naive",
+        params=(("M", m), ("K", k), ("N", n)), arrays=(A, B, C), local_arrays=(),
+        local_size=(tile, tile), global_size=(round_up(n, tile), round_up(m, tile)),
+        body=body, tile=tile,
+        description="one work-item per element of C, every operand read from global memory",
+    )
+
+
+def gemm_tiled(m: int, k: int, n: int, tile: int = 16) -> Schedule:
+    """Tiled GEMM through local memory with B×B tiles (B = ``tile``) and B×B work-groups.
+
+    Per K-tile: each work-item loads one element of A and one of B into local memory
+    (guarded; zero-filled outside the matrix), barrier, B multiply-adds from local memory,
+    barrier. Global loads are M·K·⌈N/B⌉ + K·N·⌈M/B⌉; 2·⌈K/B⌉ barriers per work-group
+    (seed: matrix-operations "Tiled Implementation with Shared Memory";
+    tiling-and-shared-memory §3-§4: 2NB reads per output tile).
+    """
+    m, k, n, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("N", n), ("tile", tile)))
+    M, K, N, A, B, C = _gemm_arrays(m, k, n)
+    T = Const(tile, "TILE")
+    tile_a, tile_b = LocalArray("tile_A", tile * tile), LocalArray("tile_B", tile * tile)
+    col, row = Let("col", global_id(0)), Let("row", global_id(1))
+    lc, lr = Let("lc", local_id(0)), Let("lr", local_id(1))
+    c, r, lcv, lrv = col.var, row.var, lc.var, lr.var
+    t, kk = Var("t"), Var("k")
+    a_col, b_row = Let("a_col", t * T + lcv), Let("b_row", t * T + lrv)
+    acc = DeclareFloat("acc")
+    load_a = If((r < M) & (a_col.var < K),
+                (Store(tile_a, lrv * T + lcv, A[r * K + a_col.var]),),
+                (Store(tile_a, lrv * T + lcv, FConst(0.0)),))
+    load_b = If((b_row.var < K) & (c < N),
+                (Store(tile_b, lrv * T + lcv, B[b_row.var * N + c]),),
+                (Store(tile_b, lrv * T + lcv, FConst(0.0)),))
+    compute = For("k", Const(0), T, Const(1),
+                  (Accumulate("acc", tile_a[lrv * T + kk] * tile_b[kk * T + lcv]),))
+    body = block(
+        col, row, lc, lr, acc,
+        For("t", Const(0), ceil_div(K, T), Const(1), block(
+            a_col, b_row, load_a, load_b, Barrier(), compute, Barrier(),
+        )),
+        If((r < M) & (c < N), (Store(C, r * N + c, acc.ref),)),
+    )
+    return Schedule(
+        family="gemm-tiled", kernel_name="gemm_tiled",
+        params=(("M", m), ("K", k), ("N", n)), arrays=(A, B, C),
+        local_arrays=(tile_a, tile_b),
+        local_size=(tile, tile), global_size=(round_up(n, tile), round_up(m, tile)),
+        body=body, tile=tile,
+        description="B×B tiles of A and B staged in local memory, two barriers per tile",
+    )
+
+
+def _matvec_arrays(m: int, k: int):
+    _fits_int32("M*K", m * k)
+    M, K = Param("M"), Param("K")
+    A = GlobalArray("A", M * K, "in", ("M", "K"))
+    x = GlobalArray("x", K, "in", ("K",))
+    y = GlobalArray("y", M, "out", ("M",))
+    return M, K, A, x, y
+
+
+def matvec_naive(m: int, k: int, tile: int = 256) -> Schedule:
+    """Naive matrix-vector product y = A·x: one work-item per row, ``tile`` rows per work-group.
+
+    Every work-item reads its row of A and the whole of x: M·K loads of A and M·K of x
+    (seed: matrix-operations "Matrix-Vector Multiplication, Naive Implementation").
+    """
+    m, k, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
+    M, K, A, x, y = _matvec_arrays(m, k)
+    row = Let("row", global_id(0))
+    r, kk = row.var, Var("k")
+    acc = DeclareFloat("acc")
+    body = block(
+        row,
+        If(r >= M, (Return(),)),
+        acc,
+        For("k", Const(0), K, Const(1), (Accumulate("acc", A[r * K + kk] * x[kk]),)),
+        Store(y, r, acc.ref),
+    )
+    return Schedule(
+        family="matvec-naive", kernel_name="matvec_naive",
+        params=(("M", m), ("K", k)), arrays=(A, x, y), local_arrays=(),
+        local_size=(tile,), global_size=(round_up(m, tile),), body=body, tile=tile,
+        description="one work-item per row of y, x read from global memory by every row",
+    )
+
+
+def matvec_local(m: int, k: int, tile: int = 256, chunk: int | None = None) -> Schedule:
+    """Matrix-vector product with x staged through local memory in chunks.
+
+    The work-group (``tile`` work-items, one row each) copies ``chunk`` elements of x
+    (default: the work-group size) into local memory, waits at a barrier, accumulates from
+    local memory, and waits again before the next chunk, so any K works within a fixed
+    local-memory budget of ``chunk``·4 bytes. x is read once per work-group: ⌈M/tile⌉·K
+    loads of x (seed: matrix-operations "Optimized Implementation with Shared Memory" and
+    "Handling Large Vectors").
+    """
+    m, k, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
+    chunk = tile if chunk is None else _positive("chunk", chunk)
+    M, K, A, x, y = _matvec_arrays(m, k)
+    CH, WG = Const(chunk, "CHUNK"), Const(tile, "WG_SIZE")
+    xs = LocalArray("x_chunk", chunk)
+    row, lid = Let("row", global_id(0)), Let("lid", local_id(0))
+    r, lv, t0, i, j = row.var, lid.var, Var("t0"), Var("i"), Var("j")
+    acc = DeclareFloat("acc")
+    stage = For("i", lv, CH, WG, (If(t0 + i < K, (Store(xs, i, x[t0 + i]),)),))
+    compute = If(r < M, (For("j", Const(0), minimum(CH, K - t0), Const(1),
+                             (Accumulate("acc", A[r * K + t0 + j] * xs[j]),)),))
+    body = block(
+        row, lid, acc,
+        For("t0", Const(0), K, CH, (stage, Barrier(), compute, Barrier())),
+        If(r < M, (Store(y, r, acc.ref),)),
+    )
+    return Schedule(
+        family="matvec-local", kernel_name="matvec_local",
+        params=(("M", m), ("K", k)), arrays=(A, x, y), local_arrays=(xs,),
+        local_size=(tile,), global_size=(round_up(m, tile),), body=body, tile=tile,
+        description="x staged through local memory in chunks, read once per work-group",
+        extra={"chunk": chunk},
+    )
+
+
+GEMM_FAMILIES = ("gemm-naive", "gemm-tiled")
+MATVEC_FAMILIES = ("matvec-naive", "matvec-local")
+FAMILIES = GEMM_FAMILIES + MATVEC_FAMILIES
+DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "matvec-naive": 256, "matvec-local": 256}
+
+
+def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = None,
+          chunk: int | None = None) -> Schedule:
+    """Build the schedule ``family`` for the given sizes.
+
+    Args:
+        family: one of :data:`FAMILIES`.
+        m, k, n: sizes (A is m×k; B is k×n for GEMM; ``n`` is ignored for matrix-vector).
+        tile: tile width B (GEMM) or rows per work-group (matrix-vector); default from
+            :data:`DEFAULT_TILE`.
+        chunk: elements of x per staged chunk (``matvec-local`` only).
+
+    Raises:
+        ScheduleError: unknown family, missing ``n`` for GEMM, or a bad parameter.
+    """
+    if family not in FAMILIES:
+        raise ScheduleError(f"unknown schedule {family!r}; choose one of {', '.join(FAMILIES)}")
+    tile = DEFAULT_TILE[family] if tile is None else tile
+    if chunk is not None and family != "matvec-local":
+        raise ScheduleError(f"chunk applies to matvec-local only, not {family}")
+    builders: dict[str, Callable[..., Schedule]] = {
+        "gemm-naive": gemm_naive, "gemm-tiled": gemm_tiled,
+        "matvec-naive": matvec_naive, "matvec-local": matvec_local,
+    }
+    if family in GEMM_FAMILIES:
+        if n is None:
+            raise ScheduleError(f"{family} needs N (columns of B and C)")
+        return builders[family](m, k, n, tile)
+    if family == "matvec-local":
+        return matvec_local(m, k, tile, chunk)
+    return matvec_naive(m, k, tile)
