@@ -1,0 +1,173 @@
+"""Render a schedule description into OpenCL C.
+
+The code generator reads the same :class:`simulator.schedule.Schedule` tree the simulator
+executes, so the two cannot drift apart. The kernel frame is a Jinja2 template
+(``gpu/templates/kernel.cl.j2``); statements and expressions are rendered here.
+
+Named constants (tile width, chunk) become ``#define`` lines; parameters (``M``, ``K``,
+``N``) become ``const int`` arguments; every global buffer is ``float`` (row-major) and the
+work-group size is fixed with ``reqd_work_group_size``.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+from simulator import schedule as S
+
+from .kernel import GeneratedKernel, KernelArg
+
+_PRECEDENCE = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4,
+               "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
+_ATOM = 10
+_IDS = {"local": "get_local_id", "group": "get_group_id", "global": "get_global_id"}
+
+
+@lru_cache(maxsize=1)
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined)
+    return env.get_template("kernel.cl.j2")
+
+
+def render_int(e: S.IntExpr) -> tuple[str, int]:
+    """C text of an integer expression and its precedence."""
+    if isinstance(e, S.Const):
+        return (e.name if e.name else str(e.value)), _ATOM
+    if isinstance(e, (S.Param, S.Var)):
+        return e.name, _ATOM
+    if isinstance(e, S.WorkItemId):
+        return f"(int){_IDS[e.kind]}({e.dim})", _ATOM
+    if isinstance(e, S.Min):
+        return f"min({render_int(e.left)[0]}, {render_int(e.right)[0]})", _ATOM
+    if isinstance(e, S.BinOp):
+        return _binary(e.op, render_int(e.left), render_int(e.right))
+    raise TypeError(f"cannot render integer expression {e!r}")
+
+
+def _binary(op: str, left: tuple[str, int], right: tuple[str, int]) -> tuple[str, int]:
+    p = _PRECEDENCE[op]
+    lt = left[0] if left[1] >= p else f"({left[0]})"
+    # Right operand: equal precedence needs parentheses unless the operator is associative.
+    assoc = op in ("+", "*", "&&", "||")
+    rt = right[0] if right[1] > p or (right[1] == p and assoc) else f"({right[0]})"
+    return f"{lt} {op} {rt}", p
+
+
+def render_cond(c: S.Cond) -> tuple[str, int]:
+    """C text of a condition and its precedence."""
+    if isinstance(c, S.Compare):
+        return _binary(c.op, render_int(c.left), render_int(c.right))
+    if isinstance(c, S.BoolOp):
+        return _binary(c.op, render_cond(c.left), render_cond(c.right))
+    if isinstance(c, S.Not):
+        return f"!({render_cond(c.operand)[0]})", _ATOM
+    raise TypeError(f"cannot render condition {c!r}")
+
+
+def render_float(e: S.FloatExpr) -> tuple[str, int]:
+    """C text of a float expression and its precedence."""
+    if isinstance(e, S.Load):
+        return f"{e.array.name}[{render_int(e.index)[0]}]", _ATOM
+    if isinstance(e, S.FConst):
+        return f"{float(e.value)!r}f", _ATOM
+    if isinstance(e, S.Private):
+        return e.name, _ATOM
+    if isinstance(e, S.FBinOp):
+        return _binary(e.op, render_float(e.left), render_float(e.right))
+    raise TypeError(f"cannot render float expression {e!r}")
+
+
+def render_block(stmts, depth: int = 1) -> list[str]:
+    """Lines of C for a block of statements, indented four spaces per ``depth``."""
+    pad = "    " * depth
+    lines: list[str] = []
+    for s in stmts:
+        if isinstance(s, S.Let):
+            lines.append(f"{pad}const int {s.name} = {render_int(s.value)[0]};")
+        elif isinstance(s, S.DeclareFloat):
+            lines.append(f"{pad}float {s.name} = {float(s.init)!r}f;")
+        elif isinstance(s, S.Assign):
+            lines.append(f"{pad}{s.name} = {render_float(s.value)[0]};")
+        elif isinstance(s, S.Accumulate):
+            lines.append(f"{pad}{s.name} += {render_float(s.value)[0]};")
+        elif isinstance(s, S.Store):
+            lines.append(f"{pad}{s.array.name}[{render_int(s.index)[0]}] = "
+                         f"{render_float(s.value)[0]};")
+        elif isinstance(s, S.If):
+            lines.append(f"{pad}if ({render_cond(s.cond)[0]}) {{")
+            lines += render_block(s.then, depth + 1)
+            if s.orelse:
+                lines.append(f"{pad}}} else {{")
+                lines += render_block(s.orelse, depth + 1)
+            lines.append(f"{pad}}}")
+        elif isinstance(s, S.For):
+            step = render_int(s.step)[0]
+            inc = f"++{s.var}" if step == "1" else f"{s.var} += {step}"
+            lines.append(f"{pad}for (int {s.var} = {render_int(s.start)[0]}; "
+                         f"{s.var} < {render_int(s.stop)[0]}; {inc}) {{")
+            lines += render_block(s.body, depth + 1)
+            lines.append(f"{pad}}}")
+        elif isinstance(s, S.Barrier):
+            lines.append(f"{pad}barrier(CLK_LOCAL_MEM_FENCE);")
+        elif isinstance(s, S.Return):
+            lines.append(f"{pad}return;")
+        else:
+            raise TypeError(f"cannot render statement {s!r}")
+    return lines
+
+
+def _named_constants(schedule: S.Schedule) -> dict[str, int]:
+    """Named constants used anywhere in the schedule, name -> value."""
+    found: dict[str, int] = {}
+
+    def visit(node) -> None:
+        if isinstance(node, S.Const):
+            if node.name:
+                if found.setdefault(node.name, node.value) != node.value:
+                    raise ValueError(f"constant {node.name} has two values")
+            return
+        if isinstance(node, (tuple, list)):
+            for n in node:
+                visit(n)
+            return
+        if hasattr(node, "__dataclass_fields__") and not isinstance(node, S.Schedule):
+            for name in node.__dataclass_fields__:
+                visit(getattr(node, name))
+
+    visit(schedule.body)
+    return found
+
+
+def generate(schedule: S.Schedule) -> GeneratedKernel:
+    """OpenCL C for ``schedule`` with its launch geometry.
+
+    Returns:
+        :class:`gpu.kernel.GeneratedKernel` whose ``args`` are the global buffers (inputs
+        ``global_in``, outputs ``global_out``) followed by the ``int`` parameters.
+    """
+    args = [KernelArg(a.name, "global_out" if a.role == "out" else "global_in")
+            for a in schedule.arrays]
+    args += [KernelArg(name, "int") for name, _ in schedule.params]
+    sig = []
+    for a in schedule.arrays:
+        const = "" if a.role == "out" else "const "
+        sig.append(f"__global {const}float *restrict {a.name}")
+    sig += [f"const int {name}" for name, _ in schedule.params]
+    reqd = list(schedule.local_size) + [1] * (3 - len(schedule.local_size))
+    source = _template().render(
+        family=schedule.family, description=schedule.description,
+        defines=sorted(_named_constants(schedule).items()),
+        reqd_size=", ".join(str(v) for v in reqd),
+        kernel_name=schedule.kernel_name, signature=", ".join(sig),
+        local_decls=[f"__local float {a.name}[{a.size}];" for a in schedule.local_arrays],
+        body="\n".join(render_block(schedule.body)),
+    )
+    return GeneratedKernel(
+        name=schedule.kernel_name, source=source, args=tuple(args),
+        global_size=tuple(schedule.global_size), local_size=tuple(schedule.local_size),
+        local_mem_bytes=schedule.local_mem_bytes, schedule_name=schedule.family)
