@@ -1,0 +1,139 @@
+"""Exact closed forms of every traffic counter, for every schedule family.
+
+Notation: A is M×K, B is K×N (GEMM) or x has K elements (matrix-vector); T is the schedule's
+tile parameter (tile width B for GEMM, rows per work-group for matrix-vector); ``⌈a/b⌉`` is
+ceiling division and ``a↑b = ⌈a/b⌉·b`` rounds up to a multiple. Edge tiles are included:
+the formulas hold for every positive M, K, N, T.
+
+Sources: seeds/tiling-and-shared-memory.txt §4 (per-tile reads B²·2N naive, 2NB tiled);
+seeds/matrix-operations.txt "Performance Analysis" (2·1024³ naive, 1.34e8 tiled for
+N=1024, B=16; x read once per row naive, once per work-group staged); DESIGN.md "Numbers the
+model must reproduce" (tiled loads M·K·⌈N/B⌉ + K·N·⌈M/B⌉, 2·⌈K/B⌉ barriers per
+work-group). The counts below are derived from the schedules in simulator/schedules.py by
+counting, per statement, the work-items whose guards hold.
+"""
+from __future__ import annotations
+
+from simulator.schedule import FLOAT_BYTES, Schedule
+
+
+def ceil_div(a: int, b: int) -> int:
+    """⌈a/b⌉ for non-negative a and positive b."""
+    return -(-a // b)
+
+
+def round_up(a: int, b: int) -> int:
+    """a↑b: the smallest multiple of b that is >= a."""
+    return ceil_div(a, b) * b
+
+
+def _finish(d: dict) -> dict:
+    loads, stores = d["global_load_elems_by_buffer"], d["global_store_elems_by_buffer"]
+    d["global_load_elems"] = sum(loads.values())
+    d["global_store_elems"] = sum(stores.values())
+    d["global_load_bytes"] = d["global_load_elems"] * FLOAT_BYTES
+    d["global_store_bytes"] = d["global_store_elems"] * FLOAT_BYTES
+    return d
+
+
+def gemm_naive(m: int, k: int, n: int, t: int) -> dict:
+    """Naive GEMM: every work-item in range reads K elements of A and K of B.
+
+    A and B: M·N·K loads each; C: M·N stores; FLOP 2·M·N·K (out-of-range work-items return
+    at once); work-groups ⌈N/T⌉·⌈M/T⌉; busiest tile min(T,M)·min(T,N)·2K (= 2N·B² for a
+    full B×B tile with K = N, tiling-and-shared-memory §4).
+    """
+    return _finish({
+        "global_load_elems_by_buffer": {"A": m * n * k, "B": m * n * k, "C": 0},
+        "global_store_elems_by_buffer": {"A": 0, "B": 0, "C": m * n},
+        "local_load_elems": 0, "local_store_elems": 0, "barriers": 0,
+        "flop": 2 * m * n * k,
+        "work_groups": ceil_div(n, t) * ceil_div(m, t),
+        "global_load_elems_per_tile": min(t, m) * min(t, n) * 2 * k,
+    })
+
+
+def gemm_tiled(m: int, k: int, n: int, t: int) -> dict:
+    """Tiled GEMM with T×T tiles: loads M·K·⌈N/T⌉ of A and K·N·⌈M/T⌉ of B.
+
+    Every one of the (M↑T)·(N↑T) work-items runs ⌈K/T⌉ tile steps; per step it stores two
+    local words (one of them possibly the zero fill), reads 2T local words and executes T
+    multiply-adds (2T FLOP, padded work-items included: tile quantization). Barriers:
+    2·⌈K/T⌉ per work-group. Busiest tile: K·(min(T,M) + min(T,N)) (= 2NB for a full tile
+    with K = N, tiling-and-shared-memory §4).
+    """
+    items = round_up(m, t) * round_up(n, t)
+    steps = ceil_div(k, t)
+    groups = ceil_div(n, t) * ceil_div(m, t)
+    return _finish({
+        "global_load_elems_by_buffer": {"A": m * k * ceil_div(n, t), "B": k * n * ceil_div(m, t),
+                                        "C": 0},
+        "global_store_elems_by_buffer": {"A": 0, "B": 0, "C": m * n},
+        "local_load_elems": 2 * t * items * steps,
+        "local_store_elems": 2 * items * steps,
+        "barriers": 2 * steps * groups,
+        "flop": 2 * t * items * steps,
+        "work_groups": groups,
+        "global_load_elems_per_tile": k * (min(t, m) + min(t, n)),
+    })
+
+
+def matvec_naive(m: int, k: int, t: int) -> dict:
+    """Naive matrix-vector: each of the M rows reads K elements of A and all K of x."""
+    return _finish({
+        "global_load_elems_by_buffer": {"A": m * k, "x": m * k, "y": 0},
+        "global_store_elems_by_buffer": {"A": 0, "x": 0, "y": m},
+        "local_load_elems": 0, "local_store_elems": 0, "barriers": 0,
+        "flop": 2 * m * k,
+        "work_groups": ceil_div(m, t),
+        "global_load_elems_per_tile": min(t, m) * 2 * k,
+    })
+
+
+def matvec_local(m: int, k: int, t: int, chunk: int) -> dict:
+    """Matrix-vector with x staged in local memory: x is read once per work-group.
+
+    A: M·K loads; x: ⌈M/T⌉·K loads and as many local stores; local loads M·K; barriers
+    2·⌈K/chunk⌉ per work-group; busiest tile min(T,M)·K + K.
+    """
+    groups = ceil_div(m, t)
+    return _finish({
+        "global_load_elems_by_buffer": {"A": m * k, "x": groups * k, "y": 0},
+        "global_store_elems_by_buffer": {"A": 0, "x": 0, "y": m},
+        "local_load_elems": m * k, "local_store_elems": groups * k,
+        "barriers": 2 * ceil_div(k, chunk) * groups,
+        "flop": 2 * m * k,
+        "work_groups": groups,
+        "global_load_elems_per_tile": min(t, m) * k + k,
+    })
+
+
+def counts(schedule: Schedule) -> dict:
+    """Closed-form counts for ``schedule``, with the keys of ``TrafficCounts.to_dict()``.
+
+    Raises:
+        ValueError: for a schedule family without closed forms.
+    """
+    p, t = schedule.param_values, schedule.tile
+    family = schedule.family
+    if family == "gemm-naive":
+        return gemm_naive(p["M"], p["K"], p["N"], t)
+    if family == "gemm-tiled":
+        return gemm_tiled(p["M"], p["K"], p["N"], t)
+    if family == "matvec-naive":
+        return matvec_naive(p["M"], p["K"], t)
+    if family == "matvec-local":
+        return matvec_local(p["M"], p["K"], t, schedule.extra["chunk"])
+    raise ValueError(f"no closed form for schedule family {family!r}")
+
+
+def textbook_per_tile_reads(family: str, n: int, b: int) -> int:
+    """Global reads per B×B output tile with K = N, as tiling-and-shared-memory §4 states.
+
+    Naive: B²·2N; tiled: (N/B)·2B² = 2NB (for B dividing N).
+    """
+    if family == "gemm-naive":
+        return b * b * 2 * n
+    if family == "gemm-tiled":
+        return 2 * n * b
+    raise ValueError(f"the textbook per-tile count covers GEMM only, not {family!r}")
