@@ -1,0 +1,193 @@
+"""The ``tiletraffic`` command line (click).
+
+    tiletraffic simulate SCHEDULE --m M --k K [--n N] [--tile B] [--json]
+    tiletraffic run SCHEDULE --m M --k K [--n N] [--tile B] [--device D] [--repeat R] [--json]
+    tiletraffic devices
+    tiletraffic report [--device D] [--out DIR] [--quick]
+
+Errors a user can cause (bad sizes, limits, missing device, build failures, wrong results)
+are printed as one clear line and exit with status 2 (usage) or 1 (runtime), never as a
+traceback.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+import numpy as np
+
+from simulator import schedules
+from simulator.device import GENERIC_GPU, UNLIMITED, LimitError
+from simulator.engine import InputError, simulate
+from simulator.hazards import HazardError
+from simulator.reference import max_error_ratio, random_inputs, reference
+
+from . import closed_form
+
+VALUES_AUTO_LIMIT = 2**24
+"""Below this many multiply-adds, ``simulate`` also computes and checks the output."""
+
+
+def _schedule_options(f):
+    f = click.option("--chunk", type=int, default=None,
+                     help="matvec-local: elements of x per staged chunk (default: work-group size).")(f)
+    f = click.option("--tile", "-b", type=int, default=None,
+                     help="Tile width B for GEMM (work-group B×B), or work-items per "
+                          "work-group for matvec. Default 16 (GEMM) or 256 (matvec).")(f)
+    f = click.option("--n", "n", type=int, default=None, help="Columns of B and C (GEMM only).")(f)
+    f = click.option("--k", "k", type=int, required=True, help="Columns of A (inner dimension).")(f)
+    f = click.option("--m", "m", type=int, required=True, help="Rows of A and of C (or y).")(f)
+    f = click.argument("schedule", type=click.Choice(schedules.FAMILIES))(f)
+    return f
+
+
+def _build(schedule, m, k, n, tile, chunk):
+    try:
+        return schedules.build(schedule, m, k, n, tile, chunk)
+    except schedules.ScheduleError as err:
+        raise click.UsageError(str(err)) from None
+
+
+def _fail(err: Exception) -> None:
+    click.echo(f"error: {err}", err=True)
+    sys.exit(1)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tiletraffic")
+def main() -> None:
+    """tiletraffic: count, predict and measure the memory traffic of naive and tiled
+    matrix kernels (GEMM, matrix-vector) in OpenCL's execution model."""
+
+
+@main.command("simulate")
+@_schedule_options
+@click.option("--values/--counts-only", default=None,
+              help="Also compute the output and check it against numpy (default: only when "
+                   f"M·N·K <= {VALUES_AUTO_LIMIT}).")
+@click.option("--no-limits", is_flag=True,
+              help="Do not enforce generic GPU limits (1024 work-items, 48 KiB local memory).")
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+def simulate_cmd(schedule, m, k, n, tile, chunk, values, no_limits, as_json):
+    """Execute SCHEDULE in the simulator and print its exact traffic counts."""
+    sch = _build(schedule, m, k, n, tile, chunk)
+    work = m * k * (n or 1)
+    values = work <= VALUES_AUTO_LIMIT if values is None else values
+    inputs = random_inputs(sch, np.random.default_rng()) if values else None
+    try:
+        res = simulate(sch, inputs, compute_values=values,
+                       limits=UNLIMITED if no_limits else GENERIC_GPU)
+    except (LimitError, InputError) as err:
+        raise click.UsageError(str(err)) from None
+    except HazardError as err:
+        _fail(err)
+    counts = res.counts.to_dict()
+    formula = closed_form.counts(sch)
+    check = None
+    if values:
+        ref = reference(sch, inputs)
+        check = max_error_ratio(res.outputs[ref.output], ref)
+    if as_json:
+        out = {"schedule": sch.family, "m": m, "k": k, "n": n, "tile": sch.tile,
+               "local_size": list(sch.local_size), "global_size": list(sch.global_size),
+               **counts, "closed_form_agrees": formula == counts,
+               "result_error_over_tolerance": check}
+        click.echo(json.dumps(out, indent=2))
+        return
+    click.echo(f"{sch.family}  M={m} K={k}" + (f" N={n}" if n else "") +
+               f"  tile={sch.tile}  work-group {' x '.join(map(str, sch.local_size))}"
+               f"  NDRange {' x '.join(map(str, sch.global_size))}")
+    click.echo(f"{'counter':32s} {'simulated':>16s} {'closed form':>16s}")
+    for key, value in counts.items():
+        if isinstance(value, dict):
+            for buf, v in value.items():
+                click.echo(f"{key + '[' + buf + ']':32s} {v:16d} {formula[key][buf]:16d}")
+        else:
+            click.echo(f"{key:32s} {value:16d} {formula[key]:16d}")
+    if check is not None:
+        click.echo(f"result vs float64 numpy: max error / tolerance = {check:.3g} "
+                   f"({'ok' if check <= 1 else 'MISMATCH'})")
+    else:
+        click.echo("counts only (add --values to also compute and check the result)")
+
+
+@main.command("run")
+@_schedule_options
+@click.option("--device", "-d", default=None,
+              help="OpenCL device: 'P:D' as in PYOPENCL_CTX, or part of its name "
+                   "(default: PYOPENCL_CTX, else a GPU, else PoCL).")
+@click.option("--repeat", "-r", type=int, default=10, show_default=True,
+              help="Timed launches (at least 10).")
+@click.option("--warmup", type=int, default=2, show_default=True,
+              help="Untimed launches before timing (the first includes JIT compilation).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+def run_cmd(schedule, m, k, n, tile, chunk, device, repeat, warmup, as_json):
+    """Run SCHEDULE as an OpenCL kernel on a device, check it against numpy, time it."""
+    from gpu.device import select_device
+    from gpu.runtime import TiletrafficGpuError
+
+    from .validate import run_on_device
+
+    sch = _build(schedule, m, k, n, tile, chunk)
+    try:
+        target = select_device(device)
+        result = run_on_device(target, sch, repeat=repeat, warmup=warmup)
+    except (TiletrafficGpuError, ValueError, TypeError) as err:
+        _fail(err)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    r = result.run
+    click.echo(f"{sch.family} on {r.device_name}: NDRange {r.global_size}, work-group "
+               f"{r.local_size}")
+    click.echo(f"  build {r.build_time_s * 1e3:.1f} ms" + (" (cached)" if r.build_cached else ""))
+    click.echo(f"  kernel time over {len(r.kernel_times_s)} launches (after {r.warmup} warm-up):"
+               f" median {r.median_s * 1e3:.3f} ms, min {r.min_s * 1e3:.3f} ms,"
+               f" max {r.max_s * 1e3:.3f} ms")
+    click.echo(f"  result equals numpy: max |error| {result.check.max_abs_error:.3g} "
+               f"<= tolerance {result.check.max_allowed:.3g}")
+
+
+@main.command("devices")
+def devices_cmd():
+    """List the OpenCL devices and which one is used by default."""
+    from gpu.device import list_devices, select_device
+    from gpu.runtime import TiletrafficGpuError
+
+    devices = list_devices()
+    if not devices:
+        _fail(RuntimeError("no OpenCL device found; install PoCL: pip install "
+                           "pocl-binary-distribution"))
+    try:
+        default = select_device(None).info.id
+    except TiletrafficGpuError:
+        default = None
+    for d in devices:
+        mark = "*" if d.id == default else " "
+        click.echo(f"{mark} {d.describe()}")
+    click.echo("(* = default; choose with --device P:D, a name part, or PYOPENCL_CTX)")
+
+
+@main.command("report")
+@click.option("--device", "-d", default=None, help="OpenCL device (as for `run`).")
+@click.option("--out", "out_dir", default="reports", show_default=True,
+              type=click.Path(file_okay=False), help="Reports directory.")
+@click.option("--quick", is_flag=True, help="Small sweep (about a minute on 2 cores).")
+@click.option("--repeat", "-r", type=int, default=10, show_default=True,
+              help="Timed launches per kernel (at least 10).")
+def report_cmd(device, out_dir, quick, repeat):
+    """Sweep sizes and tiles: simulate, run on the device, write reports/<device>/."""
+    from gpu.runtime import TiletrafficGpuError
+
+    from .report import make_report
+
+    try:
+        path = make_report(device=device, out_root=out_dir, quick=quick, repeat=repeat)
+    except (TiletrafficGpuError, ValueError) as err:
+        _fail(err)
+    click.echo(f"report written to {path}")
+
+
+if __name__ == "__main__":
+    main()
