@@ -1,0 +1,86 @@
+"""Figures of the report (the only matplotlib user; the Agg backend, no display needed).
+
+Each function takes plain lists from ``results.json`` and writes one PNG atomically.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def fit_power_law(x, y) -> tuple[float, float]:
+    """Least-squares fit of ``y = c·x^p`` in log-log space; returns ``(p, c)``.
+
+    Raises:
+        ValueError: fewer than two points, or a non-positive value.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size < 2 or np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError(f"a power-law fit needs >= 2 positive points, got x={x}, y={y}")
+    p, logc = np.polyfit(np.log(x), np.log(y), 1)
+    return float(p), float(np.exp(logc))
+
+
+def _save(fig, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".png", dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def loglog_with_fits(series: dict[str, tuple[list, list]], xlabel: str, ylabel: str,
+                     title: str, path: Path, base: int = 2) -> dict[str, float]:
+    """Log-log plot of several series, each with its fitted exponent in the legend.
+
+    Args:
+        series: label -> (x values, y values).
+    Returns:
+        label -> fitted exponent.
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    slopes = {}
+    for label, (x, y) in series.items():
+        p, c = fit_power_law(x, y)
+        slopes[label] = p
+        line, = ax.plot(x, y, "o", label=f"{label}: slope {p:.2f}")
+        xs = np.geomspace(min(x), max(x), 50)
+        ax.plot(xs, c * xs**p, "-", color=line.get_color(), alpha=0.6)
+    ax.set_xscale("log", base=base)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    _save(fig, path)
+    return slopes
+
+
+def ratio_vs_speedup(labels: list[str], predicted: list[float], measured: list[float],
+                     path: Path, device: str) -> None:
+    """Bars: predicted global-traffic ratio (naive/tiled) next to measured speedup."""
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.45 * len(labels) + 2), 4.4))
+    x = np.arange(len(labels))
+    ax.bar(x - 0.2, predicted, 0.4, label="predicted: naive / tiled global loads")
+    ax.bar(x + 0.2, measured, 0.4, label=f"measured speedup on {device}")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_yscale("log", base=2)
+    ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel("ratio (log scale)")
+    ax.set_title("Traffic cut by tiling vs time saved")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    _save(fig, path)

@@ -1,0 +1,192 @@
+"""``tiletraffic report``: sweep, simulate, run on a device, write ``reports/<device>/``.
+
+For each point of the sweep the schedule is simulated (exact counts, checked against the
+closed forms) and run as OpenCL on the device (result checked against numpy before its time
+counts). Everything lands in ``results.json``; :func:`render` turns that JSON into
+``report.md`` and PNG figures, so a report can be re-rendered without the device.
+
+Files are written atomically (temporary file, then rename). An earlier ``results.json`` is
+never lost: it is moved to ``history/results-<its timestamp>.json`` first.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import shlex
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+
+from tqdm import tqdm
+
+from simulator import schedules
+from simulator.device import DeviceLimits, LimitError
+from simulator.engine import simulate
+
+from . import closed_form
+
+FULL_SIZES = (64, 128, 256, 512, 1024)
+QUICK_SIZES = (64, 128, 256)
+FULL_TILES = (4, 8, 16, 32)
+QUICK_TILES = (4, 8, 16)
+REFERENCE_TILE = 16
+"""Tile width of the tiled series in the reads-vs-N figure (naive uses 16×16 work-groups)."""
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One (schedule, sizes, tile) case of the sweep; ``group`` names its role."""
+
+    family: str
+    m: int
+    k: int
+    n: int | None
+    tile: int
+    group: str
+
+    def build(self):
+        return schedules.build(self.family, self.m, self.k, self.n, self.tile)
+
+
+def default_sweep(quick: bool) -> list[SweepPoint]:
+    """Square N from 64 to 1024 (quick: to 256) × tiles 4..32 (quick: 4..16), naive and tiled,
+    plus a non-multiple case, a rectangular case and the two matrix-vector schedules."""
+    sizes, tiles = (QUICK_SIZES, QUICK_TILES) if quick else (FULL_SIZES, FULL_TILES)
+    points = [SweepPoint(f, n, n, n, b, "square")
+              for n in sizes for b in tiles for f in schedules.GEMM_FAMILIES]
+    odd, rect = ((100, 100, 100), (96, 160, 64)) if quick else ((1000, 1000, 1000),
+                                                               (768, 512, 384))
+    for f in schedules.GEMM_FAMILIES:
+        points.append(SweepPoint(f, *odd, REFERENCE_TILE, "non-multiple"))
+        points.append(SweepPoint(f, *rect, REFERENCE_TILE, "rectangular"))
+    mv = 1024 if quick else 4096
+    for f in schedules.MATVEC_FAMILIES:
+        points.append(SweepPoint(f, mv, mv, None, 256, "matvec"))
+    return points
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _archive_previous(out_dir: Path) -> None:
+    old = out_dir / "results.json"
+    if not old.exists():
+        return
+    try:
+        stamp = json.loads(old.read_text())["meta"]["created_utc"].replace(":", "")
+    except (ValueError, KeyError, TypeError):
+        stamp = _dt.datetime.fromtimestamp(old.stat().st_mtime, _dt.timezone.utc).strftime(
+            "%Y-%m-%dT%H%M%SZ")
+    dest = out_dir / "history" / f"results-{stamp}.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while dest.exists():
+        dest = dest.with_name(f"results-{stamp}-{n}.json")
+        n += 1
+    os.replace(old, dest)
+
+
+def _software() -> dict:
+    versions = {"python": platform.python_version(), "platform": platform.platform()}
+    for pkg in ("tiletraffic", "numpy", "pyopencl", "pocl-binary-distribution", "matplotlib"):
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            versions[pkg] = None
+    return versions
+
+
+def simulate_point(point: SweepPoint, limits: DeviceLimits) -> dict:
+    """Exact counts of one point (counts only) and whether they equal the closed forms."""
+    sch = point.build()
+    counts = simulate(sch, compute_values=False, limits=limits).counts.to_dict()
+    return {"counts": counts, "closed_form_agrees": counts == closed_form.counts(sch),
+            "work_group": list(sch.local_size), "ndrange": list(sch.global_size),
+            "local_mem_bytes": sch.local_mem_bytes}
+
+
+def make_report(device: str | None = None, out_root: str | os.PathLike = "reports",
+                quick: bool = False, repeat: int = 10, progress: bool = True) -> Path:
+    """Run the sweep on ``device`` and write ``<out_root>/<device-slug>[-quick]/``.
+
+    Returns the report directory.
+
+    Raises:
+        gpu.device.DeviceError: no device, or none matching ``device``.
+        ValueError: ``repeat`` below 10.
+    """
+    from gpu.device import select_device
+    from gpu.runtime import MIN_REPEAT, TiletrafficGpuError
+
+    from .validate import run_on_device
+
+    if repeat < MIN_REPEAT:
+        raise ValueError(f"repeat = {repeat} is below the minimum of {MIN_REPEAT} timed launches")
+    target = select_device(device)
+    info = target.info
+    limits = DeviceLimits(info.device_name, info.max_work_group_size,
+                          tuple(info.max_work_item_sizes), info.local_mem_bytes)
+    out_dir = Path(out_root) / (target.slug + ("-quick" if quick else ""))
+    results = []
+    sweep = default_sweep(quick)
+    for point in tqdm(sweep, desc=f"sweep on {info.device_name}", unit="case",
+                      disable=not progress, file=sys.stderr):
+        entry = asdict(point)
+        try:
+            entry.update(simulate_point(point, limits))
+        except LimitError as err:
+            entry["skipped"] = str(err)
+            results.append(entry)
+            continue
+        try:
+            run = run_on_device(target, point.build(), repeat=repeat)
+            entry["device_run"] = run.to_dict()
+        except TiletrafficGpuError as err:
+            entry["device_error"] = f"{type(err).__name__}: {err}"
+        results.append(entry)
+    data = {
+        "meta": {
+            "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "command": "tiletraffic " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+            if Path(sys.argv[0]).name == "tiletraffic" else
+            f"make_report(device={device!r}, quick={quick}, repeat={repeat})",
+            "quick": quick, "repeat": repeat,
+            "device": {k: (list(v) if isinstance(v, tuple) else v)
+                       for k, v in asdict(info).items()},
+            "device_slug": target.slug,
+            "software": _software(),
+        },
+        "results": results,
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _archive_previous(out_dir)
+    _atomic_write(out_dir / "results.json", json.dumps(data, indent=1))
+    render(out_dir)
+    return out_dir
+
+
+def render(out_dir: str | os.PathLike) -> Path:
+    """(Re)write ``report.md`` and the figures from ``out_dir/results.json``.
+
+    Raises:
+        FileNotFoundError: no ``results.json`` in ``out_dir``.
+    """
+    from .report_text import write_report
+
+    out_dir = Path(out_dir)
+    data = json.loads((out_dir / "results.json").read_text())
+    _atomic_write(out_dir / "report.md", write_report(data, out_dir))
+    return out_dir / "report.md"
