@@ -69,10 +69,21 @@ def render_cond(c: S.Cond) -> tuple[str, int]:
     raise TypeError(f"cannot render condition {c!r}")
 
 
+def render_access(array: S.Array, index: tuple[S.IntExpr, ...]) -> str:
+    """``A[row * K + col]`` for a global buffer (flat, row-major); ``tile[r][c]`` for a
+    local array (declared with its dimensions)."""
+    if isinstance(array, S.LocalArray):
+        return array.name + "".join(f"[{render_int(i)[0]}]" for i in index)
+    flat = index[0]
+    for i, extent in zip(index[1:], array.dims[1:]):
+        flat = flat * extent + i
+    return f"{array.name}[{render_int(flat)[0]}]"
+
+
 def render_float(e: S.FloatExpr) -> tuple[str, int]:
     """C text of a float expression and its precedence."""
     if isinstance(e, S.Load):
-        return f"{e.array.name}[{render_int(e.index)[0]}]", _ATOM
+        return render_access(e.array, e.index), _ATOM
     if isinstance(e, S.FConst):
         return f"{float(e.value)!r}f", _ATOM
     if isinstance(e, S.Private):
@@ -96,7 +107,7 @@ def render_block(stmts, depth: int = 1) -> list[str]:
         elif isinstance(s, S.Accumulate):
             lines.append(f"{pad}{s.name} += {render_float(s.value)[0]};")
         elif isinstance(s, S.Store):
-            lines.append(f"{pad}{s.array.name}[{render_int(s.index)[0]}] = "
+            lines.append(f"{pad}{render_access(s.array, s.index)} = "
                          f"{render_float(s.value)[0]};")
         elif isinstance(s, S.If):
             lines.append(f"{pad}if ({render_cond(s.cond)[0]}) {{")
@@ -140,6 +151,8 @@ def _named_constants(schedule: S.Schedule) -> dict[str, int]:
                 visit(getattr(node, name))
 
     visit(schedule.body)
+    for a in schedule.local_arrays:
+        visit(a.dims)
     return found
 
 
@@ -164,7 +177,9 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
         defines=sorted(_named_constants(schedule).items()),
         reqd_size=", ".join(str(v) for v in reqd),
         kernel_name=schedule.kernel_name, signature=", ".join(sig),
-        local_decls=[f"__local float {a.name}[{a.size}];" for a in schedule.local_arrays],
+        local_decls=[f"__local float {a.name}"
+                     + "".join(f"[{render_int(d)[0]}]" for d in a.dims) + ";"
+                     for a in schedule.local_arrays],
         body="\n".join(render_block(schedule.body)),
     )
     return GeneratedKernel(

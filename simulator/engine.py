@@ -270,35 +270,53 @@ class _Machine:
         shape = np.broadcast_shapes(*(np.shape(a) for a in arrays), (self.G, self.L, 1))
         return (self.G, self.L, shape[2])
 
-    def access(self, space: str, direction: str, array, index, mask):
-        """Bounds-check and announce one access; returns (index, mask) with bad entries off."""
-        size = self.sizes[array.name] if space == "global" else array.size
-        index = np.asarray(index, dtype=np.int64)
-        shape = self.shape_of(index, mask)
-        if index.size and (index.min() < 0 or index.max() >= size):
-            bad = np.logical_and(mask, (index < 0) | (index >= size))
-            if bad.any():
-                self.report_out_of_bounds(space, direction, array.name, size, index, bad, shape)
-                mask = np.logical_and(mask, np.logical_not(bad))
-        event = AccessEvent(space, direction, array.name, size, index, mask, shape,
+    def dims_of(self, array) -> tuple[int, ...]:
+        if isinstance(array, S.GlobalArray):
+            return tuple(self.params[d] for d in array.shape)
+        return tuple(d.value for d in array.dims)
+
+    def access(self, space: str, direction: str, array, index: tuple, mask):
+        """Bounds-check (per dimension) and announce one access.
+
+        Returns the row-major flat index and the mask with out-of-bounds entries off.
+        """
+        dims = self.dims_of(array)
+        comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in index]
+        for d, (comp, extent) in enumerate(zip(comps, dims)):
+            if comp.size and (comp.min() < 0 or comp.max() >= extent):
+                bad = np.logical_and(mask, (comp < 0) | (comp >= extent))
+                if bad.any():
+                    self.report_out_of_bounds(space, direction, array.name, dims, d, comps,
+                                              bad)
+                    mask = np.logical_and(mask, np.logical_not(bad))
+        flat = comps[0]
+        for comp, extent in zip(comps[1:], dims[1:]):
+            flat = flat * extent + comp
+        size = int(np.prod(dims))
+        shape = self.shape_of(flat, mask)
+        event = AccessEvent(space, direction, array.name, size, flat, mask, shape,
                             self.group_index)
         for obs in self.observers:
             obs.on_access(event)
-        return index, mask
+        return flat, mask
 
-    def report_out_of_bounds(self, space, direction, name, size, index, bad, shape):
-        idx_b, bad_b = np.broadcast_arrays(index, bad)
-        idx_b = np.broadcast_to(idx_b, shape)
-        bad_b = np.broadcast_to(bad_b, shape)
-        g, li, _ = (int(v[0]) for v in np.nonzero(bad_b))
-        value = int(idx_b[g, li, _])
+    def report_out_of_bounds(self, space, direction, name, dims, dim, comps, bad):
+        shape = self.shape_of(bad, *comps)
+        bad_b = np.broadcast_to(bad, shape)
+        g, li, it = (int(v[0]) for v in np.nonzero(bad_b))
+        where = tuple(int(np.broadcast_to(c, shape)[g, li, it]) for c in comps)
+        flat = 0
+        for w, extent in zip(where, dims):
+            flat = flat * extent + w
+        count = int(bad_b.sum())
+        gid = self.group_id_tuple(g)
         self.log.add(Hazard(
-            kind="out-of-bounds", schedule=self.schedule.family, array=name, index=value,
-            group_id=self.group_id_tuple(g), local_ids=(li,), epoch=self.epoch,
-            count=int(bad_b.sum()),
-            detail=(f"{space} {direction} of {name}[{value}] outside its {size} elements by "
-                    f"work-item {li} of work-group {self.group_id_tuple(g)}; "
-                    f"{int(bad_b.sum())} such accesses in this statement")))
+            kind="out-of-bounds", schedule=self.schedule.family, array=name, index=flat,
+            group_id=gid, local_ids=(li,), epoch=self.epoch, count=count,
+            detail=(f"{space} {direction} of {name}[{', '.join(map(str, where))}]: index "
+                    f"{where[dim]} outside dimension {dim} of extent {dims[dim]} "
+                    f"(shape {' x '.join(map(str, dims))}), by work-item {li} of work-group "
+                    f"{gid}; {count} such accesses in this statement")))
 
     def group_id_tuple(self, g: int) -> tuple[int, ...]:
         return tuple(int(self.ids[("group", d)][g, 0, 0])
@@ -306,7 +324,7 @@ class _Machine:
 
     def load(self, e: S.Load, mask):
         space = "global" if isinstance(e.array, S.GlobalArray) else "local"
-        index, mask = self.access(space, "load", e.array, self.eval_int(e.index), mask)
+        index, mask = self.access(space, "load", e.array, e.index, mask)
         if not self.values:
             return None
         safe = np.where(mask, index, 0) if not np.all(mask) else index
@@ -394,7 +412,7 @@ class _Machine:
         value, ops = self.eval_float(s.value, m)
         self.count_flop(m, ops)
         space = "global" if isinstance(s.array, S.GlobalArray) else "local"
-        index, m = self.access(space, "store", s.array, self.eval_int(s.index), m)
+        index, m = self.access(space, "store", s.array, s.index, m)
         if not self.values:
             return
         shape = self.shape_of(index, m)

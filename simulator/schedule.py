@@ -209,41 +209,71 @@ class Not(Cond):
 
 
 # ----------------------------------------------------------------------------- arrays
+def _index_tuple(array, index) -> tuple[IntExpr, ...]:
+    idx = index if isinstance(index, tuple) else (index,)
+    if len(idx) != len(array.dims):
+        raise TypeError(f"{array.name} has {len(array.dims)} dimension(s); "
+                        f"indexed with {len(idx)}")
+    return tuple(as_int(i) for i in idx)
+
+
 @dataclass(frozen=True, eq=False)
 class GlobalArray:
-    """A ``__global float*`` kernel argument: flat, row-major, float32.
+    """A ``__global float*`` kernel argument: row-major float32, indexed per dimension.
+
+    ``A[row, col]`` is rendered ``A[row * K + col]``; the simulator checks every index
+    against its own dimension, so ``col >= K`` is out of bounds even where the flat index
+    would still land inside the buffer.
 
     Attributes:
         name: argument name (``A``, ``B``, ``C``, ``x``, ``y``).
-        size: number of elements, as an expression of the parameters (e.g. ``M * K``).
         role: ``"in"`` (read-only input) or ``"out"`` (written by the kernel).
-        shape: the logical shape in parameter names, for documentation and the host side,
-            e.g. ``("M", "K")``.
+        shape: the logical shape in parameter names, e.g. ``("M", "K")``.
     """
 
     name: str
-    size: IntExpr
     role: str
     shape: tuple[str, ...]
 
-    def __getitem__(self, index: IntLike) -> Load:
-        return Load(self, as_int(index))
+    @property
+    def dims(self) -> tuple[IntExpr, ...]:
+        """Extent of each dimension, as parameter expressions."""
+        return tuple(Param(s) for s in self.shape)
+
+    @property
+    def size(self) -> IntExpr:
+        """Number of elements, as an expression of the parameters."""
+        size: IntExpr = self.dims[0]
+        for d in self.dims[1:]:
+            size = size * d
+        return size
+
+    def __getitem__(self, index) -> Load:
+        return Load(self, _index_tuple(self, index))
 
 
 @dataclass(frozen=True, eq=False)
 class LocalArray:
-    """A ``__local float name[size]`` array of one work-group; ``size`` in elements."""
+    """A ``__local float name[d0][d1]...`` array of one work-group; dims are constants."""
 
     name: str
-    size: int
+    dims: tuple[Const, ...]
+
+    @property
+    def size(self) -> int:
+        """Elements of the array."""
+        n = 1
+        for d in self.dims:
+            n *= d.value
+        return n
 
     @property
     def size_bytes(self) -> int:
         """Bytes of local memory this array takes in one work-group."""
         return self.size * FLOAT_BYTES
 
-    def __getitem__(self, index: IntLike) -> Load:
-        return Load(self, as_int(index))
+    def __getitem__(self, index) -> Load:
+        return Load(self, _index_tuple(self, index))
 
 
 Array = Union[GlobalArray, LocalArray]
@@ -271,10 +301,10 @@ FloatLike = Union[FloatExpr, float]
 
 @dataclass(frozen=True, eq=False)
 class Load(FloatExpr):
-    """Read ``array[index]`` (one global or local load per executing work-item)."""
+    """Read ``array[index]``, one index per dimension (one load per executing work-item)."""
 
     array: Array
-    index: IntExpr
+    index: tuple[IntExpr, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -356,10 +386,13 @@ class Accumulate(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class Store(Stmt):
-    """``array[index] = value;`` (one global or local store per executing work-item)."""
+    """``array[index] = value;``, one index per dimension (one store per executing work-item).
+
+    Build with :func:`store` to get the index checked against the array's dimensions.
+    """
 
     array: Array
-    index: IntExpr
+    index: tuple[IntExpr, ...]
     value: FloatExpr
 
 
@@ -394,6 +427,11 @@ class Barrier(Stmt):
 @dataclass(frozen=True, eq=False)
 class Return(Stmt):
     """``return;`` — the work-item leaves the kernel (and reaches no later barrier)."""
+
+
+def store(array: Array, index, value: FloatLike) -> Store:
+    """``array[index] = value`` with ``index`` one expression per dimension."""
+    return Store(array, _index_tuple(array, index), as_float(value))
 
 
 def block(*stmts: Stmt | list | tuple) -> tuple[Stmt, ...]:

@@ -21,7 +21,6 @@ from .schedule import (
     Barrier,
     Const,
     DeclareFloat,
-    FConst,
     For,
     GlobalArray,
     If,
@@ -30,7 +29,7 @@ from .schedule import (
     Param,
     Return,
     Schedule,
-    Store,
+    store,
     Var,
     block,
     ceil_div,
@@ -67,9 +66,9 @@ def _gemm_arrays(m: int, k: int, n: int):
     for what, v in (("M*K", m * k), ("K*N", k * n), ("M*N", m * n)):
         _fits_int32(what, v)
     M, K, N = Param("M"), Param("K"), Param("N")
-    A = GlobalArray("A", M * K, "in", ("M", "K"))
-    B = GlobalArray("B", K * N, "in", ("K", "N"))
-    C = GlobalArray("C", M * N, "out", ("M", "N"))
+    A = GlobalArray("A", "in", ("M", "K"))
+    B = GlobalArray("B", "in", ("K", "N"))
+    C = GlobalArray("C", "out", ("M", "N"))
     return M, K, N, A, B, C
 
 
@@ -89,8 +88,8 @@ def gemm_naive(m: int, k: int, n: int, tile: int = 16) -> Schedule:
         col, row,
         If((r >= M) | (c >= N), (Return(),)),
         acc,
-        For(kk, Const(0), K, Const(1), (Accumulate("acc", A[r * K + k_] * B[k_ * N + c]),)),
-        Store(C, r * N + c, acc.ref),
+        For(kk, Const(0), K, Const(1), (Accumulate("acc", A[r, k_] * B[k_, c]),)),
+        store(C, (r, c), acc.ref),
     )
     return Schedule(
         family="gemm-naive", kernel_name="gemm_naive",
@@ -113,7 +112,7 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16) -> Schedule:
     m, k, n, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("N", n), ("tile", tile)))
     M, K, N, A, B, C = _gemm_arrays(m, k, n)
     T = Const(tile, "TILE")
-    tile_a, tile_b = LocalArray("tile_A", tile * tile), LocalArray("tile_B", tile * tile)
+    tile_a, tile_b = LocalArray("tile_A", (T, T)), LocalArray("tile_B", (T, T))
     col, row = Let("col", global_id(0)), Let("row", global_id(1))
     lc, lr = Let("lc", local_id(0)), Let("lr", local_id(1))
     c, r, lcv, lrv = col.var, row.var, lc.var, lr.var
@@ -121,19 +120,19 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16) -> Schedule:
     a_col, b_row = Let("a_col", t * T + lcv), Let("b_row", t * T + lrv)
     acc = DeclareFloat("acc")
     load_a = If((r < M) & (a_col.var < K),
-                (Store(tile_a, lrv * T + lcv, A[r * K + a_col.var]),),
-                (Store(tile_a, lrv * T + lcv, FConst(0.0)),))
+                (store(tile_a, (lrv, lcv), A[r, a_col.var]),),
+                (store(tile_a, (lrv, lcv), 0.0),))
     load_b = If((b_row.var < K) & (c < N),
-                (Store(tile_b, lrv * T + lcv, B[b_row.var * N + c]),),
-                (Store(tile_b, lrv * T + lcv, FConst(0.0)),))
+                (store(tile_b, (lrv, lcv), B[b_row.var, c]),),
+                (store(tile_b, (lrv, lcv), 0.0),))
     compute = For("k", Const(0), T, Const(1),
-                  (Accumulate("acc", tile_a[lrv * T + kk] * tile_b[kk * T + lcv]),))
+                  (Accumulate("acc", tile_a[lrv, kk] * tile_b[kk, lcv]),))
     body = block(
         col, row, lc, lr, acc,
         For("t", Const(0), ceil_div(K, T), Const(1), block(
             a_col, b_row, load_a, load_b, Barrier(), compute, Barrier(),
         )),
-        If((r < M) & (c < N), (Store(C, r * N + c, acc.ref),)),
+        If((r < M) & (c < N), (store(C, (r, c), acc.ref),)),
     )
     return Schedule(
         family="gemm-tiled", kernel_name="gemm_tiled",
@@ -148,9 +147,9 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16) -> Schedule:
 def _matvec_arrays(m: int, k: int):
     _fits_int32("M*K", m * k)
     M, K = Param("M"), Param("K")
-    A = GlobalArray("A", M * K, "in", ("M", "K"))
-    x = GlobalArray("x", K, "in", ("K",))
-    y = GlobalArray("y", M, "out", ("M",))
+    A = GlobalArray("A", "in", ("M", "K"))
+    x = GlobalArray("x", "in", ("K",))
+    y = GlobalArray("y", "out", ("M",))
     return M, K, A, x, y
 
 
@@ -169,8 +168,8 @@ def matvec_naive(m: int, k: int, tile: int = 256) -> Schedule:
         row,
         If(r >= M, (Return(),)),
         acc,
-        For("k", Const(0), K, Const(1), (Accumulate("acc", A[r * K + kk] * x[kk]),)),
-        Store(y, r, acc.ref),
+        For("k", Const(0), K, Const(1), (Accumulate("acc", A[r, kk] * x[kk]),)),
+        store(y, r, acc.ref),
     )
     return Schedule(
         family="matvec-naive", kernel_name="matvec_naive",
@@ -194,17 +193,17 @@ def matvec_local(m: int, k: int, tile: int = 256, chunk: int | None = None) -> S
     chunk = tile if chunk is None else _positive("chunk", chunk)
     M, K, A, x, y = _matvec_arrays(m, k)
     CH, WG = Const(chunk, "CHUNK"), Const(tile, "WG_SIZE")
-    xs = LocalArray("x_chunk", chunk)
+    xs = LocalArray("x_chunk", (CH,))
     row, lid = Let("row", global_id(0)), Let("lid", local_id(0))
     r, lv, t0, i, j = row.var, lid.var, Var("t0"), Var("i"), Var("j")
     acc = DeclareFloat("acc")
-    stage = For("i", lv, CH, WG, (If(t0 + i < K, (Store(xs, i, x[t0 + i]),)),))
+    stage = For("i", lv, CH, WG, (If(t0 + i < K, (store(xs, i, x[t0 + i]),)),))
     compute = If(r < M, (For("j", Const(0), minimum(CH, K - t0), Const(1),
-                             (Accumulate("acc", A[r * K + t0 + j] * xs[j]),)),))
+                             (Accumulate("acc", A[r, t0 + j] * xs[j]),)),))
     body = block(
         row, lid, acc,
         For("t0", Const(0), K, CH, (stage, Barrier(), compute, Barrier())),
-        If(r < M, (Store(y, r, acc.ref),)),
+        If(r < M, (store(y, r, acc.ref),)),
     )
     return Schedule(
         family="matvec-local", kernel_name="matvec_local",
