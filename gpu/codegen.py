@@ -45,25 +45,36 @@ def render_int(e: S.IntExpr) -> tuple[str, int]:
     if isinstance(e, S.Min):
         return f"min({render_int(e.left)[0]}, {render_int(e.right)[0]})", _ATOM
     if isinstance(e, S.BinOp):
-        return _binary(e.op, render_int(e.left), render_int(e.right))
+        return _binary(e.op, render_int(e.left), render_int(e.right), _op_of(e.right))
     raise TypeError(f"cannot render integer expression {e!r}")
 
 
-def _binary(op: str, left: tuple[str, int], right: tuple[str, int]) -> tuple[str, int]:
+def _binary(op: str, left: tuple[str, int], right: tuple[str, int],
+            right_op: str | None = None, reassociate: bool = True) -> tuple[str, int]:
+    """``left op right`` with the parentheses C needs to keep the tree's meaning.
+
+    A right operand of equal precedence keeps its parentheses unless it is the same
+    associative operator (``a + (b + c)``, ``a * (b * c)``, ``&&``, ``||``) and
+    ``reassociate`` allows it: never for floats (evaluation order changes rounding), never
+    for ``a * (b / c)`` or ``a - (b - c)``.
+    """
     p = _PRECEDENCE[op]
     lt = left[0] if left[1] >= p else f"({left[0]})"
-    # Right operand: equal precedence needs parentheses unless the operator is associative.
-    assoc = op in ("+", "*", "&&", "||")
-    rt = right[0] if right[1] > p or (right[1] == p and assoc) else f"({right[0]})"
+    same_assoc = reassociate and right_op == op and op in ("+", "*", "&&", "||")
+    rt = right[0] if right[1] > p or (right[1] == p and same_assoc) else f"({right[0]})"
     return f"{lt} {op} {rt}", p
+
+
+def _op_of(node) -> str | None:
+    return getattr(node, "op", None)
 
 
 def render_cond(c: S.Cond) -> tuple[str, int]:
     """C text of a condition and its precedence."""
     if isinstance(c, S.Compare):
-        return _binary(c.op, render_int(c.left), render_int(c.right))
+        return _binary(c.op, render_int(c.left), render_int(c.right), _op_of(c.right))
     if isinstance(c, S.BoolOp):
-        return _binary(c.op, render_cond(c.left), render_cond(c.right))
+        return _binary(c.op, render_cond(c.left), render_cond(c.right), _op_of(c.right))
     if isinstance(c, S.Not):
         return f"!({render_cond(c.operand)[0]})", _ATOM
     raise TypeError(f"cannot render condition {c!r}")
@@ -89,7 +100,8 @@ def render_float(e: S.FloatExpr) -> tuple[str, int]:
     if isinstance(e, S.Private):
         return e.name, _ATOM
     if isinstance(e, S.FBinOp):
-        return _binary(e.op, render_float(e.left), render_float(e.right))
+        return _binary(e.op, render_float(e.left), render_float(e.right), _op_of(e.right),
+                       reassociate=False)
     raise TypeError(f"cannot render float expression {e!r}")
 
 
@@ -101,7 +113,8 @@ def render_block(stmts, depth: int = 1) -> list[str]:
         if isinstance(s, S.Let):
             lines.append(f"{pad}const int {s.name} = {render_int(s.value)[0]};")
         elif isinstance(s, S.DeclareFloat):
-            lines.append(f"{pad}float {s.name} = {float(s.init)!r}f;")
+            init = "" if s.init is None else f" = {float(s.init)!r}f"
+            lines.append(f"{pad}float {s.name}{init};")
         elif isinstance(s, S.Assign):
             lines.append(f"{pad}{s.name} = {render_float(s.value)[0]};")
         elif isinstance(s, S.Accumulate):

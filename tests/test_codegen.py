@@ -160,9 +160,6 @@ def _c_value(expr, params):
         expr.op]()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "gpu/codegen.py _binary treats '*' as associative with any right operand of equal "
-    "precedence, so a * (b / c) renders as 'a * b / c', which C evaluates as (a * b) / c"))
 @given(expr=_int_exprs(), p=st.integers(-20, 20), q=st.integers(-20, 20),
        r=st.integers(-20, 20))
 @example(expr=S.Param("p") * (S.Param("q") // S.Param("r")), p=2, q=3, r=2)
@@ -191,17 +188,10 @@ def test_rendered_int_expression_evaluates_like_the_tree(expr, p, q, r):
     (a * (b // c), "a * (b / c)"),
     (a * (b % c), "a * (b % c)"),
 ])
-@pytest.mark.xfail(strict=True, reason=(
-    "gpu/codegen.py _binary: '*' followed by a '/' or '%' right operand loses its "
-    "parentheses (rendered 'a * b / c')"))
 def test_render_int_keeps_parentheses_of_division_right_of_product(expr, text):
     assert render_int(expr)[0] == text
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "gpu/codegen.py _binary treats float '+' and '*' as associative: x + (y + z) renders "
-    "'x + y + z', which C evaluates as (x + y) + z, a different float32 rounding than the "
-    "IR (and the simulator) specify"))
 def test_render_float_keeps_the_ir_evaluation_order():
     x, y, z = S.Private("x"), S.Private("y"), S.Private("z")
     assert render_float(x + (y + z))[0] == "x + (y + z)"
