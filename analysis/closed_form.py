@@ -108,6 +108,22 @@ def matvec_local(m: int, k: int, t: int, chunk: int) -> dict:
     })
 
 
+def matvec_local_whole(m: int, k: int, t: int) -> dict:
+    """Matrix-vector with all of x staged once per work-group: like :func:`matvec_local`
+    with one chunk, so one barrier per work-group (out-of-range work-items return after it).
+    """
+    groups = ceil_div(m, t)
+    return _finish({
+        "global_load_elems_by_buffer": {"A": m * k, "x": groups * k, "y": 0},
+        "global_store_elems_by_buffer": {"A": 0, "x": 0, "y": m},
+        "local_load_elems": m * k, "local_store_elems": groups * k,
+        "barriers": groups,
+        "flop": 2 * m * k,
+        "work_groups": groups,
+        "global_load_elems_per_tile": min(t, m) * k + k,
+    })
+
+
 def counts(schedule: Schedule) -> dict:
     """Closed-form counts for ``schedule``, with the keys of ``TrafficCounts.to_dict()``.
 
@@ -124,6 +140,8 @@ def counts(schedule: Schedule) -> dict:
         return matvec_naive(p["M"], p["K"], t)
     if family == "matvec-local":
         return matvec_local(p["M"], p["K"], t, schedule.extra["chunk"])
+    if family == "matvec-local-whole":
+        return matvec_local_whole(p["M"], p["K"], t)
     raise ValueError(f"no closed form for schedule family {family!r}")
 
 

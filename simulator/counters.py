@@ -61,6 +61,9 @@ def count_per_group(mask: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray
 class Observer:
     """Base class of observers; override what you need."""
 
+    def on_batch(self, group_index: np.ndarray, work_items: int) -> None:
+        """A new batch of work-groups starts (fresh local memory)."""
+
     def on_access(self, event: AccessEvent) -> None:
         """A load or store statement executed."""
 
@@ -69,6 +72,9 @@ class Observer:
 
     def on_flop(self, group_index: np.ndarray, flop_per_group: np.ndarray) -> None:
         """Floating-point operations executed, per work-group of the batch."""
+
+    def on_finish(self) -> None:
+        """Every work-group has run."""
 
 
 @dataclass

@@ -66,7 +66,7 @@ class SimulationResult:
 def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, *,
              compute_values: bool = True, read_maps: Iterable[str] = (),
              limits: DeviceLimits | None = GENERIC_GPU, hazards: str = "raise",
-             observers: Iterable[Observer] = (),
+             observers: Iterable[Observer] = (), race_checks: bool = True,
              batch_work_items: int = BATCH_WORK_ITEMS) -> SimulationResult:
     """Execute ``schedule`` and count its traffic.
 
@@ -77,8 +77,12 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         compute_values: compute the outputs; ``False`` counts only (same counts, faster).
         read_maps: names of global inputs for which to return per-element read counts.
         limits: device limits to enforce before executing (``None``: none).
-        hazards: ``"raise"`` (default) or ``"report"``.
+        hazards: ``"raise"`` (default: the first hazard raises) or ``"report"`` (collect
+            them all in ``SimulationResult.hazards``; offending accesses are skipped).
         observers: extra observers of the access stream.
+        race_checks: run the observers that find local-memory races, reads of unwritten
+            local memory and output elements never written (out-of-bounds accesses, barrier
+            divergence and uninitialized private reads are always checked).
         batch_work_items: work-items per batch of work-groups (memory bound).
 
     Raises:
@@ -99,11 +103,16 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     counter = TrafficCounter(schedule.work_groups, [a.name for a in schedule.arrays],
                              {n: sizes[n] for n in read_maps})
     log = HazardLog(hazards)
-    machine = _Machine(schedule, params, sizes, buffers, [counter, *observers], log,
-                       compute_values)
+    all_observers: list[Observer] = [counter]
+    if race_checks:
+        all_observers += _hazard_observers(schedule, log, sizes, params)
+    all_observers += list(observers)
+    machine = _Machine(schedule, params, sizes, buffers, all_observers, log, compute_values)
     per_batch = max(1, batch_work_items // schedule.work_group_items)
     for first in range(0, schedule.work_groups, per_batch):
         machine.run_batch(np.arange(first, min(first + per_batch, schedule.work_groups)))
+    for obs in all_observers:
+        obs.on_finish()
     outputs = {}
     if compute_values:
         for a in schedule.arrays:
@@ -113,6 +122,29 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
             for n in read_maps}
     return SimulationResult(schedule, outputs, counter.finish(),
                             counter.global_loads_per_group, maps, log.hazards)
+
+
+def group_id_of(schedule: S.Schedule, linear: int) -> tuple[int, ...]:
+    """Work-group id per NDRange dimension of linear work-group ``linear`` (dim 0 fastest)."""
+    out = []
+    for n in schedule.num_groups:
+        out.append(linear % n)
+        linear //= n
+    return tuple(out)
+
+
+def _hazard_observers(schedule, log, sizes, params) -> list[Observer]:
+    from .race_detection import LocalRaceDetector, UninitializedLocalRead, UnwrittenOutput
+
+    def gid(linear: int) -> tuple[int, ...]:
+        return group_id_of(schedule, linear)
+
+    local_sizes = {a.name: a.size for a in schedule.local_arrays}
+    outs = [a for a in schedule.arrays if a.role == "out"]
+    return [LocalRaceDetector(schedule, log, gid, local_sizes),
+            UninitializedLocalRead(schedule, log, gid, local_sizes),
+            UnwrittenOutput(schedule, log, {a.name: sizes[a.name] for a in outs},
+                            {a.name: tuple(params[d] for d in a.shape) for a in outs})]
 
 
 def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
@@ -213,8 +245,12 @@ class _Machine:
             self.ids[("group", d)] = g.reshape(G, 1, 1)
             self.ids[("local", d)] = lo.reshape(1, L, 1)
             self.ids[("global", d)] = g.reshape(G, 1, 1) * ls + lo.reshape(1, L, 1)
+        for obs in self.observers:
+            obs.on_batch(group_index, L)
         self.env: dict[str, object] = {}
         self.privates: dict[str, np.ndarray] = {}
+        self.private_set: dict[str, np.ndarray] = {}
+        self.private_full: dict[str, bool] = {}
         self.local = {a.name: np.full((G, a.size), np.nan, dtype=np.float32)
                       for a in sch.local_arrays} if self.values else {}
         self.alive = np.ones((G, L, 1), dtype=bool)
@@ -345,6 +381,7 @@ class _Machine:
         if isinstance(e, S.FConst):
             return np.float32(e.value), 0
         if isinstance(e, S.Private):
+            self.check_private_set(e.name, mask)
             return self.privates.get(e.name), 0
         if isinstance(e, S.FBinOp):
             left, fl = self.eval_float(e.left, mask)
@@ -368,7 +405,10 @@ class _Machine:
             if isinstance(s, S.Let):
                 self.env[s.name] = self.eval_int(s.value)
             elif isinstance(s, S.DeclareFloat):
-                self.privates[s.name] = np.full((self.G, self.L, 1), s.init, dtype=np.float32)
+                init = np.nan if s.init is None else s.init
+                self.privates[s.name] = np.full((self.G, self.L, 1), init, dtype=np.float32)
+                self.private_set[s.name] = np.full((self.G, self.L, 1), s.init is not None)
+                self.private_full[s.name] = s.init is not None
             elif isinstance(s, (S.Assign, S.Accumulate)):
                 self.exec_private_update(s, m)
             elif isinstance(s, S.Store):
@@ -394,9 +434,36 @@ class _Machine:
             else:
                 raise TypeError(f"unknown statement {s!r}")
 
+    def check_private_set(self, name: str, mask) -> None:
+        """Report reads of a private variable by work-items that never assigned it."""
+        if self.private_full.get(name):
+            return
+        if name not in self.private_set:
+            raise NameError(f"{self.schedule.family}: private {name!r} used before it is "
+                            "declared")
+        unset = np.logical_and(mask, np.logical_not(self.private_set[name]))
+        if np.any(unset):
+            shape = self.shape_of(unset)
+            g, li, _ = (int(v[0]) for v in np.nonzero(np.broadcast_to(unset, shape)))
+            gid = self.group_id_tuple(g)
+            count = int(count_per_group(unset, shape).sum())
+            self.log.add(Hazard(
+                kind="uninitialized-read", schedule=self.schedule.family, array=name,
+                index=-1, group_id=gid, local_ids=(li,), epoch=self.epoch, count=count,
+                detail=(f"work-item {li} of work-group {gid} reads private {name}, which it "
+                        f"never assigned; {count} such reads")))
+            self.private_set[name] = np.logical_or(self.private_set[name],
+                                                   np.any(unset, axis=2, keepdims=True))
+
     def exec_private_update(self, s, m) -> None:
         value, ops = self.eval_float(s.value, m)
         accumulate = isinstance(s, S.Accumulate)
+        if accumulate:
+            self.check_private_set(s.name, m)
+        elif not self.private_full.get(s.name):
+            self.private_set[s.name] = np.logical_or(self.private_set[s.name],
+                                                     np.any(m, axis=2, keepdims=True))
+            self.private_full[s.name] = bool(self.private_set[s.name].all())
         self.count_flop(m, ops + (1 if accumulate else 0))
         if not self.values:
             return

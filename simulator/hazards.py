@@ -9,8 +9,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 HAZARD_KINDS = (
-    "out-of-bounds",        # an index outside a global buffer or a local array
+    "out-of-bounds",        # an index outside a dimension of a global buffer or local array
     "barrier-divergence",   # some work-items of a work-group reach a barrier, others do not
+    "data-race",            # two work-items touch one local word in one barrier interval
+    "uninitialized-read",   # a read of local memory or a private variable nothing wrote
+    "unwritten-output",     # output elements no work-item stored
 )
 
 

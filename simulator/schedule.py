@@ -358,10 +358,11 @@ class Let(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class DeclareFloat(Stmt):
-    """``float name = init;`` — a private accumulator."""
+    """``float name = init;`` — a private accumulator (``init=None``: ``float name;``,
+    uninitialized)."""
 
     name: str
-    init: float = 0.0
+    init: float | None = 0.0
 
     @property
     def ref(self) -> Private:

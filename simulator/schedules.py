@@ -214,10 +214,44 @@ def matvec_local(m: int, k: int, tile: int = 256, chunk: int | None = None) -> S
     )
 
 
+def matvec_local_whole(m: int, k: int, tile: int = 256, local_words: int | None = None
+                       ) -> Schedule:
+    """Matrix-vector product with the whole of x staged in local memory once.
+
+    The work-group copies x (K elements) into a local array of ``local_words`` words
+    (default K), waits at one barrier, then each work-item in range accumulates its row from
+    local memory. Needs 4·K bytes of local memory: K = 16384 (64 KiB) exceeds the 48 KiB of
+    current NVIDIA GPUs and is refused (use ``matvec-local``, which stages chunks). Seed:
+    matrix-operations "Optimized Implementation with Shared Memory".
+    """
+    m, k, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
+    words = k if local_words is None else _positive("local_words", local_words)
+    M, K, A, x, y = _matvec_arrays(m, k)
+    xs = LocalArray("x_local", (Const(words, "X_WORDS"),))
+    row, lid = Let("row", global_id(0)), Let("lid", local_id(0))
+    r, lv, i, j = row.var, lid.var, Var("i"), Var("j")
+    acc = DeclareFloat("acc")
+    body = block(
+        row, lid, acc,
+        For("i", lv, K, Const(tile, "WG_SIZE"), (store(xs, i, x[i]),)),
+        Barrier(),
+        If(r >= M, (Return(),)),
+        For("j", Const(0), K, Const(1), (Accumulate("acc", A[r, j] * xs[j]),)),
+        store(y, r, acc.ref),
+    )
+    return Schedule(
+        family="matvec-local-whole", kernel_name="matvec_local_whole",
+        params=(("M", m), ("K", k)), arrays=(A, x, y), local_arrays=(xs,),
+        local_size=(tile,), global_size=(round_up(m, tile),), body=body, tile=tile,
+        description="x staged whole in local memory, read once per work-group",
+    )
+
+
 GEMM_FAMILIES = ("gemm-naive", "gemm-tiled")
-MATVEC_FAMILIES = ("matvec-naive", "matvec-local")
+MATVEC_FAMILIES = ("matvec-naive", "matvec-local", "matvec-local-whole")
 FAMILIES = GEMM_FAMILIES + MATVEC_FAMILIES
-DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "matvec-naive": 256, "matvec-local": 256}
+DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "matvec-naive": 256, "matvec-local": 256,
+                "matvec-local-whole": 256}
 
 
 def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = None,
@@ -242,6 +276,7 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
     builders: dict[str, Callable[..., Schedule]] = {
         "gemm-naive": gemm_naive, "gemm-tiled": gemm_tiled,
         "matvec-naive": matvec_naive, "matvec-local": matvec_local,
+        "matvec-local-whole": matvec_local_whole,
     }
     if family in GEMM_FAMILIES:
         if n is None:
@@ -249,4 +284,4 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
         return builders[family](m, k, n, tile)
     if family == "matvec-local":
         return matvec_local(m, k, tile, chunk)
-    return matvec_naive(m, k, tile)
+    return builders[family](m, k, tile)

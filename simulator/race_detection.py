@@ -1,0 +1,205 @@
+"""Hazard detectors that observe the access stream: local-memory races, reads of local
+memory nothing wrote, and output elements nothing wrote.
+
+Lock-step execution hides races (the result may come out right), so races are found from
+*who* touched each local word in the current barrier interval, never from the values:
+within one interval (epoch) of one work-group, two different work-items touching the same
+local word, at least one of them writing, is a race (read-after-write, write-after-read or
+write-after-write), in whatever order the hardware would run them.
+
+Cost: accesses of one epoch are kept until the next barrier and compared only when a store
+meets another access of the same array in the same epoch, so correct schedules (which always
+separate stores and loads of local memory by a barrier) pay almost nothing.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .counters import AccessEvent, Observer
+from .hazards import Hazard, HazardLog
+
+
+def _entries(ev: AccessEvent, union: bool = False):
+    """Flat (group-in-batch, local id, word) of every executing entry of an event.
+
+    With ``union``, work-groups are merged: an entry executes if it does in any work-group
+    (valid only when the index does not depend on the work-group). No conflict in the union
+    means no conflict in any work-group, so the exact, per-group check is needed only when
+    the union shows one.
+    """
+    shape = ev.shape
+    mask = np.broadcast_to(ev.mask, shape)
+    index = np.broadcast_to(ev.index, shape)
+    if union:
+        mask = mask.any(axis=0, keepdims=True)
+        index = index[:1]
+    g, li, it = np.nonzero(mask)
+    return g, li, index[g, li, it]
+
+
+def _group_free(*events: AccessEvent) -> bool:
+    """True when no event's index depends on the work-group."""
+    return all(np.ndim(e.index) < 3 or np.shape(e.index)[0] == 1 for e in events)
+
+
+class _Owners:
+    """Per (work-group, word): the one work-item that touched it, or -2 for several."""
+
+    def __init__(self, g, li, words, size: int, groups: int):
+        key = g.astype(np.int64) * size + words
+        lo = np.full(groups * size, np.iinfo(np.int64).max, dtype=np.int64)
+        hi = np.full(groups * size, -1, dtype=np.int64)
+        np.minimum.at(lo, key, li)
+        np.maximum.at(hi, key, li)
+        self.owner = np.where(hi < 0, -1, np.where(lo == hi, lo, -2))
+
+    def conflicts(self, g, li, words, size: int):
+        """Entries whose word another work-item touched: (entry mask, other id or -2)."""
+        other = self.owner[g.astype(np.int64) * size + words]
+        return (other == -2) | ((other >= 0) & (other != li)), other
+
+
+class LocalRaceDetector(Observer):
+    """Finds data races on local memory within one barrier interval of a work-group.
+
+    Args:
+        schedule: the schedule (for messages).
+        log: where hazards go.
+        group_id_of: maps a linear work-group id to its id per dimension.
+        local_sizes: elements of each local array.
+    """
+
+    def __init__(self, schedule, log: HazardLog, group_id_of, local_sizes: dict[str, int]):
+        self.schedule, self.log, self.group_id_of = schedule, log, group_id_of
+        self.local_sizes = local_sizes
+        self.epoch_events: dict[str, list[AccessEvent]] = {}
+        self.epoch = 0
+
+    def on_batch(self, group_index, work_items) -> None:
+        self.group_index = group_index
+        self.epoch_events = {}
+        self.epoch = 0
+
+    def on_barrier(self, group_index, arrived) -> None:
+        self.epoch_events = {}
+        self.epoch += 1
+
+    def on_access(self, ev: AccessEvent) -> None:
+        if ev.space != "local" or not np.any(ev.mask):
+            return
+        earlier = self.epoch_events.setdefault(ev.array, [])
+        if ev.direction == "store":
+            self._within_store(ev)
+            for old in earlier:
+                self._between(old, ev)
+        else:
+            for old in earlier:
+                if old.direction == "store":
+                    self._between(old, ev)
+        earlier.append(ev)
+
+    def _within_store(self, ev: AccessEvent) -> None:
+        size = self.local_sizes[ev.array]
+        for union in ((True, False) if _group_free(ev) else (False,)):
+            g, li, words = _entries(ev, union)
+            owners = _Owners(g, li, words, size, 1 if union else ev.shape[0])
+            bad, other = owners.conflicts(g, li, words, size)
+            if not bad.any():
+                return
+        self._report("write-after-write", ev.array, g, li, words, other, bad, "store", "store")
+
+    def _between(self, old: AccessEvent, new: AccessEvent) -> None:
+        size = self.local_sizes[new.array]
+        for union in ((True, False) if _group_free(old, new) else (False,)):
+            og, oli, ow = _entries(old, union)
+            owners = _Owners(og, oli, ow, size, 1 if union else new.shape[0])
+            g, li, words = _entries(new, union)
+            bad, other = owners.conflicts(g, li, words, size)
+            if not bad.any():
+                return
+        kind = {("store", "load"): "read-after-write", ("load", "store"): "write-after-read",
+                ("store", "store"): "write-after-write"}[(old.direction, new.direction)]
+        self._report(kind, new.array, g, li, words, other, bad, old.direction, new.direction)
+
+    def _report(self, kind, array, g, li, words, other, bad, old_dir, new_dir) -> None:
+        i = int(np.argmax(bad))
+        gid = self.group_id_of(int(self.group_index[g[i]]))
+        first = int(other[i]) if other[i] >= 0 else None
+        me, word = int(li[i]), f"local {array}[{int(words[i])}]"
+        them = f"work-item {first}" if first is not None else "several other work-items"
+        did = {"store": "stored", "load": "read"}[old_dir]
+        verb = {"store": "stores to", "load": "reads"}[new_dir]
+        self.log.add(Hazard(
+            kind="data-race", schedule=self.schedule.family, array=array, index=int(words[i]),
+            group_id=gid, local_ids=tuple(v for v in (first, me) if v is not None),
+            epoch=self.epoch, count=int(bad.sum()),
+            detail=(f"{kind} race in work-group {gid}, barrier interval {self.epoch}: "
+                    f"work-item {me} {verb} {word}, which {them} {did} with no barrier "
+                    f"between; {int(bad.sum())} racing accesses in this statement")))
+
+
+class UninitializedLocalRead(Observer):
+    """Finds loads of local words that no work-item of the work-group has stored yet."""
+
+    def __init__(self, schedule, log: HazardLog, group_id_of, local_sizes: dict[str, int]):
+        self.schedule, self.log, self.group_id_of = schedule, log, group_id_of
+        self.local_sizes = local_sizes
+        self.epoch = 0
+
+    def on_batch(self, group_index, work_items) -> None:
+        self.group_index = group_index
+        self.written = {n: np.zeros((len(group_index), s), dtype=bool)
+                        for n, s in self.local_sizes.items()}
+        self.complete = {n: False for n in self.local_sizes}
+        self.epoch = 0
+
+    def on_barrier(self, group_index, arrived) -> None:
+        self.epoch += 1
+
+    def on_access(self, ev: AccessEvent) -> None:
+        if ev.space != "local" or self.complete.get(ev.array, True):
+            return
+        g, li, words = _entries(ev)
+        written = self.written[ev.array]
+        if ev.direction == "store":
+            written[g, words] = True
+            self.complete[ev.array] = bool(written.all())
+            return
+        unset = ~written[g, words]
+        if unset.any():
+            i = int(np.argmax(unset))
+            gid = self.group_id_of(int(self.group_index[g[i]]))
+            self.log.add(Hazard(
+                kind="uninitialized-read", schedule=self.schedule.family, array=ev.array,
+                index=int(words[i]), group_id=gid, local_ids=(int(li[i]),), epoch=self.epoch,
+                count=int(unset.sum()),
+                detail=(f"work-item {int(li[i])} of work-group {gid} reads local "
+                        f"{ev.array}[{int(words[i])}], which no work-item has written; "
+                        f"{int(unset.sum())} such reads in this statement")))
+
+
+class UnwrittenOutput(Observer):
+    """Reports output elements that no work-item stored (e.g. a grid too small)."""
+
+    def __init__(self, schedule, log: HazardLog, output_sizes: dict[str, int],
+                 output_shapes: dict[str, tuple[int, ...]]):
+        self.schedule, self.log = schedule, log
+        self.shapes = output_shapes
+        self.written = {n: np.zeros(s, dtype=bool) for n, s in output_sizes.items()}
+
+    def on_access(self, ev: AccessEvent) -> None:
+        if ev.space == "global" and ev.direction == "store" and ev.array in self.written:
+            idx, mask = np.broadcast_arrays(ev.index, ev.mask)
+            self.written[ev.array][idx[mask]] = True
+
+    def on_finish(self) -> None:
+        for name, written in self.written.items():
+            missing = int((~written).sum())
+            if missing:
+                first = np.unravel_index(int(np.argmin(written)), self.shapes[name])
+                self.log.add(Hazard(
+                    kind="unwritten-output", schedule=self.schedule.family, array=name,
+                    index=int(np.argmin(written)), group_id=(), local_ids=(), epoch=-1,
+                    count=missing,
+                    detail=(f"{missing} of {written.size} elements of {name} are never "
+                            f"written (first: {name}[{', '.join(map(str, first))}])")))

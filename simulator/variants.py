@@ -1,0 +1,231 @@
+"""Known-faulty versions of the schedules, each a small change of the correct description.
+
+A variant is data: which schedule it changes, how (a rewrite of the statement tree or of
+the NDRange), which hazard kinds it must raise, and a shape that shows the fault. Both the
+simulator and the OpenCL code generator read the rewritten schedule, so the same fault can
+be hunted in the simulator (``tiletraffic check``) and under Oclgrind
+(``tiletraffic crosscheck``).
+
+Also here: the small demonstration kernels of the field's classic bugs (a shifted read
+without a barrier, a column of B restaged without a closing barrier), with their correct
+versions.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable
+
+from . import schedule as S
+from .schedule import (Accumulate, Assign, Barrier, Const, DeclareFloat, For, GlobalArray, If,
+                       Let, LocalArray, Param, Return, Schedule, block, global_id, local_id,
+                       store)
+from .schedules import ScheduleError, build, matvec_local_whole, round_up
+
+
+def rewrite(stmts: tuple[S.Stmt, ...], fn: Callable[[S.Stmt], tuple | None]) -> tuple:
+    """Rebuild a statement tree; ``fn(stmt)`` returns replacement statements or ``None``
+    (keep the statement and rewrite inside it)."""
+    out: list[S.Stmt] = []
+    for s in stmts:
+        replaced = fn(s)
+        if replaced is not None:
+            out.extend(replaced)
+            continue
+        if isinstance(s, S.If):
+            s = S.If(s.cond, rewrite(s.then, fn), rewrite(s.orelse, fn))
+        elif isinstance(s, S.For):
+            s = S.For(s.var, s.start, s.stop, s.step, rewrite(s.body, fn))
+        out.append(s)
+    return tuple(out)
+
+
+def drop_barrier(sch: Schedule, which: int) -> Schedule:
+    """Remove the ``which``-th barrier (1-based, in source order)."""
+    seen = [0]
+
+    def fn(s):
+        if isinstance(s, S.Barrier):
+            seen[0] += 1
+            if seen[0] == which:
+                return ()
+        return None
+
+    return dataclasses.replace(sch, body=rewrite(sch.body, fn))
+
+
+def strip_guards(sch: Schedule) -> Schedule:
+    """Replace every ``if`` by its then-branch: no edge guards, no zero fill."""
+    def fn(s):
+        return rewrite(s.then, fn) if isinstance(s, S.If) else None
+
+    return dataclasses.replace(sch, body=rewrite(sch.body, fn))
+
+
+def early_return(sch: Schedule) -> Schedule:
+    """Return at once when the work-item's row or column is out of range (before the
+    barriers), as the naive kernel does."""
+    body = list(sch.body)
+    last_let = max(i for i, s in enumerate(body) if isinstance(s, S.Let))
+    out_of_range = (S.Var("row") >= Param("M")) | (S.Var("col") >= Param("N"))
+    body.insert(last_let + 1, If(out_of_range, (Return(),)))
+    return dataclasses.replace(sch, body=tuple(body))
+
+
+def floor_grid(sch: Schedule) -> Schedule:
+    """NDRange from floor division (N/B)·B: partial edge tiles are never launched."""
+    p = sch.param_values
+    extents = (p["N"], p["M"])
+    size = tuple(max(e // l, 1) * l if e >= l else 0 for e, l in zip(extents, sch.local_size))
+    return dataclasses.replace(sch, global_size=size)
+
+
+def shift_race_demo(m: int = 64, k: int = 1, n: int | None = None, tile: int = 64) -> Schedule:
+    """One work-group: each work-item t stores x[t] into local word t; items t >= 32 then
+    read word t-32 written by another work-item, with no barrier between (a read-after-
+    write race that lock-step execution hides). ``barrier=True`` variant is correct."""
+    return _shift_demo(tile, with_barrier=False)
+
+
+def shift_demo_fixed(m: int = 64, k: int = 1, n: int | None = None, tile: int = 64):
+    """The shifted read with the barrier that makes it correct."""
+    return _shift_demo(tile, with_barrier=True)
+
+
+def _shift_demo(items: int, with_barrier: bool) -> Schedule:
+    if items < 33:
+        raise ScheduleError(f"the shift demo needs at least 33 work-items, got {items}")
+    x = GlobalArray("x", "in", ("M",))
+    y = GlobalArray("y", "out", ("M",))
+    words = LocalArray("words", (Const(items, "WG_SIZE"),))
+    t = Let("t", local_id(0))
+    tv = t.var
+    body = block(
+        t, store(words, tv, x[tv]),
+        [Barrier()] if with_barrier else [],
+        If(tv >= 32, (store(y, tv, words[tv - 32]),), (store(y, tv, words[tv]),)),
+    )
+    return Schedule("demo-shift" + ("" if with_barrier else ":no-barrier"), "shift_demo",
+                    (("M", items),), (x, y), (words,), (items,), (items,), body, items,
+                    "each work-item reads the word its neighbour 32 places down wrote")
+
+
+def column_staging_demo(m: int, k: int, n: int, tile: int = 4,
+                        end_barrier: bool = True) -> Schedule:
+    """GEMM with one row of C per work-item; for each column j of B, the work-group stages
+    B[:, j] in local memory, waits, and every work-item reads all of it. Without the barrier
+    at the end of the loop, the next column's stores race with this column's loads."""
+    M, K, N = Param("M"), Param("K"), Param("N")
+    A = GlobalArray("A", "in", ("M", "K"))
+    B = GlobalArray("B", "in", ("K", "N"))
+    C = GlobalArray("C", "out", ("M", "N"))
+    column = LocalArray("b_column", (Const(k, "K_SIZE"),))
+    row, lid = Let("row", global_id(0)), Let("lid", local_id(0))
+    r, lv, j, i, kk = row.var, lid.var, S.Var("j"), S.Var("i"), S.Var("k")
+    wg = Const(tile, "WG_SIZE")
+    loop_body = block(
+        For("i", lv, K, wg, (store(column, i, B[i, j]),)),
+        Barrier(),
+        If(r < M, (Assign("acc", S.FConst(0.0)),
+                   For("k", Const(0), K, Const(1), (Accumulate("acc", A[r, kk] * column[kk]),)),
+                   store(C, (r, j), S.Private("acc")))),
+        [Barrier()] if end_barrier else [],
+    )
+    body = block(row, lid, DeclareFloat("acc"), For("j", Const(0), N, Const(1), loop_body))
+    return Schedule("demo-column-staging" + ("" if end_barrier else ":no-end-barrier"),
+                    "column_staging", (("M", m), ("K", k), ("N", n)), (A, B, C), (column,),
+                    (tile,), (round_up(m, tile),), body, tile,
+                    "one row of C per work-item, a column of B staged in local memory")
+
+
+def unguarded_copy(sch: Schedule) -> Schedule:
+    """matvec-local-whole copying x at every work-item's own id, with no bound check and no
+    barrier: ``x_local[lid] = x[lid]``."""
+    if not sch.family.startswith("matvec-local-whole"):
+        raise ScheduleError("unguarded-copy applies to matvec-local-whole")
+    lid = S.Var("lid")
+    xs = sch.local_arrays[0]
+    x = sch.array("x")
+
+    def fn(s):
+        if isinstance(s, S.For) and s.var == "i":
+            return (store(xs, lid, x[lid]),)
+        if isinstance(s, S.Barrier):
+            return ()
+        return None
+
+    return dataclasses.replace(sch, body=rewrite(sch.body, fn))
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A known-faulty schedule.
+
+    Attributes:
+        name: ``base:change``, e.g. ``gemm-tiled:no-second-barrier``.
+        description: what was changed, for people.
+        expected: hazard kinds the simulator (and Oclgrind) must report.
+        make: builds the faulty schedule from (m, k, n, tile).
+        example: a shape (m, k, n, tile) that shows the fault.
+    """
+
+    name: str
+    description: str
+    expected: tuple[str, ...]
+    make: Callable[..., Schedule]
+    example: tuple
+
+
+def _from(family: str, change: Callable[[Schedule], Schedule], **kw):
+    def make(m, k, n=None, tile=None):
+        return _renamed(change(build(family, m, k, n, tile, **kw)), change.__name__)
+    return make
+
+
+def _renamed(sch: Schedule, change: str) -> Schedule:
+    return dataclasses.replace(sch, family=f"{sch.family}:{change.replace('_', '-')}")
+
+
+VARIANTS: dict[str, Variant] = {v.name: v for v in (
+    Variant("gemm-tiled:no-second-barrier",
+            "tiled GEMM without the barrier after the partial products: the next tile's "
+            "loads overwrite local memory others still read",
+            ("data-race",), _from("gemm-tiled", lambda s: drop_barrier(s, 2)), (20, 40, 20, 16)),
+    Variant("gemm-tiled:no-first-barrier",
+            "tiled GEMM without the barrier after the loads: work-items read tile words "
+            "others have not stored yet", ("data-race",),
+            _from("gemm-tiled", lambda s: drop_barrier(s, 1)), (20, 40, 20, 16)),
+    Variant("gemm-tiled:early-return",
+            "tiled GEMM whose out-of-range work-items return before the barriers",
+            ("barrier-divergence",), _from("gemm-tiled", early_return), (20, 20, 20, 16)),
+    Variant("gemm-tiled:no-guards",
+            "tiled GEMM on a rounded-up grid without the edge guards and zero fill",
+            ("out-of-bounds",), _from("gemm-tiled", strip_guards), (20, 20, 20, 16)),
+    Variant("gemm-tiled:floor-grid",
+            "tiled GEMM on a grid computed with floor division: partial tiles are dropped",
+            ("unwritten-output",), _from("gemm-tiled", floor_grid), (20, 20, 20, 16)),
+    Variant("matvec-local-whole:fixed-256",
+            "x staged whole into a fixed 256-word local array, filled for K > 256",
+            ("out-of-bounds",),
+            lambda m, k, n=None, tile=None: _renamed(
+                matvec_local_whole(m, k, tile or 256, local_words=256), "fixed-256"),
+            (300, 300, None, 256)),
+    Variant("matvec-local-whole:unguarded-copy",
+            "x copied into local memory at every work-item's own id, no bound check, no "
+            "barrier", ("out-of-bounds", "data-race"),
+            _from("matvec-local-whole", unguarded_copy), (128, 8, None, 128)),
+    Variant("demo-shift:no-barrier",
+            "64 work-items store into local word t, items 32..63 read word t-32, no barrier",
+            ("data-race",), shift_race_demo, (64, 1, None, 64)),
+    Variant("demo-column-staging:no-end-barrier",
+            "a column of B staged per iteration with no barrier at the end of the loop",
+            ("data-race",),
+            lambda m, k, n, tile=4: column_staging_demo(m, k, n, tile, end_barrier=False),
+            (8, 8, 8, 4)),
+)}
+
+CORRECT_DEMOS: dict[str, Callable[..., Schedule]] = {
+    "demo-shift": shift_demo_fixed,
+    "demo-column-staging": column_staging_demo,
+}
+"""The correct versions of the demonstration kernels (they must report no hazard)."""
