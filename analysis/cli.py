@@ -68,15 +68,17 @@ def main() -> None:
                    f"M·N·K <= {VALUES_AUTO_LIMIT}).")
 @click.option("--no-limits", is_flag=True,
               help="Do not enforce generic GPU limits (1024 work-items, 48 KiB local memory).")
+@click.option("--hazards", type=click.Choice(["raise", "report"]), default="raise",
+              show_default=True, help="Stop at the first hazard, or report them all.")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
-def simulate_cmd(schedule, m, k, n, tile, chunk, values, no_limits, as_json):
+def simulate_cmd(schedule, m, k, n, tile, chunk, values, no_limits, hazards, as_json):
     """Execute SCHEDULE in the simulator and print its exact traffic counts."""
     sch = _build(schedule, m, k, n, tile, chunk)
     work = m * k * (n or 1)
     values = work <= VALUES_AUTO_LIMIT if values is None else values
     inputs = random_inputs(sch, np.random.default_rng()) if values else None
     try:
-        res = simulate(sch, inputs, compute_values=values,
+        res = simulate(sch, inputs, compute_values=values, hazards=hazards,
                        limits=UNLIMITED if no_limits else GENERIC_GPU)
     except (LimitError, InputError) as err:
         raise click.UsageError(str(err)) from None
@@ -92,7 +94,8 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, values, no_limits, as_json):
         out = {"schedule": sch.family, "m": m, "k": k, "n": n, "tile": sch.tile,
                "local_size": list(sch.local_size), "global_size": list(sch.global_size),
                **counts, "closed_form_agrees": formula == counts,
-               "result_error_over_tolerance": check}
+               "result_error_over_tolerance": check,
+               "hazards": [h.to_dict() for h in res.hazards]}
         click.echo(json.dumps(out, indent=2))
         return
     click.echo(f"{sch.family}  M={m} K={k}" + (f" N={n}" if n else "") +
@@ -105,11 +108,76 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, values, no_limits, as_json):
                 click.echo(f"{key + '[' + buf + ']':32s} {v:16d} {formula[key][buf]:16d}")
         else:
             click.echo(f"{key:32s} {value:16d} {formula[key]:16d}")
+    for h in res.hazards:
+        click.echo(f"hazard [{h.kind}] {h.detail}")
     if check is not None:
         click.echo(f"result vs float64 numpy: max error / tolerance = {check:.3g} "
                    f"({'ok' if check <= 1 else 'MISMATCH'})")
     else:
         click.echo("counts only (add --values to also compute and check the result)")
+
+
+@main.command("check")
+@click.argument("name", required=False,
+                type=click.Choice(__import__("simulator.variants", fromlist=["names"]).names()))
+@click.option("--m", "m", type=int, default=None, help="Rows of A (default: an example shape).")
+@click.option("--k", "k", type=int, default=None, help="Columns of A.")
+@click.option("--n", "n", type=int, default=None, help="Columns of B and C (GEMM).")
+@click.option("--tile", "-b", type=int, default=None, help="Tile width or work-group size.")
+@click.option("--chunk", type=int, default=None, help="matvec-local chunk.")
+@click.option("--all", "check_all", is_flag=True,
+              help="Check every schedule, demo and broken variant on its example shape.")
+@click.option("--json", "as_json", is_flag=True, help="Print the hazards as JSON.")
+def check_cmd(name, m, k, n, tile, chunk, check_all, as_json):
+    """Run only the hazard checks: races, barrier divergence, out-of-bounds accesses,
+    uninitialized reads, unwritten outputs. Exits 1 when a hazard is found (with --all:
+    when a correct schedule has one or a broken variant misses its expected kind)."""
+    from simulator.variants import VARIANTS, build_any, names
+
+    if check_all:
+        ok = True
+        rows = []
+        for nm in names():
+            sch = build_any(nm)
+            found = sorted({h.kind for h in _hazards_of(sch)})
+            expected = sorted(VARIANTS[nm].expected) if nm in VARIANTS else []
+            good = set(expected) <= set(found) and (bool(found) == bool(expected))
+            ok &= good
+            rows.append({"name": nm, "expected": expected, "found": found, "ok": good})
+        if as_json:
+            click.echo(json.dumps(rows, indent=2))
+        else:
+            click.echo(f"{'schedule':38s} {'expected':30s} {'found':40s}")
+            for r in rows:
+                click.echo(f"{r['name']:38s} {', '.join(r['expected']) or 'none':30s} "
+                           f"{', '.join(r['found']) or 'none':40s} {'ok' if r['ok'] else 'WRONG'}")
+        sys.exit(0 if ok else 1)
+    if name is None:
+        raise click.UsageError("give a schedule NAME or --all")
+    try:
+        sch = build_any(name, m, k, n, tile, chunk)
+    except schedules.ScheduleError as err:
+        raise click.UsageError(str(err)) from None
+    hazards = _hazards_of(sch)
+    if as_json:
+        click.echo(json.dumps([h.to_dict() for h in hazards], indent=2))
+    else:
+        p = sch.param_values
+        click.echo(f"{sch.family}  " + " ".join(f"{a}={v}" for a, v in p.items()) +
+                   f"  tile={sch.tile}: " + (f"{len(hazards)} hazard(s)" if hazards else "clean"))
+        for h in hazards:
+            click.echo(f"  [{h.kind}] {h.detail}")
+    sys.exit(1 if hazards else 0)
+
+
+def _hazards_of(sch):
+    from simulator.reference import random_inputs
+
+    try:
+        return simulate(sch, random_inputs(sch, np.random.default_rng()), hazards="report",
+                        limits=UNLIMITED).hazards
+    except (LimitError, InputError) as err:
+        raise click.UsageError(str(err)) from None
 
 
 @main.command("run")

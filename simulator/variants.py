@@ -229,3 +229,48 @@ CORRECT_DEMOS: dict[str, Callable[..., Schedule]] = {
     "demo-column-staging": column_staging_demo,
 }
 """The correct versions of the demonstration kernels (they must report no hazard)."""
+
+
+CHECK_EXAMPLES: dict[str, tuple] = {
+    "gemm-naive": (20, 40, 20, 16), "gemm-tiled": (20, 40, 20, 16),
+    "matvec-naive": (300, 300, None, 64), "matvec-local": (300, 300, None, 64),
+    "matvec-local-whole": (300, 300, None, 64),
+    "demo-shift": (64, 1, None, 64), "demo-column-staging": (8, 8, 8, 4),
+}
+"""Shapes (m, k, n, tile) with partial edge tiles, for checking the correct schedules."""
+
+
+def names() -> list[str]:
+    """Every name :func:`build_any` accepts: families, correct demos, broken variants."""
+    from .schedules import FAMILIES
+    return [*FAMILIES, *CORRECT_DEMOS, *VARIANTS]
+
+
+def build_any(name: str, m: int | None = None, k: int | None = None, n: int | None = None,
+              tile: int | None = None, chunk: int | None = None) -> Schedule:
+    """Build a family, a correct demo or a broken variant by name.
+
+    Missing sizes default to the name's example shape (:data:`CHECK_EXAMPLES` or the
+    variant's ``example``).
+
+    Raises:
+        ScheduleError: unknown name or bad parameters.
+    """
+    from .schedules import FAMILIES
+    if name in VARIANTS:
+        example = VARIANTS[name].example
+    elif name in CHECK_EXAMPLES:
+        example = CHECK_EXAMPLES[name]
+    else:
+        raise ScheduleError(f"unknown schedule {name!r}; choose one of {', '.join(names())}")
+    if m is None:
+        m, k, n, tile = example[0], example[1], example[2], (tile or example[3])
+    elif k is None:
+        raise ScheduleError(f"{name}: give --k with --m")
+    if name in FAMILIES:
+        return build(name, m, k, n, tile, chunk)
+    if chunk is not None:
+        raise ScheduleError(f"chunk does not apply to {name}")
+    if name in CORRECT_DEMOS:
+        return CORRECT_DEMOS[name](m, k, n, tile)
+    return VARIANTS[name].make(m, k, n, tile)
