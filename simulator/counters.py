@@ -61,8 +61,11 @@ def count_per_group(mask: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray
 class Observer:
     """Base class of observers; override what you need."""
 
-    def on_batch(self, group_index: np.ndarray, work_items: int) -> None:
-        """A new batch of work-groups starts (fresh local memory)."""
+    def on_batch(self, group_index: np.ndarray, work_items: int,
+                 weights: np.ndarray | None = None) -> None:
+        """A new batch of work-groups starts (fresh local memory). ``weights[g]`` is how
+        many work-groups batch work-group ``g`` stands for (work-group classes); ``None``
+        means one each."""
 
     def on_access(self, event: AccessEvent) -> None:
         """A load or store statement executed."""
@@ -141,10 +144,17 @@ class TrafficCounter(Observer):
         self.counts.global_store_elems_by_buffer = {a: 0 for a in global_arrays}
         self.global_loads_per_group = np.zeros(total_groups, dtype=np.int64)
         self.read_maps = {k: np.zeros(v, dtype=np.int64) for k, v in (read_map_sizes or {}).items()}
+        self.weights: np.ndarray | None = None
+
+    def on_batch(self, group_index, work_items, weights=None) -> None:
+        self.weights = weights
+
+    def _total(self, per_group: np.ndarray) -> int:
+        return int(per_group.sum() if self.weights is None else per_group @ self.weights)
 
     def on_access(self, ev: AccessEvent) -> None:
         per_group = count_per_group(ev.mask, ev.shape)
-        n = int(per_group.sum())
+        n = self._total(per_group)
         c = self.counts
         if ev.space == "global":
             if ev.direction == "load":
@@ -152,6 +162,8 @@ class TrafficCounter(Observer):
                 c.global_load_elems_by_buffer[ev.array] += n
                 self.global_loads_per_group[ev.group_index] += per_group
                 if ev.array in self.read_maps and n:
+                    if self.weights is not None:
+                        raise ValueError("read maps need every work-group executed")
                     idx, mask = np.broadcast_arrays(ev.index, ev.mask)
                     self.read_maps[ev.array] += np.bincount(
                         idx[mask], minlength=ev.array_size)[: ev.array_size]
@@ -164,10 +176,10 @@ class TrafficCounter(Observer):
             c.local_store_elems += n
 
     def on_barrier(self, group_index: np.ndarray, arrived: np.ndarray) -> None:
-        self.counts.barriers += int(np.count_nonzero(arrived))
+        self.counts.barriers += self._total((arrived > 0).astype(np.int64))
 
     def on_flop(self, group_index: np.ndarray, flop_per_group: np.ndarray) -> None:
-        self.counts.flop += int(flop_per_group.sum())
+        self.counts.flop += self._total(flop_per_group)
 
     def finish(self) -> TrafficCounts:
         """Final counts (also sets the per-tile maximum)."""

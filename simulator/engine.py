@@ -67,6 +67,7 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
              compute_values: bool = True, read_maps: Iterable[str] = (),
              limits: DeviceLimits | None = GENERIC_GPU, hazards: str = "raise",
              observers: Iterable[Observer] = (), race_checks: bool = True,
+             work_group_classes: bool = False,
              batch_work_items: int = BATCH_WORK_ITEMS) -> SimulationResult:
     """Execute ``schedule`` and count its traffic.
 
@@ -80,6 +81,10 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         hazards: ``"raise"`` (default: the first hazard raises) or ``"report"`` (collect
             them all in ``SimulationResult.hazards``; offending accesses are skipped).
         observers: extra observers of the access stream.
+        work_group_classes: execute one work-group per class of identical traffic
+            (:mod:`simulator.classes`) and weight its counts by the class size: exact counts
+            of large launches in seconds. Needs ``compute_values=False``; hazards are then
+            checked in the representatives only.
         race_checks: run the observers that find local-memory races, reads of unwritten
             local memory and output elements never written (out-of-bounds accesses, barrier
             divergence and uninitialized private reads are always checked).
@@ -105,12 +110,22 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     log = HazardLog(hazards)
     all_observers: list[Observer] = [counter]
     if race_checks:
-        all_observers += _hazard_observers(schedule, log, sizes, params)
+        all_observers += _hazard_observers(schedule, log, sizes, params,
+                                           full_launch=not work_group_classes)
     all_observers += list(observers)
     machine = _Machine(schedule, params, sizes, buffers, all_observers, log, compute_values)
     per_batch = max(1, batch_work_items // schedule.work_group_items)
-    for first in range(0, schedule.work_groups, per_batch):
-        machine.run_batch(np.arange(first, min(first + per_batch, schedule.work_groups)))
+    if work_group_classes:
+        if compute_values or read_maps:
+            raise InputError("work-group classes give counts only: use compute_values=False "
+                             "and no read maps")
+        classes = _classes(schedule, params, sizes, limits)
+        reps, weights = classes.representatives, classes.weights
+        for first in range(0, len(reps), per_batch):
+            machine.run_batch(reps[first:first + per_batch], weights[first:first + per_batch])
+    else:
+        for first in range(0, schedule.work_groups, per_batch):
+            machine.run_batch(np.arange(first, min(first + per_batch, schedule.work_groups)))
     for obs in all_observers:
         obs.on_finish()
     outputs = {}
@@ -124,6 +139,16 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
                             counter.global_loads_per_group, maps, log.hazards)
 
 
+def _classes(schedule, params, sizes, limits):
+    from .classes import group_classes
+
+    def run_groups(linear_ids, observer):
+        probe = _Machine(schedule, params, sizes, {}, [observer], HazardLog("report"), False)
+        probe.run_batch(linear_ids)
+
+    return group_classes(schedule, run_groups)
+
+
 def group_id_of(schedule: S.Schedule, linear: int) -> tuple[int, ...]:
     """Work-group id per NDRange dimension of linear work-group ``linear`` (dim 0 fastest)."""
     out = []
@@ -133,7 +158,7 @@ def group_id_of(schedule: S.Schedule, linear: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _hazard_observers(schedule, log, sizes, params) -> list[Observer]:
+def _hazard_observers(schedule, log, sizes, params, full_launch=True) -> list[Observer]:
     from .race_detection import LocalRaceDetector, UninitializedLocalRead, UnwrittenOutput
 
     def gid(linear: int) -> tuple[int, ...]:
@@ -141,10 +166,12 @@ def _hazard_observers(schedule, log, sizes, params) -> list[Observer]:
 
     local_sizes = {a.name: a.size for a in schedule.local_arrays}
     outs = [a for a in schedule.arrays if a.role == "out"]
-    return [LocalRaceDetector(schedule, log, gid, local_sizes),
-            UninitializedLocalRead(schedule, log, gid, local_sizes),
-            UnwrittenOutput(schedule, log, {a.name: sizes[a.name] for a in outs},
-                            {a.name: tuple(params[d] for d in a.shape) for a in outs})]
+    found: list[Observer] = [LocalRaceDetector(schedule, log, gid, local_sizes),
+                             UninitializedLocalRead(schedule, log, gid, local_sizes)]
+    if full_launch:
+        found.append(UnwrittenOutput(schedule, log, {a.name: sizes[a.name] for a in outs},
+                                     {a.name: tuple(params[d] for d in a.shape) for a in outs}))
+    return found
 
 
 def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
@@ -230,7 +257,7 @@ class _Machine:
         self.vectorizable: dict[int, bool] = {}
 
     # ------------------------------------------------------------------ batch set-up
-    def run_batch(self, group_index: np.ndarray) -> None:
+    def run_batch(self, group_index: np.ndarray, weights: np.ndarray | None = None) -> None:
         sch = self.schedule
         self.group_index = group_index
         G, L = len(group_index), sch.work_group_items
@@ -246,7 +273,7 @@ class _Machine:
             self.ids[("local", d)] = lo.reshape(1, L, 1)
             self.ids[("global", d)] = g.reshape(G, 1, 1) * ls + lo.reshape(1, L, 1)
         for obs in self.observers:
-            obs.on_batch(group_index, L)
+            obs.on_batch(group_index, L, weights)
         self.env: dict[str, object] = {}
         self.privates: dict[str, np.ndarray] = {}
         self.private_set: dict[str, np.ndarray] = {}

@@ -75,7 +75,7 @@ class LocalRaceDetector(Observer):
         self.epoch_events: dict[str, list[AccessEvent]] = {}
         self.epoch = 0
 
-    def on_batch(self, group_index, work_items) -> None:
+    def on_batch(self, group_index, work_items, weights=None) -> None:
         self.group_index = group_index
         self.epoch_events = {}
         self.epoch = 0
@@ -146,7 +146,7 @@ class UninitializedLocalRead(Observer):
         self.local_sizes = local_sizes
         self.epoch = 0
 
-    def on_batch(self, group_index, work_items) -> None:
+    def on_batch(self, group_index, work_items, weights=None) -> None:
         self.group_index = group_index
         self.written = {n: np.zeros((len(group_index), s), dtype=bool)
                         for n, s in self.local_sizes.items()}

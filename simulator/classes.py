@@ -1,0 +1,103 @@
+"""Work-group classes: execute one work-group per class of provably identical traffic.
+
+Two work-groups have identical counts (loads, stores, barriers, FLOPs, requests, sectors,
+lines, bank conflicts) when every statement runs under the same masks and every address
+differs by the same multiple of 128 bytes (a cache line, hence of a 32-byte sector). For the
+schedules here, guards compare global ids with the matrix sizes, so masks can differ only in
+the first and last work-group of each NDRange dimension; addresses are affine in the
+work-group id. The class of work-group ``g`` is therefore, per dimension d,
+``(position of g_d: first / interior / last, g_d mod p_d)``, where ``p_d`` is the period
+after which the byte offset of every access, per step of ``g_d``, is a multiple of 128.
+
+``p_d`` is measured, not assumed: two interior work-groups one step apart in dimension d are
+executed and the difference of every access's index is checked to be one constant per
+statement; otherwise (or for small grids) every work-group of that dimension is its own
+class. The tests prove the classes against full execution for every family over drawn
+shapes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .counters import AccessEvent, Observer
+from .schedule import FLOAT_BYTES, Schedule
+
+LINE_BYTES = 128
+MIN_GROUPS_FOR_CLASSES = 5
+"""Below this many work-groups in a dimension, each is its own class there."""
+
+
+@dataclass(frozen=True)
+class GroupClasses:
+    """Representatives (linear work-group ids) and how many work-groups each stands for."""
+
+    representatives: np.ndarray
+    weights: np.ndarray
+    periods: tuple[int, ...]
+
+    @property
+    def total(self) -> int:
+        return int(self.weights.sum())
+
+
+class _IndexRecorder(Observer):
+    def __init__(self):
+        self.events: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def on_access(self, ev: AccessEvent) -> None:
+        shape = ev.shape
+        self.events.append((np.broadcast_to(ev.index, shape).copy(),
+                            np.broadcast_to(ev.mask, shape).copy()))
+
+
+def _period(schedule: Schedule, dim: int, base: list[int], run_groups) -> int | None:
+    """Steps of work-group id in ``dim`` after which every address moves by whole lines."""
+    ng = schedule.num_groups
+    step = list(base)
+    step[dim] += 1
+    linear = [sum(v * math.prod(ng[:d]) for d, v in enumerate(ids)) for ids in (base, step)]
+    rec = _IndexRecorder()
+    run_groups(np.array(linear), rec)
+    period = 1
+    for index, mask in rec.events:
+        both = mask[0] & mask[1]
+        if not both.any():
+            continue
+        diff = (index[1] - index[0])[both]
+        if (diff != diff.flat[0]).any():
+            return None
+        offset = int(diff.flat[0]) * FLOAT_BYTES % LINE_BYTES
+        period = math.lcm(period, LINE_BYTES // math.gcd(offset, LINE_BYTES))
+    return period
+
+
+def group_classes(schedule: Schedule, run_groups) -> GroupClasses:
+    """Classes of the work-groups of ``schedule``.
+
+    ``run_groups(linear_ids, observer)`` executes those work-groups (counts only) with an
+    extra observer; it is used to measure the address periods.
+    """
+    ng = schedule.num_groups
+    base = [1 if n >= MIN_GROUPS_FOR_CLASSES else 0 for n in ng]
+    periods = []
+    for d, n in enumerate(ng):
+        p = _period(schedule, d, base, run_groups) if n >= MIN_GROUPS_FOR_CLASSES else None
+        periods.append(p if p is not None else n)
+    ids = np.arange(schedule.work_groups, dtype=np.int64)
+    key = np.zeros_like(ids)
+    rest = ids.copy()
+    for d, (n, p) in enumerate(zip(ng, periods)):
+        g = rest % n
+        rest //= n
+        if p >= n:
+            part, size = g, n
+        else:
+            pos = np.where(g == 0, 0, np.where(g == n - 1, 2, 1))
+            part, size = pos * p + g % p, 3 * p
+        key = key * size + part
+    _, first, counts = np.unique(key, return_index=True, return_counts=True)
+    order = np.argsort(first)
+    return GroupClasses(first[order], counts[order].astype(np.int64), tuple(periods))

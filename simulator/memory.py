@@ -1,0 +1,157 @@
+"""Sub-group coalescing of global accesses and bank conflicts of local accesses.
+
+An observer of the engine's access stream. Work-items are grouped into sub-groups of
+``sub_group_size`` consecutive flattened local ids (dimension 0 fastest), as NVIDIA forms
+warps (CUDA C++ Programming Guide, "SIMT Architecture"). Each load or store statement
+executed by a sub-group with at least one active work-item is one *request* (one
+instruction); the request touches the distinct 32-byte *sectors* and 128-byte *lines* of
+its active work-items' addresses (CUDA C++ Best Practices Guide, "Coalesced Access to Global
+Memory"). Buffers are taken as aligned to 256 bytes, as ``cudaMalloc`` and OpenCL buffers
+on NVIDIA are.
+
+Local memory has ``local_banks`` banks of ``bank_bytes`` bytes; word w sits in bank
+w mod banks. A request needs as many *wavefronts* as the largest number of distinct words
+it touches in one bank (work-items reading the same word share it: a broadcast); its bank
+conflicts are wavefronts − 1 (CUDA C++ Programming Guide, "Shared Memory", compute
+capability 5.x and later).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .counters import AccessEvent, Observer
+from .schedule import FLOAT_BYTES
+
+
+@dataclass
+class MemoryCounts:
+    """Requests, sectors, lines (global) and wavefronts, bank conflicts (local).
+
+    Keys of the per-buffer dicts are ``"<buffer>:<load|store>"``.
+    """
+
+    global_load_requests: int = 0
+    global_store_requests: int = 0
+    global_load_sectors: int = 0
+    global_store_sectors: int = 0
+    global_load_lines: int = 0
+    global_store_lines: int = 0
+    local_load_requests: int = 0
+    local_store_requests: int = 0
+    local_load_wavefronts: int = 0
+    local_store_wavefronts: int = 0
+    local_bank_conflicts: int = 0
+    local_load_bank_conflicts: int = 0
+    local_store_bank_conflicts: int = 0
+    requests_by_buffer: dict = field(default_factory=dict)
+    sectors_by_buffer: dict = field(default_factory=dict)
+
+    @property
+    def global_load_sectors_per_request(self) -> float:
+        return self.global_load_sectors / self.global_load_requests if \
+            self.global_load_requests else 0.0
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if not isinstance(v, dict)}
+        d["global_load_sectors_per_request"] = self.global_load_sectors_per_request
+        d["requests_by_buffer"] = dict(self.requests_by_buffer)
+        d["sectors_by_buffer"] = dict(self.sectors_by_buffer)
+        return d
+
+
+def _lanes(values: np.ndarray, mask: np.ndarray, shape, width: int):
+    """Reshape (G, L, I) to rows of one sub-group and iteration: (G, S, I, width).
+
+    Masked-off and padding lanes get -1.
+    """
+    G, L, I = shape
+    subgroups = -(-L // width)
+    v = np.where(np.broadcast_to(mask, shape), np.broadcast_to(values, shape), -1)
+    if subgroups * width != L:
+        v = np.concatenate([v, np.full((G, subgroups * width - L, I), -1, v.dtype)], axis=1)
+    return v.reshape(G, subgroups, width, I).transpose(0, 1, 3, 2)
+
+
+def _distinct(rows: np.ndarray) -> np.ndarray:
+    """Distinct non-negative values per row of a (..., width) array."""
+    s = np.sort(rows, axis=-1)
+    new = s[..., 1:] != s[..., :-1]
+    return (s[..., 0] >= 0).astype(np.int64) + ((s[..., 1:] >= 0) & new).sum(axis=-1)
+
+
+class MemoryObserver(Observer):
+    """Counts requests/sectors/lines and wavefronts/bank conflicts, weighted per work-group.
+
+    Args:
+        sub_group_size: work-items per sub-group (32 on NVIDIA).
+        sector_bytes, line_bytes: global memory granularities (32 and 128 B on NVIDIA).
+        local_banks, bank_bytes: local memory banks (32 banks of 4 B on NVIDIA).
+    """
+
+    def __init__(self, sub_group_size: int = 32, sector_bytes: int = 32, line_bytes: int = 128,
+                 local_banks: int = 32, bank_bytes: int = 4):
+        self.width = sub_group_size
+        self.sector_bytes, self.line_bytes = sector_bytes, line_bytes
+        self.banks, self.bank_bytes = local_banks, bank_bytes
+        self.counts = MemoryCounts()
+        self.weights: np.ndarray | None = None
+
+    def on_batch(self, group_index, work_items, weights=None) -> None:
+        self.weights = weights
+
+    def _weighted(self, per_row: np.ndarray) -> int:
+        per_group = per_row.reshape(per_row.shape[0], -1).sum(axis=1)
+        if self.weights is None:
+            return int(per_group.sum())
+        return int(per_group @ self.weights)
+
+    def on_access(self, ev: AccessEvent) -> None:
+        if not np.any(ev.mask):
+            return
+        byte = np.asarray(ev.index, dtype=np.int64) * FLOAT_BYTES
+        active = _lanes(np.zeros(1, dtype=np.int64), ev.mask, ev.shape, self.width)
+        requests = self._weighted((active >= 0).any(axis=-1))
+        c = self.counts
+        key = f"{ev.array}:{ev.direction}"
+        if ev.space == "global":
+            sectors = self._weighted(_distinct(_lanes(byte // self.sector_bytes, ev.mask,
+                                                      ev.shape, self.width)))
+            lines = self._weighted(_distinct(_lanes(byte // self.line_bytes, ev.mask,
+                                                    ev.shape, self.width)))
+            load = ev.direction == "load"
+            if load:
+                c.global_load_requests += requests
+                c.global_load_sectors += sectors
+                c.global_load_lines += lines
+            else:
+                c.global_store_requests += requests
+                c.global_store_sectors += sectors
+                c.global_store_lines += lines
+            c.requests_by_buffer[key] = c.requests_by_buffer.get(key, 0) + requests
+            c.sectors_by_buffer[key] = c.sectors_by_buffer.get(key, 0) + sectors
+            return
+        words = _lanes(byte // self.bank_bytes, ev.mask, ev.shape, self.width)
+        wavefronts = self._weighted(self._wavefronts(words))
+        conflicts = wavefronts - requests
+        if ev.direction == "load":
+            c.local_load_requests += requests
+            c.local_load_wavefronts += wavefronts
+            c.local_load_bank_conflicts += conflicts
+        else:
+            c.local_store_requests += requests
+            c.local_store_wavefronts += wavefronts
+            c.local_store_bank_conflicts += conflicts
+        c.local_bank_conflicts += conflicts
+
+    def _wavefronts(self, words: np.ndarray) -> np.ndarray:
+        """Max distinct words per bank, per request row; 0 for rows with no active lane."""
+        s = np.sort(words, axis=-1)
+        first = np.ones(s.shape, dtype=bool)
+        first[..., 1:] = s[..., 1:] != s[..., :-1]
+        distinct = first & (s >= 0)
+        rows = np.arange(int(np.prod(s.shape[:-1]))).reshape(s.shape[:-1] + (1,))
+        slot = rows * self.banks + (s % self.banks)
+        per_bank = np.bincount(slot[distinct], minlength=rows.size * self.banks)
+        return per_bank.reshape(-1, self.banks).max(axis=1).reshape(s.shape[:-1])
