@@ -70,10 +70,20 @@ def main() -> None:
               help="Do not enforce generic GPU limits (1024 work-items, 48 KiB local memory).")
 @click.option("--hazards", type=click.Choice(["raise", "report"]), default="raise",
               show_default=True, help="Stop at the first hazard, or report them all.")
+@click.option("--device-model", default=None,
+              type=click.Choice(sorted(__import__("simulator.device_model",
+                                                  fromlist=["DEVICE_MODELS"]).DEVICE_MODELS)),
+              help="Also model the memory system of this device: requests, sectors, bank "
+                   "conflicts, L2 and DRAM traffic, predicted time (counts by work-group "
+                   "classes).")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
-def simulate_cmd(schedule, m, k, n, tile, chunk, values, no_limits, hazards, as_json):
+def simulate_cmd(schedule, m, k, n, tile, chunk, values, no_limits, hazards, device_model,
+                 as_json):
     """Execute SCHEDULE in the simulator and print its exact traffic counts."""
     sch = _build(schedule, m, k, n, tile, chunk)
+    if device_model:
+        _simulate_with_model(sch, device_model, as_json)
+        return
     work = m * k * (n or 1)
     values = work <= VALUES_AUTO_LIMIT if values is None else values
     inputs = random_inputs(sch, np.random.default_rng()) if values else None
@@ -115,6 +125,53 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, values, no_limits, hazards, as_
                    f"({'ok' if check <= 1 else 'MISMATCH'})")
     else:
         click.echo("counts only (add --values to also compute and check the result)")
+
+
+def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
+    import warnings
+
+    from simulator.device_model import device_model
+    from simulator.traffic_model import model_launch
+
+    model = device_model(model_name)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            launch = model_launch(sch, model)
+        except (LimitError, InputError) as err:
+            raise click.UsageError(str(err)) from None
+        except HazardError as err:
+            _fail(err)
+    guesses = [str(w.message) for w in caught]
+    data = launch.to_dict()
+    out = {"schedule": sch.family, "tile": sch.tile,
+           **{k.lower(): v for k, v in sch.params}, **data,
+           "closed_form_agrees": closed_form.counts(sch) == launch.counts.to_dict(),
+           "guessed_values": guesses}
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    for w in guesses:
+        click.echo(f"warning: {w}", err=True)
+    p = launch.prediction
+    mem = launch.memory
+    click.echo(f"{sch.family} on model {model.name}: " +
+               " ".join(f"{k}={v}" for k, v in sch.params) + f" tile={sch.tile}")
+    rows = [("global loads (elements)", launch.counts.global_load_elems),
+            ("global load requests", mem.global_load_requests),
+            ("global load sectors", mem.global_load_sectors),
+            ("sectors per request", f"{mem.global_load_sectors_per_request:.2f}"),
+            ("local loads (elements)", launch.counts.local_load_elems),
+            ("local bank conflicts", mem.local_bank_conflicts),
+            ("L2 -> L1 sectors (predicted)", p.l2_read_sectors),
+            ("L1 load hit rate (predicted)", f"{p.l1_load_hit_rate:.3f}"),
+            ("DRAM read bytes (predicted)", p.dram_read_bytes),
+            ("DRAM write bytes (predicted)", p.dram_write_bytes),
+            ("work-groups per compute unit", p.resident_work_groups_per_cu),
+            ("predicted time (ms)", f"{p.predicted_time_s * 1e3:.4f}  ({p.bound}-bound)")]
+    for label, value in rows:
+        click.echo(f"  {label:32s} {value}")
+    click.echo("  methods: " + "; ".join(f"{k}: {v}" for k, v in p.methods.items()))
 
 
 @main.command("check")

@@ -1,0 +1,109 @@
+"""Device models: the numbers the memory-system and time models need.
+
+A :class:`DeviceModel` is plain data. Known devices come from a documented table
+(:data:`DEVICE_MODELS`); ``analysis.device_models`` fills one from OpenCL device queries
+where OpenCL exposes a value. Every value that had to be guessed is listed in
+``guessed`` and reported with a warning, never assumed silently.
+
+Sources for the NVIDIA H200 (SXM, compute capability 9.0, Hopper GH100):
+[H200] NVIDIA H200 Tensor Core GPU datasheet (2024): 141 GB HBM3e, 4.8 TB/s, FP32 67 TFLOP/s.
+[HWP] NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), same GH100 die: 132 SMs,
+256 KB combined L1/shared memory per SM (up to 228 KB shared), 50 MB L2, 128-byte lines of
+four 32-byte sectors, boost clock 1.98 GHz.
+[CPG] CUDA C++ Programming Guide, "Technical Specifications per Compute Capability" (9.0):
+32 threads per warp, 1024 threads per block, 2048 threads and 32 blocks per SM, 48 KB of
+static shared memory per block, 1 KB reserved per block, 32 banks of 4 bytes.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field, replace
+
+
+class GuessedValueWarning(UserWarning):
+    """A device-model value was not known and had to be guessed."""
+
+
+@dataclass(frozen=True)
+class DeviceModel:
+    """What the memory-system and time models know about a device.
+
+    Units are in the names: bytes, per-second rates, counts.
+    """
+
+    name: str
+    compute_units: int
+    sub_group_size: int = 32
+    sector_bytes: int = 32
+    line_bytes: int = 128
+    local_banks: int = 32
+    bank_bytes: int = 4
+    max_work_group_size: int = 1024
+    max_work_items_per_cu: int = 2048
+    max_work_groups_per_cu: int = 32
+    local_mem_bytes_per_work_group: int = 48 * 1024
+    local_mem_bytes_per_cu: int = 228 * 1024
+    local_mem_reserved_bytes_per_work_group: int = 1024
+    l1_bytes_per_cu: int = 256 * 1024
+    l2_bytes: int = 50 * 2**20
+    dram_bytes_per_s: float = 4.8e12
+    l2_bytes_per_s: float = 12e12
+    clock_hz: float = 1.98e9
+    l1_wavefronts_per_cycle_per_cu: float = 1.0
+    fp32_flop_per_s: float = 67e12
+    launch_overhead_s: float = 3e-6
+    sources: str = ""
+    guessed: tuple[str, ...] = field(default_factory=tuple)
+
+    def warn_guesses(self) -> None:
+        """Warn once per guessed value (:class:`GuessedValueWarning`)."""
+        for name in self.guessed:
+            warnings.warn(f"device model {self.name}: {name} = {getattr(self, name)} is a "
+                          "guess, not a documented or queried value", GuessedValueWarning,
+                          stacklevel=3)
+
+    def resident_work_groups_per_cu(self, work_group_items: int, local_mem_bytes: int) -> int:
+        """Work-groups one compute unit holds at once (occupancy), the smallest of the limits
+        on work-groups, work-items and local memory per compute unit [CPG]. Registers are not
+        modelled."""
+        by_items = self.max_work_items_per_cu // max(work_group_items, 1)
+        per_group = local_mem_bytes + self.local_mem_reserved_bytes_per_work_group
+        by_local = self.local_mem_bytes_per_cu // per_group if local_mem_bytes else \
+            self.max_work_groups_per_cu
+        return max(0, min(self.max_work_groups_per_cu, by_items, by_local))
+
+    @property
+    def l1_bytes_per_s(self) -> float:
+        """L1/local-memory data rate: one 128-byte wavefront per cycle per compute unit."""
+        return self.compute_units * self.clock_hz * self.l1_wavefronts_per_cycle_per_cu * \
+            self.line_bytes
+
+
+NVIDIA_H200 = DeviceModel(
+    name="nvidia-h200", compute_units=132, sources="[H200] [HWP] [CPG] in simulator/device_model.py",
+    guessed=("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s"))
+
+GENERIC_GPU_MODEL = replace(
+    NVIDIA_H200, name="generic-gpu", compute_units=64, l2_bytes=4 * 2**20,
+    dram_bytes_per_s=1e12, l2_bytes_per_s=3e12, clock_hz=1.5e9, fp32_flop_per_s=20e12,
+    local_mem_bytes_per_cu=64 * 1024, l1_bytes_per_cu=128 * 1024, sources="",
+    guessed=("compute_units", "l1_bytes_per_cu", "l2_bytes", "dram_bytes_per_s",
+             "l2_bytes_per_s", "clock_hz", "fp32_flop_per_s", "local_mem_bytes_per_cu",
+             "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s"))
+"""A mid-range GPU with NVIDIA's granularities (32-wide sub-groups, 32-byte sectors, 32
+banks); every size and rate is a guess and warns."""
+
+DEVICE_MODELS = {m.name: m for m in (NVIDIA_H200, GENERIC_GPU_MODEL)}
+
+
+def device_model(name: str) -> DeviceModel:
+    """The model called ``name``.
+
+    Raises:
+        KeyError: unknown name (the message lists the known ones).
+    """
+    try:
+        return DEVICE_MODELS[name]
+    except KeyError:
+        raise KeyError(f"unknown device model {name!r}; known: {', '.join(DEVICE_MODELS)}") \
+            from None

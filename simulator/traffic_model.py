@@ -1,0 +1,167 @@
+"""Cache, DRAM and time predictions from the simulated access stream and a device model.
+
+Methods (each figure says which produced it, in ``methods``):
+
+* ``l1: per-work-group footprint`` — L1 misses are the distinct 32-byte sectors each
+  work-group loads; re-reads of a sector by the same work-group hit. Work-groups that share
+  a compute unit are dispatched far apart in id order, so no sharing between work-groups is
+  assumed. The misses are the sectors L2 sends to L1 (``l2_read_sectors``).
+* ``dram: compulsory`` — when every global buffer fits in L2 together, each sector comes
+  from DRAM once (reads: the inputs; writes: the output).
+* ``dram: capacity ratio`` — otherwise, L2 keeps a fraction L2 size / footprint of the
+  re-read sectors; the rest come from DRAM again. A crude bound, reported with its error.
+* ``time: ceilings`` — predicted time is the largest of: FLOPs at the FP32 rate, DRAM bytes
+  at DRAM bandwidth, L2→L1 bytes at L2 bandwidth, and L1 wavefronts (one 128-byte line per
+  global request line, one per local-memory wavefront) at one per cycle per compute unit;
+  plus the launch overhead (the roofline model: Williams, Waterman, Patterson, CACM 2009).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .counters import AccessEvent, Observer, TrafficCounts
+from .device_model import DeviceModel
+from .memory import MemoryCounts
+from .schedule import FLOAT_BYTES, Schedule
+
+
+class FootprintObserver(Observer):
+    """Distinct sectors loaded per work-group, weighted by work-group classes."""
+
+    def __init__(self, sector_bytes: int = 32):
+        self.sector_bytes = sector_bytes
+        self.sectors_by_buffer: dict[str, int] = {}
+        self._pending: dict[str, list[np.ndarray]] = {}
+        self.weights = None
+
+    def on_batch(self, group_index, work_items, weights=None) -> None:
+        self._flush()
+        self.weights = weights
+        self.groups = len(group_index)
+
+    def on_access(self, ev: AccessEvent) -> None:
+        if ev.space != "global" or ev.direction != "load" or not np.any(ev.mask):
+            return
+        shape = ev.shape
+        mask = np.broadcast_to(ev.mask, shape)
+        g = np.broadcast_to(np.arange(shape[0]).reshape(-1, 1, 1), shape)[mask]
+        sector = np.broadcast_to(np.asarray(ev.index) * FLOAT_BYTES // self.sector_bytes,
+                                 shape)[mask]
+        self._pending.setdefault(ev.array, []).append(np.unique(g * (1 << 40) + sector))
+
+    def _flush(self) -> None:
+        for name, parts in self._pending.items():
+            keys = np.unique(np.concatenate(parts))
+            per_group = np.bincount(keys >> 40, minlength=self.groups)
+            total = per_group.sum() if self.weights is None else per_group @ self.weights
+            self.sectors_by_buffer[name] = self.sectors_by_buffer.get(name, 0) + int(total)
+        self._pending = {}
+
+    def on_finish(self) -> None:
+        self._flush()
+
+
+@dataclass
+class TrafficPrediction:
+    """Predicted cache/DRAM traffic and time of one launch on one device model."""
+
+    device_model: str
+    l2_read_sectors: int
+    l1_load_hit_rate: float
+    dram_read_bytes: int
+    dram_write_bytes: int
+    l1_wavefronts: int
+    time_terms_s: dict[str, float]
+    predicted_time_s: float
+    bound: str
+    arithmetic_intensity_flop_per_byte: float
+    resident_work_groups_per_cu: int
+    waves: float
+    methods: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
+            footprint: FootprintObserver, model: DeviceModel) -> TrafficPrediction:
+    """Combine the exact counts with ``model`` into cache, DRAM and time predictions."""
+    p = schedule.param_values
+    sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * FLOAT_BYTES for a in schedule.arrays}
+    inputs = sum(v for a, v in sizes.items() if schedule.array(a).role == "in")
+    outputs = sum(v for a, v in sizes.items() if schedule.array(a).role == "out")
+    l2_read_sectors = sum(footprint.sectors_by_buffer.values())
+    hit = 1 - l2_read_sectors / memory.global_load_sectors if memory.global_load_sectors else 0.0
+    methods = {"l2_read_sectors": "l1: per-work-group footprint"}
+    if inputs + outputs <= model.l2_bytes:
+        dram_read = inputs
+        methods["dram_read_bytes"] = "dram: compulsory"
+    else:
+        keep = model.l2_bytes / (inputs + outputs)
+        requested = l2_read_sectors * model.sector_bytes
+        dram_read = int(inputs + max(0.0, requested - inputs) * (1 - keep))
+        methods["dram_read_bytes"] = "dram: capacity ratio"
+    dram_write = outputs
+    methods["dram_write_bytes"] = "dram: compulsory"
+    l1_wavefronts = (memory.global_load_lines + memory.global_store_lines
+                     + memory.local_load_wavefronts + memory.local_store_wavefronts)
+    terms = {
+        "fp32_s": counts.flop / model.fp32_flop_per_s,
+        "dram_s": (dram_read + dram_write) / model.dram_bytes_per_s,
+        "l2_s": l2_read_sectors * model.sector_bytes / model.l2_bytes_per_s,
+        "l1_s": l1_wavefronts / (model.compute_units * model.clock_hz
+                                 * model.l1_wavefronts_per_cycle_per_cu),
+    }
+    bound = max(terms, key=terms.get)
+    methods["predicted_time_s"] = "time: ceilings"
+    resident = model.resident_work_groups_per_cu(schedule.work_group_items,
+                                                 schedule.local_mem_bytes)
+    waves = counts.work_groups / max(1, resident * model.compute_units)
+    return TrafficPrediction(
+        device_model=model.name, l2_read_sectors=l2_read_sectors, l1_load_hit_rate=hit,
+        dram_read_bytes=dram_read, dram_write_bytes=dram_write, l1_wavefronts=l1_wavefronts,
+        time_terms_s=terms, predicted_time_s=terms[bound] + model.launch_overhead_s,
+        bound=bound.removesuffix("_s"),
+        arithmetic_intensity_flop_per_byte=counts.flop / max(1, dram_read + dram_write),
+        resident_work_groups_per_cu=resident, waves=waves, methods=methods)
+
+
+@dataclass
+class ModelledLaunch:
+    """Exact counts, memory-system counts and predictions of one launch."""
+
+    counts: TrafficCounts
+    memory: MemoryCounts
+    prediction: TrafficPrediction
+
+    def to_dict(self) -> dict:
+        """Flat JSON-ready mapping: the traffic counters, then the memory-system ones, then
+        the predictions (keys as documented for ``tiletraffic simulate --json``)."""
+        pred = self.prediction.to_dict()
+        return {**self.counts.to_dict(), **self.memory.to_dict(), **pred}
+
+
+def model_launch(schedule: Schedule, model: DeviceModel, *,
+                 work_group_classes: bool = True) -> ModelledLaunch:
+    """Simulate ``schedule`` (counts only, by work-group classes) with the memory-system
+    observers of ``model`` and predict cache, DRAM and time.
+
+    Raises:
+        simulator.device.LimitError, simulator.hazards.HazardError: as :func:`simulate`.
+    """
+    from .device import DeviceLimits
+    from .engine import simulate
+    from .memory import MemoryObserver
+
+    model.warn_guesses()
+    memory = MemoryObserver(model.sub_group_size, model.sector_bytes, model.line_bytes,
+                            model.local_banks, model.bank_bytes)
+    footprint = FootprintObserver(model.sector_bytes)
+    limits = DeviceLimits(model.name, model.max_work_group_size, (1024, 1024, 64),
+                          model.local_mem_bytes_per_work_group)
+    result = simulate(schedule, compute_values=False, limits=limits,
+                      observers=[memory, footprint], work_group_classes=work_group_classes)
+    prediction = predict(schedule, result.counts, memory.counts, footprint, model)
+    return ModelledLaunch(result.counts, memory.counts, prediction)
