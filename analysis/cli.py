@@ -30,6 +30,13 @@ VALUES_AUTO_LIMIT = 2**24
 
 
 def _schedule_options(f):
+    f = click.option("--a-tile", type=click.Choice(["row-major", "transposed"]), default=None,
+                     help="gemm-tiled: store the A tile transposed (bank conflicts).")(f)
+    f = click.option("--padding", type=int, default=None,
+                     help="gemm-tiled: extra words per local tile row.")(f)
+    f = click.option("--mapping", type=click.Choice(["row-major", "transposed"]), default=None,
+                     help="gemm-naive: NDRange dimension 0 over columns (row-major, "
+                          "coalesced) or over rows (transposed, uncoalesced).")(f)
     f = click.option("--chunk", type=int, default=None,
                      help="matvec-local: elements of x per staged chunk (default: work-group size).")(f)
     f = click.option("--tile", "-b", type=int, default=None,
@@ -42,9 +49,11 @@ def _schedule_options(f):
     return f
 
 
-def _build(schedule, m, k, n, tile, chunk):
+def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=None):
+    options = {key: v for key, v in (("mapping", mapping), ("padding", padding),
+                                     ("a_tile", a_tile)) if v is not None}
     try:
-        return schedules.build(schedule, m, k, n, tile, chunk)
+        return schedules.build(schedule, m, k, n, tile, chunk, **options)
     except schedules.ScheduleError as err:
         raise click.UsageError(str(err)) from None
 
@@ -77,10 +86,10 @@ def main() -> None:
                    "conflicts, L2 and DRAM traffic, predicted time (counts by work-group "
                    "classes).")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
-def simulate_cmd(schedule, m, k, n, tile, chunk, values, no_limits, hazards, device_model,
-                 as_json):
+def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, values, no_limits,
+                 hazards, device_model, as_json):
     """Execute SCHEDULE in the simulator and print its exact traffic counts."""
-    sch = _build(schedule, m, k, n, tile, chunk)
+    sch = _build(schedule, m, k, n, tile, chunk, mapping, padding, a_tile)
     if device_model:
         _simulate_with_model(sch, device_model, as_json)
         return
@@ -247,14 +256,15 @@ def _hazards_of(sch):
 @click.option("--warmup", type=int, default=2, show_default=True,
               help="Untimed launches before timing (the first includes JIT compilation).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
-def run_cmd(schedule, m, k, n, tile, chunk, device, repeat, warmup, as_json):
+def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, device, repeat, warmup,
+            as_json):
     """Run SCHEDULE as an OpenCL kernel on a device, check it against numpy, time it."""
     from gpu.device import select_device
     from gpu.runtime import TiletrafficGpuError
 
     from .validate import run_on_device
 
-    sch = _build(schedule, m, k, n, tile, chunk)
+    sch = _build(schedule, m, k, n, tile, chunk, mapping, padding, a_tile)
     try:
         target = select_device(device)
         result = run_on_device(target, sch, repeat=repeat, warmup=warmup)

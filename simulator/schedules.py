@@ -72,16 +72,26 @@ def _gemm_arrays(m: int, k: int, n: int):
     return M, K, N, A, B, C
 
 
-def gemm_naive(m: int, k: int, n: int, tile: int = 16) -> Schedule:
+def gemm_naive(m: int, k: int, n: int, tile: int = 16, mapping: str = "row-major"
+               ) -> Schedule:
     """Naive GEMM, C = A·B: one work-item per element of C, tile×tile work-groups.
 
     Each work-item reads a whole row of A and column of B from global memory: 2·K loads per
     element of C, 2·M·N·K in all (seed: matrix-operations "Naive Implementation";
     tiling-and-shared-memory §4: B²·2N reads per B×B output tile).
+
+    ``mapping="row-major"`` (default): NDRange dimension 0 runs over columns, so neighbouring
+    work-items of a sub-group read neighbouring elements of B and C (coalesced).
+    ``mapping="transposed"``: dimension 0 runs over rows, so a sub-group's reads of A and
+    writes of C are K (or N) elements apart (uncoalesced). The counts of elements are the
+    same; requests and sectors are not.
     """
     m, k, n, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("N", n), ("tile", tile)))
+    if mapping not in ("row-major", "transposed"):
+        raise ScheduleError(f"mapping must be 'row-major' or 'transposed', got {mapping!r}")
     M, K, N, A, B, C = _gemm_arrays(m, k, n)
-    col, row, kk = Let("col", global_id(0)), Let("row", global_id(1)), "k"
+    dims = (0, 1) if mapping == "row-major" else (1, 0)
+    col, row, kk = Let("col", global_id(dims[0])), Let("row", global_id(dims[1])), "k"
     r, c, k_ = row.var, col.var, Var(kk)
     acc = DeclareFloat("acc")
     body = block(
@@ -94,13 +104,16 @@ def gemm_naive(m: int, k: int, n: int, tile: int = 16) -> Schedule:
     return Schedule(
         family="gemm-naive", kernel_name="gemm_naive",
         params=(("M", m), ("K", k), ("N", n)), arrays=(A, B, C), local_arrays=(),
-        local_size=(tile, tile), global_size=(round_up(n, tile), round_up(m, tile)),
+        local_size=(tile, tile),
+        global_size=(round_up(n, tile), round_up(m, tile))[::1 if dims == (0, 1) else -1],
         body=body, tile=tile,
         description="one work-item per element of C, every operand read from global memory",
+        extra={"mapping": mapping},
     )
 
 
-def gemm_tiled(m: int, k: int, n: int, tile: int = 16) -> Schedule:
+def gemm_tiled(m: int, k: int, n: int, tile: int = 16, padding: int = 0,
+               a_tile: str = "row-major") -> Schedule:
     """Tiled GEMM through local memory with B×B tiles (B = ``tile``) and B×B work-groups.
 
     Per K-tile: each work-item loads one element of A and one of B into local memory
@@ -112,21 +125,23 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16) -> Schedule:
     m, k, n, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("N", n), ("tile", tile)))
     M, K, N, A, B, C = _gemm_arrays(m, k, n)
     T = Const(tile, "TILE")
-    tile_a, tile_b = LocalArray("tile_A", (T, T)), LocalArray("tile_B", (T, T))
+    row_words = Const(tile + padding, "TILE_ROW") if padding else T
+    tile_a, tile_b = LocalArray("tile_A", (T, row_words)), LocalArray("tile_B", (T, row_words))
     col, row = Let("col", global_id(0)), Let("row", global_id(1))
     lc, lr = Let("lc", local_id(0)), Let("lr", local_id(1))
     c, r, lcv, lrv = col.var, row.var, lc.var, lr.var
     t, kk = Var("t"), Var("k")
     a_col, b_row = Let("a_col", t * T + lcv), Let("b_row", t * T + lrv)
     acc = DeclareFloat("acc")
+    a_at = (lrv, lcv) if a_tile == "row-major" else (lcv, lrv)
     load_a = If((r < M) & (a_col.var < K),
-                (store(tile_a, (lrv, lcv), A[r, a_col.var]),),
-                (store(tile_a, (lrv, lcv), 0.0),))
+                (store(tile_a, a_at, A[r, a_col.var]),),
+                (store(tile_a, a_at, 0.0),))
     load_b = If((b_row.var < K) & (c < N),
                 (store(tile_b, (lrv, lcv), B[b_row.var, c]),),
                 (store(tile_b, (lrv, lcv), 0.0),))
-    compute = For("k", Const(0), T, Const(1),
-                  (Accumulate("acc", tile_a[lrv, kk] * tile_b[kk, lcv]),))
+    a_read = tile_a[lrv, kk] if a_tile == "row-major" else tile_a[kk, lrv]
+    compute = For("k", Const(0), T, Const(1), (Accumulate("acc", a_read * tile_b[kk, lcv]),))
     body = block(
         col, row, lc, lr, acc,
         For("t", Const(0), ceil_div(K, T), Const(1), block(
@@ -141,6 +156,7 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16) -> Schedule:
         local_size=(tile, tile), global_size=(round_up(n, tile), round_up(m, tile)),
         body=body, tile=tile,
         description="B×B tiles of A and B staged in local memory, two barriers per tile",
+        extra={"padding": padding, "a_tile": a_tile},
     )
 
 
@@ -255,7 +271,7 @@ DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "matvec-naive": 256, "matvec
 
 
 def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = None,
-          chunk: int | None = None) -> Schedule:
+          chunk: int | None = None, **options) -> Schedule:
     """Build the schedule ``family`` for the given sizes.
 
     Args:
@@ -264,6 +280,8 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
         tile: tile width B (GEMM) or rows per work-group (matrix-vector); default from
             :data:`DEFAULT_TILE`.
         chunk: elements of x per staged chunk (``matvec-local`` only).
+        options: family options: ``mapping`` (gemm-naive), ``padding`` and ``a_tile``
+            (gemm-tiled).
 
     Raises:
         ScheduleError: unknown family, missing ``n`` for GEMM, or a bad parameter.
@@ -281,7 +299,9 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
     if family in GEMM_FAMILIES:
         if n is None:
             raise ScheduleError(f"{family} needs N (columns of B and C)")
-        return builders[family](m, k, n, tile)
+        return builders[family](m, k, n, tile, **options)
+    if options:
+        raise ScheduleError(f"{family} takes no options, got {sorted(options)}")
     if family == "matvec-local":
         return matvec_local(m, k, tile, chunk)
     return builders[family](m, k, tile)
