@@ -246,6 +246,68 @@ def _hazards_of(sch):
         raise click.UsageError(str(err)) from None
 
 
+@main.command("crosscheck")
+@click.argument("name", required=False,
+                type=click.Choice(__import__("simulator.variants", fromlist=["names"]).names()))
+@click.option("--m", "m", type=int, default=None, help="Rows of A (default: an example shape).")
+@click.option("--k", "k", type=int, default=None, help="Columns of A.")
+@click.option("--n", "n", type=int, default=None, help="Columns of B and C (GEMM).")
+@click.option("--tile", "-b", type=int, default=None, help="Tile width or work-group size.")
+@click.option("--chunk", type=int, default=None, help="matvec-local chunk.")
+@click.option("--all", "check_all", is_flag=True,
+              help="Every schedule (counts) and every broken variant (hazards), example shapes.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def crosscheck_cmd(name, m, k, n, tile, chunk, check_all, as_json):
+    """Compare the simulator with Oclgrind running the generated kernel: counts of a
+    correct schedule side by side, or hazard kinds of a broken variant. Exits 1 on any
+    disagreement."""
+    from gpu.oclgrind import OclgrindError
+    from simulator.variants import VARIANTS, build_any, names
+
+    from .crosscheck import compare_counts, compare_hazards
+
+    todo = names() if check_all else [name]
+    if todo == [None]:
+        raise click.UsageError("give a schedule NAME or --all")
+    results, ok = [], True
+    try:
+        for nm in todo:
+            sch = build_any(nm) if check_all else build_any(nm, m, k, n, tile, chunk)
+            if nm in VARIANTS:
+                res = compare_hazards(sch)
+                ok &= res.agree
+            else:
+                res = compare_counts(sch)
+                ok &= res.equal
+            results.append(res)
+            if not as_json:
+                _print_crosscheck(res)
+    except schedules.ScheduleError as err:
+        raise click.UsageError(str(err)) from None
+    except OclgrindError as err:
+        _fail(err)
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+    sys.exit(0 if ok else 1)
+
+
+def _print_crosscheck(res) -> None:
+    from .crosscheck import COUNT_KEYS, CountsComparison
+
+    if isinstance(res, CountsComparison):
+        click.echo(f"{res.schedule}: counts {'identical' if res.equal else 'DIFFER'}")
+        click.echo(f"  {'counter':22s} {'simulator':>14s} {'oclgrind':>14s}")
+        for key in COUNT_KEYS:
+            a, b = res.simulator[key], res.oclgrind[key]
+            click.echo(f"  {key:22s} {a:14d} {b:14d}" + ("" if a == b else "   <-- differs"))
+        return
+    click.echo(f"{res.schedule}: hazards {'agree' if res.agree else 'DISAGREE'}")
+    click.echo(f"  simulator: {', '.join(res.simulator_kinds) or 'none'}")
+    click.echo(f"  oclgrind:  {', '.join(res.oclgrind_kinds) or 'none'}")
+    for line in res.details[:3]:
+        click.echo(f"    {line[:160]}")
+
+
 @main.command("run")
 @_schedule_options
 @click.option("--device", "-d", default=None,

@@ -87,7 +87,8 @@ class TrafficCounts:
     Elements are float32 (4 bytes). ``barriers`` counts work-group barriers: one per
     work-group per barrier it executes. ``flop`` counts executed ``+`` and ``*`` of float32
     values, padded (out-of-range) work-items included. ``global_load_elems_per_tile`` is the
-    global loads of the busiest work-group, i.e. of one full output tile.
+    global loads of the busiest work-group, i.e. of one full output tile. Accesses reported
+    as out-of-bounds hazards (in ``"report"`` mode) are skipped and not counted.
     """
 
     global_load_elems: int = 0

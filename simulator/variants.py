@@ -178,12 +178,8 @@ class Variant:
 
 def _from(family: str, change: Callable[[Schedule], Schedule], **kw):
     def make(m, k, n=None, tile=None):
-        return _renamed(change(build(family, m, k, n, tile, **kw)), change.__name__)
+        return change(build(family, m, k, n, tile, **kw))
     return make
-
-
-def _renamed(sch: Schedule, change: str) -> Schedule:
-    return dataclasses.replace(sch, family=f"{sch.family}:{change.replace('_', '-')}")
 
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
@@ -207,8 +203,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("matvec-local-whole:fixed-256",
             "x staged whole into a fixed 256-word local array, filled for K > 256",
             ("out-of-bounds",),
-            lambda m, k, n=None, tile=None: _renamed(
-                matvec_local_whole(m, k, tile or 256, local_words=256), "fixed-256"),
+            lambda m, k, n=None, tile=None: matvec_local_whole(m, k, tile or 256,
+                                                               local_words=256),
             (300, 300, None, 256)),
     Variant("matvec-local-whole:unguarded-copy",
             "x copied into local memory at every work-item's own id, no bound check, no "
@@ -273,4 +269,4 @@ def build_any(name: str, m: int | None = None, k: int | None = None, n: int | No
         raise ScheduleError(f"chunk does not apply to {name}")
     if name in CORRECT_DEMOS:
         return CORRECT_DEMOS[name](m, k, n, tile)
-    return VARIANTS[name].make(m, k, n, tile)
+    return dataclasses.replace(VARIANTS[name].make(m, k, n, tile), family=name)

@@ -1,0 +1,96 @@
+"""Cross-check the simulator against Oclgrind, an independent execution of the same kernel.
+
+Counts: the simulator's counters next to Oclgrind's instruction counter for the generated
+OpenCL kernel (built with ``-cl-opt-disable``, one memory operation per source access).
+Hazards: the simulator's hazard kinds next to Oclgrind's race detector and memory checker,
+mapped through :data:`gpu.oclgrind.SIMULATOR_HAZARD_KINDS`. Oclgrind cannot see an output
+element that nobody writes, so ``unwritten-output`` is the simulator's alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpu.oclgrind import SIMULATOR_HAZARD_KINDS, oclgrind_check, oclgrind_counts
+from simulator.device import UNLIMITED
+from simulator.engine import simulate
+from simulator.reference import random_inputs
+from simulator.schedule import Schedule
+
+COUNT_KEYS = ("global_load_elems", "global_store_elems", "local_load_elems",
+              "local_store_elems", "barriers")
+
+
+@dataclass
+class CountsComparison:
+    """Simulator and Oclgrind counts of one schedule, key by key."""
+
+    schedule: str
+    simulator: dict[str, int]
+    oclgrind: dict[str, int]
+
+    @property
+    def equal(self) -> bool:
+        return all(self.simulator[k] == self.oclgrind[k] for k in COUNT_KEYS)
+
+    def to_dict(self) -> dict:
+        return {"schedule": self.schedule, "equal": self.equal,
+                "counts": {k: {"simulator": self.simulator[k], "oclgrind": self.oclgrind[k]}
+                           for k in COUNT_KEYS}}
+
+
+@dataclass
+class HazardComparison:
+    """Hazard kinds the simulator found, and what Oclgrind found for the same kernel."""
+
+    schedule: str
+    simulator_kinds: list[str]
+    oclgrind_kinds: list[str]
+    details: list[str] = field(default_factory=list)
+
+    @property
+    def expected_oclgrind(self) -> set[str]:
+        """Oclgrind kinds that correspond to the simulator's findings."""
+        out: set[str] = set()
+        for kind in self.simulator_kinds:
+            out |= SIMULATOR_HAZARD_KINDS.get(kind, frozenset())
+        return out
+
+    @property
+    def agree(self) -> bool:
+        """Both clean, or both faulty with every Oclgrind-visible simulator kind matched
+        by at least one Oclgrind diagnostic of a corresponding kind."""
+        visible = [k for k in self.simulator_kinds if SIMULATOR_HAZARD_KINDS.get(k)]
+        if not self.simulator_kinds:
+            return not self.oclgrind_kinds
+        if not visible:  # e.g. only unwritten-output: Oclgrind cannot see it
+            return True
+        return all(SIMULATOR_HAZARD_KINDS[k] & set(self.oclgrind_kinds) for k in visible)
+
+    def to_dict(self) -> dict:
+        return {"schedule": self.schedule, "agree": self.agree,
+                "simulator": self.simulator_kinds, "oclgrind": self.oclgrind_kinds,
+                "oclgrind_details": self.details}
+
+
+def compare_counts(schedule: Schedule, timeout_s: float = 300) -> CountsComparison:
+    """Simulator counts vs Oclgrind's instruction counts for ``schedule``.
+
+    Raises:
+        gpu.oclgrind.OclgrindError: Oclgrind missing, failed or timed out.
+    """
+    sim = simulate(schedule, compute_values=False, limits=None).counts.to_dict()
+    ocl = oclgrind_counts(schedule, timeout_s=timeout_s).to_dict()
+    return CountsComparison(schedule.family, {k: sim[k] for k in COUNT_KEYS},
+                            {k: ocl[k] for k in COUNT_KEYS})
+
+
+def compare_hazards(schedule: Schedule, timeout_s: float = 300) -> HazardComparison:
+    """Simulator hazard kinds vs Oclgrind's diagnostics for ``schedule``."""
+    sim = simulate(schedule, random_inputs(schedule, np.random.default_rng()),
+                   hazards="report", limits=UNLIMITED)
+    diags = oclgrind_check(schedule, timeout_s=timeout_s)
+    kinds = sorted(diags.kinds())
+    return HazardComparison(schedule.family, sorted({h.kind for h in sim.hazards}), kinds,
+                            diags.describe().splitlines()[:8] if kinds else [])
