@@ -1,0 +1,45 @@
+"""`tiletraffic crosscheck`: the simulator and Oclgrind agree on counts and on faults."""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from analysis.cli import main
+from gpu.oclgrind import oclgrind_available
+from simulator.variants import CORRECT_DEMOS, VARIANTS
+from simulator.schedules import FAMILIES
+
+pytestmark = pytest.mark.skipif(not oclgrind_available(), reason="no Oclgrind platform")
+
+
+@pytest.fixture(scope="module")
+def all_results():
+    result = CliRunner().invoke(main, ["crosscheck", "--all", "--json"])
+    assert result.exit_code == 0, result.output
+    return {r["schedule"]: r for r in json.loads(result.output)}
+
+
+def test_every_correct_schedule_has_identical_counts(all_results):
+    for name in (*FAMILIES, *CORRECT_DEMOS):
+        r = all_results[name]
+        assert r["equal"], r
+        for key, pair in r["counts"].items():
+            assert pair["simulator"] == pair["oclgrind"], (name, key, pair)
+        assert r["counts"]["global_load_elems"]["oclgrind"] > 0
+
+
+def test_every_broken_variant_is_faulty_for_both_tools(all_results):
+    for name, variant in VARIANTS.items():
+        r = all_results[name]
+        assert r["agree"], r
+        assert set(variant.expected) <= set(r["simulator"]), r
+        if variant.expected != ("unwritten-output",):
+            assert r["oclgrind"], f"Oclgrind saw nothing wrong in {name}"
+
+
+def test_single_case_prints_both_columns():
+    result = CliRunner().invoke(main, ["crosscheck", "gemm-tiled", "--m", "20", "--k", "20",
+                                       "--n", "20", "--tile", "16"])
+    assert result.exit_code == 0, result.output
+    line = next(ln for ln in result.output.splitlines() if "global_load_elems" in ln)
+    assert line.split()[1:] == ["1600", "1600"]
