@@ -132,3 +132,96 @@ def assert_matches_reference(schedule: Schedule, inputs: dict[str, np.ndarray],
                                   f"tile {schedule.tile}): error {err[worst]:.3g} at {worst} "
                                   f"exceeds bound {bound[worst]:.3g} "
                                   f"(got {actual[worst]!r}, exact {exact[worst]!r})")
+
+
+# --------------------------------------------------- broken variants and demos (hazards)
+# Shapes (m, k, n, tile) at which a broken variant of simulator.variants.VARIANTS *must* show
+# its fault, and shapes at which it cannot. A variant added without a strategy here makes
+# the hazard tests fail with a KeyError, so no variant goes untested.
+
+def _edge_pair(draw, tile: int, max_size: int) -> tuple[int, int]:
+    """(M, N) in 1..max_size+tile with at least one of them not a multiple of ``tile`` (>= 2)."""
+    m, n = draw(dims(max_size)), draw(dims(max_size))
+    if m % tile == 0 and n % tile == 0:
+        bump = draw(st.integers(1, tile - 1))
+        if draw(st.booleans()):
+            m += bump
+        else:
+            n += bump
+    return m, n
+
+
+@st.composite
+def variant_fault_shapes(draw, name: str, max_size: int = 40) -> tuple:
+    """A shape (m, k, n, tile) at which the broken variant ``name`` must report every kind
+    in its ``expected``:
+
+    - no-second-barrier: K > B (a second K-tile overwrites what the first is still read
+      from), B >= 2;
+    - no-first-barrier: B >= 2 (every work-item reads tile words its neighbours store);
+    - early-return, no-guards, floor-grid: M or N not a multiple of B >= 2;
+    - fixed-256: K > 256;
+    - unguarded-copy: 2 <= K < work-group size (work-items past K copy out of bounds, and
+      every row reads words other work-items stored);
+    - demo-shift: >= 33 work-items; column staging: >= 2 columns, rows and work-items.
+    """
+    if name == "gemm-tiled:no-second-barrier":
+        tile = draw(st.integers(2, 8))
+        m, n = draw(dims(max_size)), draw(dims(max_size))
+        return m, draw(st.integers(tile + 1, tile + max_size)), n, tile
+    if name == "gemm-tiled:no-first-barrier":
+        tile = draw(st.integers(2, 8))
+        m, k, n = draw(sizes(max_size))
+        return m, k, n, tile
+    if name in ("gemm-tiled:early-return", "gemm-tiled:no-guards", "gemm-tiled:floor-grid"):
+        tile = draw(st.one_of(st.sampled_from([3, 5, 7, 16]), st.integers(2, 16)))
+        m, n = _edge_pair(draw, tile, max_size)
+        return m, draw(dims(max_size)), n, tile
+    if name == "matvec-local-whole:fixed-256":
+        return (draw(st.integers(1, 64)), draw(st.integers(257, 400)), None,
+                draw(st.integers(16, 256)))
+    if name == "matvec-local-whole:unguarded-copy":
+        k = draw(st.integers(2, 16))
+        return draw(st.integers(1, 100)), k, None, draw(st.integers(k + 1, 64))
+    if name == "demo-shift:no-barrier":
+        tile = draw(st.integers(33, 128))
+        return tile, 1, None, tile
+    if name == "demo-column-staging:no-end-barrier":
+        return (draw(st.integers(2, 24)), draw(st.integers(1, 8)), draw(st.integers(2, 6)),
+                draw(st.integers(2, 8)))
+    raise KeyError(f"no fault-shape strategy for variant {name!r}; add one to tests/strategies.py")
+
+
+@st.composite
+def variant_clean_shapes(draw, name: str, max_size: int = 40) -> tuple:
+    """A shape (m, k, n, tile) at which the variant ``name`` cannot show its fault: M, N, K
+    multiples of B for the edge-tile variants, K <= 256 for fixed-256."""
+    if name in ("gemm-tiled:early-return", "gemm-tiled:no-guards", "gemm-tiled:floor-grid"):
+        tile = draw(st.integers(1, 8))
+        most = max(1, max_size // tile)
+        m, k, n = (tile * draw(st.integers(1, most)) for _ in range(3))
+        return m, k, n, tile
+    if name == "matvec-local-whole:fixed-256":
+        return (draw(st.integers(1, 64)), draw(st.integers(1, 256)), None,
+                draw(st.integers(16, 256)))
+    raise KeyError(f"variant {name!r} has no fault-free shapes")
+
+
+CLEAN_SHAPE_VARIANTS = ("gemm-tiled:early-return", "gemm-tiled:no-guards",
+                        "gemm-tiled:floor-grid", "matvec-local-whole:fixed-256")
+"""Variants whose fault depends on the shape (see :func:`variant_clean_shapes`)."""
+
+
+@st.composite
+def correct_demo_schedules(draw) -> Schedule:
+    """A correct demonstration kernel (:data:`simulator.variants.CORRECT_DEMOS`) with drawn
+    sizes: the shifted read with its barrier (33..128 work-items), or the column staging
+    with its closing barrier."""
+    from simulator.variants import CORRECT_DEMOS
+
+    name = draw(st.sampled_from(sorted(CORRECT_DEMOS)))
+    if name == "demo-shift":
+        items = draw(st.integers(33, 128))
+        return CORRECT_DEMOS[name](items, 1, None, items)
+    return CORRECT_DEMOS[name](draw(st.integers(1, 24)), draw(st.integers(1, 8)),
+                               draw(st.integers(1, 6)), draw(st.integers(1, 8)))
