@@ -22,8 +22,11 @@ def fit_power_law(x, y) -> tuple[float, float]:
         ValueError: fewer than two points, or a non-positive value.
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.size < 2 or np.any(x <= 0) or np.any(y <= 0):
-        raise ValueError(f"a power-law fit needs >= 2 positive points, got x={x}, y={y}")
+    if (x.size < 2 or x.shape != y.shape or not np.all(np.isfinite(x))
+            or not np.all(np.isfinite(y)) or np.any(x <= 0) or np.any(y <= 0)):
+        raise ValueError(f"a power-law fit needs >= 2 finite positive points, got x={x}, y={y}")
+    if np.unique(x).size < 2:
+        raise ValueError(f"a power-law fit needs two different x values, got x={x}")
     p, logc = np.polyfit(np.log(x), np.log(y), 1)
     return float(p), float(np.exp(logc))
 

@@ -13,6 +13,8 @@ separate stores and loads of local memory by a barrier) pay almost nothing.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .counters import AccessEvent, Observer
@@ -73,16 +75,24 @@ class LocalRaceDetector(Observer):
         self.schedule, self.log, self.group_id_of = schedule, log, group_id_of
         self.local_sizes = local_sizes
         self.epoch_events: dict[str, list[AccessEvent]] = {}
-        self.epoch = 0
 
     def on_batch(self, group_index, work_items, weights=None) -> None:
         self.group_index = group_index
         self.epoch_events = {}
-        self.epoch = 0
+        self.epochs = np.zeros(len(group_index), dtype=np.int64)
 
     def on_barrier(self, group_index, arrived) -> None:
-        self.epoch_events = {}
-        self.epoch += 1
+        """Work-groups that passed the barrier start a new interval; the accesses of the
+        others (none of whose work-items arrived) stay in their current interval."""
+        passed = np.asarray(arrived) > 0
+        self.epochs += passed
+        if passed.all():
+            self.epoch_events = {}
+            return
+        keep = ~passed.reshape(-1, 1, 1)
+        self.epoch_events = {
+            name: [dataclasses.replace(ev, mask=np.logical_and(ev.mask, keep)) for ev in evs]
+            for name, evs in self.epoch_events.items()}
 
     def on_access(self, ev: AccessEvent) -> None:
         if ev.space != "local" or not np.any(ev.mask):
@@ -132,8 +142,8 @@ class LocalRaceDetector(Observer):
         self.log.add(Hazard(
             kind="data-race", schedule=self.schedule.family, array=array, index=int(words[i]),
             group_id=gid, local_ids=tuple(v for v in (first, me) if v is not None),
-            epoch=self.epoch, count=int(bad.sum()),
-            detail=(f"{kind} race in work-group {gid}, barrier interval {self.epoch}: "
+            epoch=int(self.epochs[g[i]]), count=int(bad.sum()),
+            detail=(f"{kind} race in work-group {gid}, barrier interval {int(self.epochs[g[i]])}: "
                     f"work-item {me} {verb} {word}, which {them} {did} with no barrier "
                     f"between; {int(bad.sum())} racing accesses in this statement")))
 
@@ -151,10 +161,10 @@ class UninitializedLocalRead(Observer):
         self.written = {n: np.zeros((len(group_index), s), dtype=bool)
                         for n, s in self.local_sizes.items()}
         self.complete = {n: False for n in self.local_sizes}
-        self.epoch = 0
+        self.epochs = np.zeros(len(group_index), dtype=np.int64)
 
     def on_barrier(self, group_index, arrived) -> None:
-        self.epoch += 1
+        self.epochs += np.asarray(arrived) > 0
 
     def on_access(self, ev: AccessEvent) -> None:
         if ev.space != "local" or self.complete.get(ev.array, True):
@@ -171,7 +181,7 @@ class UninitializedLocalRead(Observer):
             gid = self.group_id_of(int(self.group_index[g[i]]))
             self.log.add(Hazard(
                 kind="uninitialized-read", schedule=self.schedule.family, array=ev.array,
-                index=int(words[i]), group_id=gid, local_ids=(int(li[i]),), epoch=self.epoch,
+                index=int(words[i]), group_id=gid, local_ids=(int(li[i]),), epoch=int(self.epochs[g[i]]),
                 count=int(unset.sum()),
                 detail=(f"work-item {int(li[i])} of work-group {gid} reads local "
                         f"{ev.array}[{int(words[i])}], which no work-item has written; "

@@ -121,7 +121,19 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16, padding: int = 0,
     barrier. Global loads are M·K·⌈N/B⌉ + K·N·⌈M/B⌉; 2·⌈K/B⌉ barriers per work-group
     (seed: matrix-operations "Tiled Implementation with Shared Memory";
     tiling-and-shared-memory §3-§4: 2NB reads per output tile).
+
+    Local-memory layout options (counts of elements unchanged, bank conflicts not):
+    ``padding`` extra words per tile row (tiles declared ``[B][B + padding]``);
+    ``a_tile="transposed"`` stores the A tile transposed (``tile_A[lc][lr]``) and reads
+    ``tile_A[k][lr]``: with B = 32 and no padding every store of a sub-group hits one bank.
+
+    Raises:
+        ScheduleError: a non-positive size or tile, a negative padding, an unknown a_tile.
     """
+    if isinstance(padding, bool) or not isinstance(padding, int) or padding < 0:
+        raise ScheduleError(f"padding must be a non-negative integer, got {padding!r}")
+    if a_tile not in ("row-major", "transposed"):
+        raise ScheduleError(f"a_tile must be 'row-major' or 'transposed', got {a_tile!r}")
     m, k, n, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("N", n), ("tile", tile)))
     M, K, N, A, B, C = _gemm_arrays(m, k, n)
     T = Const(tile, "TILE")

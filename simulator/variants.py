@@ -260,9 +260,15 @@ def build_any(name: str, m: int | None = None, k: int | None = None, n: int | No
     else:
         raise ScheduleError(f"unknown schedule {name!r}; choose one of {', '.join(names())}")
     if m is None:
-        m, k, n, tile = example[0], example[1], example[2], (tile or example[3])
+        if k is not None or n is not None:
+            raise ScheduleError(f"{name}: give --m with --k/--n (or no sizes for the example "
+                                f"shape {example[:3]})")
+        m, k, n = example[0], example[1], example[2]
+        tile = example[3] if tile is None else tile
     elif k is None:
         raise ScheduleError(f"{name}: give --k with --m")
+    elif tile is None and name not in FAMILIES:
+        tile = example[3]
     if name in FAMILIES:
         return build(name, m, k, n, tile, chunk)
     if chunk is not None:

@@ -180,9 +180,6 @@ def test_check_bad_input_is_one_clear_error(args, needles):
     assert_clean_failure(invoke("check", *args), *needles, code=2)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cli check -> variants.build_any passes tile=None to the demo builders: TypeError "
-    "traceback for `check demo-shift --m 64 --k 1`"))
 @pytest.mark.parametrize("args", [("demo-shift", "--m", "64", "--k", "1"),
                                   ("demo-column-staging", "--m", "8", "--k", "8", "--n", "8")])
 def test_check_demo_with_sizes_and_no_tile_is_no_traceback(args):

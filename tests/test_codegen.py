@@ -27,6 +27,7 @@ SMALL = {
     "gemm-tiled": build("gemm-tiled", 17, 5, 23, tile=7),
     "matvec-naive": build("matvec-naive", 47, 13, tile=6),
     "matvec-local": build("matvec-local", 45, 37, tile=8, chunk=5),
+    "matvec-local-whole": build("matvec-local-whole", 45, 37, tile=8),
 }
 
 
@@ -64,7 +65,7 @@ def test_source_names_kernel_and_fixes_work_group_size(family):
 def test_one_barrier_call_per_barrier_statement(family):
     schedule = SMALL[family]
     expected = _count_barriers(schedule.body)
-    assert expected == (2 if family in ("gemm-tiled", "matvec-local") else 0)
+    assert expected == {"gemm-tiled": 2, "matvec-local": 2, "matvec-local-whole": 1}.get(family, 0)
     assert generate(schedule).source.count("barrier(CLK_LOCAL_MEM_FENCE)") == expected
     assert generate(schedule).source.count("barrier(") == expected
 

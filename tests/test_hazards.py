@@ -325,10 +325,6 @@ def test_race_in_a_work_group_alone_in_its_batch_is_found():
     assert [(h.kind, h.group_id) for h in result.hazards] == [("data-race", (1,))]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "race_detection.LocalRaceDetector.on_barrier forgets the accesses of every work-group of "
-    "the batch when any of them passes a barrier, so a race in a work-group that skipped a "
-    "(work-group-uniform) barrier is missed when it shares a batch with one that passed it"))
 def test_race_is_found_whatever_the_batch_of_work_groups():
     result, _ = run_report(_group_uniform_barrier_demo())
     assert ("data-race", (1,)) in [(h.kind, h.group_id) for h in result.hazards]

@@ -195,9 +195,6 @@ def test_variant_built_by_name_is_named_after_the_variant(name):
 
 
 # ------------------------------------------------------------- found bugs (xfail)
-@pytest.mark.xfail(strict=True, reason=(
-    "build_any passes tile=None to the demo builders when sizes are given without a tile: "
-    "TypeError instead of the example's tile (or a ScheduleError)"))
 @pytest.mark.parametrize("name, shape", [("demo-shift", (64, 1, None)),
                                          ("demo-column-staging", (8, 8, 8)),
                                          ("demo-shift:no-barrier", (64, 1, None)),
@@ -207,9 +204,6 @@ def test_build_any_demo_with_sizes_and_no_tile_uses_the_example_tile(name, shape
     assert build_any(name, *shape).tile == example[3]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "build_any silently replaces a given K (or N, tile) by the example shape when M is "
-    "missing, instead of refusing or honouring it"))
 def test_build_any_with_k_and_no_m_does_not_ignore_k():
     try:
         sch = build_any("gemm-tiled", k=3)
