@@ -1,0 +1,356 @@
+"""Tests of simulator.device_model and simulator.traffic_model (L1 footprint, DRAM, time
+ceilings) and of ``tiletraffic simulate --device-model``, against values computed by hand."""
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from analysis.cli import main
+from simulator.counters import AccessEvent
+from simulator.device_model import (
+    DEVICE_MODELS,
+    GENERIC_GPU_MODEL,
+    NVIDIA_H200,
+    DeviceModel,
+    GuessedValueWarning,
+    device_model,
+)
+from simulator.engine import simulate
+from simulator.memory import MemoryObserver
+from simulator.schedules import build
+from simulator.traffic_model import FootprintObserver, model_launch, predict
+
+KIB = 1024
+
+
+# ----------------------------------------------------------------- resident work-groups
+@pytest.mark.parametrize("items, local_bytes, expected", [
+    # 16x16 = 256 work-items, no local memory: min(32 groups, 2048/256 = 8, no local limit)
+    (256, 0, 8),
+    # 32x32 = 1024, 8 KiB: min(32, 2048/1024 = 2, 228 KiB / (8 KiB + 1 KiB reserved)
+    #   = 233472 / 9216 = 25.3 -> 25) = 2
+    (1024, 8 * KIB, 2),
+    # 8x8 = 64, 512 B: min(32, 2048/64 = 32, 233472 / 1536 = 152) = 32
+    (64, 512, 32),
+    # 8x8 = 64, 48 KiB: min(32, 32, 233472 / (49152 + 1024) = 4.65 -> 4) = 4 (local-bound)
+    (64, 48 * KIB, 4),
+    # gemm-tiled B = 16: 256 work-items, 2 x 16 x 16 x 4 B = 2 KiB: min(32, 8, 233472/3072
+    #   = 76) = 8
+    (256, 2 * KIB, 8),
+    # 1 work-item, no local memory: min(32, 2048, -) = 32 (work-group limit)
+    (1, 0, 32),
+    # 48 work-items: 2048 // 48 = 42.67 -> 42, capped at 32
+    (48, 0, 32),
+    # 96 work-items: 2048 // 96 = 21
+    (96, 0, 21),
+])
+def test_h200_resident_work_groups_by_hand(items, local_bytes, expected):
+    assert NVIDIA_H200.resident_work_groups_per_cu(items, local_bytes) == expected
+
+
+@pytest.mark.parametrize("items, local_bytes, expected", [
+    # generic model: 64 KiB local per compute unit = 65536 B
+    (256, 2 * KIB, 8),      # min(32, 8, 65536 / 3072 = 21)
+    (1024, 8 * KIB, 2),     # min(32, 2, 65536 / 9216 = 7)
+    (64, 8 * KIB, 7),       # min(32, 32, 7): local-bound
+    (64, 63 * KIB, 1),      # 65536 / 65536 = 1
+])
+def test_generic_resident_work_groups_by_hand(items, local_bytes, expected):
+    assert GENERIC_GPU_MODEL.resident_work_groups_per_cu(items, local_bytes) == expected
+
+
+def test_h200_documented_values():
+    m = NVIDIA_H200
+    assert (m.compute_units, m.sub_group_size, m.sector_bytes, m.line_bytes) == (132, 32, 32, 128)
+    assert (m.local_banks, m.bank_bytes) == (32, 4)
+    assert m.l2_bytes == 50 * 2**20
+    # 132 CUs x 1.98 GHz x 1 wavefront x 128 B = 33.45 TB/s
+    assert m.l1_bytes_per_s == pytest.approx(132 * 1.98e9 * 128, rel=1e-12)
+
+
+# ------------------------------------------------------------------------- guesses
+def warned_names(model: DeviceModel) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.warn_guesses()
+    assert all(issubclass(w.category, GuessedValueWarning) for w in caught)
+    names = []
+    for w in caught:
+        found = re.search(r": (\w+) = ", str(w.message))
+        assert found, str(w.message)
+        names.append(found.group(1))
+    return names
+
+
+def test_generic_model_warns_a_guessed_value_warning():
+    with pytest.warns(GuessedValueWarning, match="generic-gpu"):
+        GENERIC_GPU_MODEL.warn_guesses()
+    names = warned_names(GENERIC_GPU_MODEL)
+    assert sorted(names) == sorted(GENERIC_GPU_MODEL.guessed)
+    assert len(names) == len(set(names)) == 10
+    assert {"compute_units", "l2_bytes", "dram_bytes_per_s", "fp32_flop_per_s"} <= set(names)
+
+
+def test_h200_warns_only_for_its_listed_guesses():
+    names = warned_names(NVIDIA_H200)
+    assert sorted(names) == sorted(NVIDIA_H200.guessed)
+    assert len(names) == len(set(names))
+    # the values with a documented source are not guesses
+    documented = {"compute_units", "sub_group_size", "sector_bytes", "line_bytes",
+                  "local_banks", "bank_bytes", "l2_bytes", "dram_bytes_per_s",
+                  "fp32_flop_per_s", "clock_hz", "local_mem_bytes_per_cu"}
+    assert not documented & set(names)
+    with pytest.warns(GuessedValueWarning) as record:
+        NVIDIA_H200.warn_guesses()
+    assert any("nvidia-h200: l2_bytes_per_s = " in str(w.message) for w in record)
+
+
+def test_a_model_without_guesses_warns_nothing():
+    quiet = replace(NVIDIA_H200, guessed=())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet.warn_guesses()
+        model_launch(build("gemm-naive", 8, 8, 8, tile=4), quiet)
+
+
+def test_model_launch_reports_guesses():
+    with pytest.warns(GuessedValueWarning):
+        model_launch(build("gemm-naive", 8, 8, 8, tile=4), GENERIC_GPU_MODEL)
+
+
+def test_device_model_lookup():
+    assert device_model("nvidia-h200") is NVIDIA_H200
+    assert set(DEVICE_MODELS) >= {"nvidia-h200", "generic-gpu"}
+    with pytest.raises(KeyError, match="nvidia-h200"):
+        device_model("no-such-gpu")
+
+
+# ------------------------------------------------------------------------ footprint
+def run_observed(schedule, classes: bool = False):
+    memory, footprint = MemoryObserver(), FootprintObserver()
+    res = simulate(schedule, compute_values=False, observers=[memory, footprint],
+                   work_group_classes=classes)
+    return res.counts, memory, footprint
+
+
+def test_gemm_tiled_footprint_has_no_l1_hits_by_hand():
+    # gemm-tiled M = N = K = 32, B = 16: 4 work-groups. A work-group loads A[r, 16t + lc]
+    # for its 16 rows and t = 0, 1: every element of its 16 x 32 strip of A exactly once,
+    # and B[16t + lr, c]: every element of its 32 x 16 strip of B once. A sub-group (2 rows
+    # x 16 columns, 64-byte aligned) touches 4 sectors; different requests of one group
+    # touch different (row, 64-byte half) pairs, so no sector is loaded twice by a group:
+    #   A: 16 rows x 128 B = 64 sectors, B: 32 rows x 64 B = 64 sectors per group,
+    #   512 for 4 groups = global load sectors (16 requests per array per group x 4).
+    counts, memory, footprint = run_observed(build("gemm-tiled", 32, 32, 32, tile=16))
+    assert footprint.sectors_by_buffer == {"A": 256, "B": 256}
+    assert memory.counts.global_load_sectors == 512
+    pred = predict(build("gemm-tiled", 32, 32, 32, tile=16), counts, memory.counts, footprint,
+                   NVIDIA_H200)
+    assert pred.l2_read_sectors == 512
+    assert pred.l1_load_hit_rate == 0.0
+
+
+def test_gemm_naive_footprint_by_hand():
+    # gemm-naive M = N = K = 32, B = 16: per work-group distinct sectors: A 16 rows x 128 B
+    # = 64, B 32 rows x 64 B (its 16 columns) = 64 -> 128 per group, 512 for 4 groups.
+    # Global load sectors (test_memory): 4096 -> hit rate 1 - 512/4096 = 0.875.
+    schedule = build("gemm-naive", 32, 32, 32, tile=16)
+    counts, memory, footprint = run_observed(schedule)
+    assert footprint.sectors_by_buffer == {"A": 256, "B": 256}
+    pred = predict(schedule, counts, memory.counts, footprint, NVIDIA_H200)
+    assert pred.l2_read_sectors == 512
+    assert pred.l1_load_hit_rate == pytest.approx(0.875, abs=1e-15)
+
+
+def test_footprint_observer_on_hand_built_events():
+    # batch of 2 groups, 32 work-items, 1 iteration. Event 1: group 0 reads floats 0..31
+    # (sectors 0..3), group 1 floats 8..39 (sectors 1..4). Event 2: both read float 0 again
+    # (sector 0: new for group 1, old for group 0). Per group: {0,1,2,3} and {0,1,2,3,4}
+    # -> 4 + 5 = 9; with weights (3, 10): 12 + 50 = 62. Stores and local loads are ignored.
+    lane = np.arange(32).reshape(1, 32, 1)
+    idx = lane + np.array([0, 8]).reshape(2, 1, 1)
+    ev1 = AccessEvent("global", "load", "X", 64, idx, np.array(True), (2, 32, 1), np.arange(2))
+    ev2 = AccessEvent("global", "load", "X", 64, np.zeros((1, 1, 1), dtype=np.int64),
+                      np.array(True), (2, 32, 1), np.arange(2))
+    store = AccessEvent("global", "store", "X", 64, lane + 32, np.array(True), (2, 32, 1),
+                        np.arange(2))
+    local = AccessEvent("local", "load", "T", 64, lane + 32, np.array(True), (2, 32, 1),
+                        np.arange(2))
+    for weights, expected in ((None, 9), (np.array([3, 10]), 62)):
+        fp = FootprintObserver()
+        fp.on_batch(np.arange(2), 32, weights)
+        for ev in (ev1, ev2, store, local):
+            fp.on_access(ev)
+        fp.on_finish()
+        assert fp.sectors_by_buffer == {"X": expected}
+    # a second batch adds to the first (the flush happens on the next batch's start):
+    # event 1 alone is 4 + 4 sectors per batch (floats 8..39 = bytes 32..159 = sectors 1..4)
+    fp = FootprintObserver()
+    fp.on_batch(np.arange(2), 32, None)
+    fp.on_access(ev1)
+    fp.on_batch(np.arange(2, 4), 32, None)
+    fp.on_access(ev1)
+    fp.on_finish()
+    assert fp.sectors_by_buffer == {"X": 16}
+
+
+# ---------------------------------------------------------------------------- predict
+H200_L1_RATE = 132 * 1.98e9 * 1.0   # wavefronts per second
+
+
+def test_predict_gemm_tiled_64_on_h200_by_hand():
+    # gemm-tiled M = N = K = 64, B = 16: 16 work-groups of 8 sub-groups, 4 K-tiles.
+    # A, B, C are 16 KiB each: 48 KiB fit in 50 MiB of L2 -> "dram: compulsory":
+    #   dram_read = 4 (M K + K N) = 32768 B, dram_write = 4 M N = 16384 B.
+    # flop = 2 per work-item per k (multiply, accumulate) = 2 x 64^3 = 524288.
+    # L2 -> L1: per group A 16 rows x 256 B = 128 sectors, B 64 rows x 64 B = 128 sectors;
+    #   x 16 = 4096 = global load sectors (64 requests x 4 sectors per group): hit rate 0.
+    # L1 wavefronts: global load lines 16 x 64 requests x 2 lines = 2048, store lines
+    #   16 x 8 x 2 = 256, local store wavefronts 16 x 4 x 8 x 2 = 1024, local load
+    #   wavefronts 16 x 4 x 16 x 8 x 2 = 16384: 19712.
+    # Terms: fp32 524288 / 67e12 = 7.8 ns, dram 49152 / 4.8e12 = 10.2 ns,
+    #   l2 4096 x 32 / 12e12 = 10.9 ns, l1 19712 / (132 x 1.98e9) = 75.4 ns -> bound l1.
+    schedule = build("gemm-tiled", 64, 64, 64, tile=16)
+    with pytest.warns(GuessedValueWarning):
+        launch = model_launch(schedule, NVIDIA_H200)
+    p = launch.prediction
+    assert launch.counts.flop == 524288
+    assert p.dram_read_bytes == 4 * (64 * 64 + 64 * 64) == 32768
+    assert p.dram_write_bytes == 16384
+    assert p.methods["dram_read_bytes"] == "dram: compulsory"
+    assert p.l2_read_sectors == 4096
+    assert p.l1_load_hit_rate == 0.0
+    assert p.l1_wavefronts == 19712
+    expected = {"fp32_s": 524288 / 67e12, "dram_s": 49152 / 4.8e12,
+                "l2_s": 4096 * 32 / 12e12, "l1_s": 19712 / H200_L1_RATE}
+    assert p.time_terms_s == pytest.approx(expected, rel=1e-12)
+    assert all(v > 0 for v in p.time_terms_s.values())
+    assert p.bound == "l1"
+    assert max(p.time_terms_s, key=p.time_terms_s.get) == "l1_s"
+    assert p.predicted_time_s == pytest.approx(19712 / H200_L1_RATE + 3e-6, rel=1e-12)
+    assert p.predicted_time_s == pytest.approx(max(p.time_terms_s.values())
+                                               + NVIDIA_H200.launch_overhead_s, rel=1e-15)
+    assert p.arithmetic_intensity_flop_per_byte == pytest.approx(524288 / 49152, rel=1e-15)
+    # occupancy: 256 work-items and 2 KiB -> 8 per CU; waves 16 / (8 x 132)
+    assert p.resident_work_groups_per_cu == 8
+    assert p.waves == pytest.approx(16 / 1056, rel=1e-15)
+    assert p.device_model == "nvidia-h200"
+
+
+def test_model_launch_by_classes_equals_full_execution():
+    # 150 x 150 x 20, B = 16: 10 x 10 work-groups with edge tiles; by classes (default) and
+    # by executing every work-group the prediction must be identical.
+    schedule = build("gemm-tiled", 150, 20, 150, tile=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GuessedValueWarning)
+        by_class = model_launch(schedule, NVIDIA_H200)
+        full = model_launch(schedule, NVIDIA_H200, work_group_classes=False)
+    assert by_class.to_dict() == full.to_dict()
+
+
+def test_predict_dram_capacity_ratio_by_hand():
+    # gemm-naive M = N = K = 32, B = 16 on an H200 with only 6 KiB of L2: inputs 8192 B,
+    # output 4096 B -> 12288 B do not fit; keep = 6144 / 12288 = 0.5; the L2 is asked for
+    # 512 sectors x 32 B = 16384 B: dram_read = 8192 + (16384 - 8192) x (1 - 0.5) = 12288.
+    small = replace(NVIDIA_H200, l2_bytes=6144, guessed=())
+    schedule = build("gemm-naive", 32, 32, 32, tile=16)
+    p = model_launch(schedule, small).prediction
+    assert p.methods["dram_read_bytes"] == "dram: capacity ratio"
+    assert p.dram_read_bytes == 12288
+    assert p.dram_write_bytes == 4096
+    # at the exact size (12288 B) everything fits: compulsory, 8192 B
+    fits = replace(NVIDIA_H200, l2_bytes=12288, guessed=())
+    p = model_launch(schedule, fits).prediction
+    assert p.methods["dram_read_bytes"] == "dram: compulsory"
+    assert p.dram_read_bytes == 8192
+
+
+def test_arithmetic_intensity_is_flop_over_dram_bytes():
+    # gemm-naive 32^3: flop 2 x 32^3 = 65536; DRAM 8192 + 4096 = 12288 B -> 16/3
+    p = model_launch(build("gemm-naive", 32, 32, 32, tile=16),
+                     replace(NVIDIA_H200, guessed=())).prediction
+    assert p.arithmetic_intensity_flop_per_byte == pytest.approx(65536 / 12288, rel=1e-15)
+    assert p.dram_read_bytes == 4 * (32 * 32 + 32 * 32)
+
+
+def test_bound_follows_the_largest_term():
+    # A device with a very slow FP32 unit is compute-bound: fp32 term 524288 / 1e6 = 0.52 s.
+    slow = replace(NVIDIA_H200, fp32_flop_per_s=1e6, guessed=())
+    p = model_launch(build("gemm-tiled", 64, 64, 64, tile=16), slow).prediction
+    assert p.bound == "fp32"
+    assert p.predicted_time_s == pytest.approx(524288 / 1e6 + 3e-6, rel=1e-12)
+    # and a device with a slow DRAM is DRAM-bound: 49152 B / 1e6 B/s = 49 ms
+    slow = replace(NVIDIA_H200, dram_bytes_per_s=1e6, guessed=())
+    p = model_launch(build("gemm-tiled", 64, 64, 64, tile=16), slow).prediction
+    assert p.bound == "dram"
+    assert p.predicted_time_s == pytest.approx(49152 / 1e6 + 3e-6, rel=1e-12)
+
+
+# -------------------------------------------------------------------------------- CLI
+def test_cli_simulate_with_device_model_json():
+    result = CliRunner().invoke(main, ["simulate", "gemm-tiled", "--m", "64", "--n", "64",
+                                       "--k", "64", "--device-model", "nvidia-h200", "--json"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    data = json.loads(result.stdout)
+    for key in ("global_load_requests", "global_load_sectors", "local_bank_conflicts",
+                "l2_read_sectors", "dram_read_bytes", "dram_write_bytes", "predicted_time_s"):
+        assert key in data, key
+    # hand values of test_predict_gemm_tiled_64_on_h200_by_hand
+    assert data["global_load_requests"] == 16 * 64
+    assert data["global_load_sectors"] == 4096
+    assert data["local_bank_conflicts"] == 0
+    assert data["l2_read_sectors"] == 4096
+    assert data["dram_read_bytes"] == 32768
+    assert data["dram_write_bytes"] == 16384
+    assert data["predicted_time_s"] == pytest.approx(19712 / H200_L1_RATE + 3e-6, rel=1e-12)
+    assert data["closed_form_agrees"] is True
+    assert len(data["guessed_values"]) == len(NVIDIA_H200.guessed)
+
+
+def test_cli_simulate_transposed_a_tile_reports_conflicts():
+    # tile 32, 64^3, a_tile transposed: 7936 conflicts (test_memory)
+    result = CliRunner().invoke(main, ["simulate", "gemm-tiled", "--m", "64", "--n", "64",
+                                       "--k", "64", "--tile", "32", "--a-tile", "transposed",
+                                       "--device-model", "nvidia-h200", "--json"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert json.loads(result.stdout)["local_bank_conflicts"] == 7936
+
+
+def test_cli_unknown_device_model_fails_cleanly():
+    result = CliRunner().invoke(main, ["simulate", "gemm-tiled", "--m", "64", "--n", "64",
+                                       "--k", "64", "--device-model", "no-such-gpu", "--json"])
+    assert result.exit_code == 2
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    assert "no-such-gpu" in result.output
+    assert "nvidia-h200" in result.output
+
+
+def test_cli_device_model_over_the_limits_fails_cleanly():
+    # tile 64: 4096 work-items per work-group, above the H200's 1024
+    result = CliRunner().invoke(main, ["simulate", "gemm-tiled", "--m", "64", "--n", "64",
+                                       "--k", "64", "--tile", "64", "--device-model",
+                                       "nvidia-h200", "--json"])
+    assert result.exit_code == 2
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "1024" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "simulator/device_model.py DeviceModel.resident_work_groups_per_cu divides "
+    "max_work_items_per_cu by the work-items of a work-group; a CU allocates whole "
+    "sub-groups (warps), so the limit is (2048/32 = 64 sub-groups) // ceil(items/32). "
+    "10x10 = 100 work-items = 4 sub-groups -> 16 resident, the model says 2048 // 100 = 20"))
+@pytest.mark.parametrize("items, expected", [
+    (100, 16),   # 10 x 10: ceil(100/32) = 4 sub-groups -> 64 // 4 = 16 (model: 20)
+    (200, 9),    # ceil(200/32) = 7 -> 64 // 7 = 9 (model: 10)
+    (144, 12),   # 12 x 12: 5 sub-groups -> 12 (model: 14)
+])
+def test_resident_work_groups_count_whole_sub_groups(items, expected):
+    assert NVIDIA_H200.resident_work_groups_per_cu(items, 0) == expected
