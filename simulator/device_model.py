@@ -64,9 +64,10 @@ class DeviceModel:
 
     def resident_work_groups_per_cu(self, work_group_items: int, local_mem_bytes: int) -> int:
         """Work-groups one compute unit holds at once (occupancy), the smallest of the limits
-        on work-groups, work-items and local memory per compute unit [CPG]. Registers are not
-        modelled."""
-        by_items = self.max_work_items_per_cu // max(work_group_items, 1)
+        on work-groups, sub-groups (whole warps are allocated: ⌈items/32⌉ per work-group) and
+        local memory per compute unit [CPG]. Registers are not modelled."""
+        sub_groups = -(-max(work_group_items, 1) // self.sub_group_size)
+        by_items = (self.max_work_items_per_cu // self.sub_group_size) // sub_groups
         per_group = local_mem_bytes + self.local_mem_reserved_bytes_per_work_group
         by_local = self.local_mem_bytes_per_cu // per_group if local_mem_bytes else \
             self.max_work_groups_per_cu

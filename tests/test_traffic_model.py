@@ -342,11 +342,6 @@ def test_cli_device_model_over_the_limits_fails_cleanly():
     assert "1024" in result.output and "Traceback" not in result.output
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "simulator/device_model.py DeviceModel.resident_work_groups_per_cu divides "
-    "max_work_items_per_cu by the work-items of a work-group; a CU allocates whole "
-    "sub-groups (warps), so the limit is (2048/32 = 64 sub-groups) // ceil(items/32). "
-    "10x10 = 100 work-items = 4 sub-groups -> 16 resident, the model says 2048 // 100 = 20"))
 @pytest.mark.parametrize("items, expected", [
     (100, 16),   # 10 x 10: ceil(100/32) = 4 sub-groups -> 64 // 4 = 16 (model: 20)
     (200, 9),    # ceil(200/32) = 7 -> 64 // 7 = 9 (model: 10)
