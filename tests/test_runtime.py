@@ -207,6 +207,21 @@ def test_kernel_maximum_is_enforced():
         check_launch_limits(kernel, FAKE_1024, kernel_max_work_group_size=512)
 
 
+def test_kernel_maximum_is_advisory_for_a_kernel_compiled_for_that_size():
+    """NVIDIA reports CL_KERNEL_WORK_GROUP_SIZE = 256 for every kernel yet runs 32 x 32
+    work-groups of kernels compiled for them: warn, do not refuse."""
+    kernel = tiled_gemm(64, 64, tile=32)
+    with pytest.warns(RuntimeWarning, match="1024.*256"):
+        check_launch_limits(kernel, FAKE_1024, kernel_max_work_group_size=256,
+                            required_local_size=(32, 32, 1))
+    with pytest.raises(LaunchConfigError, match="kernel's maximum of 256"):
+        check_launch_limits(kernel, FAKE_1024, kernel_max_work_group_size=256,
+                            required_local_size=(0, 0, 0))
+    with pytest.raises(LaunchConfigError, match="4096"):  # the device limit stays hard
+        check_launch_limits(tiled_gemm(128, 128, tile=64), FAKE_1024,
+                            kernel_max_work_group_size=256, required_local_size=(64, 64, 1))
+
+
 def test_local_memory_over_limit_names_both_numbers():
     kernel = tiled_gemm(64, 64, local_mem_bytes=64 * 1024)
     with pytest.raises(LaunchConfigError, match=r"65536 bytes.*49152 bytes"):
