@@ -52,6 +52,8 @@ class DeviceModel:
     l1_wavefronts_per_cycle_per_cu: float = 1.0
     fp32_flop_per_s: float = 67e12
     launch_overhead_s: float = 3e-6
+    local_vector_words: int = 4
+    memory_latency_s: float = 300e-9
     sources: str = ""
     guessed: tuple[str, ...] = field(default_factory=tuple)
 
@@ -73,6 +75,10 @@ class DeviceModel:
             self.max_work_groups_per_cu
         return max(0, min(self.max_work_groups_per_cu, by_items, by_local))
 
+    def active_compute_units(self, work_groups: int) -> int:
+        """Compute units that receive at least one work-group."""
+        return max(1, min(self.compute_units, work_groups))
+
     @property
     def l1_bytes_per_s(self) -> float:
         """L1/local-memory data rate: one 128-byte wavefront per cycle per compute unit."""
@@ -82,7 +88,8 @@ class DeviceModel:
 
 NVIDIA_H200 = DeviceModel(
     name="nvidia-h200", compute_units=132, sources="[H200] [HWP] [CPG] in simulator/device_model.py",
-    guessed=("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s"))
+    guessed=("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s",
+             "memory_latency_s", "local_vector_words"))
 
 GENERIC_GPU_MODEL = replace(
     NVIDIA_H200, name="generic-gpu", compute_units=64, l2_bytes=4 * 2**20,
@@ -90,7 +97,8 @@ GENERIC_GPU_MODEL = replace(
     local_mem_bytes_per_cu=64 * 1024, l1_bytes_per_cu=128 * 1024, sources="",
     guessed=("compute_units", "l1_bytes_per_cu", "l2_bytes", "dram_bytes_per_s",
              "l2_bytes_per_s", "clock_hz", "fp32_flop_per_s", "local_mem_bytes_per_cu",
-             "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s"))
+             "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s", "memory_latency_s",
+             "local_vector_words"))
 """A mid-range GPU with NVIDIA's granularities (32-wide sub-groups, 32-byte sectors, 32
 banks); every size and rate is a guess and warns."""
 

@@ -35,6 +35,10 @@ BLOCK_ELEMS = 1 << 22
 """Entries of one (G, L, I) block of a vectorized loop."""
 
 
+VECTOR_BLOCK = 4
+"""Vectorized loop blocks start at multiples of this many iterations."""
+
+
 class InputError(ValueError):
     """Inputs missing, of the wrong shape or not finite-dtype float arrays."""
 
@@ -561,7 +565,10 @@ class _Machine:
         trips = np.maximum(0, -((start - stop) // step))
         trips = np.where(m, trips, 0)
         most = int(trips.max()) if trips.size else 0
-        block_len = max(1, BLOCK_ELEMS // (self.G * self.L))
+        # Blocks hold a multiple of VECTOR_BLOCK iterations, so that observers can see runs of
+        # consecutive iterations (e.g. local loads a compiler would merge into vector loads).
+        block_len = max(VECTOR_BLOCK, BLOCK_ELEMS // (self.G * self.L) // VECTOR_BLOCK
+                        * VECTOR_BLOCK)
         for first in range(0, most, block_len):
             j = np.arange(first, min(first + block_len, most), dtype=np.int64).reshape(1, 1, -1)
             var = start.reshape((1,) * (3 - start.ndim) + start.shape) + step * j

@@ -10,7 +10,10 @@ Memory"). Buffers are taken as aligned to 256 bytes, as ``cudaMalloc`` and OpenC
 on NVIDIA are.
 
 Local memory has ``local_banks`` banks of ``bank_bytes`` bytes; word w sits in bank
-w mod banks. A request needs as many *wavefronts* as the largest number of distinct words
+w mod banks. With ``local_vector_words`` v > 1, a local load that reads v consecutive,
+v-aligned words in v consecutive iterations of an inner loop is counted as one vector load
+(NVCC unrolls such loops and emits 128-bit LDS for them: the H200 counters of
+``reports/nvidia-h200`` show exactly this); its wavefronts count the distinct words of all v. A request needs as many *wavefronts* as the largest number of distinct words
 it touches in one bank (work-items reading the same word share it: a broadcast); its bank
 conflicts are wavefronts − 1 (CUDA C++ Programming Guide, "Shared Memory", compute
 capability 5.x and later).
@@ -91,8 +94,9 @@ class MemoryObserver(Observer):
     """
 
     def __init__(self, sub_group_size: int = 32, sector_bytes: int = 32, line_bytes: int = 128,
-                 local_banks: int = 32, bank_bytes: int = 4):
+                 local_banks: int = 32, bank_bytes: int = 4, local_vector_words: int = 1):
         self.width = sub_group_size
+        self.vector = local_vector_words
         self.sector_bytes, self.line_bytes = sector_bytes, line_bytes
         self.banks, self.bank_bytes = local_banks, bank_bytes
         self.counts = MemoryCounts()
@@ -132,8 +136,11 @@ class MemoryObserver(Observer):
             c.requests_by_buffer[key] = c.requests_by_buffer.get(key, 0) + requests
             c.sectors_by_buffer[key] = c.sectors_by_buffer.get(key, 0) + sectors
             return
-        words = _lanes(byte // self.bank_bytes, ev.mask, ev.shape, self.width)
-        wavefronts = self._weighted(self._wavefronts(words))
+        if ev.direction == "load" and self.vector > 1 and self._contiguous(ev):
+            requests, wavefronts = self._vector_load(ev, byte // self.bank_bytes)
+        else:
+            words = _lanes(byte // self.bank_bytes, ev.mask, ev.shape, self.width)
+            wavefronts = self._weighted(self._wavefronts(words))
         conflicts = wavefronts - requests
         if ev.direction == "load":
             c.local_load_requests += requests
@@ -144,6 +151,33 @@ class MemoryObserver(Observer):
             c.local_store_wavefronts += wavefronts
             c.local_store_bank_conflicts += conflicts
         c.local_bank_conflicts += conflicts
+
+    def _contiguous(self, ev: AccessEvent) -> bool:
+        """Whether every work-item reads consecutive, vector-aligned words along the
+        iteration axis, in whole runs of ``local_vector_words`` iterations."""
+        G, L, I = ev.shape
+        v = self.vector
+        index = np.asarray(ev.index)
+        if I % v or index.ndim < 3 or index.shape[2] != I:
+            return False
+        runs = index.reshape(index.shape[:2] + (I // v, v))
+        mask = np.broadcast_to(ev.mask, ev.shape).reshape(G, L, I // v, v)
+        whole = (mask.all(axis=-1) | ~mask.any(axis=-1)).all()
+        return bool(whole and (np.diff(runs, axis=-1) == 1).all() and (runs[..., 0] % v == 0).all())
+
+    def _vector_load(self, ev: AccessEvent, words: np.ndarray) -> tuple[int, int]:
+        """Requests and wavefronts when each run of ``v`` iterations is one vector load."""
+        G, L, I = ev.shape
+        v = self.vector
+        shape = (G, L, I // v)
+        first = np.broadcast_to(words, ev.shape).reshape(G, L, I // v, v)[..., 0]
+        mask = np.broadcast_to(ev.mask, ev.shape).reshape(G, L, I // v, v)[..., 0]
+        active = _lanes(np.zeros(1, dtype=np.int64), mask, shape, self.width)
+        requests = self._weighted((active >= 0).any(axis=-1))
+        lanes = _lanes(first, mask, shape, self.width)            # (G, S, I/v, W)
+        expanded = np.where(lanes[..., None] >= 0, lanes[..., None] + np.arange(v), -1)
+        wavefronts = self._weighted(self._wavefronts(expanded.reshape(lanes.shape[:-1] + (-1,))))
+        return requests, wavefronts
 
     def _wavefronts(self, words: np.ndarray) -> np.ndarray:
         """Max distinct words per bank, per request row; 0 for rows with no active lane."""

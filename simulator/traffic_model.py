@@ -10,10 +10,17 @@ Methods (each figure says which produced it, in ``methods``):
   from DRAM once (reads: the inputs; writes: the output).
 * ``dram: capacity ratio`` — otherwise, L2 keeps a fraction L2 size / footprint of the
   re-read sectors; the rest come from DRAM again. A crude bound, reported with its error.
+* ``dram: fits in L2`` — when everything fits in L2, written lines stay there until after
+  the kernel: no DRAM writes during it.
 * ``time: ceilings`` — predicted time is the largest of: FLOPs at the FP32 rate, DRAM bytes
   at DRAM bandwidth, L2→L1 bytes at L2 bandwidth, and L1 wavefronts (one 128-byte line per
-  global request line, one per local-memory wavefront) at one per cycle per compute unit;
-  plus the launch overhead (the roofline model: Williams, Waterman, Patterson, CACM 2009).
+  global request line, one per local-memory wavefront) at one per cycle per compute unit
+  that has work (a launch of 16 work-groups uses 16 compute units) (the roofline model:
+  Williams, Waterman, Patterson, CACM 2009); plus the exposed latency of barriers: every
+  barrier interval in which a work-group loads from global memory costs one memory latency
+  that only the other resident work-groups of its compute unit can overlap
+  (``load phases / active compute units / resident work-groups × latency``); plus the
+  launch overhead.
 """
 from __future__ import annotations
 
@@ -63,6 +70,32 @@ class FootprintObserver(Observer):
         self._flush()
 
 
+class LoadPhaseObserver(Observer):
+    """Counts, per work-group, the barrier intervals in which it loads from global memory.
+
+    Each such interval ends at a barrier that no work-item passes before the slowest load of
+    its work-group has returned: one memory latency the work-group cannot hide itself.
+    """
+
+    def __init__(self):
+        self.phases = 0
+        self.weights = None
+
+    def on_batch(self, group_index, work_items, weights=None) -> None:
+        self.weights = weights
+        self.loading = np.zeros(len(group_index), dtype=bool)
+
+    def on_access(self, ev: AccessEvent) -> None:
+        if ev.space == "global" and ev.direction == "load":
+            self.loading |= np.broadcast_to(ev.mask, ev.shape).any(axis=(1, 2))
+
+    def on_barrier(self, group_index, arrived) -> None:
+        ended = self.loading & (np.asarray(arrived) > 0)
+        per_group = ended.astype(np.int64)
+        self.phases += int(per_group.sum() if self.weights is None else per_group @ self.weights)
+        self.loading &= ~ended
+
+
 @dataclass
 class TrafficPrediction:
     """Predicted cache/DRAM traffic and time of one launch on one device model."""
@@ -86,7 +119,8 @@ class TrafficPrediction:
 
 
 def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
-            footprint: FootprintObserver, model: DeviceModel) -> TrafficPrediction:
+            footprint: FootprintObserver, model: DeviceModel,
+            load_phases: int = 0) -> TrafficPrediction:
     """Combine the exact counts with ``model`` into cache, DRAM and time predictions."""
     p = schedule.param_values
     sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * FLOAT_BYTES for a in schedule.arrays}
@@ -103,26 +137,34 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         requested = l2_read_sectors * model.sector_bytes
         dram_read = int(inputs + max(0.0, requested - inputs) * (1 - keep))
         methods["dram_read_bytes"] = "dram: capacity ratio"
-    dram_write = outputs
-    methods["dram_write_bytes"] = "dram: compulsory"
+    if inputs + outputs <= model.l2_bytes:
+        dram_write = 0
+        methods["dram_write_bytes"] = "dram: fits in L2 (written back after the kernel)"
+    else:
+        dram_write = outputs
+        methods["dram_write_bytes"] = "dram: compulsory"
     l1_wavefronts = (memory.global_load_lines + memory.global_store_lines
                      + memory.local_load_wavefronts + memory.local_store_wavefronts)
     terms = {
         "fp32_s": counts.flop / model.fp32_flop_per_s,
         "dram_s": (dram_read + dram_write) / model.dram_bytes_per_s,
         "l2_s": l2_read_sectors * model.sector_bytes / model.l2_bytes_per_s,
-        "l1_s": l1_wavefronts / (model.compute_units * model.clock_hz
-                                 * model.l1_wavefronts_per_cycle_per_cu),
+        "l1_s": l1_wavefronts / (model.active_compute_units(counts.work_groups)
+                                 * model.clock_hz * model.l1_wavefronts_per_cycle_per_cu),
     }
     bound = max(terms, key=terms.get)
-    methods["predicted_time_s"] = "time: ceilings"
     resident = model.resident_work_groups_per_cu(schedule.work_group_items,
                                                  schedule.local_mem_bytes)
+    active = model.active_compute_units(counts.work_groups)
+    terms["barrier_latency_s"] = (load_phases / active / max(1, resident)
+                                  * model.memory_latency_s)
+    methods["predicted_time_s"] = "time: ceilings + exposed barrier latency"
     waves = counts.work_groups / max(1, resident * model.compute_units)
     return TrafficPrediction(
         device_model=model.name, l2_read_sectors=l2_read_sectors, l1_load_hit_rate=hit,
         dram_read_bytes=dram_read, dram_write_bytes=dram_write, l1_wavefronts=l1_wavefronts,
-        time_terms_s=terms, predicted_time_s=terms[bound] + model.launch_overhead_s,
+        time_terms_s=terms,
+        predicted_time_s=terms[bound] + terms["barrier_latency_s"] + model.launch_overhead_s,
         bound=bound.removesuffix("_s"),
         arithmetic_intensity_flop_per_byte=counts.flop / max(1, dram_read + dram_write),
         resident_work_groups_per_cu=resident, waves=waves, methods=methods)
@@ -157,11 +199,14 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
 
     model.warn_guesses()
     memory = MemoryObserver(model.sub_group_size, model.sector_bytes, model.line_bytes,
-                            model.local_banks, model.bank_bytes)
+                            model.local_banks, model.bank_bytes, model.local_vector_words)
     footprint = FootprintObserver(model.sector_bytes)
+    phases = LoadPhaseObserver()
     limits = DeviceLimits(model.name, model.max_work_group_size, (1024, 1024, 64),
                           model.local_mem_bytes_per_work_group)
     result = simulate(schedule, compute_values=False, limits=limits,
-                      observers=[memory, footprint], work_group_classes=work_group_classes)
-    prediction = predict(schedule, result.counts, memory.counts, footprint, model)
+                      observers=[memory, footprint, phases],
+                      work_group_classes=work_group_classes)
+    prediction = predict(schedule, result.counts, memory.counts, footprint, model,
+                         phases.phases)
     return ModelledLaunch(result.counts, memory.counts, prediction)

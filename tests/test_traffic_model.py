@@ -93,7 +93,7 @@ def test_generic_model_warns_a_guessed_value_warning():
         GENERIC_GPU_MODEL.warn_guesses()
     names = warned_names(GENERIC_GPU_MODEL)
     assert sorted(names) == sorted(GENERIC_GPU_MODEL.guessed)
-    assert len(names) == len(set(names)) == 10
+    assert len(names) == len(set(names)) == 12
     assert {"compute_units", "l2_bytes", "dram_bytes_per_s", "fp32_flop_per_s"} <= set(names)
 
 
@@ -207,36 +207,40 @@ H200_L1_RATE = 132 * 1.98e9 * 1.0   # wavefronts per second
 def test_predict_gemm_tiled_64_on_h200_by_hand():
     # gemm-tiled M = N = K = 64, B = 16: 16 work-groups of 8 sub-groups, 4 K-tiles.
     # A, B, C are 16 KiB each: 48 KiB fit in 50 MiB of L2 -> "dram: compulsory":
-    #   dram_read = 4 (M K + K N) = 32768 B, dram_write = 4 M N = 16384 B.
+    #   dram_read = 4 (M K + K N) = 32768 B; C stays in L2 during the kernel: dram_write 0.
     # flop = 2 per work-item per k (multiply, accumulate) = 2 x 64^3 = 524288.
     # L2 -> L1: per group A 16 rows x 256 B = 128 sectors, B 64 rows x 64 B = 128 sectors;
     #   x 16 = 4096 = global load sectors (64 requests x 4 sectors per group): hit rate 0.
     # L1 wavefronts: global load lines 16 x 64 requests x 2 lines = 2048, store lines
-    #   16 x 8 x 2 = 256, local store wavefronts 16 x 4 x 8 x 2 = 1024, local load
-    #   wavefronts 16 x 4 x 16 x 8 x 2 = 16384: 19712.
-    # Terms: fp32 524288 / 67e12 = 7.8 ns, dram 49152 / 4.8e12 = 10.2 ns,
-    #   l2 4096 x 32 / 12e12 = 10.9 ns, l1 19712 / (132 x 1.98e9) = 75.4 ns -> bound l1.
+    #   16 x 8 x 2 = 256, local store wavefronts 16 x 4 x 8 x 2 = 1024, local loads:
+    #   tile_A[lr][k] reads 4 consecutive aligned words in 4 iterations -> one vector load
+    #   (2 rows x 4 words, banks 16 apart: 1 wavefront): 16 x 4 x 8 x 4 = 2048; tile_B: one
+    #   wavefront per k: 16 x 4 x 8 x 16 = 8192. Total 13568.
+    # 16 work-groups run on 16 of the 132 compute units.
+    # Terms: fp32 524288 / 67e12, dram 32768 / 4.8e12, l2 4096 x 32 / 12e12,
+    #   l1 13568 / (16 x 1.98e9) = 428 ns -> bound l1; barrier latency: 64 load phases
+    #   (16 groups x 4 K-tiles) / 16 active CUs / 8 resident x 300 ns = 150 ns.
     schedule = build("gemm-tiled", 64, 64, 64, tile=16)
     with pytest.warns(GuessedValueWarning):
         launch = model_launch(schedule, NVIDIA_H200)
     p = launch.prediction
     assert launch.counts.flop == 524288
     assert p.dram_read_bytes == 4 * (64 * 64 + 64 * 64) == 32768
-    assert p.dram_write_bytes == 16384
+    assert p.dram_write_bytes == 0
     assert p.methods["dram_read_bytes"] == "dram: compulsory"
     assert p.l2_read_sectors == 4096
     assert p.l1_load_hit_rate == 0.0
-    assert p.l1_wavefronts == 19712
-    expected = {"fp32_s": 524288 / 67e12, "dram_s": 49152 / 4.8e12,
-                "l2_s": 4096 * 32 / 12e12, "l1_s": 19712 / H200_L1_RATE}
+    assert p.l1_wavefronts == 13568
+    expected = {"fp32_s": 524288 / 67e12, "dram_s": 32768 / 4.8e12,
+                "l2_s": 4096 * 32 / 12e12, "l1_s": 13568 / (16 * 1.98e9),
+                "barrier_latency_s": 64 / 16 / 8 * 300e-9}
     assert p.time_terms_s == pytest.approx(expected, rel=1e-12)
     assert all(v > 0 for v in p.time_terms_s.values())
     assert p.bound == "l1"
     assert max(p.time_terms_s, key=p.time_terms_s.get) == "l1_s"
-    assert p.predicted_time_s == pytest.approx(19712 / H200_L1_RATE + 3e-6, rel=1e-12)
-    assert p.predicted_time_s == pytest.approx(max(p.time_terms_s.values())
-                                               + NVIDIA_H200.launch_overhead_s, rel=1e-15)
-    assert p.arithmetic_intensity_flop_per_byte == pytest.approx(524288 / 49152, rel=1e-15)
+    assert p.predicted_time_s == pytest.approx(13568 / (16 * 1.98e9) + 150e-9 + 3e-6,
+                                               rel=1e-12)
+    assert p.arithmetic_intensity_flop_per_byte == pytest.approx(524288 / 32768, rel=1e-15)
     # occupancy: 256 work-items and 2 KiB -> 8 per CU; waves 16 / (8 x 132)
     assert p.resident_work_groups_per_cu == 8
     assert p.waves == pytest.approx(16 / 1056, rel=1e-15)
@@ -272,10 +276,10 @@ def test_predict_dram_capacity_ratio_by_hand():
 
 
 def test_arithmetic_intensity_is_flop_over_dram_bytes():
-    # gemm-naive 32^3: flop 2 x 32^3 = 65536; DRAM 8192 + 4096 = 12288 B -> 16/3
+    # gemm-naive 32^3: flop 2 x 32^3 = 65536; DRAM 8192 B read, C stays in L2 -> 8
     p = model_launch(build("gemm-naive", 32, 32, 32, tile=16),
                      replace(NVIDIA_H200, guessed=())).prediction
-    assert p.arithmetic_intensity_flop_per_byte == pytest.approx(65536 / 12288, rel=1e-15)
+    assert p.arithmetic_intensity_flop_per_byte == pytest.approx(65536 / 8192, rel=1e-15)
     assert p.dram_read_bytes == 4 * (32 * 32 + 32 * 32)
 
 
@@ -284,12 +288,12 @@ def test_bound_follows_the_largest_term():
     slow = replace(NVIDIA_H200, fp32_flop_per_s=1e6, guessed=())
     p = model_launch(build("gemm-tiled", 64, 64, 64, tile=16), slow).prediction
     assert p.bound == "fp32"
-    assert p.predicted_time_s == pytest.approx(524288 / 1e6 + 3e-6, rel=1e-12)
-    # and a device with a slow DRAM is DRAM-bound: 49152 B / 1e6 B/s = 49 ms
+    assert p.predicted_time_s == pytest.approx(524288 / 1e6 + 150e-9 + 3e-6, rel=1e-12)
+    # and a device with a slow DRAM is DRAM-bound: 32768 B / 1e6 B/s = 33 ms
     slow = replace(NVIDIA_H200, dram_bytes_per_s=1e6, guessed=())
     p = model_launch(build("gemm-tiled", 64, 64, 64, tile=16), slow).prediction
     assert p.bound == "dram"
-    assert p.predicted_time_s == pytest.approx(49152 / 1e6 + 3e-6, rel=1e-12)
+    assert p.predicted_time_s == pytest.approx(32768 / 1e6 + 150e-9 + 3e-6, rel=1e-12)
 
 
 # -------------------------------------------------------------------------------- CLI
@@ -307,8 +311,9 @@ def test_cli_simulate_with_device_model_json():
     assert data["local_bank_conflicts"] == 0
     assert data["l2_read_sectors"] == 4096
     assert data["dram_read_bytes"] == 32768
-    assert data["dram_write_bytes"] == 16384
-    assert data["predicted_time_s"] == pytest.approx(19712 / H200_L1_RATE + 3e-6, rel=1e-12)
+    assert data["dram_write_bytes"] == 0
+    assert data["predicted_time_s"] == pytest.approx(13568 / (16 * 1.98e9) + 150e-9 + 3e-6,
+                                                     rel=1e-12)
     assert data["closed_form_agrees"] is True
     assert len(data["guessed_values"]) == len(NVIDIA_H200.guessed)
 
@@ -349,3 +354,23 @@ def test_cli_device_model_over_the_limits_fails_cleanly():
 ])
 def test_resident_work_groups_count_whole_sub_groups(items, expected):
     assert NVIDIA_H200.resident_work_groups_per_cu(items, 0) == expected
+
+
+# ------------------------------------------------------------- vector local loads
+@pytest.mark.parametrize("family, size, tile, hardware_count", [
+    # smsp__inst_executed_op_shared_ld.sum measured on the H200 (reports/nvidia-h200):
+    # per K-tile a work-item issues 16/4 vector loads of tile_A and 16 scalar loads of
+    # tile_B: 20 instead of 32 -> 2 N^3 / 32 x 20/32 = 41943040.
+    ("gemm-tiled", 1024, 16, 41943040),
+    ("gemm-tiled", 1024, 8, 41943040),
+    # matvec-local: x_chunk[j] in consecutive j -> one vector load per 4: M K / 32 / 4.
+    ("matvec-local", 4096, 256, 131072),
+])
+def test_local_vector_loads_equal_the_hardware_count(family, size, tile, hardware_count):
+    schedule = build(family, size, size, size if family.startswith("gemm") else None, tile)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GuessedValueWarning)
+        launch = model_launch(schedule, NVIDIA_H200)
+    assert launch.memory.local_load_requests == hardware_count
+    scalar = replace(NVIDIA_H200, local_vector_words=1, guessed=())
+    assert model_launch(schedule, scalar).memory.local_load_requests > hardware_count

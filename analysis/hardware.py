@@ -1,0 +1,165 @@
+"""Prediction against measurement on real hardware: the model next to Nsight Compute.
+
+Reads the raw JSON of ``benchmarks/h200_validation.py`` (OpenCL timings, Nsight Compute
+counters of the same kernel source built as CUDA, cuBLAS timings), predicts every case with
+:func:`simulator.traffic_model.model_launch`, and pairs each prediction with its counter.
+Nothing here needs a GPU: the report is rendered from the committed raw data.
+
+Metric names are Nsight Compute's (Nsight Compute Kernel Profiling Guide, "Metrics
+Reference"); a request is one warp-level load instruction (l1tex__t_requests).
+"""
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from simulator import schedules
+from simulator.device_model import DEVICE_MODELS, DeviceModel
+from simulator.traffic_model import ModelledLaunch, model_launch
+
+EXACT = "exact"
+WITHIN_25 = 0.25
+
+COMPARED = (
+    # (label, predicted key, hardware metric, target)
+    ("global load instructions", "global_load_requests", "smsp__inst_executed_op_global_ld.sum",
+     EXACT),
+    ("global load requests", "global_load_requests",
+     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", EXACT),
+    ("global load sectors", "global_load_sectors",
+     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", EXACT),
+    ("global store sectors", "global_store_sectors",
+     "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", EXACT),
+    ("L2→L1 read sectors", "l2_read_sectors", "lts__t_sectors_srcunit_tex_op_read.sum",
+     WITHIN_25),
+    ("DRAM bytes read", "dram_read_bytes", "dram__bytes_read.sum", WITHIN_25),
+    ("DRAM bytes written", "dram_write_bytes", "dram__bytes_write.sum", None),
+    ("local load instructions", "local_load_requests", "smsp__inst_executed_op_shared_ld.sum",
+     None),
+    ("local load bank conflicts", "local_load_bank_conflicts",
+     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", None),
+)
+
+
+@dataclass
+class CaseComparison:
+    """One schedule instance: predicted values, hardware counters, times."""
+
+    case_id: str
+    family: str
+    m: int
+    k: int
+    n: int | None
+    tile: int
+    launch: ModelledLaunch
+    counters: dict[str, float]
+    measured_time_s: float | None
+    counter_time_s: float | None
+
+    @property
+    def predicted(self) -> dict:
+        return self.launch.to_dict()
+
+    def rows(self) -> list[dict]:
+        """Each compared quantity: predicted, measured, relative error, target met."""
+        out = []
+        pred = self.predicted
+        for label, key, metric, target in COMPARED:
+            if metric not in self.counters:
+                continue
+            p, h = pred[key], self.counters[metric]
+            err = (p - h) / h if h else (0.0 if p == 0 else float("inf"))
+            met = None if target is None else (p == h if target == EXACT else abs(err) <= target)
+            out.append({"quantity": label, "predicted": p, "measured": h, "metric": metric,
+                        "relative_error": err, "target": target, "met": met})
+        if self.measured_time_s:
+            p = self.launch.prediction.predicted_time_s
+            out.append({"quantity": "kernel time (s)", "predicted": p,
+                        "measured": self.measured_time_s, "metric": "OpenCL events, median",
+                        "relative_error": (p - self.measured_time_s) / self.measured_time_s,
+                        "target": None, "met": None})
+        return out
+
+
+def _counter_values(record: dict) -> dict[str, float]:
+    return {k: v["value"] for k, v in record.get("metrics", {}).items()
+            if isinstance(v.get("value"), (int, float))}
+
+
+def compare(raw: dict, model: DeviceModel) -> list[CaseComparison]:
+    """Pair every case of the raw H200 data with its prediction on ``model``."""
+    times = {c["id"]: c["run"]["median_s"] for c in raw.get("opencl_cases", [])
+             if c.get("run")}
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for rec in raw.get("counters", {}).get("records", []):
+            counters = _counter_values(rec)
+            if not counters:
+                continue
+            sch = schedules.build(rec["schedule"], rec["m"], rec["k"], rec.get("n"), rec["tile"])
+            launch = model_launch(sch, model)
+            ns = counters.get("gpu__time_duration.sum")
+            out.append(CaseComparison(rec["id"], rec["schedule"], rec["m"], rec["k"],
+                                      rec.get("n"), rec["tile"], launch, counters,
+                                      times.get(rec["id"]), ns * 1e-9 if ns else None))
+    return out
+
+
+def speedups(cases: list[CaseComparison]) -> list[dict]:
+    """Tiled over naive (same N and B; matvec local over naive): predicted and measured."""
+    by = {(c.family, c.m, c.k, c.n, c.tile): c for c in cases}
+    out = []
+    for c in cases:
+        base = {"gemm-tiled": "gemm-naive", "matvec-local": "matvec-naive",
+                "matvec-local-whole": "matvec-naive"}.get(c.family)
+        ref = by.get((base, c.m, c.k, c.n, c.tile)) if base else None
+        if ref is None:
+            continue
+        pred = ref.launch.prediction.predicted_time_s / c.launch.prediction.predicted_time_s
+        meas = ref.measured_time_s / c.measured_time_s if (
+            ref.measured_time_s and c.measured_time_s) else None
+        if meas is None and ref.counter_time_s and c.counter_time_s:
+            meas = ref.counter_time_s / c.counter_time_s
+        out.append({"case": c.case_id, "versus": ref.case_id, "predicted": pred,
+                    "measured": meas,
+                    "relative_error": (pred - meas) / meas if meas else None,
+                    "met": abs((pred - meas) / meas) <= 0.30 if meas else None})
+    return out
+
+
+def rankings(cases: list[CaseComparison]) -> list[dict]:
+    """Per problem size, the order of schedules and tiles by predicted and measured time."""
+    groups: dict[tuple, list[CaseComparison]] = {}
+    for c in cases:
+        kind = "gemm" if c.family.startswith("gemm") else "matvec"
+        groups.setdefault((kind, c.m, c.k, c.n), []).append(c)
+    out = []
+    for key, members in groups.items():
+        timed = [c for c in members if (c.measured_time_s or c.counter_time_s)]
+        if len(timed) < 2:
+            continue
+        label = {c.case_id: f"{c.family} B={c.tile}" for c in timed}
+        pred = sorted(timed, key=lambda c: c.launch.prediction.predicted_time_s)
+        meas = sorted(timed, key=lambda c: c.measured_time_s or c.counter_time_s)
+        out.append({"size": key, "predicted": [label[c.case_id] for c in pred],
+                    "measured": [label[c.case_id] for c in meas],
+                    "match": [c.case_id for c in pred] == [c.case_id for c in meas]})
+    return out
+
+
+def load_raw(directory: str | Path) -> dict:
+    """``h200_raw.json`` of a hardware report directory.
+
+    Raises:
+        FileNotFoundError: the directory has no ``h200_raw.json``.
+    """
+    return json.loads((Path(directory) / "h200_raw.json").read_text())
+
+
+def model_for(raw: dict) -> DeviceModel:
+    """The device model matching the raw data's device (the H200 model for an H200)."""
+    name = json.dumps(raw.get("device_facts", {})).lower()
+    return DEVICE_MODELS["nvidia-h200"] if "h200" in name else DEVICE_MODELS["generic-gpu"]
