@@ -373,11 +373,32 @@ def devices_cmd():
 @click.option("--quick", is_flag=True, help="Small sweep (about a minute on 2 cores).")
 @click.option("--repeat", "-r", type=int, default=10, show_default=True,
               help="Timed launches per kernel (at least 10).")
-def report_cmd(device, out_dir, quick, repeat):
+@click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
+              help="Only re-render an existing report directory from its raw JSON (no device): "
+                   "report.md from results.json and, where h200_raw.json exists, "
+                   "validation.md against the hardware counters.")
+def report_cmd(device, out_dir, quick, repeat, render_dir):
     """Sweep sizes and tiles: simulate, run on the device, write reports/<device>/."""
     from gpu.runtime import TiletrafficGpuError
 
-    from .report import make_report
+    from .report import make_report, render
+
+    if render_dir:
+        from pathlib import Path
+
+        from .hardware_report import render_hardware
+
+        path = Path(render_dir)
+        written = []
+        if (path / "results.json").exists():
+            written.append(render(path))
+        if (path / "h200_raw.json").exists():
+            written.append(render_hardware(path))
+        if not written:
+            _fail(FileNotFoundError(f"{path} has neither results.json nor h200_raw.json"))
+        for w in written:
+            click.echo(f"rendered {w}")
+        return
 
     try:
         path = make_report(device=device, out_root=out_dir, quick=quick, repeat=repeat)

@@ -87,3 +87,36 @@ def ratio_vs_speedup(labels: list[str], predicted: list[float], measured: list[f
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     _save(fig, path)
+
+
+def roofline(points: list[tuple], dram_bytes_per_s: float, fp32_flop_per_s: float,
+             references: list[tuple[int, float]], path: Path) -> None:
+    """Roofline chart (Williams, Waterman, Patterson, CACM 2009).
+
+    Args:
+        points: (label, flop, predicted intensity FLOP/B, predicted FLOP/s, measured
+            intensity, measured FLOP/s or None) per kernel.
+        references: (N, FLOP/s) of a reference library (drawn as horizontal marks).
+    """
+    fig, ax = plt.subplots(figsize=(7.4, 5.0))
+    xs = np.geomspace(0.1, 1e4, 200)
+    ax.plot(xs, np.minimum(xs * dram_bytes_per_s, fp32_flop_per_s) / 1e9, "k-", lw=1,
+            label="ceilings: DRAM bandwidth, FP32 peak")
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, _, pi, pf, mi, mf) in enumerate(points):
+        c = colors[i % len(colors)]
+        ax.plot(pi, pf / 1e9, "o", mfc="none", color=c)
+        if mf:
+            ax.plot(mi, mf / 1e9, "o", color=c, label=label)
+            ax.plot([pi, mi], [pf / 1e9, mf / 1e9], "-", color=c, alpha=0.4)
+    for n, flops in references:
+        ax.axhline(flops / 1e9, color="grey", ls=":", lw=1)
+        ax.text(0.12, flops / 1e9 * 1.05, f"cuBLAS FP32 N={n}", fontsize=7, color="grey")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title("Roofline: open = predicted, filled = measured")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, ncol=2, loc="lower right")
+    _save(fig, path)

@@ -1,0 +1,191 @@
+"""``validation.md``, ``validation.json`` and the roofline chart of a hardware report.
+
+Rendered from ``h200_raw.json`` alone (no GPU needed): ``tiletraffic report --render DIR``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import plots
+from .hardware import (EXACT, WITHIN_25, CaseComparison, compare, load_raw, model_for,
+                       rankings, speedups)
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x * 100:+.1f}%"
+
+
+def _num(x) -> str:
+    if isinstance(x, float) and not x.is_integer():
+        return f"{x:.4g}"
+    return f"{int(x):,}"
+
+
+def _targets(cases: list[CaseComparison], speed: list[dict], ranks: list[dict]) -> list[str]:
+    rows = ["| target | cases | met | worst error |", "|---|---|---|---|"]
+    for label, kind in (("global load instructions", EXACT), ("global load requests", EXACT),
+                        ("global load sectors", EXACT), ("L2→L1 read sectors", WITHIN_25),
+                        ("DRAM bytes read", WITHIN_25)):
+        found = [r for c in cases for r in c.rows() if r["quantity"] == label]
+        met = sum(1 for r in found if r["met"])
+        worst = max((abs(r["relative_error"]) for r in found), default=None)
+        goal = "equal" if kind == EXACT else "within 25%"
+        rows.append(f"| {label} {goal} | {len(found)} | {met} | {_pct(worst)} |")
+    met = sum(1 for s in speed if s["met"])
+    worst = max((abs(s["relative_error"]) for s in speed if s["relative_error"] is not None),
+                default=None)
+    rows.append(f"| speedup over naive within 30% | {len(speed)} | {met} | {_pct(worst)} |")
+    rows.append(f"| ranking of schedules and tiles | {len(ranks)} | "
+                f"{sum(1 for r in ranks if r['match'])} | — |")
+    return rows
+
+
+def _explanation(cases: list[CaseComparison]) -> list[str]:
+    by = {(c.family, c.m, c.tile): c for c in cases}
+    naive, tiled = by.get(("gemm-naive", 4096, 16)), by.get(("gemm-tiled", 4096, 16))
+    if not (naive and tiled):
+        return []
+    nv, tv = naive.counters, tiled.counters
+    np_, tp = naive.launch.prediction, tiled.launch.prediction
+    speed = (naive.counter_time_s or 0) / (tiled.counter_time_s or 1)
+    ratio = naive.launch.counts.global_load_elems / tiled.launch.counts.global_load_elems
+    return [
+        "## Why tiling is not 16 times faster here", "",
+        f"At N = 4096, B = 16, tiling cuts global loads {ratio:.0f}-fold "
+        f"({naive.launch.counts.global_load_elems:,} → {tiled.launch.counts.global_load_elems:,}"
+        f" elements) but the kernel gets only {speed:.2f}× faster "
+        f"({naive.counter_time_s * 1e3:.2f} ms → {tiled.counter_time_s * 1e3:.2f} ms). "
+        "The numbers say why:", "",
+        f"- **The caches already do most of the tiling for the naive kernel.** Its global "
+        f"loads hit in L1 {nv.get('l1tex__t_sector_hit_rate.pct', 0):.1f}% of the time "
+        f"(predicted {np_.l1_load_hit_rate * 100:.1f}%), so only "
+        f"{nv.get('lts__t_sectors_srcunit_tex_op_read.sum', 0):,.0f} sectors reach L2 "
+        f"against {tiled.counters.get('lts__t_sectors_srcunit_tex_op_read.sum', 0):,.0f} for "
+        "the tiled kernel: the L2 traffic is about the same, not 16 times lower.",
+        f"- **Neither kernel is limited by DRAM.** Both move a few GB from DRAM "
+        f"({nv.get('dram__bytes_read.sum', 0) / 1e9:.1f} and "
+        f"{tv.get('dram__bytes_read.sum', 0) / 1e9:.1f} GB read), far below what 4.8 TB/s "
+        f"allows in their run time; both are bound by the L1/local-memory pipeline "
+        f"(predicted bound: {np_.bound} and {tp.bound}).",
+        f"- **Tiling moves the loads into local memory instead of removing them.** Each "
+        f"multiply-add still needs two operands: the tiled kernel issues "
+        f"{tv.get('smsp__inst_executed_op_shared_ld.sum', 0):,.0f} local-memory load "
+        f"instructions (predicted {tiled.launch.memory.local_load_requests:,}), each a "
+        "wavefront of the same L1 data pipeline that served the naive kernel's L1 hits.",
+        f"- **Barriers expose memory latency.** Every K-tile waits at a barrier for its "
+        f"slowest global load; with {tp.resident_work_groups_per_cu} work-groups per compute "
+        f"unit only part of that wait is hidden (predicted "
+        f"{tp.time_terms_s['barrier_latency_s'] * 1e3:.2f} ms of "
+        f"{tp.predicted_time_s * 1e3:.2f} ms).", "",
+        "Tiling pays off fully only when the work per local-memory load grows: register "
+        "blocking (several outputs per work-item) and vector loads, as cuBLAS does.", ""]
+
+
+def render_hardware(directory: str | Path) -> Path:
+    """Write ``validation.md``, ``validation.json`` and ``roofline.png`` into ``directory``
+    from its ``h200_raw.json``; returns the path of ``validation.md``.
+
+    Raises:
+        FileNotFoundError: no ``h200_raw.json``.
+    """
+    from .report import _atomic_write
+
+    directory = Path(directory)
+    raw = load_raw(directory)
+    model = model_for(raw)
+    cases = compare(raw, model)
+    speed, ranks = speedups(cases), rankings(cases)
+    data = {"device_model": model.name, "guessed_values": list(model.guessed),
+            "cases": [{"case": c.case_id, "rows": c.rows(),
+                       "predicted_time_s": c.launch.prediction.predicted_time_s,
+                       "time_terms_s": c.launch.prediction.time_terms_s,
+                       "methods": c.launch.prediction.methods,
+                       "opencl_median_s": c.measured_time_s,
+                       "ncu_duration_s": c.counter_time_s} for c in cases],
+            "speedups": speed, "rankings": ranks}
+    _atomic_write(directory / "validation.json", json.dumps(data, indent=1, default=str))
+    points = []
+    for c in cases:
+        t = c.measured_time_s or c.counter_time_s
+        dram = c.counters.get("dram__bytes_read.sum", 0) + c.counters.get("dram__bytes_write.sum", 0)
+        p = c.launch.prediction
+        points.append((f"{c.family} B={c.tile} {c.m}", c.launch.counts.flop,
+                       p.arithmetic_intensity_flop_per_byte, c.launch.counts.flop / p.predicted_time_s,
+                       c.launch.counts.flop / max(dram, 1), c.launch.counts.flop / t if t else None))
+    cublas = [(s["n"], 2 * s["n"] ** 3 / s["median_s"]) for s in raw.get("cublas", {}).get("sizes", [])
+              if s.get("median_s")]
+    plots.roofline(points, model.dram_bytes_per_s, model.fp32_flop_per_s, cublas,
+                   directory / "roofline.png")
+    meta = raw.get("meta", {})
+    lines = [
+        f"# tiletraffic: predictions against the {model.name} hardware", "",
+        f"Rendered by `tiletraffic report --render {directory}` from `h200_raw.json`, which "
+        f"`{meta.get('command', 'benchmarks/h200_validation.py')}` wrote on the device on "
+        f"{meta.get('created_utc', '?')} (see `command.txt`). Hardware counters: Nsight "
+        "Compute on the same generated kernel source built as CUDA (`gpu/cuda.py`); times: "
+        "OpenCL profiling events (median of 10 launches after warm-up, results checked "
+        "against numpy first) and, where OpenCL refused the launch, Nsight Compute's "
+        "`gpu__time_duration`. Predictions: `simulator.traffic_model.model_launch` with the "
+        f"`{model.name}` device model. Machine-readable: `validation.json`.", "",
+        "## Targets", "", *_targets(cases, speed, ranks), "",
+        "## Every case", "",
+        "Textbook count: global load elements (the seeds' count). `predicted` comes from the "
+        "simulator and the model, `measured` from the counter named; the error is "
+        "(predicted − measured) / measured.", ""]
+    for c in cases:
+        p = c.launch.prediction
+        lines += [f"### {c.family} M={c.m} K={c.k}" + (f" N={c.n}" if c.n else "") +
+                  f", B={c.tile}", "",
+                  f"Textbook global loads {c.launch.counts.global_load_elems:,}; predicted "
+                  f"bound: {p.bound}; methods: " +
+                  "; ".join(f"{k}: {v}" for k, v in p.methods.items()) + ".", "",
+                  "| quantity | predicted | measured | error | counter |", "|---|---|---|---|---|"]
+        for r in c.rows():
+            ok = {True: " ✓", False: " ✗", None: ""}[r["met"]]
+            lines.append(f"| {r['quantity']} | {_num(r['predicted'])} | {_num(r['measured'])} "
+                         f"| {_pct(r['relative_error'])}{ok} | `{r['metric']}` |")
+        if c.counter_time_s:
+            lines.append(f"| kernel time, Nsight (s) | {p.predicted_time_s:.4g} | "
+                         f"{c.counter_time_s:.4g} | "
+                         f"{_pct((p.predicted_time_s - c.counter_time_s) / c.counter_time_s)} "
+                         "| `gpu__time_duration.sum` |")
+        lines.append("")
+    lines += ["## Speedup over the naive schedule", "",
+              "| case | versus | predicted | measured | error |", "|---|---|---|---|---|"]
+    for s in speed:
+        lines.append(f"| {s['case']} | {s['versus']} | {s['predicted']:.2f}× | "
+                     f"{s['measured']:.2f}× | {_pct(s['relative_error'])} "
+                     f"{'✓' if s['met'] else '✗'} |")
+    lines += ["", "## Ranking (fastest first; Nsight durations for every case)", ""]
+    for r in ranks:
+        lines += [f"- size {r['size']}: {'same order' if r['match'] else 'order differs'}",
+                  f"  - predicted: {', '.join(r['predicted'])}",
+                  f"  - measured:  {', '.join(r['measured'])}"]
+    lines += ["", "## Roofline", "", "![roofline](roofline.png)", "",
+              "Each kernel at its arithmetic intensity (FLOP per DRAM byte) and throughput: "
+              "open markers predicted, filled markers measured (DRAM bytes from "
+              "`dram__bytes_read.sum` + `dram__bytes_write.sum`, time measured); the lines "
+              "are the DRAM bandwidth and FP32 ceilings of the device model. cuBLAS FP32 "
+              "(TF32 off) is drawn for reference.", "", *_explanation(cases)]
+    if cublas:
+        best = min((c for c in cases if c.family == "gemm-tiled" and c.m == 4096),
+                   key=lambda c: c.counter_time_s or 1e9, default=None)
+        ref = dict(cublas).get(4096)
+        if best and ref:
+            ours = best.launch.counts.flop / best.counter_time_s
+            lines += [f"cuBLAS FP32 reaches {ref / 1e12:.1f} TFLOP/s at N = 4096; the best "
+                      f"schedule here (gemm-tiled B={best.tile}) {ours / 1e12:.2f} TFLOP/s, "
+                      f"{ours / ref * 100:.0f}% of it.", ""]
+    lines += ["## What the model guesses", "",
+              "Values of the device model that are not documented and were guessed: "
+              + ", ".join(f"`{g}`" for g in model.guessed) + ". `memory_latency_s` (300 ns) "
+              "was chosen with these measurements in view (single cases would fit 200–380 "
+              "ns), so the time predictions are not independent of them; the counts "
+              "(instructions, requests, sectors, local-memory loads) use no fitted value.",
+              "DRAM traffic for working sets larger than L2 uses a crude capacity-ratio "
+              "method and misses badly at N = 4096; the per-work-group L1 footprint ignores "
+              "sharing between work-groups of one compute unit, which overestimates L2→L1 "
+              "sectors most for small work-groups.", ""]
+    _atomic_write(directory / "validation.md", "\n".join(lines))
+    return directory / "validation.md"
