@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from simulator import schedules
@@ -83,6 +84,12 @@ class CaseComparison:
         return out
 
 
+@lru_cache(maxsize=64)
+def _modelled(family: str, m: int, k: int, n: int | None, tile: int,
+              model: DeviceModel) -> ModelledLaunch:
+    return model_launch(schedules.build(family, m, k, n, tile), model)
+
+
 def _counter_values(record: dict) -> dict[str, float]:
     return {k: v["value"] for k, v in record.get("metrics", {}).items()
             if isinstance(v.get("value"), (int, float))}
@@ -99,8 +106,8 @@ def compare(raw: dict, model: DeviceModel) -> list[CaseComparison]:
             counters = _counter_values(rec)
             if not counters:
                 continue
-            sch = schedules.build(rec["schedule"], rec["m"], rec["k"], rec.get("n"), rec["tile"])
-            launch = model_launch(sch, model)
+            launch = _modelled(rec["schedule"], rec["m"], rec["k"], rec.get("n"), rec["tile"],
+                               model)
             ns = counters.get("gpu__time_duration.sum")
             out.append(CaseComparison(rec["id"], rec["schedule"], rec["m"], rec["k"],
                                       rec.get("n"), rec["tile"], launch, counters,
