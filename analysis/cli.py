@@ -28,6 +28,21 @@ from . import closed_form
 VALUES_AUTO_LIMIT = 2**24
 """Below this many multiply-adds, ``simulate`` also computes and checks the output."""
 
+CLASSES_AUTO_LIMIT = 2**33
+"""Above this many multiply-adds, counts are taken by work-group classes (exact, fast)."""
+
+GROUP_WORK_LIMIT = 2**31
+"""Most loop iterations (work-items × K) one work-group may need: about a minute here."""
+
+
+def _check_work(sch, k: int) -> None:
+    per_group = sch.work_group_items * k
+    if per_group > GROUP_WORK_LIMIT:
+        raise click.UsageError(
+            f"K = {k}: one work-group would run {per_group:.3g} work-item loop iterations, "
+            f"above the simulation limit of {GROUP_WORK_LIMIT:.3g} (about a minute on this "
+            "machine); use a smaller K")
+
 
 def _schedule_options(f):
     f = click.option("--a-tile", type=click.Choice(["row-major", "transposed"]), default=None,
@@ -90,15 +105,20 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, value
                  hazards, device_model, as_json):
     """Execute SCHEDULE in the simulator and print its exact traffic counts."""
     sch = _build(schedule, m, k, n, tile, chunk, mapping, padding, a_tile)
+    _check_work(sch, k)
     if device_model:
         _simulate_with_model(sch, device_model, as_json)
         return
     work = m * k * (n or 1)
     values = work <= VALUES_AUTO_LIMIT if values is None else values
+    if values and work > CLASSES_AUTO_LIMIT:
+        raise click.UsageError(f"--values with M·K·N = {work} above {CLASSES_AUTO_LIMIT} would "
+                               "take too long; use --counts-only")
     inputs = random_inputs(sch, np.random.default_rng()) if values else None
     try:
         res = simulate(sch, inputs, compute_values=values, hazards=hazards,
-                       limits=UNLIMITED if no_limits else GENERIC_GPU)
+                       limits=UNLIMITED if no_limits else GENERIC_GPU,
+                       work_group_classes=not values and work > CLASSES_AUTO_LIMIT)
     except (LimitError, InputError) as err:
         raise click.UsageError(str(err)) from None
     except HazardError as err:
