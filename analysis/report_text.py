@@ -52,6 +52,9 @@ def write_report(data: dict, out_dir: Path) -> str:
         "reference (tolerance scaled to K).",
         "",
     ]
+    if (out_dir / "h200_raw.json").exists():
+        lines += ["**Hardware counters against predictions** (requests, sectors, L2 and DRAM "
+                  "traffic, time, roofline): [validation.md](validation.md).", ""]
     agree = [e.get("closed_form_agrees") for e in results if "counts" in e]
     lines += [f"**Simulator vs closed forms:** {sum(agree)} of {len(agree)} cases agree exactly "
               "on every counter.", ""]
