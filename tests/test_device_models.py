@@ -1,0 +1,46 @@
+"""Device models filled from OpenCL queries."""
+import warnings
+from dataclasses import replace
+
+import pytest
+
+from analysis.device_models import model_from_opencl
+from gpu.device import list_devices
+from simulator.device_model import NVIDIA_H200, GuessedValueWarning
+
+
+def _pocl():
+    found = [d for d in list_devices() if d.is_pocl]
+    if not found:
+        pytest.skip("no PoCL device")
+    return found[0]
+
+
+def test_queried_values_replace_the_table_and_stop_being_guesses():
+    info = _pocl()
+    model = model_from_opencl(info, global_cache_bytes=1 << 20)
+    assert model.compute_units == info.compute_units
+    assert model.local_mem_bytes_per_work_group == info.local_mem_bytes
+    assert model.max_work_group_size == info.max_work_group_size
+    assert model.l2_bytes == 1 << 20
+    assert "compute_units" not in model.guessed and "l2_bytes" not in model.guessed
+    assert "dram_bytes_per_s" in model.guessed  # OpenCL does not report it
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.warn_guesses()
+    names = {str(w.message).split(": ")[1].split(" = ")[0] for w in caught
+             if issubclass(w.category, GuessedValueWarning)}
+    assert names == set(model.guessed) and "dram_bytes_per_s" in names
+    assert model.name.startswith("opencl:")
+
+
+def test_a_known_device_name_takes_the_documented_entry():
+    info = replace(_pocl(), device_name="NVIDIA H200", compute_units=132,
+                   local_mem_bytes=49152, max_work_group_size=1024)
+    model = model_from_opencl(info)
+    assert model.name == "nvidia-h200"
+    assert model.dram_bytes_per_s == NVIDIA_H200.dram_bytes_per_s
+    assert model.guessed == NVIDIA_H200.guessed
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        replace(model, guessed=()).warn_guesses()
