@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpu.oclgrind import SIMULATOR_HAZARD_KINDS, oclgrind_check, oclgrind_counts
-from simulator.device import UNLIMITED
+from simulator.device import UNLIMITED, DeviceLimits, check_schedule_limits
 from simulator.engine import simulate
 from simulator.reference import random_inputs
 from simulator.schedule import Schedule
@@ -74,12 +74,31 @@ class HazardComparison:
                 "oclgrind_details": self.details}
 
 
+def oclgrind_limits() -> DeviceLimits | None:
+    """The launch limits of the Oclgrind device, as OpenCL reports them (None: no Oclgrind)."""
+    from gpu.device import list_devices
+
+    for d in list_devices():
+        if "oclgrind" in d.platform_name.lower():
+            return DeviceLimits(f"Oclgrind ({d.device_name})", d.max_work_group_size,
+                                tuple(d.max_work_item_sizes), d.local_mem_bytes)
+    return None
+
+
+def _refuse_beyond_oclgrind(schedule: Schedule) -> None:
+    limits = oclgrind_limits()
+    if limits is not None:
+        check_schedule_limits(schedule, limits)
+
+
 def compare_counts(schedule: Schedule, timeout_s: float = 300) -> CountsComparison:
     """Simulator counts vs Oclgrind's instruction counts for ``schedule``.
 
     Raises:
+        simulator.device.LimitError: the launch exceeds Oclgrind's limits (nothing run).
         gpu.oclgrind.OclgrindError: Oclgrind missing, failed or timed out.
     """
+    _refuse_beyond_oclgrind(schedule)
     sim = simulate(schedule, compute_values=False, limits=None).counts.to_dict()
     ocl = oclgrind_counts(schedule, timeout_s=timeout_s).to_dict()
     return CountsComparison(schedule.family, {k: sim[k] for k in COUNT_KEYS},
@@ -87,7 +106,13 @@ def compare_counts(schedule: Schedule, timeout_s: float = 300) -> CountsComparis
 
 
 def compare_hazards(schedule: Schedule, timeout_s: float = 300) -> HazardComparison:
-    """Simulator hazard kinds vs Oclgrind's diagnostics for ``schedule``."""
+    """Simulator hazard kinds vs Oclgrind's diagnostics for ``schedule``.
+
+    Raises:
+        simulator.device.LimitError: the launch exceeds Oclgrind's limits (nothing run).
+        gpu.oclgrind.OclgrindError: Oclgrind missing, failed or timed out.
+    """
+    _refuse_beyond_oclgrind(schedule)
     sim = simulate(schedule, random_inputs(schedule, np.random.default_rng()),
                    hazards="report", limits=UNLIMITED)
     diags = oclgrind_check(schedule, timeout_s=timeout_s)

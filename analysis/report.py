@@ -75,10 +75,17 @@ def _atomic_write(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _archive_previous(out_dir: Path) -> None:
@@ -106,6 +113,13 @@ def _software() -> dict:
             versions[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             versions[pkg] = None
+    try:
+        import subprocess
+        versions["git_commit"] = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+            cwd=Path(__file__).parent, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        versions["git_commit"] = None
     return versions
 
 
@@ -137,6 +151,10 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         raise ValueError(f"repeat = {repeat} is below the minimum of {MIN_REPEAT} timed launches")
     target = select_device(device)
     info = target.info
+    if info.is_simulator:
+        import warnings
+        warnings.warn(f"{info.device_name} is a simulator: its kernel times say nothing about "
+                      "hardware", RuntimeWarning, stacklevel=2)
     limits = DeviceLimits(info.device_name, info.max_work_group_size,
                           tuple(info.max_work_item_sizes), info.local_mem_bytes)
     out_dir = Path(out_root) / (target.slug + ("-quick" if quick else ""))

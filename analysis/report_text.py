@@ -16,7 +16,8 @@ def _ms(e: dict | None) -> str:
     if e is None:
         return "—"
     if "device_run" in e:
-        return f"{e['device_run']['median_s'] * 1e3:.3f}"
+        r = e["device_run"]
+        return f"{r['median_s'] * 1e3:.3f} ({r['min_s'] * 1e3:.3f}–{r['max_s'] * 1e3:.3f})"
     if "device_error" in e:
         return "error"
     return "skipped"
@@ -73,7 +74,7 @@ def write_report(data: dict, out_dir: Path) -> str:
             series[f"tiled B={b}"] = ([n for n, _ in pts], [v for _, v in pts])
     if series:
         slopes = plots.loglog_with_fits(series, "N", "global loads (elements)",
-                                        "Global reads of C = A·B, N×N", out_dir / "reads_vs_n.png")
+                                        "Global reads to compute C = A·B, N×N", out_dir / "reads_vs_n.png")
         lines += ["![global reads vs N](reads_vs_n.png)", "",
                   "Fitted log-log slopes (textbook: 3 for both; tiling divides by B, it does "
                   "not change the exponent):", ""]
@@ -131,12 +132,13 @@ def write_report(data: dict, out_dir: Path) -> str:
               "(the naive schedule uses the same B×B work-group). Measured: median time of "
               "naive divided by median time of tiled. A speedup below 1 means tiled was "
               "slower; that is a measurement, not a failure.", "",
+              "Times are medians with (min–max) of the timed launches.", "",
               "| case | M×K×N | B | naive loads / tiled loads | naive ms | tiled ms | "
               "measured speedup |", "|---|---|---|---|---|---|---|"]
     labels, predicted, measured = [], [], []
     pairs = [(e, by_key.get(("gemm-naive",) + _key(e)[1:])) for e in results
              if e["family"] == "gemm-tiled"]
-    mv = [e for e in results if e["family"] == "matvec-local"]
+    mv = [e for e in results if e["family"] in ("matvec-local", "matvec-local-whole")]
     pairs += [(e, by_key.get(("matvec-naive",) + _key(e)[1:])) for e in mv]
     for tiled_e, naive_e in pairs:
         if naive_e is None:
@@ -147,7 +149,8 @@ def write_report(data: dict, out_dir: Path) -> str:
             ratio = naive_e["counts"]["global_load_elems"] / tiled_e["counts"]["global_load_elems"]
         tn, tt = _time(naive_e), _time(tiled_e)
         speed = tn / tt if tn and tt else None
-        case = tiled_e["group"] if tiled_e["family"] == "gemm-tiled" else "matvec local vs naive"
+        case = tiled_e["group"] if tiled_e["family"] == "gemm-tiled" else \
+            f"{tiled_e['family']} vs matvec-naive"
         lines.append(f"| {case} | {shape} | {tiled_e['tile']} | {_fmt(ratio)} | {_ms(naive_e)} | "
                      f"{_ms(tiled_e)} | {_fmt(speed)} |")
         if ratio and speed:

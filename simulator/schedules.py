@@ -278,6 +278,8 @@ def matvec_local_whole(m: int, k: int, tile: int = 256, local_words: int | None 
 GEMM_FAMILIES = ("gemm-naive", "gemm-tiled")
 MATVEC_FAMILIES = ("matvec-naive", "matvec-local", "matvec-local-whole")
 FAMILIES = GEMM_FAMILIES + MATVEC_FAMILIES
+FAMILY_OPTIONS = {"gemm-naive": ("mapping",), "gemm-tiled": ("padding", "a_tile")}
+"""Options each GEMM family takes (matrix-vector families take none)."""
 DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "matvec-naive": 256, "matvec-local": 256,
                 "matvec-local-whole": 256}
 
@@ -311,6 +313,11 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
     if family in GEMM_FAMILIES:
         if n is None:
             raise ScheduleError(f"{family} needs N (columns of B and C)")
+        allowed = FAMILY_OPTIONS[family]
+        unknown = sorted(set(options) - set(allowed))
+        if unknown:
+            raise ScheduleError(f"{family} does not take {', '.join(unknown)}; its options: "
+                                f"{', '.join(allowed) or 'none'}")
         return builders[family](m, k, n, tile, **options)
     if options:
         raise ScheduleError(f"{family} takes no options, got {sorted(options)}")

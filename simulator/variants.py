@@ -253,6 +253,13 @@ def build_any(name: str, m: int | None = None, k: int | None = None, n: int | No
         ScheduleError: unknown name or bad parameters.
     """
     from .schedules import FAMILIES
+    if name.startswith("demo-shift") and m is not None:
+        # one work-group of M work-items: M is the work-group size, K and N do not apply
+        if k not in (None, 1) or n is not None or tile not in (None, m):
+            raise ScheduleError(f"{name} is one work-group of M work-items: give M only "
+                                f"(got M={m}, K={k}, N={n}, tile={tile})")
+        return dataclasses.replace(VARIANTS[name].make(m, 1, None, m), family=name) \
+            if name in VARIANTS else CORRECT_DEMOS[name](m, 1, None, m)
     if name in VARIANTS:
         example = VARIANTS[name].example
     elif name in CHECK_EXAMPLES:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from gpu import device as gpu_device
 from gpu.kernel import GeneratedKernel, KernelArg
 from gpu.runtime import (
+    error_factor,
     DeviceError,
     DeviceLimits,
     KernelBuildError,
@@ -359,20 +361,38 @@ def test_tiled_gemm_on_oclgrind_equals_numpy():
 # ---------------------------------------------------------------- check_result
 
 
-def test_check_result_tolerance_follows_gamma_k():
+def test_check_result_tolerance_follows_the_probabilistic_bound():
+    """Higham & Mary (2019): gamma~_k = exp(8 sqrt(k) u + k u^2/(1-u)) - 1, tighter than
+    the worst case 2 gamma_k for large k, so a dropped term is caught at large K."""
     k = 1000
+    u = 2.0**-24
+    probable = math.expm1(8 * math.sqrt(k) * u + k * u * u / (1 - u))
+    assert probable < 2 * k * u / (1 - k * u)
+    assert error_factor(k) == pytest.approx(probable)
+    assert error_factor(1) == pytest.approx(2 * u / (1 - u))  # worst case is tighter at k=1
     ref = np.array([1.0, -2.0])
     abs_prod = np.array([3.0, 4.0])
-    gamma = k * 2.0**-24 / (1 - k * 2.0**-24)
-    good = (ref + 1.9 * gamma * abs_prod).astype(np.float32)
+    good = (ref + 0.9 * probable * abs_prod).astype(np.float64)
     check = check_result(good, ref, k, abs_prod)
-    assert check.ok and check.gamma_k == pytest.approx(gamma)
-    assert check.max_allowed == pytest.approx(2 * gamma * 4.0)
-    bad = np.array([1.0, -2.0 + 3 * gamma * 4.0], dtype=np.float32)
+    assert check.ok and check.gamma_k == pytest.approx(probable)
+    assert check.max_allowed == pytest.approx(probable * 4.0 + 2 * k * 2.0**-126)
+    bad = np.array([1.0, -2.0 + 3 * probable * 4.0])
     check = check_result(bad, ref, k, abs_prod)
     assert not check.ok and check.worst_index == (1,) and check.mismatch_count == 1
     with pytest.raises(ResultMismatchError, match=r"y\[1\].*reference -2\.0.*tolerance"):
         check.raise_if_bad("y")
+
+
+def test_check_result_catches_a_dropped_term_at_large_k():
+    rng = np.random.default_rng()
+    k = 16384
+    a = rng.standard_normal((64, k)).astype(np.float32)
+    x = rng.standard_normal(k).astype(np.float32)
+    x[-1] = 2.0  # the dropped term a[:, -1] * x[-1] is then typically ~1.6: not hidden by luck
+    ref, absprod = reference_product(a, x)
+    assert check_result((a @ x).astype(np.float32), ref, k, absprod).ok
+    dropped = (a[:, :-1] @ x[:-1]).astype(np.float32)
+    assert not check_result(dropped, ref, k, absprod).ok
 
 
 def test_check_result_rejects_mismatched_shapes_and_huge_k():
