@@ -45,6 +45,8 @@ def _check_work(sch, k: int) -> None:
 
 
 def _schedule_options(f):
+    f = click.option("--seed", type=int, default=None,
+                     help="Seed of the random inputs (default: fresh inputs every run).")(f)
     f = click.option("--a-tile", type=click.Choice(["row-major", "transposed"]), default=None,
                      help="gemm-tiled: store the A tile transposed (bank conflicts).")(f)
     f = click.option("--padding", type=int, default=None,
@@ -103,8 +105,8 @@ def main() -> None:
                    "conflicts, L2 and DRAM traffic, predicted time (counts by work-group "
                    "classes).")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
-def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, values, no_limits,
-                 hazards, device_model, as_json):
+def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, values,
+                 no_limits, hazards, device_model, as_json):
     """Execute SCHEDULE in the simulator and print its exact traffic counts."""
     sch = _build(schedule, m, k, n, tile, chunk, mapping, padding, a_tile)
     _check_work(sch, k)
@@ -116,7 +118,7 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, value
     if values and work > CLASSES_AUTO_LIMIT:
         raise click.UsageError(f"--values with M·K·N = {work} above {CLASSES_AUTO_LIMIT} would "
                                "take too long; use --counts-only")
-    inputs = random_inputs(sch, np.random.default_rng()) if values else None
+    inputs = random_inputs(sch, np.random.default_rng(seed)) if values else None
     try:
         res = simulate(sch, inputs, compute_values=values, hazards=hazards,
                        limits=UNLIMITED if no_limits else GENERIC_GPU,
@@ -350,8 +352,8 @@ def _print_crosscheck(res) -> None:
 @click.option("--warmup", type=int, default=2, show_default=True,
               help="Untimed launches before timing (the first includes JIT compilation).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
-def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, device, repeat, warmup,
-            as_json):
+def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, device, repeat,
+            warmup, as_json):
     """Run SCHEDULE as an OpenCL kernel on a device, check it against numpy, time it."""
     from gpu.device import select_device
     from gpu.runtime import TiletrafficGpuError
@@ -363,7 +365,8 @@ def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, device, re
         raise click.UsageError("--device is empty; give 'P:D' or part of a device name")
     try:
         target = select_device(device)
-        result = run_on_device(target, sch, repeat=repeat, warmup=warmup)
+        result = run_on_device(target, sch, repeat=repeat, warmup=warmup,
+                               rng=np.random.default_rng(seed))
     except (TiletrafficGpuError, ValueError, TypeError) as err:
         _fail(err)
     if as_json:
