@@ -66,6 +66,19 @@ def _schedule_options(f):
     return f
 
 
+def _named_schedule_options(f):
+    """NAME (a family, demo or broken variant) and optional sizes, for check/crosscheck."""
+    f = click.option("--chunk", type=int, default=None, help="matvec-local chunk.")(f)
+    f = click.option("--tile", "-b", type=int, default=None,
+                     help="Tile width or work-group size.")(f)
+    f = click.option("--n", "n", type=int, default=None, help="Columns of B and C (GEMM).")(f)
+    f = click.option("--k", "k", type=int, default=None, help="Columns of A.")(f)
+    f = click.option("--m", "m", type=int, default=None,
+                     help="Rows of A (default: an example shape).")(f)
+    from simulator.variants import names
+    return click.argument("name", required=False, type=click.Choice(names()))(f)
+
+
 def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=None):
     options = {key: v for key, v in (("mapping", mapping), ("padding", padding),
                                      ("a_tile", a_tile)) if v is not None}
@@ -211,13 +224,7 @@ def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
 
 
 @main.command("check")
-@click.argument("name", required=False,
-                type=click.Choice(__import__("simulator.variants", fromlist=["names"]).names()))
-@click.option("--m", "m", type=int, default=None, help="Rows of A (default: an example shape).")
-@click.option("--k", "k", type=int, default=None, help="Columns of A.")
-@click.option("--n", "n", type=int, default=None, help="Columns of B and C (GEMM).")
-@click.option("--tile", "-b", type=int, default=None, help="Tile width or work-group size.")
-@click.option("--chunk", type=int, default=None, help="matvec-local chunk.")
+@_named_schedule_options
 @click.option("--all", "check_all", is_flag=True,
               help="Check every schedule, demo and broken variant on its example shape.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hazards as JSON.")
@@ -276,13 +283,7 @@ def _hazards_of(sch):
 
 
 @main.command("crosscheck")
-@click.argument("name", required=False,
-                type=click.Choice(__import__("simulator.variants", fromlist=["names"]).names()))
-@click.option("--m", "m", type=int, default=None, help="Rows of A (default: an example shape).")
-@click.option("--k", "k", type=int, default=None, help="Columns of A.")
-@click.option("--n", "n", type=int, default=None, help="Columns of B and C (GEMM).")
-@click.option("--tile", "-b", type=int, default=None, help="Tile width or work-group size.")
-@click.option("--chunk", type=int, default=None, help="matvec-local chunk.")
+@_named_schedule_options
 @click.option("--all", "check_all", is_flag=True,
               help="Every schedule (counts) and every broken variant (hazards), example shapes.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")

@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 
@@ -49,7 +51,4 @@ class GeneratedKernel:
     @property
     def work_group_items(self) -> int:
         """Work-items per work-group (product of ``local_size``)."""
-        n = 1
-        for s in self.local_size:
-            n *= s
-        return n
+        return math.prod(self.local_size)

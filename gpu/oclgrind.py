@@ -62,6 +62,8 @@ the same element counts, checked over random shapes; ``optimize=True`` is there 
 """
 from __future__ import annotations
 
+import math
+
 import json
 import os
 import re
@@ -165,11 +167,8 @@ class LaunchSpec:
 
     @property
     def work_group_items(self) -> int:
-        """Work-items per work-group."""
-        n = 1
-        for s in self.local_size:
-            n *= s
-        return n
+        """Work-items per work-group (product of ``local_size``)."""
+        return math.prod(self.local_size)
 
     @classmethod
     def from_kernel(cls, kernel: GeneratedKernel, array_elems: dict[str, int],

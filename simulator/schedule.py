@@ -23,6 +23,8 @@ Layouts: every array is a flat, row-major buffer of float32 (4 bytes per element
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -485,11 +487,8 @@ class Schedule:
 
     @property
     def work_group_items(self) -> int:
-        """Work-items per work-group."""
-        n = 1
-        for s in self.local_size:
-            n *= s
-        return n
+        """Work-items per work-group (product of ``local_size``)."""
+        return math.prod(self.local_size)
 
     @property
     def num_groups(self) -> tuple[int, ...]:
