@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 
 
