@@ -154,7 +154,8 @@ def write_report(data: dict, out_dir: Path) -> str:
         lines.append(f"| {case} | {shape} | {tiled_e['tile']} | {_fmt(ratio)} | {_ms(naive_e)} | "
                      f"{_ms(tiled_e)} | {_fmt(speed)} |")
         if ratio and speed:
-            labels.append(f"{shape} B={tiled_e['tile']}")
+            labels.append(f"{shape} B={tiled_e['tile']}" if tiled_e["family"] == "gemm-tiled"
+                          else f"{tiled_e['family']} {shape}")
             predicted.append(ratio)
             measured.append(speed)
     lines.append("")
