@@ -89,7 +89,7 @@ def group_classes(schedule: Schedule, run_groups) -> GroupClasses:
     ids = np.arange(schedule.work_groups, dtype=np.int64)
     key = np.zeros_like(ids)
     rest = ids.copy()
-    for d, (n, p) in enumerate(zip(ng, periods)):
+    for n, p in zip(ng, periods):
         g = rest % n
         rest //= n
         if p >= n:
