@@ -45,33 +45,59 @@ class GroupClasses:
 
 class _IndexRecorder(Observer):
     def __init__(self):
-        self.events: list[tuple[np.ndarray, np.ndarray]] = []
+        self.events: list[tuple[str, str, np.ndarray, np.ndarray]] = []
 
     def on_access(self, ev: AccessEvent) -> None:
         shape = ev.shape
-        self.events.append((np.broadcast_to(ev.index, shape).copy(),
+        self.events.append((ev.array, ev.direction, np.broadcast_to(ev.index, shape).copy(),
                             np.broadcast_to(ev.mask, shape).copy()))
 
 
-def _period(schedule: Schedule, dim: int, base: list[int], run_groups) -> int | None:
-    """Steps of work-group id in ``dim`` after which every address moves by whole lines."""
+def _step_differences(schedule: Schedule, dim: int, base: list[int], run_groups):
+    """For each access statement: (array, direction, index differences) between work-group
+    ``base`` and its neighbour one step further in ``dim``, where both execute it."""
     ng = schedule.num_groups
     step = list(base)
     step[dim] += 1
     linear = [sum(v * math.prod(ng[:d]) for d, v in enumerate(ids)) for ids in (base, step)]
     rec = _IndexRecorder()
     run_groups(np.array(linear), rec)
-    period = 1
-    for index, mask in rec.events:
+    out = []
+    for array, direction, index, mask in rec.events:
         both = mask[0] & mask[1]
-        if not both.any():
-            continue
-        diff = (index[1] - index[0])[both]
+        if both.any():
+            out.append((array, direction, (index[1] - index[0])[both]))
+    return out
+
+
+def _period(schedule: Schedule, dim: int, base: list[int], run_groups) -> int | None:
+    """Steps of work-group id in ``dim`` after which every address moves by whole lines."""
+    period = 1
+    for _, _, diff in _step_differences(schedule, dim, base, run_groups):
         if (diff != diff.flat[0]).any():
             return None
         offset = int(diff.flat[0]) * FLOAT_BYTES % LINE_BYTES
         period = math.lcm(period, LINE_BYTES // math.gcd(offset, LINE_BYTES))
     return period
+
+
+def load_offsets(schedule: Schedule, run_groups, dim: int = 0) -> dict[str, int | None]:
+    """Element offset, per global buffer, between the loads of two neighbouring work-groups
+    in NDRange dimension ``dim`` (``None`` where it is not one constant)."""
+    ng = schedule.num_groups
+    if ng[dim] < 2:
+        return {}
+    base = [1 if n >= 3 else 0 for n in ng]
+    base[dim] = 0
+    found: dict[str, int | None] = {}
+    for array, direction, diff in _step_differences(schedule, dim, base, run_groups):
+        if direction != "load" or array not in {a.name for a in schedule.arrays}:
+            continue
+        value = int(diff.flat[0]) if (diff == diff.flat[0]).all() else None
+        if array in found and found[array] != value:
+            value = None
+        found[array] = value
+    return found
 
 
 def group_classes(schedule: Schedule, run_groups) -> GroupClasses:

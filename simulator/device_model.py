@@ -54,6 +54,7 @@ class DeviceModel:
     launch_overhead_s: float = 3e-6
     local_vector_words: int = 4
     memory_latency_s: float = 300e-9
+    l1_sharing_work_groups: int = 2
     sources: str = ""
     guessed: tuple[str, ...] = field(default_factory=tuple)
 
@@ -89,7 +90,7 @@ class DeviceModel:
 NVIDIA_H200 = DeviceModel(
     name="nvidia-h200", compute_units=132, sources="[H200] [HWP] [CPG] in simulator/device_model.py",
     guessed=("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s",
-             "memory_latency_s", "local_vector_words"))
+             "memory_latency_s", "local_vector_words", "l1_sharing_work_groups"))
 
 GENERIC_GPU_MODEL = replace(
     NVIDIA_H200, name="generic-gpu", compute_units=64, l2_bytes=4 * 2**20,
@@ -98,7 +99,7 @@ GENERIC_GPU_MODEL = replace(
     guessed=("compute_units", "l1_bytes_per_cu", "l2_bytes", "dram_bytes_per_s",
              "l2_bytes_per_s", "clock_hz", "fp32_flop_per_s", "local_mem_bytes_per_cu",
              "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s", "memory_latency_s",
-             "local_vector_words"))
+             "local_vector_words", "l1_sharing_work_groups"))
 """A mid-range GPU with NVIDIA's granularities (32-wide sub-groups, 32-byte sectors, 32
 banks); every size and rate is a guess and warns."""
 

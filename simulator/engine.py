@@ -143,14 +143,23 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
                             counter.global_loads_per_group, maps, log.hazards)
 
 
-def _classes(schedule, params, sizes, limits):
-    from .classes import group_classes
+def probe_runner(schedule: S.Schedule):
+    """``run(linear_ids, observer)``: execute those work-groups of ``schedule`` (counts
+    only, hazards collected and ignored) with one observer; for probing address patterns."""
+    params = schedule.param_values
+    sizes = {a.name: int(_eval_static(a.size, params)) for a in schedule.arrays}
 
     def run_groups(linear_ids, observer):
         probe = _Machine(schedule, params, sizes, {}, [observer], HazardLog("report"), False)
-        probe.run_batch(linear_ids)
+        probe.run_batch(np.asarray(linear_ids))
 
-    return group_classes(schedule, run_groups)
+    return run_groups
+
+
+def _classes(schedule, params, sizes, limits):
+    from .classes import group_classes
+
+    return group_classes(schedule, probe_runner(schedule))
 
 
 def group_id_of(schedule: S.Schedule, linear: int) -> tuple[int, ...]:

@@ -41,6 +41,12 @@ def test_local_load_instructions_equal_the_counters(cases):
         assert row["predicted"] == row["measured"], (c.case_id, row)
 
 
+def test_l2_to_l1_sectors_within_25_percent(cases):
+    for c in cases:
+        row = {r["quantity"]: r for r in c.rows()}["L2→L1 read sectors"]
+        assert abs(row["relative_error"]) <= 0.25, (c.case_id, row)
+
+
 def test_speedups_of_tiling_are_predicted_within_30_percent(cases):
     speed = speedups(cases)
     assert len(speed) >= 6

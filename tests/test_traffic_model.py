@@ -93,7 +93,7 @@ def test_generic_model_warns_a_guessed_value_warning():
         GENERIC_GPU_MODEL.warn_guesses()
     names = warned_names(GENERIC_GPU_MODEL)
     assert sorted(names) == sorted(GENERIC_GPU_MODEL.guessed)
-    assert len(names) == len(set(names)) == 12
+    assert len(names) == len(set(names)) == 13
     assert {"compute_units", "l2_bytes", "dram_bytes_per_s", "fp32_flop_per_s"} <= set(names)
 
 
@@ -221,8 +221,10 @@ def test_predict_gemm_tiled_64_on_h200_by_hand():
     #   l1 13568 / (16 x 1.98e9) = 428 ns -> bound l1; barrier latency: 64 load phases
     #   (16 groups x 4 K-tiles) / 16 active CUs / 8 resident x 300 ns = 150 ns.
     schedule = build("gemm-tiled", 64, 64, 64, tile=16)
+    # per-work-group L1 footprint (no sharing between work-groups), for these hand values
+    unshared = replace(NVIDIA_H200, l1_sharing_work_groups=1)
     with pytest.warns(GuessedValueWarning):
-        launch = model_launch(schedule, NVIDIA_H200)
+        launch = model_launch(schedule, unshared)
     p = launch.prediction
     assert launch.counts.flop == 524288
     assert p.dram_read_bytes == 4 * (64 * 64 + 64 * 64) == 32768
@@ -262,14 +264,14 @@ def test_predict_dram_capacity_ratio_by_hand():
     # gemm-naive M = N = K = 32, B = 16 on an H200 with only 6 KiB of L2: inputs 8192 B,
     # output 4096 B -> 12288 B do not fit; keep = 6144 / 12288 = 0.5; the L2 is asked for
     # 512 sectors x 32 B = 16384 B: dram_read = 8192 + (16384 - 8192) x (1 - 0.5) = 12288.
-    small = replace(NVIDIA_H200, l2_bytes=6144, guessed=())
+    small = replace(NVIDIA_H200, l2_bytes=6144, guessed=(), l1_sharing_work_groups=1)
     schedule = build("gemm-naive", 32, 32, 32, tile=16)
     p = model_launch(schedule, small).prediction
     assert p.methods["dram_read_bytes"] == "dram: capacity ratio"
     assert p.dram_read_bytes == 12288
     assert p.dram_write_bytes == 4096
     # at the exact size (12288 B) everything fits: compulsory, 8192 B
-    fits = replace(NVIDIA_H200, l2_bytes=12288, guessed=())
+    fits = replace(NVIDIA_H200, l2_bytes=12288, guessed=(), l1_sharing_work_groups=1)
     p = model_launch(schedule, fits).prediction
     assert p.methods["dram_read_bytes"] == "dram: compulsory"
     assert p.dram_read_bytes == 8192
@@ -309,7 +311,10 @@ def test_cli_simulate_with_device_model_json():
     assert data["global_load_requests"] == 16 * 64
     assert data["global_load_sectors"] == 4096
     assert data["local_bank_conflicts"] == 0
-    assert data["l2_read_sectors"] == 4096
+    # pairs of consecutive work-groups share L1 (the H200 model): per work-group A 128
+    # sectors (the pair's A rows are the same: half charged, 64) + B 128 (the neighbour's
+    # columns are 2 sectors further: no overlap) = 192; x 16 work-groups = 3072
+    assert data["l2_read_sectors"] == 3072
     assert data["dram_read_bytes"] == 32768
     assert data["dram_write_bytes"] == 0
     assert data["predicted_time_s"] == pytest.approx(13568 / (16 * 1.98e9) + 150e-9 + 3e-6,
@@ -374,3 +379,17 @@ def test_local_vector_loads_equal_the_hardware_count(family, size, tile, hardwar
     assert launch.memory.local_load_requests == hardware_count
     scalar = replace(NVIDIA_H200, local_vector_words=1, guessed=())
     assert model_launch(schedule, scalar).memory.local_load_requests > hardware_count
+
+
+def test_pairs_of_work_groups_share_l1_by_hand():
+    # gemm-naive 32^3, B = 16: 2 x 2 work-groups. Per work-group: A 16 rows x 128 B = 64
+    # sectors, B 32 rows x 64 B = 64 sectors. The dimension-0 neighbour reads the same A rows
+    # (offset 0: shared, each charged 32) and B columns 64 B = 2 sectors further (no
+    # overlap: 64). (32 + 64) x 4 = 384; without sharing 128 x 4 = 512.
+    quiet = replace(NVIDIA_H200, guessed=())
+    schedule = build("gemm-naive", 32, 32, 32, tile=16)
+    assert model_launch(schedule, quiet).prediction.l2_read_sectors == 384
+    assert model_launch(schedule, replace(quiet, l1_sharing_work_groups=1)
+                        ).prediction.l2_read_sectors == 512
+    assert model_launch(schedule, quiet).prediction.methods["l2_read_sectors"] == \
+        "l1: footprint shared by pairs of consecutive work-groups"
