@@ -12,8 +12,10 @@ from .hardware import (EXACT, WITHIN_25, CaseComparison, compare, load_raw, mode
                        rankings, speedups)
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x * 100:+.1f}%"
+def _pct(x: float | None, signed: bool = True) -> str:
+    if x is None:
+        return "—"
+    return f"{x * 100:+.1f}%" if signed else f"{x * 100:.1f}%"
 
 
 def _num(x) -> str:
@@ -23,7 +25,7 @@ def _num(x) -> str:
 
 
 def _targets(cases: list[CaseComparison], speed: list[dict], ranks: list[dict]) -> list[str]:
-    rows = ["| target | cases | met | worst error |", "|---|---|---|---|"]
+    rows = ["| target | cases | met | largest \|error\| |", "|---|---|---|---|"]
     for label, kind in (("global load instructions", EXACT), ("global load requests", EXACT),
                         ("global load sectors", EXACT), ("L2→L1 read sectors", WITHIN_25),
                         ("DRAM bytes read", WITHIN_25)):
@@ -31,11 +33,12 @@ def _targets(cases: list[CaseComparison], speed: list[dict], ranks: list[dict]) 
         met = sum(1 for r in found if r["met"])
         worst = max((abs(r["relative_error"]) for r in found), default=None)
         goal = "equal" if kind == EXACT else "within 25%"
-        rows.append(f"| {label} {goal} | {len(found)} | {met} | {_pct(worst)} |")
+        rows.append(f"| {label} {goal} | {len(found)} | {met} | {_pct(worst, False)} |")
     met = sum(1 for s in speed if s["met"])
     worst = max((abs(s["relative_error"]) for s in speed if s["relative_error"] is not None),
                 default=None)
-    rows.append(f"| speedup over naive within 30% | {len(speed)} | {met} | {_pct(worst)} |")
+    rows.append(f"| speedup over naive within 30% | {len(speed)} | {met} | "
+                f"{_pct(worst, False)} |")
     rows.append(f"| ranking of schedules and tiles | {len(ranks)} | "
                 f"{sum(1 for r in ranks if r['match'])} | — |")
     return rows
