@@ -25,7 +25,7 @@ def _num(x) -> str:
 
 
 def _targets(cases: list[CaseComparison], speed: list[dict], ranks: list[dict]) -> list[str]:
-    rows = ["| target | cases | met | largest \|error\| |", "|---|---|---|---|"]
+    rows = ["| target | cases | met | largest error (absolute) |", "|---|---|---|---|"]
     for label, kind in (("global load instructions", EXACT), ("global load requests", EXACT),
                         ("global load sectors", EXACT), ("L2→L1 read sectors", WITHIN_25),
                         ("DRAM bytes read", WITHIN_25)):
