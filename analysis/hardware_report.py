@@ -160,7 +160,8 @@ def render_hardware(directory: str | Path) -> Path:
         lines.append(f"| {s['case']} | {s['versus']} | {s['predicted']:.2f}× | "
                      f"{s['measured']:.2f}× | {_pct(s['relative_error'])} "
                      f"{'✓' if s['met'] else '✗'} |")
-    lines += ["", "## Ranking (fastest first; Nsight durations for every case)", ""]
+    lines += ["", "## Ranking (fastest first; OpenCL medians, Nsight durations where OpenCL has "
+              "none)", ""]
     for r in ranks:
         lines += [f"- size {r['size']}: {'same order' if r['match'] else 'order differs'}",
                   f"  - predicted: {', '.join(r['predicted'])}",
