@@ -21,7 +21,7 @@ from simulator import schedules
 from simulator.device import GENERIC_GPU, UNLIMITED, LimitError
 from simulator.engine import InputError, simulate
 from simulator.hazards import HazardError
-from simulator.reference import max_error_ratio, random_inputs, reference
+from simulator.reference import random_inputs, reference
 
 from . import closed_form
 
@@ -33,6 +33,14 @@ CLASSES_AUTO_LIMIT = 2**27
 
 GROUP_WORK_LIMIT = 2**31
 """Most loop iterations (work-items × K) one work-group may need: about a minute here."""
+
+
+def error_over_tolerance(actual, ref) -> float:
+    """Largest |actual - reference| / tolerance of a simulated output (gpu.runtime's check)."""
+    from gpu.runtime import check_result
+
+    return check_result(np.asarray(actual).reshape(ref.value.shape), ref.value, ref.k,
+                        ref.abs_product).error_over_tolerance
 
 
 def _check_work(sch, k: int) -> None:
@@ -77,6 +85,13 @@ def _named_schedule_options(f):
                      help="Rows of A (default: an example shape).")(f)
     from simulator.variants import names
     return click.argument("name", required=False, type=click.Choice(names()))(f)
+
+
+def _one_name_or_all(name, check_all: bool) -> None:
+    if check_all and name:
+        raise click.UsageError(f"give either a NAME ({name}) or --all, not both")
+    if not check_all and not name:
+        raise click.UsageError("give a schedule NAME or --all")
 
 
 def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=None):
@@ -146,7 +161,7 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
     check = None
     if values:
         ref = reference(sch, inputs)
-        check = max_error_ratio(res.outputs[ref.output], ref)
+        check = error_over_tolerance(res.outputs[ref.output], ref)
     if as_json:
         out = {"schedule": sch.family, "m": m, "k": k, "n": n, "tile": sch.tile,
                "local_size": list(sch.local_size), "global_size": list(sch.global_size),
@@ -234,8 +249,7 @@ def check_cmd(name, m, k, n, tile, chunk, check_all, as_json):
     when a correct schedule has one or a broken variant misses its expected kind)."""
     from simulator.variants import VARIANTS, build_any, names
 
-    if check_all and name:
-        raise click.UsageError(f"give either a NAME ({name}) or --all, not both")
+    _one_name_or_all(name, check_all)
     if check_all:
         ok = True
         rows = []
@@ -254,8 +268,6 @@ def check_cmd(name, m, k, n, tile, chunk, check_all, as_json):
                 click.echo(f"{r['name']:38s} {', '.join(r['expected']) or 'none':30s} "
                            f"{', '.join(r['found']) or 'none':40s} {'ok' if r['ok'] else 'WRONG'}")
         sys.exit(0 if ok else 1)
-    if name is None:
-        raise click.UsageError("give a schedule NAME or --all")
     try:
         sch = build_any(name, m, k, n, tile, chunk)
     except schedules.ScheduleError as err:
@@ -296,11 +308,8 @@ def crosscheck_cmd(name, m, k, n, tile, chunk, check_all, as_json):
 
     from .crosscheck import compare_counts, compare_hazards
 
-    if check_all and name:
-        raise click.UsageError(f"give either a NAME ({name}) or --all, not both")
+    _one_name_or_all(name, check_all)
     todo = names() if check_all else [name]
-    if todo == [None]:
-        raise click.UsageError("give a schedule NAME or --all")
     results, ok = [], True
     try:
         for nm in todo:

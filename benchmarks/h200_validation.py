@@ -409,7 +409,8 @@ def ncu_driver(cases_path: Path, out_path: Path) -> int:
 
     from gpu.codegen import generate
     from gpu.cuda import cuda_source, launch_geometry
-    from simulator.reference import max_error_ratio, random_inputs, reference
+    from analysis.cli import error_over_tolerance
+    from simulator.reference import random_inputs, reference
 
     cases = json.loads(cases_path.read_text())
     entries = []
@@ -490,7 +491,7 @@ def ncu_driver(cases_path: Path, out_path: Path) -> int:
             if ref is None:
                 ref = reference(sch, host)
                 data[key] = (host, dev, ref)
-            ratio = max_error_ratio(result.reshape(ref.value.shape), ref)
+            ratio = error_over_tolerance(result.reshape(ref.value.shape), ref)
             e["check"] = {"ok": bool(ratio <= 1.0), "max_error_over_tolerance": ratio,
                           "nan_count": int(np.isnan(result).sum())}
             del out

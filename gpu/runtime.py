@@ -454,6 +454,17 @@ class CheckResult:
     k: int
     gamma_k: float
 
+    @property
+    def error_over_tolerance(self) -> float:
+        """Largest |error| / tolerance over all elements (<= 1 passes; inf for NaN)."""
+        if self.worst_index is None:
+            return 0.0
+        if not np.isfinite(self.worst_value):
+            return float("inf")
+        err = abs(self.worst_value - self.worst_reference)
+        return err / self.worst_tolerance if self.worst_tolerance else (0.0 if err == 0 else
+                                                                        float("inf"))
+
     def message(self, name: str = "output") -> str:
         """Human-readable verdict naming the worst element."""
         where = f"{name}[{', '.join(str(i) for i in self.worst_index)}]" if self.worst_index else name

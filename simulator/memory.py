@@ -64,6 +64,13 @@ class MemoryCounts:
         return d
 
 
+def _add(counts: MemoryCounts, prefix: str, **amounts: int) -> None:
+    """``counts.<prefix>_<name> += amount`` for each amount (prefix e.g. "global_load")."""
+    for name, amount in amounts.items():
+        field_name = f"{prefix}_{name}"
+        setattr(counts, field_name, getattr(counts, field_name) + amount)
+
+
 def _lanes(values: np.ndarray, mask: np.ndarray, shape, width: int):
     """Reshape (G, L, I) to rows of one sub-group and iteration: (G, S, I, width).
 
@@ -124,15 +131,7 @@ class MemoryObserver(Observer):
                                                       ev.shape, self.width)))
             lines = self._weighted(_distinct(_lanes(byte // self.line_bytes, ev.mask,
                                                     ev.shape, self.width)))
-            load = ev.direction == "load"
-            if load:
-                c.global_load_requests += requests
-                c.global_load_sectors += sectors
-                c.global_load_lines += lines
-            else:
-                c.global_store_requests += requests
-                c.global_store_sectors += sectors
-                c.global_store_lines += lines
+            _add(c, f"global_{ev.direction}", requests=requests, sectors=sectors, lines=lines)
             c.requests_by_buffer[key] = c.requests_by_buffer.get(key, 0) + requests
             c.sectors_by_buffer[key] = c.sectors_by_buffer.get(key, 0) + sectors
             return
@@ -142,14 +141,8 @@ class MemoryObserver(Observer):
             words = _lanes(byte // self.bank_bytes, ev.mask, ev.shape, self.width)
             wavefronts = self._weighted(self._wavefronts(words))
         conflicts = wavefronts - requests
-        if ev.direction == "load":
-            c.local_load_requests += requests
-            c.local_load_wavefronts += wavefronts
-            c.local_load_bank_conflicts += conflicts
-        else:
-            c.local_store_requests += requests
-            c.local_store_wavefronts += wavefronts
-            c.local_store_bank_conflicts += conflicts
+        _add(c, f"local_{ev.direction}", requests=requests, wavefronts=wavefronts,
+             bank_conflicts=conflicts)
         c.local_bank_conflicts += conflicts
 
     def _contiguous(self, ev: AccessEvent) -> bool:

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from simulator import schedule as S
 from simulator.engine import simulate
 from simulator.hazards import HAZARD_KINDS, HazardError, HazardLog
-from simulator.reference import max_error_ratio, reference
+from analysis.cli import error_over_tolerance
+from simulator.reference import reference
 from simulator.schedule import (Accumulate, Assign, Barrier, Const, DeclareFloat, GlobalArray,
                                 If, Let, LocalArray, Private, Schedule, block, global_id,
                                 group_id, local_id, store)
@@ -122,7 +123,7 @@ def test_column_staging_with_end_barrier_is_clean_and_right():
     sch = column_staging_demo(8, 8, 8, 4)
     result, inputs = run_report(sch)
     assert result.hazards == []
-    assert max_error_ratio(result.outputs["C"], reference(sch, inputs)) <= 1
+    assert error_over_tolerance(result.outputs["C"], reference(sch, inputs)) <= 1
 
 
 def test_unguarded_copy_reports_out_of_bounds_and_race_with_counts():
@@ -152,7 +153,7 @@ def test_floor_grid_leaves_144_outputs_unwritten():
     ref = reference(sch, inputs)
     sub = dataclasses.replace(ref, value=ref.value[:16, :16],
                               abs_product=ref.abs_product[:16, :16])
-    assert max_error_ratio(c[:16, :16], sub) <= 1, "the launched tiles are still right"
+    assert error_over_tolerance(c[:16, :16], sub) <= 1, "the launched tiles are still right"
 
 
 def test_no_guards_reads_a_and_b_and_writes_c_out_of_bounds():
@@ -175,7 +176,7 @@ def test_correct_gemm_tiled_at_the_same_shape_equals_numpy(seed):
     assert result.hazards == []
     ref = reference(sch, inputs)
     assert not np.allclose(ref.value, ref.value.flat[0]), "inputs must not be constant"
-    assert max_error_ratio(result.outputs["C"], ref) <= 1
+    assert error_over_tolerance(result.outputs["C"], ref) <= 1
 
 
 # ------------------------------------------------------- uninitialized private reads
@@ -278,7 +279,7 @@ def test_shape_dependent_variants_are_clean_where_the_fault_cannot_show(name, da
     result, inputs = run_report(sch, seed, limits=None)
     assert result.hazards == [], [h.detail for h in result.hazards[:3]]
     ref = reference(sch, inputs)
-    assert max_error_ratio(result.outputs[ref.output], ref) <= 1
+    assert error_over_tolerance(result.outputs[ref.output], ref) <= 1
 
 
 # ----------------------------------------------------- races that lock-step hides
@@ -300,7 +301,7 @@ def test_missing_barrier_gives_the_right_product_and_is_still_reported(name, see
     variant = VARIANTS[name]
     sch = variant.make(*variant.example)
     result, inputs = run_report(sch, seed)
-    assert max_error_ratio(result.outputs["C"], reference(sch, inputs)) <= 1
+    assert error_over_tolerance(result.outputs["C"], reference(sch, inputs)) <= 1
     assert of_kind(result.hazards, "data-race")
 
 
