@@ -36,9 +36,13 @@ COMPARED = (
     ("L2→L1 read sectors", "l2_read_sectors", "lts__t_sectors_srcunit_tex_op_read.sum",
      WITHIN_25),
     ("DRAM bytes read", "dram_read_bytes", "dram__bytes_read.sum", WITHIN_25),
+    ("DRAM bytes read, lock-step waves", "dram_read_bytes_lockstep", "dram__bytes_read.sum",
+     None),
     ("DRAM bytes written", "dram_write_bytes", "dram__bytes_write.sum", None),
     ("local load instructions", "local_load_requests", "smsp__inst_executed_op_shared_ld.sum",
      None),
+    ("local load wavefronts", "local_load_wavefronts",
+     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", None),
     ("local load bank conflicts", "local_load_bank_conflicts",
      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", None),
 )

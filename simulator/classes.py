@@ -85,7 +85,7 @@ def load_offsets(schedule: Schedule, run_groups, dim: int = 0) -> dict[str, int 
     """Element offset, per global buffer, between the loads of two neighbouring work-groups
     in NDRange dimension ``dim`` (``None`` where it is not one constant)."""
     ng = schedule.num_groups
-    if ng[dim] < 2:
+    if dim >= len(ng) or ng[dim] < 2:
         return {}
     base = [1 if n >= 3 else 0 for n in ng]
     base[dim] = 0

@@ -13,6 +13,9 @@ four 32-byte sectors, boost clock 1.98 GHz.
 [CPG] CUDA C++ Programming Guide, "Technical Specifications per Compute Capability" (9.0):
 32 threads per warp, 1024 threads per block, 2048 threads and 32 blocks per SM, 48 KB of
 static shared memory per block, 1 KB reserved per block, 32 banks of 4 bytes.
+[H200-counters] Measured on the H200 (reports/nvidia-h200/h200_raw.json): a 128-bit local
+load (LDS.128) takes two wavefronts even when its work-items read at most four distinct
+16-byte words (``local_vector_min_wavefronts``).
 """
 from __future__ import annotations
 
@@ -53,6 +56,7 @@ class DeviceModel:
     fp32_flop_per_s: float = 67e12
     launch_overhead_s: float = 3e-6
     local_vector_words: int = 4
+    local_vector_min_wavefronts: int = 2
     memory_latency_s: float = 300e-9
     l1_sharing_work_groups: int = 2
     sources: str = ""
@@ -88,7 +92,7 @@ class DeviceModel:
 
 
 NVIDIA_H200 = DeviceModel(
-    name="nvidia-h200", compute_units=132, sources="[H200] [HWP] [CPG] in simulator/device_model.py",
+    name="nvidia-h200", compute_units=132, sources="[H200] [HWP] [CPG] [H200-counters] in simulator/device_model.py",
     guessed=("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s",
              "memory_latency_s", "local_vector_words", "l1_sharing_work_groups"))
 

@@ -13,7 +13,11 @@ Local memory has ``local_banks`` banks of ``bank_bytes`` bytes; word w sits in b
 w mod banks. With ``local_vector_words`` v > 1, a local load that reads v consecutive,
 v-aligned words in v consecutive iterations of an inner loop is counted as one vector load
 (NVCC unrolls such loops and emits 128-bit LDS for them: the H200 counters of
-``reports/nvidia-h200`` show exactly this); its wavefronts count the distinct words of all v. A request needs as many *wavefronts* as the largest number of distinct words
+``reports/nvidia-h200`` show exactly this); its wavefronts count the distinct words of all v, and are at least
+``vector_min_wavefronts`` (2 on the H200: every 128-bit LDS of the tiled GEMMs took two
+wavefronts in ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld``, whether its 32
+work-items read 1, 2 or 4 distinct 16-byte words; bank conflicts are counted above that
+minimum, as Nsight Compute counts them). A request needs as many *wavefronts* as the largest number of distinct words
 it touches in one bank (work-items reading the same word share it: a broadcast); its bank
 conflicts are wavefronts − 1 (CUDA C++ Programming Guide, "Shared Memory", compute
 capability 5.x and later).
@@ -98,12 +102,17 @@ class MemoryObserver(Observer):
         sub_group_size: work-items per sub-group (32 on NVIDIA).
         sector_bytes, line_bytes: global memory granularities (32 and 128 B on NVIDIA).
         local_banks, bank_bytes: local memory banks (32 banks of 4 B on NVIDIA).
+        local_vector_words: words of one vector local load (1: no vector loads).
+        vector_min_wavefronts: wavefronts a vector local load takes at least, however few
+            distinct words it reads (2 for 128-bit loads on the H200, measured).
     """
 
     def __init__(self, sub_group_size: int = 32, sector_bytes: int = 32, line_bytes: int = 128,
-                 local_banks: int = 32, bank_bytes: int = 4, local_vector_words: int = 1):
+                 local_banks: int = 32, bank_bytes: int = 4, local_vector_words: int = 1,
+                 vector_min_wavefronts: int = 1):
         self.width = sub_group_size
         self.vector = local_vector_words
+        self.vector_min_wavefronts = vector_min_wavefronts
         self.sector_bytes, self.line_bytes = sector_bytes, line_bytes
         self.banks, self.bank_bytes = local_banks, bank_bytes
         self.counts = MemoryCounts()
@@ -135,12 +144,14 @@ class MemoryObserver(Observer):
             c.requests_by_buffer[key] = c.requests_by_buffer.get(key, 0) + requests
             c.sectors_by_buffer[key] = c.sectors_by_buffer.get(key, 0) + sectors
             return
+        ideal = requests
         if ev.direction == "load" and self.vector > 1 and self._contiguous(ev):
             requests, wavefronts = self._vector_load(ev, byte // self.bank_bytes)
+            ideal = requests * self.vector_min_wavefronts
         else:
             words = _lanes(byte // self.bank_bytes, ev.mask, ev.shape, self.width)
             wavefronts = self._weighted(self._wavefronts(words))
-        conflicts = wavefronts - requests
+        conflicts = wavefronts - ideal
         _add(c, f"local_{ev.direction}", requests=requests, wavefronts=wavefronts,
              bank_conflicts=conflicts)
         c.local_bank_conflicts += conflicts
@@ -169,8 +180,10 @@ class MemoryObserver(Observer):
         requests = self._weighted((active >= 0).any(axis=-1))
         lanes = _lanes(first, mask, shape, self.width)            # (G, S, I/v, W)
         expanded = np.where(lanes[..., None] >= 0, lanes[..., None] + np.arange(v), -1)
-        wavefronts = self._weighted(self._wavefronts(expanded.reshape(lanes.shape[:-1] + (-1,))))
-        return requests, wavefronts
+        per_request = self._wavefronts(expanded.reshape(lanes.shape[:-1] + (-1,)))
+        per_request = np.where(per_request > 0,
+                               np.maximum(per_request, self.vector_min_wavefronts), 0)
+        return requests, self._weighted(per_request)
 
     def _wavefronts(self, words: np.ndarray) -> np.ndarray:
         """Max distinct words per bank, per request row; 0 for rows with no active lane."""

@@ -11,8 +11,10 @@ Methods (each figure says which produced it, in ``methods``):
   cases within 22%, against 38–51% off without sharing), and is marked as a guess.
 * ``dram: compulsory`` — when every global buffer fits in L2 together, each sector comes
   from DRAM once (reads: the inputs; writes: the output).
-* ``dram: capacity ratio`` — otherwise, L2 keeps a fraction L2 size / footprint of the
-  re-read sectors; the rest come from DRAM again. A crude bound, reported with its error.
+* ``dram: reuse distance, steady-state dispatch`` — otherwise, whether a buffer's re-reads
+  still find it in L2 follows from how far apart (in work-group dispatch order) its readers
+  are; see :mod:`simulator.dram_model`, which also gives ``dram: lock-step waves``
+  (``dram_read_bytes_lockstep``), the estimate for work-groups that advance together.
 * ``dram: fits in L2`` — when everything fits in L2, written lines stay there until after
   the kernel: no DRAM writes during it.
 * ``time: ceilings`` — predicted time is the largest of: FLOPs at the FP32 rate, DRAM bytes
@@ -33,6 +35,7 @@ import numpy as np
 
 from .counters import AccessEvent, Observer, TrafficCounts
 from .device_model import DeviceModel
+from .dram_model import BufferReads, dram_reads_lockstep, dram_reads_steady_state
 from .memory import MemoryCounts
 from .schedule import FLOAT_BYTES, Schedule
 
@@ -135,6 +138,7 @@ class TrafficPrediction:
     arithmetic_intensity_flop_per_byte: float
     resident_work_groups_per_cu: int
     waves: float
+    dram_read_bytes_lockstep: int = 0
     methods: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -143,8 +147,14 @@ class TrafficPrediction:
 
 def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
             footprint: FootprintObserver, model: DeviceModel,
-            load_phases: int = 0) -> TrafficPrediction:
-    """Combine the exact counts with ``model`` into cache, DRAM and time predictions."""
+            load_phases: int = 0,
+            offsets: tuple[dict[str, int | None], dict[str, int | None]] = ({}, {})
+            ) -> TrafficPrediction:
+    """Combine the exact counts with ``model`` into cache, DRAM and time predictions.
+
+    ``offsets``: element offsets of each buffer's loads between neighbouring work-groups in
+    NDRange dimensions 0 and 1 (:func:`simulator.classes.load_offsets`), for the DRAM model.
+    """
     p = schedule.param_values
     sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * FLOAT_BYTES for a in schedule.arrays}
     inputs = sum(v for a, v in sizes.items() if schedule.array(a).role == "in")
@@ -153,14 +163,23 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
     hit = 1 - l2_read_sectors / memory.global_load_sectors if memory.global_load_sectors else 0.0
     methods = {"l2_read_sectors": "l1: per-work-group footprint" if footprint.sharing == 1
                else "l1: footprint shared by pairs of consecutive work-groups"}
+    resident = model.resident_work_groups_per_cu(schedule.work_group_items,
+                                                 schedule.local_mem_bytes)
     if inputs + outputs <= model.l2_bytes:
-        dram_read = inputs
+        dram_read = dram_lockstep = inputs
         methods["dram_read_bytes"] = "dram: compulsory"
     else:
-        keep = model.l2_bytes / (inputs + outputs)
-        requested = l2_read_sectors * model.sector_bytes
-        dram_read = int(inputs + max(0.0, requested - inputs) * (1 - keep))
-        methods["dram_read_bytes"] = "dram: capacity ratio"
+        buffers = {name: BufferReads(sectors * model.sector_bytes, sizes[name],
+                                     offsets[0].get(name), offsets[1].get(name))
+                   for name, sectors in footprint.sectors_by_buffer.items()}
+        shape = (counts.work_groups, schedule.num_groups[0])
+        concurrent = resident * model.compute_units
+        dram_read = int(round(dram_reads_steady_state(buffers, outputs, *shape,
+                                                       model.l2_bytes, concurrent)))
+        dram_lockstep = int(round(dram_reads_lockstep(buffers, outputs, *shape,
+                                                      model.l2_bytes, concurrent)))
+        methods["dram_read_bytes"] = "dram: reuse distance, steady-state dispatch"
+        methods["dram_read_bytes_lockstep"] = "dram: lock-step waves"
     if inputs + outputs <= model.l2_bytes:
         dram_write = 0
         methods["dram_write_bytes"] = "dram: fits in L2 (written back after the kernel)"
@@ -177,8 +196,6 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
                                  * model.clock_hz * model.l1_wavefronts_per_cycle_per_cu),
     }
     bound = max(terms, key=terms.get)
-    resident = model.resident_work_groups_per_cu(schedule.work_group_items,
-                                                 schedule.local_mem_bytes)
     active = model.active_compute_units(counts.work_groups)
     terms["barrier_latency_s"] = (load_phases / active / max(1, resident)
                                   * model.memory_latency_s)
@@ -191,7 +208,8 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         predicted_time_s=terms[bound] + terms["barrier_latency_s"] + model.launch_overhead_s,
         bound=bound.removesuffix("_s"),
         arithmetic_intensity_flop_per_byte=counts.flop / max(1, dram_read + dram_write),
-        resident_work_groups_per_cu=resident, waves=waves, methods=methods)
+        resident_work_groups_per_cu=resident, waves=waves,
+        dram_read_bytes_lockstep=dram_lockstep, methods=methods)
 
 
 @dataclass
@@ -223,13 +241,13 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
 
     model.warn_guesses()
     memory = MemoryObserver(model.sub_group_size, model.sector_bytes, model.line_bytes,
-                            model.local_banks, model.bank_bytes, model.local_vector_words)
-    offsets = {}
-    if model.l1_sharing_work_groups > 1:
-        from .classes import load_offsets
-        from .engine import probe_runner
-        offsets = load_offsets(schedule, probe_runner(schedule))
-    footprint = FootprintObserver(model.sector_bytes, model.l1_sharing_work_groups, offsets)
+                            model.local_banks, model.bank_bytes, model.local_vector_words,
+                            model.local_vector_min_wavefronts)
+    from .classes import load_offsets
+    from .engine import probe_runner
+    runner = probe_runner(schedule)
+    offsets = (load_offsets(schedule, runner, 0), load_offsets(schedule, runner, 1))
+    footprint = FootprintObserver(model.sector_bytes, model.l1_sharing_work_groups, offsets[0])
     phases = LoadPhaseObserver()
     limits = DeviceLimits(model.name, model.max_work_group_size, (1024, 1024, 64),
                           model.local_mem_bytes_per_work_group)
@@ -237,5 +255,5 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
                       observers=[memory, footprint, phases],
                       work_group_classes=work_group_classes)
     prediction = predict(schedule, result.counts, memory.counts, footprint, model,
-                         phases.phases)
+                         phases.phases, offsets)
     return ModelledLaunch(result.counts, memory.counts, prediction)

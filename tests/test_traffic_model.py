@@ -214,11 +214,12 @@ def test_predict_gemm_tiled_64_on_h200_by_hand():
     # L1 wavefronts: global load lines 16 x 64 requests x 2 lines = 2048, store lines
     #   16 x 8 x 2 = 256, local store wavefronts 16 x 4 x 8 x 2 = 1024, local loads:
     #   tile_A[lr][k] reads 4 consecutive aligned words in 4 iterations -> one vector load
-    #   (2 rows x 4 words, banks 16 apart: 1 wavefront): 16 x 4 x 8 x 4 = 2048; tile_B: one
-    #   wavefront per k: 16 x 4 x 8 x 16 = 8192. Total 13568.
+    #   (2 rows x 4 words, banks 16 apart: 1 wavefront by banks, but a 128-bit load takes at
+    #   least 2 on the H200): 16 x 4 x 8 x 4 x 2 = 4096; tile_B: one wavefront per k:
+    #   16 x 4 x 8 x 16 = 8192. Total 15616.
     # 16 work-groups run on 16 of the 132 compute units.
     # Terms: fp32 524288 / 67e12, dram 32768 / 4.8e12, l2 4096 x 32 / 12e12,
-    #   l1 13568 / (16 x 1.98e9) = 428 ns -> bound l1; barrier latency: 64 load phases
+    #   l1 15616 / (16 x 1.98e9) = 493 ns -> bound l1; barrier latency: 64 load phases
     #   (16 groups x 4 K-tiles) / 16 active CUs / 8 resident x 300 ns = 150 ns.
     schedule = build("gemm-tiled", 64, 64, 64, tile=16)
     # per-work-group L1 footprint (no sharing between work-groups), for these hand values
@@ -232,15 +233,15 @@ def test_predict_gemm_tiled_64_on_h200_by_hand():
     assert p.methods["dram_read_bytes"] == "dram: compulsory"
     assert p.l2_read_sectors == 4096
     assert p.l1_load_hit_rate == 0.0
-    assert p.l1_wavefronts == 13568
+    assert p.l1_wavefronts == 15616
     expected = {"fp32_s": 524288 / 67e12, "dram_s": 32768 / 4.8e12,
-                "l2_s": 4096 * 32 / 12e12, "l1_s": 13568 / (16 * 1.98e9),
+                "l2_s": 4096 * 32 / 12e12, "l1_s": 15616 / (16 * 1.98e9),
                 "barrier_latency_s": 64 / 16 / 8 * 300e-9}
     assert p.time_terms_s == pytest.approx(expected, rel=1e-12)
     assert all(v > 0 for v in p.time_terms_s.values())
     assert p.bound == "l1"
     assert max(p.time_terms_s, key=p.time_terms_s.get) == "l1_s"
-    assert p.predicted_time_s == pytest.approx(13568 / (16 * 1.98e9) + 150e-9 + 3e-6,
+    assert p.predicted_time_s == pytest.approx(15616 / (16 * 1.98e9) + 150e-9 + 3e-6,
                                                rel=1e-12)
     assert p.arithmetic_intensity_flop_per_byte == pytest.approx(524288 / 32768, rel=1e-15)
     # occupancy: 256 work-items and 2 KiB -> 8 per CU; waves 16 / (8 x 132)
@@ -260,21 +261,59 @@ def test_model_launch_by_classes_equals_full_execution():
     assert by_class.to_dict() == full.to_dict()
 
 
-def test_predict_dram_capacity_ratio_by_hand():
-    # gemm-naive M = N = K = 32, B = 16 on an H200 with only 6 KiB of L2: inputs 8192 B,
-    # output 4096 B -> 12288 B do not fit; keep = 6144 / 12288 = 0.5; the L2 is asked for
-    # 512 sectors x 32 B = 16384 B: dram_read = 8192 + (16384 - 8192) x (1 - 0.5) = 12288.
-    small = replace(NVIDIA_H200, l2_bytes=6144, guessed=(), l1_sharing_work_groups=1)
-    schedule = build("gemm-naive", 32, 32, 32, tile=16)
-    p = model_launch(schedule, small).prediction
-    assert p.methods["dram_read_bytes"] == "dram: capacity ratio"
-    assert p.dram_read_bytes == 12288
-    assert p.dram_write_bytes == 4096
-    # at the exact size (12288 B) everything fits: compulsory, 8192 B
-    fits = replace(NVIDIA_H200, l2_bytes=12288, guessed=(), l1_sharing_work_groups=1)
-    p = model_launch(schedule, fits).prediction
+def test_dram_reuse_distance_by_hand():
+    # gemm-tiled M = K = N = 64, B = 16: 4 x 4 work-groups, 4 per row (groups_0 = 4).
+    # Each work-group asks L2 for its A stripe (16 rows x 64 floats = 4096 B) and its B strip
+    # (64 rows x 16 floats = 4096 B): requested A = B = 16 x 4096 = 65536 B; each buffer is
+    # 16384 B; C is 16384 B (1024 B per work-group). Inputs + output = 49152 B.
+    # A does not move between neighbours in dimension 0 (offset 0): re-read by the next
+    # work-group, gap 1. B moves by 16 floats in dimension 0 and not at all in dimension 1:
+    # re-read one row of work-groups later, gap 4.
+    # u = 1024 (C) + 4096 / 4 (A, shared by the 4 work-groups of a row) + 4096 (B) = 6144 B.
+    # Steady state: A hits when 1 x 6144 <= L2, B when 4 x 6144 = 24576 <= L2.
+    # With one compute unit, 8 work-groups are resident (256 work-items, 2 KiB of local
+    # memory): the first 8 start together and share; a re-read that does not fit is a DRAM
+    # read for the other 16 - 8 = 8 work-groups, half of the re-reads.
+    schedule = build("gemm-tiled", 64, 64, 64, tile=16)
+
+    def predicted(l2_bytes, compute_units=1):
+        model = replace(NVIDIA_H200, l2_bytes=l2_bytes, compute_units=compute_units,
+                        l1_sharing_work_groups=1, guessed=())
+        return model_launch(schedule, model).prediction
+
+    p = predicted(24576)   # B's reuse distance fits exactly: compulsory reads only
+    assert p.methods["dram_read_bytes"] == "dram: reuse distance, steady-state dispatch"
+    assert p.dram_read_bytes == 16384 + 16384
+    assert p.dram_write_bytes == 16384
+    p = predicted(24575)   # one byte less: B's re-reads (65536 - 16384) miss for half
+    assert p.dram_read_bytes == 16384 + 16384 + 49152 // 2 == 57344
+    p = predicted(6143)    # A's reuse distance (6144 B) no longer fits either
+    assert p.dram_read_bytes == 2 * (16384 + 49152 // 2) == 81920
+    # Lock-step waves of 8: a wave's 8 x 6144 B do not fit in 24575 B, so each wave reads
+    # afresh: A 65536 x 1/8 = 8192 < its 16384 B -> 16384; B 65536 x 4/8 = 32768.
+    p = predicted(24575)
+    assert p.methods["dram_read_bytes_lockstep"] == "dram: lock-step waves"
+    assert p.dram_read_bytes_lockstep == 16384 + 32768
+    # With 132 compute units all 16 work-groups are resident at once: one wave, each
+    # buffer read once by both estimates.
+    p = predicted(6143, compute_units=132)
+    assert p.dram_read_bytes == p.dram_read_bytes_lockstep == 32768
+    # everything fits (49152 B): compulsory, and no DRAM writes during the kernel
+    p = predicted(49152)
     assert p.methods["dram_read_bytes"] == "dram: compulsory"
-    assert p.dram_read_bytes == 8192
+    assert p.dram_read_bytes == p.dram_read_bytes_lockstep == 32768
+    assert p.dram_write_bytes == 0
+
+
+def test_dram_reuse_distance_matvec_reads_the_matrix_once():
+    # matvec-naive 2048 x 2048 on an L2 of 64 KiB: A (16 MiB) is streamed once (no re-reads);
+    # x (8 KiB) is read by all 8 work-groups, which are resident at once on 132 compute
+    # units and share it: both estimates read x once.
+    schedule = build("matvec-naive", 2048, 2048, None, tile=256)
+    model = replace(NVIDIA_H200, l2_bytes=64 * 1024, guessed=(), l1_sharing_work_groups=1)
+    p = model_launch(schedule, model).prediction
+    assert p.dram_read_bytes == 4 * (2048 * 2048 + 2048)
+    assert p.dram_read_bytes_lockstep == p.dram_read_bytes
 
 
 def test_arithmetic_intensity_is_flop_over_dram_bytes():
@@ -317,7 +356,7 @@ def test_cli_simulate_with_device_model_json():
     assert data["l2_read_sectors"] == 3072
     assert data["dram_read_bytes"] == 32768
     assert data["dram_write_bytes"] == 0
-    assert data["predicted_time_s"] == pytest.approx(13568 / (16 * 1.98e9) + 150e-9 + 3e-6,
+    assert data["predicted_time_s"] == pytest.approx(15616 / (16 * 1.98e9) + 150e-9 + 3e-6,
                                                      rel=1e-12)
     assert data["closed_form_agrees"] is True
     assert len(data["guessed_values"]) == len(NVIDIA_H200.guessed)

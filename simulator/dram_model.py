@@ -1,0 +1,109 @@
+"""DRAM reads when the buffers do not fit in L2: reuse distance in work-group dispatch order.
+
+A sector that L2 is asked for again is a DRAM read again unless it is still in L2. Which
+work-groups ask for the same sectors follows from the load offsets between neighbouring
+work-groups (measured by probing, :func:`simulator.classes.load_offsets`): a buffer whose
+loads do not move between neighbours in NDRange dimension 0 (``offset_0 == 0``, the A stripe
+of a GEMM row of work-groups, the x vector of a matrix-vector product) is re-read by the very
+next work-group in dispatch order (``gap = 1``); one that moves in dimension 0 but not in
+dimension 1 (``offset_1 == 0``, the B columns of a GEMM) is re-read one row of work-groups
+later (``gap = groups_0``). Work-groups are dispatched in linear order (dimension 0 fastest)
+as compute-unit slots free up; ``concurrent = resident work-groups per compute unit ×
+compute units`` run at once.
+
+Two estimates, each named in ``methods`` and reported side by side:
+
+* ``dram: reuse distance, steady-state dispatch`` (the prediction) — the first
+  ``concurrent`` work-groups start together and share their reads; after them, work-groups
+  start one by one as others finish, so two readers ``gap`` apart in dispatch
+  order are ``gap`` work-group starts apart in time. Under LRU the re-read hits when the
+  distinct bytes touched in between, ``gap × u``, fit in L2; ``u`` is the bytes each
+  work-group start adds to L2 (its own share of every buffer, shared stripes divided by the
+  work-groups sharing them, plus its output). Otherwise every re-read of that buffer is a
+  DRAM read for the work-groups after the first wave. (Reuse distance and LRU: Mattson, Gecsei, Slutz, Traiger, IBM Systems Journal
+  1970.)
+* ``dram: lock-step waves`` (the other end) — work-groups run in waves of ``concurrent``
+  that start and advance together: readers in the same wave share every L2 fill, and a
+  wave's data survive to the next wave only if ``concurrent × u`` fits in L2. Each buffer is
+  then read ``max(1, requested × min(1, gap / concurrent) / size)`` times.
+
+On the H200 the measured DRAM reads of the GEMMs at N = 4096 lie between the two estimates
+(tiled kernels at the steady-state end, the naive kernel with 32×32 work-groups at the
+lock-step end); ``reports/nvidia-h200/validation.md`` shows each.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BufferReads:
+    """What L2 is asked for, per input buffer (bytes), and how its readers are spaced.
+
+    ``requested_bytes``: sectors L2 sends to L1 for this buffer × sector size;
+    ``size_bytes``: the buffer; ``offset_0`` / ``offset_1``: element offset of its loads
+    between neighbouring work-groups in NDRange dimensions 0 / 1 (``None``: not one
+    constant, or the dimension has a single work-group).
+    """
+
+    requested_bytes: float
+    size_bytes: int
+    offset_0: int | None
+    offset_1: int | None
+
+    @property
+    def compulsory_bytes(self) -> float:
+        return min(self.requested_bytes, self.size_bytes)
+
+    def gap(self, groups_0: int) -> int:
+        """Work-groups, in dispatch order, between two readers of the same sector."""
+        if self.offset_0 == 0 or self.offset_0 is None:
+            return 1
+        if self.offset_1 == 0:
+            return groups_0
+        return 1
+
+
+def bytes_per_work_group_start(buffers: dict[str, BufferReads], output_bytes: int,
+                               work_groups: int, groups_0: int) -> float:
+    """``u``: distinct bytes each work-group start brings into L2 (shared stripes counted
+    once per set of consecutive work-groups sharing them)."""
+    u = output_bytes / work_groups
+    for b in buffers.values():
+        per_group = b.requested_bytes / work_groups
+        u += per_group / groups_0 if b.offset_0 == 0 else per_group
+    return u
+
+
+def dram_reads_steady_state(buffers: dict[str, BufferReads], output_bytes: int,
+                            work_groups: int, groups_0: int, l2_bytes: int,
+                            concurrent: int) -> float:
+    """DRAM bytes read, steady-state dispatch and an LRU L2 of ``l2_bytes``.
+
+    The first ``concurrent`` work-groups start together and share what they read; the
+    re-reads of a buffer whose reuse distance does not fit are DRAM reads for the fraction
+    ``1 - concurrent / work_groups`` of the work-groups that start later.
+    """
+    u = bytes_per_work_group_start(buffers, output_bytes, work_groups, groups_0)
+    later = max(0.0, 1 - concurrent / work_groups)
+    total = 0.0
+    for b in buffers.values():
+        total += b.compulsory_bytes
+        if b.gap(groups_0) * u > l2_bytes:
+            total += (b.requested_bytes - b.compulsory_bytes) * later
+    return total
+
+
+def dram_reads_lockstep(buffers: dict[str, BufferReads], output_bytes: int,
+                        work_groups: int, groups_0: int, l2_bytes: int,
+                        concurrent: int) -> float:
+    """DRAM bytes read when waves of ``concurrent`` work-groups advance together."""
+    u = bytes_per_work_group_start(buffers, output_bytes, work_groups, groups_0)
+    concurrent = max(1, min(concurrent, work_groups))
+    if concurrent * u <= l2_bytes:
+        return sum(b.compulsory_bytes for b in buffers.values())
+    total = 0.0
+    for b in buffers.values():
+        share = min(1.0, b.gap(groups_0) / concurrent)
+        total += max(b.compulsory_bytes, b.requested_bytes * share)
+    return total
