@@ -8,7 +8,9 @@ What one run does, in this order, writing everything under ``--out`` (the device
    against float64 numpy before its time counts) for the issue-4 cases: gemm-naive and
    gemm-tiled with B = 8, 16, 32 at N = 1024 and 4096; matvec-naive, matvec-local and
    matvec-local-whole at M = K = 4096 and 16384 (matvec-local-whole needs 64 KiB of local
-   memory at K = 16384 and is refused; the refusal is recorded); then a probe of why
+   memory at K = 16384 and is refused; the refusal is recorded); gemm-naive and gemm-tiled
+   with B = 16 at N = 3072, 3328, 3584, 3840, 5120 (around the size where B outgrows the
+   L2: the DRAM model's threshold); then a probe of why
    B = 32 (1024 work-items) is refused on NVIDIA's OpenCL: the driver's kernel work-group
    limits, launch bounds in the PTX, registers (``-cl-nv-verbose``), and a launch at the
    full work-group size with our limit check bypassed, checked against numpy;
@@ -79,6 +81,10 @@ GEMM_TILES = (8, 16, 32)
 MATVEC_SIZES = (4096, 16384)
 MATVEC_FAMILIES = ("matvec-naive", "matvec-local", "matvec-local-whole")
 MATVEC_TILE = 256
+L2_SWEEP_SIZES = (3072, 3328, 3584, 3840, 5120)
+"""gemm-naive and gemm-tiled, B = 16, around the size where B (N x N floats) outgrows the
+50 MB L2 (N ~ 3620): tests the DRAM model's reuse-distance threshold (simulator/dram_model.py)."""
+L2_SWEEP_TILE = 16
 LOCAL_GEMM_SIZES = (64, 130)  # dry run: one multiple of every tile, one not
 LOCAL_MATVEC_SIZES = (512, 1000)
 
@@ -142,6 +148,9 @@ def case_list(local: bool) -> list[dict]:
     for s in matvec_sizes:
         for family in MATVEC_FAMILIES:
             cases.append({"family": family, "m": s, "k": s, "n": None, "tile": MATVEC_TILE})
+    for n in (() if local else L2_SWEEP_SIZES):
+        for family in ("gemm-naive", "gemm-tiled"):
+            cases.append({"family": family, "m": n, "k": n, "n": n, "tile": L2_SWEEP_TILE})
     for c in cases:
         c["id"] = case_id(c)
     return cases

@@ -17,15 +17,15 @@ Two estimates, each named in ``methods`` and reported side by side:
   ``concurrent`` work-groups start together and share their reads; after them, work-groups
   start one by one as others finish, so two readers ``gap`` apart in dispatch
   order are ``gap`` work-group starts apart in time. Under LRU the re-read hits when the
-  distinct bytes touched in between, ``gap × u``, fit in L2; ``u`` is the bytes each
-  work-group start adds to L2 (its own share of every buffer, shared stripes divided by the
-  work-groups sharing them, plus its output). Otherwise every re-read of that buffer is a
+  distinct bytes touched in between fit in L2: those of ``gap`` consecutive work-groups,
+  each buffer's share divided among the work-groups of the window that read the same
+  sectors, plus their output (:func:`window_bytes`). Otherwise every re-read of that buffer is a
   DRAM read for the work-groups after the first wave. (Reuse distance and LRU: Mattson, Gecsei, Slutz, Traiger, IBM Systems Journal
   1970.)
 * ``dram: lock-step waves`` (the other end) — work-groups run in waves of ``concurrent``
   that start and advance together: readers in the same wave share every L2 fill, and a
-  wave's data survive to the next wave only if ``concurrent × u`` fits in L2. Each buffer is
-  then read ``max(1, requested × min(1, gap / concurrent) / size)`` times.
+  wave's distinct data survive to the next wave only if they fit in L2; otherwise each wave
+  reads its distinct data of every buffer again.
 
 On the H200 the measured DRAM reads of the GEMMs at N = 4096 lie between the two estimates
 (tiled kernels at the steady-state end, the naive kernel with 32×32 work-groups at the
@@ -64,15 +64,27 @@ class BufferReads:
         return 1
 
 
-def bytes_per_work_group_start(buffers: dict[str, BufferReads], output_bytes: int,
-                               work_groups: int, groups_0: int) -> float:
-    """``u``: distinct bytes each work-group start brings into L2 (shared stripes counted
-    once per set of consecutive work-groups sharing them)."""
-    u = output_bytes / work_groups
+def _sharers(b: BufferReads, window: float, groups_0: int) -> float:
+    """Work-groups among ``window`` consecutive ones (dispatch order) that read the same
+    sectors of ``b``: a whole row of work-groups when the loads do not move in dimension 0,
+    one per row of work-groups when they move only in dimension 0."""
+    if b.offset_0 == 0:
+        return max(1.0, min(window, groups_0))
+    if b.offset_1 == 0:
+        return max(1.0, window / groups_0)
+    return 1.0
+
+
+def window_bytes(buffers: dict[str, BufferReads], output_bytes: int, work_groups: int,
+                 groups_0: int, window: float) -> float:
+    """Distinct bytes that ``window`` consecutive work-groups (dispatch order) bring into
+    L2: each buffer's per-work-group share divided among the work-groups sharing it
+    (at most the buffer), plus their part of the output."""
+    total = output_bytes * min(1.0, window / work_groups)
     for b in buffers.values():
         per_group = b.requested_bytes / work_groups
-        u += per_group / groups_0 if b.offset_0 == 0 else per_group
-    return u
+        total += min(b.size_bytes, per_group * window / _sharers(b, window, groups_0))
+    return total
 
 
 def dram_reads_steady_state(buffers: dict[str, BufferReads], output_bytes: int,
@@ -81,15 +93,17 @@ def dram_reads_steady_state(buffers: dict[str, BufferReads], output_bytes: int,
     """DRAM bytes read, steady-state dispatch and an LRU L2 of ``l2_bytes``.
 
     The first ``concurrent`` work-groups start together and share what they read; the
-    re-reads of a buffer whose reuse distance does not fit are DRAM reads for the fraction
-    ``1 - concurrent / work_groups`` of the work-groups that start later.
+    re-reads of a buffer whose reuse distance (:func:`window_bytes` over its gap) does not
+    fit are DRAM reads for the fraction ``1 - concurrent / work_groups`` of the work-groups
+    that start later.
     """
-    u = bytes_per_work_group_start(buffers, output_bytes, work_groups, groups_0)
     later = max(0.0, 1 - concurrent / work_groups)
     total = 0.0
     for b in buffers.values():
         total += b.compulsory_bytes
-        if b.gap(groups_0) * u > l2_bytes:
+        distance = window_bytes(buffers, output_bytes, work_groups, groups_0,
+                                b.gap(groups_0))
+        if distance > l2_bytes:
             total += (b.requested_bytes - b.compulsory_bytes) * later
     return total
 
@@ -97,13 +111,14 @@ def dram_reads_steady_state(buffers: dict[str, BufferReads], output_bytes: int,
 def dram_reads_lockstep(buffers: dict[str, BufferReads], output_bytes: int,
                         work_groups: int, groups_0: int, l2_bytes: int,
                         concurrent: int) -> float:
-    """DRAM bytes read when waves of ``concurrent`` work-groups advance together."""
-    u = bytes_per_work_group_start(buffers, output_bytes, work_groups, groups_0)
-    concurrent = max(1, min(concurrent, work_groups))
-    if concurrent * u <= l2_bytes:
+    """DRAM bytes read when waves of ``concurrent`` work-groups advance together: a wave
+    whose distinct data fit in L2 leaves them to the next one; otherwise every wave reads
+    its distinct data afresh."""
+    wave = max(1, min(concurrent, work_groups))
+    if window_bytes(buffers, output_bytes, work_groups, groups_0, wave) <= l2_bytes:
         return sum(b.compulsory_bytes for b in buffers.values())
     total = 0.0
     for b in buffers.values():
-        share = min(1.0, b.gap(groups_0) / concurrent)
-        total += max(b.compulsory_bytes, b.requested_bytes * share)
+        per_wave = b.requested_bytes / _sharers(b, wave, groups_0)
+        total += max(b.compulsory_bytes, min(b.requested_bytes, per_wave))
     return total

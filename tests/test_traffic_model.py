@@ -269,8 +269,12 @@ def test_dram_reuse_distance_by_hand():
     # A does not move between neighbours in dimension 0 (offset 0): re-read by the next
     # work-group, gap 1. B moves by 16 floats in dimension 0 and not at all in dimension 1:
     # re-read one row of work-groups later, gap 4.
-    # u = 1024 (C) + 4096 / 4 (A, shared by the 4 work-groups of a row) + 4096 (B) = 6144 B.
-    # Steady state: A hits when 1 x 6144 <= L2, B when 4 x 6144 = 24576 <= L2.
+    # Distinct bytes of a window of consecutive work-groups: A's stripe is shared by the
+    # work-groups of a row in the window, B's strip by one work-group per row, plus C.
+    #   window 1 (A's gap): 4096 + 4096 + 1024 = 9216;
+    #   window 4 (B's gap): A 4096 x 4 / 4 + B 4096 x 4 / 1 + C 4 x 1024 = 24576;
+    #   window 8: A 4096 x 8 / 4 + B min(16384, 4096 x 8 / 2) + C 8192 = 32768.
+    # Steady state: A hits when 9216 <= L2, B when 24576 <= L2.
     # With one compute unit, 8 work-groups are resident (256 work-items, 2 KiB of local
     # memory): the first 8 start together and share; a re-read that does not fit is a DRAM
     # read for the other 16 - 8 = 8 work-groups, half of the re-reads.
@@ -287,17 +291,21 @@ def test_dram_reuse_distance_by_hand():
     assert p.dram_write_bytes == 16384
     p = predicted(24575)   # one byte less: B's re-reads (65536 - 16384) miss for half
     assert p.dram_read_bytes == 16384 + 16384 + 49152 // 2 == 57344
-    p = predicted(6143)    # A's reuse distance (6144 B) no longer fits either
+    p = predicted(9215)    # A's reuse distance (9216 B) no longer fits either
     assert p.dram_read_bytes == 2 * (16384 + 49152 // 2) == 81920
-    # Lock-step waves of 8: a wave's 8 x 6144 B do not fit in 24575 B, so each wave reads
-    # afresh: A 65536 x 1/8 = 8192 < its 16384 B -> 16384; B 65536 x 4/8 = 32768.
+    # Lock-step waves of 8: a wave's 32768 B do not fit in 24575 B, so each wave reads its
+    # data afresh: A 65536 / 4 sharers = 16384; B 65536 / 2 sharers (rows) = 32768.
     p = predicted(24575)
     assert p.methods["dram_read_bytes_lockstep"] == "dram: lock-step waves"
     assert p.dram_read_bytes_lockstep == 16384 + 32768
     # With 132 compute units all 16 work-groups are resident at once: one wave, each
     # buffer read once by both estimates.
-    p = predicted(6143, compute_units=132)
+    p = predicted(9215, compute_units=132)
     assert p.dram_read_bytes == p.dram_read_bytes_lockstep == 32768
+    # a wave's 32768 B fit: the next wave finds them, both estimates compulsory
+    p = predicted(32768)
+    assert p.dram_read_bytes == p.dram_read_bytes_lockstep == 32768
+    assert p.methods["dram_read_bytes"] == "dram: reuse distance, steady-state dispatch"
     # everything fits (49152 B): compulsory, and no DRAM writes during the kernel
     p = predicted(49152)
     assert p.methods["dram_read_bytes"] == "dram: compulsory"
