@@ -31,7 +31,9 @@ class GuessedValueWarning(UserWarning):
 class DeviceModel:
     """What the memory-system and time models know about a device.
 
-    Units are in the names: bytes, per-second rates, counts.
+    Units are in the names: bytes, per-second rates, counts. ``l2_associativity``: ways of
+    the L2 for the DRAM model (:func:`simulator.dram_model.miss_probability`); ``None`` means
+    fully associative LRU. NVIDIA does not document it for the H200; 16 is a guess.
     """
 
     name: str
@@ -49,6 +51,7 @@ class DeviceModel:
     local_mem_reserved_bytes_per_work_group: int = 1024
     l1_bytes_per_cu: int = 256 * 1024
     l2_bytes: int = 50 * 2**20
+    l2_associativity: int | None = 16
     dram_bytes_per_s: float = 4.8e12
     l2_bytes_per_s: float = 12e12
     clock_hz: float = 1.98e9
@@ -94,7 +97,8 @@ class DeviceModel:
 NVIDIA_H200 = DeviceModel(
     name="nvidia-h200", compute_units=132, sources="[H200] [HWP] [CPG] [H200-counters] in simulator/device_model.py",
     guessed=("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s",
-             "memory_latency_s", "local_vector_words", "l1_sharing_work_groups"))
+             "memory_latency_s", "local_vector_words", "l1_sharing_work_groups",
+             "l2_associativity"))
 
 GENERIC_GPU_MODEL = replace(
     NVIDIA_H200, name="generic-gpu", compute_units=64, l2_bytes=4 * 2**20,
@@ -103,7 +107,7 @@ GENERIC_GPU_MODEL = replace(
     guessed=("compute_units", "l1_bytes_per_cu", "l2_bytes", "dram_bytes_per_s",
              "l2_bytes_per_s", "clock_hz", "fp32_flop_per_s", "local_mem_bytes_per_cu",
              "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s", "memory_latency_s",
-             "local_vector_words", "l1_sharing_work_groups"))
+             "local_vector_words", "l1_sharing_work_groups", "l2_associativity"))
 """A mid-range GPU with NVIDIA's granularities (32-wide sub-groups, 32-byte sectors, 32
 banks); every size and rate is a guess and warns."""
 

@@ -33,7 +33,28 @@ lock-step end); ``reports/nvidia-h200/validation.md`` shows each.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+
+def miss_probability(distance_bytes: float, l2_bytes: int, associativity: int | None) -> float:
+    """Probability that a sector re-read after ``distance_bytes`` of other distinct data is
+    no longer in L2.
+
+    ``associativity=None``: a fully associative LRU cache, a miss exactly when the distance
+    exceeds ``l2_bytes`` (Mattson et al. 1970). Otherwise an A-way set-associative LRU cache
+    whose lines fall into sets at random (address hashing): the other lines landing in the
+    sector's set are Poisson with mean ``A × distance / l2_bytes``, and it is evicted when
+    A or more did (the random-placement model of Agarwal, Horowitz, Hennessy, ACM TOCS 1989).
+    """
+    if associativity is None:
+        return float(distance_bytes > l2_bytes)
+    lam = associativity * distance_bytes / l2_bytes
+    term, below = math.exp(-lam), 0.0
+    for i in range(associativity):
+        below += term
+        term *= lam / (i + 1)
+    return max(0.0, 1.0 - below)
 
 
 @dataclass(frozen=True)
@@ -89,13 +110,13 @@ def window_bytes(buffers: dict[str, BufferReads], output_bytes: int, work_groups
 
 def dram_reads_steady_state(buffers: dict[str, BufferReads], output_bytes: int,
                             work_groups: int, groups_0: int, l2_bytes: int,
-                            concurrent: int) -> float:
+                            concurrent: int, associativity: int | None = None) -> float:
     """DRAM bytes read, steady-state dispatch and an LRU L2 of ``l2_bytes``.
 
     The first ``concurrent`` work-groups start together and share what they read; the
-    re-reads of a buffer whose reuse distance (:func:`window_bytes` over its gap) does not
-    fit are DRAM reads for the fraction ``1 - concurrent / work_groups`` of the work-groups
-    that start later.
+    re-reads of a buffer by the work-groups that start later (the fraction
+    ``1 - concurrent / work_groups``) miss with :func:`miss_probability` of its reuse
+    distance (:func:`window_bytes` over its gap).
     """
     later = max(0.0, 1 - concurrent / work_groups)
     total = 0.0
@@ -103,22 +124,23 @@ def dram_reads_steady_state(buffers: dict[str, BufferReads], output_bytes: int,
         total += b.compulsory_bytes
         distance = window_bytes(buffers, output_bytes, work_groups, groups_0,
                                 b.gap(groups_0))
-        if distance > l2_bytes:
-            total += (b.requested_bytes - b.compulsory_bytes) * later
+        total += ((b.requested_bytes - b.compulsory_bytes) * later
+                  * miss_probability(distance, l2_bytes, associativity))
     return total
 
 
 def dram_reads_lockstep(buffers: dict[str, BufferReads], output_bytes: int,
                         work_groups: int, groups_0: int, l2_bytes: int,
-                        concurrent: int) -> float:
-    """DRAM bytes read when waves of ``concurrent`` work-groups advance together: a wave
-    whose distinct data fit in L2 leaves them to the next one; otherwise every wave reads
-    its distinct data afresh."""
+                        concurrent: int, associativity: int | None = None) -> float:
+    """DRAM bytes read when waves of ``concurrent`` work-groups advance together: each wave
+    reads its distinct data of every buffer; what an earlier wave read is found again with
+    the probability that a wave's distinct data (the reuse distance) leave it in L2."""
     wave = max(1, min(concurrent, work_groups))
-    if window_bytes(buffers, output_bytes, work_groups, groups_0, wave) <= l2_bytes:
-        return sum(b.compulsory_bytes for b in buffers.values())
+    miss = miss_probability(window_bytes(buffers, output_bytes, work_groups, groups_0, wave),
+                            l2_bytes, associativity)
     total = 0.0
     for b in buffers.values():
-        per_wave = b.requested_bytes / _sharers(b, wave, groups_0)
-        total += max(b.compulsory_bytes, min(b.requested_bytes, per_wave))
+        per_wave = max(b.compulsory_bytes,
+                       min(b.requested_bytes, b.requested_bytes / _sharers(b, wave, groups_0)))
+        total += b.compulsory_bytes + (per_wave - b.compulsory_bytes) * miss
     return total

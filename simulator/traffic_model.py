@@ -174,10 +174,9 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
                    for name, sectors in footprint.sectors_by_buffer.items()}
         shape = (counts.work_groups, schedule.num_groups[0])
         concurrent = resident * model.compute_units
-        dram_read = int(round(dram_reads_steady_state(buffers, outputs, *shape,
-                                                       model.l2_bytes, concurrent)))
-        dram_lockstep = int(round(dram_reads_lockstep(buffers, outputs, *shape,
-                                                      model.l2_bytes, concurrent)))
+        l2 = (model.l2_bytes, concurrent, model.l2_associativity)
+        dram_read = int(round(dram_reads_steady_state(buffers, outputs, *shape, *l2)))
+        dram_lockstep = int(round(dram_reads_lockstep(buffers, outputs, *shape, *l2)))
         methods["dram_read_bytes"] = "dram: reuse distance, steady-state dispatch"
         methods["dram_read_bytes_lockstep"] = "dram: lock-step waves"
     if inputs + outputs <= model.l2_bytes:

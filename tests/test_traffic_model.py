@@ -3,6 +3,7 @@ ceilings) and of ``tiletraffic simulate --device-model``, against values compute
 from __future__ import annotations
 
 import json
+import math
 import re
 import warnings
 from dataclasses import replace
@@ -93,7 +94,7 @@ def test_generic_model_warns_a_guessed_value_warning():
         GENERIC_GPU_MODEL.warn_guesses()
     names = warned_names(GENERIC_GPU_MODEL)
     assert sorted(names) == sorted(GENERIC_GPU_MODEL.guessed)
-    assert len(names) == len(set(names)) == 13
+    assert len(names) == len(set(names)) == 14
     assert {"compute_units", "l2_bytes", "dram_bytes_per_s", "fp32_flop_per_s"} <= set(names)
 
 
@@ -281,8 +282,9 @@ def test_dram_reuse_distance_by_hand():
     schedule = build("gemm-tiled", 64, 64, 64, tile=16)
 
     def predicted(l2_bytes, compute_units=1):
+        # a fully associative LRU L2: a re-read misses exactly when its distance > L2
         model = replace(NVIDIA_H200, l2_bytes=l2_bytes, compute_units=compute_units,
-                        l1_sharing_work_groups=1, guessed=())
+                        l1_sharing_work_groups=1, guessed=(), l2_associativity=None)
         return model_launch(schedule, model).prediction
 
     p = predicted(24576)   # B's reuse distance fits exactly: compulsory reads only
@@ -311,6 +313,36 @@ def test_dram_reuse_distance_by_hand():
     assert p.methods["dram_read_bytes"] == "dram: compulsory"
     assert p.dram_read_bytes == p.dram_read_bytes_lockstep == 32768
     assert p.dram_write_bytes == 0
+
+
+def test_dram_set_associative_l2_by_hand():
+    # The same 64^3 launch on one compute unit with a 2-way L2 of 24576 B: B's reuse
+    # distance 24576 B gives lambda = 2 x 24576 / 24576 = 2 other lines in its set on
+    # average; it is evicted when 2 or more: 1 - e^-2 (1 + 2) = 0.5940. A's distance 9216 B:
+    # lambda = 0.75, 1 - e^-0.75 x 1.75 = 0.1734. Re-reads 49152 B each, half of them by
+    # work-groups after the first wave of 8.
+    model = replace(NVIDIA_H200, l2_bytes=24576, compute_units=1, l1_sharing_work_groups=1,
+                    guessed=(), l2_associativity=2)
+    p = model_launch(build("gemm-tiled", 64, 64, 64, tile=16), model).prediction
+    miss_b = 1 - math.exp(-2) * 3
+    miss_a = 1 - math.exp(-0.75) * 1.75
+    expected = 32768 + 49152 * 0.5 * (miss_a + miss_b)
+    assert p.dram_read_bytes == round(expected)
+    # lock-step waves of 8: a wave's 32768 B, lambda = 2 x 32768 / 24576 = 8/3; each wave
+    # would read A 16384 (= once) and B 32768 (16384 more than once): 16384 x miss more
+    lam = 2 * 32768 / 24576
+    assert p.dram_read_bytes_lockstep == round(32768 + 16384 * (1 - math.exp(-lam) * (1 + lam)))
+
+
+def test_miss_probability_limits():
+    from simulator.dram_model import miss_probability
+    assert miss_probability(10, 10, None) == 0.0 and miss_probability(11, 10, None) == 1.0
+    # more ways approach the fully associative threshold
+    near = [miss_probability(0.8e6, 1e6, a) for a in (1, 4, 16, 64)]
+    far = [miss_probability(1.25e6, 1e6, a) for a in (1, 4, 16, 64)]
+    assert near == sorted(near, reverse=True) and far == sorted(far)
+    assert near[-1] < 0.06 and far[-1] > 0.95
+    assert miss_probability(0, 1e6, 16) == 0.0
 
 
 def test_dram_reuse_distance_matvec_reads_the_matrix_once():
