@@ -69,10 +69,10 @@ def test_render_writes_validation_report_without_a_gpu(tmp_path):
     result = CliRunner().invoke(main, ["report", "--render", str(target)])
     assert result.exit_code == 0, result.output
     text = (target / "validation.md").read_text()
-    assert "| global load sectors equal | 17 | 17 |" in text
+    assert "| global load sectors equal | 27 | 27 |" in text
     assert (target / "roofline.png").stat().st_size > 10_000
     data = json.loads((target / "validation.json").read_text())
-    assert data["device_model"] == "nvidia-h200" and len(data["cases"]) == 17
+    assert data["device_model"] == "nvidia-h200" and len(data["cases"]) == 27
     assert (target / "report.md").exists()
 
 
