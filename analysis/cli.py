@@ -230,6 +230,7 @@ def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
             ("L2 -> L1 sectors (predicted)", p.l2_read_sectors),
             ("L1 load hit rate (predicted)", f"{p.l1_load_hit_rate:.3f}"),
             ("DRAM read bytes (predicted)", p.dram_read_bytes),
+            ("DRAM read bytes (lock-step waves)", p.dram_read_bytes_lockstep),
             ("DRAM write bytes (predicted)", p.dram_write_bytes),
             ("work-groups per compute unit", p.resident_work_groups_per_cu),
             ("predicted time (ms)", f"{p.predicted_time_s * 1e3:.4f}  ({p.bound}-bound)")]

@@ -107,7 +107,8 @@ GENERIC_GPU_MODEL = replace(
     guessed=("compute_units", "l1_bytes_per_cu", "l2_bytes", "dram_bytes_per_s",
              "l2_bytes_per_s", "clock_hz", "fp32_flop_per_s", "local_mem_bytes_per_cu",
              "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s", "memory_latency_s",
-             "local_vector_words", "l1_sharing_work_groups", "l2_associativity"))
+             "local_vector_words", "local_vector_min_wavefronts", "l1_sharing_work_groups",
+             "l2_associativity"))
 """A mid-range GPU with NVIDIA's granularities (32-wide sub-groups, 32-byte sectors, 32
 banks); every size and rate is a guess and warns."""
 

@@ -7,29 +7,34 @@ loads do not move between neighbours in NDRange dimension 0 (``offset_0 == 0``, 
 of a GEMM row of work-groups, the x vector of a matrix-vector product) is re-read by the very
 next work-group in dispatch order (``gap = 1``); one that moves in dimension 0 but not in
 dimension 1 (``offset_1 == 0``, the B columns of a GEMM) is re-read one row of work-groups
-later (``gap = groups_0``). Work-groups are dispatched in linear order (dimension 0 fastest)
-as compute-unit slots free up; ``concurrent = resident work-groups per compute unit ×
-compute units`` run at once.
+later (``gap = groups_0``). Any other pattern (offsets not constant, or moving in both
+dimensions) is taken as re-read by the next work-group (``gap = 1``). Work-groups are
+dispatched in linear order (dimension 0 fastest) as compute-unit slots free up;
+``concurrent = resident work-groups per compute unit × compute units`` run at once.
+
+The reuse distance of a re-read is the distinct data of the window of work-groups between
+its two readers (:func:`window_bytes`: each buffer's per-work-group footprint divided among
+the work-groups of the window that read the same sectors, plus their output). Whether the
+sector survived that distance is :func:`miss_probability`: a set-associative L2 with hashed
+set placement (or, with ``associativity=None``, a fully associative LRU cache: a miss exactly
+when the distance exceeds the L2).
 
 Two estimates, each named in ``methods`` and reported side by side:
 
-* ``dram: reuse distance, steady-state dispatch`` (the prediction) — the first
-  ``concurrent`` work-groups start together and share their reads; after them, work-groups
-  start one by one as others finish, so two readers ``gap`` apart in dispatch
-  order are ``gap`` work-group starts apart in time. Under LRU the re-read hits when the
-  distinct bytes touched in between fit in L2: those of ``gap`` consecutive work-groups,
-  each buffer's share divided among the work-groups of the window that read the same
-  sectors, plus their output (:func:`window_bytes`). Otherwise every re-read of that buffer is a
-  DRAM read for the work-groups after the first wave. (Reuse distance and LRU: Mattson, Gecsei, Slutz, Traiger, IBM Systems Journal
-  1970.)
-* ``dram: lock-step waves`` (the other end) — work-groups run in waves of ``concurrent``
-  that start and advance together: readers in the same wave share every L2 fill, and a
-  wave's distinct data survive to the next wave only if they fit in L2; otherwise each wave
-  reads its distinct data of every buffer again.
+* ``dram: reuse distance, steady-state dispatch`` (the prediction) — work-groups that start
+  within the first ``concurrent`` start together and share their reads; later ones start one
+  by one as others finish, so two readers ``gap`` apart in dispatch order are ``gap``
+  work-group starts apart in time, and the re-read misses with the probability of the
+  distance of ``gap`` work-groups.
+* ``dram: lock-step waves`` (the other extreme) — waves of ``concurrent`` work-groups start and
+  advance together: readers in one wave share every L2 fill, and each wave's distinct data
+  of a buffer were left by the previous wave with the probability that a wave's distinct
+  data did not evict them.
 
-On the H200 the measured DRAM reads of the GEMMs at N = 4096 lie between the two estimates
-(tiled kernels at the steady-state end, the naive kernel with 32×32 work-groups at the
-lock-step end); ``reports/nvidia-h200/validation.md`` shows each.
+When every buffer fits in L2 together, :func:`simulator.traffic_model.predict` reports
+compulsory reads without asking this model (so conflict misses of a low-associativity L2 are
+ignored there: a small jump at that size). ``reports/nvidia-h200/validation.md`` compares
+both estimates with the H200's counters.
 """
 from __future__ import annotations
 
@@ -47,30 +52,41 @@ def miss_probability(distance_bytes: float, l2_bytes: int, associativity: int | 
     sector's set are Poisson with mean ``A × distance / l2_bytes``, and it is evicted when
     A or more did (the random-placement model of Agarwal, Horowitz, Hennessy, ACM TOCS 1989).
     """
+    if l2_bytes <= 0:
+        raise ValueError(f"L2 size must be positive, got {l2_bytes} bytes")
     if associativity is None:
         return float(distance_bytes > l2_bytes)
+    if associativity < 1:
+        raise ValueError(f"L2 associativity must be at least 1 way (or None), got {associativity}")
     lam = associativity * distance_bytes / l2_bytes
-    term, below = math.exp(-lam), 0.0
-    for i in range(associativity):
-        below += term
-        term *= lam / (i + 1)
-    return max(0.0, 1.0 - below)
+    if lam == 0:
+        return 0.0
+    log_lam = math.log(lam)
+    below = sum(math.exp(i * log_lam - lam - math.lgamma(i + 1)) for i in range(associativity))
+    return min(1.0, max(0.0, 1.0 - below))
 
 
 @dataclass(frozen=True)
 class BufferReads:
     """What L2 is asked for, per input buffer (bytes), and how its readers are spaced.
 
-    ``requested_bytes``: sectors L2 sends to L1 for this buffer × sector size;
-    ``size_bytes``: the buffer; ``offset_0`` / ``offset_1``: element offset of its loads
-    between neighbouring work-groups in NDRange dimensions 0 / 1 (``None``: not one
-    constant, or the dimension has a single work-group).
+    ``requested_bytes``: sectors L2 sends to L1 for this buffer × sector size (after any
+    sharing of L1 between work-groups); ``size_bytes``: the buffer; ``offset_0`` /
+    ``offset_1``: element offset of its loads between neighbouring work-groups in NDRange
+    dimensions 0 / 1 (``None``: not one constant, or the dimension has a single work-group);
+    ``footprint_bytes``: the distinct sectors each work-group loads, summed over
+    work-groups (× sector size), before L1 sharing; defaults to ``requested_bytes``.
     """
 
     requested_bytes: float
     size_bytes: int
     offset_0: int | None
     offset_1: int | None
+    footprint_bytes: float | None = None
+
+    @property
+    def own_bytes(self) -> float:
+        return self.requested_bytes if self.footprint_bytes is None else self.footprint_bytes
 
     @property
     def compulsory_bytes(self) -> float:
@@ -103,7 +119,7 @@ def window_bytes(buffers: dict[str, BufferReads], output_bytes: int, work_groups
     (at most the buffer), plus their part of the output."""
     total = output_bytes * min(1.0, window / work_groups)
     for b in buffers.values():
-        per_group = b.requested_bytes / work_groups
+        per_group = b.own_bytes / work_groups
         total += min(b.size_bytes, per_group * window / _sharers(b, window, groups_0))
     return total
 
@@ -113,14 +129,16 @@ def dram_reads_steady_state(buffers: dict[str, BufferReads], output_bytes: int,
                             concurrent: int, associativity: int | None = None) -> float:
     """DRAM bytes read, steady-state dispatch and an LRU L2 of ``l2_bytes``.
 
-    The first ``concurrent`` work-groups start together and share what they read; the
-    re-reads of a buffer by the work-groups that start later (the fraction
-    ``1 - concurrent / work_groups``) miss with :func:`miss_probability` of its reuse
-    distance (:func:`window_bytes` over its gap).
+    The first ``concurrent`` work-groups start together and share what they read: of a
+    buffer's re-readers (every work-group from ``gap`` on), those below ``concurrent`` hit;
+    the others miss with :func:`miss_probability` of the reuse distance
+    (:func:`window_bytes` over the gap).
     """
-    later = max(0.0, 1 - concurrent / work_groups)
     total = 0.0
     for b in buffers.values():
+        gap = b.gap(groups_0)
+        rereaders = max(1, work_groups - gap)
+        later = 1.0 - max(0, min(concurrent, work_groups) - gap) / rereaders
         total += b.compulsory_bytes
         distance = window_bytes(buffers, output_bytes, work_groups, groups_0,
                                 b.gap(groups_0))
@@ -141,6 +159,6 @@ def dram_reads_lockstep(buffers: dict[str, BufferReads], output_bytes: int,
     total = 0.0
     for b in buffers.values():
         per_wave = max(b.compulsory_bytes,
-                       min(b.requested_bytes, b.requested_bytes / _sharers(b, wave, groups_0)))
+                       min(b.requested_bytes, b.own_bytes / _sharers(b, wave, groups_0)))
         total += b.compulsory_bytes + (per_wave - b.compulsory_bytes) * miss
     return total

@@ -56,6 +56,7 @@ class FootprintObserver(Observer):
         self.sharing = sharing
         self.offsets = offsets or {}
         self.sectors_by_buffer: dict[str, float] = {}
+        self.own_sectors_by_buffer: dict[str, float] = {}
         self._pending: dict[str, list[np.ndarray]] = {}
         self.weights = None
 
@@ -84,6 +85,8 @@ class FootprintObserver(Observer):
         for name, parts in self._pending.items():
             keys = np.unique(np.concatenate(parts))
             per_group = np.bincount(keys >> 40, minlength=self.groups).astype(float)
+            own = per_group.sum() if self.weights is None else per_group @ self.weights
+            self.own_sectors_by_buffer[name] = self.own_sectors_by_buffer.get(name, 0) + float(own)
             shift = self._shift(name)
             if shift is not None:
                 shared = np.isin(keys + shift, keys)
@@ -170,7 +173,8 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         methods["dram_read_bytes"] = "dram: compulsory"
     else:
         buffers = {name: BufferReads(sectors * model.sector_bytes, sizes[name],
-                                     offsets[0].get(name), offsets[1].get(name))
+                                     offsets[0].get(name), offsets[1].get(name),
+                                     footprint.own_sectors_by_buffer[name] * model.sector_bytes)
                    for name, sectors in footprint.sectors_by_buffer.items()}
         shape = (counts.work_groups, schedule.num_groups[0])
         concurrent = resident * model.compute_units

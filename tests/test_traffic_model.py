@@ -94,7 +94,7 @@ def test_generic_model_warns_a_guessed_value_warning():
         GENERIC_GPU_MODEL.warn_guesses()
     names = warned_names(GENERIC_GPU_MODEL)
     assert sorted(names) == sorted(GENERIC_GPU_MODEL.guessed)
-    assert len(names) == len(set(names)) == 14
+    assert len(names) == len(set(names)) == 15
     assert {"compute_units", "l2_bytes", "dram_bytes_per_s", "fp32_flop_per_s"} <= set(names)
 
 
@@ -277,8 +277,10 @@ def test_dram_reuse_distance_by_hand():
     #   window 8: A 4096 x 8 / 4 + B min(16384, 4096 x 8 / 2) + C 8192 = 32768.
     # Steady state: A hits when 9216 <= L2, B when 24576 <= L2.
     # With one compute unit, 8 work-groups are resident (256 work-items, 2 KiB of local
-    # memory): the first 8 start together and share; a re-read that does not fit is a DRAM
-    # read for the other 16 - 8 = 8 work-groups, half of the re-reads.
+    # memory) and start together: a re-reader below 8 shares. A is re-read by work-groups
+    # 1..15, 7 of them in the first wave: 8/15 of A's re-reads can miss; B by 4..15, 4 of
+    # them in the first wave: 8/12 = 2/3 of B's re-reads can miss. Re-reads: 65536 - 16384
+    # = 49152 B per buffer.
     schedule = build("gemm-tiled", 64, 64, 64, tile=16)
 
     def predicted(l2_bytes, compute_units=1):
@@ -291,10 +293,10 @@ def test_dram_reuse_distance_by_hand():
     assert p.methods["dram_read_bytes"] == "dram: reuse distance, steady-state dispatch"
     assert p.dram_read_bytes == 16384 + 16384
     assert p.dram_write_bytes == 16384
-    p = predicted(24575)   # one byte less: B's re-reads (65536 - 16384) miss for half
-    assert p.dram_read_bytes == 16384 + 16384 + 49152 // 2 == 57344
+    p = predicted(24575)   # one byte less: B's later re-reads miss
+    assert p.dram_read_bytes == 16384 + 16384 + 49152 * 2 // 3 == 65536
     p = predicted(9215)    # A's reuse distance (9216 B) no longer fits either
-    assert p.dram_read_bytes == 2 * (16384 + 49152 // 2) == 81920
+    assert p.dram_read_bytes == round(65536 + 49152 * 8 / 15) == 91750
     # Lock-step waves of 8: a wave's 32768 B do not fit in 24575 B, so each wave reads its
     # data afresh: A 65536 / 4 sharers = 16384; B 65536 / 2 sharers (rows) = 32768.
     p = predicted(24575)
@@ -319,14 +321,14 @@ def test_dram_set_associative_l2_by_hand():
     # The same 64^3 launch on one compute unit with a 2-way L2 of 24576 B: B's reuse
     # distance 24576 B gives lambda = 2 x 24576 / 24576 = 2 other lines in its set on
     # average; it is evicted when 2 or more: 1 - e^-2 (1 + 2) = 0.5940. A's distance 9216 B:
-    # lambda = 0.75, 1 - e^-0.75 x 1.75 = 0.1734. Re-reads 49152 B each, half of them by
-    # work-groups after the first wave of 8.
+    # lambda = 0.75, 1 - e^-0.75 x 1.75 = 0.1734. Re-reads 49152 B each, of which 8/15 (A)
+    # and 2/3 (B) by work-groups after the first wave of 8 (as in the test above).
     model = replace(NVIDIA_H200, l2_bytes=24576, compute_units=1, l1_sharing_work_groups=1,
                     guessed=(), l2_associativity=2)
     p = model_launch(build("gemm-tiled", 64, 64, 64, tile=16), model).prediction
     miss_b = 1 - math.exp(-2) * 3
     miss_a = 1 - math.exp(-0.75) * 1.75
-    expected = 32768 + 49152 * 0.5 * (miss_a + miss_b)
+    expected = 32768 + 49152 * (8 / 15 * miss_a + 2 / 3 * miss_b)
     assert p.dram_read_bytes == round(expected)
     # lock-step waves of 8: a wave's 32768 B, lambda = 2 x 32768 / 24576 = 8/3; each wave
     # would read A 16384 (= once) and B 32768 (16384 more than once): 16384 x miss more
@@ -336,6 +338,13 @@ def test_dram_set_associative_l2_by_hand():
 
 def test_miss_probability_limits():
     from simulator.dram_model import miss_probability
+    # many ways: no underflow (lambda > 745), close to the fully associative threshold
+    assert miss_probability(0.5e6, 1e6, 2048) < 1e-6
+    assert miss_probability(1.5e6, 1e6, 2048) > 1 - 1e-6
+    with pytest.raises(ValueError, match="associativity must be at least 1 way.*got 0"):
+        miss_probability(1, 10, 0)
+    with pytest.raises(ValueError, match="L2 size must be positive, got 0"):
+        miss_probability(1, 0, 16)
     assert miss_probability(10, 10, None) == 0.0 and miss_probability(11, 10, None) == 1.0
     # more ways approach the fully associative threshold
     near = [miss_probability(0.8e6, 1e6, a) for a in (1, 4, 16, 64)]
@@ -343,6 +352,20 @@ def test_miss_probability_limits():
     assert near == sorted(near, reverse=True) and far == sorted(far)
     assert near[-1] < 0.06 and far[-1] > 0.95
     assert miss_probability(0, 1e6, 16) == 0.0
+
+
+def test_dram_b_rereads_start_after_the_first_row():
+    # gemm-tiled M=32, K=256, N=2048, B=16: 128 x 2 work-groups; 8 resident per compute
+    # unit (256 work-items) -> 128 at once on 16 compute units, exactly the first row.
+    # B (2 MiB) is re-read by the whole second row (work-groups 128..255), all after the
+    # first wave: with an L2 of 64 KiB every B re-read is a DRAM read: 2 MiB + 2 MiB.
+    # A's reuse distance (next work-group: 16 KiB of A + 16 KiB of B + 1 KiB of C) fits.
+    model = replace(NVIDIA_H200, l2_bytes=65536, l2_associativity=None, compute_units=16,
+                    guessed=(), l1_sharing_work_groups=1)
+    p = model_launch(build("gemm-tiled", 32, 256, 2048, tile=16), model).prediction
+    b_bytes = 256 * 2048 * 4
+    a_bytes = 32 * 256 * 4
+    assert p.dram_read_bytes == a_bytes + 2 * b_bytes
 
 
 def test_dram_reuse_distance_matvec_reads_the_matrix_once():
