@@ -44,10 +44,11 @@ def _targets(cases: list[CaseComparison], speed: list[dict], ranks: list[dict]) 
     named = [c for c in cases if _named_case(c)]
     rows += ["", "The cases the issue names (gemm-naive and gemm-tiled with B = 16 at N = 1024 "
              "and 4096, matvec-naive and matvec-local): "]
+    named_rows = [(c, r) for c in named for r in c.rows()]
     parts = []
     for label in ("global load sectors", "L2→L1 read sectors", "DRAM bytes read"):
-        found = [r for c in named for r in c.rows() if r["quantity"] == label]
-        misses = [f"{c.case_id} {_pct(r['relative_error'])}" for c in named for r in c.rows()
+        found = [r for _, r in named_rows if r["quantity"] == label]
+        misses = [f"{c.case_id} {_pct(r['relative_error'])}" for c, r in named_rows
                   if r["quantity"] == label and not r["met"]]
         parts.append(f"{label} {sum(1 for r in found if r['met'])}/{len(found)} met"
                      + (f" (not met: {', '.join(misses)})" if misses else ""))

@@ -94,11 +94,8 @@ class BufferReads:
 
     def gap(self, groups_0: int) -> int:
         """Work-groups, in dispatch order, between two readers of the same sector."""
-        if self.offset_0 == 0 or self.offset_0 is None:
-            return 1
-        if self.offset_1 == 0:
-            return groups_0
-        return 1
+        moves_only_in_0 = self.offset_0 not in (0, None) and self.offset_1 == 0
+        return groups_0 if moves_only_in_0 else 1
 
 
 def _sharers(b: BufferReads, window: float, groups_0: int) -> float:
@@ -140,8 +137,7 @@ def dram_reads_steady_state(buffers: dict[str, BufferReads], output_bytes: int,
         rereaders = max(1, work_groups - gap)
         later = 1.0 - max(0, min(concurrent, work_groups) - gap) / rereaders
         total += b.compulsory_bytes
-        distance = window_bytes(buffers, output_bytes, work_groups, groups_0,
-                                b.gap(groups_0))
+        distance = window_bytes(buffers, output_bytes, work_groups, groups_0, gap)
         total += ((b.requested_bytes - b.compulsory_bytes) * later
                   * miss_probability(distance, l2_bytes, associativity))
     return total

@@ -81,18 +81,21 @@ class FootprintObserver(Observer):
             return None
         return offset * FLOAT_BYTES // self.sector_bytes
 
+    def _add(self, totals: dict[str, float], name: str, per_group: np.ndarray) -> None:
+        """Add the class-weighted sum of ``per_group`` to ``totals[name]``."""
+        total = per_group.sum() if self.weights is None else per_group @ self.weights
+        totals[name] = totals.get(name, 0) + float(total)
+
     def _flush(self) -> None:
         for name, parts in self._pending.items():
             keys = np.unique(np.concatenate(parts))
             per_group = np.bincount(keys >> 40, minlength=self.groups).astype(float)
-            own = per_group.sum() if self.weights is None else per_group @ self.weights
-            self.own_sectors_by_buffer[name] = self.own_sectors_by_buffer.get(name, 0) + float(own)
+            self._add(self.own_sectors_by_buffer, name, per_group)
             shift = self._shift(name)
             if shift is not None:
                 shared = np.isin(keys + shift, keys)
                 per_group -= np.bincount(keys[shared] >> 40, minlength=self.groups) / 2
-            total = per_group.sum() if self.weights is None else per_group @ self.weights
-            self.sectors_by_buffer[name] = self.sectors_by_buffer.get(name, 0) + float(total)
+            self._add(self.sectors_by_buffer, name, per_group)
         self._pending = {}
 
     def on_finish(self) -> None:
