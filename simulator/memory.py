@@ -18,9 +18,10 @@ v, and are at least ``vector_min_wavefronts`` (2 on the H200: every 128-bit LDS 
 GEMMs took two wavefronts in ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld``, whether
 its 32 work-items read 1, 2 or 4 distinct 16-byte words; bank conflicts are counted above
 that minimum, as Nsight Compute counts them). A request needs as many *wavefronts* as the
-largest number of distinct words it touches in one bank (work-items reading the same word share it: a broadcast); its bank
-conflicts are wavefronts − 1 (CUDA C++ Programming Guide, "Shared Memory", compute
-capability 5.x and later).
+largest number of distinct words it touches in one bank (work-items reading the same word
+share it: a broadcast); its bank conflicts are the wavefronts above that minimum (one for
+scalar loads) (CUDA C++ Programming Guide, "Shared Memory", compute capability 5.x and
+later).
 """
 from __future__ import annotations
 
