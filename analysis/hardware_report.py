@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from . import plots
+from .dispatch import dispatch_section, load_dispatch
 from .hardware import (EXACT, WITHIN_25, CaseComparison, compare, load_raw, model_for,
                        rankings, speedups)
 
@@ -187,6 +188,7 @@ def render_hardware(directory: str | Path) -> Path:
                        "opencl_median_s": c.measured_time_s,
                        "ncu_duration_s": c.counter_time_s} for c in cases],
             "speedups": speed, "rankings": ranks}
+    dispatch_lines, data["dispatch"] = dispatch_section(load_dispatch(directory), cases, model)
     _atomic_write(directory / "validation.json", json.dumps(data, indent=1, default=str))
     points = []
     for c in cases:
@@ -275,6 +277,7 @@ def render_hardware(directory: str | Path) -> Path:
               "sectors, local-memory loads) use no fitted value.",
               "`local_vector_min_wavefronts` (2) is not a guess but read off these counters "
               "(every 128-bit local load took two wavefronts), and so is not an independent "
-              "check of the local-load wavefronts either.", "", *_dram_section(cases, model)]
+              "check of the local-load wavefronts either.", "", *_dram_section(cases, model),
+              *dispatch_lines]
     _atomic_write(directory / "validation.md", "\n".join(lines))
     return directory / "validation.md"

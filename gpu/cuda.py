@@ -59,18 +59,21 @@ def _by_dim(name: str, builtin: str) -> str:
             f"{builtin}.z)")
 
 
-def prelude(launch_bounds: bool = True) -> str:
+def prelude(launch_bounds: bool = True,
+            kernel_qualifier: str = 'extern "C" __global__') -> str:
     """The ``#define`` lines put in front of the OpenCL C source (ends with a newline).
 
     Args:
         launch_bounds: map ``reqd_work_group_size(X, Y, Z)`` onto CUDA's launch bounds of
             ``X*Y*Z`` threads (default); ``False`` drops the attribute instead.
+        kernel_qualifier: what ``__kernel`` becomes (a ``__global__`` entry point by
+            default; :func:`timeline_source` makes it a ``__device__`` function).
     """
     work_group = ("#define reqd_work_group_size(x, y, z) launch_bounds((x) * (y) * (z))"
                   if launch_bounds else "#define reqd_work_group_size(x, y, z)")
     lines = [
         PRELUDE_BEGIN,
-        '#define __kernel extern "C" __global__',
+        f"#define __kernel {kernel_qualifier}",
         "#define __global",
         "#define __local __shared__",
         "#define restrict __restrict__",
@@ -97,6 +100,71 @@ def cuda_source(kernel: GeneratedKernel, launch_bounds: bool = True) -> str:
     ``get_function(k.name)``) or ``nvcc``; launch with :func:`launch_geometry`.
     """
     return prelude(launch_bounds) + kernel.source
+
+
+TIMELINE_SUFFIX = "_timeline"
+"""Name suffix of the entry point :func:`timeline_source` adds."""
+
+_ARG_TYPES = {"global_in": "const float *__restrict__", "global_out": "float *__restrict__",
+              "int": "const int"}
+
+
+def timeline_source(kernel: GeneratedKernel) -> tuple[str, str]:
+    """CUDA source that runs ``kernel`` unchanged and records when each work-group ran.
+
+    The generated OpenCL C still follows the prelude byte for byte, but ``__kernel`` makes it
+    a ``__device__ __forceinline__`` function renamed ``<name>_body`` (by a ``#define`` of
+    its name). After it comes the entry point ``<name>_timeline``: its arguments are the
+    kernel's, then ``unsigned long long *timeline``. Work-item (0, 0, 0) of each work-group
+    reads ``%globaltimer`` (ns, shared by all SMs) before the body, and, after a
+    ``__syncthreads()`` that follows the body, writes ``timeline[3*g] = start_ns``,
+    ``timeline[3*g+1] = end_ns`` and ``timeline[3*g+2] = %smid`` (the compute unit), where
+    ``g = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)`` is the
+    work-group's linear id (OpenCL: ``get_group_id(0) + get_num_groups(0) * ...``). The
+    entry point keeps the kernel's launch bounds (``X*Y*Z`` threads).
+
+    The instrumentation adds two timer reads, one barrier and three stores per work-group:
+    small against the kernels measured with it (thousands of loads per work-item), but the
+    kernel is not the one Nsight Compute counted, so its timings are not used as kernel
+    times.
+
+    Returns:
+        ``(source, entry point name)``.
+    """
+    body = f"{kernel.name}_body"
+    threads = kernel.work_group_items
+    params = ", ".join(f"{_ARG_TYPES[a.kind]} {a.name}" for a in kernel.args)
+    names = ", ".join(a.name for a in kernel.args)
+    entry = f"{kernel.name}{TIMELINE_SUFFIX}"
+    wrapper = f"""
+// ---- tiletraffic work-group timeline (gpu/cuda.py: timeline_source) ----
+extern "C" __global__ void __launch_bounds__({threads})
+{entry}({params}, unsigned long long *__restrict__ timeline)
+{{
+    const bool first = threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0;
+    unsigned long long start_ns = 0;
+    if (first) {{
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start_ns));
+    }}
+    {body}({names});
+    __syncthreads();
+    if (first) {{
+        unsigned long long end_ns;
+        unsigned int smid;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end_ns));
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        const unsigned long long g = blockIdx.x + (unsigned long long)gridDim.x
+            * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+        timeline[3 * g] = start_ns;
+        timeline[3 * g + 1] = end_ns;
+        timeline[3 * g + 2] = smid;
+    }}
+}}
+"""
+    head = (prelude(launch_bounds=False,
+                    kernel_qualifier="static __device__ __forceinline__")
+            + f"#define {kernel.name} {body}\n")
+    return head + kernel.source + wrapper, entry
 
 
 def launch_geometry(kernel: GeneratedKernel) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

@@ -41,6 +41,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 
 def miss_probability(distance_bytes: float, l2_bytes: int, associativity: int | None) -> float:
     """Probability that a sector re-read after ``distance_bytes`` of other distinct data is
@@ -158,3 +160,128 @@ def dram_reads_lockstep(buffers: dict[str, BufferReads], output_bytes: int,
                        min(b.requested_bytes, b.own_bytes / _sharers(b, wave, groups_0)))
         total += b.compulsory_bytes + (per_wave - b.compulsory_bytes) * miss
     return total
+
+
+def _stripes(b: BufferReads, work_groups: int, groups_0: int) -> np.ndarray:
+    """Work-group ids (dispatch order) that read the same sectors of ``b``, one row per
+    group of sharers: a row of work-groups (loads fixed in dimension 0), a column of them
+    (loads fixed in dimension 1 only), or each work-group alone."""
+    ids = np.arange(work_groups)
+    rows = work_groups // groups_0
+    if b.offset_0 == 0 and rows * groups_0 == work_groups:
+        return ids.reshape(rows, groups_0)
+    if b.offset_0 not in (0, None) and b.offset_1 == 0 and rows * groups_0 == work_groups:
+        return ids.reshape(rows, groups_0).T
+    return ids.reshape(work_groups, 1)
+
+
+def _covered_fraction(start: np.ndarray, end: np.ndarray, t1: float, t2: float) -> np.ndarray:
+    """Per row of readers: the length of the union of the fractions of the K loop the
+    readers went through between times ``t1`` and ``t2`` (each reader moves through it
+    at a constant rate from its start to its end)."""
+    span = np.maximum(end - start, 1e-30)
+    f1 = np.clip((t1 - start) / span, 0.0, 1.0)
+    f2 = np.clip((t2 - start) / span, 0.0, 1.0)
+    order = np.argsort(f1, axis=1)
+    f1 = np.take_along_axis(f1, order, axis=1)
+    f2 = np.take_along_axis(f2, order, axis=1)
+    reach = np.maximum.accumulate(f2, axis=1)
+    before = np.concatenate([np.zeros((len(f1), 1)), reach[:, :-1]], axis=1)
+    return np.maximum(0.0, f2 - np.maximum(f1, before)).sum(axis=1)
+
+
+def dram_reads_timeline(buffers: dict[str, BufferReads], output_bytes: int, groups_0: int,
+                        start_s: np.ndarray, end_s: np.ndarray, l2_bytes: int,
+                        associativity: int | None = None, samples: int = 400,
+                        seed: int = 0) -> tuple[float, dict[str, float]]:
+    """DRAM bytes read when work-group ``g`` ran from ``start_s[g]`` to ``end_s[g]``.
+
+    The timeline may be measured (``benchmarks/h200_dispatch.py`` reads ``%globaltimer``
+    in each work-group) or made up (:func:`wave_timeline`). Each work-group reads its share
+    of every buffer at a constant rate over its run (the fraction ``f`` of its loop at time
+    ``start + f × (end - start)``). A re-read of the sectors at fraction ``f`` of a stripe
+    (the sectors a row or column of work-groups share, see :func:`_stripes`) by reader
+    ``r`` finds them in L2 unless the distinct data touched since the stripe's previous
+    touch at ``f`` (by any of its readers) evicted them: that reuse distance is, over all
+    buffers and stripes, the union of the loop fractions the readers went through in the
+    window, times the stripe's bytes, plus the output of the work-groups that ended in it;
+    :func:`miss_probability` turns it into a miss probability. Monte Carlo over
+    ``samples`` re-reads (stripe, reader, ``f``) per buffer, fixed ``seed``.
+
+    Args:
+        start_s, end_s: shape ``(work_groups,)``, seconds (any origin), dispatch order
+            (linear work-group id, dimension 0 fastest).
+
+    Returns:
+        (DRAM bytes read, mean miss probability of a re-read per buffer).
+
+    Raises:
+        ValueError: timelines of different lengths, an end before its start, or
+            ``samples < 1``.
+    """
+    start = np.asarray(start_s, dtype=float)
+    end = np.asarray(end_s, dtype=float)
+    if start.shape != end.shape or start.ndim != 1:
+        raise ValueError(f"start_s and end_s must be 1-D of one length, got {start.shape} "
+                         f"and {end.shape}")
+    if np.any(end < start):
+        raise ValueError("a work-group ends before it starts in the timeline")
+    if samples < 1:
+        raise ValueError(f"samples must be at least 1, got {samples}")
+    work_groups = len(start)
+    rng = np.random.default_rng(seed)
+    layout = {name: _stripes(b, work_groups, groups_0) for name, b in buffers.items()}
+    out_per_group = output_bytes / work_groups
+
+    def distance(t1: float, t2: float) -> float:
+        total = out_per_group * float(np.count_nonzero((end > t1) & (end <= t2)))
+        for name, b in buffers.items():
+            ids = layout[name]
+            stripe_bytes = b.size_bytes / ids.shape[0]
+            total += stripe_bytes * float(_covered_fraction(start[ids], end[ids], t1, t2).sum())
+        return total
+
+    total = 0.0
+    miss_by_buffer: dict[str, float] = {}
+    for name, b in buffers.items():
+        total += b.compulsory_bytes
+        ids = layout[name]
+        if ids.shape[1] < 2 or b.requested_bytes <= b.compulsory_bytes:
+            miss_by_buffer[name] = 0.0
+            continue
+        misses = []
+        while len(misses) < samples:
+            stripe = ids[rng.integers(ids.shape[0])]
+            f = rng.random()
+            touch = start[stripe] + f * (end[stripe] - start[stripe])
+            r = rng.integers(len(stripe))
+            t = touch[r]
+            earlier = touch[touch < t]
+            if np.any(touch[:r] == t):
+                misses.append(0.0)  # a reader touching at the same time paid for the fill
+                continue
+            if earlier.size == 0:
+                continue  # the stripe's first touch at f: compulsory
+            misses.append(miss_probability(distance(float(earlier.max()), float(t)),
+                                           l2_bytes, associativity))
+        miss_by_buffer[name] = float(np.mean(misses))
+        total += (b.requested_bytes - b.compulsory_bytes) * miss_by_buffer[name]
+    return total, miss_by_buffer
+
+
+def wave_timeline(work_groups: int, concurrent: int, duration_s: float,
+                  steady: bool) -> tuple[np.ndarray, np.ndarray]:
+    """A made-up timeline of ``work_groups`` equal work-groups on ``concurrent`` slots.
+
+    ``steady=False``: lock-step waves (work-group ``g`` starts at ``(g // concurrent) ×
+    duration``). ``steady=True``: the first ``concurrent`` start together, then one by one
+    (work-group ``g >= concurrent`` starts at ``(g / concurrent) × duration``), the
+    steady-state dispatch of :func:`dram_reads_steady_state`.
+
+    Returns:
+        (start_s, end_s), each of shape ``(work_groups,)``.
+    """
+    g = np.arange(work_groups, dtype=float)
+    start = (np.floor(g / concurrent) if not steady
+             else np.where(g < concurrent, 0.0, g / concurrent)) * duration_s
+    return start, start + duration_s

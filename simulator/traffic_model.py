@@ -151,6 +151,20 @@ class TrafficPrediction:
         return dict(self.__dict__)
 
 
+def buffer_reads(schedule: Schedule, footprint: FootprintObserver, model: DeviceModel,
+                 offsets: tuple[dict[str, int | None], dict[str, int | None]] = ({}, {})
+                 ) -> dict[str, BufferReads]:
+    """What the DRAM model needs of each loaded buffer: bytes L2 is asked for (the
+    footprint's sectors), the buffer's size and its load offsets between neighbouring
+    work-groups in dimensions 0 and 1 (:class:`simulator.dram_model.BufferReads`)."""
+    p = schedule.param_values
+    sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * FLOAT_BYTES for a in schedule.arrays}
+    return {name: BufferReads(sectors * model.sector_bytes, sizes[name],
+                              offsets[0].get(name), offsets[1].get(name),
+                              footprint.own_sectors_by_buffer[name] * model.sector_bytes)
+            for name, sectors in footprint.sectors_by_buffer.items()}
+
+
 def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
             footprint: FootprintObserver, model: DeviceModel,
             load_phases: int = 0,
@@ -175,10 +189,7 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         dram_read = dram_lockstep = inputs
         methods["dram_read_bytes"] = "dram: compulsory"
     else:
-        buffers = {name: BufferReads(sectors * model.sector_bytes, sizes[name],
-                                     offsets[0].get(name), offsets[1].get(name),
-                                     footprint.own_sectors_by_buffer[name] * model.sector_bytes)
-                   for name, sectors in footprint.sectors_by_buffer.items()}
+        buffers = buffer_reads(schedule, footprint, model, offsets)
         shape = (counts.work_groups, schedule.num_groups[0])
         concurrent = resident * model.compute_units
         l2 = (model.l2_bytes, concurrent, model.l2_associativity)
@@ -225,6 +236,8 @@ class ModelledLaunch:
     counts: TrafficCounts
     memory: MemoryCounts
     prediction: TrafficPrediction
+    buffers: dict[str, BufferReads] = field(default_factory=dict)
+    """Per loaded buffer, what the DRAM model was given (:func:`buffer_reads`)."""
 
     def to_dict(self) -> dict:
         """Flat JSON-ready mapping: the traffic counters, then the memory-system ones, then
@@ -262,4 +275,5 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
                       work_group_classes=work_group_classes)
     prediction = predict(schedule, result.counts, memory.counts, footprint, model,
                          phases.phases, offsets)
-    return ModelledLaunch(result.counts, memory.counts, prediction)
+    return ModelledLaunch(result.counts, memory.counts, prediction,
+                          buffer_reads(schedule, footprint, model, offsets))

@@ -13,7 +13,8 @@ import subprocess
 import pytest
 
 from gpu.codegen import generate
-from gpu.cuda import CUDA_PRELUDE, PRELUDE_END, cuda_source, launch_geometry, prelude
+from gpu.cuda import (CUDA_PRELUDE, PRELUDE_END, TIMELINE_SUFFIX, cuda_source, launch_geometry,
+                      prelude, timeline_source)
 from simulator.schedules import FAMILIES, build
 
 CASES = {
@@ -111,3 +112,40 @@ def test_nvcc_compiles_the_mapped_source(family, tmp_path):
     assert re.search(rf"\.maxntid {threads}, 1, 1", text)
     shared = sum(int(n) for n in re.findall(r"\.shared \.align \d+ \.b8 \S+\[(\d+)\]", text))
     assert shared == kernel.local_mem_bytes
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_timeline_source_wraps_the_unchanged_kernel(family):
+    kernel = generate(CASES[family])
+    src, entry = timeline_source(kernel)
+    assert entry == kernel.name + TIMELINE_SUFFIX
+    assert kernel.source in src  # byte for byte
+    head = src[:src.index(kernel.source)]
+    d = _defines(head)
+    assert d["__kernel"] == "static __device__ __forceinline__"
+    assert d[kernel.name] == kernel.name + "_body"
+    assert d["reqd_work_group_size(x, y, z)"] == ""  # launch bounds move to the entry point
+    tail = src[src.index(kernel.source) + len(kernel.source):]
+    assert f"__launch_bounds__({kernel.work_group_items})" in tail
+    names = ", ".join(a.name for a in kernel.args)
+    assert f"{kernel.name}_body({names});" in tail
+    assert "unsigned long long *__restrict__ timeline" in tail
+    assert "%%globaltimer" in tail and "%%smid" in tail
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("family", FAMILIES)
+def test_nvcc_compiles_the_timeline_source(family, tmp_path):
+    kernel = generate(CASES[family])
+    text, entry = timeline_source(kernel)
+    src = tmp_path / "t.cu"
+    src.write_text(text)
+    ptx = tmp_path / "t.ptx"
+    done = subprocess.run(["nvcc", "-arch=sm_90", "-ptx", str(src), "-o", str(ptx)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = ptx.read_text()
+    assert re.search(rf"\.entry {entry}\(", out)
+    assert not re.search(rf"\.entry {kernel.name}\(", out)  # the body is not an entry
+    assert re.search(rf"\.maxntid {kernel.work_group_items}, 1, 1", out)
+    assert out.count("%globaltimer") == 2 and "%smid" in out
