@@ -49,7 +49,10 @@ def load_dispatch(directory: Path) -> dict | None:
         out["lsu"] = json.loads((d / "h200_dispatch_lsu.json").read_text()).get("lsu_rate")
     if (d / "ncu_full.tar.gz").exists():
         with tarfile.open(d / "ncu_full.tar.gz") as tar:
-            member = tar.extractfile("raw.csv")
+            try:
+                member = tar.extractfile("raw.csv")
+            except KeyError:  # an archive without Nsight's raw page: no counter tables
+                member = None
             rows = list(csv.reader(io.StringIO(member.read().decode()))) if member else []
         if len(rows) > 2:
             header, data = rows[0], rows[2:]

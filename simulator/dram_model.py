@@ -216,14 +216,16 @@ def dram_reads_timeline(buffers: dict[str, BufferReads], output_bytes: int, grou
         (DRAM bytes read, mean miss probability of a re-read per buffer).
 
     Raises:
-        ValueError: timelines of different lengths, an end before its start, or
-            ``samples < 1``.
+        ValueError: timelines of different lengths, a time that is not finite, an end
+            before its start, or ``samples < 1``.
     """
     start = np.asarray(start_s, dtype=float)
     end = np.asarray(end_s, dtype=float)
     if start.shape != end.shape or start.ndim != 1:
         raise ValueError(f"start_s and end_s must be 1-D of one length, got {start.shape} "
                          f"and {end.shape}")
+    if not (np.all(np.isfinite(start)) and np.all(np.isfinite(end))):
+        raise ValueError("the timeline has a start or end that is not a finite number")
     if np.any(end < start):
         raise ValueError("a work-group ends before it starts in the timeline")
     if samples < 1:

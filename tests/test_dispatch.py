@@ -62,3 +62,17 @@ def test_section_renders_from_the_committed_files(dispatch):
 def test_a_directory_without_dispatch_has_no_section(tmp_path):
     assert load_dispatch(tmp_path) is None
     assert dispatch_section(None, [], None) == ([], [])
+
+
+def test_an_archive_without_the_raw_page_gives_no_counter_tables(tmp_path):
+    import shutil
+    import tarfile
+
+    d = tmp_path / "dispatch"
+    d.mkdir()
+    for name in ("h200_dispatch.json", "timelines.npz"):
+        shutil.copy(REPORT / "dispatch" / name, d / name)
+    with tarfile.open(d / "ncu_full.tar.gz", "w:gz"):
+        pass
+    loaded = load_dispatch(tmp_path)
+    assert loaded is not None and "ncu_full" not in loaded and "lsu" not in loaded

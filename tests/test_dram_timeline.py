@@ -81,6 +81,7 @@ def test_wave_timeline_shapes():
     ([0.0, 0.0], [1.0], 10, "one length"),
     ([0.0, 1.0], [1.0, 0.5], 10, "ends before"),
     ([0.0, 0.0], [1.0, 1.0], 0, "samples"),
+    ([0.0, float("nan")], [1.0, 1.0], 10, "finite"),
 ])
 def test_bad_timelines_are_refused(start, end, samples, match):
     with pytest.raises(ValueError, match=match):
