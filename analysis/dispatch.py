@@ -122,11 +122,14 @@ def dispatch_section(dispatch: dict | None, cases: list[CaseComparison], model,
         f"{meta.get('created_utc', '?')[:16].replace('T', ' ')} UTC, `dispatch/command.txt`) "
         "ran the same generated kernels built as CUDA with two `%globaltimer` reads and a "
         "`%smid` read per work-group (`gpu.cuda.timeline_source`): when every work-group "
-        "started and ended, and on which SM (`dispatch/timelines.npz`). A row of work-groups "
-        "(the `groups_0` work-groups that read the same columns of B as the rows before "
-        "and after it) starts within the *row start spread*; steady-state dispatch "
-        "(work-groups start one by one as others end) would spread a row over "
-        "groups_0 / running-at-once × work-group time.", "",
+        "started and ended, and on which SM (`dispatch/timelines.npz`). A *row* of "
+        "work-groups is all work-groups with the same `get_group_id(1)`: they read the same "
+        "rows of A, and between them every column of B, which the next row reads again. "
+        "The *row start spread* is the time between the first and the last start in a row "
+        "(median over the rows). Steady-state dispatch (work-groups start one by one as "
+        "others end, what the DRAM prediction assumes) would spread a row over (work-groups "
+        "per row) / (running at once) × (work-group time); lock-step waves (the other "
+        "estimate above) over nothing. The ratio says which the hardware did.", "",
         "| case | work-groups | running at once | work-group time | row start spread, "
         "measured | steady-state would be | ratio |", "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -162,6 +165,13 @@ def _findings(rows: list[dict]) -> list[str]:
     part = [r for r in rows if r["case"].startswith("gemm-tiled")]
     close = [r["case"] for r in part if r["dram_measured"] and
              abs(r["dram_timeline_partition"] - r["dram_measured"]) <= 0.25 * r["dram_measured"]]
+    naive = [r for r in rows if r["case"].startswith("gemm-naive")]
+    under = [r for r in naive if r["dram_measured"]
+             and max(r["dram_timeline_l2"], r["dram_timeline_partition"]) < 0.75 * r["dram_measured"]]
+
+    def name(r: dict) -> str:
+        return r["case"].replace("gemm-naive-", "")
+
     return [
         "- **Naive work-groups start in waves, tiled ones one by one.** A row of naive "
         f"work-groups starts within {ratios('gemm-naive')} of the steady-state spread, a row "
@@ -171,16 +181,19 @@ def _findings(rows: list[dict]) -> list[str]:
         "dispatch for every kernel.",
         "- **With the measured timeline and one L2 partition (25 MiB)** the tiled kernels' "
         f"DRAM reads are within 25% in {len(close)} of {len(part)} cases beyond L2 "
-        f"({', '.join(close) or 'none'}); at N = 3072 the truth lies between one partition "
-        "and the whole L2. The H200's L2 is two partitions; an SM's request that misses in "
-        "its own partition asks the other one (`ltcfabric` counters below), so data read "
-        "from both halves of the GPU can occupy both partitions.",
-        "- **The naive kernels read more than the timeline estimates**, except at B = 32: "
-        "their work-groups run in waves, which should let the concurrent readers of a B "
-        "column share each L2 fill, yet the counters show more DRAM reads. What defeats "
-        "the sharing is not known here (candidates: the warps of one work-group drifting "
-        "apart in k without barriers, so a work-group's reads are not one constant-rate "
-        "stream; the copies in the second partition).", ""]
+        f"({', '.join(close) or 'none'}); at N = 3072 the measurement lies between the "
+        "estimates for one partition and for the whole L2. The H200's L2 is two partitions; "
+        "an SM's request that misses in its own partition asks the other one (`ltcfabric` "
+        "counters below), so data read from both halves of the GPU can occupy both "
+        "partitions.",
+        f"- **Some naive kernels read more than either timeline estimate**: "
+        f"{', '.join(name(r) for r in under) or 'none'} (both estimates more than 25% "
+        "below the counter). Their work-groups run in waves, which should let the "
+        "concurrent readers of a B column share each L2 fill, yet the counters show more "
+        "DRAM reads. What defeats the sharing is not known here (candidates: the warps of "
+        "one work-group drifting apart in k without barriers, so a work-group's reads are "
+        "not one constant-rate stream; the copies in the second partition). At N = 3072 "
+        "the two estimates bracket the counter, and B = 32 lies between them too.", ""]
 
 
 def _partition_lines(dispatch: dict) -> list[str]:
@@ -207,7 +220,10 @@ def _partition_lines(dispatch: dict) -> list[str]:
                   "partition, plus the other partition's misses: "
                   f"{n1:.1f} M sectors (naive) and {t1:.1f} M (tiled), against "
                   f"{n2:.1f} M and {t2:.1f} M DRAM sectors read: a sector comes from DRAM only "
-                  "when the partition that owns its address misses."]
+                  "when the partition that owns its address misses. (These counters are from "
+                  "the dispatch call's own Nsight run, so its DRAM reads, "
+                  f"{n2 * 32e6 / 1e9:.2f} and {t2 * 32e6 / 1e9:.2f} GB, differ slightly from the "
+                  "validation run's in the tables above.)"]
     return lines + [""]
 
 
@@ -218,9 +234,12 @@ def _stall_lines(dispatch: dict) -> list[str]:
     if not keys:
         return []
     lines = ["Why the naive B = 32 kernel is slower than its L1 wavefronts predict (the one "
-             "ranking difference at N = 4096): warp stall reasons, cycles per issued "
-             "instruction (`smsp__average_warps_issue_stalled_<reason>_per_issue_active"
-             ".ratio`), and the load pipeline's use (% of peak):", "",
+             "ranking difference at N = 4096; at N = 1024, profiled here because a full "
+             "Nsight set replays each kernel some 40 times, it is 23–26% slower than "
+             "predicted too): warp stall reasons, cycles per issued instruction "
+             "(`smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio`), and the "
+             "L1's use (% of its peak of one request and one data wavefront per cycle per "
+             "SM):", "",
              "| | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
     for reason in STALL_METRICS:
         metric = f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
@@ -244,11 +263,11 @@ def _stall_lines(dispatch: dict) -> list[str]:
         rates = {}
         for r in lsu["runs"]:
             rates.setdefault(r["pattern"], []).append(r["instructions_per_cycle_per_cu"])
-        lines.append("A microbenchmark of L1-resident loads (`dispatch/h200_dispatch_lsu.json`) "
-                     "issued " + ", ".join(f"{np.mean(v):.2f} for {k}" for k, v in rates.items())
-                     + " global load instructions per cycle per SM: four-line loads run at "
-                     "one L1 wavefront per cycle, as the model assumes, but one- and "
-                     "two-line loads stay near 0.45 per cycle, below the naive B = 32 kernel's "
-                     "0.73; that benchmark is not understood either, and no model value was "
-                     "taken from it.")
+        lines.append("A microbenchmark of L1-resident loads (`dispatch/h200_dispatch_lsu.json`), "
+                     "in global load instructions per cycle per SM: " +
+                     "; ".join(f"{k}: {min(v):.3f}–{max(v):.3f}" for k, v in rates.items())
+                     + ". Four-line loads run at one L1 wavefront per cycle, as the model "
+                     "assumes; one- and two-line loads stay below the naive B = 32 kernel's "
+                     "0.73 per cycle (its 73% of one request per cycle). That benchmark is "
+                     "not understood either, and no model value was taken from it.")
     return lines + [""]

@@ -352,7 +352,7 @@ ldg_rate(const float *__restrict__ src, float *__restrict__ out, int iters, int 
     out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 """
-LSU_MODES = {0: "1 line / 4 sectors", 1: "1 sector (broadcast)", 2: "2 lines", 3: "4 lines"}
+LSU_MODES = {0: "1 line / 4 sectors", 1: "1 sector, broadcast", 2: "2 lines", 3: "4 lines"}
 
 
 def lsu_rate(record: dict, save) -> None:
