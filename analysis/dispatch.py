@@ -11,8 +11,6 @@ counters, and the load-queue stalls of the naive B = 32 kernel.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import tarfile
 from pathlib import Path
@@ -20,8 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from simulator.dram_model import dram_reads_timeline
+from simulator.schedule import FLOAT_BYTES
 
 from .hardware import CaseComparison
+from .ncu import parse_ncu_raw_csv
 
 PARTITION_METRICS = (
     ("lts__t_sectors_srcunit_tex_op_read.sum", "L2 sectors read for the SMs"),
@@ -53,19 +53,16 @@ def load_dispatch(directory: Path) -> dict | None:
                 member = tar.extractfile("raw.csv")
             except KeyError:  # an archive without Nsight's raw page: no counter tables
                 member = None
-            rows = list(csv.reader(io.StringIO(member.read().decode()))) if member else []
-        if len(rows) > 2:
-            header, data = rows[0], rows[2:]
+            records = parse_ncu_raw_csv(member.read().decode()) if member else []
+        if records:
             cases = out["record"].get("ncu_full", {}).get("cases", [])
-            out["ncu_full"] = {c["id"]: dict(zip(header, row)) for c, row in zip(cases, data)}
+            out["ncu_full"] = {c["id"]: r["metrics"] for c, r in zip(cases, records)}
     return out
 
 
-def _value(row: dict, metric: str) -> float | None:
-    try:
-        return float(row[metric].replace(",", ""))
-    except (KeyError, ValueError):
-        return None
+def _value(metrics: dict, metric: str) -> float | None:
+    value = metrics.get(metric, {}).get("value")
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def timeline_rows(dispatch: dict, cases: list[CaseComparison], model,
@@ -87,7 +84,7 @@ def timeline_rows(dispatch: dict, cases: list[CaseComparison], model,
         steady_spread = s["groups_0"] / s["concurrent_at_median_start"] * duration
         spread = s["row_start_spread_ns_percentiles"]["50"] * 1e-9
         p = c.launch.prediction
-        outputs = c.m * c.n * 4  # C, float32
+        outputs = c.m * c.n * FLOAT_BYTES  # C
         row = {"case": c.case_id, "work_groups": s["work_groups"],
                "running_at_once": s["concurrent_at_median_start"],
                "work_group_time_s": duration, "row_start_spread_s": spread,

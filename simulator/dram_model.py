@@ -94,10 +94,15 @@ class BufferReads:
     def compulsory_bytes(self) -> float:
         return min(self.requested_bytes, self.size_bytes)
 
+    @property
+    def moves_only_in_0(self) -> bool:
+        """Loads move between neighbours in dimension 0 but not in dimension 1 (the B
+        columns of a GEMM): a column of work-groups reads the same sectors."""
+        return self.offset_0 not in (0, None) and self.offset_1 == 0
+
     def gap(self, groups_0: int) -> int:
         """Work-groups, in dispatch order, between two readers of the same sector."""
-        moves_only_in_0 = self.offset_0 not in (0, None) and self.offset_1 == 0
-        return groups_0 if moves_only_in_0 else 1
+        return groups_0 if self.moves_only_in_0 else 1
 
 
 def _sharers(b: BufferReads, window: float, groups_0: int) -> float:
@@ -170,7 +175,7 @@ def _stripes(b: BufferReads, work_groups: int, groups_0: int) -> np.ndarray:
     rows = work_groups // groups_0
     if b.offset_0 == 0 and rows * groups_0 == work_groups:
         return ids.reshape(rows, groups_0)
-    if b.offset_0 not in (0, None) and b.offset_1 == 0 and rows * groups_0 == work_groups:
+    if b.moves_only_in_0 and rows * groups_0 == work_groups:
         return ids.reshape(rows, groups_0).T
     return ids.reshape(work_groups, 1)
 
@@ -233,14 +238,15 @@ def dram_reads_timeline(buffers: dict[str, BufferReads], output_bytes: int, grou
     work_groups = len(start)
     rng = np.random.default_rng(seed)
     layout = {name: _stripes(b, work_groups, groups_0) for name, b in buffers.items()}
+    # per buffer: its stripes' readers' starts and ends (gathered once), bytes per stripe
+    stripes = [(start[ids], end[ids], b.size_bytes / ids.shape[0])
+               for ids, b in ((layout[name], b) for name, b in buffers.items())]
     out_per_group = output_bytes / work_groups
 
     def distance(t1: float, t2: float) -> float:
         total = out_per_group * float(np.count_nonzero((end > t1) & (end <= t2)))
-        for name, b in buffers.items():
-            ids = layout[name]
-            stripe_bytes = b.size_bytes / ids.shape[0]
-            total += stripe_bytes * float(_covered_fraction(start[ids], end[ids], t1, t2).sum())
+        for s, e, stripe_bytes in stripes:
+            total += stripe_bytes * float(_covered_fraction(s, e, t1, t2).sum())
         return total
 
     total = 0.0
