@@ -110,81 +110,90 @@ def summarise(start_ns: np.ndarray, end_ns: np.ndarray, cu: np.ndarray, groups_0
     }
 
 
-def timelines(out: Path, record: dict, save) -> None:
+def timeline_launch(family: str, m: int, k: int, n: int | None, tile: int, cid: str,
+                    seed: int) -> tuple[dict, dict[str, np.ndarray]]:
+    """One launch of a case built with :func:`gpu.cuda.timeline_source` (after a warm-up
+    launch), checked against a float64 product (cuBLAS FP64). Returns its record and the
+    arrays ``<cid>__start_ns``, ``__end_ns`` (ns from the first start), ``__cu`` (SM).
+    ``n`` is None for matrix-vector. Errors go into the record (``error``), never raised."""
     import cupy as cp
 
+    rec: dict = {"id": cid, "family": family, "m": m, "k": k, "n": n, "tile": tile}
+    arrays: dict[str, np.ndarray] = {}
+    t0 = time.perf_counter()
+    try:
+        sch = build(family, m, k, n, tile)
+        kernel = generate(sch)
+        src, entry = timeline_source(kernel)
+        src = src.encode("ascii", "replace").decode()  # comments' "×" -> "?"
+        fn = cp.RawModule(code=src).get_function(entry)
+        grid, block = launch_geometry(kernel)
+        groups = grid[0] * grid[1] * grid[2]
+        rng = np.random.default_rng(seed)
+        p = sch.param_values
+        a = cp.asarray(rng.standard_normal((m, k), dtype=np.float32))
+        if n is not None:
+            b = cp.asarray(rng.standard_normal((k, n), dtype=np.float32))
+            out_arr = cp.full((m, n), cp.nan, dtype=cp.float32)
+            ins = {"A": a, "B": b}
+        else:
+            b = cp.asarray(rng.standard_normal(k, dtype=np.float32))
+            out_arr = cp.full(m, cp.nan, dtype=cp.float32)
+            ins = {"A": a, "x": b}
+        ref = a.astype(cp.float64) @ b.astype(cp.float64)
+        tl = cp.zeros(3 * groups, dtype=cp.uint64)
+        args = []
+        for arg in kernel.args:
+            if arg.kind == "int":
+                args.append(np.int32(p[arg.name]))
+            elif arg.kind == "global_out":
+                args.append(out_arr)
+            else:
+                args.append(ins[arg.name])
+        args.append(tl)
+        fn(grid, block, tuple(args))  # warm-up
+        cp.cuda.runtime.deviceSynchronize()
+        out_arr.fill(cp.nan)
+        ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
+        ev0.record()
+        fn(grid, block, tuple(args))
+        ev1.record()
+        ev1.synchronize()
+        rec["event_ms"] = cp.cuda.get_elapsed_time(ev0, ev1)
+        err = float(cp.abs(out_arr.astype(cp.float64) - ref).max())
+        tol = 1e-5 * k * float(cp.abs(ref).max()) + 1e-6
+        rec["check"] = {"max_abs_error": err, "tolerance": tol, "ok": bool(err <= tol),
+                        "nan_count": int(cp.isnan(out_arr).sum())}
+        t = cp.asnumpy(tl).reshape(groups, 3)
+        start = t[:, 0].astype(np.int64)
+        origin = int(start.min())
+        s = (start - origin).astype(np.uint32)
+        e = (t[:, 1].astype(np.int64) - origin).astype(np.uint32)
+        c = t[:, 2].astype(np.uint16)
+        arrays[f"{cid}__start_ns"], arrays[f"{cid}__end_ns"], arrays[f"{cid}__cu"] = s, e, c
+        rec["grid"], rec["block"] = list(grid), list(block)
+        rec["summary"] = summarise(s, e, c, grid[0])
+        print(f"{cid:28s} {rec['event_ms']:8.3f} ms  check {rec['check']['ok']}  "
+              f"CUs {rec['summary']['compute_units_used']}  "
+              f"conc {rec['summary']['concurrent_at_median_start']}", flush=True)
+        del a, b, out_arr, ref, ins, tl
+        cp.get_default_memory_pool().free_all_blocks()
+    except Exception as err:  # noqa: BLE001 - recorded, next case
+        rec["error"] = f"{type(err).__name__}: {err}"
+        rec["traceback"] = traceback.format_exc()[-3000:]
+        print(cid, "ERROR", rec["error"][:500], flush=True)
+    rec["wall_s"] = time.perf_counter() - t0
+    return rec, arrays
+
+
+def timelines(out: Path, record: dict, save) -> None:
     arrays: dict[str, np.ndarray] = {}
     record["timelines"] = []
     for family, n, tile in TIMELINE_CASES:
-        cid = case_id(family, n, tile)
-        rec: dict = {"id": cid, "family": family, "n": n, "tile": tile}
+        rec, got = timeline_launch(family, n, n, None if family.startswith("matvec") else n,
+                                   tile, case_id(family, n, tile), seed=n * 100 + tile)
         record["timelines"].append(rec)
-        t0 = time.perf_counter()
-        try:
-            sch = schedule_of(family, n, tile)
-            kernel = generate(sch)
-            src, entry = timeline_source(kernel)
-            src = src.encode("ascii", "replace").decode()  # comments' "×" -> "?"
-            fn = cp.RawModule(code=src).get_function(entry)
-            grid, block = launch_geometry(kernel)
-            groups = grid[0] * grid[1] * grid[2]
-            rng = np.random.default_rng(n * 100 + tile)
-            p = sch.param_values
-            if family.startswith("gemm"):
-                a = cp.asarray(rng.standard_normal((n, n), dtype=np.float32))
-                b = cp.asarray(rng.standard_normal((n, n), dtype=np.float32))
-                out_arr = cp.full((n, n), cp.nan, dtype=cp.float32)
-                ref = a.astype(cp.float64) @ b.astype(cp.float64)
-                ins = {"A": a, "B": b}
-            else:
-                a = cp.asarray(rng.standard_normal((n, n), dtype=np.float32))
-                x = cp.asarray(rng.standard_normal(n, dtype=np.float32))
-                out_arr = cp.full(n, cp.nan, dtype=cp.float32)
-                ref = a.astype(cp.float64) @ x.astype(cp.float64)
-                ins = {"A": a, "x": x}
-            tl = cp.zeros(3 * groups, dtype=cp.uint64)
-            args = []
-            for arg in kernel.args:
-                if arg.kind == "int":
-                    args.append(np.int32(p[arg.name]))
-                elif arg.kind == "global_out":
-                    args.append(out_arr)
-                else:
-                    args.append(ins[arg.name])
-            args.append(tl)
-            fn(grid, block, tuple(args))  # warm-up
-            cp.cuda.runtime.deviceSynchronize()
-            out_arr.fill(cp.nan)
-            ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
-            ev0.record()
-            fn(grid, block, tuple(args))
-            ev1.record()
-            ev1.synchronize()
-            rec["event_ms"] = cp.cuda.get_elapsed_time(ev0, ev1)
-            k = n
-            err = float(cp.abs(out_arr.astype(cp.float64) - ref).max())
-            tol = 1e-5 * k * float(cp.abs(ref).max()) + 1e-6
-            rec["check"] = {"max_abs_error": err, "tolerance": tol, "ok": bool(err <= tol),
-                            "nan_count": int(cp.isnan(out_arr).sum())}
-            t = cp.asnumpy(tl).reshape(groups, 3)
-            start = t[:, 0].astype(np.int64)
-            origin = int(start.min())
-            s = (start - origin).astype(np.uint32)
-            e = (t[:, 1].astype(np.int64) - origin).astype(np.uint32)
-            c = t[:, 2].astype(np.uint16)
-            arrays[f"{cid}__start_ns"], arrays[f"{cid}__end_ns"], arrays[f"{cid}__cu"] = s, e, c
-            rec["grid"], rec["block"] = list(grid), list(block)
-            rec["summary"] = summarise(s, e, c, grid[0])
-            print(f"{cid:28s} {rec['event_ms']:8.3f} ms  check {rec['check']['ok']}  "
-                  f"CUs {rec['summary']['compute_units_used']}  "
-                  f"conc {rec['summary']['concurrent_at_median_start']}", flush=True)
-            del a, out_arr, ref, ins, tl
-            cp.get_default_memory_pool().free_all_blocks()
-        except Exception as err:  # noqa: BLE001 - recorded, next case
-            rec["error"] = f"{type(err).__name__}: {err}"
-            rec["traceback"] = traceback.format_exc()[-3000:]
-            print(cid, "ERROR", rec["error"][:500], flush=True)
-        rec["wall_s"] = time.perf_counter() - t0
+        arrays.update(got)
         tmp = out / "timelines.npz.tmp.npz"
         np.savez_compressed(tmp, **arrays)
         os.replace(tmp, out / "timelines.npz")

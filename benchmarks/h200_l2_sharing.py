@@ -1,0 +1,595 @@
+"""How much of a matrix that many work-groups read does the H200's L2 share between them?
+
+The question behind issue #4's one open DRAM case (gemm-naive, N = 4096, B = 16): the
+naive kernels run in waves (``benchmarks/h200_dispatch.py``), so the few concurrent
+work-groups that read a column block of B should share each L2 fill, yet the counters show
+2-3 times the reads that sharing would give. Two experiments, one device call, writing under
+``--out``:
+
+1. **slices** (Nsight Compute, caches flushed before each kernel as ncu does by default):
+   the same generated GEMM kernels on M x 4096 x 4096 problems with few rows of
+   work-groups, from one row (B read once: the compulsory bytes) to one wave (every
+   column block of B read by the work-groups of a few rows at the same time) to many
+   waves, plus the L2 partition counters. Results checked against numpy
+   (``benchmarks/h200_validation.py --ncu-driver``). The same slices' work-group
+   timelines (``h200_dispatch.timeline_launch``) go to ``slices_timelines.npz``.
+2. **l2_reread** (Nsight Compute, application replay, no cache flush): a streaming kernel
+   reads S bytes (pass 1, after a 512 MiB flush read) and then the same S bytes again
+   (pass 2), forward (a cyclic re-read) or in reverse (the last-read data first: the L2
+   keeps what its capacity allows, so pass 2's DRAM reads are S - retained bytes); each
+   chunk read by one work-group or by two adjacent ones (on different SMs). DRAM bytes of
+   pass 2 against S give the L2's effective capacity for data read once and for data read
+   by two SMs.
+
+Run (device tool, kind nvidia-h200; carry ``build/tt_runtime_wheels`` for the ncu driver)::
+
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \\
+        build/tt_runtime_wheels/*.whl && export PYTHONPATH=/tmp/site:$PWD
+    PYTHONUNBUFFERED=1 timeout 560 python3 benchmarks/h200_l2_sharing.py --out $OUT
+
+Local rehearsal without a GPU: ``--dry-run-local`` (builds the sources, writes the case
+lists).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+for _path in (REPO, REPO / "benchmarks"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from analysis.ncu import parse_ncu_raw_csv  # noqa: E402
+from h200_dispatch import find_tool, timeline_launch  # noqa: E402
+
+SLICE_METRICS = (
+    "dram__bytes_read.sum",
+    "dram__sectors_read.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum",
+    "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum",
+    "lts__t_sectors_srcunit_ltcfabric.sum",
+    "lts__t_sectors_srcunit_ltcfabric_lookup_miss.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "gpu__time_duration.sum",
+)
+# (family, m, k, n, tile): rows of work-groups = m / tile; B = k x n floats (64 MiB here)
+SLICES = (
+    *(("gemm-naive", m, 4096, 4096, 16) for m in (16, 32, 64, 128, 256, 1024)),
+    *(("gemm-tiled", m, 4096, 4096, 16) for m in (16, 64, 256, 1024)),
+    *(("gemm-naive", m, 4096, 4096, 32) for m in (32, 64, 256)),
+    *(("gemm-naive", m, 4096, 4096, 8) for m in (8, 64, 256)),
+    ("gemm-naive", 256, 1024, 4096, 16),
+)
+REREAD_SIZES_MIB = (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128)
+REREAD_SEQUENCES = {"cyclic": (0, 0), "reverse": (0, 1), "dup_reverse": (2, 3)}
+FLUSH_MIB = 512
+CHUNK_BYTES = 64 * 1024
+STREAM_SRC = r"""
+extern "C" __global__ void __launch_bounds__(256)
+stream_read(const float4 *__restrict__ buf, long long chunk_vec, int mode, float *sink)
+{
+    // mode 0: block b reads chunk b; 1: chunk (chunks - 1 - b) (reverse in dispatch order);
+    // 2 / 3: as 0 / 1 with two adjacent blocks reading each chunk (grid = 2 x chunks)
+    long long chunks = (mode >= 2) ? gridDim.x / 2 : gridDim.x;
+    long long c = (mode >= 2) ? blockIdx.x / 2 : blockIdx.x;
+    if (mode & 1) c = chunks - 1 - c;
+    const float4 *p = buf + c * chunk_vec;
+    float acc = 0.0f;
+    for (long long i = threadIdx.x; i < chunk_vec; i += blockDim.x) {
+        float4 v = p[i];
+        acc += v.x + v.y + v.z + v.w;
+    }
+    if (acc == 1234.5f) sink[threadIdx.x] = acc;   // never true for random data; keeps loads
+}
+extern "C" __global__ void flush_read(const float4 *__restrict__ buf, long long n, float *sink)
+{
+    float acc = 0.0f;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        float4 v = buf[i];
+        acc += v.x + v.y + v.z + v.w;
+    }
+    if (acc == 1234.5f) sink[threadIdx.x] = acc;
+}
+"""
+
+
+WINDOW_PROBE_MIB = 1
+WINDOW_BETWEEN_MIB = (0, 0.25, 0.5, 1, 2, 4, 8, 16, 24, 32, 40, 48)
+WINDOW_READS = (1, 2)
+
+
+def window_plan() -> list[dict]:
+    """The profiled stream_read launches of the l2_window stage, in order: for every
+    (reads before, bytes between): ``reads`` fill passes over the probe buffer, then (after
+    streaming ``between_mib`` MiB of other data, not profiled) the re-read."""
+    plan = []
+    for reads in WINDOW_READS:
+        for mib in WINDOW_BETWEEN_MIB:
+            for i in range(reads):
+                plan.append({"reads": reads, "between_mib": mib, "what": f"fill {i + 1}"})
+            plan.append({"reads": reads, "between_mib": mib, "what": "re-read"})
+    return plan
+
+
+def window_driver(out_path: Path) -> int:
+    """Run under ncu (application replay, no cache flush): for each planned case, a 512 MiB
+    flush read, the probe buffer (WINDOW_PROBE_MIB) read ``reads`` times, ``between_mib``
+    MiB of other data streamed (``flush_read``, not profiled), the probe re-read."""
+    import cupy as cp
+
+    mod = cp.RawModule(code=STREAM_SRC)
+    stream, flush = mod.get_function("stream_read"), mod.get_function("flush_read")
+    rng = np.random.default_rng(12)
+    big = cp.asarray(rng.standard_normal(FLUSH_MIB * 2 ** 18, dtype=np.float32))
+    other = cp.asarray(rng.standard_normal(64 * 2 ** 18, dtype=np.float32))
+    probe = cp.asarray(rng.standard_normal(WINDOW_PROBE_MIB * 2 ** 18, dtype=np.float32))
+    sink = cp.zeros(256, dtype=cp.float32)
+    chunks = WINDOW_PROBE_MIB * 2 ** 20 // CHUNK_BYTES
+    done = []
+    for reads in WINDOW_READS:
+        for mib in WINDOW_BETWEEN_MIB:
+            flush((1056,), (256,), (big, np.int64(big.size // 4), sink))
+            for i in range(reads):
+                stream((chunks,), (256,), (probe, np.int64(CHUNK_BYTES // 16), np.int32(0), sink))
+                done.append({"reads": reads, "between_mib": mib, "what": f"fill {i + 1}"})
+            n_vec = int(mib * 2 ** 20) // 16
+            if n_vec:
+                flush((1056,), (256,), (other, np.int64(n_vec), sink))
+            stream((chunks,), (256,), (probe, np.int64(CHUNK_BYTES // 16), np.int32(0), sink))
+            done.append({"reads": reads, "between_mib": mib, "what": "re-read"})
+            cp.cuda.runtime.deviceSynchronize()
+    out_path.write_text(json.dumps(done, indent=1))
+    return 0
+
+
+# diagnostic stripped-down copies of gemm-naive: the same work-item mapping and loop, one
+# operand only (the other's load removed), to split the naive kernel's DRAM reads by operand
+VARIANT_SRC = r"""
+extern "C" __global__ void naive_b_only(const float *__restrict__ A, const float *__restrict__ B,
+                                        float *__restrict__ C, int M, int K, int N)
+{
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;
+    const int row = blockIdx.y * blockDim.y + threadIdx.y;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += B[k * N + col];
+    C[row * N + col] = acc;
+}
+extern "C" __global__ void naive_a_only(const float *__restrict__ A, const float *__restrict__ B,
+                                        float *__restrict__ C, int M, int K, int N)
+{
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;
+    const int row = blockIdx.y * blockDim.y + threadIdx.y;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k];
+    C[row * N + col] = acc;
+}
+"""
+# (kernel, m, k, n, tile)
+VARIANTS = (
+    *((v, m, 4096, 4096, 16) for v in ("naive_b_only", "naive_a_only") for m in (64, 256, 1024)),
+    *((v, 256, 4096, 4096, t) for v in ("naive_b_only",) for t in (8, 32)),
+)
+# more slices of the generated kernels: rows per wave a whole number (N = 4224: 264
+# work-groups per row, 1056 running = 4 rows), and B small enough for L2 (K = 2048: 32 MiB)
+SLICES_2 = (("gemm-naive", 256, 4096, 4224, 16), ("gemm-naive", 1024, 4096, 4224, 16),
+            ("gemm-naive", 256, 2048, 4096, 16), ("gemm-naive", 1024, 2048, 4096, 16),
+            ("gemm-tiled", 256, 4096, 4224, 16))
+
+
+def variants_driver(out_path: Path) -> int:
+    """Run under ncu (kernel replay, caches flushed as by default): every VARIANTS launch
+    once, its output checked against numpy (row sums of the one operand's stripe)."""
+    import cupy as cp
+
+    mod = cp.RawModule(code=VARIANT_SRC)
+    done = []
+    for i, (name, m, k, n, tile) in enumerate(VARIANTS):
+        rec = {"kernel": name, "m": m, "k": k, "n": n, "tile": tile}
+        rng = np.random.default_rng(3000 + i)
+        a_host = rng.standard_normal((m, k), dtype=np.float32)
+        b_host = rng.standard_normal((k, n), dtype=np.float32)
+        a, b = cp.asarray(a_host), cp.asarray(b_host)
+        c = cp.full((m, n), cp.nan, dtype=cp.float32)
+        mod.get_function(name)((n // tile, m // tile), (tile, tile),
+                               (a, b, c, np.int32(m), np.int32(k), np.int32(n)))
+        cp.cuda.runtime.deviceSynchronize()
+        if name == "naive_b_only":
+            ref = np.broadcast_to(b_host.astype(np.float64).sum(0), (m, n))
+        else:
+            ref = np.broadcast_to(a_host.astype(np.float64).sum(1)[:, None], (m, n))
+        err = float(np.abs(cp.asnumpy(c) - ref).max())
+        rec["check_ok"] = bool(err <= 1e-5 * k * float(np.abs(ref).max()) + 1e-6)
+        done.append(rec)
+        del a, b, c
+        cp.get_default_memory_pool().free_all_blocks()
+    out_path.write_text(json.dumps(done, indent=1))
+    return 0
+
+
+# replacement policy: is a probe read once evicted sooner when older data was re-read (is
+# "protected") than when it was read once? Under LRU the probe's reuse distance is only the
+# streamed data between its reads in every case.
+POLICY_CASES = tuple({"old_mib": old, "old_reads": r_old, "probe_reads": r_probe,
+                      "between_mib": between}
+                     for old in (24,) for r_old in (1, 2) for r_probe in (1, 2)
+                     for between in (2, 8, 16)) + tuple(
+    {"old_mib": 32, "old_reads": r_old, "probe_reads": 1, "between_mib": 4}
+    for r_old in (1, 2))
+
+
+def policy_driver(out_path: Path) -> int:
+    """Run under ncu (application replay, no cache flush): for each POLICY_CASES entry, a
+    512 MiB flush read, the old data read ``old_reads`` times, the 1 MiB probe read
+    ``probe_reads`` times (profiled), ``between_mib`` MiB of other data, the probe re-read
+    (profiled). Only the probe's reads (``stream_read``) are profiled."""
+    import cupy as cp
+
+    mod = cp.RawModule(code=STREAM_SRC)
+    stream, flush = mod.get_function("stream_read"), mod.get_function("flush_read")
+    rng = np.random.default_rng(13)
+    big = cp.asarray(rng.standard_normal(FLUSH_MIB * 2 ** 18, dtype=np.float32))
+    old = cp.asarray(rng.standard_normal(32 * 2 ** 18, dtype=np.float32))
+    other = cp.asarray(rng.standard_normal(16 * 2 ** 18, dtype=np.float32))
+    probe = cp.asarray(rng.standard_normal(2 ** 18, dtype=np.float32))
+    sink = cp.zeros(256, dtype=cp.float32)
+    chunks = 2 ** 20 // CHUNK_BYTES
+    done = []
+    for case in POLICY_CASES:
+        flush((1056,), (256,), (big, np.int64(big.size // 4), sink))
+        for _ in range(case["old_reads"]):
+            flush((1056,), (256,), (old, np.int64(case["old_mib"] * 2 ** 16), sink))
+        for i in range(case["probe_reads"]):
+            stream((chunks,), (256,), (probe, np.int64(CHUNK_BYTES // 16), np.int32(0), sink))
+            done.append({**case, "what": f"probe {i + 1}"})
+        flush((1056,), (256,), (other, np.int64(case["between_mib"] * 2 ** 16), sink))
+        stream((chunks,), (256,), (probe, np.int64(CHUNK_BYTES // 16), np.int32(0), sink))
+        done.append({**case, "what": "re-read"})
+        cp.cuda.runtime.deviceSynchronize()
+    out_path.write_text(json.dumps(done, indent=1))
+    return 0
+
+
+def slice_id(family: str, m: int, k: int, n: int, tile: int) -> str:
+    return f"{family}-M{m}-K{k}-N{n}-T{tile}"
+
+
+def reread_plan() -> list[dict]:
+    """The profiled stream_read launches, in order: (size, sequence, pass, mode)."""
+    plan = []
+    for mib in REREAD_SIZES_MIB:
+        for seq, modes in REREAD_SEQUENCES.items():
+            for pass_no, mode in enumerate(modes, start=1):
+                plan.append({"size_mib": mib, "sequence": seq, "pass": pass_no, "mode": mode})
+    return plan
+
+
+def reread_driver(out_path: Path) -> int:
+    """Run under ncu (application replay): every planned launch, each sequence after a
+    flush read of FLUSH_MIB MiB (not profiled: ``flush_read``)."""
+    import cupy as cp
+
+    mod = cp.RawModule(code=STREAM_SRC)
+    stream, flush = mod.get_function("stream_read"), mod.get_function("flush_read")
+    rng = np.random.default_rng(11)
+    big = cp.asarray(rng.standard_normal(FLUSH_MIB * 2 ** 18, dtype=np.float32))
+    sink = cp.zeros(256, dtype=cp.float32)
+    buffers: dict[int, object] = {}
+    done = []
+    for rec in reread_plan():
+        size = rec["size_mib"] * 2 ** 20
+        if size not in buffers:
+            buffers.clear()
+            cp.get_default_memory_pool().free_all_blocks()
+            buffers[size] = cp.asarray(rng.standard_normal(size // 4, dtype=np.float32))
+        buf = buffers[size]
+        if rec["pass"] == 1:
+            flush((1056,), (256,), (big, np.int64(big.size // 4), sink))
+        chunks = size // CHUNK_BYTES
+        grid = chunks * (2 if rec["mode"] >= 2 else 1)
+        stream((grid,), (256,), (buf, np.int64(CHUNK_BYTES // 16), np.int32(rec["mode"]), sink))
+        cp.cuda.runtime.deviceSynchronize()
+        done.append({**rec, "grid": grid})
+    out_path.write_text(json.dumps(done, indent=1))
+    return 0
+
+
+def run_ncu(argv_tail: list[str], metrics, extra: list[str], timeout: float, tag: str,
+            tmp: Path) -> dict:
+    ncu = find_tool("ncu") or "/usr/local/cuda/bin/ncu"
+    rep = tmp / tag
+    argv = [ncu, "--clock-control", "none", *extra, "--metrics", ",".join(metrics),
+            "--target-processes", "all", "--export", str(rep), "--force-overwrite",
+            sys.executable, *argv_tail]
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    result = {"argv": argv, "rc": done.returncode, "wall_s": time.perf_counter() - t0,
+              "stdout": done.stdout[-3000:], "stderr": done.stderr[-3000:]}
+    got = subprocess.run([ncu, "--import", f"{rep}.ncu-rep", "--page", "raw", "--csv",
+                          "--print-units", "base"], capture_output=True, text=True,
+                         timeout=300)
+    result["raw_csv_rc"] = got.returncode
+    result["records"] = parse_ncu_raw_csv(got.stdout)
+    return result
+
+
+def slices(out: Path, record: dict, save) -> None:
+    tmp = Path(tempfile.mkdtemp())
+    cases = [{"family": f, "m": m, "k": k, "n": n, "tile": b, "id": slice_id(f, m, k, n, b)}
+             for f, m, k, n, b in SLICES]
+    (tmp / "cases.json").write_text(json.dumps(cases))
+    res = run_ncu([str(REPO / "benchmarks" / "h200_validation.py"), "--ncu-driver",
+                   str(tmp / "cases.json"), "--driver-out", str(tmp / "driver.json")],
+                  SLICE_METRICS, ["--kernel-name", "regex:^gemm_"], 400, "slices", tmp)
+    driver = json.loads((tmp / "driver.json").read_text()) if (tmp / "driver.json").exists() \
+        else []
+    res["cases"], res["driver"] = cases, driver
+    record["slices"] = res
+    save()
+    arrays: dict[str, np.ndarray] = {}
+    record["slices_timelines"] = []
+    for i, c in enumerate(cases):
+        rec, got = timeline_launch(c["family"], c["m"], c["k"], c["n"], c["tile"], c["id"],
+                                   seed=1000 + i)
+        record["slices_timelines"].append(rec)
+        arrays.update(got)
+    tmp_npz = out / "slices_timelines.tmp.npz"
+    np.savez_compressed(tmp_npz, **arrays)
+    os.replace(tmp_npz, out / "slices_timelines.npz")
+    save()
+
+
+def l2_reread(out: Path, record: dict, save) -> None:
+    tmp = Path(tempfile.mkdtemp())
+    res = run_ncu([str(Path(__file__).resolve()), "--reread-driver", str(tmp / "plan.json")],
+                  SLICE_METRICS, ["--kernel-name", "stream_read", "--replay-mode", "application",
+                                  "--cache-control", "none"], 400, "reread", tmp)
+    res["plan"] = json.loads((tmp / "plan.json").read_text()) if (tmp / "plan.json").exists() \
+        else []
+    record["l2_reread"] = res
+    save()
+
+
+def l2_window(out: Path, record: dict, save) -> None:
+    tmp = Path(tempfile.mkdtemp())
+    res = run_ncu([str(Path(__file__).resolve()), "--window-driver", str(tmp / "plan.json")],
+                  SLICE_METRICS, ["--kernel-name", "stream_read", "--replay-mode", "application",
+                                  "--cache-control", "none"], 400, "window", tmp)
+    res["plan"] = json.loads((tmp / "plan.json").read_text()) if (tmp / "plan.json").exists() \
+        else []
+    record["l2_window"] = res
+    save()
+
+
+PROGRESS_EVERY = 512
+PROGRESS_SLICES = (("gemm-naive", 256, 4096, 4096, 16), ("gemm-naive", 256, 4096, 4096, 8),
+                   ("gemm-naive", 256, 4096, 4096, 32), ("gemm-tiled", 64, 4096, 4096, 16),
+                   ("gemm-tiled", 256, 4096, 4096, 16), ("gemm-naive", 1024, 4096, 4096, 16))
+PROGRESS_LOOPS = {"gemm-naive": ("for (int k = 0; k < K; ++k) {", "k"),
+                  "gemm-tiled": ("for (int t = 0; t < (K + TILE - 1) / TILE; ++t) {", "t * TILE")}
+PROGRESS_PRELUDE = r"""
+__device__ unsigned long long *tt_progress;
+extern "C" __global__ void tt_set_progress(unsigned long long *p) { tt_progress = p; }
+#define TT_PROBE(kk) do { \
+    const unsigned int tt_lin = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); \
+    if (((kk) % TT_EVERY) == 0 && (tt_lin & 31) == 0) { \
+        unsigned long long tt_now; \
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt_now)); \
+        const unsigned long long tt_g = blockIdx.x + (unsigned long long)gridDim.x * blockIdx.y; \
+        const unsigned int tt_w = (blockDim.x * blockDim.y * blockDim.z + 31) / 32; \
+        tt_progress[(tt_g * tt_w + tt_lin / 32) * TT_SLOTS + (kk) / TT_EVERY] = tt_now; \
+    } } while (0)
+"""
+
+
+def progress_source(family: str, kernel, k: int) -> tuple[str, str]:
+    """The timeline build of ``kernel`` with a ``%globaltimer`` read by lane 0 of every warp
+    each PROGRESS_EVERY iterations of K (a diagnostic: it adds a branch to the loop)."""
+    from gpu.cuda import timeline_source
+
+    src, entry = timeline_source(kernel)
+    loop, kk = PROGRESS_LOOPS[family]
+    if src.count(loop) != 1:
+        raise ValueError(f"{family}: loop header {loop!r} not found once in the source")
+    src = src.replace(loop, f"{loop} TT_PROBE({kk});")
+    head = (f"#define TT_EVERY {PROGRESS_EVERY}\n#define TT_SLOTS {k // PROGRESS_EVERY}\n"
+            + PROGRESS_PRELUDE)
+    marker = "// ---- end of prelude"
+    return src.replace(marker, head + marker, 1), entry
+
+
+def progress(out: Path, record: dict, save) -> None:
+    """Per-warp progress through K (``%globaltimer`` every PROGRESS_EVERY iterations) of a
+    few slices; ``progress.npz``: ``<id>__progress_ns`` (work-groups, warps, slots; ns
+    from the first start), plus start/end/SM as in the timelines."""
+    import cupy as cp
+
+    from gpu.codegen import generate
+    from gpu.cuda import launch_geometry
+    from simulator.schedules import build
+
+    arrays: dict[str, np.ndarray] = {}
+    record["progress"] = []
+    for i, (family, m, k, n, tile) in enumerate(PROGRESS_SLICES):
+        cid = slice_id(family, m, k, n, tile)
+        rec: dict = {"id": cid}
+        record["progress"].append(rec)
+        try:
+            sch = build(family, m, k, n, tile)
+            kernel = generate(sch)
+            src, entry = progress_source(family, kernel, k)
+            mod = cp.RawModule(code=src.encode("ascii", "replace").decode())
+            fn, setter = mod.get_function(entry), mod.get_function("tt_set_progress")
+            grid, block = launch_geometry(kernel)
+            groups = grid[0] * grid[1] * grid[2]
+            warps = (block[0] * block[1] * block[2] + 31) // 32
+            slots = k // PROGRESS_EVERY
+            prog = cp.zeros(groups * warps * slots, dtype=cp.uint64)
+            setter((1,), (1,), (prog,))
+            rng = np.random.default_rng(2000 + i)
+            a = cp.asarray(rng.standard_normal((m, k), dtype=np.float32))
+            b = cp.asarray(rng.standard_normal((k, n), dtype=np.float32))
+            c = cp.full((m, n), cp.nan, dtype=cp.float32)
+            tl = cp.zeros(3 * groups, dtype=cp.uint64)
+            args = (a, b, c, np.int32(m), np.int32(k), np.int32(n), tl)
+            fn(grid, block, args)
+            cp.cuda.runtime.deviceSynchronize()
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record()
+            fn(grid, block, args)
+            e1.record()
+            e1.synchronize()
+            rec["event_ms"] = cp.cuda.get_elapsed_time(e0, e1)
+            ref = a.astype(cp.float64) @ b.astype(cp.float64)
+            err = float(cp.abs(c.astype(cp.float64) - ref).max())
+            rec["check_ok"] = bool(err <= 1e-5 * k * float(cp.abs(ref).max()) + 1e-6)
+            t = cp.asnumpy(tl).reshape(groups, 3).astype(np.int64)
+            origin = int(t[:, 0].min())
+            arrays[f"{cid}__start_ns"] = (t[:, 0] - origin).astype(np.uint32)
+            arrays[f"{cid}__end_ns"] = (t[:, 1] - origin).astype(np.uint32)
+            arrays[f"{cid}__cu"] = t[:, 2].astype(np.uint16)
+            arrays[f"{cid}__progress_ns"] = (cp.asnumpy(prog).astype(np.int64) - origin).astype(
+                np.int32).reshape(groups, warps, slots)
+            rec.update(grid=list(grid), block=list(block), warps=warps, slots=slots)
+            print(cid, f"{rec['event_ms']:.3f} ms", "check", rec["check_ok"], flush=True)
+            del a, b, c, ref, tl, prog
+            cp.get_default_memory_pool().free_all_blocks()
+        except Exception as err:  # noqa: BLE001 - recorded, next case
+            rec["error"] = f"{type(err).__name__}: {err}"
+            rec["traceback"] = traceback.format_exc()[-3000:]
+            print(cid, "ERROR", rec["error"][:500], flush=True)
+    tmp_npz = out / "progress.tmp.npz"
+    np.savez_compressed(tmp_npz, **arrays)
+    os.replace(tmp_npz, out / "progress.npz")
+    save()
+
+
+def variants(out: Path, record: dict, save) -> None:
+    """Stripped-down naive kernels (one operand) and the SLICES_2 slices under ncu, plus the
+    SLICES_2 timelines (``slices2_timelines.npz``)."""
+    tmp = Path(tempfile.mkdtemp())
+    res = run_ncu([str(Path(__file__).resolve()), "--variants-driver", str(tmp / "v.json")],
+                  SLICE_METRICS, ["--kernel-name", "regex:^naive_"], 300, "variants", tmp)
+    res["driver"] = json.loads((tmp / "v.json").read_text()) if (tmp / "v.json").exists() \
+        else []
+    record["variants"] = res
+    save()
+    cases = [{"family": f, "m": m, "k": k, "n": n, "tile": b, "id": slice_id(f, m, k, n, b)}
+             for f, m, k, n, b in SLICES_2]
+    (tmp / "cases.json").write_text(json.dumps(cases))
+    res = run_ncu([str(REPO / "benchmarks" / "h200_validation.py"), "--ncu-driver",
+                   str(tmp / "cases.json"), "--driver-out", str(tmp / "driver.json")],
+                  SLICE_METRICS, ["--kernel-name", "regex:^gemm_"], 300, "slices2", tmp)
+    res["cases"] = cases
+    res["driver"] = json.loads((tmp / "driver.json").read_text()) \
+        if (tmp / "driver.json").exists() else []
+    record["slices_2"] = res
+    save()
+    arrays: dict[str, np.ndarray] = {}
+    record["slices_2_timelines"] = []
+    for i, c in enumerate(cases):
+        rec, got = timeline_launch(c["family"], c["m"], c["k"], c["n"], c["tile"], c["id"],
+                                   seed=4000 + i)
+        record["slices_2_timelines"].append(rec)
+        arrays.update(got)
+    tmp_npz = out / "slices2_timelines.tmp.npz"
+    np.savez_compressed(tmp_npz, **arrays)
+    os.replace(tmp_npz, out / "slices2_timelines.npz")
+    save()
+
+
+def l2_policy(out: Path, record: dict, save) -> None:
+    tmp = Path(tempfile.mkdtemp())
+    res = run_ncu([str(Path(__file__).resolve()), "--policy-driver", str(tmp / "plan.json")],
+                  SLICE_METRICS, ["--kernel-name", "stream_read", "--replay-mode", "application",
+                                  "--cache-control", "none"], 300, "policy", tmp)
+    res["plan"] = json.loads((tmp / "plan.json").read_text()) if (tmp / "plan.json").exists() \
+        else []
+    record["l2_policy"] = res
+    save()
+
+
+STAGES = {"slices": slices, "l2_reread": l2_reread, "l2_window": l2_window,
+          "progress": progress, "variants": variants, "l2_policy": l2_policy}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, help="output folder (the device's $OUT)")
+    ap.add_argument("--stages", nargs="+", default=list(STAGES), choices=list(STAGES))
+    ap.add_argument("--reread-driver", type=Path, metavar="PLAN_JSON",
+                    help="internal: the process ncu replays for the l2_reread stage")
+    ap.add_argument("--window-driver", type=Path, metavar="PLAN_JSON",
+                    help="internal: the process ncu replays for the l2_window stage")
+    ap.add_argument("--policy-driver", type=Path, metavar="PLAN_JSON",
+                    help="internal: the process ncu replays for the l2_policy stage")
+    ap.add_argument("--variants-driver", type=Path, metavar="OUT_JSON",
+                    help="internal: the process ncu profiles for the variants stage")
+    ap.add_argument("--dry-run-local", action="store_true",
+                    help="no GPU: build the slice kernels' sources and print the plans")
+    args = ap.parse_args(argv)
+    if args.reread_driver:
+        return reread_driver(args.reread_driver)
+    if args.window_driver:
+        return window_driver(args.window_driver)
+    if args.policy_driver:
+        return policy_driver(args.policy_driver)
+    if args.variants_driver:
+        return variants_driver(args.variants_driver)
+    if args.out is None:
+        ap.error("--out is required")
+    if args.dry_run_local:
+        from gpu.codegen import generate
+        from gpu.cuda import timeline_source
+        from simulator.schedules import build
+
+        for f, m, k, n, b in SLICES:
+            timeline_source(generate(build(f, m, k, n, b)))
+        for f, m, k, n, b in PROGRESS_SLICES:
+            src, _ = progress_source(f, generate(build(f, m, k, n, b)), k)
+            (args.out / f"{slice_id(f, m, k, n, b)}.progress.cu").parent.mkdir(
+                parents=True, exist_ok=True)
+            (args.out / f"{slice_id(f, m, k, n, b)}.progress.cu").write_text(src)
+        print(json.dumps({"slices": [slice_id(*s) for s in SLICES],
+                          "reread_launches": len(reread_plan()),
+                          "window_launches": len(window_plan())}, indent=1))
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    record: dict = {"meta": {"created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+                             "argv": sys.argv}}
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm",
+                          "--format=csv,noheader"], capture_output=True, text=True)
+    record["meta"]["nvidia_smi"] = smi.stdout.strip()
+    path = args.out / "h200_l2_sharing.json"
+
+    def save() -> None:
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(record, indent=1))
+        os.replace(tmp, path)
+
+    for name in args.stages:
+        t0 = time.perf_counter()
+        try:
+            STAGES[name](args.out, record, save)
+        except Exception:  # noqa: BLE001 - recorded, next stage
+            record.setdefault("stage_errors", {})[name] = traceback.format_exc()
+            print(name, "FAILED", traceback.format_exc()[-800:], flush=True)
+        record.setdefault("stage_wall_s", {})[name] = time.perf_counter() - t0
+        save()
+        print(name, f"{time.perf_counter() - t0:.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
