@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import plots
 from .dispatch import dispatch_section, load_dispatch
+from .l2_sharing import l2_sharing_section, load_l2_sharing
 from .hardware import (EXACT, WITHIN_25, CaseComparison, compare, load_raw, model_for,
                        rankings, speedups)
 
@@ -194,6 +195,8 @@ def render_hardware(directory: str | Path) -> Path:
                        "ncu_duration_s": c.counter_time_s} for c in cases],
             "speedups": speed, "rankings": ranks}
     dispatch_lines, data["dispatch"] = dispatch_section(load_dispatch(directory), cases, model)
+    sharing_lines, data["l2_sharing"] = l2_sharing_section(load_l2_sharing(directory), cases,
+                                                           model)
     _atomic_write(directory / "validation.json", json.dumps(data, indent=1, default=str))
     points = []
     for c in cases:
@@ -283,6 +286,6 @@ def render_hardware(directory: str | Path) -> Path:
               "`local_vector_min_wavefronts` (2) is not a guess but read off these counters "
               "(every 128-bit local load took two wavefronts), and so is not an independent "
               "check of the local-load wavefronts either.", "", *_dram_section(cases, model),
-              *dispatch_lines]
+              *dispatch_lines, *sharing_lines]
     _atomic_write(directory / "validation.md", "\n".join(lines))
     return directory / "validation.md"

@@ -1,0 +1,96 @@
+"""The L2-sharing measurements of the committed H200 report (analysis.l2_sharing): the helpers
+on hand-made data, the committed raw files complete and checked, and the section rendered
+from them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis.l2_sharing import (MIB, fit_l2_curve, half_miss_distance_mib, l2_sharing_section,
+                                 load_l2_sharing, max_running, progress_rows, window_rows)
+from simulator.device_model import NVIDIA_H200
+from simulator.dram_model import miss_probability
+
+REPORT = Path(__file__).resolve().parents[1] / "reports" / "nvidia-h200"
+
+
+@pytest.fixture(scope="module")
+def data():
+    d = load_l2_sharing(REPORT)
+    assert d is not None
+    return d
+
+
+def test_max_running_by_hand():
+    # work-groups [0,1), [0,3), [1,2), [2,4): two run at t=0, 1 and 2 (an end at t frees it)
+    assert max_running(np.array([0., 0., 1., 2.]), np.array([1., 3., 2., 4.])) == 2
+    assert max_running(np.array([0., 0., 0.]), np.array([5., 5., 5.])) == 3
+    assert max_running(np.array([0., 1., 2.]), np.array([1., 2., 3.])) == 1
+
+
+def test_half_miss_distance_interpolates():
+    rows = [{"distance_mib": 10, "miss_read_1x": 0.0}, {"distance_mib": 30, "miss_read_1x": 0.2},
+            {"distance_mib": 40, "miss_read_1x": 0.8}, {"distance_mib": 50, "miss_read_1x": 1.0}]
+    assert half_miss_distance_mib(rows) == pytest.approx(35.0)  # 30 + (0.3 / 0.6) * 10
+    assert half_miss_distance_mib(rows[:2]) is None  # never crosses one half
+
+
+def test_fit_recovers_a_curve_made_by_the_model():
+    rows = [{"distance_mib": d, "miss_read_1x": miss_probability(d * MIB, 40 * MIB, 32)}
+            for d in (1, 9, 17, 25, 33, 41, 49)]
+    assert fit_l2_curve(rows) == (40 * MIB, 32)
+    assert fit_l2_curve(rows[:2]) is None
+
+
+def test_committed_runs_are_complete_and_checked(data):
+    rec = data["record"]
+    for key in ("slices", "slices_2"):
+        stage = rec[key]
+        assert stage["rc"] == 0 and len(stage["records"]) == len(stage["cases"])
+        assert all(e["check"]["ok"] for e in stage["driver"]), key
+    assert all(v["check_ok"] for v in rec["variants"]["driver"])
+    assert len(rec["variants"]["records"]) == len(rec["variants"]["driver"])
+    assert all(t["check"]["ok"] for t in rec["slices_timelines"] + rec["slices_2_timelines"])
+    assert all(p["check_ok"] for p in rec["progress"])
+    for key in ("l2_window", "l2_reread", "l2_policy"):
+        assert rec[key]["rc"] == 0 and len(rec[key]["records"]) == len(rec[key]["plan"]), key
+
+
+def test_one_row_of_work_groups_reads_each_operand_once(data):
+    # compulsory reads: the counter is what the slices are measured in units of
+    for case, ncu in zip(data["record"]["slices"]["cases"], data["record"]["slices"]["records"]):
+        if case["m"] == case["tile"]:
+            compulsory = (case["m"] * case["k"] + case["k"] * case["n"]) * 4
+            assert ncu["metrics"]["dram__bytes_read.sum"]["value"] == pytest.approx(
+                compulsory, rel=0.01), case["id"]
+
+
+def test_window_curve_and_progress_from_the_committed_files(data):
+    rows = window_rows(data, NVIDIA_H200)
+    assert [r["between_mib"] for r in rows] == sorted(r["between_mib"] for r in rows)
+    for r in rows:
+        assert 0.0 <= r["miss_read_1x"] <= 1.02 and 0.0 <= r["miss_model"] <= 1.0
+        if r["distance_mib"] <= 17:
+            assert r["miss_read_1x"] < 0.01
+    assert rows[-1]["miss_read_1x"] > 0.9
+    assert 33 < half_miss_distance_mib(rows) < 41
+    for p in progress_rows(data):
+        assert p["warp_spread_us_p50"] <= p["warp_spread_us_p99"] < 1.0, p["case"]
+        assert 0.0 <= p["progress_nonlinearity"] < 0.1, p["case"]
+
+
+def test_section_renders(data):
+    lines, rows = l2_sharing_section(data, [], NVIDIA_H200, samples=4)
+    text = "\n".join(lines)
+    assert text.startswith("## L2 sharing, measured")
+    for part in ("re-read curve", "GEMM slices", "One operand only", "Per-warp progress",
+                 "What these show"):
+        assert part in text, part
+    assert len(rows["slices"]) == 22 and len(rows["variants"]) == 8
+    assert rows["policy"]["retained"] == rows["policy"]["re_reads"] == 14
+    assert rows["predicted_with_measured_curve"] == []  # no validation cases passed
+    naive16 = next(r for r in rows["slices"] if r["case"] == "gemm-naive-M1024-K4096-N4096-T16")
+    assert naive16["running_at_once"] == 1056 and naive16["waves"] == pytest.approx(15.5, 0.01)
+    assert naive16["b_reads_measured"] > 2 * naive16["b_reads_lockstep"]
