@@ -147,6 +147,43 @@ def policy_summary(data: dict) -> dict | None:
             "retained": sum(m < 0.01 for m in misses)}
 
 
+STAGGER_BACKGROUND = {0: "none", 2: "stores streaming 512 MiB",
+                      3: "reads of 8 MiB kept in L2"}
+
+
+def stagger_rows(data: dict) -> list[dict]:
+    """Staggered readers of the same 16 MiB (``stagger``): their DRAM reads in units of the
+    16 MiB (1: one fill shared by all, G: none shared) per background on the other SMs.
+    Background 1 (streaming reads) is left out: its own DRAM reads are not counted exactly
+    enough to subtract (its background-only control differs from its bytes by about 0.3 of
+    the 16 MiB)."""
+    stage = data["record"].get("stagger")
+    if not stage:
+        return []
+    size = 16 * MIB
+    out = []
+    for case, rec in zip(stage["driver"], stage["records"]):
+        bg = case["background"]
+        if case["readers"] == 0 or bg not in STAGGER_BACKGROUND:
+            continue
+        duration = rec["metrics"]["gpu__time_duration.sum"]["value"] * 1e-9
+        resident = 8 * MIB if bg == 3 else 0  # the background's own first pass
+        out.append({"readers": case["readers"], "delay_us": case["delay_us"],
+                    "background": STAGGER_BACKGROUND[bg],
+                    "background_bytes_per_s": case["background_bytes"] / duration,
+                    "reads_of_data": (_dram(rec) - resident) / size})
+    return out
+
+
+def retention_us(row: dict, half_miss_mib: float | None) -> float | None:
+    """How long a sector stays in L2 for an LRU cache of the measured size, filled at the
+    slice's rate (own-partition lookup misses x 32 B per second): the reuse-distance limit
+    expressed as a time."""
+    if half_miss_mib is None or not row.get("l2_fill_bytes_per_s"):
+        return None
+    return half_miss_mib * MIB / row["l2_fill_bytes_per_s"] * 1e6
+
+
 def _slice_cases(data: dict):
     """(case, ncu record, timeline record) of every GEMM slice with a timeline."""
     rec = data["record"]
@@ -180,7 +217,10 @@ def slice_rows(data: dict, model, samples: int = 60) -> list[dict]:
                "tile": tile, "rows_of_work_groups": m // tile,
                "b_reads_measured": _dram(ncu) / b_bytes,
                "b_reads_lockstep": launch.prediction.dram_read_bytes_lockstep / b_bytes,
-               "b_reads_steady_state": launch.prediction.dram_read_bytes / b_bytes}
+               "b_reads_steady_state": launch.prediction.dram_read_bytes / b_bytes,
+               "l2_fill_bytes_per_s": ncu["metrics"][
+                   "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum"]["value"] * 32
+               / (ncu["metrics"]["gpu__time_duration.sum"]["value"] * 1e-9)}
         if tl and "summary" in tl and f"{case['id']}__start_ns" in arrays:
             start = arrays[f"{case['id']}__start_ns"].astype(float) * 1e-9
             end = arrays[f"{case['id']}__end_ns"].astype(float) * 1e-9
@@ -253,11 +293,13 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 60
     window, reread = window_rows(data, model), reread_rows(data)
     policy, slices = policy_summary(data), slice_rows(data, model, samples)
     variants, progress = variant_rows(data), progress_rows(data)
+    stagger = stagger_rows(data)
     half = half_miss_distance_mib(window)
     curve = fit_l2_curve(window)
     again = measured_curve_rows(cases, model, curve)
     rows = {"window": window, "reread": reread, "policy": policy, "slices": slices,
-            "variants": variants, "progress": progress, "half_miss_distance_mib": half,
+            "variants": variants, "progress": progress, "stagger": stagger,
+            "half_miss_distance_mib": half,
             "fitted_curve": None if curve is None else {"l2_bytes": curve[0],
                                                         "associativity": curve[1]},
             "predicted_with_measured_curve": again}
@@ -344,6 +386,25 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 60
                          f"{p['warp_spread_us_p99']:.2f} µs | {p['progress_nonlinearity']:.3f} "
                          f"| {gap} |")
         lines.append("")
+    if stagger:
+        delays = sorted({r["delay_us"] for r in stagger})
+        lines += ["**Staggered readers** (`stagger`): G work-groups, one per SM, read the same "
+                  "16 MiB in the same order, each starting a delay after the one before; the "
+                  "other SMs run a background until every reader is done. The readers' DRAM "
+                  "reads in units of the 16 MiB (1: all share one fill; G: none shared):", "",
+                  "| background (rate) | G | " + " | ".join(f"{d} µs" for d in delays) + " |",
+                  "|---|---|" + "---|" * len(delays)]
+        keys = sorted({(r["background"], r["readers"]) for r in stagger},
+                      key=lambda k: (list(STAGGER_BACKGROUND.values()).index(k[0]), k[1]))
+        for bg, g in keys:
+            sel = {r["delay_us"]: r for r in stagger if r["background"] == bg
+                   and r["readers"] == g}
+            rate = np.median([r["background_bytes_per_s"] for r in sel.values()])
+            lines.append(f"| {bg}" + (f" ({rate / 1e12:.1f} TB/s)" if rate else "") +
+                         f" | {g} | " + " | ".join(
+                             f"{sel[d]['reads_of_data']:.2f}" if d in sel else "—"
+                             for d in delays) + " |")
+        lines.append("")
     if again:
         lines += [f"**The validation cases beyond L2 with the measured curve** (fitted: "
                   f"{curve[0] // MIB} MiB, {curve[1]}-way in "
@@ -360,6 +421,22 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 60
         lines.append("")
     lines += [*_findings(rows), ""]
     return lines, rows
+
+
+def _retention_text(rows: dict) -> str:
+    r = next((r for r in rows["slices"] if r["case"] == "gemm-naive-M1024-K4096-N4096-T16"),
+             None)
+    t = retention_us(r, rows["half_miss_distance_mib"]) if r else None
+    gap = next((p for p in rows["progress"]
+                if p["case"] == "gemm-naive-M1024-K4096-N4096-T16"), None)
+    if t is None or gap is None or gap["row_gap_us_p90"] is None:
+        return ""
+    return (f" In the M = 1024 slice the L2 takes in new sectors at "
+            f"{r['l2_fill_bytes_per_s'] / 1e9:.0f} GB/s (own-partition lookup misses), so an "
+            f"LRU cache of {rows['half_miss_distance_mib']:.0f} MiB keeps a sector about "
+            f"{t:.0f} µs, while its readers in one wave come {gap['row_gap_us_p90']:.1f} µs "
+            "apart (90th percentile): the staggered-reader result above does not carry over "
+            "to the GEMM.")
 
 
 def _findings(rows: dict) -> list[str]:
@@ -384,6 +461,22 @@ def _findings(rows: dict) -> list[str]:
             f"{policy['re_reads']} cases the probe survived its reuse distance whether older "
             "data had been read once or twice before it (`l2_policy`); an insertion policy "
             "that favours re-referenced lines would have evicted it.")
+    stagger = rows["stagger"]
+    if stagger:
+        def reads(bg: str, g: int, d: int):
+            r = next((r for r in stagger if r["background"] == bg and r["readers"] == g
+                      and r["delay_us"] == d), None)
+            return "?" if r is None else f"{r['reads_of_data']:.2f}"
+        quiet = max(r["reads_of_data"] for r in stagger if r["background"] != STAGGER_BACKGROUND[2])
+        out.append(
+            "- **Readers microseconds apart share one fill, unless the L2 is being refilled "
+            f"fast.** Without background, or with the other SMs hammering data kept in L2, "
+            f"8 readers up to 50 µs apart read the 16 MiB from DRAM once (at most {quiet:.2f} "
+            "times). With the other SMs streaming stores (new lines at several TB/s), 8 "
+            f"readers 2, 5, 20 and 50 µs apart read it {reads(STAGGER_BACKGROUND[2], 8, 2)}, "
+            f"{reads(STAGGER_BACKGROUND[2], 8, 5)}, {reads(STAGGER_BACKGROUND[2], 8, 20)} and "
+            f"{reads(STAGGER_BACKGROUND[2], 8, 50)} times: a sector lives about as long as the "
+            "L2 takes to fill its capacity with new lines, as an LRU cache does.")
     progress = rows["progress"]
     if progress:
         naive = [p for p in progress if p["case"].startswith("gemm-naive")]
@@ -422,7 +515,7 @@ def _findings(rows: dict) -> list[str]:
             f"{worst * 100:.0f}% of the B = 8 and 32 slices with M = 256 and far below "
             "the B = 16 ones: there the readers of a sector in one wave pass it microseconds "
             "apart (table above), far less than the L2 keeps by the re-read curve, and yet "
-            "they fetch it again.")
+            "they fetch it again." + _retention_text(rows))
     variants = rows["variants"]
     if variants:
         a = [v for v in variants if v["operand"] == "A"]

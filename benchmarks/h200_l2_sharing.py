@@ -261,6 +261,125 @@ def policy_driver(out_path: Path) -> int:
     return 0
 
 
+# staggered readers: G blocks (one per SM) read the same 16 MiB in the same order, block r
+# starting r x delay after its own launch; optional background blocks on the other SMs until
+# every reader is done, counting their bytes: 1 = reads streaming a 512 MiB buffer (DRAM
+# reads; their count is not exact enough to subtract), 2 = stores streaming it (DRAM writes
+# only), 3 = reads cycling over 8 MiB (L2-resident after one pass: L2 load, no DRAM)
+STAGGER_SRC = r"""
+extern "C" __global__ void __launch_bounds__(1024)
+stagger_read(const float4 *__restrict__ buf, long long n_vec, int readers, long long delay_ns,
+             float4 *bg, long long bg_vec, int bg_mode, unsigned long long *info,
+             unsigned int *done, float *sink)
+{
+    __shared__ unsigned long long t_go;
+    __shared__ int stop;
+    unsigned long long now;
+    float acc = 0.0f;
+    if (blockIdx.x < readers) {
+        if (threadIdx.x == 0) {
+            unsigned long long t0;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+            const unsigned long long target = t0 + 5000ull + blockIdx.x * delay_ns;
+            do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now < target);
+            t_go = now;
+        }
+        __syncthreads();
+        for (long long i = threadIdx.x; i < n_vec; i += blockDim.x) {
+            const float4 v = buf[i];
+            acc += v.x + v.y + v.z + v.w;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            unsigned int smid;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+            info[4 * blockIdx.x] = t_go;
+            info[4 * blockIdx.x + 1] = now;
+            info[4 * blockIdx.x + 2] = smid;
+            __threadfence();
+            atomicAdd(done, 1u);
+        }
+    } else {
+        const long long blocks = gridDim.x - readers, b = blockIdx.x - readers;
+        const long long chunk = 4096;                       // float4 = 64 KiB per chunk
+        const long long chunks = bg_vec / chunk;
+        unsigned long long t0, reads = 0;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        if (threadIdx.x == 0) stop = 0;
+        __syncthreads();
+        for (long long c = b; !stop; c += blocks) {
+            float4 *p = bg + (c % chunks) * chunk;
+            if (bg_mode == 2) {                              // stores: DRAM writes only
+                for (long long i = threadIdx.x; i < chunk; i += blockDim.x)
+                    p[i] = make_float4(acc, acc, acc, (float)c);
+            } else {
+                for (long long i = threadIdx.x; i < chunk; i += blockDim.x) {
+                    const float4 v = p[i];
+                    acc += v.x + v.y + v.z + v.w;
+                }
+            }
+            reads += chunk;
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+                stop = (readers > 0 ? *(volatile unsigned int *)done >= (unsigned int)readers
+                                    : now - t0 > 300000ull) || (now - t0 > 20000000ull);
+            }
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) atomicAdd(&info[4 * readers], reads * 16ull);
+    }
+    if (acc == 1234.5f) sink[threadIdx.x] = acc;
+}
+"""
+STAGGER_MIB = 16
+STAGGER_BG_MIB = 512
+STAGGER_CASES = tuple({"readers": g, "delay_us": d, "background": bg}
+                      for bg in (0, 1) for g in (2, 4, 8)
+                      for d in (0, 1, 2, 5, 10, 20, 50)) + (
+    {"readers": 0, "delay_us": 0, "background": 1},) + tuple(
+    {"readers": g, "delay_us": d, "background": bg} for bg in (2, 3) for g in (4, 8)
+    for d in (0, 2, 5, 20, 50)) + tuple({"readers": 0, "delay_us": 0, "background": bg}
+                                        for bg in (2, 3))
+STAGGER_BG_RESIDENT_MIB = 8
+
+
+def stagger_driver(out_path: Path) -> int:
+    """Run under ncu (kernel replay, caches flushed): every STAGGER_CASES launch once;
+    records each reader's start, end and SM and the background's bytes read."""
+    import cupy as cp
+
+    fn = cp.RawModule(code=STAGGER_SRC).get_function("stagger_read")
+    rng = np.random.default_rng(14)
+    buf = cp.asarray(rng.standard_normal(STAGGER_MIB * 2 ** 18, dtype=np.float32))
+    bg = cp.asarray(rng.standard_normal(STAGGER_BG_MIB * 2 ** 18, dtype=np.float32))
+    sink = cp.zeros(1024, dtype=cp.float32)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    done = []
+    for case in STAGGER_CASES:
+        g = case["readers"]
+        grid = sms if case["background"] else g
+        info = cp.zeros(4 * max(g, 1) + 4, dtype=cp.uint64)
+        counter = cp.zeros(1, dtype=cp.uint32)
+        bg_vec = (STAGGER_BG_RESIDENT_MIB * 2 ** 16 if case["background"] == 3
+                  else bg.size // 4)
+        fn((grid,), (1024,), (buf, np.int64(buf.size // 4), np.int32(g),
+                              np.int64(case["delay_us"] * 1000), bg, np.int64(bg_vec),
+                              np.int32(case["background"]), info, counter, sink))
+        cp.cuda.runtime.deviceSynchronize()
+        i = cp.asnumpy(info).astype(np.int64)
+        starts = i[0:4 * g:4]
+        origin = int(starts.min()) if g else 0
+        done.append({**case, "grid": grid,
+                     "reader_start_ns": (starts - origin).tolist(),
+                     "reader_end_ns": (i[1:4 * g:4] - origin).tolist(),
+                     "reader_sm": i[2:4 * g:4].tolist(),
+                     "background_bytes": int(i[4 * g])})
+    out_path.write_text(json.dumps(done, indent=1))
+    return 0
+
+
 def slice_id(family: str, m: int, k: int, n: int, tile: int) -> str:
     return f"{family}-M{m}-K{k}-N{n}-T{tile}"
 
@@ -520,8 +639,19 @@ def l2_policy(out: Path, record: dict, save) -> None:
     save()
 
 
+def stagger(out: Path, record: dict, save) -> None:
+    tmp = Path(tempfile.mkdtemp())
+    res = run_ncu([str(Path(__file__).resolve()), "--stagger-driver", str(tmp / "s.json")],
+                  SLICE_METRICS, ["--kernel-name", "stagger_read"], 300, "stagger", tmp)
+    res["driver"] = json.loads((tmp / "s.json").read_text()) if (tmp / "s.json").exists() \
+        else []
+    record["stagger"] = res
+    save()
+
+
 STAGES = {"slices": slices, "l2_reread": l2_reread, "l2_window": l2_window,
-          "progress": progress, "variants": variants, "l2_policy": l2_policy}
+          "progress": progress, "variants": variants, "l2_policy": l2_policy,
+          "stagger": stagger}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -532,6 +662,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="internal: the process ncu replays for the l2_reread stage")
     ap.add_argument("--window-driver", type=Path, metavar="PLAN_JSON",
                     help="internal: the process ncu replays for the l2_window stage")
+    ap.add_argument("--stagger-driver", type=Path, metavar="OUT_JSON",
+                    help="internal: the process ncu profiles for the stagger stage")
     ap.add_argument("--policy-driver", type=Path, metavar="PLAN_JSON",
                     help="internal: the process ncu replays for the l2_policy stage")
     ap.add_argument("--variants-driver", type=Path, metavar="OUT_JSON",
@@ -543,6 +675,8 @@ def main(argv: list[str] | None = None) -> int:
         return reread_driver(args.reread_driver)
     if args.window_driver:
         return window_driver(args.window_driver)
+    if args.stagger_driver:
+        return stagger_driver(args.stagger_driver)
     if args.policy_driver:
         return policy_driver(args.policy_driver)
     if args.variants_driver:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from analysis.l2_sharing import (MIB, fit_l2_curve, half_miss_distance_mib, l2_sharing_section,
-                                 load_l2_sharing, max_running, progress_rows, window_rows)
+                                 load_l2_sharing, max_running, progress_rows, retention_us,
+                                 stagger_rows, window_rows)
 from simulator.device_model import NVIDIA_H200
 from simulator.dram_model import miss_probability
 
@@ -94,3 +95,24 @@ def test_section_renders(data):
     naive16 = next(r for r in rows["slices"] if r["case"] == "gemm-naive-M1024-K4096-N4096-T16")
     assert naive16["running_at_once"] == 1056 and naive16["waves"] == pytest.approx(15.5, 0.01)
     assert naive16["b_reads_measured"] > 2 * naive16["b_reads_lockstep"]
+
+
+def test_retention_is_capacity_over_fill_rate():
+    assert retention_us({"l2_fill_bytes_per_s": 40 * MIB / 1e-4}, 40) == pytest.approx(100.0)
+    assert retention_us({"l2_fill_bytes_per_s": 0}, 40) is None
+    assert retention_us({"l2_fill_bytes_per_s": 1e9}, None) is None
+
+
+def test_staggered_readers_from_the_committed_files(data):
+    rows = stagger_rows(data)
+    assert {r["background"] for r in rows} == {"none", "stores streaming 512 MiB",
+                                               "reads of 8 MiB kept in L2"}
+    for r in rows:
+        # between one fill shared by all readers and one fill each (a little slack: the
+        # counter includes a few MB of other traffic)
+        assert 0.98 <= r["reads_of_data"] <= r["readers"] + 0.05, r
+        if r["background"] != "stores streaming 512 MiB" or r["delay_us"] == 0:
+            assert r["reads_of_data"] == pytest.approx(1.0, abs=0.02), r
+    stores8 = {r["delay_us"]: r["reads_of_data"] for r in rows
+               if r["background"] == "stores streaming 512 MiB" and r["readers"] == 8}
+    assert stores8[50] > stores8[20] > stores8[5] > stores8[2] > stores8[0]
