@@ -86,6 +86,10 @@ L2_SWEEP_SIZES = (3072, 3328, 3584, 3840, 5120)
 """gemm-naive and gemm-tiled, B = 16, around the size where B (N x N floats) outgrows the
 50 MB L2 (N ~ 3620): tests the DRAM model's reuse-distance threshold (simulator/dram_model.py)."""
 L2_SWEEP_TILE = 16
+# held-out sizes, predicted before they were measured (benchmarks/h200_holdout_predictions.py
+# writes reports/nvidia-h200/holdout/predictions.json; committed before the device run)
+HOLDOUT_GEMM_SIZES = (2048, 6144)
+HOLDOUT_MATVEC_SIZES = (8192,)
 LOCAL_GEMM_SIZES = (64, 130)  # dry run: one multiple of every tile, one not
 LOCAL_MATVEC_SIZES = (512, 1000)
 
@@ -137,9 +141,14 @@ METRICS_CACHE_MODEL = (
 METRICS = METRICS_CORE + METRICS_STORE + METRICS_CACHE_MODEL
 
 
-def case_list(local: bool) -> list[dict]:
-    """The issue-4 cases as plain dicts (family, m, k, n, tile, id)."""
+def case_list(local: bool, holdout: bool = False) -> list[dict]:
+    """The issue-4 cases (or, with ``holdout``, the held-out sizes: every GEMM schedule and
+    tile at HOLDOUT_GEMM_SIZES, every matrix-vector schedule at HOLDOUT_MATVEC_SIZES) as
+    plain dicts (family, m, k, n, tile, id)."""
+    if holdout:
+        local = False
     gemm_sizes, matvec_sizes = ((LOCAL_GEMM_SIZES, LOCAL_MATVEC_SIZES) if local
+                                else (HOLDOUT_GEMM_SIZES, HOLDOUT_MATVEC_SIZES) if holdout
                                 else (GEMM_SIZES, MATVEC_SIZES))
     cases = []
     for n in gemm_sizes:
@@ -149,7 +158,7 @@ def case_list(local: bool) -> list[dict]:
     for s in matvec_sizes:
         for family in MATVEC_FAMILIES:
             cases.append({"family": family, "m": s, "k": s, "n": None, "tile": MATVEC_TILE})
-    for n in (() if local else L2_SWEEP_SIZES):
+    for n in (() if local or holdout else L2_SWEEP_SIZES):
         for family in ("gemm-naive", "gemm-tiled"):
             cases.append({"family": family, "m": n, "k": n, "n": n, "tile": L2_SWEEP_TILE})
     for c in cases:
@@ -777,6 +786,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ncu-timeout-s", type=float, default=300.0)
     ap.add_argument("--skip", action="append", default=[],
                     choices=["opencl", "counters", "cublas", "report"])
+    ap.add_argument("--holdout", action="store_true",
+                    help="the held-out sizes (HOLDOUT_*) instead of the issue-4 cases")
     ap.add_argument("--serial-simulation", action="store_true",
                     help="let make_report simulate serially (no parallel pre-simulation)")
     ap.add_argument("--ncu-driver", type=Path, help=argparse.SUPPRESS)
@@ -803,12 +814,13 @@ def main(argv: list[str] | None = None) -> int:
     command = shlex.join([sys.executable] + sys.argv)
     (out / "command.txt").write_text(
         f"# script command line (cwd {os.getcwd()})\n{command}\n")
-    cases = case_list(local or args.small)
+    cases = case_list(local or args.small, holdout=args.holdout)
     raw = Recorder(out / "h200_raw.json", {
         "meta": {"created_utc": _dt.datetime.now(_dt.timezone.utc).strftime(
                      "%Y-%m-%dT%H:%M:%SZ"),
                  "command": command, "cwd": os.getcwd(), "dry_run_local": local,
                  "opencl_device": device, "repeat": args.repeat,
+                 "case_set": "holdout" if args.holdout else "issue4",
                  "cases": [c["id"] for c in cases]},
         "stage_wall_s": {},
     })

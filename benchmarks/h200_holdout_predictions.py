@@ -1,0 +1,85 @@
+"""Pre-register the model's predictions for the held-out H200 sizes before measuring them.
+
+Writes ``reports/nvidia-h200/holdout/predictions.json``: for every case of
+``benchmarks/h200_validation.py --holdout`` (GEMM at N = 2048 and 6144, every schedule and
+tile; matrix-vector at 8192), what ``simulator.traffic_model.model_launch`` with the
+``nvidia-h200`` device model predicts (the JSON keys of ``tiletraffic simulate --json``), the
+predicted speedups over the naive schedule and the predicted order of the schedules per size.
+The file is committed before the device run; ``tiletraffic report --render
+reports/nvidia-h200/holdout`` later compares it with the model of the day and with the
+counters.
+
+Usage: ``python benchmarks/h200_holdout_predictions.py [--out DIR]`` (about a minute).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+for _path in (REPO, REPO / "benchmarks"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from h200_validation import case_list  # noqa: E402
+from simulator.device_model import NVIDIA_H200  # noqa: E402
+from simulator.schedules import build  # noqa: E402
+from simulator.traffic_model import model_launch  # noqa: E402
+
+KEYS = ("global_load_instructions", "global_load_requests", "global_load_sectors",
+        "l2_read_sectors", "dram_read_bytes", "dram_read_bytes_lockstep", "dram_write_bytes",
+        "predicted_time_s", "bound")
+
+
+def predictions(cases: list[dict]) -> dict:
+    """Per case the predicted quantities; per size the predicted speedups and order."""
+    out: dict = {"cases": {}, "speedups": {}, "rankings": {}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the guessed-value warnings, listed in the report
+        for c in cases:
+            d = model_launch(build(c["family"], c["m"], c["k"], c["n"], c["tile"]),
+                             NVIDIA_H200).to_dict()
+            out["cases"][c["id"]] = {k: d[k] for k in KEYS if k in d}
+    by = {(c["family"], c["m"], c["n"], c["tile"]): c["id"] for c in cases}
+    groups: dict[str, list[str]] = {}
+    for c in cases:
+        base = {"gemm-tiled": "gemm-naive", "matvec-local": "matvec-naive",
+                "matvec-local-whole": "matvec-naive"}.get(c["family"])
+        ref = by.get((base, c["m"], c["n"], c["tile"])) if base else None
+        if ref:
+            out["speedups"][c["id"]] = (out["cases"][ref]["predicted_time_s"]
+                                        / out["cases"][c["id"]]["predicted_time_s"])
+        kind = "gemm" if c["family"].startswith("gemm") else "matvec"
+        groups.setdefault(f"{kind}-M{c['m']}-K{c['k']}" + (f"-N{c['n']}" if c["n"] else ""),
+                          []).append(c["id"])
+    for size, ids in groups.items():
+        out["rankings"][size] = sorted(ids, key=lambda i: out["cases"][i]["predicted_time_s"])
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=REPO / "reports" / "nvidia-h200" / "holdout")
+    args = ap.parse_args(argv)
+    cases = case_list(local=False, holdout=True)
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    data = {"created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "model": NVIDIA_H200.name, "code_commit": head,
+            "command": "python benchmarks/h200_holdout_predictions.py", **predictions(cases)}
+    args.out.mkdir(parents=True, exist_ok=True)
+    tmp = args.out / "predictions.json.tmp"
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, args.out / "predictions.json")
+    print(f"{len(cases)} cases -> {args.out / 'predictions.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
