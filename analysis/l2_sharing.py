@@ -12,6 +12,7 @@ per-warp progress through K.
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,10 +20,19 @@ import numpy as np
 
 from simulator.dram_model import dram_reads_timeline, miss_probability
 from simulator.schedule import FLOAT_BYTES
+from simulator.device_model import GuessedValueWarning
 from simulator.schedules import build
-from simulator.traffic_model import model_launch
+from simulator.traffic_model import model_launch as _model_launch
 
 MIB = 2 ** 20
+
+
+def model_launch(schedule, model):
+    """:func:`simulator.traffic_model.model_launch` without the guessed-value warnings (the
+    report lists the guessed values once, in "What the model guesses")."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GuessedValueWarning)
+        return _model_launch(schedule, model)
 DRAM_READ = "dram__bytes_read.sum"
 
 
@@ -309,8 +319,9 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 60
         "Why do the naive kernels read more from DRAM than any reuse-distance estimate? "
         f"`benchmarks/h200_l2_sharing.py` ({len(times)} device calls on "
         f"{next(iter(data['meta'].values())).get('created_utc', '?')[:10]}, "
-        f"{', '.join(times)} UTC; `l2_sharing/command.txt`) measured the L2 with "
-        "microbenchmarks, the GEMM kernels on slices of M (one row of work-groups reads B "
+        f"{', '.join(times)} UTC, device clock; `l2_sharing/command.txt`) measured the L2 "
+        "with microbenchmarks (re-read curve, replacement probe, staggered readers), the "
+        "GEMM kernels on slices of M (one row of work-groups reads B "
         "once; a few rows are one wave; many rows many waves), stripped-down one-operand "
         "copies of the naive kernel, and every warp's progress through K "
         "(`%globaltimer` every 512 iterations). Counters from Nsight Compute, every "
