@@ -3,8 +3,8 @@
 The question behind issue #4's one open DRAM case (gemm-naive, N = 4096, B = 16): the
 naive kernels run in waves (``benchmarks/h200_dispatch.py``), so the few concurrent
 work-groups that read a column block of B should share each L2 fill, yet the counters show
-2-3 times the reads that sharing would give. Two experiments, one device call, writing under
-``--out``:
+2-3 times the reads that sharing would give. Stages (``--stages``; each writes its key of
+``h200_l2_sharing.json`` and its arrays under ``--out``):
 
 1. **slices** (Nsight Compute, caches flushed before each kernel as ncu does by default):
    the same generated GEMM kernels on M x 4096 x 4096 problems with few rows of
@@ -15,17 +15,28 @@ work-groups that read a column block of B should share each L2 fill, yet the cou
    timelines (``h200_dispatch.timeline_launch``) go to ``slices_timelines.npz``.
 2. **l2_reread** (Nsight Compute, application replay, no cache flush): a streaming kernel
    reads S bytes (pass 1, after a 512 MiB flush read) and then the same S bytes again
-   (pass 2), forward (a cyclic re-read) or in reverse (the last-read data first: the L2
-   keeps what its capacity allows, so pass 2's DRAM reads are S - retained bytes); each
-   chunk read by one work-group or by two adjacent ones (on different SMs). DRAM bytes of
-   pass 2 against S give the L2's effective capacity for data read once and for data read
-   by two SMs.
+   (pass 2), forward (a cyclic re-read: reuse distance S) or with the work-groups' order
+   reversed; each chunk read by one work-group or by two adjacent ones. Caveat found after
+   the run: about 1,056 of these 256-work-item work-groups are resident at once, so below
+   about 66 MiB every chunk of a pass is read at the same time and "reversed" is not a
+   reversed time order; only the cyclic column is a clean reuse-distance point.
+3. **l2_window**: a 1 MiB probe read once or twice, other data streamed, the probe re-read:
+   miss fraction against reuse distance. **l2_policy**: the same after older data read
+   once or twice (does the L2 protect re-referenced lines?).
+4. **progress**: per-warp ``%globaltimer`` every 512 iterations of K in a few slices
+   (``progress.npz``). **variants**: one-operand copies of the naive kernel and more
+   slices (N = 4224, K = 2048). **stagger** / **stagger_paced**: G single-work-group
+   readers of the same 16 MiB a fixed delay apart, with a background on the other SMs
+   (none, streaming stores, L2-resident reads). The free-running ``stagger`` let later
+   readers catch up with the first (its delays did not hold); ``stagger_paced`` reads on a
+   clock (one 64 KiB step per 6 µs) and records how late the readers finished.
 
 Run (device tool, kind nvidia-h200; carry ``build/tt_runtime_wheels`` for the ncu driver)::
 
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \\
         build/tt_runtime_wheels/*.whl && export PYTHONPATH=/tmp/site:$PWD
-    PYTHONUNBUFFERED=1 timeout 560 python3 benchmarks/h200_l2_sharing.py --out $OUT
+    PYTHONUNBUFFERED=1 timeout 560 python3 benchmarks/h200_l2_sharing.py --out $OUT \\
+        --stages slices l2_reread      # and so on: see reports/nvidia-h200/l2_sharing/command.txt
 
 Local rehearsal without a GPU: ``--dry-run-local`` (builds the sources, writes the case
 lists).
@@ -270,7 +281,7 @@ STAGGER_SRC = r"""
 extern "C" __global__ void __launch_bounds__(1024)
 stagger_read(const float4 *__restrict__ buf, long long n_vec, int readers, long long delay_ns,
              float4 *bg, long long bg_vec, int bg_mode, unsigned long long *info,
-             unsigned int *done, float *sink)
+             unsigned int *done, float *sink, long long step_ns)
 {
     __shared__ unsigned long long t_go;
     __shared__ int stop;
@@ -285,9 +296,24 @@ stagger_read(const float4 *__restrict__ buf, long long n_vec, int readers, long 
             t_go = now;
         }
         __syncthreads();
-        for (long long i = threadIdx.x; i < n_vec; i += blockDim.x) {
-            const float4 v = buf[i];
-            acc += v.x + v.y + v.z + v.w;
+        if (step_ns == 0) {                                  // free-running
+            for (long long i = threadIdx.x; i < n_vec; i += blockDim.x) {
+                const float4 v = buf[i];
+                acc += v.x + v.y + v.z + v.w;
+            }
+        } else {                       // paced: 64 KiB step j not before t_go + j x step_ns
+            for (long long j = 0; j * 4096 < n_vec; ++j) {
+                if (threadIdx.x == 0) {
+                    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); }
+                    while (now < t_go + j * step_ns);
+                }
+                __syncthreads();
+                for (long long i = j * 4096 + threadIdx.x; i < (j + 1) * 4096 && i < n_vec;
+                     i += blockDim.x) {
+                    const float4 v = buf[i];
+                    acc += v.x + v.y + v.z + v.w;
+                }
+            }
         }
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -343,10 +369,18 @@ STAGGER_CASES = tuple({"readers": g, "delay_us": d, "background": bg}
     for d in (0, 2, 5, 20, 50)) + tuple({"readers": 0, "delay_us": 0, "background": bg}
                                         for bg in (2, 3))
 STAGGER_BG_RESIDENT_MIB = 8
+# paced readers: every reader reads 64 KiB steps on a clock (one step per STAGGER_STEP_NS), so
+# reader r stays delay x r behind reader 0 for the whole read (unless it cannot keep pace:
+# its lateness at the end is recorded)
+STAGGER_STEP_NS = 6000
+STAGGER_PACED_CASES = tuple({"readers": g, "delay_us": d, "background": bg}
+                            for bg, gs in ((0, (8,)), (3, (8,)), (2, (4, 8)))
+                            for g in gs for d in (0, 2, 5, 10, 20, 50, 100))
 
 
-def stagger_driver(out_path: Path) -> int:
-    """Run under ncu (kernel replay, caches flushed): every STAGGER_CASES launch once;
+def stagger_driver(out_path: Path, paced: bool = False) -> int:
+    """Run under ncu (kernel replay, caches flushed): every STAGGER_CASES launch once (with
+    ``paced``: every STAGGER_PACED_CASES launch, readers on a STAGGER_STEP_NS clock);
     records each reader's start, end and SM and the background's bytes read."""
     import cupy as cp
 
@@ -357,7 +391,8 @@ def stagger_driver(out_path: Path) -> int:
     sink = cp.zeros(1024, dtype=cp.float32)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     done = []
-    for case in STAGGER_CASES:
+    step_ns = STAGGER_STEP_NS if paced else 0
+    for case in (STAGGER_PACED_CASES if paced else STAGGER_CASES):
         g = case["readers"]
         grid = sms if case["background"] else g
         info = cp.zeros(4 * max(g, 1) + 4, dtype=cp.uint64)
@@ -366,12 +401,13 @@ def stagger_driver(out_path: Path) -> int:
                   else bg.size // 4)
         fn((grid,), (1024,), (buf, np.int64(buf.size // 4), np.int32(g),
                               np.int64(case["delay_us"] * 1000), bg, np.int64(bg_vec),
-                              np.int32(case["background"]), info, counter, sink))
+                              np.int32(case["background"]), info, counter, sink,
+                              np.int64(step_ns)))
         cp.cuda.runtime.deviceSynchronize()
         i = cp.asnumpy(info).astype(np.int64)
         starts = i[0:4 * g:4]
         origin = int(starts.min()) if g else 0
-        done.append({**case, "grid": grid,
+        done.append({**case, "grid": grid, "step_ns": step_ns,
                      "reader_start_ns": (starts - origin).tolist(),
                      "reader_end_ns": (i[1:4 * g:4] - origin).tolist(),
                      "reader_sm": i[2:4 * g:4].tolist(),
@@ -649,9 +685,20 @@ def stagger(out: Path, record: dict, save) -> None:
     save()
 
 
+def stagger_paced(out: Path, record: dict, save) -> None:
+    tmp = Path(tempfile.mkdtemp())
+    res = run_ncu([str(Path(__file__).resolve()), "--stagger-driver", str(tmp / "s.json"),
+                   "--paced"], SLICE_METRICS, ["--kernel-name", "stagger_read"], 400,
+                  "stagger_paced", tmp)
+    res["driver"] = json.loads((tmp / "s.json").read_text()) if (tmp / "s.json").exists() \
+        else []
+    record["stagger_paced"] = res
+    save()
+
+
 STAGES = {"slices": slices, "l2_reread": l2_reread, "l2_window": l2_window,
           "progress": progress, "variants": variants, "l2_policy": l2_policy,
-          "stagger": stagger}
+          "stagger": stagger, "stagger_paced": stagger_paced}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -664,6 +711,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="internal: the process ncu replays for the l2_window stage")
     ap.add_argument("--stagger-driver", type=Path, metavar="OUT_JSON",
                     help="internal: the process ncu profiles for the stagger stage")
+    ap.add_argument("--paced", action="store_true",
+                    help="internal: the stagger driver with paced readers")
     ap.add_argument("--policy-driver", type=Path, metavar="PLAN_JSON",
                     help="internal: the process ncu replays for the l2_policy stage")
     ap.add_argument("--variants-driver", type=Path, metavar="OUT_JSON",
@@ -676,7 +725,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.window_driver:
         return window_driver(args.window_driver)
     if args.stagger_driver:
-        return stagger_driver(args.stagger_driver)
+        return stagger_driver(args.stagger_driver, paced=args.paced)
     if args.policy_driver:
         return policy_driver(args.policy_driver)
     if args.variants_driver:
