@@ -216,6 +216,34 @@ def stagger_rows(data: dict, stage_name: str = "stagger_paced") -> list[dict]:
     return out
 
 
+def sm_partitions(data: dict) -> dict | None:
+    """Which L2 partition each SM uses (``smmap``): a 1 MiB probe read on SM 0 and re-read on
+    SM s misses in SM s's own partition for about half its sectors (the half whose home is
+    SM 0's partition, of which SM s's partition holds no copy) exactly when the two SMs are
+    in different partitions. Returns ``{"same": [SM ids], "other": [SM ids],
+    "miss_fraction": [per SM]}``."""
+    pairs = _pairs(data, "smmap", "driver")
+    if not pairs:
+        return None
+    miss = [rec["metrics"]["lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum"]["value"] * 32
+            / MIB for _, rec in pairs]
+    sms = [case["sm"] for case, _ in pairs]
+    return {"same": [s for s, m in zip(sms, miss, strict=True) if m < 0.25],
+            "other": [s for s, m in zip(sms, miss, strict=True) if m >= 0.25],
+            "miss_fraction": miss}
+
+
+def _ranges(ids: list[int]) -> str:
+    out, start = [], None
+    for i, s in enumerate(ids):
+        if start is None:
+            start = s
+        if i + 1 == len(ids) or ids[i + 1] != s + 1:
+            out.append(f"{start}–{s}" if s > start else f"{s}")
+            start = None
+    return ", ".join(out)
+
+
 def retention_us(row: dict, half_miss_mib: float | None) -> float | None:
     """How long a sector stays in L2 for an LRU cache of the measured size, filled at the
     slice's rate (own-partition lookup misses x 32 B per second): the reuse-distance limit
@@ -345,6 +373,7 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
     policy, slices = policy_summary(data), slice_rows(data, model, samples)
     variants, progress = variant_rows(data), progress_rows(data)
     stagger, free = stagger_rows(data), stagger_rows(data, "stagger")
+    partitions = sm_partitions(data)
     half = half_miss_distance_mib(window)
     curve = fit_l2_curve(window)
     again = measured_curve_rows(cases, model, curve)
@@ -353,7 +382,8 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
             "stagger_free_running": free, "half_miss_distance_mib": half,
             "fitted_curve": None if curve is None else {"l2_bytes": curve[0],
                                                         "associativity": curve[1]},
-            "predicted_with_measured_curve": again, "problems": list(data.get("problems", []))}
+            "predicted_with_measured_curve": again, "sm_partitions": partitions,
+            "problems": list(data.get("problems", []))}
     times = sorted(m.get("created_utc", "?")[11:16] for m in data["meta"].values())
     lines = [
         "## L2 sharing, measured", "",
@@ -362,7 +392,7 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
         f"{next(iter(data['meta'].values())).get('created_utc', '?')[:10]}, "
         f"{', '.join(times)} UTC, device clock; `l2_sharing/command.txt`) measured the L2 "
         "with microbenchmarks (re-read curve, re-read of whole buffers, replacement probe, "
-        "staggered readers), the GEMM kernels on slices of M (one row of work-groups reads B "
+        "staggered readers, which SM uses which L2 partition), the GEMM kernels on slices of M (one row of work-groups reads B "
         "once; a few rows are one wave; many rows many waves), stripped-down one-operand "
         "copies of the naive kernel, and every warp's progress through K (`%globaltimer` "
         "every 512 iterations). Counters from Nsight Compute; every GEMM and variant result "
@@ -422,6 +452,17 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
         lines += ["", "(A first version, `stagger`, let the readers run free: later readers "
                   "caught up with the first, so its delays did not hold; its data are kept in "
                   "`h200_l2_sharing_stagger.json` and not used here.)", ""]
+    if partitions:
+        mid = partitions["miss_fraction"]
+        low, high = [m for m in mid if m < 0.25], [m for m in mid if m >= 0.25]
+        lines += ["**SMs and L2 partitions** (`smmap`): a 1 MiB probe read on SM 0, then "
+                  "re-read on SM s; the fraction of its sectors that miss in SM s's own L2 "
+                  f"partition is at most {max(low, default=0):.3f} for "
+                  f"{len(partitions['same'])} SMs (SM 0's partition: "
+                  f"{_ranges(partitions['same'])}) and "
+                  f"{min(high, default=0):.3f}–{max(high, default=0):.3f} for the other "
+                  f"{len(partitions['other'])} ({_ranges(partitions['other'])}): the "
+                  "half of the probe whose home is the other partition has no copy there.", ""]
     if slices:
         lines += ["**GEMM slices** (N = 4096 unless named; K = 4096 unless named; caches "
                   "flushed before each kernel; T = tile width B). \"Reads of matrix B\" is "

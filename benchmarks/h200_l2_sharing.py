@@ -416,6 +416,63 @@ def stagger_driver(out_path: Path, paced: bool = False) -> int:
     return 0
 
 
+# which L2 partition is each SM's? A 1 MiB probe is read by one work-group on SM 0 and then
+# re-read by one on SM s: lookups that miss in SM s's own partition are ~0 when s shares SM 0's
+# partition (its copy of the far half is there) and ~half the probe otherwise
+SMMAP_SRC = r"""
+#define SMMAP_BODY                                                                        \
+    unsigned int smid;                                                                    \
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                     \
+    __shared__ int mine;                                                                  \
+    if (threadIdx.x == 0) mine = (smid == (unsigned int)target) && atomicCAS(flag, 0u, 1u) == 0u; \
+    __syncthreads();                                                                      \
+    if (!mine) return;                                                                    \
+    float acc = 0.0f;                                                                     \
+    for (long long i = threadIdx.x; i < n_vec; i += blockDim.x) {                         \
+        const float4 v = buf[i];                                                          \
+        acc += v.x + v.y + v.z + v.w;                                                     \
+    }                                                                                     \
+    if (acc == 1234.5f) sink[threadIdx.x] = acc;
+extern "C" __global__ void __launch_bounds__(1024)
+fill_on_sm(const float4 *__restrict__ buf, long long n_vec, int target, unsigned int *flag,
+           float *sink) { SMMAP_BODY }
+extern "C" __global__ void __launch_bounds__(1024)
+reread_on_sm(const float4 *__restrict__ buf, long long n_vec, int target, unsigned int *flag,
+             float *sink) { SMMAP_BODY }
+"""
+SMMAP_REFERENCE_SM = 0
+
+
+def smmap_driver(out_path: Path) -> int:
+    """Run under ncu (application replay, no cache flush; only ``reread_on_sm`` profiled):
+    for every SM s, a 512 MiB flush read, the 1 MiB probe read on SMMAP_REFERENCE_SM, then
+    re-read on s. Grids of 4 x SMs work-groups so that every SM gets one."""
+    import cupy as cp
+
+    mod = cp.RawModule(code=STREAM_SRC + SMMAP_SRC)
+    flush = mod.get_function("flush_read")
+    fill, reread = mod.get_function("fill_on_sm"), mod.get_function("reread_on_sm")
+    rng = np.random.default_rng(15)
+    big = cp.asarray(rng.standard_normal(FLUSH_MIB * 2 ** 18, dtype=np.float32))
+    probe = cp.asarray(rng.standard_normal(2 ** 18, dtype=np.float32))
+    sink = cp.zeros(1024, dtype=cp.float32)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    flags = cp.zeros(2, dtype=cp.uint32)
+    done = []
+    for target in range(sms):
+        flush((1056,), (256,), (big, np.int64(big.size // 4), sink))
+        flags.fill(0)
+        fill((4 * sms,), (1024,), (probe, np.int64(probe.size // 4),
+                                   np.int32(SMMAP_REFERENCE_SM), flags[0:1], sink))
+        reread((4 * sms,), (1024,), (probe, np.int64(probe.size // 4), np.int32(target),
+                                     flags[1:2], sink))
+        cp.cuda.runtime.deviceSynchronize()
+        got = cp.asnumpy(flags).tolist()
+        done.append({"sm": target, "fill_ran": got[0] == 1, "reread_ran": got[1] == 1})
+    out_path.write_text(json.dumps(done, indent=1))
+    return 0
+
+
 def slice_id(family: str, m: int, k: int, n: int, tile: int) -> str:
     return f"{family}-M{m}-K{k}-N{n}-T{tile}"
 
@@ -696,9 +753,23 @@ def stagger_paced(out: Path, record: dict, save) -> None:
     save()
 
 
+def smmap(out: Path, record: dict, save) -> None:
+    tmp = Path(tempfile.mkdtemp())
+    res = run_ncu([str(Path(__file__).resolve()), "--smmap-driver", str(tmp / "m.json")],
+                  ("lts__t_sectors_srcunit_tex_op_read.sum",
+                   "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum",
+                   "lts__t_sectors_srcunit_ltcfabric.sum", "dram__bytes_read.sum"),
+                  ["--kernel-name", "reread_on_sm", "--replay-mode", "application",
+                   "--cache-control", "none"], 400, "smmap", tmp)
+    res["driver"] = json.loads((tmp / "m.json").read_text()) if (tmp / "m.json").exists() \
+        else []
+    record["smmap"] = res
+    save()
+
+
 STAGES = {"slices": slices, "l2_reread": l2_reread, "l2_window": l2_window,
           "progress": progress, "variants": variants, "l2_policy": l2_policy,
-          "stagger": stagger, "stagger_paced": stagger_paced}
+          "stagger": stagger, "stagger_paced": stagger_paced, "smmap": smmap}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -711,6 +782,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="internal: the process ncu replays for the l2_window stage")
     ap.add_argument("--stagger-driver", type=Path, metavar="OUT_JSON",
                     help="internal: the process ncu profiles for the stagger stage")
+    ap.add_argument("--smmap-driver", type=Path, metavar="OUT_JSON",
+                    help="internal: the process ncu replays for the smmap stage")
     ap.add_argument("--paced", action="store_true",
                     help="internal: the stagger driver with paced readers")
     ap.add_argument("--policy-driver", type=Path, metavar="PLAN_JSON",
@@ -724,6 +797,8 @@ def main(argv: list[str] | None = None) -> int:
         return reread_driver(args.reread_driver)
     if args.window_driver:
         return window_driver(args.window_driver)
+    if args.smmap_driver:
+        return smmap_driver(args.smmap_driver)
     if args.stagger_driver:
         return stagger_driver(args.stagger_driver, paced=args.paced)
     if args.policy_driver:

@@ -163,3 +163,14 @@ def test_staggered_readers_from_the_committed_files(data):
     assert stores8[100] == pytest.approx(8, abs=0.05)
     free = stagger_rows(data, "stagger")
     assert free and all("latest_us" not in r for r in free)
+
+
+def test_sm_partitions_split_the_sms_in_two(data):
+    from analysis.l2_sharing import _ranges, sm_partitions
+
+    p = sm_partitions(data)
+    assert 0 in p["same"] and len(p["same"]) == len(p["other"]) == 66
+    assert sorted(p["same"] + p["other"]) == list(range(132))
+    for m in p["miss_fraction"]:
+        assert m < 0.05 or 0.45 < m < 0.55  # none in between: two partitions, half homed
+    assert _ranges([0, 1, 2, 5, 7, 8]) == "0–2, 5, 7–8"
