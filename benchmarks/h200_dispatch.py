@@ -194,10 +194,15 @@ def timelines(out: Path, record: dict, save) -> None:
                                    tile, case_id(family, n, tile), seed=n * 100 + tile)
         record["timelines"].append(rec)
         arrays.update(got)
-        tmp = out / "timelines.npz.tmp.npz"
-        np.savez_compressed(tmp, **arrays)
-        os.replace(tmp, out / "timelines.npz")
+        write_npz(out, "timelines", arrays)
         save()
+
+
+def write_npz(out: Path, name: str, arrays: dict[str, np.ndarray]) -> None:
+    """``out/name.npz``, written atomically (through ``name.tmp.npz``)."""
+    tmp = out / f"{name}.tmp.npz"
+    np.savez_compressed(tmp, **arrays)
+    os.replace(tmp, out / f"{name}.npz")
 
 
 def find_tool(name: str) -> str | None:

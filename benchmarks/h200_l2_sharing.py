@@ -62,7 +62,7 @@ for _path in (REPO, REPO / "benchmarks"):
         sys.path.insert(0, str(_path))
 
 from analysis.ncu import parse_ncu_raw_csv  # noqa: E402
-from h200_dispatch import find_tool, timeline_launch  # noqa: E402
+from h200_dispatch import find_tool, timeline_launch, write_npz  # noqa: E402
 
 SLICE_METRICS = (
     "dram__bytes_read.sum",
@@ -536,52 +536,67 @@ def run_ncu(argv_tail: list[str], metrics, extra: list[str], timeout: float, tag
     return result
 
 
-def slices(out: Path, record: dict, save) -> None:
+REPLAY_NO_FLUSH = ["--replay-mode", "application", "--cache-control", "none"]
+
+
+def driver_stage(record: dict, save, key: str, driver_args: list[str], kernel: str,
+                 plan_key: str = "plan", extra: list[str] | None = None,
+                 metrics=SLICE_METRICS, timeout: float = 400) -> Path:
+    """Run this script's ``driver_args`` driver under ncu (``extra``: replay options) and
+    store ncu's records with the driver's JSON (under ``plan_key``) as ``record[key]``.
+    Returns the temporary folder (the driver JSON is ``driver.json`` there)."""
+    tmp = Path(tempfile.mkdtemp())
+    out_json = tmp / "driver.json"
+    res = run_ncu([str(Path(__file__).resolve()), *driver_args[:1], str(out_json),
+                   *driver_args[1:]], metrics, ["--kernel-name", kernel, *(extra or [])],
+                  timeout, key, tmp)
+    res[plan_key] = json.loads(out_json.read_text()) if out_json.exists() else []
+    record[key] = res
+    save()
+    return tmp
+
+
+def gemm_slices(out: Path, record: dict, save, key: str, timeline_key: str, npz: str,
+                shapes, seed: int) -> None:
+    """The generated GEMM kernels of ``shapes`` (family, m, k, n, tile) under ncu through
+    ``h200_validation.py --ncu-driver`` (``record[key]``), then one timeline launch each
+    (``record[timeline_key]``, arrays in ``npz``.npz)."""
     tmp = Path(tempfile.mkdtemp())
     cases = [{"family": f, "m": m, "k": k, "n": n, "tile": b, "id": slice_id(f, m, k, n, b)}
-             for f, m, k, n, b in SLICES]
+             for f, m, k, n, b in shapes]
     (tmp / "cases.json").write_text(json.dumps(cases))
     res = run_ncu([str(REPO / "benchmarks" / "h200_validation.py"), "--ncu-driver",
                    str(tmp / "cases.json"), "--driver-out", str(tmp / "driver.json")],
-                  SLICE_METRICS, ["--kernel-name", "regex:^gemm_"], 400, "slices", tmp)
-    driver = json.loads((tmp / "driver.json").read_text()) if (tmp / "driver.json").exists() \
-        else []
-    res["cases"], res["driver"] = cases, driver
-    record["slices"] = res
+                  SLICE_METRICS, ["--kernel-name", "regex:^gemm_"], 400, key, tmp)
+    res["cases"] = cases
+    res["driver"] = json.loads((tmp / "driver.json").read_text()) \
+        if (tmp / "driver.json").exists() else []
+    record[key] = res
     save()
     arrays: dict[str, np.ndarray] = {}
-    record["slices_timelines"] = []
+    record[timeline_key] = []
     for i, c in enumerate(cases):
         rec, got = timeline_launch(c["family"], c["m"], c["k"], c["n"], c["tile"], c["id"],
-                                   seed=1000 + i)
-        record["slices_timelines"].append(rec)
+                                   seed=seed + i)
+        record[timeline_key].append(rec)
         arrays.update(got)
-    tmp_npz = out / "slices_timelines.tmp.npz"
-    np.savez_compressed(tmp_npz, **arrays)
-    os.replace(tmp_npz, out / "slices_timelines.npz")
+    write_npz(out, npz, arrays)
     save()
+
+
+def slices(out: Path, record: dict, save) -> None:
+    gemm_slices(out, record, save, "slices", "slices_timelines", "slices_timelines", SLICES,
+                seed=1000)
 
 
 def l2_reread(out: Path, record: dict, save) -> None:
-    tmp = Path(tempfile.mkdtemp())
-    res = run_ncu([str(Path(__file__).resolve()), "--reread-driver", str(tmp / "plan.json")],
-                  SLICE_METRICS, ["--kernel-name", "stream_read", "--replay-mode", "application",
-                                  "--cache-control", "none"], 400, "reread", tmp)
-    res["plan"] = json.loads((tmp / "plan.json").read_text()) if (tmp / "plan.json").exists() \
-        else []
-    record["l2_reread"] = res
-    save()
+    driver_stage(record, save, "l2_reread", ["--reread-driver"], "stream_read",
+                 extra=REPLAY_NO_FLUSH)
 
 
 def l2_window(out: Path, record: dict, save) -> None:
-    tmp = Path(tempfile.mkdtemp())
-    res = run_ncu([str(Path(__file__).resolve()), "--window-driver", str(tmp / "plan.json")],
-                  SLICE_METRICS, ["--kernel-name", "stream_read", "--replay-mode", "application",
-                                  "--cache-control", "none"], 400, "window", tmp)
-    res["plan"] = json.loads((tmp / "plan.json").read_text()) if (tmp / "plan.json").exists() \
-        else []
-    record["l2_window"] = res
-    save()
+    driver_stage(record, save, "l2_window", ["--window-driver"], "stream_read",
+                 extra=REPLAY_NO_FLUSH)
 
 
 PROGRESS_EVERY = 512
@@ -681,90 +696,40 @@ def progress(out: Path, record: dict, save) -> None:
             rec["error"] = f"{type(err).__name__}: {err}"
             rec["traceback"] = traceback.format_exc()[-3000:]
             print(cid, "ERROR", rec["error"][:500], flush=True)
-    tmp_npz = out / "progress.tmp.npz"
-    np.savez_compressed(tmp_npz, **arrays)
-    os.replace(tmp_npz, out / "progress.npz")
+    write_npz(out, "progress", arrays)
     save()
 
 
 def variants(out: Path, record: dict, save) -> None:
     """Stripped-down naive kernels (one operand) and the SLICES_2 slices under ncu, plus the
     SLICES_2 timelines (``slices2_timelines.npz``)."""
-    tmp = Path(tempfile.mkdtemp())
-    res = run_ncu([str(Path(__file__).resolve()), "--variants-driver", str(tmp / "v.json")],
-                  SLICE_METRICS, ["--kernel-name", "regex:^naive_"], 300, "variants", tmp)
-    res["driver"] = json.loads((tmp / "v.json").read_text()) if (tmp / "v.json").exists() \
-        else []
-    record["variants"] = res
-    save()
-    cases = [{"family": f, "m": m, "k": k, "n": n, "tile": b, "id": slice_id(f, m, k, n, b)}
-             for f, m, k, n, b in SLICES_2]
-    (tmp / "cases.json").write_text(json.dumps(cases))
-    res = run_ncu([str(REPO / "benchmarks" / "h200_validation.py"), "--ncu-driver",
-                   str(tmp / "cases.json"), "--driver-out", str(tmp / "driver.json")],
-                  SLICE_METRICS, ["--kernel-name", "regex:^gemm_"], 300, "slices2", tmp)
-    res["cases"] = cases
-    res["driver"] = json.loads((tmp / "driver.json").read_text()) \
-        if (tmp / "driver.json").exists() else []
-    record["slices_2"] = res
-    save()
-    arrays: dict[str, np.ndarray] = {}
-    record["slices_2_timelines"] = []
-    for i, c in enumerate(cases):
-        rec, got = timeline_launch(c["family"], c["m"], c["k"], c["n"], c["tile"], c["id"],
-                                   seed=4000 + i)
-        record["slices_2_timelines"].append(rec)
-        arrays.update(got)
-    tmp_npz = out / "slices2_timelines.tmp.npz"
-    np.savez_compressed(tmp_npz, **arrays)
-    os.replace(tmp_npz, out / "slices2_timelines.npz")
-    save()
+    driver_stage(record, save, "variants", ["--variants-driver"], "regex:^naive_",
+                 plan_key="driver")
+    gemm_slices(out, record, save, "slices_2", "slices_2_timelines", "slices2_timelines",
+                SLICES_2, seed=4000)
 
 
 def l2_policy(out: Path, record: dict, save) -> None:
-    tmp = Path(tempfile.mkdtemp())
-    res = run_ncu([str(Path(__file__).resolve()), "--policy-driver", str(tmp / "plan.json")],
-                  SLICE_METRICS, ["--kernel-name", "stream_read", "--replay-mode", "application",
-                                  "--cache-control", "none"], 300, "policy", tmp)
-    res["plan"] = json.loads((tmp / "plan.json").read_text()) if (tmp / "plan.json").exists() \
-        else []
-    record["l2_policy"] = res
-    save()
+    driver_stage(record, save, "l2_policy", ["--policy-driver"], "stream_read",
+                 extra=REPLAY_NO_FLUSH)
 
 
 def stagger(out: Path, record: dict, save) -> None:
-    tmp = Path(tempfile.mkdtemp())
-    res = run_ncu([str(Path(__file__).resolve()), "--stagger-driver", str(tmp / "s.json")],
-                  SLICE_METRICS, ["--kernel-name", "stagger_read"], 300, "stagger", tmp)
-    res["driver"] = json.loads((tmp / "s.json").read_text()) if (tmp / "s.json").exists() \
-        else []
-    record["stagger"] = res
-    save()
+    driver_stage(record, save, "stagger", ["--stagger-driver"], "stagger_read",
+                 plan_key="driver")
 
 
 def stagger_paced(out: Path, record: dict, save) -> None:
-    tmp = Path(tempfile.mkdtemp())
-    res = run_ncu([str(Path(__file__).resolve()), "--stagger-driver", str(tmp / "s.json"),
-                   "--paced"], SLICE_METRICS, ["--kernel-name", "stagger_read"], 400,
-                  "stagger_paced", tmp)
-    res["driver"] = json.loads((tmp / "s.json").read_text()) if (tmp / "s.json").exists() \
-        else []
-    record["stagger_paced"] = res
-    save()
+    driver_stage(record, save, "stagger_paced", ["--stagger-driver", "--paced"],
+                 "stagger_read", plan_key="driver")
 
 
 def smmap(out: Path, record: dict, save) -> None:
-    tmp = Path(tempfile.mkdtemp())
-    res = run_ncu([str(Path(__file__).resolve()), "--smmap-driver", str(tmp / "m.json")],
-                  ("lts__t_sectors_srcunit_tex_op_read.sum",
-                   "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum",
-                   "lts__t_sectors_srcunit_ltcfabric.sum", "dram__bytes_read.sum"),
-                  ["--kernel-name", "reread_on_sm", "--replay-mode", "application",
-                   "--cache-control", "none"], 400, "smmap", tmp)
-    res["driver"] = json.loads((tmp / "m.json").read_text()) if (tmp / "m.json").exists() \
-        else []
-    record["smmap"] = res
-    save()
+    driver_stage(record, save, "smmap", ["--smmap-driver"], "reread_on_sm", plan_key="driver",
+                 extra=REPLAY_NO_FLUSH,
+                 metrics=("lts__t_sectors_srcunit_tex_op_read.sum",
+                          "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum",
+                          "lts__t_sectors_srcunit_ltcfabric.sum", "dram__bytes_read.sum"))
 
 
 STAGES = {"slices": slices, "l2_reread": l2_reread, "l2_window": l2_window,
