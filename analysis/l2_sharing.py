@@ -233,6 +233,17 @@ def sm_partitions(data: dict) -> dict | None:
             "miss_fraction": miss}
 
 
+def placed_rows(data: dict) -> list[dict]:
+    """Paced readers placed on SMs of one L2 partition or alternating between the two
+    (``placed``, no background): reads of the 16 MiB per placement, readers and delay."""
+    out = []
+    for case, rec in _pairs(data, "placed", "driver"):
+        out.append({"placement": case["placement"], "readers": case["readers"],
+                    "delay_us": case["delay_us"], "reader_sm": case["reader_sm"],
+                    "reads_of_data": _dram(rec) / (16 * MIB)})
+    return out
+
+
 def _ranges(ids: list[int]) -> str:
     out, start = [], None
     for i, s in enumerate(ids):
@@ -374,6 +385,7 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
     variants, progress = variant_rows(data), progress_rows(data)
     stagger, free = stagger_rows(data), stagger_rows(data, "stagger")
     partitions = sm_partitions(data)
+    placed = placed_rows(data)
     half = half_miss_distance_mib(window)
     curve = fit_l2_curve(window)
     again = measured_curve_rows(cases, model, curve)
@@ -383,6 +395,7 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
             "fitted_curve": None if curve is None else {"l2_bytes": curve[0],
                                                         "associativity": curve[1]},
             "predicted_with_measured_curve": again, "sm_partitions": partitions,
+            "placed": placed,
             "problems": list(data.get("problems", []))}
     times = sorted(m.get("created_utc", "?")[11:16] for m in data["meta"].values())
     lines = [
@@ -462,7 +475,19 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
                   f"{_ranges(partitions['same'])}) and "
                   f"{min(high, default=0):.3f}–{max(high, default=0):.3f} for the other "
                   f"{len(partitions['other'])} ({_ranges(partitions['other'])}): the "
-                  "half of the probe whose home is the other partition has no copy there.", ""]
+                  "half of the probe whose home is the other partition has no copy there."]
+        if placed:
+            by = {}
+            for p in placed:
+                by.setdefault(p["placement"], []).append(p["reads_of_data"])
+            lines[-1] += (" Paced readers of the same 16 MiB placed on these SMs (`placed`; "
+                          "G = " + ", ".join(str(g) for g in sorted({p["readers"] for p in placed}))
+                          + ", delays " + ", ".join(f"{d:g}" for d in sorted(
+                              {p["delay_us"] for p in placed})) + " µs, no background) read "
+                          "it from DRAM " + "; ".join(
+                              f"{min(v):.2f}–{max(v):.2f} times on {k}" for k, v in by.items())
+                          + ": a fill made for one partition serves the other.")
+        lines.append("")
     if slices:
         lines += ["**GEMM slices** (N = 4096 unless named; K = 4096 unless named; caches "
                   "flushed before each kernel; T = tile width B). \"Reads of matrix B\" is "
@@ -683,8 +708,10 @@ def _findings(rows: dict) -> list[str]:
             "curve, on which the targets table was scored; switching would trade one set "
             "of misses for another and not reach the naive kernels, whose extra reads are "
             "not set by reuse distance or by how long the L2 keeps a sector. Open: what "
-            "makes a naive work-group of tile width 16 in the second and later waves fetch a sector "
-            "that another fetched microseconds before.")
+            "makes a naive work-group of tile width 16 in the second and later waves fetch a "
+            "sector that another fetched microseconds before; not the L2 partitions as "
+            "such (without load, readers in both share one fill), so something that comes "
+            "with the GEMM's load.")
     return ["What these show:", "", *out] if out else []
 
 

@@ -473,6 +473,102 @@ def smmap_driver(out_path: Path) -> int:
     return 0
 
 
+# readers placed on chosen SMs (the smmap stage's partitions): does a fill made for an SM of
+# one L2 partition serve a reader in the other? Paced like stagger_paced, no background.
+PLACED_SRC = r"""
+extern "C" __global__ void __launch_bounds__(1024)
+placed_read(const float4 *__restrict__ buf, long long n_vec, const int *__restrict__ role,
+            long long delay_ns, long long step_ns, unsigned long long *info, float *sink)
+{
+    __shared__ unsigned long long t_go;
+    __shared__ int r;
+    unsigned long long now;
+    if (threadIdx.x == 0) {
+        unsigned int smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        r = role[smid];
+        if (r >= 0 && atomicCAS((unsigned int *)&info[4 * r + 3], 0u, 1u) != 0u) r = -1;
+    }
+    __syncthreads();
+    if (r < 0) return;
+    if (threadIdx.x == 0) {
+        unsigned long long t0;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        const unsigned long long target = t0 + 20000ull + r * delay_ns;
+        do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now < target);
+        t_go = now;
+    }
+    __syncthreads();
+    float acc = 0.0f;
+    for (long long j = 0; j * 4096 < n_vec; ++j) {
+        if (threadIdx.x == 0) {
+            do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); }
+            while (now < t_go + j * step_ns);
+        }
+        __syncthreads();
+        for (long long i = j * 4096 + threadIdx.x; i < (j + 1) * 4096 && i < n_vec;
+             i += blockDim.x) {
+            const float4 v = buf[i];
+            acc += v.x + v.y + v.z + v.w;
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned int smid;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        info[4 * r] = t_go;
+        info[4 * r + 1] = now;
+        info[4 * r + 2] = smid;
+    }
+    if (acc == 1234.5f) sink[threadIdx.x] = acc;
+}
+"""
+# SM ids by partition, as the smmap stage measured them on the lent H200 (2026-11-30)
+PARTITION_A_SMS = (0, 1, 8, 9, 10, 11, 12, 13)
+PARTITION_B_SMS = (2, 3, 4, 5, 6, 7, 14, 15)
+PLACEMENTS = {
+    "one partition": PARTITION_A_SMS,
+    "alternating partitions": tuple(x for pair in zip(PARTITION_A_SMS, PARTITION_B_SMS)
+                                    for x in pair),
+}
+PLACED_CASES = tuple({"placement": name, "readers": g, "delay_us": d}
+                     for name in PLACEMENTS for g in (2, 8)
+                     for d in (0, 2, 5, 10, 20, 50))
+
+
+def placed_driver(out_path: Path) -> int:
+    """Run under ncu (kernel replay, caches flushed): every PLACED_CASES launch once; reader
+    r runs on SM PLACEMENTS[placement][r] (grid of 4 work-groups per SM, the others exit)."""
+    import cupy as cp
+
+    fn = cp.RawModule(code=PLACED_SRC).get_function("placed_read")
+    rng = np.random.default_rng(16)
+    buf = cp.asarray(rng.standard_normal(STAGGER_MIB * 2 ** 18, dtype=np.float32))
+    sink = cp.zeros(1024, dtype=cp.float32)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    done = []
+    for case in PLACED_CASES:
+        g = case["readers"]
+        role = np.full(sms, -1, dtype=np.int32)
+        for r, sm in enumerate(PLACEMENTS[case["placement"]][:g]):
+            role[sm] = r
+        info = cp.zeros(4 * g, dtype=cp.uint64)
+        fn((4 * sms,), (1024,), (buf, np.int64(buf.size // 4), cp.asarray(role),
+                                 np.int64(case["delay_us"] * 1000), np.int64(STAGGER_STEP_NS),
+                                 info, sink))
+        cp.cuda.runtime.deviceSynchronize()
+        i = cp.asnumpy(info).astype(np.int64)
+        starts = i[0::4]
+        origin = int(starts.min())
+        done.append({**case, "step_ns": STAGGER_STEP_NS, "background": 0,
+                     "background_bytes": 0, "reader_start_ns": (starts - origin).tolist(),
+                     "reader_end_ns": (i[1::4] - origin).tolist(),
+                     "reader_sm": i[2::4].tolist(), "ran": i[3::4].tolist()})
+    out_path.write_text(json.dumps(done, indent=1))
+    return 0
+
+
 def slice_id(family: str, m: int, k: int, n: int, tile: int) -> str:
     return f"{family}-M{m}-K{k}-N{n}-T{tile}"
 
@@ -732,9 +828,14 @@ def smmap(out: Path, record: dict, save) -> None:
                           "lts__t_sectors_srcunit_ltcfabric.sum", "dram__bytes_read.sum"))
 
 
+def placed(out: Path, record: dict, save) -> None:
+    driver_stage(record, save, "placed", ["--placed-driver"], "placed_read", plan_key="driver")
+
+
 STAGES = {"slices": slices, "l2_reread": l2_reread, "l2_window": l2_window,
           "progress": progress, "variants": variants, "l2_policy": l2_policy,
-          "stagger": stagger, "stagger_paced": stagger_paced, "smmap": smmap}
+          "stagger": stagger, "stagger_paced": stagger_paced, "smmap": smmap,
+          "placed": placed}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -747,6 +848,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="internal: the process ncu replays for the l2_window stage")
     ap.add_argument("--stagger-driver", type=Path, metavar="OUT_JSON",
                     help="internal: the process ncu profiles for the stagger stage")
+    ap.add_argument("--placed-driver", type=Path, metavar="OUT_JSON",
+                    help="internal: the process ncu profiles for the placed stage")
     ap.add_argument("--smmap-driver", type=Path, metavar="OUT_JSON",
                     help="internal: the process ncu replays for the smmap stage")
     ap.add_argument("--paced", action="store_true",
@@ -762,6 +865,8 @@ def main(argv: list[str] | None = None) -> int:
         return reread_driver(args.reread_driver)
     if args.window_driver:
         return window_driver(args.window_driver)
+    if args.placed_driver:
+        return placed_driver(args.placed_driver)
     if args.smmap_driver:
         return smmap_driver(args.smmap_driver)
     if args.stagger_driver:

@@ -174,3 +174,15 @@ def test_sm_partitions_split_the_sms_in_two(data):
     for m in p["miss_fraction"]:
         assert m < 0.05 or 0.45 < m < 0.55  # none in between: two partitions, half homed
     assert _ranges([0, 1, 2, 5, 7, 8]) == "0–2, 5, 7–8"
+
+
+def test_placed_readers_share_across_partitions(data):
+    from analysis.l2_sharing import placed_rows, sm_partitions
+
+    rows = placed_rows(data)
+    parts = sm_partitions(data)
+    assert {r["placement"] for r in rows} == {"one partition", "alternating partitions"}
+    for r in rows:
+        sides = {sm in parts["same"] for sm in r["reader_sm"]}
+        assert sides == ({True} if r["placement"] == "one partition" else {True, False}), r
+        assert r["reads_of_data"] == pytest.approx(1.0, abs=0.02), r
