@@ -26,7 +26,8 @@ def _num(x) -> str:
     return f"{int(x):,}"
 
 
-def _targets(cases: list[CaseComparison], speed: list[dict], ranks: list[dict]) -> list[str]:
+def _targets(cases: list[CaseComparison], speed: list[dict], ranks: list[dict],
+             holdout: bool = False) -> list[str]:
     rows = ["| target | cases | met | largest error (absolute) |", "|---|---|---|---|"]
     for label, kind in (("global load instructions", EXACT), ("global load requests", EXACT),
                         ("global load sectors", EXACT), ("L2→L1 read sectors", WITHIN_25),
@@ -44,8 +45,15 @@ def _targets(cases: list[CaseComparison], speed: list[dict], ranks: list[dict]) 
     rows.append(f"| ranking of schedules and tiles | {len(ranks)} | "
                 f"{sum(1 for r in ranks if r['match'])} | — |")
     named = [c for c in cases if _named_case(c)]
-    rows += ["", "The cases the issue names (gemm-naive and gemm-tiled with B = 16 at N = 1024 "
-             "and 4096, matvec-naive and matvec-local): "]
+    if holdout:
+        sizes = sorted({f"{c.family} M = {c.m}" for c in named})
+        rows += ["", "The cases the issue names (gemm-naive and gemm-tiled with B = 16 at "
+                 "N = 1024 and 4096, matvec-naive and matvec-local at its sizes) are in the "
+                 "issue-4 run, not here; the named schedules at these held-out sizes ("
+                 + (", ".join(sizes) or "none") + "): "]
+    else:
+        rows += ["", "The cases the issue names (gemm-naive and gemm-tiled with B = 16 at "
+                 "N = 1024 and 4096, matvec-naive and matvec-local): "]
     named_rows = [(c, r) for c in named for r in c.rows()]
     parts = []
     for label in ("global load sectors", "L2→L1 read sectors", "DRAM bytes read"):
@@ -94,7 +102,8 @@ def _preregistered_lines(check: dict | None, measured_utc: str | None) -> list[s
     return ["## Pre-registered", "",
             f"`predictions.json` holds the predictions for these {check['covered']} of "
             f"{check['cases']} cases as `benchmarks/h200_holdout_predictions.py` wrote them on "
-            f"{check['created_utc']} from commit `{(check['code_commit'] or '?')[:7]}`, "
+            f"{check['created_utc']} from a working tree at commit "
+            f"`{(check['code_commit'] or '?')[:7]}` (its recorded `code_commit`), "
             f"before the device run ({measured_utc}). The predictions in this report are "
             f"{same}.", ""]
 
@@ -275,7 +284,8 @@ def render_hardware(directory: str | Path) -> Path:
         "`gpu__time_duration`. Predictions: `simulator.traffic_model.model_launch` with the "
         f"`{model.name}` device model. Machine-readable: `validation.json`.", "",
         *_preregistered_lines(pre, meta.get("created_utc")),
-        "## Targets", "", *_targets(cases, speed, ranks), "",
+        "## Targets", "", *_targets(cases, speed, ranks, meta.get("case_set") == "holdout"),
+        "",
         "## Every case", "",
         "Textbook count: global load elements (the seeds' count). `predicted` comes from the "
         "simulator and the model, `measured` from the counter named; the error is "
@@ -316,8 +326,9 @@ def render_hardware(directory: str | Path) -> Path:
               "Each kernel at its arithmetic intensity (FLOP per DRAM byte) and throughput: "
               "open markers predicted, filled markers measured (DRAM bytes from "
               "`dram__bytes_read.sum` + `dram__bytes_write.sum`, time measured); the lines "
-              "are the DRAM bandwidth and FP32 ceilings of the device model. cuBLAS FP32 "
-              "(TF32 off) is drawn for reference.", "", *_explanation(cases)]
+              "are the DRAM bandwidth and FP32 ceilings of the device model."
+              + (" cuBLAS FP32 (TF32 off) is drawn for reference." if cublas else
+                 " (This run did not time cuBLAS.)"), "", *_explanation(cases)]
     if cublas:
         best = min((c for c in cases if c.family == "gemm-tiled" and c.m == 4096),
                    key=lambda c: c.counter_time_s or 1e9, default=None)
@@ -333,13 +344,14 @@ def render_hardware(directory: str | Path) -> Path:
              "values are independent of the measurements" if holdout else
              "these measurements in view, so the predictions that use them are not "
              "independent of them")
+    there = "of the issue-4 run " if holdout else ""
     lines += ["## What the model guesses", "",
               "Values of the device model that are not documented and were guessed: "
               + ", ".join(f"`{g}`" for g in model.guessed) + ". Three of them were chosen "
-              f"with {which}: `memory_latency_s` (300 ns; single cases would fit "
+              f"with {which}: `memory_latency_s` (300 ns; single cases {there}would fit "
               "200–380 ns) for the time; `l1_sharing_work_groups` (2: work-groups 2j and "
-              "2j+1 share an L1; without sharing L2→L1 sectors were 38–51% high for 8×8 "
-              "work-groups) for the L2→L1 sectors, and `l2_associativity` (16, see below) "
+              f"2j+1 share an L1; without sharing L2→L1 sectors {there}were 38–51% high for "
+              "8×8 work-groups) for the L2→L1 sectors, and `l2_associativity` (16) "
               "for the DRAM reads beyond L2. The counts (instructions, requests, "
               "sectors, local-memory loads) use no fitted value.",
               "`local_vector_min_wavefronts` (2) is not a guess but read off the issue-4 "

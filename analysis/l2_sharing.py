@@ -168,19 +168,20 @@ def reread_rows(data: dict) -> list[dict]:
     return [by[s] for s in sorted(by)]
 
 
-def policy_summary(data: dict) -> dict | None:
+def policy_summary(data: dict, capacity_mib: float | None = None) -> dict | None:
     """The replacement probe (``l2_policy``): the re-reads whose old data (read twice, so
-    re-referenced), probe and streamed data together exceed the re-read curve's 50% point,
-    the only ones that can tell LRU from a policy protecting re-referenced lines."""
+    re-referenced), probe and streamed data together exceed ``capacity_mib`` (the re-read
+    curve's 50% point), the only ones that can tell LRU from a policy protecting
+    re-referenced lines."""
     pairs = _pairs(data, "l2_policy", "plan")
-    if not pairs:
+    if not pairs or capacity_mib is None:
         return None
     rereads = [(plan, _dram(rec) / MIB) for plan, rec in pairs if plan["what"] == "re-read"]
-    return {"re_reads": len(rereads),
+    return {"re_reads": len(rereads), "max_miss": max(m for _, m in rereads),
             "telling": [{"old_mib": p["old_mib"], "between_mib": p["between_mib"],
                          "miss": m} for p, m in rereads
                         if p["old_reads"] == 2 and p["probe_reads"] == 1
-                        and p["old_mib"] + 1 + p["between_mib"] > 36]}
+                        and p["old_mib"] + 1 + p["between_mib"] > capacity_mib]}
 
 
 STAGGER_BACKGROUND = {0: "none", 2: "stores streaming 512 MiB",
@@ -381,12 +382,12 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
     if data is None:
         return [], {}
     window, reread = window_rows(data, model), reread_rows(data)
-    policy, slices = policy_summary(data), slice_rows(data, model, samples)
+    half = half_miss_distance_mib(window)
+    policy, slices = policy_summary(data, half), slice_rows(data, model, samples)
     variants, progress = variant_rows(data), progress_rows(data)
     stagger, free = stagger_rows(data), stagger_rows(data, "stagger")
     partitions = sm_partitions(data)
     placed = placed_rows(data)
-    half = half_miss_distance_mib(window)
     curve = fit_l2_curve(window)
     again = measured_curve_rows(cases, model, curve)
     rows = {"window": window, "reread": reread, "policy": policy, "slices": slices,
@@ -400,7 +401,9 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
     times = sorted(m.get("created_utc", "?")[11:16] for m in data["meta"].values())
     lines = [
         "## L2 sharing, measured", "",
-        "Why do the naive kernels read more from DRAM than any reuse-distance estimate? "
+        "Why do the naive kernels read more from DRAM than the estimates that follow their "
+        "measured dispatch (lock-step waves, measured timeline), though less than the "
+        "steady-state one? "
         f"`benchmarks/h200_l2_sharing.py` ({len(times)} kept device calls on "
         f"{next(iter(data['meta'].values())).get('created_utc', '?')[:10]}, "
         f"{', '.join(times)} UTC, device clock; `l2_sharing/command.txt`) measured the L2 "
@@ -432,8 +435,9 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
                   "pass: in the same order (cyclic: reuse distance S), with the work-groups' "
                   "order reversed, and reversed with every chunk read by two work-groups in "
                   "both passes. About 1,056 such work-groups run at once, so up to about "
-                  "66 MiB every chunk of a pass is read at the same time and the reversal "
-                  "changes little; only the cyclic column is a clean reuse-distance point:", "",
+                  "66 MiB every chunk of a pass is read at the same time: the reversed "
+                  "columns are not a reversed time order and not reuse-distance points; only "
+                  "the cyclic column is:", "",
                   "| S | cyclic | reversed | reversed, two readers |", "|---|---|---|---|"]
         for r in reread:
             lines.append(f"| {r['size_mib']} MiB | {r.get('cyclic', float('nan')):.3f} | "
@@ -447,8 +451,10 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
                   "each a fixed delay behind the one before, so consecutive readers stay that "
                   "far apart; the other SMs run a background until every reader is done. "
                   "The readers' DRAM reads in units of the 16 MiB (1: all share one fill; G: "
-                  "none shared), by delay between consecutive readers; the background's rate "
-                  "is its own bytes per second:", "",
+                  "none shared), by delay between consecutive readers, with, in parentheses "
+                  "where 1 µs or more, how far (µs) the last reader finished behind its clock "
+                  "(it could not keep the pace); the background's rate is its own bytes per "
+                  "second:", "",
                   "| background (rate) | G | " + " | ".join(f"{d} µs" for d in delays) +
                   " | last reader behind its clock |", "|---|---|" + "---|" * (len(delays) + 1)]
         keys = sorted({(r["background"], r["readers"]) for r in stagger},
@@ -458,10 +464,13 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
                    and r["readers"] == g}
             rate = float(np.median([r["background_bytes_per_s"] for r in sel.values()]))
             late = max(r.get("latest_us", 0.0) for r in sel.values())
+            def cell(r: dict) -> str:
+                lag = r.get("latest_us", 0.0)
+                return f"{r['reads_of_data']:.2f}" + (f" ({lag:.0f})" if lag >= 1 else "")
             lines.append(f"| {bg}" + (f" ({rate / 1e12:.1f} TB/s)" if rate else "") +
-                         f" | {g} | " + " | ".join(
-                             f"{sel[d]['reads_of_data']:.2f}" if d in sel else "—"
-                             for d in delays) + f" | up to {max(late, 0.0):.0f} µs |")
+                         f" | {g} | " + " | ".join(cell(sel[d]) if d in sel else "—"
+                                                   for d in delays)
+                         + f" | up to {max(late, 0.0):.0f} µs |")
         lines += ["", "(A first version, `stagger`, let the readers run free: later readers "
                   "caught up with the first, so its delays did not hold; its data are kept in "
                   "`h200_l2_sharing_stagger.json` and not used here.)", ""]
@@ -499,14 +508,14 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
                   "steady-state dispatch, and the measured timeline (Monte Carlo over "
                   f"{samples} sampled re-reads of each buffer's stripes); \"—\" where a "
                   "slice has no timeline or less than 1.5 waves:", "",
-                  "| slice | rows of work-groups | waves | reads of matrix B, measured | "
-                  "per wave | lock-step | steady-state | timeline |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "| slice | kernel time | rows of work-groups | waves | reads of matrix B, "
+                  "measured | per wave | lock-step | steady-state | timeline |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in slices:
             waves = r.get("waves")
             per_wave = r["b_reads_measured"] / waves if waves and waves >= 1.5 else None
             lines.append(
-                f"| {r['case']} | {r['rows_of_work_groups']} | "
+                f"| {r['case']} | {r['duration_s'] * 1e6:.0f} µs | {r['rows_of_work_groups']} | "
                 + ("—" if waves is None else f"{waves:.1f}") + f" | {r['b_reads_measured']:.2f} | "
                 + ("—" if per_wave is None else f"{per_wave:.2f}") + " | "
                 f"{r['b_reads_lockstep']:.2f} | {r['b_reads_steady_state']:.2f} | "
@@ -568,7 +577,8 @@ def _findings(rows: dict) -> list[str]:
     window, half = rows["window"], rows["half_miss_distance_mib"]
     cyclic = {r["size_mib"]: r["cyclic"] for r in rows["reread"] if "cyclic" in r}
     if window and half is not None:
-        quiet = [r for r in window if r.get("miss_read_1x", 1) < 0.01]
+        quiet = [r for r in window
+                 if max(r.get("miss_read_1x", 1), r.get("miss_read_2x", 0)) < 0.01]
         at41 = _find(window, distance_mib=41)
         text = ("- **For simple streams the L2 acts as an LRU cache of about "
                 f"{half:.0f}–44 MiB.** " if cyclic.get(40, 1) < 0.5 else
@@ -576,7 +586,8 @@ def _findings(rows: dict) -> list[str]:
         if quiet:
             text += (f"A probe re-read after up to {max(r['between_mib'] for r in quiet):g} MiB "
                      "of other data is found (miss fraction at most "
-                     f"{max(r['miss_read_1x'] for r in quiet):.3f}); the miss fraction crosses "
+                     f"{max(max(r['miss_read_1x'], r.get('miss_read_2x', 0)) for r in quiet):.3f}"
+                     ", probe read once or twice); the miss fraction crosses "
                      f"one half at a reuse distance of {half:.0f} MiB. ")
         if cyclic:
             text += ("A whole buffer re-read in the same order misses "
@@ -601,7 +612,8 @@ def _findings(rows: dict) -> list[str]:
             + "; ".join(f"{t['old_mib']} MiB old, {t['between_mib']} MiB between: miss "
                         f"{t['miss']:.3f}" for t in policy["telling"])
             + f"); the other {policy['re_reads'] - len(policy['telling'])} re-reads of "
-            "`l2_policy` fit in the L2 either way and cannot tell.")
+            "`l2_policy` (all found, miss at most "
+            f"{policy['max_miss']:.3f}) fit in the L2 either way and cannot tell.")
     stagger = rows["stagger_paced"]
     stores = [r for r in stagger if r["background"] == STAGGER_BACKGROUND[2]]
     calm = [r for r in stagger if r["background"] != STAGGER_BACKGROUND[2]]
@@ -648,8 +660,8 @@ def _findings(rows: dict) -> list[str]:
              if (r := get("gemm-naive", m, t)) and r.get("waves", 0) >= 1.5]
     if one and later:
         out.append(
-            "- **Naive work-groups share the fills of matrix B within the first wave; with "
-            "tile width 16 the sharing breaks down from the second wave on.** One wave "
+            "- **Naive work-groups mostly share the fills of matrix B within the first wave; "
+            "with tile width 16 the sharing breaks down from the second wave on.** One wave "
             "(M = 64), reads of matrix B: "
             + ", ".join(f"T = {r['tile']}: {r['b_reads_measured']:.2f}" for r in one)
             + ". Several waves, reads of matrix B per wave: "
@@ -686,8 +698,9 @@ def _findings(rows: dict) -> list[str]:
                              f"M = {r['m']}: {r['b_reads_measured']:.2f}" for r in n4224)
                          + " reads of matrix B)")
         if k2048:
-            parts.append(("with" if n4224 else "With") + " K = 2048 (matrix B 32 MiB, with "
-                         "A 33–40 MiB: about the L2's effective size) the reads of matrix B "
+            parts.append(("with" if n4224 else "With") + " K = 2048 (matrix B 32 MiB, B and "
+                         "A together 34–40 MiB: about the L2's effective size) the reads of "
+                         "matrix B "
                          "per wave drop to " + ", ".join(
                              f"{r['b_reads_measured'] / r['waves']:.2f}" for r in k2048)
                          + ", still above every estimate")
@@ -705,8 +718,8 @@ def _findings(rows: dict) -> list[str]:
             f"(guessed curve: {within('predicted', 'gemm-tiled')}) and for "
             f"{within('predicted_measured_curve', 'gemm-naive')} naive ones (guessed: "
             f"{within('predicted', 'gemm-naive')}). The device model keeps the guessed "
-            "curve, on which the targets table was scored; switching would trade one set "
-            "of misses for another and not reach the naive kernels, whose extra reads are "
+            "curve, on which the targets table was scored: the measured one alone does not "
+            "make the prediction better, and cannot reach the naive kernels, whose extra reads are "
             "not set by reuse distance or by how long the L2 keeps a sector. Open: what "
             "makes a naive work-group of tile width 16 in the second and later waves fetch a "
             "sector that another fetched microseconds before; not the L2 partitions as "
