@@ -397,7 +397,7 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
                                                         "associativity": curve[1]},
             "predicted_with_measured_curve": again, "sm_partitions": partitions,
             "placed": placed,
-            "problems": list(data.get("problems", []))}
+            "problems": list(dict.fromkeys(data.get("problems", [])))}
     times = sorted(m.get("created_utc", "?")[11:16] for m in data["meta"].values())
     lines = [
         "## L2 sharing, measured", "",
