@@ -272,12 +272,29 @@ def policy_driver(out_path: Path) -> int:
     return 0
 
 
+# the paced read of both staggered-reader kernels: 64 KiB step j not before t_go + j x step_ns
+# (work-item 0 waits on %globaltimer, the work-group follows at the barrier)
+PACED_READ_CUDA = r"""
+#define TT_PACED_READ                                                                        \
+    for (long long j = 0; j * 4096 < n_vec; ++j) {                                           \
+        if (threadIdx.x == 0) {                                                              \
+            do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); }                   \
+            while (now < t_go + j * step_ns);                                                \
+        }                                                                                    \
+        __syncthreads();                                                                     \
+        for (long long i = j * 4096 + threadIdx.x; i < (j + 1) * 4096 && i < n_vec;          \
+             i += blockDim.x) {                                                              \
+            const float4 v = buf[i];                                                         \
+            acc += v.x + v.y + v.z + v.w;                                                    \
+        }                                                                                    \
+    }
+"""
 # staggered readers: G blocks (one per SM) read the same 16 MiB in the same order, block r
 # starting r x delay after its own launch; optional background blocks on the other SMs until
 # every reader is done, counting their bytes: 1 = reads streaming a 512 MiB buffer (DRAM
 # reads; their count is not exact enough to subtract), 2 = stores streaming it (DRAM writes
 # only), 3 = reads cycling over 8 MiB (L2-resident after one pass: L2 load, no DRAM)
-STAGGER_SRC = r"""
+STAGGER_SRC = PACED_READ_CUDA + r"""
 extern "C" __global__ void __launch_bounds__(1024)
 stagger_read(const float4 *__restrict__ buf, long long n_vec, int readers, long long delay_ns,
              float4 *bg, long long bg_vec, int bg_mode, unsigned long long *info,
@@ -302,18 +319,7 @@ stagger_read(const float4 *__restrict__ buf, long long n_vec, int readers, long 
                 acc += v.x + v.y + v.z + v.w;
             }
         } else {                       // paced: 64 KiB step j not before t_go + j x step_ns
-            for (long long j = 0; j * 4096 < n_vec; ++j) {
-                if (threadIdx.x == 0) {
-                    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); }
-                    while (now < t_go + j * step_ns);
-                }
-                __syncthreads();
-                for (long long i = j * 4096 + threadIdx.x; i < (j + 1) * 4096 && i < n_vec;
-                     i += blockDim.x) {
-                    const float4 v = buf[i];
-                    acc += v.x + v.y + v.z + v.w;
-                }
-            }
+            TT_PACED_READ
         }
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -475,7 +481,7 @@ def smmap_driver(out_path: Path) -> int:
 
 # readers placed on chosen SMs (the smmap stage's partitions): does a fill made for an SM of
 # one L2 partition serve a reader in the other? Paced like stagger_paced, no background.
-PLACED_SRC = r"""
+PLACED_SRC = PACED_READ_CUDA + r"""
 extern "C" __global__ void __launch_bounds__(1024)
 placed_read(const float4 *__restrict__ buf, long long n_vec, const int *__restrict__ role,
             long long delay_ns, long long step_ns, unsigned long long *info, float *sink)
@@ -500,18 +506,7 @@ placed_read(const float4 *__restrict__ buf, long long n_vec, const int *__restri
     }
     __syncthreads();
     float acc = 0.0f;
-    for (long long j = 0; j * 4096 < n_vec; ++j) {
-        if (threadIdx.x == 0) {
-            do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); }
-            while (now < t_go + j * step_ns);
-        }
-        __syncthreads();
-        for (long long i = j * 4096 + threadIdx.x; i < (j + 1) * 4096 && i < n_vec;
-             i += blockDim.x) {
-            const float4 v = buf[i];
-            acc += v.x + v.y + v.z + v.w;
-        }
-    }
+    TT_PACED_READ
     __syncthreads();
     if (threadIdx.x == 0) {
         unsigned int smid;
