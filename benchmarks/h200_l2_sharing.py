@@ -564,6 +564,109 @@ def placed_driver(out_path: Path) -> int:
     return 0
 
 
+# the same placement with the other SMs streaming stores (new lines at several TB/s, no DRAM
+# reads of their own) until every reader is done
+PLACED_LOADED_SRC = PACED_READ_CUDA + r"""
+extern "C" __global__ void __launch_bounds__(1024)
+placed_loaded_read(const float4 *__restrict__ buf, long long n_vec, const int *__restrict__ role,
+                   long long delay_ns, long long step_ns, float4 *bg, long long bg_vec,
+                   int readers, unsigned long long *info, unsigned int *done, float *sink)
+{
+    __shared__ unsigned long long t_go;
+    __shared__ int r, stop;
+    unsigned long long now;
+    if (threadIdx.x == 0) {
+        unsigned int smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        r = role[smid];
+        if (r >= 0 && atomicCAS((unsigned int *)&info[4 * r + 3], 0u, 1u) != 0u) r = -1;
+        stop = 0;
+    }
+    __syncthreads();
+    float acc = 0.0f;
+    if (r < 0) {                                   // background: streaming stores
+        const long long chunk = 4096, chunks = bg_vec / chunk;
+        unsigned long long t0, stores = 0;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        for (long long c = blockIdx.x; !stop; c += gridDim.x) {
+            float4 *p = bg + (c % chunks) * chunk;
+            for (long long i = threadIdx.x; i < chunk; i += blockDim.x)
+                p[i] = make_float4(acc, acc, acc, (float)c);
+            stores += chunk;
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+                stop = (*(volatile unsigned int *)done >= (unsigned int)readers) ||
+                       (now - t0 > 20000000ull);
+            }
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) atomicAdd(&info[4 * readers], stores * 16ull);
+        return;
+    }
+    if (threadIdx.x == 0) {
+        unsigned long long t0;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        const unsigned long long target = t0 + 20000ull + r * delay_ns;
+        do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now < target);
+        t_go = now;
+    }
+    __syncthreads();
+    TT_PACED_READ
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned int smid;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        info[4 * r] = t_go;
+        info[4 * r + 1] = now;
+        info[4 * r + 2] = smid;
+        __threadfence();
+        atomicAdd(done, 1u);
+    }
+    if (acc == 1234.5f) sink[threadIdx.x] = acc;
+}
+"""
+PLACED_LOADED_CASES = tuple({"placement": name, "readers": 8, "delay_us": d}
+                            for name in PLACEMENTS for d in (0, 2, 5, 10, 20))
+
+
+def placed_loaded_driver(out_path: Path) -> int:
+    """Run under ncu (kernel replay, caches flushed): PLACED_LOADED_CASES, two work-groups
+    per SM (grid = 2 x SMs, all resident); reader r on SM PLACEMENTS[placement][r] (the first
+    work-group there), every other work-group stores."""
+    import cupy as cp
+
+    fn = cp.RawModule(code=PLACED_LOADED_SRC).get_function("placed_loaded_read")
+    rng = np.random.default_rng(17)
+    buf = cp.asarray(rng.standard_normal(STAGGER_MIB * 2 ** 18, dtype=np.float32))
+    bg = cp.zeros(STAGGER_BG_MIB * 2 ** 18, dtype=cp.float32)
+    sink = cp.zeros(1024, dtype=cp.float32)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    done = []
+    for case in PLACED_LOADED_CASES:
+        g = case["readers"]
+        role = np.full(sms, -1, dtype=np.int32)
+        for r, sm in enumerate(PLACEMENTS[case["placement"]][:g]):
+            role[sm] = r
+        info = cp.zeros(4 * g + 4, dtype=cp.uint64)
+        counter = cp.zeros(1, dtype=cp.uint32)
+        fn((2 * sms,), (1024,), (buf, np.int64(buf.size // 4), cp.asarray(role),
+                             np.int64(case["delay_us"] * 1000), np.int64(STAGGER_STEP_NS),
+                             bg, np.int64(bg.size // 4), np.int32(g), info, counter, sink))
+        cp.cuda.runtime.deviceSynchronize()
+        i = cp.asnumpy(info).astype(np.int64)
+        starts = i[0:4 * g:4]
+        origin = int(starts.min())
+        done.append({**case, "step_ns": STAGGER_STEP_NS, "background": 2,
+                     "background_bytes": int(i[4 * g]),
+                     "reader_start_ns": (starts - origin).tolist(),
+                     "reader_end_ns": (i[1:4 * g:4] - origin).tolist(),
+                     "reader_sm": i[2:4 * g:4].tolist(), "ran": i[3:4 * g:4].tolist()})
+    out_path.write_text(json.dumps(done, indent=1))
+    return 0
+
+
 def slice_id(family: str, m: int, k: int, n: int, tile: int) -> str:
     return f"{family}-M{m}-K{k}-N{n}-T{tile}"
 
@@ -827,10 +930,15 @@ def placed(out: Path, record: dict, save) -> None:
     driver_stage(record, save, "placed", ["--placed-driver"], "placed_read", plan_key="driver")
 
 
+def placed_loaded(out: Path, record: dict, save) -> None:
+    driver_stage(record, save, "placed_loaded", ["--placed-loaded-driver"],
+                 "placed_loaded_read", plan_key="driver")
+
+
 STAGES = {"slices": slices, "l2_reread": l2_reread, "l2_window": l2_window,
           "progress": progress, "variants": variants, "l2_policy": l2_policy,
           "stagger": stagger, "stagger_paced": stagger_paced, "smmap": smmap,
-          "placed": placed}
+          "placed": placed, "placed_loaded": placed_loaded}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -843,6 +951,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="internal: the process ncu replays for the l2_window stage")
     ap.add_argument("--stagger-driver", type=Path, metavar="OUT_JSON",
                     help="internal: the process ncu profiles for the stagger stage")
+    ap.add_argument("--placed-loaded-driver", type=Path, metavar="OUT_JSON",
+                    help="internal: the process ncu profiles for the placed_loaded stage")
     ap.add_argument("--placed-driver", type=Path, metavar="OUT_JSON",
                     help="internal: the process ncu profiles for the placed stage")
     ap.add_argument("--smmap-driver", type=Path, metavar="OUT_JSON",
@@ -860,6 +970,8 @@ def main(argv: list[str] | None = None) -> int:
         return reread_driver(args.reread_driver)
     if args.window_driver:
         return window_driver(args.window_driver)
+    if args.placed_loaded_driver:
+        return placed_loaded_driver(args.placed_loaded_driver)
     if args.placed_driver:
         return placed_driver(args.placed_driver)
     if args.smmap_driver:
