@@ -579,11 +579,13 @@ placed_loaded_read(const float4 *__restrict__ buf, long long n_vec, const int *_
         unsigned int smid;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
         r = role[smid];
-        if (r >= 0 && atomicCAS((unsigned int *)&info[4 * r + 3], 0u, 1u) != 0u) r = -1;
+        // the second work-group on a reader's SM idles (r = -2): the reader keeps its pace
+        if (r >= 0 && atomicCAS((unsigned int *)&info[4 * r + 3], 0u, 1u) != 0u) r = -2;
         stop = 0;
     }
     __syncthreads();
     float acc = 0.0f;
+    if (r == -2) return;
     if (r < 0) {                                   // background: streaming stores
         const long long chunk = 4096, chunks = bg_vec / chunk;
         unsigned long long t0, stores = 0;
@@ -634,7 +636,9 @@ PLACED_LOADED_CASES = tuple({"placement": name, "readers": 8, "delay_us": d}
 def placed_loaded_driver(out_path: Path) -> int:
     """Run under ncu (kernel replay, caches flushed): PLACED_LOADED_CASES, two work-groups
     per SM (grid = 2 x SMs, all resident); reader r on SM PLACEMENTS[placement][r] (the first
-    work-group there), every other work-group stores."""
+    work-group there; the second one there idles), every other work-group stores. (A first
+    run let the second work-group on a reader's SM store too; the readers then fell up to
+    1 ms behind their clock and the run did not separate the placements.)"""
     import cupy as cp
 
     fn = cp.RawModule(code=PLACED_LOADED_SRC).get_function("placed_loaded_read")
