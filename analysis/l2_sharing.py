@@ -234,14 +234,24 @@ def sm_partitions(data: dict) -> dict | None:
             "miss_fraction": miss}
 
 
-def placed_rows(data: dict) -> list[dict]:
+def placed_rows(data: dict, stage_name: str = "placed") -> list[dict]:
     """Paced readers placed on SMs of one L2 partition or alternating between the two
-    (``placed``, no background): reads of the 16 MiB per placement, readers and delay."""
+    (``placed``: no background; ``placed_loaded``: the other SMs streaming stores): reads of
+    the 16 MiB per placement, readers and delay, and (loaded) how late the last reader
+    finished against its clock (µs) and the background's store rate."""
     out = []
-    for case, rec in _pairs(data, "placed", "driver"):
-        out.append({"placement": case["placement"], "readers": case["readers"],
-                    "delay_us": case["delay_us"], "reader_sm": case["reader_sm"],
-                    "reads_of_data": _dram(rec) / (16 * MIB)})
+    for case, rec in _pairs(data, stage_name, "driver"):
+        row = {"placement": case["placement"], "readers": case["readers"],
+               "delay_us": case["delay_us"], "reader_sm": case["reader_sm"],
+               "reads_of_data": _dram(rec) / (16 * MIB)}
+        if case.get("background"):
+            steps = -(-16 * MIB // (64 * 1024))
+            row["latest_us"] = max((e - s - steps * case["step_ns"]) * 1e-3 for s, e in
+                                   zip(case["reader_start_ns"], case["reader_end_ns"],
+                                       strict=True))
+            row["background_bytes_per_s"] = case["background_bytes"] / (
+                rec["metrics"]["gpu__time_duration.sum"]["value"] * 1e-9)
+        out.append(row)
     return out
 
 
@@ -388,6 +398,7 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
     stagger, free = stagger_rows(data), stagger_rows(data, "stagger")
     partitions = sm_partitions(data)
     placed = placed_rows(data)
+    loaded = placed_rows(data, "placed_loaded")
     curve = fit_l2_curve(window)
     again = measured_curve_rows(cases, model, curve)
     rows = {"window": window, "reread": reread, "policy": policy, "slices": slices,
@@ -396,7 +407,7 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
             "fitted_curve": None if curve is None else {"l2_bytes": curve[0],
                                                         "associativity": curve[1]},
             "predicted_with_measured_curve": again, "sm_partitions": partitions,
-            "placed": placed,
+            "placed": placed, "placed_loaded": loaded,
             "problems": list(dict.fromkeys(data.get("problems", [])))}
     times = sorted(m.get("created_utc", "?")[11:16] for m in data["meta"].values())
     lines = [
@@ -496,6 +507,21 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
                           "it from DRAM " + "; ".join(
                               f"{min(v):.2f}–{max(v):.2f} times on {k}" for k, v in by.items())
                           + ": a fill made for one partition serves the other.")
+        if loaded:
+            delays = sorted({p["delay_us"] for p in loaded})
+            rate = float(np.median([p["background_bytes_per_s"] for p in loaded]))
+            lines += ["", f"With the other SMs streaming stores ({rate / 1e12:.1f} TB/s; "
+                      "`placed_loaded`, G = 8), reads of the 16 MiB by delay between "
+                      "consecutive readers (in parentheses, where 1 µs or more, how far the "
+                      "last reader finished behind its clock):", "",
+                      "| placement | " + " | ".join(f"{d:g} µs" for d in delays) + " |",
+                      "|---|" + "---|" * len(delays)]
+            for name in dict.fromkeys(p["placement"] for p in loaded):
+                sel = {p["delay_us"]: p for p in loaded if p["placement"] == name}
+                lines.append(f"| {name} | " + " | ".join(
+                    (f"{sel[d]['reads_of_data']:.2f}" + (f" ({sel[d]['latest_us']:.0f})"
+                                                         if sel[d]["latest_us"] >= 1 else ""))
+                    if d in sel else "—" for d in delays) + " |")
         lines.append("")
     if slices:
         lines += ["**GEMM slices** (N = 4096 unless named; K = 4096 unless named; caches "
@@ -632,6 +658,19 @@ def _findings(rows: dict) -> list[str]:
             + (f": about half the re-reads miss where the delay reaches {half:.0f} MiB / "
                f"{rate / 1e12:.1f} TB/s = {life:.0f} µs, as an LRU cache of the re-read "
                "curve's size would." if life else "."))
+    loaded = rows.get("placed_loaded") or []
+    one = {p["delay_us"]: p for p in loaded if p["placement"] == "one partition"}
+    alt = {p["delay_us"]: p for p in loaded if p["placement"] == "alternating partitions"}
+    kept = [d for d in sorted(set(one) & set(alt))
+            if max(one[d]["latest_us"], alt[d]["latest_us"]) < 10]
+    if kept:
+        out.append(
+            "- **Under fill pressure, readers in both partitions lose the shared fill "
+            "sooner than readers in one**: at delays where the readers kept their clock ("
+            + ", ".join(f"{d:g} µs: {one[d]['reads_of_data']:.2f} in one partition vs "
+                        f"{alt[d]['reads_of_data']:.2f} alternating" for d in kept)
+            + "), as if data read from both halves of the GPU had less of the L2 to live in "
+            "(a copy in each partition).")
     progress = rows["progress"]
     if progress:
         naive = [p for p in progress if p["case"].startswith("gemm-naive")]
@@ -723,8 +762,8 @@ def _findings(rows: dict) -> list[str]:
             "not set by reuse distance or by how long the L2 keeps a sector. Open: what "
             "makes a naive work-group of tile width 16 in the second and later waves fetch a "
             "sector that another fetched microseconds before; not the L2 partitions as "
-            "such (without load, readers in both share one fill), so something that comes "
-            "with the GEMM's load.")
+            "such (without load, readers in both share one fill; under store pressure they "
+            "lose it somewhat sooner), so something that comes with the GEMM's load.")
     return ["What these show:", "", *out] if out else []
 
 

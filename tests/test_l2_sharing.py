@@ -186,3 +186,15 @@ def test_placed_readers_share_across_partitions(data):
         sides = {sm in parts["same"] for sm in r["reader_sm"]}
         assert sides == ({True} if r["placement"] == "one partition" else {True, False}), r
         assert r["reads_of_data"] == pytest.approx(1.0, abs=0.02), r
+
+
+def test_loaded_placed_readers_from_the_committed_files(data):
+    from analysis.l2_sharing import placed_rows
+
+    rows = placed_rows(data, "placed_loaded")
+    assert len(rows) == 10 and all("latest_us" in r for r in rows)
+    for r in rows:
+        assert 0.98 <= r["reads_of_data"] <= r["readers"] + 0.05, r
+        assert r["background_bytes_per_s"] > 1e12, r  # the stores really ran
+    at0 = [r for r in rows if r["delay_us"] == 0]
+    assert all(r["reads_of_data"] == pytest.approx(1.0, abs=0.02) for r in at0)
