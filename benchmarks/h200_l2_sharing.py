@@ -479,9 +479,29 @@ def smmap_driver(out_path: Path) -> int:
     return 0
 
 
+# the placed readers' start (reader r waits r x delay after its own start, plus 20 µs) and
+# end record (start, end, SM into info[4r..4r+2]), shared by both placed kernels
+PLACED_COMMON_CUDA = r"""
+#define TT_PLACED_START                                                                      \
+    if (threadIdx.x == 0) {                                                                  \
+        unsigned long long t0;                                                               \
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));                               \
+        const unsigned long long target = t0 + 20000ull + r * delay_ns;                      \
+        do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now < target); \
+        t_go = now;                                                                          \
+    }                                                                                        \
+    __syncthreads();
+#define TT_PLACED_RECORD                                                                     \
+        unsigned int smid;                                                                   \
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));                              \
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));                                    \
+        info[4 * r] = t_go;                                                                  \
+        info[4 * r + 1] = now;                                                               \
+        info[4 * r + 2] = smid;
+"""
 # readers placed on chosen SMs (the smmap stage's partitions): does a fill made for an SM of
 # one L2 partition serve a reader in the other? Paced like stagger_paced, no background.
-PLACED_SRC = PACED_READ_CUDA + r"""
+PLACED_SRC = PACED_READ_CUDA + PLACED_COMMON_CUDA + r"""
 extern "C" __global__ void __launch_bounds__(1024)
 placed_read(const float4 *__restrict__ buf, long long n_vec, const int *__restrict__ role,
             long long delay_ns, long long step_ns, unsigned long long *info, float *sink)
@@ -497,24 +517,12 @@ placed_read(const float4 *__restrict__ buf, long long n_vec, const int *__restri
     }
     __syncthreads();
     if (r < 0) return;
-    if (threadIdx.x == 0) {
-        unsigned long long t0;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-        const unsigned long long target = t0 + 20000ull + r * delay_ns;
-        do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now < target);
-        t_go = now;
-    }
-    __syncthreads();
+    TT_PLACED_START
     float acc = 0.0f;
     TT_PACED_READ
     __syncthreads();
     if (threadIdx.x == 0) {
-        unsigned int smid;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-        info[4 * r] = t_go;
-        info[4 * r + 1] = now;
-        info[4 * r + 2] = smid;
+        TT_PLACED_RECORD
     }
     if (acc == 1234.5f) sink[threadIdx.x] = acc;
 }
@@ -532,6 +540,14 @@ PLACED_CASES = tuple({"placement": name, "readers": g, "delay_us": d}
                      for d in (0, 2, 5, 10, 20, 50))
 
 
+def placement_roles(placement: str, readers: int, sms: int) -> np.ndarray:
+    """role[smid] = reader index on the SMs of PLACEMENTS[placement][:readers], else -1."""
+    role = np.full(sms, -1, dtype=np.int32)
+    for r, sm in enumerate(PLACEMENTS[placement][:readers]):
+        role[sm] = r
+    return role
+
+
 def placed_driver(out_path: Path) -> int:
     """Run under ncu (kernel replay, caches flushed): every PLACED_CASES launch once; reader
     r runs on SM PLACEMENTS[placement][r] (grid of 4 work-groups per SM, the others exit)."""
@@ -545,9 +561,7 @@ def placed_driver(out_path: Path) -> int:
     done = []
     for case in PLACED_CASES:
         g = case["readers"]
-        role = np.full(sms, -1, dtype=np.int32)
-        for r, sm in enumerate(PLACEMENTS[case["placement"]][:g]):
-            role[sm] = r
+        role = placement_roles(case["placement"], g, sms)
         info = cp.zeros(4 * g, dtype=cp.uint64)
         fn((4 * sms,), (1024,), (buf, np.int64(buf.size // 4), cp.asarray(role),
                                  np.int64(case["delay_us"] * 1000), np.int64(STAGGER_STEP_NS),
@@ -566,7 +580,7 @@ def placed_driver(out_path: Path) -> int:
 
 # the same placement with the other SMs streaming stores (new lines at several TB/s, no DRAM
 # reads of their own) until every reader is done
-PLACED_LOADED_SRC = PACED_READ_CUDA + r"""
+PLACED_LOADED_SRC = PACED_READ_CUDA + PLACED_COMMON_CUDA + r"""
 extern "C" __global__ void __launch_bounds__(1024)
 placed_loaded_read(const float4 *__restrict__ buf, long long n_vec, const int *__restrict__ role,
                    long long delay_ns, long long step_ns, float4 *bg, long long bg_vec,
@@ -606,23 +620,11 @@ placed_loaded_read(const float4 *__restrict__ buf, long long n_vec, const int *_
         if (threadIdx.x == 0) atomicAdd(&info[4 * readers], stores * 16ull);
         return;
     }
-    if (threadIdx.x == 0) {
-        unsigned long long t0;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-        const unsigned long long target = t0 + 20000ull + r * delay_ns;
-        do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now < target);
-        t_go = now;
-    }
-    __syncthreads();
+    TT_PLACED_START
     TT_PACED_READ
     __syncthreads();
     if (threadIdx.x == 0) {
-        unsigned int smid;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-        info[4 * r] = t_go;
-        info[4 * r + 1] = now;
-        info[4 * r + 2] = smid;
+        TT_PLACED_RECORD
         __threadfence();
         atomicAdd(done, 1u);
     }
@@ -650,9 +652,7 @@ def placed_loaded_driver(out_path: Path) -> int:
     done = []
     for case in PLACED_LOADED_CASES:
         g = case["readers"]
-        role = np.full(sms, -1, dtype=np.int32)
-        for r, sm in enumerate(PLACEMENTS[case["placement"]][:g]):
-            role[sm] = r
+        role = placement_roles(case["placement"], g, sms)
         info = cp.zeros(4 * g + 4, dtype=cp.uint64)
         counter = cp.zeros(1, dtype=cp.uint32)
         fn((2 * sms,), (1024,), (buf, np.int64(buf.size // 4), cp.asarray(role),
