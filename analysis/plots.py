@@ -110,12 +110,16 @@ def roofline(points: list[tuple], dram_bytes_per_s: float, fp32_flop_per_s: floa
     xs = np.geomspace(0.1, 1e4, 200)
     ax.plot(xs, np.minimum(xs * dram_bytes_per_s, fp32_flop_per_s) / 1e9, "k-", lw=1,
             label="ceilings: DRAM bandwidth, FP32 peak")
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    # one colour per kernel (the default cycle repeats after 10) and one marker per family
+    colors = plt.get_cmap("turbo")(np.linspace(0.05, 0.95, max(len(points), 1)))
+    markers = {"gemm-naive": "o", "gemm-tiled": "s", "matvec-naive": "^",
+               "matvec-local": "v", "matvec-local-whole": "D"}
     for i, (label, _, pi, pf, mi, mf) in enumerate(points):
-        c = colors[i % len(colors)]
-        ax.plot(pi, pf / 1e9, "o", mfc="none", color=c)
+        c = colors[i]
+        mk = markers.get(label.split(" ")[0], "o")
+        ax.plot(pi, pf / 1e9, mk, mfc="none", color=c)
         if mf:
-            ax.plot(mi, mf / 1e9, "o", color=c, label=label)
+            ax.plot(mi, mf / 1e9, mk, color=c, label=label)
             ax.plot([pi, mi], [pf / 1e9, mf / 1e9], "-", color=c, alpha=0.4)
     for n, flops in references:
         ax.axhline(flops / 1e9, color="grey", ls=":", lw=1)
