@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from simulator import schedules
-from simulator.device_model import DEVICE_MODELS, DeviceModel
+from simulator.device_model import DEVICE_MODELS, DeviceModel, GuessedValueWarning
 from simulator.traffic_model import ModelledLaunch, model_launch
 
 EXACT = "exact"
@@ -88,10 +88,15 @@ class CaseComparison:
         return out
 
 
-@lru_cache(maxsize=64)
-def _modelled(family: str, m: int, k: int, n: int | None, tile: int,
-              model: DeviceModel) -> ModelledLaunch:
-    return model_launch(schedules.build(family, m, k, n, tile), model)
+@lru_cache(maxsize=128)
+def modelled_launch(family: str, m: int, k: int, n: int | None, tile: int,
+                    model: DeviceModel) -> ModelledLaunch:
+    """:func:`simulator.traffic_model.model_launch` of one schedule instance, cached, without
+    the guessed-value warnings (a report lists the guessed values once, in "What the model
+    guesses")."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GuessedValueWarning)
+        return model_launch(schedules.build(family, m, k, n, tile), model)
 
 
 def _counter_values(record: dict) -> dict[str, float]:
@@ -110,8 +115,8 @@ def compare(raw: dict, model: DeviceModel) -> list[CaseComparison]:
             counters = _counter_values(rec)
             if not counters:
                 continue
-            launch = _modelled(rec["schedule"], rec["m"], rec["k"], rec.get("n"), rec["tile"],
-                               model)
+            launch = modelled_launch(rec["schedule"], rec["m"], rec["k"], rec.get("n"),
+                                     rec["tile"], model)
             ns = counters.get("gpu__time_duration.sum")
             out.append(CaseComparison(rec["id"], rec["schedule"], rec["m"], rec["k"],
                                       rec.get("n"), rec["tile"], launch, counters,

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from simulator.schedule import FLOAT_BYTES
+
 from . import plots
 from .dispatch import dispatch_section, load_dispatch
 from .l2_sharing import l2_sharing_section, load_l2_sharing
@@ -184,7 +186,7 @@ def _dram_section(cases: list[CaseComparison], model, holdout: bool = False) -> 
     for c in over:
         p = c.launch.prediction
         m = c.counters["dram__bytes_read.sum"]
-        b_bytes = c.k * (c.n or 1) * 4
+        b_bytes = c.k * (c.n or 1) * FLOAT_BYTES
         lines.append(f"| {c.family} N={c.m} B={c.tile} | {b_bytes / model.l2_bytes:.2f} | "
                      f"{p.dram_read_bytes_lockstep / 1e9:.2f} GB | {p.dram_read_bytes / 1e9:.2f} GB"
                      f" | {m / 1e9:.2f} GB | {_pct((p.dram_read_bytes - m) / m)} |")
@@ -273,6 +275,7 @@ def render_hardware(directory: str | Path) -> Path:
     plots.roofline(points, model.dram_bytes_per_s, model.fp32_flop_per_s, cublas,
                    directory / "roofline.png")
     meta = raw.get("meta", {})
+    holdout = meta.get("case_set") == "holdout"
     lines = [
         f"# tiletraffic: predictions against the {model.name} hardware", "",
         f"Rendered by `tiletraffic report --render {directory}` from `h200_raw.json`, which "
@@ -284,7 +287,7 @@ def render_hardware(directory: str | Path) -> Path:
         "`gpu__time_duration`. Predictions: `simulator.traffic_model.model_launch` with the "
         f"`{model.name}` device model. Machine-readable: `validation.json`.", "",
         *_preregistered_lines(pre, meta.get("created_utc")),
-        "## Targets", "", *_targets(cases, speed, ranks, meta.get("case_set") == "holdout"),
+        "## Targets", "", *_targets(cases, speed, ranks, holdout),
         "",
         "## Every case", "",
         "Textbook count: global load elements (the seeds' count). `predicted` comes from the "
@@ -338,7 +341,6 @@ def render_hardware(directory: str | Path) -> Path:
             lines += [f"cuBLAS FP32 reaches {ref / 1e12:.1f} TFLOP/s at N = 4096; the best "
                       f"schedule here (gemm-tiled B={best.tile}) {ours / 1e12:.2f} TFLOP/s, "
                       f"{ours / ref * 100:.0f}% of it.", ""]
-    holdout = meta.get("case_set") == "holdout"
     which = ("the issue-4 run (`reports/nvidia-h200`) in view, not these held-out cases, "
              "which were predicted before they were measured (see Pre-registered); here the "
              "values are independent of the measurements" if holdout else

@@ -12,7 +12,6 @@ per-warp progress through K.
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,20 +19,13 @@ import numpy as np
 
 from simulator.dram_model import dram_reads_timeline, miss_probability
 from simulator.schedule import FLOAT_BYTES
-from simulator.device_model import GuessedValueWarning
-from simulator.schedules import build
-from simulator.traffic_model import model_launch as _model_launch
+
+from .hardware import modelled_launch
 
 MIB = 2 ** 20
-
-
-def model_launch(schedule, model):
-    """:func:`simulator.traffic_model.model_launch` without the guessed-value warnings (the
-    report lists the guessed values once, in "What the model guesses")."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", GuessedValueWarning)
-        return _model_launch(schedule, model)
 DRAM_READ = "dram__bytes_read.sum"
+STAGGER_BYTES = 16 * MIB  # what every staggered or placed reader reads
+STAGGER_STEP_BYTES = 64 * 1024  # one paced step
 
 
 def load_l2_sharing(directory: Path) -> dict | None:
@@ -87,6 +79,18 @@ def _pairs(data: dict, stage_name: str, plan_key: str) -> list[tuple[dict, dict]
 
 def _dram(rec: dict) -> float:
     return float(rec["metrics"][DRAM_READ]["value"])
+
+
+def _duration_s(rec: dict) -> float:
+    return rec["metrics"]["gpu__time_duration.sum"]["value"] * 1e-9
+
+
+def _latest_us(case: dict) -> float:
+    """How far (µs) the last paced reader of a stagger/placed launch finished behind its
+    clock (STAGGER_BYTES in steps of STAGGER_STEP_BYTES, one per ``step_ns``)."""
+    steps = -(-STAGGER_BYTES // STAGGER_STEP_BYTES)
+    return max((e - s - steps * case["step_ns"]) * 1e-3
+               for s, e in zip(case["reader_start_ns"], case["reader_end_ns"], strict=True))
 
 
 def window_rows(data: dict, model) -> list[dict]:
@@ -152,7 +156,7 @@ def measured_curve_rows(cases, model, curve: tuple[int, int] | None) -> list[dic
         measured = c.counters.get(DRAM_READ)
         if c.n is None or not measured or p.methods.get("dram_read_bytes") == "dram: compulsory":
             continue
-        again = model_launch(build(c.family, c.m, c.k, c.n, c.tile), fitted).prediction
+        again = modelled_launch(c.family, c.m, c.k, c.n, c.tile, fitted).prediction
         out.append({"case": c.case_id, "measured": measured, "predicted": p.dram_read_bytes,
                     "predicted_measured_curve": again.dram_read_bytes})
     return out
@@ -195,24 +199,18 @@ def stagger_rows(data: dict, stage_name: str = "stagger_paced") -> list[dict]:
     (streaming reads) is left out: its own DRAM reads are not counted exactly enough to
     subtract (its background-only control differs from its bytes by about 0.3 of the
     16 MiB)."""
-    size = 16 * MIB
     out = []
     for case, rec in _pairs(data, stage_name, "driver"):
         bg = case["background"]
         if case["readers"] == 0 or bg not in STAGGER_BACKGROUND:
             continue
-        duration = rec["metrics"]["gpu__time_duration.sum"]["value"] * 1e-9
         resident = 8 * MIB if bg == 3 else 0  # the background's own first pass
         row = {"readers": case["readers"], "delay_us": case["delay_us"],
                "background": STAGGER_BACKGROUND[bg],
-               "background_bytes_per_s": case["background_bytes"] / duration,
-               "reads_of_data": (_dram(rec) - resident) / size}
+               "background_bytes_per_s": case["background_bytes"] / _duration_s(rec),
+               "reads_of_data": (_dram(rec) - resident) / STAGGER_BYTES}
         if case.get("step_ns"):
-            steps = -(-size // (64 * 1024))
-            late = [(e - s - steps * case["step_ns"]) * 1e-3
-                    for s, e in zip(case["reader_start_ns"], case["reader_end_ns"],
-                                    strict=True)]
-            row["latest_us"] = max(late)
+            row["latest_us"] = _latest_us(case)
         out.append(row)
     return out
 
@@ -243,14 +241,10 @@ def placed_rows(data: dict, stage_name: str = "placed") -> list[dict]:
     for case, rec in _pairs(data, stage_name, "driver"):
         row = {"placement": case["placement"], "readers": case["readers"],
                "delay_us": case["delay_us"], "reader_sm": case["reader_sm"],
-               "reads_of_data": _dram(rec) / (16 * MIB)}
+               "reads_of_data": _dram(rec) / STAGGER_BYTES}
         if case.get("background"):
-            steps = -(-16 * MIB // (64 * 1024))
-            row["latest_us"] = max((e - s - steps * case["step_ns"]) * 1e-3 for s, e in
-                                   zip(case["reader_start_ns"], case["reader_end_ns"],
-                                       strict=True))
-            row["background_bytes_per_s"] = case["background_bytes"] / (
-                rec["metrics"]["gpu__time_duration.sum"]["value"] * 1e-9)
+            row["latest_us"] = _latest_us(case)
+            row["background_bytes_per_s"] = case["background_bytes"] / _duration_s(rec)
         out.append(row)
     return out
 
@@ -276,7 +270,12 @@ def retention_us(row: dict, half_miss_mib: float | None) -> float | None:
 
 
 def _slice_cases(data: dict):
-    """(case, ncu record, timeline record) of every GEMM slice with a timeline."""
+    """(case, Nsight record, timeline record or None, that stage's timeline arrays) of every
+    GEMM slice, each Nsight record checked against its case's launch grid.
+
+    Raises:
+        ValueError: a record's grid differs from its case's (records and cases out of step).
+    """
     rec = data["record"]
     for key, tkey, npz in (("slices", "slices_timelines", "slices_timelines"),
                            ("slices_2", "slices_2_timelines", "slices2_timelines")):
@@ -284,10 +283,10 @@ def _slice_cases(data: dict):
         if not stage:
             continue
         timelines = {t["id"]: t for t in rec.get(tkey, [])}
+        grids = {d["id"]: d.get("grid") for d in stage.get("driver", [])}
         for case, ncu in _pairs(data, key, "cases"):
             grid = ncu["info"].get("Grid Size", "")
-            expect = next((d["grid"] for d in stage.get("driver", []) if d["id"] == case["id"]),
-                          None)
+            expect = grids.get(case["id"])
             if expect and grid and grid.strip("()").replace(" ", "") != ",".join(
                     map(str, expect)):
                 raise ValueError(f"{key}: Nsight record of grid {grid} paired with "
@@ -310,16 +309,17 @@ def slice_rows(data: dict, model, samples: int = 60) -> list[dict]:
     for case, ncu, tl, arrays in _slice_cases(data):
         m, k, n, tile = case["m"], case["k"], case["n"], case["tile"]
         b_bytes = k * n * FLOAT_BYTES
-        launch = model_launch(build(case["family"], m, k, n, tile), model)
+        launch = modelled_launch(case["family"], m, k, n, tile, model)
+        duration = _duration_s(ncu)
         row = {"case": case["id"], "family": case["family"], "m": m, "k": k, "n": n,
                "tile": tile, "rows_of_work_groups": m // tile,
                "b_reads_measured": _dram(ncu) / b_bytes,
                "b_reads_lockstep": launch.prediction.dram_read_bytes_lockstep / b_bytes,
                "b_reads_steady_state": launch.prediction.dram_read_bytes / b_bytes,
-               "duration_s": ncu["metrics"]["gpu__time_duration.sum"]["value"] * 1e-9,
+               "duration_s": duration,
                "l2_fill_bytes_per_s": ncu["metrics"][
                    "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum"]["value"] * 32
-               / (ncu["metrics"]["gpu__time_duration.sum"]["value"] * 1e-9)}
+               / duration}
         if tl and "summary" in tl and f"{case['id']}__start_ns" in arrays:
             start = arrays[f"{case['id']}__start_ns"].astype(float) * 1e-9
             end = arrays[f"{case['id']}__end_ns"].astype(float) * 1e-9
@@ -342,7 +342,7 @@ def variant_rows(data: dict) -> list[dict]:
         out.append({"kernel": v["kernel"], "operand": operand, "m": v["m"], "k": v["k"],
                     "n": v["n"], "tile": v["tile"], "check_ok": v["check_ok"],
                     "operand_reads_measured": _dram(rec) / size,
-                    "duration_s": rec["metrics"]["gpu__time_duration.sum"]["value"] * 1e-9})
+                    "duration_s": _duration_s(rec)})
     return out
 
 
@@ -364,11 +364,12 @@ def progress_rows(data: dict) -> list[dict]:
         end = arrays[f"{cid}__end_ns"].astype(float) * 1e-3
         groups, _, slots = prog.shape
         warp_spread = prog.max(1) - prog.min(1)
-        frac = (prog.mean(1) - start[:, None]) / (end - start)[:, None]
+        mean = prog.mean(1)  # (groups, slots): the work-group's time at each slot
+        frac = (mean - start[:, None]) / (end - start)[:, None]
         departure = np.abs(frac - np.arange(slots) / slots).max(1)  # per work-group
         g0 = rec["grid"][0]
         rows = groups // g0
-        t = np.sort(prog.mean(1)[:rows * g0].reshape(rows, g0, slots), axis=0)
+        t = np.sort(mean[:rows * g0].reshape(rows, g0, slots), axis=0)
         gaps = np.diff(t, axis=0).ravel()
         same_wave = gaps[gaps < 0.5 * float(np.median(end - start))]
         out.append({"case": cid, "check_ok": rec.get("check_ok"),
@@ -419,7 +420,8 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
         f"{next(iter(data['meta'].values())).get('created_utc', '?')[:10]}, "
         f"{', '.join(times)} UTC, device clock; `l2_sharing/command.txt`) measured the L2 "
         "with microbenchmarks (re-read curve, re-read of whole buffers, replacement probe, "
-        "staggered readers, which SM uses which L2 partition), the GEMM kernels on slices of M (one row of work-groups reads B "
+        "staggered readers, which SM uses which L2 partition), the GEMM kernels on slices "
+        "of M (one row of work-groups reads B "
         "once; a few rows are one wave; many rows many waves), stripped-down one-operand "
         "copies of the naive kernel, and every warp's progress through K (`%globaltimer` "
         "every 512 iterations). Counters from Nsight Compute; every GEMM and variant result "
@@ -475,11 +477,8 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
                    and r["readers"] == g}
             rate = float(np.median([r["background_bytes_per_s"] for r in sel.values()]))
             late = max(r.get("latest_us", 0.0) for r in sel.values())
-            def cell(r: dict) -> str:
-                lag = r.get("latest_us", 0.0)
-                return f"{r['reads_of_data']:.2f}" + (f" ({lag:.0f})" if lag >= 1 else "")
             lines.append(f"| {bg}" + (f" ({rate / 1e12:.1f} TB/s)" if rate else "") +
-                         f" | {g} | " + " | ".join(cell(sel[d]) if d in sel else "—"
+                         f" | {g} | " + " | ".join(_reads_cell(sel[d]) if d in sel else "—"
                                                    for d in delays)
                          + f" | up to {max(late, 0.0):.0f} µs |")
         lines += ["", "(A first version, `stagger`, let the readers run free: later readers "
@@ -519,9 +518,7 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
             for name in dict.fromkeys(p["placement"] for p in loaded):
                 sel = {p["delay_us"]: p for p in loaded if p["placement"] == name}
                 lines.append(f"| {name} | " + " | ".join(
-                    (f"{sel[d]['reads_of_data']:.2f}" + (f" ({sel[d]['latest_us']:.0f})"
-                                                         if sel[d]["latest_us"] >= 1 else ""))
-                    if d in sel else "—" for d in delays) + " |")
+                    _reads_cell(sel[d]) if d in sel else "—" for d in delays) + " |")
         lines.append("")
     if slices:
         lines += ["**GEMM slices** (N = 4096 unless named; K = 4096 unless named; caches "
@@ -592,6 +589,13 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
         lines.append("")
     lines += [*_findings(rows), ""]
     return lines, rows
+
+
+def _reads_cell(row: dict) -> str:
+    """A staggered/placed table cell: reads of the data, and in parentheses how far (µs)
+    the last reader finished behind its clock where that is 1 µs or more."""
+    lag = row.get("latest_us", 0.0)
+    return f"{row['reads_of_data']:.2f}" + (f" ({lag:.0f})" if lag >= 1 else "")
 
 
 def _find(rows: list[dict], **want) -> dict | None:

@@ -111,11 +111,17 @@ def summarise(start_ns: np.ndarray, end_ns: np.ndarray, cu: np.ndarray, groups_0
 
 
 def timeline_launch(family: str, m: int, k: int, n: int | None, tile: int, cid: str,
-                    seed: int) -> tuple[dict, dict[str, np.ndarray]]:
+                    seed: int, source=timeline_source, prepare=None
+                    ) -> tuple[dict, dict[str, np.ndarray]]:
     """One launch of a case built with :func:`gpu.cuda.timeline_source` (after a warm-up
     launch), checked against a float64 product (cuBLAS FP64). Returns its record and the
     arrays ``<cid>__start_ns``, ``__end_ns`` (ns from the first start), ``__cu`` (SM).
-    ``n`` is None for matrix-vector. Errors go into the record (``error``), never raised."""
+    ``n`` is None for matrix-vector. Errors go into the record (``error``), never raised.
+
+    Instrumented builds: ``source(kernel)`` gives (CUDA source, entry point) in place of
+    :func:`gpu.cuda.timeline_source`; ``prepare(module, grid, block)``, called before the
+    launches, returns ``finish(origin_ns)``, called after them, whose dict of arrays joins
+    the returned ones (``origin_ns``: the first start, in ``%globaltimer`` ns)."""
     import cupy as cp
 
     rec: dict = {"id": cid, "family": family, "m": m, "k": k, "n": n, "tile": tile}
@@ -124,11 +130,13 @@ def timeline_launch(family: str, m: int, k: int, n: int | None, tile: int, cid: 
     try:
         sch = build(family, m, k, n, tile)
         kernel = generate(sch)
-        src, entry = timeline_source(kernel)
+        src, entry = source(kernel)
         src = src.encode("ascii", "replace").decode()  # comments' "×" -> "?"
-        fn = cp.RawModule(code=src).get_function(entry)
+        module = cp.RawModule(code=src)
+        fn = module.get_function(entry)
         grid, block = launch_geometry(kernel)
         groups = grid[0] * grid[1] * grid[2]
+        finish = prepare(module, grid, block) if prepare else None
         rng = np.random.default_rng(seed)
         p = sch.param_values
         a = cp.asarray(rng.standard_normal((m, k), dtype=np.float32))
@@ -171,6 +179,8 @@ def timeline_launch(family: str, m: int, k: int, n: int | None, tile: int, cid: 
         e = (t[:, 1].astype(np.int64) - origin).astype(np.uint32)
         c = t[:, 2].astype(np.uint16)
         arrays[f"{cid}__start_ns"], arrays[f"{cid}__end_ns"], arrays[f"{cid}__cu"] = s, e, c
+        if finish:
+            arrays.update(finish(origin))
         rec["grid"], rec["block"] = list(grid), list(block)
         rec["summary"] = summarise(s, e, c, grid[0])
         print(f"{cid:28s} {rec['event_ms']:8.3f} ms  check {rec['check']['ok']}  "

@@ -19,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,10 +26,9 @@ for _path in (REPO, REPO / "benchmarks"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+from analysis.hardware import modelled_launch  # noqa: E402
 from h200_validation import case_list  # noqa: E402
 from simulator.device_model import NVIDIA_H200  # noqa: E402
-from simulator.schedules import build  # noqa: E402
-from simulator.traffic_model import model_launch  # noqa: E402
 
 KEYS = ("global_load_instructions", "global_load_requests", "global_load_sectors",
         "l2_read_sectors", "dram_read_bytes", "dram_read_bytes_lockstep", "dram_write_bytes",
@@ -40,12 +38,10 @@ KEYS = ("global_load_instructions", "global_load_requests", "global_load_sectors
 def predictions(cases: list[dict]) -> dict:
     """Per case the predicted quantities; per size the predicted speedups and order."""
     out: dict = {"cases": {}, "speedups": {}, "rankings": {}}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the guessed-value warnings, listed in the report
-        for c in cases:
-            d = model_launch(build(c["family"], c["m"], c["k"], c["n"], c["tile"]),
-                             NVIDIA_H200).to_dict()
-            out["cases"][c["id"]] = {k: d[k] for k in KEYS if k in d}
+    for c in cases:
+        d = modelled_launch(c["family"], c["m"], c["k"], c["n"], c["tile"],
+                            NVIDIA_H200).to_dict()
+        out["cases"][c["id"]] = {k: d[k] for k in KEYS if k in d}
     by = {(c["family"], c["m"], c["n"], c["tile"]): c["id"] for c in cases}
     groups: dict[str, list[str]] = {}
     for c in cases:

@@ -836,64 +836,39 @@ def progress_source(family: str, kernel, k: int) -> tuple[str, str]:
 
 def progress(out: Path, record: dict, save) -> None:
     """Per-warp progress through K (``%globaltimer`` every PROGRESS_EVERY iterations) of a
-    few slices; ``progress.npz``: ``<id>__progress_ns`` (work-groups, warps, slots; ns
-    from the first start), plus start/end/SM as in the timelines."""
+    few slices, through :func:`h200_dispatch.timeline_launch` with the instrumented source;
+    ``progress.npz``: ``<id>__progress_ns`` (work-groups, warps, slots; ns from the first
+    start), plus start/end/SM as in the timelines."""
     import cupy as cp
-
-    from gpu.codegen import generate
-    from gpu.cuda import launch_geometry
-    from simulator.schedules import build
 
     arrays: dict[str, np.ndarray] = {}
     record["progress"] = []
     for i, (family, m, k, n, tile) in enumerate(PROGRESS_SLICES):
         cid = slice_id(family, m, k, n, tile)
-        rec: dict = {"id": cid}
-        record["progress"].append(rec)
-        try:
-            sch = build(family, m, k, n, tile)
-            kernel = generate(sch)
-            src, entry = progress_source(family, kernel, k)
-            mod = cp.RawModule(code=src.encode("ascii", "replace").decode())
-            fn, setter = mod.get_function(entry), mod.get_function("tt_set_progress")
-            grid, block = launch_geometry(kernel)
+        slots = k // PROGRESS_EVERY
+        shape: dict = {}
+
+        def prepare(module, grid, block, cid=cid, slots=slots, shape=shape):
             groups = grid[0] * grid[1] * grid[2]
             warps = (block[0] * block[1] * block[2] + 31) // 32
-            slots = k // PROGRESS_EVERY
             prog = cp.zeros(groups * warps * slots, dtype=cp.uint64)
-            setter((1,), (1,), (prog,))
-            rng = np.random.default_rng(2000 + i)
-            a = cp.asarray(rng.standard_normal((m, k), dtype=np.float32))
-            b = cp.asarray(rng.standard_normal((k, n), dtype=np.float32))
-            c = cp.full((m, n), cp.nan, dtype=cp.float32)
-            tl = cp.zeros(3 * groups, dtype=cp.uint64)
-            args = (a, b, c, np.int32(m), np.int32(k), np.int32(n), tl)
-            fn(grid, block, args)
-            cp.cuda.runtime.deviceSynchronize()
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            e0.record()
-            fn(grid, block, args)
-            e1.record()
-            e1.synchronize()
-            rec["event_ms"] = cp.cuda.get_elapsed_time(e0, e1)
-            ref = a.astype(cp.float64) @ b.astype(cp.float64)
-            err = float(cp.abs(c.astype(cp.float64) - ref).max())
-            rec["check_ok"] = bool(err <= 1e-5 * k * float(cp.abs(ref).max()) + 1e-6)
-            t = cp.asnumpy(tl).reshape(groups, 3).astype(np.int64)
-            origin = int(t[:, 0].min())
-            arrays[f"{cid}__start_ns"] = (t[:, 0] - origin).astype(np.uint32)
-            arrays[f"{cid}__end_ns"] = (t[:, 1] - origin).astype(np.uint32)
-            arrays[f"{cid}__cu"] = t[:, 2].astype(np.uint16)
-            arrays[f"{cid}__progress_ns"] = (cp.asnumpy(prog).astype(np.int64) - origin).astype(
-                np.int32).reshape(groups, warps, slots)
-            rec.update(grid=list(grid), block=list(block), warps=warps, slots=slots)
-            print(cid, f"{rec['event_ms']:.3f} ms", "check", rec["check_ok"], flush=True)
-            del a, b, c, ref, tl, prog
-            cp.get_default_memory_pool().free_all_blocks()
-        except Exception as err:  # noqa: BLE001 - recorded, next case
-            rec["error"] = f"{type(err).__name__}: {err}"
-            rec["traceback"] = traceback.format_exc()[-3000:]
-            print(cid, "ERROR", rec["error"][:500], flush=True)
+            module.get_function("tt_set_progress")((1,), (1,), (prog,))
+            shape.update(warps=warps, slots=slots)
+
+            def finish(origin: int) -> dict[str, np.ndarray]:
+                return {f"{cid}__progress_ns": (cp.asnumpy(prog).astype(np.int64) - origin)
+                        .astype(np.int32).reshape(groups, warps, slots)}
+            return finish
+
+        rec, got = timeline_launch(
+            family, m, k, n, tile, cid, seed=2000 + i,
+            source=lambda kernel, f=family, k=k: progress_source(f, kernel, k),
+            prepare=prepare)
+        rec.update(shape)
+        if "check" in rec:
+            rec["check_ok"] = rec["check"]["ok"]
+        record["progress"].append(rec)
+        arrays.update(got)
     write_npz(out, "progress", arrays)
     save()
 
