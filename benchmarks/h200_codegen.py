@@ -1,0 +1,491 @@
+"""The same generated kernel source from two compilers on the H200: NVIDIA's OpenCL driver
+and NVRTC (the CUDA build the hardware counters come from).
+
+Why: the OpenCL event times of the tiled kernels are 14-22% longer than Nsight's durations
+of the CUDA build of the same source (``reports/nvidia-h200/validation.md``), while the naive
+kernels agree within 4%. Counters exist only for the CUDA build, so whether the two builds
+run the same machine code was not known. Stages (one JSON key each in
+``OUT/h200_codegen.json``, rewritten atomically after each):
+
+1. ``code``: per schedule and tile, the OpenCL driver's PTX (``CL_PROGRAM_BINARIES``) and the
+   CUDA build's PTX (NVRTC, ``-arch=compute_90``), each assembled by ``ptxas -arch=sm_90``
+   and disassembled by ``cuobjdump -sass``; the texts go to ``OUT/code/``, static counts of
+   the main instructions (LDS, LDS.128, STS, LDG, FFMA, BAR, all) into the JSON.
+2. ``times``: per case, side by side, the median of 10 launches after 2 warm-ups of: the
+   OpenCL build (OpenCL profiling events, :func:`analysis.validate.run_on_device`); the CUDA
+   build (CuPy events); the OpenCL driver's PTX loaded through CUDA (``cupy.RawModule`` from
+   the PTX file). Every result is checked against a float64 product
+   (:func:`gpu.runtime.check_result`).
+3. ``counters``: Nsight Compute (the counter stage and metrics of ``h200_validation.py``)
+   over the OpenCL driver's PTX loaded through CUDA, for the issue-4 cases: the OpenCL
+   code's instructions, local-memory wavefronts and duration, read by the same counters as
+   the CUDA build's in ``reports/nvidia-h200/h200_raw.json``.
+
+Run on the device (see ``reports/nvidia-h200/codegen/command.txt``)::
+
+    python3 benchmarks/h200_codegen.py --out $OUT
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+for p in (REPO, REPO / "benchmarks"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+from gpu.codegen import generate  # noqa: E402
+from gpu.cuda import cuda_source, launch_geometry  # noqa: E402
+from h200_dispatch import find_tool  # noqa: E402
+from h200_validation import (GEMM_TILES, HOLDOUT_GEMM_SIZES, HOLDOUT_MATVEC_SIZES,  # noqa: E402
+                             MATVEC_FAMILIES, MATVEC_TILE, build_case, case_id, case_list,
+                             counters_stage, error_text)
+
+KERNELS = ([(f, b) for f in ("gemm-naive", "gemm-tiled") for b in GEMM_TILES]
+           + [(f, MATVEC_TILE) for f in MATVEC_FAMILIES])
+"""(schedule, tile) pairs: the machine code depends on them, not on the sizes (runtime
+arguments)."""
+
+SASS_OPS = ("LDS", "LDS.64", "LDS.128", "STS", "LDG", "STG", "FFMA", "BAR", "IMAD", "IADD3",
+            "LEA", "ISETP", "BRA")
+"""Opcodes counted in each disassembly (with their width suffix where they have one)."""
+
+ENVREG = re.compile(r"(mov\.u32\s+%r\d+,\s*)%envreg\d+;")
+"""NVIDIA's OpenCL PTX reads the NDRange's global offset from environment registers; under
+CUDA they are not set, so a loaded copy with them replaced by 0 is tried when the copy as
+built does not check."""
+
+
+PTX_UNSAFE = ("matvec-local-whole",)
+"""Its OpenCL PTX, loaded through CUDA, made an illegal memory access in the first run
+(2026-11-30 05:31 UTC), which ends the CUDA context: not loaded through CUDA since."""
+
+
+def times_cases() -> list[dict]:
+    """The issue-4 cases without the L2 sweep, then the held-out sizes."""
+    cases = [c for c in case_list(False) if c["m"] not in (3072, 3328, 3584, 3840, 5120)]
+    for n in HOLDOUT_GEMM_SIZES:
+        for family in ("gemm-naive", "gemm-tiled"):
+            for b in GEMM_TILES:
+                cases.append({"family": family, "m": n, "k": n, "n": n, "tile": b})
+    for s in HOLDOUT_MATVEC_SIZES:
+        for family in MATVEC_FAMILIES:
+            cases.append({"family": family, "m": s, "k": s, "n": None, "tile": MATVEC_TILE})
+    for c in cases:
+        c["id"] = case_id(c)
+    return cases
+
+
+def sass_counts(sass: str) -> dict:
+    """Static count of each opcode in SASS_OPS, and of all instructions."""
+    ops = Counter()
+    total = 0
+    for line in sass.splitlines():
+        m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
+        if not m:
+            continue
+        total += 1
+        op = m.group(1)
+        base = op.split(".")[0]
+        width = next((w for w in (".128", ".64") if f"{base}{w}" in SASS_OPS and w in op), "")
+        ops[base + width] += 1
+    return {"all": total, **{op: ops.get(op, 0) for op in SASS_OPS}}
+
+
+def assemble(ptx_path: Path, tools: dict) -> dict:
+    """ptxas -arch=sm_90 then cuobjdump -sass; the SASS text is written next to the PTX."""
+    rec: dict = {}
+    cubin = ptx_path.with_suffix(".cubin")
+    done = subprocess.run([tools["ptxas"], "-arch=sm_90", "-v", str(ptx_path), "-o", str(cubin)],
+                          capture_output=True, text=True, timeout=120)
+    rec["ptxas_log"] = (done.stdout + done.stderr)[-2000:]
+    if done.returncode != 0:
+        rec["error"] = "ptxas failed"
+        return rec
+    done = subprocess.run([tools["cuobjdump"], "-sass", str(cubin)], capture_output=True,
+                          text=True, timeout=120)
+    if done.returncode != 0:
+        rec["error"] = "cuobjdump failed: " + done.stderr[-1000:]
+        return rec
+    ptx_path.with_suffix(".sass").write_text(done.stdout)
+    cubin.unlink()
+    rec["sass_counts"] = sass_counts(done.stdout)
+    return rec
+
+
+def code_stage(out: Path, target) -> dict:
+    import pyopencl as cl
+    from cupy_backends.cuda.libs import nvrtc
+
+    from gpu.runtime import build_program
+
+    tools = {t: find_tool(t) for t in ("ptxas", "cuobjdump")}
+    result: dict = {"tools": tools, "kernels": []}
+    folder = out / "code"
+    folder.mkdir(parents=True, exist_ok=True)
+    for family, tile in KERNELS:
+        name = f"{family}-T{tile}"
+        rec: dict = {"id": name, "family": family, "tile": tile}
+        result["kernels"].append(rec)
+        try:
+            kernel = generate(build_case({"family": family, "m": 1024, "k": 1024,
+                                          "n": None if family.startswith("matvec") else 1024,
+                                          "tile": tile}))
+            built = build_program(target, kernel.source)
+            ptx = built.program.get_info(cl.program_info.BINARIES)[0].decode().rstrip("\0")
+            (folder / f"{name}.opencl.ptx").write_text(ptx)
+            rec["opencl_envreg"] = len(ENVREG.findall(ptx))
+            src = cuda_source(kernel).encode("ascii", "replace").decode()
+            prog = nvrtc.createProgram(src, f"{name}.cu", [], [])
+            nvrtc.compileProgram(prog, ["-arch=compute_90"])
+            cptx = nvrtc.getPTX(prog)
+            (folder / f"{name}.cuda.ptx").write_text(
+                cptx.decode() if isinstance(cptx, bytes) else cptx)
+            if all(tools.values()):
+                for build in ("opencl", "cuda"):
+                    rec[build] = assemble(folder / f"{name}.{build}.ptx", tools)
+        except Exception as err:  # noqa: BLE001 - one kernel's failure never stops the run
+            rec["error"] = error_text(err)
+        print(name, {b: rec.get(b, {}).get("sass_counts") for b in ("opencl", "cuda")},
+              flush=True)
+    return result
+
+
+def cuda_times(module, kernel, sch, ins: dict, ref, absprod, repeat: int) -> dict:
+    """Median CuPy-event time of ``repeat`` launches after 2 warm-ups, result checked."""
+    import cupy as cp
+
+    from gpu.runtime import check_result
+
+    fn = module.get_function(kernel.name)
+    p = sch.param_values
+    out = cp.full(ref.size, cp.nan, dtype=cp.float32)
+    args = tuple(np.int32(p[a.name]) if a.kind == "int" else out if a.kind == "global_out"
+                 else ins[a.name] for a in kernel.args)
+    grid, block = launch_geometry(kernel)
+    for _ in range(2):
+        fn(grid, block, args)
+    cp.cuda.runtime.deviceSynchronize()
+    out.fill(cp.nan)
+    fn(grid, block, args)
+    cp.cuda.runtime.deviceSynchronize()
+    chk = check_result(cp.asnumpy(out).reshape(ref.shape), ref, sch.param_values["K"], absprod)
+    times = []
+    for _ in range(repeat):
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record()
+        fn(grid, block, args)
+        e1.record()
+        e1.synchronize()
+        times.append(cp.cuda.get_elapsed_time(e0, e1) * 1e-3)
+    return {"median_s": float(np.median(times)), "min_s": min(times), "max_s": max(times),
+            "check": {"ok": chk.ok, "max_abs_error": chk.max_abs_error,
+                      "nan_count": chk.nan_count}}
+
+
+def ptx_module(ptx_path: Path, patched: bool):
+    """CuPy module from the OpenCL driver's PTX (envreg reads replaced by 0 if ``patched``)."""
+    import cupy as cp
+    if not patched:
+        return cp.RawModule(path=str(ptx_path))
+    path = ptx_path.with_name(ptx_path.stem + ".envreg0.ptx")
+    path.write_text(ENVREG.sub(r"\g<1>0;", ptx_path.read_text()))
+    return cp.RawModule(path=str(path))
+
+
+def times_stage(out: Path, target, cases: list[dict], repeat: int) -> dict:
+    import cupy as cp
+
+    from analysis.validate import run_on_device
+    from simulator.reference import random_inputs
+
+    result: dict = {"repeat": repeat, "cases": [], "ptx_variant": {}}
+    folder = out / "code"
+    rng = np.random.default_rng(20261130)
+    modules: dict = {}
+    for c in cases:
+        rec: dict = {"id": c["id"]}
+        result["cases"].append(rec)
+        name = f"{c['family']}-T{c['tile']}"
+        try:
+            sch = build_case(c)
+            kernel = generate(sch)
+            run = run_on_device(target, sch, repeat=repeat, rng=rng).to_dict()
+            rec["opencl"] = {k: run[k] for k in ("median_s", "min_s", "max_s", "check")}
+            host = random_inputs(sch, rng)
+            ins = {k: cp.asarray(np.ascontiguousarray(v).reshape(-1)) for k, v in host.items()}
+            a64 = cp.asarray(host["A"], dtype=cp.float64)
+            b64 = cp.asarray(host["B" if "B" in host else "x"], dtype=cp.float64)
+            ref = cp.asnumpy(a64 @ b64)
+            absprod = cp.asnumpy(cp.abs(a64) @ cp.abs(b64))
+            del a64, b64
+            src = cuda_source(kernel).encode("ascii", "replace").decode()
+            if src not in modules:
+                modules[src] = cp.RawModule(code=src)
+            rec["cuda"] = cuda_times(modules[src], kernel, sch, ins, ref, absprod, repeat)
+            ptx = folder / f"{name}.opencl.ptx"
+            variants = ([] if c["family"] in PTX_UNSAFE
+                        else [result["ptx_variant"][name]] if name in result["ptx_variant"]
+                        else [False, True])
+            for patched in variants:
+                try:
+                    key = (name, patched)
+                    if key not in modules:
+                        modules[key] = ptx_module(ptx, patched)
+                    t = cuda_times(modules[key], kernel, sch, ins, ref, absprod, repeat)
+                except Exception as err:  # noqa: BLE001
+                    rec.setdefault("opencl_ptx_errors", []).append(
+                        {"envreg_patched": patched, "error": error_text(err)})
+                    continue
+                t["envreg_patched"] = patched
+                if t["check"]["ok"]:
+                    rec["opencl_ptx"] = t
+                    result["ptx_variant"][name] = patched
+                    break
+                rec.setdefault("opencl_ptx_errors", []).append(
+                    {"envreg_patched": patched, "error": "check failed", "run": t})
+            del ins
+            cp.get_default_memory_pool().free_all_blocks()
+        except Exception as err:  # noqa: BLE001
+            rec["error"] = error_text(err)
+        print(f"{c['id']:40s} " + "  ".join(
+            f"{b} {rec[b]['median_s'] * 1e3:9.4f} ms {'ok' if rec[b]['check']['ok'] else 'BAD'}"
+            for b in ("opencl", "cuda", "opencl_ptx") if b in rec), rec.get("error", ""),
+            flush=True)
+    return result
+
+
+OCCUPANCY_CASES = [("gemm-naive", 4096, 16), ("gemm-naive", 4096, 32), ("gemm-tiled", 4096, 8),
+                   ("gemm-tiled", 4096, 16), ("gemm-tiled", 4096, 32),
+                   ("matvec-local", 16384, 256), ("matvec-naive", 16384, 256)]
+"""Cases whose resident work-groups per SM are measured under OpenCL and, for several
+shared-memory carveouts, under CUDA."""
+
+CARVEOUTS = (-1, 0, 10, 25, 50, 100)
+"""``CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`` values tried (percent of the
+largest shared-memory size; -1: the driver's default, no attribute set)."""
+
+CARVEOUT_ATTRIBUTE = 9
+"""``CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`` (cuda.h, ``CUfunction_attribute``)."""
+
+TIMELINE_ARG = ", __global ulong *restrict tt_timeline)\n{"
+TIMELINE_END = r"""
+    if (get_local_id(0) == 0 && get_local_id(1) == 0) {
+        ulong tt_t1;
+        uint tt_sm;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt_t1));
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(tt_sm));
+        const size_t tt_g = get_group_id(1) * get_num_groups(0) + get_group_id(0);
+        tt_timeline[3 * tt_g] = tt_t0;
+        tt_timeline[3 * tt_g + 1] = tt_t1;
+        tt_timeline[3 * tt_g + 2] = tt_sm;
+    }
+}
+"""
+
+
+def opencl_timeline_source(source: str) -> str:
+    """The generated OpenCL C with a timeline argument: work-item (0, 0) of each work-group
+    reads ``%globaltimer`` first thing and, at the end (after a final barrier in kernels
+    that have barriers), again, with ``%smid`` (NVIDIA inline PTX). Work-item (0, 0) never
+    takes an early ``return`` at the sizes measured here (multiples of the work-group).
+    Raises ValueError if the kernel's shape is not the expected one (one kernel body)."""
+    if source.count(")\n{") != 1 or not source.rstrip().endswith("}"):
+        raise ValueError("unexpected kernel shape for the timeline instrumentation")
+    head, body = source.split(")\n{", 1)
+    body = body.rstrip()[:-1]
+    if "barrier(" in body:
+        body += "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+    start = ('\n    ulong tt_t0;\n    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt_t0));')
+    return head + TIMELINE_ARG + start + body + TIMELINE_END
+
+
+def resident_per_sm(start: np.ndarray, end: np.ndarray, sm: np.ndarray) -> dict:
+    """Most work-groups running at once on one SM (sweep over start/end events), and the
+    number of SMs used."""
+    best = 0
+    for s in np.unique(sm):
+        m = sm == s
+        ev = np.concatenate([np.stack([start[m], np.ones(m.sum())], 1),
+                             np.stack([end[m], -np.ones(m.sum())], 1)])
+        ev = ev[np.lexsort((ev[:, 1], ev[:, 0]))]  # ends before starts at equal times
+        best = max(best, int(np.cumsum(ev[:, 1]).max()))
+    return {"max_resident_per_sm": best, "sms_used": int(len(np.unique(sm)))}
+
+
+def _inputs(sch, rng):
+    from gpu.runtime import reference_product
+    from simulator.reference import random_inputs
+    host = random_inputs(sch, rng)
+    ref, absprod = reference_product(host["A"], host["B" if "B" in host else "x"])
+    return host, ref, absprod
+
+
+def opencl_occupancy_stage(target) -> dict:
+    import pyopencl as cl
+
+    from gpu.runtime import build_program, check_result
+
+    out: dict = {"cases": []}
+    rng = np.random.default_rng(11)
+    for family, n, tile in OCCUPANCY_CASES:
+        c = {"family": family, "m": n, "k": n, "n": None if family.startswith("matvec") else n,
+             "tile": tile}
+        rec: dict = {"id": case_id(c)}
+        out["cases"].append(rec)
+        try:
+            sch = build_case(c)
+            kernel = generate(sch)
+            src = opencl_timeline_source(kernel.source)
+            built = build_program(target, src)
+            k = cl.Kernel(built.program, kernel.name)
+            host, ref, absprod = _inputs(sch, rng)
+            mf = cl.mem_flags
+            bufs = {name: cl.Buffer(target.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
+                                    hostbuf=np.ascontiguousarray(v)) for name, v in host.items()}
+            res = np.full(ref.size, np.nan, dtype=np.float32)
+            dres = cl.Buffer(target.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=res)
+            groups = int(np.prod([g // l for g, l in zip(kernel.global_size, kernel.local_size)]))
+            tl = np.zeros(3 * groups, dtype=np.uint64)
+            dtl = cl.Buffer(target.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=tl)
+            args = [np.int32(sch.param_values[a.name]) if a.kind == "int" else
+                    dres if a.kind == "global_out" else bufs[a.name] for a in kernel.args]
+            k.set_args(*args, dtl)
+            times = []
+            for i in range(3):
+                ev = cl.enqueue_nd_range_kernel(target.queue, k, kernel.global_size,
+                                                kernel.local_size)
+                ev.wait()
+                times.append((ev.profile.end - ev.profile.start) * 1e-9)
+            cl.enqueue_copy(target.queue, res, dres).wait()
+            cl.enqueue_copy(target.queue, tl, dtl).wait()
+            chk = check_result(res.reshape(ref.shape), ref, sch.param_values["K"], absprod)
+            t = tl.reshape(groups, 3).astype(np.int64)
+            origin = t[:, 0].min()
+            rec.update(resident_per_sm(t[:, 0] - origin, t[:, 1] - origin, t[:, 2]))
+            rec["event_s"] = times
+            rec["check"] = {"ok": chk.ok, "max_abs_error": chk.max_abs_error}
+            for b in (*bufs.values(), dres, dtl):
+                b.release()
+        except Exception as err:  # noqa: BLE001
+            rec["error"] = error_text(err)
+        print("opencl occupancy", rec, flush=True)
+    return out
+
+
+def carveout_stage(out: Path, repeat: int) -> dict:
+    """The OpenCL driver's PTX loaded through CUDA, timed at several shared-memory
+    carveouts, with the resident work-groups per SM the CUDA occupancy calculator gives."""
+    import cupy as cp
+    from cupy.cuda import driver
+
+    result: dict = {"carveouts": list(CARVEOUTS), "cases": []}
+    rng = np.random.default_rng(12)
+    for family, n, tile in OCCUPANCY_CASES:
+        c = {"family": family, "m": n, "k": n, "n": None if family.startswith("matvec") else n,
+             "tile": tile}
+        rec: dict = {"id": case_id(c), "runs": []}
+        result["cases"].append(rec)
+        try:
+            sch = build_case(c)
+            kernel = generate(sch)
+            host, ref, absprod = _inputs(sch, rng)
+            ins = {k: cp.asarray(np.ascontiguousarray(v).reshape(-1)) for k, v in host.items()}
+            grid, block = launch_geometry(kernel)
+            for carveout in CARVEOUTS:
+                module = ptx_module(out / "code" / f"{family}-T{tile}.opencl.ptx", False)
+                fn = module.get_function(kernel.name)
+                if carveout >= 0:
+                    driver.funcSetAttribute(fn.ptr, CARVEOUT_ATTRIBUTE, carveout)
+                resident = driver.occupancyMaxActiveBlocksPerMultiprocessor(
+                    fn.ptr, int(np.prod(block)), 0)
+                t = cuda_times(module, kernel, sch, ins, ref, absprod, repeat)
+                t.update(carveout=carveout, occupancy_calculator_resident=int(resident))
+                rec["runs"].append(t)
+                print(rec["id"], carveout, resident, f"{t['median_s'] * 1e3:.3f} ms",
+                      t["check"]["ok"], flush=True)
+            del ins
+            cp.get_default_memory_pool().free_all_blocks()
+        except Exception as err:  # noqa: BLE001
+            rec["error"] = error_text(err)
+            print(rec["id"], "ERROR", rec["error"][:300], flush=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--skip", action="append", default=[],
+                    choices=("times", "counters", "occupancy", "carveout"))
+    ap.add_argument("--ncu-timeout-s", type=float, default=240.0)
+    args = ap.parse_args(argv)
+    from gpu.device import select_device
+
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    command = shlex.join([sys.executable] + sys.argv)
+    data: dict = {"meta": {"created_utc": _dt.datetime.now(_dt.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"), "command": command}, "stage_wall_s": {}}
+    path = out / "h200_codegen.json"
+
+    def save() -> None:
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(path)
+
+    target = select_device("nvidia")
+    data["meta"]["opencl_device"] = target.info.describe()
+
+    def stage(name, fn, *a):
+        t0 = time.perf_counter()
+        try:
+            data[name] = fn(*a)
+        except Exception as err:  # noqa: BLE001 - a stage's failure never stops the run
+            data[name] = {"error": error_text(err), "traceback": traceback.format_exc()[-4000:]}
+        data["stage_wall_s"][name] = time.perf_counter() - t0
+        save()
+
+    stage("code", code_stage, out, target)
+    if "occupancy" not in args.skip:
+        stage("opencl_occupancy", opencl_occupancy_stage, target)
+    if "carveout" not in args.skip:
+        stage("carveout", carveout_stage, out, args.repeat)
+    if "times" not in args.skip:
+        stage("times", times_stage, out, target, times_cases(), args.repeat)
+    if "counters" not in args.skip:
+        variant = data.get("times", {}).get("ptx_variant", {})
+        cases = []
+        for c in case_list(False):
+            if c["m"] in (3072, 3328, 3584, 3840, 5120) or c["family"] in PTX_UNSAFE:
+                continue
+            name = f"{c['family']}-T{c['tile']}"
+            ptx = out / "code" / f"{name}.opencl.ptx"
+            if variant.get(name):
+                ptx = ptx.with_name(ptx.stem + ".envreg0.ptx")
+            cases.append({**c, "id": c["id"] + "-opencl-ptx", "ptx_path": str(ptx)})
+        extras = Path(tempfile.mkdtemp(prefix="tt_codegen_"))
+        stage("counters", counters_stage, cases, extras, args.ncu_timeout_s)
+    with tarfile.open(out / "code.tar.gz", "w:gz") as tar:  # the device tool returns few files
+        tar.add(out / "code", arcname="code")
+    shutil.rmtree(out / "code")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
