@@ -410,10 +410,11 @@ def carveout_stage(out: Path, repeat: int) -> dict:
             for carveout in CARVEOUTS:
                 module = ptx_module(out / "code" / f"{family}-T{tile}.opencl.ptx", False)
                 fn = module.get_function(kernel.name)
+                ptr = getattr(fn, "kernel", fn).ptr  # RawKernel wraps a cuda.Function
                 if carveout >= 0:
-                    driver.funcSetAttribute(fn.ptr, CARVEOUT_ATTRIBUTE, carveout)
+                    driver.funcSetAttribute(ptr, CARVEOUT_ATTRIBUTE, carveout)
                 resident = driver.occupancyMaxActiveBlocksPerMultiprocessor(
-                    fn.ptr, int(np.prod(block)), 0)
+                    ptr, int(np.prod(block)), 0)
                 t = cuda_times(module, kernel, sch, ins, ref, absprod, repeat)
                 t.update(carveout=carveout, occupancy_calculator_resident=int(resident))
                 rec["runs"].append(t)
