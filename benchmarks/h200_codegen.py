@@ -428,12 +428,171 @@ def carveout_stage(out: Path, repeat: int) -> dict:
     return result
 
 
+JIT_PROBE = r"""
+import os, sys, json, glob, pathlib
+sys.path[:0] = [os.environ["TT_REPO"], os.environ["TT_REPO"] + "/benchmarks"]
+cache = pathlib.Path(os.environ["CUDA_CACHE_PATH"])
+def files():
+    return {str(p) for p in cache.rglob("*") if p.is_file()}
+from gpu.codegen import generate
+from gpu.device import select_device
+from gpu.runtime import build_program
+from h200_codegen import KERNELS, build_case
+import pyopencl as cl
+target = select_device("nvidia")
+seen = {"opencl": {}, "cuda": {}}
+before = files()
+for family, tile in KERNELS:
+    kernel = generate(build_case({"family": family, "m": 1024, "k": 1024,
+                                  "n": None if family.startswith("matvec") else 1024,
+                                  "tile": tile}))
+    prg = build_program(target, kernel.source).program
+    cl.Kernel(prg, kernel.name)  # the driver compiles the PTX by now
+    now = files(); seen["opencl"][f"{family}-T{tile}"] = sorted(now - before); before = now
+import cupy as cp
+for family, tile in KERNELS:
+    if family in ("matvec-local-whole",):
+        continue
+    kernel = generate(build_case({"family": family, "m": 1024, "k": 1024,
+                                  "n": None if family.startswith("matvec") else 1024,
+                                  "tile": tile}))
+    m = cp.RawModule(path=os.environ["TT_CODE"] + f"/{family}-T{tile}.opencl.ptx")
+    m.get_function(kernel.name).kernel
+    now = files(); seen["cuda"][f"{family}-T{tile}"] = sorted(now - before); before = now
+print(json.dumps(seen))
+"""
+"""Run in a child process with the driver's JIT cache switched on in an empty folder: which
+cache files each OpenCL build, and each CUDA load of the same OpenCL PTX, adds."""
+
+
+def elf_images(blob: bytes) -> list[bytes]:
+    """ELF64 images inside ``blob`` (a JIT cache entry), each cut at the furthest of its
+    section table, program header table and section contents."""
+    def u(at: int, size: int) -> int:
+        return int.from_bytes(blob[at:at + size], "little")
+
+    images = []
+    start = blob.find(b"\x7fELF")
+    while start >= 0 and start + 64 <= len(blob):
+        end = -1
+        if blob[start + 4] == 2:  # ELFCLASS64
+            phoff, shoff = u(start + 32, 8), u(start + 40, 8)
+            phentsize, phnum = u(start + 54, 2), u(start + 56, 2)
+            shentsize, shnum = u(start + 58, 2), u(start + 60, 2)
+            end = max(start + shoff + shentsize * shnum, start + phoff + phentsize * phnum)
+            if end <= len(blob):
+                for i in range(shnum):
+                    sh = start + shoff + i * shentsize
+                    if u(sh + 4, 4) != 8:  # SHT_NOBITS occupies no bytes
+                        end = max(end, start + u(sh + 24, 8) + u(sh + 32, 8))
+        if start < end <= len(blob):
+            images.append(blob[start:end])
+            start = blob.find(b"\x7fELF", end)
+        else:
+            start = blob.find(b"\x7fELF", start + 4)
+    return images
+
+
+def jit_sass_stage(out: Path) -> dict:
+    """The machine code each driver really runs: NVIDIA's OpenCL driver returns only PTX,
+    so its JIT result is read from the driver's compute cache (``CUDA_CACHE_PATH``), as is
+    the CUDA driver's JIT of the same PTX; each cached ELF is disassembled (cuobjdump)."""
+    tools = {t: find_tool(t) for t in ("cuobjdump",)}
+    cache = Path(tempfile.mkdtemp(prefix="tt_jit_cache_"))
+    env = {**__import__("os").environ, "CUDA_CACHE_PATH": str(cache), "CUDA_CACHE_DISABLE": "0",
+           "CUDA_CACHE_MAXSIZE": str(1 << 30), "TT_REPO": str(REPO),
+           "TT_CODE": str(out / "code")}
+    done = subprocess.run([sys.executable, "-c", JIT_PROBE], capture_output=True, text=True,
+                          timeout=300, env=env)
+    result: dict = {"rc": done.returncode, "stderr": done.stderr[-3000:], "kernels": {}}
+    if done.returncode != 0:
+        return result
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    result["cache_files"] = seen
+    folder = out / "code"
+    for driver_name, by_kernel in seen.items():
+        for name, paths in by_kernel.items():
+            rec = result["kernels"].setdefault(name, {})
+            images = [img for p in paths for img in elf_images(Path(p).read_bytes())]
+            rec[driver_name] = {"cache_files": len(paths), "elf_images": len(images)}
+            for i, img in enumerate(images):
+                cubin = folder / f"{name}.{driver_name}-jit.{i}.cubin"
+                cubin.write_bytes(img)
+                if tools["cuobjdump"]:
+                    d = subprocess.run([tools["cuobjdump"], "-sass", str(cubin)],
+                                       capture_output=True, text=True, timeout=60)
+                    if d.returncode == 0 and d.stdout.strip():
+                        cubin.with_suffix(".sass").write_text(d.stdout)
+                        rec[driver_name].setdefault("sass_counts", []).append(
+                            sass_counts(d.stdout))
+                    else:
+                        rec[driver_name].setdefault("errors", []).append(d.stderr[-500:])
+            print("jit", driver_name, name, rec[driver_name].get("sass_counts"), flush=True)
+    return result
+
+
+OPTION_SETS = ([], ["-cl-nv-opt-level=3"], ["-cl-mad-enable"], ["-cl-fast-relaxed-math"],
+               ["-cl-nv-opt-level=1"], ["-cl-nv-maxrregcount=64"])
+"""OpenCL build options tried on the tiled kernels (NVIDIA's -cl-nv-* and standard ones)."""
+
+
+def opencl_options_stage(target, repeat: int) -> dict:
+    """OpenCL event times of the tiled kernels (N = 4096) built with each of OPTION_SETS."""
+    import pyopencl as cl
+
+    from gpu.runtime import check_result
+
+    result: dict = {"option_sets": [list(o) for o in OPTION_SETS], "cases": []}
+    rng = np.random.default_rng(13)
+    for tile in GEMM_TILES:
+        c = {"family": "gemm-tiled", "m": 4096, "k": 4096, "n": 4096, "tile": tile}
+        rec: dict = {"id": case_id(c), "runs": []}
+        result["cases"].append(rec)
+        try:
+            sch = build_case(c)
+            kernel = generate(sch)
+            host, ref, absprod = _inputs(sch, rng)
+            mf = cl.mem_flags
+            bufs = {name: cl.Buffer(target.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
+                                    hostbuf=np.ascontiguousarray(v)) for name, v in host.items()}
+            res = np.full(ref.size, np.nan, dtype=np.float32)
+            dres = cl.Buffer(target.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=res)
+            for opts in OPTION_SETS:
+                run: dict = {"options": list(opts)}
+                rec["runs"].append(run)
+                try:
+                    prg = cl.Program(target.context, kernel.source).build(options=list(opts))
+                    k = cl.Kernel(prg, kernel.name)
+                    k.set_args(*[np.int32(sch.param_values[a.name]) if a.kind == "int" else
+                                 dres if a.kind == "global_out" else bufs[a.name]
+                                 for a in kernel.args])
+                    times = []
+                    for i in range(2 + repeat):
+                        ev = cl.enqueue_nd_range_kernel(target.queue, k, kernel.global_size,
+                                                        kernel.local_size)
+                        ev.wait()
+                        if i >= 2:
+                            times.append((ev.profile.end - ev.profile.start) * 1e-9)
+                    cl.enqueue_copy(target.queue, res, dres).wait()
+                    chk = check_result(res.reshape(ref.shape), ref, 4096, absprod)
+                    run.update(median_s=float(np.median(times)), check_ok=chk.ok)
+                except Exception as err:  # noqa: BLE001
+                    run["error"] = error_text(err)
+                print("options", rec["id"], run, flush=True)
+            for b in (*bufs.values(), dres):
+                b.release()
+        except Exception as err:  # noqa: BLE001
+            rec["error"] = error_text(err)
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--skip", action="append", default=[],
-                    choices=("times", "counters", "occupancy", "carveout"))
+                    choices=("times", "counters", "occupancy", "carveout", "jit_sass",
+                             "options"))
     ap.add_argument("--ncu-timeout-s", type=float, default=240.0)
     args = ap.parse_args(argv)
     from gpu.device import select_device
@@ -463,6 +622,10 @@ def main(argv: list[str] | None = None) -> int:
         save()
 
     stage("code", code_stage, out, target)
+    if "jit_sass" not in args.skip:
+        stage("jit_sass", jit_sass_stage, out)
+    if "options" not in args.skip:
+        stage("opencl_options", opencl_options_stage, target, args.repeat)
     if "occupancy" not in args.skip:
         stage("opencl_occupancy", opencl_occupancy_stage, target)
     if "carveout" not in args.skip:
