@@ -586,13 +586,63 @@ def opencl_options_stage(target, repeat: int) -> dict:
     return result
 
 
+CUBIN_CASES = [("gemm-naive", 4096, 16), ("gemm-tiled", 4096, 8), ("gemm-tiled", 4096, 16),
+               ("gemm-tiled", 4096, 32), ("matvec-local", 16384, 256)]
+"""Cases whose OpenCL-driver machine code (the cubin from the JIT cache) is launched
+through CUDA: timed, checked, and (if the check passes) read by Nsight Compute."""
+
+CUBIN_PROBE = r"""
+import os, sys, json, pathlib
+sys.path[:0] = [os.environ["TT_REPO"], os.environ["TT_REPO"] + "/benchmarks"]
+import numpy as np, cupy as cp
+from h200_codegen import CUBIN_CASES, build_case, case_id, generate, cuda_times, _inputs
+out = []
+rng = np.random.default_rng(14)
+for family, n, tile in CUBIN_CASES:
+    c = {"family": family, "m": n, "k": n, "n": None if family.startswith("matvec") else n,
+         "tile": tile}
+    rec = {"id": case_id(c)}
+    cubin = pathlib.Path(os.environ["TT_CODE"]) / f"{family}-T{tile}.opencl-jit.0.cubin"
+    try:
+        sch = build_case(c)
+        kernel = generate(sch)
+        host, ref, absprod = _inputs(sch, rng)
+        ins = {k: cp.asarray(np.ascontiguousarray(v).reshape(-1)) for k, v in host.items()}
+        rec.update(cuda_times(cp.RawModule(path=str(cubin)), kernel, sch, ins, ref, absprod, 10))
+        rec["cubin"] = str(cubin)
+    except Exception as err:
+        rec["error"] = f"{type(err).__name__}: {err}"
+    out.append(rec)
+    print(json.dumps(rec), flush=True)
+    if "error" in rec and "illegal" in rec["error"].lower():
+        break
+"""
+"""Run in a child process (an illegal address ends a CUDA context): the OpenCL driver's own
+cubins (``jit_sass``) launched through CUDA, one JSON line per case."""
+
+
+def opencl_cubin_stage(out: Path) -> dict:
+    """The OpenCL driver's machine code launched through CUDA (CuPy loads the cubin the
+    driver's JIT cached): is the OpenCL time a property of that code or of the OpenCL
+    runtime? Child process; the OpenCL build reads its parameters and NDRange offsets from
+    its own constant-bank layout, so every result is checked and a failure recorded."""
+    env = {**__import__("os").environ, "TT_REPO": str(REPO), "TT_CODE": str(out / "code")}
+    done = subprocess.run([sys.executable, "-c", CUBIN_PROBE], capture_output=True, text=True,
+                          timeout=400, env=env)
+    recs = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    for r in recs:
+        print("cubin", r.get("id"), r.get("median_s"), r.get("check"), r.get("error", ""),
+              flush=True)
+    return {"rc": done.returncode, "stderr": done.stderr[-3000:], "cases": recs}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--skip", action="append", default=[],
                     choices=("times", "counters", "occupancy", "carveout", "jit_sass",
-                             "options"))
+                             "options", "opencl_cubin"))
     ap.add_argument("--ncu-timeout-s", type=float, default=240.0)
     args = ap.parse_args(argv)
     from gpu.device import select_device
@@ -645,6 +695,16 @@ def main(argv: list[str] | None = None) -> int:
             cases.append({**c, "id": c["id"] + "-opencl-ptx", "ptx_path": str(ptx)})
         extras = Path(tempfile.mkdtemp(prefix="tt_codegen_"))
         stage("counters", counters_stage, cases, extras, args.ncu_timeout_s)
+    if "opencl_cubin" not in args.skip and "jit_sass" not in args.skip:
+        stage("opencl_cubin", opencl_cubin_stage, out)
+        ok = [r for r in data["opencl_cubin"].get("cases", [])
+              if r.get("check", {}).get("ok")]
+        if ok and "counters" not in args.skip:
+            byid = {case_id(c): c for c in case_list(False)}
+            cubins = [{**byid[r["id"]], "id": r["id"] + "-opencl-cubin", "ptx_path": r["cubin"]}
+                      for r in ok if r["id"] in byid]
+            stage("counters_cubin", counters_stage, cubins,
+                  Path(tempfile.mkdtemp(prefix="tt_codegen_")), args.ncu_timeout_s)
     with tarfile.open(out / "code.tar.gz", "w:gz") as tar:  # the device tool returns few files
         tar.add(out / "code", arcname="code")
     shutil.rmtree(out / "code")
