@@ -16,6 +16,12 @@ static shared memory per block, 1 KB reserved per block, 32 banks of 4 bytes.
 [H200-counters] Measured on the H200 (reports/nvidia-h200/h200_raw.json): a 128-bit local
 load (LDS.128) takes two wavefronts even when its work-items read at most four distinct
 16-byte words (``local_vector_min_wavefronts``).
+[H200-codegen] Measured on the H200 (reports/nvidia-h200/codegen/): the same generated source
+becomes different machine code in the two builds. NVIDIA's OpenCL driver compiles every
+local load to a 32-bit LDS (its JIT output, read from the driver's compute cache), while
+NVRTC, and the CUDA driver given the OpenCL driver's own PTX, merge four consecutive
+words into one 128-bit LDS (``local_vector_words`` 1 for ``nvidia-h200``, the OpenCL build
+tiletraffic runs, and 4 for ``nvidia-h200-cuda``, the CUDA build Nsight Compute reads).
 """
 from __future__ import annotations
 
@@ -34,6 +40,12 @@ class DeviceModel:
     Units are in the names: bytes, per-second rates, counts. ``l2_associativity``: ways of
     the L2 for the DRAM model (:func:`simulator.dram_model.miss_probability`); ``None`` means
     fully associative LRU. NVIDIA does not document it for the H200; 16 is a guess.
+    ``l1_requests_per_cycle_per_cu``: global-memory requests (warp-level load and store
+    instructions) the L1's tag stage accepts per cycle; not documented; 0.75 for the H200 is
+    the rate its naive B = 32 GEMM reaches (73% of one per cycle in Nsight's
+    ``l1tex__t_requests`` at N = 1024), chosen with the measurements in view.
+    ``local_vector_words``: words one local load instruction reads per work-item (4: the
+    compiler merges consecutive words into 128-bit loads; 1: it does not) [H200-codegen].
     """
 
     name: str
@@ -56,6 +68,7 @@ class DeviceModel:
     l2_bytes_per_s: float = 12e12
     clock_hz: float = 1.98e9
     l1_wavefronts_per_cycle_per_cu: float = 1.0
+    l1_requests_per_cycle_per_cu: float = 1.0
     fp32_flop_per_s: float = 67e12
     launch_overhead_s: float = 3e-6
     local_vector_words: int = 4
@@ -95,24 +108,33 @@ class DeviceModel:
 
 
 NVIDIA_H200 = DeviceModel(
-    name="nvidia-h200", compute_units=132, sources="[H200] [HWP] [CPG] [H200-counters] in simulator/device_model.py",
-    guessed=("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s",
-             "memory_latency_s", "local_vector_words", "l1_sharing_work_groups",
-             "l2_associativity"))
+    name="nvidia-h200", compute_units=132, local_vector_words=1,
+    l1_requests_per_cycle_per_cu=0.75,
+    sources="[H200] [HWP] [CPG] [H200-counters] [H200-codegen] in simulator/device_model.py",
+    guessed=("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu",
+             "l1_requests_per_cycle_per_cu", "launch_overhead_s", "memory_latency_s",
+             "l1_sharing_work_groups", "l2_associativity"))
+"""The H200 running the OpenCL build (what ``tiletraffic`` launches): scalar local loads."""
+
+NVIDIA_H200_CUDA = replace(NVIDIA_H200, name="nvidia-h200-cuda", local_vector_words=4)
+"""The same H200 running the CUDA build of the same source (NVRTC; what the Nsight Compute
+counters of ``reports/nvidia-h200`` were read from): 128-bit local loads [H200-codegen]."""
 
 GENERIC_GPU_MODEL = replace(
     NVIDIA_H200, name="generic-gpu", compute_units=64, l2_bytes=4 * 2**20,
     dram_bytes_per_s=1e12, l2_bytes_per_s=3e12, clock_hz=1.5e9, fp32_flop_per_s=20e12,
     local_mem_bytes_per_cu=64 * 1024, l1_bytes_per_cu=128 * 1024, sources="",
+    local_vector_words=4, l1_requests_per_cycle_per_cu=1.0,
     guessed=("compute_units", "l1_bytes_per_cu", "l2_bytes", "dram_bytes_per_s",
              "l2_bytes_per_s", "clock_hz", "fp32_flop_per_s", "local_mem_bytes_per_cu",
-             "l1_wavefronts_per_cycle_per_cu", "launch_overhead_s", "memory_latency_s",
+             "l1_wavefronts_per_cycle_per_cu", "l1_requests_per_cycle_per_cu",
+             "launch_overhead_s", "memory_latency_s",
              "local_vector_words", "local_vector_min_wavefronts", "l1_sharing_work_groups",
              "l2_associativity"))
 """A mid-range GPU with NVIDIA's granularities (32-wide sub-groups, 32-byte sectors, 32
 banks); every size and rate is a guess and warns."""
 
-DEVICE_MODELS = {m.name: m for m in (NVIDIA_H200, GENERIC_GPU_MODEL)}
+DEVICE_MODELS = {m.name: m for m in (NVIDIA_H200, NVIDIA_H200_CUDA, GENERIC_GPU_MODEL)}
 
 
 def device_model(name: str) -> DeviceModel:

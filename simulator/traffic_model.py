@@ -17,15 +17,21 @@ Methods (each figure says which produced it, in ``methods``):
   (``dram_read_bytes_lockstep``), the estimate for work-groups that advance together.
 * ``dram: fits in L2`` — when everything fits in L2, written lines stay there until after
   the kernel: no DRAM writes during it.
-* ``time: ceilings`` — predicted time is the largest of: FLOPs at the FP32 rate, DRAM bytes
-  at DRAM bandwidth, L2→L1 bytes at L2 bandwidth, and L1 wavefronts (one 128-byte line per
-  global request line, one per local-memory wavefront) at one per cycle per compute unit
-  that has work (a launch of 16 work-groups uses 16 compute units) (the roofline model:
-  Williams, Waterman, Patterson, CACM 2009); plus the exposed latency of barriers: every
-  barrier interval in which a work-group loads from global memory costs one memory latency
-  that only the other resident work-groups of its compute unit can overlap
-  (``load phases / active compute units / resident work-groups × latency``); plus the
-  launch overhead.
+* ``time: ceilings + barrier latency by mean value analysis`` — the time of the busiest
+  resource is the largest of: FLOPs at the FP32 rate, DRAM bytes at DRAM bandwidth, L2→L1
+  bytes at L2 bandwidth, L1 wavefronts (one 128-byte line per global request line, one per
+  local-memory wavefront) at ``l1_wavefronts_per_cycle_per_cu``, and global requests at
+  ``l1_requests_per_cycle_per_cu`` (the L1 tag stage), per compute unit that has work (a
+  launch of 16 work-groups uses 16 compute units) (the roofline model: Williams, Waterman,
+  Patterson, CACM 2009). A kernel with barriers adds the memory latency its work-groups
+  cannot hide: each barrier interval in which a work-group loads from global memory ends
+  in one memory latency (``memory_latency_s``) before the work-group can go on. A compute
+  unit's resident work-groups form a closed queueing network of the busy resource (service
+  demand per interval: its time / intervals per compute unit) and that latency (a delay
+  station); its throughput is solved exactly by mean value analysis (Reiser and Lavenberg,
+  J. ACM 27(2), 1980; Lazowska et al., *Quantitative System Performance*, 1984, ch. 6),
+  and the time beyond the busy resource's is the exposed latency
+  (``barrier_latency_s``); plus the launch overhead.
 """
 from __future__ import annotations
 
@@ -151,6 +157,41 @@ class TrafficPrediction:
         return dict(self.__dict__)
 
 
+def closed_network_throughput(customers: int, demand_s: float, delay_s: float) -> float:
+    """Throughput (completions per second) of ``customers`` circulating between one queueing
+    station with service demand ``demand_s`` and a delay station of ``delay_s``: exact mean
+    value analysis (Reiser and Lavenberg, J. ACM 27(2), 1980, the recursion of Lazowska et
+    al., *Quantitative System Performance*, 1984, section 6.3).
+
+    Raises:
+        ValueError: fewer than one customer, or a negative demand or delay.
+    """
+    if customers < 1 or demand_s < 0 or delay_s < 0:
+        raise ValueError(f"closed network needs customers >= 1 and non-negative times, got "
+                         f"{customers}, {demand_s}, {delay_s}")
+    queue = 0.0
+    throughput = 0.0
+    for n in range(1, customers + 1):
+        residence = demand_s * (1 + queue)
+        throughput = n / (residence + delay_s) if residence + delay_s > 0 else float("inf")
+        queue = throughput * residence
+    return throughput
+
+
+def exposed_latency_s(busy_s: float, phases_per_cu: float, resident: int,
+                      latency_s: float) -> float:
+    """Time a compute unit adds to ``busy_s`` (its busiest resource's time) because each of
+    ``phases_per_cu`` barrier intervals ends in a memory latency that only the other
+    resident work-groups can overlap (:func:`closed_network_throughput` with ``resident``
+    work-groups, demand ``busy_s / phases_per_cu`` and delay ``latency_s``). 0 without
+    such intervals."""
+    if phases_per_cu <= 0:
+        return 0.0
+    demand = busy_s / phases_per_cu
+    throughput = closed_network_throughput(max(1, resident), demand, latency_s)
+    return max(0.0, phases_per_cu / throughput - busy_s)
+
+
 def buffer_reads(schedule: Schedule, footprint: FootprintObserver, model: DeviceModel,
                  offsets: tuple[dict[str, int | None], dict[str, int | None]] = ({}, {})
                  ) -> dict[str, BufferReads]:
@@ -205,18 +246,20 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         methods["dram_write_bytes"] = "dram: compulsory"
     l1_wavefronts = (memory.global_load_lines + memory.global_store_lines
                      + memory.local_load_wavefronts + memory.local_store_wavefronts)
+    active = model.active_compute_units(counts.work_groups)
+    cu_cycles_per_s = active * model.clock_hz
     terms = {
         "fp32_s": counts.flop / model.fp32_flop_per_s,
         "dram_s": (dram_read + dram_write) / model.dram_bytes_per_s,
         "l2_s": l2_read_sectors * model.sector_bytes / model.l2_bytes_per_s,
-        "l1_s": l1_wavefronts / (model.active_compute_units(counts.work_groups)
-                                 * model.clock_hz * model.l1_wavefronts_per_cycle_per_cu),
+        "l1_s": l1_wavefronts / (cu_cycles_per_s * model.l1_wavefronts_per_cycle_per_cu),
+        "l1_requests_s": (memory.global_load_requests + memory.global_store_requests)
+        / (cu_cycles_per_s * model.l1_requests_per_cycle_per_cu),
     }
     bound = max(terms, key=terms.get)
-    active = model.active_compute_units(counts.work_groups)
-    terms["barrier_latency_s"] = (load_phases / active / max(1, resident)
-                                  * model.memory_latency_s)
-    methods["predicted_time_s"] = "time: ceilings + exposed barrier latency"
+    terms["barrier_latency_s"] = exposed_latency_s(terms[bound], load_phases / active,
+                                                   resident, model.memory_latency_s)
+    methods["predicted_time_s"] = "time: ceilings + barrier latency by mean value analysis"
     waves = counts.work_groups / max(1, resident * model.compute_units)
     return TrafficPrediction(
         device_model=model.name, l2_read_sectors=l2_read_sectors, l1_load_hit_rate=hit,
