@@ -5,6 +5,11 @@ counters of the same kernel source built as CUDA, cuBLAS timings), predicts ever
 :func:`simulator.traffic_model.model_launch`, and pairs each prediction with its counter.
 Nothing here needs a GPU: the report is rendered from the committed raw data.
 
+The two builds of one source run different machine code (``reports/nvidia-h200/codegen``):
+the counters are compared with the device model of the build they were read from (for the
+H200 ``nvidia-h200-cuda``, :func:`counter_model_for`), the OpenCL times with the model of the
+OpenCL build (``nvidia-h200``).
+
 Metric names are Nsight Compute's (Nsight Compute Kernel Profiling Guide, "Metrics
 Reference"); a request is one warp-level load instruction (l1tex__t_requests).
 """
@@ -62,10 +67,25 @@ class CaseComparison:
     counters: dict[str, float]
     measured_time_s: float | None
     counter_time_s: float | None
+    counter_launch: ModelledLaunch | None = None
+    """The prediction for the build the counters were read from, if not ``launch``'s."""
+
+    @property
+    def counted(self) -> ModelledLaunch:
+        """The prediction the hardware counters are compared with."""
+        return self.counter_launch or self.launch
 
     @property
     def predicted(self) -> dict:
-        return self.launch.to_dict()
+        return self.counted.to_dict()
+
+    def time_pair(self, opencl: bool = True) -> tuple[float, float | None]:
+        """(predicted, measured) kernel time in seconds: the OpenCL median against the
+        OpenCL build's prediction, or (``opencl`` False, or no OpenCL time) Nsight's duration
+        against the counted build's."""
+        if opencl and self.measured_time_s:
+            return self.launch.prediction.predicted_time_s, self.measured_time_s
+        return self.counted.prediction.predicted_time_s, self.counter_time_s
 
     def rows(self) -> list[dict]:
         """Each compared quantity: predicted, measured, relative error, target met."""
@@ -104,8 +124,18 @@ def _counter_values(record: dict) -> dict[str, float]:
             if isinstance(v.get("value"), (int, float))}
 
 
+def counter_model_for(model: DeviceModel) -> DeviceModel:
+    """The model of the build Nsight Compute read the counters from: ``<name>-cuda`` where
+    the table has one (the H200: the CUDA build merges local loads into 128-bit loads, the
+    OpenCL build does not), else ``model`` itself."""
+    return DEVICE_MODELS.get(f"{model.name}-cuda", model)
+
+
 def compare(raw: dict, model: DeviceModel) -> list[CaseComparison]:
-    """Pair every case of the raw H200 data with its prediction on ``model``."""
+    """Pair every case of the raw H200 data with its prediction on ``model`` (the OpenCL
+    build: times, speedups, rankings) and on :func:`counter_model_for` ``model`` (the
+    counters)."""
+    counter_model = counter_model_for(model)
     times = {c["id"]: c["run"]["median_s"] for c in raw.get("opencl_cases", [])
              if c.get("run")}
     out = []
@@ -117,10 +147,13 @@ def compare(raw: dict, model: DeviceModel) -> list[CaseComparison]:
                 continue
             launch = modelled_launch(rec["schedule"], rec["m"], rec["k"], rec.get("n"),
                                      rec["tile"], model)
+            counted = None if counter_model is model else modelled_launch(
+                rec["schedule"], rec["m"], rec["k"], rec.get("n"), rec["tile"], counter_model)
             ns = counters.get("gpu__time_duration.sum")
             out.append(CaseComparison(rec["id"], rec["schedule"], rec["m"], rec["k"],
                                       rec.get("n"), rec["tile"], launch, counters,
-                                      times.get(rec["id"]), ns * 1e-9 if ns else None))
+                                      times.get(rec["id"]), ns * 1e-9 if ns else None,
+                                      counted))
     return out
 
 
@@ -134,11 +167,10 @@ def speedups(cases: list[CaseComparison]) -> list[dict]:
         ref = by.get((base, c.m, c.k, c.n, c.tile)) if base else None
         if ref is None:
             continue
-        pred = ref.launch.prediction.predicted_time_s / c.launch.prediction.predicted_time_s
-        meas = ref.measured_time_s / c.measured_time_s if (
-            ref.measured_time_s and c.measured_time_s) else None
-        if meas is None and ref.counter_time_s and c.counter_time_s:
-            meas = ref.counter_time_s / c.counter_time_s
+        opencl = bool(ref.measured_time_s and c.measured_time_s)
+        (p_ref, m_ref), (p_c, m_c) = ref.time_pair(opencl), c.time_pair(opencl)
+        pred = p_ref / p_c
+        meas = m_ref / m_c if (m_ref and m_c) else None
         out.append({"case": c.case_id, "versus": ref.case_id, "predicted": pred,
                     "measured": meas,
                     "relative_error": (pred - meas) / meas if meas else None,
@@ -158,8 +190,9 @@ def rankings(cases: list[CaseComparison]) -> list[dict]:
         if len(timed) < 2:
             continue
         label = {c.case_id: f"{c.family} B={c.tile}" for c in timed}
-        pred = sorted(timed, key=lambda c: c.launch.prediction.predicted_time_s)
-        meas = sorted(timed, key=lambda c: c.measured_time_s or c.counter_time_s)
+        opencl = all(c.measured_time_s for c in timed)
+        pred = sorted(timed, key=lambda c: c.time_pair(opencl)[0])
+        meas = sorted(timed, key=lambda c: c.time_pair(opencl)[1])
         out.append({"size": key, "predicted": [label[c.case_id] for c in pred],
                     "measured": [label[c.case_id] for c in meas],
                     "match": [c.case_id for c in pred] == [c.case_id for c in meas]})

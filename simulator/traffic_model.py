@@ -28,7 +28,8 @@ Methods (each figure says which produced it, in ``methods``):
   in one memory latency (``memory_latency_s``) before the work-group can go on. A compute
   unit's resident work-groups form a closed queueing network of the busy resource (service
   demand per interval: its time / intervals per compute unit) and that latency (a delay
-  station); its throughput is solved exactly by mean value analysis (Reiser and Lavenberg,
+  station), with as many work-groups as are resident (or, in a launch of fewer work-groups
+  than that per compute unit, as it has); its throughput is solved exactly by mean value analysis (Reiser and Lavenberg,
   J. ACM 27(2), 1980; Lazowska et al., *Quantitative System Performance*, 1984, ch. 6),
   and the time beyond the busy resource's is the exposed latency
   (``barrier_latency_s``); plus the launch overhead.
@@ -257,8 +258,9 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         / (cu_cycles_per_s * model.l1_requests_per_cycle_per_cu),
     }
     bound = max(terms, key=terms.get)
+    per_cu = min(resident, -(-counts.work_groups // active))  # a small launch has fewer
     terms["barrier_latency_s"] = exposed_latency_s(terms[bound], load_phases / active,
-                                                   resident, model.memory_latency_s)
+                                                   per_cu, model.memory_latency_s)
     methods["predicted_time_s"] = "time: ceilings + barrier latency by mean value analysis"
     waves = counts.work_groups / max(1, resident * model.compute_units)
     return TrafficPrediction(

@@ -18,6 +18,7 @@ from simulator.device_model import (
     DEVICE_MODELS,
     GENERIC_GPU_MODEL,
     NVIDIA_H200,
+    NVIDIA_H200_CUDA,
     DeviceModel,
     GuessedValueWarning,
     device_model,
@@ -25,7 +26,8 @@ from simulator.device_model import (
 from simulator.engine import simulate
 from simulator.memory import MemoryObserver
 from simulator.schedules import build
-from simulator.traffic_model import FootprintObserver, model_launch, predict
+from simulator.traffic_model import (FootprintObserver, closed_network_throughput,
+                                     exposed_latency_s, model_launch, predict)
 
 KIB = 1024
 
@@ -94,7 +96,7 @@ def test_generic_model_warns_a_guessed_value_warning():
         GENERIC_GPU_MODEL.warn_guesses()
     names = warned_names(GENERIC_GPU_MODEL)
     assert sorted(names) == sorted(GENERIC_GPU_MODEL.guessed)
-    assert len(names) == len(set(names)) == 15
+    assert len(names) == len(set(names)) == 16
     assert {"compute_units", "l2_bytes", "dram_bytes_per_s", "fp32_flop_per_s"} <= set(names)
 
 
@@ -218,13 +220,18 @@ def test_predict_gemm_tiled_64_on_h200_by_hand():
     #   (2 rows x 4 words, banks 16 apart: 1 wavefront by banks, but a 128-bit load takes at
     #   least 2 on the H200): 16 x 4 x 8 x 4 x 2 = 4096; tile_B: one wavefront per k:
     #   16 x 4 x 8 x 16 = 8192. Total 15616.
+    #   (The CUDA build's machine code: nvidia-h200-cuda merges local loads into 128-bit ones.)
     # 16 work-groups run on 16 of the 132 compute units.
     # Terms: fp32 524288 / 67e12, dram 32768 / 4.8e12, l2 4096 x 32 / 12e12,
-    #   l1 15616 / (16 x 1.98e9) = 493 ns -> bound l1; barrier latency: 64 load phases
-    #   (16 groups x 4 K-tiles) / 16 active CUs / 8 resident x 300 ns = 150 ns.
+    #   l1 15616 / (16 x 1.98e9) = 493 ns -> bound l1; global requests 16 x 64 loads +
+    #   16 x 8 stores = 1152 at 0.75 per cycle: 1152 / (16 x 1.98e9 x 0.75) = 48 ns;
+    #   barrier latency: 64 load phases (16 groups x 4 K-tiles) / 16 active CUs = 4 per CU,
+    #   and one work-group per CU (16 groups, 16 CUs; 8 could be resident): nothing overlaps
+    #   its waits, mean value analysis with one customer gives 4 x (D + 300 ns) for 4 x D of
+    #   work: 4 x 300 ns = 1.2 us exposed.
     schedule = build("gemm-tiled", 64, 64, 64, tile=16)
     # per-work-group L1 footprint (no sharing between work-groups), for these hand values
-    unshared = replace(NVIDIA_H200, l1_sharing_work_groups=1)
+    unshared = replace(NVIDIA_H200_CUDA, l1_sharing_work_groups=1)
     with pytest.warns(GuessedValueWarning):
         launch = model_launch(schedule, unshared)
     p = launch.prediction
@@ -237,18 +244,20 @@ def test_predict_gemm_tiled_64_on_h200_by_hand():
     assert p.l1_wavefronts == 15616
     expected = {"fp32_s": 524288 / 67e12, "dram_s": 32768 / 4.8e12,
                 "l2_s": 4096 * 32 / 12e12, "l1_s": 15616 / (16 * 1.98e9),
-                "barrier_latency_s": 64 / 16 / 8 * 300e-9}
-    assert p.time_terms_s == pytest.approx(expected, rel=1e-12)
+                "l1_requests_s": 1152 / (16 * 1.98e9 * 0.75),
+                "barrier_latency_s": 4 * 300e-9}
+    assert p.time_terms_s == pytest.approx(expected, rel=1e-9)
     assert all(v > 0 for v in p.time_terms_s.values())
     assert p.bound == "l1"
-    assert max(p.time_terms_s, key=p.time_terms_s.get) == "l1_s"
-    assert p.predicted_time_s == pytest.approx(15616 / (16 * 1.98e9) + 150e-9 + 3e-6,
-                                               rel=1e-12)
+    ceilings = {k: v for k, v in p.time_terms_s.items() if k != "barrier_latency_s"}
+    assert max(ceilings, key=ceilings.get) == "l1_s"
+    assert p.predicted_time_s == pytest.approx(15616 / (16 * 1.98e9) + 1.2e-6 + 3e-6,
+                                               rel=1e-9)
     assert p.arithmetic_intensity_flop_per_byte == pytest.approx(524288 / 32768, rel=1e-15)
     # occupancy: 256 work-items and 2 KiB -> 8 per CU; waves 16 / (8 x 132)
     assert p.resident_work_groups_per_cu == 8
     assert p.waves == pytest.approx(16 / 1056, rel=1e-15)
-    assert p.device_model == "nvidia-h200"
+    assert p.device_model == "nvidia-h200-cuda"
 
 
 def test_model_launch_by_classes_equals_full_execution():
@@ -392,12 +401,12 @@ def test_bound_follows_the_largest_term():
     slow = replace(NVIDIA_H200, fp32_flop_per_s=1e6, guessed=())
     p = model_launch(build("gemm-tiled", 64, 64, 64, tile=16), slow).prediction
     assert p.bound == "fp32"
-    assert p.predicted_time_s == pytest.approx(524288 / 1e6 + 150e-9 + 3e-6, rel=1e-12)
+    assert p.predicted_time_s == pytest.approx(524288 / 1e6 + 1.2e-6 + 3e-6, rel=1e-12)
     # and a device with a slow DRAM is DRAM-bound: 32768 B / 1e6 B/s = 33 ms
     slow = replace(NVIDIA_H200, dram_bytes_per_s=1e6, guessed=())
     p = model_launch(build("gemm-tiled", 64, 64, 64, tile=16), slow).prediction
     assert p.bound == "dram"
-    assert p.predicted_time_s == pytest.approx(32768 / 1e6 + 150e-9 + 3e-6, rel=1e-12)
+    assert p.predicted_time_s == pytest.approx(32768 / 1e6 + 1.2e-6 + 3e-6, rel=1e-12)
 
 
 # -------------------------------------------------------------------------------- CLI
@@ -419,8 +428,11 @@ def test_cli_simulate_with_device_model_json():
     assert data["l2_read_sectors"] == 3072
     assert data["dram_read_bytes"] == 32768
     assert data["dram_write_bytes"] == 0
-    assert data["predicted_time_s"] == pytest.approx(15616 / (16 * 1.98e9) + 150e-9 + 3e-6,
-                                                     rel=1e-12)
+    # nvidia-h200 is the OpenCL build: tile_A's loads stay 32-bit, one wavefront per k
+    # (rows lr and lr + 1 sit 16 banks apart): 16 x 4 x 8 x 16 = 8192 instead of 4096 ->
+    # 15616 + 4096 = 19712 wavefronts
+    assert data["predicted_time_s"] == pytest.approx(19712 / (16 * 1.98e9) + 1.2e-6 + 3e-6,
+                                                     rel=1e-9)
     assert data["closed_form_agrees"] is True
     assert len(data["guessed_values"]) == len(NVIDIA_H200.guessed)
 
@@ -465,7 +477,7 @@ def test_resident_work_groups_count_whole_sub_groups(items, expected):
 
 # ------------------------------------------------------------- vector local loads
 @pytest.mark.parametrize("family, size, tile, hardware_count", [
-    # smsp__inst_executed_op_shared_ld.sum measured on the H200 (reports/nvidia-h200):
+    # smsp__inst_executed_op_shared_ld.sum of the CUDA build on the H200 (reports/nvidia-h200):
     # per K-tile a work-item issues 16/4 vector loads of tile_A and 16 scalar loads of
     # tile_B: 20 instead of 32 -> 2 N^3 / 32 x 20/32 = 41943040.
     ("gemm-tiled", 1024, 16, 41943040),
@@ -477,10 +489,51 @@ def test_local_vector_loads_equal_the_hardware_count(family, size, tile, hardwar
     schedule = build(family, size, size, size if family.startswith("gemm") else None, tile)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GuessedValueWarning)
-        launch = model_launch(schedule, NVIDIA_H200)
+        launch = model_launch(schedule, NVIDIA_H200_CUDA)
+        scalar = model_launch(schedule, NVIDIA_H200)
     assert launch.memory.local_load_requests == hardware_count
-    scalar = replace(NVIDIA_H200, local_vector_words=1, guessed=())
-    assert model_launch(schedule, scalar).memory.local_load_requests > hardware_count
+    assert scalar.memory.local_load_requests > hardware_count
+
+
+@pytest.mark.parametrize("family, size, tile, hardware_count", [
+    # smsp__inst_executed_op_shared_ld.sum of the OpenCL driver's own machine code (its
+    # cubin, loaded through CUDA: reports/nvidia-h200/codegen, counters_cubin): every local
+    # load 32-bit. gemm-tiled: two per multiply-add and sub-group, 2 N^3 / 32.
+    ("gemm-tiled", 4096, 16, 2 * 4096 ** 3 // 32),
+    # matvec-local: one per element of A and sub-group, M K / 32.
+    ("matvec-local", 16384, 256, 16384 * 16384 // 32),
+])
+def test_opencl_build_local_loads_equal_its_hardware_count(family, size, tile, hardware_count):
+    schedule = build(family, size, size, size if family.startswith("gemm") else None, tile)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GuessedValueWarning)
+        launch = model_launch(schedule, NVIDIA_H200)
+    assert NVIDIA_H200.local_vector_words == 1
+    assert launch.memory.local_load_requests == hardware_count
+
+
+def test_closed_network_throughput_by_hand():
+    # one customer: throughput 1 / (D + Z)
+    assert closed_network_throughput(1, 2.0, 3.0) == pytest.approx(1 / 5)
+    # two customers, D = Z = 1: n = 1: R 1, X 1/2, Q 1/2; n = 2: R = 1 x 1.5, X = 2 / 2.5
+    assert closed_network_throughput(2, 1.0, 1.0) == pytest.approx(0.8)
+    # no delay: the queue is always busy, X = 1 / D for any population
+    assert closed_network_throughput(7, 0.5, 0.0) == pytest.approx(2.0)
+    # many customers: X approaches the bound 1 / D from below; never above either bound
+    x = closed_network_throughput(64, 1.0, 10.0)
+    assert 0.99 < x <= 1.0 and x <= 64 / 11
+    with pytest.raises(ValueError, match="customers"):
+        closed_network_throughput(0, 1.0, 1.0)
+
+
+def test_exposed_latency_falls_with_resident_work_groups():
+    # 100 intervals of 1 us of work, 300 ns latency: one work-group exposes all 100 x 300 ns,
+    # more work-groups hide more of it, and a kernel without intervals exposes nothing.
+    one = exposed_latency_s(100e-6, 100, 1, 300e-9)
+    assert one == pytest.approx(100 * 300e-9)
+    exposed = [exposed_latency_s(100e-6, 100, r, 300e-9) for r in (1, 2, 4, 8)]
+    assert all(a > b for a, b in zip(exposed, exposed[1:]))
+    assert exposed_latency_s(100e-6, 0, 8, 300e-9) == 0.0
 
 
 def test_pairs_of_work_groups_share_l1_by_hand():
