@@ -96,3 +96,21 @@ def test_section_renders_the_figures_and_nothing_without_data(data):
     assert "| gemm-tiled-T16 | 32 / 0 | 16 / 4 | 16 / 4 |" in text
     assert summary["cubin_local_loads_exact"] == "5/5"
     assert codegen_section(None, NVIDIA_H200) == ([], {})
+
+
+def test_memory_latency_is_the_measured_wait_per_k_tile():
+    # reports/nvidia-h200/barrier_wait (benchmarks/h200_barrier_wait.py): the OpenCL build of
+    # gemm-tiled B = 16, N = 4096 waits ~554 ns per K-tile for its loads and barrier
+    import json
+    data = json.loads((REPORT / "barrier_wait" / "h200_barrier_wait.json").read_text())
+    cases = {c["id"]: c for c in data["cases"]}
+    assert all(c["instrumented"]["check"]["ok"] and c["plain"]["check"]["ok"]
+               for c in cases.values())
+    named = cases["gemm-tiled-M4096-K4096-N4096-T16"]
+    assert named["tiles_per_work_group"] == 4096 // 16
+    assert NVIDIA_H200.memory_latency_s == pytest.approx(
+        named["wait_ns_per_tile"]["mean"] * 1e-9, rel=0.01)
+    assert "memory_latency_s" not in NVIDIA_H200.guessed
+    # the instrumentation costs little: the instrumented kernel within 5% of the plain one
+    for c in cases.values():
+        assert min(c["instrumented"]["event_s"]) <= 1.05 * c["plain"]["median_s"], c["id"]
