@@ -181,9 +181,9 @@ def _explanation(cases: list[CaseComparison]) -> list[str]:
         "pipeline) hides nearly all of it: "
         f"{tp.time_terms_s['barrier_latency_s'] * 1e3:.2f} ms of the predicted "
         f"{tp.predicted_time_s * 1e3:.2f} ms; the OpenCL build takes "
-        f"{t_tiled * 1e3:.2f} ms, {(t_tiled / tp.predicted_time_s - 1) * 100:+.1f}% more, "
-        "which is what the barriers cost beyond the model (it treats a work-group's warps "
-        "as one customer that never waits for its slowest warp).", "",
+        f"{t_tiled * 1e3:.2f} ms ({(t_tiled / tp.predicted_time_s - 1) * 100:+.1f}%): what "
+        "the barriers cost beyond the model, which treats a work-group's warps as one "
+        "customer that never waits for its slowest warp.", "",
         "Tiling pays off fully only when the work per local-memory load grows: register "
         "blocking (several outputs per work-item) and vector loads, as cuBLAS does.", ""]
 

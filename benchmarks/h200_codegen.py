@@ -52,9 +52,9 @@ for p in (REPO, REPO / "benchmarks"):
 from gpu.codegen import generate  # noqa: E402
 from gpu.cuda import cuda_source, launch_geometry  # noqa: E402
 from h200_dispatch import find_tool  # noqa: E402
-from h200_validation import (GEMM_TILES, HOLDOUT_GEMM_SIZES, HOLDOUT_MATVEC_SIZES,  # noqa: E402
-                             MATVEC_FAMILIES, MATVEC_TILE, build_case, case_id, case_list,
-                             counters_stage, error_text)
+from h200_validation import (GEMM_TILES, L2_SWEEP_SIZES, MATVEC_FAMILIES,  # noqa: E402
+                             MATVEC_TILE, build_case, case_id, case_list, counters_stage,
+                             error_text)
 
 KERNELS = ([(f, b) for f in ("gemm-naive", "gemm-tiled") for b in GEMM_TILES]
            + [(f, MATVEC_TILE) for f in MATVEC_FAMILIES])
@@ -78,17 +78,8 @@ PTX_UNSAFE = ("matvec-local-whole",)
 
 def times_cases() -> list[dict]:
     """The issue-4 cases without the L2 sweep, then the held-out sizes."""
-    cases = [c for c in case_list(False) if c["m"] not in (3072, 3328, 3584, 3840, 5120)]
-    for n in HOLDOUT_GEMM_SIZES:
-        for family in ("gemm-naive", "gemm-tiled"):
-            for b in GEMM_TILES:
-                cases.append({"family": family, "m": n, "k": n, "n": n, "tile": b})
-    for s in HOLDOUT_MATVEC_SIZES:
-        for family in MATVEC_FAMILIES:
-            cases.append({"family": family, "m": s, "k": s, "n": None, "tile": MATVEC_TILE})
-    for c in cases:
-        c["id"] = case_id(c)
-    return cases
+    return ([c for c in case_list(False) if c["m"] not in L2_SWEEP_SIZES]
+            + case_list(False, holdout=True))
 
 
 def sass_counts(sass: str) -> dict:
@@ -687,7 +678,7 @@ def main(argv: list[str] | None = None) -> int:
         variant = data.get("times", {}).get("ptx_variant", {})
         cases = []
         for c in case_list(False):
-            if c["m"] in (3072, 3328, 3584, 3840, 5120) or c["family"] in PTX_UNSAFE:
+            if c["m"] in L2_SWEEP_SIZES or c["family"] in PTX_UNSAFE:
                 continue
             name = f"{c['family']}-T{c['tile']}"
             ptx = out / "code" / f"{name}.opencl.ptx"
