@@ -5,8 +5,10 @@ Rendered from ``h200_raw.json`` alone (no GPU needed): ``tiletraffic report --re
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
+from simulator.device_model import DEVICE_MODELS
 from simulator.schedule import FLOAT_BYTES
 
 from . import plots
@@ -14,7 +16,7 @@ from .dispatch import dispatch_section, load_dispatch
 from .l2_sharing import l2_sharing_section, load_l2_sharing
 from .codegen import codegen_section, load_codegen
 from .hardware import (EXACT, WITHIN_25, CaseComparison, compare, load_raw, model_for,
-                       rankings, speedups)
+                       modelled_launch, rankings, speedups)
 
 
 def _pct(x: float | None, signed: bool = True) -> str:
@@ -126,6 +128,23 @@ def _preregistered_lines(check: dict | None, measured_utc: str | None) -> list[s
             f"`{(check['code_commit'] or '?')[:7]}` (its recorded `code_commit`), "
             f"before the device run ({measured_utc}). The predictions in this report are "
             f"{same}.", ""]
+
+
+def _unshared_l2_errors(cases: list[CaseComparison]) -> str:
+    """The L2→L1 sector errors of the GEMMs with 8×8 work-groups if work-groups did not share
+    an L1 (``l1_sharing_work_groups`` = 1), as "+a% to +b%"; empty without such cases."""
+    errs = []
+    for c in cases:
+        measured = c.counters.get("lts__t_sectors_srcunit_tex_op_read.sum")
+        if c.tile != 8 or not c.family.startswith("gemm") or not measured:
+            continue
+        model = replace(DEVICE_MODELS[c.counted.prediction.device_model],
+                        l1_sharing_work_groups=1)
+        launch = modelled_launch(c.family, c.m, c.k, c.n, c.tile, model)
+        errs.append(launch.prediction.l2_read_sectors / measured - 1)
+    if not errs:
+        return ""
+    return f"{min(errs) * 100:+.0f}% to {max(errs) * 100:+.0f}% off instead"
 
 
 def _named_case(c: CaseComparison) -> bool:
@@ -365,35 +384,38 @@ def render_hardware(directory: str | Path) -> Path:
                  " (This run did not time cuBLAS.)"), "", *_explanation(cases)]
     if cublas:
         best = min((c for c in cases if c.family == "gemm-tiled" and c.m == 4096),
-                   key=lambda c: c.counter_time_s or 1e9, default=None)
+                   key=lambda c: c.measured_time_s or c.counter_time_s or 1e9, default=None)
         ref = dict(cublas).get(4096)
-        if best and ref:
-            ours = best.launch.counts.flop / best.counter_time_s
+        if best and ref and best.counter_time_s:
+            ours = best.launch.counts.flop / (best.measured_time_s or best.counter_time_s)
+            cuda = best.launch.counts.flop / best.counter_time_s
             lines += [f"cuBLAS FP32 reaches {ref / 1e12:.1f} TFLOP/s at N = 4096; the best "
-                      f"schedule here (gemm-tiled B={best.tile}) {ours / 1e12:.2f} TFLOP/s, "
-                      f"{ours / ref * 100:.0f}% of it.", ""]
+                      f"schedule here (gemm-tiled B={best.tile}) {ours / 1e12:.2f} TFLOP/s in "
+                      f"the OpenCL build, {ours / ref * 100:.0f}% of it ({cuda / 1e12:.2f} "
+                      f"TFLOP/s, {cuda / ref * 100:.0f}%, in the CUDA build under Nsight).", ""]
     which = ("the issue-4 run (`reports/nvidia-h200`) in view, not these held-out cases, "
              "which were predicted before they were measured (see Pre-registered)" if holdout
              else "these measurements in view, so the predictions that use them are not "
              "independent of them")
-    there = "of the issue-4 run " if holdout else ""
+    unshared = _unshared_l2_errors(cases)
     lines += ["## What the model guesses", "",
               "Values of the device model that are not documented and were guessed: "
               + ", ".join(f"`{g}`" for g in model.guessed) + ". Two of them were chosen "
               f"with {which}: "
-              "`l1_sharing_work_groups` (2: work-groups 2j and 2j+1 share an L1; without "
-              f"sharing L2→L1 sectors {there}were 38–51% high for 8×8 work-groups) for the "
-              "L2→L1 sectors, and `l2_associativity` (16) for the DRAM reads beyond L2. "
-              "The time model was changed after both H200 runs (issue-4 and held-out) had "
-              "been measured, with all of them in view: the OpenCL build's scalar local loads "
-              "(read off its machine code, \"Two builds of one source\"), the exposed "
-              "barrier latency by mean value analysis instead of latency / resident "
-              "work-groups, its delay `memory_latency_s` measured (550 ns: the mean wait per "
-              "K-tile of gemm-tiled B = 16 at N = 4096 in the OpenCL build, "
-              "`barrier_wait/`, replacing a guessed 300 ns), and "
-              "`l1_requests_per_cycle_per_cu` (0.75, the rate the naive B = 32 kernel reaches "
-              "in Nsight's `l1tex__t_requests` at N = 1024). So no time, speedup or ranking "
-              "here is an independent test"
+              "`l1_sharing_work_groups` (2: work-groups 2j and 2j+1 share an L1"
+              + (f"; without sharing, this report's L2→L1 sectors of the 8×8 work-groups "
+                 f"would be {unshared}" if unshared else "") + ") for the L2→L1 sectors, "
+              "and `l2_associativity` (16) for the DRAM reads beyond L2. A third, "
+              "`l1_requests_per_cycle_per_cu` (0.75: the naive B = 32 kernel's global "
+              "requests per cycle per SM in Nsight's `l1tex__t_requests`, 0.73 at N = 1024 "
+              "and 0.75 at N = 4096), came with the time model's change after both H200 runs "
+              "(issue-4 and held-out) had been measured, with all of them in view: the OpenCL "
+              "build's scalar local loads (read off its machine code, \"Two builds of one "
+              "source\"), the exposed barrier latency by mean value analysis instead of "
+              "latency / resident work-groups, its delay `memory_latency_s` measured (550 ns: "
+              "the mean wait per K-tile of gemm-tiled B = 16 at N = 4096 in the OpenCL build, "
+              "`barrier_wait/`, replacing a guessed 300 ns), and that request ceiling. "
+              "So no time, speedup or ranking here is an independent test"
               + (" (the time predictions made before this run are in `predictions.json`, "
                  "compared in Pre-registered)" if holdout else "")
               + ". The counts (instructions, requests, sectors, local-memory loads) use no "

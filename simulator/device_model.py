@@ -46,8 +46,8 @@ class DeviceModel:
     fully associative LRU. NVIDIA does not document it for the H200; 16 is a guess.
     ``l1_requests_per_cycle_per_cu``: global-memory requests (warp-level load and store
     instructions) the L1's tag stage accepts per cycle; not documented; 0.75 for the H200 is
-    the rate its naive B = 32 GEMM reaches (73% of one per cycle in Nsight's
-    ``l1tex__t_requests`` at N = 1024), chosen with the measurements in view.
+    the rate its naive B = 32 GEMM reaches (Nsight's ``l1tex__t_requests`` / (duration x
+    clock x SMs): 0.73 at N = 1024, 0.75 at N = 4096), chosen with the measurements in view.
     ``local_vector_words``: words one local load instruction reads per work-item (4: the
     compiler merges consecutive words into 128-bit loads; 1: it does not) [H200-codegen].
     """
