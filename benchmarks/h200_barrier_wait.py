@@ -33,6 +33,7 @@ for p in (REPO, REPO / "benchmarks"):
         sys.path.insert(0, str(p))
 
 from gpu.codegen import generate  # noqa: E402
+from h200_codegen import kernel_args, opencl_buffers, release, timed_launches  # noqa: E402
 from h200_validation import build_case, case_id, error_text  # noqa: E402
 
 CASES = [(n, b) for n in (1024, 4096) for b in (8, 16, 32)]
@@ -90,21 +91,11 @@ def measure(target, n: int, tile: int, repeat: int, rng) -> dict:
     k = cl.Kernel(build_program(target, src).program, kernel.name)
     host = random_inputs(sch, rng)
     ref, absprod = reference_product(host["A"], host["B"])
-    mf = cl.mem_flags
-    bufs = {name: cl.Buffer(target.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                            hostbuf=np.ascontiguousarray(v)) for name, v in host.items()}
-    res = np.full(ref.size, np.nan, dtype=np.float32)
-    dres = cl.Buffer(target.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=res)
     groups = (n // tile) ** 2
     out = np.zeros(6 * groups, dtype=np.uint64)
-    dout = cl.Buffer(target.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=out)
-    k.set_args(*[np.int32(sch.param_values[a.name]) if a.kind == "int" else
-                 dres if a.kind == "global_out" else bufs[a.name] for a in kernel.args], dout)
-    times = []
-    for i in range(3):
-        ev = cl.enqueue_nd_range_kernel(target.queue, k, kernel.global_size, kernel.local_size)
-        ev.wait()
-        times.append((ev.profile.end - ev.profile.start) * 1e-9)
+    bufs, res, dres, dout = opencl_buffers(target, host, ref.size, out)
+    k.set_args(*kernel_args(sch, kernel, bufs, dres), dout)
+    times = timed_launches(target, k, kernel, 3)
     cl.enqueue_copy(target.queue, res, dres).wait()
     cl.enqueue_copy(target.queue, out, dout).wait()
     chk = check_result(res.reshape(ref.shape), ref, n, absprod)
@@ -124,8 +115,7 @@ def measure(target, n: int, tile: int, repeat: int, rng) -> dict:
     rec["compute_ns_per_tile"] = {"mean": float(per_tile_comp_ns.mean()),
                                   "p50": float(np.median(per_tile_comp_ns))}
     rec["work_group_ns"] = {"mean": float(v[:, 4].mean()), "p50": float(np.median(v[:, 4]))}
-    for b in (*bufs.values(), dres, dout):
-        b.release()
+    release(*bufs.values(), dres, dout)
     return rec
 
 

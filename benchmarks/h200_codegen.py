@@ -327,6 +327,45 @@ def _inputs(sch, rng):
     return host, ref, absprod
 
 
+def opencl_buffers(target, host: dict, out_size: int, extra: np.ndarray | None = None):
+    """Device buffers for one launch: each input of ``host`` read-only, a NaN-filled float32
+    output of ``out_size`` elements, and a read-write copy of ``extra`` (an instrumentation
+    buffer) if given. Returns (input buffers by name, host output, output buffer, extra
+    buffer or None); release them with :func:`release`."""
+    import pyopencl as cl
+    mf = cl.mem_flags
+    bufs = {name: cl.Buffer(target.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
+                            hostbuf=np.ascontiguousarray(v)) for name, v in host.items()}
+    res = np.full(out_size, np.nan, dtype=np.float32)
+    dres = cl.Buffer(target.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=res)
+    dextra = None if extra is None else cl.Buffer(
+        target.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=extra)
+    return bufs, res, dres, dextra
+
+
+def kernel_args(sch, kernel, bufs: dict, dres) -> list:
+    """The generated kernel's arguments in order: ints from the schedule, buffers by name."""
+    return [np.int32(sch.param_values[a.name]) if a.kind == "int" else
+            dres if a.kind == "global_out" else bufs[a.name] for a in kernel.args]
+
+
+def timed_launches(target, k, kernel, count: int) -> list[float]:
+    """``count`` launches of ``k`` one after another, each timed by its profiling event (s)."""
+    import pyopencl as cl
+    times = []
+    for _ in range(count):
+        ev = cl.enqueue_nd_range_kernel(target.queue, k, kernel.global_size, kernel.local_size)
+        ev.wait()
+        times.append((ev.profile.end - ev.profile.start) * 1e-9)
+    return times
+
+
+def release(*buffers) -> None:
+    for b in buffers:
+        if b is not None:
+            b.release()
+
+
 def opencl_occupancy_stage(target) -> dict:
     import pyopencl as cl
 
@@ -346,23 +385,11 @@ def opencl_occupancy_stage(target) -> dict:
             built = build_program(target, src)
             k = cl.Kernel(built.program, kernel.name)
             host, ref, absprod = _inputs(sch, rng)
-            mf = cl.mem_flags
-            bufs = {name: cl.Buffer(target.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                                    hostbuf=np.ascontiguousarray(v)) for name, v in host.items()}
-            res = np.full(ref.size, np.nan, dtype=np.float32)
-            dres = cl.Buffer(target.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=res)
             groups = int(np.prod([g // l for g, l in zip(kernel.global_size, kernel.local_size)]))
             tl = np.zeros(3 * groups, dtype=np.uint64)
-            dtl = cl.Buffer(target.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=tl)
-            args = [np.int32(sch.param_values[a.name]) if a.kind == "int" else
-                    dres if a.kind == "global_out" else bufs[a.name] for a in kernel.args]
-            k.set_args(*args, dtl)
-            times = []
-            for i in range(3):
-                ev = cl.enqueue_nd_range_kernel(target.queue, k, kernel.global_size,
-                                                kernel.local_size)
-                ev.wait()
-                times.append((ev.profile.end - ev.profile.start) * 1e-9)
+            bufs, res, dres, dtl = opencl_buffers(target, host, ref.size, tl)
+            k.set_args(*kernel_args(sch, kernel, bufs, dres), dtl)
+            times = timed_launches(target, k, kernel, 3)
             cl.enqueue_copy(target.queue, res, dres).wait()
             cl.enqueue_copy(target.queue, tl, dtl).wait()
             chk = check_result(res.reshape(ref.shape), ref, sch.param_values["K"], absprod)
@@ -371,8 +398,7 @@ def opencl_occupancy_stage(target) -> dict:
             rec.update(resident_per_sm(t[:, 0] - origin, t[:, 1] - origin, t[:, 2]))
             rec["event_s"] = times
             rec["check"] = {"ok": chk.ok, "max_abs_error": chk.max_abs_error}
-            for b in (*bufs.values(), dres, dtl):
-                b.release()
+            release(*bufs.values(), dres, dtl)
         except Exception as err:  # noqa: BLE001
             rec["error"] = error_text(err)
         print("opencl occupancy", rec, flush=True)
@@ -546,35 +572,22 @@ def opencl_options_stage(target, repeat: int) -> dict:
             sch = build_case(c)
             kernel = generate(sch)
             host, ref, absprod = _inputs(sch, rng)
-            mf = cl.mem_flags
-            bufs = {name: cl.Buffer(target.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                                    hostbuf=np.ascontiguousarray(v)) for name, v in host.items()}
-            res = np.full(ref.size, np.nan, dtype=np.float32)
-            dres = cl.Buffer(target.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=res)
+            bufs, res, dres, _ = opencl_buffers(target, host, ref.size)
             for opts in OPTION_SETS:
                 run: dict = {"options": list(opts)}
                 rec["runs"].append(run)
                 try:
                     prg = cl.Program(target.context, kernel.source).build(options=list(opts))
                     k = cl.Kernel(prg, kernel.name)
-                    k.set_args(*[np.int32(sch.param_values[a.name]) if a.kind == "int" else
-                                 dres if a.kind == "global_out" else bufs[a.name]
-                                 for a in kernel.args])
-                    times = []
-                    for i in range(2 + repeat):
-                        ev = cl.enqueue_nd_range_kernel(target.queue, k, kernel.global_size,
-                                                        kernel.local_size)
-                        ev.wait()
-                        if i >= 2:
-                            times.append((ev.profile.end - ev.profile.start) * 1e-9)
+                    k.set_args(*kernel_args(sch, kernel, bufs, dres))
+                    times = timed_launches(target, k, kernel, 2 + repeat)[2:]
                     cl.enqueue_copy(target.queue, res, dres).wait()
                     chk = check_result(res.reshape(ref.shape), ref, 4096, absprod)
                     run.update(median_s=float(np.median(times)), check_ok=chk.ok)
                 except Exception as err:  # noqa: BLE001
                     run["error"] = error_text(err)
                 print("options", rec["id"], run, flush=True)
-            for b in (*bufs.values(), dres):
-                b.release()
+            release(*bufs.values(), dres)
         except Exception as err:  # noqa: BLE001
             rec["error"] = error_text(err)
     return result
