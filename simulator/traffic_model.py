@@ -21,15 +21,16 @@ Methods (each figure says which produced it, in ``methods``):
   resource is the largest of: FLOPs at the FP32 rate, DRAM bytes at DRAM bandwidth, L2→L1
   bytes at L2 bandwidth, L1 wavefronts (one 128-byte line per global request line, one per
   local-memory wavefront) at ``l1_wavefronts_per_cycle_per_cu``, and global requests at
-  ``l1_requests_per_cycle_per_cu`` (the L1 tag stage), per compute unit that has work (a
-  launch of 16 work-groups uses 16 compute units) (the roofline model: Williams, Waterman,
-  Patterson, CACM 2009). A kernel with barriers adds the memory latency its work-groups
+  ``l1_requests_per_cycle_per_cu`` (the L1 tag stage), the last two for the compute unit
+  with the most work-groups (⌈work-groups / compute units⌉ of them: a launch of 16
+  work-groups uses 16 compute units, one of 133 puts two on one of 132) (the roofline
+  model: Williams, Waterman, Patterson, CACM 2009). A kernel with barriers adds the memory latency its work-groups
   cannot hide: each barrier interval in which a work-group loads from global memory ends
   in one memory latency (``memory_latency_s``) before the work-group can go on. A compute
   unit's resident work-groups form a closed queueing network of the busy resource (service
   demand per interval: its time / intervals per compute unit) and that latency (a delay
-  station), with as many work-groups as are resident (or, in a launch of fewer work-groups
-  than that per compute unit, as it has); its throughput is solved exactly by mean value analysis (Reiser and Lavenberg,
+  station), for that compute unit: its barrier intervals, and as many work-groups as are
+  resident (or as it is given, if fewer); its throughput is solved exactly by mean value analysis (Reiser and Lavenberg,
   J. ACM 27(2), 1980; Lazowska et al., *Quantitative System Performance*, 1984, ch. 6),
   and the time beyond the busy resource's is the exposed latency
   (``barrier_latency_s``); plus the launch overhead.
@@ -248,19 +249,22 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
     l1_wavefronts = (memory.global_load_lines + memory.global_store_lines
                      + memory.local_load_wavefronts + memory.local_store_wavefronts)
     active = model.active_compute_units(counts.work_groups)
-    cu_cycles_per_s = active * model.clock_hz
+    # per-compute-unit resources are charged for the compute unit with the most work-groups
+    # (work-groups are indivisible: a launch of 133 on 132 units puts two on one of them)
+    per_cu_groups = -(-counts.work_groups // active)
+    share = per_cu_groups / max(1, counts.work_groups)
     terms = {
         "fp32_s": counts.flop / model.fp32_flop_per_s,
         "dram_s": (dram_read + dram_write) / model.dram_bytes_per_s,
         "l2_s": l2_read_sectors * model.sector_bytes / model.l2_bytes_per_s,
-        "l1_s": l1_wavefronts / (cu_cycles_per_s * model.l1_wavefronts_per_cycle_per_cu),
-        "l1_requests_s": (memory.global_load_requests + memory.global_store_requests)
-        / (cu_cycles_per_s * model.l1_requests_per_cycle_per_cu),
+        "l1_s": l1_wavefronts * share / (model.clock_hz * model.l1_wavefronts_per_cycle_per_cu),
+        "l1_requests_s": (memory.global_load_requests + memory.global_store_requests) * share
+        / (model.clock_hz * model.l1_requests_per_cycle_per_cu),
     }
     bound = max(terms, key=terms.get)
-    per_cu = min(resident, -(-counts.work_groups // active))  # a small launch has fewer
-    terms["barrier_latency_s"] = exposed_latency_s(terms[bound], load_phases / active,
-                                                   per_cu, model.memory_latency_s)
+    terms["barrier_latency_s"] = exposed_latency_s(terms[bound], load_phases * share,
+                                                   min(resident, per_cu_groups),
+                                                   model.memory_latency_s)
     methods["predicted_time_s"] = "time: ceilings + barrier latency by mean value analysis"
     waves = counts.work_groups / max(1, resident * model.compute_units)
     return TrafficPrediction(

@@ -110,7 +110,7 @@ def test_memory_latency_is_the_measured_wait_per_k_tile():
     assert named["tiles_per_work_group"] == 4096 // 16
     assert NVIDIA_H200.memory_latency_s == pytest.approx(
         named["wait_ns_per_tile"]["mean"] * 1e-9, rel=0.01)
-    assert "memory_latency_s" not in NVIDIA_H200.guessed
+    assert "memory_latency_s" in NVIDIA_H200.guessed  # one kernel's value, warned about
     # the instrumentation costs little: the instrumented kernel within 5% of the plain one
     for c in cases.values():
         assert min(c["instrumented"]["event_s"]) <= 1.05 * c["plain"]["median_s"], c["id"]
