@@ -230,10 +230,12 @@ def _stall_lines(dispatch: dict) -> list[str]:
                         "gemm-tiled-N1024-T16") if k in full]
     if not keys:
         return []
-    lines = ["Why the naive B = 32 kernel is slower than its L1 wavefronts predict (the one "
-             "ranking difference at N = 4096; at N = 1024, profiled here because a full "
-             "Nsight set replays each kernel some 40 times, it is 23–26% slower than "
-             "predicted too): warp stall reasons, cycles per issued instruction "
+    lines = ["Why the naive B = 32 kernel is slower than its L1 wavefronts alone predict (it "
+             "was 23–26% slower than that at N = 1024 and 4096, which swapped it with the "
+             "tiled B = 16 kernel at N = 4096 before the time model got the L1 request "
+             "ceiling `l1_requests_per_cycle_per_cu` read off these counters; profiled at "
+             "N = 1024 because a full Nsight set replays each kernel some 40 times): warp "
+             "stall reasons, cycles per issued instruction "
              "(`smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio`), and the "
              "L1's use (% of its peak of one request and one data wavefront per cycle per "
              "SM):", "",
