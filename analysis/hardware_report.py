@@ -15,8 +15,8 @@ from . import plots
 from .dispatch import dispatch_section, load_dispatch
 from .l2_sharing import l2_sharing_section, load_l2_sharing
 from .codegen import codegen_section, load_codegen
-from .hardware import (EXACT, WITHIN_25, CaseComparison, compare, load_raw, model_for,
-                       modelled_launch, rankings, speedups)
+from .hardware import (EXACT, WITHIN_25, CaseComparison, compare, counter_model_for,
+                       load_raw, model_for, modelled_launch, rankings, speedups)
 
 
 def _pct(x: float | None, signed: bool = True) -> str:
@@ -83,7 +83,7 @@ def preregistered_check(directory: Path, cases: list[CaseComparison]) -> dict | 
     if not path.exists():
         return None
     pre = json.loads(path.read_text())
-    changed, covered = [], 0
+    changed, changed_keys, covered = [], set(), 0
     for c in cases:
         old = pre.get("cases", {}).get(c.case_id)
         if old is None:
@@ -93,6 +93,7 @@ def preregistered_check(directory: Path, cases: list[CaseComparison]) -> dict | 
         for key in PREREGISTERED_KEYS:
             a, b = old.get(key), now.get(key)
             if a is None or b is None or abs(a - b) > 1e-9 * max(abs(a), abs(b), 1e-30):
+                changed_keys.add(key)
                 changed.append(f"{c.case_id} {key}: {a:.4g} then, {b:.4g} now"
                                if a is not None and b is not None else
                                f"{c.case_id} {key}: {a} then, {b} now")
@@ -104,6 +105,7 @@ def preregistered_check(directory: Path, cases: list[CaseComparison]) -> dict | 
              if all(measured.get(i) for i in order)]
     return {"created_utc": pre.get("created_utc"), "code_commit": pre.get("code_commit"),
             "cases": len(cases), "covered": covered, "changed": changed,
+            "only_times_changed": changed_keys <= {"predicted_time_s"},
             "speedups_met": sum(abs(p / m - 1) <= 0.30 for _, p, m in speed),
             "speedups": len(speed),
             "rankings_matched": sum(order == meas for _, order, meas in ranks),
@@ -113,14 +115,14 @@ def preregistered_check(directory: Path, cases: list[CaseComparison]) -> dict | 
 def _preregistered_lines(check: dict | None, measured_utc: str | None) -> list[str]:
     if check is None:
         return []
-    only_times = all(k.split(": ")[0].endswith("predicted_time_s") for k in check["changed"])
     same = (f"identical to them for all {check['covered']} cases" if not check["changed"]
             else f"different from them in {len(check['changed'])} values (the model changed "
             "since; first ten: " + "; ".join(check["changed"][:10]) + "). Scored with the "
             f"pre-registered values themselves: speedups within 30% {check['speedups_met']}/"
             f"{check['speedups']}, rankings {check['rankings_matched']}/{check['rankings']}"
             + (" (only the predicted times changed since; the counts, L2→L1 and DRAM "
-               "predictions below are the pre-registered ones)" if only_times else ""))
+               "predictions below are the pre-registered ones)"
+               if check["only_times_changed"] else ""))
     return ["## Pre-registered", "",
             f"`predictions.json` holds the predictions for these {check['covered']} of "
             f"{check['cases']} cases as `benchmarks/h200_holdout_predictions.py` wrote them on "
@@ -177,10 +179,8 @@ def _barrier_lines(tiled: CaseComparison, t_tiled: float, barrier_wait: dict | N
                 if c.get("id") == tiled.case_id and "wait_ns_per_tile" in c), None)
     if rec:
         tiles = rec["tiles_per_work_group"]
-        model = DEVICE_MODELS[tp.device_model]
-        groups = tiled.launch.counts.work_groups
-        per_cu = -(-groups // model.active_compute_units(groups))
-        busy = tp.predicted_time_s - model.launch_overhead_s
+        per_cu = tp.work_groups_per_cu
+        busy = tp.predicted_time_s - DEVICE_MODELS[tp.device_model].launch_overhead_s
         model_cycle = busy / (per_cu * tiles) * min(tp.resident_work_groups_per_cu, per_cu)
         wait, comp = rec["wait_ns_per_tile"]["mean"], rec["compute_ns_per_tile"]["mean"]
         loop = tiles * (wait + comp) * 1e-9
@@ -366,7 +366,7 @@ def render_hardware(directory: str | Path) -> Path:
         "against numpy first) and, where OpenCL refused the launch, Nsight Compute's "
         "`gpu__time_duration`. Predictions: `simulator.traffic_model.model_launch` with the "
         f"`{model.name}` device model (the OpenCL build) for the OpenCL times, speedups and "
-        f"rankings, and with `{cases[0].counted.prediction.device_model if cases else model.name}`"
+        f"rankings, and with `{counter_model_for(model).name}`"
         " (the build the counters were read from) for the counters and Nsight's durations. "
         "Machine-readable: `validation.json`.", "",
         *_preregistered_lines(pre, meta.get("created_utc")),

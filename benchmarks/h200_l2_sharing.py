@@ -920,47 +920,35 @@ STAGES = {"slices": slices, "l2_reread": l2_reread, "l2_window": l2_window,
           "placed": placed, "placed_loaded": placed_loaded}
 
 
+DRIVERS = {
+    "reread": (reread_driver, "PLAN_JSON", "l2_reread"),
+    "window": (window_driver, "PLAN_JSON", "l2_window"),
+    "stagger": (stagger_driver, "OUT_JSON", "stagger"),
+    "placed-loaded": (placed_loaded_driver, "OUT_JSON", "placed_loaded"),
+    "placed": (placed_driver, "OUT_JSON", "placed"),
+    "smmap": (smmap_driver, "OUT_JSON", "smmap"),
+    "policy": (policy_driver, "PLAN_JSON", "l2_policy"),
+    "variants": (variants_driver, "OUT_JSON", "variants"),
+}
+"""``--<name>-driver PATH``: the internal processes Nsight Compute runs (driver_stage)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, help="output folder (the device's $OUT)")
     ap.add_argument("--stages", nargs="+", default=list(STAGES), choices=list(STAGES))
-    ap.add_argument("--reread-driver", type=Path, metavar="PLAN_JSON",
-                    help="internal: the process ncu replays for the l2_reread stage")
-    ap.add_argument("--window-driver", type=Path, metavar="PLAN_JSON",
-                    help="internal: the process ncu replays for the l2_window stage")
-    ap.add_argument("--stagger-driver", type=Path, metavar="OUT_JSON",
-                    help="internal: the process ncu profiles for the stagger stage")
-    ap.add_argument("--placed-loaded-driver", type=Path, metavar="OUT_JSON",
-                    help="internal: the process ncu profiles for the placed_loaded stage")
-    ap.add_argument("--placed-driver", type=Path, metavar="OUT_JSON",
-                    help="internal: the process ncu profiles for the placed stage")
-    ap.add_argument("--smmap-driver", type=Path, metavar="OUT_JSON",
-                    help="internal: the process ncu replays for the smmap stage")
+    for name, (_, metavar, stage) in DRIVERS.items():
+        ap.add_argument(f"--{name}-driver", type=Path, metavar=metavar,
+                        help=f"internal: the process ncu runs for the {stage} stage")
     ap.add_argument("--paced", action="store_true",
                     help="internal: the stagger driver with paced readers")
-    ap.add_argument("--policy-driver", type=Path, metavar="PLAN_JSON",
-                    help="internal: the process ncu replays for the l2_policy stage")
-    ap.add_argument("--variants-driver", type=Path, metavar="OUT_JSON",
-                    help="internal: the process ncu profiles for the variants stage")
     ap.add_argument("--dry-run-local", action="store_true",
                     help="no GPU: build the slice kernels' sources and print the plans")
     args = ap.parse_args(argv)
-    if args.reread_driver:
-        return reread_driver(args.reread_driver)
-    if args.window_driver:
-        return window_driver(args.window_driver)
-    if args.placed_loaded_driver:
-        return placed_loaded_driver(args.placed_loaded_driver)
-    if args.placed_driver:
-        return placed_driver(args.placed_driver)
-    if args.smmap_driver:
-        return smmap_driver(args.smmap_driver)
-    if args.stagger_driver:
-        return stagger_driver(args.stagger_driver, paced=args.paced)
-    if args.policy_driver:
-        return policy_driver(args.policy_driver)
-    if args.variants_driver:
-        return variants_driver(args.variants_driver)
+    for name, (driver, _, _) in DRIVERS.items():
+        path = getattr(args, f"{name.replace('-', '_')}_driver")
+        if path:
+            return driver(path, paced=args.paced) if driver is stagger_driver else driver(path)
     if args.out is None:
         ap.error("--out is required")
     if args.dry_run_local:

@@ -24,15 +24,15 @@ Methods (each figure says which produced it, in ``methods``):
   ``l1_requests_per_cycle_per_cu`` (the L1 tag stage), the last two for the compute unit
   with the most work-groups (⌈work-groups / compute units⌉ of them: a launch of 16
   work-groups uses 16 compute units, one of 133 puts two on one of 132) (the roofline
-  model: Williams, Waterman, Patterson, CACM 2009). A kernel with barriers adds the memory latency its work-groups
-  cannot hide: each barrier interval in which a work-group loads from global memory ends
-  in one memory latency (``memory_latency_s``) before the work-group can go on. A compute
-  unit's resident work-groups form a closed queueing network of the busy resource (service
-  demand per interval: its time / intervals per compute unit) and that latency (a delay
-  station), for that compute unit: its barrier intervals, and as many work-groups as are
-  resident (or as it is given, if fewer); its throughput is solved exactly by mean value analysis (Reiser and Lavenberg,
-  J. ACM 27(2), 1980; Lazowska et al., *Quantitative System Performance*, 1984, ch. 6),
-  and the time beyond the busy resource's is the exposed latency
+  model: Williams, Waterman, Patterson, CACM 2009). A kernel with barriers adds the memory
+  latency its work-groups cannot hide: each barrier interval in which a work-group loads
+  from global memory ends in one memory latency (``memory_latency_s``) before the
+  work-group can go on. On that compute unit, its work-groups (as many as are resident, or
+  as it is given, if fewer) form a closed queueing network of the busy resource (service
+  demand per interval: its time / the unit's intervals) and that latency (a delay
+  station); its throughput is solved exactly by mean value analysis (Reiser and
+  Lavenberg, J. ACM 27(2), 1980; Lazowska et al., *Quantitative System Performance*, 1984,
+  ch. 6), and the time beyond the busy resource's is the exposed latency
   (``barrier_latency_s``); plus the launch overhead.
 """
 from __future__ import annotations
@@ -152,6 +152,8 @@ class TrafficPrediction:
     arithmetic_intensity_flop_per_byte: float
     resident_work_groups_per_cu: int
     waves: float
+    work_groups_per_cu: int = 1
+    """Work-groups the busiest compute unit gets (⌈work-groups / compute units used⌉)."""
     dram_read_bytes_lockstep: int = 0
     methods: dict[str, str] = field(default_factory=dict)
 
@@ -274,7 +276,7 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         predicted_time_s=terms[bound] + terms["barrier_latency_s"] + model.launch_overhead_s,
         bound=bound.removesuffix("_s"),
         arithmetic_intensity_flop_per_byte=counts.flop / max(1, dram_read + dram_write),
-        resident_work_groups_per_cu=resident, waves=waves,
+        resident_work_groups_per_cu=resident, waves=waves, work_groups_per_cu=per_cu_groups,
         dram_read_bytes_lockstep=dram_lockstep, methods=methods)
 
 
