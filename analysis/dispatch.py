@@ -17,8 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from simulator.device_model import DEVICE_MODELS
 from simulator.dram_model import dram_reads_timeline
 from simulator.schedule import FLOAT_BYTES
+from simulator.traffic_model import drain_time_s
 
 from .hardware import CaseComparison
 from .ncu import parse_ncu_raw_csv
@@ -152,6 +154,73 @@ def dispatch_section(dispatch: dict | None, cases: list[CaseComparison], model,
         lines.append(f"| {r['case']} | {m / 1e9:.2f} GB | " + " | ".join(cells) + " |")
     lines += ["", *_findings(rows), *_partition_lines(dispatch), *_stall_lines(dispatch), ""]
     return lines, rows
+
+
+def tail_rows(dispatch: dict | None, cases: list[CaseComparison]) -> list[dict]:
+    """Per measured timeline of a kernel with barriers whose SMs get more work-groups than
+    they hold: the drain of each SM (its last work-group's start to its last end; median,
+    10th and 90th percentile over the SMs) against :func:`simulator.traffic_model.drain_time_s`
+    of the build the timelines were measured on (the CUDA build: ``counted``)."""
+    if dispatch is None:
+        return []
+    by_key = {_case_key(c.family, c.m, c.tile): c for c in cases if c.n is not None}
+    out = []
+    for rec in dispatch["record"].get("timelines", []):
+        c = by_key.get(rec["id"])
+        key = f"{rec['id']}__start_ns"
+        if c is None or key not in dispatch["timelines"]:
+            continue
+        p = c.counted.prediction
+        resident = min(p.resident_work_groups_per_cu, p.work_groups_per_cu)
+        if p.barrier_intervals_per_cu <= 0 or p.work_groups_per_cu <= resident:
+            continue
+        start = dispatch["timelines"][key].astype(np.int64)
+        end = dispatch["timelines"][f"{rec['id']}__end_ns"].astype(np.int64)
+        unit = dispatch["timelines"][f"{rec['id']}__cu"]
+        drains = np.array([end[unit == u].max() - start[unit == u].max()
+                           for u in np.unique(unit)]) * 1e-9
+        model = drain_time_s(p.time_terms_s[p.bound + "_s"], p.barrier_intervals_per_cu,
+                             p.work_groups_per_cu, resident,
+                             DEVICE_MODELS[p.device_model].memory_latency_s)
+        out.append({"case": c.case_id, "work_groups_per_cu": p.work_groups_per_cu,
+                    "resident": resident, "drain_measured_s": float(np.median(drains)),
+                    "drain_measured_p10_s": float(np.percentile(drains, 10)),
+                    "drain_measured_p90_s": float(np.percentile(drains, 90)),
+                    "drain_model_s": model, "tail_s": p.time_terms_s["tail_s"],
+                    "device_model": p.device_model})
+    return out
+
+
+def tail_lines(rows: list[dict]) -> list[str]:
+    """Markdown for :func:`tail_rows` (nothing without rows)."""
+    if not rows:
+        return []
+    errs = [r["drain_model_s"] / r["drain_measured_s"] - 1 for r in rows]
+    lines = [
+        "### The tail of a launch", "",
+        "When an SM gets more work-groups than it holds at once, its last ones run with fewer "
+        "companions and hide less of each other's latency. The time model charges this tail "
+        "(`tail_s`, `simulator.traffic_model.tail_latency_s`) assuming that when an SM's last "
+        "work-group starts, its resident work-groups are spread evenly over their work and "
+        "end one by one, each stage at the mean value analysis' throughput of those left. "
+        "The drain that implies, from the start of an SM's last work-group to its end, "
+        "against the same timelines (median over the SMs, 10th–90th percentile; model "
+        f"`{rows[0]['device_model']}`, the build the timelines were measured on). The tail "
+        "column is what the prediction charges beyond the steady state:", "",
+        "| case | work-groups per SM | resident | drain, measured | drain, model | error "
+        "| tail charged |", "|---|---|---|---|---|---|---|"]
+    for r, e in zip(rows, errs):
+        lines.append(
+            f"| {r['case']} | {r['work_groups_per_cu']:,} | {r['resident']} | "
+            f"{r['drain_measured_s'] * 1e6:.0f} µs ({r['drain_measured_p10_s'] * 1e6:.0f}–"
+            f"{r['drain_measured_p90_s'] * 1e6:.0f}) | {r['drain_model_s'] * 1e6:.0f} µs | "
+            f"{e * 100:+.0f}% | {r['tail_s'] * 1e6:.0f} µs |")
+    lines += ["", f"The model's drain is {min(errs) * 100:+.0f}% to {max(errs) * 100:+.0f}% "
+              "off the measured one. The tail term came into the model after these timelines "
+              "had been measured (it has no value of its own: it reuses the mean value "
+              "analysis' demand and `memory_latency_s`), so this is a check of its "
+              "assumption, not an independent test.", ""]
+    return lines
 
 
 def _findings(rows: list[dict]) -> list[str]:

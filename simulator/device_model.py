@@ -47,9 +47,11 @@ class DeviceModel:
     the L2 for the DRAM model (:func:`simulator.dram_model.miss_probability`); ``None`` means
     fully associative LRU. NVIDIA does not document it for the H200; 16 is a guess.
     ``l1_requests_per_cycle_per_cu``: global-memory requests (warp-level load and store
-    instructions) the L1's tag stage accepts per cycle; not documented; 0.75 for the H200 is
-    the rate its naive B = 32 GEMM reaches (Nsight's ``l1tex__t_requests`` / (duration x
-    clock x SMs): 0.73 at N = 1024, 0.75 at N = 4096), chosen with the measurements in view.
+    instructions) the L1's tag stage accepts per cycle; not documented; 0.76 for the H200 is
+    the rate its naive B = 32 GEMM reaches on its busiest SM, the way the time model charges
+    it (Nsight's ``l1tex__t_requests`` x ⌈work-groups / 132⌉ / work-groups / ((duration -
+    launch overhead) x 1.98 GHz): 0.761 at N = 1024, 0.760 at N = 4096; averaged over all
+    SMs, 0.74 and 0.75), chosen with the measurements in view.
     ``local_vector_words``: words one local load instruction reads per work-item (4: the
     compiler merges consecutive words into 128-bit loads; 1: it does not) [H200-codegen].
     """
@@ -115,7 +117,7 @@ class DeviceModel:
 
 NVIDIA_H200 = DeviceModel(
     name="nvidia-h200", compute_units=132, local_vector_words=1,
-    l1_requests_per_cycle_per_cu=0.75, memory_latency_s=550e-9,
+    l1_requests_per_cycle_per_cu=0.76, memory_latency_s=550e-9,
     sources="[H200] [HWP] [CPG] [H200-counters] [H200-codegen] [H200-barrier-wait] in "
             "simulator/device_model.py",
     guessed=("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu",

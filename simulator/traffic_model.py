@@ -17,7 +17,7 @@ Methods (each figure says which produced it, in ``methods``):
   (``dram_read_bytes_lockstep``), the estimate for work-groups that advance together.
 * ``dram: fits in L2`` — when everything fits in L2, written lines stay there until after
   the kernel: no DRAM writes during it.
-* ``time: ceilings + barrier latency by mean value analysis`` — the time of the busiest
+* ``time: ceilings + barrier latency by mean value analysis + tail`` — the time of the busiest
   resource is the largest of: FLOPs at the FP32 rate, DRAM bytes at DRAM bandwidth, L2→L1
   bytes at L2 bandwidth, L1 wavefronts (one 128-byte line per global request line, one per
   local-memory wavefront) at ``l1_wavefronts_per_cycle_per_cu``, and global requests at
@@ -33,7 +33,11 @@ Methods (each figure says which produced it, in ``methods``):
   station); its throughput is solved exactly by mean value analysis (Reiser and
   Lavenberg, J. ACM 27(2), 1980; Lazowska et al., *Quantitative System Performance*, 1984,
   ch. 6), and the time beyond the busy resource's is the exposed latency
-  (``barrier_latency_s``); plus the launch overhead.
+  (``barrier_latency_s``). When a compute unit gets more work-groups than it holds at once,
+  its last ones run with fewer companions, which hide less of each other's latency: the
+  tail (``tail_s``, :func:`tail_latency_s`; the work-groups of kernels with barriers start
+  one by one as others end, as the H200's timelines show, ``reports/nvidia-h200/dispatch``).
+  Plus the launch overhead.
 """
 from __future__ import annotations
 
@@ -155,6 +159,9 @@ class TrafficPrediction:
     work_groups_per_cu: int = 1
     """Work-groups the busiest compute unit gets (⌈work-groups / compute units used⌉)."""
     dram_read_bytes_lockstep: int = 0
+    barrier_intervals_per_cu: float = 0.0
+    """Barrier intervals with global loads on the busiest compute unit (the mean value
+    analysis' and the tail's intervals)."""
     methods: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -194,6 +201,55 @@ def exposed_latency_s(busy_s: float, phases_per_cu: float, resident: int,
     demand = busy_s / phases_per_cu
     throughput = closed_network_throughput(max(1, resident), demand, latency_s)
     return max(0.0, phases_per_cu / throughput - busy_s)
+
+
+def tail_latency_s(busy_s: float, phases_per_cu: float, work_groups_per_cu: int,
+                   resident: int, latency_s: float) -> float:
+    """Time a compute unit adds at the end of a kernel because its last work-groups run with
+    fewer companions than ``resident`` (the tail effect).
+
+    Assumes steady-state dispatch: when the unit's last work-group starts, its ``resident``
+    work-groups R are spread evenly over their work, the i-th from the end having i / R of a
+    work-group's P = ``phases_per_cu`` / ``work_groups_per_cu`` barrier intervals left. They
+    end one by one; while n remain, the unit completes X(n) intervals per second
+    (:func:`closed_network_throughput` with n customers, demand ``busy_s`` /
+    ``phases_per_cu``, delay ``latency_s``), shared equally. The drain then takes
+    sum over n = 1..R of (P / R) n / X(n), against P (R + 1) / (2 X(R)) had R stayed resident,
+    which :func:`exposed_latency_s` charges; the difference is returned. It is 0 when the
+    unit never has more work-groups than it holds (they start and end together), without
+    barrier intervals, and without latency (X(n) = 1 / demand for every n).
+
+    Example: P = 10 intervals per work-group, R = 4, no work, 1 us latency: X(n) = n / 1 us,
+    the drain takes 4 x 2.5 us = 10 us against 10 x 5 / 8 = 6.25 us: 3.75 us of tail.
+    """
+    if phases_per_cu <= 0 or resident < 1 or work_groups_per_cu <= resident:
+        return 0.0
+    per_group = phases_per_cu / work_groups_per_cu
+    steady = per_group * (resident + 1) / 2 / closed_network_throughput(
+        resident, busy_s / phases_per_cu, latency_s)
+    return max(0.0, drain_time_s(busy_s, phases_per_cu, work_groups_per_cu, resident,
+                                 latency_s) - steady)
+
+
+def drain_time_s(busy_s: float, phases_per_cu: float, work_groups_per_cu: int,
+                 resident: int, latency_s: float) -> float:
+    """How long a compute unit's drain lasts in :func:`tail_latency_s`'s model: from the
+    start of its last work-group (which then has all of its P intervals ahead of it) to the
+    end of it, sum over n = 1..R of (P / R) n / X(n). Comparable with a measured timeline
+    (last start to last end on a compute unit). 0 without barrier intervals.
+
+    Raises:
+        ValueError: ``resident`` < 1 or ``work_groups_per_cu`` < 1.
+    """
+    if resident < 1 or work_groups_per_cu < 1:
+        raise ValueError(f"a drain needs resident >= 1 and work_groups_per_cu >= 1, got "
+                         f"{resident}, {work_groups_per_cu}")
+    if phases_per_cu <= 0:
+        return 0.0
+    per_group = phases_per_cu / work_groups_per_cu
+    demand = busy_s / phases_per_cu
+    return sum(per_group / resident * n / closed_network_throughput(n, demand, latency_s)
+               for n in range(1, resident + 1))
 
 
 def buffer_reads(schedule: Schedule, footprint: FootprintObserver, model: DeviceModel,
@@ -264,20 +320,25 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         / (model.clock_hz * model.l1_requests_per_cycle_per_cu),
     }
     bound = max(terms, key=terms.get)
+    customers = min(resident, per_cu_groups)
     terms["barrier_latency_s"] = exposed_latency_s(terms[bound], load_phases * share,
-                                                   min(resident, per_cu_groups),
-                                                   model.memory_latency_s)
-    methods["predicted_time_s"] = "time: ceilings + barrier latency by mean value analysis"
+                                                   customers, model.memory_latency_s)
+    terms["tail_s"] = tail_latency_s(terms[bound], load_phases * share, per_cu_groups,
+                                     customers, model.memory_latency_s)
+    methods["predicted_time_s"] = ("time: ceilings + barrier latency by mean value analysis "
+                                   "+ tail")
     waves = counts.work_groups / max(1, resident * model.compute_units)
     return TrafficPrediction(
         device_model=model.name, l2_read_sectors=l2_read_sectors, l1_load_hit_rate=hit,
         dram_read_bytes=dram_read, dram_write_bytes=dram_write, l1_wavefronts=l1_wavefronts,
         time_terms_s=terms,
-        predicted_time_s=terms[bound] + terms["barrier_latency_s"] + model.launch_overhead_s,
+        predicted_time_s=terms[bound] + terms["barrier_latency_s"] + terms["tail_s"]
+        + model.launch_overhead_s,
         bound=bound.removesuffix("_s"),
         arithmetic_intensity_flop_per_byte=counts.flop / max(1, dram_read + dram_write),
         resident_work_groups_per_cu=resident, waves=waves, work_groups_per_cu=per_cu_groups,
-        dram_read_bytes_lockstep=dram_lockstep, methods=methods)
+        dram_read_bytes_lockstep=dram_lockstep, barrier_intervals_per_cu=load_phases * share,
+        methods=methods)
 
 
 @dataclass

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.dispatch import PARTITION_METRICS, _value, dispatch_section, load_dispatch
+from analysis.dispatch import (PARTITION_METRICS, _value, dispatch_section, load_dispatch,
+                               tail_lines, tail_rows)
 from analysis.hardware import compare, load_raw, model_for
 
 REPORT = Path(__file__).resolve().parents[1] / "reports" / "nvidia-h200"
@@ -57,6 +58,33 @@ def test_section_renders_from_the_committed_files(dispatch):
         for r in (naive, tiled):
             compulsory = 2 * n * n * 4
             assert compulsory <= r["dram_timeline_l2"] <= r["dram_timeline_partition"]
+
+
+def test_tail_rows_compare_each_sms_drain_with_the_model(dispatch):
+    # The drain of an SM: its last work-group's start to its last end, recomputed here from
+    # the raw timeline; only kernels with barriers whose SMs get more work-groups than they
+    # hold have a tail (the naive kernels have no barrier intervals).
+    raw = load_raw(REPORT)
+    model = model_for(raw)
+    wanted = {"gemm-tiled-M1024-K1024-N1024-T16", "gemm-naive-M1024-K1024-N1024-T32"}
+    raw["counters"]["records"] = [r for r in raw["counters"]["records"] if r["id"] in wanted]
+    cases = compare(raw, model)
+    rows = tail_rows(dispatch, cases)
+    assert [r["case"] for r in rows] == ["gemm-tiled-M1024-K1024-N1024-T16"]
+    r = rows[0]
+    start = dispatch["timelines"]["gemm-tiled-N1024-T16__start_ns"].astype(np.int64)
+    end = dispatch["timelines"]["gemm-tiled-N1024-T16__end_ns"].astype(np.int64)
+    sm = dispatch["timelines"]["gemm-tiled-N1024-T16__cu"]
+    drains = [(end[sm == u].max() - start[sm == u].max()) * 1e-9 for u in np.unique(sm)]
+    assert r["drain_measured_s"] == pytest.approx(float(np.median(drains)), rel=1e-12)
+    assert r["drain_measured_p10_s"] <= r["drain_measured_s"] <= r["drain_measured_p90_s"]
+    # 4096 work-groups on 132 SMs: 32 on the busiest, 8 resident; the CUDA build's model
+    assert (r["work_groups_per_cu"], r["resident"], r["device_model"]) == \
+        (32, 8, "nvidia-h200-cuda")
+    assert 0 < r["tail_s"] < r["drain_model_s"]
+    text = "\n".join(tail_lines(rows))
+    assert "### The tail of a launch" in text and "gemm-tiled-M1024-K1024-N1024-T16" in text
+    assert tail_lines([]) == [] and tail_rows(None, cases) == []
 
 
 def test_a_directory_without_dispatch_has_no_section(tmp_path):

@@ -27,7 +27,8 @@ from simulator.engine import simulate
 from simulator.memory import MemoryObserver
 from simulator.schedules import build
 from simulator.traffic_model import (FootprintObserver, closed_network_throughput,
-                                     exposed_latency_s, model_launch, predict)
+                                     drain_time_s, exposed_latency_s, model_launch,
+                                     predict, tail_latency_s)
 
 KIB = 1024
 
@@ -224,11 +225,12 @@ def test_predict_gemm_tiled_64_on_h200_by_hand():
     # 16 work-groups run on 16 of the 132 compute units.
     # Terms: fp32 524288 / 67e12, dram 32768 / 4.8e12, l2 4096 x 32 / 12e12,
     #   l1 15616 / (16 x 1.98e9) = 493 ns -> bound l1; global requests 16 x 64 loads +
-    #   16 x 8 stores = 1152 at 0.75 per cycle: 1152 / (16 x 1.98e9 x 0.75) = 48 ns;
+    #   16 x 8 stores = 1152 at 0.76 per cycle: 1152 / (16 x 1.98e9 x 0.76) = 48 ns;
     #   barrier latency: 64 load phases (16 groups x 4 K-tiles) / 16 active CUs = 4 per CU,
     #   and one work-group per CU (16 groups, 16 CUs; 8 could be resident): nothing overlaps
     #   its waits, mean value analysis with one customer gives 4 x (D + 550 ns) for 4 x D of
-    #   work: 4 x 550 ns = 2.2 us exposed (memory_latency_s, measured: 550 ns).
+    #   work: 4 x 550 ns = 2.2 us exposed (memory_latency_s, measured: 550 ns); no tail (one
+    #   work-group per compute unit: it never runs short of companions it had).
     schedule = build("gemm-tiled", 64, 64, 64, tile=16)
     # per-work-group L1 footprint (no sharing between work-groups), for these hand values
     unshared = replace(NVIDIA_H200_CUDA, l1_sharing_work_groups=1)
@@ -244,12 +246,13 @@ def test_predict_gemm_tiled_64_on_h200_by_hand():
     assert p.l1_wavefronts == 15616
     expected = {"fp32_s": 524288 / 67e12, "dram_s": 32768 / 4.8e12,
                 "l2_s": 4096 * 32 / 12e12, "l1_s": 15616 / (16 * 1.98e9),
-                "l1_requests_s": 1152 / (16 * 1.98e9 * 0.75),
-                "barrier_latency_s": 4 * 550e-9}
+                "l1_requests_s": 1152 / (16 * 1.98e9 * 0.76),
+                "barrier_latency_s": 4 * 550e-9, "tail_s": 0.0}
     assert p.time_terms_s == pytest.approx(expected, rel=1e-9)
-    assert all(v > 0 for v in p.time_terms_s.values())
+    assert all(v > 0 for k, v in p.time_terms_s.items() if k != "tail_s")
     assert p.bound == "l1"
-    ceilings = {k: v for k, v in p.time_terms_s.items() if k != "barrier_latency_s"}
+    ceilings = {k: v for k, v in p.time_terms_s.items()
+                if k not in ("barrier_latency_s", "tail_s")}
     assert max(ceilings, key=ceilings.get) == "l1_s"
     assert p.predicted_time_s == pytest.approx(15616 / (16 * 1.98e9) + 2.2e-6 + 3e-6,
                                                rel=1e-9)
@@ -545,6 +548,45 @@ def test_exposed_latency_falls_with_resident_work_groups():
     exposed = [exposed_latency_s(100e-6, 100, r, 300e-9) for r in (1, 2, 4, 8)]
     assert all(a > b for a, b in zip(exposed, exposed[1:]))
     assert exposed_latency_s(100e-6, 0, 8, 300e-9) == 0.0
+
+
+def test_tail_by_hand():
+    # Pure delay (no work): X(n) = n / Z. P = 100 / 10 = 10 intervals per work-group, R = 4,
+    # Z = 1 us: the drain takes sum_n (10 / 4) n / (n / 1 us) = 4 x 2.5 us = 10 us; had four
+    # stayed resident, the same 10 x 5 / 2 = 25 intervals at 4 per us: 6.25 us. Tail 3.75 us.
+    assert tail_latency_s(0.0, 100, 10, 4, 1e-6) == pytest.approx(3.75e-6, rel=1e-12)
+    # R = 2, demand 1 s per interval, delay 1 s: X(1) = 1/2, X(2) = 2 / (1 x 1.5 + 1) = 0.8.
+    # P = 8 / 2 = 4: drain 2 x (1 / 0.5 + 2 / 0.8) = 9 s, steady 4 x 3 / 2 / 0.8 = 7.5 s.
+    assert tail_latency_s(8.0, 8, 2 * 1, 2, 1.0) == 0.0          # 2 groups, 2 resident
+    assert tail_latency_s(16.0, 16, 4, 2, 1.0) == pytest.approx(1.5, rel=1e-12)
+    # no latency: X(n) = 1 / demand for every n, nothing to lose; no intervals: nothing
+    assert tail_latency_s(1e-3, 100, 10, 4, 0.0) == pytest.approx(0.0, abs=1e-18)
+    assert tail_latency_s(1e-3, 0, 10, 4, 1e-6) == 0.0
+
+
+def test_drain_time_by_hand():
+    # Pure delay: X(n) = n / Z, so each of the R stages of P / R intervals takes (P / R) Z:
+    # the last work-group's P intervals take P Z, whatever R. P = 100 / 10 = 10, Z = 1 us.
+    for resident in (1, 4, 32):
+        assert drain_time_s(0.0, 100, 10, resident, 1e-6) == pytest.approx(10e-6, rel=1e-12)
+    # no latency: n / X(n) = n D, sum over n of (P / R) n D = P D (R + 1) / 2; D = 1 ms / 100
+    assert drain_time_s(1e-3, 100, 10, 4, 0.0) == pytest.approx(10 * 1e-5 * 5 / 2, rel=1e-12)
+    assert drain_time_s(1e-3, 0, 10, 4, 1e-6) == 0.0
+    with pytest.raises(ValueError, match="resident"):
+        drain_time_s(1e-3, 100, 10, 0, 1e-6)
+
+
+def test_tail_is_bounded_by_one_work_groups_waits():
+    # The last work-group alone waits at most its own P latencies; the tail is never
+    # negative and never more than that, whatever the work and population.
+    rng = np.random.default_rng(4)
+    for _ in range(500):
+        resident = int(rng.integers(1, 33))
+        groups = resident + int(rng.integers(1, 200))
+        phases = groups * int(rng.integers(1, 600))
+        busy, latency = float(rng.uniform(0, 1e-2)), float(rng.uniform(0, 2e-6))
+        tail = tail_latency_s(busy, phases, groups, resident, latency)
+        assert 0.0 <= tail <= phases / groups * latency * (1 + 1e-9)
 
 
 def test_pairs_of_work_groups_share_l1_by_hand():
