@@ -195,7 +195,25 @@ def rankings(cases: list[CaseComparison]) -> list[dict]:
         meas = sorted(timed, key=lambda c: c.time_pair(opencl)[1])
         out.append({"size": key, "predicted": [label[c.case_id] for c in pred],
                     "measured": [label[c.case_id] for c in meas],
-                    "match": [c.case_id for c in pred] == [c.case_id for c in meas]})
+                    "match": [c.case_id for c in pred] == [c.case_id for c in meas],
+                    "discordant": _discordant_pairs(pred, label, opencl)})
+    return out
+
+
+def _discordant_pairs(pred: list[CaseComparison], label: dict[str, str],
+                      opencl: bool) -> list[dict]:
+    """Pairs the prediction orders one way and the measurement the other: each with both
+    times (s) predicted and measured, and Nsight's durations of the counted build (where
+    there are), in the predicted order."""
+    out = []
+    for i, a in enumerate(pred):
+        for b in pred[i + 1:]:
+            (pa, ma), (pb, mb) = a.time_pair(opencl), b.time_pair(opencl)
+            if ma is not None and mb is not None and ma > mb:
+                out.append({"pair": [label[a.case_id], label[b.case_id]],
+                            "predicted_s": [pa, pb], "measured_s": [ma, mb],
+                            "counter_build_s": [a.counter_time_s, b.counter_time_s]
+                            if opencl else None})
     return out
 
 

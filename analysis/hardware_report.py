@@ -13,6 +13,7 @@ from simulator.schedule import FLOAT_BYTES
 
 from . import plots
 from .dispatch import dispatch_section, load_dispatch, tail_lines, tail_rows
+from .matvec import load_matvec, matvec_section
 from .l2_sharing import l2_sharing_section, load_l2_sharing
 from .codegen import codegen_section, load_codegen
 from .hardware import (EXACT, WITHIN_25, CaseComparison, compare, counter_model_for,
@@ -159,6 +160,20 @@ def _named_case(c: CaseComparison) -> bool:
         return True
     return c.family in ("gemm-naive", "gemm-tiled") and c.tile == 16 and c.m in (1024, 4096) \
         and c.m == c.k == c.n
+
+
+def _discordant_text(d: dict) -> str:
+    """One pair of schedules the prediction and the measurement order differently."""
+    (a, b), (pa, pb), (ma, mb) = d["pair"], d["predicted_s"], d["measured_s"]
+    text = (f"{a} against {b}: measured {ma * 1e3:.4g} and {mb * 1e3:.4g} ms ({a} "
+            f"{(ma / mb - 1) * 100:+.1f}%), predicted {pa * 1e3:.4g} ({_pct((pa - ma) / ma)}) "
+            f"and {pb * 1e3:.4g} ms ({_pct((pb - mb) / mb)})")
+    na, nb = d.get("counter_build_s") or (None, None)
+    if na and nb:
+        order = "the predicted order" if na < nb else "the measured order"
+        text += (f"; the CUDA build under Nsight: {na * 1e3:.4g} and {nb * 1e3:.4g} ms, "
+                 f"{order}")
+    return text + "."
 
 
 def _barrier_lines(tiled: CaseComparison, t_tiled: float, barrier_wait: dict | None
@@ -343,6 +358,7 @@ def render_hardware(directory: str | Path) -> Path:
     sharing_lines, data["l2_sharing"] = l2_sharing_section(load_l2_sharing(directory), cases,
                                                            model)
     codegen_lines, data["codegen"] = codegen_section(load_codegen(directory), model)
+    matvec_lines, data["matvec"] = matvec_section(load_matvec(directory), model)
     pre = preregistered_check(directory, cases)
     if pre is not None:
         data["preregistered"] = pre
@@ -416,6 +432,10 @@ def render_hardware(directory: str | Path) -> Path:
         lines += [f"- {size}: {'same order' if r['match'] else 'order differs'}",
                   f"  - predicted: {', '.join(r['predicted'])}",
                   f"  - measured:  {', '.join(r['measured'])}"]
+        lines += [f"  - {_discordant_text(d)}" for d in r.get("discordant", [])]
+        if kind == "matvec" and r.get("discordant") and matvec_lines:
+            lines.append("  - Why the model cannot order these: \"Matrix-vector k-steps, "
+                         "measured\".")
     lines += ["", "## Roofline", "", "![roofline](roofline.png)", "",
               "Each kernel at its arithmetic intensity (FLOP per DRAM byte) and throughput: "
               "open markers predicted, filled markers measured (DRAM bytes from "
@@ -474,7 +494,7 @@ def render_hardware(directory: str | Path) -> Path:
               "`local_vector_min_wavefronts` (2) is not a guess but read off the issue-4 "
               "run's counters (every 128-bit local load took two wavefronts), and so is not "
               "an independent check of the local-load wavefronts there.", "",
-              *codegen_lines, *_dram_section(cases, model, holdout), *dispatch_lines,
-              *sharing_lines]
+              *codegen_lines, *matvec_lines, *_dram_section(cases, model, holdout),
+              *dispatch_lines, *sharing_lines]
     _atomic_write(directory / "validation.md", "\n".join(lines))
     return directory / "validation.md"
