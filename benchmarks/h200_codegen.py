@@ -595,6 +595,10 @@ def opencl_options_stage(target, repeat: int) -> dict:
 
 CUBIN_CASES = [("gemm-naive", 4096, 16), ("gemm-tiled", 4096, 8), ("gemm-tiled", 4096, 16),
                ("gemm-tiled", 4096, 32), ("matvec-local", 16384, 256)]
+CUBIN_CASES_MORE = [("gemm-tiled", 1024, 8), ("gemm-tiled", 1024, 16), ("gemm-tiled", 1024, 32),
+                    ("gemm-naive", 1024, 32), ("gemm-naive", 4096, 32), ("gemm-naive", 4096, 8)]
+"""Added with ``--more-cubin-cases`` (N = 1024, and the naive kernels the tiled ones are ranked
+against)."""
 """Cases whose OpenCL-driver machine code (the cubin from the JIT cache) is launched
 through CUDA: timed, checked, and (if the check passes) read by Nsight Compute."""
 
@@ -602,10 +606,12 @@ CUBIN_PROBE = r"""
 import os, sys, json, pathlib
 sys.path[:0] = [os.environ["TT_REPO"], os.environ["TT_REPO"] + "/benchmarks"]
 import numpy as np, cupy as cp
-from h200_codegen import CUBIN_CASES, build_case, case_id, generate, cuda_times, _inputs
+from h200_codegen import (CUBIN_CASES, CUBIN_CASES_MORE, build_case, case_id, generate,
+                          cuda_times, _inputs)
 out = []
 rng = np.random.default_rng(14)
-for family, n, tile in CUBIN_CASES:
+more = CUBIN_CASES_MORE if os.environ.get("TT_MORE_CUBIN_CASES") else []
+for family, n, tile in CUBIN_CASES + more:
     c = {"family": family, "m": n, "k": n, "n": None if family.startswith("matvec") else n,
          "tile": tile}
     rec = {"id": case_id(c)}
@@ -648,10 +654,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--skip", action="append", default=[],
-                    choices=("times", "counters", "occupancy", "carveout", "jit_sass",
-                             "options", "opencl_cubin"))
+                    choices=("times", "counters", "counters_ptx", "occupancy", "carveout",
+                             "jit_sass", "options", "opencl_cubin"))
     ap.add_argument("--ncu-timeout-s", type=float, default=240.0)
+    ap.add_argument("--l1-pipe-metrics", action="store_true",
+                    help="add h200_matvec.EXTRA_METRICS (L1 pipeline, stall reasons) to the "
+                         "Nsight runs")
+    ap.add_argument("--more-cubin-cases", action="store_true",
+                    help="launch the OpenCL cubins also for CUBIN_CASES_MORE")
     args = ap.parse_args(argv)
+    if args.l1_pipe_metrics:
+        import h200_matvec
+        import h200_validation
+        h200_validation.METRICS = h200_validation.METRICS + tuple(
+            m for m in h200_matvec.EXTRA_METRICS if m not in h200_validation.METRICS)
+    if args.more_cubin_cases:
+        __import__("os").environ["TT_MORE_CUBIN_CASES"] = "1"
     from gpu.device import select_device
 
     out = args.out.resolve()
@@ -687,7 +705,7 @@ def main(argv: list[str] | None = None) -> int:
         stage("opencl_occupancy", opencl_occupancy_stage, target)
     if "times" not in args.skip:
         stage("times", times_stage, out, target, times_cases(), args.repeat)
-    if "counters" not in args.skip:
+    if "counters" not in args.skip and "counters_ptx" not in args.skip:
         variant = data.get("times", {}).get("ptx_variant", {})
         cases = []
         for c in case_list(False):
