@@ -13,6 +13,7 @@ from simulator.schedule import FLOAT_BYTES
 
 from . import plots
 from .dispatch import dispatch_section, load_dispatch, tail_lines, tail_rows
+from .l1_pipe import l1_pipe_section, load_l1_pipe
 from .matvec import load_matvec, matvec_section
 from .l2_sharing import l2_sharing_section, load_l2_sharing
 from .codegen import codegen_section, load_codegen
@@ -359,6 +360,7 @@ def render_hardware(directory: str | Path) -> Path:
                                                            model)
     codegen_lines, data["codegen"] = codegen_section(load_codegen(directory), model)
     matvec_lines, data["matvec"] = matvec_section(load_matvec(directory), model)
+    pipe_lines, data["l1_pipe"] = l1_pipe_section(load_l1_pipe(directory), model)
     pre = preregistered_check(directory, cases)
     if pre is not None:
         data["preregistered"] = pre
@@ -493,8 +495,11 @@ def render_hardware(directory: str | Path) -> Path:
               "fitted value.",
               "`local_vector_min_wavefronts` (2) is not a guess but read off the issue-4 "
               "run's counters (every 128-bit local load took two wavefronts), and so is not "
-              "an independent check of the local-load wavefronts there.", "",
-              *codegen_lines, *matvec_lines, *_dram_section(cases, model, holdout),
+              "an independent check of the local-load wavefronts there; nor is "
+              "`barrier_wavefronts_per_work_group` (2), read off the L1 data-pipe counters "
+              "of `l1_pipe/` (\"The L1 data pipe, measured\"), where it also changed the "
+              "time predictions: a work-group barrier costs two L1 wavefronts.", "",
+              *codegen_lines, *pipe_lines, *matvec_lines, *_dram_section(cases, model, holdout),
               *dispatch_lines, *sharing_lines]
     _atomic_write(directory / "validation.md", "\n".join(lines))
     return directory / "validation.md"

@@ -22,6 +22,14 @@ local load to a 32-bit LDS (its JIT output, read from the driver's compute cache
 NVRTC, and the CUDA driver given the OpenCL driver's own PTX, merge four consecutive
 words into one 128-bit LDS (``local_vector_words`` 1 for ``nvidia-h200``, the OpenCL build
 tiletraffic runs, and 4 for ``nvidia-h200-cuda``, the CUDA build Nsight Compute reads).
+[H200-l1-pipe] Measured on the H200 (reports/nvidia-h200/l1_pipe/, the OpenCL driver's own
+cubins under Nsight Compute): every work-group barrier adds one wavefront to the L1 data
+pipe's shared-memory side and one to its global side (``l1tex__data_pipe_lsu_wavefronts``
+less the local loads', local stores' and global lines' wavefronts, per work-group barrier:
+0.98-1.05 on the global side in the seven kernels with barriers, 0.99-1.24 on the shared
+side in six, 1.95 in gemm-tiled B = 32 at N = 1024, whose few barriers are matched by the
+two shared-side wavefronts every sub-group adds once in every kernel, barriers or not,
+which the model leaves out) (``barrier_wavefronts_per_work_group`` = 2).
 [H200-barrier-wait] Measured on the H200 (reports/nvidia-h200/barrier_wait/): the OpenCL
 build of gemm-tiled B = 16 at N = 4096 waits 554 ns on average per K-tile from its first
 global load to the barrier that releases it (``%clock64`` in work-item (0, 0);
@@ -54,6 +62,8 @@ class DeviceModel:
     SMs, 0.74 and 0.75), chosen with the measurements in view.
     ``local_vector_words``: words one local load instruction reads per work-item (4: the
     compiler merges consecutive words into 128-bit loads; 1: it does not) [H200-codegen].
+    ``barrier_wavefronts_per_work_group``: L1 data-pipe wavefronts one work-group barrier
+    costs (2 on the H200, read off its counters [H200-l1-pipe]).
     """
 
     name: str
@@ -81,6 +91,7 @@ class DeviceModel:
     launch_overhead_s: float = 3e-6
     local_vector_words: int = 4
     local_vector_min_wavefronts: int = 2
+    barrier_wavefronts_per_work_group: int = 2
     memory_latency_s: float = 300e-9
     l1_sharing_work_groups: int = 2
     sources: str = ""
@@ -118,8 +129,8 @@ class DeviceModel:
 NVIDIA_H200 = DeviceModel(
     name="nvidia-h200", compute_units=132, local_vector_words=1,
     l1_requests_per_cycle_per_cu=0.76, memory_latency_s=550e-9,
-    sources="[H200] [HWP] [CPG] [H200-counters] [H200-codegen] [H200-barrier-wait] in "
-            "simulator/device_model.py",
+    sources="[H200] [HWP] [CPG] [H200-counters] [H200-codegen] [H200-l1-pipe] "
+            "[H200-barrier-wait] in simulator/device_model.py",
     guessed=("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu",
              "l1_requests_per_cycle_per_cu", "launch_overhead_s", "memory_latency_s",
              "l1_sharing_work_groups", "l2_associativity"))
@@ -138,7 +149,8 @@ GENERIC_GPU_MODEL = replace(
              "l2_bytes_per_s", "clock_hz", "fp32_flop_per_s", "local_mem_bytes_per_cu",
              "l1_wavefronts_per_cycle_per_cu", "l1_requests_per_cycle_per_cu",
              "launch_overhead_s", "memory_latency_s",
-             "local_vector_words", "local_vector_min_wavefronts", "l1_sharing_work_groups",
+             "local_vector_words", "local_vector_min_wavefronts",
+             "barrier_wavefronts_per_work_group", "l1_sharing_work_groups",
              "l2_associativity"))
 """A mid-range GPU with NVIDIA's granularities (32-wide sub-groups, 32-byte sectors, 32
 banks); every size and rate is a guess and warns."""

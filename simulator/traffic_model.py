@@ -20,7 +20,8 @@ Methods (each figure says which produced it, in ``methods``):
 * ``time: ceilings + barrier latency by mean value analysis + tail`` — the time of the busiest
   resource is the largest of: FLOPs at the FP32 rate, DRAM bytes at DRAM bandwidth, L2→L1
   bytes at L2 bandwidth, L1 wavefronts (one 128-byte line per global request line, one per
-  local-memory wavefront) at ``l1_wavefronts_per_cycle_per_cu``, and global requests at
+  local-memory wavefront, ``barrier_wavefronts_per_work_group`` per work-group barrier) at
+  ``l1_wavefronts_per_cycle_per_cu``, and global requests at
   ``l1_requests_per_cycle_per_cu`` (the L1 tag stage), the last two for the compute unit
   with the most work-groups (⌈work-groups / compute units⌉ of them: a launch of 16
   work-groups uses 16 compute units, one of 133 puts two on one of 132) (the roofline
@@ -305,7 +306,8 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         dram_write = outputs
         methods["dram_write_bytes"] = "dram: compulsory"
     l1_wavefronts = (memory.global_load_lines + memory.global_store_lines
-                     + memory.local_load_wavefronts + memory.local_store_wavefronts)
+                     + memory.local_load_wavefronts + memory.local_store_wavefronts
+                     + model.barrier_wavefronts_per_work_group * counts.barriers)
     active = model.active_compute_units(counts.work_groups)
     # per-compute-unit resources are charged for the compute unit with the most work-groups
     # (work-groups are indivisible: a launch of 133 on 132 units puts two on one of them)

@@ -97,7 +97,7 @@ def test_generic_model_warns_a_guessed_value_warning():
         GENERIC_GPU_MODEL.warn_guesses()
     names = warned_names(GENERIC_GPU_MODEL)
     assert sorted(names) == sorted(GENERIC_GPU_MODEL.guessed)
-    assert len(names) == len(set(names)) == 16
+    assert len(names) == len(set(names)) == 17
     assert {"compute_units", "l2_bytes", "dram_bytes_per_s", "fp32_flop_per_s"} <= set(names)
 
 
@@ -220,11 +220,13 @@ def test_predict_gemm_tiled_64_on_h200_by_hand():
     #   tile_A[lr][k] reads 4 consecutive aligned words in 4 iterations -> one vector load
     #   (2 rows x 4 words, banks 16 apart: 1 wavefront by banks, but a 128-bit load takes at
     #   least 2 on the H200): 16 x 4 x 8 x 4 x 2 = 4096; tile_B: one wavefront per k:
-    #   16 x 4 x 8 x 16 = 8192. Total 15616.
+    #   16 x 4 x 8 x 16 = 8192; two barriers per K-tile at 2 wavefronts per work-group
+    #   (barrier_wavefronts_per_work_group, read off the H200's counters): 16 x 4 x 2 x 2 = 256.
+    #   Total 15872.
     #   (The CUDA build's machine code: nvidia-h200-cuda merges local loads into 128-bit ones.)
     # 16 work-groups run on 16 of the 132 compute units.
     # Terms: fp32 524288 / 67e12, dram 32768 / 4.8e12, l2 4096 x 32 / 12e12,
-    #   l1 15616 / (16 x 1.98e9) = 493 ns -> bound l1; global requests 16 x 64 loads +
+    #   l1 15872 / (16 x 1.98e9) = 501 ns -> bound l1; global requests 16 x 64 loads +
     #   16 x 8 stores = 1152 at 0.76 per cycle: 1152 / (16 x 1.98e9 x 0.76) = 48 ns;
     #   barrier latency: 64 load phases (16 groups x 4 K-tiles) / 16 active CUs = 4 per CU,
     #   and one work-group per CU (16 groups, 16 CUs; 8 could be resident): nothing overlaps
@@ -243,9 +245,9 @@ def test_predict_gemm_tiled_64_on_h200_by_hand():
     assert p.methods["dram_read_bytes"] == "dram: compulsory"
     assert p.l2_read_sectors == 4096
     assert p.l1_load_hit_rate == 0.0
-    assert p.l1_wavefronts == 15616
+    assert p.l1_wavefronts == 15872
     expected = {"fp32_s": 524288 / 67e12, "dram_s": 32768 / 4.8e12,
-                "l2_s": 4096 * 32 / 12e12, "l1_s": 15616 / (16 * 1.98e9),
+                "l2_s": 4096 * 32 / 12e12, "l1_s": 15872 / (16 * 1.98e9),
                 "l1_requests_s": 1152 / (16 * 1.98e9 * 0.76),
                 "barrier_latency_s": 4 * 550e-9, "tail_s": 0.0}
     assert p.time_terms_s == pytest.approx(expected, rel=1e-9)
@@ -254,7 +256,7 @@ def test_predict_gemm_tiled_64_on_h200_by_hand():
     ceilings = {k: v for k, v in p.time_terms_s.items()
                 if k not in ("barrier_latency_s", "tail_s")}
     assert max(ceilings, key=ceilings.get) == "l1_s"
-    assert p.predicted_time_s == pytest.approx(15616 / (16 * 1.98e9) + 2.2e-6 + 3e-6,
+    assert p.predicted_time_s == pytest.approx(15872 / (16 * 1.98e9) + 2.2e-6 + 3e-6,
                                                rel=1e-9)
     assert p.arithmetic_intensity_flop_per_byte == pytest.approx(524288 / 32768, rel=1e-15)
     # occupancy: 256 work-items and 2 KiB -> 8 per CU; waves 16 / (8 x 132)
@@ -433,8 +435,8 @@ def test_cli_simulate_with_device_model_json():
     assert data["dram_write_bytes"] == 0
     # nvidia-h200 is the OpenCL build: tile_A's loads stay 32-bit, one wavefront per k
     # (rows lr and lr + 1 sit 16 banks apart): 16 x 4 x 8 x 16 = 8192 instead of 4096 ->
-    # 15616 + 4096 = 19712 wavefronts
-    assert data["predicted_time_s"] == pytest.approx(19712 / (16 * 1.98e9) + 2.2e-6 + 3e-6,
+    # 15872 + 4096 = 19968 wavefronts
+    assert data["predicted_time_s"] == pytest.approx(19968 / (16 * 1.98e9) + 2.2e-6 + 3e-6,
                                                      rel=1e-9)
     assert data["closed_form_agrees"] is True
     assert len(data["guessed_values"]) == len(NVIDIA_H200.guessed)
