@@ -611,6 +611,8 @@ from h200_codegen import (CUBIN_CASES, CUBIN_CASES_MORE, build_case, case_id, ge
 out = []
 rng = np.random.default_rng(14)
 more = CUBIN_CASES_MORE if os.environ.get("TT_MORE_CUBIN_CASES") else []
+if os.environ.get("TT_CUBIN_CASES"):
+    more = [tuple(c) for c in json.loads(os.environ["TT_CUBIN_CASES"])]
 for family, n, tile in CUBIN_CASES + more:
     c = {"family": family, "m": n, "k": n, "n": None if family.startswith("matvec") else n,
          "tile": tile}
@@ -662,7 +664,15 @@ def main(argv: list[str] | None = None) -> int:
                          "Nsight runs")
     ap.add_argument("--more-cubin-cases", action="store_true",
                     help="launch the OpenCL cubins also for CUBIN_CASES_MORE")
+    ap.add_argument("--cubin-cases", type=Path,
+                    help="a JSON file of [family, n, tile] triples launched instead of "
+                         "CUBIN_CASES_MORE (square sizes), e.g. held-out predictions")
     args = ap.parse_args(argv)
+    if args.cubin_cases:
+        listed = json.loads(args.cubin_cases.read_text())
+        cases_in = listed["cases"] if isinstance(listed, dict) else listed
+        __import__("os").environ["TT_CUBIN_CASES"] = json.dumps(
+            [[c["family"], c["n"], c["tile"]] if isinstance(c, dict) else c for c in cases_in])
     if args.l1_pipe_metrics:
         import h200_matvec
         import h200_validation
@@ -723,7 +733,11 @@ def main(argv: list[str] | None = None) -> int:
         ok = [r for r in data["opencl_cubin"].get("cases", [])
               if r.get("check", {}).get("ok")]
         if ok and "counters" not in args.skip:
-            byid = {case_id(c): c for c in case_list(False)}
+            listed = [{"family": f, "m": n, "k": n, "n": None if f.startswith("matvec") else n,
+                       "tile": t} for f, n, t in CUBIN_CASES + CUBIN_CASES_MORE + [
+                           tuple(c) for c in json.loads(
+                               __import__("os").environ.get("TT_CUBIN_CASES", "[]"))]]
+            byid = {case_id(c): {**c, "id": case_id(c)} for c in case_list(False) + listed}
             cubins = [{**byid[r["id"]], "id": r["id"] + "-opencl-cubin", "ptx_path": r["cubin"]}
                       for r in ok if r["id"] in byid]
             stage("counters_cubin", counters_stage, cubins,
