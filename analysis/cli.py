@@ -232,7 +232,8 @@ def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
             ("DRAM read bytes (predicted)", p.dram_read_bytes),
             ("DRAM read bytes (lock-step waves)", p.dram_read_bytes_lockstep),
             ("DRAM write bytes (predicted)", p.dram_write_bytes),
-            ("work-groups per compute unit", p.resident_work_groups_per_cu),
+            ("resident work-groups per CU", p.resident_work_groups_per_cu),
+            ("work-groups on the busiest CU", p.work_groups_per_cu),
             ("predicted time (ms)", f"{p.predicted_time_s * 1e3:.4f}  ({p.bound}-bound)")]
     for label, value in rows:
         click.echo(f"  {label:32s} {value}")

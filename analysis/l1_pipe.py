@@ -24,12 +24,33 @@ def load_l1_pipe(directory: str | Path) -> dict | None:
     (``l1_pipe/`` and ``matvec/``), or None if it has neither."""
     out = {}
     for key, path in (("opencl", Path(directory) / "l1_pipe" / "h200_codegen.json"),
-                      ("cuda", Path(directory) / "matvec" / "h200_matvec.json")):
+                      ("cuda", Path(directory) / "matvec" / "h200_matvec.json"),
+                      ("holdout", Path(directory) / "l1_pipe" / "holdout" / "h200_codegen.json")):
         if path.exists():
             data = json.loads(path.read_text())
-            stage = data.get("counters_cubin" if key == "opencl" else "counters", {})
+            stage = data.get("counters" if key == "cuda" else "counters_cubin", {})
             out[key] = {"meta": data.get("meta", {}), "records": stage.get("records", [])}
+    pre = Path(directory) / "l1_pipe" / "holdout" / "predictions.json"
+    if "holdout" in out and pre.exists():
+        out["holdout"]["predictions"] = json.loads(pre.read_text())
     return out or None
+
+
+def holdout_rows(data: dict) -> list[dict]:
+    """The pre-registered L1 wavefronts (``l1_pipe/holdout/predictions.json``) against
+    Nsight's count in the run made after they were committed."""
+    part = data.get("holdout") or {}
+    records = {r["id"]: r for r in part.get("records", [])}
+    rows = []
+    for c in part.get("predictions", {}).get("cases", []):
+        n = "" if c["family"].startswith("matvec") else f"-N{c['n']}"
+        case = f"{c['family']}-M{c['n']}-K{c['n']}{n}-T{c['tile']}"
+        rec = records.get(case + "-opencl-cubin")
+        measured = _value(rec, DATA_PIPE) if rec and rec.get("check", {}).get("ok") else None
+        rows.append({"case": case, "predicted": c["l1_wavefronts"],
+                     "barrier_part": c["barrier_wavefronts"], "measured": measured,
+                     "relative_error": c["l1_wavefronts"] / measured - 1 if measured else None})
+    return rows
 
 
 def _value(record: dict, metric: str) -> float | None:
@@ -65,15 +86,31 @@ def l1_pipe_rows(data: dict, model: DeviceModel) -> list[dict]:
     return rows
 
 
+def _holdout_lines(data: dict) -> list[str]:
+    rows = [r for r in holdout_rows(data) if r["measured"]]
+    if not rows:
+        return []
+    meta = data["holdout"]["predictions"].get("meta", {})
+    return [
+        "- **Predicted before measured.** For seven launches the barrier term was not read "
+        "from (`l1_pipe/holdout/`), the model's wavefronts were written to "
+        f"`predictions.json` ({meta.get('created_utc', '?')}, model of commit "
+        f"`{meta.get('code_commit', '?')[:7]}`) and committed before the device run "
+        f"({data['holdout']['meta'].get('created_utc', '?')}): "
+        + "; ".join(f"{r['case']} {r['relative_error'] * 100:+.2f}%" for r in rows)
+        + f" ({_span([r['relative_error'] for r in rows])})."]
+
+
 def _span(values: list[float]) -> str:
     return f"{min(values) * 100:+.1f}% to {max(values) * 100:+.1f}%"
 
 
 def l1_pipe_section(data: dict | None, model: DeviceModel) -> tuple[list[str], list[dict]]:
-    """Markdown lines of the section and its rows for ``validation.json``."""
+    """Markdown lines of the section and its rows for ``validation.json`` (the held-out
+    rows with ``build`` "holdout")."""
     if not data:
         return [], []
-    rows = l1_pipe_rows(data, model)
+    rows = l1_pipe_rows(data, model) + [{**r, "build": "holdout"} for r in holdout_rows(data)]
     opencl = [r for r in rows if r["build"] == "opencl"]
     cuda = [r for r in rows if r["build"] == "cuda"]
     if not opencl:
@@ -116,6 +153,7 @@ def l1_pipe_section(data: dict | None, model: DeviceModel) -> tuple[list[str], l
         + (f" The CUDA build of the {len(cuda)} matrix-vector launches of \"Matrix-vector "
            f"k-steps, measured\" (with `{cuda[0]['device_model']}`): "
            f"{_span([r['relative_error'] for r in cuda])}." if cuda else ""),
+        *_holdout_lines(data),
         "- **The pipe is not always busy.** The busiest SM's data pipe works "
         f"{min(r['busy'] for r in opencl):.0%}–{max(r['busy'] for r in opencl):.0%} of "
         "the kernel time; the model adds to the pipe's time only the barrier latency no "

@@ -42,6 +42,7 @@ Methods (each figure says which produced it, in ``methods``):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -176,18 +177,30 @@ def closed_network_throughput(customers: int, demand_s: float, delay_s: float) -
     al., *Quantitative System Performance*, 1984, section 6.3).
 
     Raises:
-        ValueError: fewer than one customer, or a negative demand or delay.
+        ValueError: fewer than one customer, or a negative or non-finite demand or delay.
     """
-    if customers < 1 or demand_s < 0 or delay_s < 0:
-        raise ValueError(f"closed network needs customers >= 1 and non-negative times, got "
-                         f"{customers}, {demand_s}, {delay_s}")
+    return closed_network_throughputs(customers, demand_s, delay_s)[-1]
+
+
+def closed_network_throughputs(customers: int, demand_s: float, delay_s: float
+                               ) -> list[float]:
+    """The throughputs X(1), ..., X(``customers``) of :func:`closed_network_throughput`'s
+    network, from one pass of the recursion.
+
+    Raises:
+        ValueError: fewer than one customer, or a negative or non-finite demand or delay.
+    """
+    if customers < 1 or not (0 <= demand_s < math.inf) or not (0 <= delay_s < math.inf):
+        raise ValueError(f"closed network needs customers >= 1 and finite non-negative "
+                         f"times, got {customers}, {demand_s}, {delay_s}")
     queue = 0.0
-    throughput = 0.0
+    out = []
     for n in range(1, customers + 1):
         residence = demand_s * (1 + queue)
-        throughput = n / (residence + delay_s) if residence + delay_s > 0 else float("inf")
+        throughput = n / (residence + delay_s) if residence + delay_s > 0 else math.inf
         queue = throughput * residence
-    return throughput
+        out.append(throughput)
+    return out
 
 
 def exposed_latency_s(busy_s: float, phases_per_cu: float, resident: int,
@@ -210,15 +223,19 @@ def tail_latency_s(busy_s: float, phases_per_cu: float, work_groups_per_cu: int,
     fewer companions than ``resident`` (the tail effect).
 
     Assumes steady-state dispatch: when the unit's last work-group starts, its ``resident``
-    work-groups R are spread evenly over their work, the i-th from the end having i / R of a
+    work-groups R are spread evenly over their work (observed on the H200's timelines of
+    tiled kernels, ``reports/nvidia-h200/dispatch``, not derived: work-groups that start
+    together drift apart because the unit does not serve them equally), the i-th from the end having i / R of a
     work-group's P = ``phases_per_cu`` / ``work_groups_per_cu`` barrier intervals left. They
     end one by one; while n remain, the unit completes X(n) intervals per second
     (:func:`closed_network_throughput` with n customers, demand ``busy_s`` /
     ``phases_per_cu``, delay ``latency_s``), shared equally. The drain then takes
     sum over n = 1..R of (P / R) n / X(n), against P (R + 1) / (2 X(R)) had R stayed resident,
     which :func:`exposed_latency_s` charges; the difference is returned. It is 0 when the
-    unit never has more work-groups than it holds (they start and end together), without
-    barrier intervals, and without latency (X(n) = 1 / demand for every n).
+    unit never has more work-groups than it holds (a single wave: charged nothing, not
+    checked against a measurement), without barrier intervals, and without latency
+    (X(n) = 1 / demand for every n). It jumps from 0 to its full value at one work-group
+    more than the unit holds.
 
     Example: P = 10 intervals per work-group, R = 4, no work, 1 us latency: X(n) = n / 1 us,
     the drain takes 4 x 2.5 us = 10 us against 10 x 5 / 8 = 6.25 us: 3.75 us of tail.
@@ -230,6 +247,7 @@ def tail_latency_s(busy_s: float, phases_per_cu: float, work_groups_per_cu: int,
         resident, busy_s / phases_per_cu, latency_s)
     return max(0.0, drain_time_s(busy_s, phases_per_cu, work_groups_per_cu, resident,
                                  latency_s) - steady)
+
 
 
 def drain_time_s(busy_s: float, phases_per_cu: float, work_groups_per_cu: int,
@@ -248,9 +266,8 @@ def drain_time_s(busy_s: float, phases_per_cu: float, work_groups_per_cu: int,
     if phases_per_cu <= 0:
         return 0.0
     per_group = phases_per_cu / work_groups_per_cu
-    demand = busy_s / phases_per_cu
-    return sum(per_group / resident * n / closed_network_throughput(n, demand, latency_s)
-               for n in range(1, resident + 1))
+    throughputs = closed_network_throughputs(resident, busy_s / phases_per_cu, latency_s)
+    return sum(per_group / resident * n / x for n, x in enumerate(throughputs, start=1))
 
 
 def buffer_reads(schedule: Schedule, footprint: FootprintObserver, model: DeviceModel,

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.l1_pipe import DATA_PIPE, l1_pipe_rows, l1_pipe_section, load_l1_pipe
+from analysis.l1_pipe import (DATA_PIPE, holdout_rows, l1_pipe_rows, l1_pipe_section,
+                              load_l1_pipe)
 from simulator.device_model import device_model
 
 REPORT = Path(__file__).resolve().parents[1] / "reports" / "nvidia-h200"
@@ -55,6 +56,22 @@ def test_section_renders_and_an_absent_directory_has_none(small, tmp_path):
     lines, rows = l1_pipe_section(small, device_model("nvidia-h200"))
     text = "\n".join(lines)
     assert text.startswith("## The L1 data pipe, measured")
-    assert "| gemm-tiled-M1024-K1024-N1024-T8 |" in text and len(rows) == 3
+    assert "| gemm-tiled-M1024-K1024-N1024-T8 |" in text
+    assert len([r for r in rows if r["build"] != "holdout"]) == 3
     assert load_l1_pipe(tmp_path) is None
     assert l1_pipe_section(None, device_model("nvidia-h200")) == ([], [])
+
+
+def test_the_preregistered_counts_were_committed_before_the_run_and_match_it():
+    data = load_l1_pipe(REPORT)
+    pre = data["holdout"]["predictions"]
+    # written and committed before the device run (ISO times compare as strings)
+    assert pre["meta"]["created_utc"] < data["holdout"]["meta"]["created_utc"]
+    rows = holdout_rows(data)
+    assert len(rows) == 7 and all(r["measured"] for r in rows)
+    for r in rows:
+        assert r["relative_error"] == pytest.approx(r["predicted"] / r["measured"] - 1)
+        assert abs(r["relative_error"]) < 0.01, r["case"]
+    # none of them is a launch the barrier term was read from
+    read_from = {r["id"].removesuffix("-opencl-cubin") for r in data["opencl"]["records"]}
+    assert not read_from & {r["case"] for r in rows}

@@ -43,7 +43,7 @@ def test_rows_recompute_the_raw_times_and_wavefronts(small):
             assert s["opencl_s"] == runs[case]["run"]["median_s"]
             pipe = counted[case]["metrics"][DATA_PIPE]["value"]
             assert s["data_pipe_wavefronts_per_sm"] == pytest.approx(pipe / r["work_groups"])
-        # the model charges naive and local-whole the same within 0.1%; the hardware does not
+        # the model charges naive and local-whole the same within 0.5%; the hardware does not
         naive, whole = r["schedules"]["matvec-naive"], r["schedules"]["matvec-local-whole"]
         assert naive["predicted_s"] == pytest.approx(whole["predicted_s"], rel=5e-3)
         assert naive["cuda_s"] / whole["cuda_s"] > 1.05
@@ -53,7 +53,7 @@ def test_section_renders_and_an_absent_directory_has_none(small, tmp_path):
     lines, rows = matvec_section(small, device_model("nvidia-h200"))
     text = "\n".join(lines)
     assert text.startswith("## Matrix-vector k-steps, measured")
-    assert "| 4,096 | 2,048 | 16 |" in text and "long_scoreboard" in text
+    assert "| 4,096 | 2,048 | 16 | yes |" in text and "where A comes from DRAM" in text
     assert len(rows) == 2
     assert load_matvec(tmp_path) is None
     assert matvec_section(None, device_model("nvidia-h200")) == ([], [])

@@ -557,10 +557,42 @@ def test_tail_by_hand():
     # Z = 1 us: the drain takes sum_n (10 / 4) n / (n / 1 us) = 4 x 2.5 us = 10 us; had four
     # stayed resident, the same 10 x 5 / 2 = 25 intervals at 4 per us: 6.25 us. Tail 3.75 us.
     assert tail_latency_s(0.0, 100, 10, 4, 1e-6) == pytest.approx(3.75e-6, rel=1e-12)
-    # R = 2, demand 1 s per interval, delay 1 s: X(1) = 1/2, X(2) = 2 / (1 x 1.5 + 1) = 0.8.
-    # P = 8 / 2 = 4: drain 2 x (1 / 0.5 + 2 / 0.8) = 9 s, steady 4 x 3 / 2 / 0.8 = 7.5 s.
+    # R = 2, demand 16 s / 16 intervals = 1 s, delay 1 s: X(1) = 1/2, X(2) = 2 / (1 x 1.5 + 1)
+    # = 0.8. P = 16 / 4 = 4: drain 2 x (1 / 0.5 + 2 / 0.8) = 9 s, steady 4 x 3 / 2 / 0.8 = 7.5 s.
     assert tail_latency_s(8.0, 8, 2 * 1, 2, 1.0) == 0.0          # 2 groups, 2 resident
     assert tail_latency_s(16.0, 16, 4, 2, 1.0) == pytest.approx(1.5, rel=1e-12)
+    # a non-finite time is refused, not turned into a silent 0
+    with pytest.raises(ValueError, match="finite"):
+        tail_latency_s(float("nan"), 16, 4, 2, 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        tail_latency_s(16.0, 16, 4, 2, float("inf"))
+
+
+def test_predict_charges_the_tail_when_a_unit_gets_more_than_it_holds():
+    # One compute unit: gemm-tiled 64^3, B = 16 puts all 16 work-groups on it, 8 resident.
+    # The prediction is the busy term + the exposed latency + the tail + the launch overhead,
+    # the tail being tail_latency_s of the same busy term and intervals (16 x 4 K-tiles).
+    one_cu = replace(NVIDIA_H200, compute_units=1, guessed=())
+    p = model_launch(build("gemm-tiled", 64, 64, 64, tile=16), one_cu).prediction
+    assert (p.work_groups_per_cu, p.resident_work_groups_per_cu) == (16, 8)
+    assert p.barrier_intervals_per_cu == 16 * 4
+    busy = p.time_terms_s[p.bound + "_s"]
+    assert p.time_terms_s["tail_s"] > 0
+    assert p.time_terms_s["tail_s"] == pytest.approx(
+        tail_latency_s(busy, 64, 16, 8, one_cu.memory_latency_s), rel=1e-12)
+    assert p.predicted_time_s == pytest.approx(
+        busy + p.time_terms_s["barrier_latency_s"] + p.time_terms_s["tail_s"]
+        + one_cu.launch_overhead_s, rel=1e-12)
+
+
+def test_the_tail_starts_at_one_work_group_more_than_the_units_hold():
+    # gemm-tiled B = 16, N = 16: M / 16 work-groups; 132 x 8 = 1056 fill the H200 once
+    # (no tail), 1057 put a ninth on one unit: the tail appears and the time does not fall.
+    quiet = replace(NVIDIA_H200, guessed=())
+    full, more = (model_launch(build("gemm-tiled", m, 64, 16, 16), quiet).prediction
+                  for m in (1056 * 16, 1057 * 16))
+    assert full.time_terms_s["tail_s"] == 0.0 < more.time_terms_s["tail_s"]
+    assert more.predicted_time_s >= full.predicted_time_s
     # no latency: X(n) = 1 / demand for every n, nothing to lose; no intervals: nothing
     assert tail_latency_s(1e-3, 100, 10, 4, 0.0) == pytest.approx(0.0, abs=1e-18)
     assert tail_latency_s(1e-3, 0, 10, 4, 1e-6) == 0.0
