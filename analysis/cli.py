@@ -230,7 +230,7 @@ def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
             ("L2 -> L1 sectors (predicted)", p.l2_read_sectors),
             ("L1 load hit rate (predicted)", f"{p.l1_load_hit_rate:.3f}"),
             ("DRAM read bytes (predicted)", p.dram_read_bytes),
-            ("DRAM read bytes (lock-step waves)", p.dram_read_bytes_lockstep),
+            ("DRAM read bytes (lock-step)", p.dram_read_bytes_lockstep),
             ("DRAM write bytes (predicted)", p.dram_write_bytes),
             ("resident work-groups per CU", p.resident_work_groups_per_cu),
             ("work-groups on the busiest CU", p.work_groups_per_cu),

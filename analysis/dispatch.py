@@ -226,8 +226,9 @@ def tail_lines(rows: list[dict]) -> list[str]:
         "SM's last end) is set against the same timelines (median over the SMs, 10th–90th "
         f"percentile), with model `{model}`, the build the timelines were measured on; then "
         "the tail the prediction charges beyond the steady state against a measured estimate "
-        "of it (per SM: the drain less the time the work left at the last start would take "
-        "at the SM's completion rate before it; median over the SMs):", "",
+        "of it (per SM: drain − W / r, W the work-groups' remaining fractions summed at "
+        "the SM's last start, r the work-groups it completed per unit time before then; "
+        "median over the SMs):", "",
         "| case | work-groups per SM (model) | resident | drain, measured | drain, model "
         "| error | tail charged | tail, measured estimate |", "|---|---|---|---|---|---|---|---|"]
     for r, e in zip(rows, errs):

@@ -372,8 +372,10 @@ def render_hardware(directory: str | Path) -> Path:
             "speedups": speed, "rankings": ranks}
     dispatch = load_dispatch(directory)
     data["tail"] = tail_rows(dispatch, cases)
-    dispatch_lines, data["dispatch"] = dispatch_section(dispatch, cases, model,
-                                                        after_findings=tail_lines(data["tail"]))
+    dispatch_lines, data["dispatch"] = dispatch_section(dispatch, cases, model)
+    if dispatch_lines and dispatch_lines[-1] == "":
+        dispatch_lines = dispatch_lines[:-1]
+    dispatch_lines += tail_lines(data["tail"])
     sharing_lines, data["l2_sharing"] = l2_sharing_section(load_l2_sharing(directory), cases,
                                                            model)
     codegen_lines, data["codegen"] = codegen_section(load_codegen(directory), model)
@@ -416,7 +418,11 @@ def render_hardware(directory: str | Path) -> Path:
         "## Targets", "", *_targets(cases, speed, ranks, holdout),
         "", "The time, speedup and ranking predictions use values chosen with the H200 "
         "measurements in view (see \"What the model guesses\"): they are not independent "
-        "tests; the counts are.", "",
+        "tests. Nor are the L2→L1 sectors (work-group pairs sharing an L1), the DRAM reads "
+        "beyond the L2 (its associativity) and the local-load wavefronts (two per 128-bit "
+        "load), each of which uses one value chosen or read with these data; the global "
+        "load instructions, requests and sectors and the local-load instructions use none.",
+        "",
         "## Every case", "",
         "Textbook count: global load elements (the seeds' count). `predicted` comes from the "
         "simulator and the model, `measured` from the counter named; the error is "
@@ -446,8 +452,9 @@ def render_hardware(directory: str | Path) -> Path:
         lines.append(f"| {s['case']} | {s['versus']} | {s['predicted']:.2f}× | "
                      f"{s['measured']:.2f}× | {_pct(s['relative_error'])} "
                      f"{'✓' if s['met'] else '✗'} |")
-    lines += ["", "## Ranking (fastest first; OpenCL medians, Nsight durations where OpenCL has "
-              "none)", ""]
+    every_opencl = all(c.measured_time_s for c in cases)
+    lines += ["", "## Ranking (fastest first; OpenCL medians"
+              + ("" if every_opencl else ", Nsight durations where OpenCL has none") + ")", ""]
     for r in ranks:
         kind, m, k, n = r["size"]
         size = f"{kind} M={m} K={k}" + (f" N={n}" if n else "")
@@ -513,8 +520,8 @@ def render_hardware(directory: str | Path) -> Path:
               "So no time, speedup or ranking here is an independent test"
               + (" (the time predictions made before this run are in `predictions.json`, "
                  "compared in Pre-registered)" if holdout else "")
-              + ". The counts (instructions, requests, sectors, local-memory loads) use no "
-              "fitted value.",
+              + ". The global load instructions, requests and sectors and the local-load "
+              "instructions use no value chosen or read with these data.",
               "`local_vector_min_wavefronts` (2) is not a guess but read off the issue-4 "
               "run's counters (every 128-bit local load took two wavefronts), and so is not "
               "an independent check of the local-load wavefronts there; nor is "

@@ -82,8 +82,14 @@ def l1_pipe_rows(data: dict, model: DeviceModel) -> list[dict]:
                          "relative_error_without_barriers":
                              (p.l1_wavefronts - barrier) / measured - 1,
                          "busy": measured * share / (duration * 1e-9 * build_model.clock_hz),
+                         "bound": p.bound,
                          "time_s": duration * 1e-9, "predicted_time_s": p.predicted_time_s})
     return rows
+
+
+def _busy_span(rows: list[dict], bound: str) -> str:
+    busy = [r["busy"] for r in rows if r.get("bound") == bound]
+    return f"{min(busy):.0%}–{max(busy):.0%}" if busy else "none here"
 
 
 def _holdout_lines(data: dict) -> list[str]:
@@ -92,17 +98,23 @@ def _holdout_lines(data: dict) -> list[str]:
         return []
     meta = data["holdout"]["predictions"].get("meta", {})
     return [
-        "- **Predicted before measured.** For seven launches the barrier term was not read "
-        "from (`l1_pipe/holdout/`), the model's wavefronts were written to "
-        f"`predictions.json` ({meta.get('created_utc', '?')}, model of commit "
+        f"- **Predicted before measured.** For {len(rows)} other launches, none of which "
+        "the barrier term was read from (`l1_pipe/holdout/`), the model's wavefronts were "
+        f"written to `predictions.json` ({meta.get('created_utc', '?')}, model of commit "
         f"`{meta.get('code_commit', '?')[:7]}`) and committed before the device run "
-        f"({data['holdout']['meta'].get('created_utc', '?')}): "
-        + "; ".join(f"{r['case']} {r['relative_error'] * 100:+.2f}%" for r in rows)
-        + f" ({_span([r['relative_error'] for r in rows])})."]
+        f"({data['holdout']['meta'].get('created_utc', '?')}, which also measured the "
+        "launches above again). Predicted against measured: "
+        + "; ".join(f"{r['case']} {_signed(r['relative_error'])}" for r in rows)
+        + f". Over the {len(rows)}: {_span([r['relative_error'] for r in rows])}."]
+
+
+def _signed(x: float, digits: int = 2) -> str:
+    """A signed percentage without a negative zero."""
+    return f"{round(x * 100, digits) + 0.0:+.{digits}f}%"
 
 
 def _span(values: list[float]) -> str:
-    return f"{min(values) * 100:+.1f}% to {max(values) * 100:+.1f}%"
+    return f"{_signed(min(values), 1)} to {_signed(max(values), 1)}"
 
 
 def l1_pipe_section(data: dict | None, model: DeviceModel) -> tuple[list[str], list[dict]]:
@@ -131,13 +143,14 @@ def l1_pipe_section(data: dict | None, model: DeviceModel) -> tuple[list[str], l
         "busiest SM's measured wavefronts / (Nsight's duration × 1.98 GHz); the last two "
         "columns: Nsight's duration and the predicted time.", "",
         "| case | predicted | of which barriers | measured | error | without barriers | busy "
-        "| time, Nsight | predicted |", "|---|---|---|---|---|---|---|---|---|"]
+        "| time, Nsight | predicted (error) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in opencl:
         lines.append(
             f"| {r['case']} | {r['predicted']:,.0f} | {r['barrier_part']:,.0f} | "
-            f"{r['measured']:,.0f} | {r['relative_error'] * 100:+.2f}% | "
-            f"{r['relative_error_without_barriers'] * 100:+.2f}% | {r['busy']:.0%} | "
-            f"{r['time_s'] * 1e3:.4g} ms | {r['predicted_time_s'] * 1e3:.4g} ms |")
+            f"{r['measured']:,.0f} | {_signed(r['relative_error'])} | "
+            f"{_signed(r['relative_error_without_barriers'])} | {r['busy']:.0%} | "
+            f"{r['time_s'] * 1e3:#.4g} ms | {r['predicted_time_s'] * 1e3:#.4g} ms "
+            f"({_signed(r['predicted_time_s'] / r['time_s'] - 1, 1)}) |")
     barriered = [r for r in opencl if r["barrier_part"]]
     lines += [
         "",
@@ -151,13 +164,17 @@ def l1_pipe_section(data: dict | None, model: DeviceModel) -> tuple[list[str], l
         "`simulator/device_model.py` [H200-l1-pipe]), so for it this is a derivation, not "
         "an independent test; the rest of the count uses no value from them."
         + (f" The CUDA build of the {len(cuda)} matrix-vector launches of \"Matrix-vector "
-           f"k-steps, measured\" (with `{cuda[0]['device_model']}`): "
+           "k-steps, measured\" (its 10 cells × 3 schedules, less the one whose x does not "
+           f"fit in local memory; with `{cuda[0]['device_model']}`): "
            f"{_span([r['relative_error'] for r in cuda])}." if cuda else ""),
         *_holdout_lines(data),
         "- **The pipe is not always busy.** The busiest SM's data pipe works "
         f"{min(r['busy'] for r in opencl):.0%}–{max(r['busy'] for r in opencl):.0%} of "
-        "the kernel time; the model adds to the pipe's time only the barrier latency no "
-        "other work-group hides (mean value analysis) and the tail, so where the pipe idles "
-        "longer (the tiled kernels with B = 8 most) the time is under-predicted even with "
-        "the count right.", ""]
+        "the kernel time. Where the model bounds a kernel by the pipe (bound `l1`: "
+        f"{_busy_span(opencl, 'l1')} busy), it adds to the pipe's time only the barrier "
+        "latency no other work-group hides (mean value analysis) and the tail, so the "
+        "kernels with barriers whose pipe idles longer are under-predicted even with the "
+        "count right (the last column). The kernels bound by global requests (`l1_requests`, "
+        f"{_busy_span(opencl, 'l1_requests')} busy: the naive B = 32 ones) idle the pipe "
+        "by the request ceiling instead.", ""]
     return lines, rows
