@@ -14,6 +14,7 @@ from pathlib import Path
 from simulator.device_model import DeviceModel
 
 from .hardware import modelled_launch
+from .ncu import metric_value
 
 SHARED_LD = "smsp__inst_executed_op_shared_ld.sum"
 SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
@@ -38,9 +39,6 @@ def _ms(run: dict | None) -> str:
     return f"{run['median_s'] * 1e3:.3f}" + ("" if ok else " (check failed)")
 
 
-def _value(record: dict, metric: str) -> float | None:
-    v = record.get("metrics", {}).get(metric, {}).get("value")
-    return v if isinstance(v, (int, float)) else None
 
 
 def code_rows(data: dict) -> list[dict]:
@@ -63,15 +61,16 @@ def cubin_checks(data: dict, model: DeviceModel) -> list[dict]:
     OpenCL build's model (``model``)."""
     out = []
     for rec in data.get("counters_cubin", {}).get("records", []):
-        measured = _value(rec, SHARED_LD)
+        measured = metric_value(rec, SHARED_LD)
         if measured is None:
             continue
         launch = modelled_launch(rec["schedule"], rec["m"], rec["k"], rec.get("n"),
                                  rec["tile"], model)
         out.append({"case": rec["id"], "predicted": launch.memory.local_load_requests,
-                    "measured": measured, "wavefronts": _value(rec, SHARED_WAVEFRONTS),
+                    "measured": measured,
+                    "wavefronts": metric_value(rec, SHARED_WAVEFRONTS),
                     "predicted_wavefronts": launch.memory.local_load_wavefronts,
-                    "duration_s": (_value(rec, "gpu__time_duration.sum") or 0) * 1e-9})
+                    "duration_s": (metric_value(rec, "gpu__time_duration.sum") or 0) * 1e-9})
     return out
 
 

@@ -108,11 +108,10 @@ def _err(p: float, m: float | None) -> str:
 
 
 def dispatch_section(dispatch: dict | None, cases: list[CaseComparison], model,
-                     samples: int = 150, after_findings: list[str] | None = None
+                     samples: int = 150, appendix: list[str] | None = None
                      ) -> tuple[list[str], list[dict]]:
     """Markdown lines of the section, and its rows for ``validation.json`` (empty when the
-    directory has no ``dispatch/``); ``after_findings`` (e.g. :func:`tail_lines`) go after
-    the timeline findings, before the counter tables."""
+    directory has no ``dispatch/``); ``appendix`` (e.g. :func:`tail_lines`) ends it."""
     if dispatch is None:
         return [], []
     rows = timeline_rows(dispatch, cases, model, samples)
@@ -154,10 +153,8 @@ def dispatch_section(dispatch: dict | None, cases: list[CaseComparison], model,
                  ("dram_predicted", "dram_lockstep", "dram_timeline_l2",
                   "dram_timeline_partition")]
         lines.append(f"| {r['case']} | {m / 1e9:.2f} GB | " + " | ".join(cells) + " |")
-    counters = [*_partition_lines(dispatch), *_stall_lines(dispatch)]
-    if after_findings and counters:  # a heading of their own after the inserted subsection
-        counters = ["### Counters of the same run", "", *counters]
-    lines += ["", *_findings(rows), *(after_findings or []), *counters, ""]
+    lines += ["", *_findings(rows), *_partition_lines(dispatch), *_stall_lines(dispatch)]
+    lines += [*appendix] if appendix else [""]
     return lines, rows
 
 

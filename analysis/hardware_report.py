@@ -372,17 +372,16 @@ def render_hardware(directory: str | Path) -> Path:
             "speedups": speed, "rankings": ranks}
     dispatch = load_dispatch(directory)
     data["tail"] = tail_rows(dispatch, cases)
-    dispatch_lines, data["dispatch"] = dispatch_section(dispatch, cases, model)
-    if dispatch_lines and dispatch_lines[-1] == "":
-        dispatch_lines = dispatch_lines[:-1]
-    dispatch_lines += tail_lines(data["tail"])
+    dispatch_lines, data["dispatch"] = dispatch_section(dispatch, cases, model,
+                                                        appendix=tail_lines(data["tail"]))
     sharing_lines, data["l2_sharing"] = l2_sharing_section(load_l2_sharing(directory), cases,
                                                            model)
     codegen_lines, data["codegen"] = codegen_section(load_codegen(directory), model)
-    matvec_lines, data["matvec"] = matvec_section(load_matvec(directory), model)
+    matvec = load_matvec(directory)
+    matvec_lines, data["matvec"] = matvec_section(matvec, model)
     parent_matvec = not matvec_lines and (directory.parent / "matvec").is_dir() \
         and (directory.parent / "validation.md").exists()
-    pipe_lines, data["l1_pipe"] = l1_pipe_section(load_l1_pipe(directory), model)
+    pipe_lines, data["l1_pipe"] = l1_pipe_section(load_l1_pipe(directory, matvec), model)
     pre = preregistered_check(directory, cases)
     if pre is not None:
         data["preregistered"] = pre

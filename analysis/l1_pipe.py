@@ -14,22 +14,31 @@ from pathlib import Path
 from simulator.device_model import DeviceModel
 
 from .hardware import counter_model_for, modelled_launch
+from .matvec import load_matvec
+from .ncu import metric_value
 
 DATA_PIPE = "l1tex__data_pipe_lsu_wavefronts.sum"
 DURATION = "gpu__time_duration.sum"
 
 
-def load_l1_pipe(directory: str | Path) -> dict | None:
+def load_l1_pipe(directory: str | Path, matvec: dict | None = None) -> dict | None:
     """The Nsight records with the L1 data-pipe counter of a report directory
-    (``l1_pipe/`` and ``matvec/``), or None if it has neither."""
+    (``l1_pipe/`` and ``matvec/``), or None if it has neither. ``matvec``: the directory's
+    matvec data if already loaded (:func:`analysis.matvec.load_matvec`)."""
     out = {}
+
+    def part(data: dict, stage: str) -> dict:
+        return {"meta": data.get("meta", {}),
+                "records": data.get(stage, {}).get("records", [])}
+
+    if matvec is None:
+        matvec = load_matvec(directory)
+    if matvec is not None:
+        out["cuda"] = part(matvec, "counters")
     for key, path in (("opencl", Path(directory) / "l1_pipe" / "h200_codegen.json"),
-                      ("cuda", Path(directory) / "matvec" / "h200_matvec.json"),
                       ("holdout", Path(directory) / "l1_pipe" / "holdout" / "h200_codegen.json")):
         if path.exists():
-            data = json.loads(path.read_text())
-            stage = data.get("counters" if key == "cuda" else "counters_cubin", {})
-            out[key] = {"meta": data.get("meta", {}), "records": stage.get("records", [])}
+            out[key] = part(json.loads(path.read_text()), "counters_cubin")
     pre = Path(directory) / "l1_pipe" / "holdout" / "predictions.json"
     if "holdout" in out and pre.exists():
         out["holdout"]["predictions"] = json.loads(pre.read_text())
@@ -46,16 +55,13 @@ def holdout_rows(data: dict) -> list[dict]:
         n = "" if c["family"].startswith("matvec") else f"-N{c['n']}"
         case = f"{c['family']}-M{c['n']}-K{c['n']}{n}-T{c['tile']}"
         rec = records.get(case + "-opencl-cubin")
-        measured = _value(rec, DATA_PIPE) if rec and rec.get("check", {}).get("ok") else None
+        ok = rec and rec.get("check", {}).get("ok") and metric_value(rec, DATA_PIPE)
+        measured = float(metric_value(rec, DATA_PIPE)) if ok else None
         rows.append({"case": case, "predicted": c["l1_wavefronts"],
                      "barrier_part": c["barrier_wavefronts"], "measured": measured,
                      "relative_error": c["l1_wavefronts"] / measured - 1 if measured else None})
     return rows
 
-
-def _value(record: dict, metric: str) -> float | None:
-    v = record.get("metrics", {}).get(metric, {}).get("value")
-    return float(v) if isinstance(v, (int, float)) else None
 
 
 def l1_pipe_rows(data: dict, model: DeviceModel) -> list[dict]:
@@ -66,9 +72,10 @@ def l1_pipe_rows(data: dict, model: DeviceModel) -> list[dict]:
     rows = []
     for build, build_model in (("opencl", model), ("cuda", counter_model_for(model))):
         for rec in (data.get(build) or {}).get("records", []):
-            measured, duration = _value(rec, DATA_PIPE), _value(rec, DURATION)
+            measured, duration = metric_value(rec, DATA_PIPE), metric_value(rec, DURATION)
             if not measured or not duration or not rec.get("check", {}).get("ok", True):
                 continue
+            measured, duration = float(measured), float(duration)
             launch = modelled_launch(rec["schedule"], rec["m"], rec["k"], rec.get("n"),
                                      rec["tile"], build_model)
             p = launch.prediction
@@ -154,7 +161,8 @@ def l1_pipe_section(data: dict | None, model: DeviceModel) -> tuple[list[str], l
     barriered = [r for r in opencl if r["barrier_part"]]
     lines += [
         "",
-        f"- **The count.** Predicted against measured: {_span([r['relative_error'] for r in opencl])} "
+        "- **The count.** Predicted against measured: "
+        f"{_span([r['relative_error'] for r in opencl])} "
         f"over these {len(opencl)} launches"
         + (f"; without the barrier term the kernels with barriers would be "
            f"{_span([r['relative_error_without_barriers'] for r in barriered])} off"

@@ -13,6 +13,7 @@ from pathlib import Path
 from simulator.device_model import DeviceModel
 
 from .hardware import modelled_launch
+from .ncu import metric_value
 
 NAIVE, LOCAL, WHOLE = "matvec-naive", "matvec-local", "matvec-local-whole"
 DATA_PIPE = "l1tex__data_pipe_lsu_wavefronts.sum"
@@ -24,11 +25,6 @@ def load_matvec(directory: str | Path) -> dict | None:
     """``matvec/h200_matvec.json`` of a report directory, or None if it has none."""
     path = Path(directory) / "matvec" / "h200_matvec.json"
     return json.loads(path.read_text()) if path.exists() else None
-
-
-def _metric(record: dict | None, name: str) -> float | None:
-    v = (record or {}).get("metrics", {}).get(name, {}).get("value")
-    return float(v) if isinstance(v, (int, float)) else None
 
 
 def matvec_rows(data: dict, model: DeviceModel) -> list[dict]:
@@ -47,13 +43,13 @@ def matvec_rows(data: dict, model: DeviceModel) -> list[dict]:
         ok = run.get("run", {}).get("check", {}).get("ok")
         rec = counted.get(case_id)
         launch = modelled_launch(family, m, k, None, run["tile"], model)
-        pipe = _metric(rec, DATA_PIPE)
+        pipe = metric_value(rec, DATA_PIPE)
         row["schedules"][family] = {
             "opencl_s": run["run"]["median_s"] if ok else None,
             "predicted_s": launch.prediction.predicted_time_s,
-            "cuda_s": (_metric(rec, DURATION) or 0) * 1e-9 or None,
+            "cuda_s": (metric_value(rec, DURATION) or 0) * 1e-9 or None,
             "data_pipe_wavefronts_per_sm": pipe / row["work_groups"] if pipe else None,
-            "long_scoreboard": _metric(rec, LONG_SCOREBOARD)}
+            "long_scoreboard": metric_value(rec, LONG_SCOREBOARD)}
     return [sizes[key] for key in sorted(sizes, key=lambda mk: (mk[0] != 4096, mk))]
 
 

@@ -45,3 +45,11 @@ def parse_ncu_raw_csv(text: str) -> list[dict]:
                 info[name] = _number(value) if name == "ID" else value
         records.append({"info": info, "metrics": metrics})
     return records
+
+
+def metric_value(record: dict | None, metric: str) -> int | float | None:
+    """The numeric value of ``metric`` in a counters record (``{"metrics": {name: {"value":
+    ..., "unit": ...}}}``, as the H200 scripts write them), as stored (an int for a count),
+    or None where the record, the metric or a number is missing."""
+    v = (record or {}).get("metrics", {}).get(metric, {}).get("value")
+    return v if isinstance(v, (int, float)) else None

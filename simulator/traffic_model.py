@@ -225,8 +225,9 @@ def tail_latency_s(busy_s: float, phases_per_cu: float, work_groups_per_cu: int,
     Assumes steady-state dispatch: when the unit's last work-group starts, its ``resident``
     work-groups R are spread evenly over their work (observed on the H200's timelines of
     tiled kernels, ``reports/nvidia-h200/dispatch``, not derived: work-groups that start
-    together drift apart because the unit does not serve them equally), the i-th from the end having i / R of a
-    work-group's P = ``phases_per_cu`` / ``work_groups_per_cu`` barrier intervals left. They
+    together drift apart because the unit does not serve them equally), the i-th from the
+    end having i / R of a work-group's P = ``phases_per_cu`` / ``work_groups_per_cu``
+    barrier intervals left. They
     end one by one; while n remain, the unit completes X(n) intervals per second
     (:func:`closed_network_throughput` with n customers, demand ``busy_s`` /
     ``phases_per_cu``, delay ``latency_s``), shared equally. The drain then takes
@@ -243,11 +244,15 @@ def tail_latency_s(busy_s: float, phases_per_cu: float, work_groups_per_cu: int,
     if phases_per_cu <= 0 or resident < 1 or work_groups_per_cu <= resident:
         return 0.0
     per_group = phases_per_cu / work_groups_per_cu
-    steady = per_group * (resident + 1) / 2 / closed_network_throughput(
-        resident, busy_s / phases_per_cu, latency_s)
-    return max(0.0, drain_time_s(busy_s, phases_per_cu, work_groups_per_cu, resident,
-                                 latency_s) - steady)
+    throughputs = closed_network_throughputs(resident, busy_s / phases_per_cu, latency_s)
+    steady = per_group * (resident + 1) / 2 / throughputs[-1]
+    return max(0.0, _drain(per_group, throughputs) - steady)
 
+
+def _drain(per_group: float, throughputs: list[float]) -> float:
+    """sum over n = 1..R of (P / R) n / X(n), X = ``throughputs``, R their number."""
+    resident = len(throughputs)
+    return sum(per_group / resident * n / x for n, x in enumerate(throughputs, start=1))
 
 
 def drain_time_s(busy_s: float, phases_per_cu: float, work_groups_per_cu: int,
@@ -265,9 +270,8 @@ def drain_time_s(busy_s: float, phases_per_cu: float, work_groups_per_cu: int,
                          f"{resident}, {work_groups_per_cu}")
     if phases_per_cu <= 0:
         return 0.0
-    per_group = phases_per_cu / work_groups_per_cu
-    throughputs = closed_network_throughputs(resident, busy_s / phases_per_cu, latency_s)
-    return sum(per_group / resident * n / x for n, x in enumerate(throughputs, start=1))
+    return _drain(phases_per_cu / work_groups_per_cu,
+                  closed_network_throughputs(resident, busy_s / phases_per_cu, latency_s))
 
 
 def buffer_reads(schedule: Schedule, footprint: FootprintObserver, model: DeviceModel,
@@ -340,10 +344,11 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
     }
     bound = max(terms, key=terms.get)
     customers = min(resident, per_cu_groups)
-    terms["barrier_latency_s"] = exposed_latency_s(terms[bound], load_phases * share,
-                                                   customers, model.memory_latency_s)
-    terms["tail_s"] = tail_latency_s(terms[bound], load_phases * share, per_cu_groups,
-                                     customers, model.memory_latency_s)
+    intervals = load_phases * share   # barrier intervals with global loads on that unit
+    terms["barrier_latency_s"] = exposed_latency_s(terms[bound], intervals, customers,
+                                                   model.memory_latency_s)
+    terms["tail_s"] = tail_latency_s(terms[bound], intervals, per_cu_groups, customers,
+                                     model.memory_latency_s)
     methods["predicted_time_s"] = ("time: ceilings + barrier latency by mean value analysis "
                                    "+ tail")
     waves = counts.work_groups / max(1, resident * model.compute_units)
@@ -356,7 +361,7 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         bound=bound.removesuffix("_s"),
         arithmetic_intensity_flop_per_byte=counts.flop / max(1, dram_read + dram_write),
         resident_work_groups_per_cu=resident, waves=waves, work_groups_per_cu=per_cu_groups,
-        dram_read_bytes_lockstep=dram_lockstep, barrier_intervals_per_cu=load_phases * share,
+        dram_read_bytes_lockstep=dram_lockstep, barrier_intervals_per_cu=intervals,
         methods=methods)
 
 
