@@ -234,7 +234,11 @@ def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
             ("DRAM write bytes (predicted)", p.dram_write_bytes),
             ("resident work-groups per CU", p.resident_work_groups_per_cu),
             ("work-groups on the busiest CU", p.work_groups_per_cu),
-            ("predicted time (ms)", f"{p.predicted_time_s * 1e3:.4f}  ({p.bound}-bound)")]
+            ("predicted time (ms)", f"{p.predicted_time_s * 1e3:.4f}  ({p.bound}-bound)"),
+            ("  of which (us)", " + ".join(
+                f"{label} {p.time_terms_s[key] * 1e6:.1f}" for label, key in (
+                    (p.bound, p.bound + "_s"), ("barrier latency", "barrier_latency_s"),
+                    ("tail", "tail_s"), ("launch", "launch_overhead_s"))))]
     for label, value in rows:
         click.echo(f"  {label:32s} {value}")
     click.echo("  methods: " + "; ".join(f"{k}: {v}" for k, v in p.methods.items()))

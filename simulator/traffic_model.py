@@ -17,11 +17,11 @@ Methods (each figure says which produced it, in ``methods``):
   (``dram_read_bytes_lockstep``), the estimate for work-groups that advance together.
 * ``dram: fits in L2`` — when everything fits in L2, written lines stay there until after
   the kernel: no DRAM writes during it.
-* ``time: ceilings + barrier latency by mean value analysis + tail`` — the time of the busiest
-  resource is the largest of: FLOPs at the FP32 rate, DRAM bytes at DRAM bandwidth, L2→L1
-  bytes at L2 bandwidth, L1 wavefronts (one 128-byte line per global request line, one per
-  local-memory wavefront, ``barrier_wavefronts_per_work_group`` per work-group barrier) at
-  ``l1_wavefronts_per_cycle_per_cu``, and global requests at
+* ``time: ceilings + barrier latency by mean value analysis + tail + launch overhead`` — the
+  time of the busiest resource is the largest of: FLOPs at the FP32 rate, DRAM bytes at
+  DRAM bandwidth, L2→L1 bytes at L2 bandwidth, L1 wavefronts (one 128-byte line per global
+  request line, one per local-memory wavefront, ``barrier_wavefronts_per_work_group`` per
+  work-group barrier) at ``l1_wavefronts_per_cycle_per_cu``, and global requests at
   ``l1_requests_per_cycle_per_cu`` (the L1 tag stage), the last two for the compute unit
   with the most work-groups (⌈work-groups / compute units⌉ of them: a launch of 16
   work-groups uses 16 compute units, one of 133 puts two on one of 132) (the roofline
@@ -142,6 +142,10 @@ class LoadPhaseObserver(Observer):
         self.loading &= ~ended
 
 
+ADDED_TIME_TERMS = ("barrier_latency_s", "tail_s", "launch_overhead_s")
+"""The time terms added to the largest ceiling (:attr:`TrafficPrediction.time_terms_s`)."""
+
+
 @dataclass
 class TrafficPrediction:
     """Predicted cache/DRAM traffic and time of one launch on one device model."""
@@ -153,6 +157,10 @@ class TrafficPrediction:
     dram_write_bytes: int
     l1_wavefronts: int
     time_terms_s: dict[str, float]
+    """Seconds. The ceilings ``fp32_s``, ``dram_s``, ``l2_s``, ``l1_s`` and ``l1_requests_s``
+    (the largest names :attr:`bound`), then the terms added to it: ``barrier_latency_s``,
+    ``tail_s`` and ``launch_overhead_s``. ``predicted_time_s`` = the largest ceiling + the
+    three added terms."""
     predicted_time_s: float
     bound: str
     arithmetic_intensity_flop_per_byte: float
@@ -349,15 +357,15 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
                                                    model.memory_latency_s)
     terms["tail_s"] = tail_latency_s(terms[bound], intervals, per_cu_groups, customers,
                                      model.memory_latency_s)
+    terms["launch_overhead_s"] = model.launch_overhead_s
     methods["predicted_time_s"] = ("time: ceilings + barrier latency by mean value analysis "
-                                   "+ tail")
+                                   "+ tail + launch overhead")
     waves = counts.work_groups / max(1, resident * model.compute_units)
     return TrafficPrediction(
         device_model=model.name, l2_read_sectors=l2_read_sectors, l1_load_hit_rate=hit,
         dram_read_bytes=dram_read, dram_write_bytes=dram_write, l1_wavefronts=l1_wavefronts,
         time_terms_s=terms,
-        predicted_time_s=terms[bound] + terms["barrier_latency_s"] + terms["tail_s"]
-        + model.launch_overhead_s,
+        predicted_time_s=terms[bound] + sum(terms[k] for k in ADDED_TIME_TERMS),
         bound=bound.removesuffix("_s"),
         arithmetic_intensity_flop_per_byte=counts.flop / max(1, dram_read + dram_write),
         resident_work_groups_per_cu=resident, waves=waves, work_groups_per_cu=per_cu_groups,

@@ -26,7 +26,8 @@ from simulator.device_model import (
 from simulator.engine import simulate
 from simulator.memory import MemoryObserver
 from simulator.schedules import build
-from simulator.traffic_model import (FootprintObserver, closed_network_throughput,
+from simulator.traffic_model import (ADDED_TIME_TERMS, FootprintObserver,
+                                     closed_network_throughput,
                                      drain_time_s, exposed_latency_s, model_launch,
                                      predict, tail_latency_s)
 
@@ -249,12 +250,12 @@ def test_predict_gemm_tiled_64_on_h200_by_hand():
     expected = {"fp32_s": 524288 / 67e12, "dram_s": 32768 / 4.8e12,
                 "l2_s": 4096 * 32 / 12e12, "l1_s": 15872 / (16 * 1.98e9),
                 "l1_requests_s": 1152 / (16 * 1.98e9 * 0.76),
-                "barrier_latency_s": 4 * 550e-9, "tail_s": 0.0}
+                "barrier_latency_s": 4 * 550e-9, "tail_s": 0.0, "launch_overhead_s": 3e-6}
     assert p.time_terms_s == pytest.approx(expected, rel=1e-9)
     assert all(v > 0 for k, v in p.time_terms_s.items() if k != "tail_s")
     assert p.bound == "l1"
     ceilings = {k: v for k, v in p.time_terms_s.items()
-                if k not in ("barrier_latency_s", "tail_s")}
+                if k not in ADDED_TIME_TERMS}
     assert max(ceilings, key=ceilings.get) == "l1_s"
     assert p.predicted_time_s == pytest.approx(15872 / (16 * 1.98e9) + 2.2e-6 + 3e-6,
                                                rel=1e-9)
@@ -583,6 +584,10 @@ def test_predict_charges_the_tail_when_a_unit_gets_more_than_it_holds():
     assert p.predicted_time_s == pytest.approx(
         busy + p.time_terms_s["barrier_latency_s"] + p.time_terms_s["tail_s"]
         + one_cu.launch_overhead_s, rel=1e-12)
+    # the listed terms add up to the prediction: the bound's ceiling + the added terms
+    assert p.time_terms_s["launch_overhead_s"] == one_cu.launch_overhead_s
+    assert p.predicted_time_s == pytest.approx(
+        busy + sum(p.time_terms_s[k] for k in ADDED_TIME_TERMS), rel=1e-12)
 
 
 def test_the_tail_starts_at_one_work_group_more_than_the_units_hold():
