@@ -8,13 +8,14 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from simulator.device_model import DEVICE_MODELS
+from simulator.device_model import DEVICE_MODELS, DeviceModel
 from simulator.schedule import FLOAT_BYTES
 
 from . import plots
 from .dispatch import dispatch_section, load_dispatch, tail_lines, tail_rows
 from .l1_pipe import l1_pipe_section, load_l1_pipe
-from .matvec import load_matvec, matvec_section
+from .matvec import (busy_sms_rows, load_busy_sms, load_matvec, load_matvec_loops,
+                     matvec_section)
 from .l2_sharing import l2_sharing_section, load_l2_sharing
 from .codegen import codegen_section, load_codegen
 from .hardware import (EXACT, WITHIN_25, CaseComparison, compare, counter_model_for,
@@ -174,6 +175,63 @@ def _under_cases(cases: list[CaseComparison]) -> str:
         return "nowhere"
     return "; ".join(f"at N = {n}: {' and '.join(sorted(fams))}"
                      for n, fams in sorted(under.items()))
+
+
+_FIRST_MODEL = ("guessed when the device model was first written (commit 65c4cc2), before "
+                "the first H200 run")
+
+
+def _value_rows(model: DeviceModel, which: str, unshared: str | None) -> list[str]:
+    """Rows of the guessed-values table: each guessed or measurement-read value of
+    ``model``, its value, how it was set and which predictions use it."""
+    known = {
+        "l2_bytes_per_s": (f"{model.l2_bytes_per_s / 1e12:g} TB/s", _FIRST_MODEL,
+                           "the L2 ceiling of the time"),
+        "l1_wavefronts_per_cycle_per_cu": (
+            f"{model.l1_wavefronts_per_cycle_per_cu:g}", _FIRST_MODEL,
+            "the L1 data-pipe ceiling of the time (the bound of most kernels here)"),
+        "launch_overhead_s": (f"{model.launch_overhead_s * 1e6:g} µs", _FIRST_MODEL,
+                              "every time (added once per launch)"),
+        "l1_sharing_work_groups": (
+            f"{model.l1_sharing_work_groups}",
+            f"chosen with {which}: work-groups 2j and 2j+1 share an L1"
+            + (f"; without sharing, this report's L2→L1 sectors of the 8×8 work-groups "
+               f"would be {unshared}" if unshared else ""), "the L2→L1 sectors"),
+        "l2_associativity": (f"{model.l2_associativity}", f"chosen with {which}",
+                             "the DRAM reads beyond the L2"),
+        "l1_requests_per_cycle_per_cu": (
+            f"{model.l1_requests_per_cycle_per_cu:g}",
+            "chosen with every H200 measurement in view: Nsight's global requests "
+            "(`l1tex__t_requests_pipe_lsu_mem_global_op_ld` + `_st`) of the naive B = 32 "
+            "kernel per cycle of its busiest SM, as the model charges them (0.761 at "
+            "N = 1024, 0.760 at N = 4096), so that kernel's Nsight durations match by "
+            "construction; the first value, 0.75, came from the same counters averaged "
+            "over all SMs", "the request ceiling of the time (the bound of the naive B = 32 "
+            "kernels)"),
+        "memory_latency_s": (
+            f"{model.memory_latency_s * 1e9:g} ns",
+            "rounded from the 554 ns mean wait per K-tile of gemm-tiled B = 16 at N = 4096 "
+            "in the OpenCL build (`barrier_wait/`): one kernel's loaded wait, the largest "
+            "of the six tiled launches measured (273–554 ns), so still a guess for the "
+            "others", "the exposed barrier latency and the tail"),
+        "local_vector_min_wavefronts": (
+            f"{model.local_vector_min_wavefronts}",
+            "not a guess: read off the issue-4 run's counters (every 128-bit local load "
+            "took two wavefronts), so not an independent check of the local-load "
+            "wavefronts there", "the local-load wavefronts of 128-bit loads (the CUDA build)"),
+        "barrier_wavefronts_per_work_group": (
+            f"{model.barrier_wavefronts_per_work_group}",
+            "not a guess: read off the L1 data-pipe counters of "
+            "`reports/nvidia-h200/l1_pipe/` (\"The L1 data pipe, measured\")",
+            "the L1 wavefronts, and so the time"),
+    }
+    names = [*model.guessed, "local_vector_min_wavefronts",
+             "barrier_wavefronts_per_work_group"]
+    rows = []
+    for name in dict.fromkeys(names):
+        value, how, used = known.get(name, (f"{getattr(model, name, '?')}", "guessed", "—"))
+        rows.append(f"| `{name}` | {value} | {how} | {used} |")
+    return rows
 
 
 def _discordant_text(d: dict) -> str:
@@ -378,7 +436,11 @@ def render_hardware(directory: str | Path) -> Path:
                                                            model)
     codegen_lines, data["codegen"] = codegen_section(load_codegen(directory), model)
     matvec = load_matvec(directory)
-    matvec_lines, data["matvec"] = matvec_section(matvec, model)
+    busy = load_busy_sms(directory)
+    data["matvec_busy_sms"] = busy_sms_rows(busy, model)
+    matvec_lines, data["matvec"] = matvec_section(
+        matvec, model, load_matvec_loops(directory), data["matvec_busy_sms"],
+        (busy or {}).get("meta", {}).get("created_utc", "?"))
     parent_matvec = not matvec_lines and (directory.parent / "matvec").is_dir() \
         and (directory.parent / "validation.md").exists()
     pipe_lines, data["l1_pipe"] = l1_pipe_section(load_l1_pipe(directory, matvec), model)
@@ -491,42 +553,23 @@ def render_hardware(directory: str | Path) -> Path:
              "independent of them")
     unshared = _unshared_l2_errors(cases)
     lines += ["## What the model guesses", "",
-              "Values of the device model that are not documented and were guessed: "
-              + ", ".join(f"`{g}`" for g in model.guessed) + ". Two of them were chosen "
-              f"with {which}: "
-              "`l1_sharing_work_groups` (2: work-groups 2j and 2j+1 share an L1"
-              + (f"; without sharing, this report's L2→L1 sectors of the 8×8 work-groups "
-                 f"would be {unshared}" if unshared else "") + ") for the L2→L1 sectors, and "
-              "`l2_associativity` (16) for the DRAM reads beyond L2. Two more, for the time, "
-              "were chosen with every H200 measurement in view: "
-              "`l1_requests_per_cycle_per_cu` (0.76: Nsight's global requests "
-              "(`l1tex__t_requests_pipe_lsu_mem_global_op_ld` + `_st`) of the naive B = 32 "
-              "kernel per cycle of its busiest SM, as the model charges them: 0.761 at "
-              "N = 1024 and 0.760 at N = 4096, so that kernel's Nsight durations match by "
-              "construction; the first value, 0.75, came from the same counters averaged "
-              "over all SMs) and `memory_latency_s` (550 ns, rounded from the 554 ns "
-              "mean wait per K-tile of gemm-tiled B = 16 at N = 4096 in the OpenCL build, "
-              "`barrier_wait/`: one kernel's loaded wait, the largest of the six tiled "
-              "launches measured, 273–554 ns; so it is still listed, and warned about, as a "
-              "guess). They came with a change of the time model made after the issue-4 run "
-              "(`reports/nvidia-h200`) and the held-out run (`reports/nvidia-h200/holdout`) "
-              "had both been measured, which also brought the OpenCL build's "
-              "scalar local loads (read off its machine code, \"Two builds of one source\") "
-              "and the exposed barrier latency by mean value analysis instead of latency / "
-              "resident work-groups; later still, with the same data in view, the tail "
-              "(`tail_s`: a compute unit's last work-groups run with fewer companions) came "
-              "in and the request ceiling went from 0.75 to 0.76. "
-              "So no time, speedup or ranking here is an independent test"
+              "Values of the device model that are not documented (guessed: each is warned "
+              "about whenever it is used) or that were read off these measurements, and "
+              "what each one feeds:", "",
+              "| value | here | how it was set | used for |", "|---|---|---|---|",
+              *_value_rows(model, which, unshared), "",
+              "The time model itself changed after the issue-4 run (`reports/nvidia-h200`) "
+              "and the held-out run (`reports/nvidia-h200/holdout`) had both been measured: "
+              "the OpenCL build's scalar local loads (read off its machine code, \"Two "
+              "builds of one source\"), the exposed barrier latency by mean value analysis "
+              "instead of latency / resident work-groups, later the tail (`tail_s`: a "
+              "compute unit's last work-groups run with fewer companions) and the request "
+              "ceiling from 0.75 to 0.76, all with the same data in view. So no time, "
+              "speedup or ranking here is an independent test"
               + (" (the time predictions made before this run are in `predictions.json`, "
                  "compared in Pre-registered)" if holdout else "")
               + ". The global load instructions, requests and sectors and the local-load "
-              "instructions use no value chosen or read with these data.",
-              "`local_vector_min_wavefronts` (2) is not a guess but read off the issue-4 "
-              "run's counters (every 128-bit local load took two wavefronts), and so is not "
-              "an independent check of the local-load wavefronts there; nor is "
-              "`barrier_wavefronts_per_work_group` (2), read off the L1 data-pipe counters "
-              "of `l1_pipe/` (\"The L1 data pipe, measured\"), where it also changed the "
-              "time predictions: a work-group barrier costs two L1 wavefronts.", "",
+              "instructions use no value chosen or read with these data.", "",
               *codegen_lines, *pipe_lines, *matvec_lines, *_dram_section(cases, model, holdout),
               *dispatch_lines, *sharing_lines]
     _atomic_write(directory / "validation.md", "\n".join(lines))

@@ -19,9 +19,14 @@ Stages (one device call; ``reports/nvidia-h200/matvec/command.txt``):
    wavefronts, the tag stage's output wavefronts, requests into the L1, fills from L2, and
    the warps' stall reasons.
 
+With ``--busy-sms`` the grid is M = 256 x (8 .. 132) work-groups at K = 12288 instead: the
+same work per SM with ever more SMs busy (matvec-naive over matvec-local-whole was 1.13 at 16
+work-groups and 1.04 at 132 in the M x K grid).
+
 Run on the device::
 
     python3 benchmarks/h200_matvec.py --out $OUT
+    python3 benchmarks/h200_matvec.py --busy-sms --skip counters --out $OUT/busy_sms
 """
 from __future__ import annotations
 
@@ -52,6 +57,9 @@ SMS_M = (1024, 16384, 33792)
 """M at K = 4096: 4, 64 and 132 work-groups (one per SM, every SM at 33792)."""
 LOCAL_WHOLE_MAX_K = 12288
 """matvec-local-whole keeps all of x in local memory: K x 4 bytes <= 48 KiB."""
+BUSY_SMS = (8, 12, 16, 20, 24, 32, 40, 48, 64, 96, 132)
+"""``--busy-sms``: work-groups (one per SM) at K = 12288, the same work per SM; A is
+M x 48 KiB, 96 MiB and more, so it comes from DRAM in every launch."""
 
 EXTRA_METRICS = (
     "l1tex__data_pipe_lsu_wavefronts.sum",
@@ -72,10 +80,13 @@ EXTRA_METRICS = (
 )
 
 
-def cases() -> list[dict]:
-    """The (family, M, K) grid as h200_validation case dicts."""
+def cases(busy_sms: bool = False) -> list[dict]:
+    """The (family, M, K) grid as h200_validation case dicts; with ``busy_sms``, the
+    :data:`BUSY_SMS` sweep instead."""
     out = []
     grid = [(4096, k) for k in STRIDES_K] + [(m, 4096) for m in SMS_M]
+    if busy_sms:
+        grid = [(TILE * g, LOCAL_WHOLE_MAX_K) for g in BUSY_SMS]
     for m, k in grid:
         for family in FAMILIES:
             if family == "matvec-local-whole" and k > LOCAL_WHOLE_MAX_K:
@@ -93,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--ncu-timeout-s", type=float, default=240.0)
     ap.add_argument("--skip", action="append", default=[], choices=["opencl", "counters"])
+    ap.add_argument("--busy-sms", action="store_true",
+                    help="run the BUSY_SMS sweep (K = 12288, 8 to 132 work-groups) instead "
+                         "of the M x K grid")
     args = ap.parse_args(argv)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -101,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                         datefmt="%H:%M:%S", handlers=[logging.StreamHandler(sys.stderr),
                                                       logging.FileHandler(extras / "log.txt")])
     command = shlex.join([sys.executable] + sys.argv)
-    grid = cases()
+    grid = cases(args.busy_sms)
     raw = validation.Recorder(out / "h200_matvec.json", {
         "meta": {"created_utc": _dt.datetime.now(_dt.timezone.utc).strftime(
                      "%Y-%m-%dT%H:%M:%SZ"),

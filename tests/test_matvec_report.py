@@ -57,3 +57,49 @@ def test_section_renders_and_an_absent_directory_has_none(small, tmp_path):
     assert len(rows) == 2
     assert load_matvec(tmp_path) is None
     assert matvec_section(None, device_model("nvidia-h200")) == ([], [])
+
+
+def test_loop_finding_names_loads_in_flight_and_the_times_by_work_groups():
+    from analysis.matvec import _loop_finding
+    from analysis.sass import LoopIssue
+
+    def row(m, wgs, naive, whole):
+        return {"m": m, "k": 4096, "work_groups": wgs, "a_fits_l2": False,
+                "schedules": {"matvec-naive": {"opencl_s": naive},
+                              "matvec-local": {"opencl_s": 1e-3},
+                              "matvec-local-whole": {"opencl_s": whole}}}
+    loops = {"matvec-naive": LoopIssue(32, 0, 16, 16), "matvec-local": LoopIssue(16, 16, 16, 4),
+             "matvec-local-whole": LoopIssue(16, 16, 16, 16)}
+    rows = [row(33792, 132, 0.577e-3, 0.556e-3), row(4096, 16, 0.627e-3, 0.557e-3)]
+    text = "\n".join(_loop_finding(rows, loops, 32))
+    # 8 k-steps per 32-byte sector: 8 and 4 k-steps in flight hold one miss, 16 hold two
+    assert "loads of 8 k-steps" in text and "4 in matvec-local and 16 in" in text
+    assert "most 1 in matvec-naive, 1 in matvec-local and 2 in matvec-local-whole" in text
+    assert "from 0.627 ms at 16 work-groups to 0.577 ms at 132" in text
+    assert "stays at 0.556–0.557 ms" in text
+    assert _loop_finding(rows, {}, 32) == [] and _loop_finding(rows[:1], loops, 32) == []
+
+
+def test_busy_sms_rows_and_table_from_the_committed_sweep():
+    from analysis.matvec import _busy_lines, busy_sms_rows, load_busy_sms
+    data = load_busy_sms(REPORT)
+    assert data is not None and len(data["opencl"]) == 33
+    assert all(r["run"]["check"]["ok"] for r in data["opencl"])
+    # model only the smallest and largest sweep points (each launch takes seconds)
+    data["opencl"] = [r for r in data["opencl"] if r["m"] in (2048, 33792)]
+    rows = busy_sms_rows(data, device_model("nvidia-h200"))
+    assert [r["work_groups"] for r in rows] == [8, 132]
+    raw = {(r["schedule"], r["m"]): r["run"]["median_s"] for r in data["opencl"]}
+    for r in rows:
+        assert r["opencl_s"]["matvec-naive"] == raw[("matvec-naive", r["m"])]
+        # the same work per SM: the model's times do not depend on the SMs busy
+        assert r["predicted_s"].keys() == {"matvec-naive", "matvec-local-whole"}
+    assert rows[0]["predicted_s"] == pytest.approx(rows[1]["predicted_s"], rel=1e-9)
+    text = "\n".join(_busy_lines(rows, data["meta"]["created_utc"]))
+    naive = [r["opencl_s"]["matvec-naive"] for r in rows]
+    fall = (naive[0] - naive[1]) / naive[0]
+    assert fall > 0.05          # measured: matvec-naive runs faster with 132 SMs busy
+    assert f"falls by {fall:.1%} from 8 busy SMs" in text
+    assert "overtakes matvec-local between 8 and 132" in text
+    assert _busy_lines(rows[:1], "?") == []
+    assert busy_sms_rows(None, device_model("nvidia-h200")) == []

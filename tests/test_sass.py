@@ -1,0 +1,69 @@
+"""Loads in flight read off machine code (analysis/sass.py), on hand-written disassemblies
+and on the committed H200 ones."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analysis.matvec import load_matvec_loops
+from analysis.sass import LoopIssue, main_loop
+
+H200 = Path(__file__).resolve().parents[1] / "reports" / "nvidia-h200"
+
+
+def _sass(body: list[str]) -> str:
+    """cuobjdump-style lines: address comment, instruction, encoding comment."""
+    return "\n".join(f"        /*{16 * i:04x}*/                   {op} ;  /* 0x0 */"
+                     for i, op in enumerate(body))
+
+
+def test_outer_loop_and_loop_without_fma_are_not_the_main_loop():
+    code = _sass([
+        "MOV R1, RZ",                                  # 0x00
+        "LDG.E R2, desc[UR4][R4.64]",                  # 0x10 outer loop top
+        "LDG.E R3, desc[UR4][R6.64]",                  # 0x20 inner loop top
+        "LDG.E R5, desc[UR4][R8.64]",                  # 0x30
+        "LDS R7, [UR5]",                               # 0x40
+        "FFMA R1, R3, R5, R1",                         # 0x50
+        "LDG.E R3, desc[UR4][R6.64+0x4]",              # 0x60
+        "FFMA R1, R3, R7, R1",                         # 0x70
+        "@P0 BRA 0x20",                                # 0x80 inner back edge
+        "FFMA R1, R2, R1, R1",                         # 0x90
+        "@!P1 BRA 0x10",                               # 0xa0 outer back edge
+        "LDG.E R9, desc[UR4][R8.64]",                  # 0xb0 a copy loop, no FFMA
+        "@P2 BRA 0xb0",                                # 0xc0
+        "EXIT",
+    ])
+    loop = main_loop(code)
+    # inner loop 0x20..0x80: LDG x3, LDS x1, FFMA x2; two LDG before the first FFMA
+    assert loop == LoopIssue(global_loads=3, local_loads=1, fmas=2,
+                             global_loads_before_first_fma=2)
+    # 3 loads per 2 multiply-adds: 2 loads are 2 / 1.5 k-steps
+    assert loop.k_steps_in_flight == pytest.approx(4 / 3)
+
+
+def test_predicated_loads_count_and_forward_branches_are_not_loops():
+    code = _sass(["@P0 BRA 0x40",
+                  "@!P3 LDG.E.CONSTANT R2, desc[UR4][R4.64]",
+                  "@P1 LDG.E.CONSTANT R3, desc[UR4][R4.64+0x4]",
+                  "FFMA R1, R2, R3, R1",
+                  "@P0 BRA 0x10"])
+    assert main_loop(code) == LoopIssue(2, 0, 1, 2)
+
+
+def test_no_loop_with_a_multiply_add_is_an_error():
+    with pytest.raises(ValueError, match="no loop"):
+        main_loop(_sass(["LDG.E R2, desc[UR4][R4.64]", "@P0 BRA 0x0", "EXIT"]))
+    assert LoopIssue(0, 0, 0, 0).k_steps_in_flight == 0.0
+
+
+def test_committed_h200_matvec_machine_code():
+    # reports/nvidia-h200/codegen/code.tar.gz: the OpenCL driver's JIT, unrolled 16-fold;
+    # matvec-naive loads A and x (32 LDG) and waits after 8 k-steps, matvec-local-whole
+    # issues all 16 loads of A first, matvec-local interleaves after 4
+    loops = load_matvec_loops(H200)
+    assert {k: (v.global_loads, v.fmas, v.k_steps_in_flight) for k, v in loops.items()} == {
+        "matvec-naive": (32, 16, 8.0), "matvec-local": (16, 16, 4.0),
+        "matvec-local-whole": (16, 16, 16.0)}
+    assert load_matvec_loops(H200 / "no-such-directory") == {}
