@@ -183,7 +183,12 @@ _FIRST_MODEL = ("guessed when the device model was first written (commit 65c4cc2
 
 def _value_rows(model: DeviceModel, which: str, unshared: str | None) -> list[str]:
     """Rows of the guessed-values table: each guessed or measurement-read value of
-    ``model``, its value, how it was set and which predictions use it."""
+    ``model``, its value, how it was set and which predictions use it. The account of how a
+    value was set is the H200's (``simulator/device_model.py``); for another model every
+    guessed value is just listed as guessed."""
+    h200 = model.name.startswith("nvidia-h200")
+    after = ("chosen with every H200 measurement in view, after both the issue-4 and the "
+             "held-out run had been measured: ")
     known = {
         "l2_bytes_per_s": (f"{model.l2_bytes_per_s / 1e12:g} TB/s", _FIRST_MODEL,
                            "the L2 ceiling of the time"),
@@ -196,12 +201,13 @@ def _value_rows(model: DeviceModel, which: str, unshared: str | None) -> list[st
             f"{model.l1_sharing_work_groups}",
             f"chosen with {which}: work-groups 2j and 2j+1 share an L1"
             + (f"; without sharing, this report's L2→L1 sectors of the 8×8 work-groups "
-               f"would be {unshared}" if unshared else ""), "the L2→L1 sectors"),
+               f"would be {unshared}" if unshared else ""),
+            "the L2→L1 sectors (and so the L1 hit rate and the L2 time)"),
         "l2_associativity": (f"{model.l2_associativity}", f"chosen with {which}",
-                             "the DRAM reads beyond the L2"),
+                             "the DRAM reads beyond the L2 (and so the DRAM time)"),
         "l1_requests_per_cycle_per_cu": (
             f"{model.l1_requests_per_cycle_per_cu:g}",
-            "chosen with every H200 measurement in view: Nsight's global requests "
+            after + "Nsight's global requests "
             "(`l1tex__t_requests_pipe_lsu_mem_global_op_ld` + `_st`) of the naive B = 32 "
             "kernel per cycle of its busiest SM, as the model charges them (0.761 at "
             "N = 1024, 0.760 at N = 4096), so that kernel's Nsight durations match by "
@@ -210,10 +216,16 @@ def _value_rows(model: DeviceModel, which: str, unshared: str | None) -> list[st
             "kernels)"),
         "memory_latency_s": (
             f"{model.memory_latency_s * 1e9:g} ns",
-            "rounded from the 554 ns mean wait per K-tile of gemm-tiled B = 16 at N = 4096 "
-            "in the OpenCL build (`barrier_wait/`): one kernel's loaded wait, the largest "
-            "of the six tiled launches measured (273–554 ns), so still a guess for the "
-            "others", "the exposed barrier latency and the tail"),
+            after + "rounded from the 554 ns mean wait per K-tile of gemm-tiled B = 16 at "
+            "N = 4096 in the OpenCL build (`barrier_wait/`), one kernel's loaded wait, the "
+            "largest of the six tiled launches measured (273–554 ns), so still a guess for "
+            "the others", "the exposed barrier latency and the tail"),
+        "local_vector_words": (
+            f"{model.local_vector_words}",
+            "not a guess: read off the builds' machine code (`codegen/`, \"Two builds of one "
+            "source\"): 1 for the OpenCL build (`nvidia-h200`), 4 for the CUDA build "
+            "(`nvidia-h200-cuda`)", "the local-load instructions and wavefronts, and so the "
+            "time"),
         "local_vector_min_wavefronts": (
             f"{model.local_vector_min_wavefronts}",
             "not a guess: read off the issue-4 run's counters (every 128-bit local load "
@@ -222,14 +234,18 @@ def _value_rows(model: DeviceModel, which: str, unshared: str | None) -> list[st
         "barrier_wavefronts_per_work_group": (
             f"{model.barrier_wavefronts_per_work_group}",
             "not a guess: read off the L1 data-pipe counters of "
-            "`reports/nvidia-h200/l1_pipe/` (\"The L1 data pipe, measured\")",
+            "`reports/nvidia-h200/l1_pipe/` (\"The L1 data pipe, measured\"), so not an "
+            "independent check of the L1 wavefronts there",
             "the L1 wavefronts, and so the time"),
     }
-    names = [*model.guessed, "local_vector_min_wavefronts",
-             "barrier_wavefronts_per_work_group"]
+    read = ("local_vector_words", "local_vector_min_wavefronts",
+            "barrier_wavefronts_per_work_group")
     rows = []
-    for name in dict.fromkeys(names):
-        value, how, used = known.get(name, (f"{getattr(model, name, '?')}", "guessed", "—"))
+    for name in dict.fromkeys([*model.guessed, *(read if h200 else ())]):
+        value, how, used = known.get(name, (None, None, "—"))
+        if not h200 or value is None or (name in read and name in model.guessed):
+            value, how = f"{getattr(model, name, '?')}", "guessed"
+            used = used.split(" (")[0]          # the parentheses speak of the H200 cases
         rows.append(f"| `{name}` | {value} | {how} | {used} |")
     return rows
 
@@ -549,14 +565,14 @@ def render_hardware(directory: str | Path) -> Path:
                       f"TFLOP/s, {cuda / ref * 100:.0f}%, in the CUDA build under Nsight).", ""]
     which = ("the issue-4 run (`reports/nvidia-h200`) in view, not these held-out cases, "
              "which were predicted before they were measured (see Pre-registered)" if holdout
-             else "these measurements in view, so the predictions that use them are not "
+             else "these measurements in view, so the predictions that use it are not "
              "independent of them")
     unshared = _unshared_l2_errors(cases)
     lines += ["## What the model guesses", "",
               "Values of the device model that are not documented (guessed: each is warned "
               "about whenever it is used) or that were read off these measurements, and "
               "what each one feeds:", "",
-              "| value | here | how it was set | used for |", "|---|---|---|---|",
+              "| name | value | how it was set | used for |", "|---|---|---|---|",
               *_value_rows(model, which, unshared), "",
               "The time model itself changed after the issue-4 run (`reports/nvidia-h200`) "
               "and the held-out run (`reports/nvidia-h200/holdout`) had both been measured: "

@@ -8,6 +8,7 @@ of the CUDA build) and puts the time model's predictions beside it. Nothing here
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from simulator.device_model import DeviceModel
@@ -36,9 +37,11 @@ def load_busy_sms(directory: str | Path) -> dict | None:
 
 
 def busy_sms_rows(data: dict | None, model: DeviceModel) -> list[dict]:
-    """One row per number of work-groups (one per SM, the same work each) of the
-    ``--busy-sms`` sweep: per schedule the checked OpenCL median (s, None if it failed or
-    did not run) and, for matvec-naive and matvec-local-whole, the model's time (s)."""
+    """One row per number of work-groups of the ``--busy-sms`` sweep (the same work each):
+    per schedule the checked OpenCL median (s, None if it failed its check or did not run)
+    and, in the rows with the fewest and the most work-groups only (the model is slow and
+    its time per work-group does not change with their number when each has an SM to
+    itself), the model's time (s) of matvec-naive and matvec-local-whole."""
     if data is None:
         return []
     rows: dict[int, dict] = {}
@@ -47,63 +50,93 @@ def busy_sms_rows(data: dict | None, model: DeviceModel) -> list[dict]:
             continue
         groups = run["m"] // run["tile"]
         row = rows.setdefault(groups, {"work_groups": groups, "m": run["m"], "k": run["k"],
-                                       "opencl_s": {}, "predicted_s": {}})
+                                       "tile": run["tile"], "opencl_s": {},
+                                       "predicted_s": {}})
         ok = run["run"].get("check", {}).get("ok")
         row["opencl_s"][run["schedule"]] = run["run"]["median_s"] if ok else None
-        if run["schedule"] in (NAIVE, WHOLE):
-            launch = modelled_launch(run["schedule"], run["m"], run["k"], None, run["tile"],
-                                     model)
-            row["predicted_s"][run["schedule"]] = launch.prediction.predicted_time_s
-    return [rows[g] for g in sorted(rows)]
+    out = [rows[g] for g in sorted(rows)]
+    for row in {id(r): r for r in out[:1] + out[-1:]}.values():
+        for family in (NAIVE, WHOLE):
+            launch = modelled_launch(family, row["m"], row["k"], None, row["tile"], model)
+            row["predicted_s"][family] = launch.prediction.predicted_time_s
+    return out
 
 
-def _busy_lines(rows: list[dict], created: str) -> list[str]:
-    """The busy-SMs table and what it shows (nothing without complete rows)."""
-    rows = [r for r in rows if all(r["opencl_s"].get(f) for f in (NAIVE, LOCAL, WHOLE))]
-    if len(rows) < 2:
+def _busy_lines(rows: list[dict], created: str, l2_bytes: int) -> list[str]:
+    """The busy-SMs table and what it shows (nothing without two complete rows)."""
+    complete = [r for r in rows if all(r["opencl_s"].get(f) for f in (NAIVE, LOCAL, WHOLE))]
+    if len(complete) < 2:
         return []
+    left_out = len(rows) - len(complete)
+    rows = complete
 
-    def ratio(r: dict, a: str, b: str, key: str = "opencl_s") -> float:
-        return r[key][a] / r[key][b]
+    def ratio(r: dict, a: str, b: str) -> float:
+        return r["opencl_s"][a] / r["opencl_s"][b]
 
-    lines = ["", f"**Busy SMs.** The same work per SM (K = {rows[0]['k']:,}: A is "
-             f"{rows[0]['m'] * rows[0]['k'] * FLOAT_BYTES / 2**20:.0f} MiB and more, from "
-             "DRAM in every launch) with ever more SMs busy, one work-group each "
-             "(`benchmarks/h200_matvec.py --busy-sms`, one device call on "
+    def ms(r: dict, family: str, key: str = "opencl_s") -> str:
+        return f"{r[key][family] * 1e3:.3f} ms"
+
+    first, last = rows[0], rows[-1]
+    lines = ["", f"**Busy SMs.** The same work per work-group (K = {first['k']:,}, "
+             f"{first['tile']} rows each; A is "
+             f"{first['m'] * first['k'] * FLOAT_BYTES / 2**20:.0f} MiB and more, larger than "
+             f"the {l2_bytes / 2**20:.0f} MiB L2) with ever more work-groups, "
+             f"{first['work_groups']} to {last['work_groups']}: one per SM if spread as the "
+             "64-work-group launches of \"Two builds of one source\" were (placement not "
+             "recorded here). `benchmarks/h200_matvec.py --busy-sms`, one device call on "
              f"{created[:16].replace('T', ' ')} UTC, `matvec/busy_sms/command.txt`; OpenCL "
-             "medians, every result checked):", "",
+             "medians, every result checked"
+             + (f" ({left_out} rows with a failed check left out)" if left_out else "")
+             + ":", "",
              "| work-groups | matvec-naive | matvec-local | matvec-local-whole | naive / whole "
-             "| naive / local | model, naive / whole |", "|---|---|---|---|---|---|---|"]
+             "| naive / local |", "|---|---|---|---|---|---|"]
     for r in rows:
-        t = r["opencl_s"]
-        model = (f"{ratio(r, NAIVE, WHOLE, 'predicted_s'):.3f}"
-                 if len(r["predicted_s"]) == 2 else "—")
-        lines.append(f"| {r['work_groups']} | {t[NAIVE] * 1e3:.3f} ms | {t[LOCAL] * 1e3:.3f} ms "
-                     f"| {t[WHOLE] * 1e3:.3f} ms | {ratio(r, NAIVE, WHOLE):.3f} "
-                     f"| {ratio(r, NAIVE, LOCAL):.3f} | {model} |")
+        lines.append(f"| {r['work_groups']} | {ms(r, NAIVE)} | {ms(r, LOCAL)} | {ms(r, WHOLE)} "
+                     f"| {ratio(r, NAIVE, WHOLE):.3f} | {ratio(r, NAIVE, LOCAL):.3f} |")
 
     def change(family: str) -> float:
         times = [r["opencl_s"][family] for r in rows]
         return (max(times) - min(times)) / max(times)
 
-    slowest = max(rows, key=lambda r: r["opencl_s"][NAIVE])
-    last = rows[-1]
+    naive = [r["opencl_s"][NAIVE] for r in rows]
+    slowest = max(naive)
+    flat = next((i for i, t in enumerate(naive) if t < 0.99 * slowest), len(rows)) - 1
     cross = [(a["work_groups"], b["work_groups"]) for a, b in zip(rows, rows[1:])
              if (ratio(a, NAIVE, LOCAL) - 1) * (ratio(b, NAIVE, LOCAL) - 1) < 0]
-    lines += [
-        "", f"matvec-naive's time falls by {change(NAIVE):.1%} from {slowest['work_groups']} "
-        f"busy SMs ({slowest['opencl_s'][NAIVE] * 1e3:.3f} ms) to {last['work_groups']} "
-        f"({last['opencl_s'][NAIVE] * 1e3:.3f} ms), while matvec-local's and "
-        "matvec-local-whole's change by at most "
-        f"{max(change(LOCAL), change(WHOLE)):.1%}"
-        + (f"; matvec-naive overtakes matvec-local between {cross[0][0]} and {cross[0][1]} "
-           "busy SMs" if cross else "")
-        + ". The order of matvec-naive against the local schedules therefore depends on how "
-        "many SMs are busy, which no term of the model does for the same work per SM (its "
-        "ratio is the same in every row). Why a matvec-naive SM runs faster when more of "
-        "the others are busy was not measured; it is not the misses of A in flight alone, "
-        "since matvec-local has no more of them and does not speed up."]
-    return lines
+    whole = [ratio(r, NAIVE, WHOLE) for r in rows]
+    text = (f"matvec-naive takes {min(naive[:flat + 1]) * 1e3:.3f}–{slowest * 1e3:.3f} ms up "
+            f"to {rows[max(flat, 0)]['work_groups']} busy SMs (within 1% of its slowest), "
+            f"then falls to {ms(last, NAIVE)} at {last['work_groups']}, "
+            f"{(slowest - naive[-1]) / slowest:.1%} below its slowest, while matvec-local's "
+            f"and matvec-local-whole's times change by at most "
+            f"{max(change(LOCAL), change(WHOLE)):.1%} over the sweep")
+    if cross:
+        text += (f"; matvec-naive overtakes matvec-local between {cross[0][0]} and "
+                 f"{cross[0][1]} busy SMs")
+    text += (f". Against matvec-local-whole it is slower in every row, by "
+             f"{(min(whole) - 1) * 100:.1f}% to {(max(whole) - 1) * 100:.1f}%.")
+    modelled = [r for r in (first, last) if len(r["predicted_s"]) == 2]
+    same = len(modelled) == 2 and all(
+        abs(first["predicted_s"][f] / last["predicted_s"][f] - 1) < 1e-6 for f in (NAIVE, WHOLE))
+    if modelled:
+        model = modelled[0]["predicted_s"]
+        errors = [(model[f] - r["opencl_s"][f]) / r["opencl_s"][f]
+                  for r in (rows if same else modelled) for f in (NAIVE, WHOLE)]
+        text += (f" The model gives matvec-naive {ms(modelled[0], NAIVE, 'predicted_s')} and "
+                 f"matvec-local-whole {ms(modelled[0], WHOLE, 'predicted_s')} at "
+                 + " and at ".join(f"{r['work_groups']}" for r in modelled)
+                 + " busy SMs (modelled at the two ends of the sweep)"
+                 + (", the same at both, so the same in every row: " if same else ": ")
+                 + f"{min(errors) * 100:+.0f}% to {max(errors) * 100:+.0f}% off the measured "
+                 + ("times of this table." if same else "times of those rows."))
+    text += (" So matvec-naive's order against matvec-local, and its margin over "
+             "matvec-local-whole, depend on how many SMs are busy, and no term of the model "
+             "changes with that for the same work per work-group. Why a matvec-naive SM "
+             "runs faster when more of the others are busy was not measured; its loads in "
+             "flight per warp are a property of its machine code, the same in every row, "
+             "and matvec-local, with as few sectors per row of A in flight, does not speed "
+             "up.")
+    return [*lines, "", text]
 
 
 def load_matvec_loops(directory: str | Path) -> dict[str, LoopIssue]:
@@ -206,7 +239,7 @@ def matvec_section(data: dict | None, model: DeviceModel,
             f"{_fmt(_ratio(r, 'predicted_s', other))}{mark} | "
             f"{_fmt(_ratio(r, 'opencl_s', LOCAL))} |")
     lines += ["", *_findings(rows), *_loop_finding(rows, loops or {}, model.sector_bytes),
-              *_busy_lines(busy or [], busy_created), ""]
+              *_busy_lines(busy or [], busy_created, model.l2_bytes), ""]
     return lines, rows
 
 
@@ -217,7 +250,8 @@ def _loop_finding(rows: list[dict], loops: dict[str, LoopIssue], sector_bytes: i
         return []
     steps = {f: loops[f].k_steps_in_flight for f in (NAIVE, LOCAL, WHOLE)}
     per_sector = sector_bytes // FLOAT_BYTES        # k-steps of one row of A in a sector
-    misses = {f: max(1, int(steps[f] // per_sector)) for f in steps}
+    # sectors per row a window of k-steps spans (rows start sector-aligned here)
+    misses = {f: max(1, math.ceil(steps[f] / per_sector)) for f in steps}
     wide = sorted((r for r in rows if r["k"] == 4096 and not r["a_fits_l2"]
                    and all(s.get("opencl_s") for s in r["schedules"].values())
                    and {NAIVE, WHOLE} <= r["schedules"].keys()),
@@ -234,17 +268,19 @@ def _loop_finding(rows: list[dict], loops: dict[str, LoopIssue], sector_bytes: i
         return f"{times[0]:.3f}–{times[-1]:.3f}"
 
     return [
-        "- **The machine code keeps fewer loads of A in flight in matvec-naive, which does "
-        "not explain everything.** In the unrolled k-loop of the OpenCL driver's code "
-        "(`codegen/code.tar.gz`, counted by `analysis/sass.py`), a warp has issued the "
-        "loads of "
+        "- **The machine code keeps fewer loads of A in flight in matvec-naive than in "
+        "matvec-local-whole, which does not explain everything.** In the unrolled k-loop of "
+        "the OpenCL driver's code (`codegen/code.tar.gz`, counted by `analysis/sass.py`), a "
+        "warp has issued the loads of "
         f"{steps[NAIVE]:g} k-steps when its first multiply-add waits in matvec-naive "
         f"({loops[NAIVE].global_loads_before_first_fma} global loads: A and x), "
         f"{steps[LOCAL]:g} in matvec-local and {steps[WHOLE]:g} in matvec-local-whole. A "
-        f"{sector_bytes}-byte sector of a row of A holds {per_sector} k-steps, and a warp's "
-        "32 rows miss together, so the misses of A a warp has in flight at a time are at "
-        f"most {misses[NAIVE]} in matvec-naive, {misses[LOCAL]} in matvec-local and "
-        f"{misses[WHOLE]} in matvec-local-whole: the "
+        f"{sector_bytes}-byte sector of a row of A holds {per_sector} k-steps, and each "
+        "work-item reads its own row, so one load of A by a warp misses 32 sectors at once, "
+        "one per row, every "
+        f"{per_sector} k-steps; a warp has at most {misses[NAIVE]} missing sector per row in "
+        f"flight in matvec-naive, {misses[LOCAL]} in matvec-local and {misses[WHOLE]} in "
+        "matvec-local-whole: the "
         "more in flight, the less memory latency each k exposes (Little's law; Hong and "
         "Kim, ISCA 2009). That fits matvec-local-whole being the fastest "
         "where A comes from DRAM, but not matvec-local (fewer k-steps in flight, and "

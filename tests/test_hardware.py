@@ -81,3 +81,23 @@ def test_render_of_an_empty_directory_fails_cleanly(tmp_path):
     assert result.exit_code == 1
     assert "neither results.json nor h200_raw.json" in result.output
     assert "Traceback" not in result.output
+
+
+def test_guessed_values_table_has_a_row_for_every_guess_and_never_calls_one_measured():
+    from analysis.hardware_report import _value_rows
+    from simulator.device_model import DEVICE_MODELS
+    for name in ("nvidia-h200", "nvidia-h200-cuda", "generic-gpu"):
+        model = DEVICE_MODELS[name]
+        rows = {r.split("`")[1]: r for r in _value_rows(model, "these data in view", None)}
+        assert set(model.guessed) <= set(rows)
+        for guess in model.guessed:
+            assert "not a guess" not in rows[guess], (name, guess)
+        if name == "generic-gpu":
+            # no H200 account of how a value was set: every row says guessed
+            assert all(r.split(" | ")[2] == "guessed" for r in rows.values())
+            assert "read off" not in "".join(rows.values())
+        else:
+            assert rows["barrier_wavefronts_per_work_group"].startswith(
+                "| `barrier_wavefronts_per_work_group` | 2 | not a guess")
+            assert f"| {model.local_vector_words} | not a guess" in rows["local_vector_words"]
+            assert "| 550 ns |" in rows["memory_latency_s"]

@@ -67,3 +67,40 @@ def test_committed_h200_matvec_machine_code():
         "matvec-naive": (32, 16, 8.0), "matvec-local": (16, 16, 4.0),
         "matvec-local-whole": (16, 16, 16.0)}
     assert load_matvec_loops(H200 / "no-such-directory") == {}
+
+
+def test_uniform_branches_ldgsts_and_several_kernels():
+    first = _sass(["LDG.E R2, desc[UR4][R4.64]",          # 0x00 loop top
+                   "LDGSTS.E [R3], desc[UR4][R4.64]",     # 0x10 an async copy, not a LDG
+                   "FFMA R1, R2, R2, R1",                 # 0x20
+                   "BRA.U !UP0, 0x0"])                    # 0x30 uniform back edge
+    second = _sass(["LDG.E R2, desc[UR4][R4.64]",         # the same addresses, other kernel
+                    "LDG.E R3, desc[UR4][R4.64+0x4]",
+                    "FFMA R1, R2, R3, R1",
+                    "FFMA R1, R2, R3, R1",
+                    "@P0 BRA 0x0"])
+    text = "\tFunction : one\n" + first + "\n\tFunction : two\n" + second
+    # each kernel on its own addresses; the one with more multiply-adds wins
+    assert main_loop(text) == LoopIssue(2, 0, 2, 2)
+    assert main_loop("\tFunction : one\n" + first) == LoopIssue(1, 0, 1, 1)
+
+
+def test_an_archive_member_without_a_loop_is_left_out_with_a_warning(tmp_path):
+    import io
+    import tarfile
+
+    from analysis.sass import loops_in_archive
+    archive = tmp_path / "code.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, text in (("code/a.opencl-jit.0.sass", _sass(["LDG.E R2, desc[UR4][R4.64]",
+                                                               "FFMA R1, R2, R2, R1",
+                                                               "@P0 BRA 0x0"])),
+                           ("code/b.opencl-jit.0.sass", _sass(["EXIT"])),
+                           ("code/a.cuda.sass", _sass(["EXIT"]))):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    with pytest.warns(UserWarning, match="b.opencl-jit.0.sass: no loop"):
+        loops = loops_in_archive(archive)
+    assert loops == {"a": LoopIssue(1, 0, 1, 1)}

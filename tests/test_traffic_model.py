@@ -443,6 +443,27 @@ def test_cli_simulate_with_device_model_json():
     assert len(data["guessed_values"]) == len(NVIDIA_H200.guessed)
 
 
+def test_cli_simulate_text_shows_the_terms_that_add_up_to_the_time():
+    args = ["simulate", "gemm-tiled", "--m", "1024", "--n", "1024", "--k", "1024",
+            "--device-model", "nvidia-h200"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, (result.output, result.exception)
+    data = json.loads(CliRunner().invoke(main, args + ["--json"]).stdout)
+    total = re.search(r"predicted time \(ms\)\s+([\d.]+)\s+\((\w+)-bound\)", result.stdout)
+    parts = re.search(r"of which \(us\)\s+(.*)", result.stdout).group(1)
+    terms = dict(re.fullmatch(r"(.+) ([\d.]+)", p.strip()).groups() for p in parts.split(" + "))
+    assert list(terms) == [total.group(2), "barrier latency", "tail", "launch"]
+    keys = [total.group(2) + "_s", *ADDED_TIME_TERMS]
+    assert [float(v) for v in terms.values()] == pytest.approx(
+        [data["time_terms_s"][k] * 1e6 for k in keys], abs=0.05)
+    # the parts add up to the total (both rounded to 0.1 us)
+    assert sum(float(v) for v in terms.values()) == pytest.approx(
+        float(total.group(1)) * 1e3, abs=0.2)
+    assert data["predicted_time_s"] == pytest.approx(
+        sum(data["time_terms_s"][k] for k in keys), rel=1e-12)
+    assert data["time_terms_s"]["tail_s"] > 0 and data["time_terms_s"]["barrier_latency_s"] > 0
+
+
 def test_cli_simulate_transposed_a_tile_reports_conflicts():
     # tile 32, 64^3, a_tile transposed: 7936 conflicts (test_memory)
     result = CliRunner().invoke(main, ["simulate", "gemm-tiled", "--m", "64", "--n", "64",
