@@ -109,7 +109,8 @@ def _busy_lines(rows: list[dict], created: str, l2_bytes: int) -> list[str]:
             f"then falls to {ms(last, NAIVE)} at {last['work_groups']}, "
             f"{(slowest - naive[-1]) / slowest:.1%} below its slowest, while matvec-local's "
             f"and matvec-local-whole's times change by at most "
-            f"{max(change(LOCAL), change(WHOLE)):.1%} over the sweep")
+            f"{max(change(LOCAL), change(WHOLE)):.1%} over the sweep (matvec-local-whole's "
+            f"from {ms(first, WHOLE)} to {ms(last, WHOLE)})")
     if cross:
         text += (f"; matvec-naive overtakes matvec-local between {cross[0][0]} and "
                  f"{cross[0][1]} busy SMs")
@@ -273,7 +274,8 @@ def _loop_finding(rows: list[dict], loops: dict[str, LoopIssue], sector_bytes: i
         "the OpenCL driver's code (`codegen/code.tar.gz`, counted by `analysis/sass.py`), a "
         "warp has issued the loads of "
         f"{steps[NAIVE]:g} k-steps when its first multiply-add waits in matvec-naive "
-        f"({loops[NAIVE].global_loads_before_first_fma} global loads: A and x), "
+        f"(its first {loops[NAIVE].global_loads_before_first_fma} global loads, of A and of "
+        "x), "
         f"{steps[LOCAL]:g} in matvec-local and {steps[WHOLE]:g} in matvec-local-whole. A "
         f"{sector_bytes}-byte sector of a row of A holds {per_sector} k-steps, and each "
         "work-item reads its own row, so one load of A by a warp misses 32 sectors at once, "
