@@ -14,6 +14,7 @@ from simulator.schedule import FLOAT_BYTES
 from . import plots
 from .dispatch import dispatch_section, load_dispatch, tail_lines, tail_rows
 from .l1_pipe import l1_pipe_section, load_l1_pipe
+from .busy_background import busy_background_lines, load_busy_background, load_clocks
 from .matvec import (busy_sms_rows, load_busy_sms, load_matvec, load_matvec_loops,
                      matvec_section)
 from .l2_sharing import l2_sharing_section, load_l2_sharing
@@ -457,6 +458,11 @@ def render_hardware(directory: str | Path) -> Path:
     matvec_lines, data["matvec"] = matvec_section(
         matvec, model, load_matvec_loops(directory), data["matvec_busy_sms"],
         (busy or {}).get("meta", {}).get("created_utc", "?"))
+    background = load_busy_background(directory)
+    data["matvec_busy_background"] = [{**r, "times": [[*key, t] for key, t in r["times"].items()]}
+                                      for r in background]
+    if matvec_lines:
+        matvec_lines[-1:-1] = busy_background_lines(background, load_clocks(directory))
     parent_matvec = not matvec_lines and (directory.parent / "matvec").is_dir() \
         and (directory.parent / "validation.md").exists()
     pipe_lines, data["l1_pipe"] = l1_pipe_section(load_l1_pipe(directory, matvec), model)

@@ -27,6 +27,8 @@ Run on the device::
 
     python3 benchmarks/h200_matvec.py --out $OUT
     python3 benchmarks/h200_matvec.py --busy-sms --skip counters --out $OUT/busy_sms
+    python3 benchmarks/h200_matvec.py --busy-sms --skip opencl \
+        --extra-metric lts__cycles_elapsed.avg.per_second --out $OUT/busy_sms_clocks
 """
 from __future__ import annotations
 
@@ -104,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--ncu-timeout-s", type=float, default=240.0)
     ap.add_argument("--skip", action="append", default=[], choices=["opencl", "counters"])
+    ap.add_argument("--extra-metric", action="append", default=[],
+                    help="one more Nsight Compute metric for the counters stage (repeatable)")
     ap.add_argument("--busy-sms", action="store_true",
                     help="run the BUSY_SMS sweep (K = 12288, 8 to 132 work-groups) instead "
                          "of the M x K grid")
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                  "cases": [c["id"] for c in grid]},
         "stage_wall_s": {}})
     validation.METRICS = validation.METRICS + tuple(
-        m for m in EXTRA_METRICS if m not in validation.METRICS)
+        m for m in (*EXTRA_METRICS, *args.extra_metric) if m not in validation.METRICS)
     stages = [("opencl", validation.opencl_cases, (args.device, grid, args.repeat)),
               ("counters", validation.counters_stage, (grid, extras, args.ncu_timeout_s))]
     for name, fn, a in stages:
