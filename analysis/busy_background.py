@@ -13,7 +13,8 @@ from pathlib import Path
 
 from .ncu import metric_value
 
-CLOCKS = (("lts__cycles_elapsed.avg.per_second", "the L2"),
+CLOCKS = (("sm__cycles_elapsed.avg.per_second", "the SMs"),
+          ("lts__cycles_elapsed.avg.per_second", "the L2"),
           ("dram__cycles_elapsed.avg.per_second", "DRAM"),
           ("gpc__cycles_elapsed.avg.per_second", "the GPCs"),
           ("sys__cycles_elapsed.avg.per_second", "the system (sys)"))
@@ -23,7 +24,7 @@ FAMILIES = ("matvec-naive", "matvec-local", "matvec-local-whole")
 BACKGROUNDS = (
     ("alone_unpadded", "nothing (no unused shared memory)"),
     ("none", "nothing"),
-    ("spin", "count cycles (no memory traffic)"),
+    ("spin", "arithmetic only (no memory traffic)"),
     ("l2", "read an 8 MiB buffer (L2 hits)"),
     ("dram", "stream a 4 GiB buffer (DRAM)"))
 
@@ -53,7 +54,8 @@ def load_busy_background(directory: str | Path) -> list[dict]:
 def load_clocks(directory: str | Path) -> dict | None:
     """``matvec/busy_sms_clocks/h200_matvec.json`` (the busy-SMs sweep under Nsight with the
     clock rates) reduced to: ``naive_s`` = {work-groups: Nsight's duration of matvec-naive
-    (s)} and ``clocks_hz`` = {unit: (lowest, highest) rate over every checked launch}; None
+    (s)}, ``naive_sm_cycles`` = {work-groups: its SM cycles (``sm__cycles_elapsed.avg``)}
+    and ``clocks_hz`` = {unit: (lowest, highest) rate over every checked launch}; None
     without the file or a checked launch."""
     path = Path(directory) / "matvec" / "busy_sms_clocks" / "h200_matvec.json"
     if not path.exists():
@@ -64,25 +66,48 @@ def load_clocks(directory: str | Path) -> dict | None:
     naive = {r["m"] // r["tile"]: metric_value(r, "gpu__time_duration.sum") * 1e-9
              for r in records if r["schedule"] == "matvec-naive"
              and metric_value(r, "gpu__time_duration.sum")}
+    cycles = {r["m"] // r["tile"]: metric_value(r, "sm__cycles_elapsed.avg")
+              for r in records if r["schedule"] == "matvec-naive"
+              and metric_value(r, "sm__cycles_elapsed.avg")}
     clocks = {}
     for metric, unit in CLOCKS:
         rates = [v for r in records if (v := metric_value(r, metric))]
         if rates:
             clocks[unit] = (min(rates), max(rates))
-    return {"naive_s": naive, "clocks_hz": clocks} if naive and clocks else None
+    if not (naive and clocks):
+        return None
+    return {"naive_s": naive, "naive_sm_cycles": cycles, "clocks_hz": clocks}
 
 
 def _clock_sentence(clocks: dict | None) -> str:
+    """What the clock rates of the busy-SMs sweep say (nothing without them)."""
     if not clocks:
         return ""
     naive = clocks["naive_s"]
     few, many = min(naive), max(naive)
-    rates = ", ".join(f"{unit} {lo / 1e9:.3f}–{hi / 1e9:.3f} GHz"
+
+    def rate(lo: float, hi: float) -> str:
+        return (f"{lo / 1e9:.3f}" if f"{lo / 1e9:.3f}" == f"{hi / 1e9:.3f}"
+                else f"{lo / 1e9:.3f}–{hi / 1e9:.3f}") + " GHz"
+
+    rates = ", ".join(f"{unit} {rate(lo, hi)}"
                       for unit, (lo, hi) in clocks["clocks_hz"].items())
-    return (" Nor is it a clock: under Nsight (`matvec/busy_sms_clocks/`, the busy-SMs sweep "
-            "as the CUDA build) matvec-naive takes "
-            f"{naive[few] * 1e3:.3f} ms with {few} work-groups and {naive[many] * 1e3:.3f} ms "
-            f"with {many}, while every launch of the sweep ran at the same clocks: {rates}.")
+    text = (" In the busy-SMs sweep under Nsight (`matvec/busy_sms_clocks/`, the CUDA "
+            f"build) matvec-naive takes {naive[few] * 1e3:.3f} ms with {few} work-groups and "
+            f"{naive[many] * 1e3:.3f} ms with {many}")
+    cycles = clocks.get("naive_sm_cycles", {})
+    if few in cycles and many in cycles:
+        text += (f", {cycles[few] / 1e6:.3f} and {cycles[many] / 1e6:.3f} million SM cycles "
+                 f"({cycles[many] / cycles[few] - 1:+.1%})")
+    text += f"; the clock rates of its launches: {rates}"
+    if few in cycles and many in cycles:
+        fewer = cycles[many] / cycles[few] - 1
+        faster = naive[many] / naive[few] - 1
+        if abs(fewer - faster) < 0.01:
+            return text + (f". Its time falls by {-faster:.1%} and its SM cycles by "
+                           f"{-fewer:.1%}: it needs fewer cycles, it does not run on faster "
+                           "ones.")
+    return text + "."
 
 
 def _ms(t: float | None) -> str:
@@ -107,8 +132,11 @@ def busy_background_lines(runs: list[dict], clocks: dict | None = None) -> list[
              "`matvec/busy_background/command.txt`) ran the CUDA build of each schedule with "
              "16 work-groups on 16 SMs while a second kernel on another stream kept the "
              "other 116 SMs busy (two work-groups each; the matvec launches carry unused "
-             "shared memory so that none of them lands on a matvec SM), and with all 132 SMs "
-             "running the schedule itself (132 work-groups). CuPy-event medians, every result "
+             "shared memory so that no background work-group fits on a matvec SM; placement "
+             "not recorded), and with all 132 SMs running the schedule itself (132 "
+             "work-groups, with the same unused shared memory). The background is launched "
+             "right after the matvec kernel, so the matvec's first microseconds may run "
+             "without it, which can only shrink the effects. CuPy-event medians, every result "
              "checked:", "",
              "| run | K | the other SMs | matvec-naive | matvec-local | matvec-local-whole |",
              "|---|---|---|---|---|---|"]
@@ -123,33 +151,55 @@ def busy_background_lines(runs: list[dict], clocks: dict | None = None) -> list[
                              + " | ".join(_ms(t) for t in times) + " |")
     changes = {b: [c for r in runs if (c := _change(r, "matvec-naive", b)) is not None]
                for b in ("spin", "l2", "dram")}
-    full = [t[("matvec-naive", 132, "none")] / t[("matvec-naive", 16, "l2")] - 1
-            for t in (r["times"] for r in runs)
-            if ("matvec-naive", 132, "none") in t and ("matvec-naive", 16, "l2") in t]
-    padding = [c for r in runs for f in FAMILIES
-               if (c := _change(r, f, "none", "alone_unpadded")) is not None]
+    full = {r["name"]: t[("matvec-naive", 132, "none")] / t[("matvec-naive", 16, "none")] - 1
+            for r in runs for t in [r["times"]]
+            if ("matvec-naive", 132, "none") in t and ("matvec-naive", 16, "none") in t}
+    l2 = {r["name"]: c for r in runs if (c := _change(r, "matvec-naive", "l2")) is not None}
     others = [c for r in runs for f in FAMILIES[1:] for b in ("spin", "l2", "dram")
               if (c := _change(r, f, b)) is not None]
-    if not all(changes.values()) or not others:
+    padding = {(r["name"], f): c for r in runs for f in FAMILIES
+               if (c := _change(r, f, "none", "alone_unpadded")) is not None}
+    if not all(changes.values()) or not others or not full:
         return lines
 
-    def span(values: list[float]) -> str:
+    def span(values) -> str:
         lo, hi = min(values) * 100, max(values) * 100
         return f"{lo:+.1f}%" if abs(hi - lo) < 0.05 else f"{lo:+.1f}% to {hi:+.1f}%"
 
-    lines += [
-        "", "Against the same launch with the other SMs idle, matvec-naive's time changes by "
-        f"{span(changes['l2'])} while the other SMs read from L2, by {span(changes['spin'])} "
-        f"while they only count cycles and by {span(changes['dram'])} while they stream "
-        "from DRAM"
-        + (f"; with L2 readers beside it, it runs about as fast as with all 132 SMs "
-           f"running it (that time is {span(full)} off)" if full else "")
-        + ". matvec-local's and matvec-local-whole's times change by "
-        f"{span(others)} with any of the three. So what speeds up a matvec-naive SM is "
-        "L2 traffic from other SMs, not how many SMs are at work or how much power they "
-        "draw." + _clock_sentence(clocks) + " What the other SMs' L2 traffic changes for "
-        "a matvec-naive SM was not measured, nor why only matvec-naive is sensitive to it."
-        + (f" The unused shared memory itself changes the times by {span(padding)} (the "
-           "most for matvec-local-whole at the largest K, whose x and the padding leave "
-           "little L1)." if padding else "")]
-    return lines
+    # the L2 background "reproduces" the speed-up of 116 more matvec work-groups in a run
+    # when it gives at least two thirds of it
+    both = [n for n in full if n in l2]
+    reproduced = [n for n in both if l2[n] <= full[n] * 2 / 3 < 0]
+    missed = [n for n in both if n not in reproduced]
+    text = ("Against the same launch with the other SMs idle, matvec-naive's time changes by "
+            f"{span(full.values())} when the other 116 SMs run matvec-naive too (132 "
+            f"work-groups), by {span(changes['l2'])} while they read the 8 MiB buffer, by "
+            f"{span(changes['dram'])} while they stream from DRAM and by "
+            f"{span(changes['spin'])} while they only do arithmetic. matvec-local's and "
+            f"matvec-local-whole's times change by {span(others)} with any of the three "
+            "backgrounds. ")
+    if reproduced:
+        text += (f"So reads of an L2-resident buffer on the other SMs reproduce at least two "
+                 f"thirds of matvec-naive's speed-up from 116 more matvec work-groups in "
+                 f"{len(reproduced)} of {len(both)} runs"
+                 + (f" (not in {', '.join(missed)}, where every background changes every "
+                    "schedule's time by " + span([c for r in runs if r["name"] in missed
+                                                  for f in FAMILIES[1:]
+                                                  for b in ("spin", "l2", "dram")
+                                                  if (c := _change(r, f, b)) is not None])
+                    + ")" if missed else "")
+                 + "; arithmetic alone does not, and a DRAM stream hardly does, although in "
+                 "the busy-SMs sweep the other SMs' own traffic is a DRAM stream (their L2 "
+                 "reads come from DRAM). The speed-up follows some kind of traffic on the "
+                 "other SMs, not their number; which kind, and what it changes for a "
+                 "matvec-naive SM, was not measured (neither background's throughput was), "
+                 "nor why only matvec-naive is sensitive to it.")
+    else:
+        text += ("No background reproduces the speed-up matvec-naive gets from 116 more "
+                 "matvec work-groups; what does was not measured.")
+    text += _clock_sentence(clocks)
+    if padding:
+        (name, family), worst = max(padding.items(), key=lambda kv: abs(kv[1]))
+        text += (f" The unused shared memory itself changes the 16-work-group times by "
+                 f"{span(padding.values())} (the most: {family} in {name}).")
+    return [*lines, "", text]

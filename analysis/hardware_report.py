@@ -455,14 +455,14 @@ def render_hardware(directory: str | Path) -> Path:
     matvec = load_matvec(directory)
     busy = load_busy_sms(directory)
     data["matvec_busy_sms"] = busy_sms_rows(busy, model)
+    background, clocks = load_busy_background(directory), load_clocks(directory)
+    data["matvec_busy_background"] = [
+        {**r, "times": [[*key, t] for key, t in r["times"].items()]} for r in background]
+    data["matvec_busy_sms_clocks"] = clocks
     matvec_lines, data["matvec"] = matvec_section(
         matvec, model, load_matvec_loops(directory), data["matvec_busy_sms"],
-        (busy or {}).get("meta", {}).get("created_utc", "?"))
-    background = load_busy_background(directory)
-    data["matvec_busy_background"] = [{**r, "times": [[*key, t] for key, t in r["times"].items()]}
-                                      for r in background]
-    if matvec_lines:
-        matvec_lines[-1:-1] = busy_background_lines(background, load_clocks(directory))
+        (busy or {}).get("meta", {}).get("created_utc", "?"),
+        busy_background_lines(background, clocks))
     parent_matvec = not matvec_lines and (directory.parent / "matvec").is_dir() \
         and (directory.parent / "validation.md").exists()
     pipe_lines, data["l1_pipe"] = l1_pipe_section(load_l1_pipe(directory, matvec), model)

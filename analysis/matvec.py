@@ -62,8 +62,10 @@ def busy_sms_rows(data: dict | None, model: DeviceModel) -> list[dict]:
     return out
 
 
-def _busy_lines(rows: list[dict], created: str, l2_bytes: int) -> list[str]:
-    """The busy-SMs table and what it shows (nothing without two complete rows)."""
+def _busy_lines(rows: list[dict], created: str, l2_bytes: int, followed: bool = False
+                ) -> list[str]:
+    """The busy-SMs table and what it shows (nothing without two complete rows);
+    ``followed``: the "Other SMs busy with other work" paragraph comes next."""
     complete = [r for r in rows if all(r["opencl_s"].get(f) for f in (NAIVE, LOCAL, WHOLE))]
     if len(complete) < 2:
         return []
@@ -132,11 +134,12 @@ def _busy_lines(rows: list[dict], created: str, l2_bytes: int) -> list[str]:
                  + ("times of this table." if same else "times of those rows."))
     text += (" So matvec-naive's order against matvec-local, and its margin over "
              "matvec-local-whole, depend on how many SMs are busy, and no term of the model "
-             "changes with that for the same work per work-group. Why a matvec-naive SM "
-             "runs faster when more of the others are busy was not measured; its loads in "
-             "flight per warp are a property of its machine code, the same in every row, "
-             "and matvec-local, with as few sectors per row of A in flight, does not speed "
-             "up.")
+             "changes with that for the same work per work-group. Its loads in flight per "
+             "warp are a property of its machine code, the same in every row, and "
+             "matvec-local, with as few sectors per row of A in flight, does not speed up"
+             + ("; what the other SMs do that matters: \"Other SMs busy with other work\", "
+                "next." if followed else "; why a matvec-naive SM runs faster when more of "
+                "the others are busy was not measured."))
     return [*lines, "", text]
 
 
@@ -196,12 +199,14 @@ def _fmt(x: float | None) -> str:
 
 def matvec_section(data: dict | None, model: DeviceModel,
                    loops: dict[str, LoopIssue] | None = None,
-                   busy: list[dict] | None = None, busy_created: str = "?"
+                   busy: list[dict] | None = None, busy_created: str = "?",
+                   background: list[str] | None = None
                    ) -> tuple[list[str], list[dict]]:
     """Markdown lines of the section and its rows for ``validation.json`` (nothing without
     ``matvec/``); ``loops``: :func:`load_matvec_loops`, for the machine-code finding;
     ``busy``: :func:`busy_sms_rows` and the time its run was made, for the busy-SMs
-    table."""
+    table; ``background``: the lines of
+    :func:`analysis.busy_background.busy_background_lines`, put after it."""
     if data is None:
         return [], []
     rows = matvec_rows(data, model)
@@ -240,7 +245,8 @@ def matvec_section(data: dict | None, model: DeviceModel,
             f"{_fmt(_ratio(r, 'predicted_s', other))}{mark} | "
             f"{_fmt(_ratio(r, 'opencl_s', LOCAL))} |")
     lines += ["", *_findings(rows), *_loop_finding(rows, loops or {}, model.sector_bytes),
-              *_busy_lines(busy or [], busy_created, model.l2_bytes), ""]
+              *_busy_lines(busy or [], busy_created, model.l2_bytes, bool(background)),
+              *(background or []), ""]
     return lines, rows
 
 

@@ -113,5 +113,8 @@ def test_busy_sms_rows_and_table_from_the_committed_sweep():
     assert f"change by at most {spread:.1%}" in text
     assert "overtakes matvec-local between 64 and 132" in text
     assert "the same at both, so the same in every row" in text
+    assert "was not measured" in text
+    followed = _busy_lines(rows, "?", model.l2_bytes, followed=True)[-1]
+    assert followed.endswith("\"Other SMs busy with other work\", next.")
     assert _busy_lines(rows[:1], "?", model.l2_bytes) == []
     assert busy_sms_rows(None, model) == []
