@@ -63,12 +63,13 @@ def load_clocks(directory: str | Path) -> dict | None:
     counters = json.loads(path.read_text()).get("counters", {})
     ok = {d["id"] for d in counters.get("driver", []) if d.get("check", {}).get("ok")}
     records = [r for r in counters.get("records", []) if r["id"] in ok]
-    naive = {r["m"] // r["tile"]: metric_value(r, "gpu__time_duration.sum") * 1e-9
-             for r in records if r["schedule"] == "matvec-naive"
-             and metric_value(r, "gpu__time_duration.sum")}
-    cycles = {r["m"] // r["tile"]: metric_value(r, "sm__cycles_elapsed.avg")
-              for r in records if r["schedule"] == "matvec-naive"
-              and metric_value(r, "sm__cycles_elapsed.avg")}
+
+    def naive_by_work_groups(metric: str) -> dict[int, float]:
+        return {r["m"] // r["tile"]: v for r in records
+                if r["schedule"] == "matvec-naive" and (v := metric_value(r, metric))}
+
+    naive = {g: ns * 1e-9 for g, ns in naive_by_work_groups("gpu__time_duration.sum").items()}
+    cycles = naive_by_work_groups("sm__cycles_elapsed.avg")
     clocks = {}
     for metric, unit in CLOCKS:
         rates = [v for r in records if (v := metric_value(r, metric))]
@@ -114,10 +115,19 @@ def _ms(t: float | None) -> str:
     return f"{t * 1e3:.3f} ms" if t else "—"
 
 
-def _change(run: dict, family: str, background: str, versus: str = "none") -> float | None:
-    a = run["times"].get((family, 16, background))
+def _change(run: dict, family: str, background: str, versus: str = "none",
+            work_groups: int = 16) -> float | None:
+    """``family``'s time with ``background`` (at ``work_groups``) over its time with
+    ``versus`` at 16 work-groups, less 1; None if either is missing."""
+    a = run["times"].get((family, work_groups, background))
     b = run["times"].get((family, 16, versus))
     return a / b - 1 if a and b else None
+
+
+def _local_changes(runs: list[dict]) -> list[float]:
+    """The local schedules' changes with any background, over ``runs``."""
+    return [c for r in runs for f in FAMILIES[1:] for b in ("spin", "l2", "dram")
+            if (c := _change(r, f, b)) is not None]
 
 
 def busy_background_lines(runs: list[dict], clocks: dict | None = None) -> list[str]:
@@ -151,12 +161,10 @@ def busy_background_lines(runs: list[dict], clocks: dict | None = None) -> list[
                              + " | ".join(_ms(t) for t in times) + " |")
     changes = {b: [c for r in runs if (c := _change(r, "matvec-naive", b)) is not None]
                for b in ("spin", "l2", "dram")}
-    full = {r["name"]: t[("matvec-naive", 132, "none")] / t[("matvec-naive", 16, "none")] - 1
-            for r in runs for t in [r["times"]]
-            if ("matvec-naive", 132, "none") in t and ("matvec-naive", 16, "none") in t}
+    full = {r["name"]: c for r in runs
+            if (c := _change(r, "matvec-naive", "none", work_groups=132)) is not None}
     l2 = {r["name"]: c for r in runs if (c := _change(r, "matvec-naive", "l2")) is not None}
-    others = [c for r in runs for f in FAMILIES[1:] for b in ("spin", "l2", "dram")
-              if (c := _change(r, f, b)) is not None]
+    others = _local_changes(runs)
     padding = {(r["name"], f): c for r in runs for f in FAMILIES
                if (c := _change(r, f, "none", "alone_unpadded")) is not None}
     if not all(changes.values()) or not others or not full:
@@ -183,11 +191,9 @@ def busy_background_lines(runs: list[dict], clocks: dict | None = None) -> list[
                  f"thirds of matvec-naive's speed-up from 116 more matvec work-groups in "
                  f"{len(reproduced)} of {len(both)} runs"
                  + (f" (not in {', '.join(missed)}, where every background changes every "
-                    "schedule's time by " + span([c for r in runs if r["name"] in missed
-                                                  for f in FAMILIES[1:]
-                                                  for b in ("spin", "l2", "dram")
-                                                  if (c := _change(r, f, b)) is not None])
-                    + ")" if missed else "")
+                    "schedule's time by "
+                    + span(_local_changes([r for r in runs if r["name"] in missed])) + ")"
+                    if missed else "")
                  + "; arithmetic alone does not, and a DRAM stream hardly does, although in "
                  "the busy-SMs sweep the other SMs' own traffic is a DRAM stream (their L2 "
                  "reads come from DRAM). The speed-up follows some kind of traffic on the "
@@ -199,7 +205,7 @@ def busy_background_lines(runs: list[dict], clocks: dict | None = None) -> list[
                  "matvec work-groups; what does was not measured.")
     text += _clock_sentence(clocks)
     if padding:
-        (name, family), worst = max(padding.items(), key=lambda kv: abs(kv[1]))
+        name, family = max(padding, key=lambda key: abs(padding[key]))
         text += (f" The unused shared memory itself changes the 16-work-group times by "
                  f"{span(padding.values())} (the most: {family} in {name}).")
     return [*lines, "", text]

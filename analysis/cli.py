@@ -22,6 +22,7 @@ from simulator.device import GENERIC_GPU, UNLIMITED, LimitError
 from simulator.engine import InputError, simulate
 from simulator.hazards import HazardError
 from simulator.reference import random_inputs, reference
+from simulator.traffic_model import ADDED_TIME_TERMS
 
 from . import closed_form
 
@@ -237,8 +238,8 @@ def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
             ("predicted time (ms)", f"{p.predicted_time_s * 1e3:.4f}  ({p.bound}-bound)"),
             ("  of which (us)", " + ".join(
                 f"{label} {p.time_terms_s[key] * 1e6:.1f}" for label, key in (
-                    (p.bound, p.bound + "_s"), ("barrier latency", "barrier_latency_s"),
-                    ("tail", "tail_s"), ("launch", "launch_overhead_s"))))]
+                    (p.bound, p.bound + "_s"),
+                    *((k.removesuffix("_s").replace("_", " "), k) for k in ADDED_TIME_TERMS))))]
     for label, value in rows:
         click.echo(f"  {label:32s} {value}")
     click.echo("  methods: " + "; ".join(f"{k}: {v}" for k, v in p.methods.items()))

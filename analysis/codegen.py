@@ -8,12 +8,11 @@ GPU.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from simulator.device_model import DeviceModel
 
-from .hardware import modelled_launch
+from .hardware import load_json, modelled_launch
 from .ncu import metric_value
 
 SHARED_LD = "smsp__inst_executed_op_shared_ld.sum"
@@ -22,8 +21,7 @@ SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
 
 def load_codegen(directory: str | Path) -> dict | None:
     """``codegen/h200_codegen.json`` of a report directory, or None if it has none."""
-    path = Path(directory) / "codegen" / "h200_codegen.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return load_json(Path(directory) / "codegen" / "h200_codegen.json")
 
 
 def _local_loads(counts: dict | None) -> str:

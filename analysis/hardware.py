@@ -217,6 +217,13 @@ def _discordant_pairs(pred: list[CaseComparison], label: dict[str, str],
     return out
 
 
+def load_json(path: str | Path) -> dict | None:
+    """The JSON file at ``path``, or None if there is none (a report directory's optional
+    raw data)."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def load_raw(directory: str | Path) -> dict:
     """``h200_raw.json`` of a hardware report directory.
 

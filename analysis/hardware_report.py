@@ -20,7 +20,8 @@ from .matvec import (busy_sms_rows, load_busy_sms, load_matvec, load_matvec_loop
 from .l2_sharing import l2_sharing_section, load_l2_sharing
 from .codegen import codegen_section, load_codegen
 from .hardware import (EXACT, WITHIN_25, CaseComparison, compare, counter_model_for,
-                       load_raw, model_for, modelled_launch, rankings, speedups)
+                       load_json, load_raw, model_for, modelled_launch, rankings,
+                       speedups)
 
 
 def _pct(x: float | None, signed: bool = True) -> str:
@@ -134,10 +135,6 @@ def _preregistered_lines(check: dict | None, measured_utc: str | None) -> list[s
             f"`{(check['code_commit'] or '?')[:7]}` (its recorded `code_commit`), "
             f"before the device run ({measured_utc}). The predictions in this report are "
             f"{same}.", ""]
-
-
-def _load_json(path: Path) -> dict | None:
-    return json.loads(path.read_text()) if path.exists() else None
 
 
 def _unshared_l2_errors(cases: list[CaseComparison]) -> str:
@@ -556,7 +553,7 @@ def render_hardware(directory: str | Path) -> Path:
               "are the DRAM bandwidth and FP32 ceilings of the device model."
               + (" cuBLAS FP32 (TF32 off) is drawn for reference." if cublas else
                  " (This run did not time cuBLAS.)"), "",
-              *_explanation(cases, _load_json(directory / "barrier_wait"
+              *_explanation(cases, load_json(directory / "barrier_wait"
                                               / "h200_barrier_wait.json"))]
     if cublas:
         best = min((c for c in cases if c.family == "gemm-tiled" and c.m == 4096),

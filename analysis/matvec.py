@@ -7,13 +7,12 @@ of the CUDA build) and puts the time model's predictions beside it. Nothing here
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from simulator.device_model import DeviceModel
 
-from .hardware import modelled_launch
+from .hardware import load_json, modelled_launch
 from .ncu import metric_value
 from .sass import LoopIssue, loops_in_archive
 
@@ -26,14 +25,12 @@ LONG_SCOREBOARD = "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_a
 
 def load_matvec(directory: str | Path) -> dict | None:
     """``matvec/h200_matvec.json`` of a report directory, or None if it has none."""
-    path = Path(directory) / "matvec" / "h200_matvec.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return load_json(Path(directory) / "matvec" / "h200_matvec.json")
 
 
 def load_busy_sms(directory: str | Path) -> dict | None:
     """``matvec/busy_sms/h200_matvec.json`` (``h200_matvec.py --busy-sms``), or None."""
-    path = Path(directory) / "matvec" / "busy_sms" / "h200_matvec.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return load_json(Path(directory) / "matvec" / "busy_sms" / "h200_matvec.json")
 
 
 def busy_sms_rows(data: dict | None, model: DeviceModel) -> list[dict]:

@@ -452,7 +452,7 @@ def test_cli_simulate_text_shows_the_terms_that_add_up_to_the_time():
     total = re.search(r"predicted time \(ms\)\s+([\d.]+)\s+\((\w+)-bound\)", result.stdout)
     parts = re.search(r"of which \(us\)\s+(.*)", result.stdout).group(1)
     terms = dict(re.fullmatch(r"(.+) ([\d.]+)", p.strip()).groups() for p in parts.split(" + "))
-    assert list(terms) == [total.group(2), "barrier latency", "tail", "launch"]
+    assert list(terms) == [total.group(2), "barrier latency", "tail", "launch overhead"]
     keys = [total.group(2) + "_s", *ADDED_TIME_TERMS]
     assert [float(v) for v in terms.values()] == pytest.approx(
         [data["time_terms_s"][k] * 1e6 for k in keys], abs=0.05)
