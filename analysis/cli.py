@@ -17,12 +17,12 @@ import sys
 import click
 import numpy as np
 
-from simulator import schedules
-from simulator.device import GENERIC_GPU, UNLIMITED, LimitError
-from simulator.engine import InputError, simulate
-from simulator.hazards import HazardError
-from simulator.reference import random_inputs, reference
-from simulator.traffic_model import ADDED_TIME_TERMS
+from tiletraffic.simulator import schedules
+from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
+from tiletraffic.simulator.engine import InputError, simulate
+from tiletraffic.simulator.hazards import HazardError
+from tiletraffic.simulator.reference import random_inputs, reference
+from tiletraffic.simulator.traffic_model import ADDED_TIME_TERMS
 
 from . import closed_form
 
@@ -38,7 +38,7 @@ GROUP_WORK_LIMIT = 2**31
 
 def error_over_tolerance(actual, ref) -> float:
     """Largest |actual - reference| / tolerance of a simulated output (gpu.runtime's check)."""
-    from gpu.runtime import check_result
+    from tiletraffic.gpu.runtime import check_result
 
     return check_result(np.asarray(actual).reshape(ref.value.shape), ref.value, ref.k,
                         ref.abs_product).error_over_tolerance
@@ -84,7 +84,7 @@ def _named_schedule_options(f):
     f = click.option("--k", "k", type=int, default=None, help="Columns of A.")(f)
     f = click.option("--m", "m", type=int, default=None,
                      help="Rows of A (default: an example shape).")(f)
-    from simulator.variants import names
+    from tiletraffic.simulator.variants import names
     return click.argument("name", required=False, type=click.Choice(names()))(f)
 
 
@@ -128,7 +128,7 @@ def main() -> None:
 @click.option("--hazards", type=click.Choice(["raise", "report"]), default="raise",
               show_default=True, help="Stop at the first hazard, or report them all.")
 @click.option("--device-model", default=None,
-              type=click.Choice(sorted(__import__("simulator.device_model",
+              type=click.Choice(sorted(__import__("tiletraffic.simulator.device_model",
                                                   fromlist=["DEVICE_MODELS"]).DEVICE_MODELS)),
               help="Also model the memory system of this device: requests, sectors, bank "
                    "conflicts, L2 and DRAM traffic, predicted time (counts by work-group "
@@ -195,8 +195,8 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
 def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
     import warnings
 
-    from simulator.device_model import device_model
-    from simulator.traffic_model import model_launch
+    from tiletraffic.simulator.device_model import device_model
+    from tiletraffic.simulator.traffic_model import model_launch
 
     model = device_model(model_name)
     with warnings.catch_warnings(record=True) as caught:
@@ -254,7 +254,7 @@ def check_cmd(name, m, k, n, tile, chunk, check_all, as_json):
     """Run only the hazard checks: races, barrier divergence, out-of-bounds accesses,
     uninitialized reads, unwritten outputs. Exits 1 when a hazard is found (with --all:
     when a correct schedule has one or a broken variant misses its expected kind)."""
-    from simulator.variants import VARIANTS, build_any, names
+    from tiletraffic.simulator.variants import VARIANTS, build_any, names
 
     _one_name_or_all(name, check_all)
     if check_all:
@@ -292,7 +292,7 @@ def check_cmd(name, m, k, n, tile, chunk, check_all, as_json):
 
 
 def _hazards_of(sch):
-    from simulator.reference import random_inputs
+    from tiletraffic.simulator.reference import random_inputs
 
     try:
         return simulate(sch, random_inputs(sch, np.random.default_rng()), hazards="report",
@@ -310,8 +310,8 @@ def crosscheck_cmd(name, m, k, n, tile, chunk, check_all, as_json):
     """Compare the simulator with Oclgrind running the generated kernel: counts of a
     correct schedule side by side, or hazard kinds of a broken variant. Exits 1 on any
     disagreement."""
-    from gpu.oclgrind import OclgrindError
-    from simulator.variants import VARIANTS, build_any, names
+    from tiletraffic.gpu.oclgrind import OclgrindError
+    from tiletraffic.simulator.variants import VARIANTS, build_any, names
 
     from .crosscheck import compare_counts, compare_hazards
 
@@ -372,8 +372,8 @@ def _print_crosscheck(res) -> None:
 def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, device, repeat,
             warmup, as_json):
     """Run SCHEDULE as an OpenCL kernel on a device, check it against numpy, time it."""
-    from gpu.device import select_device
-    from gpu.runtime import TiletrafficGpuError
+    from tiletraffic.gpu.device import select_device
+    from tiletraffic.gpu.runtime import TiletrafficGpuError
 
     from .validate import run_on_device
 
@@ -403,8 +403,8 @@ def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, devi
 @main.command("devices")
 def devices_cmd():
     """List the OpenCL devices and which one is used by default."""
-    from gpu.device import list_devices, select_device
-    from gpu.runtime import TiletrafficGpuError
+    from tiletraffic.gpu.device import list_devices, select_device
+    from tiletraffic.gpu.runtime import TiletrafficGpuError
 
     devices = list_devices()
     if not devices:
@@ -433,7 +433,7 @@ def devices_cmd():
                    "validation.md against the hardware counters.")
 def report_cmd(device, out_dir, quick, repeat, render_dir):
     """Sweep sizes and tiles: simulate, run on the device, write reports/<device>/."""
-    from gpu.runtime import TiletrafficGpuError
+    from tiletraffic.gpu.runtime import TiletrafficGpuError
 
     from .report import make_report, render
 

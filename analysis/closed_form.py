@@ -14,7 +14,11 @@ counting, per statement, the work-items whose guards hold.
 """
 from __future__ import annotations
 
-from simulator.schedule import FLOAT_BYTES, Schedule
+from tiletraffic.simulator.schedule import FLOAT_BYTES, Schedule
+
+
+class NoClosedForm(ValueError):
+    """The schedule's family has no closed forms (for instance a user's own schedule)."""
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -128,7 +132,7 @@ def counts(schedule: Schedule) -> dict:
     """Closed-form counts for ``schedule``, with the keys of ``TrafficCounts.to_dict()``.
 
     Raises:
-        ValueError: for a schedule family without closed forms.
+        NoClosedForm (a ValueError): for a schedule family without closed forms.
     """
     p, t = schedule.param_values, schedule.tile
     family = schedule.family
@@ -142,7 +146,15 @@ def counts(schedule: Schedule) -> dict:
         return matvec_local(p["M"], p["K"], t, schedule.extra["chunk"])
     if family == "matvec-local-whole":
         return matvec_local_whole(p["M"], p["K"], t)
-    raise ValueError(f"no closed form for schedule family {family!r}")
+    raise NoClosedForm(f"no closed form for schedule family {family!r}")
+
+
+def counts_or_none(schedule: Schedule) -> dict | None:
+    """:func:`counts`, or ``None`` for a schedule family without closed forms."""
+    try:
+        return counts(schedule)
+    except NoClosedForm:
+        return None
 
 
 def textbook_per_tile_reads(family: str, n: int, b: int) -> int:

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpu.oclgrind import SIMULATOR_HAZARD_KINDS, oclgrind_check, oclgrind_counts
-from simulator.device import UNLIMITED, DeviceLimits, check_schedule_limits
-from simulator.engine import simulate
-from simulator.reference import random_inputs
-from simulator.schedule import Schedule
+from tiletraffic.gpu.oclgrind import SIMULATOR_HAZARD_KINDS, oclgrind_check, oclgrind_counts
+from tiletraffic.simulator.device import UNLIMITED, DeviceLimits, check_schedule_limits
+from tiletraffic.simulator.engine import simulate
+from tiletraffic.simulator.reference import random_inputs
+from tiletraffic.simulator.schedule import Schedule
 
 COUNT_KEYS = ("global_load_elems", "global_store_elems", "local_load_elems",
               "local_store_elems", "barriers")
@@ -76,7 +76,7 @@ class HazardComparison:
 
 def oclgrind_limits() -> DeviceLimits | None:
     """The launch limits of the Oclgrind device, as OpenCL reports them (None: no Oclgrind)."""
-    from gpu.device import list_devices
+    from tiletraffic.gpu.device import list_devices
 
     for d in list_devices():
         if "oclgrind" in d.platform_name.lower():

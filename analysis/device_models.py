@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpu.device import DeviceInfo
-from simulator.device_model import DEVICE_MODELS, GENERIC_GPU_MODEL, DeviceModel
+from tiletraffic.gpu.device import DeviceInfo
+from tiletraffic.simulator.device_model import DEVICE_MODELS, GENERIC_GPU_MODEL, DeviceModel
 
 KNOWN_NAMES = {"h200": "nvidia-h200"}
 """Substring of an OpenCL device name -> table entry of :data:`DEVICE_MODELS`."""

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.device_model import DEVICE_MODELS
-from simulator.dram_model import dram_reads_timeline
-from simulator.schedule import FLOAT_BYTES
-from simulator.traffic_model import drain_time_s
+from tiletraffic.simulator.device_model import DEVICE_MODELS
+from tiletraffic.simulator.dram_model import dram_reads_timeline
+from tiletraffic.simulator.schedule import FLOAT_BYTES
+from tiletraffic.simulator.traffic_model import drain_time_s
 
 from .hardware import CaseComparison
 from .ncu import parse_ncu_raw_csv

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from simulator import schedules
-from simulator.device_model import DEVICE_MODELS, DeviceModel, GuessedValueWarning
-from simulator.traffic_model import ModelledLaunch, model_launch
+from tiletraffic.simulator import schedules
+from tiletraffic.simulator.device_model import DEVICE_MODELS, DeviceModel, GuessedValueWarning
+from tiletraffic.simulator.traffic_model import ModelledLaunch, model_launch
 
 EXACT = "exact"
 WITHIN_25 = 0.25

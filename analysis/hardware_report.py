@@ -8,8 +8,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from simulator.device_model import DEVICE_MODELS, DeviceModel
-from simulator.schedule import FLOAT_BYTES
+from tiletraffic.simulator.device_model import DEVICE_MODELS, DeviceModel
+from tiletraffic.simulator.schedule import FLOAT_BYTES
 
 from . import plots
 from .dispatch import dispatch_section, load_dispatch, tail_lines, tail_rows

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from simulator.device_model import DeviceModel
+from tiletraffic.simulator.device_model import DeviceModel
 
 from .hardware import counter_model_for, modelled_launch
 from .matvec import load_matvec

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.dram_model import dram_reads_timeline, miss_probability
-from simulator.schedule import FLOAT_BYTES
+from tiletraffic.simulator.dram_model import dram_reads_timeline, miss_probability
+from tiletraffic.simulator.schedule import FLOAT_BYTES
 
 from .hardware import modelled_launch
 

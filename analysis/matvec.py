@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from simulator.device_model import DeviceModel
+from tiletraffic.simulator.device_model import DeviceModel
 
 from .hardware import load_json, modelled_launch
 from .ncu import metric_value

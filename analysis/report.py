@@ -23,9 +23,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from simulator import schedules
-from simulator.device import DeviceLimits, LimitError
-from simulator.engine import simulate
+from tiletraffic.simulator import schedules
+from tiletraffic.simulator.device import DeviceLimits, LimitError
+from tiletraffic.simulator.engine import simulate
 
 from . import closed_form
 
@@ -142,8 +142,8 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         gpu.device.DeviceError: no device, or none matching ``device``.
         ValueError: ``repeat`` below 10.
     """
-    from gpu.device import select_device
-    from gpu.runtime import MIN_REPEAT, TiletrafficGpuError
+    from tiletraffic.gpu.device import select_device
+    from tiletraffic.gpu.runtime import MIN_REPEAT, TiletrafficGpuError
 
     from .validate import run_on_device
 

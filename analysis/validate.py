@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpu import codegen
-from gpu.device import Target
-from gpu.runtime import CheckResult, RunResult, check_result, run_kernel
-from simulator.reference import random_inputs, reference
-from simulator.schedule import Schedule
+from tiletraffic.gpu import codegen
+from tiletraffic.gpu.device import Target
+from tiletraffic.gpu.runtime import CheckResult, RunResult, check_result, run_kernel
+from tiletraffic.simulator.reference import random_inputs, reference
+from tiletraffic.simulator.schedule import Schedule
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,11 @@ class DeviceRun:
 
 
 def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
-                  rng: np.random.Generator | None = None) -> DeviceRun:
+                  rng: np.random.Generator | None = None, reference_fn=None) -> DeviceRun:
     """Generate, build, launch, time and check ``schedule`` on ``target``.
+
+    ``reference_fn`` (``inputs -> output``, numpy) gives the expected result of a schedule
+    that is not a GEMM or matrix-vector product (see ``simulator.reference.reference``).
 
     Raises:
         gpu.runtime.LaunchConfigError: work-group or local memory beyond the device's or the
@@ -54,7 +57,7 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     rng = rng or np.random.default_rng()
     kernel = codegen.generate(schedule)
     inputs = random_inputs(schedule, rng)
-    ref = reference(schedule, inputs)
+    ref = reference(schedule, inputs, reference_fn)
     arrays = {a.name: (np.ascontiguousarray(inputs[a.name]).reshape(-1) if a.role == "in"
                        else np.empty(ref.value.size, dtype=np.float32))
               for a in schedule.arrays}

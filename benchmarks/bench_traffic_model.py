@@ -13,9 +13,9 @@ import argparse
 import time
 import warnings
 
-from simulator import schedules
-from simulator.device_model import NVIDIA_H200
-from simulator.traffic_model import model_launch
+from tiletraffic.simulator import schedules
+from tiletraffic.simulator.device_model import NVIDIA_H200
+from tiletraffic.simulator.traffic_model import model_launch
 
 CASES = [("gemm-naive", 1024, 60.0), ("gemm-tiled", 1024, 60.0),
          ("gemm-naive", 4096, 600.0), ("gemm-tiled", 4096, 600.0)]

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 
-from gpu.oclgrind import oclgrind_counts
-from simulator import schedules
-from simulator.engine import simulate
+from tiletraffic.gpu.oclgrind import oclgrind_counts
+from tiletraffic.simulator import schedules
+from tiletraffic.simulator.engine import simulate
 
 CASES = [("gemm-naive", 64, 16), ("gemm-tiled", 64, 16), ("gemm-tiled", 128, 16),
          ("matvec-local", 1024, 256)]

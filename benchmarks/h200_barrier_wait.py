@@ -32,7 +32,7 @@ for p in (REPO, REPO / "benchmarks"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from gpu.codegen import generate  # noqa: E402
+from tiletraffic.gpu.codegen import generate  # noqa: E402
 from h200_codegen import kernel_args, opencl_buffers, release, timed_launches  # noqa: E402
 from h200_validation import build_case, case_id, error_text  # noqa: E402
 
@@ -77,9 +77,9 @@ def instrumented_source(source: str) -> str:
 def measure(target, n: int, tile: int, repeat: int, rng) -> dict:
     import pyopencl as cl
 
-    from analysis.validate import run_on_device
-    from gpu.runtime import build_program, check_result, reference_product
-    from simulator.reference import random_inputs
+    from tiletraffic.analysis.validate import run_on_device
+    from tiletraffic.gpu.runtime import build_program, check_result, reference_product
+    from tiletraffic.simulator.reference import random_inputs
 
     c = {"family": "gemm-tiled", "m": n, "k": n, "n": n, "tile": tile}
     rec: dict = {"id": case_id(c), "n": n, "tile": tile}
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--repeat", type=int, default=10)
     args = ap.parse_args(argv)
-    from gpu.device import select_device
+    from tiletraffic.gpu.device import select_device
 
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -40,8 +40,8 @@ for p in (REPO, REPO / "benchmarks"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from gpu.codegen import generate  # noqa: E402
-from gpu.cuda import cuda_source, launch_geometry  # noqa: E402
+from tiletraffic.gpu.codegen import generate  # noqa: E402
+from tiletraffic.gpu.cuda import cuda_source, launch_geometry  # noqa: E402
 from h200_validation import build_case, case_id, error_text  # noqa: E402
 
 FAMILIES = ("matvec-naive", "matvec-local", "matvec-local-whole")
@@ -89,8 +89,8 @@ def matvec_case(family: str, m: int, k: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     import cupy as cp
 
-    from gpu.runtime import check_result
-    from simulator.reference import random_inputs
+    from tiletraffic.gpu.runtime import check_result
+    from tiletraffic.simulator.reference import random_inputs
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)

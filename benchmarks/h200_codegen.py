@@ -49,8 +49,8 @@ for p in (REPO, REPO / "benchmarks"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from gpu.codegen import generate  # noqa: E402
-from gpu.cuda import cuda_source, launch_geometry  # noqa: E402
+from tiletraffic.gpu.codegen import generate  # noqa: E402
+from tiletraffic.gpu.cuda import cuda_source, launch_geometry  # noqa: E402
 from h200_dispatch import find_tool  # noqa: E402
 from h200_validation import (GEMM_TILES, L2_SWEEP_SIZES, MATVEC_FAMILIES,  # noqa: E402
                              MATVEC_TILE, build_case, case_id, case_list, counters_stage,
@@ -123,7 +123,7 @@ def code_stage(out: Path, target) -> dict:
     import pyopencl as cl
     from cupy_backends.cuda.libs import nvrtc
 
-    from gpu.runtime import build_program
+    from tiletraffic.gpu.runtime import build_program
 
     tools = {t: find_tool(t) for t in ("ptxas", "cuobjdump")}
     result: dict = {"tools": tools, "kernels": []}
@@ -161,7 +161,7 @@ def cuda_times(module, kernel, sch, ins: dict, ref, absprod, repeat: int) -> dic
     """Median CuPy-event time of ``repeat`` launches after 2 warm-ups, result checked."""
     import cupy as cp
 
-    from gpu.runtime import check_result
+    from tiletraffic.gpu.runtime import check_result
 
     fn = module.get_function(kernel.name)
     p = sch.param_values
@@ -202,8 +202,8 @@ def ptx_module(ptx_path: Path, patched: bool):
 def times_stage(out: Path, target, cases: list[dict], repeat: int) -> dict:
     import cupy as cp
 
-    from analysis.validate import run_on_device
-    from simulator.reference import random_inputs
+    from tiletraffic.analysis.validate import run_on_device
+    from tiletraffic.simulator.reference import random_inputs
 
     result: dict = {"repeat": repeat, "cases": [], "ptx_variant": {}}
     folder = out / "code"
@@ -320,8 +320,8 @@ def resident_per_sm(start: np.ndarray, end: np.ndarray, sm: np.ndarray) -> dict:
 
 
 def _inputs(sch, rng):
-    from gpu.runtime import reference_product
-    from simulator.reference import random_inputs
+    from tiletraffic.gpu.runtime import reference_product
+    from tiletraffic.simulator.reference import random_inputs
     host = random_inputs(sch, rng)
     ref, absprod = reference_product(host["A"], host["B" if "B" in host else "x"])
     return host, ref, absprod
@@ -369,7 +369,7 @@ def release(*buffers) -> None:
 def opencl_occupancy_stage(target) -> dict:
     import pyopencl as cl
 
-    from gpu.runtime import build_program, check_result
+    from tiletraffic.gpu.runtime import build_program, check_result
 
     out: dict = {"cases": []}
     rng = np.random.default_rng(11)
@@ -454,9 +454,9 @@ sys.path[:0] = [os.environ["TT_REPO"], os.environ["TT_REPO"] + "/benchmarks"]
 cache = pathlib.Path(os.environ["CUDA_CACHE_PATH"])
 def files():
     return {str(p) for p in cache.rglob("*") if p.is_file()}
-from gpu.codegen import generate
-from gpu.device import select_device
-from gpu.runtime import build_program
+from tiletraffic.gpu.codegen import generate
+from tiletraffic.gpu.device import select_device
+from tiletraffic.gpu.runtime import build_program
 from h200_codegen import KERNELS, build_case
 import pyopencl as cl
 target = select_device("nvidia")
@@ -560,7 +560,7 @@ def opencl_options_stage(target, repeat: int) -> dict:
     """OpenCL event times of the tiled kernels (N = 4096) built with each of OPTION_SETS."""
     import pyopencl as cl
 
-    from gpu.runtime import check_result
+    from tiletraffic.gpu.runtime import check_result
 
     result: dict = {"option_sets": [list(o) for o in OPTION_SETS], "cases": []}
     rng = np.random.default_rng(13)
@@ -680,7 +680,7 @@ def main(argv: list[str] | None = None) -> int:
             m for m in h200_matvec.EXTRA_METRICS if m not in h200_validation.METRICS)
     if args.more_cubin_cases:
         __import__("os").environ["TT_MORE_CUBIN_CASES"] = "1"
-    from gpu.device import select_device
+    from tiletraffic.gpu.device import select_device
 
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)

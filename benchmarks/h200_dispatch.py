@@ -54,9 +54,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from simulator.schedules import build  # noqa: E402
-from gpu.codegen import generate  # noqa: E402
-from gpu.cuda import cuda_source, launch_geometry, timeline_source  # noqa: E402
+from tiletraffic.simulator.schedules import build  # noqa: E402
+from tiletraffic.gpu.codegen import generate  # noqa: E402
+from tiletraffic.gpu.cuda import cuda_source, launch_geometry, timeline_source  # noqa: E402
 
 TIMELINE_CASES = (
     *(("gemm-naive", n, 16) for n in (3072, 3840, 4096, 5120)),

@@ -26,9 +26,9 @@ for _path in (REPO, REPO / "benchmarks"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from analysis.hardware import modelled_launch  # noqa: E402
+from tiletraffic.analysis.hardware import modelled_launch  # noqa: E402
 from h200_validation import case_list  # noqa: E402
-from simulator.device_model import NVIDIA_H200  # noqa: E402
+from tiletraffic.simulator.device_model import NVIDIA_H200  # noqa: E402
 
 KEYS = ("global_load_instructions", "global_load_requests", "global_load_sectors",
         "l2_read_sectors", "dram_read_bytes", "dram_read_bytes_lockstep", "dram_write_bytes",

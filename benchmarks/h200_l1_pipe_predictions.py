@@ -27,8 +27,8 @@ for _path in (REPO, REPO / "benchmarks"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from analysis.hardware import modelled_launch  # noqa: E402
-from simulator.device_model import NVIDIA_H200  # noqa: E402
+from tiletraffic.analysis.hardware import modelled_launch  # noqa: E402
+from tiletraffic.simulator.device_model import NVIDIA_H200  # noqa: E402
 
 CASES = [("gemm-tiled", 2048, 8), ("gemm-tiled", 2048, 16), ("gemm-tiled", 2048, 32),
          ("gemm-tiled", 3072, 8), ("gemm-tiled", 6144, 32), ("gemm-naive", 2048, 16),

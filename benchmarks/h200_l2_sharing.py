@@ -61,7 +61,7 @@ for _path in (REPO, REPO / "benchmarks"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from analysis.ncu import parse_ncu_raw_csv  # noqa: E402
+from tiletraffic.analysis.ncu import parse_ncu_raw_csv  # noqa: E402
 from h200_dispatch import find_tool, timeline_launch, write_npz  # noqa: E402
 
 SLICE_METRICS = (
@@ -821,7 +821,7 @@ extern "C" __global__ void tt_set_progress(unsigned long long *p) { tt_progress 
 def progress_source(family: str, kernel, k: int) -> tuple[str, str]:
     """The timeline build of ``kernel`` with a ``%globaltimer`` read by lane 0 of every warp
     each PROGRESS_EVERY iterations of K (a diagnostic: it adds a branch to the loop)."""
-    from gpu.cuda import timeline_source
+    from tiletraffic.gpu.cuda import timeline_source
 
     src, entry = timeline_source(kernel)
     loop, kk = PROGRESS_LOOPS[family]
@@ -952,9 +952,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         ap.error("--out is required")
     if args.dry_run_local:
-        from gpu.codegen import generate
-        from gpu.cuda import timeline_source
-        from simulator.schedules import build
+        from tiletraffic.gpu.codegen import generate
+        from tiletraffic.gpu.cuda import timeline_source
+        from tiletraffic.simulator.schedules import build
 
         for f, m, k, n, b in SLICES:
             timeline_source(generate(build(f, m, k, n, b)))

@@ -72,7 +72,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from analysis.ncu import parse_ncu_raw_csv  # noqa: E402
+from tiletraffic.analysis.ncu import parse_ncu_raw_csv  # noqa: E402
 
 log = logging.getLogger("h200_validation")
 
@@ -172,15 +172,15 @@ def case_id(c: dict) -> str:
 
 
 def build_case(c: dict):
-    from simulator.schedules import build
+    from tiletraffic.simulator.schedules import build
     return build(c["family"], c["m"], c["k"], c["n"], c["tile"])
 
 
 def geometry(c: dict) -> dict:
     """NDRange / CUDA grid and block of a case, plus its closed-form counts."""
-    from analysis import closed_form
-    from gpu.codegen import generate
-    from gpu.cuda import launch_geometry
+    from tiletraffic.analysis import closed_form
+    from tiletraffic.gpu.codegen import generate
+    from tiletraffic.gpu.cuda import launch_geometry
     sch = build_case(c)
     kernel = generate(sch)
     grid, block = launch_geometry(kernel)
@@ -284,7 +284,7 @@ def device_facts(extras: Path) -> dict:
         facts["etc_opencl_vendors"] = {p.name: p.read_text().strip()
                                        for p in sorted(icd_dir.glob("*.icd"))}
     try:
-        from gpu.device import list_devices
+        from tiletraffic.gpu.device import list_devices
         facts["opencl_devices"] = [d.describe() for d in list_devices()]
     except Exception as err:  # noqa: BLE001 - recorded, run goes on
         facts["opencl_devices_error"] = error_text(err)
@@ -296,10 +296,10 @@ def opencl_cases(device: str, cases: list[dict], repeat: int) -> list[dict]:
     """run_on_device for each case; every error recorded, none raised."""
     import numpy as np
 
-    from analysis.validate import run_on_device
-    from gpu.codegen import generate
-    from gpu.device import select_device
-    from gpu.runtime import build_program
+    from tiletraffic.analysis.validate import run_on_device
+    from tiletraffic.gpu.codegen import generate
+    from tiletraffic.gpu.device import select_device
+    from tiletraffic.gpu.runtime import build_program
 
     target = select_device(device)
     log.info("OpenCL device: %s", target.info.describe())
@@ -341,9 +341,9 @@ def opencl_work_group_probe(device: str, tiles=(16, 32), n: int = 256) -> list[d
     import numpy as np
     import pyopencl as cl
 
-    from gpu.codegen import generate
-    from gpu.device import select_device
-    from gpu.runtime import check_result, reference_product
+    from tiletraffic.gpu.codegen import generate
+    from tiletraffic.gpu.device import select_device
+    from tiletraffic.gpu.runtime import check_result, reference_product
 
     target = select_device(device)
     ctx, queue, dev = target.context, target.queue, target.device
@@ -427,10 +427,10 @@ def ncu_driver(cases_path: Path, out_path: Path) -> int:
     import cupy as cp
     import numpy as np
 
-    from gpu.codegen import generate
-    from gpu.cuda import cuda_source, launch_geometry
-    from analysis.cli import error_over_tolerance
-    from simulator.reference import random_inputs, reference
+    from tiletraffic.gpu.codegen import generate
+    from tiletraffic.gpu.cuda import cuda_source, launch_geometry
+    from tiletraffic.analysis.cli import error_over_tolerance
+    from tiletraffic.simulator.reference import random_inputs, reference
 
     cases = json.loads(cases_path.read_text())
     entries = []
@@ -700,8 +700,8 @@ def cublas_stage(sizes=GEMM_SIZES, warmup: int = 3, timed: int = 20) -> dict:
 
 # ------------------------------------------------------------------------------ stage 5
 def _simulate_task(point, limits):
-    from analysis.report import simulate_point
-    from simulator.device import LimitError
+    from tiletraffic.analysis.report import simulate_point
+    from tiletraffic.simulator.device import LimitError
     try:
         return point, ("ok", simulate_point(point, limits))
     except LimitError as err:
@@ -713,9 +713,9 @@ def presimulate(device: str, quick: bool, workers: int) -> tuple[dict, object, f
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
-    from analysis.report import default_sweep
-    from gpu.device import select_device
-    from simulator.device import DeviceLimits
+    from tiletraffic.analysis.report import default_sweep
+    from tiletraffic.gpu.device import select_device
+    from tiletraffic.simulator.device import DeviceLimits
 
     info = select_device(device).info
     limits = DeviceLimits(info.device_name, info.max_work_group_size,
@@ -732,8 +732,8 @@ def presimulate(device: str, quick: bool, workers: int) -> tuple[dict, object, f
 def report_stage(device: str, out: Path, quick: bool, repeat: int, parallel: bool) -> dict:
     import warnings
 
-    import analysis.report as report
-    from simulator.device import LimitError
+    import tiletraffic.analysis.report as report
+    from tiletraffic.simulator.device import LimitError
 
     rec: dict = {"device": device, "quick": quick, "repeat": repeat}
     original = report.simulate_point

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import jinja2
 
-from simulator import schedule as S
+from tiletraffic.simulator import schedule as S
 
 from .kernel import GeneratedKernel, KernelArg
 

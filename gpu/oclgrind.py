@@ -75,9 +75,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-from gpu.device import TiletrafficGpuError
-from gpu.kernel import GeneratedKernel
-from simulator.schedule import FLOAT_BYTES, Schedule
+from tiletraffic.gpu.device import TiletrafficGpuError
+from tiletraffic.gpu.kernel import GeneratedKernel
+from tiletraffic.simulator.schedule import FLOAT_BYTES, Schedule
 
 __all__ = [
     "OclgrindError", "OclgrindUnavailable", "LaunchSpec", "OclgrindCounts", "Diagnostic",
@@ -207,7 +207,7 @@ class LaunchSpec:
         broken variant of it) with the schedule's sizes: each buffer holds the product of
         its shape's parameter values (``A``: M·K floats), each ``int`` is the parameter."""
         if kernel is None:
-            from gpu.codegen import generate  # late: keeps the worker's imports light
+            from tiletraffic.gpu.codegen import generate  # late: keeps the worker's imports light
             kernel = generate(schedule)
         params = schedule.param_values
         elems = {}
@@ -282,7 +282,7 @@ def _run_worker(spec: LaunchSpec, plugins: dict[str, str], timeout_s: float,
         log_path, result_path = Path(tmp) / "oclgrind.log", Path(tmp) / "result.json"
         env = _worker_env({**plugins, "OCLGRIND_LOG": str(log_path)})
         payload = json.dumps({"spec": asdict(spec), "mode": mode, "result_path": str(result_path)})
-        cmd = [sys.executable, "-m", "gpu.oclgrind"]
+        cmd = [sys.executable, "-m", "tiletraffic.gpu.oclgrind"]
         try:
             proc = subprocess.run(cmd, input=payload, capture_output=True, text=True,
                                   env=env, timeout=timeout_s)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from gpu.device import (  # re-exported: gpu.runtime is the one import most callers need
+from tiletraffic.gpu.device import (  # re-exported: gpu.runtime is the one import most callers need
     POCL_INSTALL_HINT,
     DeviceError,
     DeviceInfo,
@@ -35,7 +35,7 @@ from gpu.device import (  # re-exported: gpu.runtime is the one import most call
     list_devices,
     select_device,
 )
-from gpu.kernel import GeneratedKernel
+from tiletraffic.gpu.kernel import GeneratedKernel
 
 __all__ = [
     "POCL_INSTALL_HINT", "DeviceError", "DeviceInfo", "DeviceLimits", "Target", "TiletrafficGpuError",

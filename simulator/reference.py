@@ -37,14 +37,37 @@ def random_inputs(schedule: Schedule, rng: np.random.Generator) -> dict[str, np.
             for a in schedule.arrays if a.role == "in"}
 
 
-def reference(schedule: Schedule, inputs: dict[str, np.ndarray]) -> Reference:
-    """float64 ``A@B`` (GEMM) or ``A@x`` (matrix-vector) of ``inputs``.
+def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None) -> Reference:
+    """float64 ``A@B`` (GEMM) or ``A@x`` (matrix-vector) of ``inputs``, or ``fn``'s result.
+
+    Args:
+        fn: for any other schedule, a function ``inputs -> output`` (numpy; called with the
+            inputs as float64 arrays in their logical shapes) returning the single output in
+            its logical shape. The error bound then uses ``fn`` of the inputs' absolute
+            values as ``|A|@|B|`` and the schedule's ``K`` parameter (or 1) as the
+            dot-product length: right for sums of products such as GEMM variants.
 
     Raises:
-        ValueError: the schedule has no single output or not the inputs A and B/x.
+        ValueError: without ``fn``, the schedule has no single output or not the inputs A and
+            B/x; with ``fn``, a result of the wrong shape or more than one output.
     """
     outs = [a.name for a in schedule.arrays if a.role == "out"]
     ins = [a.name for a in schedule.arrays if a.role == "in"]
+    if fn is not None:
+        if len(outs) != 1:
+            raise ValueError(f"{schedule.family}: a reference function gives one output, "
+                             f"the schedule has {outs}")
+        out = schedule.array(outs[0])
+        p = schedule.param_values
+        shape = tuple(p[s] for s in out.shape)
+        f64 = {name: np.asarray(v, dtype=np.float64) for name, v in inputs.items()}
+        value = np.asarray(fn(f64), dtype=np.float64)
+        if value.shape != shape:
+            raise ValueError(f"{schedule.family}: the reference function returned shape "
+                             f"{value.shape}, the output {outs[0]} has shape {shape}")
+        bound = np.abs(np.asarray(fn({n: np.abs(v) for n, v in f64.items()}),
+                                  dtype=np.float64))
+        return Reference(outs[0], value, bound, p.get("K", 1))
     if len(outs) != 1 or len(ins) != 2 or ins[0] != "A":
         raise ValueError(f"{schedule.family}: no reference for inputs {ins} -> outputs {outs}")
     a = np.asarray(inputs["A"], dtype=np.float64)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from simulator.schedule import Schedule
-from simulator.schedules import FAMILIES, GEMM_FAMILIES, build
+from tiletraffic.simulator.schedule import Schedule
+from tiletraffic.simulator.schedules import FAMILIES, GEMM_FAMILIES, build
 
 MAX_SIZE = 48
 """Default largest M, K, N."""
@@ -217,7 +217,7 @@ def correct_demo_schedules(draw) -> Schedule:
     """A correct demonstration kernel (:data:`simulator.variants.CORRECT_DEMOS`) with drawn
     sizes: the shifted read with its barrier (33..128 work-items), or the column staging
     with its closing barrier."""
-    from simulator.variants import CORRECT_DEMOS
+    from tiletraffic.simulator.variants import CORRECT_DEMOS
 
     name = draw(st.sampled_from(sorted(CORRECT_DEMOS)))
     if name == "demo-shift":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analysis.busy_background import busy_background_lines, load_busy_background
+from tiletraffic.analysis.busy_background import busy_background_lines, load_busy_background
 
 REPORT = Path(__file__).resolve().parents[1] / "reports" / "nvidia-h200"
 
@@ -77,7 +77,7 @@ def test_table_and_text_from_a_hand_made_run(tmp_path):
 
 
 def test_clock_rates_of_the_busy_sms_sweep_and_their_sentence(tmp_path):
-    from analysis.busy_background import _clock_sentence, load_clocks
+    from tiletraffic.analysis.busy_background import _clock_sentence, load_clocks
     clocks = load_clocks(REPORT)
     assert sorted(clocks["naive_s"]) == [8, 12, 16, 20, 24, 32, 40, 48, 64, 96, 132]
     # measured: matvec-naive gets faster with more busy SMs while no clock moves by 1%

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from simulator.counters import Observer
-from simulator.engine import InputError, simulate
-from simulator.memory import MemoryObserver
-from simulator.schedule import Schedule
-from simulator.schedules import FAMILIES, build
-from simulator.traffic_model import FootprintObserver
+from tiletraffic.simulator.counters import Observer
+from tiletraffic.simulator.engine import InputError, simulate
+from tiletraffic.simulator.memory import MemoryObserver
+from tiletraffic.simulator.schedule import Schedule
+from tiletraffic.simulator.schedules import FAMILIES, build
+from tiletraffic.simulator.traffic_model import FootprintObserver
 
 from strategies import chunks, gemm_tiles, random_inputs
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from analysis.cli import main
-from gpu.device import list_devices
-from simulator.variants import VARIANTS, names
+from tiletraffic.analysis.cli import main
+from tiletraffic.gpu.device import list_devices
+from tiletraffic.simulator.variants import VARIANTS, names
 
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed "

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from analysis.closed_form import counts, textbook_per_tile_reads
-from simulator.counters import Observer
-from simulator.engine import simulate
-from simulator.schedules import GEMM_FAMILIES, build
+from tiletraffic.analysis.closed_form import counts, textbook_per_tile_reads
+from tiletraffic.simulator.counters import Observer
+from tiletraffic.simulator.engine import simulate
+from tiletraffic.simulator.schedules import GEMM_FAMILIES, build
 from strategies import gemm_tiles, schedules, sizes
 
 MORE_EXAMPLES = max(100, settings.default.max_examples)

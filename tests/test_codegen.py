@@ -8,10 +8,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from gpu.codegen import generate, render_cond, render_float, render_int
-from simulator import schedule as S
-from simulator.engine import simulate
-from simulator.schedules import FAMILIES, build
+from tiletraffic.gpu.codegen import generate, render_cond, render_float, render_int
+from tiletraffic.simulator import schedule as S
+from tiletraffic.simulator.engine import simulate
+from tiletraffic.simulator.schedules import FAMILIES, build
 from strategies import (
     assert_matches_reference,
     output_name,

@@ -4,10 +4,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from analysis.cli import main
-from gpu.oclgrind import oclgrind_available
-from simulator.variants import CORRECT_DEMOS, VARIANTS
-from simulator.schedules import FAMILIES
+from tiletraffic.analysis.cli import main
+from tiletraffic.gpu.oclgrind import oclgrind_available
+from tiletraffic.simulator.variants import CORRECT_DEMOS, VARIANTS
+from tiletraffic.simulator.schedules import FAMILIES
 
 pytestmark = pytest.mark.skipif(not oclgrind_available(), reason="no Oclgrind platform")
 

@@ -12,10 +12,10 @@ import subprocess
 
 import pytest
 
-from gpu.codegen import generate
-from gpu.cuda import (CUDA_PRELUDE, PRELUDE_END, TIMELINE_SUFFIX, cuda_source, launch_geometry,
+from tiletraffic.gpu.codegen import generate
+from tiletraffic.gpu.cuda import (CUDA_PRELUDE, PRELUDE_END, TIMELINE_SUFFIX, cuda_source, launch_geometry,
                       prelude, timeline_source)
-from simulator.schedules import FAMILIES, build
+from tiletraffic.simulator.schedules import FAMILIES, build
 
 CASES = {
     "gemm-naive": build("gemm-naive", 9, 31, 4, tile=3),

@@ -4,9 +4,9 @@ from dataclasses import replace
 
 import pytest
 
-from analysis.device_models import model_from_opencl
-from gpu.device import list_devices
-from simulator.device_model import NVIDIA_H200, GuessedValueWarning
+from tiletraffic.analysis.device_models import model_from_opencl
+from tiletraffic.gpu.device import list_devices
+from tiletraffic.simulator.device_model import NVIDIA_H200, GuessedValueWarning
 
 
 def _pocl():

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.dispatch import (PARTITION_METRICS, _value, dispatch_section, load_dispatch,
+from tiletraffic.analysis.dispatch import (PARTITION_METRICS, _value, dispatch_section, load_dispatch,
                                tail_lines, tail_rows)
-from analysis.hardware import compare, load_raw, model_for
+from tiletraffic.analysis.hardware import compare, load_raw, model_for
 
 REPORT = Path(__file__).resolve().parents[1] / "reports" / "nvidia-h200"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.dram_model import (BufferReads, dram_reads_lockstep, dram_reads_steady_state,
+from tiletraffic.simulator.dram_model import (BufferReads, dram_reads_lockstep, dram_reads_steady_state,
                                   dram_reads_timeline, wave_timeline)
 
 MiB = 2 ** 20

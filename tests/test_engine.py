@@ -8,9 +8,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from simulator.device import GENERIC_GPU, LimitError
-from simulator.engine import InputError, simulate
-from simulator.schedules import FAMILIES, ScheduleError, build
+from tiletraffic.simulator.device import GENERIC_GPU, LimitError
+from tiletraffic.simulator.engine import InputError, simulate
+from tiletraffic.simulator.schedules import FAMILIES, ScheduleError, build
 from strategies import (
     assert_matches_reference,
     output_name,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analysis.cli import main
-from analysis.hardware import compare, load_raw, model_for, rankings, speedups
+from tiletraffic.analysis.cli import main
+from tiletraffic.analysis.hardware import compare, load_raw, model_for, rankings, speedups
 
 RAW_DIR = Path(__file__).resolve().parent.parent / "reports" / "nvidia-h200"
 pytestmark = pytest.mark.skipif(not (RAW_DIR / "h200_raw.json").exists(),
@@ -84,8 +84,8 @@ def test_render_of_an_empty_directory_fails_cleanly(tmp_path):
 
 
 def test_guessed_values_table_has_a_row_for_every_guess_and_never_calls_one_measured():
-    from analysis.hardware_report import _value_rows
-    from simulator.device_model import DEVICE_MODELS
+    from tiletraffic.analysis.hardware_report import _value_rows
+    from tiletraffic.simulator.device_model import DEVICE_MODELS
     for name in ("nvidia-h200", "nvidia-h200-cuda", "generic-gpu"):
         model = DEVICE_MODELS[name]
         rows = {r.split("`")[1]: r for r in _value_rows(model, "these data in view", None)}

@@ -16,16 +16,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator import schedule as S
-from simulator.engine import simulate
-from simulator.hazards import HAZARD_KINDS, HazardError, HazardLog
-from analysis.cli import error_over_tolerance
-from simulator.reference import reference
-from simulator.schedule import (Accumulate, Assign, Barrier, Const, DeclareFloat, GlobalArray,
+from tiletraffic.simulator import schedule as S
+from tiletraffic.simulator.engine import simulate
+from tiletraffic.simulator.hazards import HAZARD_KINDS, HazardError, HazardLog
+from tiletraffic.analysis.cli import error_over_tolerance
+from tiletraffic.simulator.reference import reference
+from tiletraffic.simulator.schedule import (Accumulate, Assign, Barrier, Const, DeclareFloat, GlobalArray,
                                 If, Let, LocalArray, Private, Schedule, block, global_id,
                                 group_id, local_id, store)
-from simulator.schedules import build
-from simulator.variants import (VARIANTS, build_any, column_staging_demo, rewrite, shift_demo_fixed,
+from tiletraffic.simulator.schedules import build
+from tiletraffic.simulator.variants import (VARIANTS, build_any, column_staging_demo, rewrite, shift_demo_fixed,
                                 shift_race_demo)
 from strategies import (CLEAN_SHAPE_VARIANTS, correct_demo_schedules, random_inputs,
                         schedules, seeds, variant_clean_shapes, variant_fault_shapes)

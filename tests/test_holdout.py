@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.hardware import compare, load_raw, model_for
-from analysis.hardware_report import preregistered_check
+from tiletraffic.analysis.hardware import compare, load_raw, model_for
+from tiletraffic.analysis.hardware_report import preregistered_check
 
 REPO = Path(__file__).resolve().parents[1]
 HOLDOUT = REPO / "reports" / "nvidia-h200" / "holdout"

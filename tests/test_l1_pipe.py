@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.l1_pipe import (DATA_PIPE, holdout_rows, l1_pipe_rows, l1_pipe_section,
+from tiletraffic.analysis.l1_pipe import (DATA_PIPE, holdout_rows, l1_pipe_rows, l1_pipe_section,
                               load_l1_pipe)
-from simulator.device_model import device_model
+from tiletraffic.simulator.device_model import device_model
 
 REPORT = Path(__file__).resolve().parents[1] / "reports" / "nvidia-h200"
 SMALL = ("gemm-tiled-M1024-K1024-N1024-T8", "gemm-naive-M1024-K1024-N1024-T32",

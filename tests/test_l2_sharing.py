@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.l2_sharing import (MIB, fit_l2_curve, half_miss_distance_mib, l2_sharing_section,
+from tiletraffic.analysis.l2_sharing import (MIB, fit_l2_curve, half_miss_distance_mib, l2_sharing_section,
                                  load_l2_sharing, max_running, progress_rows, retention_us,
                                  stagger_rows, window_rows)
-from simulator.device_model import NVIDIA_H200
-from simulator.dram_model import miss_probability
+from tiletraffic.simulator.device_model import NVIDIA_H200
+from tiletraffic.simulator.dram_model import miss_probability
 
 REPORT = Path(__file__).resolve().parents[1] / "reports" / "nvidia-h200"
 
@@ -166,7 +166,7 @@ def test_staggered_readers_from_the_committed_files(data):
 
 
 def test_sm_partitions_split_the_sms_in_two(data):
-    from analysis.l2_sharing import _ranges, sm_partitions
+    from tiletraffic.analysis.l2_sharing import _ranges, sm_partitions
 
     p = sm_partitions(data)
     assert 0 in p["same"] and len(p["same"]) == len(p["other"]) == 66
@@ -177,7 +177,7 @@ def test_sm_partitions_split_the_sms_in_two(data):
 
 
 def test_placed_readers_share_across_partitions(data):
-    from analysis.l2_sharing import placed_rows, sm_partitions
+    from tiletraffic.analysis.l2_sharing import placed_rows, sm_partitions
 
     rows = placed_rows(data)
     parts = sm_partitions(data)
@@ -189,7 +189,7 @@ def test_placed_readers_share_across_partitions(data):
 
 
 def test_loaded_placed_readers_from_the_committed_files(data):
-    from analysis.l2_sharing import placed_rows
+    from tiletraffic.analysis.l2_sharing import placed_rows
 
     rows = placed_rows(data, "placed_loaded")
     assert len(rows) == 10 and all("latest_us" in r for r in rows)

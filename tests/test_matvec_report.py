@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.matvec import DATA_PIPE, matvec_rows, matvec_section, load_matvec
-from simulator.device_model import device_model
+from tiletraffic.analysis.matvec import DATA_PIPE, matvec_rows, matvec_section, load_matvec
+from tiletraffic.simulator.device_model import device_model
 
 REPORT = Path(__file__).resolve().parents[1] / "reports" / "nvidia-h200"
 SMALL = ("-M4096-K2048-", "-M1024-K4096-")
@@ -60,8 +60,8 @@ def test_section_renders_and_an_absent_directory_has_none(small, tmp_path):
 
 
 def test_loop_finding_names_loads_in_flight_and_the_times_by_work_groups():
-    from analysis.matvec import _loop_finding
-    from analysis.sass import LoopIssue
+    from tiletraffic.analysis.matvec import _loop_finding
+    from tiletraffic.analysis.sass import LoopIssue
 
     def row(m, wgs, naive, whole):
         return {"m": m, "k": 4096, "work_groups": wgs, "a_fits_l2": False,
@@ -82,7 +82,7 @@ def test_loop_finding_names_loads_in_flight_and_the_times_by_work_groups():
 
 
 def test_busy_sms_rows_and_table_from_the_committed_sweep():
-    from analysis.matvec import _busy_lines, busy_sms_rows, load_busy_sms
+    from tiletraffic.analysis.matvec import _busy_lines, busy_sms_rows, load_busy_sms
     data = load_busy_sms(REPORT)
     assert data is not None and len(data["opencl"]) == 33
     assert all(r["run"]["check"]["ok"] for r in data["opencl"])

@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.counters import AccessEvent
-from simulator.engine import simulate
-from simulator.memory import MemoryCounts, MemoryObserver
-from simulator.schedules import ScheduleError, build
+from tiletraffic.simulator.counters import AccessEvent
+from tiletraffic.simulator.engine import simulate
+from tiletraffic.simulator.memory import MemoryCounts, MemoryObserver
+from tiletraffic.simulator.schedules import ScheduleError, build
 
 
 def memory_counts(family: str, *sizes: int, **kw) -> MemoryCounts:

@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpu import oclgrind as og
-from gpu.codegen import generate
-from gpu.kernel import GeneratedKernel, KernelArg
-from simulator.counters import TrafficCounts
-from simulator.engine import simulate
-from simulator.schedule import Schedule
-from simulator.schedules import FAMILIES, GEMM_FAMILIES, build
+from tiletraffic.gpu import oclgrind as og
+from tiletraffic.gpu.codegen import generate
+from tiletraffic.gpu.kernel import GeneratedKernel, KernelArg
+from tiletraffic.simulator.counters import TrafficCounts
+from tiletraffic.simulator.engine import simulate
+from tiletraffic.simulator.schedule import Schedule
+from tiletraffic.simulator.schedules import FAMILIES, GEMM_FAMILIES, build
 
 SHARED_KEYS = ("global_load_elems", "global_store_elems", "local_load_elems",
                "local_store_elems", "barriers")
@@ -296,7 +296,7 @@ def test_a_hanging_kernel_times_out():
 # ------------------------------------------------- the project's catalogue of broken variants
 def _variants():
     try:
-        from simulator.variants import VARIANTS
+        from tiletraffic.simulator.variants import VARIANTS
     except ImportError:  # the catalogue is optional for this module
         return []
     return sorted(VARIANTS)
@@ -305,7 +305,7 @@ def _variants():
 @needs_oclgrind
 @pytest.mark.parametrize("name", _variants())
 def test_oclgrind_sees_the_faults_of_the_broken_variants(name):
-    from simulator.variants import VARIANTS, build_any
+    from tiletraffic.simulator.variants import VARIANTS, build_any
 
     variant = VARIANTS[name]
     visible = [k for k in variant.expected if og.SIMULATOR_HAZARD_KINDS.get(k)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from analysis.hardware import _discordant_pairs
-from analysis.hardware_report import _discordant_text
+from tiletraffic.analysis.hardware import _discordant_pairs
+from tiletraffic.analysis.hardware_report import _discordant_text
 
 
 def case(name: str, predicted: float, measured: float | None, counter: float | None = None):

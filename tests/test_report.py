@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis import report
-from analysis.plots import fit_power_law
-from gpu.device import list_devices
-from gpu.runtime import MIN_REPEAT
+from tiletraffic.analysis import report
+from tiletraffic.analysis.plots import fit_power_law
+from tiletraffic.gpu.device import list_devices
+from tiletraffic.gpu.runtime import MIN_REPEAT
 
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed "
@@ -112,12 +112,12 @@ def test_render_rewrites_the_report_from_json_only(reports, tmp_path, monkeypatc
     def no_device(*a, **k):
         raise AssertionError("render must not touch a device or the simulator")
 
-    import analysis.validate
-    import gpu.device
-    import simulator.engine
-    monkeypatch.setattr(gpu.device, "select_device", no_device)
-    monkeypatch.setattr(analysis.validate, "run_on_device", no_device)
-    monkeypatch.setattr(simulator.engine, "simulate", no_device)
+    import tiletraffic.analysis.validate
+    import tiletraffic.gpu.device
+    import tiletraffic.simulator.engine
+    monkeypatch.setattr(tiletraffic.gpu.device, "select_device", no_device)
+    monkeypatch.setattr(tiletraffic.analysis.validate, "run_on_device", no_device)
+    monkeypatch.setattr(tiletraffic.simulator.engine, "simulate", no_device)
     monkeypatch.setattr(report, "simulate", no_device)
 
     same, renamed = tmp_path / "same", tmp_path / "renamed"

@@ -9,9 +9,9 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from gpu import device as gpu_device
-from gpu.kernel import GeneratedKernel, KernelArg
-from gpu.runtime import (
+from tiletraffic.gpu import device as gpu_device
+from tiletraffic.gpu.kernel import GeneratedKernel, KernelArg
+from tiletraffic.gpu.runtime import (
     error_factor,
     DeviceError,
     DeviceLimits,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.matvec import load_matvec_loops
-from analysis.sass import LoopIssue, main_loop
+from tiletraffic.analysis.matvec import load_matvec_loops
+from tiletraffic.analysis.sass import LoopIssue, main_loop
 
 H200 = Path(__file__).resolve().parents[1] / "reports" / "nvidia-h200"
 
@@ -89,7 +89,7 @@ def test_an_archive_member_without_a_loop_is_left_out_with_a_warning(tmp_path):
     import io
     import tarfile
 
-    from analysis.sass import loops_in_archive
+    from tiletraffic.analysis.sass import loops_in_archive
     archive = tmp_path / "code.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         for name, text in (("code/a.opencl-jit.0.sass", _sass(["LDG.E R2, desc[UR4][R4.64]",

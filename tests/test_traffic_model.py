@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from analysis.cli import main
-from simulator.counters import AccessEvent
-from simulator.device_model import (
+from tiletraffic.analysis.cli import main
+from tiletraffic.simulator.counters import AccessEvent
+from tiletraffic.simulator.device_model import (
     DEVICE_MODELS,
     GENERIC_GPU_MODEL,
     NVIDIA_H200,
@@ -23,10 +23,10 @@ from simulator.device_model import (
     GuessedValueWarning,
     device_model,
 )
-from simulator.engine import simulate
-from simulator.memory import MemoryObserver
-from simulator.schedules import build
-from simulator.traffic_model import (ADDED_TIME_TERMS, FootprintObserver,
+from tiletraffic.simulator.engine import simulate
+from tiletraffic.simulator.memory import MemoryObserver
+from tiletraffic.simulator.schedules import build
+from tiletraffic.simulator.traffic_model import (ADDED_TIME_TERMS, FootprintObserver,
                                      closed_network_throughput,
                                      drain_time_s, exposed_latency_s, model_launch,
                                      predict, tail_latency_s)
@@ -352,7 +352,7 @@ def test_dram_set_associative_l2_by_hand():
 
 
 def test_miss_probability_limits():
-    from simulator.dram_model import miss_probability
+    from tiletraffic.simulator.dram_model import miss_probability
     # many ways: no underflow (lambda > 745), close to the fully associative threshold
     assert miss_probability(0.5e6, 1e6, 2048) < 1e-6
     assert miss_probability(1.5e6, 1e6, 2048) > 1 - 1e-6

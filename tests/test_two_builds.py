@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.codegen import code_rows, codegen_section, cubin_checks, load_codegen
-from analysis.hardware import compare, counter_model_for, load_raw, model_for
-from simulator.device_model import (GENERIC_GPU_MODEL, NVIDIA_H200, NVIDIA_H200_CUDA,
+from tiletraffic.analysis.codegen import code_rows, codegen_section, cubin_checks, load_codegen
+from tiletraffic.analysis.hardware import compare, counter_model_for, load_raw, model_for
+from tiletraffic.simulator.device_model import (GENERIC_GPU_MODEL, NVIDIA_H200, NVIDIA_H200_CUDA,
                                     GuessedValueWarning)
 
 REPORT = Path(__file__).resolve().parents[1] / "reports" / "nvidia-h200"

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpu.codegen import generate
-from simulator import schedule as S
-from simulator.schedules import FAMILIES, ScheduleError, build
-from simulator.variants import (CHECK_EXAMPLES, CORRECT_DEMOS, VARIANTS, build_any,
+from tiletraffic.gpu.codegen import generate
+from tiletraffic.simulator import schedule as S
+from tiletraffic.simulator.schedules import FAMILIES, ScheduleError, build
+from tiletraffic.simulator.variants import (CHECK_EXAMPLES, CORRECT_DEMOS, VARIANTS, build_any,
                                 drop_barrier, names, rewrite, strip_guards)
 from strategies import sizes
 
@@ -112,7 +112,7 @@ def test_unguarded_copy_stores_at_the_local_id_with_no_barrier():
 
 
 def test_unguarded_copy_applies_to_matvec_local_whole_only():
-    from simulator.variants import unguarded_copy
+    from tiletraffic.simulator.variants import unguarded_copy
     with pytest.raises(ScheduleError, match="matvec-local-whole"):
         unguarded_copy(build("gemm-tiled", 4, 4, 4, 2))
 

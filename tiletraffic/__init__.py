@@ -1,0 +1,181 @@
+"""tiletraffic: count, predict and measure the memory traffic of matrix kernels.
+
+The library surface in one place. A *schedule* (:class:`Schedule`, the IR of
+``tiletraffic.simulator.schedule``) describes one OpenCL kernel: its NDRange, work-group
+size, global and local arrays and its body. Every function here takes one:
+
+>>> import tiletraffic as tt
+>>> sch = tt.build("gemm-tiled", m=64, k=64, n=64, tile=16)
+>>> tt.simulate(sch, compute_values=False).counts.global_load_elems
+16384
+>>> tt.closed_form(sch)["global_load_elems"]
+16384
+
+- :func:`build` a named schedule family (``gemm-naive``, ``gemm-tiled``, ``matvec-*``), demo
+  or known-faulty variant; or write your own with the IR (:class:`Schedule`, :class:`For`,
+  :class:`GlobalArray`, ...; the README's tutorial builds a rectangular-tile GEMM);
+- :func:`simulate` it (exact counts, optional values), :func:`check` it for hazards,
+  :func:`model` its memory system and time on a device model (:func:`device_model`);
+- :func:`generate` its OpenCL C, :func:`run` it on an OpenCL device (PoCL without a GPU),
+  :func:`closed_form` its counts.
+
+``import tiletraffic`` and ``import tiletraffic.simulator`` load numpy only; pyopencl is
+imported when :func:`run` (or ``tiletraffic.gpu.runtime``) is first used.
+"""
+from __future__ import annotations
+
+from importlib import metadata as _metadata
+
+from .simulator.device import GENERIC_GPU, UNLIMITED, DeviceLimits, LimitError
+from .simulator.device_model import DEVICE_MODELS, DeviceModel, device_model
+from .simulator.engine import InputError, SimulationResult, simulate
+from .simulator.hazards import Hazard, HazardError
+from .simulator.schedule import (
+    Accumulate,
+    Assign,
+    Barrier,
+    Const,
+    DeclareFloat,
+    For,
+    GlobalArray,
+    If,
+    Let,
+    LocalArray,
+    Param,
+    Return,
+    Schedule,
+    Var,
+    block,
+    ceil_div,
+    global_id,
+    group_id,
+    local_id,
+    minimum,
+    store,
+)
+from .simulator.schedules import FAMILIES, ScheduleError
+from .simulator.traffic_model import ModelledLaunch, TrafficPrediction
+
+try:
+    __version__ = _metadata.version("tiletraffic")
+except _metadata.PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0+unknown"
+
+
+def build(name: str, m: int | None = None, k: int | None = None, n: int | None = None,
+          tile: int | None = None, chunk: int | None = None, **options) -> Schedule:
+    """The schedule ``name`` at the given sizes.
+
+    Args:
+        name: a family (:data:`FAMILIES`), a correct demo or a known-faulty variant
+            (``tiletraffic.simulator.variants.names()``).
+        m, k, n: sizes; A is m×k, B is k×n (GEMM), x has k elements (matrix-vector). Omitted
+            sizes of a demo or variant default to its example shape.
+        tile: tile width B (GEMM: B×B work-groups) or work-items per work-group (matvec).
+        chunk: elements of x per staged chunk (``matvec-local``).
+        options: family options (``mapping``, ``padding``, ``a_tile``).
+
+    Raises:
+        ScheduleError: unknown name, missing size, or a parameter out of range.
+    """
+    from .simulator import schedules, variants
+
+    if name in schedules.FAMILIES:
+        if m is None or k is None:
+            raise ScheduleError(f"{name} needs m and k (got m={m}, k={k})")
+        return schedules.build(name, m, k, n, tile, chunk, **options)
+    if options:
+        raise ScheduleError(f"{name} takes no options, got {sorted(options)}")
+    return variants.build_any(name, m, k, n, tile, chunk)
+
+
+def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None
+          ) -> list[Hazard]:
+    """Every hazard of ``schedule``: local-memory races, barrier divergence, out-of-bounds
+    accesses, uninitialized reads, unwritten outputs (an empty list when clean).
+
+    Runs the simulator on fresh random inputs (``seed`` for repeatable ones) in report mode.
+
+    Raises:
+        LimitError: the schedule exceeds ``limits`` (default: none enforced).
+    """
+    import numpy as np
+
+    from .simulator.reference import random_inputs
+
+    inputs = random_inputs(schedule, np.random.default_rng(seed))
+    return simulate(schedule, inputs, hazards="report",
+                    limits=UNLIMITED if limits is None else limits).hazards
+
+
+def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200") -> ModelledLaunch:
+    """Counts, memory-system counts (requests, sectors, bank conflicts) and the predicted
+    cache traffic and time of ``schedule`` on a device model.
+
+    Args:
+        device: a model name (:data:`DEVICE_MODELS`), a model file path, or a
+            :class:`DeviceModel`.
+
+    Raises:
+        KeyError: unknown model name. LimitError, HazardError: as :func:`simulate`.
+    """
+    from .simulator.traffic_model import model_launch
+
+    dm = device if isinstance(device, DeviceModel) else device_model(device)
+    return model_launch(schedule, dm)
+
+
+def generate(schedule: Schedule):
+    """The OpenCL C kernel of ``schedule`` (a ``tiletraffic.gpu.kernel.GeneratedKernel``:
+    ``.source``, ``.name``, ``.args``). Needs no OpenCL driver."""
+    from .gpu.codegen import generate as _generate
+
+    return _generate(schedule)
+
+
+def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warmup: int = 2,
+        reference=None, seed: int | None = None):
+    """Build, launch, time and check ``schedule`` on an OpenCL device.
+
+    Args:
+        device: ``"P:D"`` indices, part of a platform or device name, or ``None`` for the
+            default (a GPU if present, else PoCL's CPU device; never Oclgrind).
+        repeat, warmup: timed launches and untimed warm-up launches.
+        reference: for a schedule that is not a GEMM or matrix-vector product, a function
+            ``inputs -> output`` (numpy, float64) giving the expected result.
+        seed: seed of the random inputs.
+
+    Returns:
+        ``tiletraffic.analysis.validate.DeviceRun`` (``.run`` times in seconds, ``.check``).
+
+    Raises:
+        tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
+        tiletraffic.gpu.runtime.LaunchConfigError, KernelBuildError, LaunchError,
+        ResultMismatchError: see ``run_on_device``.
+    """
+    import numpy as np
+
+    from .analysis.validate import run_on_device
+    from .gpu.device import select_device
+
+    return run_on_device(select_device(device), schedule, repeat=repeat, warmup=warmup,
+                         rng=np.random.default_rng(seed), reference_fn=reference)
+
+
+def closed_form(schedule: Schedule) -> dict | None:
+    """Closed-form counts of ``schedule`` (the keys of ``TrafficCounts.to_dict()``), or
+    ``None`` for a schedule family without closed forms (a user's own schedule)."""
+    from .analysis import closed_form as _cf
+
+    return _cf.counts_or_none(schedule)
+
+
+__all__ = [
+    "build", "simulate", "check", "model", "generate", "run", "closed_form",
+    "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
+    "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",
+    "ceil_div", "minimum", "global_id", "local_id", "group_id",
+    "DeviceModel", "DEVICE_MODELS", "device_model", "DeviceLimits", "GENERIC_GPU", "UNLIMITED",
+    "FAMILIES", "SimulationResult", "ModelledLaunch", "TrafficPrediction", "Hazard",
+    "ScheduleError", "LimitError", "InputError", "HazardError", "__version__",
+]
