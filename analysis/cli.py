@@ -106,6 +106,46 @@ def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=No
         raise click.UsageError(str(err)) from None
 
 
+FORCE_OPTION = click.option(
+    "--force", is_flag=True,
+    help="Run even when the estimated memory exceeds what this machine has available.")
+
+
+def _within_budget(sch, force: bool, **how) -> None:
+    """Estimate memory and time before a large launch; refuse (usage error, exit 2) what
+    would not fit in the available memory unless ``force``; note long runs on stderr."""
+    from tiletraffic.simulator.budget import (
+        BudgetError, check_budget, estimate_device_run, estimate_simulation)
+
+    est = estimate_device_run(sch) if how.pop("device", False) else \
+        estimate_simulation(sch, **how)
+    if not force:
+        try:
+            check_budget(est, sch.family)
+        except BudgetError as err:
+            raise click.UsageError(str(err)) from None
+    if est.time_s > LONG_RUN_S:
+        click.echo(f"note: {sch.family} is estimated to take {est.describe()}", err=True)
+
+
+LONG_RUN_S = 60.0
+"""Estimated simulation time above which a note is printed before starting."""
+
+
+def _select_device(spec):
+    """``gpu.device.select_device``, its warnings (a simulator chosen by number) on stderr."""
+    import warnings
+
+    from tiletraffic.gpu.device import select_device
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        target = select_device(spec)
+    for w in caught:
+        click.echo(f"warning: {w.message}", err=True)
+    return target
+
+
 def _fail(err: Exception) -> None:
     click.echo(f"error: {err}", err=True)
     sys.exit(1)
@@ -134,12 +174,14 @@ def main() -> None:
                    "conflicts, L2 and DRAM traffic, predicted time (counts by work-group "
                    "classes).")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@FORCE_OPTION
 def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, values,
-                 no_limits, hazards, device_model, as_json):
+                 no_limits, hazards, device_model, as_json, force):
     """Execute SCHEDULE in the simulator and print its exact traffic counts."""
     sch = _build(schedule, m, k, n, tile, chunk, mapping, padding, a_tile)
     _check_work(sch, k)
     if device_model:
+        _within_budget(sch, force, compute_values=False, work_group_classes=True)
         _simulate_with_model(sch, device_model, as_json)
         return
     work = m * k * (n or 1)
@@ -147,6 +189,8 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
     if values and work > CLASSES_AUTO_LIMIT:
         raise click.UsageError(f"--values with M·K·N = {work} above {CLASSES_AUTO_LIMIT} would "
                                "take too long; use --counts-only")
+    _within_budget(sch, force, compute_values=values,
+                   work_group_classes=not values and work > CLASSES_AUTO_LIMIT)
     inputs = random_inputs(sch, np.random.default_rng(seed)) if values else None
     try:
         res = simulate(sch, inputs, compute_values=values, hazards=hazards,
@@ -250,7 +294,8 @@ def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
 @click.option("--all", "check_all", is_flag=True,
               help="Check every schedule, demo and broken variant on its example shape.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hazards as JSON.")
-def check_cmd(name, m, k, n, tile, chunk, check_all, as_json):
+@FORCE_OPTION
+def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, force):
     """Run only the hazard checks: races, barrier divergence, out-of-bounds accesses,
     uninitialized reads, unwritten outputs. Exits 1 when a hazard is found (with --all:
     when a correct schedule has one or a broken variant misses its expected kind)."""
@@ -279,6 +324,7 @@ def check_cmd(name, m, k, n, tile, chunk, check_all, as_json):
         sch = build_any(name, m, k, n, tile, chunk)
     except schedules.ScheduleError as err:
         raise click.UsageError(str(err)) from None
+    _within_budget(sch, force, compute_values=True, reference=False)
     hazards = _hazards_of(sch)
     if as_json:
         click.echo(json.dumps([h.to_dict() for h in hazards], indent=2))
@@ -369,19 +415,20 @@ def _print_crosscheck(res) -> None:
 @click.option("--warmup", type=int, default=2, show_default=True,
               help="Untimed launches before timing (the first includes JIT compilation).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@FORCE_OPTION
 def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, device, repeat,
-            warmup, as_json):
+            warmup, as_json, force):
     """Run SCHEDULE as an OpenCL kernel on a device, check it against numpy, time it."""
-    from tiletraffic.gpu.device import select_device
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
     from .validate import run_on_device
 
     sch = _build(schedule, m, k, n, tile, chunk, mapping, padding, a_tile)
+    _within_budget(sch, force, device=True)
     if device is not None and not device.strip():
         raise click.UsageError("--device is empty; give 'P:D' or part of a device name")
     try:
-        target = select_device(device)
+        target = _select_device(device)
         result = run_on_device(target, sch, repeat=repeat, warmup=warmup,
                                rng=np.random.default_rng(seed))
     except (TiletrafficGpuError, ValueError, TypeError) as err:
@@ -390,8 +437,9 @@ def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, devi
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
     r = result.run
-    click.echo(f"{sch.family} on {r.device_name}: NDRange {r.global_size}, work-group "
-               f"{r.local_size}")
+    simulator_note = " (a simulator, not hardware)" if target.info.is_simulator else ""
+    click.echo(f"{sch.family} on {r.device_name}{simulator_note}: NDRange {r.global_size}, "
+               f"work-group {r.local_size}")
     click.echo(f"  build {r.build_time_s * 1e3:.1f} ms" + (" (cached)" if r.build_cached else ""))
     click.echo(f"  kernel time over {len(r.kernel_times_s)} launches (after {r.warmup} warm-up):"
                f" median {r.median_s * 1e3:.3f} ms, min {r.min_s * 1e3:.3f} ms,"
@@ -435,7 +483,7 @@ def report_cmd(device, out_dir, quick, repeat, render_dir):
     """Sweep sizes and tiles: simulate, run on the device, write reports/<device>/."""
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
-    from .report import make_report, render
+    from .report import SweepInterrupted, make_report, render
 
     if render_dir:
         from pathlib import Path
@@ -456,7 +504,7 @@ def report_cmd(device, out_dir, quick, repeat, render_dir):
 
     try:
         path = make_report(device=device, out_root=out_dir, quick=quick, repeat=repeat)
-    except (TiletrafficGpuError, ValueError) as err:
+    except (TiletrafficGpuError, ValueError, SweepInterrupted) as err:
         _fail(err)
     except OSError as err:
         _fail(OSError(f"cannot write the report under {out_dir!r}: {err.strerror} "

@@ -138,14 +138,17 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
 
     Returns the report directory.
 
+    Every finished case is written to ``results.json`` at once (atomically; the previous
+    ``results.json`` is first moved to ``history/``), so an interrupted sweep keeps them.
+
     Raises:
         gpu.device.DeviceError: no device, or none matching ``device``.
         ValueError: ``repeat`` below 10.
+        OSError: the output directory cannot be written (checked before the sweep starts).
+        SweepInterrupted: Ctrl-C during the sweep (finished cases saved and rendered).
     """
     from tiletraffic.gpu.device import select_device
-    from tiletraffic.gpu.runtime import MIN_REPEAT, TiletrafficGpuError
-
-    from .validate import run_on_device
+    from tiletraffic.gpu.runtime import MIN_REPEAT
 
     if repeat < MIN_REPEAT:
         raise ValueError(f"repeat = {repeat} is below the minimum of {MIN_REPEAT} timed launches")
@@ -158,23 +161,8 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     limits = DeviceLimits(info.device_name, info.max_work_group_size,
                           tuple(info.max_work_item_sizes), info.local_mem_bytes)
     out_dir = Path(out_root) / (target.slug + ("-quick" if quick else ""))
-    results = []
+    ensure_writable(out_dir)
     sweep = default_sweep(quick)
-    for point in tqdm(sweep, desc=f"sweep on {info.device_name}", unit="case",
-                      disable=not progress, file=sys.stderr):
-        entry = asdict(point)
-        try:
-            entry.update(simulate_point(point, limits))
-        except LimitError as err:
-            entry["skipped"] = str(err)
-            results.append(entry)
-            continue
-        try:
-            run = run_on_device(target, point.build(), repeat=repeat)
-            entry["device_run"] = run.to_dict()
-        except TiletrafficGpuError as err:
-            entry["device_error"] = f"{type(err).__name__}: {err}"
-        results.append(entry)
     data = {
         "meta": {
             "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -186,14 +174,69 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
                        for k, v in asdict(info).items()},
             "device_slug": target.slug,
             "software": _software(),
+            "complete": False, "cases_total": len(sweep),
         },
-        "results": results,
+        "results": [],
     }
-    out_dir.mkdir(parents=True, exist_ok=True)
+    results = data["results"]
     _archive_previous(out_dir)
+    try:
+        for point in tqdm(sweep, desc=f"sweep on {info.device_name}", unit="case",
+                          disable=not progress, file=sys.stderr):
+            results.append(_sweep_case(point, target, limits, repeat))
+            # every finished case is on disk: an interrupted sweep loses none of them
+            _atomic_write(out_dir / "results.json", json.dumps(data, indent=1))
+    except KeyboardInterrupt:
+        if results:
+            render(out_dir)
+        raise SweepInterrupted(out_dir, len(results), len(sweep)) from None
+    data["meta"]["complete"] = True
     _atomic_write(out_dir / "results.json", json.dumps(data, indent=1))
     render(out_dir)
     return out_dir
+
+
+class SweepInterrupted(RuntimeError):
+    """The sweep was interrupted; the finished cases are saved (``results.json``, and the
+    report rendered from them)."""
+
+    def __init__(self, out_dir: Path, done: int, total: int):
+        self.out_dir, self.done, self.total = out_dir, done, total
+        super().__init__(f"sweep interrupted after {done} of {total} cases; " +
+                         (f"the finished cases are saved in {out_dir / 'results.json'} and "
+                          f"{out_dir / 'report.md'}" if done else "no case had finished"))
+
+
+def _sweep_case(point: SweepPoint, target, limits: DeviceLimits, repeat: int) -> dict:
+    from tiletraffic.gpu.runtime import TiletrafficGpuError
+
+    from .validate import run_on_device
+
+    entry = asdict(point)
+    try:
+        entry.update(simulate_point(point, limits))
+    except LimitError as err:
+        entry["skipped"] = str(err)
+        return entry
+    try:
+        run = run_on_device(target, point.build(), repeat=repeat)
+        entry["device_run"] = run.to_dict()
+    except TiletrafficGpuError as err:
+        entry["device_error"] = f"{type(err).__name__}: {err}"
+    return entry
+
+
+def ensure_writable(out_dir: Path) -> None:
+    """Create ``out_dir`` and prove a file can be written there, before any work starts.
+
+    Raises:
+        OSError: naming the directory and the reason (permission denied, read-only file
+            system, a file in the way, ...).
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd, probe = tempfile.mkstemp(prefix=".write-test.", dir=out_dir)
+    os.close(fd)
+    os.remove(probe)
 
 
 def render(out_dir: str | os.PathLike) -> Path:

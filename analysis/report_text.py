@@ -53,6 +53,9 @@ def write_report(data: dict, out_dir: Path) -> str:
         "reference (tolerance scaled to K).",
         "",
     ]
+    if meta.get("complete") is False:
+        lines += [f"**Interrupted sweep:** {len(results)} of {meta.get('cases_total', '?')} "
+                  "cases finished; the tables and figures show those only.", ""]
     if (out_dir / "h200_raw.json").exists():
         lines += ["**Hardware counters against predictions** (requests, sectors, L2 and DRAM "
                   "traffic, time, roofline): [validation.md](validation.md).", ""]

@@ -293,6 +293,15 @@ def _match(spec: str, devices: list[DeviceInfo]) -> list[DeviceInfo]:
     ]
 
 
+class SimulatorDeviceWarning(RuntimeWarning):
+    """A device chosen by number turned out to be a simulator (Oclgrind)."""
+
+
+def _by_index(spec: str) -> bool:
+    """``spec`` names a device by numbers only (``"0"``, ``"0:0"``), not by a name part."""
+    return all(part.strip().isdigit() or not part.strip() for part in spec.split(":"))
+
+
 def _listing(devices: list[DeviceInfo]) -> str:
     if not devices:
         return "no OpenCL device is installed; " + POCL_INSTALL_HINT
@@ -328,6 +337,17 @@ def select_device(spec: str | None = None) -> Target:
     if not candidates:
         raise DeviceError(f"no OpenCL device matches {spec!r} (from {source}); {_listing(devices)}")
     info = min(candidates, key=_preference)
+    if info.is_simulator and spec is not None and _by_index(spec):
+        others = [d for d in devices if not d.is_simulator]
+        warnings.warn(
+            f"OpenCL device {info.id} ({spec!r}, from {source}) is {info.device_name}, a "
+            "simulator: its kernel times say nothing about hardware. Device numbers follow the "
+            "order in which the OpenCL platforms are installed (installing Oclgrind can move "
+            "other devices to higher numbers)"
+            + (f"; real devices: {', '.join(f'{d.id} {d.device_name}' for d in others)}"
+               if others else "")
+            + ". Name it (e.g. 'oclgrind') to choose it on purpose.",
+            SimulatorDeviceWarning, stacklevel=2)
     try:
         device = cl.get_platforms()[info.platform_index].get_devices()[info.device_index]
         context = cl.Context([device])

@@ -1,0 +1,132 @@
+"""Guards a user expects before a large launch (simulator.budget, the CLI's --force), an
+unwritable --out noticed before the sweep, finished cases of an interrupted sweep kept, and a
+simulator chosen by device number named as such."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import tiletraffic as tt
+from tiletraffic.analysis import report
+from tiletraffic.analysis.cli import main
+from tiletraffic.gpu.device import list_devices
+from tiletraffic.simulator import budget
+
+DEVICES = list_devices()
+HAS_POCL = any(d.is_pocl for d in DEVICES)
+
+
+def test_estimate_adds_up_from_the_documented_terms():
+    sch = tt.build("gemm-tiled", 100, 30, 50, 16)  # 4 x 7 work-groups of 256 work-items
+    est = budget.estimate_simulation(sch, compute_values=True)
+    groups, items = 28, 28 * 256
+    ins, outs = 100 * 30 + 30 * 50, 100 * 50
+    expected = (budget.BASE_BYTES + budget.PER_WORK_GROUP_BYTES * groups
+                + budget.PER_BATCH_WORK_ITEM_BYTES[True] * items
+                + 4 * (ins + outs) + 8 * ins + 16 * outs)
+    assert est.work_groups == groups
+    assert est.memory_bytes == expected
+    assert est.time_s == pytest.approx(1e-6 * groups + 25e-9 * items * 30)
+    counts_only = budget.estimate_simulation(sch, compute_values=False, work_group_classes=True)
+    assert counts_only.memory_bytes < est.memory_bytes
+    assert counts_only.time_s == pytest.approx(1e-6 * groups)
+
+
+def test_batch_term_stops_at_the_batch_size():
+    small = tt.build("gemm-naive", 4096, 8, 4096, 16)
+    est = budget.estimate_simulation(small, compute_values=False, batch_work_items=1 << 12)
+    # 4096 work-items per batch = 16 work-groups of 256
+    assert est.memory_bytes == (budget.BASE_BYTES + budget.PER_WORK_GROUP_BYTES * 256 * 256
+                                + budget.PER_BATCH_WORK_ITEM_BYTES[False] * 4096)
+
+
+def test_check_budget_refuses_beyond_the_headroom_and_names_both_numbers():
+    est = budget.Estimate(memory_bytes=10 * 2**30, time_s=5.0, work_groups=1000)
+    budget.check_budget(est, "x", available=13 * 2**30)  # 10 GiB <= 80% of 13 GiB
+    with pytest.raises(budget.BudgetError) as err:
+        budget.check_budget(est, "gemm-tiled", available=12 * 2**30)  # 80% is 9.6 GiB
+    text = str(err.value)
+    assert "10 GiB" in text and "12 GiB" in text and "--force" in text
+
+
+def test_simulate_refuses_a_launch_beyond_memory_with_the_estimate():
+    # seen: killed by the out-of-memory killer at 23.9 GB
+    res = CliRunner().invoke(main, ["simulate", "gemm-tiled", "--m", "40000", "--n", "40000",
+                                    "--k", "40000", "--tile", "1"])
+    assert res.exit_code == 2
+    assert "1,600,000,000 work-groups" in res.output and "--force" in res.output
+    assert "Traceback" not in res.output
+
+
+@pytest.fixture
+def tiny_machine(monkeypatch):
+    """A machine with 100 MiB available: every estimate (at least 160 MiB) is too large."""
+    monkeypatch.setattr(budget, "available_memory_bytes", lambda: 100 * 2**20)
+
+
+def test_force_runs_what_the_budget_would_refuse(tiny_machine):
+    args = ["simulate", "gemm-tiled", "--m", "20", "--n", "20", "--k", "20", "--json"]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "--force" in refused.output
+    forced = CliRunner().invoke(main, [*args, "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert json.loads(forced.output)["global_load_elems"] == 1600
+
+
+def test_check_and_run_are_guarded_too(tiny_machine):
+    check = CliRunner().invoke(main, ["check", "gemm-tiled", "--m", "20", "--k", "20",
+                                      "--n", "20"])
+    assert check.exit_code == 2 and "memory" in check.output
+    run = CliRunner().invoke(main, ["run", "gemm-tiled", "--m", "20", "--k", "20", "--n", "20"])
+    assert run.exit_code == 2 and "memory" in run.output
+
+
+@pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed")
+def test_unwritable_out_fails_before_the_sweep(tmp_path, monkeypatch):
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("not a directory")
+    swept = []
+    monkeypatch.setattr(report, "_sweep_case", lambda *a, **k: swept.append(a))
+    res = CliRunner().invoke(main, ["report", "--quick", "--device", "pocl",
+                                    "--out", str(in_the_way / "sub")])
+    assert res.exit_code == 1
+    assert "Not a directory" in res.output and str(in_the_way) in res.output
+    assert swept == [], "no case may run before the output directory is known to be writable"
+
+
+@pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed")
+def test_interrupted_sweep_keeps_the_finished_cases(tmp_path, monkeypatch):
+    real = report._sweep_case
+    done = []
+
+    def interrupt_third(point, *a, **k):
+        if len(done) == 2:
+            raise KeyboardInterrupt
+        done.append(point)
+        return real(point, *a, **k)
+
+    monkeypatch.setattr(report, "_sweep_case", interrupt_third)
+    with pytest.raises(report.SweepInterrupted) as err:
+        report.make_report(device="pocl", out_root=tmp_path, quick=True, progress=False)
+    assert (err.value.done, err.value.total) == (2, len(report.default_sweep(True)))
+    data = json.loads((err.value.out_dir / "results.json").read_text())
+    assert data["meta"]["complete"] is False
+    assert [(e["family"], e["n"], e["tile"]) for e in data["results"]] == \
+        [(p.family, p.n, p.tile) for p in done]
+    assert all(e["device_run"]["check"]["ok"] for e in data["results"])
+    assert (err.value.out_dir / "report.md").exists()
+
+
+@pytest.mark.skipif(not (HAS_POCL and any(d.is_simulator for d in DEVICES)),
+                    reason="needs PoCL and Oclgrind installed")
+def test_a_simulator_chosen_by_number_is_named_as_one():
+    sim = next(d for d in DEVICES if d.is_simulator)
+    res = CliRunner().invoke(main, ["run", "gemm-tiled", "--m", "16", "--n", "16", "--k", "16",
+                                    "--device", sim.id])
+    assert res.exit_code == 0, res.output
+    assert "a simulator" in res.output
+    by_name = CliRunner().invoke(main, ["run", "gemm-tiled", "--m", "16", "--n", "16",
+                                        "--k", "16", "--device", "oclgrind"])
+    assert "warning" not in by_name.output
