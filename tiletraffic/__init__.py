@@ -25,6 +25,15 @@ imported when :func:`run` (or ``tiletraffic.gpu.runtime``) is first used.
 from __future__ import annotations
 
 from importlib import metadata as _metadata
+from pathlib import Path as _Path
+
+# Installed (pip install . or -e .), the subpackages come from the top-level folders through
+# setuptools' package-dir. Imported straight from a checkout (PYTHONPATH=checkout, as on a
+# machine where nothing can be installed), find them beside this folder.
+_SOURCE_TREE = _Path(__file__).resolve().parent.parent
+if (_SOURCE_TREE / "simulator" / "schedule.py").is_file() and \
+        (_SOURCE_TREE / "pyproject.toml").is_file():
+    __path__.append(str(_SOURCE_TREE))  # noqa: F821 (the package's own __path__)
 
 from .simulator.device import GENERIC_GPU, UNLIMITED, DeviceLimits, LimitError
 from .simulator.device_model import DEVICE_MODELS, DeviceModel, device_model
