@@ -52,22 +52,18 @@ def make_schedule(m: int, k: int, n: int) -> Schedule:
     b_row = Let("b_row", step * TK + lrv)     # row of B this work-item stages
     acc = DeclareFloat("acc")
 
-    stage_a = If(lcv < TK, (                   # 64 of the 128 work-items stage A
-        If((r < M) & (a_col.var < K),
-           (store(tile_a, (lrv, lcv), A[r, a_col.var]),),
-           (store(tile_a, (lrv, lcv), 0.0),)),))
-    stage_b = If((b_row.var < K) & (c < N),
-                 (store(tile_b, (lrv, lcv), B[b_row.var, c]),),
+    # 64 of the 128 work-items stage A; all 128 stage B; zero fill outside the matrices
+    stage_a = If(lcv < TK, (If((r < M) & (a_col.var < K),
+                               (store(tile_a, (lrv, lcv), A[r, a_col.var]),),
+                               (store(tile_a, (lrv, lcv), 0.0),)),))
+    stage_b = If((b_row.var < K) & (c < N), (store(tile_b, (lrv, lcv), B[b_row.var, c]),),
                  (store(tile_b, (lrv, lcv), 0.0),))
     compute = For("kk", Const(0), TK, Const(1),
                   (Accumulate("acc", tile_a[lrv, kk] * tile_b[kk, lcv]),))
-    body = block(
-        col, row, lc, lr, acc,
-        For("t", Const(0), ceil_div(K, TK), Const(1), block(
-            a_col, b_row, stage_a, stage_b, Barrier(), compute, Barrier(),
-        )),
-        If((r < M) & (c < N), (store(C, (r, c), acc.ref),)),
-    )
+    body = block(col, row, lc, lr, acc,
+                 For("t", Const(0), ceil_div(K, TK), Const(1), block(
+                     a_col, b_row, stage_a, stage_b, Barrier(), compute, Barrier())),
+                 If((r < M) & (c < N), (store(C, (r, c), acc.ref),)))
     return Schedule(
         family="rect-tile-gemm", kernel_name="rect_tile_gemm",
         params=(("M", m), ("K", k), ("N", n)), arrays=(A, B, C),

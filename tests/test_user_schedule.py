@@ -132,9 +132,9 @@ def test_check_by_path_is_clean():
 
 def test_check_reports_a_user_schedule_missing_its_second_barrier(tmp_path):
     source = EXAMPLE.read_text()
-    marker = "Barrier(), compute, Barrier(),"
+    marker = "Barrier(), compute, Barrier())"
     assert source.count(marker) == 1
-    broken = write(tmp_path, "broken.py", source.replace(marker, "Barrier(), compute,"))
+    broken = write(tmp_path, "broken.py", source.replace(marker, "Barrier(), compute)"))
     result = invoke("check", f"{broken}:make_schedule", *sizes_args(20, 20, 40), "--json")
     assert result.exit_code == 1, result.output
     hazards = json.loads(result.output)
