@@ -208,7 +208,10 @@ def _fail(err: Exception) -> None:
 @click.version_option(package_name="tiletraffic")
 def main() -> None:
     """tiletraffic: count, predict and measure the memory traffic of naive and tiled
-    matrix kernels (GEMM, matrix-vector) in OpenCL's execution model."""
+    matrix kernels (GEMM, matrix-vector) in OpenCL's execution model.
+
+    SCHEDULE is a built-in name or FILE.py:FUNCTION, your own kernel: a function of your
+    Python file that returns a tiletraffic Schedule (README, "Tutorial: your own kernel")."""
 
 
 @main.command("simulate")
@@ -391,7 +394,10 @@ def model_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, device_m
 def check_cmd(name, m, k, n, tile, chunk, check_all, as_json):
     """Run only the hazard checks: races, barrier divergence, out-of-bounds accesses,
     uninitialized reads, unwritten outputs. Exits 1 when a hazard is found (with --all:
-    when a correct schedule has one or a broken variant misses its expected kind)."""
+    when a correct schedule has one or a broken variant misses its expected kind).
+
+    SCHEDULE: a family, demo or faulty variant (missing sizes: its example shape), or
+    FILE.py:FUNCTION, called with the sizes given."""
     from tiletraffic.simulator.variants import VARIANTS, build_any, names
 
     _one_name_or_all(name, check_all)
@@ -444,7 +450,9 @@ def _hazards_of(sch):
 def crosscheck_cmd(name, m, k, n, tile, chunk, check_all, as_json):
     """Compare the simulator with Oclgrind running the generated kernel: counts of a
     correct schedule side by side, or hazard kinds of a broken variant. Exits 1 on any
-    disagreement."""
+    disagreement.
+
+    SCHEDULE: as for check; FILE.py:FUNCTION has its counts compared."""
     from tiletraffic.gpu.oclgrind import OclgrindError
     from tiletraffic.simulator.variants import VARIANTS, build_any, names
 

@@ -24,7 +24,8 @@ skipped; built-in schedules have their own reference).
 Every problem a user can cause raises :class:`UserScheduleError` (a ``ValueError``) with one
 line naming the file, the function and the value: missing file, import failure, missing
 function, a parameter the function does not take (or needs and did not get), the function
-raising, a return value that is not a ``Schedule``.
+raising, a return value that is not a ``Schedule`` or not a well-formed one
+(:func:`tiletraffic.simulator.wellformed.check_well_formed`).
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from types import ModuleType
 from typing import Callable
 
 from tiletraffic.simulator.schedule import Schedule
+from tiletraffic.simulator.wellformed import MalformedScheduleError, check_well_formed
 
 SPEC_PATTERN = re.compile(r"^(?P<file>.+\.py):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")
 """``FILE.py:FUNCTION``: a path ending in ``.py``, a colon, a Python identifier."""
@@ -172,7 +174,8 @@ def load(spec: str, **sizes: int | None) -> Schedule:
         UserScheduleError: as :func:`load_function`; a size the function does not take, or a
             parameter without default that was not given; the function raised (its
             exception type and message are shown); it returned something other than a
-            ``Schedule`` (the type is named).
+            ``Schedule`` (the type is named), or a schedule that is not well formed
+            (``simulator.wellformed``: an unbound name, a store into an input, ...).
     """
     fn = load_function(spec)
     path, name = split_spec(spec)
@@ -188,6 +191,11 @@ def load(spec: str, **sizes: int | None) -> Schedule:
     if not isinstance(result, Schedule):
         raise UserScheduleError(f"{path.name}: {call} returned a {type(result).__name__}, "
                                 "not a tiletraffic Schedule")
+    try:
+        check_well_formed(result)
+    except MalformedScheduleError as err:
+        raise UserScheduleError(f"{path.name}: {call} returned a malformed schedule: {err}"
+                                ) from None
     return result
 
 

@@ -312,3 +312,14 @@ def test_counts_equal_closed_forms_for_any_sizes(mkn):
     assert counts.global_load_elems_by_buffer["A"] == forms["A"]
     assert counts.global_load_elems_by_buffer["B"] == forms["B"]
     assert counts.barriers == forms["barriers_per_work_group"] * counts.work_groups
+
+
+def test_malformed_schedule_is_refused_before_it_runs(tmp_path):
+    source = EXAMPLE.read_text()
+    bound = 'Let("a_col", step * TK + lcv)'
+    assert source.count(bound) == 1
+    unbound = write(tmp_path, "unbound.py",
+                    source.replace(bound, 'Let("a_col", Var("nope") * TK + lcv)'))
+    for command in ("simulate", "check", "run", "model", "crosscheck"):
+        usage_error(invoke(command, f"{unbound}:make_schedule", *sizes_args(9, 9, 9)),
+                    "'nope'")
