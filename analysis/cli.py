@@ -270,9 +270,9 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
     elif values:
         try:
             ref = reference(sch, inputs, ref_fn)
-        except ValueError as err:  # the user's reference: wrong shape, or it raised
+            check = error_over_tolerance(res.outputs[ref.output], ref)
+        except ValueError as err:  # the user's reference: raised, wrong shape, not finite
             raise click.UsageError(str(err)) from None
-        check = error_over_tolerance(res.outputs[ref.output], ref)
     p = sch.param_values
     if as_json:
         out = {"schedule": sch.family, "m": p.get("M", m), "k": p.get("K", k),

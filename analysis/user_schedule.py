@@ -40,6 +40,7 @@ from types import ModuleType
 from typing import Callable
 
 from tiletraffic.simulator.schedule import Schedule
+from tiletraffic.simulator.schedules import FAMILIES
 from tiletraffic.simulator.wellformed import MalformedScheduleError, check_well_formed
 
 SPEC_PATTERN = re.compile(r"^(?P<file>.+\.py):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")
@@ -174,7 +175,8 @@ def load(spec: str, **sizes: int | None) -> Schedule:
         UserScheduleError: as :func:`load_function`; a size the function does not take, or a
             parameter without default that was not given; the function raised (its
             exception type and message are shown); it returned something other than a
-            ``Schedule`` (the type is named), or a schedule that is not well formed
+            ``Schedule`` (the type is named), a schedule named like a built-in family
+            (closed forms are looked up by that name), or one that is not well formed
             (``simulator.wellformed``: an unbound name, a store into an input, ...).
     """
     fn = load_function(spec)
@@ -191,6 +193,11 @@ def load(spec: str, **sizes: int | None) -> Schedule:
     if not isinstance(result, Schedule):
         raise UserScheduleError(f"{path.name}: {call} returned a {type(result).__name__}, "
                                 "not a tiletraffic Schedule")
+    if result.family in FAMILIES:
+        raise UserScheduleError(
+            f"{path.name}: {call} returned a schedule whose family {result.family!r} is a "
+            "built-in family's name, whose closed forms would be compared with it; give it a "
+            "name of its own (dataclasses.replace(schedule, family='...'))")
     try:
         check_well_formed(result)
     except MalformedScheduleError as err:

@@ -323,3 +323,9 @@ def test_malformed_schedule_is_refused_before_it_runs(tmp_path):
     for command in ("simulate", "check", "run", "model", "crosscheck"):
         usage_error(invoke(command, f"{unbound}:make_schedule", *sizes_args(9, 9, 9)),
                     "'nope'")
+
+
+def test_a_built_in_family_name_is_refused(tmp_path):
+    wrapper = write(tmp_path, "wrap.py", "from tiletraffic.simulator.schedules import gemm_tiled\n"
+                    "def make(m, k, n):\n    return gemm_tiled(m, k, n, 8)\n")
+    usage_error(invoke("simulate", f"{wrapper}:make", *sizes_args(9, 9, 9)), "'gemm-tiled'")
