@@ -21,6 +21,13 @@ function with only the sizes given, as keyword arguments (``m``, ``k``, ``n``, `
 function named ``reference`` in the schedule's file, else ``None`` (the value check is then
 skipped; built-in schedules have their own reference).
 
+Limit: large launches are counted by work-group classes (``simulate`` above
+``cli.CLASSES_AUTO_LIMIT`` multiply-adds, ``model`` and ``--device-model`` always), which
+assume what the built-in schedules guarantee: guards compare global ids with the sizes, so
+only the first and last work-group of an NDRange dimension can take other branches. A
+schedule whose guards depend on the work-group id otherwise (``group_id(0) % 2``) must be
+counted without classes (``tiletraffic.simulate(..., work_group_classes=False)``).
+
 Every problem a user can cause raises :class:`UserScheduleError` (a ``ValueError``) with one
 line naming the file, the function and the value: missing file, import failure, missing
 function, a parameter the function does not take (or needs and did not get), the function
