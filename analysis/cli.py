@@ -1,13 +1,24 @@
 """The ``tiletraffic`` command line (click).
 
     tiletraffic simulate SCHEDULE --m M --k K [--n N] [--tile B] [--json]
+    tiletraffic model SCHEDULE --m M --k K [--n N] [--tile B] [--device-model D] [--json]
     tiletraffic run SCHEDULE --m M --k K [--n N] [--tile B] [--device D] [--repeat R] [--json]
+    tiletraffic check SCHEDULE [...] | --all;  tiletraffic crosscheck SCHEDULE [...] | --all
     tiletraffic devices
     tiletraffic report [--device D] [--out DIR] [--quick]
 
 Errors a user can cause (bad sizes, limits, missing device, build failures, wrong results)
 are printed as one clear line and exit with status 2 (usage) or 1 (runtime), never as a
 traceback.
+
+SCHEDULE is a built-in name (a family; for check and crosscheck also a demo or a faulty
+variant) or ``FILE.py:FUNCTION``, a function in the user's Python file that returns a
+``Schedule`` (``analysis.user_schedule``): it is called with the sizes given (``--m``, ``--k``,
+``--n``, ``--tile``, only those given, as keyword arguments). The result of such a schedule is
+checked against the user's numpy reference: ``--reference FILE.py:FUNCTION``, else the
+function ``reference`` of the schedule's file; without one, ``simulate`` skips the value
+check (saying so) and ``run`` refuses. :func:`_build` is the one place that turns SCHEDULE
+and the size options into a schedule.
 """
 from __future__ import annotations
 
@@ -24,7 +35,7 @@ from tiletraffic.simulator.hazards import HazardError
 from tiletraffic.simulator.reference import random_inputs, reference
 from tiletraffic.simulator.traffic_model import ADDED_TIME_TERMS
 
-from . import closed_form
+from . import closed_form, user_schedule
 
 VALUES_AUTO_LIMIT = 2**24
 """Below this many multiply-adds, ``simulate`` also computes and checks the output."""
@@ -44,7 +55,8 @@ def error_over_tolerance(actual, ref) -> float:
                         ref.abs_product).error_over_tolerance
 
 
-def _check_work(sch, k: int) -> None:
+def _check_work(sch, k: int | None) -> None:
+    k = sch.param_values.get("K", k or 1)
     per_group = sch.work_group_items * k
     if per_group > GROUP_WORK_LIMIT:
         raise click.UsageError(
@@ -53,9 +65,40 @@ def _check_work(sch, k: int) -> None:
             "machine); use a smaller K")
 
 
+class ScheduleSpec(click.ParamType):
+    """SCHEDULE: one of ``names`` or ``FILE.py:FUNCTION`` (checked for form only here; the
+    file is loaded by :func:`_build`)."""
+
+    name = "schedule"
+
+    def __init__(self, names):
+        self.names = tuple(names)
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return "SCHEDULE"
+
+    def convert(self, value, param, ctx):
+        if value in self.names or user_schedule.is_file_spec(value):
+            return value
+        self.fail(f"{value!r} is neither a schedule name ({', '.join(self.names)}) nor "
+                  "FILE.py:FUNCTION", param, ctx)
+
+
+def _reference_option(f):
+    return click.option(
+        "--reference", "reference_spec", default=None, metavar="FILE.py:FUNCTION",
+        help="numpy function inputs -> output (float64 arrays in logical shapes) that gives "
+             "the expected result (default for SCHEDULE=FILE.py:...: the function "
+             "'reference' of that file, if any; built-in schedules have their own).")(f)
+
+
 def _schedule_options(f):
     f = click.option("--seed", type=int, default=None,
                      help="Seed of the random inputs (default: fresh inputs every run).")(f)
+    return _size_options(f)
+
+
+def _size_options(f):
     f = click.option("--a-tile", type=click.Choice(["row-major", "transposed"]), default=None,
                      help="gemm-tiled: store the A tile transposed (bank conflicts).")(f)
     f = click.option("--padding", type=int, default=None,
@@ -67,11 +110,14 @@ def _schedule_options(f):
                      help="matvec-local: elements of x per staged chunk (default: work-group size).")(f)
     f = click.option("--tile", "-b", type=int, default=None,
                      help="Tile width B for GEMM (work-group B×B), or work-items per "
-                          "work-group for matvec. Default 16 (GEMM) or 256 (matvec).")(f)
+                          "work-group for matvec. Default 16 (GEMM) or 256 (matvec). "
+                          "FILE.py:FUNCTION: passed as tile= when given.")(f)
     f = click.option("--n", "n", type=int, default=None, help="Columns of B and C (GEMM only).")(f)
-    f = click.option("--k", "k", type=int, required=True, help="Columns of A (inner dimension).")(f)
-    f = click.option("--m", "m", type=int, required=True, help="Rows of A and of C (or y).")(f)
-    f = click.argument("schedule", type=click.Choice(schedules.FAMILIES))(f)
+    f = click.option("--k", "k", type=int, default=None,
+                     help="Columns of A (inner dimension); required for a family.")(f)
+    f = click.option("--m", "m", type=int, default=None,
+                     help="Rows of A and of C (or y); required for a family.")(f)
+    f = click.argument("schedule", type=ScheduleSpec(schedules.FAMILIES))(f)
     return f
 
 
@@ -85,7 +131,7 @@ def _named_schedule_options(f):
     f = click.option("--m", "m", type=int, default=None,
                      help="Rows of A (default: an example shape).")(f)
     from tiletraffic.simulator.variants import names
-    return click.argument("name", required=False, type=click.Choice(names()))(f)
+    return click.argument("name", required=False, type=ScheduleSpec(names()))(f)
 
 
 def _one_name_or_all(name, check_all: bool) -> None:
@@ -95,9 +141,36 @@ def _one_name_or_all(name, check_all: bool) -> None:
         raise click.UsageError("give a schedule NAME or --all")
 
 
-def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=None):
+def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=None, *,
+           named=False):
+    """The schedule SCHEDULE names, at the sizes given: the one parser of SCHEDULE.
+
+    ``FILE.py:FUNCTION``: the user's function called with the sizes given
+    (:func:`user_schedule.load`); family options (``--chunk``, ``--mapping``, ``--padding``,
+    ``--a-tile``) are refused. Otherwise a family (sizes required), or with ``named=True``
+    (check, crosscheck) also a demo or faulty variant, whose missing sizes default to its
+    example shape. Every error is a ``click.UsageError`` (exit 2) of one line.
+    """
     options = {key: v for key, v in (("mapping", mapping), ("padding", padding),
                                      ("a_tile", a_tile)) if v is not None}
+    if user_schedule.is_file_spec(schedule):
+        extra = [f"--{key.replace('_', '-')}" for key, v in (("chunk", chunk), *options.items())
+                 if v is not None]
+        if extra:
+            raise click.UsageError(f"{', '.join(extra)} applies to built-in schedules only, "
+                                   f"not to {schedule}")
+        try:
+            return user_schedule.load(schedule, m=m, k=k, n=n, tile=tile)
+        except user_schedule.UserScheduleError as err:
+            raise click.UsageError(str(err)) from None
+    if named:
+        from tiletraffic.simulator.variants import build_any
+        try:
+            return build_any(schedule, m, k, n, tile, chunk)
+        except schedules.ScheduleError as err:
+            raise click.UsageError(str(err)) from None
+    if m is None or k is None:
+        raise click.UsageError(f"{schedule} needs --m and --k (got m={m}, k={k})")
     if n is not None and schedule in schedules.MATVEC_FAMILIES:
         raise click.UsageError(f"{schedule} computes y = A·x: --n does not apply (got {n})")
     try:
@@ -146,6 +219,26 @@ def _select_device(spec):
     return target
 
 
+def _reference_fn(schedule: str, reference_spec: str | None):
+    """The user's reference function for SCHEDULE (None: built-in, or none defined)."""
+    try:
+        return user_schedule.reference_function(schedule, reference_spec)
+    except user_schedule.UserScheduleError as err:
+        raise click.UsageError(str(err)) from None
+
+
+NO_REFERENCE = ("no reference: define reference(inputs) in the schedule's file or give "
+                "--reference FILE.py:FUNCTION")
+
+
+def _work(sch) -> int:
+    """Multiply-adds of a family (M·K·N or M·K); of another schedule, work-items × K."""
+    p = sch.param_values
+    if sch.family in schedules.FAMILIES:
+        return p["M"] * p["K"] * p.get("N", 1)
+    return sch.work_group_items * sch.work_groups * p.get("K", 1)
+
+
 def _fail(err: Exception) -> None:
     click.echo(f"error: {err}", err=True)
     sys.exit(1)
@@ -155,11 +248,15 @@ def _fail(err: Exception) -> None:
 @click.version_option(package_name="tiletraffic")
 def main() -> None:
     """tiletraffic: count, predict and measure the memory traffic of naive and tiled
-    matrix kernels (GEMM, matrix-vector) in OpenCL's execution model."""
+    matrix kernels (GEMM, matrix-vector) in OpenCL's execution model.
+
+    SCHEDULE is a built-in name or FILE.py:FUNCTION, your own kernel: a function of your
+    Python file that returns a tiletraffic Schedule (README, "Tutorial: your own kernel")."""
 
 
 @main.command("simulate")
 @_schedule_options
+@_reference_option
 @click.option("--values/--counts-only", default=None,
               help="Also compute the output and check it against numpy (default: only when "
                    f"M·N·K <= {VALUES_AUTO_LIMIT}).")
@@ -175,16 +272,24 @@ def main() -> None:
                    "classes).")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @FORCE_OPTION
-def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, values,
-                 no_limits, hazards, device_model, as_json, force):
-    """Execute SCHEDULE in the simulator and print its exact traffic counts."""
+def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, reference_spec,
+                 values, no_limits, hazards, device_model, as_json, force):
+    """Execute SCHEDULE in the simulator and print its exact traffic counts, next to the
+    closed forms ("no closed form" for a schedule without them).
+
+    SCHEDULE: a family (gemm-naive, gemm-tiled, matvec-naive, matvec-local,
+    matvec-local-whole) or FILE.py:FUNCTION, a function of your Python file that returns a
+    tiletraffic Schedule; it is called with the sizes given (m=, k=, n=, tile=). Its result
+    is checked against --reference (default: the file's function 'reference'), or not
+    checked, with a note, when there is none."""
     sch = _build(schedule, m, k, n, tile, chunk, mapping, padding, a_tile)
     _check_work(sch, k)
     if device_model:
         _within_budget(sch, force, compute_values=False, work_group_classes=True)
         _simulate_with_model(sch, device_model, as_json)
         return
-    work = m * k * (n or 1)
+    ref_fn = _reference_fn(schedule, reference_spec)
+    work = _work(sch)
     values = work <= VALUES_AUTO_LIMIT if values is None else values
     if values and work > CLASSES_AUTO_LIMIT:
         raise click.UsageError(f"--values with M·K·N = {work} above {CLASSES_AUTO_LIMIT} would "
@@ -201,35 +306,49 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
     except HazardError as err:
         _fail(err)
     counts = res.counts.to_dict()
-    formula = closed_form.counts(sch)
+    formula = closed_form.counts_or_none(sch)
     by_classes = not values and work > CLASSES_AUTO_LIMIT
-    check = None
-    if values:
-        ref = reference(sch, inputs)
-        check = error_over_tolerance(res.outputs[ref.output], ref)
+    check, skipped = None, None if values else "counts only"
+    if values and ref_fn is None and user_schedule.is_file_spec(schedule):
+        skipped = NO_REFERENCE
+    elif values:
+        try:
+            ref = reference(sch, inputs, ref_fn)
+            check = error_over_tolerance(res.outputs[ref.output], ref)
+        except ValueError as err:  # the user's reference: raised, wrong shape, not finite
+            raise click.UsageError(str(err)) from None
+    p = sch.param_values
     if as_json:
-        out = {"schedule": sch.family, "m": m, "k": k, "n": n, "tile": sch.tile,
+        out = {"schedule": sch.family, "m": p.get("M", m), "k": p.get("K", k),
+               "n": p.get("N", n), "tile": sch.tile,
                "local_size": list(sch.local_size), "global_size": list(sch.global_size),
-               **counts, "closed_form_agrees": formula == counts,
-               "result_error_over_tolerance": check, "work_group_classes": by_classes,
+               **counts, "closed_form_agrees": None if formula is None else formula == counts,
+               "result_error_over_tolerance": check, "result_check_skipped": skipped,
+               "work_group_classes": by_classes,
                "hazards": [h.to_dict() for h in res.hazards]}
         click.echo(json.dumps(out, indent=2))
         return
-    click.echo(f"{sch.family}  M={m} K={k}" + (f" N={n}" if n else "") +
+    click.echo(f"{sch.family}  " + " ".join(f"{a}={v}" for a, v in sch.params) +
                f"  tile={sch.tile}  work-group {' x '.join(map(str, sch.local_size))}"
                f"  NDRange {' x '.join(map(str, sch.global_size))}")
     click.echo(f"{'counter':32s} {'simulated':>16s} {'closed form':>16s}")
     for key, value in counts.items():
-        if isinstance(value, dict):
-            for buf, v in value.items():
-                click.echo(f"{key + '[' + buf + ']':32s} {v:16d} {formula[key][buf]:16d}")
-        else:
-            click.echo(f"{key:32s} {value:16d} {formula[key]:16d}")
+        for name, v in (value.items() if isinstance(value, dict) else [(None, value)]):
+            label = key if name is None else f"{key}[{name}]"
+            expected = "-" if formula is None else (
+                formula[key] if name is None else formula[key][name])
+            click.echo(f"{label:32s} {v:16d} {expected:>16}")
+    if formula is None:
+        click.echo(f"no closed form for {sch.family} (the simulated counts stand alone)")
     for h in res.hazards:
         click.echo(f"hazard [{h.kind}] {h.detail}")
     if check is not None:
-        click.echo(f"result vs float64 numpy: max error / tolerance = {check:.3g} "
+        click.echo(f"result vs float64 "
+                   + ("reference" if ref_fn is not None else "numpy")
+                   + f": max error / tolerance = {check:.3g} "
                    f"({'ok' if check <= 1 else 'MISMATCH'})")
+    elif skipped == NO_REFERENCE:
+        click.echo(f"result not checked: {NO_REFERENCE}")
     else:
         click.echo("counts only" + (" (by work-group classes: one work-group executed per class "
                                     "of identical traffic)" if by_classes else "")
@@ -253,9 +372,10 @@ def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
             _fail(err)
     guesses = [str(w.message) for w in caught]
     data = launch.to_dict()
+    formula = closed_form.counts_or_none(sch)
     out = {"schedule": sch.family, "tile": sch.tile,
            **{k.lower(): v for k, v in sch.params}, **data,
-           "closed_form_agrees": closed_form.counts(sch) == launch.counts.to_dict(),
+           "closed_form_agrees": None if formula is None else formula == launch.counts.to_dict(),
            "guessed_values": guesses}
     if as_json:
         click.echo(json.dumps(out, indent=2))
@@ -289,6 +409,30 @@ def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
     click.echo("  methods: " + "; ".join(f"{k}: {v}" for k, v in p.methods.items()))
 
 
+@main.command("model")
+@_size_options
+@click.option("--device-model", default="nvidia-h200", show_default=True,
+              type=click.Choice(sorted(__import__("tiletraffic.simulator.device_model",
+                                                  fromlist=["DEVICE_MODELS"]).DEVICE_MODELS)),
+              help="The device model: requests, sectors, bank conflicts, L2 and DRAM "
+                   "traffic, predicted time (counts by work-group classes).")
+@click.option("--json", "as_json", is_flag=True, help="Print the model's output as JSON.")
+@FORCE_OPTION
+def model_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, device_model, as_json,
+              force):
+    """Model SCHEDULE's memory system and time on a device model: the output of
+    `simulate SCHEDULE --device-model D`.
+
+    SCHEDULE: a family or FILE.py:FUNCTION (as for simulate). Counts are taken by
+    work-group classes, which assume that guards compare global ids with the sizes (as
+    the built-in schedules do), so that only the first and last work-group of an NDRange
+    dimension can differ."""
+    sch = _build(schedule, m, k, n, tile, chunk, mapping, padding, a_tile)
+    _check_work(sch, k)
+    _within_budget(sch, force, compute_values=False, work_group_classes=True)
+    _simulate_with_model(sch, device_model, as_json)
+
+
 @main.command("check")
 @_named_schedule_options
 @click.option("--all", "check_all", is_flag=True,
@@ -298,7 +442,10 @@ def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
 def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, force):
     """Run only the hazard checks: races, barrier divergence, out-of-bounds accesses,
     uninitialized reads, unwritten outputs. Exits 1 when a hazard is found (with --all:
-    when a correct schedule has one or a broken variant misses its expected kind)."""
+    when a correct schedule has one or a broken variant misses its expected kind).
+
+    SCHEDULE: a family, demo or faulty variant (missing sizes: its example shape), or
+    FILE.py:FUNCTION, called with the sizes given."""
     from tiletraffic.simulator.variants import VARIANTS, build_any, names
 
     _one_name_or_all(name, check_all)
@@ -320,10 +467,7 @@ def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, force):
                 click.echo(f"{r['name']:38s} {', '.join(r['expected']) or 'none':30s} "
                            f"{', '.join(r['found']) or 'none':40s} {'ok' if r['ok'] else 'WRONG'}")
         sys.exit(0 if ok else 1)
-    try:
-        sch = build_any(name, m, k, n, tile, chunk)
-    except schedules.ScheduleError as err:
-        raise click.UsageError(str(err)) from None
+    sch = _build(name, m, k, n, tile, chunk, named=True)
     _within_budget(sch, force, compute_values=True, reference=False)
     hazards = _hazards_of(sch)
     if as_json:
@@ -355,7 +499,9 @@ def _hazards_of(sch):
 def crosscheck_cmd(name, m, k, n, tile, chunk, check_all, as_json):
     """Compare the simulator with Oclgrind running the generated kernel: counts of a
     correct schedule side by side, or hazard kinds of a broken variant. Exits 1 on any
-    disagreement."""
+    disagreement.
+
+    SCHEDULE: as for check; FILE.py:FUNCTION has its counts compared."""
     from tiletraffic.gpu.oclgrind import OclgrindError
     from tiletraffic.simulator.variants import VARIANTS, build_any, names
 
@@ -366,7 +512,7 @@ def crosscheck_cmd(name, m, k, n, tile, chunk, check_all, as_json):
     results, ok = [], True
     try:
         for nm in todo:
-            sch = build_any(nm) if check_all else build_any(nm, m, k, n, tile, chunk)
+            sch = build_any(nm) if check_all else _build(nm, m, k, n, tile, chunk, named=True)
             if nm in VARIANTS:
                 res = compare_hazards(sch)
                 ok &= res.agree
@@ -407,6 +553,7 @@ def _print_crosscheck(res) -> None:
 
 @main.command("run")
 @_schedule_options
+@_reference_option
 @click.option("--device", "-d", default=None,
               help="OpenCL device: 'P:D' as in PYOPENCL_CTX, or part of its name "
                    "(default: PYOPENCL_CTX, else a GPU, else PoCL).")
@@ -416,21 +563,30 @@ def _print_crosscheck(res) -> None:
               help="Untimed launches before timing (the first includes JIT compilation).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
 @FORCE_OPTION
-def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, device, repeat,
-            warmup, as_json, force):
-    """Run SCHEDULE as an OpenCL kernel on a device, check it against numpy, time it."""
+def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, reference_spec,
+            device, repeat, warmup, as_json, force):
+    """Run SCHEDULE as an OpenCL kernel on a device, check it against numpy, time it.
+
+    SCHEDULE: a family or FILE.py:FUNCTION (as for simulate). A kernel's time counts only
+    after its result is checked, so a schedule from a file needs a reference: --reference,
+    or a function 'reference' in its file."""
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
     from .validate import run_on_device
 
     sch = _build(schedule, m, k, n, tile, chunk, mapping, padding, a_tile)
     _within_budget(sch, force, device=True)
+    ref_fn = _reference_fn(schedule, reference_spec)
+    if ref_fn is None and user_schedule.is_file_spec(schedule):
+        raise click.UsageError(f"run checks the result before timing it: {NO_REFERENCE}")
     if device is not None and not device.strip():
         raise click.UsageError("--device is empty; give 'P:D' or part of a device name")
     try:
         target = _select_device(device)
         result = run_on_device(target, sch, repeat=repeat, warmup=warmup,
-                               rng=np.random.default_rng(seed))
+                               rng=np.random.default_rng(seed), reference_fn=ref_fn)
+    except user_schedule.UserScheduleError as err:
+        raise click.UsageError(str(err)) from None
     except (TiletrafficGpuError, ValueError, TypeError) as err:
         _fail(err)
     if as_json:
@@ -444,7 +600,8 @@ def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, devi
     click.echo(f"  kernel time over {len(r.kernel_times_s)} launches (after {r.warmup} warm-up):"
                f" median {r.median_s * 1e3:.3f} ms, min {r.min_s * 1e3:.3f} ms,"
                f" max {r.max_s * 1e3:.3f} ms")
-    click.echo(f"  result equals numpy: max |error| {result.check.max_abs_error:.3g} "
+    click.echo(f"  result equals {'the reference' if ref_fn else 'numpy'}: max |error| "
+               f"{result.check.max_abs_error:.3g} "
                f"<= tolerance {result.check.max_allowed:.3g}")
 
 

@@ -13,7 +13,9 @@ size, global and local arrays and its body. Every function here takes one:
 
 - :func:`build` a named schedule family (``gemm-naive``, ``gemm-tiled``, ``matvec-*``), demo
   or known-faulty variant; or write your own with the IR (:class:`Schedule`, :class:`For`,
-  :class:`GlobalArray`, ...; the README's tutorial builds a rectangular-tile GEMM);
+  :class:`GlobalArray`, ...; the README's tutorial builds a rectangular-tile GEMM in
+  ``examples/rect_tile_gemm.py``) and load it with ``build("file.py:function", m=..)``
+  (``tiletraffic.analysis.user_schedule``);
 - :func:`simulate` it (exact counts, optional values), :func:`check` it for hazards,
   :func:`model` its memory system and time on a device model (:func:`device_model`);
 - :func:`generate` its OpenCL C, :func:`run` it on an OpenCL device (PoCL without a GPU),
@@ -77,7 +79,10 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
 
     Args:
         name: a family (:data:`FAMILIES`), a correct demo or a known-faulty variant
-            (``tiletraffic.simulator.variants.names()``).
+            (``tiletraffic.simulator.variants.names()``), or ``"FILE.py:FUNCTION"``: a
+            function of your file that returns a :class:`Schedule`, called with the sizes
+            given (``m``, ``k``, ``n``, ``tile``; ``None`` ones left out) as keyword
+            arguments (``tiletraffic.analysis.user_schedule.load``).
         m, k, n: sizes; A is m×k, B is k×n (GEMM), x has k elements (matrix-vector). Omitted
             sizes of a demo or variant default to its example shape.
         tile: tile width B (GEMM: B×B work-groups) or work-items per work-group (matvec).
@@ -86,8 +91,18 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
 
     Raises:
         ScheduleError: unknown name, missing size, or a parameter out of range.
+        tiletraffic.analysis.user_schedule.UserScheduleError (a ValueError): the file or
+            function cannot be loaded, does not take a size given, raises, or returns
+            something other than a Schedule; or ``chunk``/``options`` given for it.
     """
     from .simulator import schedules, variants
+
+    from .analysis import user_schedule
+    if user_schedule.is_file_spec(name):
+        if chunk is not None or options:
+            raise user_schedule.UserScheduleError(
+                f"{name}: chunk and family options apply to built-in schedules only")
+        return user_schedule.load(name, m=m, k=k, n=n, tile=tile)
 
     if name in schedules.FAMILIES:
         if m is None or k is None:

@@ -1,0 +1,331 @@
+"""A user's own schedule, end to end (analysis.user_schedule and SCHEDULE = FILE.py:FUNCTION).
+
+The README tutorial's file ``examples/rect_tile_gemm.py`` (work-group 16×8, K-tile 8) goes
+through every command by path: simulate (counts equal the hand-derived closed forms, values
+checked against the file's numpy reference), check, run (PoCL), model and crosscheck
+(Oclgrind). Every way a user's file can be wrong gives exit 2 and a message naming the value.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+
+import tiletraffic as tt
+from tiletraffic.analysis import user_schedule
+from tiletraffic.analysis.cli import main
+from tiletraffic.gpu.device import list_devices
+from tiletraffic.gpu.oclgrind import oclgrind_available
+from tiletraffic.gpu.runtime import ResultMismatchError, check_result
+from tiletraffic.simulator.reference import random_inputs
+
+from strategies import sizes
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "rect_tile_gemm.py"
+SPEC = f"{EXAMPLE}:make_schedule"
+TUTORIAL = user_schedule.load_module(EXAMPLE)
+COUNT_KEYS = ("global_load_elems", "global_store_elems", "global_load_bytes",
+              "global_store_bytes", "local_load_elems", "local_store_elems", "barriers", "flop",
+              "work_groups", "global_load_elems_by_buffer", "global_store_elems_by_buffer",
+              "global_load_elems_per_tile")
+SHAPES = [(1, 1, 1), (8, 8, 16), (20, 20, 40), (33, 21, 17), (9, 17, 31), (64, 24, 48)]
+"""Multiples of the 8×16 tile and of the K-tile 8, and non-multiples in every dimension."""
+
+needs_pocl = pytest.mark.skipif(not any(d.is_pocl for d in list_devices()),
+                                reason="no PoCL OpenCL device")
+needs_oclgrind = pytest.mark.skipif(not oclgrind_available(), reason="no Oclgrind platform")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=True)
+
+
+def ok_json(*args: str):
+    result = invoke(*args, "--json")
+    assert result.exit_code == 0, (result.output, result.exception)
+    return json.loads(result.output)
+
+
+def usage_error(result, *needles: str) -> str:
+    """Exit status 2, no traceback, every needle in the message."""
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    for needle in needles:
+        assert needle in result.output, (needle, result.output)
+    return result.output
+
+
+def textbook(m: int, k: int, n: int) -> dict[str, int]:
+    """The forms the tutorial states: loads of A and B with guards, barriers per work-group."""
+    cd = lambda a, b: -(-a // b)  # noqa: E731
+    return {"A": m * k * cd(n, 16), "B": k * n * cd(m, 8),
+            "barriers_per_work_group": 2 * cd(k, 8), "work_groups": cd(n, 16) * cd(m, 8)}
+
+
+def sizes_args(m, k, n):
+    return ("--m", m, "--k", k, "--n", n)
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# ------------------------------------------------------------------ the tutorial's file
+@pytest.mark.parametrize("m,k,n", SHAPES)
+def test_simulate_by_path_counts_equal_closed_forms_and_values_equal_reference(m, k, n):
+    out = ok_json("simulate", SPEC, *sizes_args(m, k, n))
+    expected = TUTORIAL.closed_form(m, k, n)
+    assert {key: out[key] for key in COUNT_KEYS} == expected
+    forms = textbook(m, k, n)
+    assert out["global_load_elems_by_buffer"] == {"A": forms["A"], "B": forms["B"], "C": 0}
+    assert out["barriers"] == forms["barriers_per_work_group"] * forms["work_groups"]
+    assert out["closed_form_agrees"] is None  # no built-in closed form for a user schedule
+    assert out["result_check_skipped"] is None
+    assert 0 <= out["result_error_over_tolerance"] <= 1
+    assert out["hazards"] == []
+    assert (out["m"], out["k"], out["n"], out["local_size"]) == (m, k, n, [16, 8])
+
+
+def test_simulate_table_shows_no_closed_form_column():
+    result = invoke("simulate", SPEC, *sizes_args(20, 20, 40))
+    assert result.exit_code == 0, result.output
+    expected = TUTORIAL.closed_form(20, 20, 40)
+    rows = {line.split()[0]: line.split()[1:] for line in result.output.splitlines()
+            if line.split() and line.split()[0] in expected}
+    assert set(rows) == {k for k, v in expected.items() if not isinstance(v, dict)}
+    for key, cells in rows.items():
+        assert cells == [str(expected[key]), "-"], (key, cells)
+
+
+def test_explicit_reference_is_used_and_a_wrong_one_is_caught(tmp_path):
+    wrong = write(tmp_path, "wrong_ref.py",
+                  "def plus_one(inputs):\n    return inputs['A'] @ inputs['B'] + 1.0\n")
+    out = ok_json("simulate", SPEC, *sizes_args(20, 20, 40), "--reference",
+                  f"{wrong}:plus_one")
+    assert out["result_error_over_tolerance"] > 1
+
+
+def test_without_reference_the_check_is_skipped_and_run_refuses(tmp_path):
+    source = EXAMPLE.read_text()
+    assert "\ndef reference(" in source
+    no_ref = write(tmp_path, "no_ref.py", source.replace("\ndef reference(", "\ndef _unused("))
+    out = ok_json("simulate", f"{no_ref}:make_schedule", *sizes_args(9, 10, 17))
+    assert out["result_error_over_tolerance"] is None
+    assert isinstance(out["result_check_skipped"], str) and out["result_check_skipped"]
+    assert out["global_load_elems"] == TUTORIAL.closed_form(9, 10, 17)["global_load_elems"]
+    usage_error(invoke("run", f"{no_ref}:make_schedule", *sizes_args(9, 10, 17)),
+                "--reference")
+
+
+def test_check_by_path_is_clean():
+    assert ok_json("check", SPEC, *sizes_args(33, 21, 17)) == []
+
+
+def test_check_reports_a_user_schedule_missing_its_second_barrier(tmp_path):
+    source = EXAMPLE.read_text()
+    marker = "Barrier(), compute, Barrier())"
+    assert source.count(marker) == 1
+    broken = write(tmp_path, "broken.py", source.replace(marker, "Barrier(), compute)"))
+    result = invoke("check", f"{broken}:make_schedule", *sizes_args(20, 20, 40), "--json")
+    assert result.exit_code == 1, result.output
+    hazards = json.loads(result.output)
+    assert {h["kind"] for h in hazards} == {"data-race"}
+    assert {h["array"] for h in hazards} <= {"tile_A", "tile_B"}
+
+
+@needs_pocl
+def test_run_by_path_on_pocl():
+    out = ok_json("run", SPEC, *sizes_args(33, 21, 17), "--device", "pocl", "--repeat", "10")
+    assert out["check"]["ok"] and out["check"]["nan_count"] == 0
+    assert out["check"]["max_abs_error"] <= out["check"]["max_allowed"]
+    assert out["global_size"] == [32, 40] and out["local_size"] == [16, 8]
+    assert len(out["kernel_times_s"]) == 10 and min(out["kernel_times_s"]) > 0
+
+
+@needs_pocl
+def test_run_with_a_wrong_reference_fails(tmp_path):
+    wrong = write(tmp_path, "wrong_ref.py",
+                  "def doubled(inputs):\n    return (inputs['A'] @ inputs['B']) * 2\n")
+    result = invoke("run", SPEC, *sizes_args(16, 8, 16), "--device", "pocl",
+                    "--reference", f"{wrong}:doubled")
+    assert result.exit_code == 1, result.output
+    with pytest.raises(ResultMismatchError):
+        tt.run(tt.build(SPEC, m=16, k=8, n=16), "pocl",
+               reference=user_schedule.load_function(f"{wrong}:doubled"))
+
+
+def test_model_by_path_on_nvidia_h200():
+    m, k, n = 70, 30, 100  # 7×9 work-groups: counts by work-group classes
+    out = ok_json("model", SPEC, *sizes_args(m, k, n), "--device-model", "nvidia-h200")
+    expected = TUTORIAL.closed_form(m, k, n)
+    assert {key: out[key] for key in COUNT_KEYS} == expected
+    assert out["closed_form_agrees"] is None
+    assert out["global_load_requests"] > 0
+    assert out["global_load_sectors"] >= out["global_load_requests"]
+    assert math.isfinite(out["predicted_time_s"]) and out["predicted_time_s"] > 0
+    same = ok_json("simulate", SPEC, *sizes_args(m, k, n), "--device-model", "nvidia-h200")
+    assert same == out
+
+
+def test_model_takes_a_family_too():
+    out = ok_json("model", "gemm-tiled", *sizes_args(40, 24, 40), "--tile", "8")
+    assert out["closed_form_agrees"] is True
+    assert out["global_load_elems"] == 40 * 24 * 5 * 2
+
+
+@needs_oclgrind
+def test_crosscheck_by_path_counts_identical():
+    (res,) = ok_json("crosscheck", SPEC, *sizes_args(9, 10, 17))
+    assert res["equal"] is True
+    assert res["counts"]["barriers"]["oclgrind"] == TUTORIAL.closed_form(9, 10, 17)["barriers"]
+    for pair in res["counts"].values():
+        assert pair["simulator"] == pair["oclgrind"]
+
+
+# ------------------------------------------------------------------------ error cases
+def test_missing_file(tmp_path):
+    missing = tmp_path / "nowhere.py"
+    for command in ("simulate", "check", "run", "model", "crosscheck"):
+        usage_error(invoke(command, f"{missing}:make_schedule", *sizes_args(4, 4, 4)),
+                    str(missing))
+
+
+def test_missing_function():
+    usage_error(invoke("simulate", f"{EXAMPLE}:make_it", *sizes_args(4, 4, 4)),
+                "make_it", "make_schedule")
+
+
+def test_function_raising_shows_its_message():
+    usage_error(invoke("simulate", SPEC, *sizes_args(0, 4, 4)),
+                "ValueError", "m must be a positive integer, got 0")
+
+
+def test_return_value_not_a_schedule_names_its_type():
+    usage_error(invoke("check", f"{EXAMPLE}:closed_form", *sizes_args(4, 4, 4)), "dict")
+
+
+def test_parameter_the_function_does_not_take():
+    usage_error(invoke("simulate", SPEC, *sizes_args(4, 4, 4), "--tile", "8"), "'tile'")
+
+
+def test_parameter_the_function_needs_but_was_not_given():
+    usage_error(invoke("model", SPEC, "--m", "4", "--k", "4"), "'n'", "--n")
+
+
+def test_family_options_refused_for_a_file():
+    usage_error(invoke("simulate", SPEC, *sizes_args(4, 4, 4), "--padding", "1"), "--padding")
+
+
+def test_not_a_name_nor_a_file_spec():
+    usage_error(invoke("simulate", "rect-gemm", *sizes_args(4, 4, 4)), "rect-gemm",
+                "FILE.py:FUNCTION")
+
+
+def test_import_error_of_the_file(tmp_path):
+    bad = write(tmp_path, "bad.py", "def make_schedule(m, k, n):\n    return (\n")
+    usage_error(invoke("simulate", f"{bad}:make_schedule", *sizes_args(4, 4, 4)),
+                "bad.py", "SyntaxError")
+
+
+def test_reference_raising_is_reported(tmp_path):
+    bad = write(tmp_path, "bad_ref.py", "def ref(inputs):\n    return inputs['X']\n")
+    usage_error(invoke("simulate", SPEC, *sizes_args(4, 4, 4), "--reference", f"{bad}:ref"),
+                "KeyError", "'X'")
+
+
+def test_reference_of_the_wrong_shape_is_reported(tmp_path):
+    bad = write(tmp_path, "bad_ref.py", "def ref(inputs):\n    return inputs['A']\n")
+    usage_error(invoke("simulate", SPEC, *sizes_args(4, 6, 8), "--reference", f"{bad}:ref"),
+                "(4, 6)", "(4, 8)")
+
+
+# ------------------------------------------------------------------- loader and API
+def test_loader_registers_a_module_without_touching_sys_path(tmp_path):
+    path = write(tmp_path, "tiny.py", "VALUE = 1\n")
+    before = list(sys.path)
+    module = user_schedule.load_module(path)
+    assert sys.path == before
+    assert module.VALUE == 1 and sys.modules[module.__name__] is module
+    assert module.__name__.startswith("tiletraffic_user_tiny_")
+    path.write_text("VALUE = 22\n")  # a changed file is imported again
+    assert user_schedule.load_module(path).VALUE == 22
+
+
+def test_function_with_keyword_arguments_gets_only_the_sizes_given(tmp_path):
+    path = write(tmp_path, "kw.py", f"""
+import importlib.util
+spec = importlib.util.spec_from_file_location("rect", {str(EXAMPLE)!r})
+rect = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rect)
+seen = []
+def make(**sizes):
+    seen.append(sorted(sizes))
+    return rect.make_schedule(sizes["m"], 5, 7)
+""")
+    sch = user_schedule.load(f"{path}:make", m=3, k=None, n=None, tile=None)
+    assert sch.param_values == {"M": 3, "K": 5, "N": 7}
+    assert user_schedule.load_module(path).seen == [["m"]]
+
+
+@pytest.mark.filterwarnings("ignore::tiletraffic.simulator.device_model.GuessedValueWarning")
+def test_python_api_on_the_tutorial_schedule():
+    m, k, n = 20, 13, 40
+    sch = tt.build(SPEC, m=m, k=k, n=n)
+    inputs = random_inputs(sch, np.random.default_rng())
+    assert len({float(v) for v in inputs["A"].ravel()}) > 1  # non-constant inputs
+    res = tt.simulate(sch, inputs)
+    assert res.counts.to_dict() == TUTORIAL.closed_form(m, k, n)
+    exact = TUTORIAL.reference({key: v.astype(np.float64) for key, v in inputs.items()})
+    absprod = np.abs(inputs["A"].astype(np.float64)) @ np.abs(inputs["B"].astype(np.float64))
+    assert check_result(res.outputs["C"].reshape(m, n), exact, k, absprod).ok
+    assert tt.closed_form(sch) is None
+    assert tt.check(sch) == []
+    launch = tt.model(sch, "nvidia-h200")
+    assert launch.counts.to_dict() == TUTORIAL.closed_form(m, k, n)
+    assert "rect_tile_gemm" in tt.generate(sch).source
+    with pytest.raises(user_schedule.UserScheduleError, match="tile"):
+        tt.build(SPEC, m=m, k=k, n=n, tile=8)
+
+
+@needs_pocl
+def test_python_api_run_with_reference():
+    sch = tt.build(SPEC, m=17, k=9, n=33)
+    run = tt.run(sch, "pocl", reference=TUTORIAL.reference)
+    assert run.check.ok and run.check.max_abs_error <= run.check.max_allowed
+
+
+@given(sizes(max_size=40))
+def test_counts_equal_closed_forms_for_any_sizes(mkn):
+    m, k, n = mkn
+    counts = tt.simulate(tt.build(SPEC, m=m, k=k, n=n), compute_values=False).counts
+    assert counts.to_dict() == TUTORIAL.closed_form(m, k, n)
+    forms = textbook(m, k, n)
+    assert counts.global_load_elems_by_buffer["A"] == forms["A"]
+    assert counts.global_load_elems_by_buffer["B"] == forms["B"]
+    assert counts.barriers == forms["barriers_per_work_group"] * counts.work_groups
+
+
+def test_malformed_schedule_is_refused_before_it_runs(tmp_path):
+    source = EXAMPLE.read_text()
+    bound = 'Let("a_col", step * TK + lcv)'
+    assert source.count(bound) == 1
+    unbound = write(tmp_path, "unbound.py",
+                    source.replace(bound, 'Let("a_col", Var("nope") * TK + lcv)'))
+    for command in ("simulate", "check", "run", "model", "crosscheck"):
+        usage_error(invoke(command, f"{unbound}:make_schedule", *sizes_args(9, 9, 9)),
+                    "'nope'")
+
+
+def test_a_built_in_family_name_is_refused(tmp_path):
+    wrapper = write(tmp_path, "wrap.py", "from tiletraffic.simulator.schedules import gemm_tiled\n"
+                    "def make(m, k, n):\n    return gemm_tiled(m, k, n, 8)\n")
+    usage_error(invoke("simulate", f"{wrapper}:make", *sizes_args(9, 9, 9)), "'gemm-tiled'")
