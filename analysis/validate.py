@@ -58,7 +58,7 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     kernel = codegen.generate(schedule)
     inputs = random_inputs(schedule, rng)
     ref = reference(schedule, inputs, reference_fn)
-    arrays = {a.name: (np.ascontiguousarray(inputs[a.name]).reshape(-1) if a.role == "in"
+    arrays = {a.name: (np.ascontiguousarray(inputs[a.name]).reshape(-1) if a.is_input
                        else np.empty(ref.value.size, dtype=np.float32))
               for a in schedule.arrays}
     run = run_kernel(target, kernel, arrays, dict(schedule.params), repeat=repeat, warmup=warmup)

@@ -36,6 +36,7 @@ from tiletraffic.gpu.device import (  # re-exported: gpu.runtime is the one impo
     select_device,
 )
 from tiletraffic.gpu.kernel import GeneratedKernel
+from tiletraffic.simulator.schedule import ndrange_problems
 
 __all__ = [
     "POCL_INSTALL_HINT", "DeviceError", "DeviceInfo", "DeviceLimits", "Target", "TiletrafficGpuError",
@@ -155,7 +156,8 @@ def check_launch_limits(
 
     Checks: 1 to len(max_work_item_sizes) dimensions, ``global_size`` and
     ``local_size`` of equal length; every ``global_size[d]`` a positive multiple
-    of ``local_size[d] >= 1``; ``local_size[d] <= limits.max_work_item_sizes[d]``;
+    of ``local_size[d] >= 1`` (:func:`simulator.schedule.ndrange_problems`, the check
+    every :class:`~simulator.schedule.Schedule` passes at construction); ``local_size[d] <= limits.max_work_item_sizes[d]``;
     work-items per work-group ``<= limits.max_work_group_size`` and
     ``<= kernel_max_work_group_size`` (``CL_KERNEL_WORK_GROUP_SIZE``: registers and
     local memory of the compiled kernel may lower it; when the kernel was compiled for
@@ -168,23 +170,12 @@ def check_launch_limits(
     Raises:
         LaunchConfigError: listing every violated limit, each with both numbers.
     """
-    problems: list[str] = []
     gsize, lsize = tuple(kernel.global_size), tuple(kernel.local_size)
     dims = len(limits.max_work_item_sizes)
-    if not 1 <= len(lsize) <= dims or len(gsize) != len(lsize):
-        problems.append(
-            f"global size ({_sizes(gsize)}) and local size ({_sizes(lsize)}) must have the same "
-            f"number of dimensions, 1 to {dims}"
-        )
-    for d, (g, l) in enumerate(zip(gsize, lsize)):
-        if l < 1:
-            problems.append(f"local_size[{d}] = {l} must be at least 1")
-        elif g < 1 or g % l:
-            up = max(1, -(-g // l)) * l
-            problems.append(
-                f"global_size[{d}] = {g} is not a positive multiple of local_size[{d}] = {l} "
-                f"(round it up to {up} and guard the extra work-items)"
-            )
+    # the NDRange check the simulator's Schedule makes too (same words)
+    problems: list[str] = ndrange_problems(gsize, lsize)
+    if len(lsize) > dims:
+        problems.append(f"{len(lsize)} NDRange dimensions, the device has {dims}")
     for d, l in enumerate(lsize[:dims]):
         if l > limits.max_work_item_sizes[d]:
             problems.append(

@@ -49,8 +49,9 @@ class SimulationResult:
 
     Attributes:
         schedule: the schedule executed.
-        outputs: output arrays in their logical shapes (e.g. C as M×N), float32; elements the
-            kernel never wrote are NaN. Empty when values were not computed.
+        outputs: output arrays (roles ``out`` and ``inout``) in their logical shapes (e.g. C
+            as M×N), float32; elements of an ``out`` array the kernel never wrote are NaN.
+            Empty when values were not computed.
         counts: exact traffic counts.
         global_loads_per_group: global loads of each work-group, by linear work-group id
             (dimension 0 fastest), shape ``(work_groups,)``.
@@ -107,7 +108,7 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     if compute_values:
         buffers = _prepare_buffers(schedule, inputs, sizes, params)
     for name in read_maps:
-        if schedule.array(name).role != "in":
+        if not schedule.array(name).is_input:
             raise InputError(f"read map requested for {name!r}, which is not an input")
     counter = TrafficCounter(schedule.work_groups, [a.name for a in schedule.arrays],
                              {n: sizes[n] for n in read_maps})
@@ -135,7 +136,7 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     outputs = {}
     if compute_values:
         for a in schedule.arrays:
-            if a.role == "out":
+            if a.is_output:
                 outputs[a.name] = buffers[a.name].reshape([params[s] for s in a.shape])
     maps = {n: counter.read_maps[n].reshape([params[s] for s in schedule.array(n).shape])
             for n in read_maps}
@@ -201,7 +202,8 @@ def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
         if arr.shape != shape:
             raise InputError(f"input {a.name!r} has shape {arr.shape}, expected {shape} "
                              f"({' x '.join(a.shape)})")
-        buffers[a.name] = np.ascontiguousarray(arr, dtype=np.float32).reshape(-1)
+        buffers[a.name] = (np.array(arr, dtype=np.float32).reshape(-1) if a.is_output else
+                           np.ascontiguousarray(arr, dtype=np.float32).reshape(-1))
     return buffers
 
 

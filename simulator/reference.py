@@ -34,7 +34,7 @@ def random_inputs(schedule: Schedule, rng: np.random.Generator) -> dict[str, np.
     """Fresh standard-normal float32 inputs in their logical shapes (A: M×K, ...)."""
     p = schedule.param_values
     return {a.name: rng.standard_normal([p[s] for s in a.shape], dtype=np.float32)
-            for a in schedule.arrays if a.role == "in"}
+            for a in schedule.arrays if a.is_input}
 
 
 def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None) -> Reference:
@@ -51,7 +51,7 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None) -> Ref
         ValueError: without ``fn``, the schedule has no single output or not the inputs A and
             B/x; with ``fn``, a result of the wrong shape or more than one output.
     """
-    outs = [a.name for a in schedule.arrays if a.role == "out"]
+    outs = [a.name for a in schedule.arrays if a.is_output]
     ins = [a.name for a in schedule.arrays if a.role == "in"]
     if fn is not None:
         if len(outs) != 1:

@@ -73,10 +73,18 @@ def early_return(sch: Schedule) -> Schedule:
 
 
 def floor_grid(sch: Schedule) -> Schedule:
-    """NDRange from floor division (N/B)·B: partial edge tiles are never launched."""
+    """NDRange from floor division (N/B)·B: partial edge tiles are never launched.
+
+    Raises:
+        ScheduleError: M or N below the tile: the floored NDRange would be empty, which no
+            OpenCL device launches.
+    """
     p = sch.param_values
     extents = (p["N"], p["M"])
-    size = tuple(max(e // l, 1) * l if e >= l else 0 for e, l in zip(extents, sch.local_size))
+    if any(e < l for e, l in zip(extents, sch.local_size)):
+        raise ScheduleError(f"floor-grid: M = {p['M']} or N = {p['N']} is below the tile "
+                            f"{sch.local_size[0]}; the floored NDRange would launch nothing")
+    size = tuple(e // l * l for e, l in zip(extents, sch.local_size))
     return dataclasses.replace(sch, global_size=size)
 
 

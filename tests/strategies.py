@@ -176,6 +176,10 @@ def variant_fault_shapes(draw, name: str, max_size: int = 40) -> tuple:
     if name in ("gemm-tiled:early-return", "gemm-tiled:no-guards", "gemm-tiled:floor-grid"):
         tile = draw(st.one_of(st.sampled_from([3, 5, 7, 16]), st.integers(2, 16)))
         m, n = _edge_pair(draw, tile, max_size)
+        if name == "gemm-tiled:floor-grid":  # below one tile the floored NDRange is empty
+            m, n = max(m, tile), max(n, tile)
+            if m % tile == 0 and n % tile == 0:
+                m += 1
         return m, draw(dims(max_size)), n, tile
     if name == "matvec-local-whole:fixed-256":
         return (draw(st.integers(1, 64)), draw(st.integers(257, 400)), None,
