@@ -315,10 +315,10 @@ def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, force):
         if as_json:
             click.echo(json.dumps(rows, indent=2))
         else:
-            click.echo(f"{'schedule':38s} {'expected':30s} {'found':40s}")
+            click.echo(f"{'schedule':38s} {'expected':30s} {'found':52s}")
             for r in rows:
                 click.echo(f"{r['name']:38s} {', '.join(r['expected']) or 'none':30s} "
-                           f"{', '.join(r['found']) or 'none':40s} {'ok' if r['ok'] else 'WRONG'}")
+                           f"{', '.join(r['found']) or 'none':52s} {'ok' if r['ok'] else 'WRONG'}")
         sys.exit(0 if ok else 1)
     try:
         sch = build_any(name, m, k, n, tile, chunk)

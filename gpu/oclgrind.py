@@ -98,7 +98,8 @@ SIMULATOR_HAZARD_KINDS: dict[str, frozenset[str]] = {
     "data-race": frozenset({"data-race"}),
     "barrier-divergence": frozenset({"barrier-divergence"}),
     "out-of-bounds": frozenset({"invalid-read", "invalid-write", "array-index"}),
-    "uninitialized-read": frozenset({"uninitialized"}),
+    "uninitialized-local-read": frozenset({"uninitialized"}),
+    "uninitialized-private-read": frozenset({"uninitialized"}),
     "unwritten-output": frozenset(),
 }
 """Hazard kinds of :mod:`simulator.hazards` -> the :class:`Diagnostic` kinds Oclgrind reports

@@ -624,3 +624,27 @@ def _stored_arrays(stmts) -> set[str]:
         elif isinstance(s, For):
             found |= _stored_arrays(s.body)
     return found
+
+
+def describe_int(e: IntExpr) -> str:
+    """Short text of an integer expression for messages (``(row * K + col)``); not C."""
+    if isinstance(e, Const):
+        return e.name or str(e.value)
+    if isinstance(e, (Param, Var)):
+        return e.name
+    if isinstance(e, WorkItemId):
+        return f"{e.kind}_id({e.dim})"
+    if isinstance(e, BinOp):
+        return f"({describe_int(e.left)} {e.op} {describe_int(e.right)})"
+    if isinstance(e, Min):
+        return f"min({describe_int(e.left)}, {describe_int(e.right)})"
+    raise TypeError(f"unknown integer expression {e!r}")
+
+
+def describe_access(array: Array, index: tuple[IntExpr, ...]) -> str:
+    """``name[i, j]`` of one access, for messages and as the identity of its statement."""
+    parts = []
+    for i in index:
+        text = describe_int(i)
+        parts.append(text[1:-1] if isinstance(i, BinOp) else text)
+    return f"{array.name}[{', '.join(parts)}]"
