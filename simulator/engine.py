@@ -89,9 +89,12 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         work_group_classes: execute one work-group per class of identical traffic
             (:mod:`simulator.classes`) and weight its counts by the class size: exact counts
             of large launches in seconds. Needs ``compute_values=False``; hazards are then
-            checked in the representatives only.
-        race_checks: run the observers that find local-memory races, reads of unwritten
-            local memory and output elements never written (out-of-bounds accesses, barrier
+            checked in the representatives only, and races in global memory and unwritten
+            outputs, which need every work-group of the launch, are not checked at all.
+        race_checks: run the observers that find races in local memory and in global memory
+            (:mod:`simulator.global_races`: between work-groups, and within a work-group
+            where no global-fence barrier orders the accesses), reads of unwritten local
+            memory and output elements never written (out-of-bounds accesses, barrier
             divergence and uninitialized private reads are always checked).
         batch_work_items: work-items per batch of work-groups (memory bound).
 
@@ -179,10 +182,13 @@ def _hazard_observers(schedule, log, sizes, params, full_launch=True) -> list[Ob
         return group_id_of(schedule, linear)
 
     local_sizes = {a.name: a.size for a in schedule.local_arrays}
-    outs = [a for a in schedule.arrays if a.role == "out"]
+    outs = [a for a in schedule.arrays if a.role == "out"]  # inout keeps its input
     found: list[Observer] = [LocalRaceDetector(schedule, log, gid, local_sizes),
                              UninitializedLocalRead(schedule, log, gid, local_sizes)]
     if full_launch:
+        from .global_races import GlobalRaceDetector
+
+        found.append(GlobalRaceDetector(schedule, log, sizes))
         found.append(UnwrittenOutput(schedule, log, {a.name: sizes[a.name] for a in outs},
                                      {a.name: tuple(params[d] for d in a.shape) for a in outs}))
     return found

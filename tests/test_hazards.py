@@ -274,6 +274,9 @@ def test_every_variant_reports_its_expected_kinds_at_its_example_shape(name):
     assert set(variant.expected) <= set(HAZARD_KINDS)
     result, _ = run_report(build_any(name))
     found = {h.kind for h in result.hazards}
+    if variant.run_only:  # correct in any one launch
+        assert variant.expected == () and result.hazards == []
+        return
     assert {h.schedule for h in result.hazards} == {name}, "hazards name the variant"
     assert set(variant.expected) <= found, f"{name}: expected {variant.expected}, found {found}"
     keys = [(h.kind, h.array, h.site) for h in result.hazards]
