@@ -27,6 +27,7 @@ from . import schedule as S
 from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, count_per_group
 from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
 from .hazards import Hazard, HazardLog
+from .unwritten import unwritten_fill
 
 BATCH_WORK_ITEMS = 1 << 20
 """Work-items executed together (one batch of work-groups), bounding peak memory."""
@@ -50,8 +51,9 @@ class SimulationResult:
     Attributes:
         schedule: the schedule executed.
         outputs: output arrays (roles ``out`` and ``inout``) in their logical shapes (e.g. C
-            as M×N), float32; elements of an ``out`` array the kernel never wrote are NaN.
-            Empty when values were not computed.
+            as M×N), float32; elements of an ``out`` array the kernel never wrote hold the
+            NaN :data:`simulator.unwritten.UNWRITTEN_BITS`. Empty when values were not
+            computed.
         counts: exact traffic counts.
         global_loads_per_group: global loads of each work-group, by linear work-group id
             (dimension 0 fastest), shape ``(work_groups,)``.
@@ -200,7 +202,7 @@ def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
     for a in schedule.arrays:
         shape = tuple(params[s] for s in a.shape)
         if a.role == "out":
-            buffers[a.name] = np.full(sizes[a.name], np.nan, dtype=np.float32)
+            buffers[a.name] = unwritten_fill(sizes[a.name])
             continue
         if a.name not in inputs:
             raise InputError(f"{schedule.family} needs input {a.name!r} of shape {shape}")

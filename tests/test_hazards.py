@@ -249,6 +249,29 @@ def test_gemm_naive_with_uninitialized_accumulator_is_reported():
         simulate(broken, random_inputs(broken, np.random.default_rng()))
 
 
+def test_nan_from_an_uninitialized_accumulator_is_labelled_by_its_cause():
+    """Issue #15 case 5: the NaN output of an uninitialized accumulator is written (from an
+    undefined value), not unwritten; the floor-grid's missing tiles are unwritten."""
+    from tiletraffic.gpu.runtime import check_result
+
+    sch = build("gemm-naive", 5, 6, 7, 4)
+    broken = dataclasses.replace(sch, body=rewrite(
+        sch.body, lambda s: (DeclareFloat(s.name, init=None),)
+        if isinstance(s, DeclareFloat) else None))
+    result, inputs = run_report(broken)
+    assert [h.kind for h in result.hazards] == ["uninitialized-private-read"]
+    ref = reference(broken, inputs)
+    check = check_result(result.outputs["C"], ref.value, ref.k, ref.abs_product)
+    assert check.written_nonfinite_count == 5 * 7 and check.unwritten_count == 0
+
+    floor = VARIANTS["gemm-tiled:floor-grid"].make(20, 20, 20, 16)
+    result, inputs = run_report(floor)
+    assert [h.kind for h in result.hazards] == ["unwritten-output"]
+    ref = reference(floor, inputs)
+    check = check_result(result.outputs["C"], ref.value, ref.k, ref.abs_product)
+    assert check.unwritten_count == 144 and check.written_nonfinite_count == 0
+
+
 def test_hazard_log_refuses_an_unknown_mode():
     with pytest.raises(ValueError, match="'raise' or 'report'"):
         HazardLog("ignore")
