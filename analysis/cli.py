@@ -32,7 +32,7 @@ from tiletraffic.simulator import schedules
 from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
 from tiletraffic.simulator.engine import InputError, simulate
 from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.reference import random_inputs, reference
+from tiletraffic.simulator.reference import INPUT_KINDS, random_inputs, reference
 from tiletraffic.simulator.traffic_model import ADDED_TIME_TERMS
 
 from . import closed_form, user_schedule
@@ -92,9 +92,18 @@ def _reference_option(f):
              "'reference' of that file, if any; built-in schedules have their own).")(f)
 
 
+INPUTS_OPTION = click.option(
+    "--inputs", "inputs_kind", type=click.Choice(INPUT_KINDS),
+    default="normal", show_default=True,
+    help="Input values: random normal or uniform, or structured ones / arange (0, 1, 2, ... "
+         "row-major) to read a result by eye; ones and arange can hide swapped indices.")
+SEED_OPTION = click.option("--seed", type=int, default=None,
+                           help="Seed of the random inputs (default: fresh inputs every run).")
+
+
 def _schedule_options(f):
-    f = click.option("--seed", type=int, default=None,
-                     help="Seed of the random inputs (default: fresh inputs every run).")(f)
+    f = INPUTS_OPTION(f)
+    f = SEED_OPTION(f)
     return _size_options(f)
 
 
@@ -272,8 +281,8 @@ def main() -> None:
                    "classes).")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @FORCE_OPTION
-def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, reference_spec,
-                 values, no_limits, hazards, device_model, as_json, force):
+def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, inputs_kind,
+                 reference_spec, values, no_limits, hazards, device_model, as_json, force):
     """Execute SCHEDULE in the simulator and print its exact traffic counts, next to the
     closed forms ("no closed form" for a schedule without them).
 
@@ -296,7 +305,7 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
                                "take too long; use --counts-only")
     _within_budget(sch, force, compute_values=values,
                    work_group_classes=not values and work > CLASSES_AUTO_LIMIT)
-    inputs = random_inputs(sch, np.random.default_rng(seed)) if values else None
+    inputs = random_inputs(sch, np.random.default_rng(seed), inputs_kind) if values else None
     try:
         res = simulate(sch, inputs, compute_values=values, hazards=hazards,
                        limits=UNLIMITED if no_limits else GENERIC_GPU,
@@ -308,15 +317,20 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
     counts = res.counts.to_dict()
     formula = closed_form.counts_or_none(sch)
     by_classes = not values and work > CLASSES_AUTO_LIMIT
-    check, skipped = None, None if values else "counts only"
+    check = worst = None
+    skipped = None if values else "counts only"
     if values and ref_fn is None and user_schedule.is_file_spec(schedule):
         skipped = NO_REFERENCE
     elif values:
+        from tiletraffic.gpu.runtime import check_result
+
         try:
             ref = reference(sch, inputs, ref_fn)
-            check = error_over_tolerance(res.outputs[ref.output], ref)
         except ValueError as err:  # the user's reference: raised, wrong shape, not finite
             raise click.UsageError(str(err)) from None
+        worst = check_result(np.asarray(res.outputs[ref.output]).reshape(ref.value.shape),
+                             ref.value, ref.k, ref.abs_product)
+        check = worst.error_over_tolerance
     p = sch.param_values
     if as_json:
         out = {"schedule": sch.family, "m": p.get("M", m), "k": p.get("K", k),
@@ -325,6 +339,11 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
                **counts, "closed_form_agrees": None if formula is None else formula == counts,
                "result_error_over_tolerance": check, "result_check_skipped": skipped,
                "work_group_classes": by_classes,
+               "inputs": inputs_kind if values else None,
+               "result_worst_index": list(worst.worst_index) if worst and worst.worst_index
+               else None,
+               "result_unwritten": worst.unwritten_count if worst else None,
+               "result_written_nonfinite": worst.written_nonfinite_count if worst else None,
                "hazards": [h.to_dict() for h in res.hazards]}
         click.echo(json.dumps(out, indent=2))
         return
@@ -345,13 +364,16 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
     if check is not None:
         click.echo(f"result vs float64 "
                    + ("reference" if ref_fn is not None else "numpy")
-                   + f": max error / tolerance = {check:.3g} "
-                   f"({'ok' if check <= 1 else 'MISMATCH'})")
+                   + f" ({inputs_kind} inputs): worst error / tolerance = "
+                   f"{check:.3g} at {ref.output}[{', '.join(map(str, worst.worst_index or ()))}]"
+                   f" ({'ok' if check <= 1 else 'MISMATCH: ' + worst.message(ref.output)})")
     elif skipped == NO_REFERENCE:
         click.echo(f"result not checked: {NO_REFERENCE}")
     else:
         click.echo("counts only" + (" (by work-group classes: one work-group executed per class "
-                                    "of identical traffic)" if by_classes else "")
+                                    "of identical traffic; races in global memory and unwritten "
+                                    "outputs need the full launch and were not checked)"
+                                    if by_classes else "")
                    + "; add --values to also compute and check the result")
 
 
@@ -438,11 +460,14 @@ def model_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, device_m
 @click.option("--all", "check_all", is_flag=True,
               help="Check every schedule, demo and broken variant on its example shape.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hazards as JSON.")
+@SEED_OPTION
+@INPUTS_OPTION
 @FORCE_OPTION
-def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, force):
-    """Run only the hazard checks: races, barrier divergence, out-of-bounds accesses,
-    uninitialized reads, unwritten outputs. Exits 1 when a hazard is found (with --all:
-    when a correct schedule has one or a broken variant misses its expected kind).
+def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, seed, inputs_kind, force):
+    """Run only the hazard checks: races in local and global memory, barrier divergence,
+    out-of-bounds accesses, uninitialized reads, unwritten outputs, on the full launch.
+    Exits 1 when a hazard is found (with --all: when a correct schedule has one or a broken
+    variant misses its expected kind).
 
     SCHEDULE: a family, demo or faulty variant (missing sizes: its example shape), or
     FILE.py:FUNCTION, called with the sizes given."""
@@ -454,7 +479,7 @@ def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, force):
         rows = []
         for nm in names():
             sch = build_any(nm)
-            found = sorted({h.kind for h in _hazards_of(sch)})
+            found = sorted({h.kind for h in _hazards_of(sch, seed, inputs_kind)})
             expected = sorted(VARIANTS[nm].expected) if nm in VARIANTS else []
             good = set(expected) <= set(found) and (bool(found) == bool(expected))
             ok &= good
@@ -462,14 +487,14 @@ def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, force):
         if as_json:
             click.echo(json.dumps(rows, indent=2))
         else:
-            click.echo(f"{'schedule':38s} {'expected':30s} {'found':40s}")
+            click.echo(f"{'schedule':38s} {'expected':30s} {'found':52s}")
             for r in rows:
                 click.echo(f"{r['name']:38s} {', '.join(r['expected']) or 'none':30s} "
-                           f"{', '.join(r['found']) or 'none':40s} {'ok' if r['ok'] else 'WRONG'}")
+                           f"{', '.join(r['found']) or 'none':52s} {'ok' if r['ok'] else 'WRONG'}")
         sys.exit(0 if ok else 1)
     sch = _build(name, m, k, n, tile, chunk, named=True)
     _within_budget(sch, force, compute_values=True, reference=False)
-    hazards = _hazards_of(sch)
+    hazards = _hazards_of(sch, seed, inputs_kind)
     if as_json:
         click.echo(json.dumps([h.to_dict() for h in hazards], indent=2))
     else:
@@ -481,12 +506,10 @@ def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, force):
     sys.exit(1 if hazards else 0)
 
 
-def _hazards_of(sch):
-    from tiletraffic.simulator.reference import random_inputs
-
+def _hazards_of(sch, seed=None, inputs_kind="normal"):
     try:
-        return simulate(sch, random_inputs(sch, np.random.default_rng()), hazards="report",
-                        limits=UNLIMITED).hazards
+        return simulate(sch, random_inputs(sch, np.random.default_rng(seed), inputs_kind),
+                        hazards="report", limits=UNLIMITED).hazards
     except (LimitError, InputError) as err:
         raise click.UsageError(str(err)) from None
 
@@ -563,13 +586,15 @@ def _print_crosscheck(res) -> None:
               help="Untimed launches before timing (the first includes JIT compilation).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
 @FORCE_OPTION
-def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, reference_spec,
-            device, repeat, warmup, as_json, force):
+def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, inputs_kind,
+            reference_spec, device, repeat, warmup, as_json, force):
     """Run SCHEDULE as an OpenCL kernel on a device, check it against numpy, time it.
 
     SCHEDULE: a family or FILE.py:FUNCTION (as for simulate). A kernel's time counts only
     after its result is checked, so a schedule from a file needs a reference: --reference,
     or a function 'reference' in its file."""
+    import warnings
+
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
     from .validate import run_on_device
@@ -583,12 +608,17 @@ def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, refe
         raise click.UsageError("--device is empty; give 'P:D' or part of a device name")
     try:
         target = _select_device(device)
-        result = run_on_device(target, sch, repeat=repeat, warmup=warmup,
-                               rng=np.random.default_rng(seed), reference_fn=ref_fn)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = run_on_device(target, sch, repeat=repeat, warmup=warmup,
+                                   rng=np.random.default_rng(seed), reference_fn=ref_fn,
+                                   inputs=inputs_kind)
     except user_schedule.UserScheduleError as err:
         raise click.UsageError(str(err)) from None
     except (TiletrafficGpuError, ValueError, TypeError) as err:
         _fail(err)
+    for w in caught:  # profiling unavailable, nondeterministic outputs
+        click.echo(f"warning: {w.message}", err=True)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
@@ -599,10 +629,18 @@ def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, refe
     click.echo(f"  build {r.build_time_s * 1e3:.1f} ms" + (" (cached)" if r.build_cached else ""))
     click.echo(f"  kernel time over {len(r.kernel_times_s)} launches (after {r.warmup} warm-up):"
                f" median {r.median_s * 1e3:.3f} ms, min {r.min_s * 1e3:.3f} ms,"
-               f" max {r.max_s * 1e3:.3f} ms")
-    click.echo(f"  result equals {'the reference' if ref_fn else 'numpy'}: max |error| "
-               f"{result.check.max_abs_error:.3g} "
-               f"<= tolerance {result.check.max_allowed:.3g}")
+               f" max {r.max_s * 1e3:.3f} ms"
+               + (" (host wall time: no OpenCL profiling)" if r.timing == "host" else ""))
+    c = result.check
+    where = ", ".join(map(str, c.worst_index or ()))
+    output = next(a.name for a in sch.arrays if a.is_output)
+    click.echo(f"  result equals {'the reference' if ref_fn else 'numpy'} "
+               f"({result.inputs} inputs) in every launch: worst "
+               f"|error| / tolerance {c.error_over_tolerance:.3g} at {output}[{where}] "
+               f"(|error| {abs(c.worst_value - c.worst_reference):.3g}, tolerance "
+               f"{c.worst_tolerance:.3g}); "
+               + ("outputs identical in all launches" if r.distinct_outputs == 1 else
+                  f"{r.distinct_outputs} distinct outputs: nondeterministic"))
 
 
 @main.command("devices")

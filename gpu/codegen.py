@@ -23,6 +23,8 @@ _PRECEDENCE = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">="
                "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
 _ATOM = 10
 _IDS = {"local": "get_local_id", "group": "get_group_id", "global": "get_global_id"}
+ARG_KINDS = {"in": "global_in", "out": "global_out", "inout": "global_inout"}
+"""Kernel argument kind (:class:`gpu.kernel.KernelArg`) of each global array role."""
 
 
 @lru_cache(maxsize=1)
@@ -137,7 +139,9 @@ def render_block(stmts, depth: int = 1) -> list[str]:
             lines += render_block(s.body, depth + 1)
             lines.append(f"{pad}}}")
         elif isinstance(s, S.Barrier):
-            lines.append(f"{pad}barrier(CLK_LOCAL_MEM_FENCE);")
+            fence = "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE" if s.global_fence else \
+                "CLK_LOCAL_MEM_FENCE"
+            lines.append(f"{pad}barrier({fence});")
         elif isinstance(s, S.Return):
             lines.append(f"{pad}return;")
         else:
@@ -174,14 +178,14 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
 
     Returns:
         :class:`gpu.kernel.GeneratedKernel` whose ``args`` are the global buffers (inputs
-        ``global_in``, outputs ``global_out``) followed by the ``int`` parameters.
+        ``global_in``, outputs ``global_out``, inputs the kernel writes ``global_inout``)
+        followed by the ``int`` parameters.
     """
-    args = [KernelArg(a.name, "global_out" if a.role == "out" else "global_in")
-            for a in schedule.arrays]
+    args = [KernelArg(a.name, ARG_KINDS[a.role]) for a in schedule.arrays]
     args += [KernelArg(name, "int") for name, _ in schedule.params]
     sig = []
     for a in schedule.arrays:
-        const = "" if a.role == "out" else "const "
+        const = "const " if a.role == "in" else ""
         sig.append(f"__global {const}float *restrict {a.name}")
     sig += [f"const int {name}" for name, _ in schedule.params]
     reqd = list(schedule.local_size) + [1] * (3 - len(schedule.local_size))

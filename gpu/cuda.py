@@ -106,7 +106,7 @@ TIMELINE_SUFFIX = "_timeline"
 """Name suffix of the entry point :func:`timeline_source` adds."""
 
 _ARG_TYPES = {"global_in": "const float *__restrict__", "global_out": "float *__restrict__",
-              "int": "const int"}
+              "global_inout": "float *__restrict__", "int": "const int"}
 
 
 def timeline_source(kernel: GeneratedKernel) -> tuple[str, str]:

@@ -137,7 +137,8 @@ class Target:
     Attributes:
         context: a ``pyopencl.Context`` holding only ``device``.
         queue: an in-order ``pyopencl.CommandQueue`` with profiling enabled,
-            so every launch event carries start/end timestamps.
+            so every launch event carries start/end timestamps (without, where the
+            device refuses it: :class:`ProfilingUnavailableWarning`).
         device: the ``pyopencl.Device``.
         info: its :class:`DeviceInfo`.
         program_cache: built programs of this context, keyed by
@@ -351,7 +352,23 @@ def select_device(spec: str | None = None) -> Target:
     try:
         device = cl.get_platforms()[info.platform_index].get_devices()[info.device_index]
         context = cl.Context([device])
-        queue = cl.CommandQueue(context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
     except cl.Error as err:
         raise DeviceError(f"cannot open OpenCL device {info.describe()}: {err}") from err
+    try:
+        queue = cl.CommandQueue(context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    except cl.Error as err:
+        warnings.warn(
+            f"OpenCL profiling is unavailable on {info.device_name}: a command queue with "
+            f"CL_QUEUE_PROFILING_ENABLE cannot be created ({err}); kernel times will be host "
+            "wall times around each launch (launch overhead included)",
+            ProfilingUnavailableWarning, stacklevel=2)
+        try:
+            queue = cl.CommandQueue(context, device)
+        except cl.Error as err2:
+            raise DeviceError(f"cannot open OpenCL device {info.describe()}: {err2}") from err2
     return Target(context=context, queue=queue, device=device, info=info)
+
+
+class ProfilingUnavailableWarning(RuntimeWarning):
+    """The device's queue gives no OpenCL profiling information: kernel times are host wall
+    times around each launch (launch overhead included)."""

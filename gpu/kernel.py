@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 class KernelArg:
     """One kernel argument, in signature order.
 
-    kind: ``"global_in"`` (``__global const float*``), ``"global_out"``
+    kind: ``"global_in"`` (``__global const float*``), ``"global_inout"`` (``__global
+    float*`` holding an input the kernel also writes), ``"global_out"``
     (``__global float*``, written by the kernel) or ``"int"`` (``const int``).
     """
 

@@ -98,7 +98,8 @@ SIMULATOR_HAZARD_KINDS: dict[str, frozenset[str]] = {
     "data-race": frozenset({"data-race"}),
     "barrier-divergence": frozenset({"barrier-divergence"}),
     "out-of-bounds": frozenset({"invalid-read", "invalid-write", "array-index"}),
-    "uninitialized-read": frozenset({"uninitialized"}),
+    "uninitialized-local-read": frozenset({"uninitialized"}),
+    "uninitialized-private-read": frozenset({"uninitialized"}),
     "unwritten-output": frozenset(),
 }
 """Hazard kinds of :mod:`simulator.hazards` -> the :class:`Diagnostic` kinds Oclgrind reports
@@ -146,7 +147,8 @@ class LaunchSpec:
         source: OpenCL C source.
         kernel_name: the ``__kernel`` to launch.
         args: ``(name, kind)`` in signature order; kind ``"global_in"`` (filled with random
-            float32), ``"global_out"`` (float32, left uninitialised) or ``"int"``.
+            float32, read-only), ``"global_inout"`` (filled with random float32, read-write),
+            ``"global_out"`` (float32, left uninitialised) or ``"int"``.
         global_size, local_size: NDRange and work-group size (work-items per dimension).
         array_elems: float32 elements of every buffer argument, by name.
         scalars: value of every ``int`` argument, by name.
@@ -180,7 +182,7 @@ class LaunchSpec:
         """
         missing = []
         for arg in kernel.args:
-            if arg.kind in ("global_in", "global_out"):
+            if arg.kind in ("global_in", "global_out", "global_inout"):
                 if arg.name not in array_elems:
                     missing.append(f"element count of buffer {arg.name}")
             elif arg.kind == "int":
@@ -188,7 +190,8 @@ class LaunchSpec:
                     missing.append(f"value of int argument {arg.name}")
             else:
                 raise OclgrindError(f"kernel {kernel.name}: argument {arg.name} has kind "
-                                    f"{arg.kind!r}; expected global_in, global_out or int")
+                                    f"{arg.kind!r}; expected global_in, global_out, "
+                                    "global_inout or int")
         if missing:
             raise OclgrindError(f"kernel {kernel.name}: missing " + ", ".join(missing))
         return cls(
@@ -850,11 +853,12 @@ def _worker_main() -> int:
             args.append(np.int32(spec["scalars"][name]))
             continue
         n = int(spec["array_elems"][name])
-        if kind == "global_in":
+        if kind in ("global_in", "global_inout"):
             host = rng.standard_normal(max(n, 1)).astype(np.float32)
             while host.size > 1 and np.all(host == host[0]):
                 host = rng.standard_normal(host.size).astype(np.float32)
-            buf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host)
+            access = mf.READ_ONLY if kind == "global_in" else mf.READ_WRITE
+            buf = cl.Buffer(ctx, access | mf.COPY_HOST_PTR, hostbuf=host)
         else:
             buf = cl.Buffer(ctx, mf.READ_WRITE, max(n, 1) * FLOAT_BYTES)
         args.append(buf)

@@ -11,7 +11,10 @@ Typical use::
 Device choice lives in :mod:`gpu.device` and is re-exported here.
 Times are seconds, taken from OpenCL profiling events (``CL_PROFILING_COMMAND_END -
 CL_PROFILING_COMMAND_START``), so they cover the kernel execution only, not the
-Python launch overhead or transfers.
+Python launch overhead or transfers. Where the device gives no profiling information, host
+wall times are taken instead, with a :class:`ProfilingUnavailableWarning` that says so.
+Every launch's output is read back and fingerprinted (outside the timed interval), so a
+wrong launch anywhere is caught, not only the last (see :func:`run_kernel`).
 """
 from __future__ import annotations
 
@@ -19,8 +22,9 @@ import math
 import re
 import time
 import warnings
+import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyopencl as cl
@@ -28,6 +32,7 @@ import pyopencl as cl
 from tiletraffic.gpu.device import (  # re-exported: gpu.runtime is the one import most callers need
     POCL_INSTALL_HINT,
     DeviceError,
+    ProfilingUnavailableWarning,
     DeviceInfo,
     DeviceLimits,
     Target,
@@ -36,12 +41,15 @@ from tiletraffic.gpu.device import (  # re-exported: gpu.runtime is the one impo
     select_device,
 )
 from tiletraffic.gpu.kernel import GeneratedKernel
+from tiletraffic.simulator.schedule import ndrange_problems
+from tiletraffic.simulator.unwritten import nonfinite_causes, unwritten_fill
 
 __all__ = [
     "POCL_INSTALL_HINT", "DeviceError", "DeviceInfo", "DeviceLimits", "Target", "TiletrafficGpuError",
     "list_devices", "select_device", "KernelBuildError", "LaunchConfigError", "LaunchError",
     "ResultMismatchError", "BuildResult", "build_program", "check_launch_limits", "RunResult",
     "run_kernel", "CheckResult", "check_result", "reference_product", "MIN_REPEAT", "UNIT_ROUNDOFF_F32",
+    "LAUNCH_INDEX_ARG", "ProfilingUnavailableWarning", "queue_has_profiling",
 ]
 
 MIN_REPEAT = 10
@@ -74,7 +82,18 @@ class LaunchError(TiletrafficGpuError):
 
 
 class ResultMismatchError(TiletrafficGpuError):
-    """A kernel output differs from the float64 reference by more than the tolerance."""
+    """A kernel output differs from the float64 reference by more than the tolerance, or
+    (with no check given) from the output of the first launch.
+
+    Attributes:
+        launch: the launch (0-based, warm-up launches included) whose output was refused,
+            when known.
+        check: the :class:`CheckResult` that refused it, when there was one.
+    """
+
+    def __init__(self, message: str, launch: int | None = None, check=None):
+        super().__init__(message)
+        self.launch, self.check = launch, check
 
 
 # ---------------------------------------------------------------- build cache
@@ -155,7 +174,8 @@ def check_launch_limits(
 
     Checks: 1 to len(max_work_item_sizes) dimensions, ``global_size`` and
     ``local_size`` of equal length; every ``global_size[d]`` a positive multiple
-    of ``local_size[d] >= 1``; ``local_size[d] <= limits.max_work_item_sizes[d]``;
+    of ``local_size[d] >= 1`` (:func:`simulator.schedule.ndrange_problems`, the check
+    every :class:`~simulator.schedule.Schedule` passes at construction); ``local_size[d] <= limits.max_work_item_sizes[d]``;
     work-items per work-group ``<= limits.max_work_group_size`` and
     ``<= kernel_max_work_group_size`` (``CL_KERNEL_WORK_GROUP_SIZE``: registers and
     local memory of the compiled kernel may lower it; when the kernel was compiled for
@@ -168,23 +188,12 @@ def check_launch_limits(
     Raises:
         LaunchConfigError: listing every violated limit, each with both numbers.
     """
-    problems: list[str] = []
     gsize, lsize = tuple(kernel.global_size), tuple(kernel.local_size)
     dims = len(limits.max_work_item_sizes)
-    if not 1 <= len(lsize) <= dims or len(gsize) != len(lsize):
-        problems.append(
-            f"global size ({_sizes(gsize)}) and local size ({_sizes(lsize)}) must have the same "
-            f"number of dimensions, 1 to {dims}"
-        )
-    for d, (g, l) in enumerate(zip(gsize, lsize)):
-        if l < 1:
-            problems.append(f"local_size[{d}] = {l} must be at least 1")
-        elif g < 1 or g % l:
-            up = max(1, -(-g // l)) * l
-            problems.append(
-                f"global_size[{d}] = {g} is not a positive multiple of local_size[{d}] = {l} "
-                f"(round it up to {up} and guard the extra work-items)"
-            )
+    # the NDRange check the simulator's Schedule makes too (same words)
+    problems: list[str] = ndrange_problems(gsize, lsize)
+    if len(lsize) > dims:
+        problems.append(f"{len(lsize)} NDRange dimensions, the device has {dims}")
     for d, l in enumerate(lsize[:dims]):
         if l > limits.max_work_item_sizes[d]:
             problems.append(
@@ -241,8 +250,9 @@ class RunResult:
     """Outputs and timings of one :func:`run_kernel` call.
 
     Attributes:
-        outputs: ``global_out`` argument name -> float32 array, shaped like the
-            array passed in; elements the kernel never wrote are NaN.
+        outputs: ``global_out`` / ``global_inout`` argument name -> float32 array of the
+            last launch, shaped like the array passed in; elements the kernel never wrote
+            hold the NaN ``simulator.unwritten.UNWRITTEN_BITS``.
         kernel_name, schedule_name: from the kernel.
         build_time_s: seconds spent building (0.0 when ``build_cached``).
         build_cached: the program came from the target's program cache.
@@ -252,6 +262,15 @@ class RunResult:
         device_slug, device_name: the device it ran on.
         global_size, local_size: the NDRange launched (work-items).
         warmup: number of untimed launches before the timed ones.
+        timing: ``"profiling"`` (OpenCL profiling events: kernel execution only) or
+            ``"host"`` (wall time around launch and wait, launch overhead included; used,
+            with a warning, where the device gives no profiling information).
+        output_digests: CRC-32 of the outputs' bytes after each launch, warm-up included.
+        distinct_outputs: different outputs among the launches (1 for a deterministic
+            kernel; more means the kernel is nondeterministic).
+        checked_launches: launches (0-based, warm-up included) whose outputs went through
+            ``check_output``: the first, the last, and the first of every other distinct
+            output.
     """
 
     outputs: dict[str, np.ndarray]
@@ -268,6 +287,10 @@ class RunResult:
     global_size: tuple[int, ...]
     local_size: tuple[int, ...]
     warmup: int
+    timing: str = "profiling"
+    output_digests: tuple[int, ...] = ()
+    distinct_outputs: int = 1
+    checked_launches: tuple[int, ...] = ()
 
     def as_dict(self) -> dict:
         """JSON-ready summary (everything except ``outputs``)."""
@@ -277,13 +300,26 @@ class RunResult:
             "kernel_times_s": list(self.kernel_times_s), "median_s": self.median_s,
             "min_s": self.min_s, "max_s": self.max_s, "device_slug": self.device_slug,
             "device_name": self.device_name, "global_size": list(self.global_size),
-            "local_size": list(self.local_size), "warmup": self.warmup,
+            "local_size": list(self.local_size), "warmup": self.warmup, "timing": self.timing,
+            "output_digests": list(self.output_digests),
+            "distinct_outputs": self.distinct_outputs,
+            "checked_launches": list(self.checked_launches),
         }
+
+
+LAUNCH_INDEX_ARG = "launch_index"
+"""An ``int`` kernel argument of this name receives the number of the launch (0 for the
+first warm-up launch) instead of a fixed value: a test hook for kernels whose result changes
+between launches (``simulator.demos.zeros_in_one_launch``)."""
+
+OUTPUT_KINDS = ("global_out", "global_inout")
+"""Kernel argument kinds whose buffers are read back."""
 
 
 def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> None:
     kinds = {a.name: a.kind for a in kernel.args}
-    bad = [f"{a.name} ({a.kind})" for a in kernel.args if a.kind not in ("global_in", "global_out", "int")]
+    bad = [f"{a.name} ({a.kind})" for a in kernel.args
+           if a.kind not in ("global_in", *OUTPUT_KINDS, "int")]
     if bad:
         raise ValueError(f"{kernel.name}: unknown argument kind for {', '.join(bad)}")
     want_arrays = {n for n, k in kinds.items() if k != "int"}
@@ -311,6 +347,29 @@ def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> No
             raise ValueError(f"{kernel.name}: scalar {name!r} = {value} does not fit a 32-bit int")
 
 
+def queue_has_profiling(queue) -> bool:
+    """True when ``queue`` was created with ``CL_QUEUE_PROFILING_ENABLE``."""
+    try:
+        props = queue.get_info(cl.command_queue_info.PROPERTIES)
+    except (cl.Error, AttributeError):
+        return False
+    return bool(props & cl.command_queue_properties.PROFILING_ENABLE)
+
+
+def _digest(outputs: dict[str, np.ndarray]) -> int:
+    crc = 0
+    for name in sorted(outputs):
+        crc = zlib.crc32(memoryview(outputs[name]).cast("B"), crc)
+    return crc
+
+
+def _describe_launch(launch: int, warmup: int, total: int) -> str:
+    if launch < warmup:
+        return f"launch {launch + 1} of {total} (warm-up {launch + 1} of {warmup})"
+    return (f"launch {launch + 1} of {total} (timed launch {launch - warmup + 1} of "
+            f"{total - warmup})")
+
+
 def run_kernel(
     target: Target,
     kernel: GeneratedKernel,
@@ -318,24 +377,42 @@ def run_kernel(
     scalars: dict[str, int],
     repeat: int = MIN_REPEAT,
     warmup: int = 2,
+    check_output: Callable[[int, dict[str, np.ndarray]], None] | None = None,
 ) -> RunResult:
-    """Build (cached), validate, launch ``warmup + repeat`` times, time, read back.
+    """Build (cached), validate, launch ``warmup + repeat`` times, time, check every launch.
+
+    Every launch starts from the same state: before each one, the output buffers are filled
+    with the NaN ``simulator.unwritten.UNWRITTEN_BITS`` (so an element a launch does not
+    write shows as unwritten, whatever earlier launches left) and ``global_inout`` buffers
+    get their input back. After each launch the outputs are read back and their bytes'
+    CRC-32 recorded (``output_digests``), outside the timed interval. ``check_output`` sees
+    the outputs of the first launch, of the last, and of every launch whose output differs
+    from all before it; it raises to refuse them. So a wrong launch anywhere -- a middle one
+    that writes zeros -- is caught unless its CRC-32 equals a checked one (probability
+    2**-32), and no time of a wrong result is returned. Outputs that differ between launches
+    but all pass ``check_output`` are reported (``distinct_outputs`` > 1, and a
+    ``RuntimeWarning``): the kernel is nondeterministic.
 
     Args:
         target: from :func:`select_device`.
         kernel: the kernel and its NDRange.
-        arrays: one float32 C-contiguous (row-major) array per ``global_in`` and
-            ``global_out`` argument. Inputs are copied to the device; an output's
-            array gives only its shape (contents ignored): its buffer is filled
-            with NaN once, before the first launch, so unwritten elements show.
-        scalars: one int (32-bit) per ``int`` argument.
+        arrays: one float32 C-contiguous (row-major) array per ``global_in``,
+            ``global_inout`` and ``global_out`` argument. Inputs are copied to the device;
+            an output's array gives only its shape (contents ignored).
+        scalars: one int (32-bit) per ``int`` argument; an argument named
+            :data:`LAUNCH_INDEX_ARG` gets the launch number instead at each launch.
         repeat: timed launches, at least :data:`MIN_REPEAT`.
         warmup: untimed launches first, at least 1 (the first launch includes
             just-in-time compilation and is never reported).
+        check_output: ``check_output(launch, outputs)`` (launch 0-based, warm-up
+            included; outputs by argument name, float32, shaped like ``arrays``); raises
+            to refuse the launch's result. Without it, outputs that differ between launches
+            raise :class:`ResultMismatchError` (nothing can tell which one is right).
 
     Returns:
-        RunResult with the outputs after all launches and per-launch times in
-        seconds from OpenCL profiling events.
+        RunResult with the outputs of the last launch and per-launch times in seconds from
+        OpenCL profiling events; where the device gives no profiling information, host
+        wall times with a :class:`ProfilingUnavailableWarning` (``timing == "host"``).
 
     Raises:
         ValueError: ``repeat`` or ``warmup`` too small, missing/unexpected
@@ -346,6 +423,8 @@ def run_kernel(
             (see :func:`check_launch_limits`); nothing was launched.
         LaunchError: OpenCL failed during buffer creation, launch or read-back;
             no timing is returned.
+        ResultMismatchError: outputs differ between launches and no ``check_output`` was
+            given (what ``check_output`` raises passes through unchanged).
     """
     if repeat < MIN_REPEAT:
         raise ValueError(f"repeat must be at least {MIN_REPEAT} timed launches, got {repeat}")
@@ -373,37 +452,85 @@ def run_kernel(
 
     where = f"kernel {kernel.name!r} (global {_sizes(kernel.global_size)}, local {_sizes(kernel.local_size)}) " \
             f"on {target.name}"
+    total = warmup + repeat
+    profiling = queue_has_profiling(target.queue)
+    if not profiling:
+        _warn_no_profiling(target, "its command queue was created without "
+                                   "CL_QUEUE_PROFILING_ENABLE")
+    launch_arg = next((i for i, a in enumerate(kernel.args)
+                       if a.kind == "int" and a.name == LAUNCH_INDEX_ARG), None)
+    outs = [a.name for a in kernel.args if a.kind in OUTPUT_KINDS]
+    fills = {a.name: (unwritten_fill(arrays[a.name].shape) if a.kind == "global_out"
+                      else arrays[a.name]) for a in kernel.args if a.kind in OUTPUT_KINDS}
     mf = cl.mem_flags
     buffers: dict[str, Any] = {}
     times: list[float] = []
+    host_times: list[float] = []
+    digests: list[int] = []
+    checked: list[int] = []
     outputs: dict[str, np.ndarray] = {}
     try:
         for arg in kernel.args:
             if arg.kind == "global_in":
                 buffers[arg.name] = cl.Buffer(target.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
                                               hostbuf=arrays[arg.name])
-            elif arg.kind == "global_out":
-                nan = np.full(arrays[arg.name].shape, np.nan, dtype=np.float32)
-                buffers[arg.name] = cl.Buffer(target.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=nan)
+            elif arg.kind in OUTPUT_KINDS:
+                buffers[arg.name] = cl.Buffer(target.context, mf.READ_WRITE,
+                                              size=arrays[arg.name].nbytes)
         cl_kernel.set_args(*[
             buffers[a.name] if a.kind != "int" else np.int32(scalars[a.name]) for a in kernel.args
         ])
-        for launch in range(warmup + repeat):
+        for launch in range(total):
+            for name in outs:
+                cl.enqueue_copy(target.queue, buffers[name], fills[name])
+            if launch_arg is not None:
+                cl_kernel.set_arg(launch_arg, np.int32(launch))
+            target.queue.finish()
+            start = time.perf_counter()
             event = cl.enqueue_nd_range_kernel(target.queue, cl_kernel, kernel.global_size, kernel.local_size)
             event.wait()
+            host_s = time.perf_counter() - start
             if launch >= warmup:
-                times.append((event.profile.end - event.profile.start) * 1e-9)
-        for arg in kernel.args:
-            if arg.kind == "global_out":
-                out = np.empty(arrays[arg.name].shape, dtype=np.float32)
-                cl.enqueue_copy(target.queue, out, buffers[arg.name]).wait()
-                outputs[arg.name] = out
+                host_times.append(host_s)
+                if profiling:
+                    try:
+                        times.append((event.profile.end - event.profile.start) * 1e-9)
+                    except cl.Error as err:  # e.g. PROFILING_INFO_NOT_AVAILABLE
+                        profiling = False
+                        _warn_no_profiling(target, f"reading a launch's profiling times "
+                                                   f"failed ({err})")
+            outputs = {}
+            for name in outs:
+                out = np.empty(arrays[name].shape, dtype=np.float32)
+                cl.enqueue_copy(target.queue, out, buffers[name]).wait()
+                outputs[name] = out
+            digest = _digest(outputs)
+            new = digest not in digests
+            digests.append(digest)
+            if launch in (0, total - 1) or new:
+                checked.append(launch)
+                if check_output is not None:
+                    check_output(launch, outputs)
+                elif new and launch > 0:
+                    raise ResultMismatchError(
+                        f"{where}: the output of {_describe_launch(launch, warmup, total)} "
+                        f"differs from that of launch 1 (CRC-32 {digest:08x} vs "
+                        f"{digests[0]:08x}); pass check_output to check each distinct output",
+                        launch=launch)
     except cl.Error as err:
         raise LaunchError(f"OpenCL error running {where}: {err}") from err
     finally:
         for buffer in buffers.values():
             buffer.release()
 
+    if not profiling:
+        times = host_times  # one clock for every launch
+    distinct = len(set(digests))
+    if distinct > 1:
+        warnings.warn(
+            f"{where}: the outputs differ between launches ({distinct} distinct outputs in "
+            f"{total} launches, each within tolerance): the kernel is nondeterministic",
+            RuntimeWarning, stacklevel=2)
     return RunResult(
         outputs=outputs,
         kernel_name=kernel.name,
@@ -419,7 +546,18 @@ def run_kernel(
         global_size=tuple(kernel.global_size),
         local_size=tuple(kernel.local_size),
         warmup=warmup,
+        timing="profiling" if profiling else "host",
+        output_digests=tuple(digests),
+        distinct_outputs=distinct,
+        checked_launches=tuple(checked),
     )
+
+
+def _warn_no_profiling(target: Target, why: str) -> None:
+    warnings.warn(
+        f"OpenCL profiling is unavailable on {target.name}: {why}. Kernel times are host "
+        "wall times around each launch and its wait (launch overhead included), not "
+        "profiling-event times", ProfilingUnavailableWarning, stacklevel=3)
 
 
 # ---------------------------------------------------------------- result check
@@ -436,10 +574,14 @@ class CheckResult:
         worst_index: index (tuple) of the element with the largest error/tolerance
             ratio, None for empty arrays.
         worst_value, worst_reference, worst_tolerance: at ``worst_index``.
-        nan_count: NaN elements in ``actual`` (never written by the kernel).
+        nan_count: NaN elements in ``actual``, whatever their cause.
         mismatch_count: elements outside their tolerance (NaNs included).
         k: dot-product length the tolerance was scaled to.
         gamma_k: the relative error factor used, :func:`error_factor` of ``k``.
+        unwritten_count: elements still holding the fill value
+            ``simulator.unwritten.UNWRITTEN_BITS``: never written by the kernel.
+        written_nonfinite_count: NaN or infinite elements the kernel did write (e.g.
+            computed from an uninitialized accumulator).
     """
 
     ok: bool
@@ -453,6 +595,8 @@ class CheckResult:
     mismatch_count: int
     k: int
     gamma_k: float
+    unwritten_count: int = 0
+    written_nonfinite_count: int = 0
 
     @property
     def error_over_tolerance(self) -> float:
@@ -466,19 +610,26 @@ class CheckResult:
                                                                         float("inf"))
 
     def message(self, name: str = "output") -> str:
-        """Human-readable verdict naming the worst element."""
+        """Human-readable verdict naming the worst element (largest error/tolerance)."""
         where = f"{name}[{', '.join(str(i) for i in self.worst_index)}]" if self.worst_index else name
+        causes = []
+        if self.unwritten_count:
+            causes.append(f"{self.unwritten_count} never written")
+        if self.written_nonfinite_count:
+            causes.append(f"{self.written_nonfinite_count} written as NaN or inf (computed from "
+                          "an undefined value, e.g. an uninitialized accumulator)")
         return (
             f"{where} = {self.worst_value!r}, reference {self.worst_reference!r}, "
             f"|error| {abs(self.worst_value - self.worst_reference):.3g} vs tolerance {self.worst_tolerance:.3g} "
-            f"({self.gamma_k:.3g}*(|A|@|B|) + floor, K = {self.k}); {self.mismatch_count} element(s) out of tolerance, "
-            f"{self.nan_count} NaN (unwritten)"
+            f"there (error/tolerance {self.error_over_tolerance:.3g}; "
+            f"{self.gamma_k:.3g}*(|A|@|B|) + floor, K = {self.k}); {self.mismatch_count} element(s) out of tolerance"
+            + (f": {', '.join(causes)}" if causes else "")
         )
 
     def raise_if_bad(self, name: str = "output") -> None:
         """Raise :class:`ResultMismatchError` unless ``ok``."""
         if not self.ok:
-            raise ResultMismatchError(self.message(name))
+            raise ResultMismatchError(self.message(name), check=self)
 
 
 PROBABILISTIC_LAMBDA = 8.0
@@ -543,6 +694,7 @@ def check_result(
         ratio = np.where(err == 0, 0.0, err / tol)  # tol == 0 with err > 0 -> inf
     flat = int(np.argmax(ratio))
     worst = tuple(int(i) for i in np.unravel_index(flat, err.shape))
+    unwritten, written_nonfinite = nonfinite_causes(actual)
     return CheckResult(
         ok=not bool(bad.any()),
         max_abs_error=float(err.max()),
@@ -555,6 +707,8 @@ def check_result(
         mismatch_count=int(bad.sum()),
         k=k,
         gamma_k=gamma,
+        unwritten_count=unwritten,
+        written_nonfinite_count=written_nonfinite,
     )
 
 

@@ -16,6 +16,9 @@ prints the estimate next to the measurement for a set of launches):
   bytes when also computing values (index, mask and value arrays of the statement running);
 - buffers: 4 bytes per element when values are computed; the float64 reference the command
   line checks against adds 8 bytes per input element and 16 per output element;
+- the checks that need the full launch (not run when counting by work-group classes): 17
+  bytes per output element (``simulator.global_races``: two int32 work-item keys per word and
+  direction the kernel accesses its outputs in; the unwritten-output flags);
 - the interpreter with numpy, plus the blocks of a vectorized K loop (up to
   ``engine.BLOCK_ELEMS`` elements of several arrays): 160 MiB.
 Time: 1 µs per work-group and 25 ns per work-item and step of the inner (K) loop when every
@@ -34,6 +37,7 @@ PER_WORK_GROUP_BYTES = 96
 PER_BATCH_WORK_ITEM_BYTES = {False: 96, True: 160}
 REFERENCE_BYTES_PER_INPUT_ELEM = 8
 REFERENCE_BYTES_PER_OUTPUT_ELEM = 16
+FULL_LAUNCH_CHECK_BYTES_PER_OUTPUT_ELEM = 17
 PER_WORK_GROUP_S = 1e-6
 PER_WORK_GROUP_CLASSES_S = 1e-6
 PER_WORK_ITEM_STEP_S = 25e-9
@@ -115,6 +119,8 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
     ins, outs = _elements(schedule)
     memory = BASE_BYTES + PER_WORK_GROUP_BYTES * groups
     memory += PER_BATCH_WORK_ITEM_BYTES[compute_values] * batch_items
+    if not work_group_classes:
+        memory += FULL_LAUNCH_CHECK_BYTES_PER_OUTPUT_ELEM * outs
     if compute_values:
         memory += FLOAT_BYTES * (ins + outs)
         if reference is None or reference:

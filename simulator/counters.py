@@ -28,6 +28,8 @@ class AccessEvent:
         shape: ``(G, L, I)``: work-groups in the batch, work-items per work-group,
             iterations in the block (1 outside vectorized loops).
         group_index: linear work-group ids of the batch, shape ``(G,)``.
+        site: the statement, as text (``"store x_local[lid]"``): what hazards of this
+            access are merged by.
     """
 
     space: str
@@ -38,6 +40,7 @@ class AccessEvent:
     mask: np.ndarray
     shape: tuple[int, int, int]
     group_index: np.ndarray
+    site: str = ""
 
 
 def count_per_group(mask: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
@@ -72,6 +75,11 @@ class Observer:
 
     def on_barrier(self, group_index: np.ndarray, arrived: np.ndarray) -> None:
         """A barrier: ``arrived[g]`` work-items of batch work-group ``g`` reached it."""
+
+    def on_global_fence(self, group_index: np.ndarray, arrived: np.ndarray) -> None:
+        """The barrier just announced by :meth:`on_barrier` also fences global memory
+        (``CLK_GLOBAL_MEM_FENCE``): global accesses of the work-groups that arrived are
+        ordered across it, within their work-group."""
 
     def on_flop(self, group_index: np.ndarray, flop_per_group: np.ndarray) -> None:
         """Floating-point operations executed, per work-group of the batch."""

@@ -27,6 +27,7 @@ from . import schedule as S
 from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, count_per_group
 from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
 from .hazards import Hazard, HazardLog
+from .unwritten import unwritten_fill
 
 BATCH_WORK_ITEMS = 1 << 20
 """Work-items executed together (one batch of work-groups), bounding peak memory."""
@@ -49,8 +50,10 @@ class SimulationResult:
 
     Attributes:
         schedule: the schedule executed.
-        outputs: output arrays in their logical shapes (e.g. C as M×N), float32; elements the
-            kernel never wrote are NaN. Empty when values were not computed.
+        outputs: output arrays (roles ``out`` and ``inout``) in their logical shapes (e.g. C
+            as M×N), float32; elements of an ``out`` array the kernel never wrote hold the
+            NaN :data:`simulator.unwritten.UNWRITTEN_BITS`. Empty when values were not
+            computed.
         counts: exact traffic counts.
         global_loads_per_group: global loads of each work-group, by linear work-group id
             (dimension 0 fastest), shape ``(work_groups,)``.
@@ -88,9 +91,12 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         work_group_classes: execute one work-group per class of identical traffic
             (:mod:`simulator.classes`) and weight its counts by the class size: exact counts
             of large launches in seconds. Needs ``compute_values=False``; hazards are then
-            checked in the representatives only.
-        race_checks: run the observers that find local-memory races, reads of unwritten
-            local memory and output elements never written (out-of-bounds accesses, barrier
+            checked in the representatives only, and races in global memory and unwritten
+            outputs, which need every work-group of the launch, are not checked at all.
+        race_checks: run the observers that find races in local memory and in global memory
+            (:mod:`simulator.global_races`: between work-groups, and within a work-group
+            where no global-fence barrier orders the accesses), reads of unwritten local
+            memory and output elements never written (out-of-bounds accesses, barrier
             divergence and uninitialized private reads are always checked).
         batch_work_items: work-items per batch of work-groups (memory bound).
 
@@ -107,11 +113,11 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     if compute_values:
         buffers = _prepare_buffers(schedule, inputs, sizes, params)
     for name in read_maps:
-        if schedule.array(name).role != "in":
+        if not schedule.array(name).is_input:
             raise InputError(f"read map requested for {name!r}, which is not an input")
     counter = TrafficCounter(schedule.work_groups, [a.name for a in schedule.arrays],
                              {n: sizes[n] for n in read_maps})
-    log = HazardLog(hazards)
+    log = HazardLog(hazards, num_groups=schedule.num_groups)
     all_observers: list[Observer] = [counter]
     if race_checks:
         all_observers += _hazard_observers(schedule, log, sizes, params,
@@ -135,7 +141,7 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     outputs = {}
     if compute_values:
         for a in schedule.arrays:
-            if a.role == "out":
+            if a.is_output:
                 outputs[a.name] = buffers[a.name].reshape([params[s] for s in a.shape])
     maps = {n: counter.read_maps[n].reshape([params[s] for s in schedule.array(n).shape])
             for n in read_maps}
@@ -178,10 +184,13 @@ def _hazard_observers(schedule, log, sizes, params, full_launch=True) -> list[Ob
         return group_id_of(schedule, linear)
 
     local_sizes = {a.name: a.size for a in schedule.local_arrays}
-    outs = [a for a in schedule.arrays if a.role == "out"]
+    outs = [a for a in schedule.arrays if a.role == "out"]  # inout keeps its input
     found: list[Observer] = [LocalRaceDetector(schedule, log, gid, local_sizes),
                              UninitializedLocalRead(schedule, log, gid, local_sizes)]
     if full_launch:
+        from .global_races import GlobalRaceDetector
+
+        found.append(GlobalRaceDetector(schedule, log, sizes))
         found.append(UnwrittenOutput(schedule, log, {a.name: sizes[a.name] for a in outs},
                                      {a.name: tuple(params[d] for d in a.shape) for a in outs}))
     return found
@@ -193,7 +202,7 @@ def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
     for a in schedule.arrays:
         shape = tuple(params[s] for s in a.shape)
         if a.role == "out":
-            buffers[a.name] = np.full(sizes[a.name], np.nan, dtype=np.float32)
+            buffers[a.name] = unwritten_fill(sizes[a.name])
             continue
         if a.name not in inputs:
             raise InputError(f"{schedule.family} needs input {a.name!r} of shape {shape}")
@@ -201,7 +210,8 @@ def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
         if arr.shape != shape:
             raise InputError(f"input {a.name!r} has shape {arr.shape}, expected {shape} "
                              f"({' x '.join(a.shape)})")
-        buffers[a.name] = np.ascontiguousarray(arr, dtype=np.float32).reshape(-1)
+        buffers[a.name] = (np.array(arr, dtype=np.float32).reshape(-1) if a.is_output else
+                           np.ascontiguousarray(arr, dtype=np.float32).reshape(-1))
     return buffers
 
 
@@ -268,6 +278,8 @@ class _Machine:
         self.log = log
         self.values = compute_values
         self.vectorizable: dict[int, bool] = {}
+        self.sites: dict[tuple, str] = {}
+        self.barriers: dict[int, int] = {}
 
     # ------------------------------------------------------------------ batch set-up
     def run_batch(self, group_index: np.ndarray, weights: np.ndarray | None = None) -> None:
@@ -351,11 +363,20 @@ class _Machine:
             return tuple(self.params[d] for d in array.shape)
         return tuple(d.value for d in array.dims)
 
+    def site(self, direction: str, array, index: tuple) -> str:
+        """``"store x_local[lid]"``: the statement's identity in hazards (cached)."""
+        key = (direction, id(array), id(index))
+        text = self.sites.get(key)
+        if text is None:
+            text = self.sites[key] = f"{direction} {S.describe_access(array, index)}"
+        return text
+
     def access(self, space: str, direction: str, array, index: tuple, mask):
         """Bounds-check (per dimension) and announce one access.
 
         Returns the row-major flat index and the mask with out-of-bounds entries off.
         """
+        site = self.site(direction, array, index)
         dims = self.dims_of(array)
         comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in index]
         for d, (comp, extent) in enumerate(zip(comps, dims)):
@@ -363,7 +384,7 @@ class _Machine:
                 bad = np.logical_and(mask, (comp < 0) | (comp >= extent))
                 if bad.any():
                     self.report_out_of_bounds(space, direction, array.name, dims, d, comps,
-                                              bad)
+                                              bad, site)
                     mask = np.logical_and(mask, np.logical_not(bad))
         flat = comps[0]
         for comp, extent in zip(comps[1:], dims[1:]):
@@ -371,12 +392,18 @@ class _Machine:
         size = int(np.prod(dims))
         shape = self.shape_of(flat, mask)
         event = AccessEvent(space, direction, array.name, size, flat, mask, shape,
-                            self.group_index)
+                            self.group_index, site)
         for obs in self.observers:
             obs.on_access(event)
         return flat, mask
 
-    def report_out_of_bounds(self, space, direction, name, dims, dim, comps, bad):
+    def per_group(self, mask, shape) -> tuple[np.ndarray, np.ndarray]:
+        """(linear ids, true entries) of the batch's work-groups with any true entry."""
+        per = count_per_group(mask, shape)
+        nonzero = np.nonzero(per)[0]
+        return self.group_index[nonzero], per[nonzero]
+
+    def report_out_of_bounds(self, space, direction, name, dims, dim, comps, bad, site):
         shape = self.shape_of(bad, *comps)
         bad_b = np.broadcast_to(bad, shape)
         g, li, it = (int(v[0]) for v in np.nonzero(bad_b))
@@ -384,15 +411,16 @@ class _Machine:
         flat = 0
         for w, extent in zip(where, dims):
             flat = flat * extent + w
-        count = int(bad_b.sum())
+        groups = self.per_group(bad, shape)
         gid = self.group_id_tuple(g)
         self.log.add(Hazard(
             kind="out-of-bounds", schedule=self.schedule.family, array=name, index=flat,
-            group_id=gid, local_ids=(li,), epoch=self.epoch, count=count,
-            detail=(f"{space} {direction} of {name}[{', '.join(map(str, where))}]: index "
-                    f"{where[dim]} outside dimension {dim} of extent {dims[dim]} "
-                    f"(shape {' x '.join(map(str, dims))}), by work-item {li} of work-group "
-                    f"{gid}; {count} such accesses in this statement")))
+            group_id=gid, local_ids=(li,), epoch=self.epoch, count=int(groups[1].sum()),
+            site=f"{space} {site}",
+            detail=(f"{space} {direction} of {name}[{', '.join(map(str, where))}] "
+                    f"({site}): index {where[dim]} outside dimension {dim} of extent "
+                    f"{dims[dim]} (shape {' x '.join(map(str, dims))}), e.g. by work-item "
+                    f"{li} of work-group {gid}")), groups, "out-of-bounds accesses")
 
     def group_id_tuple(self, g: int) -> tuple[int, ...]:
         return tuple(int(self.ids[("group", d)][g, 0, 0])
@@ -468,7 +496,7 @@ class _Machine:
                 if np.any(m):
                     self.exec_for(s, m)
             elif isinstance(s, S.Barrier):
-                self.exec_barrier(m)
+                self.exec_barrier(s, m)
             elif isinstance(s, S.Return):
                 self.alive = np.logical_and(self.alive, np.logical_not(m))
             else:
@@ -486,12 +514,14 @@ class _Machine:
             shape = self.shape_of(unset)
             g, li, _ = (int(v[0]) for v in np.nonzero(np.broadcast_to(unset, shape)))
             gid = self.group_id_tuple(g)
-            count = int(count_per_group(unset, shape).sum())
+            groups = self.per_group(unset, shape)
             self.log.add(Hazard(
-                kind="uninitialized-read", schedule=self.schedule.family, array=name,
-                index=-1, group_id=gid, local_ids=(li,), epoch=self.epoch, count=count,
+                kind="uninitialized-private-read", schedule=self.schedule.family, array=name,
+                index=-1, group_id=gid, local_ids=(li,), epoch=self.epoch,
+                count=int(groups[1].sum()), site=f"private {name}",
                 detail=(f"work-item {li} of work-group {gid} reads private {name}, which it "
-                        f"never assigned; {count} such reads")))
+                        "never assigned (its value, and what is computed from it, is "
+                        "undefined)")), groups, "reads")
             self.private_set[name] = np.logical_or(self.private_set[name],
                                                    np.any(unset, axis=2, keepdims=True))
 
@@ -532,20 +562,45 @@ class _Machine:
             g_b = np.broadcast_to(np.arange(self.G).reshape(self.G, 1, 1), shape)
             self.local[s.array.name][g_b[m_b], idx_b[m_b]] = val_b[m_b]
 
-    def exec_barrier(self, m) -> None:
+    def exec_barrier(self, barrier: S.Barrier, m) -> None:
         arrived = count_per_group(m, (self.G, self.L, 1))
-        for g in np.nonzero((arrived > 0) & (arrived < self.L))[0]:
+        diverged = np.nonzero((arrived > 0) & (arrived < self.L))[0]
+        if len(diverged):
+            g = int(diverged[0])
+            ordinal = self.barrier_ordinal(barrier)
             self.log.add(Hazard(
                 kind="barrier-divergence", schedule=self.schedule.family, array="", index=-1,
-                group_id=self.group_id_tuple(int(g)),
+                group_id=self.group_id_tuple(g),
                 local_ids=tuple(int(i) for i in np.nonzero(~np.broadcast_to(
                     m[min(g, m.shape[0] - 1)], (self.L, 1))[:, 0])[0][:8]),
-                epoch=self.epoch, count=int(arrived[g]),
-                detail=(f"only {int(arrived[g])} of {self.L} work-items of work-group "
-                        f"{self.group_id_tuple(int(g))} reach barrier {self.epoch + 1}")))
+                epoch=self.epoch, count=int(arrived[diverged].sum()),
+                site=f"barrier {ordinal}",
+                detail=(f"barrier {ordinal} (in source order) is reached by some work-items "
+                        f"of a work-group and not by others: e.g. only {int(arrived[g])} of "
+                        f"{self.L} work-items of work-group {self.group_id_tuple(g)} reach it "
+                        f"in barrier interval {self.epoch}")),
+                (self.group_index[diverged], arrived[diverged]), "arriving work-items")
         for obs in self.observers:
             obs.on_barrier(self.group_index, arrived)
+        if barrier.global_fence:
+            for obs in self.observers:
+                obs.on_global_fence(self.group_index, arrived)
         self.epoch += 1
+
+    def barrier_ordinal(self, barrier: S.Barrier) -> int:
+        """1-based position of ``barrier`` among the schedule's barriers, in source order."""
+        if not self.barriers:
+            def walk(stmts):
+                for s in stmts:
+                    if isinstance(s, S.Barrier):
+                        self.barriers[id(s)] = len(self.barriers) + 1
+                    elif isinstance(s, S.If):
+                        walk(s.then)
+                        walk(s.orelse)
+                    elif isinstance(s, S.For):
+                        walk(s.body)
+            walk(self.schedule.body)
+        return self.barriers[id(barrier)]
 
     def exec_for(self, loop: S.For, m) -> None:
         key = id(loop)

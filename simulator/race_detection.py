@@ -39,6 +39,13 @@ def _entries(ev: AccessEvent, union: bool = False):
     return g, li, index[g, li, it]
 
 
+def _per_group(group_index: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(linear work-group ids, entries) from the batch positions ``g`` of some entries."""
+    counts = np.bincount(g, minlength=len(group_index))
+    nonzero = np.nonzero(counts)[0]
+    return group_index[nonzero], counts[nonzero]
+
+
 def _group_free(*events: AccessEvent) -> bool:
     """True when no event's index depends on the work-group."""
     return all(np.ndim(e.index) < 3 or np.shape(e.index)[0] == 1 for e in events)
@@ -116,7 +123,8 @@ class LocalRaceDetector(Observer):
             bad, other = owners.conflicts(g, li, words, size)
             if not bad.any():
                 return
-        self._report("write-after-write", ev.array, g, li, words, other, bad, "store", "store")
+        self._report("write-after-write", ev.array, g, li, words, other, bad, "store", "store",
+                     f"{ev.site} | {ev.site}")
 
     def _between(self, old: AccessEvent, new: AccessEvent) -> None:
         size = self.local_sizes[new.array]
@@ -129,9 +137,10 @@ class LocalRaceDetector(Observer):
                 return
         kind = {("store", "load"): "read-after-write", ("load", "store"): "write-after-read",
                 ("store", "store"): "write-after-write"}[(old.direction, new.direction)]
-        self._report(kind, new.array, g, li, words, other, bad, old.direction, new.direction)
+        self._report(kind, new.array, g, li, words, other, bad, old.direction, new.direction,
+                     f"{old.site} | {new.site}")
 
-    def _report(self, kind, array, g, li, words, other, bad, old_dir, new_dir) -> None:
+    def _report(self, kind, array, g, li, words, other, bad, old_dir, new_dir, sites) -> None:
         i = int(np.argmax(bad))
         gid = self.group_id_of(int(self.group_index[g[i]]))
         first = int(other[i]) if other[i] >= 0 else None
@@ -139,13 +148,15 @@ class LocalRaceDetector(Observer):
         them = f"work-item {first}" if first is not None else "several other work-items"
         did = {"store": "stored", "load": "read"}[old_dir]
         verb = {"store": "stores to", "load": "reads"}[new_dir]
+        groups = _per_group(self.group_index, g[bad])
         self.log.add(Hazard(
             kind="data-race", schedule=self.schedule.family, array=array, index=int(words[i]),
             group_id=gid, local_ids=tuple(v for v in (first, me) if v is not None),
-            epoch=int(self.epochs[g[i]]), count=int(bad.sum()),
-            detail=(f"{kind} race in work-group {gid}, barrier interval {int(self.epochs[g[i]])}: "
-                    f"work-item {me} {verb} {word}, which {them} {did} with no barrier "
-                    f"between; {int(bad.sum())} racing accesses in this statement")))
+            epoch=int(self.epochs[g[i]]), count=int(bad.sum()), site=f"{kind}: {sites}",
+            detail=(f"{kind} race on local memory ({sites}): e.g. in work-group {gid}, "
+                    f"barrier interval {int(self.epochs[g[i]])}, work-item {me} {verb} {word}, "
+                    f"which {them} {did} with no barrier between")),
+            groups, "racing accesses")
 
 
 class UninitializedLocalRead(Observer):
@@ -180,12 +191,13 @@ class UninitializedLocalRead(Observer):
             i = int(np.argmax(unset))
             gid = self.group_id_of(int(self.group_index[g[i]]))
             self.log.add(Hazard(
-                kind="uninitialized-read", schedule=self.schedule.family, array=ev.array,
-                index=int(words[i]), group_id=gid, local_ids=(int(li[i]),), epoch=int(self.epochs[g[i]]),
-                count=int(unset.sum()),
-                detail=(f"work-item {int(li[i])} of work-group {gid} reads local "
-                        f"{ev.array}[{int(words[i])}], which no work-item has written; "
-                        f"{int(unset.sum())} such reads in this statement")))
+                kind="uninitialized-local-read", schedule=self.schedule.family,
+                array=ev.array, index=int(words[i]), group_id=gid, local_ids=(int(li[i]),),
+                epoch=int(self.epochs[g[i]]), count=int(unset.sum()), site=ev.site,
+                detail=(f"{ev.site}: e.g. work-item {int(li[i])} of work-group {gid} reads "
+                        f"local {ev.array}[{int(words[i])}], which no work-item of its "
+                        "work-group has stored")),
+                _per_group(self.group_index, g[unset]), "reads")
 
 
 class UnwrittenOutput(Observer):
@@ -210,6 +222,6 @@ class UnwrittenOutput(Observer):
                 self.log.add(Hazard(
                     kind="unwritten-output", schedule=self.schedule.family, array=name,
                     index=int(np.argmin(written)), group_id=(), local_ids=(), epoch=-1,
-                    count=missing,
+                    count=missing, site=name,
                     detail=(f"{missing} of {written.size} elements of {name} are never "
                             f"written (first: {name}[{', '.join(map(str, first))}])")))

@@ -3,6 +3,13 @@
 Used by the CLI, the device runs and the tests, so that every check draws fresh,
 non-constant random inputs (constant inputs hide swapped indices) and compares against a
 float64 reference (with ``gpu.runtime.check_result``, the one K-scaled tolerance).
+
+Input kinds (:data:`INPUT_KINDS`, ``--inputs`` on the command line): ``normal`` (the
+default) and ``uniform`` draw independent random values, so an index error shows in the
+result. ``ones`` and ``arange`` are structured, for looking at a result by eye, and can hide
+index errors: with ``ones`` every element is equal, so any swapped or permuted index gives
+the same result; with ``arange`` (element ``i`` of the flattened array is ``i``) a sum visited
+in another order, or an index error that maps one term onto an equal one, goes unseen.
 """
 from __future__ import annotations
 
@@ -30,11 +37,41 @@ class Reference:
     k: int
 
 
-def random_inputs(schedule: Schedule, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Fresh standard-normal float32 inputs in their logical shapes (A: M×K, ...)."""
+INPUT_KINDS = ("normal", "uniform", "ones", "arange")
+"""Kinds of inputs :func:`random_inputs` makes (see the module docstring)."""
+
+
+def random_inputs(schedule: Schedule, rng: np.random.Generator,
+                  kind: str = "normal") -> dict[str, np.ndarray]:
+    """float32 inputs in their logical shapes (A: M×K, ...), for every input array (roles
+    ``in`` and ``inout``).
+
+    Args:
+        rng: the random generator (``normal``: standard normal; ``uniform``: uniform in
+            [-1, 1); unused by ``ones`` and ``arange``).
+        kind: one of :data:`INPUT_KINDS`; ``arange`` fills an array with 0, 1, 2, ... in
+            row-major order (exact in float32 below 2**24 elements).
+
+    Raises:
+        ValueError: an unknown ``kind``.
+    """
+    if kind not in INPUT_KINDS:
+        raise ValueError(f"input kind {kind!r} is not one of {', '.join(INPUT_KINDS)}")
     p = schedule.param_values
-    return {a.name: rng.standard_normal([p[s] for s in a.shape], dtype=np.float32)
-            for a in schedule.arrays if a.role == "in"}
+    out = {}
+    for a in schedule.arrays:
+        if not a.is_input:
+            continue
+        shape = [p[s] for s in a.shape]
+        if kind == "normal":
+            out[a.name] = rng.standard_normal(shape, dtype=np.float32)
+        elif kind == "uniform":
+            out[a.name] = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
+        elif kind == "ones":
+            out[a.name] = np.ones(shape, dtype=np.float32)
+        else:
+            out[a.name] = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    return out
 
 
 def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None) -> Reference:
@@ -51,7 +88,7 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None) -> Ref
         ValueError: without ``fn``, the schedule has no single output or not the inputs A and
             B/x; with ``fn``, a result of the wrong shape or more than one output.
     """
-    outs = [a.name for a in schedule.arrays if a.role == "out"]
+    outs = [a.name for a in schedule.arrays if a.is_output]
     ins = [a.name for a in schedule.arrays if a.role == "in"]
     if fn is not None:
         if len(outs) != 1:

@@ -20,6 +20,11 @@ Statements: :class:`Let`, :class:`DeclareFloat`, :class:`Assign`, :class:`Accumu
 :class:`Store`, :class:`If`, :class:`For`, :class:`Barrier`, :class:`Return`.
 
 Layouts: every array is a flat, row-major buffer of float32 (4 bytes per element).
+
+Errors: :class:`ScheduleError` (a ``ValueError``) when a schedule is built that no OpenCL
+device could run as described: a global size that is not a positive multiple of the local
+size (:func:`check_ndrange`, the one check the simulator and the device path share), a store
+into an array declared as input, an array role other than ``in``/``out``/``inout``.
 """
 from __future__ import annotations
 
@@ -30,6 +35,50 @@ from typing import Union
 
 FLOAT_BYTES = 4
 """Bytes per element: every array of a schedule holds float32."""
+
+ARRAY_ROLES = ("in", "out", "inout")
+"""Roles of a global array: read-only input, output, or input the kernel also writes."""
+
+
+class ScheduleError(ValueError):
+    """A schedule was asked for with a parameter outside its valid range, or describes a
+    kernel no device could run as written (see the module docstring)."""
+
+
+def ndrange_problems(global_size, local_size) -> list[str]:
+    """What is wrong with an NDRange, one sentence per problem (empty when it is valid).
+
+    OpenCL 1.2 (``clEnqueueNDRangeKernel``, CL_INVALID_WORK_GROUP_SIZE) requires every
+    ``global_size[d]`` to be a positive multiple of ``local_size[d] >= 1``; the simulator
+    executes ``global_size[d] // local_size[d]`` work-groups, which would silently floor a
+    partial one. Used by :class:`Schedule` and by ``gpu.runtime.check_launch_limits``, so
+    both paths refuse the same launches with the same words.
+    """
+    gsize, lsize = tuple(global_size), tuple(local_size)
+    problems = []
+    if len(gsize) != len(lsize) or not lsize:
+        return [f"global size ({' x '.join(map(str, gsize))}) and local size "
+                f"({' x '.join(map(str, lsize))}) must have the same number of dimensions, "
+                "at least one"]
+    for d, (g, l) in enumerate(zip(gsize, lsize)):
+        if l < 1:
+            problems.append(f"local_size[{d}] = {l} must be at least 1")
+        elif g < 1 or g % l:
+            up = max(1, -(-g // l)) * l
+            problems.append(
+                f"global_size[{d}] = {g} is not a positive multiple of local_size[{d}] = {l} "
+                f"(round it up to {up} and guard the extra work-items)")
+    return problems
+
+
+def check_ndrange(global_size, local_size, what: str = "schedule") -> None:
+    """Raise :class:`ScheduleError` listing :func:`ndrange_problems` (global size
+    ``global_size`` and local size ``local_size`` both named), if any."""
+    problems = ndrange_problems(global_size, local_size)
+    if problems:
+        raise ScheduleError(
+            f"{what}: NDRange {' x '.join(map(str, global_size))} with work-group "
+            f"{' x '.join(map(str, local_size))}: " + "; ".join(problems))
 
 
 # --------------------------------------------------------------------------- integers
@@ -229,13 +278,33 @@ class GlobalArray:
 
     Attributes:
         name: argument name (``A``, ``B``, ``C``, ``x``, ``y``).
-        role: ``"in"`` (read-only input) or ``"out"`` (written by the kernel).
+        role: ``"in"`` (read-only input, ``const``; a :class:`Schedule` storing into it is
+            refused), ``"out"`` (written by the kernel; its initial contents are undefined)
+            or ``"inout"`` (an input the kernel also writes, e.g. an in-place reduction).
         shape: the logical shape in parameter names, e.g. ``("M", "K")``.
+
+    Raises:
+        ScheduleError: a role outside :data:`ARRAY_ROLES`.
     """
 
     name: str
     role: str
     shape: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if self.role not in ARRAY_ROLES:
+            raise ScheduleError(f"global array {self.name!r}: role {self.role!r} is not one of "
+                                f"{', '.join(ARRAY_ROLES)}")
+
+    @property
+    def is_input(self) -> bool:
+        """The kernel reads its initial contents (role ``in`` or ``inout``)."""
+        return self.role in ("in", "inout")
+
+    @property
+    def is_output(self) -> bool:
+        """The kernel writes it (role ``out`` or ``inout``)."""
+        return self.role in ("out", "inout")
 
     @property
     def dims(self) -> tuple[IntExpr, ...]:
@@ -424,7 +493,17 @@ class For(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class Barrier(Stmt):
-    """``barrier(CLK_LOCAL_MEM_FENCE)``: every work-item of the work-group must arrive."""
+    """``barrier(CLK_LOCAL_MEM_FENCE)``: every work-item of the work-group must arrive.
+
+    The fence orders local memory only: global accesses of different work-items of one
+    work-group on either side of it stay unordered (OpenCL 1.2 §6.12.8), so a store to
+    global memory before it and another work-item's load after it race. With
+    ``global_fence`` it is ``barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)`` and also
+    orders global memory within the work-group. Nothing orders global memory between
+    work-groups.
+    """
+
+    global_fence: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -462,7 +541,8 @@ class Schedule:
         arrays: global buffers, in signature order.
         local_arrays: ``__local`` arrays of one work-group.
         local_size: work-group size per NDRange dimension (work-items).
-        global_size: NDRange size per dimension (work-items), a multiple of ``local_size``.
+        global_size: NDRange size per dimension (work-items), a positive multiple of
+            ``local_size`` (checked: :func:`check_ndrange`).
         body: the kernel body.
         tile: the schedule's tile parameter (tile width B for GEMM, rows per work-group for
             matrix-vector), reported with the results.
@@ -480,6 +560,22 @@ class Schedule:
     tile: int
     description: str = ""
     extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Refuse what no device could run as described.
+
+        Raises:
+            ScheduleError: the global size is not a positive multiple of the local size
+                (both named), or a statement stores into an array declared as input.
+        """
+        check_ndrange(self.global_size, self.local_size, self.family)
+        stored = _stored_arrays(self.body)
+        for a in self.arrays:
+            if a.role == "in" and a.name in stored:
+                raise ScheduleError(
+                    f"{self.family}: stores into global array {a.name!r}, which is declared as "
+                    "an input (role 'in', rendered const); declare it 'inout' if the kernel "
+                    "writes it")
 
     @property
     def param_values(self) -> dict[str, int]:
@@ -515,3 +611,40 @@ class Schedule:
                 return a
         raise KeyError(f"schedule {self.family} has no array {name!r}; "
                        f"it has {[a.name for a in self.arrays]}")
+
+
+def _stored_arrays(stmts) -> set[str]:
+    """Names of the global arrays a block of statements stores into (any depth)."""
+    found: set[str] = set()
+    for s in stmts:
+        if isinstance(s, Store) and isinstance(s.array, GlobalArray):
+            found.add(s.array.name)
+        elif isinstance(s, If):
+            found |= _stored_arrays(s.then) | _stored_arrays(s.orelse)
+        elif isinstance(s, For):
+            found |= _stored_arrays(s.body)
+    return found
+
+
+def describe_int(e: IntExpr) -> str:
+    """Short text of an integer expression for messages (``(row * K + col)``); not C."""
+    if isinstance(e, Const):
+        return e.name or str(e.value)
+    if isinstance(e, (Param, Var)):
+        return e.name
+    if isinstance(e, WorkItemId):
+        return f"{e.kind}_id({e.dim})"
+    if isinstance(e, BinOp):
+        return f"({describe_int(e.left)} {e.op} {describe_int(e.right)})"
+    if isinstance(e, Min):
+        return f"min({describe_int(e.left)}, {describe_int(e.right)})"
+    raise TypeError(f"unknown integer expression {e!r}")
+
+
+def describe_access(array: Array, index: tuple[IntExpr, ...]) -> str:
+    """``name[i, j]`` of one access, for messages and as the identity of its statement."""
+    parts = []
+    for i in index:
+        text = describe_int(i)
+        parts.append(text[1:-1] if isinstance(i, BinOp) else text)
+    return f"{array.name}[{', '.join(parts)}]"

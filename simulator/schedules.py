@@ -29,6 +29,7 @@ from .schedule import (
     Param,
     Return,
     Schedule,
+    ScheduleError,
     store,
     Var,
     block,
@@ -39,10 +40,6 @@ from .schedule import (
 )
 
 INT32_MAX = 2**31 - 1
-
-
-class ScheduleError(ValueError):
-    """A schedule was asked for with a parameter outside its valid range."""
 
 
 def _positive(name: str, value) -> int:

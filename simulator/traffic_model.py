@@ -308,8 +308,8 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
     """
     p = schedule.param_values
     sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * FLOAT_BYTES for a in schedule.arrays}
-    inputs = sum(v for a, v in sizes.items() if schedule.array(a).role == "in")
-    outputs = sum(v for a, v in sizes.items() if schedule.array(a).role == "out")
+    inputs = sum(v for a, v in sizes.items() if schedule.array(a).is_input)
+    outputs = sum(v for a, v in sizes.items() if schedule.array(a).is_output)
     l2_read_sectors = int(round(sum(footprint.sectors_by_buffer.values())))
     hit = 1 - l2_read_sectors / memory.global_load_sectors if memory.global_load_sectors else 0.0
     methods = {"l2_read_sectors": "l1: per-work-group footprint" if footprint.sharing == 1

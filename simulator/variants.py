@@ -7,8 +7,12 @@ be hunted in the simulator (``tiletraffic check``) and under Oclgrind
 (``tiletraffic crosscheck``).
 
 Also here: the small demonstration kernels of the field's classic bugs (a shifted read
-without a barrier, a column of B restaged without a closing barrier), with their correct
-versions.
+without a barrier, a column of B restaged without a closing barrier; and, from
+:mod:`simulator.demos`, an in-place reduction racing between work-groups and a neighbour
+read through global memory behind a local-only fence), with their correct versions.
+
+A variant marked ``run_only`` is correct in any one launch: the simulator and Oclgrind must
+find nothing, and only ``run``'s check of every timed launch catches it.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from . import schedule as S
 from .schedule import (Accumulate, Assign, Barrier, Const, DeclareFloat, For, GlobalArray, If,
                        Let, LocalArray, Param, Return, Schedule, block, global_id, local_id,
                        store)
+from .demos import neighbour_demo, reduction_demo, zeros_in_one_launch, WRONG_LAUNCH
 from .schedules import ScheduleError, build, matvec_local_whole, round_up
 
 
@@ -73,10 +78,18 @@ def early_return(sch: Schedule) -> Schedule:
 
 
 def floor_grid(sch: Schedule) -> Schedule:
-    """NDRange from floor division (N/B)·B: partial edge tiles are never launched."""
+    """NDRange from floor division (N/B)·B: partial edge tiles are never launched.
+
+    Raises:
+        ScheduleError: M or N below the tile: the floored NDRange would be empty, which no
+            OpenCL device launches.
+    """
     p = sch.param_values
     extents = (p["N"], p["M"])
-    size = tuple(max(e // l, 1) * l if e >= l else 0 for e, l in zip(extents, sch.local_size))
+    if any(e < l for e, l in zip(extents, sch.local_size)):
+        raise ScheduleError(f"floor-grid: M = {p['M']} or N = {p['N']} is below the tile "
+                            f"{sch.local_size[0]}; the floored NDRange would launch nothing")
+    size = tuple(e // l * l for e, l in zip(extents, sch.local_size))
     return dataclasses.replace(sch, global_size=size)
 
 
@@ -167,6 +180,8 @@ class Variant:
         expected: hazard kinds the simulator (and Oclgrind) must report.
         make: builds the faulty schedule from (m, k, n, tile).
         example: a shape (m, k, n, tile) that shows the fault.
+        run_only: the fault shows only across launches on a device (``expected`` is empty:
+            one launch, simulated or under Oclgrind, is clean).
     """
 
     name: str
@@ -174,6 +189,7 @@ class Variant:
     expected: tuple[str, ...]
     make: Callable[..., Schedule]
     example: tuple
+    run_only: bool = False
 
 
 def _from(family: str, change: Callable[[Schedule], Schedule], **kw):
@@ -218,11 +234,32 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             ("data-race",),
             lambda m, k, n, tile=4: column_staging_demo(m, k, n, tile, end_barrier=False),
             (8, 8, 8, 4)),
+    Variant("demo-reduction:in-place",
+            "in-place sum: work-group g stores its chunk's sum into buf[g], inside work-group "
+            "0's chunk, which work-group 0 reads (a race between work-groups)",
+            ("data-race",),
+            lambda m, k=None, n=None, tile=8: reduction_demo(m, k, n, tile,
+                                                             in_place_at_group=True),
+            (64, 1, None, 8)),
+    Variant("demo-neighbour:local-fence",
+            "each work-item reads y its neighbour stored, behind barrier(CLK_LOCAL_MEM_FENCE) "
+            "only, which does not order global memory (a race within a work-group)",
+            ("data-race",),
+            lambda m, k=None, n=None, tile=16: neighbour_demo(m, k, n, tile,
+                                                              global_fence=False),
+            (64, 1, None, 16)),
+    Variant(f"gemm-naive:zeros-in-launch-{WRONG_LAUNCH}",
+            f"naive GEMM that stores zeros in launch {WRONG_LAUNCH} only (it takes the launch "
+            "number as an argument): every single launch is clean, run's check of every "
+            "timed launch must catch it", (),
+            _from("gemm-naive", zeros_in_one_launch), (20, 40, 20, 16), run_only=True),
 )}
 
 CORRECT_DEMOS: dict[str, Callable[..., Schedule]] = {
     "demo-shift": shift_demo_fixed,
     "demo-column-staging": column_staging_demo,
+    "demo-reduction": reduction_demo,
+    "demo-neighbour": neighbour_demo,
 }
 """The correct versions of the demonstration kernels (they must report no hazard)."""
 
@@ -232,8 +269,13 @@ CHECK_EXAMPLES: dict[str, tuple] = {
     "matvec-naive": (300, 300, None, 64), "matvec-local": (300, 300, None, 64),
     "matvec-local-whole": (300, 300, None, 64),
     "demo-shift": (64, 1, None, 64), "demo-column-staging": (8, 8, 8, 4),
+    "demo-reduction": (64, 1, None, 8), "demo-neighbour": (64, 1, None, 16),
 }
 """Shapes (m, k, n, tile) with partial edge tiles, for checking the correct schedules."""
+
+
+ELEMENT_DEMOS = ("demo-reduction", "demo-neighbour")
+"""Demos sized by M elements and the work-group size alone."""
 
 
 def names() -> list[str]:
@@ -260,6 +302,14 @@ def build_any(name: str, m: int | None = None, k: int | None = None, n: int | No
                                 f"(got M={m}, K={k}, N={n}, tile={tile})")
         return dataclasses.replace(VARIANTS[name].make(m, 1, None, m), family=name) \
             if name in VARIANTS else CORRECT_DEMOS[name](m, 1, None, m)
+    if name.split(":")[0] in ELEMENT_DEMOS and m is not None:
+        # M elements in work-groups of --tile work-items: K and N do not apply
+        if k not in (None, 1) or n is not None or chunk is not None:
+            raise ScheduleError(f"{name} takes M (elements) and --tile (work-group size) only "
+                                f"(got M={m}, K={k}, N={n}, chunk={chunk})")
+        make = VARIANTS[name].make if name in VARIANTS else CORRECT_DEMOS[name]
+        example = VARIANTS[name].example if name in VARIANTS else CHECK_EXAMPLES[name]
+        return make(m, 1, None, example[3] if tile is None else tile)
     if name in VARIANTS:
         example = VARIANTS[name].example
     elif name in CHECK_EXAMPLES:

@@ -106,8 +106,9 @@ class _Checker:
             if isinstance(a, S.GlobalArray):
                 if a not in self.sch.arrays:
                     self.add(f"global array {a.name} is listed among the local arrays")
-                if a.role not in ("in", "out"):
-                    self.add(f"array {a.name} has role {a.role!r}, not 'in' or 'out'")
+                if a.role not in ("in", "out", "inout"):
+                    self.add(f"array {a.name} has role {a.role!r}, not 'in', 'out' or "
+                             "'inout'")
                 missing = [s for s in a.shape if s not in self.params]
                 if missing:
                     self.add(f"array {a.name} has shape {a.shape}, but {missing} are not "
@@ -234,7 +235,7 @@ class _Checker:
                 self._array(s.array, s.index, ints)
                 if getattr(s.array, "role", None) == "in":
                     self.add(f"store into input array {s.array.name} (inputs are const; "
-                             "give it role 'out')")
+                             "give it role 'inout')")
                 self._float(s.value, ints, privates)
             elif isinstance(s, S.If):
                 self._cond(s.cond, ints)

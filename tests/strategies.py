@@ -85,7 +85,7 @@ def random_inputs(schedule: Schedule, rng: np.random.Generator) -> dict[str, np.
     """
     out = {}
     for a in schedule.arrays:
-        if a.role != "in":
+        if not a.is_input:
             continue
         shape = logical_shape(schedule, a.name)
         arr = rng.standard_normal(shape).astype(np.float32)
@@ -163,7 +163,9 @@ def variant_fault_shapes(draw, name: str, max_size: int = 40) -> tuple:
     - fixed-256: K > 256;
     - unguarded-copy: 2 <= K < work-group size (work-items past K copy out of bounds, and
       every row reads words other work-items stored);
-    - demo-shift: >= 33 work-items; column staging: >= 2 columns, rows and work-items.
+    - demo-shift: >= 33 work-items; column staging: >= 2 columns, rows and work-items;
+    - in-place reduction: a second work-group (M > 2·tile); neighbour behind a local-only
+      fence: M >= 2; zeros in one launch: any shape (no single launch shows it).
     """
     if name == "gemm-tiled:no-second-barrier":
         tile = draw(st.integers(2, 8))
@@ -176,6 +178,10 @@ def variant_fault_shapes(draw, name: str, max_size: int = 40) -> tuple:
     if name in ("gemm-tiled:early-return", "gemm-tiled:no-guards", "gemm-tiled:floor-grid"):
         tile = draw(st.one_of(st.sampled_from([3, 5, 7, 16]), st.integers(2, 16)))
         m, n = _edge_pair(draw, tile, max_size)
+        if name == "gemm-tiled:floor-grid":  # below one tile the floored NDRange is empty
+            m, n = max(m, tile), max(n, tile)
+            if m % tile == 0 and n % tile == 0:
+                m += 1
         return m, draw(dims(max_size)), n, tile
     if name == "matvec-local-whole:fixed-256":
         return (draw(st.integers(1, 64)), draw(st.integers(257, 400)), None,
@@ -189,6 +195,18 @@ def variant_fault_shapes(draw, name: str, max_size: int = 40) -> tuple:
     if name == "demo-column-staging:no-end-barrier":
         return (draw(st.integers(2, 24)), draw(st.integers(1, 8)), draw(st.integers(2, 6)),
                 draw(st.integers(2, 8)))
+    if name == "demo-reduction:in-place":
+        # a second work-group exists (M > 2·tile) and stores into buf[1], which work-item 1
+        # of work-group 0 reads
+        tile = draw(st.integers(2, 8))
+        return draw(st.integers(2 * tile + 1, max(2 * tile + 1, min(4 * tile * tile, 200)))), \
+            1, None, tile
+    if name == "demo-neighbour:local-fence":
+        # work-group 0 has two work-items: work-item 0 reads the y work-item 1 stored
+        return draw(st.integers(2, 100)), 1, None, draw(st.integers(2, 32))
+    if name.startswith("gemm-naive:zeros-in-launch"):
+        m, k, n = draw(sizes(max_size))
+        return m, k, n, draw(st.integers(1, 16))
     raise KeyError(f"no fault-shape strategy for variant {name!r}; add one to tests/strategies.py")
 
 
@@ -223,5 +241,7 @@ def correct_demo_schedules(draw) -> Schedule:
     if name == "demo-shift":
         items = draw(st.integers(33, 128))
         return CORRECT_DEMOS[name](items, 1, None, items)
+    if name in ("demo-reduction", "demo-neighbour"):
+        return CORRECT_DEMOS[name](draw(st.integers(1, 200)), 1, None, draw(st.integers(2, 32)))
     return CORRECT_DEMOS[name](draw(st.integers(1, 24)), draw(st.integers(1, 8)),
                                draw(st.integers(1, 6)), draw(st.integers(1, 8)))

@@ -107,7 +107,7 @@ def test_simulate_text_shows_counts_next_to_closed_forms():
             and ln.split()[0].startswith(("global", "local", "barriers", "flop", "work"))}
     assert rows["global_load_elems"] == ["1600", "1600"]
     assert rows["barriers"] == ["16", "16"]
-    assert re.search(r"max error / tolerance = \S+ \(ok\)", out)
+    assert re.search(r"worst error / tolerance = \S+ at C\[\d+, \d+\] \(ok\)", out)
 
 
 @pytest.mark.parametrize("args, needles", [
@@ -188,6 +188,27 @@ def test_check_demo_with_sizes_and_no_tile_is_no_traceback(args):
         f"uncaught {type(result.exception).__name__}: {result.exception}")
 
 
+# ------------------------------------------------------ inputs and seed (issue #15 case 7)
+@pytest.mark.parametrize("kind", ["normal", "uniform", "ones", "arange"])
+def test_simulate_and_check_take_the_kind_of_inputs_and_a_seed(kind):
+    args = ("gemm-tiled", "--m", "20", "--k", "20", "--n", "20", "--tile", "16")
+    first = json.loads(assert_ok(invoke("simulate", *args, "--inputs", kind, "--seed", "4",
+                                        "--json")))
+    second = json.loads(assert_ok(invoke("simulate", *args, "--inputs", kind, "--seed", "4",
+                                         "--json")))
+    assert first["inputs"] == kind and first["result_error_over_tolerance"] <= 1
+    assert first["result_error_over_tolerance"] == second["result_error_over_tolerance"]
+    assert first["result_unwritten"] == 0 and first["result_written_nonfinite"] == 0
+    result = invoke("check", "gemm-tiled", "--inputs", kind, "--seed", "4", "--json")
+    assert result.exit_code == 0 and json.loads(result.output) == []
+
+
+def test_an_unknown_kind_of_inputs_is_a_usage_error():
+    result = invoke("simulate", "gemm-tiled", "--m", "20", "--k", "20", "--n", "20",
+                    "--inputs", "zeros")
+    assert result.exit_code == 2
+
+
 # ------------------------------------------------------------------------ run (PoCL)
 @needs_pocl
 def test_run_on_pocl_json_is_checked_and_timed():
@@ -203,6 +224,16 @@ def test_run_on_pocl_json_is_checked_and_timed():
     assert out["check"]["k"] == 21
     assert out["local_size"] == [8, 8] and out["global_size"] == [24, 40]
     assert out["m"] == 33 and out["k"] == 21 and out["n"] == 17
+    # issue #15 case 6: the worst error over tolerance, of one element, and where it is
+    check = out["check"]
+    assert check["error_over_tolerance"] == pytest.approx(
+        check["worst_error"] / check["worst_tolerance"])
+    assert check["error_over_tolerance"] <= 1 and len(check["worst_index"]) == 2
+    row, col = check["worst_index"]
+    assert 0 <= row < 33 and 0 <= col < 17
+    # case 3: every launch fingerprinted, first and last checked, all identical
+    assert len(out["output_digests"]) == 12 and out["distinct_outputs"] == 1
+    assert check["checked_launches"] == [0, 11] and out["timing"] == "profiling"
 
 
 @needs_pocl

@@ -33,8 +33,29 @@ def test_every_broken_variant_is_faulty_for_both_tools(all_results):
         r = all_results[name]
         assert r["agree"], r
         assert set(variant.expected) <= set(r["simulator"]), r
-        if variant.expected != ("unwritten-output",):
+        if variant.run_only:  # correct in any one launch: both must find nothing
+            assert r["simulator"] == [] and r["oclgrind"] == [], r
+        elif variant.expected != ("unwritten-output",):
             assert r["oclgrind"], f"Oclgrind saw nothing wrong in {name}"
+
+
+def test_global_races_agree_with_oclgrind(all_results):
+    """Issue #15 case 1: the in-place reduction races between work-groups and the neighbour
+    read behind a local-only fence within one; Oclgrind reports both at the same buffer."""
+    for name, buffer in (("demo-reduction:in-place", "buf"), ("demo-neighbour:local-fence", "y")):
+        r = all_results[name]
+        assert r["simulator"] == ["data-race"] and r["oclgrind"] == ["data-race"], r
+        assert all(f" in {buffer}+" in line for line in r["oclgrind_details"]), r
+
+
+@pytest.mark.parametrize("name", ["demo-reduction", "demo-neighbour"])
+def test_oclgrind_finds_nothing_in_the_correct_global_memory_demos(name):
+    """The correct forms (own chunk; CLK_GLOBAL_MEM_FENCE) are clean for Oclgrind too."""
+    from tiletraffic.gpu.oclgrind import oclgrind_check
+    from tiletraffic.simulator.variants import build_any
+
+    found = oclgrind_check(build_any(name))
+    assert found.ok, found.describe()
 
 
 def test_single_case_prints_both_columns():

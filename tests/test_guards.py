@@ -25,7 +25,8 @@ def test_estimate_adds_up_from_the_documented_terms():
     ins, outs = 100 * 30 + 30 * 50, 100 * 50
     expected = (budget.BASE_BYTES + budget.PER_WORK_GROUP_BYTES * groups
                 + budget.PER_BATCH_WORK_ITEM_BYTES[True] * items
-                + 4 * (ins + outs) + 8 * ins + 16 * outs)
+                + 4 * (ins + outs) + 8 * ins + 16 * outs
+                + budget.FULL_LAUNCH_CHECK_BYTES_PER_OUTPUT_ELEM * outs)
     assert est.work_groups == groups
     assert est.memory_bytes == expected
     assert est.time_s == pytest.approx(1e-6 * groups + 25e-9 * items * 30)
@@ -39,7 +40,8 @@ def test_batch_term_stops_at_the_batch_size():
     est = budget.estimate_simulation(small, compute_values=False, batch_work_items=1 << 12)
     # 4096 work-items per batch = 16 work-groups of 256
     assert est.memory_bytes == (budget.BASE_BYTES + budget.PER_WORK_GROUP_BYTES * 256 * 256
-                                + budget.PER_BATCH_WORK_ITEM_BYTES[False] * 4096)
+                                + budget.PER_BATCH_WORK_ITEM_BYTES[False] * 4096
+                                + budget.FULL_LAUNCH_CHECK_BYTES_PER_OUTPUT_ELEM * 4096 * 4096)
 
 
 def test_check_budget_refuses_beyond_the_headroom_and_names_both_numbers():

@@ -55,7 +55,7 @@ def test_shift_race_is_reported_with_the_racing_pair():
     """64 work-items store into local word t; items 32..63 read word t-32, no barrier."""
     result, _ = run_report(shift_race_demo())
     races = of_kind(result.hazards, "data-race")
-    assert races, f"no data-race reported; got {result.hazards}"
+    assert len(races) == 1, f"one merged data-race expected; got {result.hazards}"
     assert {h.kind for h in result.hazards} == {"data-race"}
     for h in races:
         assert h.array == "words" and h.group_id == (0,) and h.epoch == 0
@@ -88,11 +88,14 @@ def test_shift_demo_with_barrier_is_clean_and_right(items):
 def test_early_return_diverges_at_the_first_barrier_with_arrival_counts():
     sch = VARIANTS["gemm-tiled:early-return"].make(20, 20, 20, 16)
     result, _ = run_report(sch)
-    first = [h for h in of_kind(result.hazards, "barrier-divergence") if h.epoch == 0]
-    arrivals = {h.group_id: h.count for h in first}
-    assert arrivals == {(1, 1): 16, (0, 1): 64, (1, 0): 64}, arrivals
-    for h in first:
-        assert f"only {h.count} of 256" in h.detail
+    divergence = of_kind(result.hazards, "barrier-divergence")
+    assert sorted(h.site for h in divergence) == ["barrier 1", "barrier 2"], "one per barrier"
+    for h in divergence:
+        # K = 20, B = 16: two K-tiles, so each barrier executes twice; per execution 64, 64
+        # and 16 of the 256 work-items of the three edge work-groups arrive
+        assert h.occurrences == 2 and h.work_groups == 3 and h.count == 2 * (64 + 64 + 16)
+        assert h.group_counts == (((1, 0), 128), ((0, 1), 128), ((1, 1), 32)), "linear order"
+        assert h.group_id == (1, 0)
         # the work-items named are ones that did not arrive (they returned early)
         for li in h.local_ids:
             col = h.group_id[0] * 16 + li % 16
@@ -110,13 +113,15 @@ def test_early_return_raises_in_default_mode():
 def test_column_staging_without_end_barrier_races_write_after_read():
     sch = column_staging_demo(8, 8, 8, 4, end_barrier=False)
     result, _ = run_report(sch)
-    races = of_kind(result.hazards, "data-race", "b_column")
-    assert races and {h.kind for h in result.hazards} == {"data-race"}
+    (h,) = of_kind(result.hazards, "data-race", "b_column")
+    assert {h.kind for h in result.hazards} == {"data-race"}
     # the next column's store (interval j) meets this column's loads (interval j, after the
-    # barrier that separated this column's own store from its loads)
-    assert all("write-after-read" in h.detail for h in races)
-    assert {h.epoch for h in races} == set(range(1, 8)), "one racing interval per next column"
-    assert {h.group_id for h in races} <= {(0,), (1,)}
+    # barrier that separated this column's own store from its loads): columns 1..7, each
+    # stored in 2 iterations of the staging loop (K = 8, 4 work-items): 14 executions merged
+    assert h.site.startswith("write-after-read")
+    assert h.epoch == 1 and h.occurrences == 14
+    # every store of columns 1..7 races: 8 words per column in each of the 2 work-groups
+    assert h.group_counts == (((0,), 56), ((1,), 56)) and h.count == 112
 
 
 def test_column_staging_with_end_barrier_is_clean_and_right():
@@ -136,9 +141,25 @@ def test_unguarded_copy_reports_out_of_bounds_and_race_with_counts():
     assert oob_x[0].count == 128 - 8 and oob_local[0].count == 128 - 8
     assert oob_x[0].index == 8 and oob_x[0].local_ids == (8,), "first offender: work-item 8"
     races = of_kind(result.hazards, "data-race", "x_local")
-    assert len(races) == 1 and "read-after-write" in races[0].detail
+    assert len(races) == 1 and races[0].site.startswith("read-after-write")
     # every one of the 128 rows reads the 8 words; only its own word (rows 0..7) is safe
     assert races[0].count == 128 * 8 - 8
+
+
+def test_unguarded_copy_counts_per_work_group_not_summed_under_the_first():
+    """Issue #15 case 4: M = 1024, K = 8, work-group 128: the 960 out-of-bounds accesses are
+    120 in each of 8 work-groups, not 960 under work-group (0,)."""
+    sch = VARIANTS["matvec-local-whole:unguarded-copy"].make(1024, 8, None, 128)
+    result, _ = run_report(sch)
+    for array in ("x", "x_local"):
+        (h,) = of_kind(result.hazards, "out-of-bounds", array)
+        assert h.count == 960 and h.work_groups == 8 and h.occurrences == 1
+        assert h.group_counts == (((0,), 120), ((1,), 120), ((2,), 120))
+    (race,) = of_kind(result.hazards, "data-race", "x_local")
+    assert race.count == 8 * (128 * 8 - 8) and race.work_groups == 8
+    assert race.group_counts == (((0,), 1016), ((1,), 1016), ((2,), 1016))
+    keys = [(h.kind, h.array, h.site) for h in result.hazards]
+    assert len(keys) == len(set(keys)) == 3
 
 
 def test_floor_grid_leaves_144_outputs_unwritten():
@@ -196,14 +217,14 @@ def _accumulate_demo(items: int, init: float | None, assign_below: int | None = 
 def test_accumulate_into_uninitialized_private_is_reported():
     result, _ = run_report(_accumulate_demo(8, init=None))
     (h,) = result.hazards
-    assert h.kind == "uninitialized-read" and h.array == "acc"
+    assert h.kind == "uninitialized-private-read" and h.array == "acc"
     assert h.count == 8 and h.local_ids == (0,)
 
 
 def test_partly_assigned_private_reports_only_the_unassigned_work_items():
     result, _ = run_report(_accumulate_demo(8, init=None, assign_below=5))
     (h,) = result.hazards
-    assert h.kind == "uninitialized-read" and h.count == 3 and h.local_ids == (5,)
+    assert h.kind == "uninitialized-private-read" and h.count == 3 and h.local_ids == (5,)
 
 
 @pytest.mark.parametrize("init, assign_below", [(0.0, None), (None, 8)])
@@ -219,11 +240,36 @@ def test_gemm_naive_with_uninitialized_accumulator_is_reported():
                    if isinstance(s, DeclareFloat) else None)
     broken = dataclasses.replace(sch, body=body)
     result, _ = run_report(broken)
-    assert {h.kind for h in result.hazards} == {"uninitialized-read"}
-    assert all(h.array == "acc" for h in result.hazards)
-    assert sum(h.count for h in result.hazards) >= 5 * 7, "every work-item reads it"
-    with pytest.raises(HazardError, match="uninitialized-read"):
+    (h,) = result.hazards
+    assert h.kind == "uninitialized-private-read" and h.array == "acc"
+    # each of the 5 x 7 work-items (in 4 work-groups of 4 x 4) reads an undefined value
+    # in all K = 6 accumulations (they run as one vectorized block)
+    assert h.count == 5 * 7 * 6 and h.work_groups == 4 and h.occurrences == 1
+    with pytest.raises(HazardError, match="uninitialized-private-read"):
         simulate(broken, random_inputs(broken, np.random.default_rng()))
+
+
+def test_nan_from_an_uninitialized_accumulator_is_labelled_by_its_cause():
+    """Issue #15 case 5: the NaN output of an uninitialized accumulator is written (from an
+    undefined value), not unwritten; the floor-grid's missing tiles are unwritten."""
+    from tiletraffic.gpu.runtime import check_result
+
+    sch = build("gemm-naive", 5, 6, 7, 4)
+    broken = dataclasses.replace(sch, body=rewrite(
+        sch.body, lambda s: (DeclareFloat(s.name, init=None),)
+        if isinstance(s, DeclareFloat) else None))
+    result, inputs = run_report(broken)
+    assert [h.kind for h in result.hazards] == ["uninitialized-private-read"]
+    ref = reference(broken, inputs)
+    check = check_result(result.outputs["C"], ref.value, ref.k, ref.abs_product)
+    assert check.written_nonfinite_count == 5 * 7 and check.unwritten_count == 0
+
+    floor = VARIANTS["gemm-tiled:floor-grid"].make(20, 20, 20, 16)
+    result, inputs = run_report(floor)
+    assert [h.kind for h in result.hazards] == ["unwritten-output"]
+    ref = reference(floor, inputs)
+    check = check_result(result.outputs["C"], ref.value, ref.k, ref.abs_product)
+    assert check.unwritten_count == 144 and check.written_nonfinite_count == 0
 
 
 def test_hazard_log_refuses_an_unknown_mode():
@@ -251,8 +297,17 @@ def test_every_variant_reports_its_expected_kinds_at_its_example_shape(name):
     assert set(variant.expected) <= set(HAZARD_KINDS)
     result, _ = run_report(build_any(name))
     found = {h.kind for h in result.hazards}
+    if variant.run_only:  # correct in any one launch
+        assert variant.expected == () and result.hazards == []
+        return
     assert {h.schedule for h in result.hazards} == {name}, "hazards name the variant"
     assert set(variant.expected) <= found, f"{name}: expected {variant.expected}, found {found}"
+    keys = [(h.kind, h.array, h.site) for h in result.hazards]
+    assert len(keys) == len(set(keys)), f"{name}: repeated entries {keys}"
+    for h in result.hazards:
+        named = sum(c for _, c in h.group_counts)
+        assert len(h.group_counts) == min(h.work_groups, 3) and named <= h.count
+        assert (named == h.count) == (h.work_groups <= 3) or not h.group_counts
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))

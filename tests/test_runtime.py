@@ -414,3 +414,165 @@ def test_tiled_gemm_on_the_gpu_equals_numpy(monkeypatch):
     ref, abs_prod = reference_product(arrays["A"], arrays["B"])
     check_result(result.outputs["C"], ref, k, abs_prod).raise_if_bad("C")
     assert len(result.kernel_times_s) == 10 and result.min_s > 0
+
+
+# ------------------------------------------------ every launch checked (issue #15 case 3)
+COPY_SOURCE = """\
+__kernel void copy_launch(__global const float *restrict A, __global float *restrict C,
+                          const int M, const int launch_index)
+{
+    const int i = get_global_id(0);
+    if (i < M) C[i] = %s;
+}
+"""
+
+
+def copy_kernel(expression: str) -> GeneratedKernel:
+    """C[i] = expression (of A[i] and launch_index) for 64 elements, work-groups of 16."""
+    return GeneratedKernel(
+        name="copy_launch", source=COPY_SOURCE % expression,
+        args=(KernelArg("A", "global_in"), KernelArg("C", "global_out"), KernelArg("M", "int"),
+              KernelArg("launch_index", "int")),
+        global_size=(64,), local_size=(16,), local_mem_bytes=0)
+
+
+def copy_arrays(rng):
+    return ({"A": rng.standard_normal(64).astype(np.float32),
+             "C": np.empty(64, dtype=np.float32)}, {"M": 64, "launch_index": 0})
+
+
+@needs_pocl
+def test_a_middle_launch_writing_zeros_is_caught_by_the_fingerprints(pocl):
+    arrays, scalars = copy_arrays(np.random.default_rng(3))
+    kernel = copy_kernel("launch_index == 6 ? 0.0f : A[i]")
+    with pytest.raises(ResultMismatchError) as err:
+        run_kernel(pocl, kernel, arrays, scalars)  # no check given: differing outputs refused
+    assert err.value.launch == 6
+    seen = []
+
+    def exact(launch, outputs):
+        seen.append(launch)
+        if not np.array_equal(outputs["C"], arrays["A"]):
+            raise ResultMismatchError("wrong", launch=launch)
+
+    with pytest.raises(ResultMismatchError) as err:
+        run_kernel(pocl, kernel, arrays, scalars, check_output=exact)
+    assert err.value.launch == 6 and seen == [0, 6], "launch 0 checked, then the new output"
+
+
+@needs_pocl
+def test_every_launch_starts_from_unwritten_outputs(pocl):
+    """A launch that writes nothing in one launch shows as unwritten, not as the previous
+    launch's values."""
+    arrays, scalars = copy_arrays(np.random.default_rng(4))
+    source = COPY_SOURCE.replace("if (i < M)", "if (i < M && launch_index != 3)") % "A[i]"
+    kernel = dataclasses.replace(copy_kernel("A[i]"), source=source)
+    checks = {}
+
+    def check(launch, outputs):
+        ref = arrays["A"].astype(np.float64)
+        checks[launch] = check_result(outputs["C"], ref, 1, np.abs(ref))
+        checks[launch].raise_if_bad("C")
+
+    with pytest.raises(ResultMismatchError):
+        run_kernel(pocl, kernel, arrays, scalars, check_output=check)
+    assert sorted(checks) == [0, 3]
+    assert checks[3].unwritten_count == 64 and checks[3].written_nonfinite_count == 0
+
+
+@needs_pocl
+def test_nondeterminism_within_tolerance_is_reported_not_refused(pocl):
+    arrays, scalars = copy_arrays(np.random.default_rng(5))
+    kernel = copy_kernel("launch_index % 2 == 0 ? A[i] : A[i] * 1.0000001f")
+
+    def close(launch, outputs):
+        np.testing.assert_allclose(outputs["C"], arrays["A"], rtol=1e-6)
+
+    with pytest.warns(RuntimeWarning, match="nondeterministic"):
+        result = run_kernel(pocl, kernel, arrays, scalars, check_output=close)
+    assert result.distinct_outputs == 2 and len(result.output_digests) == 12
+    assert result.checked_launches == (0, 1, 11)
+    assert len(set(result.output_digests[::2])) == 1 and len(set(result.output_digests)) == 2
+
+
+@needs_pocl
+def test_deterministic_kernel_checks_first_and_last_only(pocl):
+    arrays, scalars = copy_arrays(np.random.default_rng(6))
+    seen = []
+    result = run_kernel(pocl, copy_kernel("A[i] + 1.0f"), arrays, scalars,
+                        check_output=lambda launch, outputs: seen.append(launch))
+    assert seen == [0, 11] and result.checked_launches == (0, 11)
+    assert result.distinct_outputs == 1 and result.timing == "profiling"
+    np.testing.assert_array_equal(result.outputs["C"], arrays["A"] + np.float32(1))
+
+
+# ---------------------------------------- profiling unavailable (issue #15 case 8)
+@needs_pocl
+def test_a_queue_without_profiling_falls_back_to_host_timing_with_a_warning(pocl):
+    from tiletraffic.gpu.runtime import ProfilingUnavailableWarning, queue_has_profiling
+
+    plain = dataclasses.replace(pocl, queue=cl.CommandQueue(pocl.context, pocl.device),
+                                program_cache={})
+    assert queue_has_profiling(pocl.queue) and not queue_has_profiling(plain.queue)
+    arrays, scalars = copy_arrays(np.random.default_rng(7))
+    with pytest.warns(ProfilingUnavailableWarning, match="profiling is unavailable"):
+        result = run_kernel(plain, copy_kernel("A[i]"), arrays, scalars)
+    assert result.timing == "host" and len(result.kernel_times_s) == 10
+    assert all(t > 0 for t in result.kernel_times_s)
+
+
+@needs_pocl
+def test_profiling_times_that_cannot_be_read_fall_back_to_host_timing(pocl, monkeypatch):
+    from tiletraffic.gpu import runtime
+    from tiletraffic.gpu.runtime import ProfilingUnavailableWarning
+
+    real = cl.enqueue_nd_range_kernel
+
+    class NoProfile:
+        def __init__(self, event):
+            self.event = event
+
+        def wait(self):
+            self.event.wait()
+
+        @property
+        def profile(self):
+            raise cl.RuntimeError("clGetEventProfilingInfo failed: PROFILING_INFO_NOT_AVAILABLE")
+
+    monkeypatch.setattr(runtime.cl, "enqueue_nd_range_kernel",
+                        lambda *a, **kw: NoProfile(real(*a, **kw)))
+    arrays, scalars = copy_arrays(np.random.default_rng(8))
+    with pytest.warns(ProfilingUnavailableWarning):
+        result = run_kernel(pocl, copy_kernel("A[i]"), arrays, scalars)
+    assert result.timing == "host" and len(result.kernel_times_s) == 10
+
+
+@needs_pocl
+def test_a_device_refusing_a_profiling_queue_still_opens_with_a_warning(monkeypatch):
+    from tiletraffic.gpu.runtime import ProfilingUnavailableWarning, queue_has_profiling
+
+    real = cl.CommandQueue
+
+    def refusing(context, device=None, properties=None):
+        if properties:
+            raise cl.LogicError("clCreateCommandQueue failed: INVALID_QUEUE_PROPERTIES")
+        return real(context, device)
+
+    monkeypatch.setattr(gpu_device.cl, "CommandQueue", refusing)
+    with pytest.warns(ProfilingUnavailableWarning, match="profiling is unavailable"):
+        target = select_device("pocl")
+    assert not queue_has_profiling(target.queue)
+
+
+def test_check_result_names_the_worst_ratio_not_the_largest_error():
+    """Issue #15 case 6: the largest |error| (element 0, large values) and the largest
+    error/tolerance (element 1, small values) are different elements; the verdict is the
+    ratio's, at its element."""
+    ref = np.array([[1000.0, 1.0]])
+    tol = error_factor(1) * np.abs(ref) + 2 * 2.0**-126
+    actual = (ref + np.array([[0.5, 4.0]]) * tol).astype(np.float64)
+    check = check_result(actual, ref, 1, np.abs(ref))
+    assert check.worst_index == (0, 1)
+    assert check.max_abs_error == pytest.approx(0.5 * tol[0, 0])
+    assert check.error_over_tolerance == pytest.approx(4.0)
+    assert not check.ok and check.mismatch_count == 1

@@ -113,12 +113,14 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
     return variants.build_any(name, m, k, n, tile, chunk)
 
 
-def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None
-          ) -> list[Hazard]:
-    """Every hazard of ``schedule``: local-memory races, barrier divergence, out-of-bounds
-    accesses, uninitialized reads, unwritten outputs (an empty list when clean).
+def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None,
+          inputs: str = "normal") -> list[Hazard]:
+    """Every hazard of ``schedule``: races in local and global memory, barrier divergence,
+    out-of-bounds accesses, uninitialized reads, unwritten outputs (an empty list when
+    clean), one entry per fault with its counts per work-group.
 
-    Runs the simulator on fresh random inputs (``seed`` for repeatable ones) in report mode.
+    Runs the whole launch in the simulator on fresh random inputs (``seed`` for repeatable
+    ones; ``inputs`` one of ``simulator.reference.INPUT_KINDS``) in report mode.
 
     Raises:
         LimitError: the schedule exceeds ``limits`` (default: none enforced).
@@ -127,8 +129,8 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
 
     from .simulator.reference import random_inputs
 
-    inputs = random_inputs(schedule, np.random.default_rng(seed))
-    return simulate(schedule, inputs, hazards="report",
+    values = random_inputs(schedule, np.random.default_rng(seed), inputs)
+    return simulate(schedule, values, hazards="report",
                     limits=UNLIMITED if limits is None else limits).hazards
 
 
@@ -158,7 +160,7 @@ def generate(schedule: Schedule):
 
 
 def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warmup: int = 2,
-        reference=None, seed: int | None = None):
+        reference=None, seed: int | None = None, inputs: str = "normal"):
     """Build, launch, time and check ``schedule`` on an OpenCL device.
 
     Args:
@@ -168,9 +170,12 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
         reference: for a schedule that is not a GEMM or matrix-vector product, a function
             ``inputs -> output`` (numpy, float64) giving the expected result.
         seed: seed of the random inputs.
+        inputs: ``normal`` (default), ``uniform``, ``ones`` or ``arange`` (the last two
+            can hide swapped indices).
 
     Returns:
-        ``tiletraffic.analysis.validate.DeviceRun`` (``.run`` times in seconds, ``.check``).
+        ``tiletraffic.analysis.validate.DeviceRun`` (``.run`` times in seconds, ``.check``;
+        every launch's output was fingerprinted and each distinct one checked).
 
     Raises:
         tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
@@ -183,7 +188,8 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
     from .gpu.device import select_device
 
     return run_on_device(select_device(device), schedule, repeat=repeat, warmup=warmup,
-                         rng=np.random.default_rng(seed), reference_fn=reference)
+                         rng=np.random.default_rng(seed), reference_fn=reference,
+                         inputs=inputs)
 
 
 def closed_form(schedule: Schedule) -> dict | None:
