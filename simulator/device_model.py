@@ -69,9 +69,10 @@ class DeviceModel:
     costs. The value, source and reasoning of each number of a built-in model is in its file
     (``tiletraffic device-model NAME``).
 
-    ``description``, ``references`` (key -> citation) and ``value_sources`` (field ->
-    :class:`ValueSource`, in file order) document the values; they take no part in equality.
-    ``guessed`` lists the fields whose source is ``guessed``, in file order.
+    ``sources`` (the references and the file), ``description``, ``references`` (key ->
+    citation) and ``value_sources`` (field -> :class:`ValueSource`, in file order) document
+    the values; they take no part in equality, so a copy of a model's file read back equals
+    it. ``guessed`` lists the fields whose source is ``guessed``, in file order.
     """
 
     name: str
@@ -102,7 +103,7 @@ class DeviceModel:
     barrier_wavefronts_per_work_group: int = 2
     memory_latency_s: float = 300e-9
     l1_sharing_work_groups: int = 2
-    sources: str = ""
+    sources: str = field(default="", compare=False)
     guessed: tuple[str, ...] = field(default_factory=tuple)
     description: str = field(default="", compare=False, repr=False)
     references: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
