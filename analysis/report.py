@@ -155,8 +155,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         import warnings
         warnings.warn(f"{info.device_name} is a simulator: its kernel times say nothing about "
                       "hardware", RuntimeWarning, stacklevel=2)
-    limits = DeviceLimits(info.device_name, info.max_work_group_size,
-                          tuple(info.max_work_item_sizes), info.local_mem_bytes)
+    limits = info.limits
     out_dir = Path(out_root) / (target.slug + ("-quick" if quick else ""))
     results = []
     sweep = default_sweep(quick)

@@ -36,6 +36,7 @@ from tiletraffic.gpu.device import (  # re-exported: gpu.runtime is the one impo
     select_device,
 )
 from tiletraffic.gpu.kernel import GeneratedKernel
+from tiletraffic.simulator.device import launch_limit_problems
 
 __all__ = [
     "POCL_INSTALL_HINT", "DeviceError", "DeviceInfo", "DeviceLimits", "Target", "TiletrafficGpuError",
@@ -155,7 +156,9 @@ def check_launch_limits(
 
     Checks: 1 to len(max_work_item_sizes) dimensions, ``global_size`` and
     ``local_size`` of equal length; every ``global_size[d]`` a positive multiple
-    of ``local_size[d] >= 1``; ``local_size[d] <= limits.max_work_item_sizes[d]``;
+    of ``local_size[d] >= 1``; and, with the simulator's own check
+    (:func:`simulator.device.launch_limit_problems`, the same messages),
+    ``local_size[d] <= limits.max_work_item_sizes[d]``;
     work-items per work-group ``<= limits.max_work_group_size`` and
     ``<= kernel_max_work_group_size`` (``CL_KERNEL_WORK_GROUP_SIZE``: registers and
     local memory of the compiled kernel may lower it; when the kernel was compiled for
@@ -185,43 +188,24 @@ def check_launch_limits(
                 f"global_size[{d}] = {g} is not a positive multiple of local_size[{d}] = {l} "
                 f"(round it up to {up} and guard the extra work-items)"
             )
-    for d, l in enumerate(lsize[:dims]):
-        if l > limits.max_work_item_sizes[d]:
-            problems.append(
-                f"local_size[{d}] = {l} exceeds the device maximum work-item size of "
-                f"{limits.max_work_item_sizes[d]} in dimension {d} ({limits.name})"
-            )
     items = kernel.work_group_items
-    if items > limits.max_work_group_size:
-        problems.append(
-            f"work-group of {items} work-items ({_sizes(lsize)}) exceeds the device maximum of "
-            f"{limits.max_work_group_size} ({limits.name})"
-        )
-    elif kernel_max_work_group_size is not None and items > kernel_max_work_group_size:
-        compiled_for_it = (required_local_size is not None and
-                           tuple(required_local_size) == lsize + (1,) * (3 - len(lsize)))
-        if compiled_for_it:
-            # The compiler accepted reqd_work_group_size for exactly this size, so the
-            # reported maximum is advisory. NVIDIA's OpenCL driver reports 256 for every
-            # kernel, yet runs 32 x 32 work-groups of kernels compiled for them (checked on
-            # the H200: reports/nvidia-h200/h200_raw.json, opencl_work_group_probe). The
-            # result is still checked against numpy before any time counts.
-            warnings.warn(
-                f"{kernel.name}: work-group of {items} work-items exceeds the "
-                f"CL_KERNEL_WORK_GROUP_SIZE of {kernel_max_work_group_size} reported on "
-                f"{limits.name}, but the kernel was compiled for exactly {_sizes(lsize)} "
-                "(reqd_work_group_size): launching", RuntimeWarning, stacklevel=2)
-        else:
-            problems.append(
-                f"work-group of {items} work-items ({_sizes(lsize)}) exceeds this kernel's "
-                f"maximum of {kernel_max_work_group_size} on {limits.name} "
-                "(CL_KERNEL_WORK_GROUP_SIZE)"
-            )
-    if kernel.local_mem_bytes > limits.local_mem_bytes:
-        problems.append(
-            f"kernel declares {kernel.local_mem_bytes} bytes of local memory, more than the device's "
-            f"{limits.local_mem_bytes} bytes ({limits.name})"
-        )
+    compiled_for_it = (required_local_size is not None and
+                       tuple(required_local_size) == lsize + (1,) * (3 - len(lsize)))
+    if kernel_max_work_group_size is not None and compiled_for_it and \
+            kernel_max_work_group_size < items <= limits.max_work_group_size:
+        # The compiler accepted reqd_work_group_size for exactly this size, so the
+        # reported maximum is advisory. NVIDIA's OpenCL driver reports 256 for every
+        # kernel, yet runs 32 x 32 work-groups of kernels compiled for them (checked on
+        # the H200: reports/nvidia-h200/h200_raw.json, opencl_work_group_probe). The
+        # result is still checked against numpy before any time counts.
+        warnings.warn(
+            f"{kernel.name}: work-group of {items} work-items exceeds the "
+            f"CL_KERNEL_WORK_GROUP_SIZE of {kernel_max_work_group_size} reported on "
+            f"{limits.name}, but the kernel was compiled for exactly {_sizes(lsize)} "
+            "(reqd_work_group_size): launching", RuntimeWarning, stacklevel=2)
+        kernel_max_work_group_size = None
+    problems += launch_limit_problems(lsize, kernel.local_mem_bytes, limits,
+                                      kernel_max_work_group_size)
     if required_local_size is not None and any(required_local_size):
         padded = lsize + (1,) * (len(required_local_size) - len(lsize))
         if padded != tuple(required_local_size):
