@@ -21,7 +21,7 @@ from tiletraffic.simulator import schedules
 from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
 from tiletraffic.simulator.engine import InputError, simulate
 from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.reference import random_inputs, reference
+from tiletraffic.simulator.reference import error_over_tolerance, random_inputs, reference
 from tiletraffic.simulator.traffic_model import ADDED_TIME_TERMS
 
 from . import closed_form
@@ -34,14 +34,6 @@ CLASSES_AUTO_LIMIT = 2**27
 
 GROUP_WORK_LIMIT = 2**31
 """Most loop iterations (work-items × K) one work-group may need: about a minute here."""
-
-
-def error_over_tolerance(actual, ref) -> float:
-    """Largest |actual - reference| / tolerance of a simulated output (gpu.runtime's check)."""
-    from tiletraffic.gpu.runtime import check_result
-
-    return check_result(np.asarray(actual).reshape(ref.value.shape), ref.value, ref.k,
-                        ref.abs_product).error_over_tolerance
 
 
 class DeviceModelParam(click.ParamType):
