@@ -32,7 +32,8 @@ from tiletraffic.simulator import schedules
 from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
 from tiletraffic.simulator.engine import InputError, simulate
 from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.reference import INPUT_KINDS, random_inputs, reference
+from tiletraffic.simulator.reference import (
+    INPUT_KINDS, error_over_tolerance, random_inputs, reference)
 from tiletraffic.simulator.traffic_model import ADDED_TIME_TERMS
 
 from . import closed_form, user_schedule
@@ -47,12 +48,28 @@ GROUP_WORK_LIMIT = 2**31
 """Most loop iterations (work-items × K) one work-group may need: about a minute here."""
 
 
-def error_over_tolerance(actual, ref) -> float:
-    """Largest |actual - reference| / tolerance of a simulated output (gpu.runtime's check)."""
-    from tiletraffic.gpu.runtime import check_result
+class DeviceModelParam(click.ParamType):
+    """A built-in device model's name or a model file (TOML) -> a ``DeviceModel``; anything
+    else is a usage error that lists the built-in names or names the file's problem."""
 
-    return check_result(np.asarray(actual).reshape(ref.value.shape), ref.value, ref.k,
-                        ref.abs_product).error_over_tolerance
+    name = "NAME|FILE"
+
+    def convert(self, value, param, ctx):
+        from tiletraffic.simulator.device_model import (DeviceModel, DeviceModelError,
+                                                        device_model)
+
+        if isinstance(value, DeviceModel):
+            return value
+        try:
+            return device_model(value)
+        except KeyError as err:
+            self.fail(err.args[0], param, ctx)
+        except DeviceModelError as err:
+            self.fail(str(err), param, ctx)
+
+
+DEVICE_MODEL = DeviceModelParam()
+"""The type of every ``--device-model`` option."""
 
 
 def _check_work(sch, k: int | None) -> None:
@@ -273,12 +290,11 @@ def main() -> None:
               help="Do not enforce generic GPU limits (1024 work-items, 48 KiB local memory).")
 @click.option("--hazards", type=click.Choice(["raise", "report"]), default="raise",
               show_default=True, help="Stop at the first hazard, or report them all.")
-@click.option("--device-model", default=None,
-              type=click.Choice(sorted(__import__("tiletraffic.simulator.device_model",
-                                                  fromlist=["DEVICE_MODELS"]).DEVICE_MODELS)),
+@click.option("--device-model", default=None, type=DEVICE_MODEL,
               help="Also model the memory system of this device: requests, sectors, bank "
                    "conflicts, L2 and DRAM traffic, predicted time (counts by work-group "
-                   "classes).")
+                   "classes). A built-in model (nvidia-h200, nvidia-h200-cuda, generic-gpu) "
+                   "or a model file: see `tiletraffic device-model`.")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @FORCE_OPTION
 def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, inputs_kind,
@@ -377,13 +393,11 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
                    + "; add --values to also compute and check the result")
 
 
-def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
+def _simulate_with_model(sch, model, as_json: bool) -> None:
     import warnings
 
-    from tiletraffic.simulator.device_model import device_model
     from tiletraffic.simulator.traffic_model import model_launch
 
-    model = device_model(model_name)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -433,9 +447,7 @@ def _simulate_with_model(sch, model_name: str, as_json: bool) -> None:
 
 @main.command("model")
 @_size_options
-@click.option("--device-model", default="nvidia-h200", show_default=True,
-              type=click.Choice(sorted(__import__("tiletraffic.simulator.device_model",
-                                                  fromlist=["DEVICE_MODELS"]).DEVICE_MODELS)),
+@click.option("--device-model", default="nvidia-h200", show_default=True, type=DEVICE_MODEL,
               help="The device model: requests, sectors, bank conflicts, L2 and DRAM "
                    "traffic, predicted time (counts by work-group classes).")
 @click.option("--json", "as_json", is_flag=True, help="Print the model's output as JSON.")
@@ -661,6 +673,45 @@ def devices_cmd():
         mark = "*" if d.id == default else " "
         click.echo(f"{mark} {d.describe()}")
     click.echo("(* = default; choose with --device P:D, a name part, or PYOPENCL_CTX)")
+
+
+@main.command("device-model")
+@click.argument("model", required=False, type=DEVICE_MODEL)
+@click.option("--device", "-d", default=None,
+              help="Instead: the model of this OpenCL device ('P:D' or part of its name): "
+                   "compute units, local memory and work-group size queried, every other "
+                   "value from its built-in model or, for another device, generic-gpu's "
+                   "guesses.")
+def device_model_cmd(model, device):
+    """Print device model MODEL (a built-in name or a file) as the TOML file --device-model
+    reads, every value with its source: documented, queried, measured or guessed. Without
+    MODEL or --device, list the built-in models.
+
+    Make your own: tiletraffic device-model generic-gpu > my-gpu.toml, edit the values and
+    their sources, then tiletraffic simulate ... --device-model my-gpu.toml."""
+    from tiletraffic.simulator.device_model import DEVICE_MODELS, VALUE_FIELDS, to_toml
+
+    if model is not None and device is not None:
+        raise click.UsageError("give a MODEL or --device, not both")
+    if device is not None:
+        from tiletraffic.gpu.device import select_device
+        from tiletraffic.gpu.runtime import TiletrafficGpuError
+
+        from .device_models import model_from_opencl
+
+        try:
+            model = model_from_opencl(select_device(device).info)
+        except TiletrafficGpuError as err:
+            _fail(err)
+    if model is None:
+        import textwrap
+
+        for m in DEVICE_MODELS.values():
+            click.echo(f"{m.name}: {len(m.guessed)} of {len(VALUE_FIELDS)} values guessed")
+            click.echo(textwrap.fill(m.description, 88, initial_indent="  ",
+                                     subsequent_indent="  "))
+        return
+    click.echo(to_toml(model), nl=False)
 
 
 @main.command("report")

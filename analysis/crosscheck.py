@@ -8,7 +8,7 @@ element that nobody writes, so ``unwritten-output`` is the simulator's alone.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -80,8 +80,7 @@ def oclgrind_limits() -> DeviceLimits | None:
 
     for d in list_devices():
         if "oclgrind" in d.platform_name.lower():
-            return DeviceLimits(f"Oclgrind ({d.device_name})", d.max_work_group_size,
-                                tuple(d.max_work_item_sizes), d.local_mem_bytes)
+            return replace(d.limits, name=f"Oclgrind ({d.device_name})")
     return None
 
 

@@ -1,20 +1,28 @@
-"""Device models from OpenCL device queries, completed from the documented table.
+"""Device models from OpenCL device queries, completed from a built-in model.
 
 OpenCL exposes some of what the memory-system model needs (compute units, local memory,
-work-group limits, global memory cache size and line) but not the rest (sectors, banks, L1
-size, bandwidths). :func:`model_from_opencl` takes every value OpenCL reports and the rest
-from the table entry of a known device (matched by name) or, failing that, from the generic
-GPU model, whose values are guesses and warn (:class:`GuessedValueWarning`).
+work-group limits, global memory cache size) but not the rest (sectors, banks, L1 size,
+bandwidths). :func:`model_from_opencl` takes every value OpenCL reports, marked ``queried``
+with its query, and the rest from the built-in model of a known device (matched by name) or,
+failing that, from the generic GPU model, whose values are guesses and warn
+(:class:`GuessedValueWarning`).
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
 from tiletraffic.gpu.device import DeviceInfo
-from tiletraffic.simulator.device_model import DEVICE_MODELS, GENERIC_GPU_MODEL, DeviceModel
+from tiletraffic.simulator.device_model import (DEVICE_MODELS, GENERIC_GPU_MODEL, DeviceModel,
+                                                ValueSource)
 
 KNOWN_NAMES = {"h200": "nvidia-h200"}
-"""Substring of an OpenCL device name -> table entry of :data:`DEVICE_MODELS`."""
+"""Substring of an OpenCL device name -> built-in model of :data:`DEVICE_MODELS`."""
+
+QUERIES = {"compute_units": "CL_DEVICE_MAX_COMPUTE_UNITS",
+           "local_mem_bytes_per_work_group": "CL_DEVICE_LOCAL_MEM_SIZE",
+           "max_work_group_size": "CL_DEVICE_MAX_WORK_GROUP_SIZE",
+           "l2_bytes": "CL_DEVICE_GLOBAL_MEM_CACHE_SIZE"}
+"""Model field -> the OpenCL device query that gives it."""
 
 
 def model_from_opencl(info: DeviceInfo, global_cache_bytes: int | None = None) -> DeviceModel:
@@ -22,7 +30,12 @@ def model_from_opencl(info: DeviceInfo, global_cache_bytes: int | None = None) -
 
     Queried values (``CL_DEVICE_MAX_COMPUTE_UNITS``, ``CL_DEVICE_LOCAL_MEM_SIZE``,
     ``CL_DEVICE_MAX_WORK_GROUP_SIZE``, and ``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`` as the L2 size
-    when given) replace the table's and are no longer counted as guesses.
+    when given) replace the built-in model's, with source ``queried``, and are no longer
+    counted as guesses. The model is named after the built-in one it completes, or
+    ``opencl:<device slug>`` when that is the generic model.
+
+    Raises:
+        DeviceModelError: a queried value is not positive (a broken driver).
     """
     base = GENERIC_GPU_MODEL
     for part, name in KNOWN_NAMES.items():
@@ -33,6 +46,9 @@ def model_from_opencl(info: DeviceInfo, global_cache_bytes: int | None = None) -
                "max_work_group_size": info.max_work_group_size}
     if global_cache_bytes:
         queried["l2_bytes"] = global_cache_bytes
-    guessed = tuple(g for g in base.guessed if g not in queried)
+    note = f"{info.device_name} ({info.platform_name}, driver {info.driver_version})"
     name = base.name if base is not GENERIC_GPU_MODEL else f"opencl:{info.slug}"
-    return replace(base, name=name, guessed=guessed, **queried)
+    model = base.with_values({k: (v, ValueSource("queried", QUERIES[k], note))
+                              for k, v in queried.items()}, name=name)
+    return replace(model, description=f"{info.device_name}: {', '.join(queried)} queried "
+                   f"from OpenCL, every other value from the built-in model {base.name}.")

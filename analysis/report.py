@@ -5,7 +5,7 @@ closed forms) and run as OpenCL on the device (result checked against numpy befo
 counts). Everything lands in ``results.json``; :func:`render` turns that JSON into
 ``report.md`` and PNG figures, so a report can be re-rendered without the device.
 
-Files are written atomically (temporary file, then rename). An earlier ``results.json`` is
+Files are written atomically (:mod:`analysis.files`). An earlier ``results.json`` is
 never lost: it is moved to ``history/results-<its timestamp>.json`` first.
 """
 from __future__ import annotations
@@ -28,6 +28,7 @@ from tiletraffic.simulator.device import DeviceLimits, LimitError
 from tiletraffic.simulator.engine import simulate
 
 from . import closed_form
+from .files import atomic_write_text
 
 FULL_SIZES = (64, 128, 256, 512, 1024)
 QUICK_SIZES = (64, 128, 256)
@@ -69,23 +70,7 @@ def default_sweep(quick: bool) -> list[SweepPoint]:
     return points
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+_atomic_write = atomic_write_text  # the name analysis.hardware_report imports
 
 
 def _archive_previous(out_dir: Path) -> None:
@@ -158,8 +143,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         import warnings
         warnings.warn(f"{info.device_name} is a simulator: its kernel times say nothing about "
                       "hardware", RuntimeWarning, stacklevel=2)
-    limits = DeviceLimits(info.device_name, info.max_work_group_size,
-                          tuple(info.max_work_item_sizes), info.local_mem_bytes)
+    limits = info.limits
     out_dir = Path(out_root) / (target.slug + ("-quick" if quick else ""))
     ensure_writable(out_dir)
     sweep = default_sweep(quick)
@@ -185,13 +169,13 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
                           disable=not progress, file=sys.stderr):
             results.append(_sweep_case(point, target, limits, repeat))
             # every finished case is on disk: an interrupted sweep loses none of them
-            _atomic_write(out_dir / "results.json", json.dumps(data, indent=1))
+            atomic_write_text(out_dir / "results.json", json.dumps(data, indent=1))
     except KeyboardInterrupt:
         if results:
             render(out_dir)
         raise SweepInterrupted(out_dir, len(results), len(sweep)) from None
     data["meta"]["complete"] = True
-    _atomic_write(out_dir / "results.json", json.dumps(data, indent=1))
+    atomic_write_text(out_dir / "results.json", json.dumps(data, indent=1))
     render(out_dir)
     return out_dir
 
@@ -249,5 +233,5 @@ def render(out_dir: str | os.PathLike) -> Path:
 
     out_dir = Path(out_dir)
     data = json.loads((out_dir / "results.json").read_text())
-    _atomic_write(out_dir / "report.md", write_report(data, out_dir))
+    atomic_write_text(out_dir / "report.md", write_report(data, out_dir))
     return out_dir / "report.md"

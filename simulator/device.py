@@ -17,7 +17,8 @@ class LimitError(ValueError):
 
 @dataclass(frozen=True)
 class DeviceLimits:
-    """Launch limits of a device.
+    """Launch limits of a device: the one type the simulator, the OpenCL runtime
+    (``gpu.device.DeviceInfo.limits``) and the reports check launches against.
 
     Attributes:
         name: device or model name used in messages.
@@ -46,25 +47,46 @@ UNLIMITED = DeviceLimits("unlimited", 2**31 - 1, (2**31 - 1,) * 3, 2**62)
 """No limits: for exploring schedules no device could launch."""
 
 
+def launch_limit_problems(local_size: tuple[int, ...], local_mem_bytes: int,
+                          limits: DeviceLimits, kernel_max_work_group_size: int | None = None
+                          ) -> list[str]:
+    """What a launch of work-groups of ``local_size`` work-items using ``local_mem_bytes`` of
+    local memory each exceeds in ``limits`` (empty: nothing), each naming the value and the
+    limit: the work-group size against ``max_work_group_size`` and, when given, the compiled
+    kernel's maximum (``CL_KERNEL_WORK_GROUP_SIZE``), each dimension against
+    ``max_work_item_sizes``, local memory against ``local_mem_bytes``. The one check of
+    :func:`check_schedule_limits` and ``gpu.runtime.check_launch_limits``."""
+    problems = []
+    items = 1
+    for size in local_size:
+        items *= size
+    dims = " x ".join(str(s) for s in local_size)
+    if items > limits.max_work_group_size:
+        problems.append(f"a work-group of {items} work-items ({dims}) exceeds the maximum "
+                        f"work-group size {limits.max_work_group_size} of {limits.name}")
+    elif kernel_max_work_group_size is not None and items > kernel_max_work_group_size:
+        problems.append(f"a work-group of {items} work-items ({dims}) exceeds this kernel's "
+                        f"maximum of {kernel_max_work_group_size} on {limits.name} "
+                        "(CL_KERNEL_WORK_GROUP_SIZE)")
+    for d, (size, most) in enumerate(zip(local_size, limits.max_work_item_sizes)):
+        if size > most:
+            problems.append(f"local_size[{d}] = {size} exceeds the maximum work-item size "
+                            f"{most} in dimension {d} of {limits.name}")
+    if local_mem_bytes > limits.local_mem_bytes:
+        problems.append(f"{local_mem_bytes} bytes of local memory per work-group exceed the "
+                        f"{limits.local_mem_bytes} bytes of {limits.name}")
+    return problems
+
+
 def check_schedule_limits(schedule: Schedule, limits: DeviceLimits) -> None:
     """Refuse a schedule that ``limits`` would not launch.
 
     Raises:
         LimitError: work-group size above ``max_work_group_size`` or a dimension above
-            ``max_work_item_sizes``, or local memory above ``local_mem_bytes``.
+            ``max_work_item_sizes``, or local memory above ``local_mem_bytes``; the message
+            names the schedule and every limit exceeded (:func:`launch_limit_problems`).
     """
-    items = schedule.work_group_items
-    dims = " x ".join(str(s) for s in schedule.local_size)
-    if items > limits.max_work_group_size:
-        raise LimitError(
-            f"{schedule.family}: a work-group of {items} work-items ({dims}) exceeds the maximum "
-            f"work-group size {limits.max_work_group_size} of {limits.name}")
-    for d, (size, most) in enumerate(zip(schedule.local_size, limits.max_work_item_sizes)):
-        if size > most:
-            raise LimitError(
-                f"{schedule.family}: work-group size {size} in dimension {d} exceeds the maximum "
-                f"{most} of {limits.name}")
-    if schedule.local_mem_bytes > limits.local_mem_bytes:
-        raise LimitError(
-            f"{schedule.family}: {schedule.local_mem_bytes} bytes of local memory per work-group "
-            f"exceed the {limits.local_mem_bytes} bytes of {limits.name}")
+    problems = launch_limit_problems(tuple(schedule.local_size), schedule.local_mem_bytes,
+                                     limits)
+    if problems:
+        raise LimitError(f"{schedule.family}: " + "; ".join(problems))

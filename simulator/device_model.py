@@ -1,52 +1,58 @@
-"""Device models: the numbers the memory-system and time models need.
+"""Device models: the numbers the memory-system and time models need, read from data files.
 
-A :class:`DeviceModel` is plain data. Known devices come from a documented table
-(:data:`DEVICE_MODELS`); ``analysis.device_models`` fills one from OpenCL device queries
-where OpenCL exposes a value. Every value that had to be guessed is listed in
-``guessed`` and reported with a warning, never assumed silently.
+A :class:`DeviceModel` is plain data. The built-in models are TOML files shipped with the
+package (``simulator/device_models/<name>.toml``: :data:`DEVICE_MODELS`); a user's model is a
+file of the same shape (:mod:`simulator.device_model_file`; ``--device-model FILE``;
+``tiletraffic device-model NAME`` prints one to start from). ``analysis.device_models`` fills
+one from OpenCL device queries where OpenCL exposes a value.
 
-Sources for the NVIDIA H200 (SXM, compute capability 9.0, Hopper GH100):
-[H200] NVIDIA H200 Tensor Core GPU datasheet (2024): 141 GB HBM3e, 4.8 TB/s, FP32 67 TFLOP/s.
-[HWP] NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), same GH100 die: 132 SMs,
-256 KB combined L1/shared memory per SM (up to 228 KB shared), 50 MB L2, 128-byte lines of
-four 32-byte sectors, boost clock 1.98 GHz.
-[CPG] CUDA C++ Programming Guide, "Technical Specifications per Compute Capability" (9.0):
-32 threads per warp, 1024 threads per block, 2048 threads and 32 blocks per SM, 48 KB of
-static shared memory per block, 1 KB reserved per block, 32 banks of 4 bytes.
-[H200-counters] Measured on the H200 (reports/nvidia-h200/h200_raw.json): a 128-bit local
-load (LDS.128) takes two wavefronts even when its work-items read at most four distinct
-16-byte words (``local_vector_min_wavefronts``).
-[H200-codegen] Measured on the H200 (reports/nvidia-h200/codegen/): the same generated source
-becomes different machine code in the two builds. NVIDIA's OpenCL driver compiles every
-local load to a 32-bit LDS (its JIT output, read from the driver's compute cache), while
-NVRTC, and the CUDA driver given the OpenCL driver's own PTX, merge four consecutive
-words into one 128-bit LDS (``local_vector_words`` 1 for ``nvidia-h200``, the OpenCL build
-tiletraffic runs, and 4 for ``nvidia-h200-cuda``, the CUDA build Nsight Compute reads).
-[H200-l1-pipe] Measured on the H200 (reports/nvidia-h200/l1_pipe/, the OpenCL driver's own
-cubins under Nsight Compute): every work-group barrier adds one wavefront to the L1 data
-pipe's shared-memory side and one to its global side (``l1tex__data_pipe_lsu_wavefronts``
-less the local loads', local stores' and global lines' wavefronts, per work-group barrier:
-0.98-1.05 on the global side in the seven kernels with barriers, 0.99-1.24 on the shared
-side in six, 1.95 in gemm-tiled B = 32 at N = 1024, whose few barriers are matched by the
-two shared-side wavefronts every sub-group adds once in every kernel, barriers or not,
-which the model leaves out) (``barrier_wavefronts_per_work_group`` = 2). Checked on seven
-other launches predicted before they were measured (reports/nvidia-h200/l1_pipe/holdout/):
-the model's L1 wavefronts within 0.54% of the count.
-[H200-barrier-wait] Measured on the H200 (reports/nvidia-h200/barrier_wait/): the OpenCL
-build of gemm-tiled B = 16 at N = 4096 waits 554 ns on average per K-tile from its first
-global load to the barrier that releases it (``%clock64`` in work-item (0, 0);
-``memory_latency_s`` = 550 ns); the other tiled launches measured waited 273-464 ns. The
-value is one kernel's loaded wait (memory-system queueing included), the largest of the
-six, so it stays in ``guessed`` for every other kernel.
+Every value carries its source (:class:`ValueSource`), one of :data:`SOURCE_KINDS`:
+``documented`` (a document, cited in the file's ``[references]``), ``queried`` (an OpenCL
+device query), ``measured`` (a benchmark and its data folder, cited in ``[references]``) or
+``guessed`` (with why that number). The guessed values are listed in ``guessed`` (in file
+order) and reported with a :class:`GuessedValueWarning`, never assumed silently.
 """
 from __future__ import annotations
 
+import math
+import os
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from importlib import resources
+from typing import Any, Mapping
+
+from .device_model_file import (  # noqa: F401  (re-exported)
+    load_device_model, parse_device_model, read_device_model, to_toml)
+
+SOURCE_KINDS = ("documented", "queried", "measured", "guessed")
+"""Where a value comes from; ``documented`` and ``measured`` cite a ``[references]`` entry."""
+
+FULLY_ASSOCIATIVE = "fully-associative"
+"""The file spelling of ``l2_associativity = None``."""
 
 
 class GuessedValueWarning(UserWarning):
     """A device-model value was not known and had to be guessed."""
+
+
+class DeviceModelError(ValueError):
+    """A device model file (or value) is malformed; the message names the file and field."""
+
+
+@dataclass(frozen=True)
+class ValueSource:
+    """Where one value of a :class:`DeviceModel` comes from.
+
+    Attributes:
+        kind: one of :data:`SOURCE_KINDS`.
+        ref: ``documented``/``measured``: a key of the model's ``references``; ``queried``:
+            the OpenCL query (``CL_DEVICE_MAX_COMPUTE_UNITS``); ``guessed``: why that number.
+        note: optional detail (what the document says, how the value was read).
+    """
+
+    kind: str
+    ref: str
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,17 +61,18 @@ class DeviceModel:
 
     Units are in the names: bytes, per-second rates, counts. ``l2_associativity``: ways of
     the L2 for the DRAM model (:func:`simulator.dram_model.miss_probability`); ``None`` means
-    fully associative LRU. NVIDIA does not document it for the H200; 16 is a guess.
-    ``l1_requests_per_cycle_per_cu``: global-memory requests (warp-level load and store
-    instructions) the L1's tag stage accepts per cycle; not documented; 0.76 for the H200 is
-    the rate its naive B = 32 GEMM reaches on its busiest SM, the way the time model charges
-    it (Nsight's ``l1tex__t_requests`` x ⌈work-groups / 132⌉ / work-groups / ((duration -
-    launch overhead) x 1.98 GHz): 0.761 at N = 1024, 0.760 at N = 4096; averaged over all
-    SMs, 0.74 and 0.75), chosen with the measurements in view.
+    fully associative LRU. ``l1_requests_per_cycle_per_cu``: global-memory requests
+    (sub-group-level load and store instructions) the L1's tag stage accepts per cycle.
     ``local_vector_words``: words one local load instruction reads per work-item (4: the
-    compiler merges consecutive words into 128-bit loads; 1: it does not) [H200-codegen].
+    compiler merges consecutive words into 128-bit loads; 1: it does not).
     ``barrier_wavefronts_per_work_group``: L1 data-pipe wavefronts one work-group barrier
-    costs (2 on the H200, read off its counters [H200-l1-pipe]).
+    costs. The value, source and reasoning of each number of a built-in model is in its file
+    (``tiletraffic device-model NAME``).
+
+    ``sources`` (the references and the file), ``description``, ``references`` (key ->
+    citation) and ``value_sources`` (field -> :class:`ValueSource`, in file order) document
+    the values; they take no part in equality, so a copy of a model's file read back equals
+    it. ``guessed`` lists the fields whose source is ``guessed``, in file order.
     """
 
     name: str
@@ -96,8 +103,12 @@ class DeviceModel:
     barrier_wavefronts_per_work_group: int = 2
     memory_latency_s: float = 300e-9
     l1_sharing_work_groups: int = 2
-    sources: str = ""
+    sources: str = field(default="", compare=False)
     guessed: tuple[str, ...] = field(default_factory=tuple)
+    description: str = field(default="", compare=False, repr=False)
+    references: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    value_sources: Mapping[str, ValueSource] = field(default_factory=dict, compare=False,
+                                                     repr=False)
 
     def warn_guesses(self) -> None:
         """Warn once per guessed value (:class:`GuessedValueWarning`)."""
@@ -106,10 +117,41 @@ class DeviceModel:
                           "guess, not a documented or queried value", GuessedValueWarning,
                           stacklevel=3)
 
+    def with_values(self, values: Mapping[str, tuple[Any, ValueSource]],
+                    name: str | None = None) -> DeviceModel:
+        """A copy with some values replaced, each with its new source; ``guessed`` follows.
+
+        Args:
+            values: field -> (value, :class:`ValueSource`).
+            name: the copy's name (default: this model's).
+
+        Raises:
+            DeviceModelError: an unknown field, a value of the wrong type or sign, or a
+                source that is not one of :data:`SOURCE_KINDS`.
+        """
+        where = f"device model {name or self.name}"
+        problems: list[str] = []
+        changes = {}
+        sources = dict(self.value_sources)
+        for key, (value, source) in values.items():
+            if key not in VALUE_FIELDS:
+                problems.append(unknown_value(key))
+                continue
+            changes[key] = check_value(key, value, problems)
+            if source.kind not in SOURCE_KINDS:
+                problems.append(bad_kind(key, source.kind))
+            sources[key] = source
+        if problems:
+            raise DeviceModelError(f"{where}: " + "; ".join(problems))
+        guessed = tuple(k for k, s in sources.items() if s.kind == "guessed")
+        return replace(self, name=name or self.name, guessed=guessed, value_sources=sources,
+                       **changes)
+
     def resident_work_groups_per_cu(self, work_group_items: int, local_mem_bytes: int) -> int:
         """Work-groups one compute unit holds at once (occupancy), the smallest of the limits
         on work-groups, sub-groups (whole warps are allocated: ⌈items/32⌉ per work-group) and
-        local memory per compute unit [CPG]. Registers are not modelled."""
+        local memory per compute unit (CUDA C++ Programming Guide, "Technical Specifications
+        per Compute Capability"). Registers are not modelled."""
         sub_groups = -(-max(work_group_items, 1) // self.sub_group_size)
         by_items = (self.max_work_items_per_cu // self.sub_group_size) // sub_groups
         per_group = local_mem_bytes + self.local_mem_reserved_bytes_per_work_group
@@ -128,46 +170,100 @@ class DeviceModel:
             self.line_bytes
 
 
-NVIDIA_H200 = DeviceModel(
-    name="nvidia-h200", compute_units=132, local_vector_words=1,
-    l1_requests_per_cycle_per_cu=0.76, memory_latency_s=550e-9,
-    sources="[H200] [HWP] [CPG] [H200-counters] [H200-codegen] [H200-l1-pipe] "
-            "[H200-barrier-wait] in simulator/device_model.py",
-    guessed=("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu",
-             "l1_requests_per_cycle_per_cu", "launch_overhead_s", "memory_latency_s",
-             "l1_sharing_work_groups", "l2_associativity"))
+_NOT_VALUES = ("name", "sources", "guessed", "description", "references", "value_sources")
+VALUE_FIELDS: dict[str, str] = {f.name: str(f.type) for f in fields(DeviceModel)
+                                if f.name not in _NOT_VALUES}
+"""Every numeric field of :class:`DeviceModel` -> its type (``int``, ``float``,
+``int | None``): what a model file must give, each with its source."""
+
+_MAY_BE_ZERO = ("launch_overhead_s", "memory_latency_s")
+
+
+def unknown_value(key: str) -> str:
+    """The message for a field that is not one of :data:`VALUE_FIELDS` (lists them)."""
+    return f"unknown value {key!r} (known: {', '.join(VALUE_FIELDS)})"
+
+
+def bad_kind(key: str, kind: object) -> str:
+    """The message for a source that is not one of :data:`SOURCE_KINDS` (lists them)."""
+    return f"values.{key}: source {kind!r} is not one of {', '.join(SOURCE_KINDS)}"
+
+
+def check_value(key: str, value: Any, problems: list[str]) -> Any:
+    """``value`` converted to ``key``'s type (an int; a float, an int accepted; for
+    ``l2_associativity`` also ``None`` or ``"fully-associative"``), or, when it is of the
+    wrong type, not finite, negative, or zero where zero makes no sense (every value but
+    ``launch_overhead_s`` and ``memory_latency_s``), a message naming field and value
+    appended to ``problems``."""
+    kind = VALUE_FIELDS[key]
+    if kind == "int | None" and value in (None, FULLY_ASSOCIATIVE):
+        return None
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if kind.startswith("int") and not is_int:
+        extra = f' or "{FULLY_ASSOCIATIVE}"' if kind == "int | None" else ""
+        problems.append(f"values.{key}: value must be an integer{extra}, got {value!r} "
+                        f"({type(value).__name__})")
+        return value
+    if kind == "float":
+        if not (is_int or isinstance(value, float)) or not math.isfinite(value):
+            problems.append(f"values.{key}: value must be a finite number, got {value!r} "
+                            f"({type(value).__name__})")
+            return value
+        value = float(value)
+    if value < 0 or (value == 0 and key not in _MAY_BE_ZERO):
+        least = "at least 0" if key in _MAY_BE_ZERO else "positive"
+        problems.append(f"values.{key}: value must be {least}, got {value!r}")
+    return value
+
+
+BUILT_IN = ("nvidia-h200", "nvidia-h200-cuda", "generic-gpu")
+"""Names of the models shipped in ``simulator/device_models/``."""
+
+
+def built_in_file(name: str):
+    """The packaged TOML file of the built-in model ``name`` (a Traversable; ``.read_text()``)."""
+    return resources.files(__package__).joinpath("device_models", f"{name}.toml")
+
+
+def _load_built_in(name: str) -> DeviceModel:
+    model = read_device_model(built_in_file(name).read_text(encoding="utf-8"),
+                              f"simulator/device_models/{name}.toml")
+    if model.name != name:
+        raise DeviceModelError(f"simulator/device_models/{name}.toml names itself "
+                               f"{model.name!r}")
+    return model
+
+
+DEVICE_MODELS: dict[str, DeviceModel] = {name: _load_built_in(name) for name in BUILT_IN}
+"""The built-in models by name."""
+
+NVIDIA_H200 = DEVICE_MODELS["nvidia-h200"]
 """The H200 running the OpenCL build (what ``tiletraffic`` launches): scalar local loads."""
 
-NVIDIA_H200_CUDA = replace(NVIDIA_H200, name="nvidia-h200-cuda", local_vector_words=4)
+NVIDIA_H200_CUDA = DEVICE_MODELS["nvidia-h200-cuda"]
 """The same H200 running the CUDA build of the same source (NVRTC; what the Nsight Compute
-counters of ``reports/nvidia-h200`` were read from): 128-bit local loads [H200-codegen]."""
+counters were read from): 128-bit local loads."""
 
-GENERIC_GPU_MODEL = replace(
-    NVIDIA_H200, name="generic-gpu", compute_units=64, l2_bytes=4 * 2**20,
-    dram_bytes_per_s=1e12, l2_bytes_per_s=3e12, clock_hz=1.5e9, fp32_flop_per_s=20e12,
-    local_mem_bytes_per_cu=64 * 1024, l1_bytes_per_cu=128 * 1024, sources="",
-    local_vector_words=4, l1_requests_per_cycle_per_cu=1.0, memory_latency_s=300e-9,
-    guessed=("compute_units", "l1_bytes_per_cu", "l2_bytes", "dram_bytes_per_s",
-             "l2_bytes_per_s", "clock_hz", "fp32_flop_per_s", "local_mem_bytes_per_cu",
-             "l1_wavefronts_per_cycle_per_cu", "l1_requests_per_cycle_per_cu",
-             "launch_overhead_s", "memory_latency_s",
-             "local_vector_words", "local_vector_min_wavefronts",
-             "barrier_wavefronts_per_work_group", "l1_sharing_work_groups",
-             "l2_associativity"))
+GENERIC_GPU_MODEL = DEVICE_MODELS["generic-gpu"]
 """A mid-range GPU with NVIDIA's granularities (32-wide sub-groups, 32-byte sectors, 32
 banks); every size and rate is a guess and warns."""
 
-DEVICE_MODELS = {m.name: m for m in (NVIDIA_H200, NVIDIA_H200_CUDA, GENERIC_GPU_MODEL)}
 
+def device_model(name_or_path: str | os.PathLike | DeviceModel) -> DeviceModel:
+    """The built-in model called ``name_or_path``, else the model in that file.
 
-def device_model(name: str) -> DeviceModel:
-    """The model called ``name``.
+    A :class:`DeviceModel` is returned as it is.
 
     Raises:
-        KeyError: unknown name (the message lists the known ones).
+        KeyError: neither a built-in name nor an existing file (the message lists the names).
+        DeviceModelError: the file is not a valid model (see :func:`load_device_model`).
     """
-    try:
-        return DEVICE_MODELS[name]
-    except KeyError:
-        raise KeyError(f"unknown device model {name!r}; known: {', '.join(DEVICE_MODELS)}") \
-            from None
+    if isinstance(name_or_path, DeviceModel):
+        return name_or_path
+    if str(name_or_path) in DEVICE_MODELS:
+        return DEVICE_MODELS[str(name_or_path)]
+    if os.path.isfile(name_or_path):
+        return load_device_model(name_or_path)
+    raise KeyError(f"unknown device model {str(name_or_path)!r}: neither a built-in model nor "
+                   f"a file; built-in: {', '.join(DEVICE_MODELS)}")
+

@@ -2,7 +2,8 @@
 
 Used by the CLI, the device runs and the tests, so that every check draws fresh,
 non-constant random inputs (constant inputs hide swapped indices) and compares against a
-float64 reference (with ``gpu.runtime.check_result``, the one K-scaled tolerance).
+float64 reference (with :func:`simulator.tolerance.check_result`, the one K-scaled
+tolerance: :func:`error_over_tolerance`).
 
 Input kinds (:data:`INPUT_KINDS`, ``--inputs`` on the command line): ``normal`` (the
 default) and ``uniform`` draw independent random values, so an index error shows in the
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .schedule import Schedule
+from .tolerance import check_result
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,22 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None) -> Ref
         return Reference(outs[0], value, bound, p.get("K", 1))
     if len(outs) != 1 or len(ins) != 2 or ins[0] != "A":
         raise ValueError(f"{schedule.family}: no reference for inputs {ins} -> outputs {outs}")
-    a = np.asarray(inputs["A"], dtype=np.float64)
-    b = np.asarray(inputs[ins[1]], dtype=np.float64)
-    return Reference(outs[0], a @ b, np.abs(a) @ np.abs(b), schedule.param_values["K"])
+    value, abs_product = reference_product(inputs["A"], inputs[ins[1]])
+    return Reference(outs[0], value, abs_product, schedule.param_values["K"])
+
+
+def reference_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float64 reference ``a @ b`` and ``|a| @ |b|`` for :func:`simulator.tolerance.check_result`.
+
+    ``a`` is (M, K), ``b`` is (K, N) or (K,); both converted to float64 exactly.
+    """
+    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return a64 @ b64, np.abs(a64) @ np.abs(b64)
+
+
+def error_over_tolerance(actual: np.ndarray, ref: Reference) -> float:
+    """Largest |actual - reference| / tolerance of an output (<= 1 passes; inf for NaN), with
+    the one K-scaled tolerance (:func:`simulator.tolerance.check_result`). ``actual`` is
+    reshaped to the reference's logical shape (a row-major buffer of that many elements)."""
+    return check_result(np.asarray(actual).reshape(ref.value.shape), ref.value, ref.k,
+                        ref.abs_product).error_over_tolerance

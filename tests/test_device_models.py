@@ -4,9 +4,12 @@ from dataclasses import replace
 
 import pytest
 
+from click.testing import CliRunner
+
+from tiletraffic.analysis.cli import main
 from tiletraffic.analysis.device_models import model_from_opencl
 from tiletraffic.gpu.device import list_devices
-from tiletraffic.simulator.device_model import NVIDIA_H200, GuessedValueWarning
+from tiletraffic.simulator.device_model import NVIDIA_H200, GuessedValueWarning, read_device_model
 
 
 def _pocl():
@@ -25,6 +28,11 @@ def test_queried_values_replace_the_table_and_stop_being_guesses():
     assert model.l2_bytes == 1 << 20
     assert "compute_units" not in model.guessed and "l2_bytes" not in model.guessed
     assert "dram_bytes_per_s" in model.guessed  # OpenCL does not report it
+    sources = model.value_sources
+    assert {k for k, s in sources.items() if s.kind == "queried"} == {
+        "compute_units", "local_mem_bytes_per_work_group", "max_work_group_size", "l2_bytes"}
+    assert sources["compute_units"].ref == "CL_DEVICE_MAX_COMPUTE_UNITS"
+    assert sources["dram_bytes_per_s"].kind == "guessed"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model.warn_guesses()
@@ -44,3 +52,14 @@ def test_a_known_device_name_takes_the_documented_entry():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         replace(model, guessed=()).warn_guesses()
+
+
+def test_cli_prints_the_queried_model_as_a_file_that_reads_back():
+    info = _pocl()
+    result = CliRunner().invoke(main, ["device-model", "--device", info.id])
+    assert result.exit_code == 0, result.output
+    model = read_device_model(result.stdout, "printed")
+    assert model.compute_units == info.compute_units
+    assert model.value_sources["compute_units"].kind == "queried"
+    assert "compute_units" not in model.guessed and "dram_bytes_per_s" in model.guessed
+    assert model == model_from_opencl(info)

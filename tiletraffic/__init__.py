@@ -38,7 +38,7 @@ if (_SOURCE_TREE / "simulator" / "schedule.py").is_file() and \
     __path__.append(str(_SOURCE_TREE))  # noqa: F821 (the package's own __path__)
 
 from .simulator.device import GENERIC_GPU, UNLIMITED, DeviceLimits, LimitError
-from .simulator.device_model import DEVICE_MODELS, DeviceModel, device_model
+from .simulator.device_model import DEVICE_MODELS, DeviceModel, DeviceModelError, device_model
 from .simulator.engine import InputError, SimulationResult, simulate
 from .simulator.hazards import Hazard, HazardError
 from .simulator.schedule import (
@@ -139,16 +139,17 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200") -> Mode
     cache traffic and time of ``schedule`` on a device model.
 
     Args:
-        device: a model name (:data:`DEVICE_MODELS`), a model file path, or a
+        device: a built-in model's name (:data:`DEVICE_MODELS`), the path of a model file
+            (TOML; ``tiletraffic device-model NAME`` prints one to start from), or a
             :class:`DeviceModel`.
 
     Raises:
-        KeyError: unknown model name. LimitError, HazardError: as :func:`simulate`.
+        KeyError: neither a built-in name nor a file. DeviceModelError: a malformed model
+        file. LimitError, HazardError: as :func:`simulate`.
     """
     from .simulator.traffic_model import model_launch
 
-    dm = device if isinstance(device, DeviceModel) else device_model(device)
-    return model_launch(schedule, dm)
+    return model_launch(schedule, device_model(device))
 
 
 def generate(schedule: Schedule):
@@ -205,7 +206,7 @@ __all__ = [
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",
     "ceil_div", "minimum", "global_id", "local_id", "group_id",
-    "DeviceModel", "DEVICE_MODELS", "device_model", "DeviceLimits", "GENERIC_GPU", "UNLIMITED",
+    "DeviceModel", "DEVICE_MODELS", "device_model", "DeviceModelError", "DeviceLimits", "GENERIC_GPU", "UNLIMITED",
     "FAMILIES", "SimulationResult", "ModelledLaunch", "TrafficPrediction", "Hazard",
     "ScheduleError", "LimitError", "InputError", "HazardError", "__version__",
 ]

@@ -1,0 +1,220 @@
+"""Device model files: TOML in, TOML out (:func:`load_device_model`, :func:`to_toml`).
+
+File shape (every field of :data:`simulator.device_model.VALUE_FIELDS` is required, nothing
+else is allowed)::
+
+    name = "my-gpu"
+    description = "what this model is"          # optional
+    [references]                                # key -> full citation
+    CPG = "CUDA C++ Programming Guide, Technical Specifications per Compute Capability (9.0)"
+    [values.sub_group_size]
+    value = 32
+    source = "documented"                       # documented | queried | measured | guessed
+    ref = "CPG"                                 # documented, measured: a [references] key;
+                                                # queried: the OpenCL query; guessed: why
+    note = "32 threads per warp"                # optional
+
+``l2_associativity`` also takes ``"fully-associative"`` (``None``: a fully associative LRU).
+The order of ``[values.*]`` is kept: it is the order of ``guessed`` and of the warnings.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import textwrap
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from .device_model import DeviceModel, ValueSource
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+def _types():
+    """:mod:`simulator.device_model`, which imports this module and loads its built-in models
+    with it while being imported: so taken at call time, not at import."""
+    return import_module(".device_model", __package__)
+
+
+_FILE_KEYS = ("name", "description", "references", "values")
+_ENTRY_KEYS = ("value", "source", "ref", "note")
+
+
+def _entry(key: str, entry: Any, references: Mapping[str, str], problems: list[str]
+           ) -> tuple[Any, ValueSource] | None:
+    """One ``[values.KEY]`` table -> (value, source), or None with the problems appended."""
+    dm = _types()
+    if not isinstance(entry, dict):
+        problems.append(f"values.{key} must be a table with value, source and ref, "
+                        f"got {entry!r}")
+        return None
+    before = len(problems)
+    extra = [k for k in entry if k not in _ENTRY_KEYS]
+    if extra:
+        problems.append(f"values.{key}: unknown field(s) {', '.join(map(repr, extra))} "
+                        f"(known: {', '.join(_ENTRY_KEYS)})")
+    missing = [k for k in ("value", "source", "ref") if k not in entry]
+    if missing:
+        problems.append(f"values.{key}: missing {', '.join(missing)}")
+        return None
+    value = dm.check_value(key, entry["value"], problems)
+    kind, ref, note = entry["source"], entry["ref"], entry.get("note", "")
+    if kind not in dm.SOURCE_KINDS:
+        problems.append(dm.bad_kind(key, kind))
+    if not isinstance(ref, str) or not ref.strip():
+        problems.append(f"values.{key}: ref must be a non-empty string, got {ref!r}")
+    elif kind in ("documented", "measured") and ref not in references:
+        known = ", ".join(references) or "none"
+        problems.append(f"values.{key}: ref {ref!r} of a {kind} value is not a key of "
+                        f"[references] (known: {known})")
+    if not isinstance(note, str):
+        problems.append(f"values.{key}: note must be a string, got {note!r}")
+    if len(problems) > before:
+        return None
+    return value, dm.ValueSource(kind, ref, note)
+
+
+def parse_device_model(data: Mapping[str, Any], origin: str) -> DeviceModel:
+    """A :class:`DeviceModel` from the parsed TOML ``data`` of a model file.
+
+    Args:
+        origin: the file (or other source) named in messages and in ``sources``.
+
+    Raises:
+        DeviceModelError: naming ``origin`` and every problem found: a missing or unknown
+            field (the known ones listed), a value of the wrong type, negative (or zero where
+            it divides), a source not one of :data:`SOURCE_KINDS`, a missing ``ref``, or a
+            ``ref`` of a documented or measured value that ``[references]`` does not hold.
+    """
+    dm = _types()
+    problems: list[str] = []
+    unknown = [k for k in data if k not in _FILE_KEYS]
+    if unknown:
+        problems.append(f"unknown field(s) {', '.join(map(repr, unknown))} "
+                        f"(known: {', '.join(_FILE_KEYS)})")
+    name, description = data.get("name"), data.get("description", "")
+    if not isinstance(name, str) or not name.strip():
+        problems.append("missing field 'name' (a non-empty string)" if name is None else
+                        f"name must be a non-empty string, got {name!r}")
+    if not isinstance(description, str):
+        problems.append(f"description must be a string, got {description!r}")
+    references = data.get("references", {})
+    if not isinstance(references, dict) or \
+            not all(isinstance(v, str) for v in references.values()):
+        problems.append("[references] must map keys to citation strings")
+        references = {}
+    values = data.get("values")
+    if not isinstance(values, dict):
+        problems.append("missing table [values]" if values is None else
+                        f"values must be a table, got {values!r}")
+        values = {}
+    parsed: dict[str, tuple[Any, ValueSource]] = {}
+    for key, entry in values.items():
+        if key not in dm.VALUE_FIELDS:
+            problems.append(dm.unknown_value(key))
+        elif (got := _entry(key, entry, references, problems)) is not None:
+            parsed[key] = got
+    missing = [k for k in dm.VALUE_FIELDS if k not in values]
+    if missing and isinstance(data.get("values"), dict):
+        problems.append(f"missing value(s) {', '.join(missing)} (every one of "
+                        f"{len(dm.VALUE_FIELDS)} values needs value, source and ref)")
+    if problems:
+        raise dm.DeviceModelError(f"device model file {origin}: " + "; ".join(problems))
+    cited = " ".join(f"[{k}]" for k in references)
+    return dm.DeviceModel(
+        name=name, sources=f"{cited} in {origin}" if cited else origin,
+        guessed=tuple(k for k, (_, s) in parsed.items() if s.kind == "guessed"),
+        description=description, references=dict(references),
+        value_sources={k: s for k, (_, s) in parsed.items()},
+        **{k: v for k, (v, _) in parsed.items()})
+
+
+def read_device_model(text: str, origin: str) -> DeviceModel:
+    """The model in the TOML ``text`` (shape: this module's docstring).
+
+    Raises:
+        DeviceModelError: not TOML, or not a valid model (see :func:`parse_device_model`).
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise _types().DeviceModelError(f"device model file {origin} is not valid TOML: "
+                                        f"{err}") from None
+    return parse_device_model(data, origin)
+
+
+def load_device_model(path: str | os.PathLike) -> DeviceModel:
+    """The model in the TOML file ``path`` (shape: this module's docstring).
+
+    Raises:
+        DeviceModelError: the file cannot be read (not UTF-8 included), is not TOML, or is
+            not a valid model (see :func:`parse_device_model`).
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as err:
+        why = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+        raise _types().DeviceModelError(f"cannot read device model file {path}: {why}") \
+            from None
+    return read_device_model(text, str(path))
+
+
+def _toml_str(text: str, indent: str = "") -> str:
+    """A TOML basic string; a long plain one folded over lines ending in a backslash (TOML
+    trims the backslash, the line break and the next line's leading spaces)."""
+    quoted = json.dumps(text, ensure_ascii=False)  # a JSON string is a TOML basic string
+    width = 88 - len(indent) - 2
+    plain = text.replace('"', "")
+    if len(quoted) <= width or json.dumps(plain, ensure_ascii=False)[1:-1] != plain or \
+            '""' in text or text.endswith('"') or "  " in text or text != text.strip():
+        return quoted
+    lines = textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
+    return '"""\\\n' + " \\\n".join(indent + "  " + line for line in lines) + '"""'
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_str(key)
+
+
+def _toml_value(value: Any) -> str:
+    """An int as it is; a float in its shortest exact form, large and small ones as
+    ``4.8e12``, ``5.5e-7`` (TOML floats; ``float()`` of the text is ``value`` exactly)."""
+    if value is None:
+        return _toml_str(_types().FULLY_ASSOCIATIVE)
+    if isinstance(value, int) or 1e-3 <= abs(value) < 1e6 or value == 0:
+        return repr(value)
+    digits = next(p for p in range(17) if float(f"{value:.{p}e}") == value)
+    mantissa, exponent = f"{value:.{digits}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def to_toml(model: DeviceModel) -> str:
+    """``model`` as the text of a model file that :func:`load_device_model` reads back to an
+    equal model with the same sources. A value without a recorded source is written as
+    ``guessed`` ("no source recorded")."""
+    dm = _types()
+    lines = ["# tiletraffic device model: pass this file to --device-model FILE.",
+             "# Every value needs a source: documented or measured (ref: a key of",
+             "# [references]), queried (ref: the OpenCL query) or guessed (ref: why).",
+             f"name = {_toml_str(model.name)}"]
+    if model.description:
+        lines.append(f"description = {_toml_str(model.description)}")
+    if model.references:
+        lines += ["", "[references]"]
+        lines += [f"{_toml_key(k)} = {_toml_str(v)}" for k, v in model.references.items()]
+    order = [*model.value_sources,
+             *(k for k in dm.VALUE_FIELDS if k not in model.value_sources)]
+    for key in order:
+        source = model.value_sources.get(key, dm.ValueSource("guessed", "no source recorded"))
+        lines += ["", f"[values.{key}]", f"value = {_toml_value(getattr(model, key))}",
+                  f"source = {_toml_str(source.kind)}", f"ref = {_toml_str(source.ref)}"]
+        if source.note:
+            lines.append(f"note = {_toml_str(source.note)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,248 @@
+"""Device models as data files: the built-in TOML files, a user's file, and their errors."""
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import tiletraffic
+from tiletraffic.analysis.cli import main
+from tiletraffic.simulator.device_model import (DEVICE_MODELS, GENERIC_GPU_MODEL, NVIDIA_H200,
+                                                NVIDIA_H200_CUDA, SOURCE_KINDS, VALUE_FIELDS,
+                                                DeviceModelError, GuessedValueWarning,
+                                                ValueSource, built_in_file, device_model,
+                                                load_device_model, read_device_model, to_toml)
+
+# The values of simulator/device_model.py at commit 34a001f, when the models were Python
+# (checked against `git show 34a001f:simulator/device_model.py` when the files were written).
+H200_AT_34A001F = {
+    "compute_units": 132, "sub_group_size": 32, "sector_bytes": 32, "line_bytes": 128,
+    "local_banks": 32, "bank_bytes": 4, "max_work_group_size": 1024,
+    "max_work_items_per_cu": 2048, "max_work_groups_per_cu": 32,
+    "local_mem_bytes_per_work_group": 49152, "local_mem_bytes_per_cu": 233472,
+    "local_mem_reserved_bytes_per_work_group": 1024, "l1_bytes_per_cu": 262144,
+    "l2_bytes": 52428800, "l2_associativity": 16, "dram_bytes_per_s": 4800000000000.0,
+    "l2_bytes_per_s": 12000000000000.0, "clock_hz": 1980000000.0,
+    "l1_wavefronts_per_cycle_per_cu": 1.0, "l1_requests_per_cycle_per_cu": 0.76,
+    "fp32_flop_per_s": 67000000000000.0, "launch_overhead_s": 3e-06, "local_vector_words": 1,
+    "local_vector_min_wavefronts": 2, "barrier_wavefronts_per_work_group": 2,
+    "memory_latency_s": 5.5e-07, "l1_sharing_work_groups": 2,
+}
+H200_GUESSED = ("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu",
+                "l1_requests_per_cycle_per_cu", "launch_overhead_s", "memory_latency_s",
+                "l1_sharing_work_groups", "l2_associativity")
+AT_34A001F = {
+    "nvidia-h200": (H200_AT_34A001F, H200_GUESSED),
+    "nvidia-h200-cuda": ({**H200_AT_34A001F, "local_vector_words": 4}, H200_GUESSED),
+    "generic-gpu": ({**H200_AT_34A001F, "compute_units": 64, "local_mem_bytes_per_cu": 65536,
+                     "l1_bytes_per_cu": 131072, "l2_bytes": 4194304,
+                     "dram_bytes_per_s": 1000000000000.0, "l2_bytes_per_s": 3000000000000.0,
+                     "clock_hz": 1500000000.0, "l1_requests_per_cycle_per_cu": 1.0,
+                     "fp32_flop_per_s": 20000000000000.0, "local_vector_words": 4,
+                     "memory_latency_s": 3e-07},
+                    ("compute_units", "l1_bytes_per_cu", "l2_bytes", "dram_bytes_per_s",
+                     "l2_bytes_per_s", "clock_hz", "fp32_flop_per_s", "local_mem_bytes_per_cu",
+                     "l1_wavefronts_per_cycle_per_cu", "l1_requests_per_cycle_per_cu",
+                     "launch_overhead_s", "memory_latency_s", "local_vector_words",
+                     "local_vector_min_wavefronts", "barrier_wavefronts_per_work_group",
+                     "l1_sharing_work_groups", "l2_associativity")),
+}
+
+
+# ------------------------------------------------------------------- built-in files
+@pytest.mark.parametrize("name", sorted(AT_34A001F))
+def test_built_in_values_are_those_of_the_python_table_field_by_field(name):
+    values, guessed = AT_34A001F[name]
+    model = DEVICE_MODELS[name]
+    assert model.name == name
+    assert set(values) == set(VALUE_FIELDS)
+    for key, expected in values.items():
+        got = getattr(model, key)
+        assert (got, type(got)) == (expected, type(expected)), key
+    assert model.guessed == guessed  # same order: the order of the warnings and tables
+
+
+def test_the_module_names_are_the_built_in_files():
+    assert (NVIDIA_H200, NVIDIA_H200_CUDA, GENERIC_GPU_MODEL) == tuple(DEVICE_MODELS.values())
+    assert device_model("nvidia-h200") is NVIDIA_H200
+
+
+@pytest.mark.parametrize("name", sorted(AT_34A001F))
+def test_every_value_has_a_source_and_guessed_follows_from_them(name):
+    model = DEVICE_MODELS[name]
+    assert list(model.value_sources) != [] and set(model.value_sources) == set(VALUE_FIELDS)
+    for key, source in model.value_sources.items():
+        assert source.kind in SOURCE_KINDS and source.ref.strip(), key
+        if source.kind in ("documented", "measured"):
+            assert model.references[source.ref].strip(), (key, source.ref)
+    assert model.guessed == tuple(k for k, s in model.value_sources.items()
+                                  if s.kind == "guessed")
+
+
+@pytest.mark.parametrize("name", sorted(AT_34A001F))
+def test_to_toml_reads_back_to_the_same_model_and_sources(name, tmp_path):
+    model = DEVICE_MODELS[name]
+    path = tmp_path / "copy.toml"
+    path.write_text(to_toml(model), encoding="utf-8")
+    again = load_device_model(path)
+    assert again == model
+    assert again.value_sources == model.value_sources
+    assert again.references == model.references
+    assert again.description == model.description
+    assert str(path) in again.sources
+
+
+def _fields(model) -> dict:
+    return {k: getattr(model, k) for k in model.__dataclass_fields__}
+
+
+def test_warnings_name_the_same_values_in_the_same_order():
+    for name, (values, guessed) in AT_34A001F.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            DEVICE_MODELS[name].warn_guesses()
+        assert all(w.category is GuessedValueWarning for w in caught)
+        said = [re.search(r"device model (\S+): (\w+) = (\S+) is a guess", str(w.message))
+                .groups() for w in caught]
+        assert said == [(name, g, str(values[g])) for g in guessed]
+
+
+# --------------------------------------------------------------------- a user's file
+def h200_file(tmp_path: Path, edit=None, name: str = "my.toml") -> Path:
+    """The nvidia-h200 file, optionally changed by ``edit(text) -> text``."""
+    text = built_in_file("nvidia-h200").read_text(encoding="utf-8")
+    path = tmp_path / name
+    path.write_text(edit(text) if edit else text, encoding="utf-8")
+    return path
+
+
+def test_a_users_file_is_taken_by_device_model_and_the_facade(tmp_path):
+    path = h200_file(tmp_path, lambda t: t.replace('name = "nvidia-h200"', 'name = "mine"')
+                     .replace("value = 132\n", "value = 66\n"))
+    mine = device_model(path)
+    assert (mine.name, mine.compute_units) == ("mine", 66)
+    assert device_model(str(path)) == mine
+    sch = tiletraffic.build("gemm-tiled", m=64, k=64, n=64, tile=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GuessedValueWarning)
+        assert tiletraffic.model(sch, str(path)).prediction.device_model == "mine"
+
+
+def test_an_unknown_name_that_is_no_file_lists_the_built_in_names(tmp_path):
+    with pytest.raises(KeyError) as err:
+        device_model(str(tmp_path / "nothing.toml"))
+    assert all(name in str(err.value) for name in DEVICE_MODELS)
+
+
+BAD_FILES = {
+    # edit of the nvidia-h200 file -> what the message must name
+    "missing value": (lambda t: re.sub(r"\[values\.clock_hz\]\n(.+\n)+\n", "", t),
+                      ["clock_hz"]),
+    "missing name": (lambda t: t.replace('name = "nvidia-h200"\n', ""), ["'name'"]),
+    "unknown value": (lambda t: t + '\n[values.l3_bytes]\nvalue = 1\nsource = "guessed"\n'
+                                    'ref = "why"\n', ["'l3_bytes'", "l2_bytes", "clock_hz"]),
+    "unknown top-level field": (lambda t: "vendor = 'x'\n" + t, ["'vendor'", "references"]),
+    "unknown entry field": (lambda t: t.replace('value = 132\n', 'value = 132\nunit = "SM"\n'),
+                            ["compute_units", "'unit'"]),
+    "wrong type": (lambda t: t.replace("value = 132\n", 'value = "132"\n'),
+                   ["compute_units", "'132'", "str"]),
+    "float for an int": (lambda t: t.replace("value = 132\n", "value = 132.0\n"),
+                         ["compute_units", "132.0"]),
+    "negative": (lambda t: t.replace("value = 1.98e9\n", "value = -1.98e9\n"),
+                 ["clock_hz", "-1980000000.0"]),
+    "zero divisor": (lambda t: t.replace("value = 4.8e12\n", "value = 0\n"),
+                     ["dram_bytes_per_s", "0"]),
+    "boolean": (lambda t: t.replace("value = 132\n", "value = true\n"),
+                ["compute_units", "True"]),
+    "source kind": (lambda t: t.replace('source = "measured"', 'source = "estimated"', 1),
+                    ["local_vector_words", "'estimated'", *SOURCE_KINDS]),
+    "ref not in references": (lambda t: t.replace('ref = "HWP"', 'ref = "HWP2"', 1),
+                              ["compute_units", "'HWP2'", "HWP", "CPG"]),
+    "missing ref": (lambda t: t.replace('ref = "HWP"\n', "", 1), ["compute_units", "ref"]),
+    "not TOML": (lambda t: t.replace("value = 132\n", "value = = 132\n"), ["TOML"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_a_bad_file_raises_a_device_model_error_naming_file_and_field(case, tmp_path):
+    edit, needles = BAD_FILES[case]
+    path = h200_file(tmp_path, edit)
+    assert path.read_text() != built_in_file("nvidia-h200").read_text()
+    with pytest.raises(DeviceModelError) as err:
+        load_device_model(path)
+    assert isinstance(err.value, ValueError)
+    for needle in [str(path), *needles]:
+        assert needle in str(err.value), (needle, str(err.value))
+
+
+def test_a_missing_file_is_a_device_model_error(tmp_path):
+    with pytest.raises(DeviceModelError, match="nothing.toml"):
+        load_device_model(tmp_path / "nothing.toml")
+
+
+def test_fully_associative_l2_reads_as_none():
+    text = to_toml(NVIDIA_H200).replace("value = 16\n", 'value = "fully-associative"\n')
+    model = read_device_model(text, "test")
+    assert model.l2_associativity is None
+    assert read_device_model(to_toml(model), "again").l2_associativity is None
+
+
+def test_with_values_marks_sources_and_refuses_bad_values():
+    queried = ValueSource("queried", "CL_DEVICE_MAX_COMPUTE_UNITS")
+    model = GENERIC_GPU_MODEL.with_values({"compute_units": (8, queried)}, name="eight")
+    assert (model.name, model.compute_units, model.value_sources["compute_units"]) == \
+        ("eight", 8, queried)
+    assert model.guessed == tuple(g for g in GENERIC_GPU_MODEL.guessed if g != "compute_units")
+    for bad in ({"compute_units": (-8, queried)}, {"compute_units": (8, ValueSource("x", "y"))},
+                {"no_such_value": (8, queried)}):
+        with pytest.raises(DeviceModelError, match=next(iter(bad))):
+            GENERIC_GPU_MODEL.with_values(bad)
+
+
+# ------------------------------------------------------------------------------- CLI
+SIM = ["simulate", "gemm-tiled", "--m", "64", "--n", "64", "--k", "64", "--tile", "8"]
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_cli_simulate_with_a_copy_of_the_built_in_file_prints_the_same(json_flag, tmp_path):
+    path = h200_file(tmp_path)
+    by_name = CliRunner().invoke(main, [*SIM, "--device-model", "nvidia-h200", *json_flag])
+    by_file = CliRunner().invoke(main, [*SIM, "--device-model", str(path), *json_flag])
+    assert by_name.exit_code == by_file.exit_code == 0, (by_name.output, by_file.output)
+    assert by_file.stdout == by_name.stdout
+    if json_flag:
+        assert json.loads(by_file.stdout)["predicted_time_s"] > 0
+
+
+def test_cli_simulate_with_a_changed_file_changes_the_prediction(tmp_path):
+    path = h200_file(tmp_path, lambda t: t.replace("value = 4.8e12\n", "value = 1.2e12\n"))
+    runs = [json.loads(CliRunner().invoke(main, [*SIM, "--device-model", m, "--json"]).stdout)
+            for m in ("nvidia-h200", str(path))]
+    assert runs[1]["time_terms_s"]["dram_s"] == pytest.approx(4 * runs[0]["time_terms_s"]["dram_s"])
+
+
+def test_cli_bad_file_is_a_usage_error_naming_the_field(tmp_path):
+    path = h200_file(tmp_path, BAD_FILES["negative"][0])
+    result = CliRunner().invoke(main, [*SIM, "--device-model", str(path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert str(path) in result.output and "clock_hz" in result.output
+
+
+def test_cli_device_model_prints_a_file_that_reads_back():
+    runner = CliRunner()
+    listing = runner.invoke(main, ["device-model"])
+    assert listing.exit_code == 0
+    assert [line.split(":")[0] for line in listing.stdout.splitlines()
+            if not line.startswith(" ")] == list(DEVICE_MODELS)
+    for name, model in DEVICE_MODELS.items():
+        shown = runner.invoke(main, ["device-model", name])
+        assert shown.exit_code == 0
+        again = read_device_model(shown.stdout, "shown")
+        assert _fields(again) == {**_fields(model), "sources": again.sources}
+        assert again.value_sources == model.value_sources
+    assert runner.invoke(main, ["device-model", "no-such-gpu"]).exit_code == 2
+    assert runner.invoke(main, ["device-model", "generic-gpu", "--device", "0"]).exit_code == 2
