@@ -84,10 +84,11 @@ class FootprintObserver(Observer):
             return
         shape = ev.shape
         mask = np.broadcast_to(ev.mask, shape)
-        g = np.broadcast_to(np.arange(shape[0]).reshape(-1, 1, 1), shape)[mask]
-        sector = np.broadcast_to(np.asarray(ev.index) * FLOAT_BYTES // self.sector_bytes,
-                                 shape)[mask]
-        self._pending.setdefault(ev.array, []).append(_sorted_unique(g * (1 << 40) + sector))
+        sector = np.broadcast_to(np.asarray(ev.index) * FLOAT_BYTES // self.sector_bytes, shape)
+        keep = _first_of_runs(sector, mask)
+        g = np.broadcast_to(np.arange(shape[0]).reshape(-1, 1, 1), shape)[keep]
+        self._pending.setdefault(ev.array, []).append(
+            _sorted_unique(g * (1 << 40) + sector[keep]))
 
     def _shift(self, name: str) -> int | None:
         offset = self.offsets.get(name)
@@ -114,6 +115,21 @@ class FootprintObserver(Observer):
 
     def on_finish(self) -> None:
         self._flush()
+
+
+def _first_of_runs(sector: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The executed entries of a ``(G, L, I)`` access whose sector differs from that of the
+    executed entry before them in work-item (L) and in iteration (I): the first executed
+    entry of every (work-group, sector) is among them, so the distinct sectors per
+    work-group are those of the kept entries (fewer to sort: neighbouring work-items and
+    iterations mostly share sectors)."""
+    keep = np.array(mask)
+    for axis in (1, 2):
+        if sector.shape[axis] > 1:
+            later = (slice(None),) * axis + (slice(1, None),)
+            earlier = (slice(None),) * axis + (slice(None, -1),)
+            keep[later] &= ~((sector[later] == sector[earlier]) & mask[earlier])
+    return keep
 
 
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
