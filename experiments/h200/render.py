@@ -38,10 +38,10 @@ from experiments.h200.validation.analysis import (discordant_text, dram_section,
 
 def render_hardware(directory: str | Path) -> Path:
     """Write ``validation.md``, ``validation.json`` and ``roofline.png`` into ``directory``
-    from its ``h200_raw.json``; returns the path of ``validation.md``.
+    from its ``h200_raw.json.gz``; returns the path of ``validation.md``.
 
     Raises:
-        FileNotFoundError: no ``h200_raw.json``.
+        FileNotFoundError: no ``h200_raw.json.gz``.
     """
     directory = Path(directory)
     raw = load_raw(directory)
@@ -97,7 +97,8 @@ def render_hardware(directory: str | Path) -> Path:
     holdout = meta.get("case_set") == "holdout"
     lines = [
         f"# tiletraffic: predictions against the {model.name} hardware", "",
-        f"Rendered by `tiletraffic report --render {directory}` from `h200_raw.json`, which "
+        f"Rendered by `python -m experiments.h200.render {directory}` from `h200_raw.json.gz`, "
+        "which "
         f"`{meta.get('command', 'benchmarks/h200_validation.py')}` wrote on the device on "
         f"{meta.get('created_utc', '?')} (see `command.txt`). Hardware counters: Nsight "
         "Compute on the same generated kernel source built as CUDA (`gpu/cuda.py`); times: "

@@ -162,7 +162,7 @@ def busy_background_lines(runs: list[dict], clocks: dict | None = None) -> list[
     for the clock rates of the busy-SMs sweep."""
     if not runs:
         return []
-    lines = ["", "**Other SMs busy with other work.** `benchmarks/h200_busy_background.py` "
+    lines = ["", "**Other SMs busy with other work.** `experiments/h200/busy_background/driver.py` "
              f"({len(runs)} runs in {len({r['name'].split('-')[0] for r in runs})} "
              "device calls, "
              f"{min(r['created_utc'] for r in runs)[:16].replace('T', ' ')} UTC onwards, "

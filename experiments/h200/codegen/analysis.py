@@ -91,7 +91,7 @@ def codegen_section(data: dict | None, model: DeviceModel) -> tuple[list[str], d
         "## Two builds of one source", "",
         "The OpenCL event times of the tiled kernels are longer than Nsight's durations of "
         "the CUDA build of the same generated source, the naive kernels' are not. "
-        "`benchmarks/h200_codegen.py` (one device call on "
+        "`experiments/h200/codegen/driver.py` (one device call on "
         f"{meta.get('created_utc', '?')}, `codegen/command.txt`) looked at the machine code "
         "each build runs: the OpenCL driver's PTX (`CL_PROGRAM_BINARIES`), what its JIT made "
         "of it (read from the driver's compute cache, `CUDA_CACHE_PATH`), the same PTX "

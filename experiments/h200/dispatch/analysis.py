@@ -120,7 +120,7 @@ def dispatch_section(dispatch: dict | None, cases: list[CaseComparison], model,
     meta = dispatch["record"].get("meta", {})
     lines = [
         "## Work-group dispatch, measured", "",
-        "`benchmarks/h200_dispatch.py` (one device call on "
+        "`experiments/h200/dispatch/driver.py` (one device call on "
         f"{meta.get('created_utc', '?')[:16].replace('T', ' ')} UTC, `dispatch/command.txt`) "
         "ran the same generated kernels built as CUDA with two `%globaltimer` reads and a "
         "`%smid` read per work-group (`gpu.cuda.timeline_source`): when every work-group "
@@ -359,7 +359,7 @@ def _stall_lines(dispatch: dict) -> list[str]:
         rates = {}
         for r in lsu["runs"]:
             rates.setdefault(r["pattern"], []).append(r["instructions_per_cycle_per_cu"])
-        lines.append("A microbenchmark of L1-resident loads (`dispatch/h200_dispatch_lsu.json`), "
+        lines.append("A microbenchmark of L1-resident loads (`dispatch/h200_dispatch_lsu.json.gz`), "
                      "in global load instructions per cycle per SM: " +
                      "; ".join(f"{k}: {min(v):.3f}–{max(v):.3f}" for k, v in rates.items())
                      + ". Four-line loads run at one L1 wavefront per cycle, as the model "

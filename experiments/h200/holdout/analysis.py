@@ -17,7 +17,7 @@ PREREGISTERED_KEYS = ("global_load_sectors", "l2_read_sectors", "dram_read_bytes
 
 def preregistered_check(directory: Path, cases: list[CaseComparison]) -> dict | None:
     """Compare ``predictions.json`` (written before the device run by
-    ``benchmarks/h200_holdout_predictions.py``) with the predictions rendered now: which
+    :mod:`experiments.h200.holdout.predictions`) with the predictions rendered now: which
     cases it covers and which values changed since (relative difference above 1e-9)."""
     pre = load_json(Path(directory) / "predictions.json")
     if pre is None:
@@ -64,7 +64,8 @@ def preregistered_lines(check: dict | None, measured_utc: str | None) -> list[st
                if check["only_times_changed"] else ""))
     return ["## Pre-registered", "",
             f"`predictions.json` holds the predictions for these {check['covered']} of "
-            f"{check['cases']} cases as `benchmarks/h200_holdout_predictions.py` wrote them on "
+            f"{check['cases']} cases as `experiments/h200/holdout/predictions.py` (then "
+            f"`benchmarks/h200_holdout_predictions.py`) wrote them on "
             f"{check['created_utc']} from a working tree at commit "
             f"`{(check['code_commit'] or '?')[:7]}` (its recorded `code_commit`), "
             f"before the device run ({measured_utc}). The predictions in this report are "

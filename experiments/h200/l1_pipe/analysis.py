@@ -143,7 +143,7 @@ def l1_pipe_section(data: dict | None, model: DeviceModel) -> tuple[list[str], l
         "The time model's busiest resource for every kernel here is the L1 data pipe "
         "(`l1` or `l1_requests` bound): one wavefront per line of a global request, per "
         "local-memory wavefront, and two per work-group barrier "
-        "(`barrier_wavefronts_per_work_group`). `benchmarks/h200_codegen.py "
+        "(`barrier_wavefronts_per_work_group`). `experiments/h200/codegen/driver.py "
         "--l1-pipe-metrics --more-cubin-cases` (one device call on "
         f"{meta.get('created_utc', '?')[:16].replace('T', ' ')} UTC, `l1_pipe/command.txt`) "
         "launched the OpenCL driver's own machine code (its cubins, through CUDA, every "

@@ -417,7 +417,7 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
         "Why do the naive kernels read more from DRAM than the estimates that follow their "
         "measured dispatch (lock-step waves, measured timeline), though less than the "
         "steady-state one? "
-        f"`benchmarks/h200_l2_sharing.py` ({len(times)} kept device calls on "
+        f"`experiments/h200/l2_sharing/driver.py` ({len(times)} kept device calls on "
         f"{next(iter(data['meta'].values())).get('created_utc', '?')[:10]}, "
         f"{', '.join(times)} UTC, device clock; `l2_sharing/command.txt`) measured the L2 "
         "with microbenchmarks (re-read curve, re-read of whole buffers, replacement probe, "
@@ -484,7 +484,7 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
                          + f" | up to {max(late, 0.0):.0f} µs |")
         lines += ["", "(A first version, `stagger`, let the readers run free: later readers "
                   "caught up with the first, so its delays did not hold; its data are kept in "
-                  "`h200_l2_sharing_stagger.json` and not used here.)", ""]
+                  "`h200_l2_sharing_stagger.json.gz` and not used here.)", ""]
     if partitions:
         mid = partitions["miss_fraction"]
         low, high = [m for m in mid if m < 0.25], [m for m in mid if m >= 0.25]

@@ -516,7 +516,8 @@ def driver_stage(record: dict, save, key: str, driver_args: list[str], kernel: s
 def gemm_slices(out: Path, record: dict, save, key: str, timeline_key: str, npz: str,
                 shapes, seed: int) -> None:
     """The generated GEMM kernels of ``shapes`` (family, m, k, n, tile) under ncu through
-    ``experiments.h200.validation.driver --ncu-driver`` (``record[key]``), then one timeline launch each
+    ``experiments.h200.validation.driver --ncu-driver`` (``record[key]``), then one timeline
+    launch each
     (``record[timeline_key]``, arrays in ``npz``.npz)."""
     tmp = Path(tempfile.mkdtemp())
     cases = [{"family": f, "m": m, "k": k, "n": n, "tile": b, "id": slice_id(f, m, k, n, b)}
@@ -583,7 +584,8 @@ def progress_source(family: str, kernel, k: int) -> tuple[str, str]:
 
 def progress(out: Path, record: dict, save) -> None:
     """Per-warp progress through K (``%globaltimer`` every PROGRESS_EVERY iterations) of a
-    few slices, through :func:`experiments.h200.dispatch.driver.timeline_launch` with the instrumented source;
+    few slices, through :func:`experiments.h200.dispatch.driver.timeline_launch` with the
+    instrumented source;
     ``progress.npz``: ``<id>__progress_ns`` (work-groups, warps, slots; ns from the first
     start), plus start/end/SM as in the timelines."""
     import cupy as cp

@@ -120,7 +120,7 @@ def _busy_lines(rows: list[dict], created: str, l2_bytes: int, followed: bool = 
              f"the {l2_bytes / 2**20:.0f} MiB L2) with ever more work-groups, "
              f"{first['work_groups']} to {last['work_groups']}: one per SM if spread as the "
              "64-work-group launches of \"Two builds of one source\" were (placement not "
-             "recorded here). `benchmarks/h200_matvec.py --busy-sms`, one device call on "
+             "recorded here). `experiments/h200/matvec/driver.py --busy-sms`, one device call on "
              f"{created[:16].replace('T', ' ')} UTC, `matvec/busy_sms/command.txt`; OpenCL "
              "medians, every result checked"
              + (f" ({left_out} rows with a failed check left out)" if left_out else "")
@@ -245,7 +245,7 @@ def matvec_section(data: dict | None, model: DeviceModel,
         f"it predicts them within {model_gap:.1%} of each other on this grid; the issue-4 "
         "run measured matvec-naive 12% slower than matvec-local-whole at N = 4096 (and the "
         "held-out run at N = 8192), but at N = 16384 faster than matvec-local. "
-        "`benchmarks/h200_matvec.py` (one device call on "
+        "`experiments/h200/matvec/driver.py` (one device call on "
         f"{meta.get('created_utc', '?')[:16].replace('T', ' ')} UTC, `matvec/command.txt`) "
         "ran the three schedules over a grid of K (the row stride of A) at M = 4096 and of "
         "M (M / 256 work-groups, one per SM) at K = 4096, every result checked; Nsight "
@@ -319,7 +319,7 @@ def _loop_finding(rows: list[dict], loops: dict[str, LoopIssue], sector_bytes: i
     return [
         "- **The machine code keeps fewer loads of A in flight in matvec-naive than in "
         "matvec-local-whole, which does not explain everything.** In the unrolled k-loop of "
-        "the OpenCL driver's code (`codegen/code.tar.gz`, counted by `analysis/sass.py`), a "
+        "the OpenCL driver's code (`codegen/code.tar.gz`, counted by `experiments/h200/matvec/sass.py`), a "
         "warp has issued the loads of "
         f"{steps[NAIVE]:g} k-steps when its first multiply-add waits in matvec-naive "
         f"(its first {loops[NAIVE].global_loads_before_first_fma} global loads, of A and of "

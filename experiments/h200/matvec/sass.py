@@ -6,8 +6,8 @@ before the loop's first multiply-add are therefore the most a warp has in flight
 first waits: its memory-level parallelism (Little's law: bytes in flight = bandwidth ×
 latency; Hong and Kim, "An analytical model for a GPU architecture with memory-level and
 thread-level parallelism awareness", ISCA 2009, call the warp-level form MWP). Nothing here
-needs a GPU: the disassemblies come from ``benchmarks/h200_codegen.py`` (``codegen/code.tar.gz``
-of a report directory, made by ``cuobjdump -sass`` on the device).
+needs a GPU: the disassemblies come from ``experiments/h200/codegen/driver.py``
+(``codegen/code.tar.gz`` of a report directory, made by ``cuobjdump -sass`` on the device).
 
 Scope: the measure is meant for single-path k-loops like the matrix-vector kernels' (loads,
 then multiply-adds, one back edge). It counts every instruction between a loop's top and its
