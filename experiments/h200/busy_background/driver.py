@@ -68,16 +68,17 @@ def matvec_case(family: str, m: int, k: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import cupy as cp
-
-    from tiletraffic.gpu.runtime import check_result
-    from tiletraffic.simulator.reference import random_inputs
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--k", type=int, default=4096, help="K, the length of x (default 4096)")
     args = ap.parse_args(argv)
+
+    import cupy as cp
+
+    from tiletraffic.gpu.runtime import check_result
+    from tiletraffic.simulator.reference import random_inputs
+
     out_dir = args.out.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     sm_count = cp.cuda.Device().attributes["MultiProcessorCount"]
