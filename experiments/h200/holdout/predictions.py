@@ -20,7 +20,6 @@ import datetime as _dt
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from tiletraffic.analysis.hardware import modelled_launch

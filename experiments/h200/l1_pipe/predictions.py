@@ -22,7 +22,6 @@ import datetime as _dt
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from tiletraffic.analysis.hardware import modelled_launch
 from tiletraffic.simulator.device_model import DEVICE_MODELS
