@@ -722,9 +722,8 @@ def device_model_cmd(model, device):
 @click.option("--repeat", "-r", type=int, default=10, show_default=True,
               help="Timed launches per kernel (at least 10).")
 @click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
-              help="Only re-render an existing report directory from its raw JSON (no device): "
-                   "report.md from results.json and, where h200_raw.json exists, "
-                   "validation.md against the hardware counters.")
+              help="Only re-render an existing report directory from its results.json (no "
+                   "device): report.md and its figures.")
 def report_cmd(device, out_dir, quick, repeat, render_dir):
     """Sweep sizes and tiles: simulate, run on the device, write reports/<device>/."""
     from tiletraffic.gpu.runtime import TiletrafficGpuError
@@ -734,18 +733,13 @@ def report_cmd(device, out_dir, quick, repeat, render_dir):
     if render_dir:
         from pathlib import Path
 
-        from .hardware_report import render_hardware
-
         path = Path(render_dir)
-        written = []
-        if (path / "results.json").exists():
-            written.append(render(path))
-        if (path / "h200_raw.json").exists():
-            written.append(render_hardware(path))
-        if not written:
-            _fail(FileNotFoundError(f"{path} has neither results.json nor h200_raw.json"))
-        for w in written:
-            click.echo(f"rendered {w}")
+        if not (path / "results.json").exists():
+            hint = (" (it holds H200 validation data: render it from the repository root "
+                    f"with `python -m experiments.h200.render {path}`)"
+                    if (path / "h200_raw.json.gz").exists() else "")
+            _fail(FileNotFoundError(f"{path} has no results.json{hint}"))
+        click.echo(f"rendered {render(path)}")
         return
 
     try:

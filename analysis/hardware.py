@@ -1,25 +1,27 @@
 """Prediction against measurement on real hardware: the model next to Nsight Compute.
 
-Reads the raw JSON of ``benchmarks/h200_validation.py`` (OpenCL timings, Nsight Compute
-counters of the same kernel source built as CUDA, cuBLAS timings), predicts every case with
-:func:`simulator.traffic_model.model_launch`, and pairs each prediction with its counter.
-Nothing here needs a GPU: the report is rendered from the committed raw data.
+:func:`compare` takes a run's raw data as a dict: ``counters.records`` (one per case:
+``id``, ``schedule``, ``m``, ``k``, ``n``, ``tile`` and ``metrics`` as
+:func:`tiletraffic.analysis.ncu.parse_ncu_raw_csv` reads them) and, optionally,
+``opencl_cases`` (``id`` and ``run.median_s``, the OpenCL times). It predicts every case
+with :func:`tiletraffic.simulator.traffic_model.model_launch` and pairs each prediction with
+its counters (:class:`CaseComparison`); :func:`speedups` and :func:`rankings` compare
+predicted and measured times. Nothing here needs a GPU.
 
-The two builds of one source run different machine code (``reports/nvidia-h200/codegen``):
-the counters are compared with the device model of the build they were read from (for the
-H200 ``nvidia-h200-cuda``, :func:`counter_model_for`), the OpenCL times with the model of the
-OpenCL build (``nvidia-h200``).
+Where the counters come from a build other than the one timed (on NVIDIA, Nsight Compute
+reads the CUDA build of the generated source, which runs different machine code than the
+OpenCL build), the counters are compared with the device model of the counted build
+(:func:`counter_model_for`, ``<model>-cuda`` where one exists) and the OpenCL times with the
+model of the OpenCL build.
 
 Metric names are Nsight Compute's (Nsight Compute Kernel Profiling Guide, "Metrics
 Reference"); a request is one warp-level load instruction (l1tex__t_requests).
 """
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from tiletraffic.simulator import schedules
 from tiletraffic.simulator.device_model import DEVICE_MODELS, DeviceModel, GuessedValueWarning
@@ -132,9 +134,10 @@ def counter_model_for(model: DeviceModel) -> DeviceModel:
 
 
 def compare(raw: dict, model: DeviceModel) -> list[CaseComparison]:
-    """Pair every case of the raw H200 data with its prediction on ``model`` (the OpenCL
-    build: times, speedups, rankings) and on :func:`counter_model_for` ``model`` (the
-    counters)."""
+    """Pair every case of ``raw`` (see the module docstring) that has counters with its
+    prediction on ``model`` (the OpenCL build: times, speedups, rankings) and on
+    :func:`counter_model_for` ``model`` (the counters); cases without a numeric counter are
+    left out."""
     counter_model = counter_model_for(model)
     times = {c["id"]: c["run"]["median_s"] for c in raw.get("opencl_cases", [])
              if c.get("run")}
@@ -216,24 +219,3 @@ def _discordant_pairs(pred: list[CaseComparison], label: dict[str, str],
                             if opencl else None})
     return out
 
-
-def load_json(path: str | Path) -> dict | None:
-    """The JSON file at ``path``, or None if there is none (a report directory's optional
-    raw data)."""
-    path = Path(path)
-    return json.loads(path.read_text()) if path.exists() else None
-
-
-def load_raw(directory: str | Path) -> dict:
-    """``h200_raw.json`` of a hardware report directory.
-
-    Raises:
-        FileNotFoundError: the directory has no ``h200_raw.json``.
-    """
-    return json.loads((Path(directory) / "h200_raw.json").read_text())
-
-
-def model_for(raw: dict) -> DeviceModel:
-    """The device model matching the raw data's device (the H200 model for an H200)."""
-    name = json.dumps(raw.get("device_facts", {})).lower()
-    return DEVICE_MODELS["nvidia-h200"] if "h200" in name else DEVICE_MODELS["generic-gpu"]

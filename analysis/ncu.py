@@ -1,7 +1,7 @@
 """Nsight Compute's CSV pages, parsed: ``ncu --import REPORT --page raw --csv``.
 
-Used by ``benchmarks/h200_validation.py`` (the counters of the validation run) and
-:mod:`analysis.dispatch` (the full-set run of ``benchmarks/h200_dispatch.py``).
+The counters :func:`tiletraffic.analysis.hardware.compare` reads are records of this form
+(the H200 study's drivers in ``experiments/h200/`` write them).
 """
 from __future__ import annotations
 

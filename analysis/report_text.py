@@ -56,7 +56,7 @@ def write_report(data: dict, out_dir: Path) -> str:
     if meta.get("complete") is False:
         lines += [f"**Interrupted sweep:** {len(results)} of {meta.get('cases_total', '?')} "
                   "cases finished; the tables and figures show those only.", ""]
-    if (out_dir / "h200_raw.json").exists():
+    if (out_dir / "validation.md").exists():  # a hardware validation beside the report
         lines += ["**Hardware counters against predictions** (requests, sectors, L2 and DRAM "
                   "traffic, time, roofline): [validation.md](validation.md).", ""]
     agree = [e.get("closed_form_agrees") for e in results if "counts" in e]

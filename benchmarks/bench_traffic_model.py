@@ -14,8 +14,10 @@ import time
 import warnings
 
 from tiletraffic.simulator import schedules
-from tiletraffic.simulator.device_model import NVIDIA_H200
+from tiletraffic.simulator.device_model import DEVICE_MODELS
 from tiletraffic.simulator.traffic_model import model_launch
+
+NVIDIA_H200 = DEVICE_MODELS["nvidia-h200"]
 
 CASES = [("gemm-naive", 1024, 60.0), ("gemm-tiled", 1024, 60.0),
          ("gemm-naive", 4096, 600.0), ("gemm-tiled", 4096, 600.0)]

@@ -201,7 +201,7 @@ def dram_reads_timeline(buffers: dict[str, BufferReads], output_bytes: int, grou
                         seed: int = 0) -> tuple[float, dict[str, float]]:
     """DRAM bytes read when work-group ``g`` ran from ``start_s[g]`` to ``end_s[g]``.
 
-    The timeline may be measured (``benchmarks/h200_dispatch.py`` reads ``%globaltimer``
+    The timeline may be measured (``experiments/h200/dispatch/driver.py`` reads ``%globaltimer``
     in each work-group) or made up (:func:`wave_timeline`). Each work-group reads its share
     of every buffer at a constant rate over its run (the fraction ``f`` of its loop at time
     ``start + f × (end - start)``). A re-read of the sectors at fraction ``f`` of a stripe

@@ -1,0 +1,116 @@
+"""Loads in flight per warp, read off a kernel's machine code (SASS disassembly text).
+
+A warp issues its instructions in order: in an unrolled loop it issues global loads until
+an instruction needs a loaded value that has not arrived, and waits there. The loads issued
+before the loop's first multiply-add are therefore the most a warp has in flight when it
+first waits: its memory-level parallelism (Little's law: bytes in flight = bandwidth ×
+latency; Hong and Kim, "An analytical model for a GPU architecture with memory-level and
+thread-level parallelism awareness", ISCA 2009, call the warp-level form MWP). Nothing here
+needs a GPU: the disassemblies come from ``experiments/h200/codegen/driver.py``
+(``codegen/code.tar.gz`` of a report directory, made by ``cuobjdump -sass`` on the device).
+
+Scope: the measure is meant for single-path k-loops like the matrix-vector kernels' (loads,
+then multiply-adds, one back edge). It counts every instruction between a loop's top and its
+back edge, so both arms of an if/else inside the body count; a loop whose global loads end
+in a barrier (the tiled GEMMs' K-tile loop) waits at the barrier, not at its first
+multiply-add, and its figure means nothing.
+"""
+from __future__ import annotations
+
+import re
+import tarfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+_INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+_BRANCH = re.compile(r"\bBRA(?:\.\w+)*\s+(?:[!\w]+,\s*)?(0x[0-9a-f]+)")
+_FUNCTION = re.compile(r"^\s*Function\s*:", re.MULTILINE)
+_PREDICATE = re.compile(r"^@!?U?P[T\d]+\s+")
+
+
+@dataclass(frozen=True)
+class LoopIssue:
+    """The innermost loop of a disassembly with the most multiply-adds.
+
+    Attributes:
+        global_loads: ``LDG`` instructions in one trip through the loop body.
+        local_loads: ``LDS`` instructions in one trip.
+        fmas: ``FFMA`` instructions in one trip (one per k-step in the kernels here).
+        global_loads_before_first_fma: ``LDG`` issued from the loop's top to its first
+            ``FFMA``, the loads a warp has in flight when it first waits.
+    """
+
+    global_loads: int
+    local_loads: int
+    fmas: int
+    global_loads_before_first_fma: int
+
+    @property
+    def k_steps_in_flight(self) -> float:
+        """Global loads before the first multiply-add / global loads per multiply-add:
+        the k-steps whose loads a warp has issued when it first waits."""
+        if not (self.fmas and self.global_loads):
+            return 0.0
+        return self.global_loads_before_first_fma / (self.global_loads / self.fmas)
+
+
+def _opcodes(text: str) -> list[tuple[int, str]]:
+    out = []
+    for address, body in _INSTRUCTION.findall(text):
+        out.append((int(address, 16), _PREDICATE.sub("", body)))
+    return out
+
+
+def _root(op: str) -> str:
+    """``LDG.E.CONSTANT R2, ...`` -> ``LDG`` (so ``LDGSTS`` is not a ``LDG``)."""
+    return op.split()[0].split(".")[0] if op else ""
+
+
+def main_loop(sass_text: str) -> LoopIssue:
+    """The innermost loop (a backward branch whose body holds no other backward branch) with
+    the most ``FFMA`` instructions, counted; with several kernels in the text (``Function :``
+    sections), over all of them, each on its own addresses.
+
+    Raises:
+        ValueError: the text has no loop with a multiply-add.
+    """
+    best = None
+    for function in _FUNCTION.split(sass_text):
+        code = _opcodes(function)
+        loops = []
+        for address, body in code:
+            if (m := _BRANCH.search(body)) and int(m.group(1), 16) < address:
+                loops.append((int(m.group(1), 16), address))
+        innermost = [(a, b) for a, b in loops
+                     if not any(a <= c and d <= b and (c, d) != (a, b) for c, d in loops)]
+        for top, bottom in innermost:
+            ops = [_root(op) for address, op in code if top <= address <= bottom]
+            fmas = ops.count("FFMA")
+            if fmas and (best is None or fmas > best[0]):
+                first = ops.index("FFMA")
+                best = (fmas, LoopIssue(
+                    global_loads=ops.count("LDG"), local_loads=ops.count("LDS"), fmas=fmas,
+                    global_loads_before_first_fma=ops[:first].count("LDG")))
+    if best is None:
+        raise ValueError("no loop with a multiply-add (FFMA) in this disassembly")
+    return best[1]
+
+
+def loops_in_archive(archive: str | Path, suffix: str = ".opencl-jit.0.sass"
+                     ) -> dict[str, LoopIssue]:
+    """:func:`main_loop` of every disassembly in ``archive`` (``codegen/code.tar.gz``) whose
+    name ends in ``suffix`` (default: the OpenCL driver's JIT, the code OpenCL runs), keyed
+    by the name before it (``matvec-naive-T256``). A disassembly without such a loop is
+    left out with a warning."""
+    out = {}
+    with tarfile.open(archive) as tar:
+        for member in tar.getmembers():
+            name = Path(member.name).name
+            if member.isfile() and name.endswith(suffix):
+                text = tar.extractfile(member).read().decode()
+                try:
+                    out[name.removesuffix(suffix)] = main_loop(text)
+                except ValueError as err:
+                    warnings.warn(f"{archive}: {member.name}: {err}", stacklevel=2)
+    return out

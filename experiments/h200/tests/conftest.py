@@ -1,0 +1,55 @@
+"""Fixtures of the H200 experiment tests: the committed raw data under reports/nvidia-h200.
+
+Every test that reads committed data gets it through :func:`committed` (or a fixture built
+on it), which skips the test, naming the missing file, when the data is absent (e.g. a
+checkout without reports/). The predictions of the two validation runs are modelled once
+per session: modelling the 27 + 15 cases is the slowest part of these tests.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tiletraffic.analysis.hardware import compare
+
+from experiments.h200.data import REPORT
+from experiments.h200.validation.analysis import load_raw, model_for
+
+
+def committed(*parts: str) -> Path:
+    """``reports/nvidia-h200/<parts>``, or skip the calling test when it is not there."""
+    path = REPORT.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"no committed H200 data: {path.relative_to(REPORT.parents[1])}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def report_dir() -> Path:
+    """reports/nvidia-h200 (skips when absent)."""
+    return committed()
+
+
+@pytest.fixture(scope="session")
+def raw() -> dict:
+    """The issue-4 run's raw data (``h200_raw.json.gz``)."""
+    return load_raw(committed("h200_raw.json.gz").parent)
+
+
+@pytest.fixture(scope="session")
+def cases(raw):
+    """Every case of the issue-4 run compared with its predictions (modelled once)."""
+    return compare(raw, model_for(raw))
+
+
+@pytest.fixture(scope="session")
+def holdout_raw() -> dict:
+    """The held-out run's raw data (``holdout/h200_raw.json.gz``)."""
+    return load_raw(committed("holdout", "h200_raw.json.gz").parent)
+
+
+@pytest.fixture(scope="session")
+def holdout_cases(holdout_raw):
+    """Every case of the held-out run compared with its predictions (modelled once)."""
+    return compare(holdout_raw, model_for(holdout_raw))
