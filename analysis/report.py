@@ -70,7 +70,6 @@ def default_sweep(quick: bool) -> list[SweepPoint]:
     return points
 
 
-_atomic_write = atomic_write_text  # the name analysis.hardware_report imports
 
 
 def _archive_previous(out_dir: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tiletraffic.analysis import plots
 from tiletraffic.analysis.hardware import compare, counter_model_for, rankings, speedups
-from tiletraffic.analysis.report import _atomic_write
+from tiletraffic.analysis.files import atomic_write_text
 
 from experiments.h200.barrier_wait.analysis import load_barrier_wait
 from experiments.h200.busy_background.analysis import (busy_background_lines,
@@ -80,7 +80,7 @@ def render_hardware(directory: str | Path) -> Path:
     pre = preregistered_check(directory, cases)
     if pre is not None:
         data["preregistered"] = pre
-    _atomic_write(directory / "validation.json", json.dumps(data, indent=1, default=str))
+    atomic_write_text(directory / "validation.json", json.dumps(data, indent=1, default=str))
     points = []
     for c in cases:
         t = c.measured_time_s or c.counter_time_s
@@ -205,7 +205,7 @@ def render_hardware(directory: str | Path) -> Path:
               "instructions use no value chosen or read with these data.", "",
               *codegen_lines, *pipe_lines, *matvec_lines, *dram_section(cases, model, holdout),
               *dispatch_lines, *sharing_lines]
-    _atomic_write(directory / "validation.md", "\n".join(lines))
+    atomic_write_text(directory / "validation.md", "\n".join(lines))
     return directory / "validation.md"
 
 
