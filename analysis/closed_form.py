@@ -10,7 +10,8 @@ seeds/matrix-operations.txt "Performance Analysis" (2·1024³ naive, 1.34e8 tile
 N=1024, B=16; x read once per row naive, once per work-group staged); DESIGN.md "Numbers the
 model must reproduce" (tiled loads M·K·⌈N/B⌉ + K·N·⌈M/B⌉, 2·⌈K/B⌉ barriers per
 work-group). The counts below are derived from the schedules in simulator/schedules.py by
-counting, per statement, the work-items whose guards hold.
+counting, per statement, the work-items whose guards hold (the register-blocked families:
+simulator/schedules_advanced.py).
 """
 from __future__ import annotations
 
@@ -82,6 +83,37 @@ def gemm_tiled(m: int, k: int, n: int, t: int) -> dict:
     })
 
 
+def gemm_register_blocked(m: int, k: int, n: int, w0: int, w1: int, tm: int, tn: int,
+                          bk: int) -> dict:
+    """Register-blocked GEMM (``gemm-register-blocked`` and ``gemm-vectorized``, whose
+    element counts are equal): work-groups of W0×W1 work-items compute BM×BN blocks of C,
+    BM = TM·W1, BN = TN·W0, in S = ⌈K/BK⌉ steps.
+
+    With G = ⌈N/BN⌉·⌈M/BM⌉ work-groups: loads of A M·K·⌈N/BN⌉ (each BM×BK tile element
+    in range is read once per work-group column), of B K·N·⌈M/BM⌉; C: M·N stores. Per
+    work-group and step: BM·BK + BK·BN local stores (zero fill included) and two barriers;
+    per work-item and step BK·(TM + TN) local loads and BK·TM·TN multiply-adds (2 FLOP
+    each, padded work-items included). Busiest work-group: K·(min(BM,M) + min(BN,N)) global
+    loads. A float4 access counts 4 elements (the vectorized family needs K and N multiples
+    of 4, so its float4 guards keep exactly the elements in range).
+    """
+    bm, bn = tm * w1, tn * w0
+    groups = ceil_div(n, bn) * ceil_div(m, bm)
+    steps = ceil_div(k, bk)
+    items = groups * w0 * w1
+    return _finish({
+        "global_load_elems_by_buffer": {"A": m * k * ceil_div(n, bn),
+                                        "B": k * n * ceil_div(m, bm), "C": 0},
+        "global_store_elems_by_buffer": {"A": 0, "B": 0, "C": m * n},
+        "local_load_elems": items * steps * bk * (tm + tn),
+        "local_store_elems": groups * steps * (bm * bk + bk * bn),
+        "barriers": 2 * steps * groups,
+        "flop": 2 * items * steps * bk * tm * tn,
+        "work_groups": groups,
+        "global_load_elems_per_tile": k * (min(bm, m) + min(bn, n)),
+    })
+
+
 def matvec_naive(m: int, k: int, t: int) -> dict:
     """Naive matrix-vector: each of the M rows reads K elements of A and all K of x."""
     return _finish({
@@ -140,6 +172,10 @@ def counts(schedule: Schedule) -> dict:
         return gemm_naive(p["M"], p["K"], p["N"], t)
     if family == "gemm-tiled":
         return gemm_tiled(p["M"], p["K"], p["N"], t)
+    if family in ("gemm-register-blocked", "gemm-vectorized"):
+        x = schedule.extra
+        return gemm_register_blocked(p["M"], p["K"], p["N"], t, x["wg_rows"], x["tm"],
+                                     x["tn"], x["bk"])
     if family == "matvec-naive":
         return matvec_naive(p["M"], p["K"], t)
     if family == "matvec-local":

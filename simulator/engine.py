@@ -236,6 +236,22 @@ _CMP_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater
             "==": np.equal, "!=": np.not_equal}
 
 
+def _as3(a) -> np.ndarray:
+    a = np.asarray(a)
+    return a.reshape((1,) * (3 - a.ndim) + a.shape)
+
+
+def _expand_vector(flat, mask, shape, width: int):
+    """Index, mask and shape of a vector access with its ``width`` elements laid out along
+    the iteration axis: entry ``i * width + w`` is element ``w`` of iteration ``i``."""
+    G, L, I = shape
+    f3, m3 = _as3(flat), _as3(mask)
+    f3 = np.broadcast_to(f3, f3.shape[:2] + (I,))
+    m3 = np.broadcast_to(m3, m3.shape[:2] + (I,))
+    index = (f3[..., None] + np.arange(width)).reshape(f3.shape[:2] + (I * width,))
+    return index, np.repeat(m3, width, axis=2), (G, L, I * width)
+
+
 def _is_vectorizable(loop: S.For) -> bool:
     """A loop may run as blocks of iterations if it only loads and accumulates."""
     targets: set[str] = set()
@@ -371,31 +387,64 @@ class _Machine:
             text = self.sites[key] = f"{direction} {S.describe_access(array, index)}"
         return text
 
-    def access(self, space: str, direction: str, array, index: tuple, mask):
+    def access(self, space: str, direction: str, array, index: tuple, mask, width: int = 1):
         """Bounds-check (per dimension) and announce one access.
 
-        Returns the row-major flat index and the mask with out-of-bounds entries off.
+        ``width`` > 1: a vector access of ``width`` consecutive elements along the last
+        dimension (all of them bounds-checked); its first flat index must be a multiple of
+        ``width`` (else a ``misaligned-vector-access`` hazard, the entry skipped). The event
+        then covers every element: its iteration axis holds ``width`` entries per
+        iteration (``AccessEvent.vector_width``).
+
+        Returns the row-major flat index (of the first element) and the mask with
+        out-of-bounds and misaligned entries off.
         """
         site = self.site(direction, array, index)
         dims = self.dims_of(array)
         comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in index]
+        last = len(dims) - 1
         for d, (comp, extent) in enumerate(zip(comps, dims)):
-            if comp.size and (comp.min() < 0 or comp.max() >= extent):
-                bad = np.logical_and(mask, (comp < 0) | (comp >= extent))
+            top = comp + (width - 1) if d == last else comp
+            if comp.size and (comp.min() < 0 or top.max() >= extent):
+                bad = np.logical_and(mask, (comp < 0) | (top >= extent))
                 if bad.any():
-                    self.report_out_of_bounds(space, direction, array.name, dims, d, comps,
-                                              bad, site)
+                    self.report_out_of_bounds(space, direction, array.name, dims, d,
+                                              comps[:d] + [top] + comps[d + 1:], bad, site)
                     mask = np.logical_and(mask, np.logical_not(bad))
         flat = comps[0]
         for comp, extent in zip(comps[1:], dims[1:]):
             flat = flat * extent + comp
         size = int(np.prod(dims))
+        if width > 1:
+            misaligned = np.logical_and(mask, flat % width != 0)
+            if misaligned.any():
+                self.report_misaligned(space, direction, array.name, width, flat, misaligned,
+                                       site)
+                mask = np.logical_and(mask, np.logical_not(misaligned))
         shape = self.shape_of(flat, mask)
-        event = AccessEvent(space, direction, array.name, size, flat, mask, shape,
-                            self.group_index, site)
+        ev_index, ev_mask, ev_shape = flat, mask, shape
+        if width > 1:
+            ev_index, ev_mask, ev_shape = _expand_vector(flat, mask, shape, width)
+        event = AccessEvent(space, direction, array.name, size, ev_index, ev_mask, ev_shape,
+                            self.group_index, site, vector_width=width)
         for obs in self.observers:
             obs.on_access(event)
         return flat, mask
+
+    def report_misaligned(self, space, direction, name, width, flat, bad, site):
+        shape = self.shape_of(bad, flat)
+        g, li, it = (int(v[0]) for v in np.nonzero(np.broadcast_to(bad, shape)))
+        where = int(np.broadcast_to(flat, shape)[g, li, it])
+        groups = self.per_group(bad, shape)
+        gid = self.group_id_tuple(g)
+        self.log.add(Hazard(
+            kind="misaligned-vector-access", schedule=self.schedule.family, array=name,
+            index=where, group_id=gid, local_ids=(li,), epoch=self.epoch,
+            count=int(groups[1].sum()), site=f"{space} {site}",
+            detail=(f"{space} float{width} {direction} of {name} at element {where} (byte "
+                    f"offset {where * S.FLOAT_BYTES}, not a multiple of "
+                    f"{width * S.FLOAT_BYTES}) ({site}), e.g. by work-item {li} of work-group "
+                    f"{gid}")), groups, "misaligned vector accesses")
 
     def per_group(self, mask, shape) -> tuple[np.ndarray, np.ndarray]:
         """(linear ids, true entries) of the batch's work-groups with any true entry."""
@@ -431,10 +480,14 @@ class _Machine:
         index, mask = self.access(space, "load", e.array, e.index, mask)
         if not self.values:
             return None
+        return self.read_values(space, e.array, index, mask)
+
+    def read_values(self, space, array, index, mask):
+        """Values at flat ``index`` (0 where ``mask`` is off), shape of ``index``."""
         safe = np.where(mask, index, 0) if not np.all(mask) else index
         if space == "global":
-            return self.buffers[e.array.name][safe]
-        table = self.local[e.array.name]
+            return self.buffers[array.name][safe]
+        table = self.local[array.name]
         safe = np.asarray(safe)
         safe = safe.reshape((1,) * (3 - safe.ndim) + safe.shape)
         if safe.shape[0] == 1:
@@ -481,6 +534,10 @@ class _Machine:
                 self.exec_private_update(s, m)
             elif isinstance(s, S.Store):
                 self.exec_store(s, m)
+            elif isinstance(s, S.VectorLoad):
+                self.exec_vector_load(s, m)
+            elif isinstance(s, S.VectorStore):
+                self.exec_vector_store(s, m)
             elif isinstance(s, S.If):
                 if not np.any(m):
                     continue
@@ -552,15 +609,48 @@ class _Machine:
         index, m = self.access(space, "store", s.array, s.index, m)
         if not self.values:
             return
+        self.write_values(space, s.array, index, m, value)
+
+    def write_values(self, space, array, index, m, value) -> None:
+        """Store ``value`` at flat ``index`` where ``m`` is on."""
         shape = self.shape_of(index, m)
         idx_b = np.broadcast_to(index, shape)
         m_b = np.broadcast_to(m, shape)
         val_b = np.broadcast_to(np.asarray(value, dtype=np.float32), shape)
         if space == "global":
-            self.buffers[s.array.name][idx_b[m_b]] = val_b[m_b]
+            self.buffers[array.name][idx_b[m_b]] = val_b[m_b]
         else:
             g_b = np.broadcast_to(np.arange(self.G).reshape(self.G, 1, 1), shape)
-            self.local[s.array.name][g_b[m_b], idx_b[m_b]] = val_b[m_b]
+            self.local[array.name][g_b[m_b], idx_b[m_b]] = val_b[m_b]
+
+    def exec_vector_load(self, s: S.VectorLoad, m) -> None:
+        space = "global" if isinstance(s.array, S.GlobalArray) else "local"
+        index, ok = self.access(space, "load", s.array, s.index, m, width=s.width)
+        for w, name in enumerate(s.names):
+            if name not in self.private_set:
+                raise NameError(f"{self.schedule.family}: private {name!r} used before it is "
+                                "declared")
+            if not self.private_full.get(name):
+                self.private_set[name] = np.logical_or(self.private_set[name],
+                                                       np.any(m, axis=2, keepdims=True))
+                self.private_full[name] = bool(self.private_set[name].all())
+            if self.values:
+                value = self.read_values(space, s.array, index + w, ok)
+                self.privates[name] = np.where(m, value, self.privates[name]).astype(np.float32)
+
+    def exec_vector_store(self, s: S.VectorStore, m) -> None:
+        values, ops = [], 0
+        for v in s.values:
+            value, flop = self.eval_float(v, m)
+            values.append(value)
+            ops += flop
+        self.count_flop(m, ops)
+        space = "global" if isinstance(s.array, S.GlobalArray) else "local"
+        index, m = self.access(space, "store", s.array, s.index, m, width=s.width)
+        if not self.values:
+            return
+        for w, value in enumerate(values):
+            self.write_values(space, s.array, index + w, m, value)
 
     def exec_barrier(self, barrier: S.Barrier, m) -> None:
         arrived = count_per_group(m, (self.G, self.L, 1))

@@ -237,6 +237,19 @@ class _Checker:
                     self.add(f"store into input array {s.array.name} (inputs are const; "
                              "give it role 'inout')")
                 self._float(s.value, ints, privates)
+            elif isinstance(s, S.VectorLoad):
+                self._array(s.array, s.index, ints)
+                for name in s.names:
+                    if name not in privates:
+                        self.add(f"VectorLoad into {name!r}, which no DeclareFloat declares "
+                                 "there")
+            elif isinstance(s, S.VectorStore):
+                self._array(s.array, s.index, ints)
+                if getattr(s.array, "role", None) == "in":
+                    self.add(f"store into input array {s.array.name} (inputs are const; "
+                             "give it role 'inout')")
+                for v in s.values:
+                    self._float(v, ints, privates)
             elif isinstance(s, S.If):
                 self._cond(s.cond, ints)
                 self._block(s.then, ints, privates)

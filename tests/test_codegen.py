@@ -28,6 +28,10 @@ SMALL = {
     "matvec-naive": build("matvec-naive", 47, 13, tile=6),
     "matvec-local": build("matvec-local", 45, 37, tile=8, chunk=5),
     "matvec-local-whole": build("matvec-local-whole", 45, 37, tile=8),
+    "gemm-register-blocked": build("gemm-register-blocked", 17, 5, 23, tile=3, tm=2, tn=3,
+                                   bk=4, wg_rows=5),
+    "gemm-vectorized": build("gemm-vectorized", 17, 8, 24, tile=3, tm=4, tn=8, bk=4,
+                             wg_rows=5),
 }
 
 
@@ -65,7 +69,8 @@ def test_source_names_kernel_and_fixes_work_group_size(family):
 def test_one_barrier_call_per_barrier_statement(family):
     schedule = SMALL[family]
     expected = _count_barriers(schedule.body)
-    assert expected == {"gemm-tiled": 2, "matvec-local": 2, "matvec-local-whole": 1}.get(family, 0)
+    assert expected == {"gemm-tiled": 2, "matvec-local": 2, "matvec-local-whole": 1,
+                        "gemm-register-blocked": 2, "gemm-vectorized": 2}.get(family, 0)
     assert generate(schedule).source.count("barrier(CLK_LOCAL_MEM_FENCE)") == expected
     assert generate(schedule).source.count("barrier(") == expected
 
