@@ -107,7 +107,40 @@ def _schedule_options(f):
     return _size_options(f)
 
 
+REGISTER_BLOCK_OPTIONS = (
+    ("tm", "Rows of C per work-item (default 4)."),
+    ("tn", "Columns of C per work-item (default 4)."),
+    ("bk", "Depth of one K step: columns of the A tile, rows of the B tile (default 16)."),
+    ("wg_rows", "Work-items per work-group along the rows (default: --tile, the "
+                "work-group width along the columns)."),
+)
+"""Options of gemm-register-blocked and gemm-vectorized: a work-group of --tile x --wg-rows
+work-items computes a BM x BN block of C, BM = tm * wg_rows, BN = tn * tile, through BM x bk
+and bk x BN local tiles (gemm-vectorized: tm, tn, bk, K and N multiples of 4)."""
+
+
+def _register_block_options(f):
+    """--tm, --tn, --bk, --wg-rows: kept in the click context (read by :func:`_build`), so
+    the commands' signatures stay as they are."""
+    def remember(ctx, param, value):
+        if value is not None:
+            ctx.meta.setdefault("register_block", {})[param.name] = value
+        return value
+
+    for name, text in reversed(REGISTER_BLOCK_OPTIONS):
+        f = click.option(f"--{name.replace('_', '-')}", name, type=int, default=None,
+                         expose_value=False, callback=remember,
+                         help=f"gemm-register-blocked, gemm-vectorized: {text}")(f)
+    return f
+
+
+def _register_block_values() -> dict:
+    ctx = click.get_current_context(silent=True)
+    return dict(ctx.meta.get("register_block", {})) if ctx is not None else {}
+
+
 def _size_options(f):
+    f = _register_block_options(f)
     f = click.option("--a-tile", type=click.Choice(["row-major", "transposed"]), default=None,
                      help="gemm-tiled: store the A tile transposed (bank conflicts).")(f)
     f = click.option("--padding", type=int, default=None,
@@ -132,6 +165,7 @@ def _size_options(f):
 
 def _named_schedule_options(f):
     """NAME (a family, demo or broken variant) and optional sizes, for check/crosscheck."""
+    f = _register_block_options(f)
     f = click.option("--chunk", type=int, default=None, help="matvec-local chunk.")(f)
     f = click.option("--tile", "-b", type=int, default=None,
                      help="Tile width or work-group size.")(f)
@@ -162,6 +196,7 @@ def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=No
     """
     options = {key: v for key, v in (("mapping", mapping), ("padding", padding),
                                      ("a_tile", a_tile)) if v is not None}
+    options.update(_register_block_values())
     if user_schedule.is_file_spec(schedule):
         extra = [f"--{key.replace('_', '-')}" for key, v in (("chunk", chunk), *options.items())
                  if v is not None]
@@ -173,8 +208,17 @@ def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=No
         except user_schedule.UserScheduleError as err:
             raise click.UsageError(str(err)) from None
     if named:
-        from tiletraffic.simulator.variants import build_any
+        from tiletraffic.simulator.variants import CHECK_EXAMPLES, build_any
         try:
+            if options:  # --tm ...: a family at its example shape unless sizes are given
+                if schedule not in schedules.REGISTER_BLOCKED_FAMILIES:
+                    raise schedules.ScheduleError(
+                        f"--{', --'.join(o.replace('_', '-') for o in options)} applies to "
+                        f"{', '.join(schedules.REGISTER_BLOCKED_FAMILIES)} only, not {schedule}")
+                ex = CHECK_EXAMPLES[schedule]
+                m, k, n = (ex[0], ex[1], ex[2]) if m is None else (m, k, n)
+                return schedules.build(schedule, m, k, n, ex[3] if tile is None else tile,
+                                       chunk, **options)
             return build_any(schedule, m, k, n, tile, chunk)
         except schedules.ScheduleError as err:
             raise click.UsageError(str(err)) from None
