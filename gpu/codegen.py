@@ -101,10 +101,17 @@ def render_float(e: S.FloatExpr) -> tuple[str, int]:
         return f"{float(e.value)!r}f", _ATOM
     if isinstance(e, S.Private):
         return e.name, _ATOM
+    if isinstance(e, S.PrivateElem):
+        return e.array.name + "".join(f"[{render_int(i)[0]}]" for i in e.index), _ATOM
     if isinstance(e, S.FBinOp):
         return _binary(e.op, render_float(e.left), render_float(e.right), _op_of(e.right),
                        reassociate=False)
     raise TypeError(f"cannot render float expression {e!r}")
+
+
+def _target(s) -> str:
+    """``name`` or ``name[i][j]`` of an Assign/Accumulate."""
+    return s.name + "".join(f"[{render_int(i)[0]}]" for i in s.index)
 
 
 def render_block(stmts, depth: int = 1) -> list[str]:
@@ -117,10 +124,24 @@ def render_block(stmts, depth: int = 1) -> list[str]:
         elif isinstance(s, S.DeclareFloat):
             init = "" if s.init is None else f" = {float(s.init)!r}f"
             lines.append(f"{pad}float {s.name}{init};")
+        elif isinstance(s, S.DeclarePrivateArray):
+            name = s.array.name
+            extents = [render_int(d)[0] for d in s.array.dims]
+            lines.append(f"{pad}float {name}{''.join(f'[{e}]' for e in extents)};")
+            if s.init is not None:
+                # zero-filled by loops, not "= {0.0f}": PoCL (CPU) miscompiled that aggregate
+                # initializer in work-groups of 3 work-items (tests/test_codegen.py found it)
+                idx = [f"{name}_z{d}" for d in range(len(extents))]
+                lines.append(f"{pad}{{")
+                for d, (i, e) in enumerate(zip(idx, extents)):
+                    lines.append(f"{pad}{'    ' * (d + 1)}for (int {i} = 0; {i} < {e}; ++{i})")
+                lines.append(f"{pad}{'    ' * (len(idx) + 1)}{name}"
+                             f"{''.join(f'[{i}]' for i in idx)} = {float(s.init)!r}f;")
+                lines.append(f"{pad}}}")
         elif isinstance(s, S.Assign):
-            lines.append(f"{pad}{s.name} = {render_float(s.value)[0]};")
+            lines.append(f"{pad}{_target(s)} = {render_float(s.value)[0]};")
         elif isinstance(s, S.Accumulate):
-            lines.append(f"{pad}{s.name} += {render_float(s.value)[0]};")
+            lines.append(f"{pad}{_target(s)} += {render_float(s.value)[0]};")
         elif isinstance(s, S.Store):
             lines.append(f"{pad}{render_access(s.array, s.index)} = "
                          f"{render_float(s.value)[0]};")

@@ -261,7 +261,7 @@ def _is_vectorizable(loop: S.For) -> bool:
         for s in stmts:
             if isinstance(s, S.Let):
                 continue
-            if isinstance(s, S.Accumulate):
+            if isinstance(s, S.Accumulate) and not s.index:
                 targets.add(s.name)
                 _privates_read(s.value, reads)
             elif isinstance(s, S.If):
@@ -277,6 +277,8 @@ def _is_vectorizable(loop: S.For) -> bool:
 def _privates_read(e: S.FloatExpr, out: set[str]) -> None:
     if isinstance(e, S.Private):
         out.add(e.name)
+    elif isinstance(e, S.PrivateElem):
+        out.add(e.array.name)
     elif isinstance(e, S.FBinOp):
         _privates_read(e.left, out)
         _privates_read(e.right, out)
@@ -317,6 +319,8 @@ class _Machine:
             obs.on_batch(group_index, L, weights)
         self.env: dict[str, object] = {}
         self.privates: dict[str, np.ndarray] = {}
+        self.parrays: dict[str, tuple] = {}
+        self.parray_set: dict[str, np.ndarray | None] = {}
         self.private_set: dict[str, np.ndarray] = {}
         self.private_full: dict[str, bool] = {}
         self.local = {a.name: np.full((G, a.size), np.nan, dtype=np.float32)
@@ -504,6 +508,8 @@ class _Machine:
         if isinstance(e, S.Private):
             self.check_private_set(e.name, mask)
             return self.privates.get(e.name), 0
+        if isinstance(e, S.PrivateElem):
+            return self.read_private_elem(e, mask), 0
         if isinstance(e, S.FBinOp):
             left, fl = self.eval_float(e.left, mask)
             right, fr = self.eval_float(e.right, mask)
@@ -530,6 +536,15 @@ class _Machine:
                 self.privates[s.name] = np.full((self.G, self.L, 1), init, dtype=np.float32)
                 self.private_set[s.name] = np.full((self.G, self.L, 1), s.init is not None)
                 self.private_full[s.name] = s.init is not None
+            elif isinstance(s, S.DeclarePrivateArray):
+                a = s.array
+                init = np.nan if s.init is None else s.init
+                self.parrays[a.name] = (a, np.full((self.G, self.L, a.size), init,
+                                                   dtype=np.float32))
+                self.parray_set[a.name] = None if s.init is not None else \
+                    np.zeros((self.G, self.L, a.size), dtype=bool)
+            elif isinstance(s, (S.Assign, S.Accumulate)) and s.index:
+                self.exec_private_elem_update(s, m)
             elif isinstance(s, (S.Assign, S.Accumulate)):
                 self.exec_private_update(s, m)
             elif isinstance(s, S.Store):
@@ -601,6 +616,75 @@ class _Machine:
             self.privates[s.name] = old + contrib
         else:
             self.privates[s.name] = np.where(m, value, old).astype(np.float32)
+
+    # ------------------------------------------------------------------ private arrays
+    def private_elem_index(self, name: str, index: tuple, mask, direction: str):
+        """Flat element index of ``name[index]`` per entry, shape (G, L, I), and the mask
+        with out-of-bounds entries off (reported as out-of-bounds hazards)."""
+        if name not in self.parrays:
+            raise NameError(f"{self.schedule.family}: private array {name!r} used before it "
+                            "is declared")
+        array, _ = self.parrays[name]
+        dims = tuple(d.value for d in array.dims)
+        comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in index]
+        site = self.site(direction, array, index)
+        for d, (comp, extent) in enumerate(zip(comps, dims)):
+            bad = np.logical_and(mask, (comp < 0) | (comp >= extent))
+            if np.any(bad):
+                self.report_out_of_bounds("private", direction, name, dims, d, comps, bad,
+                                          site)
+                mask = np.logical_and(mask, np.logical_not(bad))
+        flat = comps[0]
+        for comp, extent in zip(comps[1:], dims[1:]):
+            flat = flat * extent + comp
+        shape = self.shape_of(flat, mask)
+        mask_b = np.broadcast_to(mask, shape)
+        return np.where(mask_b, np.broadcast_to(flat, shape), 0), mask_b
+
+    def read_private_elem(self, e: S.PrivateElem, mask):
+        idx, ok = self.private_elem_index(e.array.name, e.index, mask, "load")
+        is_set = self.parray_set[e.array.name]
+        if is_set is not None:
+            unset = ok & ~np.take_along_axis(is_set, idx, axis=2)
+            if np.any(unset):
+                shape = unset.shape
+                g, li, _ = (int(v[0]) for v in np.nonzero(unset))
+                gid = self.group_id_tuple(g)
+                groups = self.per_group(unset, shape)
+                self.log.add(Hazard(
+                    kind="uninitialized-private-read", schedule=self.schedule.family,
+                    array=e.array.name, index=int(idx[g, li, 0]), group_id=gid,
+                    local_ids=(li,), epoch=self.epoch, count=int(groups[1].sum()),
+                    site=f"private {e.array.name}",
+                    detail=(f"work-item {li} of work-group {gid} reads element "
+                            f"{int(idx[g, li, 0])} of private array {e.array.name}, which it "
+                            "never assigned")), groups, "reads")
+        if not self.values:
+            return None
+        return np.take_along_axis(self.parrays[e.array.name][1], idx, axis=2)
+
+    def exec_private_elem_update(self, s, m) -> None:
+        value, ops = self.eval_float(s.value, m)
+        accumulate = isinstance(s, S.Accumulate)
+        if accumulate:
+            self.read_private_elem(S.PrivateElem(self.parrays[s.name][0], s.index), m)
+        idx, ok = self.private_elem_index(s.name, s.index, m, "store")
+        if idx.shape[2] != 1:
+            raise ValueError(f"{self.schedule.family}: private array {s.name} written in a "
+                             "vectorized loop")
+        self.count_flop(m, ops + (1 if accumulate else 0))
+        is_set = self.parray_set[s.name]
+        if is_set is not None:
+            np.put_along_axis(is_set, idx, np.take_along_axis(is_set, idx, axis=2) | ok,
+                              axis=2)
+        if not self.values:
+            return
+        table = self.parrays[s.name][1]
+        old = np.take_along_axis(table, idx, axis=2)
+        value = np.broadcast_to(np.asarray(value, dtype=np.float32), old.shape)
+        new = (old + np.where(ok, value, np.float32(0))) if accumulate else \
+            np.where(ok, value, old)
+        np.put_along_axis(table, idx, new.astype(np.float32), axis=2)
 
     def exec_store(self, s: S.Store, m) -> None:
         value, ops = self.eval_float(s.value, m)

@@ -16,7 +16,11 @@ Float expressions (:class:`FloatExpr`) are loads, private variables, constants, 
 ``*``. Control flow is never data dependent: every condition is an integer :class:`Cond`,
 so the traffic of a schedule does not depend on the values in the arrays.
 
-Statements: :class:`Let`, :class:`DeclareFloat`, :class:`Assign`, :class:`Accumulate`,
+Private arrays (:class:`PrivateArray`, declared by :class:`DeclarePrivateArray`) hold
+register tiles such as ``acc[TM][TN]``, one per work-item.
+
+Statements: :class:`Let`, :class:`DeclareFloat`, :class:`DeclarePrivateArray`,
+:class:`Assign`, :class:`Accumulate`,
 :class:`Store`, :class:`VectorLoad`, :class:`VectorStore`, :class:`If`, :class:`For`,
 :class:`Barrier`, :class:`Return`.
 
@@ -400,6 +404,35 @@ class Private(FloatExpr):
 
 
 @dataclass(frozen=True, eq=False)
+class PrivateArray:
+    """``float name[d0][d1]...`` in one work-item's private memory (a register tile such
+    as ``acc[TM][TN]``); dims are constants. Declare it with :class:`DeclarePrivateArray`;
+    ``acc[i, j]`` reads an element (:class:`PrivateElem`); :class:`Assign` and
+    :class:`Accumulate` with ``index`` write one. Indices are integer expressions, usually
+    constants or loop variables (the simulator checks them against the dims:
+    ``out-of-bounds``)."""
+
+    name: str
+    dims: tuple[Const, ...]
+
+    @property
+    def size(self) -> int:
+        """Elements of the array."""
+        return math.prod(d.value for d in self.dims)
+
+    def __getitem__(self, index) -> PrivateElem:
+        return PrivateElem(self, _index_tuple(self, index))
+
+
+@dataclass(frozen=True, eq=False)
+class PrivateElem(FloatExpr):
+    """Read ``array[index]`` of a :class:`PrivateArray`, one index per dimension."""
+
+    array: PrivateArray
+    index: tuple[IntExpr, ...]
+
+
+@dataclass(frozen=True, eq=False)
 class FBinOp(FloatExpr):
     """``left op right`` for op in ``+ *``."""
 
@@ -448,19 +481,49 @@ class DeclareFloat(Stmt):
 
 
 @dataclass(frozen=True, eq=False)
+class DeclarePrivateArray(Stmt):
+    """``float name[d0]...= {init, ...};`` — a private array of every work-item (``init=None``:
+    uninitialized, its reads before an assignment are reported)."""
+
+    array: PrivateArray
+    init: float | None = 0.0
+
+    def __post_init__(self) -> None:
+        """Raises ScheduleError: an ``init`` other than 0.0 or None (C's ``= {0.0f}``
+        zero-fills every element; other values would fill only the first)."""
+        if self.init not in (None, 0.0):
+            raise ScheduleError(f"private array {self.array.name}: init must be 0.0 or None, "
+                                f"got {self.init!r}")
+
+
+@dataclass(frozen=True, eq=False)
 class Assign(Stmt):
-    """``name = value;`` for a private float."""
+    """``name = value;`` for a private float, or ``name[index] = value;`` for an element
+    of a :class:`PrivateArray` called ``name`` (``index``: one expression per dimension)."""
 
     name: str
     value: FloatExpr
+    index: tuple[IntExpr, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
 class Accumulate(Stmt):
-    """``name += value;`` for a private float (the ``+=`` counts one FLOP)."""
+    """``name += value;`` for a private float or ``name[index] += value;`` for a private
+    array element (the ``+=`` counts one FLOP)."""
 
     name: str
     value: FloatExpr
+    index: tuple[IntExpr, ...] = ()
+
+
+def assign_elem(target: PrivateElem, value: FloatLike) -> Assign:
+    """``array[index] = value`` for a private array element ``target = array[index]``."""
+    return Assign(target.array.name, as_float(value), target.index)
+
+
+def accumulate_elem(target: PrivateElem, value: FloatLike) -> Accumulate:
+    """``array[index] += value`` for a private array element ``target = array[index]``."""
+    return Accumulate(target.array.name, as_float(value), target.index)
 
 
 @dataclass(frozen=True, eq=False)

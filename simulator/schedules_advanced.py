@@ -32,20 +32,23 @@ vector family's K, N, TM, TN or BK not a multiple of 4, or an index beyond 32-bi
 from __future__ import annotations
 
 from .schedule import (
-    Accumulate,
     Assign,
     Barrier,
     Const,
     DeclareFloat,
+    DeclarePrivateArray,
     FConst,
     For,
     If,
     Let,
     LocalArray,
     Private,
+    PrivateArray,
     Schedule,
     ScheduleError,
     Var,
+    accumulate_elem,
+    assign_elem,
     block,
     ceil_div,
     group_id,
@@ -81,17 +84,6 @@ def _geometry(m, k, n, tile, tm, tn, bk, wg_rows):
     return W0, W1, BM, BN, BK, lx, ly, tid, row0, col0, global_size
 
 
-def _accumulators(tm: int, tn: int):
-    acc = [[f"acc_{i}_{j}" for j in range(tn)] for i in range(tm)]
-    a = [f"a_{i}" for i in range(tm)]
-    b = [f"b_{j}" for j in range(tn)]
-    decls = ([DeclareFloat(x) for row in acc for x in row]
-             + [DeclareFloat(x, None) for x in a + b])
-    update = [Accumulate(acc[i][j], Private(a[i]) * Private(b[j]))
-              for i in range(tm) for j in range(tn)]
-    return acc, a, b, decls, update
-
-
 def _extra(tile, tm, tn, bk, wg_rows) -> dict:
     return {"tm": tm, "tn": tn, "bk": bk, "wg_rows": wg_rows,
             "bm": tm * wg_rows, "bn": tn * tile}
@@ -120,8 +112,11 @@ def gemm_register_blocked(m: int, k: int, n: int, tile: int = 16, tm: int = DEFA
         m, k, n, tile, tm, tn, bk, wg_rows)
     WG = Const(tile * wg_rows, "WG_ITEMS")
     tile_a, tile_b = LocalArray("A_tile", (BM, BK)), LocalArray("B_tile", (BK, BN))
-    acc, a, b, decls, update = _accumulators(tm, tn)
-    tv, e, kk = Var("t"), Var("e"), Var("kk")
+    TM, TN = Const(tm, "TM"), Const(tn, "TN")
+    acc = PrivateArray("acc", (TM, TN))
+    a, b = PrivateArray("a", (TM,)), PrivateArray("b", (TN,))
+    decls = [DeclarePrivateArray(acc), DeclarePrivateArray(a, None), DeclarePrivateArray(b, None)]
+    tv, e, kk, i, j = Var("t"), Var("e"), Var("kk"), Var("i"), Var("j")
     k0 = Let("k0", tv * BK)
     ar, ac = Let("ar", e // BK), Let("ac", e % BK)
     br, bc = Let("br", e // BN), Let("bc", e % BN)
@@ -136,15 +131,15 @@ def gemm_register_blocked(m: int, k: int, n: int, tile: int = 16, tm: int = DEFA
         If((k0v + br.var < K) & (c0 + bc.var < N),
            (store(tile_b, (br.var, bc.var), B[k0v + br.var, c0 + bc.var]),),
            (store(tile_b, (br.var, bc.var), 0.0),))))
-    compute = For("kk", Const(0), BK, Const(1), block(
-        [Assign(a[i], tile_a[ly.var + i * W1, kk]) for i in range(tm)],
-        [Assign(b[j], tile_b[kk, lx.var + j * W0]) for j in range(tn)],
-        update))
-    stores = []
-    for i in range(tm):
-        for j in range(tn):
-            r, c = r0 + ly.var + i * W1, c0 + lx.var + j * W0
-            stores.append(If((r < M) & (c < N), (store(C, (r, c), Private(acc[i][j])),)))
+    one = Const(1)
+    compute = For("kk", Const(0), BK, one, block(
+        For("i", Const(0), TM, one, (assign_elem(a[i], tile_a[ly.var + i * W1, kk]),)),
+        For("j", Const(0), TN, one, (assign_elem(b[j], tile_b[kk, lx.var + j * W0]),)),
+        For("i", Const(0), TM, one, (For("j", Const(0), TN, one, (
+            accumulate_elem(acc[i, j], a[i] * b[j]),)),))))
+    r, c = r0 + ly.var + i * W1, c0 + lx.var + j * W0
+    stores = [For("i", Const(0), TM, one, (For("j", Const(0), TN, one, (
+        If((r < M) & (c < N), (store(C, (r, c), acc[i, j]),)),)),))]
     body = block(
         lx, ly, tid, row0, col0, decls,
         For("t", Const(0), ceil_div(K, BK), Const(1), block(
@@ -193,7 +188,12 @@ def gemm_vectorized(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     WG = Const(tile * wg_rows, "WG_ITEMS")
     V = Const(VECTOR, "VEC")
     tile_a, tile_b = LocalArray("A_tile", (BK, BM)), LocalArray("B_tile", (BK, BN))
-    acc, a, b, decls, update = _accumulators(tm, tn)
+    acc_array = PrivateArray("acc", (Const(tm, "TM"), Const(tn, "TN")))
+    a = [f"a_{i}" for i in range(tm)]
+    b = [f"b_{j}" for j in range(tn)]
+    decls = [DeclarePrivateArray(acc_array)] + [DeclareFloat(x, None) for x in a + b]
+    update = [accumulate_elem(acc_array[i, j], Private(a[i]) * Private(b[j]))
+              for i in range(tm) for j in range(tn)]
     v = [f"v_{w}" for w in range(VECTOR)]
     decls = decls + [DeclareFloat(x, None) for x in v]
     tv, e, kk = Var("t"), Var("e"), Var("kk")
@@ -222,7 +222,7 @@ def gemm_vectorized(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
         for q in range(0, tn, VECTOR):
             c = c0 + lx.var * tn + q
             stores.append(If((r < M) & (c < N), (vstore(
-                C, (r, c), [Private(acc[i][j]) for j in range(q, q + VECTOR)]),)))
+                C, (r, c), [acc_array[i, j] for j in range(q, q + VECTOR)]),)))
     body = block(
         lx, ly, tid, row0, col0, decls,
         For("t", Const(0), ceil_div(K, BK), Const(1), block(

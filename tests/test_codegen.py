@@ -268,6 +268,11 @@ def run_on_pocl(schedule, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray
 @example(schedule=SMALL["gemm-tiled"], seed=12)
 @example(schedule=SMALL["matvec-naive"], seed=13)
 @example(schedule=SMALL["matvec-local"], seed=14)
+@example(schedule=SMALL["gemm-register-blocked"], seed=15)
+@example(schedule=SMALL["gemm-vectorized"], seed=16)
+# PoCL computed 0 here when the private accumulator array was zeroed by "= {0.0f}"
+@example(schedule=build("gemm-register-blocked", 1, 1, 1, tile=1, tm=1, tn=2, bk=1, wg_rows=3),
+         seed=0)
 def test_generated_kernel_on_pocl_equals_simulator_and_numpy(schedule, seed):
     inputs = random_inputs(schedule, np.random.default_rng(seed))
     device = run_on_pocl(schedule, inputs)[output_name(schedule)]
