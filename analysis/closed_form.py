@@ -84,7 +84,7 @@ def gemm_tiled(m: int, k: int, n: int, t: int) -> dict:
 
 
 def gemm_register_blocked(m: int, k: int, n: int, w0: int, w1: int, tm: int, tn: int,
-                          bk: int) -> dict:
+                          bk: int, barriers_per_step: int = 2) -> dict:
     """Register-blocked GEMM (``gemm-register-blocked`` and ``gemm-vectorized``, whose
     element counts are equal): work-groups of W0×W1 work-items compute BM×BN blocks of C,
     BM = TM·W1, BN = TN·W0, in S = ⌈K/BK⌉ steps.
@@ -95,7 +95,9 @@ def gemm_register_blocked(m: int, k: int, n: int, w0: int, w1: int, tm: int, tn:
     per work-item and step BK·(TM + TN) local loads and BK·TM·TN multiply-adds (2 FLOP
     each, padded work-items included). Busiest work-group: K·(min(BM,M) + min(BN,N)) global
     loads. A float4 access counts 4 elements (the vectorized family needs K and N multiples
-    of 4, so its float4 guards keep exactly the elements in range).
+    of 4, so its float4 guards keep exactly the elements in range). ``gemm-prefetch``
+    (double-buffered tiles) has the same counts with S barriers per work-group
+    (``barriers_per_step=1``: one before the loop, one after every step but the last).
     """
     bm, bn = tm * w1, tn * w0
     groups = ceil_div(n, bn) * ceil_div(m, bm)
@@ -107,7 +109,7 @@ def gemm_register_blocked(m: int, k: int, n: int, w0: int, w1: int, tm: int, tn:
         "global_store_elems_by_buffer": {"A": 0, "B": 0, "C": m * n},
         "local_load_elems": items * steps * bk * (tm + tn),
         "local_store_elems": groups * steps * (bm * bk + bk * bn),
-        "barriers": 2 * steps * groups,
+        "barriers": barriers_per_step * steps * groups,
         "flop": 2 * items * steps * bk * tm * tn,
         "work_groups": groups,
         "global_load_elems_per_tile": k * (min(bm, m) + min(bn, n)),
@@ -172,10 +174,11 @@ def counts(schedule: Schedule) -> dict:
         return gemm_naive(p["M"], p["K"], p["N"], t)
     if family == "gemm-tiled":
         return gemm_tiled(p["M"], p["K"], p["N"], t)
-    if family in ("gemm-register-blocked", "gemm-vectorized"):
+    if family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch"):
         x = schedule.extra
         return gemm_register_blocked(p["M"], p["K"], p["N"], t, x["wg_rows"], x["tm"],
-                                     x["tn"], x["bk"])
+                                     x["tn"], x["bk"],
+                                     barriers_per_step=1 if family == "gemm-prefetch" else 2)
     if family == "matvec-naive":
         return matvec_naive(p["M"], p["K"], t)
     if family == "matvec-local":

@@ -263,9 +263,12 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
                      for a in schedule.local_arrays],
         body="\n".join(render_block(schedule.body)),
     )
-    if vectors:
-        source = (f"#ifndef {LOCAL_VECTOR_SPACE}\n#define {LOCAL_VECTOR_SPACE} __local\n"
-                  "#endif\n" + source)
+    if vectors:  # after the header comment, before the #defines
+        lines = source.split("\n")
+        at = next(i for i, line in enumerate(lines) if not line.startswith("//"))
+        lines[at:at] = [f"#ifndef {LOCAL_VECTOR_SPACE}", f"#define {LOCAL_VECTOR_SPACE} __local",
+                        "#endif"]
+        source = "\n".join(lines)
     return GeneratedKernel(
         name=schedule.kernel_name, source=source, args=tuple(args),
         global_size=tuple(schedule.global_size), local_size=tuple(schedule.local_size),

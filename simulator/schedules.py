@@ -275,17 +275,18 @@ def matvec_local_whole(m: int, k: int, tile: int = 256, local_words: int | None 
 GEMM_FAMILIES = ("gemm-naive", "gemm-tiled")
 """GEMMs with one output per work-item and B×B work-groups (the families of the studies)."""
 MATVEC_FAMILIES = ("matvec-naive", "matvec-local", "matvec-local-whole")
-REGISTER_BLOCKED_FAMILIES = ("gemm-register-blocked", "gemm-vectorized")
+REGISTER_BLOCKED_FAMILIES = ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch")
 """GEMMs with TM×TN outputs per work-item (:mod:`simulator.schedules_advanced`)."""
 ALL_GEMM_FAMILIES = GEMM_FAMILIES + REGISTER_BLOCKED_FAMILIES
 """Every family computing C = A·B (needs N)."""
 FAMILIES = GEMM_FAMILIES + MATVEC_FAMILIES + REGISTER_BLOCKED_FAMILIES
 FAMILY_OPTIONS = {"gemm-naive": ("mapping",), "gemm-tiled": ("padding", "a_tile"),
                   "gemm-register-blocked": ("tm", "tn", "bk", "wg_rows"),
-                  "gemm-vectorized": ("tm", "tn", "bk", "wg_rows")}
+                  "gemm-vectorized": ("tm", "tn", "bk", "wg_rows"),
+                  "gemm-prefetch": ("tm", "tn", "bk", "wg_rows")}
 """Options each GEMM family takes (matrix-vector families take none)."""
 DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "gemm-register-blocked": 16,
-                "gemm-vectorized": 16, "matvec-naive": 256, "matvec-local": 256,
+                "gemm-vectorized": 16, "gemm-prefetch": 16, "matvec-naive": 256, "matvec-local": 256,
                 "matvec-local-whole": 256}
 
 
@@ -302,7 +303,7 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
         chunk: elements of x per staged chunk (``matvec-local`` only).
         options: family options: ``mapping`` (gemm-naive), ``padding`` and ``a_tile``
             (gemm-tiled), ``tm``, ``tn``, ``bk``, ``wg_rows`` (gemm-register-blocked,
-            gemm-vectorized).
+            gemm-vectorized, gemm-prefetch).
 
     Raises:
         ScheduleError: unknown family, missing ``n`` for GEMM, or a bad parameter.
@@ -312,11 +313,12 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
     tile = DEFAULT_TILE[family] if tile is None else tile
     if chunk is not None and family != "matvec-local":
         raise ScheduleError(f"chunk applies to matvec-local only, not {family}")
-    from .schedules_advanced import gemm_register_blocked, gemm_vectorized
+    from .schedules_advanced import gemm_prefetch, gemm_register_blocked, gemm_vectorized
 
     builders: dict[str, Callable[..., Schedule]] = {
         "gemm-naive": gemm_naive, "gemm-tiled": gemm_tiled,
         "gemm-register-blocked": gemm_register_blocked, "gemm-vectorized": gemm_vectorized,
+        "gemm-prefetch": gemm_prefetch,
         "matvec-naive": matvec_naive, "matvec-local": matvec_local,
         "matvec-local-whole": matvec_local_whole,
     }

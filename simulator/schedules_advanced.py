@@ -18,6 +18,9 @@ K, N works.
 columns lx + j·W0 of the block (strided: neighbouring work-items store neighbouring
 columns, and the local reads of a sub-group are conflict-free).
 
+``gemm-prefetch``: ``gemm-register-blocked`` with double-buffered local tiles (step t+1's
+tiles are stored while step t's are read), one barrier per K step.
+
 ``gemm-vectorized``: ``float4`` accesses (TM and TN multiples of 4, BK a multiple of 4):
 float4 global loads of A and B, float4 local stores of the B tile, float4 local loads of
 both tiles (the A tile is stored transposed, ``A_tile[k][row]``, so a work-item's TM rows
@@ -106,53 +109,101 @@ def gemm_register_blocked(m: int, k: int, n: int, tile: int = 16, tm: int = DEFA
     Raises:
         ScheduleError: a size or option that is not a positive integer.
     """
+    return _scalar_blocked("gemm-register-blocked", m, k, n, tile, tm, tn, bk, wg_rows,
+                           prefetch=False)
+
+
+def gemm_prefetch(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM,
+                  tn: int = DEFAULT_TN, bk: int = DEFAULT_BK,
+                  wg_rows: int | None = None) -> Schedule:
+    """Register-blocked GEMM with double-buffered local tiles (prefetch).
+
+    As :func:`gemm_register_blocked`, with two A and two B tiles in local memory
+    (``A_tile[2][BM][BK]``, ``B_tile[2][BK][BN]``, twice the local memory): the work-group
+    stages the first K step, waits, then in step t stores step t+1's tiles into the other
+    buffer while it computes from step t's, and waits once: one barrier per step (S in
+    all, the first before the loop, none after the last step), against two for
+    ``gemm-register-blocked``. No race: a buffer is written in step t only after the
+    barrier that ends step t-1, the last reads of it.
+
+    Counts: :func:`analysis.closed_form.gemm_register_blocked` with S barriers per
+    work-group instead of 2·S.
+
+    Raises:
+        ScheduleError: a size or option that is not a positive integer.
+    """
+    return _scalar_blocked("gemm-prefetch", m, k, n, tile, tm, tn, bk, wg_rows,
+                           prefetch=True)
+
+
+def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) -> Schedule:
     m, k, n, tile, tm, tn, bk, wg_rows = _shape(m, k, n, tile, tm, tn, bk, wg_rows)
     M, K, N, A, B, C = _gemm_arrays(m, k, n)
     W0, W1, BM, BN, BK, lx, ly, tid, row0, col0, global_size = _geometry(
         m, k, n, tile, tm, tn, bk, wg_rows)
     WG = Const(tile * wg_rows, "WG_ITEMS")
-    tile_a, tile_b = LocalArray("A_tile", (BM, BK)), LocalArray("B_tile", (BK, BN))
+    NBUF = Const(2, "NBUF")
+    lead = (NBUF,) if prefetch else ()
+    tile_a = LocalArray("A_tile", lead + (BM, BK))
+    tile_b = LocalArray("B_tile", lead + (BK, BN))
     TM, TN = Const(tm, "TM"), Const(tn, "TN")
     acc = PrivateArray("acc", (TM, TN))
     a, b = PrivateArray("a", (TM,)), PrivateArray("b", (TN,))
     decls = [DeclarePrivateArray(acc), DeclarePrivateArray(a, None), DeclarePrivateArray(b, None)]
     tv, e, kk, i, j = Var("t"), Var("e"), Var("kk"), Var("i"), Var("j")
-    k0 = Let("k0", tv * BK)
     ar, ac = Let("ar", e // BK), Let("ac", e % BK)
     br, bc = Let("br", e // BN), Let("bc", e % BN)
-    r0, c0, k0v = row0.var, col0.var, k0.var
-    load_a = For("e", tid.var, BM * BK, WG, block(
-        ar, ac,
-        If((r0 + ar.var < M) & (k0v + ac.var < K),
-           (store(tile_a, (ar.var, ac.var), A[r0 + ar.var, k0v + ac.var]),),
-           (store(tile_a, (ar.var, ac.var), 0.0),))))
-    load_b = For("e", tid.var, BK * BN, WG, block(
-        br, bc,
-        If((k0v + br.var < K) & (c0 + bc.var < N),
-           (store(tile_b, (br.var, bc.var), B[k0v + br.var, c0 + bc.var]),),
-           (store(tile_b, (br.var, bc.var), 0.0),))))
+    r0, c0 = row0.var, col0.var
     one = Const(1)
-    compute = For("kk", Const(0), BK, one, block(
-        For("i", Const(0), TM, one, (assign_elem(a[i], tile_a[ly.var + i * W1, kk]),)),
-        For("j", Const(0), TN, one, (assign_elem(b[j], tile_b[kk, lx.var + j * W0]),)),
-        For("i", Const(0), TM, one, (For("j", Const(0), TN, one, (
-            accumulate_elem(acc[i, j], a[i] * b[j]),)),))))
+
+    def loads(k0v, buf):
+        at = (buf,) if prefetch else ()
+        load_a = For("e", tid.var, BM * BK, WG, block(
+            ar, ac,
+            If((r0 + ar.var < M) & (k0v + ac.var < K),
+               (store(tile_a, at + (ar.var, ac.var), A[r0 + ar.var, k0v + ac.var]),),
+               (store(tile_a, at + (ar.var, ac.var), 0.0),))))
+        load_b = For("e", tid.var, BK * BN, WG, block(
+            br, bc,
+            If((k0v + br.var < K) & (c0 + bc.var < N),
+               (store(tile_b, at + (br.var, bc.var), B[k0v + br.var, c0 + bc.var]),),
+               (store(tile_b, at + (br.var, bc.var), 0.0),))))
+        return [load_a, load_b]
+
+    def compute(buf):
+        at = (buf,) if prefetch else ()
+        return For("kk", Const(0), BK, one, block(
+            For("i", Const(0), TM, one, (assign_elem(a[i], tile_a[at + (ly.var + i * W1, kk)]),)),
+            For("j", Const(0), TN, one, (assign_elem(b[j], tile_b[at + (kk, lx.var + j * W0)]),)),
+            For("i", Const(0), TM, one, (For("j", Const(0), TN, one, (
+                accumulate_elem(acc[i, j], a[i] * b[j]),)),))))
+
     r, c = r0 + ly.var + i * W1, c0 + lx.var + j * W0
     stores = [For("i", Const(0), TM, one, (For("j", Const(0), TN, one, (
         If((r < M) & (c < N), (store(C, (r, c), acc[i, j]),)),)),))]
-    body = block(
-        lx, ly, tid, row0, col0, decls,
-        For("t", Const(0), ceil_div(K, BK), Const(1), block(
-            k0, load_a, load_b, Barrier(), compute, Barrier())),
-        stores,
-    )
+    steps = Let("steps", ceil_div(K, BK))
+    if prefetch:
+        cur = Let("cur", tv % NBUF)
+        main = [steps, loads(Const(0), Const(0)), Barrier(),
+                For("t", Const(0), steps.var, one, block(
+                    cur,
+                    If(tv + 1 < steps.var, tuple(loads((tv + 1) * BK, (tv + 1) % NBUF))),
+                    compute(cur.var),
+                    If(tv + 1 < steps.var, (Barrier(),))))]
+        description = (f"{tm}x{tn} outputs per work-item, double-buffered {tm * wg_rows}x{bk} "
+                       f"and {bk}x{tn * tile} local tiles, one barrier per K step")
+    else:
+        k0 = Let("k0", tv * BK)
+        main = [steps, For("t", Const(0), steps.var, one, block(
+            k0, loads(k0.var, None), Barrier(), compute(None), Barrier()))]
+        description = (f"{tm}x{tn} outputs per work-item from {tm * wg_rows}x{bk} and "
+                       f"{bk}x{tn * tile} local tiles, two barriers per K step")
+    body = block(lx, ly, tid, row0, col0, decls, main, stores)
     return Schedule(
-        family="gemm-register-blocked", kernel_name="gemm_register_blocked",
+        family=family, kernel_name=family.replace("-", "_"),
         params=(("M", m), ("K", k), ("N", n)), arrays=(A, B, C),
         local_arrays=(tile_a, tile_b), local_size=(tile, wg_rows), global_size=global_size,
-        body=body, tile=tile,
-        description=(f"{tm}x{tn} outputs per work-item from {tm * wg_rows}x{bk} and "
-                     f"{bk}x{tn * tile} local tiles, two barriers per K step"),
+        body=body, tile=tile, description=description,
         extra=_extra(tile, tm, tn, bk, wg_rows),
     )
 
@@ -240,6 +291,6 @@ def gemm_vectorized(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     )
 
 
-ADVANCED_GEMM_FAMILIES = ("gemm-register-blocked", "gemm-vectorized")
+ADVANCED_GEMM_FAMILIES = ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch")
 ADVANCED_OPTIONS = ("tm", "tn", "bk", "wg_rows")
 """Options of the register-blocked families (``tile`` is the work-group width W0)."""

@@ -32,6 +32,8 @@ SMALL = {
                                    bk=4, wg_rows=5),
     "gemm-vectorized": build("gemm-vectorized", 17, 8, 24, tile=3, tm=4, tn=8, bk=4,
                              wg_rows=5),
+    "gemm-prefetch": build("gemm-prefetch", 17, 9, 23, tile=3, tm=2, tn=3, bk=4,
+                           wg_rows=5),
 }
 
 
@@ -70,7 +72,8 @@ def test_one_barrier_call_per_barrier_statement(family):
     schedule = SMALL[family]
     expected = _count_barriers(schedule.body)
     assert expected == {"gemm-tiled": 2, "matvec-local": 2, "matvec-local-whole": 1,
-                        "gemm-register-blocked": 2, "gemm-vectorized": 2}.get(family, 0)
+                        "gemm-register-blocked": 2, "gemm-vectorized": 2,
+                        "gemm-prefetch": 2}.get(family, 0)
     assert generate(schedule).source.count("barrier(CLK_LOCAL_MEM_FENCE)") == expected
     assert generate(schedule).source.count("barrier(") == expected
 

@@ -27,6 +27,8 @@ CASES = {
                                    bk=4, wg_rows=5),
     "gemm-vectorized": build("gemm-vectorized", 17, 8, 24, tile=3, tm=4, tn=8, bk=4,
                              wg_rows=5),
+    "gemm-prefetch": build("gemm-prefetch", 17, 9, 23, tile=3, tm=2, tn=3, bk=4,
+                           wg_rows=5),
 }
 
 

@@ -45,22 +45,32 @@ def test_register_block_counts_by_hand():
     # local stores per work-group and step: 4·4 (A tile) + 4·4 (B tile) = 32 -> 4·2·32 = 256.
     # local loads per work-item, step and k: TM + TN = 4 -> 16 items · 2 · 4 · 4 = 512.
     # FLOP: 16 items · 2 steps · 4 k · 4 outputs · 2 = 1024 = 2·M·N·K. Barriers 2·2·4 = 16.
-    for family in REGISTER_BLOCKED_FAMILIES:
-        sch = build(family, 8, 8, 8, tile=2, tm=2, tn=2, bk=4, wg_rows=2) \
-            if family == "gemm-register-blocked" else \
-            build(family, 8, 8, 8, tile=2, tm=4, tn=4, bk=4, wg_rows=1)
+    # gemm-prefetch: the same with one barrier per step: 2·4 = 8.
+    for family, barriers in (("gemm-register-blocked", 16), ("gemm-prefetch", 8)):
+        sch = build(family, 8, 8, 8, tile=2, tm=2, tn=2, bk=4, wg_rows=2)
         c = simulate(sch, compute_values=False).counts
-        assert c.global_load_elems_by_buffer == {"A": 128, "B": 128, "C": 0} or \
-            family == "gemm-vectorized"
-        if family == "gemm-register-blocked":
-            assert (c.local_store_elems, c.local_load_elems, c.flop, c.barriers) == \
-                (256, 512, 1024, 16)
-            assert (c.work_groups, sch.num_groups, sch.local_size) == (4, (2, 2), (2, 2))
-        else:
-            # work-group 2 x 1, TM = TN = 4: BM = 4, BN = 8 -> 1 x 2 work-groups
-            assert (c.work_groups, sch.num_groups) == (2, (1, 2))
-            assert c.global_load_elems_by_buffer == {"A": 64, "B": 128, "C": 0}
-            assert c.flop == 2 * 8 * 8 * 8
+        assert c.global_load_elems_by_buffer == {"A": 128, "B": 128, "C": 0}
+        assert (c.local_store_elems, c.local_load_elems, c.flop, c.barriers) == \
+            (256, 512, 1024, barriers)
+        assert (c.work_groups, sch.num_groups, sch.local_size) == (4, (2, 2), (2, 2))
+    # gemm-vectorized, work-group 2 x 1, TM = TN = 4: BM = 4, BN = 8 -> 2 x 1 work-groups
+    # (2 row blocks, 1 column block); A read once (one column block): 64; B twice: 128.
+    sch = build("gemm-vectorized", 8, 8, 8, tile=2, tm=4, tn=4, bk=4, wg_rows=1)
+    c = simulate(sch, compute_values=False).counts
+    assert (c.work_groups, sch.num_groups) == (2, (1, 2))
+    assert c.global_load_elems_by_buffer == {"A": 64, "B": 128, "C": 0}
+    assert c.flop == 2 * 8 * 8 * 8
+
+
+def test_prefetch_has_one_barrier_per_k_step_and_twice_the_local_memory():
+    # K = 40, BK = 16: S = 3 steps; one work-group: 3 barriers (one before the loop, one
+    # after steps 0 and 1), against 6 for gemm-register-blocked; local memory 2 x (64x16 +
+    # 16x64) x 4 B = 16 KiB against 8 KiB.
+    pre = build("gemm-prefetch", 64, 40, 64)
+    reg = build("gemm-register-blocked", 64, 40, 64)
+    assert simulate(pre, compute_values=False).counts.barriers == 3
+    assert simulate(reg, compute_values=False).counts.barriers == 6
+    assert (pre.local_mem_bytes, reg.local_mem_bytes) == (16384, 8192)
 
 
 def test_work_item_owns_its_strided_block_of_c():
