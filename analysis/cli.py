@@ -107,16 +107,20 @@ def _schedule_options(f):
     return _size_options(f)
 
 
+BLOCKED = "gemm-register-blocked, gemm-vectorized, gemm-prefetch"
 REGISTER_BLOCK_OPTIONS = (
-    ("tm", "Rows of C per work-item (default 4)."),
-    ("tn", "Columns of C per work-item (default 4)."),
-    ("bk", "Depth of one K step: columns of the A tile, rows of the B tile (default 16)."),
-    ("wg_rows", "Work-items per work-group along the rows (default: --tile, the "
-                "work-group width along the columns)."),
+    ("tm", f"{BLOCKED}: rows of C per work-item (default 4)."),
+    ("tn", f"{BLOCKED}: columns of C per work-item (default 4)."),
+    ("bk", f"{BLOCKED}: depth of one K step, the columns of the A tile and rows of the B "
+           "tile (default 16)."),
+    ("wg_rows", f"{BLOCKED}: work-items per work-group along the rows of C (default: "
+                "--tile, the work-group width). matvec-rows-reduce: rows per work-group "
+                "(default 8; --tile is the work-items per row, default 32)."),
 )
-"""Options of gemm-register-blocked and gemm-vectorized: a work-group of --tile x --wg-rows
-work-items computes a BM x BN block of C, BM = tm * wg_rows, BN = tn * tile, through BM x bk
-and bk x BN local tiles (gemm-vectorized: tm, tn, bk, K and N multiples of 4)."""
+"""Options of the register-blocked families: a work-group of --tile x --wg-rows work-items
+computes a BM x BN block of C, BM = tm * wg_rows, BN = tn * tile, through BM x bk and
+bk x BN local tiles (gemm-vectorized: tm, tn, bk, K and N multiples of 4); and of
+matvec-rows-reduce (--wg-rows)."""
 
 
 def _register_block_options(f):
@@ -130,7 +134,7 @@ def _register_block_options(f):
     for name, text in reversed(REGISTER_BLOCK_OPTIONS):
         f = click.option(f"--{name.replace('_', '-')}", name, type=int, default=None,
                          expose_value=False, callback=remember,
-                         help=f"gemm-register-blocked, gemm-vectorized: {text}")(f)
+                         help=text)(f)
     return f
 
 
@@ -211,10 +215,10 @@ def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=No
         from tiletraffic.simulator.variants import CHECK_EXAMPLES, build_any
         try:
             if options:  # --tm ...: a family at its example shape unless sizes are given
-                if schedule not in schedules.REGISTER_BLOCKED_FAMILIES:
+                if schedule not in schedules.FAMILY_OPTIONS:
                     raise schedules.ScheduleError(
                         f"--{', --'.join(o.replace('_', '-') for o in options)} applies to "
-                        f"{', '.join(schedules.REGISTER_BLOCKED_FAMILIES)} only, not {schedule}")
+                        f"{', '.join(schedules.FAMILY_OPTIONS)} only, not {schedule}")
                 ex = CHECK_EXAMPLES[schedule]
                 m, k, n = (ex[0], ex[1], ex[2]) if m is None else (m, k, n)
                 return schedules.build(schedule, m, k, n, ex[3] if tile is None else tile,
@@ -224,7 +228,8 @@ def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=No
             raise click.UsageError(str(err)) from None
     if m is None or k is None:
         raise click.UsageError(f"{schedule} needs --m and --k (got m={m}, k={k})")
-    if n is not None and schedule in schedules.MATVEC_FAMILIES:
+    if n is not None and schedule in (schedules.MATVEC_FAMILIES
+                                      + schedules.REDUCTION_MATVEC_FAMILIES):
         raise click.UsageError(f"{schedule} computes y = A·x: --n does not apply (got {n})")
     try:
         return schedules.build(schedule, m, k, n, tile, chunk, **options)

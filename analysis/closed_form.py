@@ -116,6 +116,32 @@ def gemm_register_blocked(m: int, k: int, n: int, w0: int, w1: int, tm: int, tn:
     })
 
 
+def matvec_rows_reduce(m: int, k: int, w0: int, w1: int) -> dict:
+    """Matrix-vector with W0 work-items per row and W1 rows per work-group, partial sums
+    added in local memory (``matvec-rows-reduce``).
+
+    With G = ⌈M/W1⌉ work-groups, P the largest power of two <= W0 and R = [W0 != P] +
+    log2(P) reduction steps: A and x M·K loads each, y M stores; local stores G·W1·W0
+    partial sums + G·W1·(W0 − 1) reduction sums, local loads 2·G·W1·(W0 − 1) + M (work-item
+    0 of each row in range reads the total); FLOP 2·M·K + G·W1·(W0 − 1); barriers
+    G·max(1, R) (one after the partial sums, one between reduction steps); busiest
+    work-group min(W1, M)·2K global loads.
+    """
+    groups = ceil_div(m, w1)
+    power = 1 << (w0.bit_length() - 1)
+    steps = (power != w0) + power.bit_length() - 1
+    sums = groups * w1 * (w0 - 1)
+    return _finish({
+        "global_load_elems_by_buffer": {"A": m * k, "x": m * k, "y": 0},
+        "global_store_elems_by_buffer": {"A": 0, "x": 0, "y": m},
+        "local_load_elems": 2 * sums + m, "local_store_elems": groups * w1 * w0 + sums,
+        "barriers": groups * max(1, steps),
+        "flop": 2 * m * k + sums,
+        "work_groups": groups,
+        "global_load_elems_per_tile": min(w1, m) * 2 * k,
+    })
+
+
 def matvec_naive(m: int, k: int, t: int) -> dict:
     """Naive matrix-vector: each of the M rows reads K elements of A and all K of x."""
     return _finish({
@@ -179,6 +205,8 @@ def counts(schedule: Schedule) -> dict:
         return gemm_register_blocked(p["M"], p["K"], p["N"], t, x["wg_rows"], x["tm"],
                                      x["tn"], x["bk"],
                                      barriers_per_step=1 if family == "gemm-prefetch" else 2)
+    if family == "matvec-rows-reduce":
+        return matvec_rows_reduce(p["M"], p["K"], t, schedule.extra["wg_rows"])
     if family == "matvec-naive":
         return matvec_naive(p["M"], p["K"], t)
     if family == "matvec-local":

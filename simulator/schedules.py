@@ -279,14 +279,18 @@ REGISTER_BLOCKED_FAMILIES = ("gemm-register-blocked", "gemm-vectorized", "gemm-p
 """GEMMs with TM×TN outputs per work-item (:mod:`simulator.schedules_advanced`)."""
 ALL_GEMM_FAMILIES = GEMM_FAMILIES + REGISTER_BLOCKED_FAMILIES
 """Every family computing C = A·B (needs N)."""
-FAMILIES = GEMM_FAMILIES + MATVEC_FAMILIES + REGISTER_BLOCKED_FAMILIES
+REDUCTION_MATVEC_FAMILIES = ("matvec-rows-reduce",)
+"""Matrix-vector products with several work-items per row (:mod:`simulator.schedules_advanced`)."""
+FAMILIES = GEMM_FAMILIES + MATVEC_FAMILIES + REGISTER_BLOCKED_FAMILIES + REDUCTION_MATVEC_FAMILIES
 FAMILY_OPTIONS = {"gemm-naive": ("mapping",), "gemm-tiled": ("padding", "a_tile"),
                   "gemm-register-blocked": ("tm", "tn", "bk", "wg_rows"),
                   "gemm-vectorized": ("tm", "tn", "bk", "wg_rows"),
-                  "gemm-prefetch": ("tm", "tn", "bk", "wg_rows")}
-"""Options each GEMM family takes (matrix-vector families take none)."""
+                  "gemm-prefetch": ("tm", "tn", "bk", "wg_rows"),
+                  "matvec-rows-reduce": ("wg_rows",)}
+"""Options each family takes (the other matrix-vector families take none)."""
 DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "gemm-register-blocked": 16,
-                "gemm-vectorized": 16, "gemm-prefetch": 16, "matvec-naive": 256, "matvec-local": 256,
+                "gemm-vectorized": 16, "gemm-prefetch": 16, "matvec-rows-reduce": 32,
+                "matvec-naive": 256, "matvec-local": 256,
                 "matvec-local-whole": 256}
 
 
@@ -331,6 +335,13 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
             raise ScheduleError(f"{family} does not take {', '.join(unknown)}; its options: "
                                 f"{', '.join(allowed) or 'none'}")
         return builders[family](m, k, n, tile, **options)
+    if family == "matvec-rows-reduce":
+        from .schedules_advanced import matvec_rows_reduce
+        unknown = sorted(set(options) - {"wg_rows"})
+        if unknown:
+            raise ScheduleError(f"{family} does not take {', '.join(unknown)}; its options: "
+                                "wg_rows")
+        return matvec_rows_reduce(m, k, tile, **options)
     if options:
         raise ScheduleError(f"{family} takes no options, got {sorted(options)}")
     if family == "matvec-local":

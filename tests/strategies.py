@@ -65,6 +65,8 @@ def schedules(draw, families=FAMILIES, max_size: int = MAX_SIZE, max_gemm_tile: 
     if family in GEMM_FAMILIES:
         return build(family, m, k, n, tile=draw(gemm_tiles(max_gemm_tile)))
     tile = draw(matvec_tiles(max_matvec_tile))
+    if family == "matvec-rows-reduce":
+        return build(family, m, k, tile=min(tile, 64), wg_rows=draw(st.integers(1, 8)))
     if family == "matvec-local":
         return build(family, m, k, tile=tile, chunk=draw(chunks(max_chunk)))
     return build(family, m, k, tile=tile)

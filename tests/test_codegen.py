@@ -34,6 +34,7 @@ SMALL = {
                              wg_rows=5),
     "gemm-prefetch": build("gemm-prefetch", 17, 9, 23, tile=3, tm=2, tn=3, bk=4,
                            wg_rows=5),
+    "matvec-rows-reduce": build("matvec-rows-reduce", 45, 37, tile=12, wg_rows=3),
 }
 
 
@@ -73,7 +74,7 @@ def test_one_barrier_call_per_barrier_statement(family):
     expected = _count_barriers(schedule.body)
     assert expected == {"gemm-tiled": 2, "matvec-local": 2, "matvec-local-whole": 1,
                         "gemm-register-blocked": 2, "gemm-vectorized": 2,
-                        "gemm-prefetch": 2}.get(family, 0)
+                        "gemm-prefetch": 2, "matvec-rows-reduce": 4}.get(family, 0)
     assert generate(schedule).source.count("barrier(CLK_LOCAL_MEM_FENCE)") == expected
     assert generate(schedule).source.count("barrier(") == expected
 

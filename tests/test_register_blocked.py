@@ -177,3 +177,40 @@ def test_run_on_pocl_checks_the_result_against_numpy(family, sizes, options):
     assert data["check"]["ok"] is True
     assert data["check"]["nan_count"] == 0
     assert data["check"]["error_over_tolerance"] < 1
+
+
+# ---------------------------------------------------------------- matvec-rows-reduce
+def test_matvec_rows_reduce_matches_numpy_and_closed_forms():
+    @settings(max_examples=30, deadline=None)
+    @given(m=st.integers(1, 60), k=st.integers(1, 60), tile=st.integers(1, 40),
+           wg_rows=st.integers(1, 8), seed=seeds)
+    def check(m, k, tile, wg_rows, seed):
+        schedule = build("matvec-rows-reduce", m, k, tile=tile, wg_rows=wg_rows)
+        inputs = random_inputs(schedule, np.random.default_rng(seed))
+        result = simulate(schedule, inputs)  # raises on any hazard (races included)
+        assert_matches_reference(schedule, inputs, result.outputs["y"])
+        assert result.counts.to_dict() == closed_form.counts(schedule)
+
+    check()
+
+
+def test_matvec_rows_reduce_by_hand():
+    # M = 5, K = 7, 5 work-items per row, 3 rows per work-group: G = 2 work-groups.
+    # P = 4: one fold step (work-item 0 adds partial[4]) and 2 tree steps (2, 1): R = 3,
+    # barriers 2 x 3 = 6. Reduction sums 2·3·4 = 24; local stores 2·3·5 + 24 = 54; local
+    # loads 2·24 + 5 = 53; FLOP 2·5·7 + 24 = 94; A and x 35 loads each.
+    c = simulate(build("matvec-rows-reduce", 5, 7, tile=5, wg_rows=3),
+                 compute_values=False).counts
+    assert (c.barriers, c.local_store_elems, c.local_load_elems, c.flop) == (6, 54, 53, 94)
+    assert c.global_load_elems_by_buffer == {"A": 35, "x": 35, "y": 0}
+
+
+def test_matvec_rows_reduce_reads_rows_coalesced():
+    # 32 work-items per row read 32 consecutive floats of A per request: 4 sectors each.
+    # M = 8, K = 64, one work-group of 32 x 8: 8 sub-groups (one per row), 2 k steps:
+    # 16 requests of A, 4 sectors each.
+    obs = MemoryObserver()
+    simulate(build("matvec-rows-reduce", 8, 64, tile=32, wg_rows=8), compute_values=False,
+             observers=[obs])
+    assert obs.counts.requests_by_buffer["A:load"] == 16
+    assert obs.counts.sectors_by_buffer["A:load"] == 64
