@@ -608,10 +608,10 @@ def _print_crosscheck(res) -> None:
 
     if isinstance(res, CountsComparison):
         click.echo(f"{res.schedule}: counts {'identical' if res.equal else 'DIFFER'}")
-        click.echo(f"  {'counter':22s} {'simulator':>14s} {'oclgrind':>14s}")
+        click.echo(f"  {'counter':25s} {'simulator':>11s} {'oclgrind':>14s}")
         for key in COUNT_KEYS:
             a, b = res.simulator[key], res.oclgrind[key]
-            click.echo(f"  {key:22s} {a:14d} {b:14d}" + ("" if a == b else "   <-- differs"))
+            click.echo(f"  {key:25s} {a:11d} {b:14d}" + ("" if a == b else "   <-- differs"))
         return
     invisible = res.simulator_kinds and not res.expected_oclgrind
     click.echo(f"{res.schedule}: hazards {'agree' if res.agree else 'DISAGREE'}"

@@ -189,8 +189,14 @@ def variant_fault_shapes(draw, name: str, max_size: int = 40) -> tuple:
       every row reads words other work-items stored);
     - demo-shift: >= 33 work-items; column staging: >= 2 columns, rows and work-items;
     - in-place reduction: a second work-group (M > 2·tile); neighbour behind a local-only
-      fence: M >= 2; zeros in one launch: any shape (no single launch shows it).
+      fence: M >= 2; zeros in one launch: any shape (no single launch shows it);
+    - gemm-vectorized:unaligned-rows: K > 4, not a multiple of 4 (row 1's first float4
+      of A is in bounds but misaligned; a row's last float4 reaches past K), M >= 2.
     """
+    if name == "gemm-vectorized:unaligned-rows":  # row 1 starts at element K, K % 4 != 0
+        k = draw(st.integers(5, max_size).filter(lambda v: v % 4))
+        return (draw(st.integers(2, max_size)), k, 4 * draw(st.integers(1, max_size // 4)),
+                draw(st.integers(1, 4)))
     if name == "gemm-tiled:no-second-barrier":
         tile = draw(st.integers(2, 8))
         m, n = draw(dims(max_size)), draw(dims(max_size))
