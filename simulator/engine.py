@@ -13,6 +13,12 @@ that in each work-group either every work-item or none arrives (otherwise: barri
 divergence). Loops whose body only reads memory and accumulates into private variables
 (no store, barrier or return) are executed in blocks of iterations along the third axis.
 
+Vector accesses (``float2``/``float4``) are one instruction per work-item: their event
+lists every element touched (``AccessEvent.vector_width`` entries per iteration), and a first
+element whose flat index is not a multiple of the width is the hazard
+``misaligned-vector-access``. Private arrays (register tiles) are kept per work-item as
+``(G, L, size)`` arrays; their indices are bounds-checked like any array's.
+
 Control flow depends on integers only, never on float values, so running with
 ``compute_values=False`` gives exactly the same counts while skipping the float arithmetic.
 """

@@ -9,6 +9,10 @@ NDRange dimension 0 runs over columns of C (or over rows of y for matrix-vector)
 1 over rows of C. Global sizes are rounded up to a multiple of the work-group size and the
 kernels guard the edges, so every positive M, K, N works.
 
+The register-blocked GEMMs (``gemm-register-blocked``, ``gemm-vectorized``,
+``gemm-prefetch``) and ``matvec-rows-reduce`` live in :mod:`simulator.schedules_advanced`;
+:func:`build` builds every family.
+
 Errors: :class:`ScheduleError` (a ``ValueError``) for a size, tile or chunk that is not a
 positive integer, or an index range beyond 32-bit ``int`` (the kernels index with ``int``).
 """

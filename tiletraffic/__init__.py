@@ -124,8 +124,8 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
 def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None,
           inputs: str = "normal") -> list[Hazard]:
     """Every hazard of ``schedule``: races in local and global memory, barrier divergence,
-    out-of-bounds accesses, uninitialized reads, unwritten outputs (an empty list when
-    clean), one entry per fault with its counts per work-group.
+    out-of-bounds and misaligned vector accesses, uninitialized reads, unwritten outputs
+    (an empty list when clean), one entry per fault with its counts per work-group.
 
     Runs the whole launch in the simulator on fresh random inputs (``seed`` for repeatable
     ones; ``inputs`` one of ``simulator.reference.INPUT_KINDS``) in report mode.
