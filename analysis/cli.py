@@ -124,7 +124,44 @@ def _schedule_options(f):
     return _size_options(f)
 
 
+BLOCKED = "gemm-register-blocked, gemm-vectorized, gemm-prefetch"
+REGISTER_BLOCK_OPTIONS = (
+    ("tm", f"{BLOCKED}: rows of C per work-item (default 4)."),
+    ("tn", f"{BLOCKED}: columns of C per work-item (default 4)."),
+    ("bk", f"{BLOCKED}: depth of one K step, the columns of the A tile and rows of the B "
+           "tile (default 16)."),
+    ("wg_rows", f"{BLOCKED}: work-items per work-group along the rows of C (default: "
+                "--tile, the work-group width). matvec-rows-reduce: rows per work-group "
+                "(default 8; --tile is the work-items per row, default 32)."),
+)
+"""Options of the register-blocked families: a work-group of --tile x --wg-rows work-items
+computes a BM x BN block of C, BM = tm * wg_rows, BN = tn * tile, through BM x bk and
+bk x BN local tiles (gemm-vectorized: tm, tn, bk, K and N multiples of 4); and of
+matvec-rows-reduce (--wg-rows)."""
+
+
+def _register_block_options(f):
+    """--tm, --tn, --bk, --wg-rows: kept in the click context (read by :func:`_build`), so
+    the commands' signatures stay as they are."""
+    def remember(ctx, param, value):
+        if value is not None:
+            ctx.meta.setdefault("register_block", {})[param.name] = value
+        return value
+
+    for name, text in reversed(REGISTER_BLOCK_OPTIONS):
+        f = click.option(f"--{name.replace('_', '-')}", name, type=int, default=None,
+                         expose_value=False, callback=remember,
+                         help=text)(f)
+    return f
+
+
+def _register_block_values() -> dict:
+    ctx = click.get_current_context(silent=True)
+    return dict(ctx.meta.get("register_block", {})) if ctx is not None else {}
+
+
 def _size_options(f):
+    f = _register_block_options(f)
     f = click.option("--a-tile", type=click.Choice(["row-major", "transposed"]), default=None,
                      help="gemm-tiled: store the A tile transposed (bank conflicts).")(f)
     f = click.option("--padding", type=int, default=None,
@@ -149,6 +186,7 @@ def _size_options(f):
 
 def _named_schedule_options(f):
     """NAME (a family, demo or broken variant) and optional sizes, for check/crosscheck."""
+    f = _register_block_options(f)
     f = click.option("--chunk", type=int, default=None, help="matvec-local chunk.")(f)
     f = click.option("--tile", "-b", type=int, default=None,
                      help="Tile width or work-group size.")(f)
@@ -179,6 +217,7 @@ def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=No
     """
     options = {key: v for key, v in (("mapping", mapping), ("padding", padding),
                                      ("a_tile", a_tile)) if v is not None}
+    options.update(_register_block_values())
     if user_schedule.is_file_spec(schedule):
         extra = [f"--{key.replace('_', '-')}" for key, v in (("chunk", chunk), *options.items())
                  if v is not None]
@@ -190,14 +229,24 @@ def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=No
         except user_schedule.UserScheduleError as err:
             raise click.UsageError(str(err)) from None
     if named:
-        from tiletraffic.simulator.variants import build_any
+        from tiletraffic.simulator.variants import CHECK_EXAMPLES, build_any
         try:
+            if options:  # --tm ...: a family at its example shape unless sizes are given
+                if schedule not in schedules.FAMILY_OPTIONS:
+                    raise schedules.ScheduleError(
+                        f"--{', --'.join(o.replace('_', '-') for o in options)} applies to "
+                        f"{', '.join(schedules.FAMILY_OPTIONS)} only, not {schedule}")
+                ex = CHECK_EXAMPLES[schedule]
+                m, k, n = (ex[0], ex[1], ex[2]) if m is None else (m, k, n)
+                return schedules.build(schedule, m, k, n, ex[3] if tile is None else tile,
+                                       chunk, **options)
             return build_any(schedule, m, k, n, tile, chunk)
         except schedules.ScheduleError as err:
             raise click.UsageError(str(err)) from None
     if m is None or k is None:
         raise click.UsageError(f"{schedule} needs --m and --k (got m={m}, k={k})")
-    if n is not None and schedule in schedules.MATVEC_FAMILIES:
+    if n is not None and schedule in (schedules.MATVEC_FAMILIES
+                                      + schedules.REDUCTION_MATVEC_FAMILIES):
         raise click.UsageError(f"{schedule} computes y = A·x: --n does not apply (got {n})")
     try:
         return schedules.build(schedule, m, k, n, tile, chunk, **options)
@@ -571,10 +620,10 @@ def _print_crosscheck(res) -> None:
 
     if isinstance(res, CountsComparison):
         click.echo(f"{res.schedule}: counts {'identical' if res.equal else 'DIFFER'}")
-        click.echo(f"  {'counter':22s} {'simulator':>14s} {'oclgrind':>14s}")
+        click.echo(f"  {'counter':25s} {'simulator':>11s} {'oclgrind':>14s}")
         for key in COUNT_KEYS:
             a, b = res.simulator[key], res.oclgrind[key]
-            click.echo(f"  {key:22s} {a:14d} {b:14d}" + ("" if a == b else "   <-- differs"))
+            click.echo(f"  {key:25s} {a:11d} {b:14d}" + ("" if a == b else "   <-- differs"))
         return
     invisible = res.simulator_kinds and not res.expected_oclgrind
     click.echo(f"{res.schedule}: hazards {'agree' if res.agree else 'DISAGREE'}"

@@ -10,7 +10,8 @@ seeds/matrix-operations.txt "Performance Analysis" (2·1024³ naive, 1.34e8 tile
 N=1024, B=16; x read once per row naive, once per work-group staged); DESIGN.md "Numbers the
 model must reproduce" (tiled loads M·K·⌈N/B⌉ + K·N·⌈M/B⌉, 2·⌈K/B⌉ barriers per
 work-group). The counts below are derived from the schedules in simulator/schedules.py by
-counting, per statement, the work-items whose guards hold.
+counting, per statement, the work-items whose guards hold (the register-blocked families:
+simulator/schedules_advanced.py).
 """
 from __future__ import annotations
 
@@ -82,6 +83,65 @@ def gemm_tiled(m: int, k: int, n: int, t: int) -> dict:
     })
 
 
+def gemm_register_blocked(m: int, k: int, n: int, w0: int, w1: int, tm: int, tn: int,
+                          bk: int, barriers_per_step: int = 2) -> dict:
+    """Register-blocked GEMM (``gemm-register-blocked`` and ``gemm-vectorized``, whose
+    element counts are equal): work-groups of W0×W1 work-items compute BM×BN blocks of C,
+    BM = TM·W1, BN = TN·W0, in S = ⌈K/BK⌉ steps.
+
+    With G = ⌈N/BN⌉·⌈M/BM⌉ work-groups: loads of A M·K·⌈N/BN⌉ (each BM×BK tile element
+    in range is read once per work-group column), of B K·N·⌈M/BM⌉; C: M·N stores. Per
+    work-group and step: BM·BK + BK·BN local stores (zero fill included) and two barriers;
+    per work-item and step BK·(TM + TN) local loads and BK·TM·TN multiply-adds (2 FLOP
+    each, padded work-items included). Busiest work-group: K·(min(BM,M) + min(BN,N)) global
+    loads. A float4 access counts 4 elements (the vectorized family needs K and N multiples
+    of 4, so its float4 guards keep exactly the elements in range). ``gemm-prefetch``
+    (double-buffered tiles) has the same counts with S barriers per work-group
+    (``barriers_per_step=1``: one before the loop, one after every step but the last).
+    """
+    bm, bn = tm * w1, tn * w0
+    groups = ceil_div(n, bn) * ceil_div(m, bm)
+    steps = ceil_div(k, bk)
+    items = groups * w0 * w1
+    return _finish({
+        "global_load_elems_by_buffer": {"A": m * k * ceil_div(n, bn),
+                                        "B": k * n * ceil_div(m, bm), "C": 0},
+        "global_store_elems_by_buffer": {"A": 0, "B": 0, "C": m * n},
+        "local_load_elems": items * steps * bk * (tm + tn),
+        "local_store_elems": groups * steps * (bm * bk + bk * bn),
+        "barriers": barriers_per_step * steps * groups,
+        "flop": 2 * items * steps * bk * tm * tn,
+        "work_groups": groups,
+        "global_load_elems_per_tile": k * (min(bm, m) + min(bn, n)),
+    })
+
+
+def matvec_rows_reduce(m: int, k: int, w0: int, w1: int) -> dict:
+    """Matrix-vector with W0 work-items per row and W1 rows per work-group, partial sums
+    added in local memory (``matvec-rows-reduce``).
+
+    With G = ⌈M/W1⌉ work-groups, P the largest power of two <= W0 and R = [W0 != P] +
+    log2(P) reduction steps: A and x M·K loads each, y M stores; local stores G·W1·W0
+    partial sums + G·W1·(W0 − 1) reduction sums, local loads 2·G·W1·(W0 − 1) + M (work-item
+    0 of each row in range reads the total); FLOP 2·M·K + G·W1·(W0 − 1); barriers
+    G·max(1, R) (one after the partial sums, one between reduction steps); busiest
+    work-group min(W1, M)·2K global loads.
+    """
+    groups = ceil_div(m, w1)
+    power = 1 << (w0.bit_length() - 1)
+    steps = (power != w0) + power.bit_length() - 1
+    sums = groups * w1 * (w0 - 1)
+    return _finish({
+        "global_load_elems_by_buffer": {"A": m * k, "x": m * k, "y": 0},
+        "global_store_elems_by_buffer": {"A": 0, "x": 0, "y": m},
+        "local_load_elems": 2 * sums + m, "local_store_elems": groups * w1 * w0 + sums,
+        "barriers": groups * max(1, steps),
+        "flop": 2 * m * k + sums,
+        "work_groups": groups,
+        "global_load_elems_per_tile": min(w1, m) * 2 * k,
+    })
+
+
 def matvec_naive(m: int, k: int, t: int) -> dict:
     """Naive matrix-vector: each of the M rows reads K elements of A and all K of x."""
     return _finish({
@@ -140,6 +200,13 @@ def counts(schedule: Schedule) -> dict:
         return gemm_naive(p["M"], p["K"], p["N"], t)
     if family == "gemm-tiled":
         return gemm_tiled(p["M"], p["K"], p["N"], t)
+    if family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch"):
+        x = schedule.extra
+        return gemm_register_blocked(p["M"], p["K"], p["N"], t, x["wg_rows"], x["tm"],
+                                     x["tn"], x["bk"],
+                                     barriers_per_step=1 if family == "gemm-prefetch" else 2)
+    if family == "matvec-rows-reduce":
+        return matvec_rows_reduce(p["M"], p["K"], t, schedule.extra["wg_rows"])
     if family == "matvec-naive":
         return matvec_naive(p["M"], p["K"], t)
     if family == "matvec-local":

@@ -2,6 +2,9 @@
 
 Counts: the simulator's counters next to Oclgrind's instruction counter for the generated
 OpenCL kernel (built with ``-cl-opt-disable``, one memory operation per source access).
+Both are compared twice: in elements (Oclgrind's bytes / 4) and in instructions per
+work-item (Oclgrind's count of load/store instructions; the simulator's accesses, a float4
+or float2 access being one instruction of 16 or 8 bytes, as Oclgrind counts it).
 Hazards: the simulator's hazard kinds next to Oclgrind's race detector and memory checker,
 mapped through :data:`gpu.oclgrind.SIMULATOR_HAZARD_KINDS`. Oclgrind cannot see an output
 element that nobody writes, so ``unwritten-output`` is the simulator's alone.
@@ -13,13 +16,30 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tiletraffic.gpu.oclgrind import SIMULATOR_HAZARD_KINDS, oclgrind_check, oclgrind_counts
+from tiletraffic.simulator.counters import AccessEvent, Observer, count_per_group
 from tiletraffic.simulator.device import UNLIMITED, DeviceLimits, check_schedule_limits
 from tiletraffic.simulator.engine import simulate
 from tiletraffic.simulator.reference import random_inputs
 from tiletraffic.simulator.schedule import Schedule
 
+INSTRUCTION_KEYS = ("global_load_instructions", "global_store_instructions",
+                    "local_load_instructions", "local_store_instructions")
+"""Load/store instructions executed, summed over work-items (a vector access is one)."""
 COUNT_KEYS = ("global_load_elems", "global_store_elems", "local_load_elems",
-              "local_store_elems", "barriers")
+              "local_store_elems", "barriers") + INSTRUCTION_KEYS
+
+
+class InstructionCounter(Observer):
+    """Counts the load and store instructions work-items execute: one per executing
+    work-item and access statement, a vector access included (its event lists
+    ``vector_width`` entries per instruction)."""
+
+    def __init__(self):
+        self.counts = dict.fromkeys(INSTRUCTION_KEYS, 0)
+
+    def on_access(self, ev: AccessEvent) -> None:
+        entries = int(count_per_group(ev.mask, ev.shape).sum())
+        self.counts[f"{ev.space}_{ev.direction}_instructions"] += entries // ev.vector_width
 
 
 @dataclass
@@ -98,8 +118,15 @@ def compare_counts(schedule: Schedule, timeout_s: float = 300) -> CountsComparis
         gpu.oclgrind.OclgrindError: Oclgrind missing, failed or timed out.
     """
     _refuse_beyond_oclgrind(schedule)
-    sim = simulate(schedule, compute_values=False, limits=None).counts.to_dict()
-    ocl = oclgrind_counts(schedule, timeout_s=timeout_s).to_dict()
+    instructions = InstructionCounter()
+    sim = simulate(schedule, compute_values=False, limits=None,
+                   observers=[instructions]).counts.to_dict()
+    sim.update(instructions.counts)
+    measured = oclgrind_counts(schedule, timeout_s=timeout_s)
+    ocl = measured.to_dict()
+    for key in INSTRUCTION_KEYS:
+        space, direction = key.split("_")[:2]
+        ocl[key] = int(measured.raw.get(f"{direction} {space}", 0))
     return CountsComparison(schedule.family, {k: sim[k] for k in COUNT_KEYS},
                             {k: ocl[k] for k in COUNT_KEYS})
 

@@ -101,10 +101,17 @@ def render_float(e: S.FloatExpr) -> tuple[str, int]:
         return f"{float(e.value)!r}f", _ATOM
     if isinstance(e, S.Private):
         return e.name, _ATOM
+    if isinstance(e, S.PrivateElem):
+        return e.array.name + "".join(f"[{render_int(i)[0]}]" for i in e.index), _ATOM
     if isinstance(e, S.FBinOp):
         return _binary(e.op, render_float(e.left), render_float(e.right), _op_of(e.right),
                        reassociate=False)
     raise TypeError(f"cannot render float expression {e!r}")
+
+
+def _target(s) -> str:
+    """``name`` or ``name[i][j]`` of an Assign/Accumulate."""
+    return s.name + "".join(f"[{render_int(i)[0]}]" for i in s.index)
 
 
 def render_block(stmts, depth: int = 1) -> list[str]:
@@ -117,13 +124,42 @@ def render_block(stmts, depth: int = 1) -> list[str]:
         elif isinstance(s, S.DeclareFloat):
             init = "" if s.init is None else f" = {float(s.init)!r}f"
             lines.append(f"{pad}float {s.name}{init};")
+        elif isinstance(s, S.DeclarePrivateArray):
+            name = s.array.name
+            extents = [render_int(d)[0] for d in s.array.dims]
+            lines.append(f"{pad}float {name}{''.join(f'[{e}]' for e in extents)};")
+            if s.init is not None:
+                # zero-filled by loops, not "= {0.0f}": PoCL (CPU) miscompiled that aggregate
+                # initializer in work-groups of 3 work-items (tests/test_codegen.py found it)
+                idx = [f"{name}_z{d}" for d in range(len(extents))]
+                lines.append(f"{pad}{{")
+                for d, (i, e) in enumerate(zip(idx, extents)):
+                    lines.append(f"{pad}{'    ' * (d + 1)}for (int {i} = 0; {i} < {e}; ++{i})")
+                lines.append(f"{pad}{'    ' * (len(idx) + 1)}{name}"
+                             f"{''.join(f'[{i}]' for i in idx)} = {float(s.init)!r}f;")
+                lines.append(f"{pad}}}")
         elif isinstance(s, S.Assign):
-            lines.append(f"{pad}{s.name} = {render_float(s.value)[0]};")
+            lines.append(f"{pad}{_target(s)} = {render_float(s.value)[0]};")
         elif isinstance(s, S.Accumulate):
-            lines.append(f"{pad}{s.name} += {render_float(s.value)[0]};")
+            lines.append(f"{pad}{_target(s)} += {render_float(s.value)[0]};")
         elif isinstance(s, S.Store):
             lines.append(f"{pad}{render_access(s.array, s.index)} = "
                          f"{render_float(s.value)[0]};")
+        elif isinstance(s, S.VectorLoad):
+            lines.append(f"{pad}{{")
+            lines.append(f"{pad}    const float{s.width} vec = "
+                         f"*({_vector_pointer(s.array, s.width, const=True)})"
+                         f"&{render_access(s.array, s.index)};")
+            lines += [f"{pad}    {name} = vec.{'xyzw'[w]};" for w, name in enumerate(s.names)]
+            lines.append(f"{pad}}}")
+        elif isinstance(s, S.VectorStore):
+            lines.append(f"{pad}{{")
+            lines.append(f"{pad}    float{s.width} vec;")
+            lines += [f"{pad}    vec.{'xyzw'[w]} = {render_float(v)[0]};"
+                      for w, v in enumerate(s.values)]
+            lines.append(f"{pad}    *({_vector_pointer(s.array, s.width, const=False)})"
+                         f"&{render_access(s.array, s.index)} = vec;")
+            lines.append(f"{pad}}}")
         elif isinstance(s, S.If):
             lines.append(f"{pad}if ({render_cond(s.cond)[0]}) {{")
             lines += render_block(s.then, depth + 1)
@@ -147,6 +183,31 @@ def render_block(stmts, depth: int = 1) -> list[str]:
         else:
             raise TypeError(f"cannot render statement {s!r}")
     return lines
+
+
+LOCAL_VECTOR_SPACE = "LOCAL_VECTOR_SPACE"
+"""Macro naming the address space of local vector pointer casts: ``__local`` in OpenCL C
+(defined by the kernel unless already defined), empty in the CUDA build, whose prelude maps
+``__local`` to ``__shared__``, which a cast cannot name."""
+
+
+def _vector_pointer(array: S.Array, width: int, const: bool) -> str:
+    """``const __global float4 *``: the cast that makes one vector access of
+    ``array`` (alignment to ``4 * width`` bytes is the schedule's promise, checked by the
+    simulator)."""
+    space = "__global" if isinstance(array, S.GlobalArray) else LOCAL_VECTOR_SPACE
+    return f"{'const ' if const else ''}{space} float{width} *"
+
+
+def _uses_vectors(stmts) -> bool:
+    for s in stmts:
+        if isinstance(s, (S.VectorLoad, S.VectorStore)):
+            return True
+        if isinstance(s, S.If) and (_uses_vectors(s.then) or _uses_vectors(s.orelse)):
+            return True
+        if isinstance(s, S.For) and _uses_vectors(s.body):
+            return True
+    return False
 
 
 def _named_constants(schedule: S.Schedule) -> dict[str, int]:
@@ -189,16 +250,25 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
         sig.append(f"__global {const}float *restrict {a.name}")
     sig += [f"const int {name}" for name, _ in schedule.params]
     reqd = list(schedule.local_size) + [1] * (3 - len(schedule.local_size))
+    vectors = _uses_vectors(schedule.body)
+    # vector accesses of local arrays need them 16-byte aligned (float4)
+    align = " __attribute__((aligned(16)))" if vectors else ""
     source = _template().render(
         family=schedule.family, description=schedule.description,
         defines=sorted(_named_constants(schedule).items()),
         reqd_size=", ".join(str(v) for v in reqd),
         kernel_name=schedule.kernel_name, signature=", ".join(sig),
         local_decls=[f"__local float {a.name}"
-                     + "".join(f"[{render_int(d)[0]}]" for d in a.dims) + ";"
+                     + "".join(f"[{render_int(d)[0]}]" for d in a.dims) + align + ";"
                      for a in schedule.local_arrays],
         body="\n".join(render_block(schedule.body)),
     )
+    if vectors:  # after the header comment, before the #defines
+        lines = source.split("\n")
+        at = next(i for i, line in enumerate(lines) if not line.startswith("//"))
+        lines[at:at] = [f"#ifndef {LOCAL_VECTOR_SPACE}", f"#define {LOCAL_VECTOR_SPACE} __local",
+                        "#endif"]
+        source = "\n".join(lines)
     return GeneratedKernel(
         name=schedule.kernel_name, source=source, args=tuple(args),
         global_size=tuple(schedule.global_size), local_size=tuple(schedule.local_size),

@@ -101,6 +101,7 @@ SIMULATOR_HAZARD_KINDS: dict[str, frozenset[str]] = {
     "uninitialized-local-read": frozenset({"uninitialized"}),
     "uninitialized-private-read": frozenset({"uninitialized"}),
     "unwritten-output": frozenset(),
+    "misaligned-vector-access": frozenset({"misaligned"}),
 }
 """Hazard kinds of :mod:`simulator.hazards` -> the :class:`Diagnostic` kinds Oclgrind reports
 for the same fault. Empty: Oclgrind cannot see it (an output element nobody writes is not a

@@ -30,6 +30,10 @@ class AccessEvent:
         group_index: linear work-group ids of the batch, shape ``(G,)``.
         site: the statement, as text (``"store x_local[lid]"``): what hazards of this
             access are merged by.
+        vector_width: floats per access of each work-item (1: scalar; 2 or 4: one
+            ``float2``/``float4`` instruction). For a vector access the iteration axis holds
+            ``vector_width`` consecutive entries per iteration, one per element, so that
+            ``index`` and ``mask`` list every element touched.
     """
 
     space: str
@@ -41,6 +45,7 @@ class AccessEvent:
     shape: tuple[int, int, int]
     group_index: np.ndarray
     site: str = ""
+    vector_width: int = 1
 
 
 def count_per_group(mask: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:

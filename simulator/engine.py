@@ -13,6 +13,12 @@ that in each work-group either every work-item or none arrives (otherwise: barri
 divergence). Loops whose body only reads memory and accumulates into private variables
 (no store, barrier or return) are executed in blocks of iterations along the third axis.
 
+Vector accesses (``float2``/``float4``) are one instruction per work-item: their event
+lists every element touched (``AccessEvent.vector_width`` entries per iteration), and a first
+element whose flat index is not a multiple of the width is the hazard
+``misaligned-vector-access``. Private arrays (register tiles) are kept per work-item as
+``(G, L, size)`` arrays; their indices are bounds-checked like any array's.
+
 Control flow depends on integers only, never on float values, so running with
 ``compute_values=False`` gives exactly the same counts while skipping the float arithmetic.
 """
@@ -236,6 +242,22 @@ _CMP_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater
             "==": np.equal, "!=": np.not_equal}
 
 
+def _as3(a) -> np.ndarray:
+    a = np.asarray(a)
+    return a.reshape((1,) * (3 - a.ndim) + a.shape)
+
+
+def _expand_vector(flat, mask, shape, width: int):
+    """Index, mask and shape of a vector access with its ``width`` elements laid out along
+    the iteration axis: entry ``i * width + w`` is element ``w`` of iteration ``i``."""
+    G, L, I = shape
+    f3, m3 = _as3(flat), _as3(mask)
+    f3 = np.broadcast_to(f3, f3.shape[:2] + (I,))
+    m3 = np.broadcast_to(m3, m3.shape[:2] + (I,))
+    index = (f3[..., None] + np.arange(width)).reshape(f3.shape[:2] + (I * width,))
+    return index, np.repeat(m3, width, axis=2), (G, L, I * width)
+
+
 def _is_vectorizable(loop: S.For) -> bool:
     """A loop may run as blocks of iterations if it only loads and accumulates."""
     targets: set[str] = set()
@@ -245,7 +267,7 @@ def _is_vectorizable(loop: S.For) -> bool:
         for s in stmts:
             if isinstance(s, S.Let):
                 continue
-            if isinstance(s, S.Accumulate):
+            if isinstance(s, S.Accumulate) and not s.index:
                 targets.add(s.name)
                 _privates_read(s.value, reads)
             elif isinstance(s, S.If):
@@ -261,6 +283,8 @@ def _is_vectorizable(loop: S.For) -> bool:
 def _privates_read(e: S.FloatExpr, out: set[str]) -> None:
     if isinstance(e, S.Private):
         out.add(e.name)
+    elif isinstance(e, S.PrivateElem):
+        out.add(e.array.name)
     elif isinstance(e, S.FBinOp):
         _privates_read(e.left, out)
         _privates_read(e.right, out)
@@ -301,6 +325,8 @@ class _Machine:
             obs.on_batch(group_index, L, weights)
         self.env: dict[str, object] = {}
         self.privates: dict[str, np.ndarray] = {}
+        self.parrays: dict[str, tuple] = {}
+        self.parray_set: dict[str, np.ndarray | None] = {}
         self.private_set: dict[str, np.ndarray] = {}
         self.private_full: dict[str, bool] = {}
         self.local = {a.name: np.full((G, a.size), np.nan, dtype=np.float32)
@@ -371,31 +397,64 @@ class _Machine:
             text = self.sites[key] = f"{direction} {S.describe_access(array, index)}"
         return text
 
-    def access(self, space: str, direction: str, array, index: tuple, mask):
+    def access(self, space: str, direction: str, array, index: tuple, mask, width: int = 1):
         """Bounds-check (per dimension) and announce one access.
 
-        Returns the row-major flat index and the mask with out-of-bounds entries off.
+        ``width`` > 1: a vector access of ``width`` consecutive elements along the last
+        dimension (all of them bounds-checked); its first flat index must be a multiple of
+        ``width`` (else a ``misaligned-vector-access`` hazard, the entry skipped). The event
+        then covers every element: its iteration axis holds ``width`` entries per
+        iteration (``AccessEvent.vector_width``).
+
+        Returns the row-major flat index (of the first element) and the mask with
+        out-of-bounds and misaligned entries off.
         """
         site = self.site(direction, array, index)
         dims = self.dims_of(array)
         comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in index]
+        last = len(dims) - 1
         for d, (comp, extent) in enumerate(zip(comps, dims)):
-            if comp.size and (comp.min() < 0 or comp.max() >= extent):
-                bad = np.logical_and(mask, (comp < 0) | (comp >= extent))
+            top = comp + (width - 1) if d == last else comp
+            if comp.size and (comp.min() < 0 or top.max() >= extent):
+                bad = np.logical_and(mask, (comp < 0) | (top >= extent))
                 if bad.any():
-                    self.report_out_of_bounds(space, direction, array.name, dims, d, comps,
-                                              bad, site)
+                    self.report_out_of_bounds(space, direction, array.name, dims, d,
+                                              comps[:d] + [top] + comps[d + 1:], bad, site)
                     mask = np.logical_and(mask, np.logical_not(bad))
         flat = comps[0]
         for comp, extent in zip(comps[1:], dims[1:]):
             flat = flat * extent + comp
         size = int(np.prod(dims))
+        if width > 1:
+            misaligned = np.logical_and(mask, flat % width != 0)
+            if misaligned.any():
+                self.report_misaligned(space, direction, array.name, width, flat, misaligned,
+                                       site)
+                mask = np.logical_and(mask, np.logical_not(misaligned))
         shape = self.shape_of(flat, mask)
-        event = AccessEvent(space, direction, array.name, size, flat, mask, shape,
-                            self.group_index, site)
+        ev_index, ev_mask, ev_shape = flat, mask, shape
+        if width > 1:
+            ev_index, ev_mask, ev_shape = _expand_vector(flat, mask, shape, width)
+        event = AccessEvent(space, direction, array.name, size, ev_index, ev_mask, ev_shape,
+                            self.group_index, site, vector_width=width)
         for obs in self.observers:
             obs.on_access(event)
         return flat, mask
+
+    def report_misaligned(self, space, direction, name, width, flat, bad, site):
+        shape = self.shape_of(bad, flat)
+        g, li, it = (int(v[0]) for v in np.nonzero(np.broadcast_to(bad, shape)))
+        where = int(np.broadcast_to(flat, shape)[g, li, it])
+        groups = self.per_group(bad, shape)
+        gid = self.group_id_tuple(g)
+        self.log.add(Hazard(
+            kind="misaligned-vector-access", schedule=self.schedule.family, array=name,
+            index=where, group_id=gid, local_ids=(li,), epoch=self.epoch,
+            count=int(groups[1].sum()), site=f"{space} {site}",
+            detail=(f"{space} float{width} {direction} of {name} at element {where} (byte "
+                    f"offset {where * S.FLOAT_BYTES}, not a multiple of "
+                    f"{width * S.FLOAT_BYTES}) ({site}), e.g. by work-item {li} of work-group "
+                    f"{gid}")), groups, "misaligned vector accesses")
 
     def per_group(self, mask, shape) -> tuple[np.ndarray, np.ndarray]:
         """(linear ids, true entries) of the batch's work-groups with any true entry."""
@@ -431,10 +490,14 @@ class _Machine:
         index, mask = self.access(space, "load", e.array, e.index, mask)
         if not self.values:
             return None
+        return self.read_values(space, e.array, index, mask)
+
+    def read_values(self, space, array, index, mask):
+        """Values at flat ``index`` (0 where ``mask`` is off), shape of ``index``."""
         safe = np.where(mask, index, 0) if not np.all(mask) else index
         if space == "global":
-            return self.buffers[e.array.name][safe]
-        table = self.local[e.array.name]
+            return self.buffers[array.name][safe]
+        table = self.local[array.name]
         safe = np.asarray(safe)
         safe = safe.reshape((1,) * (3 - safe.ndim) + safe.shape)
         if safe.shape[0] == 1:
@@ -451,6 +514,8 @@ class _Machine:
         if isinstance(e, S.Private):
             self.check_private_set(e.name, mask)
             return self.privates.get(e.name), 0
+        if isinstance(e, S.PrivateElem):
+            return self.read_private_elem(e, mask), 0
         if isinstance(e, S.FBinOp):
             left, fl = self.eval_float(e.left, mask)
             right, fr = self.eval_float(e.right, mask)
@@ -477,10 +542,23 @@ class _Machine:
                 self.privates[s.name] = np.full((self.G, self.L, 1), init, dtype=np.float32)
                 self.private_set[s.name] = np.full((self.G, self.L, 1), s.init is not None)
                 self.private_full[s.name] = s.init is not None
+            elif isinstance(s, S.DeclarePrivateArray):
+                a = s.array
+                init = np.nan if s.init is None else s.init
+                self.parrays[a.name] = (a, np.full((self.G, self.L, a.size), init,
+                                                   dtype=np.float32))
+                self.parray_set[a.name] = None if s.init is not None else \
+                    np.zeros((self.G, self.L, a.size), dtype=bool)
+            elif isinstance(s, (S.Assign, S.Accumulate)) and s.index:
+                self.exec_private_elem_update(s, m)
             elif isinstance(s, (S.Assign, S.Accumulate)):
                 self.exec_private_update(s, m)
             elif isinstance(s, S.Store):
                 self.exec_store(s, m)
+            elif isinstance(s, S.VectorLoad):
+                self.exec_vector_load(s, m)
+            elif isinstance(s, S.VectorStore):
+                self.exec_vector_store(s, m)
             elif isinstance(s, S.If):
                 if not np.any(m):
                     continue
@@ -545,6 +623,75 @@ class _Machine:
         else:
             self.privates[s.name] = np.where(m, value, old).astype(np.float32)
 
+    # ------------------------------------------------------------------ private arrays
+    def private_elem_index(self, name: str, index: tuple, mask, direction: str):
+        """Flat element index of ``name[index]`` per entry, shape (G, L, I), and the mask
+        with out-of-bounds entries off (reported as out-of-bounds hazards)."""
+        if name not in self.parrays:
+            raise NameError(f"{self.schedule.family}: private array {name!r} used before it "
+                            "is declared")
+        array, _ = self.parrays[name]
+        dims = tuple(d.value for d in array.dims)
+        comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in index]
+        site = self.site(direction, array, index)
+        for d, (comp, extent) in enumerate(zip(comps, dims)):
+            bad = np.logical_and(mask, (comp < 0) | (comp >= extent))
+            if np.any(bad):
+                self.report_out_of_bounds("private", direction, name, dims, d, comps, bad,
+                                          site)
+                mask = np.logical_and(mask, np.logical_not(bad))
+        flat = comps[0]
+        for comp, extent in zip(comps[1:], dims[1:]):
+            flat = flat * extent + comp
+        shape = self.shape_of(flat, mask)
+        mask_b = np.broadcast_to(mask, shape)
+        return np.where(mask_b, np.broadcast_to(flat, shape), 0), mask_b
+
+    def read_private_elem(self, e: S.PrivateElem, mask):
+        idx, ok = self.private_elem_index(e.array.name, e.index, mask, "load")
+        is_set = self.parray_set[e.array.name]
+        if is_set is not None:
+            unset = ok & ~np.take_along_axis(is_set, idx, axis=2)
+            if np.any(unset):
+                shape = unset.shape
+                g, li, _ = (int(v[0]) for v in np.nonzero(unset))
+                gid = self.group_id_tuple(g)
+                groups = self.per_group(unset, shape)
+                self.log.add(Hazard(
+                    kind="uninitialized-private-read", schedule=self.schedule.family,
+                    array=e.array.name, index=int(idx[g, li, 0]), group_id=gid,
+                    local_ids=(li,), epoch=self.epoch, count=int(groups[1].sum()),
+                    site=f"private {e.array.name}",
+                    detail=(f"work-item {li} of work-group {gid} reads element "
+                            f"{int(idx[g, li, 0])} of private array {e.array.name}, which it "
+                            "never assigned")), groups, "reads")
+        if not self.values:
+            return None
+        return np.take_along_axis(self.parrays[e.array.name][1], idx, axis=2)
+
+    def exec_private_elem_update(self, s, m) -> None:
+        value, ops = self.eval_float(s.value, m)
+        accumulate = isinstance(s, S.Accumulate)
+        if accumulate:
+            self.read_private_elem(S.PrivateElem(self.parrays[s.name][0], s.index), m)
+        idx, ok = self.private_elem_index(s.name, s.index, m, "store")
+        if idx.shape[2] != 1:
+            raise ValueError(f"{self.schedule.family}: private array {s.name} written in a "
+                             "vectorized loop")
+        self.count_flop(m, ops + (1 if accumulate else 0))
+        is_set = self.parray_set[s.name]
+        if is_set is not None:
+            np.put_along_axis(is_set, idx, np.take_along_axis(is_set, idx, axis=2) | ok,
+                              axis=2)
+        if not self.values:
+            return
+        table = self.parrays[s.name][1]
+        old = np.take_along_axis(table, idx, axis=2)
+        value = np.broadcast_to(np.asarray(value, dtype=np.float32), old.shape)
+        new = (old + np.where(ok, value, np.float32(0))) if accumulate else \
+            np.where(ok, value, old)
+        np.put_along_axis(table, idx, new.astype(np.float32), axis=2)
+
     def exec_store(self, s: S.Store, m) -> None:
         value, ops = self.eval_float(s.value, m)
         self.count_flop(m, ops)
@@ -552,15 +699,48 @@ class _Machine:
         index, m = self.access(space, "store", s.array, s.index, m)
         if not self.values:
             return
+        self.write_values(space, s.array, index, m, value)
+
+    def write_values(self, space, array, index, m, value) -> None:
+        """Store ``value`` at flat ``index`` where ``m`` is on."""
         shape = self.shape_of(index, m)
         idx_b = np.broadcast_to(index, shape)
         m_b = np.broadcast_to(m, shape)
         val_b = np.broadcast_to(np.asarray(value, dtype=np.float32), shape)
         if space == "global":
-            self.buffers[s.array.name][idx_b[m_b]] = val_b[m_b]
+            self.buffers[array.name][idx_b[m_b]] = val_b[m_b]
         else:
             g_b = np.broadcast_to(np.arange(self.G).reshape(self.G, 1, 1), shape)
-            self.local[s.array.name][g_b[m_b], idx_b[m_b]] = val_b[m_b]
+            self.local[array.name][g_b[m_b], idx_b[m_b]] = val_b[m_b]
+
+    def exec_vector_load(self, s: S.VectorLoad, m) -> None:
+        space = "global" if isinstance(s.array, S.GlobalArray) else "local"
+        index, ok = self.access(space, "load", s.array, s.index, m, width=s.width)
+        for w, name in enumerate(s.names):
+            if name not in self.private_set:
+                raise NameError(f"{self.schedule.family}: private {name!r} used before it is "
+                                "declared")
+            if not self.private_full.get(name):
+                self.private_set[name] = np.logical_or(self.private_set[name],
+                                                       np.any(m, axis=2, keepdims=True))
+                self.private_full[name] = bool(self.private_set[name].all())
+            if self.values:
+                value = self.read_values(space, s.array, index + w, ok)
+                self.privates[name] = np.where(m, value, self.privates[name]).astype(np.float32)
+
+    def exec_vector_store(self, s: S.VectorStore, m) -> None:
+        values, ops = [], 0
+        for v in s.values:
+            value, flop = self.eval_float(v, m)
+            values.append(value)
+            ops += flop
+        self.count_flop(m, ops)
+        space = "global" if isinstance(s.array, S.GlobalArray) else "local"
+        index, m = self.access(space, "store", s.array, s.index, m, width=s.width)
+        if not self.values:
+            return
+        for w, value in enumerate(values):
+            self.write_values(space, s.array, index + w, m, value)
 
     def exec_barrier(self, barrier: S.Barrier, m) -> None:
         arrived = count_per_group(m, (self.G, self.L, 1))

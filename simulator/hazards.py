@@ -25,6 +25,7 @@ HAZARD_KINDS = (
     "uninitialized-local-read",    # a read of a local word no work-item of the work-group stored
     "uninitialized-private-read",  # a read of a private variable the work-item never assigned
     "unwritten-output",            # output elements no work-item stored
+    "misaligned-vector-access",    # a float2/float4 access at an address not a multiple of 8/16
 )
 
 NAMED_GROUPS = 3

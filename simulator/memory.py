@@ -22,6 +22,19 @@ largest number of distinct words it touches in one bank (work-items reading the 
 share it: a broadcast); its bank conflicts are the wavefronts above that minimum (one for
 scalar loads) (CUDA C++ Programming Guide, "Shared Memory", compute capability 5.x and
 later).
+
+Vector accesses (``float2``/``float4``, :attr:`AccessEvent.vector_width` w > 1) are one
+instruction per work-item: one request per sub-group that executes it, whose sectors and
+lines are the distinct ones of all 4·w bytes of every active work-item (a ``float4`` load by
+32 consecutive work-items: 512 bytes, 16 sectors, 4 lines, 1 request). Local vector
+accesses, explicit or merged by the compiler (``local_vector_words``), count their wavefronts
+as above over every word they touch, at least ``vector_min_wavefronts`` for 128-bit ones;
+their ideal (conflict-free) wavefronts are ⌈distinct bytes / 128⌉ (one 128-byte wavefront
+serves 32 banks × 4 bytes), at least that minimum, and their bank conflicts the wavefronts
+above the ideal: a conflict-free 128-bit load of 512 distinct bytes has 4 wavefronts and 0
+conflicts (Nsight Compute's ``l1tex__data_bank_conflicts_pipe_lsu_mem_shared`` counts
+wavefronts beyond the ideal ones: "Shared Memory" in the Nsight Compute Kernel Profiling
+Guide).
 """
 from __future__ import annotations
 
@@ -89,6 +102,20 @@ def _lanes(values: np.ndarray, mask: np.ndarray, shape, width: int):
     return v.reshape(G, subgroups, width, I).transpose(0, 1, 3, 2)
 
 
+def _vector_lanes(values: np.ndarray, ev: AccessEvent, width: int) -> np.ndarray:
+    """Rows of one sub-group's vector instruction: (G, S, I, width · vector_width), the
+    values of every element its active work-items touch; -1 where inactive."""
+    G, L, IW = ev.shape
+    v = ev.vector_width
+    I = IW // v
+    vals = np.broadcast_to(values, ev.shape).reshape(G, L, I, v)
+    mask = np.broadcast_to(ev.mask, ev.shape).reshape(G, L, I, v)
+    # (G, L*v, I): work-item l's element w at position l*v + w, sub-groups of width*v
+    vals = vals.transpose(0, 1, 3, 2).reshape(G, L * v, I)
+    mask = mask.transpose(0, 1, 3, 2).reshape(G, L * v, I)
+    return _lanes(vals, mask, (G, L * v, I), width * v)
+
+
 def _distinct(rows: np.ndarray) -> np.ndarray:
     """Distinct non-negative values per row of a (..., width) array."""
     s = np.sort(rows, axis=-1)
@@ -132,23 +159,34 @@ class MemoryObserver(Observer):
         if not np.any(ev.mask):
             return
         byte = np.asarray(ev.index, dtype=np.int64) * FLOAT_BYTES
-        active = _lanes(np.zeros(1, dtype=np.int64), ev.mask, ev.shape, self.width)
-        requests = self._weighted((active >= 0).any(axis=-1))
         c = self.counts
         key = f"{ev.array}:{ev.direction}"
         if ev.space == "global":
-            sectors = self._weighted(_distinct(_lanes(byte // self.sector_bytes, ev.mask,
-                                                      ev.shape, self.width)))
-            lines = self._weighted(_distinct(_lanes(byte // self.line_bytes, ev.mask,
-                                                    ev.shape, self.width)))
+            if ev.vector_width > 1:
+                rows = _vector_lanes(byte, ev, self.width)
+                requests = self._weighted((rows >= 0).any(axis=-1))
+                sectors = self._weighted(_distinct(np.where(rows >= 0,
+                                                            rows // self.sector_bytes, -1)))
+                lines = self._weighted(_distinct(np.where(rows >= 0,
+                                                          rows // self.line_bytes, -1)))
+            else:
+                active = _lanes(np.zeros(1, dtype=np.int64), ev.mask, ev.shape, self.width)
+                requests = self._weighted((active >= 0).any(axis=-1))
+                sectors = self._weighted(_distinct(_lanes(byte // self.sector_bytes, ev.mask,
+                                                          ev.shape, self.width)))
+                lines = self._weighted(_distinct(_lanes(byte // self.line_bytes, ev.mask,
+                                                        ev.shape, self.width)))
             _add(c, f"global_{ev.direction}", requests=requests, sectors=sectors, lines=lines)
             c.requests_by_buffer[key] = c.requests_by_buffer.get(key, 0) + requests
             c.sectors_by_buffer[key] = c.sectors_by_buffer.get(key, 0) + sectors
             return
+        active = _lanes(np.zeros(1, dtype=np.int64), ev.mask, ev.shape, self.width)
+        requests = self._weighted((active >= 0).any(axis=-1))
         ideal = requests
-        if ev.direction == "load" and self.vector > 1 and self._contiguous(ev):
-            requests, wavefronts = self._vector_load(ev, byte // self.bank_bytes)
-            ideal = requests * self.vector_min_wavefronts
+        if ev.vector_width > 1:
+            requests, wavefronts, ideal = self._explicit_vector(ev, byte // self.bank_bytes)
+        elif ev.direction == "load" and self.vector > 1 and self._contiguous(ev):
+            requests, wavefronts, ideal = self._vector_load(ev, byte // self.bank_bytes)
         else:
             words = _lanes(byte // self.bank_bytes, ev.mask, ev.shape, self.width)
             wavefronts = self._weighted(self._wavefronts(words))
@@ -170,8 +208,9 @@ class MemoryObserver(Observer):
         whole = (mask.all(axis=-1) | ~mask.any(axis=-1)).all()
         return bool(whole and (np.diff(runs, axis=-1) == 1).all() and (runs[..., 0] % v == 0).all())
 
-    def _vector_load(self, ev: AccessEvent, words: np.ndarray) -> tuple[int, int]:
-        """Requests and wavefronts when each run of ``v`` iterations is one vector load."""
+    def _vector_load(self, ev: AccessEvent, words: np.ndarray) -> tuple[int, int, int]:
+        """Requests, wavefronts and ideal wavefronts when each run of ``v`` iterations is
+        one vector load."""
         G, L, I = ev.shape
         v = self.vector
         shape = (G, L, I // v)
@@ -181,10 +220,28 @@ class MemoryObserver(Observer):
         requests = self._weighted((active >= 0).any(axis=-1))
         lanes = _lanes(first, mask, shape, self.width)            # (G, S, I/v, W)
         expanded = np.where(lanes[..., None] >= 0, lanes[..., None] + np.arange(v), -1)
-        per_request = self._wavefronts(expanded.reshape(lanes.shape[:-1] + (-1,)))
-        per_request = np.where(per_request > 0,
-                               np.maximum(per_request, self.vector_min_wavefronts), 0)
-        return requests, self._weighted(per_request)
+        wavefronts, ideal = self._vector_wavefronts(
+            expanded.reshape(lanes.shape[:-1] + (-1,)), v)
+        return requests, wavefronts, ideal
+
+    def _explicit_vector(self, ev: AccessEvent, words: np.ndarray) -> tuple[int, int, int]:
+        """Requests, wavefronts and ideal wavefronts of an explicit local vector access."""
+        rows = _vector_lanes(words, ev, self.width)
+        requests = self._weighted((rows >= 0).any(axis=-1))
+        wavefronts, ideal = self._vector_wavefronts(rows, ev.vector_width)
+        return requests, wavefronts, ideal
+
+    def _vector_wavefronts(self, rows: np.ndarray, vector_words: int) -> tuple[int, int]:
+        """(wavefronts, ideal wavefronts) of vector requests, one per row of word indices
+        (-1: inactive): wavefronts = max distinct words per bank, ideal = ⌈distinct words /
+        banks⌉; both at least ``vector_min_wavefronts`` for 128-bit (4-word) accesses."""
+        low = self.vector_min_wavefronts if vector_words * self.bank_bytes >= 16 else 1
+        per_request = self._wavefronts(rows)
+        any_active = per_request > 0
+        distinct = _distinct(rows)
+        ideal = np.where(any_active, np.maximum(-(-distinct // self.banks), low), 0)
+        per_request = np.where(any_active, np.maximum(per_request, low), 0)
+        return self._weighted(per_request), self._weighted(ideal)
 
     def _wavefronts(self, words: np.ndarray) -> np.ndarray:
         """Max distinct words per bank, per request row; 0 for rows with no active lane."""

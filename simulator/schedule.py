@@ -16,8 +16,19 @@ Float expressions (:class:`FloatExpr`) are loads, private variables, constants, 
 ``*``. Control flow is never data dependent: every condition is an integer :class:`Cond`,
 so the traffic of a schedule does not depend on the values in the arrays.
 
-Statements: :class:`Let`, :class:`DeclareFloat`, :class:`Assign`, :class:`Accumulate`,
-:class:`Store`, :class:`If`, :class:`For`, :class:`Barrier`, :class:`Return`.
+Private arrays (:class:`PrivateArray`, declared by :class:`DeclarePrivateArray`) hold
+register tiles such as ``acc[TM][TN]``, one per work-item.
+
+Statements: :class:`Let`, :class:`DeclareFloat`, :class:`DeclarePrivateArray`,
+:class:`Assign`, :class:`Accumulate`,
+:class:`Store`, :class:`VectorLoad`, :class:`VectorStore`, :class:`If`, :class:`For`,
+:class:`Barrier`, :class:`Return`.
+
+Vector accesses (:func:`vload`, :func:`vstore`) move ``width`` (2 or 4) consecutive floats
+along an array's last dimension as one ``float2``/``float4`` access, rendered as a
+``float4`` pointer cast (one 64/128-bit instruction); its first element's flat index must be
+a multiple of ``width`` (the address a multiple of 8/16 bytes), which the simulator checks
+(hazard ``misaligned-vector-access``).
 
 Layouts: every array is a flat, row-major buffer of float32 (4 bytes per element).
 
@@ -393,6 +404,35 @@ class Private(FloatExpr):
 
 
 @dataclass(frozen=True, eq=False)
+class PrivateArray:
+    """``float name[d0][d1]...`` in one work-item's private memory (a register tile such
+    as ``acc[TM][TN]``); dims are constants. Declare it with :class:`DeclarePrivateArray`;
+    ``acc[i, j]`` reads an element (:class:`PrivateElem`); :class:`Assign` and
+    :class:`Accumulate` with ``index`` write one. Indices are integer expressions, usually
+    constants or loop variables (the simulator checks them against the dims:
+    ``out-of-bounds``)."""
+
+    name: str
+    dims: tuple[Const, ...]
+
+    @property
+    def size(self) -> int:
+        """Elements of the array."""
+        return math.prod(d.value for d in self.dims)
+
+    def __getitem__(self, index) -> PrivateElem:
+        return PrivateElem(self, _index_tuple(self, index))
+
+
+@dataclass(frozen=True, eq=False)
+class PrivateElem(FloatExpr):
+    """Read ``array[index]`` of a :class:`PrivateArray`, one index per dimension."""
+
+    array: PrivateArray
+    index: tuple[IntExpr, ...]
+
+
+@dataclass(frozen=True, eq=False)
 class FBinOp(FloatExpr):
     """``left op right`` for op in ``+ *``."""
 
@@ -441,19 +481,49 @@ class DeclareFloat(Stmt):
 
 
 @dataclass(frozen=True, eq=False)
+class DeclarePrivateArray(Stmt):
+    """``float name[d0]...= {init, ...};`` — a private array of every work-item (``init=None``:
+    uninitialized, its reads before an assignment are reported)."""
+
+    array: PrivateArray
+    init: float | None = 0.0
+
+    def __post_init__(self) -> None:
+        """Raises ScheduleError: an ``init`` other than 0.0 or None (C's ``= {0.0f}``
+        zero-fills every element; other values would fill only the first)."""
+        if self.init not in (None, 0.0):
+            raise ScheduleError(f"private array {self.array.name}: init must be 0.0 or None, "
+                                f"got {self.init!r}")
+
+
+@dataclass(frozen=True, eq=False)
 class Assign(Stmt):
-    """``name = value;`` for a private float."""
+    """``name = value;`` for a private float, or ``name[index] = value;`` for an element
+    of a :class:`PrivateArray` called ``name`` (``index``: one expression per dimension)."""
 
     name: str
     value: FloatExpr
+    index: tuple[IntExpr, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
 class Accumulate(Stmt):
-    """``name += value;`` for a private float (the ``+=`` counts one FLOP)."""
+    """``name += value;`` for a private float or ``name[index] += value;`` for a private
+    array element (the ``+=`` counts one FLOP)."""
 
     name: str
     value: FloatExpr
+    index: tuple[IntExpr, ...] = ()
+
+
+def assign_elem(target: PrivateElem, value: FloatLike) -> Assign:
+    """``array[index] = value`` for a private array element ``target = array[index]``."""
+    return Assign(target.array.name, as_float(value), target.index)
+
+
+def accumulate_elem(target: PrivateElem, value: FloatLike) -> Accumulate:
+    """``array[index] += value`` for a private array element ``target = array[index]``."""
+    return Accumulate(target.array.name, as_float(value), target.index)
 
 
 @dataclass(frozen=True, eq=False)
@@ -509,6 +579,73 @@ class Barrier(Stmt):
 @dataclass(frozen=True, eq=False)
 class Return(Stmt):
     """``return;`` — the work-item leaves the kernel (and reaches no later barrier)."""
+
+
+VECTOR_WIDTHS = (2, 4)
+"""Floats per vector access: ``float2`` (8 bytes) and ``float4`` (16 bytes)."""
+
+
+@dataclass(frozen=True, eq=False)
+class VectorLoad(Stmt):
+    """``names[w] = array[index + w]`` for w < width, as one vector load.
+
+    ``index`` gives the first element (one expression per dimension); the ``width =
+    len(names)`` elements run along the last dimension. Each name is a private float
+    declared earlier with :class:`DeclareFloat`. Rendered
+    ``v = *(const __global float4*)&A[flat]; a0 = v.x; ...``: one 128-bit (``float4``) or
+    64-bit (``float2``) instruction, which needs ``flat`` to be a multiple of ``width``.
+    Build with :func:`vload`.
+    """
+
+    names: tuple[str, ...]
+    array: Array
+    index: tuple[IntExpr, ...]
+
+    @property
+    def width(self) -> int:
+        return len(self.names)
+
+
+@dataclass(frozen=True, eq=False)
+class VectorStore(Stmt):
+    """``array[index + w] = values[w]`` for w < width, as one vector store (see
+    :class:`VectorLoad`; build with :func:`vstore`)."""
+
+    array: Array
+    index: tuple[IntExpr, ...]
+    values: tuple[FloatExpr, ...]
+
+    @property
+    def width(self) -> int:
+        return len(self.values)
+
+
+def _check_width(width: int) -> None:
+    if width not in VECTOR_WIDTHS:
+        raise ScheduleError(f"vector width {width} is not one of {VECTOR_WIDTHS}")
+
+
+def vload(names, array: Array, index) -> VectorLoad:
+    """One vector load of ``len(names)`` (2 or 4) floats from ``array[index]`` on into the
+    private floats ``names``.
+
+    Raises:
+        ScheduleError: a width other than 2 or 4.
+    """
+    names = tuple(names)
+    _check_width(len(names))
+    return VectorLoad(names, array, _index_tuple(array, index))
+
+
+def vstore(array: Array, index, values) -> VectorStore:
+    """One vector store of ``values`` (2 or 4 floats) into ``array[index]`` on.
+
+    Raises:
+        ScheduleError: a width other than 2 or 4.
+    """
+    values = tuple(as_float(v) for v in values)
+    _check_width(len(values))
+    return VectorStore(array, _index_tuple(array, index), values)
 
 
 def store(array: Array, index, value: FloatLike) -> Store:
@@ -617,7 +754,7 @@ def _stored_arrays(stmts) -> set[str]:
     """Names of the global arrays a block of statements stores into (any depth)."""
     found: set[str] = set()
     for s in stmts:
-        if isinstance(s, Store) and isinstance(s.array, GlobalArray):
+        if isinstance(s, (Store, VectorStore)) and isinstance(s.array, GlobalArray):
             found.add(s.array.name)
         elif isinstance(s, If):
             found |= _stored_arrays(s.then) | _stored_arrays(s.orelse)

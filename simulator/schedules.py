@@ -9,6 +9,10 @@ NDRange dimension 0 runs over columns of C (or over rows of y for matrix-vector)
 1 over rows of C. Global sizes are rounded up to a multiple of the work-group size and the
 kernels guard the edges, so every positive M, K, N works.
 
+The register-blocked GEMMs (``gemm-register-blocked``, ``gemm-vectorized``,
+``gemm-prefetch``) and ``matvec-rows-reduce`` live in :mod:`simulator.schedules_advanced`;
+:func:`build` builds every family.
+
 Errors: :class:`ScheduleError` (a ``ValueError``) for a size, tile or chunk that is not a
 positive integer, or an index range beyond 32-bit ``int`` (the kernels index with ``int``).
 """
@@ -273,11 +277,24 @@ def matvec_local_whole(m: int, k: int, tile: int = 256, local_words: int | None 
 
 
 GEMM_FAMILIES = ("gemm-naive", "gemm-tiled")
+"""GEMMs with one output per work-item and B×B work-groups (the families of the studies)."""
 MATVEC_FAMILIES = ("matvec-naive", "matvec-local", "matvec-local-whole")
-FAMILIES = GEMM_FAMILIES + MATVEC_FAMILIES
-FAMILY_OPTIONS = {"gemm-naive": ("mapping",), "gemm-tiled": ("padding", "a_tile")}
-"""Options each GEMM family takes (matrix-vector families take none)."""
-DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "matvec-naive": 256, "matvec-local": 256,
+REGISTER_BLOCKED_FAMILIES = ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch")
+"""GEMMs with TM×TN outputs per work-item (:mod:`simulator.schedules_advanced`)."""
+ALL_GEMM_FAMILIES = GEMM_FAMILIES + REGISTER_BLOCKED_FAMILIES
+"""Every family computing C = A·B (needs N)."""
+REDUCTION_MATVEC_FAMILIES = ("matvec-rows-reduce",)
+"""Matrix-vector products with several work-items per row (:mod:`simulator.schedules_advanced`)."""
+FAMILIES = GEMM_FAMILIES + MATVEC_FAMILIES + REGISTER_BLOCKED_FAMILIES + REDUCTION_MATVEC_FAMILIES
+FAMILY_OPTIONS = {"gemm-naive": ("mapping",), "gemm-tiled": ("padding", "a_tile"),
+                  "gemm-register-blocked": ("tm", "tn", "bk", "wg_rows"),
+                  "gemm-vectorized": ("tm", "tn", "bk", "wg_rows"),
+                  "gemm-prefetch": ("tm", "tn", "bk", "wg_rows"),
+                  "matvec-rows-reduce": ("wg_rows",)}
+"""Options each family takes (the other matrix-vector families take none)."""
+DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "gemm-register-blocked": 16,
+                "gemm-vectorized": 16, "gemm-prefetch": 16, "matvec-rows-reduce": 32,
+                "matvec-naive": 256, "matvec-local": 256,
                 "matvec-local-whole": 256}
 
 
@@ -288,11 +305,13 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
     Args:
         family: one of :data:`FAMILIES`.
         m, k, n: sizes (A is m×k; B is k×n for GEMM; ``n`` is ignored for matrix-vector).
-        tile: tile width B (GEMM) or rows per work-group (matrix-vector); default from
-            :data:`DEFAULT_TILE`.
+        tile: tile width B (GEMM; for the register-blocked families the work-group width
+            W0, see :mod:`simulator.schedules_advanced`) or rows per work-group
+            (matrix-vector); default from :data:`DEFAULT_TILE`.
         chunk: elements of x per staged chunk (``matvec-local`` only).
         options: family options: ``mapping`` (gemm-naive), ``padding`` and ``a_tile``
-            (gemm-tiled).
+            (gemm-tiled), ``tm``, ``tn``, ``bk``, ``wg_rows`` (gemm-register-blocked,
+            gemm-vectorized, gemm-prefetch).
 
     Raises:
         ScheduleError: unknown family, missing ``n`` for GEMM, or a bad parameter.
@@ -302,12 +321,16 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
     tile = DEFAULT_TILE[family] if tile is None else tile
     if chunk is not None and family != "matvec-local":
         raise ScheduleError(f"chunk applies to matvec-local only, not {family}")
+    from .schedules_advanced import gemm_prefetch, gemm_register_blocked, gemm_vectorized
+
     builders: dict[str, Callable[..., Schedule]] = {
         "gemm-naive": gemm_naive, "gemm-tiled": gemm_tiled,
+        "gemm-register-blocked": gemm_register_blocked, "gemm-vectorized": gemm_vectorized,
+        "gemm-prefetch": gemm_prefetch,
         "matvec-naive": matvec_naive, "matvec-local": matvec_local,
         "matvec-local-whole": matvec_local_whole,
     }
-    if family in GEMM_FAMILIES:
+    if family in ALL_GEMM_FAMILIES:
         if n is None:
             raise ScheduleError(f"{family} needs N (columns of B and C)")
         allowed = FAMILY_OPTIONS[family]
@@ -316,6 +339,13 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
             raise ScheduleError(f"{family} does not take {', '.join(unknown)}; its options: "
                                 f"{', '.join(allowed) or 'none'}")
         return builders[family](m, k, n, tile, **options)
+    if family == "matvec-rows-reduce":
+        from .schedules_advanced import matvec_rows_reduce
+        unknown = sorted(set(options) - {"wg_rows"})
+        if unknown:
+            raise ScheduleError(f"{family} does not take {', '.join(unknown)}; its options: "
+                                "wg_rows")
+        return matvec_rows_reduce(m, k, tile, **options)
     if options:
         raise ScheduleError(f"{family} takes no options, got {sorted(options)}")
     if family == "matvec-local":

@@ -192,6 +192,11 @@ class Variant:
     run_only: bool = False
 
 
+def _vectorized_unaligned(m, k, n, tile):
+    from .schedules_advanced import gemm_vectorized
+    return gemm_vectorized(m, k, n, tile, check_alignment=False)
+
+
 def _from(family: str, change: Callable[[Schedule], Schedule], **kw):
     def make(m, k, n=None, tile=None):
         return change(build(family, m, k, n, tile, **kw))
@@ -248,6 +253,11 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             lambda m, k=None, n=None, tile=16: neighbour_demo(m, k, n, tile,
                                                               global_fence=False),
             (64, 1, None, 16)),
+    Variant("gemm-vectorized:unaligned-rows",
+            "float4 GEMM built for K = 6 (not a multiple of 4): rows of A start at element "
+            "6r, so every other row's float4 loads are misaligned, and the last float4 of a "
+            "row reaches past column K", ("misaligned-vector-access", "out-of-bounds"),
+            lambda m, k, n, tile=2: _vectorized_unaligned(m, k, n, tile), (8, 6, 8, 2)),
     Variant(f"gemm-naive:zeros-in-launch-{WRONG_LAUNCH}",
             f"naive GEMM that stores zeros in launch {WRONG_LAUNCH} only (it takes the launch "
             "number as an argument): every single launch is clean, run's check of every "
@@ -268,6 +278,8 @@ CHECK_EXAMPLES: dict[str, tuple] = {
     "gemm-naive": (20, 40, 20, 16), "gemm-tiled": (20, 40, 20, 16),
     "matvec-naive": (300, 300, None, 64), "matvec-local": (300, 300, None, 64),
     "matvec-local-whole": (300, 300, None, 64),
+    "gemm-register-blocked": (37, 40, 44, 8), "gemm-vectorized": (37, 40, 44, 8),
+    "gemm-prefetch": (37, 40, 44, 8), "matvec-rows-reduce": (37, 50, None, 12),
     "demo-shift": (64, 1, None, 64), "demo-column-staging": (8, 8, 8, 4),
     "demo-reduction": (64, 1, None, 8), "demo-neighbour": (64, 1, None, 16),
 }

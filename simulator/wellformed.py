@@ -206,6 +206,12 @@ class _Checker:
     def _float(self, e, ints: set[str], privates: set[str]) -> None:
         if isinstance(e, S.Load):
             self._array(e.array, e.index, ints)
+        elif isinstance(e, S.PrivateElem):
+            if e.array.name not in privates:
+                self.add(f"private array {e.array.name!r} is read where no "
+                         "DeclarePrivateArray declares it")
+            for i in e.index:
+                self._int(i, ints)
         elif isinstance(e, S.Private):
             if e.name not in privates:
                 self.add(f"private {e.name!r} is read where no DeclareFloat declares it")
@@ -226,7 +232,12 @@ class _Checker:
             elif isinstance(s, S.DeclareFloat):
                 self._declare(s.name, "DeclareFloat", ints | privates)
                 privates.add(s.name)
+            elif isinstance(s, S.DeclarePrivateArray):
+                self._declare(s.array.name, "DeclarePrivateArray", ints | privates)
+                privates.add(s.array.name)
             elif isinstance(s, (S.Assign, S.Accumulate)):
+                for i in s.index:
+                    self._int(i, ints)
                 if s.name not in privates:
                     self.add(f"{type(s).__name__} to {s.name!r}, which no DeclareFloat "
                              "declares there")
@@ -237,6 +248,19 @@ class _Checker:
                     self.add(f"store into input array {s.array.name} (inputs are const; "
                              "give it role 'inout')")
                 self._float(s.value, ints, privates)
+            elif isinstance(s, S.VectorLoad):
+                self._array(s.array, s.index, ints)
+                for name in s.names:
+                    if name not in privates:
+                        self.add(f"VectorLoad into {name!r}, which no DeclareFloat declares "
+                                 "there")
+            elif isinstance(s, S.VectorStore):
+                self._array(s.array, s.index, ints)
+                if getattr(s.array, "role", None) == "in":
+                    self.add(f"store into input array {s.array.name} (inputs are const; "
+                             "give it role 'inout')")
+                for v in s.values:
+                    self._float(v, ints, privates)
             elif isinstance(s, S.If):
                 self._cond(s.cond, ints)
                 self._block(s.then, ints, privates)

@@ -15,7 +15,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from tiletraffic.simulator.schedule import Schedule
-from tiletraffic.simulator.schedules import FAMILIES, GEMM_FAMILIES, build
+from tiletraffic.simulator.schedules import (
+    ALL_GEMM_FAMILIES, FAMILIES, GEMM_FAMILIES, REGISTER_BLOCKED_FAMILIES, build)
 
 MAX_SIZE = 48
 """Default largest M, K, N."""
@@ -58,12 +59,35 @@ def schedules(draw, families=FAMILIES, max_size: int = MAX_SIZE, max_gemm_tile: 
     """A built schedule of one of ``families`` with drawn sizes, tile and chunk."""
     family = draw(st.sampled_from(tuple(families)))
     m, k, n = draw(sizes(max_size))
+    if family in REGISTER_BLOCKED_FAMILIES:
+        return build(family, *draw(register_block_sizes(family, max_size)),
+                     **draw(register_block_options(family)))
     if family in GEMM_FAMILIES:
         return build(family, m, k, n, tile=draw(gemm_tiles(max_gemm_tile)))
     tile = draw(matvec_tiles(max_matvec_tile))
+    if family == "matvec-rows-reduce":
+        return build(family, m, k, tile=min(tile, 64), wg_rows=draw(st.integers(1, 8)))
     if family == "matvec-local":
         return build(family, m, k, tile=tile, chunk=draw(chunks(max_chunk)))
     return build(family, m, k, tile=tile)
+
+
+def register_block_sizes(family: str, max_size: int = MAX_SIZE):
+    """(M, K, N) for a register-blocked family: any for gemm-register-blocked; K and N
+    multiples of 4 for gemm-vectorized (its float4 accesses need them)."""
+    if family == "gemm-vectorized":
+        fours = st.integers(1, max(1, max_size // 4)).map(lambda v: 4 * v)
+        return st.tuples(dims(max_size), fours, fours)
+    return sizes(max_size)
+
+
+def register_block_options(family: str):
+    """tile (work-group width), wg_rows, tm, tn, bk of a register-blocked family: small and
+    rectangular (tm != tn, wg_rows != tile) often; multiples of 4 for gemm-vectorized."""
+    per_item = st.sampled_from((4, 8)) if family == "gemm-vectorized" else st.integers(1, 5)
+    depth = st.sampled_from((4, 8, 12)) if family == "gemm-vectorized" else st.integers(1, 9)
+    return st.fixed_dictionaries({"tile": st.integers(1, 8), "wg_rows": st.integers(1, 8),
+                                  "tm": per_item, "tn": per_item, "bk": depth})
 
 
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
@@ -103,7 +127,7 @@ def output_name(schedule: Schedule) -> str:
 
 def reference(schedule: Schedule, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """float64 ``A@B`` (or ``A@x``) and ``|A|@|B|`` for the inputs of ``schedule``."""
-    second = "B" if schedule.family in GEMM_FAMILIES else "x"
+    second = "B" if schedule.family in ALL_GEMM_FAMILIES else "x"
     a = inputs["A"].astype(np.float64)
     b = inputs[second].astype(np.float64)
     return a @ b, np.abs(a) @ np.abs(b)
@@ -165,8 +189,14 @@ def variant_fault_shapes(draw, name: str, max_size: int = 40) -> tuple:
       every row reads words other work-items stored);
     - demo-shift: >= 33 work-items; column staging: >= 2 columns, rows and work-items;
     - in-place reduction: a second work-group (M > 2·tile); neighbour behind a local-only
-      fence: M >= 2; zeros in one launch: any shape (no single launch shows it).
+      fence: M >= 2; zeros in one launch: any shape (no single launch shows it);
+    - gemm-vectorized:unaligned-rows: K > 4, not a multiple of 4 (row 1's first float4
+      of A is in bounds but misaligned; a row's last float4 reaches past K), M >= 2.
     """
+    if name == "gemm-vectorized:unaligned-rows":  # row 1 starts at element K, K % 4 != 0
+        k = draw(st.integers(5, max_size).filter(lambda v: v % 4))
+        return (draw(st.integers(2, max_size)), k, 4 * draw(st.integers(1, max_size // 4)),
+                draw(st.integers(1, 4)))
     if name == "gemm-tiled:no-second-barrier":
         tile = draw(st.integers(2, 8))
         m, n = draw(dims(max_size)), draw(dims(max_size))

@@ -12,10 +12,10 @@ from tiletraffic.simulator.counters import Observer
 from tiletraffic.simulator.engine import InputError, simulate
 from tiletraffic.simulator.memory import MemoryObserver
 from tiletraffic.simulator.schedule import Schedule
-from tiletraffic.simulator.schedules import FAMILIES, build
+from tiletraffic.simulator.schedules import FAMILIES, REGISTER_BLOCKED_FAMILIES, build
 from tiletraffic.simulator.traffic_model import FootprintObserver
 
-from strategies import chunks, gemm_tiles, random_inputs
+from strategies import chunks, gemm_tiles, random_inputs, register_block_options, register_block_sizes
 
 
 class BatchRecorder(Observer):
@@ -52,6 +52,9 @@ VARIANTS = [(f, {}) for f in FAMILIES] + [
 @st.composite
 def class_schedules(draw) -> Schedule:
     family, options = draw(st.sampled_from(VARIANTS))
+    if family in REGISTER_BLOCKED_FAMILIES:
+        m, k, n = draw(register_block_sizes(family, 150))
+        return build(family, m, k, n, **draw(register_block_options(family)))
     if family.startswith("gemm"):
         m, n = draw(st.integers(1, 150)), draw(st.integers(1, 150))
         k = draw(st.integers(1, 40))

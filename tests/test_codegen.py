@@ -28,6 +28,13 @@ SMALL = {
     "matvec-naive": build("matvec-naive", 47, 13, tile=6),
     "matvec-local": build("matvec-local", 45, 37, tile=8, chunk=5),
     "matvec-local-whole": build("matvec-local-whole", 45, 37, tile=8),
+    "gemm-register-blocked": build("gemm-register-blocked", 17, 5, 23, tile=3, tm=2, tn=3,
+                                   bk=4, wg_rows=5),
+    "gemm-vectorized": build("gemm-vectorized", 17, 8, 24, tile=3, tm=4, tn=8, bk=4,
+                             wg_rows=5),
+    "gemm-prefetch": build("gemm-prefetch", 17, 9, 23, tile=3, tm=2, tn=3, bk=4,
+                           wg_rows=5),
+    "matvec-rows-reduce": build("matvec-rows-reduce", 45, 37, tile=12, wg_rows=3),
 }
 
 
@@ -65,7 +72,9 @@ def test_source_names_kernel_and_fixes_work_group_size(family):
 def test_one_barrier_call_per_barrier_statement(family):
     schedule = SMALL[family]
     expected = _count_barriers(schedule.body)
-    assert expected == {"gemm-tiled": 2, "matvec-local": 2, "matvec-local-whole": 1}.get(family, 0)
+    assert expected == {"gemm-tiled": 2, "matvec-local": 2, "matvec-local-whole": 1,
+                        "gemm-register-blocked": 2, "gemm-vectorized": 2,
+                        "gemm-prefetch": 2, "matvec-rows-reduce": 4}.get(family, 0)
     assert generate(schedule).source.count("barrier(CLK_LOCAL_MEM_FENCE)") == expected
     assert generate(schedule).source.count("barrier(") == expected
 
@@ -263,6 +272,11 @@ def run_on_pocl(schedule, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray
 @example(schedule=SMALL["gemm-tiled"], seed=12)
 @example(schedule=SMALL["matvec-naive"], seed=13)
 @example(schedule=SMALL["matvec-local"], seed=14)
+@example(schedule=SMALL["gemm-register-blocked"], seed=15)
+@example(schedule=SMALL["gemm-vectorized"], seed=16)
+# PoCL computed 0 here when the private accumulator array was zeroed by "= {0.0f}"
+@example(schedule=build("gemm-register-blocked", 1, 1, 1, tile=1, tm=1, tn=2, bk=1, wg_rows=3),
+         seed=0)
 def test_generated_kernel_on_pocl_equals_simulator_and_numpy(schedule, seed):
     inputs = random_inputs(schedule, np.random.default_rng(seed))
     device = run_on_pocl(schedule, inputs)[output_name(schedule)]

@@ -15,13 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from strategies import register_block_options, register_block_sizes
 from tiletraffic.gpu import oclgrind as og
 from tiletraffic.gpu.codegen import generate
 from tiletraffic.gpu.kernel import GeneratedKernel, KernelArg
 from tiletraffic.simulator.counters import TrafficCounts
 from tiletraffic.simulator.engine import simulate
 from tiletraffic.simulator.schedule import Schedule
-from tiletraffic.simulator.schedules import FAMILIES, GEMM_FAMILIES, build
+from tiletraffic.simulator.schedules import (
+    FAMILIES, GEMM_FAMILIES, REGISTER_BLOCKED_FAMILIES, build)
 
 SHARED_KEYS = ("global_load_elems", "global_store_elems", "local_load_elems",
                "local_store_elems", "barriers")
@@ -36,6 +38,9 @@ needs_oclgrind = pytest.mark.skipif(
 def small_schedules(draw, family: str) -> Schedule:
     """A schedule of ``family`` with M, K, N in 1..24, drawn independently of the tile."""
     m, k, n = (draw(st.integers(1, 24)) for _ in range(3))
+    if family in REGISTER_BLOCKED_FAMILIES:
+        m, k, n = draw(register_block_sizes(family, 24))
+        return build(family, m, k, n, **draw(register_block_options(family)))
     if family in GEMM_FAMILIES:
         return build(family, m, k, n, tile=draw(st.integers(2, 8)))
     tile = draw(st.integers(4, 32))

@@ -47,15 +47,19 @@ from .simulator.schedule import (
     Barrier,
     Const,
     DeclareFloat,
+    DeclarePrivateArray,
     For,
     GlobalArray,
     If,
     Let,
     LocalArray,
     Param,
+    PrivateArray,
     Return,
     Schedule,
     Var,
+    accumulate_elem,
+    assign_elem,
     block,
     ceil_div,
     global_id,
@@ -63,6 +67,8 @@ from .simulator.schedule import (
     local_id,
     minimum,
     store,
+    vload,
+    vstore,
 )
 from .simulator.schedules import FAMILIES, ScheduleError
 from .simulator.traffic_model import ModelledLaunch, TrafficPrediction
@@ -87,7 +93,9 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
             sizes of a demo or variant default to its example shape.
         tile: tile width B (GEMM: B×B work-groups) or work-items per work-group (matvec).
         chunk: elements of x per staged chunk (``matvec-local``).
-        options: family options (``mapping``, ``padding``, ``a_tile``).
+        options: family options (``mapping``, ``padding``, ``a_tile``; ``tm``, ``tn``,
+            ``bk``, ``wg_rows`` of the register-blocked GEMMs, ``wg_rows`` of
+            ``matvec-rows-reduce``).
 
     Raises:
         ScheduleError: unknown name, missing size, or a parameter out of range.
@@ -116,8 +124,8 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
 def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None,
           inputs: str = "normal") -> list[Hazard]:
     """Every hazard of ``schedule``: races in local and global memory, barrier divergence,
-    out-of-bounds accesses, uninitialized reads, unwritten outputs (an empty list when
-    clean), one entry per fault with its counts per work-group.
+    out-of-bounds and misaligned vector accesses, uninitialized reads, unwritten outputs
+    (an empty list when clean), one entry per fault with its counts per work-group.
 
     Runs the whole launch in the simulator on fresh random inputs (``seed`` for repeatable
     ones; ``inputs`` one of ``simulator.reference.INPUT_KINDS``) in report mode.
@@ -206,7 +214,9 @@ __all__ = [
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",
     "ceil_div", "minimum", "global_id", "local_id", "group_id",
-    "DeviceModel", "DEVICE_MODELS", "device_model", "DeviceModelError", "DeviceLimits", "GENERIC_GPU", "UNLIMITED",
+    "vload", "vstore", "PrivateArray", "DeclarePrivateArray", "assign_elem", "accumulate_elem",
+    "DeviceModel", "DEVICE_MODELS", "device_model", "DeviceModelError", "DeviceLimits",
+    "GENERIC_GPU", "UNLIMITED",
     "FAMILIES", "SimulationResult", "ModelledLaunch", "TrafficPrediction", "Hazard",
     "ScheduleError", "LimitError", "InputError", "HazardError", "__version__",
 ]
