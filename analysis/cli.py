@@ -548,9 +548,9 @@ def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, seed, inputs_kind,
         if as_json:
             click.echo(json.dumps(rows, indent=2))
         else:
-            click.echo(f"{'schedule':38s} {'expected':30s} {'found':52s}")
+            click.echo(f"{'schedule':38s} {'expected':44s} {'found':52s}")
             for r in rows:
-                click.echo(f"{r['name']:38s} {', '.join(r['expected']) or 'none':30s} "
+                click.echo(f"{r['name']:38s} {', '.join(r['expected']) or 'none':44s} "
                            f"{', '.join(r['found']) or 'none':52s} {'ok' if r['ok'] else 'WRONG'}")
         sys.exit(0 if ok else 1)
     sch = _build(name, m, k, n, tile, chunk, named=True)
