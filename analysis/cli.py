@@ -114,7 +114,7 @@ INPUTS_OPTION = click.option(
     default="normal", show_default=True,
     help="Input values: random normal or uniform, or structured ones / arange (0, 1, 2, ... "
          "row-major) to read a result by eye; ones and arange can hide swapped indices.")
-SEED_OPTION = click.option("--seed", type=int, default=None,
+SEED_OPTION = click.option("--seed", type=click.IntRange(min=0), default=None,
                            help="Seed of the random inputs (default: fresh inputs every run).")
 
 
@@ -180,7 +180,8 @@ def _size_options(f):
                      help="Columns of A (inner dimension); required for a family.")(f)
     f = click.option("--m", "m", type=int, default=None,
                      help="Rows of A and of C (or y); required for a family.")(f)
-    f = click.argument("schedule", type=ScheduleSpec(schedules.FAMILIES))(f)
+    from tiletraffic.simulator.variants import names
+    f = click.argument("schedule", type=ScheduleSpec(names()))(f)
     return f
 
 
@@ -243,6 +244,8 @@ def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=No
             return build_any(schedule, m, k, n, tile, chunk)
         except schedules.ScheduleError as err:
             raise click.UsageError(str(err)) from None
+    if schedule not in schedules.FAMILIES:  # a demo or faulty variant: as check builds it
+        return _build(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, named=True)
     if m is None or k is None:
         raise click.UsageError(f"{schedule} needs --m and --k (got m={m}, k={k})")
     if n is not None and schedule in (schedules.MATVEC_FAMILIES
@@ -351,8 +354,9 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
     """Execute SCHEDULE in the simulator and print its exact traffic counts, next to the
     closed forms ("no closed form" for a schedule without them).
 
-    SCHEDULE: a family (gemm-naive, gemm-tiled, matvec-naive, matvec-local,
-    matvec-local-whole) or FILE.py:FUNCTION, a function of your Python file that returns a
+    SCHEDULE: a family (gemm-naive, gemm-tiled, gemm-register-blocked, gemm-vectorized,
+    gemm-prefetch, matvec-naive, matvec-local, matvec-local-whole, matvec-rows-reduce), a demo
+    or faulty variant (as for check; missing sizes: its example shape), or FILE.py:FUNCTION, a function of your Python file that returns a
     tiletraffic Schedule; it is called with the sizes given (m=, k=, n=, tile=). Its result
     is checked against --reference (default: the file's function 'reference'), or not
     checked, with a note, when there is none."""
@@ -411,7 +415,7 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
                "result_written_nonfinite": worst.written_nonfinite_count if worst else None,
                "hazards": [h.to_dict() for h in res.hazards]}
         click.echo(json.dumps(out, indent=2))
-        return
+        sys.exit(1 if check is not None and not check <= 1 else 0)
     click.echo(f"{sch.family}  " + " ".join(f"{a}={v}" for a, v in sch.params) +
                f"  tile={sch.tile}  work-group {' x '.join(map(str, sch.local_size))}"
                f"  NDRange {' x '.join(map(str, sch.global_size))}")
@@ -432,6 +436,8 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
                    + f" ({inputs_kind} inputs): worst error / tolerance = "
                    f"{check:.3g} at {ref.output}[{', '.join(map(str, worst.worst_index or ()))}]"
                    f" ({'ok' if check <= 1 else 'MISMATCH: ' + worst.message(ref.output)})")
+        if not check <= 1:
+            sys.exit(1)  # a wrong result is a failure, as in run
     elif skipped == NO_REFERENCE:
         click.echo(f"result not checked: {NO_REFERENCE}")
     else:
@@ -521,10 +527,13 @@ def model_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, device_m
 @click.option("--all", "check_all", is_flag=True,
               help="Check every schedule, demo and broken variant on its example shape.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hazards as JSON.")
+@click.option("--no-limits", is_flag=True,
+              help="Do not enforce generic GPU limits (1024 work-items, 48 KiB local memory).")
 @SEED_OPTION
 @INPUTS_OPTION
 @FORCE_OPTION
-def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, seed, inputs_kind, force):
+def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inputs_kind,
+              force):
     """Run only the hazard checks: races in local and global memory, barrier divergence,
     out-of-bounds accesses, uninitialized reads, unwritten outputs, on the full launch.
     Exits 1 when a hazard is found (with --all: when a correct schedule has one or a broken
@@ -555,7 +564,7 @@ def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, seed, inputs_kind,
         sys.exit(0 if ok else 1)
     sch = _build(name, m, k, n, tile, chunk, named=True)
     _within_budget(sch, force, compute_values=True, reference=False)
-    hazards = _hazards_of(sch, seed, inputs_kind)
+    hazards = _hazards_of(sch, seed, inputs_kind, no_limits)
     if as_json:
         click.echo(json.dumps([h.to_dict() for h in hazards], indent=2))
     else:
@@ -567,10 +576,10 @@ def check_cmd(name, m, k, n, tile, chunk, check_all, as_json, seed, inputs_kind,
     sys.exit(1 if hazards else 0)
 
 
-def _hazards_of(sch, seed=None, inputs_kind="normal"):
+def _hazards_of(sch, seed=None, inputs_kind="normal", no_limits=False):
     try:
         return simulate(sch, random_inputs(sch, np.random.default_rng(seed), inputs_kind),
-                        hazards="report", limits=UNLIMITED).hazards
+                        hazards="report", limits=UNLIMITED if no_limits else GENERIC_GPU).hazards
     except (LimitError, InputError) as err:
         raise click.UsageError(str(err)) from None
 

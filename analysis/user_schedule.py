@@ -139,7 +139,7 @@ def load_function(spec: str) -> Callable:
         raise UserScheduleError(f"{path.name} has no function {name!r} (it defines: "
                                 f"{', '.join(defined) or 'no functions'})")
     if not callable(fn):
-        raise UserScheduleError(f"{path.name}: {name} is a {type(fn).__name__}, not a function")
+        raise UserScheduleError(f"{path.name}: {name} is of type {type(fn).__name__}, not a function")
     return fn
 
 
@@ -198,7 +198,7 @@ def load(spec: str, **sizes: int | None) -> Schedule:
         raise UserScheduleError(f"{path.name}: {call} raised {type(err).__name__}: {err}"
                                 ) from err
     if not isinstance(result, Schedule):
-        raise UserScheduleError(f"{path.name}: {call} returned a {type(result).__name__}, "
+        raise UserScheduleError(f"{path.name}: {call} returned an object of type {type(result).__name__}, "
                                 "not a tiletraffic Schedule")
     if result.family in FAMILIES:
         raise UserScheduleError(

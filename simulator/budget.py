@@ -65,8 +65,9 @@ class Estimate:
     work_groups: int
 
     def describe(self) -> str:
-        return (f"about {_human_bytes(self.memory_bytes)} of memory and "
-                f"{_human_seconds(self.time_s)} for {self.work_groups:,} work-groups")
+        time = f" and {_human_seconds(self.time_s)}" if self.time_s > 0 else ""
+        return (f"about {_human_bytes(self.memory_bytes)} of memory{time} for "
+                f"{self.work_groups:,} work-groups")
 
 
 def _human_bytes(n: float) -> str:

@@ -132,3 +132,31 @@ def test_a_simulator_chosen_by_number_is_named_as_one():
     by_name = CliRunner().invoke(main, ["run", "gemm-tiled", "--m", "16", "--n", "16",
                                         "--k", "16", "--device", "oclgrind"])
     assert "warning" not in by_name.output
+
+
+def test_negative_seed_is_a_usage_error_naming_the_option():
+    res = CliRunner().invoke(main, ["simulate", "gemm-tiled", "--m", "20", "--n", "20",
+                                    "--k", "20", "--seed", "-1"])
+    assert res.exit_code == 2 and "--seed" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_check_enforces_the_device_limits_unless_told_not_to():
+    # seen: 314 s then "clean" for a launch no device takes (400000 bytes of local memory)
+    res = CliRunner().invoke(main, ["check", "matvec-local-whole", "--m", "20", "--k",
+                                    "100000"])
+    assert res.exit_code == 2 and "400000" in res.output and "49152" in res.output
+    wide = CliRunner().invoke(main, ["check", "gemm-tiled", "--m", "64", "--k", "64",
+                                     "--n", "64", "--tile", "64"])
+    assert wide.exit_code == 2 and "4096" in wide.output and "1024" in wide.output
+    free = CliRunner().invoke(main, ["check", "gemm-tiled", "--m", "64", "--k", "64",
+                                     "--n", "64", "--tile", "64", "--no-limits"])
+    assert free.exit_code == 0, free.output
+
+
+@pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed")
+def test_run_takes_a_faulty_variant_and_names_the_wrong_launch():
+    res = CliRunner().invoke(main, ["run", "gemm-naive:zeros-in-launch-5", "--m", "16",
+                                    "--n", "16", "--k", "16", "--device", "pocl"])
+    assert res.exit_code == 1
+    assert "launch 6 of 12" in res.output  # launch index 5, 1-based in the message

@@ -109,9 +109,10 @@ def test_simulate_table_shows_no_closed_form_column():
 def test_explicit_reference_is_used_and_a_wrong_one_is_caught(tmp_path):
     wrong = write(tmp_path, "wrong_ref.py",
                   "def plus_one(inputs):\n    return inputs['A'] @ inputs['B'] + 1.0\n")
-    out = ok_json("simulate", SPEC, *sizes_args(20, 20, 40), "--reference",
-                  f"{wrong}:plus_one")
-    assert out["result_error_over_tolerance"] > 1
+    result = invoke("simulate", SPEC, *sizes_args(20, 20, 40), "--reference",
+                    f"{wrong}:plus_one", "--json")
+    assert result.exit_code == 1, "a wrong result fails simulate, as it fails run"
+    assert json.loads(result.output)["result_error_over_tolerance"] > 1
 
 
 def test_without_reference_the_check_is_skipped_and_run_refuses(tmp_path):
