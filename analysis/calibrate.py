@@ -103,8 +103,9 @@ class Sizes:
 def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_alloc_bytes: int,
                local_mem_bytes: int, local_size: int, quick: bool) -> Sizes:
     """Sizes from the device's queried memory sizes: DRAM footprint ``max(256 MiB, 8 x
-    l2_bytes)``, L2 footprint ``l2_bytes / 2``; ``quick``: 8 MiB and at most 256 KiB, few
-    iterations (seconds on a CPU; the numbers then say little).
+    l2_bytes)`` (the pointer chase's: the same, at most 1 GiB), L2 footprint ``l2_bytes /
+    2``; ``quick``: 8 MiB (chase 1 MiB) and at most 256 KiB, few iterations (seconds on a
+    CPU; the numbers then say little).
 
     Raises:
         CalibrationError: a buffer does not fit ``max_alloc_bytes``
@@ -133,7 +134,7 @@ def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_all
                  stream_work_items=items, work_groups=compute_units * 4,
                  local_iters=2000 if quick else 100_000,
                  fma_work_items=items, fma_iters=256 if quick else 16384,
-                 chase_elems=(MIB if quick else dram) // 4,
+                 chase_elems=(MIB if quick else min(dram, 2**30)) // 4,
                  chase_steps=20_000 if quick else 100_000,
                  barrier_count=100 if quick else 1000, repeat=3 if quick else 10)
 

@@ -784,7 +784,8 @@ def calibrate_cmd(device, out_file, quick):
 
     try:
         target = _select_device(device)
-        with tqdm(total=8, desc="calibrate", unit="benchmark", file=sys.stderr) as bar:
+        with tqdm(total=8, desc="calibrate", unit="benchmark", file=sys.stderr,
+                  disable=None) as bar:  # shown on a terminal only
             started = []
 
             def step(name):  # called before each benchmark: the previous one is done

@@ -146,3 +146,15 @@ def test_quick_calibration_on_pocl_writes_a_model_simulate_uses(tmp_path):
     predicted = json.loads(res.stdout)
     assert predicted["time_terms_s"]["launch_overhead_s"] == model.launch_overhead_s
     assert predicted["predicted_time_s"] > 0
+
+
+def test_cli_refuses_a_device_too_small_with_one_line(monkeypatch):
+    _pocl_target()
+
+    def too_small(*args, **kwargs):
+        raise cal.CalibrationError("dram_read needs one buffer of 503316480 bytes, more "
+                                   "than this device allows (268435456 bytes)")
+    monkeypatch.setattr(cal, "plan_sizes", too_small)
+    res = CliRunner().invoke(main, ["calibrate", "--quick", "--device", "pocl"])
+    assert res.exit_code == 1
+    assert res.output.strip().splitlines()[-1].startswith("error: dram_read needs")
