@@ -772,6 +772,47 @@ def device_model_cmd(model, device):
     click.echo(to_toml(model), nl=False)
 
 
+@main.command("calibrate")
+@click.option("--device", "-d", default=None, help="OpenCL device (as for `run`).")
+@click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
+              help="Write the device-model file here (default: print it).")
+@click.option("--quick", is_flag=True,
+              help="Tiny sizes (seconds on a CPU; a well-formed file, rough numbers).")
+def calibrate_cmd(device, out_file, quick):
+    """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 and
+    local-memory bandwidth, FP32 FMA rate, load latency, launch overhead, barrier cost) and
+    write a device-model file: each measured value marked measured with its benchmark, the
+    rest queried or as in the built-in model. Then: simulate ... --device-model FILE."""
+    from tqdm import tqdm
+
+    from tiletraffic.gpu.runtime import TiletrafficGpuError
+    from tiletraffic.simulator.device_model import to_toml
+
+    from . import calibrate
+    from .files import atomic_write_text
+
+    try:
+        target = _select_device(device)
+        with tqdm(total=8, desc="calibrate", unit="benchmark", file=sys.stderr,
+                  disable=None) as bar:  # shown on a terminal only
+            started = []
+
+            def step(name):  # called before each benchmark: the previous one is done
+                bar.update(len(started) > 0)
+                started.append(name)
+                bar.set_postfix_str(name)
+            model, measured = calibrate.calibrate(target, quick, step)
+            bar.update(1)
+    except (TiletrafficGpuError, calibrate.CalibrationError) as err:
+        _fail(err)
+    click.echo(calibrate.table(measured), err=out_file is None)
+    if out_file is None:
+        click.echo(to_toml(model), nl=False)
+    else:
+        atomic_write_text(out_file, to_toml(model))
+        click.echo(f"wrote {out_file}: use it with --device-model {out_file}")
+
+
 @main.command("report")
 @click.option("--device", "-d", default=None, help="OpenCL device (as for `run`).")
 @click.option("--out", "out_dir", default="reports", show_default=True,

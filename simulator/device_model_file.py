@@ -180,7 +180,8 @@ def _toml_str(text: str, indent: str = "") -> str:
 
 
 def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_str(key)
+    """A bare key, or a quoted one on one line (TOML keys cannot be multi-line strings)."""
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key, ensure_ascii=False)
 
 
 def _toml_value(value: Any) -> str:

@@ -1,0 +1,307 @@
+"""``tiletraffic calibrate``: a device model measured by microbenchmarks.
+
+Each benchmark (kernels: ``gpu/templates/calibrate.cl``, launched and checked by
+:mod:`tiletraffic.gpu.microbench`) sets one :class:`DeviceModel` field, marked ``measured``
+with a ``[references]`` entry naming the benchmark, its size and the device:
+
+============== ======================================= =====================================
+benchmark      what is timed                           field
+============== ======================================= =====================================
+dram_read      reading a buffer of 8 x the L2          dram_bytes_per_s
+dram_write     writing it                              (none: the model has one DRAM rate)
+l2_read        passes over a buffer of half the L2     l2_bytes_per_s
+local_read     conflict-free local-memory word reads   l1_wavefronts_per_cycle_per_cu
+fp32_fma       8 independent FMA chains per work-item  fp32_flop_per_s
+pointer_chase  dependent loads over the DRAM buffer    memory_latency_s
+empty_kernel   a kernel that does nothing              launch_overhead_s
+barrier        work-group barriers in a loop           barrier_wavefronts_per_work_group
+============== ======================================= =====================================
+
+Every other value keeps its source in the OpenCL-queried model
+(:func:`tiletraffic.analysis.device_models.model_from_opencl`): queried or from the
+built-in model it completes. Times are medians over the repeated launches; latency and
+barrier cost are differences of two lengths (2n and n), so launch overhead cancels.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from tiletraffic.simulator.device_model import DeviceModel, ValueSource
+
+MIB = 2**20
+
+
+class CalibrationError(ValueError):
+    """The device cannot run a benchmark (too little memory), or it gave unusable times."""
+
+
+# ------------------------------------------------------------------ arithmetic (unit-tested)
+
+def bytes_per_s(nbytes: float, seconds: float) -> float:
+    """Bandwidth: bytes moved / seconds."""
+    return nbytes / seconds
+
+
+def fma_flop_per_s(work_items: int, fma_per_work_item: int, seconds: float) -> float:
+    """FP32 rate: 2 flop per FMA (a multiply and an add) x FMAs / seconds."""
+    return 2 * work_items * fma_per_work_item / seconds
+
+
+def per_step_s(long_s: float, short_s: float, extra_steps: int) -> float:
+    """Seconds per step from two runs that differ by ``extra_steps`` steps (what both runs
+    share, the launch, cancels)."""
+    return (long_s - short_s) / extra_steps
+
+
+def barrier_s_per_work_group(long_s: float, short_s: float, extra_barriers: int,
+                             work_groups: int, compute_units: int) -> float:
+    """Seconds one compute unit spends on one barrier of one work-group: the time the
+    ``extra_barriers`` more barriers take, spread over ``work_groups`` work-groups that run
+    on ``min(compute_units, work_groups)`` compute units at once."""
+    active = min(compute_units, work_groups)
+    return per_step_s(long_s, short_s, extra_barriers) * active / work_groups
+
+
+def l1_wavefronts_per_cycle(local_bytes_per_s: float, compute_units: int, clock_hz: float,
+                            line_bytes: int) -> float:
+    """The model's L1/local rate is ``compute_units x clock_hz x rate x line_bytes`` bytes/s
+    (:attr:`DeviceModel.l1_bytes_per_s`); the rate that gives the measured bandwidth."""
+    return local_bytes_per_s / (compute_units * clock_hz * line_bytes)
+
+
+def barrier_wavefronts(barrier_s: float, local_bytes_per_s: float, compute_units: int,
+                       line_bytes: int) -> int:
+    """A barrier's cost in the model's unit: L1 wavefronts of one compute unit, whose rate is
+    ``local_bytes_per_s / compute_units / line_bytes`` wavefronts per second (rounded)."""
+    return round(barrier_s * local_bytes_per_s / (compute_units * line_bytes))
+
+
+# ------------------------------------------------------------------ sizes
+
+@dataclass(frozen=True)
+class Sizes:
+    """What each benchmark runs (bytes, counts); :func:`plan_sizes`."""
+
+    dram_bytes: int
+    l2_footprint_bytes: int
+    l2_passes: int
+    stream_work_items: int
+    work_groups: int
+    local_iters: int
+    fma_work_items: int
+    fma_iters: int
+    chase_elems: int
+    chase_steps: int
+    barrier_count: int
+    repeat: int
+
+
+def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_alloc_bytes: int,
+               local_mem_bytes: int, local_size: int, quick: bool) -> Sizes:
+    """Sizes from the device's queried memory sizes: DRAM footprint ``max(256 MiB, 8 x
+    l2_bytes)`` (the pointer chase's: the same, at most 1 GiB), L2 footprint ``l2_bytes /
+    2``; ``quick``: 8 MiB (chase 1 MiB) and at most 256 KiB, few iterations (seconds on a
+    CPU; the numbers then say little).
+
+    Raises:
+        CalibrationError: a buffer does not fit ``max_alloc_bytes``
+            (CL_DEVICE_MAX_MEM_ALLOC_SIZE) or a quarter of ``global_mem_bytes``, or the local array (16 KiB) does not fit
+            ``local_mem_bytes``; the message names the benchmark, the need and the limit.
+    """
+    from tiletraffic.gpu.microbench import LOCAL_FLOATS
+
+    dram = 8 * MIB if quick else max(256 * MIB, 8 * l2_bytes)
+    limit = min(max_alloc_bytes, global_mem_bytes // 4)
+    if dram > limit:
+        why = "8 MiB" if quick else f"max(256 MiB, 8 x the L2 of {l2_bytes} bytes)"
+        raise CalibrationError(
+            f"dram_read needs one buffer of {dram} bytes ({why}), "
+            f"more than this device allows ({limit} bytes: the smaller of "
+            f"CL_DEVICE_MAX_MEM_ALLOC_SIZE {max_alloc_bytes} and a quarter of "
+            f"CL_DEVICE_GLOBAL_MEM_SIZE {global_mem_bytes})")
+    if LOCAL_FLOATS * 4 > local_mem_bytes:
+        raise CalibrationError(f"local_read needs {LOCAL_FLOATS * 4} bytes of local memory, "
+                               f"the device has {local_mem_bytes} (CL_DEVICE_LOCAL_MEM_SIZE)")
+    l2_foot = max(16, (min(l2_bytes // 2, 256 * 1024) if quick else l2_bytes // 2) // 16 * 16)
+    per_cu = 256 if quick else 2048
+    items = compute_units * -(-per_cu // local_size) * local_size
+    return Sizes(dram_bytes=dram, l2_footprint_bytes=l2_foot,
+                 l2_passes=8 if quick else max(4, dram // l2_foot),
+                 stream_work_items=items, work_groups=compute_units * 4,
+                 local_iters=2000 if quick else 100_000,
+                 fma_work_items=items, fma_iters=256 if quick else 16384,
+                 chase_elems=(MIB if quick else min(dram, 2**30)) // 4,
+                 chase_steps=20_000 if quick else 100_000,
+                 barrier_count=100 if quick else 1000, repeat=3 if quick else 10)
+
+
+# ------------------------------------------------------------------ measuring
+
+@dataclass(frozen=True)
+class Measurement:
+    """One benchmark's result: ``value`` in ``unit``; ``field`` the model field it sets (None:
+    none) to ``field_value``; ``what``: size and statistic, for the reference."""
+
+    benchmark: str
+    what: str
+    value: float
+    unit: str
+    field: str | None = None
+    field_value: Any = None
+    why_unmapped: str = ""
+
+
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / MIB:g} MiB" if nbytes >= MIB else f"{nbytes / 1024:g} KiB"
+
+
+def measure(target, base: DeviceModel, sizes: Sizes,
+            progress: Callable[[str], None] = lambda name: None) -> list[Measurement]:
+    """Run every benchmark on ``target``; ``progress(name)`` before each.
+
+    Raises:
+        tiletraffic.gpu.runtime.TiletrafficGpuError: a build, launch or result check failed.
+    """
+    from tiletraffic.gpu import microbench as mb
+
+    med = statistics.median
+    s, r, cu = sizes, sizes.repeat, base.compute_units
+    stat = f"median of {r}"
+    out = []
+    progress("dram_read")
+    t = med(mb.read_sum(target, s.dram_bytes, 1, s.stream_work_items, r))
+    dram_read = bytes_per_s(s.dram_bytes, t)
+    out.append(Measurement("dram_read", f"stream of {_mib(s.dram_bytes)}, {stat}", dram_read,
+                           "B/s", "dram_bytes_per_s", dram_read))
+    progress("dram_write")
+    t = med(mb.write_fill(target, s.dram_bytes, s.stream_work_items, r))
+    out.append(Measurement("dram_write", f"stream of {_mib(s.dram_bytes)}, {stat}",
+                           bytes_per_s(s.dram_bytes, t), "B/s",
+                           why_unmapped="the model has one DRAM rate (reads)"))
+    progress("l2_read")
+    t = med(mb.read_sum(target, s.l2_footprint_bytes, s.l2_passes, s.stream_work_items, r))
+    l2 = bytes_per_s(s.l2_footprint_bytes * s.l2_passes, t)
+    out.append(Measurement("l2_read", f"{s.l2_passes} passes over {_mib(s.l2_footprint_bytes)}"
+                           f", {stat}", l2, "B/s", "l2_bytes_per_s", l2))
+    progress("local_read")
+    local_items = s.work_groups * mb.local_size(target)
+    t = med(mb.local_read(target, s.local_iters, s.work_groups, r))
+    local = bytes_per_s(4 * local_items * s.local_iters, t)
+    out.append(Measurement(
+        "local_read", f"{s.local_iters} words by each of {local_items} work-items, {stat}",
+        local, "B/s", "l1_wavefronts_per_cycle_per_cu",
+        l1_wavefronts_per_cycle(local, cu, base.clock_hz, base.line_bytes)))
+    progress("fp32_fma")
+    t = med(mb.fma_chains(target, s.fma_iters, s.fma_work_items, r))
+    flops = fma_flop_per_s(s.fma_work_items, 8 * s.fma_iters, t)
+    out.append(Measurement("fp32_fma", f"{8 * s.fma_iters} FMAs by each of "
+                           f"{s.fma_work_items} work-items, {stat}", flops, "flop/s",
+                           "fp32_flop_per_s", flops))
+    progress("pointer_chase")
+    nxt = mb.chase_permutation(s.chase_elems)
+    n = s.chase_steps
+    short, long = (med(mb.pointer_chase(target, nxt, k, r)) for k in (n, 2 * n))
+    out.append(_positive(Measurement(
+        "pointer_chase", f"{n} more loads over {_mib(4 * s.chase_elems)}, {stat}",
+        per_step_s(long, short, n), "s", "memory_latency_s")))
+    progress("empty_kernel")
+    t = med(mb.empty(target, max(r, 20)))
+    out.append(Measurement("empty_kernel", f"one work-item, median of {max(r, 20)}", t, "s",
+                           "launch_overhead_s", t))
+    progress("barrier")
+    c = s.barrier_count
+    short, long = (med(mb.barriers(target, k, s.work_groups, r)) for k in (c, 2 * c))
+    cost = barrier_s_per_work_group(long, short, c, s.work_groups, cu)
+    m = Measurement("barrier", f"{c} more barriers in each of {s.work_groups} work-groups of "
+                    f"{mb.local_size(target)}, {stat}", cost, "s",
+                    "barrier_wavefronts_per_work_group")
+    if cost > 0 and barrier_wavefronts(cost, local, cu, base.line_bytes) < 1:
+        m = replace(m, field=None, why_unmapped="below half an L1 wavefront (the field is a "
+                    "positive integer)")
+    elif cost > 0:
+        m = replace(m, field_value=barrier_wavefronts(cost, local, cu, base.line_bytes))
+    out.append(_positive(m))
+    return out
+
+
+def _positive(m: Measurement) -> Measurement:
+    """``m`` with its field set (to its value where no other was given), or unmapped when
+    timing noise made the value not positive and finite."""
+    if m.field is None:
+        return m
+    if not (m.value > 0 and math.isfinite(m.value)):
+        return replace(m, field=None, field_value=None,
+                       why_unmapped="not positive: the timing noise exceeds the difference")
+    return m if m.field_value is not None else replace(m, field_value=m.value)
+
+
+def calibrated_model(base: DeviceModel, measurements: list[Measurement], device: str,
+                     when: datetime | None = None) -> DeviceModel:
+    """``base`` with every mapped measurement's field set, source ``measured``, ref a new
+    ``[references]`` key ``"tiletraffic calibrate: <benchmark> (<what>)"`` whose citation
+    names ``device`` and the UTC date."""
+    when = when or datetime.now(timezone.utc)
+    refs, values = dict(base.references), {}
+    for m in measurements:
+        if m.field is None:
+            continue
+        key = f"tiletraffic calibrate: {m.benchmark} ({m.what})"
+        refs[key] = f"{key} on {device}, {when:%Y-%m-%d %H:%M} UTC"
+        values[m.field] = (m.field_value, ValueSource(
+            "measured", key, f"{m.benchmark}: {m.value:.4g} {m.unit}"))
+    model = base.with_values(values, name=f"calibrated:{base.name.split(':')[-1]}")
+    return replace(model, references=refs, description=(
+        f"{device}: {', '.join(values)} measured by tiletraffic calibrate; "
+        f"{base.description}"))
+
+
+def calibrate(target, quick: bool = False,
+              progress: Callable[[str], None] = lambda name: None
+              ) -> tuple[DeviceModel, list[Measurement]]:
+    """Measure the opened device ``target``: (its calibrated model, the measurements).
+
+    The base model is :func:`~tiletraffic.analysis.device_models.model_from_opencl` with the
+    L2 size from ``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE``; sizes from :func:`plan_sizes`.
+
+    Raises:
+        CalibrationError: too little memory for a benchmark (nothing was run).
+        tiletraffic.gpu.runtime.TiletrafficGpuError: a build, launch or result check failed.
+    """
+    from tiletraffic.gpu.microbench import local_size
+
+    from .device_models import model_from_opencl
+
+    info, dev = target.info, target.device
+    base = model_from_opencl(info, global_cache_bytes=int(dev.global_mem_cache_size) or None)
+    sizes = plan_sizes(base.compute_units, base.l2_bytes, info.global_mem_bytes,
+                       int(dev.max_mem_alloc_size), info.local_mem_bytes, local_size(target),
+                       quick)
+    measurements = measure(target, base, sizes, progress)
+    device = f"{info.device_name} ({info.platform_name}, driver {info.driver_version})"
+    return calibrated_model(base, measurements, device), measurements
+
+
+def _si(value: float, unit: str) -> str:
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if unit != "s" and abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    if unit == "s":
+        for scale, prefix in ((1, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")):
+            if abs(value) >= scale:
+                return f"{value / scale:.3g} {prefix}s"
+    return f"{value:.3g} {unit}"
+
+
+def table(measurements: list[Measurement]) -> str:
+    """The measurements as a text table: benchmark, size, measured value, field set."""
+    rows = [("benchmark", "measured", "sets", "size")]
+    for m in measurements:
+        sets = f"{m.field} = {m.field_value:.4g}" if m.field else f"nothing ({m.why_unmapped})"
+        rows.append((m.benchmark, _si(m.value, m.unit), sets, m.what))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[3]
+                     for r in rows)

@@ -1,0 +1,200 @@
+"""OpenCL microbenchmarks of ``tiletraffic calibrate``: launch, time, check.
+
+The kernels are in ``templates/calibrate.cl``. Every function here launches one of them
+``warmup + repeat`` times on an opened :class:`~tiletraffic.gpu.device.Target`, checks the
+result of the last launch against what the host computes (raising
+:class:`MicrobenchResultError` when it differs, so no time of a wrong run is returned) and
+returns the ``repeat`` kernel times in seconds from OpenCL profiling events (host wall times
+where the queue has no profiling). What the times mean (bandwidths, rates, latencies) is
+:mod:`tiletraffic.analysis.calibrate`'s arithmetic.
+"""
+from __future__ import annotations
+
+import time
+from importlib import resources
+
+import numpy as np
+import pyopencl as cl
+
+from .device import TiletrafficGpuError
+from .runtime import build_program, queue_has_profiling
+
+LOCAL_FLOATS = 4096
+"""Words of the local array of ``local_read`` (16 KiB; a power of two)."""
+
+
+class MicrobenchResultError(TiletrafficGpuError):
+    """A microbenchmark's result differs from the host's: its times are not returned."""
+
+
+def kernel_source() -> str:
+    """The OpenCL C source of every microbenchmark kernel."""
+    return resources.files(__package__).joinpath("templates/calibrate.cl").read_text("utf-8")
+
+
+def chase_permutation(n: int, seed: int = 0) -> np.ndarray:
+    """``next`` (uint32, length ``n``) of a random cyclic permutation: following it from any
+    index visits all ``n`` indices before returning (one cycle; a random order, so
+    consecutive loads fall in unrelated lines).
+
+    Raises:
+        ValueError: ``n`` below 2 or above 2**32.
+    """
+    if not 2 <= n <= 2**32:
+        raise ValueError(f"a pointer chase needs 2 to 2**32 elements, got n = {n}")
+    order = np.random.default_rng(seed).permutation(n).astype(np.uint32)
+    nxt = np.empty(n, dtype=np.uint32)
+    nxt[order] = np.roll(order, -1)
+    return nxt
+
+
+def chase_end(nxt: np.ndarray, steps: int) -> int:
+    """Where ``steps`` loads of the chase from index 0 end (host reference)."""
+    j = 0
+    for _ in range(steps):
+        j = int(nxt[j])
+    return j
+
+
+def _kernel(target, name: str):
+    built = build_program(target, kernel_source(), (f"-DLOCAL_FLOATS={LOCAL_FLOATS}",))
+    return cl.Kernel(built.program, name)
+
+
+def local_size(target, wanted: int = 256) -> int:
+    """Work-items per work-group of the benchmarks: ``wanted`` within the device's limit."""
+    return max(1, min(wanted, target.info.max_work_group_size))
+
+
+def _time(target, kernel, global_size: int, local: int, args: list, repeat: int,
+          warmup: int = 1) -> list[float]:
+    """``repeat`` timed launches after ``warmup`` untimed ones: seconds each."""
+    kernel.set_args(*args)
+    queue, profiled = target.queue, queue_has_profiling(target.queue)
+    times = []
+    for launch in range(warmup + repeat):
+        start = time.perf_counter()
+        event = cl.enqueue_nd_range_kernel(queue, kernel, (global_size,), (local,))
+        event.wait()
+        wall = time.perf_counter() - start
+        if launch >= warmup:
+            times.append((event.profile.end - event.profile.start) * 1e-9 if profiled
+                         else wall)
+    return times
+
+
+def _buffer(target, nbytes: int, host: np.ndarray | None = None):
+    mf = cl.mem_flags
+    if host is not None:
+        return cl.Buffer(target.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host)
+    return cl.Buffer(target.context, mf.READ_WRITE, size=nbytes)
+
+
+def _read(target, buf, shape, dtype=np.float32) -> np.ndarray:
+    out = np.empty(shape, dtype=dtype)
+    cl.enqueue_copy(target.queue, out, buf).wait()
+    return out
+
+
+def _refuse(what: str, got, expected) -> None:
+    raise MicrobenchResultError(f"microbenchmark {what}: wrong result ({got} where "
+                                f"{expected} was expected); its times are not used")
+
+
+def read_sum(target, nbytes: int, passes: int, work_items: int, repeat: int) -> list[float]:
+    """Times of reading ``nbytes`` (a multiple of 16) ``passes`` times with ``work_items``
+    work-items (a multiple of :func:`local_size`)."""
+    n4 = nbytes // 16
+    src = _buffer(target, nbytes)
+    cl.enqueue_fill_buffer(target.queue, src, np.float32(1.0), 0, nbytes).wait()
+    out = _buffer(target, work_items * 4)
+    shift = max(1, (n4 // max(1, passes)) | 1)
+    times = _time(target, _kernel(target, "read_sum"), work_items, local_size(target),
+                  [src, out, np.uint32(n4), np.uint32(passes), np.uint32(shift)], repeat)
+    counts = n4 // work_items + (np.arange(work_items) < n4 % work_items)
+    expected = (4 * passes * counts).astype(np.float32)
+    got = _read(target, out, work_items)
+    if not np.array_equal(got, expected):
+        bad = int(np.flatnonzero(got != expected)[0])
+        _refuse(f"read_sum (work-item {bad})", got[bad], expected[bad])
+    return times
+
+
+def write_fill(target, nbytes: int, work_items: int, repeat: int) -> list[float]:
+    """Times of writing ``nbytes`` (a multiple of 16) with ``work_items`` work-items."""
+    dst = _buffer(target, nbytes)
+    cl.enqueue_fill_buffer(target.queue, dst, np.float32(0.0), 0, nbytes).wait()
+    times = _time(target, _kernel(target, "write_fill"), work_items, local_size(target),
+                  [dst, np.uint32(nbytes // 16), np.float32(3.0)], repeat)
+    got = _read(target, dst, nbytes // 4)
+    if not np.all(got == 3.0):
+        bad = int(np.flatnonzero(got != 3.0)[0])
+        _refuse(f"write_fill (element {bad})", got[bad], 3.0)
+    return times
+
+
+def local_read(target, iters: int, work_groups: int, repeat: int) -> list[float]:
+    """Times of ``iters`` local-memory word reads by every work-item of ``work_groups``
+    work-groups of :func:`local_size` work-items."""
+    local = local_size(target)
+    out = _buffer(target, work_groups * local * 4)
+    times = _time(target, _kernel(target, "local_read"), work_groups * local, local,
+                  [out, np.uint32(iters)], repeat)
+    expected = np.tile(np.float32(iters) * (np.arange(local) & 7), work_groups)
+    got = _read(target, out, work_groups * local)
+    if not np.array_equal(got, expected.astype(np.float32)):
+        bad = int(np.flatnonzero(got != expected)[0])
+        _refuse(f"local_read (work-item {bad})", got[bad], expected[bad])
+    return times
+
+
+FMA_A, FMA_B = 0.999, 0.001
+"""``x <- fma(x, a, b)``: contracts to 1, so float32 rounding stays bounded."""
+
+
+def fma_chains(target, iters: int, work_items: int, repeat: int) -> list[float]:
+    """Times of ``8 * iters`` FMAs by each of ``work_items`` work-items."""
+    out = _buffer(target, work_items * 4)
+    a, b = np.float32(FMA_A), np.float32(FMA_B)
+    times = _time(target, _kernel(target, "fma_chains"), work_items, local_size(target),
+                  [out, a, b, np.uint32(iters)], repeat)
+    an = float(a) ** iters
+    fixed = float(b) / (1 - float(a))
+    expected = sum(an * (k / 8) + fixed * (1 - an) for k in range(8))
+    got = _read(target, out, work_items)
+    if not np.allclose(got, expected, rtol=1e-3):
+        bad = int(np.argmax(np.abs(got - expected)))
+        _refuse(f"fma_chains (work-item {bad})", got[bad], expected)
+    return times
+
+
+def pointer_chase(target, nxt: np.ndarray, steps: int, repeat: int) -> list[float]:
+    """Times of one work-item following ``nxt`` (from :func:`chase_permutation`) for
+    ``steps`` dependent loads."""
+    buf = _buffer(target, nxt.nbytes, nxt)
+    out = _buffer(target, 4)
+    times = _time(target, _kernel(target, "pointer_chase"), 1, 1,
+                  [buf, out, np.uint32(steps)], repeat)
+    got, expected = int(_read(target, out, 1, np.uint32)[0]), chase_end(nxt, steps)
+    if got != expected:
+        _refuse(f"pointer_chase ({steps} steps)", got, expected)
+    return times
+
+
+def empty(target, repeat: int) -> list[float]:
+    """Times of a kernel of one work-item that does nothing."""
+    out = _buffer(target, 4)
+    return _time(target, _kernel(target, "empty"), 1, 1, [out], repeat)
+
+
+def barriers(target, count: int, work_groups: int, repeat: int) -> list[float]:
+    """Times of ``count`` barriers in each of ``work_groups`` work-groups of
+    :func:`local_size` work-items."""
+    local = local_size(target)
+    out = _buffer(target, work_groups * local * 4)
+    times = _time(target, _kernel(target, "barriers"), work_groups * local, local,
+                  [out, np.uint32(count)], repeat)
+    got = _read(target, out, work_groups * local)
+    if not np.all(got == np.float32(count)):
+        _refuse("barriers", got[np.flatnonzero(got != count)[0]], count)
+    return times

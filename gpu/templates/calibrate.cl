@@ -1,0 +1,71 @@
+// Microbenchmarks of `tiletraffic calibrate` (tiletraffic.gpu.microbench runs them).
+// Each kernel writes a result the host checks, so the compiler cannot drop the work and a
+// wrong run is never timed. Build option: -DLOCAL_FLOATS=<power of two> (local_read).
+
+// Global reads: every work-item sums float4s in a grid-stride loop, `passes` times over the
+// n4 float4s; pass p starts at float4 (p * shift) mod n4, so a work-item reads other lines
+// in each pass (a pass never hits in its compute unit's L1 the lines of the previous one).
+// Input all ones: out[gid] = 4 * passes * (float4s of the grid-stride loop of gid).
+__kernel void read_sum(__global const float4 *src, __global float *out, uint n4, uint passes,
+                       uint shift) {
+    uint gid = get_global_id(0), gsz = get_global_size(0);
+    float4 acc = (float4)(0.0f);
+    for (uint p = 0; p < passes; ++p) {
+        uint base = (uint)(((ulong)p * shift) % n4);
+        for (uint i = gid; i < n4; i += gsz) {
+            uint j = i + base;
+            if (j >= n4) j -= n4;
+            acc += src[j];
+        }
+    }
+    out[gid] = acc.x + acc.y + acc.z + acc.w;
+}
+
+// Global writes: every float4 of dst gets `value` (grid-stride loop).
+__kernel void write_fill(__global float4 *dst, uint n4, float value) {
+    uint gid = get_global_id(0), gsz = get_global_size(0);
+    for (uint i = gid; i < n4; i += gsz) dst[i] = (float4)(value);
+}
+
+// Local-memory reads: the work-group fills LOCAL_FLOATS words with (i & 7), then each
+// work-item reads word (lid + 32 it) mod LOCAL_FLOATS for it < iters: consecutive
+// work-items read consecutive words (no bank conflict). That word holds lid & 7, so
+// out[gid] = iters * (lid & 7).
+__kernel void local_read(__global float *out, uint iters) {
+    __local float buf[LOCAL_FLOATS];
+    uint lid = get_local_id(0), lsz = get_local_size(0);
+    for (uint i = lid; i < LOCAL_FLOATS; i += lsz) buf[i] = (float)(i & 7u);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float acc = 0.0f;
+    for (uint it = 0; it < iters; ++it) acc += buf[(lid + 32u * it) & (LOCAL_FLOATS - 1u)];
+    out[get_global_id(0)] = acc;
+}
+
+// FP32 FMA: 8 independent chains x <- fma(x, a, b) of `iters` steps each, started at
+// x_k = k / 8; out[gid] = their sum (the host recomputes it in float64).
+__kernel void fma_chains(__global float *out, float a, float b, uint iters) {
+    float x0 = 0.0f, x1 = 0.125f, x2 = 0.25f, x3 = 0.375f;
+    float x4 = 0.5f, x5 = 0.625f, x6 = 0.75f, x7 = 0.875f;
+    for (uint it = 0; it < iters; ++it) {
+        x0 = fma(x0, a, b); x1 = fma(x1, a, b); x2 = fma(x2, a, b); x3 = fma(x3, a, b);
+        x4 = fma(x4, a, b); x5 = fma(x5, a, b); x6 = fma(x6, a, b); x7 = fma(x7, a, b);
+    }
+    out[get_global_id(0)] = ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7));
+}
+
+// Load latency: one work-item follows next[] from 0 for `steps` loads, each address known
+// only when the previous load returns; out[0] = where it ends.
+__kernel void pointer_chase(__global const uint *next, __global uint *out, uint steps) {
+    uint j = 0;
+    for (uint s = 0; s < steps; ++s) j = next[j];
+    out[0] = j;
+}
+
+// Launch overhead: nothing to do.
+__kernel void empty(__global float *out) {}
+
+// Barrier cost: `count` work-group barriers; out[gid] = count.
+__kernel void barriers(__global float *out, uint count) {
+    for (uint i = 0; i < count; ++i) barrier(CLK_LOCAL_MEM_FENCE);
+    out[get_global_id(0)] = (float)count;
+}

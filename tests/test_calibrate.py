@@ -1,0 +1,160 @@
+"""`tiletraffic calibrate`: benchmark arithmetic, sizes, the pointer-chase permutation, and a
+quick calibration of the PoCL CPU device whose file simulate reads."""
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tiletraffic.analysis import calibrate as cal
+from tiletraffic.analysis.cli import main
+from tiletraffic.simulator.device_model import (GENERIC_GPU_MODEL, ValueSource,
+                                                load_device_model, read_device_model, to_toml)
+
+MIB = 2**20
+
+
+def _pocl_target():
+    from tiletraffic.gpu.device import list_devices, select_device
+    found = [d for d in list_devices() if d.is_pocl]
+    if not found:
+        pytest.skip("no PoCL device")
+    return select_device(found[0].id)
+
+
+# ---------------------------------------------------------------- arithmetic, by hand
+
+def test_bandwidth_is_bytes_over_seconds():
+    assert cal.bytes_per_s(256 * MIB, 0.1) == pytest.approx(2684354560.0)   # 268435456/0.1
+    # l2_read: 8 passes over 256 KiB in 1 ms = 2 MiB / 1e-3 s
+    assert cal.bytes_per_s(8 * 256 * 1024, 1e-3) == pytest.approx(2097152000.0)
+
+
+def test_fma_rate_counts_two_flop_per_fma():
+    # 512 work-items x 2048 FMAs x 2 flop = 2097152 flop in 1 ms
+    assert cal.fma_flop_per_s(512, 2048, 1e-3) == pytest.approx(2.097152e9)
+
+
+def test_latency_is_the_difference_per_extra_step():
+    # 20000 more loads took 0.9 ms - 0.5 ms = 0.4 ms: 20 ns each; the launch cancels
+    assert cal.per_step_s(0.9e-3, 0.5e-3, 20000) == pytest.approx(20e-9)
+
+
+def test_barrier_cost_is_per_work_group_on_one_compute_unit():
+    # 100 more barriers took 40 us; 8 work-groups on 2 compute units (4 after another on
+    # each): 40e-6 / 100 * 2 / 8 = 1e-7 s per barrier of one work-group
+    assert cal.barrier_s_per_work_group(90e-6, 50e-6, 100, 8, 2) == pytest.approx(1e-7)
+    # fewer work-groups than compute units: each one alone on its unit
+    assert cal.barrier_s_per_work_group(90e-6, 50e-6, 100, 2, 8) == pytest.approx(4e-7)
+
+
+def test_local_bandwidth_and_barrier_in_l1_wavefronts():
+    # 132 units x 1.98e9 Hz x 128 B = 33.45408e12 B/s at one wavefront per cycle
+    assert cal.l1_wavefronts_per_cycle(33.45408e12, 132, 1.98e9, 128) == pytest.approx(1.0)
+    assert cal.l1_wavefronts_per_cycle(16.72704e12, 132, 1.98e9, 128) == pytest.approx(0.5)
+    # one unit serves 33.45408e12 / 132 / 128 = 1.98e9 wavefronts/s; 2.02 ns of it = 4.0
+    assert cal.barrier_wavefronts(2.02e-9, 33.45408e12, 132, 128) == 4
+    assert cal.barrier_wavefronts(0.2e-9, 33.45408e12, 132, 128) == 0
+
+
+# ---------------------------------------------------------------- sizes and guard
+
+def test_sizes_follow_the_queried_l2_and_refuse_a_small_device():
+    s = cal.plan_sizes(132, 60 * MIB, 141 * 2**30, 35 * 2**30, 48 * 1024, 256, quick=False)
+    assert s.dram_bytes == 480 * MIB and s.l2_footprint_bytes == 30 * MIB
+    assert s.l2_passes == 16 and s.chase_elems == 120 * MIB
+    assert s.stream_work_items == 132 * 2048 and s.work_groups == 528
+    small = cal.plan_sizes(4, 1 * MIB, 8 * 2**30, 2**30, 48 * 1024, 256, quick=False)
+    assert small.dram_bytes == 256 * MIB          # at least 256 MiB
+    with pytest.raises(cal.CalibrationError, match=r"503316480 bytes.*\b268435456 bytes"):
+        cal.plan_sizes(132, 60 * MIB, 2**30, 2**30, 48 * 1024, 256, quick=False)
+    with pytest.raises(cal.CalibrationError, match=r"16384 bytes of local memory.*8192"):
+        cal.plan_sizes(4, MIB, 2**30, 2**30, 8192, 256, quick=True)
+
+
+# ---------------------------------------------------------------- pointer chase
+
+@pytest.mark.parametrize("n", [2, 3, 1000, 65537])
+def test_chase_permutation_is_one_cycle_over_the_buffer(n):
+    from tiletraffic.gpu.microbench import chase_end, chase_permutation
+    nxt = chase_permutation(n, seed=n)
+    assert nxt.dtype == np.uint32 and sorted(nxt.tolist()) == list(range(n))
+    seen, j = set(), 0
+    for _ in range(n):
+        seen.add(j)
+        j = int(nxt[j])
+    assert j == 0 and len(seen) == n          # back at 0 after exactly n loads, all visited
+    assert chase_end(nxt, n) == 0 and chase_end(nxt, 1) == int(nxt[0])
+    with pytest.raises(ValueError, match="n = 1"):
+        chase_permutation(1)
+
+
+# ---------------------------------------------------------------- model assembly
+
+def test_calibrated_model_marks_measured_values_and_keeps_the_rest():
+    ms = [cal.Measurement("dram_read", "stream of 8 MiB, median of 3", 5e9, "B/s",
+                          "dram_bytes_per_s", 5e9),
+          cal.Measurement("dram_write", "stream of 8 MiB, median of 3", 2e9, "B/s")]
+    model = cal.calibrated_model(GENERIC_GPU_MODEL, ms, "a device")
+    key = "tiletraffic calibrate: dram_read (stream of 8 MiB, median of 3)"
+    assert model.dram_bytes_per_s == 5e9
+    assert model.value_sources["dram_bytes_per_s"] == ValueSource("measured", key,
+                                                                   "dram_read: 5e+09 B/s")
+    assert "dram_bytes_per_s" not in model.guessed and "l2_bytes_per_s" in model.guessed
+    assert model.l2_bytes_per_s == GENERIC_GPU_MODEL.l2_bytes_per_s
+    back = read_device_model(to_toml(model), "t")    # long quoted [references] keys
+    assert back == model and back.value_sources == model.value_sources
+
+
+# ---------------------------------------------------------------- on PoCL
+
+def test_a_wrong_result_is_refused(monkeypatch):
+    from tiletraffic.gpu import microbench as mb
+    target = _pocl_target()
+    nxt = mb.chase_permutation(1024)
+    assert len(mb.pointer_chase(target, nxt, 100, 1)) == 1
+    monkeypatch.setattr(mb, "chase_end", lambda nxt, steps: -1)
+    with pytest.raises(mb.MicrobenchResultError, match="pointer_chase"):
+        mb.pointer_chase(target, nxt, 100, 1)
+
+
+def test_quick_calibration_on_pocl_writes_a_model_simulate_uses(tmp_path):
+    target = _pocl_target()
+    out = tmp_path / "f.toml"
+    runner = CliRunner()
+    res = runner.invoke(main, ["calibrate", "--quick", "--device", target.info.id,
+                               "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    model = load_device_model(out)
+    measured = {k: s for k, s in model.value_sources.items() if s.kind == "measured"}
+    assert {"dram_bytes_per_s", "l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu",
+            "fp32_flop_per_s", "launch_overhead_s"} <= set(measured)
+    assert set(measured) <= {"dram_bytes_per_s", "l2_bytes_per_s", "fp32_flop_per_s",
+                             "l1_wavefronts_per_cycle_per_cu", "memory_latency_s",
+                             "launch_overhead_s", "barrier_wavefronts_per_work_group"}
+    for key, source in measured.items():
+        value = getattr(model, key)
+        assert value > 0 and math.isfinite(value), key
+        assert source.ref.startswith("tiletraffic calibrate: ") and source.ref in \
+            model.references
+    assert model.value_sources["compute_units"].kind == "queried"
+    assert model.compute_units == target.info.compute_units
+    res = runner.invoke(main, ["simulate", "matvec-naive", "--m", "64", "--k", "64",
+                               "--device-model", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    predicted = json.loads(res.stdout)
+    assert predicted["time_terms_s"]["launch_overhead_s"] == model.launch_overhead_s
+    assert predicted["predicted_time_s"] > 0
+
+
+def test_cli_refuses_a_device_too_small_with_one_line(monkeypatch):
+    _pocl_target()
+
+    def too_small(*args, **kwargs):
+        raise cal.CalibrationError("dram_read needs one buffer of 503316480 bytes, more "
+                                   "than this device allows (268435456 bytes)")
+    monkeypatch.setattr(cal, "plan_sizes", too_small)
+    res = CliRunner().invoke(main, ["calibrate", "--quick", "--device", "pocl"])
+    assert res.exit_code == 1
+    assert res.output.strip().splitlines()[-1].startswith("error: dram_read needs")
