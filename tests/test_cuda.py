@@ -17,20 +17,9 @@ from tiletraffic.gpu.cuda import (CUDA_PRELUDE, PRELUDE_END, TIMELINE_SUFFIX, cu
                       prelude, timeline_source)
 from tiletraffic.simulator.schedules import FAMILIES, build
 
-CASES = {
-    "gemm-naive": build("gemm-naive", 9, 31, 4, tile=3),
-    "gemm-tiled": build("gemm-tiled", 17, 5, 23, tile=7),
-    "matvec-naive": build("matvec-naive", 47, 13, tile=6),
-    "matvec-local": build("matvec-local", 45, 37, tile=8, chunk=5),
-    "matvec-local-whole": build("matvec-local-whole", 45, 37, tile=8),
-    "gemm-register-blocked": build("gemm-register-blocked", 17, 5, 23, tile=3, tm=2, tn=3,
-                                   bk=4, wg_rows=5),
-    "gemm-vectorized": build("gemm-vectorized", 17, 8, 24, tile=3, tm=4, tn=8, bk=4,
-                             wg_rows=5),
-    "gemm-prefetch": build("gemm-prefetch", 17, 9, 23, tile=3, tm=2, tn=3, bk=4,
-                           wg_rows=5),
-    "matvec-rows-reduce": build("matvec-rows-reduce", 45, 37, tile=12, wg_rows=3),
-}
+from strategies import small_examples  # noqa: E402
+
+CASES = small_examples()
 
 
 def _defines(text: str) -> dict[str, str]:
