@@ -201,52 +201,52 @@ def test_missing_file(tmp_path):
 
 
 def test_missing_function():
-    usage_error(invoke("simulate", f"{EXAMPLE}:make_it", *sizes_args(4, 4, 4)),
-                "make_it", "make_schedule")
+    assert usage_error(invoke("simulate", f"{EXAMPLE}:make_it", *sizes_args(4, 4, 4)),
+                       "make_it", "make_schedule")
 
 
 def test_function_raising_shows_its_message():
-    usage_error(invoke("simulate", SPEC, *sizes_args(0, 4, 4)),
-                "ValueError", "m must be a positive integer, got 0")
+    assert usage_error(invoke("simulate", SPEC, *sizes_args(0, 4, 4)),
+                       "ValueError", "m must be a positive integer, got 0")
 
 
 def test_return_value_not_a_schedule_names_its_type():
-    usage_error(invoke("check", f"{EXAMPLE}:closed_form", *sizes_args(4, 4, 4)), "dict")
+    assert usage_error(invoke("check", f"{EXAMPLE}:closed_form", *sizes_args(4, 4, 4)), "dict")
 
 
 def test_parameter_the_function_does_not_take():
-    usage_error(invoke("simulate", SPEC, *sizes_args(4, 4, 4), "--tile", "8"), "'tile'")
+    assert usage_error(invoke("simulate", SPEC, *sizes_args(4, 4, 4), "--tile", "8"), "'tile'")
 
 
 def test_parameter_the_function_needs_but_was_not_given():
-    usage_error(invoke("model", SPEC, "--m", "4", "--k", "4"), "'n'", "--n")
+    assert usage_error(invoke("model", SPEC, "--m", "4", "--k", "4"), "'n'", "--n")
 
 
 def test_family_options_refused_for_a_file():
-    usage_error(invoke("simulate", SPEC, *sizes_args(4, 4, 4), "--padding", "1"), "--padding")
+    assert usage_error(invoke("simulate", SPEC, *sizes_args(4, 4, 4), "--padding", "1"), "--padding")
 
 
 def test_not_a_name_nor_a_file_spec():
-    usage_error(invoke("simulate", "rect-gemm", *sizes_args(4, 4, 4)), "rect-gemm",
-                "FILE.py:FUNCTION")
+    assert usage_error(invoke("simulate", "rect-gemm", *sizes_args(4, 4, 4)), "rect-gemm",
+                       "FILE.py:FUNCTION")
 
 
 def test_import_error_of_the_file(tmp_path):
     bad = write(tmp_path, "bad.py", "def make_schedule(m, k, n):\n    return (\n")
-    usage_error(invoke("simulate", f"{bad}:make_schedule", *sizes_args(4, 4, 4)),
-                "bad.py", "SyntaxError")
+    assert usage_error(invoke("simulate", f"{bad}:make_schedule", *sizes_args(4, 4, 4)),
+                       "bad.py", "SyntaxError")
 
 
 def test_reference_raising_is_reported(tmp_path):
     bad = write(tmp_path, "bad_ref.py", "def ref(inputs):\n    return inputs['X']\n")
-    usage_error(invoke("simulate", SPEC, *sizes_args(4, 4, 4), "--reference", f"{bad}:ref"),
-                "KeyError", "'X'")
+    assert usage_error(invoke("simulate", SPEC, *sizes_args(4, 4, 4), "--reference", f"{bad}:ref"),
+                       "KeyError", "'X'")
 
 
 def test_reference_of_the_wrong_shape_is_reported(tmp_path):
     bad = write(tmp_path, "bad_ref.py", "def ref(inputs):\n    return inputs['A']\n")
-    usage_error(invoke("simulate", SPEC, *sizes_args(4, 6, 8), "--reference", f"{bad}:ref"),
-                "(4, 6)", "(4, 8)")
+    assert usage_error(invoke("simulate", SPEC, *sizes_args(4, 6, 8), "--reference", f"{bad}:ref"),
+                       "(4, 6)", "(4, 8)")
 
 
 # ------------------------------------------------------------------- loader and API
@@ -329,4 +329,4 @@ def test_malformed_schedule_is_refused_before_it_runs(tmp_path):
 def test_a_built_in_family_name_is_refused(tmp_path):
     wrapper = write(tmp_path, "wrap.py", "from tiletraffic.simulator.schedules import gemm_tiled\n"
                     "def make(m, k, n):\n    return gemm_tiled(m, k, n, 8)\n")
-    usage_error(invoke("simulate", f"{wrapper}:make", *sizes_args(9, 9, 9)), "'gemm-tiled'")
+    assert usage_error(invoke("simulate", f"{wrapper}:make", *sizes_args(9, 9, 9)), "'gemm-tiled'")

@@ -25,6 +25,15 @@ def committed(*parts: str) -> Path:
     return path
 
 
+def load_committed(folder: str, loader):
+    """``loader(reports/nvidia-h200)`` for the data of ``folder`` (skips the calling test
+    when the folder is absent); the loader must find its data there."""
+    committed(folder)
+    loaded = loader(REPORT)
+    assert loaded is not None, f"{loader.__name__} found nothing in {folder}"
+    return loaded
+
+
 @pytest.fixture(scope="session")
 def report_dir() -> Path:
     """reports/nvidia-h200 (skips when absent)."""

@@ -10,15 +10,12 @@ from experiments.h200.dispatch.analysis import (PARTITION_METRICS, _value, dispa
                                                 load_dispatch, tail_lines, tail_rows)
 from experiments.h200.validation.analysis import model_for
 
-from .conftest import committed
+from .conftest import committed, load_committed
 
 
 @pytest.fixture(scope="module")
-def dispatch(report_dir):
-    committed("dispatch")
-    d = load_dispatch(report_dir)
-    assert d is not None
-    return d
+def dispatch():
+    return load_committed("dispatch", load_dispatch)
 
 
 def _only(cases, wanted: set[str]):

@@ -10,18 +10,15 @@ from tiletraffic.simulator.device_model import device_model
 from experiments.h200.l1_pipe.analysis import (DATA_PIPE, holdout_rows, l1_pipe_rows,
                                                l1_pipe_section, load_l1_pipe)
 
-from .conftest import committed
+from .conftest import committed, load_committed
 
 SMALL = ("gemm-tiled-M1024-K1024-N1024-T8", "gemm-naive-M1024-K1024-N1024-T32",
          "matvec-local-M1024-K4096-T256")
 
 
 @pytest.fixture(scope="module")
-def data(report_dir):
-    committed("l1_pipe")
-    loaded = load_l1_pipe(report_dir)
-    assert loaded is not None
-    return loaded
+def data():
+    return load_committed("l1_pipe", load_l1_pipe)
 
 
 @pytest.fixture(scope="module")

@@ -18,17 +18,14 @@ from experiments.h200.l2_sharing.analysis import (MIB, fit_l2_curve, half_miss_d
                                                   max_running, progress_rows, retention_us,
                                                   stagger_rows, window_rows)
 
-from .conftest import committed
+from .conftest import committed, load_committed
 
 NVIDIA_H200 = DEVICE_MODELS["nvidia-h200"]
 
 
 @pytest.fixture(scope="module")
-def data(report_dir):
-    committed("l2_sharing")
-    d = load_l2_sharing(report_dir)
-    assert d is not None
-    return d
+def data():
+    return load_committed("l2_sharing", load_l2_sharing)
 
 
 @pytest.fixture(scope="module")

@@ -15,18 +15,15 @@ from experiments.h200.barrier_wait.analysis import load_barrier_wait
 from experiments.h200.codegen.analysis import (code_rows, codegen_section, cubin_checks,
                                                load_codegen)
 
-from .conftest import committed
+from .conftest import committed, load_committed
 
 NVIDIA_H200, NVIDIA_H200_CUDA = DEVICE_MODELS["nvidia-h200"], DEVICE_MODELS["nvidia-h200-cuda"]
 GENERIC_GPU_MODEL = DEVICE_MODELS["generic-gpu"]
 
 
 @pytest.fixture(scope="module")
-def data(report_dir):
-    committed("codegen")
-    loaded = load_codegen(report_dir)
-    assert loaded is not None
-    return loaded
+def data():
+    return load_committed("codegen", load_codegen)
 
 
 def test_the_run_checked_every_result(data):
