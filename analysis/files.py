@@ -54,3 +54,30 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically, UTF-8 (see :func:`atomic_path`)."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def move_to_history(path: str | os.PathLike) -> Path | None:
+    """Move an existing ``path`` to ``<its folder>/history/<stem>-<UTC mtime><suffix>``
+    (``-1``, ``-2``, ... appended when that name is taken), so that a new file can be
+    written at ``path`` without losing the old one. Returns where it went (None: there was
+    no file).
+
+    Raises:
+        OSError: the history folder cannot be created or the file cannot be moved.
+    """
+    import datetime as _dt
+
+    path = Path(path)
+    if not path.exists():
+        return None
+    stamp = _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc).strftime(
+        "%Y-%m-%dT%H%M%SZ")
+    folder = path.parent / "history"
+    folder.mkdir(parents=True, exist_ok=True)
+    dest = folder / f"{path.stem}-{stamp}{path.suffix}"
+    n = 1
+    while dest.exists():
+        dest = folder / f"{path.stem}-{stamp}-{n}{path.suffix}"
+        n += 1
+    os.replace(path, dest)
+    return dest

@@ -19,7 +19,8 @@ size, global and local arrays and its body. Every function here takes one:
 - :func:`simulate` it (exact counts, optional values), :func:`check` it for hazards,
   :func:`model` its memory system and time on a device model (:func:`device_model`);
 - :func:`generate` its OpenCL C, :func:`run` it on an OpenCL device (PoCL without a GPU),
-  :func:`closed_form` its counts.
+  :func:`closed_form` its counts;
+- :func:`tune` a GEMM: rank a declared parameter space by the model, measure the best.
 
 ``import tiletraffic`` and ``import tiletraffic.simulator`` load numpy only; pyopencl is
 imported when :func:`run` (or ``tiletraffic.gpu.runtime``) is first used.
@@ -201,6 +202,44 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
                          inputs=inputs)
 
 
+def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None,
+         top: int = 8, out=None, repeat: int = 10, space=None, jobs: int = 1,
+         measure_all: bool = False, resume: bool = False, seed: int | None = None,
+         progress: bool = False):
+    """Tune C = A·B (A m×k, B k×n, float32) over a tuning space: reject the candidates that
+    break the space's constraints (each with its reason), rank the rest by the model's
+    predicted time on ``device_model``, run the ``top`` best on ``device`` (every launch
+    checked against float64 before its time counts) and judge the model (regret of its
+    pick against the best measured, rank correlation; over the measured ones only).
+
+    Args:
+        device: OpenCL device as for :func:`run` (not opened when ``top=0``).
+        device_model: ranks the candidates (default: the device's model, else nvidia-h200).
+        top: candidates to measure (0: model only). ``measure_all``: all valid ones.
+        out: JSON file written after every candidate (an existing one is moved to
+            ``history/`` unless ``resume``, which reuses what it holds).
+        repeat: timed launches per candidate. space: a space file (TOML; default the
+            built-in ``analysis/tuning_spaces/gemm.toml``). jobs: modelling processes.
+        seed: of the random inputs. progress: progress bars on stderr.
+
+    Returns:
+        ``tiletraffic.analysis.tuner.TuneResult`` (``.summary``: ``regret_ratio``,
+        ``within_10pct``, ``spearman_rho``, ...; ``.measurements``; ``.table()``).
+
+    Raises:
+        tiletraffic.analysis.tuner.TuneError (a ValueError): bad sizes or options, no valid
+            candidate, an ``out`` a resumed tuning does not match.
+        tiletraffic.analysis.tuning_space.SpaceError (a ValueError): a malformed space file.
+        tiletraffic.gpu.device.DeviceError: no OpenCL device.
+        tiletraffic.analysis.tuner.TuneInterrupted: Ctrl-C (what finished is saved).
+    """
+    from .analysis.tuner import tune as _tune
+
+    return _tune(m, n, k, device=device, device_model=device_model, top=top, out=out,
+                 repeat=repeat, space=space, jobs=jobs, measure_all=measure_all,
+                 resume=resume, seed=seed, progress=progress)
+
+
 def closed_form(schedule: Schedule) -> dict | None:
     """Closed-form counts of ``schedule`` (the keys of ``TrafficCounts.to_dict()``), or
     ``None`` for a schedule family without closed forms (a user's own schedule)."""
@@ -210,7 +249,7 @@ def closed_form(schedule: Schedule) -> dict | None:
 
 
 __all__ = [
-    "build", "simulate", "check", "model", "generate", "run", "closed_form",
+    "build", "simulate", "check", "model", "generate", "run", "closed_form", "tune",
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",
     "ceil_div", "minimum", "global_id", "local_id", "group_id",
