@@ -267,6 +267,16 @@ def _measure(target, sch, cand, m, n, k, repeat, warmup, seed, index) -> dict:
             "warnings": [str(w.message) for w in caught]}
 
 
+def _rank(doc: dict) -> list:
+    """Sort ``doc``'s predictions by predicted time (ties: the space's order) and number
+    them from 1 (``predicted_rank``)."""
+    ranked = sorted(doc["predictions"], key=lambda e: (e["predicted_time_s"], e["order"]))
+    for rank, entry in enumerate(ranked, 1):
+        entry["predicted_rank"] = rank
+    doc["predictions"] = ranked
+    return ranked
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -409,8 +419,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     seed = meta["seed"]
 
     valid, rejected = screen(space, m, n, k, limits)
-    doc = {"meta": meta, "status": "modelling", "rejected": rejected, "predictions": [],
-           "measurements": [], "summary": None}
+    doc = {"meta": meta, "status": "modelling", "valid_candidates": len(valid),
+           "rejected": rejected, "predictions": [], "measurements": [], "summary": None}
     result = TuneResult(doc, path)
 
     def save():
@@ -421,9 +431,13 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     if not valid:
         save()
         top_reasons = list(doc["summary"]["rejected_by_reason"].items())[:3]
+        example = next((r["label"], reason) for r in rejected
+                       for why, reason in zip(r["whys"], r["reasons"])
+                       if why == top_reasons[0][0])
         raise TuneError(f"no valid candidate in {space.path} for M={m} N={n} K={k} on "
                         f"{limits.name}: all {len(rejected)} rejected; most often: "
-                        + "; ".join(f"{why} ({count})" for why, count in top_reasons))
+                        + "; ".join(f"{why} ({count})" for why, count in top_reasons)
+                        + f"; e.g. {example[0]}: {example[1]}")
     save()  # proves the file can be written before the long work starts
     reused = {p["label"]: p for p in (old or {}).get("predictions", [])
               if p.get("predicted_time_s") is not None}
@@ -452,10 +466,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         _model_all([(i, valid[i][0]) for i, e in enumerate(entries)
                     if "predicted_time_s" not in e], (m, n, k), model, jobs, progress,
                    modelled)
-        ranked = sorted(doc["predictions"], key=lambda e: (e["predicted_time_s"], e["order"]))
-        for rank, entry in enumerate(ranked, 1):
-            entry["predicted_rank"] = rank
-        doc["predictions"] = ranked
+        ranked = _rank(doc)
         doc["status"] = "measuring" if measuring else "complete"
         save()
         if measuring:
@@ -486,6 +497,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             save()
     except KeyboardInterrupt:
         doc["status"] = "interrupted"
+        _rank(doc)  # what was modelled, ranked among itself
         save()
         raise TuneInterrupted(path, result) from None
     return result

@@ -23,6 +23,9 @@ import itertools
 
 import numpy as np
 
+SHOWN = 10
+"""The table shows the candidates ranked 1 to SHOWN by the model, measured or not, and every
+measured one."""
 WITHIN = 0.10
 """The issue's target: the model's pick within 10 % of the best measured candidate."""
 
@@ -71,13 +74,14 @@ def summarize(doc: dict) -> dict:
     out = {"candidates": doc["meta"].get("space_candidates"),
            "rejected": len(rejected), "rejected_by_stage": by_stage,
            "rejected_by_reason": dict(sorted(by_reason.items(), key=lambda kv: -kv[1])),
-           "valid": len(predictions), "modelled": len(modelled),
+           "valid": doc.get("valid_candidates", len(predictions)), "modelled": len(modelled),
            "measured_ok": len(measured), "measured_failed": len(failed),
            "pick": None, "best": None, "failed_above_pick": [],
            "regret_ratio": None, "regret_pct": None, "within_10pct": None,
            "pick_is_best": None, "pick_resolvable_from_best": None,
            "spearman_rho": None, "pairs": None, "discordant_pairs": [],
-           "scope": _scope(len(measured), len(modelled), len(predictions))}
+           "scope": _scope(len(measured), len(modelled),
+                           doc.get("valid_candidates", len(predictions)))}
     if not measured:
         return out
     ranked = sorted(measured, key=lambda r: r["predicted_rank"])
@@ -130,7 +134,7 @@ def _scope(measured: int, modelled: int, valid: int) -> str:
     rest = valid - measured
     return (f"regret over the {measured} measured of {valid} valid candidates"
             + (f"; the {rest} not measured could hold a faster one" if rest > 0 else "")
-            + ("" if modelled == valid else f" ({valid - modelled} could not be modelled)"))
+            + ("" if modelled == valid else f" ({valid - modelled} not modelled)"))
 
 
 def _ms(seconds) -> str:
@@ -147,15 +151,23 @@ def table(doc: dict) -> str:
              f"{summary['rejected']} rejected, {summary['valid']} valid, "
              f"{summary['modelled']} modelled on {meta['device_model']}"
              + (f", {summary['measured_ok'] + summary['measured_failed']} measured on "
-                f"{meta['device']['name']}" if meta.get("device") else ", none measured")]
-    rows = sorted(doc.get("measurements", []), key=lambda r: r["predicted_rank"])
+                f"{meta['device']['name']}" if meta.get("device") else ", none measured")
+             + (" (INTERRUPTED: what had finished)" if doc.get("status") == "interrupted"
+                else "")]
+    measured = {r["label"] for r in doc.get("measurements", [])}
+    rows = sorted(doc.get("measurements", []) + [
+        p for p in doc.get("predictions", [])
+        if p.get("predicted_rank", SHOWN + 1) <= SHOWN and p["label"] not in measured],
+        key=lambda r: r["predicted_rank"])
     if rows:
         head = (f"{'rank':>4s}  {'family':22s} {'parameters':34s} {'predicted ms':>12s} "
                 f"{'measured ms':>21s} {'GFLOP/s':>9s}  check")
         lines += ["", head]
         for r in rows:
             params = " ".join(f"{k}={v}" for k, v in r["params"].items())
-            if r["status"] == "ok":
+            if "status" not in r:
+                meas, rate, check = "not measured", "-", "-"
+            elif r["status"] == "ok":
                 meas = f"{r['median_s'] * 1e3:.4f} ± {r['spread_s'] * 1e3:.4f}"
                 check = f"ok (err/tol {r['check']['error_over_tolerance']:.2f})"
                 rate = f"{r['gflop_per_s']:.1f}"
