@@ -48,6 +48,9 @@ from .tuning_space import TuningSpace, check_candidate, load_space
 DEFAULT_TOP = 8
 DEFAULT_MODEL = "nvidia-h200"
 """The device model when no device is measured and none is named (as ``tiletraffic model``)."""
+SLOW_MODEL_WORK = 1024 ** 3
+"""From this M·N·K on, a note says modelling is slow (14-400 s per register-blocked case at
+N = 4096 on 2 cores when the tuner was written)."""
 FORMAT = 1
 """Version of the JSON document's layout."""
 RESUME_KEYS = ("operation", "m", "n", "k", "space_sha256", "device_model_sha256")
@@ -450,6 +453,10 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     log(f"{space.size} candidates: {len(rejected)} rejected before launch, {len(valid)} "
         f"valid; modelling {sum('predicted_time_s' not in e for e in entries)} on "
         f"{model.name}" + (f" ({len(reused)} reused)" if reused else ""))
+
+    if m * n * k >= SLOW_MODEL_WORK and jobs == 1:
+        log(f"note: at M·N·K = {m * n * k:.3g} the register-blocked families take seconds to "
+            "minutes each to model; --jobs N models N at once (each finished one is saved)")
 
     def modelled(index, res):
         entry = entries[index]

@@ -209,7 +209,8 @@ def table(doc: dict) -> str:
     pairs, rho = summary["pairs"], summary["spearman_rho"]
     lines.append("rank correlation (Spearman) of predicted and measured times: "
                  + ("-" if rho is None else f"{rho:+.2f}")
-                 + f"; of {pairs['total']} pairs, {pairs['resolvable']} differ by more than "
+                 + f"; of {pairs['total']} pairs, {pairs['resolvable']} "
+                   f"{'differs' if pairs['resolvable'] == 1 else 'differ'} by more than "
                    f"twice their spread: {pairs['concordant']} ordered right by the model, "
                    f"{pairs['discordant']} wrong" + (f", {pairs['model_ties']} tied by it"
                                                     if pairs["model_ties"] else ""))
