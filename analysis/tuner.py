@@ -280,6 +280,34 @@ def _rank(doc: dict) -> list:
     return ranked
 
 
+def _measure_chosen(doc, chosen, valid, old, target, sizes, repeat, warmup, seed, progress,
+                    save) -> None:
+    """Measure the ``chosen`` predictions in rank order into ``doc["measurements"]``,
+    saving after each; those the resumed document ``old`` holds are taken from it (also
+    those not chosen this time: nothing measured is dropped)."""
+    from tqdm import tqdm
+
+    by_label = {c.label: (i, c, s) for i, (c, s) in enumerate(valid)}
+    done = {r["label"]: r for r in (old or {}).get("measurements", [])}
+    chosen_labels = {e["label"] for e in chosen}
+    for entry in doc["predictions"]:
+        if entry["label"] in done and entry["label"] not in chosen_labels:
+            doc["measurements"].append(done[entry["label"]] | {
+                "predicted_rank": entry["predicted_rank"],
+                "predicted_time_s": entry["predicted_time_s"]})
+    for entry in tqdm(chosen, desc=f"measure ({target.info.device_name})", unit="candidate",
+                      file=sys.stderr, disable=None if progress is None else not progress):
+        if entry["label"] in done:
+            record = done[entry["label"]]
+        else:
+            i, cand, sch = by_label[entry["label"]]
+            record = _measure(target, sch, cand, *sizes, repeat, warmup, seed, i)
+        record.update(predicted_rank=entry["predicted_rank"],
+                      predicted_time_s=entry["predicted_time_s"])
+        doc["measurements"].append(record)
+        save()
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -311,6 +339,36 @@ def _previous(path: Path | None, resume: bool, meta: dict, log) -> dict | None:
     log(f"note: the earlier results in {path} were moved to {moved}")
     meta["previous_results_moved_to"] = str(moved)
     return None
+
+
+def _meta(m, n, k, space, model, limits, target, command, **options) -> dict:
+    """The ``meta`` of a tuning document: problem, software, space, model, limits, device
+    and ``options`` (top, measure_all, repeat, warmup, seed, jobs)."""
+    from importlib import metadata
+
+    from tiletraffic.simulator.device_model import to_toml
+
+    try:
+        version = metadata.version("tiletraffic")
+    except metadata.PackageNotFoundError:
+        version = None
+    return {
+        "format": FORMAT, "operation": "gemm", "m": m, "n": n, "k": k,
+        "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": command, "tiletraffic": version,
+        "space": space.path, "space_sha256": space.sha256, "space_candidates": space.size,
+        "device_model": model.name, "device_model_sha256": _digest(to_toml(model)),
+        "device_model_guessed": list(model.guessed),
+        "limits": {"name": limits.name, "max_work_group_size": limits.max_work_group_size,
+                   "max_work_item_sizes": list(limits.max_work_item_sizes),
+                   "local_mem_bytes": limits.local_mem_bytes},
+        "device": None if target is None else {
+            "id": target.info.id, "name": target.info.device_name,
+            "platform": target.info.platform_name, "is_simulator": target.info.is_simulator,
+            "driver_version": target.info.driver_version},
+        "device_slug": None if target is None else target.slug,
+        **options,
+    }
 
 
 def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None,
@@ -356,7 +414,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         TuneInterrupted: Ctrl-C; what finished is saved.
     """
     from tiletraffic.gpu.runtime import MIN_REPEAT
-    from tiletraffic.simulator.device_model import device_model as _model, to_toml
+    from tiletraffic.simulator.device_model import device_model as _model
 
     log = log or (lambda line: None)
     _check_sizes(m, n, k)
@@ -372,7 +430,11 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     if measuring or device is not None:
         from tiletraffic.gpu.device import select_device
 
-        target = select_device(device)
+        with warnings.catch_warnings(record=True) as caught:  # a simulator chosen by number
+            warnings.simplefilter("always")
+            target = select_device(device)
+        for w in caught:
+            log(f"warning: {w.message}")
     if device_model is None:
         if target is not None:
             from .device_models import model_from_opencl
@@ -388,31 +450,10 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         log(f"warning: {target.info.device_name} is a simulator: its times say nothing "
             "about hardware")
     limits = combined_limits(target.limits if target is not None else None, model)
-    from importlib import metadata
-    try:
-        version = metadata.version("tiletraffic")
-    except metadata.PackageNotFoundError:
-        version = None
-    meta = {
-        "format": FORMAT, "operation": "gemm", "m": m, "n": n, "k": k,
-        "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": command or (f"tiletraffic.tune({m}, {n}, {k}, device={device!r}, "
-                               f"top={top}, measure_all={measure_all})"),
-        "tiletraffic": version,
-        "space": space.path, "space_sha256": space.sha256, "space_candidates": space.size,
-        "device_model": model.name, "device_model_sha256": _digest(to_toml(model)),
-        "device_model_guessed": list(model.guessed),
-        "limits": {"name": limits.name, "max_work_group_size": limits.max_work_group_size,
-                   "max_work_item_sizes": list(limits.max_work_item_sizes),
-                   "local_mem_bytes": limits.local_mem_bytes},
-        "device": None if target is None else {
-            "id": target.info.id, "name": target.info.device_name,
-            "platform": target.info.platform_name, "is_simulator": target.info.is_simulator,
-            "driver_version": target.info.driver_version},
-        "device_slug": None if target is None else target.slug,
-        "top": top, "measure_all": measure_all, "repeat": repeat, "warmup": warmup,
-        "seed": seed, "jobs": jobs,
-    }
+    meta = _meta(m, n, k, space, model, limits, target, command or (
+        f"tiletraffic.tune({m}, {n}, {k}, device={device!r}, top={top}, "
+        f"measure_all={measure_all})"), top=top, measure_all=measure_all, repeat=repeat,
+        warmup=warmup, seed=seed, jobs=jobs)
     path = None if out is None else Path(out)
     old = _previous(path, resume, meta, log)
     if old is not None:
@@ -477,29 +518,9 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         doc["status"] = "measuring" if measuring else "complete"
         save()
         if measuring:
-            by_label = {c.label: (i, c, s) for i, (c, s) in enumerate(valid)}
-            done = {r["label"]: r for r in (old or {}).get("measurements", [])}
             chosen = ranked if measure_all else ranked[:top]
-            from tqdm import tqdm
-
-            for entry in tqdm(chosen, desc=f"measure ({target.info.device_name})",
-                              unit="candidate", file=sys.stderr,
-                              disable=None if progress is None else not progress):
-                if entry["label"] in done:
-                    record = done[entry["label"]]
-                else:
-                    i, cand, sch = by_label[entry["label"]]
-                    record = _measure(target, sch, cand, m, n, k, repeat, warmup, seed, i)
-                record.update(predicted_rank=entry["predicted_rank"],
-                              predicted_time_s=entry["predicted_time_s"])
-                doc["measurements"].append(record)
-                save()
-            chosen_labels = {e["label"] for e in chosen}
-            for entry in ranked:  # a resumed file's other measurements are kept
-                if entry["label"] in done and entry["label"] not in chosen_labels:
-                    doc["measurements"].append(done[entry["label"]] | {
-                        "predicted_rank": entry["predicted_rank"],
-                        "predicted_time_s": entry["predicted_time_s"]})
+            _measure_chosen(doc, chosen, valid, old, target, (m, n, k), repeat, warmup, seed,
+                            progress, save)
             doc["status"] = "complete"
             save()
     except KeyboardInterrupt:

@@ -405,6 +405,9 @@ def test_saving_is_atomic_after_every_candidate_and_resume_redoes_nothing(
                     out=copy, resume=True)
     assert again.measurements == res.measurements
     assert again.data["meta"]["seed"] == 3, "the seed of the measurements is kept"
+    fewer = tt.tune(64, 64, 64, device="pocl", space=res.data["meta"]["space"], top=1,
+                    out=copy, resume=True)
+    assert len(fewer.measurements) == 3, "measurements outside the new top are kept"
     with pytest.raises(tuner.TuneError, match=r"holds another tuning \(m was 64, now 32\)"):
         tt.tune(32, 64, 64, device="pocl", space=res.data["meta"]["space"], top=3,
                 out=copy, resume=True)
