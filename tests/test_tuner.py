@@ -554,3 +554,18 @@ def test_cli_without_a_device_exits_1_before_modelling(tmp_path, monkeypatch):
                                     "--out", str(tmp_path / "x.json")])
     assert res.exit_code == 1 and "error: no OpenCL device found" in res.output
     assert not (tmp_path / "x.json").exists(), "stopped before writing anything"
+
+
+@needs_pocl
+def test_model_here_measure_there_through_resume(tmp_path, monkeypatch):
+    """Rank without a device (--top 0), then measure with --resume where the device is:
+    the predictions are reused as long as the device model is the same."""
+    space = write(tmp_path, SMALL_SPACE)
+    out = tmp_path / "plan.json"
+    plan = tt.tune(64, 64, 64, space=space, top=0, device_model="nvidia-h200", out=out)
+    assert plan.data["meta"]["device"] is None and plan.measurements == []
+    monkeypatch.setattr(tuner, "_predict", lambda *a: pytest.fail("modelled again"))
+    done = tt.tune(64, 64, 64, space=space, top=2, device="pocl", device_model="nvidia-h200",
+                   out=out, resume=True)
+    assert [m["label"] for m in done.measurements] == [p["label"] for p in plan.predictions[:2]]
+    assert all(m["status"] == "ok" and m["check"]["ok"] for m in done.measurements)
