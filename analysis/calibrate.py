@@ -260,12 +260,15 @@ def calibrated_model(base: DeviceModel, measurements: list[Measurement], device:
 
 
 def calibrate(target, quick: bool = False,
-              progress: Callable[[str], None] = lambda name: None
-              ) -> tuple[DeviceModel, list[Measurement]]:
+              progress: Callable[[str], None] = lambda name: None,
+              base: DeviceModel | None = None) -> tuple[DeviceModel, list[Measurement]]:
     """Measure the opened device ``target``: (its calibrated model, the measurements).
 
     The base model is :func:`~tiletraffic.analysis.device_models.model_from_opencl` with the
-    L2 size from ``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE``; sizes from :func:`plan_sizes`.
+    L2 size from ``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE``, completing ``base`` (default: the
+    built-in model matching the device's name, else ``generic-gpu``; pass ``generic-gpu``
+    for a model that owes nothing to earlier measurements of this device); sizes from
+    :func:`plan_sizes`.
 
     Raises:
         CalibrationError: too little memory for a benchmark (nothing was run).
@@ -276,7 +279,8 @@ def calibrate(target, quick: bool = False,
     from .device_models import model_from_opencl
 
     info, dev = target.info, target.device
-    base = model_from_opencl(info, global_cache_bytes=int(dev.global_mem_cache_size) or None)
+    base = model_from_opencl(info, global_cache_bytes=int(dev.global_mem_cache_size) or None,
+                             base=base)
     sizes = plan_sizes(base.compute_units, base.l2_bytes, info.global_mem_bytes,
                        int(dev.max_mem_alloc_size), info.local_mem_bytes, local_size(target),
                        quick)

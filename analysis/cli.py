@@ -778,11 +778,15 @@ def device_model_cmd(model, device):
               help="Write the device-model file here (default: print it).")
 @click.option("--quick", is_flag=True,
               help="Tiny sizes (seconds on a CPU; a well-formed file, rough numbers).")
-def calibrate_cmd(device, out_file, quick):
+@click.option("--base", "base_model", default=None, type=DEVICE_MODEL,
+              help="Device model (NAME or FILE) whose unmeasured values the file keeps "
+                   "[default: the built-in model matching the device's name, else "
+                   "generic-gpu].")
+def calibrate_cmd(device, out_file, quick, base_model):
     """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 and
     local-memory bandwidth, FP32 FMA rate, load latency, launch overhead, barrier cost) and
     write a device-model file: each measured value marked measured with its benchmark, the
-    rest queried or as in the built-in model. Then: simulate ... --device-model FILE."""
+    rest queried or as in the base model (--base). Then: simulate ... --device-model FILE."""
     from tqdm import tqdm
 
     from tiletraffic.gpu.runtime import TiletrafficGpuError
@@ -801,7 +805,7 @@ def calibrate_cmd(device, out_file, quick):
                 bar.update(len(started) > 0)
                 started.append(name)
                 bar.set_postfix_str(name)
-            model, measured = calibrate.calibrate(target, quick, step)
+            model, measured = calibrate.calibrate(target, quick, step, base=base_model)
             bar.update(1)
     except (TiletrafficGpuError, calibrate.CalibrationError) as err:
         _fail(err)

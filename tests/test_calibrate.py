@@ -158,3 +158,29 @@ def test_cli_refuses_a_device_too_small_with_one_line(monkeypatch):
     res = CliRunner().invoke(main, ["calibrate", "--quick", "--device", "pocl"])
     assert res.exit_code == 1
     assert res.output.strip().splitlines()[-1].startswith("error: dram_read needs")
+
+
+def test_the_base_model_is_the_matching_built_in_one_unless_given():
+    """An H200 completes nvidia-h200 by default; --base generic-gpu keeps none of its
+    values (a model that owes nothing to earlier measurements of the device)."""
+    from dataclasses import replace
+
+    from tiletraffic.analysis.device_models import model_from_opencl
+    from tiletraffic.simulator.device_model import DEVICE_MODELS
+    info = replace(_pocl_target().info, device_name="NVIDIA H200", compute_units=132,
+                   local_mem_bytes=49152, max_work_group_size=1024)
+    default = model_from_opencl(info, global_cache_bytes=60 * MIB)
+    generic = model_from_opencl(info, global_cache_bytes=60 * MIB, base=GENERIC_GPU_MODEL)
+    h200 = DEVICE_MODELS["nvidia-h200"]
+    assert default.name == "nvidia-h200" and default.clock_hz == h200.clock_hz
+    assert generic.clock_hz == GENERIC_GPU_MODEL.clock_hz != h200.clock_hz
+    for m in (default, generic):
+        assert (m.compute_units, m.l2_bytes) == (132, 60 * MIB)
+        assert m.value_sources["l2_bytes"].kind == "queried"
+    assert generic.name.startswith("opencl:")
+    assert generic.local_vector_words == GENERIC_GPU_MODEL.local_vector_words
+
+
+def test_cli_base_option_names_a_bad_model():
+    res = CliRunner().invoke(main, ["calibrate", "--quick", "--base", "no-such-model"])
+    assert res.exit_code == 2 and "no-such-model" in res.output
