@@ -9,6 +9,8 @@ benchmark      what is timed                           field
 ============== ======================================= =====================================
 dram_read      reading a buffer of 8 x the L2          dram_bytes_per_s
 dram_write     writing it                              (none: the model has one DRAM rate)
+l2_size        read bandwidth by footprint, 1 MiB to   l2_bytes (where the bandwidth falls
+               the DRAM buffer (x sqrt 2 steps)        below sqrt(peak x DRAM read))
 l2_read        passes over a buffer of half the L2     l2_bytes_per_s
 local_read     conflict-free local-memory word reads   l1_wavefronts_per_cycle_per_cu
 fp32_fma       8 independent FMA chains per work-item  fp32_flop_per_s
@@ -98,6 +100,8 @@ class Sizes:
     chase_steps: int
     barrier_count: int
     repeat: int
+    l2_sweep_bytes: tuple[int, ...] = ()
+    """Footprints of the ``l2_size`` sweep (bytes, multiples of 16, increasing)."""
 
 
 def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_alloc_bytes: int,
@@ -129,7 +133,7 @@ def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_all
     l2_foot = max(16, (min(l2_bytes // 2, 256 * 1024) if quick else l2_bytes // 2) // 16 * 16)
     per_cu = 256 if quick else 2048
     items = compute_units * -(-per_cu // local_size) * local_size
-    return Sizes(dram_bytes=dram, l2_footprint_bytes=l2_foot,
+    return Sizes(l2_sweep_bytes=l2_sweep(dram, quick), dram_bytes=dram, l2_footprint_bytes=l2_foot,
                  l2_passes=8 if quick else max(4, dram // l2_foot),
                  stream_work_items=items, work_groups=compute_units * 4,
                  local_iters=2000 if quick else 100_000,
@@ -137,6 +141,44 @@ def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_all
                  chase_elems=(MIB if quick else min(dram, 2**30)) // 4,
                  chase_steps=20_000 if quick else 100_000,
                  barrier_count=100 if quick else 1000, repeat=3 if quick else 10)
+
+
+def l2_sweep(dram_bytes: int, quick: bool) -> tuple[int, ...]:
+    """Footprints of the ``l2_size`` benchmark: from 1 MiB (``quick``: 64 KiB) up to
+    ``dram_bytes`` in steps of sqrt(2), each a multiple of 16 bytes."""
+    first = 64 * 1024 if quick else MIB
+    out, k = [], 0
+    while True:
+        size = int(round(first * 2 ** (k / 2))) // 16 * 16
+        if size > dram_bytes:
+            return tuple(out)
+        out.append(size)
+        k += 1
+
+
+def cache_size_from_sweep(footprints: list[int], bandwidths: list[float],
+                          dram_bytes_per_s: float) -> int | None:
+    """The cache size a footprint sweep shows: where the read bandwidth falls below the
+    geometric middle of the sweep's peak and the DRAM rate, ``sqrt(peak x dram)``,
+    interpolated linearly in log(footprint) between the last footprint above that threshold
+    and the first below it (rounded down to a multiple of 128 bytes, a cache line). None
+    where the bandwidth never falls below it, or the peak is not above the DRAM rate (no
+    cache seen). (Method: the footprint sweep of Saavedra & Smith, "Measuring cache and TLB
+    performance", IEEE Trans. Computers 44(10), 1995; here on bandwidth, not latency.)"""
+    if len(footprints) != len(bandwidths) or not footprints:
+        raise ValueError("one bandwidth per footprint is needed")
+    peak = max(bandwidths)
+    if not peak > dram_bytes_per_s > 0:
+        return None
+    threshold = math.sqrt(peak * dram_bytes_per_s)
+    top = bandwidths.index(peak)
+    for i in range(top + 1, len(footprints)):
+        if bandwidths[i] < threshold:
+            f0, f1, b0, b1 = footprints[i - 1], footprints[i], bandwidths[i - 1], bandwidths[i]
+            t = (b0 - threshold) / (b0 - b1)
+            size = math.exp(math.log(f0) + t * (math.log(f1) - math.log(f0)))
+            return int(size) // 128 * 128
+    return None
 
 
 # ------------------------------------------------------------------ measuring
@@ -182,10 +224,31 @@ def measure(target, base: DeviceModel, sizes: Sizes,
     out.append(Measurement("dram_write", f"stream of {_mib(s.dram_bytes)}, {stat}",
                            bytes_per_s(s.dram_bytes, t), "B/s",
                            why_unmapped="the model has one DRAM rate (reads)"))
+    l2_foot, l2_passes = s.l2_footprint_bytes, s.l2_passes
+    if s.l2_sweep_bytes:
+        progress("l2_size")
+        bandwidths = []
+        for foot in s.l2_sweep_bytes:
+            passes = max(2, -(-2 * s.dram_bytes // foot))
+            t = med(mb.read_sum(target, foot, passes, s.stream_work_items, r))
+            bandwidths.append(bytes_per_s(foot * passes, t))
+        size = cache_size_from_sweep(list(s.l2_sweep_bytes), bandwidths, dram_read)
+        curve = ", ".join(f"{_mib(f)} {b / 1e12:.3g}" for f, b in
+                          zip(s.l2_sweep_bytes, bandwidths))
+        what = (f"read bandwidth over {len(bandwidths)} footprints "
+                f"{_mib(s.l2_sweep_bytes[0])}..{_mib(s.l2_sweep_bytes[-1])}, {stat}; TB/s: "
+                f"{curve}")
+        if size is None:
+            out.append(Measurement("l2_size", what, float("nan"), "B", why_unmapped=(
+                "the bandwidth does not fall below sqrt(peak x DRAM read) within the sweep")))
+        else:
+            out.append(Measurement("l2_size", what, float(size), "B", "l2_bytes", size))
+            l2_foot = max(16, size // 2 // 16 * 16)
+            l2_passes = max(4, s.dram_bytes // l2_foot)
     progress("l2_read")
-    t = med(mb.read_sum(target, s.l2_footprint_bytes, s.l2_passes, s.stream_work_items, r))
-    l2 = bytes_per_s(s.l2_footprint_bytes * s.l2_passes, t)
-    out.append(Measurement("l2_read", f"{s.l2_passes} passes over {_mib(s.l2_footprint_bytes)}"
+    t = med(mb.read_sum(target, l2_foot, l2_passes, s.stream_work_items, r))
+    l2 = bytes_per_s(l2_foot * l2_passes, t)
+    out.append(Measurement("l2_read", f"{l2_passes} passes over {_mib(l2_foot)}"
                            f", {stat}", l2, "B/s", "l2_bytes_per_s", l2))
     progress("local_read")
     local_items = s.work_groups * mb.local_size(target)
@@ -290,6 +353,8 @@ def calibrate(target, quick: bool = False,
 
 
 def _si(value: float, unit: str) -> str:
+    if unit == "B" and math.isfinite(value):
+        return _mib(int(value))
     for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if unit != "s" and abs(value) >= scale:
             return f"{value / scale:.3g} {prefix}{unit}"

@@ -797,7 +797,7 @@ def calibrate_cmd(device, out_file, quick, base_model):
 
     try:
         target = _select_device(device)
-        with tqdm(total=8, desc="calibrate", unit="benchmark", file=sys.stderr,
+        with tqdm(total=9, desc="calibrate", unit="benchmark", file=sys.stderr,
                   disable=None) as bar:  # shown on a terminal only
             started = []
 

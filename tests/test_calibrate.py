@@ -132,7 +132,8 @@ def test_quick_calibration_on_pocl_writes_a_model_simulate_uses(tmp_path):
             "fp32_flop_per_s", "launch_overhead_s"} <= set(measured)
     assert set(measured) <= {"dram_bytes_per_s", "l2_bytes_per_s", "fp32_flop_per_s",
                              "l1_wavefronts_per_cycle_per_cu", "memory_latency_s",
-                             "launch_overhead_s", "barrier_wavefronts_per_work_group"}
+                             "launch_overhead_s", "barrier_wavefronts_per_work_group",
+                             "l2_bytes"}
     for key, source in measured.items():
         value = getattr(model, key)
         assert value > 0 and math.isfinite(value), key
@@ -184,3 +185,27 @@ def test_the_base_model_is_the_matching_built_in_one_unless_given():
 def test_cli_base_option_names_a_bad_model():
     res = CliRunner().invoke(main, ["calibrate", "--quick", "--base", "no-such-model"])
     assert res.exit_code == 2 and "no-such-model" in res.output
+
+
+def test_l2_sweep_steps_by_sqrt2_up_to_the_dram_buffer():
+    sweep = cal.l2_sweep(8 * MIB, quick=False)
+    assert sweep[0] == MIB and sweep[-1] == 8 * MIB and len(sweep) == 7
+    assert all(f % 16 == 0 for f in sweep)
+    assert all(1.40 < b / a < 1.43 for a, b in zip(sweep, sweep[1:]))
+    assert cal.l2_sweep(MIB, quick=True)[0] == 64 * 1024
+
+
+def test_cache_size_is_where_bandwidth_falls_below_the_geometric_middle():
+    # peak 8, DRAM 2: threshold 4; 8 at 32 MiB, 2 at 64 MiB -> t = (8-4)/(8-2) = 2/3 of the
+    # log step: 32 MiB * 2**(2/3) = 50.80 MiB
+    feet = [16 * MIB, 32 * MIB, 64 * MIB, 128 * MIB]
+    size = cal.cache_size_from_sweep(feet, [8.0, 8.0, 2.0, 2.0], 2.0)
+    assert size == int(32 * MIB * 2 ** (2 / 3)) // 128 * 128
+    # a small cache's own peak before the L2 plateau is not mistaken for the drop
+    assert cal.cache_size_from_sweep(feet, [9.0, 8.5, 8.0, 1.9], 2.0) == \
+        int(math.exp(math.log(64 * MIB) + (8.0 - math.sqrt(18)) / (8.0 - 1.9)
+                     * math.log(2))) // 128 * 128
+    assert cal.cache_size_from_sweep(feet, [8.0, 8.0, 7.0, 6.0], 2.0) is None  # no drop
+    assert cal.cache_size_from_sweep(feet, [2.0, 2.0, 2.0, 2.0], 2.0) is None  # no cache
+    with pytest.raises(ValueError):
+        cal.cache_size_from_sweep(feet, [1.0], 2.0)
