@@ -349,9 +349,38 @@ def _windows_of_distances(buffers: dict[str, BufferReads], output_bytes: int,
     return np.where(full <= distance_bytes, float(work_groups), lo)
 
 
+def partition_copies(readers: float, partitions: int) -> float:
+    """Expected copies in L2 of a line that ``readers`` work-groups read, each on
+    a compute unit of a random one of ``partitions`` L2 partitions: one in the partition
+    that owns its address, and one in every other partition one of the readers belongs to
+    (an SM's request is filled into its own partition, which keeps a copy of data owned by
+    the other: measured on the H200, ``experiments/h200/l2_sharing`` ``smmap``; the A100
+    whitepaper's "each L2 partition localizes and caches data for memory accesses from SMs
+    in the GPCs directly connected to the partition"):
+    ``1 + (P - 1) (1 - (1 - 1/P)^readers)``. One partition: 1; two partitions: 1.5 for one
+    reader, 1.75 for two, towards 2 for many.
+
+    Raises:
+        ValueError: ``partitions < 1`` or ``readers < 0``.
+    """
+    if partitions < 1 or readers < 0:
+        raise ValueError(f"L2 copies need partitions >= 1 and readers >= 0, got "
+                         f"{partitions}, {readers}")
+    return 1.0 + (partitions - 1) * (1.0 - (1.0 - 1.0 / partitions) ** readers)
+
+
+def _with_copies(b: BufferReads, partitions: int) -> BufferReads:
+    """``b`` with its bytes scaled by :func:`partition_copies` of its readers per sector
+    (its per-work-group footprints summed over work-groups / its size, at least 1)."""
+    c = partition_copies(max(1.0, b.own_bytes / max(1, b.size_bytes)), partitions)
+    return BufferReads(b.requested_bytes * c, b.size_bytes * c, b.offset_0, b.offset_1,
+                       b.own_bytes * c)
+
+
 def dram_writes_write_back(buffers: dict[str, BufferReads], output_bytes: int,
                            work_groups: int, groups_0: int, l2_bytes: int,
-                           associativity: int | None = None, points: int = 2049) -> float:
+                           associativity: int | None = None, partitions: int = 1,
+                           points: int = 2049) -> float:
     """DRAM bytes written during the kernel by a write-back L2: the output lines evicted
     before the kernel ends.
 
@@ -377,6 +406,15 @@ def dram_writes_write_back(buffers: dict[str, BufferReads], output_bytes: int,
     Integrated over ``points`` distances from 0 to where the survival is below 1e-9
     (exactly ``C`` when fully associative: the result is then exact).
 
+    ``partitions`` > 1: an L2 of that many partitions, where every input line takes
+    :func:`partition_copies` of its readers' lines of capacity (a buffer read by many
+    work-groups about ``partitions`` times its size, one read once ``1 + (P - 1) / P`` of
+    it); an output line takes one, in the partition that owns it (a store brings no data
+    back for the writer's partition to keep: an assumption, not measured). A kernel that
+    re-reads shared inputs (a GEMM's B) keeps less of its output than one that streams.
+    When everything (with its copies) fits in L2, nothing is written during the kernel
+    (conflict misses of a set-associative L2 are left out there, as for the reads).
+
     Raises:
         ValueError: a non-positive L2 size, associativity below 1, ``work_groups < 1`` or
             ``points < 2``.
@@ -387,8 +425,11 @@ def dram_writes_write_back(buffers: dict[str, BufferReads], output_bytes: int,
     miss_probabilities(np.zeros(1), l2_bytes, associativity)   # checks the L2 arguments
     if output_bytes <= 0:
         return 0.0
+    buffers = {k: _with_copies(b, partitions) for k, b in buffers.items()}
     total = float(_window_bytes_array(buffers, output_bytes, work_groups, groups_0,
                                       np.array(float(work_groups))))
+    if total <= l2_bytes:
+        return 0.0
     if associativity is None:
         reach = float(l2_bytes)
     else:
@@ -400,5 +441,4 @@ def dram_writes_write_back(buffers: dict[str, BufferReads], output_bytes: int,
     else:
         survive = 1.0 - miss_probabilities(distances, l2_bytes, associativity)
         retained_windows = float(np.sum(np.diff(windows) * (survive[1:] + survive[:-1]) / 2))
-    retained = output_bytes * min(1.0, retained_windows / work_groups)
-    return output_bytes - retained
+    return output_bytes * (1.0 - min(1.0, retained_windows / work_groups))

@@ -15,13 +15,15 @@ Methods (each figure says which produced it, in ``methods``):
   still find it in L2 follows from how far apart (in work-group dispatch order) its readers
   are; see :mod:`simulator.dram_model`, which also gives ``dram: lock-step waves``
   (``dram_read_bytes_lockstep``), the estimate for work-groups that advance together.
-* ``dram: fits in L2`` — when everything fits in L2, written lines stay there until after
-  the kernel: no DRAM writes during it.
+* ``dram: fits in L2`` — when everything fits in L2 (with the copies its partitions keep,
+  below), written lines stay there until after the kernel: no DRAM writes during it.
 * ``dram: write-back of output lines evicted before the kernel ends`` — otherwise L2 (write-
   back) writes a dirty output line to DRAM only when it is evicted during the kernel; the
   lines still in L2 at its end (the last work-groups' output, up to what the L2 holds beside
   the inputs they stream) are written after it and not counted
-  (:func:`simulator.dram_model.dram_writes_write_back`). Not modelled: dirty lines other
+  (:func:`simulator.dram_model.dram_writes_write_back`). With ``l2_partitions = 2`` (the
+  H200) a line takes the capacity of a copy in each partition that read it
+  (:func:`simulator.dram_model.partition_copies`). Not modelled: dirty lines other
   kernels or copies left in L2, which the H200 writes back during a kernel that streams
   more than the L2 (about 2.1–2.9 MB in every such committed launch, even matrix-vector
   products writing 16 KB).
@@ -372,14 +374,11 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         dram_lockstep = int(round(dram_reads_lockstep(buffers, outputs, *shape, *l2)))
         methods["dram_read_bytes"] = "dram: reuse distance, steady-state dispatch"
         methods["dram_read_bytes_lockstep"] = "dram: lock-step waves"
-    if inputs + outputs <= model.l2_bytes:
-        dram_write = 0
-        methods["dram_write_bytes"] = "dram: fits in L2 (written back after the kernel)"
-    else:
-        dram_write = int(round(dram_writes_write_back(
-            buffers, outputs, counts.work_groups, schedule.num_groups[0], model.l2_bytes,
-            model.l2_associativity)))
-        methods["dram_write_bytes"] = WRITE_BACK_METHOD
+    dram_write = int(round(dram_writes_write_back(
+        buffer_reads(schedule, footprint, model, offsets), outputs, counts.work_groups,
+        schedule.num_groups[0], model.l2_bytes, model.l2_associativity, model.l2_partitions)))
+    methods["dram_write_bytes"] = (WRITE_BACK_METHOD if dram_write else
+                                   "dram: fits in L2 (written back after the kernel)")
     l1_wavefronts = (memory.global_load_lines + memory.global_store_lines
                      + memory.local_load_wavefronts + memory.local_store_wavefronts
                      + model.barrier_wavefronts_per_work_group * counts.barriers)

@@ -301,7 +301,8 @@ def test_dram_reuse_distance_by_hand():
     def predicted(l2_bytes, compute_units=1):
         # a fully associative LRU L2: a re-read misses exactly when its distance > L2
         model = replace(NVIDIA_H200, l2_bytes=l2_bytes, compute_units=compute_units,
-                        l1_sharing_work_groups=1, guessed=(), l2_associativity=None)
+                        l1_sharing_work_groups=1, guessed=(), l2_associativity=None,
+                        l2_partitions=1)   # one L2 partition: no copies (write-back)
         return model_launch(schedule, model).prediction
 
     p = predicted(24576)   # B's reuse distance fits exactly: compulsory reads only

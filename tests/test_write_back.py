@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tiletraffic.simulator.dram_model import (BufferReads, dram_writes_write_back,
+                                              partition_copies,
                                               miss_probabilities, miss_probability)
 
 
@@ -92,3 +93,40 @@ def test_bad_arguments_are_refused(args, match):
     work_groups, groups_0, l2, ways = args
     with pytest.raises(ValueError, match=match):
         dram_writes_write_back(streams(10), 10, work_groups, groups_0, l2, ways)
+
+
+def test_partition_copies_by_hand():
+    # two partitions: one reader -> its partition plus, half the time, the owner: 1.5;
+    # two readers -> 1 + (1 - 1/4) = 1.75; one partition: always 1; three partitions and
+    # one reader: 1 + 2 x (1 - 2/3) = 5/3
+    assert partition_copies(1, 2) == 1.5
+    assert partition_copies(2, 2) == 1.75
+    assert partition_copies(1000, 2) == pytest.approx(2.0)
+    assert partition_copies(7, 1) == 1.0
+    assert partition_copies(1, 3) == pytest.approx(5 / 3)
+    with pytest.raises(ValueError, match="partitions >= 1"):
+        partition_copies(1, 0)
+
+
+def test_two_partitions_elementwise_by_hand():
+    # c = a + b, two partitions: each input line has one reader -> 1.5 copies; the output
+    # one (its owner's). The last w work-groups take (3 + 3) x 1.5 + 3 = 12 B each: an L2
+    # of 1200 B keeps the last 100 work-groups' 300 B of c; 2700 B are written
+    assert dram_writes_write_back(streams(3000, 3000), 3000, 1000, 1000, 1200, None,
+                                  partitions=2) == pytest.approx(2700, rel=1e-12)
+
+
+def test_two_partitions_gemm_like_by_hand():
+    # the 64^3 GEMM above: each sector of A and B has 65536 / 16384 = 4 readers ->
+    # 1 + (1 - 2^-4) = 1.9375 copies; C one. The last 4 work-groups take
+    # A 4096 x 1.9375 + B 16384 x 1.9375 + C 4096 = 7936 + 31744 + 4096 = 43776 B:
+    # an L2 of that size keeps their 4096 B of C; 12288 B are written
+    bufs = {"A": BufferReads(65536, 16384, 0, 16 * 64),
+            "B": BufferReads(65536, 16384, 16, 0)}
+    assert dram_writes_write_back(bufs, 16384, 16, 4, 43776, None, partitions=2) == \
+        pytest.approx(12288)
+    # everything with its copies: (16384 + 16384) x 1.9375 + 16384 = 79872 B; an L2 of
+    # 79872 B keeps it all, one of 75000 B does not (with one partition 49152 B fit)
+    assert dram_writes_write_back(bufs, 16384, 16, 4, 79872, None, partitions=2) == 0
+    assert dram_writes_write_back(bufs, 16384, 16, 4, 75000, None, partitions=2) > 0
+    assert dram_writes_write_back(bufs, 16384, 16, 4, 75000, None, partitions=1) == 0

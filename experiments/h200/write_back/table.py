@@ -2,8 +2,9 @@
 item 3): the write-back model (:func:`simulator.dram_model.dram_writes_write_back`, what
 ``predict`` reports) and the rule it replaced (nothing while inputs + outputs fit in L2,
 else the whole output), on the counters' model (nvidia-h200-cuda: the counters were read
-from the CUDA build; DRAM bytes do not depend on the build), at the model's L2 size and at
-the queried one.
+from the CUDA build; DRAM bytes do not depend on the build), and the write-back with one L2
+partition (no copies) and at the queried L2 size (60 MiB, the model keeps the documented
+50 MiB).
 
 No GPU needed: the predictions are computed here, the measurements read from
 ``reports/nvidia-h200/**.json.gz`` (every record with counters, each launch once: a
@@ -51,27 +52,32 @@ def records(report: Path = REPORT):
                     yield name, rec, float(value)
 
 
+VARIANTS = {"one_partition": (None, 1), "at_queried_l2": (QUERIED_L2_BYTES, None),
+            "at_queried_l2_one_partition": (QUERIED_L2_BYTES, 1)}
+"""Other write-back figures of the same simulated launch: (L2 bytes, partitions), ``None``
+keeping the model's value."""
+
+
 def write_predictions(rec: dict, model) -> dict:
-    """The model's DRAM writes for one record: reported (write-back), the old rule, and the
-    write-back at the queried L2 size (the same simulated stream, only the L2 differs)."""
+    """The model's DRAM writes for one record: reported (write-back), the old rule (0 while
+    inputs + outputs fit in L2, else the output), and the :data:`VARIANTS`."""
     launch = modelled_launch(rec["schedule"], rec["m"], rec["k"], rec.get("n"), rec["tile"],
                              model)
-    s = launch.counts
     p = launch.prediction
-    buffers = launch.buffers
     schedule = schedules.build(rec["schedule"], rec["m"], rec["k"], rec.get("n"), rec["tile"])
     pv = schedule.param_values
     sizes = {a.name: int(np.prod([pv[d] for d in a.shape])) * FLOAT_BYTES
              for a in schedule.arrays}
     inputs = sum(v for a, v in sizes.items() if schedule.array(a).is_input)
     outputs = sum(v for a, v in sizes.items() if schedule.array(a).is_output)
-    old = 0 if inputs + outputs <= model.l2_bytes else outputs
-    queried = 0.0 if inputs + outputs <= QUERIED_L2_BYTES else dram_writes_write_back(
-        buffers, outputs, s.work_groups, schedule.num_groups[0], QUERIED_L2_BYTES,
-        model.l2_associativity)
-    return {"inputs_bytes": inputs, "outputs_bytes": outputs, "predicted": p.dram_write_bytes,
-            "method": p.methods["dram_write_bytes"], "old_rule": old,
-            "at_queried_l2": round(queried)}
+    row = {"inputs_bytes": inputs, "outputs_bytes": outputs, "predicted": p.dram_write_bytes,
+           "method": p.methods["dram_write_bytes"],
+           "old_rule": 0 if inputs + outputs <= model.l2_bytes else outputs}
+    for key, (l2, partitions) in VARIANTS.items():
+        row[key] = round(dram_writes_write_back(
+            launch.buffers, outputs, launch.counts.work_groups, schedule.num_groups[0],
+            l2 or model.l2_bytes, model.l2_associativity, partitions or model.l2_partitions))
+    return row
 
 
 def main(argv=None) -> int:
@@ -83,9 +89,10 @@ def main(argv=None) -> int:
     model = DEVICE_MODELS["nvidia-h200-cuda"]
     rows = []
     warnings.simplefilter("ignore")
-    print("| source | case | inputs MB | outputs MB | measured MB | predicted MB (error) | "
-          "old rule MB (error) | at 60 MiB MB (error) |")
-    print("|---|---|---|---|---|---|---|---|")
+    cols = ("predicted", "old_rule", *VARIANTS)
+    print("| source | case | inputs MB | outputs MB | measured MB | "
+          + " | ".join(f"{c} MB (error)" for c in cols) + " |")
+    print("|---" * (5 + len(cols)) + "|")
     for name, rec, measured in records():
         if a.max_n and rec["schedule"].startswith("gemm") and rec["m"] > a.max_n:
             continue
@@ -93,13 +100,12 @@ def main(argv=None) -> int:
                **write_predictions(rec, model)}
         rows.append(row)
 
-        def err(x):
-            return f"{(x - measured) / measured:+.1%}" if measured else "—"
+        def cell(x):
+            e = f"{(x - measured) / measured:+.1%}" if measured else "—"
+            return f"{x / 1e6:.3f} ({e})"
         print(f"| {name} | {rec['id']} | {row['inputs_bytes'] / 1e6:.1f} | "
               f"{row['outputs_bytes'] / 1e6:.3f} | {measured / 1e6:.3f} | "
-              f"{row['predicted'] / 1e6:.3f} ({err(row['predicted'])}) | "
-              f"{row['old_rule'] / 1e6:.3f} ({err(row['old_rule'])}) | "
-              f"{row['at_queried_l2'] / 1e6:.3f} ({err(row['at_queried_l2'])}) |", flush=True)
+              + " | ".join(cell(row[c]) for c in cols) + " |", flush=True)
         if a.out:
             a.out.write_text(json.dumps(rows, indent=1))
     return 0
