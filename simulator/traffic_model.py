@@ -53,6 +53,7 @@ Methods (each figure says which produced it, in ``methods``):
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,6 +64,7 @@ from .dram_model import (BufferReads, dram_reads_lockstep, dram_reads_steady_sta
                          dram_writes_write_back)
 from .memory import MemoryCounts
 from .schedule import FLOAT_BYTES, Schedule
+from .strides import StridedRequests, StridedRequestWarning, StrideObserver, strided_declaration
 
 
 class FootprintObserver(Observer):
@@ -345,12 +347,16 @@ def buffer_reads(schedule: Schedule, footprint: FootprintObserver, model: Device
 def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
             footprint: FootprintObserver, model: DeviceModel,
             load_phases: int = 0,
-            offsets: tuple[dict[str, int | None], dict[str, int | None]] = ({}, {})
-            ) -> TrafficPrediction:
+            offsets: tuple[dict[str, int | None], dict[str, int | None]] = ({}, {}),
+            strided: StridedRequests | None = None) -> TrafficPrediction:
     """Combine the exact counts with ``model`` into cache, DRAM and time predictions.
 
     ``offsets``: element offsets of each buffer's loads between neighbouring work-groups in
     NDRange dimensions 0 and 1 (:func:`simulator.classes.load_offsets`), for the DRAM model.
+    ``strided``: the launch's strided global requests (:class:`simulator.strides.
+    StrideObserver`); when their lines are a tenth or more of the L1 wavefronts,
+    ``methods["l1_strided_requests"]`` declares the L1 time outside what the model predicts
+    and a :class:`simulator.strides.StridedRequestWarning` says so.
     """
     p = schedule.param_values
     sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * FLOAT_BYTES for a in schedule.arrays}
@@ -382,6 +388,11 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
     l1_wavefronts = (memory.global_load_lines + memory.global_store_lines
                      + memory.local_load_wavefronts + memory.local_store_wavefronts
                      + model.barrier_wavefronts_per_work_group * counts.barriers)
+    declared = strided_declaration(strided, l1_wavefronts) if strided else None
+    if declared:
+        methods["l1_strided_requests"] = declared
+        warnings.warn(f"{schedule.kernel_name}: {declared}", StridedRequestWarning,
+                      stacklevel=2)
     active = model.active_compute_units(counts.work_groups)
     # per-compute-unit resources are charged for the compute unit with the most work-groups
     # (work-groups are indivisible: a launch of 133 on 132 units puts two on one of them)
@@ -457,12 +468,13 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
     offsets = (load_offsets(schedule, runner, 0), load_offsets(schedule, runner, 1))
     footprint = FootprintObserver(model.sector_bytes, model.l1_sharing_work_groups, offsets[0])
     phases = LoadPhaseObserver()
+    strides = StrideObserver(model.sub_group_size, model.line_bytes)
     limits = DeviceLimits(model.name, model.max_work_group_size, (1024, 1024, 64),
                           model.local_mem_bytes_per_work_group)
     result = simulate(schedule, compute_values=False, limits=limits,
-                      observers=[memory, footprint, phases],
+                      observers=[memory, footprint, phases, strides],
                       work_group_classes=work_group_classes)
     prediction = predict(schedule, result.counts, memory.counts, footprint, model,
-                         phases.phases, offsets)
+                         phases.phases, offsets, strides.counts)
     return ModelledLaunch(result.counts, memory.counts, prediction,
                           buffer_reads(schedule, footprint, model, offsets))
