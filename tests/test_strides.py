@@ -85,3 +85,20 @@ def test_model_declares_matvec_naive_and_not_gemm():
             warnings.simplefilter("error", StridedRequestWarning)
             g = tiletraffic.model(tiletraffic.build("gemm-tiled", m=64, k=64, n=64, tile=16))
     assert "l1_strided_requests" not in g.prediction.methods
+
+
+def test_cli_model_prints_the_declaration_apart_from_the_guesses():
+    import json
+
+    from click.testing import CliRunner
+
+    from tiletraffic.analysis.cli import main
+
+    res = CliRunner().invoke(main, ["model", "matvec-naive", "--m", "256", "--k", "512",
+                                    "--tile", "64", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert len(out["model_warnings"]) == 1
+    assert "outside the model" in out["model_warnings"][0]
+    assert all("is a guess" in g for g in out["guessed_values"])
+    assert "multiple of 128 B" in out["methods"]["l1_strided_requests"]
