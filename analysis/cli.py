@@ -786,8 +786,8 @@ def device_model_cmd(model, device):
 @click.option("--quick", is_flag=True,
               help="Tiny sizes (seconds on a CPU; a well-formed file, rough numbers).")
 def calibrate_cmd(device, out_file, quick):
-    """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 and
-    local-memory bandwidth, FP32 FMA rate, load latency, launch overhead, barrier cost) and
+    """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 size by a
+    footprint sweep, L2 and local-memory bandwidth, FP32 FMA rate, load latency, launch overhead, barrier cost) and
     write a device-model file: each measured value marked measured with its benchmark, the
     rest queried or as in the built-in model. Then: simulate ... --device-model FILE."""
     from tqdm import tqdm
@@ -800,7 +800,7 @@ def calibrate_cmd(device, out_file, quick):
 
     try:
         target = _select_device(device)
-        with tqdm(total=8, desc="calibrate", unit="benchmark", file=sys.stderr,
+        with tqdm(total=9, desc="calibrate", unit="benchmark", file=sys.stderr,
                   disable=None) as bar:  # shown on a terminal only
             started = []
 
