@@ -72,16 +72,22 @@ class StrideObserver(Observer):
         rows = (_vector_lanes(byte, ev, self.width) if ev.vector_width > 1
                 else _lanes(byte, ev.mask, ev.shape, self.width))
         active = rows >= 0
-        big = np.iinfo(np.int64).max
-        low = np.where(active, rows, big).min(axis=-1)
-        high = rows.max(axis=-1)
-        # rows spanning fewer lines cannot touch enough distinct ones: sort only the others
-        wide = active.any(axis=-1) & (high // self.line_bytes - low // self.line_bytes + 1
-                                      >= self.min_lines)
+        line = rows // self.line_bytes            # -1 // 128 = -1 where inactive
+        # runs of one line along the lanes bound the distinct lines from above: rows with
+        # fewer than min_lines runs are not strided (most rows: no sort needed for them)
+        change = active[..., 1:] & (~active[..., :-1] | (line[..., 1:] != line[..., :-1]))
+        runs = active[..., 0].astype(np.int64) + change.sum(axis=-1)
+        wide = runs >= self.min_lines
         if not wide.any():
             return
         candidates = rows[wide]
-        lines = _distinct(np.where(candidates >= 0, candidates // self.line_bytes, -1))
+        cand_lines = line[wide]
+        # every lane active, lines strictly increasing (a row per work-item): all distinct
+        rising = (candidates >= 0).all(axis=-1) & (np.diff(cand_lines, axis=-1) > 0).all(axis=-1)
+        lines = np.where(rising, cand_lines.shape[-1], 0)
+        if not rising.all():
+            lines[~rising] = _distinct(np.where(candidates[~rising] >= 0,
+                                                cand_lines[~rising], -1))
         starts = candidates[..., ::ev.vector_width]   # each work-item's first element
         offset = np.where(starts >= 0, starts % self.line_bytes, -1)
         same_offset = offset.max(axis=-1) == np.where(starts >= 0, offset,
