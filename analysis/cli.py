@@ -461,17 +461,24 @@ def _simulate_with_model(sch, model, as_json: bool) -> None:
             raise click.UsageError(str(err)) from None
         except HazardError as err:
             _fail(err)
-    guesses = [str(w.message) for w in caught]
+    from tiletraffic.simulator.device_model import GuessedValueWarning
+
+    guesses = [str(w.message) for w in caught if issubclass(w.category, GuessedValueWarning)]
+    # the model's declarations (e.g. strided requests outside what it predicts)
+    declared = [str(w.message) for w in caught
+                if not issubclass(w.category, GuessedValueWarning)]
     data = launch.to_dict()
     formula = closed_form.counts_or_none(sch)
     out = {"schedule": sch.family, "tile": sch.tile,
            **{k.lower(): v for k, v in sch.params}, **data,
            "closed_form_agrees": None if formula is None else formula == launch.counts.to_dict(),
            "guessed_values": guesses}
+    if declared:
+        out["model_warnings"] = declared
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return
-    for w in guesses:
+    for w in guesses + declared:
         click.echo(f"warning: {w}", err=True)
     p = launch.prediction
     mem = launch.memory
@@ -783,8 +790,9 @@ def device_model_cmd(model, device):
                    "[default: the built-in model matching the device's name, else "
                    "generic-gpu].")
 def calibrate_cmd(device, out_file, quick, base_model):
-    """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 and
-    local-memory bandwidth, FP32 FMA rate, load latency, launch overhead, barrier cost) and
+    """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 size by a
+    footprint sweep, L2 and local-memory bandwidth, FP32 FMA rate, load latency, launch
+    overhead, barrier cost) and
     write a device-model file: each measured value marked measured with its benchmark, the
     rest queried or as in the base model (--base). Then: simulate ... --device-model FILE."""
     from tqdm import tqdm
