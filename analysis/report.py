@@ -28,7 +28,7 @@ from tiletraffic.simulator.device import DeviceLimits, LimitError
 from tiletraffic.simulator.engine import simulate
 
 from . import closed_form
-from .files import atomic_write_text
+from .files import archive_previous, atomic_write_text
 
 FULL_SIZES = (64, 128, 256, 512, 1024)
 QUICK_SIZES = (64, 128, 256)
@@ -70,24 +70,6 @@ def default_sweep(quick: bool) -> list[SweepPoint]:
     return points
 
 
-
-
-def _archive_previous(out_dir: Path) -> None:
-    old = out_dir / "results.json"
-    if not old.exists():
-        return
-    try:
-        stamp = json.loads(old.read_text())["meta"]["created_utc"].replace(":", "")
-    except (ValueError, KeyError, TypeError):
-        stamp = _dt.datetime.fromtimestamp(old.stat().st_mtime, _dt.timezone.utc).strftime(
-            "%Y-%m-%dT%H%M%SZ")
-    dest = out_dir / "history" / f"results-{stamp}.json"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    n = 1
-    while dest.exists():
-        dest = dest.with_name(f"results-{stamp}-{n}.json")
-        n += 1
-    os.replace(old, dest)
 
 
 def _software() -> dict:
@@ -162,7 +144,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         "results": [],
     }
     results = data["results"]
-    _archive_previous(out_dir)
+    archive_previous(out_dir / "results.json", "results")
     try:
         for point in tqdm(sweep, desc=f"sweep on {info.device_name}", unit="case",
                           disable=not progress, file=sys.stderr):
