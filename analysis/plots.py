@@ -156,5 +156,5 @@ def predicted_vs_measured(families: list[str], measured_s: list[float], spread_s
     ax.set_ylabel("predicted time (ms)")
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     _save(fig, path)

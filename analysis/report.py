@@ -29,6 +29,7 @@ from tiletraffic.simulator.engine import simulate
 
 from . import closed_form
 from .files import archive_previous, atomic_write_text
+from .report_text import VALIDATION_DIR
 
 FULL_SIZES = (64, 128, 256, 512, 1024)
 QUICK_SIZES = (64, 128, 256)
@@ -100,18 +101,23 @@ def simulate_point(point: SweepPoint, limits: DeviceLimits) -> dict:
 
 def make_report(device: str | None = None, out_root: str | os.PathLike = "reports",
                 quick: bool = False, repeat: int = 10, progress: bool = True) -> Path:
-    """Run the sweep on ``device`` and write ``<out_root>/<device-slug>[-quick]/``.
+    """Run the sweep on ``device`` and write ``<out_root>/<device-slug>[-quick]/``, then
+    validate the model on the same device (``tiletraffic validate``, the ``quick`` case list
+    with ``quick``, else the device's: :func:`analysis.validation_run.run_validation`) into
+    its ``validate/`` folder; ``report.md`` includes that section.
 
     Returns the report directory.
 
     Every finished case is written to ``results.json`` at once (atomically; the previous
-    ``results.json`` is first moved to ``history/``), so an interrupted sweep keeps them.
+    ``results.json`` is first moved to ``history/``), so an interrupted sweep keeps them;
+    likewise ``validate/validation.json``.
 
     Raises:
         gpu.device.DeviceError: no device, or none matching ``device``.
         ValueError: ``repeat`` below 10.
         OSError: the output directory cannot be written (checked before the sweep starts).
-        SweepInterrupted: Ctrl-C during the sweep (finished cases saved and rendered).
+        SweepInterrupted: Ctrl-C during the sweep or the validation (finished cases saved and
+            rendered; ``analysis.validation_run.ValidationInterrupted`` for the latter).
     """
     from tiletraffic.gpu.device import select_device
     from tiletraffic.gpu.runtime import MIN_REPEAT
@@ -157,6 +163,14 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         raise SweepInterrupted(out_dir, len(results), len(sweep)) from None
     data["meta"]["complete"] = True
     atomic_write_text(out_dir / "results.json", json.dumps(data, indent=1))
+    from .validation_run import ValidationInterrupted, run_validation
+
+    try:  # the model against this device: every schedule family (tiletraffic validate)
+        run_validation(target, quick=quick, out_dir=out_dir / VALIDATION_DIR, repeat=repeat,
+                       progress=progress, command=data["meta"]["command"])
+    except ValidationInterrupted:
+        render(out_dir)
+        raise
     render(out_dir)
     return out_dir
 

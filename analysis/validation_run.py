@@ -27,6 +27,7 @@ from tiletraffic.simulator.device_model import DeviceModel
 
 from . import validation_predict as vp
 from .files import archive_previous, atomic_write_text
+from .report import SweepInterrupted
 from .validation import (Case, Measured, Summary, case_list, check_unique, compare,
                          default_case_list_name, measured_time)
 
@@ -34,13 +35,14 @@ RESULTS_FILE = "validation.json"
 MIN_ROUNDS = 1
 
 
-class ValidationInterrupted(RuntimeError):
+class ValidationInterrupted(SweepInterrupted):
     """Ctrl-C during the device runs; every finished case is saved (``validation.json``,
-    and ``validation.md`` rendered from it)."""
+    and ``validation.md`` rendered from it). A :class:`analysis.report.SweepInterrupted`,
+    as ``tiletraffic report`` runs a validation after its sweep."""
 
     def __init__(self, out_dir: Path, done: int, total: int):
         self.out_dir, self.done, self.total = out_dir, done, total
-        super().__init__(f"validation interrupted after {done} of {total} case runs; the "
+        RuntimeError.__init__(self, f"validation interrupted after {done} of {total} case runs; the "
                          f"finished ones are saved in {out_dir / RESULTS_FILE}"
                          + (f" and {out_dir / 'validation.md'}" if done else ""))
 
@@ -91,9 +93,10 @@ def summary_of(data: dict) -> Summary:
 
 def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = None,
                    cases: Sequence[Case] | None = None, quick: bool = False,
+                   case_list_name: str | None = None,
                    predictions_file: str | os.PathLike | None = None,
                    out_dir: str | os.PathLike | None = None, repeat: int = 10,
-                   rounds: int = 2, warmup: int = 2, progress: bool = True,
+                   rounds: int = 2, warmup: int = 2, progress: bool | None = None,
                    command: str | None = None) -> ValidationRun:
     """Predict, run, check, time and compare the cases on ``target`` (a ``gpu.device.Target``).
 
@@ -104,6 +107,8 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
             built-in list for ``quick`` and the device's type
             (``analysis.validation.default_case_list_name``).
         quick: the tiny ``quick`` list (with ``predictions_file``: must be the file's list).
+        case_list_name: a built-in list by name (``analysis.validation.CASE_SIZES``; with
+            ``predictions_file``: must be the file's list).
         predictions_file: compare with this pre-registered file instead of running the model.
         out_dir: where to write; default :func:`default_out_dir`.
         repeat, warmup: timed (at least 10) and untimed launches per case and round.
@@ -132,16 +137,19 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
         raise ValueError(f"rounds = {rounds} is below the minimum of {MIN_ROUNDS}")
     info = target.info
     pf = None
+    if quick:
+        case_list_name = "quick"
+    if cases is None and case_list_name is not None:
+        cases = case_list(case_list_name)
     if predictions_file is not None:
         pf = vp.read_predictions(predictions_file)
         list_name = pf.document.get("case_list")
-        if quick and cases is None:
-            cases = case_list("quick")
         vp.check_cases(pf, cases)
         cases = pf.cases
         model_obj, identity = vp.model_of(pf, model)
     else:
-        list_name = None if cases is not None else default_case_list_name(quick, info.is_gpu)
+        list_name = case_list_name if cases is not None else \
+            default_case_list_name(quick, info.is_gpu)
         cases = check_unique(cases if cases is not None else case_list(list_name), "validate")
         model_obj, identity = vp.resolve_model(model if model is not None
                                                else default_model_spec(info))
@@ -170,7 +178,8 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
         data["predictions"] = {c.id: pf.predictions[c.id] for c in cases}
     else:
         with tqdm(total=len(cases), desc=f"model {model_obj.name}", unit="case",
-                  disable=not progress, file=sys.stderr) as bar:
+                  disable=None if progress is None else not progress,
+                  file=sys.stderr) as bar:
             for c in cases:
                 bar.set_postfix_str(c.label, refresh=False)
                 data["predictions"][c.id] = vp.predict_case(c, model_obj)
@@ -179,7 +188,8 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
     order = [list(cases) if r % 2 == 0 else list(reversed(cases)) for r in range(rounds)]
     try:
         with tqdm(total=rounds * len(cases), desc=f"validate on {info.device_name}",
-                  unit="run", disable=not progress, file=sys.stderr) as bar:
+                  unit="run", disable=None if progress is None else not progress,
+                  file=sys.stderr) as bar:
             for r, todo in enumerate(order):
                 for case in todo:
                     bar.set_postfix_str(f"round {r + 1} {case.label}", refresh=False)
