@@ -186,8 +186,9 @@ def write_report(data: dict, out_dir: Path) -> str:
         lines.append("")
 
     # (c) predicted ratio vs measured speedup
-    lines += [f"## Predicted traffic ratio vs measured speedup on {device_name}", "",
-              "Predicted: global loads of the naive schedule divided by those of the tiled one "
+    lines += [f"## Cut in global loads vs measured speedup on {device_name}", "",
+              "Cut in loads (counted): global loads of the naive schedule divided by those of "
+              "the tiled one "
               "(the naive schedule uses the same B×B work-group). Measured: median time of "
               "naive divided by median time of tiled. A speedup below 1 means tiled was "
               "slower; that is a measurement, not a failure.", "",

@@ -74,8 +74,9 @@ def _chosen_cases(quick, case_list_name, cases_file):
               help="Your own case list: a TOML file of [[case]] tables (start from "
                    "--print-cases).")
 @click.option("--out", "out", default=None, type=click.Path(),
-              help="Folder of the results (default reports/<device>[-quick]/validate); "
-                   "with --predict-only the predictions file (default predictions.json).")
+              help="Folder of the results (default: folder validate in the folder that "
+                   "`tiletraffic report` writes for this device); with --predict-only the "
+                   "predictions file (default predictions.json).")
 @click.option("--repeat", "-r", type=int, default=10, show_default=True,
               help="Timed launches per case and round (at least 10).")
 @click.option("--rounds", type=int, default=2, show_default=True,

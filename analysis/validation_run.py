@@ -42,9 +42,10 @@ class ValidationInterrupted(SweepInterrupted):
 
     def __init__(self, out_dir: Path, done: int, total: int):
         self.out_dir, self.done, self.total = out_dir, done, total
-        RuntimeError.__init__(self, f"validation interrupted after {done} of {total} case runs; the "
-                         f"finished ones are saved in {out_dir / RESULTS_FILE}"
-                         + (f" and {out_dir / 'validation.md'}" if done else ""))
+        RuntimeError.__init__(
+            self, f"validation interrupted after {done} of {total} case runs; the finished "
+            f"ones are saved in {out_dir / RESULTS_FILE}"
+            + (f" and {out_dir / 'validation.md'}" if done else ""))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ from .validation import PAIR_SPREAD_FACTOR, SPEEDUP_ERROR_TARGET, Summary
 from .validation_run import load, summary_of
 
 FIGURE = "predicted_vs_measured.png"
+MAX_LISTED_PAIRS = 10
+"""Mis-ordered pairs listed (largest measured ratio first); the rest are counted."""
 
 QUIET, NOISY = 0.01, 0.05
 """A device's timings are called quiet when the median case's relative spread is below
@@ -132,9 +134,13 @@ def section(data: dict, image: str | None, heading: str = "##") -> list[str]:
               f"times differ by more than {PAIR_SPREAD_FACTOR:g}x their spread are in the "
               "model's order" + (":" if wrong else "."), ""]
     if wrong:
+        worst = sorted(wrong, key=lambda p: p.measured_ratio, reverse=True)
         lines += [f"- {p.faster.case.problem}: {p.faster.case.label} measured "
                   f"{p.measured_ratio:.3f}x as fast as {p.slower.case.label}, the model "
-                  f"{p.predicted_ratio:.3f}x" for p in wrong]
+                  f"{p.predicted_ratio:.3f}x" for p in worst[:MAX_LISTED_PAIRS]]
+        if len(worst) > MAX_LISTED_PAIRS:
+            lines.append(f"- and {len(worst) - MAX_LISTED_PAIRS} more with smaller measured "
+                         "ratios (`summary.misordered_pairs` in validation.json)")
         lines.append("")
     problems = [(c, e) for c, e in _failures(data)]
     if problems:
