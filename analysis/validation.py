@@ -212,7 +212,10 @@ CASE_SIZES = {
 }
 """Case list name -> (GEMM sizes, matvec sizes). ``quick``: tiny, seconds on PoCL (CI);
 ``cpu``: a CPU OpenCL device (PoCL) without --quick; ``gpu``: what a performance engineer
-checks on a GPU (about a minute of kernel time on an H200, most of it the N = 4096 GEMMs)."""
+checks on a GPU. On an H200 the ``gpu`` list's kernels take about 3 s in all (2 rounds of
+12 launches; from the ladder's times, experiments/h200/ladder: the N = 4096 GEMMs, 4-26 ms
+each, dominate); the host's float64 reference checks of the N = 4096 GEMMs (A·B and |A|·|B|,
+once per case and round) take longer than the kernels."""
 
 
 def case_list(name: str) -> tuple[Case, ...]:
