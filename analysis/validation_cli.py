@@ -104,7 +104,7 @@ def validate_cmd(device, model, quick, case_list_name, cases_file, out, repeat, 
     commit that file, then validate --predictions predictions.json on the device."""
     from .cli import _fail, _select_device
     from .validation import cases_toml, default_case_list_name
-    from .validation_predict import PredictionsError, PredictionsMismatch, write_predictions
+    from .validation_predict import PredictionsError, PredictionsMismatch
 
     if render_dir:
         from pathlib import Path
@@ -119,6 +119,7 @@ def validate_cmd(device, model, quick, case_list_name, cases_file, out, repeat, 
     if print_cases:
         if cases is None:
             from tiletraffic.gpu.runtime import TiletrafficGpuError
+
             from .validation import case_list
             try:
                 is_gpu = _select_device(device).info.is_gpu
@@ -140,7 +141,7 @@ def validate_cmd(device, model, quick, case_list_name, cases_file, out, repeat, 
             from .validation import case_list
             list_name = "gpu"
             cases = case_list(list_name)
-        _predict_only(cases, list_name, model, out or "predictions.json", write_predictions)
+        _predict_only(cases, list_name, model, out or "predictions.json")
         return
 
     from tiletraffic.gpu.runtime import TiletrafficGpuError
@@ -163,8 +164,11 @@ def validate_cmd(device, model, quick, case_list_name, cases_file, out, repeat, 
     _print_summary(result)
 
 
-def _predict_only(cases, list_name, model, out, write_predictions) -> None:
+def _predict_only(cases, list_name, model, out) -> None:
     from tqdm import tqdm
+
+    from .cli import _fail
+    from .validation_predict import write_predictions
 
     with tqdm(total=len(cases), desc="predict", unit="case", file=sys.stderr,
               disable=None) as bar:
@@ -178,7 +182,6 @@ def _predict_only(cases, list_name, model, out, write_predictions) -> None:
             doc = write_predictions(out, cases, model, step=step, command=_command_line(),
                                     case_list=list_name)
         except OSError as err:
-            from .cli import _fail
             _fail(OSError(f"cannot write {out!r}: {err.strerror}"))
         bar.update(1)
     failed = [cid for cid, p in doc["predictions"].items() if "error" in p]

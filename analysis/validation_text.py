@@ -8,7 +8,7 @@ from statistics import median
 
 from . import plots
 from .files import atomic_write_text
-from .validation import PAIR_SPREAD_FACTOR, SPEEDUP_ERROR_TARGET, Summary
+from .validation import PAIR_SPREAD_FACTOR, SPEEDUP_ERROR_TARGET, Case, Summary
 from .validation_run import load, summary_of
 
 FIGURE = "predicted_vs_measured.png"
@@ -142,7 +142,7 @@ def section(data: dict, image: str | None, heading: str = "##") -> list[str]:
             lines.append(f"- and {len(worst) - MAX_LISTED_PAIRS} more with smaller measured "
                          "ratios (`summary.misordered_pairs` in validation.json)")
         lines.append("")
-    problems = [(c, e) for c, e in _failures(data)]
+    problems = list(_failures(data))
     if problems:
         lines += ["Cases left out of the comparison:", ""]
         lines += [f"- {c}: {e}" for c, e in problems]
@@ -157,9 +157,8 @@ def section(data: dict, image: str | None, heading: str = "##") -> list[str]:
 
 
 def _failures(data: dict):
+    """(case id, why) of every case without a prediction and every failed round."""
     for c in data["cases"]:
-        from .validation import Case
-
         cid = Case.from_dict(c).id
         p = data["predictions"].get(cid, {})
         if "error" in p:
