@@ -104,7 +104,9 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     """Run the sweep on ``device`` and write ``<out_root>/<device-slug>[-quick]/``, then
     validate the model on the same device (``tiletraffic validate``, the ``quick`` case list
     with ``quick``, else the device's: :func:`analysis.validation_run.run_validation`) into
-    its ``validate/`` folder; ``report.md`` includes that section.
+    its ``validate/`` folder; ``report.md`` includes that section. A ``predictions.json``
+    already in that folder (``tiletraffic validate --predict-only``, committed: the
+    pre-registration) is measured against instead of running the model.
 
     Returns the report directory.
 
@@ -114,7 +116,8 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
 
     Raises:
         gpu.device.DeviceError: no device, or none matching ``device``.
-        ValueError: ``repeat`` below 10.
+        ValueError: ``repeat`` below 10; a ``validate/predictions.json`` that is malformed
+            or for other cases or another model (checked before the sweep).
         OSError: the output directory cannot be written (checked before the sweep starts).
         SweepInterrupted: Ctrl-C during the sweep or the validation (finished cases saved and
             rendered; ``analysis.validation_run.ValidationInterrupted`` for the latter).
@@ -134,6 +137,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     out_dir = Path(out_root) / (target.slug + ("-quick" if quick else ""))
     ensure_writable(out_dir)
     sweep = default_sweep(quick)
+    predictions = _registered_predictions(out_dir / VALIDATION_DIR, quick, info)
     data = {
         "meta": {
             "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -167,12 +171,34 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
 
     try:  # the model against this device: every schedule family (tiletraffic validate)
         run_validation(target, quick=quick, out_dir=out_dir / VALIDATION_DIR, repeat=repeat,
-                       progress=progress, command=data["meta"]["command"])
+                       progress=progress, command=data["meta"]["command"],
+                       predictions_file=predictions)
     except ValidationInterrupted:
         render(out_dir)
         raise
     render(out_dir)
     return out_dir
+
+
+def _registered_predictions(validate_dir: Path, quick: bool, info) -> Path | None:
+    """``validate_dir/predictions.json`` when there is one (pre-registered predictions the
+    report's validation is measured against, instead of running the model), checked against
+    the report's case list and the device's default model before the sweep starts.
+
+    Raises:
+        analysis.validation_predict.PredictionsError, PredictionsMismatch (ValueErrors): a
+            malformed file, or one for other cases than the report's.
+    """
+    from . import validation_predict as vp
+    from .validation import case_list, default_case_list_name
+
+    path = validate_dir / "predictions.json"
+    if not path.exists():
+        return None
+    pf = vp.read_predictions(path)
+    vp.check_cases(pf, case_list(default_case_list_name(quick, info.is_gpu)))
+    vp.model_of(pf, None)
+    return path
 
 
 class SweepInterrupted(RuntimeError):

@@ -267,8 +267,8 @@ def check_model(pf: PredictionsFile, identity: ModelIdentity) -> None:
 def model_of(pf: PredictionsFile, spec: str | os.PathLike | DeviceModel | None
              ) -> tuple[DeviceModel, ModelIdentity]:
     """The device model to check against ``pf``: ``spec`` when given, else the file's own
-    source (a built-in name, or its path if that file exists); checked with
-    :func:`check_model`.
+    source (a built-in name, or its path if that file exists, as given or relative to the
+    predictions file's folder); checked with :func:`check_model`.
 
     Raises:
         PredictionsMismatch: a hash that differs, or no ``spec`` and the file's model file
@@ -276,6 +276,9 @@ def model_of(pf: PredictionsFile, spec: str | os.PathLike | DeviceModel | None
     """
     if spec is None:
         source = pf.identity.source
+        beside = pf.path.parent / source
+        if source not in DEVICE_MODELS and not os.path.isfile(source) and beside.is_file():
+            source = str(beside)      # a relative path, from the predictions file's folder
         if source not in DEVICE_MODELS and not os.path.isfile(source):
             raise PredictionsMismatch(
                 f"{pf.path} was predicted with the device model file {source!r}, which is "

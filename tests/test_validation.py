@@ -470,3 +470,29 @@ def test_a_failed_round_leaves_the_case_out_with_its_error(pocl_model, tmp_path,
     assert [r.case for r in run.summary.compared] == [TWO[0]]
     md = (tmp_path / "v" / "validation.md").read_text()
     assert "ResultMismatchError: launch 3 of 12: made up for the test" in md
+
+
+def test_a_report_measures_against_predictions_in_its_validate_folder(tmp_path):
+    from tiletraffic.analysis.report import _registered_predictions
+
+    class Info:
+        is_gpu = False
+
+    folder = tmp_path / "validate"
+    assert _registered_predictions(folder, True, Info) is None     # none: the model runs
+    folder.mkdir()
+    model_file = folder / "m.toml"
+    model_file.write_text(built_in_file("generic-gpu").read_text())
+    cases = v.case_list("quick")
+    _, identity = vp.resolve_model(model_file)
+    # the model's source as written from inside the folder: found beside the file
+    identity = vp.ModelIdentity(identity.name, "m.toml", identity.sha256)
+    doc = vp.predictions_document(cases, identity, {c.id: {"predicted_time_s": 1e-3}
+                                                    for c in cases}, case_list="quick")
+    (folder / "predictions.json").write_text(json.dumps(doc))
+    assert _registered_predictions(folder, True, Info) == folder / "predictions.json"
+    with pytest.raises(vp.PredictionsMismatch, match="case list differs"):
+        _registered_predictions(folder, False, Info)                # the cpu list
+    model_file.write_text(model_file.read_text() + "# changed\n")
+    with pytest.raises(vp.PredictionsMismatch, match="is not the one"):
+        _registered_predictions(folder, True, Info)
