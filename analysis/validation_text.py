@@ -86,7 +86,7 @@ def section(data: dict, image: str | None, heading: str = "##") -> list[str]:
         f"Device model `{model['name']}` ({model['source']}, sha256 `{model['sha256'][:12]}`); "
         f"case list {meta.get('case_list') or 'of the user'}; command `{meta.get('command')}`. "
         f"Each case: {meta['rounds']} round(s) of {meta['warmup']} warm-up and "
-        f"{meta['repeat']} timed launches (OpenCL profiling events), every distinct output "
+        f"{meta['repeat']} timed launches ({_timing(data)}), every distinct output "
         "checked against float64 numpy before its time counts; time = median of all timed "
         "launches; spread = the larger of their interquartile range and the range of the "
         "rounds' medians. Raw data: `validation.json`.", ""]
@@ -154,6 +154,17 @@ def section(data: dict, image: str | None, heading: str = "##") -> list[str]:
                   + ", ".join(g.split(": ", 1)[-1].split(" is a guess")[0] for g in guesses)
                   + ".", ""]
     return lines
+
+
+def _timing(data: dict) -> str:
+    """How the launches were timed, from each round's ``timing`` field."""
+    runs = [r for m in data["measurements"].values() for r in m.get("rounds", ())
+            if "timing" in r]
+    host = sum(r["timing"] == "host" for r in runs)
+    if not host:
+        return "OpenCL profiling events"
+    return (f"OpenCL profiling events; {host} of {len(runs)} case runs by host wall time, "
+            "launch overhead included, where the device gave no profiling information")
 
 
 def _failures(data: dict):
