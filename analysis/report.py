@@ -245,7 +245,8 @@ def ensure_writable(out_dir: Path) -> None:
 
 
 def render(out_dir: str | os.PathLike) -> Path:
-    """(Re)write ``report.md`` and the figures from ``out_dir/results.json``.
+    """(Re)write ``report.md`` and the figures from ``out_dir/results.json`` (and the
+    validation's ``validate/validation.md`` and figure from its ``validation.json``).
 
     Raises:
         FileNotFoundError: no ``results.json`` in ``out_dir``.
@@ -254,5 +255,9 @@ def render(out_dir: str | os.PathLike) -> Path:
 
     out_dir = Path(out_dir)
     data = json.loads((out_dir / "results.json").read_text())
+    if (out_dir / VALIDATION_DIR / "validation.json").exists():
+        from .validation_text import render as render_validation
+
+        render_validation(out_dir / VALIDATION_DIR)
     atomic_write_text(out_dir / "report.md", write_report(data, out_dir))
     return out_dir / "report.md"

@@ -84,7 +84,9 @@ def _chosen_cases(quick, case_list_name, cases_file):
 @click.option("--predictions", "predictions_file", default=None,
               type=click.Path(dir_okay=False),
               help="A predictions file (--predict-only): measure exactly its cases and "
-                   "compare with its predictions; refused if the cases or the model differ.")
+                   "compare with its predictions (the model is not run: predicting "
+                   "beforehand keeps a lent GPU's time for measuring); refused if the cases "
+                   "or the model differ.")
 @click.option("--predict-only", is_flag=True,
               help="Write the model's predictions of the cases to --out (no device): commit "
                    "that file before measuring to pre-register the predictions.")

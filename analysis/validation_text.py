@@ -29,6 +29,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _share(x: float) -> str:
+    """A fraction as a percentage: two significant digits below 10 %, whole percent above."""
+    return f"{x * 100:.0f}%" if x >= 0.1 else f"{x * 100:.2g}%"
+
+
 def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x * 100:+.1f}%"
 
@@ -45,15 +50,15 @@ def noise_sentence(summary: Summary, device_name: str) -> str | None:
     word = "quiet" if mid < QUIET else ("noisy" if mid >= NOISY else "moderately noisy")
     worst = iqr[-1]
     text = (f"Timings on {device_name} were {word}: the interquartile range of a case's launch "
-            f"times was {median(r.measured.relative_iqr for r in measured) * 100:.2g}% of its "
-            f"median for the median case (worst {worst.measured.relative_iqr * 100:.2g}%, "
+            f"times was {_share(median(r.measured.relative_iqr for r in measured))} of its "
+            f"median for the median case (worst {_share(worst.measured.relative_iqr)}, "
             f"{worst.case.label}, {worst.case.problem})")
     rounds = [r for r in measured if r.measured.round_range_s is not None]
     if rounds:
         far = max(rounds, key=lambda r: r.measured.relative_round_range)
         text += (f", and the {len(far.measured.round_medians_s)} rounds' medians of a case "
-                 f"differed by {median(r.measured.relative_round_range for r in rounds) * 100:.2g}"
-                 f"% (median case; worst {far.measured.relative_round_range * 100:.2g}%, "
+                 f"differed by {_share(median(r.measured.relative_round_range for r in rounds))}"
+                 f" (median case; worst {_share(far.measured.relative_round_range)}, "
                  f"{far.case.label}, {far.case.problem})")
     skipped = len(summary.pairs) - len(summary.qualifying_pairs)
     text += (f". At that spread {skipped} of {len(summary.pairs)} pairs of cases were too close "

@@ -144,12 +144,14 @@ def test_render_rewrites_the_report_from_json_only(reports, tmp_path, monkeypatc
     (same / "validate").mkdir()
     (same / "validate" / "validation.json").write_bytes(
         (src / "validate" / "validation.json").read_bytes())
-    (same / "validate" / "predicted_vs_measured.png").write_bytes(b"")
     assert report.render(same) == same / "report.md"
     assert (same / "report.md").read_text() == (src / "report.md").read_text(), \
         "the same JSON renders the same report"
     for fig in FIGURES:
         assert (same / fig).read_bytes().startswith(PNG_MAGIC)
+    assert (same / "validate" / "validation.md").read_text() == \
+        (src / "validate" / "validation.md").read_text(), "the validation is re-rendered too"
+    assert (same / "validate" / "predicted_vs_measured.png").read_bytes().startswith(PNG_MAGIC)
 
     data["meta"]["device"]["device_name"] = "Renamed Test Device 7"
     renamed.mkdir()
