@@ -100,13 +100,15 @@ def simulate_point(point: SweepPoint, limits: DeviceLimits) -> dict:
 
 
 def make_report(device: str | None = None, out_root: str | os.PathLike = "reports",
-                quick: bool = False, repeat: int = 10, progress: bool = True) -> Path:
+                quick: bool = False, repeat: int = 10, progress: bool = True,
+                validation: bool = True) -> Path:
     """Run the sweep on ``device`` and write ``<out_root>/<device-slug>[-quick]/``, then
     validate the model on the same device (``tiletraffic validate``, the ``quick`` case list
     with ``quick``, else the device's: :func:`analysis.validation_run.run_validation`) into
     its ``validate/`` folder; ``report.md`` includes that section. A ``predictions.json``
     already in that folder (``tiletraffic validate --predict-only``, committed: the
-    pre-registration) is measured against instead of running the model.
+    pre-registration) is measured against instead of running the model. ``validation=False``
+    leaves the validation out (the sweep only).
 
     Returns the report directory.
 
@@ -137,7 +139,8 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     out_dir = Path(out_root) / (target.slug + ("-quick" if quick else ""))
     ensure_writable(out_dir)
     sweep = default_sweep(quick)
-    predictions = _registered_predictions(out_dir / VALIDATION_DIR, quick, info)
+    predictions = _registered_predictions(out_dir / VALIDATION_DIR, quick, info) \
+        if validation else None
     data = {
         "meta": {
             "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -170,9 +173,10 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     from .validation_run import ValidationInterrupted, run_validation
 
     try:  # the model against this device: every schedule family (tiletraffic validate)
-        run_validation(target, quick=quick, out_dir=out_dir / VALIDATION_DIR, repeat=repeat,
-                       progress=progress, command=data["meta"]["command"],
-                       predictions_file=predictions)
+        if validation:
+            run_validation(target, quick=quick, out_dir=out_dir / VALIDATION_DIR, repeat=repeat,
+                           progress=progress, command=data["meta"]["command"],
+                           predictions_file=predictions)
     except ValidationInterrupted:
         render(out_dir)
         raise

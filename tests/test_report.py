@@ -232,3 +232,11 @@ def test_fit_power_law_refuses_non_finite_or_degenerate_input(x, y):
 def test_fit_power_law_non_finite_x_raises_a_value_error(x, y):
     with pytest.raises(ValueError):
         fit_power_law(x, y)
+
+
+@needs_pocl
+def test_make_report_without_validation_writes_the_sweep_only(tmp_path):
+    out = report.make_report(device="pocl", out_root=tmp_path, quick=True, progress=False,
+                             validation=False)
+    assert (out / "report.md").exists() and not (out / "validate").exists()
+    assert "## The model against " not in (out / "report.md").read_text()
