@@ -6,6 +6,7 @@
     tiletraffic check SCHEDULE [...] | --all;  tiletraffic crosscheck SCHEDULE [...] | --all
     tiletraffic devices
     tiletraffic report [--device D] [--out DIR] [--quick]
+    tiletraffic validate [--device D] [--device-model M] [--quick] [--predictions F] | --predict-only
 
 Errors a user can cause (bad sizes, limits, missing device, build failures, wrong results)
 are printed as one clear line and exit with status 2 (usage) or 1 (runtime), never as a
@@ -862,6 +863,10 @@ def report_cmd(device, out_dir, quick, repeat, render_dir):
                       f"({err.filename})"))
     click.echo(f"report written to {path}")
 
+
+from .validation_cli import validate_cmd  # noqa: E402 (the command needs main's helpers)
+
+main.add_command(validate_cmd)
 
 if __name__ == "__main__":
     main()
