@@ -7,6 +7,7 @@
     tiletraffic devices
     tiletraffic report [--device D] [--out DIR] [--quick]
     tiletraffic tune gemm --m M --n N --k K [--device D] [--device-model D] [--top T] [--out F]
+    tiletraffic validate [--device D] [--device-model M] [--quick] [--predictions F] | --predict-only
 
 Errors a user can cause (bad sizes, limits, missing device, build failures, wrong results)
 are printed as one clear line and exit with status 2 (usage) or 1 (runtime), never as a
@@ -462,17 +463,24 @@ def _simulate_with_model(sch, model, as_json: bool) -> None:
             raise click.UsageError(str(err)) from None
         except HazardError as err:
             _fail(err)
-    guesses = [str(w.message) for w in caught]
+    from tiletraffic.simulator.device_model import GuessedValueWarning
+
+    guesses = [str(w.message) for w in caught if issubclass(w.category, GuessedValueWarning)]
+    # the model's declarations (e.g. strided requests outside what it predicts)
+    declared = [str(w.message) for w in caught
+                if not issubclass(w.category, GuessedValueWarning)]
     data = launch.to_dict()
     formula = closed_form.counts_or_none(sch)
     out = {"schedule": sch.family, "tile": sch.tile,
            **{k.lower(): v for k, v in sch.params}, **data,
            "closed_form_agrees": None if formula is None else formula == launch.counts.to_dict(),
            "guessed_values": guesses}
+    if declared:
+        out["model_warnings"] = declared
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return
-    for w in guesses:
+    for w in guesses + declared:
         click.echo(f"warning: {w}", err=True)
     p = launch.prediction
     mem = launch.memory
@@ -779,11 +787,16 @@ def device_model_cmd(model, device):
               help="Write the device-model file here (default: print it).")
 @click.option("--quick", is_flag=True,
               help="Tiny sizes (seconds on a CPU; a well-formed file, rough numbers).")
-def calibrate_cmd(device, out_file, quick):
-    """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 and
-    local-memory bandwidth, FP32 FMA rate, load latency, launch overhead, barrier cost) and
+@click.option("--base", "base_model", default=None, type=DEVICE_MODEL,
+              help="Device model (NAME or FILE) whose unmeasured values the file keeps "
+                   "[default: the built-in model matching the device's name, else "
+                   "generic-gpu].")
+def calibrate_cmd(device, out_file, quick, base_model):
+    """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 size by a
+    footprint sweep, L2 and local-memory bandwidth, FP32 FMA rate, load latency, launch
+    overhead, barrier cost) and
     write a device-model file: each measured value marked measured with its benchmark, the
-    rest queried or as in the built-in model. Then: simulate ... --device-model FILE."""
+    rest queried or as in the base model (--base). Then: simulate ... --device-model FILE."""
     from tqdm import tqdm
 
     from tiletraffic.gpu.runtime import TiletrafficGpuError
@@ -794,7 +807,7 @@ def calibrate_cmd(device, out_file, quick):
 
     try:
         target = _select_device(device)
-        with tqdm(total=8, desc="calibrate", unit="benchmark", file=sys.stderr,
+        with tqdm(total=9, desc="calibrate", unit="benchmark", file=sys.stderr,
                   disable=None) as bar:  # shown on a terminal only
             started = []
 
@@ -802,7 +815,7 @@ def calibrate_cmd(device, out_file, quick):
                 bar.update(len(started) > 0)
                 started.append(name)
                 bar.set_postfix_str(name)
-            model, measured = calibrate.calibrate(target, quick, step)
+            model, measured = calibrate.calibrate(target, quick, step, base=base_model)
             bar.update(1)
     except (TiletrafficGpuError, calibrate.CalibrationError) as err:
         _fail(err)
@@ -929,6 +942,11 @@ def tune_gemm_cmd(m, n, k, device, device_model, top, measure_all, out_file, res
     else:
         click.echo(result.table(), nl=False)
         click.echo(f"results: {out_file}")
+
+
+from .validation_cli import validate_cmd  # noqa: E402 (the command needs main's helpers)
+
+main.add_command(validate_cmd)
 
 if __name__ == "__main__":
     main()

@@ -25,8 +25,12 @@ QUERIES = {"compute_units": "CL_DEVICE_MAX_COMPUTE_UNITS",
 """Model field -> the OpenCL device query that gives it."""
 
 
-def model_from_opencl(info: DeviceInfo, global_cache_bytes: int | None = None) -> DeviceModel:
+def model_from_opencl(info: DeviceInfo, global_cache_bytes: int | None = None,
+                      base: DeviceModel | None = None) -> DeviceModel:
     """A :class:`DeviceModel` for the OpenCL device ``info``.
+
+    ``base``: the model to complete; default the built-in model whose name matches the
+    device's (``KNOWN_NAMES``), else the generic one.
 
     Queried values (``CL_DEVICE_MAX_COMPUTE_UNITS``, ``CL_DEVICE_LOCAL_MEM_SIZE``,
     ``CL_DEVICE_MAX_WORK_GROUP_SIZE``, and ``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`` as the L2 size
@@ -37,10 +41,11 @@ def model_from_opencl(info: DeviceInfo, global_cache_bytes: int | None = None) -
     Raises:
         DeviceModelError: a queried value is not positive (a broken driver).
     """
-    base = GENERIC_GPU_MODEL
-    for part, name in KNOWN_NAMES.items():
-        if part in info.device_name.lower():
-            base = DEVICE_MODELS[name]
+    if base is None:
+        base = GENERIC_GPU_MODEL
+        for part, name in KNOWN_NAMES.items():
+            if part in info.device_name.lower():
+                base = DEVICE_MODELS[name]
     queried = {"compute_units": info.compute_units,
                "local_mem_bytes_per_work_group": info.local_mem_bytes,
                "max_work_group_size": info.max_work_group_size}

@@ -7,6 +7,8 @@ created file (0o666 less the umask), not ``mkstemp``'s 0o600.
 """
 from __future__ import annotations
 
+import datetime as _dt
+import json
 import os
 import tempfile
 from contextlib import contextmanager
@@ -56,28 +58,29 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def move_to_history(path: str | os.PathLike) -> Path | None:
-    """Move an existing ``path`` to ``<its folder>/history/<stem>-<UTC mtime><suffix>``
-    (``-1``, ``-2``, ... appended when that name is taken), so that a new file can be
-    written at ``path`` without losing the old one. Returns where it went (None: there was
-    no file).
+def archive_previous(path: str | os.PathLike, prefix: str) -> Path | None:
+    """Move an existing result file ``path`` to ``<its folder>/history/<prefix>-<stamp>.json``
+    before it is replaced, so earlier results are never lost; ``<stamp>`` is the file's
+    ``meta.created_utc`` without colons (its modification time when it has none), with
+    ``-1``, ``-2``, ... added when that name is taken. Returns the new path (``None``: no
+    file to move).
 
     Raises:
-        OSError: the history folder cannot be created or the file cannot be moved.
+        OSError: the history folder cannot be created or the file not moved.
     """
-    import datetime as _dt
-
-    path = Path(path)
-    if not path.exists():
+    old = Path(path)
+    if not old.exists():
         return None
-    stamp = _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc).strftime(
-        "%Y-%m-%dT%H%M%SZ")
-    folder = path.parent / "history"
-    folder.mkdir(parents=True, exist_ok=True)
-    dest = folder / f"{path.stem}-{stamp}{path.suffix}"
+    try:
+        stamp = json.loads(old.read_text())["meta"]["created_utc"].replace(":", "")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        stamp = _dt.datetime.fromtimestamp(old.stat().st_mtime, _dt.timezone.utc).strftime(
+            "%Y-%m-%dT%H%M%SZ")
+    dest = old.parent / "history" / f"{prefix}-{stamp}.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
     n = 1
     while dest.exists():
-        dest = folder / f"{path.stem}-{stamp}-{n}{path.suffix}"
+        dest = dest.with_name(f"{prefix}-{stamp}-{n}.json")
         n += 1
-    os.replace(path, dest)
+    os.replace(old, dest)
     return dest

@@ -42,7 +42,7 @@ from tiletraffic.simulator.device import DeviceLimits, launch_limit_problems
 from tiletraffic.simulator.schedules import INT32_MAX, ScheduleError
 
 from . import tuning_stats
-from .files import atomic_write_text, move_to_history
+from .files import archive_previous, atomic_write_text
 from .tuning_space import TuningSpace, check_candidate, load_space
 
 DEFAULT_TOP = 8
@@ -335,7 +335,7 @@ def _previous(path: Path | None, resume: bool, meta: dict, log) -> dict | None:
                             "be resumed; give another --out or drop --resume (the old file "
                             "is then moved to history/)")
         return old
-    moved = move_to_history(path)
+    moved = archive_previous(path, path.stem)
     log(f"note: the earlier results in {path} were moved to {moved}")
     meta["previous_results_moved_to"] = str(moved)
     return None

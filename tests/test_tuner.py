@@ -4,7 +4,6 @@ tuning on PoCL at tiny sizes, and the command line."""
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -571,17 +570,3 @@ def test_model_here_measure_there_through_resume(tmp_path, monkeypatch):
     assert [m["label"] for m in done.measurements] == [p["label"] for p in plan.predictions[:2]]
     assert all(m["status"] == "ok" and m["check"]["ok"] for m in done.measurements)
 
-
-def test_move_to_history_keeps_every_earlier_file(tmp_path):
-    from tiletraffic.analysis.files import move_to_history
-
-    path = tmp_path / "t.json"
-    assert move_to_history(path) is None
-    moved = []
-    for text in ("first", "second"):
-        path.write_text(text)
-        os.utime(path, (0, 0))  # the same modification time: the second name gets -1
-        moved.append(move_to_history(path))
-    assert [p.name for p in moved] == ["t-1970-01-01T000000Z.json",
-                                       "t-1970-01-01T000000Z-1.json"]
-    assert [p.read_text() for p in moved] == ["first", "second"] and not path.exists()

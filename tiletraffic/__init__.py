@@ -21,6 +21,8 @@ size, global and local arrays and its body. Every function here takes one:
 - :func:`generate` its OpenCL C, :func:`run` it on an OpenCL device (PoCL without a GPU),
   :func:`closed_form` its counts;
 - :func:`tune` a GEMM: rank a declared parameter space by the model, measure the best.
+- :func:`validate` the model on a device (every family, predicted against measured), with
+  predictions pre-registered by :func:`write_predictions`.
 
 ``import tiletraffic`` and ``import tiletraffic.simulator`` load numpy only; pyopencl is
 imported when :func:`run` (or ``tiletraffic.gpu.runtime``) is first used.
@@ -239,6 +241,73 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     return _tune(m, n, k, device=device, device_model=device_model, top=top, out=out,
                  repeat=repeat, warmup=warmup, space=space, jobs=jobs,
                  measure_all=measure_all, resume=resume, seed=seed, progress=progress)
+def validation_cases(name: str = "quick"):
+    """A built-in case list of ``validate``: ``"quick"`` (tiny, PoCL/CI), ``"cpu"`` or
+    ``"gpu"`` (GEMM 1024/4096, matvec 4096/8192), a tuple of
+    ``tiletraffic.analysis.validation.Case`` (``.family``, ``.m``, ``.k``, ``.n``, ``.tile``,
+    ``.options``; ``Case.from_dict({...})`` makes your own).
+
+    Raises:
+        KeyError: an unknown name.
+    """
+    from .analysis.validation import case_list
+
+    return case_list(name)
+
+
+def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
+                      case_list: str = "gpu") -> dict:
+    """Pre-register the model's predictions: predict ``cases`` (default: the built-in list
+    ``case_list``) on ``device_model`` and write the predictions file ``path`` (JSON: the
+    cases, the model file's name and SHA-256, each prediction, the git commit, a UTC time).
+    Needs no device. Returns the document written.
+
+    Raises:
+        KeyError, DeviceModelError: an unknown or malformed device model. OSError: ``path``
+        cannot be written.
+    """
+    from .analysis.validation import case_list as _case_list
+    from .analysis.validation_predict import write_predictions as _write
+
+    return _write(path, _case_list(case_list) if cases is None else cases, device_model,
+                  case_list=case_list if cases is None else None)
+
+
+def validate(device: str | None = None, device_model: str | DeviceModel | None = None, *,
+             quick: bool = False, cases=None, predictions=None, out=None, repeat: int = 10,
+             rounds: int = 2, progress: bool = False):
+    """Validate the model on an OpenCL device: every case run, checked against float64,
+    timed (median and spread of ``rounds`` × ``repeat`` launches) and compared with the
+    model's predicted time, speedup over the naive schedule and ranking
+    (``tiletraffic.analysis.validation`` defines each figure).
+
+    Args:
+        device: as for :func:`run`. device_model: a built-in name, a file or a
+            :class:`DeviceModel` (default: the predictions file's, else the built-in model
+            of a known device, else ``generic-gpu``).
+        quick: the tiny case list; cases: your own (default: the device's list).
+        predictions: a predictions file (:func:`write_predictions`): its cases are measured
+            and compared with its predictions, after checking the model's hash.
+        out: the results folder (default ``reports/<device>[-quick]/validate``).
+
+    Returns:
+        ``tiletraffic.analysis.validation_run.ValidationRun``: ``.out_dir``, ``.data`` (the
+        ``validation.json`` document), ``.summary`` (``.targets``, ``.results``,
+        ``.speedups``, ``.pairs``, ``.to_dict()``).
+
+    Raises:
+        tiletraffic.gpu.device.DeviceError: no such device. ValueError: ``repeat`` < 10 or
+        ``rounds`` < 1; ``PredictionsError``/``PredictionsMismatch`` (ValueErrors): a
+        malformed predictions file, or other cases or another model than the file's.
+        OSError: ``out`` cannot be written.
+    """
+    from .analysis.validation_run import run_validation
+    from .gpu.device import select_device
+
+    return run_validation(select_device(device), model=device_model, cases=cases,
+                          quick=quick, predictions_file=predictions, out_dir=out,
+                          repeat=repeat, rounds=rounds, progress=progress,
+                          command=f"tiletraffic.validate(device={device!r}, quick={quick})")
 
 
 def closed_form(schedule: Schedule) -> dict | None:
@@ -251,6 +320,7 @@ def closed_form(schedule: Schedule) -> dict | None:
 
 __all__ = [
     "build", "simulate", "check", "model", "generate", "run", "closed_form", "tune",
+    "validate", "write_predictions", "validation_cases",
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",
     "ceil_div", "minimum", "global_id", "local_id", "group_id",

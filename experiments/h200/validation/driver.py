@@ -168,12 +168,15 @@ def case_list(local: bool, holdout: bool = False) -> list[dict]:
 
 def case_id(c: dict) -> str:
     n = "" if c["n"] is None else f"-N{c['n']}"
-    return f"{c['family']}-M{c['m']}-K{c['k']}{n}-T{c['tile']}"
+    options = "".join(f"-{k}{v}" for k, v in sorted((c.get("options") or {}).items()))
+    return f"{c['family']}-M{c['m']}-K{c['k']}{n}-T{c['tile']}{options}"
 
 
 def build_case(c: dict):
+    """The schedule of a case dict; ``options`` (if any) are the family's options, e.g.
+    ``tm``, ``tn``, ``bk``, ``wg_rows`` of the register-blocked GEMMs."""
     from tiletraffic.simulator.schedules import build
-    return build(c["family"], c["m"], c["k"], c["n"], c["tile"])
+    return build(c["family"], c["m"], c["k"], c["n"], c["tile"], **(c.get("options") or {}))
 
 
 def geometry(c: dict) -> dict:
