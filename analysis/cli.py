@@ -899,15 +899,19 @@ def tune_group():
               help="Tuning-space file (TOML; default: the built-in gemm.toml: copy it from "
                    "the path the results name and edit it).")
 @click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
-              help="Timed launches per measured candidate.")
+              help="Timed launches per measured candidate and round.")
 @click.option("--warmup", type=click.IntRange(min=1), default=2, show_default=True,
               help="Untimed launches before timing.")
+@click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Times the chosen candidates are run, every other round in reverse (as "
+                   "validate: the spread is the larger of the launches' interquartile range "
+                   "and the difference of the rounds' medians).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="Processes that model candidates in parallel.")
 @SEED_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def tune_gemm_cmd(m, n, k, device, device_model, top, measure_all, out_file, resume,
-                  space_file, repeat, warmup, jobs, seed, as_json):
+                  space_file, repeat, warmup, rounds, jobs, seed, as_json):
     """Tune C = A·B (A is M x K, B is K x N, float32): every candidate of the tuning space
     is checked against its constraints (rejected ones are listed with the reason), modelled
     and ranked by predicted time; the best --top are run on the device, each launch checked
@@ -925,7 +929,8 @@ def tune_gemm_cmd(m, n, k, device, device_model, top, measure_all, out_file, res
     out_file = out_file or f"tuning/gemm-{m}x{n}x{k}.json"
     try:
         result = tune(m, n, k, device=device, device_model=device_model, top=top,
-                      out=out_file, repeat=repeat, warmup=warmup, space=space_file, jobs=jobs,
+                      out=out_file, repeat=repeat, warmup=warmup, rounds=rounds,
+                      space=space_file, jobs=jobs,
                       measure_all=measure_all, resume=resume, seed=seed, progress=None,
                       log=lambda line: click.echo(line, err=True),
                       command="tiletraffic " + " ".join(shlex.quote(a) for a in sys.argv[1:]))

@@ -54,8 +54,9 @@ N = 4096 on 2 cores when the tuner was written)."""
 FORMAT = 1
 """Version of the JSON document's layout."""
 RESUME_KEYS = ("operation", "m", "n", "k", "space_sha256", "device_model_sha256")
-MEASURE_KEYS = ("device_slug", "repeat", "warmup", "seed")
-PREDICTION_KEYS = ("predicted_time_s", "bound", "resident_work_groups_per_cu", "model_s")
+MEASURE_KEYS = ("device_slug", "repeat", "warmup", "rounds", "seed")
+PREDICTION_KEYS = ("predicted_time_s", "bound", "resident_work_groups_per_cu", "model_s",
+                   "model_warnings")
 
 
 class TuneError(ValueError):
@@ -71,7 +72,7 @@ class TuneInterrupted(RuntimeError):
         s = result.data["summary"]
         super().__init__(f"tuning interrupted after {s['modelled']} of {s['valid']} "
                          f"candidates modelled and {s['measured_ok'] + s['measured_failed']} "
-                         "measured" + (f"; saved in {path} (continue with --resume)"
+                         "measured in every round" + (f"; saved in {path} (continue with --resume)"
                                        if path else ""))
 
 
@@ -196,14 +197,16 @@ def _predict(task) -> tuple[int, dict]:
     start = time.perf_counter()
     try:
         sch = Candidate(family, tuple(params)).build(m, n, k)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", GuessedValueWarning)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             p = model_launch(sch, model).prediction
     except Exception as err:  # any refusal (limit, hazard) rejects this candidate only
         return index, {"error_type": type(err).__name__, "error": str(err)}
+    notes = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught
+                               if not issubclass(w.category, GuessedValueWarning)))
     return index, {"predicted_time_s": p.predicted_time_s, "bound": p.bound,
                    "resident_work_groups_per_cu": p.resident_work_groups_per_cu,
-                   "model_s": time.perf_counter() - start}
+                   "model_s": time.perf_counter() - start, "model_warnings": notes}
 
 
 def _model_all(todo, sizes, model, jobs, progress, on_result) -> None:
@@ -238,36 +241,60 @@ def _model_all(todo, sizes, model, jobs, progress, on_result) -> None:
         bar.close()
 
 
-def _measure(target, sch, cand, m, n, k, repeat, warmup, seed, index) -> dict:
-    """One candidate on the device: a measurement record (status ok or failed)."""
+def _measure_round(target, sch, repeat, warmup, seed, index, round_index) -> dict:
+    """One round of one candidate on the device: its launch times and check, or the
+    failure (``failed``: stage, error_type, error)."""
     from tiletraffic.gpu.runtime import (KernelBuildError, LaunchConfigError, LaunchError,
                                          ResultMismatchError)
 
     from .validate import run_on_device
 
-    entry = {"label": cand.label, "family": cand.family, "params": cand.options}
     stages = ((KernelBuildError, "build"), (LaunchConfigError, "launch limits"),
               (LaunchError, "launch"), (ResultMismatchError, "check"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             run = run_on_device(target, sch, repeat=repeat, warmup=warmup,
-                                rng=np.random.default_rng([seed, index]))
+                                rng=np.random.default_rng([seed, index, round_index]))
         except Exception as err:  # recorded; the tuning goes on with the next candidate
             stage = next((s for t, s in stages if isinstance(err, t)), "error")
-            return {**entry, "status": "failed", "stage": stage,
-                    "error_type": type(err).__name__, "error": str(err)}
+            return {"failed": {"stage": stage, "error_type": type(err).__name__,
+                               "error": str(err)}}
     r, c = run.run, run.check
-    return {**entry, "status": "ok", "median_s": r.median_s, "min_s": r.min_s,
-            "max_s": r.max_s, "spread_s": tuning_stats.spread_s(r.kernel_times_s),
-            "kernel_times_s": list(r.kernel_times_s),
-            "gflop_per_s": 2 * m * n * k / r.median_s / 1e9, "timing": r.timing,
-            "build_time_s": r.build_time_s, "distinct_outputs": r.distinct_outputs,
+    return {"round": round_index, "kernel_times_s": list(r.kernel_times_s),
+            "median_s": r.median_s, "timing": r.timing, "build_time_s": r.build_time_s,
+            "distinct_outputs": r.distinct_outputs,
             "check": {"ok": c.ok, "error_over_tolerance": c.error_over_tolerance,
                       "worst_index": list(c.worst_index) if c.worst_index else None,
                       "checked_launches": sorted(run.launch_checks or {})},
             "global_size": list(r.global_size), "local_size": list(r.local_size),
             "warnings": [str(w.message) for w in caught]}
+
+
+def _add_round(record: dict, result: dict, rounds: int, work: int) -> None:
+    """Put one round's ``result`` into a measurement ``record``; after the last round the
+    record gets status ``ok`` and its time and spread (``analysis.validation.measured_time``:
+    median of all timed launches, spread the larger of their interquartile range and the
+    difference of the rounds' medians); a failed round makes it ``failed``."""
+    from .validation import measured_time
+
+    if "failed" in result:
+        record.update(status="failed", failed_round=len(record["rounds"]), **result["failed"])
+        return
+    record["rounds"].append(result)
+    if len(record["rounds"]) < rounds:
+        return
+    times = [t for r in record["rounds"] for t in r["kernel_times_s"]]
+    measured = measured_time([r["kernel_times_s"] for r in record["rounds"]])
+    worst = max(record["rounds"], key=lambda r: r["check"]["error_over_tolerance"])
+    record.update(status="ok", median_s=measured.median_s, iqr_s=measured.iqr_s,
+                  round_medians_s=list(measured.round_medians_s),
+                  round_range_s=measured.round_range_s, spread_s=measured.spread_s,
+                  min_s=min(times), max_s=max(times),
+                  gflop_per_s=2 * work / measured.median_s / 1e9,
+                  check={"ok": all(r["check"]["ok"] for r in record["rounds"]),
+                         "error_over_tolerance": worst["check"]["error_over_tolerance"],
+                         "worst_index": worst["check"]["worst_index"]})
 
 
 def _rank(doc: dict) -> list:
@@ -280,32 +307,47 @@ def _rank(doc: dict) -> list:
     return ranked
 
 
-def _measure_chosen(doc, chosen, valid, old, target, sizes, repeat, warmup, seed, progress,
-                    save) -> None:
-    """Measure the ``chosen`` predictions in rank order into ``doc["measurements"]``,
-    saving after each; those the resumed document ``old`` holds are taken from it (also
-    those not chosen this time: nothing measured is dropped)."""
+def _measure_chosen(doc, chosen, valid, old, target, sizes, repeat, warmup, rounds, seed,
+                    progress, save) -> None:
+    """Measure the ``chosen`` predictions into ``doc["measurements"]`` in ``rounds``
+    rounds (each runs every chosen candidate once, in rank order, every other round in
+    reverse, as ``tiletraffic validate`` does, so a drift of the device's speed shows in the
+    spread), saving after every candidate of every round. What the resumed document ``old``
+    holds is kept (also candidates not chosen this time) and only missing rounds are run."""
+    import copy
+
     from tqdm import tqdm
 
-    by_label = {c.label: (i, c, s) for i, (c, s) in enumerate(valid)}
-    done = {r["label"]: r for r in (old or {}).get("measurements", [])}
-    chosen_labels = {e["label"] for e in chosen}
-    for entry in doc["predictions"]:
-        if entry["label"] in done and entry["label"] not in chosen_labels:
-            doc["measurements"].append(done[entry["label"]] | {
-                "predicted_rank": entry["predicted_rank"],
-                "predicted_time_s": entry["predicted_time_s"]})
-    for entry in tqdm(chosen, desc=f"measure ({target.info.device_name})", unit="candidate",
-                      file=sys.stderr, disable=None if progress is None else not progress):
-        if entry["label"] in done:
-            record = done[entry["label"]]
-        else:
-            i, cand, sch = by_label[entry["label"]]
-            record = _measure(target, sch, cand, *sizes, repeat, warmup, seed, i)
-        record.update(predicted_rank=entry["predicted_rank"],
-                      predicted_time_s=entry["predicted_time_s"])
-        doc["measurements"].append(record)
-        save()
+    by_label = {c.label: (i, s) for i, (c, s) in enumerate(valid)}
+    records = {r["label"]: copy.deepcopy(r) for r in (old or {}).get("measurements", [])}
+    rank = {e["label"]: e for e in doc["predictions"]}
+    for label, record in records.items():
+        if label in rank:
+            record.update(predicted_rank=rank[label]["predicted_rank"],
+                          predicted_time_s=rank[label]["predicted_time_s"])
+            doc["measurements"].append(record)
+    todo = sum(max(0, rounds - len(records.get(e["label"], {}).get("rounds", [])))
+               for e in chosen if records.get(e["label"], {}).get("status") != "failed")
+    m, n, k = sizes
+    with tqdm(total=todo, desc=f"measure ({target.info.device_name})", unit="run",
+              file=sys.stderr, disable=None if progress is None else not progress) as bar:
+        for r in range(rounds):
+            for entry in (chosen if r % 2 == 0 else chosen[::-1]):
+                record = records.get(entry["label"])
+                if record is None:
+                    record = records[entry["label"]] = {
+                        "label": entry["label"], "family": entry["family"],
+                        "params": entry["params"], "status": "incomplete", "rounds": [],
+                        "predicted_rank": entry["predicted_rank"],
+                        "predicted_time_s": entry["predicted_time_s"]}
+                    doc["measurements"].append(record)
+                if record["status"] == "failed" or len(record["rounds"]) > r:
+                    continue
+                index, sch = by_label[entry["label"]]
+                _add_round(record, _measure_round(target, sch, repeat, warmup, seed, index, r),
+                           rounds, m * n * k)
+                bar.update(1)
+                save()
 
 
 def _digest(text: str) -> str:
@@ -372,7 +414,7 @@ def _meta(m, n, k, space, model, limits, target, command, **options) -> dict:
 
 
 def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None,
-         top: int = DEFAULT_TOP, out=None, repeat: int = 10, warmup: int = 2,
+         top: int = DEFAULT_TOP, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
          space=None, jobs: int = 1, measure_all: bool = False, resume: bool = False,
          seed: int | None = None, progress: bool | None = False, log=None,
          command: str | None = None) -> TuneResult:
@@ -387,13 +429,15 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             its queried values completed from a built-in model), else ``nvidia-h200``.
         top: best-ranked candidates to measure (0: model only).
         out: JSON file to save results in as they come (None: not saved).
-        repeat, warmup: timed and untimed launches per measured candidate.
+        repeat, warmup: timed and untimed launches per measured candidate and round.
+        rounds: times the chosen candidates are run, every other round in reverse order
+            (2: the run-to-run spread of ``tiletraffic validate``).
         space: a ``TuningSpace`` or the path of a space file (default: the built-in one).
         jobs: processes modelling in parallel.
         measure_all: measure every valid candidate, not just the top.
         resume: reuse the predictions and measurements of ``out`` when it tuned the same
             problem (otherwise an existing ``out`` is moved to ``history/`` beside it).
-        seed: of the random inputs (candidate i gets ``default_rng([seed, i])``); None: a
+        seed: of the random inputs (candidate i in round r gets ``default_rng([seed, i, r])``); None: a
             fresh seed, recorded in the results.
         progress: progress bars on stderr (None: on a terminal only).
         log: function taking a line of notes (moved files, guessed model values); None:
@@ -405,7 +449,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
 
     Raises:
         TuneError: a size not a positive integer or beyond 32-bit indexing; ``top`` < 0,
-            ``jobs`` < 1, ``repeat`` below 10, ``warmup`` < 1; no valid candidate; an
+            ``jobs`` < 1, ``repeat`` below 10, ``warmup`` or ``rounds`` < 1; no valid
+            candidate; an
             ``out`` that a resumed tuning does not match.
         tiletraffic.analysis.tuning_space.SpaceError: a malformed space file.
         KeyError, DeviceModelError: an unknown device model or a malformed model file.
@@ -419,7 +464,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     log = log or (lambda line: None)
     _check_sizes(m, n, k)
     for name, value, least in (("top", top, 0), ("jobs", jobs, 1), ("repeat", repeat, MIN_REPEAT),
-                               ("warmup", warmup, 1)):
+                               ("warmup", warmup, 1), ("rounds", rounds, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
@@ -453,7 +498,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     meta = _meta(m, n, k, space, model, limits, target, command or (
         f"tiletraffic.tune({m}, {n}, {k}, device={device!r}, top={top}, "
         f"measure_all={measure_all})"), top=top, measure_all=measure_all, repeat=repeat,
-        warmup=warmup, seed=seed, jobs=jobs)
+        warmup=warmup, rounds=rounds, seed=seed, jobs=jobs)
     path = None if out is None else Path(out)
     old = _previous(path, resume, meta, log)
     if old is not None:
@@ -489,7 +534,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
                 "order": i} for i, (cand, _) in enumerate(valid)]
     for entry in entries:
         if entry["label"] in reused:
-            entry.update({key: reused[entry["label"]][key] for key in PREDICTION_KEYS})
+            entry.update({key: reused[entry["label"]].get(key) for key in PREDICTION_KEYS})
             doc["predictions"].append(entry)
     log(f"{space.size} candidates: {len(rejected)} rejected before launch, {len(valid)} "
         f"valid; modelling {sum('predicted_time_s' not in e for e in entries)} on "
@@ -519,8 +564,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         save()
         if measuring:
             chosen = ranked if measure_all else ranked[:top]
-            _measure_chosen(doc, chosen, valid, old, target, (m, n, k), repeat, warmup, seed,
-                            progress, save)
+            _measure_chosen(doc, chosen, valid, old, target, (m, n, k), repeat, warmup,
+                            rounds, seed, progress, save)
             doc["status"] = "complete"
             save()
     except KeyboardInterrupt:

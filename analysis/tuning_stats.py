@@ -4,14 +4,16 @@ text table of a tuning (``tiletraffic tune``).
 Definitions (all over the *measured* candidates whose result was checked, never over the
 unmeasured rest of the space, so the regret is a lower bound of the model's true regret):
 
-- spread of a measured candidate: half the range of its timed launches,
-  ``(max_s - min_s) / 2`` (the ``±`` of the table);
+- measured time and spread of a candidate: as ``tiletraffic validate`` has them
+  (:func:`analysis.validation.measured_time`): the median of every timed launch of every
+  round, and the larger of their interquartile range and the difference between the
+  rounds' medians (the ``±`` of the table);
 - the model's pick: the candidate with the smallest predicted time among those measured
   (normally predicted rank 1; a higher-ranked candidate that failed is named);
 - regret: ``median(pick) / median(best)``, the best being the smallest measured median,
   as a ratio and as ``(ratio - 1) · 100 %``; within 10 % when the ratio is at most 1.10;
 - a pair of measured candidates is *resolvable* when their medians differ by more than
-  twice the larger of their spreads; only resolvable pairs count as ranking claims
+  twice (``analysis.validation.PAIR_SPREAD_FACTOR``) the larger of their spreads; only resolvable pairs count as ranking claims
   (concordant: the model orders them as measured; discordant: the other way; tied: the
   model predicts equal times);
 - Spearman's rank correlation of predicted and measured times over every measured
@@ -28,11 +30,6 @@ SHOWN = 10
 measured one."""
 WITHIN = 0.10
 """The issue's target: the model's pick within 10 % of the best measured candidate."""
-
-
-def spread_s(times_s) -> float:
-    """Half the range of a candidate's timed launches, seconds."""
-    return (max(times_s) - min(times_s)) / 2
 
 
 def _average_ranks(values) -> np.ndarray:
@@ -62,7 +59,7 @@ def summarize(doc: dict) -> dict:
     pick, the best measured, regret, rank correlation and pairs (module docstring)."""
     predictions = doc.get("predictions", [])
     measured = [r for r in doc.get("measurements", []) if r["status"] == "ok"]
-    failed = [r for r in doc.get("measurements", []) if r["status"] != "ok"]
+    failed = [r for r in doc.get("measurements", []) if r["status"] == "failed"]
     rejected = doc.get("rejected", [])
     by_stage: dict[str, int] = {}
     by_reason: dict[str, int] = {}
@@ -127,7 +124,10 @@ def _who(r: dict) -> dict:
 
 
 def _resolvable(a: dict, b: dict) -> bool:
-    return abs(a["median_s"] - b["median_s"]) > 2 * max(a["spread_s"], b["spread_s"])
+    from .validation import PAIR_SPREAD_FACTOR
+
+    return abs(a["median_s"] - b["median_s"]) > PAIR_SPREAD_FACTOR * max(a["spread_s"],
+                                                                          b["spread_s"])
 
 
 def _scope(measured: int, modelled: int, valid: int) -> str:
@@ -167,6 +167,9 @@ def table(doc: dict) -> str:
             params = " ".join(f"{k}={v}" for k, v in r["params"].items())
             if "status" not in r:
                 meas, rate, check = "not measured", "-", "-"
+            elif r["status"] == "incomplete":
+                meas, rate = f"{len(r['rounds'])} round(s) only", "-"
+                check = "ok so far" if all(x["check"]["ok"] for x in r["rounds"]) else "-"
             elif r["status"] == "ok":
                 meas = f"{r['median_s'] * 1e3:.4f} ± {r['spread_s'] * 1e3:.4f}"
                 check = f"ok (err/tol {r['check']['error_over_tolerance']:.2f})"
@@ -176,6 +179,11 @@ def table(doc: dict) -> str:
                 check = f"{r['stage']}: {r['error_type']}: {r['error']}"[:120]
             lines.append(f"{r['predicted_rank']:>4d}  {r['family']:22s} {params:34s} "
                          f"{_ms(r['predicted_time_s']):>12s} {meas:>21s} {rate:>9s}  {check}")
+    warned = [p for p in doc.get("predictions", []) if p.get("model_warnings")]
+    if warned:
+        lines += ["", f"the model warned about {len(warned)} of {summary['modelled']} "
+                      f"candidates (in the JSON: model_warnings), e.g. {warned[0]['label']}: "
+                      f"{warned[0]['model_warnings'][0]}"]
     if summary["rejected"]:
         lines += ["", f"rejected before launch: {summary['rejected']} ("
                   + ", ".join(f"{v} {k}" for k, v in summary["rejected_by_stage"].items()) + ")"]

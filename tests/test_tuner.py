@@ -351,7 +351,6 @@ def test_a_pick_within_the_spread_is_within_10_percent_and_not_resolvable():
     s = tuning_stats.summarize(doc)
     assert s["within_10pct"] is True and s["pick_resolvable_from_best"] is False
     assert s["pairs"]["resolvable"] == 0 and s["spearman_rho"] == pytest.approx(-1.0)
-    assert tuning_stats.spread_s([1.0, 3.0, 2.0]) == 1.0
     assert tuning_stats.spearman([1, 2], [5, 5]) is None
 
 
@@ -377,9 +376,16 @@ def test_the_whole_tuning_on_pocl_checks_every_measured_result(small_run):
     for m in res.measurements:
         assert m["status"] == "ok", m
         assert m["check"]["ok"] and m["check"]["error_over_tolerance"] <= 1
-        assert {0, 11} <= set(m["check"]["checked_launches"])  # first and last of 12
-        assert len(m["kernel_times_s"]) == 10
-        assert m["median_s"] == pytest.approx(float(np.median(m["kernel_times_s"])))
+        assert [r["round"] for r in m["rounds"]] == [0, 1]
+        for r in m["rounds"]:  # every round checked: its first and last of 12 launches
+            assert r["check"]["ok"] and {0, 11} <= set(r["check"]["checked_launches"])
+            assert len(r["kernel_times_s"]) == 10
+        times = [t for r in m["rounds"] for t in r["kernel_times_s"]]
+        assert m["median_s"] == pytest.approx(float(np.median(times)))
+        q25, q75 = np.percentile(times, [25, 75])
+        gap = abs(np.median(m["rounds"][0]["kernel_times_s"])
+                  - np.median(m["rounds"][1]["kernel_times_s"]))
+        assert m["spread_s"] == pytest.approx(max(q75 - q25, gap))
         assert m["gflop_per_s"] == pytest.approx(2 * 64 ** 3 / m["median_s"] / 1e9)
     best = min(res.measurements, key=lambda m: m["median_s"])
     assert s["best"]["label"] == best["label"]
@@ -399,7 +405,7 @@ def test_saving_is_atomic_after_every_candidate_and_resume_redoes_nothing(
     res, out = small_run
     copy = tmp_path / "out.json"
     copy.write_text(out.read_text())
-    monkeypatch.setattr(tuner, "_measure", lambda *a: pytest.fail("measured again"))
+    monkeypatch.setattr(tuner, "_measure_round", lambda *a: pytest.fail("measured again"))
     monkeypatch.setattr(tuner, "_predict", lambda *a: pytest.fail("modelled again"))
     again = tt.tune(64, 64, 64, device="pocl", space=res.data["meta"]["space"], top=3,
                     out=copy, resume=True)
@@ -425,29 +431,34 @@ def test_ctrl_c_keeps_what_finished_and_resume_completes_it(tmp_path, monkeypatc
         snapshots.append(json.loads(text))
 
     monkeypatch.setattr(tuner, "atomic_write_text", recording)
-    real_measure = tuner._measure
+    real_measure = tuner._measure_round
     calls = []
 
-    def interrupt_second(*args):
+    def interrupt_fourth(*args):  # round 0 ran all three; round 1's first is interrupted
         calls.append(args)
-        if len(calls) == 2:
+        if len(calls) == 4:
             raise KeyboardInterrupt
         return real_measure(*args)
 
-    monkeypatch.setattr(tuner, "_measure", interrupt_second)
+    monkeypatch.setattr(tuner, "_measure_round", interrupt_fourth)
     with pytest.raises(tuner.TuneInterrupted) as err:
         tt.tune(64, 64, 64, device="pocl", space=space, top=3, out=out, seed=5)
     assert "saved in" in str(err.value)
     saved = json.loads(out.read_text())
-    assert saved["status"] == "interrupted" and len(saved["measurements"]) == 1
+    assert saved["status"] == "interrupted"
+    assert [(m["status"], len(m["rounds"])) for m in saved["measurements"]] == [
+        ("incomplete", 1)] * 3
+    assert saved["summary"]["measured_ok"] == 0 and "1 round(s) only" in tuning_stats.table(
+        saved)
     first = saved["measurements"][0]
-    # a snapshot after every modelled and every measured candidate, each a whole document
+    # a snapshot after every modelled candidate and every measured run, each a whole document
     assert [len(s["predictions"]) for s in snapshots][:4] == [0, 1, 2, 3]
-    assert [len(s["measurements"]) for s in snapshots][-2:] == [1, 1]
-    monkeypatch.setattr(tuner, "_measure", real_measure)
+    assert [len(s["measurements"]) for s in snapshots][-4:] == [1, 2, 3, 3]
+    monkeypatch.setattr(tuner, "_measure_round", real_measure)
     done = tt.tune(64, 64, 64, device="pocl", space=space, top=3, out=out, resume=True)
     assert done.data["status"] == "complete" and len(done.measurements) == 3
-    assert done.measurements[0]["kernel_times_s"] == first["kernel_times_s"]
+    assert done.measurements[0]["rounds"][0] == first["rounds"][0]
+    assert len(calls) == 4, "round 0 was not run again"
     assert done.data["meta"]["seed"] == 5
     # without --resume an existing file is moved to history/, never overwritten
     again = tt.tune(64, 64, 64, space=space, top=0, out=out)
@@ -474,6 +485,7 @@ def test_a_failed_measurement_is_recorded_and_the_tuning_goes_on(tmp_path, monke
     failed = [m for m in res.measurements if m["status"] == "failed"]
     assert [m["family"] for m in failed] == ["gemm-tiled", "gemm-tiled"]
     assert failed[0]["stage"] == "build" and "hand-made" in failed[0]["error"]
+    assert failed[0]["failed_round"] == 0 and failed[0]["rounds"] == []
     assert res.summary["measured_ok"] == 1 and res.summary["regret_ratio"] == 1.0
     assert "build: KernelBuildError: error: hand-made build failure" in res.table()
 
@@ -485,6 +497,12 @@ def test_a_pool_of_processes_models_what_one_process_does(tmp_path):
     assert [(p["label"], p["predicted_time_s"]) for p in one.predictions] == \
         [(p["label"], p["predicted_time_s"]) for p in two.predictions]
     assert one.data["meta"]["device_model"] == "nvidia-h200" and one.measurements == []
+    warned = {p["label"] for p in one.predictions if p["model_warnings"]}
+    assert warned == {p["label"] for p in two.predictions if p["model_warnings"]}
+    assert all("GuessedValueWarning" not in w for p in one.predictions
+               for w in p["model_warnings"]), "guesses are reported once, in the log"
+    if warned:
+        assert f"the model warned about {len(warned)} of 3 candidates" in one.table()
 
 
 # ----------------------------------------------------------------------------- command line

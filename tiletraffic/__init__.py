@@ -205,7 +205,8 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
 
 
 def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None,
-         top: int = 8, out=None, repeat: int = 10, warmup: int = 2, space=None,
+         top: int = 8, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
+         space=None,
          jobs: int = 1, measure_all: bool = False, resume: bool = False,
          seed: int | None = None, progress: bool = False):
     """Tune C = A·B (A m×k, B k×n, float32) over a tuning space: reject the candidates that
@@ -220,7 +221,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         top: candidates to measure (0: model only). ``measure_all``: all valid ones.
         out: JSON file written after every candidate (an existing one is moved to
             ``history/`` unless ``resume``, which reuses what it holds).
-        repeat, warmup: timed and untimed launches per candidate.
+        repeat, warmup, rounds: timed and untimed launches per candidate and round, and
+            rounds (every other in reverse order; the spread as :func:`validate`'s).
         space: a space file (TOML; default the built-in
             ``analysis/tuning_spaces/gemm.toml``). jobs: modelling processes.
         seed: of the random inputs. progress: progress bars on stderr.
@@ -239,7 +241,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     from .analysis.tuner import tune as _tune
 
     return _tune(m, n, k, device=device, device_model=device_model, top=top, out=out,
-                 repeat=repeat, warmup=warmup, space=space, jobs=jobs,
+                 repeat=repeat, warmup=warmup, rounds=rounds, space=space, jobs=jobs,
                  measure_all=measure_all, resume=resume, seed=seed, progress=progress)
 def validation_cases(name: str = "quick"):
     """A built-in case list of ``validate``: ``"quick"`` (tiny, PoCL/CI), ``"cpu"`` or
