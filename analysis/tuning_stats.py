@@ -181,9 +181,10 @@ def table(doc: dict) -> str:
                          f"{_ms(r['predicted_time_s']):>12s} {meas:>21s} {rate:>9s}  {check}")
     warned = [p for p in doc.get("predictions", []) if p.get("model_warnings")]
     if warned:
+        first = warned[0]["model_warnings"][0]
         lines += ["", f"the model warned about {len(warned)} of {summary['modelled']} "
-                      f"candidates (in the JSON: model_warnings), e.g. {warned[0]['label']}: "
-                      f"{warned[0]['model_warnings'][0]}"]
+                      f"candidates (all in the JSON: model_warnings), e.g. {warned[0]['label']}: "
+                      + (first if len(first) <= 160 else first[:157] + "...")]
     if summary["rejected"]:
         lines += ["", f"rejected before launch: {summary['rejected']} ("
                   + ", ".join(f"{v} {k}" for k, v in summary["rejected_by_stage"].items()) + ")"]
