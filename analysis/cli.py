@@ -706,6 +706,8 @@ def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, inpu
     click.echo(f"{sch.family} on {r.device_name}{simulator_note}: NDRange {r.global_size}, "
                f"work-group {r.local_size}")
     click.echo(f"  build {r.build_time_s * 1e3:.1f} ms" + (" (cached)" if r.build_cached else ""))
+    if r.resources is not None:
+        click.echo(f"  {r.resources.describe()}")
     click.echo(f"  kernel time over {len(r.kernel_times_s)} launches (after {r.warmup} warm-up):"
                f" median {r.median_s * 1e3:.3f} ms, min {r.min_s * 1e3:.3f} ms,"
                f" max {r.max_s * 1e3:.3f} ms"
