@@ -571,7 +571,8 @@ def kernel_resources(target: Target, cl_kernel, name: str, log: str) -> KernelRe
             return dataclasses.replace(parsed, **queried)
         why = f"NVIDIA's build log has no ptxas 'Used N registers' line for {name}"
     else:
-        why = f"not reported by {target.info.platform_name} (only NVIDIA's {NV_VERBOSE} log gives registers)"
+        why = (f"not reported by {target.info.platform_name}; only NVIDIA's {NV_VERBOSE} "
+               "build log gives them")
     return KernelResources(**queried, source=why)
 
 
