@@ -17,7 +17,8 @@ part; it is run once per case and size and kept in ``--cache`` (pickles), then
 "Without the issue ceiling" is computed with ``warp_instructions_per_cycle_per_sub_partition``
 set to 1e12 (issue_s ~ 0), not by another code path.
 
-    python -m experiments.h200.ladder.repredict --sizes 1024 --cache /tmp/ladder_counts
+    python -m experiments.h200.ladder.repredict --sizes 1024 4096 --cache /tmp/ladder_counts \
+        --out reports/nvidia-h200/ladder/model_repredictions.json
 """
 from __future__ import annotations
 
@@ -104,6 +105,8 @@ def main(argv=None) -> int:
     p.add_argument("--labels", nargs="*", default=None)
     p.add_argument("--registers", type=int, nargs="*", default=[64, 128, 168])
     p.add_argument("--out", type=Path, default=None, help="write the rows as JSON")
+    p.add_argument("--cached-only", action="store_true",
+                   help="skip the cases not simulated yet (no pickle in --cache)")
     a = p.parse_args(argv)
     from tiletraffic.simulator.device_model import NVIDIA_H200
 
@@ -118,6 +121,8 @@ def main(argv=None) -> int:
     for n in a.sizes:
         for case in C.CASES:
             if a.labels and case[0] not in a.labels:
+                continue
+            if a.cached_only and not (a.cache / f"{case[0].replace(' ', '_')}_{n}.pkl").exists():
                 continue
             v = variants(simulated(case, n, a.cache, NVIDIA_H200), NVIDIA_H200, a.registers)
             t = measured[(case[0], n)]
