@@ -11,8 +11,11 @@ part; it is run once per case and size and kept in ``--cache`` (pickles), then
 * ``registers``: the register estimate of :mod:`simulator.registers` (a guess);
 * ``issue``: the issue ceiling (``issue_s``) only;
 * ``both``: registers and issue, what ``tiletraffic.model`` now predicts;
-* ``R=<n>``: both, with n registers per work-item for every register-blocked case (what
-  a measured count would give; for the sensitivity table only).
+* ``measured``: both, with the registers the H200's OpenCL compiler reported for the case
+  (``reports/nvidia-h200/registers/build_logs.txt``, ptxas lines of a ``-cl-nv-verbose``
+  build, :func:`measured_registers`);
+* ``R=<n>``: both, with n registers per work-item for every register-blocked case (for
+  the sensitivity table only).
 
 "Without the issue ceiling" is computed with ``warp_instructions_per_cycle_per_sub_partition``
 set to 1e12 (issue_s ~ 0), not by another code path.
@@ -72,7 +75,35 @@ def simulated(case, n: int, cache: Path, model) -> dict:
     return data
 
 
-def variants(data: dict, model, fixed_registers=()) -> dict[str, float]:
+def measured_registers(path: Path | None = None) -> dict[str, int]:
+    """Case label -> registers per work-item in ``reports/nvidia-h200/registers/
+    build_logs.txt`` (the probe's output: each case's label, then its ptxas lines; the
+    first line of each is cut by the probe), read with :func:`gpu.kernel_resources.
+    parse_ptxas_log`."""
+    from tiletraffic.gpu.kernel_resources import parse_ptxas_log
+
+    path = path or REPORT / "registers" / "build_logs.txt"
+    labels = sorted((c[0] for c in C.CASES), key=len, reverse=True)
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in path.read_text().splitlines():
+        head = next((lab for lab in labels if line.startswith(lab + " ")), None)
+        if head is not None and not line.startswith("ptxas"):
+            current = head
+            sections[current] = []
+        elif current is not None:
+            sections[current].append(line)
+    kernels = {c[0]: c[1].replace("-", "_") for c in C.CASES}
+    out = {}
+    for label, lines in sections.items():
+        found = parse_ptxas_log("\n".join(lines), kernels[label])
+        if found is not None:
+            out[label] = found.registers_per_work_item
+    return out
+
+
+def variants(data: dict, model, fixed_registers=(), measured: int | None = None
+             ) -> dict[str, float]:
     """Predicted seconds of one case for each variant of the module docstring."""
     from tiletraffic.simulator.registers import estimate_registers
     from tiletraffic.simulator.traffic_model import predict
@@ -91,6 +122,11 @@ def variants(data: dict, model, fixed_registers=()) -> dict[str, float]:
     both = predict(*args, model, *rest, registers_per_work_item=regs)
     out.update(both=both.predicted_time_s, both_bound=both.bound,
                both_resident=both.resident_work_groups_per_cu)
+    if measured is not None:
+        got = predict(*args, model, *rest, registers_per_work_item=measured)
+        out.update(measured_registers=measured, measured=got.predicted_time_s,
+                   measured_bound=got.bound,
+                   measured_resident=got.resident_work_groups_per_cu)
     for r in fixed_registers:
         if estimate is not None:
             out[f"R={r}"] = predict(*args, model, *rest,
@@ -117,6 +153,7 @@ def main(argv=None) -> int:
     committed = {}
     for path in sorted((REPORT / "ladder").glob("model_predictions*.json*")):
         committed.update({(d["label"], d["n"]): d["predicted_time_s"] for d in read_json(path)})
+    registers = measured_registers()
     rows = []
     for n in a.sizes:
         for case in C.CASES:
@@ -124,14 +161,16 @@ def main(argv=None) -> int:
                 continue
             if a.cached_only and not (a.cache / f"{case[0].replace(' ', '_')}_{n}.pkl").exists():
                 continue
-            v = variants(simulated(case, n, a.cache, NVIDIA_H200), NVIDIA_H200, a.registers)
+            v = variants(simulated(case, n, a.cache, NVIDIA_H200), NVIDIA_H200, a.registers,
+                         registers.get(case[0]))
             t = measured[(case[0], n)]
             row = {"label": case[0], "n": n, "measured_s": t,
                    "committed_prediction_s": committed.get((case[0], n)), **v}
             rows.append(row)
-            err = {k: (v[k] - t) / t for k in v if k in ("before", "registers", "issue", "both")
-                   or k.startswith("R=")}
+            err = {k: (v[k] - t) / t for k in v if k in ("before", "registers", "issue", "both",
+                                                          "measured") or k.startswith("R=")}
             print(f"{case[0]:28s} N={n:5d} R~{v['registers_estimate']} "
+                  f"R={v.get('measured_registers')} "
                   f"resident={v['both_resident']} bound={v['both_bound']:8s} measured "
                   f"{t * 1e3:8.3f} ms  " + "  ".join(f"{k} {e:+.0%}" for k, e in err.items()),
                   flush=True)
