@@ -108,3 +108,16 @@ def test_a_pocl_run_reports_no_registers_but_the_queried_sizes():
     d = res.to_dict()
     assert d["registers_per_work_item"] is None
     assert d["kernel_resources"]["kernel_local_mem_bytes"] == sch.local_mem_bytes
+
+
+def test_the_h200_log_of_a_kernel_with_spills():
+    # gemm_vectorized (TM = TN = 4) on the H200, reports/nvidia-h200/registers/build_logs.txt
+    log = ("ptxas info    : Compiling entry function 'gemm_vectorized' for 'sm_90a'\n"
+           "ptxas info    : Function properties for gemm_vectorized\n"
+           "ptxas         .     16 bytes stack frame, 12 bytes spill stores, 12 bytes spill "
+           "loads\n"
+           "ptxas info    : Used 48 registers, used 1 barriers, 8208 bytes smem\n"
+           "ptxas info    : Compile time = 46.546 ms\n")
+    got = parse_ptxas_log(log, "gemm_vectorized")
+    assert (got.registers_per_work_item, got.stack_frame_bytes, got.spill_store_bytes,
+            got.spill_load_bytes, got.local_mem_bytes) == (48, 16, 12, 12, 8208)

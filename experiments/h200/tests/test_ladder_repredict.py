@@ -24,3 +24,14 @@ def test_both_is_what_the_model_predicts_and_cache_round_trips(tmp_path):
     assert v["registers_estimate"] == model.registers_per_work_item
     # 128^3: 4 work-groups, one per compute unit: occupancy cannot matter
     assert v["before"] == v["registers"] and v["issue"] == v["both"] == v["R=168"]
+
+
+def test_measured_registers_of_every_ladder_case():
+    from experiments.h200.ladder.repredict import measured_registers
+    from .conftest import committed
+
+    got = measured_registers(committed("registers", "build_logs.txt"))
+    assert got == {"naive": 32, "tiled": 31, "register-blocked": 59, "vectorized": 48,
+                   "prefetch": 59, "register-blocked 8x8 bk8": 128, "vectorized 8x8 bk8": 123,
+                   "vectorized 8x8 bk16": 122, "vectorized 8x8 bk16 wg8x8": 128,
+                   "prefetch 8x8 bk8": 128}
