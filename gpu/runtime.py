@@ -42,8 +42,8 @@ from tiletraffic.gpu.device import (  # re-exported: gpu.runtime is the one impo
     select_device,
 )
 from tiletraffic.gpu.kernel import GeneratedKernel
-from tiletraffic.gpu.kernel_resources import (NV_VERBOSE, KernelResources, is_nvidia_platform,
-                                              parse_ptxas_log)
+from tiletraffic.gpu.kernel_resources import (NV_VERBOSE, BuildLogError, KernelResources,
+                                              is_nvidia_platform, parse_ptxas_log)
 from tiletraffic.simulator import tolerance as _tolerance
 from tiletraffic.simulator.device import launch_limit_problems
 from tiletraffic.simulator.reference import reference_product  # re-exported
@@ -424,7 +424,7 @@ def run_kernel(
         cl_kernel = cl.Kernel(built.program, kernel.name)
     except cl.Error as err:
         raise KernelBuildError(f"the program has no kernel named {kernel.name!r}: {err}", built.log) from err
-    resources = kernel_resources(target, cl_kernel, kernel.name, built.log)
+    resources = kernel_resources(target, cl_kernel, kernel.name, built.log, built.how)
     info = cl.kernel_work_group_info
     kernel_max = int(cl_kernel.get_work_group_info(info.WORK_GROUP_SIZE, target.device))
     try:
@@ -551,11 +551,14 @@ def build_options(target: Target, kernel: GeneratedKernel) -> tuple[str, ...]:
     return options
 
 
-def kernel_resources(target: Target, cl_kernel, name: str, log: str) -> KernelResources:
+def kernel_resources(target: Target, cl_kernel, name: str, log: str,
+                     how: str = "") -> KernelResources:
     """Registers, spills and memory of the built ``cl_kernel``: ``CL_KERNEL_PRIVATE_MEM_SIZE``
     and ``CL_KERNEL_LOCAL_MEM_SIZE`` (None where the query fails), and on NVIDIA's platform
     the ptxas lines of its build ``log`` (:func:`gpu.kernel_resources.parse_ptxas_log`).
-    Elsewhere the registers are None, with the reason in ``source``."""
+    Elsewhere, or when the log has no such line (a program from pyopencl's binary cache,
+    ``how``, comes without one) or an unreadable one, the registers are None, with the
+    reason in ``source``; a run never fails for it."""
     info = cl.kernel_work_group_info
     queried = {}
     for key, query in (("private_mem_bytes", "PRIVATE_MEM_SIZE"),
@@ -566,10 +569,16 @@ def kernel_resources(target: Target, cl_kernel, name: str, log: str) -> KernelRe
         except (cl.Error, AttributeError):
             queried[key] = None
     if is_nvidia_platform(target.info.platform_name):
-        parsed = parse_ptxas_log(log, name)
+        try:
+            parsed = parse_ptxas_log(log, name)
+        except BuildLogError as err:
+            return KernelResources(**queried, source=str(err))
         if parsed is not None:
             return dataclasses.replace(parsed, **queried)
         why = f"NVIDIA's build log has no ptxas 'Used N registers' line for {name}"
+        if "cache" in how:
+            why += (f" (the program came from pyopencl's binary cache: {how}; "
+                    "PYOPENCL_NO_CACHE=1 rebuilds it)")
     else:
         why = (f"not reported by {target.info.platform_name}; only NVIDIA's {NV_VERBOSE} "
                "build log gives them")

@@ -121,3 +121,26 @@ def test_the_h200_log_of_a_kernel_with_spills():
     got = parse_ptxas_log(log, "gemm_vectorized")
     assert (got.registers_per_work_item, got.stack_frame_bytes, got.spill_store_bytes,
             got.spill_load_bytes, got.local_mem_bytes) == (48, 16, 12, 12, 8208)
+
+
+class _FakeKernel:
+    """A built kernel whose work-group queries answer like NVIDIA's driver."""
+
+    def get_work_group_info(self, query, device):
+        import pyopencl as cl
+        return {cl.kernel_work_group_info.PRIVATE_MEM_SIZE: 0,
+                cl.kernel_work_group_info.LOCAL_MEM_SIZE: 2052}[query]
+
+
+def test_nvidia_resources_from_the_log_and_the_queries():
+    from tiletraffic.gpu.runtime import kernel_resources
+    nvidia = types.SimpleNamespace(info=types.SimpleNamespace(platform_name="NVIDIA CUDA"),
+                                   device=None)
+    got = kernel_resources(nvidia, _FakeKernel(), "gemm_tiled", H200_TILED_LOG)
+    assert (got.registers_per_work_item, got.private_mem_bytes,
+            got.kernel_local_mem_bytes) == (31, 0, 2052)
+    cached = kernel_resources(nvidia, _FakeKernel(), "gemm_tiled", "", "cache retrieval")
+    assert cached.registers_per_work_item is None and "PYOPENCL_NO_CACHE=1" in cached.source
+    bad = kernel_resources(nvidia, _FakeKernel(), "gemm_tiled",
+                           H200_TILED_LOG.replace("Used 31", "Used x"))
+    assert bad.registers_per_work_item is None and "unreadable ptxas line" in bad.source
