@@ -239,7 +239,7 @@ def measure(target, base: DeviceModel, sizes: Sizes,
         out.append(size)
         if size.field == "l2_bytes":  # read at half the measured L2, not the queried one
             l2_foot = max(16, int(size.value) // 2 // 16 * 16)
-            l2_passes = max(4, s.dram_bytes // l2_foot)
+            l2_passes = max(4, s.l2_sweep_bytes // l2_foot)  # as many bytes as a sweep step
     progress("l2_read")
     t = med(mb.read_sum(target, l2_foot, l2_passes, s.stream_work_items, r))
     l2 = bytes_per_s(l2_foot * l2_passes, t)
