@@ -1,0 +1,142 @@
+"""Counts of a long K loop from three short ones (issue #13, "Speed").
+
+The schedule families here loop over K (the reduction length: columns of A) in steps of a
+fixed depth D (``bk`` of the register-blocked GEMMs, the tile width of ``gemm-tiled``, the
+chunk of ``matvec-local``, the row width of ``matvec-rows-reduce``, 1 for the naive ones
+and ``matvec-local-whole``). K enters the IR only as the parameter ``K``: in loop bounds,
+guards (``k < K``) and the row stride of A. Write K = r + n·P with P = lcm(D, 32) elements:
+changing n by one adds P/D steps and moves every row of A by a whole number of 128-byte
+lines, so cache-line and sector alignment, the guards of the last (partial) step and the
+first step (and a prefetching schedule's second-to-last) are the same for every n. Every
+count the traffic model uses is then a sum of per-step contributions that depend on the
+step's position modulo P/D only, hence affine in n: requests, sectors, lines, wavefronts,
+bank conflicts, loads, stores, FLOPs and barriers (:class:`TrafficCounts`,
+:class:`MemoryCounts`), the barrier intervals with global loads, the distinct sectors per
+work-group (footprint; steps P/D apart touch disjoint lines) and the load offsets between
+neighbouring work-groups (A's moves by K rows' worth per work-group row).
+
+The argument is checked, not assumed: :func:`extrapolated_observation` simulates three K
+values n0, n0 + 1, n0 + 2 (in units of P), each by work-group classes, and accepts only if
+every single figure has equal differences (also the offsets that are ``None``, the keys of
+every dict and the number of work-groups); it then extrapolates each figure to the real K
+and returns ``None`` (the caller executes the whole loop) whenever anything differs, a
+short run reports a hazard, or the family is not one of the built-in ones (the tests of
+``tests/test_k_extrapolation.py`` prove the extrapolated model equal to full execution for
+every family over drawn shapes). The DRAM model is not linear in K: the caller predicts
+with the real schedule and the extrapolated counts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+from .hazards import HazardError
+from .schedule import Schedule
+
+LINE_ELEMS = 32
+"""float32 elements per 128-byte cache line: the alignment that K values must share."""
+
+MIN_STEPS = 4
+"""Fewest K steps of the shortest simulated K (first, last and interior steps distinct)."""
+
+
+def k_step_elems(schedule: Schedule) -> int | None:
+    """Depth D of one step of ``schedule``'s K loop (elements of K), or ``None`` for a
+    schedule this module does not apply to (not a built-in family, or no parameter K)."""
+    from .schedules import FAMILIES
+
+    if schedule.family not in FAMILIES or "K" not in schedule.param_values:
+        return None
+    if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch"):
+        return int(schedule.extra["bk"])
+    if schedule.family in ("gemm-tiled", "matvec-rows-reduce"):
+        return int(schedule.tile)
+    if schedule.family == "matvec-local":
+        return int(schedule.extra["chunk"])
+    return 1
+
+
+def short_k_values(k: int, depth: int) -> tuple[list[int], int, int] | None:
+    """The three K values to simulate instead of ``k``, their spacing P and how many P the
+    real K lies beyond the first; ``None`` when ``k`` is too short to gain anything."""
+    period = math.lcm(depth, LINE_ELEMS)
+    first = k % period
+    while first < max(MIN_STEPS * depth, period):
+        first += period
+    values = [first, first + period, first + 2 * period]
+    if values[-1] + period > k:
+        return None
+    return values, period, (k - first) // period
+
+
+def with_k(schedule: Schedule, k: int) -> Schedule:
+    """``schedule`` with its parameter K set to ``k`` (the rest of the IR unchanged)."""
+    params = tuple((name, k if name == "K" else value) for name, value in schedule.params)
+    return dataclasses.replace(schedule, params=params)
+
+
+class NotAffine(Exception):
+    """A figure of the three short runs does not have equal differences."""
+
+
+def _extrapolate(values: list, steps: int):
+    """The value at ``steps`` periods beyond the first of three values one period apart."""
+    first, second, third = values
+    if isinstance(first, dict):
+        if not (list(first) == list(second) == list(third)):
+            raise NotAffine("keys differ")
+        return {key: _extrapolate([first[key], second[key], third[key]], steps)
+                for key in first}
+    if first is None or second is None or third is None:
+        if not (first is None and second is None and third is None):
+            raise NotAffine("None in some runs only")
+        return None
+    if isinstance(first, bool) or not isinstance(first, (int, float)) and \
+            not hasattr(first, "dtype"):
+        if first == second == third:
+            return first
+        raise NotAffine(f"{first!r} differs")
+    if second - first != third - second:
+        raise NotAffine(f"{first}, {second}, {third}")
+    return first + steps * (second - first)
+
+
+def _extrapolate_fields(objs: list, steps: int):
+    """A copy of ``objs[0]`` (a dataclass) with every field extrapolated."""
+    out = {f.name: _extrapolate([getattr(o, f.name) for o in objs], steps)
+           for f in dataclasses.fields(objs[0])}
+    return dataclasses.replace(objs[0], **out)
+
+
+def extrapolated_observation(schedule: Schedule, observe: Callable):
+    """The :class:`simulator.traffic_model.LaunchObservation` of ``schedule`` from three
+    shorter K, or ``None`` where that is not proved exact (see the module docstring).
+
+    ``observe(schedule)`` simulates one schedule by work-group classes.
+    """
+    depth = k_step_elems(schedule)
+    if depth is None:
+        return None
+    plan = short_k_values(schedule.param_values["K"], depth)
+    if plan is None:
+        return None
+    values, _, steps = plan
+    try:
+        runs = [observe(with_k(schedule, k)) for k in values]
+    except HazardError:
+        return None
+    try:
+        counts = _extrapolate_fields([r.counts for r in runs], steps)
+        memory = _extrapolate_fields([r.memory for r in runs], steps)
+        footprint = runs[0].footprint
+        for name in ("sectors_by_buffer", "own_sectors_by_buffer"):
+            setattr(footprint, name, _extrapolate([getattr(r.footprint, name) for r in runs],
+                                                  steps))
+        phases = _extrapolate([r.load_phases for r in runs], steps)
+        offsets = tuple(_extrapolate([r.offsets[d] for r in runs], steps) for d in (0, 1))
+    except NotAffine:
+        return None
+    footprint.offsets = offsets[0]
+    return dataclasses.replace(runs[0], counts=counts, memory=memory, footprint=footprint,
+                               load_phases=phases, offsets=offsets)
