@@ -24,11 +24,13 @@ Control flow depends on integers only, never on float values, so running with
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
 
+from . import private_nest
 from . import schedule as S
 from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, count_per_group
 from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
@@ -41,6 +43,11 @@ BATCH_WORK_ITEMS = 1 << 20
 BLOCK_ELEMS = 1 << 22
 """Entries of one (G, L, I) block of a vectorized loop."""
 
+
+PRIVATE_NESTS = os.environ.get("TILETRAFFIC_PRIVATE_NESTS", "1") != "0"
+"""Execute loop nests on private memory only in one step when values are not computed
+(:mod:`simulator.private_nest`; same results). ``TILETRAFFIC_PRIVATE_NESTS=0`` executes them
+statement by statement (the old path, for the benchmark and the tests)."""
 
 VECTOR_BLOCK = 4
 """Vectorized loop blocks start at multiples of this many iterations."""
@@ -156,13 +163,16 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
 
 
 def probe_runner(schedule: S.Schedule):
-    """``run(linear_ids, observer)``: execute those work-groups of ``schedule`` (counts
-    only, hazards collected and ignored) with one observer; for probing address patterns."""
+    """``run(linear_ids, observer, block_groups=None)``: execute those work-groups of
+    ``schedule`` (counts only, hazards collected and ignored) with one observer; for probing
+    address patterns. ``block_groups``: vectorized loops run in the iteration blocks of a
+    batch of that many work-groups (default: the batch's own)."""
     params = schedule.param_values
     sizes = {a.name: int(_eval_static(a.size, params)) for a in schedule.arrays}
 
-    def run_groups(linear_ids, observer):
+    def run_groups(linear_ids, observer, block_groups=None):
         probe = _Machine(schedule, params, sizes, {}, [observer], HazardLog("report"), False)
+        probe.block_groups = block_groups
         probe.run_batch(np.asarray(linear_ids))
 
     return run_groups
@@ -304,6 +314,10 @@ class _Machine:
         self.vectorizable: dict[int, bool] = {}
         self.sites: dict[tuple, str] = {}
         self.barriers: dict[int, int] = {}
+        self.block_groups: int | None = None
+        """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
+        self.private_nests: dict[int, private_nest.NestPlan | None] = {}
+        """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
 
     # ------------------------------------------------------------------ batch set-up
     def run_batch(self, group_index: np.ndarray, weights: np.ndarray | None = None) -> None:
@@ -784,6 +798,12 @@ class _Machine:
 
     def exec_for(self, loop: S.For, m) -> None:
         key = id(loop)
+        if not self.values and PRIVATE_NESTS:
+            if key not in self.private_nests:
+                self.private_nests[key] = private_nest.plan(loop, self.params)
+            nest = self.private_nests[key]
+            if nest is not None and private_nest.run(self, nest, m):
+                return
         if key not in self.vectorizable:
             self.vectorizable[key] = _is_vectorizable(loop)
         step = self.eval_int(loop.step)
@@ -811,7 +831,8 @@ class _Machine:
         most = int(trips.max()) if trips.size else 0
         # Blocks hold a multiple of VECTOR_BLOCK iterations, so that observers can see runs of
         # consecutive iterations (e.g. local loads a compiler would merge into vector loads).
-        block_len = max(VECTOR_BLOCK, BLOCK_ELEMS // (self.G * self.L) // VECTOR_BLOCK
+        groups = self.block_groups or self.G
+        block_len = max(VECTOR_BLOCK, BLOCK_ELEMS // (groups * self.L) // VECTOR_BLOCK
                         * VECTOR_BLOCK)
         for first in range(0, most, block_len):
             j = np.arange(first, min(first + block_len, most), dtype=np.int64).reshape(1, 1, -1)
