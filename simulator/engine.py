@@ -45,9 +45,10 @@ BLOCK_ELEMS = 1 << 22
 
 
 PRIVATE_NESTS = os.environ.get("TILETRAFFIC_PRIVATE_NESTS", "1") != "0"
-"""Execute loop nests on private memory only in one step when values are not computed
-(:mod:`simulator.private_nest`; same results). ``TILETRAFFIC_PRIVATE_NESTS=0`` executes them
-statement by statement (the old path, for the benchmark and the tests)."""
+"""When values are not computed: execute loop nests on private memory only in one step
+(:mod:`simulator.private_nest`), and private array elements of one static index per batch
+without per-work-item index arrays (same results). ``TILETRAFFIC_PRIVATE_NESTS=0`` executes
+them statement by statement (the old path, for the benchmark and the tests)."""
 
 VECTOR_BLOCK = 4
 """Vectorized loop blocks start at multiples of this many iterations."""
@@ -661,7 +662,29 @@ class _Machine:
         mask_b = np.broadcast_to(mask, shape)
         return np.where(mask_b, np.broadcast_to(flat, shape), 0), mask_b
 
+    def private_elem_flat(self, name: str, index: tuple) -> int | None:
+        """Flat element index of ``name[index]`` when every index is one integer for all
+        work-items and within bounds; ``None`` otherwise (then :meth:`private_elem_index`
+        handles it, reporting what it must)."""
+        if name not in self.parrays:
+            return None
+        array = self.parrays[name][0]
+        flat = 0
+        for i, d in zip(index, array.dims):
+            comp = self.eval_int(i)
+            if np.ndim(comp) or not 0 <= comp < d.value:
+                return None
+            flat = flat * d.value + int(comp)
+        return flat if len(index) == len(array.dims) else None
+
     def read_private_elem(self, e: S.PrivateElem, mask):
+        if not self.values and PRIVATE_NESTS:
+            flat = self.private_elem_flat(e.array.name, e.index)
+            if flat is not None:
+                is_set = self.parray_set[e.array.name]
+                if is_set is None or not np.any(np.logical_and(
+                        mask, np.logical_not(is_set[:, :, flat:flat + 1]))):
+                    return None
         idx, ok = self.private_elem_index(e.array.name, e.index, mask, "load")
         is_set = self.parray_set[e.array.name]
         if is_set is not None:
@@ -688,6 +711,17 @@ class _Machine:
         accumulate = isinstance(s, S.Accumulate)
         if accumulate:
             self.read_private_elem(S.PrivateElem(self.parrays[s.name][0], s.index), m)
+        if not self.values and PRIVATE_NESTS:
+            flat = self.private_elem_flat(s.name, s.index)
+            if flat is not None:
+                if self.shape_of(m)[2] != 1:
+                    raise ValueError(f"{self.schedule.family}: private array {s.name} written "
+                                     "in a vectorized loop")
+                self.count_flop(m, ops + (1 if accumulate else 0))
+                is_set = self.parray_set[s.name]
+                if is_set is not None:
+                    is_set[:, :, flat] |= np.broadcast_to(m, (self.G, self.L, 1))[:, :, 0]
+                return
         idx, ok = self.private_elem_index(s.name, s.index, m, "store")
         if idx.shape[2] != 1:
             raise ValueError(f"{self.schedule.family}: private array {s.name} written in a "
