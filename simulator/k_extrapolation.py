@@ -22,8 +22,11 @@ every dict and the number of work-groups); it then extrapolates each figure to t
 and returns ``None`` (the caller executes the whole loop) whenever anything differs, a
 short run reports a hazard, or the family is not one of the built-in ones (the tests of
 ``tests/test_k_extrapolation.py`` prove the extrapolated model equal to full execution for
-every family over drawn shapes). The DRAM model is not linear in K: the caller predicts
-with the real schedule and the extrapolated counts.
+every family over drawn shapes). One more case falls back: a device model that merges
+consecutive local loads into vector loads, with a loop the engine runs in blocks of
+iterations whose length depends on K (:func:`merges_k_dependent_blocks`: a long K splits it
+into several blocks, a short one does not). The DRAM model is not linear in K: the caller
+predicts with the real schedule and the extrapolated counts.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ import dataclasses
 import math
 from typing import Callable
 
+from . import schedule as S
 from .hazards import HazardError
 from .schedule import Schedule
 
@@ -55,6 +59,55 @@ def k_step_elems(schedule: Schedule) -> int | None:
     if schedule.family == "matvec-local":
         return int(schedule.extra["chunk"])
     return 1
+
+
+def _mentions_k_or_var(e) -> bool:
+    if isinstance(e, S.Param):
+        return e.name == "K"
+    if isinstance(e, S.Var):
+        return True
+    if isinstance(e, (S.BinOp, S.Min)):
+        return _mentions_k_or_var(e.left) or _mentions_k_or_var(e.right)
+    return False
+
+
+def _has_local_load(e) -> bool:
+    if isinstance(e, S.Load):
+        return isinstance(e.array, S.LocalArray)
+    if isinstance(e, S.FBinOp):
+        return _has_local_load(e.left) or _has_local_load(e.right)
+    return False
+
+
+def merges_k_dependent_blocks(schedule: Schedule) -> bool:
+    """Whether a loop the engine runs in blocks of iterations loads local memory and may
+    run a number of iterations that depends on K (bounds with K or a variable). With a
+    device model that merges consecutive local loads into vector loads
+    (``local_vector_words`` > 1), its counts depend on how the iterations fall into blocks,
+    which differs between a short K (one block) and a long one (several)."""
+    from .engine import _is_vectorizable
+
+    def body_loads_local(stmts) -> bool:
+        for s in stmts:
+            if isinstance(s, S.Accumulate) and _has_local_load(s.value):
+                return True
+            if isinstance(s, S.If) and (body_loads_local(s.then) or body_loads_local(s.orelse)):
+                return True
+        return False
+
+    def walk(stmts) -> bool:
+        for s in stmts:
+            if isinstance(s, S.For):
+                if _is_vectorizable(s) and body_loads_local(s.body) and any(
+                        _mentions_k_or_var(x) for x in (s.start, s.stop, s.step)):
+                    return True
+                if walk(s.body):
+                    return True
+            elif isinstance(s, S.If) and (walk(s.then) or walk(s.orelse)):
+                return True
+        return False
+
+    return walk(schedule.body)
 
 
 def short_k_values(k: int, depth: int) -> tuple[list[int], int, int] | None:
@@ -109,14 +162,18 @@ def _extrapolate_fields(objs: list, steps: int):
     return dataclasses.replace(objs[0], **out)
 
 
-def extrapolated_observation(schedule: Schedule, observe: Callable):
+def extrapolated_observation(schedule: Schedule, observe: Callable,
+                             local_vector_words: int = 1):
     """The :class:`simulator.traffic_model.LaunchObservation` of ``schedule`` from three
     shorter K, or ``None`` where that is not proved exact (see the module docstring).
 
-    ``observe(schedule)`` simulates one schedule by work-group classes.
+    ``observe(schedule)`` simulates one schedule by work-group classes;
+    ``local_vector_words``: the device model's (see :func:`merges_k_dependent_blocks`).
     """
     depth = k_step_elems(schedule)
     if depth is None:
+        return None
+    if local_vector_words > 1 and merges_k_dependent_blocks(schedule):
         return None
     plan = short_k_values(schedule.param_values["K"], depth)
     if plan is None:

@@ -493,7 +493,7 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
 
         check_schedule_limits(schedule, limits)
         observed = extrapolated_observation(schedule, lambda s: observe_launch(
-            s, model, limits=limits))
+            s, model, limits=limits), model.local_vector_words)
     if observed is None:
         observed = observe_launch(schedule, model, work_group_classes=work_group_classes,
                                   limits=limits)
