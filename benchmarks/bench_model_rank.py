@@ -16,9 +16,10 @@ The old path (whole K loop executed, ``k_extrapolation=False``, and private loop
 statement by statement, ``TILETRAFFIC_PRIVATE_NESTS=0``) is timed side by side on
 ``--old-cases`` cases (gemm-tiled with tile 16, then the register-blocked ones the old
 path runs fastest: a conservative ratio), in a fresh process each, with a check that both
-give identical results. (The probing of work-group classes in one batch and the race detector's union
-test, also new, have no switch; ``--old-checkout DIR`` times a checkout of the code before
-this work instead, e.g. ``--old-checkout /work/main``.)
+give identical results. (The probing of work-group classes in one batch, the race
+detector's union test and the memory observer's memory of repeated local accesses, also
+new, have no switch; ``--old-checkout DIR`` times a checkout of the code before this work
+instead, e.g. ``--old-checkout /work/main``.)
 
     python benchmarks/bench_model_rank.py [--n 4096] [--candidates 200] [--processes 2]
 """

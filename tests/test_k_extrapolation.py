@@ -19,6 +19,9 @@ from tiletraffic.simulator.traffic_model import model_launch, observe_launch
 from tiletraffic.simulator.variants import build_any
 
 
+H200, CUDA = "nvidia-h200", "nvidia-h200-cuda"
+
+
 def _depth(family: str, options: dict) -> int:
     if family in REGISTER_BLOCKED_FAMILIES:
         return options["bk"]
@@ -75,17 +78,17 @@ def _model(schedule: Schedule, device=NVIDIA_H200, **kw):
 
 
 @settings(max_examples=20)
-@given(long_k_schedules(), st.sampled_from(("nvidia-h200", "nvidia-h200-cuda")))
-@example(build("gemm-register-blocked", 70, 333, 90, tile=8, tm=2, tn=4, bk=8, wg_rows=4), "nvidia-h200")
-@example(build("gemm-prefetch", 70, 333, 90, tile=8, tm=2, tn=4, bk=8, wg_rows=4), "nvidia-h200")
-@example(build("gemm-vectorized", 70, 336, 96, tile=8, tm=4, tn=4, bk=8, wg_rows=4), "nvidia-h200")
-@example(build("gemm-prefetch", 130, 611, 140, tile=4, tm=3, tn=5, bk=3, wg_rows=5), "nvidia-h200")
-@example(build("gemm-tiled", 150, 500, 150, tile=16, padding=1), "nvidia-h200-cuda")
-@example(build("gemm-tiled", 100, 1001, 90, tile=7, a_tile="transposed"), "nvidia-h200")
-@example(build("gemm-naive", 90, 301, 70, tile=5, mapping="transposed"), "nvidia-h200")
-@example(build("matvec-local", 300, 500, tile=64, chunk=48), "nvidia-h200")
-@example(build("matvec-local-whole", 300, 500, tile=64), "nvidia-h200-cuda")
-@example(build("matvec-rows-reduce", 300, 2500, tile=15, wg_rows=3), "nvidia-h200")
+@given(long_k_schedules(), st.sampled_from((H200, CUDA)))
+@example(build("gemm-register-blocked", 70, 333, 90, tile=8, tm=2, tn=4, bk=8, wg_rows=4), H200)
+@example(build("gemm-prefetch", 70, 333, 90, tile=8, tm=2, tn=4, bk=8, wg_rows=4), H200)
+@example(build("gemm-vectorized", 70, 336, 96, tile=8, tm=4, tn=4, bk=8, wg_rows=4), H200)
+@example(build("gemm-prefetch", 130, 611, 140, tile=4, tm=3, tn=5, bk=3, wg_rows=5), H200)
+@example(build("gemm-tiled", 150, 500, 150, tile=16, padding=1), CUDA)
+@example(build("gemm-tiled", 100, 1001, 90, tile=7, a_tile="transposed"), H200)
+@example(build("gemm-naive", 90, 301, 70, tile=5, mapping="transposed"), H200)
+@example(build("matvec-local", 300, 500, tile=64, chunk=48), H200)
+@example(build("matvec-local-whole", 300, 500, tile=64), CUDA)
+@example(build("matvec-rows-reduce", 300, 2500, tile=15, wg_rows=3), H200)
 def test_extrapolated_model_equals_full_execution(schedule, device):
     model = DEVICE_MODELS[device]
 
