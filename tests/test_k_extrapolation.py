@@ -77,7 +77,7 @@ def _model(schedule: Schedule, device=NVIDIA_H200, **kw):
         return model_launch(schedule, device, **kw)
 
 
-@settings(max_examples=20)
+@settings(max_examples=12)
 @given(long_k_schedules(), st.sampled_from((H200, CUDA)))
 @example(build("gemm-register-blocked", 70, 333, 90, tile=8, tm=2, tn=4, bk=8, wg_rows=4), H200)
 @example(build("gemm-prefetch", 70, 333, 90, tile=8, tm=2, tn=4, bk=8, wg_rows=4), H200)
