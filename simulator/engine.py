@@ -21,6 +21,8 @@ element whose flat index is not a multiple of the width is the hazard
 
 Control flow depends on integers only, never on float values, so running with
 ``compute_values=False`` gives exactly the same counts while skipping the float arithmetic.
+Then loop nests on private memory only (a register tile's update) run in one step
+(:mod:`simulator.private_nest`, statement by statement wherever a hazard could occur).
 """
 from __future__ import annotations
 
