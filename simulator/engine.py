@@ -320,6 +320,7 @@ class _Machine:
         self.block_groups: int | None = None
         """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
         self.private_nests: dict[int, private_nest.NestPlan | None] = {}
+        self.private_runs: dict[int, dict] = {}
         """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
 
     # ------------------------------------------------------------------ batch set-up
@@ -550,7 +551,20 @@ class _Machine:
 
     # ------------------------------------------------------------------ statements
     def exec_block(self, stmts, mask) -> None:
-        for s in stmts:
+        runs = None
+        if not self.values and PRIVATE_NESTS:
+            cached = self.private_runs.get(id(stmts))
+            if cached is None or cached[0] is not stmts:
+                cached = self.private_runs[id(stmts)] = (
+                    stmts, private_nest.statement_runs(stmts, self.params))
+            runs = cached[1]
+        skip = 0
+        for pos, s in enumerate(stmts):
+            if pos < skip:
+                continue
+            if runs and pos in runs and private_nest.run(self, runs[pos][0], mask):
+                skip = runs[pos][1]
+                continue
             m = np.logical_and(mask, self.alive)
             if isinstance(s, S.Let):
                 self.env[s.name] = self.eval_int(s.value)

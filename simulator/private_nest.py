@@ -1,7 +1,8 @@
 """Loop nests on private memory only, executed in one step when values are not computed.
 
-A register-blocked GEMM's update ``for i, for j: acc[i][j] += a[i] * b[j]`` touches only
-private memory. Its loops have constant bounds, its indices are functions of the loop
+A register-blocked GEMM's update ``for i, for j: acc[i][j] += a[i] * b[j]`` (or its
+unrolled form, a run of ``acc[0][0] += a_0 * b_0; ...`` statements) touches only private
+memory. Its loops have constant bounds, its indices are functions of the loop
 variables and constants only, and no statement depends on a work-item's id or on global or
 local memory. With ``compute_values=False`` its whole effect on the engine's state is then
 known statically, the same for every executing work-item:
@@ -14,7 +15,8 @@ known statically, the same for every executing work-item:
   before writing it is set for every executing work-item when the nest starts;
 * what the nest sets: the elements and private floats it writes, for those work-items.
 
-:func:`plan` enumerates the iteration space once per loop (a Python loop over the few
+:func:`plan` (a loop) and :func:`statement_runs` (runs of statements of a block)
+enumerate the iteration space once (a Python loop over the few
 iterations of a register tile, never over work-items); :func:`run` applies it. Whenever a
 condition fails (a bound or index not static, an index out of bounds, a step <= 0, an
 undeclared name, a read of something unset, a statement of another kind, or a vectorized
@@ -83,6 +85,30 @@ def _int(e: S.IntExpr, env: dict[str, int], params: dict[str, int]) -> int:
 
 def plan(loop: S.For, params: dict[str, int]) -> NestPlan | None:
     """The static effect of ``loop`` as a private-only nest, or ``None`` if it is not one."""
+    return plan_block((loop,), params)
+
+
+def statement_runs(stmts, params: dict[str, int]) -> dict[int, tuple[NestPlan, int]]:
+    """Runs of two or more consecutive private-only statements of a block (an unrolled
+    register-tile update: ``acc[0][0] += a_0 * b_0; acc[0][1] += a_0 * b_1; ...``):
+    ``{position of the first: (plan of the run, position after the last)}``."""
+    runs = {}
+    start = 0
+    while start < len(stmts):
+        end = start
+        while end < len(stmts) and isinstance(stmts[end], (S.Assign, S.Accumulate, S.For)):
+            end += 1
+        if end - start >= 2:
+            nest = plan_block(tuple(stmts[start:end]), params)
+            if nest is not None:
+                runs[start] = (nest, end)
+        start = end + 1
+    return runs
+
+
+def plan_block(stmts, params: dict[str, int]) -> NestPlan | None:
+    """The static effect of the statements ``stmts`` (executed in order under one mask) as
+    a private-only nest, or ``None`` if they are not one."""
     out = NestPlan()
     written: dict[str, set] = {}
     assigned: set[str] = set()
@@ -140,7 +166,7 @@ def plan(loop: S.For, params: dict[str, int]) -> NestPlan | None:
                 raise _NotStatic(type(s).__name__)
 
     try:
-        walk((loop,), {})
+        walk(tuple(stmts), {})
     except _NotStatic:
         return None
     return out
