@@ -19,7 +19,8 @@ path runs fastest: a conservative ratio), in a fresh process each, with a check 
 give identical results. (The probing of work-group classes in one batch, the race
 detector's union test and the memory observer's memory of repeated local accesses, also
 new, have no switch; ``--old-checkout DIR`` times a checkout of the code before this work
-instead, e.g. ``--old-checkout /work/main``.)
+instead (a checkout of the same tree before this work, e.g. ``git archive 1971542``
+unpacked: a later main also differs in the model itself).)
 
     python benchmarks/bench_model_rank.py [--n 4096] [--candidates 200] [--processes 2]
 """
