@@ -2,8 +2,9 @@
 
 The schedule families here loop over K (the reduction length: columns of A) in steps of a
 fixed depth D (``bk`` of the register-blocked GEMMs, the tile width of ``gemm-tiled``, the
-chunk of ``matvec-local``, the row width of ``matvec-rows-reduce``, 1 for the naive ones
-and ``matvec-local-whole``). K enters the IR only as the parameter ``K``: in loop bounds,
+chunk of ``matvec-local``, the row width of ``matvec-rows-reduce``, the work-group size of
+``matvec-local-whole``, which stages x that many words at a time, 1 for the naive ones;
+and a multiple of the step of every loop whose bounds mention K). K enters the IR only as the parameter ``K``: in loop bounds,
 guards (``k < K``) and the row stride of A. Write K = r + n·P with P = lcm(D, 32) elements:
 changing n by one adds P/D steps and moves every row of A by a whole number of 128-byte
 lines, so cache-line and sector alignment, the guards of the last (partial) step and the
@@ -15,10 +16,12 @@ bank conflicts, loads, stores, FLOPs and barriers (:class:`TrafficCounts`,
 work-group (footprint; steps P/D apart touch disjoint lines) and the load offsets between
 neighbouring work-groups (A's moves by K rows' worth per work-group row).
 
-The argument is checked, not assumed: :func:`extrapolated_observation` simulates three K
+The argument is checked as well as it can be, not assumed: :func:`extrapolated_observation` simulates three K
 values n0, n0 + 1, n0 + 2 (in units of P), each by work-group classes, and accepts only if
 every single figure has equal differences (also the offsets that are ``None``, the keys of
-every dict and the number of work-groups); it then extrapolates each figure to the real K
+every dict and the number of work-groups; equal differences at three points do not prove
+the periodicity, which rests on D: with a D too small they can agree by chance, as the
+tests found for ``matvec-local-whole`` before its D was its work-group size); it then extrapolates each figure to the real K
 and returns ``None`` (the caller executes the whole loop) whenever anything differs, a
 short run reports a hazard, or the family is not one of the built-in ones (the tests of
 ``tests/test_k_extrapolation.py`` prove the extrapolated model equal to full execution for
@@ -53,12 +56,43 @@ def k_step_elems(schedule: Schedule) -> int | None:
     if schedule.family not in FAMILIES or "K" not in schedule.param_values:
         return None
     if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch"):
-        return int(schedule.extra["bk"])
-    if schedule.family in ("gemm-tiled", "matvec-rows-reduce"):
-        return int(schedule.tile)
-    if schedule.family == "matvec-local":
-        return int(schedule.extra["chunk"])
-    return 1
+        depth = int(schedule.extra["bk"])
+    elif schedule.family in ("gemm-tiled", "matvec-rows-reduce", "matvec-local-whole"):
+        depth = int(schedule.tile)   # matvec-local-whole: x is staged tile words at a time
+    elif schedule.family == "matvec-local":
+        depth = int(schedule.extra["chunk"])
+    else:
+        depth = 1
+    for step in _k_loop_steps(schedule.body, schedule.param_values):
+        if step is None:
+            return None
+        depth = math.lcm(depth, step)
+    return depth
+
+
+def _k_loop_steps(stmts, params):
+    """Steps of the loops whose bounds mention K (``None`` for a step not constant)."""
+    from .engine import _Machine
+
+    for s in stmts:
+        if isinstance(s, S.For):
+            if any(_mentions(x, "K") for x in (s.start, s.stop)):
+                try:
+                    yield int(_Machine.eval_int_static(s.step, params))
+                except (TypeError, KeyError):
+                    yield None
+            yield from _k_loop_steps(s.body, params)
+        elif isinstance(s, S.If):
+            yield from _k_loop_steps(s.then, params)
+            yield from _k_loop_steps(s.orelse, params)
+
+
+def _mentions(e, name: str) -> bool:
+    if isinstance(e, S.Param):
+        return e.name == name
+    if isinstance(e, (S.BinOp, S.Min)):
+        return _mentions(e.left, name) or _mentions(e.right, name)
+    return False
 
 
 def _mentions_k_or_var(e) -> bool:
