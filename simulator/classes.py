@@ -18,6 +18,7 @@ shapes.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,40 +44,88 @@ class GroupClasses:
         return int(self.weights.sum())
 
 
-class _IndexRecorder(Observer):
-    def __init__(self):
-        self.events: list[tuple[str, str, np.ndarray, np.ndarray]] = []
+class _StepRecorder(Observer):
+    """For each probed pair of batch rows (work-groups ``a``, ``b``) and each access event
+    that both execute: (array, direction, whether ``index[b] - index[a]`` is one constant
+    where both execute, its first value)."""
+
+    def __init__(self, rows: list[tuple[int, int]]):
+        self.rows = rows
+        self.found: list[list[tuple[str, str, bool, int]]] = [[] for _ in rows]
 
     def on_access(self, ev: AccessEvent) -> None:
-        shape = ev.shape
-        self.events.append((ev.array, ev.direction, np.broadcast_to(ev.index, shape).copy(),
-                            np.broadcast_to(ev.mask, shape).copy()))
+        index = np.broadcast_to(ev.index, ev.shape)
+        mask = np.broadcast_to(ev.mask, ev.shape)
+        for found, (a, b) in zip(self.found, self.rows):
+            both = mask[a] & mask[b]
+            if both.any():
+                diff = (index[b] - index[a])[both]
+                found.append((ev.array, ev.direction, bool((diff == diff.flat[0]).all()),
+                              int(diff.flat[0])))
+
+
+_PROBES: "weakref.WeakKeyDictionary[Schedule, dict]" = weakref.WeakKeyDictionary()
+"""Per schedule, the step differences of every probed pair (probing runs once)."""
+
+PROBE_BLOCK_GROUPS = 2
+"""Vectorized loops of the probe batch run in the blocks of a batch of this many
+work-groups: those of the two work-groups of one pair, executed on their own."""
+
+
+def _probe_pairs(schedule: Schedule) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(base, base one step further in one dimension) pairs that :func:`group_classes` and
+    :func:`load_offsets` (dimensions 0 and 1) compare."""
+    ng = schedule.num_groups
+    pairs = []
+    base = [1 if n >= MIN_GROUPS_FOR_CLASSES else 0 for n in ng]
+    for d, n in enumerate(ng):
+        if n >= MIN_GROUPS_FOR_CLASSES:
+            pairs.append((tuple(base), tuple(v + (i == d) for i, v in enumerate(base))))
+    for d in (0, 1):
+        if d < len(ng) and ng[d] >= 2:
+            start = [1 if n >= 3 else 0 for n in ng]
+            start[d] = 0
+            pairs.append((tuple(start), tuple(v + (i == d) for i, v in enumerate(start))))
+    return pairs
 
 
 def _step_differences(schedule: Schedule, dim: int, base: list[int], run_groups):
-    """For each access statement: (array, direction, index differences) between work-group
-    ``base`` and its neighbour one step further in ``dim``, where both execute it."""
+    """For each access statement that work-group ``base`` and its neighbour one step further
+    in ``dim`` both execute: (array, direction, whether the index difference is one
+    constant, its first value).
+
+    Every pair of :func:`_probe_pairs` is executed in one batch the first time (each
+    work-group's execution does not depend on the others of its batch, and vectorized loops
+    keep the blocks of a two-work-group batch), then taken from the cache.
+    """
     ng = schedule.num_groups
-    step = list(base)
-    step[dim] += 1
-    linear = [sum(v * math.prod(ng[:d]) for d, v in enumerate(ids)) for ids in (base, step)]
-    rec = _IndexRecorder()
-    run_groups(np.array(linear), rec)
-    out = []
-    for array, direction, index, mask in rec.events:
-        both = mask[0] & mask[1]
-        if both.any():
-            out.append((array, direction, (index[1] - index[0])[both]))
-    return out
+    pair = (tuple(base), tuple(v + (i == dim) for i, v in enumerate(base)))
+    probes = _PROBES.get(schedule)
+    if probes is None or pair not in probes:
+        pairs = _probe_pairs(schedule)
+        if pair not in pairs:
+            pairs.append(pair)
+        linear = sorted({sum(v * math.prod(ng[:d]) for d, v in enumerate(ids))
+                         for p in pairs for ids in p})
+        row = {g: r for r, g in enumerate(linear)}
+
+        def row_of(ids):
+            return row[sum(v * math.prod(ng[:d]) for d, v in enumerate(ids))]
+
+        rec = _StepRecorder([(row_of(a), row_of(b)) for a, b in pairs])
+        run_groups(np.array(linear), rec, block_groups=PROBE_BLOCK_GROUPS)
+        probes = dict(zip(pairs, rec.found))
+        _PROBES[schedule] = probes
+    return probes[pair]
 
 
 def _period(schedule: Schedule, dim: int, base: list[int], run_groups) -> int | None:
     """Steps of work-group id in ``dim`` after which every address moves by whole lines."""
     period = 1
-    for _, _, diff in _step_differences(schedule, dim, base, run_groups):
-        if (diff != diff.flat[0]).any():
+    for _, _, constant, diff in _step_differences(schedule, dim, base, run_groups):
+        if not constant:
             return None
-        offset = int(diff.flat[0]) * FLOAT_BYTES % LINE_BYTES
+        offset = diff * FLOAT_BYTES % LINE_BYTES
         period = math.lcm(period, LINE_BYTES // math.gcd(offset, LINE_BYTES))
     return period
 
@@ -90,10 +139,11 @@ def load_offsets(schedule: Schedule, run_groups, dim: int = 0) -> dict[str, int 
     base = [1 if n >= 3 else 0 for n in ng]
     base[dim] = 0
     found: dict[str, int | None] = {}
-    for array, direction, diff in _step_differences(schedule, dim, base, run_groups):
+    for array, direction, constant, diff in _step_differences(schedule, dim, base,
+                                                              run_groups):
         if direction != "load" or array not in {a.name for a in schedule.arrays}:
             continue
-        value = int(diff.flat[0]) if (diff == diff.flat[0]).all() else None
+        value = diff if constant else None
         if array in found and found[array] != value:
             value = None
         found[array] = value
@@ -103,8 +153,10 @@ def load_offsets(schedule: Schedule, run_groups, dim: int = 0) -> dict[str, int 
 def group_classes(schedule: Schedule, run_groups) -> GroupClasses:
     """Classes of the work-groups of ``schedule``.
 
-    ``run_groups(linear_ids, observer)`` executes those work-groups (counts only) with an
-    extra observer; it is used to measure the address periods.
+    ``run_groups(linear_ids, observer, block_groups=None)`` executes those work-groups of
+    ``schedule`` (counts only) with an extra observer (:func:`simulator.engine.probe_runner`);
+    it is used to measure the address periods (once per schedule, shared with
+    :func:`load_offsets`).
     """
     ng = schedule.num_groups
     base = [1 if n >= MIN_GROUPS_FOR_CLASSES else 0 for n in ng]

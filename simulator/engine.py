@@ -21,14 +21,18 @@ element whose flat index is not a multiple of the width is the hazard
 
 Control flow depends on integers only, never on float values, so running with
 ``compute_values=False`` gives exactly the same counts while skipping the float arithmetic.
+Then loop nests on private memory only (a register tile's update) run in one step
+(:mod:`simulator.private_nest`, statement by statement wherever a hazard could occur).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
 
+from . import private_nest
 from . import schedule as S
 from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, count_per_group
 from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
@@ -41,6 +45,12 @@ BATCH_WORK_ITEMS = 1 << 20
 BLOCK_ELEMS = 1 << 22
 """Entries of one (G, L, I) block of a vectorized loop."""
 
+
+PRIVATE_NESTS = os.environ.get("TILETRAFFIC_PRIVATE_NESTS", "1") != "0"
+"""When values are not computed: execute loop nests on private memory only in one step
+(:mod:`simulator.private_nest`), and private array elements of one static index per batch
+without per-work-item index arrays (same results). ``TILETRAFFIC_PRIVATE_NESTS=0`` executes
+them statement by statement (the old path, for the benchmark and the tests)."""
 
 VECTOR_BLOCK = 4
 """Vectorized loop blocks start at multiples of this many iterations."""
@@ -156,13 +166,16 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
 
 
 def probe_runner(schedule: S.Schedule):
-    """``run(linear_ids, observer)``: execute those work-groups of ``schedule`` (counts
-    only, hazards collected and ignored) with one observer; for probing address patterns."""
+    """``run(linear_ids, observer, block_groups=None)``: execute those work-groups of
+    ``schedule`` (counts only, hazards collected and ignored) with one observer; for probing
+    address patterns. ``block_groups``: vectorized loops run in the iteration blocks of a
+    batch of that many work-groups (default: the batch's own)."""
     params = schedule.param_values
     sizes = {a.name: int(_eval_static(a.size, params)) for a in schedule.arrays}
 
-    def run_groups(linear_ids, observer):
+    def run_groups(linear_ids, observer, block_groups=None):
         probe = _Machine(schedule, params, sizes, {}, [observer], HazardLog("report"), False)
+        probe.block_groups = block_groups
         probe.run_batch(np.asarray(linear_ids))
 
     return run_groups
@@ -304,6 +317,11 @@ class _Machine:
         self.vectorizable: dict[int, bool] = {}
         self.sites: dict[tuple, str] = {}
         self.barriers: dict[int, int] = {}
+        self.block_groups: int | None = None
+        """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
+        self.private_nests: dict[int, private_nest.NestPlan | None] = {}
+        self.private_runs: dict[int, dict] = {}
+        """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
 
     # ------------------------------------------------------------------ batch set-up
     def run_batch(self, group_index: np.ndarray, weights: np.ndarray | None = None) -> None:
@@ -533,7 +551,20 @@ class _Machine:
 
     # ------------------------------------------------------------------ statements
     def exec_block(self, stmts, mask) -> None:
-        for s in stmts:
+        runs = None
+        if not self.values and PRIVATE_NESTS:
+            cached = self.private_runs.get(id(stmts))
+            if cached is None or cached[0] is not stmts:
+                cached = self.private_runs[id(stmts)] = (
+                    stmts, private_nest.statement_runs(stmts, self.params))
+            runs = cached[1]
+        skip = 0
+        for pos, s in enumerate(stmts):
+            if pos < skip:
+                continue
+            if runs and pos in runs and private_nest.run(self, runs[pos][0], mask):
+                skip = runs[pos][1]
+                continue
             m = np.logical_and(mask, self.alive)
             if isinstance(s, S.Let):
                 self.env[s.name] = self.eval_int(s.value)
@@ -647,7 +678,29 @@ class _Machine:
         mask_b = np.broadcast_to(mask, shape)
         return np.where(mask_b, np.broadcast_to(flat, shape), 0), mask_b
 
+    def private_elem_flat(self, name: str, index: tuple) -> int | None:
+        """Flat element index of ``name[index]`` when every index is one integer for all
+        work-items and within bounds; ``None`` otherwise (then :meth:`private_elem_index`
+        handles it, reporting what it must)."""
+        if name not in self.parrays:
+            return None
+        array = self.parrays[name][0]
+        flat = 0
+        for i, d in zip(index, array.dims):
+            comp = self.eval_int(i)
+            if np.ndim(comp) or not 0 <= comp < d.value:
+                return None
+            flat = flat * d.value + int(comp)
+        return flat if len(index) == len(array.dims) else None
+
     def read_private_elem(self, e: S.PrivateElem, mask):
+        if not self.values and PRIVATE_NESTS:
+            flat = self.private_elem_flat(e.array.name, e.index)
+            if flat is not None:
+                is_set = self.parray_set[e.array.name]
+                if is_set is None or not np.any(np.logical_and(
+                        mask, np.logical_not(is_set[:, :, flat:flat + 1]))):
+                    return None
         idx, ok = self.private_elem_index(e.array.name, e.index, mask, "load")
         is_set = self.parray_set[e.array.name]
         if is_set is not None:
@@ -674,6 +727,17 @@ class _Machine:
         accumulate = isinstance(s, S.Accumulate)
         if accumulate:
             self.read_private_elem(S.PrivateElem(self.parrays[s.name][0], s.index), m)
+        if not self.values and PRIVATE_NESTS:
+            flat = self.private_elem_flat(s.name, s.index)
+            if flat is not None:
+                if self.shape_of(m)[2] != 1:
+                    raise ValueError(f"{self.schedule.family}: private array {s.name} written "
+                                     "in a vectorized loop")
+                self.count_flop(m, ops + (1 if accumulate else 0))
+                is_set = self.parray_set[s.name]
+                if is_set is not None:
+                    is_set[:, :, flat] |= np.broadcast_to(m, (self.G, self.L, 1))[:, :, 0]
+                return
         idx, ok = self.private_elem_index(s.name, s.index, m, "store")
         if idx.shape[2] != 1:
             raise ValueError(f"{self.schedule.family}: private array {s.name} written in a "
@@ -784,6 +848,12 @@ class _Machine:
 
     def exec_for(self, loop: S.For, m) -> None:
         key = id(loop)
+        if not self.values and PRIVATE_NESTS:
+            if key not in self.private_nests:
+                self.private_nests[key] = private_nest.plan(loop, self.params)
+            nest = self.private_nests[key]
+            if nest is not None and private_nest.run(self, nest, m):
+                return
         if key not in self.vectorizable:
             self.vectorizable[key] = _is_vectorizable(loop)
         step = self.eval_int(loop.step)
@@ -811,7 +881,8 @@ class _Machine:
         most = int(trips.max()) if trips.size else 0
         # Blocks hold a multiple of VECTOR_BLOCK iterations, so that observers can see runs of
         # consecutive iterations (e.g. local loads a compiler would merge into vector loads).
-        block_len = max(VECTOR_BLOCK, BLOCK_ELEMS // (self.G * self.L) // VECTOR_BLOCK
+        groups = self.block_groups or self.G
+        block_len = max(VECTOR_BLOCK, BLOCK_ELEMS // (groups * self.L) // VECTOR_BLOCK
                         * VECTOR_BLOCK)
         for first in range(0, most, block_len):
             j = np.arange(first, min(first + block_len, most), dtype=np.int64).reshape(1, 1, -1)

@@ -123,6 +123,12 @@ def _distinct(rows: np.ndarray) -> np.ndarray:
     return (s[..., 0] >= 0).astype(np.int64) + ((s[..., 1:] >= 0) & new).sum(axis=-1)
 
 
+LOCAL_CACHE_ENTRIES = 1 << 16
+"""Largest local access (index and mask entries) whose figures are remembered per batch."""
+LOCAL_CACHE_EVENTS = 4096
+"""Most local accesses remembered per batch."""
+
+
 class MemoryObserver(Observer):
     """Counts requests/sectors/lines and wavefronts/bank conflicts, weighted per work-group.
 
@@ -145,9 +151,13 @@ class MemoryObserver(Observer):
         self.banks, self.bank_bytes = local_banks, bank_bytes
         self.counts = MemoryCounts()
         self.weights: np.ndarray | None = None
+        self._local_seen: dict[tuple, tuple[int, int, int]] = {}
 
     def on_batch(self, group_index, work_items, weights=None) -> None:
         self.weights = weights
+        # figures of the batch's local accesses by their full description (index, mask,
+        # shape, width): a K loop repeats the same local accesses every step
+        self._local_seen = {}
 
     def _weighted(self, per_row: np.ndarray) -> int:
         per_group = per_row.reshape(per_row.shape[0], -1).sum(axis=1)
@@ -180,6 +190,25 @@ class MemoryObserver(Observer):
             c.requests_by_buffer[key] = c.requests_by_buffer.get(key, 0) + requests
             c.sectors_by_buffer[key] = c.sectors_by_buffer.get(key, 0) + sectors
             return
+        index, mask = np.asarray(ev.index), np.asarray(ev.mask)
+        if index.size + mask.size <= LOCAL_CACHE_ENTRIES:
+            seen = (ev.direction, ev.vector_width, ev.shape, index.dtype.str, index.shape,
+                    index.tobytes(), mask.shape, mask.tobytes())
+            found = self._local_seen.get(seen)
+            if found is None:
+                found = self._local(ev, byte)
+                if len(self._local_seen) < LOCAL_CACHE_EVENTS:
+                    self._local_seen[seen] = found
+        else:
+            found = self._local(ev, byte)
+        requests, wavefronts, ideal = found
+        conflicts = wavefronts - ideal
+        _add(c, f"local_{ev.direction}", requests=requests, wavefronts=wavefronts,
+             bank_conflicts=conflicts)
+        c.local_bank_conflicts += conflicts
+
+    def _local(self, ev: AccessEvent, byte: np.ndarray) -> tuple[int, int, int]:
+        """Requests, wavefronts and ideal wavefronts of a local access."""
         active = _lanes(np.zeros(1, dtype=np.int64), ev.mask, ev.shape, self.width)
         requests = self._weighted((active >= 0).any(axis=-1))
         ideal = requests
@@ -190,10 +219,7 @@ class MemoryObserver(Observer):
         else:
             words = _lanes(byte // self.bank_bytes, ev.mask, ev.shape, self.width)
             wavefronts = self._weighted(self._wavefronts(words))
-        conflicts = wavefronts - ideal
-        _add(c, f"local_{ev.direction}", requests=requests, wavefronts=wavefronts,
-             bank_conflicts=conflicts)
-        c.local_bank_conflicts += conflicts
+        return requests, wavefronts, ideal
 
     def _contiguous(self, ev: AccessEvent) -> bool:
         """Whether every work-item reads consecutive, vector-aligned words along the

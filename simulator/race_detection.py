@@ -68,8 +68,42 @@ class _Owners:
         return (other == -2) | ((other >= 0) & (other != li)), other
 
 
+class _UnionOwners:
+    """Owners (:class:`_Owners`) of the union of a growing list of events of one array,
+    per work-group of the batch, built lazily: a word touched by another work-item in the
+    union is touched by another work-item in one of the events, and conversely, so a new
+    access conflicts with none of the events exactly when it conflicts with the union."""
+
+    def __init__(self, size: int, groups: int):
+        self.size = size
+        self.lo = np.full(groups * size, np.iinfo(np.int64).max, dtype=np.int64)
+        self.hi = np.full(groups * size, -1, dtype=np.int64)
+        self.events = 0
+        """How many events of the list are in the union."""
+
+    def add(self, ev: AccessEvent) -> None:
+        g, li, words = _entries(ev)
+        key = g.astype(np.int64) * self.size + words
+        np.minimum.at(self.lo, key, li)
+        np.maximum.at(self.hi, key, li)
+
+    def conflicts(self, ev: AccessEvent) -> bool:
+        g, li, words = _entries(ev)
+        key = g.astype(np.int64) * self.size + words
+        lo, hi = self.lo[key], self.hi[key]
+        return bool((((lo != hi) & (hi >= 0)) | ((hi >= 0) & (lo == hi) & (lo != li))).any())
+
+
+UNION_MAX_WORDS = 1 << 22
+"""Largest (work-groups of the batch) x (words of a local array) kept as a union table."""
+
+
 class LocalRaceDetector(Observer):
     """Finds data races on local memory within one barrier interval of a work-group.
+
+    A new access is compared with each earlier access of the interval only when it
+    conflicts with their union (:class:`_UnionOwners`; the same verdict, far fewer
+    comparisons when an interval holds many accesses, as a prefetching GEMM's does).
 
     Args:
         schedule: the schedule (for messages).
@@ -82,10 +116,12 @@ class LocalRaceDetector(Observer):
         self.schedule, self.log, self.group_id_of = schedule, log, group_id_of
         self.local_sizes = local_sizes
         self.epoch_events: dict[str, list[AccessEvent]] = {}
+        self.unions: dict[tuple[str, str], _UnionOwners] | None = {}
 
     def on_batch(self, group_index, work_items, weights=None) -> None:
         self.group_index = group_index
         self.epoch_events = {}
+        self.unions = {}
         self.epochs = np.zeros(len(group_index), dtype=np.int64)
 
     def on_barrier(self, group_index, arrived) -> None:
@@ -95,11 +131,28 @@ class LocalRaceDetector(Observer):
         self.epochs += passed
         if passed.all():
             self.epoch_events = {}
+            self.unions = {}
             return
+        self.unions = None   # masks change below: compare event by event until a full barrier
         keep = ~passed.reshape(-1, 1, 1)
         self.epoch_events = {
             name: [dataclasses.replace(ev, mask=np.logical_and(ev.mask, keep)) for ev in evs]
             for name, evs in self.epoch_events.items()}
+
+    def _may_conflict(self, ev: AccessEvent, earlier: list[AccessEvent], stores: bool) -> bool:
+        """Whether ``ev`` conflicts with the union of the ``earlier`` events (their stores
+        only, with ``stores``); ``True`` when no union is kept."""
+        size = self.local_sizes[ev.array]
+        if self.unions is None or ev.shape[0] * size > UNION_MAX_WORDS:
+            return True
+        union = self.unions.get((ev.array, stores))
+        if union is None:
+            union = self.unions[(ev.array, stores)] = _UnionOwners(size, ev.shape[0])
+        for old in earlier[union.events:]:
+            if not stores or old.direction == "store":
+                union.add(old)
+        union.events = len(earlier)
+        return union.conflicts(ev)
 
     def on_access(self, ev: AccessEvent) -> None:
         if ev.space != "local" or not np.any(ev.mask):
@@ -107,9 +160,11 @@ class LocalRaceDetector(Observer):
         earlier = self.epoch_events.setdefault(ev.array, [])
         if ev.direction == "store":
             self._within_store(ev)
-            for old in earlier:
-                self._between(old, ev)
-        else:
+            if earlier and self._may_conflict(ev, earlier, stores=False):
+                for old in earlier:
+                    self._between(old, ev)
+        elif any(old.direction == "store" for old in earlier) and \
+                self._may_conflict(ev, earlier, stores=True):
             for old in earlier:
                 if old.direction == "store":
                     self._between(old, ev)

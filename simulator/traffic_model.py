@@ -479,11 +479,68 @@ class ModelledLaunch:
         return {**self.counts.to_dict(), **self.memory.to_dict(), **pred}
 
 
+@dataclass
+class LaunchObservation:
+    """What :func:`predict` needs of one simulated launch: the exact counts, the
+    memory-system counts, the footprint observer (its ``sectors_by_buffer`` and
+    ``own_sectors_by_buffer``), the barrier intervals with global loads and the load offsets
+    between neighbouring work-groups in NDRange dimensions 0 and 1."""
+
+    counts: TrafficCounts
+    memory: MemoryCounts
+    footprint: FootprintObserver
+    load_phases: int
+    offsets: tuple[dict[str, int | None], dict[str, int | None]]
+    strides: object = None
+    """:class:`simulator.strides.StridedRequests` of the launch."""
+
+
+def observe_launch(schedule: Schedule, model: DeviceModel, *,
+                   work_group_classes: bool = True, limits=None) -> LaunchObservation:
+    """Simulate ``schedule`` (counts only) with the memory-system observers of ``model``.
+
+    Raises:
+        simulator.device.LimitError, simulator.hazards.HazardError: as :func:`simulate`.
+    """
+    from .classes import load_offsets
+    from .engine import probe_runner, simulate
+    from .memory import MemoryObserver
+
+    memory = MemoryObserver(model.sub_group_size, model.sector_bytes, model.line_bytes,
+                            model.local_banks, model.bank_bytes, model.local_vector_words,
+                            model.local_vector_min_wavefronts)
+    runner = probe_runner(schedule)
+    offsets = (load_offsets(schedule, runner, 0), load_offsets(schedule, runner, 1))
+    footprint = FootprintObserver(model.sector_bytes, model.l1_sharing_work_groups, offsets[0])
+    phases = LoadPhaseObserver()
+    strides = StrideObserver(model.sub_group_size, model.line_bytes)
+    result = simulate(schedule, compute_values=False, limits=limits or device_limits(model),
+                      observers=[memory, footprint, phases, strides],
+                      work_group_classes=work_group_classes)
+    return LaunchObservation(result.counts, memory.counts, footprint, phases.phases, offsets,
+                             strides.counts)
+
+
+def device_limits(model: DeviceModel):
+    """The :class:`simulator.device.DeviceLimits` a launch on ``model`` must respect."""
+    from .device import DeviceLimits
+
+    return DeviceLimits(model.name, model.max_work_group_size, (1024, 1024, 64),
+                        model.local_mem_bytes_per_work_group)
+
+
 def model_launch(schedule: Schedule, model: DeviceModel, *,
                  work_group_classes: bool = True,
-                 registers_per_work_item: int | None = None) -> ModelledLaunch:
+                 registers_per_work_item: int | None = None,
+                 k_extrapolation: bool = True) -> ModelledLaunch:
     """Simulate ``schedule`` (counts only, by work-group classes) with the memory-system
     observers of ``model`` and predict cache, DRAM and time.
+
+    ``k_extrapolation`` (with ``work_group_classes``): for the built-in families, simulate
+    three smaller K (the reduction length) and extrapolate every count to the real K where
+    all of them are proved affine (:mod:`simulator.k_extrapolation`); the result equals
+    full execution exactly. ``False`` (or a schedule it does not apply to) executes the
+    whole K loop.
 
     ``registers_per_work_item``: the compiled kernel's registers per work-item (NVIDIA:
     ``RunResult.registers_per_work_item``, from the ``-cl-nv-verbose`` build log); they
@@ -497,10 +554,8 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
         ValueError: ``registers_per_work_item`` not a positive integer, above the model's
             ``max_registers_per_work_item``, or too many for one work-group to run.
     """
-    from .device import DeviceLimits
+    from .device import check_schedule_limits
     from .device_model import GuessedValueWarning
-    from .engine import simulate
-    from .memory import MemoryObserver
     from .registers import estimate_registers
 
     model.warn_guesses()
@@ -516,25 +571,22 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
         warnings.warn(f"{schedule.family}: {how}; pass the compiled kernel's count "
                       "(registers_per_work_item, --registers)", GuessedValueWarning,
                       stacklevel=2)
-    memory = MemoryObserver(model.sub_group_size, model.sector_bytes, model.line_bytes,
-                            model.local_banks, model.bank_bytes, model.local_vector_words,
-                            model.local_vector_min_wavefronts)
-    from .classes import load_offsets
-    from .engine import probe_runner
-    runner = probe_runner(schedule)
-    offsets = (load_offsets(schedule, runner, 0), load_offsets(schedule, runner, 1))
-    footprint = FootprintObserver(model.sector_bytes, model.l1_sharing_work_groups, offsets[0])
-    phases = LoadPhaseObserver()
-    strides = StrideObserver(model.sub_group_size, model.line_bytes)
-    limits = DeviceLimits(model.name, model.max_work_group_size, (1024, 1024, 64),
-                          model.local_mem_bytes_per_work_group)
-    result = simulate(schedule, compute_values=False, limits=limits,
-                      observers=[memory, footprint, phases, strides],
-                      work_group_classes=work_group_classes)
-    prediction = predict(schedule, result.counts, memory.counts, footprint, model,
-                         phases.phases, offsets, strides.counts, registers)
+    limits = device_limits(model)
+    observed = None
+    if k_extrapolation and work_group_classes:
+        from .k_extrapolation import extrapolated_observation
+
+        check_schedule_limits(schedule, limits)
+        observed = extrapolated_observation(schedule, lambda s: observe_launch(
+            s, model, limits=limits), model.local_vector_words)
+    if observed is None:
+        observed = observe_launch(schedule, model, work_group_classes=work_group_classes,
+                                  limits=limits)
+    prediction = predict(schedule, observed.counts, observed.memory, observed.footprint,
+                         model, observed.load_phases, observed.offsets, observed.strides,
+                         registers)
     if how is not None:
         prediction.methods["resident_work_groups_per_cu"] = (
             f"occupancy: work-groups, sub-groups, local memory and registers ({how})")
-    return ModelledLaunch(result.counts, memory.counts, prediction,
-                          buffer_reads(schedule, footprint, model, offsets))
+    return ModelledLaunch(observed.counts, observed.memory, prediction,
+                          buffer_reads(schedule, observed.footprint, model, observed.offsets))

@@ -1,0 +1,238 @@
+"""Loop nests on private memory only, executed in one step when values are not computed.
+
+A register-blocked GEMM's update ``for i, for j: acc[i][j] += a[i] * b[j]`` (or its
+unrolled form, a run of ``acc[0][0] += a_0 * b_0; ...`` statements) touches only private
+memory. Its loops have constant bounds, its indices are functions of the loop
+variables and constants only, and no statement depends on a work-item's id or on global or
+local memory. With ``compute_values=False`` its whole effect on the engine's state is then
+known statically, the same for every executing work-item:
+
+* FLOPs: the sum over the statement executions of each statement's operations (``+``/``*``
+  of its value, plus one for ``+=``), charged once to the executing work-items (the engine
+  charges them statement by statement: the totals are the same sums);
+* bounds of private array indices: checked once, over the whole iteration space;
+* uninitialized private reads: none, if every element (or private float) the nest reads
+  before writing it is set for every executing work-item when the nest starts;
+* what the nest sets: the elements and private floats it writes, for those work-items.
+
+:func:`plan` (a loop) and :func:`statement_runs` (runs of statements of a block)
+enumerate the iteration space once (a Python loop over the few
+iterations of a register tile, never over work-items); :func:`run` applies it. Whenever a
+condition fails (a bound or index not static, an index out of bounds, a step <= 0, an
+undeclared name, a read of something unset, a statement of another kind, or a vectorized
+loop around the nest), ``run`` returns ``False`` before changing anything and the engine
+executes the nest statement by statement, reporting hazards and errors exactly as before.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import schedule as S
+
+
+MAX_EXECUTIONS = 1 << 14
+"""Statement executions of the largest nest planned (larger ones run statement by
+statement: the plan is a Python loop over the iteration space)."""
+
+
+class _NotStatic(Exception):
+    """The nest is not one this module executes in one step."""
+
+
+@dataclass
+class NestPlan:
+    """The static effect of one private loop nest (per executing work-item).
+
+    Attributes:
+        flop: FLOPs of one pass through the nest.
+        array_reads: per private array, the flat elements (row-major) read before the nest
+            writes them, with the index tuples (for the bounds check).
+        scalar_reads: private floats read before the nest assigns them.
+        array_writes: per private array, the elements written.
+        scalar_writes: private floats assigned.
+        loop_vars: variables of the loops entered (the engine forgets them afterwards).
+    """
+
+    flop: int = 0
+    array_reads: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
+    scalar_reads: set[str] = field(default_factory=set)
+    array_writes: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
+    scalar_writes: set[str] = field(default_factory=set)
+    loop_vars: list[str] = field(default_factory=list)
+    resolved: dict[str, tuple] = field(default_factory=dict)
+    """Per array name: (declared PrivateArray, flat reads, flat writes), set by :func:`run`."""
+
+
+def _int(e: S.IntExpr, env: dict[str, int], params: dict[str, int]) -> int:
+    from .engine import _INT_OPS
+
+    if isinstance(e, S.Const):
+        return int(e.value)
+    if isinstance(e, S.Param):
+        return int(params[e.name])
+    if isinstance(e, S.Var):
+        if e.name not in env:
+            raise _NotStatic(e.name)
+        return env[e.name]
+    if isinstance(e, S.BinOp):
+        return int(_INT_OPS[e.op](_int(e.left, env, params), _int(e.right, env, params)))
+    if isinstance(e, S.Min):
+        return min(_int(e.left, env, params), _int(e.right, env, params))
+    raise _NotStatic(repr(e))
+
+
+def plan(loop: S.For, params: dict[str, int]) -> NestPlan | None:
+    """The static effect of ``loop`` as a private-only nest, or ``None`` if it is not one."""
+    return plan_block((loop,), params)
+
+
+def statement_runs(stmts, params: dict[str, int]) -> dict[int, tuple[NestPlan, int]]:
+    """Runs of two or more consecutive private-only statements of a block (an unrolled
+    register-tile update: ``acc[0][0] += a_0 * b_0; acc[0][1] += a_0 * b_1; ...``):
+    ``{position of the first: (plan of the run, position after the last)}``."""
+    runs = {}
+    start = 0
+    while start < len(stmts):
+        end = start
+        while end < len(stmts) and isinstance(stmts[end], (S.Assign, S.Accumulate, S.For)):
+            end += 1
+        if end - start >= 2:
+            nest = plan_block(tuple(stmts[start:end]), params)
+            if nest is not None:
+                runs[start] = (nest, end)
+        start = end + 1
+    return runs
+
+
+def plan_block(stmts, params: dict[str, int]) -> NestPlan | None:
+    """The static effect of the statements ``stmts`` (executed in order under one mask) as
+    a private-only nest, or ``None`` if they are not one."""
+    out = NestPlan()
+    written: dict[str, set] = {}
+    assigned: set[str] = set()
+    executions = [0]
+
+    def read_float(e: S.FloatExpr, env) -> int:
+        if isinstance(e, S.FConst):
+            return 0
+        if isinstance(e, S.Private):
+            if e.name not in assigned:
+                out.scalar_reads.add(e.name)
+            return 0
+        if isinstance(e, S.PrivateElem):
+            read_elem(e.array.name, e.index, env)
+            return 0
+        if isinstance(e, S.FBinOp):
+            return read_float(e.left, env) + read_float(e.right, env) + 1
+        raise _NotStatic(repr(e))
+
+    def read_elem(name, index, env):
+        at = tuple(_int(i, env, params) for i in index)
+        if at not in written.get(name, ()):
+            out.array_reads.setdefault(name, []).append(at)
+
+    def walk(stmts, env) -> None:
+        for s in stmts:
+            if isinstance(s, S.For):
+                start, stop, step = (_int(x, env, params) for x in (s.start, s.stop, s.step))
+                if step <= 0:
+                    raise _NotStatic("step")
+                if s.var not in out.loop_vars:
+                    out.loop_vars.append(s.var)
+                for v in range(start, stop, step):
+                    walk(s.body, {**env, s.var: v})
+            elif isinstance(s, (S.Assign, S.Accumulate)):
+                executions[0] += 1
+                if executions[0] > MAX_EXECUTIONS:
+                    raise _NotStatic("too many iterations")
+                ops = read_float(s.value, env)
+                accumulate = isinstance(s, S.Accumulate)
+                if s.index:
+                    if accumulate:
+                        read_elem(s.name, s.index, env)
+                    at = tuple(_int(i, env, params) for i in s.index)
+                    written.setdefault(s.name, set()).add(at)
+                    out.array_writes.setdefault(s.name, []).append(at)
+                else:
+                    if accumulate and s.name not in assigned:
+                        out.scalar_reads.add(s.name)
+                    if not accumulate:
+                        assigned.add(s.name)
+                        out.scalar_writes.add(s.name)
+                out.flop += ops + (1 if accumulate else 0)
+            else:
+                raise _NotStatic(type(s).__name__)
+
+    try:
+        walk(tuple(stmts), {})
+    except _NotStatic:
+        return None
+    return out
+
+
+def _flat(array: S.PrivateArray, index: tuple[int, ...]) -> int | None:
+    """Row-major flat index of ``index`` in ``array``, ``None`` if out of bounds."""
+    dims = tuple(d.value for d in array.dims)
+    if len(index) != len(dims):
+        return None
+    flat = 0
+    for i, extent in zip(index, dims):
+        if not 0 <= i < extent:
+            return None
+        flat = flat * extent + i
+    return flat
+
+
+def _resolve(machine, nest: NestPlan) -> bool:
+    """Flat indices of the nest's reads and writes against the declared arrays (cached per
+    declaration); ``False`` for an undeclared array or an index out of bounds."""
+    for name in set(nest.array_reads) | set(nest.array_writes):
+        if name not in machine.parrays:
+            return False
+        array = machine.parrays[name][0]
+        cached = nest.resolved.get(name)
+        if cached is not None and cached[0] is array:
+            continue
+        flats = []
+        for indices in (nest.array_reads.get(name, []), nest.array_writes.get(name, [])):
+            found = [_flat(array, at) for at in indices]
+            if any(f is None for f in found):
+                return False
+            flats.append(np.unique(np.array(found, dtype=np.int64)))
+        nest.resolved[name] = (array, flats[0], flats[1])
+    return True
+
+
+def run(machine, nest: NestPlan, mask) -> bool:
+    """Apply ``nest`` to the work-items of ``mask`` (shape (G, L, 1)) of ``machine`` (an
+    engine ``_Machine`` with values off); ``False``, with nothing changed, where the
+    engine must execute it statement by statement (see the module docstring)."""
+    m = np.logical_and(mask, machine.alive)
+    if m.shape[2:] != (1,) or not _resolve(machine, nest):
+        return False
+    m = np.broadcast_to(m, (machine.G, machine.L, 1))
+    rows = m[:, :, 0]
+    for name in nest.scalar_reads | nest.scalar_writes:
+        if name not in machine.private_set:
+            return False
+    for name in nest.scalar_reads:
+        if not machine.private_full.get(name) and not machine.private_set[name][m].all():
+            return False
+    for name, (_, reads, _) in nest.resolved.items():
+        is_set = machine.parray_set[name]
+        if is_set is not None and reads.size and not is_set[:, :, reads][rows].all():
+            return False
+    machine.count_flop(m, nest.flop)
+    for name, (_, _, writes) in nest.resolved.items():
+        is_set = machine.parray_set[name]
+        if is_set is not None and writes.size:
+            is_set[:, :, writes] |= m
+    for name in nest.scalar_writes:
+        if not machine.private_full.get(name):
+            machine.private_set[name] = np.logical_or(machine.private_set[name], m)
+            machine.private_full[name] = bool(machine.private_set[name].all())
+    for var in nest.loop_vars:
+        machine.env.pop(var, None)
+    return True

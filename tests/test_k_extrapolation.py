@@ -1,0 +1,196 @@
+"""Tests of simulator.k_extrapolation: the traffic model of a long K loop from three short
+ones equals executing the whole loop, figure by figure, for every family over drawn shapes
+(edges in M, N and K, small and medium sizes); where it cannot be proved it falls back."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from tiletraffic.simulator import k_extrapolation as kx
+from tiletraffic.simulator.device_model import DEVICE_MODELS, NVIDIA_H200, GuessedValueWarning
+from tiletraffic.simulator.hazards import HazardError
+from tiletraffic.simulator.schedule import Schedule
+from tiletraffic.simulator.schedules import FAMILIES, REGISTER_BLOCKED_FAMILIES, build
+from tiletraffic.simulator.traffic_model import model_launch, observe_launch
+from tiletraffic.simulator.variants import build_any
+
+
+H200, CUDA = "nvidia-h200", "nvidia-h200-cuda"
+
+
+def _depth(family: str, options: dict) -> int:
+    if family in REGISTER_BLOCKED_FAMILIES:
+        return options["bk"]
+    if family in ("gemm-tiled", "matvec-rows-reduce", "matvec-local-whole"):
+        return options["tile"]
+    if family == "matvec-local":
+        return options["chunk"]
+    return 1
+
+
+@st.composite
+def long_k_schedules(draw) -> Schedule:
+    """A schedule of any family whose K is long enough for three shorter K."""
+    family = draw(st.sampled_from(FAMILIES))
+    if family in REGISTER_BLOCKED_FAMILIES:
+        four = family == "gemm-vectorized"
+        options = {"tile": draw(st.integers(1, 8)), "wg_rows": draw(st.integers(1, 8)),
+                   "tm": draw(st.sampled_from((4, 8) if four else (1, 2, 3, 4))),
+                   "tn": draw(st.sampled_from((4, 8) if four else (1, 2, 3, 5))),
+                   "bk": draw(st.sampled_from((4, 8, 12, 16) if four else (1, 2, 3, 8, 16)))}
+    elif family.startswith("gemm"):
+        options = {"tile": draw(st.integers(1, 16))}
+        if family == "gemm-tiled":
+            options["padding"] = draw(st.sampled_from((0, 0, 1)))
+            options["a_tile"] = draw(st.sampled_from(("row-major", "transposed")))
+        else:
+            options["mapping"] = draw(st.sampled_from(("row-major", "transposed")))
+    elif family == "matvec-local":
+        options = {"tile": draw(st.integers(1, 96)),
+                   "chunk": draw(st.sampled_from((1, 3, 8, 24, 32, 48, 64)))}
+    elif family == "matvec-rows-reduce":
+        options = {"tile": draw(st.integers(1, 16)), "wg_rows": draw(st.integers(1, 8))}
+    else:
+        options = {"tile": draw(st.integers(1, 96))}
+    depth = _depth(family, options)
+    period = math.lcm(depth, kx.LINE_ELEMS)
+    low = max(kx.MIN_STEPS * depth, period) + 4 * period
+    k = draw(st.integers(low, low + 2 * period))
+    if family == "gemm-vectorized":
+        k -= k % 4
+    if family.startswith("gemm"):
+        m, n = draw(st.integers(1, 120)), draw(st.integers(1, 120))
+        if family == "gemm-vectorized":
+            n = max(4, n - n % 4)
+        return build(family, m, k, n, **options)
+    m = draw(st.integers(1, 600))
+    return build(family, m, k, **options)
+
+
+def _model(schedule: Schedule, device=NVIDIA_H200, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GuessedValueWarning)
+        return model_launch(schedule, device, **kw)
+
+
+@settings(max_examples=12)
+@given(long_k_schedules(), st.sampled_from((H200, CUDA)))
+@example(build("gemm-register-blocked", 70, 333, 90, tile=8, tm=2, tn=4, bk=8, wg_rows=4), H200)
+@example(build("gemm-prefetch", 70, 333, 90, tile=8, tm=2, tn=4, bk=8, wg_rows=4), H200)
+@example(build("gemm-vectorized", 70, 336, 96, tile=8, tm=4, tn=4, bk=8, wg_rows=4), H200)
+@example(build("gemm-prefetch", 130, 611, 140, tile=4, tm=3, tn=5, bk=3, wg_rows=5), H200)
+@example(build("gemm-tiled", 150, 500, 150, tile=16, padding=1), CUDA)
+@example(build("gemm-tiled", 100, 1001, 90, tile=7, a_tile="transposed"), H200)
+@example(build("gemm-naive", 90, 301, 70, tile=5, mapping="transposed"), H200)
+@example(build("matvec-local", 300, 500, tile=64, chunk=48), H200)
+@example(build("matvec-local-whole", 300, 500, tile=64), CUDA)
+@example(build("matvec-local-whole", 1, 1000, tile=10), H200)   # found by hypothesis
+@example(build("matvec-rows-reduce", 300, 2500, tile=15, wg_rows=3), H200)
+def test_extrapolated_model_equals_full_execution(schedule, device):
+    model = DEVICE_MODELS[device]
+
+    def observe(s):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GuessedValueWarning)
+            return observe_launch(s, model)
+
+    # exact whether the extrapolation applies or falls back (it may decline: e.g.
+    # gemm-register-blocked M=3, K=161, N=1, tile=1, wg_rows=3, tm=tn=1, bk=8 is not affine)
+    fast = _model(schedule, model)
+    full = _model(schedule, model, k_extrapolation=False)
+    assert fast.to_dict() == full.to_dict()
+    assert fast.buffers == full.buffers
+
+
+@pytest.mark.parametrize("schedule", [
+    build("gemm-register-blocked", 70, 333, 90, tile=8, tm=2, tn=4, bk=8, wg_rows=4),
+    build("gemm-prefetch", 70, 333, 90, tile=8, tm=2, tn=4, bk=8, wg_rows=4),
+    build("gemm-vectorized", 70, 336, 96, tile=8, tm=4, tn=4, bk=8, wg_rows=4),
+    build("gemm-tiled", 100, 1001, 90, tile=7, a_tile="transposed"),
+    build("gemm-naive", 90, 301, 70, tile=5, mapping="transposed"),
+    build("matvec-local-whole", 1, 1000, tile=10),
+    build("matvec-rows-reduce", 300, 2500, tile=15, wg_rows=3)])
+def test_it_applies_to_tuner_like_shapes(schedule):
+    def observe(s):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GuessedValueWarning)
+            return observe_launch(s, NVIDIA_H200)
+
+    assert kx.extrapolated_observation(schedule, observe) is not None
+
+
+def test_short_k_values_share_line_alignment_and_reach_k():
+    values, period, steps = kx.short_k_values(4096, 8)
+    assert period == 32 and values == [32, 64, 96] and values[0] + steps * period == 4096
+    values, period, steps = kx.short_k_values(1001, 7)   # lcm(7, 32) = 224
+    assert period == 224 and all(v % 224 == 1001 % 224 for v in values)
+    assert values[0] >= 4 * 7 and values[0] + steps * period == 1001
+    assert kx.short_k_values(100, 8) is None   # too short to gain anything
+
+
+def test_figures_that_are_not_affine_refuse():
+    with pytest.raises(kx.NotAffine):
+        kx._extrapolate([1, 2, 4], 10)
+    with pytest.raises(kx.NotAffine):
+        kx._extrapolate([{"A": 1}, {"A": 2}, {"B": 3}], 10)
+    with pytest.raises(kx.NotAffine):
+        kx._extrapolate([4, None, None], 10)
+    assert kx._extrapolate([{"A": 1, "B": None}, {"A": 3, "B": None}, {"A": 5, "B": None}],
+                           10) == {"A": 21, "B": None}
+    assert kx._extrapolate([0.5, 1.0, 1.5], 4) == 2.5
+
+
+def test_non_affine_runs_fall_back_to_full_execution():
+    schedule = build("gemm-tiled", 40, 700, 40, tile=8)
+    seen = []
+
+    def observe(s):
+        seen.append(s.param_values["K"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GuessedValueWarning)
+            obs = observe_launch(s, NVIDIA_H200)
+        if len(seen) == 3:
+            obs.counts.flop += 1     # break the equal differences
+        return obs
+
+    assert kx.extrapolated_observation(schedule, observe) is None
+    assert len(seen) == 3 and max(seen) < 700
+
+
+def test_schedules_it_does_not_apply_to():
+    # a known-faulty variant (not a built-in family) and a K too short
+    variant = build_any("gemm-tiled:no-second-barrier", 20, 400, 20, 16, None)
+    assert kx.k_step_elems(variant) is None
+    assert kx.extrapolated_observation(variant, lambda s: pytest.fail("ran")) is None
+    short = build("gemm-tiled", 20, 64, 20, tile=16)
+    assert kx.extrapolated_observation(short, lambda s: pytest.fail("ran")) is None
+
+
+def test_a_hazard_is_raised_as_by_full_execution():
+    # the out-of-bounds variant at a long K: the fast path must raise the same error
+    variant = build_any("gemm-tiled:no-guards", 20, 400, 20, 16, None)
+    with pytest.raises(HazardError) as fast:
+        _model(variant)
+    with pytest.raises(HazardError) as full:
+        _model(variant, k_extrapolation=False)
+    assert str(fast.value) == str(full.value)
+
+
+def test_vector_merging_models_fall_back_where_blocks_depend_on_k():
+    # nvidia-h200-cuda merges 4 consecutive local loads into one vector load, per block of
+    # iterations of a loop run in blocks: matvec-local-whole's K loop over x_local falls
+    # into blocks whose lengths depend on K (not periodic in it), so its counts need the
+    # whole loop. (Before the guard, at K = 4097 with 1024-work-item work-groups, three
+    # short K in one block each gave 263168 local load requests against 1048832.)
+    cuda = DEVICE_MODELS["nvidia-h200-cuda"]
+    schedule = build("matvec-local-whole", 8192, 8193, tile=1024)
+    assert kx.merges_k_dependent_blocks(schedule)
+    assert not kx.merges_k_dependent_blocks(build("gemm-tiled", 64, 64, 64, tile=16))
+    assert kx.extrapolated_observation(schedule, lambda s: pytest.fail("ran"),
+                                       cuda.local_vector_words) is None
+    full = _model(schedule, device=cuda, k_extrapolation=False)
+    assert _model(schedule, device=cuda).to_dict() == full.to_dict()
