@@ -233,13 +233,44 @@ class MemoryObserver(Observer):
 
     def _vector_wavefronts(self, rows: np.ndarray, vector_words: int) -> tuple[int, int]:
         """(wavefronts, ideal wavefronts) of vector requests, one per row of word indices
-        (-1: inactive): wavefronts = max distinct words per bank, ideal = ⌈distinct words /
-        banks⌉; both at least ``vector_min_wavefronts`` for 128-bit (4-word) accesses."""
+        (-1: inactive), ``vector_words`` consecutive entries per work-item, work-item-major.
+
+        The sub-group is served in *phases* of ``banks // vector_words`` consecutive
+        work-items (8 for 128-bit, 16 for 64-bit accesses: one phase moves at most one word
+        per bank); a phase takes as many wavefronts as the largest number of distinct words
+        it reads in one bank (:meth:`_wavefronts`), and two neighbouring phases (0 and 1, 2
+        and 3) share a single wavefront when together they read at most one distinct word
+        per bank. Ideal wavefronts are those without the conflicts inside each phase (the
+        wavefronts a phase needs beyond one). Both are at least ``vector_min_wavefronts``
+        for 128-bit accesses.
+
+        Source: NVIDIA, GTC 2019 S9593 (cuTENSOR) slides, 128-bit shared-memory accesses
+        are processed in quarter-warp phases; the pairing of conflict-free phases is read
+        off the H200 ladder counters (``experiments/h200/ladder/local_findings.md``).
+        """
         low = self.vector_min_wavefronts if vector_words * self.bank_bytes >= 16 else 1
-        per_request = self._wavefronts(rows)
+        lanes = max(1, self.banks // vector_words)
+        per_phase_entries = lanes * vector_words
+        n = rows.shape[-1]
+        phases = -(-n // per_phase_entries)
+        if phases * per_phase_entries != n:
+            pad = np.full(rows.shape[:-1] + (phases * per_phase_entries - n,), -1, rows.dtype)
+            rows = np.concatenate([rows, pad], axis=-1)
+        if phases % 2:
+            pad = np.full(rows.shape[:-1] + (per_phase_entries,), -1, rows.dtype)
+            rows = np.concatenate([rows, pad], axis=-1)
+            phases += 1
+        by_phase = rows.reshape(rows.shape[:-1] + (phases, per_phase_entries))
+        w = self._wavefronts(by_phase)                               # (..., phases)
+        pairs = w.reshape(w.shape[:-1] + (phases // 2, 2))
+        together = self._wavefronts(
+            by_phase.reshape(rows.shape[:-1] + (phases // 2, 2 * per_phase_entries)))
+        shared = (together <= 1) & (pairs.max(axis=-1) > 0)
+        per_pair = np.where(shared, 1, pairs.sum(axis=-1))
+        conflicts = np.maximum(w - 1, 0).sum(axis=-1)
+        per_request = per_pair.sum(axis=-1)
         any_active = per_request > 0
-        distinct = _distinct(rows)
-        ideal = np.where(any_active, np.maximum(-(-distinct // self.banks), low), 0)
+        ideal = np.where(any_active, np.maximum(per_request - conflicts, low), 0)
         per_request = np.where(any_active, np.maximum(per_request, low), 0)
         return self._weighted(per_request), self._weighted(ideal)
 
