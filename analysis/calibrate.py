@@ -9,8 +9,8 @@ benchmark      what is timed                           field
 ============== ======================================= =====================================
 dram_read      reading a buffer of 8 x the L2          dram_bytes_per_s
 dram_write     writing it                              (none: the model has one DRAM rate)
-l2_size        read bandwidth by footprint, 1 MiB to   l2_bytes (where the bandwidth falls
-               the DRAM buffer (x sqrt 2 steps)        below sqrt(peak x DRAM read))
+l2_size        re-read passes over footprints of 2-256 MiB l2_bytes (the capacity where the
+               (x 2^(1/4) apart)                       rate falls below 1.5 x DRAM's)
 l2_read        passes over a buffer of half the L2     l2_bytes_per_s
 local_read     conflict-free local-memory word reads   l1_wavefronts_per_cycle_per_cu
 fp32_fma       8 independent FMA chains per work-item  fp32_flop_per_s
@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 import statistics
+
+import numpy as np
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -82,6 +84,41 @@ def barrier_wavefronts(barrier_s: float, local_bytes_per_s: float, compute_units
     return round(barrier_s * local_bytes_per_s / (compute_units * line_bytes))
 
 
+L2_SIZE_THRESHOLD = 1.5
+"""The re-read rate, in multiples of the DRAM read rate, that a footprint still served by
+L2 reaches (:func:`l2_capacity_from_sweep`)."""
+
+
+def l2_capacity_from_sweep(footprints_bytes, bytes_per_s, dram_bytes_per_s: float,
+                           threshold: float = L2_SIZE_THRESHOLD) -> float | None:
+    """The footprint at which re-reading falls below ``threshold`` × the DRAM rate: between
+    the largest footprint still at or above it and the next (which must be below), linear in
+    the rate and logarithmic in the footprint. Searched from the largest footprint down, so
+    that a faster plateau of smaller footprints (L1) does not matter. With hashed sets the
+    hit fraction there is about one half (``threshold`` = 1.5 with an L2 2.5 times faster
+    than DRAM: a rate of 1.5 needs 56% hits). ``None`` when no footprint reaches the
+    threshold or the largest one still does.
+
+    Args:
+        footprints_bytes: ascending; bytes_per_s: the re-read rate at each.
+
+    Raises:
+        ValueError: lengths differ, fewer than two footprints, or not ascending.
+    """
+    f = np.asarray(footprints_bytes, dtype=float)
+    b = np.asarray(bytes_per_s, dtype=float)
+    if f.shape != b.shape or f.size < 2 or np.any(np.diff(f) <= 0):
+        raise ValueError(f"a sweep needs two or more ascending footprints with one rate each, "
+                         f"got {f.size} footprints and {b.size} rates")
+    limit = threshold * dram_bytes_per_s
+    above = np.flatnonzero(b >= limit)
+    if above.size == 0 or above[-1] == f.size - 1:
+        return None
+    i = int(above[-1])
+    t = (b[i] - limit) / (b[i] - b[i + 1])
+    return float(np.exp(np.log(f[i]) + t * (np.log(f[i + 1]) - np.log(f[i]))))
+
+
 # ------------------------------------------------------------------ sizes
 
 @dataclass(frozen=True)
@@ -100,8 +137,8 @@ class Sizes:
     chase_steps: int
     barrier_count: int
     repeat: int
-    l2_sweep_bytes: tuple[int, ...] = ()
-    """Footprints of the ``l2_size`` sweep (bytes, multiples of 16, increasing)."""
+    l2_sweep_footprints: tuple[int, ...] = ()
+    l2_sweep_bytes: int = 0
 
 
 def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_alloc_bytes: int,
@@ -133,7 +170,13 @@ def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_all
     l2_foot = max(16, (min(l2_bytes // 2, 256 * 1024) if quick else l2_bytes // 2) // 16 * 16)
     per_cu = 256 if quick else 2048
     items = compute_units * -(-per_cu // local_size) * local_size
-    return Sizes(l2_sweep_bytes=l2_sweep(dram, quick), dram_bytes=dram, l2_footprint_bytes=l2_foot,
+    if quick:
+        sweep = tuple(64 * 1024 * 2**i for i in range(7))          # 64 KiB .. 4 MiB
+    else:                                                          # 2 MiB .. 256 MiB
+        sweep = tuple(int(2 * MIB * 2 ** (i / 4)) // 16 * 16 for i in range(29))
+    sweep = tuple(f for f in sweep if f <= dram)
+    return Sizes(l2_sweep_footprints=sweep, l2_sweep_bytes=16 * MIB if quick else 2**30,
+                 dram_bytes=dram, l2_footprint_bytes=l2_foot,
                  l2_passes=8 if quick else max(4, dram // l2_foot),
                  stream_work_items=items, work_groups=compute_units * 4,
                  local_iters=2000 if quick else 100_000,
@@ -141,44 +184,6 @@ def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_all
                  chase_elems=(MIB if quick else min(dram, 2**30)) // 4,
                  chase_steps=20_000 if quick else 100_000,
                  barrier_count=100 if quick else 1000, repeat=3 if quick else 10)
-
-
-def l2_sweep(dram_bytes: int, quick: bool) -> tuple[int, ...]:
-    """Footprints of the ``l2_size`` benchmark: from 1 MiB (``quick``: 64 KiB) up to
-    ``dram_bytes`` in steps of sqrt(2), each a multiple of 16 bytes."""
-    first = 64 * 1024 if quick else MIB
-    out, k = [], 0
-    while True:
-        size = int(round(first * 2 ** (k / 2))) // 16 * 16
-        if size > dram_bytes:
-            return tuple(out)
-        out.append(size)
-        k += 1
-
-
-def cache_size_from_sweep(footprints: list[int], bandwidths: list[float],
-                          dram_bytes_per_s: float) -> int | None:
-    """The cache size a footprint sweep shows: where the read bandwidth falls below the
-    geometric middle of the sweep's peak and the DRAM rate, ``sqrt(peak x dram)``,
-    interpolated linearly in log(footprint) between the last footprint above that threshold
-    and the first below it (rounded down to a multiple of 128 bytes, a cache line). None
-    where the bandwidth never falls below it, or the peak is not above the DRAM rate (no
-    cache seen). (Method: the footprint sweep of Saavedra & Smith, "Measuring cache and TLB
-    performance", IEEE Trans. Computers 44(10), 1995; here on bandwidth, not latency.)"""
-    if len(footprints) != len(bandwidths) or not footprints:
-        raise ValueError("one bandwidth per footprint is needed")
-    peak = max(bandwidths)
-    if not peak > dram_bytes_per_s > 0:
-        return None
-    threshold = math.sqrt(peak * dram_bytes_per_s)
-    top = bandwidths.index(peak)
-    for i in range(top + 1, len(footprints)):
-        if bandwidths[i] < threshold:
-            f0, f1, b0, b1 = footprints[i - 1], footprints[i], bandwidths[i - 1], bandwidths[i]
-            t = (b0 - threshold) / (b0 - b1)
-            size = math.exp(math.log(f0) + t * (math.log(f1) - math.log(f0)))
-            return int(size) // 128 * 128
-    return None
 
 
 # ------------------------------------------------------------------ measuring
@@ -195,6 +200,9 @@ class Measurement:
     field: str | None = None
     field_value: Any = None
     why_unmapped: str = ""
+    detail: str = ""
+    """What else the benchmark measured (the l2_size sweep's rate at each footprint); printed
+    under the table's row, not part of the model file."""
 
 
 def _mib(nbytes: int) -> str:
@@ -224,31 +232,13 @@ def measure(target, base: DeviceModel, sizes: Sizes,
     out.append(Measurement("dram_write", f"stream of {_mib(s.dram_bytes)}, {stat}",
                            bytes_per_s(s.dram_bytes, t), "B/s",
                            why_unmapped="the model has one DRAM rate (reads)"))
-    l2_foot, l2_passes = s.l2_footprint_bytes, s.l2_passes
-    if s.l2_sweep_bytes:
+    if len(s.l2_sweep_footprints) >= 2:
         progress("l2_size")
-        bandwidths = []
-        for foot in s.l2_sweep_bytes:
-            passes = max(2, -(-2 * s.dram_bytes // foot))
-            t = med(mb.read_sum(target, foot, passes, s.stream_work_items, r))
-            bandwidths.append(bytes_per_s(foot * passes, t))
-        size = cache_size_from_sweep(list(s.l2_sweep_bytes), bandwidths, dram_read)
-        curve = ", ".join(f"{_mib(f)} {b / 1e12:.3g}" for f, b in
-                          zip(s.l2_sweep_bytes, bandwidths))
-        what = (f"read bandwidth over {len(bandwidths)} footprints "
-                f"{_mib(s.l2_sweep_bytes[0])}..{_mib(s.l2_sweep_bytes[-1])}, {stat}; TB/s: "
-                f"{curve}")
-        if size is None:
-            out.append(Measurement("l2_size", what, float("nan"), "B", why_unmapped=(
-                "the bandwidth does not fall below sqrt(peak x DRAM read) within the sweep")))
-        else:
-            out.append(Measurement("l2_size", what, float(size), "B", "l2_bytes", size))
-            l2_foot = max(16, size // 2 // 16 * 16)
-            l2_passes = max(4, s.dram_bytes // l2_foot)
+        out.append(_l2_size(target, base, s, dram_read))
     progress("l2_read")
-    t = med(mb.read_sum(target, l2_foot, l2_passes, s.stream_work_items, r))
-    l2 = bytes_per_s(l2_foot * l2_passes, t)
-    out.append(Measurement("l2_read", f"{l2_passes} passes over {_mib(l2_foot)}"
+    t = med(mb.read_sum(target, s.l2_footprint_bytes, s.l2_passes, s.stream_work_items, r))
+    l2 = bytes_per_s(s.l2_footprint_bytes * s.l2_passes, t)
+    out.append(Measurement("l2_read", f"{s.l2_passes} passes over {_mib(s.l2_footprint_bytes)}"
                            f", {stat}", l2, "B/s", "l2_bytes_per_s", l2))
     progress("local_read")
     local_items = s.work_groups * mb.local_size(target)
@@ -291,6 +281,38 @@ def measure(target, base: DeviceModel, sizes: Sizes,
     return out
 
 
+def _l2_size(target, base: DeviceModel, s: Sizes, dram_read: float) -> Measurement:
+    """The footprint sweep: each footprint re-read ``l2_sweep_bytes / footprint`` times (at
+    least twice), each pass starting elsewhere (read_sum's shift), so that every line is read
+    by as many work-groups as there are passes; :func:`l2_capacity_from_sweep` gives the
+    capacity those passes see. Where the L2 is partitioned (``l2_partitions`` of the base
+    model) each line then takes :func:`~tiletraffic.simulator.dram_model.partition_copies`
+    lines of it, so ``l2_bytes`` = that capacity × the copies."""
+    from tiletraffic.gpu import microbench as mb
+    from tiletraffic.simulator.dram_model import partition_copies
+
+    rates, passes = [], []
+    for f in s.l2_sweep_footprints:
+        n = max(2, s.l2_sweep_bytes // f)
+        t = statistics.median(mb.read_sum(target, f, n, s.stream_work_items, s.repeat))
+        rates.append(bytes_per_s(f * n, t))
+        passes.append(n)
+    seen = l2_capacity_from_sweep(s.l2_sweep_footprints, rates, dram_read)
+    what = (f"re-reads of {_mib(s.l2_sweep_footprints[0])}..{_mib(s.l2_sweep_footprints[-1])}"
+            f" in {len(rates)} footprints, median of {s.repeat}")
+    detail = "rates: " + ", ".join(f"{_mib(f)} {r / 1e9:.4g} GB/s" for f, r in
+                                   zip(s.l2_sweep_footprints, rates, strict=True))
+    if seen is None:
+        return Measurement("l2_size", what, float("nan"), "B", detail=detail, why_unmapped=(
+            f"no footprint fell from {L2_SIZE_THRESHOLD} x the DRAM rate or more to below it"))
+    i = min(range(len(rates)), key=lambda j: abs(math.log(s.l2_sweep_footprints[j] / seen)))
+    copies = partition_copies(passes[i], base.l2_partitions)
+    return Measurement("l2_size", what + f", below {L2_SIZE_THRESHOLD} x DRAM from "
+                       f"{seen / MIB:.1f} MiB x {copies:.3g} copies "
+                       f"({base.l2_partitions} L2 partitions)", seen, "B", "l2_bytes",
+                       int(round(seen * copies)), detail=detail)
+
+
 def _positive(m: Measurement) -> Measurement:
     """``m`` with its field set (to its value where no other was given), or unmapped when
     timing noise made the value not positive and finite."""
@@ -328,10 +350,10 @@ def calibrate(target, quick: bool = False,
     """Measure the opened device ``target``: (its calibrated model, the measurements).
 
     The base model is :func:`~tiletraffic.analysis.device_models.model_from_opencl` with the
-    L2 size from ``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE``, completing ``base`` (default: the
-    built-in model matching the device's name, else ``generic-gpu``; pass ``generic-gpu``
-    for a model that owes nothing to earlier measurements of this device); sizes from
-    :func:`plan_sizes`.
+    L2 size from ``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`` (until ``l2_size`` measures it),
+    completing ``base`` (default: the built-in model matching the device's name, else
+    ``generic-gpu``; pass ``generic-gpu`` for a model that owes nothing to earlier
+    measurements of this device); sizes from :func:`plan_sizes`.
 
     Raises:
         CalibrationError: too little memory for a benchmark (nothing was run).
@@ -353,8 +375,6 @@ def calibrate(target, quick: bool = False,
 
 
 def _si(value: float, unit: str) -> str:
-    if unit == "B" and math.isfinite(value):
-        return _mib(int(value))
     for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if unit != "s" and abs(value) >= scale:
             return f"{value / scale:.3g} {prefix}{unit}"
@@ -372,5 +392,9 @@ def table(measurements: list[Measurement]) -> str:
         sets = f"{m.field} = {m.field_value:.4g}" if m.field else f"nothing ({m.why_unmapped})"
         rows.append((m.benchmark, _si(m.value, m.unit), sets, m.what))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[3]
-                     for r in rows)
+    lines = []
+    for r, m in zip(rows, [None, *measurements], strict=True):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[3])
+        if m is not None and m.detail:
+            lines.append("    " + m.detail)
+    return "\n".join(lines)

@@ -6,6 +6,8 @@
     tiletraffic check SCHEDULE [...] | --all;  tiletraffic crosscheck SCHEDULE [...] | --all
     tiletraffic devices
     tiletraffic report [--device D] [--out DIR] [--quick]
+    tiletraffic tune gemm --m M --n N --k K [--device D] [--device-model D] [--top T] [--out F]
+    tiletraffic validate [--device D] [--device-model M] [--quick] [--predictions F] | --predict-only
 
 Errors a user can cause (bad sizes, limits, missing device, build failures, wrong results)
 are printed as one clear line and exit with status 2 (usage) or 1 (runtime), never as a
@@ -461,17 +463,24 @@ def _simulate_with_model(sch, model, as_json: bool) -> None:
             raise click.UsageError(str(err)) from None
         except HazardError as err:
             _fail(err)
-    guesses = [str(w.message) for w in caught]
+    from tiletraffic.simulator.device_model import GuessedValueWarning
+
+    guesses = [str(w.message) for w in caught if issubclass(w.category, GuessedValueWarning)]
+    # the model's declarations (e.g. strided requests outside what it predicts)
+    declared = [str(w.message) for w in caught
+                if not issubclass(w.category, GuessedValueWarning)]
     data = launch.to_dict()
     formula = closed_form.counts_or_none(sch)
     out = {"schedule": sch.family, "tile": sch.tile,
            **{k.lower(): v for k, v in sch.params}, **data,
            "closed_form_agrees": None if formula is None else formula == launch.counts.to_dict(),
            "guessed_values": guesses}
+    if declared:
+        out["model_warnings"] = declared
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return
-    for w in guesses:
+    for w in guesses + declared:
         click.echo(f"warning: {w}", err=True)
     p = launch.prediction
     mem = launch.memory
@@ -783,8 +792,9 @@ def device_model_cmd(model, device):
                    "[default: the built-in model matching the device's name, else "
                    "generic-gpu].")
 def calibrate_cmd(device, out_file, quick, base_model):
-    """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 and
-    local-memory bandwidth, FP32 FMA rate, load latency, launch overhead, barrier cost) and
+    """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 size by a
+    footprint sweep, L2 and local-memory bandwidth, FP32 FMA rate, load latency, launch
+    overhead, barrier cost) and
     write a device-model file: each measured value marked measured with its benchmark, the
     rest queried or as in the base model (--base). Then: simulate ... --device-model FILE."""
     from tqdm import tqdm
@@ -854,6 +864,94 @@ def report_cmd(device, out_dir, quick, repeat, render_dir):
                       f"({err.filename})"))
     click.echo(f"report written to {path}")
 
+
+@main.group("tune")
+def tune_group():
+    """Search a tuning space with the model, measure the best-ranked candidates on a device
+    and report the model's regret (`tiletraffic tune gemm --help`)."""
+
+
+@tune_group.command("gemm")
+@click.option("--m", "m", type=click.IntRange(min=1), required=True, help="Rows of A and C.")
+@click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Columns of B and C.")
+@click.option("--k", "k", type=click.IntRange(min=1), required=True,
+              help="Columns of A, rows of B (the inner dimension).")
+@click.option("--device", "-d", default=None,
+              help="OpenCL device to measure on (as for `run`; default: PYOPENCL_CTX, else a "
+                   "GPU, else PoCL).")
+@click.option("--device-model", default=None, type=DEVICE_MODEL,
+              help="The model that ranks the candidates: a built-in name or a model file "
+                   "(default: the measured device's, as `tiletraffic device-model --device "
+                   "D` prints it; with --top 0: nvidia-h200).")
+@click.option("--top", "-t", type=click.IntRange(min=0), default=8, show_default=True,
+              help="Measure this many of the best-ranked candidates (0: model only, no "
+                   "device).")
+@click.option("--measure-all", is_flag=True, help="Measure every valid candidate.")
+@click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
+              help="Results (JSON), written after every candidate [default: "
+                   "tuning/gemm-MxNxK.json]. An existing file is moved to history/ beside it "
+                   "first, unless --resume.")
+@click.option("--resume", is_flag=True,
+              help="Reuse the predictions and measurements of --out (same sizes, space, "
+                   "device model and device) and do only what is missing.")
+@click.option("--space", "space_file", default=None,
+              type=click.Path(exists=True, dir_okay=False),
+              help="Tuning-space file (TOML; default: the built-in gemm.toml: copy it from "
+                   "the path the results name and edit it).")
+@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
+              help="Timed launches per measured candidate and round.")
+@click.option("--warmup", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Untimed launches before timing.")
+@click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Times the chosen candidates are run, every other round in reverse (as "
+                   "validate: the spread is the larger of the launches' interquartile range "
+                   "and the difference of the rounds' medians).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes that model candidates in parallel.")
+@SEED_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def tune_gemm_cmd(m, n, k, device, device_model, top, measure_all, out_file, resume,
+                  space_file, repeat, warmup, rounds, jobs, seed, as_json):
+    """Tune C = A·B (A is M x K, B is K x N, float32): every candidate of the tuning space
+    is checked against its constraints (rejected ones are listed with the reason), modelled
+    and ranked by predicted time; the best --top are run on the device, each launch checked
+    against float64 before its time counts. Prints a table and the model's regret (time of
+    its pick vs the best measured candidate, over the measured ones only)."""
+    import shlex
+
+    from tiletraffic.gpu.runtime import TiletrafficGpuError
+
+    from .tuner import TuneError, TuneInterrupted, tune
+    from .tuning_space import SpaceError
+
+    if device is not None and not device.strip():
+        raise click.UsageError("--device is empty; give 'P:D' or part of a device name")
+    out_file = out_file or f"tuning/gemm-{m}x{n}x{k}.json"
+    try:
+        result = tune(m, n, k, device=device, device_model=device_model, top=top,
+                      out=out_file, repeat=repeat, warmup=warmup, rounds=rounds,
+                      space=space_file, jobs=jobs,
+                      measure_all=measure_all, resume=resume, seed=seed, progress=None,
+                      log=lambda line: click.echo(line, err=True),
+                      command="tiletraffic " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+    except (TuneError, SpaceError) as err:
+        raise click.UsageError(str(err)) from None
+    except TuneInterrupted as err:
+        click.echo(err.result.table(), nl=False)
+        click.echo(f"interrupted: {err}", err=True)
+        sys.exit(130)
+    except (TiletrafficGpuError, OSError) as err:
+        _fail(err)
+    if as_json:
+        click.echo(json.dumps(result.data, indent=1))
+    else:
+        click.echo(result.table(), nl=False)
+        click.echo(f"results: {out_file}")
+
+
+from .validation_cli import validate_cmd  # noqa: E402 (the command needs main's helpers)
+
+main.add_command(validate_cmd)
 
 if __name__ == "__main__":
     main()

@@ -7,6 +7,8 @@ created file (0o666 less the umask), not ``mkstemp``'s 0o600.
 """
 from __future__ import annotations
 
+import datetime as _dt
+import json
 import os
 import tempfile
 from contextlib import contextmanager
@@ -54,3 +56,31 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically, UTF-8 (see :func:`atomic_path`)."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def archive_previous(path: str | os.PathLike, prefix: str) -> Path | None:
+    """Move an existing result file ``path`` to ``<its folder>/history/<prefix>-<stamp>.json``
+    before it is replaced, so earlier results are never lost; ``<stamp>`` is the file's
+    ``meta.created_utc`` without colons (its modification time when it has none), with
+    ``-1``, ``-2``, ... added when that name is taken. Returns the new path (``None``: no
+    file to move).
+
+    Raises:
+        OSError: the history folder cannot be created or the file not moved.
+    """
+    old = Path(path)
+    if not old.exists():
+        return None
+    try:
+        stamp = json.loads(old.read_text())["meta"]["created_utc"].replace(":", "")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        stamp = _dt.datetime.fromtimestamp(old.stat().st_mtime, _dt.timezone.utc).strftime(
+            "%Y-%m-%dT%H%M%SZ")
+    dest = old.parent / "history" / f"{prefix}-{stamp}.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while dest.exists():
+        dest = dest.with_name(f"{prefix}-{stamp}-{n}.json")
+        n += 1
+    os.replace(old, dest)
+    return dest

@@ -124,3 +124,37 @@ def roofline(points: list[tuple], dram_bytes_per_s: float, fp32_flop_per_s: floa
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6, ncol=2, loc="lower right")
     _save(fig, path)
+
+
+def predicted_vs_measured(families: list[str], measured_s: list[float], spread_s: list[float],
+                          predicted_s: list[float], path: Path, title: str) -> None:
+    """Log-log scatter of predicted against measured time (ms), one point per case coloured
+    by schedule family, horizontal error bars ± the measured spread, the diagonal (exact)
+    and the ±15 % and ±35 % time targets dashed."""
+    fig, ax = plt.subplots(figsize=(6.8, 5.2))
+    meas, pred = np.asarray(measured_s) * 1e3, np.asarray(predicted_s) * 1e3
+    err = np.asarray(spread_s) * 1e3
+    names = list(dict.fromkeys(families))
+    colors = plt.get_cmap("tab10")(np.arange(len(names)) % 10)
+    for name, color in zip(names, colors):
+        sel = np.array([f == name for f in families])
+        ax.errorbar(meas[sel], pred[sel], xerr=err[sel], fmt="o", color=color, ms=5,
+                    capsize=3, label=name)
+    lo = min(meas.min(), pred.min()) / 1.5
+    hi = max(meas.max(), pred.max()) * 1.5
+    xs = np.geomspace(lo, hi, 20)
+    ax.plot(xs, xs, "k-", lw=0.8, label="predicted = measured")
+    for band, style in ((0.15, "--"), (0.35, ":")):
+        for sign in (1, -1):
+            ax.plot(xs, xs * (1 + sign * band), "k" + style, lw=0.6, alpha=0.6,
+                    label=f"±{band:.0%}" if sign == 1 else None)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured time (ms), ± spread")
+    ax.set_ylabel("predicted time (ms)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    _save(fig, path)

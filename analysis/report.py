@@ -28,7 +28,8 @@ from tiletraffic.simulator.device import DeviceLimits, LimitError
 from tiletraffic.simulator.engine import simulate
 
 from . import closed_form
-from .files import atomic_write_text
+from .files import archive_previous, atomic_write_text
+from .report_text import VALIDATION_DIR
 
 FULL_SIZES = (64, 128, 256, 512, 1024)
 QUICK_SIZES = (64, 128, 256)
@@ -72,24 +73,6 @@ def default_sweep(quick: bool) -> list[SweepPoint]:
 
 
 
-def _archive_previous(out_dir: Path) -> None:
-    old = out_dir / "results.json"
-    if not old.exists():
-        return
-    try:
-        stamp = json.loads(old.read_text())["meta"]["created_utc"].replace(":", "")
-    except (ValueError, KeyError, TypeError):
-        stamp = _dt.datetime.fromtimestamp(old.stat().st_mtime, _dt.timezone.utc).strftime(
-            "%Y-%m-%dT%H%M%SZ")
-    dest = out_dir / "history" / f"results-{stamp}.json"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    n = 1
-    while dest.exists():
-        dest = dest.with_name(f"results-{stamp}-{n}.json")
-        n += 1
-    os.replace(old, dest)
-
-
 def _software() -> dict:
     versions = {"python": platform.python_version(), "platform": platform.platform()}
     for pkg in ("tiletraffic", "numpy", "pyopencl", "pocl-binary-distribution", "matplotlib"):
@@ -117,19 +100,29 @@ def simulate_point(point: SweepPoint, limits: DeviceLimits) -> dict:
 
 
 def make_report(device: str | None = None, out_root: str | os.PathLike = "reports",
-                quick: bool = False, repeat: int = 10, progress: bool = True) -> Path:
-    """Run the sweep on ``device`` and write ``<out_root>/<device-slug>[-quick]/``.
+                quick: bool = False, repeat: int = 10, progress: bool = True,
+                validation: bool = True) -> Path:
+    """Run the sweep on ``device`` and write ``<out_root>/<device-slug>[-quick]/``, then
+    validate the model on the same device (``tiletraffic validate``, the ``quick`` case list
+    with ``quick``, else the device's: :func:`analysis.validation_run.run_validation`) into
+    its ``validate/`` folder; ``report.md`` includes that section. A ``predictions.json``
+    already in that folder (``tiletraffic validate --predict-only``, committed: the
+    pre-registration) is measured against instead of running the model. ``validation=False``
+    leaves the validation out (the sweep only).
 
     Returns the report directory.
 
     Every finished case is written to ``results.json`` at once (atomically; the previous
-    ``results.json`` is first moved to ``history/``), so an interrupted sweep keeps them.
+    ``results.json`` is first moved to ``history/``), so an interrupted sweep keeps them;
+    likewise ``validate/validation.json``.
 
     Raises:
         gpu.device.DeviceError: no device, or none matching ``device``.
-        ValueError: ``repeat`` below 10.
+        ValueError: ``repeat`` below 10; a ``validate/predictions.json`` that is malformed
+            or for other cases or another model (checked before the sweep).
         OSError: the output directory cannot be written (checked before the sweep starts).
-        SweepInterrupted: Ctrl-C during the sweep (finished cases saved and rendered).
+        SweepInterrupted: Ctrl-C during the sweep or the validation (finished cases saved and
+            rendered; ``analysis.validation_run.ValidationInterrupted`` for the latter).
     """
     from tiletraffic.gpu.device import select_device
     from tiletraffic.gpu.runtime import MIN_REPEAT
@@ -146,6 +139,8 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     out_dir = Path(out_root) / (target.slug + ("-quick" if quick else ""))
     ensure_writable(out_dir)
     sweep = default_sweep(quick)
+    predictions = _registered_predictions(out_dir / VALIDATION_DIR, quick, info) \
+        if validation else None
     data = {
         "meta": {
             "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -162,7 +157,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         "results": [],
     }
     results = data["results"]
-    _archive_previous(out_dir)
+    archive_previous(out_dir / "results.json", "results")
     try:
         for point in tqdm(sweep, desc=f"sweep on {info.device_name}", unit="case",
                           disable=not progress, file=sys.stderr):
@@ -175,8 +170,39 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         raise SweepInterrupted(out_dir, len(results), len(sweep)) from None
     data["meta"]["complete"] = True
     atomic_write_text(out_dir / "results.json", json.dumps(data, indent=1))
+    from .validation_run import ValidationInterrupted, run_validation
+
+    try:  # the model against this device: every schedule family (tiletraffic validate)
+        if validation:
+            run_validation(target, quick=quick, out_dir=out_dir / VALIDATION_DIR, repeat=repeat,
+                           progress=progress, command=data["meta"]["command"],
+                           predictions_file=predictions)
+    except ValidationInterrupted:
+        render(out_dir)
+        raise
     render(out_dir)
     return out_dir
+
+
+def _registered_predictions(validate_dir: Path, quick: bool, info) -> Path | None:
+    """``validate_dir/predictions.json`` when there is one (pre-registered predictions the
+    report's validation is measured against, instead of running the model), checked against
+    the report's case list and the device's default model before the sweep starts.
+
+    Raises:
+        analysis.validation_predict.PredictionsError, PredictionsMismatch (ValueErrors): a
+            malformed file, or one for other cases than the report's.
+    """
+    from . import validation_predict as vp
+    from .validation import case_list, default_case_list_name
+
+    path = validate_dir / "predictions.json"
+    if not path.exists():
+        return None
+    pf = vp.read_predictions(path)
+    vp.check_cases(pf, case_list(default_case_list_name(quick, info.is_gpu)))
+    vp.model_of(pf, None)
+    return path
 
 
 class SweepInterrupted(RuntimeError):
@@ -223,7 +249,8 @@ def ensure_writable(out_dir: Path) -> None:
 
 
 def render(out_dir: str | os.PathLike) -> Path:
-    """(Re)write ``report.md`` and the figures from ``out_dir/results.json``.
+    """(Re)write ``report.md`` and the figures from ``out_dir/results.json`` (and the
+    validation's ``validate/validation.md`` and figure from its ``validation.json``).
 
     Raises:
         FileNotFoundError: no ``results.json`` in ``out_dir``.
@@ -232,5 +259,9 @@ def render(out_dir: str | os.PathLike) -> Path:
 
     out_dir = Path(out_dir)
     data = json.loads((out_dir / "results.json").read_text())
+    if (out_dir / VALIDATION_DIR / "validation.json").exists():
+        from .validation_text import render as render_validation
+
+        render_validation(out_dir / VALIDATION_DIR)
     atomic_write_text(out_dir / "report.md", write_report(data, out_dir))
     return out_dir / "report.md"

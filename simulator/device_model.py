@@ -66,7 +66,9 @@ class DeviceModel:
     ``local_vector_words``: words one local load instruction reads per work-item (4: the
     compiler merges consecutive words into 128-bit loads; 1: it does not).
     ``barrier_wavefronts_per_work_group``: L1 data-pipe wavefronts one work-group barrier
-    costs. The value, source and reasoning of each number of a built-in model is in its file
+    costs. ``l2_partitions``: partitions of the L2, each keeping its own copy of what its
+    compute units read (the DRAM write-back model, :func:`simulator.dram_model.
+    partition_copies`; 1: a single L2, no copies). The value, source and reasoning of each number of a built-in model is in its file
     (``tiletraffic device-model NAME``).
 
     ``sources`` (the references and the file), ``description``, ``references`` (key ->
@@ -103,6 +105,7 @@ class DeviceModel:
     barrier_wavefronts_per_work_group: int = 2
     memory_latency_s: float = 300e-9
     l1_sharing_work_groups: int = 2
+    l2_partitions: int = 1
     sources: str = field(default="", compare=False)
     guessed: tuple[str, ...] = field(default_factory=tuple)
     description: str = field(default="", compare=False, repr=False)

@@ -293,3 +293,152 @@ def wave_timeline(work_groups: int, concurrent: int, duration_s: float,
     start = (np.floor(g / concurrent) if not steady
              else np.where(g < concurrent, 0.0, g / concurrent)) * duration_s
     return start, start + duration_s
+
+
+# ------------------------------------------------------------------ write-back of dirty lines
+
+def miss_probabilities(distance_bytes: np.ndarray, l2_bytes: int,
+                       associativity: int | None) -> np.ndarray:
+    """:func:`miss_probability` of every distance of an array (same shape, same model)."""
+    d = np.asarray(distance_bytes, dtype=float)
+    if l2_bytes <= 0:
+        raise ValueError(f"L2 size must be positive, got {l2_bytes} bytes")
+    if associativity is None:
+        return (d > l2_bytes).astype(float)
+    if associativity < 1:
+        raise ValueError(f"L2 associativity must be at least 1 way (or None), got {associativity}")
+    lam = associativity * d / l2_bytes
+    below = np.zeros_like(lam)
+    log_lam = np.log(np.where(lam > 0, lam, 1.0))
+    for i in range(associativity):
+        below += np.exp(i * log_lam - lam - math.lgamma(i + 1))
+    return np.where(lam > 0, np.clip(1.0 - below, 0.0, 1.0), 0.0)
+
+
+def _window_bytes_array(buffers: dict[str, BufferReads], output_bytes: int, work_groups: int,
+                        groups_0: int, window: np.ndarray) -> np.ndarray:
+    """:func:`window_bytes` of every (real, non-negative) window of an array."""
+    w = np.asarray(window, dtype=float)
+    total = output_bytes * np.minimum(1.0, w / work_groups)
+    for b in buffers.values():
+        if b.offset_0 == 0:
+            sharers = np.maximum(1.0, np.minimum(w, groups_0))
+        elif b.offset_1 == 0:
+            sharers = np.maximum(1.0, w / groups_0)
+        else:
+            sharers = 1.0
+        total = total + np.minimum(b.size_bytes, b.own_bytes / work_groups * w / sharers)
+    return total
+
+
+def _windows_of_distances(buffers: dict[str, BufferReads], output_bytes: int,
+                          work_groups: int, groups_0: int, distance_bytes: np.ndarray,
+                          iterations: int = 64) -> np.ndarray:
+    """The largest window (work-groups, real) whose distinct bytes
+    (:func:`window_bytes`, non-decreasing in the window) are at most each distance: a
+    bisection over ``[0, work_groups]`` for all distances at once."""
+    lo = np.zeros_like(distance_bytes, dtype=float)
+    hi = np.full_like(lo, float(work_groups))
+    full = _window_bytes_array(buffers, output_bytes, work_groups, groups_0, hi)
+    for _ in range(iterations):
+        mid = (lo + hi) / 2
+        fits = _window_bytes_array(buffers, output_bytes, work_groups, groups_0, mid) \
+            <= distance_bytes
+        lo = np.where(fits, mid, lo)
+        hi = np.where(fits, hi, mid)
+    return np.where(full <= distance_bytes, float(work_groups), lo)
+
+
+def partition_copies(readers: float, partitions: int) -> float:
+    """Expected copies in L2 of a line that ``readers`` work-groups read, each on
+    a compute unit of a random one of ``partitions`` L2 partitions: one in the partition
+    that owns its address, and one in every other partition one of the readers belongs to
+    (an SM's request is filled into its own partition, which keeps a copy of data owned by
+    the other: measured on the H200, ``experiments/h200/l2_sharing`` ``smmap``; the A100
+    whitepaper's "each L2 partition localizes and caches data for memory accesses from SMs
+    in the GPCs directly connected to the partition"):
+    ``1 + (P - 1) (1 - (1 - 1/P)^readers)``. One partition: 1; two partitions: 1.5 for one
+    reader, 1.75 for two, towards 2 for many.
+
+    Raises:
+        ValueError: ``partitions < 1`` or ``readers < 0``.
+    """
+    if partitions < 1 or readers < 0:
+        raise ValueError(f"L2 copies need partitions >= 1 and readers >= 0, got "
+                         f"{partitions}, {readers}")
+    return 1.0 + (partitions - 1) * (1.0 - (1.0 - 1.0 / partitions) ** readers)
+
+
+def _with_copies(b: BufferReads, partitions: int) -> BufferReads:
+    """``b`` with its bytes scaled by :func:`partition_copies` of its readers per sector
+    (its per-work-group footprints summed over work-groups / its size, at least 1)."""
+    c = partition_copies(max(1.0, b.own_bytes / max(1, b.size_bytes)), partitions)
+    return BufferReads(b.requested_bytes * c, b.size_bytes * c, b.offset_0, b.offset_1,
+                       b.own_bytes * c)
+
+
+def dram_writes_write_back(buffers: dict[str, BufferReads], output_bytes: int,
+                           work_groups: int, groups_0: int, l2_bytes: int,
+                           associativity: int | None = None, partitions: int = 1,
+                           points: int = 2049) -> float:
+    """DRAM bytes written during the kernel by a write-back L2: the output lines evicted
+    before the kernel ends.
+
+    L2 is write-back (a written line is dirty in L2 and reaches DRAM only when it is
+    evicted; NVIDIA's H100 whitepaper, "L2 cache"; Hennessy and Patterson, *Computer
+    Architecture*, appendix B). What is still dirty in L2 when the kernel ends is written
+    after it, and Nsight Compute's ``dram__bytes_write`` of the kernel does not count it.
+    Each work-group writes its share of the output (``output_bytes / work_groups``); in
+    steady-state dispatch the work-groups end in dispatch order, and after the ``w``-th
+    from the end wrote its output, the ``w`` work-groups' worth of work still to come
+    brings :func:`window_bytes` ``(w)`` of distinct data into L2 (inputs and output alike):
+    the reuse distance at which that output line would be touched again after the kernel.
+    It is still in L2 with probability ``1 - miss_probability(distance)``, the same
+    replacement model as the reads. Retained = ``output_bytes / work_groups`` × the
+    integral of that survival over ``w`` in ``[0, work_groups]``; written = output -
+    retained.
+
+    Fully associative (``associativity=None``): the last ``w*`` work-groups' output stays,
+    ``w*`` the window whose distinct data fill the L2, so a kernel streaming ``I`` bytes of
+    inputs once and writing ``O`` keeps ``O × C / (I + O)`` of an L2 of ``C`` (when
+    ``I + O > C``). Hashed A-way sets give the same for a long stream (the integral of
+    P(Poisson(λ) < A) over λ is A) and more write-back when the whole stream is near ``C``.
+    Integrated over ``points`` distances from 0 to where the survival is below 1e-9
+    (exactly ``C`` when fully associative: the result is then exact).
+
+    ``partitions`` > 1: an L2 of that many partitions, where every input line takes
+    :func:`partition_copies` of its readers' lines of capacity (a buffer read by many
+    work-groups about ``partitions`` times its size, one read once ``1 + (P - 1) / P`` of
+    it); an output line takes one, in the partition that owns it (a store brings no data
+    back for the writer's partition to keep: an assumption, not measured). A kernel that
+    re-reads shared inputs (a GEMM's B) keeps less of its output than one that streams.
+    When everything (with its copies) fits in L2, nothing is written during the kernel
+    (conflict misses of a set-associative L2 are left out there, as for the reads).
+
+    Raises:
+        ValueError: a non-positive L2 size, associativity below 1, ``work_groups < 1`` or
+            ``points < 2``.
+    """
+    if work_groups < 1 or points < 2:
+        raise ValueError(f"write-back needs work_groups >= 1 and points >= 2, got "
+                         f"{work_groups}, {points}")
+    miss_probabilities(np.zeros(1), l2_bytes, associativity)   # checks the L2 arguments
+    if output_bytes <= 0:
+        return 0.0
+    buffers = {k: _with_copies(b, partitions) for k, b in buffers.items()}
+    total = float(_window_bytes_array(buffers, output_bytes, work_groups, groups_0,
+                                      np.array(float(work_groups))))
+    if total <= l2_bytes:
+        return 0.0
+    if associativity is None:
+        reach = float(l2_bytes)
+    else:
+        reach = l2_bytes * (associativity + 10 * math.sqrt(associativity) + 20) / associativity
+    distances = np.linspace(0.0, min(total, reach), points)
+    windows = _windows_of_distances(buffers, output_bytes, work_groups, groups_0, distances)
+    if associativity is None:   # survival 1 up to C: the retained window is w(min(total, C))
+        retained_windows = float(windows[-1])
+    else:
+        survive = 1.0 - miss_probabilities(distances, l2_bytes, associativity)
+        retained_windows = float(np.sum(np.diff(windows) * (survive[1:] + survive[:-1]) / 2))
+    return output_bytes * (1.0 - min(1.0, retained_windows / work_groups))

@@ -15,8 +15,18 @@ Methods (each figure says which produced it, in ``methods``):
   still find it in L2 follows from how far apart (in work-group dispatch order) its readers
   are; see :mod:`simulator.dram_model`, which also gives ``dram: lock-step waves``
   (``dram_read_bytes_lockstep``), the estimate for work-groups that advance together.
-* ``dram: fits in L2`` — when everything fits in L2, written lines stay there until after
-  the kernel: no DRAM writes during it.
+* ``dram: fits in L2`` — when everything fits in L2 (with the copies its partitions keep,
+  below), written lines stay there until after the kernel: no DRAM writes during it.
+* ``dram: write-back of output lines evicted before the kernel ends`` — otherwise L2 (write-
+  back) writes a dirty output line to DRAM only when it is evicted during the kernel; the
+  lines still in L2 at its end (the last work-groups' output, up to what the L2 holds beside
+  the inputs they stream) are written after it and not counted
+  (:func:`simulator.dram_model.dram_writes_write_back`). With ``l2_partitions = 2`` (the
+  H200) a line takes the capacity of a copy in each partition that read it
+  (:func:`simulator.dram_model.partition_copies`). Not modelled: dirty lines other
+  kernels or copies left in L2, which the H200 writes back during a kernel that streams
+  more than the L2 (about 2.1–2.9 MB in every such committed launch, even matrix-vector
+  products writing 16 KB).
 * ``time: ceilings + barrier latency by mean value analysis + tail + launch overhead`` — the
   time of the busiest resource is the largest of: FLOPs at the FP32 rate, DRAM bytes at
   DRAM bandwidth, L2→L1 bytes at L2 bandwidth, L1 wavefronts (one 128-byte line per global
@@ -43,15 +53,18 @@ Methods (each figure says which produced it, in ``methods``):
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .counters import AccessEvent, Observer, TrafficCounts
 from .device_model import DeviceModel
-from .dram_model import BufferReads, dram_reads_lockstep, dram_reads_steady_state
+from .dram_model import (BufferReads, dram_reads_lockstep, dram_reads_steady_state,
+                         dram_writes_write_back)
 from .memory import MemoryCounts
 from .schedule import FLOAT_BYTES, Schedule
+from .strides import StridedRequests, StridedRequestWarning, StrideObserver, strided_declaration
 
 
 class FootprintObserver(Observer):
@@ -173,6 +186,9 @@ class LoadPhaseObserver(Observer):
         self.phases += int(per_group.sum() if self.weights is None else per_group @ self.weights)
         self.loading &= ~ended
 
+
+WRITE_BACK_METHOD = "dram: write-back of output lines evicted before the kernel ends"
+"""``methods["dram_write_bytes"]`` when the buffers do not fit in L2 together."""
 
 ADDED_TIME_TERMS = ("barrier_latency_s", "tail_s", "launch_overhead_s")
 """The time terms added to the largest ceiling (:attr:`TrafficPrediction.time_terms_s`)."""
@@ -331,12 +347,16 @@ def buffer_reads(schedule: Schedule, footprint: FootprintObserver, model: Device
 def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
             footprint: FootprintObserver, model: DeviceModel,
             load_phases: int = 0,
-            offsets: tuple[dict[str, int | None], dict[str, int | None]] = ({}, {})
-            ) -> TrafficPrediction:
+            offsets: tuple[dict[str, int | None], dict[str, int | None]] = ({}, {}),
+            strided: StridedRequests | None = None) -> TrafficPrediction:
     """Combine the exact counts with ``model`` into cache, DRAM and time predictions.
 
     ``offsets``: element offsets of each buffer's loads between neighbouring work-groups in
     NDRange dimensions 0 and 1 (:func:`simulator.classes.load_offsets`), for the DRAM model.
+    ``strided``: the launch's strided global requests (:class:`simulator.strides.
+    StrideObserver`); when their lines are a tenth or more of the L1 wavefronts,
+    ``methods["l1_strided_requests"]`` declares the L1 time outside what the model predicts
+    and a :class:`simulator.strides.StridedRequestWarning` says so.
     """
     p = schedule.param_values
     sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * FLOAT_BYTES for a in schedule.arrays}
@@ -360,15 +380,19 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         dram_lockstep = int(round(dram_reads_lockstep(buffers, outputs, *shape, *l2)))
         methods["dram_read_bytes"] = "dram: reuse distance, steady-state dispatch"
         methods["dram_read_bytes_lockstep"] = "dram: lock-step waves"
-    if inputs + outputs <= model.l2_bytes:
-        dram_write = 0
-        methods["dram_write_bytes"] = "dram: fits in L2 (written back after the kernel)"
-    else:
-        dram_write = outputs
-        methods["dram_write_bytes"] = "dram: compulsory"
+    dram_write = int(round(dram_writes_write_back(
+        buffer_reads(schedule, footprint, model, offsets), outputs, counts.work_groups,
+        schedule.num_groups[0], model.l2_bytes, model.l2_associativity, model.l2_partitions)))
+    methods["dram_write_bytes"] = (WRITE_BACK_METHOD if dram_write else
+                                   "dram: fits in L2 (written back after the kernel)")
     l1_wavefronts = (memory.global_load_lines + memory.global_store_lines
                      + memory.local_load_wavefronts + memory.local_store_wavefronts
                      + model.barrier_wavefronts_per_work_group * counts.barriers)
+    declared = strided_declaration(strided, l1_wavefronts) if strided else None
+    if declared:
+        methods["l1_strided_requests"] = declared
+        warnings.warn(f"{schedule.kernel_name}: {declared}", StridedRequestWarning,
+                      stacklevel=2)
     active = model.active_compute_units(counts.work_groups)
     # per-compute-unit resources are charged for the compute unit with the most work-groups
     # (work-groups are indivisible: a launch of 133 on 132 units puts two on one of them)
@@ -444,12 +468,13 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
     offsets = (load_offsets(schedule, runner, 0), load_offsets(schedule, runner, 1))
     footprint = FootprintObserver(model.sector_bytes, model.l1_sharing_work_groups, offsets[0])
     phases = LoadPhaseObserver()
+    strides = StrideObserver(model.sub_group_size, model.line_bytes)
     limits = DeviceLimits(model.name, model.max_work_group_size, (1024, 1024, 64),
                           model.local_mem_bytes_per_work_group)
     result = simulate(schedule, compute_values=False, limits=limits,
-                      observers=[memory, footprint, phases],
+                      observers=[memory, footprint, phases, strides],
                       work_group_classes=work_group_classes)
     prediction = predict(schedule, result.counts, memory.counts, footprint, model,
-                         phases.phases, offsets)
+                         phases.phases, offsets, strides.counts)
     return ModelledLaunch(result.counts, memory.counts, prediction,
                           buffer_reads(schedule, footprint, model, offsets))

@@ -130,7 +130,7 @@ def test_quick_calibration_on_pocl_writes_a_model_simulate_uses(tmp_path):
     measured = {k: s for k, s in model.value_sources.items() if s.kind == "measured"}
     assert {"dram_bytes_per_s", "l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu",
             "fp32_flop_per_s", "launch_overhead_s"} <= set(measured)
-    assert set(measured) <= {"dram_bytes_per_s", "l2_bytes_per_s", "fp32_flop_per_s",
+    assert set(measured) <= {"dram_bytes_per_s", "l2_bytes_per_s", "fp32_flop_per_s", "l2_bytes",
                              "l1_wavefronts_per_cycle_per_cu", "memory_latency_s",
                              "launch_overhead_s", "barrier_wavefronts_per_work_group",
                              "l2_bytes"}
@@ -187,25 +187,54 @@ def test_cli_base_option_names_a_bad_model():
     assert res.exit_code == 2 and "no-such-model" in res.output
 
 
-def test_l2_sweep_steps_by_sqrt2_up_to_the_dram_buffer():
-    sweep = cal.l2_sweep(8 * MIB, quick=False)
-    assert sweep[0] == MIB and sweep[-1] == 8 * MIB and len(sweep) == 7
-    assert all(f % 16 == 0 for f in sweep)
-    assert all(1.40 < b / a < 1.43 for a, b in zip(sweep, sweep[1:]))
-    assert cal.l2_sweep(MIB, quick=True)[0] == 64 * 1024
+# ---------------------------------------------------------------- L2 size by footprint sweep
+
+def test_l2_capacity_from_a_sweep_by_hand():
+    f = [1 * MIB, 2 * MIB, 4 * MIB, 8 * MIB]
+    # DRAM 2 B/s, threshold 1.5 x 2 = 3: the last footprint at >= 3 is 4 MiB (exactly 3),
+    # the next (8 MiB) below -> 4 MiB
+    assert cal.l2_capacity_from_sweep(f, [10, 10, 3, 1], 2) == pytest.approx(4 * MIB)
+    # 5 at 4 MiB, 1 at 8 MiB: (5 - 3) / (5 - 1) = half way in log -> 4 x 2^0.5 MiB
+    assert cal.l2_capacity_from_sweep(f, [10, 10, 5, 1], 2) == \
+        pytest.approx(4 * MIB * 2**0.5)
+    # an L1 plateau (40) above the L2 one (6) does not matter: searched from the top
+    assert cal.l2_capacity_from_sweep(f, [40, 6, 6, 1], 2) == \
+        pytest.approx(4 * MIB * 2 ** (3 / 5))
+    # never fast enough, or still fast at the largest: no capacity
+    assert cal.l2_capacity_from_sweep(f, [2, 2, 2, 1], 2) is None
+    assert cal.l2_capacity_from_sweep(f, [10, 10, 10, 10], 2) is None
+    with pytest.raises(ValueError, match="ascending"):
+        cal.l2_capacity_from_sweep([2, 1], [1, 1], 1)
 
 
-def test_cache_size_is_where_bandwidth_falls_below_the_geometric_middle():
-    # peak 8, DRAM 2: threshold 4; 8 at 32 MiB, 2 at 64 MiB -> t = (8-4)/(8-2) = 2/3 of the
-    # log step: 32 MiB * 2**(2/3) = 50.80 MiB
-    feet = [16 * MIB, 32 * MIB, 64 * MIB, 128 * MIB]
-    size = cal.cache_size_from_sweep(feet, [8.0, 8.0, 2.0, 2.0], 2.0)
-    assert size == int(32 * MIB * 2 ** (2 / 3)) // 128 * 128
-    # a small cache's own peak before the L2 plateau is not mistaken for the drop
-    assert cal.cache_size_from_sweep(feet, [9.0, 8.5, 8.0, 1.9], 2.0) == \
-        int(math.exp(math.log(64 * MIB) + (8.0 - math.sqrt(18)) / (8.0 - 1.9)
-                     * math.log(2))) // 128 * 128
-    assert cal.cache_size_from_sweep(feet, [8.0, 8.0, 7.0, 6.0], 2.0) is None  # no drop
-    assert cal.cache_size_from_sweep(feet, [2.0, 2.0, 2.0, 2.0], 2.0) is None  # no cache
-    with pytest.raises(ValueError):
-        cal.cache_size_from_sweep(feet, [1.0], 2.0)
+def test_l2_size_measurement_scales_by_the_partition_copies(monkeypatch):
+    # a made-up device: re-reads at 10 GB/s up to 4 MiB, 1 GB/s beyond; DRAM 1 GB/s.
+    # Crossing between 4 MiB (10) and 8 MiB (1) at (10 - 1.5) / 9 of the octave.
+    from dataclasses import replace as dc_replace
+
+    from tiletraffic.gpu import microbench as mb
+
+    def fake_read_sum(target, nbytes, passes, work_items, repeat):
+        rate = 10e9 if nbytes <= 4 * MIB else 1e9
+        return [nbytes * passes / rate] * repeat
+    monkeypatch.setattr(mb, "read_sum", fake_read_sum)
+    sizes = dc_replace(cal.plan_sizes(4, MIB, 2**33, 2**31, 48 * 1024, 64, quick=True),
+                       l2_sweep_footprints=(2 * MIB, 4 * MIB, 8 * MIB), l2_sweep_bytes=64 * MIB)
+    seen = 4 * MIB * 2 ** (8.5 / 9)
+    one = cal._l2_size(None, GENERIC_GPU_MODEL, sizes, 1e9)         # one partition
+    assert one.field == "l2_bytes" and one.value == pytest.approx(seen)
+    assert one.field_value == round(seen)
+    assert "8 MiB 1 GB/s" in one.detail
+    # two partitions: the nearest footprint (8 MiB) was read in 64 / 8 = 8 passes:
+    # 1 + (1 - 2^-8) copies
+    two = cal._l2_size(None, dc_replace(GENERIC_GPU_MODEL, l2_partitions=2), sizes, 1e9)
+    assert two.field_value == round(seen * (2 - 2**-8))
+
+
+def test_table_prints_a_benchmarks_detail_under_its_row():
+    rows = cal.table([cal.Measurement("a", "x", 1.0, "B/s", "dram_bytes_per_s", 1.0,
+                                      detail="rates: 1 MiB 2 GB/s"),
+                      cal.Measurement("b", "y", 2.0, "B/s", why_unmapped="none")])
+    lines = rows.splitlines()
+    assert lines[1].startswith("a ") and lines[2] == "    rates: 1 MiB 2 GB/s"
+    assert lines[3].startswith("b ")

@@ -31,6 +31,7 @@ H200_AT_34A001F = {
     "fp32_flop_per_s": 67000000000000.0, "launch_overhead_s": 3e-06, "local_vector_words": 1,
     "local_vector_min_wavefronts": 2, "barrier_wavefronts_per_work_group": 2,
     "memory_latency_s": 5.5e-07, "l1_sharing_work_groups": 2,
+    "l2_partitions": 2,   # added after 34a001f (the DRAM write-back model, issue #14)
 }
 H200_GUESSED = ("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu",
                 "l1_requests_per_cycle_per_cu", "launch_overhead_s", "memory_latency_s",
@@ -43,13 +44,13 @@ AT_34A001F = {
                      "dram_bytes_per_s": 1000000000000.0, "l2_bytes_per_s": 3000000000000.0,
                      "clock_hz": 1500000000.0, "l1_requests_per_cycle_per_cu": 1.0,
                      "fp32_flop_per_s": 20000000000000.0, "local_vector_words": 4,
-                     "memory_latency_s": 3e-07},
+                     "memory_latency_s": 3e-07, "l2_partitions": 1},
                     ("compute_units", "l1_bytes_per_cu", "l2_bytes", "dram_bytes_per_s",
                      "l2_bytes_per_s", "clock_hz", "fp32_flop_per_s", "local_mem_bytes_per_cu",
                      "l1_wavefronts_per_cycle_per_cu", "l1_requests_per_cycle_per_cu",
                      "launch_overhead_s", "memory_latency_s", "local_vector_words",
                      "local_vector_min_wavefronts", "barrier_wavefronts_per_work_group",
-                     "l1_sharing_work_groups", "l2_associativity")),
+                     "l1_sharing_work_groups", "l2_associativity", "l2_partitions")),
 }
 
 

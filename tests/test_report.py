@@ -84,6 +84,24 @@ def test_every_result_agrees_with_closed_forms_and_ran_or_says_why(reports):
 
 
 @needs_pocl
+def test_report_includes_the_validation_of_every_family_on_its_device(reports):
+    out, _, _, first_files, _ = reports
+    assert "validate" in first_files
+    data = json.loads((out / "validate" / "validation.json").read_text())
+    assert data["meta"]["case_list"] == "quick" and data["meta"]["complete"] is True
+    assert data["meta"]["device_slug"] == out.name[:-6]
+    families = {c["family"] for c in data["cases"]}
+    from tiletraffic.simulator.schedules import FAMILIES
+    assert families == set(FAMILIES)
+    text = (out / "report.md").read_text()
+    assert "## The model against " in text and "| target (issue #14) |" in text
+    assert "](validate/predicted_vs_measured.png)" in text
+    assert "Timings on " in text, "how noisy the device was"
+    history = sorted((out / "validate" / "history").glob("validation-*.json"))
+    assert len(history) == 1, "the first report's validation is kept"
+
+
+@needs_pocl
 def test_square_naive_counts_are_2_n_cubed_and_tiled_divides_by_b(reports):
     data = json.loads(reports[2])
     for e in data["results"]:
@@ -123,11 +141,17 @@ def test_render_rewrites_the_report_from_json_only(reports, tmp_path, monkeypatc
     same, renamed = tmp_path / "same", tmp_path / "renamed"
     same.mkdir()
     (same / "results.json").write_text(json.dumps(data))
+    (same / "validate").mkdir()
+    (same / "validate" / "validation.json").write_bytes(
+        (src / "validate" / "validation.json").read_bytes())
     assert report.render(same) == same / "report.md"
     assert (same / "report.md").read_text() == (src / "report.md").read_text(), \
         "the same JSON renders the same report"
     for fig in FIGURES:
         assert (same / fig).read_bytes().startswith(PNG_MAGIC)
+    assert (same / "validate" / "validation.md").read_text() == \
+        (src / "validate" / "validation.md").read_text(), "the validation is re-rendered too"
+    assert (same / "validate" / "predicted_vs_measured.png").read_bytes().startswith(PNG_MAGIC)
 
     data["meta"]["device"]["device_name"] = "Renamed Test Device 7"
     renamed.mkdir()
@@ -208,3 +232,11 @@ def test_fit_power_law_refuses_non_finite_or_degenerate_input(x, y):
 def test_fit_power_law_non_finite_x_raises_a_value_error(x, y):
     with pytest.raises(ValueError):
         fit_power_law(x, y)
+
+
+@needs_pocl
+def test_make_report_without_validation_writes_the_sweep_only(tmp_path):
+    out = report.make_report(device="pocl", out_root=tmp_path, quick=True, progress=False,
+                             validation=False)
+    assert (out / "report.md").exists() and not (out / "validate").exists()
+    assert "## The model against " not in (out / "report.md").read_text()

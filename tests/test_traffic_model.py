@@ -98,7 +98,7 @@ def test_generic_model_warns_a_guessed_value_warning():
         GENERIC_GPU_MODEL.warn_guesses()
     names = warned_names(GENERIC_GPU_MODEL)
     assert sorted(names) == sorted(GENERIC_GPU_MODEL.guessed)
-    assert len(names) == len(set(names)) == 17
+    assert len(names) == len(set(names)) == 18   # l2_partitions (guessed: 1) added since 17
     assert {"compute_units", "l2_bytes", "dram_bytes_per_s", "fp32_flop_per_s"} <= set(names)
 
 
@@ -301,13 +301,18 @@ def test_dram_reuse_distance_by_hand():
     def predicted(l2_bytes, compute_units=1):
         # a fully associative LRU L2: a re-read misses exactly when its distance > L2
         model = replace(NVIDIA_H200, l2_bytes=l2_bytes, compute_units=compute_units,
-                        l1_sharing_work_groups=1, guessed=(), l2_associativity=None)
+                        l1_sharing_work_groups=1, guessed=(), l2_associativity=None,
+                        l2_partitions=1)   # one L2 partition: no copies (write-back)
         return model_launch(schedule, model).prediction
 
     p = predicted(24576)   # B's reuse distance fits exactly: compulsory reads only
     assert p.methods["dram_read_bytes"] == "dram: reuse distance, steady-state dispatch"
     assert p.dram_read_bytes == 16384 + 16384
-    assert p.dram_write_bytes == 16384
+    # write-back: the last 4 work-groups bring A 4096 + B 16384 + C 4096 = 24576 B into L2,
+    # so their 4 x 1024 B of C are still in it at the end; the other 12288 B were evicted
+    assert p.dram_write_bytes == 16384 - 4096
+    assert p.methods["dram_write_bytes"] == \
+        "dram: write-back of output lines evicted before the kernel ends"
     p = predicted(24575)   # one byte less: B's later re-reads miss
     assert p.dram_read_bytes == 16384 + 16384 + 49152 * 2 // 3 == 65536
     p = predicted(9215)    # A's reuse distance (9216 B) no longer fits either

@@ -19,7 +19,10 @@ size, global and local arrays and its body. Every function here takes one:
 - :func:`simulate` it (exact counts, optional values), :func:`check` it for hazards,
   :func:`model` its memory system and time on a device model (:func:`device_model`);
 - :func:`generate` its OpenCL C, :func:`run` it on an OpenCL device (PoCL without a GPU),
-  :func:`closed_form` its counts.
+  :func:`closed_form` its counts;
+- :func:`tune` a GEMM: rank a declared parameter space by the model, measure the best.
+- :func:`validate` the model on a device (every family, predicted against measured), with
+  predictions pre-registered by :func:`write_predictions`.
 
 ``import tiletraffic`` and ``import tiletraffic.simulator`` load numpy only; pyopencl is
 imported when :func:`run` (or ``tiletraffic.gpu.runtime``) is first used.
@@ -201,6 +204,114 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
                          inputs=inputs)
 
 
+def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None,
+         top: int = 8, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
+         space=None,
+         jobs: int = 1, measure_all: bool = False, resume: bool = False,
+         seed: int | None = None, progress: bool = False):
+    """Tune C = A·B (A m×k, B k×n, float32) over a tuning space: reject the candidates that
+    break the space's constraints (each with its reason), rank the rest by the model's
+    predicted time on ``device_model``, run the ``top`` best on ``device`` (every launch
+    checked against float64 before its time counts) and judge the model (regret of its
+    pick against the best measured, rank correlation; over the measured ones only).
+
+    Args:
+        device: OpenCL device as for :func:`run` (not opened when ``top=0``).
+        device_model: ranks the candidates (default: the device's model, else nvidia-h200).
+        top: candidates to measure (0: model only). ``measure_all``: all valid ones.
+        out: JSON file written after every candidate (an existing one is moved to
+            ``history/`` unless ``resume``, which reuses what it holds).
+        repeat, warmup, rounds: timed and untimed launches per candidate and round, and
+            rounds (every other in reverse order; the spread as :func:`validate`'s).
+        space: a space file (TOML; default the built-in
+            ``analysis/tuning_spaces/gemm.toml``). jobs: modelling processes.
+        seed: of the random inputs. progress: progress bars on stderr.
+
+    Returns:
+        ``tiletraffic.analysis.tuner.TuneResult`` (``.summary``: ``regret_ratio``,
+        ``within_10pct``, ``spearman_rho``, ...; ``.measurements``; ``.table()``).
+
+    Raises:
+        tiletraffic.analysis.tuner.TuneError (a ValueError): bad sizes or options, no valid
+            candidate, an ``out`` a resumed tuning does not match.
+        tiletraffic.analysis.tuning_space.SpaceError (a ValueError): a malformed space file.
+        tiletraffic.gpu.device.DeviceError: no OpenCL device.
+        tiletraffic.analysis.tuner.TuneInterrupted: Ctrl-C (what finished is saved).
+    """
+    from .analysis.tuner import tune as _tune
+
+    return _tune(m, n, k, device=device, device_model=device_model, top=top, out=out,
+                 repeat=repeat, warmup=warmup, rounds=rounds, space=space, jobs=jobs,
+                 measure_all=measure_all, resume=resume, seed=seed, progress=progress)
+def validation_cases(name: str = "quick"):
+    """A built-in case list of ``validate``: ``"quick"`` (tiny, PoCL/CI), ``"cpu"`` or
+    ``"gpu"`` (GEMM 1024/4096, matvec 4096/8192), a tuple of
+    ``tiletraffic.analysis.validation.Case`` (``.family``, ``.m``, ``.k``, ``.n``, ``.tile``,
+    ``.options``; ``Case.from_dict({...})`` makes your own).
+
+    Raises:
+        KeyError: an unknown name.
+    """
+    from .analysis.validation import case_list
+
+    return case_list(name)
+
+
+def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
+                      case_list: str = "gpu") -> dict:
+    """Pre-register the model's predictions: predict ``cases`` (default: the built-in list
+    ``case_list``) on ``device_model`` and write the predictions file ``path`` (JSON: the
+    cases, the model file's name and SHA-256, each prediction, the git commit, a UTC time).
+    Needs no device. Returns the document written.
+
+    Raises:
+        KeyError, DeviceModelError: an unknown or malformed device model. OSError: ``path``
+        cannot be written.
+    """
+    from .analysis.validation import case_list as _case_list
+    from .analysis.validation_predict import write_predictions as _write
+
+    return _write(path, _case_list(case_list) if cases is None else cases, device_model,
+                  case_list=case_list if cases is None else None)
+
+
+def validate(device: str | None = None, device_model: str | DeviceModel | None = None, *,
+             quick: bool = False, cases=None, predictions=None, out=None, repeat: int = 10,
+             rounds: int = 2, progress: bool = False):
+    """Validate the model on an OpenCL device: every case run, checked against float64,
+    timed (median and spread of ``rounds`` × ``repeat`` launches) and compared with the
+    model's predicted time, speedup over the naive schedule and ranking
+    (``tiletraffic.analysis.validation`` defines each figure).
+
+    Args:
+        device: as for :func:`run`. device_model: a built-in name, a file or a
+            :class:`DeviceModel` (default: the predictions file's, else the built-in model
+            of a known device, else ``generic-gpu``).
+        quick: the tiny case list; cases: your own (default: the device's list).
+        predictions: a predictions file (:func:`write_predictions`): its cases are measured
+            and compared with its predictions, after checking the model's hash.
+        out: the results folder (default ``reports/<device>[-quick]/validate``).
+
+    Returns:
+        ``tiletraffic.analysis.validation_run.ValidationRun``: ``.out_dir``, ``.data`` (the
+        ``validation.json`` document), ``.summary`` (``.targets``, ``.results``,
+        ``.speedups``, ``.pairs``, ``.to_dict()``).
+
+    Raises:
+        tiletraffic.gpu.device.DeviceError: no such device. ValueError: ``repeat`` < 10 or
+        ``rounds`` < 1; ``PredictionsError``/``PredictionsMismatch`` (ValueErrors): a
+        malformed predictions file, or other cases or another model than the file's.
+        OSError: ``out`` cannot be written.
+    """
+    from .analysis.validation_run import run_validation
+    from .gpu.device import select_device
+
+    return run_validation(select_device(device), model=device_model, cases=cases,
+                          quick=quick, predictions_file=predictions, out_dir=out,
+                          repeat=repeat, rounds=rounds, progress=progress,
+                          command=f"tiletraffic.validate(device={device!r}, quick={quick})")
+
+
 def closed_form(schedule: Schedule) -> dict | None:
     """Closed-form counts of ``schedule`` (the keys of ``TrafficCounts.to_dict()``), or
     ``None`` for a schedule family without closed forms (a user's own schedule)."""
@@ -210,7 +321,8 @@ def closed_form(schedule: Schedule) -> dict | None:
 
 
 __all__ = [
-    "build", "simulate", "check", "model", "generate", "run", "closed_form",
+    "build", "simulate", "check", "model", "generate", "run", "closed_form", "tune",
+    "validate", "write_predictions", "validation_cases",
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",
     "ceil_div", "minimum", "global_id", "local_id", "group_id",

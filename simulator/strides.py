@@ -1,0 +1,120 @@
+"""Global requests whose work-items' addresses lie many lines apart (strided requests), for
+the declaration that their L1 time is outside what the model predicts.
+
+On the H200, matvec-naive M = 4096 (each work-item one row, so one request touches 32 lines
+a row stride apart) took 0.625 ms at K = 4096 (a stride of 16384 B, a multiple of the 128-B
+line: every line read at the same offset) and 0.295 ms at K = 4097 (16388 B), while the time
+model charges both one L1 wavefront per line at ``l1_wavefronts_per_cycle_per_cu`` (0.549 ms;
+issue #14). NVIDIA documents neither how the L1 places lines in sets nor how many tags it
+looks up per cycle, so there is no documented term to add; the model flags the launches
+instead. A request counts as strided when its active addresses touch at least
+:data:`STRIDED_MIN_LINES` distinct lines (a contiguous request of 32 work-items touches at
+most 5, a ``float4`` one included); it is aligned when every work-item's first address
+sits at the same offset within its 128-byte line (a row stride that is a multiple of 128 B). The committed H200 cases the
+model fits have at most 4 lines per request (gemm-naive and gemm-tiled with B = 8: four
+rows of A per sub-group); the threshold lies between those and the 32 of the stride family.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .counters import AccessEvent, Observer
+from .memory import _distinct, _lanes, _vector_lanes
+from .schedule import FLOAT_BYTES
+
+STRIDED_MIN_LINES = 8
+"""Lines a request's addresses must span to count as strided."""
+
+STRIDED_WARN_SHARE = 0.1
+"""Share of a launch's L1 wavefronts from strided requests above which its L1 time is
+declared outside what the model predicts."""
+
+
+@dataclass
+class StridedRequests:
+    """Lines (L1 wavefronts) of strided global requests, weighted by work-group classes:
+    ``aligned_lines`` of those whose addresses share one offset within their lines (a row
+    stride that is a multiple of the line), ``other_lines`` of the rest."""
+
+    aligned_lines: int = 0
+    other_lines: int = 0
+
+    @property
+    def lines(self) -> int:
+        return self.aligned_lines + self.other_lines
+
+
+class StrideObserver(Observer):
+    """Counts :class:`StridedRequests` of the global accesses (sub-groups of
+    ``sub_group_size`` work-items, lines of ``line_bytes``)."""
+
+    def __init__(self, sub_group_size: int = 32, line_bytes: int = 128,
+                 min_lines: int = STRIDED_MIN_LINES):
+        self.width = sub_group_size
+        self.line_bytes = line_bytes
+        self.min_lines = min_lines
+        self.counts = StridedRequests()
+        self.weights = None
+
+    def on_batch(self, group_index, work_items, weights=None) -> None:
+        self.weights = weights
+
+    def _weighted(self, per_row: np.ndarray) -> int:
+        per_group = per_row.reshape(per_row.shape[0], -1).sum(axis=1)
+        return int(per_group.sum() if self.weights is None else per_group @ self.weights)
+
+    def on_access(self, ev: AccessEvent) -> None:
+        if ev.space != "global" or not np.any(ev.mask):
+            return
+        byte = np.asarray(ev.index, dtype=np.int64) * FLOAT_BYTES
+        rows = (_vector_lanes(byte, ev, self.width) if ev.vector_width > 1
+                else _lanes(byte, ev.mask, ev.shape, self.width))
+        active = rows >= 0
+        line = rows // self.line_bytes            # -1 // 128 = -1 where inactive
+        # runs of one line along the lanes bound the distinct lines from above: rows with
+        # fewer than min_lines runs are not strided (most rows: no sort needed for them)
+        change = active[..., 1:] & (~active[..., :-1] | (line[..., 1:] != line[..., :-1]))
+        runs = active[..., 0].astype(np.int64) + change.sum(axis=-1)
+        wide = runs >= self.min_lines
+        if not wide.any():
+            return
+        candidates = rows[wide]
+        cand_lines = line[wide]
+        # every lane active, lines strictly increasing (a row per work-item): all distinct
+        rising = (candidates >= 0).all(axis=-1) & (np.diff(cand_lines, axis=-1) > 0).all(axis=-1)
+        lines = np.where(rising, cand_lines.shape[-1], 0)
+        if not rising.all():
+            lines[~rising] = _distinct(np.where(candidates[~rising] >= 0,
+                                                cand_lines[~rising], -1))
+        starts = candidates[..., ::ev.vector_width]   # each work-item's first element
+        offset = np.where(starts >= 0, starts % self.line_bytes, -1)
+        same_offset = offset.max(axis=-1) == np.where(starts >= 0, offset,
+                                                      self.line_bytes).min(axis=-1)
+        strided = lines >= self.min_lines
+        aligned = np.zeros(wide.shape, dtype=np.int64)
+        other = np.zeros(wide.shape, dtype=np.int64)
+        aligned[wide] = np.where(strided & same_offset, lines, 0)
+        other[wide] = np.where(strided & ~same_offset, lines, 0)
+        self.counts.aligned_lines += self._weighted(aligned)
+        self.counts.other_lines += self._weighted(other)
+
+
+class StridedRequestWarning(UserWarning):
+    """A launch's L1 time rests on strided requests, which the model does not predict."""
+
+
+def strided_declaration(strided: StridedRequests, l1_wavefronts: int) -> str | None:
+    """The ``methods["l1_strided_requests"]`` text when strided requests make at least
+    :data:`STRIDED_WARN_SHARE` of ``l1_wavefronts``, else ``None``."""
+    if l1_wavefronts <= 0 or strided.lines < STRIDED_WARN_SHARE * l1_wavefronts:
+        return None
+    share = strided.lines / l1_wavefronts
+    kind = ("their lines at one offset: a row stride that is a multiple of 128 B"
+            if strided.aligned_lines >= strided.other_lines else
+            "their lines at different offsets: a row stride that is not a multiple of 128 B")
+    return (f"outside the model: {share:.0%} of the L1 wavefronts come from requests whose "
+            f"addresses touch {STRIDED_MIN_LINES} or more lines ({kind}); the H200 took "
+            "2.1x as long at a row stride of 16384 B as at 16388 B (matvec-naive M = 4096, "
+            "K = 4096 and 4097), which the L1 time (one wavefront per line) does not predict")
