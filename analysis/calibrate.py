@@ -232,13 +232,18 @@ def measure(target, base: DeviceModel, sizes: Sizes,
     out.append(Measurement("dram_write", f"stream of {_mib(s.dram_bytes)}, {stat}",
                            bytes_per_s(s.dram_bytes, t), "B/s",
                            why_unmapped="the model has one DRAM rate (reads)"))
+    l2_foot, l2_passes = s.l2_footprint_bytes, s.l2_passes
     if len(s.l2_sweep_footprints) >= 2:
         progress("l2_size")
-        out.append(_l2_size(target, base, s, dram_read))
+        size = _l2_size(target, base, s, dram_read)
+        out.append(size)
+        if size.field == "l2_bytes":  # read at half the measured L2, not the queried one
+            l2_foot = max(16, int(size.value) // 2 // 16 * 16)
+            l2_passes = max(4, s.l2_sweep_bytes // l2_foot)  # as many bytes as a sweep step
     progress("l2_read")
-    t = med(mb.read_sum(target, s.l2_footprint_bytes, s.l2_passes, s.stream_work_items, r))
-    l2 = bytes_per_s(s.l2_footprint_bytes * s.l2_passes, t)
-    out.append(Measurement("l2_read", f"{s.l2_passes} passes over {_mib(s.l2_footprint_bytes)}"
+    t = med(mb.read_sum(target, l2_foot, l2_passes, s.stream_work_items, r))
+    l2 = bytes_per_s(l2_foot * l2_passes, t)
+    out.append(Measurement("l2_read", f"{l2_passes} passes over {_mib(l2_foot)}"
                            f", {stat}", l2, "B/s", "l2_bytes_per_s", l2))
     progress("local_read")
     local_items = s.work_groups * mb.local_size(target)
@@ -285,18 +290,18 @@ def _l2_size(target, base: DeviceModel, s: Sizes, dram_read: float) -> Measureme
     """The footprint sweep: each footprint re-read ``l2_sweep_bytes / footprint`` times (at
     least twice), each pass starting elsewhere (read_sum's shift), so that every line is read
     by as many work-groups as there are passes; :func:`l2_capacity_from_sweep` gives the
-    capacity those passes see. Where the L2 is partitioned (``l2_partitions`` of the base
-    model) each line then takes :func:`~tiletraffic.simulator.dram_model.partition_copies`
-    lines of it, so ``l2_bytes`` = that capacity × the copies."""
+    capacity those passes see, which sets ``l2_bytes`` as it is: no partition copies are
+    added. (Scaling by :func:`~tiletraffic.simulator.dram_model.partition_copies` was tried:
+    on the H200 the sweep falls below 1.5 x DRAM at 62.8 MiB, so two partitions' copies would
+    make a 126 MiB L2, twice what the device reports, 60 MiB; the stream of this benchmark
+    does not take a copy in each partition.)"""
     from tiletraffic.gpu import microbench as mb
-    from tiletraffic.simulator.dram_model import partition_copies
 
-    rates, passes = [], []
+    rates = []
     for f in s.l2_sweep_footprints:
         n = max(2, s.l2_sweep_bytes // f)
         t = statistics.median(mb.read_sum(target, f, n, s.stream_work_items, s.repeat))
         rates.append(bytes_per_s(f * n, t))
-        passes.append(n)
     seen = l2_capacity_from_sweep(s.l2_sweep_footprints, rates, dram_read)
     what = (f"re-reads of {_mib(s.l2_sweep_footprints[0])}..{_mib(s.l2_sweep_footprints[-1])}"
             f" in {len(rates)} footprints, median of {s.repeat}")
@@ -305,12 +310,9 @@ def _l2_size(target, base: DeviceModel, s: Sizes, dram_read: float) -> Measureme
     if seen is None:
         return Measurement("l2_size", what, float("nan"), "B", detail=detail, why_unmapped=(
             f"no footprint fell from {L2_SIZE_THRESHOLD} x the DRAM rate or more to below it"))
-    i = min(range(len(rates)), key=lambda j: abs(math.log(s.l2_sweep_footprints[j] / seen)))
-    copies = partition_copies(passes[i], base.l2_partitions)
     return Measurement("l2_size", what + f", below {L2_SIZE_THRESHOLD} x DRAM from "
-                       f"{seen / MIB:.1f} MiB x {copies:.3g} copies "
-                       f"({base.l2_partitions} L2 partitions)", seen, "B", "l2_bytes",
-                       int(round(seen * copies)), detail=detail)
+                       f"{seen / MIB:.1f} MiB", seen, "B", "l2_bytes", int(round(seen)),
+                       detail=detail)
 
 
 def _positive(m: Measurement) -> Measurement:

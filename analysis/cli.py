@@ -1,7 +1,8 @@
 """The ``tiletraffic`` command line (click).
 
     tiletraffic simulate SCHEDULE --m M --k K [--n N] [--tile B] [--json]
-    tiletraffic model SCHEDULE --m M --k K [--n N] [--tile B] [--device-model D] [--json]
+    tiletraffic model SCHEDULE --m M --k K [--n N] [--tile B] [--device-model D]
+                               [--registers R] [--json]
     tiletraffic run SCHEDULE --m M --k K [--n N] [--tile B] [--device D] [--repeat R] [--json]
     tiletraffic check SCHEDULE [...] | --all;  tiletraffic crosscheck SCHEDULE [...] | --all
     tiletraffic devices
@@ -450,7 +451,7 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
                    + "; add --values to also compute and check the result")
 
 
-def _simulate_with_model(sch, model, as_json: bool) -> None:
+def _simulate_with_model(sch, model, as_json: bool, registers: int | None = None) -> None:
     import warnings
 
     from tiletraffic.simulator.traffic_model import model_launch
@@ -458,9 +459,13 @@ def _simulate_with_model(sch, model, as_json: bool) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            launch = model_launch(sch, model)
+            launch = model_launch(sch, model, registers_per_work_item=registers)
         except (LimitError, InputError) as err:
             raise click.UsageError(str(err)) from None
+        except ValueError as err:  # --registers beyond the device's or work-group's limit
+            if registers is None:
+                raise
+            raise click.UsageError(f"--registers {registers}: {err}") from None
         except HazardError as err:
             _fail(err)
     from tiletraffic.simulator.device_model import GuessedValueWarning
@@ -497,6 +502,8 @@ def _simulate_with_model(sch, model, as_json: bool) -> None:
             ("DRAM read bytes (predicted)", p.dram_read_bytes),
             ("DRAM read bytes (lock-step)", p.dram_read_bytes_lockstep),
             ("DRAM write bytes (predicted)", p.dram_write_bytes),
+            ("registers per work-item", "not modelled" if p.registers_per_work_item is None
+             else p.registers_per_work_item),
             ("resident work-groups per CU", p.resident_work_groups_per_cu),
             ("work-groups on the busiest CU", p.work_groups_per_cu),
             ("predicted time (ms)", f"{p.predicted_time_s * 1e3:.4f}  ({p.bound}-bound)"),
@@ -514,10 +521,14 @@ def _simulate_with_model(sch, model, as_json: bool) -> None:
 @click.option("--device-model", default="nvidia-h200", show_default=True, type=DEVICE_MODEL,
               help="The device model: requests, sectors, bank conflicts, L2 and DRAM "
                    "traffic, predicted time (counts by work-group classes).")
+@click.option("--registers", type=click.IntRange(min=1), default=None,
+              help="Registers per work-item of the compiled kernel (what `run` prints on "
+                   "NVIDIA); they limit the resident work-groups. Default: estimated for "
+                   "schedules with private arrays (a guess, warned), else not modelled.")
 @click.option("--json", "as_json", is_flag=True, help="Print the model's output as JSON.")
 @FORCE_OPTION
-def model_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, device_model, as_json,
-              force):
+def model_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, device_model,
+              registers, as_json, force):
     """Model SCHEDULE's memory system and time on a device model: the output of
     `simulate SCHEDULE --device-model D`.
 
@@ -528,7 +539,7 @@ def model_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, device_m
     sch = _build(schedule, m, k, n, tile, chunk, mapping, padding, a_tile)
     _check_work(sch, k)
     _within_budget(sch, force, compute_values=False, work_group_classes=True)
-    _simulate_with_model(sch, device_model, as_json)
+    _simulate_with_model(sch, device_model, as_json, registers)
 
 
 @main.command("check")
@@ -706,6 +717,8 @@ def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, inpu
     click.echo(f"{sch.family} on {r.device_name}{simulator_note}: NDRange {r.global_size}, "
                f"work-group {r.local_size}")
     click.echo(f"  build {r.build_time_s * 1e3:.1f} ms" + (" (cached)" if r.build_cached else ""))
+    if r.resources is not None:
+        click.echo(f"  {r.resources.describe()}")
     click.echo(f"  kernel time over {len(r.kernel_times_s)} launches (after {r.warmup} warm-up):"
                f" median {r.median_s * 1e3:.3f} ms, min {r.min_s * 1e3:.3f} ms,"
                f" max {r.max_s * 1e3:.3f} ms"

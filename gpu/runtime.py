@@ -19,6 +19,7 @@ wrong launch anywhere is caught, not only the last (see :func:`run_kernel`).
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 import warnings
@@ -41,6 +42,8 @@ from tiletraffic.gpu.device import (  # re-exported: gpu.runtime is the one impo
     select_device,
 )
 from tiletraffic.gpu.kernel import GeneratedKernel
+from tiletraffic.gpu.kernel_resources import (NV_VERBOSE, BuildLogError, KernelResources,
+                                              is_nvidia_platform, parse_ptxas_log)
 from tiletraffic.simulator import tolerance as _tolerance
 from tiletraffic.simulator.device import launch_limit_problems
 from tiletraffic.simulator.reference import reference_product  # re-exported
@@ -58,7 +61,8 @@ __all__ = [
     "ResultMismatchError", "BuildResult", "build_program", "check_launch_limits", "RunResult",
     "run_kernel", "CheckResult", "check_result", "reference_product", "MIN_REPEAT", "UNIT_ROUNDOFF_F32",
     "LAUNCH_INDEX_ARG", "ProfilingUnavailableWarning", "queue_has_profiling",
-    "PROBABILISTIC_LAMBDA", "error_factor",
+    "PROBABILISTIC_LAMBDA", "error_factor", "KernelResources", "build_options",
+    "kernel_resources",
 ]
 
 MIN_REPEAT = 10
@@ -243,6 +247,8 @@ class RunResult:
         checked_launches: launches (0-based, warm-up included) whose outputs went through
             ``check_output``: the first, the last, and the first of every other distinct
             output.
+        resources: registers, spills and memory of the compiled kernel as the driver
+            reports them (:func:`kernel_resources`); registers ``None`` where it does not.
     """
 
     outputs: dict[str, np.ndarray]
@@ -263,6 +269,13 @@ class RunResult:
     output_digests: tuple[int, ...] = ()
     distinct_outputs: int = 1
     checked_launches: tuple[int, ...] = ()
+    resources: KernelResources | None = None
+
+    @property
+    def registers_per_work_item(self) -> int | None:
+        """Registers per work-item of the compiled kernel where the driver reports them
+        (NVIDIA: its ``-cl-nv-verbose`` build log), else None."""
+        return self.resources.registers_per_work_item if self.resources else None
 
     def as_dict(self) -> dict:
         """JSON-ready summary (everything except ``outputs``)."""
@@ -276,6 +289,8 @@ class RunResult:
             "output_digests": list(self.output_digests),
             "distinct_outputs": self.distinct_outputs,
             "checked_launches": list(self.checked_launches),
+            "registers_per_work_item": self.registers_per_work_item,
+            "kernel_resources": self.resources.to_dict() if self.resources else None,
         }
 
 
@@ -404,11 +419,12 @@ def run_kernel(
         raise ValueError(f"warmup must be at least 1 (the first launch includes JIT), got {warmup}")
     _check_arguments(kernel, arrays, scalars)
 
-    built = build_program(target, kernel.source, kernel.build_options)
+    built = build_program(target, kernel.source, build_options(target, kernel))
     try:
         cl_kernel = cl.Kernel(built.program, kernel.name)
     except cl.Error as err:
         raise KernelBuildError(f"the program has no kernel named {kernel.name!r}: {err}", built.log) from err
+    resources = kernel_resources(target, cl_kernel, kernel.name, built.log, built.how)
     info = cl.kernel_work_group_info
     kernel_max = int(cl_kernel.get_work_group_info(info.WORK_GROUP_SIZE, target.device))
     try:
@@ -522,7 +538,51 @@ def run_kernel(
         output_digests=tuple(digests),
         distinct_outputs=distinct,
         checked_launches=tuple(checked),
+        resources=resources,
     )
+
+
+def build_options(target: Target, kernel: GeneratedKernel) -> tuple[str, ...]:
+    """``kernel.build_options``, plus ``-cl-nv-verbose`` on NVIDIA's OpenCL platform (its
+    build log then gives the registers per work-item: :mod:`gpu.kernel_resources`)."""
+    options = tuple(kernel.build_options)
+    if is_nvidia_platform(target.info.platform_name) and NV_VERBOSE not in options:
+        options += (NV_VERBOSE,)
+    return options
+
+
+def kernel_resources(target: Target, cl_kernel, name: str, log: str,
+                     how: str = "") -> KernelResources:
+    """Registers, spills and memory of the built ``cl_kernel``: ``CL_KERNEL_PRIVATE_MEM_SIZE``
+    and ``CL_KERNEL_LOCAL_MEM_SIZE`` (None where the query fails), and on NVIDIA's platform
+    the ptxas lines of its build ``log`` (:func:`gpu.kernel_resources.parse_ptxas_log`).
+    Elsewhere, or when the log has no such line (a program from pyopencl's binary cache,
+    ``how``, comes without one) or an unreadable one, the registers are None, with the
+    reason in ``source``; a run never fails for it."""
+    info = cl.kernel_work_group_info
+    queried = {}
+    for key, query in (("private_mem_bytes", "PRIVATE_MEM_SIZE"),
+                       ("kernel_local_mem_bytes", "LOCAL_MEM_SIZE")):
+        try:
+            queried[key] = int(cl_kernel.get_work_group_info(getattr(info, query),
+                                                             target.device))
+        except (cl.Error, AttributeError):
+            queried[key] = None
+    if is_nvidia_platform(target.info.platform_name):
+        try:
+            parsed = parse_ptxas_log(log, name)
+        except BuildLogError as err:
+            return KernelResources(**queried, source=str(err))
+        if parsed is not None:
+            return dataclasses.replace(parsed, **queried)
+        why = f"NVIDIA's build log has no ptxas 'Used N registers' line for {name}"
+        if "cache" in how:
+            why += (f" (the program came from pyopencl's binary cache: {how}; "
+                    "PYOPENCL_NO_CACHE=1 rebuilds it)")
+    else:
+        why = (f"not reported by {target.info.platform_name}; only NVIDIA's {NV_VERBOSE} "
+               "build log gives them")
+    return KernelResources(**queried, source=why)
 
 
 def _warn_no_profiling(target: Target, why: str) -> None:

@@ -68,8 +68,14 @@ class DeviceModel:
     ``barrier_wavefronts_per_work_group``: L1 data-pipe wavefronts one work-group barrier
     costs. ``l2_partitions``: partitions of the L2, each keeping its own copy of what its
     compute units read (the DRAM write-back model, :func:`simulator.dram_model.
-    partition_copies`; 1: a single L2, no copies). The value, source and reasoning of each number of a built-in model is in its file
-    (``tiletraffic device-model NAME``).
+    partition_copies`; 1: a single L2, no copies). ``registers_per_cu``: 32-bit registers
+    of one compute unit's register file, split evenly over its ``sub_partitions_per_cu``
+    sub-partitions (warp schedulers); ``register_allocation_unit``: a sub-group's
+    registers are allocated in multiples of this many (registers per work-item x sub-group
+    size, rounded up); ``max_registers_per_work_item``: the most one work-item may use.
+    ``warp_instructions_per_cycle_per_sub_partition``: sub-group instructions each
+    sub-partition issues per cycle. The value, source and reasoning of each number of a
+    built-in model is in its file (``tiletraffic device-model NAME``).
 
     ``sources`` (the references and the file), ``description``, ``references`` (key ->
     citation) and ``value_sources`` (field -> :class:`ValueSource`, in file order) document
@@ -106,6 +112,11 @@ class DeviceModel:
     memory_latency_s: float = 300e-9
     l1_sharing_work_groups: int = 2
     l2_partitions: int = 1
+    registers_per_cu: int = 65536
+    register_allocation_unit: int = 256
+    max_registers_per_work_item: int = 255
+    sub_partitions_per_cu: int = 4
+    warp_instructions_per_cycle_per_sub_partition: float = 1.0
     sources: str = field(default="", compare=False)
     guessed: tuple[str, ...] = field(default_factory=tuple)
     description: str = field(default="", compare=False, repr=False)
@@ -150,17 +161,80 @@ class DeviceModel:
         return replace(self, name=name or self.name, guessed=guessed, value_sources=sources,
                        **changes)
 
-    def resident_work_groups_per_cu(self, work_group_items: int, local_mem_bytes: int) -> int:
+    def resident_work_groups_per_cu(self, work_group_items: int, local_mem_bytes: int,
+                                    registers_per_work_item: int | None = None) -> int:
         """Work-groups one compute unit holds at once (occupancy), the smallest of the limits
-        on work-groups, sub-groups (whole warps are allocated: ⌈items/32⌉ per work-group) and
+        on work-groups, sub-groups (whole warps are allocated: ⌈items/32⌉ per work-group),
         local memory per compute unit (CUDA C++ Programming Guide, "Technical Specifications
-        per Compute Capability"). Registers are not modelled."""
+        per Compute Capability") and, when ``registers_per_work_item`` is given, registers
+        (:meth:`register_limited_work_groups_per_cu`). ``None``: registers are not modelled
+        (the limit is left out). 0 when one work-group does not fit."""
         sub_groups = -(-max(work_group_items, 1) // self.sub_group_size)
         by_items = (self.max_work_items_per_cu // self.sub_group_size) // sub_groups
         per_group = local_mem_bytes + self.local_mem_reserved_bytes_per_work_group
         by_local = self.local_mem_bytes_per_cu // per_group if local_mem_bytes else \
             self.max_work_groups_per_cu
-        return max(0, min(self.max_work_groups_per_cu, by_items, by_local))
+        limits = [self.max_work_groups_per_cu, by_items, by_local]
+        if registers_per_work_item is not None:
+            limits.append(self.register_limited_work_groups_per_cu(work_group_items,
+                                                                   registers_per_work_item))
+        return max(0, min(limits))
+
+    def register_limited_work_groups_per_cu(self, work_group_items: int,
+                                            registers_per_work_item: int) -> int:
+        """Work-groups the register file of one compute unit holds, as CUDA's occupancy
+        calculator computes it (``cudaOccMaxBlocksPerSMRegsLimit`` in the CUDA toolkit's
+        ``cuda_occupancy.h``): a sub-group gets R x ``sub_group_size`` registers rounded up
+        to a multiple of ``register_allocation_unit``; each of the ``sub_partitions_per_cu``
+        sub-partitions holds ⌊(``registers_per_cu`` / sub-partitions) / that⌋ sub-groups;
+        the compute unit holds that many times its sub-partitions, divided by the
+        work-group's ⌈items / ``sub_group_size``⌉ sub-groups (rounded down). 0 when R
+        exceeds ``max_registers_per_work_item`` or one work-group needs more than
+        ``registers_per_cu``.
+
+        Example (H200: 65536 registers, 4 sub-partitions, unit 256): R = 168, 256
+        work-items: 5376 registers per sub-group, ⌊16384 / 5376⌋ = 3 per sub-partition,
+        12 per compute unit, 8 per work-group: 1 work-group. R = 64: 2048 per sub-group,
+        8 per sub-partition, 32 per compute unit: 4 work-groups.
+
+        Raises:
+            ValueError: ``registers_per_work_item`` is not a positive integer.
+        """
+        regs = registers_per_work_item
+        if isinstance(regs, bool) or not isinstance(regs, int) or regs < 1:
+            raise ValueError(f"registers per work-item must be a positive integer, got "
+                             f"{regs!r}")
+        sub_groups = -(-max(work_group_items, 1) // self.sub_group_size)
+        unit = self.register_allocation_unit
+        per_sub_group = -(-regs * self.sub_group_size // unit) * unit
+        if regs > self.max_registers_per_work_item or \
+                per_sub_group * sub_groups > self.registers_per_cu:
+            return 0
+        per_partition = (self.registers_per_cu // self.sub_partitions_per_cu) // per_sub_group
+        return per_partition * self.sub_partitions_per_cu // sub_groups
+
+    def work_group_register_problem(self, work_group_items: int,
+                                    registers_per_work_item: int) -> str | None:
+        """Why a work-group of ``work_group_items`` work-items using
+        ``registers_per_work_item`` registers each cannot run on one compute unit (names
+        the value and the limit), or None when it can."""
+        if registers_per_work_item > self.max_registers_per_work_item:
+            return (f"{registers_per_work_item} registers per work-item exceed the "
+                    f"{self.max_registers_per_work_item} a work-item may use on {self.name}")
+        sub_groups = -(-max(work_group_items, 1) // self.sub_group_size)
+        unit = self.register_allocation_unit
+        per_sub_group = -(-registers_per_work_item * self.sub_group_size // unit) * unit
+        if per_sub_group * sub_groups > self.registers_per_cu:
+            return (f"a work-group of {work_group_items} work-items x "
+                    f"{registers_per_work_item} registers needs {per_sub_group * sub_groups} "
+                    f"registers, a compute unit of {self.name} has {self.registers_per_cu}")
+        if self.register_limited_work_groups_per_cu(work_group_items,
+                                                    registers_per_work_item) < 1:
+            return (f"a work-group of {work_group_items} work-items x "
+                    f"{registers_per_work_item} registers does not fit the "
+                    f"{self.registers_per_cu // self.sub_partitions_per_cu} registers of "
+                    f"each of the {self.sub_partitions_per_cu} sub-partitions of {self.name}")
+        return None
 
     def active_compute_units(self, work_groups: int) -> int:
         """Compute units that receive at least one work-group."""

@@ -35,7 +35,11 @@ Methods (each figure says which produced it, in ``methods``):
   ``l1_requests_per_cycle_per_cu`` (the L1 tag stage), the last two for the compute unit
   with the most work-groups (⌈work-groups / compute units⌉ of them: a launch of 16
   work-groups uses 16 compute units, one of 133 puts two on one of 132) (the roofline
-  model: Williams, Waterman, Patterson, CACM 2009). A kernel with barriers adds the memory
+  model: Williams, Waterman, Patterson, CACM 2009), and the sub-group instructions the
+  simulator knows of (:func:`issued_instructions`: FMAs, loads, stores, barriers) at
+  ``warp_instructions_per_cycle_per_sub_partition`` on each of the unit's
+  ``sub_partitions_per_cu`` schedulers (``issue_s``; GH100: four schedulers, one warp
+  instruction per cycle each, H100 whitepaper). A kernel with barriers adds the memory
   latency its work-groups cannot hide: each barrier interval in which a work-group loads
   from global memory ends in one memory latency (``memory_latency_s``) before the
   work-group can go on. On that compute unit, its work-groups (as many as are resident, or
@@ -205,8 +209,9 @@ class TrafficPrediction:
     dram_write_bytes: int
     l1_wavefronts: int
     time_terms_s: dict[str, float]
-    """Seconds. The ceilings ``fp32_s``, ``dram_s``, ``l2_s``, ``l1_s`` and ``l1_requests_s``
-    (the largest names :attr:`bound`), then the terms added to it: ``barrier_latency_s``,
+    """Seconds. The ceilings ``fp32_s``, ``dram_s``, ``l2_s``, ``l1_s``, ``l1_requests_s`` and
+    ``issue_s`` (the largest names :attr:`bound`), then the terms added to it:
+    ``barrier_latency_s``,
     ``tail_s`` and ``launch_overhead_s``. ``predicted_time_s`` = the largest ceiling + the
     three added terms."""
     predicted_time_s: float
@@ -220,6 +225,8 @@ class TrafficPrediction:
     barrier_intervals_per_cu: float = 0.0
     """Barrier intervals with global loads on the busiest compute unit (the mean value
     analysis' and the tail's intervals)."""
+    registers_per_work_item: int | None = None
+    """The registers per work-item the occupancy was computed with (None: not modelled)."""
     methods: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -348,7 +355,8 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
             footprint: FootprintObserver, model: DeviceModel,
             load_phases: int = 0,
             offsets: tuple[dict[str, int | None], dict[str, int | None]] = ({}, {}),
-            strided: StridedRequests | None = None) -> TrafficPrediction:
+            strided: StridedRequests | None = None,
+            registers_per_work_item: int | None = None) -> TrafficPrediction:
     """Combine the exact counts with ``model`` into cache, DRAM and time predictions.
 
     ``offsets``: element offsets of each buffer's loads between neighbouring work-groups in
@@ -357,6 +365,8 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
     StrideObserver`); when their lines are a tenth or more of the L1 wavefronts,
     ``methods["l1_strided_requests"]`` declares the L1 time outside what the model predicts
     and a :class:`simulator.strides.StridedRequestWarning` says so.
+    ``registers_per_work_item``: limits the resident work-groups
+    (:meth:`DeviceModel.resident_work_groups_per_cu`); None: registers not modelled.
     """
     p = schedule.param_values
     sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * FLOAT_BYTES for a in schedule.arrays}
@@ -367,7 +377,8 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
     methods = {"l2_read_sectors": "l1: per-work-group footprint" if footprint.sharing == 1
                else "l1: footprint shared by pairs of consecutive work-groups"}
     resident = model.resident_work_groups_per_cu(schedule.work_group_items,
-                                                 schedule.local_mem_bytes)
+                                                 schedule.local_mem_bytes,
+                                                 registers_per_work_item)
     if inputs + outputs <= model.l2_bytes:
         dram_read = dram_lockstep = inputs
         methods["dram_read_bytes"] = "dram: compulsory"
@@ -405,6 +416,9 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         "l1_s": l1_wavefronts * share / (model.clock_hz * model.l1_wavefronts_per_cycle_per_cu),
         "l1_requests_s": (memory.global_load_requests + memory.global_store_requests) * share
         / (model.clock_hz * model.l1_requests_per_cycle_per_cu),
+        "issue_s": issued_instructions(schedule, counts, memory, model) * share
+        / (model.clock_hz * model.sub_partitions_per_cu
+           * model.warp_instructions_per_cycle_per_sub_partition),
     }
     bound = max(terms, key=terms.get)
     customers = min(resident, per_cu_groups)
@@ -426,7 +440,26 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         arithmetic_intensity_flop_per_byte=counts.flop / max(1, dram_read + dram_write),
         resident_work_groups_per_cu=resident, waves=waves, work_groups_per_cu=per_cu_groups,
         dram_read_bytes_lockstep=dram_lockstep, barrier_intervals_per_cu=intervals,
-        methods=methods)
+        registers_per_work_item=registers_per_work_item, methods=methods)
+
+
+def issued_instructions(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
+                        model: DeviceModel) -> float:
+    """Sub-group (warp) instructions of the launch that the simulator knows of: one FMA per
+    2 FLOP of a sub-group (``counts.flop`` / 2 x sub-groups / work-items per work-group:
+    every multiply fused with an add, as the multiply-accumulates of the built-in
+    schedules are; a lone add would be one instruction for 1 FLOP, so this is a lower
+    bound), one per global and local load and store request (:mod:`simulator.memory`: a
+    request is one instruction of one sub-group) and one per sub-group per work-group
+    barrier. Address arithmetic, loop counters, branches and the moves of private values
+    are not counted (the simulator does not know how the compiler emits them): a lower
+    bound on what the sub-partitions issue."""
+    items = max(1, schedule.work_group_items)
+    sub_groups = -(-items // model.sub_group_size)
+    return (counts.flop / 2 * sub_groups / items
+            + memory.global_load_requests + memory.global_store_requests
+            + memory.local_load_requests + memory.local_store_requests
+            + counts.barriers * sub_groups)
 
 
 @dataclass
@@ -447,18 +480,42 @@ class ModelledLaunch:
 
 
 def model_launch(schedule: Schedule, model: DeviceModel, *,
-                 work_group_classes: bool = True) -> ModelledLaunch:
+                 work_group_classes: bool = True,
+                 registers_per_work_item: int | None = None) -> ModelledLaunch:
     """Simulate ``schedule`` (counts only, by work-group classes) with the memory-system
     observers of ``model`` and predict cache, DRAM and time.
 
+    ``registers_per_work_item``: the compiled kernel's registers per work-item (NVIDIA:
+    ``RunResult.registers_per_work_item``, from the ``-cl-nv-verbose`` build log); they
+    limit the resident work-groups. Without it, a schedule with private arrays gets an
+    estimate (:func:`simulator.registers.estimate_registers`, a guess: warned with a
+    :class:`GuessedValueWarning` and named in ``methods``); other schedules are modelled
+    without a register limit.
+
     Raises:
         simulator.device.LimitError, simulator.hazards.HazardError: as :func:`simulate`.
+        ValueError: ``registers_per_work_item`` not a positive integer, above the model's
+            ``max_registers_per_work_item``, or too many for one work-group to run.
     """
     from .device import DeviceLimits
+    from .device_model import GuessedValueWarning
     from .engine import simulate
     from .memory import MemoryObserver
+    from .registers import estimate_registers
 
     model.warn_guesses()
+    registers, how = registers_per_work_item, None
+    if registers is not None:
+        model.register_limited_work_groups_per_cu(schedule.work_group_items, registers)
+        problem = model.work_group_register_problem(schedule.work_group_items, registers)
+        if problem:
+            raise ValueError(f"{schedule.family}: {problem}")
+        how = f"registers per work-item: {registers} (given)"
+    elif (estimate := estimate_registers(schedule, model.max_registers_per_work_item)):
+        registers, how = estimate.registers_per_work_item, estimate.describe()
+        warnings.warn(f"{schedule.family}: {how}; pass the compiled kernel's count "
+                      "(registers_per_work_item, --registers)", GuessedValueWarning,
+                      stacklevel=2)
     memory = MemoryObserver(model.sub_group_size, model.sector_bytes, model.line_bytes,
                             model.local_banks, model.bank_bytes, model.local_vector_words,
                             model.local_vector_min_wavefronts)
@@ -475,6 +532,9 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
                       observers=[memory, footprint, phases, strides],
                       work_group_classes=work_group_classes)
     prediction = predict(schedule, result.counts, memory.counts, footprint, model,
-                         phases.phases, offsets, strides.counts)
+                         phases.phases, offsets, strides.counts, registers)
+    if how is not None:
+        prediction.methods["resident_work_groups_per_cu"] = (
+            f"occupancy: work-groups, sub-groups, local memory and registers ({how})")
     return ModelledLaunch(result.counts, memory.counts, prediction,
                           buffer_reads(schedule, footprint, model, offsets))

@@ -36,6 +36,13 @@ H200_AT_34A001F = {
 H200_GUESSED = ("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu",
                 "l1_requests_per_cycle_per_cu", "launch_overhead_s", "memory_latency_s",
                 "l1_sharing_work_groups", "l2_associativity")
+# Values added after 34a001f (register-limited occupancy and instruction issue, issue #13
+# item 3), the same in every built-in file: documented for the H200 models, guessed (the
+# H200's) for generic-gpu.
+REGISTERS = {"registers_per_cu": 65536, "register_allocation_unit": 256,
+             "max_registers_per_work_item": 255, "sub_partitions_per_cu": 4,
+             "warp_instructions_per_cycle_per_sub_partition": 1.0}
+H200_AT_34A001F = {**H200_AT_34A001F, **REGISTERS}
 AT_34A001F = {
     "nvidia-h200": (H200_AT_34A001F, H200_GUESSED),
     "nvidia-h200-cuda": ({**H200_AT_34A001F, "local_vector_words": 4}, H200_GUESSED),
@@ -50,7 +57,8 @@ AT_34A001F = {
                      "l1_wavefronts_per_cycle_per_cu", "l1_requests_per_cycle_per_cu",
                      "launch_overhead_s", "memory_latency_s", "local_vector_words",
                      "local_vector_min_wavefronts", "barrier_wavefronts_per_work_group",
-                     "l1_sharing_work_groups", "l2_associativity", "l2_partitions")),
+                     "l1_sharing_work_groups", "l2_associativity", "l2_partitions",
+                     *REGISTERS)),
 }
 
 

@@ -98,7 +98,8 @@ def test_generic_model_warns_a_guessed_value_warning():
         GENERIC_GPU_MODEL.warn_guesses()
     names = warned_names(GENERIC_GPU_MODEL)
     assert sorted(names) == sorted(GENERIC_GPU_MODEL.guessed)
-    assert len(names) == len(set(names)) == 18   # l2_partitions (guessed: 1) added since 17
+    # 17, l2_partitions (guessed: 1), and the 5 register and issue values (NVIDIA's)
+    assert len(names) == len(set(names)) == 23
     assert {"compute_units", "l2_bytes", "dram_bytes_per_s", "fp32_flop_per_s"} <= set(names)
 
 
@@ -250,6 +251,11 @@ def test_predict_gemm_tiled_64_on_h200_by_hand():
     expected = {"fp32_s": 524288 / 67e12, "dram_s": 32768 / 4.8e12,
                 "l2_s": 4096 * 32 / 12e12, "l1_s": 15872 / (16 * 1.98e9),
                 "l1_requests_s": 1152 / (16 * 1.98e9 * 0.76),
+                # issue: per work-group and sub-group (8 of them), 4 K-steps of 16 FMAs, 4
+                # merged local loads of A_tile[lr][k..k+3] and 16 of B_tile[k][lc], 2 local
+                # stores, 2 barriers, then 9 global requests (8 loads, 1 store): 1352 warp
+                # instructions on 4 schedulers issuing one per cycle
+                "issue_s": 8 * (4 * (16 + 4 + 16 + 2 + 2) + 9) / (4 * 1.98e9),
                 "barrier_latency_s": 4 * 550e-9, "tail_s": 0.0, "launch_overhead_s": 3e-6}
     assert p.time_terms_s == pytest.approx(expected, rel=1e-9)
     assert all(v > 0 for k, v in p.time_terms_s.items() if k != "tail_s")

@@ -145,7 +145,8 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
                     limits=UNLIMITED if limits is None else limits).hazards
 
 
-def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200") -> ModelledLaunch:
+def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
+          registers_per_work_item: int | None = None) -> ModelledLaunch:
     """Counts, memory-system counts (requests, sectors, bank conflicts) and the predicted
     cache traffic and time of ``schedule`` on a device model.
 
@@ -153,14 +154,20 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200") -> Mode
         device: a built-in model's name (:data:`DEVICE_MODELS`), the path of a model file
             (TOML; ``tiletraffic device-model NAME`` prints one to start from), or a
             :class:`DeviceModel`.
+        registers_per_work_item: the compiled kernel's registers per work-item (on NVIDIA:
+            ``run(...).run.registers_per_work_item``); they limit the resident
+            work-groups. Without it a schedule with private arrays gets an estimate
+            (guessed, warned; ``simulator.registers``).
 
     Raises:
         KeyError: neither a built-in name nor a file. DeviceModelError: a malformed model
-        file. LimitError, HazardError: as :func:`simulate`.
+        file. LimitError, HazardError: as :func:`simulate`. ValueError: registers not a
+        positive integer, above the device's maximum, or too many for the work-group.
     """
     from .simulator.traffic_model import model_launch
 
-    return model_launch(schedule, device_model(device))
+    return model_launch(schedule, device_model(device),
+                        registers_per_work_item=registers_per_work_item)
 
 
 def generate(schedule: Schedule):

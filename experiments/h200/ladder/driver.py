@@ -130,6 +130,8 @@ def main(argv=None) -> int:
                    help="skip the cases still waiting after this many seconds")
     p.add_argument("--dry-run-local", action="store_true",
                    help="PoCL rehearsal: sizes 128, 256, repeat 10, no torch")
+    p.add_argument("--cublas-only", action="store_true",
+                   help="only the cuBLAS FP32 reference at --sizes (next to a tuning run)")
     a = p.parse_args(argv)
     if a.dry_run_local:
         a.sizes, a.repeat, a.device = [128, 256], 10, None
@@ -158,7 +160,7 @@ def main(argv=None) -> int:
                 raw["cublas"].append({"n": n, "error": f"{type(e).__name__}: {e}"})
             print("cublas", n, raw["cublas"][-1].get("median_s"), flush=True)
         save()
-    for n in a.sizes:
+    for n in ([] if a.cublas_only else a.sizes):
         for case in C.CASES:
             if time.perf_counter() - start > a.budget_s:
                 raw["cases"].append({"label": case[0], "family": case[1], "n": n,

@@ -1,0 +1,75 @@
+"""Registers per work-item: an estimate from the schedule where none was measured.
+
+The compiled kernel's own count (NVIDIA: ``gpu.kernel_resources``, from the
+``-cl-nv-verbose`` build log) is what the time model should be given
+(``model_launch(..., registers_per_work_item=N)``, ``tiletraffic model --registers N``).
+Without it, a schedule that declares private arrays (register tiles) gets an estimate:
+
+    registers ≈ :data:`BASE_REGISTERS` + one per private float (every element of every
+    :class:`~simulator.schedule.PrivateArray` and every :class:`~simulator.schedule.DeclareFloat`),
+    at most the device's ``max_registers_per_work_item`` (beyond it the compiler spills).
+
+:data:`BASE_REGISTERS` is a guess, taken from kernels the H200's compiler reported: the
+OpenCL builds of gemm-naive and gemm-tiled use 32 and 31 registers with one private float
+(ptxas lines in ``reports/nvidia-h200/h200_raw.json.gz``, ``opencl_work_group_probe``), so
+about 30 hold ids, sizes, addresses and loop counters. It is not checked against any
+register-blocked kernel (none had been compiled with ``-cl-nv-verbose`` when this was
+written); the compiler may keep fewer values live (reusing the registers of a and b) or
+more (addresses of unrolled loads). Schedules without private arrays get no estimate
+(``None``: registers are left out of the occupancy, as before).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import schedule as S
+
+BASE_REGISTERS = 30
+"""Registers of a kernel beyond its private floats (guessed; module docstring)."""
+
+
+@dataclass(frozen=True)
+class RegisterEstimate:
+    """An estimated register count and how it was made (for ``methods`` and warnings)."""
+
+    registers_per_work_item: int
+    private_floats: int
+    capped: bool
+
+    def describe(self) -> str:
+        capped = ", capped at the device's maximum (the compiler would spill)" \
+            if self.capped else ""
+        return (f"registers per work-item estimated from the schedule (guessed): "
+                f"{BASE_REGISTERS} + {self.private_floats} private floats = "
+                f"{self.registers_per_work_item}{capped}")
+
+
+def private_floats(stmts) -> tuple[int, bool]:
+    """(private floats declared in ``stmts`` at any depth, whether any private array is
+    among them): every element of a :class:`~simulator.schedule.DeclarePrivateArray` and
+    one per :class:`~simulator.schedule.DeclareFloat`, each declaration counted once."""
+    total, arrays = 0, False
+    for s in stmts:
+        if isinstance(s, S.DeclarePrivateArray):
+            total, arrays = total + s.array.size, True
+        elif isinstance(s, S.DeclareFloat):
+            total += 1
+        elif isinstance(s, S.If):
+            for part in (s.then, s.orelse):
+                n, a = private_floats(part)
+                total, arrays = total + n, arrays or a
+        elif isinstance(s, S.For):
+            n, a = private_floats(s.body)
+            total, arrays = total + n, arrays or a
+    return total, arrays
+
+
+def estimate_registers(schedule: S.Schedule, max_registers: int = 255
+                       ) -> RegisterEstimate | None:
+    """The estimate of this module's docstring for a schedule with private arrays, else
+    None (a schedule of scalar private floats only: registers are not modelled)."""
+    floats, arrays = private_floats(schedule.body)
+    if not arrays:
+        return None
+    registers = BASE_REGISTERS + floats
+    return RegisterEstimate(min(registers, max_registers), floats, registers > max_registers)
