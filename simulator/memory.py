@@ -14,10 +14,11 @@ w mod banks. With ``local_vector_words`` v > 1, a local load that reads v consec
 v-aligned words in v consecutive iterations of an inner loop is counted as one vector load
 (NVCC unrolls such loops and emits 128-bit LDS for them: the H200 counters of
 ``reports/nvidia-h200`` show exactly this); its wavefronts count the distinct words of all
-v, and are at least ``vector_min_wavefronts`` (2 on the H200: every 128-bit LDS of the tiled
-GEMMs took two wavefronts in ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld``, whether
-its 32 work-items read 1, 2 or 4 distinct 16-byte words; bank conflicts are counted above
-that minimum, as Nsight Compute counts them). A request needs as many *wavefronts* as the
+v, by the phase rule of vector accesses below, and are at least ``vector_min_wavefronts``
+(2 on the H200: every 128-bit LDS of the tiled GEMMs took two wavefronts in
+``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld``, whether its 32 work-items read 1, 2
+or 4 distinct 16-byte words; bank conflicts are counted above that minimum, as Nsight
+Compute counts them). A request needs as many *wavefronts* as the
 largest number of distinct words it touches in one bank (work-items reading the same word
 share it: a broadcast); its bank conflicts are the wavefronts above that minimum (one for
 scalar loads) (CUDA C++ Programming Guide, "Shared Memory", compute capability 5.x and
@@ -27,14 +28,20 @@ Vector accesses (``float2``/``float4``, :attr:`AccessEvent.vector_width` w > 1) 
 instruction per work-item: one request per sub-group that executes it, whose sectors and
 lines are the distinct ones of all 4·w bytes of every active work-item (a ``float4`` load by
 32 consecutive work-items: 512 bytes, 16 sectors, 4 lines, 1 request). Local vector
-accesses, explicit or merged by the compiler (``local_vector_words``), count their wavefronts
-as above over every word they touch, at least ``vector_min_wavefronts`` for 128-bit ones;
-their ideal (conflict-free) wavefronts are ⌈distinct bytes / 128⌉ (one 128-byte wavefront
-serves 32 banks × 4 bytes), at least that minimum, and their bank conflicts the wavefronts
-above the ideal: a conflict-free 128-bit load of 512 distinct bytes has 4 wavefronts and 0
-conflicts (Nsight Compute's ``l1tex__data_bank_conflicts_pipe_lsu_mem_shared`` counts
-wavefronts beyond the ideal ones: "Shared Memory" in the Nsight Compute Kernel Profiling
-Guide).
+accesses, explicit or merged by the compiler (``local_vector_words``), are served in
+*phases* of banks / w consecutive work-items (8 for 128-bit, 16 for 64-bit accesses: one
+phase moves at most 32 words, NVIDIA GTC 2019 S9593: 128-bit shared accesses go by
+quarter-warps). A phase takes as many wavefronts as the largest number of distinct words it
+reads in one bank; two neighbouring phases (0 and 1, 2 and 3) share one wavefront when
+together they read at most one distinct word per bank (read off the H200 ladder counters,
+``experiments/h200/ladder/local_findings.md``: the 128-bit loads of all four vectorized
+GEMMs match Nsight exactly). The wavefronts are at least ``vector_min_wavefronts`` for
+128-bit accesses; their bank conflicts are the wavefronts each phase takes beyond one, and
+the ideal wavefronts the rest: a conflict-free 128-bit load of 512 distinct bytes has 4
+wavefronts and 0 conflicts; 32 work-items reading one 16-byte word take 2 and 0; 8 distinct
+16-byte words 32 bytes apart, each read by 4 work-items, 8 and 4 (Nsight Compute's
+``l1tex__data_bank_conflicts_pipe_lsu_mem_shared`` counts wavefronts beyond the ideal
+ones: "Shared Memory" in the Nsight Compute Kernel Profiling Guide).
 """
 from __future__ import annotations
 
@@ -259,13 +266,44 @@ class MemoryObserver(Observer):
 
     def _vector_wavefronts(self, rows: np.ndarray, vector_words: int) -> tuple[int, int]:
         """(wavefronts, ideal wavefronts) of vector requests, one per row of word indices
-        (-1: inactive): wavefronts = max distinct words per bank, ideal = ⌈distinct words /
-        banks⌉; both at least ``vector_min_wavefronts`` for 128-bit (4-word) accesses."""
+        (-1: inactive), ``vector_words`` consecutive entries per work-item, work-item-major.
+
+        The sub-group is served in *phases* of ``banks // vector_words`` consecutive
+        work-items (8 for 128-bit, 16 for 64-bit accesses: one phase moves at most one word
+        per bank); a phase takes as many wavefronts as the largest number of distinct words
+        it reads in one bank (:meth:`_wavefronts`), and two neighbouring phases (0 and 1, 2
+        and 3) share a single wavefront when together they read at most one distinct word
+        per bank. Ideal wavefronts are those without the conflicts inside each phase (the
+        wavefronts a phase needs beyond one). Both are at least ``vector_min_wavefronts``
+        for 128-bit accesses.
+
+        Source: NVIDIA, GTC 2019 S9593 (cuTENSOR) slides, 128-bit shared-memory accesses
+        are processed in quarter-warp phases; the pairing of conflict-free phases is read
+        off the H200 ladder counters (``experiments/h200/ladder/local_findings.md``).
+        """
         low = self.vector_min_wavefronts if vector_words * self.bank_bytes >= 16 else 1
-        per_request = self._wavefronts(rows)
+        lanes = max(1, self.banks // vector_words)
+        per_phase_entries = lanes * vector_words
+        n = rows.shape[-1]
+        phases = -(-n // per_phase_entries)
+        if phases * per_phase_entries != n:
+            pad = np.full(rows.shape[:-1] + (phases * per_phase_entries - n,), -1, rows.dtype)
+            rows = np.concatenate([rows, pad], axis=-1)
+        if phases % 2:
+            pad = np.full(rows.shape[:-1] + (per_phase_entries,), -1, rows.dtype)
+            rows = np.concatenate([rows, pad], axis=-1)
+            phases += 1
+        by_phase = rows.reshape(rows.shape[:-1] + (phases, per_phase_entries))
+        w = self._wavefronts(by_phase)                               # (..., phases)
+        pairs = w.reshape(w.shape[:-1] + (phases // 2, 2))
+        together = self._wavefronts(
+            by_phase.reshape(rows.shape[:-1] + (phases // 2, 2 * per_phase_entries)))
+        shared = (together <= 1) & (pairs.max(axis=-1) > 0)
+        per_pair = np.where(shared, 1, pairs.sum(axis=-1))
+        conflicts = np.maximum(w - 1, 0).sum(axis=-1)
+        per_request = per_pair.sum(axis=-1)
         any_active = per_request > 0
-        distinct = _distinct(rows)
-        ideal = np.where(any_active, np.maximum(-(-distinct // self.banks), low), 0)
+        ideal = np.where(any_active, np.maximum(per_request - conflicts, low), 0)
         per_request = np.where(any_active, np.maximum(per_request, low), 0)
         return self._weighted(per_request), self._weighted(ideal)
 

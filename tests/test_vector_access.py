@@ -5,8 +5,11 @@ Conventions of the hand computations (simulator/memory.py docstring): a sub-grou
 consecutive flattened local ids; a float is 4 B, a sector 32 B, a line 128 B, buffers start
 256-byte aligned; local word w lies in bank w mod 32. A vector access is one instruction
 per work-item: one request per sub-group; sectors, lines and bank wavefronts count every
-word it touches; ideal wavefronts of a vector local access = ⌈distinct bytes / 128⌉ (at
-least ``vector_min_wavefronts`` for 128-bit ones); bank conflicts = wavefronts - ideal.
+word it touches; a vector local access is served in phases of 32 / width work-items, each
+taking its largest per-bank count of distinct words, two neighbouring phases sharing one
+wavefront when together conflict-free (at least ``vector_min_wavefronts`` for 128-bit
+ones); bank conflicts = the wavefronts of each phase beyond one; ideal = wavefronts -
+conflicts.
 """
 from __future__ import annotations
 
@@ -198,3 +201,53 @@ def test_vector_accesses_render_as_float4_pointer_casts_with_aligned_local_array
     assert "*(LOCAL_VECTOR_SPACE float4 *)&buf[" in src
     assert "__attribute__((aligned(16)))" in src
     assert "#define LOCAL_VECTOR_SPACE __local" in src
+
+
+# ------------------------------------- local, 128-bit phases (the H200 ladder counters)
+def local_read_kernel(word_of_lid) -> Schedule:
+    """One sub-group of 32 work-items; each stores a float4 to a 1024-word local array at
+    word 4·lid, waits, then reads a float4 back at word ``word_of_lid(lid)`` (a multiple
+    of 4) and stores it to y."""
+    y = GlobalArray("y", "out", ("NY",))
+    lid = Let("lid", local_id(0))
+    buf = LocalArray("buf", (Const(1024),))
+    names = [f"v{w}" for w in range(4)]
+    body = [lid, *[DeclareFloat(nm, None) for nm in names],
+            vstore(buf, lid.var * 4, [S.FConst(1.0)] * 4), Barrier(),
+            vload(names, buf, word_of_lid(lid.var)),
+            vstore(y, lid.var * 4, [Private(nm) for nm in names])]
+    return Schedule(family="local-read", kernel_name="local_read",
+                    params=(("NX", 4), ("NY", 128)), arrays=(GlobalArray("x", "in", ("NX",)), y),
+                    local_arrays=(buf,), local_size=(32,), global_size=(32,),
+                    body=S.block(*body), tile=32)
+
+
+def local_load(word_of_lid):
+    obs = MemoryObserver(vector_min_wavefronts=2)
+    simulate(local_read_kernel(word_of_lid), {"x": np.zeros(4, np.float32)}, observers=[obs])
+    c = obs.counts
+    return c.local_load_requests, c.local_load_wavefronts, c.local_load_bank_conflicts
+
+
+def test_128_bit_phases_of_8_work_items_pair_only_when_together_conflict_free():
+    # work-item l reads the float4 at word 4·(l mod 16) (16 distinct float4s, 256 bytes;
+    # the 4x4 gemm-vectorized B tile): each phase of 8 reads 128 contiguous bytes (1
+    # wavefront), phases 0 and 1 together read words 0..63, two per bank: no sharing, 4
+    # wavefronts; no phase conflicts in itself: ideal 4, 0 conflicts. (A whole-sub-group
+    # count would say 2: 64 distinct words, 2 per bank.)
+    assert local_load(lambda l: (l % 16) * 4) == (1, 4, 0)
+
+
+def test_128_bit_broadcast_phases_share_a_wavefront():
+    # work-item l reads word 8·(l // 8): each phase one float4 (a broadcast), phases 0 and 1
+    # at words 0 and 8 (banks 0-3 and 8-11): one wavefront for both; 2 in all, 0 conflicts
+    # (the wg 8x8 gemm-vectorized A tile)
+    assert local_load(lambda l: (l // 8) * 8) == (1, 2, 0)
+
+
+def test_128_bit_phase_with_a_conflict_never_shares():
+    # work-item l reads word 8·(l mod 8) (8 distinct float4s; the wg 8x8 gemm-vectorized B
+    # tile): in each phase lanes l and l+4 hit the same 4 banks (words 0 and 32): 2
+    # wavefronts per phase, no sharing although phases 0 and 1 read the same words: 8
+    # wavefronts, 1 conflict per phase: 4 (a whole-sub-group count would say 2 and 0)
+    assert local_load(lambda l: (l % 8) * 8) == (1, 8, 4)

@@ -69,10 +69,12 @@ SASS_OPS = ("LDS", "LDS.64", "LDS.128", "STS", "LDG", "STG", "FFMA", "BAR", "IMA
             "LEA", "ISETP", "BRA")
 """Opcodes counted in each disassembly (with their width suffix where they have one)."""
 
-ENVREG = re.compile(r"(mov\.u32\s+%r\d+,\s*)%envreg\d+;")
-"""NVIDIA's OpenCL PTX reads the NDRange's global offset from environment registers; under
-CUDA they are not set, so a loaded copy with them replaced by 0 is tried when the copy as
-built does not check."""
+ENVREG = re.compile(r"(mov\.[bu]32\s+%r\d+,\s*)%envreg\d+;")
+"""NVIDIA's OpenCL PTX reads the NDRange's global offset from environment registers
+(``mov.u32`` or, in the ladder's kernels, ``mov.b32``: the ladder's local_codegen run of
+2026-12-01 found ``mov.b32 %r96, %envreg1;`` missed by the first pattern); under CUDA they
+are not set, so a loaded copy with them replaced by 0 is tried when the copy as built does
+not check."""
 
 
 PTX_UNSAFE = ("matvec-local-whole",)

@@ -22,16 +22,21 @@ a stage's failure is recorded and never stops the others):
    ``LDS*``/``STS*`` counts.
 3. ``ncu``: one Nsight Compute run (``--section SourceCounters`` plus the local-memory
    metrics of :data:`METRICS`, ``--cache-control all --clock-control none``) over the
-   validation driver's ``--ncu-driver`` mode launching, for every case, the CUDA build
-   (NVRTC, as ``ladder.counters`` did), then the OpenCL driver's PTX loaded through CUDA
-   (compiled by the CUDA driver's JIT: the OpenCL PTX, not the OpenCL driver's machine code).
-   Every result is checked against float64. The source page (``--page source --csv
-   --print-source sass``) gives per SASS instruction its executions and "L1 Conflicts Shared
-   N-Way" (wavefronts per execution): the local-memory rows are kept in the JSON
+   validation driver's ``--ncu-driver`` mode launching the CUDA build of every case (NVRTC,
+   as ``ladder.counters`` did), every result checked against float64. The source page
+   (``--page source --csv --print-source sass``) gives per SASS instruction its executions,
+   "L1 Conflicts Shared N-Way" (wavefronts per execution) and the L1 shared wavefronts,
+   ideal and excessive: the local-memory rows are kept in the JSON
    (:func:`local_source_rows`).
-4. ``ncu_jit``: the same, in a second ncu run (an illegal address ends a CUDA context),
-   over the OpenCL driver's own cubins of stage 2 loaded through CUDA: the OpenCL build's
-   local wavefronts and conflicts.
+4. ``ncu_opencl_jit``: the same, one ncu run per case (a launch failure ends a CUDA
+   context), over the OpenCL driver's own cubins of stage 2 loaded through CUDA: the OpenCL
+   build's local wavefronts and conflicts. The OpenCL PTX reads the NDRange offsets from
+   environment registers, which CUDA leaves unset (the ladder's kernels then fail to
+   launch, 2026-12-01 07:51 UTC): stage 1 writes a copy with those reads replaced by 0
+   (``*.opencl.envreg0.ptx``), stage 2 hands it back to the OpenCL driver as a program
+   binary, and its JIT of that copy is the one launched.
+5. ``ncu_opencl_ptx``: likewise over that copy compiled by the CUDA driver's JIT (the
+   OpenCL PTX, not the OpenCL driver's machine code).
 
 Files: ``OUT/local_codegen.json`` and ``OUT/code.tar.gz`` (every PTX, SASS, cubin, ncu
 source page and log). Run on the device from the repository root after the device preamble
@@ -240,6 +245,7 @@ def code_stage(folder: Path, target, cases: list[dict]) -> dict:
                                  f"{target.info.describe()})")
             (folder / f"{c['id']}.opencl.ptx").write_text(ptx)
             rec["opencl_envreg"] = len(ENVREG.findall(ptx))
+            (folder / f"{c['id']}.opencl.envreg0.ptx").write_text(ENVREG.sub(r"\g<1>0;", ptx))
             if tools["ptxas"] and tools["cuobjdump"]:
                 rec["opencl"] = assemble(folder / f"{c['id']}.opencl.ptx", tools)
         except Exception as err:  # noqa: BLE001 - one build's failure never stops the run
@@ -286,6 +292,19 @@ def jit_child(opencl_device: str, cases_path: Path) -> int:
         now = files()
         seen[c["id"]] = sorted(now - before)
         before = now
+        # the same PTX without its environment-register reads (the NDRange offsets, which
+        # CUDA leaves unset: the ladder's kernels read them and failed to launch through
+        # CUDA), handed back to the OpenCL driver as a program binary: its own JIT of it
+        ptx = cases_path.parent / "code" / f"{c['id']}.opencl.envreg0.ptx"
+        if ptx.exists():
+            try:
+                prg = cl.Program(target.context, [target.device], [ptx.read_bytes()]).build()
+                cl.Kernel(prg, kernel.name)
+            except Exception as err:  # noqa: BLE001 - recorded, the others go on
+                seen[c["id"] + "-envreg0-error"] = _error(err)
+            now = files()
+            seen[c["id"] + "-envreg0"] = sorted(now - before)
+            before = now
     print(json.dumps(seen))
     return 0
 
@@ -296,7 +315,7 @@ def jit_stage(folder: Path, opencl_device: str, cases: list[dict]) -> dict:
     from experiments.h200.codegen.driver import elf_images
 
     tools = _tools()
-    work = Path(tempfile.mkdtemp(prefix="tt_local_jit_"))
+    work = folder.parent
     (work / "cases.json").write_text(json.dumps(cases))
     env = {**os.environ, "CUDA_CACHE_PATH": str(work / "cache"), "CUDA_CACHE_DISABLE": "0",
            "CUDA_CACHE_MAXSIZE": str(1 << 30)}
@@ -310,6 +329,9 @@ def jit_stage(folder: Path, opencl_device: str, cases: list[dict]) -> dict:
         return result
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     for cid, paths in seen.items():
+        if cid.endswith("-error"):
+            result["kernels"][cid] = paths
+            continue
         images = [img for p in paths for img in elf_images(Path(p).read_bytes())]
         rec = result["kernels"][cid] = {"cache_files": len(paths), "elf_images": len(images)}
         for i, img in enumerate(images):
@@ -320,6 +342,10 @@ def jit_stage(folder: Path, opencl_device: str, cases: list[dict]) -> dict:
         print("jit", cid, [d.get("sass_counts") for d in rec.get("disassembly", [])],
               flush=True)
     return result
+
+
+QUERY: dict = {}
+"""``ncu --query-metrics`` of this machine, asked once."""
 
 
 def ncu_stage(cases: list[dict], folder: Path, tag: str, timeout_s: float) -> dict:
@@ -337,8 +363,10 @@ def ncu_stage(cases: list[dict], folder: Path, tag: str, timeout_s: float) -> di
         return result
     work = Path(tempfile.mkdtemp(prefix=f"tt_local_{tag}_"))
     (work / "cases.json").write_text(json.dumps(cases))
-    query = run_cmd([ncu, "--query-metrics", "--csv"], 60)
-    known = query["stdout"] if query["rc"] == 0 else ""
+    if "known" not in QUERY:
+        query = run_cmd([ncu, "--query-metrics", "--csv"], 60)
+        QUERY["known"] = query["stdout"] if query["rc"] == 0 else ""
+    known = QUERY["known"]
     metrics = [m for m in METRICS if m.startswith("launch__") or not known
                or re.search(rf"\b{re.escape(m.split('.')[0])}\b", known)]
     result["metrics_unknown"] = sorted(set(METRICS) - set(metrics))
@@ -391,6 +419,22 @@ def ncu_stage(cases: list[dict], folder: Path, tag: str, timeout_s: float) -> di
         print(tag, rec["id"], rec.get("check", {}).get("ok"),
               {k.split("__")[1][:40]: counts[k] for k in counts if "shared" in k}, flush=True)
     shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def ncu_each(cases: list[dict], folder: Path, tag: str, timeout_s: float) -> dict:
+    """:func:`ncu_stage` once per case (tags ``<tag>-<i>``), while time is left: records
+    and ``source_rows_by_case`` (case id -> the local rows of its source page)."""
+    result: dict = {"runs": [], "records": [], "source_rows_by_case": {}}
+    for i, c in enumerate(cases):
+        if _left(30.0) < 15:
+            result["records"].append({"id": c["id"], "error": "no time left for ncu"})
+            continue
+        one = ncu_stage([c], folder, f"{tag}-{i}", min(timeout_s, 30.0))
+        rows = one.pop("source_rows_by_kernel", {})
+        result["source_rows_by_case"][c["id"]] = rows.get(0, rows.get("0", []))
+        result["records"].extend(one.pop("records", []))
+        result["runs"].append(one)
     return result
 
 
@@ -447,14 +491,20 @@ def main(argv: list[str] | None = None) -> int:
     stage("jit", jit_stage, code, args.opencl_device, cases)
     cuda = [{**c, "build": "cuda"} for c in cases]
     ptx = [{**c, "id": c["id"] + "-opencl-ptx", "build": "opencl-ptx-via-cuda-jit",
-            "ptx_path": str(code / f"{c['id']}.opencl.ptx")}
-           for c in cases if (code / f"{c['id']}.opencl.ptx").exists()]
-    stage("ncu", ncu_stage, cuda + ptx, code, "cuda-and-opencl-ptx", args.ncu_timeout_s)
-    jit = [{**c, "id": c["id"] + "-opencl-jit", "build": "opencl-driver-jit",
-            "ptx_path": str(code / f"{c['id']}.opencl-jit.0.cubin")}
-           for c in cases if (code / f"{c['id']}.opencl-jit.0.cubin").exists()]
-    if jit and _left(40.0) > 20:
-        stage("ncu_jit", ncu_stage, jit, code, "opencl-jit", args.ncu_timeout_s)
+            "envreg0": True, "ptx_path": str(code / f"{c['id']}.opencl.envreg0.ptx")}
+           for c in cases if (code / f"{c['id']}.opencl.envreg0.ptx").exists()]
+    stage("ncu", ncu_stage, cuda, code, "cuda", args.ncu_timeout_s)
+    jit = []
+    for c in cases:
+        for cid in (c["id"] + "-envreg0", c["id"]):
+            cubin = code / f"{cid}.opencl-jit.0.cubin"
+            if cubin.exists():
+                jit.append({**c, "id": c["id"] + "-opencl-jit", "build": "opencl-driver-jit",
+                            "envreg0": cid != c["id"], "ptx_path": str(cubin)})
+                break
+    # the OpenCL builds one ncu run each: a launch failure ends a CUDA context, and so the run
+    stage("ncu_opencl_jit", ncu_each, jit, code, "opencl-jit", args.ncu_timeout_s)
+    stage("ncu_opencl_ptx", ncu_each, ptx, code, "opencl-ptx", args.ncu_timeout_s)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

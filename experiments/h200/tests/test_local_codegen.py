@@ -67,3 +67,17 @@ def test_committed_tiled_source_page_and_disassembly(tmp_path):
         jit = tar.extractfile("code/gemm-tiled-T16.opencl-jit.0.sass").read().decode()
     assert (local_sass_counts(cuda)["LDS"], local_sass_counts(cuda)["LDS.128"]) == (16, 4)
     assert local_sass_counts(jit)["LDS"] == 32 and "LDS.128" not in local_sass_counts(jit)
+
+
+def test_envreg_reads_of_the_committed_ladder_ptx_are_replaced_by_zero():
+    # reports/nvidia-h200/ladder/codegen/code.tar.gz: the ladder's OpenCL PTX reads the
+    # NDRange offsets as `mov.b32 %r96, %envreg1;` (naive and tiled: envreg3/4); unset under
+    # CUDA, they made the register-blocked kernels fail to launch there
+    from experiments.h200.codegen.driver import ENVREG
+    with tarfile.open(committed("ladder", "codegen", "code.tar.gz")) as tar:
+        for name in ("gemm-register-blocked-M1024-K1024-N1024-T16",
+                     "gemm-tiled-M1024-K1024-N1024-T16"):
+            ptx = tar.extractfile(f"code/{name}.opencl.ptx").read().decode()
+            assert len(ENVREG.findall(ptx)) == 2
+            patched = ENVREG.sub(r"\g<1>0;", ptx)
+            assert "%envreg" not in patched and patched.count(", 0;") >= 2
