@@ -134,8 +134,14 @@ def write_fill(target, nbytes: int, work_items: int, repeat: int) -> list[float]
 
 
 def local_read(target, iters: int, work_groups: int, repeat: int) -> list[float]:
-    """Times of ``iters`` local-memory word reads by every work-item of ``work_groups``
-    work-groups of :func:`local_size` work-items."""
+    """Times of ``iters`` (a multiple of 8) local-memory word reads by every work-item of
+    ``work_groups`` work-groups of :func:`local_size` work-items.
+
+    Raises:
+        ValueError: ``iters`` is not a positive multiple of 8 (the kernel reads 8 rows a step).
+    """
+    if iters <= 0 or iters % 8:
+        raise ValueError(f"local_read: iters = {iters} must be a positive multiple of 8")
     local = local_size(target)
     out = _buffer(target, work_groups * local * 4)
     times = _time(target, _kernel(target, "local_read"), work_groups * local, local,

@@ -238,3 +238,11 @@ def test_table_prints_a_benchmarks_detail_under_its_row():
     lines = rows.splitlines()
     assert lines[1].startswith("a ") and lines[2] == "    rates: 1 MiB 2 GB/s"
     assert lines[3].startswith("b ")
+
+
+def test_local_read_refuses_a_step_count_not_a_multiple_of_8():
+    from tiletraffic.gpu import microbench as mb
+    target = _pocl_target()
+    with pytest.raises(ValueError, match="iters = 12"):
+        mb.local_read(target, 12, 1, 1)
+    assert len(mb.local_read(target, 16, 2, 1)) == 1   # checked result: 16 * (lid & 7)

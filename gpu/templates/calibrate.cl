@@ -27,18 +27,26 @@ __kernel void write_fill(__global float4 *dst, uint n4, float value) {
     for (uint i = gid; i < n4; i += gsz) dst[i] = (float4)(value);
 }
 
-// Local-memory reads: the work-group fills LOCAL_FLOATS words with (i & 7), then each
-// work-item reads word (lid + 32 it) mod LOCAL_FLOATS for it < iters: consecutive
-// work-items read consecutive words (no bank conflict). That word holds lid & 7, so
-// out[gid] = iters * (lid & 7).
+// Local-memory reads: the work-group fills LOCAL_FLOATS (4096) words with (i & 7), seen as
+// 128 rows of 32 words; work-item lid (lane lid & 31 of sub-group lid >> 5) reads, per step
+// of 8, rows r..r+7 at its lane, r = (16 (lid >> 5) + it) mod 128, a multiple of 8: the 32
+// lanes of a sub-group read 32 consecutive words (no bank conflict), with constant offsets
+// into four independent sums (two instructions per load, so the loop measures the local
+// memory, not the instruction issue). Every word read holds lid & 7, so
+// out[gid] = iters * (lid & 7). iters: a multiple of 8.
 __kernel void local_read(__global float *out, uint iters) {
     __local float buf[LOCAL_FLOATS];
     uint lid = get_local_id(0), lsz = get_local_size(0);
     for (uint i = lid; i < LOCAL_FLOATS; i += lsz) buf[i] = (float)(i & 7u);
     barrier(CLK_LOCAL_MEM_FENCE);
-    float acc = 0.0f;
-    for (uint it = 0; it < iters; ++it) acc += buf[(lid + 32u * it) & (LOCAL_FLOATS - 1u)];
-    out[get_global_id(0)] = acc;
+    uint lane = lid & 31u, start = (lid >> 5) * 16u;
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    for (uint it = 0; it < iters; it += 8u) {
+        __local const float *p = buf + ((start + it) & (LOCAL_FLOATS / 32u - 1u)) * 32u + lane;
+        a0 += p[0];   a1 += p[32];  a2 += p[64];  a3 += p[96];
+        a0 += p[128]; a1 += p[160]; a2 += p[192]; a3 += p[224];
+    }
+    out[get_global_id(0)] = (a0 + a1) + (a2 + a3);
 }
 
 // FP32 FMA: 8 independent chains x <- fma(x, a, b) of `iters` steps each, started at
