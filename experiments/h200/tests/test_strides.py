@@ -57,7 +57,8 @@ def test_analysis_by_hand():
 def test_committed_predictions_cover_the_family_and_precede_any_run():
     pred = json.loads(committed("strides", "predictions.json").read_text())
     assert set(pred["cases"]) == {C.case_id(c) for c in C.FULL}
-    assert not pred["quick"] and pred["device_model"] == "nvidia-h200"
+    assert not pred["quick"]
+    assert pred["device_model"] == "reports/nvidia-h200/preregistered/h200-calibrated.toml"
     mv = pred["cases"]["matvec-naive-M4096-K4096-T256"]
     assert "multiple of 128 B" in mv["methods"]["l1_strided_requests"]
     assert "l1_strided_requests" not in pred["cases"]["gemm-naive-M3200-K3200-N3200-T16"]["methods"]
