@@ -28,6 +28,7 @@ from experiments.h200.dispatch.analysis import (dispatch_section, load_dispatch,
 from experiments.h200.holdout.analysis import preregistered_check, preregistered_lines
 from experiments.h200.l1_pipe.analysis import l1_pipe_section, load_l1_pipe
 from experiments.h200.l2_sharing.analysis import l2_sharing_section, load_l2_sharing
+from experiments.h200.preregistered.analysis import section as preregistered_section
 from experiments.h200.matvec.analysis import (busy_sms_rows, load_busy_sms, load_matvec,
                                               load_matvec_loops, matvec_section)
 from experiments.h200.validation.analysis import (discordant_text, dram_section,
@@ -185,6 +186,8 @@ def render_hardware(directory: str | Path) -> Path:
              else "these measurements in view, so the predictions that use it are not "
              "independent of them")
     unshared = unshared_l2_errors(cases)
+    if not holdout:
+        lines += preregistered_section(Path(directory))
     lines += ["## What the model guesses", "",
               "Values of the device model that are not documented (guessed: each is warned "
               "about whenever it is used) or that were read off these measurements, and "
