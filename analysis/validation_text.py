@@ -152,12 +152,35 @@ def section(data: dict, image: str | None, heading: str = "##") -> list[str]:
         lines += ["Cases left out of the comparison:", ""]
         lines += [f"- {c}: {e}" for c, e in problems]
         lines.append("")
-    guesses = sorted({g for p in data["predictions"].values() for g in p.get("guessed_values", ())})
-    if guesses:
-        lines += [f"The device model guessed {len(guesses)} value(s) (`tiletraffic calibrate` "
-                  "measures most of them on this device): "
-                  + ", ".join(g.split(": ", 1)[-1].split(" is a guess")[0] for g in guesses)
-                  + ".", ""]
+    lines += _guess_lines(data)
+    return lines
+
+
+REGISTER_ESTIMATE = "registers per work-item estimated"
+OUTSIDE_THE_MODEL = "outside the model"
+
+
+def _guess_lines(data: dict) -> list[str]:
+    """What the predictions rest on that was not measured: the device model's guessed values,
+    then how many cases had their registers estimated from the schedule and how many the
+    model declared outside what it predicts (one example of each), rather than one list of
+    every case's warning."""
+    per_case = [(cid, [g.split(": ", 1)[-1] for g in p.get("guessed_values", ())])
+                for cid, p in data["predictions"].items()]
+    values = sorted({g.split(" is a guess")[0] for _, gs in per_case for g in gs
+                     if not g.startswith((REGISTER_ESTIMATE, OUTSIDE_THE_MODEL))})
+    lines = []
+    if values:
+        lines += [f"The device model guessed {len(values)} value(s) (`tiletraffic calibrate` "
+                  "measures most of them on this device): " + ", ".join(values) + ".", ""]
+    for prefix, what in ((REGISTER_ESTIMATE, "had their registers per work-item estimated "
+                          "from the schedule (a guess: the predictions were made without "
+                          "compiling)"),
+                         (OUTSIDE_THE_MODEL, "were declared outside what the model predicts")):
+        hits = [(cid, g) for cid, gs in per_case for g in gs if g.startswith(prefix)]
+        if hits:
+            cases = sorted({cid for cid, _ in hits})
+            lines += [f"{len(cases)} case(s) {what}; e.g. {hits[0][0]}: {hits[0][1]}", ""]
     return lines
 
 

@@ -496,3 +496,20 @@ def test_a_report_measures_against_predictions_in_its_validate_folder(tmp_path):
     model_file.write_text(model_file.read_text() + "# changed\n")
     with pytest.raises(vp.PredictionsMismatch, match="is not the one"):
         _registered_predictions(folder, True, Info)
+
+
+def test_guess_lines_name_each_guessed_value_once_and_count_the_per_case_notes():
+    from tiletraffic.analysis.validation_text import _guess_lines
+    value = "device model m: l2_associativity = 16 is a guess, not a documented or queried value"
+    reg = "gemm-x: registers per work-item estimated from the schedule (guessed): 30 + 2 = 32"
+    out = "matvec_y: outside the model: 97% of the L1 wavefronts come from strided requests"
+    data = {"predictions": {"a": {"guessed_values": [value, reg]},
+                            "b": {"guessed_values": [value, reg, out]},
+                            "c": {"guessed_values": [value]}}}
+    lines = [line for line in _guess_lines(data) if line]
+    assert lines[0].startswith("The device model guessed 1 value(s)")
+    assert lines[0].endswith(": l2_associativity = 16.")
+    assert lines[1].startswith("2 case(s) had their registers per work-item estimated")
+    assert lines[2].startswith("1 case(s) were declared outside what the model predicts; "
+                               "e.g. b: outside the model")
+    assert _guess_lines({"predictions": {"a": {}}}) == []
