@@ -35,4 +35,4 @@ def section(directory: Path) -> list[str]:
         "model); Nsight counters of its CUDA build: `experiments/h200/ladder/"
         "counters_findings.md` (global requests and sectors exact, 40 of 40) and "
         "`local_findings.md`.", "",
-        ladder_markdown(ladder_rows(directory)), ""]
+        ladder_markdown(ladder_rows(directory)).replace("### N = ", "#### N = "), ""]
