@@ -26,7 +26,9 @@ and the size options into a schedule.
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 
 import click
 import numpy as np
@@ -80,9 +82,23 @@ def _check_work(sch, k: int | None) -> None:
     per_group = sch.work_group_items * k
     if per_group > GROUP_WORK_LIMIT:
         raise click.UsageError(
-            f"K = {k}: one work-group would run {per_group:.3g} work-item loop iterations, "
-            f"above the simulation limit of {GROUP_WORK_LIMIT:.3g} (about a minute on this "
-            "machine); use a smaller K")
+            f"one work-group of {sch.work_group_items:,} work-items x K = {k} would run "
+            f"{per_group:.3g} work-item loop iterations, above the simulation limit of "
+            f"{GROUP_WORK_LIMIT:.3g} (about a minute on this machine); use a smaller tile "
+            "or K")
+
+
+def _check_out_file(path: str | None, option: str = "--out") -> None:
+    """Refuse an output file whose folder cannot be created or written, before any work."""
+    if path is None:
+        return
+    from .report import ensure_writable
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        ensure_writable(Path(folder))
+    except OSError as err:
+        _fail(OSError(f"cannot write {option} {path!r}: {err.strerror or err} "
+                      f"({err.filename or folder})"))
 
 
 class ScheduleSpec(click.ParamType):
@@ -818,6 +834,7 @@ def calibrate_cmd(device, out_file, quick, base_model):
     from . import calibrate
     from .files import atomic_write_text
 
+    _check_out_file(out_file)
     try:
         target = _select_device(device)
         with tqdm(total=9, desc="calibrate", unit="benchmark", file=sys.stderr,
@@ -940,6 +957,7 @@ def tune_gemm_cmd(m, n, k, device, device_model, top, measure_all, out_file, res
     if device is not None and not device.strip():
         raise click.UsageError("--device is empty; give 'P:D' or part of a device name")
     out_file = out_file or f"tuning/gemm-{m}x{n}x{k}.json"
+    _check_out_file(out_file)
     try:
         result = tune(m, n, k, device=device, device_model=device_model, top=top,
                       out=out_file, repeat=repeat, warmup=warmup, rounds=rounds,

@@ -541,8 +541,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         f"{model.name}" + (f" ({len(reused)} reused)" if reused else ""))
 
     if m * n * k >= SLOW_MODEL_WORK and jobs == 1:
-        log(f"note: at M·N·K = {m * n * k:.3g} the register-blocked families take seconds to "
-            "minutes each to model; --jobs N models N at once (each finished one is saved)")
+        log(f"note: at M·N·K = {m * n * k:.3g} a candidate takes about 1-9 s to model; "
+            "--jobs N models N at once (each finished one is saved)")
 
     def modelled(index, res):
         entry = entries[index]

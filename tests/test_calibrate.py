@@ -246,3 +246,14 @@ def test_local_read_refuses_a_step_count_not_a_multiple_of_8():
     with pytest.raises(ValueError, match="iters = 12"):
         mb.local_read(target, 12, 1, 1)
     assert len(mb.local_read(target, 16, 2, 1)) == 1   # checked result: 16 * (lid & 7)
+
+
+def test_cli_refuses_an_unwritable_out_file_before_any_benchmark(tmp_path, monkeypatch):
+    from tiletraffic.analysis import cli
+    ran = []
+    monkeypatch.setattr(cli, "_select_device", lambda spec: ran.append(spec))
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a folder should be")
+    res = CliRunner().invoke(main, ["calibrate", "--quick", "--out", str(blocker / "x.toml")])
+    assert res.exit_code == 1 and ran == []
+    assert res.output.startswith("error: cannot write --out ") and len(res.output.splitlines()) == 1

@@ -588,3 +588,15 @@ def test_model_here_measure_there_through_resume(tmp_path, monkeypatch):
     assert [m["label"] for m in done.measurements] == [p["label"] for p in plan.predictions[:2]]
     assert all(m["status"] == "ok" and m["check"]["ok"] for m in done.measurements)
 
+
+
+def test_cli_refuses_an_unwritable_out_file_before_modelling(tmp_path):
+    from click.testing import CliRunner
+
+    from tiletraffic.analysis.cli import main
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    res = CliRunner().invoke(main, ["tune", "gemm", "--m", "64", "--n", "64", "--k", "64",
+                                    "--top", "0", "--out", str(blocker / "t.json")])
+    assert res.exit_code == 1, res.output
+    assert "cannot write --out" in res.output and "candidates" not in res.output
