@@ -119,8 +119,9 @@ def parse(text: str, names, kind: str | None = None) -> Expression:
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as err:
-        raise ExpressionError(f"{text!r}: syntax error at column {err.offset}: "
-                              f"{err.msg}") from None
+        # Python gives offset 0 when the input ends before the expression does
+        where = f"at column {err.offset}" if err.offset else "at the end"
+        raise ExpressionError(f"{text!r}: syntax error {where}: {err.msg}") from None
     except (RecursionError, MemoryError, ValueError):
         raise ExpressionError(f"{text!r}: cannot be parsed (nested too deeply?)") from None
     known = frozenset(names)
