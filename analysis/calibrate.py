@@ -235,7 +235,7 @@ def measure(target, base: DeviceModel, sizes: Sizes,
     l2_foot, l2_passes = s.l2_footprint_bytes, s.l2_passes
     if len(s.l2_sweep_footprints) >= 2:
         progress("l2_size")
-        size = _l2_size(target, base, s, dram_read)
+        size = _l2_size(target, s, dram_read)
         out.append(size)
         if size.field == "l2_bytes":  # read at half the measured L2, not the queried one
             l2_foot = max(16, int(size.value) // 2 // 16 * 16)
@@ -286,7 +286,7 @@ def measure(target, base: DeviceModel, sizes: Sizes,
     return out
 
 
-def _l2_size(target, base: DeviceModel, s: Sizes, dram_read: float) -> Measurement:
+def _l2_size(target, s: Sizes, dram_read: float) -> Measurement:
     """The footprint sweep: each footprint re-read ``l2_sweep_bytes / footprint`` times (at
     least twice), each pass starting elsewhere (read_sum's shift), so that every line is read
     by as many work-groups as there are passes; :func:`l2_capacity_from_sweep` gives the

@@ -25,6 +25,13 @@ QUERIES = {"compute_units": "CL_DEVICE_MAX_COMPUTE_UNITS",
 """Model field -> the OpenCL device query that gives it."""
 
 
+def built_in_name_for(device_name: str) -> str | None:
+    """The built-in model whose ``KNOWN_NAMES`` part is in ``device_name`` (case-insensitive),
+    or None."""
+    return next((name for part, name in KNOWN_NAMES.items() if part in device_name.lower()),
+                None)
+
+
 def model_from_opencl(info: DeviceInfo, global_cache_bytes: int | None = None,
                       base: DeviceModel | None = None) -> DeviceModel:
     """A :class:`DeviceModel` for the OpenCL device ``info``.
@@ -42,10 +49,8 @@ def model_from_opencl(info: DeviceInfo, global_cache_bytes: int | None = None,
         DeviceModelError: a queried value is not positive (a broken driver).
     """
     if base is None:
-        base = GENERIC_GPU_MODEL
-        for part, name in KNOWN_NAMES.items():
-            if part in info.device_name.lower():
-                base = DEVICE_MODELS[name]
+        known = built_in_name_for(info.device_name)
+        base = DEVICE_MODELS[known] if known else GENERIC_GPU_MODEL
     queried = {"compute_units": info.compute_units,
                "local_mem_bytes_per_work_group": info.local_mem_bytes,
                "max_work_group_size": info.max_work_group_size}

@@ -60,12 +60,9 @@ class ValidationRun:
 def default_model_spec(info) -> str:
     """The built-in model of a known device (``analysis.device_models.KNOWN_NAMES``, matched
     in the OpenCL device name), else ``generic-gpu`` (every value a guess)."""
-    from .device_models import KNOWN_NAMES
+    from .device_models import built_in_name_for
 
-    for part, name in KNOWN_NAMES.items():
-        if part in info.device_name.lower():
-            return name
-    return "generic-gpu"
+    return built_in_name_for(info.device_name) or "generic-gpu"
 
 
 def default_out_dir(slug: str, list_name: str | None, root: str | os.PathLike = "reports"

@@ -42,32 +42,19 @@ NO_ISSUE = 1e12
 
 
 def simulated(case, n: int, cache: Path, model) -> dict:
-    """The inputs of predict() for ``case`` at ``n`` (cached in ``cache``)."""
-    from tiletraffic.simulator.classes import load_offsets
-    from tiletraffic.simulator.device import DeviceLimits
-    from tiletraffic.simulator.engine import probe_runner, simulate
-    from tiletraffic.simulator.memory import MemoryObserver
-    from tiletraffic.simulator.traffic_model import FootprintObserver, LoadPhaseObserver
+    """The inputs of predict() for ``case`` at ``n`` (cached in ``cache``): the observation
+    of :func:`tiletraffic.simulator.traffic_model.observe_launch` (full K loop), as a dict."""
+    from tiletraffic.simulator.traffic_model import observe_launch
 
     path = cache / f"{case[0].replace(' ', '_')}_{n}.pkl"
     if path.exists():
         return pickle.loads(path.read_bytes())
     t0 = time.perf_counter()
-    s = C.build(case, n)
-    memory = MemoryObserver(model.sub_group_size, model.sector_bytes, model.line_bytes,
-                            model.local_banks, model.bank_bytes, model.local_vector_words,
-                            model.local_vector_min_wavefronts)
-    runner = probe_runner(s)
-    offsets = (load_offsets(s, runner, 0), load_offsets(s, runner, 1))
-    footprint = FootprintObserver(model.sector_bytes, model.l1_sharing_work_groups, offsets[0])
-    phases = LoadPhaseObserver()
-    limits = DeviceLimits(model.name, model.max_work_group_size, (1024, 1024, 64),
-                          model.local_mem_bytes_per_work_group)
-    r = simulate(s, compute_values=False, limits=limits, observers=[memory, footprint, phases],
-                 work_group_classes=True)
+    seen = observe_launch(C.build(case, n), model)
+    footprint = seen.footprint
     footprint.weights = None
-    data = {"case": case, "n": n, "counts": r.counts, "memory": memory.counts,
-            "footprint": footprint, "phases": phases.phases, "offsets": offsets}
+    data = {"case": case, "n": n, "counts": seen.counts, "memory": seen.memory,
+            "footprint": footprint, "phases": seen.load_phases, "offsets": seen.offsets}
     cache.mkdir(parents=True, exist_ok=True)
     path.write_bytes(pickle.dumps(data))
     print(f"simulated {case[0]} N = {n} in {time.perf_counter() - t0:.0f} s", file=sys.stderr,
