@@ -14,7 +14,12 @@ l2_size        re-read passes over footprints of 2-256 MiB l2_bytes (the capacit
 l2_read        passes over a buffer of half the L2     l2_bytes_per_s
 local_read     conflict-free local-memory word reads   l1_wavefronts_per_cycle_per_cu
 fp32_fma       8 independent FMA chains per work-item  fp32_flop_per_s
-pointer_chase  dependent loads over the DRAM buffer    memory_latency_s
+pointer_chase  dependent loads over the DRAM buffer    (none: the unloaded latency of one
+                                                       load; reported)
+staging_round  one work-group per compute unit: global memory_latency_s (the delay of a
+_trip          load, local store, barrier, local load,  barrier interval in the time model)
+               barrier, each step after the last, over
+               an L2-resident buffer
 empty_kernel   a kernel that does nothing              launch_overhead_s
 barrier        work-group barriers in a loop           barrier_wavefronts_per_work_group
 ============== ======================================= =====================================
@@ -137,6 +142,8 @@ class Sizes:
     chase_steps: int
     barrier_count: int
     repeat: int
+    staging_bytes: int = 16
+    staging_steps: int = 1
     l2_sweep_footprints: tuple[int, ...] = ()
     l2_sweep_bytes: int = 0
 
@@ -183,7 +190,9 @@ def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_all
                  fma_work_items=items, fma_iters=256 if quick else 16384,
                  chase_elems=(MIB if quick else min(dram, 2**30)) // 4,
                  chase_steps=20_000 if quick else 100_000,
-                 barrier_count=100 if quick else 1000, repeat=3 if quick else 10)
+                 barrier_count=100 if quick else 1000, repeat=3 if quick else 10,
+                 staging_bytes=16 * 2 ** int(math.log2(max(1, l2_foot // 16))),
+                 staging_steps=200 if quick else 20_000)
 
 
 # ------------------------------------------------------------------ measuring
@@ -265,6 +274,16 @@ def measure(target, base: DeviceModel, sizes: Sizes,
     short, long = (med(mb.pointer_chase(target, nxt, k, r)) for k in (n, 2 * n))
     out.append(_positive(Measurement(
         "pointer_chase", f"{n} more loads over {_mib(4 * s.chase_elems)}, {stat}",
+        per_step_s(long, short, n), "s", why_unmapped=(
+            "the unloaded latency of one dependent load; the time model's latency is a "
+            "barrier interval's (staging_round_trip)"))))
+    progress("staging_round_trip")
+    n = s.staging_steps
+    short, long = (med(mb.staging_round_trip(target, s.staging_bytes, k, cu, r))
+                   for k in (n, 2 * n))
+    out.append(_positive(Measurement(
+        "staging_round_trip", f"{n} more steps of {cu} work-groups of "
+        f"{min(mb.local_size(target), mb.STAGE_FLOAT4S)} over {_mib(s.staging_bytes)}, {stat}",
         per_step_s(long, short, n), "s", "memory_latency_s")))
     progress("empty_kernel")
     t = med(mb.empty(target, max(r, 20)))

@@ -21,6 +21,9 @@ from .runtime import build_program, queue_has_profiling
 
 LOCAL_FLOATS = 4096
 """Words of the local array of ``local_read`` (16 KiB; a power of two)."""
+STAGE_FLOAT4S = 1024
+"""float4s of the local array of ``staging_round_trip``: one per work-item, so its work-groups
+have at most this many work-items (16 KiB)."""
 
 
 class MicrobenchResultError(TiletrafficGpuError):
@@ -57,7 +60,8 @@ def chase_end(nxt: np.ndarray, steps: int) -> int:
 
 
 def _kernel(target, name: str):
-    built = build_program(target, kernel_source(), (f"-DLOCAL_FLOATS={LOCAL_FLOATS}",))
+    built = build_program(target, kernel_source(), (f"-DLOCAL_FLOATS={LOCAL_FLOATS}",
+                                                         f"-DSTAGE_FLOAT4S={STAGE_FLOAT4S}"))
     return cl.Kernel(built.program, name)
 
 
@@ -184,6 +188,33 @@ def pointer_chase(target, nxt: np.ndarray, steps: int, repeat: int) -> list[floa
     got, expected = int(_read(target, out, 1, np.uint32)[0]), chase_end(nxt, steps)
     if got != expected:
         _refuse(f"pointer_chase ({steps} steps)", got, expected)
+    return times
+
+
+def staging_round_trip(target, nbytes: int, steps: int, work_groups: int,
+                       repeat: int) -> list[float]:
+    """Times of ``steps`` staging round trips (global load, local store, barrier, local
+    load, barrier; each step's load waits for the previous step's) by ``work_groups``
+    work-groups of :func:`local_size` work-items (at most :data:`STAGE_FLOAT4S`), reading a
+    buffer of ``nbytes`` (16 x a power of two float4s).
+
+    Raises:
+        ValueError: ``nbytes`` is not 16 bytes times a power of two, or ``steps`` < 1.
+    """
+    n4 = nbytes // 16
+    if nbytes % 16 or n4 < 1 or n4 & (n4 - 1) or steps < 1:
+        raise ValueError(f"staging_round_trip: nbytes = {nbytes} must be 16 x a power of two "
+                         f"and steps = {steps} at least 1")
+    local = min(local_size(target), STAGE_FLOAT4S)
+    src = _buffer(target, nbytes)
+    cl.enqueue_fill_buffer(target.queue, src, np.float32(1.0), 0, nbytes).wait()
+    out = _buffer(target, work_groups * local * 4)
+    times = _time(target, _kernel(target, "staging_round_trip"), work_groups * local, local,
+                  [src, out, np.uint32(steps), np.uint32(n4), np.uint32(0)], repeat)
+    got = _read(target, out, work_groups * local)
+    expected = np.float32(4 * steps)
+    if not np.all(got == expected):
+        _refuse("staging_round_trip", got[np.flatnonzero(got != expected)[0]], expected)
     return times
 
 

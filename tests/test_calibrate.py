@@ -119,6 +119,27 @@ def test_a_wrong_result_is_refused(monkeypatch):
         mb.pointer_chase(target, nxt, 100, 1)
 
 
+def test_staging_round_trip_checks_its_result_and_its_sizes(monkeypatch):
+    from tiletraffic.gpu import microbench as mb
+    target = _pocl_target()
+    times = mb.staging_round_trip(target, 64 * 1024, 50, 2, 2)
+    assert len(times) == 2 and all(t > 0 for t in times)
+    for nbytes, steps in ((48 * 1024, 50), (64 * 1024, 0), (8, 5)):
+        with pytest.raises(ValueError, match="staging_round_trip"):
+            mb.staging_round_trip(target, nbytes, steps, 2, 1)
+    monkeypatch.setattr(mb, "_read", lambda target, buf, shape, dtype=None:
+                        np.arange(shape, dtype=np.float32))   # not 4 x steps everywhere
+    with pytest.raises(mb.MicrobenchResultError, match="staging_round_trip"):
+        mb.staging_round_trip(target, 64 * 1024, 50, 2, 1)
+
+
+def test_staging_footprint_is_the_largest_power_of_two_in_half_the_l2():
+    sizes = cal.plan_sizes(132, 60 * 2**20, 140 * 2**30, 35 * 2**30, 48 * 1024, 256, False)
+    assert sizes.staging_bytes == 16 * 2**20 and sizes.staging_steps == 20_000
+    quick = cal.plan_sizes(2, 4 * 2**20, 16 * 2**30, 4 * 2**30, 64 * 1024, 256, True)
+    assert quick.staging_bytes == 256 * 1024
+
+
 def test_quick_calibration_on_pocl_writes_a_model_simulate_uses(tmp_path):
     target = _pocl_target()
     out = tmp_path / "f.toml"

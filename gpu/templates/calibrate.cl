@@ -77,3 +77,26 @@ __kernel void barriers(__global float *out, uint count) {
     for (uint i = 0; i < count; ++i) barrier(CLK_LOCAL_MEM_FENCE);
     out[get_global_id(0)] = (float)count;
 }
+
+// Staging round trip (the delay of the time model's barrier intervals): `steps` times, every
+// work-item loads one float4 of `src` (n4 float4s, n4 a power of two; each step a different
+// slice), stores it to local memory, barrier, reads the float4 its neighbour (lid + 1) stored,
+// barrier. The next step's index depends on that read (`zero` is 0, unknown to the compiler),
+// so no step's load can start before the previous step's barrier: one work-group per compute
+// unit then times the round trip global load -> local store -> barrier -> local load that a
+// tiled kernel's barrier interval waits for. Input all ones: out[gid] = 4 * steps.
+__kernel void staging_round_trip(__global const float4 *src, __global float *out, uint steps,
+                                 uint n4, uint zero) {
+    __local float4 stage[STAGE_FLOAT4S];
+    uint lid = get_local_id(0), lsz = get_local_size(0);
+    uint g = get_group_id(0), ng = get_num_groups(0);
+    float4 acc = (float4)(0.0f);
+    for (uint s = 0; s < steps; ++s) {
+        uint i = (((s * ng + g) * lsz + lid) + ((uint)acc.x & zero)) & (n4 - 1u);
+        stage[lid] = src[i];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        acc += stage[(lid + 1u) % lsz];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    out[get_global_id(0)] = acc.x + acc.y + acc.z + acc.w;
+}
