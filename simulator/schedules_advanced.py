@@ -156,7 +156,40 @@ def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) 
     r0, c0 = row0.var, col0.var
     one = Const(1)
 
-    def loads(k0v, buf):
+    # Staged loads: when every work-item loads the same number of elements of each tile,
+    # the load loops are unrolled here and every global load of a K step is issued before
+    # the first local store (into private floats sa<r>, sb<r>), so a K step waits for one
+    # memory round trip, not for a chain of load -> store pairs (what the H200's OpenCL
+    # compiler made of the loops: experiments/h200/interval/findings.md).
+    loads_a, rem_a = divmod(tm * bk, tile)          # (BM x BK) / work-items
+    loads_b, rem_b = divmod(bk * tn, wg_rows)       # (BK x BN) / work-items
+    staged = not rem_a and not rem_b and loads_a >= 1 and loads_b >= 1
+    if staged:
+        decls += [DeclareFloat(f"sa{q}", None) for q in range(loads_a)]
+        decls += [DeclareFloat(f"sb{q}", None) for q in range(loads_b)]
+
+    def staged_loads(k0v, buf, tag):
+        at = (buf,) if prefetch else ()
+        issue, place = [], []
+        for q in range(loads_a):
+            eq = Let(f"{tag}ea{q}", tid.var + q * WG)
+            rq, cq = Let(f"{tag}ar{q}", eq.var // BK), Let(f"{tag}ac{q}", eq.var % BK)
+            issue += [eq, rq, cq, If((r0 + rq.var < M) & (k0v + cq.var < K),
+                                     (Assign(f"sa{q}", A[r0 + rq.var, k0v + cq.var]),),
+                                     (Assign(f"sa{q}", FConst(0.0)),))]
+            place.append(store(tile_a, at + (rq.var, cq.var), Private(f"sa{q}")))
+        for q in range(loads_b):
+            eq = Let(f"{tag}eb{q}", tid.var + q * WG)
+            rq, cq = Let(f"{tag}br{q}", eq.var // BN), Let(f"{tag}bc{q}", eq.var % BN)
+            issue += [eq, rq, cq, If((k0v + rq.var < K) & (c0 + cq.var < N),
+                                     (Assign(f"sb{q}", B[k0v + rq.var, c0 + cq.var]),),
+                                     (Assign(f"sb{q}", FConst(0.0)),))]
+            place.append(store(tile_b, at + (rq.var, cq.var), Private(f"sb{q}")))
+        return issue + place
+
+    def loads(k0v, buf, tag=""):
+        if staged:
+            return staged_loads(k0v, buf, tag)
         at = (buf,) if prefetch else ()
         load_a = For("e", tid.var, BM * BK, WG, block(
             ar, ac,
@@ -184,7 +217,7 @@ def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) 
     steps = Let("steps", ceil_div(K, BK))
     if prefetch:
         cur = Let("cur", tv % NBUF)
-        main = [steps, loads(Const(0), Const(0)), Barrier(),
+        main = [steps, loads(Const(0), Const(0), "p"), Barrier(),
                 For("t", Const(0), steps.var, one, block(
                     cur,
                     If(tv + 1 < steps.var, tuple(loads((tv + 1) * BK, (tv + 1) % NBUF))),
@@ -263,6 +296,32 @@ def gemm_vectorized(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
         If((k0v + br.var < K) & (c0 + bc.var < N),
            (vload(v, B, (k0v + br.var, c0 + bc.var)),), zeros),
         vstore(tile_b, (br.var, bc.var), [Private(x) for x in v])))
+    # staged as in _scalar_blocked: every float4 global load of a K step before the first
+    # local store, when every work-item loads the same number of float4s of each tile
+    loads_a, rem_a = divmod(tm * bk, VECTOR * tile)
+    loads_b, rem_b = divmod(bk * tn, VECTOR * wg_rows)
+    if not rem_a and not rem_b and loads_a >= 1 and loads_b >= 1:
+        issue, place = [], []
+        for q in range(loads_a):
+            names = [f"va{q}_{w}" for w in range(VECTOR)]
+            decls += [DeclareFloat(x, None) for x in names]
+            eq = Let(f"ea{q}", tid.var + q * WG)
+            rq, cq = Let(f"ar{q}", eq.var // (BK // V)), Let(f"ac{q}", eq.var % (BK // V) * V)
+            issue += [eq, rq, cq, If((r0 + rq.var < M) & (k0v + cq.var < K),
+                                     (vload(names, A, (r0 + rq.var, k0v + cq.var)),),
+                                     tuple(Assign(x, FConst(0.0)) for x in names))]
+            place += [store(tile_a, (cq.var + w, rq.var), Private(names[w]))
+                      for w in range(VECTOR)]
+        for q in range(loads_b):
+            names = [f"vb{q}_{w}" for w in range(VECTOR)]
+            decls += [DeclareFloat(x, None) for x in names]
+            eq = Let(f"eb{q}", tid.var + q * WG)
+            rq, cq = Let(f"br{q}", eq.var // (BN // V)), Let(f"bc{q}", eq.var % (BN // V) * V)
+            issue += [eq, rq, cq, If((k0v + rq.var < K) & (c0 + cq.var < N),
+                                     (vload(names, B, (k0v + rq.var, c0 + cq.var)),),
+                                     tuple(Assign(x, FConst(0.0)) for x in names))]
+            place.append(vstore(tile_b, (rq.var, cq.var), [Private(x) for x in names]))
+        load_a, load_b = block(issue), block(place)
     compute = For("kk", Const(0), BK, Const(1), block(
         [vload(a[q:q + VECTOR], tile_a, (kk, ly.var * tm + q)) for q in range(0, tm, VECTOR)],
         [vload(b[q:q + VECTOR], tile_b, (kk, lx.var * tn + q)) for q in range(0, tn, VECTOR)],
