@@ -23,6 +23,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--sizes", type=int, nargs="+", default=list(C.SIZES))
     p.add_argument("--labels", nargs="*", default=None, help="only these case labels")
+    p.add_argument("--device-model", default="nvidia-h200", help="NAME or FILE")
     a = p.parse_args(argv)
     import tiletraffic
 
@@ -35,9 +36,9 @@ def main(argv=None) -> int:
                 continue
             t0 = time.perf_counter()
             s = C.build(case, n)
-            m = tiletraffic.model(s, "nvidia-h200")
+            m = tiletraffic.model(s, a.device_model)
             done.append({"label": case[0], "family": case[1], "tile": case[2],
-                         "options": case[3], "n": n,
+                         "options": case[3], "n": n, "device_model": str(a.device_model),
                          "predicted_time_s": m.prediction.predicted_time_s,
                          "model_seconds": time.perf_counter() - t0})
             a.out.write_text(json.dumps(done, indent=1))

@@ -11,10 +11,15 @@
 #   PYTHONUNBUFFERED=1 bash experiments/h200/preregistered/run.sh "$OUT" measure   # validate, cuBLAS, strides
 #   PYTHONUNBUFFERED=1 bash experiments/h200/preregistered/run.sh "$OUT" tune      # the tuner at 1024/4096/8192
 # Each brings back PART.tar.gz.
+# Round 2 (reports/nvidia-h200/preregistered2: the staging_round_trip calibration and the
+# staged tile loads): R=reports/nvidia-h200/preregistered2 TUNE_SIZES="1024 4096" and PART
+# measure2 (validate, the ladder at 1024/4096/8192 with cuBLAS; no strides: their model did not
+# change), then tune.
 set -u
-OUT=${1:?usage: run.sh OUT measure|tune}
-PART=${2:?usage: run.sh OUT measure|tune}
-R=reports/nvidia-h200/preregistered
+OUT=${1:?usage: run.sh OUT measure|measure2|tune}
+PART=${2:?usage: run.sh OUT measure|measure2|tune}
+R=${R:-reports/nvidia-h200/preregistered}
+TUNE_SIZES=${TUNE_SIZES:-1024 4096 8192}
 TT="python3 -m tiletraffic"
 mkdir -p "$OUT/tune"
 start=$(date +%s)
@@ -29,8 +34,16 @@ step strides
 timeout 150 python3 -m experiments.h200.strides.driver --out "$OUT/strides" || echo "strides exit $?"
 step done
 tar czf "$OUT/measure.tar.gz" -C "$OUT" validate cublas strides && rm -rf "$OUT/validate" "$OUT/cublas" "$OUT/strides"
+elif [ "$PART" = measure2 ]; then
+step validate
+timeout 240 $TT validate --device NVIDIA --predictions "$R/predictions.json" --out "$OUT/validate" \
+    || echo "validate exit $?"
+step ladder   # with cuBLAS FP32 at each size, in the same process
+timeout 260 python3 -m experiments.h200.ladder.driver --out "$OUT/ladder" --budget-s 230 || echo "ladder exit $?"
+step done
+tar czf "$OUT/measure.tar.gz" -C "$OUT" validate ladder && rm -rf "$OUT/validate" "$OUT/ladder"
 else
-for n in 1024 4096 8192; do
+for n in $TUNE_SIZES; do
     step "tune $n"
     timeout 180 $TT tune gemm --m $n --n $n --k $n --device NVIDIA --device-model "$R/h200-calibrated.toml" \
         --top 8 --jobs 16 --seed $n --out "$OUT/tune/gemm-$n.json" || echo "tune $n exit $?"
