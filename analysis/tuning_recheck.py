@@ -45,6 +45,8 @@ REASON_CHARS = 300
 """A failed build's reason is cut to this many characters (its whole log is kept)."""
 COMPILED = "compiled"
 NOT_REPORTED = "not reported"
+COUNT_KEYS = {COMPILED: "compiled", NOT_REPORTED: "not_reported"}
+"""``doc["recheck"]``'s count of the candidates of each build status."""
 
 
 def default_count(top: int, modelled: int) -> int:
@@ -157,8 +159,8 @@ def recheck(doc: dict, valid: list, target, count: int, remodel, *, old: dict | 
     top_before = [e["label"] for e in doc["predictions"][:doc["meta"].get("top") or 0]]
     info = doc["recheck"] = {
         "requested": count, "device_slug": target.slug, "device": target.info.device_name,
-        "driver_version": target.info.driver_version, "rechecked": 0, COMPILED: 0,
-        NOT_REPORTED: 0, "rejected": 0, "remodelled": 0, "reused": 0,
+        "driver_version": target.info.driver_version, "rechecked": 0, "compiled": 0,
+        "not_reported": 0, "rejected": 0, "remodelled": 0, "reused": 0,
         "not_reported_why": None}
     rejected = doc["rejected"]
 
@@ -226,7 +228,7 @@ def recheck(doc: dict, valid: list, target, count: int, remodel, *, old: dict | 
         if not check:
             continue
         info["rechecked"] += 1
-        info[check["status"]] += 1
+        info[COUNT_KEYS[check["status"]]] += 1
         if check["status"] == NOT_REPORTED:
             info["not_reported_why"] = check["resources"]["source"]
         else:
@@ -234,9 +236,9 @@ def recheck(doc: dict, valid: list, target, count: int, remodel, *, old: dict | 
     rank(doc)
     info["top_before"] = top_before
     info["top_after"] = [e["label"] for e in doc["predictions"][:len(top_before)]]
-    if info[NOT_REPORTED]:
+    if info["not_reported"]:
         log(f"note: {target.info.device_name}: registers per work-item not reported for "
-            f"{info[NOT_REPORTED]} of {info['rechecked']} rechecked candidates "
+            f"{info['not_reported']} of {info['rechecked']} rechecked candidates "
             f"({info['not_reported_why']}): those keep the estimate-based ranking")
     save()
 
@@ -284,18 +286,25 @@ def lines(summary_: dict) -> list[str]:
     info = summary_.get("recheck")
     if not info:
         return []
-    out = [f"recheck: the best {info['rechecked'] + info['rejected']} by the estimate were "
-           f"built on {info['device']}: compiled registers for {info[COMPILED]} "
-           f"({info['remodelled']} re-modelled, the others as estimated), not reported for "
-           f"{info[NOT_REPORTED]}, {info['rejected']} rejected"
-           + (f", {info['reused']} reused from the resumed file" if info["reused"] else "")]
-    if info[COMPILED]:
+    built = info["rechecked"] + info["rejected"]
+    head = f"recheck: the best {built} by the estimate were built on {info['device']}: "
+    if info["compiled"]:
+        head += (f"compiled registers for {info['compiled']} ({info['remodelled']} "
+                 "re-modelled, the others as estimated)"
+                 + (f", not reported for {info['not_reported']}" if info["not_reported"]
+                    else ""))
+    else:
+        head += (f"the driver reports no registers ({info['not_reported_why']}): the ranking "
+                 "stays estimate-based" if info["not_reported"] else "none left")
+    out = [head + (f"; {info['rejected']} rejected" if info["rejected"] else "")
+           + (f"; {info['reused']} reused from the resumed file" if info["reused"] else "")]
+    if info["compiled"]:
         changed = (f"{len(info['entered'])} entered ({', '.join(info['entered'])}), "
                    f"{len(info['left'])} left ({', '.join(info['left'])})"
                    if info["entered"] else "same candidates")
         out.append(f"  top {len(info['top_before'])} after the recheck: {changed}")
     pick = summary_.get("estimate_pick")
-    if pick and info[COMPILED]:
+    if pick and info["compiled"]:
         if not pick["measured"]:
             out.append(f"  the estimate-based pick {pick['label']} (estimate rank "
                        f"{pick['estimate_rank']}) was not measured")
