@@ -218,7 +218,6 @@ def recheck(doc: dict, valid: list, target, count: int, remodel, *, old: dict | 
             entry["recheck"]["prediction"] = {
                 **{key: result[key] for key in FIRST_PASS_KEYS}, "remodelled": True,
                 "model_s": result["model_s"], "model_warnings": result["model_warnings"]}
-            info["remodelled"] += 1
         save()
 
     if todo:
@@ -233,6 +232,7 @@ def recheck(doc: dict, valid: list, target, count: int, remodel, *, old: dict | 
             info["not_reported_why"] = check["resources"]["source"]
         else:
             entry.update({key: check["prediction"][key] for key in FIRST_PASS_KEYS})
+            info["remodelled"] += check["prediction"]["remodelled"]
     rank(doc)
     info["top_before"] = top_before
     info["top_after"] = [e["label"] for e in doc["predictions"][:len(top_before)]]
