@@ -55,8 +55,9 @@ DEFAULT_MODEL = "nvidia-h200"
 SLOW_MODEL_WORK = 1024 ** 3
 """From this M·N·K on, a note says modelling is slow (14-400 s per register-blocked case at
 N = 4096 on 2 cores when the tuner was written)."""
-FORMAT = 1
-"""Version of the JSON document's layout."""
+FORMAT = 2
+"""Version of the JSON document's layout (2: the recheck's ``recheck`` and per-prediction
+fields, :mod:`analysis.tuning_recheck`; a format-1 file resumes as one without them)."""
 RESUME_KEYS = ("operation", "m", "n", "k", "space_sha256", "device_model_sha256")
 MEASURE_KEYS = ("device_slug", "repeat", "warmup", "rounds", "seed")
 PREDICTION_KEYS = ("predicted_time_s", "bound", "resident_work_groups_per_cu",
@@ -86,11 +87,16 @@ class TuneResult:
 
     Attributes:
         data: the JSON document: ``meta`` (problem, device, model, space, software),
-            ``rejected`` (label, family, params, stage, reasons), ``predictions`` (ranked:
-            label, family, params, predicted_rank, predicted_time_s, bound, model_s),
+            ``rejected`` (label, family, params, stage, reasons; a failed build also its
+            ``log``), ``predictions`` (ranked: label, family, params, predicted_rank,
+            predicted_time_s, bound, model_s, and the recheck's registers_source,
+            estimate_rank, estimate_predicted_time_s, compiled_rank,
+            compiled_predicted_time_s, recheck: :mod:`analysis.tuning_recheck`), ``recheck``
+            (what it did: counts, device, the top before and after),
             ``measurements`` (status ok: median_s, min_s, max_s, spread_s, kernel_times_s,
             gflop_per_s, check; failed: stage, error_type, error), ``summary``
-            (:func:`analysis.tuning_stats.summarize`), ``status``.
+            (:func:`analysis.tuning_stats.summarize`; ``estimate_pick``: the estimate-based
+            ranking's pick), ``status``.
         path: the JSON file (None when not saved).
     """
 
@@ -582,6 +588,9 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         ranked = _rank(doc)
         count = tuning_recheck.default_count(top, len(ranked)) if recheck is None else \
             min(recheck, len(ranked))
+        if target is None and recheck:
+            log(f"note: --recheck {recheck} needs a device to build on: not rechecked "
+                "(the ranking is estimate-based)")
         if target is not None and count > 0:
             doc["status"] = "rechecking"
             tuning_recheck.recheck(doc, valid, target, count, remodel, old=old,

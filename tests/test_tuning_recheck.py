@@ -283,3 +283,12 @@ def test_cli_recheck_on_pocl_writes_it_in_the_json(tmp_path):
     data = json.loads(out.read_text())
     assert data["recheck"]["requested"] == 2 and data["recheck"]["not_reported"] == 2
     assert "registers per work-item not reported for 2 of 2" in res.stderr
+
+
+def test_a_recheck_without_a_device_is_said_and_the_ranking_is_the_estimates(tmp_path):
+    notes = []
+    res = tuner.tune(64, 64, 64, space=write(tmp_path), top=0, recheck=2, log=notes.append)
+    assert any("--recheck 2 needs a device to build on: not rechecked" in n for n in notes)
+    assert "recheck" not in res.data and res.summary["recheck"] is None
+    assert [p["predicted_rank"] for p in res.predictions] == \
+        [p["estimate_rank"] for p in res.predictions] == [1, 2, 3]
