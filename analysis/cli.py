@@ -7,7 +7,8 @@
     tiletraffic check SCHEDULE [...] | --all;  tiletraffic crosscheck SCHEDULE [...] | --all
     tiletraffic devices
     tiletraffic report [--device D] [--out DIR] [--quick]
-    tiletraffic tune gemm --m M --n N --k K [--device D] [--device-model D] [--top T] [--out F]
+    tiletraffic tune gemm --m M --n N --k K [--device D] [--device-model D] [--top T]
+                          [--recheck R] [--out F]
     tiletraffic validate [--device D] [--device-model M] [--quick] [--predictions F] | --predict-only
 
 Errors a user can cause (bad sizes, limits, missing device, build failures, wrong results)
@@ -917,6 +918,13 @@ def tune_group():
               help="Measure this many of the best-ranked candidates (0: model only, no "
                    "device).")
 @click.option("--measure-all", is_flag=True, help="Measure every valid candidate.")
+@click.option("--recheck", type=click.IntRange(min=0), default=None,
+              help="Before measuring, build (compile only) this many of the best-ranked "
+                   "candidates on the device, re-model them with their compiled registers "
+                   "per work-item where the driver reports them (NVIDIA's -cl-nv-verbose "
+                   "build log; PoCL: not reported, the ranking stays estimate-based) and "
+                   "re-rank; --top are then measured from the re-ranked ones. A failed "
+                   "build is a rejection. [default: 4 x --top; 0: none]")
 @click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
               help="Results (JSON), written after every candidate [default: "
                    "tuning/gemm-MxNxK.json]. An existing file is moved to history/ beside it "
@@ -940,7 +948,7 @@ def tune_group():
               help="Processes that model candidates in parallel.")
 @SEED_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-def tune_gemm_cmd(m, n, k, device, device_model, top, measure_all, out_file, resume,
+def tune_gemm_cmd(m, n, k, device, device_model, top, measure_all, recheck, out_file, resume,
                   space_file, repeat, warmup, rounds, jobs, seed, as_json):
     """Tune C = A·B (A is M x K, B is K x N, float32): every candidate of the tuning space
     is checked against its constraints (rejected ones are listed with the reason), modelled
@@ -963,6 +971,7 @@ def tune_gemm_cmd(m, n, k, device, device_model, top, measure_all, out_file, res
                       out=out_file, repeat=repeat, warmup=warmup, rounds=rounds,
                       space=space_file, jobs=jobs,
                       measure_all=measure_all, resume=resume, seed=seed, progress=None,
+                      recheck=recheck,
                       log=lambda line: click.echo(line, err=True),
                       command="tiletraffic " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     except (TuneError, SpaceError) as err:

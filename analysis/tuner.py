@@ -12,6 +12,10 @@ Pipeline, for C = A·B with A M×K and B K×N:
    predicted time ``prediction.predicted_time_s``), optionally in a pool of processes
    (``jobs``); a candidate the model refuses (a limit or hazard) is a rejection of stage
    ``model``. Rank by predicted time (ties: the space's order).
+   **Recheck** (:mod:`analysis.tuning_recheck`) the ``recheck`` best-ranked on the target
+   device: build each (compile only), read its compiled registers where the driver reports
+   them, re-model it with them and re-rank; a failed build is a rejection of stage
+   ``build``.
 3. **Measure** the ``top`` best-ranked (or all: ``measure_all``) on the OpenCL device with
    :func:`analysis.validate.run_on_device`, which checks every launch against float64 before
    its time counts. A candidate that fails to build, launch or check is recorded as failed
@@ -41,7 +45,7 @@ import numpy as np
 from tiletraffic.simulator.device import DeviceLimits, launch_limit_problems
 from tiletraffic.simulator.schedules import INT32_MAX, ScheduleError
 
-from . import tuning_stats
+from . import tuning_recheck, tuning_stats
 from .files import archive_previous, atomic_write_text
 from .tuning_space import TuningSpace, check_candidate, load_space
 
@@ -51,12 +55,13 @@ DEFAULT_MODEL = "nvidia-h200"
 SLOW_MODEL_WORK = 1024 ** 3
 """From this M·N·K on, a note says modelling is slow (14-400 s per register-blocked case at
 N = 4096 on 2 cores when the tuner was written)."""
-FORMAT = 1
-"""Version of the JSON document's layout."""
+FORMAT = 2
+"""Version of the JSON document's layout (2: the recheck's ``recheck`` and per-prediction
+fields, :mod:`analysis.tuning_recheck`; a format-1 file resumes as one without them)."""
 RESUME_KEYS = ("operation", "m", "n", "k", "space_sha256", "device_model_sha256")
 MEASURE_KEYS = ("device_slug", "repeat", "warmup", "rounds", "seed")
-PREDICTION_KEYS = ("predicted_time_s", "bound", "resident_work_groups_per_cu", "model_s",
-                   "model_warnings")
+PREDICTION_KEYS = ("predicted_time_s", "bound", "resident_work_groups_per_cu",
+                   "registers_per_work_item", "model_s", "model_warnings")
 
 
 class TuneError(ValueError):
@@ -82,11 +87,16 @@ class TuneResult:
 
     Attributes:
         data: the JSON document: ``meta`` (problem, device, model, space, software),
-            ``rejected`` (label, family, params, stage, reasons), ``predictions`` (ranked:
-            label, family, params, predicted_rank, predicted_time_s, bound, model_s),
+            ``rejected`` (label, family, params, stage, reasons; a failed build also its
+            ``log``), ``predictions`` (ranked: label, family, params, predicted_rank,
+            predicted_time_s, bound, model_s, and the recheck's registers_source,
+            estimate_rank, estimate_predicted_time_s, compiled_rank,
+            compiled_predicted_time_s, recheck: :mod:`analysis.tuning_recheck`), ``recheck``
+            (what it did: counts, device, the top before and after),
             ``measurements`` (status ok: median_s, min_s, max_s, spread_s, kernel_times_s,
             gflop_per_s, check; failed: stage, error_type, error), ``summary``
-            (:func:`analysis.tuning_stats.summarize`), ``status``.
+            (:func:`analysis.tuning_stats.summarize`; ``estimate_pick``: the estimate-based
+            ranking's pick), ``status``.
         path: the JSON file (None when not saved).
     """
 
@@ -191,7 +201,7 @@ def _predict(task) -> tuple[int, dict]:
     from tiletraffic.simulator.device_model import GuessedValueWarning
     from tiletraffic.simulator.traffic_model import model_launch
 
-    index, family, params, (m, n, k), model = task
+    index, family, params, (m, n, k), model, registers = task
     model = model if model is not None else _WORKER_MODEL
     from .tuning_space import Candidate
     start = time.perf_counter()
@@ -199,24 +209,29 @@ def _predict(task) -> tuple[int, dict]:
         sch = Candidate(family, tuple(params)).build(m, n, k)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            p = model_launch(sch, model).prediction
+            p = model_launch(sch, model, registers_per_work_item=registers).prediction
     except Exception as err:  # any refusal (limit, hazard) rejects this candidate only
         return index, {"error_type": type(err).__name__, "error": str(err)}
     notes = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught
                                if not issubclass(w.category, GuessedValueWarning)))
     return index, {"predicted_time_s": p.predicted_time_s, "bound": p.bound,
                    "resident_work_groups_per_cu": p.resident_work_groups_per_cu,
+                   "registers_per_work_item": p.registers_per_work_item,
                    "model_s": time.perf_counter() - start, "model_warnings": notes}
 
 
-def _model_all(todo, sizes, model, jobs, progress, on_result) -> None:
+def _model_all(todo, sizes, model, jobs, progress, on_result, registers=None,
+               what="model") -> None:
     """Model ``todo`` ((index, candidate) pairs), calling ``on_result(index, result)`` as
-    each finishes; ``jobs`` > 1: a pool of that many processes (spawned, so no OpenCL state
-    is inherited), terminated on Ctrl-C."""
+    each finishes; ``registers``: index -> registers per work-item to model it with (the
+    compiled kernel's; default: the estimate); ``jobs`` > 1: a pool of that many processes
+    (spawned, so no OpenCL state is inherited), terminated on Ctrl-C."""
     from tqdm import tqdm
 
-    tasks = [(i, c.family, c.params, sizes, None if jobs > 1 else model) for i, c in todo]
-    bar = tqdm(total=len(tasks), desc=f"model ({model.name})", unit="candidate",
+    registers = registers or {}
+    tasks = [(i, c.family, c.params, sizes, None if jobs > 1 else model, registers.get(i))
+             for i, c in todo]
+    bar = tqdm(total=len(tasks), desc=f"{what} ({model.name})", unit="candidate",
                file=sys.stderr, disable=None if progress is None else not progress)
     try:
         if jobs == 1:
@@ -298,13 +313,10 @@ def _add_round(record: dict, result: dict, rounds: int, work: int) -> None:
 
 
 def _rank(doc: dict) -> list:
-    """Sort ``doc``'s predictions by predicted time (ties: the space's order) and number
-    them from 1 (``predicted_rank``)."""
-    ranked = sorted(doc["predictions"], key=lambda e: (e["predicted_time_s"], e["order"]))
-    for rank, entry in enumerate(ranked, 1):
-        entry["predicted_rank"] = rank
-    doc["predictions"] = ranked
-    return ranked
+    """Sort ``doc``'s predictions by predicted time (ties: the space's order), the
+    rechecked ones first, and number them from 1 (``predicted_rank``; also
+    ``estimate_rank``: :func:`analysis.tuning_recheck.rank`)."""
+    return tuning_recheck.rank(doc)
 
 
 def _measure_chosen(doc, chosen, valid, old, target, sizes, repeat, warmup, rounds, seed,
@@ -417,7 +429,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
          top: int = DEFAULT_TOP, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
          space=None, jobs: int = 1, measure_all: bool = False, resume: bool = False,
          seed: int | None = None, progress: bool | None = False, log=None,
-         command: str | None = None) -> TuneResult:
+         command: str | None = None, recheck: int | None = None) -> TuneResult:
     """Tune C = A·B (A M×K, B K×N, row-major float32) over a tuning space (module docstring).
 
     Args:
@@ -443,13 +455,18 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         log: function taking a line of notes (moved files, guessed model values); None:
             silent.
         command: the command line to record (default: a description of this call).
+        recheck: best-ranked candidates to build on the device before measuring, re-model
+            with their compiled registers (where the driver reports them) and re-rank
+            (:mod:`analysis.tuning_recheck`); None: 4 x ``top``; at most the modelled
+            ones; 0: none. Needs a device (ignored without one).
 
     Returns:
         :class:`TuneResult`.
 
     Raises:
         TuneError: a size not a positive integer or beyond 32-bit indexing; ``top`` < 0,
-            ``jobs`` < 1, ``repeat`` below 10, ``warmup`` or ``rounds`` < 1; no valid
+            ``jobs`` < 1, ``repeat`` below 10, ``warmup`` or ``rounds`` < 1, ``recheck``
+            < 0; no valid
             candidate; an
             ``out`` that a resumed tuning does not match.
         tiletraffic.analysis.tuning_space.SpaceError: a malformed space file.
@@ -469,6 +486,9 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise TuneError(f"seed must be a non-negative integer, got {seed!r}")
+    if recheck is not None and (isinstance(recheck, bool) or not isinstance(recheck, int)
+                                or recheck < 0):
+        raise TuneError(f"recheck must be an integer >= 0, got {recheck!r}")
     space = space if isinstance(space, TuningSpace) else load_space(space)
     measuring = top > 0 or measure_all
     target = None
@@ -498,7 +518,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     meta = _meta(m, n, k, space, model, limits, target, command or (
         f"tiletraffic.tune({m}, {n}, {k}, device={device!r}, top={top}, "
         f"measure_all={measure_all})"), top=top, measure_all=measure_all, repeat=repeat,
-        warmup=warmup, rounds=rounds, seed=seed, jobs=jobs)
+        warmup=warmup, rounds=rounds, seed=seed, jobs=jobs, recheck=recheck)
     path = None if out is None else Path(out)
     old = _previous(path, resume, meta, log)
     if old is not None:
@@ -528,7 +548,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
                         + "; ".join(f"{why} ({count})" for why, count in top_reasons)
                         + f"; e.g. {example[0]}: {example[1]}")
     save()  # proves the file can be written before the long work starts
-    reused = {p["label"]: p for p in (old or {}).get("predictions", [])
+    reused = {p["label"]: {**p, **tuning_recheck.first_pass(p)}  # the estimate-based pass
+              for p in (old or {}).get("predictions", [])
               if p.get("predicted_time_s") is not None}
     entries = [{"label": cand.label, "family": cand.family, "params": cand.options,
                 "order": i} for i, (cand, _) in enumerate(valid)]
@@ -552,14 +573,29 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
                 "whys": [f"the model refused it ({res['error_type']})"]})
         else:
             entry.update(res)
+            entry["estimate"] = {key: res[key] for key in tuning_recheck.FIRST_PASS_KEYS}
             doc["predictions"].append(entry)
         save()
+
+    def remodel(todo, on_result):
+        _model_all([(i, valid[i][0]) for i, _ in todo], (m, n, k), model, jobs, progress,
+                   on_result, registers=dict(todo), what="re-model with compiled registers")
 
     try:
         _model_all([(i, valid[i][0]) for i, e in enumerate(entries)
                     if "predicted_time_s" not in e], (m, n, k), model, jobs, progress,
                    modelled)
         ranked = _rank(doc)
+        count = tuning_recheck.default_count(top, len(ranked)) if recheck is None else \
+            min(recheck, len(ranked))
+        if target is None and recheck:
+            log(f"note: --recheck {recheck} needs a device to build on: not rechecked "
+                "(the ranking is estimate-based)")
+        if target is not None and count > 0:
+            doc["status"] = "rechecking"
+            tuning_recheck.recheck(doc, valid, target, count, remodel, old=old,
+                                   progress=progress, log=log, save=save)
+            ranked = doc["predictions"]
         doc["status"] = "measuring" if measuring else "complete"
         save()
         if measuring:

@@ -17,13 +17,18 @@ unmeasured rest of the space, so the regret is a lower bound of the model's true
   (concordant: the model orders them as measured; discordant: the other way; tied: the
   model predicts equal times);
 - Spearman's rank correlation of predicted and measured times over every measured
-  candidate (average ranks for ties; ``None`` below two candidates or for constant times).
+  candidate (average ranks for ties; ``None`` below two candidates or for constant times);
+- ``recheck`` and ``estimate_pick`` (:func:`analysis.tuning_recheck.summary`): what the
+  recheck with the compiled registers did, and the pick of the estimate-based ranking with
+  its regret when it was measured.
 """
 from __future__ import annotations
 
 import itertools
 
 import numpy as np
+
+from . import tuning_recheck
 
 SHOWN = 10
 """The table shows the candidates ranked 1 to SHOWN by the model, measured or not, and every
@@ -80,6 +85,7 @@ def summarize(doc: dict) -> dict:
            "scope": _scope(len(measured), len(modelled),
                            doc.get("valid_candidates", len(predictions)))}
     if not measured:
+        out.update(tuning_recheck.summary(doc, measured, None))
         return out
     ranked = sorted(measured, key=lambda r: r["predicted_rank"])
     pick = ranked[0]
@@ -114,6 +120,7 @@ def summarize(doc: dict) -> dict:
                                             "measured_slower": slower["label"],
                                             "ratio": slower["median_s"] / faster["median_s"]})
     out["pairs"] = pairs
+    out.update(tuning_recheck.summary(doc, measured, best))
     return out
 
 
@@ -159,8 +166,10 @@ def table(doc: dict) -> str:
         p for p in doc.get("predictions", [])
         if p.get("predicted_rank", SHOWN + 1) <= SHOWN and p["label"] not in measured],
         key=lambda r: r["predicted_rank"])
+    extra = tuning_recheck.columns(doc)
     if rows:
-        head = (f"{'rank':>4s}  {'family':22s} {'parameters':34s} {'predicted ms':>12s} "
+        head = (f"{'rank':>4s}  " + (extra[0] + " " if extra else "")
+                + f"{'family':22s} {'parameters':34s} {'predicted ms':>12s} "
                 f"{'measured ms':>21s} {'GFLOP/s':>9s}  check")
         lines += ["", head]
         for r in rows:
@@ -177,7 +186,9 @@ def table(doc: dict) -> str:
             else:
                 meas, rate = "failed", "-"
                 check = f"{r['stage']}: {r['error_type']}: {r['error']}"[:120]
-            lines.append(f"{r['predicted_rank']:>4d}  {r['family']:22s} {params:34s} "
+            lines.append(f"{r['predicted_rank']:>4d}  "
+                         + (extra[1](r["label"]) + " " if extra else "")
+                         + f"{r['family']:22s} {params:34s} "
                          f"{_ms(r['predicted_time_s']):>12s} {meas:>21s} {rate:>9s}  {check}")
     warned = [p for p in doc.get("predictions", []) if p.get("model_warnings")]
     if warned:
@@ -197,6 +208,9 @@ def table(doc: dict) -> str:
             label, reason = example[why]
             if reason != why:
                 lines.append(f"         e.g. {label}: {reason}")
+    recheck = tuning_recheck.lines(summary)
+    if recheck:
+        lines += [""] + recheck
     if summary["pick"] is None:
         lines += ["", "no measured candidate: no regret (" + summary["scope"] + ")"]
         return "\n".join(lines) + "\n"

@@ -215,7 +215,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
          top: int = 8, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
          space=None,
          jobs: int = 1, measure_all: bool = False, resume: bool = False,
-         seed: int | None = None, progress: bool = False):
+         seed: int | None = None, progress: bool = False, recheck: int | None = None):
     """Tune C = A·B (A m×k, B k×n, float32) over a tuning space: reject the candidates that
     break the space's constraints (each with its reason), rank the rest by the model's
     predicted time on ``device_model``, run the ``top`` best on ``device`` (every launch
@@ -233,6 +233,15 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         space: a space file (TOML; default the built-in
             ``analysis/tuning_spaces/gemm.toml``). jobs: modelling processes.
         seed: of the random inputs. progress: progress bars on stderr.
+        recheck: before measuring, build (compile only) this many of the best-ranked
+            candidates on ``device``, re-model them with the compiled kernel's registers
+            per work-item where the driver reports them (NVIDIA's ``-cl-nv-verbose`` build
+            log; PoCL reports none: the ranking stays estimate-based) and re-rank; the
+            ``top`` measured come from the re-ranked ones; a failed build is a rejection
+            (stage ``build``, with its log). Default None: 4 x ``top``; 0: none. Each
+            prediction records ``registers_source``, ``estimate_rank``,
+            ``estimate_predicted_time_s``, ``compiled_rank``, ``compiled_predicted_time_s``;
+            ``.summary["estimate_pick"]`` is the estimate ranking's pick and its regret.
 
     Returns:
         ``tiletraffic.analysis.tuner.TuneResult`` (``.summary``: ``regret_ratio``,
@@ -249,7 +258,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
 
     return _tune(m, n, k, device=device, device_model=device_model, top=top, out=out,
                  repeat=repeat, warmup=warmup, rounds=rounds, space=space, jobs=jobs,
-                 measure_all=measure_all, resume=resume, seed=seed, progress=progress)
+                 measure_all=measure_all, resume=resume, seed=seed, progress=progress,
+                 recheck=recheck)
 def validation_cases(name: str = "quick"):
     """A built-in case list of ``validate``: ``"quick"`` (tiny, PoCL/CI), ``"cpu"`` or
     ``"gpu"`` (GEMM 1024/4096, matvec 4096/8192), a tuple of
