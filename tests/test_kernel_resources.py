@@ -144,3 +144,17 @@ def test_nvidia_resources_from_the_log_and_the_queries():
     bad = kernel_resources(nvidia, _FakeKernel(), "gemm_tiled",
                            H200_TILED_LOG.replace("Used 31", "Used x"))
     assert bad.registers_per_work_item is None and "unreadable ptxas line" in bad.source
+
+
+def test_the_gpu_package_turns_nvidias_jit_cache_off_unless_the_user_chose():
+    """A cached NVIDIA build writes no ptxas lines, so its registers could not be read."""
+    import os
+    import subprocess
+    import sys
+    code = "import os, tiletraffic.gpu; print(os.environ['CUDA_CACHE_DISABLE'])"
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_CACHE_DISABLE"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "1", out.stderr
+    env["CUDA_CACHE_DISABLE"] = "0"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "0", out.stderr
