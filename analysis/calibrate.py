@@ -396,6 +396,8 @@ def calibrate(target, quick: bool = False,
 
 
 def _si(value: float, unit: str) -> str:
+    if not math.isfinite(value):
+        return "not measured"
     for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if unit != "s" and abs(value) >= scale:
             return f"{value / scale:.3g} {prefix}{unit}"
