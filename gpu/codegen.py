@@ -170,6 +170,8 @@ def render_block(stmts, depth: int = 1) -> list[str]:
         elif isinstance(s, S.For):
             step = render_int(s.step)[0]
             inc = f"++{s.var}" if step == "1" else f"{s.var} += {step}"
+            if _unrolled(s):
+                lines.append(f"{pad}#pragma unroll")
             lines.append(f"{pad}for (int {s.var} = {render_int(s.start)[0]}; "
                          f"{s.var} < {render_int(s.stop)[0]}; {inc}) {{")
             lines += render_block(s.body, depth + 1)
@@ -183,6 +185,22 @@ def render_block(stmts, depth: int = 1) -> list[str]:
         else:
             raise TypeError(f"cannot render statement {s!r}")
     return lines
+
+
+UNROLL_MAX_TRIPS = 64
+"""A loop with constant bounds and at most this many iterations gets ``#pragma unroll``."""
+
+
+def _unrolled(s: S.For) -> bool:
+    """Whether ``s`` is rendered fully unrolled: constant start, stop and step, at most
+    :data:`UNROLL_MAX_TRIPS` iterations (the register tiles' ``kk``, ``i`` and ``j`` loops).
+    NVIDIA's OpenCL compiler left the ``kk`` loop of the 8x8 register tiles rolled (one
+    iteration's 64 FMAs per pass), so each iteration's local loads and the FMAs that use
+    them ran one after the other instead of overlapping
+    (``experiments/h200/interval/findings.md``)."""
+    if not all(isinstance(x, S.Const) for x in (s.start, s.stop, s.step)):
+        return False
+    return 0 < -(-(s.stop.value - s.start.value) // s.step.value) <= UNROLL_MAX_TRIPS
 
 
 LOCAL_VECTOR_SPACE = "LOCAL_VECTOR_SPACE"

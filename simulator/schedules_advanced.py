@@ -216,15 +216,17 @@ def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) 
         If((r < M) & (c < N), (store(C, (r, c), acc[i, j]),)),)),))]
     steps = Let("steps", ceil_div(K, BK))
     if prefetch:
-        # the last K step is peeled (no loads, no barrier after it) rather than guarded by
-        # ``if (t + 1 < steps)``: PoCL 6 computed wrong results for a barrier under that
-        # (uniform) condition when the kernel ran after others (a work-group of 1 x 8,
-        # M = N = K = 1; tests/test_codegen.py); the accesses and barriers are the same
-        cur, last = Let("cur", tv % NBUF), Let("last", (steps.var - 1) % NBUF)
-        main = [steps, loads(Const(0), Const(0), "p"), Barrier(),
-                For("t", Const(0), steps.var - 1, one, block(
-                    cur, loads((tv + 1) * BK, (tv + 1) % NBUF), compute(cur.var), Barrier())),
-                last, compute(last.var)]
+        # one unconditional barrier at the top of every K step (after it, every work-item has
+        # finished the step before, which read the buffer this step's loads overwrite): PoCL 6
+        # computed wrong results both for a barrier under ``if (t + 1 < steps)`` and for a
+        # barrier loop of zero iterations (it ran the body once), in tests/test_codegen.py;
+        # the barriers are as many as before (one per K step) and so are the accesses
+        cur = Let("cur", tv % NBUF)
+        main = [steps, loads(Const(0), Const(0), "p"),
+                For("t", Const(0), steps.var, one, block(
+                    cur, Barrier(),
+                    If(tv + 1 < steps.var, tuple(loads((tv + 1) * BK, (tv + 1) % NBUF))),
+                    compute(cur.var)))]
         description = (f"{tm}x{tn} outputs per work-item, double-buffered {tm * wg_rows}x{bk} "
                        f"and {bk}x{tn * tile} local tiles, one barrier per K step")
     else:
