@@ -34,6 +34,11 @@ class AccessEvent:
             ``float2``/``float4`` instruction). For a vector access the iteration axis holds
             ``vector_width`` consecutive entries per iteration, one per element, so that
             ``index`` and ``mask`` list every element touched.
+        merge_iterations: whether the iteration axis is a block of a vectorized loop,
+            whose consecutive iterations a device model may merge into vector loads
+            (``MemoryObserver``'s ``local_vector_words``); ``False`` for the blocks of a
+            loop run blocked by :mod:`simulator.loop_blocks`, whose iterations count as
+            separate instructions exactly as when executed one by one.
     """
 
     space: str
@@ -46,6 +51,7 @@ class AccessEvent:
     group_index: np.ndarray
     site: str = ""
     vector_width: int = 1
+    merge_iterations: bool = True
 
 
 def count_per_group(mask: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:

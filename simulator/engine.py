@@ -32,7 +32,7 @@ from typing import Iterable
 
 import numpy as np
 
-from . import private_nest
+from . import loop_blocks, private_nest
 from . import schedule as S
 from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, count_per_group
 from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
@@ -91,7 +91,8 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
              limits: DeviceLimits | None = GENERIC_GPU, hazards: str = "raise",
              observers: Iterable[Observer] = (), race_checks: bool = True,
              work_group_classes: bool = False,
-             batch_work_items: int = BATCH_WORK_ITEMS) -> SimulationResult:
+             batch_work_items: int = BATCH_WORK_ITEMS,
+             blocked_loops: bool = False) -> SimulationResult:
     """Execute ``schedule`` and count its traffic.
 
     Args:
@@ -115,6 +116,11 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
             memory and output elements never written (out-of-bounds accesses, barrier
             divergence and uninitialized private reads are always checked).
         batch_work_items: work-items per batch of work-groups (memory bound).
+        blocked_loops: with ``compute_values=False``, also run loops that store or assign
+            private arrays in blocks of iterations where :mod:`simulator.loop_blocks`
+            allows it: the same counts, but a hazard's example may differ and a later read
+            of such a loop's ``Let`` raises :class:`simulator.loop_blocks.LoopBlockFallback`
+            (run again without it: :func:`simulator.traffic_model.observe_launch` does).
 
     Raises:
         InputError: missing input or wrong shape.
@@ -140,12 +146,13 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
                                            full_launch=not work_group_classes)
     all_observers += list(observers)
     machine = _Machine(schedule, params, sizes, buffers, all_observers, log, compute_values)
+    machine.loop_blocks = blocked_loops
     per_batch = max(1, batch_work_items // schedule.work_group_items)
     if work_group_classes:
         if compute_values or read_maps:
             raise InputError("work-group classes give counts only: use compute_values=False "
                              "and no read maps")
-        classes = _classes(schedule, params, sizes, limits)
+        classes = _classes(schedule, params, sizes, limits, blocked_loops)
         reps, weights = classes.representatives, classes.weights
         for first in range(0, len(reps), per_batch):
             machine.run_batch(reps[first:first + per_batch], weights[first:first + per_batch])
@@ -165,26 +172,29 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
                             counter.global_loads_per_group, maps, log.hazards)
 
 
-def probe_runner(schedule: S.Schedule):
+def probe_runner(schedule: S.Schedule, blocked_loops: bool = False):
     """``run(linear_ids, observer, block_groups=None)``: execute those work-groups of
     ``schedule`` (counts only, hazards collected and ignored) with one observer; for probing
     address patterns. ``block_groups``: vectorized loops run in the iteration blocks of a
-    batch of that many work-groups (default: the batch's own)."""
+    batch of that many work-groups (default: the batch's own). ``blocked_loops``: as for
+    :func:`simulate` (each statement's event then covers a block of iterations: the same
+    index differences where they are one constant per statement, else none)."""
     params = schedule.param_values
     sizes = {a.name: int(_eval_static(a.size, params)) for a in schedule.arrays}
 
     def run_groups(linear_ids, observer, block_groups=None):
         probe = _Machine(schedule, params, sizes, {}, [observer], HazardLog("report"), False)
         probe.block_groups = block_groups
+        probe.loop_blocks = blocked_loops
         probe.run_batch(np.asarray(linear_ids))
 
     return run_groups
 
 
-def _classes(schedule, params, sizes, limits):
+def _classes(schedule, params, sizes, limits, blocked_loops=False):
     from .classes import group_classes
 
-    return group_classes(schedule, probe_runner(schedule))
+    return group_classes(schedule, probe_runner(schedule, blocked_loops))
 
 
 def group_id_of(schedule: S.Schedule, linear: int) -> tuple[int, ...]:
@@ -321,7 +331,11 @@ class _Machine:
         """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
         self.private_nests: dict[int, private_nest.NestPlan | None] = {}
         self.private_runs: dict[int, dict] = {}
-        """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
+        self.loop_blocks = False
+        """Run loops blocked where :mod:`simulator.loop_blocks` allows (values off)."""
+        self.blocked = False
+        """Inside a loop run blocked by :mod:`simulator.loop_blocks`."""
+        self.block_plans: dict[int, tuple] = {}
 
     # ------------------------------------------------------------------ batch set-up
     def run_batch(self, group_index: np.ndarray, weights: np.ndarray | None = None) -> None:
@@ -375,10 +389,15 @@ class _Machine:
             return self.params[e.name]
         if isinstance(e, S.Var):
             try:
-                return self.env[e.name]
+                value = self.env[e.name]
             except KeyError:
                 raise NameError(f"{self.schedule.family}: integer {e.name!r} used before it "
                                 "is defined") from None
+            if value is loop_blocks.STALE:
+                raise loop_blocks.LoopBlockFallback(
+                    f"{self.schedule.family}: {e.name!r} read after the blocked loop that "
+                    "defines it")
+            return value
         if isinstance(e, S.WorkItemId):
             return self.ids[(e.kind, e.dim)]
         if isinstance(e, S.BinOp):
@@ -454,7 +473,8 @@ class _Machine:
         if width > 1:
             ev_index, ev_mask, ev_shape = _expand_vector(flat, mask, shape, width)
         event = AccessEvent(space, direction, array.name, size, ev_index, ev_mask, ev_shape,
-                            self.group_index, site, vector_width=width)
+                            self.group_index, site, vector_width=width,
+                            merge_iterations=not self.blocked)
         for obs in self.observers:
             obs.on_access(event)
         return flat, mask
@@ -730,13 +750,15 @@ class _Machine:
         if not self.values and PRIVATE_NESTS:
             flat = self.private_elem_flat(s.name, s.index)
             if flat is not None:
-                if self.shape_of(m)[2] != 1:
+                iterations = self.shape_of(m)[2]
+                if iterations != 1 and not self.blocked:
                     raise ValueError(f"{self.schedule.family}: private array {s.name} written "
                                      "in a vectorized loop")
                 self.count_flop(m, ops + (1 if accumulate else 0))
                 is_set = self.parray_set[s.name]
-                if is_set is not None:
-                    is_set[:, :, flat] |= np.broadcast_to(m, (self.G, self.L, 1))[:, :, 0]
+                if is_set is not None:   # set where any iteration (of a block) assigns it
+                    is_set[:, :, flat] |= np.broadcast_to(
+                        m, (self.G, self.L, iterations)).any(axis=2)
                 return
         idx, ok = self.private_elem_index(s.name, s.index, m, "store")
         if idx.shape[2] != 1:
@@ -862,6 +884,21 @@ class _Machine:
         if self.vectorizable[key]:
             self.exec_for_blocks(loop, m, step)
             return
+        if self.loop_blocks and not self.values and PRIVATE_NESTS and not self.blocked:
+            cached = self.block_plans.get(key)
+            if cached is None or cached[0] is not loop:
+                cached = self.block_plans[key] = (loop, loop_blocks.plan(loop, self.params))
+            block = cached[1]
+            if block is not None and loop_blocks.ready(self, block, m):
+                self.blocked = True
+                try:
+                    ran = self.exec_for_blocks(loop, m, step)
+                finally:
+                    self.blocked = False
+                if ran:
+                    for name in block.lets:
+                        self.env[name] = loop_blocks.STALE
+                return
         var = self.eval_int(loop.start)
         while True:
             self.env[loop.var] = var
@@ -873,7 +910,8 @@ class _Machine:
             var = var + step
         self.env.pop(loop.var, None)
 
-    def exec_for_blocks(self, loop: S.For, m, step) -> None:
+    def exec_for_blocks(self, loop: S.For, m, step) -> bool:
+        """Run ``loop`` in blocks of iterations; whether any block ran."""
         start = np.asarray(self.eval_int(loop.start), dtype=np.int64)
         stop = np.asarray(self.eval_int(loop.stop), dtype=np.int64)
         trips = np.maximum(0, -((start - stop) // step))
@@ -891,3 +929,4 @@ class _Machine:
             inside = np.logical_and(m, np.less(var, stop))
             self.exec_block(loop.body, inside)
         self.env.pop(loop.var, None)
+        return most > 0

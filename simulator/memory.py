@@ -199,8 +199,8 @@ class MemoryObserver(Observer):
             return
         index, mask = np.asarray(ev.index), np.asarray(ev.mask)
         if index.size + mask.size <= LOCAL_CACHE_ENTRIES:
-            seen = (ev.direction, ev.vector_width, ev.shape, index.dtype.str, index.shape,
-                    index.tobytes(), mask.shape, mask.tobytes())
+            seen = (ev.direction, ev.vector_width, ev.merge_iterations, ev.shape,
+                    index.dtype.str, index.shape, index.tobytes(), mask.shape, mask.tobytes())
             found = self._local_seen.get(seen)
             if found is None:
                 found = self._local(ev, byte)
@@ -221,7 +221,8 @@ class MemoryObserver(Observer):
         ideal = requests
         if ev.vector_width > 1:
             requests, wavefronts, ideal = self._explicit_vector(ev, byte // self.bank_bytes)
-        elif ev.direction == "load" and self.vector > 1 and self._contiguous(ev):
+        elif ev.direction == "load" and self.vector > 1 and ev.merge_iterations and \
+                self._contiguous(ev):
             requests, wavefronts, ideal = self._vector_load(ev, byte // self.bank_bytes)
         else:
             words = _lanes(byte // self.bank_bytes, ev.mask, ev.shape, self.width)

@@ -210,8 +210,11 @@ def run(machine, nest: NestPlan, mask) -> bool:
     engine ``_Machine`` with values off); ``False``, with nothing changed, where the
     engine must execute it statement by statement (see the module docstring)."""
     m = np.logical_and(mask, machine.alive)
-    if m.shape[2:] != (1,) or not _resolve(machine, nest):
+    if (m.shape[2:] != (1,) and not machine.blocked) or not _resolve(machine, nest):
         return False
+    flop_mask = m
+    if m.shape[2:] != (1,):   # a block of iterations (simulator.loop_blocks): their union
+        m = np.broadcast_to(m, (machine.G, machine.L, m.shape[2])).any(axis=2, keepdims=True)
     m = np.broadcast_to(m, (machine.G, machine.L, 1))
     rows = m[:, :, 0]
     for name in nest.scalar_reads | nest.scalar_writes:
@@ -224,7 +227,7 @@ def run(machine, nest: NestPlan, mask) -> bool:
         is_set = machine.parray_set[name]
         if is_set is not None and reads.size and not is_set[:, :, reads][rows].all():
             return False
-    machine.count_flop(m, nest.flop)
+    machine.count_flop(flop_mask, nest.flop)
     for name, (_, _, writes) in nest.resolved.items():
         is_set = machine.parray_set[name]
         if is_set is not None and writes.size:
