@@ -54,6 +54,19 @@ class AccessEvent:
     merge_iterations: bool = True
 
 
+def compact_mask(mask: np.ndarray) -> np.ndarray:
+    """``mask`` (a ``(G, L, I)`` array) with each axis along which it does not change cut to
+    length 1: the same mask once broadcast (``mask`` itself when nothing is cut)."""
+    if mask.ndim != 3:
+        return mask
+    for axis in (0, 1, 2):
+        if mask.shape[axis] > 1:
+            first = mask[(slice(None),) * axis + (slice(0, 1),)]
+            if (mask == first).all():
+                mask = first
+    return mask
+
+
 def count_per_group(mask: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
     """Number of true entries per work-group of a mask broadcastable to ``shape`` (G, L, I).
 
