@@ -101,20 +101,23 @@ def blocked_loop_kernels(draw) -> Schedule:
     """A loop ``for e in lid .. stop step local`` whose body (guarded or not) loads x into
     a private array element and a private float and stores them to local memory, with a
     drawn hazard or fallback: a store out of bounds, a private element read before any
-    iteration sets it, an integer carried from one iteration to the next, or one read
+    iteration sets it or before the iteration that sets it, an integer carried from one iteration to the next, or one read
     after the loop."""
     local = draw(st.sampled_from((1, 2, 4, 8)))
     groups = draw(st.integers(1, 6))
     n = local * groups - draw(st.integers(0, local - 1))
     stop = draw(st.integers(0, 64 + 2))             # above 64: local stores out of bounds
-    trap = draw(st.sampled_from(("none", "unset", "carried", "stale", "guard")))
+    trap = draw(st.sampled_from(("none", "unset", "late", "carried", "stale", "guard")))
     e, q, lid, g = Var("e"), Var("q"), Let("lid", local_id(0)), Let("g", global_id(0))
     p = PrivateArray("p", (Const(2),))
     value = X[S.Min(g.var, Const(n - 1))]
     lets = [Let("q", e + 1), Let("w", q + 1)]
     inner = [*(lets[::-1] if trap == "carried" else lets),   # carried: q of the last iteration
              assign_elem(p[Const(0)], value),
-             S.Assign("s", value * p[Const(0)] if trap != "unset" else p[Const(1)])]
+             S.Assign("s", value * p[Const(0)] if trap not in ("unset", "late")
+                      else p[Const(1)])]
+    if trap == "late":   # p[1] set from the second iteration on: the first reads it unset
+        inner.insert(2, If(e >= lid.var + local, (assign_elem(p[Const(1)], value),)))
     stores = [store(T, e, S.Private("s") + p[Const(0)])]
     if trap == "guard":
         body = inner + [If(e < Const(stop - 1), tuple(stores), (store(T, e, S.FConst(0)),))]
