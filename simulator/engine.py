@@ -55,6 +55,10 @@ them statement by statement (the old path, for the benchmark and the tests)."""
 VECTOR_BLOCK = 4
 """Vectorized loop blocks start at multiples of this many iterations."""
 
+PLAN_CACHE_ENTRIES = 4096
+"""Static plans (private nests, statement runs, blocked loops) kept across machines."""
+_PLANS: dict[tuple, tuple] = {}
+
 
 class InputError(ValueError):
     """Inputs missing, of the wrong shape or not finite-dtype float arrays."""
@@ -329,13 +333,11 @@ class _Machine:
         self.barriers: dict[int, int] = {}
         self.block_groups: int | None = None
         """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
-        self.private_nests: dict[int, private_nest.NestPlan | None] = {}
-        self.private_runs: dict[int, dict] = {}
+        self.params_key = tuple(sorted(params.items()))
         self.loop_blocks = False
         """Run loops blocked where :mod:`simulator.loop_blocks` allows (values off)."""
         self.blocked = False
         """Inside a loop run blocked by :mod:`simulator.loop_blocks`."""
-        self.block_plans: dict[int, tuple] = {}
 
     # ------------------------------------------------------------------ batch set-up
     def run_batch(self, group_index: np.ndarray, weights: np.ndarray | None = None) -> None:
@@ -569,15 +571,25 @@ class _Machine:
             for obs in self.observers:
                 obs.on_flop(self.group_index, per_group)
 
+    def plan_of(self, kind: str, node, make):
+        """``make(node, params)`` (a static plan of a loop or block), cached for every
+        machine of the same IR node and parameters (a schedule's probe and launch, and the
+        short K of :mod:`simulator.k_extrapolation`, share their statements)."""
+        key = (kind, id(node), self.params_key)
+        hit = _PLANS.get(key)
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        if len(_PLANS) >= PLAN_CACHE_ENTRIES:
+            _PLANS.clear()
+        value = make(node, self.params)
+        _PLANS[key] = (node, value)   # the node is kept: its id stays its own
+        return value
+
     # ------------------------------------------------------------------ statements
     def exec_block(self, stmts, mask) -> None:
         runs = None
         if not self.values and PRIVATE_NESTS:
-            cached = self.private_runs.get(id(stmts))
-            if cached is None or cached[0] is not stmts:
-                cached = self.private_runs[id(stmts)] = (
-                    stmts, private_nest.statement_runs(stmts, self.params))
-            runs = cached[1]
+            runs = self.plan_of("runs", stmts, private_nest.statement_runs)
         skip = 0
         for pos, s in enumerate(stmts):
             if pos < skip:
@@ -871,9 +883,7 @@ class _Machine:
     def exec_for(self, loop: S.For, m) -> None:
         key = id(loop)
         if not self.values and PRIVATE_NESTS:
-            if key not in self.private_nests:
-                self.private_nests[key] = private_nest.plan(loop, self.params)
-            nest = self.private_nests[key]
+            nest = self.plan_of("nest", loop, private_nest.plan)
             if nest is not None and private_nest.run(self, nest, m):
                 return
         if key not in self.vectorizable:
@@ -885,10 +895,7 @@ class _Machine:
             self.exec_for_blocks(loop, m, step)
             return
         if self.loop_blocks and not self.values and PRIVATE_NESTS and not self.blocked:
-            cached = self.block_plans.get(key)
-            if cached is None or cached[0] is not loop:
-                cached = self.block_plans[key] = (loop, loop_blocks.plan(loop, self.params))
-            block = cached[1]
+            block = self.plan_of("block", loop, loop_blocks.plan)
             if block is not None and loop_blocks.ready(self, block, m):
                 self.blocked = True
                 try:
