@@ -26,6 +26,7 @@ Then loop nests on private memory only (a register tile's update) run in one ste
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Iterable
@@ -453,7 +454,7 @@ class _Machine:
         comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in index]
         last = len(dims) - 1
         for d, (comp, extent) in enumerate(zip(comps, dims)):
-            top = comp + (width - 1) if d == last else comp
+            top = comp + (width - 1) if d == last and width > 1 else comp
             if comp.size and (comp.min() < 0 or top.max() >= extent):
                 bad = np.logical_and(mask, (comp < 0) | (top >= extent))
                 if bad.any():
@@ -463,7 +464,7 @@ class _Machine:
         flat = comps[0]
         for comp, extent in zip(comps[1:], dims[1:]):
             flat = flat * extent + comp
-        size = int(np.prod(dims))
+        size = math.prod(dims)
         if width > 1:
             misaligned = np.logical_and(mask, flat % width != 0)
             if misaligned.any():
