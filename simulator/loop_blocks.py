@@ -259,6 +259,42 @@ def plan(loop: S.For, params: dict[str, int]) -> BlockPlan | None:
     return out
 
 
+def expansion(loop: S.For, params: dict[str, int]) -> tuple[np.ndarray, set[str]] | None:
+    """For an inner loop of a blocked loop's body: its iteration values and the names its
+    body defines with ``Let`` (stale after it), where the engine may run it for the whole
+    block at once (``_Machine.exec_for_expanded``): static bounds (constants and
+    parameters), two or more iterations, and no loop inside (one expansion of the
+    iteration axis); ``None`` otherwise.
+
+    Exact under :func:`plan`'s conditions (which cover inner loops): every entry of the
+    expanded axis is one (block iteration, inner iteration) pair, executing each statement
+    under that pair's mask with its values; each figure is again a sum over entries, and
+    what the body reads before assigning is set at the blocked loop's entry."""
+    from .engine import _Machine
+
+    try:
+        start, stop, step = (int(_Machine.eval_int_static(x, params))
+                             for x in (loop.start, loop.stop, loop.step))
+    except (TypeError, KeyError):
+        return None
+    if step <= 0 or len(range(start, stop, step)) < 2:
+        return None
+
+    def flat(stmts):
+        for s in stmts:
+            if isinstance(s, S.For):
+                return False
+            if isinstance(s, S.If) and not (flat(s.then) and flat(s.orelse)):
+                return False
+        return True
+
+    if not flat(loop.body):
+        return None
+    lets: set[str] = set()
+    _assigned_names(loop.body, lets)
+    return np.arange(start, stop, step, dtype=np.int64), lets
+
+
 def ready(machine, block: BlockPlan, mask) -> bool:
     """Whether ``machine`` (an engine ``_Machine``, values off) may run the loop of
     ``block`` blocked for the work-items of ``mask`` now: not inside another block, every

@@ -99,7 +99,7 @@ def _kernel(n: int, local: int, body, work_items: int | None = None) -> Schedule
 @st.composite
 def blocked_loop_kernels(draw) -> Schedule:
     """A loop ``for e in lid .. stop step local`` whose body (guarded or not) loads x into
-    a private array element and a private float and stores them to local memory, with a
+    a private array element (or two, by an inner loop) and a private float and stores them to local memory, with a
     drawn hazard or fallback: a store out of bounds, a private element read before any
     iteration sets it or before the iteration that sets it, an integer carried from one iteration to the next, or one read
     after the loop."""
@@ -111,9 +111,11 @@ def blocked_loop_kernels(draw) -> Schedule:
     e, q, lid, g = Var("e"), Var("q"), Let("lid", local_id(0)), Let("g", global_id(0))
     p = PrivateArray("p", (Const(2),))
     value = X[S.Min(g.var, Const(n - 1))]
+    expanded = draw(st.booleans())   # p[0], p[1] set by an inner loop (run expanded)
     lets = [Let("q", e + 1), Let("w", q + 1)]
     inner = [*(lets[::-1] if trap == "carried" else lets),   # carried: q of the last iteration
-             assign_elem(p[Const(0)], value),
+             For("r", Const(0), Const(2), Const(1), (assign_elem(p[Var("r")], value),))
+             if expanded else assign_elem(p[Const(0)], value),
              S.Assign("s", value * p[Const(0)] if trap not in ("unset", "late")
                       else p[Const(1)])]
     if trap == "late":   # p[1] set from the second iteration on: the first reads it unset
