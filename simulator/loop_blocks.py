@@ -94,6 +94,9 @@ class BlockPlan:
     elements: dict[str, set[tuple[int, ...]]] = field(default_factory=dict)
     scalars: set[str] = field(default_factory=set)
     lets: set[str] = field(default_factory=set)
+    resolved: dict[str, tuple] = field(default_factory=dict)
+    """Per array name: (declared PrivateArray, whether every element is within it, flat
+    indices of ``element_reads``), set by :func:`ready`."""
 
 
 def _int_names(e, out: set[str]) -> set[str]:
@@ -316,13 +319,18 @@ def ready(machine, block: BlockPlan, mask) -> bool:
         if name not in machine.parrays:
             return False
         array = machine.parrays[name][0]
-        if any(_flat(array, at) is None for at in elements):
+        cached = block.resolved.get(name)
+        if cached is None or cached[0] is not array:
+            inside = all(_flat(array, at) is not None for at in elements)
+            reads = np.array(sorted(_flat(array, at) for at in block.element_reads.get(
+                name, ()))) if inside else None
+            cached = block.resolved[name] = (array, inside, reads)
+        if not cached[1]:
             return False
-    for name, elements in block.element_reads.items():
+    for name in block.element_reads:
         is_set = machine.parray_set[name]
         if is_set is None:
             continue
-        flats = np.array(sorted(_flat(machine.parrays[name][0], at) for at in elements))
-        if not is_set[:, :, flats][rows[:, :, 0]].all():
+        if not is_set[:, :, block.resolved[name][2]][rows[:, :, 0]].all():
             return False
     return True
