@@ -121,7 +121,8 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
             memory and output elements never written (out-of-bounds accesses, barrier
             divergence and uninitialized private reads are always checked).
         batch_work_items: work-items per batch of work-groups (memory bound).
-        blocked_loops: with ``compute_values=False``, also run loops that store or assign
+        blocked_loops: with ``work_group_classes`` (so values off and no global race
+            checks), also run loops that store or assign
             private arrays in blocks of iterations where :mod:`simulator.loop_blocks`
             allows it: the same counts, but a hazard's example may differ and a later read
             of such a loop's ``Let`` raises :class:`simulator.loop_blocks.LoopBlockFallback`
@@ -151,7 +152,7 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
                                            full_launch=not work_group_classes)
     all_observers += list(observers)
     machine = _Machine(schedule, params, sizes, buffers, all_observers, log, compute_values)
-    machine.loop_blocks = blocked_loops
+    machine.loop_blocks = blocked_loops and work_group_classes
     per_batch = max(1, batch_work_items // schedule.work_group_items)
     if work_group_classes:
         if compute_values or read_maps:

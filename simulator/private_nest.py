@@ -22,6 +22,10 @@ condition fails (a bound or index not static, an index out of bounds, a step <= 
 undeclared name, a read of something unset, a statement of another kind, or a vectorized
 loop around the nest), ``run`` returns ``False`` before changing anything and the engine
 executes the nest statement by statement, reporting hazards and errors exactly as before.
+Inside a loop run in blocks by :mod:`simulator.loop_blocks` the nest is applied once to the
+block: its FLOPs charged to every entry, its reads checked and its writes set where any of
+the block's iterations executes it (the same as iteration by iteration: the checks of the
+blocked loop's entry make every read set).
 """
 from __future__ import annotations
 
