@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .counters import AccessEvent, Observer
+from .counters import AccessEvent, Observer, compact_mask
 from .schedule import FLOAT_BYTES, Schedule
 
 LINE_BYTES = 128
@@ -56,10 +56,19 @@ class _StepRecorder(Observer):
         self._b = np.array([b for _, b in rows], dtype=np.int64)
 
     def on_access(self, ev: AccessEvent) -> None:
+        index, mask = np.asarray(ev.index), compact_mask(np.asarray(ev.mask))
+        if index.ndim < 3 or index.shape[0] == 1:
+            if mask.ndim < 3 or mask.shape[0] == 1:
+                # the same entries and indices in every work-group: each pair that executes
+                # the access (any entry) has the one difference 0
+                if mask.any():
+                    for found in self.found:
+                        found.append((ev.array, ev.direction, True, 0))
+                return
         # all pairs at once: (pairs, L, I) arrays; the first difference is that of the first
         # entry (row-major) both work-groups execute
-        index = np.broadcast_to(ev.index, ev.shape)
-        mask = np.broadcast_to(ev.mask, ev.shape)
+        index = np.broadcast_to(index, ev.shape)
+        mask = np.broadcast_to(mask, ev.shape)
         both = (mask[self._a] & mask[self._b]).reshape(len(self.rows), -1)
         executed = both.any(axis=1)
         if not executed.any():

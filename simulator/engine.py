@@ -35,7 +35,8 @@ import numpy as np
 
 from . import loop_blocks, private_nest
 from . import schedule as S
-from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, count_per_group
+from .counters import (AccessEvent, Observer, TrafficCounter, TrafficCounts, compact_mask,
+                       count_per_group)
 from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
 from .hazards import Hazard, HazardLog
 from .unwritten import unwritten_fill
@@ -821,9 +822,10 @@ class _Machine:
         self.count_flop(m, flop)
         is_set = self.parray_set[s.name]
         if is_set is not None:
-            rows = np.broadcast_to(m, (self.G, self.L, iterations))
+            mask = compact_mask(_as3(np.asarray(m)))
             for element in set(flat.tolist()):
-                is_set[:, :, element] |= rows[:, :, flat == element].any(axis=2)
+                runs = (mask[:, :, flat == element] if mask.shape[2] > 1 else mask).any(axis=2)
+                is_set[:, :, element] |= np.broadcast_to(runs, (self.G, self.L))
         return True
 
     def exec_store(self, s: S.Store, m) -> None:
