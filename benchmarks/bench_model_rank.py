@@ -12,11 +12,11 @@ kept (the gemm-tiled ones, then a seeded sample of the rest). Each is modelled i
 ``--processes`` processes; printed: the wall time of the whole ranking, the per-case median
 and slowest, and the model's top five.
 
-Measured (2 cores shared with other work, load average 4-5 during both runs, one after the
-other): 200 candidates in 41.6 s (median 0.37 s per case, slowest 1.06 s: target met,
-ratio 0.69); a checkout of the code before the blocked loops (``simulator/loop_blocks.py``)
-took 291.4 s (median 2.43 s, slowest 10.05 s) for the same candidates, the same figures and
-the same top five.
+Measured (2 cores shared with other work, load average 1.7-2.0, one run after the other):
+200 candidates in 18.8 s (median 0.17 s per case, slowest 0.39 s: target met, ratio 0.31);
+a checkout of the code before the blocked loops (``simulator/loop_blocks.py``, commit
+31b38b8) took 127.7 s (median 1.04 s, slowest 4.75 s) for the same candidates, with the same
+top five and every figure of every candidate identical.
 
 The model with its loops run iteration by iteration (``TILETRAFFIC_LOOP_BLOCKS=0``:
 :mod:`simulator.loop_blocks` off, everything else as now) is timed side by side on
