@@ -22,7 +22,9 @@ element whose flat index is not a multiple of the width is the hazard
 Control flow depends on integers only, never on float values, so running with
 ``compute_values=False`` gives exactly the same counts while skipping the float arithmetic.
 Then loop nests on private memory only (a register tile's update) run in one step
-(:mod:`simulator.private_nest`, statement by statement wherever a hazard could occur).
+(:mod:`simulator.private_nest`, statement by statement wherever a hazard could occur), and,
+with ``blocked_loops``, loops that store or assign private arrays run in blocks of
+iterations too (:mod:`simulator.loop_blocks`).
 """
 from __future__ import annotations
 
@@ -35,8 +37,7 @@ import numpy as np
 
 from . import loop_blocks, private_nest
 from . import schedule as S
-from .counters import (AccessEvent, Observer, TrafficCounter, TrafficCounts, compact_mask,
-                       count_per_group)
+from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, count_per_group
 from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
 from .hazards import Hazard, HazardLog
 from .unwritten import unwritten_fill
@@ -776,7 +777,7 @@ class _Machine:
                         m, (self.G, self.L, iterations)).any(axis=2)
                 return
         if self.blocked and not self.values and \
-                self.blocked_elem_update(s, m, ops + (1 if accumulate else 0)):
+                loop_blocks.assign_elements(self, s, m, ops + (1 if accumulate else 0)):
             return
         idx, ok = self.private_elem_index(s.name, s.index, m, "store")
         if idx.shape[2] != 1 and not self.blocked:
@@ -799,34 +800,6 @@ class _Machine:
         new = (old + np.where(ok, value, np.float32(0))) if accumulate else \
             np.where(ok, value, old)
         np.put_along_axis(table, idx, new.astype(np.float32), axis=2)
-
-    def blocked_elem_update(self, s, m, flop: int) -> bool:
-        """In a blocked loop (values off): the effect of assigning ``s.name[s.index]`` when
-        the index depends on the iteration only (one element per entry of the iteration
-        axis, within bounds): FLOPs, and each element set where any of its entries runs.
-        ``False``, with nothing done, otherwise."""
-        if s.name not in self.parrays:
-            return False
-        dims = tuple(d.value for d in self.parrays[s.name][0].dims)
-        comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in s.index]
-        if len(comps) != len(dims) or any(c.ndim == 3 and c.shape[:2] != (1, 1)
-                                          for c in comps):
-            return False
-        flat = 0
-        for comp, extent in zip(comps, dims):
-            if comp.size and (comp.min() < 0 or comp.max() >= extent):
-                return False
-            flat = flat * extent + comp
-        iterations = self.shape_of(m)[2]
-        flat = np.broadcast_to(_as3(flat).reshape(-1), (iterations,))
-        self.count_flop(m, flop)
-        is_set = self.parray_set[s.name]
-        if is_set is not None:
-            mask = compact_mask(_as3(np.asarray(m)))
-            for element in set(flat.tolist()):
-                runs = (mask[:, :, flat == element] if mask.shape[2] > 1 else mask).any(axis=2)
-                is_set[:, :, element] |= np.broadcast_to(runs, (self.G, self.L))
-        return True
 
     def exec_store(self, s: S.Store, m) -> None:
         value, ops = self.eval_float(s.value, m)
@@ -932,19 +905,10 @@ class _Machine:
         if self.vectorizable[key]:
             self.exec_for_blocks(loop, m, step)
             return
-        if self.loop_blocks and not self.values and PRIVATE_NESTS and not self.blocked:
-            block = self.plan_of("block", loop, loop_blocks.plan)
-            if block is not None and loop_blocks.ready(self, block, m):
-                self.blocked = True
-                try:
-                    ran = self.exec_for_blocks(loop, m, step)
-                finally:
-                    self.blocked = False
-                if ran:
-                    for name in block.lets:
-                        self.env[name] = loop_blocks.STALE
-                return
-        if self.blocked and self.exec_for_expanded(loop, m):
+        if self.loop_blocks and not self.values and PRIVATE_NESTS and not self.blocked and \
+                loop_blocks.run_blocked(self, loop, m, step):
+            return
+        if self.blocked and loop_blocks.run_expanded(self, loop, m):
             return
         var = self.eval_int(loop.start)
         while True:
@@ -956,34 +920,6 @@ class _Machine:
             self.exec_block(loop.body, inside)
             var = var + step
         self.env.pop(loop.var, None)
-
-    def exec_for_expanded(self, loop: S.For, m) -> bool:
-        """Inside a blocked loop, run the inner ``loop`` (static bounds, T iterations) at
-        once for the block's I iterations: entry i * T + t of the iteration axis is
-        iteration t of ``loop`` in iteration i of the block (the block's values repeated T
-        times, :func:`simulator.loop_blocks.expansion`). ``False`` where it does not apply
-        (then ``loop`` runs iteration by iteration)."""
-        expansion = self.plan_of("expand", loop, loop_blocks.expansion)
-        if expansion is None:
-            return False
-        values, lets = expansion
-        iterations = self.shape_of(m)[2]
-        if self.G * self.L * iterations * len(values) > BLOCK_ELEMS:
-            return False
-        saved = self.env
-        self.env = {name: np.repeat(v, len(values), axis=2)
-                    if np.ndim(v) == 3 and np.shape(v)[2] == iterations > 1 else v
-                    for name, v in saved.items()}
-        self.env[loop.var] = np.tile(values, iterations).reshape(1, 1, -1)
-        try:
-            self.exec_block(loop.body, np.repeat(
-                np.broadcast_to(m, m.shape[:2] + (iterations,)), len(values), axis=2))
-        finally:
-            self.env = saved
-        for name in lets:
-            self.env[name] = loop_blocks.STALE
-        self.env.pop(loop.var, None)
-        return True
 
     def exec_for_blocks(self, loop: S.For, m, step) -> bool:
         """Run ``loop`` in blocks of iterations; whether any block ran."""

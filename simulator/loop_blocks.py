@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import schedule as S
+from .counters import compact_mask
 
 LOOP_BLOCKS = os.environ.get("TILETRAFFIC_LOOP_BLOCKS", "1") != "0"
 """Whether :func:`simulator.traffic_model.observe_launch` runs loops blocked where this
@@ -265,7 +266,7 @@ def plan(loop: S.For, params: dict[str, int]) -> BlockPlan | None:
 def expansion(loop: S.For, params: dict[str, int]) -> tuple[np.ndarray, set[str]] | None:
     """For an inner loop of a blocked loop's body: its iteration values and the names its
     body defines with ``Let`` (stale after it), where the engine may run it for the whole
-    block at once (``_Machine.exec_for_expanded``): static bounds (constants and
+    block at once (:func:`run_expanded`): static bounds (constants and
     parameters), two or more iterations, and no loop inside (one expansion of the
     iteration axis); ``None`` otherwise.
 
@@ -333,4 +334,82 @@ def ready(machine, block: BlockPlan, mask) -> bool:
             continue
         if not is_set[:, :, block.resolved[name][2]][rows[:, :, 0]].all():
             return False
+    return True
+
+
+def run_blocked(machine, loop: S.For, mask, step) -> bool:
+    """Run ``loop`` blocked on ``machine`` (an engine ``_Machine``, values off) where
+    :func:`plan` and :func:`ready` allow it, its ``Let``\\ s left stale after it;
+    ``False``, with nothing done, elsewhere."""
+    block = machine.plan_of("block", loop, plan)
+    if block is None or not ready(machine, block, mask):
+        return False
+    machine.blocked = True
+    try:
+        ran = machine.exec_for_blocks(loop, mask, step)
+    finally:
+        machine.blocked = False
+    if ran:
+        for name in block.lets:
+            machine.env[name] = STALE
+    return True
+
+
+def run_expanded(machine, loop: S.For, mask) -> bool:
+    """Inside a blocked loop, run the inner ``loop`` (static bounds, T iterations) at once
+    for the block's I iterations: entry i * T + t of the iteration axis is iteration t of
+    ``loop`` in iteration i of the block (the block's values repeated T times,
+    :func:`expansion`). ``False`` where it does not apply (then ``loop`` runs iteration
+    by iteration)."""
+    from .engine import BLOCK_ELEMS
+
+    found = machine.plan_of("expand", loop, expansion)
+    if found is None:
+        return False
+    values, lets = found
+    iterations = machine.shape_of(mask)[2]
+    if machine.G * machine.L * iterations * len(values) > BLOCK_ELEMS:
+        return False
+    saved = machine.env
+    machine.env = {name: np.repeat(v, len(values), axis=2)
+                   if np.ndim(v) == 3 and np.shape(v)[2] == iterations > 1 else v
+                   for name, v in saved.items()}
+    machine.env[loop.var] = np.tile(values, iterations).reshape(1, 1, -1)
+    try:
+        machine.exec_block(loop.body, np.repeat(
+            np.broadcast_to(mask, mask.shape[:2] + (iterations,)), len(values), axis=2))
+    finally:
+        machine.env = saved
+    for name in lets:
+        machine.env[name] = STALE
+    machine.env.pop(loop.var, None)
+    return True
+
+
+def assign_elements(machine, s, mask, flop: int) -> bool:
+    """In a blocked loop (values off): the effect of assigning ``s.name[s.index]`` when the
+    index depends on the iteration only (one element per entry of the iteration axis,
+    within bounds): ``flop`` FLOPs per entry, and each element set where any of its entries
+    runs. ``False``, with nothing done, otherwise (then the engine's general path)."""
+    if s.name not in machine.parrays:
+        return False
+    dims = tuple(d.value for d in machine.parrays[s.name][0].dims)
+    comps = [np.asarray(machine.eval_int(i), dtype=np.int64) for i in s.index]
+    if len(comps) != len(dims) or any(c.ndim == 3 and c.shape[:2] != (1, 1) for c in comps):
+        return False
+    flat = 0
+    for comp, extent in zip(comps, dims):
+        if comp.size and (comp.min() < 0 or comp.max() >= extent):
+            return False
+        flat = flat * extent + comp
+    iterations = machine.shape_of(mask)[2]
+    flat = np.broadcast_to(np.reshape(flat, -1), (iterations,))
+    machine.count_flop(mask, flop)
+    is_set = machine.parray_set[s.name]
+    if is_set is not None:
+        m = np.asarray(mask)
+        m = compact_mask(m.reshape((1,) * (3 - m.ndim) + m.shape))
+        for element in set(flat.tolist()):
+            runs = (m[:, :, flat == element] if m.shape[2] > 1 else m).any(axis=2)
+            is_set[:, :, element] |= np.broadcast_to(runs, (machine.G, machine.L))
     return True
