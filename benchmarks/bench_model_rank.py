@@ -12,17 +12,29 @@ kept (the gemm-tiled ones, then a seeded sample of the rest). Each is modelled i
 ``--processes`` processes; printed: the wall time of the whole ranking, the per-case median
 and slowest, and the model's top five.
 
-The old path (whole K loop executed, ``k_extrapolation=False``, and private loop nests
-statement by statement, ``TILETRAFFIC_PRIVATE_NESTS=0``) is timed side by side on
+Measured (2 cores shared with other work, load average 1.7-2.0, one run after the other):
+200 candidates in 18.8 s (median 0.17 s per case, slowest 0.39 s: target met, ratio 0.31);
+a checkout of the code before the blocked loops (``simulator/loop_blocks.py``, commit
+31b38b8) took 127.7 s (median 1.04 s, slowest 4.75 s) for the same candidates, with the same
+top five and every figure of every candidate identical.
+
+The model with its loops run iteration by iteration (``TILETRAFFIC_LOOP_BLOCKS=0``:
+:mod:`simulator.loop_blocks` off, everything else as now) is timed side by side on
+``--unblocked-cases`` cases (the ones with the largest register tiles), in a fresh process
+each, with a check that both give identical results. The old path (whole K loop executed,
+``k_extrapolation=False``, private loop nests statement by statement,
+``TILETRAFFIC_PRIVATE_NESTS=0``, and no blocked loops) is timed side by side on
 ``--old-cases`` cases (gemm-tiled with tile 16, then the register-blocked ones the old
 path runs fastest: a conservative ratio), in a fresh process each, with a check that both
 give identical results. (The probing of work-group classes in one batch, the race
-detector's union test and the memory observer's memory of repeated local accesses, also
-new, have no switch; ``--old-checkout DIR`` times a checkout of the code before this work
+detector's union tests and the memory observer's memory of repeated local accesses and its
+one-work-group figures of accesses that do not depend on the work-group, also new, have no
+switch; ``--old-checkout DIR`` times a checkout of the code before this work
 instead (a checkout of the same tree before this work, e.g. ``git archive 1971542``
 unpacked: a later main also differs in the model itself).)
 
     python benchmarks/bench_model_rank.py [--n 4096] [--candidates 200] [--processes 2]
+        [--unblocked-cases 3] [--old-cases 3] [--old-checkout DIR]
 """
 from __future__ import annotations
 
@@ -100,17 +112,23 @@ print(json.dumps([time.perf_counter() - t0, launch.to_dict()], default=repr))
 """
 
 
-def old_path(family: str, options: dict, n: int, checkout: str | None) -> tuple[float, dict]:
-    """(seconds, figures) of the old path, in a fresh process."""
+def old_path(family: str, options: dict, n: int, checkout: str | None,
+             unblocked_only: bool = False) -> tuple[float, dict]:
+    """(seconds, figures) of the old path, in a fresh process; ``unblocked_only``: the
+    model of today with only its blocked loops off (``TILETRAFFIC_LOOP_BLOCKS=0``)."""
     env = dict(os.environ)
+    env["TILETRAFFIC_LOOP_BLOCKS"] = "0"
     if checkout:
         env["PYTHONPATH"] = checkout
         cwd = "/"
-    else:
+    elif not unblocked_only:
         env["TILETRAFFIC_PRIVATE_NESTS"] = "0"
         cwd = None
+    else:
+        cwd = None
     out = subprocess.run([sys.executable, "-c", _CHILD,
-                          json.dumps([family, options, n, checkout is None])],
+                          json.dumps([family, options, n, checkout is None and
+                                      not unblocked_only])],
                          env=env, cwd=cwd, capture_output=True, text=True, check=True)
     seconds, figures = json.loads(out.stdout.strip().splitlines()[-1])
     return seconds, figures
@@ -123,6 +141,8 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--old-cases", type=int, default=3,
                     help="cases timed by the old path too (0: none)")
+    ap.add_argument("--unblocked-cases", type=int, default=3,
+                    help="cases timed with blocked loops off too (0: none)")
     ap.add_argument("--old-checkout", default=None,
                     help="time the old path from this checkout (PYTHONPATH) instead of the "
                          "in-tree switches")
@@ -141,6 +161,18 @@ def main() -> None:
     order = sorted(range(len(cases)), key=lambda i: results[i][1])
     for rank, i in enumerate(order[:5], start=1):
         print(f"  #{rank} predicted {results[i][1] * 1e3:8.3f} ms  {cases[i][0]} {cases[i][1]}")
+    if args.unblocked_cases:
+        print("blocked loops off (TILETRAFFIC_LOOP_BLOCKS=0) side by side, fresh process each:")
+        # the candidates with the largest register tiles and K steps: most loop work
+        heavy = sorted((c for c in cases if c[0] != "gemm-tiled"),
+                       key=lambda c: (-c[1]["tm"] * c[1]["tn"], -c[1]["bk"],
+                                      -c[1]["tile"] * c[1]["wg_rows"], c[0]))
+        for family, options in heavy[:args.unblocked_cases]:
+            new_s, _, new_figures = model_one((family, options, args.n))
+            old_s, old_figures = old_path(family, options, args.n, None, unblocked_only=True)
+            same = json.loads(json.dumps(new_figures, default=repr)) == old_figures
+            print(f"  {family} {options}: unblocked {old_s:.2f} s, blocked {new_s:.2f} s, "
+                  f"ratio {old_s / new_s:.1f}x, results {'identical' if same else 'DIFFER'}")
     if args.old_cases:
         which = "checkout " + args.old_checkout if args.old_checkout else \
             "in-tree switches"

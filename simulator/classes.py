@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .counters import AccessEvent, Observer
+from .counters import AccessEvent, Observer, compact_mask
 from .schedule import FLOAT_BYTES, Schedule
 
 LINE_BYTES = 128
@@ -52,16 +52,32 @@ class _StepRecorder(Observer):
     def __init__(self, rows: list[tuple[int, int]]):
         self.rows = rows
         self.found: list[list[tuple[str, str, bool, int]]] = [[] for _ in rows]
+        self._a = np.array([a for a, _ in rows], dtype=np.int64)
+        self._b = np.array([b for _, b in rows], dtype=np.int64)
 
     def on_access(self, ev: AccessEvent) -> None:
-        index = np.broadcast_to(ev.index, ev.shape)
-        mask = np.broadcast_to(ev.mask, ev.shape)
-        for found, (a, b) in zip(self.found, self.rows):
-            both = mask[a] & mask[b]
-            if both.any():
-                diff = (index[b] - index[a])[both]
-                found.append((ev.array, ev.direction, bool((diff == diff.flat[0]).all()),
-                              int(diff.flat[0])))
+        index, mask = np.asarray(ev.index), compact_mask(np.asarray(ev.mask))
+        if index.ndim < 3 or index.shape[0] == 1:
+            if mask.ndim < 3 or mask.shape[0] == 1:
+                # the same entries and indices in every work-group: each pair that executes
+                # the access (any entry) has the one difference 0
+                if mask.any():
+                    for found in self.found:
+                        found.append((ev.array, ev.direction, True, 0))
+                return
+        # all pairs at once: (pairs, L, I) arrays; the first difference is that of the first
+        # entry (row-major) both work-groups execute
+        index = np.broadcast_to(index, ev.shape)
+        mask = np.broadcast_to(mask, ev.shape)
+        both = (mask[self._a] & mask[self._b]).reshape(len(self.rows), -1)
+        executed = both.any(axis=1)
+        if not executed.any():
+            return
+        diff = (index[self._b] - index[self._a]).reshape(len(self.rows), -1)
+        first = diff[np.arange(len(self.rows)), both.argmax(axis=1)]
+        constant = ((diff == first[:, None]) | ~both).all(axis=1)
+        for p in np.nonzero(executed)[0]:
+            self.found[p].append((ev.array, ev.direction, bool(constant[p]), int(first[p])))
 
 
 _PROBES: "weakref.WeakKeyDictionary[Schedule, dict]" = weakref.WeakKeyDictionary()

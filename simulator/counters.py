@@ -34,6 +34,11 @@ class AccessEvent:
             ``float2``/``float4`` instruction). For a vector access the iteration axis holds
             ``vector_width`` consecutive entries per iteration, one per element, so that
             ``index`` and ``mask`` list every element touched.
+        merge_iterations: whether the iteration axis is a block of a vectorized loop,
+            whose consecutive iterations a device model may merge into vector loads
+            (``MemoryObserver``'s ``local_vector_words``); ``False`` for the blocks of a
+            loop run blocked by :mod:`simulator.loop_blocks`, whose iterations count as
+            separate instructions exactly as when executed one by one.
     """
 
     space: str
@@ -46,6 +51,20 @@ class AccessEvent:
     group_index: np.ndarray
     site: str = ""
     vector_width: int = 1
+    merge_iterations: bool = True
+
+
+def compact_mask(mask: np.ndarray) -> np.ndarray:
+    """``mask`` (a ``(G, L, I)`` array) with each axis along which it does not change cut to
+    length 1: the same mask once broadcast (``mask`` itself when nothing is cut)."""
+    if mask.ndim != 3:
+        return mask
+    for axis in (0, 1, 2):
+        if mask.shape[axis] > 1:
+            first = mask[(slice(None),) * axis + (slice(0, 1),)]
+            if (mask == first).all():
+                mask = first
+    return mask
 
 
 def count_per_group(mask: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:

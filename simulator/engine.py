@@ -22,17 +22,20 @@ element whose flat index is not a multiple of the width is the hazard
 Control flow depends on integers only, never on float values, so running with
 ``compute_values=False`` gives exactly the same counts while skipping the float arithmetic.
 Then loop nests on private memory only (a register tile's update) run in one step
-(:mod:`simulator.private_nest`, statement by statement wherever a hazard could occur).
+(:mod:`simulator.private_nest`, statement by statement wherever a hazard could occur), and,
+with ``blocked_loops``, loops that store or assign private arrays run in blocks of
+iterations too (:mod:`simulator.loop_blocks`).
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
 
-from . import private_nest
+from . import loop_blocks, private_nest
 from . import schedule as S
 from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, count_per_group
 from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
@@ -54,6 +57,10 @@ them statement by statement (the old path, for the benchmark and the tests)."""
 
 VECTOR_BLOCK = 4
 """Vectorized loop blocks start at multiples of this many iterations."""
+
+PLAN_CACHE_ENTRIES = 4096
+"""Static plans (private nests, statement runs, blocked loops) kept across machines."""
+_PLANS: dict[tuple, tuple] = {}
 
 
 class InputError(ValueError):
@@ -91,7 +98,8 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
              limits: DeviceLimits | None = GENERIC_GPU, hazards: str = "raise",
              observers: Iterable[Observer] = (), race_checks: bool = True,
              work_group_classes: bool = False,
-             batch_work_items: int = BATCH_WORK_ITEMS) -> SimulationResult:
+             batch_work_items: int = BATCH_WORK_ITEMS,
+             blocked_loops: bool = False) -> SimulationResult:
     """Execute ``schedule`` and count its traffic.
 
     Args:
@@ -115,6 +123,12 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
             memory and output elements never written (out-of-bounds accesses, barrier
             divergence and uninitialized private reads are always checked).
         batch_work_items: work-items per batch of work-groups (memory bound).
+        blocked_loops: with ``work_group_classes`` (so values off and no global race
+            checks), also run loops that store or assign
+            private arrays in blocks of iterations where :mod:`simulator.loop_blocks`
+            allows it: the same counts, but a hazard's example may differ and a later read
+            of such a loop's ``Let`` raises :class:`simulator.loop_blocks.LoopBlockFallback`
+            (run again without it: :func:`simulator.traffic_model.observe_launch` does).
 
     Raises:
         InputError: missing input or wrong shape.
@@ -140,12 +154,13 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
                                            full_launch=not work_group_classes)
     all_observers += list(observers)
     machine = _Machine(schedule, params, sizes, buffers, all_observers, log, compute_values)
+    machine.loop_blocks = blocked_loops and work_group_classes
     per_batch = max(1, batch_work_items // schedule.work_group_items)
     if work_group_classes:
         if compute_values or read_maps:
             raise InputError("work-group classes give counts only: use compute_values=False "
                              "and no read maps")
-        classes = _classes(schedule, params, sizes, limits)
+        classes = _classes(schedule, params, sizes, limits, blocked_loops)
         reps, weights = classes.representatives, classes.weights
         for first in range(0, len(reps), per_batch):
             machine.run_batch(reps[first:first + per_batch], weights[first:first + per_batch])
@@ -165,26 +180,29 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
                             counter.global_loads_per_group, maps, log.hazards)
 
 
-def probe_runner(schedule: S.Schedule):
+def probe_runner(schedule: S.Schedule, blocked_loops: bool = False):
     """``run(linear_ids, observer, block_groups=None)``: execute those work-groups of
     ``schedule`` (counts only, hazards collected and ignored) with one observer; for probing
     address patterns. ``block_groups``: vectorized loops run in the iteration blocks of a
-    batch of that many work-groups (default: the batch's own)."""
+    batch of that many work-groups (default: the batch's own). ``blocked_loops``: as for
+    :func:`simulate` (each statement's event then covers a block of iterations: the same
+    index differences where they are one constant per statement, else none)."""
     params = schedule.param_values
     sizes = {a.name: int(_eval_static(a.size, params)) for a in schedule.arrays}
 
     def run_groups(linear_ids, observer, block_groups=None):
         probe = _Machine(schedule, params, sizes, {}, [observer], HazardLog("report"), False)
         probe.block_groups = block_groups
+        probe.loop_blocks = blocked_loops
         probe.run_batch(np.asarray(linear_ids))
 
     return run_groups
 
 
-def _classes(schedule, params, sizes, limits):
+def _classes(schedule, params, sizes, limits, blocked_loops=False):
     from .classes import group_classes
 
-    return group_classes(schedule, probe_runner(schedule))
+    return group_classes(schedule, probe_runner(schedule, blocked_loops))
 
 
 def group_id_of(schedule: S.Schedule, linear: int) -> tuple[int, ...]:
@@ -319,9 +337,11 @@ class _Machine:
         self.barriers: dict[int, int] = {}
         self.block_groups: int | None = None
         """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
-        self.private_nests: dict[int, private_nest.NestPlan | None] = {}
-        self.private_runs: dict[int, dict] = {}
-        """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
+        self.params_key = tuple(sorted(params.items()))
+        self.loop_blocks = False
+        """Run loops blocked where :mod:`simulator.loop_blocks` allows (values off)."""
+        self.blocked = False
+        """Inside a loop run blocked by :mod:`simulator.loop_blocks`."""
 
     # ------------------------------------------------------------------ batch set-up
     def run_batch(self, group_index: np.ndarray, weights: np.ndarray | None = None) -> None:
@@ -375,10 +395,15 @@ class _Machine:
             return self.params[e.name]
         if isinstance(e, S.Var):
             try:
-                return self.env[e.name]
+                value = self.env[e.name]
             except KeyError:
                 raise NameError(f"{self.schedule.family}: integer {e.name!r} used before it "
                                 "is defined") from None
+            if value is loop_blocks.STALE:
+                raise loop_blocks.LoopBlockFallback(
+                    f"{self.schedule.family}: {e.name!r} read after the blocked loop that "
+                    "defines it")
+            return value
         if isinstance(e, S.WorkItemId):
             return self.ids[(e.kind, e.dim)]
         if isinstance(e, S.BinOp):
@@ -432,7 +457,7 @@ class _Machine:
         comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in index]
         last = len(dims) - 1
         for d, (comp, extent) in enumerate(zip(comps, dims)):
-            top = comp + (width - 1) if d == last else comp
+            top = comp + (width - 1) if d == last and width > 1 else comp
             if comp.size and (comp.min() < 0 or top.max() >= extent):
                 bad = np.logical_and(mask, (comp < 0) | (top >= extent))
                 if bad.any():
@@ -442,7 +467,7 @@ class _Machine:
         flat = comps[0]
         for comp, extent in zip(comps[1:], dims[1:]):
             flat = flat * extent + comp
-        size = int(np.prod(dims))
+        size = math.prod(dims)
         if width > 1:
             misaligned = np.logical_and(mask, flat % width != 0)
             if misaligned.any():
@@ -454,7 +479,8 @@ class _Machine:
         if width > 1:
             ev_index, ev_mask, ev_shape = _expand_vector(flat, mask, shape, width)
         event = AccessEvent(space, direction, array.name, size, ev_index, ev_mask, ev_shape,
-                            self.group_index, site, vector_width=width)
+                            self.group_index, site, vector_width=width,
+                            merge_iterations=not self.blocked)
         for obs in self.observers:
             obs.on_access(event)
         return flat, mask
@@ -549,15 +575,25 @@ class _Machine:
             for obs in self.observers:
                 obs.on_flop(self.group_index, per_group)
 
+    def plan_of(self, kind: str, node, make):
+        """``make(node, params)`` (a static plan of a loop or block), cached for every
+        machine of the same IR node and parameters (a schedule's probe and launch, and the
+        short K of :mod:`simulator.k_extrapolation`, share their statements)."""
+        key = (kind, id(node), self.params_key)
+        hit = _PLANS.get(key)
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        if len(_PLANS) >= PLAN_CACHE_ENTRIES:
+            _PLANS.clear()
+        value = make(node, self.params)
+        _PLANS[key] = (node, value)   # the node is kept: its id stays its own
+        return value
+
     # ------------------------------------------------------------------ statements
     def exec_block(self, stmts, mask) -> None:
         runs = None
         if not self.values and PRIVATE_NESTS:
-            cached = self.private_runs.get(id(stmts))
-            if cached is None or cached[0] is not stmts:
-                cached = self.private_runs[id(stmts)] = (
-                    stmts, private_nest.statement_runs(stmts, self.params))
-            runs = cached[1]
+            runs = self.plan_of("runs", stmts, private_nest.statement_runs)
         skip = 0
         for pos, s in enumerate(stmts):
             if pos < skip:
@@ -730,21 +766,30 @@ class _Machine:
         if not self.values and PRIVATE_NESTS:
             flat = self.private_elem_flat(s.name, s.index)
             if flat is not None:
-                if self.shape_of(m)[2] != 1:
+                iterations = self.shape_of(m)[2]
+                if iterations != 1 and not self.blocked:
                     raise ValueError(f"{self.schedule.family}: private array {s.name} written "
                                      "in a vectorized loop")
                 self.count_flop(m, ops + (1 if accumulate else 0))
                 is_set = self.parray_set[s.name]
-                if is_set is not None:
-                    is_set[:, :, flat] |= np.broadcast_to(m, (self.G, self.L, 1))[:, :, 0]
+                if is_set is not None:   # set where any iteration (of a block) assigns it
+                    is_set[:, :, flat] |= np.broadcast_to(
+                        m, (self.G, self.L, iterations)).any(axis=2)
                 return
+        if self.blocked and not self.values and \
+                loop_blocks.assign_elements(self, s, m, ops + (1 if accumulate else 0)):
+            return
         idx, ok = self.private_elem_index(s.name, s.index, m, "store")
-        if idx.shape[2] != 1:
+        if idx.shape[2] != 1 and not self.blocked:
             raise ValueError(f"{self.schedule.family}: private array {s.name} written in a "
                              "vectorized loop")
         self.count_flop(m, ops + (1 if accumulate else 0))
         is_set = self.parray_set[s.name]
-        if is_set is not None:
+        if is_set is not None and idx.shape[2] != 1:
+            # a block of iterations (simulator.loop_blocks): set where any entry assigns it
+            for flat in np.unique(idx[ok]):
+                is_set[:, :, flat] |= (ok & (idx == flat)).any(axis=2)
+        elif is_set is not None:
             np.put_along_axis(is_set, idx, np.take_along_axis(is_set, idx, axis=2) | ok,
                               axis=2)
         if not self.values:
@@ -849,9 +894,7 @@ class _Machine:
     def exec_for(self, loop: S.For, m) -> None:
         key = id(loop)
         if not self.values and PRIVATE_NESTS:
-            if key not in self.private_nests:
-                self.private_nests[key] = private_nest.plan(loop, self.params)
-            nest = self.private_nests[key]
+            nest = self.plan_of("nest", loop, private_nest.plan)
             if nest is not None and private_nest.run(self, nest, m):
                 return
         if key not in self.vectorizable:
@@ -861,6 +904,11 @@ class _Machine:
             raise ValueError(f"{self.schedule.family}: loop {loop.var} has a step <= 0")
         if self.vectorizable[key]:
             self.exec_for_blocks(loop, m, step)
+            return
+        if self.loop_blocks and not self.values and PRIVATE_NESTS and not self.blocked and \
+                loop_blocks.run_blocked(self, loop, m, step):
+            return
+        if self.blocked and loop_blocks.run_expanded(self, loop, m):
             return
         var = self.eval_int(loop.start)
         while True:
@@ -873,7 +921,8 @@ class _Machine:
             var = var + step
         self.env.pop(loop.var, None)
 
-    def exec_for_blocks(self, loop: S.For, m, step) -> None:
+    def exec_for_blocks(self, loop: S.For, m, step) -> bool:
+        """Run ``loop`` in blocks of iterations; whether any block ran."""
         start = np.asarray(self.eval_int(loop.start), dtype=np.int64)
         stop = np.asarray(self.eval_int(loop.stop), dtype=np.int64)
         trips = np.maximum(0, -((start - stop) // step))
@@ -891,3 +940,4 @@ class _Machine:
             inside = np.logical_and(m, np.less(var, stop))
             self.exec_block(loop.body, inside)
         self.env.pop(loop.var, None)
+        return most > 0

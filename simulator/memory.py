@@ -45,11 +45,12 @@ ones: "Shared Memory" in the Nsight Compute Kernel Profiling Guide).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .counters import AccessEvent, Observer
+from .counters import AccessEvent, Observer, compact_mask
 from .schedule import FLOAT_BYTES
 
 
@@ -121,6 +122,11 @@ def _vector_lanes(values: np.ndarray, ev: AccessEvent, width: int) -> np.ndarray
     vals = vals.transpose(0, 1, 3, 2).reshape(G, L * v, I)
     mask = mask.transpose(0, 1, 3, 2).reshape(G, L * v, I)
     return _lanes(vals, mask, (G, L * v, I), width * v)
+
+
+def _group_free(values) -> bool:
+    """Whether an index or mask broadcastable to (G, L, I) is one for every work-group."""
+    return np.ndim(values) < 3 or np.shape(values)[0] == 1
 
 
 def _distinct(rows: np.ndarray) -> np.ndarray:
@@ -197,22 +203,38 @@ class MemoryObserver(Observer):
             c.requests_by_buffer[key] = c.requests_by_buffer.get(key, 0) + requests
             c.sectors_by_buffer[key] = c.sectors_by_buffer.get(key, 0) + sectors
             return
-        index, mask = np.asarray(ev.index), np.asarray(ev.mask)
+        index, mask = np.asarray(ev.index), compact_mask(np.asarray(ev.mask))
+        if mask is not ev.mask:
+            ev = dataclasses.replace(ev, mask=mask)
         if index.size + mask.size <= LOCAL_CACHE_ENTRIES:
-            seen = (ev.direction, ev.vector_width, ev.shape, index.dtype.str, index.shape,
-                    index.tobytes(), mask.shape, mask.tobytes())
+            seen = (ev.direction, ev.vector_width, ev.merge_iterations, ev.shape,
+                    index.dtype.str, index.shape, index.tobytes(), mask.shape, mask.tobytes())
             found = self._local_seen.get(seen)
             if found is None:
-                found = self._local(ev, byte)
+                found = self._local_figures(ev, byte)
                 if len(self._local_seen) < LOCAL_CACHE_EVENTS:
                     self._local_seen[seen] = found
         else:
-            found = self._local(ev, byte)
+            found = self._local_figures(ev, byte)
         requests, wavefronts, ideal = found
         conflicts = wavefronts - ideal
         _add(c, f"local_{ev.direction}", requests=requests, wavefronts=wavefronts,
              bank_conflicts=conflicts)
         c.local_bank_conflicts += conflicts
+
+    def _local_figures(self, ev: AccessEvent, byte: np.ndarray) -> tuple[int, int, int]:
+        """:meth:`_local`; when neither index nor mask depends on the work-group, computed
+        for one work-group and weighted by all of the batch's (the same integers: every
+        work-group's figures are equal)."""
+        G = ev.shape[0]
+        if G == 1 or not (_group_free(ev.index) and _group_free(ev.mask)):
+            return self._local(ev, byte)
+        weights = self.weights
+        self.weights = np.array([G if weights is None else int(weights.sum())])
+        try:
+            return self._local(dataclasses.replace(ev, shape=(1,) + ev.shape[1:]), byte)
+        finally:
+            self.weights = weights
 
     def _local(self, ev: AccessEvent, byte: np.ndarray) -> tuple[int, int, int]:
         """Requests, wavefronts and ideal wavefronts of a local access."""
@@ -221,7 +243,8 @@ class MemoryObserver(Observer):
         ideal = requests
         if ev.vector_width > 1:
             requests, wavefronts, ideal = self._explicit_vector(ev, byte // self.bank_bytes)
-        elif ev.direction == "load" and self.vector > 1 and self._contiguous(ev):
+        elif ev.direction == "load" and self.vector > 1 and ev.merge_iterations and \
+                self._contiguous(ev):
             requests, wavefronts, ideal = self._vector_load(ev, byte // self.bank_bytes)
         else:
             words = _lanes(byte // self.bank_bytes, ev.mask, ev.shape, self.width)

@@ -22,6 +22,10 @@ condition fails (a bound or index not static, an index out of bounds, a step <= 
 undeclared name, a read of something unset, a statement of another kind, or a vectorized
 loop around the nest), ``run`` returns ``False`` before changing anything and the engine
 executes the nest statement by statement, reporting hazards and errors exactly as before.
+Inside a loop run in blocks by :mod:`simulator.loop_blocks` the nest is applied once to the
+block: its FLOPs charged to every entry, its reads checked and its writes set where any of
+the block's iterations executes it (the same as iteration by iteration: the checks of the
+blocked loop's entry make every read set).
 """
 from __future__ import annotations
 
@@ -210,8 +214,11 @@ def run(machine, nest: NestPlan, mask) -> bool:
     engine ``_Machine`` with values off); ``False``, with nothing changed, where the
     engine must execute it statement by statement (see the module docstring)."""
     m = np.logical_and(mask, machine.alive)
-    if m.shape[2:] != (1,) or not _resolve(machine, nest):
+    if (m.shape[2:] != (1,) and not machine.blocked) or not _resolve(machine, nest):
         return False
+    flop_mask = m
+    if m.shape[2:] != (1,):   # a block of iterations (simulator.loop_blocks): their union
+        m = np.broadcast_to(m, (machine.G, machine.L, m.shape[2])).any(axis=2, keepdims=True)
     m = np.broadcast_to(m, (machine.G, machine.L, 1))
     rows = m[:, :, 0]
     for name in nest.scalar_reads | nest.scalar_writes:
@@ -224,7 +231,7 @@ def run(machine, nest: NestPlan, mask) -> bool:
         is_set = machine.parray_set[name]
         if is_set is not None and reads.size and not is_set[:, :, reads][rows].all():
             return False
-    machine.count_flop(m, nest.flop)
+    machine.count_flop(flop_mask, nest.flop)
     for name, (_, _, writes) in nest.resolved.items():
         is_set = machine.parray_set[name]
         if is_set is not None and writes.size:

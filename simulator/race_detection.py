@@ -17,7 +17,7 @@ import dataclasses
 
 import numpy as np
 
-from .counters import AccessEvent, Observer
+from .counters import AccessEvent, Observer, compact_mask
 from .hazards import Hazard, HazardLog
 
 
@@ -80,14 +80,26 @@ class _UnionOwners:
         self.hi = np.full(groups * size, -1, dtype=np.int64)
         self.events = 0
         """How many events of the list are in the union."""
+        self.touched: np.ndarray | None = None
+        """Per word, whether the union touches it in any work-group (None: not known)."""
 
     def add(self, ev: AccessEvent) -> None:
         g, li, words = _entries(ev)
         key = g.astype(np.int64) * self.size + words
         np.minimum.at(self.lo, key, li)
         np.maximum.at(self.hi, key, li)
+        self.touched = None
 
     def conflicts(self, ev: AccessEvent) -> bool:
+        index, mask = np.asarray(ev.index), compact_mask(np.asarray(ev.mask))
+        if _group_free(ev) and (mask.ndim < 3 or mask.shape[0] == 1):
+            # words no work-group of the union touches cannot conflict in any work-group
+            one = (1,) + tuple(ev.shape[1:])
+            words = np.broadcast_to(index, one)[np.broadcast_to(mask, one)]
+            if self.touched is None:
+                self.touched = (self.hi.reshape(-1, self.size) >= 0).any(axis=0)
+            if not self.touched[words].any():
+                return False
         g, li, words = _entries(ev)
         key = g.astype(np.int64) * self.size + words
         lo, hi = self.lo[key], self.hi[key]

@@ -496,12 +496,33 @@ class LaunchObservation:
 
 
 def observe_launch(schedule: Schedule, model: DeviceModel, *,
-                   work_group_classes: bool = True, limits=None) -> LaunchObservation:
+                   work_group_classes: bool = True, limits=None,
+                   blocked_loops: bool | None = None) -> LaunchObservation:
     """Simulate ``schedule`` (counts only) with the memory-system observers of ``model``.
+
+    ``blocked_loops`` (default: with ``work_group_classes``, unless the environment sets
+    ``TILETRAFFIC_LOOP_BLOCKS=0``): first run loops in blocks of iterations where
+    :mod:`simulator.loop_blocks` proves the counts identical; if that run raises anything
+    (a hazard, whose example could differ, or a blocked loop's ``Let`` read after it), run
+    again iteration by iteration, which gives the result or error of the old path.
 
     Raises:
         simulator.device.LimitError, simulator.hazards.HazardError: as :func:`simulate`.
     """
+    from .loop_blocks import LOOP_BLOCKS
+
+    if blocked_loops is None:
+        blocked_loops = work_group_classes and LOOP_BLOCKS
+    if blocked_loops:
+        try:
+            return _observe_launch(schedule, model, work_group_classes, limits, True)
+        except Exception:   # noqa: BLE001 - decided by the iteration-by-iteration run below
+            pass
+    return _observe_launch(schedule, model, work_group_classes, limits, False)
+
+
+def _observe_launch(schedule: Schedule, model: DeviceModel, work_group_classes: bool,
+                    limits, blocked_loops: bool) -> LaunchObservation:
     from .classes import load_offsets
     from .engine import probe_runner, simulate
     from .memory import MemoryObserver
@@ -509,14 +530,14 @@ def observe_launch(schedule: Schedule, model: DeviceModel, *,
     memory = MemoryObserver(model.sub_group_size, model.sector_bytes, model.line_bytes,
                             model.local_banks, model.bank_bytes, model.local_vector_words,
                             model.local_vector_min_wavefronts)
-    runner = probe_runner(schedule)
+    runner = probe_runner(schedule, blocked_loops)
     offsets = (load_offsets(schedule, runner, 0), load_offsets(schedule, runner, 1))
     footprint = FootprintObserver(model.sector_bytes, model.l1_sharing_work_groups, offsets[0])
     phases = LoadPhaseObserver()
     strides = StrideObserver(model.sub_group_size, model.line_bytes)
     result = simulate(schedule, compute_values=False, limits=limits or device_limits(model),
                       observers=[memory, footprint, phases, strides],
-                      work_group_classes=work_group_classes)
+                      work_group_classes=work_group_classes, blocked_loops=blocked_loops)
     return LaunchObservation(result.counts, memory.counts, footprint, phases.phases, offsets,
                              strides.counts)
 
