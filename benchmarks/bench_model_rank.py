@@ -16,7 +16,10 @@ Measured (2 cores shared with other work, load average 1.7-2.0, one run after th
 200 candidates in 18.8 s (median 0.17 s per case, slowest 0.39 s: target met, ratio 0.31);
 a checkout of the code before the blocked loops (``simulator/loop_blocks.py``, commit
 31b38b8) took 127.7 s (median 1.04 s, slowest 4.75 s) for the same candidates, with the same
-top five and every figure of every candidate identical.
+top five and every figure of every candidate identical. After the register-blocked
+families' staged tile loads (commit 3344794: straight-line statements, not a loop that
+:mod:`simulator.loop_blocks` can block), 35.1 s on 2 idle cores (median 0.29 s, slowest
+1.27 s; ratio 0.59), 61.9 s beside a full test run.
 
 The model with its loops run iteration by iteration (``TILETRAFFIC_LOOP_BLOCKS=0``:
 :mod:`simulator.loop_blocks` off, everything else as now) is timed side by side on
