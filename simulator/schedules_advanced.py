@@ -136,6 +136,22 @@ def gemm_prefetch(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM,
                            prefetch=True)
 
 
+def _staged_element(q: int, tag: str, tid, wg, width: int, row_len, origin, limits, array,
+                    names: list[str]):
+    """The ``q``-th element (``width`` floats) of a tile that work-item ``tid`` loads, the
+    tile's rows ``row_len`` elements long: the Lets of its flat index ``{tag}e{q}``, row
+    ``{tag}r{q}`` and column ``{tag}c{q}`` (in floats), and the guarded load of
+    ``array[origin + (row, column)]`` into the private floats ``names`` (zeros outside
+    ``limits``). Returns (row Let, column Let, statements)."""
+    e = Let(f"{tag}e{q}", tid + q * wg)
+    r = Let(f"{tag}r{q}", e.var // row_len)
+    c = Let(f"{tag}c{q}", e.var % row_len * width if width > 1 else e.var % row_len)
+    at = (origin[0] + r.var, origin[1] + c.var)
+    load = vload(names, array, at) if width > 1 else Assign(names[0], array[at])
+    inside = (at[0] < limits[0]) & (at[1] < limits[1])
+    return r, c, [e, r, c, If(inside, (load,), tuple(Assign(x, FConst(0.0)) for x in names))]
+
+
 def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) -> Schedule:
     m, k, n, tile, tm, tn, bk, wg_rows = _shape(m, k, n, tile, tm, tn, bk, wg_rows)
     M, K, N, A, B, C = _gemm_arrays(m, k, n)
@@ -172,18 +188,14 @@ def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) 
         at = (buf,) if prefetch else ()
         issue, place = [], []
         for q in range(loads_a):
-            eq = Let(f"{tag}ea{q}", tid.var + q * WG)
-            rq, cq = Let(f"{tag}ar{q}", eq.var // BK), Let(f"{tag}ac{q}", eq.var % BK)
-            issue += [eq, rq, cq, If((r0 + rq.var < M) & (k0v + cq.var < K),
-                                     (Assign(f"sa{q}", A[r0 + rq.var, k0v + cq.var]),),
-                                     (Assign(f"sa{q}", FConst(0.0)),))]
+            rq, cq, stmts = _staged_element(q, f"{tag}a", tid.var, WG, 1, BK, (r0, k0v),
+                                            (M, K), A, [f"sa{q}"])
+            issue += stmts
             place.append(store(tile_a, at + (rq.var, cq.var), Private(f"sa{q}")))
         for q in range(loads_b):
-            eq = Let(f"{tag}eb{q}", tid.var + q * WG)
-            rq, cq = Let(f"{tag}br{q}", eq.var // BN), Let(f"{tag}bc{q}", eq.var % BN)
-            issue += [eq, rq, cq, If((k0v + rq.var < K) & (c0 + cq.var < N),
-                                     (Assign(f"sb{q}", B[k0v + rq.var, c0 + cq.var]),),
-                                     (Assign(f"sb{q}", FConst(0.0)),))]
+            rq, cq, stmts = _staged_element(q, f"{tag}b", tid.var, WG, 1, BN, (k0v, c0),
+                                            (K, N), B, [f"sb{q}"])
+            issue += stmts
             place.append(store(tile_b, at + (rq.var, cq.var), Private(f"sb{q}")))
         return issue + place
 
@@ -217,10 +229,11 @@ def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) 
     steps = Let("steps", ceil_div(K, BK))
     if prefetch:
         # one unconditional barrier at the top of every K step (after it, every work-item has
-        # finished the step before, which read the buffer this step's loads overwrite): PoCL 6
-        # computed wrong results both for a barrier under ``if (t + 1 < steps)`` and for a
-        # barrier loop of zero iterations (it ran the body once), in tests/test_codegen.py;
-        # the barriers are as many as before (one per K step) and so are the accesses
+        # finished the step before, which read the buffer this step's loads overwrite):
+        # PoCL 3.0-rc2 computed wrong results both for a barrier under ``if (t + 1 <
+        # steps)`` and for a barrier loop of zero iterations (it ran the body once), in
+        # tests/test_codegen.py; the barriers are as many as before (one per K step) and so
+        # are the accesses
         cur = Let("cur", tv % NBUF)
         main = [steps, loads(Const(0), Const(0), "p"),
                 For("t", Const(0), steps.var, one, block(
@@ -309,21 +322,17 @@ def gemm_vectorized(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
         for q in range(loads_a):
             names = [f"va{q}_{w}" for w in range(VECTOR)]
             decls += [DeclareFloat(x, None) for x in names]
-            eq = Let(f"ea{q}", tid.var + q * WG)
-            rq, cq = Let(f"ar{q}", eq.var // (BK // V)), Let(f"ac{q}", eq.var % (BK // V) * V)
-            issue += [eq, rq, cq, If((r0 + rq.var < M) & (k0v + cq.var < K),
-                                     (vload(names, A, (r0 + rq.var, k0v + cq.var)),),
-                                     tuple(Assign(x, FConst(0.0)) for x in names))]
+            rq, cq, stmts = _staged_element(q, "a", tid.var, WG, VECTOR, BK // V, (r0, k0v),
+                                            (M, K), A, names)
+            issue += stmts
             place += [store(tile_a, (cq.var + w, rq.var), Private(names[w]))
                       for w in range(VECTOR)]
         for q in range(loads_b):
             names = [f"vb{q}_{w}" for w in range(VECTOR)]
             decls += [DeclareFloat(x, None) for x in names]
-            eq = Let(f"eb{q}", tid.var + q * WG)
-            rq, cq = Let(f"br{q}", eq.var // (BN // V)), Let(f"bc{q}", eq.var % (BN // V) * V)
-            issue += [eq, rq, cq, If((k0v + rq.var < K) & (c0 + cq.var < N),
-                                     (vload(names, B, (k0v + rq.var, c0 + cq.var)),),
-                                     tuple(Assign(x, FConst(0.0)) for x in names))]
+            rq, cq, stmts = _staged_element(q, "b", tid.var, WG, VECTOR, BN // V, (k0v, c0),
+                                            (K, N), B, names)
+            issue += stmts
             place.append(vstore(tile_b, (rq.var, cq.var), [Private(x) for x in names]))
         load_a, load_b = block(issue), block(place)
     compute = For("kk", Const(0), BK, Const(1), block(
