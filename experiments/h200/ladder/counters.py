@@ -31,6 +31,23 @@ SIZES = (1024,)
 """Counts are exact at any size; 1024 keeps the ncu replay short (about 40 passes a kernel)."""
 
 
+STALL_REASONS = ("barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss",
+                 "lg_throttle", "long_scoreboard", "math_pipe_throttle", "membar",
+                 "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
+                 "short_scoreboard", "sleeping", "tex_throttle", "wait")
+STALL_METRICS = (("smsp__issue_active.avg.pct_of_peak_sustained_active",
+                  "smsp__warps_active.avg.per_cycle_active",
+                  "smsp__warps_eligible.avg.per_cycle_active",
+                  "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+                  "sm__pipe_shared_cycles_active.avg.pct_of_peak_sustained_active",
+                  "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+                  "smsp__inst_executed_pipe_lsu.sum", "smsp__inst_executed_pipe_fma.sum",
+                  "smsp__inst_executed_pipe_alu.sum", "smsp__inst_executed_pipe_uniform.sum")
+                 + tuple(f"smsp__warps_issue_stalled_{r}.sum" for r in STALL_REASONS))
+"""``--stalls``: where the sub-groups' cycles go (Nsight Compute's WarpStateStats counters,
+summed over the sub-partitions) and how busy the issue slots and pipes are."""
+
+
 def case_dicts(sizes=SIZES) -> list[dict]:
     """The ladder's cases (LADDER + HAND_TUNED) as the validation driver's case dicts."""
     from experiments.h200.validation.driver import case_id
@@ -49,6 +66,10 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     p.add_argument("--timeout-s", type=float, default=240.0, help="for the whole ncu run")
+    p.add_argument("--labels", nargs="*", default=None, help="only these case labels")
+    p.add_argument("--stalls", action="store_true",
+                   help="also the warp-state metrics: issue activity, each stall reason, "
+                        "pipe utilisation and achieved occupancy (STALL_METRICS)")
     a = p.parse_args(argv)
     from experiments.h200.validation.driver import counters_stage
     a.out.mkdir(parents=True, exist_ok=True)
@@ -56,9 +77,9 @@ def main(argv=None) -> int:
     extras.mkdir(exist_ok=True)
     command = shlex.join([sys.executable, "-m", "experiments.h200.ladder.counters",
                           *(argv if argv is not None else sys.argv[1:])])
-    cases = case_dicts(a.sizes)
+    cases = [c for c in case_dicts(a.sizes) if not a.labels or c["label"] in a.labels]
     t0 = time.perf_counter()
-    result = counters_stage(cases, extras, a.timeout_s)
+    result = counters_stage(cases, extras, a.timeout_s, STALL_METRICS if a.stalls else ())
     result["command"] = command
     result["cases"] = cases
     result["wall_s"] = time.perf_counter() - t0

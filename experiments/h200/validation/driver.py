@@ -543,10 +543,13 @@ NCU_DRIVER_MODULE = "experiments.h200.validation.driver"
 """The module Nsight Compute runs (``--ncu-driver``), also for the other drivers' counters."""
 
 
-def counters_stage(cases: list[dict], extras: Path, timeout_s: float) -> dict:
-    """Stage 3: one ncu run over the driver; retried without metrics ncu does not know."""
+def counters_stage(cases: list[dict], extras: Path, timeout_s: float,
+                   extra_metrics: tuple[str, ...] = ()) -> dict:
+    """Stage 3: one ncu run over the driver (METRICS, then ``extra_metrics``); retried
+    without metrics ncu does not know."""
     ncu = shutil.which("ncu")
-    result: dict = {"metrics_requested": list(METRICS), "kernel_filter": KERNEL_REGEX,
+    wanted = tuple(METRICS) + tuple(m for m in extra_metrics if m not in METRICS)
+    result: dict = {"metrics_requested": list(wanted), "kernel_filter": KERNEL_REGEX,
                     "metrics_unknown": [], "attempts": []}
     if not ncu:
         result["error"] = "ncu not on PATH"
@@ -560,7 +563,7 @@ def counters_stage(cases: list[dict], extras: Path, timeout_s: float) -> dict:
     query = run_cmd([ncu, "--query-metrics", "--csv"], 90)
     (extras / "ncu-query-metrics.txt").write_text(query["stdout"] + query["stderr"])
     known = query["stdout"] if query["rc"] == 0 else ""
-    metrics = list(METRICS)
+    metrics = list(wanted)
     if "gpu__time_duration" in known:  # the listing looks sane; core metrics are never dropped
         for m in list(metrics):
             base = m.split(".")[0]
