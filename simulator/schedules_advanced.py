@@ -319,21 +319,21 @@ def gemm_vectorized(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     loads_b, rem_b = divmod(bk * tn, VECTOR * wg_rows)
     if not rem_a and not rem_b and loads_a >= 1 and loads_b >= 1:
         issue, place = [], []
-        for q in range(loads_a):
-            names = [f"va{q}_{w}" for w in range(VECTOR)]
-            decls += [DeclareFloat(x, None) for x in names]
-            rq, cq, stmts = _staged_element(q, "a", tid.var, WG, VECTOR, BK // V, (r0, k0v),
-                                            (M, K), A, names)
-            issue += stmts
-            place += [store(tile_a, (cq.var + w, rq.var), Private(names[w]))
-                      for w in range(VECTOR)]
-        for q in range(loads_b):
-            names = [f"vb{q}_{w}" for w in range(VECTOR)]
-            decls += [DeclareFloat(x, None) for x in names]
-            rq, cq, stmts = _staged_element(q, "b", tid.var, WG, VECTOR, BN // V, (k0v, c0),
-                                            (K, N), B, names)
-            issue += stmts
-            place.append(vstore(tile_b, (rq.var, cq.var), [Private(x) for x in names]))
+        tiles = (  # tag, float4s per work-item, row length, origin, limits, source, placing
+            ("a", loads_a, BK // V, (r0, k0v), (M, K), A,
+             lambda r, c, names: [store(tile_a, (c.var + w, r.var), Private(names[w]))
+                                  for w in range(VECTOR)]),
+            ("b", loads_b, BN // V, (k0v, c0), (K, N), B,
+             lambda r, c, names: [vstore(tile_b, (r.var, c.var),
+                                         [Private(x) for x in names])]))
+        for tag, count, row_len, origin, limits, source, put in tiles:
+            for q in range(count):
+                names = [f"v{tag}{q}_{w}" for w in range(VECTOR)]
+                decls += [DeclareFloat(x, None) for x in names]
+                rq, cq, stmts = _staged_element(q, tag, tid.var, WG, VECTOR, row_len, origin,
+                                                limits, source, names)
+                issue += stmts
+                place += put(rq, cq, names)
         load_a, load_b = block(issue), block(place)
     compute = For("kk", Const(0), BK, Const(1), block(
         [vload(a[q:q + VECTOR], tile_a, (kk, ly.var * tm + q)) for q in range(0, tm, VECTOR)],
