@@ -17,8 +17,8 @@ import numpy as np
 
 from tiletraffic.gpu import codegen
 from tiletraffic.gpu.device import Target
-from tiletraffic.gpu.runtime import (CheckResult, ResultMismatchError, RunResult, check_result,
-                                     run_kernel)
+from tiletraffic.gpu.runtime import (CheckResult, ResultMismatchError, RunResult,
+                                     check_launch_limits, check_result, run_kernel)
 from tiletraffic.simulator.reference import random_inputs, reference
 from tiletraffic.simulator.schedule import Schedule
 
@@ -81,6 +81,9 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     """
     rng = rng or np.random.default_rng()
     kernel = codegen.generate(schedule)
+    # the device's own limits before the inputs and the float64 reference are made (seconds
+    # for a large K); the kernel's limits are checked again once it is built
+    check_launch_limits(kernel, target.limits)
     kind = inputs
     inputs = random_inputs(schedule, rng, kind)
     ref = reference(schedule, inputs, reference_fn)

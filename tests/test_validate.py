@@ -60,3 +60,18 @@ def test_every_kind_of_input_runs_and_checks(pocl, kind):
     result = run_on_device(pocl, build("matvec-local", 37, 29, None, 16), inputs=kind,
                            rng=np.random.default_rng(2))
     assert result.check.ok and result.to_dict()["inputs"] == kind
+
+
+def test_a_launch_beyond_the_devices_local_memory_is_refused_before_the_inputs_are_made(
+        pocl, monkeypatch):
+    from tiletraffic.analysis import validate
+    from tiletraffic.gpu.runtime import LaunchConfigError
+
+    def no_inputs(*args, **kwargs):
+        raise AssertionError("inputs made for a launch the device refuses")
+
+    monkeypatch.setattr(validate, "random_inputs", no_inputs)
+    too_wide = pocl.limits.local_mem_bytes // 4 + 1024     # floats of x beyond the device's
+    schedule = build("matvec-local-whole", 8, too_wide, tile=8)
+    with pytest.raises(LaunchConfigError, match="bytes of local memory per work-group exceed"):
+        run_on_device(pocl, schedule)
