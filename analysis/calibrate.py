@@ -283,7 +283,7 @@ def measure(target, base: DeviceModel, sizes: Sizes,
                    for k in (n, 2 * n))
     out.append(_positive(Measurement(
         "staging_round_trip", f"{n} more steps of {cu} work-groups of "
-        f"{min(mb.local_size(target), mb.STAGE_FLOAT4S)} over {_mib(s.staging_bytes)}, {stat}",
+        f"{mb.staging_local_size(target)} over {_mib(s.staging_bytes)}, {stat}",
         per_step_s(long, short, n), "s", "memory_latency_s")))
     progress("empty_kernel")
     t = med(mb.empty(target, max(r, 20)))

@@ -312,13 +312,6 @@ def _add_round(record: dict, result: dict, rounds: int, work: int) -> None:
                          "worst_index": worst["check"]["worst_index"]})
 
 
-def _rank(doc: dict) -> list:
-    """Sort ``doc``'s predictions by predicted time (ties: the space's order), the
-    rechecked ones first, and number them from 1 (``predicted_rank``; also
-    ``estimate_rank``: :func:`analysis.tuning_recheck.rank`)."""
-    return tuning_recheck.rank(doc)
-
-
 def _measure_chosen(doc, chosen, valid, old, target, sizes, repeat, warmup, rounds, seed,
                     progress, save) -> None:
     """Measure the ``chosen`` predictions into ``doc["measurements"]`` in ``rounds``
@@ -585,7 +578,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         _model_all([(i, valid[i][0]) for i, e in enumerate(entries)
                     if "predicted_time_s" not in e], (m, n, k), model, jobs, progress,
                    modelled)
-        ranked = _rank(doc)
+        ranked = tuning_recheck.rank(doc)
         count = tuning_recheck.default_count(top, len(ranked)) if recheck is None else \
             min(recheck, len(ranked))
         if target is None and recheck:
@@ -606,7 +599,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             save()
     except KeyboardInterrupt:
         doc["status"] = "interrupted"
-        _rank(doc)  # what was modelled, ranked among itself
+        tuning_recheck.rank(doc)  # what was modelled, ranked among itself
         save()
         raise TuneInterrupted(path, result) from None
     return result

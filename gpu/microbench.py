@@ -191,11 +191,17 @@ def pointer_chase(target, nxt: np.ndarray, steps: int, repeat: int) -> list[floa
     return times
 
 
+def staging_local_size(target) -> int:
+    """Work-items per work-group of :func:`staging_round_trip`: :func:`local_size`, at most
+    :data:`STAGE_FLOAT4S`."""
+    return min(local_size(target), STAGE_FLOAT4S)
+
+
 def staging_round_trip(target, nbytes: int, steps: int, work_groups: int,
                        repeat: int) -> list[float]:
     """Times of ``steps`` staging round trips (global load, local store, barrier, local
     load, barrier; each step's load waits for the previous step's) by ``work_groups``
-    work-groups of :func:`local_size` work-items (at most :data:`STAGE_FLOAT4S`), reading a
+    work-groups of :func:`staging_local_size` work-items, reading a
     buffer of ``nbytes`` (16 x a power of two float4s).
 
     Raises:
@@ -205,7 +211,7 @@ def staging_round_trip(target, nbytes: int, steps: int, work_groups: int,
     if nbytes % 16 or n4 < 1 or n4 & (n4 - 1) or steps < 1:
         raise ValueError(f"staging_round_trip: nbytes = {nbytes} must be 16 x a power of two "
                          f"and steps = {steps} at least 1")
-    local = min(local_size(target), STAGE_FLOAT4S)
+    local = staging_local_size(target)
     src = _buffer(target, nbytes)
     cl.enqueue_fill_buffer(target.queue, src, np.float32(1.0), 0, nbytes).wait()
     out = _buffer(target, work_groups * local * 4)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .counters import AccessEvent, Observer, compact_mask
+from .counters import AccessEvent, Observer, compact_mask, same_in_every_group
 from .schedule import FLOAT_BYTES, Schedule
 
 LINE_BYTES = 128
@@ -57,14 +57,13 @@ class _StepRecorder(Observer):
 
     def on_access(self, ev: AccessEvent) -> None:
         index, mask = np.asarray(ev.index), compact_mask(np.asarray(ev.mask))
-        if index.ndim < 3 or index.shape[0] == 1:
-            if mask.ndim < 3 or mask.shape[0] == 1:
-                # the same entries and indices in every work-group: each pair that executes
-                # the access (any entry) has the one difference 0
-                if mask.any():
-                    for found in self.found:
-                        found.append((ev.array, ev.direction, True, 0))
-                return
+        if same_in_every_group(index) and same_in_every_group(mask):
+            # the same entries and indices in every work-group: each pair that executes
+            # the access (any entry) has the one difference 0
+            if mask.any():
+                for found in self.found:
+                    found.append((ev.array, ev.direction, True, 0))
+            return
         # all pairs at once: (pairs, L, I) arrays; the first difference is that of the first
         # entry (row-major) both work-groups execute
         index = np.broadcast_to(index, ev.shape)

@@ -54,6 +54,12 @@ class AccessEvent:
     merge_iterations: bool = True
 
 
+def same_in_every_group(values) -> bool:
+    """Whether an index or mask broadcastable to ``(G, L, I)`` is the same for every
+    work-group (no work-group axis, or one of length 1)."""
+    return np.ndim(values) < 3 or np.shape(values)[0] == 1
+
+
 def compact_mask(mask: np.ndarray) -> np.ndarray:
     """``mask`` (a ``(G, L, I)`` array) with each axis along which it does not change cut to
     length 1: the same mask once broadcast (``mask`` itself when nothing is cut)."""

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .counters import AccessEvent, Observer, compact_mask
+from .counters import AccessEvent, Observer, compact_mask, same_in_every_group
 from .schedule import FLOAT_BYTES
 
 
@@ -122,11 +122,6 @@ def _vector_lanes(values: np.ndarray, ev: AccessEvent, width: int) -> np.ndarray
     vals = vals.transpose(0, 1, 3, 2).reshape(G, L * v, I)
     mask = mask.transpose(0, 1, 3, 2).reshape(G, L * v, I)
     return _lanes(vals, mask, (G, L * v, I), width * v)
-
-
-def _group_free(values) -> bool:
-    """Whether an index or mask broadcastable to (G, L, I) is one for every work-group."""
-    return np.ndim(values) < 3 or np.shape(values)[0] == 1
 
 
 def _distinct(rows: np.ndarray) -> np.ndarray:
@@ -227,7 +222,7 @@ class MemoryObserver(Observer):
         for one work-group and weighted by all of the batch's (the same integers: every
         work-group's figures are equal)."""
         G = ev.shape[0]
-        if G == 1 or not (_group_free(ev.index) and _group_free(ev.mask)):
+        if G == 1 or not (same_in_every_group(ev.index) and same_in_every_group(ev.mask)):
             return self._local(ev, byte)
         weights = self.weights
         self.weights = np.array([G if weights is None else int(weights.sum())])

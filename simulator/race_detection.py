@@ -17,7 +17,7 @@ import dataclasses
 
 import numpy as np
 
-from .counters import AccessEvent, Observer, compact_mask
+from .counters import AccessEvent, Observer, compact_mask, same_in_every_group
 from .hazards import Hazard, HazardLog
 
 
@@ -48,7 +48,7 @@ def _per_group(group_index: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.n
 
 def _group_free(*events: AccessEvent) -> bool:
     """True when no event's index depends on the work-group."""
-    return all(np.ndim(e.index) < 3 or np.shape(e.index)[0] == 1 for e in events)
+    return all(same_in_every_group(e.index) for e in events)
 
 
 class _Owners:
@@ -92,7 +92,7 @@ class _UnionOwners:
 
     def conflicts(self, ev: AccessEvent) -> bool:
         index, mask = np.asarray(ev.index), compact_mask(np.asarray(ev.mask))
-        if _group_free(ev) and (mask.ndim < 3 or mask.shape[0] == 1):
+        if _group_free(ev) and same_in_every_group(mask):
             # words no work-group of the union touches cannot conflict in any work-group
             one = (1,) + tuple(ev.shape[1:])
             words = np.broadcast_to(index, one)[np.broadcast_to(mask, one)]

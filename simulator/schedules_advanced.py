@@ -136,6 +136,32 @@ def gemm_prefetch(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM,
                            prefetch=True)
 
 
+def _staged_counts(tm: int, tn: int, bk: int, tile: int, wg_rows: int,
+                   width: int) -> tuple[int, int] | None:
+    """Elements (of ``width`` floats) of the A and B tiles each work-item loads per K step,
+    ``(tm·bk / (width·tile), bk·tn / (width·wg_rows))``, when both are whole numbers of at
+    least one (the tile loads can then be staged); ``None`` otherwise."""
+    loads_a, rem_a = divmod(tm * bk, width * tile)        # (BM x BK) / width / work-items
+    loads_b, rem_b = divmod(bk * tn, width * wg_rows)     # (BK x BN) / width / work-items
+    return (loads_a, loads_b) if not rem_a and not rem_b and loads_a and loads_b else None
+
+
+def _staged_loads(tiles, tid, wg, width: int) -> list:
+    """Every element's guarded global load (:func:`_staged_element`), then every local
+    store: ``tiles`` holds per tile (tag, elements per work-item, row length, origin,
+    limits, source array, ``names(q)``: the private floats of element q, ``put(row, column,
+    names)``: its local stores)."""
+    issue, place = [], []
+    for tag, count, row_len, origin, limits, source, names_of, put in tiles:
+        for q in range(count):
+            names = names_of(q)
+            r, c, stmts = _staged_element(q, tag, tid, wg, width, row_len, origin, limits,
+                                          source, names)
+            issue += stmts
+            place += put(r, c, names)
+    return issue + place
+
+
 def _staged_element(q: int, tag: str, tid, wg, width: int, row_len, origin, limits, array,
                     names: list[str]):
     """The ``q``-th element (``width`` floats) of a tile that work-item ``tid`` loads, the
@@ -177,27 +203,19 @@ def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) 
     # the first local store (into private floats sa<r>, sb<r>), so a K step waits for one
     # memory round trip, not for a chain of load -> store pairs (what the H200's OpenCL
     # compiler made of the loops: experiments/h200/interval/findings.md).
-    loads_a, rem_a = divmod(tm * bk, tile)          # (BM x BK) / work-items
-    loads_b, rem_b = divmod(bk * tn, wg_rows)       # (BK x BN) / work-items
-    staged = not rem_a and not rem_b and loads_a >= 1 and loads_b >= 1
+    staged = _staged_counts(tm, tn, bk, tile, wg_rows, 1)
     if staged:
-        decls += [DeclareFloat(f"sa{q}", None) for q in range(loads_a)]
-        decls += [DeclareFloat(f"sb{q}", None) for q in range(loads_b)]
+        decls += [DeclareFloat(f"sa{q}", None) for q in range(staged[0])]
+        decls += [DeclareFloat(f"sb{q}", None) for q in range(staged[1])]
 
     def staged_loads(k0v, buf, tag):
         at = (buf,) if prefetch else ()
-        issue, place = [], []
-        for q in range(loads_a):
-            rq, cq, stmts = _staged_element(q, f"{tag}a", tid.var, WG, 1, BK, (r0, k0v),
-                                            (M, K), A, [f"sa{q}"])
-            issue += stmts
-            place.append(store(tile_a, at + (rq.var, cq.var), Private(f"sa{q}")))
-        for q in range(loads_b):
-            rq, cq, stmts = _staged_element(q, f"{tag}b", tid.var, WG, 1, BN, (k0v, c0),
-                                            (K, N), B, [f"sb{q}"])
-            issue += stmts
-            place.append(store(tile_b, at + (rq.var, cq.var), Private(f"sb{q}")))
-        return issue + place
+        return _staged_loads((
+            (f"{tag}a", staged[0], BK, (r0, k0v), (M, K), A, lambda q: [f"sa{q}"],
+             lambda r, c, names: [store(tile_a, at + (r.var, c.var), Private(names[0]))]),
+            (f"{tag}b", staged[1], BN, (k0v, c0), (K, N), B, lambda q: [f"sb{q}"],
+             lambda r, c, names: [store(tile_b, at + (r.var, c.var), Private(names[0]))])),
+            tid.var, WG, 1)
 
     def loads(k0v, buf, tag=""):
         if staged:
@@ -303,38 +321,35 @@ def gemm_vectorized(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     br, bc = Let("br", e // (BN // V)), Let("bc", e % (BN // V) * V)
     r0, c0, k0v = row0.var, col0.var, k0.var
     zeros = tuple(Assign(x, FConst(0.0)) for x in v)
-    load_a = For("e", tid.var, BM * BK // V, WG, block(
-        ar, ac,
-        If((r0 + ar.var < M) & (k0v + ac.var < K),
-           (vload(v, A, (r0 + ar.var, k0v + ac.var)),), zeros),
-        [store(tile_a, (ac.var + w, ar.var), Private(v[w])) for w in range(VECTOR)]))
-    load_b = For("e", tid.var, BK * BN // V, WG, block(
-        br, bc,
-        If((k0v + br.var < K) & (c0 + bc.var < N),
-           (vload(v, B, (k0v + br.var, c0 + bc.var)),), zeros),
-        vstore(tile_b, (br.var, bc.var), [Private(x) for x in v])))
     # staged as in _scalar_blocked: every float4 global load of a K step before the first
     # local store, when every work-item loads the same number of float4s of each tile
-    loads_a, rem_a = divmod(tm * bk, VECTOR * tile)
-    loads_b, rem_b = divmod(bk * tn, VECTOR * wg_rows)
-    if not rem_a and not rem_b and loads_a >= 1 and loads_b >= 1:
-        issue, place = [], []
-        tiles = (  # tag, float4s per work-item, row length, origin, limits, source, placing
-            ("a", loads_a, BK // V, (r0, k0v), (M, K), A,
+    staged = _staged_counts(tm, tn, bk, tile, wg_rows, VECTOR)
+    if staged:
+        def float4_names(tag):
+            return lambda q: [f"v{tag}{q}_{w}" for w in range(VECTOR)]
+
+        decls += [DeclareFloat(x, None) for tag, count in zip("ab", staged)
+                  for q in range(count) for x in float4_names(tag)(q)]
+        tile_loads = _staged_loads((
+            ("a", staged[0], BK // V, (r0, k0v), (M, K), A, float4_names("a"),
              lambda r, c, names: [store(tile_a, (c.var + w, r.var), Private(names[w]))
                                   for w in range(VECTOR)]),
-            ("b", loads_b, BN // V, (k0v, c0), (K, N), B,
+            ("b", staged[1], BN // V, (k0v, c0), (K, N), B, float4_names("b"),
              lambda r, c, names: [vstore(tile_b, (r.var, c.var),
-                                         [Private(x) for x in names])]))
-        for tag, count, row_len, origin, limits, source, put in tiles:
-            for q in range(count):
-                names = [f"v{tag}{q}_{w}" for w in range(VECTOR)]
-                decls += [DeclareFloat(x, None) for x in names]
-                rq, cq, stmts = _staged_element(q, tag, tid.var, WG, VECTOR, row_len, origin,
-                                                limits, source, names)
-                issue += stmts
-                place += put(rq, cq, names)
-        load_a, load_b = block(issue), block(place)
+                                         [Private(x) for x in names])])),
+            tid.var, WG, VECTOR)
+    else:
+        tile_loads = block(
+            For("e", tid.var, BM * BK // V, WG, block(
+                ar, ac,
+                If((r0 + ar.var < M) & (k0v + ac.var < K),
+                   (vload(v, A, (r0 + ar.var, k0v + ac.var)),), zeros),
+                [store(tile_a, (ac.var + w, ar.var), Private(v[w])) for w in range(VECTOR)])),
+            For("e", tid.var, BK * BN // V, WG, block(
+                br, bc,
+                If((k0v + br.var < K) & (c0 + bc.var < N),
+                   (vload(v, B, (k0v + br.var, c0 + bc.var)),), zeros),
+                vstore(tile_b, (br.var, bc.var), [Private(x) for x in v]))))
     compute = For("kk", Const(0), BK, Const(1), block(
         [vload(a[q:q + VECTOR], tile_a, (kk, ly.var * tm + q)) for q in range(0, tm, VECTOR)],
         [vload(b[q:q + VECTOR], tile_b, (kk, lx.var * tn + q)) for q in range(0, tn, VECTOR)],
@@ -349,7 +364,7 @@ def gemm_vectorized(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     body = block(
         lx, ly, tid, row0, col0, decls,
         For("t", Const(0), ceil_div(K, BK), Const(1), block(
-            k0, load_a, load_b, Barrier(), compute, Barrier())),
+            k0, tile_loads, Barrier(), compute, Barrier())),
         stores,
     )
     return Schedule(
