@@ -71,18 +71,9 @@ def compiled_resources(target, schedule):
         gpu.runtime.KernelBuildError: the build failed (``.log``: the compiler's log) or the
             program lacks the kernel.
     """
-    import pyopencl as cl
-
     from tiletraffic.gpu import codegen, runtime
 
-    kernel = codegen.generate(schedule)
-    built = runtime.build_program(target, kernel.source, runtime.build_options(target, kernel))
-    try:
-        cl_kernel = cl.Kernel(built.program, kernel.name)
-    except cl.Error as err:
-        raise runtime.KernelBuildError(f"the program has no kernel named {kernel.name!r}: "
-                                       f"{err}", built.log) from err
-    resources = runtime.kernel_resources(target, cl_kernel, kernel.name, built.log, built.how)
+    _, built, resources = runtime.build_kernel(target, codegen.generate(schedule))
     return resources, built.build_time_s
 
 

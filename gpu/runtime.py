@@ -357,6 +357,24 @@ def _describe_launch(launch: int, warmup: int, total: int) -> str:
             f"{total - warmup})")
 
 
+def build_kernel(target: Target, kernel: GeneratedKernel):
+    """Build ``kernel`` on ``target`` with :func:`build_options` (into the target's program
+    cache) and read what the driver reports of it: ``(cl.Kernel, BuildResult,
+    KernelResources)``; nothing is launched.
+
+    Raises:
+        KernelBuildError: the build failed or the program lacks the kernel.
+    """
+    built = build_program(target, kernel.source, build_options(target, kernel))
+    try:
+        cl_kernel = cl.Kernel(built.program, kernel.name)
+    except cl.Error as err:
+        raise KernelBuildError(f"the program has no kernel named {kernel.name!r}: {err}",
+                               built.log) from err
+    return cl_kernel, built, kernel_resources(target, cl_kernel, kernel.name, built.log,
+                                              built.how)
+
+
 def run_kernel(
     target: Target,
     kernel: GeneratedKernel,
@@ -419,12 +437,7 @@ def run_kernel(
         raise ValueError(f"warmup must be at least 1 (the first launch includes JIT), got {warmup}")
     _check_arguments(kernel, arrays, scalars)
 
-    built = build_program(target, kernel.source, build_options(target, kernel))
-    try:
-        cl_kernel = cl.Kernel(built.program, kernel.name)
-    except cl.Error as err:
-        raise KernelBuildError(f"the program has no kernel named {kernel.name!r}: {err}", built.log) from err
-    resources = kernel_resources(target, cl_kernel, kernel.name, built.log, built.how)
+    cl_kernel, built, resources = build_kernel(target, kernel)
     info = cl.kernel_work_group_info
     kernel_max = int(cl_kernel.get_work_group_info(info.WORK_GROUP_SIZE, target.device))
     try:
