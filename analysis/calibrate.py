@@ -20,6 +20,10 @@ staging_round  one work-group per compute unit: global memory_latency_s (the del
 _trip          load, local store, barrier, local load,  barrier interval in the time model)
                barrier, each step after the last, over
                an L2-resident buffer
+strided_read   one work-group per compute unit, each   l1_strided_cycles_per_line and
+               work-item reading its own row, rows     l1_strided_cycles_per_busiest_bank_line
+               4096 + d words apart (d = 0, 16, 8, 4,  (a least-squares fit of the cycles
+               2, 1: the rows' words in 1..32 banks)   per request, :func:`strided_fit`)
 empty_kernel   a kernel that does nothing              launch_overhead_s
 barrier        work-group barriers in a loop           barrier_wavefronts_per_work_group
 ============== ======================================= =====================================
@@ -89,6 +93,43 @@ def barrier_wavefronts(barrier_s: float, local_bytes_per_s: float, compute_units
     return round(barrier_s * local_bytes_per_s / (compute_units * line_bytes))
 
 
+STRIDE_OFFSETS_WORDS = (0, 16, 8, 4, 2, 1)
+"""``strided_read``'s row strides beyond a multiple of the bank count: the 32 work-items'
+words then fall in 1, 2, 4, 8, 16 and 32 distinct banks."""
+
+
+def distinct_banks(offset_words: int, lanes: int = 32, banks: int = 32) -> int:
+    """Distinct banks of ``lanes`` words ``offset_words`` (mod ``banks``) apart:
+    ``banks / gcd(offset, banks)`` at most ``lanes``; 1 for an offset of 0."""
+    return min(lanes, banks // math.gcd(offset_words % banks, banks))
+
+
+def strided_fit(lines: int, busiest_bank_lines, cycles_per_request) -> tuple[float, float]:
+    """(cycles per line, cycles per line of the busiest bank): the least-squares fit of
+    ``cycles = a * lines + b * busiest`` to strided requests of ``lines`` lines each whose
+    busiest bank holds ``busiest_bank_lines`` of them (one per measured stride).
+
+    The model of a strided request's L1 time is this module's (tiletraffic's), fitted to
+    the ``strided_read`` microbenchmark only: on the H200 the cost of a request reading 32
+    lines a row stride apart grew with each power of two in the stride from 32 bytes on
+    (``experiments/h200/strides/findings.md``), as if the lines' words were read one per
+    bank and lines in the same bank were serialized. NVIDIA does not document it.
+
+    Raises:
+        ValueError: fewer than two strides, lengths differ, or all strides have the same
+            busiest bank (the two terms cannot be told apart).
+    """
+    busiest = np.asarray(busiest_bank_lines, dtype=float)
+    cycles = np.asarray(cycles_per_request, dtype=float)
+    if busiest.shape != cycles.shape or busiest.size < 2 or np.ptp(busiest) == 0:
+        raise ValueError(f"a strided fit needs two or more strides with different busiest "
+                         f"banks and one time each, got {busiest.tolist()} and "
+                         f"{cycles.tolist()}")
+    design = np.column_stack([np.full(busiest.size, float(lines)), busiest])
+    (a, b), *_ = np.linalg.lstsq(design, cycles, rcond=None)
+    return float(a), float(b)
+
+
 L2_SIZE_THRESHOLD = 1.5
 """The re-read rate, in multiples of the DRAM read rate, that a footprint still served by
 L2 reaches (:func:`l2_capacity_from_sweep`)."""
@@ -144,6 +185,8 @@ class Sizes:
     repeat: int
     staging_bytes: int = 16
     staging_steps: int = 1
+    strided_length: int = 2
+    strided_base_words: int = 32
     l2_sweep_footprints: tuple[int, ...] = ()
     l2_sweep_bytes: int = 0
 
@@ -192,7 +235,9 @@ def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_all
                  chase_steps=20_000 if quick else 100_000,
                  barrier_count=100 if quick else 1000, repeat=3 if quick else 10,
                  staging_bytes=16 * 2 ** int(math.log2(max(1, l2_foot // 16))),
-                 staging_steps=200 if quick else 20_000)
+                 staging_steps=200 if quick else 20_000,
+                 strided_length=64 if quick else 2048,
+                 strided_base_words=128 if quick else 4096)
 
 
 # ------------------------------------------------------------------ measuring
@@ -285,6 +330,8 @@ def measure(target, base: DeviceModel, sizes: Sizes,
         "staging_round_trip", f"{n} more steps of {cu} work-groups of "
         f"{mb.staging_local_size(target)} over {_mib(s.staging_bytes)}, {stat}",
         per_step_s(long, short, n), "s", "memory_latency_s")))
+    progress("strided_read")
+    out.extend(_strided(target, base, s))
     progress("empty_kernel")
     t = med(mb.empty(target, max(r, 20)))
     out.append(Measurement("empty_kernel", f"one work-item, median of {max(r, 20)}", t, "s",
@@ -332,6 +379,39 @@ def _l2_size(target, s: Sizes, dram_read: float) -> Measurement:
     return Measurement("l2_size", what + f", below {L2_SIZE_THRESHOLD} x DRAM from "
                        f"{seen / MIB:.1f} MiB", seen, "B", "l2_bytes", int(round(seen)),
                        detail=detail)
+
+
+def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:
+    """``strided_read`` at each of :data:`STRIDE_OFFSETS_WORDS` (lengths n and 2n: the
+    launch cancels): cycles per request of a sub-group, then :func:`strided_fit`."""
+    from tiletraffic.gpu import microbench as mb
+
+    local, n, r = mb.local_size(target), s.strided_length, s.repeat
+    lanes = min(base.sub_group_size, local)
+    sub_groups = -(-local // base.sub_group_size)
+    busiest, cycles = [], []
+    for d in STRIDE_OFFSETS_WORDS:
+        stride = s.strided_base_words + d
+        short, long = (statistics.median(mb.strided_read(target, stride, k, base.compute_units,
+                                                         r)) for k in (n, 2 * n))
+        cycles.append(per_step_s(long, short, n) * base.clock_hz / sub_groups)
+        busiest.append(lanes // distinct_banks(d, lanes, base.local_banks))
+    what = (f"{n} more words per work-item of {base.compute_units} work-groups of {local}, "
+            f"rows {s.strided_base_words} + d words apart, d = "
+            f"{', '.join(map(str, STRIDE_OFFSETS_WORDS))}, median of {r}")
+    a, b = strided_fit(lanes, busiest, cycles)
+    fitted = [a * lanes + b * k for k in busiest]
+    detail = "cycles per request (busiest bank lines: measured / fit): " + ", ".join(
+        f"{k}: {c:.3g} / {f:.3g}" for k, c, f in zip(busiest, cycles, fitted, strict=True))
+    usable = a > 0 and b >= 0 and all(math.isfinite(c) and c > 0 for c in cycles)
+    why = "" if usable else ("the fit is not usable (a cost of 0 or less): timing noise, or "
+                             "a device whose strided requests do not cost so")
+    return [Measurement("strided_read", what, a, "cycles/line",
+                        "l1_strided_cycles_per_line" if usable else None, a,
+                        why_unmapped=why, detail=detail),
+            Measurement("strided_read", what + " (busiest bank)", b, "cycles/line",
+                        "l1_strided_cycles_per_busiest_bank_line" if usable else None, b,
+                        why_unmapped=why)]
 
 
 def _positive(m: Measurement) -> Measurement:

@@ -224,6 +224,42 @@ def staging_round_trip(target, nbytes: int, steps: int, work_groups: int,
     return times
 
 
+def strided_rows_sum(stride_words: int, length: int, rows: int) -> np.ndarray:
+    """Host reference of ``strided_read``: the sum of words 0..``length`` - 1 of each of
+    ``rows`` rows ``stride_words`` apart, word i holding (i mod 7) + 1 (float64, exact in
+    float32 for these small integers)."""
+    starts = np.arange(rows, dtype=np.int64)[:, None] * stride_words
+    return ((starts + np.arange(length)) % 7 + 1).sum(axis=1).astype(np.float64)
+
+
+def strided_read(target, stride_words: int, length: int, work_groups: int,
+                 repeat: int) -> list[float]:
+    """Times of ``work_groups`` work-groups of :func:`local_size` work-items, work-item l
+    reading words 0..``length`` - 1 of row l of a buffer whose rows are ``stride_words``
+    apart (every work-group the same rows): each request of a sub-group touches one line per
+    work-item.
+
+    Raises:
+        ValueError: ``length`` not a positive even number, or ``stride_words`` < ``length``.
+    """
+    if length < 2 or length % 2 or stride_words < length:
+        raise ValueError(f"strided_read: length = {length} must be a positive even number "
+                         f"and stride_words = {stride_words} at least length")
+    local = local_size(target)
+    words = (local - 1) * stride_words + length
+    host = (np.arange(words, dtype=np.int64) % 7 + 1).astype(np.float32)
+    src = _buffer(target, host.nbytes, host)
+    out = _buffer(target, work_groups * local * 4)
+    times = _time(target, _kernel(target, "strided_read"), work_groups * local, local,
+                  [src, out, np.uint32(stride_words), np.uint32(length)], repeat)
+    got = _read(target, out, work_groups * local)
+    expected = np.tile(strided_rows_sum(stride_words, length, local), work_groups)
+    if not np.array_equal(got, expected.astype(np.float32)):
+        bad = int(np.flatnonzero(got != expected)[0])
+        _refuse(f"strided_read (work-item {bad})", got[bad], expected[bad])
+    return times
+
+
 def empty(target, repeat: int) -> list[float]:
     """Times of a kernel of one work-item that does nothing."""
     out = _buffer(target, 4)

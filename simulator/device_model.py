@@ -73,7 +73,12 @@ class DeviceModel:
     sub-partitions (warp schedulers); ``register_allocation_unit``: a sub-group's
     registers are allocated in multiples of this many (registers per work-item x sub-group
     size, rounded up); ``max_registers_per_work_item``: the most one work-item may use.
-    ``warp_instructions_per_cycle_per_sub_partition``: sub-group instructions each
+    ``l1_strided_cycles_per_line`` and ``l1_strided_cycles_per_busiest_bank_line``: the
+    cycles a compute unit's L1 spends on a strided request (one touching
+    :data:`simulator.strides.STRIDED_MIN_LINES` or more lines) per line and per line of
+    its busiest 4-byte bank (``tiletraffic calibrate``'s ``strided_read``); both 0: not
+    modelled (such a request costs one wavefront per line, and the launch is declared
+    outside the model). ``warp_instructions_per_cycle_per_sub_partition``: sub-group instructions each
     sub-partition issues per cycle. The value, source and reasoning of each number of a
     built-in model is in its file (``tiletraffic device-model NAME``).
 
@@ -104,6 +109,8 @@ class DeviceModel:
     clock_hz: float = 1.98e9
     l1_wavefronts_per_cycle_per_cu: float = 1.0
     l1_requests_per_cycle_per_cu: float = 1.0
+    l1_strided_cycles_per_line: float = 0.0
+    l1_strided_cycles_per_busiest_bank_line: float = 0.0
     fp32_flop_per_s: float = 67e12
     launch_overhead_s: float = 3e-6
     local_vector_words: int = 4
@@ -253,7 +260,19 @@ VALUE_FIELDS: dict[str, str] = {f.name: str(f.type) for f in fields(DeviceModel)
 """Every numeric field of :class:`DeviceModel` -> its type (``int``, ``float``,
 ``int | None``): what a model file must give, each with its source."""
 
-_MAY_BE_ZERO = ("launch_overhead_s", "memory_latency_s")
+_MAY_BE_ZERO = ("launch_overhead_s", "memory_latency_s", "l1_strided_cycles_per_line",
+                "l1_strided_cycles_per_busiest_bank_line")
+
+ADDED_FIELDS: dict[str, tuple[Any, str]] = {
+    "l1_strided_cycles_per_line": (0.0, "absent from the file (written before tiletraffic "
+                                   "modelled strided requests): 0, not modelled"),
+    "l1_strided_cycles_per_busiest_bank_line": (0.0, "absent from the file (written before "
+                                                "tiletraffic modelled strided requests): 0, "
+                                                "not modelled"),
+}
+"""Fields added after model files were first written -> (the value a file without them gets,
+the ``guessed`` source's reason): older files (committed calibrations) still load and give
+the predictions they gave."""
 
 
 def unknown_value(key: str) -> str:

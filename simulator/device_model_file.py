@@ -1,7 +1,8 @@
 """Device model files: TOML in, TOML out (:func:`load_device_model`, :func:`to_toml`).
 
 File shape (every field of :data:`simulator.device_model.VALUE_FIELDS` is required, nothing
-else is allowed)::
+else is allowed; a field of :data:`simulator.device_model.ADDED_FIELDS` that a file written
+before it existed lacks gets that table's value as a guess)::
 
     name = "my-gpu"
     description = "what this model is"          # optional
@@ -120,7 +121,10 @@ def parse_device_model(data: Mapping[str, Any], origin: str) -> DeviceModel:
             problems.append(dm.unknown_value(key))
         elif (got := _entry(key, entry, references, problems)) is not None:
             parsed[key] = got
-    missing = [k for k in dm.VALUE_FIELDS if k not in values]
+    for key, (value, why) in dm.ADDED_FIELDS.items():
+        if key not in values and key not in parsed:
+            parsed[key] = (value, dm.ValueSource("guessed", why))
+    missing = [k for k in dm.VALUE_FIELDS if k not in values and k not in dm.ADDED_FIELDS]
     if missing and isinstance(data.get("values"), dict):
         problems.append(f"missing value(s) {', '.join(missing)} (every one of "
                         f"{len(dm.VALUE_FIELDS)} values needs value, source and ref)")

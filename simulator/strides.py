@@ -36,25 +36,49 @@ declared outside what the model predicts."""
 class StridedRequests:
     """Lines (L1 wavefronts) of strided global requests, weighted by work-group classes:
     ``aligned_lines`` of those whose addresses share one offset within their lines (a row
-    stride that is a multiple of the line), ``other_lines`` of the rest."""
+    stride that is a multiple of the line), ``other_lines`` of the rest;
+    ``busiest_bank_lines``: over the same requests, the sum of the distinct lines whose
+    touched words lie in the request's busiest 4-byte bank (a request of 32 lines at one
+    offset: 32; at 32 different word offsets: 1)."""
 
     aligned_lines: int = 0
     other_lines: int = 0
+    busiest_bank_lines: int = 0
 
     @property
     def lines(self) -> int:
         return self.aligned_lines + self.other_lines
 
 
+def busiest_bank_lines(rows: np.ndarray, line_bytes: int = 128, bank_bytes: int = 4,
+                       banks: int = 32) -> np.ndarray:
+    """Per request (last axis: the byte addresses of its active elements, -1 inactive), the
+    most distinct lines any one bank holds a touched word of: bank = (byte // ``bank_bytes``)
+    mod ``banks``, as for local memory. Shape: ``rows.shape[:-1]``."""
+    flat = rows.reshape(-1, rows.shape[-1])
+    active = flat >= 0
+    key = np.where(active, (flat // bank_bytes % banks) * (1 << 40) + flat // line_bytes, -1)
+    key = np.sort(key, axis=-1)
+    first = key >= 0
+    first[:, 1:] &= key[:, 1:] != key[:, :-1]
+    per_bank = np.zeros((flat.shape[0], banks), dtype=np.int64)
+    r, c = np.nonzero(first)
+    np.add.at(per_bank, (r, key[r, c] >> 40), 1)
+    return per_bank.max(axis=-1).reshape(rows.shape[:-1])
+
+
 class StrideObserver(Observer):
     """Counts :class:`StridedRequests` of the global accesses (sub-groups of
-    ``sub_group_size`` work-items, lines of ``line_bytes``)."""
+    ``sub_group_size`` work-items, lines of ``line_bytes``, ``banks`` banks of
+    ``bank_bytes``)."""
 
     def __init__(self, sub_group_size: int = 32, line_bytes: int = 128,
-                 min_lines: int = STRIDED_MIN_LINES):
+                 min_lines: int = STRIDED_MIN_LINES, bank_bytes: int = 4, banks: int = 32):
         self.width = sub_group_size
         self.line_bytes = line_bytes
         self.min_lines = min_lines
+        self.bank_bytes = bank_bytes
+        self.banks = banks
         self.counts = StridedRequests()
         self.weights = None
 
@@ -95,14 +119,36 @@ class StrideObserver(Observer):
         strided = lines >= self.min_lines
         aligned = np.zeros(wide.shape, dtype=np.int64)
         other = np.zeros(wide.shape, dtype=np.int64)
+        busiest = np.zeros(wide.shape, dtype=np.int64)
         aligned[wide] = np.where(strided & same_offset, lines, 0)
         other[wide] = np.where(strided & ~same_offset, lines, 0)
+        busiest[wide] = np.where(strided, busiest_bank_lines(
+            candidates, self.line_bytes, self.bank_bytes, self.banks), 0)
         self.counts.aligned_lines += self._weighted(aligned)
         self.counts.other_lines += self._weighted(other)
+        self.counts.busiest_bank_lines += self._weighted(busiest)
 
 
 class StridedRequestWarning(UserWarning):
     """A launch's L1 time rests on strided requests, which the model does not predict."""
+
+
+STRIDED_METHOD = ("l1: strided requests at l1_strided_cycles_per_line per line + "
+                  "l1_strided_cycles_per_busiest_bank_line per line of their busiest bank")
+"""``methods["l1_strided_requests"]`` when the device model has the strided-request cost."""
+
+
+def strided_l1_cycles(strided: StridedRequests, cycles_per_line: float,
+                      cycles_per_busiest_bank_line: float) -> float | None:
+    """Cycles a compute unit's L1 spends on the strided requests: ``cycles_per_line`` x
+    their lines + ``cycles_per_busiest_bank_line`` x the lines of their busiest banks
+    (:class:`StridedRequests`; the fit of ``tiletraffic calibrate``'s ``strided_read``,
+    :func:`tiletraffic.analysis.calibrate.strided_fit`). ``None`` when both costs are 0
+    (not modelled: the caller charges one wavefront per line and declares the launch)."""
+    if cycles_per_line <= 0 and cycles_per_busiest_bank_line <= 0:
+        return None
+    return (cycles_per_line * strided.lines
+            + cycles_per_busiest_bank_line * strided.busiest_bank_lines)
 
 
 def strided_declaration(strided: StridedRequests, l1_wavefronts: int) -> str | None:

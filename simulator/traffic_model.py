@@ -31,7 +31,11 @@ Methods (each figure says which produced it, in ``methods``):
   time of the busiest resource is the largest of: FLOPs at the FP32 rate, DRAM bytes at
   DRAM bandwidth, L2→L1 bytes at L2 bandwidth, L1 wavefronts (one 128-byte line per global
   request line, one per local-memory wavefront, ``barrier_wavefronts_per_work_group`` per
-  work-group barrier) at ``l1_wavefronts_per_cycle_per_cu``, and global requests at
+  work-group barrier) at ``l1_wavefronts_per_cycle_per_cu``; when the device model gives
+  their cost, strided requests (:mod:`simulator.strides`: touching 8 or more lines) cost
+  instead ``l1_strided_cycles_per_line`` per line + ``l1_strided_cycles_per_busiest_bank_line``
+  per line of their busiest 4-byte bank (``tiletraffic calibrate``'s ``strided_read``;
+  :func:`l1_cycles`), and global requests at
   ``l1_requests_per_cycle_per_cu`` (the L1 tag stage), the last two for the compute unit
   with the most work-groups (⌈work-groups / compute units⌉ of them: a launch of 16
   work-groups uses 16 compute units, one of 133 puts two on one of 132) (the roofline
@@ -68,7 +72,8 @@ from .dram_model import (BufferReads, dram_reads_lockstep, dram_reads_steady_sta
                          dram_writes_write_back)
 from .memory import MemoryCounts
 from .schedule import FLOAT_BYTES, Schedule
-from .strides import StridedRequests, StridedRequestWarning, StrideObserver, strided_declaration
+from .strides import (STRIDED_METHOD, StridedRequests, StridedRequestWarning, StrideObserver,
+                      strided_declaration, strided_l1_cycles)
 
 
 class FootprintObserver(Observer):
@@ -399,7 +404,13 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
     l1_wavefronts = (memory.global_load_lines + memory.global_store_lines
                      + memory.local_load_wavefronts + memory.local_store_wavefronts
                      + model.barrier_wavefronts_per_work_group * counts.barriers)
-    declared = strided_declaration(strided, l1_wavefronts) if strided else None
+    strided_cycles = strided_l1_cycles(strided, model.l1_strided_cycles_per_line,
+                                       model.l1_strided_cycles_per_busiest_bank_line) \
+        if strided and strided.lines else None
+    declared = strided_declaration(strided, l1_wavefronts) \
+        if strided and strided_cycles is None else None
+    if strided_cycles is not None:
+        methods["l1_strided_requests"] = STRIDED_METHOD
     if declared:
         methods["l1_strided_requests"] = declared
         warnings.warn(f"{schedule.kernel_name}: {declared}", StridedRequestWarning,
@@ -413,7 +424,8 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         "fp32_s": counts.flop / model.fp32_flop_per_s,
         "dram_s": (dram_read + dram_write) / model.dram_bytes_per_s,
         "l2_s": l2_read_sectors * model.sector_bytes / model.l2_bytes_per_s,
-        "l1_s": l1_wavefronts * share / (model.clock_hz * model.l1_wavefronts_per_cycle_per_cu),
+        "l1_s": l1_cycles(l1_wavefronts, strided, strided_cycles, model) * share
+        / model.clock_hz,
         "l1_requests_s": (memory.global_load_requests + memory.global_store_requests) * share
         / (model.clock_hz * model.l1_requests_per_cycle_per_cu),
         "issue_s": issued_instructions(schedule, counts, memory, model) * share
@@ -441,6 +453,18 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         resident_work_groups_per_cu=resident, waves=waves, work_groups_per_cu=per_cu_groups,
         dram_read_bytes_lockstep=dram_lockstep, barrier_intervals_per_cu=intervals,
         registers_per_work_item=registers_per_work_item, methods=methods)
+
+
+def l1_cycles(l1_wavefronts: int, strided: StridedRequests | None,
+              strided_cycles: float | None, model: DeviceModel) -> float:
+    """Cycles of the launch's L1 wavefronts (all compute units together): one wavefront per
+    ``1 / l1_wavefronts_per_cycle_per_cu`` cycles, except that strided requests cost
+    ``strided_cycles`` (:func:`simulator.strides.strided_l1_cycles`) instead of their
+    lines' wavefronts when the device model gives their cost (``None``: it does not)."""
+    if strided_cycles is None or strided is None:
+        return l1_wavefronts / model.l1_wavefronts_per_cycle_per_cu
+    return ((l1_wavefronts - strided.lines) / model.l1_wavefronts_per_cycle_per_cu
+            + strided_cycles)
 
 
 def issued_instructions(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
@@ -534,7 +558,8 @@ def _observe_launch(schedule: Schedule, model: DeviceModel, work_group_classes: 
     offsets = (load_offsets(schedule, runner, 0), load_offsets(schedule, runner, 1))
     footprint = FootprintObserver(model.sector_bytes, model.l1_sharing_work_groups, offsets[0])
     phases = LoadPhaseObserver()
-    strides = StrideObserver(model.sub_group_size, model.line_bytes)
+    strides = StrideObserver(model.sub_group_size, model.line_bytes,
+                             bank_bytes=model.bank_bytes, banks=model.local_banks)
     result = simulate(schedule, compute_values=False, limits=limits or device_limits(model),
                       observers=[memory, footprint, phases, strides],
                       work_group_classes=work_group_classes, blocked_loops=blocked_loops)

@@ -133,6 +133,38 @@ def test_staging_round_trip_checks_its_result_and_its_sizes(monkeypatch):
         mb.staging_round_trip(target, 64 * 1024, 50, 2, 1)
 
 
+def test_strided_read_checks_its_result_and_its_sizes(monkeypatch):
+    from tiletraffic.gpu import microbench as mb
+    target = _pocl_target()
+    times = mb.strided_read(target, 129, 64, 2, 2)
+    assert len(times) == 2 and all(t > 0 for t in times)
+    # row 1 of stride 3, length 4: words 3..6 hold 4, 5, 6, 7
+    assert mb.strided_rows_sum(3, 4, 2).tolist() == [1 + 2 + 3 + 4, 4 + 5 + 6 + 7]
+    for stride, length in ((129, 63), (129, 0), (32, 64)):
+        with pytest.raises(ValueError, match="strided_read"):
+            mb.strided_read(target, stride, length, 2, 1)
+    monkeypatch.setattr(mb, "strided_rows_sum", lambda *a: np.zeros(a[2]))
+    with pytest.raises(mb.MicrobenchResultError, match="strided_read"):
+        mb.strided_read(target, 129, 64, 2, 1)
+
+
+def test_distinct_banks_and_the_strided_fit_by_hand():
+    # row strides 4096 + d words: 32 lanes' words in 32 / gcd(d, 32) banks
+    assert [cal.distinct_banks(d) for d in cal.STRIDE_OFFSETS_WORDS] == [1, 2, 4, 8, 16, 32]
+    assert cal.distinct_banks(3) == 32 and cal.distinct_banks(24) == 4
+    assert cal.distinct_banks(1, lanes=8) == 8                  # at most one bank per lane
+    # cycles = 0.5 x 32 lines + 0.75 x busiest: exact for every stride -> the same two costs
+    busiest = [32, 16, 8, 4, 2, 1]
+    cycles = [0.5 * 32 + 0.75 * b for b in busiest]
+    assert cal.strided_fit(32, busiest, cycles) == pytest.approx((0.5, 0.75))
+    # noise on two points: least squares, between them
+    a, b = cal.strided_fit(32, [32, 1], [41.0, 17.0])
+    assert a * 32 + b * 32 == pytest.approx(41.0) and a * 32 + b == pytest.approx(17.0)
+    for bad in (([32], [40.0]), ([8, 8], [20.0, 21.0]), ([32, 1], [40.0])):
+        with pytest.raises(ValueError, match="strided fit"):
+            cal.strided_fit(32, *bad)
+
+
 def test_staging_footprint_is_the_largest_power_of_two_in_half_the_l2():
     sizes = cal.plan_sizes(132, 60 * 2**20, 140 * 2**30, 35 * 2**30, 48 * 1024, 256, False)
     assert sizes.staging_bytes == 16 * 2**20 and sizes.staging_steps == 20_000
@@ -154,7 +186,8 @@ def test_quick_calibration_on_pocl_writes_a_model_simulate_uses(tmp_path):
     assert set(measured) <= {"dram_bytes_per_s", "l2_bytes_per_s", "fp32_flop_per_s", "l2_bytes",
                              "l1_wavefronts_per_cycle_per_cu", "memory_latency_s",
                              "launch_overhead_s", "barrier_wavefronts_per_work_group",
-                             "l2_bytes"}
+                             "l2_bytes", "l1_strided_cycles_per_line",
+                             "l1_strided_cycles_per_busiest_bank_line"}
     for key, source in measured.items():
         value = getattr(model, key)
         assert value > 0 and math.isfinite(value), key

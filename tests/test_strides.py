@@ -10,7 +10,8 @@ import tiletraffic
 from tiletraffic.simulator.counters import AccessEvent
 from tiletraffic.simulator.device_model import GuessedValueWarning
 from tiletraffic.simulator.strides import (StridedRequests, StridedRequestWarning,
-                                           StrideObserver, strided_declaration)
+                                           StrideObserver, busiest_bank_lines,
+                                           strided_declaration, strided_l1_cycles)
 
 
 def event(index, mask=True, space="global", vector_width=1):
@@ -33,12 +34,17 @@ def observe(*events, weights=None):
 
 def test_row_per_work_item_requests_by_hand():
     # 32 work-items, each at the start of its own row of K floats
-    # K = 4096: 32 lines, all at offset 0 -> 32 aligned lines
-    assert observe(event(np.arange(32) * 4096)) == StridedRequests(32, 0)
-    # K = 4097: row r starts at byte 16388 r, offset 4 r mod 128: 32 lines, offsets differ
-    assert observe(event(np.arange(32) * 4097)) == StridedRequests(0, 32)
+    # K = 4096: 32 lines, all at offset 0 -> 32 aligned lines, all 32 words in bank 0
+    assert observe(event(np.arange(32) * 4096)) == StridedRequests(32, 0, 32)
+    # K = 4097: row r starts at byte 16388 r, offset 4 r mod 128: 32 lines, offsets differ,
+    # word r in bank r: one line per bank
+    assert observe(event(np.arange(32) * 4097)) == StridedRequests(0, 32, 1)
+    # K = 4112 (16 words past 4096): banks 0 and 16 alternate, 16 lines in each
+    assert observe(event(np.arange(32) * 4112)) == StridedRequests(0, 32, 16)
+    # K = 4104 (8 words past): banks 0, 8, 16, 24, 8 lines each
+    assert observe(event(np.arange(32) * 4104)) == StridedRequests(0, 32, 8)
     # K = 32 floats = 128 B: 32 adjacent lines at one offset -> aligned too
-    assert observe(event(np.arange(32) * 32)) == StridedRequests(32, 0)
+    assert observe(event(np.arange(32) * 32)) == StridedRequests(32, 0, 32)
     # only 7 distinct rows (work-items 7 apart share a row): 7 lines < 8 -> not strided
     assert observe(event((np.arange(32) % 7) * 4096)) == StridedRequests(0, 0)
 
@@ -52,7 +58,8 @@ def test_contiguous_broadcast_and_local_requests_are_not_strided():
     assert observe(event(np.arange(128).reshape(32, 4), vector_width=4)) == StridedRequests()
     # float4 rows 4096 floats apart: 32 lines at offset 0
     rows = np.arange(32)[:, None] * 4096 + np.arange(4)
-    assert observe(event(rows, vector_width=4)) == StridedRequests(32, 0)
+    # (each line's words in banks 0-3: 32 lines in each of them)
+    assert observe(event(rows, vector_width=4)) == StridedRequests(32, 0, 32)
     # GEMM with B = 8: a sub-group reads 4 rows of A (8 work-items each): 4 lines
     assert observe(event(np.repeat(np.arange(4), 8) * 4096)) == StridedRequests()
 
@@ -62,7 +69,7 @@ def test_masked_work_items_and_class_weights():
     mask = np.arange(32) < 16
     assert observe(event(np.arange(32) * 4096, mask.reshape(32, 1)),
                    weights=np.array([3])) == \
-        StridedRequests(48, 0)
+        StridedRequests(48, 0, 48)
 
 
 def test_declaration_threshold_and_text():
@@ -102,3 +109,57 @@ def test_cli_model_prints_the_declaration_apart_from_the_guesses():
     assert "outside the model" in out["model_warnings"][0]
     assert all("is a guess" in g for g in out["guessed_values"])
     assert "multiple of 128 B" in out["methods"]["l1_strided_requests"]
+
+
+def test_busiest_bank_lines_by_hand():
+    # bytes: two requests of 4 elements; -1 inactive
+    rows = np.array([[0, 128, 256, 384],        # 4 lines, all words in bank 0 -> 4
+                     [0, 4, 132, -1],           # line 0 banks 0, 1; line 1 bank 1 -> 2
+                     [8, 8, 8, 8],              # one word: 1
+                     [-1, -1, -1, -1]])         # nothing active: 0
+    assert busiest_bank_lines(rows).tolist() == [4, 2, 1, 0]
+    # 2 banks of 8 bytes: bytes 0 and 16 share bank 0 (lines 0 and 0: one line)
+    assert busiest_bank_lines(np.array([[0, 16, 144]]), 128, 8, 2).tolist() == [2]
+
+
+def test_strided_l1_cycles_by_hand():
+    counts = StridedRequests(aligned_lines=64, other_lines=32, busiest_bank_lines=65)
+    # 0.5 cycles per line x 96 + 0.75 per busiest-bank line x 65 = 48 + 48.75
+    assert strided_l1_cycles(counts, 0.5, 0.75) == pytest.approx(96.75)
+    assert strided_l1_cycles(counts, 0.0, 0.0) is None            # not modelled
+
+
+def _h200_with_strided(per_line, per_bank):
+    from tiletraffic.simulator.device_model import NVIDIA_H200, ValueSource
+
+    src = ValueSource("measured", "test", "by hand")
+    return NVIDIA_H200.with_values({"l1_strided_cycles_per_line": (per_line, src),
+                                    "l1_strided_cycles_per_busiest_bank_line":
+                                        (per_bank, src)})
+
+
+def test_modelled_strided_requests_replace_their_wavefronts_in_the_l1_time():
+    """matvec-naive M = 1024 (4 work-groups of 256, one per compute unit): the strided A
+    requests' lines are taken out of the L1 wavefronts and charged a x lines + b x busiest
+    bank lines instead; with a = 1 / rate and b = 0 the time is the old one."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = tiletraffic.build("matvec-naive", m=1024, k=1024, tile=256)
+        old = tiletraffic.model(s, "nvidia-h200")
+        from tiletraffic.simulator.device_model import NVIDIA_H200
+        same = tiletraffic.model(s, _h200_with_strided(
+            1 / NVIDIA_H200.l1_wavefronts_per_cycle_per_cu, 0.0))
+        new = tiletraffic.model(s, _h200_with_strided(0.5, 0.7))
+    assert "outside the model" in old.prediction.methods["l1_strided_requests"]
+    assert same.prediction.time_terms_s["l1_s"] == pytest.approx(
+        old.prediction.time_terms_s["l1_s"], rel=1e-12)
+    assert "busiest bank" in new.prediction.methods["l1_strided_requests"]
+    # by hand: 4 work-groups of 8 sub-groups, each 1024 requests of 32 lines in one bank
+    # (K = 1024: every row at offset 0) + 1024 x-vector requests of 1 line; each on its
+    # own compute unit (share = 1/4)
+    per_cu_requests = 8 * 1024
+    strided = per_cu_requests * (0.5 * 32 + 0.7 * 32)
+    rest = (new.prediction.l1_wavefronts / 4 - per_cu_requests * 32) \
+        / NVIDIA_H200.l1_wavefronts_per_cycle_per_cu
+    assert new.prediction.time_terms_s["l1_s"] == pytest.approx(
+        (strided + rest) / NVIDIA_H200.clock_hz, rel=1e-9)

@@ -98,8 +98,9 @@ def test_generic_model_warns_a_guessed_value_warning():
         GENERIC_GPU_MODEL.warn_guesses()
     names = warned_names(GENERIC_GPU_MODEL)
     assert sorted(names) == sorted(GENERIC_GPU_MODEL.guessed)
-    # 17, l2_partitions (guessed: 1), and the 5 register and issue values (NVIDIA's)
-    assert len(names) == len(set(names)) == 23
+    # 17, l2_partitions (guessed: 1), the 5 register and issue values (NVIDIA's) and the
+    # 2 strided-request costs (0: not modelled)
+    assert len(names) == len(set(names)) == 25
     assert {"compute_units", "l2_bytes", "dram_bytes_per_s", "fp32_flop_per_s"} <= set(names)
 
 

@@ -100,3 +100,21 @@ __kernel void staging_round_trip(__global const float4 *src, __global float *out
     }
     out[get_global_id(0)] = acc.x + acc.y + acc.z + acc.w;
 }
+
+// Strided requests (the L1 cost of a request whose work-items read many lines): work-item
+// lid of every work-group reads row lid of `src` (rows `stride` words apart) from word 0 to
+// word len - 1, one word per step, so each step's request of a sub-group touches 32 lines, a
+// row stride apart; the rows' first words fall in 32 / gcd(stride mod 32, 32) distinct
+// 4-byte banks. Every work-group reads the same rows (an L2-resident footprint), each on its
+// own compute unit. src[i] = (i mod 7) + 1, so out[gid] = the sum of row lid's words.
+__kernel void strided_read(__global const float *src, __global float *out, uint stride,
+                           uint len) {
+    uint lid = get_local_id(0);
+    __global const float *row = src + (ulong)lid * stride;
+    float a0 = 0.0f, a1 = 0.0f;
+    for (uint k = 0; k < len; k += 2u) {
+        a0 += row[k];
+        a1 += row[k + 1u];
+    }
+    out[get_global_id(0)] = a0 + a1;
+}
