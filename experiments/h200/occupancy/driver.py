@@ -13,9 +13,10 @@ way. Two builds of the same edited source:
   Size`` lifts the 48 KiB default to 227 KiB, so R = 1, 2, 3, 4 can all be forced; the
   shared-memory carveout is set to 100 % (228 KiB shared, the smallest L1) for every R, so
   the L1 size does not change with R (one extra row, ``carveout -1``, is the driver's own
-  choice at natural R). The CUDA occupancy calculator's R and the R measured by a timeline
+  choice at natural R). The CUDA occupancy calculator's R and the R measured by one timeline
   launch (``gpu.cuda.timeline_source``: most work-groups running at once on one SM) are
-  recorded next to the forced R.
+  recorded next to the forced R; the timeline build has registers of its own (nvcc 13.0,
+  sm_90: 80 instead of 64 for rb-16-default), so its calculator R is recorded too.
 * ``opencl``: NVIDIA's OpenCL driver, the pad a ``__local float *tt_pad`` argument set with
   ``cl.LocalMemory``. OpenCL caps a work-group's local memory at CL_DEVICE_LOCAL_MEM_SIZE
   (48 KiB on the H200) and offers no opt-in, so only R = 4 (and the natural R) is reachable;
@@ -28,7 +29,7 @@ atomically after each case. The model's predictions need no GPU (``--predict-onl
 
 Device (after the device preamble of ``experiments/README.md``)::
 
-    PYTHONUNBUFFERED=1 timeout 300 python3 -m experiments.h200.occupancy.driver --out $OUT
+    PYTHONUNBUFFERED=1 timeout 200 python3 -m experiments.h200.occupancy.driver --out $OUT
 
 Rehearsal on PoCL (N = 128, OpenCL only): ``--quick --device pocl``. Predictions:
 ``--predict-only --out DIR`` (reads DIR/raw.json's registers where there, writes
@@ -105,6 +106,29 @@ def schedule(family, tile, options, n):
     return tiletraffic.build(family, m=n, k=n, n=n, tile=tile, **options)
 
 
+def sweep(rec: dict, dm, cap: int, specs, natural_pad: int, measure) -> dict:
+    """``rec["rows"]``: per ``(forced R or None for natural, extra fields)`` of ``specs`` the
+    pad, then ``measure(pad, row)`` (times, check) or why it was skipped or failed."""
+    from experiments.h200.validation.driver import error_text
+    natural, static = rec["natural_r"], rec["static_local_bytes"]
+    for r, extra in specs:
+        row = {"forced_r": r, **extra}
+        rec["rows"].append(row)
+        if r is not None and natural and r > natural:
+            row["skipped"] = f"above the natural R = {natural}"
+            continue
+        row["pad_bytes"] = natural_pad if r is None else pad_bytes(
+            r, static, dm.local_mem_bytes_per_cu, dm.local_mem_reserved_bytes_per_work_group, cap)
+        if row["pad_bytes"] is None:
+            row["skipped"] = f"needs more than {cap} bytes of local memory per work-group"
+            continue
+        try:
+            measure(row["pad_bytes"], row)
+        except Exception as err:  # noqa: BLE001 - one row's failure stops nothing
+            row["error"] = error_text(err)
+    return rec
+
+
 def _stats(times, chk) -> dict:
     return {"median_s": float(np.median(times)), "min_s": float(min(times)),
             "max_s": float(max(times)), "times_s": [float(t) for t in times],
@@ -112,12 +136,16 @@ def _stats(times, chk) -> dict:
 
 
 def opencl_rows(target, sch, kernel, host, ref, absprod, repeat, dm) -> dict:
+    """The OpenCL build: natural R (a 4-byte pad, the smallest local argument) and each
+    forced R that fits CL_DEVICE_LOCAL_MEM_SIZE; natural R by the device model's rule with
+    the build's registers (NVIDIA's ``-cl-nv-verbose`` log)."""
     import pyopencl as cl
 
     from tiletraffic.gpu.runtime import (build_kernel, build_options, build_program,
                                          check_result, kernel_resources)
 
-    from experiments.h200.codegen.driver import kernel_args, opencl_buffers, release
+    from experiments.h200.codegen.driver import (kernel_args, opencl_buffers, release,
+                                                 timed_launches)
     _, _, plain = build_kernel(target, kernel)
     built = build_program(target, opencl_pad_source(kernel.source),
                           build_options(target, kernel))
@@ -125,37 +153,27 @@ def opencl_rows(target, sch, kernel, host, ref, absprod, repeat, dm) -> dict:
     padded = kernel_resources(target, k, kernel.name, built.log, built.how)
     regs = padded.registers_per_work_item
     static = padded.kernel_local_mem_bytes or sch.local_mem_bytes
-    natural = dm.resident_work_groups_per_cu(kernel.work_group_items, static, regs)
     cap = int(target.device.local_mem_size)
     rec = {"registers_plain": plain.registers_per_work_item, "registers": regs,
-           "static_local_bytes": static, "max_local_bytes": cap, "natural_r": natural,
-           "rows": []}
+           "static_local_bytes": static, "max_local_bytes": cap, "rows": [],
+           "natural_r": dm.resident_work_groups_per_cu(kernel.work_group_items, static, regs)}
     bufs, res, dres, _ = opencl_buffers(target, host, ref.size)
-    for r in (None,) + FORCED_R:
-        pad = 4 if r is None else (None if natural and r > natural else pad_bytes(
-            r, static, dm.local_mem_bytes_per_cu, dm.local_mem_reserved_bytes_per_work_group, cap))
-        row = {"forced_r": r, "pad_bytes": pad}
-        rec["rows"].append(row)
-        if pad is None:
-            row["skipped"] = "above the natural R" if natural and r > natural else \
-                f"needs more than CL_DEVICE_LOCAL_MEM_SIZE = {cap} bytes"
-            continue
+
+    def measure(pad, row):
         cl.enqueue_copy(target.queue, dres, np.full(ref.size, np.nan, np.float32)).wait()
         k.set_args(*kernel_args(sch, kernel, bufs, dres), cl.LocalMemory(pad))
-        times = timed_launches_ocl(target, k, kernel, repeat)
+        times = timed_launches(target, k, kernel, 2 + repeat)[2:]
         cl.enqueue_copy(target.queue, res, dres).wait()
-        row.update(_stats(times, check_result(res.reshape(ref.shape), ref, sch.param_values["K"],
-                                              absprod)))
+        row.update(_stats(times, check_result(res.reshape(ref.shape), ref,
+                                              sch.param_values["K"], absprod)))
+    sweep(rec, dm, cap, [(r, {}) for r in (None,) + FORCED_R], 4, measure)
     release(*bufs.values(), dres)
     return rec
 
 
-def timed_launches_ocl(target, k, kernel, repeat):
-    from experiments.h200.codegen.driver import timed_launches
-    return timed_launches(target, k, kernel, 2 + repeat)[2:]
-
-
 def cuda_rows(sch, kernel, host, ref, absprod, repeat, dm) -> dict:
+    """The CUDA build: natural R at the driver's carveout and at 100 %, each forced R at
+    100 %; natural R by CUDA's occupancy calculator (pad 0, carveout 100 %)."""
     import cupy as cp
     from cupy.cuda import driver
 
@@ -164,7 +182,7 @@ def cuda_rows(sch, kernel, host, ref, absprod, repeat, dm) -> dict:
 
     from experiments.h200.codegen.driver import resident_per_sm
     grid, block = launch_geometry(kernel)
-    threads = int(np.prod(block))
+    threads, groups = int(np.prod(block)), int(np.prod(grid))
     padded_k = replace(kernel, source=cuda_pad_source(kernel.source))
     plain = cp.RawModule(code=cuda_source(kernel)).get_function(kernel.name)
     fn = cp.RawModule(code=cuda_source(padded_k)).get_function(kernel.name)
@@ -172,51 +190,46 @@ def cuda_rows(sch, kernel, host, ref, absprod, repeat, dm) -> dict:
     tl_fn = cp.RawModule(code=tl_src).get_function(tl_name)
     static = int(fn.shared_size_bytes)
     ptrs = [getattr(f, "kernel", f).ptr for f in (fn, tl_fn)]
-    for p in ptrs:
-        driver.funcSetAttribute(p, MAX_DYNAMIC_SHARED, CUDA_MAX_SHARED_PER_BLOCK - static)
+
+    def attribute(key, value):
+        for p in ptrs:
+            driver.funcSetAttribute(p, key, value)
+
+    def occupancy(pad, i=0):
+        return int(driver.occupancyMaxActiveBlocksPerMultiprocessor(ptrs[i], threads, pad))
+    attribute(MAX_DYNAMIC_SHARED, CUDA_MAX_SHARED_PER_BLOCK - static)
+    attribute(CARVEOUT, 100)
     ins = {n: cp.asarray(np.ascontiguousarray(v).reshape(-1)) for n, v in host.items()}
     out = cp.full(ref.size, cp.nan, dtype=cp.float32)
     args = tuple(np.int32(sch.param_values[a.name]) if a.kind == "int" else
                  out if a.kind == "global_out" else ins[a.name] for a in kernel.args)
-    groups = int(np.prod(grid))
     tl = cp.zeros(3 * groups, dtype=cp.uint64)
-
-    def occupancy(pad):
-        return int(driver.occupancyMaxActiveBlocksPerMultiprocessor(ptrs[0], threads, pad))
-
-    for p in ptrs:
-        driver.funcSetAttribute(p, CARVEOUT, 100)
-    natural = occupancy(0)
     rec = {"registers_plain": int(plain.num_regs), "registers": int(fn.num_regs),
-           "static_local_bytes": static, "natural_r": natural, "rows": []}
-    for r, carveout in [(None, -1), (None, 100)] + [(r, 100) for r in FORCED_R]:
-        pad = 0 if r is None else (None if r > natural else pad_bytes(
-            r, static, dm.local_mem_bytes_per_cu, dm.local_mem_reserved_bytes_per_work_group,
-            CUDA_MAX_SHARED_PER_BLOCK))
-        row = {"forced_r": r, "pad_bytes": pad, "carveout": carveout}
-        rec["rows"].append(row)
-        if pad is None:
-            row["skipped"] = "above the natural R" if r > natural else "pad range empty"
-            continue
-        for p in ptrs:
-            driver.funcSetAttribute(p, CARVEOUT, carveout)
+           "timeline_registers": int(tl_fn.num_regs), "static_local_bytes": static,
+           "natural_r": occupancy(0), "rows": []}
+
+    def measure(pad, row):
+        attribute(CARVEOUT, row["carveout"])
         row["occupancy_calculator_r"] = occupancy(pad)
+        row["timeline_occupancy_calculator_r"] = occupancy(pad, 1)
         out.fill(cp.nan)
         times = []
-        for i in range(2 + repeat):
+        for _ in range(2 + repeat):
             e0, e1 = cp.cuda.Event(), cp.cuda.Event()
             e0.record()
             fn(grid, block, args, shared_mem=pad)
             e1.record()
             e1.synchronize()
             times.append(cp.cuda.get_elapsed_time(e0, e1) * 1e-3)
-        chk = check_result(cp.asnumpy(out).reshape(ref.shape), ref, sch.param_values["K"],
-                           absprod)
-        row.update(_stats(times[2:], chk))
+        row.update(_stats(times[2:], check_result(cp.asnumpy(out).reshape(ref.shape), ref,
+                                                  sch.param_values["K"], absprod)))
         tl_fn(grid, block, args + (tl,), shared_mem=pad)
         t = cp.asnumpy(tl).reshape(groups, 3).astype(np.int64)
-        row["timeline"] = resident_per_sm(t[:, 0] - t[:, 0].min(), t[:, 1] - t[:, 0].min(),
-                                          t[:, 2])
+        t0 = t[:, 0].min()
+        row["timeline"] = resident_per_sm(t[:, 0] - t0, t[:, 1] - t0, t[:, 2])
+    specs = [(None, {"carveout": -1}), (None, {"carveout": 100})] + \
+        [(r, {"carveout": 100}) for r in FORCED_R]
+    sweep(rec, dm, CUDA_MAX_SHARED_PER_BLOCK, specs, 0, measure)
     del ins, out, tl
     cp.get_default_memory_pool().free_all_blocks()
     return rec
