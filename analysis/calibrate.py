@@ -24,6 +24,11 @@ strided_read   one work-group per compute unit, each   l1_strided_cycles_per_lin
                work-item reading its own row, rows     l1_strided_cycles_per_busiest_bank_line
                4096 + d words apart (d = 0, 16, 8, 4,  (a least-squares fit of the cycles
                2, 1: the rows' words in 1..32 banks)   per request, :func:`strided_fit`)
+register_tile  16 x 16 work-items, 8 x 8 sums each: the warp_instructions_per_cycle_per_
+               inner loop of gemm-register-blocked     sub_partition (the rate, in the
+               TM = TN = 8, BK = 8 from local tiles    instructions the time model counts:
+               (barrier, 8 x (16 local loads + 64      FMAs, local loads, barriers)
+               FMAs) per step)
 empty_kernel   a kernel that does nothing              launch_overhead_s
 barrier        work-group barriers in a loop           barrier_wavefronts_per_work_group
 ============== ======================================= =====================================
@@ -77,6 +82,15 @@ def barrier_s_per_work_group(long_s: float, short_s: float, extra_barriers: int,
     on ``min(compute_units, work_groups)`` compute units at once."""
     active = min(compute_units, work_groups)
     return per_step_s(long_s, short_s, extra_barriers) * active / work_groups
+
+
+def issue_rate(instructions: float, seconds: float, clock_hz: float, compute_units: int,
+               sub_partitions_per_cu: int) -> float:
+    """Sub-group instructions per cycle per sub-partition: ``instructions`` (as the time
+    model counts them) in ``seconds`` on ``compute_units`` x ``sub_partitions_per_cu``
+    schedulers at ``clock_hz`` (the model's issue ceiling,
+    :func:`tiletraffic.simulator.traffic_model.issued_instructions`, divides by the same)."""
+    return instructions / (seconds * clock_hz * compute_units * sub_partitions_per_cu)
 
 
 def l1_wavefronts_per_cycle(local_bytes_per_s: float, compute_units: int, clock_hz: float,
@@ -187,6 +201,7 @@ class Sizes:
     staging_steps: int = 1
     strided_length: int = 2
     strided_base_words: int = 32
+    register_tile_steps: int = 1
     l2_sweep_footprints: tuple[int, ...] = ()
     l2_sweep_bytes: int = 0
 
@@ -237,7 +252,8 @@ def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_all
                  staging_bytes=16 * 2 ** int(math.log2(max(1, l2_foot // 16))),
                  staging_steps=200 if quick else 20_000,
                  strided_length=64 if quick else 2048,
-                 strided_base_words=128 if quick else 4096)
+                 strided_base_words=128 if quick else 4096,
+                 register_tile_steps=16 if quick else 2048)
 
 
 # ------------------------------------------------------------------ measuring
@@ -332,6 +348,15 @@ def measure(target, base: DeviceModel, sizes: Sizes,
         per_step_s(long, short, n), "s", "memory_latency_s")))
     progress("strided_read")
     out.extend(_strided(target, base, s))
+    progress("register_tile")
+    n, groups = s.register_tile_steps, s.work_groups * 2
+    short, long = (med(mb.register_tile(target, k, groups, r)) for k in (n, 2 * n))
+    rate = issue_rate(groups * -(-256 // base.sub_group_size) * n
+                      * mb.REGISTER_TILE_INSTRUCTIONS_PER_STEP, long - short, base.clock_hz,
+                      cu, base.sub_partitions_per_cu)
+    out.append(_positive(Measurement(
+        "register_tile", f"{n} more steps of {groups} work-groups of 16 x 16, {stat}", rate,
+        "instructions/cycle", "warp_instructions_per_cycle_per_sub_partition")))
     progress("empty_kernel")
     t = med(mb.empty(target, max(r, 20)))
     out.append(Measurement("empty_kernel", f"one work-item, median of {max(r, 20)}", t, "s",

@@ -260,6 +260,61 @@ def strided_read(target, stride_words: int, length: int, work_groups: int,
     return times
 
 
+REGISTER_TILE_INSTRUCTIONS_PER_STEP = 8 * (8 + 8 + 64) + 1
+"""Sub-group instructions of one ``register_tile`` step as the time model counts them
+(:func:`tiletraffic.simulator.traffic_model.issued_instructions`): per kk 8 + 8 local
+loads and 64 FMAs, 8 kk, and the barrier."""
+
+
+def register_tile_sums(steps: int) -> np.ndarray:
+    """Host reference of ``register_tile``: out of work-item (lx, ly) as a (16, 16) array
+    indexed [ly, lx] (float64)."""
+    r = np.arange(128)
+    at = ((r[:, None] + np.arange(8)[None, :]) & 3) * 0.25          # [128][8]
+    bt = ((np.arange(8)[:, None] + 2 * r[None, :]) & 3) * 0.25      # [8][128]
+    product = at @ bt                                                # [128][128]
+    rows = np.arange(16)[:, None] + 16 * np.arange(8)[None, :]       # [ly][i]
+    per_item = product[rows[:, :, None, None], rows.T[None, None, :, :].transpose(0, 1, 3, 2)]
+    return steps * per_item.sum(axis=(1, 3))
+
+
+def register_tile(target, steps: int, work_groups: int, repeat: int) -> list[float]:
+    """Times of ``work_groups`` work-groups of 16 x 16 work-items running ``steps`` steps of
+    the register-tile loop (a barrier, then 8 x (16 local loads + 64 FMAs) per work-item).
+
+    Raises:
+        ValueError: ``steps`` < 1.
+        tiletraffic.gpu.device.TiletrafficGpuError: the device cannot run 256 work-items
+            per work-group.
+    """
+    if steps < 1:
+        raise ValueError(f"register_tile: steps = {steps} must be at least 1")
+    if target.info.max_work_group_size < 256:
+        raise TiletrafficGpuError(f"register_tile needs work-groups of 256 work-items; "
+                                  f"{target.info.device_name} allows "
+                                  f"{target.info.max_work_group_size}")
+    out = _buffer(target, work_groups * 256 * 4)
+    kernel = _kernel(target, "register_tile")
+    kernel.set_args(out, np.uint32(steps))
+    queue, profiled = target.queue, queue_has_profiling(target.queue)
+    times = []
+    for launch in range(1 + repeat):
+        start = time.perf_counter()
+        event = cl.enqueue_nd_range_kernel(queue, kernel, (16 * work_groups, 16), (16, 16))
+        event.wait()
+        wall = time.perf_counter() - start
+        if launch >= 1:
+            times.append((event.profile.end - event.profile.start) * 1e-9 if profiled
+                         else wall)
+    got = _read(target, out, (16, 16 * work_groups))
+    expected = np.tile(register_tile_sums(steps), (1, work_groups)).astype(np.float32)
+    if not np.array_equal(got, expected):
+        bad = np.argwhere(got != expected)[0]
+        _refuse(f"register_tile (work-item {tuple(int(x) for x in bad)})",
+                got[tuple(bad)], expected[tuple(bad)])
+    return times
+
+
 def empty(target, repeat: int) -> list[float]:
     """Times of a kernel of one work-item that does nothing."""
     out = _buffer(target, 4)

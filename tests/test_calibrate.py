@@ -148,6 +148,31 @@ def test_strided_read_checks_its_result_and_its_sizes(monkeypatch):
         mb.strided_read(target, 129, 64, 2, 1)
 
 
+def test_register_tile_checks_its_result_and_counts_instructions_as_the_model(monkeypatch):
+    from tiletraffic.gpu import microbench as mb
+    target = _pocl_target()
+    times = mb.register_tile(target, 4, 2, 2)
+    assert len(times) == 2 and all(t > 0 for t in times)
+    # work-item (lx, ly) = (0, 0): rows 0, 16, ..., 112 of At times columns 0, 16, ... of Bt
+    at = lambda r, c: ((r + c) & 3) / 4                                    # noqa: E731
+    bt = lambda r, c: ((r + 2 * c) & 3) / 4                                # noqa: E731
+    by_hand = sum(at(16 * i, kk) * bt(kk, 16 * j)
+                  for i in range(8) for j in range(8) for kk in range(8))
+    assert mb.register_tile_sums(3)[0, 0] == 3 * by_hand
+    # per step: 8 kk x (8 + 8 local loads + 64 FMAs) + 1 barrier
+    assert mb.REGISTER_TILE_INSTRUCTIONS_PER_STEP == 641
+    with pytest.raises(ValueError, match="register_tile"):
+        mb.register_tile(target, 0, 2, 1)
+    monkeypatch.setattr(mb, "register_tile_sums", lambda steps: np.zeros((16, 16)))
+    with pytest.raises(mb.MicrobenchResultError, match="register_tile"):
+        mb.register_tile(target, 4, 2, 1)
+
+
+def test_issue_rate_is_instructions_per_cycle_per_scheduler():
+    # 2 x 132 x 4 schedulers x 1e9 cycles' worth in 1 s at 1 GHz: 2 per cycle per scheduler
+    assert cal.issue_rate(2 * 132 * 4 * 1e9, 1.0, 1e9, 132, 4) == pytest.approx(2.0)
+
+
 def test_distinct_banks_and_the_strided_fit_by_hand():
     # row strides 4096 + d words: 32 lanes' words in 32 / gcd(d, 32) banks
     assert [cal.distinct_banks(d) for d in cal.STRIDE_OFFSETS_WORDS] == [1, 2, 4, 8, 16, 32]
@@ -187,7 +212,8 @@ def test_quick_calibration_on_pocl_writes_a_model_simulate_uses(tmp_path):
                              "l1_wavefronts_per_cycle_per_cu", "memory_latency_s",
                              "launch_overhead_s", "barrier_wavefronts_per_work_group",
                              "l2_bytes", "l1_strided_cycles_per_line",
-                             "l1_strided_cycles_per_busiest_bank_line"}
+                             "l1_strided_cycles_per_busiest_bank_line",
+                             "warp_instructions_per_cycle_per_sub_partition"}
     for key, source in measured.items():
         value = getattr(model, key)
         assert value > 0 and math.isfinite(value), key

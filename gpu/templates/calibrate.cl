@@ -118,3 +118,49 @@ __kernel void strided_read(__global const float *src, __global float *out, uint 
     }
     out[get_global_id(0)] = a0 + a1;
 }
+
+// Register-tile issue rate (the inner loop of a register-blocked product, as
+// tiletraffic.gpu.codegen writes gemm-register-blocked with 16 x 16 work-items, TM = TN = 8,
+// BK = 8): each work-item keeps 8 x 8 sums in private memory; each step, after a barrier, it
+// reads for kk = 0..7 a[i] = At[ly + 16 i][kk] and b[j] = Bt[kk][lx + 16 j] from local memory
+// (16 local loads) and does the 64 FMAs acc[i][j] += a[i] b[j]. The tiles are filled once
+// (no global load in the loop); the barrier at every step makes each step read them again.
+// At[r][c] = ((r + c) & 3) / 4, Bt[r][c] = ((r + 2c) & 3) / 4: every sum is a multiple of
+// 1/16, exact in float32; out[gid] = the sum of the 64 sums.
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void register_tile(__global float *out, uint steps) {
+    __local float At[128][8];
+    __local float Bt[8][128];
+    const int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
+    const int tid = ly * 16 + lx;
+    for (int e = tid; e < 1024; e += 256) {
+        At[e / 8][e % 8] = (float)(((e / 8) + (e % 8)) & 3) * 0.25f;
+        Bt[e / 128][e % 128] = (float)(((e / 128) + 2 * (e % 128)) & 3) * 0.25f;
+    }
+    float acc[8][8];
+    #pragma unroll
+    for (int i = 0; i < 8; ++i)
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+    float a[8], b[8];
+    for (uint s = 0; s < steps; ++s) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        #pragma unroll
+        for (int kk = 0; kk < 8; ++kk) {
+            #pragma unroll
+            for (int i = 0; i < 8; ++i) a[i] = At[ly + i * 16][kk];
+            #pragma unroll
+            for (int j = 0; j < 8; ++j) b[j] = Bt[kk][lx + j * 16];
+            #pragma unroll
+            for (int i = 0; i < 8; ++i)
+                #pragma unroll
+                for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];
+        }
+    }
+    float total = 0.0f;
+    #pragma unroll
+    for (int i = 0; i < 8; ++i)
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) total += acc[i][j];
+    out[get_global_id(1) * get_global_size(0) + get_global_id(0)] = total;
+}
