@@ -6,7 +6,7 @@ gemm-naive and gemm-tiled the B of the B×B work-group), ``options`` the registe
 families' ``tm``, ``tn``, ``bk``, ``wg_rows`` (simulator/schedules_advanced.py).
 ``LADDER`` is the ladder with each family's defaults (16×16 work-group, TM = TN = 4,
 BK = 16); ``HAND_TUNED`` are a few other parameter choices picked by hand (what the future
-tuner of item 4 would search).
+tuner of item 4 would search); ``TUNED`` the tuner's own results.
 """
 from __future__ import annotations
 
@@ -25,7 +25,15 @@ HAND_TUNED = (
                                                            "wg_rows": 8}),
     ("prefetch 8x8 bk8", "gemm-prefetch", 16, {"tm": 8, "tn": 8, "bk": 8}),
 )
-CASES = LADDER + HAND_TUNED
+TUNED = (
+    ("tuned: model's pick", "gemm-vectorized", 32, {"tm": 8, "tn": 4, "bk": 16, "wg_rows": 8}),
+    ("tuned: best measured", "gemm-vectorized", 32, {"tm": 8, "tn": 8, "bk": 32,
+                                                      "wg_rows": 16}),
+)
+"""The tuner's results at N = 4096 in the pre-registered round 4
+(``reports/nvidia-h200/preregistered4/tune/``): its pick (also its pick and the best measured
+at 8192) and the best of the 8 it measured."""
+CASES = LADDER + HAND_TUNED + TUNED
 SIZES = (1024, 4096, 8192)
 
 
