@@ -20,6 +20,9 @@ staging_round  one work-group per compute unit: global memory_latency_s (the del
 _trip          load, local store, barrier, local load,  barrier interval in the time model)
                barrier, each step after the last, over
                an L2-resident buffer
+staging_round  the same over the largest power of two    memory_latency_dram_s (the delay of
+_trip_dram     within dram_read's buffer (more than 4  an interval one of whose loads
+               x the L2): every load from DRAM         misses L2)
 strided_read   one work-group per compute unit, each   l1_strided_cycles_per_line and
                work-item reading its own row, rows     l1_strided_cycles_per_busiest_bank_line
                4096 + d words apart (d = 0, 16, 8, 4,  (a least-squares fit of the cycles
@@ -199,6 +202,7 @@ class Sizes:
     repeat: int
     staging_bytes: int = 16
     staging_steps: int = 1
+    staging_dram_bytes: int = 16
     strided_length: int = 2
     strided_base_words: int = 32
     register_tile_steps: int = 1
@@ -251,6 +255,7 @@ def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_all
                  barrier_count=100 if quick else 1000, repeat=3 if quick else 10,
                  staging_bytes=16 * 2 ** int(math.log2(max(1, l2_foot // 16))),
                  staging_steps=200 if quick else 20_000,
+                 staging_dram_bytes=16 * 2 ** int(math.log2(max(1, dram // 16))),
                  strided_length=64 if quick else 2048,
                  strided_base_words=128 if quick else 4096,
                  register_tile_steps=16 if quick else 2048)
@@ -346,6 +351,14 @@ def measure(target, base: DeviceModel, sizes: Sizes,
         "staging_round_trip", f"{n} more steps of {cu} work-groups of "
         f"{mb.staging_local_size(target)} over {_mib(s.staging_bytes)}, {stat}",
         per_step_s(long, short, n), "s", "memory_latency_s")))
+    progress("staging_round_trip_dram")
+    n = s.staging_steps
+    short, long = (med(mb.staging_round_trip(target, s.staging_dram_bytes, k, cu, r))
+                   for k in (n, 2 * n))
+    out.append(_positive(Measurement(
+        "staging_round_trip_dram", f"{n} more steps of {cu} work-groups of "
+        f"{mb.staging_local_size(target)} over {_mib(s.staging_dram_bytes)}, {stat}",
+        per_step_s(long, short, n), "s", "memory_latency_dram_s")))
     progress("strided_read")
     out.extend(_strided(target, base, s))
     progress("register_tile")

@@ -78,7 +78,11 @@ class DeviceModel:
     :data:`simulator.strides.STRIDED_MIN_LINES` or more lines) per line and per line of
     its busiest 4-byte bank (``tiletraffic calibrate``'s ``strided_read``); both 0: not
     modelled (such a request costs one wavefront per line, and the launch is declared
-    outside the model). ``warp_instructions_per_cycle_per_sub_partition``: sub-group instructions each
+    outside the model). ``memory_latency_s``: the delay that ends a barrier interval with
+    global loads served by L2 (``tiletraffic calibrate``'s ``staging_round_trip`` over an
+    L2-resident buffer); ``memory_latency_dram_s``: the same when one of them comes from
+    DRAM (over a buffer more than 4 x the L2; 0: not measured, every interval waits
+    ``memory_latency_s``). ``warp_instructions_per_cycle_per_sub_partition``: sub-group instructions each
     sub-partition issues per cycle. The value, source and reasoning of each number of a
     built-in model is in its file (``tiletraffic device-model NAME``).
 
@@ -117,6 +121,7 @@ class DeviceModel:
     local_vector_min_wavefronts: int = 2
     barrier_wavefronts_per_work_group: int = 2
     memory_latency_s: float = 300e-9
+    memory_latency_dram_s: float = 0.0
     l1_sharing_work_groups: int = 2
     l2_partitions: int = 1
     registers_per_cu: int = 65536
@@ -261,7 +266,7 @@ VALUE_FIELDS: dict[str, str] = {f.name: str(f.type) for f in fields(DeviceModel)
 ``int | None``): what a model file must give, each with its source."""
 
 _MAY_BE_ZERO = ("launch_overhead_s", "memory_latency_s", "l1_strided_cycles_per_line",
-                "l1_strided_cycles_per_busiest_bank_line")
+                "l1_strided_cycles_per_busiest_bank_line", "memory_latency_dram_s")
 
 ADDED_FIELDS: dict[str, tuple[Any, str]] = {
     "l1_strided_cycles_per_line": (0.0, "absent from the file (written before tiletraffic "
@@ -269,6 +274,9 @@ ADDED_FIELDS: dict[str, tuple[Any, str]] = {
     "l1_strided_cycles_per_busiest_bank_line": (0.0, "absent from the file (written before "
                                                 "tiletraffic modelled strided requests): 0, "
                                                 "not modelled"),
+    "memory_latency_dram_s": (0.0, "absent from the file (written before tiletraffic "
+                              "measured it): 0, every barrier interval waits "
+                              "memory_latency_s"),
 }
 """Fields added after model files were first written -> (the value a file without them gets,
 the ``guessed`` source's reason): older files (committed calibrations) still load and give

@@ -46,7 +46,9 @@ Methods (each figure says which produced it, in ``methods``):
   instruction per cycle each, H100 whitepaper). A kernel with barriers adds the memory
   latency its work-groups cannot hide: each barrier interval in which a work-group loads
   from global memory ends in one memory latency (``memory_latency_s``) before the
-  work-group can go on. On that compute unit, its work-groups (as many as are resident, or
+  work-group can go on (with ``memory_latency_dram_s``, the delay of an interval one of
+  whose loads misses L2 weighs in by the chance of such a miss, :func:`interval_latency_s`).
+  On that compute unit, its work-groups (as many as are resident, or
   as it is given, if fewer) form a closed queueing network of the busy resource (service
   demand per interval: its time / the unit's intervals) and that latency (a delay
   station); its throughput is solved exactly by mean value analysis (Reiser and
@@ -271,6 +273,25 @@ def closed_network_throughputs(customers: int, demand_s: float, delay_s: float
     return out
 
 
+def interval_latency_s(model: DeviceModel, dram_read_bytes: float, l2_read_sectors: float,
+                       load_phases: float) -> float:
+    """The delay that ends a barrier interval with global loads: the interval waits for its
+    slowest load, which comes from DRAM if any of the interval's s = ``l2_read_sectors`` /
+    ``load_phases`` sectors read from L2 misses there. With f = ``dram_read_bytes`` / (L2
+    sectors x ``sector_bytes``) the launch's L2 miss fraction, taken as independent per
+    sector, that happens with probability p = 1 - (1 - f)^s, and the delay is
+    ``memory_latency_s`` + p x (``memory_latency_dram_s`` - ``memory_latency_s``)
+    (tiletraffic's model; the two delays are ``tiletraffic calibrate``'s
+    ``staging_round_trip`` over an L2-resident buffer and over one more than 4 x the L2). A model
+    without ``memory_latency_dram_s`` (0) gives ``memory_latency_s``."""
+    if model.memory_latency_dram_s <= 0 or load_phases <= 0 or l2_read_sectors <= 0:
+        return model.memory_latency_s
+    miss = min(1.0, max(0.0, dram_read_bytes / (l2_read_sectors * model.sector_bytes)))
+    sectors = l2_read_sectors / load_phases
+    p = 1.0 - (1.0 - miss) ** sectors
+    return model.memory_latency_s + p * (model.memory_latency_dram_s - model.memory_latency_s)
+
+
 def exposed_latency_s(busy_s: float, phases_per_cu: float, resident: int,
                       latency_s: float) -> float:
     """Time a compute unit adds to ``busy_s`` (its busiest resource's time) because each of
@@ -435,10 +456,9 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
     bound = max(terms, key=terms.get)
     customers = min(resident, per_cu_groups)
     intervals = load_phases * share   # barrier intervals with global loads on that unit
-    terms["barrier_latency_s"] = exposed_latency_s(terms[bound], intervals, customers,
-                                                   model.memory_latency_s)
-    terms["tail_s"] = tail_latency_s(terms[bound], intervals, per_cu_groups, customers,
-                                     model.memory_latency_s)
+    latency = interval_latency_s(model, dram_read, l2_read_sectors, load_phases)
+    terms["barrier_latency_s"] = exposed_latency_s(terms[bound], intervals, customers, latency)
+    terms["tail_s"] = tail_latency_s(terms[bound], intervals, per_cu_groups, customers, latency)
     terms["launch_overhead_s"] = model.launch_overhead_s
     methods["predicted_time_s"] = ("time: ceilings + barrier latency by mean value analysis "
                                    "+ tail + launch overhead")

@@ -193,6 +193,8 @@ def test_distinct_banks_and_the_strided_fit_by_hand():
 def test_staging_footprint_is_the_largest_power_of_two_in_half_the_l2():
     sizes = cal.plan_sizes(132, 60 * 2**20, 140 * 2**30, 35 * 2**30, 48 * 1024, 256, False)
     assert sizes.staging_bytes == 16 * 2**20 and sizes.staging_steps == 20_000
+    # the DRAM round trip: the largest power of two within dram_read's 480 MiB (8 x the L2)
+    assert sizes.dram_bytes == 480 * 2**20 and sizes.staging_dram_bytes == 256 * 2**20
     quick = cal.plan_sizes(2, 4 * 2**20, 16 * 2**30, 4 * 2**30, 64 * 1024, 256, True)
     assert quick.staging_bytes == 256 * 1024
 
@@ -213,7 +215,8 @@ def test_quick_calibration_on_pocl_writes_a_model_simulate_uses(tmp_path):
                              "launch_overhead_s", "barrier_wavefronts_per_work_group",
                              "l2_bytes", "l1_strided_cycles_per_line",
                              "l1_strided_cycles_per_busiest_bank_line",
-                             "warp_instructions_per_cycle_per_sub_partition"}
+                             "warp_instructions_per_cycle_per_sub_partition",
+                             "memory_latency_dram_s"}
     for key, source in measured.items():
         value = getattr(model, key)
         assert value > 0 and math.isfinite(value), key

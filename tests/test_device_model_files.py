@@ -36,6 +36,7 @@ H200_AT_34A001F = {
 H200_GUESSED = ("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu",
                 "l1_requests_per_cycle_per_cu", "l1_strided_cycles_per_line",
                 "l1_strided_cycles_per_busiest_bank_line", "launch_overhead_s", "memory_latency_s",
+                "memory_latency_dram_s",
                 "l1_sharing_work_groups", "l2_associativity")
 # Values added after 34a001f (register-limited occupancy and instruction issue, issue #13
 # item 3), the same in every built-in file: documented for the H200 models, guessed (the
@@ -46,7 +47,9 @@ REGISTERS = {"registers_per_cu": 65536, "register_allocation_unit": 256,
 # The strided-request costs (issue #14, the stride family), added later still: 0 (not
 # modelled) and guessed in every built-in file.
 STRIDED = {"l1_strided_cycles_per_line": 0.0, "l1_strided_cycles_per_busiest_bank_line": 0.0}
-H200_AT_34A001F = {**H200_AT_34A001F, **REGISTERS, **STRIDED}
+# and the DRAM round trip of a barrier interval (0: not measured)
+DRAM_LATENCY = {"memory_latency_dram_s": 0.0}
+H200_AT_34A001F = {**H200_AT_34A001F, **REGISTERS, **STRIDED, **DRAM_LATENCY}
 AT_34A001F = {
     "nvidia-h200": (H200_AT_34A001F, H200_GUESSED),
     "nvidia-h200-cuda": ({**H200_AT_34A001F, "local_vector_words": 4}, H200_GUESSED),
@@ -60,7 +63,8 @@ AT_34A001F = {
                      "l2_bytes_per_s", "clock_hz", "fp32_flop_per_s", "local_mem_bytes_per_cu",
                      "l1_wavefronts_per_cycle_per_cu", "l1_requests_per_cycle_per_cu",
                      *STRIDED,
-                     "launch_overhead_s", "memory_latency_s", "local_vector_words",
+                     "launch_overhead_s", "memory_latency_s", "memory_latency_dram_s",
+                     "local_vector_words",
                      "local_vector_min_wavefronts", "barrier_wavefronts_per_work_group",
                      "l1_sharing_work_groups", "l2_associativity", "l2_partitions",
                      *REGISTERS)),

@@ -99,8 +99,8 @@ def test_generic_model_warns_a_guessed_value_warning():
     names = warned_names(GENERIC_GPU_MODEL)
     assert sorted(names) == sorted(GENERIC_GPU_MODEL.guessed)
     # 17, l2_partitions (guessed: 1), the 5 register and issue values (NVIDIA's) and the
-    # 2 strided-request costs (0: not modelled)
-    assert len(names) == len(set(names)) == 25
+    # 2 strided-request costs (0: not modelled) and the DRAM round trip (0: not measured)
+    assert len(names) == len(set(names)) == 26
     assert {"compute_units", "l2_bytes", "dram_bytes_per_s", "fp32_flop_per_s"} <= set(names)
 
 
@@ -673,3 +673,22 @@ def test_pairs_of_work_groups_share_l1_by_hand():
                         ).prediction.l2_read_sectors == 512
     assert model_launch(schedule, quiet).prediction.methods["l2_read_sectors"] == \
         "l1: footprint shared by pairs of consecutive work-groups"
+
+
+def test_interval_latency_mixes_the_l2_and_dram_round_trips_by_the_chance_of_a_miss():
+    from dataclasses import replace
+
+    from tiletraffic.simulator.traffic_model import interval_latency_s
+    m = replace(NVIDIA_H200, memory_latency_s=200e-9, memory_latency_dram_s=600e-9,
+                sector_bytes=32)
+    # f = 3200 B / (1000 sectors x 32 B) = 0.1 per sector; s = 1000 / 500 = 2 sectors per
+    # interval: p = 1 - 0.9^2 = 0.19 -> 200 + 0.19 x 400 = 276 ns
+    assert interval_latency_s(m, 3200, 1000, 500) == pytest.approx(276e-9)
+    # every sector misses: the DRAM round trip; none does: the L2 one
+    assert interval_latency_s(m, 32_000, 1000, 500) == pytest.approx(600e-9)
+    assert interval_latency_s(m, 0, 1000, 500) == pytest.approx(200e-9)
+    # more DRAM bytes than L2 sectors carry (write-allocate, rounding): capped at 1
+    assert interval_latency_s(m, 10**9, 1000, 500) == pytest.approx(600e-9)
+    # not measured (0), or no interval with loads: memory_latency_s
+    assert interval_latency_s(replace(m, memory_latency_dram_s=0.0), 3200, 1000, 500) == 200e-9
+    assert interval_latency_s(m, 3200, 1000, 0) == 200e-9
