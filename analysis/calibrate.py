@@ -343,22 +343,16 @@ def measure(target, base: DeviceModel, sizes: Sizes,
         per_step_s(long, short, n), "s", why_unmapped=(
             "the unloaded latency of one dependent load; the time model's latency is a "
             "barrier interval's (staging_round_trip)"))))
-    progress("staging_round_trip")
-    n = s.staging_steps
-    short, long = (med(mb.staging_round_trip(target, s.staging_bytes, k, cu, r))
-                   for k in (n, 2 * n))
-    out.append(_positive(Measurement(
-        "staging_round_trip", f"{n} more steps of {cu} work-groups of "
-        f"{mb.staging_local_size(target)} over {_mib(s.staging_bytes)}, {stat}",
-        per_step_s(long, short, n), "s", "memory_latency_s")))
-    progress("staging_round_trip_dram")
-    n = s.staging_steps
-    short, long = (med(mb.staging_round_trip(target, s.staging_dram_bytes, k, cu, r))
-                   for k in (n, 2 * n))
-    out.append(_positive(Measurement(
-        "staging_round_trip_dram", f"{n} more steps of {cu} work-groups of "
-        f"{mb.staging_local_size(target)} over {_mib(s.staging_dram_bytes)}, {stat}",
-        per_step_s(long, short, n), "s", "memory_latency_dram_s")))
+    for name, nbytes, field in (("staging_round_trip", s.staging_bytes, "memory_latency_s"),
+                                ("staging_round_trip_dram", s.staging_dram_bytes,
+                                 "memory_latency_dram_s")):
+        progress(name)
+        n = s.staging_steps
+        short, long = (med(mb.staging_round_trip(target, nbytes, k, cu, r))
+                       for k in (n, 2 * n))
+        out.append(_positive(Measurement(
+            name, f"{n} more steps of {cu} work-groups of {mb.staging_local_size(target)} "
+            f"over {_mib(nbytes)}, {stat}", per_step_s(long, short, n), "s", field)))
     progress("strided_read")
     out.extend(_strided(target, base, s))
     progress("register_tile")
