@@ -130,6 +130,8 @@ def main(argv=None) -> int:
                    help="skip the cases still waiting after this many seconds")
     p.add_argument("--dry-run-local", action="store_true",
                    help="PoCL rehearsal: sizes 128, 256, repeat 10, no torch")
+    p.add_argument("--labels", nargs="+", default=None,
+                   help="only these case labels (experiments/h200/ladder/cases.py)")
     p.add_argument("--cublas-only", action="store_true",
                    help="only the cuBLAS FP32 reference at --sizes (next to a tuning run)")
     a = p.parse_args(argv)
@@ -137,6 +139,10 @@ def main(argv=None) -> int:
         a.sizes, a.repeat, a.device = [128, 256], 10, None
     if a.repeat < 10:
         p.error(f"--repeat {a.repeat}: at least 10 timed launches are needed")
+    known = [c[0] for c in C.CASES]
+    if a.labels and (unknown := [x for x in a.labels if x not in known]):
+        p.error(f"--labels: unknown {unknown}; known: {known}")
+    cases = [c for c in C.CASES if not a.labels or c[0] in a.labels]
     warnings.simplefilter("ignore")
     a.out.mkdir(parents=True, exist_ok=True)
     command = shlex.join([sys.executable, "-m", "experiments.h200.ladder.driver",
@@ -161,7 +167,7 @@ def main(argv=None) -> int:
             print("cublas", n, raw["cublas"][-1].get("median_s"), flush=True)
         save()
     for n in ([] if a.cublas_only else a.sizes):
-        for case in C.CASES:
+        for case in cases:
             if time.perf_counter() - start > a.budget_s:
                 raw["cases"].append({"label": case[0], "family": case[1], "n": n,
                                      "status": "skipped", "checked": False,
