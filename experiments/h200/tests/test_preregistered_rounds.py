@@ -1,0 +1,83 @@
+"""Pre-registered rounds 4 and 5 (reports/nvidia-h200/preregistered4, -5): the figures the
+README and the findings quote, recomputed from the committed raw data and predictions, and
+the predictions recomputed from the committed model files."""
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+import warnings
+
+import pytest
+
+from experiments.h200.data import read_json
+from experiments.h200.ladder import cases as C
+from experiments.h200.ladder.round_table import table
+
+from .conftest import committed
+
+
+def _ladder_errors(round_dir, predictions):
+    raw = read_json(committed(round_dir, "ladder", "ladder_raw.json.gz"))
+    pred = {(p["label"], p["n"]): p["predicted_time_s"] for p in predictions}
+    return raw, {(c["label"], c["n"]): pred[(c["label"], c["n"])] / c["median_s"] - 1
+                 for c in raw["cases"] if c.get("median_s")}
+
+
+def test_round5_ladder_every_measured_case_within_20_percent():
+    preds = read_json(committed("preregistered5", "ladder_predictions.json.gz"))
+    raw, errors = _ladder_errors("preregistered5", preds)
+    assert len(errors) == 30 and max(abs(e) for e in errors.values()) <= 0.20
+    skipped = [(c["label"], c["n"]) for c in raw["cases"] if c["status"] == "skipped"]
+    assert len(skipped) == 6 and {n for _, n in skipped} == {8192}
+    assert table(raw, preds).endswith(
+        "Predicted within 20%: 30 of 30 measured; worst +18.1% (vectorized 8x8 bk16, N = 4096).")
+
+
+def test_round4_ladder_and_the_tuned_cases_against_cublas_in_one_call():
+    preds = read_json(committed("preregistered4", "ladder_predictions.json.gz"))
+    _, errors = _ladder_errors("preregistered4", preds)
+    assert (sum(abs(e) <= 0.2 for e in errors.values()), len(errors)) == (21, 27)
+    raw = read_json(committed("preregistered4", "ladder_tuned", "ladder_raw.json.gz"))
+    best = next(c for c in raw["cases"] if c["label"] == "tuned: best measured"
+                and c["n"] == 4096)
+    cublas = next(c for c in raw["cublas"] if c["n"] == 4096)
+    assert cublas["median_s"] / best["median_s"] == pytest.approx(0.801, abs=0.0005)
+
+
+@pytest.mark.parametrize("round_dir, regret_pct", [("preregistered4", 6.2),
+                                                    ("preregistered5", 6.0)])
+def test_the_tuners_regret_at_4096(round_dir, regret_pct):
+    doc = read_json(committed(round_dir, "tune", "gemm-4096.json.gz"))
+    summary = doc["summary"]
+    assert summary["regret_pct"] == pytest.approx(regret_pct, abs=0.05)
+    assert summary["within_10pct"] and summary["measured_ok"] == 8
+    assert summary["recheck"]["compiled"] == 32
+
+
+def test_round5_validate_targets_from_the_raw_data():
+    doc = json.loads(gzip.decompress(
+        committed("preregistered5", "validate", "validation.json.gz").read_bytes()))
+    registered = json.loads(committed("preregistered5", "predictions.json").read_text())
+    errors = []
+    for cid, m in doc["measurements"].items():
+        t = statistics.median(x for r in m["rounds"] for x in r["kernel_times_s"])
+        errors.append(registered["predictions"][cid]["predicted_time_s"] / t - 1)
+    assert len(errors) == 22
+    assert statistics.median(abs(e) for e in errors) == pytest.approx(0.048, abs=0.0005)
+    assert min(errors) == pytest.approx(-0.120, abs=0.0005) and max(errors) < 0.12
+
+
+def test_round5_predictions_are_what_the_committed_model_file_gives():
+    """Three of the registered ladder predictions, recomputed now from the committed
+    calibration (the model has not moved since they were registered)."""
+    import tiletraffic
+
+    model = str(committed("preregistered5", "h200-calibrated.toml"))
+    preds = {(p["label"], p["n"]): p["predicted_time_s"]
+             for p in read_json(committed("preregistered5", "ladder_predictions.json.gz"))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for case in (C.CASES[1], C.CASES[5], C.CASES[-1]):
+            got = tiletraffic.model(C.build(case, 1024), model).prediction.predicted_time_s
+            assert got == pytest.approx(preds[(case[0], 1024)], rel=1e-9), case[0]
