@@ -356,14 +356,7 @@ def measure(target, base: DeviceModel, sizes: Sizes,
     progress("strided_read")
     out.extend(_strided(target, base, s))
     progress("register_tile")
-    n, groups = s.register_tile_steps, s.work_groups * 2
-    short, long = (med(mb.register_tile(target, k, groups, r)) for k in (n, 2 * n))
-    rate = issue_rate(groups * -(-256 // base.sub_group_size) * n
-                      * mb.REGISTER_TILE_INSTRUCTIONS_PER_STEP, long - short, base.clock_hz,
-                      cu, base.sub_partitions_per_cu)
-    out.append(_positive(Measurement(
-        "register_tile", f"{n} more steps of {groups} work-groups of 16 x 16, {stat}", rate,
-        "instructions/cycle", "warp_instructions_per_cycle_per_sub_partition")))
+    out.append(_register_tile(target, base, s))
     progress("empty_kernel")
     t = med(mb.empty(target, max(r, 20)))
     out.append(Measurement("empty_kernel", f"one work-item, median of {max(r, 20)}", t, "s",
@@ -411,6 +404,27 @@ def _l2_size(target, s: Sizes, dram_read: float) -> Measurement:
     return Measurement("l2_size", what + f", below {L2_SIZE_THRESHOLD} x DRAM from "
                        f"{seen / MIB:.1f} MiB", seen, "B", "l2_bytes", int(round(seen)),
                        detail=detail)
+
+
+def _register_tile(target, base: DeviceModel, s: Sizes) -> Measurement:
+    """``register_tile`` over ``2 x work_groups`` work-groups (lengths n and 2n): the issue
+    rate in the model's instructions; unmapped on a device whose work-groups cannot hold its
+    16 x 16 work-items."""
+    from tiletraffic.gpu import microbench as mb
+
+    n, groups, r = s.register_tile_steps, s.work_groups * 2, s.repeat
+    what = f"{n} more steps of {groups} work-groups of 16 x 16, median of {r}"
+    if target.info.max_work_group_size < 256:
+        return Measurement("register_tile", what, float("nan"), "instructions/cycle",
+                           why_unmapped=f"needs work-groups of 256 work-items, the device "
+                           f"allows {target.info.max_work_group_size}")
+    short, long = (statistics.median(mb.register_tile(target, k, groups, r))
+                   for k in (n, 2 * n))
+    rate = issue_rate(groups * -(-256 // base.sub_group_size) * n
+                      * mb.REGISTER_TILE_INSTRUCTIONS_PER_STEP, long - short, base.clock_hz,
+                      base.compute_units, base.sub_partitions_per_cu)
+    return _positive(Measurement("register_tile", what, rate, "instructions/cycle",
+                                 "warp_instructions_per_cycle_per_sub_partition"))
 
 
 def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:

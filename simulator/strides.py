@@ -1,18 +1,23 @@
-"""Global requests whose work-items' addresses lie many lines apart (strided requests), for
-the declaration that their L1 time is outside what the model predicts.
+"""Global requests whose work-items' addresses lie many lines apart (strided requests): their
+L1 cost where the device model has it, else the declaration that it is outside the model.
 
 On the H200, matvec-naive M = 4096 (each work-item one row, so one request touches 32 lines
 a row stride apart) took 0.625 ms at K = 4096 (a stride of 16384 B, a multiple of the 128-B
-line: every line read at the same offset) and 0.295 ms at K = 4097 (16388 B), while the time
-model charges both one L1 wavefront per line at ``l1_wavefronts_per_cycle_per_cu`` (0.549 ms;
-issue #14). NVIDIA documents neither how the L1 places lines in sets nor how many tags it
-looks up per cycle, so there is no documented term to add; the model flags the launches
-instead. A request counts as strided when its active addresses touch at least
-:data:`STRIDED_MIN_LINES` distinct lines (a contiguous request of 32 work-items touches at
-most 5, a ``float4`` one included); it is aligned when every work-item's first address
-sits at the same offset within its 128-byte line (a row stride that is a multiple of 128 B). The committed H200 cases the
-model fits have at most 4 lines per request (gemm-naive and gemm-tiled with B = 8: four
-rows of A per sub-group); the threshold lies between those and the 32 of the stride family.
+line: every line read at the same offset) and 0.295 ms at K = 4097 (16388 B), while one L1
+wavefront per line at ``l1_wavefronts_per_cycle_per_cu`` predicts 0.549 ms for both (issue
+#14). NVIDIA documents neither how the L1 places lines in sets nor how many tags it looks
+up per cycle. ``tiletraffic calibrate``'s ``strided_read`` measures what such requests cost
+(rows whose words fall in 1, 2, ... 32 of the 32 banks: 32 cycles per 32-line request at
+one bank, 10 at 32 on the H200) and fits cycles = a x lines + b x the lines of the busiest
+bank (``l1_strided_cycles_per_line``, ``l1_strided_cycles_per_busiest_bank_line``); with
+those the model charges :func:`strided_l1_cycles`, without them (both 0) it flags the
+launches (:func:`strided_declaration`). A request counts as strided when its active
+addresses touch at least :data:`STRIDED_MIN_LINES` distinct lines (a contiguous request of
+32 work-items touches at most 5, a ``float4`` one included); it is aligned when every
+work-item's first address sits at the same offset within its 128-byte line (a row stride
+that is a multiple of 128 B). The committed H200 cases the model fits have at most 4 lines
+per request (gemm-naive and gemm-tiled with B = 8: four rows of A per sub-group); the
+threshold lies between those and the 32 of the stride family.
 """
 from __future__ import annotations
 

@@ -338,3 +338,13 @@ def test_cli_refuses_an_unwritable_out_file_before_any_benchmark(tmp_path, monke
     res = CliRunner().invoke(main, ["calibrate", "--quick", "--out", str(blocker / "x.toml")])
     assert res.exit_code == 1 and ran == []
     assert res.output.startswith("error: cannot write --out ") and len(res.output.splitlines()) == 1
+
+
+def test_register_tile_is_left_unmapped_where_a_work_group_cannot_hold_256(monkeypatch):
+    from dataclasses import replace
+
+    target = _pocl_target()
+    small = type("T", (), {"info": replace(target.info, max_work_group_size=128)})()
+    sizes = cal.plan_sizes(2, 4 * 2**20, 16 * 2**30, 4 * 2**30, 64 * 1024, 128, True)
+    m = cal._register_tile(small, GENERIC_GPU_MODEL, sizes)
+    assert m.field is None and "256 work-items" in m.why_unmapped and "128" in m.why_unmapped
