@@ -17,18 +17,20 @@ fp32_fma       8 independent FMA chains per work-item  fp32_flop_per_s
 pointer_chase  dependent loads over the DRAM buffer    (none: the unloaded latency of one
                                                        load; reported)
 staging_round  one work-group per compute unit: global memory_latency_s (the delay of a
-_trip          load, local store, barrier, local load,  barrier interval in the time model)
+_trip          load, local store, barrier, local load, barrier interval in the time model)
                barrier, each step after the last, over
                an L2-resident buffer
-staging_round  the same over the largest power of two    memory_latency_dram_s (the delay of
+staging_round  the same over the largest power of two  memory_latency_dram_s (the delay of
 _trip_dram     within dram_read's buffer (more than 4  an interval one of whose loads
                x the L2): every load from DRAM         misses L2)
 strided_read   one work-group per compute unit, each   l1_strided_cycles_per_line and
                work-item reading its own row, rows     l1_strided_cycles_per_busiest_bank_line
                4096 + d words apart (d = 0, 16, 8, 4,  (a least-squares fit of the cycles
                2, 1: the rows' words in 1..32 banks)   per request, :func:`strided_fit`)
-register_tile  16 x 16 work-items, 8 x 8 sums each: the warp_instructions_per_cycle_per_
-               inner loop of gemm-register-blocked     sub_partition (the rate, in the
+strided_read_  the same at d = 0 and 1 with every row  (none: reported, the cost of
+dram           read once (lines from DRAM)             strided requests from DRAM)
+register_tile  16 x 16 work-items, 8 x 8 sums each:     warp_instructions_per_cycle_per_
+               the inner loop of gemm-register-blocked sub_partition (the rate, in the
                TM = TN = 8, BK = 8 from local tiles    instructions the time model counts:
                (barrier, 8 x (16 local loads + 64      FMAs, local loads, barriers)
                FMAs) per step)
@@ -452,12 +454,30 @@ def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:
     usable = a > 0 and b >= 0 and all(math.isfinite(c) and c > 0 for c in cycles)
     why = "" if usable else ("the fit is not usable (a cost of 0 or less): timing noise, or "
                              "a device whose strided requests do not cost so")
+    own = []        # the same requests with every row read once (lines from DRAM): reported
+    # as many work-groups (at most one per compute unit) as rows fit dram_read's buffer
+    groups = max(1, min(base.compute_units,
+                        s.dram_bytes // (4 * local * (s.strided_base_words + 1))))
+    for d in (0, 1):
+        short, long = (statistics.median(mb.strided_read(
+            target, s.strided_base_words + d, k, groups, r, own_rows=True))
+            for k in (n, 2 * n))
+        own.append(per_step_s(long, short, n) * base.clock_hz / sub_groups)
+    dram_what = (f"{n} more words per work-item of {groups} work-groups of "
+                 f"{local}, each work-item its own row, rows {s.strided_base_words} + d words "
+                 f"apart, median of {r}")
     return [Measurement("strided_read", what, a, "cycles/line",
                         "l1_strided_cycles_per_line" if usable else None, a,
                         why_unmapped=why, detail=detail),
             Measurement("strided_read", what + " (busiest bank)", b, "cycles/line",
                         "l1_strided_cycles_per_busiest_bank_line" if usable else None, b,
-                        why_unmapped=why)]
+                        why_unmapped=why),
+            Measurement("strided_read_dram", dram_what, own[1], "cycles/request",
+                        why_unmapped="reported: the cost of strided requests whose lines "
+                        "come from DRAM (not in the model)",
+                        detail=f"cycles per request: d = 0 (one bank) {own[0]:.3g}, d = 1 "
+                        f"(32 banks) {own[1]:.3g}; from L2 (strided_read): {cycles[0]:.3g} "
+                        f"and {cycles[-1]:.3g}")]
 
 
 def _positive(m: Measurement) -> Measurement:

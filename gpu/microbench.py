@@ -228,16 +228,19 @@ def strided_rows_sum(stride_words: int, length: int, rows: int) -> np.ndarray:
     """Host reference of ``strided_read``: the sum of words 0..``length`` - 1 of each of
     ``rows`` rows ``stride_words`` apart, word i holding (i mod 7) + 1 (float64, exact in
     float32 for these small integers)."""
-    starts = np.arange(rows, dtype=np.int64)[:, None] * stride_words
-    return ((starts + np.arange(length)) % 7 + 1).sum(axis=1).astype(np.float64)
+    starts = np.arange(rows, dtype=np.int64) * stride_words
+    cycles, rest = divmod(length, 7)          # each full cycle of 7 words sums to 1 + ... + 7
+    tail = ((starts[:, None] + np.arange(rest)) % 7 + 1).sum(axis=1)
+    return (28 * cycles + tail).astype(np.float64)
 
 
 def strided_read(target, stride_words: int, length: int, work_groups: int,
-                 repeat: int) -> list[float]:
+                 repeat: int, own_rows: bool = False) -> list[float]:
     """Times of ``work_groups`` work-groups of :func:`local_size` work-items, work-item l
     reading words 0..``length`` - 1 of row l of a buffer whose rows are ``stride_words``
-    apart (every work-group the same rows): each request of a sub-group touches one line per
-    work-item.
+    apart (every work-group the same rows, an L2-resident footprint; ``own_rows``: each
+    work-item its own row, global id g reading row g, every line from DRAM): each request
+    of a sub-group touches one line per work-item.
 
     Raises:
         ValueError: ``length`` not a positive even number, or ``stride_words`` < ``length``.
@@ -246,14 +249,17 @@ def strided_read(target, stride_words: int, length: int, work_groups: int,
         raise ValueError(f"strided_read: length = {length} must be a positive even number "
                          f"and stride_words = {stride_words} at least length")
     local = local_size(target)
-    words = (local - 1) * stride_words + length
+    rows = local * (work_groups if own_rows else 1)
+    words = (rows - 1) * stride_words + length
     host = (np.arange(words, dtype=np.int64) % 7 + 1).astype(np.float32)
     src = _buffer(target, host.nbytes, host)
     out = _buffer(target, work_groups * local * 4)
     times = _time(target, _kernel(target, "strided_read"), work_groups * local, local,
-                  [src, out, np.uint32(stride_words), np.uint32(length)], repeat)
+                  [src, out, np.uint32(stride_words), np.uint32(length),
+                   np.uint32(int(own_rows))], repeat)
     got = _read(target, out, work_groups * local)
-    expected = np.tile(strided_rows_sum(stride_words, length, local), work_groups)
+    sums = strided_rows_sum(stride_words, length, rows)
+    expected = sums if own_rows else np.tile(sums, work_groups)
     if not np.array_equal(got, expected.astype(np.float32)):
         bad = int(np.flatnonzero(got != expected)[0])
         _refuse(f"strided_read (work-item {bad})", got[bad], expected[bad])

@@ -348,3 +348,15 @@ def test_register_tile_is_left_unmapped_where_a_work_group_cannot_hold_256(monke
     sizes = cal.plan_sizes(2, 4 * 2**20, 16 * 2**30, 4 * 2**30, 64 * 1024, 128, True)
     m = cal._register_tile(small, GENERIC_GPU_MODEL, sizes)
     assert m.field is None and "256 work-items" in m.why_unmapped and "128" in m.why_unmapped
+
+
+def test_strided_read_with_own_rows_reads_every_row_once():
+    from tiletraffic.gpu import microbench as mb
+    target = _pocl_target()
+    times = mb.strided_read(target, 130, 64, 3, 2, own_rows=True)
+    assert len(times) == 2 and all(t > 0 for t in times)
+    # the closed form of the host reference against summing the words one by one
+    for stride, length, rows in ((3, 4, 2), (4097, 2048, 40), (129, 64, 300), (8, 13, 9)):
+        starts = np.arange(rows)[:, None] * stride
+        assert np.array_equal(mb.strided_rows_sum(stride, length, rows),
+                              ((starts + np.arange(length)) % 7 + 1).sum(axis=1))

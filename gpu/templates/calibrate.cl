@@ -106,11 +106,14 @@ __kernel void staging_round_trip(__global const float4 *src, __global float *out
 // word len - 1, one word per step, so each step's request of a sub-group touches 32 lines, a
 // row stride apart; the rows' first words fall in 32 / gcd(stride mod 32, 32) distinct
 // 4-byte banks. Every work-group reads the same rows (an L2-resident footprint), each on its
-// own compute unit. src[i] = (i mod 7) + 1, so out[gid] = the sum of row lid's words.
+// own compute unit; with own_rows = 1 work-item gid reads row gid instead (every row read
+// once: the lines come from DRAM). src[i] = (i mod 7) + 1, so out[gid] = the sum of its
+// row's words.
 __kernel void strided_read(__global const float *src, __global float *out, uint stride,
-                           uint len) {
+                           uint len, uint own_rows) {
     uint lid = get_local_id(0);
-    __global const float *row = src + (ulong)lid * stride;
+    uint r = own_rows ? (uint)get_global_id(0) : lid;
+    __global const float *row = src + (ulong)r * stride;
     float a0 = 0.0f, a1 = 0.0f;
     for (uint k = 0; k < len; k += 2u) {
         a0 += row[k];
