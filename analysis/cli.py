@@ -823,9 +823,9 @@ def device_model_cmd(model, device):
                    "generic-gpu].")
 def calibrate_cmd(device, out_file, quick, base_model):
     """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 size by a
-    footprint sweep, L2 and local-memory bandwidth, FP32 FMA rate, load latency, launch
-    overhead, barrier cost) and
-    write a device-model file: each measured value marked measured with its benchmark, the
+    footprint sweep, L2 and local-memory bandwidth, FP32 FMA rate, load latency, the
+    staging round trips from L2 and DRAM, strided requests, the register-tile issue rate,
+    launch overhead, barrier cost) and write a device-model file: each measured value marked measured with its benchmark, the
     rest queried or as in the base model (--base). Then: simulate ... --device-model FILE."""
     from tqdm import tqdm
 
@@ -838,7 +838,8 @@ def calibrate_cmd(device, out_file, quick, base_model):
     _check_out_file(out_file)
     try:
         target = _select_device(device)
-        with tqdm(total=9, desc="calibrate", unit="benchmark", file=sys.stderr,
+        with tqdm(total=len(calibrate.BENCHMARKS), desc="calibrate", unit="benchmark",
+                  file=sys.stderr,
                   disable=None) as bar:  # shown on a terminal only
             started = []
 

@@ -360,3 +360,19 @@ def test_strided_read_with_own_rows_reads_every_row_once():
         starts = np.arange(rows)[:, None] * stride
         assert np.array_equal(mb.strided_rows_sum(stride, length, rows),
                               ((starts + np.arange(length)) % 7 + 1).sum(axis=1))
+
+
+def test_python_calibrate_runs_every_benchmark_in_order_and_writes_the_model(tmp_path):
+    """tiletraffic.calibrate (the facade of `tiletraffic calibrate`): the progress names are
+    BENCHMARKS (what the CLI's progress bar counts), the file reads back as the model."""
+    import tiletraffic
+    target = _pocl_target()
+    seen = []
+    model, measured = cal.calibrate(target, True, seen.append)
+    assert tuple(seen) == cal.BENCHMARKS
+    assert {m.benchmark for m in measured} == set(cal.BENCHMARKS) | {"strided_read_dram"}
+    out = tmp_path / "pocl.toml"
+    again, _ = tiletraffic.calibrate(target.info.id, quick=True, base="generic-gpu", out=out)
+    assert load_device_model(out) == again and again.name.startswith("calibrated:")
+    assert again.clock_hz == GENERIC_GPU_MODEL.clock_hz           # base generic-gpu kept it
+    assert again.value_sources["memory_latency_dram_s"].kind in ("measured", "guessed")

@@ -211,6 +211,43 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
                          inputs=inputs)
 
 
+def calibrate(device: str | None = None, *, quick: bool = False,
+              base: str | DeviceModel | None = None, out=None):
+    """Measure an OpenCL device with ``tiletraffic calibrate``'s microbenchmarks
+    (``tiletraffic.analysis.calibrate``: DRAM, L2 size and bandwidth, local memory, FP32,
+    the staging round trips from L2 and DRAM, strided requests, the register-tile issue
+    rate, launch overhead, barriers) and return its device model.
+
+    Args:
+        device: as for :func:`run`.
+        quick: tiny sizes (seconds on a CPU; a well-formed model, rough numbers).
+        base: the model (name, file or :class:`DeviceModel`) whose unmeasured values are
+            kept (default: the built-in model matching the device's name, else generic-gpu).
+        out: also write the model there (TOML, atomically; use it with
+            ``--device-model``/``model(..., device=out)``).
+
+    Returns:
+        ``(DeviceModel, measurements)``: each measurement a
+        ``tiletraffic.analysis.calibrate.Measurement`` (benchmark, value, unit, the field
+        it set); ``tiletraffic.analysis.calibrate.table(measurements)`` prints them.
+
+    Raises:
+        tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
+        tiletraffic.analysis.calibrate.CalibrationError: too little memory for a benchmark.
+        tiletraffic.gpu.runtime.TiletrafficGpuError: a build, launch or result check failed.
+    """
+    from .analysis import calibrate as _calibrate
+    from .analysis.files import atomic_write_text
+    from .gpu.device import select_device
+    from .simulator.device_model import to_toml
+
+    base_model = device_model(base) if base is not None else None
+    model, measured = _calibrate.calibrate(select_device(device), quick, base=base_model)
+    if out is not None:
+        atomic_write_text(out, to_toml(model))
+    return model, measured
+
+
 def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None,
          top: int = 8, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
          space=None,
@@ -338,7 +375,7 @@ def closed_form(schedule: Schedule) -> dict | None:
 
 
 __all__ = [
-    "build", "simulate", "check", "model", "generate", "run", "closed_form", "tune",
+    "build", "simulate", "check", "model", "generate", "run", "closed_form", "tune", "calibrate",
     "validate", "write_predictions", "validation_cases",
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",
