@@ -66,7 +66,9 @@ BENCHMARKS = ("dram_read", "dram_write", "l2_size", "l2_read", "local_read", "fp
 
 
 class CalibrationError(ValueError):
-    """The device cannot run a benchmark (too little memory), or it gave unusable times."""
+    """The device cannot run a benchmark (too little memory): raised by :func:`plan_sizes`
+    before any benchmark runs. (Unusable times leave the value unset instead: see
+    ``Measurement.why_unmapped``.)"""
 
 
 # ------------------------------------------------------------------ arithmetic (unit-tested)
@@ -562,7 +564,8 @@ def _si(value: float, unit: str) -> str:
 
 
 def table(measurements: list[Measurement]) -> str:
-    """The measurements as a text table: benchmark, size, measured value, field set."""
+    """The measurements as a text table (returned, not printed): benchmark, measured value,
+    the field it sets (or why none), size; a benchmark's detail on the line under it."""
     rows = [("benchmark", "measured", "sets", "size")]
     for m in measurements:
         sets = f"{m.field} = {m.field_value:.4g}" if m.field else f"nothing ({m.why_unmapped})"

@@ -216,7 +216,9 @@ def calibrate(device: str | None = None, *, quick: bool = False,
     """Measure an OpenCL device with ``tiletraffic calibrate``'s microbenchmarks
     (``tiletraffic.analysis.calibrate``: DRAM, L2 size and bandwidth, local memory, FP32,
     the staging round trips from L2 and DRAM, strided requests, the register-tile issue
-    rate, launch overhead, barriers) and return its device model.
+    rate, launch overhead, barriers): its device model and the measurements. A value whose
+    measurement is unusable (timing noise, a device the benchmark cannot run on) is left
+    as in the base model and says why (``Measurement.why_unmapped``).
 
     Args:
         device: as for :func:`run`.
@@ -229,7 +231,8 @@ def calibrate(device: str | None = None, *, quick: bool = False,
     Returns:
         ``(DeviceModel, measurements)``: each measurement a
         ``tiletraffic.analysis.calibrate.Measurement`` (benchmark, value, unit, the field
-        it set); ``tiletraffic.analysis.calibrate.table(measurements)`` prints them.
+        it set); ``tiletraffic.analysis.calibrate.table(measurements)`` returns them as a
+        text table.
 
     Raises:
         tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
