@@ -461,8 +461,9 @@ def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:
     detail = "cycles per request (busiest bank lines: measured / fit): " + ", ".join(
         f"{k}: {c:.3g} / {f:.3g}" for k, c, f in zip(busiest, cycles, fitted, strict=True))
     usable = a > 0 and b >= 0 and all(math.isfinite(c) and c > 0 for c in cycles)
-    why = "" if usable else ("the fit is not usable (a cost of 0 or less): timing noise, or "
-                             "a device whose strided requests do not cost so")
+    why = "" if usable else (f"the fit is not usable (per line {a:.3g}, per busiest-bank "
+                             f"line {b:.3g}: one of them 0 or less): timing noise, or a "
+                             "device whose strided requests do not cost so")
     own = []        # the same requests with every row read once (lines from DRAM): reported
     # as many work-groups (at most one per compute unit) as rows fit dram_read's buffer
     groups = max(1, min(base.compute_units,
