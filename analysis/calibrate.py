@@ -89,6 +89,12 @@ def per_step_s(long_s: float, short_s: float, extra_steps: int) -> float:
     return (long_s - short_s) / extra_steps
 
 
+def _per_extra_step_s(run: Callable[[int], list[float]], n: int) -> float:
+    """:func:`per_step_s` of the median times of ``run(n)`` and then ``run(2 n)``."""
+    short = statistics.median(run(n))
+    return per_step_s(statistics.median(run(2 * n)), short, n)
+
+
 def barrier_s_per_work_group(long_s: float, short_s: float, extra_barriers: int,
                              work_groups: int, compute_units: int) -> float:
     """Seconds one compute unit spends on one barrier of one work-group: the time the
@@ -348,10 +354,10 @@ def measure(target, base: DeviceModel, sizes: Sizes,
     progress("pointer_chase")
     nxt = mb.chase_permutation(s.chase_elems)
     n = s.chase_steps
-    short, long = (med(mb.pointer_chase(target, nxt, k, r)) for k in (n, 2 * n))
     out.append(_positive(Measurement(
         "pointer_chase", f"{n} more loads over {_mib(4 * s.chase_elems)}, {stat}",
-        per_step_s(long, short, n), "s", why_unmapped=(
+        _per_extra_step_s(lambda k: mb.pointer_chase(target, nxt, k, r), n), "s",
+        why_unmapped=(
             "the unloaded latency of one dependent load; the time model's latency is a "
             "barrier interval's (staging_round_trip)"))))
     for name, nbytes, field in (("staging_round_trip", s.staging_bytes, "memory_latency_s"),
@@ -359,11 +365,11 @@ def measure(target, base: DeviceModel, sizes: Sizes,
                                  "memory_latency_dram_s")):
         progress(name)
         n = s.staging_steps
-        short, long = (med(mb.staging_round_trip(target, nbytes, k, cu, r))
-                       for k in (n, 2 * n))
+        step_s = _per_extra_step_s(
+            lambda k, nbytes=nbytes: mb.staging_round_trip(target, nbytes, k, cu, r), n)
         out.append(_positive(Measurement(
             name, f"{n} more steps of {cu} work-groups of {mb.staging_local_size(target)} "
-            f"over {_mib(nbytes)}, {stat}", per_step_s(long, short, n), "s", field)))
+            f"over {_mib(nbytes)}, {stat}", step_s, "s", field)))
     progress("strided_read")
     out.extend(_strided(target, base, s))
     progress("register_tile")
@@ -429,10 +435,9 @@ def _register_tile(target, base: DeviceModel, s: Sizes) -> Measurement:
         return Measurement("register_tile", what, float("nan"), "instructions/cycle",
                            why_unmapped=f"needs work-groups of 256 work-items, the device "
                            f"allows {target.info.max_work_group_size}")
-    short, long = (statistics.median(mb.register_tile(target, k, groups, r))
-                   for k in (n, 2 * n))
-    rate = issue_rate(groups * -(-256 // base.sub_group_size) * n
-                      * mb.REGISTER_TILE_INSTRUCTIONS_PER_STEP, long - short, base.clock_hz,
+    step_s = _per_extra_step_s(lambda k: mb.register_tile(target, k, groups, r), n)
+    rate = issue_rate(groups * -(-256 // base.sub_group_size)
+                      * mb.REGISTER_TILE_INSTRUCTIONS_PER_STEP, step_s, base.clock_hz,
                       base.compute_units, base.sub_partitions_per_cu)
     return _positive(Measurement("register_tile", what, rate, "instructions/cycle",
                                  "warp_instructions_per_cycle_per_sub_partition"))
@@ -446,13 +451,16 @@ def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:
     local, n, r = mb.local_size(target), s.strided_length, s.repeat
     lanes = min(base.sub_group_size, local)
     sub_groups = -(-local // base.sub_group_size)
-    busiest, cycles = [], []
-    for d in STRIDE_OFFSETS_WORDS:
-        stride = s.strided_base_words + d
-        short, long = (statistics.median(mb.strided_read(target, stride, k, base.compute_units,
-                                                         r)) for k in (n, 2 * n))
-        cycles.append(per_step_s(long, short, n) * base.clock_hz / sub_groups)
-        busiest.append(lanes // distinct_banks(d, lanes, base.local_banks))
+
+    def cycles_per_request(d: int, groups: int, own_rows: bool) -> float:
+        """Cycles of one sub-group's request at row stride base + d: a step of a work-item
+        is one request of its sub-group, the sub-groups of a compute unit one after another."""
+        return _per_extra_step_s(lambda k: mb.strided_read(
+            target, s.strided_base_words + d, k, groups, r, own_rows), n) \
+            * base.clock_hz / sub_groups
+
+    cycles = [cycles_per_request(d, base.compute_units, False) for d in STRIDE_OFFSETS_WORDS]
+    busiest = [lanes // distinct_banks(d, lanes, base.local_banks) for d in STRIDE_OFFSETS_WORDS]
     what = (f"{n} more words per work-item of {base.compute_units} work-groups of {local}, "
             f"rows {s.strided_base_words} + d words apart, d = "
             f"{', '.join(map(str, STRIDE_OFFSETS_WORDS))}, median of {r}")
@@ -464,15 +472,11 @@ def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:
     why = "" if usable else (f"the fit is not usable (per line {a:.3g}, per busiest-bank "
                              f"line {b:.3g}: one of them 0 or less): timing noise, or a "
                              "device whose strided requests do not cost so")
-    own = []        # the same requests with every row read once (lines from DRAM): reported
-    # as many work-groups (at most one per compute unit) as rows fit dram_read's buffer
+    # the same requests with every row read once (lines from DRAM), reported: as many
+    # work-groups (at most one per compute unit) as rows fit dram_read's buffer
     groups = max(1, min(base.compute_units,
                         s.dram_bytes // (4 * local * (s.strided_base_words + 1))))
-    for d in (0, 1):
-        short, long = (statistics.median(mb.strided_read(
-            target, s.strided_base_words + d, k, groups, r, own_rows=True))
-            for k in (n, 2 * n))
-        own.append(per_step_s(long, short, n) * base.clock_hz / sub_groups)
+    own = [cycles_per_request(d, groups, True) for d in (0, 1)]
     dram_what = (f"{n} more words per work-item of {groups} work-groups of "
                  f"{local}, each work-item its own row, rows {s.strided_base_words} + d words "
                  f"apart, median of {r}")

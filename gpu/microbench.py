@@ -70,15 +70,17 @@ def local_size(target, wanted: int = 256) -> int:
     return max(1, min(wanted, target.info.max_work_group_size))
 
 
-def _time(target, kernel, global_size: int, local: int, args: list, repeat: int,
-          warmup: int = 1) -> list[float]:
-    """``repeat`` timed launches after ``warmup`` untimed ones: seconds each."""
+def _time(target, kernel, global_size: int | tuple[int, ...], local: int | tuple[int, ...],
+          args: list, repeat: int, warmup: int = 1) -> list[float]:
+    """``repeat`` timed launches after ``warmup`` untimed ones: seconds each. Sizes: an int
+    (one dimension) or a tuple per dimension."""
     kernel.set_args(*args)
     queue, profiled = target.queue, queue_has_profiling(target.queue)
+    sizes = [(x,) if isinstance(x, int) else tuple(x) for x in (global_size, local)]
     times = []
     for launch in range(warmup + repeat):
         start = time.perf_counter()
-        event = cl.enqueue_nd_range_kernel(queue, kernel, (global_size,), (local,))
+        event = cl.enqueue_nd_range_kernel(queue, kernel, *sizes)
         event.wait()
         wall = time.perf_counter() - start
         if launch >= warmup:
@@ -278,10 +280,8 @@ def register_tile_sums(steps: int) -> np.ndarray:
     r = np.arange(128)
     at = ((r[:, None] + np.arange(8)[None, :]) & 3) * 0.25          # [128][8]
     bt = ((np.arange(8)[:, None] + 2 * r[None, :]) & 3) * 0.25      # [8][128]
-    product = at @ bt                                                # [128][128]
-    rows = np.arange(16)[:, None] + 16 * np.arange(8)[None, :]       # [ly][i]
-    per_item = product[rows[:, :, None, None], rows.T[None, None, :, :].transpose(0, 1, 3, 2)]
-    return steps * per_item.sum(axis=(1, 3))
+    # work-item (lx, ly) sums rows ly + 16 i and columns lx + 16 j of the product
+    return steps * (at @ bt).reshape(8, 16, 8, 16).sum(axis=(0, 2))
 
 
 def register_tile(target, steps: int, work_groups: int, repeat: int) -> list[float]:
@@ -300,18 +300,8 @@ def register_tile(target, steps: int, work_groups: int, repeat: int) -> list[flo
                                   f"{target.info.device_name} allows "
                                   f"{target.info.max_work_group_size}")
     out = _buffer(target, work_groups * 256 * 4)
-    kernel = _kernel(target, "register_tile")
-    kernel.set_args(out, np.uint32(steps))
-    queue, profiled = target.queue, queue_has_profiling(target.queue)
-    times = []
-    for launch in range(1 + repeat):
-        start = time.perf_counter()
-        event = cl.enqueue_nd_range_kernel(queue, kernel, (16 * work_groups, 16), (16, 16))
-        event.wait()
-        wall = time.perf_counter() - start
-        if launch >= 1:
-            times.append((event.profile.end - event.profile.start) * 1e-9 if profiled
-                         else wall)
+    times = _time(target, _kernel(target, "register_tile"), (16 * work_groups, 16), (16, 16),
+                  [out, np.uint32(steps)], repeat)
     got = _read(target, out, (16, 16 * work_groups))
     expected = np.tile(register_tile_sums(steps), (1, work_groups)).astype(np.float32)
     if not np.array_equal(got, expected):

@@ -122,7 +122,7 @@ def parse_device_model(data: Mapping[str, Any], origin: str) -> DeviceModel:
         elif (got := _entry(key, entry, references, problems)) is not None:
             parsed[key] = got
     for key, (value, why) in dm.ADDED_FIELDS.items():
-        if key not in values and key not in parsed:
+        if key not in values:
             parsed[key] = (value, dm.ValueSource("guessed", why))
     missing = [k for k in dm.VALUE_FIELDS if k not in values and k not in dm.ADDED_FIELDS]
     if missing and isinstance(data.get("values"), dict):

@@ -445,8 +445,8 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         "fp32_s": counts.flop / model.fp32_flop_per_s,
         "dram_s": (dram_read + dram_write) / model.dram_bytes_per_s,
         "l2_s": l2_read_sectors * model.sector_bytes / model.l2_bytes_per_s,
-        "l1_s": l1_cycles(l1_wavefronts, strided, strided_cycles, model) * share
-        / model.clock_hz,
+        "l1_s": l1_cycles(l1_wavefronts, strided.lines if strided_cycles is not None else 0,
+                          strided_cycles or 0.0, model) * share / model.clock_hz,
         "l1_requests_s": (memory.global_load_requests + memory.global_store_requests) * share
         / (model.clock_hz * model.l1_requests_per_cycle_per_cu),
         "issue_s": issued_instructions(schedule, counts, memory, model) * share
@@ -475,15 +475,13 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         registers_per_work_item=registers_per_work_item, methods=methods)
 
 
-def l1_cycles(l1_wavefronts: int, strided: StridedRequests | None,
-              strided_cycles: float | None, model: DeviceModel) -> float:
+def l1_cycles(l1_wavefronts: int, modelled_strided_lines: int, strided_cycles: float,
+              model: DeviceModel) -> float:
     """Cycles of the launch's L1 wavefronts (all compute units together): one wavefront per
-    ``1 / l1_wavefronts_per_cycle_per_cu`` cycles, except that strided requests cost
-    ``strided_cycles`` (:func:`simulator.strides.strided_l1_cycles`) instead of their
-    lines' wavefronts when the device model gives their cost (``None``: it does not)."""
-    if strided_cycles is None or strided is None:
-        return l1_wavefronts / model.l1_wavefronts_per_cycle_per_cu
-    return ((l1_wavefronts - strided.lines) / model.l1_wavefronts_per_cycle_per_cu
+    ``1 / l1_wavefronts_per_cycle_per_cu`` cycles, except the ``modelled_strided_lines``
+    of strided requests whose cost the device model gives, which cost ``strided_cycles``
+    (:func:`simulator.strides.strided_l1_cycles`) instead (0 and 0: none modelled)."""
+    return ((l1_wavefronts - modelled_strided_lines) / model.l1_wavefronts_per_cycle_per_cu
             + strided_cycles)
 
 
