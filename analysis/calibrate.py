@@ -27,8 +27,10 @@ strided_read   one work-group per compute unit, each   l1_strided_cycles_per_lin
                work-item reading its own row, rows     l1_strided_cycles_per_busiest_bank_line
                4096 + d words apart (d = 0, 16, 8, 4,  (a least-squares fit of the cycles
                2, 1: the rows' words in 1..32 banks)   per request, :func:`strided_fit`)
-strided_read_  the same at d = 0 and 1 with every row  (none: reported, the cost of
-dram           read once (lines from DRAM)             strided requests from DRAM)
+strided_read_  the same at d = 0 and 1 with every row  strided_dram_fill_sub_group_cycles_
+dram           read once (lines from DRAM)             per_line (d = 1's cycles per request
+                                                       x sub-groups / lines filled per
+                                                       request; d = 0 reported)
 register_tile  16 x 16 work-items, 8 x 8 sums each:     warp_instructions_per_cycle_per_
                the inner loop of gemm-register-blocked sub_partition (the rate, in the
                TM = TN = 8, BK = 8 from local tiles    instructions the time model counts:
@@ -477,6 +479,11 @@ def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:
     groups = max(1, min(base.compute_units,
                         s.dram_bytes // (4 * local * (s.strided_base_words + 1))))
     own = [cycles_per_request(d, groups, True) for d in (0, 1)]
+    # a request advances each of its lanes' rows by one word: lanes x 4 B / line_bytes new
+    # lines per request; at d = 1 the bank term is smallest, so the fills set the time
+    fills_per_request = lanes * 4 / base.line_bytes
+    fill = own[1] * sub_groups / fills_per_request
+    fill_usable = math.isfinite(fill) and fill > 0
     dram_what = (f"{n} more words per work-item of {groups} work-groups of "
                  f"{local}, each work-item its own row, rows {s.strided_base_words} + d words "
                  f"apart, median of {r}")
@@ -486,12 +493,15 @@ def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:
             Measurement("strided_read", what + " (busiest bank)", b, "cycles/line",
                         "l1_strided_cycles_per_busiest_bank_line" if usable else None, b,
                         why_unmapped=why),
-            Measurement("strided_read_dram", dram_what, own[1], "cycles/request",
-                        why_unmapped="reported: the cost of strided requests whose lines "
-                        "come from DRAM (not in the model)",
+            Measurement("strided_read_dram", dram_what, fill, "sub-group cycles/line",
+                        "strided_dram_fill_sub_group_cycles_per_line" if fill_usable
+                        else None, fill, why_unmapped="" if fill_usable else
+                        f"not positive and finite ({own[1]!r} cycles per request): timing "
+                        "noise",
                         detail=f"cycles per request: d = 0 (one bank) {own[0]:.3g}, d = 1 "
                         f"(32 banks) {own[1]:.3g}; from L2 (strided_read): {cycles[0]:.3g} "
-                        f"and {cycles[-1]:.3g}")]
+                        f"and {cycles[-1]:.3g}; d = 1's x {sub_groups} sub-groups / "
+                        f"{fills_per_request:.3g} lines filled per request")]
 
 
 def _positive(m: Measurement) -> Measurement:

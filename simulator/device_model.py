@@ -82,7 +82,11 @@ class DeviceModel:
     global loads served by L2 (``tiletraffic calibrate``'s ``staging_round_trip`` over an
     L2-resident buffer); ``memory_latency_dram_s``: the same when one of them comes from
     DRAM (over a buffer more than 4 x the L2; 0: not measured, every interval waits
-    ``memory_latency_s``). ``warp_instructions_per_cycle_per_sub_partition``: sub-group instructions each
+    ``memory_latency_s``). ``strided_dram_fill_sub_group_cycles_per_line``: the cycles per
+    line that strided requests fill from DRAM, as one sub-group alone would spend them (a
+    compute unit with w resident sub-groups takes this / w per line: their fills overlap,
+    Little's law); ``tiletraffic calibrate``'s ``strided_read_dram``; 0: not modelled.
+    ``warp_instructions_per_cycle_per_sub_partition``: sub-group instructions each
     sub-partition issues per cycle. The value, source and reasoning of each number of a
     built-in model is in its file (``tiletraffic device-model NAME``).
 
@@ -122,6 +126,7 @@ class DeviceModel:
     barrier_wavefronts_per_work_group: int = 2
     memory_latency_s: float = 300e-9
     memory_latency_dram_s: float = 0.0
+    strided_dram_fill_sub_group_cycles_per_line: float = 0.0
     l1_sharing_work_groups: int = 2
     l2_partitions: int = 1
     registers_per_cu: int = 65536
@@ -266,7 +271,8 @@ VALUE_FIELDS: dict[str, str] = {f.name: str(f.type) for f in fields(DeviceModel)
 ``int | None``): what a model file must give, each with its source."""
 
 _MAY_BE_ZERO = ("launch_overhead_s", "memory_latency_s", "l1_strided_cycles_per_line",
-                "l1_strided_cycles_per_busiest_bank_line", "memory_latency_dram_s")
+                "l1_strided_cycles_per_busiest_bank_line", "memory_latency_dram_s",
+                "strided_dram_fill_sub_group_cycles_per_line")
 
 ADDED_FIELDS: dict[str, tuple[Any, str]] = {
     "l1_strided_cycles_per_line": (0.0, "absent from the file (written before tiletraffic "
@@ -277,6 +283,9 @@ ADDED_FIELDS: dict[str, tuple[Any, str]] = {
     "memory_latency_dram_s": (0.0, "absent from the file (written before tiletraffic "
                               "measured it): 0, every barrier interval waits "
                               "memory_latency_s"),
+    "strided_dram_fill_sub_group_cycles_per_line": (
+        0.0, "absent from the file (written before tiletraffic modelled strided requests' "
+        "fills from DRAM): 0, not modelled"),
 }
 """Fields added after model files were first written -> (the value a file without them gets,
 the ``guessed`` source's reason): older files (committed calibrations) still load and give

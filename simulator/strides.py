@@ -21,7 +21,7 @@ threshold lies between those and the 32 of the stride family.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,11 +44,13 @@ class StridedRequests:
     stride that is a multiple of the line), ``other_lines`` of the rest;
     ``busiest_bank_lines``: over the same requests, the sum of the distinct lines whose
     touched words lie in the request's busiest 4-byte bank (a request of 32 lines at one
-    offset: 32; at 32 different word offsets: 1)."""
+    offset: 32; at 32 different word offsets: 1); ``arrays``: the global arrays such
+    requests read or write."""
 
     aligned_lines: int = 0
     other_lines: int = 0
     busiest_bank_lines: int = 0
+    arrays: set[str] = field(default_factory=set)
 
     @property
     def lines(self) -> int:
@@ -132,6 +134,8 @@ class StrideObserver(Observer):
         self.counts.aligned_lines += self._weighted(aligned)
         self.counts.other_lines += self._weighted(other)
         self.counts.busiest_bank_lines += self._weighted(busiest)
+        if strided.any():
+            self.counts.arrays.add(ev.array)
 
 
 class StridedRequestWarning(UserWarning):
@@ -154,6 +158,33 @@ def strided_l1_cycles(strided: StridedRequests, cycles_per_line: float,
         return None
     return (cycles_per_line * strided.lines
             + cycles_per_busiest_bank_line * strided.busiest_bank_lines)
+
+
+STRIDED_DRAM_METHOD = ("l1: the lines strided requests fill from DRAM at "
+                       "strided_dram_fill_sub_group_cycles_per_line / resident sub-groups")
+"""``methods["l1_strided_dram"]`` when the device model has the cost of those fills."""
+
+
+def strided_dram_fill_cycles(fill_lines: float, l2_miss_fraction: float,
+                             sub_group_cycles_per_line: float, sub_groups: int) -> float:
+    """Cycles a compute unit needs to fill the ``fill_lines`` L1 lines of its strided
+    requests' arrays when a ``l2_miss_fraction`` of them come from DRAM: each such line costs
+    ``sub_group_cycles_per_line`` (``tiletraffic calibrate``'s ``strided_read_dram``: on the
+    H200 a sub-group's strided requests fill about one line per request, and 8 sub-groups
+    per compute unit took 18.8 cycles per request, so 150 sub-group cycles per line) shared
+    by the unit's ``sub_groups`` resident sub-groups, whose fills overlap (Little's law:
+    lines in flight = sub-groups x a sub-group's lines in flight). A floor, not an addition:
+    the L1's own time for the requests (:func:`strided_l1_cycles`) overlaps the fills (the
+    H200's microbenchmark at one bank took 32.2 cycles per request from DRAM, 32.0 from L2).
+
+    Raises:
+        ValueError: ``sub_groups`` < 1, or a negative count or fraction.
+    """
+    if sub_groups < 1 or fill_lines < 0 or not 0 <= l2_miss_fraction <= 1:
+        raise ValueError(f"strided fills: sub_groups = {sub_groups} (at least 1), fill_lines "
+                         f"= {fill_lines} (at least 0), l2_miss_fraction = "
+                         f"{l2_miss_fraction} (0..1)")
+    return fill_lines * l2_miss_fraction * sub_group_cycles_per_line / sub_groups
 
 
 def strided_declaration(strided: StridedRequests, l1_wavefronts: int) -> str | None:

@@ -35,7 +35,10 @@ Methods (each figure says which produced it, in ``methods``):
   their cost, strided requests (:mod:`simulator.strides`: touching 8 or more lines) cost
   instead ``l1_strided_cycles_per_line`` per line + ``l1_strided_cycles_per_busiest_bank_line``
   per line of their busiest 4-byte bank (``tiletraffic calibrate``'s ``strided_read``;
-  :func:`l1_cycles`), and global requests at
+  :func:`l1_cycles`); with ``strided_dram_fill_sub_group_cycles_per_line`` the lines
+  those requests' arrays fill from DRAM are a ceiling of their own (``l1_strided_dram_s``,
+  :func:`strided_fill_s`: a sub-group's cost per line over the unit's resident sub-groups,
+  ``tiletraffic calibrate``'s ``strided_read_dram``), and global requests at
   ``l1_requests_per_cycle_per_cu`` (the L1 tag stage), the last two for the compute unit
   with the most work-groups (⌈work-groups / compute units⌉ of them: a launch of 16
   work-groups uses 16 compute units, one of 133 puts two on one of 132) (the roofline
@@ -74,8 +77,9 @@ from .dram_model import (BufferReads, dram_reads_lockstep, dram_reads_steady_sta
                          dram_writes_write_back)
 from .memory import MemoryCounts
 from .schedule import FLOAT_BYTES, Schedule
-from .strides import (STRIDED_METHOD, StridedRequests, StridedRequestWarning, StrideObserver,
-                      strided_declaration, strided_l1_cycles)
+from .strides import (STRIDED_DRAM_METHOD, STRIDED_METHOD, StridedRequests,
+                      StridedRequestWarning, StrideObserver, strided_declaration,
+                      strided_dram_fill_cycles, strided_l1_cycles)
 
 
 class FootprintObserver(Observer):
@@ -217,7 +221,8 @@ class TrafficPrediction:
     l1_wavefronts: int
     time_terms_s: dict[str, float]
     """Seconds. The ceilings ``fp32_s``, ``dram_s``, ``l2_s``, ``l1_s``, ``l1_requests_s`` and
-    ``issue_s`` (the largest names :attr:`bound`), then the terms added to it:
+    ``issue_s``, and ``l1_strided_dram_s`` where the device model has strided requests'
+    fills from DRAM (the largest names :attr:`bound`), then the terms added to it:
     ``barrier_latency_s``,
     ``tail_s`` and ``launch_overhead_s``. ``predicted_time_s`` = the largest ceiling + the
     three added terms."""
@@ -273,6 +278,34 @@ def closed_network_throughputs(customers: int, demand_s: float, delay_s: float
     return out
 
 
+def l2_miss_fraction(model: DeviceModel, dram_read_bytes: float, l2_read_sectors: float
+                     ) -> float:
+    """The launch's L2 miss fraction: ``dram_read_bytes`` / (``l2_read_sectors`` x
+    ``sector_bytes``), clipped to 0..1 (0 without L2 reads)."""
+    if l2_read_sectors <= 0:
+        return 0.0
+    return min(1.0, max(0.0, dram_read_bytes / (l2_read_sectors * model.sector_bytes)))
+
+
+def strided_fill_s(strided: StridedRequests | None, footprint: FootprintObserver,
+                   model: DeviceModel, dram_read_bytes: float, l2_read_sectors: float,
+                   sub_groups_per_cu: int) -> float | None:
+    """Seconds the launch's compute units together need to fill from DRAM the L1 lines of
+    the arrays its strided requests read (their L1 misses: ``footprint``'s sectors of those
+    arrays / sectors per line; the part from DRAM: :func:`l2_miss_fraction`), each unit with
+    ``sub_groups_per_cu`` resident sub-groups (:func:`simulator.strides.
+    strided_dram_fill_cycles`); the caller scales it to the busiest unit. ``None`` when the
+    device model lacks ``strided_dram_fill_sub_group_cycles_per_line`` (0) or the launch
+    has no strided requests."""
+    cycles = model.strided_dram_fill_sub_group_cycles_per_line
+    if cycles <= 0 or not strided or not strided.arrays:
+        return None
+    lines = (sum(footprint.sectors_by_buffer.get(a, 0.0) for a in sorted(strided.arrays))
+             * model.sector_bytes / model.line_bytes)
+    miss = l2_miss_fraction(model, dram_read_bytes, l2_read_sectors)
+    return strided_dram_fill_cycles(lines, miss, cycles, sub_groups_per_cu) / model.clock_hz
+
+
 def interval_latency_s(model: DeviceModel, dram_read_bytes: float, l2_read_sectors: float,
                        load_phases: float) -> float:
     """The delay that ends a barrier interval with global loads: the interval waits for its
@@ -286,7 +319,7 @@ def interval_latency_s(model: DeviceModel, dram_read_bytes: float, l2_read_secto
     without ``memory_latency_dram_s`` (0) gives ``memory_latency_s``."""
     if model.memory_latency_dram_s <= 0 or load_phases <= 0 or l2_read_sectors <= 0:
         return model.memory_latency_s
-    miss = min(1.0, max(0.0, dram_read_bytes / (l2_read_sectors * model.sector_bytes)))
+    miss = l2_miss_fraction(model, dram_read_bytes, l2_read_sectors)
     sectors = l2_read_sectors / load_phases
     p = 1.0 - (1.0 - miss) ** sectors
     return model.memory_latency_s + p * (model.memory_latency_dram_s - model.memory_latency_s)
@@ -453,8 +486,13 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         / (model.clock_hz * model.sub_partitions_per_cu
            * model.warp_instructions_per_cycle_per_sub_partition),
     }
-    bound = max(terms, key=terms.get)
     customers = min(resident, per_cu_groups)
+    fill = strided_fill_s(strided, footprint, model, dram_read, l2_read_sectors,
+                          customers * -(-schedule.work_group_items // model.sub_group_size))
+    if fill is not None:
+        terms["l1_strided_dram_s"] = fill * share
+        methods["l1_strided_dram"] = STRIDED_DRAM_METHOD
+    bound = max(terms, key=terms.get)
     intervals = load_phases * share   # barrier intervals with global loads on that unit
     latency = interval_latency_s(model, dram_read, l2_read_sectors, load_phases)
     terms["barrier_latency_s"] = exposed_latency_s(terms[bound], intervals, customers, latency)

@@ -216,7 +216,8 @@ def test_quick_calibration_on_pocl_writes_a_model_simulate_uses(tmp_path):
                              "l2_bytes", "l1_strided_cycles_per_line",
                              "l1_strided_cycles_per_busiest_bank_line",
                              "warp_instructions_per_cycle_per_sub_partition",
-                             "memory_latency_dram_s"}
+                             "memory_latency_dram_s",
+                             "strided_dram_fill_sub_group_cycles_per_line"}
     for key, source in measured.items():
         value = getattr(model, key)
         assert value > 0 and math.isfinite(value), key
@@ -376,3 +377,29 @@ def test_python_calibrate_runs_every_benchmark_in_order_and_writes_the_model(tmp
     assert load_device_model(out) == again and again.name.startswith("calibrated:")
     assert again.clock_hz == GENERIC_GPU_MODEL.clock_hz           # base generic-gpu kept it
     assert again.value_sources["memory_latency_dram_s"].kind in ("measured", "guessed")
+
+
+def test_strided_read_dram_sets_the_fill_cost_per_line_of_one_sub_group(monkeypatch):
+    """A fake strided_read whose extra length costs 10 ns per word from L2 and 20 ns from
+    DRAM (own rows): at the base's clock a request of one sub-group costs 10e-9 x clock /
+    sub-groups cycles; a request of 32 lanes advances 32 rows by 4 B = one 128-B line, so
+    DRAM's line costs one sub-group 20e-9 x clock cycles (x sub-groups / sub-groups)."""
+    from tiletraffic.gpu import microbench as mb
+
+    target = _pocl_target()
+    monkeypatch.setattr(mb, "local_size", lambda target: 256)
+    monkeypatch.setattr(mb, "strided_read", lambda target, stride, length, groups, repeat,
+                        own_rows=False: [length * (20e-9 if own_rows else 10e-9)] * 3)
+    sizes = cal.plan_sizes(132, 60 * 2**20, 140 * 2**30, 35 * 2**30, 48 * 1024, 256, False)
+    from tiletraffic.simulator.device_model import NVIDIA_H200 as base
+    a, b, dram = cal._strided(target, base, sizes)
+    assert dram.field == "strided_dram_fill_sub_group_cycles_per_line"
+    assert dram.field_value == pytest.approx(20e-9 * base.clock_hz)
+    assert dram.unit == "sub-group cycles/line" and "d = 1's" in dram.detail
+    # every stride costs the same from L2: all per line, nothing per busiest-bank line
+    assert a.field_value == pytest.approx(10e-9 * base.clock_hz / 8 / 32)
+    assert b.field_value == pytest.approx(0.0, abs=1e-12)
+    monkeypatch.setattr(mb, "strided_read", lambda target, stride, length, groups, repeat,
+                        own_rows=False: [1e-3 if own_rows else length * 1e-8] * 3)
+    dram = cal._strided(target, base, sizes)[2]      # no extra time: timing noise
+    assert dram.field is None and "not positive" in dram.why_unmapped

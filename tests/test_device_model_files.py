@@ -47,7 +47,9 @@ REGISTERS = {"registers_per_cu": 65536, "register_allocation_unit": 256,
 STRIDED = {"l1_strided_cycles_per_line": 0.0, "l1_strided_cycles_per_busiest_bank_line": 0.0}
 # and the DRAM round trip of a barrier interval (0: left out, likewise)
 DRAM_LATENCY = {"memory_latency_dram_s": 0.0}
-H200_AT_34A001F = {**H200_AT_34A001F, **REGISTERS, **STRIDED, **DRAM_LATENCY}
+# and the strided requests' fills from DRAM (0: left out, likewise)
+STRIDED_FILL = {"strided_dram_fill_sub_group_cycles_per_line": 0.0}
+H200_AT_34A001F = {**H200_AT_34A001F, **REGISTERS, **STRIDED, **DRAM_LATENCY, **STRIDED_FILL}
 AT_34A001F = {
     "nvidia-h200": (H200_AT_34A001F, H200_GUESSED),
     "nvidia-h200-cuda": ({**H200_AT_34A001F, "local_vector_words": 4}, H200_GUESSED),

@@ -11,7 +11,8 @@ from tiletraffic.simulator.counters import AccessEvent
 from tiletraffic.simulator.device_model import GuessedValueWarning
 from tiletraffic.simulator.strides import (StridedRequests, StridedRequestWarning,
                                            StrideObserver, busiest_bank_lines,
-                                           strided_declaration, strided_l1_cycles)
+                                           strided_declaration, strided_dram_fill_cycles,
+                                           strided_l1_cycles)
 
 
 def event(index, mask=True, space="global", vector_width=1):
@@ -35,16 +36,16 @@ def observe(*events, weights=None):
 def test_row_per_work_item_requests_by_hand():
     # 32 work-items, each at the start of its own row of K floats
     # K = 4096: 32 lines, all at offset 0 -> 32 aligned lines, all 32 words in bank 0
-    assert observe(event(np.arange(32) * 4096)) == StridedRequests(32, 0, 32)
+    assert observe(event(np.arange(32) * 4096)) == StridedRequests(32, 0, 32, {"A"})
     # K = 4097: row r starts at byte 16388 r, offset 4 r mod 128: 32 lines, offsets differ,
     # word r in bank r: one line per bank
-    assert observe(event(np.arange(32) * 4097)) == StridedRequests(0, 32, 1)
+    assert observe(event(np.arange(32) * 4097)) == StridedRequests(0, 32, 1, {"A"})
     # K = 4112 (16 words past 4096): banks 0 and 16 alternate, 16 lines in each
-    assert observe(event(np.arange(32) * 4112)) == StridedRequests(0, 32, 16)
+    assert observe(event(np.arange(32) * 4112)) == StridedRequests(0, 32, 16, {"A"})
     # K = 4104 (8 words past): banks 0, 8, 16, 24, 8 lines each
-    assert observe(event(np.arange(32) * 4104)) == StridedRequests(0, 32, 8)
+    assert observe(event(np.arange(32) * 4104)) == StridedRequests(0, 32, 8, {"A"})
     # K = 32 floats = 128 B: 32 adjacent lines at one offset -> aligned too
-    assert observe(event(np.arange(32) * 32)) == StridedRequests(32, 0, 32)
+    assert observe(event(np.arange(32) * 32)) == StridedRequests(32, 0, 32, {"A"})
     # only 7 distinct rows (work-items 7 apart share a row): 7 lines < 8 -> not strided
     assert observe(event((np.arange(32) % 7) * 4096)) == StridedRequests(0, 0)
 
@@ -59,7 +60,7 @@ def test_contiguous_broadcast_and_local_requests_are_not_strided():
     # float4 rows 4096 floats apart: 32 lines at offset 0
     rows = np.arange(32)[:, None] * 4096 + np.arange(4)
     # (each line's words in banks 0-3: 32 lines in each of them)
-    assert observe(event(rows, vector_width=4)) == StridedRequests(32, 0, 32)
+    assert observe(event(rows, vector_width=4)) == StridedRequests(32, 0, 32, {"A"})
     # GEMM with B = 8: a sub-group reads 4 rows of A (8 work-items each): 4 lines
     assert observe(event(np.repeat(np.arange(4), 8) * 4096)) == StridedRequests()
 
@@ -69,7 +70,7 @@ def test_masked_work_items_and_class_weights():
     mask = np.arange(32) < 16
     assert observe(event(np.arange(32) * 4096, mask.reshape(32, 1)),
                    weights=np.array([3])) == \
-        StridedRequests(48, 0, 48)
+        StridedRequests(48, 0, 48, {"A"})
 
 
 def test_declaration_threshold_and_text():
@@ -163,3 +164,46 @@ def test_modelled_strided_requests_replace_their_wavefronts_in_the_l1_time():
         / NVIDIA_H200.l1_wavefronts_per_cycle_per_cu
     assert new.prediction.time_terms_s["l1_s"] == pytest.approx(
         (strided + rest) / NVIDIA_H200.clock_hz, rel=1e-9)
+
+
+def test_strided_dram_fill_cycles_by_hand():
+    # 8200 lines, 3/4 of them from DRAM, 150 sub-group cycles each, shared by 8 sub-groups
+    assert strided_dram_fill_cycles(8200, 0.75, 150.0, 8) == pytest.approx(
+        8200 * 0.75 * 150 / 8)
+    assert strided_dram_fill_cycles(8200, 0.0, 150.0, 8) == 0.0       # all from L2
+    for bad in ((8200, 0.75, 150.0, 0), (-1, 0.75, 150.0, 8), (8200, 1.5, 150.0, 8)):
+        with pytest.raises(ValueError, match="sub_groups = "):
+            strided_dram_fill_cycles(*bad)
+
+
+def test_strided_requests_fills_from_dram_are_a_ceiling_of_their_own():
+    """matvec-naive M = 1024, K = 1025 (4 work-groups of 256, one per compute unit): A is
+    4 198 400 contiguous bytes = 131 200 sectors, 32 800 per work-group (its 256 rows end
+    on a sector boundary: 256 x 1025 x 4 = 1 049 600 B), so each compute unit fills 8200
+    lines of A. Everything fits in L2 (compulsory DRAM reads: A + x = 4 202 500 B), and L2
+    sends 131 200 + 2 x 129 sectors of x (4100 B from byte 0, once per pair of work-groups
+    sharing an L1: l1_sharing_work_groups = 2) = 131 458 sectors: a miss fraction of
+    4 202 500 / (131 458 x 32). With 150 sub-group cycles per line and the 8
+    sub-groups of one work-group: 8200 x f x 150 / 8 cycles."""
+    from tiletraffic.simulator.device_model import NVIDIA_H200, ValueSource
+
+    src = ValueSource("measured", "test", "by hand")
+    fill = _h200_with_strided(0.3, 0.7).with_values(
+        {"strided_dram_fill_sub_group_cycles_per_line": (150.0, src)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = tiletraffic.build("matvec-naive", m=1024, k=1025, tile=256)
+        without = tiletraffic.model(s, _h200_with_strided(0.3, 0.7)).prediction
+        got = tiletraffic.model(s, fill).prediction
+    assert got.l2_read_sectors == 131_458 and got.dram_read_bytes == 4_202_500
+    miss = 4_202_500 / (131_458 * 32)
+    expected_s = 8200 * miss * 150 / 8 / NVIDIA_H200.clock_hz
+    assert got.time_terms_s["l1_strided_dram_s"] == pytest.approx(expected_s, rel=1e-12)
+    assert "resident sub-groups" in got.methods["l1_strided_dram"]
+    # the L1 time of the unaligned requests (0.3 x 32 + 0.7 x 1 cycles each) is below the
+    # fills': the fills bound the launch, and nothing else changes
+    assert got.bound == "l1_strided_dram" and without.bound == "l1"
+    assert got.time_terms_s["l1_s"] < expected_s
+    assert "l1_strided_dram_s" not in without.time_terms_s
+    assert got.predicted_time_s == pytest.approx(
+        without.predicted_time_s - without.time_terms_s["l1_s"] + expected_s, rel=1e-12)

@@ -98,3 +98,17 @@ def test_round5_predictions_are_what_the_committed_model_file_gives():
         for case in (C.CASES[1], C.CASES[5], C.CASES[-1]):
             got = tiletraffic.model(C.build(case, 1024), model).prediction.predicted_time_s
             assert got == pytest.approx(preds[(case[0], 1024)], rel=1e-9), case[0]
+
+
+def test_ladder_predictions_take_the_compiled_registers_of_earlier_runs():
+    from experiments.h200.ladder.predict import compiled_registers, registers_for
+
+    known = compiled_registers([committed("preregistered5", "ladder", "ladder_raw.json.gz"),
+                                committed("preregistered5", "ladder8192",
+                                          "ladder_raw.json.gz")])
+    assert len(known) == 36 and known[("vectorized 8x8 bk16", 8192)] == 117
+    assert registers_for(known, "vectorized 8x8 bk16", 8192) == (117, "compiled (N = 8192)")
+    # another size: the nearest one's count; an unknown label: the model's estimate
+    assert registers_for({("x", 1024): 40, ("x", 4096): 90}, "x", 8192) == \
+        (90, "compiled (N = 4096)")
+    assert registers_for(known, "no such case", 1024) == (None, "estimated")
