@@ -1,4 +1,4 @@
-"""Pre-registered rounds 4 and 5 (reports/nvidia-h200/preregistered4, -5): the figures the
+"""Pre-registered rounds 4, 5 and 6 (reports/nvidia-h200/preregistered4, -5, -6): the figures the
 README and the findings quote, recomputed from the committed raw data and predictions, and
 the predictions recomputed from the committed model files."""
 from __future__ import annotations
@@ -72,14 +72,17 @@ def test_the_tuners_regret_at_4096(round_dir, regret_pct):
     assert summary["recheck"]["compiled"] == 32
 
 
-def test_round5_validate_targets_from_the_raw_data():
+def _validate_errors(round_dir, predictions="predictions.json"):
     doc = json.loads(gzip.decompress(
-        committed("preregistered5", "validate", "validation.json.gz").read_bytes()))
-    registered = json.loads(committed("preregistered5", "predictions.json").read_text())
-    errors = []
-    for cid, m in doc["measurements"].items():
-        t = statistics.median(x for r in m["rounds"] for x in r["kernel_times_s"])
-        errors.append(registered["predictions"][cid]["predicted_time_s"] / t - 1)
+        committed(round_dir, "validate", "validation.json.gz").read_bytes()))
+    registered = json.loads(committed(round_dir, predictions).read_text())
+    return {cid: registered["predictions"][cid]["predicted_time_s"]
+            / statistics.median(x for r in m["rounds"] for x in r["kernel_times_s"]) - 1
+            for cid, m in doc["measurements"].items()}
+
+
+def test_round5_validate_targets_from_the_raw_data():
+    errors = list(_validate_errors("preregistered5").values())
     assert len(errors) == 22
     assert statistics.median(abs(e) for e in errors) == pytest.approx(0.048, abs=0.0005)
     assert min(errors) == pytest.approx(-0.120, abs=0.0005) and max(errors) < 0.12
@@ -112,3 +115,67 @@ def test_ladder_predictions_take_the_compiled_registers_of_earlier_runs():
     assert registers_for({("x", 1024): 40, ("x", 4096): 90}, "x", 8192) == \
         (90, "compiled (N = 4096)")
     assert registers_for(known, "no such case", 1024) == (None, "estimated")
+
+
+def test_round6_validate_and_the_generic_base_from_the_raw_data():
+    errors = _validate_errors("preregistered6")
+    assert len(errors) == 22
+    assert statistics.median(abs(e) for e in errors.values()) == pytest.approx(0.049, abs=5e-4)
+    assert min(errors.values()) == pytest.approx(-0.138, abs=5e-4)
+    assert max(errors.values()) < 0.138
+    generic = _validate_errors("preregistered6", "predictions-generic.json")
+    assert statistics.median(abs(e) for e in generic.values()) == pytest.approx(0.054, abs=5e-4)
+    assert min(generic.values()) == pytest.approx(-0.207, abs=5e-4)
+
+
+def test_round6_stride_family_36_of_37_within_25_percent():
+    """The fills-from-DRAM ceiling: every matvec-naive case within 25% (the unaligned ones
+    were -30..-40% in round 4); gemm-naive at 3201 stays out (+26.2%: 2-line requests,
+    below the strided threshold, untouched by the term)."""
+    from experiments.h200.strides import analysis
+
+    raw = read_json(committed("preregistered6", "strides", "strides_raw.json.gz"))
+    registered = json.loads(committed("preregistered6", "strides_predictions.json").read_text())
+    table = analysis.rows(raw, registered)
+    errors = {r["id"]: r["error"] for r in table}
+    assert len(errors) == 37 and all(e is not None for e in errors.values())
+    assert statistics.median(abs(e) for e in errors.values()) == pytest.approx(0.040, abs=5e-4)
+    out = {cid: e for cid, e in errors.items() if abs(e) > 0.25}
+    assert list(out) == ["gemm-naive-M3201-K3201-N3201-T16"]
+    assert out["gemm-naive-M3201-K3201-N3201-T16"] == pytest.approx(0.262, abs=5e-4)
+    assert all(abs(e) <= 0.20 for cid, e in errors.items() if cid.startswith("matvec"))
+
+
+def test_round6_ladder_every_case_within_20_percent():
+    preds = read_json(committed("preregistered6", "ladder_predictions.json.gz"))
+    _, errors = _ladder_errors("preregistered6", preds)
+    _, tuned = _ladder_errors("preregistered6", preds, "ladder8192_tuned")
+    assert len(errors) == 34 and len(tuned) == 2 and not set(errors) & set(tuned)
+    both = {**errors, **tuned}
+    assert max(abs(e) for e in both.values()) == pytest.approx(0.194, abs=5e-4)
+    assert all(p["registers_source"].startswith("compiled") for p in preds)
+
+
+def test_round6_predictions_are_what_the_committed_model_file_gives():
+    """Two registered stride predictions (one bound by the fills from DRAM) and a ladder
+    prediction with its compiled registers, recomputed from the committed calibration."""
+    import tiletraffic
+    from experiments.h200.strides import cases as S
+
+    model = str(committed("preregistered6", "h200-calibrated.toml"))
+    strides = json.loads(committed("preregistered6", "strides_predictions.json").read_text())
+    ladder = {(p["label"], p["n"]): p
+              for p in read_json(committed("preregistered6", "ladder_predictions.json.gz"))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k, bound in ((4097, "l1_strided_dram"), (4096, "l1")):
+            case = ("matvec-naive", "matvec-naive", 4096, k, None, 256)
+            got = tiletraffic.model(S.build(case), model).prediction
+            assert got.predicted_time_s == pytest.approx(
+                strides["cases"][S.case_id(case)]["predicted_time_s"], rel=1e-9)
+            assert got.bound == bound
+        case = C.CASES[7]
+        p = ladder[(case[0], 1024)]
+        got = tiletraffic.model(C.build(case, 1024), model,
+                                registers_per_work_item=p["registers_per_work_item"])
+        assert got.prediction.predicted_time_s == pytest.approx(p["predicted_time_s"], rel=1e-9)
