@@ -179,3 +179,23 @@ def test_round6_predictions_are_what_the_committed_model_file_gives():
         got = tiletraffic.model(C.build(case, 1024), model,
                                 registers_per_work_item=p["registers_per_work_item"])
         assert got.prediction.predicted_time_s == pytest.approx(p["predicted_time_s"], rel=1e-9)
+
+
+def test_round6_ladder_report_from_the_committed_data():
+    """The one-page ladder (issue #13, item 5): every call's table, the step speedups with
+    the seeds' 5-10x claim (tiling alone 1.2-1.3x; the whole ladder 7.4x and 8.0x at 4096 and
+    8192), and the CUDA build's counters (40 of 40 exact quantities)."""
+    from experiments.h200.ladder import report as L
+
+    round_dir = committed("preregistered6")
+    calls = L.raws(round_dir)
+    assert [len(c["cases"]) for c in calls] == [36, 2]
+    times = L.measured(calls)
+    assert len(times) == 36
+    assert times[("naive", 4096)][0] / times[("tiled", 4096)][0] == pytest.approx(1.23, abs=0.005)
+    text = L.report(round_dir, committed("ladder", "counters"))
+    assert "N = 4096: 7.4x (tuned: best measured; inside 5-10x)" in text
+    assert "N = 8192: 1.3x (tiled; outside 5-10x)" in text
+    assert "equal to Nsight Compute: 40 of 40" in text
+    assert text.count("## Measured and predicted") == 2
+    assert (round_dir / "ladder_report.md").read_text() == text
