@@ -45,7 +45,7 @@ class StridedRequests:
     ``busiest_bank_lines``: over the same requests, the sum of the distinct lines whose
     touched words lie in the request's busiest 4-byte bank (a request of 32 lines at one
     offset: 32; at 32 different word offsets: 1); ``arrays``: the global arrays such
-    requests read or write."""
+    requests load (strided stores fill no L1 lines: an array they write is not named)."""
 
     aligned_lines: int = 0
     other_lines: int = 0
@@ -134,7 +134,7 @@ class StrideObserver(Observer):
         self.counts.aligned_lines += self._weighted(aligned)
         self.counts.other_lines += self._weighted(other)
         self.counts.busiest_bank_lines += self._weighted(busiest)
-        if strided.any():
+        if strided.any() and ev.direction == "load":
             self.counts.arrays.add(ev.array)
 
 
