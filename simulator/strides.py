@@ -11,7 +11,9 @@ up per cycle. ``tiletraffic calibrate``'s ``strided_read`` measures what such re
 one bank, 10 at 32 on the H200) and fits cycles = a x lines + b x the lines of the busiest
 bank (``l1_strided_cycles_per_line``, ``l1_strided_cycles_per_busiest_bank_line``); with
 those the model charges :func:`strided_l1_cycles`, without them (both 0) it flags the
-launches (:func:`strided_declaration`). A request counts as strided when its active
+launches (:func:`strided_declaration`). With ``strided_dram_fill_sub_group_cycles_per_line``
+(``strided_read_dram``) the L1 lines the arrays of strided loads fill from DRAM are a ceiling
+of their own (:func:`strided_dram_fill_cycles`). A request counts as strided when its active
 addresses touch at least :data:`STRIDED_MIN_LINES` distinct lines (a contiguous request of
 32 work-items touches at most 5, a ``float4`` one included); it is aligned when every
 work-item's first address sits at the same offset within its 128-byte line (a row stride

@@ -274,3 +274,28 @@ def test_fills_from_dram_of_a_work_group_that_does_not_fit_count_its_sub_groups(
     assert none_fit.time_terms_s["l1_strided_dram_s"] > 0
     assert none_fit.time_terms_s["l1_strided_dram_s"] == pytest.approx(
         one_fits.time_terms_s["l1_strided_dram_s"], rel=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="review6: the fills term charges every L1 miss of an "
+                   "array with any strided request; here 17% of A's request lines, only at "
+                   "K = 4097 (rows straddling lines), make all of A's fills strided")
+def test_a_few_strided_requests_do_not_make_all_of_an_arrays_fills_strided():
+    """matvec-rows-reduce with 8 work-items per row (4 rows of 32 B per sub-group): at
+    K = 4096 and 4100 its requests touch at most 7 lines (none strided); at K = 4097 the
+    rows' 32-B pieces straddle lines and 17% of A's request lines are in requests of 8
+    lines. Every request still fills 4 x 32 B = one line per sub-group, so the fills from
+    DRAM cost the same at the three K; the prediction at 4097 was 2.3 x the others
+    (fills-bound, 0.0385 ms against 0.0170 ms, dram-bound) with round 6's H200 values."""
+    from tiletraffic.simulator.device_model import NVIDIA_H200, ValueSource
+
+    src = ValueSource("measured", "test", "round 6's H200 calibration")
+    model = NVIDIA_H200.with_values({
+        "strided_dram_fill_sub_group_cycles_per_line": (154.3, src),
+        "l1_strided_cycles_per_line": (0.284, src),
+        "l1_strided_cycles_per_busiest_bank_line": (0.731, src)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = {k: tiletraffic.model(tiletraffic.build("matvec-rows-reduce", m=4096, k=k,
+                                                    tile=8), model).prediction.predicted_time_s
+             for k in (4096, 4097, 4100)}
+    assert t[4097] == pytest.approx((t[4096] + t[4100]) / 2, rel=0.25)
