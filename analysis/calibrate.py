@@ -64,7 +64,7 @@ BENCHMARKS = ("dram_read", "dram_write", "l2_size", "l2_read", "local_read", "fp
               "pointer_chase", "staging_round_trip", "staging_round_trip_dram",
               "strided_read", "register_tile", "empty_kernel", "barrier")
 """The benchmarks :func:`measure` runs, in order (the names its ``progress`` receives;
-``strided_read`` includes the reported ``strided_read_dram``)."""
+``strided_read`` includes ``strided_read_dram``)."""
 
 
 class CalibrationError(ValueError):

@@ -11,7 +11,9 @@ up per cycle. ``tiletraffic calibrate``'s ``strided_read`` measures what such re
 one bank, 10 at 32 on the H200) and fits cycles = a x lines + b x the lines of the busiest
 bank (``l1_strided_cycles_per_line``, ``l1_strided_cycles_per_busiest_bank_line``); with
 those the model charges :func:`strided_l1_cycles`, without them (both 0) it flags the
-launches (:func:`strided_declaration`). A request counts as strided when its active
+launches (:func:`strided_declaration`). With ``strided_dram_fill_sub_group_cycles_per_line``
+(``strided_read_dram``) the L1 lines the arrays of strided loads fill from DRAM are a ceiling
+of their own (:func:`strided_dram_fill_cycles`). A request counts as strided when its active
 addresses touch at least :data:`STRIDED_MIN_LINES` distinct lines (a contiguous request of
 32 work-items touches at most 5, a ``float4`` one included); it is aligned when every
 work-item's first address sits at the same offset within its 128-byte line (a row stride
@@ -45,7 +47,7 @@ class StridedRequests:
     ``busiest_bank_lines``: over the same requests, the sum of the distinct lines whose
     touched words lie in the request's busiest 4-byte bank (a request of 32 lines at one
     offset: 32; at 32 different word offsets: 1); ``arrays``: the global arrays such
-    requests read or write."""
+    requests load (strided stores fill no L1 lines: an array they write is not named)."""
 
     aligned_lines: int = 0
     other_lines: int = 0
@@ -134,7 +136,7 @@ class StrideObserver(Observer):
         self.counts.aligned_lines += self._weighted(aligned)
         self.counts.other_lines += self._weighted(other)
         self.counts.busiest_bank_lines += self._weighted(busiest)
-        if strided.any():
+        if strided.any() and ev.direction == "load":
             self.counts.arrays.add(ev.array)
 
 

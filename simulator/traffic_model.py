@@ -487,8 +487,11 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
            * model.warp_instructions_per_cycle_per_sub_partition),
     }
     customers = min(resident, per_cu_groups)
+    # at least one work-group's sub-groups: resident is 0 when one work-group does not fit
+    # (estimated registers), which the latency terms also count as one
     fill = strided_fill_s(strided, footprint, model, dram_read, l2_read_sectors,
-                          customers * -(-schedule.work_group_items // model.sub_group_size))
+                          max(1, customers)
+                          * -(-max(1, schedule.work_group_items) // model.sub_group_size))
     if fill is not None:
         terms["l1_strided_dram_s"] = fill * share
         methods["l1_strided_dram"] = STRIDED_DRAM_METHOD
