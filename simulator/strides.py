@@ -47,12 +47,21 @@ class StridedRequests:
     ``busiest_bank_lines``: over the same requests, the sum of the distinct lines whose
     touched words lie in the request's busiest 4-byte bank (a request of 32 lines at one
     offset: 32; at 32 different word offsets: 1); ``arrays``: the global arrays such
-    requests load (strided stores fill no L1 lines: an array they write is not named)."""
+    requests load (strided stores fill no L1 lines: an array they write is not named);
+    ``load_requests`` and ``strided_load_requests``: per array, its sub-group load requests
+    and those of them that are strided (what :meth:`strided_share` divides)."""
 
     aligned_lines: int = 0
     other_lines: int = 0
     busiest_bank_lines: int = 0
     arrays: set[str] = field(default_factory=set)
+    load_requests: dict[str, int] = field(default_factory=dict, compare=False)
+    strided_load_requests: dict[str, int] = field(default_factory=dict, compare=False)
+
+    def strided_share(self, array: str) -> float:
+        """The share of ``array``'s load requests that are strided (0 when it has none)."""
+        total = self.load_requests.get(array, 0)
+        return self.strided_load_requests.get(array, 0) / total if total else 0.0
 
     @property
     def lines(self) -> int:
@@ -110,6 +119,9 @@ class StrideObserver(Observer):
         # fewer than min_lines runs are not strided (most rows: no sort needed for them)
         change = active[..., 1:] & (~active[..., :-1] | (line[..., 1:] != line[..., :-1]))
         runs = active[..., 0].astype(np.int64) + change.sum(axis=-1)
+        load = ev.direction == "load"
+        if load:
+            self._tally(self.counts.load_requests, ev.array, active.any(axis=-1))
         wide = runs >= self.min_lines
         if not wide.any():
             return
@@ -136,8 +148,14 @@ class StrideObserver(Observer):
         self.counts.aligned_lines += self._weighted(aligned)
         self.counts.other_lines += self._weighted(other)
         self.counts.busiest_bank_lines += self._weighted(busiest)
-        if strided.any() and ev.direction == "load":
+        if strided.any() and load:
             self.counts.arrays.add(ev.array)
+            per_row = np.zeros(wide.shape, dtype=np.int64)
+            per_row[wide] = strided
+            self._tally(self.counts.strided_load_requests, ev.array, per_row)
+
+    def _tally(self, totals: dict[str, int], array: str, per_row: np.ndarray) -> None:
+        totals[array] = totals.get(array, 0) + self._weighted(per_row.astype(np.int64))
 
 
 class StridedRequestWarning(UserWarning):

@@ -290,9 +290,11 @@ def l2_miss_fraction(model: DeviceModel, dram_read_bytes: float, l2_read_sectors
 def strided_fill_s(strided: StridedRequests | None, footprint: FootprintObserver,
                    model: DeviceModel, dram_read_bytes: float, l2_read_sectors: float,
                    sub_groups_per_cu: int) -> float | None:
-    """Seconds the launch's compute units together need to fill from DRAM the L1 lines of
-    the arrays its strided requests read (their L1 misses: ``footprint``'s sectors of those
-    arrays / sectors per line; the part from DRAM: :func:`l2_miss_fraction`), each unit with
+    """Seconds the launch's compute units together need to fill from DRAM the L1 lines its
+    strided requests load (each array's L1 misses, ``footprint``'s sectors / sectors per
+    line, times the share of its load requests that are strided,
+    :meth:`simulator.strides.StridedRequests.strided_share`; the part from DRAM:
+    :func:`l2_miss_fraction`), each unit with
     ``sub_groups_per_cu`` resident sub-groups (:func:`simulator.strides.
     strided_dram_fill_cycles`); the caller scales it to the busiest unit. ``None`` when the
     device model lacks ``strided_dram_fill_sub_group_cycles_per_line`` (0) or the launch
@@ -300,7 +302,8 @@ def strided_fill_s(strided: StridedRequests | None, footprint: FootprintObserver
     cycles = model.strided_dram_fill_sub_group_cycles_per_line
     if cycles <= 0 or not strided or not strided.arrays:
         return None
-    lines = (sum(footprint.sectors_by_buffer.get(a, 0.0) for a in sorted(strided.arrays))
+    lines = (sum(footprint.sectors_by_buffer.get(a, 0.0) * strided.strided_share(a)
+                 for a in sorted(strided.arrays))
              * model.sector_bytes / model.line_bytes)
     miss = l2_miss_fraction(model, dram_read_bytes, l2_read_sectors)
     return strided_dram_fill_cycles(lines, miss, cycles, sub_groups_per_cu) / model.clock_hz
