@@ -506,12 +506,14 @@ def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:
 
 def _positive(m: Measurement) -> Measurement:
     """``m`` with its field set (to its value where no other was given), or unmapped when
-    timing noise made the value not positive and finite."""
-    if m.field is None:
-        return m
+    timing noise made the value not positive and finite (a reported value too: its reason
+    then says so, and that it is not a measurement)."""
+    noise = "not positive: the timing noise exceeds the difference"
     if not (m.value > 0 and math.isfinite(m.value)):
         return replace(m, field=None, field_value=None,
-                       why_unmapped="not positive: the timing noise exceeds the difference")
+                       why_unmapped=noise + (f"; {m.why_unmapped}" if m.field is None else ""))
+    if m.field is None:
+        return m
     return m if m.field_value is not None else replace(m, field_value=m.value)
 
 

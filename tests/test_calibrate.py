@@ -1,5 +1,6 @@
 """`tiletraffic calibrate`: benchmark arithmetic, sizes, the pointer-chase permutation, and a
 quick calibration of the PoCL CPU device whose file simulate reads."""
+import dataclasses
 import json
 import math
 
@@ -403,3 +404,15 @@ def test_strided_read_dram_sets_the_fill_cost_per_line_of_one_sub_group(monkeypa
                         own_rows=False: [1e-3 if own_rows else length * 1e-8] * 3)
     dram = cal._strided(target, base, sizes)[2]      # no extra time: timing noise
     assert dram.field is None and "not positive" in dram.why_unmapped
+
+
+def test_a_reported_value_that_timing_noise_made_negative_says_so():
+    """pointer_chase at --quick sizes on PoCL printed a latency of -46 ns as if measured."""
+    m = cal.Measurement("pointer_chase", "100 more loads", -4.6e-8, "s",
+                        why_unmapped="the unloaded latency of one dependent load")
+    got = cal._positive(m)
+    assert got.field is None and got.why_unmapped.startswith("not positive: the timing noise")
+    assert got.why_unmapped.endswith("the unloaded latency of one dependent load")
+    assert cal._positive(dataclasses.replace(m, value=1.9e-7)).why_unmapped == m.why_unmapped
+    mapped = cal.Measurement("staging_round_trip", "x", float("nan"), "s", "memory_latency_s")
+    assert cal._positive(mapped).field is None
