@@ -11,15 +11,18 @@ up per cycle. ``tiletraffic calibrate``'s ``strided_read`` measures what such re
 one bank, 10 at 32 on the H200) and fits cycles = a x lines + b x the lines of the busiest
 bank (``l1_strided_cycles_per_line``, ``l1_strided_cycles_per_busiest_bank_line``); with
 those the model charges :func:`strided_l1_cycles`, without them (both 0) it flags the
-launches (:func:`strided_declaration`). With ``strided_dram_fill_sub_group_cycles_per_line``
+launches (:func:`strided_declaration`). The same fit prices every request of 2 to 7 lines
+(multi-line requests: a GEMM's rows of A, a run straddling two lines, a ``float4`` row), as
+Nsight Compute's data-pipe wavefronts of gemm-naive at M = 3200 and 3201 say they cost (two
+rows of A at one offset: 2; one word apart: about 1; a one-line request: 1, unchanged). With ``strided_dram_fill_sub_group_cycles_per_line``
 (``strided_read_dram``) the L1 lines the arrays of strided loads fill from DRAM are a ceiling
 of their own (:func:`strided_dram_fill_cycles`). A request counts as strided when its active
 addresses touch at least :data:`STRIDED_MIN_LINES` distinct lines (a contiguous request of
 32 work-items touches at most 5, a ``float4`` one included); it is aligned when every
 work-item's first address sits at the same offset within its 128-byte line (a row stride
-that is a multiple of 128 B). The committed H200 cases the model fits have at most 4 lines
-per request (gemm-naive and gemm-tiled with B = 8: four rows of A per sub-group); the
-threshold lies between those and the 32 of the stride family.
+that is a multiple of 128 B). The threshold (declaration, fills from DRAM) lies between the
+4 lines of gemm-naive and gemm-tiled with B = 8 (four rows of A per sub-group, aligned) and
+the 32 of the stride family.
 """
 from __future__ import annotations
 
@@ -57,6 +60,12 @@ class StridedRequests:
     arrays: set[str] = field(default_factory=set)
     load_requests: dict[str, int] = field(default_factory=dict, compare=False)
     strided_load_requests: dict[str, int] = field(default_factory=dict, compare=False)
+    multi_lines: int = field(default=0, compare=False)
+    multi_busiest_bank_lines: int = field(default=0, compare=False)
+    """Lines and busiest-bank lines, as above, of the requests that touch 2 to
+    :data:`STRIDED_MIN_LINES` - 1 lines (a GEMM's rows of A, a run of B straddling two
+    lines, a ``float4`` row of 4 lines): :func:`strided_l1_cycles` charges them as it
+    charges the strided ones."""
 
     def strided_share(self, array: str) -> float:
         """The share of ``array``'s load requests that are strided (0 when it has none)."""
@@ -66,6 +75,11 @@ class StridedRequests:
     @property
     def lines(self) -> int:
         return self.aligned_lines + self.other_lines
+
+    @property
+    def modelled_lines(self) -> int:
+        """The lines of every request of two or more lines (strided and multi-line)."""
+        return self.lines + self.multi_lines
 
 
 def busiest_bank_lines(rows: np.ndarray, line_bytes: int = 128, bank_bytes: int = 4,
@@ -122,7 +136,7 @@ class StrideObserver(Observer):
         load = ev.direction == "load"
         if load:
             self._tally(self.counts.load_requests, ev.array, active.any(axis=-1))
-        wide = runs >= self.min_lines
+        wide = runs >= 2
         if not wide.any():
             return
         candidates = rows[wide]
@@ -138,16 +152,23 @@ class StrideObserver(Observer):
         same_offset = offset.max(axis=-1) == np.where(starts >= 0, offset,
                                                       self.line_bytes).min(axis=-1)
         strided = lines >= self.min_lines
+        multi = (lines >= 2) & ~strided
         aligned = np.zeros(wide.shape, dtype=np.int64)
         other = np.zeros(wide.shape, dtype=np.int64)
         busiest = np.zeros(wide.shape, dtype=np.int64)
+        multi_lines = np.zeros(wide.shape, dtype=np.int64)
+        multi_busiest = np.zeros(wide.shape, dtype=np.int64)
+        bank = busiest_bank_lines(candidates, self.line_bytes, self.bank_bytes, self.banks)
         aligned[wide] = np.where(strided & same_offset, lines, 0)
         other[wide] = np.where(strided & ~same_offset, lines, 0)
-        busiest[wide] = np.where(strided, busiest_bank_lines(
-            candidates, self.line_bytes, self.bank_bytes, self.banks), 0)
+        busiest[wide] = np.where(strided, bank, 0)
+        multi_lines[wide] = np.where(multi, lines, 0)
+        multi_busiest[wide] = np.where(multi, bank, 0)
         self.counts.aligned_lines += self._weighted(aligned)
         self.counts.other_lines += self._weighted(other)
         self.counts.busiest_bank_lines += self._weighted(busiest)
+        self.counts.multi_lines += self._weighted(multi_lines)
+        self.counts.multi_busiest_bank_lines += self._weighted(multi_busiest)
         if strided.any() and load:
             self.counts.arrays.add(ev.array)
             per_row = np.zeros(wide.shape, dtype=np.int64)
@@ -162,22 +183,28 @@ class StridedRequestWarning(UserWarning):
     """A launch's L1 time rests on strided requests, which the model does not predict."""
 
 
-STRIDED_METHOD = ("l1: strided requests at l1_strided_cycles_per_line per line + "
+STRIDED_METHOD = ("l1: requests of 2 or more lines at l1_strided_cycles_per_line per line + "
                   "l1_strided_cycles_per_busiest_bank_line per line of their busiest bank")
 """``methods["l1_strided_requests"]`` when the device model has the strided-request cost."""
 
 
 def strided_l1_cycles(strided: StridedRequests, cycles_per_line: float,
                       cycles_per_busiest_bank_line: float) -> float | None:
-    """Cycles a compute unit's L1 spends on the strided requests: ``cycles_per_line`` x
-    their lines + ``cycles_per_busiest_bank_line`` x the lines of their busiest banks
+    """Cycles a compute unit's L1 spends on the requests of two or more lines (strided and
+    multi-line, :attr:`StridedRequests.modelled_lines`): ``cycles_per_line`` x their lines +
+    ``cycles_per_busiest_bank_line`` x the lines of their busiest banks
     (:class:`StridedRequests`; the fit of ``tiletraffic calibrate``'s ``strided_read``,
-    :func:`tiletraffic.analysis.calibrate.strided_fit`). ``None`` when both costs are 0
-    (not modelled: the caller charges one wavefront per line and declares the launch)."""
+    :func:`tiletraffic.analysis.calibrate.strided_fit`). On the H200 Nsight Compute counts
+    about 8 + 0.75 x the busiest bank's lines data-pipe wavefronts for a 32-line request,
+    2 for gemm-naive's two rows of A at one offset (M = 3200) and about 1 at different offsets
+    (3201): the fit (0.28 per line, 0.73 per busiest-bank line) gives 9.4 + 0.73 x, 2.0 and
+    1.3 (``experiments/h200/strides/findings.md``). ``None`` when both costs are 0 (not
+    modelled: the caller charges one wavefront per line and declares strided launches)."""
     if cycles_per_line <= 0 and cycles_per_busiest_bank_line <= 0:
         return None
-    return (cycles_per_line * strided.lines
-            + cycles_per_busiest_bank_line * strided.busiest_bank_lines)
+    return (cycles_per_line * strided.modelled_lines
+            + cycles_per_busiest_bank_line * (strided.busiest_bank_lines
+                                              + strided.multi_busiest_bank_lines))
 
 
 STRIDED_DRAM_METHOD = ("l1: the lines strided requests fill from DRAM at "

@@ -32,10 +32,10 @@ Methods (each figure says which produced it, in ``methods``):
   DRAM bandwidth, L2→L1 bytes at L2 bandwidth, L1 wavefronts (one 128-byte line per global
   request line, one per local-memory wavefront, ``barrier_wavefronts_per_work_group`` per
   work-group barrier) at ``l1_wavefronts_per_cycle_per_cu``; when the device model gives
-  their cost, strided requests (:mod:`simulator.strides`: touching 8 or more lines) cost
-  instead ``l1_strided_cycles_per_line`` per line + ``l1_strided_cycles_per_busiest_bank_line``
-  per line of their busiest 4-byte bank (``tiletraffic calibrate``'s ``strided_read``;
-  :func:`l1_cycles`); with ``strided_dram_fill_sub_group_cycles_per_line`` the lines
+  their cost, requests of two or more lines (:mod:`simulator.strides`: strided ones touch 8
+  or more) cost instead ``l1_strided_cycles_per_line`` per line +
+  ``l1_strided_cycles_per_busiest_bank_line`` per line of their busiest 4-byte bank
+  (``tiletraffic calibrate``'s ``strided_read``; :func:`l1_cycles`); with ``strided_dram_fill_sub_group_cycles_per_line`` the lines
   those requests' arrays fill from DRAM are a ceiling of their own (``l1_strided_dram_s``,
   :func:`strided_fill_s`: a sub-group's cost per line over the unit's resident sub-groups,
   ``tiletraffic calibrate``'s ``strided_read_dram``), and global requests at
@@ -463,7 +463,7 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
                      + model.barrier_wavefronts_per_work_group * counts.barriers)
     strided_cycles = strided_l1_cycles(strided, model.l1_strided_cycles_per_line,
                                        model.l1_strided_cycles_per_busiest_bank_line) \
-        if strided and strided.lines else None
+        if strided and strided.modelled_lines else None
     declared = strided_declaration(strided, l1_wavefronts) \
         if strided and strided_cycles is None else None
     if strided_cycles is not None:
@@ -481,7 +481,8 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
         "fp32_s": counts.flop / model.fp32_flop_per_s,
         "dram_s": (dram_read + dram_write) / model.dram_bytes_per_s,
         "l2_s": l2_read_sectors * model.sector_bytes / model.l2_bytes_per_s,
-        "l1_s": l1_cycles(l1_wavefronts, strided.lines if strided_cycles is not None else 0,
+        "l1_s": l1_cycles(l1_wavefronts,
+                          strided.modelled_lines if strided_cycles is not None else 0,
                           strided_cycles or 0.0, model) * share / model.clock_hz,
         "l1_requests_s": (memory.global_load_requests + memory.global_store_requests) * share
         / (model.clock_hz * model.l1_requests_per_cycle_per_cu),
