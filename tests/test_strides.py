@@ -310,3 +310,31 @@ def test_strided_share_counts_each_arrays_load_requests_by_hand():
     assert obs.counts.load_requests == {"A": 6}
     assert obs.counts.strided_load_requests == {"A": 3}
     assert obs.counts.strided_share("A") == 0.5 and obs.counts.strided_share("x") == 0.0
+
+
+def test_multi_line_requests_by_hand():
+    """Requests of 2 to 7 lines: their lines and busiest-bank lines, which the strided fit
+    prices (gemm-naive at 3200 and 3201: Nsight counts 2 data-pipe wavefronts for two rows of
+    A at one offset, about 1 for two rows one word apart)."""
+    def counts(index):
+        c = observe(event(index))
+        return c.multi_lines, c.multi_busiest_bank_lines, c.lines
+
+    half = np.arange(32) // 16
+    # two rows 3200 words apart (12 800 B, a multiple of 128 B): 2 lines, both in bank 0
+    assert counts(half * 3200) == (2, 2, 0)
+    # 3201 words apart: word 0 (bank 0) and word 3201 (bank 1): 2 lines, 1 per bank
+    assert counts(half * 3201) == (2, 1, 0)
+    # 16 consecutive words from word 24 (straddling lines 0 and 1), both halves the same:
+    # 2 lines, every bank one line
+    assert counts(np.tile(np.arange(24, 40), 2)) == (2, 1, 0)
+    # a float4 row: 512 B = 4 lines, each bank holding a word of all 4
+    assert observe(event(np.arange(128).reshape(32, 4), vector_width=4)).multi_lines == 4
+    assert observe(event(np.arange(128).reshape(32, 4),
+                         vector_width=4)).multi_busiest_bank_lines == 4
+    # one line: nothing; 32 lines: strided, not multi-line
+    assert counts(np.arange(32)) == (0, 0, 0)
+    assert counts(np.arange(32) * 4096) == (0, 0, 32)
+    # the fit prices strided and multi-line lines alike
+    c = StridedRequests(32, 0, 32, {"A"}, multi_lines=2, multi_busiest_bank_lines=1)
+    assert strided_l1_cycles(c, 0.5, 0.75) == pytest.approx(0.5 * 34 + 0.75 * 33)
