@@ -197,7 +197,7 @@ def strided_l1_cycles(strided: StridedRequests, cycles_per_line: float,
     :func:`tiletraffic.analysis.calibrate.strided_fit`). On the H200 Nsight Compute counts
     about 8 + 0.75 x the busiest bank's lines data-pipe wavefronts for a 32-line request,
     2 for gemm-naive's two rows of A at one offset (M = 3200) and about 1 at different offsets
-    (3201): the fit (0.28 per line, 0.73 per busiest-bank line) gives 9.4 + 0.73 x, 2.0 and
+    (3201): the fit (0.28 per line, 0.73 per busiest-bank line) gives 9.1 + 0.73 x, 2.0 and
     1.3 (``experiments/h200/strides/findings.md``). ``None`` when both costs are 0 (not
     modelled: the caller charges one wavefront per line and declares strided launches)."""
     if cycles_per_line <= 0 and cycles_per_busiest_bank_line <= 0:
