@@ -14,8 +14,8 @@ those the model charges :func:`strided_l1_cycles`, without them (both 0) it flag
 launches (:func:`strided_declaration`). The same fit prices every request of 2 to 7 lines
 (multi-line requests: a GEMM's rows of A, a run straddling two lines, a ``float4`` row), as
 Nsight Compute's data-pipe wavefronts of gemm-naive at M = 3200 and 3201 say they cost (two
-rows of A at one offset: 2; one word apart: about 1; a one-line request: 1, unchanged). With ``strided_dram_fill_sub_group_cycles_per_line``
-(``strided_read_dram``) the L1 lines the arrays of strided loads fill from DRAM are a ceiling
+rows of A at one offset: 2; one word apart: about 1; a one-line request: 1, unchanged).
+With ``strided_dram_fill_sub_group_cycles_per_line`` (``strided_read_dram``) the L1 lines the arrays of strided loads fill from DRAM are a ceiling
 of their own (:func:`strided_dram_fill_cycles`). A request counts as strided when its active
 addresses touch at least :data:`STRIDED_MIN_LINES` distinct lines (a contiguous request of
 32 work-items touches at most 5, a ``float4`` one included); it is aligned when every
@@ -129,8 +129,8 @@ class StrideObserver(Observer):
                 else _lanes(byte, ev.mask, ev.shape, self.width))
         active = rows >= 0
         line = rows // self.line_bytes            # -1 // 128 = -1 where inactive
-        # runs of one line along the lanes bound the distinct lines from above: rows with
-        # fewer than min_lines runs are not strided (most rows: no sort needed for them)
+        # runs of one line along the lanes bound the distinct lines from above: a row of one
+        # run touches one line (most rows: no sort needed for them)
         change = active[..., 1:] & (~active[..., :-1] | (line[..., 1:] != line[..., :-1]))
         runs = active[..., 0].astype(np.int64) + change.sum(axis=-1)
         load = ev.direction == "load"

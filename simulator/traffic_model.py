@@ -35,9 +35,10 @@ Methods (each figure says which produced it, in ``methods``):
   their cost, requests of two or more lines (:mod:`simulator.strides`: strided ones touch 8
   or more) cost instead ``l1_strided_cycles_per_line`` per line +
   ``l1_strided_cycles_per_busiest_bank_line`` per line of their busiest 4-byte bank
-  (``tiletraffic calibrate``'s ``strided_read``; :func:`l1_cycles`); with ``strided_dram_fill_sub_group_cycles_per_line`` the lines
-  those requests' arrays fill from DRAM are a ceiling of their own (``l1_strided_dram_s``,
-  :func:`strided_fill_s`: a sub-group's cost per line over the unit's resident sub-groups,
+  (``tiletraffic calibrate``'s ``strided_read``; :func:`l1_cycles`); with
+  ``strided_dram_fill_sub_group_cycles_per_line`` the lines those requests' arrays fill
+  from DRAM are a ceiling of their own (``l1_strided_dram_s``, :func:`strided_fill_s`: a
+  sub-group's cost per line over the unit's resident sub-groups,
   ``tiletraffic calibrate``'s ``strided_read_dram``), and global requests at
   ``l1_requests_per_cycle_per_cu`` (the L1 tag stage), the last two for the compute unit
   with the most work-groups (⌈work-groups / compute units⌉ of them: a launch of 16

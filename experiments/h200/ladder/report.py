@@ -6,7 +6,8 @@ same source under Nsight Compute against the simulator's
 (:mod:`experiments.h200.ladder.counters_table`). No GPU: everything from committed data.
 
     python -m experiments.h200.ladder.report reports/nvidia-h200/preregistered6 \\
-        --counters reports/nvidia-h200/ladder/counters --out reports/nvidia-h200/preregistered6/ladder_report.md
+        --counters reports/nvidia-h200/ladder/counters \\
+        --out reports/nvidia-h200/preregistered6/ladder_report.md
 
 The round folder holds ``ladder_predictions.json.gz`` and one or more ``ladder*/`` folders
 of raw data (``ladder_raw.json(.gz)``: the first is the main call, later ones measured the
