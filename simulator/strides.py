@@ -15,8 +15,8 @@ launches (:func:`strided_declaration`). The same fit prices every request of 2 t
 (multi-line requests: a GEMM's rows of A, a run straddling two lines, a ``float4`` row), as
 Nsight Compute's data-pipe wavefronts of gemm-naive at M = 3200 and 3201 say they cost (two
 rows of A at one offset: 2; one word apart: about 1; a one-line request: 1, unchanged).
-With ``strided_dram_fill_sub_group_cycles_per_line`` (``strided_read_dram``) the L1 lines the arrays of strided loads fill from DRAM are a ceiling
-of their own (:func:`strided_dram_fill_cycles`). A request counts as strided when its active
+With ``strided_dram_fill_sub_group_cycles_per_line`` (``strided_read_dram``) the L1 lines
+that strided loads fill from DRAM are a ceiling of their own (:func:`strided_dram_fill_cycles`). A request counts as strided when its active
 addresses touch at least :data:`STRIDED_MIN_LINES` distinct lines (a contiguous request of
 32 work-items touches at most 5, a ``float4`` one included); it is aligned when every
 work-item's first address sits at the same offset within its 128-byte line (a row stride
