@@ -16,8 +16,9 @@ launches (:func:`strided_declaration`). The same fit prices every request of 2 t
 Nsight Compute's data-pipe wavefronts of gemm-naive at M = 3200 and 3201 say they cost (two
 rows of A at one offset: 2; one word apart: about 1; a one-line request: 1, unchanged).
 With ``strided_dram_fill_sub_group_cycles_per_line`` (``strided_read_dram``) the L1 lines
-that strided loads fill from DRAM are a ceiling of their own (:func:`strided_dram_fill_cycles`). A request counts as strided when its active
-addresses touch at least :data:`STRIDED_MIN_LINES` distinct lines (a contiguous request of
+that strided loads fill from DRAM are a ceiling of their own
+(:func:`strided_dram_fill_cycles`). A request counts as strided when its active addresses
+touch at least :data:`STRIDED_MIN_LINES` distinct lines (a contiguous request of
 32 work-items touches at most 5, a ``float4`` one included); it is aligned when every
 work-item's first address sits at the same offset within its 128-byte line (a row stride
 that is a multiple of 128 B). The threshold (declaration, fills from DRAM) lies between the
