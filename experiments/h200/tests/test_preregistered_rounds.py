@@ -204,3 +204,14 @@ def test_round7_predictions_are_what_the_committed_model_file_gives():
         got = tiletraffic.model(C.build(case, 1024), model,
                                 registers_per_work_item=p["registers_per_work_item"])
         assert got.prediction.predicted_time_s == pytest.approx(p["predicted_time_s"], rel=1e-9)
+
+
+def test_round7_ladder_at_1024_and_4096_within_20_percent():
+    preds = read_json(committed("preregistered7", "ladder_predictions.json.gz"))
+    raw, errors = _ladder_errors("preregistered7", preds)
+    assert len(errors) == 24 and {n for _, n in errors} == {1024, 4096}
+    assert max(abs(e) for e in errors.values()) == pytest.approx(0.179, abs=5e-4)
+    best = next(c for c in raw["cases"] if c["label"] == "tuned: best measured"
+                and c["n"] == 4096)
+    cublas = next(c for c in raw["cublas"] if c["n"] == 4096)
+    assert cublas["median_s"] / best["median_s"] == pytest.approx(0.773, abs=5e-4)
