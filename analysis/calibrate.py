@@ -31,6 +31,9 @@ strided_read_  the same at d = 0 and 1 with every row  strided_dram_fill_sub_gro
 dram           read once (lines from DRAM)             per_line (d = 1's cycles per request
                                                        x sub-groups / lines filled per
                                                        request; d = 0 reported)
+strided_read_  the same from DRAM at d = 0 with a      (none: reported, the cycles of x
+x              broadcast x[k] per step, from global    from global memory over x from local
+               or from local memory                    memory)
 register_tile  16 x 16 work-items, 8 x 8 sums each:     warp_instructions_per_cycle_per_
                the inner loop of gemm-register-blocked sub_partition (the rate, in the
                TM = TN = 8, BK = 8 from local tiles    instructions the time model counts:
@@ -64,7 +67,7 @@ BENCHMARKS = ("dram_read", "dram_write", "l2_size", "l2_read", "local_read", "fp
               "pointer_chase", "staging_round_trip", "staging_round_trip_dram",
               "strided_read", "register_tile", "empty_kernel", "barrier")
 """The benchmarks :func:`measure` runs, in order (the names its ``progress`` receives;
-``strided_read`` includes ``strided_read_dram``)."""
+``strided_read`` includes ``strided_read_dram`` and ``strided_read_x``)."""
 
 
 class CalibrationError(ValueError):
@@ -479,6 +482,11 @@ def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:
     groups = max(1, min(base.compute_units,
                         s.dram_bytes // (4 * local * (s.strided_base_words + 1))))
     own = [cycles_per_request(d, groups, True) for d in (0, 1)]
+    # the same from DRAM at one bank with a broadcast operand x per step, from global memory
+    # and from local memory (as matvec-naive and matvec-local-whole read x): reported
+    with_x = {space: _per_extra_step_s(lambda k, space=space: mb.strided_read_x(
+        target, s.strided_base_words, k, groups, r, space), n) * base.clock_hz / sub_groups
+        for space in ("global", "local")}
     # a request advances each of its lanes' rows by one word: lanes x 4 B / line_bytes new
     # lines per request; at d = 1 the bank term is smallest, so the fills set the time
     fills_per_request = lanes * 4 / base.line_bytes
@@ -501,7 +509,15 @@ def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:
                         detail=f"cycles per request: d = 0 (one bank) {own[0]:.3g}, d = 1 "
                         f"(32 banks) {own[1]:.3g}; from L2 (strided_read): {cycles[0]:.3g} "
                         f"and {cycles[-1]:.3g}; d = 1's x {sub_groups} sub-groups / "
-                        f"{fills_per_request:.3g} lines filled per request")]
+                        f"{fills_per_request:.3g} lines filled per request"),
+            Measurement("strided_read_x", dram_what + ", d = 0, x[k] at every step",
+                        with_x["global"] - with_x["local"], "cycles/step",
+                        why_unmapped="reported: what a broadcast operand from global memory "
+                        "costs beside strided requests from DRAM over one from local memory "
+                        "(not in the model)",
+                        detail=f"cycles per step at one bank from DRAM: no operand "
+                        f"{own[0]:.3g}, x from global memory {with_x['global']:.3g}, x from "
+                        f"local memory {with_x['local']:.3g}")]
 
 
 def _positive(m: Measurement) -> Measurement:

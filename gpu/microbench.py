@@ -268,6 +268,51 @@ def strided_read(target, stride_words: int, length: int, work_groups: int,
     return times
 
 
+def strided_x_sums(stride_words: int, length: int, rows: int) -> np.ndarray:
+    """Host reference of ``strided_read_xglobal`` / ``_xlocal``: per row r (words from
+    r x ``stride_words``, word i holding (i mod 7) + 1) the sum over k < ``length`` of its
+    word k times x[k] = (k mod 5) + 1 (float64; integers, exact in float32 below 2^24). A
+    row's sum depends only on its first word mod 7: seven sums, one per residue."""
+    k = np.arange(length, dtype=np.int64)
+    per_residue = (((np.arange(7)[:, None] + k) % 7 + 1) * (k % 5 + 1)).sum(axis=1)
+    starts = np.arange(rows, dtype=np.int64) * stride_words
+    return per_residue[starts % 7].astype(np.float64)
+
+
+def strided_read_x(target, stride_words: int, length: int, work_groups: int, repeat: int,
+                   x_space: str) -> list[float]:
+    """Times of ``strided_read_xglobal`` (``x_space`` "global") or ``strided_read_xlocal``
+    ("local"): ``work_groups`` work-groups of :func:`local_size`, global id g reading row g
+    (``stride_words`` apart, every line from DRAM) times the broadcast operand x.
+
+    Raises:
+        ValueError: ``x_space`` not "global" or "local", ``length`` not positive, above
+            :data:`LOCAL_FLOATS`, above ``stride_words``, or past 2^24 / 35 (the sums'
+            exact range in float32).
+    """
+    if x_space not in ("global", "local"):
+        raise ValueError(f"strided_read_x: x_space = {x_space!r} (global or local)")
+    if not 0 < length <= min(LOCAL_FLOATS, stride_words, (1 << 24) // 35):
+        raise ValueError(f"strided_read_x: length = {length} must be 1.."
+                         f"{min(LOCAL_FLOATS, stride_words, (1 << 24) // 35)} (at most "
+                         f"LOCAL_FLOATS = {LOCAL_FLOATS} and stride_words = {stride_words})")
+    local = local_size(target)
+    rows = local * work_groups
+    words = (rows - 1) * stride_words + length
+    src = _buffer(target, 4 * words, (np.arange(words, dtype=np.int64) % 7 + 1)
+                  .astype(np.float32))
+    x = _buffer(target, 4 * length, (np.arange(length) % 5 + 1).astype(np.float32))
+    out = _buffer(target, rows * 4)
+    times = _time(target, _kernel(target, f"strided_read_x{x_space}"), rows, local,
+                  [src, x, out, np.uint32(stride_words), np.uint32(length)], repeat)
+    got = _read(target, out, rows)
+    expected = strided_x_sums(stride_words, length, rows).astype(np.float32)
+    if not np.array_equal(got, expected):
+        bad = int(np.flatnonzero(got != expected)[0])
+        _refuse(f"strided_read_x{x_space} (work-item {bad})", got[bad], expected[bad])
+    return times
+
+
 REGISTER_TILE_INSTRUCTIONS_PER_STEP = 8 * (8 + 8 + 64) + 1
 """Sub-group instructions of one ``register_tile`` step as the time model counts them
 (:func:`tiletraffic.simulator.traffic_model.issued_instructions`): per kk 8 + 8 local

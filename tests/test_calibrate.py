@@ -372,7 +372,8 @@ def test_python_calibrate_runs_every_benchmark_in_order_and_writes_the_model(tmp
     seen = []
     model, measured = cal.calibrate(target, True, seen.append)
     assert tuple(seen) == cal.BENCHMARKS
-    assert {m.benchmark for m in measured} == set(cal.BENCHMARKS) | {"strided_read_dram"}
+    assert {m.benchmark for m in measured} == set(cal.BENCHMARKS) | {"strided_read_dram",
+                                                                     "strided_read_x"}
     out = tmp_path / "pocl.toml"
     again, _ = tiletraffic.calibrate(target.info.id, quick=True, base="generic-gpu", out=out)
     assert load_device_model(out) == again and again.name.startswith("calibrated:")
@@ -391,9 +392,14 @@ def test_strided_read_dram_sets_the_fill_cost_per_line_of_one_sub_group(monkeypa
     monkeypatch.setattr(mb, "local_size", lambda target: 256)
     monkeypatch.setattr(mb, "strided_read", lambda target, stride, length, groups, repeat,
                         own_rows=False: [length * (20e-9 if own_rows else 10e-9)] * 3)
+    monkeypatch.setattr(mb, "strided_read_x", lambda target, stride, length, groups, repeat,
+                        space: [length * (30e-9 if space == "global" else 22e-9)] * 3)
     sizes = cal.plan_sizes(132, 60 * 2**20, 140 * 2**30, 35 * 2**30, 48 * 1024, 256, False)
     from tiletraffic.simulator.device_model import NVIDIA_H200 as base
-    a, b, dram = cal._strided(target, base, sizes)
+    a, b, dram, x = cal._strided(target, base, sizes)
+    # x from global memory over x from local: 8 ns per step of the 8 sub-groups: reported
+    assert x.field is None and x.value == pytest.approx(8e-9 * base.clock_hz / 8)
+    assert "x from global memory 7.42" in x.detail and "local memory 5.44" in x.detail
     assert dram.field == "strided_dram_fill_sub_group_cycles_per_line"
     assert dram.field_value == pytest.approx(20e-9 * base.clock_hz)
     assert dram.unit == "sub-group cycles/line" and "d = 1's" in dram.detail
@@ -416,3 +422,24 @@ def test_a_reported_value_that_timing_noise_made_negative_says_so():
     assert cal._positive(dataclasses.replace(m, value=1.9e-7)).why_unmapped == m.why_unmapped
     mapped = cal.Measurement("staging_round_trip", "x", float("nan"), "s", "memory_latency_s")
     assert cal._positive(mapped).field is None
+
+
+def test_strided_read_x_checks_its_result_and_its_sizes(monkeypatch):
+    """The broadcast-operand variants of strided_read (x from global or local memory): both
+    give the host's sums; the sums' closed form against a direct sum; bad sizes refused."""
+    from tiletraffic.gpu import microbench as mb
+    target = _pocl_target()
+    for space in ("global", "local"):
+        times = mb.strided_read_x(target, 129, 64, 2, 2, space)
+        assert len(times) == 2 and all(t > 0 for t in times)
+    for stride, length, rows in ((129, 64, 9), (4097, 300, 20), (8, 8, 3)):
+        starts = np.arange(rows)[:, None] * stride + np.arange(length)
+        direct = ((starts % 7 + 1) * (np.arange(length) % 5 + 1)).sum(axis=1)
+        assert np.array_equal(mb.strided_x_sums(stride, length, rows), direct)
+    for args in ((129, 64, 2, 1, "shared"), (129, 0, 2, 1, "global"),
+                 (32, 64, 2, 1, "local"), (8192, mb.LOCAL_FLOATS + 1, 2, 1, "local")):
+        with pytest.raises(ValueError, match="strided_read_x"):
+            mb.strided_read_x(target, *args)
+    monkeypatch.setattr(mb, "strided_x_sums", lambda *a: np.zeros(a[2]))
+    with pytest.raises(mb.MicrobenchResultError, match="strided_read_xglobal"):
+        mb.strided_read_x(target, 129, 64, 2, 1, "global")

@@ -122,6 +122,33 @@ __kernel void strided_read(__global const float *src, __global float *out, uint 
     out[get_global_id(0)] = a0 + a1;
 }
 
+// Strided requests with a broadcast operand (matrix-vector products' x): as strided_read with
+// own_rows = 1 (every row read once, from DRAM), one word per step, each step's row word
+// times x[k], read by every work-item at the same address: from global memory at every k
+// (strided_read_xglobal, as matvec-naive reads x) or from a copy in local memory
+// (strided_read_xlocal, as matvec-local-whole; len <= LOCAL_FLOATS). x[k] = (k mod 5) + 1.
+__kernel void strided_read_xglobal(__global const float *src, __global const float *x,
+                                   __global float *out, uint stride, uint len) {
+    __global const float *row = src + (ulong)get_global_id(0) * stride;
+    float a = 0.0f;
+    for (uint k = 0; k < len; ++k)
+        a += row[k] * x[k];
+    out[get_global_id(0)] = a;
+}
+
+__kernel void strided_read_xlocal(__global const float *src, __global const float *x,
+                                  __global float *out, uint stride, uint len) {
+    __local float xl[LOCAL_FLOATS];
+    for (uint i = get_local_id(0); i < len; i += get_local_size(0))
+        xl[i] = x[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __global const float *row = src + (ulong)get_global_id(0) * stride;
+    float a = 0.0f;
+    for (uint k = 0; k < len; ++k)
+        a += row[k] * xl[k];
+    out[get_global_id(0)] = a;
+}
+
 // Register-tile issue rate (the inner loop of a register-blocked product, as
 // tiletraffic.gpu.codegen writes gemm-register-blocked with 16 x 16 work-items, TM = TN = 8,
 // BK = 8): each work-item keeps 8 x 8 sums in private memory; each step, after a barrier, it
