@@ -457,12 +457,16 @@ def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:
     lanes = min(base.sub_group_size, local)
     sub_groups = -(-local // base.sub_group_size)
 
+    def sub_group_cycles(run: Callable[[int], list[float]]) -> float:
+        """Cycles of one sub-group's step of ``run`` (lengths n and 2n): a step of a
+        work-item is one request of its sub-group, the sub-groups of a compute unit one after
+        another."""
+        return _per_extra_step_s(run, n) * base.clock_hz / sub_groups
+
     def cycles_per_request(d: int, groups: int, own_rows: bool) -> float:
-        """Cycles of one sub-group's request at row stride base + d: a step of a work-item
-        is one request of its sub-group, the sub-groups of a compute unit one after another."""
-        return _per_extra_step_s(lambda k: mb.strided_read(
-            target, s.strided_base_words + d, k, groups, r, own_rows), n) \
-            * base.clock_hz / sub_groups
+        """:func:`sub_group_cycles` of ``strided_read`` at row stride base + d."""
+        return sub_group_cycles(lambda k: mb.strided_read(
+            target, s.strided_base_words + d, k, groups, r, own_rows))
 
     cycles = [cycles_per_request(d, base.compute_units, False) for d in STRIDE_OFFSETS_WORDS]
     busiest = [lanes // distinct_banks(d, lanes, base.local_banks) for d in STRIDE_OFFSETS_WORDS]
@@ -484,14 +488,12 @@ def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:
     own = [cycles_per_request(d, groups, True) for d in (0, 1)]
     # the same from DRAM at one bank with a broadcast operand x per step, from global memory
     # and from local memory (as matvec-naive and matvec-local-whole read x): reported
-    with_x = {space: _per_extra_step_s(lambda k, space=space: mb.strided_read_x(
-        target, s.strided_base_words, k, groups, r, space), n) * base.clock_hz / sub_groups
-        for space in ("global", "local")}
+    with_x = {space: sub_group_cycles(lambda k, space=space: mb.strided_read_x(
+        target, s.strided_base_words, k, groups, r, space)) for space in ("global", "local")}
     # a request advances each of its lanes' rows by one word: lanes x 4 B / line_bytes new
     # lines per request; at d = 1 the bank term is smallest, so the fills set the time
     fills_per_request = lanes * 4 / base.line_bytes
     fill = own[1] * sub_groups / fills_per_request
-    fill_usable = math.isfinite(fill) and fill > 0
     dram_what = (f"{n} more words per work-item of {groups} work-groups of "
                  f"{local}, each work-item its own row, rows {s.strided_base_words} + d words "
                  f"apart, median of {r}")
@@ -501,15 +503,13 @@ def _strided(target, base: DeviceModel, s: Sizes) -> list[Measurement]:
             Measurement("strided_read", what + " (busiest bank)", b, "cycles/line",
                         "l1_strided_cycles_per_busiest_bank_line" if usable else None, b,
                         why_unmapped=why),
-            Measurement("strided_read_dram", dram_what, fill, "sub-group cycles/line",
-                        "strided_dram_fill_sub_group_cycles_per_line" if fill_usable
-                        else None, fill, why_unmapped="" if fill_usable else
-                        f"not positive and finite ({own[1]!r} cycles per request): timing "
-                        "noise",
-                        detail=f"cycles per request: d = 0 (one bank) {own[0]:.3g}, d = 1 "
-                        f"(32 banks) {own[1]:.3g}; from L2 (strided_read): {cycles[0]:.3g} "
-                        f"and {cycles[-1]:.3g}; d = 1's x {sub_groups} sub-groups / "
-                        f"{fills_per_request:.3g} lines filled per request"),
+            _positive(Measurement(
+                "strided_read_dram", dram_what, fill, "sub-group cycles/line",
+                "strided_dram_fill_sub_group_cycles_per_line",
+                detail=f"cycles per request: d = 0 (one bank) {own[0]:.3g}, d = 1 "
+                f"(32 banks) {own[1]:.3g}; from L2 (strided_read): {cycles[0]:.3g} and "
+                f"{cycles[-1]:.3g}; d = 1's x {sub_groups} sub-groups / "
+                f"{fills_per_request:.3g} lines filled per request")),
             Measurement("strided_read_x", dram_what + ", d = 0, x[k] at every step",
                         with_x["global"] - with_x["local"], "cycles/step",
                         why_unmapped="reported: what a broadcast operand from global memory "

@@ -825,8 +825,9 @@ def calibrate_cmd(device, out_file, quick, base_model):
     """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 size by a
     footprint sweep, L2 and local-memory bandwidth, FP32 FMA rate, load latency, the
     staging round trips from L2 and DRAM, strided requests, the register-tile issue rate,
-    launch overhead, barrier cost) and write a device-model file: each measured value marked measured with its benchmark, the
-    rest queried or as in the base model (--base). Then: simulate ... --device-model FILE."""
+    launch overhead, barrier cost) and write a device-model file: each measured value
+    marked measured with its benchmark, the rest queried or as in the base model (--base).
+    Then: simulate ... --device-model FILE."""
     from tqdm import tqdm
 
     from tiletraffic.gpu.runtime import TiletrafficGpuError

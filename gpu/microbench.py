@@ -107,6 +107,22 @@ def _refuse(what: str, got, expected) -> None:
                                 f"{expected} was expected); its times are not used")
 
 
+def _check_each(what: str, got: np.ndarray, expected, item: str = "work-item") -> None:
+    """Refuse (:func:`_refuse`) unless every entry of ``got`` equals ``expected`` (an array
+    of its shape, or one value) in ``got``'s dtype, naming the first entry that does not."""
+    want = np.broadcast_to(np.asarray(expected).astype(got.dtype), got.shape)
+    if not np.array_equal(got, want):
+        bad = tuple(int(i) for i in np.argwhere(got != want)[0])
+        _refuse(f"{what} ({item} {bad[0] if len(bad) == 1 else bad})", got[bad], want[bad])
+
+
+def _rows_buffer(target, words: int):
+    """A buffer of ``words`` floats, word i holding (i mod 7) + 1 (the strided benchmarks'
+    rows: small integers, so every sum of them is exact in float32)."""
+    return _buffer(target, 4 * words,
+                   (np.arange(words, dtype=np.int64) % 7 + 1).astype(np.float32))
+
+
 def read_sum(target, nbytes: int, passes: int, work_items: int, repeat: int) -> list[float]:
     """Times of reading ``nbytes`` (a multiple of 16) ``passes`` times with ``work_items``
     work-items (a multiple of :func:`local_size`)."""
@@ -119,10 +135,7 @@ def read_sum(target, nbytes: int, passes: int, work_items: int, repeat: int) -> 
                   [src, out, np.uint32(n4), np.uint32(passes), np.uint32(shift)], repeat)
     counts = n4 // work_items + (np.arange(work_items) < n4 % work_items)
     expected = (4 * passes * counts).astype(np.float32)
-    got = _read(target, out, work_items)
-    if not np.array_equal(got, expected):
-        bad = int(np.flatnonzero(got != expected)[0])
-        _refuse(f"read_sum (work-item {bad})", got[bad], expected[bad])
+    _check_each("read_sum", _read(target, out, work_items), expected)
     return times
 
 
@@ -132,10 +145,7 @@ def write_fill(target, nbytes: int, work_items: int, repeat: int) -> list[float]
     cl.enqueue_fill_buffer(target.queue, dst, np.float32(0.0), 0, nbytes).wait()
     times = _time(target, _kernel(target, "write_fill"), work_items, local_size(target),
                   [dst, np.uint32(nbytes // 16), np.float32(3.0)], repeat)
-    got = _read(target, dst, nbytes // 4)
-    if not np.all(got == 3.0):
-        bad = int(np.flatnonzero(got != 3.0)[0])
-        _refuse(f"write_fill (element {bad})", got[bad], 3.0)
+    _check_each("write_fill", _read(target, dst, nbytes // 4), 3.0, "element")
     return times
 
 
@@ -153,10 +163,7 @@ def local_read(target, iters: int, work_groups: int, repeat: int) -> list[float]
     times = _time(target, _kernel(target, "local_read"), work_groups * local, local,
                   [out, np.uint32(iters)], repeat)
     expected = np.tile(np.float32(iters) * (np.arange(local) & 7), work_groups)
-    got = _read(target, out, work_groups * local)
-    if not np.array_equal(got, expected.astype(np.float32)):
-        bad = int(np.flatnonzero(got != expected)[0])
-        _refuse(f"local_read (work-item {bad})", got[bad], expected[bad])
+    _check_each("local_read", _read(target, out, work_groups * local), expected)
     return times
 
 
@@ -219,21 +226,24 @@ def staging_round_trip(target, nbytes: int, steps: int, work_groups: int,
     out = _buffer(target, work_groups * local * 4)
     times = _time(target, _kernel(target, "staging_round_trip"), work_groups * local, local,
                   [src, out, np.uint32(steps), np.uint32(n4), np.uint32(0)], repeat)
-    got = _read(target, out, work_groups * local)
-    expected = np.float32(4 * steps)
-    if not np.all(got == expected):
-        _refuse("staging_round_trip", got[np.flatnonzero(got != expected)[0]], expected)
+    _check_each("staging_round_trip", _read(target, out, work_groups * local), 4 * steps)
     return times
+
+
+def _row_sums(stride_words: int, length: int, rows: int, weights: np.ndarray) -> np.ndarray:
+    """Per row r of :func:`_rows_buffer` (words from r x ``stride_words``) the sum over
+    k < ``length`` of its word k times ``weights[k]`` (float64). A row's sum depends only on
+    its first word mod 7: seven sums, one per residue."""
+    k = np.arange(length, dtype=np.int64)
+    per_residue = (((np.arange(7)[:, None] + k) % 7 + 1) * weights).sum(axis=1)
+    return per_residue[np.arange(rows, dtype=np.int64) * stride_words % 7].astype(np.float64)
 
 
 def strided_rows_sum(stride_words: int, length: int, rows: int) -> np.ndarray:
     """Host reference of ``strided_read``: the sum of words 0..``length`` - 1 of each of
     ``rows`` rows ``stride_words`` apart, word i holding (i mod 7) + 1 (float64, exact in
     float32 for these small integers)."""
-    starts = np.arange(rows, dtype=np.int64) * stride_words
-    cycles, rest = divmod(length, 7)          # each full cycle of 7 words sums to 1 + ... + 7
-    tail = ((starts[:, None] + np.arange(rest)) % 7 + 1).sum(axis=1)
-    return (28 * cycles + tail).astype(np.float64)
+    return _row_sums(stride_words, length, rows, np.ones(length, dtype=np.int64))
 
 
 def strided_read(target, stride_words: int, length: int, work_groups: int,
@@ -252,31 +262,22 @@ def strided_read(target, stride_words: int, length: int, work_groups: int,
                          f"and stride_words = {stride_words} at least length")
     local = local_size(target)
     rows = local * (work_groups if own_rows else 1)
-    words = (rows - 1) * stride_words + length
-    host = (np.arange(words, dtype=np.int64) % 7 + 1).astype(np.float32)
-    src = _buffer(target, host.nbytes, host)
+    src = _rows_buffer(target, (rows - 1) * stride_words + length)
     out = _buffer(target, work_groups * local * 4)
     times = _time(target, _kernel(target, "strided_read"), work_groups * local, local,
                   [src, out, np.uint32(stride_words), np.uint32(length),
                    np.uint32(int(own_rows))], repeat)
-    got = _read(target, out, work_groups * local)
     sums = strided_rows_sum(stride_words, length, rows)
-    expected = sums if own_rows else np.tile(sums, work_groups)
-    if not np.array_equal(got, expected.astype(np.float32)):
-        bad = int(np.flatnonzero(got != expected)[0])
-        _refuse(f"strided_read (work-item {bad})", got[bad], expected[bad])
+    _check_each("strided_read", _read(target, out, work_groups * local),
+                sums if own_rows else np.tile(sums, work_groups))
     return times
 
 
 def strided_x_sums(stride_words: int, length: int, rows: int) -> np.ndarray:
     """Host reference of ``strided_read_xglobal`` / ``_xlocal``: per row r (words from
     r x ``stride_words``, word i holding (i mod 7) + 1) the sum over k < ``length`` of its
-    word k times x[k] = (k mod 5) + 1 (float64; integers, exact in float32 below 2^24). A
-    row's sum depends only on its first word mod 7: seven sums, one per residue."""
-    k = np.arange(length, dtype=np.int64)
-    per_residue = (((np.arange(7)[:, None] + k) % 7 + 1) * (k % 5 + 1)).sum(axis=1)
-    starts = np.arange(rows, dtype=np.int64) * stride_words
-    return per_residue[starts % 7].astype(np.float64)
+    word k times x[k] = (k mod 5) + 1 (float64; integers, exact in float32 below 2^24)."""
+    return _row_sums(stride_words, length, rows, np.arange(length, dtype=np.int64) % 5 + 1)
 
 
 def strided_read_x(target, stride_words: int, length: int, work_groups: int, repeat: int,
@@ -298,18 +299,13 @@ def strided_read_x(target, stride_words: int, length: int, work_groups: int, rep
                          f"LOCAL_FLOATS = {LOCAL_FLOATS} and stride_words = {stride_words})")
     local = local_size(target)
     rows = local * work_groups
-    words = (rows - 1) * stride_words + length
-    src = _buffer(target, 4 * words, (np.arange(words, dtype=np.int64) % 7 + 1)
-                  .astype(np.float32))
+    src = _rows_buffer(target, (rows - 1) * stride_words + length)
     x = _buffer(target, 4 * length, (np.arange(length) % 5 + 1).astype(np.float32))
     out = _buffer(target, rows * 4)
     times = _time(target, _kernel(target, f"strided_read_x{x_space}"), rows, local,
                   [src, x, out, np.uint32(stride_words), np.uint32(length)], repeat)
-    got = _read(target, out, rows)
-    expected = strided_x_sums(stride_words, length, rows).astype(np.float32)
-    if not np.array_equal(got, expected):
-        bad = int(np.flatnonzero(got != expected)[0])
-        _refuse(f"strided_read_x{x_space} (work-item {bad})", got[bad], expected[bad])
+    _check_each(f"strided_read_x{x_space}", _read(target, out, rows),
+                strided_x_sums(stride_words, length, rows))
     return times
 
 
@@ -347,12 +343,8 @@ def register_tile(target, steps: int, work_groups: int, repeat: int) -> list[flo
     out = _buffer(target, work_groups * 256 * 4)
     times = _time(target, _kernel(target, "register_tile"), (16 * work_groups, 16), (16, 16),
                   [out, np.uint32(steps)], repeat)
-    got = _read(target, out, (16, 16 * work_groups))
-    expected = np.tile(register_tile_sums(steps), (1, work_groups)).astype(np.float32)
-    if not np.array_equal(got, expected):
-        bad = np.argwhere(got != expected)[0]
-        _refuse(f"register_tile (work-item {tuple(int(x) for x in bad)})",
-                got[tuple(bad)], expected[tuple(bad)])
+    _check_each("register_tile", _read(target, out, (16, 16 * work_groups)),
+                np.tile(register_tile_sums(steps), (1, work_groups)))
     return times
 
 
@@ -369,7 +361,5 @@ def barriers(target, count: int, work_groups: int, repeat: int) -> list[float]:
     out = _buffer(target, work_groups * local * 4)
     times = _time(target, _kernel(target, "barriers"), work_groups * local, local,
                   [out, np.uint32(count)], repeat)
-    got = _read(target, out, work_groups * local)
-    if not np.all(got == np.float32(count)):
-        _refuse("barriers", got[np.flatnonzero(got != count)[0]], count)
+    _check_each("barriers", _read(target, out, work_groups * local), count)
     return times

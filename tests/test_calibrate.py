@@ -443,3 +443,14 @@ def test_strided_read_x_checks_its_result_and_its_sizes(monkeypatch):
     monkeypatch.setattr(mb, "strided_x_sums", lambda *a: np.zeros(a[2]))
     with pytest.raises(mb.MicrobenchResultError, match="strided_read_xglobal"):
         mb.strided_read_x(target, 129, 64, 2, 1, "global")
+
+
+def test_a_wrong_result_names_its_first_wrong_entry():
+    from tiletraffic.gpu import microbench as mb
+    mb._check_each("x", np.arange(3, dtype=np.float32), [0, 1, 2])        # all equal: passes
+    with pytest.raises(mb.MicrobenchResultError, match=r"x \(work-item 2\): wrong result "
+                       r"\(2.0 where 4.0"):
+        mb._check_each("x", np.arange(3, dtype=np.float32), [0, 1, 4])
+    with pytest.raises(mb.MicrobenchResultError,
+                       match=r"y \(element \(0, 1\)\): wrong result \(0.0 where 1.0"):
+        mb._check_each("y", np.eye(2, dtype=np.float32), 1.0, "element")

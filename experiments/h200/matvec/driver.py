@@ -39,7 +39,6 @@ import datetime as _dt
 import logging
 import shlex
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -139,8 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             log.info("   %s failed: %s", name, raw.data[name]["error"])
         raw.data["stage_wall_s"][name] = time.perf_counter() - t0
         raw.save()
-    with tarfile.open(out / "extras.tar.gz", "w:gz") as tar:
-        tar.add(extras, arcname="extras")
+    validation.archive_extras(out, extras)
     return 0
 
 

@@ -19,7 +19,6 @@ import argparse
 import datetime as _dt
 import shlex
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -64,8 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         raw.data["counters"] = {"error": validation.error_text(err)}
     raw.data["counters_wall_s"] = time.perf_counter() - t0
     raw.save()
-    with tarfile.open(out / "extras.tar.gz", "w:gz") as tar:
-        tar.add(extras, arcname="extras")
+    validation.archive_extras(out, extras)
     return 0
 
 

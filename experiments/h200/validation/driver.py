@@ -222,6 +222,13 @@ def run_cmd(argv: list[str], timeout: float, **kw) -> dict:
                 "stderr": text(err.stderr), "wall_s": time.perf_counter() - t0}
 
 
+def archive_extras(out: Path, extras: Path) -> None:
+    """Store the folder ``extras`` (logs, build files, Nsight reports) as
+    ``out/extras.tar.gz``, under the name ``extras``."""
+    with tarfile.open(out / "extras.tar.gz", "w:gz") as tar:
+        tar.add(extras, arcname="extras")
+
+
 def error_text(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}"
 
@@ -876,8 +883,7 @@ def main(argv: list[str] | None = None) -> int:
     raw.save()
     log.info("total %.1f s", raw.data["stage_wall_s"]["total"])
     handler.flush()
-    with tarfile.open(out / "extras.tar.gz", "w:gz") as tar:
-        tar.add(extras, arcname="extras")
+    archive_extras(out, extras)
     shutil.rmtree(extras, ignore_errors=True)
     return 0
 
