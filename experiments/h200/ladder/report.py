@@ -152,7 +152,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     text = report(a.round, a.counters)
     if a.out is None:
-        print(text)
+        print(text, end="")
     else:
         from tiletraffic.analysis.files import atomic_write_text
         atomic_write_text(a.out, text)
