@@ -1,0 +1,40 @@
+"""The K sweep's table (experiments/h200/ladder/ksweep_table.py): the slope on hand values, a
+failed check refused, and the committed data's per-step costs as the findings state them."""
+from __future__ import annotations
+
+import pytest
+
+from experiments.h200.data import read_json
+from experiments.h200.ladder.ksweep_table import slope_s_per_1024_k, table
+
+from .conftest import committed
+
+
+def test_slope_per_1024_k_of_a_line_and_of_noisy_points():
+    # t = 5 us + 2 us per 256 K: 8 us per 1024 K
+    ks = [256, 512, 1024, 2048]
+    assert slope_s_per_1024_k(ks, [5e-6 + 2e-6 * k / 256 for k in ks]) == pytest.approx(8e-6)
+    # least squares through (0, 0), (1024, 1), (2048, 3): slope 1.5 per 1024
+    assert slope_s_per_1024_k([0, 1024, 2048], [0.0, 1.0, 3.0]) == pytest.approx(1.5)
+
+
+def test_a_failed_result_check_is_refused():
+    row = {"family": "gemm-prefetch", "options": {"bk": 16, "tm": 4, "tn": 4}, "m": 64,
+           "n": 64, "k": 64, "tile": 16, "median_s": 1e-4, "iqr_s": 0.0, "check_ok": False}
+    with pytest.raises(ValueError, match="result check failed"):
+        table({"rows": [row]}, None)
+
+
+def test_committed_sweep_prefetch_step_costs_more_at_1024():
+    data = read_json(committed("ladder", "ksweep", "ksweep.json.gz"))
+    assert all(r["check_ok"] for r in data["rows"])
+    slope = {}
+    for fam in ("gemm-register-blocked", "gemm-prefetch"):
+        for mn in (1024, 2048):
+            pts = sorted((r["k"], r["median_s"]) for r in data["rows"]
+                         if r["family"] == fam and r["m"] == mn)
+            slope[fam, mn] = slope_s_per_1024_k(*zip(*pts, strict=True))
+    ratio_1024 = slope["gemm-prefetch", 1024] / slope["gemm-register-blocked", 1024]
+    ratio_2048 = slope["gemm-prefetch", 2048] / slope["gemm-register-blocked", 2048]
+    assert 1.08 < ratio_1024 < 1.12
+    assert 1.0 < ratio_2048 < 1.04
