@@ -20,12 +20,17 @@ from experiments.h200.data import read_json
 
 
 def predicted_s(row: dict, model) -> float:
-    """The model's time of one sweep case (seconds)."""
+    """The model's time of one sweep case (seconds), with the registers its build reported
+    (the estimate where it reported none). The device model's warnings about its guessed
+    values are not repeated for every case."""
+    from tiletraffic.simulator.device_model import GuessedValueWarning
+
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", GuessedValueWarning)
         sch = tt.build(row["family"], m=row["m"], k=row["k"], n=row["n"], tile=row["tile"],
                        **row["options"])
-        return tt.model(sch, model).prediction.predicted_time_s
+        return tt.model(sch, model, registers_per_work_item=row.get("registers")
+                        ).prediction.predicted_time_s
 
 
 def slope_s_per_1024_k(ks, times_s) -> float:
@@ -34,7 +39,11 @@ def slope_s_per_1024_k(ks, times_s) -> float:
 
 
 def table(data: dict, model) -> list[str]:
-    """Markdown lines: the cases, then the slopes."""
+    """Markdown lines: the cases, then the slopes (one per family, options, M, N and tile).
+
+    Raises:
+        ValueError: a case whose result check failed.
+    """
     lines = ["| schedule | M = N | K | measured ms (IQR) | predicted ms | error |",
              "|---|---:|---:|---:|---:|---:|"]
     groups: dict = {}
@@ -42,13 +51,14 @@ def table(data: dict, model) -> list[str]:
         if not r["check_ok"]:
             raise ValueError(f"{r['family']} {r['m']} K={r['k']}: result check failed")
         p = predicted_s(r, model)
-        groups.setdefault((r["family"], r["m"]), []).append((r["k"], r["median_s"], p))
+        key = (r["family"], tuple(sorted(r["options"].items())), r["m"], r["n"], r["tile"])
+        groups.setdefault(key, []).append((r["k"], r["median_s"], p))
         lines.append(f"| {r['family']} | {r['m']} | {r['k']} | {r['median_s'] * 1e3:.4f} "
                      f"({r['iqr_s'] * 1e3:.4f}) | {p * 1e3:.4f} | "
                      f"{(p - r['median_s']) / r['median_s']:+.1%} |")
     lines += ["", "| schedule | M = N | measured ms per 1024 K | predicted | error |",
               "|---|---:|---:|---:|---:|"]
-    for (family, mn), pts in groups.items():
+    for (family, _, mn, _, _), pts in groups.items():
         ks, meas, pred = zip(*pts, strict=True)
         sm, sp = slope_s_per_1024_k(ks, meas), slope_s_per_1024_k(ks, pred)
         lines.append(f"| {family} | {mn} | {sm * 1e3:.4f} | {sp * 1e3:.4f} | "

@@ -1,6 +1,6 @@
 // matvec-naive's inner loop in the forms that differ between the generated kernel
 // (tiletraffic.gpu.codegen) and calibrate's strided_read_xglobal (tiletraffic/gpu/templates/
-// calibrate.cl), which reads the same addresses 11% faster on the H200 at M = K = 4096.
+// calibrate.cl), which reads the same addresses 12% faster on the H200 at M = K = 4096.
 // Every kernel: y[row] = sum_k A[row * K + k] x[k], one work-item per row, 256 per work-group.
 
 // as generated: int index row * K + k, reqd_work_group_size, restrict
@@ -113,4 +113,55 @@ __kernel void local_whole_microbench(__global const float *A, __global const flo
     for (uint k = 0; k < (uint)K; ++k)
         a += row[k] * xl[k];
     y[get_global_id(0)] = a;
+}
+
+// Sectors of a row in flight: per 16 k-steps, the 16 loads of a row of A (two 32-byte
+// sectors) written first, then the FMAs with x (the JIT may still reorder: read its SASS)
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void naive_a_first16(__global const float *restrict A, __global const float *restrict x,
+                     __global float *restrict y, const int M, const int K)
+{
+    const int row = (int)get_global_id(0);
+    if (row >= M) {
+        return;
+    }
+    __global const float *restrict a = A + (size_t)row * K;
+    float acc = 0.0f;
+    int k = 0;
+    for (; k + 16 <= K; k += 16) {
+        float av[16];
+        #pragma unroll
+        for (int j = 0; j < 16; ++j) av[j] = a[k + j];
+        #pragma unroll
+        for (int j = 0; j < 16; ++j) acc += av[j] * x[k + j];
+    }
+    for (; k < K; ++k) {
+        acc += a[k] * x[k];
+    }
+    y[row] = acc;
+}
+
+// the same with 8 loads of A (one 32-byte sector of an aligned row) before their FMAs
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void naive_a_first8(__global const float *restrict A, __global const float *restrict x,
+                    __global float *restrict y, const int M, const int K)
+{
+    const int row = (int)get_global_id(0);
+    if (row >= M) {
+        return;
+    }
+    __global const float *restrict a = A + (size_t)row * K;
+    float acc = 0.0f;
+    int k = 0;
+    for (; k + 8 <= K; k += 8) {
+        float av[8];
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) av[j] = a[k + j];
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) acc += av[j] * x[k + j];
+    }
+    for (; k < K; ++k) {
+        acc += a[k] * x[k];
+    }
+    y[row] = acc;
 }

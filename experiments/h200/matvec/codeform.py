@@ -5,13 +5,18 @@ on the H200? (issue #14's ranking misses)
 M = K = 4096 in 0.557 ms (``experiments.h200.matvec.xprobe``), as fast as matvec-local-whole,
 while the generated matvec-naive takes 0.624 ms; ``restrict`` is not the difference
 (``experiments.h200.matvec.qualifiers``: every subset 0.622-0.624 ms, and every build loads
-A and x through ``ld.global.nc``). ``codeform.cl`` has matvec-naive in the forms that differ
-(int index ``row * K + k``, a row pointer, no ``reqd_work_group_size``, unsigned index, the
-microbenchmark's source) and matvec-local-whole as generated and as the microbenchmark; each
-is timed at the validate sizes, one unaligned and one all-SM size, results checked against
-float64, and its PTX (NVIDIA's OpenCL binary) assembled by ``ptxas -arch=sm_90`` and
-disassembled by ``cuobjdump -sass`` where the tools are found, with the main loop's
-global loads and FFMAs counted.
+A and x through ``ld.global.nc``). ``codeform.cl`` has matvec-naive in the forms that differ (int index ``row * K + k``, a row
+pointer, no ``reqd_work_group_size``, unsigned index, the microbenchmark's source, the 16 or
+8 loads of a row's k-steps written before their FMAs) and matvec-local-whole as generated and
+as the microbenchmark; matvec-local runs as :mod:`tiletraffic.gpu.codegen` writes it. Each is
+built per K (local-whole's ``X_WORDS`` = K, as generated) and timed at the validate sizes,
+one unaligned and one all-SM size, its result checked with
+:func:`tiletraffic.simulator.tolerance.check_result`. The machine code that ran is the
+driver JIT's, read from its cache by a second invocation (``--read-jit-cache``): main-loop
+counts in ``jit.json``, the loop's loads in issue order by :func:`loop_sequence`. The first
+size's PTX (NVIDIA's OpenCL binary) is also assembled offline by ``ptxas -arch=sm_90``
+(``ptxas_main_loops``: not the code that ran; e.g. ptxas merges local-whole's local loads
+four at a time, the JIT does not).
 
 Run on the device after the preamble of ``experiments/README.md`` (the second line reads
 the machine code the driver's JIT wrote to its cache during the first)::
@@ -39,16 +44,31 @@ from tiletraffic.gpu.device import select_device
 SIZES = ((4096, 4096), (8192, 8192), (4096, 4097), (33792, 4096))
 """(M, K): validate's two matvec sizes, one unaligned row stride, one work-group per SM."""
 KERNELS = ("naive_generated", "naive_row_pointer", "naive_no_reqd", "naive_unsigned",
-           "naive_microbench", "local_whole_generated", "local_whole_microbench")
+           "naive_microbench", "naive_a_first16", "naive_a_first8", "local_whole_generated",
+           "local_whole_microbench")
+"""The kernels of ``codeform.cl``."""
+GENERATED = ("matvec-local",)
+"""Schedules run as :mod:`tiletraffic.gpu.codegen` writes them, beside the file's kernels
+(their kernel names with ``_`` for ``-``)."""
+
+
+def _function_text(sass: str, kernel: str) -> str | None:
+    """The text of function ``kernel`` (exact name) in ``cuobjdump -sass`` output."""
+    m = re.search(rf"Function : {re.escape(kernel)}\s*$", sass, flags=re.M)
+    if m is None:
+        return None
+    return sass[m.end():].split("Function :")[0]
 
 
 def sass_loop_counts(sass: str, kernel: str) -> dict | None:
-    """Global loads, local loads and FFMAs of ``kernel``'s longest backward-branch loop in
-    ``cuobjdump -sass`` text (None where the kernel is not found)."""
-    parts = sass.split(f"Function : {kernel}")
-    if len(parts) < 2:
+    """Instructions, global loads (``LDG``, not ``LDGSTS`` / ``LDGDEPBAR``), local loads
+    (``LDS``, not ``LDSM``) and FFMAs of the longest loop (backward branch, ``BRA`` or
+    ``BRA.U``) of function ``kernel`` (its exact name) in ``cuobjdump -sass`` text; None
+    where the function is not there. In a nest the longest is the outer loop."""
+    text = _function_text(sass, kernel)
+    if text is None:
         return None
-    lines = parts[1].split("Function :")[0].splitlines()
+    lines = text.splitlines()
     addr = {}
     for i, line in enumerate(lines):
         m = re.match(r"\s*/\*([0-9a-f]{4,})\*/", line)
@@ -56,16 +76,49 @@ def sass_loop_counts(sass: str, kernel: str) -> dict | None:
             addr[int(m.group(1), 16)] = i
     best = None
     for i, line in enumerate(lines):
-        m = re.search(r"BRA (0x[0-9a-f]+)", line)
+        m = re.search(r"\bBRA(?:\.U)? (0x[0-9a-f]+)", line)
         if not m or int(m.group(1), 16) not in addr or addr[int(m.group(1), 16)] >= i:
             continue
         loop = lines[addr[int(m.group(1), 16)]:i + 1]
         counts = {"instructions": sum("/*" in x and ";" in x for x in loop),
-                  "ldg": sum("LDG" in x for x in loop), "lds": sum("LDS" in x for x in loop),
-                  "ffma": sum("FFMA" in x for x in loop)}
+                  "ldg": sum(bool(re.search(r"\bLDG[.\s]", x)) for x in loop),
+                  "lds": sum(bool(re.search(r"\bLDS[.\s]", x)) for x in loop),
+                  "ffma": sum(bool(re.search(r"\bFFMA[.\s]", x)) for x in loop)}
         if best is None or counts["instructions"] > best["instructions"]:
             best = counts
     return best
+
+
+def loop_sequence(sass: str, kernel: str) -> list[str] | None:
+    """The memory and FMA instructions of the loop :func:`sass_loop_counts` picks, in issue
+    order: each global load as ``REG+OFFSET`` (its address register and byte offset, e.g.
+    ``R4+0x18``, ``R4+-0x8``), ``S`` for a local load, ``F`` for an FFMA; None where the
+    function is not there. Which register holds which array is read off the prologue (the
+    kernel's arguments are at ``c[0x0][0x210]``, ``0x218``, ...)."""
+    text = _function_text(sass, kernel)
+    if text is None:
+        return None
+    lines = [ln for ln in text.splitlines() if re.match(r"\s*/\*[0-9a-f]{4,}\*/", ln)]
+    addr = [int(re.match(r"\s*/\*([0-9a-f]{4,})\*/", ln).group(1), 16) for ln in lines]
+    best = None
+    for i, line in enumerate(lines):
+        m = re.search(r"\bBRA(?:\.U)? (0x[0-9a-f]+)", line)
+        if m and int(m.group(1), 16) in addr[:i]:
+            j = addr.index(int(m.group(1), 16))
+            if best is None or i - j > best[1] - best[0]:
+                best = (j, i)
+    if best is None:
+        return []
+    seq = []
+    for line in lines[best[0]:best[1] + 1]:
+        load = re.search(r"\bLDG[.\w]*\s+R\d+, desc\[\w+\]\[(R\d+)\.64(\+-?0x[0-9a-f]+)?\]", line)
+        if load:
+            seq.append(load.group(1) + (load.group(2) or "+0x0"))
+        elif re.search(r"\bLDS[.\s]", line):
+            seq.append("S")
+        elif re.search(r"\bFFMA[.\s]", line):
+            seq.append("F")
+    return seq
 
 
 def assemble(ptx_path: Path, tools: dict) -> str | None:
@@ -89,10 +142,17 @@ def assemble(ptx_path: Path, tools: dict) -> str | None:
     return done.stdout
 
 
+def all_kernel_names() -> tuple[str, ...]:
+    """The file's kernels and the generated ones (:data:`GENERATED`)."""
+    return KERNELS + tuple(g.replace("-", "_") for g in GENERATED)
+
+
 def jit_sass(cache: Path, out: Path) -> dict | None:
     """Main-loop counts of each kernel in the machine code NVIDIA's OpenCL driver JIT-compiled
     (its compute cache ``cache``: ELF images cut by the codegen experiment's ``elf_images``,
-    disassembled by ``cuobjdump -sass``, written to ``out/jit.N.sass``)."""
+    disassembled by ``cuobjdump -sass``, written to ``out/jit.N.sass``): ``{"loops": {kernel:
+    [counts of each image that has it]}, "missing": [kernels in no image]}`` (one build per K,
+    so a kernel can be in several images); None without the cache or the tool."""
     from experiments.h200.codegen.driver import elf_images
 
     tool = find_tool("cuobjdump") if cache.is_dir() else None
@@ -109,16 +169,46 @@ def jit_sass(cache: Path, out: Path) -> dict | None:
                               timeout=60)
         cubin.unlink()
         if done.returncode or not done.stdout.strip():
+            print(f"image {i}: cuobjdump failed: {done.stderr[-300:]}", flush=True)
             continue
         (out / f"jit.{i}.sass").write_text(done.stdout)
-        for k in KERNELS:
+        for k in all_kernel_names():
             counts = sass_loop_counts(done.stdout, k)
             if counts is not None:
-                found[k] = counts
-    return found
+                found.setdefault(k, []).append({"image": i, **counts})
+    return {"loops": found, "missing": [k for k in all_kernel_names() if k not in found]}
+
+
+def timed_launches(queue, kern, rows: int, repeat: int) -> list[float]:
+    """Seconds of ``repeat`` event-timed launches of ``kern`` over ``rows`` work-items in
+    work-groups of 256, after 2 untimed ones."""
+    times = []
+    for i in range(repeat + 2):
+        ev = cl.enqueue_nd_range_kernel(queue, kern, (rows,), (256,))
+        ev.wait()
+        if i >= 2:
+            times.append((ev.profile.end - ev.profile.start) * 1e-9)
+    return times
+
+
+def programs_for(ctx, k: int, m: int) -> dict:
+    """Kernel name -> ``cl.Kernel`` of codeform.cl built with X_WORDS = ``k`` and of each
+    generated schedule of :data:`GENERATED` at (m, k)."""
+    import tiletraffic as tt
+    from tiletraffic.gpu.codegen import generate
+
+    prg = cl.Program(ctx, kernel_source(__file__, "codeform.cl")).build(
+        options=[f"-DX_WORDS={k}"])
+    kernels = {name: cl.Kernel(prg, name) for name in KERNELS}
+    for family in GENERATED:
+        gen = cl.Program(ctx, generate(tt.build(family, m=m, k=k)).source).build()
+        kernels[family.replace("-", "_")] = cl.Kernel(gen, family.replace("-", "_"))
+    return kernels, prg
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tiletraffic.simulator.tolerance import check_result
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default=None)
     p.add_argument("--out", required=True)
@@ -131,55 +221,54 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if a.read_jit_cache:
         jit = jit_sass(Path(a.read_jit_cache), out)
-        for k in KERNELS:
-            print(f"{k:24s} driver JIT main loop {(jit or {}).get(k)}", flush=True)
+        for k in all_kernel_names():
+            print(f"{k:24s} driver JIT main loop {((jit or {}).get('loops') or {}).get(k)}",
+                  flush=True)
         (out / "jit.json").write_text(json.dumps(jit, indent=1))
+        if jit is None or jit["missing"]:
+            print(f"kernels in no JIT image: {None if jit is None else jit['missing']}",
+                  flush=True)
+            return 1
         return 0
     target = select_device(a.device)
     ctx, queue = target.context, target.queue
-    prg = cl.Program(ctx, kernel_source(__file__, "codeform.cl")).build(
-        options=["-DX_WORDS=8192"])
-    ptx_path = out / "codeform.ptx"
-    ptx_path.write_bytes(prg.get_info(cl.program_info.BINARIES)[0].rstrip(b"\0"))
     nvidia = "NVIDIA" in target.info.platform_name.upper()
-    sass = assemble(ptx_path, {t: find_tool(t) for t in ("ptxas", "cuobjdump")}) if nvidia else None
-    loops = {k: (sass_loop_counts(sass, k) if sass else None) for k in KERNELS}
-    for k in KERNELS:
-        print(f"{k:24s} main loop {loops[k]}", flush=True)
-    kernels = {k: cl.Kernel(prg, k) for k in KERNELS}
     rng = np.random.default_rng(14)
     mf = cl.mem_flags
-    rows = []
+    rows, ptxas_loops = [], None
     for m, k in SIZES:
+        kernels, prg = programs_for(ctx, k, m)
+        if ptxas_loops is None:  # ptxas's (offline) code of the first size's build
+            ptx_path = out / "codeform.ptx"
+            ptx_path.write_bytes(prg.get_info(cl.program_info.BINARIES)[0].rstrip(b"\0"))
+            sass = assemble(ptx_path, {t: find_tool(t) for t in ("ptxas", "cuobjdump")}) \
+                if nvidia else None
+            ptxas_loops = {n: (sass_loop_counts(sass, n) if sass else None) for n in KERNELS}
         A = rng.standard_normal((m, k), dtype=np.float32)
         x = rng.standard_normal(k, dtype=np.float32)
         ref = A.astype(np.float64) @ x.astype(np.float64)
-        tol = float(1e-6 * k * np.abs(A).max() * np.abs(x).max() * 4)
+        absprod = np.abs(A).astype(np.float64) @ np.abs(x).astype(np.float64)
         dA = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=A)
         dx = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
         dy = cl.Buffer(ctx, mf.WRITE_ONLY, 4 * m)
         for name, kern in kernels.items():
             kern.set_args(dA, dx, dy, np.int32(m), np.int32(k))
-            times = []
-            for i in range(a.repeat + 2):
-                ev = cl.enqueue_nd_range_kernel(queue, kern, (m,), (256,))
-                ev.wait()
-                if i >= 2:
-                    times.append((ev.profile.end - ev.profile.start) * 1e-9)
+            times = timed_launches(queue, kern, m, a.repeat)
             y = np.empty(m, np.float32)
             cl.enqueue_copy(queue, y, dy).wait()
-            err = float(np.abs(y - ref).max())
-            if not err <= tol:
-                raise SystemExit(f"{name} {m}x{k}: max error {err:.3g} > {tol:.3g}")
+            check = check_result(y, ref, k, absprod)
+            if not check.ok:
+                raise SystemExit(f"{name} {m}x{k}: result wrong: {check}")
             q = np.percentile(times, [25, 50, 75])
             rows.append({"kernel": name, "m": m, "k": k, "times_s": times,
                          "median_s": float(q[1]), "iqr_s": float(q[2] - q[0]),
-                         "max_error": err, "tolerance": tol})
+                         "max_error": float(check.max_abs_error),
+                         "error_over_tolerance": float(check.error_over_tolerance)})
             print(f"{name:24s} {m:6d}x{k:<5d} {q[1] * 1e3:.4f} ms "
                   f"(iqr {(q[2] - q[0]) * 1e3:.4f})", flush=True)
     (out / "codeform.json").write_text(json.dumps(
-        {"device": target.name, "repeat": a.repeat, "main_loops": loops, "rows": rows},
-        indent=1))
+        {"device": target.name, "repeat": a.repeat, "ptxas_main_loops": ptxas_loops,
+         "rows": rows}, indent=1))
     return 0
 
 
