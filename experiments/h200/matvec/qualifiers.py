@@ -27,6 +27,7 @@ import numpy as np
 import pyopencl as cl
 
 from experiments.h200.kernels import kernel_source
+from experiments.h200.matvec.codeform import timed_launches
 from tiletraffic.gpu.device import select_device
 
 SIZES = ((4096, 4096), (8192, 8192), (4096, 4097), (33792, 4096))
@@ -79,12 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         args = (dA, dx, dy, np.int32(m), np.int32(k))
         for (tag, kernel), (marked, kern, nc, plain) in programs.items():
             kern.set_args(*args)
-            times = []
-            for i in range(a.repeat + 2):
-                ev = cl.enqueue_nd_range_kernel(queue, kern, (m,), (256,))
-                ev.wait()
-                if i >= 2:
-                    times.append((ev.profile.end - ev.profile.start) * 1e-9)
+            times = timed_launches(queue, kern, m, a.repeat)
             y = np.empty(m, np.float32)
             cl.enqueue_copy(queue, y, dy).wait()
             err = float(np.abs(y - ref).max())
