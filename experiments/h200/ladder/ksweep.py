@@ -9,9 +9,13 @@ round (-12..-14%). At 1024 the 256 work-groups fill each SM with at most 2, so a
 build's registers) so the time splits into a part per K step and a fixed part, to set
 against the model's (``ksweep_table``, no GPU).
 
-Run on the device after the preamble of ``experiments/README.md``::
+Run on the device after the preamble of ``experiments/README.md``; with the driver's JIT
+cache kept, a second invocation reads the machine code of both kernels (main-loop counts:
+instructions, global and local loads, local stores, barriers, FFMAs, per K step)::
 
-    python3 -m experiments.h200.ladder.ksweep --device NVIDIA --out $OUT/ksweep.json
+    CUDA_CACHE_PATH=/tmp/jit CUDA_CACHE_DISABLE=0 \
+        python3 -m experiments.h200.ladder.ksweep --device NVIDIA --out $OUT/ksweep.json
+    python3 -m experiments.h200.ladder.ksweep --read-jit-cache /tmp/jit --out $OUT/ksweep_sass
 """
 from __future__ import annotations
 
@@ -43,7 +47,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default=None)
     p.add_argument("--out", required=True)
     p.add_argument("--repeat", type=int, default=30)
+    p.add_argument("--read-jit-cache", default=None, metavar="DIR",
+                   help="only read both kernels' machine code from an earlier run's "
+                   "CUDA_CACHE_PATH DIR into the folder OUT (jit.json, jit.N.sass)")
     a = p.parse_args(argv)
+    if a.read_jit_cache:
+        from pathlib import Path
+
+        from experiments.h200.matvec.codeform import jit_sass
+
+        out = Path(a.out)
+        out.mkdir(parents=True, exist_ok=True)
+        names = tuple(f.replace("-", "_") for f, _ in FAMILIES)
+        jit = jit_sass(Path(a.read_jit_cache), out, names)
+        print(json.dumps(jit, indent=1), flush=True)
+        (out / "jit.json").write_text(json.dumps(jit, indent=1))
+        return 0 if jit is not None and not jit["missing"] else 1
     rows = []
     for family, options, mn, k in cases():
         sch = tt.build(family, m=mn, k=k, n=mn, tile=TILE, **options)

@@ -62,7 +62,8 @@ def _function_text(sass: str, kernel: str) -> str | None:
 
 def sass_loop_counts(sass: str, kernel: str) -> dict | None:
     """Instructions, global loads (``LDG``, not ``LDGSTS`` / ``LDGDEPBAR``), local loads
-    (``LDS``, not ``LDSM``) and FFMAs of the longest loop (backward branch, ``BRA`` or
+    (``LDS``, not ``LDSM``), local stores (``STS``), barriers (``BAR``) and FFMAs of the
+    longest loop (backward branch, ``BRA`` or
     ``BRA.U``) of function ``kernel`` (its exact name) in ``cuobjdump -sass`` text; None
     where the function is not there. In a nest the longest is the outer loop."""
     text = _function_text(sass, kernel)
@@ -83,6 +84,8 @@ def sass_loop_counts(sass: str, kernel: str) -> dict | None:
         counts = {"instructions": sum("/*" in x and ";" in x for x in loop),
                   "ldg": sum(bool(re.search(r"\bLDG[.\s]", x)) for x in loop),
                   "lds": sum(bool(re.search(r"\bLDS[.\s]", x)) for x in loop),
+                  "sts": sum(bool(re.search(r"\bSTS[.\s]", x)) for x in loop),
+                  "bar": sum(bool(re.search(r"\bBAR[.\s]", x)) for x in loop),
                   "ffma": sum(bool(re.search(r"\bFFMA[.\s]", x)) for x in loop)}
         if best is None or counts["instructions"] > best["instructions"]:
             best = counts
@@ -147,18 +150,20 @@ def all_kernel_names() -> tuple[str, ...]:
     return KERNELS + tuple(g.replace("-", "_") for g in GENERATED)
 
 
-def jit_sass(cache: Path, out: Path) -> dict | None:
+def jit_sass(cache: Path, out: Path, names: tuple[str, ...] | None = None) -> dict | None:
     """Main-loop counts of each kernel in the machine code NVIDIA's OpenCL driver JIT-compiled
     (its compute cache ``cache``: ELF images cut by the codegen experiment's ``elf_images``,
     disassembled by ``cuobjdump -sass``, written to ``out/jit.N.sass``): ``{"loops": {kernel:
     [counts of each image that has it]}, "missing": [kernels in no image]}`` (one build per K,
-    so a kernel can be in several images); None without the cache or the tool."""
+    so a kernel can be in several images) for ``names`` (default: :func:`all_kernel_names`);
+    None without the cache or the tool."""
     from experiments.h200.codegen.driver import elf_images
 
     tool = find_tool("cuobjdump") if cache.is_dir() else None
     if tool is None:
         print(f"no JIT SASS: {cache} is not a folder, or no cuobjdump", flush=True)
         return None
+    names = names or all_kernel_names()
     found: dict = {}
     images = [img for f in sorted(cache.rglob("*")) if f.is_file()
               for img in elf_images(f.read_bytes())]
@@ -172,11 +177,11 @@ def jit_sass(cache: Path, out: Path) -> dict | None:
             print(f"image {i}: cuobjdump failed: {done.stderr[-300:]}", flush=True)
             continue
         (out / f"jit.{i}.sass").write_text(done.stdout)
-        for k in all_kernel_names():
+        for k in names:
             counts = sass_loop_counts(done.stdout, k)
             if counts is not None:
                 found.setdefault(k, []).append({"image": i, **counts})
-    return {"loops": found, "missing": [k for k in all_kernel_names() if k not in found]}
+    return {"loops": found, "missing": [k for k in names if k not in found]}
 
 
 def timed_launches(queue, kern, rows: int, repeat: int) -> list[float]:

@@ -38,3 +38,13 @@ def test_committed_sweep_prefetch_step_costs_more_at_1024():
     ratio_2048 = slope["gemm-prefetch", 2048] / slope["gemm-register-blocked", 2048]
     assert 1.08 < ratio_1024 < 1.12
     assert 1.0 < ratio_2048 < 1.04
+
+
+def test_committed_jit_loops_same_memory_and_fmas_more_instructions_in_prefetch():
+    jit = read_json(committed("ladder", "ksweep", "second", "jit.json.gz"))
+    assert not jit["missing"]
+    (rb,), (pf,) = jit["loops"]["gemm_register_blocked"], jit["loops"]["gemm_prefetch"]
+    for key in ("ldg", "lds", "sts", "ffma"):
+        assert rb[key] == pf[key], key
+    assert (rb["ffma"], rb["lds"]) == (256, 128)  # 16 k x 4 x 4 FMAs, 16 k x (4 + 4) loads
+    assert pf["instructions"] / rb["instructions"] == pytest.approx(495 / 461)

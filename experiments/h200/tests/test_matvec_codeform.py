@@ -32,9 +32,10 @@ SASS = """
 def test_sass_loop_counts_takes_the_longest_backward_loop_of_the_named_function():
     # k1's loops: 0x10..0x50 (5 instructions: 2 LDG, 1 LDS, 1 FFMA) and 0x40..0x70 (4);
     # the branch of "other" is not k1's
-    assert sass_loop_counts(SASS, "k1") == {"instructions": 5, "ldg": 2, "lds": 1, "ffma": 1}
+    assert sass_loop_counts(SASS, "k1") == {"instructions": 5, "ldg": 2, "lds": 1, "sts": 0,
+                                            "bar": 0, "ffma": 1}
     assert sass_loop_counts(SASS, "other") == {"instructions": 2, "ldg": 1, "lds": 0,
-                                               "ffma": 0}
+                                               "sts": 0, "bar": 0, "ffma": 0}
     assert sass_loop_counts(SASS, "absent") is None
     # an exact name: "k" is not "k1", and k1's text is not k10's
     assert sass_loop_counts(SASS, "k") is None
@@ -43,7 +44,13 @@ def test_sass_loop_counts_takes_the_longest_backward_loop_of_the_named_function(
     # LDGSTS / LDSM are not global / local loads; BRA.U closes a loop
     odd = SASS.replace("LDS R3, [R5]", "LDSM.16.M88 R3, [R5]").replace(
         "LDG.E.CONSTANT R6", "LDGSTS.E R6").replace("@P0 BRA 0x10", "BRA.U 0x10")
-    assert sass_loop_counts(odd, "k1") == {"instructions": 5, "ldg": 1, "lds": 0, "ffma": 1}
+    assert sass_loop_counts(odd, "k1") == {"instructions": 5, "ldg": 1, "lds": 0, "sts": 0,
+                                           "bar": 0, "ffma": 1}
+    # local stores and barriers are counted
+    sts = SASS.replace("MOV R1, RZ", "STS [R5], R1").replace(
+        "FFMA R1, R2, R3, R1", "BAR.SYNC.DEFER_BLOCKING 0x0")
+    assert sass_loop_counts(sts, "k1") == {"instructions": 5, "ldg": 2, "lds": 1, "sts": 0,
+                                           "bar": 1, "ffma": 0}
 
 
 def test_every_committed_codeform_result_was_checked():
