@@ -140,3 +140,12 @@ def test_build_errors_name_the_value():
         tt.build("gemm-tiled", -3, 8, 8)
     with pytest.raises(tt.ScheduleError, match="needs m and k"):
         tt.build("gemm-naive", None, 8, 8)
+
+
+def test_model_warnings_name_the_callers_line():
+    # a user's script sees its own line in the warning, not tiletraffic's facade
+    from tiletraffic.simulator.device_model import GuessedValueWarning
+
+    with pytest.warns(GuessedValueWarning) as caught:
+        tt.model(tt.build("gemm-naive", m=64, k=64, n=64))
+    assert caught.list and {w.filename for w in caught.list} == {__file__}

@@ -164,10 +164,19 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
         file. LimitError, HazardError: as :func:`simulate`. ValueError: registers not a
         positive integer, above the device's maximum, or too many for the work-group.
     """
+    import warnings
+
     from .simulator.traffic_model import model_launch
 
-    return model_launch(schedule, device_model(device),
-                        registers_per_work_item=registers_per_work_item)
+    # the model's warnings (guessed values, estimated registers) name the caller's line,
+    # not this one: recorded, then issued again one frame up
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        launch = model_launch(schedule, device_model(device),
+                              registers_per_work_item=registers_per_work_item)
+    for w in caught:
+        warnings.warn(w.message, w.category, stacklevel=2)
+    return launch
 
 
 def generate(schedule: Schedule):
