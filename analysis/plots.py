@@ -69,12 +69,13 @@ def loglog_with_fits(series: dict[str, tuple[list, list]], xlabel: str, ylabel: 
 
 def ratio_vs_speedup(labels: list[str], predicted: list[float], measured: list[float],
                      path: Path, device: str) -> None:
-    """Bars: predicted global-traffic ratio (naive/tiled) next to measured speedup."""
+    """Bars: the counted global-load ratio (naive / tiled, exact from the simulator) next to
+    the measured speedup."""
     fig, ax = plt.subplots(figsize=(max(6.4, 0.45 * len(labels) + 2), 4.4))
     x = np.arange(len(labels))
     # Bars start at 1 (no change): a speedup below 1 hangs down from the line.
     ax.bar(x - 0.2, np.asarray(predicted) - 1, 0.4, bottom=1,
-           label="predicted: naive / tiled global loads")
+           label="counted (simulator): naive / tiled global loads")
     ax.bar(x + 0.2, np.asarray(measured) - 1, 0.4, bottom=1,
            label=f"measured speedup on {device}")
     ax.axhline(1.0, color="k", lw=0.8)

@@ -249,9 +249,10 @@ def write_report(data: dict, out_dir: Path) -> str:
 
         vdata = load(out_dir / VALIDATION_DIR)
         drawn = (out_dir / VALIDATION_DIR / FIGURE).exists()
-        lines += section(vdata, f"{VALIDATION_DIR}/{FIGURE}" if drawn else None)
-        lines += [f"(Also in [{VALIDATION_DIR}/validation.md]({VALIDATION_DIR}/validation.md), "
-                  f"raw data `{VALIDATION_DIR}/validation.json`.)", ""]
+        lines += section(vdata, f"{VALIDATION_DIR}/{FIGURE}" if drawn else None,
+                         raw_data=f"{VALIDATION_DIR}/validation.json")
+        lines += [f"(Also in [{VALIDATION_DIR}/validation.md]({VALIDATION_DIR}/validation.md).)",
+                  ""]
     problems = [e for e in results if "device_error" in e or "skipped" in e]
     if problems:
         lines += ["## Cases that did not run", ""]

@@ -67,9 +67,11 @@ def noise_sentence(summary: Summary, device_name: str) -> str | None:
     return text
 
 
-def section(data: dict, image: str | None, heading: str = "##") -> list[str]:
+def section(data: dict, image: str | None, heading: str = "##",
+            raw_data: str = "validation.json") -> list[str]:
     """The markdown lines of the validation section; ``image``: the figure's path relative
-    to the markdown file (``None``: no figure)."""
+    to the markdown file (``None``: no figure); ``raw_data``: ``validation.json``'s path
+    relative to it."""
     meta = data["meta"]
     s = summary_of(data)
     dev = meta["device"]["device_name"]
@@ -94,7 +96,7 @@ def section(data: dict, image: str | None, heading: str = "##") -> list[str]:
         f"{meta['repeat']} timed launches ({_timing(data)}), every distinct output "
         "checked against float64 numpy before its time counts; time = median of all timed "
         "launches; spread = the larger of their interquartile range and the range of the "
-        "rounds' medians. Raw data: `validation.json`.", ""]
+        f"rounds' medians. Raw data: `{raw_data}`.", ""]
     if meta.get("complete") is False:
         lines += [f"**Interrupted:** {meta.get('case_runs_done')} of "
                   f"{meta.get('case_runs_total')} case runs finished.", ""]

@@ -96,6 +96,7 @@ def test_report_includes_the_validation_of_every_family_on_its_device(reports):
     text = (out / "report.md").read_text()
     assert "## The model against " in text and "| target (issue #14) |" in text
     assert "](validate/predicted_vs_measured.png)" in text
+    assert "Raw data: `validate/validation.json`." in text, "the path from report.md"
     assert "Timings on " in text, "how noisy the device was"
     history = sorted((out / "validate" / "history").glob("validation-*.json"))
     assert len(history) == 1, "the first report's validation is kept"
