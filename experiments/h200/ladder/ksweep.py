@@ -54,15 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.read_jit_cache:
         from pathlib import Path
 
-        from experiments.h200.matvec.codeform import jit_sass
+        from experiments.h200.matvec.codeform import write_jit_sass
 
-        out = Path(a.out)
-        out.mkdir(parents=True, exist_ok=True)
-        names = tuple(f.replace("-", "_") for f, _ in FAMILIES)
-        jit = jit_sass(Path(a.read_jit_cache), out, names)
-        print(json.dumps(jit, indent=1), flush=True)
-        (out / "jit.json").write_text(json.dumps(jit, indent=1))
-        return 0 if jit is not None and not jit["missing"] else 1
+        return write_jit_sass(Path(a.read_jit_cache), Path(a.out),
+                              tuple(f.replace("-", "_") for f, _ in FAMILIES))
     rows = []
     for family, options, mn, k in cases():
         sch = tt.build(family, m=mn, k=k, n=mn, tile=TILE, **options)

@@ -184,6 +184,21 @@ def jit_sass(cache: Path, out: Path, names: tuple[str, ...] | None = None) -> di
     return {"loops": found, "missing": [k for k in names if k not in found]}
 
 
+def write_jit_sass(cache: Path, out: Path, names: tuple[str, ...]) -> int:
+    """:func:`jit_sass` of ``names`` written to ``out/jit.json`` (and printed): exit status
+    0, or 1 where there is no cache or a kernel is in no image (named)."""
+    out.mkdir(parents=True, exist_ok=True)
+    jit = jit_sass(cache, out, names)
+    for k in names:
+        print(f"{k:24s} driver JIT main loop {((jit or {}).get('loops') or {}).get(k)}",
+              flush=True)
+    (out / "jit.json").write_text(json.dumps(jit, indent=1))
+    if jit is None or jit["missing"]:
+        print(f"kernels in no JIT image: {None if jit is None else jit['missing']}", flush=True)
+        return 1
+    return 0
+
+
 def timed_launches(queue, kern, rows: int, repeat: int) -> list[float]:
     """Seconds of ``repeat`` event-timed launches of ``kern`` over ``rows`` work-items in
     work-groups of 256, after 2 untimed ones."""
@@ -225,16 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     if a.read_jit_cache:
-        jit = jit_sass(Path(a.read_jit_cache), out)
-        for k in all_kernel_names():
-            print(f"{k:24s} driver JIT main loop {((jit or {}).get('loops') or {}).get(k)}",
-                  flush=True)
-        (out / "jit.json").write_text(json.dumps(jit, indent=1))
-        if jit is None or jit["missing"]:
-            print(f"kernels in no JIT image: {None if jit is None else jit['missing']}",
-                  flush=True)
-            return 1
-        return 0
+        return write_jit_sass(Path(a.read_jit_cache), out, all_kernel_names())
     target = select_device(a.device)
     ctx, queue = target.context, target.queue
     nvidia = "NVIDIA" in target.info.platform_name.upper()
