@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,8 +36,10 @@ from pathlib import Path
 import numpy as np
 import pyopencl as cl
 
+from experiments.h200.codegen.driver import assemble as assemble_ptx
 from experiments.h200.dispatch.driver import find_tool
 from experiments.h200.kernels import kernel_source
+from experiments.h200.matvec.sass import function_text, main_loop
 from tiletraffic.gpu.device import select_device
 
 SIZES = ((4096, 4096), (8192, 8192), (4096, 4097), (33792, 4096))
@@ -52,97 +53,51 @@ GENERATED = ("matvec-local",)
 (their kernel names with ``_`` for ``-``)."""
 
 
-def _function_text(sass: str, kernel: str) -> str | None:
-    """The text of function ``kernel`` (exact name) in ``cuobjdump -sass`` output."""
-    m = re.search(rf"Function : {re.escape(kernel)}\s*$", sass, flags=re.M)
-    if m is None:
+def _main_loop(sass: str, kernel: str):
+    """:func:`experiments.h200.matvec.sass.main_loop` of function ``kernel`` (exact name),
+    or None where the function or a loop with an FFMA is not there."""
+    text = function_text(sass, kernel)
+    if text is None:
         return None
-    return sass[m.end():].split("Function :")[0]
+    try:
+        return main_loop(text)
+    except ValueError:
+        return None
 
 
 def sass_loop_counts(sass: str, kernel: str) -> dict | None:
-    """Instructions, global loads (``LDG``, not ``LDGSTS`` / ``LDGDEPBAR``), local loads
-    (``LDS``, not ``LDSM``), local stores (``STS``), barriers (``BAR``) and FFMAs of the
-    longest loop (backward branch, ``BRA`` or
-    ``BRA.U``) of function ``kernel`` (its exact name) in ``cuobjdump -sass`` text; None
-    where the function is not there. In a nest the longest is the outer loop."""
-    text = _function_text(sass, kernel)
-    if text is None:
+    """Instructions, global loads (``LDG``, not ``LDGSTS``), local loads (``LDS``, not
+    ``LDSM``), local stores (``STS``), barriers (``BAR``) and FFMAs of one trip of
+    ``kernel``'s main loop in ``cuobjdump -sass`` text (the innermost loop with the most
+    FFMAs, :func:`experiments.h200.matvec.sass.main_loop`); None without one."""
+    loop = _main_loop(sass, kernel)
+    if loop is None:
         return None
-    lines = text.splitlines()
-    addr = {}
-    for i, line in enumerate(lines):
-        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/", line)
-        if m:
-            addr[int(m.group(1), 16)] = i
-    best = None
-    for i, line in enumerate(lines):
-        m = re.search(r"\bBRA(?:\.U)? (0x[0-9a-f]+)", line)
-        if not m or int(m.group(1), 16) not in addr or addr[int(m.group(1), 16)] >= i:
-            continue
-        loop = lines[addr[int(m.group(1), 16)]:i + 1]
-        counts = {"instructions": sum("/*" in x and ";" in x for x in loop),
-                  "ldg": sum(bool(re.search(r"\bLDG[.\s]", x)) for x in loop),
-                  "lds": sum(bool(re.search(r"\bLDS[.\s]", x)) for x in loop),
-                  "sts": sum(bool(re.search(r"\bSTS[.\s]", x)) for x in loop),
-                  "bar": sum(bool(re.search(r"\bBAR[.\s]", x)) for x in loop),
-                  "ffma": sum(bool(re.search(r"\bFFMA[.\s]", x)) for x in loop)}
-        if best is None or counts["instructions"] > best["instructions"]:
-            best = counts
-    return best
+    return {"instructions": loop.instructions, "ldg": loop.global_loads,
+            "lds": loop.local_loads, "sts": loop.local_stores, "bar": loop.barriers,
+            "ffma": loop.fmas}
 
 
 def loop_sequence(sass: str, kernel: str) -> list[str] | None:
-    """The memory and FMA instructions of the loop :func:`sass_loop_counts` picks, in issue
-    order: each global load as ``REG+OFFSET`` (its address register and byte offset, e.g.
-    ``R4+0x18``, ``R4+-0x8``), ``S`` for a local load, ``F`` for an FFMA; None where the
-    function is not there. Which register holds which array is read off the prologue (the
-    kernel's arguments are at ``c[0x0][0x210]``, ``0x218``, ...)."""
-    text = _function_text(sass, kernel)
-    if text is None:
-        return None
-    lines = [ln for ln in text.splitlines() if re.match(r"\s*/\*[0-9a-f]{4,}\*/", ln)]
-    addr = [int(re.match(r"\s*/\*([0-9a-f]{4,})\*/", ln).group(1), 16) for ln in lines]
-    best = None
-    for i, line in enumerate(lines):
-        m = re.search(r"\bBRA(?:\.U)? (0x[0-9a-f]+)", line)
-        if m and int(m.group(1), 16) in addr[:i]:
-            j = addr.index(int(m.group(1), 16))
-            if best is None or i - j > best[1] - best[0]:
-                best = (j, i)
-    if best is None:
-        return []
-    seq = []
-    for line in lines[best[0]:best[1] + 1]:
-        load = re.search(r"\bLDG[.\w]*\s+R\d+, desc\[\w+\]\[(R\d+)\.64(\+-?0x[0-9a-f]+)?\]", line)
-        if load:
-            seq.append(load.group(1) + (load.group(2) or "+0x0"))
-        elif re.search(r"\bLDS[.\s]", line):
-            seq.append("S")
-        elif re.search(r"\bFFMA[.\s]", line):
-            seq.append("F")
-    return seq
+    """The global loads (``REG+OFFSET``), local loads (``S``) and FFMAs (``F``) of
+    ``kernel``'s main loop in issue order (:attr:`experiments.h200.matvec.sass.LoopIssue.
+    sequence`); None without one."""
+    loop = _main_loop(sass, kernel)
+    return None if loop is None else list(loop.sequence)
 
 
 def assemble(ptx_path: Path, tools: dict) -> str | None:
-    """``ptxas -arch=sm_90`` then ``cuobjdump -sass`` of one PTX file (None without the
-    tools or on failure; the SASS is written beside the PTX)."""
+    """The SASS text of one PTX file by the codegen experiment's ``assemble`` (``ptxas
+    -arch=sm_90``, ``cuobjdump -sass``; written beside the PTX); None without the tools or
+    on failure."""
     if not all(tools.values()):
         return None
-    cubin = ptx_path.with_suffix(".cubin")
-    done = subprocess.run([tools["ptxas"], "-arch=sm_90", str(ptx_path), "-o", str(cubin)],
-                          capture_output=True, text=True, timeout=120)
-    if done.returncode:
-        print("ptxas failed:", done.stderr[-1000:], flush=True)
+    rec = assemble_ptx(ptx_path, tools)
+    if "error" in rec:
+        print(f"{ptx_path.name}: {rec['error']}: {rec.get('ptxas_log', '')[-1000:]}",
+              flush=True)
         return None
-    done = subprocess.run([tools["cuobjdump"], "-sass", str(cubin)], capture_output=True,
-                          text=True, timeout=120)
-    cubin.unlink()
-    if done.returncode:
-        print("cuobjdump failed:", done.stderr[-1000:], flush=True)
-        return None
-    ptx_path.with_suffix(".sass").write_text(done.stdout)
-    return done.stdout
+    return ptx_path.with_suffix(".sass").read_text()
 
 
 def all_kernel_names() -> tuple[str, ...]:
@@ -150,12 +105,24 @@ def all_kernel_names() -> tuple[str, ...]:
     return KERNELS + tuple(g.replace("-", "_") for g in GENERATED)
 
 
+def loops_of_images(sass_by_image: dict[int, str], names: tuple[str, ...]) -> dict:
+    """``{"loops": {kernel: [{"image": i, **sass_loop_counts} of each image that has it]},
+    "missing": [kernels in no image]}`` for ``names`` over disassemblies keyed by image
+    number (no GPU: the committed ``jit.N.sass`` files give the committed ``jit.json``)."""
+    found: dict = {}
+    for i, text in sorted(sass_by_image.items()):
+        for k in names:
+            counts = sass_loop_counts(text, k)
+            if counts is not None:
+                found.setdefault(k, []).append({"image": i, **counts})
+    return {"loops": found, "missing": [k for k in names if k not in found]}
+
+
 def jit_sass(cache: Path, out: Path, names: tuple[str, ...] | None = None) -> dict | None:
-    """Main-loop counts of each kernel in the machine code NVIDIA's OpenCL driver JIT-compiled
-    (its compute cache ``cache``: ELF images cut by the codegen experiment's ``elf_images``,
-    disassembled by ``cuobjdump -sass``, written to ``out/jit.N.sass``): ``{"loops": {kernel:
-    [counts of each image that has it]}, "missing": [kernels in no image]}`` (one build per K,
-    so a kernel can be in several images) for ``names`` (default: :func:`all_kernel_names`);
+    """:func:`loops_of_images` of the machine code NVIDIA's OpenCL driver JIT-compiled (its
+    compute cache ``cache``: ELF images cut by the codegen experiment's ``elf_images``,
+    disassembled by ``cuobjdump -sass``, written to ``out/jit.N.sass``; one build per K, so
+    a kernel can be in several images) for ``names`` (default: :func:`all_kernel_names`);
     None without the cache or the tool."""
     from experiments.h200.codegen.driver import elf_images
 
@@ -163,8 +130,7 @@ def jit_sass(cache: Path, out: Path, names: tuple[str, ...] | None = None) -> di
     if tool is None:
         print(f"no JIT SASS: {cache} is not a folder, or no cuobjdump", flush=True)
         return None
-    names = names or all_kernel_names()
-    found: dict = {}
+    texts = {}
     images = [img for f in sorted(cache.rglob("*")) if f.is_file()
               for img in elf_images(f.read_bytes())]
     for i, img in enumerate(images):
@@ -177,11 +143,8 @@ def jit_sass(cache: Path, out: Path, names: tuple[str, ...] | None = None) -> di
             print(f"image {i}: cuobjdump failed: {done.stderr[-300:]}", flush=True)
             continue
         (out / f"jit.{i}.sass").write_text(done.stdout)
-        for k in names:
-            counts = sass_loop_counts(done.stdout, k)
-            if counts is not None:
-                found.setdefault(k, []).append({"image": i, **counts})
-    return {"loops": found, "missing": [k for k in names if k not in found]}
+        texts[i] = done.stdout
+    return loops_of_images(texts, names or all_kernel_names())
 
 
 def write_jit_sass(cache: Path, out: Path, names: tuple[str, ...]) -> int:

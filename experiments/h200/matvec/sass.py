@@ -20,13 +20,14 @@ from __future__ import annotations
 import re
 import tarfile
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 _BRANCH = re.compile(r"\bBRA(?:\.\w+)*\s+(?:[!\w]+,\s*)?(0x[0-9a-f]+)")
 _FUNCTION = re.compile(r"^\s*Function\s*:", re.MULTILINE)
 _PREDICATE = re.compile(r"^@!?U?P[T\d]+\s+")
+_ADDRESS = re.compile(r"\[(R\d+)(?:\.64)?(\+-?0x[0-9a-f]+)?\]\s*$")
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,22 @@ class LoopIssue:
         fmas: ``FFMA`` instructions in one trip (one per k-step in the kernels here).
         global_loads_before_first_fma: ``LDG`` issued from the loop's top to its first
             ``FFMA``, the loads a warp has in flight when it first waits.
+        instructions, local_stores, barriers: all instructions, ``STS`` and ``BAR`` of one
+            trip (not compared: two loops are equal by the four counts above).
+        sequence: the trip's global loads, local loads and FFMAs in issue order: a global
+            load as its address register and byte offset (``R4+0x18``, ``R4+-0x8``), ``S``
+            a local load, ``F`` an FFMA (which array a register holds is read off the
+            prologue: the kernel's arguments are at ``c[0x0][0x210]``, ``0x218``, ...).
     """
 
     global_loads: int
     local_loads: int
     fmas: int
     global_loads_before_first_fma: int
+    instructions: int = field(default=0, compare=False)
+    local_stores: int = field(default=0, compare=False)
+    barriers: int = field(default=0, compare=False)
+    sequence: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def k_steps_in_flight(self) -> float:
@@ -67,6 +78,22 @@ def _root(op: str) -> str:
     return op.split()[0].split(".")[0] if op else ""
 
 
+def _token(op: str) -> str | None:
+    """:attr:`LoopIssue.sequence`'s token of one instruction (None: not listed)."""
+    root = _root(op)
+    if root == "LDG":
+        m = _ADDRESS.search(op)
+        return m.group(1) + (m.group(2) or "+0x0") if m else "LDG"
+    return {"LDS": "S", "FFMA": "F"}.get(root)
+
+
+def function_text(sass_text: str, name: str) -> str | None:
+    """The disassembly of the function called exactly ``name`` (its ``Function :`` section),
+    or None where there is none."""
+    m = re.search(rf"^\s*Function\s*:\s*{re.escape(name)}\s*$", sass_text, re.MULTILINE)
+    return None if m is None else _FUNCTION.split(sass_text[m.end():])[0]
+
+
 def main_loop(sass_text: str) -> LoopIssue:
     """The innermost loop (a backward branch whose body holds no other backward branch) with
     the most ``FFMA`` instructions, counted; with several kernels in the text (``Function :``
@@ -85,13 +112,17 @@ def main_loop(sass_text: str) -> LoopIssue:
         innermost = [(a, b) for a, b in loops
                      if not any(a <= c and d <= b and (c, d) != (a, b) for c, d in loops)]
         for top, bottom in innermost:
-            ops = [_root(op) for address, op in code if top <= address <= bottom]
+            body = [op for address, op in code if top <= address <= bottom]
+            ops = [_root(op) for op in body]
             fmas = ops.count("FFMA")
             if fmas and (best is None or fmas > best[0]):
                 first = ops.index("FFMA")
                 best = (fmas, LoopIssue(
                     global_loads=ops.count("LDG"), local_loads=ops.count("LDS"), fmas=fmas,
-                    global_loads_before_first_fma=ops[:first].count("LDG")))
+                    global_loads_before_first_fma=ops[:first].count("LDG"),
+                    instructions=len(ops), local_stores=ops.count("STS"),
+                    barriers=ops.count("BAR"),
+                    sequence=tuple(t for t in map(_token, body) if t is not None)))
     if best is None:
         raise ValueError("no loop with a multiply-add (FFMA) in this disassembly")
     return best[1]

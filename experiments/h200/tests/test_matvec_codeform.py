@@ -4,11 +4,15 @@ the same loads and FMAs in every naive build; which builds have both 32-byte sec
 row of A requested before the loop's first FFMA, and that those are the fast ones)."""
 from __future__ import annotations
 
+import re
 import statistics
 import tarfile
 
+import pytest
+
 from experiments.h200.data import read_json
-from experiments.h200.matvec.codeform import all_kernel_names, loop_sequence, sass_loop_counts
+from experiments.h200.matvec.codeform import (all_kernel_names, loop_sequence,
+                                               loops_of_images, sass_loop_counts)
 
 from .conftest import committed
 
@@ -29,14 +33,15 @@ SASS = """
 """
 
 
-def test_sass_loop_counts_takes_the_longest_backward_loop_of_the_named_function():
-    # k1's loops: 0x10..0x50 (5 instructions: 2 LDG, 1 LDS, 1 FFMA) and 0x40..0x70 (4);
-    # the branch of "other" is not k1's
+def test_sass_loop_counts_of_the_named_functions_main_loop():
+    # the main loop is sass.main_loop's: the innermost loop with the most FFMAs (k1's two
+    # overlapping loops have one each: the first, 0x10..0x50, 5 instructions: 2 LDG, 1 LDS,
+    # 1 FFMA); "other"'s loop has no FFMA, so no main loop
     assert sass_loop_counts(SASS, "k1") == {"instructions": 5, "ldg": 2, "lds": 1, "sts": 0,
                                             "bar": 0, "ffma": 1}
-    assert sass_loop_counts(SASS, "other") == {"instructions": 2, "ldg": 1, "lds": 0,
-                                               "sts": 0, "bar": 0, "ffma": 0}
+    assert sass_loop_counts(SASS, "other") is None
     assert sass_loop_counts(SASS, "absent") is None
+    assert loop_sequence(SASS, "k1") == ["R4+0x0", "S", "F", "R4+0x4"]
     # an exact name: "k" is not "k1", and k1's text is not k10's
     assert sass_loop_counts(SASS, "k") is None
     ten = SASS.replace("Function : other", "Function : k10")
@@ -46,11 +51,26 @@ def test_sass_loop_counts_takes_the_longest_backward_loop_of_the_named_function(
         "LDG.E.CONSTANT R6", "LDGSTS.E R6").replace("@P0 BRA 0x10", "BRA.U 0x10")
     assert sass_loop_counts(odd, "k1") == {"instructions": 5, "ldg": 1, "lds": 0, "sts": 0,
                                            "bar": 0, "ffma": 1}
-    # local stores and barriers are counted
-    sts = SASS.replace("MOV R1, RZ", "STS [R5], R1").replace(
-        "FFMA R1, R2, R3, R1", "BAR.SYNC.DEFER_BLOCKING 0x0")
-    assert sass_loop_counts(sts, "k1") == {"instructions": 5, "ldg": 2, "lds": 1, "sts": 0,
-                                           "bar": 1, "ffma": 0}
+    # local stores and barriers are counted; the offset -0x8 is kept with its sign
+    sts = SASS.replace("LDS R3, [R5]", "STS [R5], R3").replace(
+        "LDG.E.CONSTANT R6, desc[UR4][R4.64+0x4]", "BAR.SYNC.DEFER_BLOCKING 0x0").replace(
+        "[R4.64]", "[R4.64+-0x8]")
+    assert sass_loop_counts(sts, "k1") == {"instructions": 5, "ldg": 1, "lds": 0, "sts": 1,
+                                           "bar": 1, "ffma": 1}
+    assert loop_sequence(sts, "k1") == ["R4+-0x8", "F"]
+
+
+@pytest.mark.parametrize("folder, names", [
+    (("matvec", "codeform"), None),
+    (("ladder", "ksweep", "second"), ("gemm_register_blocked", "gemm_prefetch"))])
+def test_committed_jit_loops_are_the_counts_of_the_committed_machine_code(folder, names):
+    archive = "code.tar.gz" if folder[0] == "matvec" else "sass.tar.gz"
+    with tarfile.open(committed(*folder, archive)) as t:
+        texts = {int(m.name.split(".")[1]): t.extractfile(m).read().decode()
+                 for m in t.getmembers() if re.fullmatch(r"jit\.\d+\.sass", m.name)}
+    assert texts
+    assert loops_of_images(texts, names or all_kernel_names()) == read_json(
+        committed(*folder, "jit.json.gz"))
 
 
 def test_every_committed_codeform_result_was_checked():
