@@ -154,27 +154,23 @@ class StrideObserver(Observer):
                                                       self.line_bytes).min(axis=-1)
         strided = lines >= self.min_lines
         multi = (lines >= 2) & ~strided
-        aligned = np.zeros(wide.shape, dtype=np.int64)
-        other = np.zeros(wide.shape, dtype=np.int64)
-        busiest = np.zeros(wide.shape, dtype=np.int64)
-        multi_lines = np.zeros(wide.shape, dtype=np.int64)
-        multi_busiest = np.zeros(wide.shape, dtype=np.int64)
         bank = busiest_bank_lines(candidates, self.line_bytes, self.bank_bytes, self.banks)
-        aligned[wide] = np.where(strided & same_offset, lines, 0)
-        other[wide] = np.where(strided & ~same_offset, lines, 0)
-        busiest[wide] = np.where(strided, bank, 0)
-        multi_lines[wide] = np.where(multi, lines, 0)
-        multi_busiest[wide] = np.where(multi, bank, 0)
-        self.counts.aligned_lines += self._weighted(aligned)
-        self.counts.other_lines += self._weighted(other)
-        self.counts.busiest_bank_lines += self._weighted(busiest)
-        self.counts.multi_lines += self._weighted(multi_lines)
-        self.counts.multi_busiest_bank_lines += self._weighted(multi_busiest)
-        if strided.any() and load:
-            self.counts.arrays.add(ev.array)
+
+        def rows_of(values: np.ndarray) -> np.ndarray:
+            """Per-candidate ``values`` back on every row (0 for the rows not wide)."""
             per_row = np.zeros(wide.shape, dtype=np.int64)
-            per_row[wide] = strided
-            self._tally(self.counts.strided_load_requests, ev.array, per_row)
+            per_row[wide] = values
+            return per_row
+
+        c = self.counts
+        c.aligned_lines += self._weighted(rows_of(np.where(strided & same_offset, lines, 0)))
+        c.other_lines += self._weighted(rows_of(np.where(strided & ~same_offset, lines, 0)))
+        c.busiest_bank_lines += self._weighted(rows_of(np.where(strided, bank, 0)))
+        c.multi_lines += self._weighted(rows_of(np.where(multi, lines, 0)))
+        c.multi_busiest_bank_lines += self._weighted(rows_of(np.where(multi, bank, 0)))
+        if strided.any() and load:
+            c.arrays.add(ev.array)
+            self._tally(c.strided_load_requests, ev.array, rows_of(strided))
 
     def _tally(self, totals: dict[str, int], array: str, per_row: np.ndarray) -> None:
         totals[array] = totals.get(array, 0) + self._weighted(per_row.astype(np.int64))
