@@ -16,7 +16,6 @@ Run on the device, from the repository root after the device preamble of
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import shlex
 import sys
 import tempfile
@@ -24,6 +23,7 @@ import time
 from pathlib import Path
 
 from experiments.h200.matvec.driver import EXTRA_METRICS
+from tiletraffic.analysis.validation_predict import utc_now
 from experiments.h200.validation import driver as validation
 
 GEMMS = tuple((family, n) for n in (3200, 3201) for family in ("gemm-naive", "gemm-tiled"))
@@ -51,8 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     extras = Path(tempfile.mkdtemp(prefix="tt_strides_counters_"))
     grid = cases()
     raw = validation.Recorder(out / "strides_counters.json", {
-        "meta": {"created_utc": _dt.datetime.now(_dt.timezone.utc).strftime(
-                     "%Y-%m-%dT%H:%M:%SZ"),
+        "meta": {"created_utc": utc_now(),
                  "command": shlex.join([sys.executable] + sys.argv),
                  "cases": [c["id"] for c in grid]}})
     t0 = time.perf_counter()
