@@ -141,12 +141,13 @@ class DeviceModel:
     value_sources: Mapping[str, ValueSource] = field(default_factory=dict, compare=False,
                                                      repr=False)
 
-    def warn_guesses(self) -> None:
-        """Warn once per guessed value (:class:`GuessedValueWarning`)."""
+    def warn_guesses(self, stacklevel: int = 3) -> None:
+        """Warn once per guessed value (:class:`GuessedValueWarning`; ``stacklevel`` as
+        :func:`warnings.warn`'s: 3 names the line that called this method's caller)."""
         for name in self.guessed:
             warnings.warn(f"device model {self.name}: {name} = {getattr(self, name)} is a "
                           "guess, not a documented or queried value", GuessedValueWarning,
-                          stacklevel=3)
+                          stacklevel=stacklevel)
 
     def with_values(self, values: Mapping[str, tuple[Any, ValueSource]],
                     name: str | None = None) -> DeviceModel:

@@ -419,8 +419,11 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
             load_phases: int = 0,
             offsets: tuple[dict[str, int | None], dict[str, int | None]] = ({}, {}),
             strided: StridedRequests | None = None,
-            registers_per_work_item: int | None = None) -> TrafficPrediction:
-    """Combine the exact counts with ``model`` into cache, DRAM and time predictions.
+            registers_per_work_item: int | None = None, *,
+            stacklevel: int = 2) -> TrafficPrediction:
+    """Combine the exact counts with ``model`` into cache, DRAM and time predictions
+    (``stacklevel``: as :func:`warnings.warn`'s for its :class:`StridedRequestWarning`; 2
+    names the caller's line).
 
     ``offsets``: element offsets of each buffer's loads between neighbouring work-groups in
     NDRange dimensions 0 and 1 (:func:`simulator.classes.load_offsets`), for the DRAM model.
@@ -472,7 +475,7 @@ def predict(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
     if declared:
         methods["l1_strided_requests"] = declared
         warnings.warn(f"{schedule.kernel_name}: {declared}", StridedRequestWarning,
-                      stacklevel=2)
+                      stacklevel=stacklevel)
     active = model.active_compute_units(counts.work_groups)
     # per-compute-unit resources are charged for the compute unit with the most work-groups
     # (work-groups are indivisible: a launch of 133 on 132 units puts two on one of them)
@@ -642,7 +645,7 @@ def device_limits(model: DeviceModel):
 def model_launch(schedule: Schedule, model: DeviceModel, *,
                  work_group_classes: bool = True,
                  registers_per_work_item: int | None = None,
-                 k_extrapolation: bool = True) -> ModelledLaunch:
+                 k_extrapolation: bool = True, stacklevel: int = 1) -> ModelledLaunch:
     """Simulate ``schedule`` (counts only, by work-group classes) with the memory-system
     observers of ``model`` and predict cache, DRAM and time.
 
@@ -659,6 +662,10 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
     :class:`GuessedValueWarning` and named in ``methods``); other schedules are modelled
     without a register limit.
 
+    Its warnings (guessed values, estimated registers, strided requests) name the line
+    ``stacklevel`` frames up from here: 1 (default) the caller's, 2 its caller's (the
+    ``tiletraffic.model`` facade passes 2, so a user's script sees its own line).
+
     Raises:
         simulator.device.LimitError, simulator.hazards.HazardError: as :func:`simulate`.
         ValueError: ``registers_per_work_item`` not a positive integer, above the model's
@@ -668,7 +675,7 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
     from .device_model import GuessedValueWarning
     from .registers import estimate_registers
 
-    model.warn_guesses()
+    model.warn_guesses(stacklevel=2 + stacklevel)
     registers, how = registers_per_work_item, None
     if registers is not None:
         model.register_limited_work_groups_per_cu(schedule.work_group_items, registers)
@@ -680,7 +687,7 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
         registers, how = estimate.registers_per_work_item, estimate.describe()
         warnings.warn(f"{schedule.family}: {how}; pass the compiled kernel's count "
                       "(registers_per_work_item, --registers)", GuessedValueWarning,
-                      stacklevel=2)
+                      stacklevel=1 + stacklevel)
     limits = device_limits(model)
     observed = None
     if k_extrapolation and work_group_classes:
@@ -694,7 +701,7 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
                                   limits=limits)
     prediction = predict(schedule, observed.counts, observed.memory, observed.footprint,
                          model, observed.load_phases, observed.offsets, observed.strides,
-                         registers)
+                         registers, stacklevel=2 + stacklevel)
     if how is not None:
         prediction.methods["resident_work_groups_per_cu"] = (
             f"occupancy: work-groups, sub-groups, local memory and registers ({how})")

@@ -142,10 +142,25 @@ def test_build_errors_name_the_value():
         tt.build("gemm-naive", None, 8, 8)
 
 
-def test_model_warnings_name_the_callers_line():
-    # a user's script sees its own line in the warning, not tiletraffic's facade
-    from tiletraffic.simulator.device_model import GuessedValueWarning
+def test_model_warnings_name_the_callers_line_once_per_line():
+    # a user's script sees its own line in the model's warnings (guessed values, strided
+    # requests), not a tiletraffic line, from the facade and from model_launch alike, and
+    # Python's default filter shows them once per line however often the line runs
+    import warnings
 
-    with pytest.warns(GuessedValueWarning) as caught:
-        tt.model(tt.build("gemm-naive", m=64, k=64, n=64))
-    assert caught.list and {w.filename for w in caught.list} == {__file__}
+    from tiletraffic.simulator.device_model import GuessedValueWarning
+    from tiletraffic.simulator.strides import StridedRequestWarning
+    from tiletraffic.simulator.traffic_model import model_launch
+
+    schedule = tt.build("matvec-naive", m=256, k=256)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for _ in range(3):
+            tt.model(schedule)
+        model_launch(schedule, tt.device_model("nvidia-h200"))
+    assert {w.category for w in caught} == {GuessedValueWarning, StridedRequestWarning}
+    assert {w.filename for w in caught} == {__file__}
+    lines = sorted({w.lineno for w in caught})
+    assert len(lines) == 2  # the facade's line and model_launch's line
+    per_line = [[str(w.message) for w in caught if w.lineno == n] for n in lines]
+    assert per_line[0] == per_line[1] and len(set(per_line[0])) == len(per_line[0])

@@ -164,19 +164,11 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
         file. LimitError, HazardError: as :func:`simulate`. ValueError: registers not a
         positive integer, above the device's maximum, or too many for the work-group.
     """
-    import warnings
-
     from .simulator.traffic_model import model_launch
 
-    # the model's warnings (guessed values, estimated registers) name the caller's line,
-    # not this one: recorded, then issued again one frame up
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        launch = model_launch(schedule, device_model(device),
-                              registers_per_work_item=registers_per_work_item)
-    for w in caught:
-        warnings.warn(w.message, w.category, stacklevel=2)
-    return launch
+    # stacklevel 2: the model's warnings name the caller's line, not this one
+    return model_launch(schedule, device_model(device),
+                        registers_per_work_item=registers_per_work_item, stacklevel=2)
 
 
 def generate(schedule: Schedule):
