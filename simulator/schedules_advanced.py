@@ -151,15 +151,24 @@ def _staged_loads(tiles, tid, wg, width: int) -> list:
     store: ``tiles`` holds per tile (tag, elements per work-item, row length, origin,
     limits, source array, ``names(q)``: the private floats of element q, ``put(row, column,
     names)``: its local stores)."""
-    issue, place = [], []
+    indices, loads, place = _staged_parts(tiles, tid, wg, width)
+    return [s for index, load in zip(indices, loads) for s in (*index, load)] + place
+
+
+def _staged_parts(tiles, tid, wg, width: int) -> tuple[list, list, list]:
+    """:func:`_staged_loads` in three parts: per element its index Lets (flat index, row,
+    column: the work-item's, the same in every K step) and its guarded global load, and the
+    list of every local store."""
+    indices, loads, place = [], [], []
     for tag, count, row_len, origin, limits, source, names_of, put in tiles:
         for q in range(count):
             names = names_of(q)
             r, c, stmts = _staged_element(q, tag, tid, wg, width, row_len, origin, limits,
                                           source, names)
-            issue += stmts
+            indices.append(stmts[:-1])
+            loads.append(stmts[-1])
             place += put(r, c, names)
-    return issue + place
+    return indices, loads, place
 
 
 def _staged_element(q: int, tag: str, tid, wg, width: int, row_len, origin, limits, array,
@@ -208,14 +217,16 @@ def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) 
         decls += [DeclareFloat(f"sa{q}", None) for q in range(staged[0])]
         decls += [DeclareFloat(f"sb{q}", None) for q in range(staged[1])]
 
-    def staged_loads(k0v, buf, tag):
+    def staged_tiles(k0v, buf, tag):
         at = (buf,) if prefetch else ()
-        return _staged_loads((
+        return (
             (f"{tag}a", staged[0], BK, (r0, k0v), (M, K), A, lambda q: [f"sa{q}"],
              lambda r, c, names: [store(tile_a, at + (r.var, c.var), Private(names[0]))]),
             (f"{tag}b", staged[1], BN, (k0v, c0), (K, N), B, lambda q: [f"sb{q}"],
-             lambda r, c, names: [store(tile_b, at + (r.var, c.var), Private(names[0]))])),
-            tid.var, WG, 1)
+             lambda r, c, names: [store(tile_b, at + (r.var, c.var), Private(names[0]))]))
+
+    def staged_loads(k0v, buf, tag):
+        return _staged_loads(staged_tiles(k0v, buf, tag), tid.var, WG, 1)
 
     def loads(k0v, buf, tag=""):
         if staged:
@@ -253,11 +264,27 @@ def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) 
         # tests/test_codegen.py; the barriers are as many as before (one per K step) and so
         # are the accesses
         cur = Let("cur", tv % NBUF)
-        main = [steps, loads(Const(0), Const(0), "p"),
-                For("t", Const(0), steps.var, one, block(
-                    cur, Barrier(),
-                    If(tv + 1 < steps.var, tuple(loads((tv + 1) * BK, (tv + 1) % NBUF))),
-                    compute(cur.var)))]
+        more = tv + 1 < steps.var
+        if staged:
+            # step t+1's global loads are issued into the private floats before step t's
+            # multiply-adds and stored into the other buffer after them, so a work-item's
+            # loads are in flight while it computes (the seeds' "Prefetching": overlap
+            # loading the next tile with computing the current one). Storing them before
+            # the multiply-adds, as rounds 1-7 did, made every K step wait for its loads
+            # first: the H200's JIT kept that order (the stores may not pass the reads of
+            # the other buffer for all it knows), and with 4 warps per scheduler the
+            # kernel was 5-10% slower than gemm-register-blocked
+            # (experiments/h200/ladder/findings.md, "gemm-prefetch against ...")
+            indices, issue, place = _staged_parts(staged_tiles((tv + 1) * BK, (tv + 1) % NBUF, ""),
+                                                  tid.var, WG, 1)
+            step = [cur, Barrier(), If(more, tuple(issue)), compute(cur.var), If(more, tuple(place))]
+            main = [steps, loads(Const(0), Const(0), "p"), [s for i in indices for s in i],
+                    For("t", Const(0), steps.var, one, block(*step))]
+        else:
+            main = [steps, loads(Const(0), Const(0), "p"),
+                    For("t", Const(0), steps.var, one, block(
+                        cur, Barrier(), If(more, tuple(loads((tv + 1) * BK, (tv + 1) % NBUF))),
+                        compute(cur.var)))]
         description = (f"{tm}x{tn} outputs per work-item, double-buffered {tm * wg_rows}x{bk} "
                        f"and {bk}x{tn * tile} local tiles, one barrier per K step")
     else:
