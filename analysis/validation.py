@@ -75,6 +75,10 @@ class Case:
         tile: the family's tile / work-group width (``schedules.DEFAULT_TILE`` when
             omitted in a file: always explicit here, so a case's id names it).
         options: ``(key, value)`` pairs of :data:`OPTION_KEYS`, sorted by key.
+        registers: the compiled kernel's registers per work-item (what ``tiletraffic run``
+            prints on NVIDIA), which the model's occupancy then uses instead of its
+            estimate from the schedule; ``None``: estimated (warned). Not a schedule
+            option: the kernel run is the same.
     """
 
     family: str
@@ -83,6 +87,7 @@ class Case:
     n: int | None
     tile: int
     options: tuple[tuple[str, Any], ...] = ()
+    registers: int | None = None
 
     @property
     def kind(self) -> str:
@@ -102,7 +107,8 @@ class Case:
         ``"gemm-vectorized m=4096 k=4096 n=4096 tile=8 bk=16 tm=8 tn=8 wg_rows=8"``."""
         sizes = [f"m={self.m}", f"k={self.k}"] + ([f"n={self.n}"] if self.n is not None else [])
         return " ".join([self.family, *sizes, f"tile={self.tile}",
-                         *(f"{key}={value}" for key, value in self.options)])
+                         *(f"{key}={value}" for key, value in self.options),
+                         *([f"registers={self.registers}"] if self.registers else [])])
 
     @property
     def label(self) -> str:
@@ -127,6 +133,8 @@ class Case:
             out["n"] = self.n
         out["tile"] = self.tile
         out.update(self.options)
+        if self.registers is not None:
+            out["registers"] = self.registers
         return out
 
     @classmethod
@@ -136,15 +144,22 @@ class Case:
         Raises:
             CaseError: a missing or unknown key, a size that is not a positive integer, an
                 unknown family, ``n`` given for a matrix-vector family or missing for a GEMM,
-                or a schedule that cannot be built at these sizes (the builder's message).
+                or a schedule that cannot be built at these sizes (the builder's message),
+                or ``registers`` not a positive integer.
         """
         if not isinstance(data, Mapping):
             raise CaseError(f"{where}: a case is a table of family, m, k, n, tile, ..., "
                             f"got {data!r}")
-        unknown = sorted(set(data) - {"family", "m", "k", "n", "tile", *OPTION_KEYS})
+        unknown = sorted(set(data) - {"family", "m", "k", "n", "tile", "registers",
+                                      *OPTION_KEYS})
         if unknown:
             raise CaseError(f"{where}: unknown key(s) {', '.join(unknown)} (known: family, m, "
-                            f"k, n, tile, {', '.join(OPTION_KEYS)})")
+                            f"k, n, tile, {', '.join(OPTION_KEYS)}, registers)")
+        registers = data.get("registers")
+        if registers is not None and (not isinstance(registers, int)
+                                      or isinstance(registers, bool) or registers < 1):
+            raise CaseError(f"{where}: registers (the compiled kernel's registers per "
+                            f"work-item) must be a positive integer, got {registers!r}")
         family = data.get("family")
         if family not in schedules.FAMILIES:
             raise CaseError(f"{where}: family {family!r} is not one of "
@@ -166,7 +181,7 @@ class Case:
                             f"(got {sizes['n']})")
         tile = schedules.DEFAULT_TILE[family] if sizes["tile"] is None else sizes["tile"]
         options = tuple(sorted((key, data[key]) for key in OPTION_KEYS if key in data))
-        case = cls(family, sizes["m"], sizes["k"], sizes["n"], tile, options)
+        case = cls(family, sizes["m"], sizes["k"], sizes["n"], tile, options, registers)
         try:
             case.build()
         except (schedules.ScheduleError, TypeError) as err:

@@ -88,7 +88,8 @@ def predict_case(case: Case, model: DeviceModel) -> dict:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            p = model_launch(case.build(), model).prediction
+            p = model_launch(case.build(), model,
+                             registers_per_work_item=case.registers).prediction
         except (LimitError, HazardError, ValueError) as err:
             return {"error": f"{type(err).__name__}: {err}"}
     return {"predicted_time_s": p.predicted_time_s, "bound": p.bound,

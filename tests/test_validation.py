@@ -69,6 +69,10 @@ def test_every_family_is_in_every_built_in_list():
     ({"family": "gemm-naive", "m": 0, "k": 8, "n": 8}, "m must be a positive integer, got 0"),
     ({"family": "gemm-naive", "m": 8, "k": 8, "n": 8, "colour": 1}, "unknown key"),
     ({"family": "gemm-vectorized", "m": 8, "k": 6, "n": 8}, "multiple of 4"),
+    ({"family": "gemm-prefetch", "m": 8, "k": 8, "n": 8, "registers": 0},
+     "registers .* must be a positive integer, got 0"),
+    ({"family": "gemm-prefetch", "m": 8, "k": 8, "n": 8, "registers": "79"},
+     "registers .* must be a positive integer, got '79'"),
 ])
 def test_malformed_cases_are_refused_naming_the_field(data, message):
     with pytest.raises(v.CaseError, match=message):
@@ -89,6 +93,31 @@ def test_case_file_round_trip_and_refusals(tmp_path):
     path.write_text("[[case]\n")
     with pytest.raises(v.CaseError, match="not a TOML file"):
         v.read_cases(path)
+
+
+def test_a_case_s_compiled_registers_reach_the_model_and_its_id(tmp_path):
+    """``registers`` (the compiled kernel's count) replaces the model's estimate: at 4096 a
+    gemm-prefetch work-group of 256 work-items with 79 registers each fits 3 times in the
+    H200's 65,536 registers, with the schedule's estimate (62) 4 times, and the model's
+    time changes with it; the id names the count, the file keeps it, the kernel is the same."""
+    from tiletraffic.simulator.traffic_model import model_launch
+
+    opts = {"tile": 16, "tm": 4, "tn": 4, "bk": 16}
+    given = case("gemm-prefetch", 4096, 4096, 4096, registers=79, **opts)
+    estimated = case("gemm-prefetch", 4096, 4096, 4096, **opts)
+    assert given.id == estimated.id + " registers=79" and given.label == estimated.label
+    from tiletraffic.gpu.codegen import generate
+    assert generate(given.build()).source == generate(estimated.build()).source
+    path = tmp_path / "cases.toml"
+    path.write_text(v.cases_toml([given, estimated]))
+    assert "registers = 79" in path.read_text() and v.read_cases(path) == (given, estimated)
+    model = vp.resolve_model("nvidia-h200")[0]
+    p_given, p_estimated = vp.predict_case(given, model), vp.predict_case(estimated, model)
+    assert p_given["predicted_time_s"] == pytest.approx(model_launch(
+        given.build(), model, registers_per_work_item=79).prediction.predicted_time_s)
+    assert p_given["predicted_time_s"] > p_estimated["predicted_time_s"]
+    assert not any("estimated" in g for g in p_given["guessed_values"])
+    assert any("estimated" in g for g in p_estimated["guessed_values"])
 
 
 # ---------------------------------------------------------------- measured time and spread
