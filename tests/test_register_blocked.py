@@ -14,6 +14,7 @@ from strategies import (assert_matches_reference, random_inputs, register_block_
                         register_block_sizes, seeds)
 from tiletraffic.analysis import closed_form
 from tiletraffic.analysis.cli import main
+from tiletraffic.simulator.counters import Observer
 from tiletraffic.simulator.engine import simulate
 from tiletraffic.simulator.memory import MemoryObserver
 from tiletraffic.simulator.schedules import REGISTER_BLOCKED_FAMILIES, ScheduleError, build
@@ -71,6 +72,57 @@ def test_prefetch_has_one_barrier_per_k_step_and_twice_the_local_memory():
     assert simulate(pre, compute_values=False).counts.barriers == 3
     assert simulate(reg, compute_values=False).counts.barriers == 6
     assert (pre.local_mem_bytes, reg.local_mem_bytes) == (16384, 8192)
+
+
+class _Order(Observer):
+    """The order of a launch's statements: per barrier interval the kinds of access it
+    executed (G global load, S local store, C compute: local loads and multiply-adds),
+    repeats merged."""
+
+    def __init__(self):
+        self.intervals, self.now = [], ""
+
+    def _add(self, kind):
+        if not self.now.endswith(kind):
+            self.now += kind
+
+    def on_access(self, ev):
+        self._add({("global", "load"): "G", ("local", "store"): "S",
+                   ("local", "load"): "C"}.get((ev.space, ev.direction), ""))
+
+    def on_flop(self, group_index, flop_per_group):
+        self._add("C")
+
+    def on_barrier(self, group_index, arrived):
+        self.intervals.append(self.now)
+        self.now = ""
+
+
+def test_prefetch_loads_the_next_step_before_its_multiply_adds_and_stores_it_after():
+    """gemm-prefetch's point (the seeds' "Prefetching": overlap loading the next tile with
+    computing the current one): in every K step but the last, the next step's global loads
+    are issued before this step's local loads and multiply-adds, and stored into local
+    memory only after them, so a work-item's loads are in flight while it computes. Rounds
+    1-7 stored them before the multiply-adds (every step waited for its loads first:
+    experiments/h200/ladder/findings.md). gemm-register-blocked loads and stores, waits,
+    computes. The generated kernel keeps the order (the JIT cannot move a local store past
+    the reads of the other buffer)."""
+    from tiletraffic.gpu.codegen import generate
+
+    order = _Order()
+    simulate(build("gemm-prefetch", 64, 64, 64), compute_values=False, observers=[order])
+    # S = 4 K steps: the first step staged before the loop, then steps 0..2 prefetch the
+    # next one, step 3 only computes
+    assert order.intervals == ["GS", "GCS", "GCS", "GCS"]
+    assert order.now == "C"                        # the last step, after the last barrier
+    order = _Order()
+    simulate(build("gemm-register-blocked", 64, 64, 64), compute_values=False,
+             observers=[order])
+    assert order.intervals == ["GS", "C"] * 4
+    source = generate(build("gemm-prefetch", 64, 64, 64)).source
+    loop = source[source.index("for (int t = 0;"):]
+    assert loop.index("sa0 = A[") < loop.index("acc[i][j] +=") \
+        < loop.index("A_tile[(t + 1) % NBUF][ar0][ac0] = sa0;")
 
 
 def test_work_item_owns_its_strided_block_of_c():

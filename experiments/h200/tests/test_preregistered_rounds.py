@@ -215,3 +215,68 @@ def test_round7_ladder_at_1024_and_4096_within_20_percent():
                 and c["n"] == 4096)
     cublas = next(c for c in raw["cublas"] if c["n"] == 4096)
     assert cublas["median_s"] / best["median_s"] == pytest.approx(0.773, abs=5e-4)
+
+
+def test_round8_validate_from_the_raw_data_and_the_registers_it_ran_with():
+    """Round 8 (the gemm-prefetch that prefetches; the register-blocked cases' compiled
+    registers): 4.6% / -10.2%, 47 of 52 pairs; the misses are the four matvec pairs and
+    gemm-prefetch against gemm-register-blocked 4x4 at 4096. Each case that carried
+    ``registers = N`` ran with a kernel of N registers in both rounds (the compile-only
+    call's count is the measured kernels' count)."""
+    from tiletraffic.analysis import validation_run as vr
+
+    doc = json.loads(gzip.decompress(
+        committed("preregistered8", "validate", "validation.json.gz").read_bytes()))
+    s = vr.summary_of(doc).to_dict()
+    assert s["median_abs_time_error"] == pytest.approx(0.046, abs=5e-4)
+    assert s["worst_time_error"] == pytest.approx(-0.102, abs=5e-4)
+    assert (s["pairs"], s["pairs_counted"], s["pairs_ordered_right"]) == (54, 52, 47)
+    missed = {tuple(x.split()[0] + " " + x.split()[1] for x in pair)
+              for pair in s["misordered_pairs"]}
+    assert missed == {("matvec-local-whole m=4096", "matvec-naive m=4096"),
+                      ("matvec-local-whole m=8192", "matvec-naive m=8192"),
+                      ("matvec-local m=4096", "matvec-naive m=4096"),
+                      ("matvec-local m=8192", "matvec-naive m=8192"),
+                      ("gemm-prefetch m=4096", "gemm-register-blocked m=4096")}
+    carried = {cid: int(cid.rsplit("registers=", 1)[1]) for cid in doc["measurements"]
+               if "registers=" in cid}
+    assert len(carried) == 8
+    for cid, regs in carried.items():
+        assert {r["registers_per_work_item"] for r in doc["measurements"][cid]["rounds"]} \
+            == {regs}, cid
+
+
+def test_round8_predictions_are_round7_s_but_for_the_compiled_registers():
+    """The schedule change left every count alone: the 14 cases without registers predict
+    round 7's times exactly, and gemm-prefetch 4x4 at 4096 with its 79 compiled registers
+    is what the committed model file gives (+3.7% over the estimate's 4 work-groups per SM)."""
+    import tiletraffic
+    from tiletraffic.analysis import validation as v
+
+    r7 = json.loads(committed("preregistered7", "predictions.json").read_text())["predictions"]
+    r8 = json.loads(committed("preregistered8", "predictions.json").read_text())["predictions"]
+    same = [cid for cid in r8 if "registers=" not in cid]
+    assert len(same) == 14
+    assert all(r8[cid]["predicted_time_s"] == r7[cid]["predicted_time_s"] for cid in same)
+    case = next(c for c in v.read_cases(committed("preregistered8", "cases.toml"))
+                if c.family == "gemm-prefetch" and c.m == 4096)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = tiletraffic.model(case.build(), str(committed("preregistered6", "h200-calibrated.toml")),
+                                registers_per_work_item=case.registers).prediction
+    assert case.registers == 79
+    assert got.predicted_time_s == pytest.approx(r8[case.id]["predicted_time_s"], rel=1e-9)
+    assert got.predicted_time_s / r7[case.id.rsplit(" registers=", 1)[0]]["predicted_time_s"] \
+        == pytest.approx(1.037, abs=5e-4)
+
+
+def test_round8_ladder_within_20_percent_and_prefetch_8x8_faster_than_round7():
+    preds = read_json(committed("preregistered8", "ladder_predictions.json.gz"))
+    raw, errors = _ladder_errors("preregistered8", preds)
+    assert len(errors) == 24 and max(abs(e) for e in errors.values()) == pytest.approx(
+        0.166, abs=5e-4)
+    r7 = read_json(committed("preregistered7", "ladder", "ladder_raw.json.gz"))
+    t7 = {(c["label"], c["n"]): c["median_s"] for c in r7["cases"] if c.get("median_s")}
+    t8 = {(c["label"], c["n"]): c["median_s"] for c in raw["cases"] if c.get("median_s")}
+    assert t8[("prefetch 8x8 bk8", 4096)] / t7[("prefetch 8x8 bk8", 4096)] == pytest.approx(
+        0.925, abs=5e-4)
