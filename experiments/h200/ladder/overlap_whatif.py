@@ -9,7 +9,8 @@ overlaps them too. This script re-solves that network with the delay of populati
 reduced by a fraction ``f`` of the customer's own residence time at the busy resource
 (``max(0, latency - f * residence(n))``) and prints gemm-prefetch's predictions against
 round 8's ladder measurements (4x4 and 8x8 at N = 1024 and 4096), with their compiled
-registers, for f = 0 (the model), 0.5, 0.9, 1.
+registers, for f = 0 (the model), 0.5, 0.9, 1; ``--per demand`` reduces it by f times the
+work-group's demand per interval instead.
 
     python -m experiments.h200.ladder.overlap_whatif \
         --device-model reports/nvidia-h200/preregistered6/h200-calibrated.toml
@@ -44,14 +45,16 @@ def measured_cases() -> list[tuple[str, dict, int, int, float]]:
             for c in raw["cases"] if c["label"] in OPTIONS and c.get("median_s")]
 
 
-def overlapped_throughputs(overlap: float):
+def overlapped_throughputs(overlap: float, per: str = "residence"):
     """:func:`traffic_model.closed_network_throughputs` with the delay reduced by
-    ``overlap`` x the customer's residence time at the queue."""
+    ``overlap`` x the customer's residence time at the queue (``per="residence"``) or x its
+    demand per interval (``per="demand"``, the work-group's own work alone)."""
     def throughputs(customers: int, demand_s: float, delay_s: float) -> list[float]:
         queue, out = 0.0, []
         for n in range(1, customers + 1):
             residence = demand_s * (1 + queue)
-            delay = max(0.0, delay_s - overlap * residence)
+            own = residence if per == "residence" else demand_s
+            delay = max(0.0, delay_s - overlap * own)
             x = n / (residence + delay) if residence + delay > 0 else math.inf
             queue = x * residence
             out.append(x)
@@ -65,6 +68,8 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device-model", required=True)
+    p.add_argument("--per", choices=("residence", "demand"), default="residence",
+                   help="what the overlap fraction multiplies (default: residence time)")
     a = p.parse_args(argv)
     print("| overlap f | case | N | predicted ms | measured ms | error | barrier latency ms |")
     print("|---:|---|---:|---:|---:|---:|---:|")
@@ -72,7 +77,7 @@ def main(argv=None) -> int:
     cases = measured_cases()
     for f in (0.0, 0.5, 0.9, 1.0):
         with mock.patch.object(traffic_model, "closed_network_throughputs",
-                               overlapped_throughputs(f)):
+                               overlapped_throughputs(f, a.per)):
             for label, options, registers, n, seconds in cases:
                 s = tiletraffic.build("gemm-prefetch", m=n, k=n, n=n, **options)
                 pr = tiletraffic.model(s, a.device_model,
