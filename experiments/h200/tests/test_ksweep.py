@@ -25,8 +25,10 @@ def test_a_failed_result_check_is_refused():
         table({"rows": [row]}, None)
 
 
-def test_committed_sweep_prefetch_step_costs_more_at_1024():
-    data = read_json(committed("ladder", "ksweep", "ksweep.json.gz"))
+def _prefetch_over_register_blocked(*folder: str) -> dict[int, float]:
+    """M = N -> gemm-prefetch's cost per 1024 more K over gemm-register-blocked's, in the
+    committed sweep ``reports/nvidia-h200/<folder>/ksweep.json.gz`` (every result checked)."""
+    data = read_json(committed(*folder, "ksweep.json.gz"))
     assert all(r["check_ok"] for r in data["rows"])
     slope = {}
     for fam in ("gemm-register-blocked", "gemm-prefetch"):
@@ -34,10 +36,14 @@ def test_committed_sweep_prefetch_step_costs_more_at_1024():
             pts = sorted((r["k"], r["median_s"]) for r in data["rows"]
                          if r["family"] == fam and r["m"] == mn)
             slope[fam, mn] = slope_s_per_1024_k(*zip(*pts, strict=True))
-    ratio_1024 = slope["gemm-prefetch", 1024] / slope["gemm-register-blocked", 1024]
-    ratio_2048 = slope["gemm-prefetch", 2048] / slope["gemm-register-blocked", 2048]
-    assert 1.08 < ratio_1024 < 1.12
-    assert 1.0 < ratio_2048 < 1.04
+    return {mn: slope["gemm-prefetch", mn] / slope["gemm-register-blocked", mn]
+            for mn in (1024, 2048)}
+
+
+def test_committed_sweep_prefetch_step_costs_more_at_1024():
+    ratio = _prefetch_over_register_blocked("ladder", "ksweep")
+    assert 1.08 < ratio[1024] < 1.12
+    assert 1.0 < ratio[2048] < 1.04
 
 
 def test_committed_jit_loops_same_memory_and_fmas_more_instructions_in_prefetch():
@@ -54,15 +60,6 @@ def test_committed_sweep_of_the_prefetching_kernel_each_step_costs_less():
     """With step t+1's loads in flight during step t's multiply-adds (ddcf0c6), a K step of
     gemm-prefetch costs 3.6% less than gemm-register-blocked's at M = N = 1024 (8-14% more
     before) and 1.9% less at 2048."""
-    data = read_json(committed("ladder", "ksweep", "prefetching", "ksweep.json.gz"))
-    assert all(r["check_ok"] for r in data["rows"])
-    slope = {}
-    for fam in ("gemm-register-blocked", "gemm-prefetch"):
-        for mn in (1024, 2048):
-            pts = sorted((r["k"], r["median_s"]) for r in data["rows"]
-                         if r["family"] == fam and r["m"] == mn)
-            slope[fam, mn] = slope_s_per_1024_k(*zip(*pts, strict=True))
-    assert slope["gemm-prefetch", 1024] / slope["gemm-register-blocked", 1024] == \
-        pytest.approx(0.964, abs=5e-3)
-    assert slope["gemm-prefetch", 2048] / slope["gemm-register-blocked", 2048] == \
-        pytest.approx(0.981, abs=5e-3)
+    ratio = _prefetch_over_register_blocked("ladder", "ksweep", "prefetching")
+    assert ratio[1024] == pytest.approx(0.964, abs=5e-3)
+    assert ratio[2048] == pytest.approx(0.981, abs=5e-3)
