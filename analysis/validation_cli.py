@@ -194,6 +194,12 @@ def _predict_only(cases, list_name, model, out) -> None:
                + (" with uncommitted changes" if doc["tiletraffic"]["git_dirty"] else ""))
     for cid in failed:
         click.echo(f"  not predicted: {cid}: {doc['predictions'][cid]['error']}")
+    if failed:
+        # the file keeps the refusals, but a pre-registration without those predictions
+        # would leave the cases unscored: not something to commit silently
+        raise click.ClickException(
+            f"{len(failed)} of {len(cases)} case(s) not predicted (above): fix or remove "
+            f"them from the case list before committing {out}")
     click.echo(f"commit it, then measure: tiletraffic validate --predictions {out}")
 
 

@@ -351,6 +351,18 @@ def test_predict_only_needs_no_device_and_a_model(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     assert "2 of 2 cases predicted with generic-gpu" in res.output
     assert vp.read_predictions(out).cases == TWO
+    # a case the model refuses (more registers than a work-item may have) is named, the
+    # file keeps the refusal, and the command fails instead of saying "commit it"
+    bad = v.Case.from_dict({**TWO[0].to_dict(), "registers": 300})
+    cases.write_text(v.cases_toml([bad, TWO[1]]))
+    res = CliRunner().invoke(main, ["validate", "--predict-only", "--cases", str(cases),
+                                    "--device-model", "nvidia-h200", "--out", str(out)])
+    assert res.exit_code == 1, res.output
+    assert "1 of 2 cases predicted" in res.output and "commit it" not in res.output
+    assert f"not predicted: {bad.id}" in res.output and "exceed the 255" in res.output
+    assert "1 of 2 case(s) not predicted (above): fix or remove them" in res.output
+    assert "error" in json.loads(out.read_text())["predictions"][bad.id]
+    cases.write_text(v.cases_toml(TWO))
     res = CliRunner().invoke(main, ["validate", "--predict-only", "--cases", str(cases)])
     assert res.exit_code == 2 and "needs --device-model" in res.output
     res = CliRunner().invoke(main, ["validate", "--predict-only", "--device-model", "nope"])
