@@ -103,16 +103,18 @@ class Case:
 
     @property
     def id(self) -> str:
-        """Unique text of the case: family, sizes, tile and options, e.g.
-        ``"gemm-vectorized m=4096 k=4096 n=4096 tile=8 bk=16 tm=8 tn=8 wg_rows=8"``."""
+        """Unique text of the case: family, sizes, tile, options and ``registers`` (when
+        given), e.g. ``"gemm-vectorized m=4096 k=4096 n=4096 tile=8 bk=16 tm=8 tn=8 wg_rows=8"``
+        or ``"gemm-prefetch m=4096 k=4096 n=4096 tile=16 bk=16 tm=4 tn=4 registers=79"``."""
         sizes = [f"m={self.m}", f"k={self.k}"] + ([f"n={self.n}"] if self.n is not None else [])
         return " ".join([self.family, *sizes, f"tile={self.tile}",
                          *(f"{key}={value}" for key, value in self.options),
-                         *([f"registers={self.registers}"] if self.registers else [])])
+                         *([f"registers={self.registers}"] if self.registers is not None else [])])
 
     @property
     def label(self) -> str:
-        """Short label for tables and figures: the id without the family's default tile."""
+        """Short label for tables and figures: the id without the sizes, the family's default
+        tile and ``registers`` (the kernel is the same)."""
         extra = "" if self.tile == schedules.DEFAULT_TILE[self.family] else f" B={self.tile}"
         return self.family + extra + "".join(f" {key}={value}" for key, value in self.options)
 

@@ -120,11 +120,15 @@ def gemm_prefetch(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM,
 
     As :func:`gemm_register_blocked`, with two A and two B tiles in local memory
     (``A_tile[2][BM][BK]``, ``B_tile[2][BK][BN]``, twice the local memory): the work-group
-    stages the first K step, waits, then in step t stores step t+1's tiles into the other
-    buffer while it computes from step t's, and waits once: one barrier per step (S in
-    all, the first before the loop, none after the last step), against two for
-    ``gemm-register-blocked``. No race: a buffer is written in step t only after the
-    barrier that ends step t-1, the last reads of it.
+    stages the first K step, then each step t waits once (a barrier at its top), fills the
+    other buffer with step t+1's tiles and computes from step t's: one barrier per step (S
+    in all), against two for ``gemm-register-blocked``. When every work-item loads a whole
+    number of elements of each tile (the staged loads), step t+1's global loads go into
+    private floats before step t's multiply-adds and stored into the other buffer after
+    them, so they are in flight while the work-item computes; otherwise (the load loops)
+    they are loaded and stored before the multiply-adds. No race: a buffer is written in
+    step t only after the barrier at the top of step t, which every work-item passes after
+    its reads of that buffer in step t-1, and read in step t+1 only after the next barrier.
 
     Counts: :func:`analysis.closed_form.gemm_register_blocked` with S barriers per
     work-group instead of 2·S.

@@ -125,6 +125,82 @@ def test_prefetch_loads_the_next_step_before_its_multiply_adds_and_stores_it_aft
         < loop.index("A_tile[(t + 1) % NBUF][ar0][ac0] = sa0;")
 
 
+STAGED_PREFETCH = [  # (m, k, n, options): odd sizes, every path of the K loop
+    ((70, 77, 66), {}),                                  # K not a multiple of BK: 5 steps
+    ((70, 5, 66), {}),                                   # K < BK: one step, nothing prefetched
+    ((70, 16, 66), {}),                                  # K = BK: one step
+    ((70, 17, 66), {}),                                  # two steps, the second 1 deep
+    ((37, 21, 45), {"tile": 8, "tm": 8, "tn": 8, "bk": 8}),
+    ((17, 9, 23), {"tile": 3, "wg_rows": 5, "tm": 3, "tn": 5, "bk": 4}),
+]
+
+
+def _is_staged(options):
+    from tiletraffic.simulator.schedules_advanced import _staged_counts
+
+    o = {"tile": 16, "tm": 4, "tn": 4, "bk": 16, **options}
+    return _staged_counts(o["tm"], o["tn"], o["bk"], o["tile"], o.get("wg_rows", o["tile"]), 1)
+
+
+@pytest.mark.parametrize("sizes,options", STAGED_PREFETCH)
+def test_staged_prefetch_at_odd_sizes_matches_numpy_and_the_closed_forms(sizes, options):
+    """The staged path (loads into private floats before the multiply-adds, stores after:
+    the kernel the H200 rounds measure) at sizes with edge tiles in M, N and K, K < BK and
+    one K step; the hypothesis test above reaches it only when its draw has whole elements
+    per work-item."""
+    assert _is_staged(options)
+    sch = build("gemm-prefetch", *sizes, **options)
+    inputs = random_inputs(sch, np.random.default_rng(sum(sizes)))
+    result = simulate(sch, inputs)  # raises on any hazard
+    assert_matches_reference(sch, inputs, result.outputs["C"])
+    assert result.counts.to_dict() == closed_form.counts(sch)
+
+
+def _in_the_k_loop(sch, change):
+    import dataclasses
+
+    from tiletraffic.simulator import schedule as S
+    from tiletraffic.simulator.variants import rewrite
+
+    def fn(s):
+        if isinstance(s, S.For) and s.var == "t":
+            return (S.For(s.var, s.start, s.stop, s.step, tuple(change(list(s.body)))),)
+        return None
+    return dataclasses.replace(sch, body=rewrite(sch.body, fn))
+
+
+def _stores_into_the_current_buffer(body):
+    from tiletraffic.simulator import schedule as S
+
+    last = body[-1]          # if (t + 1 < steps) { the stores into buffer (t + 1) % 2 }
+    assert isinstance(last, S.If) and all(isinstance(x, S.Store) for x in last.then)
+    body[-1] = S.If(last.cond, tuple(S.Store(x.array, (S.Var("cur"),) + x.index[1:], x.value)
+                                     for x in last.then))
+    return body
+
+
+@pytest.mark.parametrize("sizes,options", STAGED_PREFETCH)
+def test_staged_prefetch_broken_is_caught(sizes, options):
+    """Without its one barrier the staged prefetch races (the next step's stores against
+    this step's reads, or the first step's reads against the staging), and storing the next
+    step into the buffer being read races whenever there is a next step."""
+    import math
+
+    from tiletraffic.simulator.device import UNLIMITED
+    from tiletraffic.simulator.variants import drop_barrier
+
+    def kinds(sch):
+        res = simulate(sch, random_inputs(sch, np.random.default_rng(1)), hazards="report",
+                       limits=UNLIMITED)
+        return {h.kind for h in res.hazards}
+
+    sch = build("gemm-prefetch", *sizes, **options)
+    assert "data-race" in kinds(drop_barrier(sch, 1))
+    steps = math.ceil(sizes[1] / options.get("bk", 16))
+    wrong_buffer = kinds(_in_the_k_loop(sch, _stores_into_the_current_buffer))
+    assert ("data-race" in wrong_buffer) == (steps > 1), wrong_buffer
+
+
 def test_work_item_owns_its_strided_block_of_c():
     # gemm-register-blocked, work-group 2 x 2, TM = TN = 2: work-item (lx, ly) of
     # work-group (0, 0) owns rows ly, ly + 2 and columns lx, lx + 2. Make B the identity
@@ -219,6 +295,12 @@ def _pocl_present() -> bool:
 @pytest.mark.parametrize("family,sizes,options", [
     ("gemm-register-blocked", ("37", "20", "45"), ("--tile", "8", "--tm", "3", "--tn", "2")),
     ("gemm-vectorized", ("37", "40", "44"), ("--tile", "8", "--wg-rows", "4", "--tn", "8")),
+    # gemm-prefetch's staged path (the H200 rounds' kernel): K not a multiple of BK, K < BK,
+    # two steps, 8x8 BK 8
+    ("gemm-prefetch", ("70", "77", "66"), ()),
+    ("gemm-prefetch", ("70", "5", "66"), ()),
+    ("gemm-prefetch", ("70", "17", "66"), ()),
+    ("gemm-prefetch", ("37", "21", "45"), ("--tile", "8", "--tm", "8", "--tn", "8", "--bk", "8")),
 ])
 def test_run_on_pocl_checks_the_result_against_numpy(family, sizes, options):
     m, k, n = sizes

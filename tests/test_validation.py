@@ -120,6 +120,17 @@ def test_a_case_s_compiled_registers_reach_the_model_and_its_id(tmp_path):
     assert any("estimated" in g for g in p_estimated["guessed_values"])
 
 
+def test_a_case_s_id_names_its_registers_whenever_its_file_does():
+    """The id and the case file agree on whether a case carries registers (a Case made
+    directly is not checked, so 0 must not vanish from the id while the file keeps it)."""
+    import dataclasses
+
+    base = case("gemm-prefetch", 8, 8, 8)
+    for registers in (None, 0, 1, 79):
+        c = dataclasses.replace(base, registers=registers)
+        assert ("registers" in c.to_dict()) == (f"registers={registers}" in c.id), registers
+
+
 # ---------------------------------------------------------------- measured time and spread
 
 def test_measured_time_median_iqr_and_round_range_by_hand():

@@ -305,7 +305,8 @@ def validation_cases(name: str = "quick"):
     """A built-in case list of ``validate``: ``"quick"`` (tiny, PoCL/CI), ``"cpu"`` or
     ``"gpu"`` (GEMM 1024/4096, matvec 4096/8192), a tuple of
     ``tiletraffic.analysis.validation.Case`` (``.family``, ``.m``, ``.k``, ``.n``, ``.tile``,
-    ``.options``; ``Case.from_dict({...})`` makes your own).
+    ``.options``, ``.registers``: the compiled registers per work-item the model uses, or
+    ``None``; ``Case.from_dict({...})`` makes your own).
 
     Raises:
         KeyError: an unknown name.

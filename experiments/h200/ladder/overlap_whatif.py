@@ -62,9 +62,20 @@ def overlapped_throughputs(overlap: float, per: str = "residence"):
     return throughputs
 
 
-def main(argv=None) -> int:
+def predicted(options: dict, n: int, registers: int, overlap: float, per: str,
+              device_model: str):
+    """The model's prediction of gemm-prefetch at M = N = K = ``n`` with ``options`` and
+    ``registers`` per work-item, its network solved by :func:`overlapped_throughputs`."""
     import tiletraffic
     from tiletraffic.simulator import traffic_model
+
+    with mock.patch.object(traffic_model, "closed_network_throughputs",
+                           overlapped_throughputs(overlap, per)):
+        s = tiletraffic.build("gemm-prefetch", m=n, k=n, n=n, **options)
+        return tiletraffic.model(s, device_model, registers_per_work_item=registers).prediction
+
+
+def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device-model", required=True)
@@ -76,15 +87,11 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")
     cases = measured_cases()
     for f in (0.0, 0.5, 0.9, 1.0):
-        with mock.patch.object(traffic_model, "closed_network_throughputs",
-                               overlapped_throughputs(f, a.per)):
-            for label, options, registers, n, seconds in cases:
-                s = tiletraffic.build("gemm-prefetch", m=n, k=n, n=n, **options)
-                pr = tiletraffic.model(s, a.device_model,
-                                       registers_per_work_item=registers).prediction
-                print(f"| {f} | {label} | {n} | {pr.predicted_time_s * 1e3:.4f} | "
-                      f"{seconds * 1e3:.4f} | {pr.predicted_time_s / seconds - 1:+.1%} | "
-                      f"{pr.time_terms_s['barrier_latency_s'] * 1e3:.4f} |")
+        for label, options, registers, n, seconds in cases:
+            pr = predicted(options, n, registers, f, a.per, a.device_model)
+            print(f"| {f} | {label} | {n} | {pr.predicted_time_s * 1e3:.4f} | "
+                  f"{seconds * 1e3:.4f} | {pr.predicted_time_s / seconds - 1:+.1%} | "
+                  f"{pr.time_terms_s['barrier_latency_s'] * 1e3:.4f} |")
     return 0
 
 

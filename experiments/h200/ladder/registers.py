@@ -66,12 +66,14 @@ def main(argv=None) -> int:
     if a.read_jit_cache is not None:
         from experiments.h200.matvec.codeform import write_jit_sass
         return write_jit_sass(a.read_jit_cache, a.out, JIT_KERNELS)
+    from tiletraffic.analysis.files import atomic_write_text
+
     warnings.simplefilter("ignore")
     a.out.mkdir(parents=True, exist_ok=True)
     records = build_records(a.device)
     command = " ".join([sys.executable, "-m", "experiments.h200.ladder.registers",
                         *(argv if argv is not None else sys.argv[1:])])
-    (a.out / "registers.json").write_text(json.dumps(
+    atomic_write_text(a.out / "registers.json", json.dumps(
         {"command": command, "cases": records}, indent=1))
     return 0 if all(r["status"] == "ok" for r in records) else 1
 

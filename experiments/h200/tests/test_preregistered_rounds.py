@@ -280,3 +280,36 @@ def test_round8_ladder_within_20_percent_and_prefetch_8x8_faster_than_round7():
     t8 = {(c["label"], c["n"]): c["median_s"] for c in raw["cases"] if c.get("median_s")}
     assert t8[("prefetch 8x8 bk8", 4096)] / t7[("prefetch 8x8 bk8", 4096)] == pytest.approx(
         0.925, abs=5e-4)
+
+
+def test_round8_prefetch_not_faster_at_1024_and_the_4x4_no_faster_than_round7_at_4096():
+    """The findings' limits on round 8's "prefetch is faster": in its ladder at N = 1024
+    both prefetching kernels are level with gemm-register-blocked (0.1097 against 0.1096 ms,
+    0.1736 against 0.1732), the unchanged gemm-register-blocked 4x4 ran 5.0% slower than in
+    round 7's ladder (1.4% in validate), and at 4096 the new 4x4 kernel is 0.5% slower than
+    round 7's in validate (5.486 against 5.458 ms) and 0.4% in the ladder."""
+    from tiletraffic.analysis import validation_run as vr
+
+    def ladder(r):
+        raw = read_json(committed(r, "ladder", "ladder_raw.json.gz"))
+        return {(c["label"], c["n"]): c["median_s"] for c in raw["cases"] if c.get("median_s")}
+
+    def validate(r):
+        doc = json.loads(gzip.decompress(
+            committed(r, "validate", "validation.json.gz").read_bytes()))
+        return {(x.case.family, x.case.m): x.measured.median_s
+                for x in vr.summary_of(doc).results if x.case.family in (
+                    "gemm-prefetch", "gemm-register-blocked")}
+
+    l7, l8 = ladder("preregistered7"), ladder("preregistered8")
+    v7, v8 = validate("preregistered7"), validate("preregistered8")
+    for fast, slow in (("prefetch", "register-blocked"),
+                       ("prefetch 8x8 bk8", "register-blocked 8x8 bk8")):
+        assert 1.0 < l8[fast, 1024] / l8[slow, 1024] < 1.003
+    assert l8["register-blocked", 1024] / l7["register-blocked", 1024] == pytest.approx(
+        1.050, abs=5e-4)
+    assert v8["gemm-register-blocked", 1024] / v7["gemm-register-blocked", 1024] == \
+        pytest.approx(1.014, abs=5e-4)
+    assert v8["gemm-prefetch", 4096] / v7["gemm-prefetch", 4096] == pytest.approx(1.005, abs=5e-4)
+    assert l8["prefetch", 4096] / l7["prefetch", 4096] == pytest.approx(1.004, abs=5e-4)
+    assert v7["gemm-prefetch", 4096] < v7["gemm-register-blocked", 4096]
