@@ -155,6 +155,37 @@ def section(data: dict, image: str | None, heading: str = "##",
         lines += [f"- {c}: {e}" for c, e in problems]
         lines.append("")
     lines += _guess_lines(data)
+    lines += _register_lines(data)
+    return lines
+
+
+def _register_lines(data: dict) -> list[str]:
+    """The cases whose case file gave the compiled registers (``registers = N``): how many
+    ran with that count, and each that ran with another (its prediction used the file's
+    count, so its occupancy may be wrong), naming both counts."""
+    given = [(Case.from_dict(c).id, c["registers"]) for c in data["cases"] if "registers" in c]
+    if not given:
+        return []
+    agree, differ, unknown = [], [], []
+    for cid, regs in given:
+        built = {r.get("registers_per_work_item")
+                 for r in data["measurements"].get(cid, {}).get("rounds", [])
+                 if "device_error" not in r}
+        if not built or built == {None}:
+            unknown.append(cid)
+        elif built == {regs}:
+            agree.append(cid)
+        else:
+            differ.append((cid, regs, sorted(b for b in built if b is not None)))
+    lines = [f"{len(given)} case(s) were predicted with the registers per work-item their "
+             f"case file gave (`registers`): {len(agree)} ran with that count"
+             + (f", {len(unknown)} on a device that reports none" if unknown else "")
+             + (f", {len(differ)} with another (their predictions used the file's count):"
+                if differ else "."), ""]
+    if differ:
+        lines += [f"- {cid}: the case file gave {regs}, the built kernel had "
+                  f"{', '.join(map(str, built))}" for cid, regs, built in differ]
+        lines.append("")
     return lines
 
 

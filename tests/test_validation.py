@@ -565,3 +565,26 @@ def test_guess_lines_name_each_guessed_value_once_and_count_the_per_case_notes()
     assert lines[2].startswith("1 case(s) were declared outside what the model predicts; "
                                "e.g. b: outside the model")
     assert _guess_lines({"predictions": {"a": {}}}) == []
+
+
+def test_cases_run_with_other_registers_than_their_file_gave_are_named():
+    """A case file's ``registers`` is what the prediction used; validation.md says how many
+    cases ran with that count and names each whose built kernel had another (hand-made)."""
+    from tiletraffic.analysis.validation_text import _register_lines
+
+    given = case("gemm-prefetch", 64, 64, 64, registers=79)
+    other = case("gemm-register-blocked", 64, 64, 64, registers=64)
+    plain = case("gemm-naive", 64, 64, 64)
+    data = {"cases": [c.to_dict() for c in (given, other, plain)], "measurements": {
+        given.id: {"rounds": [{"registers_per_work_item": 79}, {"registers_per_work_item": 79}]},
+        other.id: {"rounds": [{"registers_per_work_item": 64}, {"registers_per_work_item": 72}]},
+        plain.id: {"rounds": [{"registers_per_work_item": 32}]}}}
+    lines = _register_lines(data)
+    assert lines[0] == ("2 case(s) were predicted with the registers per work-item their case "
+                        "file gave (`registers`): 1 ran with that count, 1 with another "
+                        "(their predictions used the file's count):")
+    assert lines[2] == f"- {other.id}: the case file gave 64, the built kernel had 64, 72"
+    data["measurements"][other.id]["rounds"] = [{"registers_per_work_item": None}]
+    assert _register_lines(data)[0].endswith(": 1 ran with that count, 1 on a device that "
+                                             "reports none.")
+    assert _register_lines({"cases": [plain.to_dict()], "measurements": {}}) == []
