@@ -7,7 +7,8 @@ anything first.
     python -m experiments.h200.ladder.registers --out DIR [--device NVIDIA]
     python -m experiments.h200.ladder.registers --read-jit-cache CACHE --out DIR
 
-The first writes ``DIR/registers.json`` in the shape of ``ladder_raw.json`` (``cases``:
+The first writes ``DIR/registers.json`` (with the UTC time the builds began and the
+tiletraffic commit) in the shape of ``ladder_raw.json`` (``cases``:
 label, n, ``run.registers_per_work_item``, ``run.resources``), one record per case at
 N = 1024: the kernels take M, K, N as arguments, so their build does not depend on N.
 Run it with ``PYOPENCL_NO_CACHE=1`` (a program from pyopencl's cache has no build log).
@@ -67,14 +68,17 @@ def main(argv=None) -> int:
         from experiments.h200.matvec.codeform import write_jit_sass
         return write_jit_sass(a.read_jit_cache, a.out, JIT_KERNELS)
     from tiletraffic.analysis.files import atomic_write_text
+    from tiletraffic.analysis.validation_predict import provenance, utc_now
 
     warnings.simplefilter("ignore")
+    started = utc_now()
     a.out.mkdir(parents=True, exist_ok=True)
     records = build_records(a.device)
     command = " ".join([sys.executable, "-m", "experiments.h200.ladder.registers",
                         *(argv if argv is not None else sys.argv[1:])])
     atomic_write_text(a.out / "registers.json", json.dumps(
-        {"command": command, "cases": records}, indent=1))
+        {"command": command, "created_utc": started, "tiletraffic": provenance(),
+         "cases": records}, indent=1))
     return 0 if all(r["status"] == "ok" for r in records) else 1
 
 

@@ -20,6 +20,7 @@ def test_every_ladder_kernel_builds_without_a_launch_on_pocl(tmp_path):
     assert registers.main(["--out", str(tmp_path), "--device", "pocl"]) == 0
     doc = json.loads((tmp_path / "registers.json").read_text())
     assert [r["label"] for r in doc["cases"]] == [c[0] for c in C.CASES]
+    assert doc["created_utc"].endswith("Z") and "git_commit" in doc["tiletraffic"]
     # PoCL reports no registers: None, never a guess
     assert all(r["status"] == "ok" and r["run"]["registers_per_work_item"] is None
                for r in doc["cases"])
