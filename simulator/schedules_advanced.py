@@ -281,9 +281,10 @@ def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) 
             # (experiments/h200/ladder/findings.md, "gemm-prefetch against ...")
             indices, issue, place = _staged_parts(staged_tiles((tv + 1) * BK, (tv + 1) % NBUF, ""),
                                                   tid.var, WG, 1)
-            step = [cur, Barrier(), If(more, tuple(issue)), compute(cur.var), If(more, tuple(place))]
-            main = [steps, loads(Const(0), Const(0), "p"), [s for i in indices for s in i],
-                    For("t", Const(0), steps.var, one, block(*step))]
+            main = [steps, loads(Const(0), Const(0), "p"), indices,
+                    For("t", Const(0), steps.var, one, block(
+                        cur, Barrier(), If(more, tuple(issue)), compute(cur.var),
+                        If(more, tuple(place))))]
         else:
             main = [steps, loads(Const(0), Const(0), "p"),
                     For("t", Const(0), steps.var, one, block(

@@ -43,20 +43,20 @@ def cases():
 
 
 def main(argv: list[str] | None = None) -> int:
+    from experiments.h200.matvec.codeform import add_read_jit_cache
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default=None)
     p.add_argument("--out", required=True)
     p.add_argument("--repeat", type=int, default=30)
-    p.add_argument("--read-jit-cache", default=None, metavar="DIR",
-                   help="only read both kernels' machine code from an earlier run's "
-                   "CUDA_CACHE_PATH DIR into the folder OUT (jit.json, jit.N.sass)")
+    add_read_jit_cache(p, "both kernels' machine code")
     a = p.parse_args(argv)
-    if a.read_jit_cache:
+    if a.read_jit_cache is not None:
         from pathlib import Path
 
         from experiments.h200.matvec.codeform import write_jit_sass
 
-        return write_jit_sass(Path(a.read_jit_cache), Path(a.out),
+        return write_jit_sass(a.read_jit_cache, Path(a.out),
                               tuple(f.replace("-", "_") for f, _ in FAMILIES))
     rows = []
     for family, options, mn, k in cases():

@@ -33,15 +33,15 @@ def measured_cases() -> list[tuple[str, dict, int, int, float]]:
     """(ladder label, options, compiled registers, N, measured seconds) of round 8's
     gemm-prefetch cases, from the committed data: the registers from its compile-only call
     (registers/registers.json), the times from its ladder (ladder/ladder_raw.json.gz)."""
-    import json
-
     from experiments.h200.data import REPORT, read_json
 
+    from .predict import compiled_registers, registers_for
+
     folder = REPORT / ROUND
-    regs = {r["label"]: r["run"]["registers_per_work_item"] for r in json.loads(
-        (folder / "registers" / "registers.json").read_text())["cases"]}
+    regs = compiled_registers([folder / "registers" / "registers.json"])
     raw = read_json(folder / "ladder" / "ladder_raw.json.gz")
-    return [(c["label"], OPTIONS[c["label"]], regs[c["label"]], c["n"], c["median_s"])
+    return [(c["label"], OPTIONS[c["label"]], registers_for(regs, c["label"], c["n"])[0],
+             c["n"], c["median_s"])
             for c in raw["cases"] if c["label"] in OPTIONS and c.get("median_s")]
 
 
@@ -76,7 +76,6 @@ def predicted(options: dict, n: int, registers: int, overlap: float, per: str,
 
 
 def main(argv=None) -> int:
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device-model", required=True)
     p.add_argument("--per", choices=("residence", "demand"), default="residence",

@@ -58,14 +58,14 @@ def build_records(device: str | None) -> list[dict]:
 
 
 def main(argv=None) -> int:
+    from experiments.h200.matvec.codeform import add_read_jit_cache, write_jit_sass
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True, help="output folder")
     p.add_argument("--device", default="NVIDIA", help="OpenCL device (as for tiletraffic run)")
-    p.add_argument("--read-jit-cache", type=Path, default=None, metavar="CACHE",
-                   help="read the JIT's machine code of the kernels built before from CACHE")
+    add_read_jit_cache(p, "the register-blocked kernels' machine code")
     a = p.parse_args(argv)
     if a.read_jit_cache is not None:
-        from experiments.h200.matvec.codeform import write_jit_sass
         return write_jit_sass(a.read_jit_cache, a.out, JIT_KERNELS)
     from tiletraffic.analysis.files import atomic_write_text
     from tiletraffic.analysis.validation_predict import provenance, utc_now

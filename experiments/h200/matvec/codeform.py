@@ -147,6 +147,16 @@ def jit_sass(cache: Path, out: Path, names: tuple[str, ...] | None = None) -> di
     return loops_of_images(texts, names or all_kernel_names())
 
 
+def add_read_jit_cache(parser, what: str) -> None:
+    """The drivers' ``--read-jit-cache CACHE`` option (a :class:`~pathlib.Path`, default
+    None): a second invocation that only reads ``what`` from the driver cache an earlier run
+    left (:func:`write_jit_sass`)."""
+    parser.add_argument("--read-jit-cache", type=Path, default=None, metavar="CACHE",
+                        help=f"only read {what} from an earlier run's CUDA_CACHE_PATH CACHE "
+                        "(that run with CUDA_CACHE_DISABLE=0) into the --out folder "
+                        "(jit.json, jit.N.sass)")
+
+
 def write_jit_sass(cache: Path, out: Path, names: tuple[str, ...]) -> int:
     """:func:`jit_sass` of ``names`` written to ``out/jit.json`` (and printed): exit status
     0, or 1 where there is no cache or a kernel is in no image (named)."""
@@ -196,14 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default=None)
     p.add_argument("--out", required=True)
     p.add_argument("--repeat", type=int, default=20)
-    p.add_argument("--read-jit-cache", default=None, metavar="DIR",
-                   help="only read the machine code of an earlier run's JIT from its "
-                   "CUDA_CACHE_PATH DIR (run it with CUDA_CACHE_DISABLE=0) into OUT/jit.json")
+    add_read_jit_cache(p, "every kernel's machine code")
     a = p.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    if a.read_jit_cache:
-        return write_jit_sass(Path(a.read_jit_cache), out, all_kernel_names())
+    if a.read_jit_cache is not None:
+        return write_jit_sass(a.read_jit_cache, out, all_kernel_names())
     target = select_device(a.device)
     ctx, queue = target.context, target.queue
     nvidia = "NVIDIA" in target.info.platform_name.upper()
