@@ -40,9 +40,10 @@ from tiletraffic.simulator.engine import InputError, simulate
 from tiletraffic.simulator.hazards import HazardError
 from tiletraffic.simulator.reference import (
     INPUT_KINDS, error_over_tolerance, random_inputs, reference)
-from tiletraffic.simulator.traffic_model import ADDED_TIME_TERMS
+from tiletraffic.simulator.accelerators import ALL, Accelerators
+from tiletraffic.simulator.prediction import ADDED_TIME_TERMS
 
-from . import closed_form, user_schedule
+from . import closed_form, environment, user_schedule
 
 VALUES_AUTO_LIMIT = 2**24
 """Below this many multiply-adds, ``simulate`` also computes and checks the output."""
@@ -398,7 +399,8 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
     try:
         res = simulate(sch, inputs, compute_values=values, hazards=hazards,
                        limits=UNLIMITED if no_limits else GENERIC_GPU,
-                       work_group_classes=not values and work > CLASSES_AUTO_LIMIT)
+                       accelerators=environment.accelerators(Accelerators(
+                           work_group_classes=not values and work > CLASSES_AUTO_LIMIT)))
     except (LimitError, InputError) as err:
         raise click.UsageError(str(err)) from None
     except HazardError as err:
@@ -471,12 +473,13 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
 def _simulate_with_model(sch, model, as_json: bool, registers: int | None = None) -> None:
     import warnings
 
-    from tiletraffic.simulator.traffic_model import model_launch
+    from tiletraffic.simulator.model import model_launch
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            launch = model_launch(sch, model, registers_per_work_item=registers)
+            launch = model_launch(sch, model, registers_per_work_item=registers,
+                                  accelerators=environment.accelerators(ALL))
         except (LimitError, InputError) as err:
             raise click.UsageError(str(err)) from None
         except ValueError as err:  # --registers beyond the device's or work-group's limit

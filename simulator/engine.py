@@ -530,7 +530,7 @@ class Machine:
     def plan_of(self, kind: str, node, make):
         """``make(node, params)`` (a static plan of a loop or block), cached for every
         machine of the same IR node and parameters (a schedule's probe and launch, and the
-        short K of :mod:`simulator.k_extrapolation`, share their statements)."""
+        short K of :mod:`simulator.accelerators.k_extrapolation`, share their statements)."""
         key = (kind, id(node), self.params_key)
         hit = _PLANS.get(key)
         if hit is not None and hit[0] is node:
@@ -749,7 +749,7 @@ class Machine:
         self.count_flop(m, ops + (1 if accumulate else 0))
         is_set = self.parray_set[s.name]
         if is_set is not None and idx.shape[2] != 1:
-            # a block of iterations (simulator.loop_blocks): set where any entry assigns it
+            # a block of iterations (simulator.accelerators.loop_blocks): set where any entry assigns it
             for flat in np.unique(idx[ok]):
                 is_set[:, :, flat] |= (ok & (idx == flat)).any(axis=2)
         elif is_set is not None:

@@ -9,7 +9,7 @@ observers (:mod:`simulator.cache_observers`) and the stride observer
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .accelerators import ALL, Accelerators, NotApplicable
 from .accelerators.classes import load_offsets
@@ -34,18 +34,21 @@ class LaunchObservation:
             conflicts).
         footprint: the footprint observer (its ``sectors_by_buffer`` and
             ``own_sectors_by_buffer``).
-        load_phases: barrier intervals with global loads, summed over work-groups.
+        load_phases: barrier intervals with global loads, summed over work-groups
+            (default 0: no latency terms).
         offsets: element offsets of each buffer's loads between neighbouring work-groups
-            in NDRange dimensions 0 and 1 (``None`` where not one constant).
-        strides: the launch's strided global requests.
+            in NDRange dimensions 0 and 1 (``None`` where not one constant; default none
+            known).
+        strides: the launch's strided global requests (default ``None``: none modelled).
     """
 
     schedule: Schedule
     counts: TrafficCounts
     memory: MemoryCounts
     footprint: FootprintObserver
-    load_phases: int
-    offsets: tuple[dict[str, int | None], dict[str, int | None]]
+    load_phases: int = 0
+    offsets: tuple[dict[str, int | None], dict[str, int | None]] = field(
+        default_factory=lambda: ({}, {}))
     strides: StridedRequests | None = None
 
 

@@ -204,7 +204,7 @@ def ready(machine, nest: NestPlan, mask):
     if (m.shape[2:] != (1,) and not machine.blocked) or not _resolve(machine, nest):
         return None
     flop_mask = m
-    if m.shape[2:] != (1,):   # a block of iterations (simulator.loop_blocks): their union
+    if m.shape[2:] != (1,):   # a block of iterations (.loop_blocks): their union
         m = np.broadcast_to(m, (machine.G, machine.L, m.shape[2])).any(axis=2, keepdims=True)
     m = np.broadcast_to(m, (machine.G, machine.L, 1))
     rows = m[:, :, 0]
