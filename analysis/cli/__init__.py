@@ -5,6 +5,7 @@
     tiletraffic model SCHEDULE --m M --k K [--n N] [--tile B] [--device-model D]
                                [--registers R] [--json]
     tiletraffic run SCHEDULE --m M --k K [--n N] [--tile B] [--device D] [--repeat R] [--json]
+    tiletraffic explain SCHEDULE --m M --k K [--n N] [--tile B] [--device-model D] --out PAGE
     tiletraffic check SCHEDULE [...] | --all;  tiletraffic crosscheck SCHEDULE [...] | --all
     tiletraffic devices;  tiletraffic device-model [MODEL | --device D]
     tiletraffic calibrate [--device D] [--out FILE]
@@ -33,11 +34,11 @@ from __future__ import annotations
 
 import click
 
-from . import (calibrate, check, crosscheck, device_model, devices, model, report, run,
-               simulate, tune, validate)
+from . import (calibrate, check, crosscheck, device_model, devices, explain, model, report,
+               run, simulate, tune, validate)
 
-COMMANDS = (simulate, model, run, check, crosscheck, devices, device_model, calibrate, report,
-            tune, validate)
+COMMANDS = (simulate, model, run, explain, check, crosscheck, devices, device_model, calibrate,
+            report, tune, validate)
 """The command modules, in the order ``--help`` lists them."""
 
 
