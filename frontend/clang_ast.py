@@ -28,7 +28,12 @@ CLANG_ARGS = ("-x", "cl", "-cl-std=CL1.2", "-cl-no-stdinc", "-Xclang",
 class FrontendError(ValueError):
     """A kernel the front end cannot turn into a schedule: a parse error, or a construct
     outside the supported subset. The message is one line, ``file:line:column: what; what
-    to write instead``."""
+    to write instead``. ``arg`` names the kernel argument the problem concerns (a buffer's
+    shape or access, a missing value), if any."""
+
+    def __init__(self, message: str, arg: str | None = None):
+        super().__init__(message)
+        self.arg = arg
 
 
 @dataclass(frozen=True)
@@ -50,9 +55,9 @@ def where(cursor, default_file: str = "<source>") -> Where:
     return Where(name, loc.line, loc.column)
 
 
-def fail(cursor, message: str, default_file: str = "<source>"):
+def fail(cursor, message: str, default_file: str = "<source>", arg: str | None = None):
     """Raise :class:`FrontendError` for ``cursor``: ``file:line:column: message``."""
-    raise FrontendError(f"{where(cursor, default_file)}: {message}")
+    raise FrontendError(f"{where(cursor, default_file)}: {message}", arg)
 
 
 def _index():

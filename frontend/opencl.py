@@ -221,14 +221,15 @@ class _KernelBuilder:
         self.helper_return: list | None = None
 
     # ------------------------------------------------------------------ errors
-    def fail(self, cursor, message: str):
-        C.fail(cursor, message, self.path)
+    def fail(self, cursor, message: str, arg: str | None = None):
+        C.fail(cursor, message, self.path, arg)
 
     # ------------------------------------------------------------------ scopes
     def bind(self, c_name: str, binding: _Binding) -> str:
         """Bind ``c_name`` in the innermost scope; returns the IR name (a fresh one when
-        ``c_name`` would shadow a name still in scope)."""
-        if self.lookup(c_name) is not None or c_name in self.params:
+        ``c_name`` was declared before, in another scope or an inlined helper: the IR's
+        names are the kernel's)."""
+        if c_name in self.used_names or c_name in self.params:
             ir = self.fresh(c_name)
         else:
             ir = c_name
@@ -259,12 +260,13 @@ class _KernelBuilder:
         if unknown:
             raise FrontendError(f"{C.where(self.cursor, self.path)}: kernel "
                                 f"{self.cursor.spelling} has no argument "
-                                f"{', '.join(unknown)}; its arguments: {', '.join(names)}")
+                                f"{', '.join(unknown)}; its arguments: {', '.join(names)}",
+                                unknown[0])
         missing = [n for n in names if n not in self.args]
         if missing:
             raise FrontendError(f"{C.where(self.cursor, self.path)}: kernel argument(s) "
                                 f"{', '.join(missing)} not given (every argument needs a "
-                                "value or a buffer shape)")
+                                "value or a buffer shape)", missing[0])
         for p in params:
             self.declare_argument(p)
         for b in self.buffers.values():
@@ -274,7 +276,8 @@ class _KernelBuilder:
         for b in self.buffers.values():
             if b.stored and b.role == "in":
                 raise FrontendError(f"{self.path}: kernel stores into buffer {b.name}, "
-                                    "whose access is 'in'; give it access 'out' or 'inout'")
+                                    "whose access is 'in'; give it access 'out' or 'inout'",
+                                    b.name)
         return tuple(stmts)
 
     def declare_argument(self, p):
@@ -285,9 +288,10 @@ class _KernelBuilder:
             space = _address_space(pointee)
             if space == "__local":
                 self.fail(p, f"__local pointer argument {name}: declare a __local array of "
-                             "static size inside the kernel instead")
+                             "static size inside the kernel instead", name)
             if space not in ("__global", "__constant"):
-                self.fail(p, f"argument {name}: pointers must be __global or __constant")
+                self.fail(p, f"argument {name}: pointers must be __global or __constant",
+                          name)
             if _is_float_type(pointee):
                 width = 1
             elif _is_vector_type(pointee) and \
@@ -296,26 +300,27 @@ class _KernelBuilder:
                 width = _vector_width(pointee)
             else:
                 self.fail(p, f"buffer {name} of {pointee.spelling}: buffers must hold float, "
-                             "float2 or float4")
+                             "float2 or float4", name)
             if isinstance(value, dict):
                 extra = sorted(set(value) - {"shape", "access"})
                 if extra:
-                    raise FrontendError(f"buffer {name}: unknown field(s) {', '.join(extra)}")
+                    raise FrontendError(f"buffer {name}: unknown field(s) {', '.join(extra)}",
+                                        name)
                 value = BufferArg(tuple(value.get("shape", ())), value.get("access", ""))
             if not isinstance(value, BufferArg):
                 raise FrontendError(f"argument {name} is a buffer in the source; give its "
-                                    "shape and access, not a number")
+                                    "shape and access, not a number", name)
             if value.access not in ACCESS:
                 raise FrontendError(f"buffer {name}: access {value.access!r} is not one of "
-                                    f"{', '.join(ACCESS)}")
+                                    f"{', '.join(ACCESS)}", name)
             const = pointee.is_const_qualified() or space == "__constant"
             if const and value.access != "in":
                 raise FrontendError(f"buffer {name} is const in the source; its access must be "
-                                    f"'in', not {value.access!r}")
+                                    f"'in', not {value.access!r}", name)
             shape, dims = self.buffer_shape(name, value.shape)
             if dims[-1] % width:
                 raise FrontendError(f"buffer {name} holds float{width}: its last dimension "
-                                    f"({dims[-1]}) must be a multiple of {width}")
+                                    f"({dims[-1]}) must be a multiple of {width}", name)
             self.buffers[name] = _Buffer(name, value.access, shape, dims, width, const)
             self.arg_kinds.append((name, {"in": "global_in", "out": "global_out",
                                           "inout": "global_inout"}[value.access]))
@@ -324,9 +329,10 @@ class _KernelBuilder:
         if _type_kind(t) in ("INT", "UINT"):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise FrontendError(f"argument {name} is an integer in the source; give a "
-                                    f"number, not {value!r}")
+                                    f"number, not {value!r}", name)
             if not -(2 ** 31) <= value < 2 ** 31:
-                raise FrontendError(f"argument {name} = {value} does not fit a 32-bit int")
+                raise FrontendError(f"argument {name} = {value} does not fit a 32-bit int",
+                                    name)
             self.params[name] = int(value)
             self.arg_kinds.append((name, "int"))
             self.scopes[0].names[name] = _Binding("int", S.Param(name), p)
@@ -334,11 +340,11 @@ class _KernelBuilder:
             return
         self.fail(p, f"argument {name} of type {t.spelling}: arguments must be int or uint "
                      "scalars or __global float/float4 buffers (pass a float constant as "
-                     "a -D build option)")
+                     "a -D build option)", name)
 
     def buffer_shape(self, name, shape) -> tuple[tuple[str, ...], tuple[int, ...]]:
         if not shape:
-            raise FrontendError(f"buffer {name}: shape missing (a list of positive sizes)")
+            raise FrontendError(f"buffer {name}: shape missing (a list of positive sizes)", name)
         names, dims = [], []
         for d, entry in enumerate(shape):
             if isinstance(entry, str):
@@ -348,7 +354,7 @@ class _KernelBuilder:
                     value = self.args[entry]
                 else:
                     raise FrontendError(f"buffer {name}: shape[{d}] = {entry!r} is neither a "
-                                        "size nor a scalar argument")
+                                        "size nor a scalar argument", name)
                 scalar = self.args.get(entry)
                 if isinstance(scalar, int) and not isinstance(scalar, bool) and scalar != value:
                     pname = f"{name}_dim{d}"       # the size and the argument differ
@@ -358,13 +364,14 @@ class _KernelBuilder:
                 value, pname = entry, f"{name}_dim{d}"
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise FrontendError(f"buffer {name}: shape[{d}] = {value!r} is not a positive "
-                                    "integer")
+                                    "integer", name)
             if pname not in self.args:
                 self.params.setdefault(pname, int(value))
             names.append(pname)
             dims.append(int(value))
         if math.prod(dims) >= 2 ** 31:
-            raise FrontendError(f"buffer {name}: {math.prod(dims)} elements; at most 2^31 - 1")
+            raise FrontendError(f"buffer {name}: {math.prod(dims)} elements; at most 2^31 - 1",
+                                name)
         return tuple(names), tuple(dims)
 
     # ------------------------------------------------------------------ statements
@@ -437,6 +444,8 @@ class _KernelBuilder:
                             "start (for (int i = start; ...))")
         var_cursor = decls[0]
         start = self.int_expr(C.children(var_cursor)[-1])
+        if not self.counts_up(cond, inc, var_cursor):
+            return self.unrolled(c, start, cond, inc, body, var_cursor)
         self.push()
         try:
             ir = self.bind(var_cursor.spelling, _Binding("int", None, var_cursor))
@@ -448,6 +457,102 @@ class _KernelBuilder:
         finally:
             self.pop()
         return S.For(ir, start, stop, step, stmts)
+
+    def counts_up(self, cond, inc, var_cursor) -> bool:
+        """Whether the loop is an IR loop (var < stop, var += step), else it is unrolled."""
+        from clang.cindex import CursorKind as K
+        c, i = C.strip(cond), C.strip(inc)
+        up_cond = c.kind == K.BINARY_OPERATOR and (
+            (C.binary_operator(c) in ("<", "<=") and self._is_var(C.children(c)[0], var_cursor))
+            or (C.binary_operator(c) in (">", ">=") and
+                self._is_var(C.children(c)[1], var_cursor)))
+        up_inc = (i.kind == K.UNARY_OPERATOR and C.unary_operator(i) == "++") or (
+            i.kind == K.COMPOUND_ASSIGNMENT_OPERATOR and C.binary_operator(i) == "+=") or (
+            i.kind == K.BINARY_OPERATOR and C.binary_operator(i) == "=")
+        return up_cond and up_inc
+
+    UNROLL_MAX_TRIPS = 256
+    """Most iterations of a loop with constant bounds that does not count up (``s >>= 1``,
+    ``i--``) unrolled into the IR."""
+
+    def unrolled(self, c, start, cond, inc, body, var_cursor) -> S.If | list:
+        """A loop with constant start, condition and update of another kind, as one copy of
+        its body per iteration (the loop variable a constant in each)."""
+        value = self.static_value(start)
+        if value is None:
+            self.fail(c, "a loop that does not count up needs constant bounds: write for "
+                         "(int i = start; i < stop; i += step)")
+        trips = []
+        while self.static_eval(cond, var_cursor, value):
+            trips.append(value)
+            if len(trips) > self.UNROLL_MAX_TRIPS:
+                self.fail(c, f"loop of more than {self.UNROLL_MAX_TRIPS} iterations that does "
+                             "not count up: write it counting up (i < stop; i += step)")
+            value = self.static_update(inc, var_cursor, value)
+        out = []
+        for v in trips:
+            self.push()
+            try:
+                self.scopes[-1].names[var_cursor.spelling] = _Binding(
+                    "loopvar", S.Const(v), var_cursor)
+                out += self.block(body)
+            finally:
+                self.pop()
+        return S.If(S.Compare("==", S.Const(0), S.Const(0)), tuple(out)) if out else \
+            S.If(S.Compare("==", S.Const(0), S.Const(1)), ())
+
+    def static_eval(self, c, var_cursor, value):
+        """The value of an integer expression or condition, with the loop variable =
+        ``value``, from constants and scalar arguments only."""
+        from clang.cindex import CursorKind as K
+        s = C.strip(c)
+        if self._is_var(s, var_cursor):
+            return value
+        if s.kind == K.CSTYLE_CAST_EXPR:
+            return self.static_eval(C.children(s)[-1], var_cursor, value)
+        if s.kind == K.BINARY_OPERATOR:
+            op = C.binary_operator(s)
+            a, b = (self.static_eval(x, var_cursor, value) for x in C.children(s))
+            ops = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+                   "/": lambda x, y: int(x / y), "%": lambda x, y: x - int(x / y) * y,
+                   "<<": lambda x, y: x << y, ">>": lambda x, y: x >> y,
+                   "<": lambda x, y: x < y, "<=": lambda x, y: x <= y,
+                   ">": lambda x, y: x > y, ">=": lambda x, y: x >= y,
+                   "==": lambda x, y: x == y, "!=": lambda x, y: x != y,
+                   "&&": lambda x, y: bool(x and y), "||": lambda x, y: bool(x or y)}
+            if op in ops:
+                try:
+                    return ops[op](a, b)
+                except ZeroDivisionError:
+                    self.fail(s, "division by zero in a loop bound")
+        e = self.int_expr(s)
+        v = self.static_value(e)
+        if v is None:
+            self.fail(s, "a loop that does not count up needs constant bounds: write for "
+                         "(int i = start; i < stop; i += step)")
+        return v
+
+    def static_update(self, inc, var_cursor, value) -> int:
+        from clang.cindex import CursorKind as K
+        s = C.strip(inc)
+        if s.kind == K.UNARY_OPERATOR and self._is_var(C.children(s)[0], var_cursor):
+            op = C.unary_operator(s)
+            if op in ("++", "--"):
+                return value + (1 if op == "++" else -1)
+        if s.kind == K.COMPOUND_ASSIGNMENT_OPERATOR and \
+                self._is_var(C.children(s)[0], var_cursor):
+            op = C.binary_operator(s)[:-1]
+            rhs = self.static_eval(C.children(s)[1], var_cursor, value)
+            result = {"+": value + rhs, "-": value - rhs, "*": value * rhs,
+                      "<<": value << rhs, ">>": value >> rhs,
+                      "/": int(value / rhs) if rhs else None}.get(op)
+            if result is not None:
+                return result
+        if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) == "=" and \
+                self._is_var(C.children(s)[0], var_cursor):
+            return self.static_eval(C.children(s)[1], var_cursor, value)
+        self.fail(inc, f"loop update: write ++{var_cursor.spelling}, "
+                       f"{var_cursor.spelling} += step, >>= or /= by a constant")
 
     def _is_var(self, c, var_cursor) -> bool:
         from clang.cindex import CursorKind as K
@@ -784,8 +889,13 @@ class _KernelBuilder:
             elif _is_float_type(t):
                 value = self.float_expr(a, out)
                 bindings[p.spelling] = ("float", value, p)
-            elif _type_kind(t) == "POINTER":
-                bindings[p.spelling] = _Binding("pointer", self.pointer_expr(a), p)
+            elif _type_kind(t) in ("POINTER", "CONSTANTARRAY", "INCOMPLETEARRAY"):
+                ref = C.strip(a)
+                b = self.lookup(ref.spelling) if ref.kind == K.DECL_REF_EXPR else None
+                if b is not None and b.kind in ("local", "buffer", "private_array"):
+                    bindings[p.spelling] = b     # the array itself, with its shape
+                else:
+                    bindings[p.spelling] = _Binding("pointer", self.pointer_expr(a), p)
             else:
                 self.fail(a, f"helper argument {p.spelling} of type {t.spelling}: helpers "
                              "take integers, floats and pointers")
@@ -1002,7 +1112,7 @@ class _KernelBuilder:
             buf.stored = True
             if buf.role == "in":
                 self.fail(at, f"store into buffer {buf.name}, whose access is 'in': give it "
-                              "access 'out' or 'inout'")
+                              "access 'out' or 'inout'", buf.name)
         return buf.array, self.delinearize(ptr.flat, buf.dims, buf.array.dims)
 
     def delinearize(self, flat: S.IntExpr, dims, dim_exprs=None) -> tuple:
@@ -1036,6 +1146,12 @@ class _KernelBuilder:
                 return a - b
             if e.op == "*":
                 return a * b
+            if e.op in ("/", "%") and b:
+                q = int(a / b)
+                return q if e.op == "/" else a - q * b
+        if isinstance(e, S.Min):
+            a, b = self.static_value(e.left), self.static_value(e.right)
+            return None if a is None or b is None else min(a, b)
         return None
 
     def offset(self, ptr: _Pointer, delta: S.IntExpr) -> _Pointer:
