@@ -42,7 +42,7 @@ from tiletraffic.simulator.reference import (
     INPUT_KINDS, error_over_tolerance, random_inputs, reference)
 from tiletraffic.simulator.traffic_model import ADDED_TIME_TERMS
 
-from . import closed_form, user_schedule
+from . import closed_form, launch_file, user_schedule
 
 VALUES_AUTO_LIMIT = 2**24
 """Below this many multiply-adds, ``simulate`` also computes and checks the output."""
@@ -115,10 +115,39 @@ class ScheduleSpec(click.ParamType):
         return "SCHEDULE"
 
     def convert(self, value, param, ctx):
-        if value in self.names or user_schedule.is_file_spec(value):
+        if value in self.names or user_schedule.is_file_spec(value) or \
+                launch_file.is_launch_spec(value):
             return value
-        self.fail(f"{value!r} is neither a schedule name ({', '.join(self.names)}) nor "
-                  "FILE.py:FUNCTION", param, ctx)
+        self.fail(f"{value!r} is neither a schedule name ({', '.join(self.names)}), "
+                  "FILE.py:FUNCTION nor LAUNCH.toml", param, ctx)
+
+
+def _set_option(f):
+    """--set NAME=VALUE (repeatable): a launch file's size replaced; kept in the click
+    context (read by :func:`_build`)."""
+    def remember(ctx, param, value):
+        if value:
+            ctx.meta["launch_sets"] = list(value)
+        return value
+
+    return click.option("--set", "launch_sets", multiple=True, metavar="NAME=VALUE",
+                        expose_value=False, callback=remember,
+                        help="LAUNCH.toml: replace the size NAME (or a -D macro of its "
+                             "build_options) by VALUE; repeatable.")(f)
+
+
+def _launch_sets() -> dict:
+    ctx = click.get_current_context(silent=True)
+    items = ctx.meta.get("launch_sets", []) if ctx is not None else []
+    try:
+        return launch_file.parse_assignments(items)
+    except launch_file.LaunchFileError as err:
+        raise click.UsageError(str(err)) from None
+
+
+def _is_user_spec(schedule) -> bool:
+    """SCHEDULE is the user's own: FILE.py:FUNCTION or LAUNCH.toml."""
+    return user_schedule.is_file_spec(schedule) or launch_file.is_launch_spec(schedule)
 
 
 def _reference_option(f):
@@ -200,6 +229,7 @@ def _size_options(f):
                      help="Columns of A (inner dimension); required for a family.")(f)
     f = click.option("--m", "m", type=int, default=None,
                      help="Rows of A and of C (or y); required for a family.")(f)
+    f = _set_option(f)
     from tiletraffic.simulator.variants import names
     f = click.argument("schedule", type=ScheduleSpec(names()))(f)
     return f
@@ -215,6 +245,7 @@ def _named_schedule_options(f):
     f = click.option("--k", "k", type=int, default=None, help="Columns of A.")(f)
     f = click.option("--m", "m", type=int, default=None,
                      help="Rows of A (default: an example shape).")(f)
+    f = _set_option(f)
     from tiletraffic.simulator.variants import names
     return click.argument("name", required=False, type=ScheduleSpec(names()))(f)
 
@@ -239,6 +270,19 @@ def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=No
     options = {key: v for key, v in (("mapping", mapping), ("padding", padding),
                                      ("a_tile", a_tile)) if v is not None}
     options.update(_register_block_values())
+    if launch_file.is_launch_spec(schedule):
+        given = [f"--{key.replace('_', '-')}" for key, v in
+                 (("m", m), ("k", k), ("n", n), ("tile", tile), ("chunk", chunk),
+                  *options.items()) if v is not None]
+        if given:
+            raise click.UsageError(f"{', '.join(given)}: a launch file gives its own sizes; "
+                                   f"replace them with --set NAME=VALUE ({schedule})")
+        try:
+            return launch_file.load(schedule, _launch_sets())
+        except ValueError as err:   # LaunchFileError, FrontendError, ScheduleError
+            raise click.UsageError(str(err)) from None
+    elif _launch_sets():
+        raise click.UsageError("--set applies to LAUNCH.toml schedules only")
     if user_schedule.is_file_spec(schedule):
         extra = [f"--{key.replace('_', '-')}" for key, v in (("chunk", chunk), *options.items())
                  if v is not None]
@@ -320,8 +364,10 @@ def _select_device(spec):
 def _reference_fn(schedule: str, reference_spec: str | None):
     """The user's reference function for SCHEDULE (None: built-in, or none defined)."""
     try:
+        if launch_file.is_launch_spec(schedule) and reference_spec is None:
+            return launch_file.reference_function(schedule)
         return user_schedule.reference_function(schedule, reference_spec)
-    except user_schedule.UserScheduleError as err:
+    except (user_schedule.UserScheduleError, launch_file.LaunchFileError) as err:
         raise click.UsageError(str(err)) from None
 
 
@@ -408,7 +454,7 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
     by_classes = not values and work > CLASSES_AUTO_LIMIT
     check = worst = None
     skipped = None if values else "counts only"
-    if values and ref_fn is None and user_schedule.is_file_spec(schedule):
+    if values and ref_fn is None and _is_user_spec(schedule):
         skipped = NO_REFERENCE
     elif values:
         from tiletraffic.gpu.runtime import check_result
@@ -709,7 +755,7 @@ def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, inpu
     sch = _build(schedule, m, k, n, tile, chunk, mapping, padding, a_tile)
     _within_budget(sch, force, device=True)
     ref_fn = _reference_fn(schedule, reference_spec)
-    if ref_fn is None and user_schedule.is_file_spec(schedule):
+    if ref_fn is None and _is_user_spec(schedule):
         raise click.UsageError(f"run checks the result before timing it: {NO_REFERENCE}")
     if device is not None and not device.strip():
         raise click.UsageError("--device is empty; give 'P:D' or part of a device name")
