@@ -842,6 +842,10 @@ class _KernelBuilder:
         if helper is not None:
             stmts, _ = self.inline(c, helper, want_value=False)
             return stmts
+        if name.startswith(("atomic_", "atom_")):
+            self.fail(c, f"{name}: atomics order updates by the device's timing, not by the "
+                         "schedule; reduce through local memory and barriers, one store per "
+                         "element")
         if name in ("mem_fence", "read_mem_fence", "write_mem_fence"):
             self.fail(c, f"{name}: orders memory without synchronising; use barrier()")
         self.fail(c, f"call of {name} as a statement: only barrier(), vstore2/4 and helper "
@@ -1253,6 +1257,14 @@ class _KernelBuilder:
             b = self.lookup(s.spelling)
             if b is not None and b.kind == "vector" and len(b.value) == width:
                 return tuple(S.Private(n) for n in b.value), out
+        if s.kind == K.COMPOUND_LITERAL_EXPR and _is_vector_type(s.type):
+            parts = C.children(C.children(s)[-1])
+            if len(parts) == width and not any(_is_vector_type(C.strip(p).type)
+                                               for p in parts):
+                return tuple(self.float_expr(p, out) for p in parts), out
+            if len(parts) == 1:
+                v = self.float_expr(parts[0], out)
+                return (v,) * width, out
         if s.kind == K.CSTYLE_CAST_EXPR and _is_vector_type(s.type):
             inner = C.strip(C.children(s)[-1])
             parts = C.children(inner) if inner.kind in (K.INIT_LIST_EXPR, K.PAREN_EXPR) or \
