@@ -18,6 +18,8 @@ size, global and local arrays and its body. Every function here takes one:
   (``tiletraffic.analysis.user_schedule``);
 - :func:`simulate` it (exact counts, optional values), :func:`check` it for hazards,
   :func:`model` its memory system and time on a device model (:func:`device_model`);
+- :func:`explain` it: one web page drawing its tiles over time, reuse, coalescing, banks,
+  hazards and time terms;
 - :func:`generate` its OpenCL C, :func:`run` it on an OpenCL device (PoCL without a GPU),
   :func:`closed_form` its counts;
 - :func:`tune` a GEMM: rank a declared parameter space by the model, measure the best.
@@ -416,6 +418,47 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
                           command=f"tiletraffic.validate(device={device!r}, quick={quick})")
 
 
+def explain(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *, out=None,
+            work_group=None, step_iterations: int | None = None,
+            registers_per_work_item: int | None = None) -> dict:
+    """Observe ``schedule`` for an explain page and, with ``out``, write the page there
+    (one self-contained HTML file, atomically): the tiles one work-group reads per barrier
+    interval, per-element reuse, one sub-group's request in sectors and lines, one local
+    access in banks, the hazards and the model's time terms.
+
+    >>> doc = tt.explain(tt.build("gemm-tiled", m=32, k=32, n=32, tile=16), out="tiled.html")
+
+    Args:
+        device: the device model of the pictures and the time terms (as for :func:`model`).
+        out: the HTML file to write (``None``: write nothing).
+        work_group: the work-group drawn, a linear id or one id per NDRange dimension
+            (default: the first hazard's, else 0).
+        step_iterations: without barriers, iterations of each load per step (default: the
+            tile).
+        registers_per_work_item: as for :func:`model`.
+
+    Returns:
+        The document the page is drawn from (and embeds): ``counts`` as
+        ``simulate(...).counts.to_dict()``, ``reuse`` (per input, every element's reads),
+        ``steps``, ``sites``, ``samples``, ``memory``, ``hazards``, ``time``
+        (``tiletraffic.analysis.explain.collect.explain_data``).
+
+    Raises:
+        tiletraffic.analysis.explain.ExplainSizeError (a ValueError): an array with more
+            than 64 elements along a side (the message names a size to use).
+        ValueError: a work-group outside the launch. KeyError, DeviceModelError: as
+            :func:`model`. LimitError: the schedule exceeds the device model's limits.
+    """
+    from .analysis.explain import explain_data, write_page
+
+    doc = explain_data(schedule, device, work_group=work_group,
+                       step_iterations=step_iterations,
+                       registers_per_work_item=registers_per_work_item)
+    if out is not None:
+        write_page(doc, out)
+    return doc
+
+
 def closed_form(schedule: Schedule) -> dict | None:
     """Closed-form counts of ``schedule`` (the keys of ``TrafficCounts.to_dict()``), or
     ``None`` for a schedule family without closed forms (a user's own schedule)."""
@@ -425,7 +468,7 @@ def closed_form(schedule: Schedule) -> dict | None:
 
 
 __all__ = [
-    "build", "simulate", "check", "model", "generate", "run", "closed_form", "tune", "calibrate",
+    "build", "simulate", "check", "model", "explain", "generate", "run", "closed_form", "tune", "calibrate",
     "validate", "write_predictions", "validation_cases",
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",
