@@ -93,7 +93,8 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
             (``tiletraffic.simulator.variants.names()``), or ``"FILE.py:FUNCTION"``: a
             function of your file that returns a :class:`Schedule`, called with the sizes
             given (``m``, ``k``, ``n``, ``tile``; ``None`` ones left out) as keyword
-            arguments (``tiletraffic.analysis.user_schedule.load``).
+            arguments (``tiletraffic.analysis.user_schedule.load``). The command line
+            resolves SCHEDULE through the same ``tiletraffic.analysis.resolver.resolve``.
         m, k, n: sizes; A is m×k, B is k×n (GEMM), x has k elements (matrix-vector). Omitted
             sizes of a demo or variant default to its example shape.
         tile: tile width B (GEMM: B×B work-groups) or work-items per work-group (matvec).
@@ -106,34 +107,16 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
             ``matvec-rows-reduce``).
 
     Raises:
-        ScheduleError: unknown name, missing size, or a parameter out of range.
+        ScheduleError: unknown name, missing size, a size or option that does not apply
+            (``n`` of a matrix-vector product, options of a demo or variant), or a
+            parameter out of range.
         tiletraffic.analysis.user_schedule.UserScheduleError (a ValueError): the file or
             function cannot be loaded, does not take a size given, raises, or returns
             something other than a Schedule; or ``chunk``/``options`` given for it.
     """
-    from .simulator import schedules, variants
+    from .analysis.resolver import Sizes, resolve
 
-    from .analysis import launch_file, user_schedule
-    if launch_file.is_launch_spec(name):
-        sets, params = options.pop("set", None), options.pop("params", None)
-        if any(v is not None for v in (m, k, n, tile, chunk)) or options:
-            raise launch_file.LaunchFileError(
-                f"{name}: a launch file takes set= (its sizes) and params= (its macros), not "
-                "m, k, n, tile, chunk or family options")
-        return launch_file.load(name, sets, params)
-    if user_schedule.is_file_spec(name):
-        if chunk is not None or options:
-            raise user_schedule.UserScheduleError(
-                f"{name}: chunk and family options apply to built-in schedules only")
-        return user_schedule.load(name, m=m, k=k, n=n, tile=tile)
-
-    if name in schedules.FAMILIES:
-        if m is None or k is None:
-            raise ScheduleError(f"{name} needs m and k (got m={m}, k={k})")
-        return schedules.build(name, m, k, n, tile, chunk, **options)
-    if options:
-        raise ScheduleError(f"{name} takes no options, got {sorted(options)}")
-    return variants.build_any(name, m, k, n, tile, chunk)
+    return resolve(name, Sizes(m, k, n, tile, chunk), options)
 
 
 def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict,
@@ -303,7 +286,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
          top: int = 8, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
          space=None,
          jobs: int = 1, measure_all: bool = False, resume: bool = False,
-         seed: int | None = None, progress: bool = False, recheck: int | None = None):
+         seed: int | None = None, progress: bool | None = False, recheck: int | None = None,
+         log=None, command: str | None = None):
     """Tune C = A·B (A m×k, B k×n, float32) over a tuning space: reject the candidates that
     break the space's constraints (each with its reason), rank the rest by the model's
     predicted time on ``device_model``, run the ``top`` best on ``device`` (every launch
@@ -320,7 +304,10 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             rounds (every other in reverse order; the spread as :func:`validate`'s).
         space: a space file (TOML; default the built-in
             ``analysis/tuning_spaces/gemm.toml``). jobs: modelling processes.
-        seed: of the random inputs. progress: progress bars on stderr.
+        seed: of the random inputs. progress: progress bars on stderr (None: on a
+            terminal only). log: a function that takes each line of progress (default:
+            none printed). command: the command line the results file records (default:
+            this call).
         recheck: before measuring, build (compile only) this many of the best-ranked
             candidates on ``device``, re-model them with the compiled kernel's registers
             per work-item where the driver reports them (NVIDIA's ``-cl-nv-verbose`` build
@@ -347,7 +334,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     return _tune(m, n, k, device=device, device_model=device_model, top=top, out=out,
                  repeat=repeat, warmup=warmup, rounds=rounds, space=space, jobs=jobs,
                  measure_all=measure_all, resume=resume, seed=seed, progress=progress,
-                 recheck=recheck)
+                 recheck=recheck, log=log, command=command)
 def validation_cases(name: str = "quick"):
     """A built-in case list of ``validate``: ``"quick"`` (tiny, PoCL/CI), ``"cpu"`` or
     ``"gpu"`` (GEMM 1024/4096, matvec 4096/8192), a tuple of
