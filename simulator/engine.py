@@ -257,6 +257,10 @@ def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
     return buffers
 
 
+_FLOAT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply}
+"""numpy spelling of :data:`simulator.schedule.FLOAT_OPS`."""
+
+
 def _as3(a) -> np.ndarray:
     a = np.asarray(a)
     return a.reshape((1,) * (3 - a.ndim) + a.shape)
@@ -517,7 +521,7 @@ class Machine:
             right, fr = self.eval_float(e.right, mask)
             if not self.values:
                 return None, fl + fr + 1
-            op = np.add if e.op == "+" else np.multiply
+            op = _FLOAT_OPS[e.op]
             return op(left, right, dtype=np.float32), fl + fr + 1
         raise TypeError(f"unknown float expression {e!r}")
 
