@@ -13,7 +13,7 @@ size, global and local arrays and its body. Every function here takes one:
 
 - :func:`build` a named schedule family (``gemm-naive``, ``gemm-tiled``, ``matvec-*``), demo
   or known-faulty variant; or write your own with the IR (:class:`Schedule`, :class:`For`,
-  :class:`GlobalArray`, ...; the README's tutorial builds a rectangular-tile GEMM in
+  :class:`GlobalArray`, ...; the tutorial (docs/tutorial.md) builds a rectangular-tile GEMM in
   ``examples/rect_tile_gemm.py``) and load it with ``build("file.py:function", m=..)``
   (``tiletraffic.analysis.user_schedule``);
 - :func:`simulate` it (exact counts, optional values), :func:`check` it for hazards,
