@@ -165,8 +165,7 @@ def tune_kernel(launch, params: dict, constraints=(), **options) -> dict:
     (``tiletraffic.analysis.tune_launch.tune_launch``; ``options``: sets, device,
     device_model, top, repeat, warmup, rounds, out, seed).
 
-    >>> doc = tt.tune_kernel("examples/opencl/mm_tiled.toml", {"TS": [8, 16]}, top=0)
-    ... # doctest: +SKIP
+    Example: ``tune_kernel("examples/opencl/mm_tiled.toml", {"TS": [8, 16]}, top=0)``.
 
     Returns:
         The results document (``predictions`` ranked, ``measurements``, ``summary``).
