@@ -191,7 +191,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         "meta": {
             "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": "tiletraffic " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-            if Path(sys.argv[0]).name == "tiletraffic" else
+            if Path(sys.argv[0]).name in ("tiletraffic", "__main__.py") else
             f"make_report(device={device!r}, quick={quick}, repeat={repeat})",
             "quick": quick, "repeat": repeat, "warmup": WARMUP, "rounds": ROUNDS,
             "case_list": list_name,

@@ -269,6 +269,8 @@ def _c_mod(a, b):
 
 
 _INT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": _c_div, "%": _c_mod}
+_FLOAT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply}
+"""numpy spelling of :data:`simulator.schedule.FLOAT_OPS`."""
 _CMP_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
             "==": np.equal, "!=": np.not_equal}
 
@@ -565,7 +567,7 @@ class _Machine:
             right, fr = self.eval_float(e.right, mask)
             if not self.values:
                 return None, fl + fr + 1
-            op = np.add if e.op == "+" else np.multiply
+            op = _FLOAT_OPS[e.op]
             return op(left, right, dtype=np.float32), fl + fr + 1
         raise TypeError(f"unknown float expression {e!r}")
 

@@ -13,7 +13,7 @@ size, global and local arrays and its body. Every function here takes one:
 
 - :func:`build` a named schedule family (``gemm-naive``, ``gemm-tiled``, ``matvec-*``), demo
   or known-faulty variant; or write your own with the IR (:class:`Schedule`, :class:`For`,
-  :class:`GlobalArray`, ...; the README's tutorial builds a rectangular-tile GEMM in
+  :class:`GlobalArray`, ...; the tutorial (docs/tutorial.md) builds a rectangular-tile GEMM in
   ``examples/rect_tile_gemm.py``) and load it with ``build("file.py:function", m=..)``
   (``tiletraffic.analysis.user_schedule``);
 - :func:`simulate` it (exact counts, optional values), :func:`check` it for hazards,
@@ -99,6 +99,9 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
             sizes of a demo or variant default to its example shape.
         tile: tile width B (GEMM: B×B work-groups) or work-items per work-group (matvec).
         chunk: elements of x per staged chunk (``matvec-local``).
+            Or ``"KERNEL.toml"``: a launch file of an OpenCL C kernel
+            (``tiletraffic.analysis.launch_file``), with ``set={"N": 2048}`` replacing its
+            sizes and ``params={"TS": 16}`` its macros (passed as ``-DTS=16``).
         options: family options (``mapping``, ``padding``, ``a_tile``; ``tm``, ``tn``,
             ``bk``, ``wg_rows`` of the register-blocked GEMMs, ``wg_rows`` of
             ``matvec-rows-reduce``).
@@ -114,6 +117,41 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
     from .analysis.resolver import Sizes, resolve
 
     return resolve(name, Sizes(m, k, n, tile, chunk), options)
+
+
+def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict,
+                build_options: str = "", *, sizes: dict | None = None) -> Schedule:
+    """The schedule of ``kernel`` in an OpenCL C source, for every function here.
+
+    Args:
+        source_or_path: the OpenCL C text, or the path of a ``.cl`` file.
+        kernel: the ``__kernel`` to read.
+        global_size, local_size: NDRange and work-group size (work-items per dimension).
+        args: every kernel argument by its name in the source: an ``int`` for a scalar,
+            ``{"shape": (M, K), "access": "in"}`` for a buffer (row-major float32; entries
+            integers or names of scalar arguments or of ``sizes``; access in/out/inout).
+        build_options: ``-D``/``-U``/``-I`` options, as for ``clBuildProgram``.
+        sizes: values of names the shapes use that are not kernel arguments.
+
+    The subset of OpenCL C accepted is that of ``tiletraffic.frontend.opencl``; running
+    the schedule (:func:`run`) launches this very source. A launch file gives the same from
+    TOML: ``build("kernel.toml")``.
+
+    Raises:
+        tiletraffic.frontend.opencl.FrontendError (a ValueError): a construct outside the
+            subset, an argument missing or unknown, a bad shape or access (one line, with
+            file:line:column where it concerns the source).
+    """
+    from .frontend.opencl import parse_kernel
+
+    text, path = source_or_path, None
+    if isinstance(source_or_path, _Path) or (
+            isinstance(source_or_path, str) and "\n" not in source_or_path
+            and source_or_path.endswith((".cl", ".c", ".h"))):
+        path = str(source_or_path)
+        text = _Path(path).read_text()
+    return parse_kernel(text, kernel, global_size, local_size, args, sizes=sizes,
+                        build_options=build_options, path=path)
 
 
 def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None,

@@ -14,8 +14,7 @@ from tiletraffic.simulator.engine import InputError
 from tiletraffic.simulator.hazards import HazardError
 from tiletraffic.simulator.reference import random_inputs, reference
 
-from .. import user_schedule
-from .common import (NO_REFERENCE, build_schedule, check_work, fail, reference_fn,
+from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_work, fail, reference_fn,
                      within_budget, work)
 from .model import show_model
 from .options import (DEVICE_MODEL, FORCE_OPTION, json_option, reference_option,
@@ -83,7 +82,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     formula = tt.closed_form(sch)
     ref = worst = None
     skipped = None if values else "counts only"
-    if values and ref_fn is None and user_schedule.is_file_spec(schedule):
+    if values and ref_fn is None and is_user_spec(schedule):
         skipped = NO_REFERENCE
     elif values:
         from tiletraffic.gpu.runtime import check_result

@@ -24,8 +24,8 @@ Definitions (used everywhere below):
   differ by more than :data:`PAIR_SPREAD_FACTOR` times the larger of their spreads; the
   model **orders it right** when it predicts the measured-faster case strictly faster.
 
-Targets (issue #14, "Targets"): median |time error| <= 15 %, worst <= 35 %, every speedup
-within 20 %, every qualifying pair ordered right.
+Targets: median |time error| <= 15 %, worst <= 35 %, every speedup within 20 %, every
+qualifying pair ordered right.
 """
 from __future__ import annotations
 
@@ -156,7 +156,7 @@ class PairOrder:
 
 @dataclass(frozen=True)
 class Target:
-    """One target of issue #14: what it asks, the figure reached, met or not (``None``:
+    """One target of the validation: what it asks, the figure reached, met or not (``None``:
     nothing to judge, e.g. no pair qualified)."""
 
     name: str

@@ -233,6 +233,12 @@ def _timing(data: dict) -> str:
             "launch overhead included, where the device gave no profiling information")
 
 
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ... ``11th``, ``21st``."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def _failures(data: dict):
     """(case id, why) of every case without a prediction and every failed round."""
     for c in data["cases"]:
@@ -242,7 +248,7 @@ def _failures(data: dict):
             yield cid, f"no prediction ({p['error']})"
         for r in data["measurements"].get(cid, {}).get("rounds", []):
             if "device_error" in r:
-                yield cid, f"round {r['round'] + 1}: {r['device_error']}"
+                yield cid, f"{ordinal(r['round'] + 1)} round: {r['device_error']}"
 
 
 def figure(data: dict, path: Path) -> bool:

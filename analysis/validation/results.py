@@ -28,10 +28,17 @@ def measured_of(entry: dict | None) -> Measured | None:
 def model_describes(data: dict) -> tuple[bool, str]:
     """Whether a ``validation.json``'s device model is a model of its device
     (:func:`analysis.device_models.model_describes_device`, recorded when it ran; a file
-    without that record: whether the device is a GPU), and why."""
+    without that record: a model calibrated on the device or built in for it, by name, else
+    whether the device is a GPU), and why."""
+    from ..device_models import built_in_name_for
+
     model, dev = data["meta"]["device_model"], data["meta"]["device"]
     if "describes_device" in model:
         return bool(model["describes_device"]), model.get("describes_device_why", "")
+    name = model["name"].split("calibrated:", 1)[-1]
+    known = built_in_name_for(dev["device_name"])
+    if name == data["meta"].get("device_slug") or (known and name.startswith(known)):
+        return True, f"`{model['name']}` is a model of {dev['device_name']}"
     if dev.get("is_gpu") is False:
         return False, (f"`{model['name']}` describes a GPU, and {dev['device_name']} is not "
                        "one, so its predicted times are another device's")

@@ -176,7 +176,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
                   file=sys.stderr) as bar:
             for r, todo in enumerate(order):
                 for case in todo:
-                    bar.set_postfix_str(f"round {r + 1} {case.label}", refresh=False)
+                    bar.set_postfix_str(f"{case.label}, {r + 1}/{rounds}", refresh=False)
                     entry = data["measurements"][case.id]
                     entry["rounds"].append(_run_case(target, case, repeat, warmup, r))
                     data["meta"]["case_runs_done"] += 1
