@@ -22,7 +22,10 @@ size, global and local arrays and its body. Every function here takes one:
   hazards and time terms;
 - :func:`generate` its OpenCL C, :func:`run` it on an OpenCL device (PoCL without a GPU),
   :func:`closed_form` its counts;
-- :func:`tune` a GEMM: rank a declared parameter space by the model, measure the best.
+- :func:`tune` a GEMM: rank a declared parameter space by the model, measure the best;
+  :func:`tune_kernel` the macros of your own OpenCL kernel the same way;
+- :func:`from_opencl`: an OpenCL C kernel of yours as a schedule (or
+  ``build("kernel.toml")`` with a launch file).
 - :func:`validate` the model on a device (every family, predicted against measured), with
   predictions pre-registered by :func:`write_predictions`.
 
@@ -152,6 +155,28 @@ def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict
         text = _Path(path).read_text()
     return parse_kernel(text, kernel, global_size, local_size, args, sizes=sizes,
                         build_options=build_options, path=path)
+
+
+def tune_kernel(launch, params: dict, constraints=(), **options) -> dict:
+    """Tune the macros of an OpenCL C kernel described by a launch file: every combination
+    of ``params`` (name -> values, passed as ``-DNAME=value``) meeting ``constraints``
+    (expressions) and the device limits is modelled and ranked, the best ``top`` measured
+    after each launch's check, the regret reported
+    (``tiletraffic.analysis.tune_launch.tune_launch``; ``options``: sets, device,
+    device_model, top, repeat, warmup, rounds, out, seed).
+
+    Example: ``tune_kernel("examples/opencl/mm_tiled.toml", {"TS": [8, 16]}, top=0)``.
+
+    Returns:
+        The results document (``predictions`` ranked, ``measurements``, ``summary``).
+
+    Raises:
+        tiletraffic.analysis.tuner.TuneError: bad arguments or no valid candidate.
+        tiletraffic.analysis.launch_file.LaunchFileError: the launch file is wrong.
+    """
+    from .analysis.tune_launch import tune_launch
+
+    return tune_launch(launch, params, constraints, **options)
 
 
 def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None,
