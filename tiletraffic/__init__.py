@@ -79,7 +79,9 @@ from .simulator.schedule import (
     vstore,
 )
 from .simulator.schedules import FAMILIES, ScheduleError
-from .simulator.traffic_model import ModelledLaunch, TrafficPrediction
+from .simulator.accelerators import Accelerators, NotApplicable
+from .simulator.model import ModelledLaunch
+from .simulator.prediction import TrafficPrediction
 
 try:
     __version__ = _metadata.version("tiletraffic")
@@ -201,7 +203,8 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
 
 
 def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
-          registers_per_work_item: int | None = None) -> ModelledLaunch:
+          registers_per_work_item: int | None = None,
+          accelerators: Accelerators | None = None) -> ModelledLaunch:
     """Counts, memory-system counts (requests, sectors, bank conflicts) and the predicted
     cache traffic and time of ``schedule`` on a device model.
 
@@ -213,16 +216,20 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
             ``run(...).run.registers_per_work_item``); they limit the resident
             work-groups. Without it a schedule with private arrays gets an estimate
             (guessed, warned; ``simulator.registers``).
+        accelerators: the exact shortcuts that may run (:class:`Accelerators`; default:
+            all of them, ``tiletraffic.simulator.accelerators.ALL``).
 
     Raises:
         KeyError: neither a built-in name nor a file. DeviceModelError: a malformed model
         file. LimitError, HazardError: as :func:`simulate`. ValueError: registers not a
         positive integer, above the device's maximum, or too many for the work-group.
     """
-    from .simulator.traffic_model import model_launch
+    from .simulator.accelerators import ALL
+    from .simulator.model import model_launch
 
     # stacklevel 2: the model's warnings name the caller's line, not this one
     return model_launch(schedule, device_model(device),
+                        accelerators=ALL if accelerators is None else accelerators,
                         registers_per_work_item=registers_per_work_item, stacklevel=2)
 
 
@@ -489,5 +496,6 @@ __all__ = [
     "DeviceModel", "DEVICE_MODELS", "device_model", "DeviceModelError", "DeviceLimits",
     "GENERIC_GPU", "UNLIMITED",
     "FAMILIES", "SimulationResult", "ModelledLaunch", "TrafficPrediction", "Hazard",
-    "ScheduleError", "LimitError", "InputError", "HazardError", "__version__",
+    "ScheduleError", "LimitError", "InputError", "HazardError", "Accelerators", "NotApplicable",
+    "__version__",
 ]
