@@ -30,7 +30,8 @@ def command(device, out_dir, quick, repeat, model, render_dir):
     linking explain pages of naive and tiled GEMM and a matrix-vector pair."""
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
-    from ..report import SweepInterrupted, make_report, render
+    from ..files import SweepInterrupted
+    from ..report import make_report, render
 
     if render_dir:
         from pathlib import Path
