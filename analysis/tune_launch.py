@@ -11,7 +11,7 @@ Every combination of the parameters' values is a candidate. Each is
 2. modelled (:func:`tiletraffic.model`) and ranked by predicted time;
 3. the best ``top`` are checked for hazards in the simulator, then run on the device, every
    launch's output checked against the launch file's numpy reference before its time counts
-   (:func:`analysis.validate.run_on_device`), in ``rounds`` rounds (every other one in
+   (:func:`analysis.validation.measure.run_on_device`), in ``rounds`` rounds (every other one in
    reverse);
 4. summarized as ``tune gemm`` is (:func:`analysis.tuning_stats.summarize`): the model's
    pick, the best measured, the regret over the measured candidates.
@@ -219,7 +219,7 @@ def _measure(doc, chosen, target, reference, repeat, warmup, rounds, seed, save,
     import tiletraffic as tt
 
     from .tuner import _add_round
-    from .validate import run_on_device
+    from .validation.measure import run_on_device
 
     records = []
     flop = {entry["label"]: entry["flop"] for entry, _ in chosen}

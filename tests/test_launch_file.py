@@ -153,7 +153,7 @@ def test_validate_case_lists_take_launch_files(tmp_path):
 
 def test_validate_runs_launch_cases_on_pocl(tmp_path):
     from tiletraffic.analysis.validation import read_cases
-    from tiletraffic.analysis.validation_run import run_validation
+    from tiletraffic.analysis.validation.run import run_validation
     from tiletraffic.gpu.device import list_devices, select_device
     devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
                or "pocl" in d.platform_name.lower()]

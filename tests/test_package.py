@@ -160,7 +160,7 @@ def test_model_warnings_name_the_callers_line_once_per_line():
 
     from tiletraffic.simulator.device_model import GuessedValueWarning
     from tiletraffic.simulator.strides import StridedRequestWarning
-    from tiletraffic.simulator.traffic_model import model_launch
+    from tiletraffic.simulator.model import model_launch
 
     schedule = tt.build("matvec-naive", m=256, k=256)
     with warnings.catch_warnings(record=True) as caught:

@@ -79,7 +79,9 @@ from .simulator.schedule import (
     vstore,
 )
 from .simulator.schedules import FAMILIES, ScheduleError
-from .simulator.traffic_model import ModelledLaunch, TrafficPrediction
+from .simulator.accelerators import Accelerators, NotApplicable
+from .simulator.model import ModelledLaunch
+from .simulator.prediction import TrafficPrediction
 
 try:
     __version__ = _metadata.version("tiletraffic")
@@ -201,7 +203,8 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
 
 
 def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
-          registers_per_work_item: int | None = None) -> ModelledLaunch:
+          registers_per_work_item: int | None = None,
+          accelerators: Accelerators | None = None) -> ModelledLaunch:
     """Counts, memory-system counts (requests, sectors, bank conflicts) and the predicted
     cache traffic and time of ``schedule`` on a device model.
 
@@ -213,16 +216,20 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
             ``run(...).run.registers_per_work_item``); they limit the resident
             work-groups. Without it a schedule with private arrays gets an estimate
             (guessed, warned; ``simulator.registers``).
+        accelerators: the exact shortcuts that may run (:class:`Accelerators`; default:
+            all of them, ``tiletraffic.simulator.accelerators.ALL``).
 
     Raises:
         KeyError: neither a built-in name nor a file. DeviceModelError: a malformed model
         file. LimitError, HazardError: as :func:`simulate`. ValueError: registers not a
         positive integer, above the device's maximum, or too many for the work-group.
     """
-    from .simulator.traffic_model import model_launch
+    from .simulator.accelerators import ALL
+    from .simulator.model import model_launch
 
     # stacklevel 2: the model's warnings name the caller's line, not this one
     return model_launch(schedule, device_model(device),
+                        accelerators=ALL if accelerators is None else accelerators,
                         registers_per_work_item=registers_per_work_item, stacklevel=2)
 
 
@@ -249,7 +256,7 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
             can hide swapped indices).
 
     Returns:
-        ``tiletraffic.analysis.validate.DeviceRun`` (``.run`` times in seconds, ``.check``;
+        ``tiletraffic.analysis.validation.measure.DeviceRun`` (``.run`` times in seconds, ``.check``;
         every launch's output was fingerprinted and each distinct one checked).
 
     Raises:
@@ -259,7 +266,7 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
     """
     import numpy as np
 
-    from .analysis.validate import run_on_device
+    from .analysis.validation.measure import run_on_device
     from .gpu.device import select_device
 
     return run_on_device(select_device(device), schedule, repeat=repeat, warmup=warmup,
@@ -363,14 +370,14 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
 def validation_cases(name: str = "quick"):
     """A built-in case list of ``validate``: ``"quick"`` (tiny, PoCL/CI), ``"cpu"`` or
     ``"gpu"`` (GEMM 1024/4096, matvec 4096/8192), a tuple of
-    ``tiletraffic.analysis.validation.Case`` (``.family``, ``.m``, ``.k``, ``.n``, ``.tile``,
+    ``tiletraffic.analysis.validation.cases.Case`` (``.family``, ``.m``, ``.k``, ``.n``, ``.tile``,
     ``.options``, ``.registers``: the compiled registers per work-item the model uses, or
     ``None``; ``Case.from_dict({...})`` makes your own).
 
     Raises:
         KeyError: an unknown name.
     """
-    from .analysis.validation import case_list
+    from .analysis.validation.cases import case_list
 
     return case_list(name)
 
@@ -386,8 +393,8 @@ def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
         KeyError, DeviceModelError: an unknown or malformed device model. OSError: ``path``
         cannot be written.
     """
-    from .analysis.validation import case_list as _case_list
-    from .analysis.validation_predict import write_predictions as _write
+    from .analysis.validation.cases import case_list as _case_list
+    from .analysis.validation.predict import write_predictions as _write
 
     return _write(path, _case_list(case_list) if cases is None else cases, device_model,
                   case_list=case_list if cases is None else None)
@@ -411,7 +418,7 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
         out: the results folder (default ``reports/<device>[-quick]/validate``).
 
     Returns:
-        ``tiletraffic.analysis.validation_run.ValidationRun``: ``.out_dir``, ``.data`` (the
+        ``tiletraffic.analysis.validation.run.ValidationRun``: ``.out_dir``, ``.data`` (the
         ``validation.json`` document), ``.summary`` (``.targets``, ``.results``,
         ``.speedups``, ``.pairs``, ``.to_dict()``).
 
@@ -421,7 +428,7 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
         malformed predictions file, or other cases or another model than the file's.
         OSError: ``out`` cannot be written.
     """
-    from .analysis.validation_run import run_validation
+    from .analysis.validation.run import run_validation
     from .gpu.device import select_device
 
     return run_validation(select_device(device), model=device_model, cases=cases,
@@ -489,5 +496,6 @@ __all__ = [
     "DeviceModel", "DEVICE_MODELS", "device_model", "DeviceModelError", "DeviceLimits",
     "GENERIC_GPU", "UNLIMITED",
     "FAMILIES", "SimulationResult", "ModelledLaunch", "TrafficPrediction", "Hazard",
-    "ScheduleError", "LimitError", "InputError", "HazardError", "__version__",
+    "ScheduleError", "LimitError", "InputError", "HazardError", "Accelerators", "NotApplicable",
+    "__version__",
 ]

@@ -29,7 +29,8 @@ def command(device, out_dir, quick, repeat, model, render_dir):
     and write report.md, figures and results.json to OUT/<device>/."""
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
-    from ..report import SweepInterrupted, make_report, render
+    from ..files import SweepInterrupted
+    from ..report import make_report, render
 
     if render_dir:
         from pathlib import Path

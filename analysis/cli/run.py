@@ -35,7 +35,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     or a function 'reference' in its file."""
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
-    from ..validate import run_on_device
+    from ..validation.measure import run_on_device
 
     sch = build_schedule(schedule, m, k, n, tile, chunk)
     within_budget(sch, force, device=True)

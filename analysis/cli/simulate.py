@@ -14,6 +14,7 @@ from tiletraffic.simulator.engine import InputError
 from tiletraffic.simulator.hazards import HazardError
 from tiletraffic.simulator.reference import random_inputs, reference
 
+from .. import environment
 from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_work, fail, reference_fn,
                      within_budget, work)
 from .model import show_model
@@ -73,7 +74,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     try:
         res = tt.simulate(sch, inputs, compute_values=values, hazards=hazards,
                           limits=UNLIMITED if no_limits else GENERIC_GPU,
-                          work_group_classes=by_classes)
+                          accelerators=environment.accelerators(
+                              tt.Accelerators(work_group_classes=by_classes)))
     except (LimitError, InputError) as err:
         raise click.UsageError(str(err)) from None
     except HazardError as err:
