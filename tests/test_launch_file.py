@@ -132,7 +132,7 @@ params = {{ TS = 16 }}
 
 
 def test_validate_case_lists_take_launch_files(tmp_path):
-    from tiletraffic.analysis.validation import cases_toml, read_cases
+    from tiletraffic.analysis.validation.cases import cases_toml, read_cases
     shutil.copytree(EXAMPLES, tmp_path / "opencl")
     path = tmp_path / "cases.toml"
     path.write_text(CASES.format(launch="opencl/mm_tiled.toml"))   # relative to the file
@@ -152,7 +152,7 @@ def test_validate_case_lists_take_launch_files(tmp_path):
 
 
 def test_validate_runs_launch_cases_on_pocl(tmp_path):
-    from tiletraffic.analysis.validation import read_cases
+    from tiletraffic.analysis.validation.cases import read_cases
     from tiletraffic.analysis.validation.run import run_validation
     from tiletraffic.gpu.device import list_devices, select_device
     devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
