@@ -142,7 +142,8 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     (``tiletraffic validate`` with the device's case list, or ``quick``:
     :func:`analysis.validation.run.run_validation`) into ``validate/``. ``report.md``
     includes that section, or, for another device's model, says which model it would be and
-    why its times do not apply. A ``predictions.json`` already in ``validate/``
+    why its times do not apply. ``report.html`` beside it links explain pages (``explain/``)
+    of naive and tiled GEMM and of a matrix-vector pair. A ``predictions.json`` already in ``validate/``
     (``tiletraffic validate --predict-only``, committed: the pre-registration) is measured
     against instead of running the model. ``device_model``: the model to validate (default:
     the predictions file's, else the device's built-in one, else ``generic-gpu``);
@@ -247,6 +248,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     except ValidationInterrupted:
         render(out_dir)
         raise
+    _observe_explain_pages(out_dir)
     render(out_dir)
     return out_dir
 
@@ -330,7 +332,8 @@ def _measure_case(entry: dict, target, repeat: int, round_index: int) -> None:
 
 def render(out_dir: str | os.PathLike) -> Path:
     """(Re)write ``report.md`` and the figures from ``out_dir/results.json`` (and the
-    validation's ``validate/validation.md`` and figure from its ``validation.json``).
+    validation's ``validate/validation.md`` and figure from its ``validation.json``), and
+    ``report.html`` with its explain pages from their documents in ``explain/``.
 
     Raises:
         FileNotFoundError: no ``results.json`` in ``out_dir``.
@@ -344,4 +347,21 @@ def render(out_dir: str | os.PathLike) -> Path:
 
         render_validation(out_dir / VALIDATION_DIR)
     atomic_write_text(out_dir / "report.md", write_report(data, out_dir))
+    _write_explain_pages(out_dir)
     return out_dir / "report.md"
+
+
+def _write_explain_pages(out_dir: Path) -> None:
+    """``report.html`` beside report.md, linking explain pages of naive and tiled GEMM and
+    of a matrix-vector pair, from the documents :func:`_observe_explain_pages` wrote
+    (:mod:`analysis.explain.report_pages`; nothing where there are none)."""
+    from .explain.report_pages import write_report_html
+
+    write_report_html(out_dir)
+
+
+def _observe_explain_pages(out_dir: Path) -> None:
+    """Simulate the launches of the report's explain pages (``explain/*.json``)."""
+    from .explain.report_pages import observe_pages
+
+    observe_pages(out_dir)
