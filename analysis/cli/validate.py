@@ -17,8 +17,25 @@ import sys
 
 import click
 
-from ..validation.cases import CASE_SIZES
 from .common import command_line, fail, select_device
+
+
+class CaseListName(click.Choice):
+    """A built-in case list's name (``validation.cases.CASE_SIZES``), looked up when the
+    option is used, so that the other commands do not import the validation."""
+
+    def __init__(self):
+        super().__init__([])
+
+    @property
+    def choices(self):
+        from ..validation.cases import CASE_SIZES
+
+        return list(CASE_SIZES)
+
+    @choices.setter
+    def choices(self, value):
+        pass
 
 
 def _model_spec(value):
@@ -63,7 +80,7 @@ def _chosen_cases(quick, case_list_name, cases_file):
                    "predictions file's, else the built-in model of a known device, else "
                    "generic-gpu.")
 @click.option("--quick", is_flag=True, help="The tiny case list (seconds on PoCL; for CI).")
-@click.option("--case-list", "case_list_name", type=click.Choice(list(CASE_SIZES)),
+@click.option("--case-list", "case_list_name", type=CaseListName(),
               default=None, help="A built-in case list (default: gpu on a GPU, cpu otherwise; "
                                  "--predict-only: gpu).")
 @click.option("--cases", "cases_file", default=None, type=click.Path(dir_okay=False),
