@@ -1,5 +1,10 @@
 """Work-group classes: execute one work-group per class of provably identical traffic.
 
+Applies to a launch counted without values or read maps
+(``Accelerators.work_group_classes``; :func:`simulator.engine.simulate` refuses it otherwise
+with an ``InputError``); races in global memory and unwritten outputs, which need every
+work-group, are then not checked.
+
 Two work-groups have identical counts (loads, stores, barriers, FLOPs, requests, sectors,
 lines, bank conflicts) when every statement runs under the same masks and every address
 differs by the same multiple of 128 bytes (a cache line, hence of a 32-byte sector). For the
