@@ -220,6 +220,7 @@ def _measure(doc, chosen, target, reference, repeat, warmup, rounds, seed, save,
     """Check each chosen candidate for hazards (module docstring, step 3), then run it
     ``rounds`` times."""
     import tiletraffic as tt
+    from tiletraffic.simulator.accelerators import Accelerators
 
     from .tuner import _add_round
     from .validation.measure import run_on_device
