@@ -165,8 +165,13 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
         raise FrontendError(f"{path}: {kernel}: {len(lsize)} NDRange dimensions; at most 3")
     builder = _KernelBuilder(found[kernel], path, gsize, lsize, dict(args), dict(sizes or {}))
     body = simplify(builder.build())
+    options = tuple(C.split_build_options(build_options))
+    parent = Path(path).parent
+    if any(Path(inc.include.name) != C.BUILTINS_HEADER for inc in tu.get_includes()) and \
+            parent.is_dir():
+        options += (f"-I{parent.resolve()}",)   # the device compiler finds the headers too
     opencl = {"source": source, "kernel": kernel, "path": path,
-              "build_options": tuple(C.split_build_options(build_options)),
+              "build_options": options,
               "args": tuple(builder.arg_kinds)}
     return S.Schedule(
         family=f"opencl:{kernel}", kernel_name=kernel, params=tuple(builder.params.items()),
