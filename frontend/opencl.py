@@ -1425,7 +1425,7 @@ class _KernelBuilder:
         if name == "select" and len(args) == 3 and hasattr(S, "Select"):
             if not _is_int_type(C.strip(args[2]).type):
                 self.fail(s, f"select on a float condition: {DATA_DEPENDENT}")
-            test = S.Compare("!=", self.int_expr(args[2]), S.Const(0))
+            test = self.condition(args[2])
             return S.Select(test, self.float_expr(args[1], out), self.float_expr(args[0], out))
         helper = self.helper(s)
         if helper is not None:
