@@ -144,20 +144,22 @@ def _schedule_options(f):
     return _size_options(f)
 
 
-BLOCKED = "gemm-register-blocked, gemm-vectorized, gemm-prefetch"
+BLOCKED = "gemm-register-blocked, gemm-vectorized, gemm-prefetch, gemm-warp-tiled"
 REGISTER_BLOCK_OPTIONS = (
-    ("tm", f"{BLOCKED}: rows of C per work-item (default 4)."),
-    ("tn", f"{BLOCKED}: columns of C per work-item (default 4)."),
+    ("tm", f"{BLOCKED}: rows of C per work-item (default 4; gemm-warp-tiled 8)."),
+    ("tn", f"{BLOCKED}: columns of C per work-item (default 4; gemm-warp-tiled 8)."),
     ("bk", f"{BLOCKED}: depth of one K step, the columns of the A tile and rows of the B "
            "tile (default 16)."),
     ("wg_rows", f"{BLOCKED}: work-items per work-group along the rows of C (default: "
                 "--tile, the work-group width). matvec-rows-reduce: rows per work-group "
                 "(default 8; --tile is the work-items per row, default 32)."),
+    ("wn", "gemm-warp-tiled: columns of C per sub-group tile (warp tile), tn times a divisor "
+           "of 32; its rows are 32·tm·tn/wn (default: 8·tn where the block allows)."),
 )
 """Options of the register-blocked families: a work-group of --tile x --wg-rows work-items
 computes a BM x BN block of C, BM = tm * wg_rows, BN = tn * tile, through BM x bk and
-bk x BN local tiles (gemm-vectorized: tm, tn, bk, K and N multiples of 4); and of
-matvec-rows-reduce (--wg-rows)."""
+bk x BN local tiles (gemm-vectorized, gemm-warp-tiled: tm, tn, bk, K and N multiples of 4;
+gemm-warp-tiled: --wn, sub-group tiles); and of matvec-rows-reduce (--wg-rows)."""
 
 
 def _register_block_options(f):
