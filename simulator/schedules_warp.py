@@ -15,12 +15,13 @@ Local memory, per K step (double buffered, two of each): the A tile stored trans
 ``A_tile[buf][k][row]`` (BK×BM), and the B tile ``B_tile[buf][k][col]`` (BK×BN). Every
 local read is one float4 (128-bit) load: four consecutive rows of A_tile[k] or columns of
 B_tile[k]; the lanes of a sub-group read LR (A) or LC (B) distinct, consecutive float4s, so
-no two lanes meet in one bank with different words (conflict-free). The A tile's rows are
-rotated: element (k, row) lives at column ``(row + ROT·⌊k/4⌋) % BM`` with ROT =
-4·max(1, 32 / BK) floats, which keeps every float4 aligned and whole and spreads the
-transposing scalar stores of the A tile (lanes of a sub-group write BK/4 values of k for
-128/BK rows each) over all 32 banks when BK ≤ 32 and BM is a multiple of 32. The B tile is
-stored with float4 stores of consecutive columns (conflict-free).
+no two lanes meet in one bank with different words (conflict-free). The A tile is skewed:
+element (k, row) lives at column ``row + SKEW·⌊k/4⌋`` of a row of BM + SKEW·(BK/4 − 1)
+floats, SKEW = 4·max(1, 32 / BK), which keeps every float4 aligned and whole, needs no
+wrap-around arithmetic (the offset of a read is a constant of the unrolled depth) and
+spreads the transposing scalar stores of the A tile (lanes of a sub-group write BK/4 values
+of k for 128/BK rows each) over all 32 banks when BK divides 32 and BM is a multiple of 32.
+The B tile is stored with float4 stores of consecutive columns (conflict-free).
 
 Order of one K step t (one barrier, at its top): issue step t+1's float4 global loads of
 both tiles into private floats, compute step t from the current buffer, store the loaded
@@ -77,10 +78,15 @@ LANE_COLUMNS_PREFERRED = (8, 4, 16, 2, 32, 1)
 """Lanes along N of a sub-group tile (LC), in the order the default ``wn`` tries them."""
 
 
-def rotation_floats(bk: int) -> int:
-    """ROT: floats the A tile's rows are rotated by per group of 4 values of k,
+def skew_floats(bk: int) -> int:
+    """SKEW: floats the A tile's rows move right per group of 4 values of k,
     4·max(1, 32 / BK) (module docstring)."""
     return VECTOR * max(1, SUB_GROUP_ITEMS // bk)
+
+
+def a_row_floats(bm: int, bk: int) -> int:
+    """Floats in one row (one value of k) of the skewed A tile: BM + SKEW·(BK/4 − 1)."""
+    return bm + skew_floats(bk) * (bk // VECTOR - 1)
 
 
 def default_wn(tile: int, wg_rows: int, tn: int) -> int:
@@ -170,7 +176,7 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     SG = Const(SUB_GROUP_ITEMS, "SG_ITEMS")
     WG = Const(tile * wg_rows, "WG_ITEMS")
     NBUF, V = Const(2, "NBUF"), Const(VECTOR, "VEC")
-    ROT = Const(rotation_floats(bk), "ROT")
+    SKEW = Const(skew_floats(bk), "SKEW")
     SGN = Const(g["bn"] // g["wn"], "SG_COLS")
 
     tid = Let("tid", local_id(1) * W0 + local_id(0))
@@ -178,7 +184,7 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     wrow = Let("wrow", sg.var // SGN * WM + lane.var // LC * V)
     wcol = Let("wcol", sg.var % SGN * WN + lane.var % LC * V)
     row0, col0 = Let("row0", group_id(1) * BM), Let("col0", group_id(0) * BN)
-    tile_a = LocalArray("A_tile", (NBUF, BK, BM))
+    tile_a = LocalArray("A_tile", (NBUF, BK, Const(a_row_floats(g["bm"], bk), "A_ROW")))
     tile_b = LocalArray("B_tile", (NBUF, BK, BN))
     acc = PrivateArray("acc", (Const(tm, "TM"), Const(tn, "TN")))
     frag_a = [[f"a{s}_{i}" for i in range(tm)] for s in range(2)]
@@ -195,8 +201,8 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     r0, c0 = row0.var, col0.var
 
     def a_column(k_index: IntExpr, row: IntExpr) -> IntExpr:
-        """Column of A_tile[.][k] holding row ``row`` (the rotation)."""
-        return (row + k_index // V * ROT) % BM
+        """Column of A_tile[.][k] holding row ``row`` (the skew)."""
+        return row + k_index // V * SKEW
 
     def tiles(k0: IntExpr, buf: IntExpr, tag: str):
         return (

@@ -87,7 +87,7 @@ def warp_tiled_configurations(max_local_bytes: int = 48 * 1024) -> tuple[dict, .
     work-groups of 32 to 128 work-items, rectangular ones and every sub-group tile width
     the block allows, local memory within ``max_local_bytes``."""
     from tiletraffic.simulator.schedule import ScheduleError
-    from tiletraffic.simulator.schedules_warp import warp_geometry
+    from tiletraffic.simulator.schedules_warp import a_row_floats, warp_geometry
 
     found = []
     for tile in (2, 4, 8, 16):
@@ -102,7 +102,8 @@ def warp_tiled_configurations(max_local_bytes: int = 48 * 1024) -> tuple[dict, .
                                 g = warp_geometry(tile, wg_rows, tm, tn, bk, lanes * tn)
                             except ScheduleError:
                                 continue
-                            if 2 * 4 * bk * (g["bm"] + g["bn"]) <= max_local_bytes:
+                            a_row = a_row_floats(g["bm"], bk)
+                            if 2 * 4 * bk * (a_row + g["bn"]) <= max_local_bytes:
                                 found.append({"tile": tile, "wg_rows": wg_rows, "tm": tm,
                                               "tn": tn, "bk": bk, "wn": lanes * tn})
     return tuple(found)
