@@ -869,11 +869,19 @@ def calibrate_cmd(device, out_file, quick, base_model):
 @click.option("--quick", is_flag=True, help="Small sweep (seconds on a 2-core CPU).")
 @click.option("--repeat", "-r", type=int, default=10, show_default=True,
               help="Timed launches per kernel (at least 10).")
+@click.option("--device-model", "model", default=None,
+              help="Device model to validate on the device: a built-in name or a TOML file "
+                   "(default: the device's built-in model, else generic-gpu). Only a model "
+                   "of this device (built in for it, or calibrated on it) is judged against "
+                   "it.")
 @click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
               help="Only re-render an existing report directory from its results.json (no "
                    "device): report.md and its figures.")
-def report_cmd(device, out_dir, quick, repeat, render_dir):
-    """Sweep sizes and tiles: simulate, run on the device, write reports/<device>/."""
+def report_cmd(device, out_dir, quick, repeat, model, render_dir):
+    """The main job: count naive and tiled GEMM and matrix-vector traffic in the simulator
+    (checked against the closed forms), run them on the device at sizes chosen for it
+    (checked, timed, with spreads), validate the device model where it is this device's,
+    and write report.md, figures and results.json to OUT/<device>/."""
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
     from .report import SweepInterrupted, make_report, render
@@ -891,13 +899,19 @@ def report_cmd(device, out_dir, quick, repeat, render_dir):
         return
 
     try:
-        path = make_report(device=device, out_root=out_dir, quick=quick, repeat=repeat)
-    except (TiletrafficGpuError, ValueError, SweepInterrupted) as err:
+        path = make_report(device=device, out_root=out_dir, quick=quick, repeat=repeat,
+                           device_model=model)
+    except (TiletrafficGpuError, ValueError, KeyError, SweepInterrupted) as err:
         _fail(err)
     except OSError as err:
         _fail(OSError(f"cannot write the report under {out_dir!r}: {err.strerror} "
                       f"({err.filename})"))
-    click.echo(f"report written to {path}")
+    import json
+
+    from .report_text import summary_lines
+
+    data = json.loads((path / "results.json").read_text())
+    click.echo("\n".join(summary_lines(data, path)))
 
 
 @main.group("tune")

@@ -65,7 +65,7 @@ from .schedule import (
     vload,
     vstore,
 )
-from .schedules import _gemm_arrays, _positive
+from .family_parts import gemm_arrays, positive
 from .schedules_advanced import _staged_parts
 
 SUB_GROUP_ITEMS = 32
@@ -157,10 +157,10 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
         ScheduleError: a size or option that is not a positive integer, or one that breaks
             a requirement of the module docstring (named with its value).
     """
-    m, k, n, tile, tm, tn, bk = (_positive(a, v) for a, v in (
+    m, k, n, tile, tm, tn, bk = (positive(a, v) for a, v in (
         ("M", m), ("K", k), ("N", n), ("tile", tile), ("tm", tm), ("tn", tn), ("bk", bk)))
-    wg_rows = tile if wg_rows is None else _positive("wg_rows", wg_rows)
-    wn = default_wn(tile, wg_rows, tn) if wn is None else _positive("wn", wn)
+    wg_rows = tile if wg_rows is None else positive("wg_rows", wg_rows)
+    wn = default_wn(tile, wg_rows, tn) if wn is None else positive("wn", wn)
     for what, value in (("K", k), ("N", n)):
         if value % VECTOR:
             raise ScheduleError(
@@ -168,7 +168,7 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
                 f"need 16-byte aligned addresses), got {what} = {value}; use "
                 "gemm-register-blocked for other sizes")
     g = warp_geometry(tile, wg_rows, tm, tn, bk, wn)
-    M, K, N, A, B, C = _gemm_arrays(m, k, n)
+    M, K, N, A, B, C = gemm_arrays(m, k, n)
     W0 = Const(tile, "WG_X")
     BM, BN, BK = Const(g["bm"], "BM"), Const(g["bn"], "BN"), Const(bk, "BK")
     WM, WN = Const(g["wm"], "WM"), Const(g["wn"], "WN")
