@@ -34,7 +34,7 @@ SHOWN = 10
 """The table shows the candidates ranked 1 to SHOWN by the model, measured or not, and every
 measured one."""
 WITHIN = 0.10
-"""The issue's target: the model's pick within 10 % of the best measured candidate."""
+"""The tuner's target: the model's pick within 10 % of the best measured candidate."""
 
 
 def _average_ranks(values) -> np.ndarray:
@@ -131,7 +131,7 @@ def _who(r: dict) -> dict:
 
 
 def _resolvable(a: dict, b: dict) -> bool:
-    from .validation import PAIR_SPREAD_FACTOR
+    from .validation.compare import PAIR_SPREAD_FACTOR
 
     return abs(a["median_s"] - b["median_s"]) > PAIR_SPREAD_FACTOR * max(a["spread_s"],
                                                                           b["spread_s"])

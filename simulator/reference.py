@@ -83,8 +83,9 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None) -> Ref
         fn: for any other schedule, a function ``inputs -> output`` (numpy; called with the
             inputs as float64 arrays in their logical shapes) returning the single output in
             its logical shape. The error bound then uses ``fn`` of the inputs' absolute
-            values as ``|A|@|B|`` and the schedule's ``K`` parameter (or 1) as the
-            dot-product length: right for sums of products such as GEMM variants.
+            values as ``|A|@|B|`` and as the dot-product length the schedule's
+            ``extra["terms_per_output"]`` (a launch file's ``reference.terms``), else its
+            ``K`` parameter, else 1: right for sums of products such as GEMM variants.
 
     Raises:
         ValueError: without ``fn``, the schedule has no single output or not the inputs A and
@@ -106,7 +107,8 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None) -> Ref
                              f"{value.shape}, the output {outs[0]} has shape {shape}")
         bound = np.abs(np.asarray(fn({n: np.abs(v) for n, v in f64.items()}),
                                   dtype=np.float64))
-        return Reference(outs[0], value, bound, p.get("K", 1))
+        return Reference(outs[0], value, bound,
+                         int(schedule.extra.get("terms_per_output", p.get("K", 1))))
     if len(outs) != 1 or len(ins) != 2 or ins[0] != "A":
         raise ValueError(f"{schedule.family}: no reference for inputs {ins} -> outputs {outs}")
     value, abs_product = reference_product(inputs["A"], inputs[ins[1]])

@@ -215,7 +215,7 @@ class _Checker:
         elif isinstance(e, S.Private):
             if e.name not in privates:
                 self.add(f"private {e.name!r} is read where no DeclareFloat declares it")
-        elif isinstance(e, S.FBinOp) and e.op in ("+", "*"):
+        elif isinstance(e, S.FBinOp) and e.op in S.FLOAT_OPS:
             self._float(e.left, ints, privates)
             self._float(e.right, ints, privates)
         elif not isinstance(e, S.FConst):

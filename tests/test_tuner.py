@@ -274,7 +274,7 @@ def test_builder_and_limit_refusals_are_rejections_not_crashes(tmp_path):
 
 
 def test_a_candidate_the_model_refuses_is_rejected_and_the_rest_ranked(tmp_path, monkeypatch):
-    from tiletraffic.simulator import traffic_model
+    from tiletraffic.simulator import model as traffic_model
     from tiletraffic.simulator.device import LimitError
 
     real = traffic_model.model_launch
@@ -471,7 +471,7 @@ def test_ctrl_c_keeps_what_finished_and_resume_completes_it(tmp_path, monkeypatc
 
 @needs_pocl
 def test_a_failed_measurement_is_recorded_and_the_tuning_goes_on(tmp_path, monkeypatch):
-    from tiletraffic.analysis import validate
+    from tiletraffic.analysis.validation import measure as validate
     from tiletraffic.gpu.runtime import KernelBuildError
 
     real = validate.run_on_device
