@@ -1,8 +1,9 @@
 """The schedule families, each described once as a :class:`~simulator.schedule.Schedule`.
 
-Source texts: ``seeds/matrix-operations.txt`` ("Naive Implementation", "Tiled Implementation
-with Shared Memory", "Optimized Implementation with Shared Memory", "Handling Large
-Vectors") and ``seeds/tiling-and-shared-memory.txt`` §3 "The Tiled Algorithm in Detail".
+The algorithms: naive and tiled matrix multiplication with tiles staged in local memory
+(Kirk and Hwu, *Programming Massively Parallel Processors*, ch. "Memory architecture and
+data locality", tiled matrix multiplication), and matrix-vector products with x read per
+row, staged per work-group, or staged in chunks when it does not fit.
 
 Layouts: A is M×K, B is K×N, C is M×N, x has K elements, y has M; all row-major float32.
 NDRange dimension 0 runs over columns of C (or over rows of y for matrix-vector), dimension

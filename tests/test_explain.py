@@ -165,11 +165,12 @@ def test_user_schedule_file(tmp_path):
 
 
 def test_observer_needs_every_work_group():
+    from tiletraffic.simulator.accelerators import Accelerators
     from tiletraffic.simulator.explain_observer import ExplainObserver, MemoryParams
 
     with pytest.raises(ValueError, match="work-group classes"):
         tt.simulate(tt.build("gemm-tiled", m=16, k=16, n=16, tile=8), compute_values=False,
-                    work_group_classes=True,
+                    accelerators=Accelerators(work_group_classes=True),
                     observers=[ExplainObserver(0, MemoryParams())])
     assert np.array_equal(  # the default work-group of a clean launch is 0
         explain_data(tt.build("gemm-naive", m=8, k=8, n=8, tile=4))["work_group"]["id"],

@@ -6,6 +6,7 @@ Pure data: nothing here needs a device or the model.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass
@@ -54,16 +55,27 @@ class Case:
     tile: int
     options: tuple[tuple[str, Any], ...] = ()
     registers: int | None = None
+    launch: str | None = None
+    """A launch file (``LAUNCH.toml`` of an OpenCL C kernel) instead of a family; then
+    ``options`` holds its ``set`` sizes and ``params`` macros as ``("set.N", 1024)``,
+    ``("params.TS", 16)`` pairs, ``family`` is ``opencl:<kernel>``, m, k, n and tile 0."""
 
     @property
     def kind(self) -> str:
-        """``"gemm"`` or ``"matvec"``."""
+        """``"gemm"``, ``"matvec"``, or for a launch file ``"opencl"``."""
+        if self.launch is not None:
+            return "opencl"
         return "gemm" if self.family in schedules.ALL_GEMM_FAMILIES else "matvec"
 
     @property
     def problem(self) -> str:
         """The problem the case solves, e.g. ``"gemm 1024×1024×1024"`` (M×K×N) or
-        ``"matvec 4096×4096"`` (M×K): cases of one problem are ranked against each other."""
+        ``"matvec 4096×4096"`` (M×K): cases of one problem are ranked against each other.
+        Launch-file cases of one file and one ``set`` solve one problem (their macros
+        differ)."""
+        if self.launch is not None:
+            sets = [f"{key[4:]}={v}" for key, v in self.options if key.startswith("set.")]
+            return " ".join([f"opencl {Path(self.launch).name}", *sets])
         sizes = (self.m, self.k) + ((self.n,) if self.kind == "gemm" else ())
         return f"{self.kind} {'×'.join(map(str, sizes))}"
 
@@ -71,7 +83,12 @@ class Case:
     def id(self) -> str:
         """Unique text of the case: family, sizes, tile, options and ``registers`` (when
         given), e.g. ``"gemm-vectorized m=4096 k=4096 n=4096 tile=8 bk=16 tm=8 tn=8 wg_rows=8"``
-        or ``"gemm-prefetch m=4096 k=4096 n=4096 tile=16 bk=16 tm=4 tn=4 registers=79"``."""
+        or ``"gemm-prefetch m=4096 k=4096 n=4096 tile=16 bk=16 tm=4 tn=4 registers=79"``;
+        for a launch file ``"launch=mm_tiled.toml set.N=1024 params.TS=16"``."""
+        if self.launch is not None:
+            return " ".join([f"launch={self.launch}",
+                             *(f"{key}={value}" for key, value in self.options),
+                             *([f"registers={self.registers}"] if self.registers else [])])
         sizes = [f"m={self.m}", f"k={self.k}"] + ([f"n={self.n}"] if self.n is not None else [])
         return " ".join([self.family, *sizes, f"tile={self.tile}",
                          *(f"{key}={value}" for key, value in self.options),
@@ -81,21 +98,49 @@ class Case:
     def label(self) -> str:
         """Short label for tables and figures: the id without the sizes, the family's default
         tile and ``registers`` (the kernel is the same)."""
+        if self.launch is not None:
+            return Path(self.launch).stem + "".join(
+                f" {key[7:]}={value}" for key, value in self.options
+                if key.startswith("params."))
         extra = "" if self.tile == schedules.DEFAULT_TILE[self.family] else f" B={self.tile}"
         return self.family + extra + "".join(f" {key}={value}" for key, value in self.options)
 
     @property
     def is_baseline(self) -> bool:
-        return self.family == BASELINES[self.kind]
+        return self.family == BASELINES.get(self.kind)
+
+    def reference_function(self):
+        """The launch file's reference (None for a built-in family: it has its own)."""
+        if self.launch is None:
+            return None
+        from .. import launch_file
+        return launch_file.reference_function(self.launch)
 
     def build(self) -> Schedule:
-        """The schedule. Raises ``schedules.ScheduleError`` for a parameter out of range."""
+        """The schedule. Raises ``schedules.ScheduleError`` for a parameter out of range
+        (a launch file: ``LaunchFileError`` or ``FrontendError``)."""
+        if self.launch is not None:
+            from .. import launch_file
+            sets = {key[4:]: v for key, v in self.options if key.startswith("set.")}
+            params = {key[7:]: v for key, v in self.options if key.startswith("params.")}
+            return launch_file.load(self.launch, sets, params)
         options = dict(self.options)
         chunk = options.pop("chunk", None)
         return schedules.build(self.family, self.m, self.k, self.n, self.tile, chunk, **options)
 
     def to_dict(self) -> dict:
-        """JSON- and TOML-ready: ``family, m, k, [n,] tile`` and the options."""
+        """JSON- and TOML-ready: ``family, m, k, [n,] tile`` and the options (a launch
+        file: ``launch``, ``set`` and ``params`` tables)."""
+        if self.launch is not None:
+            out: dict = {"launch": self.launch}
+            for table in ("set", "params"):
+                values = {key.split(".", 1)[1]: v for key, v in self.options
+                          if key.startswith(table + ".")}
+                if values:
+                    out[table] = values
+            if self.registers is not None:
+                out["registers"] = self.registers
+            return out
         out = {"family": self.family, "m": self.m, "k": self.k}
         if self.n is not None:
             out["n"] = self.n
@@ -118,6 +163,8 @@ class Case:
         if not isinstance(data, Mapping):
             raise CaseError(f"{where}: a case is a table of family, m, k, n, tile, ..., "
                             f"got {data!r}")
+        if "launch" in data:
+            return _launch_case(cls, data, where)
         unknown = sorted(set(data) - {"family", "m", "k", "n", "tile", "registers",
                                       *OPTION_KEYS})
         if unknown:
@@ -155,6 +202,43 @@ class Case:
         except (schedules.ScheduleError, TypeError) as err:
             raise CaseError(f"{where} ({case.id}): {err}") from None
         return case
+
+
+def _launch_case(cls, data: Mapping[str, Any], where: str) -> Case:
+    """A launch-file case: ``launch`` (its path), optional ``set`` and ``params`` tables of
+    integers, optional ``registers``.
+
+    Raises:
+        CaseError: an unknown key, a value that is not an integer, or a launch file that
+            gives no schedule (its one-line message).
+    """
+    from tiletraffic.frontend.opencl import FrontendError
+
+    from .. import launch_file
+    unknown = sorted(set(data) - {"launch", "set", "params", "registers"})
+    if unknown:
+        raise CaseError(f"{where}: unknown key(s) {', '.join(unknown)} (a launch case has "
+                        "launch, set, params, registers)")
+    options = []
+    for table in ("set", "params"):
+        values = data.get(table, {})
+        if not isinstance(values, Mapping) or any(
+                isinstance(v, bool) or not isinstance(v, int) for v in values.values()):
+            raise CaseError(f"{where}: {table} must be a table of integers, got {values!r}")
+        options += [(f"{table}.{key}", int(v)) for key, v in sorted(values.items())]
+    registers = data.get("registers")
+    if registers is not None and (not isinstance(registers, int)
+                                  or isinstance(registers, bool) or registers < 1):
+        raise CaseError(f"{where}: registers must be a positive integer, got {registers!r}")
+    path = data["launch"]
+    if not isinstance(path, str) or not launch_file.is_launch_spec(path):
+        raise CaseError(f"{where}: launch must be the path of a .toml launch file")
+    case = cls("", 0, 0, None, 0, tuple(options), registers, path)
+    try:
+        sch = case.build()
+    except (launch_file.LaunchFileError, FrontendError, schedules.ScheduleError) as err:
+        raise CaseError(f"{where}: {err}") from None
+    return dataclasses.replace(case, family=sch.family)
 
 
 def _cases(gemm_sizes: Sequence[int], matvec_sizes: Sequence[int]) -> tuple[Case, ...]:
@@ -221,7 +305,8 @@ def default_case_list_name(quick: bool, is_gpu: bool) -> str:
 def read_cases(path: str | Path) -> tuple[Case, ...]:
     """The cases of a TOML case file: one ``[[case]]`` table per case with ``family``, ``m``,
     ``k``, ``n`` (GEMM only), optional ``tile`` and options (:data:`OPTION_KEYS`), as
-    :func:`cases_toml` writes them.
+    :func:`cases_toml` writes them; or with ``launch`` (a launch file, relative to the case
+    file), optional ``set = {N = 1024}`` and ``params = {TS = 16}``.
 
     Raises:
         CaseError: the file cannot be read, is not TOML, has no ``[[case]]``, a malformed
@@ -238,8 +323,11 @@ def read_cases(path: str | Path) -> tuple[Case, ...]:
     if extra or not isinstance(data.get("case"), list) or not data["case"]:
         raise CaseError(f"{path}: a case file holds [[case]] tables only"
                         + (f" (found {', '.join(extra)})" if extra else " (none found)"))
+    cases = [({**c, "launch": str(path.parent / c["launch"])}
+              if isinstance(c, Mapping) and isinstance(c.get("launch"), str)
+              and not Path(c["launch"]).is_absolute() else c) for c in data["case"]]
     return check_unique([Case.from_dict(c, f"{path}: case {i + 1}")
-                         for i, c in enumerate(data["case"])], str(path))
+                         for i, c in enumerate(cases)], str(path))
 
 
 def check_unique(cases: Iterable[Case], where: str) -> tuple[Case, ...]:
@@ -255,10 +343,17 @@ def check_unique(cases: Iterable[Case], where: str) -> tuple[Case, ...]:
     return cases
 
 
+def _toml_value(value) -> str:
+    """A TOML value: a number or string as JSON writes it, a dict as an inline table."""
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
+
+
 def cases_toml(cases: Iterable[Case]) -> str:
     """The case file of ``cases`` (read back by :func:`read_cases`)."""
     lines = ["# tiletraffic validate --cases FILE: one [[case]] per schedule and size"]
     for c in cases:
         lines += ["", "[[case]]"]
-        lines += [f"{key} = {json.dumps(value)}" for key, value in c.to_dict().items()]
+        lines += [f"{key} = {_toml_value(value)}" for key, value in c.to_dict().items()]
     return "\n".join(lines) + "\n"

@@ -210,7 +210,8 @@ def _run_case(target, case: Case, repeat: int, warmup: int, round_index: int) ->
         warnings.simplefilter("always")
         try:
             run = run_on_device(target, case.build(), repeat=repeat, warmup=warmup,
-                                rng=np.random.default_rng(seed))
+                                rng=np.random.default_rng(seed),
+                                reference_fn=case.reference_function())
             out.update(run.to_dict())
         except TiletrafficGpuError as err:
             out["device_error"] = f"{type(err).__name__}: {err}"
