@@ -58,7 +58,8 @@ def k_step_elems(schedule: Schedule) -> int | None:
     schedule this module does not apply to (not a built-in family, or no parameter K)."""
     if schedule.family not in FAMILIES or "K" not in schedule.param_values:
         return None
-    if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch"):
+    if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch",
+                           "gemm-warp-tiled"):
         depth = int(schedule.extra["bk"])
     elif schedule.family in ("gemm-tiled", "matvec-rows-reduce", "matvec-local-whole"):
         depth = int(schedule.tile)   # matvec-local-whole: x is staged tile words at a time
