@@ -687,22 +687,34 @@ def _print_crosscheck(res) -> None:
 @click.option("--device", "-d", default=None,
               help="OpenCL device: 'P:D' as in PYOPENCL_CTX, or part of its name "
                    "(default: PYOPENCL_CTX, else a GPU, else PoCL).")
-@click.option("--repeat", "-r", type=int, default=10, show_default=True,
+@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
               help="Timed launches (at least 10).")
-@click.option("--warmup", type=int, default=2, show_default=True,
+@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True,
               help="Untimed launches before timing (the first includes JIT compilation).")
+@click.option("--unchecked", is_flag=True,
+              help="Launch even when the check before launch finds hazards (out-of-bounds "
+                   "accesses and barrier divergence can crash the process); every line and "
+                   "the JSON are then marked 'unchecked: hazards found'.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
 @FORCE_OPTION
 def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, inputs_kind,
-            reference_spec, device, repeat, warmup, as_json, force):
-    """Run SCHEDULE as an OpenCL kernel on a device, check it against numpy, time it.
+            reference_spec, device, repeat, warmup, unchecked, as_json, force):
+    """Check SCHEDULE in the simulator, run it as an OpenCL kernel on a device, check the
+    result against float64 numpy, time it.
+
+    Before any launch the simulator checks the launch (the whole launch, or one work-group
+    per class of identical traffic where that would take long: it says which); a launch with
+    a hazard is refused (exit 1) unless --unchecked. The result's tolerance is scaled to the
+    sum length the check counted (the roundings of each output element; K for a GEMM).
 
     SCHEDULE: a family or FILE.py:FUNCTION (as for simulate). A kernel's time counts only
     after its result is checked, so a schedule from a file needs a reference: --reference,
-    or a function 'reference' in its file."""
+    or a function 'reference' in its file. Exit status: 0 ok, 1 a fault (a hazard, a wrong
+    result, a failed build or launch), 2 bad input."""
     import warnings
 
     from tiletraffic.gpu.runtime import TiletrafficGpuError
+    from tiletraffic.simulator.launch_check import check_launch
 
     from .validate import run_on_device
 
@@ -715,11 +727,19 @@ def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, inpu
         raise click.UsageError("--device is empty; give 'P:D' or part of a device name")
     try:
         target = _select_device(device)
+        try:
+            checked = check_launch(sch, rng=np.random.default_rng(seed))
+        except InputError as err:
+            raise click.UsageError(str(err)) from None
+        if not as_json:
+            click.echo(checked.describe() if not (checked.hazards and unchecked) else
+                       f"{checked.describe()}  [launched anyway: --unchecked]")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = run_on_device(target, sch, repeat=repeat, warmup=warmup,
                                    rng=np.random.default_rng(seed), reference_fn=ref_fn,
-                                   inputs=inputs_kind)
+                                   inputs=inputs_kind, unchecked=unchecked,
+                                   launch_check=checked)
     except user_schedule.UserScheduleError as err:
         raise click.UsageError(str(err)) from None
     except (TiletrafficGpuError, ValueError, TypeError) as err:
@@ -729,17 +749,19 @@ def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, inpu
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
+    mark = f"  [{result.unchecked}]" if result.unchecked else ""
     r = result.run
     simulator_note = " (a simulator, not hardware)" if target.info.is_simulator else ""
     click.echo(f"{sch.family} on {r.device_name}{simulator_note}: NDRange {r.global_size}, "
-               f"work-group {r.local_size}")
-    click.echo(f"  build {r.build_time_s * 1e3:.1f} ms" + (" (cached)" if r.build_cached else ""))
+               f"work-group {r.local_size}{mark}")
+    click.echo(f"  build {r.build_time_s * 1e3:.1f} ms" + (" (cached)" if r.build_cached else "")
+               + mark)
     if r.resources is not None:
-        click.echo(f"  {r.resources.describe()}")
+        click.echo(f"  {r.resources.describe()}{mark}")
     click.echo(f"  kernel time over {len(r.kernel_times_s)} launches (after {r.warmup} warm-up):"
                f" median {r.median_s * 1e3:.3f} ms, min {r.min_s * 1e3:.3f} ms,"
                f" max {r.max_s * 1e3:.3f} ms"
-               + (" (host wall time: no OpenCL profiling)" if r.timing == "host" else ""))
+               + (" (host wall time: no OpenCL profiling)" if r.timing == "host" else "") + mark)
     c = result.check
     where = ", ".join(map(str, c.worst_index or ()))
     output = next(a.name for a in sch.arrays if a.is_output)
@@ -747,9 +769,9 @@ def run_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed, inpu
                f"({result.inputs} inputs) in every launch: worst "
                f"|error| / tolerance {c.error_over_tolerance:.3g} at {output}[{where}] "
                f"(|error| {abs(c.worst_value - c.worst_reference):.3g}, tolerance "
-               f"{c.worst_tolerance:.3g}); "
+               f"{c.worst_tolerance:.3g}, sum length {c.k}: {checked.sum_length_method}); "
                + ("outputs identical in all launches" if r.distinct_outputs == 1 else
-                  f"{r.distinct_outputs} distinct outputs: nondeterministic"))
+                  f"{r.distinct_outputs} distinct outputs: nondeterministic") + mark)
 
 
 @main.command("devices")
