@@ -628,14 +628,15 @@ def _hazards_of(sch, seed=None, inputs_kind="normal", no_limits=False):
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def crosscheck_cmd(name, m, k, n, tile, chunk, check_all, as_json):
     """Compare the simulator with Oclgrind running the generated kernel: counts of a
-    correct schedule side by side, or hazard kinds of a broken variant. Exits 1 on any
-    disagreement.
+    correct schedule side by side, or the hazards of a faulty one (a broken variant, or any
+    schedule in which the simulator finds hazards) side by side, with the difference stated.
+    Exits 1 on any disagreement, 2 on bad input.
 
-    SCHEDULE: as for check; FILE.py:FUNCTION has its counts compared."""
+    SCHEDULE: as for check, FILE.py:FUNCTION included."""
     from tiletraffic.gpu.oclgrind import OclgrindError
     from tiletraffic.simulator.variants import VARIANTS, build_any, names
 
-    from .crosscheck import compare_counts, compare_hazards
+    from .crosscheck import compare_hazards, crosscheck
 
     _one_name_or_all(name, check_all)
     todo = names() if check_all else [name]
@@ -643,16 +644,12 @@ def crosscheck_cmd(name, m, k, n, tile, chunk, check_all, as_json):
     try:
         for nm in todo:
             sch = build_any(nm) if check_all else _build(nm, m, k, n, tile, chunk, named=True)
-            if nm in VARIANTS:
-                res = compare_hazards(sch)
-                ok &= res.agree
-            else:
-                res = compare_counts(sch)
-                ok &= res.equal
+            res = compare_hazards(sch) if nm in VARIANTS else crosscheck(sch)
+            ok &= res.agree if hasattr(res, "agree") else res.equal
             results.append(res)
             if not as_json:
                 _print_crosscheck(res)
-    except (schedules.ScheduleError, LimitError) as err:
+    except (schedules.ScheduleError, LimitError, InputError) as err:
         raise click.UsageError(str(err)) from None
     except OclgrindError as err:
         _fail(err)
@@ -676,9 +673,13 @@ def _print_crosscheck(res) -> None:
                + (" (Oclgrind cannot see these kinds: " + ", ".join(res.simulator_kinds) + ")"
                   if invisible else ""))
     click.echo(f"  simulator: {', '.join(res.simulator_kinds) or 'none'}")
+    for line in res.simulator_details[:3]:
+        click.echo(f"    {line[:160]}")
     click.echo(f"  oclgrind:  {', '.join(res.oclgrind_kinds) or 'none'}")
     for line in res.details[:3]:
         click.echo(f"    {line[:160]}")
+    if res.difference:
+        click.echo(f"  difference: {res.difference}")
 
 
 @main.command("run")
@@ -689,7 +690,7 @@ def _print_crosscheck(res) -> None:
                    "(default: PYOPENCL_CTX, else a GPU, else PoCL).")
 @click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
               help="Timed launches (at least 10).")
-@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--warmup", type=click.IntRange(min=1), default=2, show_default=True,
               help="Untimed launches before timing (the first includes JIT compilation).")
 @click.option("--unchecked", is_flag=True,
               help="Launch even when the check before launch finds hazards (out-of-bounds "
@@ -887,7 +888,7 @@ def calibrate_cmd(device, out_file, quick, base_model):
 @click.option("--out", "out_dir", default="reports", show_default=True,
               type=click.Path(file_okay=False), help="Reports directory.")
 @click.option("--quick", is_flag=True, help="Small sweep (seconds on a 2-core CPU).")
-@click.option("--repeat", "-r", type=int, default=10, show_default=True,
+@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
               help="Timed launches per kernel (at least 10).")
 @click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
               help="Only re-render an existing report directory from its results.json (no "
