@@ -39,7 +39,7 @@ from . import loop_blocks, private_nest, sum_length
 from . import schedule as S
 from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, count_per_group
 from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
-from .hazards import Hazard, HazardLog
+from .hazards import Hazard, HazardLog, array_dims, element_text
 from .unwritten import unwritten_fill
 
 BATCH_WORK_ITEMS = 1 << 20
@@ -512,6 +512,7 @@ class _Machine:
         dims = self.dims_of(array)
         comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in index]
         last = len(dims) - 1
+        refused = None   # entries skipped as hazards, for on_hazardous_store
         for d, (comp, extent) in enumerate(zip(comps, dims)):
             top = comp + (width - 1) if d == last and width > 1 else comp
             if comp.size and (comp.min() < 0 or top.max() >= extent):
@@ -520,6 +521,7 @@ class _Machine:
                     self.report_out_of_bounds(space, direction, array.name, dims, d,
                                               comps[:d] + [top] + comps[d + 1:], bad, site)
                     mask = np.logical_and(mask, np.logical_not(bad))
+                    refused = bad if refused is None else refused | bad
         flat = comps[0]
         for comp, extent in zip(comps[1:], dims[1:]):
             flat = flat * extent + comp
@@ -530,6 +532,14 @@ class _Machine:
                 self.report_misaligned(space, direction, array.name, width, flat, misaligned,
                                        site)
                 mask = np.logical_and(mask, np.logical_not(misaligned))
+                refused = misaligned if refused is None else refused | misaligned
+        if refused is not None and space == "global" and direction == "store":
+            shape = self.shape_of(flat, refused)
+            words = np.broadcast_to(flat, shape)[np.broadcast_to(refused, shape)]
+            words = (words[:, None] + np.arange(width)).reshape(-1)
+            words = words[(words >= 0) & (words < size)]
+            for obs in self.observers:
+                obs.on_hazardous_store(array.name, words)
         shape = self.shape_of(flat, mask)
         ev_index, ev_mask, ev_shape = flat, mask, shape
         if width > 1:
@@ -547,11 +557,12 @@ class _Machine:
         where = int(np.broadcast_to(flat, shape)[g, li, it])
         groups = self.per_group(bad, shape)
         gid = self.group_id_tuple(g)
+        element = element_text(name, where, array_dims(self.schedule, name))
         self.log.add(Hazard(
             kind="misaligned-vector-access", schedule=self.schedule.family, array=name,
             index=where, group_id=gid, local_ids=(li,), epoch=self.epoch,
             count=int(groups[1].sum()), site=f"{space} {site}",
-            detail=(f"{space} float{width} {direction} of {name} at element {where} (byte "
+            detail=(f"{space} float{width} {direction} of {name} at {element} (byte "
                     f"offset {where * S.FLOAT_BYTES}, not a multiple of "
                     f"{width * S.FLOAT_BYTES}) ({site}), e.g. by work-item {li} of work-group "
                     f"{gid}")), groups, "misaligned vector accesses")
@@ -866,9 +877,10 @@ class _Machine:
                     array=e.array.name, index=int(idx[g, li, 0]), group_id=gid,
                     local_ids=(li,), epoch=self.epoch, count=int(groups[1].sum()),
                     site=f"private {e.array.name}",
-                    detail=(f"work-item {li} of work-group {gid} reads element "
-                            f"{int(idx[g, li, 0])} of private array {e.array.name}, which it "
-                            "never assigned")), groups, "reads")
+                    detail=(f"work-item {li} of work-group {gid} reads private "
+                            + element_text(e.array.name, int(idx[g, li, 0]),
+                                           tuple(d.value for d in e.array.dims))
+                            + ", which it never assigned")), groups, "reads")
         if not self.values:
             return None
         if self.depths:
