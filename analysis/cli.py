@@ -269,7 +269,8 @@ def _build(schedule, m, k, n, tile, chunk, mapping=None, padding=None, a_tile=No
     if m is None or k is None:
         raise click.UsageError(f"{schedule} needs --m and --k (got m={m}, k={k})")
     if n is not None and schedule in (schedules.MATVEC_FAMILIES
-                                      + schedules.REDUCTION_MATVEC_FAMILIES):
+                                      + schedules.REDUCTION_MATVEC_FAMILIES
+                                      + schedules.EPILOGUE_FAMILIES):
         raise click.UsageError(f"{schedule} computes y = A·x: --n does not apply (got {n})")
     try:
         return schedules.build(schedule, m, k, n, tile, chunk, **options)
@@ -398,7 +399,8 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
     try:
         res = simulate(sch, inputs, compute_values=values, hazards=hazards,
                        limits=UNLIMITED if no_limits else GENERIC_GPU,
-                       work_group_classes=not values and work > CLASSES_AUTO_LIMIT)
+                       work_group_classes=not values and work > CLASSES_AUTO_LIMIT,
+                       sum_lengths=values)
     except (LimitError, InputError) as err:
         raise click.UsageError(str(err)) from None
     except HazardError as err:
@@ -413,8 +415,11 @@ def simulate_cmd(schedule, m, k, n, tile, chunk, mapping, padding, a_tile, seed,
     elif values:
         from tiletraffic.gpu.runtime import check_result
 
+        from tiletraffic.simulator.sum_length import largest
+
         try:
-            ref = reference(sch, inputs, ref_fn)
+            ref = reference(sch, inputs, ref_fn, sum_length=max(
+                [0, *(largest(v) for v in res.sum_lengths.values())]))
         except ValueError as err:  # the user's reference: raised, wrong shape, not finite
             raise click.UsageError(str(err)) from None
         worst = check_result(np.asarray(res.outputs[ref.output]).reshape(ref.value.shape),

@@ -21,7 +21,8 @@ from tiletraffic.gpu import codegen
 from tiletraffic.gpu.device import Target, TiletrafficGpuError
 from tiletraffic.gpu.runtime import (CheckResult, ResultMismatchError, RunResult,
                                      check_launch_limits, check_result, run_kernel)
-from tiletraffic.simulator.launch_check import LaunchCheck, check_launch
+from tiletraffic.simulator.launch_check import LaunchCheck
+from tiletraffic.simulator.launch_check import check_launch as check_before_launch
 from tiletraffic.simulator.reference import random_inputs, reference
 from tiletraffic.simulator.schedule import Schedule
 
@@ -133,7 +134,8 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     # the device's own limits before the inputs and the float64 reference are made (seconds
     # for a large K); the kernel's limits are checked again once it is built
     check_launch_limits(kernel, target.limits)
-    checked = launch_check if launch_check is not None else check_launch(schedule, rng=rng)
+    checked = (launch_check if launch_check is not None
+               else check_before_launch(schedule, rng=rng))
     if checked.hazards and not unchecked:
         raise UnsafeLaunchError(checked)
     kind = inputs
