@@ -679,8 +679,9 @@ class _Machine:
             return sum_length.exact(*(self.depth_of(a) for a in e.args))
         if isinstance(e, S.FCall):
             return sum_length.rounded_function(e.fn, self.depth_of(e.args[0]))
-        if isinstance(e, S.Select):
-            return sum_length.exact(self.depth_of(e.then), self.depth_of(e.orelse))
+        if isinstance(e, S.Select):   # the operand selected, per work-item
+            return np.where(self.eval_cond(e.cond), self.depth_of(e.then),
+                            self.depth_of(e.orelse)).astype(sum_length.DTYPE)
         raise TypeError(f"unknown float expression {e!r}")
 
     def count_flop(self, mask, ops: int) -> None:

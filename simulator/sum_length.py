@@ -15,8 +15,8 @@ sum length of ``x``; ``ZERO`` marks a value known to be exactly 0):
 - ``x + y``, ``acc += y``: ``max(n(x), n(y)) + 1``; adding ``ZERO`` is exact, so
   ``ZERO + y`` is ``n(y)``. A dot product of length K accumulated in order (``acc = 0;
   acc += a*b`` K times) is K; a tree of partial sums is less;
-- ``fmax``, ``fmin``, ``fabs``, select: the largest of their operands (exact operations that
-  do not enlarge an operand's error);
+- ``fmax``, ``fmin``, ``fabs``: the largest of their operands (exact operations that do
+  not enlarge an operand's error); a select: the operand it selects;
 - ``sqrt``, ``exp``: the operand's plus twice their OpenCL error bound in ulp
   (:data:`simulator.schedule.FUNCTION_ERROR_ULPS`: 3 ulp, 1 ulp <= 2u), i.e. + 6; valid
   where the operand's error is small against the function's slope (the bound carries no
@@ -59,7 +59,7 @@ def multiply(x, y):
 
 
 def exact(*args):
-    """Sum length of an exact function of ``args`` (fmax, fmin, fabs, select)."""
+    """Sum length of an exact function of ``args`` (fmax, fmin, fabs)."""
     out = np.asarray(args[0], DTYPE)
     for a in args[1:]:
         a = np.asarray(a, DTYPE)
