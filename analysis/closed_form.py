@@ -5,13 +5,12 @@ tile parameter (tile width B for GEMM, rows per work-group for matrix-vector); `
 ceiling division and ``a↑b = ⌈a/b⌉·b`` rounds up to a multiple. Edge tiles are included:
 the formulas hold for every positive M, K, N, T.
 
-Sources: seeds/tiling-and-shared-memory.txt §4 (per-tile reads B²·2N naive, 2NB tiled);
-seeds/matrix-operations.txt "Performance Analysis" (2·1024³ naive, 1.34e8 tiled for
-N=1024, B=16; x read once per row naive, once per work-group staged); DESIGN.md "Numbers the
-model must reproduce" (tiled loads M·K·⌈N/B⌉ + K·N·⌈M/B⌉, 2·⌈K/B⌉ barriers per
-work-group). The counts below are derived from the schedules in simulator/schedules.py by
-counting, per statement, the work-items whose guards hold (the register-blocked families:
-simulator/schedules_advanced.py).
+Source: each form is derived from the schedules in simulator/schedules.py by counting, per
+statement, the work-items whose guards hold (the register-blocked families:
+simulator/schedules_advanced.py); docs/tutorial.md works one through by hand. The tiled GEMM's
+M·K·⌈N/B⌉ + K·N·⌈M/B⌉ loads and 2·⌈K/B⌉ barriers per work-group are the tiling argument of
+Kirk and Hwu, *Programming Massively Parallel Processors* (4th ed., 2022), ch. 5 ("Memory
+architecture and data locality"), with the zero-filled edge tiles counted.
 """
 from __future__ import annotations
 
@@ -234,9 +233,11 @@ def counts_or_none(schedule: Schedule) -> dict | None:
 
 
 def textbook_per_tile_reads(family: str, n: int, b: int) -> int:
-    """Global reads per B×B output tile with K = N, as tiling-and-shared-memory §4 states.
+    """Global reads per B×B output tile with K = N (B dividing N).
 
-    Naive: B²·2N; tiled: (N/B)·2B² = 2NB (for B dividing N).
+    Naive: each of the tile's B² work-items reads a row of A and a column of B, 2N elements:
+    B²·2N. Tiled: the work-group loads N/B tiles of A and N/B of B, B² elements each:
+    (N/B)·2B² = 2NB (Kirk and Hwu, *Programming Massively Parallel Processors*, ch. 5).
     """
     if family == "gemm-naive":
         return b * b * 2 * n

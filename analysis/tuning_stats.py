@@ -34,7 +34,7 @@ SHOWN = 10
 """The table shows the candidates ranked 1 to SHOWN by the model, measured or not, and every
 measured one."""
 WITHIN = 0.10
-"""The issue's target: the model's pick within 10 % of the best measured candidate."""
+"""The tuner's target: the model's pick within 10 % of the best measured candidate."""
 
 
 def _average_ranks(values) -> np.ndarray:

@@ -1,5 +1,5 @@
 """``tiletraffic validate``: the case list, measured time and spread, and the comparison of
-the model with the device (time errors, speedups, ranking, the targets of issue #14).
+the model with the device (time errors, speedups, ranking, and the targets they are judged by).
 
 Pure arithmetic on numbers: nothing here needs a device or the model. The device run is
 :mod:`analysis.validation_run`, the predictions and their pre-registration file
@@ -24,8 +24,8 @@ Definitions (used everywhere below):
   differ by more than :data:`PAIR_SPREAD_FACTOR` times the larger of their spreads; the
   model **orders it right** when it predicts the measured-faster case strictly faster.
 
-Targets (issue #14, "Targets"): median |time error| <= 15 %, worst <= 35 %, every speedup
-within 20 %, every qualifying pair ordered right.
+Targets: median |time error| <= 15 %, worst <= 35 %, every speedup within 20 %, every
+qualifying pair ordered right.
 """
 from __future__ import annotations
 
@@ -408,7 +408,7 @@ class PairOrder:
 
 @dataclass(frozen=True)
 class Target:
-    """One target of issue #14: what it asks, the figure reached, met or not (``None``:
+    """One target of the validation: what it asks, the figure reached, met or not (``None``:
     nothing to judge, e.g. no pair qualified)."""
 
     name: str

@@ -82,6 +82,26 @@ def measured_of(entry: dict | None) -> Measured | None:
     return measured_time([r["kernel_times_s"] for r in entry["rounds"]])
 
 
+def model_describes(data: dict) -> tuple[bool, str]:
+    """Whether a ``validation.json``'s device model is a model of its device
+    (:func:`analysis.device_models.model_describes_device`, recorded when it ran; a file
+    without that record: a model calibrated on the device or built in for it, by name, else
+    whether the device is a GPU), and why."""
+    from .device_models import built_in_name_for
+
+    model, dev = data["meta"]["device_model"], data["meta"]["device"]
+    if "describes_device" in model:
+        return bool(model["describes_device"]), model.get("describes_device_why", "")
+    name = model["name"].split("calibrated:", 1)[-1]
+    known = built_in_name_for(dev["device_name"])
+    if name == data["meta"].get("device_slug") or (known and name.startswith(known)):
+        return True, f"`{model['name']}` is a model of {dev['device_name']}"
+    if dev.get("is_gpu") is False:
+        return False, (f"`{model['name']}` describes a GPU, and {dev['device_name']} is not "
+                       "one, so its predicted times are another device's")
+    return True, ""
+
+
 def summary_of(data: dict) -> Summary:
     """The comparison (:func:`analysis.validation.compare`) of a ``validation.json``."""
     cases = [Case.from_dict(c) for c in data["cases"]]
@@ -153,12 +173,17 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
                                                else default_model_spec(info))
     out_dir = Path(out_dir) if out_dir is not None else default_out_dir(target.slug, list_name)
     ensure_writable(out_dir)
+    from .device_models import model_describes_device
+
+    describes, why = model_describes_device(model_obj, info)
     data = {
         "meta": {
             "created_utc": vp.utc_now(), "command": command, "device_slug": target.slug,
             "device": {k: (list(v) if isinstance(v, tuple) else v)
                        for k, v in asdict(info).items()},
-            "device_model": identity.to_dict(), "case_list": list_name,
+            "device_model": {**identity.to_dict(), "describes_device": describes,
+                             "describes_device_why": why},
+            "case_list": list_name,
             "repeat": repeat, "warmup": warmup, "rounds": rounds,
             "tiletraffic": vp.provenance(),
             "predictions_file": None if pf is None else {
@@ -190,7 +215,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
                   file=sys.stderr) as bar:
             for r, todo in enumerate(order):
                 for case in todo:
-                    bar.set_postfix_str(f"round {r + 1} {case.label}", refresh=False)
+                    bar.set_postfix_str(f"{case.label}, {r + 1}/{rounds}", refresh=False)
                     entry = data["measurements"][case.id]
                     entry["rounds"].append(_run_case(target, case, repeat, warmup, r))
                     data["meta"]["case_runs_done"] += 1

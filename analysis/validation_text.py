@@ -9,7 +9,7 @@ from statistics import median
 from . import plots
 from .files import atomic_write_text
 from .validation import PAIR_SPREAD_FACTOR, SPEEDUP_ERROR_TARGET, Case, Summary
-from .validation_run import load, summary_of
+from .validation_run import load, model_describes, summary_of
 
 FIGURE = "predicted_vs_measured.png"
 MAX_LISTED_PAIRS = 10
@@ -100,22 +100,26 @@ def section(data: dict, image: str | None, heading: str = "##",
     if meta.get("complete") is False:
         lines += [f"**Interrupted:** {meta.get('case_runs_done')} of "
                   f"{meta.get('case_runs_total')} case runs finished.", ""]
-    if meta["device"].get("is_gpu") is False:
-        kind = "a simulator" if meta["device"].get("is_simulator") else "not a GPU"
-        lines += [f"{dev} is {kind}, while the device model describes a GPU: the errors "
-                  "below measure how far the model is from this device, not how good it is "
-                  "on a GPU.", ""]
-    lines += ["| target (issue #14) | asked | reached | |", "|---|---|---|---|"]
-    lines += [f"| {t.name} | {_cell(t.asked)} | {_cell(t.figure)} | **{t.verdict}** |"
-              for t in s.targets]
+    describes, why = model_describes(data)
+    if describes:
+        lines += ["| target | asked | reached | |", "|---|---|---|---|"]
+        lines += [f"| {t.name} | {_cell(t.asked)} | {_cell(t.figure)} | **{t.verdict}** |"
+                  for t in s.targets]
+    else:
+        lines += [f"**Not a model of this device.** {why}. The errors below say how far "
+                  "that device's times are from this one's, not how good the model is, and "
+                  "no target is judged against them. To judge the model here, calibrate one "
+                  "for this device (`tiletraffic calibrate --out my-model.toml`) and pass it "
+                  "with `--device-model my-model.toml`."]
     lines.append("")
     noise = noise_sentence(s, dev)
     if noise:
         lines += [noise, ""]
     if image:
         lines += [f"![predicted vs measured]({image})", "",
-                  "Error bars: ± the case's spread; dashed: the ±15% and ±35% time targets.",
-                  ""]
+                  "Error bars: ± the case's spread; open markers: the smaller problem of a "
+                  "schedule, filled: the larger"
+                  + ("; dashed: the ±15% and ±35% time targets." if describes else "."), ""]
     lines += ["| problem | schedule | measured ms | spread ms (IQR; rounds) | predicted ms | "
               "time error | bound |", "|---|---|---|---|---|---|---|"]
     for r in s.results:
@@ -228,6 +232,12 @@ def _timing(data: dict) -> str:
             "launch overhead included, where the device gave no profiling information")
 
 
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ... ``11th``, ``21st``."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def _failures(data: dict):
     """(case id, why) of every case without a prediction and every failed round."""
     for c in data["cases"]:
@@ -237,7 +247,7 @@ def _failures(data: dict):
             yield cid, f"no prediction ({p['error']})"
         for r in data["measurements"].get(cid, {}).get("rounds", []):
             if "device_error" in r:
-                yield cid, f"round {r['round'] + 1}: {r['device_error']}"
+                yield cid, f"{ordinal(r['round'] + 1)} round: {r['device_error']}"
 
 
 def figure(data: dict, path: Path) -> bool:
@@ -246,12 +256,13 @@ def figure(data: dict, path: Path) -> bool:
     rows = [r for r in s.results if r.time_error is not None]
     if not rows:
         return False
-    plots.predicted_vs_measured([r.case.family for r in rows],
+    plots.predicted_vs_measured([r.case.label for r in rows], [r.case.problem for r in rows],
                                 [r.measured.median_s for r in rows],
                                 [r.measured.spread_s for r in rows],
                                 [r.predicted_s for r in rows], path,
                                 f"{data['meta']['device']['device_name']}, model "
-                                f"{data['meta']['device_model']['name']}")
+                                f"{data['meta']['device_model']['name']}",
+                                bands=model_describes(data)[0])
     return True
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -263,15 +264,14 @@ def test_report_sentences_follow_the_data():
     worse = speedup_against_cut([16.0, 4.0], [0.5, 2.0])[0]
     assert "in 0." in worse.split(";")[1]
 
-    def entry(fam, n, b, t):
-        return {"family": fam, "m": n, "k": n, "n": n, "tile": b, "group": "square",
-                "device_run": {"median_s": t}}
-    square = [entry("gemm-naive", 64, 4, 1.0), entry("gemm-tiled", 64, 4, 2.0),
-              entry("gemm-naive", 128, 4, 4.0), entry("gemm-tiled", 128, 4, 2.0)]
-    by_key = {(e["family"], e["m"], e["k"], e["n"], e["tile"]): e for e in square}
-    text = speedup_against_n(square, by_key)[0]
+    from tiletraffic.analysis.report_text import Speedup
+    pairs = [Speedup("a", "square", 4.0, 0.5, 0.4, 0.6, 4, 64),
+             Speedup("b", "square", 4.0, 2.0, 1.5, 2.5, 4, 128),
+             Speedup("c", "square", 4.0, 1.2, 0.9, 1.5, 4, 256)]
+    text = speedup_against_n(pairs)[0]
     assert text == ("Speedup of the tiled kernel against N, per tile width: B = 4: 0.50× at "
-                    "N = 64 to 2.00× at N = 128, faster than naive at N = 128.")
+                    "N = 64 to 1.20× at N = 256, faster than naive beyond the spread at "
+                    "N = 128.")
 
 
 # ---------------------------------------------------------------- predictions file
@@ -428,10 +428,10 @@ def test_quick_validation_on_pocl_end_to_end(quick_run, pocl_model):
     for t in summary.targets:
         assert f"{t.name:18s} {t.verdict:16s} {t.figure}" in output
     md = (out / "validation.md").read_text()
-    assert "| target (issue #14) |" in md and "Timings on" in md
+    assert "| target | asked | reached |" in md and "Timings on" in md
     assert noise_sentence(summary, data["meta"]["device"]["device_name"]) in md
     assert (out / "predicted_vs_measured.png").read_bytes().startswith(PNG_MAGIC)
-    assert "is not a GPU" in md
+    assert data["meta"]["device_model"]["describes_device"] is True, "calibrated on it"
 
 
 @needs_pocl
@@ -588,3 +588,21 @@ def test_cases_run_with_other_registers_than_their_file_gave_are_named():
     assert _register_lines(data)[0].endswith(": 1 ran with that count, 1 on a device that "
                                              "reports none.")
     assert _register_lines({"cases": [plain.to_dict()], "measurements": {}}) == []
+
+
+@needs_pocl
+def test_another_devices_model_gets_errors_but_no_verdicts(tmp_path):
+    cases = tmp_path / "cases.toml"
+    cases.write_text(v.cases_toml(TWO))
+    out = tmp_path / "v"
+    res = CliRunner().invoke(main, ["validate", "--device", "pocl", "--cases", str(cases),
+                                    "--device-model", "generic-gpu", "--rounds", "1",
+                                    "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads((out / "validation.json").read_text())
+    assert data["meta"]["device_model"]["describes_device"] is False
+    md = (out / "validation.md").read_text()
+    for text in (res.output, md):
+        assert "is not a model of" in text
+        assert not re.search(r"\b(not met|met)\b", text), text
+    assert "time error" in md and "| target |" not in md

@@ -18,6 +18,8 @@ size, global and local arrays and its body. Every function here takes one:
   (``tiletraffic.analysis.user_schedule``);
 - :func:`simulate` it (exact counts, optional values), :func:`check` it for hazards,
   :func:`model` its memory system and time on a device model (:func:`device_model`);
+- :func:`explain` it: one web page drawing its tiles over time, reuse, coalescing, banks,
+  hazards and time terms;
 - :func:`generate` its OpenCL C, :func:`run` it on an OpenCL device (PoCL without a GPU),
   :func:`closed_form` its counts;
 - :func:`tune` a GEMM: rank a declared parameter space by the model, measure the best.
@@ -99,7 +101,8 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
             (``tiletraffic.simulator.variants.names()``), or ``"FILE.py:FUNCTION"``: a
             function of your file that returns a :class:`Schedule`, called with the sizes
             given (``m``, ``k``, ``n``, ``tile``; ``None`` ones left out) as keyword
-            arguments (``tiletraffic.analysis.user_schedule.load``).
+            arguments (``tiletraffic.analysis.user_schedule.load``). The command line
+            resolves SCHEDULE through the same ``tiletraffic.analysis.resolver.resolve``.
         m, k, n: sizes; A is m×k, B is k×n (GEMM), x has k elements (matrix-vector). Omitted
             sizes of a demo or variant default to its example shape.
         tile: tile width B (GEMM: B×B work-groups) or work-items per work-group (matvec).
@@ -109,27 +112,16 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
             ``matvec-rows-reduce``).
 
     Raises:
-        ScheduleError: unknown name, missing size, or a parameter out of range.
+        ScheduleError: unknown name, missing size, a size or option that does not apply
+            (``n`` of a matrix-vector product, options of a demo or variant), or a
+            parameter out of range.
         tiletraffic.analysis.user_schedule.UserScheduleError (a ValueError): the file or
             function cannot be loaded, does not take a size given, raises, or returns
             something other than a Schedule; or ``chunk``/``options`` given for it.
     """
-    from .simulator import schedules, variants
+    from .analysis.resolver import Sizes, resolve
 
-    from .analysis import user_schedule
-    if user_schedule.is_file_spec(name):
-        if chunk is not None or options:
-            raise user_schedule.UserScheduleError(
-                f"{name}: chunk and family options apply to built-in schedules only")
-        return user_schedule.load(name, m=m, k=k, n=n, tile=tile)
-
-    if name in schedules.FAMILIES:
-        if m is None or k is None:
-            raise ScheduleError(f"{name} needs m and k (got m={m}, k={k})")
-        return schedules.build(name, m, k, n, tile, chunk, **options)
-    if options:
-        raise ScheduleError(f"{name} takes no options, got {sorted(options)}")
-    return variants.build_any(name, m, k, n, tile, chunk)
+    return resolve(name, Sizes(m, k, n, tile, chunk), options)
 
 
 def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None,
@@ -270,7 +262,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
          top: int = 8, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
          space=None,
          jobs: int = 1, measure_all: bool = False, resume: bool = False,
-         seed: int | None = None, progress: bool = False, recheck: int | None = None):
+         seed: int | None = None, progress: bool | None = False, recheck: int | None = None,
+         log=None, command: str | None = None):
     """Tune C = A·B (A m×k, B k×n, float32) over a tuning space: reject the candidates that
     break the space's constraints (each with its reason), rank the rest by the model's
     predicted time on ``device_model``, run the ``top`` best on ``device`` (every launch
@@ -287,7 +280,10 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             rounds (every other in reverse order; the spread as :func:`validate`'s).
         space: a space file (TOML; default the built-in
             ``analysis/tuning_spaces/gemm.toml``). jobs: modelling processes.
-        seed: of the random inputs. progress: progress bars on stderr.
+        seed: of the random inputs. progress: progress bars on stderr (None: on a
+            terminal only). log: a function that takes each line of progress (default:
+            none printed). command: the command line the results file records (default:
+            this call).
         recheck: before measuring, build (compile only) this many of the best-ranked
             candidates on ``device``, re-model them with the compiled kernel's registers
             per work-item where the driver reports them (NVIDIA's ``-cl-nv-verbose`` build
@@ -314,7 +310,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     return _tune(m, n, k, device=device, device_model=device_model, top=top, out=out,
                  repeat=repeat, warmup=warmup, rounds=rounds, space=space, jobs=jobs,
                  measure_all=measure_all, resume=resume, seed=seed, progress=progress,
-                 recheck=recheck)
+                 recheck=recheck, log=log, command=command)
 def validation_cases(name: str = "quick"):
     """A built-in case list of ``validate``: ``"quick"`` (tiny, PoCL/CI), ``"cpu"`` or
     ``"gpu"`` (GEMM 1024/4096, matvec 4096/8192), a tuple of
@@ -385,6 +381,47 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
                           command=f"tiletraffic.validate(device={device!r}, quick={quick})")
 
 
+def explain(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *, out=None,
+            work_group=None, step_iterations: int | None = None,
+            registers_per_work_item: int | None = None) -> dict:
+    """Observe ``schedule`` for an explain page and, with ``out``, write the page there
+    (one self-contained HTML file, atomically): the tiles one work-group reads per barrier
+    interval, per-element reuse, one sub-group's request in sectors and lines, one local
+    access in banks, the hazards and the model's time terms.
+
+    >>> doc = tt.explain(tt.build("gemm-tiled", m=32, k=32, n=32, tile=16), out="tiled.html")
+
+    Args:
+        device: the device model of the pictures and the time terms (as for :func:`model`).
+        out: the HTML file to write (``None``: write nothing).
+        work_group: the work-group drawn, a linear id or one id per NDRange dimension
+            (default: the first hazard's, else 0).
+        step_iterations: without barriers, iterations of each load per step (default: the
+            tile).
+        registers_per_work_item: as for :func:`model`.
+
+    Returns:
+        The document the page is drawn from (and embeds): ``counts`` as
+        ``simulate(...).counts.to_dict()``, ``reuse`` (per input, every element's reads),
+        ``steps``, ``sites``, ``samples``, ``memory``, ``hazards``, ``time``
+        (``tiletraffic.analysis.explain.collect.explain_data``).
+
+    Raises:
+        tiletraffic.analysis.explain.ExplainSizeError (a ValueError): an array with more
+            than 64 elements along a side (the message names a size to use).
+        ValueError: a work-group outside the launch. KeyError, DeviceModelError: as
+            :func:`model`. LimitError: the schedule exceeds the device model's limits.
+    """
+    from .analysis.explain import explain_data, write_page
+
+    doc = explain_data(schedule, device, work_group=work_group,
+                       step_iterations=step_iterations,
+                       registers_per_work_item=registers_per_work_item)
+    if out is not None:
+        write_page(doc, out)
+    return doc
+
+
 def closed_form(schedule: Schedule) -> dict | None:
     """Closed-form counts of ``schedule`` (the keys of ``TrafficCounts.to_dict()``), or
     ``None`` for a schedule family without closed forms (a user's own schedule)."""
@@ -394,7 +431,7 @@ def closed_form(schedule: Schedule) -> dict | None:
 
 
 __all__ = [
-    "build", "simulate", "check", "model", "generate", "run", "closed_form", "tune", "calibrate",
+    "build", "simulate", "check", "model", "explain", "generate", "run", "closed_form", "tune", "calibrate",
     "validate", "write_predictions", "validation_cases",
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",

@@ -439,7 +439,7 @@ def ncu_driver(cases_path: Path, out_path: Path) -> int:
 
     from tiletraffic.gpu.codegen import generate
     from tiletraffic.gpu.cuda import cuda_source, launch_geometry
-    from tiletraffic.analysis.cli import error_over_tolerance
+    from tiletraffic.simulator.reference import error_over_tolerance
     from tiletraffic.simulator.reference import random_inputs, reference
 
     cases = json.loads(cases_path.read_text())
