@@ -182,8 +182,8 @@ def matvec_relu(m: int, k: int, tile: int = 256) -> Schedule:
     :mod:`simulator.schedule`). The epilogue is exact, so the result's tolerance is the dot
     product's (sum length K, bound |A|·|x|).
     """
-    m, k, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
-    M, K, A, x, y = _matvec_arrays(m, k)
+    m, k, tile = (positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
+    M, K, A, x, y = matvec_arrays(m, k)
     row = Let("row", global_id(0))
     r, kk = row.var, Var("k")
     acc = DeclareFloat("acc")
