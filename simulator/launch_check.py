@@ -31,7 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import sum_length
+from .budget import loop_steps as check_work
 from .engine import group_id_of, simulate, sum_lengths_of_groups
+from .reference import random_inputs
 from .hazards import Hazard
 from .schedule import Schedule
 
@@ -110,27 +112,19 @@ class LaunchCheck:
                 "sum_length": self.sum_length, "sum_length_method": self.sum_length_method}
 
 
-def check_work(schedule: Schedule) -> int:
-    """Work-item loop steps a full check is charged: work-items x the largest size
-    parameter (an upper envelope of the loop trips of the kernels here)."""
-    steps = max([1, *schedule.param_values.values()])
-    return schedule.work_groups * schedule.work_group_items * steps
-
-
 def check_launch(schedule: Schedule, *, rng: np.random.Generator | None = None,
                  full_check_work: int = FULL_CHECK_WORK) -> LaunchCheck:
     """Check ``schedule``'s launch for hazards and count its sum length (module docstring).
 
     Args:
         rng: for the random inputs of a full check (values do not change hazards).
-        full_check_work: above this :func:`check_work`, check representatives.
+        full_check_work: above this many work-item loop steps
+            (:func:`simulator.budget.loop_steps`), check representatives.
 
     Raises:
         simulator.engine.InputError: the schedule cannot be executed (e.g. a name used
             before it is defined).
     """
-    from .reference import random_inputs
-
     start = time.perf_counter()
     if check_work(schedule) <= full_check_work:
         inputs = random_inputs(schedule, rng or np.random.default_rng())

@@ -138,11 +138,11 @@ def counted_sum_length(schedule: Schedule, inputs: dict[str, np.ndarray]) -> int
         ValueError: the launch is larger than :data:`COUNTED_SUM_LENGTH_WORK` work-item loop
             steps (count it with :func:`simulator.launch_check.check_launch`).
     """
+    from .budget import loop_steps
     from .engine import simulate
-    from .launch_check import check_work
     from .sum_length import largest
 
-    if check_work(schedule) > COUNTED_SUM_LENGTH_WORK:
+    if loop_steps(schedule) > COUNTED_SUM_LENGTH_WORK:
         raise ValueError(f"{schedule.family}: the launch is too large to count its sum length "
                          "by a full simulation; pass sum_length from check_launch")
     res = simulate(schedule, inputs, hazards="report", limits=None, sum_lengths=True)
