@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from tiletraffic.simulator import schedules
 from tiletraffic.simulator.device import DeviceLimits, LimitError
+from tiletraffic.simulator.accelerators import Accelerators
 from tiletraffic.simulator.engine import simulate
 
 from . import closed_form
@@ -126,7 +127,7 @@ def simulate_point(point: SweepPoint, limits: DeviceLimits) -> dict:
     """Exact counts of one point (counts only) and whether they equal the closed forms."""
     sch = point.build()
     counts = simulate(sch, compute_values=False, limits=limits,
-                      work_group_classes=True).counts.to_dict()
+                      accelerators=Accelerators(work_group_classes=True)).counts.to_dict()
     return {"counts": counts, "closed_form_agrees": counts == closed_form.counts(sch),
             "work_group": list(sch.local_size), "ndrange": list(sch.global_size),
             "local_mem_bytes": sch.local_mem_bytes}

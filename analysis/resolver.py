@@ -12,10 +12,12 @@ A SCHEDULE is one of the forms of :data:`SOURCES`, tried in order:
   and with ``example_shape=True`` of a family too, default to its example shape
   (:data:`~tiletraffic.simulator.variants.CHECK_EXAMPLES`, ``Variant.example``).
 
-Another form (say, an OpenCL C kernel with a launch file) is one more
-:class:`ScheduleSource` added with :func:`register`: an object with ``form`` (how the form
-is written, for messages and help), ``matches(spec)`` (recognise the form without reading
-any file) and ``build(spec, sizes, options, *, example_shape, spell)``.
+- ``LAUNCH.toml``: an OpenCL C kernel with its launch file (:class:`LaunchFile`); sizes come
+  from the file, replaced by the option ``set``.
+
+Another form is one more :class:`ScheduleSource` added with :func:`register`: an object with
+``form`` (how the form is written, for messages and help), ``matches(spec)`` (recognise the
+form without reading any file) and ``build(spec, sizes, options, *, example_shape, spell)``.
 
 Errors: :class:`~tiletraffic.simulator.schedules.ScheduleError` for a built-in name (unknown,
 missing or inapplicable size, parameter out of range), :class:`UserScheduleError` for a user's
@@ -122,7 +124,32 @@ class BuiltIn:
         return schedules.build(spec, m, k, n, tile, chunk, **options)
 
 
-SOURCES: list[ScheduleSource] = [UserFunction(), BuiltIn()]
+class LaunchFile:
+    """``LAUNCH.toml``: an OpenCL C kernel with its launch file
+    (:mod:`tiletraffic.analysis.launch_file`); its sizes come from the file, replaced by the
+    option ``set`` (``{"N": 2048}``; ``--set N=2048``), its macros by ``params``."""
+
+    form = "LAUNCH.toml"
+
+    def matches(self, spec: str) -> bool:
+        from . import launch_file
+        return launch_file.is_launch_spec(spec)
+
+    def build(self, spec, sizes, options, *, example_shape, spell):
+        from . import launch_file
+        options = dict(options)
+        sets, params = options.pop("set", None), options.pop("params", None)
+        given = [spell(key) for key, v in (("m", sizes.m), ("k", sizes.k), ("n", sizes.n),
+                                           ("tile", sizes.tile), ("chunk", sizes.chunk),
+                                           *options.items()) if v is not None]
+        if given:
+            raise launch_file.LaunchFileError(
+                f"{', '.join(given)}: a launch file gives its own sizes; replace them with "
+                f"{spell('set')} NAME=VALUE ({spec})")
+        return launch_file.load(spec, sets, params)
+
+
+SOURCES: list[ScheduleSource] = [UserFunction(), BuiltIn(), LaunchFile()]
 """The forms of SCHEDULE, in the order they are tried."""
 
 
@@ -158,6 +185,8 @@ def resolve(spec: str, sizes: Sizes = Sizes(), options: dict | None = None, *,
         ScheduleError: an unknown SCHEDULE, or a built-in one's sizes or options are wrong.
         UserScheduleError: the user's file or function cannot be loaded or built, or it was
             given a family option.
+        tiletraffic.analysis.launch_file.LaunchFileError,
+        tiletraffic.frontend.opencl.FrontendError: a launch file or its kernel is wrong.
     """
     options = {key: v for key, v in (options or {}).items() if v is not None}
     source = source_of(spec)

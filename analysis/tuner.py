@@ -199,7 +199,7 @@ def _predict(task) -> tuple[int, dict]:
     import time
 
     from tiletraffic.simulator.device_model import GuessedValueWarning
-    from tiletraffic.simulator.traffic_model import model_launch
+    from tiletraffic.simulator.model import model_launch
 
     index, family, params, (m, n, k), model, registers = task
     model = model if model is not None else _WORKER_MODEL

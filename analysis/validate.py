@@ -158,6 +158,7 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
                                       + result.message(f"{schedule.family} {ref.output}"),
                                       launch=launch, check=result)
 
-    run = run_kernel(target, kernel, arrays, dict(schedule.params), repeat=repeat,
+    scalars = {a.name: p[a.name] for a in kernel.args if a.kind == "int"}
+    run = run_kernel(target, kernel, arrays, scalars, repeat=repeat,
                      warmup=warmup, check_output=check_launch)
     return DeviceRun(schedule, run, checks[total - 1], checks, kind, checked)

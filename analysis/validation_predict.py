@@ -83,7 +83,7 @@ def resolve_model(spec: str | os.PathLike | DeviceModel) -> tuple[DeviceModel, M
 def predict_case(case: Case, model: DeviceModel) -> dict:
     """The model's prediction of one case: ``predicted_time_s``, ``bound``, ``time_terms_s``,
     ``guessed_values``; or ``{"error": ...}`` when the model refuses it (limits, hazards)."""
-    from tiletraffic.simulator.traffic_model import model_launch
+    from tiletraffic.simulator.model import model_launch
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

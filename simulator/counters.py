@@ -37,7 +37,7 @@ class AccessEvent:
         merge_iterations: whether the iteration axis is a block of a vectorized loop,
             whose consecutive iterations a device model may merge into vector loads
             (``MemoryObserver``'s ``local_vector_words``); ``False`` for the blocks of a
-            loop run blocked by :mod:`simulator.loop_blocks`, whose iterations count as
+            loop run blocked by :mod:`simulator.accelerators.loop_blocks`, whose iterations count as
             separate instructions exactly as when executed one by one.
     """
 

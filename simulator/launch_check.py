@@ -10,13 +10,13 @@ gives a time that is not a measurement of the kernel. So before any launch
   most): every work-group executed with values, every hazard kind checked, and the sum
   length of every output element counted (:mod:`simulator.sum_length`);
 - *representative work-groups* otherwise: one work-group per class of
-  :mod:`simulator.classes` (the first and last work-group of every NDRange dimension, the
+  :mod:`simulator.accelerators.classes` (the first and last work-group of every NDRange dimension, the
   edges, among them), counts only, so races within a work-group, out-of-bounds accesses,
   barrier divergence, misaligned vector accesses and uninitialized reads are checked there;
   races between work-groups and unwritten outputs need every work-group and are not
   (:attr:`LaunchCheck.not_checked` says so). The sum length is counted on the
   representatives with values: for a built-in family with a K loop of step D
-  (:func:`simulator.k_extrapolation.k_step_elems`), at K mod D + n·D for n in
+  (:func:`simulator.accelerators.k_extrapolation.k_step_elems`), at K mod D + n·D for n in
   :data:`SHORT_K_STEPS`, extrapolated linearly to the real K when the three have equal
   differences (every K step adds the same roundings; the three launches share the real
   one's partial last step), else at the real K.
@@ -31,11 +31,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import sum_length
+from .accelerators import Accelerators, NotApplicable
 from .budget import loop_steps as check_work
 from .engine import group_id_of, simulate, sum_lengths_of_groups
-from .reference import random_inputs
 from .hazards import Hazard
+from .reference import random_inputs
 from .schedule import Schedule
+
+REPRESENTATIVES = Accelerators(work_group_classes=True, private_nests=True, loop_blocks=True)
+"""How a large launch is checked: one work-group per class, loops in blocks where exact (a
+hazard there is checked again without the blocks, so its example is full execution's)."""
 
 MEMORY_UNSAFE_KINDS = ("out-of-bounds", "barrier-divergence", "misaligned-vector-access")
 """Hazards whose launch can corrupt memory or hang: never launched unless asked for."""
@@ -132,8 +137,12 @@ def check_launch(schedule: Schedule, *, rng: np.random.Generator | None = None,
         longest = max([0, *(sum_length.largest(v) for v in res.sum_lengths.values())])
         return LaunchCheck(schedule, res.hazards, None, (), longest, "counted in every work-group",
                            time.perf_counter() - start)
-    res = simulate(schedule, compute_values=False, hazards="report", limits=None,
-                   work_group_classes=True, blocked_loops=True)
+    try:
+        res = simulate(schedule, compute_values=False, hazards="report", limits=None,
+                       accelerators=REPRESENTATIVES)
+    except NotApplicable:
+        res = simulate(schedule, compute_values=False, hazards="report", limits=None,
+                       accelerators=REPRESENTATIVES.replace(loop_blocks=False))
     reps = res.representatives
     longest, method = _representative_sum_length(schedule, reps)
     return LaunchCheck(schedule, res.hazards,
@@ -148,9 +157,9 @@ def _largest_of(schedule: Schedule, reps) -> int:
 
 
 def _representative_sum_length(schedule: Schedule, reps) -> tuple[int, str]:
-    from .classes import group_classes
+    from .accelerators.classes import group_classes
+    from .accelerators.k_extrapolation import k_step_elems, with_k
     from .engine import probe_runner
-    from .k_extrapolation import k_step_elems, with_k
 
     depth = k_step_elems(schedule)
     k = schedule.param_values.get("K", 0)
@@ -160,7 +169,8 @@ def _representative_sum_length(schedule: Schedule, reps) -> tuple[int, str]:
         found = []
         for k in ks:
             short = with_k(schedule, k)
-            short_reps = group_classes(short, probe_runner(short, True)).representatives
+            short_reps = group_classes(short, probe_runner(
+                short, REPRESENTATIVES)).representatives
             found.append(_largest_of(short, short_reps))
         if found[1] - found[0] == found[2] - found[1]:
             return (found[0] + steps * (found[1] - found[0]),

@@ -90,8 +90,10 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
         sum_length: the K of the tolerance, as the simulator counted it
             (:mod:`simulator.sum_length`, :mod:`simulator.launch_check`); without it, the
             schedule's ``K`` for a built-in GEMM or matrix-vector product, and with ``fn``
-            the sum length counted by simulating the launch (values at the drawn inputs;
-            a launch that is too large for that raises ``ValueError``: count it first).
+            the schedule's ``extra["terms_per_output"]`` (a launch file's
+            ``reference.terms``), else the sum length counted by simulating the launch
+            (values at the drawn inputs; a launch too large for that raises ``ValueError``:
+            count it first).
 
     Raises:
         ValueError: without ``fn``, the schedule has no single output or not the inputs A and
@@ -114,7 +116,9 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
         bound = np.abs(np.asarray(fn({n: np.abs(v) for n, v in f64.items()}),
                                   dtype=np.float64))
         if sum_length is None:
-            sum_length = counted_sum_length(schedule, inputs)
+            sum_length = int(schedule.extra["terms_per_output"]) \
+                if "terms_per_output" in schedule.extra else \
+                counted_sum_length(schedule, inputs)
         return Reference(outs[0], value, bound, sum_length)
     if len(outs) != 1 or len(ins) != 2 or ins[0] != "A":
         raise ValueError(f"{schedule.family}: no reference for inputs {ins} -> outputs {outs}")

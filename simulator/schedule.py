@@ -13,8 +13,9 @@ Comparisons give :class:`Cond` objects, combined with ``&``, ``|`` and ``~``.
 Division and remainder follow C: they truncate toward zero.
 
 Float expressions (:class:`FloatExpr`) are loads, private variables, constants, ``+``,
-``*``, the built-ins ``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`) and a
-select on an integer condition (:class:`Select`); each operation counts one FLOP. Control flow is never data dependent: every condition is an integer :class:`Cond`,
+``-``, ``*``, the built-ins ``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`)
+and a select on an integer condition (:class:`Select`); each operation counts one FLOP.
+Control flow is never data dependent: every condition is an integer :class:`Cond`,
 so the traffic of a schedule does not depend on the values in the arrays.
 
 Private arrays (:class:`PrivateArray`, declared by :class:`DeclarePrivateArray`) hold
@@ -364,13 +365,19 @@ Array = Union[GlobalArray, LocalArray]
 
 # ----------------------------------------------------------------------------- floats
 class FloatExpr:
-    """A float32 expression; ``+`` and ``*`` each count one FLOP when executed."""
+    """A float32 expression; ``+``, ``-`` and ``*`` each count one FLOP when executed."""
 
     def __add__(self, other: FloatLike) -> FloatExpr:
         return FBinOp("+", self, as_float(other))
 
     def __radd__(self, other: FloatLike) -> FloatExpr:
         return FBinOp("+", as_float(other), self)
+
+    def __sub__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("-", self, as_float(other))
+
+    def __rsub__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("-", as_float(other), self)
 
     def __mul__(self, other: FloatLike) -> FloatExpr:
         return FBinOp("*", self, as_float(other))
@@ -433,9 +440,13 @@ class PrivateElem(FloatExpr):
     index: tuple[IntExpr, ...]
 
 
+FLOAT_OPS = ("+", "-", "*")
+"""Operators of :class:`FBinOp`; each counts one FLOP."""
+
+
 @dataclass(frozen=True, eq=False)
 class FBinOp(FloatExpr):
-    """``left op right`` for op in ``+ *``."""
+    """``left op right`` for op in :data:`FLOAT_OPS` (``+ - *``)."""
 
     op: str
     left: FloatExpr

@@ -62,3 +62,16 @@ def test_a_broken_anchor_fails_the_strict_build(tmp_path):
                           "--site-dir", str(tmp_path / "site")], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=300)
     assert res.returncode != 0 and "no-such-heading" in res.stdout + res.stderr
+
+
+def test_readmes_smallest_schedule_is_the_example_file_and_counts_as_it_says():
+    import tiletraffic as tt
+
+    code = (ROOT / "examples" / "row_matvec.py").read_text(encoding="utf-8")
+    assert code in (ROOT / "README.md").read_text(encoding="utf-8"), "README shows the file"
+    m, k = 100, 50
+    sch = tt.build("examples/row_matvec.py:make_schedule", m=m, k=k)
+    counts = tt.simulate(sch, compute_values=False).counts
+    assert counts.global_load_elems == 2 * m * k == 10000    # README: 10000 at 100×50
+    assert counts.global_store_elems == m
+    assert tt.check(sch) == []

@@ -273,7 +273,7 @@ def test_builder_and_limit_refusals_are_rejections_not_crashes(tmp_path):
 
 
 def test_a_candidate_the_model_refuses_is_rejected_and_the_rest_ranked(tmp_path, monkeypatch):
-    from tiletraffic.simulator import traffic_model
+    from tiletraffic.simulator import model as traffic_model
     from tiletraffic.simulator.device import LimitError
 
     real = traffic_model.model_launch

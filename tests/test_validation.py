@@ -101,7 +101,7 @@ def test_a_case_s_compiled_registers_reach_the_model_and_its_id(tmp_path):
     gemm-prefetch work-group of 256 work-items with 79 registers each fits 3 times in the
     H200's 65,536 registers, with the schedule's estimate (62) 4 times, and the model's
     time changes with it; the id names the count, the file keeps it, the kernel is the same."""
-    from tiletraffic.simulator.traffic_model import model_launch
+    from tiletraffic.simulator.model import model_launch
 
     opts = {"tile": 16, "tm": 4, "tn": 4, "bk": 16}
     given = case("gemm-prefetch", 4096, 4096, 4096, registers=79, **opts)

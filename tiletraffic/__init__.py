@@ -13,7 +13,7 @@ size, global and local arrays and its body. Every function here takes one:
 
 - :func:`build` a named schedule family (``gemm-naive``, ``gemm-tiled``, ``matvec-*``), demo
   or known-faulty variant; or write your own with the IR (:class:`Schedule`, :class:`For`,
-  :class:`GlobalArray`, ...; the README's tutorial builds a rectangular-tile GEMM in
+  :class:`GlobalArray`, ...; the tutorial (docs/tutorial.md) builds a rectangular-tile GEMM in
   ``examples/rect_tile_gemm.py``) and load it with ``build("file.py:function", m=..)``
   (``tiletraffic.analysis.user_schedule``);
 - :func:`simulate` it (exact counts, optional values), :func:`check` it for hazards,
@@ -22,7 +22,10 @@ size, global and local arrays and its body. Every function here takes one:
   hazards and time terms;
 - :func:`generate` its OpenCL C, :func:`run` it on an OpenCL device (PoCL without a GPU),
   :func:`closed_form` its counts;
-- :func:`tune` a GEMM: rank a declared parameter space by the model, measure the best.
+- :func:`tune` a GEMM: rank a declared parameter space by the model, measure the best;
+  :func:`tune_kernel` the macros of your own OpenCL kernel the same way;
+- :func:`from_opencl`: an OpenCL C kernel of yours as a schedule (or
+  ``build("kernel.toml")`` with a launch file).
 - :func:`validate` the model on a device (every family, predicted against measured), with
   predictions pre-registered by :func:`write_predictions`.
 
@@ -84,7 +87,9 @@ from .simulator.schedule import (
     vstore,
 )
 from .simulator.schedules import FAMILIES, ScheduleError
-from .simulator.traffic_model import ModelledLaunch, TrafficPrediction
+from .simulator.accelerators import Accelerators, NotApplicable
+from .simulator.model import ModelledLaunch
+from .simulator.prediction import TrafficPrediction
 
 try:
     __version__ = _metadata.version("tiletraffic")
@@ -107,6 +112,9 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
             sizes of a demo or variant default to its example shape.
         tile: tile width B (GEMM: B×B work-groups) or work-items per work-group (matvec).
         chunk: elements of x per staged chunk (``matvec-local``).
+            Or ``"KERNEL.toml"``: a launch file of an OpenCL C kernel
+            (``tiletraffic.analysis.launch_file``), with ``set={"N": 2048}`` replacing its
+            sizes and ``params={"TS": 16}`` its macros (passed as ``-DTS=16``).
         options: family options (``mapping``, ``padding``, ``a_tile``; ``tm``, ``tn``,
             ``bk``, ``wg_rows`` of the register-blocked GEMMs, ``wg_rows`` of
             ``matvec-rows-reduce``).
@@ -122,6 +130,63 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
     from .analysis.resolver import Sizes, resolve
 
     return resolve(name, Sizes(m, k, n, tile, chunk), options)
+
+
+def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict,
+                build_options: str = "", *, sizes: dict | None = None) -> Schedule:
+    """The schedule of ``kernel`` in an OpenCL C source, for every function here.
+
+    Args:
+        source_or_path: the OpenCL C text, or the path of a ``.cl`` file.
+        kernel: the ``__kernel`` to read.
+        global_size, local_size: NDRange and work-group size (work-items per dimension).
+        args: every kernel argument by its name in the source: an ``int`` for a scalar,
+            ``{"shape": (M, K), "access": "in"}`` for a buffer (row-major float32; entries
+            integers or names of scalar arguments or of ``sizes``; access in/out/inout).
+        build_options: ``-D``/``-U``/``-I`` options, as for ``clBuildProgram``.
+        sizes: values of names the shapes use that are not kernel arguments.
+
+    The subset of OpenCL C accepted is that of ``tiletraffic.frontend.opencl``; running
+    the schedule (:func:`run`) launches this very source. A launch file gives the same from
+    TOML: ``build("kernel.toml")``.
+
+    Raises:
+        tiletraffic.frontend.opencl.FrontendError (a ValueError): a construct outside the
+            subset, an argument missing or unknown, a bad shape or access (one line, with
+            file:line:column where it concerns the source).
+    """
+    from .frontend.opencl import parse_kernel
+
+    text, path = source_or_path, None
+    if isinstance(source_or_path, _Path) or (
+            isinstance(source_or_path, str) and "\n" not in source_or_path
+            and source_or_path.endswith((".cl", ".c", ".h"))):
+        path = str(source_or_path)
+        text = _Path(path).read_text()
+    return parse_kernel(text, kernel, global_size, local_size, args, sizes=sizes,
+                        build_options=build_options, path=path)
+
+
+def tune_kernel(launch, params: dict, constraints=(), **options) -> dict:
+    """Tune the macros of an OpenCL C kernel described by a launch file: every combination
+    of ``params`` (name -> values, passed as ``-DNAME=value``) meeting ``constraints``
+    (expressions) and the device limits is modelled and ranked, the best ``top`` measured
+    after each launch's check, the regret reported
+    (``tiletraffic.analysis.tune_launch.tune_launch``; ``options``: sets, device,
+    device_model, top, repeat, warmup, rounds, out, seed).
+
+    Example: ``tune_kernel("examples/opencl/mm_tiled.toml", {"TS": [8, 16]}, top=0)``.
+
+    Returns:
+        The results document (``predictions`` ranked, ``measurements``, ``summary``).
+
+    Raises:
+        tiletraffic.analysis.tuner.TuneError: bad arguments or no valid candidate.
+        tiletraffic.analysis.launch_file.LaunchFileError: the launch file is wrong.
+    """
+    from .analysis.tune_launch import tune_launch
+
+    return tune_launch(launch, params, constraints, **options)
 
 
 def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None,
@@ -146,7 +211,8 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
 
 
 def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
-          registers_per_work_item: int | None = None) -> ModelledLaunch:
+          registers_per_work_item: int | None = None,
+          accelerators: Accelerators | None = None) -> ModelledLaunch:
     """Counts, memory-system counts (requests, sectors, bank conflicts) and the predicted
     cache traffic and time of ``schedule`` on a device model.
 
@@ -158,16 +224,20 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
             ``run(...).run.registers_per_work_item``); they limit the resident
             work-groups. Without it a schedule with private arrays gets an estimate
             (guessed, warned; ``simulator.registers``).
+        accelerators: the exact shortcuts that may run (:class:`Accelerators`; default:
+            all of them, ``tiletraffic.simulator.accelerators.ALL``).
 
     Raises:
         KeyError: neither a built-in name nor a file. DeviceModelError: a malformed model
         file. LimitError, HazardError: as :func:`simulate`. ValueError: registers not a
         positive integer, above the device's maximum, or too many for the work-group.
     """
-    from .simulator.traffic_model import model_launch
+    from .simulator.accelerators import ALL
+    from .simulator.model import model_launch
 
     # stacklevel 2: the model's warnings name the caller's line, not this one
     return model_launch(schedule, device_model(device),
+                        accelerators=ALL if accelerators is None else accelerators,
                         registers_per_work_item=registers_per_work_item, stacklevel=2)
 
 
@@ -441,5 +511,6 @@ __all__ = [
     "DeviceModel", "DEVICE_MODELS", "device_model", "DeviceModelError", "DeviceLimits",
     "GENERIC_GPU", "UNLIMITED",
     "FAMILIES", "SimulationResult", "ModelledLaunch", "TrafficPrediction", "Hazard",
-    "ScheduleError", "LimitError", "InputError", "HazardError", "__version__",
+    "ScheduleError", "LimitError", "InputError", "HazardError", "Accelerators", "NotApplicable",
+    "__version__",
 ]

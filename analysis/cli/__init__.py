@@ -54,7 +54,8 @@ def main() -> None:
     matrix kernels (GEMM, matrix-vector) in OpenCL's execution model.
 
     SCHEDULE is a built-in name or FILE.py:FUNCTION, your own kernel: a function of your
-    Python file that returns a tiletraffic Schedule (README, "Tutorial: your own kernel")."""
+    Python file that returns a tiletraffic Schedule (README, "Your own kernel, in brief";
+    docs/tutorial.md)."""
 
 
 for _module in COMMANDS:

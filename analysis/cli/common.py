@@ -12,7 +12,9 @@ import click
 
 from tiletraffic.simulator import schedules
 
-from .. import resolver, user_schedule
+from tiletraffic.frontend.opencl import FrontendError
+
+from .. import launch_file, resolver, user_schedule
 from .options import family_options
 
 GROUP_WORK_LIMIT = 2**31
@@ -21,8 +23,8 @@ GROUP_WORK_LIMIT = 2**31
 LONG_RUN_S = 60.0
 """Estimated simulation time above which a note is printed before starting."""
 
-NO_REFERENCE = ("no reference: define reference(inputs) in the schedule's file or give "
-                "--reference FILE.py:FUNCTION")
+NO_REFERENCE = ("no reference: define reference(inputs) in the schedule's file (a launch "
+                "file's [reference] function) or give --reference FILE.py:FUNCTION")
 
 
 def fail(err: Exception) -> None:
@@ -39,8 +41,14 @@ def build_schedule(spec: str, m=None, k=None, n=None, tile=None, chunk=None, *,
     try:
         return resolver.resolve(spec, resolver.Sizes(m, k, n, tile, chunk), family_options(),
                                 example_shape=example_shape, spell=resolver.flag)
-    except (schedules.ScheduleError, user_schedule.UserScheduleError) as err:
+    except (schedules.ScheduleError, user_schedule.UserScheduleError,
+            launch_file.LaunchFileError, FrontendError) as err:
         raise click.UsageError(str(err)) from None
+
+
+def is_user_spec(schedule) -> bool:
+    """SCHEDULE is the user's own: FILE.py:FUNCTION or LAUNCH.toml."""
+    return user_schedule.is_file_spec(schedule) or launch_file.is_launch_spec(schedule)
 
 
 def one_name_or_all(name, check_all: bool) -> None:
@@ -122,8 +130,10 @@ def check_device_spec(device) -> None:
 def reference_fn(schedule: str, reference_spec: str | None):
     """The user's reference function for SCHEDULE (None: built-in, or none defined)."""
     try:
+        if launch_file.is_launch_spec(schedule) and reference_spec is None:
+            return launch_file.reference_function(schedule)
         return user_schedule.reference_function(schedule, reference_spec)
-    except user_schedule.UserScheduleError as err:
+    except (user_schedule.UserScheduleError, launch_file.LaunchFileError) as err:
         raise click.UsageError(str(err)) from None
 
 

@@ -8,10 +8,12 @@ import warnings
 import click
 
 import tiletraffic as tt
+from tiletraffic.simulator.accelerators import ALL
 from tiletraffic.simulator.device import LimitError
 from tiletraffic.simulator.engine import InputError
 from tiletraffic.simulator.hazards import HazardError
 
+from .. import environment
 from .common import build_schedule, check_work, fail, within_budget
 from .options import DEVICE_MODEL, FORCE_OPTION, json_option, size_options
 
@@ -49,7 +51,8 @@ def show_model(sch, model, as_json: bool, registers: int | None = None) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            launch = tt.model(sch, model, registers_per_work_item=registers)
+            launch = tt.model(sch, model, registers_per_work_item=registers,
+                              accelerators=environment.accelerators(ALL))
         except (LimitError, InputError) as err:
             raise click.UsageError(str(err)) from None
         except ValueError as err:  # --registers beyond the device's or work-group's limit
@@ -85,7 +88,7 @@ def model_json(sch, launch, guesses: list[str], declared: list[str]) -> dict:
 
 def model_text(sch, model, launch) -> list[str]:
     """The table: memory-system counts, predicted traffic and time with its terms."""
-    from tiletraffic.simulator.traffic_model import ADDED_TIME_TERMS
+    from tiletraffic.simulator.prediction import ADDED_TIME_TERMS
 
     p = launch.prediction
     mem = launch.memory

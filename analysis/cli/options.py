@@ -120,10 +120,30 @@ def family_options() -> dict:
     return dict(ctx.meta.get("family_options", {})) if ctx is not None else {}
 
 
+def _remember_sets(ctx, param, value):
+    if value:
+        from .. import launch_file
+        try:
+            sets = launch_file.parse_assignments(value)
+        except launch_file.LaunchFileError as err:
+            raise click.BadParameter(str(err), ctx, param) from None
+        ctx.meta.setdefault("family_options", {})["set"] = sets
+    return value
+
+
+def set_option(f):
+    """--set NAME=VALUE (repeatable): a launch file's size (or -D macro) replaced."""
+    return click.option("--set", "launch_sets", multiple=True, metavar="NAME=VALUE",
+                        expose_value=False, callback=_remember_sets,
+                        help="LAUNCH.toml: replace the size NAME (or an integer -D macro "
+                             "of its build_options) by VALUE; repeatable.")(f)
+
+
 def size_options(f):
     """SCHEDULE, --m, --k, --n, --tile, --chunk and the family options (simulate, model,
     run)."""
     f = register_block_options(f)
+    f = set_option(f)
     f = click.option("--a-tile", "a_tile", type=click.Choice(["row-major", "transposed"]),
                      default=None, expose_value=False, callback=_remember,
                      help="gemm-tiled: store the A tile transposed (bank conflicts).")(f)
@@ -156,6 +176,7 @@ def named_schedule_options(f):
     """Optional NAME (a family, demo, faulty variant or FILE.py:FUNCTION) and optional sizes,
     for check and crosscheck (missing sizes: the example shape)."""
     f = register_block_options(f)
+    f = set_option(f)
     f = click.option("--chunk", type=int, default=None, help="matvec-local chunk.")(f)
     f = click.option("--tile", "-b", type=int, default=None,
                      help="Tile width or work-group size.")(f)

@@ -10,7 +10,7 @@ import click
 import numpy as np
 
 from .. import user_schedule
-from .common import (NO_REFERENCE, build_schedule, check_device_spec, fail, reference_fn,
+from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_device_spec, fail, reference_fn,
                      select_device, within_budget)
 from .options import FORCE_OPTION, json_option, reference_option, schedule_options
 
@@ -54,7 +54,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     sch = build_schedule(schedule, m, k, n, tile, chunk)
     within_budget(sch, force, device=True)
     ref_fn = reference_fn(schedule, reference_spec)
-    if ref_fn is None and user_schedule.is_file_spec(schedule):
+    if ref_fn is None and is_user_spec(schedule):
         raise click.UsageError(f"run checks the result before timing it: {NO_REFERENCE}")
     check_device_spec(device)
     try:

@@ -14,8 +14,8 @@ from tiletraffic.simulator.engine import InputError
 from tiletraffic.simulator.hazards import HazardError
 from tiletraffic.simulator.reference import random_inputs, reference
 
-from .. import user_schedule
-from .common import (NO_REFERENCE, build_schedule, check_work, fail, reference_fn,
+from .. import environment
+from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_work, fail, reference_fn,
                      within_budget, work)
 from .model import show_model
 from .options import (DEVICE_MODEL, FORCE_OPTION, json_option, reference_option,
@@ -74,7 +74,9 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     try:
         res = tt.simulate(sch, inputs, compute_values=values, hazards=hazards,
                           limits=UNLIMITED if no_limits else GENERIC_GPU,
-                          work_group_classes=by_classes, sum_lengths=values)
+                          accelerators=environment.accelerators(
+                              tt.Accelerators(work_group_classes=by_classes)),
+                          sum_lengths=values)
     except (LimitError, InputError) as err:
         raise click.UsageError(str(err)) from None
     except HazardError as err:
@@ -83,7 +85,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     formula = tt.closed_form(sch)
     ref = worst = None
     skipped = None if values else "counts only"
-    if values and ref_fn is None and user_schedule.is_file_spec(schedule):
+    if values and ref_fn is None and is_user_spec(schedule):
         skipped = NO_REFERENCE
     elif values:
         from tiletraffic.gpu.runtime import check_result

@@ -13,10 +13,86 @@ from .common import check_device_spec, check_out_file, command_line, fail
 from .options import DEVICE_MODEL, SEED_OPTION, json_option
 
 
-@click.group("tune")
+class _TuneGroup(click.Group):
+    """``tune gemm ...`` or ``tune LAUNCH.toml ...`` (the launch file's macros)."""
+
+    def resolve_command(self, ctx, args):
+        if args and args[0].endswith(".toml"):
+            return "launch", self.commands["launch"], args
+        return super().resolve_command(ctx, args)
+
+
+@click.group("tune", cls=_TuneGroup)
 def command():
     """Search a tuning space with the model, measure the best-ranked candidates on a device
-    and report the model's regret (`tiletraffic tune gemm --help`)."""
+    and report the model's regret: `tiletraffic tune gemm --help` for the built-in GEMMs,
+    `tiletraffic tune LAUNCH.toml --param TS=8,16,32 [--constraint "..."]` for the macros of
+    your own OpenCL kernel (`tiletraffic tune launch --help`)."""
+
+
+@command.command("launch")
+@click.argument("launch", metavar="LAUNCH.toml", type=click.Path(exists=True, dir_okay=False))
+@click.option("--param", "params", multiple=True, required=True, metavar="NAME=V1,V2,...",
+              help="A macro of the kernel and the values to try (passed as -DNAME=value; "
+                   "the launch file's sizes, geometry and shapes may use NAME); repeatable.")
+@click.option("--constraint", "constraints", multiple=True, metavar="EXPR",
+              help="A condition every candidate must meet, over the parameters and the "
+                   "launch file's names (e.g. \"TS % WPT == 0\"); repeatable.")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="Replace a size of the launch file; repeatable.")
+@click.option("--device", "-d", default=None,
+              help="OpenCL device to measure on (as for `run`).")
+@click.option("--device-model", default=None, type=DEVICE_MODEL,
+              help="The model that ranks (default: the measured device's; with --top 0: "
+                   "nvidia-h200).")
+@click.option("--top", "-t", type=click.IntRange(min=0), default=4, show_default=True,
+              help="Measure this many of the best-ranked candidates (0: model only).")
+@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
+              help="Timed launches per measured candidate and round.")
+@click.option("--warmup", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Untimed launches before timing.")
+@click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Times the chosen candidates are run, every other round in reverse.")
+@click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
+              help="Results (JSON), written after every step [default: "
+                   "tuning/<launch file name>.json].")
+@SEED_OPTION
+@json_option("the results")
+def tune_launch_file(launch, params, constraints, sets, device, device_model, top, repeat,
+                     warmup, rounds, out_file, seed, as_json):
+    """Tune the macros of an OpenCL C kernel described by LAUNCH.toml: every combination of
+    the --param values that meets the constraints and the device limits is built with -D,
+    modelled and ranked; the best --top are checked for hazards and run on the device, each
+    launch's output checked against the launch file's reference before its time counts.
+    Prints the ranking and the model's regret over the measured candidates."""
+    from pathlib import Path
+
+    from tiletraffic.gpu.runtime import TiletrafficGpuError
+    from tiletraffic.frontend.opencl import FrontendError
+
+    from .. import launch_file
+    from ..tune_launch import parse_params, table, tune_launch
+    from ..tuner import TuneError
+
+    check_device_spec(device)
+    out_file = out_file or f"tuning/{Path(launch).stem}.json"
+    check_out_file(out_file)
+    try:
+        doc = tune_launch(launch, parse_params(params), constraints,
+                          sets=launch_file.parse_assignments(sets), device=device,
+                          device_model=device_model, top=top, repeat=repeat, warmup=warmup,
+                          rounds=rounds, out=out_file, seed=seed,
+                          log=lambda line: click.echo(line, err=True),
+                          command=command_line())
+    except (TuneError, launch_file.LaunchFileError, FrontendError) as err:
+        raise click.UsageError(str(err)) from None
+    except (TiletrafficGpuError, OSError) as err:
+        fail(err)
+    if as_json:
+        click.echo(json.dumps(doc, indent=1))
+    else:
+        click.echo(table(doc), nl=False)
+        click.echo(f"results: {out_file}")
 
 
 @command.command("gemm")

@@ -2,7 +2,7 @@
 
 :func:`explain_data` simulates the whole launch once (counts only, hazards reported) with
 the read maps of every input and a :class:`simulator.explain_observer.ExplainObserver` for
-one work-group, and models it on a device model (:func:`simulator.traffic_model.
+one work-group, and models it on a device model (:func:`simulator.model.
 model_launch`, as ``tiletraffic model`` does). Every number the page shows is in the
 document it returns; the page only draws them.
 """
@@ -19,7 +19,9 @@ from tiletraffic.simulator.device_model import DeviceModel, GuessedValueWarning,
 from tiletraffic.simulator.engine import simulate
 from tiletraffic.simulator.explain_observer import ExplainObserver, MemoryParams
 from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.traffic_model import ADDED_TIME_TERMS, device_limits, model_launch
+from tiletraffic.simulator.model import model_launch
+from tiletraffic.simulator.observation import device_limits
+from tiletraffic.simulator.prediction import ADDED_TIME_TERMS
 
 from .. import closed_form
 
@@ -45,7 +47,7 @@ TIME_TERM_FIELDS: dict[str, tuple[str, ...]] = {
     "tail_s": ("memory_latency_s", "memory_latency_dram_s", "compute_units"),
     "launch_overhead_s": ("launch_overhead_s",),
 }
-"""The device-model values each time term of :func:`simulator.traffic_model.predict` is
+"""The device-model values each time term of :func:`simulator.prediction.predict` is
 computed from (its formula, read off that function), to mark the terms resting on guesses."""
 
 TERM_METHODS = {

@@ -61,7 +61,10 @@ def _hazards(doc: dict) -> list[dict]:
         a = arrays.get(h["array"])
         out.append({
             **h,
-            "element": svg.element_name(a, h["index"]) if a and h["index"] >= 0 else None,
+            # an out-of-bounds index names its element in the detail (the flat index of an
+            # index past one dimension names another element)
+            "element": svg.element_name(a, h["index"])
+            if a and h["index"] >= 0 and h["kind"] != "out-of-bounds" else None,
             "work_items": [svg.work_item_name(doc["work_group"]["local_size"], w)
                            for w in h["local_ids"]],
             "goto": _step_of_interval(doc, h["epoch"])
@@ -102,7 +105,8 @@ def render_page(doc: dict, *, memory_params: dict | None = None) -> str:
     time = doc["time"]
     data = json.dumps(doc, separators=(",", ":")).replace("</", "<\\/")
     return _ENV.get_template("page.html.j2").render(
-        doc=doc, tiles=Markup(svg.tiles_picture(doc)), notes=_step_notes(doc),
+        doc=doc, tiles=Markup(svg.tiles_picture(doc)),
+        work_items=Markup(svg.work_items_picture(doc)), notes=_step_notes(doc),
         reuse=reuse, coalescing=globals_, banks=locals_, hazards=_hazards(doc),
         time=time, time_svg=Markup(svg.time_picture(time)) if "terms_s" in time else None,
         seconds=svg.seconds, data=Markup(data), mp=mp)

@@ -171,7 +171,9 @@ def tiles_picture(doc: dict) -> str:
             continue
         flat = h["index"]
         spot = spots[a["name"]]
-        if flat >= a["rows"] * a["cols"]:  # outside: drawn just below the array
+        if h["kind"] == "out-of-bounds" and flat < a["rows"] * a["cols"]:
+            continue   # an index past one dimension only: its flat index names no cell
+        if flat >= a["rows"] * a["cols"]:  # past the end: drawn just below the array
             x, y = spot[0] + (flat % a["cols"]) * cell, spot[1] + a["rows"] * cell + 2
         else:
             x, y = _cell_xy(spot, cell, flat)
@@ -222,28 +224,36 @@ def coalescing_picture(sample: dict, sector_bytes: int, line_bytes: int) -> str:
     addresses = {lane: [e * 4 for e in els] for lane, els in zip(lanes, elements)}
     touched_lines = sorted({b // line_bytes for bs in addresses.values() for b in bs})
     touched_sectors = {b // sector_bytes for bs in addresses.values() for b in bs}
-    sec_w = 14
-    line_w = per_line * sec_w + 10
+    slots = max(1, len(touched_lines) * per_line)
+    room = max(len(lanes) * lane_w, 448) - 8 * len(touched_lines)
+    sec_w = max(8, min(48, room // slots))
+    line_w = per_line * sec_w + 8
     width = max(len(lanes) * lane_w, len(touched_lines) * line_w) + 20
     top, bottom = 30, 150
     out = [f'<text x="0" y="12" class="label">lanes (work-items) of sub-group '
-           f'{sample["sub_group"]}</text>']
+           f'{sample["sub_group"]}</text>',
+           f'<text x="0" y="{bottom - 8}" class="label">{sector_bytes}-byte sectors '
+           f'(filled: moved for this request) in {line_bytes}-byte lines</text>']
     sector_x = {}
     for i, line in enumerate(touched_lines):
         x0 = 10 + i * line_w
-        out.append(f'<rect x="{x0 - 2}" y="{bottom - 2}" width="{per_line * sec_w + 4}" '
-                   f'height="{sec_w + 4}" fill="none" stroke="#4a5568"><title>line {line}: '
-                   f'bytes {line * line_bytes}-{(line + 1) * line_bytes - 1}</title></rect>')
-        for s in range(per_line):
-            sector = line * per_line + s
-            sector_x[sector] = x0 + s * sec_w + sec_w / 2
+        out.append(f'<rect x="{x0 - 2}" y="{bottom - 2}" width="{per_line * sec_w + 2}" '
+                   f'height="{sec_w + 4 if sec_w < 20 else 24}" fill="none" stroke="#4a5568">'
+                   f'<title>line {line}: bytes {line * line_bytes}-'
+                   f'{(line + 1) * line_bytes - 1}</title></rect>')
+        for k in range(per_line):
+            sector = line * per_line + k
+            sector_x[sector] = x0 + k * sec_w + sec_w / 2 - 1
             filled = sector in touched_sectors
-            out.append(f'<rect class="sector{" touched" if filled else ""}" x="{x0 + s * sec_w}" '
-                       f'y="{bottom}" width="{sec_w - 2}" height="{sec_w}" '
+            out.append(f'<rect class="sector{" touched" if filled else ""}" x="{x0 + k * sec_w}" '
+                       f'y="{bottom}" width="{sec_w - 2}" height="{min(sec_w, 20)}" '
                        f'fill="{LOAD if filled else CELL}" stroke="{GRID}"><title>sector '
                        f'{sector}: bytes {sector * sector_bytes}-{(sector + 1) * sector_bytes - 1}'
                        f'</title></rect>')
-        out.append(f'<text x="{x0}" y="{bottom + sec_w + 14}" class="small">line {line}</text>')
+        text = (f"line {line}: bytes {line * line_bytes}-{(line + 1) * line_bytes - 1}"
+                if line_w >= 150 else f"{line}" if line_w < 40 else f"line {line}")
+        out.append(f'<text x="{x0}" y="{bottom + min(sec_w, 20) + 14}" class="small">'
+                   f'{_e(text)}</text>')
     for i, lane in enumerate(lanes):
         x = 10 + i * lane_w
         active = bool(addresses[lane])
@@ -256,7 +266,7 @@ def coalescing_picture(sample: dict, sector_bytes: int, line_bytes: int) -> str:
             out.append(f'<line x1="{x + lane_w / 2 - 1}" y1="{top + 12}" '
                        f'x2="{sector_x[b // sector_bytes]}" y2="{bottom}" stroke="{LOAD}" '
                        f'stroke-opacity="0.5"/>')
-    height = bottom + sec_w + 22
+    height = bottom + min(sec_w, 20) + 22
     return (f'<svg class="coalescing" xmlns="http://www.w3.org/2000/svg" width="{width}" '
             f'height="{height}" viewBox="0 0 {width} {height}">' + "".join(out) + "</svg>")
 
@@ -278,9 +288,12 @@ def bank_picture(sample: dict, banks: int, bank_bytes: int) -> str:
         words.sort()
     depth = max((len(w) for w in by_bank.values()), default=1)
     width = max(len(lanes) * lane_w, banks * col_w) + 20
-    top, bank_y = 30, 120
+    top, bank_y = 30, 130
     out = [f'<text x="0" y="12" class="label">lanes (work-items) of sub-group '
-           f'{sample["sub_group"]}</text>']
+           f'{sample["sub_group"]}</text>',
+           f'<text x="0" y="{bank_y - 16}" class="label">banks 0-{banks - 1}: one '
+           f'column each, one row per distinct word ({depth} row{"s" if depth != 1 else ""}'
+           f' = {depth} wavefront{"s" if depth != 1 else ""})</text>']
     for b in range(banks):
         x = 10 + b * col_w
         out.append(f'<text x="{x}" y="{bank_y - 4}" class="tiny">{b}</text>')
@@ -353,3 +366,28 @@ def time_picture(time: dict) -> str:
     width = name_w + bar_w + 90
     return (f'<svg id="time-svg" xmlns="http://www.w3.org/2000/svg" width="{width}" '
             f'height="{height}" viewBox="0 0 {width} {height}">' + "".join(out) + "</svg>")
+
+
+def work_items_picture(doc: dict) -> str:
+    """The chosen work-group's work-items as a grid (local id 0 across, 1 down), the
+    work-items of this work-group's hazard examples marked red (title: which hazard)."""
+    size = list(doc["work_group"]["local_size"]) + [1, 1]
+    cols, rows = size[0], max(1, size[1]) * max(1, size[2] if len(size) > 2 else 1)
+    cell = max(4, min(12, 192 // max(cols, rows)))
+    marked: dict[int, list[str]] = {}
+    for h in doc["hazards"]:
+        if list(h["group_id"]) == doc["work_group"]["id"][:len(h["group_id"])] and h["group_id"]:
+            for lid in h["local_ids"]:
+                marked.setdefault(lid, []).append(f"{h['kind']} (barrier interval {h['epoch']})")
+    out = []
+    for lid in range(doc["work_group"]["work_items"]):
+        r, c = divmod(lid, cols)
+        hit = marked.get(lid)
+        out.append(f'<rect class="work-item{" hazard" if hit else ""}" x="{c * cell}" '
+                   f'y="{r * cell}" width="{cell - 1}" height="{cell - 1}" '
+                   f'fill="{HAZARD if hit else "#a0aec0"}"><title>work-item '
+                   f'{work_item_name(doc["work_group"]["local_size"], lid)} (local id {lid})'
+                   + (": " + _e("; ".join(hit)) if hit else "") + '</title></rect>')
+    w, h = cols * cell, rows * cell
+    return (f'<svg id="work-items-svg" xmlns="http://www.w3.org/2000/svg" width="{w}" '
+            f'height="{h}" viewBox="0 0 {w} {h}">' + "".join(out) + "</svg>")

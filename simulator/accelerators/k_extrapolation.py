@@ -37,9 +37,12 @@ import dataclasses
 import math
 from typing import Callable
 
-from . import schedule as S
-from .hazards import HazardError
-from .schedule import Schedule
+from .. import schedule as S
+from ..hazards import HazardError
+from ..schedule import Schedule
+from ..schedules import FAMILIES
+from ..static_ir import eval_static, is_vectorizable
+from . import NotApplicable
 
 LINE_ELEMS = 32
 """float32 elements per 128-byte cache line: the alignment that K values must share."""
@@ -51,8 +54,6 @@ MIN_STEPS = 4
 def k_step_elems(schedule: Schedule) -> int | None:
     """Depth D of one step of ``schedule``'s K loop (elements of K), or ``None`` for a
     schedule this module does not apply to (not a built-in family, or no parameter K)."""
-    from .schedules import FAMILIES
-
     if schedule.family not in FAMILIES or "K" not in schedule.param_values:
         return None
     if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch"):
@@ -72,13 +73,11 @@ def k_step_elems(schedule: Schedule) -> int | None:
 
 def _k_loop_steps(stmts, params):
     """Steps of the loops whose bounds mention K (``None`` for a step not constant)."""
-    from .engine import _Machine
-
     for s in stmts:
         if isinstance(s, S.For):
             if any(_mentions(x, "K") for x in (s.start, s.stop)):
                 try:
-                    yield int(_Machine.eval_int_static(s.step, params))
+                    yield int(eval_static(s.step, params))
                 except (TypeError, KeyError):
                     yield None
             yield from _k_loop_steps(s.body, params)
@@ -117,8 +116,6 @@ def merges_k_dependent_blocks(schedule: Schedule) -> bool:
     device model that merges consecutive local loads into vector loads
     (``local_vector_words`` > 1), its counts depend on how the iterations fall into blocks,
     which differs between a short K (one block) and a long one (several)."""
-    from .engine import _is_vectorizable
-
     def body_loads_local(stmts) -> bool:
         for s in stmts:
             if isinstance(s, S.Accumulate) and _has_local_load(s.value):
@@ -130,7 +127,7 @@ def merges_k_dependent_blocks(schedule: Schedule) -> bool:
     def walk(stmts) -> bool:
         for s in stmts:
             if isinstance(s, S.For):
-                if _is_vectorizable(s) and body_loads_local(s.body) and any(
+                if is_vectorizable(s) and body_loads_local(s.body) and any(
                         _mentions_k_or_var(x) for x in (s.start, s.stop, s.step)):
                     return True
                 if walk(s.body):
@@ -161,7 +158,7 @@ def with_k(schedule: Schedule, k: int) -> Schedule:
     return dataclasses.replace(schedule, params=params)
 
 
-class NotAffine(Exception):
+class NotAffine(NotApplicable):
     """A figure of the three short runs does not have equal differences."""
 
 
@@ -194,40 +191,51 @@ def _extrapolate_fields(objs: list, steps: int):
     return dataclasses.replace(objs[0], **out)
 
 
+def applies(schedule: Schedule, local_vector_words: int = 1) -> bool:
+    """Whether :func:`extrapolated_observation` may try ``schedule`` on a device model with
+    ``local_vector_words``: a built-in family with a K loop of a known step depth, not
+    merging K-dependent blocks of local loads (:func:`merges_k_dependent_blocks`), and a K
+    long enough to gain anything (:func:`short_k_values`)."""
+    depth = k_step_elems(schedule)
+    if depth is None:
+        return False
+    if local_vector_words > 1 and merges_k_dependent_blocks(schedule):
+        return False
+    return short_k_values(schedule.param_values["K"], depth) is not None
+
+
 def extrapolated_observation(schedule: Schedule, observe: Callable,
                              local_vector_words: int = 1):
-    """The :class:`simulator.traffic_model.LaunchObservation` of ``schedule`` from three
-    shorter K, or ``None`` where that is not proved exact (see the module docstring).
+    """The :class:`simulator.observation.LaunchObservation` of ``schedule`` from three
+    shorter K (see the module docstring).
 
     ``observe(schedule)`` simulates one schedule by work-group classes;
     ``local_vector_words``: the device model's (see :func:`merges_k_dependent_blocks`).
+
+    Raises:
+        NotApplicable: :func:`applies` does not hold, a short run has a hazard, or a figure
+            of the three short runs does not have equal differences (:class:`NotAffine`):
+            the caller executes the whole K loop.
     """
+    if not applies(schedule, local_vector_words):
+        raise NotApplicable(f"{schedule.family}: K extrapolation does not apply")
     depth = k_step_elems(schedule)
-    if depth is None:
-        return None
-    if local_vector_words > 1 and merges_k_dependent_blocks(schedule):
-        return None
-    plan = short_k_values(schedule.param_values["K"], depth)
-    if plan is None:
-        return None
-    values, _, steps = plan
+    values, _, steps = short_k_values(schedule.param_values["K"], depth)
     try:
         runs = [observe(with_k(schedule, k)) for k in values]
-    except HazardError:
-        return None
-    try:
-        counts = _extrapolate_fields([r.counts for r in runs], steps)
-        memory = _extrapolate_fields([r.memory for r in runs], steps)
-        footprint = runs[0].footprint
-        for name in ("sectors_by_buffer", "own_sectors_by_buffer"):
-            setattr(footprint, name, _extrapolate([getattr(r.footprint, name) for r in runs],
-                                                  steps))
-        phases = _extrapolate([r.load_phases for r in runs], steps)
-        strides = (None if runs[0].strides is None
-                   else _extrapolate_fields([r.strides for r in runs], steps))
-        offsets = tuple(_extrapolate([r.offsets[d] for r in runs], steps) for d in (0, 1))
-    except NotAffine:
-        return None
+    except HazardError as error:
+        raise NotApplicable(f"{schedule.family}: a short K has a hazard") from error
+    counts = _extrapolate_fields([r.counts for r in runs], steps)
+    memory = _extrapolate_fields([r.memory for r in runs], steps)
+    footprint = runs[0].footprint
+    for name in ("sectors_by_buffer", "own_sectors_by_buffer"):
+        setattr(footprint, name, _extrapolate([getattr(r.footprint, name) for r in runs],
+                                              steps))
+    phases = _extrapolate([r.load_phases for r in runs], steps)
+    strides = (None if runs[0].strides is None
+               else _extrapolate_fields([r.strides for r in runs], steps))
+    offsets = tuple(_extrapolate([r.offsets[d] for r in runs], steps) for d in (0, 1))
     footprint.offsets = offsets[0]
-    return dataclasses.replace(runs[0], counts=counts, memory=memory, footprint=footprint,
-                               load_phases=phases, offsets=offsets, strides=strides)
+    return dataclasses.replace(runs[0], schedule=schedule, counts=counts, memory=memory,
+                               footprint=footprint, load_phases=phases, offsets=offsets,
+                               strides=strides)

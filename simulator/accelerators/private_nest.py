@@ -22,7 +22,7 @@ condition fails (a bound or index not static, an index out of bounds, a step <= 
 undeclared name, a read of something unset, a statement of another kind, or a vectorized
 loop around the nest), ``run`` returns ``False`` before changing anything and the engine
 executes the nest statement by statement, reporting hazards and errors exactly as before.
-Inside a loop run in blocks by :mod:`simulator.loop_blocks` the nest is applied once to the
+Inside a loop run in blocks by :mod:`.loop_blocks` the nest is applied once to the
 block: its FLOPs charged to every entry, its reads checked and its writes set where any of
 the block's iterations executes it (the same as iteration by iteration: the checks of the
 blocked loop's entry make every read set).
@@ -33,16 +33,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import schedule as S
+from .. import schedule as S
+from ..static_ir import NotStatic, flat_index, static_int
+from . import Pass, Run
 
 
 MAX_EXECUTIONS = 1 << 14
 """Statement executions of the largest nest planned (larger ones run statement by
 statement: the plan is a Python loop over the iteration space)."""
-
-
-class _NotStatic(Exception):
-    """The nest is not one this module executes in one step."""
 
 
 @dataclass
@@ -69,33 +67,15 @@ class NestPlan:
     """Per array name: (declared PrivateArray, flat reads, flat writes), set by :func:`run`."""
 
 
-def _int(e: S.IntExpr, env: dict[str, int], params: dict[str, int]) -> int:
-    from .engine import _INT_OPS
-
-    if isinstance(e, S.Const):
-        return int(e.value)
-    if isinstance(e, S.Param):
-        return int(params[e.name])
-    if isinstance(e, S.Var):
-        if e.name not in env:
-            raise _NotStatic(e.name)
-        return env[e.name]
-    if isinstance(e, S.BinOp):
-        return int(_INT_OPS[e.op](_int(e.left, env, params), _int(e.right, env, params)))
-    if isinstance(e, S.Min):
-        return min(_int(e.left, env, params), _int(e.right, env, params))
-    raise _NotStatic(repr(e))
-
-
 def plan(loop: S.For, params: dict[str, int]) -> NestPlan | None:
     """The static effect of ``loop`` as a private-only nest, or ``None`` if it is not one."""
     return plan_block((loop,), params)
 
 
-def statement_runs(stmts, params: dict[str, int]) -> dict[int, tuple[NestPlan, int]]:
+def statement_runs(stmts, params: dict[str, int]) -> dict[int, Run]:
     """Runs of two or more consecutive private-only statements of a block (an unrolled
-    register-tile update: ``acc[0][0] += a_0 * b_0; acc[0][1] += a_0 * b_1; ...``):
-    ``{position of the first: (plan of the run, position after the last)}``."""
+    register-tile update: ``acc[0][0] += a_0 * b_0; acc[0][1] += a_0 * b_1; ...``), by the
+    position of the first; each run's ``plan`` is its :class:`NestPlan`."""
     runs = {}
     start = 0
     while start < len(stmts):
@@ -105,7 +85,7 @@ def statement_runs(stmts, params: dict[str, int]) -> dict[int, tuple[NestPlan, i
         if end - start >= 2:
             nest = plan_block(tuple(stmts[start:end]), params)
             if nest is not None:
-                runs[start] = (nest, end)
+                runs[start] = Run(start, end, nest)
         start = end + 1
     return runs
 
@@ -130,19 +110,19 @@ def plan_block(stmts, params: dict[str, int]) -> NestPlan | None:
             return 0
         if isinstance(e, (S.FBinOp, S.FCall)):
             return sum(read_float(operand, env) for operand in S.float_operands(e)) + 1
-        raise _NotStatic(repr(e))
+        raise NotStatic(repr(e))
 
     def read_elem(name, index, env):
-        at = tuple(_int(i, env, params) for i in index)
+        at = tuple(static_int(i, env, params) for i in index)
         if at not in written.get(name, ()):
             out.array_reads.setdefault(name, []).append(at)
 
     def walk(stmts, env) -> None:
         for s in stmts:
             if isinstance(s, S.For):
-                start, stop, step = (_int(x, env, params) for x in (s.start, s.stop, s.step))
+                start, stop, step = (static_int(x, env, params) for x in (s.start, s.stop, s.step))
                 if step <= 0:
-                    raise _NotStatic("step")
+                    raise NotStatic("step")
                 if s.var not in out.loop_vars:
                     out.loop_vars.append(s.var)
                 for v in range(start, stop, step):
@@ -150,13 +130,13 @@ def plan_block(stmts, params: dict[str, int]) -> NestPlan | None:
             elif isinstance(s, (S.Assign, S.Accumulate)):
                 executions[0] += 1
                 if executions[0] > MAX_EXECUTIONS:
-                    raise _NotStatic("too many iterations")
+                    raise NotStatic("too many iterations")
                 ops = read_float(s.value, env)
                 accumulate = isinstance(s, S.Accumulate)
                 if s.index:
                     if accumulate:
                         read_elem(s.name, s.index, env)
-                    at = tuple(_int(i, env, params) for i in s.index)
+                    at = tuple(static_int(i, env, params) for i in s.index)
                     written.setdefault(s.name, set()).add(at)
                     out.array_writes.setdefault(s.name, []).append(at)
                 else:
@@ -167,26 +147,13 @@ def plan_block(stmts, params: dict[str, int]) -> NestPlan | None:
                         out.scalar_writes.add(s.name)
                 out.flop += ops + (1 if accumulate else 0)
             else:
-                raise _NotStatic(type(s).__name__)
+                raise NotStatic(type(s).__name__)
 
     try:
         walk(tuple(stmts), {})
-    except _NotStatic:
+    except NotStatic:
         return None
     return out
-
-
-def _flat(array: S.PrivateArray, index: tuple[int, ...]) -> int | None:
-    """Row-major flat index of ``index`` in ``array``, ``None`` if out of bounds."""
-    dims = tuple(d.value for d in array.dims)
-    if len(index) != len(dims):
-        return None
-    flat = 0
-    for i, extent in zip(index, dims):
-        if not 0 <= i < extent:
-            return None
-        flat = flat * extent + i
-    return flat
 
 
 def _resolve(machine, nest: NestPlan) -> bool:
@@ -201,7 +168,7 @@ def _resolve(machine, nest: NestPlan) -> bool:
             continue
         flats = []
         for indices in (nest.array_reads.get(name, []), nest.array_writes.get(name, [])):
-            found = [_flat(array, at) for at in indices]
+            found = [flat_index(array, at) for at in indices]
             if any(f is None for f in found):
                 return False
             flats.append(np.unique(np.array(found, dtype=np.int64)))
@@ -209,28 +176,54 @@ def _resolve(machine, nest: NestPlan) -> bool:
     return True
 
 
-def run(machine, nest: NestPlan, mask) -> bool:
-    """Apply ``nest`` to the work-items of ``mask`` (shape (G, L, 1)) of ``machine`` (an
-    engine ``_Machine`` with values off); ``False``, with nothing changed, where the
+class PrivateNests(Pass):
+    """The private nests accelerator as an engine pass (:class:`simulator.accelerators.Pass`):
+    applies to a loop or a statement run whose static plan exists (:func:`plan`,
+    :func:`statement_runs`) and whose reads are all set now (:func:`ready`)."""
+
+    name = "private nests"
+
+    def runs(self, stmts, params):
+        return statement_runs(stmts, params)
+
+    def applies(self, machine, node, mask):
+        nest = node.plan if isinstance(node, Run) else machine.plan_of("nest", node, plan)
+        if nest is None:
+            return None
+        return ready(machine, nest, mask)
+
+    def run(self, machine, node, mask, plan) -> None:
+        apply(machine, *plan)
+
+
+def ready(machine, nest: NestPlan, mask):
+    """``(nest, mask, flop mask)`` where ``nest`` may be applied to the work-items of
+    ``mask`` of ``machine`` (an engine ``Machine`` with values off) now, ``None`` where the
     engine must execute it statement by statement (see the module docstring)."""
     m = np.logical_and(mask, machine.alive)
     if (m.shape[2:] != (1,) and not machine.blocked) or not _resolve(machine, nest):
-        return False
+        return None
     flop_mask = m
-    if m.shape[2:] != (1,):   # a block of iterations (simulator.loop_blocks): their union
+    if m.shape[2:] != (1,):   # a block of iterations (.loop_blocks): their union
         m = np.broadcast_to(m, (machine.G, machine.L, m.shape[2])).any(axis=2, keepdims=True)
     m = np.broadcast_to(m, (machine.G, machine.L, 1))
     rows = m[:, :, 0]
     for name in nest.scalar_reads | nest.scalar_writes:
         if name not in machine.private_set:
-            return False
+            return None
     for name in nest.scalar_reads:
         if not machine.private_full.get(name) and not machine.private_set[name][m].all():
-            return False
+            return None
     for name, (_, reads, _) in nest.resolved.items():
         is_set = machine.parray_set[name]
         if is_set is not None and reads.size and not is_set[:, :, reads][rows].all():
-            return False
+            return None
+    return nest, m, flop_mask
+
+
+def apply(machine, nest: NestPlan, m, flop_mask) -> None:
+    """The effect of ``nest`` on ``machine`` for the work-items of ``m`` (shape (G, L, 1)),
+    FLOPs charged to the entries of ``flop_mask`` (what :func:`ready` gave)."""
     machine.count_flop(flop_mask, nest.flop)
     for name, (_, _, writes) in nest.resolved.items():
         is_set = machine.parray_set[name]
@@ -242,4 +235,3 @@ def run(machine, nest: NestPlan, mask) -> bool:
             machine.private_full[name] = bool(machine.private_set[name].all())
     for var in nest.loop_vars:
         machine.env.pop(var, None)
-    return True

@@ -1,7 +1,8 @@
 """Loops with stores or private-array updates run in blocks of iterations, counts only.
 
 The engine runs a loop whose body only loads and accumulates into private floats in blocks
-of iterations along the third axis of its ``(G, L, I)`` arrays (``engine._is_vectorizable``).
+of iterations along the third axis of its ``(G, L, I)`` arrays
+(:func:`simulator.static_ir.is_vectorizable`).
 The loops that dominate a register-blocked GEMM are not of that kind: the tile loads
 ``for e: A_tile[..] = A[..]`` store, and the ``kk`` loop assigns private arrays
 (``a[i] = A_tile[..][kk]``) before its private-only update. With ``compute_values=False``
@@ -34,33 +35,25 @@ merges consecutive local loads into vector loads, ``local_vector_words`` > 1, do
 merge these iterations) instead of once per iteration. Out-of-bounds and misaligned
 entries, races and unset local reads are found entry by entry as before, but a hazard's
 example and the order of hazards may differ: so the caller runs a blocked execution only
-where any error leads to a fresh iteration-by-iteration run
-(:func:`simulator.traffic_model.observe_launch`), and the engine leaves a ``Let`` of the body
-*stale* after the loop (iteration by iteration it would hold the last iteration's value): a
-later read raises :class:`LoopBlockFallback`, with the same effect.
+where a hazard in such a launch raises :class:`simulator.accelerators.NotApplicable` and
+leads to a fresh iteration-by-iteration run (:func:`simulator.observation.observe_launch`),
+and the engine leaves a ``Let`` of the body *stale* after the loop (iteration by iteration
+it would hold the last iteration's value): a later read raises
+:class:`simulator.accelerators.NotApplicable` too.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import schedule as S
-from .counters import compact_mask
-
-LOOP_BLOCKS = os.environ.get("TILETRAFFIC_LOOP_BLOCKS", "1") != "0"
-"""Whether :func:`simulator.traffic_model.observe_launch` runs loops blocked where this
-module allows it (``TILETRAFFIC_LOOP_BLOCKS=0``: iteration by iteration, the old path, for
-the benchmark and the tests)."""
+from .. import schedule as S
+from ..counters import compact_mask
+from ..static_ir import NotStatic, eval_static, flat_index, is_vectorizable, static_int
+from . import Pass
 
 MAX_EXECUTIONS = 1 << 14
 """Statement executions of one iteration that :func:`plan` enumerates at most."""
-
-
-class LoopBlockFallback(Exception):
-    """A blocked execution cannot go on exactly (a ``Let`` of a blocked loop read after
-    it): the caller runs the launch iteration by iteration instead."""
 
 
 class _Stale:
@@ -131,9 +124,6 @@ def _assigned_names(stmts, out: set[str]) -> set[str]:
 def plan(loop: S.For, params: dict[str, int]) -> BlockPlan | None:
     """The checks of ``loop`` run blocked, or ``None`` where the module docstring's static
     conditions fail (then the engine runs it iteration by iteration)."""
-    from .engine import _is_vectorizable
-    from .private_nest import _NotStatic, _int
-
     out = BlockPlan()
     body_names = _assigned_names(loop.body, set())
     loads: set[str] = set()
@@ -149,8 +139,8 @@ def plan(loop: S.For, params: dict[str, int]) -> BlockPlan | None:
         for i in index:
             names_ok(i, defined)
         try:
-            return tuple(_int(i, env, params) for i in index)
-        except _NotStatic:
+            return tuple(static_int(i, env, params) for i in index)
+        except NotStatic:
             raise _Refuse("private index not static") from None
 
     def read_elem(name, at, written_elems):
@@ -201,13 +191,14 @@ def plan(loop: S.For, params: dict[str, int]) -> BlockPlan | None:
                 for name in set(e1) & set(e2):
                     elems.setdefault(name, set()).update(e1[name] & e2[name])
             elif isinstance(s, S.For):
-                if _is_vectorizable(s):
+                if is_vectorizable(s):
                     raise _Refuse("inner vectorizable loop")
                 for x in (s.start, s.stop, s.step):
                     names_ok(x, defined)
                 try:
-                    start, stop, step = (_int(x, env, params) for x in (s.start, s.stop, s.step))
-                except _NotStatic:
+                    start, stop, step = (static_int(x, env, params)
+                                         for x in (s.start, s.stop, s.step))
+                except NotStatic:
                     raise _Refuse("inner loop bounds not static") from None
                 if step <= 0:
                     raise _Refuse("step <= 0")
@@ -274,10 +265,8 @@ def expansion(loop: S.For, params: dict[str, int]) -> tuple[np.ndarray, set[str]
     expanded axis is one (block iteration, inner iteration) pair, executing each statement
     under that pair's mask with its values; each figure is again a sum over entries, and
     what the body reads before assigning is set at the blocked loop's entry."""
-    from .engine import _Machine
-
     try:
-        start, stop, step = (int(_Machine.eval_int_static(x, params))
+        start, stop, step = (int(eval_static(x, params))
                              for x in (loop.start, loop.stop, loop.step))
     except (TypeError, KeyError):
         return None
@@ -300,12 +289,10 @@ def expansion(loop: S.For, params: dict[str, int]) -> tuple[np.ndarray, set[str]
 
 
 def ready(machine, block: BlockPlan, mask) -> bool:
-    """Whether ``machine`` (an engine ``_Machine``, values off) may run the loop of
+    """Whether ``machine`` (an engine ``Machine``, values off) may run the loop of
     ``block`` blocked for the work-items of ``mask`` now: not inside another block, every
     private name declared, every element index within its array, and everything an
     iteration reads before assigning it set for every executing work-item."""
-    from .private_nest import _flat
-
     m = np.logical_and(mask, machine.alive)
     if m.shape[2:] != (1,):
         return False
@@ -322,8 +309,8 @@ def ready(machine, block: BlockPlan, mask) -> bool:
         array = machine.parrays[name][0]
         cached = block.resolved.get(name)
         if cached is None or cached[0] is not array:
-            inside = all(_flat(array, at) is not None for at in elements)
-            reads = np.array(sorted(_flat(array, at) for at in block.element_reads.get(
+            inside = all(flat_index(array, at) is not None for at in elements)
+            reads = np.array(sorted(flat_index(array, at) for at in block.element_reads.get(
                 name, ()))) if inside else None
             cached = block.resolved[name] = (array, inside, reads)
         if not cached[1]:
@@ -337,14 +324,50 @@ def ready(machine, block: BlockPlan, mask) -> bool:
     return True
 
 
-def run_blocked(machine, loop: S.For, mask, step) -> bool:
-    """Run ``loop`` blocked on ``machine`` (an engine ``_Machine``, values off) where
-    :func:`plan` and :func:`ready` allow it, its ``Let``\\ s left stale after it;
-    ``False``, with nothing done, elsewhere."""
-    block = machine.plan_of("block", loop, plan)
-    if block is None or not ready(machine, block, mask):
-        return False
+class LoopBlocks(Pass):
+    """The loop blocks accelerator as an engine pass (:class:`simulator.accelerators.Pass`).
+
+    Outside a blocked loop it applies to a loop that is not vectorizable already, with a
+    positive step, where :func:`plan` and :func:`ready` hold: the loop runs in blocks of
+    iterations, its ``Let``\\ s left stale after it. Inside a blocked loop it applies to
+    an inner loop that :func:`expansion` allows and whose expanded block fits in
+    ``machine.block_elems`` entries: the loop runs at once for the block (:func:`expand`).
+    """
+
+    name = "loop blocks"
+
+    def applies(self, machine, loop, mask):
+        if not isinstance(loop, S.For):
+            return None
+        if machine.blocked:
+            found = machine.plan_of("expand", loop, expansion)
+            if found is None or machine.G * machine.L * machine.shape_of(mask)[2] * len(
+                    found[0]) > machine.block_elems:
+                return None
+            return found
+        if machine.is_vectorizable(loop):
+            return None
+        step = machine.eval_int(loop.step)
+        if np.any(np.asarray(step) <= 0):
+            return None
+        block = machine.plan_of("block", loop, plan)
+        if block is None or not ready(machine, block, mask):
+            return None
+        return block, step
+
+    def run(self, machine, loop, mask, plan) -> None:
+        if machine.blocked:
+            expand(machine, loop, mask, *plan)
+        else:
+            run_blocked(machine, loop, mask, *plan)
+
+
+def run_blocked(machine, loop: S.For, mask, block: BlockPlan, step) -> None:
+    """Run ``loop`` blocked on ``machine`` (an engine ``Machine``, values off), where
+    :func:`plan` gave ``block`` and :func:`ready` holds; its ``Let``\\ s are left stale
+    after it."""
     machine.blocked = True
+    machine.ran_blocked = True
     try:
         ran = machine.exec_for_blocks(loop, mask, step)
     finally:
@@ -352,24 +375,14 @@ def run_blocked(machine, loop: S.For, mask, step) -> bool:
     if ran:
         for name in block.lets:
             machine.env[name] = STALE
-    return True
 
 
-def run_expanded(machine, loop: S.For, mask) -> bool:
-    """Inside a blocked loop, run the inner ``loop`` (static bounds, T iterations) at once
-    for the block's I iterations: entry i * T + t of the iteration axis is iteration t of
-    ``loop`` in iteration i of the block (the block's values repeated T times,
-    :func:`expansion`). ``False`` where it does not apply (then ``loop`` runs iteration
-    by iteration)."""
-    from .engine import BLOCK_ELEMS
-
-    found = machine.plan_of("expand", loop, expansion)
-    if found is None:
-        return False
-    values, lets = found
+def expand(machine, loop: S.For, mask, values: np.ndarray, lets: set[str]) -> None:
+    """Inside a blocked loop, run the inner ``loop`` (static bounds, T iterations
+    ``values``, :func:`expansion`) at once for the block's I iterations: entry i * T + t of
+    the iteration axis is iteration t of ``loop`` in iteration i of the block (the block's
+    values repeated T times); the names of ``lets`` are stale after it."""
     iterations = machine.shape_of(mask)[2]
-    if machine.G * machine.L * iterations * len(values) > BLOCK_ELEMS:
-        return False
     saved = machine.env
     machine.env = {name: np.repeat(v, len(values), axis=2)
                    if np.ndim(v) == 3 and np.shape(v)[2] == iterations > 1 else v
@@ -383,7 +396,6 @@ def run_expanded(machine, loop: S.For, mask) -> bool:
     for name in lets:
         machine.env[name] = STALE
     machine.env.pop(loop.var, None)
-    return True
 
 
 def assign_elements(machine, s, mask, flop: int) -> bool:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .counters import AccessEvent, Observer, compact_mask, same_in_every_group
-from .schedule import FLOAT_BYTES, Schedule
+from ..counters import AccessEvent, Observer, compact_mask, same_in_every_group
+from ..schedule import FLOAT_BYTES, Schedule
 
 LINE_BYTES = 128
 MIN_GROUPS_FOR_CLASSES = 5
