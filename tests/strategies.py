@@ -299,4 +299,5 @@ def small_examples():
         "gemm-prefetch": build("gemm-prefetch", 17, 9, 23, tile=3, tm=2, tn=3, bk=4,
                                wg_rows=5),
         "matvec-rows-reduce": build("matvec-rows-reduce", 45, 37, tile=12, wg_rows=3),
+        "matvec-relu": build("matvec-relu", 47, 13, tile=6),
     }
