@@ -190,13 +190,13 @@ def predicted_vs_measured(labels: list[str], problems: list[str], measured_s: li
     smallest = {}
     for p in problems:
         kind = p.split(" ")[0]
-        size = np.prod([int(x) for x in p.split(" ")[-1].split("×")])
+        size = _problem_size(p)
         smallest[kind] = min(smallest.get(kind, size), size)
     for i, name in enumerate(names):
         style = series_style(i)
         for j in (j for j, lab in enumerate(labels) if lab == name):
             kind = problems[j].split(" ")[0]
-            size = np.prod([int(x) for x in problems[j].split(" ")[-1].split("×")])
+            size = _problem_size(problems[j])
             ax.errorbar(meas[j], pred[j], xerr=err[j], fmt=style["marker"],
                         color=style["color"], ms=6, capsize=3,
                         mfc="none" if size == smallest[kind] else style["color"],
@@ -219,3 +219,12 @@ def predicted_vs_measured(labels: list[str], problems: list[str], measured_s: li
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     _save(fig, path)
+
+
+def _problem_size(problem: str) -> int:
+    """Elements of a problem's sizes (``"gemm 64×64×64"``: 64³); 0 for a problem named
+    otherwise (a launch file's: ``"opencl mm_tiled.toml N=64"``)."""
+    try:
+        return int(np.prod([int(x) for x in problem.split(" ")[-1].split("×")]))
+    except ValueError:
+        return 0

@@ -16,7 +16,6 @@ import os
 import platform
 import shlex
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, replace
 from importlib import metadata
 from pathlib import Path
@@ -29,7 +28,7 @@ from tiletraffic.simulator.accelerators import Accelerators
 from tiletraffic.simulator.engine import simulate
 
 from . import closed_form
-from .files import archive_previous, atomic_write_text
+from .files import SweepInterrupted, archive_previous, atomic_write_text, ensure_writable
 from .report_text import VALIDATION_DIR
 
 COUNT_SIZES = {False: (64, 128, 256, 512, 1024), True: (64, 128, 256)}
@@ -141,9 +140,10 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     ``<out_root>/<device-slug>[-quick]/``; then, where the device model is a model of this
     device (``analysis.device_models.model_describes_device``), validate it there
     (``tiletraffic validate`` with the device's case list, or ``quick``:
-    :func:`analysis.validation_run.run_validation`) into ``validate/``. ``report.md``
+    :func:`analysis.validation.run.run_validation`) into ``validate/``. ``report.md``
     includes that section, or, for another device's model, says which model it would be and
-    why its times do not apply. A ``predictions.json`` already in ``validate/``
+    why its times do not apply. ``report.html`` beside it links explain pages (``explain/``)
+    of naive and tiled GEMM and of a matrix-vector pair. A ``predictions.json`` already in ``validate/``
     (``tiletraffic validate --predict-only``, committed: the pre-registration) is measured
     against instead of running the model. ``device_model``: the model to validate (default:
     the predictions file's, else the device's built-in one, else ``generic-gpu``);
@@ -166,12 +166,12 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         KeyError, DeviceModelError: an unknown or malformed ``device_model``.
         OSError: the output directory cannot be written (checked before the sweep starts).
         SweepInterrupted: Ctrl-C during the sweep or the validation (finished cases saved and
-            rendered; ``analysis.validation_run.ValidationInterrupted`` for the latter).
+            rendered; ``analysis.validation.run.ValidationInterrupted`` for the latter).
     """
     from tiletraffic.gpu.device import select_device
     from tiletraffic.gpu.runtime import MIN_REPEAT
 
-    from .validation import default_case_list_name
+    from .validation.cases import default_case_list_name
 
     if repeat < MIN_REPEAT:
         raise ValueError(f"repeat = {repeat} is below the minimum of {MIN_REPEAT} timed launches")
@@ -237,7 +237,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
                                ROUNDS * data["meta"]["measured_total"]) from None
     data["meta"]["complete"] = True
     save()
-    from .validation_run import ValidationInterrupted, run_validation
+    from .validation.run import ValidationInterrupted, run_validation
 
     try:  # the model against this device, where the model is this device's
         if model and model["describes_device"]:
@@ -248,6 +248,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     except ValidationInterrupted:
         render(out_dir)
         raise
+    _observe_explain_pages(out_dir)
     render(out_dir)
     return out_dir
 
@@ -256,12 +257,12 @@ def _model_verdict(info, device_model, predictions: Path | None) -> dict:
     """Which device model the report would validate (``device_model``, else the predictions
     file's, else the device's default) and whether it describes this device."""
     from .device_models import model_describes_device
-    from .validation_predict import read_predictions, resolve_model
-    from .validation_run import default_model_spec
+    from .validation.predict import read_predictions, resolve_model
+    from .validation.run import default_model_spec
 
     spec = device_model
     if spec is None and predictions is not None:
-        from .validation_predict import model_of
+        from .validation.predict import model_of
 
         obj, identity = model_of(read_predictions(predictions), None)
     else:
@@ -277,11 +278,11 @@ def _registered_predictions(validate_dir: Path, quick: bool, info) -> Path | Non
     the report's case list and the device's default model before the sweep starts.
 
     Raises:
-        analysis.validation_predict.PredictionsError, PredictionsMismatch (ValueErrors): a
+        analysis.validation.predict.PredictionsError, PredictionsMismatch (ValueErrors): a
             malformed file, or one for other cases than the report's.
     """
-    from . import validation_predict as vp
-    from .validation import case_list, default_case_list_name
+    from .validation import predict as vp
+    from .validation.cases import case_list, default_case_list_name
 
     path = validate_dir / "predictions.json"
     if not path.exists():
@@ -290,17 +291,6 @@ def _registered_predictions(validate_dir: Path, quick: bool, info) -> Path | Non
     vp.check_cases(pf, case_list(default_case_list_name(quick, info.is_gpu)))
     vp.model_of(pf, None)
     return path
-
-
-class SweepInterrupted(RuntimeError):
-    """The sweep was interrupted; the counted cases and finished device runs are saved (``results.json``, and the
-    report rendered from them)."""
-
-    def __init__(self, out_dir: Path, done: int, total: int):
-        self.out_dir, self.done, self.total = out_dir, done, total
-        super().__init__(f"sweep interrupted after {done} of {total} device runs; " +
-                         (f"the finished ones are saved in {out_dir / 'results.json'} and "
-                          f"{out_dir / 'report.md'}" if done else "no device run had finished"))
 
 
 WARMUP = 2
@@ -325,7 +315,7 @@ def _measure_case(entry: dict, target, repeat: int, round_index: int) -> None:
 
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
-    from .validate import run_on_device
+    from .validation.measure import run_on_device
 
     if "device_error" in entry:
         return
@@ -340,22 +330,10 @@ def _measure_case(entry: dict, target, repeat: int, round_index: int) -> None:
         entry["device_error"] = f"{type(err).__name__}: {err}"
 
 
-def ensure_writable(out_dir: Path) -> None:
-    """Create ``out_dir`` and prove a file can be written there, before any work starts.
-
-    Raises:
-        OSError: naming the directory and the reason (permission denied, read-only file
-            system, a file in the way, ...).
-    """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fd, probe = tempfile.mkstemp(prefix=".write-test.", dir=out_dir)
-    os.close(fd)
-    os.remove(probe)
-
-
 def render(out_dir: str | os.PathLike) -> Path:
     """(Re)write ``report.md`` and the figures from ``out_dir/results.json`` (and the
-    validation's ``validate/validation.md`` and figure from its ``validation.json``).
+    validation's ``validate/validation.md`` and figure from its ``validation.json``), and
+    ``report.html`` with its explain pages from their documents in ``explain/``.
 
     Raises:
         FileNotFoundError: no ``results.json`` in ``out_dir``.
@@ -365,8 +343,25 @@ def render(out_dir: str | os.PathLike) -> Path:
     out_dir = Path(out_dir)
     data = json.loads((out_dir / "results.json").read_text())
     if (out_dir / VALIDATION_DIR / "validation.json").exists():
-        from .validation_text import render as render_validation
+        from .validation.render import render as render_validation
 
         render_validation(out_dir / VALIDATION_DIR)
     atomic_write_text(out_dir / "report.md", write_report(data, out_dir))
+    _write_explain_pages(out_dir)
     return out_dir / "report.md"
+
+
+def _write_explain_pages(out_dir: Path) -> None:
+    """``report.html`` beside report.md, linking explain pages of naive and tiled GEMM and
+    of a matrix-vector pair, from the documents :func:`_observe_explain_pages` wrote
+    (:mod:`analysis.explain.report_pages`; nothing where there are none)."""
+    from .explain.report_pages import write_report_html
+
+    write_report_html(out_dir)
+
+
+def _observe_explain_pages(out_dir: Path) -> None:
+    """Simulate the launches of the report's explain pages (``explain/*.json``)."""
+    from .explain.report_pages import observe_pages
+
+    observe_pages(out_dir)

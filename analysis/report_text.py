@@ -9,7 +9,7 @@ from statistics import median
 
 from . import plots
 from .closed_form import textbook_per_tile_reads
-from .validation import Measured, measured_time
+from .validation.compare import Measured, measured_time
 
 VALIDATION_DIR = "validate"
 """The report's ``tiletraffic validate`` folder (``analysis.report.VALIDATION_DIR``)."""
@@ -304,8 +304,8 @@ def _model_section(meta: dict, out_dir: Path) -> list[str]:
                 "compares its predictions with this device, targets included.", ""]
     if not validation.exists():
         return []
-    from .validation_run import load
-    from .validation_text import FIGURE, section
+    from .validation.results import load
+    from .validation.render import FIGURE, section
 
     vdata = load(out_dir / VALIDATION_DIR)
     drawn = (out_dir / VALIDATION_DIR / FIGURE).exists()
@@ -395,7 +395,7 @@ def summary_lines(data: dict, out_dir: Path) -> list[str]:
     if model and not model.get("describes_device"):
         lines.append(f"model: no verdicts ({model['why']})")
     elif validation.exists():
-        from .validation_run import load, summary_of
+        from .validation.results import load, summary_of
 
         targets = summary_of(load(out_dir / VALIDATION_DIR)).targets
         lines.append("model " + (model or {}).get("name", "") + ": " + "; ".join(

@@ -17,7 +17,7 @@ Pipeline, for C = A·B with A M×K and B K×N:
    them, re-model it with them and re-rank; a failed build is a rejection of stage
    ``build``.
 3. **Measure** the ``top`` best-ranked (or all: ``measure_all``) on the OpenCL device with
-   :func:`analysis.validate.run_on_device`, which checks every launch against float64 before
+   :func:`analysis.validation.measure.run_on_device`, which checks every launch against float64 before
    its time counts. A candidate that fails to build, launch or check is recorded as failed
    with the message and the tuning goes on.
 4. **Judge** the model (:func:`analysis.tuning_stats.summarize`): regret of its pick against
@@ -262,7 +262,7 @@ def _measure_round(target, sch, repeat, warmup, seed, index, round_index) -> dic
     from tiletraffic.gpu.runtime import (KernelBuildError, LaunchConfigError, LaunchError,
                                          ResultMismatchError)
 
-    from .validate import UnsafeLaunchError, run_on_device
+    from .validation.measure import UnsafeLaunchError, run_on_device
 
     stages = ((UnsafeLaunchError, "check before launch"),
               (KernelBuildError, "build"), (LaunchConfigError, "launch limits"),
@@ -292,7 +292,7 @@ def _add_round(record: dict, result: dict, rounds: int, work: int) -> None:
     record gets status ``ok`` and its time and spread (``analysis.validation.measured_time``:
     median of all timed launches, spread the larger of their interquartile range and the
     difference of the rounds' medians); a failed round makes it ``failed``."""
-    from .validation import measured_time
+    from .validation.compare import measured_time
 
     if "failed" in result:
         record.update(status="failed", failed_round=len(record["rounds"]), **result["failed"])

@@ -131,7 +131,7 @@ def _who(r: dict) -> dict:
 
 
 def _resolvable(a: dict, b: dict) -> bool:
-    from .validation import PAIR_SPREAD_FACTOR
+    from .validation.compare import PAIR_SPREAD_FACTOR
 
     return abs(a["median_s"] - b["median_s"]) > PAIR_SPREAD_FACTOR * max(a["spread_s"],
                                                                           b["spread_s"])

@@ -178,7 +178,7 @@ def check_budget(estimate: Estimate, what: str, available: int | None = None) ->
 
 def estimate_device_run(schedule: Schedule) -> Estimate:
     """Host memory a checked device run needs: float32 inputs and read-back outputs, the
-    float64 reference (``analysis.validate.run_on_device``). Time is not estimated (0)."""
+    float64 reference (``analysis.validation.measure.run_on_device``). Time is not estimated (0)."""
     ins, outs = _elements(schedule)
     memory = (BASE_BYTES + FLOAT_BYTES * (ins + 2 * outs)
               + REFERENCE_BYTES_PER_INPUT_ELEM * ins + REFERENCE_BYTES_PER_OUTPUT_ELEM * outs)

@@ -4,7 +4,7 @@ A kernel with an out-of-bounds access, a barrier that only some work-items reach
 misaligned vector access can corrupt the host process's memory or hang the device (a
 segfault inside the OpenCL driver, a corrupted heap after the run); a kernel with a race
 gives a time that is not a measurement of the kernel. So before any launch
-(``analysis.validate.run_on_device``) the simulator checks the launch:
+(``analysis.validation.measure.run_on_device``) the simulator checks the launch:
 
 - *full launch*, when it is small enough (:data:`FULL_CHECK_WORK` work-item loop steps at
   most): every work-group executed with values, every hazard kind checked, and the sum

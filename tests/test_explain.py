@@ -165,12 +165,35 @@ def test_user_schedule_file(tmp_path):
 
 
 def test_observer_needs_every_work_group():
+    from tiletraffic.simulator.accelerators import Accelerators
     from tiletraffic.simulator.explain_observer import ExplainObserver, MemoryParams
 
     with pytest.raises(ValueError, match="work-group classes"):
         tt.simulate(tt.build("gemm-tiled", m=16, k=16, n=16, tile=8), compute_values=False,
-                    work_group_classes=True,
+                    accelerators=Accelerators(work_group_classes=True),
                     observers=[ExplainObserver(0, MemoryParams())])
     assert np.array_equal(  # the default work-group of a clean launch is 0
         explain_data(tt.build("gemm-naive", m=8, k=8, n=8, tile=4))["work_group"]["id"],
         [0, 0])
+
+
+def test_report_html_links_the_pairs_and_renders_from_json_only(tmp_path, monkeypatch):
+    from tiletraffic.analysis.explain import report_pages
+
+    assert report_pages.write_report_html(tmp_path) is None      # no documents: nothing
+    paths = report_pages.observe_pages(tmp_path)
+    assert [p.name for p in paths] == [f"{f}.json" for f, _, _ in report_pages.PAGES]
+
+    def no_simulator(*a, **k):
+        raise AssertionError("rendering must not simulate")
+
+    import tiletraffic.simulator.engine
+    monkeypatch.setattr(tiletraffic.simulator.engine, "simulate", no_simulator)
+    monkeypatch.setattr(report_pages, "explain_data", no_simulator)
+    html = report_pages.write_report_html(tmp_path).read_text()
+    for family in ("gemm-naive", "gemm-tiled", "matvec-naive", "matvec-local"):
+        assert f'href="explain/{family}.html"' in html
+        page = (tmp_path / "explain" / f"{family}.html").read_text()
+        doc = json.loads((tmp_path / "explain" / f"{family}.json").read_text())
+        assert embedded(page) == doc
+    assert "A: 32, B: 32" in html and "A: 2, B: 2" in html     # N = M = 32, B = 16

@@ -11,28 +11,17 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import shutil
 
 import pytest
 from click.testing import CliRunner
 
 from tiletraffic.analysis.cli import main
+from tiletraffic.analysis.explain.browser import chromium_path, launch, why_no_browser
 
-CHROMIUM = os.environ.get("TILETRAFFIC_CHROMIUM") or shutil.which("chromium") or \
-    shutil.which("chromium-browser")
-BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+if why_no_browser():
+    pytest.skip(why_no_browser(), allow_module_level=True)
 
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - depends on the machine
-    sync_playwright = None
-
-if sync_playwright is None or CHROMIUM is None:
-    pytest.skip("no browser: needs playwright (pip, test extra) and Chromium "
-                "(apt-get install chromium)", allow_module_level=True)
+from playwright.sync_api import sync_playwright  # noqa: E402
 
 CASES = {
     "gemm-naive": ["gemm-naive", "--m", "32", "--k", "32", "--n", "32", "--tile", "16"],
@@ -52,9 +41,10 @@ def invoke(*args):
 def browser():
     with sync_playwright() as p:
         try:
-            b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_FLAGS)
+            b = launch(p)
         except Exception as err:  # noqa: BLE001 - any failure to start is a skip
-            pytest.skip(f"no browser: {CHROMIUM} did not start ({str(err).splitlines()[0]})")
+            pytest.skip(f"no browser: {chromium_path()} did not start "
+                        f"({str(err).splitlines()[0]})")
         yield b
         b.close()
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import tiletraffic as tt
-from tiletraffic.analysis import validate
+from tiletraffic.analysis.validation import measure as validate
 from tiletraffic.analysis.cli import main
 from tiletraffic.gpu.device import list_devices
 from tiletraffic.simulator.launch_check import check_launch

@@ -116,3 +116,54 @@ def test_every_schedule_command_takes_a_launch_file():
     assert result.exit_code == 2 and "--m" in result.output
     result = runner.invoke(main, ["simulate", path, "--set", "N=x"])
     assert result.exit_code == 2 and "NAME=INTEGER" in result.output
+
+
+CASES = """
+[[case]]
+launch = "{launch}"
+set = {{ N = 32 }}
+params = {{ TS = 8 }}
+
+[[case]]
+launch = "{launch}"
+set = {{ N = 32 }}
+params = {{ TS = 16 }}
+"""
+
+
+def test_validate_case_lists_take_launch_files(tmp_path):
+    from tiletraffic.analysis.validation.cases import cases_toml, read_cases
+    shutil.copytree(EXAMPLES, tmp_path / "opencl")
+    path = tmp_path / "cases.toml"
+    path.write_text(CASES.format(launch="opencl/mm_tiled.toml"))   # relative to the file
+    cases = read_cases(path)
+    assert [c.label for c in cases] == ["mm_tiled TS=8", "mm_tiled TS=16"]
+    assert cases[0].problem == cases[1].problem == "opencl mm_tiled.toml N=32"
+    assert cases[0].family == "opencl:mmul_tiled" and not cases[0].is_baseline
+    sch = cases[1].build()
+    assert sch.local_size == (16, 16) and sch.param_values["N"] == 32
+    again = tmp_path / "again.toml"
+    again.write_text(cases_toml(cases))
+    assert [c.id for c in read_cases(again)] == [c.id for c in cases]
+    bad = tmp_path / "bad.toml"
+    bad.write_text(CASES.format(launch="opencl/mm_tiled.toml").replace("TS = 8", "TS = 5"))
+    with pytest.raises(ValueError, match="case 1: .*multiple"):
+        read_cases(bad)
+
+
+def test_validate_runs_launch_cases_on_pocl(tmp_path):
+    from tiletraffic.analysis.validation.cases import read_cases
+    from tiletraffic.analysis.validation.run import run_validation
+    from tiletraffic.gpu.device import list_devices, select_device
+    devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
+               or "pocl" in d.platform_name.lower()]
+    if not devices:
+        pytest.skip("no PoCL device")
+    path = tmp_path / "cases.toml"
+    path.write_text(CASES.format(launch=str(EXAMPLES / "mm_tiled.toml")))
+    target = select_device(f"{devices[0].platform_index}:{devices[0].device_index}")
+    run = run_validation(target, cases=read_cases(path), out_dir=tmp_path / "v", rounds=1)
+    for entry in run.data["measurements"].values():
+        (only,) = entry["rounds"]
+        assert "device_error" not in only, only
+        assert only["check"]["ok"], only

@@ -175,11 +175,11 @@ def test_render_rewrites_the_report_from_json_only(reports, tmp_path, monkeypatc
     def no_device(*a, **k):
         raise AssertionError("render must not touch a device or the simulator")
 
-    import tiletraffic.analysis.validate
+    import tiletraffic.analysis.validation.measure
     import tiletraffic.gpu.device
     import tiletraffic.simulator.engine
     monkeypatch.setattr(tiletraffic.gpu.device, "select_device", no_device)
-    monkeypatch.setattr(tiletraffic.analysis.validate, "run_on_device", no_device)
+    monkeypatch.setattr(tiletraffic.analysis.validation.measure, "run_on_device", no_device)
     monkeypatch.setattr(tiletraffic.simulator.engine, "simulate", no_device)
     monkeypatch.setattr(report, "simulate", no_device)
 

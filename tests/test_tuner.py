@@ -152,7 +152,8 @@ def test_the_built_in_space_derives_what_the_builders_build():
     the constraints judge what would launch."""
     space = load_space()
     assert {f.family for f in space.families} == {
-        "gemm-tiled", "gemm-register-blocked", "gemm-vectorized", "gemm-prefetch"}
+        "gemm-tiled", "gemm-register-blocked", "gemm-vectorized", "gemm-prefetch",
+        "gemm-warp-tiled"}
     for m, n, k in ((64, 64, 64), (100, 60, 36)):
         valid = 0
         for fam, cand in space.candidates():
@@ -470,7 +471,7 @@ def test_ctrl_c_keeps_what_finished_and_resume_completes_it(tmp_path, monkeypatc
 
 @needs_pocl
 def test_a_failed_measurement_is_recorded_and_the_tuning_goes_on(tmp_path, monkeypatch):
-    from tiletraffic.analysis import validate
+    from tiletraffic.analysis.validation import measure as validate
     from tiletraffic.gpu.runtime import KernelBuildError
 
     real = validate.run_on_device

@@ -269,18 +269,18 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
             a schedule raises ``UnsafeLaunchError`` and nothing is launched.
 
     Returns:
-        ``tiletraffic.analysis.validate.DeviceRun`` (``.run`` times in seconds, ``.check``;
+        ``tiletraffic.analysis.validation.measure.DeviceRun`` (``.run`` times in seconds, ``.check``;
         every launch's output was fingerprinted and each distinct one checked).
 
     Raises:
         tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
-        tiletraffic.analysis.validate.UnsafeLaunchError: hazards found before launch.
+        tiletraffic.analysis.validation.measure.UnsafeLaunchError: hazards found before launch.
         tiletraffic.gpu.runtime.LaunchConfigError, KernelBuildError, LaunchError,
         ResultMismatchError: see ``run_on_device``.
     """
     import numpy as np
 
-    from .analysis.validate import run_on_device
+    from .analysis.validation.measure import run_on_device
     from .gpu.device import select_device
 
     return run_on_device(select_device(device), schedule, repeat=repeat, warmup=warmup,
@@ -384,14 +384,14 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
 def validation_cases(name: str = "quick"):
     """A built-in case list of ``validate``: ``"quick"`` (tiny, PoCL/CI), ``"cpu"`` or
     ``"gpu"`` (GEMM 1024/4096, matvec 4096/8192), a tuple of
-    ``tiletraffic.analysis.validation.Case`` (``.family``, ``.m``, ``.k``, ``.n``, ``.tile``,
+    ``tiletraffic.analysis.validation.cases.Case`` (``.family``, ``.m``, ``.k``, ``.n``, ``.tile``,
     ``.options``, ``.registers``: the compiled registers per work-item the model uses, or
     ``None``; ``Case.from_dict({...})`` makes your own).
 
     Raises:
         KeyError: an unknown name.
     """
-    from .analysis.validation import case_list
+    from .analysis.validation.cases import case_list
 
     return case_list(name)
 
@@ -407,8 +407,8 @@ def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
         KeyError, DeviceModelError: an unknown or malformed device model. OSError: ``path``
         cannot be written.
     """
-    from .analysis.validation import case_list as _case_list
-    from .analysis.validation_predict import write_predictions as _write
+    from .analysis.validation.cases import case_list as _case_list
+    from .analysis.validation.predict import write_predictions as _write
 
     return _write(path, _case_list(case_list) if cases is None else cases, device_model,
                   case_list=case_list if cases is None else None)
@@ -432,7 +432,7 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
         out: the results folder (default ``reports/<device>[-quick]/validate``).
 
     Returns:
-        ``tiletraffic.analysis.validation_run.ValidationRun``: ``.out_dir``, ``.data`` (the
+        ``tiletraffic.analysis.validation.run.ValidationRun``: ``.out_dir``, ``.data`` (the
         ``validation.json`` document), ``.summary`` (``.targets``, ``.results``,
         ``.speedups``, ``.pairs``, ``.to_dict()``).
 
@@ -442,7 +442,7 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
         malformed predictions file, or other cases or another model than the file's.
         OSError: ``out`` cannot be written.
     """
-    from .analysis.validation_run import run_validation
+    from .analysis.validation.run import run_validation
     from .gpu.device import select_device
 
     return run_validation(select_device(device), model=device_model, cases=cases,

@@ -82,7 +82,7 @@ def check_out_file(path: str | None, option: str = "--out") -> None:
     """Refuse an output file whose folder cannot be created or written, before any work."""
     if path is None:
         return
-    from ..report import ensure_writable
+    from ..files import ensure_writable
     folder = os.path.dirname(os.path.abspath(path))
     try:
         ensure_writable(Path(folder))

@@ -21,15 +21,17 @@ from .common import fail
                    "it.")
 @click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
               help="Only re-render an existing report directory from its results.json (no "
-                   "device): report.md and its figures.")
+                   "device): report.md and its figures, report.html and its explain pages.")
 def command(device, out_dir, quick, repeat, model, render_dir):
     """The main job: count naive and tiled GEMM and matrix-vector traffic in the simulator
     (checked against the closed forms), run them on the device at sizes chosen for it
     (checked, timed, with spreads), validate the device model where it is this device's,
-    and write report.md, figures and results.json to OUT/<device>/."""
+    and write report.md, figures and results.json to OUT/<device>/, with report.html
+    linking explain pages of naive and tiled GEMM and a matrix-vector pair."""
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
-    from ..report import SweepInterrupted, make_report, render
+    from ..files import SweepInterrupted
+    from ..report import make_report, render
 
     if render_dir:
         from pathlib import Path

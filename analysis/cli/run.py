@@ -49,7 +49,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     from tiletraffic.simulator.engine import InputError
     from tiletraffic.simulator.launch_check import check_launch
 
-    from ..validate import run_on_device
+    from ..validation.measure import run_on_device
 
     sch = build_schedule(schedule, m, k, n, tile, chunk)
     within_budget(sch, force, device=True)

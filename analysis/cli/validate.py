@@ -17,8 +17,25 @@ import sys
 
 import click
 
-from ..validation import CASE_SIZES
 from .common import command_line, fail, select_device
+
+
+class CaseListName(click.Choice):
+    """A built-in case list's name (``validation.cases.CASE_SIZES``), looked up when the
+    option is used, so that the other commands do not import the validation."""
+
+    def __init__(self):
+        super().__init__([])
+
+    @property
+    def choices(self):
+        from ..validation.cases import CASE_SIZES
+
+        return list(CASE_SIZES)
+
+    @choices.setter
+    def choices(self, value):
+        pass
 
 
 def _model_spec(value):
@@ -39,7 +56,7 @@ def _model_spec(value):
 
 def _chosen_cases(quick, case_list_name, cases_file):
     """(cases or None, list name or None) from --quick / --case-list / --cases."""
-    from ..validation import CaseError, case_list, read_cases
+    from ..validation.cases import CaseError, case_list, read_cases
 
     given = [o for o, v in (("--quick", quick), ("--case-list", case_list_name),
                             ("--cases", cases_file)) if v]
@@ -63,7 +80,7 @@ def _chosen_cases(quick, case_list_name, cases_file):
                    "predictions file's, else the built-in model of a known device, else "
                    "generic-gpu.")
 @click.option("--quick", is_flag=True, help="The tiny case list (seconds on PoCL; for CI).")
-@click.option("--case-list", "case_list_name", type=click.Choice(list(CASE_SIZES)),
+@click.option("--case-list", "case_list_name", type=CaseListName(),
               default=None, help="A built-in case list (default: gpu on a GPU, cpu otherwise; "
                                  "--predict-only: gpu).")
 @click.option("--cases", "cases_file", default=None, type=click.Path(dir_okay=False),
@@ -101,13 +118,13 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
 
     Pre-registration: --predict-only --device-model FILE --out predictions.json (no device),
     commit that file, then validate --predictions predictions.json on the device."""
-    from ..validation import cases_toml, default_case_list_name
-    from ..validation_predict import PredictionsError, PredictionsMismatch
+    from ..validation.cases import cases_toml, default_case_list_name
+    from ..validation.predict import PredictionsError, PredictionsMismatch
 
     if render_dir:
         from pathlib import Path
 
-        from ..validation_text import render
+        from ..validation.render import render
 
         if not (Path(render_dir) / "validation.json").exists():
             fail(FileNotFoundError(f"{render_dir} has no validation.json"))
@@ -118,7 +135,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         if cases is None:
             from tiletraffic.gpu.runtime import TiletrafficGpuError
 
-            from ..validation import case_list
+            from ..validation.cases import case_list
             try:
                 is_gpu = select_device(device).info.is_gpu
             except TiletrafficGpuError as err:
@@ -136,7 +153,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
             raise click.UsageError("--predict-only needs --device-model NAME|FILE (the model "
                                    "whose predictions are registered)")
         if cases is None:
-            from ..validation import case_list
+            from ..validation.cases import case_list
             list_name = "gpu"
             cases = case_list(list_name)
         _predict_only(cases, list_name, model, out or "predictions.json")
@@ -144,7 +161,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
 
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
-    from ..validation_run import ValidationInterrupted, run_validation
+    from ..validation.run import ValidationInterrupted, run_validation
 
     try:
         target = select_device(device)
@@ -165,7 +182,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
 def _predict_only(cases, list_name, model, out) -> None:
     from tqdm import tqdm
 
-    from ..validation_predict import write_predictions
+    from ..validation.predict import write_predictions
 
     with tqdm(total=len(cases), desc="predict", unit="case", file=sys.stderr,
               disable=None) as bar:
@@ -199,7 +216,7 @@ def _predict_only(cases, list_name, model, out) -> None:
 
 
 def _print_summary(result) -> None:
-    from ..validation_run import model_describes
+    from ..validation.results import model_describes
 
     s = result.summary
     describes, why = model_describes(result.data)

@@ -36,8 +36,8 @@ from tiletraffic.simulator.device_model import (DEVICE_MODELS, DeviceModel, buil
                                                 device_model, to_toml)
 from tiletraffic.simulator.hazards import HazardError
 
-from .files import atomic_write_text
-from .validation import Case, CaseError, check_unique
+from ..files import atomic_write_text
+from .cases import Case, CaseError, check_unique
 
 FORMAT = "tiletraffic-validation-predictions"
 VERSION = 1

@@ -1,15 +1,16 @@
 """``validation.md`` and its figure, drawn only from a ``validation.json`` dict
-(:mod:`analysis.validation_run`); every sentence's figures are computed from that data."""
+(:mod:`analysis.validation.run`); every sentence's figures are computed from that data."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 from statistics import median
 
-from . import plots
-from .files import atomic_write_text
-from .validation import PAIR_SPREAD_FACTOR, SPEEDUP_ERROR_TARGET, Case, Summary
-from .validation_run import load, model_describes, summary_of
+from .. import plots
+from ..files import atomic_write_text
+from .cases import Case
+from .compare import PAIR_SPREAD_FACTOR, SPEEDUP_ERROR_TARGET, Summary
+from .results import load, model_describes, summary_of
 
 FIGURE = "predicted_vs_measured.png"
 MAX_LISTED_PAIRS = 10

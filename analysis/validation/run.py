@@ -1,19 +1,18 @@
 """``tiletraffic validate``: every case of a case list run on an OpenCL device, checked, timed
-and compared with the model's predictions (definitions: :mod:`analysis.validation`).
+and compared with the model's predictions (definitions: :mod:`analysis.validation.compare.compare`).
 
 Order of work: the predictions first (the model's, or a predictions file's, checked against
-the cases and the device model: :mod:`analysis.validation_predict`), saved before any
+the cases and the device model: :mod:`analysis.validation.predict`), saved before any
 kernel runs; then ``rounds`` rounds, each running every case once (odd rounds in reverse
-order) through :func:`analysis.validate.run_on_device`: ``warmup`` untimed and ``repeat``
+order) through :func:`analysis.validation.measure.run_on_device`: ``warmup`` untimed and ``repeat``
 timed launches, the output of the first, the last and every distinct launch checked against
 float64 numpy, so no time of a wrong result counts. After every case of every round the whole
 result is written to ``validation.json`` (atomically: :mod:`analysis.files`), so an
 interrupted run keeps every finished case; the ``validation.json`` of an earlier run is moved
-to ``history/`` first. Finally ``validation.md`` and its figure (:mod:`analysis.validation_text`).
+to ``history/`` first. Finally ``validation.md`` and its figure (:mod:`analysis.validation.render`).
 """
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import sys
@@ -25,19 +24,18 @@ import numpy as np
 
 from tiletraffic.simulator.device_model import DeviceModel
 
-from . import validation_predict as vp
-from .files import archive_previous, atomic_write_text
-from .report import SweepInterrupted
-from .validation import (Case, Measured, Summary, case_list, check_unique, compare,
-                         default_case_list_name, measured_time)
+from ..files import SweepInterrupted, archive_previous
+from . import predict as vp
+from .cases import Case, case_list, check_unique, default_case_list_name
+from .compare import Summary
+from .results import RESULTS_FILE, save, summary_of
 
-RESULTS_FILE = "validation.json"
 MIN_ROUNDS = 1
 
 
 class ValidationInterrupted(SweepInterrupted):
     """Ctrl-C during the device runs; every finished case is saved (``validation.json``,
-    and ``validation.md`` rendered from it). A :class:`analysis.report.SweepInterrupted`,
+    and ``validation.md`` rendered from it). A :class:`analysis.files.SweepInterrupted`,
     as ``tiletraffic report`` runs a validation after its sweep."""
 
     def __init__(self, out_dir: Path, done: int, total: int):
@@ -60,7 +58,7 @@ class ValidationRun:
 def default_model_spec(info) -> str:
     """The built-in model of a known device (``analysis.device_models.KNOWN_NAMES``, matched
     in the OpenCL device name), else ``generic-gpu`` (every value a guess)."""
-    from .device_models import built_in_name_for
+    from ..device_models import built_in_name_for
 
     return built_in_name_for(info.device_name) or "generic-gpu"
 
@@ -70,43 +68,6 @@ def default_out_dir(slug: str, list_name: str | None, root: str | os.PathLike = 
     """``<root>/<device slug>[-quick]/validate``: beside ``tiletraffic report``'s folder of
     the same device, which includes it."""
     return Path(root) / (slug + ("-quick" if list_name == "quick" else "")) / "validate"
-
-
-def measured_of(entry: dict | None) -> Measured | None:
-    """:class:`Measured` of a ``measurements`` entry; ``None`` when no round finished or any
-    round failed (a case with a failed round does not count)."""
-    if not entry or not entry.get("rounds"):
-        return None
-    if any("device_error" in r for r in entry["rounds"]):
-        return None
-    return measured_time([r["kernel_times_s"] for r in entry["rounds"]])
-
-
-def model_describes(data: dict) -> tuple[bool, str]:
-    """Whether a ``validation.json``'s device model is a model of its device
-    (:func:`analysis.device_models.model_describes_device`, recorded when it ran; a file
-    without that record: a model calibrated on the device or built in for it, by name, else
-    whether the device is a GPU), and why."""
-    from .device_models import built_in_name_for
-
-    model, dev = data["meta"]["device_model"], data["meta"]["device"]
-    if "describes_device" in model:
-        return bool(model["describes_device"]), model.get("describes_device_why", "")
-    name = model["name"].split("calibrated:", 1)[-1]
-    known = built_in_name_for(dev["device_name"])
-    if name == data["meta"].get("device_slug") or (known and name.startswith(known)):
-        return True, f"`{model['name']}` is a model of {dev['device_name']}"
-    if dev.get("is_gpu") is False:
-        return False, (f"`{model['name']}` describes a GPU, and {dev['device_name']} is not "
-                       "one, so its predicted times are another device's")
-    return True, ""
-
-
-def summary_of(data: dict) -> Summary:
-    """The comparison (:func:`analysis.validation.compare`) of a ``validation.json``."""
-    cases = [Case.from_dict(c) for c in data["cases"]]
-    measured = {c.id: measured_of(data["measurements"].get(c.id)) for c in cases}
-    return compare(cases, vp.predicted_seconds(data["predictions"]), measured)
 
 
 def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = None,
@@ -137,7 +98,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
 
     Raises:
         ValueError: ``repeat`` below 10 or ``rounds`` below 1.
-        analysis.validation_predict.PredictionsError, PredictionsMismatch: a malformed
+        analysis.validation.predict.PredictionsError, PredictionsMismatch: a malformed
             predictions file, or cases / a model that differ from the file's.
         KeyError, DeviceModelError: an unknown or malformed device model.
         OSError: ``out_dir`` cannot be written (checked before any work).
@@ -147,7 +108,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
 
     from tiletraffic.gpu.runtime import MIN_REPEAT
 
-    from .report import ensure_writable
+    from ..files import ensure_writable
 
     if repeat < MIN_REPEAT:
         raise ValueError(f"repeat = {repeat} is below the minimum of {MIN_REPEAT} timed launches")
@@ -173,7 +134,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
                                                else default_model_spec(info))
     out_dir = Path(out_dir) if out_dir is not None else default_out_dir(target.slug, list_name)
     ensure_writable(out_dir)
-    from .device_models import model_describes_device
+    from ..device_models import model_describes_device
 
     describes, why = model_describes_device(model_obj, info)
     data = {
@@ -207,7 +168,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
                 bar.set_postfix_str(c.label, refresh=False)
                 data["predictions"][c.id] = vp.predict_case(c, model_obj)
                 bar.update(1)
-    _save(out_dir, data)
+    save(out_dir, data)
     order = [list(cases) if r % 2 == 0 else list(reversed(cases)) for r in range(rounds)]
     try:
         with tqdm(total=rounds * len(cases), desc=f"validate on {info.device_name}",
@@ -219,18 +180,18 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
                     entry = data["measurements"][case.id]
                     entry["rounds"].append(_run_case(target, case, repeat, warmup, r))
                     data["meta"]["case_runs_done"] += 1
-                    _save(out_dir, data)
+                    save(out_dir, data)
                     bar.update(1)
     except KeyboardInterrupt:
-        from .validation_text import render
+        from .render import render
 
         done = data["meta"]["case_runs_done"]
         if done:
             render(out_dir)
         raise ValidationInterrupted(out_dir, done, rounds * len(cases)) from None
     data["meta"]["complete"] = True
-    _save(out_dir, data)
-    from .validation_text import render
+    save(out_dir, data)
+    from .render import render
 
     render(out_dir)
     return ValidationRun(out_dir, data, summary_of(data))
@@ -241,7 +202,7 @@ def _run_case(target, case: Case, repeat: int, warmup: int, round_index: int) ->
 
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
-    from .validate import run_on_device
+    from .measure import run_on_device
 
     seed = secrets.randbits(63)
     out = {"round": round_index, "seed": seed}
@@ -249,24 +210,11 @@ def _run_case(target, case: Case, repeat: int, warmup: int, round_index: int) ->
         warnings.simplefilter("always")
         try:
             run = run_on_device(target, case.build(), repeat=repeat, warmup=warmup,
-                                rng=np.random.default_rng(seed))
+                                rng=np.random.default_rng(seed),
+                                reference_fn=case.reference_function())
             out.update(run.to_dict())
         except TiletrafficGpuError as err:
             out["device_error"] = f"{type(err).__name__}: {err}"
     if caught:
         out["warnings"] = sorted({str(w.message) for w in caught})
     return out
-
-
-def _save(out_dir: Path, data: dict) -> None:
-    data["summary"] = summary_of(data).to_dict()
-    atomic_write_text(out_dir / RESULTS_FILE, json.dumps(data, indent=1) + "\n")
-
-
-def load(out_dir: str | os.PathLike) -> dict:
-    """The ``validation.json`` of ``out_dir``.
-
-    Raises:
-        FileNotFoundError: none there.
-    """
-    return json.loads((Path(out_dir) / RESULTS_FILE).read_text(encoding="utf-8"))
