@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import schedule as S
+from .rewrite import rewrite
 from .schedule import (Accumulate, Barrier, Const, DeclareFloat, GlobalArray, If, Let,
                        LocalArray, Param, Schedule, ScheduleError, block, global_id, group_id,
                        local_id, store)
@@ -140,8 +141,6 @@ def zeros_in_one_launch(sch: Schedule) -> Schedule:
             return (If(launch.eq(WRONG_LAUNCH), (S.Store(s.array, s.index, S.FConst(0.0)),),
                        (s,)),)
         return None
-
-    from .variants import rewrite
 
     return dataclasses.replace(sch, params=sch.params + ((LAUNCH_INDEX_PARAM, 0),),
                                body=rewrite(sch.body, fn))

@@ -1,7 +1,7 @@
 """Device model files: TOML in, TOML out (:func:`load_device_model`, :func:`to_toml`).
 
-File shape (every field of :data:`simulator.device_model.VALUE_FIELDS` is required, nothing
-else is allowed; a field of :data:`simulator.device_model.ADDED_FIELDS` that a file written
+File shape (every field of :data:`simulator.device_model_schema.VALUE_FIELDS` is required, nothing
+else is allowed; a field of :data:`simulator.device_model_schema.ADDED_FIELDS` that a file written
 before it existed lacks gets that table's value as a guess)::
 
     name = "my-gpu"
@@ -25,22 +25,15 @@ import os
 import re
 import sys
 import textwrap
-from importlib import import_module
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
-if TYPE_CHECKING:
-    from .device_model import DeviceModel, ValueSource
+from . import device_model_schema as dm
+from .device_model_schema import DeviceModel, ValueSource
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
-
-
-def _types():
-    """:mod:`simulator.device_model`, which imports this module and loads its built-in models
-    with it while being imported: so taken at call time, not at import."""
-    return import_module(".device_model", __package__)
 
 
 _FILE_KEYS = ("name", "description", "references", "values")
@@ -50,7 +43,6 @@ _ENTRY_KEYS = ("value", "source", "ref", "note")
 def _entry(key: str, entry: Any, references: Mapping[str, str], problems: list[str]
            ) -> tuple[Any, ValueSource] | None:
     """One ``[values.KEY]`` table -> (value, source), or None with the problems appended."""
-    dm = _types()
     if not isinstance(entry, dict):
         problems.append(f"values.{key} must be a table with value, source and ref, "
                         f"got {entry!r}")
@@ -93,7 +85,6 @@ def parse_device_model(data: Mapping[str, Any], origin: str) -> DeviceModel:
             it divides), a source not one of :data:`SOURCE_KINDS`, a missing ``ref``, or a
             ``ref`` of a documented or measured value that ``[references]`` does not hold.
     """
-    dm = _types()
     problems: list[str] = []
     unknown = [k for k in data if k not in _FILE_KEYS]
     if unknown:
@@ -148,7 +139,7 @@ def read_device_model(text: str, origin: str) -> DeviceModel:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise _types().DeviceModelError(f"device model file {origin} is not valid TOML: "
+        raise dm.DeviceModelError(f"device model file {origin} is not valid TOML: "
                                         f"{err}") from None
     return parse_device_model(data, origin)
 
@@ -165,7 +156,7 @@ def load_device_model(path: str | os.PathLike) -> DeviceModel:
             text = f.read()
     except (OSError, UnicodeDecodeError) as err:
         why = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
-        raise _types().DeviceModelError(f"cannot read device model file {path}: {why}") \
+        raise dm.DeviceModelError(f"cannot read device model file {path}: {why}") \
             from None
     return read_device_model(text, str(path))
 
@@ -192,7 +183,7 @@ def _toml_value(value: Any) -> str:
     """An int as it is; a float in its shortest exact form, large and small ones as
     ``4.8e12``, ``5.5e-7`` (TOML floats; ``float()`` of the text is ``value`` exactly)."""
     if value is None:
-        return _toml_str(_types().FULLY_ASSOCIATIVE)
+        return _toml_str(dm.FULLY_ASSOCIATIVE)
     if isinstance(value, int) or 1e-3 <= abs(value) < 1e6 or value == 0:
         return repr(value)
     digits = next(p for p in range(17) if float(f"{value:.{p}e}") == value)
@@ -204,7 +195,6 @@ def to_toml(model: DeviceModel) -> str:
     """``model`` as the text of a model file that :func:`load_device_model` reads back to an
     equal model with the same sources. A value without a recorded source is written as
     ``guessed`` ("no source recorded")."""
-    dm = _types()
     lines = ["# tiletraffic device model: pass this file to --device-model FILE.",
              "# Every value needs a source: documented or measured (ref: a key of",
              "# [references]), queried (ref: the OpenCL query) or guessed (ref: why).",

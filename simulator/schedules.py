@@ -42,36 +42,10 @@ from .schedule import (
     local_id,
     minimum,
 )
-
-INT32_MAX = 2**31 - 1
-
-
-def _positive(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ScheduleError(f"{name} must be a positive integer, got {value!r}")
-    return value
-
-
-def _fits_int32(what: str, value: int) -> None:
-    if value > INT32_MAX:
-        raise ScheduleError(f"{what} = {value} exceeds the 32-bit int index limit {INT32_MAX}; "
-                            "the generated kernels index with int")
-
-
-def round_up(value: int, multiple: int) -> int:
-    """Smallest multiple of ``multiple`` that is >= ``value``."""
-    return -(-value // multiple) * multiple
-
-
-def _gemm_arrays(m: int, k: int, n: int):
-    for what, v in (("M*K", m * k), ("K*N", k * n), ("M*N", m * n)):
-        _fits_int32(what, v)
-    M, K, N = Param("M"), Param("K"), Param("N")
-    A = GlobalArray("A", "in", ("M", "K"))
-    B = GlobalArray("B", "in", ("K", "N"))
-    C = GlobalArray("C", "out", ("M", "N"))
-    return M, K, N, A, B, C
-
+from .family_parts import (  # noqa: F401  (INT32_MAX, round_up re-exported)
+    INT32_MAX, fits_int32, gemm_arrays, matvec_arrays, positive, round_up)
+from .schedules_advanced import (gemm_prefetch, gemm_register_blocked, gemm_vectorized,
+                                 matvec_rows_reduce)
 
 def gemm_naive(m: int, k: int, n: int, tile: int = 16, mapping: str = "row-major"
                ) -> Schedule:
@@ -87,10 +61,10 @@ def gemm_naive(m: int, k: int, n: int, tile: int = 16, mapping: str = "row-major
     writes of C are K (or N) elements apart (uncoalesced). The counts of elements are the
     same; requests and sectors are not.
     """
-    m, k, n, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("N", n), ("tile", tile)))
+    m, k, n, tile = (positive(a, v) for a, v in (("M", m), ("K", k), ("N", n), ("tile", tile)))
     if mapping not in ("row-major", "transposed"):
         raise ScheduleError(f"mapping must be 'row-major' or 'transposed', got {mapping!r}")
-    M, K, N, A, B, C = _gemm_arrays(m, k, n)
+    M, K, N, A, B, C = gemm_arrays(m, k, n)
     dims = (0, 1) if mapping == "row-major" else (1, 0)
     col, row, kk = Let("col", global_id(dims[0])), Let("row", global_id(dims[1])), "k"
     r, c, k_ = row.var, col.var, Var(kk)
@@ -135,8 +109,8 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16, padding: int = 0,
         raise ScheduleError(f"padding must be a non-negative integer, got {padding!r}")
     if a_tile not in ("row-major", "transposed"):
         raise ScheduleError(f"a_tile must be 'row-major' or 'transposed', got {a_tile!r}")
-    m, k, n, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("N", n), ("tile", tile)))
-    M, K, N, A, B, C = _gemm_arrays(m, k, n)
+    m, k, n, tile = (positive(a, v) for a, v in (("M", m), ("K", k), ("N", n), ("tile", tile)))
+    M, K, N, A, B, C = gemm_arrays(m, k, n)
     T = Const(tile, "TILE")
     row_words = Const(tile + padding, "TILE_ROW") if padding else T
     tile_a, tile_b = LocalArray("tile_A", (T, row_words)), LocalArray("tile_B", (T, row_words))
@@ -173,23 +147,14 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16, padding: int = 0,
     )
 
 
-def _matvec_arrays(m: int, k: int):
-    _fits_int32("M*K", m * k)
-    M, K = Param("M"), Param("K")
-    A = GlobalArray("A", "in", ("M", "K"))
-    x = GlobalArray("x", "in", ("K",))
-    y = GlobalArray("y", "out", ("M",))
-    return M, K, A, x, y
-
-
 def matvec_naive(m: int, k: int, tile: int = 256) -> Schedule:
     """Naive matrix-vector product y = A·x: one work-item per row, ``tile`` rows per work-group.
 
     Every work-item reads its row of A and the whole of x: M·K loads of A and M·K of x
     (seed: matrix-operations "Matrix-Vector Multiplication, Naive Implementation").
     """
-    m, k, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
-    M, K, A, x, y = _matvec_arrays(m, k)
+    m, k, tile = (positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
+    M, K, A, x, y = matvec_arrays(m, k)
     row = Let("row", global_id(0))
     r, kk = row.var, Var("k")
     acc = DeclareFloat("acc")
@@ -218,9 +183,9 @@ def matvec_local(m: int, k: int, tile: int = 256, chunk: int | None = None) -> S
     loads of x (seed: matrix-operations "Optimized Implementation with Shared Memory" and
     "Handling Large Vectors").
     """
-    m, k, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
-    chunk = tile if chunk is None else _positive("chunk", chunk)
-    M, K, A, x, y = _matvec_arrays(m, k)
+    m, k, tile = (positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
+    chunk = tile if chunk is None else positive("chunk", chunk)
+    M, K, A, x, y = matvec_arrays(m, k)
     CH, WG = Const(chunk, "CHUNK"), Const(tile, "WG_SIZE")
     xs = LocalArray("x_chunk", (CH,))
     row, lid = Let("row", global_id(0)), Let("lid", local_id(0))
@@ -253,9 +218,9 @@ def matvec_local_whole(m: int, k: int, tile: int = 256, local_words: int | None 
     current NVIDIA GPUs and is refused (use ``matvec-local``, which stages chunks). Seed:
     matrix-operations "Optimized Implementation with Shared Memory".
     """
-    m, k, tile = (_positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
-    words = k if local_words is None else _positive("local_words", local_words)
-    M, K, A, x, y = _matvec_arrays(m, k)
+    m, k, tile = (positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
+    words = k if local_words is None else positive("local_words", local_words)
+    M, K, A, x, y = matvec_arrays(m, k)
     xs = LocalArray("x_local", (Const(words, "X_WORDS"),))
     row, lid = Let("row", global_id(0)), Let("lid", local_id(0))
     r, lv, i, j = row.var, lid.var, Var("i"), Var("j")
@@ -321,8 +286,6 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
     tile = DEFAULT_TILE[family] if tile is None else tile
     if chunk is not None and family != "matvec-local":
         raise ScheduleError(f"chunk applies to matvec-local only, not {family}")
-    from .schedules_advanced import gemm_prefetch, gemm_register_blocked, gemm_vectorized
-
     builders: dict[str, Callable[..., Schedule]] = {
         "gemm-naive": gemm_naive, "gemm-tiled": gemm_tiled,
         "gemm-register-blocked": gemm_register_blocked, "gemm-vectorized": gemm_vectorized,
@@ -340,7 +303,6 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
                                 f"{', '.join(allowed) or 'none'}")
         return builders[family](m, k, n, tile, **options)
     if family == "matvec-rows-reduce":
-        from .schedules_advanced import matvec_rows_reduce
         unknown = sorted(set(options) - {"wg_rows"})
         if unknown:
             raise ScheduleError(f"{family} does not take {', '.join(unknown)}; its options: "

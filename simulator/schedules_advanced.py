@@ -35,6 +35,7 @@ vector family's K, N, TM, TN or BK not a multiple of 4, or an index beyond 32-bi
 from __future__ import annotations
 
 from .schedule import (
+    Accumulate,
     Assign,
     Barrier,
     Const,
@@ -60,7 +61,7 @@ from .schedule import (
     vload,
     vstore,
 )
-from .schedules import _gemm_arrays, _positive
+from .family_parts import gemm_arrays, matvec_arrays, positive
 
 DEFAULT_TM = 4
 DEFAULT_TN = 4
@@ -70,9 +71,9 @@ VECTOR = 4
 
 
 def _shape(m, k, n, tile, tm, tn, bk, wg_rows):
-    m, k, n, tile, tm, tn, bk = (_positive(a, v) for a, v in (
+    m, k, n, tile, tm, tn, bk = (positive(a, v) for a, v in (
         ("M", m), ("K", k), ("N", n), ("tile", tile), ("tm", tm), ("tn", tn), ("bk", bk)))
-    wg_rows = tile if wg_rows is None else _positive("wg_rows", wg_rows)
+    wg_rows = tile if wg_rows is None else positive("wg_rows", wg_rows)
     return m, k, n, tile, tm, tn, bk, wg_rows
 
 
@@ -193,7 +194,7 @@ def _staged_element(q: int, tag: str, tid, wg, width: int, row_len, origin, limi
 
 def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) -> Schedule:
     m, k, n, tile, tm, tn, bk, wg_rows = _shape(m, k, n, tile, tm, tn, bk, wg_rows)
-    M, K, N, A, B, C = _gemm_arrays(m, k, n)
+    M, K, N, A, B, C = gemm_arrays(m, k, n)
     W0, W1, BM, BN, BK, lx, ly, tid, row0, col0, global_size = _geometry(
         m, k, n, tile, tm, tn, bk, wg_rows)
     WG = Const(tile * wg_rows, "WG_ITEMS")
@@ -333,7 +334,7 @@ def gemm_vectorized(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
                 f"gemm-vectorized needs {what} to be a multiple of {VECTOR} (float4 accesses "
                 f"need 16-byte aligned addresses), got {what} = {value}; use "
                 "gemm-register-blocked for other sizes")
-    M, K, N, A, B, C = _gemm_arrays(m, k, n)
+    M, K, N, A, B, C = gemm_arrays(m, k, n)
     W0, W1, BM, BN, BK, lx, ly, tid, row0, col0, global_size = _geometry(
         m, k, n, tile, tm, tn, bk, wg_rows)
     WG = Const(tile * wg_rows, "WG_ITEMS")
@@ -434,11 +435,9 @@ def matvec_rows_reduce(m: int, k: int, tile: int = 32, wg_rows: int = 8) -> Sche
     Raises:
         ScheduleError: a size, ``tile`` or ``wg_rows`` that is not a positive integer.
     """
-    from .schedules import _matvec_arrays
-
-    m, k, tile, wg_rows = (_positive(a, v) for a, v in (
+    m, k, tile, wg_rows = (positive(a, v) for a, v in (
         ("M", m), ("K", k), ("tile", tile), ("wg_rows", wg_rows)))
-    M, K, A, x, y = _matvec_arrays(m, k)
+    M, K, A, x, y = matvec_arrays(m, k)
     WPR, RPG = Const(tile, "WG_X"), Const(wg_rows, "WG_Y")
     partial = LocalArray("partial", (RPG, WPR))
     lx, ly = Let("lx", local_id(0)), Let("ly", local_id(1))
@@ -461,7 +460,6 @@ def matvec_rows_reduce(m: int, k: int, tile: int = 32, wg_rows: int = 8) -> Sche
             ly.var, lx.var + offset]),)))
         if n_step < len(steps) - 1:
             reduce.append(Barrier())
-    from .schedule import Accumulate
     body = block(
         lx, ly, row, acc,
         If(row.var < M, (For("k", lx.var, K, WPR, (Accumulate("acc", A[row.var, kk] * x[kk]),)),)),

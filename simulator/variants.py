@@ -24,25 +24,10 @@ from . import schedule as S
 from .schedule import (Accumulate, Assign, Barrier, Const, DeclareFloat, For, GlobalArray, If,
                        Let, LocalArray, Param, Return, Schedule, block, global_id, local_id,
                        store)
+from .rewrite import rewrite  # noqa: F401  (re-exported)
 from .demos import neighbour_demo, reduction_demo, zeros_in_one_launch, WRONG_LAUNCH
-from .schedules import ScheduleError, build, matvec_local_whole, round_up
-
-
-def rewrite(stmts: tuple[S.Stmt, ...], fn: Callable[[S.Stmt], tuple | None]) -> tuple:
-    """Rebuild a statement tree; ``fn(stmt)`` returns replacement statements or ``None``
-    (keep the statement and rewrite inside it)."""
-    out: list[S.Stmt] = []
-    for s in stmts:
-        replaced = fn(s)
-        if replaced is not None:
-            out.extend(replaced)
-            continue
-        if isinstance(s, S.If):
-            s = S.If(s.cond, rewrite(s.then, fn), rewrite(s.orelse, fn))
-        elif isinstance(s, S.For):
-            s = S.For(s.var, s.start, s.stop, s.step, rewrite(s.body, fn))
-        out.append(s)
-    return tuple(out)
+from .schedules import FAMILIES, ScheduleError, build, matvec_local_whole, round_up
+from .schedules_advanced import gemm_vectorized
 
 
 def drop_barrier(sch: Schedule, which: int) -> Schedule:
@@ -193,7 +178,6 @@ class Variant:
 
 
 def _vectorized_unaligned(m, k, n, tile):
-    from .schedules_advanced import gemm_vectorized
     return gemm_vectorized(m, k, n, tile, check_alignment=False)
 
 
@@ -292,7 +276,6 @@ ELEMENT_DEMOS = ("demo-reduction", "demo-neighbour")
 
 def names() -> list[str]:
     """Every name :func:`build_any` accepts: families, correct demos, broken variants."""
-    from .schedules import FAMILIES
     return [*FAMILIES, *CORRECT_DEMOS, *VARIANTS]
 
 
@@ -306,7 +289,6 @@ def build_any(name: str, m: int | None = None, k: int | None = None, n: int | No
     Raises:
         ScheduleError: unknown name or bad parameters.
     """
-    from .schedules import FAMILIES
     if name.startswith("demo-shift") and m is not None:
         # one work-group of M work-items: M is the work-group size, K and N do not apply
         if k not in (None, 1) or n is not None or tile not in (None, m):

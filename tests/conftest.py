@@ -11,3 +11,16 @@ from hypothesis import settings
 settings.register_profile("ci", deadline=None, max_examples=30)
 settings.register_profile("thorough", deadline=None, max_examples=300)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def crosscheck_all():
+    """``tiletraffic crosscheck --all --json`` run once per session (Oclgrind takes about a
+    second per kernel): ``tests/golden/record.py``'s record of it (argv, exit status,
+    stdout parsed, stderr), shared by test_crosscheck and test_golden_outputs."""
+    from golden.record import CROSSCHECK_ARGV, invoke
+
+    return invoke(CROSSCHECK_ARGV)

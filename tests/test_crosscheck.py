@@ -13,10 +13,9 @@ pytestmark = pytest.mark.skipif(not oclgrind_available(), reason="no Oclgrind pl
 
 
 @pytest.fixture(scope="module")
-def all_results():
-    result = CliRunner().invoke(main, ["crosscheck", "--all", "--json"])
-    assert result.exit_code == 0, result.output
-    return {r["schedule"]: r for r in json.loads(result.output)}
+def all_results(crosscheck_all):
+    assert crosscheck_all["exit_code"] == 0, crosscheck_all["stderr"]
+    return {r["schedule"]: r for r in crosscheck_all["stdout"]}
 
 
 def test_every_correct_schedule_has_identical_counts(all_results):
