@@ -1,8 +1,9 @@
 """The schedule families, each described once as a :class:`~simulator.schedule.Schedule`.
 
-Source texts: ``seeds/matrix-operations.txt`` ("Naive Implementation", "Tiled Implementation
-with Shared Memory", "Optimized Implementation with Shared Memory", "Handling Large
-Vectors") and ``seeds/tiling-and-shared-memory.txt`` §3 "The Tiled Algorithm in Detail".
+The algorithms: naive and tiled matrix multiplication with tiles staged in local memory
+(Kirk and Hwu, *Programming Massively Parallel Processors*, ch. "Memory architecture and
+data locality", tiled matrix multiplication), and matrix-vector products with x read per
+row, staged per work-group, or staged in chunks when it does not fit.
 
 Layouts: A is M×K, B is K×N, C is M×N, x has K elements, y has M; all row-major float32.
 NDRange dimension 0 runs over columns of C (or over rows of y for matrix-vector), dimension
@@ -10,7 +11,8 @@ NDRange dimension 0 runs over columns of C (or over rows of y for matrix-vector)
 kernels guard the edges, so every positive M, K, N works.
 
 The register-blocked GEMMs (``gemm-register-blocked``, ``gemm-vectorized``,
-``gemm-prefetch``) and ``matvec-rows-reduce`` live in :mod:`simulator.schedules_advanced`;
+``gemm-prefetch``) and ``matvec-rows-reduce`` live in :mod:`simulator.schedules_advanced`,
+``gemm-warp-tiled`` in :mod:`simulator.schedules_warp`;
 :func:`build` builds every family.
 
 Errors: :class:`ScheduleError` (a ``ValueError``) for a size, tile or chunk that is not a
@@ -46,6 +48,8 @@ from .family_parts import (  # noqa: F401  (INT32_MAX, round_up re-exported)
     INT32_MAX, fits_int32, gemm_arrays, matvec_arrays, positive, round_up)
 from .schedules_advanced import (gemm_prefetch, gemm_register_blocked, gemm_vectorized,
                                  matvec_rows_reduce)
+from .schedules_warp import gemm_warp_tiled
+
 
 def gemm_naive(m: int, k: int, n: int, tile: int = 16, mapping: str = "row-major"
                ) -> Schedule:
@@ -244,8 +248,10 @@ def matvec_local_whole(m: int, k: int, tile: int = 256, local_words: int | None 
 GEMM_FAMILIES = ("gemm-naive", "gemm-tiled")
 """GEMMs with one output per work-item and B×B work-groups (the families of the studies)."""
 MATVEC_FAMILIES = ("matvec-naive", "matvec-local", "matvec-local-whole")
-REGISTER_BLOCKED_FAMILIES = ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch")
-"""GEMMs with TM×TN outputs per work-item (:mod:`simulator.schedules_advanced`)."""
+REGISTER_BLOCKED_FAMILIES = ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch",
+                             "gemm-warp-tiled")
+"""GEMMs with TM×TN outputs per work-item (:mod:`simulator.schedules_advanced`,
+:mod:`simulator.schedules_warp`)."""
 ALL_GEMM_FAMILIES = GEMM_FAMILIES + REGISTER_BLOCKED_FAMILIES
 """Every family computing C = A·B (needs N)."""
 REDUCTION_MATVEC_FAMILIES = ("matvec-rows-reduce",)
@@ -255,10 +261,12 @@ FAMILY_OPTIONS = {"gemm-naive": ("mapping",), "gemm-tiled": ("padding", "a_tile"
                   "gemm-register-blocked": ("tm", "tn", "bk", "wg_rows"),
                   "gemm-vectorized": ("tm", "tn", "bk", "wg_rows"),
                   "gemm-prefetch": ("tm", "tn", "bk", "wg_rows"),
+                  "gemm-warp-tiled": ("tm", "tn", "bk", "wg_rows", "wn"),
                   "matvec-rows-reduce": ("wg_rows",)}
 """Options each family takes (the other matrix-vector families take none)."""
 DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "gemm-register-blocked": 16,
-                "gemm-vectorized": 16, "gemm-prefetch": 16, "matvec-rows-reduce": 32,
+                "gemm-vectorized": 16, "gemm-prefetch": 16, "gemm-warp-tiled": 16,
+                "matvec-rows-reduce": 32,
                 "matvec-naive": 256, "matvec-local": 256,
                 "matvec-local-whole": 256}
 
@@ -276,7 +284,7 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
         chunk: elements of x per staged chunk (``matvec-local`` only).
         options: family options: ``mapping`` (gemm-naive), ``padding`` and ``a_tile``
             (gemm-tiled), ``tm``, ``tn``, ``bk``, ``wg_rows`` (gemm-register-blocked,
-            gemm-vectorized, gemm-prefetch).
+            gemm-vectorized, gemm-prefetch, gemm-warp-tiled), ``wn`` (gemm-warp-tiled).
 
     Raises:
         ScheduleError: unknown family, missing ``n`` for GEMM, or a bad parameter.
@@ -289,7 +297,7 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
     builders: dict[str, Callable[..., Schedule]] = {
         "gemm-naive": gemm_naive, "gemm-tiled": gemm_tiled,
         "gemm-register-blocked": gemm_register_blocked, "gemm-vectorized": gemm_vectorized,
-        "gemm-prefetch": gemm_prefetch,
+        "gemm-prefetch": gemm_prefetch, "gemm-warp-tiled": gemm_warp_tiled,
         "matvec-naive": matvec_naive, "matvec-local": matvec_local,
         "matvec-local-whole": matvec_local_whole,
     }

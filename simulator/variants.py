@@ -263,7 +263,8 @@ CHECK_EXAMPLES: dict[str, tuple] = {
     "matvec-naive": (300, 300, None, 64), "matvec-local": (300, 300, None, 64),
     "matvec-local-whole": (300, 300, None, 64),
     "gemm-register-blocked": (37, 40, 44, 8), "gemm-vectorized": (37, 40, 44, 8),
-    "gemm-prefetch": (37, 40, 44, 8), "matvec-rows-reduce": (37, 50, None, 12),
+    "gemm-prefetch": (37, 40, 44, 8), "gemm-warp-tiled": (37, 40, 44, 8),
+    "matvec-rows-reduce": (37, 50, None, 12),
     "demo-shift": (64, 1, None, 64), "demo-column-staging": (8, 8, 8, 4),
     "demo-reduction": (64, 1, None, 8), "demo-neighbour": (64, 1, None, 16),
 }

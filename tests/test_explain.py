@@ -165,11 +165,12 @@ def test_user_schedule_file(tmp_path):
 
 
 def test_observer_needs_every_work_group():
+    from tiletraffic.simulator.accelerators import Accelerators
     from tiletraffic.simulator.explain_observer import ExplainObserver, MemoryParams
 
     with pytest.raises(ValueError, match="work-group classes"):
         tt.simulate(tt.build("gemm-tiled", m=16, k=16, n=16, tile=8), compute_values=False,
-                    work_group_classes=True,
+                    accelerators=Accelerators(work_group_classes=True),
                     observers=[ExplainObserver(0, MemoryParams())])
     assert np.array_equal(  # the default work-group of a clean launch is 0
         explain_data(tt.build("gemm-naive", m=8, k=8, n=8, tile=4))["work_group"]["id"],
@@ -196,3 +197,19 @@ def test_report_html_links_the_pairs_and_renders_from_json_only(tmp_path, monkey
         doc = json.loads((tmp_path / "explain" / f"{family}.json").read_text())
         assert embedded(page) == doc
     assert "A: 32, B: 32" in html and "A: 2, B: 2" in html     # N = M = 32, B = 16
+
+
+def test_launch_file_through_the_resolver(tmp_path):
+    from pathlib import Path
+
+    launch = str(Path(__file__).parent.parent / "examples" / "opencl" / "mm_tiled.toml")
+    out = tmp_path / "page.html"
+    result = CliRunner().invoke(main, ["explain", launch, "--set", "N=32", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = embedded(out.read_text())
+    sim = cli_json("simulate", launch, "--set", "N=32", "--counts-only")
+    for name in ("A", "B"):
+        assert doc["reuse"][name]["total"] == sim["global_load_elems_by_buffer"][name]
+    too_big = CliRunner().invoke(main, ["explain", launch, "--out", str(out)])
+    assert too_big.exit_code == 2
+    assert too_big.output.strip().splitlines()[-1].endswith("use --set N=64 or less")

@@ -152,7 +152,8 @@ def test_the_built_in_space_derives_what_the_builders_build():
     the constraints judge what would launch."""
     space = load_space()
     assert {f.family for f in space.families} == {
-        "gemm-tiled", "gemm-register-blocked", "gemm-vectorized", "gemm-prefetch"}
+        "gemm-tiled", "gemm-register-blocked", "gemm-vectorized", "gemm-prefetch",
+        "gemm-warp-tiled"}
     for m, n, k in ((64, 64, 64), (100, 60, 36)):
         valid = 0
         for fam, cand in space.candidates():

@@ -109,8 +109,10 @@ def check_size(schedule: S.Schedule) -> None:
         for side, size in (("rows", a["rows"]), ("columns", a["cols"])):
             if size <= MAX_SIDE_ELEMS:
                 continue
-            too_big = [d for d in a["dims"] if p.get(d, 0) > MAX_SIDE_ELEMS]
-            hint = (" ".join(f"--{d.lower()} {MAX_SIDE_ELEMS}" for d in too_big) if too_big
+            too_big = list(dict.fromkeys(d for d in a["dims"] if p.get(d, 0) > MAX_SIDE_ELEMS))
+            launch_file = "opencl" in (schedule.extra or {})   # sizes given with --set
+            hint = (" ".join(f"--set {d}={MAX_SIDE_ELEMS}" if launch_file else
+                             f"--{d.lower()} {MAX_SIDE_ELEMS}" for d in too_big) if too_big
                     else "a smaller tile")
             raise ExplainSizeError(
                 f"{a['name']} is {' x '.join(map(str, a['shape']))}: explain draws every "

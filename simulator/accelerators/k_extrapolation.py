@@ -1,35 +1,37 @@
-"""Counts of a long K loop from three short ones (issue #13, "Speed").
+"""Counts of a long K loop from three short ones (the K extrapolation accelerator).
 
 The schedule families here loop over K (the reduction length: columns of A) in steps of a
 fixed depth D (``bk`` of the register-blocked GEMMs, the tile width of ``gemm-tiled``, the
 chunk of ``matvec-local``, the row width of ``matvec-rows-reduce``, the work-group size of
 ``matvec-local-whole``, which stages x that many words at a time, 1 for the naive ones;
-and a multiple of the step of every loop whose bounds mention K). K enters the IR only as the parameter ``K``: in loop bounds,
-guards (``k < K``) and the row stride of A. Write K = r + n·P with P = lcm(D, 32) elements:
-changing n by one adds P/D steps and moves every row of A by a whole number of 128-byte
-lines, so cache-line and sector alignment, the guards of the last (partial) step and the
-first step (and a prefetching schedule's second-to-last) are the same for every n. Every
-count the traffic model uses is then a sum of per-step contributions that depend on the
-step's position modulo P/D only, hence affine in n: requests, sectors, lines, wavefronts,
-bank conflicts, loads, stores, FLOPs and barriers (:class:`TrafficCounts`,
-:class:`MemoryCounts`), the barrier intervals with global loads, the distinct sectors per
-work-group (footprint; steps P/D apart touch disjoint lines) and the load offsets between
-neighbouring work-groups (A's moves by K rows' worth per work-group row).
+and a multiple of the step of every loop whose bounds mention K). K enters the IR only as
+the parameter ``K``: in loop bounds, guards (``k < K``) and the row stride of A. Write
+K = r + n·P with P = lcm(D, 32) elements: changing n by one adds P/D steps and moves every
+row of A by a whole number of 128-byte lines, so cache-line and sector alignment, the
+guards of the last (partial) step and the first step (and a prefetching schedule's
+second-to-last) are the same for every n. Every count the traffic model uses is then a sum
+of per-step contributions that depend on the step's position modulo P/D only, hence affine
+in n: requests, sectors, lines, wavefronts, bank conflicts, loads, stores, FLOPs and
+barriers (:class:`simulator.counters.TrafficCounts`, :class:`simulator.memory.MemoryCounts`),
+the barrier intervals with global loads, the distinct sectors per work-group (footprint;
+steps P/D apart touch disjoint lines) and the load offsets between neighbouring work-groups
+(A's moves by K rows' worth per work-group row).
 
-The argument is checked as well as it can be, not assumed: :func:`extrapolated_observation` simulates three K
+The argument is checked, not assumed: :func:`extrapolated_observation` simulates three K
 values n0, n0 + 1, n0 + 2 (in units of P), each by work-group classes, and accepts only if
-every single figure has equal differences (also the offsets that are ``None``, the keys of
-every dict and the number of work-groups; equal differences at three points do not prove
-the periodicity, which rests on D: with a D too small they can agree by chance, as the
-tests found for ``matvec-local-whole`` before its D was its work-group size); it then extrapolates each figure to the real K
-and returns ``None`` (the caller executes the whole loop) whenever anything differs, a
-short run reports a hazard, or the family is not one of the built-in ones (the tests of
-``tests/test_k_extrapolation.py`` prove the extrapolated model equal to full execution for
-every family over drawn shapes). One more case falls back: a device model that merges
-consecutive local loads into vector loads, with a loop the engine runs in blocks of
-iterations whose length depends on K (:func:`merges_k_dependent_blocks`: a long K splits it
-into several blocks, a short one does not). The DRAM model is not linear in K: the caller
-predicts with the real schedule and the extrapolated counts.
+every figure has equal differences (also the offsets that are ``None``, the keys of every
+dict and the number of work-groups). Equal differences at three points do not prove the
+periodicity, which rests on D: a D smaller than a loop's true period can agree by chance,
+which is why D includes every staging width above. It then extrapolates each figure to the
+real K, and raises :class:`simulator.accelerators.NotApplicable` (the caller executes the
+whole loop) whenever anything differs, a short run reports a hazard, or the schedule is not
+one of the built-in families (:func:`applies`; ``tests/test_k_extrapolation.py`` proves the
+extrapolated model equal to full execution for every family over drawn shapes). One more
+case does not apply: a device model that merges consecutive local loads into vector loads,
+with a loop the engine runs in blocks of iterations whose length depends on K
+(:func:`merges_k_dependent_blocks`: a long K splits it into several blocks, a short one
+does not). The DRAM model is not linear in K: the caller predicts with the real schedule and
+the extrapolated counts.
 """
 from __future__ import annotations
 
@@ -56,7 +58,8 @@ def k_step_elems(schedule: Schedule) -> int | None:
     schedule this module does not apply to (not a built-in family, or no parameter K)."""
     if schedule.family not in FAMILIES or "K" not in schedule.param_values:
         return None
-    if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch"):
+    if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch",
+                           "gemm-warp-tiled"):
         depth = int(schedule.extra["bk"])
     elif schedule.family in ("gemm-tiled", "matvec-rows-reduce", "matvec-local-whole"):
         depth = int(schedule.tile)   # matvec-local-whole: x is staged tile words at a time

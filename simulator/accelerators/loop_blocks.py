@@ -33,12 +33,12 @@ iteration), so the counts are identical: the accesses of each statement reach th
 observers once per block (:attr:`AccessEvent.merge_iterations` false: a device model that
 merges consecutive local loads into vector loads, ``local_vector_words`` > 1, does not
 merge these iterations) instead of once per iteration. Out-of-bounds and misaligned
-entries, races and unset local reads are found entry by entry as before, but a hazard's
-example and the order of hazards may differ: so the caller runs a blocked execution only
-where a hazard in such a launch raises :class:`simulator.accelerators.NotApplicable` and
-leads to a fresh iteration-by-iteration run (:func:`simulator.observation.observe_launch`),
-and the engine leaves a ``Let`` of the body *stale* after the loop (iteration by iteration
-it would hold the last iteration's value): a later read raises
+entries, races and unset local reads are found entry by entry as in full execution, but a
+hazard's example and the order of hazards may differ: so a hazard in a launch in which a
+loop ran blocked raises :class:`simulator.accelerators.NotApplicable`, which leads to a
+fresh iteration-by-iteration run (:func:`simulator.observation.observe_launch`); and the
+engine leaves a ``Let`` of the body *stale* after the loop (iteration by iteration it would
+hold the last iteration's value): a later read raises
 :class:`simulator.accelerators.NotApplicable` too.
 """
 from __future__ import annotations

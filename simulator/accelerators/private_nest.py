@@ -17,11 +17,13 @@ known statically, the same for every executing work-item:
 
 :func:`plan` (a loop) and :func:`statement_runs` (runs of statements of a block)
 enumerate the iteration space once (a Python loop over the few
-iterations of a register tile, never over work-items); :func:`run` applies it. Whenever a
+iterations of a register tile, never over work-items); :func:`ready` checks it against the
+machine's state and :func:`apply` applies it (the pass :class:`PrivateNests`). Whenever a
 condition fails (a bound or index not static, an index out of bounds, a step <= 0, an
 undeclared name, a read of something unset, a statement of another kind, or a vectorized
-loop around the nest), ``run`` returns ``False`` before changing anything and the engine
-executes the nest statement by statement, reporting hazards and errors exactly as before.
+loop around the nest), the pass does not apply, nothing is changed, and the engine
+executes the nest statement by statement, reporting hazards and errors as full execution
+does.
 Inside a loop run in blocks by :mod:`.loop_blocks` the nest is applied once to the
 block: its FLOPs charged to every entry, its reads checked and its writes set where any of
 the block's iterations executes it (the same as iteration by iteration: the checks of the
