@@ -263,9 +263,10 @@ def _measure_round(target, sch, repeat, warmup, seed, index, round_index) -> dic
     from tiletraffic.gpu.runtime import (KernelBuildError, LaunchConfigError, LaunchError,
                                          ResultMismatchError)
 
-    from .validation.measure import run_on_device
+    from .validation.measure import UnsafeLaunchError, run_on_device
 
-    stages = ((KernelBuildError, "build"), (LaunchConfigError, "launch limits"),
+    stages = ((UnsafeLaunchError, "check before launch"),
+              (KernelBuildError, "build"), (LaunchConfigError, "launch limits"),
               (LaunchError, "launch"), (ResultMismatchError, "check"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

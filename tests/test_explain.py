@@ -213,3 +213,15 @@ def test_launch_file_through_the_resolver(tmp_path):
     too_big = CliRunner().invoke(main, ["explain", launch, "--out", str(out)])
     assert too_big.exit_code == 2
     assert too_big.output.strip().splitlines()[-1].endswith("use --set N=64 or less")
+
+
+def test_a_launch_of_too_many_work_groups_is_refused():
+    import dataclasses
+
+    from tiletraffic.analysis.explain import check_size
+
+    sch = tt.build("gemm-naive", m=64, k=8, n=64, tile=1)       # 4096 work-groups: drawn
+    check_size(sch)
+    wide = dataclasses.replace(sch, global_size=(128, 64))      # 8192: refused
+    with pytest.raises(ExplainSizeError, match="8192 work-groups: .* at most 4096"):
+        check_size(wide)

@@ -68,12 +68,20 @@ from .simulator.schedule import (
     Var,
     accumulate_elem,
     assign_elem,
+    FCall,
+    Select,
     block,
     ceil_div,
+    exp,
+    fabs,
+    fmax,
+    fmin,
     global_id,
     group_id,
     local_id,
     minimum,
+    select,
+    sqrt,
     store,
     vload,
     vstore,
@@ -242,8 +250,10 @@ def generate(schedule: Schedule):
 
 
 def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warmup: int = 2,
-        reference=None, seed: int | None = None, inputs: str = "normal"):
-    """Build, launch, time and check ``schedule`` on an OpenCL device.
+        reference=None, seed: int | None = None, inputs: str = "normal",
+        unchecked: bool = False):
+    """Check ``schedule`` in the simulator, then build, launch, time and check it on an
+    OpenCL device.
 
     Args:
         device: ``"P:D"`` indices, part of a platform or device name, or ``None`` for the
@@ -254,6 +264,9 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
         seed: seed of the random inputs.
         inputs: ``normal`` (default), ``uniform``, ``ones`` or ``arange`` (the last two
             can hide swapped indices).
+        unchecked: launch even when the check before launch finds hazards (then the
+            result's ``.unchecked`` says "unchecked: hazards found: ..."); without it such
+            a schedule raises ``UnsafeLaunchError`` and nothing is launched.
 
     Returns:
         ``tiletraffic.analysis.validation.measure.DeviceRun`` (``.run`` times in seconds, ``.check``;
@@ -261,6 +274,7 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
 
     Raises:
         tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
+        tiletraffic.analysis.validation.measure.UnsafeLaunchError: hazards found before launch.
         tiletraffic.gpu.runtime.LaunchConfigError, KernelBuildError, LaunchError,
         ResultMismatchError: see ``run_on_device``.
     """
@@ -271,7 +285,7 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
 
     return run_on_device(select_device(device), schedule, repeat=repeat, warmup=warmup,
                          rng=np.random.default_rng(seed), reference_fn=reference,
-                         inputs=inputs)
+                         inputs=inputs, unchecked=unchecked)
 
 
 def calibrate(device: str | None = None, *, quick: bool = False,
@@ -500,6 +514,7 @@ __all__ = [
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",
     "ceil_div", "minimum", "global_id", "local_id", "group_id",
     "vload", "vstore", "PrivateArray", "DeclarePrivateArray", "assign_elem", "accumulate_elem",
+    "FCall", "Select", "fmax", "fmin", "fabs", "sqrt", "exp", "select",
     "DeviceModel", "DEVICE_MODELS", "device_model", "DeviceModelError", "DeviceLimits",
     "GENERIC_GPU", "UNLIMITED",
     "FAMILIES", "SimulationResult", "ModelledLaunch", "TrafficPrediction", "Hazard",

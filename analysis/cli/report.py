@@ -13,7 +13,7 @@ from .options import TARGETS_OPTION
 @click.option("--out", "out_dir", default="reports", show_default=True,
               type=click.Path(file_okay=False), help="Reports directory.")
 @click.option("--quick", is_flag=True, help="Small sweep (seconds on a 2-core CPU).")
-@click.option("--repeat", "-r", type=int, default=10, show_default=True,
+@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
               help="Timed launches per kernel (at least 10).")
 @click.option("--device-model", "model", default=None,
               help="Device model to validate on the device: a built-in name or a TOML file "

@@ -32,6 +32,9 @@ picture are 7 pixels, the smallest one still reads (and hovers) as a cell."""
 MAX_WORK_GROUP_ITEMS = 1024
 """Most work-items of the drawn work-group (as many as a work-group may have)."""
 
+MAX_WORK_GROUPS = 4096
+"""Most work-groups of a launch: every one is executed (read maps, races), in seconds."""
+
 TIME_TERM_FIELDS: dict[str, tuple[str, ...]] = {
     "fp32_s": ("fp32_flop_per_s",),
     "dram_s": ("dram_bytes_per_s", "l2_bytes", "l2_associativity", "l2_partitions"),
@@ -102,7 +105,8 @@ def check_size(schedule: S.Schedule) -> None:
     Raises:
         ExplainSizeError: an array with more than :data:`MAX_SIDE_ELEMS` elements along a
             drawn side (the message names the array, the limit and the size options to use),
-            or a work-group above :data:`MAX_WORK_GROUP_ITEMS` work-items.
+            a work-group above :data:`MAX_WORK_GROUP_ITEMS` work-items, or a launch of
+            more than :data:`MAX_WORK_GROUPS` work-groups.
     """
     p = schedule.param_values
     for a in arrays(schedule):
@@ -121,6 +125,10 @@ def check_size(schedule: S.Schedule) -> None:
         raise ExplainSizeError(f"work-groups of {schedule.work_group_items} work-items: "
                                f"explain draws at most {MAX_WORK_GROUP_ITEMS}; use a smaller "
                                "--tile")
+    if schedule.work_groups > MAX_WORK_GROUPS:
+        raise ExplainSizeError(f"a launch of {schedule.work_groups} work-groups: explain "
+                               f"executes every one, at most {MAX_WORK_GROUPS}; use smaller "
+                               "sizes or a larger tile")
 
 
 def group_coordinates(schedule: S.Schedule, linear: int) -> list[int]:
