@@ -190,3 +190,21 @@ def named_schedule_options(f):
     f = click.option("--m", "m", type=int, default=None,
                      help="Rows of A (default: an example shape).")(f)
     return click.argument("name", required=False, type=SCHEDULE)(f)
+
+
+def _targets(ctx, param, value):
+    from ..targets import TargetsError, load
+
+    if value is None:
+        return None
+    try:
+        return load(value)
+    except TargetsError as err:
+        raise click.BadParameter(str(err), ctx, param) from None
+
+
+TARGETS_OPTION = click.option(
+    "--targets", "targets", default=None, metavar="FILE", callback=_targets,
+    help="The limits the model is judged by (TOML: median-abs-error, worst-abs-error, "
+         "speedup-error, ranking, tune-regret; those not given keep the built-in values). "
+         "Start from the built-in file: analysis/targets.toml of the installed package.")
