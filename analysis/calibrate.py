@@ -114,7 +114,7 @@ def issue_rate(instructions: float, seconds: float, clock_hz: float, compute_uni
     """Sub-group instructions per cycle per sub-partition: ``instructions`` (as the time
     model counts them) in ``seconds`` on ``compute_units`` x ``sub_partitions_per_cu``
     schedulers at ``clock_hz`` (the model's issue ceiling,
-    :func:`tiletraffic.simulator.traffic_model.issued_instructions`, divides by the same)."""
+    :func:`tiletraffic.simulator.prediction.issued_instructions`, divides by the same)."""
     return instructions / (seconds * clock_hz * compute_units * sub_partitions_per_cu)
 
 

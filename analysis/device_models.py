@@ -62,3 +62,29 @@ def model_from_opencl(info: DeviceInfo, global_cache_bytes: int | None = None,
                               for k, v in queried.items()}, name=name)
     return replace(model, description=f"{info.device_name}: {', '.join(queried)} queried "
                    f"from OpenCL, every other value from the built-in model {base.name}.")
+
+
+def model_describes_device(model: DeviceModel, info: DeviceInfo) -> tuple[bool, str]:
+    """Whether ``model`` is a model of the device ``info`` itself, and a sentence saying why.
+
+    It is when one of its values was measured on this device (``tiletraffic calibrate``: a
+    ``measured`` value whose reference names ``info.device_name``) or when it is the built-in
+    model of the device's name (:data:`KNOWN_NAMES`, also completed from OpenCL queries or
+    calibrated). Any other model (``generic-gpu``, the queried limits completed from it, or a
+    GPU's model on another device) predicts times of the device it describes, not of this
+    one: a report then shows no met / not-met verdicts for its times.
+    """
+    name = model.name.split("calibrated:", 1)[-1]
+    measured = [k for k, s in model.value_sources.items() if s.kind == "measured"
+                and info.device_name in model.references.get(s.ref, "")]
+    if measured:
+        return True, (f"`{model.name}`: {len(measured)} of its values were measured on "
+                      f"{info.device_name} (tiletraffic calibrate)")
+    known = built_in_name_for(info.device_name)
+    if known and name.startswith(known):
+        return True, f"`{model.name}` is the built-in model of {info.device_name}"
+    what = ("it describes a GPU, and this device is not one" if not info.is_gpu else
+            "no value of it was measured on this device and it is not this device's "
+            "built-in model")
+    return False, (f"`{model.name}` is not a model of {info.device_name}: {what}, so its "
+                   "predicted times are another device's")

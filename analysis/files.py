@@ -1,4 +1,6 @@
-"""Atomic file writes: a reader sees the old file or the whole new one, never a part.
+"""Results files: atomic writes (a reader sees the old file or the whole new one, never a
+part), a folder proved writable before work starts, and the error of a run interrupted after
+saving what had finished.
 
 Every writer writes a temporary file in the destination's folder and renames it over the
 destination (``os.replace``, atomic on POSIX and Windows within one file system); the
@@ -84,3 +86,27 @@ def archive_previous(path: str | os.PathLike, prefix: str) -> Path | None:
         n += 1
     os.replace(old, dest)
     return dest
+
+
+def ensure_writable(out_dir: Path) -> None:
+    """Create ``out_dir`` and prove a file can be written there, before any work starts.
+
+    Raises:
+        OSError: naming the directory and the reason (permission denied, read-only file
+            system, a file in the way, ...).
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd, probe = tempfile.mkstemp(prefix=".write-test.", dir=out_dir)
+    os.close(fd)
+    os.remove(probe)
+
+
+class SweepInterrupted(RuntimeError):
+    """The sweep was interrupted; the counted cases and finished device runs are saved (``results.json``, and the
+    report rendered from them)."""
+
+    def __init__(self, out_dir: Path, done: int, total: int):
+        self.out_dir, self.done, self.total = out_dir, done, total
+        super().__init__(f"sweep interrupted after {done} of {total} device runs; " +
+                         (f"the finished ones are saved in {out_dir / 'results.json'} and "
+                          f"{out_dir / 'report.md'}" if done else "no device run had finished"))

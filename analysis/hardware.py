@@ -4,7 +4,7 @@
 ``id``, ``schedule``, ``m``, ``k``, ``n``, ``tile`` and ``metrics`` as
 :func:`tiletraffic.analysis.ncu.parse_ncu_raw_csv` reads them) and, optionally,
 ``opencl_cases`` (``id`` and ``run.median_s``, the OpenCL times). It predicts every case
-with :func:`tiletraffic.simulator.traffic_model.model_launch` and pairs each prediction with
+with :func:`tiletraffic.simulator.model.model_launch` and pairs each prediction with
 its counters (:class:`CaseComparison`); :func:`speedups` and :func:`rankings` compare
 predicted and measured times. Nothing here needs a GPU.
 
@@ -25,7 +25,7 @@ from functools import lru_cache
 
 from tiletraffic.simulator import schedules
 from tiletraffic.simulator.device_model import DEVICE_MODELS, DeviceModel, GuessedValueWarning
-from tiletraffic.simulator.traffic_model import ModelledLaunch, model_launch
+from tiletraffic.simulator.model import ModelledLaunch, model_launch
 
 EXACT = "exact"
 WITHIN_25 = 0.25
@@ -113,7 +113,7 @@ class CaseComparison:
 @lru_cache(maxsize=128)
 def modelled_launch(family: str, m: int, k: int, n: int | None, tile: int,
                     model: DeviceModel) -> ModelledLaunch:
-    """:func:`simulator.traffic_model.model_launch` of one schedule instance, cached, without
+    """:func:`simulator.model.model_launch` of one schedule instance, cached, without
     the guessed-value warnings (a report lists the guessed values once, in "What the model
     guesses")."""
     with warnings.catch_warnings():

@@ -39,6 +39,19 @@ def _save(fig, path: Path) -> None:
         plt.close(fig)
 
 
+MARKERS = ("o", "s", "^", "v", "D", "P", "X", "<", ">", "p", "h", "*")
+"""Marker cycle: with the colours of ``tab20`` every series gets its own pair."""
+
+
+def series_style(index: int) -> dict:
+    """Colour and marker of series ``index``: the first 10 series differ in colour (tab10,
+    then the light shades of tab20) and the first 12 in marker, so every series of a figure
+    differs from its neighbours in both."""
+    color = (plt.get_cmap("tab10")(index) if index < 10
+             else plt.get_cmap("tab20")((2 * index + 1) % 20))
+    return {"color": color, "marker": MARKERS[index % len(MARKERS)]}
+
+
 def loglog_with_fits(series: dict[str, tuple[list, list]], xlabel: str, ylabel: str,
                      title: str, path: Path, base: int = 2) -> dict[str, float]:
     """Log-log plot of several series, each with its fitted exponent in the legend.
@@ -50,12 +63,13 @@ def loglog_with_fits(series: dict[str, tuple[list, list]], xlabel: str, ylabel: 
     """
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     slopes = {}
-    for label, (x, y) in series.items():
+    for i, (label, (x, y)) in enumerate(series.items()):
         p, c = fit_power_law(x, y)
         slopes[label] = p
-        line, = ax.plot(x, y, "o", label=f"{label}: slope {p:.2f}")
+        style = series_style(i)
+        ax.plot(x, y, style["marker"], color=style["color"], label=f"{label}: slope {p:.2f}")
         xs = np.geomspace(min(x), max(x), 50)
-        ax.plot(xs, c * xs**p, "-", color=line.get_color(), alpha=0.6)
+        ax.plot(xs, c * xs**p, "-", color=style["color"], alpha=0.6)
     ax.set_xscale("log", base=base)
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
@@ -67,26 +81,60 @@ def loglog_with_fits(series: dict[str, tuple[list, list]], xlabel: str, ylabel: 
     return slopes
 
 
-def ratio_vs_speedup(labels: list[str], predicted: list[float], measured: list[float],
-                     path: Path, device: str) -> None:
-    """Bars: the counted global-load ratio (naive / tiled, exact from the simulator) next to
-    the measured speedup."""
-    fig, ax = plt.subplots(figsize=(max(6.4, 0.45 * len(labels) + 2), 4.4))
-    x = np.arange(len(labels))
-    # Bars start at 1 (no change): a speedup below 1 hangs down from the line.
-    ax.bar(x - 0.2, np.asarray(predicted) - 1, 0.4, bottom=1,
-           label="counted (simulator): naive / tiled global loads")
-    ax.bar(x + 0.2, np.asarray(measured) - 1, 0.4, bottom=1,
-           label=f"measured speedup on {device}")
+def _yerr(values, low, high) -> np.ndarray:
+    """Asymmetric error bars from ranges (an infinite upper end drawn to twice the value)."""
+    v = np.asarray(values, dtype=float)
+    hi = np.where(np.isfinite(high), high, 2 * v)
+    return np.vstack([v - np.asarray(low, dtype=float), hi - v])
+
+
+def speedup_vs_cut(labels: list[str], cut: list[float], speedup: list[float],
+                   low: list[float], high: list[float], path: Path, device: str) -> None:
+    """Scatter: the counted cut in global loads (naive / optimized, exact from the simulator)
+    against the measured speedup with its range as error bars; every case its own colour and
+    marker, named in the legend; the diagonal (speedup = cut) and no change (1) drawn."""
+    fig, ax = plt.subplots(figsize=(7.8, 4.8))
+    for i, label in enumerate(labels):
+        style = series_style(i)
+        ax.errorbar([cut[i]], [speedup[i]], yerr=_yerr([speedup[i]], [low[i]], [high[i]]),
+                    fmt=style["marker"], color=style["color"], ms=6, capsize=3, label=label)
+    lo = min([x for x in low if x > 0] + list(cut) + list(speedup) + [1.0]) / 1.5
+    hi = max(list(speedup) + list(cut) + [1.0]) * 1.5
+    low = [max(x, lo) for x in low]     # a range reaching 0 is drawn to the axis
+    xs = np.geomspace(lo, hi, 20)
+    ax.plot(xs, xs, "k--", lw=0.8, label="speedup = cut in loads")
     ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
-    ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=8)
-    ax.set_ylabel("ratio (log scale)")
-    ax.set_title("Traffic cut by tiling vs time saved")
-    values = list(predicted) + list(measured)
-    ax.set_ylim(min(min(values), 1) / 1.5, max(max(values), 1) * 6)  # room for the legend
-    ax.legend(fontsize=8, loc="upper left")
-    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_xlabel("cut in global loads (naive / optimized, counted)")
+    ax.set_ylabel(f"measured speedup on {device}")
+    ax.set_title("Traffic cut by tiling vs time saved (error bars: the spreads' range)",
+                 fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+              ncol=1 if len(labels) <= 24 else 2)
+    _save(fig, path)
+
+
+def speedup_vs_n(series: dict[str, tuple[list, list, list, list]], path: Path,
+                 device: str) -> None:
+    """Measured speedup against N, one series per tile width (label -> (N, speedup, low,
+    high)), each with its own colour and marker and error bars from the spreads."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    floor = min(min(v) for _, v, _, _ in series.values()) / 4
+    for i, (label, (n, value, low, high)) in enumerate(series.items()):
+        style = series_style(i)
+        low = [max(x, floor) for x in low]      # a range reaching 0 is drawn to the axis
+        ax.errorbar(n, value, yerr=_yerr(value, low, high), fmt="-" + style["marker"],
+                    color=style["color"], ms=6, capsize=3, label=label)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("N (M = N = K)")
+    ax.set_ylabel("measured speedup over naive")
+    ax.set_title(f"Tiled vs naive GEMM on {device}", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
     _save(fig, path)
 
 
@@ -127,25 +175,37 @@ def roofline(points: list[tuple], dram_bytes_per_s: float, fp32_flop_per_s: floa
     _save(fig, path)
 
 
-def predicted_vs_measured(families: list[str], measured_s: list[float], spread_s: list[float],
-                          predicted_s: list[float], path: Path, title: str) -> None:
-    """Log-log scatter of predicted against measured time (ms), one point per case coloured
-    by schedule family, horizontal error bars ± the measured spread, the diagonal (exact)
-    and the ±15 % and ±35 % time targets dashed."""
-    fig, ax = plt.subplots(figsize=(6.8, 5.2))
+def predicted_vs_measured(labels: list[str], problems: list[str], measured_s: list[float],
+                          spread_s: list[float], predicted_s: list[float], path: Path,
+                          title: str, bands: bool = True) -> None:
+    """Log-log scatter of predicted against measured time (ms), one point per case: one
+    colour and marker per schedule (``labels``, with its parameters), open for the smaller
+    problem of its kind (``problems``) and filled for larger ones; horizontal error bars ±
+    the measured spread, the diagonal (exact) and, with ``bands``, the ±15 % and ±35 % time
+    targets dashed."""
+    fig, ax = plt.subplots(figsize=(7.4, 5.2))
     meas, pred = np.asarray(measured_s) * 1e3, np.asarray(predicted_s) * 1e3
     err = np.asarray(spread_s) * 1e3
-    names = list(dict.fromkeys(families))
-    colors = plt.get_cmap("tab10")(np.arange(len(names)) % 10)
-    for name, color in zip(names, colors):
-        sel = np.array([f == name for f in families])
-        ax.errorbar(meas[sel], pred[sel], xerr=err[sel], fmt="o", color=color, ms=5,
-                    capsize=3, label=name)
+    names = list(dict.fromkeys(labels))
+    smallest = {}
+    for p in problems:
+        kind = p.split(" ")[0]
+        size = _problem_size(p)
+        smallest[kind] = min(smallest.get(kind, size), size)
+    for i, name in enumerate(names):
+        style = series_style(i)
+        for j in (j for j, lab in enumerate(labels) if lab == name):
+            kind = problems[j].split(" ")[0]
+            size = _problem_size(problems[j])
+            ax.errorbar(meas[j], pred[j], xerr=err[j], fmt=style["marker"],
+                        color=style["color"], ms=6, capsize=3,
+                        mfc="none" if size == smallest[kind] else style["color"],
+                        label=name if j == labels.index(name) else None)
     lo = min(meas.min(), pred.min()) / 1.5
     hi = max(meas.max(), pred.max()) * 1.5
     xs = np.geomspace(lo, hi, 20)
     ax.plot(xs, xs, "k-", lw=0.8, label="predicted = measured")
-    for band, style in ((0.15, "--"), (0.35, ":")):
+    for band, style in (((0.15, "--"), (0.35, ":")) if bands else ()):
         for sign in (1, -1):
             ax.plot(xs, xs * (1 + sign * band), "k" + style, lw=0.6, alpha=0.6,
                     label=f"±{band:.0%}" if sign == 1 else None)
@@ -155,7 +215,16 @@ def predicted_vs_measured(families: list[str], measured_s: list[float], spread_s
     ax.set_ylim(lo, hi)
     ax.set_xlabel("measured time (ms), ± spread")
     ax.set_ylabel("predicted time (ms)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title + "\nopen: smaller problem, filled: larger", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     _save(fig, path)
+
+
+def _problem_size(problem: str) -> int:
+    """Elements of a problem's sizes (``"gemm 64×64×64"``: 64³); 0 for a problem named
+    otherwise (a launch file's: ``"opencl mm_tiled.toml N=64"``)."""
+    try:
+        return int(np.prod([int(x) for x in problem.split(" ")[-1].split("×")]))
+    except ValueError:
+        return 0

@@ -17,7 +17,7 @@ Pipeline, for C = A·B with A M×K and B K×N:
    them, re-model it with them and re-rank; a failed build is a rejection of stage
    ``build``.
 3. **Measure** the ``top`` best-ranked (or all: ``measure_all``) on the OpenCL device with
-   :func:`analysis.validate.run_on_device`, which checks every launch against float64 before
+   :func:`analysis.validation.measure.run_on_device`, which checks every launch against float64 before
    its time counts. A candidate that fails to build, launch or check is recorded as failed
    with the message and the tuning goes on.
 4. **Judge** the model (:func:`analysis.tuning_stats.summarize`): regret of its pick against
@@ -47,6 +47,7 @@ from tiletraffic.simulator.schedules import INT32_MAX, ScheduleError
 
 from . import tuning_recheck, tuning_stats
 from .files import archive_previous, atomic_write_text
+from .targets import load as load_targets
 from .tuning_space import TuningSpace, check_candidate, load_space
 
 DEFAULT_TOP = 8
@@ -199,7 +200,7 @@ def _predict(task) -> tuple[int, dict]:
     import time
 
     from tiletraffic.simulator.device_model import GuessedValueWarning
-    from tiletraffic.simulator.traffic_model import model_launch
+    from tiletraffic.simulator.model import model_launch
 
     index, family, params, (m, n, k), model, registers = task
     model = model if model is not None else _WORKER_MODEL
@@ -262,9 +263,10 @@ def _measure_round(target, sch, repeat, warmup, seed, index, round_index) -> dic
     from tiletraffic.gpu.runtime import (KernelBuildError, LaunchConfigError, LaunchError,
                                          ResultMismatchError)
 
-    from .validate import run_on_device
+    from .validation.measure import UnsafeLaunchError, run_on_device
 
-    stages = ((KernelBuildError, "build"), (LaunchConfigError, "launch limits"),
+    stages = ((UnsafeLaunchError, "check before launch"),
+              (KernelBuildError, "build"), (LaunchConfigError, "launch limits"),
               (LaunchError, "launch"), (ResultMismatchError, "check"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -291,7 +293,7 @@ def _add_round(record: dict, result: dict, rounds: int, work: int) -> None:
     record gets status ``ok`` and its time and spread (``analysis.validation.measured_time``:
     median of all timed launches, spread the larger of their interquartile range and the
     difference of the rounds' medians); a failed round makes it ``failed``."""
-    from .validation import measured_time
+    from .validation.compare import measured_time
 
     if "failed" in result:
         record.update(status="failed", failed_round=len(record["rounds"]), **result["failed"])
@@ -422,7 +424,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
          top: int = DEFAULT_TOP, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
          space=None, jobs: int = 1, measure_all: bool = False, resume: bool = False,
          seed: int | None = None, progress: bool | None = False, log=None,
-         command: str | None = None, recheck: int | None = None) -> TuneResult:
+         command: str | None = None, recheck: int | None = None,
+         targets=None) -> TuneResult:
     """Tune C = A·B (A M×K, B K×N, row-major float32) over a tuning space (module docstring).
 
     Args:
@@ -452,6 +455,9 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             with their compiled registers (where the driver reports them) and re-rank
             (:mod:`analysis.tuning_recheck`); None: 4 x ``top``; at most the modelled
             ones; 0: none. Needs a device (ignored without one).
+        targets: the limits the tuning is judged by (``tune-regret``, and ``ranking`` for
+            resolvable pairs; :mod:`analysis.targets`): a file or ``Targets``; default the
+            built-in ones. Recorded in ``meta.targets``.
 
     Returns:
         :class:`TuneResult`.
@@ -463,6 +469,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             candidate; an
             ``out`` that a resumed tuning does not match.
         tiletraffic.analysis.tuning_space.SpaceError: a malformed space file.
+        tiletraffic.analysis.targets.TargetsError: a malformed targets file.
         KeyError, DeviceModelError: an unknown device model or a malformed model file.
         tiletraffic.gpu.device.DeviceError: no OpenCL device (or none matching ``device``).
         OSError: ``out`` cannot be written (found before any work starts).
@@ -483,6 +490,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
                                 or recheck < 0):
         raise TuneError(f"recheck must be an integer >= 0, got {recheck!r}")
     space = space if isinstance(space, TuningSpace) else load_space(space)
+    limits_judged = load_targets(targets)
     measuring = top > 0 or measure_all
     target = None
     if measuring or device is not None:
@@ -511,7 +519,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     meta = _meta(m, n, k, space, model, limits, target, command or (
         f"tiletraffic.tune({m}, {n}, {k}, device={device!r}, top={top}, "
         f"measure_all={measure_all})"), top=top, measure_all=measure_all, repeat=repeat,
-        warmup=warmup, rounds=rounds, seed=seed, jobs=jobs, recheck=recheck)
+        warmup=warmup, rounds=rounds, seed=seed, jobs=jobs, recheck=recheck,
+        targets=limits_judged.to_dict())
     path = None if out is None else Path(out)
     old = _previous(path, resume, meta, log)
     if old is not None:

@@ -58,7 +58,7 @@ def compiled_resources(target, schedule):
     """Build ``schedule``'s kernel on ``target`` (compile only, nothing launched) and read
     what the driver reports of it.
 
-    The kernel and build options are those :func:`analysis.validate.run_on_device` uses
+    The kernel and build options are those :func:`analysis.validation.measure.run_on_device` uses
     (:func:`gpu.codegen.generate`, :func:`gpu.runtime.build_options`: ``-cl-nv-verbose`` on
     NVIDIA), and the program goes into the target's program cache, so measuring it later
     does not build it again.

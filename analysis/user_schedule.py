@@ -26,7 +26,7 @@ Limit: large launches are counted by work-group classes (``simulate`` above
 assume what the built-in schedules guarantee: guards compare global ids with the sizes, so
 only the first and last work-group of an NDRange dimension can take other branches. A
 schedule whose guards depend on the work-group id otherwise (``group_id(0) % 2``) must be
-counted without classes (``tiletraffic.simulate(..., work_group_classes=False)``).
+counted without classes (``tiletraffic.simulate(...)``).
 
 Every problem a user can cause raises :class:`UserScheduleError` (a ``ValueError``) with one
 line naming the file, the function and the value: missing file, import failure, missing

@@ -18,15 +18,15 @@ a checkout of the code before the blocked loops (``simulator/loop_blocks.py``, c
 31b38b8) took 127.7 s (median 1.04 s, slowest 4.75 s) for the same candidates, with the same
 top five and every figure of every candidate identical. After the register-blocked
 families' staged tile loads (commit 3344794: straight-line statements, not a loop that
-:mod:`simulator.loop_blocks` can block), 35.1 s on 2 idle cores (median 0.29 s, slowest
+:mod:`simulator.accelerators.loop_blocks` can block), 35.1 s on 2 idle cores (median 0.29 s, slowest
 1.27 s; ratio 0.59), 61.9 s beside a full test run.
 
-The model with its loops run iteration by iteration (``TILETRAFFIC_LOOP_BLOCKS=0``:
-:mod:`simulator.loop_blocks` off, everything else as now) is timed side by side on
+The model with its loops run iteration by iteration (``Accelerators(loop_blocks=False)``:
+:mod:`simulator.accelerators.loop_blocks` off, everything else as now) is timed side by side on
 ``--unblocked-cases`` cases (the ones with the largest register tiles), in a fresh process
 each, with a check that both give identical results. The old path (whole K loop executed,
 ``k_extrapolation=False``, private loop nests statement by statement,
-``TILETRAFFIC_PRIVATE_NESTS=0``, and no blocked loops) is timed side by side on
+``private_nests=False``, and no blocked loops) is timed side by side on
 ``--old-cases`` cases (gemm-tiled with tile 16, then the register-blocked ones the old
 path runs fastest: a conservative ratio), in a fresh process each, with a check that both
 give identical results. (The probing of work-group classes in one batch, the race
@@ -102,15 +102,13 @@ _CHILD = """
 import json, sys, time, warnings
 warnings.simplefilter("ignore")
 import tiletraffic as tt
-from tiletraffic.simulator.traffic_model import model_launch
-from tiletraffic.simulator.device_model import device_model
-family, options, n, old_in_tree = json.loads(sys.argv[1])
+family, options, n, accelerators = json.loads(sys.argv[1])
 sch = tt.build(family, m=n, k=n, n=n, **options)
 t0 = time.perf_counter()
-if old_in_tree:
-    launch = model_launch(sch, device_model("nvidia-h200"), k_extrapolation=False)
-else:
+if accelerators is None:   # another checkout: its own defaults and environment switches
     launch = tt.model(sch, "nvidia-h200")
+else:
+    launch = tt.model(sch, "nvidia-h200", accelerators=tt.Accelerators(**accelerators))
 print(json.dumps([time.perf_counter() - t0, launch.to_dict()], default=repr))
 """
 
@@ -118,20 +116,22 @@ print(json.dumps([time.perf_counter() - t0, launch.to_dict()], default=repr))
 def old_path(family: str, options: dict, n: int, checkout: str | None,
              unblocked_only: bool = False) -> tuple[float, dict]:
     """(seconds, figures) of the old path, in a fresh process; ``unblocked_only``: the
-    model of today with only its blocked loops off (``TILETRAFFIC_LOOP_BLOCKS=0``)."""
+    model of today with only its blocked loops off (``Accelerators(loop_blocks=False)``)."""
     env = dict(os.environ)
-    env["TILETRAFFIC_LOOP_BLOCKS"] = "0"
-    if checkout:
+    cwd = None
+    if checkout:   # a checkout from before the accelerators' options: its switches
+        env["TILETRAFFIC_LOOP_BLOCKS"] = "0"
         env["PYTHONPATH"] = checkout
         cwd = "/"
-    elif not unblocked_only:
-        env["TILETRAFFIC_PRIVATE_NESTS"] = "0"
-        cwd = None
+        accelerators = None
+    elif unblocked_only:
+        accelerators = {"work_group_classes": True, "private_nests": True,
+                        "loop_blocks": False, "k_extrapolation": True}
     else:
-        cwd = None
+        accelerators = {"work_group_classes": True, "private_nests": False,
+                        "loop_blocks": False, "k_extrapolation": False}
     out = subprocess.run([sys.executable, "-c", _CHILD,
-                          json.dumps([family, options, n, checkout is None and
-                                      not unblocked_only])],
+                          json.dumps([family, options, n, accelerators])],
                          env=env, cwd=cwd, capture_output=True, text=True, check=True)
     seconds, figures = json.loads(out.stdout.strip().splitlines()[-1])
     return seconds, figures
@@ -165,7 +165,7 @@ def main() -> None:
     for rank, i in enumerate(order[:5], start=1):
         print(f"  #{rank} predicted {results[i][1] * 1e3:8.3f} ms  {cases[i][0]} {cases[i][1]}")
     if args.unblocked_cases:
-        print("blocked loops off (TILETRAFFIC_LOOP_BLOCKS=0) side by side, fresh process each:")
+        print("blocked loops off side by side, fresh process each:")
         # the candidates with the largest register tiles and K steps: most loop work
         heavy = sorted((c for c in cases if c[0] != "gemm-tiled"),
                        key=lambda c: (-c[1]["tm"] * c[1]["tn"], -c[1]["bk"],

@@ -15,7 +15,7 @@ import warnings
 
 from tiletraffic.simulator import schedules
 from tiletraffic.simulator.device_model import DEVICE_MODELS
-from tiletraffic.simulator.traffic_model import model_launch
+from tiletraffic.simulator.model import model_launch
 
 NVIDIA_H200 = DEVICE_MODELS["nvidia-h200"]
 

@@ -13,6 +13,7 @@ import time
 
 from tiletraffic.gpu.oclgrind import oclgrind_counts
 from tiletraffic.simulator import schedules
+from tiletraffic.simulator.accelerators import Accelerators
 from tiletraffic.simulator.engine import simulate
 
 CASES = [("gemm-naive", 64, 16), ("gemm-tiled", 64, 16), ("gemm-tiled", 128, 16),
@@ -33,7 +34,8 @@ def main() -> None:
         full = simulate(sch, compute_values=False, limits=None).counts.to_dict()
         t_sim = time.perf_counter() - t0
         t0 = time.perf_counter()
-        simulate(sch, compute_values=False, limits=None, work_group_classes=True)
+        simulate(sch, compute_values=False, limits=None,
+                 accelerators=Accelerators(work_group_classes=True))
         t_cls = time.perf_counter() - t0
         equal = all(full[k] == ocl[k] for k in KEYS)
         print(f"{family + f' N={n}':24s} {t_ocl:11.2f} {t_sim:12.3f} {t_cls:13.3f} "

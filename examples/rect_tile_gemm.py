@@ -12,7 +12,7 @@ Use it by path from every command, for instance::
 
     tiletraffic simulate examples/rect_tile_gemm.py:make_schedule --m 20 --k 20 --n 40
 
-``closed_form(m, k, n)`` holds the counts derived by hand in the README's tutorial;
+``closed_form(m, k, n)`` holds the counts derived by hand in docs/tutorial.md;
 ``reference`` is the numpy result the simulated and the OpenCL results are checked against.
 """
 from __future__ import annotations
@@ -81,7 +81,7 @@ def reference(inputs):
 
 
 def closed_form(m: int, k: int, n: int) -> dict[str, int]:
-    """The counts derived by hand (README, "Tutorial: your own kernel").
+    """The counts derived by hand (docs/tutorial.md, "Closed forms by hand").
 
     With groups = ⌈N/16⌉·⌈M/8⌉ work-groups of 128 work-items and steps = ⌈K/8⌉ K-steps:
     A is loaded M·K·⌈N/16⌉ times (each in-range element once per column of work-groups),

@@ -106,6 +106,11 @@ def render_float(e: S.FloatExpr) -> tuple[str, int]:
     if isinstance(e, S.FBinOp):
         return _binary(e.op, render_float(e.left), render_float(e.right), _op_of(e.right),
                        reassociate=False)
+    if isinstance(e, S.FCall):  # OpenCL C built-ins of the same names (CUDA: gpu.cuda)
+        return f"{e.fn}({', '.join(render_float(a)[0] for a in e.args)})", _ATOM
+    if isinstance(e, S.Select):
+        return (f"(({render_cond(e.cond)[0]}) ? {render_float(e.then)[0]} : "
+                f"{render_float(e.orelse)[0]})"), _ATOM
     raise TypeError(f"cannot render float expression {e!r}")
 
 
@@ -255,11 +260,18 @@ def _named_constants(schedule: S.Schedule) -> dict[str, int]:
 def generate(schedule: S.Schedule) -> GeneratedKernel:
     """OpenCL C for ``schedule`` with its launch geometry.
 
+    A schedule parsed from a user's OpenCL C (``tiletraffic.frontend.opencl``; its
+    ``extra["opencl"]`` holds the source) is not rendered: its own source text, kernel
+    name, argument order and build options are returned, so every run and Oclgrind
+    cross-check executes the kernel as the user wrote it.
+
     Returns:
         :class:`gpu.kernel.GeneratedKernel` whose ``args`` are the global buffers (inputs
         ``global_in``, outputs ``global_out``, inputs the kernel writes ``global_inout``)
         followed by the ``int`` parameters.
     """
+    if "opencl" in schedule.extra:
+        return _user_kernel(schedule)
     args = [KernelArg(a.name, ARG_KINDS[a.role]) for a in schedule.arrays]
     args += [KernelArg(name, "int") for name, _ in schedule.params]
     sig = []
@@ -291,3 +303,14 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
         name=schedule.kernel_name, source=source, args=tuple(args),
         global_size=tuple(schedule.global_size), local_size=tuple(schedule.local_size),
         local_mem_bytes=schedule.local_mem_bytes, schedule_name=schedule.family)
+
+
+def _user_kernel(schedule: S.Schedule) -> GeneratedKernel:
+    """The user's own kernel of a parsed schedule (see :func:`generate`)."""
+    user = schedule.extra["opencl"]
+    return GeneratedKernel(
+        name=user["kernel"], source=user["source"],
+        args=tuple(KernelArg(name, kind) for name, kind in user["args"]),
+        global_size=tuple(schedule.global_size), local_size=tuple(schedule.local_size),
+        local_mem_bytes=schedule.local_mem_bytes, build_options=tuple(user["build_options"]),
+        schedule_name=schedule.family)

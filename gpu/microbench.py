@@ -311,7 +311,7 @@ def strided_read_x(target, stride_words: int, length: int, work_groups: int, rep
 
 REGISTER_TILE_INSTRUCTIONS_PER_STEP = 8 * (8 + 8 + 64) + 1
 """Sub-group instructions of one ``register_tile`` step as the time model counts them
-(:func:`tiletraffic.simulator.traffic_model.issued_instructions`): per kk 8 + 8 local
+(:func:`tiletraffic.simulator.prediction.issued_instructions`): per kk 8 + 8 local
 loads and 64 FMAs, 8 kk, and the barrier."""
 
 

@@ -37,7 +37,7 @@ class AccessEvent:
         merge_iterations: whether the iteration axis is a block of a vectorized loop,
             whose consecutive iterations a device model may merge into vector loads
             (``MemoryObserver``'s ``local_vector_words``); ``False`` for the blocks of a
-            loop run blocked by :mod:`simulator.loop_blocks`, whose iterations count as
+            loop run blocked by :mod:`simulator.accelerators.loop_blocks`, whose iterations count as
             separate instructions exactly as when executed one by one.
     """
 
@@ -113,6 +113,11 @@ class Observer:
 
     def on_flop(self, group_index: np.ndarray, flop_per_group: np.ndarray) -> None:
         """Floating-point operations executed, per work-group of the batch."""
+
+    def on_hazardous_store(self, array: str, words: np.ndarray) -> None:
+        """A store reported as a hazard (out of bounds in some dimension, misaligned) and
+        skipped by the simulator would write these words of global ``array`` (flat indices
+        inside the buffer, any shape) on a device."""
 
     def on_finish(self) -> None:
         """Every work-group has run."""

@@ -2,7 +2,7 @@
 
 A sector that L2 is asked for again is a DRAM read again unless it is still in L2. Which
 work-groups ask for the same sectors follows from the load offsets between neighbouring
-work-groups (measured by probing, :func:`simulator.classes.load_offsets`): a buffer whose
+work-groups (measured by probing, :func:`simulator.accelerators.classes.load_offsets`): a buffer whose
 loads do not move between neighbours in NDRange dimension 0 (``offset_0 == 0``, the A stripe
 of a GEMM row of work-groups, the x vector of a matrix-vector product) is re-read by the very
 next work-group in dispatch order (``gap = 1``); one that moves in dimension 0 but not in
@@ -31,7 +31,7 @@ Two estimates, each named in ``methods`` and reported side by side:
   of a buffer were left by the previous wave with the probability that a wave's distinct
   data did not evict them.
 
-When every buffer fits in L2 together, :func:`simulator.traffic_model.predict` reports
+When every buffer fits in L2 together, :func:`simulator.prediction.predict` reports
 compulsory reads without asking this model (so conflict misses of a low-associativity L2 are
 ignored there: a small jump at that size). ``reports/nvidia-h200/validation.md`` compares
 both estimates with the H200's counters.

@@ -21,25 +21,32 @@ element whose flat index is not a multiple of the width is the hazard
 
 Control flow depends on integers only, never on float values, so running with
 ``compute_values=False`` gives exactly the same counts while skipping the float arithmetic.
-Then loop nests on private memory only (a register tile's update) run in one step
-(:mod:`simulator.private_nest`, statement by statement wherever a hazard could occur), and,
-with ``blocked_loops``, loops that store or assign private arrays run in blocks of
-iterations too (:mod:`simulator.loop_blocks`).
+Then the accelerators the caller enables (:class:`simulator.accelerators.Accelerators`) may
+run: work-group classes choose the work-groups executed; the statement passes
+(:class:`simulator.accelerators.Pass`: private nests, loop blocks) execute loops and runs of
+statements in fewer steps with the same effect.
 """
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
 
-from . import loop_blocks, private_nest
 from . import schedule as S
+from . import sum_length
+from .accelerators import SIMULATE, Accelerators, NotApplicable, Pass, Run
+from .accelerators import loop_blocks
+from .accelerators.classes import group_classes
+from .accelerators.loop_blocks import STALE, LoopBlocks
+from .accelerators.private_nest import PrivateNests
 from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, count_per_group
 from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
-from .hazards import Hazard, HazardLog
+from .global_races import GlobalRaceDetector
+from .hazards import Hazard, HazardError, HazardLog, array_dims, element_text
+from .race_detection import LocalRaceDetector, UninitializedLocalRead, UnwrittenOutput
+from .static_ir import CMP_OPS, INT_OPS, eval_static, is_vectorizable
 from .unwritten import unwritten_fill
 
 BATCH_WORK_ITEMS = 1 << 20
@@ -48,12 +55,6 @@ BATCH_WORK_ITEMS = 1 << 20
 BLOCK_ELEMS = 1 << 22
 """Entries of one (G, L, I) block of a vectorized loop."""
 
-
-PRIVATE_NESTS = os.environ.get("TILETRAFFIC_PRIVATE_NESTS", "1") != "0"
-"""When values are not computed: execute loop nests on private memory only in one step
-(:mod:`simulator.private_nest`), and private array elements of one static index per batch
-without per-work-item index arrays (same results). ``TILETRAFFIC_PRIVATE_NESTS=0`` executes
-them statement by statement (the old path, for the benchmark and the tests)."""
 
 VECTOR_BLOCK = 4
 """Vectorized loop blocks start at multiples of this many iterations."""
@@ -83,6 +84,11 @@ class SimulationResult:
         read_maps: for each requested global input, how many times each element was read,
             in the input's logical shape.
         hazards: hazards collected in ``"report"`` mode.
+        sum_lengths: with ``sum_lengths=True``, each output's sum length per element
+            (:mod:`simulator.sum_length`: the float32 roundings its value went through, the
+            K of its tolerance), int32 in the output's logical shape (0 where unwritten).
+        representatives: with ``work_group_classes``, the linear ids of the work-groups
+            executed (one per class); ``None`` when every work-group ran.
     """
 
     schedule: S.Schedule
@@ -91,15 +97,17 @@ class SimulationResult:
     global_loads_per_group: np.ndarray
     read_maps: dict[str, np.ndarray]
     hazards: list[Hazard]
+    sum_lengths: dict[str, np.ndarray] | None = None
+    representatives: np.ndarray | None = None
 
 
 def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, *,
              compute_values: bool = True, read_maps: Iterable[str] = (),
              limits: DeviceLimits | None = GENERIC_GPU, hazards: str = "raise",
              observers: Iterable[Observer] = (), race_checks: bool = True,
-             work_group_classes: bool = False,
+             accelerators: Accelerators = SIMULATE,
              batch_work_items: int = BATCH_WORK_ITEMS,
-             blocked_loops: bool = False) -> SimulationResult:
+             sum_lengths: bool = False) -> SimulationResult:
     """Execute ``schedule`` and count its traffic.
 
     Args:
@@ -112,33 +120,41 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         hazards: ``"raise"`` (default: the first hazard raises) or ``"report"`` (collect
             them all in ``SimulationResult.hazards``; offending accesses are skipped).
         observers: extra observers of the access stream.
-        work_group_classes: execute one work-group per class of identical traffic
-            (:mod:`simulator.classes`) and weight its counts by the class size: exact counts
-            of large launches in seconds. Needs ``compute_values=False``; hazards are then
-            checked in the representatives only, and races in global memory and unwritten
-            outputs, which need every work-group of the launch, are not checked at all.
+        accelerators: the exact shortcuts that may run
+            (:class:`simulator.accelerators.Accelerators`; default: private nests only).
+            ``work_group_classes`` executes one work-group per class of identical traffic
+            (:mod:`simulator.accelerators.classes`) and weights its counts by the class
+            size: exact counts of large launches in seconds. It needs
+            ``compute_values=False``; hazards are then checked in the representatives only,
+            and races in global memory and unwritten outputs, which need every work-group
+            of the launch, are not checked at all. ``loop_blocks`` (with
+            ``work_group_classes``) also runs loops that store or assign private arrays in
+            blocks of iterations where :mod:`simulator.accelerators.loop_blocks` allows it:
+            the same counts, but a hazard's example could differ, so a hazard in a launch
+            in which a loop ran blocked, or a later read of such a loop's ``Let``, raises
+            :class:`simulator.accelerators.NotApplicable` (run again without it:
+            :func:`simulator.observation.observe_launch` does).
         race_checks: run the observers that find races in local memory and in global memory
             (:mod:`simulator.global_races`: between work-groups, and within a work-group
             where no global-fence barrier orders the accesses), reads of unwritten local
             memory and output elements never written (out-of-bounds accesses, barrier
             divergence and uninitialized private reads are always checked).
         batch_work_items: work-items per batch of work-groups (memory bound).
-        blocked_loops: with ``work_group_classes`` (so values off and no global race
-            checks), also run loops that store or assign
-            private arrays in blocks of iterations where :mod:`simulator.loop_blocks`
-            allows it: the same counts, but a hazard's example may differ and a later read
-            of such a loop's ``Let`` raises :class:`simulator.loop_blocks.LoopBlockFallback`
-            (run again without it: :func:`simulator.traffic_model.observe_launch` does).
+        sum_lengths: also count each output element's sum length
+            (:attr:`SimulationResult.sum_lengths`); needs ``compute_values``.
 
     Raises:
-        InputError: missing input or wrong shape.
+        InputError: missing input or wrong shape, or work-group classes asked for with
+            values or read maps.
         simulator.device.LimitError: the schedule exceeds ``limits``.
         simulator.hazards.HazardError: a hazard, in ``"raise"`` mode.
+        simulator.accelerators.NotApplicable: with ``accelerators.loop_blocks``, where
+            the blocked run cannot give full execution's result (see above).
     """
     if limits is not None:
         check_schedule_limits(schedule, limits)
     params = schedule.param_values
-    sizes = {a.name: int(_eval_static(a.size, params)) for a in schedule.arrays}
+    sizes = {a.name: int(eval_static(a.size, params)) for a in schedule.arrays}
     buffers: dict[str, np.ndarray] = {}
     if compute_values:
         buffers = _prepare_buffers(schedule, inputs, sizes, params)
@@ -148,25 +164,40 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     counter = TrafficCounter(schedule.work_groups, [a.name for a in schedule.arrays],
                              {n: sizes[n] for n in read_maps})
     log = HazardLog(hazards, num_groups=schedule.num_groups)
+    by_classes = accelerators.work_group_classes
+    if by_classes and (compute_values or read_maps):
+        raise InputError("work-group classes give counts only: use compute_values=False "
+                         "and no read maps")
     all_observers: list[Observer] = [counter]
     if race_checks:
         all_observers += _hazard_observers(schedule, log, sizes, params,
-                                           full_launch=not work_group_classes)
+                                           full_launch=not by_classes)
     all_observers += list(observers)
-    machine = _Machine(schedule, params, sizes, buffers, all_observers, log, compute_values)
-    machine.loop_blocks = blocked_loops and work_group_classes
+    if sum_lengths and not compute_values:
+        raise InputError("sum lengths are counted with the values: use compute_values=True")
+    machine = Machine(schedule, params, sizes, buffers, all_observers, log, compute_values,
+                      accelerators)
+    if sum_lengths:
+        machine.track_sum_lengths()
     per_batch = max(1, batch_work_items // schedule.work_group_items)
-    if work_group_classes:
-        if compute_values or read_maps:
-            raise InputError("work-group classes give counts only: use compute_values=False "
-                             "and no read maps")
-        classes = _classes(schedule, params, sizes, limits, blocked_loops)
-        reps, weights = classes.representatives, classes.weights
-        for first in range(0, len(reps), per_batch):
-            machine.run_batch(reps[first:first + per_batch], weights[first:first + per_batch])
-    else:
-        for first in range(0, schedule.work_groups, per_batch):
-            machine.run_batch(np.arange(first, min(first + per_batch, schedule.work_groups)))
+    representatives = None
+    try:
+        if by_classes:
+            classes = group_classes(schedule, probe_runner(schedule, accelerators))
+            reps, weights = classes.representatives, classes.weights
+            representatives = np.asarray(reps)
+            for first in range(0, len(reps), per_batch):
+                machine.run_batch(reps[first:first + per_batch],
+                                  weights[first:first + per_batch])
+        else:
+            for first in range(0, schedule.work_groups, per_batch):
+                machine.run_batch(np.arange(first, min(first + per_batch,
+                                                       schedule.work_groups)))
+    except HazardError as error:
+        if machine.ran_blocked:
+            raise NotApplicable(f"{schedule.family}: a hazard in a launch with loops run in "
+                                "blocks of iterations (its example could differ)") from error
+        raise
     for obs in all_observers:
         obs.on_finish()
     outputs = {}
@@ -176,33 +207,51 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
                 outputs[a.name] = buffers[a.name].reshape([params[s] for s in a.shape])
     maps = {n: counter.read_maps[n].reshape([params[s] for s in schedule.array(n).shape])
             for n in read_maps}
+    lengths = None
+    if sum_lengths:
+        lengths = {a.name: np.maximum(machine.dbuf[a.name], 0).reshape(
+            [params[d] for d in a.shape]) for a in schedule.arrays if a.is_output}
     return SimulationResult(schedule, outputs, counter.finish(),
-                            counter.global_loads_per_group, maps, log.hazards)
+                            counter.global_loads_per_group, maps, log.hazards, lengths,
+                            representatives)
 
 
-def probe_runner(schedule: S.Schedule, blocked_loops: bool = False):
+def probe_runner(schedule: S.Schedule, accelerators: Accelerators = SIMULATE):
     """``run(linear_ids, observer, block_groups=None)``: execute those work-groups of
     ``schedule`` (counts only, hazards collected and ignored) with one observer; for probing
     address patterns. ``block_groups``: vectorized loops run in the iteration blocks of a
-    batch of that many work-groups (default: the batch's own). ``blocked_loops``: as for
-    :func:`simulate` (each statement's event then covers a block of iterations: the same
-    index differences where they are one constant per statement, else none)."""
+    batch of that many work-groups (default: the batch's own). ``accelerators``: as for
+    :func:`simulate`, values off (with ``loop_blocks``, each statement's event covers a
+    block of iterations: the same index differences where they are one constant per
+    statement, else none)."""
     params = schedule.param_values
-    sizes = {a.name: int(_eval_static(a.size, params)) for a in schedule.arrays}
+    sizes = {a.name: int(eval_static(a.size, params)) for a in schedule.arrays}
 
     def run_groups(linear_ids, observer, block_groups=None):
-        probe = _Machine(schedule, params, sizes, {}, [observer], HazardLog("report"), False)
+        probe = Machine(schedule, params, sizes, {}, [observer], HazardLog("report"), False,
+                        accelerators)
         probe.block_groups = block_groups
-        probe.loop_blocks = blocked_loops
         probe.run_batch(np.asarray(linear_ids))
 
     return run_groups
 
 
-def _classes(schedule, params, sizes, limits, blocked_loops=False):
-    from .classes import group_classes
-
-    return group_classes(schedule, probe_runner(schedule, blocked_loops))
+def sum_lengths_of_groups(schedule: S.Schedule, linear_ids) -> dict[str, np.ndarray]:
+    """Sum lengths (:mod:`simulator.sum_length`) of the output elements that the work-groups
+    ``linear_ids`` (linear ids, dimension 0 fastest) store, executing only those, with values
+    (zero inputs: sum lengths do not depend on values). Per output: flat int32 array, 0 where
+    those work-groups store nothing. Hazards are ignored (check them first)."""
+    params = schedule.param_values
+    sizes = {a.name: int(eval_static(a.size, params)) for a in schedule.arrays}
+    buffers = {a.name: np.zeros(sizes[a.name], np.float32) for a in schedule.arrays}
+    machine = Machine(schedule, params, sizes, buffers, [], HazardLog("report"), True)
+    machine.track_sum_lengths()
+    ids = np.asarray(linear_ids, dtype=np.int64)
+    per_batch = max(1, BATCH_WORK_ITEMS // schedule.work_group_items)
+    for first in range(0, len(ids), per_batch):
+        machine.run_batch(ids[first:first + per_batch])
+    return {a.name: np.maximum(machine.dbuf[a.name], 0)
+            for a in schedule.arrays if a.is_output}
 
 
 def group_id_of(schedule: S.Schedule, linear: int) -> tuple[int, ...]:
@@ -215,8 +264,6 @@ def group_id_of(schedule: S.Schedule, linear: int) -> tuple[int, ...]:
 
 
 def _hazard_observers(schedule, log, sizes, params, full_launch=True) -> list[Observer]:
-    from .race_detection import LocalRaceDetector, UninitializedLocalRead, UnwrittenOutput
-
     def gid(linear: int) -> tuple[int, ...]:
         return group_id_of(schedule, linear)
 
@@ -225,8 +272,6 @@ def _hazard_observers(schedule, log, sizes, params, full_launch=True) -> list[Ob
     found: list[Observer] = [LocalRaceDetector(schedule, log, gid, local_sizes),
                              UninitializedLocalRead(schedule, log, gid, local_sizes)]
     if full_launch:
-        from .global_races import GlobalRaceDetector
-
         found.append(GlobalRaceDetector(schedule, log, sizes))
         found.append(UnwrittenOutput(schedule, log, {a.name: sizes[a.name] for a in outs},
                                      {a.name: tuple(params[d] for d in a.shape) for a in outs}))
@@ -252,25 +297,12 @@ def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
     return buffers
 
 
-def _eval_static(expr: S.IntExpr, params: dict[str, int]) -> int:
-    """Evaluate an expression of constants and parameters only."""
-    return int(_Machine.eval_int_static(expr, params))
-
-
-def _c_div(a, b):
-    """C integer division (truncates toward zero)."""
-    q = np.floor_divide(a, b)
-    fix = (np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))
-    return q + fix
-
-
-def _c_mod(a, b):
-    return a - _c_div(a, b) * b
-
-
-_INT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": _c_div, "%": _c_mod}
-_CMP_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
-            "==": np.equal, "!=": np.not_equal}
+_FLOAT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply}
+"""numpy spelling of :data:`simulator.schedule.FLOAT_OPS`."""
+_FLOAT_FUNCTIONS = {"fmax": np.fmax, "fmin": np.fmin, "fabs": np.abs, "sqrt": np.sqrt,
+                    "exp": np.exp}
+"""numpy spelling of :data:`simulator.schedule.FLOAT_FUNCTIONS` (float32 in, float32 out;
+fmax/fmin ignore a NaN operand as OpenCL's do)."""
 
 
 def _as3(a) -> np.ndarray:
@@ -289,42 +321,16 @@ def _expand_vector(flat, mask, shape, width: int):
     return index, np.repeat(m3, width, axis=2), (G, L, I * width)
 
 
-def _is_vectorizable(loop: S.For) -> bool:
-    """A loop may run as blocks of iterations if it only loads and accumulates."""
-    targets: set[str] = set()
-    reads: set[str] = set()
-
-    def walk(stmts) -> bool:
-        for s in stmts:
-            if isinstance(s, S.Let):
-                continue
-            if isinstance(s, S.Accumulate) and not s.index:
-                targets.add(s.name)
-                _privates_read(s.value, reads)
-            elif isinstance(s, S.If):
-                if not (walk(s.then) and walk(s.orelse)):
-                    return False
-            else:
-                return False
-        return True
-
-    return walk(loop.body) and not (targets & reads)
-
-
-def _privates_read(e: S.FloatExpr, out: set[str]) -> None:
-    if isinstance(e, S.Private):
-        out.add(e.name)
-    elif isinstance(e, S.PrivateElem):
-        out.add(e.array.name)
-    elif isinstance(e, S.FBinOp):
-        _privates_read(e.left, out)
-        _privates_read(e.right, out)
-
-
-class _Machine:
+class Machine:
     """Executes the body of one schedule for batches of work-groups."""
 
-    def __init__(self, schedule, params, sizes, buffers, observers, log, compute_values):
+    @property
+    def block_elems(self) -> int:
+        """Entries of one block of a vectorized loop (:data:`BLOCK_ELEMS`)."""
+        return BLOCK_ELEMS
+
+    def __init__(self, schedule, params, sizes, buffers, observers, log, compute_values,
+                 accelerators: Accelerators = SIMULATE):
         self.schedule = schedule
         self.params = params
         self.sizes = sizes
@@ -338,10 +344,28 @@ class _Machine:
         self.block_groups: int | None = None
         """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
         self.params_key = tuple(sorted(params.items()))
-        self.loop_blocks = False
-        """Run loops blocked where :mod:`simulator.loop_blocks` allows (values off)."""
+        fast = not compute_values and accelerators.private_nests
+        self.static_private_elements = fast
+        """Private array elements of one static index are read and assigned without
+        per-work-item index arrays (part of the private nests accelerator)."""
+        self.passes: tuple[Pass, ...] = ((PrivateNests(),) if fast else ()) + (
+            (LoopBlocks(),) if fast and accelerators.loop_blocks
+            and accelerators.work_group_classes else ())
+        """The statement passes that may run, in the order they are asked."""
         self.blocked = False
-        """Inside a loop run blocked by :mod:`simulator.loop_blocks`."""
+        """Inside a loop run blocked by :mod:`simulator.accelerators.loop_blocks`."""
+        self.ran_blocked = False
+        """Whether a loop ran blocked in this machine."""
+        self.depths = False
+        """Track sum lengths (:mod:`simulator.sum_length`) beside the values."""
+
+    def track_sum_lengths(self) -> None:
+        """Count sum lengths from now on: per global array a shadow of int32 (inputs 0),
+        kept across batches; per batch shadows of privates and local memory."""
+        self.depths = True
+        self.dbuf = {a.name: np.zeros(self.sizes[a.name], sum_length.DTYPE)
+                     for a in self.schedule.arrays}
+        self.last_index: dict[int, tuple] = {}
 
     # ------------------------------------------------------------------ batch set-up
     def run_batch(self, group_index: np.ndarray, weights: np.ndarray | None = None) -> None:
@@ -371,23 +395,14 @@ class _Machine:
                       for a in sch.local_arrays} if self.values else {}
         self.alive = np.ones((G, L, 1), dtype=bool)
         self.epoch = 0
+        if self.depths:
+            self.dpriv: dict[str, np.ndarray] = {}
+            self.dparr: dict[str, np.ndarray] = {}
+            self.dlocal = {a.name: np.zeros((G, a.size), sum_length.DTYPE)
+                           for a in sch.local_arrays}
         self.exec_block(sch.body, np.ones((G, L, 1), dtype=bool))
 
     # ------------------------------------------------------------------ integers
-    @staticmethod
-    def eval_int_static(e: S.IntExpr, params: dict[str, int]):
-        if isinstance(e, S.Const):
-            return e.value
-        if isinstance(e, S.Param):
-            return params[e.name]
-        if isinstance(e, S.BinOp):
-            return _INT_OPS[e.op](_Machine.eval_int_static(e.left, params),
-                                  _Machine.eval_int_static(e.right, params))
-        if isinstance(e, S.Min):
-            return min(_Machine.eval_int_static(e.left, params),
-                       _Machine.eval_int_static(e.right, params))
-        raise TypeError(f"{e!r} is not a static expression of constants and parameters")
-
     def eval_int(self, e: S.IntExpr):
         if isinstance(e, S.Const):
             return e.value
@@ -399,22 +414,22 @@ class _Machine:
             except KeyError:
                 raise NameError(f"{self.schedule.family}: integer {e.name!r} used before it "
                                 "is defined") from None
-            if value is loop_blocks.STALE:
-                raise loop_blocks.LoopBlockFallback(
+            if value is STALE:
+                raise NotApplicable(
                     f"{self.schedule.family}: {e.name!r} read after the blocked loop that "
                     "defines it")
             return value
         if isinstance(e, S.WorkItemId):
             return self.ids[(e.kind, e.dim)]
         if isinstance(e, S.BinOp):
-            return _INT_OPS[e.op](self.eval_int(e.left), self.eval_int(e.right))
+            return INT_OPS[e.op](self.eval_int(e.left), self.eval_int(e.right))
         if isinstance(e, S.Min):
             return np.minimum(self.eval_int(e.left), self.eval_int(e.right))
         raise TypeError(f"unknown integer expression {e!r}")
 
     def eval_cond(self, c: S.Cond):
         if isinstance(c, S.Compare):
-            return _CMP_OPS[c.op](self.eval_int(c.left), self.eval_int(c.right))
+            return CMP_OPS[c.op](self.eval_int(c.left), self.eval_int(c.right))
         if isinstance(c, S.BoolOp):
             left, right = self.eval_cond(c.left), self.eval_cond(c.right)
             return np.logical_and(left, right) if c.op == "&&" else np.logical_or(left, right)
@@ -456,6 +471,7 @@ class _Machine:
         dims = self.dims_of(array)
         comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in index]
         last = len(dims) - 1
+        refused = None   # entries skipped as hazards, for on_hazardous_store
         for d, (comp, extent) in enumerate(zip(comps, dims)):
             top = comp + (width - 1) if d == last and width > 1 else comp
             if comp.size and (comp.min() < 0 or top.max() >= extent):
@@ -464,6 +480,7 @@ class _Machine:
                     self.report_out_of_bounds(space, direction, array.name, dims, d,
                                               comps[:d] + [top] + comps[d + 1:], bad, site)
                     mask = np.logical_and(mask, np.logical_not(bad))
+                    refused = bad if refused is None else refused | bad
         flat = comps[0]
         for comp, extent in zip(comps[1:], dims[1:]):
             flat = flat * extent + comp
@@ -474,6 +491,14 @@ class _Machine:
                 self.report_misaligned(space, direction, array.name, width, flat, misaligned,
                                        site)
                 mask = np.logical_and(mask, np.logical_not(misaligned))
+                refused = misaligned if refused is None else refused | misaligned
+        if refused is not None and space == "global" and direction == "store":
+            shape = self.shape_of(flat, refused)
+            words = np.broadcast_to(flat, shape)[np.broadcast_to(refused, shape)]
+            words = (words[:, None] + np.arange(width)).reshape(-1)
+            words = words[(words >= 0) & (words < size)]
+            for obs in self.observers:
+                obs.on_hazardous_store(array.name, words)
         shape = self.shape_of(flat, mask)
         ev_index, ev_mask, ev_shape = flat, mask, shape
         if width > 1:
@@ -491,11 +516,12 @@ class _Machine:
         where = int(np.broadcast_to(flat, shape)[g, li, it])
         groups = self.per_group(bad, shape)
         gid = self.group_id_tuple(g)
+        element = element_text(name, where, array_dims(self.schedule, name))
         self.log.add(Hazard(
             kind="misaligned-vector-access", schedule=self.schedule.family, array=name,
             index=where, group_id=gid, local_ids=(li,), epoch=self.epoch,
             count=int(groups[1].sum()), site=f"{space} {site}",
-            detail=(f"{space} float{width} {direction} of {name} at element {where} (byte "
+            detail=(f"{space} float{width} {direction} of {name} at {element} (byte "
                     f"offset {where * S.FLOAT_BYTES}, not a multiple of "
                     f"{width * S.FLOAT_BYTES}) ({site}), e.g. by work-item {li} of work-group "
                     f"{gid}")), groups, "misaligned vector accesses")
@@ -534,14 +560,17 @@ class _Machine:
         index, mask = self.access(space, "load", e.array, e.index, mask)
         if not self.values:
             return None
+        if self.depths:
+            self.last_index[id(e)] = (space, index, mask)
         return self.read_values(space, e.array, index, mask)
 
-    def read_values(self, space, array, index, mask):
-        """Values at flat ``index`` (0 where ``mask`` is off), shape of ``index``."""
+    def read_values(self, space, array, index, mask, tables=None):
+        """Values at flat ``index`` (0 where ``mask`` is off), shape of ``index``; from
+        ``tables`` (the sum-length shadows) instead of the values when given."""
         safe = np.where(mask, index, 0) if not np.all(mask) else index
         if space == "global":
-            return self.buffers[array.name][safe]
-        table = self.local[array.name]
+            return (tables or self.buffers)[array.name][safe]
+        table = (tables or self.local)[array.name]
         safe = np.asarray(safe)
         safe = safe.reshape((1,) * (3 - safe.ndim) + safe.shape)
         if safe.shape[0] == 1:
@@ -565,8 +594,53 @@ class _Machine:
             right, fr = self.eval_float(e.right, mask)
             if not self.values:
                 return None, fl + fr + 1
-            op = np.add if e.op == "+" else np.multiply
+            op = _FLOAT_OPS[e.op]
             return op(left, right, dtype=np.float32), fl + fr + 1
+        if isinstance(e, S.FCall):
+            args, ops = [], 1
+            for a in e.args:
+                value, flop = self.eval_float(a, mask)
+                args.append(value)
+                ops += flop
+            if not self.values:
+                return None, ops
+            with np.errstate(invalid="ignore", over="ignore"):
+                return _FLOAT_FUNCTIONS[e.fn](*args).astype(np.float32), ops
+        if isinstance(e, S.Select):
+            then, ft = self.eval_float(e.then, mask)
+            orelse, fo = self.eval_float(e.orelse, mask)
+            if not self.values:
+                return None, ft + fo + 1
+            cond = self.eval_cond(e.cond)
+            return np.where(cond, then, orelse).astype(np.float32), ft + fo + 1
+        raise TypeError(f"unknown float expression {e!r}")
+
+    def depth_of(self, e: S.FloatExpr):
+        """Sum length of ``e`` (:mod:`simulator.sum_length`), evaluated right after
+        :meth:`eval_float` of the same expression (whose accesses it reuses)."""
+        if isinstance(e, S.Load):
+            space, index, mask = self.last_index[id(e)]
+            if space == "global" and e.array.role == "in":
+                return 0
+            return self.read_values(space, e.array, index, mask,
+                                    self.dbuf if space == "global" else self.dlocal)
+        if isinstance(e, S.FConst):
+            return sum_length.of_constant(e.value)
+        if isinstance(e, S.Private):
+            return self.dpriv[e.name]
+        if isinstance(e, S.PrivateElem):
+            idx = self.last_index[id(e)]
+            return np.take_along_axis(self.dparr[e.array.name], idx, axis=2)
+        if isinstance(e, S.FBinOp):
+            combine = sum_length.multiply if e.op == "*" else sum_length.add
+            return combine(self.depth_of(e.left), self.depth_of(e.right))
+        if isinstance(e, S.FCall) and e.fn in S.EXACT_FLOAT_FUNCTIONS:
+            return sum_length.exact(*(self.depth_of(a) for a in e.args))
+        if isinstance(e, S.FCall):
+            return sum_length.rounded_function(e.fn, self.depth_of(e.args[0]))
+        if isinstance(e, S.Select):   # the operand selected, per work-item
+            return np.where(self.eval_cond(e.cond), self.depth_of(e.then),
+                            self.depth_of(e.orelse)).astype(sum_length.DTYPE)
         raise TypeError(f"unknown float expression {e!r}")
 
     def count_flop(self, mask, ops: int) -> None:
@@ -578,7 +652,7 @@ class _Machine:
     def plan_of(self, kind: str, node, make):
         """``make(node, params)`` (a static plan of a loop or block), cached for every
         machine of the same IR node and parameters (a schedule's probe and launch, and the
-        short K of :mod:`simulator.k_extrapolation`, share their statements)."""
+        short K of :mod:`simulator.accelerators.k_extrapolation`, share their statements)."""
         key = (kind, id(node), self.params_key)
         hit = _PLANS.get(key)
         if hit is not None and hit[0] is node:
@@ -591,15 +665,14 @@ class _Machine:
 
     # ------------------------------------------------------------------ statements
     def exec_block(self, stmts, mask) -> None:
-        runs = None
-        if not self.values and PRIVATE_NESTS:
-            runs = self.plan_of("runs", stmts, private_nest.statement_runs)
+        runs = [(p, self.plan_of(("runs", p.name), stmts, p.runs)) for p in self.passes]
+        runs = [(p, found) for p, found in runs if found]
         skip = 0
         for pos, s in enumerate(stmts):
             if pos < skip:
                 continue
-            if runs and pos in runs and private_nest.run(self, runs[pos][0], mask):
-                skip = runs[pos][1]
+            if runs and self.run_pass(runs, pos, mask):
+                skip = next(found[pos].stop for _, found in runs if pos in found)
                 continue
             m = np.logical_and(mask, self.alive)
             if isinstance(s, S.Let):
@@ -609,6 +682,10 @@ class _Machine:
                 self.privates[s.name] = np.full((self.G, self.L, 1), init, dtype=np.float32)
                 self.private_set[s.name] = np.full((self.G, self.L, 1), s.init is not None)
                 self.private_full[s.name] = s.init is not None
+                if self.depths:
+                    self.dpriv[s.name] = np.full((self.G, self.L, 1),
+                                                 sum_length.of_constant(s.init),
+                                                 sum_length.DTYPE)
             elif isinstance(s, S.DeclarePrivateArray):
                 a = s.array
                 init = np.nan if s.init is None else s.init
@@ -616,6 +693,10 @@ class _Machine:
                                                    dtype=np.float32))
                 self.parray_set[a.name] = None if s.init is not None else \
                     np.zeros((self.G, self.L, a.size), dtype=bool)
+                if self.depths:
+                    self.dparr[a.name] = np.full((self.G, self.L, a.size),
+                                                 sum_length.of_constant(s.init),
+                                                 sum_length.DTYPE)
             elif isinstance(s, (S.Assign, S.Accumulate)) and s.index:
                 self.exec_private_elem_update(s, m)
             elif isinstance(s, (S.Assign, S.Accumulate)):
@@ -646,6 +727,18 @@ class _Machine:
                 self.alive = np.logical_and(self.alive, np.logical_not(m))
             else:
                 raise TypeError(f"unknown statement {s!r}")
+
+    def run_pass(self, runs: list[tuple[Pass, dict[int, Run]]], pos: int, mask) -> bool:
+        """Whether a pass ran the statement run starting at ``pos`` (the first that
+        applies, in :attr:`passes` order)."""
+        for p, found in runs:
+            run = found.get(pos)
+            if run is not None:
+                plan = p.applies(self, run, mask)
+                if plan is not None:
+                    p.run(self, run, mask, plan)
+                    return True
+        return False
 
     def check_private_set(self, name: str, mask) -> None:
         """Report reads of a private variable by work-items that never assigned it."""
@@ -683,6 +776,10 @@ class _Machine:
         if not self.values:
             return
         old = self.privates[s.name]
+        if self.depths:
+            terms, before = self.depth_of(s.value), self.dpriv[s.name]
+            self.dpriv[s.name] = sum_length.accumulate(before, terms, m) if accumulate else \
+                np.where(m, terms, before).astype(sum_length.DTYPE)
         if accumulate:
             contrib = np.where(m, value, np.float32(0)).sum(axis=2, keepdims=True,
                                                             dtype=np.float32)
@@ -730,7 +827,7 @@ class _Machine:
         return flat if len(index) == len(array.dims) else None
 
     def read_private_elem(self, e: S.PrivateElem, mask):
-        if not self.values and PRIVATE_NESTS:
+        if self.static_private_elements:
             flat = self.private_elem_flat(e.array.name, e.index)
             if flat is not None:
                 is_set = self.parray_set[e.array.name]
@@ -751,11 +848,14 @@ class _Machine:
                     array=e.array.name, index=int(idx[g, li, 0]), group_id=gid,
                     local_ids=(li,), epoch=self.epoch, count=int(groups[1].sum()),
                     site=f"private {e.array.name}",
-                    detail=(f"work-item {li} of work-group {gid} reads element "
-                            f"{int(idx[g, li, 0])} of private array {e.array.name}, which it "
-                            "never assigned")), groups, "reads")
+                    detail=(f"work-item {li} of work-group {gid} reads private "
+                            + element_text(e.array.name, int(idx[g, li, 0]),
+                                           tuple(d.value for d in e.array.dims))
+                            + ", which it never assigned")), groups, "reads")
         if not self.values:
             return None
+        if self.depths:
+            self.last_index[id(e)] = idx
         return np.take_along_axis(self.parrays[e.array.name][1], idx, axis=2)
 
     def exec_private_elem_update(self, s, m) -> None:
@@ -763,7 +863,7 @@ class _Machine:
         accumulate = isinstance(s, S.Accumulate)
         if accumulate:
             self.read_private_elem(S.PrivateElem(self.parrays[s.name][0], s.index), m)
-        if not self.values and PRIVATE_NESTS:
+        if self.static_private_elements:
             flat = self.private_elem_flat(s.name, s.index)
             if flat is not None:
                 iterations = self.shape_of(m)[2]
@@ -786,7 +886,7 @@ class _Machine:
         self.count_flop(m, ops + (1 if accumulate else 0))
         is_set = self.parray_set[s.name]
         if is_set is not None and idx.shape[2] != 1:
-            # a block of iterations (simulator.loop_blocks): set where any entry assigns it
+            # a block of iterations (simulator.accelerators.loop_blocks): set where any entry assigns it
             for flat in np.unique(idx[ok]):
                 is_set[:, :, flat] |= (ok & (idx == flat)).any(axis=2)
         elif is_set is not None:
@@ -800,6 +900,13 @@ class _Machine:
         new = (old + np.where(ok, value, np.float32(0))) if accumulate else \
             np.where(ok, value, old)
         np.put_along_axis(table, idx, new.astype(np.float32), axis=2)
+        if self.depths:
+            shadow = self.dparr[s.name]
+            before = np.take_along_axis(shadow, idx, axis=2)
+            terms = np.broadcast_to(self.depth_of(s.value), before.shape)
+            after = sum_length.add(before, terms) if accumulate else terms
+            np.put_along_axis(shadow, idx, np.where(ok, after, before).astype(
+                sum_length.DTYPE), axis=2)
 
     def exec_store(self, s: S.Store, m) -> None:
         value, ops = self.eval_float(s.value, m)
@@ -809,18 +916,23 @@ class _Machine:
         if not self.values:
             return
         self.write_values(space, s.array, index, m, value)
+        if self.depths:
+            self.write_values(space, s.array, index, m, self.depth_of(s.value),
+                              self.dbuf if space == "global" else self.dlocal)
 
-    def write_values(self, space, array, index, m, value) -> None:
-        """Store ``value`` at flat ``index`` where ``m`` is on."""
+    def write_values(self, space, array, index, m, value, tables=None) -> None:
+        """Store ``value`` at flat ``index`` where ``m`` is on (into ``tables``, the
+        sum-length shadows, when given)."""
         shape = self.shape_of(index, m)
         idx_b = np.broadcast_to(index, shape)
         m_b = np.broadcast_to(m, shape)
-        val_b = np.broadcast_to(np.asarray(value, dtype=np.float32), shape)
+        dtype = np.float32 if tables is None else sum_length.DTYPE
+        val_b = np.broadcast_to(np.asarray(value, dtype=dtype), shape)
         if space == "global":
-            self.buffers[array.name][idx_b[m_b]] = val_b[m_b]
+            (tables or self.buffers)[array.name][idx_b[m_b]] = val_b[m_b]
         else:
             g_b = np.broadcast_to(np.arange(self.G).reshape(self.G, 1, 1), shape)
-            self.local[array.name][g_b[m_b], idx_b[m_b]] = val_b[m_b]
+            (tables or self.local)[array.name][g_b[m_b], idx_b[m_b]] = val_b[m_b]
 
     def exec_vector_load(self, s: S.VectorLoad, m) -> None:
         space = "global" if isinstance(s.array, S.GlobalArray) else "local"
@@ -836,6 +948,12 @@ class _Machine:
             if self.values:
                 value = self.read_values(space, s.array, index + w, ok)
                 self.privates[name] = np.where(m, value, self.privates[name]).astype(np.float32)
+            if self.depths:
+                length = 0 if space == "global" and s.array.role == "in" else \
+                    self.read_values(space, s.array, index + w, ok,
+                                     self.dbuf if space == "global" else self.dlocal)
+                self.dpriv[name] = np.where(m, length, self.dpriv[name]).astype(
+                    sum_length.DTYPE)
 
     def exec_vector_store(self, s: S.VectorStore, m) -> None:
         values, ops = [], 0
@@ -850,6 +968,9 @@ class _Machine:
             return
         for w, value in enumerate(values):
             self.write_values(space, s.array, index + w, m, value)
+            if self.depths:
+                self.write_values(space, s.array, index + w, m, self.depth_of(s.values[w]),
+                                  self.dbuf if space == "global" else self.dlocal)
 
     def exec_barrier(self, barrier: S.Barrier, m) -> None:
         arrived = count_per_group(m, (self.G, self.L, 1))
@@ -892,23 +1013,16 @@ class _Machine:
         return self.barriers[id(barrier)]
 
     def exec_for(self, loop: S.For, m) -> None:
-        key = id(loop)
-        if not self.values and PRIVATE_NESTS:
-            nest = self.plan_of("nest", loop, private_nest.plan)
-            if nest is not None and private_nest.run(self, nest, m):
+        for p in self.passes:
+            plan = p.applies(self, loop, m)
+            if plan is not None:
+                p.run(self, loop, m, plan)
                 return
-        if key not in self.vectorizable:
-            self.vectorizable[key] = _is_vectorizable(loop)
         step = self.eval_int(loop.step)
         if np.any(np.asarray(step) <= 0):
             raise ValueError(f"{self.schedule.family}: loop {loop.var} has a step <= 0")
-        if self.vectorizable[key]:
+        if self.is_vectorizable(loop):
             self.exec_for_blocks(loop, m, step)
-            return
-        if self.loop_blocks and not self.values and PRIVATE_NESTS and not self.blocked and \
-                loop_blocks.run_blocked(self, loop, m, step):
-            return
-        if self.blocked and loop_blocks.run_expanded(self, loop, m):
             return
         var = self.eval_int(loop.start)
         while True:
@@ -920,6 +1034,13 @@ class _Machine:
             self.exec_block(loop.body, inside)
             var = var + step
         self.env.pop(loop.var, None)
+
+    def is_vectorizable(self, loop: S.For) -> bool:
+        """:func:`simulator.static_ir.is_vectorizable`, cached per loop."""
+        key = id(loop)
+        if key not in self.vectorizable:
+            self.vectorizable[key] = is_vectorizable(loop)
+        return self.vectorizable[key]
 
     def exec_for_blocks(self, loop: S.For, m, step) -> bool:
         """Run ``loop`` in blocks of iterations; whether any block ran."""

@@ -9,20 +9,12 @@ Without it, a schedule that declares private arrays (register tiles) gets an est
     :class:`~simulator.schedule.PrivateArray` and every :class:`~simulator.schedule.DeclareFloat`),
     at most the device's ``max_registers_per_work_item`` (beyond it the compiler spills).
 
-:data:`BASE_REGISTERS` is a guess, taken from kernels the H200's compiler reported: the
-OpenCL builds of gemm-naive and gemm-tiled use 32 and 31 registers with one private float
-(ptxas lines in ``reports/nvidia-h200/h200_raw.json.gz``, ``opencl_work_group_probe``), so
-about 30 hold ids, sizes, addresses and loop counters. Against the register-blocked
-kernels the H200 built later (the ladder's 10, ``reports/nvidia-h200/preregistered8/
-registers/registers.json``) it is 2–17 registers off either way: 62 estimated against 64
-compiled for gemm-register-blocked 4x4, 66 / 64 gemm-vectorized 4x4, 118 / 122 and 118 /
-128 for the scalar 8x8 BK 8 tiles, 130 / 117 and 138 / 127 for gemm-vectorized 8x8 BK 16
-and BK 32 (fewer live: the compiler reuses a and b's registers), and the farthest,
-62 / 79 for gemm-prefetch 4x4, whose staged floats and the addresses of its unrolled loads
-live across the multiply-adds. Across a resident-work-group boundary that moves the
-occupancy (gemm-prefetch 4x4: 4 work-groups of 256 per SM estimated, 3 compiled), so
-give the compiled count where there is one. Schedules without private arrays get no estimate
-(``None``: registers are left out of the occupancy, as before).
+:data:`BASE_REGISTERS` is a guess: the registers a kernel with one private float uses for
+ids, sizes, addresses and loop counters. The estimate is off by a few registers either way
+(``experiments/h200/registers/findings.md`` compares it with compiled counts), which can
+move the occupancy across a resident-work-group boundary: give the compiled count where
+there is one. Schedules without private arrays get no estimate (``None``: registers are
+left out of the occupancy).
 """
 from __future__ import annotations
 

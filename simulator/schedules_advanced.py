@@ -1,8 +1,11 @@
-"""Register-blocked GEMMs: each work-item computes a TM×TN block of C (issue #13).
+"""Register-blocked GEMMs: each work-item computes a TM×TN block of C; and a matrix-vector
+product whose rows are reduced in local memory.
 
-Source texts: the seeds' "register blocking" (each work-item computes a block of outputs)
-and "vectorization" (vec4 loads), on top of ``seeds/tiling-and-shared-memory.txt`` §3
-"The Tiled Algorithm in Detail".
+The scheme: the tiled GEMM of :mod:`simulator.schedules` with each work-item computing a
+block of outputs from values kept in registers and vector (float4) accesses, as in Volkov
+and Demmel, "Benchmarking GPUs to tune dense linear algebra", SC 2008, and CUTLASS's
+thread-block, warp and thread tiles (NVIDIA, "CUTLASS: Fast Linear Algebra in CUDA C++",
+developer blog, 2017).
 
 Shapes: A is M×K, B is K×N, C is M×N, row-major float32. The work-group is W0×W1
 work-items (W0 = ``tile`` along NDRange dimension 0, the columns of C; W1 = ``wg_rows``,
@@ -263,23 +266,19 @@ def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) 
     steps = Let("steps", ceil_div(K, BK))
     if prefetch:
         # one unconditional barrier at the top of every K step (after it, every work-item has
-        # finished the step before, which read the buffer this step's loads overwrite):
-        # PoCL 3.0-rc2 computed wrong results both for a barrier under ``if (t + 1 <
-        # steps)`` and for a barrier loop of zero iterations (it ran the body once), in
-        # tests/test_codegen.py; the barriers are as many as before (one per K step) and so
-        # are the accesses
+        # finished the step before, which read the buffer this step's loads overwrite): a
+        # barrier under ``if (t + 1 < steps)`` or in a loop of zero iterations is one that
+        # PoCL 3.0-rc2 miscompiles (tests/test_codegen.py); one barrier per K step
         cur = Let("cur", tv % NBUF)
         more = tv + 1 < steps.var
         if staged:
             # step t+1's global loads are issued into the private floats before step t's
             # multiply-adds and stored into the other buffer after them, so a work-item's
-            # loads are in flight while it computes (the seeds' "Prefetching": overlap
-            # loading the next tile with computing the current one). Storing them before
-            # the multiply-adds, as rounds 1-7 did, made every K step wait for its loads
-            # first: the H200's JIT kept that order (the stores may not pass the reads of
-            # the other buffer for all it knows), and with 4 warps per scheduler the
-            # kernel was 5-10% slower than gemm-register-blocked
-            # (experiments/h200/ladder/findings.md, "gemm-prefetch against ...")
+            # loads are in flight while it computes (prefetching: loading the next tile
+            # overlaps computing the current one). Stored before the multiply-adds, every
+            # K step would wait for its loads first: a compiler may not move the stores
+            # past the reads of the other buffer (experiments/h200/ladder/findings.md,
+            # "gemm-prefetch against ...")
             indices, issue, place = _staged_parts(staged_tiles((tv + 1) * BK, (tv + 1) % NBUF, ""),
                                                   tid.var, WG, 1)
             main = [steps, loads(Const(0), Const(0), "p"), indices,

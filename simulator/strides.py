@@ -1,20 +1,16 @@
 """Global requests whose work-items' addresses lie many lines apart (strided requests): their
 L1 cost where the device model has it, else the declaration that it is outside the model.
 
-On the H200, matvec-naive M = 4096 (each work-item one row, so one request touches 32 lines
-a row stride apart) took 0.625 ms at K = 4096 (a stride of 16384 B, a multiple of the 128-B
-line: every line read at the same offset) and 0.295 ms at K = 4097 (16388 B), while one L1
-wavefront per line at ``l1_wavefronts_per_cycle_per_cu`` predicts 0.549 ms for both (issue
-#14). NVIDIA documents neither how the L1 places lines in sets nor how many tags it looks
-up per cycle. ``tiletraffic calibrate``'s ``strided_read`` measures what such requests cost
-(rows whose words fall in 1, 2, ... 32 of the 32 banks: 32 cycles per 32-line request at
-one bank, 10 at 32 on the H200) and fits cycles = a x lines + b x the lines of the busiest
-bank (``l1_strided_cycles_per_line``, ``l1_strided_cycles_per_busiest_bank_line``); with
+One L1 wavefront per line does not price such requests: on the H200 a row stride that is a
+multiple of the 128-byte line (every line read at the same offset) costs about twice one that
+is not (``experiments/h200/strides/findings.md``), and NVIDIA documents neither how the L1
+places lines in sets nor how many tags it looks up per cycle. ``tiletraffic calibrate``'s
+``strided_read`` measures what such requests cost (rows whose words fall in 1, 2, ... 32 of
+the 32 banks) and fits cycles = a x lines + b x the lines of the busiest bank (``l1_strided_cycles_per_line``, ``l1_strided_cycles_per_busiest_bank_line``); with
 those the model charges :func:`strided_l1_cycles`, without them (both 0) it flags the
 launches (:func:`strided_declaration`). The same fit prices every request of 2 to 7 lines
 (multi-line requests: a GEMM's rows of A, a run straddling two lines, a ``float4`` row), as
-Nsight Compute's data-pipe wavefronts of gemm-naive at M = 3200 and 3201 say they cost (two
-rows of A at one offset: 2; one word apart: about 1; a one-line request: 1, unchanged).
+Nsight Compute's data-pipe wavefronts of such requests say they cost (the same findings).
 With ``strided_dram_fill_sub_group_cycles_per_line`` (``strided_read_dram``) the L1 lines
 that strided loads fill from DRAM are a ceiling of their own
 (:func:`strided_dram_fill_cycles`). A request counts as strided when its active addresses
@@ -23,7 +19,7 @@ touch at least :data:`STRIDED_MIN_LINES` distinct lines (a contiguous request of
 work-item's first address sits at the same offset within its 128-byte line (a row stride
 that is a multiple of 128 B). The threshold (declaration, fills from DRAM) lies between the
 4 lines of gemm-naive and gemm-tiled with B = 8 (four rows of A per sub-group, aligned) and
-the 32 of the stride family.
+the 32 of matvec-naive (one row per work-item).
 """
 from __future__ import annotations
 
@@ -213,13 +209,12 @@ def strided_dram_fill_cycles(fill_lines: float, l2_miss_fraction: float,
                              sub_group_cycles_per_line: float, sub_groups: int) -> float:
     """Cycles a compute unit needs to fill the ``fill_lines`` L1 lines of its strided
     requests' arrays when a ``l2_miss_fraction`` of them come from DRAM: each such line costs
-    ``sub_group_cycles_per_line`` (``tiletraffic calibrate``'s ``strided_read_dram``: on the
-    H200 a sub-group's strided requests fill about one line per request, and 8 sub-groups
-    per compute unit took 18.8 cycles per request, so 150 sub-group cycles per line) shared
-    by the unit's ``sub_groups`` resident sub-groups, whose fills overlap (Little's law:
-    lines in flight = sub-groups x a sub-group's lines in flight). A floor, not an addition:
-    the L1's own time for the requests (:func:`strided_l1_cycles`) overlaps the fills (the
-    H200's microbenchmark at one bank took 32.2 cycles per request from DRAM, 32.0 from L2).
+    ``sub_group_cycles_per_line`` (``tiletraffic calibrate``'s ``strided_read_dram``: a
+    sub-group's cycles per line filled, measured with a known number of resident sub-groups)
+    shared by the unit's ``sub_groups`` resident sub-groups, whose fills overlap (Little's
+    law: lines in flight = sub-groups x a sub-group's lines in flight). A floor, not an
+    addition: the L1's own time for the requests (:func:`strided_l1_cycles`) overlaps the
+    fills (the H200's measurements: ``experiments/h200/strides/findings.md``).
 
     Raises:
         ValueError: ``sub_groups`` < 1, or a negative count or fraction.

@@ -332,9 +332,9 @@ def test_local_read_refuses_a_step_count_not_a_multiple_of_8():
 
 
 def test_cli_refuses_an_unwritable_out_file_before_any_benchmark(tmp_path, monkeypatch):
-    from tiletraffic.analysis import cli
+    from tiletraffic.analysis.cli import calibrate
     ran = []
-    monkeypatch.setattr(cli, "_select_device", lambda spec: ran.append(spec))
+    monkeypatch.setattr(calibrate, "select_device", lambda spec: ran.append(spec))
     blocker = tmp_path / "file"
     blocker.write_text("a file where a folder should be")
     res = CliRunner().invoke(main, ["calibrate", "--quick", "--out", str(blocker / "x.toml")])

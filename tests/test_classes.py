@@ -1,5 +1,5 @@
-"""Tests of simulator.classes through simulate(..., work_group_classes=True): executing one
-work-group per class, weighted by the class size, gives exactly the counts of executing every
+"""Tests of simulator.accelerators.classes through simulate with work-group classes:
+executing one work-group per class, weighted by the class size, gives exactly the counts of executing every
 work-group, for every family and option, over drawn shapes (edges included)."""
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tiletraffic.simulator.counters import Observer
+from tiletraffic.simulator.accelerators import Accelerators
 from tiletraffic.simulator.engine import InputError, simulate
 from tiletraffic.simulator.memory import MemoryObserver
 from tiletraffic.simulator.schedule import Schedule
 from tiletraffic.simulator.schedules import FAMILIES, REGISTER_BLOCKED_FAMILIES, build
-from tiletraffic.simulator.traffic_model import FootprintObserver
+from tiletraffic.simulator.cache_observers import FootprintObserver
 
 from strategies import chunks, gemm_tiles, random_inputs, register_block_options, register_block_sizes
 
@@ -40,7 +41,7 @@ class BatchRecorder(Observer):
 
 
 # Every family, and every option of the gemm families; sizes up to 150 so that the grid has
-# >= 5 work-groups in a dimension (the threshold of simulator.classes) and edge work-groups.
+# >= 5 work-groups in a dimension (the threshold of simulator.accelerators.classes) and edge work-groups.
 VARIANTS = [(f, {}) for f in FAMILIES] + [
     ("gemm-naive", {"mapping": "transposed"}),
     ("gemm-tiled", {"padding": 1}),
@@ -69,7 +70,7 @@ def class_schedules(draw) -> Schedule:
 def counts_of(schedule: Schedule, classes: bool):
     memory, footprint, batches = MemoryObserver(), FootprintObserver(), BatchRecorder()
     res = simulate(schedule, compute_values=False, observers=[memory, footprint, batches],
-                   work_group_classes=classes)
+                   accelerators=Accelerators(work_group_classes=classes))
     return res.counts.to_dict(), memory.counts.to_dict(), footprint.sectors_by_buffer, batches
 
 
@@ -108,7 +109,7 @@ def test_classes_of_a_large_tiled_gemm_are_few():
     batches = BatchRecorder()
     memory = MemoryObserver()
     res = simulate(schedule, compute_values=False, observers=[memory, batches],
-                   work_group_classes=True)
+                   accelerators=Accelerators(work_group_classes=True))
     reps = batches.representatives
     assert schedule.work_groups == 4096
     assert len(reps) < 50
@@ -127,10 +128,12 @@ def test_classes_with_values_are_refused():
     schedule = build("gemm-tiled", 20, 20, 20, tile=4)
     inputs = random_inputs(schedule, np.random.default_rng(0))
     with pytest.raises(InputError, match="compute_values=False"):
-        simulate(schedule, inputs, compute_values=True, work_group_classes=True)
+        simulate(schedule, inputs, compute_values=True,
+                 accelerators=Accelerators(work_group_classes=True))
 
 
 def test_classes_with_read_maps_are_refused():
     schedule = build("gemm-naive", 20, 20, 20, tile=4)
     with pytest.raises(InputError):
-        simulate(schedule, compute_values=False, read_maps=["A"], work_group_classes=True)
+        simulate(schedule, compute_values=False, read_maps=["A"],
+                 accelerators=Accelerators(work_group_classes=True))

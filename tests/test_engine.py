@@ -9,6 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tiletraffic.simulator.device import GENERIC_GPU, LimitError
+from tiletraffic.simulator.accelerators import Accelerators
 from tiletraffic.simulator.engine import InputError, simulate
 from tiletraffic.simulator.schedules import FAMILIES, ScheduleError, build
 from strategies import (
@@ -209,7 +210,7 @@ def test_non_square_c_32_by_16(family):
 # give 2·256³/16 and 2·256³.
 def test_seed_number_tiled_1024_with_tile_16_loads_134217728():
     r = simulate(build("gemm-tiled", 1024, 1024, 1024, 16), compute_values=False,
-                 work_group_classes=True)
+                 accelerators=Accelerators(work_group_classes=True))
     assert r.counts.global_load_elems == 134217728  # 2·1024³/16 = 1.34e8
     full = simulate(build("gemm-tiled", 256, 256, 256, 16), compute_values=False)
     assert full.counts.global_load_elems == 2 * 256**3 // 16
@@ -217,7 +218,7 @@ def test_seed_number_tiled_1024_with_tile_16_loads_134217728():
 
 def test_seed_number_naive_1024_loads_2147483648():
     r = simulate(build("gemm-naive", 1024, 1024, 1024), compute_values=False,
-                 work_group_classes=True)
+                 accelerators=Accelerators(work_group_classes=True))
     assert r.counts.global_load_elems == 2147483648  # 2·1024³ = 2.1e9
     full = simulate(build("gemm-naive", 256, 256, 256), compute_values=False)
     assert full.counts.global_load_elems == 2 * 256**3

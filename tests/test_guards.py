@@ -90,7 +90,7 @@ def test_unwritable_out_fails_before_the_sweep(tmp_path, monkeypatch):
     in_the_way = tmp_path / "a-file"
     in_the_way.write_text("not a directory")
     swept = []
-    monkeypatch.setattr(report, "_sweep_case", lambda *a, **k: swept.append(a))
+    monkeypatch.setattr(report, "_count_case", lambda *a, **k: swept.append(a))
     res = CliRunner().invoke(main, ["report", "--quick", "--device", "pocl",
                                     "--out", str(in_the_way / "sub")])
     assert res.exit_code == 1
@@ -100,24 +100,26 @@ def test_unwritable_out_fails_before_the_sweep(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed")
 def test_interrupted_sweep_keeps_the_finished_cases(tmp_path, monkeypatch):
-    real = report._sweep_case
+    real = report._measure_case
     done = []
 
-    def interrupt_third(point, *a, **k):
+    def interrupt_third(entry, *a, **k):
         if len(done) == 2:
             raise KeyboardInterrupt
-        done.append(point)
-        return real(point, *a, **k)
+        done.append((entry["family"], entry["n"], entry["tile"]))
+        return real(entry, *a, **k)
 
-    monkeypatch.setattr(report, "_sweep_case", interrupt_third)
+    monkeypatch.setattr(report, "_measure_case", interrupt_third)
     with pytest.raises(report.SweepInterrupted) as err:
         report.make_report(device="pocl", out_root=tmp_path, quick=True, progress=False)
-    assert (err.value.done, err.value.total) == (2, len(report.default_sweep(True)))
+    measured = sum(p.measure for p in report.default_sweep(True))
+    assert (err.value.done, err.value.total) == (2, report.ROUNDS * measured)
     data = json.loads((err.value.out_dir / "results.json").read_text())
     assert data["meta"]["complete"] is False
-    assert [(e["family"], e["n"], e["tile"]) for e in data["results"]] == \
-        [(p.family, p.n, p.tile) for p in done]
-    assert all(e["device_run"]["check"]["ok"] for e in data["results"])
+    assert all("counts" in e for e in data["results"]), "every case was counted first"
+    ran = [(e["family"], e["n"], e["tile"]) for e in data["results"] if "device_runs" in e]
+    assert ran == done, "the two finished runs are saved"
+    assert all(r["check"]["ok"] for e in data["results"] for r in e.get("device_runs", ()))
     assert (err.value.out_dir / "report.md").exists()
 
 

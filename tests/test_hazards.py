@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tiletraffic.simulator import schedule as S
 from tiletraffic.simulator.engine import simulate
 from tiletraffic.simulator.hazards import HAZARD_KINDS, HazardError, HazardLog
-from tiletraffic.analysis.cli import error_over_tolerance
+from tiletraffic.simulator.reference import error_over_tolerance
 from tiletraffic.simulator.reference import reference
 from tiletraffic.simulator.schedule import (Accumulate, Assign, Barrier, Const, DeclareFloat, GlobalArray,
                                 If, Let, LocalArray, Private, Schedule, block, global_id,

@@ -1,4 +1,4 @@
-"""Tests of simulator.k_extrapolation: the traffic model of a long K loop from three short
+"""Tests of simulator.accelerators.k_extrapolation: the traffic model of a long K loop from three short
 ones equals executing the whole loop, figure by figure, for every family over drawn shapes
 (edges in M, N and K, small and medium sizes); where it cannot be proved it falls back."""
 from __future__ import annotations
@@ -10,13 +10,17 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from tiletraffic.simulator import k_extrapolation as kx
+from tiletraffic.simulator.accelerators import ALL, NotApplicable
+from tiletraffic.simulator.accelerators import k_extrapolation as kx
 from tiletraffic.simulator.device_model import DEVICE_MODELS, NVIDIA_H200, GuessedValueWarning
 from tiletraffic.simulator.hazards import HazardError
 from tiletraffic.simulator.schedule import Schedule
 from tiletraffic.simulator.schedules import FAMILIES, REGISTER_BLOCKED_FAMILIES, build
-from tiletraffic.simulator.traffic_model import model_launch, observe_launch
+from tiletraffic.simulator.model import model_launch
+from tiletraffic.simulator.observation import observe_launch
 from tiletraffic.simulator.variants import build_any
+
+from strategies import register_block_options
 
 
 H200, CUDA = "nvidia-h200", "nvidia-h200-cuda"
@@ -36,7 +40,9 @@ def _depth(family: str, options: dict) -> int:
 def long_k_schedules(draw) -> Schedule:
     """A schedule of any family whose K is long enough for three shorter K."""
     family = draw(st.sampled_from(FAMILIES))
-    if family in REGISTER_BLOCKED_FAMILIES:
+    if family == "gemm-warp-tiled":
+        options = dict(draw(register_block_options(family)))
+    elif family in REGISTER_BLOCKED_FAMILIES:
         four = family == "gemm-vectorized"
         options = {"tile": draw(st.integers(1, 8)), "wg_rows": draw(st.integers(1, 8)),
                    "tm": draw(st.sampled_from((4, 8) if four else (1, 2, 3, 4))),
@@ -60,11 +66,11 @@ def long_k_schedules(draw) -> Schedule:
     period = math.lcm(depth, kx.LINE_ELEMS)
     low = max(kx.MIN_STEPS * depth, period) + 4 * period
     k = draw(st.integers(low, low + 2 * period))
-    if family == "gemm-vectorized":
+    if family in ("gemm-vectorized", "gemm-warp-tiled"):
         k -= k % 4
     if family.startswith("gemm"):
         m, n = draw(st.integers(1, 120)), draw(st.integers(1, 120))
-        if family == "gemm-vectorized":
+        if family in ("gemm-vectorized", "gemm-warp-tiled"):
             n = max(4, n - n % 4)
         return build(family, m, k, n, **options)
     if family == "matvec-local-whole":   # x whole in local memory: at most 48 KiB of it
@@ -73,10 +79,11 @@ def long_k_schedules(draw) -> Schedule:
     return build(family, m, k, **options)
 
 
-def _model(schedule: Schedule, device=NVIDIA_H200, **kw):
+def _model(schedule: Schedule, device=NVIDIA_H200, k_extrapolation: bool = True):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GuessedValueWarning)
-        return model_launch(schedule, device, **kw)
+        return model_launch(schedule, device,
+                            accelerators=ALL.replace(k_extrapolation=k_extrapolation))
 
 
 @settings(max_examples=12)
@@ -122,7 +129,8 @@ def test_it_applies_to_tuner_like_shapes(schedule):
             warnings.simplefilter("ignore", GuessedValueWarning)
             return observe_launch(s, NVIDIA_H200)
 
-    assert kx.extrapolated_observation(schedule, observe) is not None
+    assert kx.applies(schedule)
+    assert kx.extrapolated_observation(schedule, observe).schedule is schedule
 
 
 def test_short_k_values_share_line_alignment_and_reach_k():
@@ -159,17 +167,23 @@ def test_non_affine_runs_fall_back_to_full_execution():
             obs.counts.flop += 1     # break the equal differences
         return obs
 
-    assert kx.extrapolated_observation(schedule, observe) is None
+    with pytest.raises(kx.NotAffine):
+        kx.extrapolated_observation(schedule, observe)
     assert len(seen) == 3 and max(seen) < 700
+    assert issubclass(kx.NotAffine, NotApplicable)
 
 
 def test_schedules_it_does_not_apply_to():
     # a known-faulty variant (not a built-in family) and a K too short
     variant = build_any("gemm-tiled:no-second-barrier", 20, 400, 20, 16, None)
     assert kx.k_step_elems(variant) is None
-    assert kx.extrapolated_observation(variant, lambda s: pytest.fail("ran")) is None
+    assert not kx.applies(variant)
+    with pytest.raises(NotApplicable):
+        kx.extrapolated_observation(variant, lambda s: pytest.fail("ran"))
     short = build("gemm-tiled", 20, 64, 20, tile=16)
-    assert kx.extrapolated_observation(short, lambda s: pytest.fail("ran")) is None
+    assert not kx.applies(short)
+    with pytest.raises(NotApplicable):
+        kx.extrapolated_observation(short, lambda s: pytest.fail("ran"))
 
 
 def test_a_hazard_is_raised_as_by_full_execution():
@@ -192,7 +206,9 @@ def test_vector_merging_models_fall_back_where_blocks_depend_on_k():
     schedule = build("matvec-local-whole", 8192, 8193, tile=1024)
     assert kx.merges_k_dependent_blocks(schedule)
     assert not kx.merges_k_dependent_blocks(build("gemm-tiled", 64, 64, 64, tile=16))
-    assert kx.extrapolated_observation(schedule, lambda s: pytest.fail("ran"),
-                                       cuda.local_vector_words) is None
+    assert not kx.applies(schedule, cuda.local_vector_words)
+    with pytest.raises(NotApplicable):
+        kx.extrapolated_observation(schedule, lambda s: pytest.fail("ran"),
+                                    cuda.local_vector_words)
     full = _model(schedule, device=cuda, k_extrapolation=False)
     assert _model(schedule, device=cuda).to_dict() == full.to_dict()

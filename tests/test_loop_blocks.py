@@ -1,4 +1,4 @@
-"""Tests of simulator.loop_blocks: loops that store or assign private arrays, run in blocks
+"""Tests of simulator.accelerators.loop_blocks: loops that store or assign private arrays, run in blocks
 of iterations with values off, give exactly the observations of iteration-by-iteration
 execution (every family over drawn shapes, on a device model that merges local loads and
 one that does not; drawn kernels with guards, carried and stale integers, private values
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from tiletraffic.simulator import engine, loop_blocks
 from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator import traffic_model as tm
+from tiletraffic.simulator import observation as tm
+from tiletraffic.simulator.accelerators import ALL, Accelerators, NotApplicable, loop_blocks
 from tiletraffic.simulator.device_model import DEVICE_MODELS, GuessedValueWarning
 from tiletraffic.simulator.engine import simulate
 from tiletraffic.simulator.hazards import HazardError
@@ -33,7 +33,7 @@ def _observation(schedule: Schedule, model, blocked: bool) -> dict:
     """Every figure observe_launch gives, the blocked run's without its fallback."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GuessedValueWarning)
-        obs = tm._observe_launch(schedule, model, True, None, blocked)
+        obs = tm._observe(schedule, model, ALL.replace(loop_blocks=blocked), None)
     return {"counts": obs.counts.to_dict(), "memory": obs.memory.to_dict(),
             "sectors": obs.footprint.sectors_by_buffer,
             "own": obs.footprint.own_sectors_by_buffer, "phases": obs.load_phases,
@@ -140,7 +140,7 @@ def _outcome(schedule: Schedule, blocked: bool):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            obs = tm.observe_launch(schedule, H200, limits=None, blocked_loops=blocked)
+            obs = tm.observe_launch(schedule, H200, limits=None, accelerators=ALL.replace(loop_blocks=blocked))
     except HazardError as err:
         return "hazard: " + str(err)
     return obs.counts.to_dict(), obs.memory.to_dict(), obs.footprint.sectors_by_buffer
@@ -177,13 +177,13 @@ def test_a_let_read_after_a_blocked_loop_falls_back():
         Let("lid", local_id(0)),
         For("e", Var("lid"), Const(16), Const(8), (Let("q", e + 1), store(T, e, X[e % 8]))),
         S.Barrier(), store(Y, q % 8, S.FConst(1))])
-    with pytest.raises(loop_blocks.LoopBlockFallback):
-        simulate(schedule, compute_values=False, limits=None, work_group_classes=True,
-                 blocked_loops=True, race_checks=False)
+    with pytest.raises(NotApplicable):
+        simulate(schedule, compute_values=False, limits=None, race_checks=False,
+                 accelerators=Accelerators(work_group_classes=True, loop_blocks=True))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fast = tm.observe_launch(schedule, H200, limits=None)
-        slow = tm.observe_launch(schedule, H200, limits=None, blocked_loops=False)
+        slow = tm.observe_launch(schedule, H200, limits=None, accelerators=ALL.replace(loop_blocks=False))
     assert fast.counts.to_dict() == slow.counts.to_dict()
 
 
@@ -194,7 +194,7 @@ def test_a_hazard_in_a_blocked_loop_is_the_one_of_iteration_by_iteration():
     with pytest.raises(HazardError) as fast:
         tm.observe_launch(schedule, H200, limits=None)
     with pytest.raises(HazardError) as slow:
-        tm.observe_launch(schedule, H200, limits=None, blocked_loops=False)
+        tm.observe_launch(schedule, H200, limits=None, accelerators=ALL.replace(loop_blocks=False))
     assert "out-of-bounds" in str(fast.value) and str(fast.value) == str(slow.value)
 
 

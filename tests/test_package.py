@@ -17,6 +17,7 @@ import tiletraffic as tt
 PACKAGE_DIRS = {"simulator": Path(tt.simulator.__file__).parent,
                 "gpu": Path(tt.__file__).parent.parent / "gpu",
                 "analysis": Path(tt.__file__).parent.parent / "analysis",
+                "frontend": Path(tt.__file__).parent.parent / "frontend",
                 "tiletraffic": Path(tt.__file__).parent}
 
 
@@ -48,6 +49,15 @@ def test_only_tiletraffic_is_installed_at_top_level():
     assert top == ["tiletraffic"]
     assert dist.entry_points.select(group="console_scripts")["tiletraffic"].value == \
         "tiletraffic.analysis.cli:main"
+
+
+def test_frontend_imports_the_simulator_ir_only():
+    for path in _modules("frontend"):
+        bad = {m for m in _imports(path)
+               if m.startswith(("tiletraffic.gpu", "tiletraffic.analysis", "pyopencl",
+                                "matplotlib", "gpu", "analysis"))}
+        assert not bad, f"{path.name} imports {bad}"
+    assert _modules("frontend")
 
 
 def test_simulator_imports_neither_gpu_nor_analysis():
@@ -150,7 +160,7 @@ def test_model_warnings_name_the_callers_line_once_per_line():
 
     from tiletraffic.simulator.device_model import GuessedValueWarning
     from tiletraffic.simulator.strides import StridedRequestWarning
-    from tiletraffic.simulator.traffic_model import model_launch
+    from tiletraffic.simulator.model import model_launch
 
     schedule = tt.build("matvec-naive", m=256, k=256)
     with warnings.catch_warnings(record=True) as caught:

@@ -1,4 +1,4 @@
-"""Tests of simulator.private_nest: a loop nest on private memory only, executed in one step
+"""Tests of simulator.accelerators.private_nest: a loop nest on private memory only, executed in one step
 with values off, gives exactly the counts and hazards of statement-by-statement execution
 (drawn nests: bounds, steps, indices out of bounds, elements never or partly assigned,
 private floats), and is used wherever no hazard occurs."""
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from tiletraffic.simulator import engine, private_nest
+from tiletraffic.simulator.accelerators import Accelerators, private_nest
 from tiletraffic.simulator import schedule as S
 from tiletraffic.simulator.engine import simulate
 from tiletraffic.simulator.schedule import (
@@ -78,21 +78,22 @@ def _unrolled(stmt, values: dict[str, int]):
 
 def _run(schedule: Schedule, nests: bool, values: bool = False):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine, "PRIVATE_NESTS", nests)
         used = []
-        run = private_nest.run
+        ready = private_nest.ready
 
         def spy(machine, nest, mask):
-            done = run(machine, nest, mask)
-            used.append(("ni" in nest.loop_vars or "acc" in nest.array_writes, done))
+            done = ready(machine, nest, mask)
+            used.append(("ni" in nest.loop_vars or "acc" in nest.array_writes,
+                         done is not None))
             return done
 
-        mp.setattr(private_nest, "run", spy)
+        mp.setattr(private_nest, "ready", spy)
         rng = np.random.default_rng(1)
         inputs = {a.name: rng.standard_normal([schedule.param_values[d] for d in a.shape])
                   .astype(np.float32) for a in schedule.arrays if a.is_input}
         res = simulate(schedule, inputs if values else None, compute_values=values,
-                       hazards="report", limits=None)
+                       hazards="report", limits=None,
+                       accelerators=Accelerators(private_nests=nests))
     return res, used
 
 

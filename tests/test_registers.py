@@ -16,7 +16,7 @@ from tiletraffic.simulator.device_model import (GENERIC_GPU_MODEL, NVIDIA_H200,
                                                 DeviceModelError, GuessedValueWarning,
                                                 built_in_file, read_device_model)
 from tiletraffic.simulator.registers import BASE_REGISTERS, estimate_registers
-from tiletraffic.simulator.traffic_model import model_launch
+from tiletraffic.simulator.model import model_launch
 
 
 # ------------------------------------------------------------- occupancy by hand

@@ -1,13 +1,15 @@
 """Tests of analysis.report (the sweep, results.json, history, re-rendering) and of
 analysis.plots.fit_power_law.
 
-The quick sweep on PoCL takes a few seconds; it runs twice in this module (once to write a
-report, once more to see the first results.json moved into history/).
+The quick sweep on PoCL takes a few seconds; it runs twice in this module (once with the
+default model, a GPU's, once more with a model calibrated on the device, which is validated,
+and to see the first results.json moved into history/).
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -23,40 +25,65 @@ HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed "
                                 "(pip install pocl-binary-distribution)")
 
-FIGURES = ("reads_vs_n.png", "reads_per_tile_vs_b.png", "ratio_vs_speedup.png")
+FIGURES = ("reads_vs_n.png", "reads_per_tile_vs_b.png", "ratio_vs_speedup.png",
+           "speedup_vs_n.png")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+VERDICT = re.compile(r"\b(not met|met)\b")
+
+
+def _calibrated_here(tmp_path):
+    """A model file with one value measured on the PoCL device (as calibrate writes it)."""
+    from tiletraffic.analysis.calibrate import Measurement, calibrated_model
+    from tiletraffic.analysis.device_models import model_from_opencl
+    from tiletraffic.gpu.device import select_device
+    from tiletraffic.simulator.device_model import to_toml
+
+    info = select_device("pocl").info
+    model = calibrated_model(model_from_opencl(info), [Measurement(
+        "dram_read", "64 MiB, median", 2.0e10, "B/s", field="dram_bytes_per_s",
+        field_value=2.0e10)],
+        f"{info.device_name} ({info.platform_name}, driver {info.driver_version})")
+    path = tmp_path / "here.toml"
+    path.write_text(to_toml(model))
+    return path
 
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
-    """Two quick reports on PoCL into one directory: (directory, first JSON, second JSON)."""
+    """Two quick reports on PoCL into one directory, the first with the default model (a
+    GPU's), the second with a model calibrated on this device: (directory, directory of the
+    second, first JSON, files after the first, second JSON, first report.md)."""
     if not HAS_POCL:
         pytest.skip("PoCL is not installed (pip install pocl-binary-distribution)")
     root = tmp_path_factory.mktemp("reports")
     out = report.make_report(device="pocl", out_root=root, quick=True, progress=False)
     first = (out / "results.json").read_text()
     first_files = {p.name for p in out.iterdir()}
-    again = report.make_report(device="pocl", out_root=root, quick=True, progress=False)
-    return out, again, first, first_files, (out / "results.json").read_text()
+    first_md = (out / "report.md").read_text()
+    here = _calibrated_here(tmp_path_factory.mktemp("model"))
+    again = report.make_report(device="pocl", out_root=root, quick=True, progress=False,
+                               device_model=here)
+    return out, again, first, first_files, (out / "results.json").read_text(), first_md
 
 
 @needs_pocl
-def test_report_writes_markdown_json_and_three_figures(reports):
-    out, _, _, first_files, _ = reports
+def test_report_writes_markdown_json_and_four_figures(reports):
+    out, _, _, first_files, _, first_md = reports
     assert out.name.endswith("-quick") and out.name.startswith("pocl")
     assert {"report.md", "results.json", *FIGURES} <= first_files
     for fig in FIGURES:
         data = (out / fig).read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 1000
-        assert f"]({fig})" in (out / "report.md").read_text()
+        assert f"]({fig})" in first_md
     assert not [p for p in out.iterdir() if p.name.startswith(".")], "no temporary file left"
 
 
 @needs_pocl
 def test_results_json_meta_names_the_device(reports):
-    data = json.loads(reports[2])
+    data = json.loads(reports[4])
     meta = data["meta"]
-    assert meta["quick"] is True and meta["repeat"] == 10
+    assert meta["quick"] is True and meta["repeat"] == 10 and meta["rounds"] == report.ROUNDS
+    assert meta["case_list"] == "quick"
     assert "Portable Computing Language" in meta["device"]["platform_name"]
     assert meta["device"]["device_name"] and meta["device_slug"] == reports[0].name[:-6]
     assert meta["created_utc"].endswith("Z")
@@ -64,47 +91,64 @@ def test_results_json_meta_names_the_device(reports):
 
 
 @needs_pocl
-def test_every_result_agrees_with_closed_forms_and_ran_or_says_why(reports):
-    data = json.loads(reports[2])
-    expected = {(p.family, p.m, p.k, p.n, p.tile) for p in report.default_sweep(True)}
+def test_every_result_agrees_with_closed_forms_and_the_measured_ran_in_rounds(reports):
+    data = json.loads(reports[4])
+    expected = {p.key for p in report.default_sweep(True)}
     assert {(e["family"], e["m"], e["k"], e["n"], e["tile"]) for e in data["results"]} == expected
-    with_counts = [e for e in data["results"] if "counts" in e]
-    assert with_counts, "the quick sweep simulates every case"
-    for e in with_counts:
-        assert e["closed_form_agrees"] is True, e
-        if "device_run" in e:
-            run = e["device_run"]
+    assert all("counts" in e and e["closed_form_agrees"] is True for e in data["results"])
+    measured = [e for e in data["results"] if e["measure"]]
+    assert {e["n"] for e in measured if e["group"] == "square"} == \
+        set(report.MEASURED_SIZES["quick"][0])
+    for e in data["results"]:
+        if not e["measure"]:
+            assert "device_runs" not in e, "counted-only points never run"
+            continue
+        assert [r["round"] for r in e["device_runs"]] == list(range(report.ROUNDS)), e
+        for run in e["device_runs"]:
             assert len(run["kernel_times_s"]) >= MIN_REPEAT
-            assert run["min_s"] <= run["median_s"] <= run["max_s"]
             assert run["check"]["ok"] is True
-        else:
-            assert e["device_error"], e
-    # PoCL takes every quick case
-    assert all("device_run" in e for e in with_counts)
 
 
 @needs_pocl
-def test_report_includes_the_validation_of_every_family_on_its_device(reports):
-    out, _, _, first_files, _ = reports
-    assert "validate" in first_files
+def test_a_cpu_under_a_gpu_model_gets_no_verdicts_and_no_validation(reports):
+    out, _, first, first_files, _, first_md = reports
+    assert "validate" not in first_files, "no model comparison ran"
+    model = json.loads(first)["meta"]["model"]
+    assert model["name"] == "generic-gpu" and model["describes_device"] is False
+    assert "## The model on this device" in first_md
+    assert "is not a model of" in first_md and "describes a GPU" in first_md
+    assert not VERDICT.search(first_md), VERDICT.search(first_md)
+
+
+@needs_pocl
+def test_a_model_of_the_device_itself_is_validated_with_verdicts(reports):
+    out, again, *_ = reports
+    assert again == out
     data = json.loads((out / "validate" / "validation.json").read_text())
     assert data["meta"]["case_list"] == "quick" and data["meta"]["complete"] is True
-    assert data["meta"]["device_slug"] == out.name[:-6]
+    assert data["meta"]["device_model"]["describes_device"] is True
     families = {c["family"] for c in data["cases"]}
     from tiletraffic.simulator.schedules import FAMILIES
     assert families == set(FAMILIES)
     text = (out / "report.md").read_text()
-    assert "## The model against " in text and "| target (issue #14) |" in text
+    assert "## The model against " in text and "| target | asked | reached |" in text
+    assert VERDICT.search(text)
     assert "](validate/predicted_vs_measured.png)" in text
     assert "Raw data: `validate/validation.json`." in text, "the path from report.md"
     assert "Timings on " in text, "how noisy the device was"
-    history = sorted((out / "validate" / "history").glob("validation-*.json"))
-    assert len(history) == 1, "the first report's validation is kept"
+
+
+@needs_pocl
+def test_report_table_gives_every_measured_time_with_its_spread(reports):
+    text = reports[5]
+    rows = [line for line in text.splitlines() if line.startswith("| square |")]
+    assert rows and all(line.count(" ± ") == 2 for line in rows), rows
+    assert "median ± spread" in text
 
 
 @needs_pocl
 def test_square_naive_counts_are_2_n_cubed_and_tiled_divides_by_b(reports):
-    data = json.loads(reports[2])
+    data = json.loads(reports[4])
     for e in data["results"]:
         if e["group"] != "square":
             continue
@@ -115,7 +159,7 @@ def test_square_naive_counts_are_2_n_cubed_and_tiled_divides_by_b(reports):
 
 @needs_pocl
 def test_second_report_moves_the_first_results_into_history(reports):
-    out, again, first, _, second = reports
+    out, again, first, _, second, _ = reports
     assert again == out
     history = sorted((out / "history").glob("results-*.json"))
     assert len(history) == 1
@@ -131,11 +175,11 @@ def test_render_rewrites_the_report_from_json_only(reports, tmp_path, monkeypatc
     def no_device(*a, **k):
         raise AssertionError("render must not touch a device or the simulator")
 
-    import tiletraffic.analysis.validate
+    import tiletraffic.analysis.validation.measure
     import tiletraffic.gpu.device
     import tiletraffic.simulator.engine
     monkeypatch.setattr(tiletraffic.gpu.device, "select_device", no_device)
-    monkeypatch.setattr(tiletraffic.analysis.validate, "run_on_device", no_device)
+    monkeypatch.setattr(tiletraffic.analysis.validation.measure, "run_on_device", no_device)
     monkeypatch.setattr(tiletraffic.simulator.engine, "simulate", no_device)
     monkeypatch.setattr(report, "simulate", no_device)
 
@@ -174,14 +218,63 @@ def test_make_report_refuses_fewer_than_ten_repeats(tmp_path):
     assert not any(tmp_path.iterdir()), "nothing written"
 
 
-def test_quick_sweep_has_both_gemm_schedules_at_every_size_and_tile():
-    points = report.default_sweep(True)
+@pytest.mark.parametrize("quick, list_name", [(True, "quick"), (False, "cpu"), (False, "gpu")])
+def test_sweep_counts_the_grid_and_measures_the_devices_sizes(quick, list_name):
+    points = report.default_sweep(quick, list_name)
+    squares, *_ = report.MEASURED_SIZES[list_name]
     square = {(p.family, p.n, p.tile) for p in points if p.group == "square"}
+    sizes = set(report.COUNT_SIZES[quick]) | set(squares)
     assert square == {(f, n, b) for f in ("gemm-naive", "gemm-tiled")
-                      for n in report.QUICK_SIZES for b in report.QUICK_TILES}
+                      for n in sizes for b in report.COUNT_TILES[quick]}
     assert {p.group for p in points} == {"square", "non-multiple", "rectangular", "matvec"}
-    for p in points:
-        p.build()  # every point is a valid schedule
+    assert {p.n for p in points if p.group == "square" and p.measure} == set(squares)
+    assert all(p.measure for p in points if p.group != "square")
+    assert len({p.key for p in points}) == len(points), "no case twice"
+    if list_name == "cpu":
+        assert max(p.m * p.k * (p.n or 1) for p in points if p.measure) < 1000**3, \
+            "a CPU times no 1024³ GEMM"
+
+
+def test_quick_points_are_valid_schedules():
+    for p in report.default_sweep(True):
+        p.build()
+
+
+def test_speedup_range_follows_the_spreads():
+    from tiletraffic.analysis.report_text import speedups
+
+    def entry(fam, times, loads):
+        return {"family": fam, "m": 64, "k": 64, "n": 64, "tile": 8, "group": "square",
+                "counts": {"global_load_elems": loads},
+                "device_runs": [{"kernel_times_s": t} for t in times]}
+    naive = entry("gemm-naive", [[4.0] * 4, [4.0, 4.0, 4.0, 4.0]], 800)
+    tiled = entry("gemm-tiled", [[1.0] * 4, [1.5] * 4], 100)
+    (s,) = speedups([naive, tiled])
+    assert s.cut == 8 and s.value == pytest.approx(4.0 / 1.25)
+    assert s.low == pytest.approx(4.0 / 1.75) and s.high == pytest.approx(4.0 / 0.75)
+    assert s.label == "GEMM N=64 B=8"
+
+
+def test_model_describes_only_its_own_device():
+    from types import SimpleNamespace
+
+    from tiletraffic.analysis.calibrate import Measurement, calibrated_model
+    from tiletraffic.analysis.device_models import model_describes_device
+    from tiletraffic.simulator.device_model import device_model
+
+    cpu = SimpleNamespace(device_name="pthread-Some CPU", is_gpu=False)
+    h200 = SimpleNamespace(device_name="NVIDIA H200", is_gpu=True)
+    other_gpu = SimpleNamespace(device_name="Another GPU", is_gpu=True)
+    assert model_describes_device(device_model("generic-gpu"), cpu)[0] is False
+    assert model_describes_device(device_model("nvidia-h200"), cpu)[0] is False
+    assert model_describes_device(device_model("nvidia-h200"), h200)[0] is True
+    assert model_describes_device(device_model("generic-gpu"), other_gpu)[0] is False
+    mine = calibrated_model(device_model("generic-gpu"), [Measurement(
+        "dram_read", "x", 1e10, "B/s", field="dram_bytes_per_s", field_value=1e10)],
+        "pthread-Some CPU (PoCL)")
+    ok, why = model_describes_device(mine, cpu)
+    assert ok and "measured on pthread-Some CPU" in why
+    assert model_describes_device(mine, other_gpu)[0] is False
 
 
 # ------------------------------------------------------------------ fit_power_law
@@ -233,11 +326,3 @@ def test_fit_power_law_refuses_non_finite_or_degenerate_input(x, y):
 def test_fit_power_law_non_finite_x_raises_a_value_error(x, y):
     with pytest.raises(ValueError):
         fit_power_law(x, y)
-
-
-@needs_pocl
-def test_make_report_without_validation_writes_the_sweep_only(tmp_path):
-    out = report.make_report(device="pocl", out_root=tmp_path, quick=True, progress=False,
-                             validation=False)
-    assert (out / "report.md").exists() and not (out / "validate").exists()
-    assert "## The model against " not in (out / "report.md").read_text()

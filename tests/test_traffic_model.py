@@ -1,5 +1,5 @@
-"""Tests of simulator.device_model and simulator.traffic_model (L1 footprint, DRAM, time
-ceilings) and of ``tiletraffic simulate --device-model``, against values computed by hand."""
+"""Tests of simulator.device_model and the model (simulator.prediction, simulator.queueing:
+L1 footprint, DRAM, time ceilings) and of ``tiletraffic simulate --device-model``, against values computed by hand."""
 from __future__ import annotations
 
 import json
@@ -23,13 +23,16 @@ from tiletraffic.simulator.device_model import (
     GuessedValueWarning,
     device_model,
 )
+from tiletraffic.simulator.accelerators import ALL, Accelerators
 from tiletraffic.simulator.engine import simulate
 from tiletraffic.simulator.memory import MemoryObserver
 from tiletraffic.simulator.schedules import build
-from tiletraffic.simulator.traffic_model import (ADDED_TIME_TERMS, FootprintObserver,
-                                     closed_network_throughput,
-                                     drain_time_s, exposed_latency_s, model_launch,
-                                     predict, tail_latency_s)
+from tiletraffic.simulator.cache_observers import FootprintObserver
+from tiletraffic.simulator.model import model_launch
+from tiletraffic.simulator.observation import LaunchObservation
+from tiletraffic.simulator.prediction import ADDED_TIME_TERMS, interval_latency_s, predict
+from tiletraffic.simulator.queueing import (closed_network_throughput, drain_time_s,
+                                            exposed_latency_s, tail_latency_s)
 
 KIB = 1024
 
@@ -142,7 +145,7 @@ def test_device_model_lookup():
 def run_observed(schedule, classes: bool = False):
     memory, footprint = MemoryObserver(), FootprintObserver()
     res = simulate(schedule, compute_values=False, observers=[memory, footprint],
-                   work_group_classes=classes)
+                   accelerators=Accelerators(work_group_classes=classes))
     return res.counts, memory, footprint
 
 
@@ -157,8 +160,8 @@ def test_gemm_tiled_footprint_has_no_l1_hits_by_hand():
     counts, memory, footprint = run_observed(build("gemm-tiled", 32, 32, 32, tile=16))
     assert footprint.sectors_by_buffer == {"A": 256, "B": 256}
     assert memory.counts.global_load_sectors == 512
-    pred = predict(build("gemm-tiled", 32, 32, 32, tile=16), counts, memory.counts, footprint,
-                   NVIDIA_H200)
+    pred = predict(LaunchObservation(build("gemm-tiled", 32, 32, 32, tile=16), counts,
+                                     memory.counts, footprint), NVIDIA_H200)
     assert pred.l2_read_sectors == 512
     assert pred.l1_load_hit_rate == 0.0
 
@@ -170,7 +173,7 @@ def test_gemm_naive_footprint_by_hand():
     schedule = build("gemm-naive", 32, 32, 32, tile=16)
     counts, memory, footprint = run_observed(schedule)
     assert footprint.sectors_by_buffer == {"A": 256, "B": 256}
-    pred = predict(schedule, counts, memory.counts, footprint, NVIDIA_H200)
+    pred = predict(LaunchObservation(schedule, counts, memory.counts, footprint), NVIDIA_H200)
     assert pred.l2_read_sectors == 512
     assert pred.l1_load_hit_rate == pytest.approx(0.875, abs=1e-15)
 
@@ -280,7 +283,8 @@ def test_model_launch_by_classes_equals_full_execution():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GuessedValueWarning)
         by_class = model_launch(schedule, NVIDIA_H200)
-        full = model_launch(schedule, NVIDIA_H200, work_group_classes=False)
+        full = model_launch(schedule, NVIDIA_H200,
+                            accelerators=ALL.replace(work_group_classes=False))
     assert by_class.to_dict() == full.to_dict()
 
 
@@ -678,7 +682,6 @@ def test_pairs_of_work_groups_share_l1_by_hand():
 def test_interval_latency_mixes_the_l2_and_dram_round_trips_by_the_chance_of_a_miss():
     from dataclasses import replace
 
-    from tiletraffic.simulator.traffic_model import interval_latency_s
     m = replace(NVIDIA_H200, memory_latency_s=200e-9, memory_latency_dram_s=600e-9,
                 sector_bytes=32)
     # f = 3200 B / (1000 sectors x 32 B) = 0.1 per sector; s = 1000 / 500 = 2 sectors per

@@ -19,7 +19,7 @@ from tiletraffic.gpu import codegen, runtime
 from tiletraffic.gpu.kernel_resources import KernelResources
 from tiletraffic.gpu.runtime import list_devices
 from tiletraffic.simulator.device_model import device_model
-from tiletraffic.simulator.traffic_model import model_launch
+from tiletraffic.simulator.model import model_launch
 
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed")

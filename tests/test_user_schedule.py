@@ -1,6 +1,6 @@
 """A user's own schedule, end to end (analysis.user_schedule and SCHEDULE = FILE.py:FUNCTION).
 
-The README tutorial's file ``examples/rect_tile_gemm.py`` (work-group 16×8, K-tile 8) goes
+The tutorial's file (docs/tutorial.md) ``examples/rect_tile_gemm.py`` (work-group 16×8, K-tile 8) goes
 through every command by path: simulate (counts equal the hand-derived closed forms, values
 checked against the file's numpy reference), check, run (PoCL), model and crosscheck
 (Oclgrind). Every way a user's file can be wrong gives exit 2 and a message naming the value.

@@ -1,11 +1,11 @@
-"""analysis.validate.run_on_device on PoCL: every launch checked (issue #15 case 3), the
+"""analysis.validation.measure.run_on_device on PoCL: every launch checked (issue #15 case 3), the
 worst error/tolerance named (case 6), the kind of inputs (case 7)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tiletraffic.analysis.validate import run_on_device
+from tiletraffic.analysis.validation.measure import run_on_device
 from tiletraffic.gpu.runtime import LAUNCH_INDEX_ARG, ResultMismatchError, list_devices, select_device
 from tiletraffic.simulator.demos import LAUNCH_INDEX_PARAM, WRONG_LAUNCH
 from tiletraffic.simulator.schedules import build
@@ -64,7 +64,7 @@ def test_every_kind_of_input_runs_and_checks(pocl, kind):
 
 def test_a_launch_beyond_the_devices_local_memory_is_refused_before_the_inputs_are_made(
         pocl, monkeypatch):
-    from tiletraffic.analysis import validate
+    from tiletraffic.analysis.validation import measure as validate
     from tiletraffic.gpu.runtime import LaunchConfigError
 
     def no_inputs(*args, **kwargs):

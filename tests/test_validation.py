@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
 
-from tiletraffic.analysis import validation as v
-from tiletraffic.analysis import validation_predict as vp
-from tiletraffic.analysis import validation_run as vr
+from tiletraffic.analysis.validation import cases as v
+from tiletraffic.analysis.validation import compare as vc
+from tiletraffic.analysis.validation import predict as vp
+from tiletraffic.analysis.validation import results as vres
+from tiletraffic.analysis.validation import run as vr
 from tiletraffic.analysis.cli import main
 from tiletraffic.analysis.report_text import speedup_against_cut, speedup_against_n
-from tiletraffic.analysis.validation_text import noise_sentence
+from tiletraffic.analysis.validation.render import noise_sentence
 from tiletraffic.gpu.device import list_devices
 from tiletraffic.simulator.device_model import built_in_file
 
@@ -32,7 +35,7 @@ def case(family, m, k, n=None, **extra):
 
 def measured(median_s, spread_s):
     """A Measured with the given median and spread (one round of one launch: hand-made)."""
-    return v.Measured(median_s, spread_s, (median_s,), None, spread_s, 1)
+    return vc.Measured(median_s, spread_s, (median_s,), None, spread_s, 1)
 
 
 # ---------------------------------------------------------------- cases
@@ -100,7 +103,7 @@ def test_a_case_s_compiled_registers_reach_the_model_and_its_id(tmp_path):
     gemm-prefetch work-group of 256 work-items with 79 registers each fits 3 times in the
     H200's 65,536 registers, with the schedule's estimate (62) 4 times, and the model's
     time changes with it; the id names the count, the file keeps it, the kernel is the same."""
-    from tiletraffic.simulator.traffic_model import model_launch
+    from tiletraffic.simulator.model import model_launch
 
     opts = {"tile": 16, "tm": 4, "tn": 4, "bk": 16}
     given = case("gemm-prefetch", 4096, 4096, 4096, registers=79, **opts)
@@ -134,24 +137,24 @@ def test_a_case_s_id_names_its_registers_whenever_its_file_does():
 # ---------------------------------------------------------------- measured time and spread
 
 def test_measured_time_median_iqr_and_round_range_by_hand():
-    m = v.measured_time([[1, 2, 3, 4, 5], [2, 3, 4, 5, 6]])
+    m = vc.measured_time([[1, 2, 3, 4, 5], [2, 3, 4, 5, 6]])
     # pooled 1 2 2 3 3 4 4 5 5 6: median 3.5; numpy's linear percentiles: 25th at position
     # 2.25 -> 2.25, 75th at 6.75 -> 4.75; IQR 2.5; round medians 3 and 4: range 1
     assert m.median_s == 3.5 and m.iqr_s == pytest.approx(2.5)
     assert m.round_medians_s == (3.0, 4.0) and m.round_range_s == 1.0
     assert m.spread_s == pytest.approx(2.5) and m.launches == 10
     # the rounds disagree more than the launches spread: the spread is the round range
-    far = v.measured_time([[1.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.0]])
+    far = vc.measured_time([[1.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.0]])
     assert (far.iqr_s, far.round_range_s, far.spread_s) == (1.0, 1.0, 1.0)
-    near = v.measured_time([[1.0, 1.1, 1.2, 1.3], [1.0, 1.1, 1.2, 1.3]])
+    near = vc.measured_time([[1.0, 1.1, 1.2, 1.3], [1.0, 1.1, 1.2, 1.3]])
     assert near.round_range_s == 0.0 and near.spread_s == near.iqr_s > 0
-    assert v.measured_time([[2.0, 4.0]]).round_range_s is None
+    assert vc.measured_time([[2.0, 4.0]]).round_range_s is None
 
 
 @pytest.mark.parametrize("rounds", [[], [[]], [[1.0, -1.0]], [[float("nan")]]])
 def test_measured_time_refuses_empty_or_bad_times(rounds):
     with pytest.raises(ValueError):
-        v.measured_time(rounds)
+        vc.measured_time(rounds)
 
 
 # ---------------------------------------------------------------- comparison, hand-made
@@ -167,7 +170,7 @@ def _problem():
 def test_errors_speedups_and_ranking_on_hand_made_numbers():
     (naive, tiled, blocked), meas = _problem()
     pred = {naive.id: 9.0, tiled.id: 8.8, blocked.id: 7.0}
-    s = v.compare([naive, tiled, blocked], pred, meas)
+    s = vc.compare([naive, tiled, blocked], pred, meas)
     errors = {r.case.family: r.time_error for r in s.results}
     assert errors == pytest.approx({"gemm-naive": -0.1, "gemm-tiled": 0.1,
                                     "gemm-register-blocked": 7.0 / 8.5 - 1})
@@ -192,14 +195,14 @@ def test_errors_speedups_and_ranking_on_hand_made_numbers():
 def test_a_misordered_qualifying_pair_and_a_tie_fail_the_ranking():
     (naive, tiled, blocked), meas = _problem()
     # naive (10.0) vs tiled (8.0): 2.0 apart > 2 x 0.5, but predicted the other way round
-    s = v.compare([naive, tiled], {naive.id: 8.0, tiled.id: 9.0}, meas)
+    s = vc.compare([naive, tiled], {naive.id: 8.0, tiled.id: 9.0}, meas)
     assert s.pairs_right == 0 and len(s.qualifying_pairs) == 1
     assert s.qualifying_pairs[0].predicted_ratio == pytest.approx(8.0 / 9.0)
     ranking = s.targets[3]
     assert ranking.met is False and ranking.figure.startswith("0 of 1 pairs")
     assert s.to_dict()["misordered_pairs"] == [[tiled.id, naive.id]]
     # equal predictions do not order a pair
-    tie = v.compare([naive, tiled], {naive.id: 9.0, tiled.id: 9.0}, meas)
+    tie = vc.compare([naive, tiled], {naive.id: 9.0, tiled.id: 9.0}, meas)
     assert tie.pairs_right == 0
     # the speedup 10/8 = 1.25 predicted as 8/9: error far beyond 20 %
     assert s.targets[2].met is False
@@ -209,21 +212,21 @@ def test_pairs_exactly_at_twice_the_spread_and_other_problems_do_not_count():
     a, b = case("gemm-naive", 64, 64, 64), case("gemm-tiled", 64, 64, 64)
     other = case("gemm-tiled", 128, 128, 128)
     meas = {a.id: measured(10.0, 0.5), b.id: measured(9.0, 0.5), other.id: measured(1.0, 0.0)}
-    s = v.compare([a, b, other], {a.id: 2.0, b.id: 1.0, other.id: 5.0}, meas)
+    s = vc.compare([a, b, other], {a.id: 2.0, b.id: 1.0, other.id: 5.0}, meas)
     assert len(s.pairs) == 1 and s.qualifying_pairs == ()     # 1.0 apart = 2 x 0.5: not more
     assert s.targets[3].met is None and s.targets[3].verdict == "nothing to judge"
     assert [x.case for x in s.speedups] == [b]                  # 128: no naive baseline
     # the larger spread of the two decides
     meas[b.id] = measured(9.0, 0.1)
-    assert v.compare([a, b], {a.id: 2.0, b.id: 1.0}, meas).qualifying_pairs == ()
+    assert vc.compare([a, b], {a.id: 2.0, b.id: 1.0}, meas).qualifying_pairs == ()
     meas[a.id] = measured(10.0, 0.4)
-    assert len(v.compare([a, b], {a.id: 2.0, b.id: 1.0}, meas).qualifying_pairs) == 1
+    assert len(vc.compare([a, b], {a.id: 2.0, b.id: 1.0}, meas).qualifying_pairs) == 1
 
 
 def test_cases_without_a_measurement_or_prediction_are_left_out():
     (naive, tiled, blocked), meas = _problem()
     del meas[blocked.id]
-    s = v.compare([naive, tiled, blocked], {naive.id: 9.0, tiled.id: None, blocked.id: 7.0},
+    s = vc.compare([naive, tiled, blocked], {naive.id: 9.0, tiled.id: None, blocked.id: 7.0},
                   meas)
     assert [r.case for r in s.compared] == [naive]
     assert s.speedups == () and s.pairs == ()
@@ -232,7 +235,7 @@ def test_cases_without_a_measurement_or_prediction_are_left_out():
 
 def test_worst_error_fails_its_target_and_names_the_case():
     (naive, tiled, blocked), meas = _problem()
-    s = v.compare([naive, tiled, blocked], {naive.id: 10.0, tiled.id: 8.0, blocked.id: 4.0},
+    s = vc.compare([naive, tiled, blocked], {naive.id: 10.0, tiled.id: 8.0, blocked.id: 4.0},
                   meas)
     assert s.median_abs_time_error == 0.0
     worst = s.targets[1]
@@ -242,17 +245,17 @@ def test_worst_error_fails_its_target_and_names_the_case():
 
 def test_noise_sentence_is_computed_from_the_spreads():
     a, b = case("gemm-naive", 64, 64, 64), case("gemm-tiled", 64, 64, 64)
-    meas = {a.id: v.measured_time([[1.0, 1.0, 1.1, 1.1], [1.0, 1.0, 1.1, 1.1]]),
-            b.id: v.measured_time([[2.0, 2.0, 2.0, 2.0], [2.2, 2.2, 2.2, 2.2]])}
-    text = noise_sentence(v.compare([a, b], {a.id: 1.0, b.id: 2.0}, meas), "Dev")
+    meas = {a.id: vc.measured_time([[1.0, 1.0, 1.1, 1.1], [1.0, 1.0, 1.1, 1.1]]),
+            b.id: vc.measured_time([[2.0, 2.0, 2.0, 2.0], [2.2, 2.2, 2.2, 2.2]])}
+    text = noise_sentence(vc.compare([a, b], {a.id: 1.0, b.id: 2.0}, meas), "Dev")
     # a: IQR 0.1 of median 1.05 (9.5 %), rounds equal; b: IQR 0.2 of 2.1 (9.5 %), rounds
     # 0.2 apart (9.5 %): the median relative spread 9.5 % is noisy (>= 5 %)
     assert text.startswith("Timings on Dev were noisy")
     assert "differed by 4.8%" in text          # median of 0 % and 9.5 %
     assert "0 of 1 pairs of cases were too close" in text   # 1.05 apart > 2 x 0.2
-    quiet = {a.id: v.measured_time([[1.0, 1.0, 1.0, 1.001]]),
-             b.id: v.measured_time([[2.0, 2.0, 2.0, 2.0]])}
-    assert "were quiet" in noise_sentence(v.compare([a, b], {}, quiet), "Dev")
+    quiet = {a.id: vc.measured_time([[1.0, 1.0, 1.0, 1.001]]),
+             b.id: vc.measured_time([[2.0, 2.0, 2.0, 2.0]])}
+    assert "were quiet" in noise_sentence(vc.compare([a, b], {}, quiet), "Dev")
 
 
 def test_report_sentences_follow_the_data():
@@ -263,15 +266,14 @@ def test_report_sentences_follow_the_data():
     worse = speedup_against_cut([16.0, 4.0], [0.5, 2.0])[0]
     assert "in 0." in worse.split(";")[1]
 
-    def entry(fam, n, b, t):
-        return {"family": fam, "m": n, "k": n, "n": n, "tile": b, "group": "square",
-                "device_run": {"median_s": t}}
-    square = [entry("gemm-naive", 64, 4, 1.0), entry("gemm-tiled", 64, 4, 2.0),
-              entry("gemm-naive", 128, 4, 4.0), entry("gemm-tiled", 128, 4, 2.0)]
-    by_key = {(e["family"], e["m"], e["k"], e["n"], e["tile"]): e for e in square}
-    text = speedup_against_n(square, by_key)[0]
+    from tiletraffic.analysis.report_text import Speedup
+    pairs = [Speedup("a", "square", 4.0, 0.5, 0.4, 0.6, 4, 64),
+             Speedup("b", "square", 4.0, 2.0, 1.5, 2.5, 4, 128),
+             Speedup("c", "square", 4.0, 1.2, 0.9, 1.5, 4, 256)]
+    text = speedup_against_n(pairs)[0]
     assert text == ("Speedup of the tiled kernel against N, per tile width: B = 4: 0.50× at "
-                    "N = 64 to 2.00× at N = 128, faster than naive at N = 128.")
+                    "N = 64 to 1.20× at N = 256, faster than naive beyond the spread at "
+                    "N = 128.")
 
 
 # ---------------------------------------------------------------- predictions file
@@ -421,17 +423,17 @@ def test_quick_validation_on_pocl_end_to_end(quick_run, pocl_model):
         for r in rounds:
             assert r["check"]["ok"] is True and len(r["kernel_times_s"]) == 10, c.id
         assert data["predictions"][c.id]["predicted_time_s"] > 0
-    summary = vr.summary_of(data)
+    summary = vres.summary_of(data)
     assert data["summary"] == summary.to_dict()
     assert len(summary.compared) == len(cases)
     # the figures printed are those of the data
     for t in summary.targets:
         assert f"{t.name:18s} {t.verdict:16s} {t.figure}" in output
     md = (out / "validation.md").read_text()
-    assert "| target (issue #14) |" in md and "Timings on" in md
+    assert "| target | asked | reached |" in md and "Timings on" in md
     assert noise_sentence(summary, data["meta"]["device"]["device_name"]) in md
     assert (out / "predicted_vs_measured.png").read_bytes().startswith(PNG_MAGIC)
-    assert "is not a GPU" in md
+    assert data["meta"]["device_model"]["describes_device"] is True, "calibrated on it"
 
 
 @needs_pocl
@@ -507,7 +509,7 @@ def test_a_failed_round_leaves_the_case_out_with_its_error(pocl_model, tmp_path,
     from tiletraffic.gpu.device import select_device
     from tiletraffic.gpu.runtime import ResultMismatchError
 
-    import tiletraffic.analysis.validate as validate_module
+    import tiletraffic.analysis.validation.measure as validate_module
     real = validate_module.run_on_device
 
     def wrong_second(target, schedule, **k):
@@ -551,7 +553,7 @@ def test_a_report_measures_against_predictions_in_its_validate_folder(tmp_path):
 
 
 def test_guess_lines_name_each_guessed_value_once_and_count_the_per_case_notes():
-    from tiletraffic.analysis.validation_text import _guess_lines
+    from tiletraffic.analysis.validation.render import _guess_lines
     value = "device model m: l2_associativity = 16 is a guess, not a documented or queried value"
     reg = "gemm-x: registers per work-item estimated from the schedule (guessed): 30 + 2 = 32"
     out = "matvec_y: outside the model: 97% of the L1 wavefronts come from strided requests"
@@ -570,7 +572,7 @@ def test_guess_lines_name_each_guessed_value_once_and_count_the_per_case_notes()
 def test_cases_run_with_other_registers_than_their_file_gave_are_named():
     """A case file's ``registers`` is what the prediction used; validation.md says how many
     cases ran with that count and names each whose built kernel had another (hand-made)."""
-    from tiletraffic.analysis.validation_text import _register_lines
+    from tiletraffic.analysis.validation.render import _register_lines
 
     given = case("gemm-prefetch", 64, 64, 64, registers=79)
     other = case("gemm-register-blocked", 64, 64, 64, registers=64)
@@ -588,3 +590,21 @@ def test_cases_run_with_other_registers_than_their_file_gave_are_named():
     assert _register_lines(data)[0].endswith(": 1 ran with that count, 1 on a device that "
                                              "reports none.")
     assert _register_lines({"cases": [plain.to_dict()], "measurements": {}}) == []
+
+
+@needs_pocl
+def test_another_devices_model_gets_errors_but_no_verdicts(tmp_path):
+    cases = tmp_path / "cases.toml"
+    cases.write_text(v.cases_toml(TWO))
+    out = tmp_path / "v"
+    res = CliRunner().invoke(main, ["validate", "--device", "pocl", "--cases", str(cases),
+                                    "--device-model", "generic-gpu", "--rounds", "1",
+                                    "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads((out / "validation.json").read_text())
+    assert data["meta"]["device_model"]["describes_device"] is False
+    md = (out / "validation.md").read_text()
+    for text in (res.output, md):
+        assert "is not a model of" in text
+        assert not re.search(r"\b(not met|met)\b", text), text
+    assert "time error" in md and "| target |" not in md

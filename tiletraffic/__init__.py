@@ -13,14 +13,19 @@ size, global and local arrays and its body. Every function here takes one:
 
 - :func:`build` a named schedule family (``gemm-naive``, ``gemm-tiled``, ``matvec-*``), demo
   or known-faulty variant; or write your own with the IR (:class:`Schedule`, :class:`For`,
-  :class:`GlobalArray`, ...; the README's tutorial builds a rectangular-tile GEMM in
+  :class:`GlobalArray`, ...; the tutorial (docs/tutorial.md) builds a rectangular-tile GEMM in
   ``examples/rect_tile_gemm.py``) and load it with ``build("file.py:function", m=..)``
   (``tiletraffic.analysis.user_schedule``);
 - :func:`simulate` it (exact counts, optional values), :func:`check` it for hazards,
   :func:`model` its memory system and time on a device model (:func:`device_model`);
+- :func:`explain` it: one web page drawing its tiles over time, reuse, coalescing, banks,
+  hazards and time terms;
 - :func:`generate` its OpenCL C, :func:`run` it on an OpenCL device (PoCL without a GPU),
   :func:`closed_form` its counts;
-- :func:`tune` a GEMM: rank a declared parameter space by the model, measure the best.
+- :func:`tune` a GEMM: rank a declared parameter space by the model, measure the best;
+  :func:`tune_kernel` the macros of your own OpenCL kernel the same way;
+- :func:`from_opencl`: an OpenCL C kernel of yours as a schedule (or
+  ``build("kernel.toml")`` with a launch file).
 - :func:`validate` the model on a device (every family, predicted against measured), with
   predictions pre-registered by :func:`write_predictions`.
 
@@ -63,18 +68,28 @@ from .simulator.schedule import (
     Var,
     accumulate_elem,
     assign_elem,
+    FCall,
+    Select,
     block,
     ceil_div,
+    exp,
+    fabs,
+    fmax,
+    fmin,
     global_id,
     group_id,
     local_id,
     minimum,
+    select,
+    sqrt,
     store,
     vload,
     vstore,
 )
 from .simulator.schedules import FAMILIES, ScheduleError
-from .simulator.traffic_model import ModelledLaunch, TrafficPrediction
+from .simulator.accelerators import Accelerators, NotApplicable
+from .simulator.model import ModelledLaunch
+from .simulator.prediction import TrafficPrediction
 
 try:
     __version__ = _metadata.version("tiletraffic")
@@ -91,37 +106,87 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
             (``tiletraffic.simulator.variants.names()``), or ``"FILE.py:FUNCTION"``: a
             function of your file that returns a :class:`Schedule`, called with the sizes
             given (``m``, ``k``, ``n``, ``tile``; ``None`` ones left out) as keyword
-            arguments (``tiletraffic.analysis.user_schedule.load``).
+            arguments (``tiletraffic.analysis.user_schedule.load``). The command line
+            resolves SCHEDULE through the same ``tiletraffic.analysis.resolver.resolve``.
         m, k, n: sizes; A is m×k, B is k×n (GEMM), x has k elements (matrix-vector). Omitted
             sizes of a demo or variant default to its example shape.
         tile: tile width B (GEMM: B×B work-groups) or work-items per work-group (matvec).
         chunk: elements of x per staged chunk (``matvec-local``).
+            Or ``"KERNEL.toml"``: a launch file of an OpenCL C kernel
+            (``tiletraffic.analysis.launch_file``), with ``set={"N": 2048}`` replacing its
+            sizes and ``params={"TS": 16}`` its macros (passed as ``-DTS=16``).
         options: family options (``mapping``, ``padding``, ``a_tile``; ``tm``, ``tn``,
             ``bk``, ``wg_rows`` of the register-blocked GEMMs, ``wg_rows`` of
             ``matvec-rows-reduce``).
 
     Raises:
-        ScheduleError: unknown name, missing size, or a parameter out of range.
+        ScheduleError: unknown name, missing size, a size or option that does not apply
+            (``n`` of a matrix-vector product, options of a demo or variant), or a
+            parameter out of range.
         tiletraffic.analysis.user_schedule.UserScheduleError (a ValueError): the file or
             function cannot be loaded, does not take a size given, raises, or returns
             something other than a Schedule; or ``chunk``/``options`` given for it.
     """
-    from .simulator import schedules, variants
+    from .analysis.resolver import Sizes, resolve
 
-    from .analysis import user_schedule
-    if user_schedule.is_file_spec(name):
-        if chunk is not None or options:
-            raise user_schedule.UserScheduleError(
-                f"{name}: chunk and family options apply to built-in schedules only")
-        return user_schedule.load(name, m=m, k=k, n=n, tile=tile)
+    return resolve(name, Sizes(m, k, n, tile, chunk), options)
 
-    if name in schedules.FAMILIES:
-        if m is None or k is None:
-            raise ScheduleError(f"{name} needs m and k (got m={m}, k={k})")
-        return schedules.build(name, m, k, n, tile, chunk, **options)
-    if options:
-        raise ScheduleError(f"{name} takes no options, got {sorted(options)}")
-    return variants.build_any(name, m, k, n, tile, chunk)
+
+def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict,
+                build_options: str = "", *, sizes: dict | None = None) -> Schedule:
+    """The schedule of ``kernel`` in an OpenCL C source, for every function here.
+
+    Args:
+        source_or_path: the OpenCL C text, or the path of a ``.cl`` file.
+        kernel: the ``__kernel`` to read.
+        global_size, local_size: NDRange and work-group size (work-items per dimension).
+        args: every kernel argument by its name in the source: an ``int`` for a scalar,
+            ``{"shape": (M, K), "access": "in"}`` for a buffer (row-major float32; entries
+            integers or names of scalar arguments or of ``sizes``; access in/out/inout).
+        build_options: ``-D``/``-U``/``-I`` options, as for ``clBuildProgram``.
+        sizes: values of names the shapes use that are not kernel arguments.
+
+    The subset of OpenCL C accepted is that of ``tiletraffic.frontend.opencl``; running
+    the schedule (:func:`run`) launches this very source. A launch file gives the same from
+    TOML: ``build("kernel.toml")``.
+
+    Raises:
+        tiletraffic.frontend.opencl.FrontendError (a ValueError): a construct outside the
+            subset, an argument missing or unknown, a bad shape or access (one line, with
+            file:line:column where it concerns the source).
+    """
+    from .frontend.opencl import parse_kernel
+
+    text, path = source_or_path, None
+    if isinstance(source_or_path, _Path) or (
+            isinstance(source_or_path, str) and "\n" not in source_or_path
+            and source_or_path.endswith((".cl", ".c", ".h"))):
+        path = str(source_or_path)
+        text = _Path(path).read_text()
+    return parse_kernel(text, kernel, global_size, local_size, args, sizes=sizes,
+                        build_options=build_options, path=path)
+
+
+def tune_kernel(launch, params: dict, constraints=(), **options) -> dict:
+    """Tune the macros of an OpenCL C kernel described by a launch file: every combination
+    of ``params`` (name -> values, passed as ``-DNAME=value``) meeting ``constraints``
+    (expressions) and the device limits is modelled and ranked, the best ``top`` measured
+    after each launch's check, the regret reported
+    (``tiletraffic.analysis.tune_launch.tune_launch``; ``options``: sets, device,
+    device_model, top, repeat, warmup, rounds, out, seed).
+
+    Example: ``tune_kernel("examples/opencl/mm_tiled.toml", {"TS": [8, 16]}, top=0)``.
+
+    Returns:
+        The results document (``predictions`` ranked, ``measurements``, ``summary``).
+
+    Raises:
+        tiletraffic.analysis.tuner.TuneError: bad arguments or no valid candidate.
+        tiletraffic.analysis.launch_file.LaunchFileError: the launch file is wrong.
+    """
+    from .analysis.tune_launch import tune_launch
+
+    return tune_launch(launch, params, constraints, **options)
 
 
 def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None,
@@ -146,7 +211,8 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
 
 
 def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
-          registers_per_work_item: int | None = None) -> ModelledLaunch:
+          registers_per_work_item: int | None = None,
+          accelerators: Accelerators | None = None) -> ModelledLaunch:
     """Counts, memory-system counts (requests, sectors, bank conflicts) and the predicted
     cache traffic and time of ``schedule`` on a device model.
 
@@ -158,16 +224,20 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
             ``run(...).run.registers_per_work_item``); they limit the resident
             work-groups. Without it a schedule with private arrays gets an estimate
             (guessed, warned; ``simulator.registers``).
+        accelerators: the exact shortcuts that may run (:class:`Accelerators`; default:
+            all of them, ``tiletraffic.simulator.accelerators.ALL``).
 
     Raises:
         KeyError: neither a built-in name nor a file. DeviceModelError: a malformed model
         file. LimitError, HazardError: as :func:`simulate`. ValueError: registers not a
         positive integer, above the device's maximum, or too many for the work-group.
     """
-    from .simulator.traffic_model import model_launch
+    from .simulator.accelerators import ALL
+    from .simulator.model import model_launch
 
     # stacklevel 2: the model's warnings name the caller's line, not this one
     return model_launch(schedule, device_model(device),
+                        accelerators=ALL if accelerators is None else accelerators,
                         registers_per_work_item=registers_per_work_item, stacklevel=2)
 
 
@@ -180,8 +250,10 @@ def generate(schedule: Schedule):
 
 
 def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warmup: int = 2,
-        reference=None, seed: int | None = None, inputs: str = "normal"):
-    """Build, launch, time and check ``schedule`` on an OpenCL device.
+        reference=None, seed: int | None = None, inputs: str = "normal",
+        unchecked: bool = False):
+    """Check ``schedule`` in the simulator, then build, launch, time and check it on an
+    OpenCL device.
 
     Args:
         device: ``"P:D"`` indices, part of a platform or device name, or ``None`` for the
@@ -192,24 +264,28 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
         seed: seed of the random inputs.
         inputs: ``normal`` (default), ``uniform``, ``ones`` or ``arange`` (the last two
             can hide swapped indices).
+        unchecked: launch even when the check before launch finds hazards (then the
+            result's ``.unchecked`` says "unchecked: hazards found: ..."); without it such
+            a schedule raises ``UnsafeLaunchError`` and nothing is launched.
 
     Returns:
-        ``tiletraffic.analysis.validate.DeviceRun`` (``.run`` times in seconds, ``.check``;
+        ``tiletraffic.analysis.validation.measure.DeviceRun`` (``.run`` times in seconds, ``.check``;
         every launch's output was fingerprinted and each distinct one checked).
 
     Raises:
         tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
+        tiletraffic.analysis.validation.measure.UnsafeLaunchError: hazards found before launch.
         tiletraffic.gpu.runtime.LaunchConfigError, KernelBuildError, LaunchError,
         ResultMismatchError: see ``run_on_device``.
     """
     import numpy as np
 
-    from .analysis.validate import run_on_device
+    from .analysis.validation.measure import run_on_device
     from .gpu.device import select_device
 
     return run_on_device(select_device(device), schedule, repeat=repeat, warmup=warmup,
                          rng=np.random.default_rng(seed), reference_fn=reference,
-                         inputs=inputs)
+                         inputs=inputs, unchecked=unchecked)
 
 
 def calibrate(device: str | None = None, *, quick: bool = False,
@@ -256,7 +332,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
          top: int = 8, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
          space=None,
          jobs: int = 1, measure_all: bool = False, resume: bool = False,
-         seed: int | None = None, progress: bool = False, recheck: int | None = None):
+         seed: int | None = None, progress: bool | None = False, recheck: int | None = None,
+         log=None, command: str | None = None, targets=None):
     """Tune C = A·B (A m×k, B k×n, float32) over a tuning space: reject the candidates that
     break the space's constraints (each with its reason), rank the rest by the model's
     predicted time on ``device_model``, run the ``top`` best on ``device`` (every launch
@@ -273,7 +350,12 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             rounds (every other in reverse order; the spread as :func:`validate`'s).
         space: a space file (TOML; default the built-in
             ``analysis/tuning_spaces/gemm.toml``). jobs: modelling processes.
-        seed: of the random inputs. progress: progress bars on stderr.
+        seed: of the random inputs. progress: progress bars on stderr (None: on a
+            terminal only). log: a function that takes each line of progress (default:
+            none printed). command: the command line the results file records (default:
+            this call). targets: the limits judged by (a TOML file or
+            ``tiletraffic.analysis.targets.Targets``; default the built-in ones:
+            ``tune-regret`` 10 %, ``ranking`` 2x the spread).
         recheck: before measuring, build (compile only) this many of the best-ranked
             candidates on ``device``, re-model them with the compiled kernel's registers
             per work-item where the driver reports them (NVIDIA's ``-cl-nv-verbose`` build
@@ -286,7 +368,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
 
     Returns:
         ``tiletraffic.analysis.tuner.TuneResult`` (``.summary``: ``regret_ratio``,
-        ``within_10pct``, ``spearman_rho``, ...; ``.measurements``; ``.table()``).
+        ``regret_target``, ``within_regret_target``, ``spearman_rho``, ...; ``.measurements``; ``.table()``).
 
     Raises:
         tiletraffic.analysis.tuner.TuneError (a ValueError): bad sizes or options, no valid
@@ -300,18 +382,18 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     return _tune(m, n, k, device=device, device_model=device_model, top=top, out=out,
                  repeat=repeat, warmup=warmup, rounds=rounds, space=space, jobs=jobs,
                  measure_all=measure_all, resume=resume, seed=seed, progress=progress,
-                 recheck=recheck)
+                 recheck=recheck, log=log, command=command, targets=targets)
 def validation_cases(name: str = "quick"):
     """A built-in case list of ``validate``: ``"quick"`` (tiny, PoCL/CI), ``"cpu"`` or
     ``"gpu"`` (GEMM 1024/4096, matvec 4096/8192), a tuple of
-    ``tiletraffic.analysis.validation.Case`` (``.family``, ``.m``, ``.k``, ``.n``, ``.tile``,
+    ``tiletraffic.analysis.validation.cases.Case`` (``.family``, ``.m``, ``.k``, ``.n``, ``.tile``,
     ``.options``, ``.registers``: the compiled registers per work-item the model uses, or
     ``None``; ``Case.from_dict({...})`` makes your own).
 
     Raises:
         KeyError: an unknown name.
     """
-    from .analysis.validation import case_list
+    from .analysis.validation.cases import case_list
 
     return case_list(name)
 
@@ -327,8 +409,8 @@ def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
         KeyError, DeviceModelError: an unknown or malformed device model. OSError: ``path``
         cannot be written.
     """
-    from .analysis.validation import case_list as _case_list
-    from .analysis.validation_predict import write_predictions as _write
+    from .analysis.validation.cases import case_list as _case_list
+    from .analysis.validation.predict import write_predictions as _write
 
     return _write(path, _case_list(case_list) if cases is None else cases, device_model,
                   case_list=case_list if cases is None else None)
@@ -336,7 +418,7 @@ def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
 
 def validate(device: str | None = None, device_model: str | DeviceModel | None = None, *,
              quick: bool = False, cases=None, predictions=None, out=None, repeat: int = 10,
-             rounds: int = 2, progress: bool = False):
+             rounds: int = 2, progress: bool = False, targets=None):
     """Validate the model on an OpenCL device: every case run, checked against float64,
     timed (median and spread of ``rounds`` × ``repeat`` launches) and compared with the
     model's predicted time, speedup over the naive schedule and ranking
@@ -350,25 +432,71 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
         predictions: a predictions file (:func:`write_predictions`): its cases are measured
             and compared with its predictions, after checking the model's hash.
         out: the results folder (default ``reports/<device>[-quick]/validate``).
+        targets: the limits the model is judged by, reported under their names (a TOML
+            file or ``tiletraffic.analysis.targets.Targets``; default the built-in
+            ``analysis/targets.toml``: median-abs-error 15 %, worst-abs-error 35 %,
+            speedup-error 20 %, ranking 2x the spread).
 
     Returns:
-        ``tiletraffic.analysis.validation_run.ValidationRun``: ``.out_dir``, ``.data`` (the
+        ``tiletraffic.analysis.validation.run.ValidationRun``: ``.out_dir``, ``.data`` (the
         ``validation.json`` document), ``.summary`` (``.targets``, ``.results``,
         ``.speedups``, ``.pairs``, ``.to_dict()``).
 
     Raises:
         tiletraffic.gpu.device.DeviceError: no such device. ValueError: ``repeat`` < 10 or
         ``rounds`` < 1; ``PredictionsError``/``PredictionsMismatch`` (ValueErrors): a
-        malformed predictions file, or other cases or another model than the file's.
+        malformed predictions file, or other cases or another model than the file's;
+        ``TargetsError`` (a ValueError): a malformed targets file.
         OSError: ``out`` cannot be written.
     """
-    from .analysis.validation_run import run_validation
+    from .analysis.validation.run import run_validation
     from .gpu.device import select_device
 
     return run_validation(select_device(device), model=device_model, cases=cases,
                           quick=quick, predictions_file=predictions, out_dir=out,
-                          repeat=repeat, rounds=rounds, progress=progress,
+                          repeat=repeat, rounds=rounds, progress=progress, targets=targets,
                           command=f"tiletraffic.validate(device={device!r}, quick={quick})")
+
+
+def explain(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *, out=None,
+            work_group=None, step_iterations: int | None = None,
+            registers_per_work_item: int | None = None) -> dict:
+    """Observe ``schedule`` for an explain page and, with ``out``, write the page there
+    (one self-contained HTML file, atomically): the tiles one work-group reads per barrier
+    interval, per-element reuse, one sub-group's request in sectors and lines, one local
+    access in banks, the hazards and the model's time terms.
+
+    >>> doc = tt.explain(tt.build("gemm-tiled", m=32, k=32, n=32, tile=16), out="tiled.html")
+
+    Args:
+        device: the device model of the pictures and the time terms (as for :func:`model`).
+        out: the HTML file to write (``None``: write nothing).
+        work_group: the work-group drawn, a linear id or one id per NDRange dimension
+            (default: the first hazard's, else 0).
+        step_iterations: without barriers, iterations of each load per step (default: the
+            tile).
+        registers_per_work_item: as for :func:`model`.
+
+    Returns:
+        The document the page is drawn from (and embeds): ``counts`` as
+        ``simulate(...).counts.to_dict()``, ``reuse`` (per input, every element's reads),
+        ``steps``, ``sites``, ``samples``, ``memory``, ``hazards``, ``time``
+        (``tiletraffic.analysis.explain.collect.explain_data``).
+
+    Raises:
+        tiletraffic.analysis.explain.ExplainSizeError (a ValueError): an array with more
+            than 64 elements along a side (the message names a size to use).
+        ValueError: a work-group outside the launch. KeyError, DeviceModelError: as
+            :func:`model`. LimitError: the schedule exceeds the device model's limits.
+    """
+    from .analysis.explain import explain_data, write_page
+
+    doc = explain_data(schedule, device, work_group=work_group,
+                       step_iterations=step_iterations,
+                       registers_per_work_item=registers_per_work_item)
+    if out is not None:
+        write_page(doc, out)
+    return doc
 
 
 def closed_form(schedule: Schedule) -> dict | None:
@@ -380,14 +508,16 @@ def closed_form(schedule: Schedule) -> dict | None:
 
 
 __all__ = [
-    "build", "simulate", "check", "model", "generate", "run", "closed_form", "tune", "calibrate",
+    "build", "simulate", "check", "model", "explain", "generate", "run", "closed_form", "tune", "calibrate",
     "validate", "write_predictions", "validation_cases",
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",
     "ceil_div", "minimum", "global_id", "local_id", "group_id",
     "vload", "vstore", "PrivateArray", "DeclarePrivateArray", "assign_elem", "accumulate_elem",
+    "FCall", "Select", "fmax", "fmin", "fabs", "sqrt", "exp", "select",
     "DeviceModel", "DEVICE_MODELS", "device_model", "DeviceModelError", "DeviceLimits",
     "GENERIC_GPU", "UNLIMITED",
     "FAMILIES", "SimulationResult", "ModelledLaunch", "TrafficPrediction", "Hazard",
-    "ScheduleError", "LimitError", "InputError", "HazardError", "__version__",
+    "ScheduleError", "LimitError", "InputError", "HazardError", "Accelerators", "NotApplicable",
+    "__version__",
 ]

@@ -105,7 +105,7 @@ def render_hardware(directory: str | Path) -> Path:
         "Compute on the same generated kernel source built as CUDA (`gpu/cuda.py`); times: "
         "OpenCL profiling events (median of 10 launches after warm-up, results checked "
         "against numpy first) and, where OpenCL refused the launch, Nsight Compute's "
-        "`gpu__time_duration`. Predictions: `simulator.traffic_model.model_launch` with the "
+        "`gpu__time_duration`. Predictions: `simulator.model.model_launch` with the "
         f"`{model.name}` device model (the OpenCL build) for the OpenCL times, speedups and "
         f"rankings, and with `{counter_model_for(model).name}`"
         " (the build the counters were read from) for the counters and Nsight's durations. "

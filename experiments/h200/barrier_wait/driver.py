@@ -78,7 +78,7 @@ def instrumented_source(source: str) -> str:
 def measure(target, n: int, tile: int, repeat: int, rng) -> dict:
     import pyopencl as cl
 
-    from tiletraffic.analysis.validate import run_on_device
+    from tiletraffic.analysis.validation.measure import run_on_device
     from tiletraffic.gpu.runtime import build_program, check_result, reference_product
     from tiletraffic.simulator.reference import random_inputs
 

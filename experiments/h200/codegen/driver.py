@@ -12,7 +12,7 @@ run the same machine code was not known. Stages (one JSON key each in
    and disassembled by ``cuobjdump -sass``; the texts go to ``OUT/code/``, static counts of
    the main instructions (LDS, LDS.128, STS, LDG, FFMA, BAR, all) into the JSON.
 2. ``times``: per case, side by side, the median of 10 launches after 2 warm-ups of: the
-   OpenCL build (OpenCL profiling events, :func:`analysis.validate.run_on_device`); the CUDA
+   OpenCL build (OpenCL profiling events, :func:`analysis.validation.measure.run_on_device`); the CUDA
    build (CuPy events); the OpenCL driver's PTX loaded through CUDA (``cupy.RawModule`` from
    the PTX file). Every result is checked against a float64 product
    (:func:`gpu.runtime.check_result`).
@@ -208,7 +208,7 @@ def ptx_module(ptx_path: Path, patched: bool):
 def times_stage(out: Path, target, cases: list[dict], repeat: int) -> dict:
     import cupy as cp
 
-    from tiletraffic.analysis.validate import run_on_device
+    from tiletraffic.analysis.validation.measure import run_on_device
     from tiletraffic.simulator.reference import random_inputs
 
     result: dict = {"repeat": repeat, "cases": [], "ptx_variant": {}}

@@ -19,7 +19,7 @@ import numpy as np
 from tiletraffic.simulator.device_model import DEVICE_MODELS
 from tiletraffic.simulator.dram_model import dram_reads_timeline
 from tiletraffic.simulator.schedule import FLOAT_BYTES
-from tiletraffic.simulator.traffic_model import drain_time_s
+from tiletraffic.simulator.queueing import drain_time_s
 
 from tiletraffic.analysis.hardware import CaseComparison
 from tiletraffic.analysis.ncu import parse_ncu_raw_csv
@@ -163,7 +163,7 @@ def dispatch_section(dispatch: dict | None, cases: list[CaseComparison], model,
 def tail_rows(dispatch: dict | None, cases: list[CaseComparison]) -> list[dict]:
     """Per measured timeline of a kernel with barriers whose SMs get more work-groups than
     they hold: the drain of each SM (its last work-group's start to its last end; median,
-    10th and 90th percentile over the SMs) against :func:`simulator.traffic_model.drain_time_s`
+    10th and 90th percentile over the SMs) against :func:`simulator.queueing.drain_time_s`
     of the build the timelines were measured on (the CUDA build: ``counted``)."""
     if dispatch is None:
         return []
@@ -217,7 +217,7 @@ def tail_lines(rows: list[dict]) -> list[str]:
         "### The tail of a launch", "",
         "When an SM gets more work-groups than it holds at once, its last ones run with fewer "
         "companions and hide less of each other's latency. The time model charges this tail "
-        "(`tail_s`, `simulator.traffic_model.tail_latency_s`; only kernels with barriers "
+        "(`tail_s`, `simulator.queueing.tail_latency_s`; only kernels with barriers "
         "have one, since only they have latency in the model) assuming that when an SM's "
         "last work-group starts, its resident work-groups are spread evenly over their work "
         "and end one by one, each stage at the mean value analysis' throughput of those left. "

@@ -2,7 +2,7 @@
 
 Writes ``reports/nvidia-h200/holdout/predictions.json``: for every case of
 ``experiments.h200.validation.driver --holdout`` (GEMM at N = 2048 and 6144, every schedule and
-tile; matrix-vector at 8192), what ``simulator.traffic_model.model_launch`` with the
+tile; matrix-vector at 8192), what ``simulator.model.model_launch`` with the
 ``nvidia-h200`` device model predicts (the JSON keys of ``tiletraffic simulate --json``), the
 predicted speedups over the naive schedule and the predicted order of the schedules per size.
 The file is committed before the device run; ``python -m experiments.h200.render

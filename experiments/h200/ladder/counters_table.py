@@ -23,7 +23,7 @@ def comparisons(raw: dict) -> list[dict]:
     """One entry per counted case: id, label, registers, rows (as CaseComparison.rows)."""
     from tiletraffic.analysis.hardware import CaseComparison, _counter_values, counter_model_for
     from tiletraffic.simulator.device_model import DEVICE_MODELS
-    from tiletraffic.simulator.traffic_model import model_launch
+    from tiletraffic.simulator.model import model_launch
     from experiments.h200.validation.driver import build_case
 
     model = counter_model_for(DEVICE_MODELS["nvidia-h200"])

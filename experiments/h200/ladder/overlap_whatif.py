@@ -1,7 +1,7 @@
 """What if the model credited a prefetching kernel with hiding its loads' latency? (round 8,
 no GPU.)
 
-The time model (:mod:`tiletraffic.simulator.traffic_model`) charges every barrier interval
+The time model (:mod:`tiletraffic.simulator.prediction`) charges every barrier interval
 that loads from global memory one memory latency, overlapped only by the other resident
 work-groups (a closed queueing network solved by mean value analysis). A prefetching
 kernel issues its loads before the interval's work and uses them after it, so its own work
@@ -46,7 +46,7 @@ def measured_cases() -> list[tuple[str, dict, int, int, float]]:
 
 
 def overlapped_throughputs(overlap: float, per: str = "residence"):
-    """:func:`traffic_model.closed_network_throughputs` with the delay reduced by
+    """:func:`queueing.closed_network_throughputs` with the delay reduced by
     ``overlap`` x the customer's residence time at the queue (``per="residence"``) or x its
     demand per interval (``per="demand"``, the work-group's own work alone)."""
     def throughputs(customers: int, demand_s: float, delay_s: float) -> list[float]:
@@ -67,9 +67,9 @@ def predicted(options: dict, n: int, registers: int, overlap: float, per: str,
     """The model's prediction of gemm-prefetch at M = N = K = ``n`` with ``options`` and
     ``registers`` per work-item, its network solved by :func:`overlapped_throughputs`."""
     import tiletraffic
-    from tiletraffic.simulator import traffic_model
+    from tiletraffic.simulator import queueing
 
-    with mock.patch.object(traffic_model, "closed_network_throughputs",
+    with mock.patch.object(queueing, "closed_network_throughputs",
                            overlapped_throughputs(overlap, per)):
         s = tiletraffic.build("gemm-prefetch", m=n, k=n, n=n, **options)
         return tiletraffic.model(s, device_model, registers_per_work_item=registers).prediction

@@ -68,7 +68,7 @@ def main(argv=None) -> int:
     if a.read_jit_cache is not None:
         return write_jit_sass(a.read_jit_cache, a.out, JIT_KERNELS)
     from tiletraffic.analysis.files import atomic_write_text
-    from tiletraffic.analysis.validation_predict import provenance, utc_now
+    from tiletraffic.analysis.validation.predict import provenance, utc_now
 
     warnings.simplefilter("ignore")
     started = utc_now()

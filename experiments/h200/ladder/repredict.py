@@ -4,7 +4,7 @@ ceiling (issue #13 item 3), against the committed measurements
 
 The simulation (counts, memory-system counts, footprints, barrier intervals) is the slow
 part; it is run once per case and size and kept in ``--cache`` (pickles), then
-:func:`simulator.traffic_model.predict` is called for each variant:
+:func:`simulator.prediction.predict` is called for each variant:
 
 * ``before``: no register limit, no issue ceiling (the ``model_predictions*.json`` of
   :mod:`experiments.h200.ladder.predict`: the script checks that it reproduces them);
@@ -43,8 +43,8 @@ NO_ISSUE = 1e12
 
 def simulated(case, n: int, cache: Path, model) -> dict:
     """The inputs of predict() for ``case`` at ``n`` (cached in ``cache``): the observation
-    of :func:`tiletraffic.simulator.traffic_model.observe_launch` (full K loop), as a dict."""
-    from tiletraffic.simulator.traffic_model import observe_launch
+    of :func:`tiletraffic.simulator.observation.observe_launch` (full K loop), as a dict."""
+    from tiletraffic.simulator.observation import observe_launch
 
     path = cache / f"{case[0].replace(' ', '_')}_{n}.pkl"
     if path.exists():
@@ -93,31 +93,30 @@ def variants(data: dict, model, fixed_registers=(), measured: int | None = None
              ) -> dict[str, float]:
     """Predicted seconds of one case for each variant of the module docstring."""
     from tiletraffic.simulator.registers import estimate_registers
-    from tiletraffic.simulator.traffic_model import predict
+    from tiletraffic.simulator.observation import LaunchObservation
+    from tiletraffic.simulator.prediction import predict
 
     s = C.build(data["case"], data["n"])
     estimate = estimate_registers(s, model.max_registers_per_work_item)
     regs = estimate.registers_per_work_item if estimate else None
     no_issue = replace(model, warp_instructions_per_cycle_per_sub_partition=NO_ISSUE)
-    args = (s, data["counts"], data["memory"], data["footprint"])
-    rest = (data["phases"], data["offsets"])
+    seen = LaunchObservation(s, data["counts"], data["memory"], data["footprint"],
+                             data["phases"], data["offsets"])
     out = {"registers_estimate": regs,
-           "before": predict(*args, no_issue, *rest).predicted_time_s,
-           "registers": predict(*args, no_issue, *rest,
-                                registers_per_work_item=regs).predicted_time_s,
-           "issue": predict(*args, model, *rest).predicted_time_s}
-    both = predict(*args, model, *rest, registers_per_work_item=regs)
+           "before": predict(seen, no_issue).predicted_time_s,
+           "registers": predict(seen, no_issue, regs).predicted_time_s,
+           "issue": predict(seen, model).predicted_time_s}
+    both = predict(seen, model, regs)
     out.update(both=both.predicted_time_s, both_bound=both.bound,
                both_resident=both.resident_work_groups_per_cu)
     if measured is not None:
-        got = predict(*args, model, *rest, registers_per_work_item=measured)
+        got = predict(seen, model, measured)
         out.update(measured_registers=measured, measured=got.predicted_time_s,
                    measured_bound=got.bound,
                    measured_resident=got.resident_work_groups_per_cu)
     for r in fixed_registers:
         if estimate is not None:
-            out[f"R={r}"] = predict(*args, model, *rest,
-                                    registers_per_work_item=r).predicted_time_s
+            out[f"R={r}"] = predict(seen, model, r).predicted_time_s
     return out
 
 

@@ -3,7 +3,7 @@ calibration completing ``generic-gpu`` (``calibrate --base generic-gpu``: a mode
 nothing to earlier measurements of the H200), whose predictions
 (``predictions-generic.json``) were committed with the first ones, before the device call.
 Same measurements (``validate/validation.json``), same comparison
-(:func:`tiletraffic.analysis.validation_run.summary_of`).
+(:func:`tiletraffic.analysis.validation.results.summary_of`).
 
     python -m experiments.h200.preregistered.compare_generic reports/nvidia-h200/preregistered
 """
@@ -13,11 +13,11 @@ import argparse
 import json
 from pathlib import Path
 
-from tiletraffic.analysis.validation_run import summary_of
+from tiletraffic.analysis.validation.results import summary_of
 
 
 def summaries(folder: Path) -> dict[str, object]:
-    """Model name -> :class:`analysis.validation.Summary` of the committed measurements."""
+    """Model name -> :class:`analysis.validation.compare.Summary` of the committed measurements."""
     data = json.loads((folder / "validate" / "validation.json").read_text())
     out = {"calibrated (base nvidia-h200)": summary_of(data)}
     generic = json.loads((folder / "predictions-generic.json").read_text())

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from experiments.h200.matvec.driver import EXTRA_METRICS
-from tiletraffic.analysis.validation_predict import utc_now
+from tiletraffic.analysis.validation.predict import utc_now
 from experiments.h200.validation import driver as validation
 
 GEMMS = tuple((family, n) for n in (3200, 3201) for family in ("gemm-naive", "gemm-tiled"))

@@ -8,7 +8,7 @@ What one run does, writing everything under ``--out`` (the device's $OUT):
    ``created_utc`` of the committed predictions (``--predictions``, written by
    :mod:`experiments.h200.strides.predict` before this run) with their SHA-256;
 2. every case through OpenCL with tiletraffic's own run path (``tiletraffic.run`` =
-   ``analysis.validate.run_on_device``): generated kernel built, 2 warm-up and ``--repeat``
+   ``analysis.validation.measure.run_on_device``): generated kernel built, 2 warm-up and ``--repeat``
    timed launches (OpenCL profiling events), every distinct output checked against float64
    numpy before its time counts; median, min, max and the spread (max - min) / median. The
    cases run in an interleaved order (K = 4096, 4128, 4097, 4127, ...) so that a drift of

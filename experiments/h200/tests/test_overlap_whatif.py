@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from experiments.h200.ladder import overlap_whatif as w
-from tiletraffic.simulator.traffic_model import closed_network_throughputs
+from tiletraffic.simulator.queueing import closed_network_throughputs
 
 from .conftest import committed
 

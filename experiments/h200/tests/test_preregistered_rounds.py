@@ -223,7 +223,7 @@ def test_round8_validate_from_the_raw_data_and_the_registers_it_ran_with():
     gemm-prefetch against gemm-register-blocked 4x4 at 4096. Each case that carried
     ``registers = N`` ran with a kernel of N registers in both rounds (the compile-only
     call's count is the measured kernels' count)."""
-    from tiletraffic.analysis import validation_run as vr
+    from tiletraffic.analysis.validation import results as vr
 
     doc = json.loads(gzip.decompress(
         committed("preregistered8", "validate", "validation.json.gz").read_bytes()))
@@ -251,7 +251,7 @@ def test_round8_predictions_are_round7_s_but_for_the_compiled_registers():
     round 7's times exactly, and gemm-prefetch 4x4 at 4096 with its 79 compiled registers
     is what the committed model file gives (+3.7% over the estimate's 4 work-groups per SM)."""
     import tiletraffic
-    from tiletraffic.analysis import validation as v
+    from tiletraffic.analysis.validation import cases as v
 
     r7 = json.loads(committed("preregistered7", "predictions.json").read_text())["predictions"]
     r8 = json.loads(committed("preregistered8", "predictions.json").read_text())["predictions"]
@@ -288,7 +288,7 @@ def test_round8_prefetch_not_faster_at_1024_and_the_4x4_no_faster_than_round7_at
     0.1736 against 0.1732), the unchanged gemm-register-blocked 4x4 ran 5.0% slower than in
     round 7's ladder (1.4% in validate), and at 4096 the new 4x4 kernel is 0.5% slower than
     round 7's in validate (5.486 against 5.458 ms) and 0.4% in the ladder."""
-    from tiletraffic.analysis import validation_run as vr
+    from tiletraffic.analysis.validation import results as vr
 
     def ladder(r):
         raw = read_json(committed(r, "ladder", "ladder_raw.json.gz"))

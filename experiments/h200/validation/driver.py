@@ -4,7 +4,7 @@ What one run does, in this order, writing everything under ``--out`` (the device
 
 1. device facts: ``nvidia-smi`` (name, driver, clocks, memory), ``ncu --version``, versions
    of numpy, pyopencl, CuPy, torch, the exact command line;
-2. OpenCL through our own code (:func:`analysis.validate.run_on_device`: result checked
+2. OpenCL through our own code (:func:`analysis.validation.measure.run_on_device`: result checked
    against float64 numpy before its time counts) for the issue-4 cases: gemm-naive and
    gemm-tiled with B = 8, 16, 32 at N = 1024 and 4096; matvec-naive, matvec-local and
    matvec-local-whole at M = K = 4096 and 16384 (matvec-local-whole needs 64 KiB of local
@@ -306,7 +306,7 @@ def opencl_cases(device: str, cases: list[dict], repeat: int) -> list[dict]:
     """run_on_device for each case; every error recorded, none raised."""
     import numpy as np
 
-    from tiletraffic.analysis.validate import run_on_device
+    from tiletraffic.analysis.validation.measure import run_on_device
     from tiletraffic.gpu.codegen import generate
     from tiletraffic.gpu.device import select_device
     from tiletraffic.gpu.runtime import build_program
@@ -439,7 +439,7 @@ def ncu_driver(cases_path: Path, out_path: Path) -> int:
 
     from tiletraffic.gpu.codegen import generate
     from tiletraffic.gpu.cuda import cuda_source, launch_geometry
-    from tiletraffic.analysis.cli import error_over_tolerance
+    from tiletraffic.simulator.reference import error_over_tolerance
     from tiletraffic.simulator.reference import random_inputs, reference
 
     cases = json.loads(cases_path.read_text())

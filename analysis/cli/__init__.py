@@ -1,0 +1,65 @@
+"""The ``tiletraffic`` command line (click): one module per command, registered in
+:data:`COMMANDS`.
+
+    tiletraffic simulate SCHEDULE --m M --k K [--n N] [--tile B] [--json]
+    tiletraffic model SCHEDULE --m M --k K [--n N] [--tile B] [--device-model D]
+                               [--registers R] [--json]
+    tiletraffic run SCHEDULE --m M --k K [--n N] [--tile B] [--device D] [--repeat R] [--json]
+    tiletraffic explain SCHEDULE --m M --k K [--n N] [--tile B] [--device-model D] --out PAGE
+    tiletraffic check SCHEDULE [...] | --all;  tiletraffic crosscheck SCHEDULE [...] | --all
+    tiletraffic devices;  tiletraffic device-model [MODEL | --device D]
+    tiletraffic calibrate [--device D] [--out FILE]
+    tiletraffic report [--device D] [--out DIR] [--quick]
+    tiletraffic tune gemm --m M --n N --k K [--device D] [--device-model D] [--top T]
+                          [--recheck R] [--out F]
+    tiletraffic validate [--device D] [--device-model M] [--quick] [--predictions F] | --predict-only
+
+SCHEDULE is any form :mod:`tiletraffic.analysis.resolver` knows (the one resolver, shared
+with ``tiletraffic.build``): a built-in name (a family, a demo, a faulty variant
+``family:variant``) or ``FILE.py:FUNCTION``, a function of the user's Python file that
+returns a ``Schedule``, called with the sizes given (``--m``, ``--k``, ``--n``, ``--tile``,
+only those given, as keyword arguments). The result of such a schedule is checked against
+the user's numpy reference: ``--reference FILE.py:FUNCTION``, else the function ``reference``
+of the schedule's file; without one, ``simulate`` skips the value check (saying so) and
+``run`` refuses.
+
+Errors a user can cause (bad sizes, limits, missing device, build failures, wrong results)
+are printed as one clear line and exit with status 2 (usage) or 1 (runtime), never as a
+traceback.
+
+A new command is a module of this package with a click command named ``command``, added to
+:data:`COMMANDS`; shared options live in :mod:`.options`, shared checks in :mod:`.common`.
+"""
+from __future__ import annotations
+
+import click
+
+from . import (calibrate, check, crosscheck, device_model, devices, explain, model, report,
+               run, simulate, tune, validate)
+
+COMMANDS = (simulate, model, run, explain, check, crosscheck, devices, device_model, calibrate,
+            report, tune, validate)
+"""The command modules, in the order ``--help`` lists them."""
+
+
+class _Ordered(click.Group):
+    def list_commands(self, ctx):
+        return list(self.commands)
+
+
+@click.group(cls=_Ordered, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tiletraffic")
+def main() -> None:
+    """tiletraffic: count, predict and measure the memory traffic of naive and tiled
+    matrix kernels (GEMM, matrix-vector) in OpenCL's execution model.
+
+    SCHEDULE is a built-in name or FILE.py:FUNCTION, your own kernel: a function of your
+    Python file that returns a tiletraffic Schedule (README, "Your own kernel, in brief";
+    docs/tutorial.md)."""
+
+
+for _module in COMMANDS:
+    main.add_command(_module.command)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""``tiletraffic calibrate``: measure an OpenCL device with microbenchmarks and write its
+device-model file."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .common import check_out_file, fail, select_device
+from .options import DEVICE_MODEL
+
+
+@click.command("calibrate")
+@click.option("--device", "-d", default=None, help="OpenCL device (as for `run`).")
+@click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
+              help="Write the device-model file here (default: print it).")
+@click.option("--quick", is_flag=True,
+              help="Tiny sizes (seconds on a CPU; a well-formed file, rough numbers).")
+@click.option("--base", "base_model", default=None, type=DEVICE_MODEL,
+              help="Device model (NAME or FILE) whose unmeasured values the file keeps "
+                   "[default: the built-in model matching the device's name, else "
+                   "generic-gpu].")
+def command(device, out_file, quick, base_model):
+    """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 size by a
+    footprint sweep, L2 and local-memory bandwidth, FP32 FMA rate, load latency, the
+    staging round trips from L2 and DRAM, strided requests, the register-tile issue rate,
+    launch overhead, barrier cost) and write a device-model file: each measured value
+    marked measured with its benchmark, the rest queried or as in the base model (--base).
+    Then: simulate ... --device-model FILE."""
+    from tqdm import tqdm
+
+    from tiletraffic.gpu.runtime import TiletrafficGpuError
+    from tiletraffic.simulator.device_model import to_toml
+
+    from .. import calibrate
+    from ..files import atomic_write_text
+
+    check_out_file(out_file)
+    try:
+        target = select_device(device)
+        with tqdm(total=len(calibrate.BENCHMARKS), desc="calibrate", unit="benchmark",
+                  file=sys.stderr,
+                  disable=None) as bar:  # shown on a terminal only
+            started = []
+
+            def step(name):  # called before each benchmark: the previous one is done
+                bar.update(len(started) > 0)
+                started.append(name)
+                bar.set_postfix_str(name)
+            model, measured = calibrate.calibrate(target, quick, step, base=base_model)
+            bar.update(1)
+    except (TiletrafficGpuError, calibrate.CalibrationError) as err:
+        fail(err)
+    click.echo(calibrate.table(measured), err=out_file is None)
+    if out_file is None:
+        click.echo(to_toml(model), nl=False)
+    else:
+        atomic_write_text(out_file, to_toml(model))
+        click.echo(f"wrote {out_file}: use it with --device-model {out_file}")

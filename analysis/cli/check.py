@@ -1,0 +1,88 @@
+"""``tiletraffic check``: the hazards of SCHEDULE's full launch, or of every built-in
+schedule, demo and faulty variant (``--all``) against the kinds each is expected to have."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+import tiletraffic as tt
+from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
+from tiletraffic.simulator.engine import InputError
+
+from ..resolver import resolve
+from .common import build_schedule, one_name_or_all, within_budget
+from .options import (FORCE_OPTION, INPUTS_OPTION, SEED_OPTION, json_option,
+                      named_schedule_options)
+
+
+@click.command("check")
+@named_schedule_options
+@click.option("--all", "check_all", is_flag=True,
+              help="Check every schedule, demo and broken variant on its example shape.")
+@json_option("the hazards")
+@click.option("--no-limits", is_flag=True,
+              help="Do not enforce generic GPU limits (1024 work-items, 48 KiB local memory).")
+@SEED_OPTION
+@INPUTS_OPTION
+@FORCE_OPTION
+def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inputs_kind,
+            force):
+    """Run only the hazard checks: races in local and global memory, barrier divergence,
+    out-of-bounds accesses, uninitialized reads, unwritten outputs, on the full launch.
+    Exits 1 when a hazard is found (with --all: when a correct schedule has one or a broken
+    variant misses its expected kind).
+
+    SCHEDULE: a family, demo or faulty variant (missing sizes: its example shape), or
+    FILE.py:FUNCTION, called with the sizes given."""
+    one_name_or_all(name, check_all)
+    if check_all:
+        rows = check_every_name(seed, inputs_kind)
+        click.echo(json.dumps(rows, indent=2) if as_json else "\n".join(all_text(rows)))
+        sys.exit(0 if all(r["ok"] for r in rows) else 1)
+    sch = build_schedule(name, m, k, n, tile, chunk, example_shape=True)
+    within_budget(sch, force, compute_values=True, reference=False)
+    hazards = hazards_of(sch, seed, inputs_kind, no_limits)
+    if as_json:
+        click.echo(json.dumps([h.to_dict() for h in hazards], indent=2))
+    else:
+        click.echo("\n".join(hazards_text(sch, hazards)))
+    sys.exit(1 if hazards else 0)
+
+
+def hazards_of(sch, seed=None, inputs_kind="normal", no_limits=False):
+    """``tiletraffic.check`` under the generic GPU's limits (none with ``no_limits``)."""
+    try:
+        return tt.check(sch, seed=seed, inputs=inputs_kind,
+                        limits=UNLIMITED if no_limits else GENERIC_GPU)
+    except (LimitError, InputError) as err:
+        raise click.UsageError(str(err)) from None
+
+
+def check_every_name(seed, inputs_kind) -> list[dict]:
+    """Every built-in name at its example shape: the hazard kinds expected and found."""
+    from tiletraffic.simulator.variants import VARIANTS, names
+
+    rows = []
+    for nm in names():
+        found = sorted({h.kind for h in hazards_of(resolve(nm, example_shape=True), seed,
+                                                inputs_kind)})
+        expected = sorted(VARIANTS[nm].expected) if nm in VARIANTS else []
+        good = set(expected) <= set(found) and (bool(found) == bool(expected))
+        rows.append({"name": nm, "expected": expected, "found": found, "ok": good})
+    return rows
+
+
+def all_text(rows: list[dict]) -> list[str]:
+    return [f"{'schedule':38s} {'expected':44s} {'found':52s}",
+            *(f"{r['name']:38s} {', '.join(r['expected']) or 'none':44s} "
+              f"{', '.join(r['found']) or 'none':52s} {'ok' if r['ok'] else 'WRONG'}"
+              for r in rows)]
+
+
+def hazards_text(sch, hazards) -> list[str]:
+    p = sch.param_values
+    return [f"{sch.family}  " + " ".join(f"{a}={v}" for a, v in p.items()) +
+            f"  tile={sch.tile}: " + (f"{len(hazards)} hazard(s)" if hazards else "clean"),
+            *(f"  [{h.kind}] {h.detail}" for h in hazards)]

@@ -1,0 +1,144 @@
+"""What every command shares: building SCHEDULE through the resolver, the errors a user can
+cause (one line; exit 2 for usage, 1 for a fault or a failed run), the memory and time budget
+of a launch, the device choice.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from tiletraffic.simulator import schedules
+
+from tiletraffic.frontend.opencl import FrontendError
+
+from .. import launch_file, resolver, user_schedule
+from .options import family_options
+
+GROUP_WORK_LIMIT = 2**31
+"""Most loop iterations (work-items × K) one work-group may need: about a minute here."""
+
+LONG_RUN_S = 60.0
+"""Estimated simulation time above which a note is printed before starting."""
+
+NO_REFERENCE = ("no reference: define reference(inputs) in the schedule's file (a launch "
+                "file's [reference] function) or give --reference FILE.py:FUNCTION")
+
+
+def fail(err: Exception) -> None:
+    """Print ``err`` as one line and exit with status 1."""
+    click.echo(f"error: {err}", err=True)
+    sys.exit(1)
+
+
+def build_schedule(spec: str, m=None, k=None, n=None, tile=None, chunk=None, *,
+                   example_shape: bool = False):
+    """The schedule SCHEDULE names at the sizes and family options given on the command
+    line (:func:`tiletraffic.analysis.resolver.resolve`, options spelled as flags); every
+    error a ``click.UsageError`` (exit 2) of one line."""
+    try:
+        return resolver.resolve(spec, resolver.Sizes(m, k, n, tile, chunk), family_options(),
+                                example_shape=example_shape, spell=resolver.flag)
+    except (schedules.ScheduleError, user_schedule.UserScheduleError,
+            launch_file.LaunchFileError, FrontendError) as err:
+        raise click.UsageError(str(err)) from None
+
+
+def is_user_spec(schedule) -> bool:
+    """SCHEDULE is the user's own: FILE.py:FUNCTION or LAUNCH.toml."""
+    return user_schedule.is_file_spec(schedule) or launch_file.is_launch_spec(schedule)
+
+
+def one_name_or_all(name, check_all: bool) -> None:
+    if check_all and name:
+        raise click.UsageError(f"give either a NAME ({name}) or --all, not both")
+    if not check_all and not name:
+        raise click.UsageError("give a schedule NAME or --all")
+
+
+def check_work(sch, k: int | None) -> None:
+    """Refuse a work-group whose simulation would take more than about a minute."""
+    k = sch.param_values.get("K", k or 1)
+    per_group = sch.work_group_items * k
+    if per_group > GROUP_WORK_LIMIT:
+        raise click.UsageError(
+            f"one work-group of {sch.work_group_items:,} work-items x K = {k} would run "
+            f"{per_group:.3g} work-item loop iterations, above the simulation limit of "
+            f"{GROUP_WORK_LIMIT:.3g} (about a minute on this machine); use a smaller tile "
+            "or K")
+
+
+def work(sch) -> int:
+    """Multiply-adds of a family (M·K·N or M·K); of another schedule, work-items × K."""
+    p = sch.param_values
+    if sch.family in schedules.FAMILIES:
+        return p["M"] * p["K"] * p.get("N", 1)
+    return sch.work_group_items * sch.work_groups * p.get("K", 1)
+
+
+def check_out_file(path: str | None, option: str = "--out") -> None:
+    """Refuse an output file whose folder cannot be created or written, before any work."""
+    if path is None:
+        return
+    from ..files import ensure_writable
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        ensure_writable(Path(folder))
+    except OSError as err:
+        fail(OSError(f"cannot write {option} {path!r}: {err.strerror or err} "
+                     f"({err.filename or folder})"))
+
+
+def within_budget(sch, force: bool, **how) -> None:
+    """Estimate memory and time before a large launch; refuse (usage error, exit 2) what
+    would not fit in the available memory unless ``force``; note long runs on stderr."""
+    from tiletraffic.simulator.budget import (
+        BudgetError, check_budget, estimate_device_run, estimate_simulation)
+
+    est = estimate_device_run(sch) if how.pop("device", False) else \
+        estimate_simulation(sch, **how)
+    if not force:
+        try:
+            check_budget(est, sch.family)
+        except BudgetError as err:
+            raise click.UsageError(str(err)) from None
+    if est.time_s > LONG_RUN_S:
+        click.echo(f"note: {sch.family} is estimated to take {est.describe()}", err=True)
+
+
+def select_device(spec):
+    """``gpu.device.select_device``, its warnings (a simulator chosen by number) on stderr."""
+    import warnings
+
+    from tiletraffic.gpu.device import select_device as select
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        target = select(spec)
+    for w in caught:
+        click.echo(f"warning: {w.message}", err=True)
+    return target
+
+
+def check_device_spec(device) -> None:
+    if device is not None and not device.strip():
+        raise click.UsageError("--device is empty; give 'P:D' or part of a device name")
+
+
+def reference_fn(schedule: str, reference_spec: str | None):
+    """The user's reference function for SCHEDULE (None: built-in, or none defined)."""
+    try:
+        if launch_file.is_launch_spec(schedule) and reference_spec is None:
+            return launch_file.reference_function(schedule)
+        return user_schedule.reference_function(schedule, reference_spec)
+    except (user_schedule.UserScheduleError, launch_file.LaunchFileError) as err:
+        raise click.UsageError(str(err)) from None
+
+
+def command_line() -> str:
+    """This process's command line, as the results files record it."""
+    import shlex
+
+    return "tiletraffic " + " ".join(shlex.quote(a) for a in sys.argv[1:])

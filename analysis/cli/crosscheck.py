@@ -1,0 +1,77 @@
+"""``tiletraffic crosscheck``: the simulator against Oclgrind running the generated kernel,
+counts of a correct schedule side by side, the hazards of a faulty one (a variant, or any
+schedule in which the simulator finds hazards, a user's own included) side by side."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from tiletraffic.simulator.device import LimitError
+from tiletraffic.simulator.engine import InputError
+from tiletraffic.simulator.schedules import ScheduleError
+
+from ..resolver import resolve
+from .common import build_schedule, fail, one_name_or_all
+from .options import json_option, named_schedule_options
+
+
+@click.command("crosscheck")
+@named_schedule_options
+@click.option("--all", "check_all", is_flag=True,
+              help="Every schedule (counts) and every broken variant (hazards), example shapes.")
+@json_option("the comparison")
+def command(name, m, k, n, tile, chunk, check_all, as_json):
+    """Compare the simulator with Oclgrind running the generated kernel: counts of a
+    correct schedule side by side, or the hazards of a faulty one (a broken variant, or any
+    schedule in which the simulator finds hazards) side by side, with the difference stated.
+    Exits 1 on any disagreement, 2 on bad input.
+
+    SCHEDULE: as for check, FILE.py:FUNCTION included."""
+    from tiletraffic.gpu.oclgrind import OclgrindError
+    from tiletraffic.simulator.variants import VARIANTS, names
+
+    from ..crosscheck import compare_hazards, crosscheck
+
+    one_name_or_all(name, check_all)
+    todo = names() if check_all else [name]
+    results, ok = [], True
+    try:
+        for nm in todo:
+            sch = resolve(nm, example_shape=True) if check_all else \
+                build_schedule(nm, m, k, n, tile, chunk, example_shape=True)
+            res = compare_hazards(sch) if nm in VARIANTS else crosscheck(sch)
+            ok &= res.agree if hasattr(res, "agree") else res.equal
+            results.append(res)
+            if not as_json:
+                click.echo("\n".join(comparison_text(res)))
+    except (ScheduleError, LimitError, InputError) as err:
+        raise click.UsageError(str(err)) from None
+    except OclgrindError as err:
+        fail(err)
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+    sys.exit(0 if ok else 1)
+
+
+def comparison_text(res) -> list[str]:
+    """A counts comparison as a table, or a hazards comparison as the kinds each found."""
+    from ..crosscheck import COUNT_KEYS, CountsComparison
+
+    if isinstance(res, CountsComparison):
+        lines = [f"{res.schedule}: counts {'identical' if res.equal else 'DIFFER'}",
+                 f"  {'counter':25s} {'simulator':>11s} {'oclgrind':>14s}"]
+        for key in COUNT_KEYS:
+            a, b = res.simulator[key], res.oclgrind[key]
+            lines.append(f"  {key:25s} {a:11d} {b:14d}" + ("" if a == b else "   <-- differs"))
+        return lines
+    invisible = res.simulator_kinds and not res.expected_oclgrind
+    return [f"{res.schedule}: hazards {'agree' if res.agree else 'DISAGREE'}"
+            + (" (Oclgrind cannot see these kinds: " + ", ".join(res.simulator_kinds) + ")"
+               if invisible else ""),
+            f"  simulator: {', '.join(res.simulator_kinds) or 'none'}",
+            *(f"    {line[:160]}" for line in res.simulator_details[:3]),
+            f"  oclgrind:  {', '.join(res.oclgrind_kinds) or 'none'}",
+            *(f"    {line[:160]}" for line in res.details[:3]),
+            *([f"  difference: {res.difference}"] if res.difference else [])]

@@ -1,0 +1,47 @@
+"""``tiletraffic device-model``: a device model as the TOML file ``--device-model`` reads, or
+the list of built-in models."""
+from __future__ import annotations
+
+import click
+
+from .common import fail
+from .options import DEVICE_MODEL
+
+
+@click.command("device-model")
+@click.argument("model", required=False, type=DEVICE_MODEL)
+@click.option("--device", "-d", default=None,
+              help="Instead: the model of this OpenCL device ('P:D' or part of its name): "
+                   "compute units, local memory and work-group size queried, every other "
+                   "value from its built-in model or, for another device, generic-gpu's "
+                   "guesses.")
+def command(model, device):
+    """Print device model MODEL (a built-in name or a file) as the TOML file --device-model
+    reads, every value with its source: documented, queried, measured or guessed. Without
+    MODEL or --device, list the built-in models.
+
+    Make your own: tiletraffic device-model generic-gpu > my-gpu.toml, edit the values and
+    their sources, then tiletraffic simulate ... --device-model my-gpu.toml."""
+    from tiletraffic.simulator.device_model import DEVICE_MODELS, VALUE_FIELDS, to_toml
+
+    if model is not None and device is not None:
+        raise click.UsageError("give a MODEL or --device, not both")
+    if device is not None:
+        from tiletraffic.gpu.device import select_device
+        from tiletraffic.gpu.runtime import TiletrafficGpuError
+
+        from ..device_models import model_from_opencl
+
+        try:
+            model = model_from_opencl(select_device(device).info)
+        except TiletrafficGpuError as err:
+            fail(err)
+    if model is None:
+        import textwrap
+
+        for m in DEVICE_MODELS.values():
+            click.echo(f"{m.name}: {len(m.guessed)} of {len(VALUE_FIELDS)} values guessed")
+            click.echo(textwrap.fill(m.description, 88, initial_indent="  ",
+                                     subsequent_indent="  "))
+        return
+    click.echo(to_toml(model), nl=False)

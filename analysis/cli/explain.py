@@ -1,0 +1,68 @@
+"""``tiletraffic explain``: SCHEDULE's memory traffic drawn as one self-contained web page."""
+from __future__ import annotations
+
+import warnings
+
+import click
+
+from tiletraffic.simulator.device import LimitError
+from tiletraffic.simulator.engine import InputError
+
+from .common import build_schedule, check_out_file
+from .options import DEVICE_MODEL, size_options
+
+
+@click.command("explain")
+@size_options
+@click.option("--device-model", default="nvidia-h200", show_default=True, type=DEVICE_MODEL,
+              help="The device model of the pictures (sub-group size, sectors, lines, "
+                   "banks) and of the time terms.")
+@click.option("--work-group", "work_group", default=None, metavar="I[,J]",
+              help="The work-group drawn: a linear id (dimension 0 fastest) or one id per "
+                   "NDRange dimension (default: the first hazard's, else 0).")
+@click.option("--step-iterations", type=click.IntRange(min=1), default=None,
+              help="Without barriers: iterations of each load per step (default: the tile).")
+@click.option("--registers", type=click.IntRange(min=1), default=None,
+              help="Registers per work-item of the compiled kernel, as for model.")
+@click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False),
+              help="The HTML page to write (written atomically).")
+def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_iterations, registers,
+            out_file):
+    """Draw SCHEDULE's memory traffic as one self-contained web page: the tiles a
+    work-group reads at each barrier interval (a stepper), how often each input element is
+    read, one sub-group's request in sectors and lines, one local access in banks, the
+    hazards, and the model's time terms. Every number comes from the simulated launch;
+    the page embeds the JSON it was drawn from.
+
+    SCHEDULE: a family, a demo or faulty variant (missing sizes: its example shape), or
+    FILE.py:FUNCTION, as for simulate. At most 64 elements per side of any array (the
+    pictures draw every element)."""
+    from ..explain import ExplainSizeError, explain_data, write_page
+
+    sch = build_schedule(schedule, m, k, n, tile, chunk)
+    check_out_file(out_file)
+    group = None
+    if work_group is not None:
+        try:
+            parts = [int(x) for x in work_group.split(",")]
+        except ValueError:
+            raise click.UsageError(f"--work-group {work_group!r}: give I or I,J (integers)") \
+                from None
+        group = parts[0] if len(parts) == 1 else parts
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # guessed values are marked on the page
+        try:
+            doc = explain_data(sch, device_model, work_group=group,
+                               step_iterations=step_iterations,
+                               registers_per_work_item=registers)
+        except ExplainSizeError as err:
+            raise click.UsageError(str(err)) from None
+        except (LimitError, InputError) as err:
+            raise click.UsageError(str(err)) from None
+        except ValueError as err:   # a work-group outside the launch, too many registers
+            raise click.UsageError(str(err)) from None
+    write_page(doc, out_file)
+    hazards = f", {len(doc['hazards'])} hazard(s) drawn" if doc["hazards"] else ""
+    click.echo(f"wrote {out_file}: {sch.family}, work-group "
+               f"{', '.join(map(str, doc['work_group']['id']))}, "
+               f"{len(doc['steps']['list'])} steps{hazards}")

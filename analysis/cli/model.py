@@ -1,0 +1,118 @@
+"""``tiletraffic model``: SCHEDULE's memory system and time on a device model (also what
+``simulate --device-model`` prints)."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import click
+
+import tiletraffic as tt
+from tiletraffic.simulator.accelerators import ALL
+from tiletraffic.simulator.device import LimitError
+from tiletraffic.simulator.engine import InputError
+from tiletraffic.simulator.hazards import HazardError
+
+from .. import environment
+from .common import build_schedule, check_work, fail, within_budget
+from .options import DEVICE_MODEL, FORCE_OPTION, json_option, size_options
+
+
+@click.command("model")
+@size_options
+@click.option("--device-model", default="nvidia-h200", show_default=True, type=DEVICE_MODEL,
+              help="The device model: requests, sectors, bank conflicts, L2 and DRAM "
+                   "traffic, predicted time (counts by work-group classes).")
+@click.option("--registers", type=click.IntRange(min=1), default=None,
+              help="Registers per work-item of the compiled kernel (what `run` prints on "
+                   "NVIDIA); they limit the resident work-groups. Default: estimated for "
+                   "schedules with private arrays (a guess, warned), else not modelled.")
+@json_option("the model's output")
+@FORCE_OPTION
+def command(schedule, m, k, n, tile, chunk, device_model, registers, as_json, force):
+    """Model SCHEDULE's memory system and time on a device model: the output of
+    `simulate SCHEDULE --device-model D`.
+
+    SCHEDULE: a family or FILE.py:FUNCTION (as for simulate). Counts are taken by
+    work-group classes, which assume that guards compare global ids with the sizes (as
+    the built-in schedules do), so that only the first and last work-group of an NDRange
+    dimension can differ."""
+    sch = build_schedule(schedule, m, k, n, tile, chunk)
+    check_work(sch, k)
+    within_budget(sch, force, compute_values=False, work_group_classes=True)
+    show_model(sch, device_model, as_json, registers)
+
+
+def show_model(sch, model, as_json: bool, registers: int | None = None) -> None:
+    """Model ``sch`` on ``model`` (a DeviceModel) and print it: JSON, or a table with the
+    model's warnings on stderr, each distinct one once."""
+    from tiletraffic.simulator.device_model import GuessedValueWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            launch = tt.model(sch, model, registers_per_work_item=registers,
+                              accelerators=environment.accelerators(ALL))
+        except (LimitError, InputError) as err:
+            raise click.UsageError(str(err)) from None
+        except ValueError as err:  # --registers beyond the device's or work-group's limit
+            if registers is None:
+                raise
+            raise click.UsageError(f"--registers {registers}: {err}") from None
+        except HazardError as err:
+            fail(err)
+    guesses = [str(w.message) for w in caught if issubclass(w.category, GuessedValueWarning)]
+    # the model's declarations (e.g. strided requests outside what it predicts)
+    declared = [str(w.message) for w in caught
+                if not issubclass(w.category, GuessedValueWarning)]
+    if as_json:
+        click.echo(json.dumps(model_json(sch, launch, guesses, declared), indent=2))
+        return
+    for w in dict.fromkeys(guesses + declared):
+        click.echo(f"warning: {w}", err=True)
+    click.echo("\n".join(model_text(sch, model, launch)))
+
+
+def model_json(sch, launch, guesses: list[str], declared: list[str]) -> dict:
+    """The ``--json`` document: the schedule's sizes, the launch's counts, memory counts and
+    prediction, whether the counts equal the closed forms, the model's warnings."""
+    formula = tt.closed_form(sch)
+    out = {"schedule": sch.family, "tile": sch.tile,
+           **{k.lower(): v for k, v in sch.params}, **launch.to_dict(),
+           "closed_form_agrees": None if formula is None else formula == launch.counts.to_dict(),
+           "guessed_values": guesses}
+    if declared:
+        out["model_warnings"] = declared
+    return out
+
+
+def model_text(sch, model, launch) -> list[str]:
+    """The table: memory-system counts, predicted traffic and time with its terms."""
+    from tiletraffic.simulator.prediction import ADDED_TIME_TERMS
+
+    p = launch.prediction
+    mem = launch.memory
+    rows = [("global loads (elements)", launch.counts.global_load_elems),
+            ("global load requests", mem.global_load_requests),
+            ("global load sectors", mem.global_load_sectors),
+            ("sectors per request", f"{mem.global_load_sectors_per_request:.2f}"),
+            ("local loads (elements)", launch.counts.local_load_elems),
+            ("local bank conflicts", mem.local_bank_conflicts),
+            ("L2 -> L1 sectors (predicted)", p.l2_read_sectors),
+            ("L1 load hit rate (predicted)", f"{p.l1_load_hit_rate:.3f}"),
+            ("DRAM read bytes (predicted)", p.dram_read_bytes),
+            ("DRAM read bytes (lock-step)", p.dram_read_bytes_lockstep),
+            ("DRAM write bytes (predicted)", p.dram_write_bytes),
+            ("registers per work-item", "not modelled" if p.registers_per_work_item is None
+             else p.registers_per_work_item),
+            ("resident work-groups per CU", p.resident_work_groups_per_cu),
+            ("work-groups on the busiest CU", p.work_groups_per_cu),
+            ("predicted time (ms)", f"{p.predicted_time_s * 1e3:.4f}  ({p.bound}-bound)"),
+            ("  of which (us)", " + ".join(
+                f"{label} {p.time_terms_s[key] * 1e6:.1f}" for label, key in (
+                    (p.bound, p.bound + "_s"),
+                    *((k.removesuffix("_s").replace("_", " "), k) for k in ADDED_TIME_TERMS))))]
+    return [f"{sch.family} on model {model.name}: " +
+            " ".join(f"{k}={v}" for k, v in sch.params) + f" tile={sch.tile}",
+            *(f"  {label:32s} {value}" for label, value in rows),
+            "  methods: " + "; ".join(f"{k}: {v}" for k, v in p.methods.items())]

@@ -1,0 +1,63 @@
+"""``tiletraffic report``: the main job: counts, closed forms and measured speedups of naive
+and tiled kernels on a device, written as a report folder (or re-render one)."""
+from __future__ import annotations
+
+import click
+
+from .common import fail
+from .options import TARGETS_OPTION
+
+
+@click.command("report")
+@click.option("--device", "-d", default=None, help="OpenCL device (as for `run`).")
+@click.option("--out", "out_dir", default="reports", show_default=True,
+              type=click.Path(file_okay=False), help="Reports directory.")
+@click.option("--quick", is_flag=True, help="Small sweep (seconds on a 2-core CPU).")
+@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
+              help="Timed launches per kernel (at least 10).")
+@click.option("--device-model", "model", default=None,
+              help="Device model to validate on the device: a built-in name or a TOML file "
+                   "(default: the device's built-in model, else generic-gpu). Only a model "
+                   "of this device (built in for it, or calibrated on it) is judged against "
+                   "it.")
+@click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
+              help="Only re-render an existing report directory from its results.json (no "
+                   "device): report.md and its figures, report.html and its explain pages.")
+@TARGETS_OPTION
+def command(device, out_dir, quick, repeat, model, render_dir, targets):
+    """The main job: count naive and tiled GEMM and matrix-vector traffic in the simulator
+    (checked against the closed forms), run them on the device at sizes chosen for it
+    (checked, timed, with spreads), validate the device model where it is this device's,
+    and write report.md, figures and results.json to OUT/<device>/, with report.html
+    linking explain pages of naive and tiled GEMM and a matrix-vector pair."""
+    from tiletraffic.gpu.runtime import TiletrafficGpuError
+
+    from ..files import SweepInterrupted
+    from ..report import make_report, render
+
+    if render_dir:
+        from pathlib import Path
+
+        path = Path(render_dir)
+        if not (path / "results.json").exists():
+            hint = (" (it holds H200 validation data: render it from the repository root "
+                    f"with `python -m experiments.h200.render {path}`)"
+                    if (path / "h200_raw.json.gz").exists() else "")
+            fail(FileNotFoundError(f"{path} has no results.json{hint}"))
+        click.echo(f"rendered {render(path)}")
+        return
+
+    try:
+        path = make_report(device=device, out_root=out_dir, quick=quick, repeat=repeat,
+                           device_model=model, targets=targets)
+    except (TiletrafficGpuError, ValueError, KeyError, SweepInterrupted) as err:
+        fail(err)
+    except OSError as err:
+        fail(OSError(f"cannot write the report under {out_dir!r}: {err.strerror} "
+                      f"({err.filename})"))
+    import json
+
+    from ..report_text import summary_lines
+
+    data = json.loads((path / "results.json").read_text())
+    click.echo("\n".join(summary_lines(data, path)))

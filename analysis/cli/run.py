@@ -1,0 +1,115 @@
+"""``tiletraffic run``: SCHEDULE checked in the simulator before any launch, then as an
+OpenCL kernel on a device, every launch's result checked against a float64 reference with
+the tolerance of the counted sum length, then timed."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import click
+import numpy as np
+
+from .. import user_schedule
+from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_device_spec, fail, reference_fn,
+                     select_device, within_budget)
+from .options import FORCE_OPTION, json_option, reference_option, schedule_options
+
+
+@click.command("run")
+@schedule_options
+@reference_option
+@click.option("--device", "-d", default=None,
+              help="OpenCL device: 'P:D' as in PYOPENCL_CTX, or part of its name "
+                   "(default: PYOPENCL_CTX, else a GPU, else PoCL).")
+@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
+              help="Timed launches (at least 10).")
+@click.option("--warmup", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Untimed launches before timing (the first includes JIT compilation).")
+@click.option("--unchecked", is_flag=True,
+              help="Launch even when the check before launch finds hazards (out-of-bounds "
+                   "accesses and barrier divergence can crash the process); every line and "
+                   "the JSON are then marked 'unchecked: hazards found'.")
+@json_option("the run")
+@FORCE_OPTION
+def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, device, repeat,
+            warmup, unchecked, as_json, force):
+    """Check SCHEDULE in the simulator, run it as an OpenCL kernel on a device, check the
+    result against float64 numpy, time it.
+
+    Before any launch the simulator checks the launch (the whole launch, or one work-group
+    per class of identical traffic where that would take long: it says which); a launch with
+    a hazard is refused (exit 1) unless --unchecked. The result's tolerance is scaled to the
+    sum length the check counted (the roundings of each output element; K for a GEMM).
+
+    SCHEDULE: a family or FILE.py:FUNCTION (as for simulate). A kernel's time counts only
+    after its result is checked, so a schedule from a file needs a reference: --reference,
+    or a function 'reference' in its file. Exit status: 0 ok, 1 a fault (a hazard, a wrong
+    result, a failed build or launch), 2 bad input."""
+    from tiletraffic.gpu.runtime import TiletrafficGpuError
+    from tiletraffic.simulator.engine import InputError
+    from tiletraffic.simulator.launch_check import check_launch
+
+    from ..validation.measure import run_on_device
+
+    sch = build_schedule(schedule, m, k, n, tile, chunk)
+    within_budget(sch, force, device=True)
+    ref_fn = reference_fn(schedule, reference_spec)
+    if ref_fn is None and is_user_spec(schedule):
+        raise click.UsageError(f"run checks the result before timing it: {NO_REFERENCE}")
+    check_device_spec(device)
+    try:
+        target = select_device(device)
+        try:
+            checked = check_launch(sch, rng=np.random.default_rng(seed))
+        except InputError as err:
+            raise click.UsageError(str(err)) from None
+        if not as_json:
+            click.echo(checked.describe() if not (checked.hazards and unchecked) else
+                       f"{checked.describe()}  [launched anyway: --unchecked]")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = run_on_device(target, sch, repeat=repeat, warmup=warmup,
+                                   rng=np.random.default_rng(seed), reference_fn=ref_fn,
+                                   inputs=inputs_kind, unchecked=unchecked,
+                                   launch_check=checked)
+    except user_schedule.UserScheduleError as err:
+        raise click.UsageError(str(err)) from None
+    except (TiletrafficGpuError, ValueError, TypeError) as err:
+        fail(err)
+    for w in caught:  # profiling unavailable, nondeterministic outputs
+        click.echo(f"warning: {w.message}", err=True)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    click.echo("\n".join(run_text(sch, result, target.info.is_simulator, ref_fn is not None)))
+
+
+def run_text(sch, result, on_simulator: bool, users_reference: bool) -> list[str]:
+    """The launch, its build, resources, times and the result check, as lines (each marked
+    "unchecked: hazards found: ..." when it ran with hazards)."""
+    r = result.run
+    simulator_note = " (a simulator, not hardware)" if on_simulator else ""
+    lines = [f"{sch.family} on {r.device_name}{simulator_note}: NDRange {r.global_size}, "
+             f"work-group {r.local_size}",
+             f"  build {r.build_time_s * 1e3:.1f} ms" + (" (cached)" if r.build_cached else "")]
+    if r.resources is not None:
+        lines.append(f"  {r.resources.describe()}")
+    lines.append(f"  kernel time over {len(r.kernel_times_s)} launches (after {r.warmup} "
+                 f"warm-up): median {r.median_s * 1e3:.3f} ms, min {r.min_s * 1e3:.3f} ms,"
+                 f" max {r.max_s * 1e3:.3f} ms"
+                 + (" (host wall time: no OpenCL profiling)" if r.timing == "host" else ""))
+    c = result.check
+    where = ", ".join(map(str, c.worst_index or ()))
+    output = next(a.name for a in sch.arrays if a.is_output)
+    lines.append(f"  result equals {'the reference' if users_reference else 'numpy'} "
+                 f"({result.inputs} inputs) in every launch: worst "
+                 f"|error| / tolerance {c.error_over_tolerance:.3g} at {output}[{where}] "
+                 f"(|error| {abs(c.worst_value - c.worst_reference):.3g}, tolerance "
+                 f"{c.worst_tolerance:.3g}, sum length {c.k}"
+                 + (f": {result.launch_check.sum_length_method}" if result.launch_check else "")
+                 + "); "
+                 + ("outputs identical in all launches" if r.distinct_outputs == 1 else
+                    f"{r.distinct_outputs} distinct outputs: nondeterministic"))
+    if result.unchecked:
+        lines = [f"{line}  [{result.unchecked}]" for line in lines]
+    return lines

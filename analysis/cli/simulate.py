@@ -1,0 +1,157 @@
+"""``tiletraffic simulate``: exact counts of SCHEDULE next to its closed forms, and its result
+checked against a float64 reference (small launches, or ``--values``)."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+import numpy as np
+
+import tiletraffic as tt
+from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
+from tiletraffic.simulator.engine import InputError
+from tiletraffic.simulator.hazards import HazardError
+from tiletraffic.simulator.reference import random_inputs, reference
+
+from .. import environment
+from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_work, fail, reference_fn,
+                     within_budget, work)
+from .model import show_model
+from .options import (DEVICE_MODEL, FORCE_OPTION, json_option, reference_option,
+                      schedule_options)
+
+VALUES_AUTO_LIMIT = 2**24
+"""Below this many multiply-adds, ``simulate`` also computes and checks the output."""
+
+CLASSES_AUTO_LIMIT = 2**27
+"""Above this many multiply-adds, counts are taken by work-group classes (exact, fast)."""
+
+
+@click.command("simulate")
+@schedule_options
+@reference_option
+@click.option("--values/--counts-only", default=None,
+              help="Also compute the output and check it against numpy (default: only when "
+                   f"M·N·K <= {VALUES_AUTO_LIMIT}).")
+@click.option("--no-limits", is_flag=True,
+              help="Do not enforce generic GPU limits (1024 work-items, 48 KiB local memory).")
+@click.option("--hazards", type=click.Choice(["raise", "report"]), default="raise",
+              show_default=True, help="Stop at the first hazard, or report them all.")
+@click.option("--device-model", default=None, type=DEVICE_MODEL,
+              help="Also model the memory system of this device: requests, sectors, bank "
+                   "conflicts, L2 and DRAM traffic, predicted time (counts by work-group "
+                   "classes). A built-in model (nvidia-h200, nvidia-h200-cuda, generic-gpu) "
+                   "or a model file: see `tiletraffic device-model`.")
+@json_option("the counts")
+@FORCE_OPTION
+def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, values,
+            no_limits, hazards, device_model, as_json, force):
+    """Execute SCHEDULE in the simulator and print its exact traffic counts, next to the
+    closed forms ("no closed form" for a schedule without them).
+
+    SCHEDULE: a family (gemm-naive, gemm-tiled, gemm-register-blocked, gemm-vectorized,
+    gemm-prefetch, matvec-naive, matvec-local, matvec-local-whole, matvec-rows-reduce), a demo
+    or faulty variant (as for check; missing sizes: its example shape), or FILE.py:FUNCTION, a function of your Python file that returns a
+    tiletraffic Schedule; it is called with the sizes given (m=, k=, n=, tile=). Its result
+    is checked against --reference (default: the file's function 'reference'), or not
+    checked, with a note, when there is none."""
+    sch = build_schedule(schedule, m, k, n, tile, chunk)
+    check_work(sch, k)
+    if device_model:
+        within_budget(sch, force, compute_values=False, work_group_classes=True)
+        show_model(sch, device_model, as_json)
+        return
+    ref_fn = reference_fn(schedule, reference_spec)
+    ops = work(sch)
+    values = ops <= VALUES_AUTO_LIMIT if values is None else values
+    if values and ops > CLASSES_AUTO_LIMIT:
+        raise click.UsageError(f"--values with M·K·N = {ops} above {CLASSES_AUTO_LIMIT} would "
+                               "take too long; use --counts-only")
+    by_classes = not values and ops > CLASSES_AUTO_LIMIT
+    within_budget(sch, force, compute_values=values, work_group_classes=by_classes)
+    inputs = random_inputs(sch, np.random.default_rng(seed), inputs_kind) if values else None
+    try:
+        res = tt.simulate(sch, inputs, compute_values=values, hazards=hazards,
+                          limits=UNLIMITED if no_limits else GENERIC_GPU,
+                          accelerators=environment.accelerators(
+                              tt.Accelerators(work_group_classes=by_classes)),
+                          sum_lengths=values)
+    except (LimitError, InputError) as err:
+        raise click.UsageError(str(err)) from None
+    except HazardError as err:
+        fail(err)
+    counts = res.counts.to_dict()
+    formula = tt.closed_form(sch)
+    ref = worst = None
+    skipped = None if values else "counts only"
+    if values and ref_fn is None and is_user_spec(schedule):
+        skipped = NO_REFERENCE
+    elif values:
+        from tiletraffic.gpu.runtime import check_result
+        from tiletraffic.simulator.sum_length import largest
+
+        try:
+            ref = reference(sch, inputs, ref_fn, sum_length=max(
+                [0, *(largest(v) for v in res.sum_lengths.values())]))
+        except ValueError as err:  # the user's reference: raised, wrong shape, not finite
+            raise click.UsageError(str(err)) from None
+        worst = check_result(np.asarray(res.outputs[ref.output]).reshape(ref.value.shape),
+                             ref.value, ref.k, ref.abs_product)
+    check = worst.error_over_tolerance if worst else None
+    if as_json:
+        p = sch.param_values
+        out = {"schedule": sch.family, "m": p.get("M", m), "k": p.get("K", k),
+               "n": p.get("N", n), "tile": sch.tile,
+               "local_size": list(sch.local_size), "global_size": list(sch.global_size),
+               **counts, "closed_form_agrees": None if formula is None else formula == counts,
+               "result_error_over_tolerance": check, "result_check_skipped": skipped,
+               "work_group_classes": by_classes,
+               "inputs": inputs_kind if values else None,
+               "result_worst_index": list(worst.worst_index) if worst and worst.worst_index
+               else None,
+               "result_unwritten": worst.unwritten_count if worst else None,
+               "result_written_nonfinite": worst.written_nonfinite_count if worst else None,
+               "hazards": [h.to_dict() for h in res.hazards]}
+        click.echo(json.dumps(out, indent=2))
+        sys.exit(1 if check is not None and not check <= 1 else 0)
+    click.echo("\n".join(counts_text(sch, counts, formula, res.hazards)))
+    if check is not None:
+        click.echo(result_text(ref, worst, inputs_kind, ref_fn is not None))
+        if not check <= 1:
+            sys.exit(1)  # a wrong result is a failure, as in run
+    elif skipped == NO_REFERENCE:
+        click.echo(f"result not checked: {NO_REFERENCE}")
+    else:
+        click.echo("counts only" + (" (by work-group classes: one work-group executed per class "
+                                    "of identical traffic; races in global memory and unwritten "
+                                    "outputs need the full launch and were not checked)"
+                                    if by_classes else "")
+                   + "; add --values to also compute and check the result")
+
+
+def counts_text(sch, counts: dict, formula: dict | None, hazards) -> list[str]:
+    """The launch's header, one line per counter (simulated, closed form) and the hazards."""
+    lines = [f"{sch.family}  " + " ".join(f"{a}={v}" for a, v in sch.params) +
+             f"  tile={sch.tile}  work-group {' x '.join(map(str, sch.local_size))}"
+             f"  NDRange {' x '.join(map(str, sch.global_size))}",
+             f"{'counter':32s} {'simulated':>16s} {'closed form':>16s}"]
+    for key, value in counts.items():
+        for name, v in (value.items() if isinstance(value, dict) else [(None, value)]):
+            label = key if name is None else f"{key}[{name}]"
+            expected = "-" if formula is None else (
+                formula[key] if name is None else formula[key][name])
+            lines.append(f"{label:32s} {v:16d} {expected:>16}")
+    if formula is None:
+        lines.append(f"no closed form for {sch.family} (the simulated counts stand alone)")
+    lines += [f"hazard [{h.kind}] {h.detail}" for h in hazards]
+    return lines
+
+
+def result_text(ref, worst, inputs_kind: str, users_reference: bool) -> str:
+    """One line: the worst error / tolerance of the result and where."""
+    check = worst.error_over_tolerance
+    return (f"result vs float64 " + ("reference" if users_reference else "numpy")
+            + f" ({inputs_kind} inputs): worst error / tolerance = "
+            f"{check:.3g} at {ref.output}[{', '.join(map(str, worst.worst_index or ()))}]"
+            f" ({'ok' if check <= 1 else 'MISMATCH: ' + worst.message(ref.output)})")

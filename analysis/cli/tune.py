@@ -1,0 +1,180 @@
+"""``tiletraffic tune``: search a tuning space with the model, measure the best-ranked
+candidates on a device, report the model's regret."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+import tiletraffic as tt
+
+from .common import check_device_spec, check_out_file, command_line, fail
+from .options import DEVICE_MODEL, SEED_OPTION, TARGETS_OPTION, json_option
+
+
+class _TuneGroup(click.Group):
+    """``tune gemm ...`` or ``tune LAUNCH.toml ...`` (the launch file's macros)."""
+
+    def resolve_command(self, ctx, args):
+        if args and args[0].endswith(".toml"):
+            return "launch", self.commands["launch"], args
+        return super().resolve_command(ctx, args)
+
+
+@click.group("tune", cls=_TuneGroup)
+def command():
+    """Search a tuning space with the model, measure the best-ranked candidates on a device
+    and report the model's regret: `tiletraffic tune gemm --help` for the built-in GEMMs,
+    `tiletraffic tune LAUNCH.toml --param TS=8,16,32 [--constraint "..."]` for the macros of
+    your own OpenCL kernel (`tiletraffic tune launch --help`)."""
+
+
+@command.command("launch")
+@click.argument("launch", metavar="LAUNCH.toml", type=click.Path(exists=True, dir_okay=False))
+@click.option("--param", "params", multiple=True, required=True, metavar="NAME=V1,V2,...",
+              help="A macro of the kernel and the values to try (passed as -DNAME=value; "
+                   "the launch file's sizes, geometry and shapes may use NAME); repeatable.")
+@click.option("--constraint", "constraints", multiple=True, metavar="EXPR",
+              help="A condition every candidate must meet, over the parameters and the "
+                   "launch file's names (e.g. \"TS % WPT == 0\"); repeatable.")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="Replace a size of the launch file; repeatable.")
+@click.option("--device", "-d", default=None,
+              help="OpenCL device to measure on (as for `run`).")
+@click.option("--device-model", default=None, type=DEVICE_MODEL,
+              help="The model that ranks (default: the measured device's; with --top 0: "
+                   "nvidia-h200).")
+@click.option("--top", "-t", type=click.IntRange(min=0), default=4, show_default=True,
+              help="Measure this many of the best-ranked candidates (0: model only).")
+@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
+              help="Timed launches per measured candidate and round.")
+@click.option("--warmup", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Untimed launches before timing.")
+@click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Times the chosen candidates are run, every other round in reverse.")
+@click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
+              help="Results (JSON), written after every step [default: "
+                   "tuning/<launch file name>.json].")
+@SEED_OPTION
+@json_option("the results")
+def tune_launch_file(launch, params, constraints, sets, device, device_model, top, repeat,
+                     warmup, rounds, out_file, seed, as_json):
+    """Tune the macros of an OpenCL C kernel described by LAUNCH.toml: every combination of
+    the --param values that meets the constraints and the device limits is built with -D,
+    modelled and ranked; the best --top are checked for hazards and run on the device, each
+    launch's output checked against the launch file's reference before its time counts.
+    Prints the ranking and the model's regret over the measured candidates."""
+    from pathlib import Path
+
+    from tiletraffic.gpu.runtime import TiletrafficGpuError
+    from tiletraffic.frontend.opencl import FrontendError
+
+    from .. import launch_file
+    from ..tune_launch import parse_params, table, tune_launch
+    from ..tuner import TuneError
+
+    check_device_spec(device)
+    out_file = out_file or f"tuning/{Path(launch).stem}.json"
+    check_out_file(out_file)
+    try:
+        doc = tune_launch(launch, parse_params(params), constraints,
+                          sets=launch_file.parse_assignments(sets), device=device,
+                          device_model=device_model, top=top, repeat=repeat, warmup=warmup,
+                          rounds=rounds, out=out_file, seed=seed,
+                          log=lambda line: click.echo(line, err=True),
+                          command=command_line())
+    except (TuneError, launch_file.LaunchFileError, FrontendError) as err:
+        raise click.UsageError(str(err)) from None
+    except (TiletrafficGpuError, OSError) as err:
+        fail(err)
+    if as_json:
+        click.echo(json.dumps(doc, indent=1))
+    else:
+        click.echo(table(doc), nl=False)
+        click.echo(f"results: {out_file}")
+
+
+@command.command("gemm")
+@click.option("--m", "m", type=click.IntRange(min=1), required=True, help="Rows of A and C.")
+@click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Columns of B and C.")
+@click.option("--k", "k", type=click.IntRange(min=1), required=True,
+              help="Columns of A, rows of B (the inner dimension).")
+@click.option("--device", "-d", default=None,
+              help="OpenCL device to measure on (as for `run`; default: PYOPENCL_CTX, else a "
+                   "GPU, else PoCL).")
+@click.option("--device-model", default=None, type=DEVICE_MODEL,
+              help="The model that ranks the candidates: a built-in name or a model file "
+                   "(default: the measured device's, as `tiletraffic device-model --device "
+                   "D` prints it; with --top 0: nvidia-h200).")
+@click.option("--top", "-t", type=click.IntRange(min=0), default=8, show_default=True,
+              help="Measure this many of the best-ranked candidates (0: model only, no "
+                   "device).")
+@click.option("--measure-all", is_flag=True, help="Measure every valid candidate.")
+@click.option("--recheck", type=click.IntRange(min=0), default=None,
+              help="Before measuring, build (compile only) this many of the best-ranked "
+                   "candidates on the device, re-model them with their compiled registers "
+                   "per work-item where the driver reports them (NVIDIA's -cl-nv-verbose "
+                   "build log; PoCL: not reported, the ranking stays estimate-based) and "
+                   "re-rank; --top are then measured from the re-ranked ones. A failed "
+                   "build is a rejection. [default: 4 x --top; 0: none]")
+@click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
+              help="Results (JSON), written after every candidate [default: "
+                   "tuning/gemm-MxNxK.json]. An existing file is moved to history/ beside it "
+                   "first, unless --resume.")
+@click.option("--resume", is_flag=True,
+              help="Reuse the predictions and measurements of --out (same sizes, space, "
+                   "device model and device) and do only what is missing.")
+@click.option("--space", "space_file", default=None,
+              type=click.Path(exists=True, dir_okay=False),
+              help="Tuning-space file (TOML; default: the built-in gemm.toml: copy it from "
+                   "the path the results name and edit it).")
+@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
+              help="Timed launches per measured candidate and round.")
+@click.option("--warmup", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Untimed launches before timing.")
+@click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Times the chosen candidates are run, every other round in reverse (as "
+                   "validate: the spread is the larger of the launches' interquartile range "
+                   "and the difference of the rounds' medians).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes that model candidates in parallel.")
+@SEED_OPTION
+@TARGETS_OPTION
+@json_option("the results")
+def tune_gemm(m, n, k, device, device_model, top, measure_all, recheck, out_file, resume,
+              space_file, repeat, warmup, rounds, jobs, seed, targets, as_json):
+    """Tune C = A·B (A is M x K, B is K x N, float32): every candidate of the tuning space
+    is checked against its constraints (rejected ones are listed with the reason), modelled
+    and ranked by predicted time; the best --top are run on the device, each launch checked
+    against float64 before its time counts. Prints a table and the model's regret (time of
+    its pick vs the best measured candidate, over the measured ones only)."""
+    from tiletraffic.gpu.runtime import TiletrafficGpuError
+
+    from ..tuner import TuneError, TuneInterrupted
+    from ..tuning_space import SpaceError
+
+    check_device_spec(device)
+    out_file = out_file or f"tuning/gemm-{m}x{n}x{k}.json"
+    check_out_file(out_file)
+    try:
+        result = tt.tune(m, n, k, device=device, device_model=device_model, top=top,
+                      out=out_file, repeat=repeat, warmup=warmup, rounds=rounds,
+                      space=space_file, jobs=jobs,
+                      measure_all=measure_all, resume=resume, seed=seed, progress=None,
+                      recheck=recheck, targets=targets,
+                      log=lambda line: click.echo(line, err=True),
+                      command=command_line())
+    except (TuneError, SpaceError) as err:
+        raise click.UsageError(str(err)) from None
+    except TuneInterrupted as err:
+        click.echo(err.result.table(), nl=False)
+        click.echo(f"interrupted: {err}", err=True)
+        sys.exit(130)
+    except (TiletrafficGpuError, OSError) as err:
+        fail(err)
+    if as_json:
+        click.echo(json.dumps(result.data, indent=1))
+    else:
+        click.echo(result.table(), nl=False)
+        click.echo(f"results: {out_file}")

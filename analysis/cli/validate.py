@@ -1,0 +1,233 @@
+"""``tiletraffic validate``: the model against a device, case by case.
+
+    tiletraffic validate [--device D] [--device-model NAME|FILE] [--quick | --case-list L |
+                         --cases FILE] [--out DIR] [--repeat R] [--rounds N]
+                         [--predictions FILE]
+    tiletraffic validate --predict-only --device-model NAME|FILE [--quick | ...] --out FILE
+    tiletraffic validate --print-cases [--quick | --case-list L | --device D]
+    tiletraffic validate --render DIR
+
+Usage errors (a malformed case file or predictions file, cases or a model that differ from
+the predictions file's, options that do not go together) exit 2, device errors exit 1, each
+as one line.
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .common import command_line, fail, select_device
+from .options import TARGETS_OPTION
+
+
+class CaseListName(click.Choice):
+    """A built-in case list's name (``validation.cases.CASE_SIZES``), looked up when the
+    option is used, so that the other commands do not import the validation."""
+
+    def __init__(self):
+        super().__init__([])
+
+    @property
+    def choices(self):
+        from ..validation.cases import CASE_SIZES
+
+        return list(CASE_SIZES)
+
+    @choices.setter
+    def choices(self, value):
+        pass
+
+
+def _model_spec(value):
+    """Check a --device-model value early (usage error naming the problem); keep the spec,
+    whose file the predictions' hash is taken of."""
+    from tiletraffic.simulator.device_model import DeviceModelError, device_model
+
+    if value is None:
+        return None
+    try:
+        device_model(value)
+    except KeyError as err:
+        raise click.BadParameter(err.args[0], param_hint="--device-model") from None
+    except DeviceModelError as err:
+        raise click.BadParameter(str(err), param_hint="--device-model") from None
+    return value
+
+
+def _chosen_cases(quick, case_list_name, cases_file):
+    """(cases or None, list name or None) from --quick / --case-list / --cases."""
+    from ..validation.cases import CaseError, case_list, read_cases
+
+    given = [o for o, v in (("--quick", quick), ("--case-list", case_list_name),
+                            ("--cases", cases_file)) if v]
+    if len(given) > 1:
+        raise click.UsageError(f"give one of {', '.join(given)}, not several")
+    if cases_file:
+        try:
+            return read_cases(cases_file), None
+        except CaseError as err:
+            raise click.UsageError(str(err)) from None
+    name = "quick" if quick else case_list_name
+    return (case_list(name), name) if name else (None, None)
+
+
+@click.command("validate")
+@click.option("--device", "-d", default=None, help="OpenCL device (as for `run`).")
+@click.option("--device-model", "model", default=None, callback=lambda c, p, v: _model_spec(v),
+              metavar="NAME|FILE",
+              help="The device model predicting the times: a built-in name or a file "
+                   "(`tiletraffic calibrate --out FILE` measures one). Default: the "
+                   "predictions file's, else the built-in model of a known device, else "
+                   "generic-gpu.")
+@click.option("--quick", is_flag=True, help="The tiny case list (seconds on PoCL; for CI).")
+@click.option("--case-list", "case_list_name", type=CaseListName(),
+              default=None, help="A built-in case list (default: gpu on a GPU, cpu otherwise; "
+                                 "--predict-only: gpu).")
+@click.option("--cases", "cases_file", default=None, type=click.Path(dir_okay=False),
+              help="Your own case list: a TOML file of [[case]] tables (start from "
+                   "--print-cases).")
+@click.option("--out", "out", default=None, type=click.Path(),
+              help="Folder of the results (default: folder validate in the folder that "
+                   "`tiletraffic report` writes for this device); with --predict-only the "
+                   "predictions file (default predictions.json).")
+@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
+              help="Timed launches per case and round (at least 10).")
+@click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Times the whole case set is run (the run-to-run spread needs 2).")
+@click.option("--predictions", "predictions_file", default=None,
+              type=click.Path(dir_okay=False),
+              help="A predictions file (--predict-only): measure exactly its cases and "
+                   "compare with its predictions (the model is not run: predicting "
+                   "beforehand keeps a lent GPU's time for measuring); refused if the cases "
+                   "or the model differ.")
+@click.option("--predict-only", is_flag=True,
+              help="Write the model's predictions of the cases to --out (no device): commit "
+                   "that file before measuring to pre-register the predictions.")
+@click.option("--print-cases", is_flag=True,
+              help="Print the case list as a --cases file and exit.")
+@click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
+              help="Only re-render DIR/validation.md from DIR/validation.json (no device).")
+@TARGETS_OPTION
+def command(device, model, quick, case_list_name, cases_file, out, repeat, rounds,
+            predictions_file, predict_only, print_cases, render_dir, targets):
+    """Validate the model on a device: every schedule family at sizes chosen for the device,
+    run, checked against float64 and timed (median and spread over repeated launches and
+    rounds), against the model's predicted time, speedup over the naive schedule and
+    ranking; writes validation.json, validation.md and a figure. With a model of the device
+    itself (its built-in model, or one calibrated on it) the targets are shown met or not
+    met; with another device's model the errors are shown without verdicts.
+
+    Pre-registration: --predict-only --device-model FILE --out predictions.json (no device),
+    commit that file, then validate --predictions predictions.json on the device."""
+    from ..validation.cases import cases_toml, default_case_list_name
+    from ..validation.predict import PredictionsError, PredictionsMismatch
+
+    if render_dir:
+        from pathlib import Path
+
+        from ..validation.render import render
+
+        if not (Path(render_dir) / "validation.json").exists():
+            fail(FileNotFoundError(f"{render_dir} has no validation.json"))
+        click.echo(f"rendered {render(render_dir)}")
+        return
+    cases, list_name = _chosen_cases(quick, case_list_name, cases_file)
+    if print_cases:
+        if cases is None:
+            from tiletraffic.gpu.runtime import TiletrafficGpuError
+
+            from ..validation.cases import case_list
+            try:
+                is_gpu = select_device(device).info.is_gpu
+            except TiletrafficGpuError as err:
+                fail(err)
+            cases = case_list(default_case_list_name(False, is_gpu))
+        click.echo(cases_toml(cases), nl=False)
+        return
+    if predict_only:
+        extra = [o for o, v in (("--device", device), ("--predictions", predictions_file))
+                 if v]
+        if extra:
+            raise click.UsageError(f"--predict-only needs no device and writes predictions: "
+                                   f"{', '.join(extra)} does not apply")
+        if model is None:
+            raise click.UsageError("--predict-only needs --device-model NAME|FILE (the model "
+                                   "whose predictions are registered)")
+        if cases is None:
+            from ..validation.cases import case_list
+            list_name = "gpu"
+            cases = case_list(list_name)
+        _predict_only(cases, list_name, model, out or "predictions.json")
+        return
+
+    from tiletraffic.gpu.runtime import TiletrafficGpuError
+
+    from ..validation.run import ValidationInterrupted, run_validation
+
+    try:
+        target = select_device(device)
+        result = run_validation(target, model=model, cases=cases if list_name is None else None,
+                                case_list_name=list_name, predictions_file=predictions_file,
+                                out_dir=out, repeat=repeat, rounds=rounds,
+                                command=command_line(), targets=targets)
+    except (PredictionsError, PredictionsMismatch) as err:
+        raise click.UsageError(str(err)) from None
+    except (TiletrafficGpuError, ValueError, ValidationInterrupted) as err:
+        fail(err)
+    except OSError as err:
+        fail(OSError(f"cannot write the validation under {out!r}: {err.strerror} "
+                      f"({err.filename})"))
+    _print_summary(result)
+
+
+def _predict_only(cases, list_name, model, out) -> None:
+    from tqdm import tqdm
+
+    from ..validation.predict import write_predictions
+
+    with tqdm(total=len(cases), desc="predict", unit="case", file=sys.stderr,
+              disable=None) as bar:
+        started = []
+
+        def step(case):
+            bar.update(len(started) > 0)
+            started.append(case)
+            bar.set_postfix_str(case.label)
+        try:
+            doc = write_predictions(out, cases, model, step=step, command=command_line(),
+                                    case_list=list_name)
+        except OSError as err:
+            fail(OSError(f"cannot write {out!r}: {err.strerror}"))
+        bar.update(1)
+    failed = [cid for cid, p in doc["predictions"].items() if "error" in p]
+    commit = doc["tiletraffic"]["git_commit"]
+    click.echo(f"wrote {out}: {len(cases) - len(failed)} of {len(cases)} cases predicted with "
+               f"{doc['device_model']['name']} (sha256 {doc['device_model']['sha256'][:12]}), "
+               f"tiletraffic {commit[:12] if commit else 'outside git'}"
+               + (" with uncommitted changes" if doc["tiletraffic"]["git_dirty"] else ""))
+    for cid in failed:
+        click.echo(f"  not predicted: {cid}: {doc['predictions'][cid]['error']}")
+    if failed:
+        # the file keeps the refusals, but a pre-registration without those predictions
+        # would leave the cases unscored: not something to commit silently
+        raise click.ClickException(
+            f"{len(failed)} of {len(cases)} case(s) not predicted (above): fix or remove "
+            f"them from the case list before committing {out}")
+    click.echo(f"commit it, then measure: tiletraffic validate --predictions {out}")
+
+
+def _print_summary(result) -> None:
+    from ..validation.results import model_describes
+
+    s = result.summary
+    describes, why = model_describes(result.data)
+    for t in s.targets:
+        click.echo(f"{t.name:18s} {t.verdict:16s} {t.figure}   (asked: {t.asked})"
+                   if describes else f"{t.name:18s} {t.figure}")
+    if not describes:
+        click.echo(f"no verdicts: {why}")
+    left_out = len(s.results) - len(s.compared)
+    click.echo(f"{len(s.compared)} of {len(s.results)} cases compared"
+               + (f" ({left_out} left out: see validation.md)" if left_out else ""))
+    click.echo(f"validation written to {result.out_dir}")

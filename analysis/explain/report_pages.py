@@ -1,0 +1,96 @@
+"""``report.html``: the report's entry page in a browser, linking explain pages of the seeds'
+two comparisons (naive against tiled GEMM, and the matrix-vector product without and with x
+staged in local memory), written beside ``report.md`` by ``tiletraffic report``.
+
+Two steps, as the report's: :func:`observe_pages` simulates the launches and writes each
+page's document (``explain/<family>.json``); :func:`write_report_html` renders the pages
+and ``report.html`` from those documents alone (no simulator), so a report re-renders
+without its device.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import json
+
+import jinja2
+
+from tiletraffic.simulator.schedules import build
+
+from ..files import atomic_write_text
+from .collect import explain_data
+from .render import write_page
+
+PAGES = (
+    ("gemm-naive", "naive GEMM", dict(m=32, k=32, n=32, tile=16)),
+    ("gemm-tiled", "tiled GEMM", dict(m=32, k=32, n=32, tile=16)),
+    ("matvec-naive", "naive matrix-vector product", dict(m=64, k=64, tile=16)),
+    ("matvec-local", "matrix-vector product, x staged in local memory",
+     dict(m=64, k=64, tile=16)),
+)
+"""The explain pages of a report: (family, title, sizes): sizes a person can look at."""
+
+PAIRS = (("GEMM: each work-item reads its own row and column, or B x B tiles are shared "
+          "through local memory", ("gemm-naive", "gemm-tiled")),
+         ("matrix-vector product: each work-item reads all of x, or a work-group stages x "
+          "once", ("matvec-naive", "matvec-local")))
+
+EXPLAIN_DIR = "explain"
+"""Folder of the explain pages inside a report folder."""
+
+_PAGE = jinja2.Environment(
+    loader=jinja2.PackageLoader("tiletraffic.analysis.explain", "templates"),
+    autoescape=True, undefined=jinja2.StrictUndefined).get_template("report.html.j2")
+
+
+def _reads(doc: dict) -> str:
+    parts = []
+    for name, r in doc["reuse"].items():
+        times = str(r["min"]) if r["min"] == r["max"] else f"{r['min']}-{r['max']}"
+        parts.append(f"{name}: {times}")
+    return ", ".join(parts)
+
+
+def observe_pages(out_dir, device_model: str = "nvidia-h200") -> list[Path]:
+    """Simulate each of :data:`PAGES` on ``device_model`` and write its document to
+    ``out_dir/explain/<family>.json`` (atomically); returns the paths."""
+    paths = []
+    for family, _title, sizes in PAGES:
+        doc = explain_data(build(family, **sizes), device_model)
+        path = Path(out_dir) / EXPLAIN_DIR / f"{family}.json"
+        atomic_write_text(path, json.dumps(doc))
+        paths.append(path)
+    return paths
+
+
+def write_report_html(out_dir) -> Path | None:
+    """From the documents of :func:`observe_pages` in ``out_dir/explain/``, write each page
+    (``<family>.html`` beside its JSON) and ``out_dir/report.html`` linking them
+    (atomically); returns report.html's path, or ``None`` (nothing written) where no
+    document is there."""
+    out_dir = Path(out_dir)
+    rows, model = {}, None
+    for family, title, _sizes in PAGES:
+        source = out_dir / EXPLAIN_DIR / f"{family}.json"
+        if not source.is_file():
+            continue
+        doc = json.loads(source.read_text())
+        model = doc["device_model"]
+        write_page(doc, source.with_suffix(".html"))
+        time = doc["time"]
+        rows[family] = {
+            "href": f"{EXPLAIN_DIR}/{family}.html", "title": title,
+            "sizes": ", ".join(f"{k} = {v}" for k, v in doc["schedule"]["params"].items())
+            + f", tile {doc['schedule']['tile']}",
+            "loads": doc["counts"]["global_load_elems"], "reads": _reads(doc),
+            "sectors_per_request": doc["memory"]["global_load_sectors"]
+            / max(1, doc["memory"]["global_load_requests"]),
+            "bound": time.get("bound", "-").removesuffix("_s"),
+        }
+    if not rows:
+        return None
+    html = _PAGE.render(title="tiletraffic report: see it", model=model,
+                        pairs=[(c, [rows[f] for f in fams if f in rows])
+                               for c, fams in PAIRS])
+    atomic_write_text(out_dir / "report.html", html)
+    return out_dir / "report.html"

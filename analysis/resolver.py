@@ -1,0 +1,195 @@
+"""SCHEDULE string -> :class:`~tiletraffic.simulator.schedule.Schedule`: the one resolver that
+``tiletraffic.build`` and every command of the command line use.
+
+A SCHEDULE is one of the forms of :data:`SOURCES`, tried in order:
+
+- ``FILE.py:FUNCTION``: a function of the user's Python file that returns a Schedule, called
+  with the sizes given (``m``, ``k``, ``n``, ``tile``; those given only) as keyword arguments
+  (:mod:`tiletraffic.analysis.user_schedule`); family options do not apply;
+- a built-in name: a family (``gemm-tiled``, ...; :data:`~tiletraffic.simulator.schedules.FAMILIES`)
+  with its sizes and options, a correct demo (``demo-shift``, ...) or a known-faulty variant
+  (``family:variant``, ``gemm-tiled:no-first-barrier``); omitted sizes of a demo or variant,
+  and with ``example_shape=True`` of a family too, default to its example shape
+  (:data:`~tiletraffic.simulator.variants.CHECK_EXAMPLES`, ``Variant.example``).
+
+- ``LAUNCH.toml``: an OpenCL C kernel with its launch file (:class:`LaunchFile`); sizes come
+  from the file, replaced by the option ``set``.
+
+Another form is one more :class:`ScheduleSource` added with :func:`register`: an object with
+``form`` (how the form is written, for messages and help), ``matches(spec)`` (recognise the
+form without reading any file) and ``build(spec, sizes, options, *, example_shape, spell)``.
+
+Errors: :class:`~tiletraffic.simulator.schedules.ScheduleError` for a built-in name (unknown,
+missing or inapplicable size, parameter out of range), :class:`UserScheduleError` for a user's
+file; each a one-line message whose option names are spelled by ``spell`` (keywords for
+Python, ``--flags`` for the command line).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from tiletraffic.simulator.schedule import Schedule
+from tiletraffic.simulator.schedules import ScheduleError
+
+from . import user_schedule
+from .user_schedule import UserScheduleError
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The sizes a SCHEDULE is built at: A is m x k, B is k x n (GEMM), x has k elements
+    (matrix-vector); ``tile`` the tile width or work-items per work-group; ``chunk`` the
+    elements of x per staged chunk (matvec-local). None: not given."""
+
+    m: int | None = None
+    k: int | None = None
+    n: int | None = None
+    tile: int | None = None
+    chunk: int | None = None
+
+
+def keyword(name: str) -> str:
+    """How :func:`resolve`'s messages name an option for Python callers: its keyword."""
+    return name
+
+
+def flag(name: str) -> str:
+    """How the command line names an option: ``a_tile`` -> ``--a-tile``."""
+    return "--" + name.replace("_", "-")
+
+
+class ScheduleSource(Protocol):
+    """One form of SCHEDULE."""
+
+    form: str
+
+    def matches(self, spec: str) -> bool: ...
+
+    def build(self, spec: str, sizes: Sizes, options: dict, *, example_shape: bool,
+              spell: Callable[[str], str]) -> Schedule: ...
+
+
+class UserFunction:
+    """``FILE.py:FUNCTION``: the user's function called with the sizes given."""
+
+    form = "FILE.py:FUNCTION"
+
+    def matches(self, spec: str) -> bool:
+        return user_schedule.is_file_spec(spec)
+
+    def build(self, spec, sizes, options, *, example_shape, spell):
+        extra = [spell(key) for key, v in (("chunk", sizes.chunk), *options.items())
+                 if v is not None]
+        if extra:
+            raise UserScheduleError(f"{', '.join(extra)} applies to built-in schedules only, "
+                                    f"not to {spec}")
+        return user_schedule.load(spec, m=sizes.m, k=sizes.k, n=sizes.n, tile=sizes.tile)
+
+
+class BuiltIn:
+    """A family, a correct demo or a faulty variant, by name."""
+
+    form = "a built-in name"
+
+    def names(self) -> list[str]:
+        from tiletraffic.simulator.variants import names
+        return names()
+
+    def matches(self, spec: str) -> bool:
+        return spec in self.names()
+
+    def build(self, spec, sizes, options, *, example_shape, spell):
+        from tiletraffic.simulator import schedules
+        from tiletraffic.simulator.variants import CHECK_EXAMPLES, build_any
+
+        m, k, n, tile, chunk = sizes.m, sizes.k, sizes.n, sizes.tile, sizes.chunk
+        if options and spec not in schedules.FAMILY_OPTIONS:
+            raise ScheduleError(f"{', '.join(map(spell, options))} applies to "
+                                f"{', '.join(schedules.FAMILY_OPTIONS)} only, not {spec}")
+        if spec not in schedules.FAMILIES or (example_shape and not options):
+            return build_any(spec, m, k, n, tile, chunk)
+        if example_shape:  # a family with options, at its example shape unless sizes are given
+            ex = CHECK_EXAMPLES[spec]
+            m, k, n = (ex[0], ex[1], ex[2]) if m is None else (m, k, n)
+            tile = ex[3] if tile is None else tile
+        elif m is None or k is None:
+            raise ScheduleError(f"{spec} needs {spell('m')} and {spell('k')} "
+                                f"(got m={m}, k={k})")
+        elif n is not None and spec in (schedules.MATVEC_FAMILIES
+                                        + schedules.REDUCTION_MATVEC_FAMILIES
+                                        + schedules.EPILOGUE_FAMILIES):
+            raise ScheduleError(f"{spec} computes y = A·x: {spell('n')} does not apply "
+                                f"(got {n})")
+        return schedules.build(spec, m, k, n, tile, chunk, **options)
+
+
+class LaunchFile:
+    """``LAUNCH.toml``: an OpenCL C kernel with its launch file
+    (:mod:`tiletraffic.analysis.launch_file`); its sizes come from the file, replaced by the
+    option ``set`` (``{"N": 2048}``; ``--set N=2048``), its macros by ``params``."""
+
+    form = "LAUNCH.toml"
+
+    def matches(self, spec: str) -> bool:
+        from . import launch_file
+        return launch_file.is_launch_spec(spec)
+
+    def build(self, spec, sizes, options, *, example_shape, spell):
+        from . import launch_file
+        options = dict(options)
+        sets, params = options.pop("set", None), options.pop("params", None)
+        given = [spell(key) for key, v in (("m", sizes.m), ("k", sizes.k), ("n", sizes.n),
+                                           ("tile", sizes.tile), ("chunk", sizes.chunk),
+                                           *options.items()) if v is not None]
+        if given:
+            raise launch_file.LaunchFileError(
+                f"{', '.join(given)}: a launch file gives its own sizes; replace them with "
+                f"{spell('set')} NAME=VALUE ({spec})")
+        return launch_file.load(spec, sets, params)
+
+
+SOURCES: list[ScheduleSource] = [UserFunction(), BuiltIn(), LaunchFile()]
+"""The forms of SCHEDULE, in the order they are tried."""
+
+
+def register(source: ScheduleSource) -> None:
+    """Add a form of SCHEDULE (tried after the built-in forms; its ``matches`` must not
+    accept what theirs accept)."""
+    if any(type(s) is type(source) for s in SOURCES):
+        return
+    SOURCES.append(source)
+
+
+def source_of(spec: str) -> ScheduleSource | None:
+    """The form ``spec`` is written in (None: none)."""
+    return next((s for s in SOURCES if s.matches(spec)), None)
+
+
+def unknown_message(spec: str) -> str:
+    """The one-line error for a SCHEDULE of no known form."""
+    others = [s.form for s in SOURCES if not isinstance(s, BuiltIn)]
+    return (f"{spec!r} is neither a schedule name ({', '.join(BuiltIn().names())}) nor "
+            + " nor ".join(others))
+
+
+def resolve(spec: str, sizes: Sizes = Sizes(), options: dict | None = None, *,
+            example_shape: bool = False, spell: Callable[[str], str] = keyword) -> Schedule:
+    """The schedule ``spec`` names, at ``sizes``, with family ``options`` (``mapping``,
+    ``padding``, ``a_tile``, ``tm``, ``tn``, ``bk``, ``wg_rows``; None values left out).
+
+    ``example_shape``: a family given without sizes is built at its example shape (as
+    demos and variants always are), as ``check`` and ``crosscheck`` do.
+
+    Raises:
+        ScheduleError: an unknown SCHEDULE, or a built-in one's sizes or options are wrong.
+        UserScheduleError: the user's file or function cannot be loaded or built, or it was
+            given a family option.
+        tiletraffic.analysis.launch_file.LaunchFileError,
+        tiletraffic.frontend.opencl.FrontendError: a launch file or its kernel is wrong.
+    """
+    options = {key: v for key, v in (options or {}).items() if v is not None}
+    source = source_of(spec)
+    if source is None:
+        raise ScheduleError(unknown_message(spec))
+    return source.build(spec, sizes, options, example_shape=example_shape, spell=spell)

@@ -1,0 +1,323 @@
+"""Tuning an OpenCL C kernel's own macros: ``tiletraffic tune LAUNCH.toml --param TS=8,16,32
+--param WPT=1,2,4 --constraint "TS % WPT == 0"``.
+
+Every combination of the parameters' values is a candidate. Each is
+
+1. screened: its constraints (expressions over the launch file's names and the parameters,
+   :mod:`analysis.expressions`) must hold, its launch file must give a schedule with the
+   parameters as ``-DNAME=value`` (sizes, launch geometry and shapes may use them; a kernel
+   outside the front end's subset, an NDRange that is not a multiple, ... reject it), and it
+   must fit the device model's and the device's limits;
+2. modelled (:func:`tiletraffic.model`) and ranked by predicted time;
+3. the best ``top`` are checked for hazards in the simulator (one work-group per class of
+   identical traffic: races in local memory, barrier divergence, out-of-bounds and
+   misaligned accesses, uninitialized reads), then run on the device, every
+   launch's output checked against the launch file's numpy reference before its time counts
+   (:func:`analysis.validation.measure.run_on_device`), in ``rounds`` rounds (every other one in
+   reverse);
+4. summarized as ``tune gemm`` is (:func:`analysis.tuning_stats.summarize`): the model's
+   pick, the best measured, the regret over the measured candidates.
+
+Kernel Tuner and CLBlast's tuners measure every candidate; this one measures ``top``.
+Results are written atomically to ``out`` after every step.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from tiletraffic.frontend.opencl import FrontendError
+from tiletraffic.simulator.device import LimitError, check_schedule_limits
+from tiletraffic.simulator.schedule import ScheduleError
+
+from . import expressions, launch_file, tuning_stats
+from .files import atomic_write_text
+from .tuner import DEFAULT_MODEL, TuneError, combined_limits
+
+MAX_CANDIDATES = 4096
+"""Most combinations one tuning may enumerate."""
+
+
+def parse_params(items) -> dict[str, list[int]]:
+    """``["TS=8,16,32", "WPT=1,2"]`` as ``{"TS": [8, 16, 32], "WPT": [1, 2]}``.
+
+    Raises:
+        TuneError: an item without ``=``, a name repeated or not an identifier, a value
+            that is not an integer.
+    """
+    out: dict[str, list[int]] = {}
+    for item in items:
+        name, eq, values = item.partition("=")
+        name = name.strip()
+        if not eq or not name.isidentifier():
+            raise TuneError(f"--param {item!r}: write NAME=V1,V2,...")
+        if name in out:
+            raise TuneError(f"--param {name} given twice")
+        try:
+            out[name] = [int(v, 0) for v in values.split(",") if v.strip()]
+        except ValueError:
+            raise TuneError(f"--param {item!r}: values must be integers") from None
+        if not out[name]:
+            raise TuneError(f"--param {item!r}: no values")
+    if not out:
+        raise TuneError("give at least one --param NAME=V1,V2,...")
+    return out
+
+
+def _label(params: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _reject(rejected, params, stage, why, reason=None):
+    rejected.append({"label": _label(params), "family": "", "params": params, "stage": stage,
+                     "whys": [why], "reasons": [reason or why]})
+
+
+def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None,
+                device: str | None = None, device_model=None, top: int = 4,
+                repeat: int = 10, warmup: int = 2, rounds: int = 2, out=None,
+                seed: int | None = None, log=None, command: str | None = None) -> dict:
+    """Tune the macros ``params`` of the launch file ``spec`` (module docstring).
+
+    Args:
+        params: name -> values to try.
+        constraints: expressions every candidate must satisfy.
+        sets: launch-file sizes replaced (as ``--set``).
+        device: the OpenCL device to measure on (None: the default; not opened for
+            ``top=0``).
+        device_model: the model that ranks (default: the measured device's, else
+            nvidia-h200).
+        top: best-ranked candidates to measure (0: model only).
+        out: results file (JSON, written atomically after each step; None: not saved).
+
+    Returns:
+        The results document: ``meta``, ``rejected``, ``predictions`` (ranked),
+        ``measurements``, ``summary`` (:func:`analysis.tuning_stats.summarize`).
+
+    Raises:
+        TuneError: bad arguments, a constraint that cannot be parsed, no valid candidate,
+            too many combinations, or measuring without a [reference] in the launch file.
+        LaunchFileError: the launch file itself is wrong.
+    """
+    import tiletraffic as tt
+    from tiletraffic.gpu.runtime import MIN_REPEAT
+    from tiletraffic.simulator.device_model import device_model as _model
+
+    log = log or (lambda line: None)
+    for name, value, least in (("top", top, 0), ("repeat", repeat, MIN_REPEAT),
+                               ("warmup", warmup, 1), ("rounds", rounds, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
+    base = launch_file.read(spec, sets)        # the file's own errors first
+    names = {**base.names, **{k: v[0] for k, v in params.items()}}
+    try:
+        parsed = [expressions.parse(c, names, expressions.BOOLEAN) for c in constraints]
+    except expressions.ExpressionError as err:
+        raise TuneError(f"--constraint: {err}") from None
+    combos = math.prod(len(v) for v in params.values())
+    if combos > MAX_CANDIDATES:
+        raise TuneError(f"{combos} combinations of --param values; at most {MAX_CANDIDATES}")
+    reference = launch_file.reference_function(spec) if top > 0 else None
+    if top > 0 and reference is None:
+        raise TuneError(f"{spec}: measuring needs the launch file's [reference] function "
+                        "(every launch is checked against it); or --top 0")
+    target = None
+    if top > 0:
+        from tiletraffic.gpu.device import select_device
+        target = select_device(device)
+    if device_model is None:
+        if target is not None:
+            from .device_models import model_from_opencl
+            model = model_from_opencl(target.info)
+        else:
+            model = _model(DEFAULT_MODEL)
+    else:
+        model = _model(device_model)
+    limits = combined_limits(target.limits if target is not None else None, model)
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % 2**63)
+    meta = {"launch_file": str(spec), "kernel": base.kernel, "params": params,
+            "constraints": list(constraints), "sets": dict(sets or {}),
+            "space_candidates": combos, "device_model": model.name,
+            "device": None if target is None else {"name": target.info.device_name,
+                                                   "platform": target.info.platform_name},
+            "limits": limits.name, "top": top, "repeat": repeat, "warmup": warmup,
+            "rounds": rounds, "seed": seed, "command": command or "tiletraffic.tune_launch"}
+    doc = {"meta": meta, "status": "modelling", "rejected": [], "predictions": [],
+           "measurements": [], "summary": None}
+    path = None if out is None else Path(out)
+
+    def save():
+        doc["summary"] = tuning_stats.summarize(doc)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, json.dumps(doc, indent=1))
+
+    save()
+    valid = []
+    for order, values in enumerate(itertools.product(*params.values())):
+        cand = dict(zip(params, values))
+        env = {**base.names, **cand}
+        failed = [c.text for c in parsed if not c.evaluate(env)]
+        if failed:
+            _reject(doc["rejected"], cand, "constraint", f"constraint {failed[0]!r} fails")
+            continue
+        try:
+            sch = launch_file.load(spec, sets, cand)
+            check_schedule_limits(sch, limits)
+        except LimitError as err:
+            _reject(doc["rejected"], cand, "limits", "exceeds the device limits", str(err))
+            continue
+        except (launch_file.LaunchFileError, FrontendError, ScheduleError) as err:
+            why = str(err).split(": ", 2)[-1][:80]
+            _reject(doc["rejected"], cand, "builder", why, str(err))
+            continue
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                launch = tt.model(sch, model)
+            except Exception as err:  # noqa: BLE001 - recorded as the candidate's rejection
+                _reject(doc["rejected"], cand, "model",
+                        f"the model refused it ({type(err).__name__})", str(err))
+                continue
+        p = launch.prediction
+        entry = {"label": _label(cand), "family": sch.family, "params": cand, "order": order,
+                 "predicted_time_s": p.predicted_time_s, "bound": p.bound,
+                 "resident_work_groups_per_cu": p.resident_work_groups_per_cu,
+                 "registers_per_work_item": p.registers_per_work_item,
+                 "flop": launch.counts.flop,
+                 "model_warnings": [str(w.message) for w in caught]}
+        doc["predictions"].append(entry)
+        valid.append((entry, sch))
+    if not valid:
+        save()
+        reasons = sorted({r["reasons"][0] for r in doc["rejected"]})[:3]
+        raise TuneError(f"no valid candidate among {combos}: " + "; ".join(reasons))
+    valid.sort(key=lambda es: (es[0]["predicted_time_s"], es[0]["order"]))
+    for rank, (entry, _) in enumerate(valid, 1):
+        entry.update(predicted_rank=rank, estimate_rank=rank,
+                     estimate={k: entry[k] for k in ("predicted_time_s", "bound",
+                                                     "resident_work_groups_per_cu",
+                                                     "registers_per_work_item")})
+    doc["predictions"] = [e for e, _ in valid]
+    log(f"{combos} candidates: {len(doc['rejected'])} rejected, {len(valid)} modelled on "
+        f"{model.name}")
+    doc["status"] = "measuring" if top else "complete"
+    save()
+    if top:
+        _measure(doc, valid[:top], target, reference, repeat, warmup, rounds, seed, save, log)
+        doc["status"] = "complete"
+        save()
+    return doc
+
+
+def _measure(doc, chosen, target, reference, repeat, warmup, rounds, seed, save, log):
+    """Check each chosen candidate for hazards (module docstring, step 3), then run it
+    ``rounds`` times."""
+    import tiletraffic as tt
+    from tiletraffic.simulator.accelerators import Accelerators
+
+    from .tuner import _add_round
+    from .validation.measure import run_on_device
+
+    records = []
+    flop = {entry["label"]: entry["flop"] for entry, _ in chosen}
+    for entry, sch in chosen:
+        record = {"label": entry["label"], "family": entry["family"],
+                  "params": entry["params"], "status": "incomplete", "rounds": [],
+                  "predicted_rank": entry["predicted_rank"],
+                  "predicted_time_s": entry["predicted_time_s"]}
+        hazards = tt.simulate(sch, compute_values=False, hazards="report",
+                              accelerators=Accelerators(work_group_classes=True)).hazards
+        if hazards:
+            record.update(status="failed", stage="check", error_type="Hazard",
+                          error="; ".join(sorted({h.kind for h in hazards})))
+        doc["measurements"].append(record)
+        records.append((record, sch))
+    save()
+    for r in range(rounds):
+        order = records if r % 2 == 0 else records[::-1]
+        for record, sch in order:
+            if record["status"] == "failed":
+                continue
+            result = _measure_round_with(run_on_device, target, sch, reference, repeat,
+                                         warmup, seed, record["predicted_rank"], r)
+            # _add_round's GFLOP/s is 2 * work / time: work = the simulated FLOPs / 2
+            _add_round(record, result, rounds, max(1, flop[record["label"]] // 2))
+            log(f"measured {record['label']} (round {r + 1} of {rounds})")
+            save()
+
+
+def _measure_round_with(run_on_device, target, sch, reference, repeat, warmup, seed, index,
+                        round_index) -> dict:
+    """One round of one candidate (as :func:`analysis.tuner._measure_round`, with the
+    launch file's reference)."""
+    from tiletraffic.gpu.runtime import (KernelBuildError, LaunchConfigError, LaunchError,
+                                         ResultMismatchError)
+
+    stages = ((KernelBuildError, "build"), (LaunchConfigError, "launch limits"),
+              (LaunchError, "launch"), (ResultMismatchError, "check"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            run = run_on_device(target, sch, repeat=repeat, warmup=warmup,
+                                rng=np.random.default_rng([seed, index, round_index]),
+                                reference_fn=reference)
+        except Exception as err:  # noqa: BLE001 - recorded; the tuning goes on
+            stage = next((s for t, s in stages if isinstance(err, t)), "error")
+            return {"failed": {"stage": stage, "error_type": type(err).__name__,
+                               "error": str(err)}}
+    r, c = run.run, run.check
+    return {"round": round_index, "kernel_times_s": list(r.kernel_times_s),
+            "median_s": r.median_s, "timing": r.timing,
+            "check": {"ok": c.ok, "error_over_tolerance": c.error_over_tolerance,
+                      "worst_index": list(c.worst_index) if c.worst_index else None,
+                      "checked_launches": sorted(run.launch_checks or {})},
+            "warnings": [str(w.message) for w in caught]}
+
+
+def table(doc: dict) -> str:
+    """The tuning as text: candidates in predicted order with predicted and measured times,
+    the rejections by reason, the model's pick, the best measured and the regret."""
+    meta, summary = doc["meta"], doc.get("summary") or tuning_stats.summarize(doc)
+    lines = [f"tune {meta['launch_file']} ({meta['kernel']}): {meta['space_candidates']} "
+             f"candidates, {summary['rejected']} rejected, {summary['modelled']} modelled on "
+             f"{meta['device_model']}" + (f", {len(doc['measurements'])} measured on "
+                                          f"{meta['device']['name']}" if meta["device"]
+                                          else ", none measured")]
+    measured = {r["label"]: r for r in doc["measurements"]}
+    lines += ["", f"{'rank':>4s}  {'parameters':24s} {'predicted ms':>12s} "
+                  f"{'measured ms':>21s}  check"]
+    for p in doc["predictions"][:max(10, len(measured))]:
+        r = measured.get(p["label"])
+        if r is None:
+            meas, check = "not measured", "-"
+        elif r["status"] == "ok":
+            meas = f"{r['median_s'] * 1e3:.4f} ± {r['spread_s'] * 1e3:.4f}"
+            check = f"ok (err/tol {r['check']['error_over_tolerance']:.2f})"
+        elif r["status"] == "failed":
+            meas, check = "failed", f"{r['stage']}: {r['error']}"[:100]
+        else:
+            meas, check = "incomplete", "-"
+        lines.append(f"{p['predicted_rank']:>4d}  {p['label']:24s} "
+                     f"{p['predicted_time_s'] * 1e3:12.4f} {meas:>21s}  {check}")
+    if summary["rejected"]:
+        lines += ["", f"rejected before launch: {summary['rejected']}"]
+        for why, count in summary["rejected_by_reason"].items():
+            lines.append(f"  {count:5d}  {why}")
+    if summary["pick"] is None:
+        lines += ["", "no measured candidate: no regret (" + summary["scope"] + ")"]
+    else:
+        pick, best = summary["pick"], summary["best"]
+        lines += ["", f"model's pick: {pick['label']} (predicted rank {pick['predicted_rank']}"
+                      f"), {pick['median_s'] * 1e3:.4f} ms",
+                  f"best measured: {best['label']} (predicted rank {best['predicted_rank']}), "
+                  f"{best['median_s'] * 1e3:.4f} ms",
+                  f"regret: {summary['regret_ratio']:.3f}x ({summary['regret_pct']:+.1f}%); "
+                  + summary["scope"]]
+    return "\n".join(lines) + "\n"

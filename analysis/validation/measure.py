@@ -1,0 +1,164 @@
+"""Run a schedule as a real OpenCL kernel and check it before any time counts.
+
+Pipeline (one call): generate OpenCL C from the schedule (:mod:`gpu.codegen`), check the
+launch in the simulator (:func:`simulator.launch_check.check_launch`: a launch with a hazard
+is refused with :class:`UnsafeLaunchError` before anything runs, unless ``unchecked``; the
+check also counts the sum length, the K of the tolerance), draw fresh random inputs, launch through :func:`gpu.runtime.run_kernel` (build timed apart, warm-up
+launches discarded, at least 10 timed launches from profiling events), comparing the output
+with the float64 numpy reference with a tolerance scaled to the counted sum length after the first launch, the last,
+and every launch whose output differs from all before it (every launch's output is
+fingerprinted). A result outside the tolerance in any launch raises
+:class:`gpu.runtime.ResultMismatchError` naming the launch, so no timing of a wrong kernel
+is ever returned.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tiletraffic.gpu import codegen
+from tiletraffic.gpu.device import Target, TiletrafficGpuError
+from tiletraffic.gpu.runtime import (CheckResult, ResultMismatchError, RunResult,
+                                     check_launch_limits, check_result, run_kernel)
+from tiletraffic.simulator.launch_check import LaunchCheck
+from tiletraffic.simulator.launch_check import check_launch as check_before_launch
+from tiletraffic.simulator.reference import random_inputs, reference
+from tiletraffic.simulator.schedule import Schedule
+
+
+class UnsafeLaunchError(TiletrafficGpuError):
+    """The simulator found hazards in a launch, so it was not run (nothing launched); a
+    ``TiletrafficGpuError`` as every failed device run is.
+
+    Attributes:
+        check: the :class:`simulator.launch_check.LaunchCheck` that found them.
+    """
+
+    def __init__(self, check: LaunchCheck):
+        unsafe = check.memory_unsafe
+        why = ("it could corrupt memory or hang the device" if unsafe else
+               "a racy kernel's result and time are not those of the kernel")
+        first = (unsafe or check.hazards)[0]
+        super().__init__(
+            f"{check.schedule.family}: not launched: {len(check.hazards)} hazard(s) found by "
+            f"the check before launch ({', '.join(sorted({h.kind for h in check.hazards}))}; "
+            f"{why}): [{first.kind}] {first.detail} (run `check` for the list; --unchecked "
+            "launches anyway)")
+        self.check = check
+
+
+UNCHECKED_MARK = "unchecked: hazards found"
+"""What marks every line and record of a run launched with hazards (``unchecked=True``)."""
+
+
+@dataclass(frozen=True)
+class DeviceRun:
+    """A checked, timed run of one schedule on one device.
+
+    Attributes:
+        schedule, run: what ran and how (``run.distinct_outputs`` > 1: nondeterministic).
+        check: the check of the last launch's output.
+        launch_checks: the check of every checked launch (0-based launch number, warm-up
+            included -> result): the first, the last and each distinct output.
+        inputs: the kind of inputs (``simulator.reference.INPUT_KINDS``).
+        launch_check: the simulator's check before the launch (hazards, sum length).
+    """
+
+    schedule: Schedule
+    run: RunResult
+    check: CheckResult
+    launch_checks: dict = None
+    inputs: str = "normal"
+    launch_check: LaunchCheck | None = None
+
+    @property
+    def unchecked(self) -> str | None:
+        """``"unchecked: hazards found: KIND, ..."`` when it ran with hazards, else None."""
+        c = self.launch_check
+        if c is None or not c.hazards:
+            return None
+        return f"{UNCHECKED_MARK}: {', '.join(sorted({h.kind for h in c.hazards}))}"
+
+    def to_dict(self) -> dict:
+        """JSON-ready: schedule, sizes, timing (seconds) and the result check (the worst
+        error/tolerance ratio, at which element)."""
+        c = self.check
+        return {
+            "schedule": self.schedule.family, "tile": self.schedule.tile,
+            **{k.lower(): v for k, v in self.schedule.params},
+            **self.run.as_dict(), "inputs": self.inputs,
+            "check": {"ok": c.ok, "max_abs_error": c.max_abs_error,
+                      "max_allowed": c.max_allowed, "nan_count": c.nan_count, "k": c.k,
+                      "error_over_tolerance": c.error_over_tolerance,
+                      "worst_index": list(c.worst_index) if c.worst_index else None,
+                      "worst_error": abs(c.worst_value - c.worst_reference)
+                      if c.worst_index else 0.0,
+                      "worst_tolerance": c.worst_tolerance,
+                      "unwritten_count": c.unwritten_count,
+                      "written_nonfinite_count": c.written_nonfinite_count,
+                      "checked_launches": sorted(self.launch_checks or {}),
+                      "sum_length": c.k,
+                      "sum_length_method": self.launch_check.sum_length_method
+                      if self.launch_check else None},
+            "launch_check": self.launch_check.to_dict() if self.launch_check else None,
+            "unchecked": self.unchecked,
+        }
+
+
+def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
+                  rng: np.random.Generator | None = None, reference_fn=None,
+                  inputs: str = "normal", unchecked: bool = False,
+                  launch_check: LaunchCheck | None = None) -> DeviceRun:
+    """Check, generate, build, launch, time and check the result of ``schedule`` on
+    ``target``.
+
+    ``reference_fn`` (``inputs -> output``, numpy) gives the expected result of a schedule
+    that is not a GEMM or matrix-vector product (see ``simulator.reference.reference``).
+    ``inputs``: kind of inputs, one of ``simulator.reference.INPUT_KINDS`` (``ones`` and
+    ``arange`` can hide index errors). ``unchecked``: launch even when the check before
+    launch found hazards (the result is marked: :attr:`DeviceRun.unchecked`).
+    ``launch_check``: a check of this schedule already made (else it is made here).
+
+    Raises:
+        UnsafeLaunchError: the check before launch found hazards (nothing launched), unless
+            ``unchecked``.
+        gpu.runtime.LaunchConfigError: work-group or local memory beyond the device's or the
+            kernel's limits (nothing launched).
+        gpu.runtime.KernelBuildError: the OpenCL build failed (message carries the log).
+        gpu.runtime.LaunchError: OpenCL failed while running.
+        gpu.runtime.ResultMismatchError: the result differs from numpy beyond tolerance.
+    """
+    rng = rng or np.random.default_rng()
+    kernel = codegen.generate(schedule)
+    # the device's own limits before the inputs and the float64 reference are made (seconds
+    # for a large K); the kernel's limits are checked again once it is built
+    check_launch_limits(kernel, target.limits)
+    checked = (launch_check if launch_check is not None
+               else check_before_launch(schedule, rng=rng))
+    if checked.hazards and not unchecked:
+        raise UnsafeLaunchError(checked)
+    kind = inputs
+    inputs = random_inputs(schedule, rng, kind)
+    ref = reference(schedule, inputs, reference_fn, sum_length=checked.sum_length)
+    p = schedule.param_values
+    arrays = {a.name: (np.ascontiguousarray(inputs[a.name]).reshape(-1) if a.is_input
+                       else np.empty(int(np.prod([p[s] for s in a.shape])), dtype=np.float32))
+              for a in schedule.arrays}
+    total = warmup + repeat
+    checks: dict[int, CheckResult] = {}
+
+    def check_launch(launch: int, outputs: dict) -> None:
+        out = outputs[ref.output].reshape(ref.value.shape)
+        checks[launch] = result = check_result(out, ref.value, ref.k, ref.abs_product)
+        if not result.ok:
+            when = (f"warm-up launch {launch + 1} of {warmup}" if launch < warmup else
+                    f"timed launch {launch - warmup + 1} of {repeat}")
+            raise ResultMismatchError(f"launch {launch + 1} of {total} ({when}): "
+                                      + result.message(f"{schedule.family} {ref.output}"),
+                                      launch=launch, check=result)
+
+    scalars = {a.name: p[a.name] for a in kernel.args if a.kind == "int"}
+    run = run_kernel(target, kernel, arrays, scalars, repeat=repeat,
+                     warmup=warmup, check_output=check_launch)
+    return DeviceRun(schedule, run, checks[total - 1], checks, kind, checked)

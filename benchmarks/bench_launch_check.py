@@ -1,0 +1,45 @@
+"""Time of the check before launch (``simulator.launch_check.check_launch``) for
+gemm-vectorized at M = N = K = 4096, the launch ``tiletraffic run`` checks on representative
+work-groups, next to the machine's load average (the figure depends on it).
+
+    PYTHONPATH=. python benchmarks/bench_launch_check.py [--size 4096] [--repeat 3]
+
+Prints each repetition's time, its parts (hazards on the representatives; the sum length at
+three short K), and the median.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+
+def main() -> None:
+    import tiletraffic as tt
+    from tiletraffic.simulator.launch_check import check_launch
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=4096)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    n = args.size
+    sch = tt.build("gemm-vectorized", m=n, k=n, n=n)
+    times = []
+    for i in range(args.repeat):
+        load = os.getloadavg()
+        start = time.perf_counter()
+        checked = check_launch(sch)
+        elapsed = time.perf_counter() - start
+        times.append(elapsed)
+        print(f"run {i + 1}: {elapsed:.2f} s (reported {checked.time_s:.2f} s), load average "
+              f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {len(os.sched_getaffinity(0))} cores; "
+              f"{len(checked.work_groups_checked or ())} work-groups checked, sum length "
+              f"{checked.sum_length} ({checked.sum_length_method}); "
+              f"{'clean' if not checked.hazards else checked.hazards}")
+    print(f"gemm-vectorized {n}^3: check before launch median {statistics.median(times):.2f} s "
+          f"over {len(times)} runs")
+
+
+if __name__ == "__main__":
+    main()

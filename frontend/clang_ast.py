@@ -1,0 +1,206 @@
+"""libclang access for the OpenCL C front end: parse a translation unit, read operators,
+literals and locations of its cursors.
+
+The source is parsed as OpenCL C 1.2 (``-x cl -cl-std=CL1.2``) by clang itself, with its
+real preprocessor (``#define``, ``#if``, ``-D`` options). Builtin functions are declared by
+clang (``-fdeclare-opencl-builtins``); the types and fence macros that clang keeps in a
+header the PyPI ``libclang`` wheel does not ship come from ``opencl_builtins.h`` beside this
+module. Nothing here looks at C text except through clang's tokens and cursors.
+
+Errors: :class:`FrontendError` (a ``ValueError``) whose message starts with
+``file:line:column:``.
+"""
+from __future__ import annotations
+
+import ctypes
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+BUILTINS_HEADER = Path(__file__).with_name("opencl_builtins.h")
+"""Types and macros every kernel is parsed with (included before the source)."""
+
+CLANG_ARGS = ("-x", "cl", "-cl-std=CL1.2", "-cl-no-stdinc", "-Xclang",
+              "-fdeclare-opencl-builtins")
+"""How clang is told the source is OpenCL C 1.2 with builtins declared."""
+
+
+class FrontendError(ValueError):
+    """A kernel the front end cannot turn into a schedule: a parse error, or a construct
+    outside the supported subset. The message is one line, ``file:line:column: what; what
+    to write instead``. ``arg`` names the kernel argument the problem concerns (a buffer's
+    shape or access, a missing value), if any."""
+
+    def __init__(self, message: str, arg: str | None = None):
+        super().__init__(message)
+        self.arg = arg
+
+
+@dataclass(frozen=True)
+class Where:
+    """A source position for messages."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+def where(cursor, default_file: str = "<source>") -> Where:
+    """The expansion location of ``cursor`` (a macro's use, not its definition)."""
+    loc = cursor.location
+    name = loc.file.name if loc.file is not None else default_file
+    return Where(name, loc.line, loc.column)
+
+
+def fail(cursor, message: str, default_file: str = "<source>", arg: str | None = None):
+    """Raise :class:`FrontendError` for ``cursor``: ``file:line:column: message``."""
+    raise FrontendError(f"{where(cursor, default_file)}: {message}", arg)
+
+
+def _index():
+    from clang import cindex
+    return cindex.Index.create()
+
+
+def split_build_options(build_options: str | tuple | list) -> list[str]:
+    """``-DTS=16 -I dir`` as a list (shell quoting), accepting a list as given.
+
+    Raises:
+        FrontendError: an option other than ``-D``, ``-U``, ``-I`` or ``-cl-*``.
+    """
+    opts = shlex.split(build_options) if isinstance(build_options, str) else list(build_options)
+    out = []
+    it = iter(opts)
+    for opt in it:
+        if opt in ("-D", "-U", "-I"):
+            value = next(it, None)
+            if value is None:
+                raise FrontendError(f"build option {opt} needs a value")
+            out += [opt + value]
+        elif opt.startswith(("-D", "-U", "-I", "-cl-", "-w", "-Werror")):
+            out.append(opt)
+        else:
+            raise FrontendError(f"build option {opt!r} is not one of -D, -U, -I, -cl-*")
+    return out
+
+
+def parse(source: str, path: str, build_options=()):
+    """Parse ``source`` (the text of ``path``) and return the translation unit.
+
+    Raises:
+        FrontendError: clang reports an error (the first one, with its location).
+    """
+    from clang import cindex
+
+    opts = split_build_options(build_options)
+    clang_opts = [o for o in opts if not o.startswith(("-cl-", "-w", "-Werror"))]
+    args = [*CLANG_ARGS, "-include", str(BUILTINS_HEADER), *clang_opts]
+    parent = Path(path).parent
+    if str(parent) not in ("", "."):
+        args.append(f"-I{parent}")
+    try:
+        tu = _index().parse(path, args=args, unsaved_files=[(path, source)],
+                            options=cindex.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
+    except cindex.TranslationUnitLoadError as err:
+        raise FrontendError(f"{path}: clang could not parse the file ({err})") from None
+    for d in tu.diagnostics:
+        if d.severity >= cindex.Diagnostic.Error:
+            loc = d.location
+            name = loc.file.name if loc.file is not None else path
+            raise FrontendError(f"{name}:{loc.line}:{loc.column}: {d.spelling}")
+    return tu
+
+
+def _lib():
+    from clang import cindex
+    lib = cindex.conf.lib
+    if not getattr(lib, "_tiletraffic_ready", False):
+        for fn in ("clang_getCursorBinaryOperatorKind", "clang_getCursorUnaryOperatorKind"):
+            getattr(lib, fn).argtypes = [cindex.Cursor]
+            getattr(lib, fn).restype = ctypes.c_int
+        for fn in ("clang_getBinaryOperatorKindSpelling", "clang_getUnaryOperatorKindSpelling"):
+            getattr(lib, fn).argtypes = [ctypes.c_int]
+            getattr(lib, fn).restype = cindex._CXString
+            getattr(lib, fn).errcheck = cindex._CXString.from_result
+        lib.clang_Cursor_Evaluate.argtypes = [cindex.Cursor]
+        lib.clang_Cursor_Evaluate.restype = ctypes.c_void_p
+        lib.clang_EvalResult_getKind.argtypes = [ctypes.c_void_p]
+        lib.clang_EvalResult_getKind.restype = ctypes.c_int
+        lib.clang_EvalResult_getAsLongLong.argtypes = [ctypes.c_void_p]
+        lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
+        lib.clang_EvalResult_getAsDouble.argtypes = [ctypes.c_void_p]
+        lib.clang_EvalResult_getAsDouble.restype = ctypes.c_double
+        lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+        lib._tiletraffic_ready = True
+    return lib
+
+
+def binary_operator(cursor) -> str:
+    """The operator of a ``BINARY_OPERATOR`` or ``COMPOUND_ASSIGNMENT_OPERATOR`` cursor
+    (``+``, ``<<``, ``+=``, ``&&`` ...), as clang spells it."""
+    lib = _lib()
+    return lib.clang_getBinaryOperatorKindSpelling(lib.clang_getCursorBinaryOperatorKind(cursor))
+
+
+def unary_operator(cursor) -> str:
+    """The operator of a ``UNARY_OPERATOR`` cursor (``-``, ``!``, ``++``, ``&``, ``*``...)."""
+    lib = _lib()
+    return lib.clang_getUnaryOperatorKindSpelling(lib.clang_getCursorUnaryOperatorKind(cursor))
+
+
+_EVAL_INT, _EVAL_FLOAT = 1, 2
+
+
+def evaluate(cursor) -> int | float | None:
+    """clang's value of a constant expression (an ``int`` or a ``float``), else ``None``."""
+    lib = _lib()
+    result = lib.clang_Cursor_Evaluate(cursor)
+    if not result:
+        return None
+    try:
+        kind = lib.clang_EvalResult_getKind(result)
+        if kind == _EVAL_INT:
+            return int(lib.clang_EvalResult_getAsLongLong(result))
+        if kind == _EVAL_FLOAT:
+            return float(lib.clang_EvalResult_getAsDouble(result))
+        return None
+    finally:
+        lib.clang_EvalResult_dispose(result)
+
+
+def macro_name(cursor) -> str | None:
+    """The macro a literal was written as (``TS`` for ``#define TS 16``), if its whole
+    extent is one identifier token."""
+    from itertools import islice
+    tokens = list(islice(cursor.get_tokens(), 2))
+    if len(tokens) == 1 and tokens[0].kind.name == "IDENTIFIER":
+        return tokens[0].spelling
+    return None
+
+
+def children(cursor) -> list:
+    """The child cursors, as a list."""
+    return list(cursor.get_children())
+
+
+def strip(cursor):
+    """``cursor`` without the implicit casts and parentheses around it (``UNEXPOSED_EXPR``
+    with one child, ``PAREN_EXPR``)."""
+    from clang.cindex import CursorKind
+    while cursor.kind in (CursorKind.UNEXPOSED_EXPR, CursorKind.PAREN_EXPR):
+        kids = children(cursor)
+        if len(kids) != 1 or _vector_element(cursor, kids[0]):
+            break
+        cursor = kids[0]
+    return cursor
+
+
+def _vector_element(cursor, child) -> bool:
+    """``v.x``: clang shows a vector component as an unexposed expression of scalar type
+    over the vector."""
+    def vector(t):
+        return t.get_canonical().kind.name in ("VECTOR", "EXTVECTOR")
+    return vector(child.type) and not vector(cursor.type)

@@ -1,0 +1,132 @@
+"""Static facts of the IR (:mod:`simulator.schedule`), known without executing anything.
+
+* integer arithmetic with C's semantics (:data:`INT_OPS`, :data:`CMP_OPS`: ``/`` truncates
+  toward zero and ``%`` takes the dividend's sign, C11 §6.5.5), on Python ints and numpy
+  arrays alike;
+* integer expressions of constants and parameters (:func:`eval_static`), and of constants,
+  parameters and known loop variables (:func:`static_int`);
+* row-major flat indices of private array elements (:func:`flat_index`);
+* which loops the engine runs in blocks of iterations (:func:`is_vectorizable`).
+
+The engine (:mod:`simulator.engine`) and its accelerators (:mod:`simulator.accelerators`)
+share these.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import schedule as S
+
+
+def c_div(a, b):
+    """C integer division (truncates toward zero)."""
+    q = np.floor_divide(a, b)
+    fix = (np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))
+    return q + fix
+
+
+def c_mod(a, b):
+    """C remainder: ``a - c_div(a, b) * b`` (the sign of ``a``)."""
+    return a - c_div(a, b) * b
+
+
+INT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": c_div, "%": c_mod}
+"""The IR's integer operators (:class:`simulator.schedule.BinOp`)."""
+
+CMP_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+           "==": np.equal, "!=": np.not_equal}
+"""The IR's comparisons (:class:`simulator.schedule.Compare`)."""
+
+
+def eval_static(e: S.IntExpr, params: dict[str, int]):
+    """Value of an expression of constants and parameters only.
+
+    Raises:
+        TypeError: the expression reads anything else (a variable, a work-item id).
+        KeyError: a parameter missing from ``params``.
+    """
+    if isinstance(e, S.Const):
+        return e.value
+    if isinstance(e, S.Param):
+        return params[e.name]
+    if isinstance(e, S.BinOp):
+        return INT_OPS[e.op](eval_static(e.left, params), eval_static(e.right, params))
+    if isinstance(e, S.Min):
+        return min(eval_static(e.left, params), eval_static(e.right, params))
+    raise TypeError(f"{e!r} is not a static expression of constants and parameters")
+
+
+class NotStatic(Exception):
+    """An expression depends on something other than constants, parameters and the loop
+    variables given (:func:`static_int`)."""
+
+
+def static_int(e: S.IntExpr, env: dict[str, int], params: dict[str, int]) -> int:
+    """Value of ``e`` from constants, ``params`` and the loop variables of ``env``.
+
+    Raises:
+        NotStatic: ``e`` reads a name not in ``env``, a work-item id, or is not an integer
+            expression of those kinds.
+    """
+    if isinstance(e, S.Const):
+        return int(e.value)
+    if isinstance(e, S.Param):
+        return int(params[e.name])
+    if isinstance(e, S.Var):
+        if e.name not in env:
+            raise NotStatic(e.name)
+        return env[e.name]
+    if isinstance(e, S.BinOp):
+        return int(INT_OPS[e.op](static_int(e.left, env, params),
+                                 static_int(e.right, env, params)))
+    if isinstance(e, S.Min):
+        return min(static_int(e.left, env, params), static_int(e.right, env, params))
+    raise NotStatic(repr(e))
+
+
+def flat_index(array: S.PrivateArray, index: tuple[int, ...]) -> int | None:
+    """Row-major flat index of ``index`` in ``array``, ``None`` if out of bounds (or of
+    another rank)."""
+    dims = tuple(d.value for d in array.dims)
+    if len(index) != len(dims):
+        return None
+    flat = 0
+    for i, extent in zip(index, dims):
+        if not 0 <= i < extent:
+            return None
+        flat = flat * extent + i
+    return flat
+
+
+def is_vectorizable(loop: S.For) -> bool:
+    """Whether the engine runs ``loop`` in blocks of iterations along its third axis: its
+    body holds only ``Let``, ``If`` and ``Accumulate`` into private floats that the body
+    does not read (loads and accumulations: the iterations are independent)."""
+    targets: set[str] = set()
+    reads: set[str] = set()
+
+    def walk(stmts) -> bool:
+        for s in stmts:
+            if isinstance(s, S.Let):
+                continue
+            if isinstance(s, S.Accumulate) and not s.index:
+                targets.add(s.name)
+                privates_read(s.value, reads)
+            elif isinstance(s, S.If):
+                if not (walk(s.then) and walk(s.orelse)):
+                    return False
+            else:
+                return False
+        return True
+
+    return walk(loop.body) and not (targets & reads)
+
+
+def privates_read(e: S.FloatExpr, out: set[str]) -> None:
+    """Add to ``out`` the private floats and private arrays that ``e`` reads."""
+    if isinstance(e, S.Private):
+        out.add(e.name)
+    elif isinstance(e, S.PrivateElem):
+        out.add(e.array.name)
+    for operand in S.float_operands(e):
+        privates_read(operand, out)

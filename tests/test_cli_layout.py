@@ -1,0 +1,137 @@
+"""The command line's layout: one resolver of SCHEDULE shared with ``tiletraffic.build``, one
+module per command (none over 300 lines), ``model`` light (no validation imported) and quiet
+(each guessed value warned once)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import tiletraffic as tt
+from tiletraffic.analysis import resolver
+from tiletraffic.analysis.cli import COMMANDS, main
+from tiletraffic.analysis.user_schedule import UserScheduleError
+from tiletraffic.simulator.schedules import ScheduleError
+
+CLI_DIR = Path(__file__).resolve().parent.parent / "analysis" / "cli"
+
+
+def test_every_cli_module_is_at_most_300_lines():
+    sizes = {p.name: len(p.read_text().splitlines()) for p in CLI_DIR.glob("*.py")}
+    assert sizes and max(sizes.values()) <= 300, sizes
+
+
+def test_every_command_module_is_registered_and_every_command_is_a_module():
+    modules = {p.stem for p in CLI_DIR.glob("*.py")} - {"__init__", "options", "common"}
+    assert {m.__name__.rsplit(".", 1)[1] for m in COMMANDS} == modules
+    assert {m.command.name for m in COMMANDS} == set(main.commands)
+
+
+@pytest.mark.parametrize("spec, sizes, options", [
+    ("gemm-tiled", (20, 40, 20, 16), {"padding": 1}),
+    ("matvec-local", (300, 300, None, 64), {}),
+    ("gemm-register-blocked", (37, 40, 44, 8), {"tm": 2, "tn": 2, "bk": 8}),
+    ("gemm-tiled:no-first-barrier", (None, None, None, None), {}),
+    ("demo-neighbour", (40, None, None, 8), {}),
+])
+def test_the_facade_and_the_command_line_build_the_same_schedule(spec, sizes, options):
+    """``tt.build`` and ``simulate --json`` resolve SCHEDULE through the one resolver: the
+    same sizes, work-group and NDRange."""
+    m, k, n, tile = sizes
+    sch = tt.build(spec, m, k, n, tile, **options)
+    argv = ["model", spec, *(a for f, v in zip(("--m", "--k", "--n", "--tile"), sizes)
+                             if v is not None for a in (f, str(v))),
+            *(a for key, v in options.items() for a in (resolver.flag(key), str(v))),
+            "--json"]
+    res = CliRunner().invoke(main, argv)
+    if sch.family.split(":")[0] != sch.family:  # a faulty variant: the model stops at it
+        assert res.exit_code == 1 and "data-race" in res.stderr
+        return
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["schedule"], out["tile"]) == (sch.family, sch.tile)
+    assert all(out[name.lower()] == value for name, value in sch.params)
+    assert out["closed_form_agrees"] is (None if spec.startswith("demo") else True)
+
+
+def test_the_resolvers_errors_name_the_option_as_the_caller_spells_it():
+    with pytest.raises(ScheduleError, match=r"gemm-tiled needs m and k \(got m=8, k=None\)"):
+        tt.build("gemm-tiled", 8)
+    with pytest.raises(ScheduleError, match="matvec-naive computes y = A·x: n does not apply"):
+        tt.build("matvec-naive", 8, 8, 8)
+    with pytest.raises(ScheduleError, match="tm applies to .* only, not demo-shift"):
+        tt.build("demo-shift", tm=2)
+    with pytest.raises(ScheduleError, match="'nope' is neither a schedule name .* nor "
+                                            "FILE.py:FUNCTION"):
+        tt.build("nope")
+    res = CliRunner().invoke(main, ["simulate", "matvec-naive", "--m", "8", "--k", "8",
+                                    "--n", "8"])
+    assert res.exit_code == 2 and "--n does not apply (got 8)" in res.stderr
+    res = CliRunner().invoke(main, ["simulate", "gemm-tiled", "--m", "8"])
+    assert res.exit_code == 2 and "gemm-tiled needs --m and --k (got m=8, k=None)" in res.stderr
+
+
+def test_a_users_file_takes_no_family_option(tmp_path):
+    f = tmp_path / "mine.py"
+    f.write_text("import dataclasses\nimport tiletraffic as tt\n"
+                 "def make(m, k, n=None, tile=None):\n"
+                 "    return dataclasses.replace(tt.build('gemm-tiled', m, k, n, tile),\n"
+                 "                               family='mine')\n")
+    assert tt.build(f"{f}:make", 16, 16, 16, 8).family == "mine"
+    with pytest.raises(UserScheduleError, match="chunk, padding applies to built-in"):
+        tt.build(f"{f}:make", 16, 16, 16, chunk=4, padding=1)
+    res = CliRunner().invoke(main, ["simulate", f"{f}:make", "--m", "16", "--k", "16",
+                                    "--padding", "1"])
+    assert res.exit_code == 2 and "--padding applies to built-in schedules only" in res.stderr
+
+
+def test_a_registered_form_is_resolved_by_the_facade_and_accepted_by_the_command_line():
+    class Doubled:
+        form = "twice:NAME"
+
+        def matches(self, spec):
+            return spec.startswith("twice:")
+
+        def build(self, spec, sizes, options, *, example_shape, spell):
+            return resolver.resolve(spec.removeprefix("twice:"),
+                                    resolver.Sizes(2 * sizes.m, 2 * sizes.k, 2 * sizes.n),
+                                    options, spell=spell)
+    source = Doubled()
+    resolver.register(source)
+    try:
+        assert tt.build("twice:gemm-naive", 4, 4, 4).param_values["M"] == 8
+        res = CliRunner().invoke(main, ["model", "twice:gemm-naive", "--m", "4", "--k", "4",
+                                        "--n", "4", "--json"])
+        assert res.exit_code == 0, res.output
+        assert '"m": 8' in res.stdout
+    finally:
+        resolver.SOURCES.remove(source)
+
+
+def test_model_imports_no_validation_tuner_or_report_module():
+    code = ("import sys\nfrom tiletraffic.analysis.cli import main\n"
+            "try:\n    main(['model', 'gemm-tiled', '--m', '32', '--k', '32', '--n', '32'])\n"
+            "except SystemExit:\n    pass\n"
+            "heavy = sorted(m for m in sys.modules if m.startswith(("
+            "'tiletraffic.analysis.validation', 'tiletraffic.analysis.tuner', "
+            "'tiletraffic.analysis.report')))\nprint('heavy:', heavy)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "heavy: []" in res.stdout, res.stdout
+
+
+def test_model_warns_each_guessed_value_once():
+    model = tt.device_model("nvidia-h200")
+    res = CliRunner().invoke(main, ["model", "gemm-register-blocked", "--m", "64", "--k",
+                                    "64", "--n", "64"])
+    assert res.exit_code == 0, res.output
+    warnings = [line for line in res.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == len(set(warnings))
+    guessed = [w for w in warnings if "is a guess" in w]
+    assert len(guessed) == len(model.guessed) > 0
+    assert all(any(f" {name} = " in w for w in guessed) for name in model.guessed)

@@ -1,0 +1,227 @@
+"""Tests of the explain page's data and HTML (analysis.explain, simulator.explain_observer),
+without a browser (tests/test_explain_browser.py opens the pages in Chromium)."""
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import tiletraffic as tt
+from tiletraffic.analysis.cli import main
+from tiletraffic.analysis.explain import MAX_SIDE_ELEMS, ExplainSizeError, explain_data
+from tiletraffic.analysis.explain.render import render_page
+
+
+def cli_json(*args) -> dict:
+    result = CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def embedded(html: str) -> dict:
+    """The document a page embeds."""
+    found = re.search(r'<script type="application/json" id="explain-data">(.*?)</script>',
+                      html, re.S)
+    assert found
+    return json.loads(found.group(1).replace("<\\/", "</"))
+
+
+@pytest.fixture(scope="module")
+def tiled():
+    return explain_data(tt.build("gemm-tiled", m=24, k=40, n=20, tile=8))
+
+
+def test_reads_sum_to_the_simulated_loads_of_each_buffer(tiled):
+    sim = cli_json("simulate", "gemm-tiled", "--m", "24", "--k", "40", "--n", "20",
+                   "--tile", "8")
+    for name in ("A", "B"):
+        assert tiled["reuse"][name]["total"] == sum(tiled["reuse"][name]["reads"]) \
+            == sim["global_load_elems_by_buffer"][name]
+    # tiled GEMM: each element of A is read ceil(N/B) = 3 times, of B ceil(M/B) = 3 times
+    assert set(tiled["reuse"]["A"]["reads"]) == {3}
+    assert set(tiled["reuse"]["B"]["reads"]) == {3}
+    assert tiled["counts"] == {k: sim[k] for k in tiled["counts"]}
+
+
+def test_naive_reads_every_element_of_a_n_times():
+    doc = explain_data(tt.build("gemm-naive", m=12, k=20, n=28, tile=8))
+    assert set(doc["reuse"]["A"]["reads"]) == {28}
+    assert set(doc["reuse"]["B"]["reads"]) == {12}
+    # no barriers: steps of 8 iterations of the K loop, ceil(20 / 8) = 3
+    assert doc["steps"]["by"] == "iterations" and len(doc["steps"]["list"]) == 3
+
+
+def test_tiled_steps_are_barrier_intervals_with_one_tile_each(tiled):
+    steps = tiled["steps"]["list"]
+    # ceil(40 / 8) = 5 tiles: 2 intervals each, then the interval that stores C
+    assert [s["step"] for s in steps] == list(range(11))
+    for s in steps[0:10:2]:   # loads of one 8 x 8 tile of A and of B by 64 work-items
+        loads = {a["array"]: a for a in s["accesses"] if a["direction"] == "load"}
+        assert len(loads["A"]["elements"]) == 64 and sum(loads["A"]["counts"]) == 64
+    t = 1   # the second tile of A for work-group 0: rows 0-7, columns 8-15
+    a = next(x for x in steps[2 * t]["accesses"] if x["array"] == "A")
+    assert a["elements"] == [r * 40 + c for r in range(8) for c in range(8 * t, 8 * t + 8)]
+    stores = [x for x in steps[-1]["accesses"] if x["array"] == "C"]
+    assert stores[0]["elements"] == [r * 20 + c for r in range(8) for c in range(8)]
+
+
+def test_memory_counts_per_statement_sum_to_the_model(tiled):
+    model = cli_json("model", "gemm-tiled", "--m", "24", "--k", "40", "--n", "20",
+                     "--tile", "8")
+    for key in ("global_load_requests", "global_load_sectors", "local_load_wavefronts",
+                "local_store_wavefronts", "local_bank_conflicts", "global_store_sectors"):
+        assert tiled["memory"][key] == model[key], key
+    assert tiled["time"]["terms_s"] == pytest.approx(
+        {k: v for k, v in model["time_terms_s"].items()}, rel=1e-12)
+
+
+def bank_wavefronts(sample: dict, banks: int = 32) -> int:
+    """Max distinct words per bank of one scalar request, by hand."""
+    per_bank: dict[int, set] = {}
+    for elements in sample["elements"]:
+        for e in elements:
+            per_bank.setdefault(e % banks, set()).add(e)
+    return max(len(w) for w in per_bank.values())
+
+
+def test_transposed_unpadded_a_tile_stores_in_one_bank():
+    doc = explain_data(tt.build("gemm-tiled", m=32, k=32, n=32, tile=32, a_tile="transposed",
+                                padding=0))
+    store_a = next(s for s in doc["samples"] if s["site"] == "store tile_A[lc, lr]")
+    # lane l stores word 32 l: all 32 lanes in bank 0
+    assert store_a["elements"] == [[32 * lane] for lane in range(32)]
+    assert store_a["figures"]["local_store_wavefronts"] == bank_wavefronts(store_a) == 32
+    padded = explain_data(tt.build("gemm-tiled", m=32, k=32, n=32, tile=32,
+                                   a_tile="transposed", padding=1))
+    store_a = next(s for s in padded["samples"] if s["site"] == "store tile_A[lc, lr]")
+    assert store_a["figures"]["local_store_wavefronts"] == bank_wavefronts(store_a) == 1
+
+
+def test_coalescing_sample_of_naive_mappings():
+    row = explain_data(tt.build("gemm-naive", m=32, k=32, n=32, tile=32))
+    col = explain_data(tt.build("gemm-naive", m=32, k=32, n=32, tile=32, mapping="transposed"))
+    b_row = next(s for s in row["samples"] if s["array"] == "B")
+    b_col = next(s for s in col["samples"] if s["array"] == "B")
+    # row-major: 32 lanes read 32 consecutive floats = 4 sectors; transposed: 32 rows apart
+    assert b_row["figures"]["global_load_sectors"] == 4
+    assert b_col["figures"]["global_load_sectors"] == 1   # all lanes on one column element
+    a_col = next(s for s in col["samples"] if s["array"] == "A")
+    assert a_col["figures"]["global_load_sectors"] == 32
+
+
+def test_hazard_variant_draws_the_race_in_its_interval():
+    doc = explain_data(tt.build("gemm-tiled:no-second-barrier"))
+    assert {h["kind"] for h in doc["hazards"]} == {"data-race"}
+    assert "unavailable" in doc["time"]
+    html = render_page(doc)
+    assert 'class="hazard-mark"' in html and 'class="goto"' in html
+
+
+def test_page_embeds_its_document_and_nothing_external(tiled):
+    html = render_page(tiled)
+    assert embedded(html) == json.loads(json.dumps(tiled))
+    assert not re.search(r'(src|href)="(?!#)', html)
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_too_large_is_refused_with_the_limit_and_a_size():
+    with pytest.raises(ExplainSizeError, match=f"at most {MAX_SIDE_ELEMS} .*--m {MAX_SIDE_ELEMS}"):
+        explain_data(tt.build("gemm-tiled", m=128, k=32, n=32, tile=16))
+    result = CliRunner().invoke(main, ["explain", "gemm-naive", "--m", "32", "--k", "100",
+                                       "--n", "32", "--out", "x.html"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == (
+        "Error: A is 32 x 100: explain draws every element, at most 64 columns per array; "
+        "use --k 64 or less")
+
+
+def test_cli_writes_the_page(tmp_path):
+    out = tmp_path / "page.html"
+    result = CliRunner().invoke(main, ["explain", "matvec-local", "--m", "40", "--k", "48",
+                                       "--tile", "16", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = embedded(out.read_text())
+    assert doc["reuse"]["x"]["total"] == 48 * 3   # x once per work-group, 3 work-groups
+    bad = CliRunner().invoke(main, ["explain", "gemm-naive", "--m", "8", "--k", "8", "--n",
+                                    "8", "--tile", "4", "--work-group", "9",
+                                    "--out", str(out)])
+    assert bad.exit_code == 2 and "outside the launch of 2 x 2" in bad.output
+
+
+def test_user_schedule_file(tmp_path):
+    from pathlib import Path
+
+    spec = f"{Path(__file__).parent.parent / 'examples' / 'rect_tile_gemm.py'}:make_schedule"
+    sch = tt.build(spec, m=16, k=16, n=16)
+    doc = tt.explain(sch, out=tmp_path / "p.html")
+    sim = tt.simulate(sch, compute_values=False).counts
+    assert (tmp_path / "p.html").is_file()
+    for name in ("A", "B"):
+        assert doc["reuse"][name]["total"] == sim.global_load_elems_by_buffer[name]
+    assert doc["reuse"]["A"]["per_element_closed_form"] is None   # not a family
+
+
+def test_observer_needs_every_work_group():
+    from tiletraffic.simulator.accelerators import Accelerators
+    from tiletraffic.simulator.explain_observer import ExplainObserver, MemoryParams
+
+    with pytest.raises(ValueError, match="work-group classes"):
+        tt.simulate(tt.build("gemm-tiled", m=16, k=16, n=16, tile=8), compute_values=False,
+                    accelerators=Accelerators(work_group_classes=True),
+                    observers=[ExplainObserver(0, MemoryParams())])
+    assert np.array_equal(  # the default work-group of a clean launch is 0
+        explain_data(tt.build("gemm-naive", m=8, k=8, n=8, tile=4))["work_group"]["id"],
+        [0, 0])
+
+
+def test_report_html_links_the_pairs_and_renders_from_json_only(tmp_path, monkeypatch):
+    from tiletraffic.analysis.explain import report_pages
+
+    assert report_pages.write_report_html(tmp_path) is None      # no documents: nothing
+    paths = report_pages.observe_pages(tmp_path)
+    assert [p.name for p in paths] == [f"{f}.json" for f, _, _ in report_pages.PAGES]
+
+    def no_simulator(*a, **k):
+        raise AssertionError("rendering must not simulate")
+
+    import tiletraffic.simulator.engine
+    monkeypatch.setattr(tiletraffic.simulator.engine, "simulate", no_simulator)
+    monkeypatch.setattr(report_pages, "explain_data", no_simulator)
+    html = report_pages.write_report_html(tmp_path).read_text()
+    for family in ("gemm-naive", "gemm-tiled", "matvec-naive", "matvec-local"):
+        assert f'href="explain/{family}.html"' in html
+        page = (tmp_path / "explain" / f"{family}.html").read_text()
+        doc = json.loads((tmp_path / "explain" / f"{family}.json").read_text())
+        assert embedded(page) == doc
+    assert "A: 32, B: 32" in html and "A: 2, B: 2" in html     # N = M = 32, B = 16
+
+
+def test_launch_file_through_the_resolver(tmp_path):
+    from pathlib import Path
+
+    launch = str(Path(__file__).parent.parent / "examples" / "opencl" / "mm_tiled.toml")
+    out = tmp_path / "page.html"
+    result = CliRunner().invoke(main, ["explain", launch, "--set", "N=32", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = embedded(out.read_text())
+    sim = cli_json("simulate", launch, "--set", "N=32", "--counts-only")
+    for name in ("A", "B"):
+        assert doc["reuse"][name]["total"] == sim["global_load_elems_by_buffer"][name]
+    too_big = CliRunner().invoke(main, ["explain", launch, "--out", str(out)])
+    assert too_big.exit_code == 2
+    assert too_big.output.strip().splitlines()[-1].endswith("use --set N=64 or less")
+
+
+def test_a_launch_of_too_many_work_groups_is_refused():
+    import dataclasses
+
+    from tiletraffic.analysis.explain import check_size
+
+    sch = tt.build("gemm-naive", m=64, k=8, n=64, tile=1)       # 4096 work-groups: drawn
+    check_size(sch)
+    wide = dataclasses.replace(sch, global_size=(128, 64))      # 8192: refused
+    with pytest.raises(ExplainSizeError, match="8192 work-groups: .* at most 4096"):
+        check_size(wide)

@@ -1,0 +1,162 @@
+"""The OpenCL C front end: each construct of the subset, parsed from C text, simulated with
+values against numpy (float64, tolerance from the terms summed) and counted as worked by
+hand."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiletraffic as tt
+from tiletraffic.simulator import schedule as S
+
+
+def run(source, global_size, local_size, args, build_options="", seed=0):
+    sch = tt.from_opencl(source, "k", global_size, local_size, args, build_options)
+    rng = np.random.default_rng(seed)
+    p = sch.param_values
+    inputs = {a.name: rng.standard_normal([p[d] for d in a.shape]).astype(np.float32)
+              for a in sch.arrays if a.is_input}
+    result = tt.simulate(sch, inputs)
+    return sch, inputs, result
+
+
+def close(actual, expected, terms=1):
+    eps = np.finfo(np.float32).eps
+    bound = 4 * terms * eps * (np.abs(expected) + 1)
+    assert np.all(np.abs(np.asarray(actual, np.float64) - expected) <= bound)
+
+
+def test_subtraction_fma_min_max_shifts_and_uint():
+    src = """
+    __kernel void k(__global const float *A, __global const float *B, __global float *C,
+                    const uint n) {
+        const uint i = get_global_id(0);
+        const int j = max(0, min((int)i, 7)) << 1;   /* 0, 2, ..., 14 */
+        if (i < n)
+            C[i] = fma(A[i], 2.0f, -B[i]) - A[j >> 1] * 0.5f;
+    }"""
+    n = 50
+    buf = {"shape": [n], "access": "in"}
+    sch, x, r = run(src, [64], [16], {"A": buf, "B": buf, "C": {"shape": [n], "access": "out"},
+                                      "n": n})
+    a, b = x["A"].astype(np.float64), x["B"].astype(np.float64)
+    j = np.minimum(np.arange(n), 7)
+    close(r.outputs["C"], a * 2 - b - a[j] * 0.5, 4)
+    # per element: *, +, 0 - B (negation), -, *  = 5 FLOPs
+    assert r.counts.flop == 5 * n
+    assert r.counts.global_load_elems == 3 * n
+
+
+def test_vectors_pointer_casts_and_float4_buffers():
+    src = """
+    __kernel void k(__global const float4 *A, __global const float *B, __global float *C) {
+        const int i = get_global_id(0);
+        float4 a = A[i];
+        float4 b = vload4(i, B);
+        float4 s = a + b * 2.0f;
+        vstore4(s, i, C);
+        *(__global float4 *)&C[4 * i + 64] = (float4)(a.x, a.y, b.z, b.w);
+    }"""
+    sch, x, r = run(src, [16], [8], {"A": {"shape": [64], "access": "in"},
+                                     "B": {"shape": [64], "access": "in"},
+                                     "C": {"shape": [128], "access": "out"}})
+    a, b = x["A"].astype(np.float64), x["B"].astype(np.float64)
+    close(r.outputs["C"][:64], a + 2 * b, 2)
+    mixed = np.where(np.arange(64) % 4 < 2, a, b)
+    close(r.outputs["C"][64:], mixed)
+    assert r.counts.global_load_elems == 128 and r.counts.global_store_elems == 128
+    assert r.counts.flop == 2 * 64
+    kinds = {type(s).__name__ for s in sch.body}
+    assert {"VectorLoad", "VectorStore"} <= kinds
+
+
+def test_local_arrays_helpers_unroll_defines_and_countdown_loops():
+    src = """
+    #if !defined(WG)
+    #error WG must be given
+    #endif
+    static inline float twice(float v) { return v + v; }
+    static inline int mirror(int i) { return WG - 1 - i; }
+    __kernel void k(__global const float *A, __global float *C) {
+        __local float t[2][WG];
+        float acc[2] = {0};
+        const int l = get_local_id(0);
+        const int g = get_group_id(0);
+        t[0][l] = A[g * WG + l];
+        t[1][mirror(l)] = twice(A[g * WG + l]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    #pragma unroll
+        for (int r = 0; r < 2; r++)
+            acc[r] += t[r][l];
+        for (int s = WG / 2; s > 0; s >>= 1) {   /* a tree: unrolled, s constant */
+            if (l < s)
+                t[0][l] += t[0][l + s];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        C[g * WG + l] = acc[0] + acc[1];
+        if (l == 0)
+            C[get_num_groups(0) * WG + g] = t[0][0];
+    }"""
+    wg, groups = 8, 3
+    sch, x, r = run(src, [wg * groups], [wg],
+                    {"A": {"shape": [wg * groups], "access": "in"},
+                     "C": {"shape": [wg * groups + groups], "access": "out"}},
+                    build_options=f"-DWG={wg}")
+    a = x["A"].astype(np.float64).reshape(groups, wg)
+    close(r.outputs["C"][:wg * groups], (a + 2 * a[:, ::-1]).reshape(-1), 4)
+    close(r.outputs["C"][wg * groups:], a.sum(axis=1), wg)
+    assert r.counts.barriers == groups * (1 + 3)
+    assert sch.local_arrays[0].dims[1].name == "WG"
+    with pytest.raises(ValueError, match="WG must be given"):
+        tt.from_opencl(src, "k", [8], [8], {"A": {"shape": [8], "access": "in"},
+                                            "C": {"shape": [9], "access": "out"}})
+
+
+def test_flat_index_is_read_per_dimension():
+    src = """
+    __kernel void k(__global const float *A, __global float *C, const int M, const int N) {
+        const int r = get_global_id(1), c = get_global_id(0);
+        C[r * N + c] = A[(r + 1) * N + c - N] + A[c + r * N];
+    }"""
+    sch = tt.from_opencl(src, "k", [4, 3], [4, 3], {
+        "A": {"shape": ["M", "N"], "access": "in"}, "C": {"shape": ["M", "N"], "access": "out"},
+        "M": 3, "N": 4})
+    store = sch.body[-1]
+    assert isinstance(store, S.Store) and len(store.index) == 2
+    assert isinstance(store.index[0], S.Var) and store.index[0].name == "r"
+    # a column past N is out of bounds in its own dimension, as for the IR's own arrays
+    bad = src.replace("A[c + r * N]", "A[r * N + c + 1]")
+    sch = tt.from_opencl(bad, "k", [4, 3], [4, 3], {
+        "A": {"shape": ["M", "N"], "access": "in"}, "C": {"shape": ["M", "N"], "access": "out"},
+        "M": 3, "N": 4})
+    assert "out-of-bounds" in {h.kind for h in tt.check(sch, seed=1)}
+
+
+def test_includes_resolve_beside_the_source_and_reach_the_device_build(tmp_path):
+    (tmp_path / "scale.h").write_text("#define SCALE 2.0f\n")
+    (tmp_path / "k.cl").write_text(
+        '#include "scale.h"\n__kernel void k(__global const float *A, __global float *C)\n'
+        "{ const int i = get_global_id(0); C[i] = A[i] * SCALE; }\n")
+    args = {"A": {"shape": [32], "access": "in"}, "C": {"shape": [32], "access": "out"}}
+    sch = tt.from_opencl(tmp_path / "k.cl", "k", [32], [8], args)
+    assert sch.extra["opencl"]["build_options"] == (f"-I{tmp_path.resolve()}",)
+    assert tt.generate(sch).build_options == (f"-I{tmp_path.resolve()}",)
+    x = np.arange(32, dtype=np.float32)
+    assert np.array_equal(tt.simulate(sch, {"A": x}).outputs["C"], 2 * x)
+
+
+def test_float_builtins_and_select():
+    src = """
+    __kernel void k(__global const float *A, __global const float *B, __global float *C) {
+        const int i = get_global_id(0);
+        const float a = A[i], b = B[i];
+        C[i] = fmax(a, b) + fmin(a, 0.0f) * fabs(b) + sqrt(fabs(a)) + exp(b * 0.1f)
+               + (i % 2 == 0 ? a : b) + select(a, b, i < 5) + max(a, 1.0f);
+    }"""
+    buf = {"shape": [16], "access": "in"}
+    sch, x, r = run(src, [16], [8], {"A": buf, "B": buf, "C": {"shape": [16], "access": "out"}})
+    a, b = x["A"].astype(np.float64), x["B"].astype(np.float64)
+    i = np.arange(16)
+    expected = (np.fmax(a, b) + np.fmin(a, 0) * np.abs(b) + np.sqrt(np.abs(a)) + np.exp(b * 0.1)
+                + np.where(i % 2 == 0, a, b) + np.where(i < 5, b, a) + np.fmax(a, 1.0))
+    close(r.outputs["C"], expected, 16)

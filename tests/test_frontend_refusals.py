@@ -1,0 +1,86 @@
+"""The OpenCL C front end refuses what the IR cannot mean, in one line that names the
+file, line and column, the construct and what to write instead."""
+from __future__ import annotations
+
+import pytest
+
+import tiletraffic as tt
+from tiletraffic.frontend.opencl import DATA_DEPENDENT, FrontendError
+
+ARGS = {"A": {"shape": [64], "access": "in"}, "C": {"shape": [64], "access": "out"}, "N": 64}
+
+
+def kernel(body: str, signature: str = "__global const float *A, __global float *C, int N",
+           before: str = "") -> str:
+    return f"{before}__kernel void k({signature})\n{{\n    const int i = get_global_id(0);\n" \
+           f"{body}\n}}\n"
+
+
+# (body, line of the construct, column, words the message must contain)
+REFUSED = {
+    "data-dependent branch": ("    if (A[i] > 0.0f) C[i] = 1.0f;", 4, 9, [DATA_DEPENDENT]),
+    "data-dependent index": ("    C[(int)A[i]] = 1.0f;", 4, 7, [DATA_DEPENDENT]),
+    "while loop": ("    int j = 0;\n    while (j < N) { C[i] = 0.0f; }", 5, 5,
+                   ["while", "for loop"]),
+    "switch": ("    switch (i) { case 0: C[i] = 0.0f; }", 4, 5, ["switch", "if/else"]),
+    "break": ("    for (int j = 0; j < N; j++) { break; }", 4, 35, ["break", "if"]),
+    "reassigned integer": ("    int j = i;\n    j = j + 1;\n    C[j] = 0.0f;", 5, 5,
+                           ["assigned again", "bound once"]),
+    "float division": ("    C[i] = A[i] / 3.0f;", 4, 12, ["division", "reciprocal"]),
+    "integer to float": ("    C[i] = (float)i;", 4, 12, ["integer converted to float"]),
+    "global-only barrier": ("    barrier(CLK_GLOBAL_MEM_FENCE);\n    C[i] = A[i];", 4, 5,
+                            ["CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE"]),
+    "ternary on floats": ("    C[i] = A[i] > 0.0f ? A[i] : 0.0f;", 4, 12, [DATA_DEPENDENT]),
+    "atomic": ("    atomic_inc((volatile __global int *)C);", 4, 5, ["atomic_inc", "barriers"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_with_line_and_column(name):
+    body, line, column, words = REFUSED[name]
+    with pytest.raises(FrontendError) as err:
+        tt.from_opencl(kernel(body), "k", [64], [16], ARGS)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"<source>:{line}:{column}: "), message
+    for w in words:
+        assert w in message, message
+
+
+def test_ten_or_more_constructs_are_refused():
+    assert len(REFUSED) >= 10
+
+
+def test_local_pointer_argument_and_float_argument_refused():
+    with pytest.raises(FrontendError, match=r"<source>:1:\d+: __local pointer argument L"):
+        tt.from_opencl(kernel("    C[i] = 0.0f;", "__local float *L, __global float *C"),
+                       "k", [64], [16], {"L": {"shape": [4], "access": "in"},
+                                         "C": ARGS["C"]})
+    with pytest.raises(FrontendError, match="argument alpha of type .*float: arguments must be int"):
+        tt.from_opencl(kernel("    C[i] = 0.0f;", "__global float *C, float alpha"),
+                       "k", [64], [16], {"C": ARGS["C"], "alpha": 1})
+
+
+def test_argument_errors_name_the_argument():
+    src = kernel("    C[i] = A[i];")
+    with pytest.raises(FrontendError, match="argument.*N not given") as err:
+        tt.from_opencl(src, "k", [64], [16], {"A": ARGS["A"], "C": ARGS["C"]})
+    assert err.value.arg == "N"
+    with pytest.raises(FrontendError, match="has no argument B") as err:
+        tt.from_opencl(src, "k", [64], [16], {**ARGS, "B": 3})
+    assert err.value.arg == "B"
+    with pytest.raises(FrontendError, match="store into buffer A, whose access is 'in'") as err:
+        tt.from_opencl(kernel("    C[i] = A[i];", "__global float *A, __global float *C, int N")
+                       .replace("C[i] = A[i]", "A[i] = 1.0f"), "k", [64], [16], ARGS)
+    assert err.value.arg == "A"
+    with pytest.raises(FrontendError, match="const in the source; its access must be 'in'"):
+        tt.from_opencl(src, "k", [64], [16], {**ARGS, "A": {"shape": [64], "access": "out"}})
+    with pytest.raises(FrontendError, match=r"shape\[0\] = 0 is not a positive"):
+        tt.from_opencl(src, "k", [64], [16], {**ARGS, "C": {"shape": [0], "access": "out"}})
+
+
+def test_parse_errors_are_clang_s_with_location():
+    with pytest.raises(FrontendError, match=r"<source>:4:\d+: .*undeclared identifier 'q'"):
+        tt.from_opencl(kernel("    C[i] = q;"), "k", [64], [16], ARGS)
+    with pytest.raises(FrontendError, match="no __kernel named 'other'; it defines k"):
+        tt.from_opencl(kernel("    C[i] = A[i];"), "other", [64], [16], ARGS)

@@ -1,0 +1,169 @@
+"""Launch files: the format's fields, its errors (one line naming the file and the field),
+and every SCHEDULE command taking LAUNCH.toml with --set."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import tiletraffic as tt
+from tiletraffic.analysis import launch_file
+from tiletraffic.analysis.cli import main
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "opencl"
+
+GOOD = """
+source = "mm_tiled.cl"
+kernel = "mmul_tiled"
+build_options = "-DTS=8"
+[sizes]
+N = 32
+[launch]
+global_size = ["N", "N"]
+local_size = ["TS", "TS"]
+[args]
+N = "N"
+A = { shape = ["N", "N"], access = "in" }
+B = { shape = ["N", "N"], access = "in" }
+C = { shape = ["N", "N"], access = "out" }
+"""
+
+
+@pytest.fixture
+def folder(tmp_path):
+    shutil.copy(EXAMPLES / "mm_tiled.cl", tmp_path / "mm_tiled.cl")
+    return tmp_path
+
+
+def write(folder, text, name="k.toml"):
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_sizes_macros_and_overrides(folder):
+    path = write(folder, GOOD)
+    sch = tt.build(str(path))
+    assert sch.local_size == (8, 8) and sch.global_size == (32, 32)
+    assert sch.param_values["N"] == 32
+    assert sch.extra["opencl"]["build_options"] == ("-DTS=8",)
+    bigger = tt.build(str(path), set={"N": 64}, params={"TS": 16})
+    assert bigger.local_size == (16, 16) and bigger.global_size == (64, 64)
+    assert "-DTS=16" in bigger.extra["opencl"]["build_options"]
+    assert "-DTS=8" not in bigger.extra["opencl"]["build_options"]
+    counts = tt.simulate(bigger, compute_values=False).counts
+    assert counts.global_load_elems == 2 * 64 ** 3 // 16
+
+
+BROKEN = {
+    "unknown key": ("colour = 3\n" + GOOD, "colour: unknown key"),
+    "unknown launch key": (GOOD.replace("local_size =", "work_group = [1]\nlocal_size ="),
+                           "launch.work_group: unknown key"),
+    "argument the kernel lacks": (GOOD + 'D = { shape = ["N"], access = "in" }\n',
+                                  "args.D: "),
+    "argument left out": (GOOD.replace('B = { shape = ["N", "N"], access = "in" }\n', ""),
+                          "args.B: "),
+    "shape not positive": (GOOD.replace('C = { shape = ["N", "N"]', 'C = { shape = ["N", 0]'),
+                           "args.C.shape[1]: 0 = 0 is not positive"),
+    "access contradicting the source": (
+        GOOD.replace('C = { shape = ["N", "N"], access = "out" }',
+                     'C = { shape = ["N", "N"], access = "in" }'), "args.C: "),
+    "const buffer written": (GOOD.replace('A = { shape = ["N", "N"], access = "in" }',
+                                          'A = { shape = ["N", "N"], access = "inout" }'),
+                             "args.A: "),
+    "bad access": (GOOD.replace('access = "out"', 'access = "write"'),
+                   "args.C.access: 'write' is not one of"),
+    "bad expression": (GOOD.replace('global_size = ["N", "N"]',
+                                    'global_size = ["N", "__import__(1)"]'),
+                       "launch.global_size[1]: "),
+    "missing kernel": (GOOD.replace('kernel = "mmul_tiled"', 'kernel = "other"'),
+                       "kernel: "),
+    "missing source": (GOOD.replace('"mm_tiled.cl"', '"nothing.cl"'), "source: "),
+    "NDRange": (GOOD.replace('global_size = ["N", "N"]', 'global_size = [30, "N"]'),
+                "launch: "),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_errors_name_file_and_field(folder, name):
+    text, words = BROKEN[name]
+    path = write(folder, text)
+    with pytest.raises(ValueError) as err:
+        tt.build(str(path))
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: "), message
+    assert words in message, message
+    result = CliRunner().invoke(main, ["simulate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert words in result.output
+
+
+def test_every_schedule_command_takes_a_launch_file():
+    path = str(EXAMPLES / "mm_tiled.toml")
+    runner = CliRunner()
+    simulated = runner.invoke(main, ["simulate", path, "--set", "N=32", "--json"])
+    assert simulated.exit_code == 0, simulated.output
+    counts = json.loads(simulated.output)
+    assert counts["global_load_elems"] == 2 * 32 ** 3 // 16
+    for command in (["check", path, "--set", "N=32"], ["model", path, "--set", "N=32"]):
+        result = runner.invoke(main, command)
+        assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["simulate", path, "--set", "N=32", "--m", "4"])
+    assert result.exit_code == 2 and "--m" in result.output
+    result = runner.invoke(main, ["simulate", path, "--set", "N=x"])
+    assert result.exit_code == 2 and "NAME=INTEGER" in result.output
+
+
+CASES = """
+[[case]]
+launch = "{launch}"
+set = {{ N = 32 }}
+params = {{ TS = 8 }}
+
+[[case]]
+launch = "{launch}"
+set = {{ N = 32 }}
+params = {{ TS = 16 }}
+"""
+
+
+def test_validate_case_lists_take_launch_files(tmp_path):
+    from tiletraffic.analysis.validation.cases import cases_toml, read_cases
+    shutil.copytree(EXAMPLES, tmp_path / "opencl")
+    path = tmp_path / "cases.toml"
+    path.write_text(CASES.format(launch="opencl/mm_tiled.toml"))   # relative to the file
+    cases = read_cases(path)
+    assert [c.label for c in cases] == ["mm_tiled TS=8", "mm_tiled TS=16"]
+    assert cases[0].problem == cases[1].problem == "opencl mm_tiled.toml N=32"
+    assert cases[0].family == "opencl:mmul_tiled" and not cases[0].is_baseline
+    sch = cases[1].build()
+    assert sch.local_size == (16, 16) and sch.param_values["N"] == 32
+    again = tmp_path / "again.toml"
+    again.write_text(cases_toml(cases))
+    assert [c.id for c in read_cases(again)] == [c.id for c in cases]
+    bad = tmp_path / "bad.toml"
+    bad.write_text(CASES.format(launch="opencl/mm_tiled.toml").replace("TS = 8", "TS = 5"))
+    with pytest.raises(ValueError, match="case 1: .*multiple"):
+        read_cases(bad)
+
+
+def test_validate_runs_launch_cases_on_pocl(tmp_path):
+    from tiletraffic.analysis.validation.cases import read_cases
+    from tiletraffic.analysis.validation.run import run_validation
+    from tiletraffic.gpu.device import list_devices, select_device
+    devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
+               or "pocl" in d.platform_name.lower()]
+    if not devices:
+        pytest.skip("no PoCL device")
+    path = tmp_path / "cases.toml"
+    path.write_text(CASES.format(launch=str(EXAMPLES / "mm_tiled.toml")))
+    target = select_device(f"{devices[0].platform_index}:{devices[0].device_index}")
+    run = run_validation(target, cases=read_cases(path), out_dir=tmp_path / "v", rounds=1)
+    for entry in run.data["measurements"].values():
+        (only,) = entry["rounds"]
+        assert "device_error" not in only, only
+        assert only["check"]["ok"], only

@@ -1,0 +1,74 @@
+"""`tiletraffic tune LAUNCH.toml --param ...`: a kernel's own macros ranked by the model, the
+best measured on PoCL after every launch's check, the regret reported."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tiletraffic.analysis.cli import main
+from tiletraffic.analysis.tune_launch import parse_params, tune_launch
+from tiletraffic.analysis.tuner import TuneError
+
+LAUNCH = Path(__file__).resolve().parent.parent / "examples" / "opencl" / "mm_tiled.toml"
+
+
+def test_model_only_ranks_and_rejects_with_reasons(tmp_path):
+    doc = tune_launch(LAUNCH, {"TS": [4, 8, 16, 32], "WPT": [1, 2, 3]}, ["TS % WPT == 0"],
+                      sets={"N": 48}, top=0, out=tmp_path / "t.json")
+    labels = {r["label"]: r for r in doc["rejected"]}
+    # WPT = 3 divides no TS; N = 48 is not a multiple of TS = 32 (global size 48 vs 32)
+    assert all(labels[f"TS={ts} WPT=3"]["stage"] == "constraint" for ts in (4, 8, 16, 32))
+    assert labels["TS=32 WPT=1"]["stage"] == "builder"
+    assert "multiple" in labels["TS=32 WPT=1"]["reasons"][0]
+    ranked = doc["predictions"]
+    assert len(ranked) == 12 - len(doc["rejected"])
+    times = [p["predicted_time_s"] for p in ranked]
+    assert times == sorted(times) and [p["predicted_rank"] for p in ranked] == \
+        list(range(1, len(ranked) + 1))
+    # the flops of every candidate are the GEMM's: the macros change the schedule, not the work
+    assert {p["flop"] for p in ranked} == {2 * 48 ** 3}
+    saved = json.loads((tmp_path / "t.json").read_text())
+    assert saved["summary"]["modelled"] == len(ranked)
+
+
+def test_bad_arguments():
+    with pytest.raises(TuneError, match="NAME=V1,V2"):
+        parse_params(["TS"])
+    with pytest.raises(TuneError, match="integers"):
+        parse_params(["TS=8,x"])
+    with pytest.raises(TuneError, match="--constraint"):
+        tune_launch(LAUNCH, {"TS": [8]}, ["TS %% 2"], top=0)
+    with pytest.raises(TuneError, match="no valid candidate"):
+        tune_launch(LAUNCH, {"TS": [8]}, ["TS > 100"], top=0)
+
+
+@pytest.fixture(scope="module")
+def pocl():
+    from tiletraffic.gpu.device import list_devices
+    devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
+               or "pocl" in d.platform_name.lower()]
+    if not devices:
+        pytest.skip("no PoCL device")
+    return f"{devices[0].platform_index}:{devices[0].device_index}"
+
+
+def test_top_candidates_measured_on_pocl_with_regret(pocl, tmp_path):
+    out = tmp_path / "tune.json"
+    result = CliRunner().invoke(main, [
+        "tune", str(LAUNCH), "--param", "TS=4,8,16", "--param", "WPT=1,2",
+        "--constraint", "TS % WPT == 0", "--set", "N=32", "--top", "2", "--device", pocl,
+        "--rounds", "1", "--out", str(out), "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    assert "regret:" in result.output
+    doc = json.loads(out.read_text())
+    measured = doc["measurements"]
+    assert [m["predicted_rank"] for m in measured] == [1, 2]
+    for m in measured:
+        assert m["status"] == "ok" and m["check"]["ok"], m
+        assert len(m["rounds"][0]["check"]["checked_launches"]) >= 1
+    summary = doc["summary"]
+    assert summary["regret_ratio"] >= 1.0
+    assert summary["pick"]["predicted_rank"] == 1
