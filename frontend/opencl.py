@@ -124,8 +124,9 @@ def _in_file(cursor, path) -> bool:
 
 
 def _is_kernel(cursor) -> bool:
-    return any(t.spelling in ("__kernel", "kernel") for t in cursor.get_tokens()
-               if t.extent.start.offset < cursor.extent.start.offset + 200)
+    """Whether the function is declared ``__kernel`` (among its first tokens)."""
+    from itertools import islice
+    return any(t.spelling in ("__kernel", "kernel") for t in islice(cursor.get_tokens(), 12))
 
 
 def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, *,
