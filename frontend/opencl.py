@@ -13,9 +13,10 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   ``get_local_size``, ``get_num_groups``, ``get_global_size``; ``+ - * / %``, integer
   ``min``/``max``, shifts by constants (of non-negative values);
 - floats: private scalars, ``float4`` private vectors, private arrays (``= {0}`` zero-fills),
-  ``__local`` arrays of static shape (any rank), ``+ - *``, ``fma``/``mad``, loads of the
-  buffers indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4``
-  pointer casts;
+  ``__local`` arrays of static shape (any rank), ``+ - *``, ``fma``/``mad``, the IR's
+  built-ins (``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp``; float ``max``/``min`` as
+  ``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions, loads of the buffers
+  indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts;
 - statements: ``for`` loops counting up (``<``, ``<=``; ``++i``, ``i++``, ``i += s``,
   ``i = i + s``), ``if``/``else`` on integer conditions, ``return``, ``barrier`` with its
   fence flags, ``#pragma unroll``, calls of helper functions defined in the source
@@ -1408,8 +1409,6 @@ class _KernelBuilder:
         if kind == K.CONDITIONAL_OPERATOR:
             cond, then, orelse = C.children(s)
             test = self.condition(cond)          # refuses a condition on float values
-            if not hasattr(S, "Select"):
-                self.fail(s, "?: on floats: write if/else on an integer condition")
             return S.Select(test, self.float_expr(then, out), self.float_expr(orelse, out))
         self.fail(s, f"float expression {kind.name.lower()} is not supported")
 
@@ -1419,11 +1418,11 @@ class _KernelBuilder:
         if name in ("fma", "mad") and len(args) == 3:
             a, b, c = (self.float_expr(x, out) for x in args)
             return S.FBinOp("+", S.FBinOp("*", a, b), c)
-        functions = getattr(S, "FLOAT_FUNCTIONS", {})   # the IR's float built-ins
+        functions = S.FLOAT_FUNCTIONS                     # the IR's float built-ins
         fn = {"max": "fmax", "min": "fmin"}.get(name, name)
         if fn in functions and len(args) == functions[fn]:
             return S.FCall(fn, tuple(self.float_expr(a, out) for a in args))
-        if name == "select" and len(args) == 3 and hasattr(S, "Select"):
+        if name == "select" and len(args) == 3:
             if not _is_int_type(C.strip(args[2]).type):
                 self.fail(s, f"select on a float condition: {DATA_DEPENDENT}")
             test = self.condition(args[2])
@@ -1435,7 +1434,7 @@ class _KernelBuilder:
             if value[0] != "float":
                 self.fail(s, f"helper {name} returns an integer where a float is needed")
             return value[1]
-        known = ", ".join(["fma", "mad", *getattr(S, "FLOAT_FUNCTIONS", {})])
+        known = ", ".join(["fma", "mad", *S.FLOAT_FUNCTIONS, "select"])
         self.fail(s, f"call of {name}: floats take + - *, {known} and helpers defined in the "
                      "source")
 

@@ -145,7 +145,6 @@ def test_includes_resolve_beside_the_source_and_reach_the_device_build(tmp_path)
     assert np.array_equal(tt.simulate(sch, {"A": x}).outputs["C"], 2 * x)
 
 
-@pytest.mark.skipif(not hasattr(S, "FCall"), reason="the IR has no float built-ins")
 def test_float_builtins_and_select():
     src = """
     __kernel void k(__global const float *A, __global const float *B, __global float *C) {
