@@ -168,6 +168,13 @@ def matvec_naive(m: int, k: int, t: int) -> dict:
     })
 
 
+def matvec_relu(m: int, k: int, t: int) -> dict:
+    """matvec-naive's counts, plus one FLOP per row for the ReLU's ``fmax``: 2·M·K + M."""
+    counts = matvec_naive(m, k, t)
+    counts["flop"] += m
+    return counts
+
+
 def matvec_local(m: int, k: int, t: int, chunk: int) -> dict:
     """Matrix-vector with x staged in local memory: x is read once per work-group.
 
@@ -227,6 +234,8 @@ def counts(schedule: Schedule) -> dict:
         return matvec_rows_reduce(p["M"], p["K"], t, schedule.extra["wg_rows"])
     if family == "matvec-naive":
         return matvec_naive(p["M"], p["K"], t)
+    if family == "matvec-relu":
+        return matvec_relu(p["M"], p["K"], t)
     if family == "matvec-local":
         return matvec_local(p["M"], p["K"], t, schedule.extra["chunk"])
     if family == "matvec-local-whole":

@@ -157,11 +157,15 @@ def output_name(schedule: Schedule) -> str:
 
 
 def reference(schedule: Schedule, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """float64 ``A@B`` (or ``A@x``) and ``|A|@|B|`` for the inputs of ``schedule``."""
+    """float64 ``A@B`` (or ``A@x``; ``max(A@x, 0)`` for a ReLU epilogue) and ``|A|@|B|``
+    for the inputs of ``schedule``."""
     second = "B" if schedule.family in ALL_GEMM_FAMILIES else "x"
     a = inputs["A"].astype(np.float64)
     b = inputs[second].astype(np.float64)
-    return a @ b, np.abs(a) @ np.abs(b)
+    exact = a @ b
+    if schedule.extra.get("epilogue") == "relu":
+        exact = np.maximum(exact, 0.0)
+    return exact, np.abs(a) @ np.abs(b)
 
 
 def tolerance(k: int, abs_product: np.ndarray) -> np.ndarray:
@@ -328,4 +332,5 @@ def small_examples():
         "gemm-warp-tiled": build("gemm-warp-tiled", 17, 12, 36, tile=4, tm=4, tn=4, bk=8,
                                  wg_rows=8),
         "matvec-rows-reduce": build("matvec-rows-reduce", 45, 37, tile=12, wg_rows=3),
+        "matvec-relu": build("matvec-relu", 47, 13, tile=6),
     }

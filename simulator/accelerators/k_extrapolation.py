@@ -110,9 +110,7 @@ def _mentions_k_or_var(e) -> bool:
 def _has_local_load(e) -> bool:
     if isinstance(e, S.Load):
         return isinstance(e.array, S.LocalArray)
-    if isinstance(e, S.FBinOp):
-        return _has_local_load(e.left) or _has_local_load(e.right)
-    return False
+    return any(_has_local_load(operand) for operand in S.float_operands(e))
 
 
 def merges_k_dependent_blocks(schedule: Schedule) -> bool:
