@@ -630,6 +630,8 @@ class Machine:
             return self.dpriv[e.name]
         if isinstance(e, S.PrivateElem):
             idx = self.last_index[id(e)]
+            if isinstance(idx, int):
+                return self.dparr[e.array.name][:, :, idx:idx + 1]
             return np.take_along_axis(self.dparr[e.array.name], idx, axis=2)
         if isinstance(e, S.FBinOp):
             combine = sum_length.multiply if e.op == "*" else sum_length.add
@@ -827,6 +829,13 @@ class Machine:
         return flat if len(index) == len(array.dims) else None
 
     def read_private_elem(self, e: S.PrivateElem, mask):
+        if self.depths and self.shape_of(mask)[2] == 1:
+            flat = self.private_elem_flat(e.array.name, e.index)
+            is_set = self.parray_set.get(e.array.name)
+            if flat is not None and (is_set is None or not np.any(np.logical_and(
+                    mask, np.logical_not(is_set[:, :, flat:flat + 1])))):
+                self.last_index[id(e)] = flat   # one static element: a slice, same values
+                return self.parrays[e.array.name][1][:, :, flat:flat + 1]
         if self.static_private_elements:
             flat = self.private_elem_flat(e.array.name, e.index)
             if flat is not None:
@@ -863,6 +872,8 @@ class Machine:
         accumulate = isinstance(s, S.Accumulate)
         if accumulate:
             self.read_private_elem(S.PrivateElem(self.parrays[s.name][0], s.index), m)
+        if self.depths and self.update_static_elem(s, m, value, ops, accumulate):
+            return
         if self.static_private_elements:
             flat = self.private_elem_flat(s.name, s.index)
             if flat is not None:
@@ -907,6 +918,29 @@ class Machine:
             after = sum_length.add(before, terms) if accumulate else terms
             np.put_along_axis(shadow, idx, np.where(ok, after, before).astype(
                 sum_length.DTYPE), axis=2)
+
+    def update_static_elem(self, s, m, value, ops: int, accumulate: bool) -> bool:
+        """With sum lengths: ``name[index] (+)= value`` where the index is one in-bounds
+        element for every work-item, by slices (the same result as the indexed path);
+        ``False`` (nothing done) otherwise."""
+        flat = self.private_elem_flat(s.name, s.index)
+        if flat is None or self.shape_of(m)[2] != 1:
+            return False
+        self.count_flop(m, ops + (1 if accumulate else 0))
+        on = np.broadcast_to(m, (self.G, self.L, 1))
+        is_set = self.parray_set[s.name]
+        if is_set is not None:
+            is_set[:, :, flat] |= on[:, :, 0]
+        table, shadow = self.parrays[s.name][1], self.dparr[s.name]
+        old, before = table[:, :, flat:flat + 1], shadow[:, :, flat:flat + 1].copy()
+        value = np.broadcast_to(np.asarray(value, dtype=np.float32), old.shape)
+        terms = np.broadcast_to(self.depth_of(s.value), before.shape)
+        new = (old + np.where(on, value, np.float32(0))) if accumulate else \
+            np.where(on, value, old)
+        table[:, :, flat:flat + 1] = new.astype(np.float32)
+        after = sum_length.add(before, terms) if accumulate else terms
+        shadow[:, :, flat:flat + 1] = np.where(on, after, before)
+        return True
 
     def exec_store(self, s: S.Store, m) -> None:
         value, ops = self.eval_float(s.value, m)

@@ -294,7 +294,7 @@ FAMILY_OPTIONS = {"gemm-naive": ("mapping",), "gemm-tiled": ("padding", "a_tile"
                   "gemm-register-blocked": ("tm", "tn", "bk", "wg_rows"),
                   "gemm-vectorized": ("tm", "tn", "bk", "wg_rows"),
                   "gemm-prefetch": ("tm", "tn", "bk", "wg_rows"),
-                  "gemm-warp-tiled": ("tm", "tn", "bk", "wg_rows", "wn"),
+                  "gemm-warp-tiled": ("tm", "tn", "bk", "wg_rows", "wn", "group_rows"),
                   "matvec-rows-reduce": ("wg_rows",)}
 """Options each family takes (the other matrix-vector families take none)."""
 DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "gemm-register-blocked": 16,

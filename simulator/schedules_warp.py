@@ -61,6 +61,7 @@ from .schedule import (
     ceil_div,
     group_id,
     local_id,
+    minimum,
     store,
     vload,
     vstore,
@@ -140,9 +141,33 @@ def warp_geometry(tile: int, wg_rows: int, tm: int, tn: int, bk: int, wn: int) -
             "staged_b": staged_b}
 
 
+def block_order(groups_n: int, groups_m: int, group_rows: int) -> list:
+    """The block (row, column) a work-group computes, as Lets ending in ``brow`` and
+    ``bcol`` (in blocks), for ``groups_m`` × ``groups_n`` blocks.
+
+    ``group_rows`` = 1: block (group_id(1), group_id(0)), the launch order row by row.
+    G > 1: the linear id p = group_id(1)·groups_n + group_id(0) (NVIDIA starts work-groups
+    in this order) walks groups of G block rows, column by column inside a group: group
+    q = p / (G·groups_n) holds rows G·q ... G·q + h − 1 with h = min(G, groups_m − G·q),
+    and p's block is row G·q + (p mod G·groups_n) mod h, column (p mod G·groups_n) / h
+    (the grouped order of Triton's matrix-multiplication tutorial, "L2 Cache
+    Optimizations"). Every block is computed exactly once either way."""
+    if group_rows == 1:
+        return [Let("brow", group_id(1)), Let("bcol", group_id(0))]
+    G, GN = Const(group_rows, "GROUP_ROWS"), Const(groups_n, "GROUPS_N")
+    GM = Const(groups_m, "GROUPS_M")
+    pid = Let("pid", group_id(1) * GN + group_id(0))
+    first = Let("first_row", pid.var // (G * GN) * G)
+    height = Let("group_height", minimum(GM - first.var, G))
+    inside = Let("in_group", pid.var % (G * GN))
+    return [pid, first, height, inside,
+            Let("brow", first.var + inside.var % height.var),
+            Let("bcol", inside.var // height.var)]
+
+
 def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM,
                     tn: int = DEFAULT_TN, bk: int = DEFAULT_BK, wg_rows: int | None = None,
-                    wn: int | None = None) -> Schedule:
+                    wn: int | None = None, group_rows: int = 1) -> Schedule:
     """Warp-tiled GEMM C = A·B (see the module docstring).
 
     Args:
@@ -152,6 +177,9 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
         bk: depth of a K step (a multiple of 4).
         wg_rows: work-items along dimension 1 (W1; BM = tm·wg_rows; default ``tile``).
         wn: columns of C per sub-group tile (default :func:`default_wn`).
+        group_rows: the order of the blocks (:func:`block_order`): 1 (default) row by row,
+            G > 1 in groups of G block rows, column by column inside a group, so that
+            work-groups launched together share rows of A and columns of B in the L2.
 
     Raises:
         ScheduleError: a size or option that is not a positive integer, or one that breaks
@@ -161,6 +189,7 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
         ("M", m), ("K", k), ("N", n), ("tile", tile), ("tm", tm), ("tn", tn), ("bk", bk)))
     wg_rows = tile if wg_rows is None else positive("wg_rows", wg_rows)
     wn = default_wn(tile, wg_rows, tn) if wn is None else positive("wn", wn)
+    group_rows = positive("group_rows", group_rows)
     for what, value in (("K", k), ("N", n)):
         if value % VECTOR:
             raise ScheduleError(
@@ -183,7 +212,9 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     sg, lane = Let("sg", tid.var // SG), Let("lane", tid.var % SG)
     wrow = Let("wrow", sg.var // SGN * WM + lane.var // LC * V)
     wcol = Let("wcol", sg.var % SGN * WN + lane.var % LC * V)
-    row0, col0 = Let("row0", group_id(1) * BM), Let("col0", group_id(0) * BN)
+    groups_n, groups_m = -(-n // g["bn"]), -(-m // g["bm"])
+    order = block_order(groups_n, groups_m, group_rows)
+    row0, col0 = Let("row0", order[-2].var * BM), Let("col0", order[-1].var * BN)
     tile_a = LocalArray("A_tile", (NBUF, BK, Const(a_row_floats(g["bm"], bk), "A_ROW")))
     tile_b = LocalArray("B_tile", (NBUF, BK, BN))
     acc = PrivateArray("acc", (Const(tm, "TM"), Const(tn, "TN")))
@@ -254,7 +285,7 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
             c = c0 + wcol.var + q // VECTOR * (LC * V)
             stores.append(If((r < M) & (c < N), (vstore(
                 C, (r, c), [acc[i, j] for j in range(q, q + VECTOR)]),)))
-    body = block(tid, sg, lane, wrow, wcol, row0, col0, decls, main, stores)
+    body = block(tid, sg, lane, wrow, wcol, order, row0, col0, decls, main, stores)
     return Schedule(
         family="gemm-warp-tiled", kernel_name="gemm_warp_tiled",
         params=(("M", m), ("K", k), ("N", n)), arrays=(A, B, C),
@@ -264,6 +295,7 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
         description=(f"{tm}x{tn} outputs per work-item in {g['wm']}x{g['wn']} sub-group "
                      f"tiles of a {g['bm']}x{g['bn']} block, float4 local reads, "
                      f"double-buffered {bk}-deep local tiles and register fragments"),
-        extra={"tm": tm, "tn": tn, "bk": bk, "wg_rows": wg_rows, "bm": g["bm"],
+        extra={"tm": tm, "tn": tn, "bk": bk, "wg_rows": wg_rows,
+               **({"group_rows": group_rows} if group_rows > 1 else {}), "bm": g["bm"],
                "bn": g["bn"], "wm": g["wm"], "wn": g["wn"]},
     )

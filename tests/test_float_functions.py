@@ -125,3 +125,19 @@ def test_accumulate_of_a_block_equals_additions_one_by_one(old, terms, live):
 def test_matvec_relu_check_and_sum_length():
     c = check_launch(tt.build("matvec-relu", m=70, k=33, tile=32))
     assert not c.hazards and c.sum_length == 33
+
+
+@pytest.mark.parametrize("family, size", [
+    ("gemm-vectorized", dict(m=17, k=8, n=24, tile=3, tm=4, tn=8, bk=4, wg_rows=5)),
+    ("gemm-prefetch", dict(m=17, k=9, n=23, tile=3, tm=2, tn=3, bk=4, wg_rows=5)),
+    ("gemm-tiled", dict(m=17, k=5, n=23, tile=7))])
+def test_counting_sum_lengths_leaves_values_and_hazards_as_they_are(family, size):
+    sch = tt.build(family, **size)
+    inputs = random_inputs(sch, np.random.default_rng(3))
+    plain = tt.simulate(sch, inputs, hazards="report")
+    counted = tt.simulate(sch, inputs, hazards="report", sum_lengths=True)
+    for name, value in plain.outputs.items():
+        np.testing.assert_array_equal(counted.outputs[name], value)
+    assert counted.counts.to_dict() == plain.counts.to_dict()
+    assert counted.hazards == plain.hazards == []
+    assert counted.sum_lengths["C"].max() == size["k"]

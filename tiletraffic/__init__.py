@@ -333,7 +333,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
          space=None,
          jobs: int = 1, measure_all: bool = False, resume: bool = False,
          seed: int | None = None, progress: bool | None = False, recheck: int | None = None,
-         log=None, command: str | None = None):
+         log=None, command: str | None = None, targets=None):
     """Tune C = A·B (A m×k, B k×n, float32) over a tuning space: reject the candidates that
     break the space's constraints (each with its reason), rank the rest by the model's
     predicted time on ``device_model``, run the ``top`` best on ``device`` (every launch
@@ -353,7 +353,9 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         seed: of the random inputs. progress: progress bars on stderr (None: on a
             terminal only). log: a function that takes each line of progress (default:
             none printed). command: the command line the results file records (default:
-            this call).
+            this call). targets: the limits judged by (a TOML file or
+            ``tiletraffic.analysis.targets.Targets``; default the built-in ones:
+            ``tune-regret`` 10 %, ``ranking`` 2x the spread).
         recheck: before measuring, build (compile only) this many of the best-ranked
             candidates on ``device``, re-model them with the compiled kernel's registers
             per work-item where the driver reports them (NVIDIA's ``-cl-nv-verbose`` build
@@ -366,7 +368,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
 
     Returns:
         ``tiletraffic.analysis.tuner.TuneResult`` (``.summary``: ``regret_ratio``,
-        ``within_10pct``, ``spearman_rho``, ...; ``.measurements``; ``.table()``).
+        ``regret_target``, ``within_regret_target``, ``spearman_rho``, ...; ``.measurements``; ``.table()``).
 
     Raises:
         tiletraffic.analysis.tuner.TuneError (a ValueError): bad sizes or options, no valid
@@ -380,7 +382,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     return _tune(m, n, k, device=device, device_model=device_model, top=top, out=out,
                  repeat=repeat, warmup=warmup, rounds=rounds, space=space, jobs=jobs,
                  measure_all=measure_all, resume=resume, seed=seed, progress=progress,
-                 recheck=recheck, log=log, command=command)
+                 recheck=recheck, log=log, command=command, targets=targets)
 def validation_cases(name: str = "quick"):
     """A built-in case list of ``validate``: ``"quick"`` (tiny, PoCL/CI), ``"cpu"`` or
     ``"gpu"`` (GEMM 1024/4096, matvec 4096/8192), a tuple of
@@ -416,7 +418,7 @@ def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
 
 def validate(device: str | None = None, device_model: str | DeviceModel | None = None, *,
              quick: bool = False, cases=None, predictions=None, out=None, repeat: int = 10,
-             rounds: int = 2, progress: bool = False):
+             rounds: int = 2, progress: bool = False, targets=None):
     """Validate the model on an OpenCL device: every case run, checked against float64,
     timed (median and spread of ``rounds`` × ``repeat`` launches) and compared with the
     model's predicted time, speedup over the naive schedule and ranking
@@ -430,6 +432,10 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
         predictions: a predictions file (:func:`write_predictions`): its cases are measured
             and compared with its predictions, after checking the model's hash.
         out: the results folder (default ``reports/<device>[-quick]/validate``).
+        targets: the limits the model is judged by, reported under their names (a TOML
+            file or ``tiletraffic.analysis.targets.Targets``; default the built-in
+            ``analysis/targets.toml``: median-abs-error 15 %, worst-abs-error 35 %,
+            speedup-error 20 %, ranking 2x the spread).
 
     Returns:
         ``tiletraffic.analysis.validation.run.ValidationRun``: ``.out_dir``, ``.data`` (the
@@ -439,7 +445,8 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
     Raises:
         tiletraffic.gpu.device.DeviceError: no such device. ValueError: ``repeat`` < 10 or
         ``rounds`` < 1; ``PredictionsError``/``PredictionsMismatch`` (ValueErrors): a
-        malformed predictions file, or other cases or another model than the file's.
+        malformed predictions file, or other cases or another model than the file's;
+        ``TargetsError`` (a ValueError): a malformed targets file.
         OSError: ``out`` cannot be written.
     """
     from .analysis.validation.run import run_validation
@@ -447,7 +454,7 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
 
     return run_validation(select_device(device), model=device_model, cases=cases,
                           quick=quick, predictions_file=predictions, out_dir=out,
-                          repeat=repeat, rounds=rounds, progress=progress,
+                          repeat=repeat, rounds=rounds, progress=progress, targets=targets,
                           command=f"tiletraffic.validate(device={device!r}, quick={quick})")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .common import fail
+from .options import TARGETS_OPTION
 
 
 @click.command("report")
@@ -22,7 +23,8 @@ from .common import fail
 @click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
               help="Only re-render an existing report directory from its results.json (no "
                    "device): report.md and its figures, report.html and its explain pages.")
-def command(device, out_dir, quick, repeat, model, render_dir):
+@TARGETS_OPTION
+def command(device, out_dir, quick, repeat, model, render_dir, targets):
     """The main job: count naive and tiled GEMM and matrix-vector traffic in the simulator
     (checked against the closed forms), run them on the device at sizes chosen for it
     (checked, timed, with spreads), validate the device model where it is this device's,
@@ -47,7 +49,7 @@ def command(device, out_dir, quick, repeat, model, render_dir):
 
     try:
         path = make_report(device=device, out_root=out_dir, quick=quick, repeat=repeat,
-                           device_model=model)
+                           device_model=model, targets=targets)
     except (TiletrafficGpuError, ValueError, KeyError, SweepInterrupted) as err:
         fail(err)
     except OSError as err:

@@ -259,6 +259,7 @@ def explain_data(schedule: S.Schedule, device: str | DeviceModel = "nvidia-h200"
     chosen = chosen or 0
     by_barriers = observer.barriers_passed > 0
     steps = observer.steps(by_barriers)
+    per_item = observer.work_item_elements(by_barriers)
     formula = closed_form.counts_or_none(schedule)
     rules = _per_element_rule(schedule)
     reuse = {}
@@ -300,7 +301,10 @@ def explain_data(schedule: S.Schedule, device: str | DeviceModel = "nvidia-h200"
             "iterations_per_step": None if by_barriers else step_iterations,
             "list": [{"step": step, "accesses": [
                 {"space": space, "direction": direction, "array": array, **acc.to_dict()}
-                for (space, direction, array), acc in accesses.items()]}
+                for (space, direction, array), acc in accesses.items()],
+                "by_work_item": [
+                    {"direction": direction, "array": array, "work_items": entries}
+                    for (direction, array), entries in per_item.get(step, {}).items()]}
                 for step, accesses in sorted(steps.items())],
         },
         "reuse": reuse,

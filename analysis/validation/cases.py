@@ -24,7 +24,8 @@ else:  # pragma: no cover - Python 3.10
 BASELINES = {"gemm": "gemm-naive", "matvec": "matvec-naive"}
 """Kind of problem -> the family every other schedule of that problem is compared with."""
 
-OPTION_KEYS = ("chunk", "mapping", "padding", "a_tile", "tm", "tn", "bk", "wg_rows", "wn")
+OPTION_KEYS = ("chunk", "mapping", "padding", "a_tile", "tm", "tn", "bk", "wg_rows", "wn",
+               "group_rows")
 """Keys a case may carry beside family, m, k, n and tile (``schedules.build``'s options)."""
 
 

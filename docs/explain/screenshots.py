@@ -18,8 +18,10 @@ HERE = Path(__file__).resolve().parent
 GEMM = dict(m=32, k=32, n=32)
 
 SHOTS = (
-    # (file, schedule, build options, what to photograph, clicks on "next step" or a hazard)
+    # (file, schedule, build options, what to photograph, clicks on "next step", "hazard"
+    # for the first hazard's button, or ("work-item", local id, clicks on "next step"))
     ("naive-tiles.png", "gemm-naive", dict(GEMM, tile=16), "#tiles", 1),
+    ("naive-work-item.png", "gemm-naive", dict(GEMM, tile=16), "#tiles", ("work-item", 17, 1)),
     ("tiled-tiles.png", "gemm-tiled", dict(GEMM, tile=16), "#tiles", 2),
     ("naive-reuse.png", "gemm-naive", dict(GEMM, tile=16), "#reuse .row", 0),
     ("tiled-reuse.png", "gemm-tiled", dict(GEMM, tile=16), "#reuse .row", 0),
@@ -52,6 +54,11 @@ def main() -> int:
             page.goto(page_file.as_uri())
             if action == "hazard":
                 page.click("button.goto >> nth=0")
+            elif isinstance(action, tuple):
+                _, lid, steps = action
+                page.click(f'#work-items-svg rect[data-lid="{lid}"]')
+                for _ in range(steps):
+                    page.click("#step-next")
             else:
                 for _ in range(action):
                     page.click("#step-next")
