@@ -115,6 +115,21 @@ def gemm_register_blocked(m: int, k: int, n: int, w0: int, w1: int, tm: int, tn:
     })
 
 
+def gemm_warp_tiled(m: int, k: int, n: int, w0: int, w1: int, tm: int, tn: int,
+                    bk: int) -> dict:
+    """Warp-tiled GEMM (``gemm-warp-tiled``): the counts of
+    :func:`gemm_register_blocked` for the same W0×W1 work-groups, TM×TN outputs per
+    work-item and BK, with one barrier per K step (S per work-group, S = ⌈K/BK⌉).
+
+    Only the assignment of outputs to work-items and the placement in local memory differ
+    (sub-group tiles, a rotated transposed A tile, double buffers), which move no element:
+    per work-item and step BK·(TM + TN) local loads (float4s, 4 elements each), per
+    work-group and step BM·BK + BK·BN local stores, A read M·K·⌈N/BN⌉ and B K·N·⌈M/BM⌉
+    times (float4 guards with K and N multiples of 4 keep exactly the elements in range).
+    """
+    return gemm_register_blocked(m, k, n, w0, w1, tm, tn, bk, barriers_per_step=1)
+
+
 def matvec_rows_reduce(m: int, k: int, w0: int, w1: int) -> dict:
     """Matrix-vector with W0 work-items per row and W1 rows per work-group, partial sums
     added in local memory (``matvec-rows-reduce``).
@@ -151,6 +166,13 @@ def matvec_naive(m: int, k: int, t: int) -> dict:
         "work_groups": ceil_div(m, t),
         "global_load_elems_per_tile": min(t, m) * 2 * k,
     })
+
+
+def matvec_relu(m: int, k: int, t: int) -> dict:
+    """matvec-naive's counts, plus one FLOP per row for the ReLU's ``fmax``: 2·M·K + M."""
+    counts = matvec_naive(m, k, t)
+    counts["flop"] += m
+    return counts
 
 
 def matvec_local(m: int, k: int, t: int, chunk: int) -> dict:
@@ -204,10 +226,16 @@ def counts(schedule: Schedule) -> dict:
         return gemm_register_blocked(p["M"], p["K"], p["N"], t, x["wg_rows"], x["tm"],
                                      x["tn"], x["bk"],
                                      barriers_per_step=1 if family == "gemm-prefetch" else 2)
+    if family == "gemm-warp-tiled":
+        x = schedule.extra
+        return gemm_warp_tiled(p["M"], p["K"], p["N"], t, x["wg_rows"], x["tm"], x["tn"],
+                               x["bk"])
     if family == "matvec-rows-reduce":
         return matvec_rows_reduce(p["M"], p["K"], t, schedule.extra["wg_rows"])
     if family == "matvec-naive":
         return matvec_naive(p["M"], p["K"], t)
+    if family == "matvec-relu":
+        return matvec_relu(p["M"], p["K"], t)
     if family == "matvec-local":
         return matvec_local(p["M"], p["K"], t, schedule.extra["chunk"])
     if family == "matvec-local-whole":

@@ -6,7 +6,8 @@ Both are compared twice: in elements (Oclgrind's bytes / 4) and in instructions 
 work-item (Oclgrind's count of load/store instructions; the simulator's accesses, a float4
 or float2 access being one instruction of 16 or 8 bytes, as Oclgrind counts it).
 Hazards: the simulator's hazard kinds next to Oclgrind's race detector and memory checker,
-mapped through :data:`gpu.oclgrind.SIMULATOR_HAZARD_KINDS`. Oclgrind cannot see an output
+mapped through :data:`gpu.oclgrind.SIMULATOR_HAZARD_KINDS`, with the difference stated.
+:func:`crosscheck` picks one of the two for any schedule by the simulator's own check. Oclgrind cannot see an output
 element that nobody writes, so ``unwritten-output`` is the simulator's alone.
 """
 from __future__ import annotations
@@ -68,6 +69,8 @@ class HazardComparison:
     simulator_kinds: list[str]
     oclgrind_kinds: list[str]
     details: list[str] = field(default_factory=list)
+    simulator_details: list[str] = field(default_factory=list)
+    """One line per simulator hazard (``[kind] detail``)."""
 
     @property
     def expected_oclgrind(self) -> set[str]:
@@ -88,9 +91,29 @@ class HazardComparison:
             return True
         return all(SIMULATOR_HAZARD_KINDS[k] & set(self.oclgrind_kinds) for k in visible)
 
+    @property
+    def difference(self) -> str:
+        """What differs, in a sentence ("" when every kind on each side is matched)."""
+        parts = []
+        missed = [k for k in self.simulator_kinds if SIMULATOR_HAZARD_KINDS.get(k)
+                  and not SIMULATOR_HAZARD_KINDS[k] & set(self.oclgrind_kinds)]
+        unseen = [k for k in self.simulator_kinds if not SIMULATOR_HAZARD_KINDS.get(k)]
+        matched = set()
+        for k in self.simulator_kinds:
+            matched |= SIMULATOR_HAZARD_KINDS.get(k, frozenset())
+        extra = [k for k in self.oclgrind_kinds if k not in matched]
+        if missed:
+            parts.append(f"Oclgrind reports nothing for the simulator's {', '.join(missed)}")
+        if extra:
+            parts.append(f"the simulator has no counterpart of Oclgrind's {', '.join(extra)}")
+        if unseen:
+            parts.append(f"Oclgrind cannot see {', '.join(unseen)} (no memory error)")
+        return "; ".join(parts)
+
     def to_dict(self) -> dict:
         return {"schedule": self.schedule, "agree": self.agree,
                 "simulator": self.simulator_kinds, "oclgrind": self.oclgrind_kinds,
+                "difference": self.difference, "simulator_details": self.simulator_details,
                 "oclgrind_details": self.details}
 
 
@@ -144,4 +167,22 @@ def compare_hazards(schedule: Schedule, timeout_s: float = 300) -> HazardCompari
     diags = oclgrind_check(schedule, timeout_s=timeout_s)
     kinds = sorted(diags.kinds())
     return HazardComparison(schedule.family, sorted({h.kind for h in sim.hazards}), kinds,
-                            diags.describe().splitlines()[:8] if kinds else [])
+                            diags.describe().splitlines()[:8] if kinds else [],
+                            [f"[{h.kind}] {h.detail}" for h in sim.hazards])
+
+
+def crosscheck(schedule: Schedule, timeout_s: float = 300) -> CountsComparison | HazardComparison:
+    """Counts of a hazard-free schedule (:func:`compare_counts`), or the hazards of a faulty
+    one side by side (:func:`compare_hazards`): any schedule, a user's own included. Which
+    one is decided by the simulator's own check of the launch (every work-group).
+
+    Raises:
+        simulator.device.LimitError: the launch exceeds Oclgrind's limits (nothing run).
+        gpu.oclgrind.OclgrindError: Oclgrind missing, failed or timed out.
+    """
+    _refuse_beyond_oclgrind(schedule)
+    found = simulate(schedule, random_inputs(schedule, np.random.default_rng()),
+                     hazards="report", limits=UNLIMITED).hazards
+    if found:
+        return compare_hazards(schedule, timeout_s)
+    return compare_counts(schedule, timeout_s)

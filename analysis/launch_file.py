@@ -18,7 +18,7 @@ Format (every path relative to the launch file)::
     [reference]                     # optional
     function = "mm_ref.py:reference"   # reference(inputs: dict) -> dict of outputs
     terms = "N"                     # optional: products summed per output element (the
-                                    # float tolerance; default the size K, else 1)
+                                    # float tolerance; default: as the simulator counts it)
 
 Expressions go through :mod:`analysis.expressions` (never ``eval``); a size may use the
 sizes above it. Tuning parameters (``tune LAUNCH.toml --param TS=8,16``) are names too,
@@ -276,8 +276,6 @@ def schedule(launch: LaunchFile) -> Schedule:
     terms = data.get("reference", {}).get("terms")
     if terms is not None:
         extra["terms_per_output"] = launch.value("reference.terms", terms)
-    elif "K" in launch.names:
-        extra["terms_per_output"] = launch.names["K"]
     import dataclasses
     return dataclasses.replace(sch, extra=extra)
 

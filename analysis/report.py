@@ -134,8 +134,8 @@ def simulate_point(point: SweepPoint, limits: DeviceLimits) -> dict:
 
 def make_report(device: str | None = None, out_root: str | os.PathLike = "reports",
                 quick: bool = False, repeat: int = 10, progress: bool = True,
-                validation: bool = True, device_model: str | os.PathLike | None = None
-                ) -> Path:
+                validation: bool = True, device_model: str | os.PathLike | None = None,
+                targets=None) -> Path:
     """Count the sweep in the simulator, run its measured cases on ``device`` and write
     ``<out_root>/<device-slug>[-quick]/``; then, where the device model is a model of this
     device (``analysis.device_models.model_describes_device``), validate it there
@@ -147,7 +147,8 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     (``tiletraffic validate --predict-only``, committed: the pre-registration) is measured
     against instead of running the model. ``device_model``: the model to validate (default:
     the predictions file's, else the device's built-in one, else ``generic-gpu``);
-    ``validation=False`` leaves the model out.
+    ``validation=False`` leaves the model out. ``targets``: the limits the validation is
+    judged by (a file or ``Targets``, :mod:`analysis.targets`; default the built-in ones).
 
     The measured cases (:data:`MEASURED_SIZES` of the device's kind) run in :data:`ROUNDS`
     rounds of 2 warm-up and ``repeat`` timed launches, every launch's output checked against
@@ -164,6 +165,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         ValueError: ``repeat`` below 10; a ``validate/predictions.json`` that is malformed
             or for other cases or another model (checked before the sweep).
         KeyError, DeviceModelError: an unknown or malformed ``device_model``.
+        TargetsError (a ValueError): a malformed targets file (checked before the sweep).
         OSError: the output directory cannot be written (checked before the sweep starts).
         SweepInterrupted: Ctrl-C during the sweep or the validation (finished cases saved and
             rendered; ``analysis.validation.run.ValidationInterrupted`` for the latter).
@@ -171,10 +173,12 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     from tiletraffic.gpu.device import select_device
     from tiletraffic.gpu.runtime import MIN_REPEAT
 
+    from .targets import load as load_targets
     from .validation.cases import default_case_list_name
 
     if repeat < MIN_REPEAT:
         raise ValueError(f"repeat = {repeat} is below the minimum of {MIN_REPEAT} timed launches")
+    judged_by = load_targets(targets)
     target = select_device(device)
     info = target.info
     if info.is_simulator:
@@ -244,7 +248,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
             run_validation(target, model=device_model, quick=quick,
                            out_dir=out_dir / VALIDATION_DIR, repeat=repeat,
                            progress=progress, command=data["meta"]["command"],
-                           predictions_file=predictions)
+                           predictions_file=predictions, targets=judged_by)
     except ValidationInterrupted:
         render(out_dir)
         raise

@@ -117,7 +117,8 @@ class BuiltIn:
             raise ScheduleError(f"{spec} needs {spell('m')} and {spell('k')} "
                                 f"(got m={m}, k={k})")
         elif n is not None and spec in (schedules.MATVEC_FAMILIES
-                                        + schedules.REDUCTION_MATVEC_FAMILIES):
+                                        + schedules.REDUCTION_MATVEC_FAMILIES
+                                        + schedules.EPILOGUE_FAMILIES):
             raise ScheduleError(f"{spec} computes y = A·x: {spell('n')} does not apply "
                                 f"(got {n})")
         return schedules.build(spec, m, k, n, tile, chunk, **options)

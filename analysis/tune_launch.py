@@ -9,7 +9,9 @@ Every combination of the parameters' values is a candidate. Each is
    outside the front end's subset, an NDRange that is not a multiple, ... reject it), and it
    must fit the device model's and the device's limits;
 2. modelled (:func:`tiletraffic.model`) and ranked by predicted time;
-3. the best ``top`` are checked for hazards in the simulator, then run on the device, every
+3. the best ``top`` are checked for hazards in the simulator (one work-group per class of
+   identical traffic: races in local memory, barrier divergence, out-of-bounds and
+   misaligned accesses, uninitialized reads), then run on the device, every
    launch's output checked against the launch file's numpy reference before its time counts
    (:func:`analysis.validation.measure.run_on_device`), in ``rounds`` rounds (every other one in
    reverse);
@@ -215,8 +217,10 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
 
 
 def _measure(doc, chosen, target, reference, repeat, warmup, rounds, seed, save, log):
-    """Check each chosen candidate for hazards, then run it ``rounds`` times."""
+    """Check each chosen candidate for hazards (module docstring, step 3), then run it
+    ``rounds`` times."""
     import tiletraffic as tt
+    from tiletraffic.simulator.accelerators import Accelerators
 
     from .tuner import _add_round
     from .validation.measure import run_on_device
@@ -228,7 +232,8 @@ def _measure(doc, chosen, target, reference, repeat, warmup, rounds, seed, save,
                   "params": entry["params"], "status": "incomplete", "rounds": [],
                   "predicted_rank": entry["predicted_rank"],
                   "predicted_time_s": entry["predicted_time_s"]}
-        hazards = tt.check(sch, seed=seed)
+        hazards = tt.simulate(sch, compute_values=False, hazards="report",
+                              accelerators=Accelerators(work_group_classes=True)).hazards
         if hazards:
             record.update(status="failed", stage="check", error_type="Hazard",
                           error="; ".join(sorted({h.kind for h in hazards})))

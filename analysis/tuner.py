@@ -47,6 +47,7 @@ from tiletraffic.simulator.schedules import INT32_MAX, ScheduleError
 
 from . import tuning_recheck, tuning_stats
 from .files import archive_previous, atomic_write_text
+from .targets import load as load_targets
 from .tuning_space import TuningSpace, check_candidate, load_space
 
 DEFAULT_TOP = 8
@@ -262,9 +263,10 @@ def _measure_round(target, sch, repeat, warmup, seed, index, round_index) -> dic
     from tiletraffic.gpu.runtime import (KernelBuildError, LaunchConfigError, LaunchError,
                                          ResultMismatchError)
 
-    from .validation.measure import run_on_device
+    from .validation.measure import UnsafeLaunchError, run_on_device
 
-    stages = ((KernelBuildError, "build"), (LaunchConfigError, "launch limits"),
+    stages = ((UnsafeLaunchError, "check before launch"),
+              (KernelBuildError, "build"), (LaunchConfigError, "launch limits"),
               (LaunchError, "launch"), (ResultMismatchError, "check"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -422,7 +424,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
          top: int = DEFAULT_TOP, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
          space=None, jobs: int = 1, measure_all: bool = False, resume: bool = False,
          seed: int | None = None, progress: bool | None = False, log=None,
-         command: str | None = None, recheck: int | None = None) -> TuneResult:
+         command: str | None = None, recheck: int | None = None,
+         targets=None) -> TuneResult:
     """Tune C = A·B (A M×K, B K×N, row-major float32) over a tuning space (module docstring).
 
     Args:
@@ -452,6 +455,9 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             with their compiled registers (where the driver reports them) and re-rank
             (:mod:`analysis.tuning_recheck`); None: 4 x ``top``; at most the modelled
             ones; 0: none. Needs a device (ignored without one).
+        targets: the limits the tuning is judged by (``tune-regret``, and ``ranking`` for
+            resolvable pairs; :mod:`analysis.targets`): a file or ``Targets``; default the
+            built-in ones. Recorded in ``meta.targets``.
 
     Returns:
         :class:`TuneResult`.
@@ -463,6 +469,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             candidate; an
             ``out`` that a resumed tuning does not match.
         tiletraffic.analysis.tuning_space.SpaceError: a malformed space file.
+        tiletraffic.analysis.targets.TargetsError: a malformed targets file.
         KeyError, DeviceModelError: an unknown device model or a malformed model file.
         tiletraffic.gpu.device.DeviceError: no OpenCL device (or none matching ``device``).
         OSError: ``out`` cannot be written (found before any work starts).
@@ -483,6 +490,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
                                 or recheck < 0):
         raise TuneError(f"recheck must be an integer >= 0, got {recheck!r}")
     space = space if isinstance(space, TuningSpace) else load_space(space)
+    limits_judged = load_targets(targets)
     measuring = top > 0 or measure_all
     target = None
     if measuring or device is not None:
@@ -511,7 +519,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     meta = _meta(m, n, k, space, model, limits, target, command or (
         f"tiletraffic.tune({m}, {n}, {k}, device={device!r}, top={top}, "
         f"measure_all={measure_all})"), top=top, measure_all=measure_all, repeat=repeat,
-        warmup=warmup, rounds=rounds, seed=seed, jobs=jobs, recheck=recheck)
+        warmup=warmup, rounds=rounds, seed=seed, jobs=jobs, recheck=recheck,
+        targets=limits_judged.to_dict())
     path = None if out is None else Path(out)
     old = _previous(path, resume, meta, log)
     if old is not None:

@@ -44,7 +44,9 @@ OPERATION_FAMILIES = {"gemm": schedules.ALL_GEMM_FAMILIES}
 
 INTEGER_OPTIONS = {"gemm-naive": ("tile",), "gemm-tiled": ("tile", "padding"),
                    **{f: ("tile", "tm", "tn", "bk", "wg_rows")
-                      for f in schedules.REGISTER_BLOCKED_FAMILIES}}
+                      for f in schedules.REGISTER_BLOCKED_FAMILIES},
+                   "gemm-warp-tiled": ("tile", "tm", "tn", "bk", "wg_rows", "wn",
+                                       "group_rows")}
 """Family -> the integer arguments of its builder a space may tune."""
 
 _TOP_KEYS = ("description", "operation", "constants", "constraint", "family")

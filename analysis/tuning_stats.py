@@ -5,15 +5,17 @@ Definitions (all over the *measured* candidates whose result was checked, never 
 unmeasured rest of the space, so the regret is a lower bound of the model's true regret):
 
 - measured time and spread of a candidate: as ``tiletraffic validate`` has them
-  (:func:`analysis.validation.measured_time`): the median of every timed launch of every
+  (:func:`analysis.validation.compare.measured_time`): the median of every timed launch of every
   round, and the larger of their interquartile range and the difference between the
   rounds' medians (the ``±`` of the table);
 - the model's pick: the candidate with the smallest predicted time among those measured
   (normally predicted rank 1; a higher-ranked candidate that failed is named);
 - regret: ``median(pick) / median(best)``, the best being the smallest measured median,
-  as a ratio and as ``(ratio - 1) · 100 %``; within 10 % when the ratio is at most 1.10;
-- a pair of measured candidates is *resolvable* when their medians differ by more than
-  twice (``analysis.validation.PAIR_SPREAD_FACTOR``) the larger of their spreads; only resolvable pairs count as ranking claims
+  as a ratio and as ``(ratio - 1) · 100 %``; within the target ``tune-regret``
+  (:mod:`analysis.targets`, built in 10 %) when the ratio is at most 1 + that limit;
+- a pair of measured candidates is *resolvable* when their medians differ by more than the
+  target ``ranking`` (built in 2) times the larger of their spreads; only resolvable pairs
+  count as ranking claims
   (concordant: the model orders them as measured; discordant: the other way; tied: the
   model predicts equal times);
 - Spearman's rank correlation of predicted and measured times over every measured
@@ -29,12 +31,11 @@ import itertools
 import numpy as np
 
 from . import tuning_recheck
+from .targets import Targets
 
 SHOWN = 10
 """The table shows the candidates ranked 1 to SHOWN by the model, measured or not, and every
 measured one."""
-WITHIN = 0.10
-"""The tuner's target: the model's pick within 10 % of the best measured candidate."""
 
 
 def _average_ranks(values) -> np.ndarray:
@@ -62,6 +63,7 @@ def spearman(x, y) -> float | None:
 def summarize(doc: dict) -> dict:
     """The summary of a tuning document (:mod:`analysis.tuner`'s JSON): counts, the model's
     pick, the best measured, regret, rank correlation and pairs (module docstring)."""
+    limits = Targets.from_dict(doc["meta"].get("targets"))
     predictions = doc.get("predictions", [])
     measured = [r for r in doc.get("measurements", []) if r["status"] == "ok"]
     failed = [r for r in doc.get("measurements", []) if r["status"] == "failed"]
@@ -79,7 +81,8 @@ def summarize(doc: dict) -> dict:
            "valid": doc.get("valid_candidates", len(predictions)), "modelled": len(modelled),
            "measured_ok": len(measured), "measured_failed": len(failed),
            "pick": None, "best": None, "failed_above_pick": [],
-           "regret_ratio": None, "regret_pct": None, "within_10pct": None,
+           "regret_ratio": None, "regret_pct": None,
+           "regret_target": limits["tune-regret"], "within_regret_target": None,
            "pick_is_best": None, "pick_resolvable_from_best": None,
            "spearman_rho": None, "pairs": None, "discordant_pairs": [],
            "scope": _scope(len(measured), len(modelled),
@@ -96,15 +99,16 @@ def summarize(doc: dict) -> dict:
     out["best"] = _who(best)
     ratio = pick["median_s"] / best["median_s"]
     out.update(regret_ratio=ratio, regret_pct=(ratio - 1) * 100,
-               within_10pct=ratio <= 1 + WITHIN, pick_is_best=pick["label"] == best["label"],
-               pick_resolvable_from_best=_resolvable(pick, best))
+               within_regret_target=ratio <= 1 + limits["tune-regret"],
+               pick_is_best=pick["label"] == best["label"],
+               pick_resolvable_from_best=_resolvable(pick, best, limits["ranking"]))
     out["spearman_rho"] = spearman([r["predicted_time_s"] for r in measured],
                                    [r["median_s"] for r in measured])
     pairs = {"total": 0, "resolvable": 0, "concordant": 0, "discordant": 0,
              "model_ties": 0}
     for a, b in itertools.combinations(ranked, 2):
         pairs["total"] += 1
-        if not _resolvable(a, b):
+        if not _resolvable(a, b, limits["ranking"]):
             continue
         pairs["resolvable"] += 1
         dp = a["predicted_time_s"] - b["predicted_time_s"]
@@ -130,11 +134,9 @@ def _who(r: dict) -> dict:
             "spread_s": r["spread_s"]}
 
 
-def _resolvable(a: dict, b: dict) -> bool:
-    from .validation.compare import PAIR_SPREAD_FACTOR
-
-    return abs(a["median_s"] - b["median_s"]) > PAIR_SPREAD_FACTOR * max(a["spread_s"],
-                                                                          b["spread_s"])
+def _resolvable(a: dict, b: dict, spread_factor: float) -> bool:
+    return abs(a["median_s"] - b["median_s"]) > spread_factor * max(a["spread_s"],
+                                                                     b["spread_s"])
 
 
 def _scope(measured: int, modelled: int, valid: int) -> str:
@@ -227,8 +229,9 @@ def table(doc: dict) -> str:
                not summary["pick_resolvable_from_best"] else
                "the pick is resolvably slower than the best")
     lines.append(f"regret: {summary['regret_ratio']:.3f}x ({summary['regret_pct']:+.1f}%), "
-                 + ("within" if summary["within_10pct"] else "NOT within")
-                 + f" 10% of the best; {verdict}")
+                 + ("within" if _within(summary) else "NOT within")
+                 + f" {summary.get('regret_target', 0.10):.0%} of the best (target "
+                 f"tune-regret); {verdict}")
     pairs, rho = summary["pairs"], summary["spearman_rho"]
     lines.append("rank correlation (Spearman) of predicted and measured times: "
                  + ("-" if rho is None else f"{rho:+.2f}")
@@ -242,3 +245,9 @@ def table(doc: dict) -> str:
                      f"{d['measured_slower']}")
     lines.append(summary["scope"])
     return "\n".join(lines) + "\n"
+
+
+def _within(summary: dict) -> bool:
+    """Whether the pick met the regret target (summaries written before the target was
+    named recorded it as ``within_10pct``)."""
+    return bool(summary.get("within_regret_target", summary.get("within_10pct")))

@@ -174,7 +174,8 @@ def evaluate(cursor) -> int | float | None:
 def macro_name(cursor) -> str | None:
     """The macro a literal was written as (``TS`` for ``#define TS 16``), if its whole
     extent is one identifier token."""
-    tokens = list(cursor.get_tokens())
+    from itertools import islice
+    tokens = list(islice(cursor.get_tokens(), 2))
     if len(tokens) == 1 and tokens[0].kind.name == "IDENTIFIER":
         return tokens[0].spelling
     return None

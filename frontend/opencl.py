@@ -13,9 +13,10 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   ``get_local_size``, ``get_num_groups``, ``get_global_size``; ``+ - * / %``, integer
   ``min``/``max``, shifts by constants (of non-negative values);
 - floats: private scalars, ``float4`` private vectors, private arrays (``= {0}`` zero-fills),
-  ``__local`` arrays of static shape (any rank), ``+ - *``, ``fma``/``mad``, loads of the
-  buffers indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4``
-  pointer casts;
+  ``__local`` arrays of static shape (any rank), ``+ - *``, ``fma``/``mad``, the IR's
+  built-ins (``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp``; float ``max``/``min`` as
+  ``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions, loads of the buffers
+  indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts;
 - statements: ``for`` loops counting up (``<``, ``<=``; ``++i``, ``i++``, ``i += s``,
   ``i = i + s``), ``if``/``else`` on integer conditions, ``return``, ``barrier`` with its
   fence flags, ``#pragma unroll``, calls of helper functions defined in the source
@@ -124,8 +125,9 @@ def _in_file(cursor, path) -> bool:
 
 
 def _is_kernel(cursor) -> bool:
-    return any(t.spelling in ("__kernel", "kernel") for t in cursor.get_tokens()
-               if t.extent.start.offset < cursor.extent.start.offset + 200)
+    """Whether the function is declared ``__kernel`` (among its first tokens)."""
+    from itertools import islice
+    return any(t.spelling in ("__kernel", "kernel") for t in islice(cursor.get_tokens(), 12))
 
 
 def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, *,
@@ -165,8 +167,13 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
         raise FrontendError(f"{path}: {kernel}: {len(lsize)} NDRange dimensions; at most 3")
     builder = _KernelBuilder(found[kernel], path, gsize, lsize, dict(args), dict(sizes or {}))
     body = simplify(builder.build())
+    options = tuple(C.split_build_options(build_options))
+    parent = Path(path).parent
+    if any(Path(inc.include.name) != C.BUILTINS_HEADER for inc in tu.get_includes()) and \
+            parent.is_dir():
+        options += (f"-I{parent.resolve()}",)   # the device compiler finds the headers too
     opencl = {"source": source, "kernel": kernel, "path": path,
-              "build_options": tuple(C.split_build_options(build_options)),
+              "build_options": options,
               "args": tuple(builder.arg_kinds)}
     return S.Schedule(
         family=f"opencl:{kernel}", kernel_name=kernel, params=tuple(builder.params.items()),
@@ -1400,7 +1407,9 @@ class _KernelBuilder:
         if kind == K.CALL_EXPR:
             return self.float_call(s, out)
         if kind == K.CONDITIONAL_OPERATOR:
-            self.fail(s, "?: on floats: write if/else on an integer condition")
+            cond, then, orelse = C.children(s)
+            test = self.condition(cond)          # refuses a condition on float values
+            return S.Select(test, self.float_expr(then, out), self.float_expr(orelse, out))
         self.fail(s, f"float expression {kind.name.lower()} is not supported")
 
     def float_call(self, s, out) -> S.FloatExpr:
@@ -1409,6 +1418,15 @@ class _KernelBuilder:
         if name in ("fma", "mad") and len(args) == 3:
             a, b, c = (self.float_expr(x, out) for x in args)
             return S.FBinOp("+", S.FBinOp("*", a, b), c)
+        functions = S.FLOAT_FUNCTIONS                     # the IR's float built-ins
+        fn = {"max": "fmax", "min": "fmin"}.get(name, name)
+        if fn in functions and len(args) == functions[fn]:
+            return S.FCall(fn, tuple(self.float_expr(a, out) for a in args))
+        if name == "select" and len(args) == 3:
+            if not _is_int_type(C.strip(args[2]).type):
+                self.fail(s, f"select on a float condition: {DATA_DEPENDENT}")
+            test = self.condition(args[2])
+            return S.Select(test, self.float_expr(args[1], out), self.float_expr(args[0], out))
         helper = self.helper(s)
         if helper is not None:
             stmts, value = self.inline(s, helper, want_value=True)
@@ -1416,8 +1434,9 @@ class _KernelBuilder:
             if value[0] != "float":
                 self.fail(s, f"helper {name} returns an integer where a float is needed")
             return value[1]
-        self.fail(s, f"call of {name}: floats take + - *, fma and mad, and helpers defined in "
-                     "the source")
+        known = ", ".join(["fma", "mad", *S.FLOAT_FUNCTIONS, "select"])
+        self.fail(s, f"call of {name}: floats take + - *, {known} and helpers defined in the "
+                     "source")
 
 
 def _terms(e: S.IntExpr) -> list[tuple[str, S.IntExpr]]:

@@ -20,6 +20,8 @@ OpenCL C (as generated)             CUDA after preprocessing
 ``get_num_groups(d)``               ``gridDim.x`` / ``.y`` / ``.z``
 ``get_global_id(d)``                ``blockIdx * blockDim + threadIdx`` (global offset 0)
 ``get_global_size(d)``              ``gridDim * blockDim``
+``fmax(a, b)``, ``fmin``, ``fabs``,  ``fmaxf(a, b)``, ``fminf``, ``fabsf``, ``sqrtf``,
+``sqrt``, ``exp`` (float)           ``expf``: CUDA's single-precision functions
 ``__attribute__((reqd_work_group_   ``__attribute__((launch_bounds(X*Y*Z)))``, which is
 size(X, Y, Z)))``                   exactly what CUDA's ``__launch_bounds__(X*Y*Z)``
                                     expands to (``crt/host_defines.h``:
@@ -54,6 +56,11 @@ _IDS = {
 }
 
 
+_FLOAT_BUILTINS = (("fmax", "a, b"), ("fmin", "a, b"), ("fabs", "a"), ("sqrt", "a"),
+                   ("exp", "a"))
+"""OpenCL C's float built-ins of the IR, mapped onto CUDA's single-precision functions."""
+
+
 def _by_dim(name: str, builtin: str) -> str:
     return (f"#define {name}(d) ((d) == 0 ? {builtin}.x : (d) == 1 ? {builtin}.y : "
             f"{builtin}.z)")
@@ -84,6 +91,7 @@ def prelude(launch_bounds: bool = True,
         *(_by_dim(name, builtin) for name, builtin in _IDS.items()),
         "#define get_global_id(d) (get_group_id(d) * get_local_size(d) + get_local_id(d))",
         "#define get_global_size(d) (get_num_groups(d) * get_local_size(d))",
+        *(f"#define {name}({args}) {name}f({args})" for name, args in _FLOAT_BUILTINS),
         work_group,
         PRELUDE_END,
     ]

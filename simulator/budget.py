@@ -135,6 +135,14 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
     return Estimate(int(memory), float(time_s), groups)
 
 
+def loop_steps(schedule: Schedule) -> int:
+    """Work-item loop steps of a launch, as charged by the check before launch
+    (``simulator.launch_check``): work-items x the largest size parameter (an upper envelope
+    of the loop trips of a kernel whose loops run over its sizes)."""
+    steps = max([1, *schedule.param_values.values()])
+    return schedule.work_groups * schedule.work_group_items * steps
+
+
 def available_memory_bytes() -> int | None:
     """Memory available to a new allocation now (``MemAvailable`` of ``/proc/meminfo``, else
     physical memory from ``sysconf``), bytes; ``None`` when neither can be read."""

@@ -114,6 +114,11 @@ class Observer:
     def on_flop(self, group_index: np.ndarray, flop_per_group: np.ndarray) -> None:
         """Floating-point operations executed, per work-group of the batch."""
 
+    def on_hazardous_store(self, array: str, words: np.ndarray) -> None:
+        """A store reported as a hazard (out of bounds in some dimension, misaligned) and
+        skipped by the simulator would write these words of global ``array`` (flat indices
+        inside the buffer, any shape) on a device."""
+
     def on_finish(self) -> None:
         """Every work-group has run."""
 

@@ -35,6 +35,7 @@ from typing import Iterable
 import numpy as np
 
 from . import schedule as S
+from . import sum_length
 from .accelerators import SIMULATE, Accelerators, NotApplicable, Pass, Run
 from .accelerators import loop_blocks
 from .accelerators.classes import group_classes
@@ -43,7 +44,7 @@ from .accelerators.private_nest import PrivateNests
 from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, count_per_group
 from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
 from .global_races import GlobalRaceDetector
-from .hazards import Hazard, HazardError, HazardLog
+from .hazards import Hazard, HazardError, HazardLog, array_dims, element_text
 from .race_detection import LocalRaceDetector, UninitializedLocalRead, UnwrittenOutput
 from .static_ir import CMP_OPS, INT_OPS, eval_static, is_vectorizable
 from .unwritten import unwritten_fill
@@ -83,6 +84,11 @@ class SimulationResult:
         read_maps: for each requested global input, how many times each element was read,
             in the input's logical shape.
         hazards: hazards collected in ``"report"`` mode.
+        sum_lengths: with ``sum_lengths=True``, each output's sum length per element
+            (:mod:`simulator.sum_length`: the float32 roundings its value went through, the
+            K of its tolerance), int32 in the output's logical shape (0 where unwritten).
+        representatives: with ``work_group_classes``, the linear ids of the work-groups
+            executed (one per class); ``None`` when every work-group ran.
     """
 
     schedule: S.Schedule
@@ -91,6 +97,8 @@ class SimulationResult:
     global_loads_per_group: np.ndarray
     read_maps: dict[str, np.ndarray]
     hazards: list[Hazard]
+    sum_lengths: dict[str, np.ndarray] | None = None
+    representatives: np.ndarray | None = None
 
 
 def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, *,
@@ -98,7 +106,8 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
              limits: DeviceLimits | None = GENERIC_GPU, hazards: str = "raise",
              observers: Iterable[Observer] = (), race_checks: bool = True,
              accelerators: Accelerators = SIMULATE,
-             batch_work_items: int = BATCH_WORK_ITEMS) -> SimulationResult:
+             batch_work_items: int = BATCH_WORK_ITEMS,
+             sum_lengths: bool = False) -> SimulationResult:
     """Execute ``schedule`` and count its traffic.
 
     Args:
@@ -131,6 +140,8 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
             memory and output elements never written (out-of-bounds accesses, barrier
             divergence and uninitialized private reads are always checked).
         batch_work_items: work-items per batch of work-groups (memory bound).
+        sum_lengths: also count each output element's sum length
+            (:attr:`SimulationResult.sum_lengths`); needs ``compute_values``.
 
     Raises:
         InputError: missing input or wrong shape, or work-group classes asked for with
@@ -162,13 +173,19 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         all_observers += _hazard_observers(schedule, log, sizes, params,
                                            full_launch=not by_classes)
     all_observers += list(observers)
+    if sum_lengths and not compute_values:
+        raise InputError("sum lengths are counted with the values: use compute_values=True")
     machine = Machine(schedule, params, sizes, buffers, all_observers, log, compute_values,
                       accelerators)
+    if sum_lengths:
+        machine.track_sum_lengths()
     per_batch = max(1, batch_work_items // schedule.work_group_items)
+    representatives = None
     try:
         if by_classes:
             classes = group_classes(schedule, probe_runner(schedule, accelerators))
             reps, weights = classes.representatives, classes.weights
+            representatives = np.asarray(reps)
             for first in range(0, len(reps), per_batch):
                 machine.run_batch(reps[first:first + per_batch],
                                   weights[first:first + per_batch])
@@ -190,8 +207,13 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
                 outputs[a.name] = buffers[a.name].reshape([params[s] for s in a.shape])
     maps = {n: counter.read_maps[n].reshape([params[s] for s in schedule.array(n).shape])
             for n in read_maps}
+    lengths = None
+    if sum_lengths:
+        lengths = {a.name: np.maximum(machine.dbuf[a.name], 0).reshape(
+            [params[d] for d in a.shape]) for a in schedule.arrays if a.is_output}
     return SimulationResult(schedule, outputs, counter.finish(),
-                            counter.global_loads_per_group, maps, log.hazards)
+                            counter.global_loads_per_group, maps, log.hazards, lengths,
+                            representatives)
 
 
 def probe_runner(schedule: S.Schedule, accelerators: Accelerators = SIMULATE):
@@ -212,6 +234,24 @@ def probe_runner(schedule: S.Schedule, accelerators: Accelerators = SIMULATE):
         probe.run_batch(np.asarray(linear_ids))
 
     return run_groups
+
+
+def sum_lengths_of_groups(schedule: S.Schedule, linear_ids) -> dict[str, np.ndarray]:
+    """Sum lengths (:mod:`simulator.sum_length`) of the output elements that the work-groups
+    ``linear_ids`` (linear ids, dimension 0 fastest) store, executing only those, with values
+    (zero inputs: sum lengths do not depend on values). Per output: flat int32 array, 0 where
+    those work-groups store nothing. Hazards are ignored (check them first)."""
+    params = schedule.param_values
+    sizes = {a.name: int(eval_static(a.size, params)) for a in schedule.arrays}
+    buffers = {a.name: np.zeros(sizes[a.name], np.float32) for a in schedule.arrays}
+    machine = Machine(schedule, params, sizes, buffers, [], HazardLog("report"), True)
+    machine.track_sum_lengths()
+    ids = np.asarray(linear_ids, dtype=np.int64)
+    per_batch = max(1, BATCH_WORK_ITEMS // schedule.work_group_items)
+    for first in range(0, len(ids), per_batch):
+        machine.run_batch(ids[first:first + per_batch])
+    return {a.name: np.maximum(machine.dbuf[a.name], 0)
+            for a in schedule.arrays if a.is_output}
 
 
 def group_id_of(schedule: S.Schedule, linear: int) -> tuple[int, ...]:
@@ -259,6 +299,10 @@ def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
 
 _FLOAT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply}
 """numpy spelling of :data:`simulator.schedule.FLOAT_OPS`."""
+_FLOAT_FUNCTIONS = {"fmax": np.fmax, "fmin": np.fmin, "fabs": np.abs, "sqrt": np.sqrt,
+                    "exp": np.exp}
+"""numpy spelling of :data:`simulator.schedule.FLOAT_FUNCTIONS` (float32 in, float32 out;
+fmax/fmin ignore a NaN operand as OpenCL's do)."""
 
 
 def _as3(a) -> np.ndarray:
@@ -312,6 +356,16 @@ class Machine:
         """Inside a loop run blocked by :mod:`simulator.accelerators.loop_blocks`."""
         self.ran_blocked = False
         """Whether a loop ran blocked in this machine."""
+        self.depths = False
+        """Track sum lengths (:mod:`simulator.sum_length`) beside the values."""
+
+    def track_sum_lengths(self) -> None:
+        """Count sum lengths from now on: per global array a shadow of int32 (inputs 0),
+        kept across batches; per batch shadows of privates and local memory."""
+        self.depths = True
+        self.dbuf = {a.name: np.zeros(self.sizes[a.name], sum_length.DTYPE)
+                     for a in self.schedule.arrays}
+        self.last_index: dict[int, tuple] = {}
 
     # ------------------------------------------------------------------ batch set-up
     def run_batch(self, group_index: np.ndarray, weights: np.ndarray | None = None) -> None:
@@ -341,6 +395,11 @@ class Machine:
                       for a in sch.local_arrays} if self.values else {}
         self.alive = np.ones((G, L, 1), dtype=bool)
         self.epoch = 0
+        if self.depths:
+            self.dpriv: dict[str, np.ndarray] = {}
+            self.dparr: dict[str, np.ndarray] = {}
+            self.dlocal = {a.name: np.zeros((G, a.size), sum_length.DTYPE)
+                           for a in sch.local_arrays}
         self.exec_block(sch.body, np.ones((G, L, 1), dtype=bool))
 
     # ------------------------------------------------------------------ integers
@@ -412,6 +471,7 @@ class Machine:
         dims = self.dims_of(array)
         comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in index]
         last = len(dims) - 1
+        refused = None   # entries skipped as hazards, for on_hazardous_store
         for d, (comp, extent) in enumerate(zip(comps, dims)):
             top = comp + (width - 1) if d == last and width > 1 else comp
             if comp.size and (comp.min() < 0 or top.max() >= extent):
@@ -420,6 +480,7 @@ class Machine:
                     self.report_out_of_bounds(space, direction, array.name, dims, d,
                                               comps[:d] + [top] + comps[d + 1:], bad, site)
                     mask = np.logical_and(mask, np.logical_not(bad))
+                    refused = bad if refused is None else refused | bad
         flat = comps[0]
         for comp, extent in zip(comps[1:], dims[1:]):
             flat = flat * extent + comp
@@ -430,6 +491,14 @@ class Machine:
                 self.report_misaligned(space, direction, array.name, width, flat, misaligned,
                                        site)
                 mask = np.logical_and(mask, np.logical_not(misaligned))
+                refused = misaligned if refused is None else refused | misaligned
+        if refused is not None and space == "global" and direction == "store":
+            shape = self.shape_of(flat, refused)
+            words = np.broadcast_to(flat, shape)[np.broadcast_to(refused, shape)]
+            words = (words[:, None] + np.arange(width)).reshape(-1)
+            words = words[(words >= 0) & (words < size)]
+            for obs in self.observers:
+                obs.on_hazardous_store(array.name, words)
         shape = self.shape_of(flat, mask)
         ev_index, ev_mask, ev_shape = flat, mask, shape
         if width > 1:
@@ -447,11 +516,12 @@ class Machine:
         where = int(np.broadcast_to(flat, shape)[g, li, it])
         groups = self.per_group(bad, shape)
         gid = self.group_id_tuple(g)
+        element = element_text(name, where, array_dims(self.schedule, name))
         self.log.add(Hazard(
             kind="misaligned-vector-access", schedule=self.schedule.family, array=name,
             index=where, group_id=gid, local_ids=(li,), epoch=self.epoch,
             count=int(groups[1].sum()), site=f"{space} {site}",
-            detail=(f"{space} float{width} {direction} of {name} at element {where} (byte "
+            detail=(f"{space} float{width} {direction} of {name} at {element} (byte "
                     f"offset {where * S.FLOAT_BYTES}, not a multiple of "
                     f"{width * S.FLOAT_BYTES}) ({site}), e.g. by work-item {li} of work-group "
                     f"{gid}")), groups, "misaligned vector accesses")
@@ -490,14 +560,17 @@ class Machine:
         index, mask = self.access(space, "load", e.array, e.index, mask)
         if not self.values:
             return None
+        if self.depths:
+            self.last_index[id(e)] = (space, index, mask)
         return self.read_values(space, e.array, index, mask)
 
-    def read_values(self, space, array, index, mask):
-        """Values at flat ``index`` (0 where ``mask`` is off), shape of ``index``."""
+    def read_values(self, space, array, index, mask, tables=None):
+        """Values at flat ``index`` (0 where ``mask`` is off), shape of ``index``; from
+        ``tables`` (the sum-length shadows) instead of the values when given."""
         safe = np.where(mask, index, 0) if not np.all(mask) else index
         if space == "global":
-            return self.buffers[array.name][safe]
-        table = self.local[array.name]
+            return (tables or self.buffers)[array.name][safe]
+        table = (tables or self.local)[array.name]
         safe = np.asarray(safe)
         safe = safe.reshape((1,) * (3 - safe.ndim) + safe.shape)
         if safe.shape[0] == 1:
@@ -523,6 +596,53 @@ class Machine:
                 return None, fl + fr + 1
             op = _FLOAT_OPS[e.op]
             return op(left, right, dtype=np.float32), fl + fr + 1
+        if isinstance(e, S.FCall):
+            args, ops = [], 1
+            for a in e.args:
+                value, flop = self.eval_float(a, mask)
+                args.append(value)
+                ops += flop
+            if not self.values:
+                return None, ops
+            with np.errstate(invalid="ignore", over="ignore"):
+                return _FLOAT_FUNCTIONS[e.fn](*args).astype(np.float32), ops
+        if isinstance(e, S.Select):
+            then, ft = self.eval_float(e.then, mask)
+            orelse, fo = self.eval_float(e.orelse, mask)
+            if not self.values:
+                return None, ft + fo + 1
+            cond = self.eval_cond(e.cond)
+            return np.where(cond, then, orelse).astype(np.float32), ft + fo + 1
+        raise TypeError(f"unknown float expression {e!r}")
+
+    def depth_of(self, e: S.FloatExpr):
+        """Sum length of ``e`` (:mod:`simulator.sum_length`), evaluated right after
+        :meth:`eval_float` of the same expression (whose accesses it reuses)."""
+        if isinstance(e, S.Load):
+            space, index, mask = self.last_index[id(e)]
+            if space == "global" and e.array.role == "in":
+                return 0
+            return self.read_values(space, e.array, index, mask,
+                                    self.dbuf if space == "global" else self.dlocal)
+        if isinstance(e, S.FConst):
+            return sum_length.of_constant(e.value)
+        if isinstance(e, S.Private):
+            return self.dpriv[e.name]
+        if isinstance(e, S.PrivateElem):
+            idx = self.last_index[id(e)]
+            if isinstance(idx, int):
+                return self.dparr[e.array.name][:, :, idx:idx + 1]
+            return np.take_along_axis(self.dparr[e.array.name], idx, axis=2)
+        if isinstance(e, S.FBinOp):
+            combine = sum_length.multiply if e.op == "*" else sum_length.add
+            return combine(self.depth_of(e.left), self.depth_of(e.right))
+        if isinstance(e, S.FCall) and e.fn in S.EXACT_FLOAT_FUNCTIONS:
+            return sum_length.exact(*(self.depth_of(a) for a in e.args))
+        if isinstance(e, S.FCall):
+            return sum_length.rounded_function(e.fn, self.depth_of(e.args[0]))
+        if isinstance(e, S.Select):   # the operand selected, per work-item
+            return np.where(self.eval_cond(e.cond), self.depth_of(e.then),
+                            self.depth_of(e.orelse)).astype(sum_length.DTYPE)
         raise TypeError(f"unknown float expression {e!r}")
 
     def count_flop(self, mask, ops: int) -> None:
@@ -564,6 +684,10 @@ class Machine:
                 self.privates[s.name] = np.full((self.G, self.L, 1), init, dtype=np.float32)
                 self.private_set[s.name] = np.full((self.G, self.L, 1), s.init is not None)
                 self.private_full[s.name] = s.init is not None
+                if self.depths:
+                    self.dpriv[s.name] = np.full((self.G, self.L, 1),
+                                                 sum_length.of_constant(s.init),
+                                                 sum_length.DTYPE)
             elif isinstance(s, S.DeclarePrivateArray):
                 a = s.array
                 init = np.nan if s.init is None else s.init
@@ -571,6 +695,10 @@ class Machine:
                                                    dtype=np.float32))
                 self.parray_set[a.name] = None if s.init is not None else \
                     np.zeros((self.G, self.L, a.size), dtype=bool)
+                if self.depths:
+                    self.dparr[a.name] = np.full((self.G, self.L, a.size),
+                                                 sum_length.of_constant(s.init),
+                                                 sum_length.DTYPE)
             elif isinstance(s, (S.Assign, S.Accumulate)) and s.index:
                 self.exec_private_elem_update(s, m)
             elif isinstance(s, (S.Assign, S.Accumulate)):
@@ -650,6 +778,10 @@ class Machine:
         if not self.values:
             return
         old = self.privates[s.name]
+        if self.depths:
+            terms, before = self.depth_of(s.value), self.dpriv[s.name]
+            self.dpriv[s.name] = sum_length.accumulate(before, terms, m) if accumulate else \
+                np.where(m, terms, before).astype(sum_length.DTYPE)
         if accumulate:
             contrib = np.where(m, value, np.float32(0)).sum(axis=2, keepdims=True,
                                                             dtype=np.float32)
@@ -697,6 +829,13 @@ class Machine:
         return flat if len(index) == len(array.dims) else None
 
     def read_private_elem(self, e: S.PrivateElem, mask):
+        if self.depths and self.shape_of(mask)[2] == 1:
+            flat = self.private_elem_flat(e.array.name, e.index)
+            is_set = self.parray_set.get(e.array.name)
+            if flat is not None and (is_set is None or not np.any(np.logical_and(
+                    mask, np.logical_not(is_set[:, :, flat:flat + 1])))):
+                self.last_index[id(e)] = flat   # one static element: a slice, same values
+                return self.parrays[e.array.name][1][:, :, flat:flat + 1]
         if self.static_private_elements:
             flat = self.private_elem_flat(e.array.name, e.index)
             if flat is not None:
@@ -718,11 +857,14 @@ class Machine:
                     array=e.array.name, index=int(idx[g, li, 0]), group_id=gid,
                     local_ids=(li,), epoch=self.epoch, count=int(groups[1].sum()),
                     site=f"private {e.array.name}",
-                    detail=(f"work-item {li} of work-group {gid} reads element "
-                            f"{int(idx[g, li, 0])} of private array {e.array.name}, which it "
-                            "never assigned")), groups, "reads")
+                    detail=(f"work-item {li} of work-group {gid} reads private "
+                            + element_text(e.array.name, int(idx[g, li, 0]),
+                                           tuple(d.value for d in e.array.dims))
+                            + ", which it never assigned")), groups, "reads")
         if not self.values:
             return None
+        if self.depths:
+            self.last_index[id(e)] = idx
         return np.take_along_axis(self.parrays[e.array.name][1], idx, axis=2)
 
     def exec_private_elem_update(self, s, m) -> None:
@@ -730,6 +872,8 @@ class Machine:
         accumulate = isinstance(s, S.Accumulate)
         if accumulate:
             self.read_private_elem(S.PrivateElem(self.parrays[s.name][0], s.index), m)
+        if self.depths and self.update_static_elem(s, m, value, ops, accumulate):
+            return
         if self.static_private_elements:
             flat = self.private_elem_flat(s.name, s.index)
             if flat is not None:
@@ -767,6 +911,36 @@ class Machine:
         new = (old + np.where(ok, value, np.float32(0))) if accumulate else \
             np.where(ok, value, old)
         np.put_along_axis(table, idx, new.astype(np.float32), axis=2)
+        if self.depths:
+            shadow = self.dparr[s.name]
+            before = np.take_along_axis(shadow, idx, axis=2)
+            terms = np.broadcast_to(self.depth_of(s.value), before.shape)
+            after = sum_length.add(before, terms) if accumulate else terms
+            np.put_along_axis(shadow, idx, np.where(ok, after, before).astype(
+                sum_length.DTYPE), axis=2)
+
+    def update_static_elem(self, s, m, value, ops: int, accumulate: bool) -> bool:
+        """With sum lengths: ``name[index] (+)= value`` where the index is one in-bounds
+        element for every work-item, by slices (the same result as the indexed path);
+        ``False`` (nothing done) otherwise."""
+        flat = self.private_elem_flat(s.name, s.index)
+        if flat is None or self.shape_of(m)[2] != 1:
+            return False
+        self.count_flop(m, ops + (1 if accumulate else 0))
+        on = np.broadcast_to(m, (self.G, self.L, 1))
+        is_set = self.parray_set[s.name]
+        if is_set is not None:
+            is_set[:, :, flat] |= on[:, :, 0]
+        table, shadow = self.parrays[s.name][1], self.dparr[s.name]
+        old, before = table[:, :, flat:flat + 1], shadow[:, :, flat:flat + 1].copy()
+        value = np.broadcast_to(np.asarray(value, dtype=np.float32), old.shape)
+        terms = np.broadcast_to(self.depth_of(s.value), before.shape)
+        new = (old + np.where(on, value, np.float32(0))) if accumulate else \
+            np.where(on, value, old)
+        table[:, :, flat:flat + 1] = new.astype(np.float32)
+        after = sum_length.add(before, terms) if accumulate else terms
+        shadow[:, :, flat:flat + 1] = np.where(on, after, before)
+        return True
 
     def exec_store(self, s: S.Store, m) -> None:
         value, ops = self.eval_float(s.value, m)
@@ -776,18 +950,23 @@ class Machine:
         if not self.values:
             return
         self.write_values(space, s.array, index, m, value)
+        if self.depths:
+            self.write_values(space, s.array, index, m, self.depth_of(s.value),
+                              self.dbuf if space == "global" else self.dlocal)
 
-    def write_values(self, space, array, index, m, value) -> None:
-        """Store ``value`` at flat ``index`` where ``m`` is on."""
+    def write_values(self, space, array, index, m, value, tables=None) -> None:
+        """Store ``value`` at flat ``index`` where ``m`` is on (into ``tables``, the
+        sum-length shadows, when given)."""
         shape = self.shape_of(index, m)
         idx_b = np.broadcast_to(index, shape)
         m_b = np.broadcast_to(m, shape)
-        val_b = np.broadcast_to(np.asarray(value, dtype=np.float32), shape)
+        dtype = np.float32 if tables is None else sum_length.DTYPE
+        val_b = np.broadcast_to(np.asarray(value, dtype=dtype), shape)
         if space == "global":
-            self.buffers[array.name][idx_b[m_b]] = val_b[m_b]
+            (tables or self.buffers)[array.name][idx_b[m_b]] = val_b[m_b]
         else:
             g_b = np.broadcast_to(np.arange(self.G).reshape(self.G, 1, 1), shape)
-            self.local[array.name][g_b[m_b], idx_b[m_b]] = val_b[m_b]
+            (tables or self.local)[array.name][g_b[m_b], idx_b[m_b]] = val_b[m_b]
 
     def exec_vector_load(self, s: S.VectorLoad, m) -> None:
         space = "global" if isinstance(s.array, S.GlobalArray) else "local"
@@ -803,6 +982,12 @@ class Machine:
             if self.values:
                 value = self.read_values(space, s.array, index + w, ok)
                 self.privates[name] = np.where(m, value, self.privates[name]).astype(np.float32)
+            if self.depths:
+                length = 0 if space == "global" and s.array.role == "in" else \
+                    self.read_values(space, s.array, index + w, ok,
+                                     self.dbuf if space == "global" else self.dlocal)
+                self.dpriv[name] = np.where(m, length, self.dpriv[name]).astype(
+                    sum_length.DTYPE)
 
     def exec_vector_store(self, s: S.VectorStore, m) -> None:
         values, ops = [], 0
@@ -817,6 +1002,9 @@ class Machine:
             return
         for w, value in enumerate(values):
             self.write_values(space, s.array, index + w, m, value)
+            if self.depths:
+                self.write_values(space, s.array, index + w, m, self.depth_of(s.values[w]),
+                                  self.dbuf if space == "global" else self.dlocal)
 
     def exec_barrier(self, barrier: S.Barrier, m) -> None:
         arrived = count_per_group(m, (self.G, self.L, 1))

@@ -254,6 +254,25 @@ class ExplainObserver(Observer):
                 unique.tolist(), counts.tolist(), named)
         return out
 
+    def work_item_elements(self, by_barriers: bool, space: str = "global"
+                           ) -> dict[int, dict[tuple[str, str], list[list]]]:
+        """``{step: {(direction, array): [[local id, [elements, ...]], ...]}}``: the distinct
+        elements each work-item of the chosen work-group touches in ``space`` per step
+        (work-items and elements ascending)."""
+        out: dict[int, dict] = {}
+        for (mode, step, sp, direction, array), pairs in sorted(self._pairs.items()):
+            if mode != by_barriers or sp != space:
+                continue
+            elems = np.concatenate([p[0] for p in pairs])
+            items = np.concatenate([p[1] for p in pairs])
+            pairs_unique = np.unique(np.stack([items, elems], axis=1), axis=0)
+            lids, first = np.unique(pairs_unique[:, 0], return_index=True)
+            bounds = list(first[1:]) + [len(pairs_unique)]
+            out.setdefault(step, {})[(direction, array)] = [
+                [int(lid), pairs_unique[f:e, 1].tolist()]
+                for lid, f, e in zip(lids, first, bounds)]
+        return out
+
     def sites(self) -> list[SiteCounts]:
         """Every statement's launch-wide counts, in the order first executed."""
         return [SiteCounts(*key, obs.counts.to_dict(), self._site_accesses[key])

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .counters import AccessEvent, Observer
-from .hazards import Hazard, HazardLog
+from .hazards import Hazard, HazardLog, array_dims, element_text
 
 _FREE = {"store": "stored", "load": "read"}
 
@@ -93,6 +93,9 @@ class GlobalRaceDetector(Observer):
                          if self.fenced else self.kernel)
         self.sites: dict[tuple[str, str], list[str]] = {}
         self.group_index = np.zeros(0, np.int64)
+        self.storers: dict[str, list[np.ndarray]] = {n: [] for n in self.tracked}
+        """Per array: ``word * work_groups + work-group`` of every store to a word that
+        more than one work-group stores, noted as the stores come."""
 
     def on_batch(self, group_index, work_items, weights=None) -> None:
         if self.fenced:
@@ -108,12 +111,49 @@ class GlobalRaceDetector(Observer):
             return
         words = np.broadcast_to(ev.index, ev.shape)[g, li, it]
         keys = (self.group_index[g] * self.items + li).astype(self.dtype)
+        if ev.direction == "store":
+            self._note_storers(ev.array, words, self.group_index[g])
         self.kernel[ev.array].add(ev.direction, words, keys)
         if self.fenced:
             self.interval[ev.array].add(ev.direction, words, keys)
         seen = self.sites.setdefault((ev.array, ev.direction), [])
         if ev.site not in seen:
             seen.append(ev.site)
+
+    def _note_storers(self, name: str, words: np.ndarray, groups: np.ndarray) -> None:
+        """Note (word, work-group) of these stores where the word is stored by another
+        work-group too, before or in this event; and the earlier storers (the smallest and
+        largest work-group so far: every earlier one was noted when the second came)."""
+        total = self.schedule.work_groups
+        found = []
+        lo, hi, seen = self.kernel[name].get("store")
+        if seen.any():
+            before = seen[words]
+            lo_g, hi_g = lo[words] // self.items, hi[words] // self.items
+            other = before & ((lo_g != groups) | (hi_g != groups))
+            if other.any():
+                w = words[other].astype(np.int64)
+                found += [w * total + groups[other], w * total + lo_g[other],
+                          w * total + hi_g[other]]
+        order = np.argsort(words, kind="stable")
+        w_sorted, g_sorted = words[order], groups[order]
+        starts = np.flatnonzero(np.r_[True, w_sorted[1:] != w_sorted[:-1]])
+        mixed = np.minimum.reduceat(g_sorted, starts) != np.maximum.reduceat(g_sorted, starts)
+        if mixed.any():
+            lengths = np.diff(np.r_[starts, len(w_sorted)])
+            pick = np.repeat(mixed, lengths)
+            found.append(w_sorted[pick].astype(np.int64) * total + g_sorted[pick])
+        if found:
+            self.storers[name].append(np.unique(np.concatenate(found)))
+
+    def storing_groups(self, name: str, racing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(linear work-group ids, racing words each stores) over the ``racing`` words."""
+        if not self.storers[name]:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        pairs = np.unique(np.concatenate(self.storers[name]))
+        total = self.schedule.work_groups
+        pairs = pairs[racing[pairs // total]]
+        return np.unique(pairs % total, return_counts=True)
 
     def on_global_fence(self, group_index, arrived) -> None:
         passed = np.asarray(group_index, dtype=np.int64)[np.asarray(arrived) > 0]
@@ -186,16 +226,21 @@ class GlobalRaceDetector(Observer):
         where = "between work-groups" if scope == "between" else "within a work-group"
         order = ("OpenCL orders no global memory between work-groups" if scope == "between"
                  else "no barrier with CLK_GLOBAL_MEM_FENCE between them")
-        racing_groups = s_lo[racing] // self.items
-        ids, counts = np.unique(racing_groups, return_counts=True)
+        noun = "racing words (by the work-group storing them)"
+        if kind == "write-write" and scope == "between":
+            ids, counts = self.storing_groups(name, racing)
+            noun = "racing words (each counted for every work-group storing it)"
+        else:
+            ids, counts = np.unique(s_lo[racing] // self.items, return_counts=True)
+        element = element_text(name, word, array_dims(self.schedule, name))
         self.log.add(Hazard(
             kind="data-race", schedule=self.schedule.family, array=name, index=word,
             group_id=gid, local_ids=(wl, ol), epoch=-1, count=int(racing.sum()),
             site=f"global {kind} {where}: {statements}",
             detail=(f"{kind} race on global {name} {where} ({statements}): e.g. "
-                    f"work-item {wl} of work-group {gid} stores to {name}[{word}], which "
+                    f"work-item {wl} of work-group {gid} stores to {element}, which "
                     f"work-item {ol} of work-group {other_gid} {other_did}; {order}")),
-            (ids.astype(np.int64), counts), "racing words (by the work-group storing them)")
+            (ids.astype(np.int64), counts), noun)
 
 
 def _has_global_fence(stmts) -> bool:

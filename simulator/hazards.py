@@ -14,6 +14,7 @@ is the first one seen.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -30,6 +31,26 @@ HAZARD_KINDS = (
 
 NAMED_GROUPS = 3
 """Work-groups named, with their counts, in a merged hazard (the total is always given)."""
+
+
+def element_text(name: str, flat: int, dims: tuple[int, ...]) -> str:
+    """``name[i, j]``: element ``flat`` (row-major) of an array declared with extents
+    ``dims``, as the array is indexed (``C[0, 8]``, not ``C[8]``)."""
+    if not dims or not 0 <= flat < math.prod(dims):
+        return f"{name}[{flat}]"
+    return f"{name}[{', '.join(str(int(i)) for i in np.unravel_index(flat, dims))}]"
+
+
+def array_dims(schedule, name: str) -> tuple[int, ...]:
+    """Extents of the global or local array ``name`` of ``schedule`` (``()`` if unknown)."""
+    params = schedule.param_values
+    for a in schedule.arrays:
+        if a.name == name:
+            return tuple(params[d] for d in a.shape)
+    for a in schedule.local_arrays:
+        if a.name == name:
+            return tuple(d.value for d in a.dims)
+    return ()
 
 
 @dataclass(frozen=True)

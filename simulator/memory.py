@@ -131,6 +131,20 @@ def _distinct(rows: np.ndarray) -> np.ndarray:
     return (s[..., 0] >= 0).astype(np.int64) + ((s[..., 1:] >= 0) & new).sum(axis=-1)
 
 
+class _Chain:
+    """Consecutive executions of one local load statement in which every active work-item
+    reads the word after the one it read before: ``first`` and ``last`` words, ``mask``
+    and ``length`` (executions), each a ``(G, L)`` array but ``length``."""
+
+    def __init__(self, event: AccessEvent, words: np.ndarray, mask: np.ndarray):
+        self.event, self.first, self.last, self.mask, self.length = (
+            event, words, words, mask, 1)
+
+    def extends(self, words: np.ndarray, mask: np.ndarray) -> bool:
+        return bool(np.array_equal(mask, self.mask)
+                    and np.array_equal(words[mask], self.last[mask] + 1))
+
+
 LOCAL_CACHE_ENTRIES = 1 << 16
 """Largest local access (index and mask entries) whose figures are remembered per batch."""
 LOCAL_CACHE_EVENTS = 4096
@@ -160,12 +174,65 @@ class MemoryObserver(Observer):
         self.counts = MemoryCounts()
         self.weights: np.ndarray | None = None
         self._local_seen: dict[tuple, tuple[int, int, int]] = {}
+        self._chains: dict[str, list[_Chain]] = {}
 
     def on_batch(self, group_index, work_items, weights=None) -> None:
+        self._flush_chains()
         self.weights = weights
         # figures of the batch's local accesses by their full description (index, mask,
         # shape, width): a K loop repeats the same local accesses every step
         self._local_seen = {}
+
+    def on_barrier(self, group_index, arrived) -> None:
+        self._flush_chains()
+
+    def on_finish(self) -> None:
+        self._flush_chains()
+
+    # ------------------------------------------------ loads of consecutive iterations
+    def _chain(self, ev: AccessEvent) -> None:
+        """Take a local load of loop iterations executed one at a time (or in blocks,
+        ``merge_iterations`` false): each of its iteration entries extends the open
+        :class:`_Chain` of the same statement whose every active work-item read the word
+        before (same mask), or opens one. Chains are counted when they close
+        (:meth:`_flush_chains`: a local store, a barrier, a new batch, the end)."""
+        G, L, I = ev.shape
+        words = np.broadcast_to(np.asarray(ev.index, dtype=np.int64), ev.shape)
+        mask = np.broadcast_to(np.asarray(ev.mask, dtype=bool), ev.shape)
+        open_chains = self._chains.setdefault(ev.site, [])
+        for it in range(I):
+            w, m = words[:, :, it], mask[:, :, it]
+            if not m.any():
+                continue
+            for ch in open_chains:
+                if ch.extends(w, m):
+                    ch.length += 1
+                    ch.last = w
+                    break
+            else:
+                open_chains.append(_Chain(ev, w, m))
+
+    def _flush_chains(self) -> None:
+        """Count every open chain: each run of ``local_vector_words`` consecutive words
+        that starts at a multiple of it for every active work-item is one vector load
+        (:meth:`_vector_load`); the chain's other words are scalar loads."""
+        chains, self._chains = self._chains, {}
+        v = self.vector
+        for ch in (c for site in chains.values() for c in site):
+            first = np.where(ch.mask, ch.first, 0)
+            offsets = np.unique((first % v)[ch.mask])
+            start = (v - int(offsets[0])) % v if offsets.size == 1 else ch.length
+            runs = max(0, (ch.length - start) // v)
+            vector = np.arange(start, start + runs * v)
+            scalar = np.setdiff1d(np.arange(ch.length), vector)
+            for positions, merged in ((vector, True), (scalar, False)):
+                if positions.size == 0:
+                    continue
+                index = ch.first[:, :, None] + positions
+                part = dataclasses.replace(
+                    ch.event, index=index, mask=ch.mask[:, :, None],
+                    shape=index.shape, merge_iterations=merged)
+                self._count_local(part, index * FLOAT_BYTES)
 
     def _weighted(self, per_row: np.ndarray) -> int:
         per_group = per_row.reshape(per_row.shape[0], -1).sum(axis=1)
@@ -198,6 +265,17 @@ class MemoryObserver(Observer):
             c.requests_by_buffer[key] = c.requests_by_buffer.get(key, 0) + requests
             c.sectors_by_buffer[key] = c.sectors_by_buffer.get(key, 0) + sectors
             return
+        if ev.direction == "store":
+            self._flush_chains()
+        elif self.vector > 1 and ev.vector_width == 1 and (not ev.merge_iterations
+                                                            or ev.shape[2] == 1):
+            self._chain(ev)
+            return
+        self._count_local(ev, byte)
+
+    def _count_local(self, ev: AccessEvent, byte: np.ndarray) -> None:
+        """Add a local access's requests, wavefronts and bank conflicts to the counts."""
+        c = self.counts
         index, mask = np.asarray(ev.index), compact_mask(np.asarray(ev.mask))
         if mask is not ev.mask:
             ev = dataclasses.replace(ev, mask=mask)

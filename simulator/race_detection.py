@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 
 from .counters import AccessEvent, Observer, compact_mask, same_in_every_group
-from .hazards import Hazard, HazardLog
+from .hazards import Hazard, HazardLog, array_dims, element_text
 
 
 def _entries(ev: AccessEvent, union: bool = False):
@@ -211,7 +211,8 @@ class LocalRaceDetector(Observer):
         i = int(np.argmax(bad))
         gid = self.group_id_of(int(self.group_index[g[i]]))
         first = int(other[i]) if other[i] >= 0 else None
-        me, word = int(li[i]), f"local {array}[{int(words[i])}]"
+        me = int(li[i])
+        word = "local " + element_text(array, int(words[i]), array_dims(self.schedule, array))
         them = f"work-item {first}" if first is not None else "several other work-items"
         did = {"store": "stored", "load": "read"}[old_dir]
         verb = {"store": "stores to", "load": "reads"}[new_dir]
@@ -257,18 +258,21 @@ class UninitializedLocalRead(Observer):
         if unset.any():
             i = int(np.argmax(unset))
             gid = self.group_id_of(int(self.group_index[g[i]]))
+            word = element_text(ev.array, int(words[i]), array_dims(self.schedule, ev.array))
             self.log.add(Hazard(
                 kind="uninitialized-local-read", schedule=self.schedule.family,
                 array=ev.array, index=int(words[i]), group_id=gid, local_ids=(int(li[i]),),
                 epoch=int(self.epochs[g[i]]), count=int(unset.sum()), site=ev.site,
                 detail=(f"{ev.site}: e.g. work-item {int(li[i])} of work-group {gid} reads "
-                        f"local {ev.array}[{int(words[i])}], which no work-item of its "
+                        f"local {word}, which no work-item of its "
                         "work-group has stored")),
                 _per_group(self.group_index, g[unset]), "reads")
 
 
 class UnwrittenOutput(Observer):
-    """Reports output elements that no work-item stored (e.g. a grid too small)."""
+    """Reports output elements that no work-item stored (e.g. a grid too small); elements
+    that a store reported as a hazard (out of bounds in a dimension but inside the buffer,
+    misaligned) would write are counted as written, not reported twice."""
 
     def __init__(self, schedule, log: HazardLog, output_sizes: dict[str, int],
                  output_shapes: dict[str, tuple[int, ...]]):
@@ -280,6 +284,11 @@ class UnwrittenOutput(Observer):
         if ev.space == "global" and ev.direction == "store" and ev.array in self.written:
             idx, mask = np.broadcast_arrays(ev.index, ev.mask)
             self.written[ev.array][idx[mask]] = True
+
+    def on_hazardous_store(self, array: str, words: np.ndarray) -> None:
+        # written on a device, by an access already reported: not also "never written"
+        if array in self.written:
+            self.written[array][words] = True
 
     def on_finish(self) -> None:
         for name, written in self.written.items():

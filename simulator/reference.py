@@ -30,7 +30,8 @@ class Reference:
         output: name of the output array (``C`` or ``y``).
         value: float64 result in the output's logical shape (C: M×N; y: M).
         abs_product: ``|A|@|B|`` (or ``|A|@|x|``) in float64, same shape, for error bounds.
-        k: the dot-product length K.
+        k: the K of the tolerance: the largest sum length of the output
+            (:mod:`simulator.sum_length`; the dot-product length K of a GEMM).
     """
 
     output: str
@@ -76,16 +77,23 @@ def random_inputs(schedule: Schedule, rng: np.random.Generator,
     return out
 
 
-def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None) -> Reference:
+def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
+              sum_length: int | None = None) -> Reference:
     """float64 ``A@B`` (GEMM) or ``A@x`` (matrix-vector) of ``inputs``, or ``fn``'s result.
 
     Args:
         fn: for any other schedule, a function ``inputs -> output`` (numpy; called with the
             inputs as float64 arrays in their logical shapes) returning the single output in
             its logical shape. The error bound then uses ``fn`` of the inputs' absolute
-            values as ``|A|@|B|`` and as the dot-product length the schedule's
-            ``extra["terms_per_output"]`` (a launch file's ``reference.terms``), else its
-            ``K`` parameter, else 1: right for sums of products such as GEMM variants.
+            values as ``|A|@|B|``: right for sums of products such as GEMM variants, and
+            for exact operations of them (max, abs, select).
+        sum_length: the K of the tolerance, as the simulator counted it
+            (:mod:`simulator.sum_length`, :mod:`simulator.launch_check`); without it, the
+            schedule's ``K`` for a built-in GEMM or matrix-vector product, and with ``fn``
+            the schedule's ``extra["terms_per_output"]`` (a launch file's
+            ``reference.terms``), else the sum length counted by simulating the launch
+            (values at the drawn inputs; a launch too large for that raises ``ValueError``:
+            count it first).
 
     Raises:
         ValueError: without ``fn``, the schedule has no single output or not the inputs A and
@@ -107,12 +115,42 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None) -> Ref
                              f"{value.shape}, the output {outs[0]} has shape {shape}")
         bound = np.abs(np.asarray(fn({n: np.abs(v) for n, v in f64.items()}),
                                   dtype=np.float64))
-        return Reference(outs[0], value, bound,
-                         int(schedule.extra.get("terms_per_output", p.get("K", 1))))
+        if sum_length is None:
+            sum_length = int(schedule.extra["terms_per_output"]) \
+                if "terms_per_output" in schedule.extra else \
+                counted_sum_length(schedule, inputs)
+        return Reference(outs[0], value, bound, sum_length)
     if len(outs) != 1 or len(ins) != 2 or ins[0] != "A":
         raise ValueError(f"{schedule.family}: no reference for inputs {ins} -> outputs {outs}")
     value, abs_product = reference_product(inputs["A"], inputs[ins[1]])
-    return Reference(outs[0], value, abs_product, schedule.param_values["K"])
+    epilogue = schedule.extra.get("epilogue")
+    if epilogue == "relu":   # y = max(A·x, 0): exact on the sum, |A|·|x| >= 0 unchanged
+        value = np.maximum(value, 0.0)
+    return Reference(outs[0], value, abs_product,
+                     schedule.param_values["K"] if sum_length is None else sum_length)
+
+
+COUNTED_SUM_LENGTH_WORK = 2**26
+"""Most work-item loop steps :func:`counted_sum_length` simulates (seconds)."""
+
+
+def counted_sum_length(schedule: Schedule, inputs: dict[str, np.ndarray]) -> int:
+    """The largest sum length of the schedule's outputs, by simulating the launch with
+    ``inputs`` (:mod:`simulator.sum_length`).
+
+    Raises:
+        ValueError: the launch is larger than :data:`COUNTED_SUM_LENGTH_WORK` work-item loop
+            steps (count it with :func:`simulator.launch_check.check_launch`).
+    """
+    from .budget import loop_steps
+    from .engine import simulate
+    from .sum_length import largest
+
+    if loop_steps(schedule) > COUNTED_SUM_LENGTH_WORK:
+        raise ValueError(f"{schedule.family}: the launch is too large to count its sum length "
+                         "by a full simulation; pass sum_length from check_launch")
+    res = simulate(schedule, inputs, hazards="report", limits=None, sum_lengths=True)
+    return max([0, *(largest(v) for v in res.sum_lengths.values())])
 
 
 def reference_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

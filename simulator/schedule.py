@@ -13,7 +13,9 @@ Comparisons give :class:`Cond` objects, combined with ``&``, ``|`` and ``~``.
 Division and remainder follow C: they truncate toward zero.
 
 Float expressions (:class:`FloatExpr`) are loads, private variables, constants, ``+``,
-``-`` and ``*``. Control flow is never data dependent: every condition is an integer :class:`Cond`,
+``-``, ``*``, the built-ins ``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`)
+and a select on an integer condition (:class:`Select`); each operation counts one FLOP.
+Control flow is never data dependent: every condition is an integer :class:`Cond`,
 so the traffic of a schedule does not depend on the values in the arrays.
 
 Private arrays (:class:`PrivateArray`, declared by :class:`DeclarePrivateArray`) hold
@@ -449,6 +451,98 @@ class FBinOp(FloatExpr):
     op: str
     left: FloatExpr
     right: FloatExpr
+
+
+FLOAT_FUNCTIONS = {"fmax": 2, "fmin": 2, "fabs": 1, "sqrt": 1, "exp": 1}
+"""OpenCL C float built-ins of the IR and their number of arguments (:class:`FCall`)."""
+
+EXACT_FLOAT_FUNCTIONS = frozenset({"fmax", "fmin", "fabs"})
+"""Functions whose float32 result is exact (no rounding: IEEE 754 maxNum/minNum/abs)."""
+
+FUNCTION_ERROR_ULPS = {"sqrt": 3, "exp": 3}
+"""Largest error of the rounded functions in ulp that OpenCL 1.2 allows (§7.4, Table 7.1,
+full profile), used by the tolerance (:mod:`simulator.sum_length`)."""
+
+
+@dataclass(frozen=True, eq=False)
+class FCall(FloatExpr):
+    """``fn(args...)``: one of OpenCL C's float built-ins :data:`FLOAT_FUNCTIONS`
+    (``fmax(a, b)``, ``fmin(a, b)``, ``fabs(a)``, ``sqrt(a)``, ``exp(a)``). Each call counts
+    one FLOP when executed, as ``+`` and ``*`` do. Build with :func:`fmax`, :func:`fmin`,
+    :func:`fabs`, :func:`sqrt`, :func:`exp`.
+
+    Raises:
+        ScheduleError: an unknown function or the wrong number of arguments.
+    """
+
+    fn: str
+    args: tuple[FloatExpr, ...]
+
+    def __post_init__(self) -> None:
+        arity = FLOAT_FUNCTIONS.get(self.fn)
+        if arity is None:
+            raise ScheduleError(f"float function {self.fn!r} is not one of "
+                                f"{', '.join(FLOAT_FUNCTIONS)}")
+        if len(self.args) != arity:
+            raise ScheduleError(f"{self.fn} takes {arity} argument(s), got {len(self.args)}")
+
+
+@dataclass(frozen=True, eq=False)
+class Select(FloatExpr):
+    """``cond ? then : orelse`` on an integer condition (:class:`Cond`), per work-item; both
+    operands are evaluated (their loads counted), as OpenCL's ``select`` does. Counts one
+    FLOP. Build with :func:`select`."""
+
+    cond: Cond
+    then: FloatExpr
+    orelse: FloatExpr
+
+
+def fmax(a: FloatLike, b: FloatLike) -> FCall:
+    """``fmax(a, b)`` (the larger; a NaN operand gives the other)."""
+    return FCall("fmax", (as_float(a), as_float(b)))
+
+
+def fmin(a: FloatLike, b: FloatLike) -> FCall:
+    """``fmin(a, b)`` (the smaller; a NaN operand gives the other)."""
+    return FCall("fmin", (as_float(a), as_float(b)))
+
+
+def fabs(a: FloatLike) -> FCall:
+    """``fabs(a)``."""
+    return FCall("fabs", (as_float(a),))
+
+
+def sqrt(a: FloatLike) -> FCall:
+    """``sqrt(a)`` (NaN for a < 0)."""
+    return FCall("sqrt", (as_float(a),))
+
+
+def exp(a: FloatLike) -> FCall:
+    """``exp(a)``."""
+    return FCall("exp", (as_float(a),))
+
+
+def select(cond: Cond, then: FloatLike, orelse: FloatLike) -> Select:
+    """``cond ? then : orelse`` with ``cond`` an integer condition.
+
+    Raises:
+        TypeError: ``cond`` is not a :class:`Cond`.
+    """
+    if not isinstance(cond, Cond):
+        raise TypeError(f"select needs an integer condition (Cond), got {cond!r}")
+    return Select(cond, as_float(then), as_float(orelse))
+
+
+def float_operands(e: FloatExpr) -> tuple[FloatExpr, ...]:
+    """The float sub-expressions of ``e`` (empty for loads, constants and privates)."""
+    if isinstance(e, FBinOp):
+        return (e.left, e.right)
+    if isinstance(e, FCall):
+        return e.args
+    if isinstance(e, Select):
+        return (e.then, e.orelse)
+    return ()
 
 
 def as_float(x: FloatLike) -> FloatExpr:

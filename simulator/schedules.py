@@ -11,7 +11,8 @@ NDRange dimension 0 runs over columns of C (or over rows of y for matrix-vector)
 kernels guard the edges, so every positive M, K, N works.
 
 The register-blocked GEMMs (``gemm-register-blocked``, ``gemm-vectorized``,
-``gemm-prefetch``) and ``matvec-rows-reduce`` live in :mod:`simulator.schedules_advanced`;
+``gemm-prefetch``) and ``matvec-rows-reduce`` live in :mod:`simulator.schedules_advanced`,
+``gemm-warp-tiled`` in :mod:`simulator.schedules_warp`;
 :func:`build` builds every family.
 
 Errors: :class:`ScheduleError` (a ``ValueError``) for a size, tile or chunk that is not a
@@ -39,6 +40,7 @@ from .schedule import (
     Var,
     block,
     ceil_div,
+    fmax,
     global_id,
     local_id,
     minimum,
@@ -47,6 +49,8 @@ from .family_parts import (  # noqa: F401  (INT32_MAX, round_up re-exported)
     INT32_MAX, fits_int32, gemm_arrays, matvec_arrays, positive, round_up)
 from .schedules_advanced import (gemm_prefetch, gemm_register_blocked, gemm_vectorized,
                                  matvec_rows_reduce)
+from .schedules_warp import gemm_warp_tiled
+
 
 def gemm_naive(m: int, k: int, n: int, tile: int = 16, mapping: str = "row-major"
                ) -> Schedule:
@@ -174,6 +178,35 @@ def matvec_naive(m: int, k: int, tile: int = 256) -> Schedule:
     )
 
 
+def matvec_relu(m: int, k: int, tile: int = 256) -> Schedule:
+    """Matrix-vector product with a ReLU epilogue, y = max(A·x, 0): one work-item per row
+    (as ``matvec-naive``), its sum stored as ``fmax(acc, 0.0f)``.
+
+    Loads as matvec-naive (M·K of A, M·K of x); FLOP 2·M·K + M (``fmax`` counts one, see
+    :mod:`simulator.schedule`). The epilogue is exact, so the result's tolerance is the dot
+    product's (sum length K, bound |A|·|x|).
+    """
+    m, k, tile = (positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
+    M, K, A, x, y = matvec_arrays(m, k)
+    row = Let("row", global_id(0))
+    r, kk = row.var, Var("k")
+    acc = DeclareFloat("acc")
+    body = block(
+        row,
+        If(r >= M, (Return(),)),
+        acc,
+        For("k", Const(0), K, Const(1), (Accumulate("acc", A[r, kk] * x[kk]),)),
+        store(y, r, fmax(acc.ref, 0.0)),
+    )
+    return Schedule(
+        family="matvec-relu", kernel_name="matvec_relu",
+        params=(("M", m), ("K", k)), arrays=(A, x, y), local_arrays=(),
+        local_size=(tile,), global_size=(round_up(m, tile),), body=body, tile=tile,
+        description="y = max(A·x, 0): one work-item per row, ReLU epilogue with fmax",
+        extra={"epilogue": "relu"},
+    )
+
+
 def matvec_local(m: int, k: int, tile: int = 256, chunk: int | None = None) -> Schedule:
     """Matrix-vector product with x staged through local memory in chunks.
 
@@ -245,23 +278,30 @@ def matvec_local_whole(m: int, k: int, tile: int = 256, local_words: int | None 
 GEMM_FAMILIES = ("gemm-naive", "gemm-tiled")
 """GEMMs with one output per work-item and B×B work-groups (the families of the studies)."""
 MATVEC_FAMILIES = ("matvec-naive", "matvec-local", "matvec-local-whole")
-REGISTER_BLOCKED_FAMILIES = ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch")
-"""GEMMs with TM×TN outputs per work-item (:mod:`simulator.schedules_advanced`)."""
+REGISTER_BLOCKED_FAMILIES = ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch",
+                             "gemm-warp-tiled")
+"""GEMMs with TM×TN outputs per work-item (:mod:`simulator.schedules_advanced`,
+:mod:`simulator.schedules_warp`)."""
 ALL_GEMM_FAMILIES = GEMM_FAMILIES + REGISTER_BLOCKED_FAMILIES
 """Every family computing C = A·B (needs N)."""
 REDUCTION_MATVEC_FAMILIES = ("matvec-rows-reduce",)
 """Matrix-vector products with several work-items per row (:mod:`simulator.schedules_advanced`)."""
-FAMILIES = GEMM_FAMILIES + MATVEC_FAMILIES + REGISTER_BLOCKED_FAMILIES + REDUCTION_MATVEC_FAMILIES
+EPILOGUE_FAMILIES = ("matvec-relu",)
+"""Products followed by a float function of each result (the IR's ``fmax``, ...)."""
+FAMILIES = (GEMM_FAMILIES + MATVEC_FAMILIES + REGISTER_BLOCKED_FAMILIES
+            + REDUCTION_MATVEC_FAMILIES + EPILOGUE_FAMILIES)
 FAMILY_OPTIONS = {"gemm-naive": ("mapping",), "gemm-tiled": ("padding", "a_tile"),
                   "gemm-register-blocked": ("tm", "tn", "bk", "wg_rows"),
                   "gemm-vectorized": ("tm", "tn", "bk", "wg_rows"),
                   "gemm-prefetch": ("tm", "tn", "bk", "wg_rows"),
+                  "gemm-warp-tiled": ("tm", "tn", "bk", "wg_rows", "wn", "group_rows"),
                   "matvec-rows-reduce": ("wg_rows",)}
 """Options each family takes (the other matrix-vector families take none)."""
 DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "gemm-register-blocked": 16,
-                "gemm-vectorized": 16, "gemm-prefetch": 16, "matvec-rows-reduce": 32,
+                "gemm-vectorized": 16, "gemm-prefetch": 16, "gemm-warp-tiled": 16,
+                "matvec-rows-reduce": 32,
                 "matvec-naive": 256, "matvec-local": 256,
-                "matvec-local-whole": 256}
+                "matvec-local-whole": 256, "matvec-relu": 256}
 
 
 def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = None,
@@ -277,7 +317,7 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
         chunk: elements of x per staged chunk (``matvec-local`` only).
         options: family options: ``mapping`` (gemm-naive), ``padding`` and ``a_tile``
             (gemm-tiled), ``tm``, ``tn``, ``bk``, ``wg_rows`` (gemm-register-blocked,
-            gemm-vectorized, gemm-prefetch).
+            gemm-vectorized, gemm-prefetch, gemm-warp-tiled), ``wn`` (gemm-warp-tiled).
 
     Raises:
         ScheduleError: unknown family, missing ``n`` for GEMM, or a bad parameter.
@@ -290,9 +330,9 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
     builders: dict[str, Callable[..., Schedule]] = {
         "gemm-naive": gemm_naive, "gemm-tiled": gemm_tiled,
         "gemm-register-blocked": gemm_register_blocked, "gemm-vectorized": gemm_vectorized,
-        "gemm-prefetch": gemm_prefetch,
+        "gemm-prefetch": gemm_prefetch, "gemm-warp-tiled": gemm_warp_tiled,
         "matvec-naive": matvec_naive, "matvec-local": matvec_local,
-        "matvec-local-whole": matvec_local_whole,
+        "matvec-local-whole": matvec_local_whole, "matvec-relu": matvec_relu,
     }
     if family in ALL_GEMM_FAMILIES:
         if n is None:

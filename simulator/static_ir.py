@@ -128,6 +128,5 @@ def privates_read(e: S.FloatExpr, out: set[str]) -> None:
         out.add(e.name)
     elif isinstance(e, S.PrivateElem):
         out.add(e.array.name)
-    elif isinstance(e, S.FBinOp):
-        privates_read(e.left, out)
-        privates_read(e.right, out)
+    for operand in S.float_operands(e):
+        privates_read(operand, out)

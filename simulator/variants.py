@@ -261,9 +261,10 @@ CORRECT_DEMOS: dict[str, Callable[..., Schedule]] = {
 CHECK_EXAMPLES: dict[str, tuple] = {
     "gemm-naive": (20, 40, 20, 16), "gemm-tiled": (20, 40, 20, 16),
     "matvec-naive": (300, 300, None, 64), "matvec-local": (300, 300, None, 64),
-    "matvec-local-whole": (300, 300, None, 64),
+    "matvec-local-whole": (300, 300, None, 64), "matvec-relu": (300, 300, None, 64),
     "gemm-register-blocked": (37, 40, 44, 8), "gemm-vectorized": (37, 40, 44, 8),
-    "gemm-prefetch": (37, 40, 44, 8), "matvec-rows-reduce": (37, 50, None, 12),
+    "gemm-prefetch": (37, 40, 44, 8), "gemm-warp-tiled": (37, 40, 44, 8),
+    "matvec-rows-reduce": (37, 50, None, 12),
     "demo-shift": (64, 1, None, 64), "demo-column-staging": (8, 8, 8, 4),
     "demo-reduction": (64, 1, None, 8), "demo-neighbour": (64, 1, None, 16),
 }

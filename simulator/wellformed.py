@@ -215,9 +215,13 @@ class _Checker:
         elif isinstance(e, S.Private):
             if e.name not in privates:
                 self.add(f"private {e.name!r} is read where no DeclareFloat declares it")
-        elif isinstance(e, S.FBinOp) and e.op in S.FLOAT_OPS:
-            self._float(e.left, ints, privates)
-            self._float(e.right, ints, privates)
+        elif isinstance(e, S.FBinOp) and e.op in S.FLOAT_OPS or isinstance(e, S.FCall):
+            for operand in S.float_operands(e):
+                self._float(operand, ints, privates)
+        elif isinstance(e, S.Select):
+            self._cond(e.cond, ints)
+            for operand in S.float_operands(e):
+                self._float(operand, ints, privates)
         elif not isinstance(e, S.FConst):
             self.add(f"{e!r} is not a float expression")
 

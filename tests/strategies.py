@@ -74,16 +74,47 @@ def schedules(draw, families=FAMILIES, max_size: int = MAX_SIZE, max_gemm_tile: 
 
 def register_block_sizes(family: str, max_size: int = MAX_SIZE):
     """(M, K, N) for a register-blocked family: any for gemm-register-blocked; K and N
-    multiples of 4 for gemm-vectorized (its float4 accesses need them)."""
-    if family == "gemm-vectorized":
+    multiples of 4 for gemm-vectorized and gemm-warp-tiled (their float4 accesses need
+    them)."""
+    if family in ("gemm-vectorized", "gemm-warp-tiled"):
         fours = st.integers(1, max(1, max_size // 4)).map(lambda v: 4 * v)
         return st.tuples(dims(max_size), fours, fours)
     return sizes(max_size)
 
 
+def warp_tiled_configurations(max_local_bytes: int = 48 * 1024) -> tuple[dict, ...]:
+    """Every valid small gemm-warp-tiled configuration (tile, wg_rows, tm, tn, bk, wn):
+    work-groups of 32 to 128 work-items, rectangular ones and every sub-group tile width
+    the block allows, local memory within ``max_local_bytes``."""
+    from tiletraffic.simulator.schedule import ScheduleError
+    from tiletraffic.simulator.schedules_warp import a_row_floats, warp_geometry
+
+    found = []
+    for tile in (2, 4, 8, 16):
+        for wg_rows in (2, 4, 8, 16):
+            if not 32 <= tile * wg_rows <= 128:
+                continue
+            for tm in (4, 8):
+                for tn in (4, 8):
+                    for bk in (4, 8, 12, 16):
+                        for lanes in (1, 2, 4, 8, 16, 32):
+                            try:
+                                g = warp_geometry(tile, wg_rows, tm, tn, bk, lanes * tn)
+                            except ScheduleError:
+                                continue
+                            a_row = a_row_floats(g["bm"], bk)
+                            if 2 * 4 * bk * (a_row + g["bn"]) <= max_local_bytes:
+                                found.append({"tile": tile, "wg_rows": wg_rows, "tm": tm,
+                                              "tn": tn, "bk": bk, "wn": lanes * tn})
+    return tuple(found)
+
+
 def register_block_options(family: str):
     """tile (work-group width), wg_rows, tm, tn, bk of a register-blocked family: small and
-    rectangular (tm != tn, wg_rows != tile) often; multiples of 4 for gemm-vectorized."""
+    rectangular (tm != tn, wg_rows != tile) often; multiples of 4 for gemm-vectorized;
+    one of :func:`warp_tiled_configurations` (with its wn) for gemm-warp-tiled."""
+    if family == "gemm-warp-tiled":
+        return st.sampled_from(warp_tiled_configurations())
     per_item = st.sampled_from((4, 8)) if family == "gemm-vectorized" else st.integers(1, 5)
     depth = st.sampled_from((4, 8, 12)) if family == "gemm-vectorized" else st.integers(1, 9)
     return st.fixed_dictionaries({"tile": st.integers(1, 8), "wg_rows": st.integers(1, 8),
@@ -126,11 +157,15 @@ def output_name(schedule: Schedule) -> str:
 
 
 def reference(schedule: Schedule, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """float64 ``A@B`` (or ``A@x``) and ``|A|@|B|`` for the inputs of ``schedule``."""
+    """float64 ``A@B`` (or ``A@x``; ``max(A@x, 0)`` for a ReLU epilogue) and ``|A|@|B|``
+    for the inputs of ``schedule``."""
     second = "B" if schedule.family in ALL_GEMM_FAMILIES else "x"
     a = inputs["A"].astype(np.float64)
     b = inputs[second].astype(np.float64)
-    return a @ b, np.abs(a) @ np.abs(b)
+    exact = a @ b
+    if schedule.extra.get("epilogue") == "relu":
+        exact = np.maximum(exact, 0.0)
+    return exact, np.abs(a) @ np.abs(b)
 
 
 def tolerance(k: int, abs_product: np.ndarray) -> np.ndarray:
@@ -294,5 +329,8 @@ def small_examples():
                                  wg_rows=5),
         "gemm-prefetch": build("gemm-prefetch", 17, 9, 23, tile=3, tm=2, tn=3, bk=4,
                                wg_rows=5),
+        "gemm-warp-tiled": build("gemm-warp-tiled", 17, 12, 36, tile=4, tm=4, tn=4, bk=8,
+                                 wg_rows=8),
         "matvec-rows-reduce": build("matvec-rows-reduce", 45, 37, tile=12, wg_rows=3),
+        "matvec-relu": build("matvec-relu", 47, 13, tile=6),
     }

@@ -62,7 +62,7 @@ def test_one_barrier_call_per_barrier_statement(family):
     expected = _count_barriers(schedule.body)
     assert expected == {"gemm-tiled": 2, "matvec-local": 2, "matvec-local-whole": 1,
                         "gemm-register-blocked": 2, "gemm-vectorized": 2,
-                        "gemm-prefetch": 1, "matvec-rows-reduce": 4}.get(family, 0)
+                        "gemm-prefetch": 1, "gemm-warp-tiled": 1, "matvec-rows-reduce": 4}.get(family, 0)
     assert generate(schedule).source.count("barrier(CLK_LOCAL_MEM_FENCE)") == expected
     assert generate(schedule).source.count("barrier(") == expected
 

@@ -124,7 +124,7 @@ def test_page_embeds_its_document_and_nothing_external(tiled):
     html = render_page(tiled)
     assert embedded(html) == json.loads(json.dumps(tiled))
     assert not re.search(r'(src|href)="(?!#)', html)
-    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "http" not in html.replace("http://www.w3.org/2000/svg", "")   # the SVG namespace
 
 
 def test_too_large_is_refused_with_the_limit_and_a_size():
@@ -197,3 +197,31 @@ def test_report_html_links_the_pairs_and_renders_from_json_only(tmp_path, monkey
         doc = json.loads((tmp_path / "explain" / f"{family}.json").read_text())
         assert embedded(page) == doc
     assert "A: 32, B: 32" in html and "A: 2, B: 2" in html     # N = M = 32, B = 16
+
+
+def test_launch_file_through_the_resolver(tmp_path):
+    from pathlib import Path
+
+    launch = str(Path(__file__).parent.parent / "examples" / "opencl" / "mm_tiled.toml")
+    out = tmp_path / "page.html"
+    result = CliRunner().invoke(main, ["explain", launch, "--set", "N=32", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = embedded(out.read_text())
+    sim = cli_json("simulate", launch, "--set", "N=32", "--counts-only")
+    for name in ("A", "B"):
+        assert doc["reuse"][name]["total"] == sim["global_load_elems_by_buffer"][name]
+    too_big = CliRunner().invoke(main, ["explain", launch, "--out", str(out)])
+    assert too_big.exit_code == 2
+    assert too_big.output.strip().splitlines()[-1].endswith("use --set N=64 or less")
+
+
+def test_a_launch_of_too_many_work_groups_is_refused():
+    import dataclasses
+
+    from tiletraffic.analysis.explain import check_size
+
+    sch = tt.build("gemm-naive", m=64, k=8, n=64, tile=1)       # 4096 work-groups: drawn
+    check_size(sch)
+    wide = dataclasses.replace(sch, global_size=(128, 64))      # 8192: refused
+    with pytest.raises(ExplainSizeError, match="8192 work-groups: .* at most 4096"):
+        check_size(wide)

@@ -158,3 +158,27 @@ def test_embedded_numbers_equal_simulate_and_model(page):
     assert len(shown) == len(samples)
     if case == "gemm-tiled-transposed":
         assert shown[0] == 32                                    # store tile_A[lc][lr]
+
+
+def test_a_clicked_work_item_outlines_its_own_elements(page):
+    case, pg, errors, *_ = page
+    doc = pg.evaluate("JSON.parse(document.getElementById('explain-data').textContent)")
+
+    def own(step: int, lid: int) -> int:
+        return sum(len(elements) for entry in doc["steps"]["list"][step]["by_work_item"]
+                   for item, elements in entry["work_items"] if item == lid)
+
+    pg.click('#work-items-svg rect[data-lid="17"]')
+    assert pg.locator("#work-item-overlay rect").count() == own(0, 17) > 0
+    if case == "gemm-naive":   # work-item (1, 1): row 1 of A and column 1 of B, k = 0..15
+        a = next(e for e in doc["steps"]["list"][0]["by_work_item"] if e["array"] == "A")
+        assert dict((i, els) for i, els in a["work_items"])[17] == list(range(32, 48))
+    width = doc["work_group"]["local_size"][0]
+    assert pg.inner_text("#work-item-label").startswith(
+        f"work-item ({17 % width}, {17 // width}): reads ")
+    pg.click("#step-next")
+    assert pg.locator("#work-item-overlay rect").count() == own(1, 17)
+    pg.click("#step-prev")
+    pg.click('#work-items-svg rect[data-lid="17"]')            # a second click clears it
+    assert pg.locator("#work-item-overlay rect").count() == 0
+    assert errors == []

@@ -130,3 +130,33 @@ def test_flat_index_is_read_per_dimension():
         "A": {"shape": ["M", "N"], "access": "in"}, "C": {"shape": ["M", "N"], "access": "out"},
         "M": 3, "N": 4})
     assert "out-of-bounds" in {h.kind for h in tt.check(sch, seed=1)}
+
+
+def test_includes_resolve_beside_the_source_and_reach_the_device_build(tmp_path):
+    (tmp_path / "scale.h").write_text("#define SCALE 2.0f\n")
+    (tmp_path / "k.cl").write_text(
+        '#include "scale.h"\n__kernel void k(__global const float *A, __global float *C)\n'
+        "{ const int i = get_global_id(0); C[i] = A[i] * SCALE; }\n")
+    args = {"A": {"shape": [32], "access": "in"}, "C": {"shape": [32], "access": "out"}}
+    sch = tt.from_opencl(tmp_path / "k.cl", "k", [32], [8], args)
+    assert sch.extra["opencl"]["build_options"] == (f"-I{tmp_path.resolve()}",)
+    assert tt.generate(sch).build_options == (f"-I{tmp_path.resolve()}",)
+    x = np.arange(32, dtype=np.float32)
+    assert np.array_equal(tt.simulate(sch, {"A": x}).outputs["C"], 2 * x)
+
+
+def test_float_builtins_and_select():
+    src = """
+    __kernel void k(__global const float *A, __global const float *B, __global float *C) {
+        const int i = get_global_id(0);
+        const float a = A[i], b = B[i];
+        C[i] = fmax(a, b) + fmin(a, 0.0f) * fabs(b) + sqrt(fabs(a)) + exp(b * 0.1f)
+               + (i % 2 == 0 ? a : b) + select(a, b, i < 5) + max(a, 1.0f);
+    }"""
+    buf = {"shape": [16], "access": "in"}
+    sch, x, r = run(src, [16], [8], {"A": buf, "B": buf, "C": {"shape": [16], "access": "out"}})
+    a, b = x["A"].astype(np.float64), x["B"].astype(np.float64)
+    i = np.arange(16)
+    expected = (np.fmax(a, b) + np.fmin(a, 0) * np.abs(b) + np.sqrt(np.abs(a)) + np.exp(b * 0.1)
+                + np.where(i % 2 == 0, a, b) + np.where(i < 5, b, a) + np.fmax(a, 1.0))
+    close(r.outputs["C"], expected, 16)

@@ -30,7 +30,7 @@ REFUSED = {
     "integer to float": ("    C[i] = (float)i;", 4, 12, ["integer converted to float"]),
     "global-only barrier": ("    barrier(CLK_GLOBAL_MEM_FENCE);\n    C[i] = A[i];", 4, 5,
                             ["CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE"]),
-    "ternary": ("    C[i] = i < 3 ? A[i] : 0.0f;", 4, 12, ["?:", "if/else"]),
+    "ternary on floats": ("    C[i] = A[i] > 0.0f ? A[i] : 0.0f;", 4, 12, [DATA_DEPENDENT]),
     "atomic": ("    atomic_inc((volatile __global int *)C);", 4, 5, ["atomic_inc", "barriers"]),
 }
 

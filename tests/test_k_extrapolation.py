@@ -20,6 +20,8 @@ from tiletraffic.simulator.model import model_launch
 from tiletraffic.simulator.observation import observe_launch
 from tiletraffic.simulator.variants import build_any
 
+from strategies import register_block_options
+
 
 H200, CUDA = "nvidia-h200", "nvidia-h200-cuda"
 
@@ -38,7 +40,9 @@ def _depth(family: str, options: dict) -> int:
 def long_k_schedules(draw) -> Schedule:
     """A schedule of any family whose K is long enough for three shorter K."""
     family = draw(st.sampled_from(FAMILIES))
-    if family in REGISTER_BLOCKED_FAMILIES:
+    if family == "gemm-warp-tiled":
+        options = dict(draw(register_block_options(family)))
+    elif family in REGISTER_BLOCKED_FAMILIES:
         four = family == "gemm-vectorized"
         options = {"tile": draw(st.integers(1, 8)), "wg_rows": draw(st.integers(1, 8)),
                    "tm": draw(st.sampled_from((4, 8) if four else (1, 2, 3, 4))),
@@ -62,11 +66,11 @@ def long_k_schedules(draw) -> Schedule:
     period = math.lcm(depth, kx.LINE_ELEMS)
     low = max(kx.MIN_STEPS * depth, period) + 4 * period
     k = draw(st.integers(low, low + 2 * period))
-    if family == "gemm-vectorized":
+    if family in ("gemm-vectorized", "gemm-warp-tiled"):
         k -= k % 4
     if family.startswith("gemm"):
         m, n = draw(st.integers(1, 120)), draw(st.integers(1, 120))
-        if family == "gemm-vectorized":
+        if family in ("gemm-vectorized", "gemm-warp-tiled"):
             n = max(4, n - n % 4)
         return build(family, m, k, n, **options)
     if family == "matvec-local-whole":   # x whole in local memory: at most 48 KiB of it

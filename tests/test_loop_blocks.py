@@ -198,9 +198,10 @@ def test_a_hazard_in_a_blocked_loop_is_the_one_of_iteration_by_iteration():
     assert "out-of-bounds" in str(fast.value) and str(fast.value) == str(slow.value)
 
 
-def test_blocked_events_are_not_merged_into_vector_loads():
-    # consecutive words along the blocked iterations: a vectorized loop's block would be
-    # merged by a local_vector_words = 4 model, iterations run one by one are not
+def test_blocked_and_one_by_one_iterations_merge_into_vector_loads_alike():
+    # consecutive words along the loop's iterations: a local_vector_words = 4 model merges
+    # each 4-aligned run of 4 into one vector load (the CUDA build's LDS.128 of an unrolled
+    # loop), whether the iterations reach the observer in a block or one by one
     lid = Let("lid", local_id(0))
     p = PrivateArray("p", (Const(1),))
     schedule = _kernel(8, 8, [
@@ -213,4 +214,6 @@ def test_blocked_events_are_not_merged_into_vector_loads():
     fast = _observation(schedule, CUDA, True)
     assert fast == _observation(schedule, CUDA, False)
     assert _blocked_loops_run(schedule, CUDA) == 2
-    assert fast["memory"]["local_load_requests"] == 8   # one per iteration (1 sub-group)
+    # words 8·lid + k, k = 0..7, for the 8 work-items of one sub-group: two runs of 4
+    assert fast["memory"]["local_load_requests"] == 2
+    assert _observation(schedule, H200, True)["memory"]["local_load_requests"] == 8

@@ -68,12 +68,20 @@ from .simulator.schedule import (
     Var,
     accumulate_elem,
     assign_elem,
+    FCall,
+    Select,
     block,
     ceil_div,
+    exp,
+    fabs,
+    fmax,
+    fmin,
     global_id,
     group_id,
     local_id,
     minimum,
+    select,
+    sqrt,
     store,
     vload,
     vstore,
@@ -242,8 +250,10 @@ def generate(schedule: Schedule):
 
 
 def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warmup: int = 2,
-        reference=None, seed: int | None = None, inputs: str = "normal"):
-    """Build, launch, time and check ``schedule`` on an OpenCL device.
+        reference=None, seed: int | None = None, inputs: str = "normal",
+        unchecked: bool = False):
+    """Check ``schedule`` in the simulator, then build, launch, time and check it on an
+    OpenCL device.
 
     Args:
         device: ``"P:D"`` indices, part of a platform or device name, or ``None`` for the
@@ -254,6 +264,9 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
         seed: seed of the random inputs.
         inputs: ``normal`` (default), ``uniform``, ``ones`` or ``arange`` (the last two
             can hide swapped indices).
+        unchecked: launch even when the check before launch finds hazards (then the
+            result's ``.unchecked`` says "unchecked: hazards found: ..."); without it such
+            a schedule raises ``UnsafeLaunchError`` and nothing is launched.
 
     Returns:
         ``tiletraffic.analysis.validation.measure.DeviceRun`` (``.run`` times in seconds, ``.check``;
@@ -261,6 +274,7 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
 
     Raises:
         tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
+        tiletraffic.analysis.validation.measure.UnsafeLaunchError: hazards found before launch.
         tiletraffic.gpu.runtime.LaunchConfigError, KernelBuildError, LaunchError,
         ResultMismatchError: see ``run_on_device``.
     """
@@ -271,7 +285,7 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
 
     return run_on_device(select_device(device), schedule, repeat=repeat, warmup=warmup,
                          rng=np.random.default_rng(seed), reference_fn=reference,
-                         inputs=inputs)
+                         inputs=inputs, unchecked=unchecked)
 
 
 def calibrate(device: str | None = None, *, quick: bool = False,
@@ -319,7 +333,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
          space=None,
          jobs: int = 1, measure_all: bool = False, resume: bool = False,
          seed: int | None = None, progress: bool | None = False, recheck: int | None = None,
-         log=None, command: str | None = None):
+         log=None, command: str | None = None, targets=None):
     """Tune C = A·B (A m×k, B k×n, float32) over a tuning space: reject the candidates that
     break the space's constraints (each with its reason), rank the rest by the model's
     predicted time on ``device_model``, run the ``top`` best on ``device`` (every launch
@@ -339,7 +353,9 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         seed: of the random inputs. progress: progress bars on stderr (None: on a
             terminal only). log: a function that takes each line of progress (default:
             none printed). command: the command line the results file records (default:
-            this call).
+            this call). targets: the limits judged by (a TOML file or
+            ``tiletraffic.analysis.targets.Targets``; default the built-in ones:
+            ``tune-regret`` 10 %, ``ranking`` 2x the spread).
         recheck: before measuring, build (compile only) this many of the best-ranked
             candidates on ``device``, re-model them with the compiled kernel's registers
             per work-item where the driver reports them (NVIDIA's ``-cl-nv-verbose`` build
@@ -352,7 +368,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
 
     Returns:
         ``tiletraffic.analysis.tuner.TuneResult`` (``.summary``: ``regret_ratio``,
-        ``within_10pct``, ``spearman_rho``, ...; ``.measurements``; ``.table()``).
+        ``regret_target``, ``within_regret_target``, ``spearman_rho``, ...; ``.measurements``; ``.table()``).
 
     Raises:
         tiletraffic.analysis.tuner.TuneError (a ValueError): bad sizes or options, no valid
@@ -366,7 +382,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     return _tune(m, n, k, device=device, device_model=device_model, top=top, out=out,
                  repeat=repeat, warmup=warmup, rounds=rounds, space=space, jobs=jobs,
                  measure_all=measure_all, resume=resume, seed=seed, progress=progress,
-                 recheck=recheck, log=log, command=command)
+                 recheck=recheck, log=log, command=command, targets=targets)
 def validation_cases(name: str = "quick"):
     """A built-in case list of ``validate``: ``"quick"`` (tiny, PoCL/CI), ``"cpu"`` or
     ``"gpu"`` (GEMM 1024/4096, matvec 4096/8192), a tuple of
@@ -402,7 +418,7 @@ def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
 
 def validate(device: str | None = None, device_model: str | DeviceModel | None = None, *,
              quick: bool = False, cases=None, predictions=None, out=None, repeat: int = 10,
-             rounds: int = 2, progress: bool = False):
+             rounds: int = 2, progress: bool = False, targets=None):
     """Validate the model on an OpenCL device: every case run, checked against float64,
     timed (median and spread of ``rounds`` × ``repeat`` launches) and compared with the
     model's predicted time, speedup over the naive schedule and ranking
@@ -416,6 +432,10 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
         predictions: a predictions file (:func:`write_predictions`): its cases are measured
             and compared with its predictions, after checking the model's hash.
         out: the results folder (default ``reports/<device>[-quick]/validate``).
+        targets: the limits the model is judged by, reported under their names (a TOML
+            file or ``tiletraffic.analysis.targets.Targets``; default the built-in
+            ``analysis/targets.toml``: median-abs-error 15 %, worst-abs-error 35 %,
+            speedup-error 20 %, ranking 2x the spread).
 
     Returns:
         ``tiletraffic.analysis.validation.run.ValidationRun``: ``.out_dir``, ``.data`` (the
@@ -425,7 +445,8 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
     Raises:
         tiletraffic.gpu.device.DeviceError: no such device. ValueError: ``repeat`` < 10 or
         ``rounds`` < 1; ``PredictionsError``/``PredictionsMismatch`` (ValueErrors): a
-        malformed predictions file, or other cases or another model than the file's.
+        malformed predictions file, or other cases or another model than the file's;
+        ``TargetsError`` (a ValueError): a malformed targets file.
         OSError: ``out`` cannot be written.
     """
     from .analysis.validation.run import run_validation
@@ -433,7 +454,7 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
 
     return run_validation(select_device(device), model=device_model, cases=cases,
                           quick=quick, predictions_file=predictions, out_dir=out,
-                          repeat=repeat, rounds=rounds, progress=progress,
+                          repeat=repeat, rounds=rounds, progress=progress, targets=targets,
                           command=f"tiletraffic.validate(device={device!r}, quick={quick})")
 
 
@@ -493,6 +514,7 @@ __all__ = [
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",
     "ceil_div", "minimum", "global_id", "local_id", "group_id",
     "vload", "vstore", "PrivateArray", "DeclarePrivateArray", "assign_elem", "accumulate_elem",
+    "FCall", "Select", "fmax", "fmin", "fabs", "sqrt", "exp", "select",
     "DeviceModel", "DEVICE_MODELS", "device_model", "DeviceModelError", "DeviceLimits",
     "GENERIC_GPU", "UNLIMITED",
     "FAMILIES", "SimulationResult", "ModelledLaunch", "TrafficPrediction", "Hazard",

@@ -1,5 +1,6 @@
 """``tiletraffic crosscheck``: the simulator against Oclgrind running the generated kernel,
-counts of a correct schedule side by side, hazard kinds of a faulty variant."""
+counts of a correct schedule side by side, the hazards of a faulty one (a variant, or any
+schedule in which the simulator finds hazards, a user's own included) side by side."""
 from __future__ import annotations
 
 import json
@@ -8,6 +9,7 @@ import sys
 import click
 
 from tiletraffic.simulator.device import LimitError
+from tiletraffic.simulator.engine import InputError
 from tiletraffic.simulator.schedules import ScheduleError
 
 from ..resolver import resolve
@@ -22,14 +24,15 @@ from .options import json_option, named_schedule_options
 @json_option("the comparison")
 def command(name, m, k, n, tile, chunk, check_all, as_json):
     """Compare the simulator with Oclgrind running the generated kernel: counts of a
-    correct schedule side by side, or hazard kinds of a broken variant. Exits 1 on any
-    disagreement.
+    correct schedule side by side, or the hazards of a faulty one (a broken variant, or any
+    schedule in which the simulator finds hazards) side by side, with the difference stated.
+    Exits 1 on any disagreement, 2 on bad input.
 
-    SCHEDULE: as for check; FILE.py:FUNCTION has its counts compared."""
+    SCHEDULE: as for check, FILE.py:FUNCTION included."""
     from tiletraffic.gpu.oclgrind import OclgrindError
     from tiletraffic.simulator.variants import VARIANTS, names
 
-    from ..crosscheck import compare_counts, compare_hazards
+    from ..crosscheck import compare_hazards, crosscheck
 
     one_name_or_all(name, check_all)
     todo = names() if check_all else [name]
@@ -38,16 +41,12 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
         for nm in todo:
             sch = resolve(nm, example_shape=True) if check_all else \
                 build_schedule(nm, m, k, n, tile, chunk, example_shape=True)
-            if nm in VARIANTS:
-                res = compare_hazards(sch)
-                ok &= res.agree
-            else:
-                res = compare_counts(sch)
-                ok &= res.equal
+            res = compare_hazards(sch) if nm in VARIANTS else crosscheck(sch)
+            ok &= res.agree if hasattr(res, "agree") else res.equal
             results.append(res)
             if not as_json:
                 click.echo("\n".join(comparison_text(res)))
-    except (ScheduleError, LimitError) as err:
+    except (ScheduleError, LimitError, InputError) as err:
         raise click.UsageError(str(err)) from None
     except OclgrindError as err:
         fail(err)
@@ -72,5 +71,7 @@ def comparison_text(res) -> list[str]:
             + (" (Oclgrind cannot see these kinds: " + ", ".join(res.simulator_kinds) + ")"
                if invisible else ""),
             f"  simulator: {', '.join(res.simulator_kinds) or 'none'}",
+            *(f"    {line[:160]}" for line in res.simulator_details[:3]),
             f"  oclgrind:  {', '.join(res.oclgrind_kinds) or 'none'}",
-            *(f"    {line[:160]}" for line in res.details[:3])]
+            *(f"    {line[:160]}" for line in res.details[:3]),
+            *([f"  difference: {res.difference}"] if res.difference else [])]

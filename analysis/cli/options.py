@@ -80,20 +80,25 @@ def json_option(what: str):
     return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON.")
 
 
-BLOCKED = "gemm-register-blocked, gemm-vectorized, gemm-prefetch"
+BLOCKED = "gemm-register-blocked, gemm-vectorized, gemm-prefetch, gemm-warp-tiled"
 REGISTER_BLOCK_OPTIONS = (
-    ("tm", f"{BLOCKED}: rows of C per work-item (default 4)."),
-    ("tn", f"{BLOCKED}: columns of C per work-item (default 4)."),
+    ("tm", f"{BLOCKED}: rows of C per work-item (default 4; gemm-warp-tiled 8)."),
+    ("tn", f"{BLOCKED}: columns of C per work-item (default 4; gemm-warp-tiled 8)."),
     ("bk", f"{BLOCKED}: depth of one K step, the columns of the A tile and rows of the B "
            "tile (default 16)."),
     ("wg_rows", f"{BLOCKED}: work-items per work-group along the rows of C (default: "
                 "--tile, the work-group width). matvec-rows-reduce: rows per work-group "
                 "(default 8; --tile is the work-items per row, default 32)."),
+    ("wn", "gemm-warp-tiled: columns of C per sub-group tile (warp tile), tn times a divisor "
+           "of 32; its rows are 32·tm·tn/wn (default: 8·tn where the block allows)."),
+    ("group_rows", "gemm-warp-tiled: work-groups walk the blocks of C in groups of this many "
+                   "block rows, column by column inside a group, for reuse of A and B in the "
+                   "L2 (default 1: row by row)."),
 )
 """Options of the register-blocked families: a work-group of --tile x --wg-rows work-items
 computes a BM x BN block of C, BM = tm * wg_rows, BN = tn * tile, through BM x bk and
-bk x BN local tiles (gemm-vectorized: tm, tn, bk, K and N multiples of 4); and of
-matvec-rows-reduce (--wg-rows)."""
+bk x BN local tiles (gemm-vectorized, gemm-warp-tiled: tm, tn, bk, K and N multiples of 4;
+gemm-warp-tiled: --wn, sub-group tiles, --group-rows, the order of the blocks); and of matvec-rows-reduce (--wg-rows)."""
 
 LAYOUT_OPTIONS = ("mapping", "padding", "a_tile")
 """Options of gemm-naive and gemm-tiled, kept in the click context as the register-block
@@ -185,3 +190,21 @@ def named_schedule_options(f):
     f = click.option("--m", "m", type=int, default=None,
                      help="Rows of A (default: an example shape).")(f)
     return click.argument("name", required=False, type=SCHEDULE)(f)
+
+
+def _targets(ctx, param, value):
+    from ..targets import TargetsError, load
+
+    if value is None:
+        return None
+    try:
+        return load(value)
+    except TargetsError as err:
+        raise click.BadParameter(str(err), ctx, param) from None
+
+
+TARGETS_OPTION = click.option(
+    "--targets", "targets", default=None, metavar="FILE", callback=_targets,
+    help="The limits the model is judged by (TOML: median-abs-error, worst-abs-error, "
+         "speedup-error, ranking, tune-regret; those not given keep the built-in values). "
+         "Start from the built-in file: analysis/targets.toml of the installed package.")

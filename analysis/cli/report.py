@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .common import fail
+from .options import TARGETS_OPTION
 
 
 @click.command("report")
@@ -12,7 +13,7 @@ from .common import fail
 @click.option("--out", "out_dir", default="reports", show_default=True,
               type=click.Path(file_okay=False), help="Reports directory.")
 @click.option("--quick", is_flag=True, help="Small sweep (seconds on a 2-core CPU).")
-@click.option("--repeat", "-r", type=int, default=10, show_default=True,
+@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
               help="Timed launches per kernel (at least 10).")
 @click.option("--device-model", "model", default=None,
               help="Device model to validate on the device: a built-in name or a TOML file "
@@ -22,7 +23,8 @@ from .common import fail
 @click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
               help="Only re-render an existing report directory from its results.json (no "
                    "device): report.md and its figures, report.html and its explain pages.")
-def command(device, out_dir, quick, repeat, model, render_dir):
+@TARGETS_OPTION
+def command(device, out_dir, quick, repeat, model, render_dir, targets):
     """The main job: count naive and tiled GEMM and matrix-vector traffic in the simulator
     (checked against the closed forms), run them on the device at sizes chosen for it
     (checked, timed, with spreads), validate the device model where it is this device's,
@@ -47,7 +49,7 @@ def command(device, out_dir, quick, repeat, model, render_dir):
 
     try:
         path = make_report(device=device, out_root=out_dir, quick=quick, repeat=repeat,
-                           device_model=model)
+                           device_model=model, targets=targets)
     except (TiletrafficGpuError, ValueError, KeyError, SweepInterrupted) as err:
         fail(err)
     except OSError as err:

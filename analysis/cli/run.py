@@ -1,5 +1,6 @@
-"""``tiletraffic run``: SCHEDULE as an OpenCL kernel on a device, every launch's result
-checked against a float64 reference, then timed."""
+"""``tiletraffic run``: SCHEDULE checked in the simulator before any launch, then as an
+OpenCL kernel on a device, every launch's result checked against a float64 reference with
+the tolerance of the counted sum length, then timed."""
 from __future__ import annotations
 
 import json
@@ -20,20 +21,33 @@ from .options import FORCE_OPTION, json_option, reference_option, schedule_optio
 @click.option("--device", "-d", default=None,
               help="OpenCL device: 'P:D' as in PYOPENCL_CTX, or part of its name "
                    "(default: PYOPENCL_CTX, else a GPU, else PoCL).")
-@click.option("--repeat", "-r", type=int, default=10, show_default=True,
+@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
               help="Timed launches (at least 10).")
-@click.option("--warmup", type=int, default=2, show_default=True,
+@click.option("--warmup", type=click.IntRange(min=1), default=2, show_default=True,
               help="Untimed launches before timing (the first includes JIT compilation).")
+@click.option("--unchecked", is_flag=True,
+              help="Launch even when the check before launch finds hazards (out-of-bounds "
+                   "accesses and barrier divergence can crash the process); every line and "
+                   "the JSON are then marked 'unchecked: hazards found'.")
 @json_option("the run")
 @FORCE_OPTION
 def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, device, repeat,
-            warmup, as_json, force):
-    """Run SCHEDULE as an OpenCL kernel on a device, check it against numpy, time it.
+            warmup, unchecked, as_json, force):
+    """Check SCHEDULE in the simulator, run it as an OpenCL kernel on a device, check the
+    result against float64 numpy, time it.
+
+    Before any launch the simulator checks the launch (the whole launch, or one work-group
+    per class of identical traffic where that would take long: it says which); a launch with
+    a hazard is refused (exit 1) unless --unchecked. The result's tolerance is scaled to the
+    sum length the check counted (the roundings of each output element; K for a GEMM).
 
     SCHEDULE: a family or FILE.py:FUNCTION (as for simulate). A kernel's time counts only
     after its result is checked, so a schedule from a file needs a reference: --reference,
-    or a function 'reference' in its file."""
+    or a function 'reference' in its file. Exit status: 0 ok, 1 a fault (a hazard, a wrong
+    result, a failed build or launch), 2 bad input."""
     from tiletraffic.gpu.runtime import TiletrafficGpuError
+    from tiletraffic.simulator.engine import InputError
+    from tiletraffic.simulator.launch_check import check_launch
 
     from ..validation.measure import run_on_device
 
@@ -45,11 +59,19 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     check_device_spec(device)
     try:
         target = select_device(device)
+        try:
+            checked = check_launch(sch, rng=np.random.default_rng(seed))
+        except InputError as err:
+            raise click.UsageError(str(err)) from None
+        if not as_json:
+            click.echo(checked.describe() if not (checked.hazards and unchecked) else
+                       f"{checked.describe()}  [launched anyway: --unchecked]")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = run_on_device(target, sch, repeat=repeat, warmup=warmup,
                                    rng=np.random.default_rng(seed), reference_fn=ref_fn,
-                                   inputs=inputs_kind)
+                                   inputs=inputs_kind, unchecked=unchecked,
+                                   launch_check=checked)
     except user_schedule.UserScheduleError as err:
         raise click.UsageError(str(err)) from None
     except (TiletrafficGpuError, ValueError, TypeError) as err:
@@ -63,7 +85,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
 
 
 def run_text(sch, result, on_simulator: bool, users_reference: bool) -> list[str]:
-    """The launch, its build, resources, times and the result check, as lines."""
+    """The launch, its build, resources, times and the result check, as lines (each marked
+    "unchecked: hazards found: ..." when it ran with hazards)."""
     r = result.run
     simulator_note = " (a simulator, not hardware)" if on_simulator else ""
     lines = [f"{sch.family} on {r.device_name}{simulator_note}: NDRange {r.global_size}, "
@@ -82,7 +105,11 @@ def run_text(sch, result, on_simulator: bool, users_reference: bool) -> list[str
                  f"({result.inputs} inputs) in every launch: worst "
                  f"|error| / tolerance {c.error_over_tolerance:.3g} at {output}[{where}] "
                  f"(|error| {abs(c.worst_value - c.worst_reference):.3g}, tolerance "
-                 f"{c.worst_tolerance:.3g}); "
+                 f"{c.worst_tolerance:.3g}, sum length {c.k}"
+                 + (f": {result.launch_check.sum_length_method}" if result.launch_check else "")
+                 + "); "
                  + ("outputs identical in all launches" if r.distinct_outputs == 1 else
                     f"{r.distinct_outputs} distinct outputs: nondeterministic"))
+    if result.unchecked:
+        lines = [f"{line}  [{result.unchecked}]" for line in lines]
     return lines

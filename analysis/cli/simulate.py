@@ -75,7 +75,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         res = tt.simulate(sch, inputs, compute_values=values, hazards=hazards,
                           limits=UNLIMITED if no_limits else GENERIC_GPU,
                           accelerators=environment.accelerators(
-                              tt.Accelerators(work_group_classes=by_classes)))
+                              tt.Accelerators(work_group_classes=by_classes)),
+                          sum_lengths=values)
     except (LimitError, InputError) as err:
         raise click.UsageError(str(err)) from None
     except HazardError as err:
@@ -88,9 +89,11 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         skipped = NO_REFERENCE
     elif values:
         from tiletraffic.gpu.runtime import check_result
+        from tiletraffic.simulator.sum_length import largest
 
         try:
-            ref = reference(sch, inputs, ref_fn)
+            ref = reference(sch, inputs, ref_fn, sum_length=max(
+                [0, *(largest(v) for v in res.sum_lengths.values())]))
         except ValueError as err:  # the user's reference: raised, wrong shape, not finite
             raise click.UsageError(str(err)) from None
         worst = check_result(np.asarray(res.outputs[ref.output]).reshape(ref.value.shape),

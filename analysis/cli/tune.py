@@ -10,7 +10,7 @@ import click
 import tiletraffic as tt
 
 from .common import check_device_spec, check_out_file, command_line, fail
-from .options import DEVICE_MODEL, SEED_OPTION, json_option
+from .options import DEVICE_MODEL, SEED_OPTION, TARGETS_OPTION, json_option
 
 
 class _TuneGroup(click.Group):
@@ -140,9 +140,10 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="Processes that model candidates in parallel.")
 @SEED_OPTION
+@TARGETS_OPTION
 @json_option("the results")
 def tune_gemm(m, n, k, device, device_model, top, measure_all, recheck, out_file, resume,
-                  space_file, repeat, warmup, rounds, jobs, seed, as_json):
+              space_file, repeat, warmup, rounds, jobs, seed, targets, as_json):
     """Tune C = A·B (A is M x K, B is K x N, float32): every candidate of the tuning space
     is checked against its constraints (rejected ones are listed with the reason), modelled
     and ranked by predicted time; the best --top are run on the device, each launch checked
@@ -161,7 +162,7 @@ def tune_gemm(m, n, k, device, device_model, top, measure_all, recheck, out_file
                       out=out_file, repeat=repeat, warmup=warmup, rounds=rounds,
                       space=space_file, jobs=jobs,
                       measure_all=measure_all, resume=resume, seed=seed, progress=None,
-                      recheck=recheck,
+                      recheck=recheck, targets=targets,
                       log=lambda line: click.echo(line, err=True),
                       command=command_line())
     except (TuneError, SpaceError) as err:

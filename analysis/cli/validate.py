@@ -18,6 +18,7 @@ import sys
 import click
 
 from .common import command_line, fail, select_device
+from .options import TARGETS_OPTION
 
 
 class CaseListName(click.Choice):
@@ -90,9 +91,9 @@ def _chosen_cases(quick, case_list_name, cases_file):
               help="Folder of the results (default: folder validate in the folder that "
                    "`tiletraffic report` writes for this device); with --predict-only the "
                    "predictions file (default predictions.json).")
-@click.option("--repeat", "-r", type=int, default=10, show_default=True,
+@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
               help="Timed launches per case and round (at least 10).")
-@click.option("--rounds", type=int, default=2, show_default=True,
+@click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
               help="Times the whole case set is run (the run-to-run spread needs 2).")
 @click.option("--predictions", "predictions_file", default=None,
               type=click.Path(dir_okay=False),
@@ -107,8 +108,9 @@ def _chosen_cases(quick, case_list_name, cases_file):
               help="Print the case list as a --cases file and exit.")
 @click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
               help="Only re-render DIR/validation.md from DIR/validation.json (no device).")
+@TARGETS_OPTION
 def command(device, model, quick, case_list_name, cases_file, out, repeat, rounds,
-                 predictions_file, predict_only, print_cases, render_dir):
+            predictions_file, predict_only, print_cases, render_dir, targets):
     """Validate the model on a device: every schedule family at sizes chosen for the device,
     run, checked against float64 and timed (median and spread over repeated launches and
     rounds), against the model's predicted time, speedup over the naive schedule and
@@ -168,7 +170,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         result = run_validation(target, model=model, cases=cases if list_name is None else None,
                                 case_list_name=list_name, predictions_file=predictions_file,
                                 out_dir=out, repeat=repeat, rounds=rounds,
-                                command=command_line())
+                                command=command_line(), targets=targets)
     except (PredictionsError, PredictionsMismatch) as err:
         raise click.UsageError(str(err)) from None
     except (TiletrafficGpuError, ValueError, ValidationInterrupted) as err:

@@ -32,6 +32,9 @@ picture are 7 pixels, the smallest one still reads (and hovers) as a cell."""
 MAX_WORK_GROUP_ITEMS = 1024
 """Most work-items of the drawn work-group (as many as a work-group may have)."""
 
+MAX_WORK_GROUPS = 4096
+"""Most work-groups of a launch: every one is executed (read maps, races), in seconds."""
+
 TIME_TERM_FIELDS: dict[str, tuple[str, ...]] = {
     "fp32_s": ("fp32_flop_per_s",),
     "dram_s": ("dram_bytes_per_s", "l2_bytes", "l2_associativity", "l2_partitions"),
@@ -102,15 +105,18 @@ def check_size(schedule: S.Schedule) -> None:
     Raises:
         ExplainSizeError: an array with more than :data:`MAX_SIDE_ELEMS` elements along a
             drawn side (the message names the array, the limit and the size options to use),
-            or a work-group above :data:`MAX_WORK_GROUP_ITEMS` work-items.
+            a work-group above :data:`MAX_WORK_GROUP_ITEMS` work-items, or a launch of
+            more than :data:`MAX_WORK_GROUPS` work-groups.
     """
     p = schedule.param_values
     for a in arrays(schedule):
         for side, size in (("rows", a["rows"]), ("columns", a["cols"])):
             if size <= MAX_SIDE_ELEMS:
                 continue
-            too_big = [d for d in a["dims"] if p.get(d, 0) > MAX_SIDE_ELEMS]
-            hint = (" ".join(f"--{d.lower()} {MAX_SIDE_ELEMS}" for d in too_big) if too_big
+            too_big = list(dict.fromkeys(d for d in a["dims"] if p.get(d, 0) > MAX_SIDE_ELEMS))
+            launch_file = "opencl" in (schedule.extra or {})   # sizes given with --set
+            hint = (" ".join(f"--set {d}={MAX_SIDE_ELEMS}" if launch_file else
+                             f"--{d.lower()} {MAX_SIDE_ELEMS}" for d in too_big) if too_big
                     else "a smaller tile")
             raise ExplainSizeError(
                 f"{a['name']} is {' x '.join(map(str, a['shape']))}: explain draws every "
@@ -119,6 +125,10 @@ def check_size(schedule: S.Schedule) -> None:
         raise ExplainSizeError(f"work-groups of {schedule.work_group_items} work-items: "
                                f"explain draws at most {MAX_WORK_GROUP_ITEMS}; use a smaller "
                                "--tile")
+    if schedule.work_groups > MAX_WORK_GROUPS:
+        raise ExplainSizeError(f"a launch of {schedule.work_groups} work-groups: explain "
+                               f"executes every one, at most {MAX_WORK_GROUPS}; use smaller "
+                               "sizes or a larger tile")
 
 
 def group_coordinates(schedule: S.Schedule, linear: int) -> list[int]:
@@ -249,6 +259,7 @@ def explain_data(schedule: S.Schedule, device: str | DeviceModel = "nvidia-h200"
     chosen = chosen or 0
     by_barriers = observer.barriers_passed > 0
     steps = observer.steps(by_barriers)
+    per_item = observer.work_item_elements(by_barriers)
     formula = closed_form.counts_or_none(schedule)
     rules = _per_element_rule(schedule)
     reuse = {}
@@ -290,7 +301,10 @@ def explain_data(schedule: S.Schedule, device: str | DeviceModel = "nvidia-h200"
             "iterations_per_step": None if by_barriers else step_iterations,
             "list": [{"step": step, "accesses": [
                 {"space": space, "direction": direction, "array": array, **acc.to_dict()}
-                for (space, direction, array), acc in accesses.items()]}
+                for (space, direction, array), acc in accesses.items()],
+                "by_work_item": [
+                    {"direction": direction, "array": array, "work_items": entries}
+                    for (direction, array), entries in per_item.get(step, {}).items()]}
                 for step, accesses in sorted(steps.items())],
         },
         "reuse": reuse,

@@ -38,24 +38,9 @@ PAIRS = (("GEMM: each work-item reads its own row and column, or B x B tiles are
 EXPLAIN_DIR = "explain"
 """Folder of the explain pages inside a report folder."""
 
-_PAGE = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined).from_string("""\
-<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
-<style>
-body { font-family: system-ui, sans-serif; max-width: 1000px; margin: 0 auto; padding: 16px 24px; color: #1a202c; }
-table { border-collapse: collapse; margin: 8px 0 24px; } td, th { border: 1px solid #e2e8f0; padding: 4px 10px; text-align: right; }
-th { background: #f7fafc; } td.l, th.l { text-align: left; }
-</style></head><body>
-<h1>{{ title }}</h1>
-<p>The full report, its tables and figures: <a href="report.md">report.md</a>.
-The pages below draw one launch each, from the simulator's observers (device model {{ model }}): which tiles a work-group reads at each step, how often every element is read, one sub-group's requests and bank accesses, and the model's time terms. Open the two of a pair side by side.</p>
-{% for caption, rows in pairs %}<h2>{{ caption }}</h2>
-<table><tr><th class="l">page</th><th class="l">sizes</th><th>global loads (elements)</th><th>reads of each element</th><th>sectors per request</th><th class="l">bound</th></tr>
-{% for r in rows %}<tr><td class="l"><a href="{{ r.href }}">{{ r.title }}</a></td><td class="l">{{ r.sizes }}</td><td>{{ "{:,}".format(r.loads) }}</td><td class="l">{{ r.reads }}</td><td>{{ "%.2f" | format(r.sectors_per_request) }}</td><td class="l">{{ r.bound }}</td></tr>
-{% endfor %}</table>
-{% endfor %}
-</body></html>
-""")
+_PAGE = jinja2.Environment(
+    loader=jinja2.PackageLoader("tiletraffic.analysis.explain", "templates"),
+    autoescape=True, undefined=jinja2.StrictUndefined).get_template("report.html.j2")
 
 
 def _reads(doc: dict) -> str:

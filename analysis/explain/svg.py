@@ -62,7 +62,7 @@ def layout(arrays: list[dict], family: str, width_px: int = 460) -> tuple[dict, 
         cell = max(4, min(16, (width_px - GAP) // max(K + 1, M + 1)))
         spots["x"] = (0, LABEL, 1, K, False)
         spots["A"] = (0, cell + GAP + LABEL, M, K, False)
-        spots["y"] = (K * cell + GAP, cell + GAP + LABEL, M, 1, True)
+        spots["y"] = (K * cell + GAP, cell + GAP + LABEL, 1, M, True)  # drawn standing
         others = [a for n, a in glob.items() if n not in ("A", "x", "y")]
     else:
         others = list(glob.values())
@@ -90,16 +90,17 @@ def layout(arrays: list[dict], family: str, width_px: int = 460) -> tuple[dict, 
 def _cell_xy(spot, cell: int, flat: int) -> tuple[float, float]:
     x0, y0, rows, cols, column = spot
     r, c = divmod(flat, cols)
-    if column:
-        r, c = c, r
-        return x0 + c * cell, y0 + r * cell  # one column: element i at row i
+    if column:   # drawn standing: element i of a one-row array at row i
+        return x0 + r * cell, y0 + c * cell
     return x0 + c * cell, y0 + r * cell
 
 
 def _grid(name: str, spot, cell: int, caption: str) -> str:
     x0, y0, rows, cols, column = spot
     w, h = (rows, cols) if column else (cols, rows)
-    out = [f'<text x="{x0}" y="{y0 - 5}" class="label">{_e(caption)}</text>',
+    out = [f'<g class="grid" data-array="{_e(name)}" data-x0="{x0}" data-y0="{y0}" '
+           f'data-cols="{cols}" data-cell="{cell}" data-column="{int(column)}"></g>',
+           f'<text x="{x0}" y="{y0 - 5}" class="label">{_e(caption)}</text>',
            f'<rect x="{x0}" y="{y0}" width="{w * cell}" height="{h * cell}" fill="{CELL}" '
            f'stroke="{GRID}"/>']
     if cell >= 6:
@@ -183,7 +184,8 @@ def tiles_picture(doc: dict) -> str:
                      f' in barrier interval {h["epoch"]}</title></rect>')
     return (f'<svg id="tiles-svg" xmlns="http://www.w3.org/2000/svg" width="{width}" '
             f'height="{height}" viewBox="0 0 {width} {height}" role="img">'
-            + "".join(parts) + "".join(groups) + "".join(outline) + "".join(marks) + "</svg>")
+            + "".join(parts) + "".join(groups) + "".join(outline) + "".join(marks)
+            + '<g id="work-item-overlay"></g></svg>')
 
 
 def _heat(count: int, top: int) -> str:
@@ -383,7 +385,9 @@ def work_items_picture(doc: dict) -> str:
     for lid in range(doc["work_group"]["work_items"]):
         r, c = divmod(lid, cols)
         hit = marked.get(lid)
-        out.append(f'<rect class="work-item{" hazard" if hit else ""}" x="{c * cell}" '
+        out.append(f'<rect class="work-item{" hazard" if hit else ""}" data-lid="{lid}" '
+                   f'data-name="{work_item_name(doc["work_group"]["local_size"], lid)}" '
+                   f'x="{c * cell}" '
                    f'y="{r * cell}" width="{cell - 1}" height="{cell - 1}" '
                    f'fill="{HAZARD if hit else "#a0aec0"}"><title>work-item '
                    f'{work_item_name(doc["work_group"]["local_size"], lid)} (local id {lid})'

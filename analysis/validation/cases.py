@@ -24,7 +24,8 @@ else:  # pragma: no cover - Python 3.10
 BASELINES = {"gemm": "gemm-naive", "matvec": "matvec-naive"}
 """Kind of problem -> the family every other schedule of that problem is compared with."""
 
-OPTION_KEYS = ("chunk", "mapping", "padding", "a_tile", "tm", "tn", "bk", "wg_rows")
+OPTION_KEYS = ("chunk", "mapping", "padding", "a_tile", "tm", "tn", "bk", "wg_rows", "wn",
+               "group_rows")
 """Keys a case may carry beside family, m, k, n and tile (``schedules.build``'s options)."""
 
 
@@ -258,9 +259,10 @@ GEMM_SCHEDULES = (
     {"family": "gemm-vectorized", "tile": 16, "tm": 4, "tn": 4, "bk": 16},
     {"family": "gemm-vectorized", "tile": 8, "wg_rows": 8, "tm": 8, "tn": 8, "bk": 16},
     {"family": "gemm-prefetch", "tile": 16, "tm": 4, "tn": 4, "bk": 16},
+    {"family": "gemm-warp-tiled", "tile": 16, "tm": 8, "tn": 8, "bk": 16},
 )
 """The GEMM schedules of every case list, at each GEMM size (M = K = N): the ladder naive ->
-tiled -> register-blocked -> vectorized -> prefetch with each family's defaults, plus tiled
+tiled -> register-blocked -> vectorized -> prefetch -> warp-tiled with each family's defaults, plus tiled
 B = 32 and the fastest hand-picked gemm-vectorized of the H200 ladder (experiments/h200/
 ladder: TM = TN = 8, BK = 16, an 8×8 work-group)."""
 

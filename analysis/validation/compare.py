@@ -24,7 +24,9 @@ Definitions (used everywhere below):
   differ by more than :data:`PAIR_SPREAD_FACTOR` times the larger of their spreads; the
   model **orders it right** when it predicts the measured-faster case strictly faster.
 
-Targets: median |time error| <= 15 %, worst <= 35 %, every speedup within 20 %, every
+Targets (named limits, :mod:`analysis.targets`; built in: ``median-abs-error`` 15 %,
+``worst-abs-error`` 35 %, ``speedup-error`` 20 %, ``ranking`` 2x the spread): median |time
+error| and worst |time error| at most their limits, every speedup within its limit, every
 qualifying pair ordered right.
 """
 from __future__ import annotations
@@ -38,12 +40,12 @@ import numpy as np
 
 from .cases import Case
 
-MEDIAN_TIME_ERROR_TARGET = 0.15
-WORST_TIME_ERROR_TARGET = 0.35
-SPEEDUP_ERROR_TARGET = 0.20
-PAIR_SPREAD_FACTOR = 2.0
-"""A pair counts for the ranking when its measured times differ by more than this times the
-larger of the two cases' spreads."""
+from ..targets import Targets, built_in
+
+PAIR_SPREAD_FACTOR = built_in()["ranking"]
+"""The built-in ``ranking`` target (``analysis/targets.toml``): a pair counts for the ranking
+when its measured times differ by more than this times the larger of the two cases'
+spreads."""
 
 # ------------------------------------------------------------------ measured time and spread
 
@@ -177,6 +179,7 @@ class Summary:
     speedups: tuple[Speedup, ...]
     pairs: tuple[PairOrder, ...]
     targets: tuple[Target, ...] = field(default=())
+    limits: Targets = field(default_factory=built_in)
 
     @property
     def compared(self) -> tuple[CaseResult, ...]:
@@ -212,7 +215,7 @@ class Summary:
             "worst_time_error": worst.time_error if worst else None,
             "worst_time_error_case": worst.case.id if worst else None,
             "speedups": len(self.speedups),
-            "speedups_within_target": sum(abs(s.error) <= SPEEDUP_ERROR_TARGET
+            "speedups_within_target": sum(abs(s.error) <= self.limits["speedup-error"]
                                           for s in self.speedups),
             "worst_speedup_error": ws.error if ws else None,
             "worst_speedup_case": ws.case.id if ws else None,
@@ -222,6 +225,7 @@ class Summary:
                                  for p in self.qualifying_pairs if not p.right],
             "targets": [{"name": t.name, "asked": t.asked, "figure": t.figure,
                          "met": t.met} for t in self.targets],
+            "target_limits": self.limits.to_dict(),
         }
 
 
@@ -230,13 +234,17 @@ def _pct(x: float) -> str:
 
 
 def compare(cases: Sequence[Case], predicted_s: Mapping[str, float | None],
-            measured: Mapping[str, Measured | None]) -> Summary:
+            measured: Mapping[str, Measured | None], targets: Targets | None = None
+            ) -> Summary:
     """Time errors, speedups, pair orders and targets of ``cases``.
 
     Args:
         predicted_s: case id -> predicted seconds (missing or ``None``: no prediction).
         measured: case id -> :class:`Measured` (missing or ``None``: did not run).
+        targets: the limits judged by (default: the built-in ones, ``analysis/targets.toml``).
     """
+    targets = built_in() if targets is None else targets
+    spread_factor = targets["ranking"]
     results = tuple(CaseResult(c, measured.get(c.id), predicted_s.get(c.id)) for c in cases)
     usable = [r for r in results if r.time_error is not None]
     baselines: dict[str, CaseResult] = {}
@@ -256,34 +264,34 @@ def compare(cases: Sequence[Case], predicted_s: Mapping[str, float | None],
             continue
         fast, slow = (a, b) if a.measured.median_s <= b.measured.median_s else (b, a)
         gap = slow.measured.median_s - fast.measured.median_s
-        qualifies = gap > PAIR_SPREAD_FACTOR * max(fast.measured.spread_s, slow.measured.spread_s)
+        qualifies = gap > spread_factor * max(fast.measured.spread_s, slow.measured.spread_s)
         pairs.append(PairOrder(fast, slow, qualifies, fast.predicted_s < slow.predicted_s))
-    summary = Summary(results, tuple(speedups), tuple(pairs))
+    summary = Summary(results, tuple(speedups), tuple(pairs), limits=targets)
     return replace(summary, targets=_targets(summary))
 
 
 def _targets(s: Summary) -> tuple[Target, ...]:
+    lim = s.limits
     med, worst, ws = s.median_abs_time_error, s.worst_time_error, s.worst_speedup
-    within = sum(abs(x.error) <= SPEEDUP_ERROR_TARGET for x in s.speedups)
+    within = sum(abs(x.error) <= lim["speedup-error"] for x in s.speedups)
     counted = len(s.qualifying_pairs)
     return (
-        Target("median time error", f"median |time error| <= "
-               f"{MEDIAN_TIME_ERROR_TARGET:.0%}",
+        Target("median-abs-error", f"median |time error| <= {lim['median-abs-error']:.0%}",
                "no case compared" if med is None else
                f"{med * 100:.1f}% over {len(s.compared)} cases",
-               None if med is None else med <= MEDIAN_TIME_ERROR_TARGET),
-        Target("worst time error", f"worst |time error| <= {WORST_TIME_ERROR_TARGET:.0%}",
+               None if med is None else med <= lim["median-abs-error"]),
+        Target("worst-abs-error", f"worst |time error| <= {lim['worst-abs-error']:.0%}",
                "no case compared" if worst is None else
                f"{_pct(worst.time_error)} ({worst.case.label}, {worst.case.problem})",
-               None if worst is None else abs(worst.time_error) <= WORST_TIME_ERROR_TARGET),
-        Target("speedups", f"every speedup over the naive baseline within "
-               f"{SPEEDUP_ERROR_TARGET:.0%}",
+               None if worst is None else abs(worst.time_error) <= lim["worst-abs-error"]),
+        Target("speedup-error", f"every speedup over the naive baseline within "
+               f"{lim['speedup-error']:.0%}",
                "no speedup compared" if ws is None else
                f"{within} of {len(s.speedups)} within; worst {_pct(ws.error)} "
                f"({ws.case.label}, {ws.case.problem})",
                None if ws is None else within == len(s.speedups)),
         Target("ranking", f"every pair whose times differ by more than "
-               f"{PAIR_SPREAD_FACTOR:g}x their spread ordered right",
+               f"{lim['ranking']:g}x their spread ordered right",
                f"{s.pairs_right} of {counted} pairs ordered right "
                f"({len(s.pairs) - counted} of {len(s.pairs)} pairs too close to count)",
                None if counted == 0 else s.pairs_right == counted),

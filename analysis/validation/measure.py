@@ -1,9 +1,11 @@
 """Run a schedule as a real OpenCL kernel and check it before any time counts.
 
-Pipeline (one call): generate OpenCL C from the schedule (:mod:`gpu.codegen`), draw fresh
-random inputs, launch through :func:`gpu.runtime.run_kernel` (build timed apart, warm-up
+Pipeline (one call): generate OpenCL C from the schedule (:mod:`gpu.codegen`), check the
+launch in the simulator (:func:`simulator.launch_check.check_launch`: a launch with a hazard
+is refused with :class:`UnsafeLaunchError` before anything runs, unless ``unchecked``; the
+check also counts the sum length, the K of the tolerance), draw fresh random inputs, launch through :func:`gpu.runtime.run_kernel` (build timed apart, warm-up
 launches discarded, at least 10 timed launches from profiling events), comparing the output
-with the float64 numpy reference with a K-scaled tolerance after the first launch, the last,
+with the float64 numpy reference with a tolerance scaled to the counted sum length after the first launch, the last,
 and every launch whose output differs from all before it (every launch's output is
 fingerprinted). A result outside the tolerance in any launch raises
 :class:`gpu.runtime.ResultMismatchError` naming the launch, so no timing of a wrong kernel
@@ -16,11 +18,38 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiletraffic.gpu import codegen
-from tiletraffic.gpu.device import Target
+from tiletraffic.gpu.device import Target, TiletrafficGpuError
 from tiletraffic.gpu.runtime import (CheckResult, ResultMismatchError, RunResult,
                                      check_launch_limits, check_result, run_kernel)
+from tiletraffic.simulator.launch_check import LaunchCheck
+from tiletraffic.simulator.launch_check import check_launch as check_before_launch
 from tiletraffic.simulator.reference import random_inputs, reference
 from tiletraffic.simulator.schedule import Schedule
+
+
+class UnsafeLaunchError(TiletrafficGpuError):
+    """The simulator found hazards in a launch, so it was not run (nothing launched); a
+    ``TiletrafficGpuError`` as every failed device run is.
+
+    Attributes:
+        check: the :class:`simulator.launch_check.LaunchCheck` that found them.
+    """
+
+    def __init__(self, check: LaunchCheck):
+        unsafe = check.memory_unsafe
+        why = ("it could corrupt memory or hang the device" if unsafe else
+               "a racy kernel's result and time are not those of the kernel")
+        first = (unsafe or check.hazards)[0]
+        super().__init__(
+            f"{check.schedule.family}: not launched: {len(check.hazards)} hazard(s) found by "
+            f"the check before launch ({', '.join(sorted({h.kind for h in check.hazards}))}; "
+            f"{why}): [{first.kind}] {first.detail} (run `check` for the list; --unchecked "
+            "launches anyway)")
+        self.check = check
+
+
+UNCHECKED_MARK = "unchecked: hazards found"
+"""What marks every line and record of a run launched with hazards (``unchecked=True``)."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +62,7 @@ class DeviceRun:
         launch_checks: the check of every checked launch (0-based launch number, warm-up
             included -> result): the first, the last and each distinct output.
         inputs: the kind of inputs (``simulator.reference.INPUT_KINDS``).
+        launch_check: the simulator's check before the launch (hazards, sum length).
     """
 
     schedule: Schedule
@@ -40,6 +70,15 @@ class DeviceRun:
     check: CheckResult
     launch_checks: dict = None
     inputs: str = "normal"
+    launch_check: LaunchCheck | None = None
+
+    @property
+    def unchecked(self) -> str | None:
+        """``"unchecked: hazards found: KIND, ..."`` when it ran with hazards, else None."""
+        c = self.launch_check
+        if c is None or not c.hazards:
+            return None
+        return f"{UNCHECKED_MARK}: {', '.join(sorted({h.kind for h in c.hazards}))}"
 
     def to_dict(self) -> dict:
         """JSON-ready: schedule, sizes, timing (seconds) and the result check (the worst
@@ -58,21 +97,32 @@ class DeviceRun:
                       "worst_tolerance": c.worst_tolerance,
                       "unwritten_count": c.unwritten_count,
                       "written_nonfinite_count": c.written_nonfinite_count,
-                      "checked_launches": sorted(self.launch_checks or {})},
+                      "checked_launches": sorted(self.launch_checks or {}),
+                      "sum_length": c.k,
+                      "sum_length_method": self.launch_check.sum_length_method
+                      if self.launch_check else None},
+            "launch_check": self.launch_check.to_dict() if self.launch_check else None,
+            "unchecked": self.unchecked,
         }
 
 
 def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
                   rng: np.random.Generator | None = None, reference_fn=None,
-                  inputs: str = "normal") -> DeviceRun:
-    """Generate, build, launch, time and check ``schedule`` on ``target``.
+                  inputs: str = "normal", unchecked: bool = False,
+                  launch_check: LaunchCheck | None = None) -> DeviceRun:
+    """Check, generate, build, launch, time and check the result of ``schedule`` on
+    ``target``.
 
     ``reference_fn`` (``inputs -> output``, numpy) gives the expected result of a schedule
     that is not a GEMM or matrix-vector product (see ``simulator.reference.reference``).
     ``inputs``: kind of inputs, one of ``simulator.reference.INPUT_KINDS`` (``ones`` and
-    ``arange`` can hide index errors).
+    ``arange`` can hide index errors). ``unchecked``: launch even when the check before
+    launch found hazards (the result is marked: :attr:`DeviceRun.unchecked`).
+    ``launch_check``: a check of this schedule already made (else it is made here).
 
     Raises:
+        UnsafeLaunchError: the check before launch found hazards (nothing launched), unless
+            ``unchecked``.
         gpu.runtime.LaunchConfigError: work-group or local memory beyond the device's or the
             kernel's limits (nothing launched).
         gpu.runtime.KernelBuildError: the OpenCL build failed (message carries the log).
@@ -84,9 +134,13 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     # the device's own limits before the inputs and the float64 reference are made (seconds
     # for a large K); the kernel's limits are checked again once it is built
     check_launch_limits(kernel, target.limits)
+    checked = (launch_check if launch_check is not None
+               else check_before_launch(schedule, rng=rng))
+    if checked.hazards and not unchecked:
+        raise UnsafeLaunchError(checked)
     kind = inputs
     inputs = random_inputs(schedule, rng, kind)
-    ref = reference(schedule, inputs, reference_fn)
+    ref = reference(schedule, inputs, reference_fn, sum_length=checked.sum_length)
     p = schedule.param_values
     arrays = {a.name: (np.ascontiguousarray(inputs[a.name]).reshape(-1) if a.is_input
                        else np.empty(int(np.prod([p[s] for s in a.shape])), dtype=np.float32))
@@ -107,4 +161,4 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     scalars = {a.name: p[a.name] for a in kernel.args if a.kind == "int"}
     run = run_kernel(target, kernel, arrays, scalars, repeat=repeat,
                      warmup=warmup, check_output=check_launch)
-    return DeviceRun(schedule, run, checks[total - 1], checks, kind)
+    return DeviceRun(schedule, run, checks[total - 1], checks, kind, checked)

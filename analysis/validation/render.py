@@ -9,7 +9,7 @@ from statistics import median
 from .. import plots
 from ..files import atomic_write_text
 from .cases import Case
-from .compare import PAIR_SPREAD_FACTOR, SPEEDUP_ERROR_TARGET, Summary
+from .compare import Summary
 from .results import load, model_describes, summary_of
 
 FIGURE = "predicted_vs_measured.png"
@@ -63,7 +63,7 @@ def noise_sentence(summary: Summary, device_name: str) -> str | None:
                  f"{far.case.label}, {far.case.problem})")
     skipped = len(summary.pairs) - len(summary.qualifying_pairs)
     text += (f". At that spread {skipped} of {len(summary.pairs)} pairs of cases were too close "
-             f"to rank (their times differ by less than {PAIR_SPREAD_FACTOR:g}x the larger "
+             f"to rank (their times differ by less than {summary.limits['ranking']:g}x the larger "
              "spread).")
     return text
 
@@ -135,7 +135,7 @@ def section(data: dict, image: str | None, heading: str = "##",
     lines.append("")
     if s.speedups:
         lines += [f"Speedups over the naive schedule of the same problem (target: within "
-                  f"{SPEEDUP_ERROR_TARGET:.0%}):", "",
+                  f"{s.limits['speedup-error']:.0%}):", "",
                   "| problem | schedule | measured | predicted | error |", "|---|---|---|---|---|"]
         lines += [f"| {x.case.problem} | {x.case.label} vs {x.baseline.label} | "
                   f"{x.measured:.2f}x | {x.predicted:.2f}x | {_pct(x.error)} |"
@@ -143,7 +143,7 @@ def section(data: dict, image: str | None, heading: str = "##",
         lines.append("")
     wrong = [p for p in s.qualifying_pairs if not p.right]
     lines += [f"Ranking: {s.pairs_right} of {len(s.qualifying_pairs)} pairs whose measured "
-              f"times differ by more than {PAIR_SPREAD_FACTOR:g}x their spread are in the "
+              f"times differ by more than {s.limits['ranking']:g}x their spread are in the "
               "model's order" + (":" if wrong else "."), ""]
     if wrong:
         worst = sorted(wrong, key=lambda p: p.measured_ratio, reverse=True)

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from ..files import atomic_write_text
+from ..targets import Targets
 from . import predict as vp
 from .cases import Case
 from .compare import Measured, Summary, compare, measured_time
@@ -46,10 +47,12 @@ def model_describes(data: dict) -> tuple[bool, str]:
 
 
 def summary_of(data: dict) -> Summary:
-    """The comparison (:func:`analysis.validation.compare.compare`) of a ``validation.json``."""
+    """The comparison (:func:`analysis.validation.compare.compare`) of a ``validation.json``,
+    judged by the targets it recorded (``meta.targets``; the built-in ones without)."""
     cases = [Case.from_dict(c) for c in data["cases"]]
     measured = {c.id: measured_of(data["measurements"].get(c.id)) for c in cases}
-    return compare(cases, vp.predicted_seconds(data["predictions"]), measured)
+    return compare(cases, vp.predicted_seconds(data["predictions"]), measured,
+                   Targets.from_dict(data["meta"].get("targets")))
 
 
 def save(out_dir: Path, data: dict) -> None:

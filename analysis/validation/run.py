@@ -25,6 +25,7 @@ import numpy as np
 from tiletraffic.simulator.device_model import DeviceModel
 
 from ..files import SweepInterrupted, archive_previous
+from ..targets import load as load_targets
 from . import predict as vp
 from .cases import Case, case_list, check_unique, default_case_list_name
 from .compare import Summary
@@ -76,7 +77,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
                    predictions_file: str | os.PathLike | None = None,
                    out_dir: str | os.PathLike | None = None, repeat: int = 10,
                    rounds: int = 2, warmup: int = 2, progress: bool | None = None,
-                   command: str | None = None) -> ValidationRun:
+                   command: str | None = None, targets=None) -> ValidationRun:
     """Predict, run, check, time and compare the cases on ``target`` (a ``gpu.device.Target``).
 
     Args:
@@ -92,12 +93,15 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
         out_dir: where to write; default :func:`default_out_dir`.
         repeat, warmup: timed (at least 10) and untimed launches per case and round.
         rounds: times the whole case set is run (2 gives the run-to-run spread).
+        targets: the limits judged by (``analysis.targets``: a file, a ``Targets``;
+            default the built-in ones), recorded in ``validation.json``.
 
     Returns:
         :class:`ValidationRun`.
 
     Raises:
-        ValueError: ``repeat`` below 10 or ``rounds`` below 1.
+        ValueError: ``repeat`` below 10 or ``rounds`` below 1; ``TargetsError``: a
+            malformed targets file.
         analysis.validation.predict.PredictionsError, PredictionsMismatch: a malformed
             predictions file, or cases / a model that differ from the file's.
         KeyError, DeviceModelError: an unknown or malformed device model.
@@ -137,6 +141,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
     from ..device_models import model_describes_device
 
     describes, why = model_describes_device(model_obj, info)
+    limits = load_targets(targets)
     data = {
         "meta": {
             "created_utc": vp.utc_now(), "command": command, "device_slug": target.slug,
@@ -146,6 +151,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
                              "describes_device_why": why},
             "case_list": list_name,
             "repeat": repeat, "warmup": warmup, "rounds": rounds,
+            "targets": limits.to_dict(),
             "tiletraffic": vp.provenance(),
             "predictions_file": None if pf is None else {
                 "path": str(pf.path), "sha256": pf.sha256,

@@ -58,7 +58,8 @@ def k_step_elems(schedule: Schedule) -> int | None:
     schedule this module does not apply to (not a built-in family, or no parameter K)."""
     if schedule.family not in FAMILIES or "K" not in schedule.param_values:
         return None
-    if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch"):
+    if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch",
+                           "gemm-warp-tiled"):
         depth = int(schedule.extra["bk"])
     elif schedule.family in ("gemm-tiled", "matvec-rows-reduce", "matvec-local-whole"):
         depth = int(schedule.tile)   # matvec-local-whole: x is staged tile words at a time
@@ -109,9 +110,7 @@ def _mentions_k_or_var(e) -> bool:
 def _has_local_load(e) -> bool:
     if isinstance(e, S.Load):
         return isinstance(e.array, S.LocalArray)
-    if isinstance(e, S.FBinOp):
-        return _has_local_load(e.left) or _has_local_load(e.right)
-    return False
+    return any(_has_local_load(operand) for operand in S.float_operands(e))
 
 
 def merges_k_dependent_blocks(schedule: Schedule) -> bool:

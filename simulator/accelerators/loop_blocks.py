@@ -162,9 +162,9 @@ def plan(loop: S.For, params: dict[str, int]) -> BlockPlan | None:
                 out.scalar_reads.add(e.name)
         elif isinstance(e, S.PrivateElem):
             read_elem(e.array.name, static_index(e.index, env, defined), elems)
-        elif isinstance(e, S.FBinOp):
-            read_float(e.left, env, state)
-            read_float(e.right, env, state)
+        elif isinstance(e, (S.FBinOp, S.FCall)):
+            for operand in S.float_operands(e):
+                read_float(operand, env, state)
         else:
             raise _Refuse(f"unknown float expression {e!r}")
 

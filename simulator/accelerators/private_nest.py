@@ -110,8 +110,8 @@ def plan_block(stmts, params: dict[str, int]) -> NestPlan | None:
         if isinstance(e, S.PrivateElem):
             read_elem(e.array.name, e.index, env)
             return 0
-        if isinstance(e, S.FBinOp):
-            return read_float(e.left, env) + read_float(e.right, env) + 1
+        if isinstance(e, (S.FBinOp, S.FCall)):
+            return sum(read_float(operand, env) for operand in S.float_operands(e)) + 1
         raise NotStatic(repr(e))
 
     def read_elem(name, index, env):

@@ -218,9 +218,10 @@ def disassemble(cubin: Path, tools: dict, keep: bool = True) -> dict:
     return {"sass_counts": local_sass_counts(done.stdout)}
 
 
-def code_stage(folder: Path, target, cases: list[dict]) -> dict:
+def code_stage(folder: Path, target, cases: list[dict], assemble_opencl: bool = True) -> dict:
     """Stage 1: both builds' PTX, assembled and disassembled into ``folder`` (see the
-    module docstring)."""
+    module docstring); ``assemble_opencl`` False keeps the OpenCL PTX (and its copy without
+    environment-register reads) but does not assemble it with ptxas."""
     from tiletraffic.gpu.codegen import generate
     from tiletraffic.gpu.cuda import cuda_source
     from tiletraffic.gpu.runtime import build_program
@@ -246,7 +247,7 @@ def code_stage(folder: Path, target, cases: list[dict]) -> dict:
             (folder / f"{c['id']}.opencl.ptx").write_text(ptx)
             rec["opencl_envreg"] = len(ENVREG.findall(ptx))
             (folder / f"{c['id']}.opencl.envreg0.ptx").write_text(ENVREG.sub(r"\g<1>0;", ptx))
-            if tools["ptxas"] and tools["cuobjdump"]:
+            if assemble_opencl and tools["ptxas"] and tools["cuobjdump"]:
                 rec["opencl"] = assemble(folder / f"{c['id']}.opencl.ptx", tools)
         except Exception as err:  # noqa: BLE001 - one build's failure never stops the run
             rec["opencl_error"] = _error(err)
@@ -348,9 +349,11 @@ QUERY: dict = {}
 """``ncu --query-metrics`` of this machine, asked once."""
 
 
-def ncu_stage(cases: list[dict], folder: Path, tag: str, timeout_s: float) -> dict:
-    """Stages 3 and 4: one ncu run (SourceCounters + METRICS) over the validation driver's
-    ``--ncu-driver`` mode; the raw page joined to the cases, the source page's local rows."""
+def ncu_stage(cases: list[dict], folder: Path, tag: str, timeout_s: float,
+              wanted: tuple[str, ...] = METRICS) -> dict:
+    """Stages 3 and 4: one ncu run (SourceCounters + ``wanted`` metrics) over the validation
+    driver's ``--ncu-driver`` mode; the raw page joined to the cases, the source page's local
+    rows."""
     from tiletraffic.analysis.ncu import parse_ncu_raw_csv
 
     from experiments.h200.validation.driver import (NCU_DRIVER_MODULE, join_counters,
@@ -367,9 +370,9 @@ def ncu_stage(cases: list[dict], folder: Path, tag: str, timeout_s: float) -> di
         query = run_cmd([ncu, "--query-metrics", "--csv"], 60)
         QUERY["known"] = query["stdout"] if query["rc"] == 0 else ""
     known = QUERY["known"]
-    metrics = [m for m in METRICS if m.startswith("launch__") or not known
+    metrics = [m for m in wanted if m.startswith("launch__") or not known
                or re.search(rf"\b{re.escape(m.split('.')[0])}\b", known)]
-    result["metrics_unknown"] = sorted(set(METRICS) - set(metrics))
+    result["metrics_unknown"] = sorted(set(wanted) - set(metrics))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(REPO)) if p)
     env["PYTHONUNBUFFERED"] = "1"

@@ -24,11 +24,13 @@ from experiments.h200.validation.driver import build_case
 
 from .conftest import committed
 
-EXACT = ("tiled", "vectorized", "register-blocked 8x8 bk8", "vectorized 8x8 bk8",
-         "vectorized 8x8 bk16", "vectorized 8x8 bk16 wg8x8", "prefetch 8x8 bk8")
-"""Cases whose local-load instructions the model counts as the CUDA build issues them (not
-the 4x4 register-blocked and prefetch kernels: NVRTC merges their A-tile loads in pairs,
-local_findings.md)."""
+EXACT = ("tiled", "vectorized", "vectorized 8x8 bk8", "vectorized 8x8 bk16",
+         "vectorized 8x8 bk16 wg8x8")
+"""Cases whose local-load instructions, per instruction, the model counts as that run's
+CUDA build issued them. The register-blocked and prefetch kernels of that run were built
+from an earlier source (their kk loops rolled or unrolled by two: LDS.64 pairs, scalar
+LDS); today's source unrolls kk fully and NVRTC emits LDS.128 for the A tile, which the
+model counts (``experiments/h200/local_counters/findings.md``)."""
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +78,12 @@ def test_wavefronts_and_conflicts_per_local_load_equal_the_h200s(label, measured
     assert model_conflicts * instructions == excessive * requests
 
 
-def test_known_gap_the_cuda_build_merges_the_4x4_a_tile_loads_in_pairs(measured):
+def test_the_register_blocked_kernels_of_that_run_were_another_source(measured):
     # measured (N = 1024: 2048 warps x 64 K steps): 12 local loads per warp and two values
-    # of kk (4 LDS.64 of the A tile, 8 LDS of the B tile), 96 per K step of 16, one
-    # wavefront each; the model counts 8 scalar loads per kk, 128 per K step (N = 128: 32
-    # warps x 8 K steps), one wavefront each: local_findings.md, "not modelled"
+    # of kk (4 LDS.64 of the A tile, 8 LDS of the B tile), 96 per K step of 16: the source
+    # of that run; today's CUDA build has 16 LDS.128 and 64 LDS per K step (offline SASS of
+    # reports/nvidia-h200/local_counters/), 80, which the model counts (N = 128: 32 warps x
+    # 8 K steps)
     instructions, wavefronts, excessive = measured["register-blocked"]
     assert (instructions, wavefronts, excessive) == (96 * 2048 * 64, 96 * 2048 * 64, 0)
-    assert modelled("register-blocked") == (128 * 32 * 8, 128 * 32 * 8, 0)
+    assert modelled("register-blocked") == (80 * 32 * 8, (16 * 2 + 64) * 32 * 8, 0)

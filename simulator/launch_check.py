@@ -1,0 +1,179 @@
+"""The check of a schedule before it is launched on a device: hazards and the sum length.
+
+A kernel with an out-of-bounds access, a barrier that only some work-items reach or a
+misaligned vector access can corrupt the host process's memory or hang the device (a
+segfault inside the OpenCL driver, a corrupted heap after the run); a kernel with a race
+gives a time that is not a measurement of the kernel. So before any launch
+(``analysis.validation.measure.run_on_device``) the simulator checks the launch:
+
+- *full launch*, when it is small enough (:data:`FULL_CHECK_WORK` work-item loop steps at
+  most): every work-group executed with values, every hazard kind checked, and the sum
+  length of every output element counted (:mod:`simulator.sum_length`);
+- *representative work-groups* otherwise: one work-group per class of
+  :mod:`simulator.accelerators.classes` (the first and last work-group of every NDRange dimension, the
+  edges, among them), counts only, so races within a work-group, out-of-bounds accesses,
+  barrier divergence, misaligned vector accesses and uninitialized reads are checked there;
+  races between work-groups and unwritten outputs need every work-group and are not
+  (:attr:`LaunchCheck.not_checked` says so). The sum length is counted on the
+  representatives with values: for a built-in family with a K loop of step D
+  (:func:`simulator.accelerators.k_extrapolation.k_step_elems`), at K mod D + n·D for n in
+  :data:`SHORT_K_STEPS`, extrapolated linearly to the real K when the three have equal
+  differences (every K step adds the same roundings; the three launches share the real
+  one's partial last step), else at the real K.
+
+:data:`MEMORY_UNSAFE_KINDS` are the hazards that make a launch unsafe to run at all.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import sum_length
+from .accelerators import Accelerators, NotApplicable
+from .budget import loop_steps as check_work
+from .engine import group_id_of, simulate, sum_lengths_of_groups
+from .hazards import Hazard
+from .reference import random_inputs
+from .schedule import Schedule
+
+REPRESENTATIVES = Accelerators(work_group_classes=True, private_nests=True, loop_blocks=True)
+"""How a large launch is checked: one work-group per class, loops in blocks where exact (a
+hazard there is checked again without the blocks, so its example is full execution's)."""
+
+MEMORY_UNSAFE_KINDS = ("out-of-bounds", "barrier-divergence", "misaligned-vector-access")
+"""Hazards whose launch can corrupt memory or hang: never launched unless asked for."""
+
+FULL_CHECK_WORK = 2**24
+"""Most work-item loop steps (work-items x the largest size parameter) checked as a full
+launch with values (about a few seconds on one core); larger launches are checked on
+representative work-groups."""
+
+SHORT_K_STEPS = (3, 4, 5)
+"""K steps of the three short launches whose sum lengths are extrapolated (each has a
+first, an interior and a last step, the cases of a K loop)."""
+
+NOT_CHECKED_BY_REPRESENTATIVES = ("races between work-groups", "unwritten outputs")
+"""What needs every work-group of the launch, so a check of representatives leaves out."""
+
+
+@dataclass(frozen=True)
+class LaunchCheck:
+    """What the simulator found in a launch before it ran.
+
+    Attributes:
+        schedule: the schedule checked.
+        hazards: every hazard found (merged per statement, as ``check`` prints them).
+        work_groups_checked: work-group ids (per NDRange dimension) executed, ``None`` when
+            every work-group of the launch was.
+        not_checked: hazard checks left out (empty for a full launch).
+        sum_length: the K of the result's tolerance: the largest sum length of any output
+            element (:mod:`simulator.sum_length`).
+        sum_length_method: how it was counted (``"counted in every work-group"``, ``"counted
+            in the N representative work-groups"``, ``"... at K = a, b, c, extrapolated"``).
+        time_s: wall time of the check, seconds.
+    """
+
+    schedule: Schedule
+    hazards: list[Hazard]
+    work_groups_checked: tuple[tuple[int, ...], ...] | None
+    not_checked: tuple[str, ...]
+    sum_length: int
+    sum_length_method: str
+    time_s: float
+
+    @property
+    def memory_unsafe(self) -> list[Hazard]:
+        """The hazards of :data:`MEMORY_UNSAFE_KINDS`."""
+        return [h for h in self.hazards if h.kind in MEMORY_UNSAFE_KINDS]
+
+    @property
+    def scope(self) -> str:
+        """``"full launch"`` or ``"N representative work-groups of M"``, for messages."""
+        if self.work_groups_checked is None:
+            return f"full launch ({self.schedule.work_groups} work-groups)"
+        shown = ", ".join(map(str, self.work_groups_checked[:12]))
+        more = (f", ... ({len(self.work_groups_checked) - 12} more)"
+                if len(self.work_groups_checked) > 12 else "")
+        return (f"{len(self.work_groups_checked)} representative work-groups of "
+                f"{self.schedule.work_groups} (one per class of identical traffic, edges "
+                f"included: {shown}{more}); not checked: {', '.join(self.not_checked)}")
+
+    def describe(self) -> str:
+        """One line: time, scope, verdict."""
+        verdict = (f"{len(self.hazards)} hazard(s): "
+                   + "; ".join(f"[{h.kind}] {h.detail}" for h in self.hazards)
+                   if self.hazards else "clean")
+        return f"check {self.time_s:.2f} s on the {self.scope}: {verdict}"
+
+    def to_dict(self) -> dict:
+        """JSON-ready."""
+        return {"time_s": self.time_s, "clean": not self.hazards,
+                "work_groups_checked": None if self.work_groups_checked is None
+                else [list(g) for g in self.work_groups_checked],
+                "not_checked": list(self.not_checked),
+                "hazards": [h.to_dict() for h in self.hazards],
+                "sum_length": self.sum_length, "sum_length_method": self.sum_length_method}
+
+
+def check_launch(schedule: Schedule, *, rng: np.random.Generator | None = None,
+                 full_check_work: int = FULL_CHECK_WORK) -> LaunchCheck:
+    """Check ``schedule``'s launch for hazards and count its sum length (module docstring).
+
+    Args:
+        rng: for the random inputs of a full check (values do not change hazards).
+        full_check_work: above this many work-item loop steps
+            (:func:`simulator.budget.loop_steps`), check representatives.
+
+    Raises:
+        simulator.engine.InputError: the schedule cannot be executed (e.g. a name used
+            before it is defined).
+    """
+    start = time.perf_counter()
+    if check_work(schedule) <= full_check_work:
+        inputs = random_inputs(schedule, rng or np.random.default_rng())
+        res = simulate(schedule, inputs, hazards="report", limits=None, sum_lengths=True)
+        longest = max([0, *(sum_length.largest(v) for v in res.sum_lengths.values())])
+        return LaunchCheck(schedule, res.hazards, None, (), longest, "counted in every work-group",
+                           time.perf_counter() - start)
+    try:
+        res = simulate(schedule, compute_values=False, hazards="report", limits=None,
+                       accelerators=REPRESENTATIVES)
+    except NotApplicable:
+        res = simulate(schedule, compute_values=False, hazards="report", limits=None,
+                       accelerators=REPRESENTATIVES.replace(loop_blocks=False))
+    reps = res.representatives
+    longest, method = _representative_sum_length(schedule, reps)
+    return LaunchCheck(schedule, res.hazards,
+                       tuple(group_id_of(schedule, int(g)) for g in reps),
+                       NOT_CHECKED_BY_REPRESENTATIVES, longest, method,
+                       time.perf_counter() - start)
+
+
+def _largest_of(schedule: Schedule, reps) -> int:
+    return max([0, *(sum_length.largest(v)
+                     for v in sum_lengths_of_groups(schedule, reps).values())])
+
+
+def _representative_sum_length(schedule: Schedule, reps) -> tuple[int, str]:
+    from .accelerators.classes import group_classes
+    from .accelerators.k_extrapolation import k_step_elems, with_k
+    from .engine import probe_runner
+
+    depth = k_step_elems(schedule)
+    k = schedule.param_values.get("K", 0)
+    ks = [k % depth + n * depth for n in SHORT_K_STEPS] if depth else []
+    if ks and ks[-1] + depth <= k:
+        steps = (k - ks[0]) // depth
+        found = []
+        for k in ks:
+            short = with_k(schedule, k)
+            short_reps = group_classes(short, probe_runner(
+                short, REPRESENTATIVES)).representatives
+            found.append(_largest_of(short, short_reps))
+        if found[1] - found[0] == found[2] - found[1]:
+            return (found[0] + steps * (found[1] - found[0]),
+                    "counted in the representative work-groups at K = "
+                    f"{', '.join(map(str, ks))}, extrapolated (equal differences)")
+    return _largest_of(schedule, reps), f"counted in the {len(reps)} representative work-groups"
