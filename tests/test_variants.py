@@ -124,8 +124,10 @@ def test_unguarded_copy_applies_to_matvec_local_whole_only():
 @given(shape=gemm_shapes, family=st.sampled_from(FAMILIES))
 def test_identity_rewrite_renders_the_same_kernel(shape, family):
     (m, k, n), tile = shape
-    if family == "gemm-vectorized":  # float4 accesses: K and N multiples of 4
+    if family in ("gemm-vectorized", "gemm-warp-tiled"):  # float4: K, N multiples of 4
         k, n = 4 * k, 4 * n
+    if family == "gemm-warp-tiled":  # whole sub-groups: tile x tile a multiple of 32
+        tile = 8
     sch = build(family, m, k, n, tile)
     same = S.Schedule(**{**sch.__dict__, "body": rewrite(sch.body, lambda s: None)})
     assert source(same) == source(sch)

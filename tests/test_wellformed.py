@@ -42,8 +42,10 @@ def test_every_builtin_schedule_and_variant_is_well_formed(name):
 @pytest.mark.parametrize("family", schedules.FAMILIES)
 @pytest.mark.parametrize("m,k,n,tile", [(1, 1, 1, 1), (33, 21, 17, 5)])
 def test_families_at_edge_shapes_are_well_formed(family, m, k, n, tile):
-    if family == "gemm-vectorized":  # float4 accesses: K and N multiples of 4
+    if family in ("gemm-vectorized", "gemm-warp-tiled"):  # float4: K, N multiples of 4
         k, n = 4 * k, 4 * n
+    if family == "gemm-warp-tiled":  # whole sub-groups: tile x tile a multiple of 32
+        tile = 8
     check_well_formed(schedules.build(family, m, k, n if family in schedules.ALL_GEMM_FAMILIES
                                       else None, tile))
 

@@ -271,6 +271,7 @@ MATVEC_SCHEDULES = (
     {"family": "matvec-local", "tile": 256},
     {"family": "matvec-local-whole", "tile": 256},
     {"family": "matvec-rows-reduce", "tile": 32, "wg_rows": 8},
+    {"family": "matvec-relu", "tile": 256},
 )
 """The matrix-vector schedules of every case list, at each matvec size (M = K)."""
 
