@@ -14,10 +14,16 @@ instructions (exact), local load wavefronts and bank conflicts of Nsight's L1 un
 (``l1tex__data_*``) and, where the run read them, of the load instructions themselves
 (``smsp__sass_*``, the per-instruction counters).
 
-    python -m experiments.h200.local_counters.analysis > reports/nvidia-h200/local_counters/table.md
+The model's figures are computed once (``--write-model``, minutes: 6144³ GEMMs) into
+``reports/nvidia-h200/local_counters/earlier_model.json`` and read from there by the table.
+
+    python -m experiments.h200.local_counters.analysis --write-model
+    python -m experiments.h200.local_counters.analysis > reports/nvidia-h200/local_counters/earlier_records.md
 """
 from __future__ import annotations
 
+import json
+import os
 import re
 import warnings
 from pathlib import Path
@@ -25,6 +31,7 @@ from pathlib import Path
 from experiments.h200.data import load_json
 
 REPORT = Path(__file__).resolve().parents[3] / "reports" / "nvidia-h200"
+MODEL_FILE = REPORT / "local_counters" / "earlier_model.json"
 
 SOURCES = (
     ("h200_raw.json.gz", "601f5fa"),
@@ -78,17 +85,27 @@ def _loads(counts: dict) -> dict:
     return {k: v for k, v in counts.items() if k.startswith("LDS")}
 
 
-def rows() -> list[dict]:
-    """One row per committed record: source, id, build, comparable (or why not), and per
-    quantity (model, measured)."""
+def _model(key: tuple, case: dict) -> dict:
     from tiletraffic.simulator.device_model import DEVICE_MODELS
-    from tiletraffic.simulator.traffic_model import model_launch
+    from tiletraffic.simulator.model import model_launch
 
-    from experiments.h200.local_counters.cases import config_id
     from experiments.h200.validation.driver import build_case
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        memory = model_launch(build_case(case), DEVICE_MODELS[key[0]]).memory
+    return {attr: int(getattr(memory, attr)) for _, attr, _, _ in QUANTITIES}
+
+
+def rows(figures: dict | None = None) -> list[dict]:
+    """One row per committed record: source, id, build, comparable (or why not), and per
+    quantity (model, measured). ``figures``: the model's figures by case key (as
+    :data:`MODEL_FILE` holds them); missing ones are modelled and added to it."""
+
+    from experiments.h200.local_counters.cases import config_id
+    figures = {} if figures is None else figures
     sass = load_json(REPORT / "local_counters" / "offline_sass.json.gz")
-    out, cache = [], {}
+    out = []
     for path, commit in SOURCES:
         data = load_json(REPORT / path)
         if data is None:
@@ -126,17 +143,16 @@ def rows() -> list[dict]:
             model = "nvidia-h200-cuda" if row["build"] == "CUDA" else "nvidia-h200"
             key = (model, rec["schedule"], rec["m"], rec["k"], rec.get("n"), rec["tile"],
                    tuple(sorted(options.items())))
-            if key not in cache:
+            name = repr(key)
+            if name not in figures:
                 case = {"family": rec["schedule"], "m": rec["m"], "k": rec["k"],
                         "n": rec.get("n"), "tile": rec["tile"], "options": options}
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    cache[key] = model_launch(build_case(case), DEVICE_MODELS[model]).memory
-            memory = cache[key]
+                figures[name] = _model(key, case)
+            memory = figures[name]
             for label, attr, metric, _ in QUANTITIES:
                 v = (rec["metrics"].get(metric) or {}).get("value")
                 if isinstance(v, (int, float)):
-                    row["values"][label] = (getattr(memory, attr), v)
+                    row["values"][label] = (memory[attr], v)
     return out
 
 
@@ -181,8 +197,21 @@ def markdown(all_rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    print(markdown(rows()), end="")
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write-model", action="store_true",
+                    help=f"model every compared record and write {MODEL_FILE.name} (minutes)")
+    args = ap.parse_args(argv)
+    if args.write_model:
+        figures: dict = {}
+        rows(figures)
+        tmp = MODEL_FILE.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, MODEL_FILE)
+        return 0
+    print(markdown(rows(json.loads(MODEL_FILE.read_text()))), end="")
     return 0
 
 
