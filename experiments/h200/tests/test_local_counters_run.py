@@ -89,3 +89,15 @@ def test_matvec_local_whole_is_merged_by_the_cuda_build_at_every_k(table_rows):
     model, measured = table_rows[("matvec-local-whole-M1000-K1000-T256", "CUDA")]["values"][
         "local ld instr."]
     assert model == measured
+
+
+def test_gemm_tiled_store_excess_is_its_diverging_sub_groups(table_rows):
+    # 1000³, B = 16, sub-groups of 2 tile rows: the guard diverges for A at the last K step
+    # in every work-group (63² × 8) and for B in the last column of work-groups at every K
+    # step (63 × 63 × 8), less the sub-groups wholly outside at the last step (2 × 63 × 4)
+    diverging = 63 * 63 * 8 + 63 * 63 * 8 - 2 * 63 * 4
+    for build in ("CUDA", "OpenCL"):
+        model, measured = table_rows[("gemm-tiled-M1000-K1000-N1000-T16", build)]["values"][
+            "local st instr."]
+        assert model - measured == diverging
+        assert measured == 63 * 63 * 63 * 16
