@@ -101,3 +101,18 @@ def test_gemm_tiled_store_excess_is_its_diverging_sub_groups(table_rows):
             "local st instr."]
         assert model - measured == diverging
         assert measured == 63 * 63 * 63 * 16
+
+
+def test_matvec_unrolled_remainders_give_the_cuda_builds_extra_executions(table_rows):
+    # remainder-first unrolling (trips mod 4 first, then blocks of 16, 8, 4) where the
+    # work-items of one sub-group differ in trips: rows-reduce at K = 1000 (32 and 31 trips)
+    # 3 + 2·16 + 8 + 4 = 47 loads per array and row; local-whole's x copy 3 more per
+    # work-group (one mixed sub-group with 0 and 3 remainder trips)
+    model, measured = table_rows[("matvec-rows-reduce-M1000-K1000-T32", "CUDA")]["values"][
+        "global ld requests"]
+    assert (model, measured) == (1000 * 2 * 32, 1000 * 2 * (3 + 2 * 16 + 8 + 4))
+    for cid, groups in (("matvec-local-whole-M1000-K1000-T256", 4),
+                        ("matvec-local-whole-M4096-K777-T256", 16),
+                        ("matvec-local-whole-M333-K5003-T256", 2)):
+        model, measured = table_rows[(cid, "CUDA")]["values"]["local st instr."]
+        assert measured - model == 3 * groups, cid
