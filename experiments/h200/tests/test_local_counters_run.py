@@ -116,3 +116,16 @@ def test_matvec_unrolled_remainders_give_the_cuda_builds_extra_executions(table_
                         ("matvec-local-whole-M333-K5003-T256", 2)):
         model, measured = table_rows[(cid, "CUDA")]["values"]["local st instr."]
         assert measured - model == 3 * groups, cid
+
+
+def test_the_counts_the_findings_state(table_rows):
+    rows = list(table_rows.values())
+    verdicts = [R.verdict(r) for r in rows]
+    assert len(rows) == 81
+    assert (verdicts.count("exact"), verdicts.count("within 1%"),
+            verdicts.count("L1 excess")) == (27, 1, 19)
+    l1 = [r for r in rows if all(R.meets(q, p) for q, p in r["values"].items()
+                                 if "wavefronts" in q or "conflicts" in q)]
+    own = [r for r in rows if all(R.meets(q, p) for q, p in r["values"].items()
+                                  if "wavefronts (instr.)" in q)]
+    assert (len(l1), len(own)) == (32, 65)
