@@ -63,8 +63,11 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
             checked = check_launch(sch, rng=np.random.default_rng(seed))
         except InputError as err:
             raise click.UsageError(str(err)) from None
-        if not as_json:
-            click.echo(checked.describe() if not (checked.hazards and unchecked) else
+        if not as_json:  # a refused launch's hazards are in the error that follows
+            click.echo(f"check {checked.time_s:.2f} s on the {checked.scope}: "
+                       f"{len(checked.hazards)} hazard(s)"
+                       if checked.hazards and not unchecked else
+                       checked.describe() if not checked.hazards else
                        f"{checked.describe()}  [launched anyway: --unchecked]")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
