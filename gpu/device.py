@@ -50,6 +50,11 @@ class DeviceError(TiletrafficGpuError):
     """No OpenCL device exists, none matches the request, or it cannot be opened."""
 
 
+class NoMatchingDeviceError(DeviceError, ValueError):
+    """The device the caller named (``--device``, ``PYOPENCL_CTX``) matches none present: bad
+    input, not a fault of a kernel."""
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """Description of one OpenCL device (plain data; holds no OpenCL object).
@@ -320,7 +325,7 @@ def select_device(spec: str | None = None) -> Target:
         raise DeviceError(f"no OpenCL device found (requested: {spec or 'default'}); " + POCL_INSTALL_HINT)
     candidates = devices if spec is None else _match(spec, devices)
     if not candidates:
-        raise DeviceError(f"no OpenCL device matches {spec!r} (from {source}); {_listing(devices)}")
+        raise NoMatchingDeviceError(f"no OpenCL device matches {spec!r} (from {source}); {_listing(devices)}")
     info = min(candidates, key=_preference)
     if info.is_simulator and spec is not None and _by_index(spec):
         others = [d for d in devices if not d.is_simulator]

