@@ -20,7 +20,7 @@ def run(source, global_size, local_size, args, build_options="", seed=0):
     return sch, inputs, result
 
 
-def close(actual, expected, terms=1):
+def assert_close(actual, expected, terms=1):
     eps = np.finfo(np.float32).eps
     bound = 4 * terms * eps * (np.abs(expected) + 1)
     assert np.all(np.abs(np.asarray(actual, np.float64) - expected) <= bound)
@@ -41,7 +41,7 @@ def test_subtraction_fma_min_max_shifts_and_uint():
                                       "n": n})
     a, b = x["A"].astype(np.float64), x["B"].astype(np.float64)
     j = np.minimum(np.arange(n), 7)
-    close(r.outputs["C"], a * 2 - b - a[j] * 0.5, 4)
+    assert_close(r.outputs["C"], a * 2 - b - a[j] * 0.5, 4)
     # per element: *, +, 0 - B (negation), -, *  = 5 FLOPs
     assert r.counts.flop == 5 * n
     assert r.counts.global_load_elems == 3 * n
@@ -61,9 +61,9 @@ def test_vectors_pointer_casts_and_float4_buffers():
                                      "B": {"shape": [64], "access": "in"},
                                      "C": {"shape": [128], "access": "out"}})
     a, b = x["A"].astype(np.float64), x["B"].astype(np.float64)
-    close(r.outputs["C"][:64], a + 2 * b, 2)
+    assert_close(r.outputs["C"][:64], a + 2 * b, 2)
     mixed = np.where(np.arange(64) % 4 < 2, a, b)
-    close(r.outputs["C"][64:], mixed)
+    assert_close(r.outputs["C"][64:], mixed)
     assert r.counts.global_load_elems == 128 and r.counts.global_store_elems == 128
     assert r.counts.flop == 2 * 64
     kinds = {type(s).__name__ for s in sch.body}
@@ -103,8 +103,8 @@ def test_local_arrays_helpers_unroll_defines_and_countdown_loops():
                      "C": {"shape": [wg * groups + groups], "access": "out"}},
                     build_options=f"-DWG={wg}")
     a = x["A"].astype(np.float64).reshape(groups, wg)
-    close(r.outputs["C"][:wg * groups], (a + 2 * a[:, ::-1]).reshape(-1), 4)
-    close(r.outputs["C"][wg * groups:], a.sum(axis=1), wg)
+    assert_close(r.outputs["C"][:wg * groups], (a + 2 * a[:, ::-1]).reshape(-1), 4)
+    assert_close(r.outputs["C"][wg * groups:], a.sum(axis=1), wg)
     assert r.counts.barriers == groups * (1 + 3)
     assert sch.local_arrays[0].dims[1].name == "WG"
     with pytest.raises(ValueError, match="WG must be given"):
@@ -159,4 +159,4 @@ def test_float_builtins_and_select():
     i = np.arange(16)
     expected = (np.fmax(a, b) + np.fmin(a, 0) * np.abs(b) + np.sqrt(np.abs(a)) + np.exp(b * 0.1)
                 + np.where(i % 2 == 0, a, b) + np.where(i < 5, b, a) + np.fmax(a, 1.0))
-    close(r.outputs["C"], expected, 16)
+    assert_close(r.outputs["C"], expected, 16)

@@ -30,7 +30,7 @@ SIZED = record.sized_cases()
 GOLDEN = {stem: record.load(stem) for stem in record.STEMS}
 
 
-def _compare(case_id: str, actual: dict) -> None:
+def assert_golden(case_id: str, actual: dict) -> None:
     expected = GOLDEN[record.golden_file(case_id)][case_id]
     diffs = record.differences(record.normalized(expected), record.normalized(actual))
     assert not diffs, (f"{case_id} ({' '.join(expected['argv'])}) differs from "
@@ -52,7 +52,7 @@ def test_every_case_has_a_golden_output():
 
 @pytest.mark.parametrize("case_id", sorted(SIZED))
 def test_simulate_model_and_check_outputs_are_the_golden_ones(case_id):
-    _compare(case_id, record.invoke(SIZED[case_id]))
+    assert_golden(case_id, record.invoke(SIZED[case_id]))
 
 
 def test_crosscheck_outputs_are_the_golden_ones(crosscheck_all):
@@ -60,11 +60,11 @@ def test_crosscheck_outputs_are_the_golden_ones(crosscheck_all):
 
     if not oclgrind_available():
         pytest.skip("no Oclgrind platform")
-    _compare("crosscheck/--all", record.crosscheck_outcome(crosscheck_all))
+    assert_golden("crosscheck/--all", record.crosscheck_outcome(crosscheck_all))
 
 
 def test_the_tuners_ranking_at_64_is_the_golden_one():
-    _compare(f"tune/gemm@{record.TUNE_SIZE}", record.run_tune())
+    assert_golden(f"tune/gemm@{record.TUNE_SIZE}", record.run_tune())
 
 
 def test_the_comparison_finds_a_changed_count_and_ignores_process_words():

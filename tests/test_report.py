@@ -236,8 +236,10 @@ def test_sweep_counts_the_grid_and_measures_the_devices_sizes(quick, list_name):
 
 
 def test_quick_points_are_valid_schedules():
+    from tiletraffic.simulator.schedules import FAMILIES
+
     for p in report.default_sweep(True):
-        p.build()
+        assert p.build().family in FAMILIES, p
 
 
 def test_speedup_range_follows_the_spreads():
