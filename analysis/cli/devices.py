@@ -9,7 +9,7 @@ from .common import fail
 @click.command("devices")
 def command():
     """List the OpenCL devices and which one is used by default."""
-    from tiletraffic.gpu.device import list_devices, select_device
+    from tiletraffic.gpu.device import POCL_NEWER_HINT, build_problem, list_devices, select_device
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
     devices = list_devices()
@@ -20,7 +20,13 @@ def command():
         default = select_device(None).info.id
     except TiletrafficGpuError:
         default = None
+    unusable = False
     for d in devices:
         mark = "*" if d.id == default else " "
-        click.echo(f"{mark} {d.describe()}")
+        problem = build_problem(d)
+        unusable = unusable or problem is not None
+        click.echo(f"{mark} {d.describe()}"
+                   + (f"  [cannot compile kernels here: {problem}]" if problem else ""))
     click.echo("(* = default; choose with --device P:D, a name part, or PYOPENCL_CTX)")
+    if unusable:
+        click.echo(f"(a device that cannot compile kernels: {POCL_NEWER_HINT})")
