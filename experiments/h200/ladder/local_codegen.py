@@ -232,7 +232,7 @@ def code_stage(folder: Path, target, cases: list[dict], assemble_opencl: bool = 
     tools = _tools()
     result: dict = {"tools": tools, "kernels": []}
     for c in cases:
-        rec: dict = {"id": c["id"], "label": c["label"]}
+        rec: dict = {"id": c["id"], "label": c.get("label", c["id"])}
         result["kernels"].append(rec)
         kernel = generate(build_case(c))
         (folder / f"{c['id']}.cl").write_text(kernel.source)
