@@ -115,7 +115,7 @@ class DeviceModel:
     fp32_flop_per_s: float = 67e12
     launch_overhead_s: float = 3e-6
     local_vector_words: int = 4
-    local_vector_min_wavefronts: int = 2
+    local_vector_min_wavefronts: int = 1
     barrier_wavefronts_per_work_group: int = 2
     memory_latency_s: float = 300e-9
     memory_latency_dram_s: float = 0.0

@@ -14,11 +14,11 @@ w mod banks. With ``local_vector_words`` v > 1, a local load that reads v consec
 v-aligned words in v consecutive iterations of an inner loop is counted as one vector load
 (NVCC unrolls such loops and emits 128-bit LDS for them: the H200 counters of
 ``reports/nvidia-h200`` show exactly this); its wavefronts count the distinct words of all
-v, by the phase rule of vector accesses below, and are at least ``vector_min_wavefronts``
-(2 on the H200: every 128-bit LDS of the tiled GEMMs took two wavefronts in
-``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld``, whether its 32 work-items read 1, 2
-or 4 distinct 16-byte words; bank conflicts are counted above that minimum, as Nsight
-Compute counts them). A request needs as many *wavefronts* as the
+v, by the phase rule of vector accesses below (on the H200 every 128-bit LDS of the tiled
+GEMMs took two wavefronts in ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld``, whether
+its 32 work-items read 1, 2 or 4 distinct 16-byte words, and the 8 active work-items of a
+last, partial sub-group one: one per half sub-group, as the rule gives), and at least
+``vector_min_wavefronts`` (1 on the H200). A request needs as many *wavefronts* as the
 largest number of distinct words it touches in one bank (work-items reading the same word
 share it: a broadcast); its bank conflicts are the wavefronts above that minimum (one for
 scalar loads) (CUDA C++ Programming Guide, "Shared Memory", compute capability 5.x and

@@ -24,9 +24,11 @@ from typing import Callable
 
 from .schedule import (
     Accumulate,
+    Assign,
     Barrier,
     Const,
     DeclareFloat,
+    FConst,
     For,
     GlobalArray,
     If,
@@ -97,8 +99,8 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16, padding: int = 0,
     """Tiled GEMM through local memory with B×B tiles (B = ``tile``) and B×B work-groups.
 
     Per K-tile: each work-item loads one element of A and one of B into local memory
-    (guarded; zero-filled outside the matrix), barrier, B multiply-adds from local memory,
-    barrier. Global loads are M·K·⌈N/B⌉ + K·N·⌈M/B⌉; 2·⌈K/B⌉ barriers per work-group
+    (guarded; zero-filled outside the matrix: the value is chosen, then stored once), barrier,
+    B multiply-adds from local memory, barrier. Global loads are M·K·⌈N/B⌉ + K·N·⌈M/B⌉; 2·⌈K/B⌉ barriers per work-group
     (seed: matrix-operations "Tiled Implementation with Shared Memory";
     tiling-and-shared-memory §3-§4: 2NB reads per output tile).
 
@@ -126,18 +128,21 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16, padding: int = 0,
     a_col, b_row = Let("a_col", t * T + lcv), Let("b_row", t * T + lrv)
     acc = DeclareFloat("acc")
     a_at = (lrv, lcv) if a_tile == "row-major" else (lcv, lrv)
-    load_a = If((r < M) & (a_col.var < K),
-                (store(tile_a, a_at, A[r, a_col.var]),),
-                (store(tile_a, a_at, 0.0),))
-    load_b = If((b_row.var < K) & (c < N),
-                (store(tile_b, (lrv, lcv), B[b_row.var, c]),),
-                (store(tile_b, (lrv, lcv), 0.0),))
+    # each element is chosen first (guarded load or 0) and stored once: one store per
+    # work-item and K step, as the compilers emit it (one STS per tile, no branch)
+    a_val, b_val = DeclareFloat("a_val", None), DeclareFloat("b_val", None)
+    load_a = (If((r < M) & (a_col.var < K),
+                 (Assign("a_val", A[r, a_col.var]),), (Assign("a_val", FConst(0.0)),)),
+              store(tile_a, a_at, a_val.ref))
+    load_b = (If((b_row.var < K) & (c < N),
+                 (Assign("b_val", B[b_row.var, c]),), (Assign("b_val", FConst(0.0)),)),
+              store(tile_b, (lrv, lcv), b_val.ref))
     a_read = tile_a[lrv, kk] if a_tile == "row-major" else tile_a[kk, lrv]
     compute = For("k", Const(0), T, Const(1), (Accumulate("acc", a_read * tile_b[kk, lcv]),))
     body = block(
-        col, row, lc, lr, acc,
+        col, row, lc, lr, acc, a_val, b_val,
         For("t", Const(0), ceil_div(K, T), Const(1), block(
-            a_col, b_row, load_a, load_b, Barrier(), compute, Barrier(),
+            a_col, b_row, *load_a, *load_b, Barrier(), compute, Barrier(),
         )),
         If((r < M) & (c < N), (store(C, (r, c), acc.ref),)),
     )

@@ -50,6 +50,9 @@ DRAM_LATENCY = {"memory_latency_dram_s": 0.0}
 # and the strided requests' fills from DRAM (0: left out, likewise)
 STRIDED_FILL = {"strided_dram_fill_sub_group_cycles_per_line": 0.0}
 H200_AT_34A001F = {**H200_AT_34A001F, **REGISTERS, **STRIDED, **DRAM_LATENCY, **STRIDED_FILL}
+# and no floor on a 128-bit local load's wavefronts beyond the phase-pair rule (the partial
+# last sub-group of matvec-local took one wavefront: the local-counter check)
+H200_AT_34A001F = {**H200_AT_34A001F, "local_vector_min_wavefronts": 1}
 AT_34A001F = {
     "nvidia-h200": (H200_AT_34A001F, H200_GUESSED),
     "nvidia-h200-cuda": ({**H200_AT_34A001F, "local_vector_words": 4}, H200_GUESSED),

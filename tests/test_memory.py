@@ -185,22 +185,21 @@ def test_gemm_tiled_32_transposed_a_tile_has_31_conflicts_per_a_store():
 
 
 def test_gemm_tiled_32_transposed_a_tile_zero_fill_stores_conflict_too():
-    # K = 40 instead of 64: K-tiles 2. K-tile 0: a_col = lc < 40 for every lane: the load
-    # branch stores 32 words in bank lr: 32 wavefronts, 31 conflicts (1 request).
-    # K-tile 1: a_col = 32 + lc < 40 only for lc < 8. Two requests (the two branches are two
-    #   statements): load branch 8 lanes -> 8 words in bank lr: 8 wavefronts, 7 conflicts;
-    #   zero-fill branch 24 lanes -> 24 wavefronts, 23 conflicts.
-    # Per sub-group: 3 requests, 64 wavefronts, 31 + 7 + 23 = 61 conflicts.
-    # tile_B[lr][lc]: K-tile 1 rows b_row = 32 + lr < 40 for lr < 8: a whole sub-group takes
-    #   either branch: 1 request per sub-group and K-tile, 1 wavefront each.
+    # K = 40 instead of 64: K-tiles 2. Each work-item chooses its element (the load, or 0
+    # outside the matrix) and stores it with one statement: one request per sub-group, tile
+    # and K-tile, whichever lanes load. tile_A[lc][lr] (transposed): the 32 lanes of a
+    # sub-group (lc = 0..31, one lr) store 32 words in bank lr: 32 wavefronts, 31 conflicts,
+    # in K-tile 0 (all loaded) and K-tile 1 (8 loaded, 24 zeros) alike.
+    # tile_B[lr][lc]: 32 consecutive words, 1 wavefront per request.
+    # Per sub-group: A 2 requests, 64 wavefronts, 62 conflicts; B 2 requests, 2 wavefronts.
     # 4 groups x 32 sub-groups = 128 sub-groups:
-    #   store requests = 128 x (3 + 2) = 640, wavefronts = 128 x (64 + 2) = 8448,
-    #   conflicts = 128 x 61 = 7808.
+    #   store requests = 128 x 4 = 512, wavefronts = 128 x 66 = 8448,
+    #   conflicts = 128 x 62 = 7936.
     c = memory_counts("gemm-tiled", 64, 40, 64, tile=32, a_tile="transposed")
-    assert c.local_store_requests == 640
+    assert c.local_store_requests == 512
     assert c.local_store_wavefronts == 8448
-    assert c.local_store_bank_conflicts == 7808
-    assert c.local_bank_conflicts == 7808
+    assert c.local_store_bank_conflicts == 7936
+    assert c.local_bank_conflicts == 7936
     # loads: the compute loop runs k = 0..31 in both K-tiles: 16384 broadcast/linear loads
     assert c.local_load_requests == c.local_load_wavefronts == 16384
 

@@ -425,15 +425,17 @@ def ncu_stage(cases: list[dict], folder: Path, tag: str, timeout_s: float,
     return result
 
 
-def ncu_each(cases: list[dict], folder: Path, tag: str, timeout_s: float) -> dict:
-    """:func:`ncu_stage` once per case (tags ``<tag>-<i>``), while time is left: records
-    and ``source_rows_by_case`` (case id -> the local rows of its source page)."""
+def ncu_each(cases: list[dict], folder: Path, tag: str, timeout_s: float,
+             wanted: tuple[str, ...] = METRICS) -> dict:
+    """:func:`ncu_stage` once per case (tags ``<tag>-<i>``, metrics ``wanted``), while time
+    is left: records and ``source_rows_by_case`` (case id -> the local rows of its source
+    page)."""
     result: dict = {"runs": [], "records": [], "source_rows_by_case": {}}
     for i, c in enumerate(cases):
         if _left(30.0) < 15:
             result["records"].append({"id": c["id"], "error": "no time left for ncu"})
             continue
-        one = ncu_stage([c], folder, f"{tag}-{i}", min(timeout_s, 30.0))
+        one = ncu_stage([c], folder, f"{tag}-{i}", min(timeout_s, 30.0), wanted)
         rows = one.pop("source_rows_by_kernel", {})
         result["source_rows_by_case"][c["id"]] = rows.get(0, rows.get("0", []))
         result["records"].extend(one.pop("records", []))

@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     done = {r["id"] for r in data["ncu_opencl"].get("records", []) if r.get("metrics")}
     missing = [c for c in opencl if c["id"] not in done]
     if missing and LC._left(60.0) > 0:
-        stage("ncu_opencl_each", LC.ncu_each, missing, code, "opencl-each", 30.0)
+        stage("ncu_opencl_each", LC.ncu_each, missing, code, "opencl-each", 30.0, METRICS)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -177,8 +177,9 @@ def value_rows(model: DeviceModel, which: str, unshared: str | None) -> list[str
             "time"),
         "local_vector_min_wavefronts": (
             f"{model.local_vector_min_wavefronts}",
-            "not a guess: read off the issue-4 run's counters (every 128-bit local load "
-            "took two wavefronts), so not an independent check of the local-load "
+            "not a guess: read off the H200 counters (a full sub-group's 128-bit local load "
+            "took two wavefronts, the last, partial sub-group's one: the phase-pair rule "
+            "with no floor beyond it), so not an independent check of the local-load "
             "wavefronts there", "the local-load wavefronts of 128-bit loads (the CUDA build)"),
         "barrier_wavefronts_per_work_group": (
             f"{model.barrier_wavefronts_per_work_group}",
