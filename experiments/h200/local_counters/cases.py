@@ -1,7 +1,7 @@
 """The cases of the local-memory counter check: every schedule family at three shapes of
 which at least two are not multiples of the tile, plus the configurations whose machine
 code alone is read (no shape: the sizes are kernel arguments, so a configuration's machine
-code is the same at every shape).
+code is the same at every shape, but for :data:`CODE_NEEDS_K`).
 
 A configuration is ``(family, tile, options)``; a counted case is a configuration at one
 shape ``(m, k, n)`` (``n`` None for the matrix-vector families).
@@ -60,6 +60,13 @@ L1 counters' figures repeat (an access pattern's wavefronts do); the last is a l
 16 work-groups, one per SM, with the same K loop."""
 
 
+CODE_NEEDS_K = ("matvec-local-whole",)
+"""Families whose source has K in it (matvec-local-whole declares its local copy of x with
+K words): one configuration per K, so that the OpenCL driver's machine code launched for a
+case is the one built for its K (a copy built for another K writes past its local array, and
+the launch fails)."""
+
+
 def case_id(family: str, m: int, k: int, n, tile: int, options: dict) -> str:
     from experiments.h200.validation.driver import case_id as cid
     return cid({"family": family, "m": m, "k": k, "n": n, "tile": tile, "options": options})
@@ -69,7 +76,7 @@ def _case(family, tile, options, shape, suffix="") -> dict:
     m, k, n = shape if len(shape) == 3 else (*shape, None)
     c = {"family": family, "m": m, "k": k, "n": n, "tile": tile, "options": dict(options)}
     c["id"] = case_id(family, m, k, n, tile, options) + suffix
-    c["config"] = config_id(family, tile, options)
+    c["config"] = config_id(family, tile, options) + (f"-K{k}" if family in CODE_NEEDS_K else "")
     return c
 
 
@@ -94,12 +101,13 @@ def code_cases() -> list[dict]:
     the machine-code stages (the code does not depend on the sizes)."""
     out, seen = [], set()
     for family, tile, options in COUNTED + SASS_ONLY:
-        cid = config_id(family, tile, options)
-        if cid in seen:
-            continue
-        seen.add(cid)
-        shape = (256, 256) if family.startswith("matvec") else (256, 256, 256)
-        c = _case(family, tile, options, shape)
-        c["id"] = cid
-        out.append(c)
+        shapes = ([(256, k) for _, k in MATVEC_SHAPES] if family in CODE_NEEDS_K
+                  else [(256, 256) if family.startswith("matvec") else (256, 256, 256)])
+        for shape in shapes:
+            c = _case(family, tile, options, shape)
+            if c["config"] in seen:
+                continue
+            seen.add(c["config"])
+            c["id"] = c["config"]
+            out.append(c)
     return out

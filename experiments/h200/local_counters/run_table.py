@@ -19,6 +19,8 @@ store instructions (exact targets); local load and store wavefronts of the L1 un
 
     python -m experiments.h200.local_counters.run_table --write-model
     python -m experiments.h200.local_counters.run_table > reports/nvidia-h200/local_counters/table.md
+
+(``--run reports/nvidia-h200/local_counters/run`` for the first call.)
 """
 from __future__ import annotations
 
@@ -30,7 +32,10 @@ import tarfile
 import warnings
 from pathlib import Path
 
-RUN = Path(__file__).resolve().parents[3] / "reports" / "nvidia-h200" / "local_counters" / "run"
+RUNS = Path(__file__).resolve().parents[3] / "reports" / "nvidia-h200" / "local_counters"
+RUN = RUNS / "run2"
+"""The device call the committed ``table.md`` analyses (``run/``: the first call, its table
+against the model of that day beside it)."""
 ARCHIVE = RUN / "local_counters_run.tar.gz"
 MODEL_FILE = RUN / "model.json"
 
@@ -229,12 +234,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write-model", action="store_true",
                     help=f"model every measured case and write {MODEL_FILE.name} (minutes)")
+    ap.add_argument("--run", type=Path, default=RUN,
+                    help="folder of the device call (its local_counters_run.tar.gz and "
+                         "model.json)")
     args = ap.parse_args(argv)
-    entries = measured(load_run())
+    entries = measured(load_run(args.run / ARCHIVE.name))
     if args.write_model:
-        write_model(entries)
+        write_model(entries, args.run / MODEL_FILE.name)
         return 0
-    figures = json.loads(MODEL_FILE.read_text())
+    figures = json.loads((args.run / MODEL_FILE.name).read_text())
     print(markdown(rows(entries, figures)), end="")
     return 0
 

@@ -15,13 +15,13 @@ from .conftest import committed
 
 @pytest.fixture(scope="module")
 def entries():
-    committed("local_counters", "run", "local_counters_run.tar.gz")
+    committed("local_counters", "run2", "local_counters_run.tar.gz")
     return R.measured(R.load_run())
 
 
 @pytest.fixture(scope="module")
 def figures():
-    return json.loads(committed("local_counters", "run", "model.json").read_text())
+    return json.loads(committed("local_counters", "run2", "model.json").read_text())
 
 
 def test_the_committed_table_is_the_analysis_of_the_committed_data(entries, figures):
@@ -49,16 +49,15 @@ def table_rows(entries, figures):
     return {(r["id"], r["build"]): r for r in R.rows(entries, figures) if r["record"]}
 
 
-def test_every_gemm_meets_the_instruction_targets_of_loads(table_rows):
-    # both builds, every GEMM configuration and shape measured: global load requests and
-    # sectors, local load instructions and their own wavefronts exact
+def test_every_gemm_equals_nsight_but_for_the_l1_units_own_counters(table_rows):
+    # both builds, every GEMM configuration and shape measured: global requests and sectors,
+    # local instructions and the instructions' own wavefronts exact; the L1 unit's wavefronts
+    # and conflicts are the only quantities that differ
     gemms = [r for (cid, _), r in table_rows.items() if cid.startswith("gemm-")]
-    assert len(gemms) == 48
+    assert len(gemms) == 68
     for r in gemms:
-        for label in ("global ld requests", "global ld sectors", "local ld instr.",
-                      "local ld wavefronts (instr.)"):
-            if label in r["values"]:
-                model, measured = r["values"][label]
+        for label, (model, measured) in r["values"].items():
+            if "(L1)" not in label:
                 assert model == measured, (r["id"], r["build"], label)
 
 
@@ -70,14 +69,26 @@ def test_l1_excess_differs_between_two_launches_of_one_case(table_rows):
     assert R.l1_excess(table_rows[("gemm-tiled-M1000-K1000-N1000-T16", "CUDA")])
 
 
-def test_gemm_tiled_stores_are_over_counted_only_where_the_tile_does_not_divide(table_rows):
+def test_gemm_tiled_stores_one_element_per_work_item_and_k_step_at_every_shape(table_rows):
+    # the schedule chooses each element (the load, or 0 outside) and stores it once, as
+    # both compilers do: 3969 work-groups x 8 sub-groups x 63 K steps x 2 tiles at 1000³
     for (cid, build), r in table_rows.items():
         if cid.startswith("gemm-tiled-"):
             model, measured = r["values"]["local st instr."]
-            if "-M256-K256-N256-" in cid:
-                assert model == measured, (cid, build)
-            else:
-                assert model > measured, (cid, build)
+            assert model == measured, (cid, build)
+    for build in ("CUDA", "OpenCL"):
+        assert table_rows[("gemm-tiled-M1000-K1000-N1000-T16", build)]["values"][
+            "local st instr."][1] == 63 * 63 * 63 * 16
+
+
+def test_the_first_call_counted_the_same_stores_as_the_second():
+    # the first call (run/, the schedule then storing in both sides of an If) measured the
+    # same store instructions: the model changed, the compilers' code did not
+    first = {(e["id"], e["build"]): e for e in R.measured(
+        R.load_run(committed("local_counters", "run", "local_counters_run.tar.gz")))}
+    metric = "smsp__sass_inst_executed_op_shared_st.sum"
+    rec = first[("gemm-tiled-M1000-K1000-N1000-T16", "CUDA")]["record"]
+    assert rec["metrics"][metric]["value"] == 63 * 63 * 63 * 16
 
 
 def test_matvec_local_whole_is_merged_by_the_cuda_build_at_every_k(table_rows):
@@ -89,18 +100,6 @@ def test_matvec_local_whole_is_merged_by_the_cuda_build_at_every_k(table_rows):
     model, measured = table_rows[("matvec-local-whole-M1000-K1000-T256", "CUDA")]["values"][
         "local ld instr."]
     assert model == measured
-
-
-def test_gemm_tiled_store_excess_is_its_diverging_sub_groups(table_rows):
-    # 1000³, B = 16, sub-groups of 2 tile rows: the guard diverges for A at the last K step
-    # in every work-group (63² × 8) and for B in the last column of work-groups at every K
-    # step (63 × 63 × 8), less the sub-groups wholly outside at the last step (2 × 63 × 4)
-    diverging = 63 * 63 * 8 + 63 * 63 * 8 - 2 * 63 * 4
-    for build in ("CUDA", "OpenCL"):
-        model, measured = table_rows[("gemm-tiled-M1000-K1000-N1000-T16", build)]["values"][
-            "local st instr."]
-        assert model - measured == diverging
-        assert measured == 63 * 63 * 63 * 16
 
 
 def test_matvec_unrolled_remainders_give_the_cuda_builds_extra_executions(table_rows):
@@ -121,11 +120,11 @@ def test_matvec_unrolled_remainders_give_the_cuda_builds_extra_executions(table_
 def test_the_counts_the_findings_state(table_rows):
     rows = list(table_rows.values())
     verdicts = [R.verdict(r) for r in rows]
-    assert len(rows) == 81
+    assert len(rows) == 101
     assert (verdicts.count("exact"), verdicts.count("within 1%"),
-            verdicts.count("L1 excess")) == (27, 1, 19)
+            verdicts.count("L1 excess")) == (28, 0, 56)
     l1 = [r for r in rows if all(R.meets(q, p) for q, p in r["values"].items()
                                  if "wavefronts" in q or "conflicts" in q)]
     own = [r for r in rows if all(R.meets(q, p) for q, p in r["values"].items()
                                   if "wavefronts (instr.)" in q)]
-    assert (len(l1), len(own)) == (32, 65)
+    assert (len(l1), len(own)) == (37, 97)
