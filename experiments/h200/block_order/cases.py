@@ -12,6 +12,10 @@ SIZES = (4096,)
 B128 = {"tm": 8, "tn": 8, "bk": 16, "wg_rows": 16, "wn": 64}
 B64 = {"tm": 8, "tn": 8, "bk": 16, "wg_rows": 8, "wn": 64}
 CAP128 = ("-cl-nv-maxrregcount=128",)
+CAP128_SPACED = ("-cl-nv-maxrregcount", "128")
+"""The two spellings of the cap: as an ``=`` option (no effect in the first call: 149
+registers) and with the count as the next argument, as ``cl_nv_compiler_options`` writes
+it."""
 
 CASES = tuple(
     [(f"warp 128x128 g{g}", "gemm-warp-tiled", 16, {**B128, "group_rows": g}, ())
@@ -20,4 +24,6 @@ CASES = tuple(
        for g in (1, 8, 16)]
     + [(f"warp 128x128 g{g} cap128", "gemm-warp-tiled", 16, {**B128, "group_rows": g}, CAP128)
        for g in (1, 8)]
+    + [(f"warp 128x128 g1 cap{c}s", "gemm-warp-tiled", 16, {**B128, "group_rows": 1},
+        ("-cl-nv-maxrregcount", str(c))) for c in (128, 96)]
 )

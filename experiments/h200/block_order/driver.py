@@ -74,6 +74,7 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="NVIDIA", help="OpenCL device (tiletraffic.run)")
     p.add_argument("--budget-s", type=float, default=330.0,
                    help="skip the cases still waiting after this many seconds")
+    p.add_argument("--labels", nargs="+", default=None, help="only these case labels")
     p.add_argument("--dry-run-local", action="store_true",
                    help="PoCL rehearsal: size 256, repeat 10, one round, no torch")
     a = p.parse_args(argv)
@@ -81,6 +82,10 @@ def main(argv=None) -> int:
         a.sizes, a.repeat, a.rounds, a.device = [256], 10, 1, None
     if a.repeat < 10:
         p.error(f"--repeat {a.repeat}: at least 10 timed launches are needed")
+    known = [c[0] for c in C.CASES]
+    if a.labels and (unknown := [x for x in a.labels if x not in known]):
+        p.error(f"--labels: unknown {unknown}; known: {known}")
+    cases = [c for c in C.CASES if not a.labels or c[0] in a.labels]
     warnings.simplefilter("ignore")
     a.out.mkdir(parents=True, exist_ok=True)
     command = shlex.join([sys.executable, "-m", "experiments.h200.block_order.driver",
@@ -112,7 +117,7 @@ def main(argv=None) -> int:
     reference("before")
     for rnd in range(a.rounds):
         for n in a.sizes:
-            for case in C.CASES:
+            for case in cases:
                 if time.perf_counter() - start > a.budget_s:
                     rec = {"label": case[0], "n": n, "status": "skipped", "checked": False,
                            "error": f"budget of {a.budget_s} s spent"}
