@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import shlex
 import sys
 import time
 import traceback
 import warnings
-from pathlib import Path
 
-from experiments.h200.ladder.driver import _facts, cublas_fp32
+from experiments.h200.ladder.driver import (add_timing_options, begin_run, chosen_cases,
+                                            cublas_reference, timed_rounds)
 
 from . import cases as C
 
@@ -67,69 +65,24 @@ def run_case(case, n: int, device, repeat: int, with_options: bool) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--sizes", type=int, nargs="+", default=list(C.SIZES))
-    p.add_argument("--repeat", type=int, default=20, help="timed launches per case (>= 10)")
-    p.add_argument("--rounds", type=int, default=2, help="passes over every case")
-    p.add_argument("--device", default="NVIDIA", help="OpenCL device (tiletraffic.run)")
-    p.add_argument("--budget-s", type=float, default=330.0,
-                   help="skip the cases still waiting after this many seconds")
-    p.add_argument("--labels", nargs="+", default=None, help="only these case labels")
+    add_timing_options(p, C.SIZES, 330.0)
     p.add_argument("--dry-run-local", action="store_true",
                    help="PoCL rehearsal: size 256, repeat 10, one round, no torch")
     a = p.parse_args(argv)
     if a.dry_run_local:
         a.sizes, a.repeat, a.rounds, a.device = [256], 10, 1, None
-    if a.repeat < 10:
-        p.error(f"--repeat {a.repeat}: at least 10 timed launches are needed")
-    known = [c[0] for c in C.CASES]
-    if a.labels and (unknown := [x for x in a.labels if x not in known]):
-        p.error(f"--labels: unknown {unknown}; known: {known}")
-    cases = [c for c in C.CASES if not a.labels or c[0] in a.labels]
+    cases = chosen_cases(p, a, C.CASES)
     warnings.simplefilter("ignore")
-    a.out.mkdir(parents=True, exist_ok=True)
-    command = shlex.join([sys.executable, "-m", "experiments.h200.block_order.driver",
-                          *(argv if argv is not None else sys.argv[1:])])
-    start = time.perf_counter()
-    raw = {"command": command, "facts": _facts(), "sizes": a.sizes, "repeat": a.repeat,
-           "rounds": a.rounds, "cublas": [], "cases": []}
-    path = a.out / "block_order_raw.json"
-
-    def save():
-        raw["elapsed_s"] = time.perf_counter() - start
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(raw, indent=1))
-        tmp.replace(path)
+    raw, save, start = begin_run("experiments.h200.block_order.driver", argv, a,
+                                 "block_order_raw.json")
 
     def reference(when: str):
-        if a.dry_run_local:
-            return
-        for n in a.sizes:
-            try:
-                rec = cublas_fp32(n, a.repeat)
-            except Exception as e:  # noqa: BLE001
-                rec = {"n": n, "error": f"{type(e).__name__}: {e}"}
-            rec["when"] = when
-            raw["cublas"].append(rec)
-            print("cublas", when, n, rec.get("median_s"), flush=True)
-        save()
+        if not a.dry_run_local:
+            cublas_reference(raw, a.sizes, a.repeat, when, save)
 
     reference("before")
-    for rnd in range(a.rounds):
-        for n in a.sizes:
-            for case in cases:
-                if time.perf_counter() - start > a.budget_s:
-                    rec = {"label": case[0], "n": n, "status": "skipped", "checked": False,
-                           "error": f"budget of {a.budget_s} s spent"}
-                else:
-                    rec = run_case(case, n, a.device, a.repeat, not a.dry_run_local)
-                rec["round"] = rnd
-                raw["cases"].append(rec)
-                print(rnd, n, rec["label"], rec["status"], rec.get("median_s"),
-                      (rec.get("run") or {}).get("registers_per_work_item"),
-                      rec.get("error", "")[:300], round(time.perf_counter() - start, 1),
-                      flush=True)
-                save()
+    timed_rounds(raw, cases, a.sizes, a.rounds, start, a.budget_s,
+                 lambda case, n: run_case(case, n, a.device, a.repeat, not a.dry_run_local), save)
     reference("after")
     save()
     return 0

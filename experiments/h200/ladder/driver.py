@@ -98,6 +98,90 @@ def cublas_fp32(n: int, repeat: int) -> dict:
             "max_abs_error_first_64_rows": err, "torch_cuda": torch.version.cuda}
 
 
+def add_timing_options(p: argparse.ArgumentParser, sizes, budget_s: float) -> None:
+    """The options every timing driver takes: --out, --sizes, --repeat, --rounds, --device,
+    --budget-s and --labels."""
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--sizes", type=int, nargs="+", default=list(sizes))
+    p.add_argument("--repeat", type=int, default=20, help="timed launches per case (>= 10)")
+    p.add_argument("--rounds", type=int, default=2, help="passes over every case")
+    p.add_argument("--device", default="NVIDIA", help="OpenCL device (tiletraffic.run)")
+    p.add_argument("--budget-s", type=float, default=budget_s,
+                   help="skip the cases still waiting after this many seconds")
+    p.add_argument("--labels", nargs="+", default=None, help="only these case labels")
+
+
+def chosen_cases(p: argparse.ArgumentParser, a, cases) -> list:
+    """The cases named by ``a.labels`` (all without it); an unknown label or a --repeat
+    below 10 is a usage error of ``p``."""
+    if a.repeat < 10:
+        p.error(f"--repeat {a.repeat}: at least 10 timed launches are needed")
+    known = [c[0] for c in cases]
+    if a.labels and (unknown := [x for x in a.labels if x not in known]):
+        p.error(f"--labels: unknown {unknown}; known: {known}")
+    return [c for c in cases if not a.labels or c[0] in a.labels]
+
+
+def begin_run(module: str, argv, a, filename: str):
+    """The raw record of a timing driver's run (its command line, the device facts, sizes,
+    repeat and rounds; empty ``cublas`` and ``cases``), its atomic saver to
+    ``a.out / filename`` and the start time: ``(raw, save, start)``."""
+    a.out.mkdir(parents=True, exist_ok=True)
+    command = shlex.join([sys.executable, "-m", module,
+                          *(argv if argv is not None else sys.argv[1:])])
+    start = time.perf_counter()
+    raw = {"command": command, "facts": _facts(), "sizes": a.sizes, "repeat": a.repeat,
+           "rounds": a.rounds, "cublas": [], "cases": []}
+    return raw, raw_saver(raw, a.out / filename, start), start
+
+
+def raw_saver(raw: dict, path: Path, start: float):
+    """A function that writes ``raw`` (with ``elapsed_s`` since ``start``) to ``path``
+    atomically, as every driver does after each case."""
+    def save() -> None:
+        raw["elapsed_s"] = time.perf_counter() - start
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(raw, indent=1))
+        tmp.replace(path)
+    return save
+
+
+def cublas_reference(raw: dict, sizes, repeat: int, when: str, save) -> None:
+    """cuBLAS FP32 (:func:`cublas_fp32`) at each size into ``raw["cublas"]`` (an error
+    recorded, never raised), marked ``when`` ("before"/"after" the kernels), then ``save()``."""
+    for n in sizes:
+        try:
+            rec = cublas_fp32(n, repeat)
+        except Exception as e:  # noqa: BLE001 - the reference's failure never stops a run
+            rec = {"n": n, "error": f"{type(e).__name__}: {e}"}
+        rec["when"] = when
+        raw["cublas"].append(rec)
+        print("cublas", when, n, rec.get("median_s"), flush=True)
+    save()
+
+
+def timed_rounds(raw: dict, cases, sizes, rounds: int, start: float, budget_s: float,
+                 run, save) -> None:
+    """``rounds`` passes over every case at every size, ``run(case, n)`` giving each record
+    (a case still waiting after ``budget_s`` seconds since ``start`` is recorded skipped);
+    each record into ``raw["cases"]`` with its round, printed, and ``save()`` after it."""
+    for rnd in range(rounds):
+        for n in sizes:
+            for case in cases:
+                if time.perf_counter() - start > budget_s:
+                    rec = {"label": case[0], "family": case[1], "n": n, "status": "skipped",
+                           "checked": False, "error": f"budget of {budget_s} s spent"}
+                else:
+                    rec = run(case, n)
+                rec["round"] = rnd
+                raw["cases"].append(rec)
+                print(rnd, n, rec["label"], rec["status"], rec.get("median_s"),
+                      (rec.get("run") or {}).get("registers_per_work_item"),
+                      rec.get("error", "")[:300], round(time.perf_counter() - start, 1),
+                      flush=True)
+                save()
+
+
 def run_case(case, n: int, device, repeat: int) -> dict:
     import tiletraffic
 

@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
 
-from experiments.h200.ladder.driver import _facts, cublas_fp32, run_case
+from experiments.h200.ladder.driver import (begin_run, cublas_reference, run_case,
+                                            timed_rounds)
 
 from . import cases as C
 
@@ -66,50 +65,17 @@ def main(argv=None) -> int:
         p.error(f"--labels: unknown {unknown}; known: {known}")
     cases = [c for c in C.CASES if not a.labels or c[0] in a.labels]
     warnings.simplefilter("ignore")
-    a.out.mkdir(parents=True, exist_ok=True)
-    command = shlex.join([sys.executable, "-m", "experiments.h200.warp_tiled.driver",
-                          *(argv if argv is not None else sys.argv[1:])])
-    (a.out / "command.txt").write_text(command + "\n")
-    start = time.perf_counter()
-    raw = {"command": command, "facts": _facts(), "sizes": a.sizes, "repeat": a.repeat,
-           "rounds": a.rounds, "cublas": [], "cases": []}
-    path = a.out / "warp_tiled_raw.json"
-
-    def save():
-        raw["elapsed_s"] = time.perf_counter() - start
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(raw, indent=1))
-        tmp.replace(path)
+    raw, save, start = begin_run("experiments.h200.warp_tiled.driver", argv, a,
+                                 "warp_tiled_raw.json")
+    (a.out / "command.txt").write_text(raw["command"] + "\n")
 
     def reference(when: str):
-        if a.dry_run_local:
-            return
-        for n in a.sizes:
-            try:
-                rec = cublas_fp32(n, a.repeat)
-            except Exception as e:
-                rec = {"n": n, "error": f"{type(e).__name__}: {e}"}
-            rec["when"] = when
-            raw["cublas"].append(rec)
-            print("cublas", when, n, rec.get("median_s"), flush=True)
-        save()
+        if not a.dry_run_local:
+            cublas_reference(raw, a.sizes, a.repeat, when, save)
 
     reference("before")
-    for rnd in range(a.rounds):
-        for n in a.sizes:
-            for case in cases:
-                if time.perf_counter() - start > a.budget_s:
-                    rec = {"label": case[0], "family": case[1], "n": n, "status": "skipped",
-                           "checked": False, "error": f"budget of {a.budget_s} s spent"}
-                else:
-                    rec = run_case(case, n, a.device, a.repeat)
-                rec["round"] = rnd
-                raw["cases"].append(rec)
-                print(rnd, n, rec["label"], rec["status"], rec.get("median_s"),
-                      (rec.get("run") or {}).get("registers_per_work_item"),
-                      rec.get("error", "")[:300], round(time.perf_counter() - start, 1),
-                      flush=True)
-                save()
+    timed_rounds(raw, cases, a.sizes, a.rounds, start, a.budget_s,
+                 lambda case, n: run_case(case, n, a.device, a.repeat), save)
     reference("after")
     if a.counters:
         from experiments.h200.validation.driver import case_id, counters_stage
