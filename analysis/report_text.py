@@ -385,9 +385,11 @@ def summary_lines(data: dict, out_dir: Path) -> list[str]:
     if pairs:
         best = max(pairs, key=lambda p: p.value)
         hi = "∞" if math.isinf(best.high) else f"{best.high:.2f}"
+        wins = sum(p.low > 1 for p in pairs)
         lines.append(f"speedup over naive: {min(p.value for p in pairs):.2f}× to "
                      f"{best.value:.2f}× (median {median(p.value for p in pairs):.2f}×); "
-                     f"best {best.label}: {best.value:.2f}× ({best.low:.2f}–{hi})")
+                     f"best {best.label}: {best.value:.2f}× ({best.low:.2f}–{hi}); "
+                     f"faster beyond the spread in {wins} of {len(pairs)}")
     else:
         lines.append("speedup over naive: no pair measured")
     model = meta.get("model")

@@ -148,6 +148,10 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
                                                    "platform": target.info.platform_name},
             "limits": limits.name, "top": top, "repeat": repeat, "warmup": warmup,
             "rounds": rounds, "seed": seed, "command": command or "tiletraffic.tune_launch"}
+    if target is not None:
+        from .device_models import model_describes_device
+        describes, why = model_describes_device(model, target.info)
+        meta["model_describes_device"], meta["model_why"] = describes, why
     doc = {"meta": meta, "status": "modelling", "rejected": [], "predictions": [],
            "measurements": [], "summary": None}
     path = None if out is None else Path(out)
@@ -207,6 +211,9 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     doc["predictions"] = [e for e, _ in valid]
     log(f"{combos} candidates: {len(doc['rejected'])} rejected, {len(valid)} modelled on "
         f"{model.name}")
+    if meta.get("model_describes_device") is False:
+        log(f"note: {meta['model_why']}: the measured times, not the predicted ones, rank "
+            "the candidates measured")
     doc["status"] = "measuring" if top else "complete"
     save()
     if top:
@@ -290,6 +297,9 @@ def table(doc: dict) -> str:
              f"{meta['device_model']}" + (f", {len(doc['measurements'])} measured on "
                                           f"{meta['device']['name']}" if meta["device"]
                                           else ", none measured")]
+    if meta.get("model_describes_device") is False:
+        lines.append(f"note: {meta['model_why']}: the measured times, not the predicted "
+                     "ones, rank the candidates measured")
     measured = {r["label"]: r for r in doc["measurements"]}
     lines += ["", f"{'rank':>4s}  {'parameters':24s} {'predicted ms':>12s} "
                   f"{'measured ms':>21s}  check"]

@@ -72,3 +72,7 @@ def test_top_candidates_measured_on_pocl_with_regret(pocl, tmp_path):
     summary = doc["summary"]
     assert summary["regret_ratio"] >= 1.0
     assert summary["pick"]["predicted_rank"] == 1
+    # a CPU under a model completed from its OpenCL limits: said, in the JSON and the table
+    assert doc["meta"]["model_describes_device"] is False
+    assert "not a model of" in result.output and "the measured times, not the predicted" \
+        in result.output

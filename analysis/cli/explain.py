@@ -63,6 +63,7 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
             raise click.UsageError(str(err)) from None
     write_page(doc, out_file)
     hazards = f", {len(doc['hazards'])} hazard(s) drawn" if doc["hazards"] else ""
+    steps = len(doc["steps"]["list"])
     click.echo(f"wrote {out_file}: {sch.family}, work-group "
                f"{', '.join(map(str, doc['work_group']['id']))}, "
-               f"{len(doc['steps']['list'])} steps{hazards}")
+               f"{steps} step{'' if steps == 1 else 's'}{hazards}")
