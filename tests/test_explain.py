@@ -133,9 +133,9 @@ def test_too_large_is_refused_with_the_limit_and_a_size():
     result = CliRunner().invoke(main, ["explain", "gemm-naive", "--m", "32", "--k", "100",
                                        "--n", "32", "--out", "x.html"])
     assert result.exit_code == 2
-    assert result.output.strip().splitlines()[-1] == (
-        "Error: A is 32 x 100: explain draws every element, at most 64 columns per array; "
-        "use --k 64 or less")
+    assert result.output.strip().splitlines() == [
+        "error: A is 32 x 100: explain draws every element, at most 64 columns per array; "
+        "use --k 64 or less (options: main explain --help)"]
 
 
 def test_cli_writes_the_page(tmp_path):
@@ -212,7 +212,8 @@ def test_launch_file_through_the_resolver(tmp_path):
         assert doc["reuse"][name]["total"] == sim["global_load_elems_by_buffer"][name]
     too_big = CliRunner().invoke(main, ["explain", launch, "--out", str(out)])
     assert too_big.exit_code == 2
-    assert too_big.output.strip().splitlines()[-1].endswith("use --set N=64 or less")
+    assert too_big.output.strip().splitlines()[-1].endswith(
+        "use --set N=64 or less (options: main explain --help)")
 
 
 def test_a_launch_of_too_many_work_groups_is_refused():

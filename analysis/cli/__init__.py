@@ -42,9 +42,35 @@ COMMANDS = (simulate, model, run, explain, check, crosscheck, devices, device_mo
 """The command modules, in the order ``--help`` lists them."""
 
 
+class OneLineUsageError(click.ClickException):
+    """A usage error (bad input, exit status 2) printed as one line that names the command
+    whose ``--help`` lists the options, instead of click's usage block."""
+
+    exit_code = 2
+
+    def __init__(self, err: click.UsageError):
+        path = err.ctx.command_path if err.ctx is not None else "tiletraffic"
+        super().__init__(f"{err.format_message()} (options: {path} --help)")
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
 class _Ordered(click.Group):
     def list_commands(self, ctx):
         return list(self.commands)
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as err:
+            raise OneLineUsageError(err) from None
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as err:
+            raise OneLineUsageError(err) from None
 
 
 @click.group(cls=_Ordered, context_settings={"help_option_names": ["-h", "--help"]})
