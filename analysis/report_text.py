@@ -220,7 +220,7 @@ def _measured_section(meta: dict, results: list[dict], by_key: dict, out_dir: Pa
              "Cut in loads (counted by the simulator): global loads of the naive schedule "
              "divided by those of the optimized one (the naive GEMM uses the same B×B "
              "work-group). Measured: median time of naive divided by median time of the "
-             f"optimized one, over {rounds} round(s) of {meta['repeat']} timed launches each "
+             f"optimized one, over {_rounds(rounds)} of {meta['repeat']} timed launches each "
              "(sizes chosen for this device"
              + (f": the `{meta['case_list']}` sizes of `tiletraffic validate`" if
                 meta.get("case_list") else "") + "). A speedup below 1 means the optimized "
@@ -323,14 +323,14 @@ def write_report(data: dict, out_dir: Path) -> str:
     device_name = dev["device_name"]
     rounds = meta.get("rounds", 1)
     lines = [
-        f"# tiletraffic report: naive vs tiled GEMM on {device_name}",
+        f"# tiletraffic report: naive vs tiled GEMM and matrix-vector on {device_name}",
         "",
         f"Produced by `{meta['command']}` on {meta['created_utc']}"
         + (" (quick sweep)" if meta.get("quick") else "") + ". Raw data: `results.json`.",
         "",
         "Every count below was produced by executing the schedule in the simulator and is "
         "checked against the closed forms of `analysis/closed_form.py`; every time is the "
-        f"median of {rounds} round(s) of {meta['repeat']} launches {_timing_words(results)}, "
+        f"median of {_rounds(rounds)} of {meta['repeat']} launches {_timing_words(results)}, "
         "after warm-up launches, each launch's result checked against a float64 numpy "
         "reference (tolerance scaled to K) before its time counts.",
         "",
@@ -362,6 +362,10 @@ def write_report(data: dict, out_dir: Path) -> str:
         lines.append(f"| {key} | {value} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def _rounds(n: int) -> str:
+    return "1 round" if n == 1 else f"{n} rounds"
 
 
 def summary_lines(data: dict, out_dir: Path) -> list[str]:
