@@ -86,5 +86,8 @@ def model_describes_device(model: DeviceModel, info: DeviceInfo) -> tuple[bool, 
     what = ("it describes a GPU, and this device is not one" if not info.is_gpu else
             "no value of it was measured on this device and it is not this device's "
             "built-in model")
+    if name.startswith("opencl:"):
+        what = ("it is generic-gpu's GPU model completed with this device's OpenCL limits; "
+                + what)
     return False, (f"`{model.name}` is not a model of {info.device_name}: {what}, so its "
                    "predicted times are another device's")

@@ -321,13 +321,17 @@ def _match(spec: str, devices: list[DeviceInfo]) -> list[DeviceInfo]:
 
 def _first_that_builds(ordered: list[DeviceInfo], spec: str | None) -> DeviceInfo:
     """The first device of ``ordered`` (most preferred first) whose compiler works; a device
-    named by number is taken as it is (its build then fails with the compiler's log).
+    named by number is that device or none (never another in its place).
 
     Raises:
-        DeviceError: no device of ``ordered`` can compile a kernel (the message names the
-            compiler's error and how to install a PoCL that can).
+        DeviceError: no device of ``ordered`` (or the one named by number) can compile a
+            kernel (the message names the compiler's error and how to install a PoCL that
+            can).
     """
     if spec is not None and _by_index(spec):
+        problem = build_problem(ordered[0])
+        if problem is not None:
+            raise DeviceError(_refusal(ordered[0], problem))
         return ordered[0]
     for info in ordered:
         if build_problem(info) is None:
@@ -363,7 +367,7 @@ def select_device(spec: str | None = None) -> Target:
             ``PYOPENCL_CTX`` if set and non-empty, else the first real GPU
             (never Oclgrind), else the PoCL CPU device, else any device. A PoCL
             device that cannot compile on this CPU (:func:`build_problem`) is passed
-            over for the next one that matches, unless it was named by number.
+            over for the next one that matches; one named by number is refused.
 
     Raises:
         DeviceError: no device exists (message says how to install PoCL), no
@@ -373,6 +377,9 @@ def select_device(spec: str | None = None) -> Target:
             be created.
     """
     source = "argument"
+    if spec is not None and not isinstance(spec, str):
+        raise NoMatchingDeviceError(f"the device must be given as a string ('P:D', 'P' or part "
+                                    f"of a name), got {spec!r}")
     if not spec:
         spec = os.environ.get("PYOPENCL_CTX") or None
         source = "PYOPENCL_CTX"

@@ -207,8 +207,16 @@ def test_a_pocl_that_cannot_compile_is_passed_over_for_one_that_can(monkeypatch)
     assert gpu_device._first_that_builds([first, fake_second], "pocl").id == first.id
     _as_unbuildable(monkeypatch, {first.id})
     assert gpu_device._first_that_builds([first, fake_second], "pocl").id == "7:0"
-    # named by number: taken as named, its build then fails with the compiler's log
+    # named by number: that device or none
+    with pytest.raises(DeviceError, match="unknown target CPU"):
+        gpu_device._first_that_builds([first, fake_second], first.id)
+    _as_unbuildable(monkeypatch, set())
     assert gpu_device._first_that_builds([first], first.id).id == first.id
+
+
+def test_a_device_that_is_not_a_string_is_bad_input():
+    with pytest.raises(gpu_device.NoMatchingDeviceError, match="got 5"):
+        select_device(5)
 
 
 @needs_pocl

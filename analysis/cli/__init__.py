@@ -33,6 +33,7 @@ A new command is a module of this package with a click command named ``command``
 from __future__ import annotations
 
 import click
+from click.exceptions import NoArgsIsHelpError
 
 from . import (calibrate, check, crosscheck, device_model, devices, explain, model, report,
                run, simulate, tune, validate)
@@ -48,8 +49,9 @@ class OneLineUsageError(click.ClickException):
 
     exit_code = 2
 
-    def __init__(self, err: click.UsageError):
-        path = err.ctx.command_path if err.ctx is not None else "tiletraffic"
+    def __init__(self, err: click.UsageError, path: str | None = None):
+        if path is None:
+            path = err.ctx.command_path if err.ctx is not None else "tiletraffic"
         super().__init__(f"{err.format_message()} (options: {path} --help)")
 
     def show(self, file=None) -> None:
@@ -63,14 +65,22 @@ class _Ordered(click.Group):
     def make_context(self, info_name, args, parent=None, **extra):
         try:
             return super().make_context(info_name, args, parent, **extra)
+        except NoArgsIsHelpError:
+            raise   # no arguments at all: click prints the help
         except click.UsageError as err:
             raise OneLineUsageError(err) from None
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except NoArgsIsHelpError:
+            raise
         except click.UsageError as err:
-            raise OneLineUsageError(err) from None
+            # an option error of a command is raised in this group's context: name the command
+            path, name = None, ctx.invoked_subcommand
+            if (err.ctx is None or err.ctx.command is self) and name in self.commands:
+                path = f"{ctx.command_path} {name}"
+            raise OneLineUsageError(err, path) from None
 
 
 @click.group(cls=_Ordered, context_settings={"help_option_names": ["-h", "--help"]})
