@@ -294,9 +294,10 @@ def table(doc: dict) -> str:
     meta, summary = doc["meta"], doc.get("summary") or tuning_stats.summarize(doc)
     lines = [f"tune {meta['launch_file']} ({meta['kernel']}): {meta['space_candidates']} "
              f"candidates, {summary['rejected']} rejected, {summary['modelled']} modelled on "
-             f"{meta['device_model']}" + (f", {len(doc['measurements'])} measured on "
-                                          f"{meta['device']['name']}" if meta["device"]
-                                          else ", none measured")]
+             f"{meta['device_model']}" + (
+                 f", {len(doc['measurements'])} measured on {meta['device']['name']} ("
+                 f"{sum(r['status'] == 'ok' for r in doc['measurements'])} ran)"
+                 if meta["device"] else ", none measured")]
     if meta.get("model_describes_device") is False:
         lines.append(f"note: {meta['model_why']}: the measured times, not the predicted "
                      "ones, rank the candidates measured")
@@ -311,7 +312,7 @@ def table(doc: dict) -> str:
             meas = f"{r['median_s'] * 1e3:.4f} ± {r['spread_s'] * 1e3:.4f}"
             check = f"ok (err/tol {r['check']['error_over_tolerance']:.2f})"
         elif r["status"] == "failed":
-            meas, check = "failed", f"{r['stage']}: {r['error']}"[:100]
+            meas, check = "failed", " ".join(f"{r['stage']}: {r['error']}".split())[:100]
         else:
             meas, check = "incomplete", "-"
         lines.append(f"{p['predicted_rank']:>4d}  {p['label']:24s} "

@@ -76,3 +76,20 @@ def test_top_candidates_measured_on_pocl_with_regret(pocl, tmp_path):
     assert doc["meta"]["model_describes_device"] is False
     assert "not a model of" in result.output and "the measured times, not the predicted" \
         in result.output
+
+
+def test_every_measured_candidate_failing_is_a_fault_in_one_line(pocl, tmp_path, monkeypatch):
+    from tiletraffic.analysis.validation import measure
+    from tiletraffic.gpu.runtime import KernelBuildError
+
+    def refuse(*args, **kwargs):
+        raise KernelBuildError("OpenCL build failed on the test device:\nerror: made up", "log")
+
+    monkeypatch.setattr(measure, "run_on_device", refuse)
+    result = CliRunner().invoke(main, [
+        "tune", str(LAUNCH), "--param", "TS=4,8", "--set", "N=32", "--top", "2",
+        "--device", pocl, "--rounds", "1", "--out", str(tmp_path / "t.json"), "--seed", "3"])
+    assert result.exit_code == 1, result.output
+    assert "2 measured on" in result.output and "(0 ran)" in result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("error: none of the 2 measured candidates ran (") and "made up" in last

@@ -93,6 +93,13 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
     else:
         click.echo(table(doc), nl=False)
         click.echo(f"results: {out_file}")
+    runs = doc["measurements"]
+    if runs and not any(r["status"] == "ok" for r in runs):
+        first = runs[0]
+        why = " ".join(f"{first.get('stage', '')}: {first.get('error', '')}".split())
+        click.echo(f"error: none of the {len(runs)} measured candidates ran ({why[:300]})",
+                   err=True)
+        sys.exit(1)
 
 
 @command.command("gemm")
