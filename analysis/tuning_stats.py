@@ -163,6 +163,9 @@ def table(doc: dict) -> str:
                 f"{meta['device']['name']}" if meta.get("device") else ", none measured")
              + (" (INTERRUPTED: what had finished)" if doc.get("status") == "interrupted"
                 else "")]
+    if meta.get("model_describes_device") is False:
+        lines.append(f"note: {meta['model_why']}: the measured times, not the predicted ones, "
+                     "rank the candidates measured")
     measured = {r["label"] for r in doc.get("measurements", [])}
     rows = sorted(doc.get("measurements", []) + [
         p for p in doc.get("predictions", [])

@@ -524,6 +524,9 @@ def test_cli_tunes_on_pocl_and_writes_the_json(tmp_path):
     data = json.loads(out.read_text())
     assert len(data["measurements"]) == 2 and data["meta"]["command"].startswith("tiletraffic")
     assert all(m["check"]["ok"] for m in data["measurements"])
+    # a CPU under a GPU model completed from its OpenCL limits: said in the JSON and table
+    assert data["meta"]["model_describes_device"] is False
+    assert "the measured times, not the predicted ones, rank" in res.output
     res = invoke("--m", "64", "--n", "64", "--k", "64", "--space", str(space), "--top", "0",
                  "--out", str(out), "--json")
     assert res.exit_code == 0 and json.loads(res.stdout)["measurements"] == []
