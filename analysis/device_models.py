@@ -91,3 +91,11 @@ def model_describes_device(model: DeviceModel, info: DeviceInfo) -> tuple[bool, 
                 + what)
     return False, (f"`{model.name}` is not a model of {info.device_name}: {what}, so its "
                    "predicted times are another device's")
+
+
+def model_fit_meta(model: DeviceModel, info: DeviceInfo) -> dict:
+    """``model_describes_device`` and ``model_why`` (:func:`model_describes_device`) for the
+    meta of a result measured on the device ``info``."""
+    describes, why = model_describes_device(model, info)
+    return {"model_describes_device": describes, "model_why": why}
+

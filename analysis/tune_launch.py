@@ -149,9 +149,8 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
             "limits": limits.name, "top": top, "repeat": repeat, "warmup": warmup,
             "rounds": rounds, "seed": seed, "command": command or "tiletraffic.tune_launch"}
     if target is not None:
-        from .device_models import model_describes_device
-        describes, why = model_describes_device(model, target.info)
-        meta["model_describes_device"], meta["model_why"] = describes, why
+        from .device_models import model_fit_meta
+        meta.update(model_fit_meta(model, target.info))
     doc = {"meta": meta, "status": "modelling", "rejected": [], "predictions": [],
            "measurements": [], "summary": None}
     path = None if out is None else Path(out)
@@ -211,9 +210,8 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     doc["predictions"] = [e for e, _ in valid]
     log(f"{combos} candidates: {len(doc['rejected'])} rejected, {len(valid)} modelled on "
         f"{model.name}")
-    if meta.get("model_describes_device") is False:
-        log(f"note: {meta['model_why']}: the measured times, not the predicted ones, rank "
-            "the candidates measured")
+    if (note := tuning_stats.measured_rank_note(meta)) is not None:
+        log(note)
     doc["status"] = "measuring" if top else "complete"
     save()
     if top:
@@ -298,9 +296,8 @@ def table(doc: dict) -> str:
                  f", {len(doc['measurements'])} measured on {meta['device']['name']} ("
                  f"{sum(r['status'] == 'ok' for r in doc['measurements'])} ran)"
                  if meta["device"] else ", none measured")]
-    if meta.get("model_describes_device") is False:
-        lines.append(f"note: {meta['model_why']}: the measured times, not the predicted "
-                     "ones, rank the candidates measured")
+    if (note := tuning_stats.measured_rank_note(meta)) is not None:
+        lines.append(note)
     measured = {r["label"]: r for r in doc["measurements"]}
     lines += ["", f"{'rank':>4s}  {'parameters':24s} {'predicted ms':>12s} "
                   f"{'measured ms':>21s}  check"]

@@ -515,21 +515,17 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     if target is not None and target.info.is_simulator:
         log(f"warning: {target.info.device_name} is a simulator: its times say nothing "
             "about hardware")
-    describes = None
-    if target is not None:
-        from .device_models import model_describes_device
-        describes = model_describes_device(model, target.info)
-        if not describes[0]:
-            log(f"note: {describes[1]}: the measured times, not the predicted ones, rank the "
-                "candidates measured")
     limits = combined_limits(target.limits if target is not None else None, model)
     meta = _meta(m, n, k, space, model, limits, target, command or (
         f"tiletraffic.tune({m}, {n}, {k}, device={device!r}, top={top}, "
         f"measure_all={measure_all})"), top=top, measure_all=measure_all, repeat=repeat,
         warmup=warmup, rounds=rounds, seed=seed, jobs=jobs, recheck=recheck,
         targets=limits_judged.to_dict())
-    if describes is not None:
-        meta["model_describes_device"], meta["model_why"] = describes
+    if target is not None:
+        from .device_models import model_fit_meta
+        meta.update(model_fit_meta(model, target.info))
+        if (note := tuning_stats.measured_rank_note(meta)) is not None:
+            log(note)
     path = None if out is None else Path(out)
     old = _previous(path, resume, meta, log)
     if old is not None:

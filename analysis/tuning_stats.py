@@ -150,6 +150,15 @@ def _ms(seconds) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.4f}"
 
 
+def measured_rank_note(meta: dict) -> str | None:
+    """The one-line note of a tuning whose ``meta`` says (:func:`analysis.device_models.model_fit_meta`) that its
+    model does not describe the device measured; ``None`` otherwise."""
+    if meta.get("model_describes_device") is not False:
+        return None
+    return (f"note: {meta['model_why']}: the measured times, not the predicted ones, rank the "
+            "candidates measured")
+
+
 def table(doc: dict) -> str:
     """The tuning as text: the measured candidates in predicted order (rank, family,
     parameters, predicted ms, measured median ms ± spread, GFLOP/s, check), the rejections
@@ -163,9 +172,8 @@ def table(doc: dict) -> str:
                 f"{meta['device']['name']}" if meta.get("device") else ", none measured")
              + (" (INTERRUPTED: what had finished)" if doc.get("status") == "interrupted"
                 else "")]
-    if meta.get("model_describes_device") is False:
-        lines.append(f"note: {meta['model_why']}: the measured times, not the predicted ones, "
-                     "rank the candidates measured")
+    if (note := measured_rank_note(meta)) is not None:
+        lines.append(note)
     measured = {r["label"] for r in doc.get("measurements", [])}
     rows = sorted(doc.get("measurements", []) + [
         p for p in doc.get("predictions", [])

@@ -336,7 +336,7 @@ def _first_that_builds(ordered: list[DeviceInfo], spec: str | None) -> DeviceInf
     for info in ordered:
         if build_problem(info) is None:
             return info
-    raise DeviceError(_refusal(ordered[0], build_problem(ordered[0]) or "no kernel builds"))
+    raise DeviceError(_refusal(ordered[0], build_problem(ordered[0])))
 
 
 class SimulatorDeviceWarning(RuntimeWarning):

@@ -99,8 +99,9 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16, padding: int = 0,
     """Tiled GEMM through local memory with B×B tiles (B = ``tile``) and B×B work-groups.
 
     Per K-tile: each work-item loads one element of A and one of B into local memory
-    (guarded; zero-filled outside the matrix: the value is chosen, then stored once), barrier,
-    B multiply-adds from local memory, barrier. Global loads are M·K·⌈N/B⌉ + K·N·⌈M/B⌉; 2·⌈K/B⌉ barriers per work-group
+    (guarded; zero-filled outside the matrix: the value is chosen, then stored once),
+    barrier, B multiply-adds from local memory, barrier. Global loads are
+    M·K·⌈N/B⌉ + K·N·⌈M/B⌉; 2·⌈K/B⌉ barriers per work-group
     (seed: matrix-operations "Tiled Implementation with Shared Memory";
     tiling-and-shared-memory §3-§4: 2NB reads per output tile).
 
@@ -128,15 +129,16 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16, padding: int = 0,
     a_col, b_row = Let("a_col", t * T + lcv), Let("b_row", t * T + lrv)
     acc = DeclareFloat("acc")
     a_at = (lrv, lcv) if a_tile == "row-major" else (lcv, lrv)
-    # each element is chosen first (guarded load or 0) and stored once: one store per
-    # work-item and K step, as the compilers emit it (one STS per tile, no branch)
     a_val, b_val = DeclareFloat("a_val", None), DeclareFloat("b_val", None)
-    load_a = (If((r < M) & (a_col.var < K),
-                 (Assign("a_val", A[r, a_col.var]),), (Assign("a_val", FConst(0.0)),)),
-              store(tile_a, a_at, a_val.ref))
-    load_b = (If((b_row.var < K) & (c < N),
-                 (Assign("b_val", B[b_row.var, c]),), (Assign("b_val", FConst(0.0)),)),
-              store(tile_b, (lrv, lcv), b_val.ref))
+
+    def stage(value, inside, element, tile_array, at):
+        # the element is chosen first (the guarded load, or 0) and stored once: one store
+        # per work-item and K step, as the compilers emit it (one STS per tile, no branch)
+        return (If(inside, (Assign(value.name, element),), (Assign(value.name, FConst(0.0)),)),
+                store(tile_array, at, value.ref))
+
+    load_a = stage(a_val, (r < M) & (a_col.var < K), A[r, a_col.var], tile_a, a_at)
+    load_b = stage(b_val, (b_row.var < K) & (c < N), B[b_row.var, c], tile_b, (lrv, lcv))
     a_read = tile_a[lrv, kk] if a_tile == "row-major" else tile_a[kk, lrv]
     compute = For("k", Const(0), T, Const(1), (Accumulate("acc", a_read * tile_b[kk, lcv]),))
     body = block(

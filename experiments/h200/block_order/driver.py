@@ -16,50 +16,45 @@ build options).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import sys
-import time
-import traceback
 import warnings
 
 from experiments.h200.ladder.driver import (add_timing_options, begin_run, chosen_cases,
                                             cublas_reference, timed_rounds)
+from experiments.h200.ladder.driver import run_case as ladder_run_case
 
 from . import cases as C
 
 
-def run_case(case, n: int, device, repeat: int, with_options: bool) -> dict:
-    import tiletraffic
+@contextlib.contextmanager
+def extra_build_options(options: tuple[str, ...]):
+    """While inside, every generated kernel is built with ``options`` added to its own."""
     from tiletraffic.gpu import codegen
 
-    label, family, tile, options, build_options = case
-    rec = {"label": label, "family": family, "tile": tile, "options": options, "n": n,
-           "build_options": list(build_options) if with_options else []}
     real = codegen.generate
 
     def generate(schedule):
         kernel = real(schedule)
-        if with_options and build_options:
-            kernel = dataclasses.replace(
-                kernel, build_options=tuple(kernel.build_options) + tuple(build_options))
-        return kernel
+        return dataclasses.replace(
+            kernel, build_options=tuple(kernel.build_options) + tuple(options))
 
-    t0 = time.perf_counter()
-    codegen.generate = generate
+    codegen.generate = generate if options else real
     try:
-        s = tiletraffic.build(family, m=n, k=n, n=n, tile=tile, **options)
-        dr = tiletraffic.run(s, device, repeat=repeat, warmup=2, seed=n)
-        d = dr.to_dict()
-        d.pop("output_digests", None)
-        rec.update(status="ok", checked=bool(dr.check.ok), run=d, median_s=dr.run.median_s,
-                   min_s=dr.run.min_s, max_s=dr.run.max_s,
-                   tflops=2 * n ** 3 / dr.run.median_s / 1e12)
-    except Exception as e:  # noqa: BLE001 - one case's failure never stops the run
-        rec.update(status="error", checked=False, error_type=type(e).__name__,
-                   error=str(e)[:4000], traceback=traceback.format_exc()[-4000:])
+        yield
     finally:
         codegen.generate = real
-    rec["wall_s"] = time.perf_counter() - t0
+
+
+def run_case(case, n: int, device, repeat: int, with_options: bool) -> dict:
+    """:func:`experiments.h200.ladder.driver.run_case` of the case, its build options (the
+    register cap) added where ``with_options``."""
+    label, family, tile, options, build_options = case
+    used = tuple(build_options) if with_options else ()
+    with extra_build_options(used):
+        rec = ladder_run_case((label, family, tile, options), n, device, repeat)
+    rec["build_options"] = list(used)
     return rec
 
 
