@@ -138,11 +138,11 @@ def begin_run(module: str, argv, a, filename: str):
 def raw_saver(raw: dict, path: Path, start: float):
     """A function that writes ``raw`` (with ``elapsed_s`` since ``start``) to ``path``
     atomically, as every driver does after each case."""
+    from tiletraffic.analysis.files import atomic_write_text
+
     def save() -> None:
         raw["elapsed_s"] = time.perf_counter() - start
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(raw, indent=1))
-        tmp.replace(path)
+        atomic_write_text(path, json.dumps(raw, indent=1))
     return save
 
 
