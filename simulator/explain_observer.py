@@ -212,8 +212,7 @@ class ExplainObserver(Observer):
         if width > 1:
             entries = width
         elif (ev.space == "local" and ev.direction == "load" and p.local_vector_words > 1
-              and ev.merge_iterations and I >= p.local_vector_words
-              and I % p.local_vector_words == 0):
+              and ev.merge_iterations and I >= p.local_vector_words):
             entries = p.local_vector_words
         else:
             entries = 1

@@ -215,7 +215,10 @@ class MemoryObserver(Observer):
     def _flush_chains(self) -> None:
         """Count every open chain: each run of ``local_vector_words`` consecutive words
         that starts at a multiple of it for every active work-item is one vector load
-        (:meth:`_vector_load`); the chain's other words are scalar loads."""
+        (:meth:`_vector_load`); after at least one such run, the words after the last run
+        are one more vector load where its words lie inside the array for every active
+        work-item (as :meth:`_vector_runs_and_rest`); the chain's other words are scalar
+        loads."""
         chains, self._chains = self._chains, {}
         v = self.vector
         for ch in (c for site in chains.values() for c in site):
@@ -223,7 +226,11 @@ class MemoryObserver(Observer):
             offsets = np.unique((first % v)[ch.mask])
             start = (v - int(offsets[0])) % v if offsets.size == 1 else ch.length
             runs = max(0, (ch.length - start) // v)
-            vector = np.arange(start, start + runs * v)
+            end = start + runs * v
+            if runs and end < ch.length and \
+                    (ch.first[ch.mask] + end + v <= ch.event.array_size).all():
+                end += v
+            vector = np.arange(start, end)
             scalar = np.setdiff1d(np.arange(ch.length), vector)
             for positions, merged in ((vector, True), (scalar, False)):
                 if positions.size == 0:
@@ -319,10 +326,47 @@ class MemoryObserver(Observer):
         elif ev.direction == "load" and self.vector > 1 and ev.merge_iterations and \
                 self._contiguous(ev):
             requests, wavefronts, ideal = self._vector_load(ev, byte // self.bank_bytes)
+        elif ev.direction == "load" and self.vector > 1 and ev.merge_iterations and \
+                ev.shape[2] > self.vector and ev.shape[2] % self.vector:
+            return self._vector_runs_and_rest(ev, byte)
         else:
             words = _lanes(byte // self.bank_bytes, ev.mask, ev.shape, self.width)
             wavefronts = self._weighted(self._wavefronts(words))
         return requests, wavefronts, ideal
+
+    def _vector_runs_and_rest(self, ev: AccessEvent, byte: np.ndarray) -> tuple[int, int, int]:
+        """A block of I iterations, I > ``local_vector_words`` v and not a multiple of it:
+        when its first v·(I // v) iterations are whole vector runs (:meth:`_contiguous`) and
+        each active work-item reads on into the last I mod v iterations, those are one more
+        vector load where the v words from the first of them lie inside the array for every
+        active work-item, else scalar loads; a block whose runs are not whole is scalar."""
+        G, L, I = ev.shape
+        whole = I // self.vector * self.vector
+        index = np.broadcast_to(np.asarray(ev.index), ev.shape)
+        mask = np.broadcast_to(np.asarray(ev.mask), ev.shape)
+
+        def part(first: int, stop: int, index=index, mask=mask) -> AccessEvent:
+            cut = index[:, :, first:stop]
+            return dataclasses.replace(ev, index=cut, mask=mask[:, :, first:stop],
+                                       shape=cut.shape)
+
+        head, rest = part(0, whole), part(whole, I)
+        rest_on = rest.mask[:, :, :1]
+        reads_on = (np.array_equal(np.broadcast_to(rest_on, rest.shape), rest.mask)
+                    and (rest.index - head.index[:, :, -1:] == np.arange(1, I - whole + 1))
+                    [np.broadcast_to(rest_on, rest.shape)].all())
+        if not (self._contiguous(head) and reads_on):
+            return self._local(dataclasses.replace(ev, merge_iterations=False), byte)
+        start = rest.index[:, :, :1]
+        if (start + self.vector <= ev.array_size)[rest_on].all():
+            rest = dataclasses.replace(
+                rest, index=start + np.arange(self.vector),
+                mask=np.broadcast_to(rest_on, (G, L, self.vector)), shape=(G, L, self.vector))
+        else:
+            rest = dataclasses.replace(rest, merge_iterations=False)
+        figures = [self._local(p, np.asarray(p.index, dtype=np.int64) * FLOAT_BYTES)
+                   for p in (head, rest)]
+        return tuple(int(a + b) for a, b in zip(*figures))
 
     def _contiguous(self, ev: AccessEvent) -> bool:
         """Whether every work-item reads consecutive, vector-aligned words along the

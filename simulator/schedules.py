@@ -254,7 +254,9 @@ def matvec_local_whole(m: int, k: int, tile: int = 256, local_words: int | None 
     """Matrix-vector product with the whole of x staged in local memory once.
 
     The work-group copies x (K elements) into a local array of ``local_words`` words
-    (default K), waits at one barrier, then each work-item in range accumulates its row from
+    (default K), ``tile`` words per step for the K rounded down to a multiple of ``tile``
+    (the same number of steps for every work-item) and one guarded step for the rest,
+    waits at one barrier, then each work-item in range accumulates its row from
     local memory. Needs 4·K bytes of local memory: K = 16384 (64 KiB) exceeds the 48 KiB of
     current NVIDIA GPUs and is refused (use ``matvec-local``, which stages chunks). Seed:
     matrix-operations "Optimized Implementation with Shared Memory".
@@ -266,9 +268,13 @@ def matvec_local_whole(m: int, k: int, tile: int = 256, local_words: int | None 
     row, lid = Let("row", global_id(0)), Let("lid", local_id(0))
     r, lv, i, j = row.var, lid.var, Var("i"), Var("j")
     acc = DeclareFloat("acc")
+    wg_size = Const(tile, "WG_SIZE")
+    k_full = Let("k_full", K - K % wg_size)
+    tail = k_full.var + lv
     body = block(
-        row, lid, acc,
-        For("i", lv, K, Const(tile, "WG_SIZE"), (store(xs, i, x[i]),)),
+        row, lid, k_full, acc,
+        For("i", lv, k_full.var, wg_size, (store(xs, i, x[i]),)),
+        If(tail < K, (store(xs, tail, x[tail]),)),
         Barrier(),
         If(r >= M, (Return(),)),
         For("j", Const(0), K, Const(1), (Accumulate("acc", A[r, j] * xs[j]),)),

@@ -422,7 +422,11 @@ def matvec_rows_reduce(m: int, k: int, tile: int = 32, wg_rows: int = 8) -> Sche
     A work-group of ``tile`` × ``wg_rows`` work-items (NDRange dimension 0 along a row,
     dimension 1 over rows) computes ``wg_rows`` rows of y: work-item (lx, ly) accumulates
     A[row, k]·x[k] for k = lx, lx + tile, ... (neighbouring work-items read neighbouring
-    elements of the row: coalesced), stores its partial sum into ``partial[ly][lx]``, and
+    elements of the row: coalesced), the same number of steps for every work-item (the
+    loop stops at ``k_full``, K rounded down to a multiple of ``tile``) and one guarded step
+    for the last K mod ``tile`` columns, so that a compiler that unrolls the loop keeps the
+    work-items of a sub-group on the same step (a trip count that differs between them
+    lets unrolled code read different steps in one instruction), stores its partial sum into ``partial[ly][lx]``, and
     the row's partial sums are added in local memory: first the ``tile - P`` work-items
     above the largest power of two P <= tile are folded in, then a tree of log2(P) halving
     steps, a barrier between steps; work-item 0 of the row stores y[row]. Any positive
@@ -459,9 +463,14 @@ def matvec_rows_reduce(m: int, k: int, tile: int = 32, wg_rows: int = 8) -> Sche
             ly.var, lx.var + offset]),)))
         if n_step < len(steps) - 1:
             reduce.append(Barrier())
+    k_full = Let("k_full", K - K % WPR)
+    tail = k_full.var + lx.var
     body = block(
-        lx, ly, row, acc,
-        If(row.var < M, (For("k", lx.var, K, WPR, (Accumulate("acc", A[row.var, kk] * x[kk]),)),)),
+        lx, ly, row, k_full, acc,
+        If(row.var < M, (
+            For("k", lx.var, k_full.var, WPR, (Accumulate("acc", A[row.var, kk] * x[kk]),)),
+            If(tail < K, (Accumulate("acc", A[row.var, tail] * x[tail]),)),
+        )),
         store(partial, here, Private("acc")),
         Barrier(),
         reduce,

@@ -217,3 +217,22 @@ def test_blocked_and_one_by_one_iterations_merge_into_vector_loads_alike():
     # words 8·lid + k, k = 0..7, for the 8 work-items of one sub-group: two runs of 4
     assert fast["memory"]["local_load_requests"] == 2
     assert _observation(schedule, H200, True)["memory"]["local_load_requests"] == 8
+
+
+def test_the_words_after_the_last_vector_run_merge_alike_in_both_paths():
+    # 7 consecutive words 8·lid + k: one run of 4, then 3 words whose 4-word load
+    # (8·lid + 4 .. 8·lid + 7) lies inside the 64-word array for every work-item: one more
+    # vector load, whether the iterations come in a block or one by one
+    lid = Let("lid", local_id(0))
+    p = PrivateArray("p", (Const(1),))
+    schedule = _kernel(8, 8, [
+        lid, DeclarePrivateArray(p, None),
+        For("f", Const(0), Const(8), Const(1), (store(T, lid.var * 8 + Var("f"), X[lid.var]),)),
+        S.Barrier(),
+        For("k", Const(0), Const(7), Const(1), (assign_elem(p[Const(0)], T[lid.var * 8 +
+                                                                          Var("k")]),)),
+        store(Y, lid.var, p[Const(0)])])
+    fast = _observation(schedule, CUDA, True)
+    assert fast == _observation(schedule, CUDA, False)
+    assert fast["memory"]["local_load_requests"] == 2
+    assert _observation(schedule, H200, True)["memory"]["local_load_requests"] == 7

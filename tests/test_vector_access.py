@@ -193,6 +193,27 @@ def test_merged_128_bit_loads_of_the_cuda_build_use_the_same_rule():
     assert (c.local_load_wavefronts, c.local_load_bank_conflicts) == (32, 0)
 
 
+@pytest.mark.parametrize("family, k, loads, wavefronts", [
+    # chunks of 32 words: 8 LDS.128, then 9 words: 2 LDS.128 and one more for the last
+    # word, whose 16 bytes lie inside the 32-word chunk: 11 loads of 2 wavefronts
+    ("matvec-local", 41, 11, 22),
+    # x_local holds exactly K words: 10 LDS.128 of 2 wavefronts, then the last word
+    # (K = 41) or three (K = 43) scalar, 1 wavefront each: a 16-byte load from word 40
+    # would pass the array's end
+    ("matvec-local-whole", 41, 11, 21),
+    ("matvec-local-whole", 43, 13, 23),
+])
+def test_a_merged_loop_ends_with_one_vector_load_where_the_array_has_room(
+        family, k, loads, wavefronts):
+    from tiletraffic.simulator.schedules import build
+    options = {"chunk": 32} if family == "matvec-local" else {}
+    obs = MemoryObserver(local_vector_words=4)
+    simulate(build(family, 32, k, tile=32, **options), compute_values=False, observers=[obs])
+    c = obs.counts
+    assert (c.local_load_requests, c.local_load_wavefronts, c.local_load_bank_conflicts) \
+        == (loads, wavefronts, 0)
+
+
 # ------------------------------------------------------------------------- codegen
 def test_vector_accesses_render_as_float4_pointer_casts_with_aligned_local_arrays():
     src = generate(copy_kernel(32, 4, via_local=True)).source
