@@ -13,7 +13,11 @@ Local memory has ``local_banks`` banks of ``bank_bytes`` bytes; word w sits in b
 w mod banks. With ``local_vector_words`` v > 1, a local load that reads v consecutive,
 v-aligned words in v consecutive iterations of an inner loop is counted as one vector load
 (NVCC unrolls such loops and emits 128-bit LDS for them: the H200 counters of
-``reports/nvidia-h200`` show exactly this); its wavefronts count the distinct words of all
+``reports/nvidia-h200`` show exactly this). A loop of n such iterations, n not a multiple of
+v, after at least one whole run ends with one more vector load where its v words lie
+inside the local array for every work-item, else with n mod v scalar loads (the CUDA
+build's LDS.128 or LDS remainders, ``reports/nvidia-h200/local_counters``). A vector
+load's wavefronts count the distinct words of all
 v, by the phase rule of vector accesses below (on the H200 every 128-bit LDS of the tiled
 GEMMs took two wavefronts in ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld``, whether
 its 32 work-items read 1, 2 or 4 distinct 16-byte words, and the 8 active work-items of a

@@ -148,6 +148,9 @@ def unguarded_copy(sch: Schedule) -> Schedule:
     def fn(s):
         if isinstance(s, S.For) and s.var == "i":
             return (store(xs, lid, x[lid]),)
+        if isinstance(s, S.If) and all(isinstance(t, S.Store) and t.array is xs
+                                       for t in s.then):
+            return ()          # the copy's guarded last step
         if isinstance(s, S.Barrier):
             return ()
         return None

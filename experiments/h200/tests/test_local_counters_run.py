@@ -1,7 +1,9 @@
-"""The device call of the local-memory counter check (experiments/h200/local_counters/):
-the committed table is what ``run_table`` computes from the committed raw data and the
-committed model figures, those figures are today's model (small cases recomputed), and the
-agreements the findings state hold in the data."""
+"""The device calls of the local-memory counter check (experiments/h200/local_counters/):
+the committed tables are what ``run_table`` computes from the committed raw data and the
+committed model figures, the third call's figures are today's model (small cases
+recomputed), and the agreements the findings state hold in the data: the third call
+(``run3/``, today's sources) for what is measured now, the second (``run2/``) for the
+compilers' unrolling of loops whose trip count differed inside a sub-group."""
 from __future__ import annotations
 
 import json
@@ -13,40 +15,60 @@ from experiments.h200.local_counters import run_table as R
 from .conftest import committed
 
 
+def _rows(run: str) -> dict:
+    entries = R.measured(R.load_run(committed("local_counters", run, "local_counters_run.tar.gz")))
+    figures = json.loads(committed("local_counters", run, "model.json").read_text())
+    return entries, figures
+
+
 @pytest.fixture(scope="module")
 def entries():
-    committed("local_counters", "run2", "local_counters_run.tar.gz")
-    return R.measured(R.load_run())
+    return _rows("run3")[0]
 
 
 @pytest.fixture(scope="module")
 def figures():
-    return json.loads(committed("local_counters", "run2", "model.json").read_text())
+    return _rows("run3")[1]
+
+
+@pytest.fixture(scope="module")
+def table_rows(entries, figures):
+    return {(r["id"], r["build"]): r for r in R.rows(entries, figures) if r["record"]}
+
+
+@pytest.fixture(scope="module")
+def second_call_rows():
+    entries, figures = _rows("run2")
+    return {(r["id"], r["build"]): r for r in R.rows(entries, figures) if r["record"]}
 
 
 def test_the_committed_table_is_the_analysis_of_the_committed_data(entries, figures):
+    assert R.RUN.name == "run3"
     table = committed("local_counters", "table.md").read_text()
     assert table == R.markdown(R.rows(entries, figures))
+
+
+def test_the_second_calls_table_is_the_analysis_of_its_data():
+    table = committed("local_counters", "run2", "table.md").read_text()
+    assert table == R.markdown(R.rows(*_rows("run2")))
 
 
 @pytest.mark.parametrize("case_id, build", [
     ("gemm-tiled-M256-K256-N256-T16", "CUDA"),
     ("matvec-local-M333-K5003-T128", "OpenCL"),
+    ("matvec-local-M333-K5003-T256", "CUDA"),
+    ("matvec-local-whole-M333-K5003-T256", "CUDA"),
+    ("matvec-rows-reduce-M333-K5003-T16-wg_rows4", "CUDA"),
 ])
 def test_the_committed_model_figures_are_todays_model(entries, figures, case_id, build):
     entry = next(e for e in entries if e["id"] == case_id and e["build"] == build)
     assert R.model_figures(entry["case"], build) == figures[R.model_key(entry["case"], build)]
 
 
-def test_the_run_measured_every_family_in_the_cuda_build(entries):
-    cuda = [e for e in entries if e["build"] == "CUDA"]
-    assert all(e["record"] is not None for e in cuda)
-    assert len({e["case"]["family"] for e in cuda}) == 9
-
-
-@pytest.fixture(scope="module")
-def table_rows(entries, figures):
-    return {(r["id"], r["build"]): r for r in R.rows(entries, figures) if r["record"]}
+def test_the_run_measured_every_family_in_both_builds(entries):
+    assert all(e["record"] is not None for e in entries)
+    for build in ("CUDA", "OpenCL"):
+        assert len({e["case"]["family"] for e in entries if e["build"] == build}) == 9
 
 
 def test_every_gemm_equals_nsight_but_for_the_l1_units_own_counters(table_rows):
@@ -91,40 +113,58 @@ def test_the_first_call_counted_the_same_stores_as_the_second():
     assert rec["metrics"][metric]["value"] == 63 * 63 * 63 * 16
 
 
-def test_matvec_local_whole_is_merged_by_the_cuda_build_at_every_k(table_rows):
-    # NVRTC reads x with 128-bit loads at K = 777 and 5003 as at 1000; the model merges
-    # only at K a multiple of 4 (an off row of the table, written down in the findings)
-    for cid in ("matvec-local-whole-M4096-K777-T256", "matvec-local-whole-M333-K5003-T256"):
-        model, measured = table_rows[(cid, "CUDA")]["values"]["local ld instr."]
-        assert 3.9 * measured < model < 4.1 * measured
-    model, measured = table_rows[("matvec-local-whole-M1000-K1000-T256", "CUDA")]["values"][
-        "local ld instr."]
-    assert model == measured
+@pytest.mark.parametrize("case_id, sub_groups, per_sub_group", [
+    # 128 sub-groups (M = 4096): 194 LDS.128 and the last word scalar (x_local has K words)
+    ("matvec-local-whole-M4096-K777-T256", 128, 194 + 1),
+    # 11 sub-groups with rows (M = 333): 1250 LDS.128 and 3 scalar
+    ("matvec-local-whole-M333-K5003-T256", 11, 1250 + 3),
+    # chunks of 256: the last chunk's 139 words in 34 LDS.128 and one more for the last 3,
+    # whose 16 bytes lie inside the chunk
+    ("matvec-local-M333-K5003-T256", 11, 19 * 64 + 34 + 1),
+    # chunks of 128: the last chunk's 9 words in 2 LDS.128 and one more for the last word
+    ("matvec-local-M4096-K777-T128", 128, 6 * 32 + 2 + 1),
+])
+def test_the_cuda_build_merges_a_loop_of_any_length_and_reads_the_rest_by_room(
+        table_rows, case_id, sub_groups, per_sub_group):
+    model, measured = table_rows[(case_id, "CUDA")]["values"]["local ld instr."]
+    assert model == measured == sub_groups * per_sub_group
 
 
-def test_matvec_unrolled_remainders_give_the_cuda_builds_extra_executions(table_rows):
-    # remainder-first unrolling (trips mod 4 first, then blocks of 16, 8, 4) where the
-    # work-items of one sub-group differ in trips: rows-reduce at K = 1000 (32 and 31 trips)
-    # 3 + 2·16 + 8 + 4 = 47 loads per array and row; local-whole's x copy 3 more per
-    # work-group (one mixed sub-group with 0 and 3 remainder trips)
-    model, measured = table_rows[("matvec-rows-reduce-M1000-K1000-T32", "CUDA")]["values"][
-        "global ld requests"]
-    assert (model, measured) == (1000 * 2 * 32, 1000 * 2 * (3 + 2 * 16 + 8 + 4))
-    for cid, groups in (("matvec-local-whole-M1000-K1000-T256", 4),
-                        ("matvec-local-whole-M4096-K777-T256", 16),
-                        ("matvec-local-whole-M333-K5003-T256", 2)):
-        model, measured = table_rows[(cid, "CUDA")]["values"]["local st instr."]
+def test_unrolled_loops_with_trip_counts_differing_inside_a_sub_group(second_call_rows,
+                                                                      table_rows):
+    # the second call's sources: remainder-first unrolling (trips mod 4 first, then blocks
+    # of 16, 8, 4) where the work-items of one sub-group differ in trips: rows-reduce at
+    # K = 1000 (32 and 31 trips) 3 + 2·16 + 8 + 4 = 47 loads per array and row; local-whole's
+    # x copy 3 more per work-group (one mixed sub-group with 0 and 3 remainder trips)
+    label = "global ld requests"
+    rows_reduce = ("matvec-rows-reduce-M1000-K1000-T32", "CUDA")
+    assert second_call_rows[rows_reduce]["values"][label] == (
+        1000 * 2 * 32, 1000 * 2 * (3 + 2 * 16 + 8 + 4))
+    copies = (("matvec-local-whole-M1000-K1000-T256", 4),
+              ("matvec-local-whole-M4096-K777-T256", 16),
+              ("matvec-local-whole-M333-K5003-T256", 2))
+    for cid, groups in copies:
+        model, measured = second_call_rows[(cid, "CUDA")]["values"]["local st instr."]
         assert measured - model == 3 * groups, cid
+    # today's sources step every work-item of a sub-group alike (then one guarded step):
+    # the model's lock-step figures, in both builds
+    for build in ("CUDA", "OpenCL"):
+        model, measured = table_rows[(rows_reduce[0], build)]["values"][label]
+        assert model == measured == 1000 * 2 * 32
+        for cid in ("matvec-rows-reduce-M4096-K777-T32", "matvec-rows-reduce-M333-K5003-T32"):
+            model, measured = table_rows[(cid, build)]["values"]["global ld sectors"]
+            assert model == measured, (cid, build)
+        for cid, _ in copies:
+            model, measured = table_rows[(cid, build)]["values"]["local st instr."]
+            assert model == measured, (cid, build)
 
 
 def test_the_counts_the_findings_state(table_rows):
     rows = list(table_rows.values())
     verdicts = [R.verdict(r) for r in rows]
-    assert len(rows) == 101
+    assert len(rows) == 104
     assert (verdicts.count("exact"), verdicts.count("within 1%"),
-            verdicts.count("L1 excess")) == (28, 0, 56)
-    l1 = [r for r in rows if all(R.meets(q, p) for q, p in r["values"].items()
-                                 if "wavefronts" in q or "conflicts" in q)]
+            verdicts.count("L1 excess")) == (41, 0, 63)
     own = [r for r in rows if all(R.meets(q, p) for q, p in r["values"].items()
-                                  if "wavefronts (instr.)" in q)]
-    assert (len(l1), len(own)) == (37, 97)
+                                  if "(L1)" not in q)]
+    assert len(own) == 104
