@@ -419,7 +419,9 @@ class MemoryObserver(Observer):
         and 3) share a single wavefront when together they read at most one distinct word
         per bank. Ideal wavefronts are those without the conflicts inside each phase (the
         wavefronts a phase needs beyond one). Both are at least ``vector_min_wavefronts``
-        for 128-bit accesses.
+        for 128-bit accesses. A 128-bit request whose sub-group reads more than banks / 2
+        distinct words shares no wavefront between phases (8 distinct 16-byte words, each
+        read by 4 work-items: 4 wavefronts; 4 distinct, each by 8: 2).
 
         Source: NVIDIA, GTC 2019 S9593 (cuTENSOR) slides, 128-bit shared-memory accesses
         are processed in quarter-warp phases; the pairing of conflict-free phases is read
@@ -443,6 +445,9 @@ class MemoryObserver(Observer):
         together = self._wavefronts(
             by_phase.reshape(rows.shape[:-1] + (phases // 2, 2 * per_phase_entries)))
         shared = (together <= 1) & (pairs.max(axis=-1) > 0)
+        if vector_words * self.bank_bytes >= 16:
+            # 128-bit: pairs share only in a request of at most banks / 2 distinct words
+            shared &= (_distinct(rows) <= self.banks // 2)[..., None]
         per_pair = np.where(shared, 1, pairs.sum(axis=-1))
         conflicts = np.maximum(w - 1, 0).sum(axis=-1)
         per_request = per_pair.sum(axis=-1)
