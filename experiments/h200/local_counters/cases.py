@@ -34,6 +34,10 @@ COUNTED = (
     ("matvec-local-whole", 256, {}),
     ("matvec-rows-reduce", 32, {}),
     ("matvec-rows-reduce", 16, {"wg_rows": 4}),
+    ("gemm-warp-tiled", 16, {"tm": 8, "tn": 8, "bk": 16, "wg_rows": 16, "wn": 64}),
+    ("gemm-warp-tiled", 16, {"tm": 8, "tn": 4, "bk": 32, "wg_rows": 8, "wn": 32}),
+    ("gemm-warp-tiled", 16, {"tm": 4, "tn": 4, "bk": 32, "wg_rows": 8, "wn": 32}),
+    ("matvec-relu", 256, {}),
 )
 """Configurations counted under Nsight Compute at every shape of their kind."""
 
