@@ -39,7 +39,10 @@ quarter-warps). A phase takes as many wavefronts as the largest number of distin
 reads in one bank; two neighbouring phases (0 and 1, 2 and 3) share one wavefront when
 together they read at most one distinct word per bank (read off the H200 ladder counters,
 ``experiments/h200/ladder/local_findings.md``: the 128-bit loads of all four vectorized
-GEMMs match Nsight exactly). The wavefronts are at least ``vector_min_wavefronts`` for
+GEMMs match Nsight exactly), but not in a 128-bit request whose sub-group reads more than
+banks / 2 distinct words (the warp-tiled GEMMs' float4 reads of 8 distinct 16-byte words
+took 4 wavefronts on the H200, of 4 words 2: ``reports/nvidia-h200/local_counters``). The
+wavefronts are at least ``vector_min_wavefronts`` for
 128-bit accesses; their bank conflicts are the wavefronts each phase takes beyond one, and
 the ideal wavefronts the rest: a conflict-free 128-bit load of 512 distinct bytes has 4
 wavefronts and 0 conflicts; 32 work-items reading one 16-byte word take 2 and 0; 8 distinct

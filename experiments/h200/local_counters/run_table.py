@@ -33,9 +33,9 @@ import warnings
 from pathlib import Path
 
 RUNS = Path(__file__).resolve().parents[3] / "reports" / "nvidia-h200" / "local_counters"
-RUN = RUNS / "run3"
-"""The device call the committed ``table.md`` analyses (``run/`` and ``run2/``: the first and
-second calls, each with its table against the model of its day beside it)."""
+RUN = RUNS / "run4"
+"""The device call the committed ``table.md`` analyses (``run/``, ``run2/``, ``run3/``: the
+earlier calls, each with its table against the model of its day beside it)."""
 ARCHIVE = RUN / "local_counters_run.tar.gz"
 MODEL_FILE = RUN / "model.json"
 

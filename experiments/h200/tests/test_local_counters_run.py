@@ -1,9 +1,10 @@
 """The device calls of the local-memory counter check (experiments/h200/local_counters/):
 the committed tables are what ``run_table`` computes from the committed raw data and the
 committed model figures, the third call's figures are today's model (small cases
-recomputed), and the agreements the findings state hold in the data: the third call
-(``run3/``, today's sources) for what is measured now, the second (``run2/``) for the
-compilers' unrolling of loops whose trip count differed inside a sub-group."""
+recomputed), and the agreements the findings state hold in the data: the fourth call
+(``run4/``, today's sources and every family) for what is measured now, the second
+(``run2/``) for the compilers' unrolling of loops whose trip count differed inside a
+sub-group."""
 from __future__ import annotations
 
 import json
@@ -23,12 +24,12 @@ def _rows(run: str) -> dict:
 
 @pytest.fixture(scope="module")
 def entries():
-    return _rows("run3")[0]
+    return _rows("run4")[0]
 
 
 @pytest.fixture(scope="module")
 def figures():
-    return _rows("run3")[1]
+    return _rows("run4")[1]
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +44,15 @@ def second_call_rows():
 
 
 def test_the_committed_table_is_the_analysis_of_the_committed_data(entries, figures):
-    assert R.RUN.name == "run3"
+    assert R.RUN.name == "run4"
     table = committed("local_counters", "table.md").read_text()
     assert table == R.markdown(R.rows(entries, figures))
 
 
-def test_the_second_calls_table_is_the_analysis_of_its_data():
-    table = committed("local_counters", "run2", "table.md").read_text()
-    assert table == R.markdown(R.rows(*_rows("run2")))
+@pytest.mark.parametrize("run", ["run2", "run3"])
+def test_an_earlier_calls_table_is_the_analysis_of_its_data(run):
+    table = committed("local_counters", run, "table.md").read_text()
+    assert table == R.markdown(R.rows(*_rows(run)))
 
 
 @pytest.mark.parametrize("case_id, build", [
@@ -59,6 +61,7 @@ def test_the_second_calls_table_is_the_analysis_of_its_data():
     ("matvec-local-M333-K5003-T256", "CUDA"),
     ("matvec-local-whole-M333-K5003-T256", "CUDA"),
     ("matvec-rows-reduce-M333-K5003-T16-wg_rows4", "CUDA"),
+    ("gemm-warp-tiled-M256-K256-N256-T16-bk32-tm8-tn4-wg_rows8-wn32", "CUDA"),
 ])
 def test_the_committed_model_figures_are_todays_model(entries, figures, case_id, build):
     entry = next(e for e in entries if e["id"] == case_id and e["build"] == build)
@@ -68,7 +71,7 @@ def test_the_committed_model_figures_are_todays_model(entries, figures, case_id,
 def test_the_run_measured_every_family_in_both_builds(entries):
     assert all(e["record"] is not None for e in entries)
     for build in ("CUDA", "OpenCL"):
-        assert len({e["case"]["family"] for e in entries if e["build"] == build}) == 9
+        assert len({e["case"]["family"] for e in entries if e["build"] == build}) == 11
 
 
 def test_every_gemm_equals_nsight_but_for_the_l1_units_own_counters(table_rows):
@@ -76,7 +79,7 @@ def test_every_gemm_equals_nsight_but_for_the_l1_units_own_counters(table_rows):
     # local instructions and the instructions' own wavefronts exact; the L1 unit's wavefronts
     # and conflicts are the only quantities that differ
     gemms = [r for (cid, _), r in table_rows.items() if cid.startswith("gemm-")]
-    assert len(gemms) == 68
+    assert len(gemms) == 86
     for r in gemms:
         for label, (model, measured) in r["values"].items():
             if "(L1)" not in label:
@@ -162,9 +165,24 @@ def test_unrolled_loops_with_trip_counts_differing_inside_a_sub_group(second_cal
 def test_the_counts_the_findings_state(table_rows):
     rows = list(table_rows.values())
     verdicts = [R.verdict(r) for r in rows]
-    assert len(rows) == 104
+    assert len(rows) == 128
     assert (verdicts.count("exact"), verdicts.count("within 1%"),
-            verdicts.count("L1 excess")) == (41, 0, 63)
+            verdicts.count("L1 excess")) == (58, 0, 70)
     own = [r for r in rows if all(R.meets(q, p) for q, p in r["values"].items()
                                   if "(L1)" not in q)]
-    assert len(own) == 104
+    assert len(own) == 128
+
+
+@pytest.mark.parametrize("options, per_read", [
+    # float4 reads of A and B per depth: 8 distinct 16-byte words in a sub-group take 4
+    # wavefronts, 4 distinct words 2 (no phase pair shares one above 16 distinct words)
+    ("bk16-tm8-tn8-wg_rows16-wn64", (2 * 2 + 2 * 4) / 4),   # 2 A reads of 4, 2 B of 8 words
+    ("bk32-tm8-tn4-wg_rows8-wn32", (2 * 2 + 4) / 3),        # 2 A reads of 4, 1 B of 8
+    ("bk32-tm4-tn4-wg_rows8-wn32", (2 + 4) / 2),            # 1 A read of 4, 1 B of 8
+])
+def test_warp_tiled_float4_reads_take_wavefronts_by_their_distinct_words(table_rows, options,
+                                                                         per_read):
+    for build in ("CUDA", "OpenCL"):
+        values = table_rows[(f"gemm-warp-tiled-M256-K256-N256-T16-{options}", build)]["values"]
+        reads = values["local ld instr."][1]
+        assert values["local ld wavefronts (instr.)"] == (reads * per_read,) * 2
