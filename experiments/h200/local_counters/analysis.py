@@ -97,6 +97,17 @@ def _model(key: tuple, case: dict) -> dict:
     return {attr: int(getattr(memory, attr)) for _, attr, _, _ in QUANTITIES}
 
 
+def _compiled_config(sass: dict, config: str, k: int) -> str:
+    """The offline build of ``config`` for a record at K = ``k``: ``config`` itself, or, for
+    a family whose source has K in it (:data:`.cases.CODE_NEEDS_K`, built once per K of the
+    check), the build at ``k`` or else the first one (their local instructions are the same
+    at every K: only the local array's length differs)."""
+    if config in sass["configs"]:
+        return config
+    per_k = sorted(c for c in sass["configs"] if c.startswith(config + "-K"))
+    return f"{config}-K{k}" if f"{config}-K{k}" in per_k else (per_k[0] if per_k else config)
+
+
 def rows(figures: dict | None = None) -> list[dict]:
     """One row per committed record: source, id, build, comparable (or why not), and per
     quantity (model, measured). ``figures``: the model's figures by case key (as
@@ -125,6 +136,7 @@ def rows(figures: dict | None = None) -> list[dict]:
             if build_tag == "opencl-ptx":
                 row["why_not"] = "OpenCL PTX assembled by CUDA's ptxas: no modelled build"
                 continue
+            config = _compiled_config(sass, config, rec["k"])
             then = sass["then"].get(commit, {}).get(config)
             now = sass["configs"].get(config)
             if then is None or now is None or "sass_counts" not in then:
