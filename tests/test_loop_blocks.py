@@ -198,41 +198,34 @@ def test_a_hazard_in_a_blocked_loop_is_the_one_of_iteration_by_iteration():
     assert "out-of-bounds" in str(fast.value) and str(fast.value) == str(slow.value)
 
 
-def test_blocked_and_one_by_one_iterations_merge_into_vector_loads_alike():
+def _consecutive_local_reads(reads: int) -> Schedule:
+    """8 work-items store 8 words each into local memory, then each reads ``reads`` of its
+    own consecutive words 8·lid + k in a loop that assigns a private array (run blocked)."""
+    lid = Let("lid", local_id(0))
+    p = PrivateArray("p", (Const(1),))
+    return _kernel(8, 8, [
+        lid, DeclarePrivateArray(p, None),
+        For("f", Const(0), Const(8), Const(1), (store(T, lid.var * 8 + Var("f"), X[lid.var]),)),
+        S.Barrier(),
+        For("k", Const(0), Const(reads), Const(1), (assign_elem(p[Const(0)], T[lid.var * 8 +
+                                                                              Var("k")]),)),
+        store(Y, lid.var, p[Const(0)])])
+
+
+@pytest.mark.parametrize("reads, merged", [
+    # k = 0..7 for the 8 work-items of one sub-group: two runs of 4
+    (8, 2),
+    # k = 0..6: one run of 4, then 3 words whose 4-word load (8·lid + 4 .. 8·lid + 7) lies
+    # inside the 64-word array for every work-item: one more vector load
+    (7, 2),
+])
+def test_blocked_and_one_by_one_iterations_merge_into_vector_loads_alike(reads, merged):
     # consecutive words along the loop's iterations: a local_vector_words = 4 model merges
     # each 4-aligned run of 4 into one vector load (the CUDA build's LDS.128 of an unrolled
     # loop), whether the iterations reach the observer in a block or one by one
-    lid = Let("lid", local_id(0))
-    p = PrivateArray("p", (Const(1),))
-    schedule = _kernel(8, 8, [
-        lid, DeclarePrivateArray(p, None),
-        For("f", Const(0), Const(8), Const(1), (store(T, lid.var * 8 + Var("f"), X[lid.var]),)),
-        S.Barrier(),
-        For("k", Const(0), Const(8), Const(1), (assign_elem(p[Const(0)], T[lid.var * 8 +
-                                                                          Var("k")]),)),
-        store(Y, lid.var, p[Const(0)])])
+    schedule = _consecutive_local_reads(reads)
     fast = _observation(schedule, CUDA, True)
     assert fast == _observation(schedule, CUDA, False)
     assert _blocked_loops_run(schedule, CUDA) == 2
-    # words 8·lid + k, k = 0..7, for the 8 work-items of one sub-group: two runs of 4
-    assert fast["memory"]["local_load_requests"] == 2
-    assert _observation(schedule, H200, True)["memory"]["local_load_requests"] == 8
-
-
-def test_the_words_after_the_last_vector_run_merge_alike_in_both_paths():
-    # 7 consecutive words 8·lid + k: one run of 4, then 3 words whose 4-word load
-    # (8·lid + 4 .. 8·lid + 7) lies inside the 64-word array for every work-item: one more
-    # vector load, whether the iterations come in a block or one by one
-    lid = Let("lid", local_id(0))
-    p = PrivateArray("p", (Const(1),))
-    schedule = _kernel(8, 8, [
-        lid, DeclarePrivateArray(p, None),
-        For("f", Const(0), Const(8), Const(1), (store(T, lid.var * 8 + Var("f"), X[lid.var]),)),
-        S.Barrier(),
-        For("k", Const(0), Const(7), Const(1), (assign_elem(p[Const(0)], T[lid.var * 8 +
-                                                                          Var("k")]),)),
-        store(Y, lid.var, p[Const(0)])])
-    fast = _observation(schedule, CUDA, True)
-    assert fast == _observation(schedule, CUDA, False)
-    assert fast["memory"]["local_load_requests"] == 2
-    assert _observation(schedule, H200, True)["memory"]["local_load_requests"] == 7
+    assert fast["memory"]["local_load_requests"] == merged
+    assert _observation(schedule, H200, True)["memory"]["local_load_requests"] == reads
