@@ -159,12 +159,23 @@ class ExplainObserver(Observer):
             obs.on_batch(group_index, work_items, weights)
 
     def on_barrier(self, group_index, arrived) -> None:
+        for obs in self._site_memory.values():
+            obs.on_barrier(group_index, arrived)
         if self._pos is not None and arrived[self._pos] > 0:
             self._epoch += 1
             self.barriers_passed += 1
 
+    def on_finish(self) -> None:
+        for obs in self._site_memory.values():
+            obs.on_finish()
+
     def on_access(self, ev: AccessEvent) -> None:
         key = (ev.space, ev.direction, ev.array, ev.site)
+        if ev.space == "local" and ev.direction == "store":
+            # a local store ends the merging of every statement's held loads, as in the
+            # launch's one MemoryObserver
+            for obs in self._site_memory.values():
+                obs.count_held_loads()
         obs = self._site_memory.get(key)
         if obs is None:
             obs = self._site_memory[key] = self.params.observer()
@@ -228,6 +239,7 @@ class ExplainObserver(Observer):
         counter = p.observer()
         counter.on_batch(one.group_index, L)
         counter.on_access(one)
+        counter.on_finish()
         elements = [[int(e) for e, on in zip(index[lane, :entries], keep[lane]) if on]
                     for lane in lanes]
         return SampleInstruction(ev.space, ev.direction, ev.array, ev.site, sub_group,

@@ -196,6 +196,12 @@ class MemoryObserver(Observer):
     def on_finish(self) -> None:
         self._flush_chains()
 
+    def count_held_loads(self) -> None:
+        """Count the local loads held back for merging with later iterations (what a local
+        store, a barrier, a new batch and the end do): for an observer of part of a
+        launch's statements, called when another statement stores to local memory."""
+        self._flush_chains()
+
     # ------------------------------------------------ loads of consecutive iterations
     def _chain(self, ev: AccessEvent) -> None:
         """Take a local load of loop iterations executed one at a time (or in blocks,

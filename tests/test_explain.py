@@ -226,3 +226,22 @@ def test_a_launch_of_too_many_work_groups_is_refused():
     wide = dataclasses.replace(sch, global_size=(128, 64))      # 8192: refused
     with pytest.raises(ExplainSizeError, match="8192 work-groups: .* at most 4096"):
         check_size(wide)
+
+
+@pytest.mark.parametrize("family, sizes", [
+    ("matvec-local-whole", dict(m=40, k=1, tile=32)),     # one load, held to the end
+    ("matvec-local", dict(m=40, k=33, tile=32)),          # a last chunk of one word
+    ("matvec-rows-reduce", dict(m=40, k=33, tile=32, wg_rows=2)),  # loads, then barriers
+    ("gemm-register-blocked", dict(m=32, k=32, n=32)),    # loads merged across iterations
+])
+def test_loads_a_merging_model_holds_are_counted_per_statement(family, sizes):
+    # nvidia-h200-cuda merges consecutive local loads: the loads it holds for merging are
+    # counted when a store, a barrier or the end comes, in every statement's counts too
+    data = explain_data(tt.build(family, **sizes), "nvidia-h200-cuda")
+    model = tt.model(tt.build(family, **sizes), "nvidia-h200-cuda").memory
+    for key in ("local_load_requests", "local_load_wavefronts"):
+        assert data["memory"][key] == getattr(model, key) > 0, key
+    assert data["memory"]["local_bank_conflicts"] == model.local_bank_conflicts
+    for sample in data["samples"]:
+        if sample["space"] == "local" and sample["direction"] == "load":
+            assert sample["figures"]["local_load_requests"] == 1, sample["site"]
