@@ -245,13 +245,15 @@ def _measure(doc, chosen, target, reference, repeat, warmup, rounds, seed, save,
         doc["measurements"].append(record)
         records.append((record, sch))
     save()
+    before_launch: dict = {}
     for r in range(rounds):
         order = records if r % 2 == 0 else records[::-1]
         for record, sch in order:
             if record["status"] == "failed":
                 continue
             result = _measure_round_with(run_on_device, target, sch, reference, repeat,
-                                         warmup, seed, record["predicted_rank"], r)
+                                         warmup, seed, record["predicted_rank"], r,
+                                         before_launch)
             # _add_round's GFLOP/s is 2 * work / time: work = the simulated FLOPs / 2
             _add_round(record, result, rounds, max(1, flop[record["label"]] // 2))
             log(f"measured {record['label']} (round {r + 1} of {rounds})")
@@ -259,9 +261,10 @@ def _measure(doc, chosen, target, reference, repeat, warmup, rounds, seed, save,
 
 
 def _measure_round_with(run_on_device, target, sch, reference, repeat, warmup, seed, index,
-                        round_index) -> dict:
+                        round_index, before_launch: dict | None = None) -> dict:
     """One round of one candidate (as :func:`analysis.tuner._measure_round`, with the
-    launch file's reference)."""
+    launch file's reference; ``before_launch`` keeps each candidate's check before launch
+    for its later rounds)."""
     from tiletraffic.gpu.runtime import (KernelBuildError, LaunchConfigError, LaunchError,
                                          ResultMismatchError)
 
@@ -272,11 +275,14 @@ def _measure_round_with(run_on_device, target, sch, reference, repeat, warmup, s
         try:
             run = run_on_device(target, sch, repeat=repeat, warmup=warmup,
                                 rng=np.random.default_rng([seed, index, round_index]),
-                                reference_fn=reference)
+                                reference_fn=reference,
+                                launch_check=(before_launch or {}).get(index))
         except Exception as err:  # noqa: BLE001 - recorded; the tuning goes on
             stage = next((s for t, s in stages if isinstance(err, t)), "error")
             return {"failed": {"stage": stage, "error_type": type(err).__name__,
                                "error": str(err)}}
+    if before_launch is not None:
+        before_launch[index] = run.launch_check
     r, c = run.run, run.check
     return {"round": round_index, "kernel_times_s": list(r.kernel_times_s),
             "median_s": r.median_s, "timing": r.timing,

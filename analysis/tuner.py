@@ -257,9 +257,13 @@ def _model_all(todo, sizes, model, jobs, progress, on_result, registers=None,
         bar.close()
 
 
-def _measure_round(target, sch, repeat, warmup, seed, index, round_index) -> dict:
+def _measure_round(target, sch, repeat, warmup, seed, index, round_index,
+                   before_launch: dict | None = None) -> dict:
     """One round of one candidate on the device: its launch times and check, or the
-    failure (``failed``: stage, error_type, error)."""
+    failure (``failed``: stage, error_type, error). ``before_launch`` (candidate index ->
+    :class:`simulator.launch_check.LaunchCheck`) keeps each candidate's check before
+    launch from its first round for the later ones: the check depends on the schedule only
+    (input values do not change hazards), and takes seconds at large sizes."""
     from tiletraffic.gpu.runtime import (KernelBuildError, LaunchConfigError, LaunchError,
                                          ResultMismatchError)
 
@@ -272,11 +276,14 @@ def _measure_round(target, sch, repeat, warmup, seed, index, round_index) -> dic
         warnings.simplefilter("always")
         try:
             run = run_on_device(target, sch, repeat=repeat, warmup=warmup,
-                                rng=np.random.default_rng([seed, index, round_index]))
+                                rng=np.random.default_rng([seed, index, round_index]),
+                                launch_check=(before_launch or {}).get(index))
         except Exception as err:  # recorded; the tuning goes on with the next candidate
             stage = next((s for t, s in stages if isinstance(err, t)), "error")
             return {"failed": {"stage": stage, "error_type": type(err).__name__,
                                "error": str(err)}}
+    if before_launch is not None:
+        before_launch[index] = run.launch_check
     r, c = run.run, run.check
     return {"round": round_index, "kernel_times_s": list(r.kernel_times_s),
             "median_s": r.median_s, "timing": r.timing, "build_time_s": r.build_time_s,
@@ -336,6 +343,7 @@ def _measure_chosen(doc, chosen, valid, old, target, sizes, repeat, warmup, roun
     todo = sum(max(0, rounds - len(records.get(e["label"], {}).get("rounds", [])))
                for e in chosen if records.get(e["label"], {}).get("status") != "failed")
     m, n, k = sizes
+    before_launch: dict = {}
     with tqdm(total=todo, desc=f"measure ({target.info.device_name})", unit="run",
               file=sys.stderr, disable=None if progress is None else not progress) as bar:
         for r in range(rounds):
@@ -351,8 +359,8 @@ def _measure_chosen(doc, chosen, valid, old, target, sizes, repeat, warmup, roun
                 if record["status"] == "failed" or len(record["rounds"]) > r:
                     continue
                 index, sch = by_label[entry["label"]]
-                _add_round(record, _measure_round(target, sch, repeat, warmup, seed, index, r),
-                           rounds, m * n * k)
+                _add_round(record, _measure_round(target, sch, repeat, warmup, seed, index, r,
+                                                  before_launch), rounds, m * n * k)
                 bar.update(1)
                 save()
 
