@@ -24,3 +24,20 @@ def crosscheck_all():
     from golden.record import CROSSCHECK_ARGV, invoke
 
     return invoke(CROSSCHECK_ARGV)
+
+
+@pytest.fixture
+def checks_before_launch(monkeypatch):
+    """The schedules ``run_on_device`` checks before launch during the test, in order (the
+    check itself still runs)."""
+    from tiletraffic.analysis.validation import measure
+
+    made = []
+    check = measure.check_before_launch
+
+    def counting(schedule, **kw):
+        made.append(schedule)
+        return check(schedule, **kw)
+
+    monkeypatch.setattr(measure, "check_before_launch", counting)
+    return made

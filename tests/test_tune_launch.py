@@ -95,20 +95,10 @@ def test_every_measured_candidate_failing_is_a_fault_in_one_line(pocl, tmp_path,
     assert last.startswith("error: none of the 2 measured candidates ran (") and "made up" in last
 
 
-def test_each_candidate_is_checked_before_launch_once_for_all_its_rounds(pocl, tmp_path,
-                                                                         monkeypatch):
-    from tiletraffic.analysis.validation import measure
-
-    made = []
-    check = measure.check_before_launch
-
-    def counting(schedule, **kw):
-        made.append(schedule.kernel_name)
-        return check(schedule, **kw)
-
-    monkeypatch.setattr(measure, "check_before_launch", counting)
+def test_each_candidate_is_checked_before_launch_once_for_all_its_rounds(
+        pocl, tmp_path, checks_before_launch):
     doc = tune_launch(LAUNCH, {"TS": [4, 8]}, [], sets={"N": 32}, top=2, rounds=2,
                       device=pocl, seed=5, out=tmp_path / "t.json")
     assert [len(m["rounds"]) for m in doc["measurements"]] == [2, 2]
     assert all(m["status"] == "ok" and m["check"]["ok"] for m in doc["measurements"])
-    assert len(made) == 2
+    assert len(checks_before_launch) == 2

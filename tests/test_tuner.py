@@ -608,21 +608,11 @@ def test_cli_refuses_an_unwritable_out_file_before_modelling(tmp_path):
 
 
 @needs_pocl
-def test_each_candidate_is_checked_before_launch_once_for_all_its_rounds(tmp_path,
-                                                                         monkeypatch):
+def test_each_candidate_is_checked_before_launch_once_for_all_its_rounds(
+        tmp_path, checks_before_launch):
     # the check before launch depends on the schedule only; the second round reuses it
-    from tiletraffic.analysis.validation import measure
-
-    made = []
-    check = measure.check_before_launch
-
-    def counting(schedule, **kw):
-        made.append(schedule.family)
-        return check(schedule, **kw)
-
-    monkeypatch.setattr(measure, "check_before_launch", counting)
     res = tt.tune(64, 64, 64, device="pocl", space=write(tmp_path, SMALL_SPACE), top=3,
                   seed=4, out=tmp_path / "t.json")
     assert [len(m["rounds"]) for m in res.measurements] == [2, 2, 2]
     assert all(m["status"] == "ok" and m["check"]["ok"] for m in res.measurements)
-    assert len(made) == 3
+    assert len(checks_before_launch) == 3
