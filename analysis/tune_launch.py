@@ -227,8 +227,7 @@ def _measure(doc, chosen, target, reference, repeat, warmup, rounds, seed, save,
     import tiletraffic as tt
     from tiletraffic.simulator.accelerators import Accelerators
 
-    from .tuner import _add_round
-    from .validation.measure import run_on_device
+    from .tuner import _add_round, _measure_round
 
     records = []
     flop = {entry["label"]: entry["flop"] for entry, _ in chosen}
@@ -251,45 +250,13 @@ def _measure(doc, chosen, target, reference, repeat, warmup, rounds, seed, save,
         for record, sch in order:
             if record["status"] == "failed":
                 continue
-            result = _measure_round_with(run_on_device, target, sch, reference, repeat,
-                                         warmup, seed, record["predicted_rank"], r,
-                                         before_launch)
+            result = _measure_round(target, sch, repeat, warmup, seed,
+                                    record["predicted_rank"], r, before_launch,
+                                    reference_fn=reference)
             # _add_round's GFLOP/s is 2 * work / time: work = the simulated FLOPs / 2
             _add_round(record, result, rounds, max(1, flop[record["label"]] // 2))
             log(f"measured {record['label']} (round {r + 1} of {rounds})")
             save()
-
-
-def _measure_round_with(run_on_device, target, sch, reference, repeat, warmup, seed, index,
-                        round_index, before_launch: dict | None = None) -> dict:
-    """One round of one candidate (as :func:`analysis.tuner._measure_round`, with the
-    launch file's reference; ``before_launch`` keeps each candidate's check before launch
-    for its later rounds)."""
-    from tiletraffic.gpu.runtime import (KernelBuildError, LaunchConfigError, LaunchError,
-                                         ResultMismatchError)
-
-    stages = ((KernelBuildError, "build"), (LaunchConfigError, "launch limits"),
-              (LaunchError, "launch"), (ResultMismatchError, "check"))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            run = run_on_device(target, sch, repeat=repeat, warmup=warmup,
-                                rng=np.random.default_rng([seed, index, round_index]),
-                                reference_fn=reference,
-                                launch_check=(before_launch or {}).get(index))
-        except Exception as err:  # noqa: BLE001 - recorded; the tuning goes on
-            stage = next((s for t, s in stages if isinstance(err, t)), "error")
-            return {"failed": {"stage": stage, "error_type": type(err).__name__,
-                               "error": str(err)}}
-    if before_launch is not None:
-        before_launch[index] = run.launch_check
-    r, c = run.run, run.check
-    return {"round": round_index, "kernel_times_s": list(r.kernel_times_s),
-            "median_s": r.median_s, "timing": r.timing,
-            "check": {"ok": c.ok, "error_over_tolerance": c.error_over_tolerance,
-                      "worst_index": list(c.worst_index) if c.worst_index else None,
-                      "checked_launches": sorted(run.launch_checks or {})},
-            "warnings": [str(w.message) for w in caught]}
 
 
 def table(doc: dict) -> str:

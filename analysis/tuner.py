@@ -258,12 +258,13 @@ def _model_all(todo, sizes, model, jobs, progress, on_result, registers=None,
 
 
 def _measure_round(target, sch, repeat, warmup, seed, index, round_index,
-                   before_launch: dict | None = None) -> dict:
+                   before_launch: dict | None = None, reference_fn=None) -> dict:
     """One round of one candidate on the device: its launch times and check, or the
     failure (``failed``: stage, error_type, error). ``before_launch`` (candidate index ->
     :class:`simulator.launch_check.LaunchCheck`) keeps each candidate's check before
     launch from its first round for the later ones: the check depends on the schedule only
-    (input values do not change hazards), and takes seconds at large sizes."""
+    (input values do not change hazards), and takes seconds at large sizes.
+    ``reference_fn``: a launch file's reference (``run_on_device``'s), else the GEMM's."""
     from tiletraffic.gpu.runtime import (KernelBuildError, LaunchConfigError, LaunchError,
                                          ResultMismatchError)
 
@@ -277,7 +278,8 @@ def _measure_round(target, sch, repeat, warmup, seed, index, round_index,
         try:
             run = run_on_device(target, sch, repeat=repeat, warmup=warmup,
                                 rng=np.random.default_rng([seed, index, round_index]),
-                                launch_check=(before_launch or {}).get(index))
+                                launch_check=(before_launch or {}).get(index),
+                                reference_fn=reference_fn)
         except Exception as err:  # recorded; the tuning goes on with the next candidate
             stage = next((s for t, s in stages if isinstance(err, t)), "error")
             return {"failed": {"stage": stage, "error_type": type(err).__name__,

@@ -358,7 +358,7 @@ class MemoryObserver(Observer):
         index = np.broadcast_to(np.asarray(ev.index), ev.shape)
         mask = np.broadcast_to(np.asarray(ev.mask), ev.shape)
 
-        def part(first: int, stop: int, index=index, mask=mask) -> AccessEvent:
+        def part(first: int, stop: int) -> AccessEvent:
             cut = index[:, :, first:stop]
             return dataclasses.replace(ev, index=cut, mask=mask[:, :, first:stop],
                                        shape=cut.shape)
