@@ -15,6 +15,7 @@ architecture and data locality"), with the zero-filled edge tiles counted.
 from __future__ import annotations
 
 from tiletraffic.simulator.schedule import FLOAT_BYTES, Schedule
+from tiletraffic.simulator.sequence import is_sequence
 
 
 class NoClosedForm(ValueError):
@@ -130,6 +131,60 @@ def gemm_warp_tiled(m: int, k: int, n: int, w0: int, w1: int, tm: int, tn: int,
     return gemm_register_blocked(m, k, n, w0, w1, tm, tn, bk, barriers_per_step=1)
 
 
+def gemm_split_k_slices(m: int, k: int, n: int, w0: int, w1: int, tm: int, tn: int,
+                        bk: int, splits: int) -> dict:
+    """Kernel 1 of ``gemm-split-k``: :func:`gemm_warp_tiled`'s work-groups repeated for each
+    of the S slices of K (P = ⌈⌈K/BK⌉/S⌉ steps each, the last one the rest).
+
+    The slices cut K without overlap, so A is read M·K·⌈N/BN⌉ and B K·N·⌈M/BM⌉ times in all,
+    and the S·G work-groups (G = ⌈N/BN⌉·⌈M/BM⌉) run ⌈K/BK⌉ steps per block of C together:
+    local loads, local stores, barriers and FLOP as :func:`gemm_warp_tiled`'s; stores S·M·N
+    (each slice its partial C). Busiest work-group: a full slice, min(P·BK, K) of K.
+    """
+    one = gemm_warp_tiled(m, k, n, w0, w1, tm, tn, bk)
+    bm, bn = tm * w1, tn * w0
+    depth = min(ceil_div(ceil_div(k, bk), splits) * bk, k)
+    one["global_load_elems_by_buffer"] = {**one["global_load_elems_by_buffer"]}
+    one["global_load_elems_by_buffer"].pop("C")
+    one["global_load_elems_by_buffer"]["C_partial"] = 0
+    one["global_store_elems_by_buffer"] = {"A": 0, "B": 0, "C_partial": splits * m * n}
+    one["work_groups"] *= splits
+    one["global_load_elems_per_tile"] = depth * (min(bm, m) + min(bn, n))
+    return _finish(one)
+
+
+def split_k_reduce(m: int, n: int, splits: int, items: int) -> dict:
+    """Kernel 2 of ``gemm-split-k``: each work-item in range (one per 4 elements of C) reads
+    S float4s of the partials and stores one: S·M·N loads, M·N stores, (S − 1)·M·N FLOP;
+    work-groups ⌈⌈N/4⌉/R⌉·M (R work-items along N); busiest work-group min(4R, N)·S loads.
+    """
+    return _finish({
+        "global_load_elems_by_buffer": {"C_partial": splits * m * n, "C": 0},
+        "global_store_elems_by_buffer": {"C_partial": 0, "C": m * n},
+        "local_load_elems": 0, "local_store_elems": 0, "barriers": 0,
+        "flop": (splits - 1) * m * n,
+        "work_groups": ceil_div(ceil_div(n, 4), items) * m,
+        "global_load_elems_per_tile": min(4 * items, n) * splits,
+    })
+
+
+def added(parts: list[dict]) -> dict:
+    """The closed forms of kernels run one after another: every count added (per buffer
+    too), the busiest work-group the largest of them."""
+    total: dict = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, dict):
+                mine = total.setdefault(key, {})
+                for name, amount in value.items():
+                    mine[name] = mine.get(name, 0) + amount
+            elif key == "global_load_elems_per_tile":
+                total[key] = max(total.get(key, 0), value)
+            else:
+                total[key] = total.get(key, 0) + value
+    return total
+
+
 def matvec_rows_reduce(m: int, k: int, w0: int, w1: int) -> dict:
     """Matrix-vector with W0 work-items per row and W1 rows per work-group, partial sums
     added in local memory (``matvec-rows-reduce``).
@@ -212,9 +267,13 @@ def matvec_local_whole(m: int, k: int, t: int) -> dict:
 def counts(schedule: Schedule) -> dict:
     """Closed-form counts for ``schedule``, with the keys of ``TrafficCounts.to_dict()``.
 
+    A :class:`simulator.sequence.KernelSequence` gets its kernels' forms :func:`added`.
+
     Raises:
         NoClosedForm (a ValueError): for a schedule family without closed forms.
     """
+    if is_sequence(schedule):
+        return added([counts(kernel) for kernel in schedule.kernels])
     p, t = schedule.param_values, schedule.tile
     family = schedule.family
     if family == "gemm-naive":
@@ -226,6 +285,12 @@ def counts(schedule: Schedule) -> dict:
         return gemm_register_blocked(p["M"], p["K"], p["N"], t, x["wg_rows"], x["tm"],
                                      x["tn"], x["bk"],
                                      barriers_per_step=1 if family == "gemm-prefetch" else 2)
+    if family == "gemm-warp-tiled" and "splits" in schedule.extra:
+        x = schedule.extra
+        return gemm_split_k_slices(p["M"], p["K"], p["N"], t, x["wg_rows"], x["tm"], x["tn"],
+                                   x["bk"], x["splits"])
+    if family == "gemm-split-k-reduce":
+        return split_k_reduce(p["M"], p["N"], p["S"], t)
     if family == "gemm-warp-tiled":
         x = schedule.extra
         return gemm_warp_tiled(p["M"], p["K"], p["N"], t, x["wg_rows"], x["tm"], x["tn"],

@@ -107,7 +107,8 @@ class BuiltIn:
         if options and spec not in schedules.FAMILY_OPTIONS:
             raise ScheduleError(f"{', '.join(map(spell, options))} applies to "
                                 f"{', '.join(schedules.FAMILY_OPTIONS)} only, not {spec}")
-        if spec not in schedules.FAMILIES or (example_shape and not options):
+        if spec not in schedules.FAMILIES + schedules.SEQUENCE_FAMILIES or \
+                (example_shape and not options):
             return build_any(spec, m, k, n, tile, chunk)
         if example_shape:  # a family with options, at its example shape unless sizes are given
             ex = CHECK_EXAMPLES[spec]

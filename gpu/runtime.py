@@ -25,7 +25,7 @@ import time
 import warnings
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyopencl as cl
@@ -249,6 +249,9 @@ class RunResult:
             output.
         resources: registers, spills and memory of the compiled kernel as the driver
             reports them (:func:`kernel_resources`); registers ``None`` where it does not.
+            For a sequence of kernels: the first kernel's (``kernel_resources``: each's);
+            ``kernel_name`` the names joined by ``+``, ``global_size``/``local_size`` the
+            first kernel's.
     """
 
     outputs: dict[str, np.ndarray]
@@ -270,6 +273,8 @@ class RunResult:
     distinct_outputs: int = 1
     checked_launches: tuple[int, ...] = ()
     resources: KernelResources | None = None
+    kernel_resources: tuple[KernelResources | None, ...] = ()
+    """Each kernel's resources, in launch order (one entry for one kernel)."""
 
     @property
     def registers_per_work_item(self) -> int | None:
@@ -291,7 +296,15 @@ class RunResult:
             "checked_launches": list(self.checked_launches),
             "registers_per_work_item": self.registers_per_work_item,
             "kernel_resources": self.resources.to_dict() if self.resources else None,
+            **({"registers_per_kernel": list(self.registers_per_kernel)}
+               if len(self.kernel_resources) > 1 else {}),
         }
+
+    @property
+    def registers_per_kernel(self) -> tuple[int | None, ...]:
+        """Registers per work-item of each kernel, in launch order."""
+        return tuple(r.registers_per_work_item if r else None
+                     for r in self.kernel_resources or (self.resources,))
 
 
 LAUNCH_INDEX_ARG = "launch_index"
@@ -377,33 +390,40 @@ def build_kernel(target: Target, kernel: GeneratedKernel):
 
 def run_kernel(
     target: Target,
-    kernel: GeneratedKernel,
+    kernel: GeneratedKernel | Sequence[GeneratedKernel],
     arrays: dict[str, np.ndarray],
     scalars: dict[str, int],
     repeat: int = MIN_REPEAT,
     warmup: int = 2,
     check_output: Callable[[int, dict[str, np.ndarray]], None] | None = None,
+    outputs: Sequence[str] | None = None,
 ) -> RunResult:
     """Build (cached), validate, launch ``warmup + repeat`` times, time, check every launch.
 
-    Every launch starts from the same state: before each one, the output buffers are filled
-    with the NaN ``simulator.unwritten.UNWRITTEN_BITS`` (so an element a launch does not
-    write shows as unwritten, whatever earlier launches left) and ``global_inout`` buffers
-    get their input back. After each launch the outputs are read back and their bytes'
-    CRC-32 recorded (``output_digests``), outside the timed interval. ``check_output`` sees
-    the outputs of the first launch, of the last, and of every launch whose output differs
-    from all before it; it raises to refuse them. So a wrong launch anywhere -- a middle one
-    that writes zeros -- is caught unless its CRC-32 equals a checked one (probability
-    2**-32), and no time of a wrong result is returned. Outputs that differ between launches
-    but all pass ``check_output`` are reported (``distinct_outputs`` > 1, and a
-    ``RuntimeWarning``): the kernel is nondeterministic.
+    ``kernel`` is one kernel or a sequence of kernels (:mod:`simulator.sequence`: split-K's
+    two), launched in order on the target's in-order queue as one *launch*: they share the
+    buffers of ``arrays`` by argument name (a buffer one kernel writes, another reads), and
+    a launch's time runs from the first kernel's start to the last one's end.
+
+    Every launch starts from the same state: before each one, the buffers some kernel
+    writes are filled with the NaN ``simulator.unwritten.UNWRITTEN_BITS`` (so an element a
+    launch does not write shows as unwritten, whatever earlier launches left), or get their
+    input back where the first kernel using them reads them (``global_inout``). After each
+    launch the ``outputs`` are read back and their bytes' CRC-32 recorded
+    (``output_digests``), outside the timed interval. ``check_output`` sees the outputs of
+    the first launch, of the last, and of every launch whose output differs from all before
+    it; it raises to refuse them. So a wrong launch anywhere -- a middle one that writes
+    zeros -- is caught unless its CRC-32 equals a checked one (probability 2**-32), and no
+    time of a wrong result is returned. Outputs that differ between launches but all pass
+    ``check_output`` are reported (``distinct_outputs`` > 1, and a ``RuntimeWarning``): the
+    kernel is nondeterministic.
 
     Args:
         target: from :func:`select_device`.
-        kernel: the kernel and its NDRange.
+        kernel: the kernel and its NDRange, or the kernels in launch order.
         arrays: one float32 C-contiguous (row-major) array per ``global_in``,
-            ``global_inout`` and ``global_out`` argument. Inputs are copied to the device;
-            an output's array gives only its shape (contents ignored).
+            ``global_inout`` and ``global_out`` argument (of any kernel). Inputs are copied
+            to the device; an output's array gives only its shape (contents ignored).
         scalars: one int (32-bit) per ``int`` argument; an argument named
             :data:`LAUNCH_INDEX_ARG` gets the launch number instead at each launch.
         repeat: timed launches, at least :data:`MIN_REPEAT`.
@@ -413,6 +433,9 @@ def run_kernel(
             included; outputs by argument name, float32, shaped like ``arrays``); raises
             to refuse the launch's result. Without it, outputs that differ between launches
             raise :class:`ResultMismatchError` (nothing can tell which one is right).
+        outputs: the written buffers to read back and fingerprint (default: every
+            ``global_out``/``global_inout`` argument; a sequence passes its own outputs,
+            leaving out its scratch buffers).
 
     Returns:
         RunResult with the outputs of the last launch and per-launch times in seconds from
@@ -435,83 +458,114 @@ def run_kernel(
         raise ValueError(f"repeat must be at least {MIN_REPEAT} timed launches, got {repeat}")
     if warmup < 1:
         raise ValueError(f"warmup must be at least 1 (the first launch includes JIT), got {warmup}")
-    _check_arguments(kernel, arrays, scalars)
+    kernels = [kernel] if isinstance(kernel, GeneratedKernel) else list(kernel)
+    if not kernels:
+        raise ValueError("run_kernel needs at least one kernel")
+    for k in kernels:
+        _check_arguments(k, {a.name: arrays[a.name] for a in k.args
+                             if a.kind != "int" and a.name in arrays},
+                         {a.name: scalars[a.name] for a in k.args
+                          if a.kind == "int" and a.name in scalars})
+    used = {a.name for k in kernels for a in k.args}
+    extra = sorted((set(arrays) | set(scalars)) - used)
+    if extra:
+        raise ValueError(f"{'+'.join(k.name for k in kernels)}: unexpected arguments {extra}")
 
-    cl_kernel, built, resources = build_kernel(target, kernel)
-    info = cl.kernel_work_group_info
-    kernel_max = int(cl_kernel.get_work_group_info(info.WORK_GROUP_SIZE, target.device))
-    try:
-        required = tuple(int(s) for s in cl_kernel.get_work_group_info(info.COMPILE_WORK_GROUP_SIZE, target.device))
-    except cl.Error:
-        required = None
-    check_launch_limits(kernel, target.limits, kernel_max, required)
-    if cl_kernel.num_args != len(kernel.args):
-        raise LaunchConfigError(
-            f"kernel {kernel.name!r} takes {cl_kernel.num_args} arguments but the GeneratedKernel lists "
-            f"{len(kernel.args)}"
-        )
+    built_kernels = []
+    for k in kernels:
+        cl_kernel, built, resources = build_kernel(target, k)
+        info = cl.kernel_work_group_info
+        kernel_max = int(cl_kernel.get_work_group_info(info.WORK_GROUP_SIZE, target.device))
+        try:
+            required = tuple(int(s) for s in cl_kernel.get_work_group_info(
+                info.COMPILE_WORK_GROUP_SIZE, target.device))
+        except cl.Error:
+            required = None
+        check_launch_limits(k, target.limits, kernel_max, required)
+        if cl_kernel.num_args != len(k.args):
+            raise LaunchConfigError(
+                f"kernel {k.name!r} takes {cl_kernel.num_args} arguments but the "
+                f"GeneratedKernel lists {len(k.args)}")
+        built_kernels.append((k, cl_kernel, built, resources))
 
-    where = f"kernel {kernel.name!r} (global {_sizes(kernel.global_size)}, local {_sizes(kernel.local_size)}) " \
-            f"on {target.name}"
+    first = kernels[0]
+    name = "+".join(k.name for k in kernels)
+    where = (f"kernel {first.name!r} (global {_sizes(first.global_size)}, local "
+             f"{_sizes(first.local_size)}) on {target.name}" if len(kernels) == 1 else
+             f"kernels {name!r} on {target.name}")
     total = warmup + repeat
     profiling = queue_has_profiling(target.queue)
     if not profiling:
         _warn_no_profiling(target, "its command queue was created without "
                                    "CL_QUEUE_PROFILING_ENABLE")
-    launch_arg = next((i for i, a in enumerate(kernel.args)
-                       if a.kind == "int" and a.name == LAUNCH_INDEX_ARG), None)
-    outs = [a.name for a in kernel.args if a.kind in OUTPUT_KINDS]
-    fills = {a.name: (unwritten_fill(arrays[a.name].shape) if a.kind == "global_out"
-                      else arrays[a.name]) for a in kernel.args if a.kind in OUTPUT_KINDS}
+    kinds: dict[str, str] = {}
+    for k in kernels:           # a buffer's kind: as the first kernel using it sees it
+        for a in k.args:
+            if a.kind != "int":
+                kinds.setdefault(a.name, a.kind)
+    written = [n for n in kinds if any(a.name == n and a.kind in OUTPUT_KINDS
+                                       for k in kernels for a in k.args)]
+    outs = list(outputs) if outputs is not None else written
+    unknown = sorted(set(outs) - set(written))
+    if unknown:
+        raise ValueError(f"{name}: outputs {unknown} are not written by any kernel")
+    fills = {n: (unwritten_fill(arrays[n].shape) if kinds[n] == "global_out" else arrays[n])
+             for n in written}
     mf = cl.mem_flags
     buffers: dict[str, Any] = {}
     times: list[float] = []
     host_times: list[float] = []
     digests: list[int] = []
     checked: list[int] = []
-    outputs: dict[str, np.ndarray] = {}
+    results: dict[str, np.ndarray] = {}
     try:
-        for arg in kernel.args:
-            if arg.kind == "global_in":
-                buffers[arg.name] = cl.Buffer(target.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                                              hostbuf=arrays[arg.name])
-            elif arg.kind in OUTPUT_KINDS:
-                buffers[arg.name] = cl.Buffer(target.context, mf.READ_WRITE,
-                                              size=arrays[arg.name].nbytes)
-        cl_kernel.set_args(*[
-            buffers[a.name] if a.kind != "int" else np.int32(scalars[a.name]) for a in kernel.args
-        ])
+        for n, kind in kinds.items():
+            if n not in written:
+                buffers[n] = cl.Buffer(target.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
+                                       hostbuf=arrays[n])
+            else:
+                buffers[n] = cl.Buffer(target.context, mf.READ_WRITE, size=arrays[n].nbytes)
+        launch_args = []
+        for k, cl_kernel, _, _ in built_kernels:
+            cl_kernel.set_args(*[buffers[a.name] if a.kind != "int"
+                                 else np.int32(scalars[a.name]) for a in k.args])
+            launch_args.append(next((i for i, a in enumerate(k.args)
+                                     if a.kind == "int" and a.name == LAUNCH_INDEX_ARG), None))
         for launch in range(total):
-            for name in outs:
-                cl.enqueue_copy(target.queue, buffers[name], fills[name])
-            if launch_arg is not None:
-                cl_kernel.set_arg(launch_arg, np.int32(launch))
+            for n in written:
+                cl.enqueue_copy(target.queue, buffers[n], fills[n])
+            for (k, cl_kernel, _, _), index in zip(built_kernels, launch_args):
+                if index is not None:
+                    cl_kernel.set_arg(index, np.int32(launch))
             target.queue.finish()
             start = time.perf_counter()
-            event = cl.enqueue_nd_range_kernel(target.queue, cl_kernel, kernel.global_size, kernel.local_size)
-            event.wait()
+            events = [cl.enqueue_nd_range_kernel(target.queue, cl_kernel, k.global_size,
+                                                 k.local_size)
+                      for k, cl_kernel, _, _ in built_kernels]
+            events[-1].wait()
             host_s = time.perf_counter() - start
             if launch >= warmup:
                 host_times.append(host_s)
                 if profiling:
                     try:
-                        times.append((event.profile.end - event.profile.start) * 1e-9)
+                        times.append((events[-1].profile.end - events[0].profile.start)
+                                     * 1e-9)
                     except cl.Error as err:  # e.g. PROFILING_INFO_NOT_AVAILABLE
                         profiling = False
                         _warn_no_profiling(target, f"reading a launch's profiling times "
                                                    f"failed ({err})")
-            outputs = {}
-            for name in outs:
-                out = np.empty(arrays[name].shape, dtype=np.float32)
-                cl.enqueue_copy(target.queue, out, buffers[name]).wait()
-                outputs[name] = out
-            digest = _digest(outputs)
+            results = {}
+            for n in outs:
+                out = np.empty(arrays[n].shape, dtype=np.float32)
+                cl.enqueue_copy(target.queue, out, buffers[n]).wait()
+                results[n] = out
+            digest = _digest(results)
             new = digest not in digests
             digests.append(digest)
             if launch in (0, total - 1) or new:
                 checked.append(launch)
                 if check_output is not None:
-                    check_output(launch, outputs)
+                    check_output(launch, results)
                 elif new and launch > 0:
                     raise ResultMismatchError(
                         f"{where}: the output of {_describe_launch(launch, warmup, total)} "
@@ -532,26 +586,28 @@ def run_kernel(
             f"{where}: the outputs differ between launches ({distinct} distinct outputs in "
             f"{total} launches, each within tolerance): the kernel is nondeterministic",
             RuntimeWarning, stacklevel=2)
+    builds = [b for _, _, b, _ in built_kernels]
     return RunResult(
-        outputs=outputs,
-        kernel_name=kernel.name,
-        schedule_name=kernel.schedule_name,
-        build_time_s=built.build_time_s,
-        build_cached=built.cached,
+        outputs=results,
+        kernel_name=name,
+        schedule_name=first.schedule_name,
+        build_time_s=sum(b.build_time_s for b in builds),
+        build_cached=all(b.cached for b in builds),
         kernel_times_s=tuple(times),
         median_s=float(np.median(times)),
         min_s=min(times),
         max_s=max(times),
         device_slug=target.slug,
         device_name=target.name,
-        global_size=tuple(kernel.global_size),
-        local_size=tuple(kernel.local_size),
+        global_size=tuple(first.global_size),
+        local_size=tuple(first.local_size),
         warmup=warmup,
         timing="profiling" if profiling else "host",
         output_digests=tuple(digests),
         distinct_outputs=distinct,
         checked_launches=tuple(checked),
-        resources=resources,
+        resources=built_kernels[0][3],
+        kernel_resources=tuple(r for _, _, _, r in built_kernels),
     )
 
 

@@ -31,6 +31,7 @@ import os
 from dataclasses import dataclass
 
 from .schedule import FLOAT_BYTES, Schedule
+from .sequence import is_sequence
 
 BASE_BYTES = 160 * 2**20
 PER_WORK_GROUP_BYTES = 96
@@ -87,10 +88,11 @@ def _human_seconds(s: float) -> str:
 
 
 def _elements(schedule: Schedule) -> tuple[int, int]:
-    """Elements of all input and of all output arrays (logical shapes)."""
+    """Elements of all input and of all output arrays (logical shapes; a kernel sequence's
+    scratch buffers count as outputs)."""
     p = schedule.param_values
     ins = outs = 0
-    for a in schedule.arrays:
+    for a in tuple(schedule.arrays) + tuple(getattr(schedule, "scratch", ())):
         n = 1
         for s in a.shape:
             n *= p[s]
@@ -112,7 +114,16 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
         reference: a float64 reference of the output is also computed (default: whenever
             values are computed).
         batch_work_items: work-items per batch, as given to ``simulate``.
+
+    A kernel sequence (:mod:`simulator.sequence`): its kernels' estimates added.
     """
+    if is_sequence(schedule):
+        parts = [estimate_simulation(k, compute_values=compute_values,
+                                     work_group_classes=work_group_classes,
+                                     reference=reference, batch_work_items=batch_work_items)
+                 for k in schedule.kernels]
+        return Estimate(sum(e.memory_bytes for e in parts), sum(e.time_s for e in parts),
+                        sum(e.work_groups for e in parts))
     groups = schedule.work_groups
     items_per_group = schedule.work_group_items
     batch_items = min(max(batch_work_items // items_per_group, 1) * items_per_group,
@@ -138,7 +149,10 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
 def loop_steps(schedule: Schedule) -> int:
     """Work-item loop steps of a launch, as charged by the check before launch
     (``simulator.launch_check``): work-items x the largest size parameter (an upper envelope
-    of the loop trips of a kernel whose loops run over its sizes)."""
+    of the loop trips of a kernel whose loops run over its sizes); of a kernel sequence,
+    its kernels' added."""
+    if is_sequence(schedule):
+        return sum(loop_steps(k) for k in schedule.kernels)
     steps = max([1, *schedule.param_values.values()])
     return schedule.work_groups * schedule.work_group_items * steps
 

@@ -107,7 +107,8 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
              observers: Iterable[Observer] = (), race_checks: bool = True,
              accelerators: Accelerators = SIMULATE,
              batch_work_items: int = BATCH_WORK_ITEMS,
-             sum_lengths: bool = False) -> SimulationResult:
+             sum_lengths: bool = False,
+             input_sum_lengths: dict[str, int] | None = None) -> SimulationResult:
     """Execute ``schedule`` and count its traffic.
 
     Args:
@@ -142,6 +143,9 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         batch_work_items: work-items per batch of work-groups (memory bound).
         sum_lengths: also count each output element's sum length
             (:attr:`SimulationResult.sum_lengths`); needs ``compute_values``.
+        input_sum_lengths: with ``sum_lengths``, the sum length every element of the named
+            inputs starts with (an earlier kernel's largest, for a buffer it wrote:
+            :mod:`simulator.sequence`); other inputs start exact (0).
 
     Raises:
         InputError: missing input or wrong shape, or work-group classes asked for with
@@ -178,7 +182,7 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     machine = Machine(schedule, params, sizes, buffers, all_observers, log, compute_values,
                       accelerators)
     if sum_lengths:
-        machine.track_sum_lengths()
+        machine.track_sum_lengths(input_sum_lengths)
     per_batch = max(1, batch_work_items // schedule.work_group_items)
     representatives = None
     try:
@@ -236,16 +240,19 @@ def probe_runner(schedule: S.Schedule, accelerators: Accelerators = SIMULATE):
     return run_groups
 
 
-def sum_lengths_of_groups(schedule: S.Schedule, linear_ids) -> dict[str, np.ndarray]:
+def sum_lengths_of_groups(schedule: S.Schedule, linear_ids,
+                          input_sum_lengths: dict[str, int] | None = None
+                          ) -> dict[str, np.ndarray]:
     """Sum lengths (:mod:`simulator.sum_length`) of the output elements that the work-groups
     ``linear_ids`` (linear ids, dimension 0 fastest) store, executing only those, with values
     (zero inputs: sum lengths do not depend on values). Per output: flat int32 array, 0 where
-    those work-groups store nothing. Hazards are ignored (check them first)."""
+    those work-groups store nothing. Hazards are ignored (check them first).
+    ``input_sum_lengths``: as for :func:`simulate`."""
     params = schedule.param_values
     sizes = {a.name: int(eval_static(a.size, params)) for a in schedule.arrays}
     buffers = {a.name: np.zeros(sizes[a.name], np.float32) for a in schedule.arrays}
     machine = Machine(schedule, params, sizes, buffers, [], HazardLog("report"), True)
-    machine.track_sum_lengths()
+    machine.track_sum_lengths(input_sum_lengths)
     ids = np.asarray(linear_ids, dtype=np.int64)
     per_batch = max(1, BATCH_WORK_ITEMS // schedule.work_group_items)
     for first in range(0, len(ids), per_batch):
@@ -359,11 +366,15 @@ class Machine:
         self.depths = False
         """Track sum lengths (:mod:`simulator.sum_length`) beside the values."""
 
-    def track_sum_lengths(self) -> None:
-        """Count sum lengths from now on: per global array a shadow of int32 (inputs 0),
-        kept across batches; per batch shadows of privates and local memory."""
+    def track_sum_lengths(self, initial: dict[str, int] | None = None) -> None:
+        """Count sum lengths from now on: per global array a shadow of int32 (inputs 0, or
+        ``initial[name]``), kept across batches; per batch shadows of privates and local
+        memory."""
         self.depths = True
-        self.dbuf = {a.name: np.zeros(self.sizes[a.name], sum_length.DTYPE)
+        initial = initial or {}
+        self.seeded = {name for name, length in initial.items() if length}
+        self.dbuf = {a.name: np.full(self.sizes[a.name], initial.get(a.name, 0),
+                                     sum_length.DTYPE)
                      for a in self.schedule.arrays}
         self.last_index: dict[int, tuple] = {}
 
@@ -620,7 +631,8 @@ class Machine:
         :meth:`eval_float` of the same expression (whose accesses it reuses)."""
         if isinstance(e, S.Load):
             space, index, mask = self.last_index[id(e)]
-            if space == "global" and e.array.role == "in":
+            if space == "global" and e.array.role == "in" and \
+                    e.array.name not in self.seeded:
                 return 0
             return self.read_values(space, e.array, index, mask,
                                     self.dbuf if space == "global" else self.dlocal)
@@ -983,7 +995,8 @@ class Machine:
                 value = self.read_values(space, s.array, index + w, ok)
                 self.privates[name] = np.where(m, value, self.privates[name]).astype(np.float32)
             if self.depths:
-                length = 0 if space == "global" and s.array.role == "in" else \
+                length = 0 if space == "global" and s.array.role == "in" and \
+                    s.array.name not in self.seeded else \
                     self.read_values(space, s.array, index + w, ok,
                                      self.dbuf if space == "global" else self.dlocal)
                 self.dpriv[name] = np.where(m, length, self.dpriv[name]).astype(

@@ -37,6 +37,7 @@ from .engine import group_id_of, simulate, sum_lengths_of_groups
 from .hazards import Hazard
 from .reference import random_inputs
 from .schedule import Schedule
+from .sequence import is_sequence
 
 REPRESENTATIVES = Accelerators(work_group_classes=True, private_nests=True, loop_blocks=True)
 """How a large launch is checked: one work-group per class, loops in blocks where exact (a
@@ -82,6 +83,9 @@ class LaunchCheck:
     sum_length: int
     sum_length_method: str
     time_s: float
+    parts: tuple["LaunchCheck", ...] = ()
+    """For a kernel sequence (:mod:`simulator.sequence`): the check of each kernel, in launch
+    order (``hazards`` and ``time_s`` are theirs together); empty for one schedule."""
 
     @property
     def memory_unsafe(self) -> list[Hazard]:
@@ -91,6 +95,9 @@ class LaunchCheck:
     @property
     def scope(self) -> str:
         """``"full launch"`` or ``"N representative work-groups of M"``, for messages."""
+        if self.parts:
+            return "; ".join(f"kernel {part.schedule.kernel_name}: {part.scope}"
+                             for part in self.parts)
         if self.work_groups_checked is None:
             return f"full launch ({self.schedule.work_groups} work-groups)"
         shown = ", ".join(map(str, self.work_groups_checked[:12]))
@@ -117,23 +124,33 @@ class LaunchCheck:
                 "sum_length": self.sum_length, "sum_length_method": self.sum_length_method}
 
 
-def check_launch(schedule: Schedule, *, rng: np.random.Generator | None = None,
-                 full_check_work: int = FULL_CHECK_WORK) -> LaunchCheck:
+def check_launch(schedule, *, rng: np.random.Generator | None = None,
+                 full_check_work: int = FULL_CHECK_WORK,
+                 input_sum_lengths: dict[str, int] | None = None) -> LaunchCheck:
     """Check ``schedule``'s launch for hazards and count its sum length (module docstring).
 
     Args:
+        schedule: a schedule, or a :class:`simulator.sequence.KernelSequence`: each kernel
+            checked in launch order, a buffer an earlier kernel wrote read with that
+            kernel's largest sum length (an upper bound: the sum-length rules never
+            decrease with an operand's), the sequence's sum length that of its outputs.
         rng: for the random inputs of a full check (values do not change hazards).
         full_check_work: above this many work-item loop steps
             (:func:`simulator.budget.loop_steps`), check representatives.
+        input_sum_lengths: the sum length the named inputs' elements start with
+            (:func:`simulator.engine.simulate`); others start exact.
 
     Raises:
         simulator.engine.InputError: the schedule cannot be executed (e.g. a name used
             before it is defined).
     """
+    if is_sequence(schedule):
+        return _check_sequence(schedule, rng, full_check_work)
     start = time.perf_counter()
     if check_work(schedule) <= full_check_work:
         inputs = random_inputs(schedule, rng or np.random.default_rng())
-        res = simulate(schedule, inputs, hazards="report", limits=None, sum_lengths=True)
+        res = simulate(schedule, inputs, hazards="report", limits=None, sum_lengths=True,
+                       input_sum_lengths=input_sum_lengths)
         longest = max([0, *(sum_length.largest(v) for v in res.sum_lengths.values())])
         return LaunchCheck(schedule, res.hazards, None, (), longest, "counted in every work-group",
                            time.perf_counter() - start)
@@ -144,19 +161,43 @@ def check_launch(schedule: Schedule, *, rng: np.random.Generator | None = None,
         res = simulate(schedule, compute_values=False, hazards="report", limits=None,
                        accelerators=REPRESENTATIVES.replace(loop_blocks=False))
     reps = res.representatives
-    longest, method = _representative_sum_length(schedule, reps)
+    longest, method = _representative_sum_length(schedule, reps, input_sum_lengths)
     return LaunchCheck(schedule, res.hazards,
                        tuple(group_id_of(schedule, int(g)) for g in reps),
                        NOT_CHECKED_BY_REPRESENTATIVES, longest, method,
                        time.perf_counter() - start)
 
 
-def _largest_of(schedule: Schedule, reps) -> int:
-    return max([0, *(sum_length.largest(v)
-                     for v in sum_lengths_of_groups(schedule, reps).values())])
+def _check_sequence(sequence, rng, full_check_work: int) -> LaunchCheck:
+    """:func:`check_launch` of each kernel of ``sequence`` in order (its docstring)."""
+    parts, longest = [], {}
+    for kernel in sequence.kernels:
+        seeds = {a.name: longest[a.name] for a in kernel.arrays
+                 if a.is_input and a.name in longest}
+        part = check_launch(kernel, rng=rng, full_check_work=full_check_work,
+                            input_sum_lengths=seeds or None)
+        parts.append(part)
+        for a in kernel.arrays:
+            if a.is_output:
+                longest[a.name] = part.sum_length
+    outputs = [a.name for a in sequence.arrays if a.is_output]
+    last = max(longest[name] for name in outputs)
+    method = "; ".join(f"{p.schedule.kernel_name}: {p.sum_length} ({p.sum_length_method})"
+                       for p in parts)
+    return LaunchCheck(sequence, [h for p in parts for h in p.hazards],
+                       None if all(p.work_groups_checked is None for p in parts) else (),
+                       tuple(dict.fromkeys(x for p in parts for x in p.not_checked)),
+                       last, f"per kernel, each starting from the last one's: {method}",
+                       sum(p.time_s for p in parts), tuple(parts))
 
 
-def _representative_sum_length(schedule: Schedule, reps) -> tuple[int, str]:
+def _largest_of(schedule: Schedule, reps, input_sum_lengths=None) -> int:
+    return max([0, *(sum_length.largest(v) for v in
+                     sum_lengths_of_groups(schedule, reps, input_sum_lengths).values())])
+
+
+def _representative_sum_length(schedule: Schedule, reps,
+                               input_sum_lengths=None) -> tuple[int, str]:
     from .accelerators.classes import group_classes
     from .accelerators.k_extrapolation import k_step_elems, with_k
     from .engine import probe_runner
@@ -171,9 +212,10 @@ def _representative_sum_length(schedule: Schedule, reps) -> tuple[int, str]:
             short = with_k(schedule, k)
             short_reps = group_classes(short, probe_runner(
                 short, REPRESENTATIVES)).representatives
-            found.append(_largest_of(short, short_reps))
+            found.append(_largest_of(short, short_reps, input_sum_lengths))
         if found[1] - found[0] == found[2] - found[1]:
             return (found[0] + steps * (found[1] - found[0]),
                     "counted in the representative work-groups at K = "
                     f"{', '.join(map(str, ks))}, extrapolated (equal differences)")
-    return _largest_of(schedule, reps), f"counted in the {len(reps)} representative work-groups"
+    return (_largest_of(schedule, reps, input_sum_lengths),
+            f"counted in the {len(reps)} representative work-groups")

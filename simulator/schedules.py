@@ -52,6 +52,7 @@ from .family_parts import (  # noqa: F401  (INT32_MAX, round_up re-exported)
 from .schedules_advanced import (gemm_prefetch, gemm_register_blocked, gemm_vectorized,
                                  matvec_rows_reduce)
 from .schedules_warp import gemm_warp_tiled
+from .schedules_split import gemm_split_k
 
 
 def gemm_naive(m: int, k: int, n: int, tile: int = 16, mapping: str = "row-major"
@@ -301,6 +302,9 @@ REDUCTION_MATVEC_FAMILIES = ("matvec-rows-reduce",)
 """Matrix-vector products with several work-items per row (:mod:`simulator.schedules_advanced`)."""
 EPILOGUE_FAMILIES = ("matvec-relu",)
 """Products followed by a float function of each result (the IR's ``fmax``, ...)."""
+SEQUENCE_FAMILIES = ("gemm-split-k",)
+"""Families built as a :class:`simulator.sequence.KernelSequence` of several kernels
+(:mod:`simulator.schedules_split`); not in :data:`FAMILIES`, whose members are one kernel."""
 FAMILIES = (GEMM_FAMILIES + MATVEC_FAMILIES + REGISTER_BLOCKED_FAMILIES
             + REDUCTION_MATVEC_FAMILIES + EPILOGUE_FAMILIES)
 FAMILY_OPTIONS = {"gemm-naive": ("mapping",), "gemm-tiled": ("padding", "a_tile"),
@@ -308,10 +312,13 @@ FAMILY_OPTIONS = {"gemm-naive": ("mapping",), "gemm-tiled": ("padding", "a_tile"
                   "gemm-vectorized": ("tm", "tn", "bk", "wg_rows"),
                   "gemm-prefetch": ("tm", "tn", "bk", "wg_rows"),
                   "gemm-warp-tiled": ("tm", "tn", "bk", "wg_rows", "wn", "group_rows"),
+                  "gemm-split-k": ("tm", "tn", "bk", "wg_rows", "wn", "group_rows",
+                                   "splits"),
                   "matvec-rows-reduce": ("wg_rows",)}
 """Options each family takes (the other matrix-vector families take none)."""
 DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "gemm-register-blocked": 16,
                 "gemm-vectorized": 16, "gemm-prefetch": 16, "gemm-warp-tiled": 16,
+                "gemm-split-k": 16,
                 "matvec-rows-reduce": 32,
                 "matvec-naive": 256, "matvec-local": 256,
                 "matvec-local-whole": 256, "matvec-relu": 256}
@@ -322,7 +329,9 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
     """Build the schedule ``family`` for the given sizes.
 
     Args:
-        family: one of :data:`FAMILIES`.
+        family: one of :data:`FAMILIES`, or of :data:`SEQUENCE_FAMILIES` (then a
+            :class:`simulator.sequence.KernelSequence` is returned; ``splits``: the slices
+            of K, default 4).
         m, k, n: sizes (A is m×k; B is k×n for GEMM; ``n`` is ignored for matrix-vector).
         tile: tile width B (GEMM; for the register-blocked families the work-group width
             W0, see :mod:`simulator.schedules_advanced`) or rows per work-group
@@ -335,8 +344,9 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
     Raises:
         ScheduleError: unknown family, missing ``n`` for GEMM, or a bad parameter.
     """
-    if family not in FAMILIES:
-        raise ScheduleError(f"unknown schedule {family!r}; choose one of {', '.join(FAMILIES)}")
+    if family not in FAMILIES + SEQUENCE_FAMILIES:
+        raise ScheduleError(f"unknown schedule {family!r}; choose one of "
+                            f"{', '.join(FAMILIES + SEQUENCE_FAMILIES)}")
     tile = DEFAULT_TILE[family] if tile is None else tile
     if chunk is not None and family != "matvec-local":
         raise ScheduleError(f"chunk applies to matvec-local only, not {family}")
@@ -344,10 +354,11 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
         "gemm-naive": gemm_naive, "gemm-tiled": gemm_tiled,
         "gemm-register-blocked": gemm_register_blocked, "gemm-vectorized": gemm_vectorized,
         "gemm-prefetch": gemm_prefetch, "gemm-warp-tiled": gemm_warp_tiled,
+        "gemm-split-k": gemm_split_k,
         "matvec-naive": matvec_naive, "matvec-local": matvec_local,
         "matvec-local-whole": matvec_local_whole, "matvec-relu": matvec_relu,
     }
-    if family in ALL_GEMM_FAMILIES:
+    if family in ALL_GEMM_FAMILIES + SEQUENCE_FAMILIES:
         if n is None:
             raise ScheduleError(f"{family} needs N (columns of B and C)")
         allowed = FAMILY_OPTIONS[family]

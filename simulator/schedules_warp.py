@@ -43,6 +43,8 @@ from __future__ import annotations
 
 from .schedule import (
     Barrier,
+    GlobalArray,
+    Param,
     Const,
     DeclareFloat,
     DeclarePrivateArray,
@@ -66,7 +68,7 @@ from .schedule import (
     vload,
     vstore,
 )
-from .family_parts import gemm_arrays, positive
+from .family_parts import fits_int32, gemm_arrays, positive
 from .schedules_advanced import _staged_parts
 
 SUB_GROUP_ITEMS = 32
@@ -141,6 +143,12 @@ def warp_geometry(tile: int, wg_rows: int, tm: int, tn: int, bk: int, wn: int) -
             "staged_b": staged_b}
 
 
+def max_splits(k_steps: int) -> int:
+    """The most slices S that ``k_steps`` K steps can be cut into, ⌈k_steps/S⌉ steps each,
+    with none empty ((S − 1)·⌈k_steps/S⌉ < k_steps)."""
+    return max(s for s in range(1, k_steps + 1) if (s - 1) * -(-k_steps // s) < k_steps)
+
+
 def block_order(groups_n: int, groups_m: int, group_rows: int) -> list:
     """The block (row, column) a work-group computes, as Lets ending in ``brow`` and
     ``bcol`` (in blocks), for ``groups_m`` × ``groups_n`` blocks.
@@ -167,7 +175,7 @@ def block_order(groups_n: int, groups_m: int, group_rows: int) -> list:
 
 def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM,
                     tn: int = DEFAULT_TN, bk: int = DEFAULT_BK, wg_rows: int | None = None,
-                    wn: int | None = None, group_rows: int = 1) -> Schedule:
+                    wn: int | None = None, group_rows: int = 1, splits: int = 1) -> Schedule:
     """Warp-tiled GEMM C = A·B (see the module docstring).
 
     Args:
@@ -180,6 +188,11 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
         group_rows: the order of the blocks (:func:`block_order`): 1 (default) row by row,
             G > 1 in groups of G block rows, column by column inside a group, so that
             work-groups launched together share rows of A and columns of B in the L2.
+        splits: S > 1 cuts the K steps into S slices of ⌈⌈K/BK⌉/S⌉ steps (the last one
+            shorter), slice s computed by the work-groups of NDRange dimension 2 index s;
+            each writes its partial product into ``C_partial[s]`` (S×M×N, role ``out``)
+            instead of C, for :func:`simulator.schedules_split.gemm_split_k` to add. Every
+            slice must have at least one step.
 
     Raises:
         ScheduleError: a size or option that is not a positive integer, or one that breaks
@@ -190,6 +203,7 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     wg_rows = tile if wg_rows is None else positive("wg_rows", wg_rows)
     wn = default_wn(tile, wg_rows, tn) if wn is None else positive("wn", wn)
     group_rows = positive("group_rows", group_rows)
+    splits = positive("splits", splits)
     for what, value in (("K", k), ("N", n)):
         if value % VECTOR:
             raise ScheduleError(
@@ -198,6 +212,16 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
                 "gemm-register-blocked for other sizes")
     g = warp_geometry(tile, wg_rows, tm, tn, bk, wn)
     M, K, N, A, B, C = gemm_arrays(m, k, n)
+    k_steps = -(-k // bk)
+    slice_steps = -(-k_steps // splits)
+    if splits > 1 and (splits - 1) * slice_steps >= k_steps:
+        raise ScheduleError(
+            f"gemm-split-k: {splits} slices of {slice_steps} K steps (bk = {bk}) leave the "
+            f"last of the {k_steps} steps of K = {k} empty; choose at most "
+            f"{max_splits(k_steps)} splits")
+    if splits > 1:
+        fits_int32("S*M*N", splits * m * n)
+        C = GlobalArray("C_partial", "out", ("S", "M", "N"))
     W0 = Const(tile, "WG_X")
     BM, BN, BK = Const(g["bm"], "BM"), Const(g["bn"], "BN"), Const(bk, "BK")
     WM, WN = Const(g["wm"], "WM"), Const(g["wn"], "WN")
@@ -244,8 +268,8 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
              lambda r, c, names: [vstore(tile_b, (buf, r.var, c.var),
                                          [Private(x) for x in names])]))
 
-    def first_loads():
-        indices, loads, place = _staged_parts(tiles(Const(0), Const(0), "p"), tid.var, WG,
+    def first_loads(k0: IntExpr):
+        indices, loads, place = _staged_parts(tiles(k0, Const(0), "p"), tid.var, WG,
                                               VECTOR)
         return [s for index, load in zip(indices, loads) for s in (*index, load)] + place
 
@@ -269,12 +293,20 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
             If(kk + 2 < BK, tuple(fragments(0, buf, kk + 2))), update(1)))]
 
     tv = Var("t")
-    steps = Let("steps", ceil_div(K, BK))
+    if splits == 1:
+        steps = Let("steps", ceil_div(K, BK))
+        k_base, slice_lets = Const(0), []
+    else:
+        all_steps = Let("k_steps", ceil_div(K, BK))
+        per_slice = Let("slice_steps", ceil_div(all_steps.var, Param("S")))
+        first_step = Let("first_step", group_id(2) * per_slice.var)
+        steps = Let("steps", minimum(all_steps.var - first_step.var, per_slice.var))
+        k_base, slice_lets = first_step.var * BK, [all_steps, per_slice, first_step]
     cur = Let("cur", tv % NBUF)
     more = tv + 1 < steps.var
-    indices, issue, place = _staged_parts(tiles((tv + 1) * BK, (tv + 1) % NBUF, ""),
+    indices, issue, place = _staged_parts(tiles(k_base + (tv + 1) * BK, (tv + 1) % NBUF, ""),
                                           tid.var, WG, VECTOR)
-    main = [steps, first_loads(), indices,
+    main = [*slice_lets, steps, first_loads(k_base), indices,
             For("t", Const(0), steps.var, Const(1), block(
                 cur, Barrier(), If(more, tuple(issue)), compute(cur.var),
                 If(more, tuple(place))))]
@@ -283,19 +315,24 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
         r = r0 + wrow.var + i // VECTOR * (LR * V) + i % VECTOR
         for q in range(0, tn, VECTOR):
             c = c0 + wcol.var + q // VECTOR * (LC * V)
+            at = (r, c) if splits == 1 else (group_id(2), r, c)
             stores.append(If((r < M) & (c < N), (vstore(
-                C, (r, c), [acc[i, j] for j in range(q, q + VECTOR)]),)))
+                C, at, [acc[i, j] for j in range(q, q + VECTOR)]),)))
     body = block(tid, sg, lane, wrow, wcol, order, row0, col0, decls, main, stores)
+    sliced = splits > 1
     return Schedule(
-        family="gemm-warp-tiled", kernel_name="gemm_warp_tiled",
-        params=(("M", m), ("K", k), ("N", n)), arrays=(A, B, C),
-        local_arrays=(tile_a, tile_b), local_size=(tile, wg_rows),
-        global_size=(-(-n // g["bn"]) * tile, -(-m // g["bm"]) * wg_rows),
+        family="gemm-warp-tiled", kernel_name="gemm_split_k_slices" if sliced else "gemm_warp_tiled",
+        params=(("M", m), ("K", k), ("N", n)) + ((("S", splits),) if sliced else ()),
+        arrays=(A, B, C),
+        local_arrays=(tile_a, tile_b), local_size=(tile, wg_rows) + ((1,) if sliced else ()),
+        global_size=(-(-n // g["bn"]) * tile, -(-m // g["bm"]) * wg_rows)
+        + ((splits,) if sliced else ()),
         body=body, tile=tile,
         description=(f"{tm}x{tn} outputs per work-item in {g['wm']}x{g['wn']} sub-group "
                      f"tiles of a {g['bm']}x{g['bn']} block, float4 local reads, "
                      f"double-buffered {bk}-deep local tiles and register fragments"),
         extra={"tm": tm, "tn": tn, "bk": bk, "wg_rows": wg_rows,
-               **({"group_rows": group_rows} if group_rows > 1 else {}), "bm": g["bm"],
+               **({"group_rows": group_rows} if group_rows > 1 else {}),
+               **({"splits": splits, "slice_steps": slice_steps} if sliced else {}), "bm": g["bm"],
                "bn": g["bn"], "wm": g["wm"], "wn": g["wn"]},
     )

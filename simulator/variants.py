@@ -26,7 +26,8 @@ from .schedule import (Accumulate, Assign, Barrier, Const, DeclareFloat, For, Gl
                        store)
 from .rewrite import rewrite  # noqa: F401  (re-exported)
 from .demos import neighbour_demo, reduction_demo, zeros_in_one_launch, WRONG_LAUNCH
-from .schedules import FAMILIES, ScheduleError, build, matvec_local_whole, round_up
+from .schedules import (FAMILIES, SEQUENCE_FAMILIES, ScheduleError, build, matvec_local_whole,
+                        round_up)
 from .schedules_advanced import gemm_vectorized
 
 
@@ -267,6 +268,7 @@ CHECK_EXAMPLES: dict[str, tuple] = {
     "matvec-local-whole": (300, 300, None, 64), "matvec-relu": (300, 300, None, 64),
     "gemm-register-blocked": (37, 40, 44, 8), "gemm-vectorized": (37, 40, 44, 8),
     "gemm-prefetch": (37, 40, 44, 8), "gemm-warp-tiled": (37, 40, 44, 8),
+    "gemm-split-k": (37, 200, 44, 8),
     "matvec-rows-reduce": (37, 50, None, 12),
     "demo-shift": (64, 1, None, 64), "demo-column-staging": (8, 8, 8, 4),
     "demo-reduction": (64, 1, None, 8), "demo-neighbour": (64, 1, None, 16),
@@ -280,7 +282,7 @@ ELEMENT_DEMOS = ("demo-reduction", "demo-neighbour")
 
 def names() -> list[str]:
     """Every name :func:`build_any` accepts: families, correct demos, broken variants."""
-    return [*FAMILIES, *CORRECT_DEMOS, *VARIANTS]
+    return [*FAMILIES, *SEQUENCE_FAMILIES, *CORRECT_DEMOS, *VARIANTS]
 
 
 def build_any(name: str, m: int | None = None, k: int | None = None, n: int | None = None,
@@ -322,9 +324,9 @@ def build_any(name: str, m: int | None = None, k: int | None = None, n: int | No
         tile = example[3] if tile is None else tile
     elif k is None:
         raise ScheduleError(f"{name}: give --k with --m")
-    elif tile is None and name not in FAMILIES:
+    elif tile is None and name not in FAMILIES + SEQUENCE_FAMILIES:
         tile = example[3]
-    if name in FAMILIES:
+    if name in FAMILIES + SEQUENCE_FAMILIES:
         return build(name, m, k, n, tile, chunk)
     if chunk is not None:
         raise ScheduleError(f"chunk does not apply to {name}")

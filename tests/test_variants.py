@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tiletraffic.gpu.codegen import generate
 from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.schedules import FAMILIES, ScheduleError, build
+from tiletraffic.simulator.schedules import FAMILIES, SEQUENCE_FAMILIES, ScheduleError, build
 from tiletraffic.simulator.variants import (CHECK_EXAMPLES, CORRECT_DEMOS, VARIANTS, build_any,
                                 drop_barrier, names, rewrite, strip_guards)
 from strategies import sizes
@@ -158,8 +158,8 @@ def test_build_any_unknown_name_lists_every_name():
 
 
 def test_names_are_families_demos_and_variants():
-    assert names() == [*FAMILIES, *CORRECT_DEMOS, *VARIANTS]
-    assert set(CHECK_EXAMPLES) == set(FAMILIES) | set(CORRECT_DEMOS)
+    assert names() == [*FAMILIES, *SEQUENCE_FAMILIES, *CORRECT_DEMOS, *VARIANTS]
+    assert set(CHECK_EXAMPLES) == set(FAMILIES) | set(SEQUENCE_FAMILIES) | set(CORRECT_DEMOS)
 
 
 @pytest.mark.parametrize("name", names())

@@ -2,7 +2,9 @@
 
 The library surface in one place. A *schedule* (:class:`Schedule`, the IR of
 ``tiletraffic.simulator.schedule``) describes one OpenCL kernel: its NDRange, work-group
-size, global and local arrays and its body. Every function here takes one:
+size, global and local arrays and its body; a :class:`KernelSequence` is several launched
+in order (``gemm-split-k``: partial products, then their sum). Every function here takes
+either:
 
 >>> import tiletraffic as tt
 >>> sch = tt.build("gemm-tiled", m=64, k=64, n=64, tile=16)
@@ -47,7 +49,9 @@ if (_SOURCE_TREE / "simulator" / "schedule.py").is_file() and \
 
 from .simulator.device import GENERIC_GPU, UNLIMITED, DeviceLimits, LimitError
 from .simulator.device_model import DEVICE_MODELS, DeviceModel, DeviceModelError, device_model
-from .simulator.engine import InputError, SimulationResult, simulate
+from .simulator.engine import InputError, SimulationResult
+from .simulator.sequence import KernelSequence
+from .simulator.sequence_run import ModelledSequence, SequenceResult, simulate
 from .simulator.hazards import Hazard, HazardError
 from .simulator.schedule import (
     Accumulate,
@@ -86,7 +90,7 @@ from .simulator.schedule import (
     vload,
     vstore,
 )
-from .simulator.schedules import FAMILIES, ScheduleError
+from .simulator.schedules import FAMILIES, SEQUENCE_FAMILIES, ScheduleError
 from .simulator.accelerators import Accelerators, NotApplicable
 from .simulator.model import ModelledLaunch
 from .simulator.prediction import TrafficPrediction
@@ -211,10 +215,13 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
 
 
 def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
-          registers_per_work_item: int | None = None,
+          registers_per_work_item=None,
           accelerators: Accelerators | None = None) -> ModelledLaunch:
     """Counts, memory-system counts (requests, sectors, bank conflicts) and the predicted
-    cache traffic and time of ``schedule`` on a device model.
+    cache traffic and time of ``schedule`` on a device model. For a
+    :class:`KernelSequence`: a :class:`ModelledSequence` (each kernel modelled, the time
+    their sum; ``registers_per_work_item`` a list of one value per kernel, or one int:
+    the first kernel's).
 
     Args:
         device: a built-in model's name (:data:`DEVICE_MODELS`), the path of a model file
@@ -233,19 +240,22 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
         positive integer, above the device's maximum, or too many for the work-group.
     """
     from .simulator.accelerators import ALL
-    from .simulator.model import model_launch
+    from .simulator.sequence_run import model_sequence
 
     # stacklevel 2: the model's warnings name the caller's line, not this one
-    return model_launch(schedule, device_model(device),
-                        accelerators=ALL if accelerators is None else accelerators,
-                        registers_per_work_item=registers_per_work_item, stacklevel=2)
+    return model_sequence(schedule, device_model(device),
+                          accelerators=ALL if accelerators is None else accelerators,
+                          registers_per_work_item=registers_per_work_item, stacklevel=2)
 
 
 def generate(schedule: Schedule):
     """The OpenCL C kernel of ``schedule`` (a ``tiletraffic.gpu.kernel.GeneratedKernel``:
-    ``.source``, ``.name``, ``.args``). Needs no OpenCL driver."""
+    ``.source``, ``.name``, ``.args``); for a :class:`KernelSequence`, a tuple of them in
+    launch order. Needs no OpenCL driver."""
     from .gpu.codegen import generate as _generate
 
+    if isinstance(schedule, KernelSequence):
+        return tuple(_generate(k) for k in schedule.kernels)
     return _generate(schedule)
 
 
@@ -517,7 +527,8 @@ __all__ = [
     "FCall", "Select", "fmax", "fmin", "fabs", "sqrt", "exp", "select",
     "DeviceModel", "DEVICE_MODELS", "device_model", "DeviceModelError", "DeviceLimits",
     "GENERIC_GPU", "UNLIMITED",
-    "FAMILIES", "SimulationResult", "ModelledLaunch", "TrafficPrediction", "Hazard",
+    "FAMILIES", "SEQUENCE_FAMILIES", "KernelSequence", "SimulationResult", "SequenceResult",
+    "ModelledLaunch", "ModelledSequence", "TrafficPrediction", "Hazard",
     "ScheduleError", "LimitError", "InputError", "HazardError", "Accelerators", "NotApplicable",
     "__version__",
 ]

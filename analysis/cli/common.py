@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from tiletraffic.simulator import schedules
+from tiletraffic.simulator.sequence import kernels_of
 
 from tiletraffic.frontend.opencl import FrontendError
 
@@ -59,12 +60,14 @@ def one_name_or_all(name, check_all: bool) -> None:
 
 
 def check_work(sch, k: int | None) -> None:
-    """Refuse a work-group whose simulation would take more than about a minute."""
+    """Refuse a work-group whose simulation would take more than about a minute (of any
+    kernel of a sequence)."""
     k = sch.param_values.get("K", k or 1)
-    per_group = sch.work_group_items * k
+    items = max(kernel.work_group_items for kernel in kernels_of(sch))
+    per_group = items * k
     if per_group > GROUP_WORK_LIMIT:
         raise click.UsageError(
-            f"one work-group of {sch.work_group_items:,} work-items x K = {k} would run "
+            f"one work-group of {items:,} work-items x K = {k} would run "
             f"{per_group:.3g} work-item loop iterations, above the simulation limit of "
             f"{GROUP_WORK_LIMIT:.3g} (about a minute on this machine); use a smaller tile "
             "or K")
@@ -73,7 +76,7 @@ def check_work(sch, k: int | None) -> None:
 def work(sch) -> int:
     """Multiply-adds of a family (M·K·N or M·K); of another schedule, work-items × K."""
     p = sch.param_values
-    if sch.family in schedules.FAMILIES:
+    if sch.family in schedules.FAMILIES + schedules.SEQUENCE_FAMILIES:
         return p["M"] * p["K"] * p.get("N", 1)
     return sch.work_group_items * sch.work_groups * p.get("K", 1)
 

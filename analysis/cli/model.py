@@ -14,6 +14,8 @@ from tiletraffic.simulator.engine import InputError
 from tiletraffic.simulator.hazards import HazardError
 
 from .. import environment
+from tiletraffic.simulator.sequence import is_sequence
+
 from .common import build_schedule, check_work, fail, within_budget
 from .options import DEVICE_MODEL, FORCE_OPTION, json_option, size_options
 
@@ -26,7 +28,8 @@ from .options import DEVICE_MODEL, FORCE_OPTION, json_option, size_options
 @click.option("--registers", type=click.IntRange(min=1), default=None,
               help="Registers per work-item of the compiled kernel (what `run` prints on "
                    "NVIDIA); they limit the resident work-groups. Default: estimated for "
-                   "schedules with private arrays (a guess, warned), else not modelled.")
+                   "schedules with private arrays (a guess, warned), else not modelled. "
+                   "For a kernel sequence (gemm-split-k): its first kernel's.")
 @json_option("the model's output")
 @FORCE_OPTION
 def command(schedule, m, k, n, tile, chunk, device_model, registers, as_json, force):
@@ -112,7 +115,14 @@ def model_text(sch, model, launch) -> list[str]:
                 f"{label} {p.time_terms_s[key] * 1e6:.1f}" for label, key in (
                     (p.bound, p.bound + "_s"),
                     *((k.removesuffix("_s").replace("_", " "), k) for k in ADDED_TIME_TERMS))))]
-    return [f"{sch.family} on model {model.name}: " +
-            " ".join(f"{k}={v}" for k, v in sch.params) + f" tile={sch.tile}",
+    head = (f"{sch.family} on model {model.name}: " +
+            " ".join(f"{k}={v}" for k, v in sch.params) + f" tile={sch.tile}")
+    if is_sequence(sch):
+        lines = [head, f"  predicted time (ms)              {p.predicted_time_s * 1e3:.4f}  "
+                       f"(the sum of its {len(sch.kernels)} kernels', launched in order)"]
+        for kernel, part in zip(sch.kernels, launch.kernels):
+            lines += ["  " + line for line in model_text(kernel, model, part)]
+        return lines
+    return [head,
             *(f"  {label:32s} {value}" for label, value in rows),
             "  methods: " + "; ".join(f"{k}: {v}" for k, v in p.methods.items())]

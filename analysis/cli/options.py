@@ -94,11 +94,14 @@ REGISTER_BLOCK_OPTIONS = (
     ("group_rows", "gemm-warp-tiled: work-groups walk the blocks of C in groups of this many "
                    "block rows, column by column inside a group, for reuse of A and B in the "
                    "L2 (default 1: row by row)."),
+    ("splits", "gemm-split-k: slices of K, each computed by its own work-groups into a "
+               "partial C that a second kernel adds (default 4; at least 2)."),
 )
 """Options of the register-blocked families: a work-group of --tile x --wg-rows work-items
 computes a BM x BN block of C, BM = tm * wg_rows, BN = tn * tile, through BM x bk and
 bk x BN local tiles (gemm-vectorized, gemm-warp-tiled: tm, tn, bk, K and N multiples of 4;
-gemm-warp-tiled: --wn, sub-group tiles, --group-rows, the order of the blocks); and of matvec-rows-reduce (--wg-rows)."""
+gemm-warp-tiled: --wn, sub-group tiles, --group-rows, the order of the blocks; gemm-split-k:
+those of gemm-warp-tiled and --splits); and of matvec-rows-reduce (--wg-rows)."""
 
 LAYOUT_OPTIONS = ("mapping", "padding", "a_tile")
 """Options of gemm-naive and gemm-tiled, kept in the click context as the register-block

@@ -13,6 +13,7 @@ from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
 from tiletraffic.simulator.engine import InputError
 from tiletraffic.simulator.hazards import HazardError
 from tiletraffic.simulator.reference import random_inputs, reference
+from tiletraffic.simulator.sequence import is_sequence
 
 from .. import environment
 from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_work, fail, reference_fn,
@@ -103,7 +104,10 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         p = sch.param_values
         out = {"schedule": sch.family, "m": p.get("M", m), "k": p.get("K", k),
                "n": p.get("N", n), "tile": sch.tile,
-               "local_size": list(sch.local_size), "global_size": list(sch.global_size),
+               **({"kernels": [{"kernel": x.kernel_name, "local_size": list(x.local_size),
+                                "global_size": list(x.global_size)} for x in sch.kernels]}
+                  if is_sequence(sch) else
+                  {"local_size": list(sch.local_size), "global_size": list(sch.global_size)}),
                **counts, "closed_form_agrees": None if formula is None else formula == counts,
                "result_error_over_tolerance": check, "result_check_skipped": skipped,
                "work_group_classes": by_classes,
@@ -133,19 +137,29 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
 def counts_text(sch, counts: dict, formula: dict | None, hazards) -> list[str]:
     """The launch's header, one line per counter (simulated, closed form) and the hazards."""
     lines = [f"{sch.family}  " + " ".join(f"{a}={v}" for a, v in sch.params) +
-             f"  tile={sch.tile}  work-group {' x '.join(map(str, sch.local_size))}"
-             f"  NDRange {' x '.join(map(str, sch.global_size))}",
-             f"{'counter':32s} {'simulated':>16s} {'closed form':>16s}"]
+             f"  tile={sch.tile}  {launch_shape_text(sch)}",
+             f"{'counter':40s} {'simulated':>16s} {'closed form':>16s}"]
     for key, value in counts.items():
         for name, v in (value.items() if isinstance(value, dict) else [(None, value)]):
             label = key if name is None else f"{key}[{name}]"
             expected = "-" if formula is None else (
                 formula[key] if name is None else formula[key][name])
-            lines.append(f"{label:32s} {v:16d} {expected:>16}")
+            lines.append(f"{label:40s} {v:16d} {expected:>16}")
     if formula is None:
         lines.append(f"no closed form for {sch.family} (the simulated counts stand alone)")
     lines += [f"hazard [{h.kind}] {h.detail}" for h in hazards]
     return lines
+
+
+def launch_shape_text(sch) -> str:
+    """``work-group 16 x 16  NDRange 64 x 64``; for a kernel sequence one such part per
+    kernel, named, joined by ``; ``."""
+    def one(k):
+        return (f"work-group {' x '.join(map(str, k.local_size))}  NDRange "
+                f"{' x '.join(map(str, k.global_size))}")
+    if is_sequence(sch):
+        return "; ".join(f"kernel {k.kernel_name}: {one(k)}" for k in sch.kernels)
+    return one(sch)
 
 
 def result_text(ref, worst, inputs_kind: str, users_reference: bool) -> str:

@@ -25,6 +25,7 @@ from tiletraffic.simulator.launch_check import LaunchCheck
 from tiletraffic.simulator.launch_check import check_launch as check_before_launch
 from tiletraffic.simulator.reference import random_inputs, reference
 from tiletraffic.simulator.schedule import Schedule
+from tiletraffic.simulator.sequence import kernels_of
 
 
 class UnsafeLaunchError(TiletrafficGpuError):
@@ -113,6 +114,10 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     """Check, generate, build, launch, time and check the result of ``schedule`` on
     ``target``.
 
+    ``schedule`` may be a :class:`simulator.sequence.KernelSequence`: its kernels are
+    launched in order as one launch (:func:`gpu.runtime.run_kernel`), its scratch buffers
+    allocated on the device, its outputs checked.
+
     ``reference_fn`` (``inputs -> output``, numpy) gives the expected result of a schedule
     that is not a GEMM or matrix-vector product (see ``simulator.reference.reference``).
     ``inputs``: kind of inputs, one of ``simulator.reference.INPUT_KINDS`` (``ones`` and
@@ -130,10 +135,11 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
         gpu.runtime.ResultMismatchError: the result differs from numpy beyond tolerance.
     """
     rng = rng or np.random.default_rng()
-    kernel = codegen.generate(schedule)
+    kernels = [codegen.generate(k) for k in kernels_of(schedule)]
     # the device's own limits before the inputs and the float64 reference are made (seconds
     # for a large K); the kernel's limits are checked again once it is built
-    check_launch_limits(kernel, target.limits)
+    for kernel in kernels:
+        check_launch_limits(kernel, target.limits)
     checked = (launch_check if launch_check is not None
                else check_before_launch(schedule, rng=rng))
     if checked.hazards and not unchecked:
@@ -142,9 +148,10 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     inputs = random_inputs(schedule, rng, kind)
     ref = reference(schedule, inputs, reference_fn, sum_length=checked.sum_length)
     p = schedule.param_values
+    every = tuple(schedule.arrays) + tuple(getattr(schedule, "scratch", ()))
     arrays = {a.name: (np.ascontiguousarray(inputs[a.name]).reshape(-1) if a.is_input
                        else np.empty(int(np.prod([p[s] for s in a.shape])), dtype=np.float32))
-              for a in schedule.arrays}
+              for a in every}
     total = warmup + repeat
     checks: dict[int, CheckResult] = {}
 
@@ -158,7 +165,9 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
                                       + result.message(f"{schedule.family} {ref.output}"),
                                       launch=launch, check=result)
 
-    scalars = {a.name: p[a.name] for a in kernel.args if a.kind == "int"}
-    run = run_kernel(target, kernel, arrays, scalars, repeat=repeat,
-                     warmup=warmup, check_output=check_launch)
+    scalars = {a.name: p[a.name] for kernel in kernels for a in kernel.args
+               if a.kind == "int"}
+    run = run_kernel(target, kernels[0] if len(kernels) == 1 else kernels, arrays, scalars,
+                     repeat=repeat, warmup=warmup, check_output=check_launch,
+                     outputs=[a.name for a in schedule.arrays if a.is_output])
     return DeviceRun(schedule, run, checks[total - 1], checks, kind, checked)

@@ -60,7 +60,8 @@ def k_step_elems(schedule: Schedule) -> int | None:
         return None
     if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch",
                            "gemm-warp-tiled"):
-        depth = int(schedule.extra["bk"])
+        # a split-K slice kernel (extra "splits" S): K grows by S·BK per step of every slice
+        depth = int(schedule.extra["bk"]) * int(schedule.extra.get("splits", 1))
     elif schedule.family in ("gemm-tiled", "matvec-rows-reduce", "matvec-local-whole"):
         depth = int(schedule.tile)   # matvec-local-whole: x is staged tile words at a time
     elif schedule.family == "matvec-local":
