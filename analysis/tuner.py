@@ -44,6 +44,7 @@ import numpy as np
 
 from tiletraffic.simulator.device import DeviceLimits, launch_limit_problems
 from tiletraffic.simulator.schedules import INT32_MAX, ScheduleError
+from tiletraffic.simulator.sequence import kernels_of
 
 from . import tuning_recheck, tuning_stats
 from .files import archive_previous, atomic_write_text
@@ -175,7 +176,8 @@ def screen(space: TuningSpace, m: int, n: int, k: int, limits: DeviceLimits):
             rejected.append({**entry, "stage": "builder", "reasons": [str(err)],
                              "whys": [f"the builder refused: {err}"]})
             continue
-        problems = launch_limit_problems(tuple(sch.local_size), sch.local_mem_bytes, limits)
+        problems = [p for kernel in kernels_of(sch) for p in launch_limit_problems(
+            tuple(kernel.local_size), kernel.local_mem_bytes, limits)]
         if problems:
             rejected.append({**entry, "stage": "limits", "reasons": problems,
                              "whys": [f"beyond the limits of {limits.name}"]})
@@ -200,7 +202,7 @@ def _predict(task) -> tuple[int, dict]:
     import time
 
     from tiletraffic.simulator.device_model import GuessedValueWarning
-    from tiletraffic.simulator.model import model_launch
+    from tiletraffic.simulator.sequence_run import model_sequence
 
     index, family, params, (m, n, k), model, registers = task
     model = model if model is not None else _WORKER_MODEL
@@ -210,7 +212,7 @@ def _predict(task) -> tuple[int, dict]:
         sch = Candidate(family, tuple(params)).build(m, n, k)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            p = model_launch(sch, model, registers_per_work_item=registers).prediction
+            p = model_sequence(sch, model, registers_per_work_item=registers).prediction
     except Exception as err:  # any refusal (limit, hazard) rejects this candidate only
         return index, {"error_type": type(err).__name__, "error": str(err)}
     notes = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught

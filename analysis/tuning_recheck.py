@@ -63,6 +63,9 @@ def compiled_resources(target, schedule):
     NVIDIA), and the program goes into the target's program cache, so measuring it later
     does not build it again.
 
+    A kernel sequence: every kernel built, the first kernel's resources returned (the
+    registers the model takes for a sequence, :func:`simulator.sequence_run.registers_of`).
+
     Returns:
         (:class:`gpu.kernel_resources.KernelResources`, build time in seconds; 0.0 when the
         program was in the target's cache).
@@ -72,9 +75,10 @@ def compiled_resources(target, schedule):
             program lacks the kernel.
     """
     from tiletraffic.gpu import codegen, runtime
+    from tiletraffic.simulator.sequence import kernels_of
 
-    _, built, resources = runtime.build_kernel(target, codegen.generate(schedule))
-    return resources, built.build_time_s
+    found = [runtime.build_kernel(target, codegen.generate(k)) for k in kernels_of(schedule)]
+    return found[0][2], sum(built.build_time_s for _, built, _ in found)
 
 
 def first_pass(entry: dict) -> dict:

@@ -39,14 +39,16 @@ LIMIT_NAMES = ("device_max_work_group_size", "device_max_work_item_size_0",
                "device_max_work_item_size_1", "device_local_mem_bytes")
 """Names of the device limits an expression may read (:func:`limit_values`)."""
 
-OPERATION_FAMILIES = {"gemm": schedules.ALL_GEMM_FAMILIES}
+OPERATION_FAMILIES = {"gemm": schedules.ALL_GEMM_FAMILIES + schedules.SEQUENCE_FAMILIES}
 """Operation -> the families a space of it may list."""
 
 INTEGER_OPTIONS = {"gemm-naive": ("tile",), "gemm-tiled": ("tile", "padding"),
                    **{f: ("tile", "tm", "tn", "bk", "wg_rows")
                       for f in schedules.REGISTER_BLOCKED_FAMILIES},
                    "gemm-warp-tiled": ("tile", "tm", "tn", "bk", "wg_rows", "wn",
-                                       "group_rows")}
+                                       "group_rows"),
+                   "gemm-split-k": ("tile", "tm", "tn", "bk", "wg_rows", "wn", "group_rows",
+                                    "splits")}
 """Family -> the integer arguments of its builder a space may tune."""
 
 _TOP_KEYS = ("description", "operation", "constants", "constraint", "family")
