@@ -149,6 +149,16 @@ def max_splits(k_steps: int) -> int:
     return max(s for s in range(1, k_steps + 1) if (s - 1) * -(-k_steps // s) < k_steps)
 
 
+def nearest_splits(k_steps: int, splits: int) -> list[int]:
+    """The numbers of slices nearest ``splits`` (the largest below it, the smallest above it
+    up to ``k_steps``) that leave no slice of ``k_steps`` K steps empty."""
+    def fits(s):
+        return (s - 1) * -(-k_steps // s) < k_steps
+    below = [s for s in range(min(splits, k_steps + 1) - 1, 0, -1) if fits(s)][:1]
+    above = [s for s in range(splits + 1, k_steps + 1) if fits(s)][:1]
+    return below + above
+
+
 def block_order(groups_n: int, groups_m: int, group_rows: int) -> list:
     """The block (row, column) a work-group computes, as Lets ending in ``brow`` and
     ``bcol`` (in blocks), for ``groups_m`` × ``groups_n`` blocks.
@@ -217,8 +227,9 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     if splits > 1 and (splits - 1) * slice_steps >= k_steps:
         raise ScheduleError(
             f"gemm-split-k: {splits} slices of {slice_steps} K steps (bk = {bk}) leave the "
-            f"last of the {k_steps} steps of K = {k} empty; choose at most "
-            f"{max_splits(k_steps)} splits")
+            f"last of the {k_steps} steps of K = {k} empty; choose "
+            + " or ".join(str(x) for x in nearest_splits(k_steps, splits))
+            + " (the nearest numbers of splits that leave no slice empty)")
     if splits > 1:
         fits_int32("S*M*N", splits * m * n)
         C = GlobalArray("C_partial", "out", ("S", "M", "N"))

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from tiletraffic.simulator.schedule import Schedule
 from tiletraffic.simulator.schedules import (
-    ALL_GEMM_FAMILIES, FAMILIES, GEMM_FAMILIES, REGISTER_BLOCKED_FAMILIES, build)
+    ALL_GEMM_FAMILIES, FAMILIES, GEMM_FAMILIES, REGISTER_BLOCKED_FAMILIES, SEQUENCE_FAMILIES,
+    build)
 
 MAX_SIZE = 48
 """Default largest M, K, N."""
@@ -159,7 +160,7 @@ def output_name(schedule: Schedule) -> str:
 def reference(schedule: Schedule, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """float64 ``A@B`` (or ``A@x``; ``max(A@x, 0)`` for a ReLU epilogue) and ``|A|@|B|``
     for the inputs of ``schedule``."""
-    second = "B" if schedule.family in ALL_GEMM_FAMILIES else "x"
+    second = "B" if schedule.family in ALL_GEMM_FAMILIES + SEQUENCE_FAMILIES else "x"
     a = inputs["A"].astype(np.float64)
     b = inputs[second].astype(np.float64)
     exact = a @ b
