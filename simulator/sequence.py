@@ -132,6 +132,25 @@ def kernels_of(schedule) -> tuple[Schedule, ...]:
     return schedule.kernels if isinstance(schedule, KernelSequence) else (schedule,)
 
 
+def pick_kernel(schedule, kernel=None):
+    """One kernel of a sequence: ``kernel`` its name or 1-based position (an int or a
+    string of digits), ``None`` the first; a schedule is returned as it is (``kernel``
+    must then be None, 1 or its own name).
+
+    Raises:
+        ValueError: no such kernel, naming the kernels there are.
+    """
+    kernels = kernels_of(schedule)
+    if kernel is None:
+        return kernels[0]
+    text = str(kernel)
+    for i, k in enumerate(kernels, 1):
+        if text in (k.kernel_name, str(i)):
+            return k
+    raise ValueError(f"{schedule.family} has no kernel {text!r}; its kernels: "
+                     + ", ".join(f"{i} {k.kernel_name}" for i, k in enumerate(kernels, 1)))
+
+
 def is_sequence(schedule) -> bool:
     """Whether ``schedule`` is a :class:`KernelSequence` (more than one launch)."""
     return isinstance(schedule, KernelSequence)

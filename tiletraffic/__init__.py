@@ -470,7 +470,7 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
 
 def explain(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *, out=None,
             work_group=None, step_iterations: int | None = None,
-            registers_per_work_item: int | None = None) -> dict:
+            registers_per_work_item: int | None = None, kernel=None) -> dict:
     """Observe ``schedule`` for an explain page and, with ``out``, write the page there
     (one self-contained HTML file, atomically): the tiles one work-group reads per barrier
     interval, per-element reuse, one sub-group's request in sectors and lines, one local
@@ -486,6 +486,8 @@ def explain(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *, ou
         step_iterations: without barriers, iterations of each load per step (default: the
             tile).
         registers_per_work_item: as for :func:`model`.
+        kernel: of a :class:`KernelSequence`, the kernel drawn: its name or 1-based
+            position (default: the first).
 
     Returns:
         The document the page is drawn from (and embeds): ``counts`` as
@@ -500,8 +502,9 @@ def explain(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *, ou
             :func:`model`. LimitError: the schedule exceeds the device model's limits.
     """
     from .analysis.explain import explain_data, write_page
+    from .simulator.sequence import pick_kernel
 
-    doc = explain_data(schedule, device, work_group=work_group,
+    doc = explain_data(pick_kernel(schedule, kernel), device, work_group=work_group,
                        step_iterations=step_iterations,
                        registers_per_work_item=registers_per_work_item)
     if out is not None:

@@ -12,6 +12,8 @@ from tiletraffic.simulator.device import LimitError
 from tiletraffic.simulator.engine import InputError
 from tiletraffic.simulator.schedules import ScheduleError
 
+from tiletraffic.simulator.sequence import kernels_of
+
 from ..resolver import resolve
 from .common import build_schedule, fail, one_name_or_all
 from .options import json_option, named_schedule_options
@@ -28,7 +30,8 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
     schedule in which the simulator finds hazards) side by side, with the difference stated.
     Exits 1 on any disagreement, 2 on bad input or when Oclgrind is not installed.
 
-    SCHEDULE: as for check, FILE.py:FUNCTION included."""
+    SCHEDULE: as for check, FILE.py:FUNCTION included; each kernel of a kernel sequence
+    (gemm-split-k) is compared on its own, with random inputs."""
     from tiletraffic.gpu.oclgrind import OclgrindError, OclgrindUnavailable
     from tiletraffic.simulator.variants import VARIANTS, names
 
@@ -41,11 +44,12 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
         for nm in todo:
             sch = resolve(nm, example_shape=True) if check_all else \
                 build_schedule(nm, m, k, n, tile, chunk, example_shape=True)
-            res = compare_hazards(sch) if nm in VARIANTS else crosscheck(sch)
-            ok &= res.agree if hasattr(res, "agree") else res.equal
-            results.append(res)
-            if not as_json:
-                click.echo("\n".join(comparison_text(res)))
+            for kernel in kernels_of(sch):   # a kernel sequence: each kernel on its own
+                res = compare_hazards(kernel) if nm in VARIANTS else crosscheck(kernel)
+                ok &= res.agree if hasattr(res, "agree") else res.equal
+                results.append(res)
+                if not as_json:
+                    click.echo("\n".join(comparison_text(res)))
     except (ScheduleError, LimitError, InputError) as err:
         raise click.UsageError(str(err)) from None
     except OclgrindUnavailable as err:  # a setup to fix, not a fault of the kernel

@@ -8,6 +8,8 @@ import click
 from tiletraffic.simulator.device import LimitError
 from tiletraffic.simulator.engine import InputError
 
+from tiletraffic.simulator.sequence import is_sequence, pick_kernel
+
 from .common import build_schedule, check_out_file
 from .options import DEVICE_MODEL, size_options
 
@@ -24,10 +26,13 @@ from .options import DEVICE_MODEL, size_options
               help="Without barriers: iterations of each load per step (default: the tile).")
 @click.option("--registers", type=click.IntRange(min=1), default=None,
               help="Registers per work-item of the compiled kernel, as for model.")
+@click.option("--kernel", "kernel", default=None, metavar="NAME|I",
+              help="A kernel sequence (gemm-split-k): the kernel drawn, by name or 1-based "
+                   "position (default: the first).")
 @click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False),
               help="The HTML page to write (written atomically).")
 def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_iterations, registers,
-            out_file):
+            kernel, out_file):
     """Draw SCHEDULE's memory traffic as one self-contained web page: the tiles a
     work-group reads at each barrier interval (a stepper), how often each input element is
     read, one sub-group's request in sectors and lines, one local access in banks, the
@@ -36,10 +41,15 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
 
     SCHEDULE: a family, a demo or faulty variant (missing sizes: its example shape), or
     FILE.py:FUNCTION, as for simulate. At most 64 elements per side of any array (the
-    pictures draw every element)."""
+    pictures draw every element). A kernel sequence is drawn one kernel at a time
+    (--kernel)."""
     from ..explain import ExplainSizeError, explain_data, write_page
 
-    sch = build_schedule(schedule, m, k, n, tile, chunk)
+    whole = sch = build_schedule(schedule, m, k, n, tile, chunk)
+    try:
+        sch = pick_kernel(sch, kernel)
+    except ValueError as err:
+        raise click.UsageError(str(err)) from None
     check_out_file(out_file)
     group = None
     if work_group is not None:
@@ -67,3 +77,6 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
     click.echo(f"wrote {out_file}: {sch.family}, work-group "
                f"{', '.join(map(str, doc['work_group']['id']))}, "
                f"{steps} step{'' if steps == 1 else 's'}{hazards}")
+    if is_sequence(whole):
+        click.echo(f"drew kernel {sch.kernel_name} of {len(whole.kernels)} of {whole.family} "
+                   "(--kernel chooses another)")

@@ -38,6 +38,7 @@ SECOND_SIZES: dict[str, tuple] = {
     "matvec-local-whole": (70, 45, None, 32), "matvec-relu": (70, 45, None, 32),
     "gemm-register-blocked": (40, 48, 36, 8), "gemm-vectorized": (40, 48, 36, 8),
     "gemm-prefetch": (40, 48, 36, 8), "gemm-warp-tiled": (40, 48, 36, 8),
+    "gemm-split-k": (40, 112, 36, 8),
     "matvec-rows-reduce": (20, 70, None, 16),
     "demo-shift": (48, None, None, None), "demo-column-staging": (12, 6, 10, 4),
     "demo-reduction": (100, None, None, 16), "demo-neighbour": (40, None, None, 8),
