@@ -26,7 +26,8 @@ from .engine import BATCH_WORK_ITEMS, SimulationResult
 from .engine import simulate as simulate_kernel
 from .hazards import Hazard
 from .memory import MemoryCounts
-from .model import ModelledLaunch, model_launch
+from . import model as launch_model
+from .model import ModelledLaunch
 from .prediction import TrafficPrediction
 from .sequence import KernelSequence, add_counts, is_sequence
 
@@ -215,9 +216,10 @@ def model_sequence(schedule, model: DeviceModel, *, accelerators: Accelerators =
     """
     registers = registers_of(schedule, registers_per_work_item)
     if not is_sequence(schedule):
-        return model_launch(schedule, model, accelerators=accelerators,
-                            registers_per_work_item=registers[0], stacklevel=1 + stacklevel)
-    parts = [model_launch(kernel, model, accelerators=accelerators,
+        return launch_model.model_launch(schedule, model, accelerators=accelerators,
+                                         registers_per_work_item=registers[0],
+                                         stacklevel=1 + stacklevel)
+    parts = [launch_model.model_launch(kernel, model, accelerators=accelerators,
                           registers_per_work_item=r, stacklevel=1 + stacklevel)
              for kernel, r in zip(schedule.kernels, registers)]
     counts, memory = add_counts([p.counts for p in parts]), add_memory([p.memory for p in parts])

@@ -25,6 +25,7 @@ from __future__ import annotations
 import keyword
 
 from . import schedule as S
+from .sequence import KernelSequence
 
 INT_OPS = frozenset("+-*/%")
 COMPARE_OPS = frozenset(("<", "<=", ">", ">=", "==", "!="))
@@ -36,7 +37,12 @@ class MalformedScheduleError(ValueError):
 
 
 def check_well_formed(schedule: S.Schedule) -> None:
-    """Raise :class:`MalformedScheduleError` naming the first problem of ``schedule``."""
+    """Raise :class:`MalformedScheduleError` naming the first problem of ``schedule`` (of
+    each kernel of a :class:`simulator.sequence.KernelSequence`, in launch order)."""
+    if isinstance(schedule, KernelSequence):
+        for kernel in schedule.kernels:
+            check_well_formed(kernel)
+        return
     problems = _Checker(schedule).problems
     if problems:
         more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""

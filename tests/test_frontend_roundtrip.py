@@ -20,7 +20,8 @@ from tiletraffic.frontend.opencl import BufferArg, parse_kernel
 from tiletraffic.gpu.codegen import generate
 from tiletraffic.simulator import variants
 from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.schedules import FAMILIES
+from tiletraffic.simulator.schedules import FAMILIES, SEQUENCE_FAMILIES
+from tiletraffic.simulator.schedules import build as schedules_build
 
 from strategies import schedules, variant_fault_shapes
 
@@ -33,6 +34,12 @@ def named_schedule(draw, name: str):
     if name in FAMILIES:
         return draw(schedules(families=(name,), max_size=24, max_gemm_tile=8,
                               max_matvec_tile=32, max_chunk=16))
+    if name in SEQUENCE_FAMILIES:   # one kernel of the sequence at a time
+        m, n, steps = draw(st.integers(1, 24)), 4 * draw(st.integers(1, 6)), draw(
+            st.integers(4, 12))
+        sequence = schedules_build(name, m, 8 * steps, n, 8, wg_rows=8, tm=4, tn=4, bk=8,
+                                   splits=draw(st.integers(2, 4)))
+        return draw(st.sampled_from(sequence.kernels))
     if name in variants.VARIANTS:
         shape = draw(variant_fault_shapes(name, max_size=24))
         return variants.build_any(name, *shape)

@@ -18,6 +18,7 @@ from tiletraffic.analysis.tuning_space import (Candidate, SpaceError, check_cand
                                                load_space)
 from tiletraffic.gpu.runtime import list_devices
 from tiletraffic.simulator.device import GENERIC_GPU, DeviceLimits
+from tiletraffic.simulator.sequence import kernels_of
 
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed")
@@ -153,14 +154,17 @@ def test_the_built_in_space_derives_what_the_builders_build():
     space = load_space()
     assert {f.family for f in space.families} == {
         "gemm-tiled", "gemm-register-blocked", "gemm-vectorized", "gemm-prefetch",
-        "gemm-warp-tiled"}
-    for m, n, k in ((64, 64, 64), (100, 60, 36)):
+        "gemm-warp-tiled", "gemm-split-k"}
+    split = 0
+    for m, n, k in ((64, 64, 64), (100, 60, 36), (40, 64, 1024)):
         valid = 0
         for fam, cand in space.candidates():
             if check_candidate(space, fam, cand, m, n, k, GENERIC_GPU):
                 continue
             valid += 1
-            sch = cand.build(m, n, k)
+            whole = cand.build(m, n, k)
+            split += cand.family == "gemm-split-k"
+            sch = kernels_of(whole)[0]   # split-K: the kernel with the tiles
             values = {"M": m, "N": n, "K": k, **space.constants, **cand.options}
             for name, expr in fam.derived.items():
                 values[name] = expr.evaluate(values)
@@ -169,6 +173,7 @@ def test_the_built_in_space_derives_what_the_builders_build():
             extra = sch.extra if "bm" in sch.extra else {"bm": sch.tile, "bn": sch.tile}
             assert (values["bm"], values["bn"]) == (extra["bm"], extra["bn"]), cand.label
         assert valid > 50
+    assert split > 0
 
 
 def test_constraints_reject_hand_cases_with_the_rule_and_its_values():
