@@ -12,7 +12,7 @@ from .device import check_schedule_limits
 from .device_model import DeviceModel, GuessedValueWarning
 from .dram_model import BufferReads
 from .memory import MemoryCounts
-from .observation import device_limits, observe_launch
+from .observation import LaunchObservation, device_limits, observe_launch
 from .prediction import TrafficPrediction, buffer_reads, predict
 from .registers import estimate_registers
 from .schedule import Schedule
@@ -34,6 +34,31 @@ class ModelledLaunch:
         pred = self.prediction.to_dict()
         return {**self.counts.to_dict(), **self.memory.to_dict(), **pred}
 
+
+
+def observe_for_model(schedule: Schedule, model: DeviceModel,
+                      accelerators: Accelerators = ALL) -> LaunchObservation:
+    """What :func:`model_launch` predicts from: ``schedule`` simulated with ``model``'s
+    observers (:func:`simulator.observation.observe_launch`), through K extrapolation where
+    ``accelerators`` allow it and it applies (:mod:`simulator.accelerators.k_extrapolation`),
+    else the whole K loop. Its result does not depend on the registers, so one observation
+    serves every prediction of the same schedule on the same model's observers.
+
+    Raises:
+        simulator.device.LimitError, simulator.hazards.HazardError: as :func:`simulate`.
+    """
+    limits = device_limits(model)
+    if accelerators.k_extrapolation and accelerators.work_group_classes and \
+            k_extrapolation.applies(schedule, model.local_vector_words):
+        check_schedule_limits(schedule, limits)
+        try:
+            return k_extrapolation.extrapolated_observation(
+                schedule, lambda s: observe_launch(s, model, accelerators=accelerators,
+                                                   limits=limits),
+                model.local_vector_words)
+        except NotApplicable:
+            pass
+    return observe_launch(schedule, model, accelerators=accelerators, limits=limits)
 
 
 def model_launch(schedule: Schedule, model: DeviceModel, *,
@@ -80,20 +105,7 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
         warnings.warn(f"{schedule.family}: {how}; pass the compiled kernel's count "
                       "(registers_per_work_item, --registers)", GuessedValueWarning,
                       stacklevel=1 + stacklevel)
-    limits = device_limits(model)
-    observed = None
-    if accelerators.k_extrapolation and accelerators.work_group_classes and \
-            k_extrapolation.applies(schedule, model.local_vector_words):
-        check_schedule_limits(schedule, limits)
-        try:
-            observed = k_extrapolation.extrapolated_observation(
-                schedule, lambda s: observe_launch(s, model, accelerators=accelerators,
-                                                   limits=limits),
-                model.local_vector_words)
-        except NotApplicable:
-            observed = None
-    if observed is None:
-        observed = observe_launch(schedule, model, accelerators=accelerators, limits=limits)
+    observed = observe_for_model(schedule, model, accelerators)
     prediction = predict(observed, model, registers, stacklevel=2 + stacklevel)
     if how is not None:
         prediction.methods["resident_work_groups_per_cu"] = (

@@ -288,6 +288,27 @@ def test_model_launch_by_classes_equals_full_execution():
     assert by_class.to_dict() == full.to_dict()
 
 
+def test_one_observation_serves_every_prediction_of_a_schedule():
+    # observe_for_model is what model_launch predicts from: predicting from it again, with
+    # any registers, gives model_launch's prediction (through K extrapolation, which applies
+    # to gemm-register-blocked at K = 512 with BK = 16, and without it: K = 64 is too short)
+    from tiletraffic.simulator.accelerators import k_extrapolation
+    from tiletraffic.simulator.model import observe_for_model
+
+    long_k, short_k = (build("gemm-register-blocked", 64, k, 64, tile=16) for k in (512, 64))
+    assert k_extrapolation.applies(long_k) and not k_extrapolation.applies(short_k)
+    for schedule in (long_k, short_k):
+        seen = observe_for_model(schedule, NVIDIA_H200)
+        for registers in (64, 128):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", GuessedValueWarning)
+                want = model_launch(schedule, NVIDIA_H200,
+                                    registers_per_work_item=registers).prediction
+            got = predict(seen, NVIDIA_H200, registers)
+            got.methods = want.methods   # model_launch adds how the registers were given
+            assert got.to_dict() == want.to_dict()
+
+
 def test_dram_reuse_distance_by_hand():
     # gemm-tiled M = K = N = 64, B = 16: 4 x 4 work-groups, 4 per row (groups_0 = 4).
     # Each work-group asks L2 for its A stripe (16 rows x 64 floats = 4096 B) and its B strip
