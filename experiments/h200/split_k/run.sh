@@ -5,6 +5,9 @@
 # experiments/README.md:
 #   PYTHONUNBUFFERED=1 bash experiments/h200/split_k/run.sh "$OUT"
 # Brings back OUT/split_k.tar.gz (tune JSON and text per shape, cuBLAS JSON, log).
+# SHAPES (M,K,N ...), TIMEOUTS (seconds per tune) and MODEL (a device model for
+# --device-model; default: tune's own, the device's queried values over nvidia-h200) may be
+# set; a results file resume/tune-M-K-N.json is resumed.
 set -u
 OUT=${1:?usage: run.sh OUT}
 SHAPES=${SHAPES:-"128,4096,11008 512,11008,4096 1000,1000,1000"}
@@ -21,7 +24,7 @@ for s in $SHAPES; do
     step "tune $m $k $n (timeout ${TIMEOUTS[$i]} s)"
     [ -f "resume/tune-$m-$k-$n.json" ] && cp "resume/tune-$m-$k-$n.json" "$D/" && RESUME=--resume || RESUME=
     timeout ${TIMEOUTS[$i]} python3 -m tiletraffic tune gemm --m $m --k $k --n $n --device NVIDIA \
-        --top 4 --jobs 16 --seed 1 $RESUME --out "$D/tune-$m-$k-$n.json" > "$D/tune-$m-$k-$n.txt" 2>&1 \
+        --top 4 --jobs 16 --seed 1 $RESUME ${MODEL:+--device-model $MODEL} --out "$D/tune-$m-$k-$n.json" > "$D/tune-$m-$k-$n.txt" 2>&1 \
         || echo "tune $s exit $?"
     tail -8 "$D/tune-$m-$k-$n.txt"
     i=$((i + 1))
