@@ -52,7 +52,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     closed forms ("no closed form" for a schedule without them).
 
     SCHEDULE: a family (gemm-naive, gemm-tiled, gemm-register-blocked, gemm-vectorized,
-    gemm-prefetch, matvec-naive, matvec-local, matvec-local-whole, matvec-rows-reduce), a demo
+    gemm-prefetch, gemm-warp-tiled, matvec-naive, matvec-local, matvec-local-whole,
+    matvec-rows-reduce, matvec-relu; gemm-split-k, two kernels in sequence), a demo
     or faulty variant (as for check; missing sizes: its example shape), or FILE.py:FUNCTION, a function of your Python file that returns a
     tiletraffic Schedule; it is called with the sizes given (m=, k=, n=, tile=). Its result
     is checked against --reference (default: the file's function 'reference'), or not
