@@ -156,15 +156,16 @@ def is_sequence(schedule) -> bool:
     return isinstance(schedule, KernelSequence)
 
 
-def add_counts(parts: list[TrafficCounts]) -> TrafficCounts:
-    """The counts of launches run one after another: every count added, the per-buffer
-    counts added by buffer name, ``global_load_elems_per_tile`` the largest of them (the
-    busiest work-group of any kernel)."""
-    total = TrafficCounts()
+def added(parts: list, largest: tuple[str, ...] = ()):
+    """One dataclass of counts (:class:`TrafficCounts`, ``MemoryCounts``) for launches run
+    one after another: every field added, dicts added key by key, the fields named in
+    ``largest`` the largest of the parts' instead. ``parts`` must not be empty."""
+    cls = type(parts[0])
+    total = cls()
     for part in parts:
-        for f in fields(TrafficCounts):
+        for f in fields(cls):
             mine, theirs = getattr(total, f.name), getattr(part, f.name)
-            if f.name == "global_load_elems_per_tile":
+            if f.name in largest:
                 setattr(total, f.name, max(mine, theirs))
             elif isinstance(theirs, dict):
                 merged = dict(mine)
@@ -174,3 +175,10 @@ def add_counts(parts: list[TrafficCounts]) -> TrafficCounts:
             else:
                 setattr(total, f.name, mine + theirs)
     return total
+
+
+def add_counts(parts: list[TrafficCounts]) -> TrafficCounts:
+    """The counts of launches run one after another: every count added, the per-buffer
+    counts added by buffer name, ``global_load_elems_per_tile`` the largest of them (the
+    busiest work-group of any kernel)."""
+    return added(parts, largest=("global_load_elems_per_tile",))

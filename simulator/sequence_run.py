@@ -12,7 +12,7 @@ launch order, the buffers one kernel writes read by the next, results combined.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Iterable
 
 import numpy as np
@@ -29,7 +29,7 @@ from .memory import MemoryCounts
 from . import model as launch_model
 from .model import ModelledLaunch
 from .prediction import TrafficPrediction
-from .sequence import KernelSequence, add_counts, is_sequence
+from .sequence import KernelSequence, add_counts, added, is_sequence
 
 
 @dataclass
@@ -142,18 +142,7 @@ class ModelledSequence:
 
 def add_memory(parts: list[MemoryCounts]) -> MemoryCounts:
     """Memory-system counts of launches one after another: every count added."""
-    total = MemoryCounts()
-    for part in parts:
-        for f in fields(MemoryCounts):
-            mine, theirs = getattr(total, f.name), getattr(part, f.name)
-            if isinstance(theirs, dict):
-                merged = dict(mine)
-                for key, value in theirs.items():
-                    merged[key] = merged.get(key, 0) + value
-                setattr(total, f.name, merged)
-            else:
-                setattr(total, f.name, mine + theirs)
-    return total
+    return added(parts)
 
 
 def combine_predictions(parts: list[TrafficPrediction], flop: int,
