@@ -187,7 +187,8 @@ def _check_sequence(sequence, rng, full_check_work: int) -> LaunchCheck:
     return LaunchCheck(sequence, [h for p in parts for h in p.hazards],
                        None if all(p.work_groups_checked is None for p in parts) else (),
                        tuple(dict.fromkeys(x for p in parts for x in p.not_checked)),
-                       last, f"per kernel, each starting from the last one's: {method}",
+                       last, "per kernel, a buffer read with the sum length of the kernel "
+                       f"that wrote it: {method}",
                        sum(p.time_s for p in parts), tuple(parts))
 
 

@@ -230,3 +230,22 @@ def test_runs_on_pocl_as_one_checked_launch():
     assert run.run.kernel_name == "gemm_split_k_slices+gemm_split_k_reduce"
     assert len(run.run.kernel_resources) == 2 and len(run.run.kernel_times_s) == 10
     assert set(run.run.outputs) == {"C"}
+
+
+@pytest.mark.parametrize("m,k,n,splits", [(100, 1000, 200, 3), (37, 516, 44, 2)])
+def test_k_extrapolation_of_the_slices_equals_executing_every_step(m, k, n, splits):
+    # the slice kernel's K grows by S·BK per step of every slice: three short K give its
+    # counts exactly, on both H200 models (one merges local loads, one does not)
+    from tiletraffic.simulator.accelerators import ALL
+    from tiletraffic.simulator.accelerators import k_extrapolation
+
+    seq = build("gemm-split-k", m, k, n, splits=splits, tile=8, wg_rows=8, tm=4, tn=4, bk=16)
+    assert k_extrapolation.k_step_elems(seq.kernels[0]) == 16 * splits
+    for name in ("nvidia-h200", "nvidia-h200-cuda"):
+        model = device_model(name)
+        fast = model_sequence(seq, model, registers_per_work_item=[64, None])
+        full = model_sequence(seq, model, registers_per_work_item=[64, None],
+                              accelerators=ALL.replace(k_extrapolation=False))
+        assert k_extrapolation.applies(seq.kernels[0], model.local_vector_words)
+        assert fast.counts == full.counts and fast.memory == full.memory
+        assert fast.prediction.predicted_time_s == full.prediction.predicted_time_s
