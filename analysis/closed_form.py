@@ -285,7 +285,7 @@ def counts(schedule: Schedule) -> dict:
         return gemm_register_blocked(p["M"], p["K"], p["N"], t, x["wg_rows"], x["tm"],
                                      x["tn"], x["bk"],
                                      barriers_per_step=1 if family == "gemm-prefetch" else 2)
-    if family == "gemm-warp-tiled" and "splits" in schedule.extra:
+    if family == "gemm-split-k-slices":
         x = schedule.extra
         return gemm_split_k_slices(p["M"], p["K"], p["N"], t, x["wg_rows"], x["tm"], x["tn"],
                                    x["bk"], x["splits"])

@@ -112,8 +112,9 @@ class BuiltIn:
             return build_any(spec, m, k, n, tile, chunk)
         if example_shape:  # a family with options, at its example shape unless sizes are given
             ex = CHECK_EXAMPLES[spec]
-            m, k, n = (ex[0], ex[1], ex[2]) if m is None else (m, k, n)
-            tile = ex[3] if tile is None else tile
+            if m is None:   # the example's tile with its shape; given sizes: the default
+                m, k, n = ex[0], ex[1], ex[2]
+                tile = ex[3] if tile is None else tile
         elif m is None or k is None:
             raise ScheduleError(f"{spec} needs {spell('m')} and {spell('k')} "
                                 f"(got m={m}, k={k})")

@@ -47,7 +47,8 @@ from types import ModuleType
 from typing import Callable
 
 from tiletraffic.simulator.schedule import Schedule
-from tiletraffic.simulator.schedules import FAMILIES
+from tiletraffic.simulator.sequence import KernelSequence
+from tiletraffic.simulator.schedules import FAMILIES, SEQUENCE_FAMILIES
 from tiletraffic.simulator.wellformed import MalformedScheduleError, check_well_formed
 
 SPEC_PATTERN = re.compile(r"^(?P<file>.+\.py):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")
@@ -197,10 +198,10 @@ def load(spec: str, **sizes: int | None) -> Schedule:
     except Exception as err:  # noqa: BLE001 - the user's code: one line, not a traceback
         raise UserScheduleError(f"{path.name}: {call} raised {type(err).__name__}: {err}"
                                 ) from err
-    if not isinstance(result, Schedule):
+    if not isinstance(result, (Schedule, KernelSequence)):
         raise UserScheduleError(f"{path.name}: {call} returned an object of type {type(result).__name__}, "
-                                "not a tiletraffic Schedule")
-    if result.family in FAMILIES:
+                                "not a tiletraffic Schedule or KernelSequence")
+    if result.family in FAMILIES + SEQUENCE_FAMILIES:
         raise UserScheduleError(
             f"{path.name}: {call} returned a schedule whose family {result.family!r} is a "
             "built-in family's name, whose closed forms would be compared with it; give it a "

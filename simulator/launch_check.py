@@ -99,7 +99,8 @@ class LaunchCheck:
             return "; ".join(f"kernel {part.schedule.kernel_name}: {part.scope}"
                              for part in self.parts)
         if self.work_groups_checked is None:
-            return f"full launch ({self.schedule.work_groups} work-groups)"
+            groups = self.schedule.work_groups
+            return f"full launch ({groups} work-group{'' if groups == 1 else 's'})"
         shown = ", ".join(map(str, self.work_groups_checked[:12]))
         more = (f", ... ({len(self.work_groups_checked) - 12} more)"
                 if len(self.work_groups_checked) > 12 else "")

@@ -5,7 +5,8 @@ few output blocks (M = 128 against 132 compute units) leaves most of the device 
 the reduction over K into S slices multiplies the work-groups by S. Two kernels
 (:class:`simulator.sequence.KernelSequence`):
 
-1. ``gemm_split_k_slices``: ``gemm-warp-tiled`` (:mod:`simulator.schedules_warp`, every
+1. ``gemm_split_k_slices`` (family ``gemm-split-k-slices``): ``gemm-warp-tiled``
+   (:mod:`simulator.schedules_warp`, every
    option of it) with an NDRange dimension 2 of S: the work-groups of index s compute the
    K steps s·P … min(⌈K/BK⌉, (s+1)·P) − 1, P = ⌈⌈K/BK⌉/S⌉, and store their partial product
    into ``C_partial[s]`` (scratch, S×M×N);
@@ -116,6 +117,10 @@ def gemm_split_k(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM,
     if splits < 2:
         raise ScheduleError(f"gemm-split-k needs splits >= 2 (1 is gemm-warp-tiled), got "
                             f"{splits}")
+    steps = -(-positive("K", k) // positive("bk", bk))
+    if steps < 2:
+        raise ScheduleError(f"gemm-split-k needs at least 2 K steps to split, got K = {k} "
+                            f"with bk = {bk} (one step); use a smaller bk or gemm-warp-tiled")
     slices = gemm_warp_tiled(m, k, n, tile, tm, tn, bk, wg_rows, wn, group_rows, splits)
     reduce = split_k_reduce(m, n, splits, reduce_items)
     A, B = slices.arrays[0], slices.arrays[1]

@@ -150,11 +150,11 @@ def max_splits(k_steps: int) -> int:
 
 
 def nearest_splits(k_steps: int, splits: int) -> list[int]:
-    """The numbers of slices nearest ``splits`` (the largest below it, the smallest above it
-    up to ``k_steps``) that leave no slice of ``k_steps`` K steps empty."""
+    """The numbers of slices nearest ``splits`` (the largest below it, at least 2, the
+    smallest above it up to ``k_steps``) that leave no slice of ``k_steps`` K steps empty."""
     def fits(s):
         return (s - 1) * -(-k_steps // s) < k_steps
-    below = [s for s in range(min(splits, k_steps + 1) - 1, 0, -1) if fits(s)][:1]
+    below = [s for s in range(min(splits, k_steps + 1) - 1, 1, -1) if fits(s)][:1]
     above = [s for s in range(splits + 1, k_steps + 1) if fits(s)][:1]
     return below + above
 
@@ -332,7 +332,8 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     body = block(tid, sg, lane, wrow, wcol, order, row0, col0, decls, main, stores)
     sliced = splits > 1
     return Schedule(
-        family="gemm-warp-tiled", kernel_name="gemm_split_k_slices" if sliced else "gemm_warp_tiled",
+        family="gemm-split-k-slices" if sliced else "gemm-warp-tiled",
+        kernel_name="gemm_split_k_slices" if sliced else "gemm_warp_tiled",
         params=(("M", m), ("K", k), ("N", n)) + ((("S", splits),) if sliced else ()),
         arrays=(A, B, C),
         local_arrays=(tile_a, tile_b), local_size=(tile, wg_rows) + ((1,) if sliced else ()),

@@ -11,8 +11,9 @@ race can cross a kernel boundary; hazards are those of each kernel.
 Contract:
 - every array a kernel names is one of the sequence's arrays or scratch buffers, with the
   same shape;
-- a scratch buffer is written (role ``out`` or ``inout``) by a kernel before any later one
-  reads it, and no kernel reads a scratch buffer no earlier kernel wrote;
+- a scratch buffer or an ``out`` argument is written (role ``out`` or ``inout``) by a kernel
+  before any later one reads it: no kernel reads one that no earlier kernel wrote (its
+  contents are undefined); every buffer's shape names size parameters of the kernels;
 - the sequence's ``in`` arrays are never written, its ``out`` arrays are written by some
   kernel; every kernel's parameters agree on the value of a name they share.
 
@@ -65,6 +66,13 @@ class KernelSequence:
                                 f"{[a.name for a in self.arrays + self.scratch]}")
         scratch = {a.name for a in self.scratch}
         written: set[str] = set()
+        names = {name for kernel in self.kernels for name, _ in kernel.params}
+        for a in self.arrays + self.scratch:
+            unknown = [d for d in a.shape if d not in names]
+            if unknown:
+                raise ScheduleError(
+                    f"{self.family}: buffer {a.name!r} has shape {a.shape}, but no kernel has "
+                    f"the size parameter(s) {', '.join(unknown)}")
         values: dict[str, int] = {}
         for kernel in self.kernels:
             for name, value in kernel.params:
@@ -82,10 +90,11 @@ class KernelSequence:
                     raise ScheduleError(
                         f"{self.family}: kernel {kernel.kernel_name} gives {a.name!r} shape "
                         f"{a.shape}, the sequence {mine.shape}")
-                if a.is_input and a.name in scratch and a.name not in written:
+                if a.is_input and not mine.is_input and a.name not in written:
+                    what = "scratch buffer" if a.name in scratch else "output"
                     raise ScheduleError(
-                        f"{self.family}: kernel {kernel.kernel_name} reads scratch buffer "
-                        f"{a.name!r} before any kernel wrote it")
+                        f"{self.family}: kernel {kernel.kernel_name} reads {what} "
+                        f"{a.name!r} before any kernel wrote it (its contents are undefined)")
                 if a.is_output and mine.role == "in":
                     raise ScheduleError(
                         f"{self.family}: kernel {kernel.kernel_name} writes {a.name!r}, an "

@@ -132,12 +132,15 @@ class ModelledSequence:
     counts: TrafficCounts
     memory: MemoryCounts
     prediction: TrafficPrediction
+    kernel_names: tuple[str, ...] = ()
+    """Each kernel's name, in launch order."""
 
     def to_dict(self) -> dict:
         """As :meth:`ModelledLaunch.to_dict` for the totals, plus ``kernels``: each
-        kernel's own mapping, in launch order."""
+        kernel's own mapping (with its ``kernel`` name), in launch order."""
         return {**self.counts.to_dict(), **self.memory.to_dict(), **self.prediction.to_dict(),
-                "kernels": [k.to_dict() for k in self.kernels]}
+                "kernels": [{"kernel": name, **k.to_dict()}
+                            for name, k in zip(self.kernel_names, self.kernels)]}
 
 
 def add_memory(parts: list[MemoryCounts]) -> MemoryCounts:
@@ -181,7 +184,8 @@ def combine_predictions(parts: list[TrafficPrediction], flop: int,
 def registers_of(schedule, registers) -> list:
     """Per kernel the registers per work-item to model it with: ``registers`` as given for
     one schedule; for a sequence a list or tuple of one value (or None: estimated) per
-    kernel, or one int, the first kernel's (the others estimated, as without it).
+    kernel, or one int, the first kernel's (the others as without it: estimated where
+    they have private arrays, else not modelled).
 
     Raises:
         ValueError: a list whose length is not the number of kernels.
@@ -213,4 +217,5 @@ def model_sequence(schedule, model: DeviceModel, *, accelerators: Accelerators =
              for kernel, r in zip(schedule.kernels, registers)]
     counts, memory = add_counts([p.counts for p in parts]), add_memory([p.memory for p in parts])
     return ModelledSequence(parts, counts, memory, combine_predictions(
-        [p.prediction for p in parts], counts.flop, memory.global_load_sectors))
+        [p.prediction for p in parts], counts.flop, memory.global_load_sectors),
+        tuple(k.kernel_name for k in schedule.kernels))

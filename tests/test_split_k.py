@@ -249,3 +249,48 @@ def test_k_extrapolation_of_the_slices_equals_executing_every_step(m, k, n, spli
         assert k_extrapolation.applies(seq.kernels[0], model.local_vector_words)
         assert fast.counts == full.counts and fast.memory == full.memory
         assert fast.prediction.predicted_time_s == full.prediction.predicted_time_s
+
+
+def test_more_contract_breaks_are_refused():
+    seq = build("gemm-split-k", 37, 200, 44, splits=3, tile=8)
+    extra = S.GlobalArray("D", "in", ("Q", "N"))
+    with pytest.raises(ScheduleError, match=r"no kernel has the size parameter\(s\) Q"):
+        KernelSequence("x", seq.kernels, seq.arrays + (extra,), seq.scratch)
+    reduce = seq.kernels[1]
+    reads_c = S.Schedule(**{**reduce.__dict__, "arrays": (
+        reduce.arrays[0], S.GlobalArray("C", "inout", ("M", "N")))})
+    with pytest.raises(ScheduleError, match="reads output 'C' before any kernel wrote it"):
+        KernelSequence("x", (seq.kernels[0], reads_c), seq.arrays, seq.scratch)
+
+
+def test_one_k_step_is_refused_and_only_valid_splits_are_suggested():
+    with pytest.raises(ScheduleError, match="needs at least 2 K steps to split, got K = 16"):
+        build("gemm-split-k", 1, 16, 4, splits=2)
+    assert nearest_splits(3, 2) == [3] and nearest_splits(5, 4) == [3, 5]
+
+
+def test_a_users_file_may_return_a_sequence(tmp_path):
+    path = tmp_path / "seq.py"
+    path.write_text("import dataclasses\nimport tiletraffic as tt\n\n"
+                    "def seq(m, k, n, tile=None):\n"
+                    "    s = tt.build('gemm-split-k', m=m, k=k, n=n, splits=2, tile=8)\n"
+                    "    return dataclasses.replace(s, family='my-split')\n")
+    res = CliRunner().invoke(main, ["simulate", f"{path}:seq", "--m", "20", "--k", "64",
+                                    "--n", "16", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["schedule"] == "my-split"
+
+
+def test_explain_names_the_sizes_whose_product_is_too_large(tmp_path):
+    res = CliRunner().invoke(main, ["explain", "gemm-split-k", "--m", "37", "--k", "64",
+                                    "--n", "44", "--splits", "2", "--kernel", "2",
+                                    "--out", str(tmp_path / "x.html")])
+    assert res.exit_code == 2
+    assert "use --splits and --m whose product (S x M) is at most 64" in res.output
+
+
+def test_check_with_an_option_and_sizes_builds_what_simulate_builds():
+    for command in ("check", "simulate"):
+        res = CliRunner().invoke(main, [command, "gemm-split-k", "--m", "37", "--k", "200",
+                                        "--n", "44", "--splits", "3"])
+        assert res.exit_code == 0 and "tile=16" in res.output, res.output

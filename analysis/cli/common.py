@@ -78,7 +78,7 @@ def work(sch) -> int:
     p = sch.param_values
     if sch.family in schedules.FAMILIES + schedules.SEQUENCE_FAMILIES:
         return p["M"] * p["K"] * p.get("N", 1)
-    return sch.work_group_items * sch.work_groups * p.get("K", 1)
+    return sum(k.work_group_items * k.work_groups for k in kernels_of(sch)) * p.get("K", 1)
 
 
 def check_out_file(path: str | None, option: str = "--out") -> None:

@@ -29,7 +29,8 @@ from .options import DEVICE_MODEL, FORCE_OPTION, json_option, size_options
               help="Registers per work-item of the compiled kernel (what `run` prints on "
                    "NVIDIA); they limit the resident work-groups. Default: estimated for "
                    "schedules with private arrays (a guess, warned), else not modelled. "
-                   "For a kernel sequence (gemm-split-k): its first kernel's.")
+                   "For a kernel sequence (gemm-split-k): its first kernel's; the others "
+                   "as without it.")
 @json_option("the model's output")
 @FORCE_OPTION
 def command(schedule, m, k, n, tile, chunk, device_model, registers, as_json, force):

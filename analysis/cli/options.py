@@ -80,7 +80,8 @@ def json_option(what: str):
     return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON.")
 
 
-BLOCKED = "gemm-register-blocked, gemm-vectorized, gemm-prefetch, gemm-warp-tiled"
+BLOCKED = ("gemm-register-blocked, gemm-vectorized, gemm-prefetch, gemm-warp-tiled, "
+           "gemm-split-k")
 REGISTER_BLOCK_OPTIONS = (
     ("tm", f"{BLOCKED}: rows of C per work-item (default 4; gemm-warp-tiled 8)."),
     ("tn", f"{BLOCKED}: columns of C per work-item (default 4; gemm-warp-tiled 8)."),
@@ -89,9 +90,9 @@ REGISTER_BLOCK_OPTIONS = (
     ("wg_rows", f"{BLOCKED}: work-items per work-group along the rows of C (default: "
                 "--tile, the work-group width). matvec-rows-reduce: rows per work-group "
                 "(default 8; --tile is the work-items per row, default 32)."),
-    ("wn", "gemm-warp-tiled: columns of C per sub-group tile (warp tile), tn times a divisor "
+    ("wn", "gemm-warp-tiled, gemm-split-k: columns of C per sub-group tile (warp tile), tn times a divisor "
            "of 32; its rows are 32·tm·tn/wn (default: 8·tn where the block allows)."),
-    ("group_rows", "gemm-warp-tiled: work-groups walk the blocks of C in groups of this many "
+    ("group_rows", "gemm-warp-tiled, gemm-split-k: work-groups walk the blocks of C in groups of this many "
                    "block rows, column by column inside a group, for reuse of A and B in the "
                    "L2 (default 1: row by row)."),
     ("splits", "gemm-split-k: slices of K, each computed by its own work-groups into a "

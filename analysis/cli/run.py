@@ -9,6 +9,8 @@ import warnings
 import click
 import numpy as np
 
+from tiletraffic.simulator.sequence import is_sequence
+
 from .. import user_schedule
 from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_device_spec, fail, reference_fn,
                      select_device, within_budget)
@@ -92,8 +94,10 @@ def run_text(sch, result, on_simulator: bool, users_reference: bool) -> list[str
     "unchecked: hazards found: ..." when it ran with hazards)."""
     r = result.run
     simulator_note = " (a simulator, not hardware)" if on_simulator else ""
-    lines = [f"{sch.family} on {r.device_name}{simulator_note}: NDRange {r.global_size}, "
-             f"work-group {r.local_size}",
+    shape = (f"NDRange {r.global_size}, work-group {r.local_size}" if not is_sequence(sch)
+             else "; ".join(f"kernel {k.kernel_name}: NDRange {k.global_size}, work-group "
+                            f"{k.local_size}" for k in sch.kernels))
+    lines = [f"{sch.family} on {r.device_name}{simulator_note}: {shape}",
              f"  build {r.build_time_s * 1e3:.1f} ms" + (" (cached)" if r.build_cached else "")]
     if r.resources is not None:
         lines.append(f"  {r.resources.describe()}")

@@ -113,14 +113,23 @@ def check_size(schedule: S.Schedule) -> None:
         for side, size in (("rows", a["rows"]), ("columns", a["cols"])):
             if size <= MAX_SIDE_ELEMS:
                 continue
-            too_big = list(dict.fromkeys(d for d in a["dims"] if p.get(d, 0) > MAX_SIDE_ELEMS))
+            dims = a["dims"][:-1] if side == "rows" else a["dims"][-1:]
+            too_big = list(dict.fromkeys(d for d in dims if p.get(d, 0) > MAX_SIDE_ELEMS))
             launch_file = "opencl" in (schedule.extra or {})   # sizes given with --set
-            hint = (" ".join(f"--set {d}={MAX_SIDE_ELEMS}" if launch_file else
-                             f"--{d.lower()} {MAX_SIDE_ELEMS}" for d in too_big) if too_big
-                    else "a smaller tile")
+            named = [d for d in dims if d in p]
+            if too_big:
+                hint = " ".join(f"--set {d}={MAX_SIDE_ELEMS}" if launch_file else
+                                f"{_size_option(d)} {MAX_SIDE_ELEMS}" for d in too_big) \
+                    + " or less"
+            elif len(named) > 1:   # each side fits, their product does not
+                hint = (" and ".join(f"--set {d}" if launch_file else _size_option(d)
+                                     for d in named)
+                        + f" whose product ({' x '.join(named)}) is at most {MAX_SIDE_ELEMS}")
+            else:
+                hint = "a smaller tile"
             raise ExplainSizeError(
                 f"{a['name']} is {' x '.join(map(str, a['shape']))}: explain draws every "
-                f"element, at most {MAX_SIDE_ELEMS} {side} per array; use {hint} or less")
+                f"element, at most {MAX_SIDE_ELEMS} {side} per array; use {hint}")
     if schedule.work_group_items > MAX_WORK_GROUP_ITEMS:
         raise ExplainSizeError(f"work-groups of {schedule.work_group_items} work-items: "
                                f"explain draws at most {MAX_WORK_GROUP_ITEMS}; use a smaller "
@@ -129,6 +138,11 @@ def check_size(schedule: S.Schedule) -> None:
         raise ExplainSizeError(f"a launch of {schedule.work_groups} work-groups: explain "
                                f"executes every one, at most {MAX_WORK_GROUPS}; use smaller "
                                "sizes or a larger tile")
+
+
+def _size_option(param: str) -> str:
+    """The command-line option that sets size parameter ``param`` (``S``: ``--splits``)."""
+    return "--splits" if param == "S" else f"--{param.lower()}"
 
 
 def group_coordinates(schedule: S.Schedule, linear: int) -> list[int]:

@@ -13,6 +13,7 @@ is ever returned.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,4 +171,6 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     run = run_kernel(target, kernels[0] if len(kernels) == 1 else kernels, arrays, scalars,
                      repeat=repeat, warmup=warmup, check_output=check_launch,
                      outputs=[a.name for a in schedule.arrays if a.is_output])
+    if len(kernels) > 1:   # the run of a sequence is named after the sequence
+        run = dataclasses.replace(run, schedule_name=schedule.family)
     return DeviceRun(schedule, run, checks[total - 1], checks, kind, checked)

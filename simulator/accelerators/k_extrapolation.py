@@ -56,10 +56,11 @@ MIN_STEPS = 4
 def k_step_elems(schedule: Schedule) -> int | None:
     """Depth D of one step of ``schedule``'s K loop (elements of K), or ``None`` for a
     schedule this module does not apply to (not a built-in family, or no parameter K)."""
-    if schedule.family not in FAMILIES or "K" not in schedule.param_values:
+    if schedule.family not in FAMILIES + ("gemm-split-k-slices",) or \
+            "K" not in schedule.param_values:
         return None
     if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch",
-                           "gemm-warp-tiled"):
+                           "gemm-warp-tiled", "gemm-split-k-slices"):
         # a split-K slice kernel (extra "splits" S): K grows by S·BK per step of every slice
         depth = int(schedule.extra["bk"]) * int(schedule.extra.get("splits", 1))
     elif schedule.family in ("gemm-tiled", "matvec-rows-reduce", "matvec-local-whole"):
