@@ -31,7 +31,7 @@ import os
 from dataclasses import dataclass
 
 from .schedule import FLOAT_BYTES, Schedule
-from .sequence import is_sequence
+from .sequence import buffers_of, is_sequence
 
 BASE_BYTES = 160 * 2**20
 PER_WORK_GROUP_BYTES = 96
@@ -92,7 +92,7 @@ def _elements(schedule: Schedule) -> tuple[int, int]:
     scratch buffers count as outputs)."""
     p = schedule.param_values
     ins = outs = 0
-    for a in tuple(schedule.arrays) + tuple(getattr(schedule, "scratch", ())):
+    for a in buffers_of(schedule):
         n = 1
         for s in a.shape:
             n *= p[s]

@@ -18,7 +18,7 @@ Kernel 2 reads S·M·N and writes M·N floats more than one GEMM kernel: worth i
 kernel 1's extra work-groups buy more than that traffic costs (the tuner's model weighs both).
 
 Requirements (:class:`ScheduleError` otherwise): those of ``gemm-warp-tiled``; S ≥ 2 with
-every slice at least one K step (:func:`simulator.schedules_warp.max_splits`);
+every slice at least one K step (:func:`simulator.schedules_warp.slices_fit`);
 ``reduce_items`` a positive multiple of 32.
 
 Counts: :func:`analysis.closed_form.gemm_split_k`.

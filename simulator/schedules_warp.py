@@ -143,19 +143,18 @@ def warp_geometry(tile: int, wg_rows: int, tm: int, tn: int, bk: int, wn: int) -
             "staged_b": staged_b}
 
 
-def max_splits(k_steps: int) -> int:
-    """The most slices S that ``k_steps`` K steps can be cut into, ⌈k_steps/S⌉ steps each,
-    with none empty ((S − 1)·⌈k_steps/S⌉ < k_steps)."""
-    return max(s for s in range(1, k_steps + 1) if (s - 1) * -(-k_steps // s) < k_steps)
+def slices_fit(k_steps: int, splits: int) -> bool:
+    """Whether ``splits`` slices of ⌈k_steps/S⌉ K steps each leave none of ``k_steps``
+    steps empty: (S − 1)·⌈k_steps/S⌉ < k_steps (S = k_steps always fits)."""
+    return (splits - 1) * -(-k_steps // splits) < k_steps
 
 
 def nearest_splits(k_steps: int, splits: int) -> list[int]:
     """The numbers of slices nearest ``splits`` (the largest below it, at least 2, the
     smallest above it up to ``k_steps``) that leave no slice of ``k_steps`` K steps empty."""
-    def fits(s):
-        return (s - 1) * -(-k_steps // s) < k_steps
-    below = [s for s in range(min(splits, k_steps + 1) - 1, 1, -1) if fits(s)][:1]
-    above = [s for s in range(splits + 1, k_steps + 1) if fits(s)][:1]
+    below = [s for s in range(min(splits, k_steps + 1) - 1, 1, -1)
+             if slices_fit(k_steps, s)][:1]
+    above = [s for s in range(splits + 1, k_steps + 1) if slices_fit(k_steps, s)][:1]
     return below + above
 
 
@@ -224,7 +223,7 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     M, K, N, A, B, C = gemm_arrays(m, k, n)
     k_steps = -(-k // bk)
     slice_steps = -(-k_steps // splits)
-    if splits > 1 and (splits - 1) * slice_steps >= k_steps:
+    if splits > 1 and not slices_fit(k_steps, splits):
         raise ScheduleError(
             f"gemm-split-k: {splits} slices of {slice_steps} K steps (bk = {bk}) leave the "
             f"last of the {k_steps} steps of K = {k} empty; choose "

@@ -160,6 +160,12 @@ def pick_kernel(schedule, kernel=None):
                      + ", ".join(f"{i} {k.kernel_name}" for i, k in enumerate(kernels, 1)))
 
 
+def buffers_of(schedule) -> tuple[GlobalArray, ...]:
+    """Every global buffer a launch needs: a schedule's arrays, or a sequence's arrays and
+    scratch buffers."""
+    return tuple(schedule.arrays) + tuple(getattr(schedule, "scratch", ()))
+
+
 def is_sequence(schedule) -> bool:
     """Whether ``schedule`` is a :class:`KernelSequence` (more than one launch)."""
     return isinstance(schedule, KernelSequence)

@@ -22,7 +22,7 @@ from .accelerators import ALL, SIMULATE, Accelerators
 from .counters import Observer, TrafficCounts
 from .device import GENERIC_GPU, DeviceLimits
 from .device_model import DeviceModel
-from .engine import BATCH_WORK_ITEMS, SimulationResult
+from .engine import BATCH_WORK_ITEMS, InputError, SimulationResult
 from .engine import simulate as simulate_kernel
 from .hazards import Hazard
 from .memory import MemoryCounts
@@ -84,7 +84,6 @@ def simulate(schedule, inputs: dict[str, np.ndarray] | None = None, *,
     wanted = list(read_maps)
     for name in wanted:
         if not schedule.array(name).is_input:
-            from .engine import InputError
             raise InputError(f"read map requested for {name!r}, which is not an input")
     buffers = dict(inputs or {})
     longest: dict[str, int] = {}

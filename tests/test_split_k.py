@@ -20,7 +20,7 @@ from tiletraffic.simulator.launch_check import check_launch
 from tiletraffic.simulator.model import model_launch
 from tiletraffic.simulator.schedules import ScheduleError, build
 from tiletraffic.simulator.schedules_split import split_k_reduce
-from tiletraffic.simulator.schedules_warp import max_splits, nearest_splits
+from tiletraffic.simulator.schedules_warp import nearest_splits, slices_fit
 from tiletraffic.simulator.sequence import KernelSequence, add_counts, kernels_of
 from tiletraffic.simulator.sequence_run import model_sequence, registers_of, simulate
 
@@ -32,7 +32,7 @@ def split_k_launches(draw):
     m = draw(st.integers(1, 70))
     n = 4 * draw(st.integers(1, 20))
     k = 4 * draw(st.integers(4, 40))
-    splits = draw(st.integers(2, max(2, max_splits(-(-k // 8)))))
+    splits = draw(st.integers(2, max(2, -(-k // 8))))   # at most one slice per K step
     return m, k, n, splits
 
 
@@ -94,7 +94,7 @@ def test_splits_refused_with_the_limit():
         build("gemm-split-k", 16, 40, 16, splits=4, **SMALL)
     with pytest.raises(ScheduleError, match=r"empty; choose 5 \(the nearest"):
         build("gemm-split-k", 16, 40, 16, splits=9, **SMALL)
-    assert max_splits(5) == 5 and max_splits(8) == 8 and max_splits(1) == 1
+    assert [s for s in range(2, 6) if slices_fit(5, s)] == [2, 3, 5]
     assert nearest_splits(10, 7) == [5, 10]   # S = 6..9 leave a slice of 10 steps empty
     with pytest.raises(ScheduleError, match="multiple of 32"):
         split_k_reduce(4, 8, 2, reduce_items=48)

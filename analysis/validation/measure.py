@@ -26,7 +26,7 @@ from tiletraffic.simulator.launch_check import LaunchCheck
 from tiletraffic.simulator.launch_check import check_launch as check_before_launch
 from tiletraffic.simulator.reference import random_inputs, reference
 from tiletraffic.simulator.schedule import Schedule
-from tiletraffic.simulator.sequence import kernels_of
+from tiletraffic.simulator.sequence import buffers_of, kernels_of
 
 
 class UnsafeLaunchError(TiletrafficGpuError):
@@ -149,10 +149,9 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     inputs = random_inputs(schedule, rng, kind)
     ref = reference(schedule, inputs, reference_fn, sum_length=checked.sum_length)
     p = schedule.param_values
-    every = tuple(schedule.arrays) + tuple(getattr(schedule, "scratch", ()))
     arrays = {a.name: (np.ascontiguousarray(inputs[a.name]).reshape(-1) if a.is_input
                        else np.empty(int(np.prod([p[s] for s in a.shape])), dtype=np.float32))
-              for a in every}
+              for a in buffers_of(schedule)}
     total = warmup + repeat
     checks: dict[int, CheckResult] = {}
 
