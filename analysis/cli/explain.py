@@ -78,5 +78,6 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
                f"{', '.join(map(str, doc['work_group']['id']))}, "
                f"{steps} step{'' if steps == 1 else 's'}{hazards}")
     if is_sequence(whole):
-        click.echo(f"drew kernel {sch.kernel_name} of {len(whole.kernels)} of {whole.family} "
-                   "(--kernel chooses another)")
+        position = whole.kernels.index(sch) + 1
+    click.echo(f"drew kernel {position} of {len(whole.kernels)} of {whole.family}, "
+               f"{sch.kernel_name} (--kernel chooses another)")
