@@ -79,5 +79,5 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
                f"{steps} step{'' if steps == 1 else 's'}{hazards}")
     if is_sequence(whole):
         position = whole.kernels.index(sch) + 1
-    click.echo(f"drew kernel {position} of {len(whole.kernels)} of {whole.family}, "
-               f"{sch.kernel_name} (--kernel chooses another)")
+        click.echo(f"drew kernel {position} of {len(whole.kernels)} of {whole.family}, "
+                   f"{sch.kernel_name} (--kernel chooses another)")
