@@ -179,19 +179,31 @@ def resolve(spec: str, sizes: Sizes = Sizes(), options: dict | None = None, *,
             example_shape: bool = False, spell: Callable[[str], str] = keyword) -> Schedule:
     """The schedule ``spec`` names, at ``sizes``, with family ``options`` (``mapping``,
     ``padding``, ``a_tile``, ``tm``, ``tn``, ``bk``, ``wg_rows``; None values left out).
+    The option ``max_registers`` applies to every form: the register budget of each kernel
+    (:func:`tiletraffic.simulator.registers.with_register_budget`).
 
     ``example_shape``: a family given without sizes is built at its example shape (as
     demos and variants always are), as ``check`` and ``crosscheck`` do.
 
     Raises:
-        ScheduleError: an unknown SCHEDULE, or a built-in one's sizes or options are wrong.
+        ScheduleError: an unknown SCHEDULE, a built-in one's sizes or options are wrong, or
+            ``max_registers`` is not a positive integer.
         UserScheduleError: the user's file or function cannot be loaded or built, or it was
             given a family option.
         tiletraffic.analysis.launch_file.LaunchFileError,
         tiletraffic.frontend.opencl.FrontendError: a launch file or its kernel is wrong.
     """
+    from tiletraffic.simulator.registers import with_register_budget
+
     options = {key: v for key, v in (options or {}).items() if v is not None}
+    max_registers = options.pop("max_registers", None)
+    if max_registers is not None and (isinstance(max_registers, bool)
+                                      or not isinstance(max_registers, int)
+                                      or max_registers < 1):
+        raise ScheduleError(f"{spell('max_registers')} must be a positive integer, got "
+                            f"{max_registers!r}")
     source = source_of(spec)
     if source is None:
         raise ScheduleError(unknown_message(spec))
-    return source.build(spec, sizes, options, example_shape=example_shape, spell=spell)
+    built = source.build(spec, sizes, options, example_shape=example_shape, spell=spell)
+    return with_register_budget(built, max_registers)

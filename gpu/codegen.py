@@ -302,7 +302,8 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
     return GeneratedKernel(
         name=schedule.kernel_name, source=source, args=tuple(args),
         global_size=tuple(schedule.global_size), local_size=tuple(schedule.local_size),
-        local_mem_bytes=schedule.local_mem_bytes, schedule_name=schedule.family)
+        local_mem_bytes=schedule.local_mem_bytes, schedule_name=schedule.family,
+        max_registers=schedule.max_registers)
 
 
 def _user_kernel(schedule: S.Schedule) -> GeneratedKernel:
@@ -313,4 +314,4 @@ def _user_kernel(schedule: S.Schedule) -> GeneratedKernel:
         args=tuple(KernelArg(name, kind) for name, kind in user["args"]),
         global_size=tuple(schedule.global_size), local_size=tuple(schedule.local_size),
         local_mem_bytes=schedule.local_mem_bytes, build_options=tuple(user["build_options"]),
-        schedule_name=schedule.family)
+        schedule_name=schedule.family, max_registers=schedule.max_registers)

@@ -37,6 +37,9 @@ class GeneratedKernel:
         local_mem_bytes: bytes of ``__local`` memory one work-group declares.
         build_options: options passed to ``clBuildProgram``.
         schedule_name: the schedule family, e.g. ``"gemm-tiled"``.
+        max_registers: the register budget of a work-item (``Schedule.max_registers``),
+            applied at build time by :func:`gpu.runtime.build_program`; None: the
+            compiler's choice.
     """
 
     name: str
@@ -47,6 +50,7 @@ class GeneratedKernel:
     local_mem_bytes: int
     build_options: tuple[str, ...] = field(default_factory=tuple)
     schedule_name: str = ""
+    max_registers: int | None = None
 
     @property
     def work_group_items(self) -> int:

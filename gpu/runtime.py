@@ -57,7 +57,8 @@ from tiletraffic.simulator.unwritten import unwritten_fill
 
 __all__ = [
     "POCL_INSTALL_HINT", "DeviceError", "DeviceInfo", "DeviceLimits", "Target", "TiletrafficGpuError",
-    "list_devices", "select_device", "KernelBuildError", "LaunchConfigError", "LaunchError",
+    "list_devices", "select_device", "KernelBuildError", "LaunchConfigError",
+    "RegisterBudgetError", "LaunchError",
     "ResultMismatchError", "BuildResult", "build_program", "check_launch_limits", "RunResult",
     "run_kernel", "CheckResult", "check_result", "reference_product", "MIN_REPEAT", "UNIT_ROUNDOFF_F32",
     "LAUNCH_INDEX_ARG", "ProfilingUnavailableWarning", "queue_has_profiling",
@@ -79,6 +80,10 @@ class KernelBuildError(TiletrafficGpuError):
     def __init__(self, message: str, log: str = ""):
         super().__init__(message)
         self.log = log
+
+
+class RegisterBudgetError(TiletrafficGpuError, ValueError):
+    """A register budget (``max_registers``) asked of a platform that offers none."""
 
 
 class LaunchConfigError(TiletrafficGpuError, ValueError):
@@ -119,35 +124,66 @@ def _log_from_error(err: Exception) -> str:
     return found.group(1).strip() if found else text
 
 
-def build_program(target: Target, source: str, options: tuple[str, ...] | list[str] = ()) -> BuildResult:
+def build_program(target: Target, source: str, options: tuple[str, ...] | list[str] = (),
+                  max_registers: int | None = None) -> BuildResult:
     """Build ``source`` with ``options`` for ``target``, memoized per target (= per context).
 
-    A second call with the same ``(source, options)`` on the same target returns
-    the cached program with ``cached=True`` and ``build_time_s == 0.0``.
+    A second call with the same ``(source, options, max_registers)`` on the same target
+    returns the cached program with ``cached=True`` and ``build_time_s == 0.0``.
+
+    ``max_registers``: a register budget per work-item. NVIDIA's OpenCL compiler takes none
+    among its options, so the program is built from source, its PTX (the driver's program
+    binary) gets ``.maxnreg max_registers`` on every kernel entry (:mod:`gpu.ptx`) and is
+    built again from that PTX with the same options (``build_time_s`` covers both builds).
 
     Raises:
         KernelBuildError: the build failed; ``.log`` holds the compiler's log.
+        RegisterBudgetError: ``max_registers`` on a platform other than NVIDIA's OpenCL.
     """
-    key = (source, tuple(options))
+    key = (source, tuple(options)) if max_registers is None else \
+        (source, tuple(options), max_registers)
     hit = target.program_cache.get(key)
     if hit is not None:
         return BuildResult(hit.program, 0.0, True, hit.log, hit.how)
+    if max_registers is not None and not is_nvidia_platform(target.info.platform_name):
+        raise RegisterBudgetError(
+            f"max_registers = {max_registers}: {target.info.platform_name} offers no register "
+            "budget (NVIDIA's OpenCL only, through the PTX .maxnreg directive)")
     start = time.perf_counter()
-    try:
-        program = cl.Program(target.context, source).build(options=list(options))
-    except cl.Error as err:
-        log = _log_from_error(err)
-        raise KernelBuildError(f"OpenCL build failed on {target.name}:\n{log}", log) from err
+    program = _build(target, cl.Program(target.context, source), options)
+    how = ""
+    if max_registers is not None:
+        from .ptx import PtxError, with_directives
+        ptx = program.get_info(cl.program_info.BINARIES)[0].decode(errors="replace")
+        try:
+            for name in program.get_info(cl.program_info.KERNEL_NAMES).split(";"):
+                if name:
+                    ptx = with_directives(ptx, name, (f".maxnreg {max_registers}",))
+        except PtxError as err:
+            raise KernelBuildError(f"register budget on {target.name}: {err}") from err
+        program = _build(target, cl.Program(target.context, [target.device], [ptx.encode()]),
+                         options)
+        how = f"from its PTX with .maxnreg {max_registers}"
     elapsed = time.perf_counter() - start
     try:
         log = program.get_build_info(target.device, cl.program_build_info.LOG).strip()
     except cl.Error:
         log = ""
-    info = getattr(program, "_build_duration_info", None)  # pyopencl internal, best effort
-    how = info[0] if isinstance(info, tuple) and info and isinstance(info[0], str) else ""
+    if not how:
+        info = getattr(program, "_build_duration_info", None)  # pyopencl internal, best effort
+        how = info[0] if isinstance(info, tuple) and info and isinstance(info[0], str) else ""
     result = BuildResult(program, elapsed, False, log, how)
     target.program_cache[key] = result
     return result
+
+
+def _build(target: Target, program, options):
+    """``program.build(options)``; a failure as :class:`KernelBuildError` with its log."""
+    try:
+        return program.build(options=list(options))
+    except cl.Error as err:
+        log = _log_from_error(err)
+        raise KernelBuildError(f"OpenCL build failed on {target.name}:\n{log}", log) from err
 
 
 # ---------------------------------------------------------------- launch checks
@@ -378,7 +414,8 @@ def build_kernel(target: Target, kernel: GeneratedKernel):
     Raises:
         KernelBuildError: the build failed or the program lacks the kernel.
     """
-    built = build_program(target, kernel.source, build_options(target, kernel))
+    built = build_program(target, kernel.source, build_options(target, kernel),
+                          kernel.max_registers)
     try:
         cl_kernel = cl.Kernel(built.program, kernel.name)
     except cl.Error as err:
@@ -643,7 +680,9 @@ def kernel_resources(target: Target, cl_kernel, name: str, log: str,
         except BuildLogError as err:
             return KernelResources(**queried, source=str(err))
         if parsed is not None:
-            return dataclasses.replace(parsed, **queried)
+            source = f"{parsed.source}; built {how}" if how.startswith("from its PTX") \
+                else parsed.source
+            return dataclasses.replace(parsed, **queried, source=source)
         why = f"NVIDIA's build log has no ptxas 'Used N registers' line for {name}"
         if "cache" in how:
             why += (f" (the program came from pyopencl's binary cache: {how}; "

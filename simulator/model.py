@@ -90,11 +90,16 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
     Raises:
         simulator.device.LimitError, simulator.hazards.HazardError: as :func:`simulate`.
         ValueError: ``registers_per_work_item`` not a positive integer, above the model's
-            ``max_registers_per_work_item``, or too many for one work-group to run.
+            ``max_registers_per_work_item`` or the schedule's ``max_registers``, or too many
+            for one work-group to run.
     """
     model.warn_guesses(stacklevel=2 + stacklevel)
     registers, how = registers_per_work_item, None
     if registers is not None:
+        budget = getattr(schedule, "max_registers", None)
+        if budget is not None and registers > budget:
+            raise ValueError(f"{schedule.family}: registers_per_work_item {registers} is above "
+                             f"the schedule's register budget max_registers = {budget}")
         model.register_limited_work_groups_per_cu(schedule.work_group_items, registers)
         problem = model.work_group_register_problem(schedule.work_group_items, registers)
         if problem:

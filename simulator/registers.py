@@ -15,9 +15,15 @@ ids, sizes, addresses and loop counters. The estimate is off by a few registers 
 move the occupancy across a resident-work-group boundary: give the compiled count where
 there is one. Schedules without private arrays get no estimate (``None``: registers are
 left out of the occupancy).
+
+A schedule's register budget (``Schedule.max_registers``, :func:`with_register_budget`) caps
+the compiled kernel's registers (on NVIDIA through the PTX ``.maxnreg`` directive; the
+compiler spills what does not fit) and so the estimate: with two work-groups of 256 resident
+per SM where one fitted before, a GEMM's latency hiding can double.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from . import schedule as S
@@ -28,18 +34,24 @@ BASE_REGISTERS = 30
 
 @dataclass(frozen=True)
 class RegisterEstimate:
-    """An estimated register count and how it was made (for ``methods`` and warnings)."""
+    """An estimated register count and how it was made (for ``methods`` and warnings).
+
+    ``capped_by``: "" where the estimate is below every limit, else what limited it: the
+    schedule's register budget (``"budget"``) or the device's maximum (``"device"``)."""
 
     registers_per_work_item: int
     private_floats: int
     capped: bool
+    capped_by: str = ""
 
     def describe(self) -> str:
-        capped = ", capped at the device's maximum (the compiler would spill)" \
-            if self.capped else ""
+        why = {"budget": "the schedule's register budget (max_registers)",
+               "device": "the device's maximum (the compiler would spill)"}
+        capped = (f", capped at {self.registers_per_work_item}: "
+                  f"{why.get(self.capped_by, why['device'])}") if self.capped else ""
         return (f"registers per work-item estimated from the schedule (guessed): "
                 f"{BASE_REGISTERS} + {self.private_floats} private floats = "
-                f"{self.registers_per_work_item}{capped}")
+                f"{BASE_REGISTERS + self.private_floats}{capped}")
 
 
 def private_floats(stmts) -> tuple[int, bool]:
@@ -64,10 +76,33 @@ def private_floats(stmts) -> tuple[int, bool]:
 
 def estimate_registers(schedule: S.Schedule, max_registers: int = 255
                        ) -> RegisterEstimate | None:
-    """The estimate of this module's docstring for a schedule with private arrays, else
-    None (a schedule of scalar private floats only: registers are not modelled)."""
+    """The estimate of this module's docstring for a schedule with private arrays, at most
+    ``max_registers`` (the device's maximum) and the schedule's own budget
+    (``schedule.max_registers``), else None (a schedule of scalar private floats only:
+    registers are not modelled)."""
     floats, arrays = private_floats(schedule.body)
     if not arrays:
         return None
     registers = BASE_REGISTERS + floats
-    return RegisterEstimate(min(registers, max_registers), floats, registers > max_registers)
+    budget = getattr(schedule, "max_registers", None)
+    limit, by = ((budget, "budget") if budget is not None and budget < max_registers
+                 else (max_registers, "device"))
+    return RegisterEstimate(min(registers, limit), floats, registers > limit,
+                            by if registers > limit else "")
+
+
+def with_register_budget(schedule, max_registers: int | None):
+    """``schedule`` (or every kernel of a :class:`~simulator.sequence.KernelSequence`) with
+    the register budget ``max_registers``: the compiled kernel may use at most that many
+    registers per work-item (NVIDIA: the PTX ``.maxnreg`` directive, ``gpu.ptx``; the
+    compiler spills what does not fit). None leaves ``schedule`` as it is.
+
+    Raises:
+        ScheduleError: ``max_registers`` is not a positive integer.
+    """
+    if max_registers is None:
+        return schedule
+    if hasattr(schedule, "kernels"):
+        return dataclasses.replace(schedule, kernels=tuple(
+            dataclasses.replace(k, max_registers=max_registers) for k in schedule.kernels))
+    return dataclasses.replace(schedule, max_registers=max_registers)

@@ -788,6 +788,10 @@ class Schedule:
         tile: the schedule's tile parameter (tile width B for GEMM, rows per work-group for
             matrix-vector), reported with the results.
         description: one line for users.
+        extra: the family's parameters, reported with results.
+        max_registers: the register budget of a work-item (at most this many registers
+            per work-item in the compiled kernel: :mod:`simulator.registers`), or None (the
+            compiler's choice).
     """
 
     family: str
@@ -801,15 +805,22 @@ class Schedule:
     tile: int
     description: str = ""
     extra: dict = field(default_factory=dict)
+    max_registers: int | None = None
 
     def __post_init__(self) -> None:
         """Refuse what no device could run as described.
 
         Raises:
             ScheduleError: the global size is not a positive multiple of the local size
-                (both named), or a statement stores into an array declared as input.
+                (both named), a statement stores into an array declared as input, or
+                ``max_registers`` is not a positive integer.
         """
         check_ndrange(self.global_size, self.local_size, self.family)
+        if self.max_registers is not None and (
+                isinstance(self.max_registers, bool) or not isinstance(self.max_registers, int)
+                or self.max_registers < 1):
+            raise ScheduleError(f"{self.family}: max_registers must be a positive integer, "
+                                f"got {self.max_registers!r}")
         stored = _stored_arrays(self.body)
         for a in self.arrays:
             if a.role == "in" and a.name in stored:

@@ -115,8 +115,17 @@ def _remember(ctx, param, value):
     return value
 
 
+MAX_REGISTERS_HELP = (
+    "Register budget: the compiled kernel uses at most N registers per work-item (NVIDIA's "
+    "OpenCL: the PTX .maxnreg directive; other platforms refuse it; the model's register "
+    "estimate is capped at N). Any SCHEDULE.")
+
+
 def register_block_options(f):
-    """--tm, --tn, --bk, --wg-rows."""
+    """--tm, --tn, --bk, --wg-rows, ... and --max-registers."""
+    f = click.option("--max-registers", "max_registers", type=int, default=None,
+                     metavar="N", expose_value=False, callback=_remember,
+                     help=MAX_REGISTERS_HELP)(f)
     for name, text in reversed(REGISTER_BLOCK_OPTIONS):
         f = click.option(f"--{name.replace('_', '-')}", name, type=int, default=None,
                          expose_value=False, callback=_remember, help=text)(f)

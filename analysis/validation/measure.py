@@ -83,13 +83,16 @@ class DeviceRun:
         return f"{UNCHECKED_MARK}: {', '.join(sorted({h.kind for h in c.hazards}))}"
 
     def to_dict(self) -> dict:
-        """JSON-ready: schedule, sizes, timing (seconds) and the result check (the worst
+        """JSON-ready: schedule, sizes, timing (seconds), the register budget
+        (``max_registers``, None without one) and the result check (the worst
         error/tolerance ratio, at which element)."""
         c = self.check
         return {
             "schedule": self.schedule.family, "tile": self.schedule.tile,
             **{k.lower(): v for k, v in self.schedule.params},
             **self.run.as_dict(), "inputs": self.inputs,
+            "max_registers": next((k.max_registers for k in kernels_of(self.schedule)
+                                   if k.max_registers is not None), None),
             "check": {"ok": c.ok, "max_abs_error": c.max_abs_error,
                       "max_allowed": c.max_allowed, "nan_count": c.nan_count, "k": c.k,
                       "error_over_tolerance": c.error_over_tolerance,

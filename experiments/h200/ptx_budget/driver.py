@@ -28,7 +28,7 @@ from experiments.h200.ladder.driver import (add_timing_options, begin_run, chose
 from experiments.h200.ladder.driver import run_case as ladder_run_case
 
 from . import cases as C
-from .ptx import directives_of, with_directives
+from tiletraffic.gpu.ptx import directives_of, with_directives
 
 BUILT: list[dict] = []
 """What each patched build saw: the entry, the directives asked for and found."""

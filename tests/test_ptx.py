@@ -1,7 +1,7 @@
-"""The PTX directive insertion of the register-budget study (no GPU)."""
+"""Performance-tuning directives written into PTX (gpu.ptx; no GPU)."""
 import pytest
 
-from experiments.h200.ptx_budget.ptx import PtxError, directives_of, with_directives
+from tiletraffic.gpu.ptx import PtxError, directives_of, with_directives
 
 PTX = """.version 8.5
 .target sm_90

@@ -1,12 +1,14 @@
-"""Performance-tuning directives added to an entry of NVIDIA's OpenCL PTX.
+"""Performance-tuning directives added to the entries of NVIDIA's OpenCL PTX.
 
 NVIDIA's OpenCL driver returns a program's PTX as its binary (``CL_PROGRAM_BINARIES``) and
-builds a program from PTX text again (``clCreateProgramWithBinary``); its compiler accepts
-no register cap among its build options. A register budget can instead be written into the
-PTX: ``.maxnreg N`` (at most N registers per thread) or ``.minnctapersm N`` (ptxas budgets
-registers so that N thread blocks fit one SM; it needs ``.maxntid`` or ``.reqntid``), both
-placed between an entry's parameter list and its body (PTX ISA, "Performance-Tuning
-Directives").
+builds a program from PTX text again (``clCreateProgramWithBinary``); its compiler takes no
+register cap among its build options. A register budget is written into the PTX instead:
+``.maxnreg N`` (at most N registers per thread) or ``.minnctapersm N`` (registers budgeted so
+that N thread blocks fit one SM; it needs ``.maxntid`` or ``.reqntid``), placed between an
+entry's parameter list and its body (PTX ISA, "Performance-Tuning Directives").
+
+PTX is not C: an entry's parameter list is found by its ``.entry NAME(`` marker and its
+matching parenthesis.
 """
 from __future__ import annotations
 
