@@ -140,7 +140,8 @@ def combined_limits(device_limits: DeviceLimits | None, model) -> DeviceLimits:
     """The limits a candidate must meet: the device model's (what ``model_launch``
     enforces: ``max_work_group_size``, 1024 x 1024 x 64 work-items per dimension,
     ``local_mem_bytes_per_work_group``) and, when measuring, the OpenCL device's: the
-    smaller of each."""
+    smaller of each; a register budget where the device takes one (always without a
+    device)."""
     ours = DeviceLimits(f"device model {model.name}", model.max_work_group_size,
                         (1024, 1024, 64), model.local_mem_bytes_per_work_group)
     if device_limits is None:
@@ -150,7 +151,8 @@ def combined_limits(device_limits: DeviceLimits | None, model) -> DeviceLimits:
         min(ours.max_work_group_size, device_limits.max_work_group_size),
         tuple(min(a, b) for a, b in zip(ours.max_work_item_sizes,
                                         device_limits.max_work_item_sizes)),
-        min(ours.local_mem_bytes, device_limits.local_mem_bytes))
+        min(ours.local_mem_bytes, device_limits.local_mem_bytes),
+        device_limits.register_budget)
 
 
 def screen(space: TuningSpace, m: int, n: int, k: int, limits: DeviceLimits):

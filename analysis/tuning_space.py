@@ -36,7 +36,8 @@ else:  # pragma: no cover - Python 3.10
 
 SIZE_NAMES = ("M", "N", "K")
 LIMIT_NAMES = ("device_max_work_group_size", "device_max_work_item_size_0",
-               "device_max_work_item_size_1", "device_local_mem_bytes")
+               "device_max_work_item_size_1", "device_local_mem_bytes",
+               "device_register_budget")
 """Names of the device limits an expression may read (:func:`limit_values`)."""
 
 OPERATION_FAMILIES = {"gemm": schedules.ALL_GEMM_FAMILIES + schedules.SEQUENCE_FAMILIES}
@@ -46,10 +47,12 @@ INTEGER_OPTIONS = {"gemm-naive": ("tile",), "gemm-tiled": ("tile", "padding"),
                    **{f: ("tile", "tm", "tn", "bk", "wg_rows")
                       for f in schedules.REGISTER_BLOCKED_FAMILIES},
                    "gemm-warp-tiled": ("tile", "tm", "tn", "bk", "wg_rows", "wn",
-                                       "group_rows"),
+                                       "group_rows", "max_registers"),
                    "gemm-split-k": ("tile", "tm", "tn", "bk", "wg_rows", "wn", "group_rows",
-                                    "splits")}
-"""Family -> the integer arguments of its builder a space may tune."""
+                                    "splits", "max_registers")}
+"""Family -> the integer arguments of its builder a space may tune (``max_registers``: the
+register budget of :func:`tiletraffic.simulator.registers.with_register_budget`, 0 for
+none)."""
 
 _TOP_KEYS = ("description", "operation", "constants", "constraint", "family")
 _FAMILY_KEYS = ("name", "parameters", "derived", "constraint")
@@ -104,14 +107,19 @@ class Candidate:
         return " ".join([self.family] + [f"{k}={v}" for k, v in self.params])
 
     def build(self, m: int, n: int, k: int):
-        """The candidate's schedule at M×K·K×N (:func:`simulator.schedules.build`).
+        """The candidate's schedule at M×K·K×N (:func:`simulator.schedules.build`), with
+        its register budget where ``max_registers`` is a parameter above 0.
 
         Raises:
             ScheduleError: the builder refuses the parameters or sizes.
         """
+        from tiletraffic.simulator.registers import with_register_budget
+
         options = self.options
         tile = options.pop("tile", None)
-        return schedules.build(self.family, m, k, n, tile, **options)
+        budget = options.pop("max_registers", 0)
+        return with_register_budget(schedules.build(self.family, m, k, n, tile, **options),
+                                    budget or None)
 
 
 @dataclass(frozen=True)
@@ -181,11 +189,13 @@ def default_space_path() -> Path:
 
 
 def limit_values(limits: DeviceLimits) -> dict:
-    """The device limits an expression may read (:data:`LIMIT_NAMES`), from ``limits``."""
+    """The device limits an expression may read (:data:`LIMIT_NAMES`), from ``limits``
+    (``device_register_budget``: 1 where the device takes a register budget, else 0)."""
     sizes = tuple(limits.max_work_item_sizes) + (1, 1)
     return {"device_max_work_group_size": limits.max_work_group_size,
             "device_max_work_item_size_0": sizes[0], "device_max_work_item_size_1": sizes[1],
-            "device_local_mem_bytes": limits.local_mem_bytes}
+            "device_local_mem_bytes": limits.local_mem_bytes,
+            "device_register_budget": int(limits.register_budget)}
 
 
 def check_candidate(space: TuningSpace, fam: FamilySpace, cand: Candidate,

@@ -111,9 +111,11 @@ class DeviceInfo:
     @property
     def limits(self) -> DeviceLimits:
         """The launch limits of this device."""
+        from .kernel_resources import is_nvidia_platform
         return DeviceLimits(name=self.device_name, max_work_group_size=self.max_work_group_size,
                             max_work_item_sizes=self.max_work_item_sizes,
-                            local_mem_bytes=self.local_mem_bytes)
+                            local_mem_bytes=self.local_mem_bytes,
+                            register_budget=is_nvidia_platform(self.platform_name))
 
     def describe(self) -> str:
         """One line: id, platform, device, type, work-group and local-memory limits."""

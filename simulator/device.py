@@ -25,12 +25,16 @@ class DeviceLimits:
         max_work_group_size: work-items per work-group (``CL_DEVICE_MAX_WORK_GROUP_SIZE``).
         max_work_item_sizes: per-dimension maximum (``CL_DEVICE_MAX_WORK_ITEM_SIZES``).
         local_mem_bytes: local memory available to one work-group (``CL_DEVICE_LOCAL_MEM_SIZE``).
+        register_budget: the device's compiler takes a register budget per work-item
+            (``Schedule.max_registers``; NVIDIA's OpenCL: ``gpu.runtime.build_program``).
+            Limits of no device (a device model's) allow it: nothing is launched.
     """
 
     name: str
     max_work_group_size: int
     max_work_item_sizes: tuple[int, ...]
     local_mem_bytes: int
+    register_budget: bool = True
 
 
 GENERIC_GPU = DeviceLimits(
