@@ -18,8 +18,10 @@ anything is measured, the ``R`` best-ranked candidates (``recheck``; default
    model refuses with its compiled registers (too many for one work-group) is a rejection
    of stage ``recheck``.
 3. **re-ranked**: the rechecked candidates first, by their predicted time with the compiled
-   registers (with the estimate's where the driver reported none), then the rest in the
-   first pass's order. The ``top`` measured are the first of this ranking.
+   registers (with the estimate's where the driver reported none), those whose build
+   spills registers (spill stores or loads in the driver's report) after the others: the
+   model counts no spill traffic, so their predictions are lower bounds. Then the rest in
+   the first pass's order. The ``top`` measured are the first of this ranking.
 
 Each prediction of the results records ``registers_source`` (``compiled``, ``estimated``,
 or ``not modelled``: a schedule without private arrays gets no estimate and no register
@@ -103,8 +105,7 @@ def rank(doc: dict) -> list:
         for place, entry in enumerate(by_estimate, 1):
             entry["estimate_rank"] = place
             entry["estimate_predicted_time_s"] = entry["estimate"]["predicted_time_s"]
-    ranked = sorted(predictions, key=lambda e: (0 if e.get("recheck") else 1,
-                                                e["predicted_time_s"], e["order"]))
+    ranked = sorted(predictions, key=lambda e: (_group(e), e["predicted_time_s"], e["order"]))
     for place, entry in enumerate(ranked, 1):
         entry["predicted_rank"] = place
         compiled = (entry.get("recheck") or {}).get("prediction")
@@ -117,6 +118,21 @@ def rank(doc: dict) -> list:
                                      if registers is not None else "not modelled")
     doc["predictions"] = ranked
     return ranked
+
+
+def spills(entry: dict) -> bool:
+    """The rechecked build of a prediction ``entry`` spills registers (the driver reports
+    spill stores or loads above 0 bytes)."""
+    found = ((entry.get("recheck") or {}).get("resources") or {})
+    return bool(found.get("spill_store_bytes") or found.get("spill_load_bytes"))
+
+
+def _group(entry: dict) -> int:
+    """Where ``entry`` ranks (module docstring, step 3): 0 rechecked, 1 rechecked with a
+    build that spills, 2 not rechecked."""
+    if not entry.get("recheck"):
+        return 2
+    return 1 if spills(entry) else 0
 
 
 def _reusable(old: dict | None, target) -> dict:

@@ -303,3 +303,22 @@ def test_a_recheck_without_a_device_is_said_and_the_ranking_is_the_estimates(tmp
     assert "recheck" not in res.data and res.summary["recheck"] is None
     assert [p["predicted_rank"] for p in res.predictions] == \
         [p["estimate_rank"] for p in res.predictions] == [1, 2, 3]
+
+
+def test_a_rechecked_build_that_spills_ranks_after_those_that_do_not():
+    """The model counts no spill traffic: a spilling build (a, predicted fastest) ranks
+    after the rechecked ones that do not spill (b, c), before the ones not rechecked (d)."""
+    def entry(label, order, time_s, spill=None):
+        e = {"label": label, "order": order, "predicted_time_s": time_s,
+             "estimate": {"predicted_time_s": time_s, "registers_per_work_item": 100}}
+        if spill is not None:
+            e["recheck"] = {"status": "compiled", "resources": {
+                "registers_per_work_item": 128, "spill_store_bytes": spill,
+                "spill_load_bytes": spill}, "prediction": None}
+        return e
+    doc = {"predictions": [entry("a", 0, 1.0e-3, spill=52), entry("b", 1, 1.2e-3, spill=0),
+                           entry("c", 2, 1.1e-3, spill=0), entry("d", 3, 0.9e-3)]}
+    ranked = tuning_recheck.rank(doc)
+    assert [e["label"] for e in ranked] == ["c", "b", "a", "d"]
+    assert [e["predicted_rank"] for e in ranked] == [1, 2, 3, 4]
+    assert tuning_recheck.spills(ranked[2]) and not tuning_recheck.spills(ranked[0])
