@@ -21,8 +21,10 @@ def test_one_device_limits_type():
     if info is None:
         pytest.skip("no OpenCL device")
     assert type(info.limits) is DeviceLimits
+    nvidia = "nvidia" in info.platform_name.lower()
     assert info.limits == DeviceLimits(info.device_name, info.max_work_group_size,
-                                       tuple(info.max_work_item_sizes), info.local_mem_bytes)
+                                       tuple(info.max_work_item_sizes), info.local_mem_bytes,
+                                       register_budget=nvidia)
 
 
 def test_problems_name_each_value_and_limit():
