@@ -58,18 +58,21 @@ def run_case(case, n: int, device, repeat: int, with_options: bool) -> dict:
     return rec
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_timing_options(p, C.SIZES, 330.0)
+def timing_main(argv, description: str, module: str, filename: str, sizes, all_cases,
+                run) -> int:
+    """The main of a timing driver with a PoCL rehearsal (``--dry-run-local``: size 256,
+    repeat 10, one round, no torch): cuBLAS before and after, ``run(case, n, device,
+    repeat, on_device)`` per case and size and round, ``OUT/filename`` saved after each."""
+    p = argparse.ArgumentParser(description=description)
+    add_timing_options(p, sizes, 330.0)
     p.add_argument("--dry-run-local", action="store_true",
                    help="PoCL rehearsal: size 256, repeat 10, one round, no torch")
     a = p.parse_args(argv)
     if a.dry_run_local:
         a.sizes, a.repeat, a.rounds, a.device = [256], 10, 1, None
-    cases = chosen_cases(p, a, C.CASES)
+    cases = chosen_cases(p, a, all_cases)
     warnings.simplefilter("ignore")
-    raw, save, start = begin_run("experiments.h200.block_order.driver", argv, a,
-                                 "block_order_raw.json")
+    raw, save, start = begin_run(module, argv, a, filename)
 
     def reference(when: str):
         if not a.dry_run_local:
@@ -77,10 +80,15 @@ def main(argv=None) -> int:
 
     reference("before")
     timed_rounds(raw, cases, a.sizes, a.rounds, start, a.budget_s,
-                 lambda case, n: run_case(case, n, a.device, a.repeat, not a.dry_run_local), save)
+                 lambda case, n: run(case, n, a.device, a.repeat, not a.dry_run_local), save)
     reference("after")
     save()
     return 0
+
+
+def main(argv=None) -> int:
+    return timing_main(argv, __doc__.splitlines()[0], "experiments.h200.block_order.driver",
+                       "block_order_raw.json", C.SIZES, C.CASES, run_case)
 
 
 if __name__ == "__main__":

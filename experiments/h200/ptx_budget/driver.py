@@ -17,14 +17,11 @@ torch, no directives: PoCL's binaries are not PTX).
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 import time
-import warnings
 
-from experiments.h200.ladder.driver import (add_timing_options, begin_run, chosen_cases,
-                                            cublas_reference, timed_rounds)
+from experiments.h200.block_order.driver import timing_main
 from experiments.h200.ladder.driver import run_case as ladder_run_case
 
 from . import cases as C
@@ -86,29 +83,8 @@ def run_case(case, n: int, device, repeat: int, with_directives_: bool) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_timing_options(p, C.SIZES, 330.0)
-    p.add_argument("--dry-run-local", action="store_true",
-                   help="PoCL rehearsal: size 256, repeat 10, one round, no torch")
-    a = p.parse_args(argv)
-    if a.dry_run_local:
-        a.sizes, a.repeat, a.rounds, a.device = [256], 10, 1, None
-    cases = chosen_cases(p, a, C.CASES)
-    warnings.simplefilter("ignore")
-    raw, save, start = begin_run("experiments.h200.ptx_budget.driver", argv, a,
-                                 "ptx_budget_raw.json")
-
-    def reference(when: str):
-        if not a.dry_run_local:
-            cublas_reference(raw, a.sizes, a.repeat, when, save)
-
-    reference("before")
-    timed_rounds(raw, cases, a.sizes, a.rounds, start, a.budget_s,
-                 lambda case, n: run_case(case, n, a.device, a.repeat, not a.dry_run_local),
-                 save)
-    reference("after")
-    save()
-    return 0
+    return timing_main(argv, __doc__.splitlines()[0], "experiments.h200.ptx_budget.driver",
+                       "ptx_budget_raw.json", C.SIZES, C.CASES, run_case)
 
 
 if __name__ == "__main__":
