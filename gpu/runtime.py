@@ -42,6 +42,7 @@ from tiletraffic.gpu.device import (  # re-exported: gpu.runtime is the one impo
     select_device,
 )
 from tiletraffic.gpu.kernel import GeneratedKernel
+from tiletraffic.gpu.ptx import PtxError, with_directives
 from tiletraffic.gpu.kernel_resources import (NV_VERBOSE, BuildLogError, KernelResources,
                                               is_nvidia_platform, parse_ptxas_log)
 from tiletraffic.simulator import tolerance as _tolerance
@@ -153,7 +154,6 @@ def build_program(target: Target, source: str, options: tuple[str, ...] | list[s
     program = _build(target, cl.Program(target.context, source), options)
     how = ""
     if max_registers is not None:
-        from .ptx import PtxError, with_directives
         ptx = program.get_info(cl.program_info.BINARIES)[0].decode(errors="replace")
         try:
             for name in program.get_info(cl.program_info.KERNEL_NAMES).split(";"):
