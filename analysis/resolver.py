@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from tiletraffic.simulator.registers import with_register_budget
 from tiletraffic.simulator.schedule import Schedule
 from tiletraffic.simulator.schedules import ScheduleError
 
@@ -193,8 +194,6 @@ def resolve(spec: str, sizes: Sizes = Sizes(), options: dict | None = None, *,
         tiletraffic.analysis.launch_file.LaunchFileError,
         tiletraffic.frontend.opencl.FrontendError: a launch file or its kernel is wrong.
     """
-    from tiletraffic.simulator.registers import with_register_budget
-
     options = {key: v for key, v in (options or {}).items() if v is not None}
     max_registers = options.pop("max_registers", None)
     if max_registers is not None and (isinstance(max_registers, bool)

@@ -26,6 +26,7 @@ from typing import Iterator, Mapping
 
 from tiletraffic.simulator import schedules
 from tiletraffic.simulator.device import DeviceLimits
+from tiletraffic.simulator.registers import with_register_budget
 
 from .expressions import BOOLEAN, NUMBER, Expression, ExpressionError, parse
 
@@ -113,8 +114,6 @@ class Candidate:
         Raises:
             ScheduleError: the builder refuses the parameters or sizes.
         """
-        from tiletraffic.simulator.registers import with_register_budget
-
         options = self.options
         tile = options.pop("tile", None)
         budget = options.pop("max_registers", 0)

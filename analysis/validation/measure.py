@@ -25,6 +25,7 @@ from tiletraffic.gpu.runtime import (CheckResult, ResultMismatchError, RunResult
 from tiletraffic.simulator.launch_check import LaunchCheck
 from tiletraffic.simulator.launch_check import check_launch as check_before_launch
 from tiletraffic.simulator.reference import random_inputs, reference
+from tiletraffic.simulator.registers import register_budget_of
 from tiletraffic.simulator.schedule import Schedule
 from tiletraffic.simulator.sequence import buffers_of, kernels_of
 
@@ -91,8 +92,7 @@ class DeviceRun:
             "schedule": self.schedule.family, "tile": self.schedule.tile,
             **{k.lower(): v for k, v in self.schedule.params},
             **self.run.as_dict(), "inputs": self.inputs,
-            "max_registers": next((k.max_registers for k in kernels_of(self.schedule)
-                                   if k.max_registers is not None), None),
+            "max_registers": register_budget_of(self.schedule),
             "check": {"ok": c.ok, "max_abs_error": c.max_abs_error,
                       "max_allowed": c.max_allowed, "nan_count": c.nan_count, "k": c.k,
                       "error_over_tolerance": c.error_over_tolerance,
