@@ -210,8 +210,6 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     doc["predictions"] = [e for e, _ in valid]
     log(f"{combos} candidates: {len(doc['rejected'])} rejected, {len(valid)} modelled on "
         f"{model.name}")
-    if (note := tuning_stats.measured_rank_note(meta)) is not None:
-        log(note)
     doc["status"] = "measuring" if top else "complete"
     save()
     if top:

@@ -538,8 +538,6 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
     if target is not None:
         from .device_models import model_fit_meta
         meta.update(model_fit_meta(model, target.info))
-        if (note := tuning_stats.measured_rank_note(meta)) is not None:
-            log(note)
     path = None if out is None else Path(out)
     old = _previous(path, resume, meta, log)
     if old is not None:

@@ -181,12 +181,13 @@ def table(doc: dict) -> str:
         key=lambda r: r["predicted_rank"])
     extra = tuning_recheck.columns(doc)
     if rows:
+        width = max([34] + [len(_params(r)) for r in rows])
         head = (f"{'rank':>4s}  " + (extra[0] + " " if extra else "")
-                + f"{'family':22s} {'parameters':34s} {'predicted ms':>12s} "
+                + f"{'family':22s} {'parameters':{width}s} {'predicted ms':>12s} "
                 f"{'measured ms':>21s} {'GFLOP/s':>9s}  check")
         lines += ["", head]
         for r in rows:
-            params = " ".join(f"{k}={v}" for k, v in r["params"].items())
+            params = _params(r)
             if "status" not in r:
                 meas, rate, check = "not measured", "-", "-"
             elif r["status"] == "incomplete":
@@ -201,7 +202,7 @@ def table(doc: dict) -> str:
                 check = f"{r['stage']}: {r['error_type']}: {r['error']}"[:120]
             lines.append(f"{r['predicted_rank']:>4d}  "
                          + (extra[1](r["label"]) + " " if extra else "")
-                         + f"{r['family']:22s} {params:34s} "
+                         + f"{r['family']:22s} {params:{width}s} "
                          f"{_ms(r['predicted_time_s']):>12s} {meas:>21s} {rate:>9s}  {check}")
     warned = [p for p in doc.get("predictions", []) if p.get("model_warnings")]
     if warned:
@@ -211,7 +212,10 @@ def table(doc: dict) -> str:
                       + (first if len(first) <= 160 else first[:157] + "...")]
     if summary["rejected"]:
         lines += ["", f"rejected before launch: {summary['rejected']} ("
-                  + ", ".join(f"{v} {k}" for k, v in summary["rejected_by_stage"].items()) + ")"]
+                  + ", ".join(f"{v} {k}" for k, v in summary["rejected_by_stage"].items()) + ")"
+                  + ("; a candidate counts under every rule it breaks"
+                     if sum(summary["rejected_by_reason"].values()) > summary["rejected"]
+                     else "")]
         example = {}
         for r in doc.get("rejected", []):
             for why, reason in zip(r.get("whys", r["reasons"]), r["reasons"]):
@@ -256,6 +260,11 @@ def table(doc: dict) -> str:
                      f"{d['measured_slower']}")
     lines.append(summary["scope"])
     return "\n".join(lines) + "\n"
+
+
+def _params(row: dict) -> str:
+    """A candidate's parameters as ``name=value`` words."""
+    return " ".join(f"{k}={v}" for k, v in row["params"].items())
 
 
 def _within(summary: dict) -> bool:

@@ -89,9 +89,9 @@ def main() -> None:
     """tiletraffic: count, predict and measure the memory traffic of naive and tiled
     matrix kernels (GEMM, matrix-vector) in OpenCL's execution model.
 
-    SCHEDULE is a built-in name or FILE.py:FUNCTION, your own kernel: a function of your
-    Python file that returns a tiletraffic Schedule (README, "Your own kernel, in brief";
-    docs/tutorial.md)."""
+    SCHEDULE is a built-in name, or your own kernel: FILE.py:FUNCTION, a function of your
+    Python file that returns a tiletraffic Schedule (docs/tutorial.md), or LAUNCH.toml, a
+    launch file of an OpenCL C kernel (docs/opencl.md)."""
 
 
 for _module in COMMANDS:

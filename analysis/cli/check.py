@@ -34,8 +34,8 @@ def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inp
     Exits 1 when a hazard is found (with --all: when a correct schedule has one or a broken
     variant misses its expected kind).
 
-    SCHEDULE: a family, demo or faulty variant (missing sizes: its example shape), or
-    FILE.py:FUNCTION, called with the sizes given."""
+    SCHEDULE: a family, demo or faulty variant (missing sizes: its example shape),
+    FILE.py:FUNCTION, called with the sizes given, or LAUNCH.toml (as for simulate)."""
     one_name_or_all(name, check_all)
     if check_all:
         rows = check_every_name(seed, inputs_kind)

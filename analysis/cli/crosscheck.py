@@ -30,7 +30,7 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
     schedule in which the simulator finds hazards) side by side, with the difference stated.
     Exits 1 on any disagreement, 2 on bad input or when Oclgrind is not installed.
 
-    SCHEDULE: as for check, FILE.py:FUNCTION included; each kernel of a kernel sequence
+    SCHEDULE: as for check, FILE.py:FUNCTION and LAUNCH.toml included; each kernel of a kernel sequence
     (gemm-split-k) is compared on its own, with random inputs."""
     from tiletraffic.gpu.oclgrind import OclgrindError, OclgrindUnavailable
     from tiletraffic.simulator.variants import VARIANTS, names

@@ -37,7 +37,7 @@ def command(schedule, m, k, n, tile, chunk, device_model, registers, as_json, fo
     """Model SCHEDULE's memory system and time on a device model: the output of
     `simulate SCHEDULE --device-model D`.
 
-    SCHEDULE: a family or FILE.py:FUNCTION (as for simulate). Counts are taken by
+    SCHEDULE: a family, FILE.py:FUNCTION or LAUNCH.toml (as for simulate). Counts are taken by
     work-group classes, which assume that guards compare global ids with the sizes (as
     the built-in schedules do), so that only the first and last work-group of an NDRange
     dimension can differ."""

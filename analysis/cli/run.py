@@ -44,7 +44,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     a hazard is refused (exit 1) unless --unchecked. The result's tolerance is scaled to the
     sum length the check counted (the roundings of each output element; K for a GEMM).
 
-    SCHEDULE: a family or FILE.py:FUNCTION (as for simulate). A kernel's time counts only
+    SCHEDULE: a family, FILE.py:FUNCTION or LAUNCH.toml (as for simulate). A kernel's time counts only
     after its result is checked, so a schedule from a file needs a reference: --reference,
     or a function 'reference' in its file. Exit status: 0 ok, 1 a fault (a hazard, a wrong
     result, a failed build or launch), 2 bad input."""

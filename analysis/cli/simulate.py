@@ -54,9 +54,10 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     SCHEDULE: a family (gemm-naive, gemm-tiled, gemm-register-blocked, gemm-vectorized,
     gemm-prefetch, gemm-warp-tiled, matvec-naive, matvec-local, matvec-local-whole,
     matvec-rows-reduce, matvec-relu; gemm-split-k, two kernels in sequence), a demo
-    or faulty variant (as for check; missing sizes: its example shape), or FILE.py:FUNCTION, a function of your Python file that returns a
-    tiletraffic Schedule; it is called with the sizes given (m=, k=, n=, tile=). Its result
-    is checked against --reference (default: the file's function 'reference'), or not
+    or faulty variant (as for check; missing sizes: its example shape), FILE.py:FUNCTION,
+    a function of your Python file that returns a tiletraffic Schedule, called with the
+    sizes given (m=, k=, n=, tile=), or LAUNCH.toml, a launch file of an OpenCL C kernel
+    (its sizes: the file's, replaced with --set NAME=VALUE). Its result is checked against --reference (default: the file's function 'reference'), or not
     checked, with a note, when there is none."""
     sch = build_schedule(schedule, m, k, n, tile, chunk)
     check_work(sch, k)

@@ -41,7 +41,7 @@ class UnsafeLaunchError(TiletrafficGpuError):
     def __init__(self, check: LaunchCheck):
         unsafe = check.memory_unsafe
         why = ("it could corrupt memory or hang the device" if unsafe else
-               "a racy kernel's result and time are not those of the kernel")
+               "the result and time of a kernel with hazards are not those of the kernel")
         first = (unsafe or check.hazards)[0]
         super().__init__(
             f"{check.schedule.family}: not launched: {len(check.hazards)} hazard(s) found by "
