@@ -200,6 +200,32 @@ def read(path, overrides: dict | None = None, params: dict | None = None) -> Lau
     return launch
 
 
+def names_read(launch: LaunchFile) -> frozenset[str]:
+    """The names the launch file's expressions read ([sizes], [launch], [args] and
+    ``reference.terms``); an expression that does not parse reads none here (building
+    the schedule reports it)."""
+    def table(key):
+        value = launch.data.get(key, {})
+        return value if isinstance(value, dict) else {}
+
+    raws = list(table("sizes").values())
+    for key in LAUNCH_KEYS:
+        value = table("launch").get(key)
+        raws += value if isinstance(value, list) else []
+    for raw in table("args").values():
+        shape = raw.get("shape") if isinstance(raw, dict) else [raw]
+        raws += shape if isinstance(shape, list) else []
+    raws.append(table("reference").get("terms"))
+    used: set[str] = set()
+    for raw in raws:
+        if isinstance(raw, str):
+            try:
+                used |= expressions.parse(raw, launch.names).names
+            except expressions.ExpressionError:
+                pass
+    return frozenset(used)
+
+
 def _shape_entry(launch: LaunchFile, where: str, raw):
     """A shape entry for the front end: the size's name when it is one, else its value."""
     if isinstance(raw, str) and raw.strip() in launch.names:

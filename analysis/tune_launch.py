@@ -78,6 +78,32 @@ def _reject(rejected, params, stage, why, reason=None):
                      "whys": [why], "reasons": [reason or why]})
 
 
+def _check_params_used(spec, sets, params: dict[str, list[int]]) -> None:
+    """Refuse a parameter that neither the kernel's source (its identifiers, included files
+    and preprocessor lines too) nor the launch file's expressions use: every value of it
+    would build the same kernel.
+
+    Raises:
+        TuneError: the first such parameter, with the names it could have been.
+    """
+    from tiletraffic.frontend.opencl import defined_macros, identifiers
+    first = launch_file.read(spec, sets, {k: v[0] for k, v in params.items()})
+    path = str(first.source_path)
+    try:
+        source = first.source_path.read_text()
+        used = identifiers(source, path, first.build_options())
+        macros = dict.fromkeys([*first.macros, *defined_macros(source, path,
+                                                               first.build_options())])
+    except (OSError, UnicodeDecodeError, FrontendError):
+        return                                 # building the candidates reports it
+    used |= launch_file.names_read(first)
+    for name in params:
+        if name not in used:
+            raise TuneError(f"--param {name}: neither {first.source_path.name} nor "
+                            f"{Path(spec).name} uses {name}, so every value builds the "
+                            f"same kernel (its macros: {', '.join(macros) or 'none'})")
+
+
 def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None,
                 device: str | None = None, device_model=None, top: int = 4,
                 repeat: int = 10, warmup: int = 2, rounds: int = 2, out=None,
@@ -114,6 +140,7 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
     base = launch_file.read(spec, sets)        # the file's own errors first
+    _check_params_used(spec, sets, params)
     names = {**base.names, **{k: v[0] for k, v in params.items()}}
     try:
         parsed = [expressions.parse(c, names, expressions.BOOLEAN) for c in constraints]

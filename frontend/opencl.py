@@ -111,6 +111,41 @@ def kernel_names(source: str, path: str = "<source>", build_options="") -> list[
     return [c.spelling for c in _kernels(tu, path)]
 
 
+def identifiers(source: str, path: str = "<source>", build_options="") -> frozenset[str]:
+    """Every identifier token of ``source`` and of the files it includes (not the
+    built-in declarations), preprocessor lines included: the names a ``-D`` macro can
+    change.
+
+    Raises:
+        FrontendError: clang reports an error.
+    """
+    from clang import cindex
+    tu = C.parse(source, path, build_options)
+    extents = [tu.cursor.extent]
+    for inc in tu.get_includes():
+        f = inc.include
+        if Path(f.name) == C.BUILTINS_HEADER or not Path(f.name).is_file():
+            continue
+        size = Path(f.name).stat().st_size
+        extents.append(cindex.SourceRange.from_locations(
+            cindex.SourceLocation.from_offset(tu, f, 0),
+            cindex.SourceLocation.from_offset(tu, f, size)))
+    return frozenset(t.spelling for e in extents for t in tu.get_tokens(extent=e)
+                     if t.kind == cindex.TokenKind.IDENTIFIER)
+
+
+def defined_macros(source: str, path: str = "<source>", build_options="") -> list[str]:
+    """The macros ``source`` itself ``#define``s, in order (the candidates for ``-D``).
+
+    Raises:
+        FrontendError: clang reports an error.
+    """
+    from clang.cindex import CursorKind
+    tu = C.parse(source, path, build_options)
+    return [c.spelling for c in tu.cursor.get_children()
+            if c.kind == CursorKind.MACRO_DEFINITION and _in_file(c, path)]
+
+
 def _kernels(tu, path):
     from clang.cindex import CursorKind
     for c in tu.cursor.get_children():

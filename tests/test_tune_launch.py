@@ -45,6 +45,33 @@ def test_bad_arguments():
         tune_launch(LAUNCH, {"TS": [8]}, ["TS > 100"], top=0)
 
 
+def test_a_parameter_nothing_uses_is_refused(tmp_path):
+    result = CliRunner().invoke(main, ["tune", str(LAUNCH), "--param", "TSX=4,8", "--top",
+                                       "0", "--out", str(tmp_path / "t.json")])
+    assert result.exit_code == 2
+    assert "--param TSX: neither mm_tiled.cl nor mm_tiled.toml uses TSX" in result.output
+    assert "TS, WPT, RTS" in result.output            # the macros it could have meant
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_a_parameter_of_the_launch_file_or_a_header_is_used(tmp_path):
+    # WG only in the launch file's local size; TILE only in an included header
+    (tmp_path / "tile.h").write_text("#define STEP TILE\n")
+    (tmp_path / "k.cl").write_text(
+        '#include "tile.h"\n'
+        "__kernel void scale(__global float *y, const int n) {\n"
+        "    int i = get_global_id(0) * STEP;\n"
+        "    if (i < n) y[i] = 2.0f * y[i];\n}\n")
+    (tmp_path / "k.toml").write_text(
+        'source = "k.cl"\nkernel = "scale"\nbuild_options = "-DTILE=1"\n'
+        "[sizes]\nn = 256\n[launch]\nglobal_size = [\"n\"]\nlocal_size = [\"WG\"]\n"
+        '[args]\ny = { shape = ["n"], access = "inout" }\nn = "n"\n')
+    doc = tune_launch(tmp_path / "k.toml", {"WG": [32, 64], "TILE": [1, 2]}, top=0)
+    assert doc["summary"]["modelled"] == 4
+    with pytest.raises(TuneError, match="neither k.cl nor k.toml uses STEPS"):
+        tune_launch(tmp_path / "k.toml", {"STEPS": [1, 2]}, top=0)
+
+
 @pytest.fixture(scope="module")
 def pocl():
     from tiletraffic.gpu.device import list_devices
