@@ -88,15 +88,24 @@ def archive_previous(path: str | os.PathLike, prefix: str) -> Path | None:
     return dest
 
 
+class OutputNotWritable(OSError):
+    """An output directory that cannot be created or written: the user's argument is bad
+    (the command line exits 2), found before any work."""
+
+
 def ensure_writable(out_dir: Path) -> None:
     """Create ``out_dir`` and prove a file can be written there, before any work starts.
 
     Raises:
-        OSError: naming the directory and the reason (permission denied, read-only file
-            system, a file in the way, ...).
+        OutputNotWritable: naming the directory and the reason (permission denied,
+            read-only file system, a file in the way, ...).
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fd, probe = tempfile.mkstemp(prefix=".write-test.", dir=out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test.", dir=out_dir)
+    except OSError as err:
+        raise OutputNotWritable(err.errno, err.strerror or str(err),
+                                err.filename or str(out_dir)) from None
     os.close(fd)
     os.remove(probe)
 

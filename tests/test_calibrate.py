@@ -338,7 +338,7 @@ def test_cli_refuses_an_unwritable_out_file_before_any_benchmark(tmp_path, monke
     blocker = tmp_path / "file"
     blocker.write_text("a file where a folder should be")
     res = CliRunner().invoke(main, ["calibrate", "--quick", "--out", str(blocker / "x.toml")])
-    assert res.exit_code == 1 and ran == []
+    assert res.exit_code == 2 and ran == []
     assert res.output.startswith("error: cannot write --out ") and len(res.output.splitlines()) == 1
 
 

@@ -35,3 +35,30 @@ def test_atomic_path_replaces_the_file_when_the_block_ends(tmp_path):
         assert tmp.parent == tmp_path and tmp.suffix == ".png" and not path.exists()
         tmp.write_bytes(b"png")
     assert path.read_bytes() == b"png" and not tmp.exists()
+
+
+def test_an_unwritable_output_folder_is_the_users_error(tmp_path):
+    from tiletraffic.analysis.files import OutputNotWritable, ensure_writable
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a folder should be")
+    with pytest.raises(OutputNotWritable) as info:
+        ensure_writable(blocker / "reports")
+    assert isinstance(info.value, OSError) and str(blocker) in str(info.value.filename)
+    ensure_writable(tmp_path / "new" / "reports")        # a folder that can be made is fine
+    assert os.listdir(tmp_path / "new" / "reports") == []
+
+
+@pytest.mark.parametrize("command", [["report", "--quick"], ["validate", "--quick"]])
+def test_report_and_validate_refuse_an_unwritable_out_with_exit_2(tmp_path, command):
+    from click.testing import CliRunner
+
+    from tiletraffic.analysis.cli import main
+    from tiletraffic.gpu.device import list_devices
+    if not list_devices():
+        pytest.skip("no OpenCL device: the device is chosen before the output folder")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    res = CliRunner().invoke(main, [*command, "--out", str(blocker / "out")])
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "cannot write the" in lines[0] and "Not a directory" in lines[0]

@@ -608,7 +608,7 @@ def test_cli_refuses_an_unwritable_out_file_before_modelling(tmp_path):
     blocker.write_text("x")
     res = CliRunner().invoke(main, ["tune", "gemm", "--m", "64", "--n", "64", "--k", "64",
                                     "--top", "0", "--out", str(blocker / "t.json")])
-    assert res.exit_code == 1, res.output
+    assert res.exit_code == 2, res.output
     assert "cannot write --out" in res.output and "candidates" not in res.output
 
 

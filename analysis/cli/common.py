@@ -82,7 +82,8 @@ def work(sch) -> int:
 
 
 def check_out_file(path: str | None, option: str = "--out") -> None:
-    """Refuse an output file whose folder cannot be created or written, before any work."""
+    """Refuse (usage error, exit 2) an output file whose folder cannot be created or
+    written, before any work."""
     if path is None:
         return
     from ..files import ensure_writable
@@ -90,8 +91,8 @@ def check_out_file(path: str | None, option: str = "--out") -> None:
     try:
         ensure_writable(Path(folder))
     except OSError as err:
-        fail(OSError(f"cannot write {option} {path!r}: {err.strerror or err} "
-                     f"({err.filename or folder})"))
+        raise click.UsageError(f"cannot write {option} {path!r}: {err.strerror or err} "
+                               f"({err.filename or folder})") from None
 
 
 def within_budget(sch, force: bool, **how) -> None:

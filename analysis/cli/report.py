@@ -32,7 +32,7 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
     linking explain pages of naive and tiled GEMM and a matrix-vector pair."""
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
-    from ..files import SweepInterrupted
+    from ..files import OutputNotWritable, SweepInterrupted
     from ..report import make_report, render
 
     if render_dir:
@@ -52,6 +52,9 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
                            device_model=model, targets=targets)
     except (TiletrafficGpuError, ValueError, KeyError, SweepInterrupted) as err:
         fail(err)
+    except OutputNotWritable as err:
+        raise click.UsageError(f"cannot write the report under {out_dir!r}: {err.strerror} "
+                               f"({err.filename})") from None
     except OSError as err:
         fail(OSError(f"cannot write the report under {out_dir!r}: {err.strerror} "
                       f"({err.filename})"))

@@ -163,6 +163,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
 
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
+    from ..files import OutputNotWritable
     from ..validation.run import ValidationInterrupted, run_validation
 
     try:
@@ -175,6 +176,9 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         raise click.UsageError(str(err)) from None
     except (TiletrafficGpuError, ValueError, ValidationInterrupted) as err:
         fail(err)
+    except OutputNotWritable as err:
+        raise click.UsageError(f"cannot write the validation under {err.filename}: "
+                               f"{err.strerror}") from None
     except OSError as err:
         fail(OSError(f"cannot write the validation under {out!r}: {err.strerror} "
                       f"({err.filename})"))
