@@ -37,7 +37,7 @@ from tiletraffic.simulator.schedule import ScheduleError
 
 from . import expressions, launch_file, tuning_stats
 from .files import atomic_write_text
-from .tuner import DEFAULT_MODEL, TuneError, combined_limits
+from .tuner import TuneError, combined_limits, ranking_model
 
 MAX_CANDIDATES = 4096
 """Most combinations one tuning may enumerate."""
@@ -132,7 +132,6 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     """
     import tiletraffic as tt
     from tiletraffic.gpu.runtime import MIN_REPEAT
-    from tiletraffic.simulator.device_model import device_model as _model
 
     log = log or (lambda line: None)
     for name, value, least in (("top", top, 0), ("repeat", repeat, MIN_REPEAT),
@@ -157,14 +156,7 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     if top > 0:
         from tiletraffic.gpu.device import select_device
         target = select_device(device)
-    if device_model is None:
-        if target is not None:
-            from .device_models import model_from_opencl
-            model = model_from_opencl(target.info)
-        else:
-            model = _model(DEFAULT_MODEL)
-    else:
-        model = _model(device_model)
+    model = ranking_model(device_model, target)
     limits = combined_limits(target.limits if target is not None else None, model)
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % 2**63)

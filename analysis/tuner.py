@@ -155,6 +155,24 @@ def combined_limits(device_limits: DeviceLimits | None, model) -> DeviceLimits:
         device_limits.register_budget)
 
 
+def ranking_model(device_model, target):
+    """The device model that ranks: ``device_model`` (a built-in name, file or
+    ``DeviceModel``) where given, else the measured device's (its queried values over
+    the built-in model of its kind), else :data:`DEFAULT_MODEL`.
+
+    Raises:
+        KeyError, DeviceModelError: an unknown name, a bad model file (as
+            :func:`tiletraffic.simulator.device_model.device_model` raises).
+    """
+    from tiletraffic.simulator.device_model import device_model as _model
+    if device_model is not None:
+        return _model(device_model)
+    if target is not None:
+        from .device_models import model_from_opencl
+        return model_from_opencl(target.info)
+    return _model(DEFAULT_MODEL)
+
+
 def screen(space: TuningSpace, m: int, n: int, k: int, limits: DeviceLimits):
     """Split the candidates of ``space`` into valid ones (candidate, schedule) and
     rejections (dicts with label, family, params, stage ``constraint``/``builder``/
@@ -490,7 +508,6 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         TuneInterrupted: Ctrl-C; what finished is saved.
     """
     from tiletraffic.gpu.runtime import MIN_REPEAT
-    from tiletraffic.simulator.device_model import device_model as _model
 
     log = log or (lambda line: None)
     _check_sizes(m, n, k)
@@ -515,14 +532,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             target = select_device(device)
         for w in caught:
             log(f"warning: {w.message}")
-    if device_model is None:
-        if target is not None:
-            from .device_models import model_from_opencl
-            model = model_from_opencl(target.info)
-        else:
-            model = _model(DEFAULT_MODEL)
-    else:
-        model = _model(device_model)
+    model = ranking_model(device_model, target)
     if model.guessed:
         log(f"warning: device model {model.name}: {len(model.guessed)} values are guesses "
             f"({', '.join(model.guessed)})")
