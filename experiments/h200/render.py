@@ -181,7 +181,7 @@ def render_hardware(directory: str | Path) -> Path:
                       f"schedule here (gemm-tiled B={best.tile}) {ours / 1e12:.2f} TFLOP/s in "
                       f"the OpenCL build, {ours / ref * 100:.0f}% of it ({cuda / 1e12:.2f} "
                       f"TFLOP/s, {cuda / ref * 100:.0f}%, in the CUDA build under Nsight).", ""]
-    which = ("the issue-4 run (`reports/nvidia-h200`) in view, not these held-out cases, "
+    which = ("the main run (`reports/nvidia-h200`) in view, not these held-out cases, "
              "which were predicted before they were measured (see Pre-registered)" if holdout
              else "these measurements in view, so the predictions that use it are not "
              "independent of them")
@@ -194,7 +194,7 @@ def render_hardware(directory: str | Path) -> Path:
               "what each one feeds:", "",
               "| name | value | how it was set | used for |", "|---|---|---|---|",
               *value_rows(model, which, unshared), "",
-              "The time model itself changed after the issue-4 run (`reports/nvidia-h200`) "
+              "The time model itself changed after the main run (`reports/nvidia-h200`) "
               "and the held-out run (`reports/nvidia-h200/holdout`) had both been measured: "
               "the OpenCL build's scalar local loads (read off its machine code, \"Two "
               "builds of one source\"), the exposed barrier latency by mean value analysis "

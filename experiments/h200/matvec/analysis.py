@@ -242,7 +242,7 @@ def matvec_section(data: dict | None, model: DeviceModel,
         "## Matrix-vector k-steps, measured", "",
         "The model charges matvec-naive (x from global memory at every k) and "
         "matvec-local-whole (x staged once in local memory) the same L1 wavefronts per k, so "
-        f"it predicts them within {model_gap:.1%} of each other on this grid; the issue-4 "
+        f"it predicts them within {model_gap:.1%} of each other on this grid; the main "
         "run measured matvec-naive 12% slower than matvec-local-whole at N = 4096 (and the "
         "held-out run at N = 8192), but at N = 16384 faster than matvec-local. "
         "`experiments/h200/matvec/driver.py` (one device call on "

@@ -22,7 +22,7 @@ def section(directory: Path) -> list[str]:
         "model's predictions of 22 cases (every family, GEMM 1024/4096, matvec 4096/8192) "
         "were committed, then measured by `tiletraffic validate --predictions` "
         "(`preregistered/validate/validation.md`: every case, the figure; "
-        "`experiments/h200/preregistered/findings.md`: what it showed). Against issue #14's "
+        "`experiments/h200/preregistered/findings.md`: what it showed). Against the validation "
         "targets, with the default calibration (unmeasured values from the built-in H200 "
         "model) and with one completing `generic-gpu`:", "",
         markdown(summaries(folder)), "",

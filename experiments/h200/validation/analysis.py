@@ -69,12 +69,12 @@ def targets_table(cases: list[CaseComparison], speed: list[dict], ranks: list[di
     named = [c for c in cases if named_case(c)]
     if holdout:
         sizes = sorted({f"{c.family} M = {c.m}" for c in named})
-        rows += ["", "The cases the issue names (gemm-naive and gemm-tiled with B = 16 at "
+        rows += ["", "The named cases (gemm-naive and gemm-tiled with B = 16 at "
                  "N = 1024 and 4096, matvec-naive and matvec-local at its sizes) are in the "
-                 "issue-4 run, not here; the named schedules at these held-out sizes ("
+                 "main run, not here; the named schedules at these held-out sizes ("
                  + (", ".join(sizes) or "none") + "): "]
     else:
-        rows += ["", "The cases the issue names (gemm-naive and gemm-tiled with B = 16 at "
+        rows += ["", "The named cases (gemm-naive and gemm-tiled with B = 16 at "
                  "N = 1024 and 4096, matvec-naive and matvec-local): "]
     named_rows = [(c, r) for c in named for r in c.rows()]
     parts = []
@@ -136,7 +136,7 @@ def value_rows(model: DeviceModel, which: str, unshared: str | None) -> list[str
     value was set is the H200's (``simulator/device_model.py``); for another model every
     guessed value is just listed as guessed."""
     h200 = model.name.startswith("nvidia-h200")
-    after = ("chosen with every H200 measurement in view, after both the issue-4 and the "
+    after = ("chosen with every H200 measurement in view, after both the main and the "
              "held-out run had been measured: ")
     known = {
         "l2_bytes_per_s": (f"{model.l2_bytes_per_s / 1e12:g} TB/s", _FIRST_MODEL,
@@ -297,7 +297,7 @@ def dram_section(cases: list[CaseComparison], model, holdout: bool = False) -> l
         within = sum(abs(c.launch.prediction.dram_read_bytes - c.counters["dram__bytes_read.sum"])
                      <= 0.25 * c.counters["dram__bytes_read.sum"] for c in over)
         return lines + ["", f"Steady-state dispatch is within 25% in {within} of {len(over)} "
-                        "cases here; the issue-4 run (`reports/nvidia-h200/validation.md`) "
+                        "cases here; the main run (`reports/nvidia-h200/validation.md`) "
                         "discusses where it is not (B / L2 between about 0.7 and 1.3).", ""]
     tiled = {c.m: c for c in over if c.family == "gemm-tiled" and c.tile == 16}
     naive = {c.m: c for c in over if c.family == "gemm-naive" and c.tile == 16}
