@@ -8,7 +8,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"simulator": "tiletraffic.simulator", "gpu": "tiletraffic.gpu",
-            "analysis": "tiletraffic.analysis", "tiletraffic": "tiletraffic"}
+            "analysis": "tiletraffic.analysis", "frontend": "tiletraffic.frontend",
+            "tiletraffic": "tiletraffic"}
 """Folder -> installed name (pyproject.toml's package-dir)."""
 
 
