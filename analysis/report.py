@@ -225,11 +225,12 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         save()
         runs = [e for e in results if e["measure"] and "counts" in e]
         order = [runs if r % 2 == 0 else runs[::-1] for r in range(ROUNDS)]
+        checks: dict = {}  # a case's check before launch, made in its first round
         with tqdm(total=ROUNDS * len(runs), desc=f"run on {info.device_name}", unit="run",
                   disable=not progress, file=sys.stderr) as bar:
             for r, todo in enumerate(order):
                 for entry in todo:
-                    _measure_case(entry, target, repeat, r)
+                    _measure_case(entry, target, repeat, r, checks)
                     runs_done += 1
                     save()     # every finished run is on disk: an interruption loses none
                     bar.update(1)
@@ -310,9 +311,11 @@ def _count_case(point: SweepPoint, limits: DeviceLimits) -> dict:
     return entry
 
 
-def _measure_case(entry: dict, target, repeat: int, round_index: int) -> None:
+def _measure_case(entry: dict, target, repeat: int, round_index: int, checks: dict) -> None:
     """One round of ``entry``'s case on the device, appended to ``entry["device_runs"]``
-    (a failed round: ``entry["device_error"]``, and later rounds are not run)."""
+    (a failed round: ``entry["device_error"]``, and later rounds are not run); ``checks``
+    (point key -> LaunchCheck) keeps the check before launch of the first round for the
+    later ones."""
     import secrets
 
     import numpy as np
@@ -327,9 +330,13 @@ def _measure_case(entry: dict, target, repeat: int, round_index: int) -> None:
     seed = secrets.randbits(63)
     try:
         run = run_on_device(target, point.build(), repeat=repeat, warmup=WARMUP,
-                            rng=np.random.default_rng(seed))
-        entry.setdefault("device_runs", []).append(
-            {"round": round_index, "seed": seed, **run.to_dict()})
+                            rng=np.random.default_rng(seed),
+                            launch_check=checks.get(point.key))
+        record = {"round": round_index, "seed": seed, **run.to_dict()}
+        if point.key in checks:
+            record["launch_check"] = {**record["launch_check"], "reused": True}
+        checks[point.key] = run.launch_check
+        entry.setdefault("device_runs", []).append(record)
     except TiletrafficGpuError as err:
         entry["device_error"] = f"{type(err).__name__}: {err}"
 

@@ -79,6 +79,19 @@ def test_report_writes_markdown_json_and_four_figures(reports):
 
 
 @needs_pocl
+def test_a_cases_check_before_launch_serves_all_its_rounds(reports):
+    data = json.loads(reports[2])
+    measured = [e for e in data["results"] if e.get("device_runs")]
+    assert measured and report.ROUNDS >= 2
+    for entry in measured:
+        first, *later = entry["device_runs"]
+        assert "reused" not in first["launch_check"]
+        assert later and all(r["launch_check"]["reused"] for r in later)
+        assert {r["launch_check"]["sum_length"] for r in later} == \
+            {first["launch_check"]["sum_length"]}
+
+
+@needs_pocl
 def test_results_json_meta_names_the_device(reports):
     data = json.loads(reports[4])
     meta = data["meta"]

@@ -608,3 +608,25 @@ def test_another_devices_model_gets_errors_but_no_verdicts(tmp_path):
         assert "is not a model of" in text
         assert not re.search(r"\b(not met|met)\b", text), text
     assert "time error" in md and "| target |" not in md
+
+
+@needs_pocl
+def test_a_cases_check_before_launch_is_made_once_for_all_its_rounds(tmp_path, monkeypatch,
+                                                                     pocl_model):
+    import tiletraffic.analysis.validation.measure as measure
+    from tiletraffic.gpu.device import select_device
+    made = []
+    real = measure.check_before_launch
+
+    def counted(schedule, **k):
+        made.append(schedule.family)
+        return real(schedule, **k)
+
+    monkeypatch.setattr(measure, "check_before_launch", counted)
+    run = vr.run_validation(select_device("pocl"), model=pocl_model, cases=TWO,
+                            out_dir=tmp_path / "v", rounds=2, progress=False)
+    assert sorted(made) == sorted(c.family for c in TWO)
+    for entry in run.data["measurements"].values():
+        first, second = entry["rounds"]
+        assert "reused" not in first["launch_check"] and second["launch_check"]["reused"]
+        assert second["launch_check"]["sum_length"] == first["launch_check"]["sum_length"]

@@ -176,6 +176,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
                 bar.update(1)
     save(out_dir, data)
     order = [list(cases) if r % 2 == 0 else list(reversed(cases)) for r in range(rounds)]
+    checks: dict = {}      # case id -> its check before launch, made in its first round
     try:
         with tqdm(total=rounds * len(cases), desc=f"validate on {info.device_name}",
                   unit="run", disable=None if progress is None else not progress,
@@ -184,7 +185,8 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
                 for case in todo:
                     bar.set_postfix_str(f"{case.label}, {r + 1}/{rounds}", refresh=False)
                     entry = data["measurements"][case.id]
-                    entry["rounds"].append(_run_case(target, case, repeat, warmup, r))
+                    entry["rounds"].append(_run_case(target, case, repeat, warmup, r,
+                                                     checks))
                     data["meta"]["case_runs_done"] += 1
                     save(out_dir, data)
                     bar.update(1)
@@ -203,7 +205,11 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
     return ValidationRun(out_dir, data, summary_of(data))
 
 
-def _run_case(target, case: Case, repeat: int, warmup: int, round_index: int) -> dict:
+def _run_case(target, case: Case, repeat: int, warmup: int, round_index: int,
+              checks: dict) -> dict:
+    """One round of ``case``; ``checks`` (case id -> LaunchCheck) keeps the check before
+    launch of its first round for the later ones (the same schedule: the same hazards and
+    sum length)."""
     import warnings
 
     from tiletraffic.gpu.runtime import TiletrafficGpuError
@@ -217,8 +223,12 @@ def _run_case(target, case: Case, repeat: int, warmup: int, round_index: int) ->
         try:
             run = run_on_device(target, case.build(), repeat=repeat, warmup=warmup,
                                 rng=np.random.default_rng(seed),
-                                reference_fn=case.reference_function())
+                                reference_fn=case.reference_function(),
+                                launch_check=checks.get(case.id))
             out.update(run.to_dict())
+            if case.id in checks:
+                out["launch_check"] = {**out["launch_check"], "reused": True}
+            checks[case.id] = run.launch_check
         except TiletrafficGpuError as err:
             out["device_error"] = f"{type(err).__name__}: {err}"
     if caught:
