@@ -91,9 +91,14 @@ def parse(source: str, path: str, build_options=()):
     """Parse ``source`` (the text of ``path``) and return the translation unit.
 
     Raises:
-        FrontendError: clang reports an error (the first one, with its location).
+        FrontendError: clang reports an error (the first one, with its location), or the
+            ``libclang`` package is not installed.
     """
-    from clang import cindex
+    try:
+        from clang import cindex
+    except ImportError:
+        raise FrontendError(f"{path}: reading OpenCL C needs the libclang package, which is "
+                            "not installed (pip install 'libclang>=17')") from None
 
     opts = split_build_options(build_options)
     clang_opts = [o for o in opts if not o.startswith(("-cl-", "-w", "-Werror"))]

@@ -84,3 +84,18 @@ def test_parse_errors_are_clang_s_with_location():
         tt.from_opencl(kernel("    C[i] = q;"), "k", [64], [16], ARGS)
     with pytest.raises(FrontendError, match="no __kernel named 'other'; it defines k"):
         tt.from_opencl(kernel("    C[i] = A[i];"), "other", [64], [16], ARGS)
+
+
+def test_without_libclang_reading_opencl_c_is_one_line_not_a_traceback(monkeypatch):
+    import sys
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from tiletraffic.analysis.cli import main
+    monkeypatch.setitem(sys.modules, "clang", None)        # import clang raises ImportError
+    launch = Path(__file__).resolve().parents[1] / "examples" / "opencl" / "mm_tiled.toml"
+    res = CliRunner().invoke(main, ["simulate", str(launch)])
+    assert res.exit_code == 2, res.output
+    assert "needs the libclang package" in res.output and "Traceback" not in res.output
+    assert len([ln for ln in res.output.splitlines() if ln.startswith("error:")]) == 1
