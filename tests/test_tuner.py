@@ -352,6 +352,34 @@ def test_regret_rank_correlation_and_resolvable_pairs_on_hand_made_results():
     assert "of 10 pairs, 8 differ by more than twice their spread: 6 ordered right" in text
 
 
+def test_the_table_fits_long_parameters_and_explains_rejections_counted_twice():
+    long = {"tile": 16, "wg_rows": 16, "tm": 8, "tn": 8, "bk": 16, "wn": 64,
+            "group_rows": 8, "max_registers": 128}
+    rows = [{**_measured("a", 1, 1.0, 1.0, 0.01), "params": long},
+            {**_measured("b", 2, 1.1, 1.2, 0.01), "params": {"tile": 4}}]
+    doc = {"meta": {"m": 1, "n": 1, "k": 1, "space": "s", "device_model": "x",
+                    "device": None, "space_candidates": 4},
+           "predictions": [{"predicted_time_s": 1e-3}] * 2, "measurements": rows,
+           "rejected": [{"label": "x", "stage": "constraint", "reasons": ["r1", "r2"],
+                         "whys": ["r1", "r2"]},
+                        {"label": "y", "stage": "constraint", "reasons": ["r1"],
+                         "whys": ["r1"]}]}
+    text = tuning_stats.table(doc)
+    params = " ".join(f"{k}={v}" for k, v in long.items())
+    assert len(params) > 34
+    lines = [ln for ln in text.splitlines() if "gemm-tiled" in ln]
+    assert len(lines) == 2 and params in lines[0]
+    # the predicted-ms column starts at the same place in both rows and the header
+    head = next(ln for ln in text.splitlines() if "predicted ms" in ln)
+    at = lines[0].index("1.000")
+    assert lines[1].index("1.100") == at
+    assert head.index("predicted ms") <= at < head.index("predicted ms") + len("predicted ms")
+    assert "rejected before launch: 2 (2 constraint); a candidate counts under every " \
+           "rule it breaks" in text
+    one = tuning_stats.table({**doc, "rejected": doc["rejected"][1:]})
+    assert "counts under every rule" not in one
+
+
 def test_a_pick_within_the_spread_is_within_10_percent_and_not_resolvable():
     doc = {"meta": {}, "predictions": [], "rejected": [], "measurements": [
         _measured("a", 1, 1.0, 1.05, 0.05), _measured("b", 2, 2.0, 1.00, 0.01)]}
