@@ -135,3 +135,14 @@ def test_model_warns_each_guessed_value_once():
     guessed = [w for w in warnings if "is a guess" in w]
     assert len(guessed) == len(model.guessed) > 0
     assert all(any(f" {name} = " in w for w in guessed) for name in model.guessed)
+
+
+def test_a_warning_no_command_catches_is_one_line_without_source(capsys):
+    import warnings
+    with warnings.catch_warnings():          # restores Python's formatter afterwards
+        warnings.simplefilter("always")
+        res = CliRunner().invoke(main, ["devices"])
+        assert res.exit_code in (0, 1), res.output
+        warnings.warn("gemm_naive: work-group of 1024\n  exceeds 256", RuntimeWarning)
+    err = capsys.readouterr().err
+    assert err == "warning: gemm_naive: work-group of 1024 exceeds 256\n"

@@ -32,6 +32,8 @@ A new command is a module of this package with a click command named ``command``
 """
 from __future__ import annotations
 
+import warnings
+
 import click
 from click.exceptions import NoArgsIsHelpError
 
@@ -92,6 +94,14 @@ def main() -> None:
     SCHEDULE is a built-in name, or your own kernel: FILE.py:FUNCTION, a function of your
     Python file that returns a tiletraffic Schedule (docs/tutorial.md), or LAUNCH.toml, a
     launch file of an OpenCL C kernel (docs/opencl.md)."""
+    warnings.showwarning = _show_warning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning a command did not catch itself, as one ``warning: ...`` line on stderr
+    (not Python's file:line and source line)."""
+    text = " ".join(str(message).split())
+    click.echo(f"warning: {text}", err=True)
 
 
 for _module in COMMANDS:
