@@ -10,6 +10,7 @@ created file (0o666 less the umask), not ``mkstemp``'s 0o600.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import tempfile
@@ -104,6 +105,10 @@ def ensure_writable(out_dir: Path) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".write-test.", dir=out_dir)
     except OSError as err:
+        blocker = next((p for p in (out_dir, *out_dir.parents) if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            raise OutputNotWritable(errno.ENOTDIR, f"{blocker} is a file, not a folder",
+                                    str(blocker)) from None
         raise OutputNotWritable(err.errno, err.strerror or str(err),
                                 err.filename or str(out_dir)) from None
     os.close(fd)

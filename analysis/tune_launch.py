@@ -23,6 +23,7 @@ Results are written atomically to ``out`` after every step.
 """
 from __future__ import annotations
 
+import datetime as _dt
 import itertools
 import json
 import math
@@ -36,7 +37,7 @@ from tiletraffic.simulator.device import LimitError, check_schedule_limits
 from tiletraffic.simulator.schedule import ScheduleError
 
 from . import expressions, launch_file, tuning_stats
-from .files import atomic_write_text
+from .files import archive_previous, atomic_write_text
 from .tuner import TuneError, combined_limits, ranking_model
 
 MAX_CANDIDATES = 4096
@@ -119,7 +120,8 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
         device_model: the model that ranks (default: the measured device's, else
             nvidia-h200).
         top: best-ranked candidates to measure (0: model only).
-        out: results file (JSON, written atomically after each step; None: not saved).
+        out: results file (JSON, written atomically after each step; None: not saved); an
+            existing one is first moved to ``history/`` beside it, never overwritten.
 
     Returns:
         The results document: ``meta``, ``rejected``, ``predictions`` (ranked),
@@ -173,6 +175,11 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     doc = {"meta": meta, "status": "modelling", "rejected": [], "predictions": [],
            "measurements": [], "summary": None}
     path = None if out is None else Path(out)
+    meta["created_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if path is not None and path.exists():
+        moved = archive_previous(path, path.stem)       # earlier results are never lost
+        log(f"note: the earlier results in {path} were moved to {moved}")
+        meta["previous_results_moved_to"] = str(moved)
 
     def save():
         doc["summary"] = tuning_stats.summarize(doc)

@@ -43,7 +43,8 @@ def test_an_unwritable_output_folder_is_the_users_error(tmp_path):
     blocker.write_text("a file where a folder should be")
     with pytest.raises(OutputNotWritable) as info:
         ensure_writable(blocker / "reports")
-    assert isinstance(info.value, OSError) and str(blocker) in str(info.value.filename)
+    assert isinstance(info.value, OSError) and info.value.filename == str(blocker)
+    assert info.value.strerror == f"{blocker} is a file, not a folder"
     ensure_writable(tmp_path / "new" / "reports")        # a folder that can be made is fine
     assert os.listdir(tmp_path / "new" / "reports") == []
 
@@ -61,4 +62,5 @@ def test_report_and_validate_refuse_an_unwritable_out_with_exit_2(tmp_path, comm
     res = CliRunner().invoke(main, [*command, "--out", str(blocker / "out")])
     assert res.exit_code == 2, res.output
     lines = [line for line in res.output.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and "cannot write the" in lines[0] and "Not a directory" in lines[0]
+    assert len(lines) == 1 and "cannot write the" in lines[0]
+    assert f"{blocker} is a file, not a folder" in lines[0]

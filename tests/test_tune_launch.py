@@ -45,6 +45,19 @@ def test_bad_arguments():
         tune_launch(LAUNCH, {"TS": [8]}, ["TS > 100"], top=0)
 
 
+def test_an_earlier_results_file_is_moved_to_history_not_overwritten(tmp_path):
+    out = tmp_path / "t.json"
+    first = tune_launch(LAUNCH, {"TS": [4, 8]}, sets={"N": 32}, top=0, out=out)
+    lines = []
+    second = tune_launch(LAUNCH, {"TS": [8, 16]}, sets={"N": 32}, top=0, out=out,
+                         log=lines.append)
+    moved = Path(second["meta"]["previous_results_moved_to"])
+    assert moved.parent == tmp_path / "history" and moved.exists()
+    assert json.loads(moved.read_text())["meta"]["params"] == first["meta"]["params"]
+    assert json.loads(out.read_text())["meta"]["params"] == {"TS": [8, 16]}
+    assert any(str(moved) in line for line in lines)
+
+
 def test_a_parameter_nothing_uses_is_refused(tmp_path):
     result = CliRunner().invoke(main, ["tune", str(LAUNCH), "--param", "TSX=4,8", "--top",
                                        "0", "--out", str(tmp_path / "t.json")])
