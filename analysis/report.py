@@ -331,12 +331,10 @@ def _measure_case(entry: dict, target, repeat: int, round_index: int, checks: di
     try:
         run = run_on_device(target, point.build(), repeat=repeat, warmup=WARMUP,
                             rng=np.random.default_rng(seed),
-                            launch_check=checks.get(point.key))
-        record = {"round": round_index, "seed": seed, **run.to_dict()}
-        if point.key in checks:
-            record["launch_check"] = {**record["launch_check"], "reused": True}
+                            launch_check=checks.get(point.key), reused=point.key in checks)
         checks[point.key] = run.launch_check
-        entry.setdefault("device_runs", []).append(record)
+        entry.setdefault("device_runs", []).append(
+            {"round": round_index, "seed": seed, **run.to_dict()})
     except TiletrafficGpuError as err:
         entry["device_error"] = f"{type(err).__name__}: {err}"
 

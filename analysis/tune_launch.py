@@ -79,29 +79,26 @@ def _reject(rejected, params, stage, why, reason=None):
                      "whys": [why], "reasons": [reason or why]})
 
 
-def _check_params_used(spec, sets, params: dict[str, list[int]]) -> None:
+def _check_params_used(launch: launch_file.LaunchFile, params: dict[str, list[int]]) -> None:
     """Refuse a parameter that neither the kernel's source (its identifiers, included files
     and preprocessor lines too) nor the launch file's expressions use: every value of it
-    would build the same kernel.
+    would build the same kernel. ``launch`` is read with the parameters' first values.
 
     Raises:
         TuneError: the first such parameter, with the names it could have been.
     """
-    from tiletraffic.frontend.opencl import defined_macros, identifiers
-    first = launch_file.read(spec, sets, {k: v[0] for k, v in params.items()})
-    path = str(first.source_path)
+    from tiletraffic.frontend.opencl import source_names
     try:
-        source = first.source_path.read_text()
-        used = identifiers(source, path, first.build_options())
-        macros = dict.fromkeys([*first.macros, *defined_macros(source, path,
-                                                               first.build_options())])
+        names = source_names(launch.source_path.read_text(), str(launch.source_path),
+                             launch.build_options())
     except (OSError, UnicodeDecodeError, FrontendError):
         return                                 # building the candidates reports it
-    used |= launch_file.names_read(first)
+    used = names.identifiers | launch_file.names_read(launch)
+    macros = dict.fromkeys([*launch.macros, *names.defined_macros])
     for name in params:
         if name not in used:
-            raise TuneError(f"--param {name}: neither {first.source_path.name} nor "
-                            f"{Path(spec).name} uses {name}, so every value builds the "
+            raise TuneError(f"--param {name}: neither {launch.source_path.name} nor "
+                            f"{launch.path.name} uses {name}, so every value builds the "
                             f"same kernel (its macros: {', '.join(macros) or 'none'})")
 
 
@@ -140,9 +137,10 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
                                ("warmup", warmup, 1), ("rounds", rounds, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
-    base = launch_file.read(spec, sets)        # the file's own errors first
-    _check_params_used(spec, sets, params)
-    names = {**base.names, **{k: v[0] for k, v in params.items()}}
+    # the file's own errors first; the parameters at their first values are names too
+    base = launch_file.read(spec, sets, {k: v[0] for k, v in params.items()})
+    _check_params_used(base, params)
+    names = base.names
     try:
         parsed = [expressions.parse(c, names, expressions.BOOLEAN) for c in constraints]
     except expressions.ExpressionError as err:

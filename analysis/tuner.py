@@ -301,6 +301,7 @@ def _measure_round(target, sch, repeat, warmup, seed, index, round_index,
             run = run_on_device(target, sch, repeat=repeat, warmup=warmup,
                                 rng=np.random.default_rng([seed, index, round_index]),
                                 launch_check=(before_launch or {}).get(index),
+                                reused=index in (before_launch or {}),
                                 reference_fn=reference_fn)
         except Exception as err:  # recorded; the tuning goes on with the next candidate
             stage = next((s for t, s in stages if isinstance(err, t)), "error")

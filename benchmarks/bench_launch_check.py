@@ -37,16 +37,18 @@ def main() -> None:
         start, cpu = time.perf_counter(), time.process_time()
         checked = check_launch(sch)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+        groups = checked.work_groups_checked
+        scope = "every work-group" if groups is None else f"{len(groups)} work-groups"
         times.append(elapsed)
         cpus.append(cpu)
         print(f"run {i + 1}: {elapsed:.2f} s wall (reported {checked.time_s:.2f} s), "
               f"{cpu:.2f} s CPU, load average "
               f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {len(os.sched_getaffinity(0))} cores; "
-              f"{'every work-group' if checked.work_groups_checked is None else f'{len(checked.work_groups_checked)} work-groups'} checked, sum length "
+              f"{scope} checked, sum length "
               f"{checked.sum_length} ({checked.sum_length_method}); "
               f"{'clean' if not checked.hazards else checked.hazards}")
-    print(f"{args.family} {n}^3 {options or ''}: check before launch median {statistics.median(times):.2f} s "
-          f"wall, {statistics.median(cpus):.2f} s CPU (what one idle core takes) over "
+    print(f"{args.family} {n}^3 {options or ''}: check before launch median "
+          f"{statistics.median(times):.2f} s wall, {statistics.median(cpus):.2f} s CPU (what one idle core takes) over "
           f"{len(times)} runs")
 
 

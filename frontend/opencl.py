@@ -111,10 +111,22 @@ def kernel_names(source: str, path: str = "<source>", build_options="") -> list[
     return [c.spelling for c in _kernels(tu, path)]
 
 
-def identifiers(source: str, path: str = "<source>", build_options="") -> frozenset[str]:
-    """Every identifier token of ``source`` and of the files it includes (not the
-    built-in declarations), preprocessor lines included: the names a ``-D`` macro can
-    change.
+@dataclass(frozen=True)
+class SourceNames:
+    """The names of an OpenCL C source a ``-D`` macro can reach.
+
+    Attributes:
+        identifiers: every identifier token of the source and of the files it includes
+            (not the built-in declarations), preprocessor lines included.
+        defined_macros: the macros the source itself ``#define``s, in order.
+    """
+
+    identifiers: frozenset
+    defined_macros: tuple
+
+
+def source_names(source: str, path: str = "<source>", build_options="") -> SourceNames:
+    """:class:`SourceNames` of ``source`` (the text of ``path``), from one parse.
 
     Raises:
         FrontendError: clang reports an error.
@@ -130,20 +142,11 @@ def identifiers(source: str, path: str = "<source>", build_options="") -> frozen
         extents.append(cindex.SourceRange.from_locations(
             cindex.SourceLocation.from_offset(tu, f, 0),
             cindex.SourceLocation.from_offset(tu, f, size)))
-    return frozenset(t.spelling for e in extents for t in tu.get_tokens(extent=e)
-                     if t.kind == cindex.TokenKind.IDENTIFIER)
-
-
-def defined_macros(source: str, path: str = "<source>", build_options="") -> list[str]:
-    """The macros ``source`` itself ``#define``s, in order (the candidates for ``-D``).
-
-    Raises:
-        FrontendError: clang reports an error.
-    """
-    from clang.cindex import CursorKind
-    tu = C.parse(source, path, build_options)
-    return [c.spelling for c in tu.cursor.get_children()
-            if c.kind == CursorKind.MACRO_DEFINITION and _in_file(c, path)]
+    tokens = frozenset(t.spelling for e in extents for t in tu.get_tokens(extent=e)
+                       if t.kind == cindex.TokenKind.IDENTIFIER)
+    defined = tuple(c.spelling for c in tu.cursor.get_children()
+                    if c.kind == cindex.CursorKind.MACRO_DEFINITION and _in_file(c, path))
+    return SourceNames(tokens, defined)
 
 
 def _kernels(tu, path):

@@ -66,6 +66,8 @@ class DeviceRun:
             included -> result): the first, the last and each distinct output.
         inputs: the kind of inputs (``simulator.reference.INPUT_KINDS``).
         launch_check: the simulator's check before the launch (hazards, sum length).
+        launch_check_reused: the check was made for an earlier run of the same schedule
+            (an earlier round); the JSON marks it ``"reused": true``.
     """
 
     schedule: Schedule
@@ -74,6 +76,7 @@ class DeviceRun:
     launch_checks: dict = None
     inputs: str = "normal"
     launch_check: LaunchCheck | None = None
+    launch_check_reused: bool = False
 
     @property
     def unchecked(self) -> str | None:
@@ -106,7 +109,9 @@ class DeviceRun:
                       "sum_length": c.k,
                       "sum_length_method": self.launch_check.sum_length_method
                       if self.launch_check else None},
-            "launch_check": self.launch_check.to_dict() if self.launch_check else None,
+            "launch_check": None if self.launch_check is None else
+            {**self.launch_check.to_dict(), **({"reused": True} if self.launch_check_reused
+                                               else {})},
             "unchecked": self.unchecked,
         }
 
@@ -114,7 +119,8 @@ class DeviceRun:
 def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
                   rng: np.random.Generator | None = None, reference_fn=None,
                   inputs: str = "normal", unchecked: bool = False,
-                  launch_check: LaunchCheck | None = None) -> DeviceRun:
+                  launch_check: LaunchCheck | None = None,
+                  reused: bool = False) -> DeviceRun:
     """Check, generate, build, launch, time and check the result of ``schedule`` on
     ``target``.
 
@@ -127,7 +133,8 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     ``inputs``: kind of inputs, one of ``simulator.reference.INPUT_KINDS`` (``ones`` and
     ``arange`` can hide index errors). ``unchecked``: launch even when the check before
     launch found hazards (the result is marked: :attr:`DeviceRun.unchecked`).
-    ``launch_check``: a check of this schedule already made (else it is made here).
+    ``launch_check``: a check of this schedule already made (else it is made here);
+    ``reused``: it was made for an earlier run (an earlier round), as the JSON then says.
 
     Raises:
         UnsafeLaunchError: the check before launch found hazards (nothing launched), unless
@@ -175,4 +182,5 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
                      outputs=[a.name for a in schedule.arrays if a.is_output])
     if len(kernels) > 1:   # the run of a sequence is named after the sequence
         run = dataclasses.replace(run, schedule_name=schedule.family)
-    return DeviceRun(schedule, run, checks[total - 1], checks, kind, checked)
+    return DeviceRun(schedule, run, checks[total - 1], checks, kind, checked,
+                     launch_check is not None and reused)

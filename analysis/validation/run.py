@@ -224,10 +224,8 @@ def _run_case(target, case: Case, repeat: int, warmup: int, round_index: int,
             run = run_on_device(target, case.build(), repeat=repeat, warmup=warmup,
                                 rng=np.random.default_rng(seed),
                                 reference_fn=case.reference_function(),
-                                launch_check=checks.get(case.id))
+                                launch_check=checks.get(case.id), reused=case.id in checks)
             out.update(run.to_dict())
-            if case.id in checks:
-                out["launch_check"] = {**out["launch_check"], "reused": True}
             checks[case.id] = run.launch_check
         except TiletrafficGpuError as err:
             out["device_error"] = f"{type(err).__name__}: {err}"
