@@ -46,7 +46,7 @@ def gemm_naive(m: int, k: int, n: int, t: int) -> dict:
 
     A and B: M·N·K loads each; C: M·N stores; FLOP 2·M·N·K (out-of-range work-items return
     at once); work-groups ⌈N/T⌉·⌈M/T⌉; busiest tile min(T,M)·min(T,N)·2K (= 2N·B² for a
-    full B×B tile with K = N, tiling-and-shared-memory §4).
+    full B×B tile with K = N, the lesson "GPU Matrix Multiplication: Tiling and Shared Memory" §4).
     """
     return _finish({
         "global_load_elems_by_buffer": {"A": m * n * k, "B": m * n * k, "C": 0},
@@ -65,7 +65,7 @@ def gemm_tiled(m: int, k: int, n: int, t: int) -> dict:
     local words (one of them possibly the zero fill), reads 2T local words and executes T
     multiply-adds (2T FLOP, padded work-items included: tile quantization). Barriers:
     2·⌈K/T⌉ per work-group. Busiest tile: K·(min(T,M) + min(T,N)) (= 2NB for a full tile
-    with K = N, tiling-and-shared-memory §4).
+    with K = N, the lesson "GPU Matrix Multiplication: Tiling and Shared Memory" §4).
     """
     items = round_up(m, t) * round_up(n, t)
     steps = ceil_div(k, t)

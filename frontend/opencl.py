@@ -721,7 +721,6 @@ class _KernelBuilder:
 
     def array_dims(self, d) -> tuple[S.Const, ...]:
         """The static dimensions of an array declaration, each named by its macro."""
-        from clang.cindex import CursorKind as K
         extents = []
         t = d.type.get_canonical()
         while t.kind.name == "CONSTANTARRAY":

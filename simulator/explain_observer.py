@@ -24,7 +24,7 @@ local ids (dimension 0 fastest).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

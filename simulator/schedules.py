@@ -30,11 +30,9 @@ from .schedule import (
     DeclareFloat,
     FConst,
     For,
-    GlobalArray,
     If,
     Let,
     LocalArray,
-    Param,
     Return,
     Schedule,
     ScheduleError,
@@ -47,8 +45,8 @@ from .schedule import (
     local_id,
     minimum,
 )
-from .family_parts import (  # noqa: F401  (INT32_MAX, round_up re-exported)
-    INT32_MAX, fits_int32, gemm_arrays, matvec_arrays, positive, round_up)
+from .family_parts import (  # noqa: F401  (INT32_MAX re-exported)
+    INT32_MAX, gemm_arrays, matvec_arrays, positive, round_up)
 from .schedules_advanced import (gemm_prefetch, gemm_register_blocked, gemm_vectorized,
                                  matvec_rows_reduce)
 from .schedules_warp import gemm_warp_tiled
@@ -60,8 +58,8 @@ def gemm_naive(m: int, k: int, n: int, tile: int = 16, mapping: str = "row-major
     """Naive GEMM, C = A·B: one work-item per element of C, tile×tile work-groups.
 
     Each work-item reads a whole row of A and column of B from global memory: 2·K loads per
-    element of C, 2·M·N·K in all (seed: matrix-operations "Naive Implementation";
-    tiling-and-shared-memory §4: B²·2N reads per B×B output tile).
+    element of C, 2·M·N·K in all (the lesson "Matrix Operations", section "Naive Implementation";
+    the lesson "GPU Matrix Multiplication: Tiling and Shared Memory" §4: B²·2N reads per B×B output tile).
 
     ``mapping="row-major"`` (default): NDRange dimension 0 runs over columns, so neighbouring
     work-items of a sub-group read neighbouring elements of B and C (coalesced).
@@ -103,8 +101,8 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16, padding: int = 0,
     (guarded; zero-filled outside the matrix: the value is chosen, then stored once),
     barrier, B multiply-adds from local memory, barrier. Global loads are
     M·K·⌈N/B⌉ + K·N·⌈M/B⌉; 2·⌈K/B⌉ barriers per work-group
-    (seed: matrix-operations "Tiled Implementation with Shared Memory";
-    tiling-and-shared-memory §3-§4: 2NB reads per output tile).
+    (the lesson "Matrix Operations", section "Tiled Implementation with Shared Memory";
+    the lesson "GPU Matrix Multiplication: Tiling and Shared Memory" §3-§4: 2NB reads per output tile).
 
     Local-memory layout options (counts of elements unchanged, bank conflicts not):
     ``padding`` extra words per tile row (tiles declared ``[B][B + padding]``);
@@ -160,12 +158,9 @@ def gemm_tiled(m: int, k: int, n: int, tile: int = 16, padding: int = 0,
     )
 
 
-def matvec_naive(m: int, k: int, tile: int = 256) -> Schedule:
-    """Naive matrix-vector product y = A·x: one work-item per row, ``tile`` rows per work-group.
-
-    Every work-item reads its row of A and the whole of x: M·K loads of A and M·K of x
-    (seed: matrix-operations "Matrix-Vector Multiplication, Naive Implementation").
-    """
+def _row_per_work_item(m: int, k: int, tile: int, relu: bool) -> Schedule:
+    """y = A·x (``relu``: max(A·x, 0)), one work-item per row, ``tile`` rows per work-group;
+    the body of ``matvec-naive`` and ``matvec-relu``."""
     m, k, tile = (positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
     M, K, A, x, y = matvec_arrays(m, k)
     row = Let("row", global_id(0))
@@ -176,14 +171,27 @@ def matvec_naive(m: int, k: int, tile: int = 256) -> Schedule:
         If(r >= M, (Return(),)),
         acc,
         For("k", Const(0), K, Const(1), (Accumulate("acc", A[r, kk] * x[kk]),)),
-        store(y, r, acc.ref),
+        store(y, r, fmax(acc.ref, 0.0) if relu else acc.ref),
     )
+    name = "matvec_relu" if relu else "matvec_naive"
     return Schedule(
-        family="matvec-naive", kernel_name="matvec_naive",
+        family=name.replace("_", "-"), kernel_name=name,
         params=(("M", m), ("K", k)), arrays=(A, x, y), local_arrays=(),
         local_size=(tile,), global_size=(round_up(m, tile),), body=body, tile=tile,
-        description="one work-item per row of y, x read from global memory by every row",
+        description=("y = max(A·x, 0): one work-item per row, ReLU epilogue with fmax"
+                     if relu else
+                     "one work-item per row of y, x read from global memory by every row"),
+        extra={"epilogue": "relu"} if relu else {},
     )
+
+
+def matvec_naive(m: int, k: int, tile: int = 256) -> Schedule:
+    """Naive matrix-vector product y = A·x: one work-item per row, ``tile`` rows per work-group.
+
+    Every work-item reads its row of A and the whole of x: M·K loads of A and M·K of x
+    (the lesson "Matrix Operations", section "Matrix-Vector Multiplication, Naive Implementation").
+    """
+    return _row_per_work_item(m, k, tile, relu=False)
 
 
 def matvec_relu(m: int, k: int, tile: int = 256) -> Schedule:
@@ -194,25 +202,7 @@ def matvec_relu(m: int, k: int, tile: int = 256) -> Schedule:
     :mod:`simulator.schedule`). The epilogue is exact, so the result's tolerance is the dot
     product's (sum length K, bound |A|·|x|).
     """
-    m, k, tile = (positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
-    M, K, A, x, y = matvec_arrays(m, k)
-    row = Let("row", global_id(0))
-    r, kk = row.var, Var("k")
-    acc = DeclareFloat("acc")
-    body = block(
-        row,
-        If(r >= M, (Return(),)),
-        acc,
-        For("k", Const(0), K, Const(1), (Accumulate("acc", A[r, kk] * x[kk]),)),
-        store(y, r, fmax(acc.ref, 0.0)),
-    )
-    return Schedule(
-        family="matvec-relu", kernel_name="matvec_relu",
-        params=(("M", m), ("K", k)), arrays=(A, x, y), local_arrays=(),
-        local_size=(tile,), global_size=(round_up(m, tile),), body=body, tile=tile,
-        description="y = max(A·x, 0): one work-item per row, ReLU epilogue with fmax",
-        extra={"epilogue": "relu"},
-    )
+    return _row_per_work_item(m, k, tile, relu=True)
 
 
 def matvec_local(m: int, k: int, tile: int = 256, chunk: int | None = None) -> Schedule:
@@ -222,7 +212,7 @@ def matvec_local(m: int, k: int, tile: int = 256, chunk: int | None = None) -> S
     (default: the work-group size) into local memory, waits at a barrier, accumulates from
     local memory, and waits again before the next chunk, so any K works within a fixed
     local-memory budget of ``chunk``·4 bytes. x is read once per work-group: ⌈M/tile⌉·K
-    loads of x (seed: matrix-operations "Optimized Implementation with Shared Memory" and
+    loads of x (the lesson "Matrix Operations", section "Optimized Implementation with Shared Memory" and
     "Handling Large Vectors").
     """
     m, k, tile = (positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
@@ -259,8 +249,8 @@ def matvec_local_whole(m: int, k: int, tile: int = 256, local_words: int | None 
     (the same number of steps for every work-item) and one guarded step for the rest,
     waits at one barrier, then each work-item in range accumulates its row from
     local memory. Needs 4·K bytes of local memory: K = 16384 (64 KiB) exceeds the 48 KiB of
-    current NVIDIA GPUs and is refused (use ``matvec-local``, which stages chunks). Seed:
-    matrix-operations "Optimized Implementation with Shared Memory".
+    current NVIDIA GPUs and is refused (use ``matvec-local``, which stages chunks). Source:
+    the lesson "Matrix Operations", "Optimized Implementation with Shared Memory".
     """
     m, k, tile = (positive(a, v) for a, v in (("M", m), ("K", k), ("tile", tile)))
     words = k if local_words is None else positive("local_words", local_words)

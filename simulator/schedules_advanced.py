@@ -430,7 +430,7 @@ def matvec_rows_reduce(m: int, k: int, tile: int = 32, wg_rows: int = 8) -> Sche
     into ``partial[ly][lx]``, and the row's partial sums are added in local memory: first
     the ``tile - P`` work-items above the largest power of two P <= tile are folded in, then
     a tree of log2(P) halving steps, a barrier between steps; work-item 0 of the row stores
-    y[row]. Any positive ``tile`` works. Seeds: matrix-operations "Matrix-Vector
+    y[row]. Any positive ``tile`` works. The lesson "Matrix Operations", "Matrix-Vector
     Multiplication" (several work-items per row, reduction in local memory).
 
     Counts: :func:`analysis.closed_form.matvec_rows_reduce`.

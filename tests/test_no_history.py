@@ -15,9 +15,10 @@ from tiletraffic.analysis.cli import main
 from tiletraffic.gpu.device import list_devices
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE_FOLDERS = ("simulator", "gpu", "analysis", "tiletraffic")
+PACKAGE_FOLDERS = ("simulator", "gpu", "analysis", "frontend", "tiletraffic")
 """The installed package's folders (pyproject.toml's package-dir) scanned here."""
-HISTORY = re.compile(r"issue #[0-9]|[Rr]ound [0-9]|rounds [0-9]|seeds/")
+HISTORY = re.compile(r"issue #[0-9]|[Rr]ound [0-9]|rounds [0-9]|seeds/|[Ss]eeds?: (matrix|tiling)"
+                     r"|tiling-and-shared-memory")
 """Issue numbers, measurement rounds, and the course texts that are not in the repository."""
 TEXT_SUFFIXES = {".py", ".toml", ".md", ".j2", ".cl", ".txt", ".yml", ".yaml", ".cfg"}
 

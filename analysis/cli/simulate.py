@@ -167,7 +167,7 @@ def launch_shape_text(sch) -> str:
 def result_text(ref, worst, inputs_kind: str, users_reference: bool) -> str:
     """One line: the worst error / tolerance of the result and where."""
     check = worst.error_over_tolerance
-    return (f"result vs float64 " + ("reference" if users_reference else "numpy")
+    return ("result vs float64 " + ("reference" if users_reference else "numpy")
             + f" ({inputs_kind} inputs): worst error / tolerance = "
             f"{check:.3g} at {ref.output}[{', '.join(map(str, worst.worst_index or ()))}]"
             f" ({'ok' if check <= 1 else 'MISMATCH: ' + worst.message(ref.output)})")

@@ -82,7 +82,7 @@ def _samples(doc: dict, space: str) -> list[dict]:
         site = sites[(sample["space"], sample["direction"], sample["array"], sample["site"])]
         out.append({"sample": sample, "site": site})
     if space == "local":   # the worst request first: that is the one to look at
-        key = f"local_{{}}_wavefronts"
+        key = "local_{}_wavefronts"
         out.sort(key=lambda s: -s["sample"]["figures"][key.format(s["sample"]["direction"])])
     return out
 
