@@ -34,6 +34,23 @@ def fail(err: Exception) -> None:
     sys.exit(1)
 
 
+def write_failed(what: str, where, err: OSError) -> None:
+    """Exit on an error writing ``what`` under the folder ``where``: an output path that
+    cannot be a folder (:class:`analysis.files.OutputNotWritable`) is bad input (exit 2),
+    another OS error a failed run (exit 1); one line naming the file either way (``where``
+    None: the file's own path)."""
+    from ..files import OutputNotWritable
+
+    where = err.filename if where is None else where
+    reason = str(err.strerror or err)
+    named = str(err.filename or where)
+    message = (f"cannot write {what} under {str(where)!r}: {reason}"
+               + ("" if named in reason else f" ({named})"))
+    if isinstance(err, OutputNotWritable):
+        raise click.UsageError(message) from None
+    fail(OSError(message))
+
+
 def build_schedule(spec: str, m=None, k=None, n=None, tile=None, chunk=None, *,
                    example_shape: bool = False):
     """The schedule SCHEDULE names at the sizes and family options given on the command

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import fail
+from .common import fail, write_failed
 from .options import TARGETS_OPTION
 
 
@@ -32,7 +32,7 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
     linking explain pages of naive and tiled GEMM and a matrix-vector pair."""
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
-    from ..files import OutputNotWritable, SweepInterrupted
+    from ..files import SweepInterrupted
     from ..report import make_report, render
 
     if render_dir:
@@ -52,12 +52,8 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
                            device_model=model, targets=targets)
     except (TiletrafficGpuError, ValueError, KeyError, SweepInterrupted) as err:
         fail(err)
-    except OutputNotWritable as err:
-        raise click.UsageError(f"cannot write the report under {out_dir!r}: {err.strerror} "
-                               f"({err.filename})") from None
     except OSError as err:
-        fail(OSError(f"cannot write the report under {out_dir!r}: {err.strerror} "
-                      f"({err.filename})"))
+        write_failed("the report", out_dir, err)
     import json
 
     from ..report_text import summary_lines

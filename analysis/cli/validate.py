@@ -17,7 +17,7 @@ import sys
 
 import click
 
-from .common import command_line, fail, select_device
+from .common import command_line, fail, select_device, write_failed
 from .options import TARGETS_OPTION
 
 
@@ -163,7 +163,6 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
 
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
-    from ..files import OutputNotWritable
     from ..validation.run import ValidationInterrupted, run_validation
 
     try:
@@ -176,12 +175,8 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         raise click.UsageError(str(err)) from None
     except (TiletrafficGpuError, ValueError, ValidationInterrupted) as err:
         fail(err)
-    except OutputNotWritable as err:
-        raise click.UsageError(f"cannot write the validation under {err.filename}: "
-                               f"{err.strerror}") from None
     except OSError as err:
-        fail(OSError(f"cannot write the validation under {out!r}: {err.strerror} "
-                      f"({err.filename})"))
+        write_failed("the validation", out, err)
     _print_summary(result)
 
 
