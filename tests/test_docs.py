@@ -46,6 +46,8 @@ def test_mkdocs_builds_strict(tmp_path):
     assert (tmp_path / "site" / "index.html").exists()
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
     assert "tiletraffic.build" in api or "build(" in api, "the API page holds the facade"
+    roles = re.findall(r":(?:func|class|data|meth|mod|attr|exc):", api)
+    assert not roles, f"the API page shows {len(roles)} Sphinx roles as text (write Markdown)"
 
 
 def test_a_broken_anchor_fails_the_strict_build(tmp_path):

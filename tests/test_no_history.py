@@ -18,8 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_FOLDERS = ("simulator", "gpu", "analysis", "frontend", "tiletraffic")
 """The installed package's folders (pyproject.toml's package-dir) scanned here."""
 HISTORY = re.compile(r"issue #[0-9]|[Rr]ound [0-9]|rounds [0-9]|seeds/|[Ss]eeds?: (matrix|tiling)"
-                     r"|tiling-and-shared-memory")
-"""Issue numbers, measurement rounds, and the course texts that are not in the repository."""
+                     r"|tiling-and-shared-memory|commit [0-9a-f]{7}")
+"""Issue numbers, measurement rounds, commit hashes of past runs, and the course texts that are
+not in the repository."""
 TEXT_SUFFIXES = {".py", ".toml", ".md", ".j2", ".cl", ".txt", ".yml", ".yaml", ".cfg"}
 
 

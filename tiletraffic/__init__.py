@@ -1,9 +1,9 @@
 """tiletraffic: count, predict and measure the memory traffic of matrix kernels.
 
-The library surface in one place. A *schedule* (:class:`Schedule`, the IR of
-``tiletraffic.simulator.schedule``) describes one OpenCL kernel: its NDRange, work-group
-size, global and local arrays and its body; a :class:`KernelSequence` is several launched
-in order (``gemm-split-k``: partial products, then their sum). Every function here takes
+The library surface in one place. A *schedule* (`Schedule`, the IR of
+`tiletraffic.simulator.schedule`) describes one OpenCL kernel: its NDRange, work-group
+size, global and local arrays and its body; a `KernelSequence` is several launched
+in order (`gemm-split-k`: partial products, then their sum). Every function here takes
 either:
 
 >>> import tiletraffic as tt
@@ -13,26 +13,26 @@ either:
 >>> tt.closed_form(sch)["global_load_elems"]
 16384
 
-- :func:`build` a named schedule family (``gemm-naive``, ``gemm-tiled``, ``matvec-*``), demo
-  or known-faulty variant; or write your own with the IR (:class:`Schedule`, :class:`For`,
-  :class:`GlobalArray`, ...; the tutorial (docs/tutorial.md) builds a rectangular-tile GEMM in
-  ``examples/rect_tile_gemm.py``) and load it with ``build("file.py:function", m=..)``
-  (``tiletraffic.analysis.user_schedule``);
-- :func:`simulate` it (exact counts, optional values), :func:`check` it for hazards,
-  :func:`model` its memory system and time on a device model (:func:`device_model`);
-- :func:`explain` it: one web page drawing its tiles over time, reuse, coalescing, banks,
+- `build` a named schedule family (`gemm-naive`, `gemm-tiled`, `matvec-*`), demo
+  or known-faulty variant; or write your own with the IR (`Schedule`, `For`,
+  `GlobalArray`, ...; the tutorial (docs/tutorial.md) builds a rectangular-tile GEMM in
+  `examples/rect_tile_gemm.py`) and load it with `build("file.py:function", m=..)`
+  (`tiletraffic.analysis.user_schedule`);
+- `simulate` it (exact counts, optional values), `check` it for hazards,
+  `model` its memory system and time on a device model (`device_model`);
+- `explain` it: one web page drawing its tiles over time, reuse, coalescing, banks,
   hazards and time terms;
-- :func:`generate` its OpenCL C, :func:`run` it on an OpenCL device (PoCL without a GPU),
-  :func:`closed_form` its counts;
-- :func:`tune` a GEMM: rank a declared parameter space by the model, measure the best;
-  :func:`tune_kernel` the macros of your own OpenCL kernel the same way;
-- :func:`from_opencl`: an OpenCL C kernel of yours as a schedule (or
-  ``build("kernel.toml")`` with a launch file).
-- :func:`validate` the model on a device (every family, predicted against measured), with
-  predictions pre-registered by :func:`write_predictions`.
+- `generate` its OpenCL C, `run` it on an OpenCL device (PoCL without a GPU),
+  `closed_form` its counts;
+- `tune` a GEMM: rank a declared parameter space by the model, measure the best;
+  `tune_kernel` the macros of your own OpenCL kernel the same way;
+- `from_opencl`: an OpenCL C kernel of yours as a schedule (or
+  `build("kernel.toml")` with a launch file).
+- `validate` the model on a device (every family, predicted against measured), with
+  predictions pre-registered by `write_predictions`.
 
-``import tiletraffic`` and ``import tiletraffic.simulator`` load numpy only; pyopencl is
-imported when :func:`run` (or ``tiletraffic.gpu.runtime``) is first used.
+`import tiletraffic` and `import tiletraffic.simulator` load numpy only; pyopencl is
+imported when `run` (or `tiletraffic.gpu.runtime`) is first used.
 """
 from __future__ import annotations
 
@@ -103,36 +103,36 @@ except _metadata.PackageNotFoundError:  # running from a source tree that is not
 
 def build(name: str, m: int | None = None, k: int | None = None, n: int | None = None,
           tile: int | None = None, chunk: int | None = None, **options) -> Schedule:
-    """The schedule ``name`` at the given sizes.
+    """The schedule `name` at the given sizes.
 
     Args:
-        name: a family (:data:`FAMILIES`), a correct demo or a known-faulty variant
-            (``tiletraffic.simulator.variants.names()``), or ``"FILE.py:FUNCTION"``: a
-            function of your file that returns a :class:`Schedule`, called with the sizes
-            given (``m``, ``k``, ``n``, ``tile``; ``None`` ones left out) as keyword
-            arguments (``tiletraffic.analysis.user_schedule.load``). The command line
-            resolves SCHEDULE through the same ``tiletraffic.analysis.resolver.resolve``.
+        name: a family (`FAMILIES`), a correct demo or a known-faulty variant
+            (`tiletraffic.simulator.variants.names()`), or `"FILE.py:FUNCTION"`: a
+            function of your file that returns a `Schedule`, called with the sizes
+            given (`m`, `k`, `n`, `tile`; `None` ones left out) as keyword
+            arguments (`tiletraffic.analysis.user_schedule.load`). The command line
+            resolves SCHEDULE through the same `tiletraffic.analysis.resolver.resolve`.
         m, k, n: sizes; A is m×k, B is k×n (GEMM), x has k elements (matrix-vector). Omitted
             sizes of a demo or variant default to its example shape.
         tile: tile width B (GEMM: B×B work-groups) or work-items per work-group (matvec).
-        chunk: elements of x per staged chunk (``matvec-local``).
-            Or ``"KERNEL.toml"``: a launch file of an OpenCL C kernel
-            (``tiletraffic.analysis.launch_file``), with ``set={"N": 2048}`` replacing its
-            sizes and ``params={"TS": 16}`` its macros (passed as ``-DTS=16``).
-        options: family options (``mapping``, ``padding``, ``a_tile``; ``tm``, ``tn``,
-            ``bk``, ``wg_rows`` of the register-blocked GEMMs, ``wg_rows`` of
-            ``matvec-rows-reduce``); and for every form ``max_registers=N``, the register
+        chunk: elements of x per staged chunk (`matvec-local`).
+            Or `"KERNEL.toml"`: a launch file of an OpenCL C kernel
+            (`tiletraffic.analysis.launch_file`), with `set={"N": 2048}` replacing its
+            sizes and `params={"TS": 16}` its macros (passed as `-DTS=16`).
+        options: family options (`mapping`, `padding`, `a_tile`; `tm`, `tn`,
+            `bk`, `wg_rows` of the register-blocked GEMMs, `wg_rows` of
+            `matvec-rows-reduce`); and for every form `max_registers=N`, the register
             budget of a work-item (the compiled kernel uses at most N registers; on
-            NVIDIA's OpenCL through the PTX ``.maxnreg`` directive; the model's register
+            NVIDIA's OpenCL through the PTX `.maxnreg` directive; the model's register
             estimate is capped at N).
 
     Raises:
         ScheduleError: unknown name, missing size, a size or option that does not apply
-            (``n`` of a matrix-vector product, options of a demo or variant), or a
+            (`n` of a matrix-vector product, options of a demo or variant), or a
             parameter out of range.
         tiletraffic.analysis.user_schedule.UserScheduleError (a ValueError): the file or
             function cannot be loaded, does not take a size given, raises, or returns
-            something other than a Schedule; or ``chunk``/``options`` given for it.
+            something other than a Schedule; or `chunk`/`options` given for it.
     """
     from .analysis.resolver import Sizes, resolve
 
@@ -141,21 +141,21 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
 
 def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict,
                 build_options: str = "", *, sizes: dict | None = None) -> Schedule:
-    """The schedule of ``kernel`` in an OpenCL C source, for every function here.
+    """The schedule of `kernel` in an OpenCL C source, for every function here.
 
     Args:
-        source_or_path: the OpenCL C text, or the path of a ``.cl`` file.
-        kernel: the ``__kernel`` to read.
+        source_or_path: the OpenCL C text, or the path of a `.cl` file.
+        kernel: the `__kernel` to read.
         global_size, local_size: NDRange and work-group size (work-items per dimension).
-        args: every kernel argument by its name in the source: an ``int`` for a scalar,
-            ``{"shape": (M, K), "access": "in"}`` for a buffer (row-major float32; entries
-            integers or names of scalar arguments or of ``sizes``; access in/out/inout).
-        build_options: ``-D``/``-U``/``-I`` options, as for ``clBuildProgram``.
+        args: every kernel argument by its name in the source: an `int` for a scalar,
+            `{"shape": (M, K), "access": "in"}` for a buffer (row-major float32; entries
+            integers or names of scalar arguments or of `sizes`; access in/out/inout).
+        build_options: `-D`/`-U`/`-I` options, as for `clBuildProgram`.
         sizes: values of names the shapes use that are not kernel arguments.
 
-    The subset of OpenCL C accepted is that of ``tiletraffic.frontend.opencl``; running
-    the schedule (:func:`run`) launches this very source. A launch file gives the same from
-    TOML: ``build("kernel.toml")``.
+    The subset of OpenCL C accepted is that of `tiletraffic.frontend.opencl`; running
+    the schedule (`run`) launches this very source. A launch file gives the same from
+    TOML: `build("kernel.toml")`.
 
     Raises:
         tiletraffic.frontend.opencl.FrontendError (a ValueError): a construct outside the
@@ -176,16 +176,16 @@ def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict
 
 def tune_kernel(launch, params: dict, constraints=(), **options) -> dict:
     """Tune the macros of an OpenCL C kernel described by a launch file: every combination
-    of ``params`` (name -> values, passed as ``-DNAME=value``) meeting ``constraints``
-    (expressions) and the device limits is modelled and ranked, the best ``top`` measured
+    of `params` (name -> values, passed as `-DNAME=value`) meeting `constraints`
+    (expressions) and the device limits is modelled and ranked, the best `top` measured
     after each launch's check, the regret reported
-    (``tiletraffic.analysis.tune_launch.tune_launch``; ``options``: sets, device,
+    (`tiletraffic.analysis.tune_launch.tune_launch`; `options`: sets, device,
     device_model, top, repeat, warmup, rounds, out, seed).
 
-    Example: ``tune_kernel("examples/opencl/mm_tiled.toml", {"TS": [8, 16]}, top=0)``.
+    Example: `tune_kernel("examples/opencl/mm_tiled.toml", {"TS": [8, 16]}, top=0)`.
 
     Returns:
-        The results document (``predictions`` ranked, ``measurements``, ``summary``).
+        The results document (`predictions` ranked, `measurements`, `summary`).
 
     Raises:
         tiletraffic.analysis.tuner.TuneError: bad arguments or no valid candidate.
@@ -198,15 +198,15 @@ def tune_kernel(launch, params: dict, constraints=(), **options) -> dict:
 
 def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None,
           inputs: str = "normal") -> list[Hazard]:
-    """Every hazard of ``schedule``: races in local and global memory, barrier divergence,
+    """Every hazard of `schedule`: races in local and global memory, barrier divergence,
     out-of-bounds and misaligned vector accesses, uninitialized reads, unwritten outputs
     (an empty list when clean), one entry per fault with its counts per work-group.
 
-    Runs the whole launch in the simulator on fresh random inputs (``seed`` for repeatable
-    ones; ``inputs`` one of ``simulator.reference.INPUT_KINDS``) in report mode.
+    Runs the whole launch in the simulator on fresh random inputs (`seed` for repeatable
+    ones; `inputs` one of `simulator.reference.INPUT_KINDS`) in report mode.
 
     Raises:
-        LimitError: the schedule exceeds ``limits`` (default: none enforced).
+        LimitError: the schedule exceeds `limits` (default: none enforced).
     """
     import numpy as np
 
@@ -221,25 +221,25 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
           registers_per_work_item=None,
           accelerators: Accelerators | None = None) -> ModelledLaunch:
     """Counts, memory-system counts (requests, sectors, bank conflicts) and the predicted
-    cache traffic and time of ``schedule`` on a device model. For a
-    :class:`KernelSequence`: a :class:`ModelledSequence` (each kernel modelled, the time
-    their sum; ``registers_per_work_item`` a list of one value per kernel, or one int:
+    cache traffic and time of `schedule` on a device model. For a
+    `KernelSequence`: a `ModelledSequence` (each kernel modelled, the time
+    their sum; `registers_per_work_item` a list of one value per kernel, or one int:
     the first kernel's).
 
     Args:
-        device: a built-in model's name (:data:`DEVICE_MODELS`), the path of a model file
-            (TOML; ``tiletraffic device-model NAME`` prints one to start from), or a
-            :class:`DeviceModel`.
+        device: a built-in model's name (`DEVICE_MODELS`), the path of a model file
+            (TOML; `tiletraffic device-model NAME` prints one to start from), or a
+            `DeviceModel`.
         registers_per_work_item: the compiled kernel's registers per work-item (on NVIDIA:
-            ``run(...).run.registers_per_work_item``); they limit the resident
+            `run(...).run.registers_per_work_item`); they limit the resident
             work-groups. Without it a schedule with private arrays gets an estimate
-            (guessed, warned; ``simulator.registers``).
-        accelerators: the exact shortcuts that may run (:class:`Accelerators`; default:
-            all of them, ``tiletraffic.simulator.accelerators.ALL``).
+            (guessed, warned; `simulator.registers`).
+        accelerators: the exact shortcuts that may run (`Accelerators`; default:
+            all of them, `tiletraffic.simulator.accelerators.ALL`).
 
     Raises:
         KeyError: neither a built-in name nor a file. DeviceModelError: a malformed model
-        file. LimitError, HazardError: as :func:`simulate`. ValueError: registers not a
+        file. LimitError, HazardError: as `simulate`. ValueError: registers not a
         positive integer, above the device's maximum, or too many for the work-group.
     """
     from .simulator.accelerators import ALL
@@ -252,8 +252,8 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
 
 
 def generate(schedule: Schedule):
-    """The OpenCL C kernel of ``schedule`` (a ``tiletraffic.gpu.kernel.GeneratedKernel``:
-    ``.source``, ``.name``, ``.args``); for a :class:`KernelSequence`, a tuple of them in
+    """The OpenCL C kernel of `schedule` (a `tiletraffic.gpu.kernel.GeneratedKernel`:
+    `.source`, `.name`, `.args`); for a `KernelSequence`, a tuple of them in
     launch order. Needs no OpenCL driver."""
     from .gpu.codegen import generate as _generate
 
@@ -265,31 +265,31 @@ def generate(schedule: Schedule):
 def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warmup: int = 2,
         reference=None, seed: int | None = None, inputs: str = "normal",
         unchecked: bool = False):
-    """Check ``schedule`` in the simulator, then build, launch, time and check it on an
+    """Check `schedule` in the simulator, then build, launch, time and check it on an
     OpenCL device.
 
     Args:
-        device: ``"P:D"`` indices, part of a platform or device name, or ``None`` for the
+        device: `"P:D"` indices, part of a platform or device name, or `None` for the
             default (a GPU if present, else PoCL's CPU device; never Oclgrind).
         repeat, warmup: timed launches and untimed warm-up launches.
         reference: for a schedule that is not a GEMM or matrix-vector product, a function
-            ``inputs -> output`` (numpy, float64) giving the expected result.
+            `inputs -> output` (numpy, float64) giving the expected result.
         seed: seed of the random inputs.
-        inputs: ``normal`` (default), ``uniform``, ``ones`` or ``arange`` (the last two
+        inputs: `normal` (default), `uniform`, `ones` or `arange` (the last two
             can hide swapped indices).
         unchecked: launch even when the check before launch finds hazards (then the
-            result's ``.unchecked`` says "unchecked: hazards found: ..."); without it such
-            a schedule raises ``UnsafeLaunchError`` and nothing is launched.
+            result's `.unchecked` says "unchecked: hazards found: ..."); without it such
+            a schedule raises `UnsafeLaunchError` and nothing is launched.
 
     Returns:
-        ``tiletraffic.analysis.validation.measure.DeviceRun`` (``.run`` times in seconds, ``.check``;
+        `tiletraffic.analysis.validation.measure.DeviceRun` (`.run` times in seconds, `.check`;
         every launch's output was fingerprinted and each distinct one checked).
 
     Raises:
         tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
         tiletraffic.analysis.validation.measure.UnsafeLaunchError: hazards found before launch.
         tiletraffic.gpu.runtime.LaunchConfigError, KernelBuildError, LaunchError,
-        ResultMismatchError: see ``run_on_device``.
+        ResultMismatchError: see `run_on_device`.
     """
     import numpy as np
 
@@ -303,25 +303,25 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
 
 def calibrate(device: str | None = None, *, quick: bool = False,
               base: str | DeviceModel | None = None, out=None):
-    """Measure an OpenCL device with ``tiletraffic calibrate``'s microbenchmarks
-    (``tiletraffic.analysis.calibrate``: DRAM, L2 size and bandwidth, local memory, FP32,
+    """Measure an OpenCL device with `tiletraffic calibrate`'s microbenchmarks
+    (`tiletraffic.analysis.calibrate`: DRAM, L2 size and bandwidth, local memory, FP32,
     the staging round trips from L2 and DRAM, strided requests, the register-tile issue
     rate, launch overhead, barriers): its device model and the measurements. A value whose
     measurement is unusable (timing noise, a device the benchmark cannot run on) is left
-    as in the base model and says why (``Measurement.why_unmapped``).
+    as in the base model and says why (`Measurement.why_unmapped`).
 
     Args:
-        device: as for :func:`run`.
+        device: as for `run`.
         quick: tiny sizes (seconds on a CPU; a well-formed model, rough numbers).
-        base: the model (name, file or :class:`DeviceModel`) whose unmeasured values are
+        base: the model (name, file or `DeviceModel`) whose unmeasured values are
             kept (default: the built-in model matching the device's name, else generic-gpu).
         out: also write the model there (TOML, atomically; use it with
-            ``--device-model``/``model(..., device=out)``).
+            `--device-model`/`model(..., device=out)`).
 
     Returns:
-        ``(DeviceModel, measurements)``: each measurement a
-        ``tiletraffic.analysis.calibrate.Measurement`` (benchmark, value, unit, the field
-        it set); ``tiletraffic.analysis.calibrate.table(measurements)`` returns them as a
+        `(DeviceModel, measurements)`: each measurement a
+        `tiletraffic.analysis.calibrate.Measurement` (benchmark, value, unit, the field
+        it set); `tiletraffic.analysis.calibrate.table(measurements)` returns them as a
         text table.
 
     Raises:
@@ -349,43 +349,43 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
          log=None, command: str | None = None, targets=None):
     """Tune C = A·B (A m×k, B k×n, float32) over a tuning space: reject the candidates that
     break the space's constraints (each with its reason), rank the rest by the model's
-    predicted time on ``device_model``, run the ``top`` best on ``device`` (every launch
+    predicted time on `device_model`, run the `top` best on `device` (every launch
     checked against float64 before its time counts) and judge the model (regret of its
     pick against the best measured, rank correlation; over the measured ones only).
 
     Args:
-        device: OpenCL device as for :func:`run` (not opened when ``top=0``).
+        device: OpenCL device as for `run` (not opened when `top=0`).
         device_model: ranks the candidates (default: the device's model, else nvidia-h200).
-        top: candidates to measure (0: model only). ``measure_all``: all valid ones.
+        top: candidates to measure (0: model only). `measure_all`: all valid ones.
         out: JSON file written after every candidate (an existing one is moved to
-            ``history/`` unless ``resume``, which reuses what it holds).
+            `history/` unless `resume`, which reuses what it holds).
         repeat, warmup, rounds: timed and untimed launches per candidate and round, and
-            rounds (every other in reverse order; the spread as :func:`validate`'s).
+            rounds (every other in reverse order; the spread as `validate`'s).
         space: a space file (TOML; default the built-in
-            ``analysis/tuning_spaces/gemm.toml``). jobs: modelling processes.
+            `analysis/tuning_spaces/gemm.toml`). jobs: modelling processes.
         seed: of the random inputs. progress: progress bars on stderr (None: on a
             terminal only). log: a function that takes each line of progress (default:
             none printed). command: the command line the results file records (default:
             this call). targets: the limits judged by (a TOML file or
-            ``tiletraffic.analysis.targets.Targets``; default the built-in ones:
-            ``tune-regret`` 10 %, ``ranking`` 2x the spread).
+            `tiletraffic.analysis.targets.Targets`; default the built-in ones:
+            `tune-regret` 10 %, `ranking` 2x the spread).
         recheck: before measuring, build (compile only) this many of the best-ranked
-            candidates on ``device``, re-model them with the compiled kernel's registers
-            per work-item where the driver reports them (NVIDIA's ``-cl-nv-verbose`` build
+            candidates on `device`, re-model them with the compiled kernel's registers
+            per work-item where the driver reports them (NVIDIA's `-cl-nv-verbose` build
             log; PoCL reports none: the ranking stays estimate-based) and re-rank; the
-            ``top`` measured come from the re-ranked ones; a failed build is a rejection
-            (stage ``build``, with its log). Default None: 4 x ``top``; 0: none. Each
-            prediction records ``registers_source``, ``estimate_rank``,
-            ``estimate_predicted_time_s``, ``compiled_rank``, ``compiled_predicted_time_s``;
-            ``.summary["estimate_pick"]`` is the estimate ranking's pick and its regret.
+            `top` measured come from the re-ranked ones; a failed build is a rejection
+            (stage `build`, with its log). Default None: 4 x `top`; 0: none. Each
+            prediction records `registers_source`, `estimate_rank`,
+            `estimate_predicted_time_s`, `compiled_rank`, `compiled_predicted_time_s`;
+            `.summary["estimate_pick"]` is the estimate ranking's pick and its regret.
 
     Returns:
-        ``tiletraffic.analysis.tuner.TuneResult`` (``.summary``: ``regret_ratio``,
-        ``regret_target``, ``within_regret_target``, ``spearman_rho``, ...; ``.measurements``; ``.table()``).
+        `tiletraffic.analysis.tuner.TuneResult` (`.summary`: `regret_ratio`,
+        `regret_target`, `within_regret_target`, `spearman_rho`, ...; `.measurements`; `.table()`).
 
     Raises:
         tiletraffic.analysis.tuner.TuneError (a ValueError): bad sizes or options, no valid
-            candidate, an ``out`` a resumed tuning does not match.
+            candidate, an `out` a resumed tuning does not match.
         tiletraffic.analysis.tuning_space.SpaceError (a ValueError): a malformed space file.
         tiletraffic.gpu.device.DeviceError: no OpenCL device.
         tiletraffic.analysis.tuner.TuneInterrupted: Ctrl-C (what finished is saved).
@@ -397,11 +397,11 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
                  measure_all=measure_all, resume=resume, seed=seed, progress=progress,
                  recheck=recheck, log=log, command=command, targets=targets)
 def validation_cases(name: str = "quick"):
-    """A built-in case list of ``validate``: ``"quick"`` (tiny, PoCL/CI), ``"cpu"`` or
-    ``"gpu"`` (GEMM 1024/4096, matvec 4096/8192), a tuple of
-    ``tiletraffic.analysis.validation.cases.Case`` (``.family``, ``.m``, ``.k``, ``.n``, ``.tile``,
-    ``.options``, ``.registers``: the compiled registers per work-item the model uses, or
-    ``None``; ``Case.from_dict({...})`` makes your own).
+    """A built-in case list of `validate`: `"quick"` (tiny, PoCL/CI), `"cpu"` or
+    `"gpu"` (GEMM 1024/4096, matvec 4096/8192), a tuple of
+    `tiletraffic.analysis.validation.cases.Case` (`.family`, `.m`, `.k`, `.n`, `.tile`,
+    `.options`, `.registers`: the compiled registers per work-item the model uses, or
+    `None`; `Case.from_dict({...})` makes your own).
 
     Raises:
         KeyError: an unknown name.
@@ -413,13 +413,13 @@ def validation_cases(name: str = "quick"):
 
 def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
                       case_list: str = "gpu") -> dict:
-    """Pre-register the model's predictions: predict ``cases`` (default: the built-in list
-    ``case_list``) on ``device_model`` and write the predictions file ``path`` (JSON: the
+    """Pre-register the model's predictions: predict `cases` (default: the built-in list
+    `case_list`) on `device_model` and write the predictions file `path` (JSON: the
     cases, the model file's name and SHA-256, each prediction, the git commit, a UTC time).
     Needs no device. Returns the document written.
 
     Raises:
-        KeyError, DeviceModelError: an unknown or malformed device model. OSError: ``path``
+        KeyError, DeviceModelError: an unknown or malformed device model. OSError: `path`
         cannot be written.
     """
     from .analysis.validation.cases import case_list as _case_list
@@ -433,34 +433,34 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
              quick: bool = False, cases=None, predictions=None, out=None, repeat: int = 10,
              rounds: int = 2, progress: bool = False, targets=None):
     """Validate the model on an OpenCL device: every case run, checked against float64,
-    timed (median and spread of ``rounds`` × ``repeat`` launches) and compared with the
+    timed (median and spread of `rounds` × `repeat` launches) and compared with the
     model's predicted time, speedup over the naive schedule and ranking
-    (``tiletraffic.analysis.validation`` defines each figure).
+    (`tiletraffic.analysis.validation` defines each figure).
 
     Args:
-        device: as for :func:`run`. device_model: a built-in name, a file or a
-            :class:`DeviceModel` (default: the predictions file's, else the built-in model
-            of a known device, else ``generic-gpu``).
+        device: as for `run`. device_model: a built-in name, a file or a
+            `DeviceModel` (default: the predictions file's, else the built-in model
+            of a known device, else `generic-gpu`).
         quick: the tiny case list; cases: your own (default: the device's list).
-        predictions: a predictions file (:func:`write_predictions`): its cases are measured
+        predictions: a predictions file (`write_predictions`): its cases are measured
             and compared with its predictions, after checking the model's hash.
-        out: the results folder (default ``reports/<device>[-quick]/validate``).
+        out: the results folder (default `reports/<device>[-quick]/validate`).
         targets: the limits the model is judged by, reported under their names (a TOML
-            file or ``tiletraffic.analysis.targets.Targets``; default the built-in
-            ``analysis/targets.toml``: median-abs-error 15 %, worst-abs-error 35 %,
+            file or `tiletraffic.analysis.targets.Targets`; default the built-in
+            `analysis/targets.toml`: median-abs-error 15 %, worst-abs-error 35 %,
             speedup-error 20 %, ranking 2x the spread).
 
     Returns:
-        ``tiletraffic.analysis.validation.run.ValidationRun``: ``.out_dir``, ``.data`` (the
-        ``validation.json`` document), ``.summary`` (``.targets``, ``.results``,
-        ``.speedups``, ``.pairs``, ``.to_dict()``).
+        `tiletraffic.analysis.validation.run.ValidationRun`: `.out_dir`, `.data` (the
+        `validation.json` document), `.summary` (`.targets`, `.results`,
+        `.speedups`, `.pairs`, `.to_dict()`).
 
     Raises:
-        tiletraffic.gpu.device.DeviceError: no such device. ValueError: ``repeat`` < 10 or
-        ``rounds`` < 1; ``PredictionsError``/``PredictionsMismatch`` (ValueErrors): a
+        tiletraffic.gpu.device.DeviceError: no such device. ValueError: `repeat` < 10 or
+        `rounds` < 1; `PredictionsError`/`PredictionsMismatch` (ValueErrors): a
         malformed predictions file, or other cases or another model than the file's;
-        ``TargetsError`` (a ValueError): a malformed targets file.
-        OSError: ``out`` cannot be written.
+        `TargetsError` (a ValueError): a malformed targets file.
+        OSError: `out` cannot be written.
     """
     from .analysis.validation.run import run_validation
     from .gpu.device import select_device
@@ -474,7 +474,7 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
 def explain(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *, out=None,
             work_group=None, step_iterations: int | None = None,
             registers_per_work_item: int | None = None, kernel=None) -> dict:
-    """Observe ``schedule`` for an explain page and, with ``out``, write the page there
+    """Observe `schedule` for an explain page and, with `out`, write the page there
     (one self-contained HTML file, atomically): the tiles one work-group reads per barrier
     interval, per-element reuse, one sub-group's request in sectors and lines, one local
     access in banks, the hazards and the model's time terms.
@@ -482,27 +482,27 @@ def explain(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *, ou
     >>> doc = tt.explain(tt.build("gemm-tiled", m=32, k=32, n=32, tile=16), out="tiled.html")
 
     Args:
-        device: the device model of the pictures and the time terms (as for :func:`model`).
-        out: the HTML file to write (``None``: write nothing).
+        device: the device model of the pictures and the time terms (as for `model`).
+        out: the HTML file to write (`None`: write nothing).
         work_group: the work-group drawn, a linear id or one id per NDRange dimension
             (default: the first hazard's, else 0).
         step_iterations: without barriers, iterations of each load per step (default: the
             tile).
-        registers_per_work_item: as for :func:`model`.
-        kernel: of a :class:`KernelSequence`, the kernel drawn: its name or 1-based
+        registers_per_work_item: as for `model`.
+        kernel: of a `KernelSequence`, the kernel drawn: its name or 1-based
             position (default: the first).
 
     Returns:
-        The document the page is drawn from (and embeds): ``counts`` as
-        ``simulate(...).counts.to_dict()``, ``reuse`` (per input, every element's reads),
-        ``steps``, ``sites``, ``samples``, ``memory``, ``hazards``, ``time``
-        (``tiletraffic.analysis.explain.collect.explain_data``).
+        The document the page is drawn from (and embeds): `counts` as
+        `simulate(...).counts.to_dict()`, `reuse` (per input, every element's reads),
+        `steps`, `sites`, `samples`, `memory`, `hazards`, `time`
+        (`tiletraffic.analysis.explain.collect.explain_data`).
 
     Raises:
         tiletraffic.analysis.explain.ExplainSizeError (a ValueError): an array with more
             than 64 elements along a side (the message names a size to use).
         ValueError: a work-group outside the launch. KeyError, DeviceModelError: as
-            :func:`model`. LimitError: the schedule exceeds the device model's limits.
+            `model`. LimitError: the schedule exceeds the device model's limits.
     """
     from .analysis.explain import explain_data, write_page
     from .simulator.sequence import pick_kernel
@@ -516,8 +516,8 @@ def explain(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *, ou
 
 
 def closed_form(schedule: Schedule) -> dict | None:
-    """Closed-form counts of ``schedule`` (the keys of ``TrafficCounts.to_dict()``), or
-    ``None`` for a schedule family without closed forms (a user's own schedule)."""
+    """Closed-form counts of `schedule` (the keys of `TrafficCounts.to_dict()`), or
+    `None` for a schedule family without closed forms (a user's own schedule)."""
     from .analysis import closed_form as _cf
 
     return _cf.counts_or_none(schedule)

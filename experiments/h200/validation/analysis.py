@@ -126,8 +126,7 @@ def under_cases(cases: list[CaseComparison]) -> str:
                      for n, fams in sorted(under.items()))
 
 
-_FIRST_MODEL = ("guessed when the device model was first written (commit 65c4cc2), before "
-                "the first H200 run")
+_FIRST_MODEL = "guessed, not fitted to any H200 measurement"
 
 
 def value_rows(model: DeviceModel, which: str, unshared: str | None) -> list[str]:
