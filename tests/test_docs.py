@@ -48,6 +48,16 @@ def test_mkdocs_builds_strict(tmp_path):
     assert "tiletraffic.build" in api or "build(" in api, "the API page holds the facade"
     roles = re.findall(r":(?:func|class|data|meth|mod|attr|exc):", api)
     assert not roles, f"the API page shows {len(roles)} Sphinx roles as text (write Markdown)"
+    site, dead = tmp_path / "site", []
+    for page in site.rglob("*.html"):
+        for url in re.findall(r'(?:href|src)="([^"#?]+)', page.read_text(encoding="utf-8")):
+            if "://" in url or url.startswith(("/", "mailto:")):
+                continue
+            target = page.parent / url / ("index.html" if url.endswith("/") else "")
+            if not target.exists():
+                dead.append(f"{page.relative_to(site)}: {url}")
+    assert not dead, "links dead in the built site (docs/hooks.py copies repository files):\n" \
+        + "\n".join(dead)
 
 
 def test_a_broken_anchor_fails_the_strict_build(tmp_path):
