@@ -11,11 +11,12 @@ options) and walks clang's tree of the kernel. The subset it accepts:
 - integers: ``int``/``uint``/``size_t`` variables bound once (a ``Let``), literals and
   macros, the kernel's scalars, ``get_global_id``, ``get_local_id``, ``get_group_id``,
   ``get_local_size``, ``get_num_groups``, ``get_global_size``; ``+ - * / %``, integer
-  ``min``/``max``, shifts by constants (of non-negative values);
+  ``min``/``max``, shifts by constants (``>>`` of a negative value rounds down, as OpenCL's);
 - floats: private scalars, ``float4`` private vectors, private arrays (``= {0}`` zero-fills),
   ``__local`` arrays of static shape (any rank), ``+ - *``, ``fma``/``mad``, the IR's
   built-ins (``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp``; float ``max``/``min`` as
-  ``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions, loads of the buffers
+  ``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions (``?:`` without loads in its
+  branches: C loads only the branch taken), loads of the buffers
   indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts;
 - statements: ``for`` loops counting up (``<``, ``<=``; ``++i``, ``i++``, ``i += s``,
   ``i = i + s``), ``if``/``else`` on integer conditions, ``return``, ``barrier`` with its
@@ -227,6 +228,17 @@ def _type_kind(t) -> str:
 
 def _is_int_type(t) -> bool:
     return _type_kind(t) in _INT_KINDS
+
+
+def _floor_mod(value: S.IntExpr, divisor: S.Const) -> S.IntExpr:
+    """``value`` mod ``divisor`` (> 0) in 0..divisor-1 for negative values too, as ``&`` of
+    a two's-complement int with ``divisor - 1`` gives it; the IR's ``%`` truncates as C's."""
+    return S.BinOp("%", S.BinOp("+", S.BinOp("%", value, divisor), divisor), divisor)
+
+
+def _loads(e: S.FloatExpr) -> bool:
+    """``e`` reads a buffer or local array (a :class:`simulator.schedule.Load` in it)."""
+    return isinstance(e, S.Load) or any(_loads(o) for o in S.float_operands(e))
 
 
 def _is_float_type(t) -> bool:
@@ -1018,11 +1030,14 @@ class _KernelBuilder:
                     self.fail(right, f"shift {op} by a value that is not a constant 0..30: "
                                      "shift by constants only")
                 factor = S.Const(2 ** shift)
-                return S.BinOp("*" if op == "<<" else "/", self.int_expr(left), factor)
+                if op == "<<":
+                    return S.BinOp("*", self.int_expr(left), factor)
+                value = self.int_expr(left)   # x >> s rounds down: (x - (x mod 2^s)) / 2^s
+                return S.BinOp("/", S.BinOp("-", value, _floor_mod(value, factor)), factor)
             if op == "&":
                 mask = C.evaluate(right)
                 if isinstance(mask, int) and mask >= 0 and (mask + 1) & mask == 0:
-                    return S.BinOp("%", self.int_expr(left), S.Const(mask + 1))
+                    return _floor_mod(self.int_expr(left), S.Const(mask + 1))
             self.fail(s, f"integer operator {op}: write + - * / %, min, max or shifts by "
                          "constants")
         if kind == K.UNARY_OPERATOR:
@@ -1446,7 +1461,11 @@ class _KernelBuilder:
         if kind == K.CONDITIONAL_OPERATOR:
             cond, then, orelse = C.children(s)
             test = self.condition(cond)          # refuses a condition on float values
-            return S.Select(test, self.float_expr(then, out), self.float_expr(orelse, out))
+            operands = self.float_expr(then, out), self.float_expr(orelse, out)
+            if any(_loads(e) for e in operands):
+                self.fail(s, "a load in a branch of ?: (C loads only the branch taken, the "
+                             "simulator's select loads both): write it as if/else")
+            return S.Select(test, *operands)
         self.fail(s, f"float expression {kind.name.lower()} is not supported")
 
     def float_call(self, s, out) -> S.FloatExpr:

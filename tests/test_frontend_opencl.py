@@ -160,3 +160,19 @@ def test_float_builtins_and_select():
     expected = (np.fmax(a, b) + np.fmin(a, 0) * np.abs(b) + np.sqrt(np.abs(a)) + np.exp(b * 0.1)
                 + np.where(i % 2 == 0, a, b) + np.where(i < 5, b, a) + np.fmax(a, 1.0))
     assert_close(r.outputs["C"], expected, 16)
+
+
+def test_shifts_and_masks_of_negative_values_round_down_as_opencl():
+    """``x >> s`` of a negative int rounds toward minus infinity and ``x & (2^s - 1)`` is in
+    0..2^s-1, as OpenCL C's two's-complement ints give them (numpy's ``>>`` and ``&`` on
+    int64 agree); a truncating division would read other elements."""
+    src = """
+    __kernel void k(__global const float *A, __global float *C) {
+        const int i = get_global_id(0);
+        C[i] = A[((i - 9) >> 2) + 3] + A[(i - 13) & 7];
+    }"""
+    sch, x, r = run(src, [16], [8], {"A": {"shape": [16], "access": "in"},
+                                     "C": {"shape": [16], "access": "out"}})
+    a, i = x["A"].astype(np.float64), np.arange(16)
+    assert_close(r.outputs["C"], a[((i - 9) >> 2) + 3] + a[(i - 13) & 7], 2)
+    assert not tt.check(sch)

@@ -31,6 +31,8 @@ REFUSED = {
     "global-only barrier": ("    barrier(CLK_GLOBAL_MEM_FENCE);\n    C[i] = A[i];", 4, 5,
                             ["CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE"]),
     "ternary on floats": ("    C[i] = A[i] > 0.0f ? A[i] : 0.0f;", 4, 12, [DATA_DEPENDENT]),
+    "load in a branch of ?:": ("    C[i] = (i < N) ? A[i] : 0.0f;", 4, 12,
+                               ["branch taken", "if/else"]),
     "atomic": ("    atomic_inc((volatile __global int *)C);", 4, 5, ["atomic_inc", "barriers"]),
 }
 
