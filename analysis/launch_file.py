@@ -302,6 +302,9 @@ def schedule(launch: LaunchFile) -> Schedule:
     terms = data.get("reference", {}).get("terms")
     if terms is not None:
         extra["terms_per_output"] = launch.value("reference.terms", terms)
+        if not 1 <= extra["terms_per_output"] < 2**24:
+            raise launch.error("reference.terms", f"{extra['terms_per_output']} terms per "
+                               "output: the tolerance needs 1 to 2^24 - 1")
     import dataclasses
     return dataclasses.replace(sch, extra=extra)
 
@@ -331,13 +334,21 @@ def reference_function(spec):
     except user_schedule.UserScheduleError as err:
         raise launch.error("reference.function", str(err)) from None
 
+    args = launch.data.get("args", {})
+    outputs = [a for a, raw in args.items()
+               if isinstance(raw, dict) and raw.get("access") in ("out", "inout")]
+
     def single(inputs):
         out = fn(inputs)
         if isinstance(out, dict):
             if len(out) != 1:
                 raise LaunchFileError(f"{launch.path}: reference.function: returned "
                                       f"{sorted(out)}; the kernel's check takes one output")
-            return next(iter(out.values()))
+            (key, value), = out.items()
+            if outputs and key not in outputs:
+                raise LaunchFileError(f"{launch.path}: reference.function: returned {key!r}; "
+                                      f"the kernel's output is {', '.join(outputs)}")
+            return value
         return out
     single.__name__ = name
     return user_schedule._reporting(single, ref)

@@ -46,7 +46,7 @@ from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
 from .global_races import GlobalRaceDetector
 from .hazards import Hazard, HazardError, HazardLog, array_dims, element_text
 from .race_detection import LocalRaceDetector, UninitializedLocalRead, UnwrittenOutput
-from .static_ir import CMP_OPS, INT_OPS, eval_static, is_vectorizable
+from .static_ir import CMP_OPS, INT_OPS, ExecutionError, eval_static, is_vectorizable
 from .unwritten import unwritten_fill
 
 BATCH_WORK_ITEMS = 1 << 20
@@ -1067,7 +1067,9 @@ class Machine:
                 return
         step = self.eval_int(loop.step)
         if np.any(np.asarray(step) <= 0):
-            raise ValueError(f"{self.schedule.family}: loop {loop.var} has a step <= 0")
+            raise ExecutionError(f"{self.schedule.family}: loop {loop.var} has a step of "
+                                 f"{int(np.min(step))}: it must be at least 1 (the loop would "
+                                 "never end)")
         if self.is_vectorizable(loop):
             self.exec_for_blocks(loop, m, step)
             return

@@ -88,16 +88,18 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
             values as ``|A|@|B|``: right for sums of products such as GEMM variants, and
             for exact operations of them (max, abs, select).
         sum_length: the K of the tolerance, as the simulator counted it
-            (:mod:`simulator.sum_length`, :mod:`simulator.launch_check`); without it, the
-            schedule's ``K`` for a built-in GEMM or matrix-vector product, and with ``fn``
-            the schedule's ``extra["terms_per_output"]`` (a launch file's
-            ``reference.terms``), else the sum length counted by simulating the launch
+            (:mod:`simulator.sum_length`, :mod:`simulator.launch_check`); with ``fn`` the
+            schedule's ``extra["terms_per_output"]`` (a launch file's ``reference.terms``)
+            replaces it where given. Without either, the schedule's ``K`` for a built-in
+            GEMM or matrix-vector product, and with ``fn`` the sum length counted by
+            simulating the launch
             (values at the drawn inputs; a launch too large for that raises ``ValueError``:
             count it first).
 
     Raises:
         ValueError: without ``fn``, the schedule has no single output or not the inputs A and
-            B/x; with ``fn``, a result of the wrong shape or more than one output.
+            B/x; with ``fn``, a result of the wrong shape, one with NaN or infinite values
+            (at the inputs or at their absolute values), or more than one output.
     """
     outs = [a.name for a in schedule.arrays if a.is_output]
     ins = [a.name for a in schedule.arrays if a.role == "in"]
@@ -115,10 +117,17 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
                              f"{value.shape}, the output {outs[0]} has shape {shape}")
         bound = np.abs(np.asarray(fn({n: np.abs(v) for n, v in f64.items()}),
                                   dtype=np.float64))
-        if sum_length is None:
-            sum_length = int(schedule.extra["terms_per_output"]) \
-                if "terms_per_output" in schedule.extra else \
-                counted_sum_length(schedule, inputs)
+        for what, values in (("", value), (" at |inputs|", bound)):
+            bad = ~np.isfinite(values)
+            if bad.any():
+                first = tuple(int(i) for i in np.argwhere(bad)[0])
+                raise ValueError(f"{schedule.family}: the reference function returned "
+                                 f"{int(bad.sum())} NaN or infinite value(s){what} (first at "
+                                 f"{outs[0]}{list(first)})")
+        if "terms_per_output" in schedule.extra:     # the user's own statement wins
+            sum_length = int(schedule.extra["terms_per_output"])
+        elif sum_length is None:
+            sum_length = counted_sum_length(schedule, inputs)
         return Reference(outs[0], value, bound, sum_length)
     if len(outs) != 1 or len(ins) != 2 or ins[0] != "A":
         raise ValueError(f"{schedule.family}: no reference for inputs {ins} -> outputs {outs}")

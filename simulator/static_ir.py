@@ -18,8 +18,27 @@ import numpy as np
 from . import schedule as S
 
 
+class ExecutionError(ValueError):
+    """The schedule cannot be executed as written: an integer division or remainder by a
+    zero that every work-item computes, or a loop whose step is not positive (it would never
+    end). The message names the operation or the loop."""
+
+
 def c_div(a, b):
-    """C integer division (truncates toward zero)."""
+    """C integer division (truncates toward zero).
+
+    Raises:
+        ExecutionError: ``b`` is a scalar 0 (a divisor that is 0 only for some work-items is
+            left to the caller: those may be masked off by an ``if``).
+    """
+    if np.ndim(b) == 0 and b == 0:
+        raise ExecutionError("an integer division or remainder by zero: the divisor is 0 for "
+                             "every work-item")
+    with np.errstate(divide="ignore"):
+        return _c_div(a, b)
+
+
+def _c_div(a, b):
     q = np.floor_divide(a, b)
     fix = (np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))
     return q + fix

@@ -101,3 +101,18 @@ def test_without_libclang_reading_opencl_c_is_one_line_not_a_traceback(monkeypat
     assert res.exit_code == 2, res.output
     assert "needs the libclang package" in res.output and "Traceback" not in res.output
     assert len([ln for ln in res.output.splitlines() if ln.startswith("error:")]) == 1
+
+
+@pytest.mark.parametrize("body, words", [
+    ("    for (int j = 0; j < 4; j += 0) C[i] = A[i];", ["loop", "step of 0", "never end"]),
+    ("    C[i] = A[i / (N - 64)];", ["division", "by zero"]),
+])
+def test_a_kernel_the_simulator_cannot_execute_is_one_line_not_a_traceback(body, words):
+    from tiletraffic.simulator.engine import ExecutionError
+
+    sch = tt.from_opencl(kernel(body), "k", [64], [16], ARGS)
+    with pytest.raises(ExecutionError) as err:
+        tt.simulate(sch, compute_values=False)
+    assert "\n" not in str(err.value)
+    for w in words:
+        assert w in str(err.value), str(err.value)

@@ -9,7 +9,7 @@ import click
 
 import tiletraffic as tt
 from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
-from tiletraffic.simulator.engine import InputError
+from tiletraffic.simulator.engine import ExecutionError, InputError
 
 from ..resolver import resolve
 from .common import build_schedule, one_name_or_all, within_budget
@@ -56,7 +56,7 @@ def hazards_of(sch, seed=None, inputs_kind="normal", no_limits=False):
     try:
         return tt.check(sch, seed=seed, inputs=inputs_kind,
                         limits=UNLIMITED if no_limits else GENERIC_GPU)
-    except (LimitError, InputError) as err:
+    except (LimitError, InputError, ExecutionError) as err:
         raise click.UsageError(str(err)) from None
 
 

@@ -9,7 +9,7 @@ import sys
 import click
 
 from tiletraffic.simulator.device import LimitError
-from tiletraffic.simulator.engine import InputError
+from tiletraffic.simulator.engine import ExecutionError, InputError
 from tiletraffic.simulator.schedules import ScheduleError
 
 from tiletraffic.simulator.sequence import kernels_of
@@ -50,7 +50,7 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
                 results.append(res)
                 if not as_json:
                     click.echo("\n".join(comparison_text(res)))
-    except (ScheduleError, LimitError, InputError) as err:
+    except (ScheduleError, LimitError, InputError, ExecutionError) as err:
         raise click.UsageError(str(err)) from None
     except OclgrindUnavailable as err:  # a setup to fix, not a fault of the kernel
         click.echo(f"error: {str(err).splitlines()[0]}", err=True)

@@ -6,7 +6,7 @@ import warnings
 import click
 
 from tiletraffic.simulator.device import LimitError
-from tiletraffic.simulator.engine import InputError
+from tiletraffic.simulator.engine import ExecutionError, InputError
 
 from tiletraffic.simulator.sequence import is_sequence, pick_kernel
 
@@ -67,7 +67,7 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
                                registers_per_work_item=registers)
         except ExplainSizeError as err:
             raise click.UsageError(str(err)) from None
-        except (LimitError, InputError) as err:
+        except (LimitError, InputError, ExecutionError) as err:
             raise click.UsageError(str(err)) from None
         except ValueError as err:   # a work-group outside the launch, too many registers
             raise click.UsageError(str(err)) from None

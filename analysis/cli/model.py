@@ -10,7 +10,7 @@ import click
 import tiletraffic as tt
 from tiletraffic.simulator.accelerators import ALL
 from tiletraffic.simulator.device import LimitError
-from tiletraffic.simulator.engine import InputError
+from tiletraffic.simulator.engine import ExecutionError, InputError
 from tiletraffic.simulator.hazards import HazardError
 
 from .. import environment
@@ -57,7 +57,7 @@ def show_model(sch, model, as_json: bool, registers: int | None = None) -> None:
         try:
             launch = tt.model(sch, model, registers_per_work_item=registers,
                               accelerators=environment.accelerators(ALL))
-        except (LimitError, InputError) as err:
+        except (LimitError, InputError, ExecutionError) as err:
             raise click.UsageError(str(err)) from None
         except ValueError as err:  # --registers beyond the device's or work-group's limit
             if registers is None:

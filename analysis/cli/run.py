@@ -50,7 +50,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     result, a failed build or launch), 2 bad input."""
     from tiletraffic.gpu.runtime import (RegisterBudgetError, TiletrafficGpuError,
                                          check_register_budget)
-    from tiletraffic.simulator.engine import InputError
+    from tiletraffic.simulator.engine import ExecutionError, InputError
     from tiletraffic.simulator.launch_check import check_launch
 
     from ..validation.measure import run_on_device
@@ -67,7 +67,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
             check_register_budget(target, budget, "--max-registers")
         try:
             checked = check_launch(sch, rng=np.random.default_rng(seed))
-        except InputError as err:
+        except (InputError, ExecutionError) as err:
             raise click.UsageError(str(err)) from None
         if not as_json:  # a refused launch's hazards are in the error that follows
             click.echo(f"check {checked.time_s:.2f} s on the {checked.scope}: "
@@ -117,7 +117,9 @@ def run_text(sch, result, on_simulator: bool, users_reference: bool) -> list[str
                  f"|error| / tolerance {c.error_over_tolerance:.3g} at {output}[{where}] "
                  f"(|error| {abs(c.worst_value - c.worst_reference):.3g}, tolerance "
                  f"{c.worst_tolerance:.3g}, sum length {c.k}"
-                 + (f": {result.launch_check.sum_length_method}" if result.launch_check else "")
+                 + (": the launch file's reference.terms" if "terms_per_output" in sch.extra
+                    else f": {result.launch_check.sum_length_method}" if result.launch_check
+                    else "")
                  + "); "
                  + ("outputs identical in all launches" if r.distinct_outputs == 1 else
                     f"{r.distinct_outputs} distinct outputs: nondeterministic"))

@@ -10,7 +10,7 @@ import numpy as np
 
 import tiletraffic as tt
 from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
-from tiletraffic.simulator.engine import InputError
+from tiletraffic.simulator.engine import ExecutionError, InputError
 from tiletraffic.simulator.hazards import HazardError
 from tiletraffic.simulator.reference import random_inputs, reference
 from tiletraffic.simulator.sequence import is_sequence
@@ -80,7 +80,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                           accelerators=environment.accelerators(
                               tt.Accelerators(work_group_classes=by_classes)),
                           sum_lengths=values)
-    except (LimitError, InputError) as err:
+    except (LimitError, InputError, ExecutionError) as err:
         raise click.UsageError(str(err)) from None
     except HazardError as err:
         fail(err)
