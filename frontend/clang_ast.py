@@ -91,8 +91,9 @@ def parse(source: str, path: str, build_options=()):
     """Parse ``source`` (the text of ``path``) and return the translation unit.
 
     Raises:
-        FrontendError: clang reports an error (the first one, with its location), or the
-            ``libclang`` package is not installed.
+        FrontendError: clang reports an error (the first one, with its location), a macro
+            given with ``-D`` is redefined by the source's ``#define``, or the ``libclang``
+            package is not installed.
     """
     try:
         from clang import cindex
@@ -112,6 +113,11 @@ def parse(source: str, path: str, build_options=()):
     except cindex.TranslationUnitLoadError as err:
         raise FrontendError(f"{path}: clang could not parse the file ({err})") from None
     for d in tu.diagnostics:
+        if d.option == "-Wmacro-redefined" and d.location.file is not None:
+            loc = d.location   # a -D (a build option, a tuned parameter) the source overrides
+            raise FrontendError(f"{loc.file.name}:{loc.line}:{loc.column}: {d.spelling}: the "
+                                "source's #define replaces the value given with -D (a build "
+                                "option or a tuned parameter); guard it with #ifndef")
         if d.severity >= cindex.Diagnostic.Error:
             loc = d.location
             name = loc.file.name if loc.file is not None else path

@@ -33,6 +33,8 @@ REFUSED = {
     "ternary on floats": ("    C[i] = A[i] > 0.0f ? A[i] : 0.0f;", 4, 12, [DATA_DEPENDENT]),
     "load in a branch of ?:": ("    C[i] = (i < N) ? A[i] : 0.0f;", 4, 12,
                                ["branch taken", "if/else"]),
+    "load from an out buffer": ("    C[i] = C[i] + A[i];", 4, 12, ["access is 'out'", "'inout'"]),
+    "+= on an out buffer": ("    C[i] += A[i];", 4, 5, ["access is 'out'", "'inout'"]),
     "atomic": ("    atomic_inc((volatile __global int *)C);", 4, 5, ["atomic_inc", "barriers"]),
 }
 
@@ -116,3 +118,13 @@ def test_a_kernel_the_simulator_cannot_execute_is_one_line_not_a_traceback(body,
     assert "\n" not in str(err.value)
     for w in words:
         assert w in str(err.value), str(err.value)
+
+
+def test_a_define_that_replaces_a_build_option_is_refused_and_a_guarded_one_is_not():
+    body = "    C[i] = A[i + W];"
+    with pytest.raises(FrontendError, match=r"<source>:1:9: 'W' macro redefined: .*#ifndef"):
+        tt.from_opencl(kernel(body, before="#define W 8\n"), "k", [64], [16], ARGS, "-DW=4")
+    guarded = "#ifndef W\n#define W 8\n#endif\n"
+    args = {**ARGS, "A": {"shape": [68], "access": "in"}}
+    sch = tt.from_opencl(kernel(body, before=guarded), "k", [64], [16], args, "-DW=4")
+    assert tt.check(sch) == []          # A[i + 4] of 68: in bounds (W = 8 would not be)

@@ -1,6 +1,8 @@
 // y = A x for an M x K matrix: one row per work-item; x is staged through local memory in
 // chunks of CHUNK elements (the last chunk shorter: min), read once per work-group.
-#define CHUNK 64
+#ifndef CHUNK
+#define CHUNK 64   /* -DCHUNK=... (a build option, tune --param CHUNK=...) replaces it */
+#endif
 
 __kernel void matvec_chunked(__global const float *A, __global const float *x,
                              __global float *y, const int M, const int K)
