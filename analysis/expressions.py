@@ -31,6 +31,10 @@ would only risk Python's recursion limit)."""
 NUMBER, BOOLEAN = "number", "truth value"
 
 
+MAX_MAGNITUDE = 2**63
+"""The largest magnitude an expression's arithmetic may reach (a 64-bit integer's)."""
+
+
 class ExpressionError(ValueError):
     """An expression is malformed, uses something not allowed, or cannot be evaluated
     (division by zero, a name without a value); the message says which and where."""
@@ -44,7 +48,8 @@ def _ceil_div(a, b):
     return math.ceil(a / b)
 
 
-FUNCTIONS = {"min": (min, 1), "max": (max, 1), "ceil_div": (_ceil_div, 2)}
+FUNCTIONS = {"min": (lambda *a: min(a), 1), "max": (lambda *a: max(a), 1),
+             "ceil_div": (_ceil_div, 2)}
 """Callable names -> (function, argument count: 1 means one or more, 2 exactly two)."""
 
 _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -76,7 +81,8 @@ class Expression:
         """The value of the expression with ``values`` (name -> number).
 
         Raises:
-            ExpressionError: a name without a value, or division (or ``%``) by zero.
+            ExpressionError: a name without a value, division (or ``%``) by zero, or an
+                intermediate value beyond :data:`MAX_MAGNITUDE`.
         """
         try:
             return _evaluate(self._tree, values)
@@ -85,6 +91,9 @@ class Expression:
                                   f"{_shown(self.names, values)}") from None
         except KeyError as err:
             raise ExpressionError(f"{self.text!r}: no value for {err.args[0]!r}") from None
+        except OverflowError:
+            raise ExpressionError(f"{self.text!r}: a value beyond 2^63 (the limit of a 64-bit "
+                                  f"integer) with {_shown(self.names, values)}") from None
 
     def values_shown(self, values: Mapping[str, float]) -> str:
         """``name = value`` of every name the expression reads, for messages."""
@@ -214,12 +223,17 @@ def _check(node, known, used, text) -> str:
 
 def _evaluate(node, values):
     if isinstance(node, ast.Constant):
+        if not isinstance(node.value, bool) and abs(node.value) > MAX_MAGNITUDE:
+            raise OverflowError(node.value)
         return node.value
     if isinstance(node, ast.Name):
         return values[node.id]
     if isinstance(node, ast.BinOp):
-        return _ARITHMETIC[type(node.op)](_evaluate(node.left, values),
-                                          _evaluate(node.right, values))
+        value = _ARITHMETIC[type(node.op)](_evaluate(node.left, values),
+                                           _evaluate(node.right, values))
+        if abs(value) > MAX_MAGNITUDE:
+            raise OverflowError(value)
+        return value
     if isinstance(node, ast.UnaryOp):
         value = _evaluate(node.operand, values)
         if isinstance(node.op, ast.Not):

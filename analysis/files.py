@@ -35,8 +35,11 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
             (matplotlib's ``savefig``: ``".png"``).
 
     Raises:
+        OutputNotWritable: ``path`` is empty or names something other than a regular file
+            (a folder, a device such as ``/dev/null``), which a rename would replace.
         OSError: the folder cannot be created or written.
     """
+    refuse_non_file(path)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
@@ -48,6 +51,21 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def refuse_non_file(path: str | os.PathLike) -> None:
+    """Refuse an output path that is empty or names an existing non-regular file.
+
+    Raises:
+        OutputNotWritable: naming the path and why.
+    """
+    if not str(path):
+        raise OutputNotWritable(errno.ENOENT, "an empty path is not a file's name", "")
+    p = Path(path)
+    if p.exists() and not p.is_file():
+        what = "a folder" if p.is_dir() else "not a regular file (a device or a socket)"
+        raise OutputNotWritable(errno.EEXIST, f"{p} is {what}: results are written to a "
+                                "regular file", str(p))
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:

@@ -531,6 +531,9 @@ class _KernelBuilder:
     UNROLL_MAX_TRIPS = 256
     """Most iterations of a loop with constant bounds that does not count up (``s >>= 1``,
     ``i--``) unrolled into the IR."""
+    UNROLL_MAX_COPIES = 4096
+    """Most copies of a body that unrolled loops nested in each other may make together."""
+    _unroll_copies = 1
 
     def unrolled(self, c, start, cond, inc, body, var_cursor) -> S.If | list:
         """A loop with constant start, condition and update of another kind, as one copy of
@@ -546,15 +549,24 @@ class _KernelBuilder:
                 self.fail(c, f"loop of more than {self.UNROLL_MAX_TRIPS} iterations that does "
                              "not count up: write it counting up (i < stop; i += step)")
             value = self.static_update(inc, var_cursor, value)
+        outer = self._unroll_copies
+        if outer * len(trips) > self.UNROLL_MAX_COPIES:
+            self.fail(c, f"nested loops that do not count up unroll into {outer * len(trips)} "
+                         f"copies of the innermost body, more than {self.UNROLL_MAX_COPIES}: "
+                         "write the outer ones counting up (i < stop; i += step)")
         out = []
-        for v in trips:
-            self.push()
-            try:
-                self.scopes[-1].names[var_cursor.spelling] = _Binding(
-                    "loopvar", S.Const(v), var_cursor)
-                out += self.block(body)
-            finally:
-                self.pop()
+        self._unroll_copies = outer * len(trips)
+        try:
+            for v in trips:
+                self.push()
+                try:
+                    self.scopes[-1].names[var_cursor.spelling] = _Binding(
+                        "loopvar", S.Const(v), var_cursor)
+                    out += self.block(body)
+                finally:
+                    self.pop()
+        finally:
+            self._unroll_copies = outer
         return S.If(S.Compare("==", S.Const(0), S.Const(0)), tuple(out)) if out else \
             S.If(S.Compare("==", S.Const(0), S.Const(1)), ())
 

@@ -64,6 +64,11 @@ PLAN_CACHE_ENTRIES = 4096
 _PLANS: dict[tuple, tuple] = {}
 
 
+LOOP_TRIPS_LIMIT = 2**24
+"""Most iterations one loop may run in the simulator (far above the K of any launch the
+commands accept: :data:`analysis.cli.common.GROUP_WORK_LIMIT` bounds work-items x K)."""
+
+
 class InputError(ValueError):
     """Inputs missing, of the wrong shape or not finite-dtype float arrays."""
 
@@ -1070,6 +1075,13 @@ class Machine:
             raise ExecutionError(f"{self.schedule.family}: loop {loop.var} has a step of "
                                  f"{int(np.min(step))}: it must be at least 1 (the loop would "
                                  "never end)")
+        start = np.asarray(self.eval_int(loop.start), dtype=np.int64)
+        trips = np.maximum(0, -((start - np.asarray(self.eval_int(loop.stop))) // step))
+        most = int(np.max(np.where(m, trips, 0), initial=0))
+        if most > LOOP_TRIPS_LIMIT:
+            raise ExecutionError(f"{self.schedule.family}: loop {loop.var} runs {most:,} "
+                                 f"iterations, above the simulation limit of "
+                                 f"{LOOP_TRIPS_LIMIT:,} for one loop")
         if self.is_vectorizable(loop):
             self.exec_for_blocks(loop, m, step)
             return

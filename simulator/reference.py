@@ -111,7 +111,11 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
         p = schedule.param_values
         shape = tuple(p[s] for s in out.shape)
         f64 = {name: np.asarray(v, dtype=np.float64) for name, v in inputs.items()}
-        value = np.asarray(fn(f64), dtype=np.float64)
+        try:
+            value = np.asarray(fn(f64), dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{schedule.family}: the reference function's result is not an "
+                             f"array of numbers ({err})") from None
         if value.shape != shape:
             raise ValueError(f"{schedule.family}: the reference function returned shape "
                              f"{value.shape}, the output {outs[0]} has shape {shape}")

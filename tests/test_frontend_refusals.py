@@ -35,6 +35,9 @@ REFUSED = {
                                ["branch taken", "if/else"]),
     "load from an out buffer": ("    C[i] = C[i] + A[i];", 4, 12, ["access is 'out'", "'inout'"]),
     "+= on an out buffer": ("    C[i] += A[i];", 4, 5, ["access is 'out'", "'inout'"]),
+    "nested unrolled loops": ("    for (int a = 20; a > 0; a--) for (int b = 20; b > 0; b--)\n"
+                              "        for (int c = 20; c > 0; c--) C[i] = A[i];", 5, 9,
+                              ["8000 copies", "counting up"]),
     "atomic": ("    atomic_inc((volatile __global int *)C);", 4, 5, ["atomic_inc", "barriers"]),
 }
 
@@ -108,6 +111,8 @@ def test_without_libclang_reading_opencl_c_is_one_line_not_a_traceback(monkeypat
 @pytest.mark.parametrize("body, words", [
     ("    for (int j = 0; j < 4; j += 0) C[i] = A[i];", ["loop", "step of 0", "never end"]),
     ("    C[i] = A[i / (N - 64)];", ["division", "by zero"]),
+    ("    float s = 0.0f;\n    for (int j = 0; j < 40000000; j++) s += A[0];\n    C[i] = s;",
+     ["loop", "40,000,000 iterations", "limit"]),
 ])
 def test_a_kernel_the_simulator_cannot_execute_is_one_line_not_a_traceback(body, words):
     from tiletraffic.simulator.engine import ExecutionError

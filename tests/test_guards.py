@@ -162,3 +162,22 @@ def test_run_takes_a_faulty_variant_and_names_the_wrong_launch():
                                     "--n", "16", "--k", "16", "--device", "pocl"])
     assert res.exit_code == 1
     assert "launch 6 of 12" in res.output  # launch index 5, 1-based in the message
+
+
+@pytest.mark.parametrize("target", ["/dev/null", "", "."])
+def test_an_output_that_is_not_a_regular_file_is_refused_and_left_alone(target):
+    """A rename over /dev/null would replace the device with a file; a folder or an empty
+    path names no file. Refused before any work, exit 2."""
+    before = __import__("os").stat("/dev/null").st_mode
+    res = CliRunner().invoke(main, ["explain", "gemm-tiled", "--m", "16", "--k", "16", "--n",
+                                    "16", "--out", target])
+    assert res.exit_code == 2, res.output
+    assert any(w in res.output for w in ("regular file", "empty path", "directory")), res.output
+    assert __import__("os").stat("/dev/null").st_mode == before
+
+
+def test_simulate_that_reports_hazards_exits_one():
+    res = CliRunner().invoke(main, ["simulate", "gemm-tiled:no-second-barrier", "--hazards",
+                                    "report", "--json"])
+    assert res.exit_code == 1, res.output
+    assert json.loads(res.output)["hazards"]

@@ -649,3 +649,23 @@ def test_each_candidate_is_checked_before_launch_once_for_all_its_rounds(
     assert [len(m["rounds"]) for m in res.measurements] == [2, 2, 2]
     assert all(m["status"] == "ok" and m["check"]["ok"] for m in res.measurements)
     assert len(checks_before_launch) == 3
+
+
+def test_an_expression_beyond_a_64_bit_integer_is_refused_not_computed():
+    """Chained products grow without bound; each step is checked, so a runaway value is one
+    line naming the limit (not minutes of arithmetic or a traceback)."""
+    from tiletraffic.analysis.expressions import ExpressionError, parse
+
+    product = parse("X * X * X", {"X"})
+    assert product.evaluate({"X": 2**21}) == 2**63
+    with pytest.raises(ExpressionError, match=r"beyond 2\^63.*X = 2097153"):
+        product.evaluate({"X": 2**21 + 1})
+    with pytest.raises(ExpressionError, match=r"beyond 2\^63"):
+        parse("99999999999999999999 + 1", set()).evaluate({})
+
+
+def test_min_and_max_of_one_argument_are_that_argument():
+    from tiletraffic.analysis.expressions import parse
+
+    assert parse("min(N)", {"N"}).evaluate({"N": 3}) == 3
+    assert parse("max(N, 2, 7)", {"N"}).evaluate({"N": 3}) == 7

@@ -103,13 +103,16 @@ def check_out_file(path: str | None, option: str = "--out") -> None:
     written, before any work."""
     if path is None:
         return
-    from ..files import ensure_writable
+    from ..files import ensure_writable, refuse_non_file
     folder = os.path.dirname(os.path.abspath(path))
     try:
+        refuse_non_file(path)
         ensure_writable(Path(folder))
     except OSError as err:
-        raise click.UsageError(f"cannot write {option} {path!r}: {err.strerror or err} "
-                               f"({err.filename or folder})") from None
+        reason, named = str(err.strerror or err), str(err.filename or folder)
+        raise click.UsageError(f"cannot write {option} {path!r}: {reason}"
+                               + ("" if not named or named in reason or not path
+                                  else f" ({named})")) from None
 
 
 def within_budget(sch, force: bool, **how) -> None:

@@ -38,7 +38,7 @@ CLASSES_AUTO_LIMIT = 2**27
 @click.option("--no-limits", is_flag=True,
               help="Do not enforce generic GPU limits (1024 work-items, 48 KiB local memory).")
 @click.option("--hazards", type=click.Choice(["raise", "report"]), default="raise",
-              show_default=True, help="Stop at the first hazard, or report them all.")
+              show_default=True, help="Stop at the first hazard, or report them all (exit status 1 either way).")
 @click.option("--device-model", default=None, type=DEVICE_MODEL,
               help="Also model the memory system of this device: requests, sectors, bank "
                    "conflicts, L2 and DRAM traffic, predicted time (counts by work-group "
@@ -120,7 +120,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                "result_written_nonfinite": worst.written_nonfinite_count if worst else None,
                "hazards": [h.to_dict() for h in res.hazards]}
         click.echo(json.dumps(out, indent=2))
-        sys.exit(1 if check is not None and not check <= 1 else 0)
+        sys.exit(1 if res.hazards or check is not None and not check <= 1 else 0)
     click.echo("\n".join(counts_text(sch, counts, formula, res.hazards)))
     if check is not None:
         click.echo(result_text(ref, worst, inputs_kind, ref_fn is not None))
@@ -134,6 +134,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                                     "outputs need the full launch and were not checked)"
                                     if by_classes else "")
                    + "; add --values to also compute and check the result")
+    if res.hazards:
+        sys.exit(1)  # a fault found (--hazards report lists them all)
 
 
 def counts_text(sch, counts: dict, formula: dict | None, hazards) -> list[str]:

@@ -75,7 +75,7 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
     from ..tuner import TuneError
 
     check_device_spec(device)
-    out_file = out_file or f"tuning/{Path(launch).stem}.json"
+    out_file = f"tuning/{Path(launch).stem}.json" if out_file is None else out_file
     check_out_file(out_file)
     try:
         doc = tune_launch(launch, parse_params(params), constraints,
@@ -162,7 +162,7 @@ def tune_gemm(m, n, k, device, device_model, top, measure_all, recheck, out_file
     from ..tuning_space import SpaceError
 
     check_device_spec(device)
-    out_file = out_file or f"tuning/gemm-{m}x{n}x{k}.json"
+    out_file = f"tuning/gemm-{m}x{n}x{k}.json" if out_file is None else out_file
     check_out_file(out_file)
     try:
         result = tt.tune(m, n, k, device=device, device_model=device_model, top=top,

@@ -123,6 +123,8 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
     from ..validation.cases import cases_toml, default_case_list_name
     from ..validation.predict import PredictionsError, PredictionsMismatch
 
+    if out == "":
+        raise click.UsageError("--out '': an empty path names no folder or file")
     if render_dir:
         from pathlib import Path
 
