@@ -80,9 +80,10 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 
 def archive_previous(path: str | os.PathLike, prefix: str) -> Path | None:
-    """Move an existing result file ``path`` to ``<its folder>/history/<prefix>-<stamp>.json``
-    before it is replaced, so earlier results are never lost; ``<stamp>`` is the file's
-    ``meta.created_utc`` without colons (its modification time when it has none), with
+    """Move an existing result file ``path`` to ``<its folder>/history/<prefix>-<stamp><suffix>``
+    (its own suffix, ``.json`` without one) before it is replaced, so earlier results are never
+    lost; ``<stamp>`` is a JSON file's ``meta.created_utc`` without colons (the file's
+    modification time otherwise), with
     ``-1``, ``-2``, ... added when that name is taken. Returns the new path (``None``: no
     file to move).
 
@@ -97,11 +98,12 @@ def archive_previous(path: str | os.PathLike, prefix: str) -> Path | None:
     except (ValueError, KeyError, TypeError, AttributeError):
         stamp = _dt.datetime.fromtimestamp(old.stat().st_mtime, _dt.timezone.utc).strftime(
             "%Y-%m-%dT%H%M%SZ")
-    dest = old.parent / "history" / f"{prefix}-{stamp}.json"
+    suffix = old.suffix or ".json"
+    dest = old.parent / "history" / f"{prefix}-{stamp}{suffix}"
     dest.parent.mkdir(parents=True, exist_ok=True)
     n = 1
     while dest.exists():
-        dest = dest.with_name(f"{prefix}-{stamp}-{n}.json")
+        dest = dest.with_name(f"{prefix}-{stamp}-{n}{suffix}")
         n += 1
     os.replace(old, dest)
     return dest

@@ -82,8 +82,9 @@ def parse_device_model(data: Mapping[str, Any], origin: str) -> DeviceModel:
     Raises:
         DeviceModelError: naming ``origin`` and every problem found: a missing or unknown
             field (the known ones listed), a value of the wrong type, negative (or zero where
-            it divides), a source not one of :data:`SOURCE_KINDS`, a missing ``ref``, or a
-            ``ref`` of a documented or measured value that ``[references]`` does not hold.
+            it divides), a source not one of :data:`SOURCE_KINDS`, a missing ``ref``, a
+            ``ref`` of a documented or measured value that ``[references]`` does not hold, or
+            values no device has (:func:`_shape_problems`).
     """
     problems: list[str] = []
     unknown = [k for k in data if k not in _FILE_KEYS]
@@ -119,6 +120,8 @@ def parse_device_model(data: Mapping[str, Any], origin: str) -> DeviceModel:
     if missing and isinstance(data.get("values"), dict):
         problems.append(f"missing value(s) {', '.join(missing)} (every one of "
                         f"{len(dm.VALUE_FIELDS)} values needs value, source and ref)")
+    if not problems:
+        problems += _shape_problems({k: v for k, (v, _) in parsed.items()})
     if problems:
         raise dm.DeviceModelError(f"device model file {origin}: " + "; ".join(problems))
     cited = " ".join(f"[{k}]" for k in references)
@@ -128,6 +131,33 @@ def parse_device_model(data: Mapping[str, Any], origin: str) -> DeviceModel:
         description=description, references=dict(references),
         value_sources={k: s for k, (_, s) in parsed.items()},
         **{k: v for k, (v, _) in parsed.items()})
+
+
+def _power_of_two(x) -> bool:
+    return isinstance(x, int) and x > 0 and x & (x - 1) == 0
+
+
+def _shape_problems(v: Mapping[str, Any]) -> list[str]:
+    """What makes the values no device's: sub-groups, sectors, lines and banks that are not
+    powers of two in range, lines not whole sectors, vector widths other than 1, 2 and 4, and
+    an associativity beyond any cache's (one message per problem)."""
+    out = []
+    for key, most in (("sub_group_size", 128), ("sector_bytes", 4096), ("line_bytes", 4096),
+                      ("local_banks", 256), ("bank_bytes", 64)):
+        if key in v and not (_power_of_two(v[key]) and v[key] <= most):
+            out.append(f"values.{key}: {v[key]} must be a power of two of at most {most}")
+    if _power_of_two(v.get("bank_bytes", 4)) and v.get("bank_bytes", 4) < 4:
+        out.append(f"values.bank_bytes: {v['bank_bytes']} must be at least 4 (one float)")
+    if "line_bytes" in v and "sector_bytes" in v and v["line_bytes"] % v["sector_bytes"]:
+        out.append(f"values.line_bytes: {v['line_bytes']} must be a multiple of sector_bytes "
+                   f"= {v['sector_bytes']} (a line is whole sectors)")
+    if v.get("local_vector_words", 1) not in (1, 2, 4):
+        out.append(f"values.local_vector_words: {v['local_vector_words']} must be 1, 2 or 4")
+    ways = v.get("l2_associativity")
+    if ways is not None and ways > 1024:
+        out.append(f"values.l2_associativity: {ways} ways is beyond any cache's 1024; write "
+                   f'"{dm.FULLY_ASSOCIATIVE}" for a fully associative L2')
+    return out
 
 
 def read_device_model(text: str, origin: str) -> DeviceModel:

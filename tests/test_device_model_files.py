@@ -182,6 +182,18 @@ BAD_FILES = {
     "ref not in references": (lambda t: t.replace('ref = "HWP"', 'ref = "HWP2"', 1),
                               ["compute_units", "'HWP2'", "HWP", "CPG"]),
     "missing ref": (lambda t: t.replace('ref = "HWP"\n', "", 1), ["compute_units", "ref"]),
+    "sub-group beyond any device's": (
+        lambda t: t.replace("[values.sub_group_size]\nvalue = 32\n",
+                            "[values.sub_group_size]\nvalue = 999999999999\n"),
+        ["sub_group_size", "power of two", "128"]),
+    "a line of part sectors": (
+        lambda t: t.replace("[values.line_bytes]\nvalue = 128\n",
+                            "[values.line_bytes]\nvalue = 16\n"),
+        ["line_bytes", "multiple of sector_bytes"]),
+    "associativity beyond any cache's": (
+        lambda t: t.replace("[values.l2_associativity]\nvalue = 16\n",
+                            "[values.l2_associativity]\nvalue = 99999999\n"),
+        ["l2_associativity", "fully-associative"]),
     "not TOML": (lambda t: t.replace("value = 132\n", "value = = 132\n"), ["TOML"]),
 }
 

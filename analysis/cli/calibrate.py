@@ -33,7 +33,7 @@ def command(device, out_file, quick, base_model):
     from tiletraffic.simulator.device_model import to_toml
 
     from .. import calibrate
-    from ..files import atomic_write_text
+    from ..files import archive_previous, atomic_write_text
 
     check_out_file(out_file)
     try:
@@ -55,5 +55,9 @@ def command(device, out_file, quick, base_model):
     if out_file is None:
         click.echo(to_toml(model), nl=False)
     else:
+        from pathlib import Path
+
+        moved = archive_previous(out_file, Path(out_file).stem)
         atomic_write_text(out_file, to_toml(model))
-        click.echo(f"wrote {out_file}: use it with --device-model {out_file}")
+        click.echo(f"wrote {out_file}: use it with --device-model {out_file}"
+                   + (f" (the earlier file moved to {moved})" if moved else ""))

@@ -36,7 +36,7 @@ from tiletraffic.simulator.device_model import (DEVICE_MODELS, DeviceModel, buil
                                                 device_model, to_toml)
 from tiletraffic.simulator.hazards import HazardError
 
-from ..files import atomic_write_text
+from ..files import archive_previous, atomic_write_text
 from .cases import Case, CaseError, check_unique
 
 FORMAT = "tiletraffic-validation-predictions"
@@ -161,7 +161,8 @@ def write_predictions(path: str | os.PathLike, cases: Sequence[Case],
                       step: Callable[[Case], None] | None = None,
                       command: str | None = None, case_list: str | None = None) -> dict:
     """Predict ``cases`` on ``model_spec`` and write the predictions file to ``path``
-    (atomically). Returns the document written.
+    (atomically; an earlier file there is moved to history/ beside it). Returns the
+    document written.
 
     Raises:
         KeyError, DeviceModelError: as :func:`resolve_model`. OSError: ``path`` cannot be
@@ -171,6 +172,7 @@ def write_predictions(path: str | os.PathLike, cases: Sequence[Case],
     cases = check_unique(cases, "predictions")
     doc = predictions_document(cases, identity, predict(cases, model, step), command,
                                case_list)
+    archive_previous(path, Path(path).stem)   # registered predictions are never lost
     atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
     return doc
 
