@@ -27,6 +27,30 @@ def positive(name: str, value) -> int:
     return value
 
 
+MAX_BLOCK_FLOATS = 1024
+"""Most private accumulators (tm x tn) of one work-item: four times the 255 registers of the
+largest register file per thread, so any block a device could hold is built."""
+
+MAX_BK = 1024
+"""Largest K step (bk) of a register-blocked family: its tiles' local memory already exceeds
+every device's 64 KiB at bk = 256 with 64-row blocks."""
+
+
+def check_block(tm: int, tn: int, bk: int) -> None:
+    """Refuse a register block or K step no device could run, before its statements are
+    built (they grow as tm x tn x bk).
+
+    Raises:
+        ScheduleError: tm x tn above :data:`MAX_BLOCK_FLOATS` or bk above :data:`MAX_BK`.
+    """
+    if tm * tn > MAX_BLOCK_FLOATS:
+        raise ScheduleError(f"tm x tn = {tm} x {tn} = {tm * tn} accumulators per work-item, "
+                            f"above {MAX_BLOCK_FLOATS} (no device has the registers)")
+    if bk > MAX_BK:
+        raise ScheduleError(f"bk = {bk} is above {MAX_BK} (its tiles exceed every device's "
+                            "local memory)")
+
+
 def fits_int32(what: str, value: int) -> None:
     """Raise :class:`ScheduleError` when ``value`` (an element count called ``what``)
     exceeds :data:`INT32_MAX`."""

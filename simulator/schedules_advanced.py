@@ -64,7 +64,7 @@ from .schedule import (
     vload,
     vstore,
 )
-from .family_parts import gemm_arrays, matvec_arrays, positive
+from .family_parts import check_block, gemm_arrays, matvec_arrays, positive
 
 DEFAULT_TM = 4
 DEFAULT_TN = 4
@@ -77,6 +77,7 @@ def _shape(m, k, n, tile, tm, tn, bk, wg_rows):
     m, k, n, tile, tm, tn, bk = (positive(a, v) for a, v in (
         ("M", m), ("K", k), ("N", n), ("tile", tile), ("tm", tm), ("tn", tn), ("bk", bk)))
     wg_rows = tile if wg_rows is None else positive("wg_rows", wg_rows)
+    check_block(tm, tn, bk)
     return m, k, n, tile, tm, tn, bk, wg_rows
 
 

@@ -68,7 +68,7 @@ from .schedule import (
     vload,
     vstore,
 )
-from .family_parts import fits_int32, gemm_arrays, positive
+from .family_parts import check_block, fits_int32, gemm_arrays, positive
 from .schedules_advanced import _staged_parts
 
 SUB_GROUP_ITEMS = 32
@@ -210,6 +210,7 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     m, k, n, tile, tm, tn, bk = (positive(a, v) for a, v in (
         ("M", m), ("K", k), ("N", n), ("tile", tile), ("tm", tm), ("tn", tn), ("bk", bk)))
     wg_rows = tile if wg_rows is None else positive("wg_rows", wg_rows)
+    check_block(tm, tn, bk)
     wn = default_wn(tile, wg_rows, tn) if wn is None else positive("wn", wn)
     group_rows = positive("group_rows", group_rows)
     splits = positive("splits", splits)

@@ -348,3 +348,12 @@ def test_matvec_rows_reduce_reads_rows_coalesced():
              observers=[obs])
     assert obs.counts.requests_by_buffer["A:load"] == 16
     assert obs.counts.sectors_by_buffer["A:load"] == 64
+
+
+@pytest.mark.parametrize("family", ["gemm-register-blocked", "gemm-vectorized",
+                                    "gemm-prefetch", "gemm-warp-tiled"])
+def test_a_block_no_device_could_hold_is_refused_before_it_is_built(family):
+    with pytest.raises(ScheduleError, match="accumulators per work-item, above 1024"):
+        build(family, 64, 64, 64, 8, tm=4096, tn=4)
+    with pytest.raises(ScheduleError, match="bk = 100000 is above 1024"):
+        build(family, 64, 64, 64, 8, bk=100000)
