@@ -354,7 +354,24 @@ def _by_index(spec: str) -> bool:
 def _listing(devices: list[DeviceInfo]) -> str:
     if not devices:
         return "no OpenCL device is installed; " + POCL_INSTALL_HINT
-    return "available devices:\n" + "\n".join("  " + d.describe() for d in devices)
+    return ("available: " + ", ".join(f"{d.id} {d.device_name}" for d in devices)
+            + " (`tiletraffic devices` describes them)")
+
+
+def check_device_spec(spec: str) -> None:
+    """Refuse a device ``spec`` (as :func:`select_device` reads it) that names no installed
+    device, without opening one.
+
+    Raises:
+        NoMatchingDeviceError: ``spec`` is empty or ``":"``, or matches no device (the
+            message lists them on one line).
+    """
+    if not spec.strip() or not spec.replace(":", "").strip():
+        raise NoMatchingDeviceError(f"--device {spec!r} names no device; give 'P:D', 'P' or "
+                                    "part of a device name")
+    devices = list_devices()
+    if devices and not _match(spec, devices):
+        raise NoMatchingDeviceError(f"no OpenCL device matches {spec!r}; {_listing(devices)}")
 
 
 def select_device(spec: str | None = None) -> Target:

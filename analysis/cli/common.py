@@ -151,8 +151,16 @@ def select_device(spec):
 
 
 def check_device_spec(device) -> None:
-    if device is not None and not device.strip():
-        raise click.UsageError("--device is empty; give 'P:D' or part of a device name")
+    """Refuse (exit 2, one line) a --device that names no installed device, before any
+    work."""
+    if device is None:
+        return
+    from tiletraffic.gpu.device import NoMatchingDeviceError, check_device_spec as check
+
+    try:
+        check(device)
+    except NoMatchingDeviceError as err:
+        raise click.UsageError(str(err)) from None
 
 
 def reference_fn(schedule: str, reference_spec: str | None):

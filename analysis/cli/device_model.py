@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import fail
+from .common import check_device_spec, fail
 from .options import DEVICE_MODEL
 
 
@@ -27,6 +27,7 @@ def command(model, device):
     if model is not None and device is not None:
         raise click.UsageError("give a MODEL or --device, not both")
     if device is not None:
+        check_device_spec(device)
         from tiletraffic.gpu.device import select_device
         from tiletraffic.gpu.runtime import TiletrafficGpuError
 

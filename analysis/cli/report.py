@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import fail, write_failed
+from .common import check_device_spec, fail, write_failed
 from .options import TARGETS_OPTION
 
 
@@ -31,6 +31,8 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
     and write report.md, figures and results.json to OUT/<device>/, with report.html
     linking explain pages of naive and tiled GEMM and a matrix-vector pair."""
     from tiletraffic.gpu.runtime import TiletrafficGpuError
+
+    check_device_spec(device)
 
     from ..files import SweepInterrupted
     from ..report import make_report, render
