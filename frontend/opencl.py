@@ -891,10 +891,6 @@ class _KernelBuilder:
             return out + [S.Assign(arr.name, value, index)]
         array, index = target[1], target[2]
         if op is not None:
-            if array.role == "out":
-                self.fail(lhs, f"{op}= on buffer {array.name}, whose "
-                          "access is 'out' (it reads the values before the kernel, which are "
-                          "undefined): give it access 'inout'", array.name)
             value = S.FBinOp(op, S.Load(array, index), value)
         return out + [S.Store(array, index, value)]
 
@@ -1192,9 +1188,6 @@ class _KernelBuilder:
             if buf.role == "in":
                 self.fail(at, f"store into buffer {buf.name}, whose access is 'in': give it "
                               "access 'out' or 'inout'", buf.name)
-        elif buf.role == "out":
-            self.fail(at, f"load from buffer {buf.name}, whose access is 'out' (its values "
-                          "before the kernel are undefined): give it access 'inout'", buf.name)
         return buf.array, self.delinearize(ptr.flat, buf.dims, buf.array.dims)
 
     def delinearize(self, flat: S.IntExpr, dims, dim_exprs=None) -> tuple:

@@ -33,8 +33,6 @@ REFUSED = {
     "ternary on floats": ("    C[i] = A[i] > 0.0f ? A[i] : 0.0f;", 4, 12, [DATA_DEPENDENT]),
     "load in a branch of ?:": ("    C[i] = (i < N) ? A[i] : 0.0f;", 4, 12,
                                ["branch taken", "if/else"]),
-    "load from an out buffer": ("    C[i] = C[i] + A[i];", 4, 12, ["access is 'out'", "'inout'"]),
-    "+= on an out buffer": ("    C[i] += A[i];", 4, 5, ["access is 'out'", "'inout'"]),
     "nested unrolled loops": ("    for (int a = 20; a > 0; a--) for (int b = 20; b > 0; b--)\n"
                               "        for (int c = 20; c > 0; c--) C[i] = A[i];", 5, 9,
                               ["8000 copies", "counting up"]),
