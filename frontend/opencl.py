@@ -387,6 +387,10 @@ class _KernelBuilder:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise FrontendError(f"argument {name} is an integer in the source; give a "
                                     f"number, not {value!r}", name)
+            if _type_kind(t) == "UINT" and value < 0:
+                raise FrontendError(f"argument {name} = {value} is negative, but a uint in the "
+                                    "source (the device would see it as "
+                                    f"{value % 2 ** 32}); give 0 or more", name)
             if not -(2 ** 31) <= value < 2 ** 31:
                 raise FrontendError(f"argument {name} = {value} does not fit a 32-bit int",
                                     name)

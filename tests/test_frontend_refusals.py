@@ -131,3 +131,10 @@ def test_a_define_that_replaces_a_build_option_is_refused_and_a_guarded_one_is_n
     args = {**ARGS, "A": {"shape": [68], "access": "in"}}
     sch = tt.from_opencl(kernel(body, before=guarded), "k", [64], [16], args, "-DW=4")
     assert tt.check(sch) == []          # A[i + 4] of 68: in bounds (W = 8 would not be)
+
+
+def test_a_negative_value_for_a_uint_argument_is_refused():
+    with pytest.raises(FrontendError, match=r"argument N = -1 is negative, but a uint .*4294967295"):
+        tt.from_opencl(kernel("    C[i] = A[i];",
+                              "__global const float *A, __global float *C, const uint N"),
+                       "k", [64], [16], {**ARGS, "N": -1})
