@@ -20,8 +20,10 @@ from . import schedule as S
 
 class ExecutionError(ValueError):
     """The schedule cannot be executed as written: an integer division or remainder by a
-    zero that every work-item computes, or a loop whose step is not positive (it would never
-    end). The message names the operation or the loop."""
+    zero that every work-item computes, a loop whose step is not positive (it would never
+    end) or one of more iterations than the simulator runs
+    (:data:`simulator.engine.LOOP_TRIPS_LIMIT`). The message names the operation or the
+    loop."""
 
 
 def c_div(a, b):
