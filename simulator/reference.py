@@ -77,6 +77,11 @@ def random_inputs(schedule: Schedule, rng: np.random.Generator,
     return out
 
 
+class ReferenceFunctionError(ValueError):
+    """A user's reference function that gives no usable expected output: more than one
+    output, a result of the wrong shape, not numbers, or NaN or infinite values."""
+
+
 def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
               sum_length: int | None = None) -> Reference:
     """float64 ``A@B`` (GEMM) or ``A@x`` (matrix-vector) of ``inputs``, or ``fn``'s result.
@@ -98,15 +103,16 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
 
     Raises:
         ValueError: without ``fn``, the schedule has no single output or not the inputs A and
-            B/x; with ``fn``, a result of the wrong shape, one with NaN or infinite values
-            (at the inputs or at their absolute values), or more than one output.
+            B/x. ReferenceFunctionError (a ``ValueError``): with ``fn``, a result of the wrong
+            shape, not numbers, one with NaN or infinite values (at the inputs or at their
+            absolute values), or more than one output.
     """
     outs = [a.name for a in schedule.arrays if a.is_output]
     ins = [a.name for a in schedule.arrays if a.role == "in"]
     if fn is not None:
         if len(outs) != 1:
-            raise ValueError(f"{schedule.family}: a reference function gives one output, "
-                             f"the schedule has {outs}")
+            raise ReferenceFunctionError(f"{schedule.family}: a reference function gives one "
+                                         f"output, the schedule has {outs}")
         out = schedule.array(outs[0])
         p = schedule.param_values
         shape = tuple(p[s] for s in out.shape)
@@ -114,20 +120,21 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
         try:
             value = np.asarray(fn(f64), dtype=np.float64)
         except (TypeError, ValueError) as err:
-            raise ValueError(f"{schedule.family}: the reference function's result is not an "
-                             f"array of numbers ({err})") from None
+            raise ReferenceFunctionError(f"{schedule.family}: the reference function's result "
+                                         f"is not an array of numbers ({err})") from None
         if value.shape != shape:
-            raise ValueError(f"{schedule.family}: the reference function returned shape "
-                             f"{value.shape}, the output {outs[0]} has shape {shape}")
+            raise ReferenceFunctionError(f"{schedule.family}: the reference function returned "
+                                         f"shape {value.shape}, the output {outs[0]} has "
+                                         f"shape {shape}")
         bound = np.abs(np.asarray(fn({n: np.abs(v) for n, v in f64.items()}),
                                   dtype=np.float64))
         for what, values in (("", value), (" at |inputs|", bound)):
             bad = ~np.isfinite(values)
             if bad.any():
                 first = tuple(int(i) for i in np.argwhere(bad)[0])
-                raise ValueError(f"{schedule.family}: the reference function returned "
-                                 f"{int(bad.sum())} NaN or infinite value(s){what} (first at "
-                                 f"{outs[0]}{list(first)})")
+                raise ReferenceFunctionError(
+                    f"{schedule.family}: the reference function returned {int(bad.sum())} NaN "
+                    f"or infinite value(s){what} (first at {outs[0]}{list(first)})")
         if "terms_per_output" in schedule.extra:     # the user's own statement wins
             sum_length = int(schedule.extra["terms_per_output"])
         elif sum_length is None:

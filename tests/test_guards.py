@@ -181,3 +181,14 @@ def test_simulate_that_reports_hazards_exits_one():
                                     "report", "--json"])
     assert res.exit_code == 1, res.output
     assert json.loads(res.output)["hazards"]
+
+
+@pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed")
+def test_run_refuses_a_reference_of_the_wrong_shape_as_bad_input(tmp_path):
+    ref = tmp_path / "refs.py"
+    ref.write_text("import numpy as np\n\ndef wrong(inputs):\n    return np.zeros(3)\n")
+    res = CliRunner().invoke(main, ["run", "examples/row_matvec.py:make_schedule", "--m",
+                                    "100", "--k", "50", "--reference", f"{ref}:wrong",
+                                    "--device", "pocl"])
+    assert res.exit_code == 2, res.output
+    assert "returned shape (3,), the output y has shape (100,)" in res.output

@@ -45,7 +45,7 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
             hint = (" (it holds H200 validation data: render it from the repository root "
                     f"with `python -m experiments.h200.render {path}`)"
                     if (path / "h200_raw.json.gz").exists() else "")
-            fail(FileNotFoundError(f"{path} has no results.json{hint}"))
+            raise click.UsageError(f"{path} has no results.json{hint}")
         click.echo(f"rendered {render(path)}")
         return
 

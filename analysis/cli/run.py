@@ -51,6 +51,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     from tiletraffic.gpu.runtime import (RegisterBudgetError, TiletrafficGpuError,
                                          check_register_budget)
     from tiletraffic.simulator.engine import ExecutionError, InputError
+    from tiletraffic.simulator.reference import ReferenceFunctionError
     from tiletraffic.simulator.launch_check import check_launch
 
     from ..validation.measure import run_on_device
@@ -81,7 +82,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
                                    rng=np.random.default_rng(seed), reference_fn=ref_fn,
                                    inputs=inputs_kind, unchecked=unchecked,
                                    launch_check=checked)
-    except (user_schedule.UserScheduleError, RegisterBudgetError) as err:
+    except (user_schedule.UserScheduleError, RegisterBudgetError,
+            ReferenceFunctionError) as err:
         raise click.UsageError(str(err)) from None
     except (TiletrafficGpuError, ValueError, TypeError) as err:
         fail(err)

@@ -131,7 +131,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         from ..validation.render import render
 
         if not (Path(render_dir) / "validation.json").exists():
-            fail(FileNotFoundError(f"{render_dir} has no validation.json"))
+            raise click.UsageError(f"{render_dir} has no validation.json")
         click.echo(f"rendered {render(render_dir)}")
         return
     cases, list_name = _chosen_cases(quick, case_list_name, cases_file)
