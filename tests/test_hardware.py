@@ -73,12 +73,12 @@ def test_speedups_and_rankings_use_the_measured_times():
     assert rank["match"] == (rank["predicted"] == rank["measured"]) == (not rank["discordant"])
 
 
-def test_render_of_a_directory_without_results_json_fails_cleanly(tmp_path):
+def test_render_of_a_directory_without_results_json_is_bad_input_in_one_line(tmp_path):
     result = CliRunner().invoke(main, ["report", "--render", str(tmp_path)])
-    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.exit_code == 2 and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1 and str(tmp_path) in result.output
     # H200 validation data only: the error names the module that renders it
     (tmp_path / "h200_raw.json.gz").write_bytes(b"")
     result = CliRunner().invoke(main, ["report", "--render", str(tmp_path)])
-    assert result.exit_code == 1 and "experiments.h200.render" in result.output
+    assert result.exit_code == 2 and "experiments.h200.render" in result.output
     assert not (tmp_path / "validation.md").exists()
