@@ -79,9 +79,10 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def archive_previous(path: str | os.PathLike, prefix: str) -> Path | None:
+def archive_previous(path: str | os.PathLike, prefix: str | None = None) -> Path | None:
     """Move an existing result file ``path`` to ``<its folder>/history/<prefix>-<stamp><suffix>``
-    (its own suffix, ``.json`` without one) before it is replaced, so earlier results are never
+    (its own suffix, ``.json`` without one; ``prefix`` None: the file's own stem) before it is
+    replaced, so earlier results are never
     lost; ``<stamp>`` is a JSON file's ``meta.created_utc`` without colons (the file's
     modification time otherwise), with
     ``-1``, ``-2``, ... added when that name is taken. Returns the new path (``None``: no
@@ -93,6 +94,7 @@ def archive_previous(path: str | os.PathLike, prefix: str) -> Path | None:
     old = Path(path)
     if not old.exists():
         return None
+    prefix = old.stem if prefix is None else prefix
     try:
         stamp = json.loads(old.read_text())["meta"]["created_utc"].replace(":", "")
     except (ValueError, KeyError, TypeError, AttributeError):

@@ -212,7 +212,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         "results": [],
     }
     results = data["results"]
-    archive_previous(out_dir / "results.json", "results")
+    archive_previous(out_dir / "results.json")
 
     def save() -> None:
         atomic_write_text(out_dir / "results.json", json.dumps(data, indent=1))

@@ -175,7 +175,7 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     path = None if out is None else Path(out)
     meta["created_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     if path is not None and path.exists():
-        moved = archive_previous(path, path.stem)       # earlier results are never lost
+        moved = archive_previous(path)       # earlier results are never lost
         log(f"note: the earlier results in {path} were moved to {moved}")
         meta["previous_results_moved_to"] = str(moved)
 

@@ -417,7 +417,7 @@ def _previous(path: Path | None, resume: bool, meta: dict, log) -> dict | None:
                             "be resumed; give another --out or drop --resume (the old file "
                             "is then moved to history/)")
         return old
-    moved = archive_previous(path, path.stem)
+    moved = archive_previous(path)
     log(f"note: the earlier results in {path} were moved to {moved}")
     meta["previous_results_moved_to"] = str(moved)
     return None

@@ -366,12 +366,25 @@ def check_device_spec(spec: str) -> None:
         NoMatchingDeviceError: ``spec`` is empty or ``":"``, or matches no device (the
             message lists them on one line).
     """
-    if not spec.strip() or not spec.replace(":", "").strip():
-        raise NoMatchingDeviceError(f"--device {spec!r} names no device; give 'P:D', 'P' or "
-                                    "part of a device name")
     devices = list_devices()
-    if devices and not _match(spec, devices):
-        raise NoMatchingDeviceError(f"no OpenCL device matches {spec!r}; {_listing(devices)}")
+    if devices:
+        _matching(spec, devices, "argument")
+
+
+def _matching(spec: str, devices: list[DeviceInfo], source: str) -> list[DeviceInfo]:
+    """The devices ``spec`` (from ``source``: the argument, ``PYOPENCL_CTX``) matches.
+
+    Raises:
+        NoMatchingDeviceError: ``spec`` is empty or ``":"``, or matches none of ``devices``.
+    """
+    if not spec.replace(":", "").strip():
+        raise NoMatchingDeviceError(f"the device {spec!r} (from {source}) names no device; "
+                                    "give 'P:D', 'P' or part of a device name")
+    found = _match(spec, devices)
+    if not found:
+        raise NoMatchingDeviceError(f"no OpenCL device matches {spec!r} (from {source}); "
+                                    f"{_listing(devices)}")
+    return found
 
 
 def select_device(spec: str | None = None) -> Target:
@@ -406,9 +419,7 @@ def select_device(spec: str | None = None) -> Target:
     devices = list_devices()
     if not devices:
         raise DeviceError(f"no OpenCL device found (requested: {spec or 'default'}); " + POCL_INSTALL_HINT)
-    candidates = devices if spec is None else _match(spec, devices)
-    if not candidates:
-        raise NoMatchingDeviceError(f"no OpenCL device matches {spec!r} (from {source}); {_listing(devices)}")
+    candidates = devices if spec is None else _matching(spec, devices, source)
     info = _first_that_builds(sorted(candidates, key=_preference), spec)
     if info.is_simulator and spec is not None and _by_index(spec):
         others = [d for d in devices if not d.is_simulator]

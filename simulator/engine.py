@@ -1075,16 +1075,10 @@ class Machine:
             raise ExecutionError(f"{self.schedule.family}: loop {loop.var} has a step of "
                                  f"{int(np.min(step))}: it must be at least 1 (the loop would "
                                  "never end)")
-        start = np.asarray(self.eval_int(loop.start), dtype=np.int64)
-        trips = np.maximum(0, -((start - np.asarray(self.eval_int(loop.stop))) // step))
-        most = int(np.max(np.where(m, trips, 0), initial=0))
-        if most > LOOP_TRIPS_LIMIT:
-            raise ExecutionError(f"{self.schedule.family}: loop {loop.var} runs {most:,} "
-                                 f"iterations, above the simulation limit of "
-                                 f"{LOOP_TRIPS_LIMIT:,} for one loop")
         if self.is_vectorizable(loop):
             self.exec_for_blocks(loop, m, step)
             return
+        self.loop_trips(loop, m, step)   # refuses a loop beyond the limit before it runs
         var = self.eval_int(loop.start)
         while True:
             self.env[loop.var] = var
@@ -1103,13 +1097,29 @@ class Machine:
             self.vectorizable[key] = is_vectorizable(loop)
         return self.vectorizable[key]
 
-    def exec_for_blocks(self, loop: S.For, m, step) -> bool:
-        """Run ``loop`` in blocks of iterations; whether any block ran."""
+    def loop_trips(self, loop: S.For, m, step) -> tuple[np.ndarray, np.ndarray, int]:
+        """``loop``'s start, stop and the most iterations a work-item of mask ``m`` runs.
+
+        Raises:
+            ExecutionError: more than :data:`LOOP_TRIPS_LIMIT` iterations.
+        """
         start = np.asarray(self.eval_int(loop.start), dtype=np.int64)
         stop = np.asarray(self.eval_int(loop.stop), dtype=np.int64)
-        trips = np.maximum(0, -((start - stop) // step))
-        trips = np.where(m, trips, 0)
+        trips = np.where(m, np.maximum(0, -((start - stop) // step)), 0)
         most = int(trips.max()) if trips.size else 0
+        if most > LOOP_TRIPS_LIMIT:
+            raise ExecutionError(f"{self.schedule.family}: loop {loop.var} runs {most:,} "
+                                 f"iterations, above the simulation limit of "
+                                 f"{LOOP_TRIPS_LIMIT:,} for one loop")
+        return start, stop, most
+
+    def exec_for_blocks(self, loop: S.For, m, step) -> bool:
+        """Run ``loop`` in blocks of iterations; whether any block ran.
+
+        Raises:
+            ExecutionError: the loop runs more than :data:`LOOP_TRIPS_LIMIT` iterations.
+        """
+        start, stop, most = self.loop_trips(loop, m, step)
         # Blocks hold a multiple of VECTOR_BLOCK iterations, so that observers can see runs of
         # consecutive iterations (e.g. local loads a compiler would merge into vector loads).
         groups = self.block_groups or self.G

@@ -55,9 +55,7 @@ def command(device, out_file, quick, base_model):
     if out_file is None:
         click.echo(to_toml(model), nl=False)
     else:
-        from pathlib import Path
-
-        moved = archive_previous(out_file, Path(out_file).stem)
+        moved = archive_previous(out_file)
         atomic_write_text(out_file, to_toml(model))
         click.echo(f"wrote {out_file}: use it with --device-model {out_file}"
                    + (f" (the earlier file moved to {moved})" if moved else ""))

@@ -34,6 +34,14 @@ def fail(err: Exception) -> None:
     sys.exit(1)
 
 
+def _cannot_write(subject: str, err: OSError, fallback) -> str:
+    """``cannot write <subject>: <reason>``, then the file in question in parentheses unless
+    the reason already names it (``err.filename``, else ``fallback``; nothing when empty)."""
+    reason, named = str(err.strerror or err), str(err.filename or fallback or "")
+    return f"cannot write {subject}: {reason}" + \
+        ("" if not named or named in reason else f" ({named})")
+
+
 def write_failed(what: str, where, err: OSError) -> None:
     """Exit on an error writing ``what`` under the folder ``where``: an output path that
     cannot be a folder (:class:`analysis.files.OutputNotWritable`) is bad input (exit 2),
@@ -42,10 +50,7 @@ def write_failed(what: str, where, err: OSError) -> None:
     from ..files import OutputNotWritable
 
     where = err.filename if where is None else where
-    reason = str(err.strerror or err)
-    named = str(err.filename or where)
-    message = (f"cannot write {what} under {str(where)!r}: {reason}"
-               + ("" if named in reason else f" ({named})"))
+    message = _cannot_write(f"{what} under {str(where)!r}", err, where)
     if isinstance(err, OutputNotWritable):
         raise click.UsageError(message) from None
     fail(OSError(message))
@@ -109,10 +114,8 @@ def check_out_file(path: str | None, option: str = "--out") -> None:
         refuse_non_file(path)
         ensure_writable(Path(folder))
     except OSError as err:
-        reason, named = str(err.strerror or err), str(err.filename or folder)
-        raise click.UsageError(f"cannot write {option} {path!r}: {reason}"
-                               + ("" if not named or named in reason or not path
-                                  else f" ({named})")) from None
+        raise click.UsageError(_cannot_write(f"{option} {path!r}", err,
+                                             folder if path else "")) from None
 
 
 def within_budget(sch, force: bool, **how) -> None:

@@ -172,7 +172,7 @@ def write_predictions(path: str | os.PathLike, cases: Sequence[Case],
     cases = check_unique(cases, "predictions")
     doc = predictions_document(cases, identity, predict(cases, model, step), command,
                                case_list)
-    archive_previous(path, Path(path).stem)   # registered predictions are never lost
+    archive_previous(path)   # registered predictions are never lost
     atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
     return doc
 

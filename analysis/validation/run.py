@@ -163,7 +163,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
         "predictions": {},
         "measurements": {c.id: {"rounds": []} for c in cases},
     }
-    archive_previous(out_dir / RESULTS_FILE, "validation")
+    archive_previous(out_dir / RESULTS_FILE)
     if pf is not None:
         data["predictions"] = {c.id: pf.predictions[c.id] for c in cases}
     else:
