@@ -100,12 +100,15 @@ SIMULATOR_HAZARD_KINDS: dict[str, frozenset[str]] = {
     "out-of-bounds": frozenset({"invalid-read", "invalid-write", "array-index"}),
     "uninitialized-local-read": frozenset({"uninitialized"}),
     "uninitialized-private-read": frozenset({"uninitialized"}),
+    "uninitialized-global-read": frozenset({"uninitialized"}),
     "unwritten-output": frozenset(),
     "misaligned-vector-access": frozenset({"misaligned"}),
 }
 """Hazard kinds of :mod:`simulator.hazards` -> the :class:`Diagnostic` kinds Oclgrind reports
 for the same fault. Empty: Oclgrind cannot see it (an output element nobody writes is not a
-memory error). Oclgrind's out-of-bounds checks are per buffer (and per static array
+memory error). An output buffer reaches Oclgrind without host contents, so a read of it
+before any store is its "uninitialized value written to global memory" at the store the
+read feeds. Oclgrind's out-of-bounds checks are per buffer (and per static array
 dimension for ``__local`` arrays), the simulator's per logical dimension of every array:
 ``A[row, col]`` with ``col >= K`` but a flat index inside ``A`` is out of bounds for the
 simulator only."""

@@ -45,7 +45,8 @@ from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, coun
 from .device import GENERIC_GPU, DeviceLimits, check_schedule_limits
 from .global_races import GlobalRaceDetector
 from .hazards import Hazard, HazardError, HazardLog, array_dims, element_text
-from .race_detection import LocalRaceDetector, UninitializedLocalRead, UnwrittenOutput
+from .race_detection import (LocalRaceDetector, UninitializedLocalRead, UninitializedOutputRead,
+                             UnwrittenOutput)
 from .static_ir import CMP_OPS, INT_OPS, ExecutionError, eval_static, is_vectorizable
 from .unwritten import unwritten_fill
 
@@ -132,8 +133,9 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
             (:mod:`simulator.accelerators.classes`) and weights its counts by the class
             size: exact counts of large launches in seconds. It needs
             ``compute_values=False``; hazards are then checked in the representatives only,
-            and races in global memory and unwritten outputs, which need every work-group
-            of the launch, are not checked at all. ``loop_blocks`` (with
+            and races in global memory, reads of outputs before anything stored them and
+            unwritten outputs, which need every work-group of the launch, are not checked
+            at all. ``loop_blocks`` (with
             ``work_group_classes``) also runs loops that store or assign private arrays in
             blocks of iterations where :mod:`simulator.accelerators.loop_blocks` allows it:
             the same counts, but a hazard's example could differ, so a hazard in a launch
@@ -143,7 +145,8 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         race_checks: run the observers that find races in local memory and in global memory
             (:mod:`simulator.global_races`: between work-groups, and within a work-group
             where no global-fence barrier orders the accesses), reads of unwritten local
-            memory and output elements never written (out-of-bounds accesses, barrier
+            memory, reads of output elements before anything stored them and output
+            elements never written (out-of-bounds accesses, barrier
             divergence and uninitialized private reads are always checked).
         batch_work_items: work-items per batch of work-groups (memory bound).
         sum_lengths: also count each output element's sum length
@@ -285,6 +288,8 @@ def _hazard_observers(schedule, log, sizes, params, full_launch=True) -> list[Ob
                              UninitializedLocalRead(schedule, log, gid, local_sizes)]
     if full_launch:
         found.append(GlobalRaceDetector(schedule, log, sizes))
+        found.append(UninitializedOutputRead(schedule, log, gid,
+                                             {a.name: sizes[a.name] for a in outs}))
         found.append(UnwrittenOutput(schedule, log, {a.name: sizes[a.name] for a in outs},
                                      {a.name: tuple(params[d] for d in a.shape) for a in outs}))
     return found

@@ -25,6 +25,7 @@ HAZARD_KINDS = (
     "data-race",                   # two work-items touch one word unordered, one of them storing
     "uninitialized-local-read",    # a read of a local word no work-item of the work-group stored
     "uninitialized-private-read",  # a read of a private variable the work-item never assigned
+    "uninitialized-global-read",   # a read of an output element (role out) nothing stored yet
     "unwritten-output",            # output elements no work-item stored
     "misaligned-vector-access",    # a float2/float4 access at an address not a multiple of 8/16
 )

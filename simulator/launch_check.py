@@ -12,8 +12,9 @@ gives a time that is not a measurement of the kernel. So before any launch
 - *representative work-groups* otherwise: one work-group per class of
   :mod:`simulator.accelerators.classes` (the first and last work-group of every NDRange dimension, the
   edges, among them), counts only, so races within a work-group, out-of-bounds accesses,
-  barrier divergence, misaligned vector accesses and uninitialized reads are checked there;
-  races between work-groups and unwritten outputs need every work-group and are not
+  barrier divergence, misaligned vector accesses and uninitialized local and private reads
+  are checked there; races between work-groups, reads of outputs before a store and
+  unwritten outputs need every work-group and are not
   (:attr:`LaunchCheck.not_checked` says so). The sum length is counted on the
   representatives with values: for a built-in family with a K loop of step D
   (:func:`simulator.accelerators.k_extrapolation.k_step_elems`), at K mod D + n·D for n in
@@ -55,7 +56,8 @@ SHORT_K_STEPS = (3, 4, 5)
 """K steps of the three short launches whose sum lengths are extrapolated (each has a
 first, an interior and a last step, the cases of a K loop)."""
 
-NOT_CHECKED_BY_REPRESENTATIVES = ("races between work-groups", "unwritten outputs")
+NOT_CHECKED_BY_REPRESENTATIVES = ("races between work-groups", "reads of outputs before a store",
+                                  "unwritten outputs")
 """What needs every work-group of the launch, so a check of representatives leaves out."""
 
 

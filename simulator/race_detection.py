@@ -1,5 +1,6 @@
 """Hazard detectors that observe the access stream: local-memory races, reads of local
-memory nothing wrote, and output elements nothing wrote.
+memory nothing wrote, reads of output elements before anything wrote them, and output
+elements nothing wrote.
 
 Lock-step execution hides races (the result may come out right), so races are found from
 *who* touched each local word in the current barrier interval, never from the values:
@@ -266,6 +267,61 @@ class UninitializedLocalRead(Observer):
                 detail=(f"{ev.site}: e.g. work-item {int(li[i])} of work-group {gid} reads "
                         f"local {word}, which no work-item of its "
                         "work-group has stored")),
+                _per_group(self.group_index, g[unset]), "reads")
+
+
+class UninitializedOutputRead(Observer):
+    """Finds loads of elements of output buffers (role ``out``) that no work-item has stored
+    before the load, as ``uninitialized-global-read`` hazards: such a buffer holds no
+    defined contents when the kernel starts (the host fills it with
+    :data:`simulator.unwritten.UNWRITTEN_BITS`), so the load reads garbage. A buffer the
+    kernel reads before writing is ``inout``.
+
+    Work-groups run in linear order and the work-items of a batch in lock-step, so a store
+    counts as before a load when an earlier work-group, or an earlier statement of the same
+    batch, made it. A load that only sees a value because another work-item's unordered
+    store came first is a data race, which :mod:`simulator.global_races` reports; the
+    load of an element that a later work-item or work-group stores is reported here, where
+    lock-step order would hide nothing. Needs every work-group of the launch, in order."""
+
+    def __init__(self, schedule, log: HazardLog, group_id_of, output_sizes: dict[str, int]):
+        self.schedule, self.log, self.group_id_of = schedule, log, group_id_of
+        self.written = {n: np.zeros(s, dtype=bool) for n, s in output_sizes.items()}
+        self.epochs = np.zeros(0, dtype=np.int64)
+
+    def on_batch(self, group_index, work_items, weights=None) -> None:
+        self.group_index = group_index
+        self.epochs = np.zeros(len(group_index), dtype=np.int64)
+
+    def on_barrier(self, group_index, arrived) -> None:
+        self.epochs += np.asarray(arrived) > 0
+
+    def on_hazardous_store(self, array: str, words: np.ndarray) -> None:
+        if array in self.written:   # written on a device, by an access already reported
+            self.written[array][words] = True
+
+    def on_access(self, ev: AccessEvent) -> None:
+        if ev.space != "global" or ev.array not in self.written:
+            return
+        g, li, words = _entries(ev)
+        written = self.written[ev.array]
+        if ev.direction == "store":
+            written[words] = True
+            return
+        unset = ~written[words]
+        if unset.any():
+            i = int(np.argmax(unset))
+            gid = self.group_id_of(int(self.group_index[g[i]]))
+            element = element_text(ev.array, int(words[i]),
+                                   array_dims(self.schedule, ev.array))
+            self.log.add(Hazard(
+                kind="uninitialized-global-read", schedule=self.schedule.family,
+                array=ev.array, index=int(words[i]), group_id=gid, local_ids=(int(li[i]),),
+                epoch=int(self.epochs[g[i]]), count=int(unset.sum()), site=ev.site,
+                detail=(f"{ev.site}: e.g. work-item {int(li[i])} of work-group {gid} reads "
+                        f"{element} of the output {ev.array}, which nothing has stored yet "
+                        f"(an output holds no defined values when the kernel starts; "
+                        f"declare {ev.array} inout if the kernel reads its contents)")),
                 _per_group(self.group_index, g[unset]), "reads")
 
 

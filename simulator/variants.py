@@ -63,6 +63,19 @@ def early_return(sch: Schedule) -> Schedule:
     return dataclasses.replace(sch, body=tuple(body))
 
 
+def accumulate_into_output(sch: Schedule) -> Schedule:
+    """Every store into an output buffer (role ``out``) adds to what the element holds
+    (``C = C + value``, i.e. ``C += A·B``): a read of an output nothing has stored."""
+    outs = {a.name for a in sch.arrays if a.role == "out"}
+
+    def fn(s):
+        if isinstance(s, S.Store) and getattr(s.array, "name", None) in outs:
+            return (S.Store(s.array, s.index, S.Load(s.array, s.index) + s.value),)
+        return None
+
+    return dataclasses.replace(sch, body=rewrite(sch.body, fn))
+
+
 def floor_grid(sch: Schedule) -> Schedule:
     """NDRange from floor division (N/B)·B: partial edge tiles are never launched.
 
@@ -209,6 +222,10 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("gemm-tiled:floor-grid",
             "tiled GEMM on a grid computed with floor division: partial tiles are dropped",
             ("unwritten-output",), _from("gemm-tiled", floor_grid), (20, 20, 20, 16)),
+    Variant("gemm-naive:accumulate-into-output",
+            "naive GEMM that adds its sum to C (C += A·B) while C is declared an output: "
+            "it reads elements nothing has stored", ("uninitialized-global-read",),
+            _from("gemm-naive", accumulate_into_output), (20, 40, 20, 16)),
     Variant("matvec-local-whole:fixed-256",
             "x staged whole into a fixed 256-word local array, filled for K > 256",
             ("out-of-bounds",),

@@ -227,7 +227,8 @@ def variant_fault_shapes(draw, name: str, max_size: int = 40) -> tuple:
     - in-place reduction: a second work-group (M > 2·tile); neighbour behind a local-only
       fence: M >= 2; zeros in one launch: any shape (no single launch shows it);
     - gemm-vectorized:unaligned-rows: K > 4, not a multiple of 4 (row 1's first float4
-      of A is in bounds but misaligned; a row's last float4 reaches past K), M >= 2.
+      of A is in bounds but misaligned; a row's last float4 reaches past K), M >= 2;
+    - accumulate-into-output: any shape (every element of C is read before its store).
     """
     if name == "gemm-vectorized:unaligned-rows":  # row 1 starts at element K, K % 4 != 0
         k = draw(st.integers(5, max_size).filter(lambda v: v % 4))
@@ -270,7 +271,8 @@ def variant_fault_shapes(draw, name: str, max_size: int = 40) -> tuple:
     if name == "demo-neighbour:local-fence":
         # work-group 0 has two work-items: work-item 0 reads the y work-item 1 stored
         return draw(st.integers(2, 100)), 1, None, draw(st.integers(2, 32))
-    if name.startswith("gemm-naive:zeros-in-launch"):
+    if name in ("gemm-naive:accumulate-into-output",) or \
+            name.startswith("gemm-naive:zeros-in-launch"):
         m, k, n = draw(sizes(max_size))
         return m, k, n, draw(st.integers(1, 16))
     raise KeyError(f"no fault-shape strategy for variant {name!r}; add one to tests/strategies.py")

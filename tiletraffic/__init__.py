@@ -199,7 +199,8 @@ def tune_kernel(launch, params: dict, constraints=(), **options) -> dict:
 def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None,
           inputs: str = "normal") -> list[Hazard]:
     """Every hazard of `schedule`: races in local and global memory, barrier divergence,
-    out-of-bounds and misaligned vector accesses, uninitialized reads, unwritten outputs
+    out-of-bounds and misaligned vector accesses, uninitialized reads (local, private, and
+    of outputs before a store), unwritten outputs
     (an empty list when clean), one entry per fault with its counts per work-group.
 
     Runs the whole launch in the simulator on fresh random inputs (`seed` for repeatable

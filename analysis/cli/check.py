@@ -30,7 +30,8 @@ from .options import (FORCE_OPTION, INPUTS_OPTION, SEED_OPTION, json_option,
 def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inputs_kind,
             force):
     """Run only the hazard checks: races in local and global memory, barrier divergence,
-    out-of-bounds accesses, uninitialized reads, unwritten outputs, on the full launch.
+    out-of-bounds accesses, uninitialized reads (local, private, outputs read before a store),
+    unwritten outputs, on the full launch.
     Exits 1 when a hazard is found (with --all: when a correct schedule has one or a broken
     variant misses its expected kind).
 

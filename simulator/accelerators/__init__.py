@@ -44,7 +44,8 @@ class Accelerators:
 
     Attributes:
         work_group_classes: execute one work-group per class (:mod:`.classes`); counts
-            only, and races in global memory and unwritten outputs are then not checked.
+            only, and races in global memory, reads of outputs before a store and unwritten
+            outputs are then not checked.
         private_nests: with values off, apply private-only loop nests and statement runs in
             one step, and read and assign private array elements of one static index
             without per-work-item index arrays (:mod:`.private_nest`).

@@ -2,8 +2,8 @@
 
 Applies to a launch counted without values or read maps
 (``Accelerators.work_group_classes``; :func:`simulator.engine.simulate` refuses it otherwise
-with an ``InputError``); races in global memory and unwritten outputs, which need every
-work-group, are then not checked.
+with an ``InputError``); races in global memory, reads of outputs before a store and
+unwritten outputs, which need every work-group, are then not checked.
 
 Two work-groups have identical counts (loads, stores, barriers, FLOPs, requests, sectors,
 lines, bank conflicts) when every statement runs under the same masks and every address

@@ -53,6 +53,7 @@ SECOND_SIZES: dict[str, tuple] = {
     "demo-neighbour:local-fence": (40, None, None, 8),
     "gemm-vectorized:unaligned-rows": (12, 6, 4, 2),
     "gemm-naive:zeros-in-launch-5": (33, 17, 9, 8),
+    "gemm-naive:accumulate-into-output": (33, 17, 9, 8),
 }
 """The second small shape (m, k, n, tile; None: not given) of every name."""
 
