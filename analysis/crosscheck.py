@@ -149,7 +149,7 @@ def compare_counts(schedule: Schedule, timeout_s: float = 300) -> CountsComparis
     ocl = measured.to_dict()
     for key in INSTRUCTION_KEYS:
         space, direction = key.split("_")[:2]
-        ocl[key] = int(measured.raw.get(f"{direction} {space}", 0))
+        ocl[key] = int(measured.instructions.get(f"{direction} {space}", 0))
     return CountsComparison(schedule.family, {k: sim[k] for k in COUNT_KEYS},
                             {k: ocl[k] for k in COUNT_KEYS})
 

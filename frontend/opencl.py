@@ -1338,8 +1338,7 @@ class _KernelBuilder:
                                                for p in parts):
                 return tuple(self.float_expr(p, out) for p in parts), out
             if len(parts) == 1:
-                v = self.float_expr(parts[0], out)
-                return (v,) * width, out
+                return self.splat(self.float_expr(parts[0], out), width, out), out
         if s.kind == K.CSTYLE_CAST_EXPR and _is_vector_type(s.type):
             inner = C.strip(C.children(s)[-1])
             parts = C.children(inner) if inner.kind in (K.INIT_LIST_EXPR, K.PAREN_EXPR) or \
@@ -1347,8 +1346,7 @@ class _KernelBuilder:
             if len(parts) == width:
                 return tuple(self.float_expr(p, out) for p in parts), out
             if len(parts) == 1:
-                v = self.float_expr(parts[0], out)
-                return (v,) * width, out
+                return self.splat(self.float_expr(parts[0], out), width, out), out
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in ("+", "-", "*"):
             a, b = C.children(s)
             va, oa = self._vector_or_scalar(a, width)
@@ -1362,8 +1360,17 @@ class _KernelBuilder:
         if _is_vector_type(C.strip(c).type):
             return self.vector_values(c, width)
         out: list = []
-        v = self.float_expr(c, out)
-        return (v,) * width, out
+        return self.splat(self.float_expr(c, out), width, out), out
+
+    def splat(self, value: S.FloatExpr, width: int, out: list) -> tuple:
+        """``value`` as every component of a float``width``: evaluated once, as C does (a
+        load or an operation in it is one load or FLOP, not ``width``), through a fresh
+        private float assigned in ``out`` unless it is a constant or a private already."""
+        if isinstance(value, (S.FConst, S.Private)):
+            return (value,) * width
+        name = self.fresh("scalar")
+        out += [S.DeclareFloat(name, None), S.Assign(name, value)]
+        return (S.Private(name),) * width
 
     def fresh(self, base: str) -> str:
         n = 1

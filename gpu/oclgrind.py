@@ -82,7 +82,8 @@ from tiletraffic.simulator.schedule import FLOAT_BYTES, Schedule
 __all__ = [
     "OclgrindError", "OclgrindUnavailable", "LaunchSpec", "OclgrindCounts", "Diagnostic",
     "OclgrindDiagnostics", "oclgrind_available", "oclgrind_counts", "oclgrind_check",
-    "parse_instruction_counts", "parse_diagnostics", "counts_from_table", "local_array_names",
+    "parse_instruction_counts", "parse_diagnostics", "counts_from_table", "memory_operations",
+    "local_array_names",
     "OCLGRIND_PLATFORM", "OPT_DISABLE", "SIMULATOR_HAZARD_KINDS",
 ]
 
@@ -338,6 +339,10 @@ _TABLE_HEADER = re.compile(r"^Instructions executed for kernel '([^']*)':\s*$")
 _TABLE_ROW = re.compile(r"^\s*([0-9][0-9,.' ]*)\s+-\s+(.+?)\s*$")
 _MEMOP = re.compile(r"^(load|store) (\w+) \(([0-9][0-9,.' ]*) bytes\)$")
 _BARRIER_CALL = re.compile(r"^call (?:_Z\d+)?(?:work_group_)?barrier\w*\(\)$")
+_VECTOR_CALL = re.compile(r"^call _Z\d+v(load|store)(\d+)\w*?PU3AS(\d)\w*\(\)$")
+"""Oclgrind's entry for a ``vloadN``/``vstoreN`` built-in (Itanium-mangled, SPIR address
+space numbers): Oclgrind runs them as calls, not as load/store instructions."""
+_ADDRESS_SPACES = {"1": "global", "2": "constant", "3": "local"}
 
 
 def _int(text: str) -> int:
@@ -389,7 +394,8 @@ class OclgrindCounts:
 
     All ``_elems`` are float32 elements (4 bytes) summed over every work-item of the launch,
     padded (out-of-range) work-items included, taken from the bytes of the
-    instruction counter's ``load/store global/local`` lines divided by 4.
+    instruction counter's ``load/store global/local/constant`` lines divided by 4, plus N per
+    ``vloadN``/``vstoreN`` call (:func:`memory_operations`).
 
     Attributes:
         global_load_elems, global_store_elems: float elements read / written in ``__global``.
@@ -406,6 +412,10 @@ class OclgrindCounts:
         build_options: the options the kernel was built with.
         diagnostics: first lines of the messages Oclgrind's always-on memory checks printed
             during the counted run (empty for a correct kernel).
+        instructions: load and store instructions summed over work-items, by
+            ``"load global"``, ``"store global"``, ``"load local"``, ``"store local"``
+            (:func:`memory_operations`: constant loads and ``vloadN``/``vstoreN`` calls
+            included).
 
     Oclgrind counts every access a work-item executes, also one that is out of bounds;
     the simulator leaves out-of-bounds accesses out of its counts (it reports them as
@@ -422,6 +432,7 @@ class OclgrindCounts:
     raw: dict[str, int] = field(default_factory=dict)
     build_options: tuple[str, ...] = ()
     diagnostics: tuple[str, ...] = ()
+    instructions: dict[str, int] = field(default_factory=dict)
 
     @property
     def barriers_divisible(self) -> bool:
@@ -444,6 +455,7 @@ class OclgrindCounts:
             "raw": dict(self.raw),
             "build_options": list(self.build_options),
             "diagnostics": list(self.diagnostics),
+            "instructions": dict(self.instructions),
         }
 
 
@@ -455,17 +467,47 @@ def _elems(raw: dict[str, int], key: str, kernel: str) -> int:
     return nbytes // FLOAT_BYTES
 
 
+def memory_operations(raw: dict[str, int], kernel: str) -> dict[str, tuple[int, int]]:
+    """``{"load global": (instructions, float elements), ...}`` for ``load``/``store`` of
+    ``global`` and ``local`` from one parsed table, in the simulator's terms: a ``__constant``
+    buffer is a global array to the simulator, so Oclgrind's ``load constant`` counts as
+    ``load global``; a ``vloadN``/``vstoreN`` built-in, which Oclgrind executes as a call,
+    is one instruction of N floats in the address space of its pointer (a ``floatN``
+    dereference is already one load or store of 4N bytes).
+
+    Raises:
+        OclgrindError: a memory entry moved a number of bytes that is not a multiple of 4.
+    """
+    ops = {f"{d} {sp}": [0, 0] for d in ("load", "store") for sp in ("global", "local")}
+    for direction in ("load", "store"):
+        for space, as_space in (("global", "global"), ("constant", "global"),
+                                ("local", "local")):
+            key = f"{direction} {space}"
+            ops[f"{direction} {as_space}"][0] += raw.get(key, 0)
+            ops[f"{direction} {as_space}"][1] += _elems(raw, key, kernel)
+    for entry, count in raw.items():
+        call = _VECTOR_CALL.match(entry)
+        if call:
+            space = _ADDRESS_SPACES.get(call.group(3))
+            key = f"{call.group(1)} {'global' if space == 'constant' else space}"
+            if key in ops:
+                ops[key][0] += count
+                ops[key][1] += count * int(call.group(2))
+    return {k: (v[0], v[1]) for k, v in ops.items()}
+
+
 def counts_from_table(raw: dict[str, int], kernel: str, work_group_items: int,
                       build_options: tuple[str, ...] = ()) -> OclgrindCounts:
-    """:class:`OclgrindCounts` from one parsed table (see :func:`parse_instruction_counts`)."""
+    """:class:`OclgrindCounts` from one parsed table (see :func:`parse_instruction_counts`),
+    memory operations as :func:`memory_operations` gives them."""
     calls = sum(v for k, v in raw.items() if _BARRIER_CALL.match(k))
+    ops = memory_operations(raw, kernel)
     return OclgrindCounts(
-        global_load_elems=_elems(raw, "load global", kernel),
-        global_store_elems=_elems(raw, "store global", kernel),
-        local_load_elems=_elems(raw, "load local", kernel),
-        local_store_elems=_elems(raw, "store local", kernel),
+        global_load_elems=ops["load global"][1], global_store_elems=ops["store global"][1],
+        local_load_elems=ops["load local"][1], local_store_elems=ops["store local"][1],
         barriers=calls // work_group_items, barrier_calls=calls,
-        work_group_items=work_group_items, raw=dict(raw), build_options=tuple(build_options))
+        work_group_items=work_group_items, raw=dict(raw), build_options=tuple(build_options),
+        instructions={k: v[0] for k, v in ops.items()})
 
 
 def oclgrind_counts(schedule: Schedule | GeneratedKernel | LaunchSpec, *,

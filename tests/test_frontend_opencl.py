@@ -70,6 +70,27 @@ def test_vectors_pointer_casts_and_float4_buffers():
     assert {"VectorLoad", "VectorStore"} <= kinds
 
 
+def test_a_scalar_broadcast_into_a_vector_is_evaluated_once():
+    """``b * s[0]`` and ``(float4)(x[i] * 3.0f)`` load and multiply the scalar once per
+    work-item, as C does, not once per component."""
+    src = """
+    __kernel void k(__global const float *x, __constant float *s, __global float *y) {
+        const int i = get_global_id(0);
+        float4 b = vload4(i, x);
+        vstore4(b * s[0], i, y);
+        vstore4((float4)(x[i] * 3.0f), i + 16, y);
+    }"""
+    sch, x, r = run(src, [16], [8], {"x": {"shape": [64], "access": "in"},
+                                     "s": {"shape": [1], "access": "in"},
+                                     "y": {"shape": [128], "access": "out"}})
+    xs, s0 = x["x"].astype(np.float64), float(x["s"][0])
+    assert_close(r.outputs["y"][:64], xs * s0)
+    assert_close(r.outputs["y"][64:], np.repeat(xs[:16] * 3, 4))
+    # per work-item: one float4 load, s[0] once, x[i] once; 4 + 1 multiplies
+    assert r.counts.global_load_elems == 16 * (4 + 1 + 1)
+    assert r.counts.flop == 16 * (4 + 1)
+
+
 def test_local_arrays_helpers_unroll_defines_and_countdown_loops():
     src = """
     #if !defined(WG)

@@ -144,6 +144,22 @@ def test_parse_instruction_counts_splits_address_spaces_and_bytes():
     assert (counts.barriers, counts.barrier_calls) == (16, 4096)
 
 
+def test_constant_loads_and_vector_built_in_calls_count_as_the_simulator_counts_them():
+    """Oclgrind runs vloadN/vstoreN as calls and keeps __constant apart; the simulator
+    counts a __constant buffer as global and a vloadN as one instruction of N floats."""
+    raw = {"load global": 10, "load global bytes": 40, "load constant": 64,
+           "load constant bytes": 256, "call _Z6vload4mPU3AS1Kf()": 64,
+           "call _Z6vload2mPU3AS3Kf()": 8, "call _Z7vstore4Dv4_fmPU3AS1f()": 5,
+           "call _Z6vload4mPU3AS2Kf()": 3, "call _Z6vload4mPKf()": 7,
+           "store local": 2, "store local bytes": 8}
+    counts = og.counts_from_table(raw, "k", work_group_items=1)
+    assert counts.global_load_elems == 10 + 64 + 64 * 4 + 3 * 4
+    assert counts.instructions["load global"] == 10 + 64 + 64 + 3
+    assert counts.global_store_elems == 5 * 4 and counts.instructions["store global"] == 5
+    assert counts.local_load_elems == 8 * 2 and counts.instructions["load local"] == 8
+    assert counts.local_store_elems == 2 and counts.instructions["store local"] == 2
+
+
 def test_parse_instruction_counts_refuses_two_launches_of_one_kernel():
     with pytest.raises(og.OclgrindError, match="two instruction-count tables"):
         og.parse_instruction_counts(TABLE + "\n" + TABLE)
