@@ -191,6 +191,32 @@ class DeviceModel:
                                                                    registers_per_work_item))
         return max(0, min(limits))
 
+    def work_group_fit_problem(self, work_group_items: int, local_mem_bytes: int,
+                               registers_per_work_item: int | None = None) -> str | None:
+        """Why one work-group cannot be resident on a compute unit
+        (:meth:`resident_work_groups_per_cu` is 0): the first limit it exceeds, with the
+        value and the limit; None when it fits."""
+        if self.resident_work_groups_per_cu(work_group_items, local_mem_bytes,
+                                            registers_per_work_item) > 0:
+            return None
+        sub_groups = -(-max(work_group_items, 1) // self.sub_group_size)
+        if sub_groups * self.sub_group_size > self.max_work_items_per_cu:
+            return (f"a work-group of {work_group_items} work-items ({sub_groups} sub-groups "
+                    f"of {self.sub_group_size}) exceeds the {self.max_work_items_per_cu} "
+                    f"work-items a compute unit of {self.name} holds")
+        per_group = local_mem_bytes + self.local_mem_reserved_bytes_per_work_group
+        if local_mem_bytes and per_group > self.local_mem_bytes_per_cu:
+            return (f"a work-group's {local_mem_bytes} bytes of local memory (+ "
+                    f"{self.local_mem_reserved_bytes_per_work_group} reserved) exceed the "
+                    f"{self.local_mem_bytes_per_cu} bytes of a compute unit of {self.name}")
+        if registers_per_work_item is not None:
+            problem = self.work_group_register_problem(work_group_items,
+                                                       registers_per_work_item)
+            if problem:
+                return problem
+        return (f"one work-group of {work_group_items} work-items does not fit a compute "
+                f"unit of {self.name} (max_work_groups_per_cu = {self.max_work_groups_per_cu})")
+
     def register_limited_work_groups_per_cu(self, work_group_items: int,
                                             registers_per_work_item: int) -> int:
         """Work-groups the register file of one compute unit holds, as CUDA's occupancy
@@ -223,6 +249,19 @@ class DeviceModel:
             return 0
         per_partition = (self.registers_per_cu // self.sub_partitions_per_cu) // per_sub_group
         return per_partition * self.sub_partitions_per_cu // sub_groups
+
+    def registers_for_one_work_group(self, work_group_items: int) -> int:
+        """The most registers per work-item (at most ``max_registers_per_work_item``) with
+        which one work-group of ``work_group_items`` work-items fits a compute unit's
+        register file (:meth:`register_limited_work_groups_per_cu` >= 1); 0 when even one
+        register does not. A compiler told the work-group size keeps a kernel within it
+        and spills the rest.
+
+        Example (H200): 1024 work-items: 64; 256 work-items: 255."""
+        for registers in range(self.max_registers_per_work_item, 0, -1):
+            if self.register_limited_work_groups_per_cu(work_group_items, registers) >= 1:
+                return registers
+        return 0
 
     def work_group_register_problem(self, work_group_items: int,
                                     registers_per_work_item: int) -> str | None:

@@ -13,7 +13,7 @@ from .device_model import DeviceModel, GuessedValueWarning
 from .dram_model import BufferReads
 from .memory import MemoryCounts
 from .observation import LaunchObservation, device_limits, observe_launch
-from .prediction import TrafficPrediction, buffer_reads, predict
+from .prediction import TrafficPrediction, buffer_reads, check_resident, predict
 from .registers import estimate_registers
 from .schedule import Schedule
 
@@ -89,6 +89,8 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
 
     Raises:
         simulator.device.LimitError, simulator.hazards.HazardError: as :func:`simulate`.
+        simulator.device.LimitError: no work-group can be resident on a compute unit
+            (work-items, local memory or registers, given or estimated).
         ValueError: ``registers_per_work_item`` not a positive integer, above the model's
             ``max_registers_per_work_item`` or the schedule's ``max_registers``, or too many
             for one work-group to run.
@@ -105,11 +107,15 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
         if problem:
             raise ValueError(f"{schedule.family}: {problem}")
         how = f"registers per work-item: {registers} (given)"
-    elif (estimate := estimate_registers(schedule, model.max_registers_per_work_item)):
+    elif (estimate := estimate_registers(
+            schedule, model.max_registers_per_work_item,
+            model.registers_for_one_work_group(schedule.work_group_items) or None)):
         registers, how = estimate.registers_per_work_item, estimate.describe()
         warnings.warn(f"{schedule.family}: {how}; pass the compiled kernel's count "
                       "(registers_per_work_item, --registers)", GuessedValueWarning,
                       stacklevel=1 + stacklevel)
+    check_schedule_limits(schedule, device_limits(model))   # before the simulation
+    check_resident(schedule, model, registers)
     observed = observe_for_model(schedule, model, accelerators)
     prediction = predict(observed, model, registers, stacklevel=2 + stacklevel)
     if how is not None:

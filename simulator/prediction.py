@@ -42,6 +42,7 @@ import numpy as np
 
 from .cache_observers import FootprintObserver
 from .counters import TrafficCounts
+from .device import LimitError
 from .device_model import DeviceModel
 from .dram_model import (BufferReads, dram_reads_lockstep, dram_reads_steady_state,
                          dram_writes_write_back)
@@ -161,6 +162,21 @@ def buffer_reads(schedule: Schedule, footprint: FootprintObserver, model: Device
             for name, sectors in footprint.sectors_by_buffer.items()}
 
 
+def check_resident(schedule: Schedule, model: DeviceModel, registers: int | None) -> None:
+    """Refuse a launch none of whose work-groups can be resident on a compute unit.
+
+    Raises:
+        simulator.device.LimitError: one work-group of ``schedule`` needs more work-items,
+            local memory or (``registers`` per work-item, when given) registers than a
+            compute unit of ``model`` has; the message names the value and the limit.
+    """
+    problem = model.work_group_fit_problem(schedule.work_group_items,
+                                           schedule.local_mem_bytes, registers)
+    if problem:
+        raise LimitError(f"{schedule.family}: {problem}: no work-group can be resident, so "
+                         "there is no time to predict")
+
+
 def predict(observation: LaunchObservation, device_model: DeviceModel,
             registers: int | None = None, *, stacklevel: int = 2) -> TrafficPrediction:
     """Combine the exact counts of ``observation`` with ``device_model`` into cache, DRAM
@@ -177,6 +193,11 @@ def predict(observation: LaunchObservation, device_model: DeviceModel,
         registers: registers per work-item, which limit the resident work-groups
             (:meth:`DeviceModel.resident_work_groups_per_cu`); ``None``: not modelled.
         stacklevel: as :func:`warnings.warn`'s for the warning; 2 names the caller's line.
+
+    Raises:
+        simulator.device.LimitError: no work-group can be resident on a compute unit (too
+            many work-items, local memory or registers for one); the message names the
+            value and the limit.
     """
     schedule, counts, memory = observation.schedule, observation.counts, observation.memory
     footprint, model = observation.footprint, device_model
@@ -193,6 +214,8 @@ def predict(observation: LaunchObservation, device_model: DeviceModel,
     resident = model.resident_work_groups_per_cu(schedule.work_group_items,
                                                  schedule.local_mem_bytes,
                                                  registers_per_work_item)
+    if resident < 1:
+        check_resident(schedule, model, registers_per_work_item)
     if inputs + outputs <= model.l2_bytes:
         dram_read = dram_lockstep = inputs
         methods["dram_read_bytes"] = "dram: compulsory"

@@ -37,7 +37,8 @@ class RegisterEstimate:
     """An estimated register count and how it was made (for ``methods`` and warnings).
 
     ``capped_by``: "" where the estimate is below every limit, else what limited it: the
-    schedule's register budget (``"budget"``) or the device's maximum (``"device"``)."""
+    schedule's register budget (``"budget"``), the device's maximum (``"device"``) or the most
+    with which one work-group fits a compute unit (``"work-group"``)."""
 
     registers_per_work_item: int
     private_floats: int
@@ -50,7 +51,9 @@ class RegisterEstimate:
 
     def describe(self) -> str:
         why = {"budget": "the schedule's register budget (max_registers)",
-               "device": "the device's maximum (the compiler would spill)"}
+               "device": "the device's maximum (the compiler would spill)",
+               "work-group": "the most with which one work-group fits a compute unit (the "
+                             "compiler would spill)"}
         capped = (f", capped at {self.registers_per_work_item}: "
                   f"{why[self.capped_by]}") if self.capped else ""
         return (f"registers per work-item estimated from the schedule (guessed): "
@@ -78,19 +81,25 @@ def private_floats(stmts) -> tuple[int, bool]:
     return total, arrays
 
 
-def estimate_registers(schedule: S.Schedule, max_registers: int = 255
-                       ) -> RegisterEstimate | None:
+def estimate_registers(schedule: S.Schedule, max_registers: int = 255,
+                       work_group_registers: int | None = None) -> RegisterEstimate | None:
     """The estimate of this module's docstring for a schedule with private arrays, at most
-    ``max_registers`` (the device's maximum) and the schedule's own budget
-    (``schedule.max_registers``), else None (a schedule of scalar private floats only:
-    registers are not modelled)."""
+    ``max_registers`` (the device's maximum), ``work_group_registers`` (the most with which
+    one work-group of the schedule's size fits a compute unit: a kernel compiled for that
+    work-group size, as generated kernels are with ``reqd_work_group_size``, gets no more;
+    None: no such limit) and the schedule's own budget (``schedule.max_registers``), else
+    None (a schedule of scalar private floats only: registers are not modelled)."""
     floats, arrays = private_floats(schedule.body)
     if not arrays:
         return None
     registers = BASE_REGISTERS + floats
     budget = schedule.max_registers
-    limit, by = ((budget, "budget") if budget is not None and budget < max_registers
-                 else (max_registers, "device"))
+    limits = [(max_registers, "device")]
+    if work_group_registers is not None:
+        limits.append((work_group_registers, "work-group"))
+    if budget is not None:
+        limits.append((budget, "budget"))
+    limit, by = min(limits, key=lambda entry: entry[0])
     return RegisterEstimate(min(registers, limit), floats, by if registers > limit else "")
 
 

@@ -1,4 +1,4 @@
-"""Register-limited occupancy (issue #13 item 3): the device model's register file, the
+"""Register-limited occupancy: the device model's register file, the
 estimate from a schedule's private arrays, and registers through model_launch, the facade
 and ``tiletraffic model --registers``."""
 from __future__ import annotations
@@ -16,6 +16,7 @@ from tiletraffic.simulator.device_model import (GENERIC_GPU_MODEL, NVIDIA_H200,
                                                 DeviceModelError, GuessedValueWarning,
                                                 built_in_file, read_device_model)
 from tiletraffic.simulator.registers import BASE_REGISTERS, estimate_registers
+from tiletraffic.simulator.device import LimitError
 from tiletraffic.simulator.model import model_launch
 
 
@@ -183,3 +184,42 @@ def test_cli_registers_option():
     bad = CliRunner().invoke(main, [*args, "--tile", "32", "--registers", "80"])
     assert bad.exit_code == 2
     assert "--registers 80: gemm-register-blocked: a work-group of 1024 work-items" in bad.output
+
+
+@pytest.mark.parametrize("items, expected", [
+    (1024, 64),   # 64 x 32 = 2048 per sub-group, 8 per sub-partition: 32 sub-groups fit
+    (512, 128),   # 4096 per sub-group, 4 per sub-partition: 16 fit; 129 -> 4352: 3 per
+    (256, 255),   # 8 sub-groups of 8192 fit: the device's maximum
+])
+def test_registers_for_one_work_group_by_hand(items, expected):
+    assert NVIDIA_H200.registers_for_one_work_group(items) == expected
+    assert NVIDIA_H200.register_limited_work_groups_per_cu(items, expected) == 1
+    if expected < NVIDIA_H200.max_registers_per_work_item:
+        assert NVIDIA_H200.register_limited_work_groups_per_cu(items, expected + 1) == 0
+
+
+def test_an_estimate_is_capped_where_one_work_group_would_not_fit():
+    # 32 x 32 work-items with 8 x 8 register tiles: 30 + 88 estimated, but a kernel
+    # compiled for 1024 work-items gets at most 64 on the H200 (and spills the rest)
+    s = tiletraffic.build("gemm-register-blocked", m=256, k=64, n=256, tile=32, tm=8, tn=8)
+    with pytest.warns(GuessedValueWarning, match="capped at 64: the most with which one "
+                                                "work-group fits"):
+        p = model_launch(s, NVIDIA_H200).prediction
+    assert (p.registers_per_work_item, p.resident_work_groups_per_cu) == (64, 1)
+    est = estimate_registers(s, 255, 64)
+    assert (est.registers_per_work_item, est.capped_by) == (64, "work-group")
+    assert estimate_registers(s, 255, 200).capped_by == ""     # 118 is below every limit
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"max_work_items_per_cu": 128}, "a work-group of 256 work-items (8 sub-groups of 32) "
+                                     "exceeds the 128 work-items a compute unit"),
+    ({"local_mem_bytes_per_cu": 1024}, "a work-group's 2048 bytes of local memory (+ "),
+])
+def test_a_work_group_no_compute_unit_holds_gets_no_time(change, message):
+    model = replace(NVIDIA_H200, **change)
+    s = tiletraffic.build("gemm-tiled", m=64, k=64, n=64, tile=16)
+    assert model.resident_work_groups_per_cu(256, s.local_mem_bytes) == 0
+    with pytest.raises(LimitError, match=message.replace("(", r"\(").replace(")", r"\)")
+                       .replace("+", r"\+")):
+        model_launch(s, model)
