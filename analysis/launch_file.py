@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tiletraffic.frontend.clang_ast import split_build_options
 from tiletraffic.frontend.opencl import BufferArg, FrontendError, parse_kernel
 from tiletraffic.simulator.schedule import Schedule, ScheduleError
 
@@ -108,22 +109,20 @@ class LaunchFile:
         return int(value)
 
     def options(self) -> list[str]:
-        """build_options as a list (shell quoting, ``-D X`` joined to ``-DX``)."""
-        import shlex
+        """build_options as a list (shell quoting, ``-D X`` joined to ``-DX``), checked as
+        :func:`tiletraffic.frontend.clang_ast.split_build_options` checks them.
+
+        Raises:
+            LaunchFileError: build_options is not a string, or an option is refused
+                (``-D``, ``-U`` or ``-I`` with nothing after it, an unknown option, ...).
+        """
         opts = self.data.get("build_options", "")
         if not isinstance(opts, str):
             raise self.error("build_options", f"{opts!r} is not a string")
         try:
-            words = shlex.split(opts)
-        except ValueError as err:
+            return split_build_options(opts)
+        except FrontendError as err:
             raise self.error("build_options", str(err)) from None
-        out = []
-        for i, w in enumerate(words):
-            if i and words[i - 1] in ("-D", "-U", "-I"):
-                out[-1] += w
-            else:
-                out.append(w)
-        return out
 
     def build_options(self) -> list[str]:
         """The compiler options: build_options with each tuning parameter's ``-D``

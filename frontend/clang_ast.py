@@ -65,26 +65,61 @@ def _index():
     return cindex.Index.create()
 
 
+_VALUE_OPTIONS = {"-D": "-DNAME or -DNAME=VALUE", "-U": "-UNAME", "-I": "-IFOLDER"}
+"""The options that take a value, with how to write one."""
+
+
 def split_build_options(build_options: str | tuple | list) -> list[str]:
-    """``-DTS=16 -I dir`` as a list (shell quoting), accepting a list as given.
+    """``-DTS=16 -I dir`` as a list (shell quoting), accepting a list as given; ``-D X``
+    (the value as the next word) is joined into ``-DX``.
 
     Raises:
-        FrontendError: an option other than ``-D``, ``-U``, ``-I`` or ``-cl-*``.
+        FrontendError: quoting that does not close; an option other than ``-D``, ``-U``,
+            ``-I`` or ``-cl-*``; ``-D``, ``-U`` or ``-I`` with nothing after it (at the end,
+            an empty word, or another option next); a ``-D``/``-U`` whose macro name is not
+            an identifier.
     """
-    opts = shlex.split(build_options) if isinstance(build_options, str) else list(build_options)
+    if isinstance(build_options, str):
+        try:
+            opts = shlex.split(build_options)
+        except ValueError as err:
+            raise FrontendError(f"build options {build_options!r}: {err}") from None
+    else:
+        opts = list(build_options)
     out = []
     it = iter(opts)
     for opt in it:
-        if opt in ("-D", "-U", "-I"):
+        if opt in _VALUE_OPTIONS:
             value = next(it, None)
-            if value is None:
-                raise FrontendError(f"build option {opt} needs a value")
-            out += [opt + value]
-        elif opt.startswith(("-D", "-U", "-I", "-cl-", "-w", "-Werror")):
+            if not value or value.startswith("-"):
+                after = "" if value is None else " (the next word is empty)" if not value \
+                    else f" (the next word is the option {value!r})"
+                raise FrontendError(f"build option {opt} has nothing after it{after}: write "
+                                    f"{_VALUE_OPTIONS[opt]}")
+            opt += value
+        if opt.startswith(("-D", "-U")):
+            _check_macro_option(opt)
+            out.append(opt)
+        elif opt.startswith(("-I", "-cl-", "-w", "-Werror")):
             out.append(opt)
         else:
             raise FrontendError(f"build option {opt!r} is not one of -D, -U, -I, -cl-*")
     return out
+
+
+def _check_macro_option(opt: str) -> None:
+    """Refuse a ``-D``/``-U`` without a macro name, one whose name is not an identifier
+    (a function-like ``-DF(x)=...`` is named ``F``) and a ``-U`` with a value."""
+    name, eq, value = opt[2:].partition("=")
+    if opt.startswith("-U") and eq:
+        raise FrontendError(f"build option {opt!r}: -U takes a macro name only (-UNAME)")
+    base = name.partition("(")[0]
+    if not base:
+        raise FrontendError(f"build option {opt!r} has no macro name: write "
+                            f"{_VALUE_OPTIONS[opt[:2]]}")
+    if not (base.isascii() and base.isidentifier()):
+        raise FrontendError(f"build option {opt!r}: {base!r} is not a macro name (letters, "
+                            "digits and _, not starting with a digit)")
 
 
 def parse(source: str, path: str, build_options=()):

@@ -138,3 +138,25 @@ def test_a_negative_value_for_a_uint_argument_is_refused():
         tt.from_opencl(kernel("    C[i] = A[i];",
                               "__global const float *A, __global float *C, const uint N"),
                        "k", [64], [16], {**ARGS, "N": -1})
+
+
+@pytest.mark.parametrize("options, words", [
+    ("-DN=4 -D", "build option -D has nothing after it: write -DNAME or -DNAME=VALUE"),
+    ("-U", "build option -U has nothing after it: write -UNAME"),
+    ("-I", "build option -I has nothing after it: write -IFOLDER"),
+    ('-D ""', "build option -D has nothing after it (the next word is empty)"),
+    ("-I -DN=4", "build option -I has nothing after it (the next word is the option '-DN=4')"),
+    ("-D=4", "build option '-D=4' has no macro name"),
+    ("-D4N=1", "'4N' is not a macro name"),
+    ("-UN=1", "-U takes a macro name only"),
+])
+def test_value_options_without_a_value_are_refused(options, words):
+    with pytest.raises(FrontendError) as err:
+        tt.from_opencl(kernel("    C[i] = A[i];"), "k", [64], [16], ARGS, options)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_value_given_as_the_next_word_is_joined():
+    sch = tt.from_opencl(kernel("    C[i] = A[i] * S;"), "k", [64], [16], ARGS,
+                         "-D S=2.0f -D F(x)=x")
+    assert sch.extra["opencl"]["build_options"] == ("-DS=2.0f", "-DF(x)=x")

@@ -84,6 +84,14 @@ BROKEN = {
     "missing source": (GOOD.replace('"mm_tiled.cl"', '"nothing.cl"'), "source: "),
     "NDRange": (GOOD.replace('global_size = ["N", "N"]', 'global_size = [30, "N"]'),
                 "launch: "),
+    "-D with nothing after it": (GOOD.replace('"-DTS=8"', '"-DTS=8 -D"'),
+                                 "build_options: build option -D has nothing after it"),
+    "-U followed by another option": (
+        GOOD.replace('"-DTS=8"', '"-U -DTS=8"'),
+        "build_options: build option -U has nothing after it (the next word is the option "
+        "'-DTS=8')"),
+    "-I with an empty word after it": (GOOD.replace('"-DTS=8"', """'-DTS=8 -I ""'"""),
+                                       "build_options: build option -I has nothing after it"),
 }
 
 
