@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tiletraffic.frontend.clang_ast import split_build_options
+from tiletraffic.frontend.clang_ast import integer_literal, split_build_options
 from tiletraffic.frontend.opencl import BufferArg, FrontendError, parse_kernel
 from tiletraffic.simulator.schedule import Schedule, ScheduleError
 
@@ -175,10 +175,9 @@ def read(path, overrides: dict | None = None, params: dict | None = None) -> Lau
     for opt in launch.options():
         name, eq, value = opt[2:].partition("=")
         if opt.startswith("-D") and eq:
-            try:
-                launch.macros[name] = int(value, 0)
-            except ValueError:
-                pass                      # not an integer: not a name for expressions
+            number = integer_literal(value.strip(), signed=True)  # octal: refused by options()
+            if number is not None:        # else not an integer: not a name for expressions
+                launch.macros[name] = number
     for name in list(overrides):
         if name in launch.macros and name not in sizes_raw:
             launch.params[name] = overrides.pop(name)  # --set of a -D macro replaces it

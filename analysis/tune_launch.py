@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tiletraffic.frontend.clang_ast import integer_literal
 from tiletraffic.frontend.opencl import FrontendError
 from tiletraffic.simulator.device import LimitError, check_schedule_limits
 from tiletraffic.simulator.schedule import ScheduleError
@@ -49,7 +50,8 @@ def parse_params(items) -> dict[str, list[int]]:
 
     Raises:
         TuneError: an item without ``=``, a name repeated or not an identifier, a value
-            that is not an integer.
+            that is not a C integer literal (decimal, ``0x`` hexadecimal; an optional sign
+            and suffix) or is an octal one (``010``).
     """
     out: dict[str, list[int]] = {}
     for item in items:
@@ -60,9 +62,13 @@ def parse_params(items) -> dict[str, list[int]]:
         if name in out:
             raise TuneError(f"--param {name} given twice")
         try:
-            out[name] = [int(v, 0) for v in values.split(",") if v.strip()]
-        except ValueError:
-            raise TuneError(f"--param {item!r}: values must be integers") from None
+            numbers = [integer_literal(v.strip(), signed=True) for v in values.split(",")
+                       if v.strip()]
+        except FrontendError as err:
+            raise TuneError(f"--param {item!r}: {err}") from None
+        if None in numbers:
+            raise TuneError(f"--param {item!r}: values must be integers")
+        out[name] = numbers
         if not out[name]:
             raise TuneError(f"--param {item!r}: no values")
     if not out:

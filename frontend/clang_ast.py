@@ -65,6 +65,57 @@ def _index():
     return cindex.Index.create()
 
 
+_INTEGER_SUFFIXES = ("", "u", "l", "ul", "lu", "ll", "ull", "llu")
+"""C's integer-literal suffixes, lower-cased (``LL`` and ``ll`` only, never ``lL``)."""
+
+
+def integer_literal(text: str, *, signed: bool = False) -> int | None:
+    """The value of the C integer literal ``text``: decimal, hexadecimal (``0x1F``) or
+    binary (``0b101``), with a suffix ``u``/``U``, ``l``/``L``, ``ll``/``LL`` or a ``u``
+    with one of those, in either order. ``signed`` also takes a leading ``-`` or ``+``.
+
+    Returns:
+        The value (an ``int``, the suffix not limiting it), or ``None`` when ``text`` is not
+        an integer literal (a float literal, a name, an expression).
+
+    Raises:
+        FrontendError: a literal of more than one digit starting with ``0``: C reads it as
+            octal (``010`` is 8), which is rarely what was meant; the message names the
+            literal and its octal value.
+    """
+    sign, body = 1, text
+    if signed and body[:1] in ("-", "+"):
+        sign, body = (-1 if body[0] == "-" else 1), body[1:]
+    end = len(body)
+    while end and body[end - 1] in "uUlL":
+        end -= 1
+    digits, suffix = body[:end], body[end:]
+    if suffix.lower() not in _INTEGER_SUFFIXES or "lL" in suffix or "Ll" in suffix:
+        return None
+    for prefix, base, allowed in (("0x", 16, "0123456789abcdefABCDEF"), ("0b", 2, "01")):
+        if digits[:2].lower() == prefix:
+            rest = digits[2:]
+            if not rest or any(ch not in allowed for ch in rest):
+                return None
+            return sign * int(rest, base)
+    if not digits or any(ch not in "0123456789" for ch in digits):
+        return None
+    if len(digits) > 1 and digits[0] == "0":
+        decimal = text.replace(digits, digits.lstrip("0") or "0", 1)
+        if any(ch in "89" for ch in digits):
+            raise FrontendError(f"integer literal {text} starts with 0 (octal in C) but has "
+                                f"the digit 8 or 9: write {decimal} without the leading 0")
+        octal = sign * int(digits, 8)
+        if octal == sign * int(digits):
+            raise FrontendError(f"integer literal {text} starts with 0, so C reads it as "
+                                f"octal ({octal}): write {decimal} without the leading 0")
+        as_octal = text.replace(digits, str(int(digits, 8)), 1)
+        raise FrontendError(f"integer literal {text} starts with 0, so C reads it as octal: "
+                            f"{text} is {octal}, not {sign * int(digits)}; write {as_octal}, "
+                            f"or {decimal} for the decimal value")
+    return sign * int(digits)
+
+
 _VALUE_OPTIONS = {"-D": "-DNAME or -DNAME=VALUE", "-U": "-UNAME", "-I": "-IFOLDER"}
 """The options that take a value, with how to write one."""
 
@@ -77,7 +128,7 @@ def split_build_options(build_options: str | tuple | list) -> list[str]:
         FrontendError: quoting that does not close; an option other than ``-D``, ``-U``,
             ``-I`` or ``-cl-*``; ``-D``, ``-U`` or ``-I`` with nothing after it (at the end,
             an empty word, or another option next); a ``-D``/``-U`` whose macro name is not
-            an identifier.
+            an identifier; a ``-D`` value that is an octal integer literal (``-DTS=010``).
     """
     if isinstance(build_options, str):
         try:
@@ -109,7 +160,8 @@ def split_build_options(build_options: str | tuple | list) -> list[str]:
 
 def _check_macro_option(opt: str) -> None:
     """Refuse a ``-D``/``-U`` without a macro name, one whose name is not an identifier
-    (a function-like ``-DF(x)=...`` is named ``F``) and a ``-U`` with a value."""
+    (a function-like ``-DF(x)=...`` is named ``F``), a ``-U`` with a value, and a ``-D``
+    value that is an octal integer literal (:func:`integer_literal`)."""
     name, eq, value = opt[2:].partition("=")
     if opt.startswith("-U") and eq:
         raise FrontendError(f"build option {opt!r}: -U takes a macro name only (-UNAME)")
@@ -120,6 +172,11 @@ def _check_macro_option(opt: str) -> None:
     if not (base.isascii() and base.isidentifier()):
         raise FrontendError(f"build option {opt!r}: {base!r} is not a macro name (letters, "
                             "digits and _, not starting with a digit)")
+    if eq:
+        try:
+            integer_literal(value.strip(), signed=True)
+        except FrontendError as err:
+            raise FrontendError(f"build option {opt!r}: {err}") from None
 
 
 def parse(source: str, path: str, build_options=()):
@@ -127,8 +184,10 @@ def parse(source: str, path: str, build_options=()):
 
     Raises:
         FrontendError: clang reports an error (the first one, with its location), a macro
-            given with ``-D`` is redefined by the source's ``#define``, or the ``libclang``
-            package is not installed.
+            given with ``-D`` is redefined by the source's ``#define``, an integer literal
+            of the source or a file it includes is octal (:func:`integer_literal`), a build
+            option is refused (:func:`split_build_options`), or the ``libclang`` package is
+            not installed.
     """
     try:
         from clang import cindex
@@ -157,7 +216,39 @@ def parse(source: str, path: str, build_options=()):
             loc = d.location
             name = loc.file.name if loc.file is not None else path
             raise FrontendError(f"{name}:{loc.line}:{loc.column}: {d.spelling}")
+    _check_integer_literals(tu)
     return tu
+
+
+def source_extents(tu) -> list:
+    """The extents of the parsed source and of the files it includes (not
+    :data:`BUILTINS_HEADER`), to read their tokens."""
+    from clang import cindex
+    extents = [tu.cursor.extent]
+    for inc in tu.get_includes():
+        f = inc.include
+        if Path(f.name) == BUILTINS_HEADER or not Path(f.name).is_file():
+            continue
+        size = Path(f.name).stat().st_size
+        extents.append(cindex.SourceRange.from_locations(
+            cindex.SourceLocation.from_offset(tu, f, 0),
+            cindex.SourceLocation.from_offset(tu, f, size)))
+    return extents
+
+
+def _check_integer_literals(tu) -> None:
+    """Refuse an octal integer literal anywhere in the source or the files it includes
+    (preprocessor lines too), through :func:`integer_literal`."""
+    from clang import cindex
+    for extent in source_extents(tu):
+        for token in tu.get_tokens(extent=extent):
+            if token.kind == cindex.TokenKind.LITERAL and token.spelling[:1].isdigit():
+                try:
+                    integer_literal(token.spelling)
+                except FrontendError as err:
+                    loc = token.location
+                    raise FrontendError(f"{loc.file.name}:{loc.line}:{loc.column}: {err}") \
+                        from None
 
 
 def _lib():
@@ -215,6 +306,25 @@ def evaluate(cursor) -> int | float | None:
         return None
     finally:
         lib.clang_EvalResult_dispose(result)
+
+
+def integer_value(cursor) -> int:
+    """The value of an ``INTEGER_LITERAL`` cursor: its token read by
+    :func:`integer_literal`, or clang's value where a macro's name stands for it.
+
+    Raises:
+        FrontendError: an octal literal, with the cursor's position.
+    """
+    from itertools import islice
+    tokens = list(islice(cursor.get_tokens(), 2))
+    if len(tokens) == 1 and tokens[0].kind.name == "LITERAL":
+        try:
+            value = integer_literal(tokens[0].spelling)
+        except FrontendError as err:
+            fail(cursor, str(err))
+        if value is not None:
+            return value
+    return int(evaluate(cursor))
 
 
 def macro_name(cursor) -> str | None:

@@ -134,17 +134,8 @@ def source_names(source: str, path: str = "<source>", build_options="") -> Sourc
     """
     from clang import cindex
     tu = C.parse(source, path, build_options)
-    extents = [tu.cursor.extent]
-    for inc in tu.get_includes():
-        f = inc.include
-        if Path(f.name) == C.BUILTINS_HEADER or not Path(f.name).is_file():
-            continue
-        size = Path(f.name).stat().st_size
-        extents.append(cindex.SourceRange.from_locations(
-            cindex.SourceLocation.from_offset(tu, f, 0),
-            cindex.SourceLocation.from_offset(tu, f, size)))
-    tokens = frozenset(t.spelling for e in extents for t in tu.get_tokens(extent=e)
-                       if t.kind == cindex.TokenKind.IDENTIFIER)
+    tokens = frozenset(t.spelling for e in C.source_extents(tu)
+                       for t in tu.get_tokens(extent=e) if t.kind == cindex.TokenKind.IDENTIFIER)
     defined = tuple(c.spelling for c in tu.cursor.get_children()
                     if c.kind == cindex.CursorKind.MACRO_DEFINITION and _in_file(c, path))
     return SourceNames(tokens, defined)
@@ -1013,7 +1004,7 @@ class _KernelBuilder:
         s = C.strip(c)
         kind = s.kind
         if kind == K.INTEGER_LITERAL:
-            return S.Const(int(C.evaluate(s)), C.macro_name(s))
+            return S.Const(C.integer_value(s), C.macro_name(s))
         if kind == K.CSTYLE_CAST_EXPR:
             if not _is_int_type(s.type):
                 self.fail(s, f"cast to {s.type.spelling} in an integer expression")
@@ -1428,7 +1419,9 @@ class _KernelBuilder:
         from clang.cindex import CursorKind as K
         s = C.strip(c)
         kind = s.kind
-        if kind in (K.FLOATING_LITERAL, K.INTEGER_LITERAL):
+        if kind == K.INTEGER_LITERAL:
+            return S.FConst(float(C.integer_value(s)))
+        if kind == K.FLOATING_LITERAL:
             return S.FConst(float(C.evaluate(s)))
         if self.is_vector_component(s):
             names, k = self.vector_component(s)

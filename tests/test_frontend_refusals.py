@@ -2,6 +2,7 @@
 file, line and column, the construct and what to write instead."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tiletraffic as tt
@@ -160,3 +161,41 @@ def test_a_value_given_as_the_next_word_is_joined():
     sch = tt.from_opencl(kernel("    C[i] = A[i] * S;"), "k", [64], [16], ARGS,
                          "-D S=2.0f -D F(x)=x")
     assert sch.extra["opencl"]["build_options"] == ("-DS=2.0f", "-DF(x)=x")
+
+
+@pytest.mark.parametrize("text, value", [
+    ("0", 0), ("16", 16), ("16u", 16), ("16U", 16), ("7l", 7), ("7LL", 7), ("7ull", 7),
+    ("7LLU", 7), ("7lu", 7), ("0x1F", 31), ("0XffUL", 255), ("0b101", 5),
+    ("1.5f", None), ("1e3", None), ("0x1p3", None), ("7lL", None), ("7ulu", None),
+    ("TS", None), ("0x", None), ("", None)])
+def test_integer_literals_of_c(text, value):
+    from tiletraffic.frontend.clang_ast import integer_literal
+    assert integer_literal(text) == value
+    assert integer_literal("-" + text, signed=True) == (None if value is None else -value)
+
+
+def test_octal_literals_are_refused_naming_the_literal_and_its_value():
+    from tiletraffic.frontend.clang_ast import integer_literal
+    with pytest.raises(FrontendError, match=r"integer literal 010 starts with 0, so C reads it "
+                                            r"as octal: 010 is 8, not 10; write 8, or 10 for"):
+        integer_literal("010")
+    with pytest.raises(FrontendError, match=r"010u is 8.*write 8u, or 10u"):
+        integer_literal("010u")
+    with pytest.raises(FrontendError, match="has the digit 8 or 9: write 9"):
+        integer_literal("09")
+    with pytest.raises(FrontendError, match=r"^<source>:4:18: integer literal 010 .* 8"):
+        tt.from_opencl(kernel("    C[i] = A[i % 010];"), "k", [64], [16], ARGS)
+    with pytest.raises(FrontendError, match=r"^<source>:1:13: integer literal 020 .* 16"):
+        tt.from_opencl(kernel("    C[i] = A[i % OFF];", before="#define OFF 020\n"),
+                       "k", [64], [16], ARGS)
+    with pytest.raises(FrontendError, match=r"build option '-DOFF=010': integer literal 010 "):
+        tt.from_opencl(kernel("    C[i] = A[i % OFF];"), "k", [64], [16], ARGS, "-DOFF=010")
+
+
+def test_hex_and_suffixed_literals_index_as_their_values():
+    sch = tt.from_opencl(kernel("    C[i] = A[(i + 0x10u) % 64UL] + A[i / 2l];"), "k",
+                         [64], [16], ARGS)
+    a = np.arange(64, dtype=np.float32)
+    out = tt.simulate(sch, {"A": a}).outputs["C"]
+    i = np.arange(64)
+    assert np.array_equal(out, a[(i + 16) % 64] + a[i // 2])

@@ -58,6 +58,11 @@ def test_sizes_macros_and_overrides(folder):
     assert counts.global_load_elems == 2 * 64 ** 3 // 16
 
 
+def test_macro_values_are_read_as_c_integer_literals(folder):
+    sch = tt.build(str(write(folder, GOOD.replace('"-DTS=8"', '"-DTS=0x8u"'))))
+    assert sch.local_size == (8, 8)
+
+
 BROKEN = {
     "unknown key": ("colour = 3\n" + GOOD, "colour: unknown key"),
     "unknown launch key": (GOOD.replace("local_size =", "work_group = [1]\nlocal_size ="),
@@ -90,6 +95,9 @@ BROKEN = {
         GOOD.replace('"-DTS=8"', '"-U -DTS=8"'),
         "build_options: build option -U has nothing after it (the next word is the option "
         "'-DTS=8')"),
+    "octal -D value": (GOOD.replace('"-DTS=8"', '"-DTS=010"'),
+                       "build_options: build option '-DTS=010': integer literal 010 starts "
+                       "with 0, so C reads it as octal: 010 is 8, not 10"),
     "-I with an empty word after it": (GOOD.replace('"-DTS=8"', """'-DTS=8 -I ""'"""),
                                        "build_options: build option -I has nothing after it"),
 }

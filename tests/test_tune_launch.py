@@ -39,6 +39,9 @@ def test_bad_arguments():
         parse_params(["TS"])
     with pytest.raises(TuneError, match="integers"):
         parse_params(["TS=8,x"])
+    assert parse_params(["TS=8,0x10,32u", "OFF=-1"]) == {"TS": [8, 16, 32], "OFF": [-1]}
+    with pytest.raises(TuneError, match=r"--param 'TS=8,010': integer literal 010 .* is 8"):
+        parse_params(["TS=8,010"])
     with pytest.raises(TuneError, match="--constraint"):
         tune_launch(LAUNCH, {"TS": [8]}, ["TS %% 2"], top=0)
     with pytest.raises(TuneError, match="no valid candidate"):
