@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiletraffic.frontend.clang_ast import integer_literal, split_build_options
-from tiletraffic.frontend.opencl import BufferArg, FrontendError, parse_kernel
+from tiletraffic.frontend.opencl import (BufferArg, FrontendError, WorkGroupSizeError,
+                                         parse_kernel)
 from tiletraffic.simulator.schedule import Schedule, ScheduleError
 
 from . import expressions
@@ -237,7 +238,8 @@ def schedule(launch: LaunchFile) -> Schedule:
 
     Raises:
         LaunchFileError: a field is wrong (named), including an argument the kernel lacks or
-            one left out and an access contradicting the source.
+            one left out, an access contradicting the source and a local size the kernel's
+            ``reqd_work_group_size`` does not allow (``launch.local_size``).
         tiletraffic.frontend.opencl.FrontendError: the source is outside the supported subset
             (file:line:column of the source).
     """
@@ -286,6 +288,8 @@ def schedule(launch: LaunchFile) -> Schedule:
         sch = parse_kernel(source, launch.kernel, sizes["global_size"], sizes["local_size"],
                            args, sizes=launch.names, build_options=launch.build_options(),
                            path=str(source_path))
+    except WorkGroupSizeError as err:
+        raise launch.error("launch.local_size", str(err)) from None
     except FrontendError as err:
         if err.arg is not None:
             raise launch.error(f"args.{err.arg}", str(err)) from None

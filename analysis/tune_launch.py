@@ -6,8 +6,9 @@ Every combination of the parameters' values is a candidate. Each is
 1. screened: its constraints (expressions over the launch file's names and the parameters,
    :mod:`analysis.expressions`) must hold, its launch file must give a schedule with the
    parameters as ``-DNAME=value`` (sizes, launch geometry and shapes may use them; a kernel
-   outside the front end's subset, an NDRange that is not a multiple, ... reject it), and it
-   must fit the device model's and the device's limits;
+   outside the front end's subset, an NDRange that is not a multiple, a local size other
+   than the kernel's ``reqd_work_group_size``, ... reject it), and it must fit the device
+   model's and the device's limits;
 2. modelled (:func:`tiletraffic.model`) and ranked by predicted time;
 3. the best ``top`` are checked for hazards in the simulator (one work-group per class of
    identical traffic: races in local memory, barrier divergence, out-of-bounds and

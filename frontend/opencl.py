@@ -44,7 +44,8 @@ from . import clang_ast as C
 from .clang_ast import FrontendError
 from .rewrite import simplify
 
-__all__ = ["FrontendError", "parse_kernel", "kernel_names", "BufferArg", "DATA_DEPENDENT"]
+__all__ = ["FrontendError", "WorkGroupSizeError", "parse_kernel", "kernel_names", "BufferArg",
+           "DATA_DEPENDENT"]
 
 DATA_DEPENDENT = ("traffic depends on the data; tiletraffic models only kernels whose "
                   "addresses and branches do not")
@@ -56,6 +57,16 @@ _INT_KINDS = {"INT", "UINT", "LONG", "ULONG", "SHORT", "USHORT", "CHAR_S", "UCHA
               "CHAR_U", "BOOL", "LONGLONG", "ULONGLONG"}
 _ID_FUNCTIONS = {"get_global_id": "global", "get_local_id": "local", "get_group_id": "group"}
 _INT_COMPARE = ("<", "<=", ">", ">=", "==", "!=")
+
+
+class WorkGroupSizeError(FrontendError):
+    """The kernel's ``__attribute__((reqd_work_group_size(X, Y, Z)))`` differs from the
+    launch's work-group size (its dimensions padded with 1 to three): the device would
+    refuse the launch. The message names both sizes."""
+
+
+_REQUIRED_SIZE = ("reqd_work_group_size", "__reqd_work_group_size__")
+_REQUIRED_SIZE_PROBE = "__tiletraffic_reqd_work_group_size"
 
 
 @dataclass(frozen=True)
@@ -183,6 +194,7 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     Raises:
         FrontendError: a parse error or a construct outside the subset (one line with
             file:line:column), an argument left out or unknown, a bad shape or access.
+        WorkGroupSizeError: the kernel's ``reqd_work_group_size`` is not ``local_size``.
         tiletraffic.simulator.schedule.ScheduleError: the NDRange is invalid.
     """
     path = path or "<source>"
@@ -195,6 +207,16 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     S.check_ndrange(gsize, lsize, f"{path}: {kernel}")
     if len(lsize) > 3:
         raise FrontendError(f"{path}: {kernel}: {len(lsize)} NDRange dimensions; at most 3")
+    required = required_work_group_size(found[kernel], source, path, build_options)
+    if required is not None:
+        wanted, attr = required
+        given = lsize + (1,) * (3 - len(lsize))
+        if wanted != given:
+            raise WorkGroupSizeError(
+                f"{C.where(attr, path)}: kernel {kernel} requires the work-group size "
+                f"{_sizes(wanted)} (reqd_work_group_size), but the launch's local size is "
+                f"{_sizes(given)}: launch it with local size {_sizes(wanted)} or change the "
+                "attribute")
     builder = _KernelBuilder(found[kernel], path, gsize, lsize, dict(args), dict(sizes or {}))
     body = simplify(builder.build())
     options = tuple(C.split_build_options(build_options))
@@ -211,6 +233,77 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
         local_arrays=tuple(builder.local_arrays), local_size=lsize, global_size=gsize,
         body=body, tile=lsize[0], description=f"{Path(path).name}: {kernel}",
         extra={"opencl": opencl})
+
+
+def _sizes(sizes) -> str:
+    return f"({', '.join(map(str, sizes))})"
+
+
+def required_work_group_size(kernel, source: str, path: str, build_options=()):
+    """The sizes ``(X, Y, Z)`` of the ``reqd_work_group_size`` attribute of the ``kernel``
+    cursor (of ``source``, the text of ``path``) and the attribute's cursor, or ``None``
+    without one. Sizes written as integer literals are read as such; others (macros,
+    expressions) are evaluated by clang, in a parse of the source followed by a constant
+    initialised with the attribute's arguments.
+
+    Raises:
+        FrontendError: the attribute's arguments are not three constants clang evaluates.
+    """
+    from itertools import islice
+    for attr in kernel.get_children():
+        if not attr.kind.is_attribute():
+            continue
+        tokens = [t.spelling for t in islice(attr.get_tokens(), 256)]
+        if not tokens or tokens[0] not in _REQUIRED_SIZE:
+            continue
+        args = _attribute_arguments(tokens)
+        if args is None or len(args) != 3 or not all(args):
+            C.fail(attr, "reqd_work_group_size: write its three sizes, "
+                         "reqd_work_group_size(X, Y, Z)", path)
+        values = [C.integer_literal(a[0]) if len(a) == 1 else None for a in args]
+        if None in values:
+            values = _evaluate_constants(args, source, path, build_options, attr)
+        return tuple(values), attr
+    return None
+
+
+def _attribute_arguments(tokens) -> list[list[str]] | None:
+    """The arguments of ``name ( a , b , c )`` as token lists (tokens after the closing
+    parenthesis ignored), or None without the parentheses."""
+    if len(tokens) < 2 or tokens[1] != "(":
+        return None
+    args, current, depth = [], [], 0
+    for t in tokens[2:]:
+        if t == ")" and depth == 0:
+            return args + [current]
+        if t == "," and depth == 0:
+            args.append(current)
+            current = []
+            continue
+        depth += (t == "(") - (t == ")")
+        current.append(t)
+    return None
+
+
+def _evaluate_constants(args, source, path, build_options, at) -> list[int]:
+    """The integer values of the token lists ``args`` where the source ends, by clang."""
+    from clang.cindex import CursorKind as K
+    probe = (f"{source}\n__constant int {_REQUIRED_SIZE_PROBE}[] = "
+             f"{{{', '.join(' '.join(a) for a in args)}}};\n")
+    written = ", ".join(" ".join(a) for a in args)
+    try:
+        tu = C.parse(probe, path, build_options)
+    except FrontendError as err:
+        C.fail(at, f"reqd_work_group_size({written}): its sizes are not constants clang "
+                   f"evaluates at the end of the source ({err})", path)
+    for c in tu.cursor.get_children():
+        if c.kind == K.VAR_DECL and c.spelling == _REQUIRED_SIZE_PROBE:
+            lists = [k for k in C.children(c) if k.kind == K.INIT_LIST_EXPR]
+            values = [C.evaluate(k) for k in C.children(lists[0])] if lists else []
+            if len(values) == 3 and all(isinstance(v, int) for v in values):
+                return values
+    C.fail(at, f"reqd_work_group_size({written}): its sizes are not three integer "
+               "constants", path)
 
 
 def _type_kind(t) -> str:

@@ -199,3 +199,22 @@ def test_hex_and_suffixed_literals_index_as_their_values():
     out = tt.simulate(sch, {"A": a}).outputs["C"]
     i = np.arange(64)
     assert np.array_equal(out, a[(i + 16) % 64] + a[i // 2])
+
+
+def test_a_required_work_group_size_must_be_the_launchs():
+    from tiletraffic.frontend.opencl import WorkGroupSizeError
+    src = kernel("    C[i] = A[i];").replace(
+        "__kernel void", "__kernel __attribute__((reqd_work_group_size(TS, TS / 4, 1))) void")
+    sch = tt.from_opencl(src, "k", [64, 4], [16, 4], ARGS, "-DTS=16")   # macros evaluated
+    assert sch.local_size == (16, 4)
+    with pytest.raises(WorkGroupSizeError) as err:
+        tt.from_opencl(src, "k", [64], [16], ARGS, "-DTS=16")
+    assert str(err.value) == (
+        "<source>:1:25: kernel k requires the work-group size (16, 4, 1) "
+        "(reqd_work_group_size), but the launch's local size is (16, 1, 1): launch it with "
+        "local size (16, 4, 1) or change the attribute")
+    assert isinstance(err.value, FrontendError)
+    literal = src.replace("TS, TS / 4, 1", "32, 1, 1")
+    with pytest.raises(WorkGroupSizeError, match=r"\(32, 1, 1\).*\(16, 1, 1\)"):
+        tt.from_opencl(literal, "k", [64], [16], ARGS)
+    assert tt.from_opencl(literal, "k", [64], [32], ARGS).local_size == (32,)

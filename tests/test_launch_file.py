@@ -134,6 +134,50 @@ def test_every_schedule_command_takes_a_launch_file():
     assert result.exit_code == 2 and "NAME=INTEGER" in result.output
 
 
+REQUIRED = """
+__kernel __attribute__((reqd_work_group_size(8, 1, 1)))
+void scale(__global float *y, const int n)
+{
+    const int i = get_global_id(0);
+    if (i < n) y[i] = 2.0f * y[i];
+}
+"""
+
+REQUIRED_LAUNCH = """
+source = "scale.cl"
+kernel = "scale"
+build_options = "-DWG=16"
+[sizes]
+n = 64
+[launch]
+global_size = ["n"]
+local_size = ["WG"]
+[args]
+y = { shape = ["n"], access = "inout" }
+n = "n"
+"""
+
+
+def test_a_required_work_group_size_other_than_the_launch_is_bad_input_everywhere(tmp_path):
+    (tmp_path / "scale.cl").write_text(REQUIRED)
+    path = write(tmp_path, REQUIRED_LAUNCH)
+    words = ("launch.local_size: ", "scale.cl:2:25: kernel scale requires the work-group size "
+             "(8, 1, 1) (reqd_work_group_size), but the launch's local size is (16, 1, 1)")
+    with pytest.raises(launch_file.LaunchFileError) as err:
+        tt.build(str(path))
+    assert all(w in str(err.value) for w in words)
+    runner = CliRunner()
+    for command in (["simulate", str(path)], ["check", str(path)], ["model", str(path)],
+                    ["run", str(path)], ["crosscheck", str(path)],
+                    ["explain", str(path), "--out", str(tmp_path / "e.html")]):
+        result = runner.invoke(main, command)
+        assert result.exit_code == 2, (command, result.output)
+        assert all(w in result.output for w in words), (command, result.output)
+        assert len(result.output.strip().splitlines()) == 1, result.output
+    assert not (tmp_path / "e.html").exists()
+    assert tt.build(str(path), set={"WG": 8}).local_size == (8,)
+
+
 CASES = """
 [[case]]
 launch = "{launch}"

@@ -88,6 +88,27 @@ def test_a_parameter_of_the_launch_file_or_a_header_is_used(tmp_path):
         tune_launch(tmp_path / "k.toml", {"STEPS": [1, 2]}, top=0)
 
 
+def test_candidates_the_kernels_required_work_group_size_refuses_are_rejected(tmp_path):
+    (tmp_path / "k.cl").write_text(
+        "__kernel __attribute__((reqd_work_group_size(32, 1, 1)))\n"
+        "void scale(__global float *y, const int n) {\n"
+        "    int i = get_global_id(0);\n"
+        "    if (i < n) y[i] = 2.0f * y[i];\n}\n")
+    (tmp_path / "k.toml").write_text(
+        'source = "k.cl"\nkernel = "scale"\n'
+        "[sizes]\nn = 256\n[launch]\nglobal_size = [\"n\"]\nlocal_size = [\"WG\"]\n"
+        '[args]\ny = { shape = ["n"], access = "inout" }\nn = "n"\n')
+    doc = tune_launch(tmp_path / "k.toml", {"WG": [16, 32, 64]}, top=0)
+    assert [p["label"] for p in doc["predictions"]] == ["WG=32"]
+    rejected = {r["label"]: r for r in doc["rejected"]}
+    assert set(rejected) == {"WG=16", "WG=64"}
+    for wg in (16, 64):
+        r = rejected[f"WG={wg}"]
+        assert r["stage"] == "builder"
+        assert f"requires the work-group size (32, 1, 1) (reqd_work_group_size), but the " \
+               f"launch's local size is ({wg}, 1, 1)" in r["reasons"][0]
+
+
 @pytest.fixture(scope="module")
 def pocl():
     from tiletraffic.gpu.device import list_devices
