@@ -1561,7 +1561,7 @@ class _KernelBuilder:
             if op == "+":
                 return self.float_expr(C.children(s)[0], out)
             if op == "-":
-                return S.FBinOp("-", S.FConst(0.0), self.float_expr(C.children(s)[0], out))
+                return S.FNeg(self.float_expr(C.children(s)[0], out))
             if op == "*":
                 self.fail(s, "a float read through a pointer: index the buffer (A[i])")
             self.fail(s, f"float operator {op}")

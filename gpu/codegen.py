@@ -106,6 +106,8 @@ def render_float(e: S.FloatExpr) -> tuple[str, int]:
     if isinstance(e, S.FBinOp):
         return _binary(e.op, render_float(e.left), render_float(e.right), _op_of(e.right),
                        reassociate=False)
+    if isinstance(e, S.FNeg):
+        return f"(-({render_float(e.operand)[0]}))", _ATOM
     if isinstance(e, S.FCall):  # OpenCL C built-ins of the same names (CUDA: gpu.cuda)
         return f"{e.fn}({', '.join(render_float(a)[0] for a in e.args)})", _ATOM
     if isinstance(e, S.Select):

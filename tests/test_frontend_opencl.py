@@ -42,8 +42,8 @@ def test_subtraction_fma_min_max_shifts_and_uint():
     a, b = x["A"].astype(np.float64), x["B"].astype(np.float64)
     j = np.minimum(np.arange(n), 7)
     assert_close(r.outputs["C"], a * 2 - b - a[j] * 0.5, 4)
-    # per element: *, +, 0 - B (negation), -, *  = 5 FLOPs
-    assert r.counts.flop == 5 * n
+    # per element: *, +, -, *  = 4 FLOPs (the negation of B counts none)
+    assert r.counts.flop == 4 * n
     assert r.counts.global_load_elems == 3 * n
 
 
@@ -197,3 +197,23 @@ def test_shifts_and_masks_of_negative_values_round_down_as_opencl():
     a, i = x["A"].astype(np.float64), np.arange(16)
     assert_close(r.outputs["C"], a[((i - 9) >> 2) + 3] + a[(i - 13) & 7], 2)
     assert not tt.check(sch)
+
+
+def test_unary_minus_on_a_float_is_a_negation_of_no_flop():
+    src = """
+    __kernel void k(__global const float *A, __global float *C) {
+        const int i = get_global_id(0);
+        C[i] = -A[i] * 2.0f;
+        C[i + 16] = -(A[i] * 0.0f);
+    }"""
+    sch, x, r = run(src, [16], [16], {"A": {"shape": [16], "access": "in"},
+                                      "C": {"shape": [32], "access": "out"}})
+    stores = [s for s in sch.body if isinstance(s, S.Store)]
+    assert isinstance(stores[0].value.left, S.FNeg) and isinstance(stores[1].value, S.FNeg)
+    assert r.counts.flop == 2 * 16                      # the two *, no FLOP for either -
+    a = x["A"]
+    assert np.array_equal(r.outputs["C"][:16], -a * np.float32(2))
+    # -(+0.0) is -0.0, as on the device (0.0f - x would give +0.0)
+    assert np.array_equal(np.signbit(r.outputs["C"][16:]), a >= 0)
+    from tiletraffic.gpu.codegen import render_float
+    assert render_float(stores[1].value)[0] == "(-(A[i] * 0.0f))"
