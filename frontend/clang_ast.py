@@ -207,7 +207,8 @@ def parse(source: str, path: str, build_options=()):
     except cindex.TranslationUnitLoadError as err:
         raise FrontendError(f"{path}: clang could not parse the file ({err})") from None
     for d in tu.diagnostics:
-        if d.option == "-Wmacro-redefined" and d.location.file is not None:
+        if d.option == "-Wmacro-redefined" and d.location.file is not None and \
+                not _redefines_builtin(d):
             loc = d.location   # a -D (a build option, a tuned parameter) the source overrides
             raise FrontendError(f"{loc.file.name}:{loc.line}:{loc.column}: {d.spelling}: the "
                                 "source's #define replaces the value given with -D (a build "
@@ -218,6 +219,14 @@ def parse(source: str, path: str, build_options=()):
             raise FrontendError(f"{name}:{loc.line}:{loc.column}: {d.spelling}")
     _check_integer_literals(tu)
     return tu
+
+
+def _redefines_builtin(diagnostic) -> bool:
+    """Whether a macro-redefined warning is about a macro of :data:`BUILTINS_HEADER`
+    (``INFINITY``, ``M_PI_F``, ...), which a source may redefine as a device compiler lets
+    it (with a warning), rather than a ``-D`` option."""
+    return any(n.location.file is not None and Path(n.location.file.name) == BUILTINS_HEADER
+               for n in diagnostic.children)
 
 
 def source_extents(tu) -> list:

@@ -57,6 +57,8 @@ _INT_KINDS = {"INT", "UINT", "LONG", "ULONG", "SHORT", "USHORT", "CHAR_S", "UCHA
               "CHAR_U", "BOOL", "LONGLONG", "ULONGLONG"}
 _ID_FUNCTIONS = {"get_global_id": "global", "get_local_id": "local", "get_group_id": "group"}
 _INT_COMPARE = ("<", "<=", ">", ">=", "==", "!=")
+_FLOAT_CONSTANT_CALLS = ("__builtin_inff", "__builtin_huge_valf", "__builtin_nanf")
+"""What ``INFINITY``, ``HUGE_VALF`` and ``NAN`` expand to (``opencl_builtins.h``)."""
 
 
 class WorkGroupSizeError(FrontendError):
@@ -818,17 +820,27 @@ class _KernelBuilder:
         self.fail(d, f"variable {name} of type {t.spelling}: use int/uint/size_t, float, "
                      "float4 or arrays of float")
 
-    def float_literal(self, c):
+    def float_literal(self, c) -> float | None:
+        """The value of a float constant: a literal (``2.0f``, ``FLT_MAX``, ``M_PI_F``),
+        ``INFINITY``, ``HUGE_VALF``, ``NAN``, an integer constant expression (``INT_MAX``,
+        ``INT_MIN``, ``TS * 2``: folded, as the compiler folds it), ``-`` or ``+`` before one,
+        a cast of one; else ``None``."""
         from clang.cindex import CursorKind as K
         s = C.strip(c)
-        if s.kind in (K.FLOATING_LITERAL, K.INTEGER_LITERAL) or (
-                s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "-" and
-                C.strip(C.children(s)[0]).kind in (K.FLOATING_LITERAL, K.INTEGER_LITERAL)):
-            v = C.evaluate(s)
-            if v is not None:
-                return float(v)
         if s.kind == K.CSTYLE_CAST_EXPR:
             return self.float_literal(C.children(s)[-1])
+        if s.kind == K.INTEGER_LITERAL:
+            return float(C.integer_value(s))
+        if _is_int_type(s.type):
+            v = C.evaluate(s)
+            return float(v) if isinstance(v, int) else None
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) in ("-", "+"):
+            v = self.float_literal(C.children(s)[0])
+            return None if v is None else -v if C.unary_operator(s) == "-" else v
+        if s.kind == K.FLOATING_LITERAL or (s.kind == K.CALL_EXPR and
+                                            s.spelling in _FLOAT_CONSTANT_CALLS):
+            v = C.evaluate(s)
+            return None if v is None else float(v)
         return None
 
     def array_dims(self, d) -> tuple[S.Const, ...]:
@@ -1512,10 +1524,11 @@ class _KernelBuilder:
         from clang.cindex import CursorKind as K
         s = C.strip(c)
         kind = s.kind
-        if kind == K.INTEGER_LITERAL:
-            return S.FConst(float(C.integer_value(s)))
-        if kind == K.FLOATING_LITERAL:
-            return S.FConst(float(C.evaluate(s)))
+        if kind == K.FLOATING_LITERAL or _is_int_type(s.type) or (
+                kind == K.CALL_EXPR and s.spelling in _FLOAT_CONSTANT_CALLS):
+            v = self.float_literal(s)
+            if v is not None:
+                return S.FConst(v)
         if self.is_vector_component(s):
             names, k = self.vector_component(s)
             return S.Private(names[k])

@@ -211,6 +211,13 @@ def test_negation_renders_as_a_parenthesized_unary_minus():
     assert render_float(-S.FConst(2.0))[0] == "(-(2.0f))"
 
 
+def test_constants_no_literal_writes_render_as_opencl_macros():
+    assert render_float(S.FConst(float("inf")))[0] == "INFINITY"
+    assert render_float(S.FConst(float("-inf")))[0] == "(-INFINITY)"
+    assert render_float(S.FConst(float("nan")))[0] == "NAN"
+    assert render_float(S.FConst(0.5))[0] == "0.5f"
+
+
 # ---------------------------------------------------------------- run on PoCL via pyopencl
 _POCL: dict = {}
 _PROGRAMS: dict = {}

@@ -217,3 +217,38 @@ def test_unary_minus_on_a_float_is_a_negation_of_no_flop():
     assert np.array_equal(np.signbit(r.outputs["C"][16:]), a >= 0)
     from tiletraffic.gpu.codegen import render_float
     assert render_float(stores[1].value)[0] == "(-(A[i] * 0.0f))"
+
+
+def test_opencl_c_constants_are_understood():
+    src = """
+    __kernel void k(__global const float *A, __global float *C) {
+        const int i = get_global_id(0);
+        float lo = INFINITY;
+        lo = fmin(lo, A[i]);
+        C[i] = lo * M_PI_F;
+        C[i + 8] = (i < INT_MAX && i > INT_MIN && (uint)i < UINT_MAX) ? FLT_MAX : -HUGE_VALF;
+        C[i + 16] = NAN;
+        C[i + 24] = FLT_MIN + FLT_EPSILON * M_E_F + M_SQRT2_F * M_PI_2_F;
+        C[i + 32] = A[i] * (INT_MIN / 65536 + TS * 2);   /* folded: one FLOP */
+    }"""
+    sch, x, r = run(src, [8], [8], {"A": {"shape": [8], "access": "in"},
+                                    "C": {"shape": [40], "access": "out"}}, "-DTS=4")
+    f, a, c = np.float32, x["A"], r.outputs["C"]
+    assert np.array_equal(c[:8], a * f(np.pi))
+    assert np.array_equal(c[8:16], np.full(8, np.finfo(f).max))
+    assert np.all(np.isnan(c[16:24]))
+    tiny, eps = np.finfo(f).tiny, np.finfo(f).eps
+    sum_ = tiny + eps * f(np.e) + f(np.sqrt(2)) * f(np.pi / 2)
+    assert np.array_equal(c[24:32], np.full(8, sum_))
+    assert np.array_equal(c[32:], a * f(-32768 + 8))
+    assert r.counts.flop == 8 * (2 + 1 + 4 + 1)   # fmin *, select, + * + *, *
+    constants = {s.name: s.init for s in sch.body if isinstance(s, S.DeclareFloat)}
+    assert constants == {"lo": np.inf}
+
+
+def test_a_source_may_redefine_a_built_in_constant():
+    src = """
+    #define M_PI_F 3.0f
+    __kernel void k(__global float *C) { C[get_global_id(0)] = M_PI_F; }"""
+    sch, _, r = run(src, [4], [4], {"C": {"shape": [4], "access": "out"}})
+    assert np.array_equal(r.outputs["C"], np.full(4, 3.0, np.float32))
