@@ -20,8 +20,9 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts;
 - statements: ``for`` loops counting up (``<``, ``<=``; ``++i``, ``i++``, ``i += s``,
   ``i = i + s``), ``if``/``else`` on integer conditions, ``return``, ``barrier`` with its
-  fence flags, ``#pragma unroll``, calls of helper functions defined in the source
-  (inlined).
+  fence flags (``work_group_barrier`` too, when the build options ask for
+  ``-cl-std=CL2.0`` or ``CL3.0``), ``#pragma unroll``, calls of helper functions defined in
+  the source (inlined).
 
 Buffers are row-major float32 of the shape the caller gives: a flat index
 ``row * N + col`` of a buffer shaped ``(M, N)`` is read as the two indices ``(row, col)``
@@ -57,6 +58,11 @@ _INT_KINDS = {"INT", "UINT", "LONG", "ULONG", "SHORT", "USHORT", "CHAR_S", "UCHA
               "CHAR_U", "BOOL", "LONGLONG", "ULONGLONG"}
 _ID_FUNCTIONS = {"get_global_id": "global", "get_local_id": "local", "get_group_id": "group"}
 _INT_COMPARE = ("<", "<=", ">", ">=", "==", "!=")
+_WORK_GROUP_BARRIER_STD = ("CL2.0", "CL3.0")
+"""The ``-cl-std`` versions whose OpenCL C has ``work_group_barrier``."""
+_WORK_GROUP_SCOPES = (1, 2, 3)
+"""``memory_scope_work_group``, ``_device``, ``_all_svm_devices``: scopes that order the
+work-group's accesses, as the IR's barrier does (``opencl_builtins.h`` values)."""
 _FLOAT_CONSTANT_CALLS = ("__builtin_inff", "__builtin_huge_valf", "__builtin_nanf")
 """What ``INFINITY``, ``HUGE_VALF`` and ``NAN`` expand to (``opencl_builtins.h``)."""
 
@@ -219,9 +225,10 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
                 f"{_sizes(wanted)} (reqd_work_group_size), but the launch's local size is "
                 f"{_sizes(given)}: launch it with local size {_sizes(wanted)} or change the "
                 "attribute")
-    builder = _KernelBuilder(found[kernel], path, gsize, lsize, dict(args), dict(sizes or {}))
-    body = simplify(builder.build())
     options = tuple(C.split_build_options(build_options))
+    builder = _KernelBuilder(found[kernel], path, gsize, lsize, dict(args), dict(sizes or {}),
+                             _cl_std(options))
+    body = simplify(builder.build())
     parent = Path(path).parent
     if any(Path(inc.include.name) != C.BUILTINS_HEADER for inc in tu.get_includes()) and \
             parent.is_dir():
@@ -235,6 +242,12 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
         local_arrays=tuple(builder.local_arrays), local_size=lsize, global_size=gsize,
         body=body, tile=lsize[0], description=f"{Path(path).name}: {kernel}",
         extra={"opencl": opencl})
+
+
+def _cl_std(options) -> str | None:
+    """The OpenCL C version ``-cl-std=`` asks for (the last one given), upper-cased."""
+    stds = [o.partition("=")[2].upper() for o in options if o.startswith("-cl-std=")]
+    return stds[-1] if stds else None
 
 
 def _sizes(sizes) -> str:
@@ -350,8 +363,9 @@ def _address_space(t) -> str:
 class _KernelBuilder:
     """Walks one kernel's cursors and builds IR statements (see the module docstring)."""
 
-    def __init__(self, cursor, path, global_size, local_size, args, sizes):
+    def __init__(self, cursor, path, global_size, local_size, args, sizes, cl_std=None):
         self.cursor, self.path = cursor, path
+        self.cl_std = cl_std            # -cl-std=... of the build options, upper-cased
         self.global_size, self.local_size = global_size, local_size
         self.args, self.sizes = args, sizes
         self.params: dict[str, int] = {}
@@ -999,6 +1013,8 @@ class _KernelBuilder:
         args = C.children(c)[1:] if C.children(c) else []
         if name == "barrier":
             return [self.barrier(c, args)]
+        if name == "work_group_barrier":
+            return [self.work_group_barrier(c, args)]
         if name in ("vstore2", "vstore4"):
             width = int(name[-1])
             values = self.vector_values(args[0], width)
@@ -1018,6 +1034,23 @@ class _KernelBuilder:
             self.fail(c, f"{name}: orders memory without synchronising; use barrier()")
         self.fail(c, f"call of {name} as a statement: only barrier(), vstore2/4 and helper "
                      "functions defined in the source")
+
+    def work_group_barrier(self, c, args) -> S.Barrier:
+        """OpenCL C 2.0's ``work_group_barrier(flags[, scope])``: :meth:`barrier` of its
+        flags, under ``-cl-std=CL2.0`` or ``CL3.0`` and a scope at least the work-group's."""
+        if self.cl_std not in _WORK_GROUP_BARRIER_STD:
+            given = f"-cl-std={self.cl_std}" if self.cl_std else "no -cl-std option"
+            self.fail(c, f"work_group_barrier is OpenCL C 2.0 and the build options give "
+                         f"{given} (OpenCL C 1.2 has none): add -cl-std=CL2.0 or "
+                         "-cl-std=CL3.0 to them, or write barrier(...)")
+        if len(args) > 1:
+            scope = C.evaluate(args[1])
+            if scope not in _WORK_GROUP_SCOPES:
+                self.fail(args[1], "work_group_barrier with a scope narrower than the "
+                                   "work-group (memory_scope_work_item, memory_scope_sub_group) "
+                                   "does not order the work-group's accesses, which the IR's "
+                                   "barrier does: use memory_scope_work_group (the default)")
+        return self.barrier(c, args[:1])
 
     def barrier(self, c, args) -> S.Barrier:
         flags = C.evaluate(args[0]) if args else None

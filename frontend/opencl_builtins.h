@@ -2,7 +2,8 @@
  * Function builtins (get_global_id, barrier, min, fma, ...) come from clang's own
  * -fdeclare-opencl-builtins; this file adds the types and macros clang keeps in
  * opencl-c-base.h (fence flags, integer and float limits, INFINITY, NAN, the M_*_F
- * constants), and the vload/vstore overloads of named address spaces. */
+ * constants), OpenCL C 2.0's work_group_barrier and memory_scope, and the vload/vstore
+ * overloads of named address spaces. */
 typedef unsigned char uchar;
 typedef unsigned short ushort;
 typedef unsigned int uint;
@@ -21,6 +22,17 @@ typedef uint uint4 __attribute__((ext_vector_type(4)));
 typedef uint cl_mem_fence_flags;
 #define CLK_LOCAL_MEM_FENCE 0x01
 #define CLK_GLOBAL_MEM_FENCE 0x02
+/* OpenCL C 2.0's barrier (the front end accepts it under -cl-std=CL2.0 or CL3.0) */
+typedef enum memory_scope {
+  memory_scope_work_item = 0,
+  memory_scope_work_group = 1,
+  memory_scope_device = 2,
+  memory_scope_all_svm_devices = 3,
+  memory_scope_all_devices = 3,
+  memory_scope_sub_group = 4
+} memory_scope;
+void __attribute__((overloadable)) work_group_barrier(cl_mem_fence_flags);
+void __attribute__((overloadable)) work_group_barrier(cl_mem_fence_flags, memory_scope);
 /* The constants of OpenCL C 1.2 section 6.12.2 and 6.12.2.1, as clang's opencl-c-base.h
  * spells them (NAN here a quiet NaN clang evaluates, not as_float(INT_MAX)). */
 #define CHAR_BIT 8
