@@ -25,6 +25,26 @@ CLANG_ARGS = ("-x", "cl", "-cl-std=CL1.2", "-cl-no-stdinc", "-Xclang",
 """How clang is told the source is OpenCL C 1.2 with builtins declared."""
 
 
+_AS_TYPE_FUNCTIONS = frozenset(
+    f"as_{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
+                           "float", "double", "half") for n in ("", "2", "3", "4", "8", "16"))
+"""OpenCL C's reinterpreting casts (``as_float``, ``as_int4``, ...)."""
+
+
+def refused_function(name: str) -> str | None:
+    """Why a call of the OpenCL C built-in ``name`` is refused (one line, starting with the
+    name), or ``None`` if it is not one of those: the ``as_*`` reinterpreting casts and
+    ``printf``."""
+    if name in _AS_TYPE_FUNCTIONS:
+        return (f"{name} reinterprets the bits of a value as another type, which tiletraffic "
+                "does not model (its floats are loaded, computed or constants, its integers "
+                "indices): not supported")
+    if name == "printf":
+        return ("printf: a kernel's output stream is not modelled: remove the call, or put it "
+                "under an #ifdef of a macro the launch does not define")
+    return None
+
+
 class FrontendError(ValueError):
     """A kernel the front end cannot turn into a schedule: a parse error, or a construct
     outside the supported subset. The message is one line, ``file:line:column: what; what
@@ -183,7 +203,8 @@ def parse(source: str, path: str, build_options=()):
     """Parse ``source`` (the text of ``path``) and return the translation unit.
 
     Raises:
-        FrontendError: clang reports an error (the first one, with its location), a macro
+        FrontendError: clang reports an error (the first one, with its location; a call of
+            an ``as_*`` cast or ``printf`` named as :func:`refused_function` says), a macro
             given with ``-D`` is redefined by the source's ``#define``, an integer literal
             of the source or a file it includes is octal (:func:`integer_literal`), a build
             option is refused (:func:`split_build_options`), or the ``libclang`` package is
@@ -216,9 +237,22 @@ def parse(source: str, path: str, build_options=()):
         if d.severity >= cindex.Diagnostic.Error:
             loc = d.location
             name = loc.file.name if loc.file is not None else path
-            raise FrontendError(f"{name}:{loc.line}:{loc.column}: {d.spelling}")
+            refused = _refused_call_at(tu, loc)
+            raise FrontendError(f"{name}:{loc.line}:{loc.column}: {refused or d.spelling}")
     _check_integer_literals(tu)
     return tu
+
+
+def _refused_call_at(tu, loc) -> str | None:
+    """:func:`refused_function` of the identifier at ``loc`` (an error there: clang does not
+    declare the ``as_*`` casts or ``printf`` for the parse), if it is one."""
+    from clang import cindex
+    if loc.file is None:
+        return None
+    tokens = list(tu.get_tokens(extent=cindex.SourceRange.from_locations(loc, loc)))
+    if len(tokens) == 1 and tokens[0].kind == cindex.TokenKind.IDENTIFIER:
+        return refused_function(tokens[0].spelling)
+    return None
 
 
 def _redefines_builtin(diagnostic) -> bool:

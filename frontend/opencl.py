@@ -1008,9 +1008,17 @@ class _KernelBuilder:
             value = S.FBinOp(op, S.Load(array, index), value)
         return out + [S.Store(array, index, value)]
 
+    def refuse_call(self, c) -> None:
+        """Refuse a call :func:`frontend.clang_ast.refused_function` names (``as_float``,
+        ``printf``, ... declared by the source itself)."""
+        why = C.refused_function(c.spelling)
+        if why is not None:
+            self.fail(c, why)
+
     def call_statement(self, c) -> list:
         name = c.spelling
         args = C.children(c)[1:] if C.children(c) else []
+        self.refuse_call(c)
         if name == "barrier":
             return [self.barrier(c, args)]
         if name == "work_group_barrier":
@@ -1210,6 +1218,7 @@ class _KernelBuilder:
     def int_call(self, s) -> S.IntExpr:
         name = s.spelling
         args = C.children(s)[1:]
+        self.refuse_call(s)
         if name in _ID_FUNCTIONS or name in ("get_local_size", "get_num_groups",
                                              "get_global_size"):
             dim = C.evaluate(args[0]) if len(args) == 1 else None
@@ -1626,6 +1635,7 @@ class _KernelBuilder:
     def float_call(self, s, out) -> S.FloatExpr:
         name = s.spelling
         args = C.children(s)[1:]
+        self.refuse_call(s)
         if name in ("fma", "mad") and len(args) == 3:
             a, b, c = (self.float_expr(x, out) for x in args)
             return S.FBinOp("+", S.FBinOp("*", a, b), c)

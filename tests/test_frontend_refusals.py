@@ -218,3 +218,26 @@ def test_a_required_work_group_size_must_be_the_launchs():
     with pytest.raises(WorkGroupSizeError, match=r"\(32, 1, 1\).*\(16, 1, 1\)"):
         tt.from_opencl(literal, "k", [64], [16], ARGS)
     assert tt.from_opencl(literal, "k", [64], [32], ARGS).local_size == (32,)
+
+
+@pytest.mark.parametrize("body, column, name", [
+    ("    C[i] = as_float(i);", 12, "as_float"),
+    ("    C[as_int(A[i]) % 64] = A[i];", 7, "as_int"),
+    ("    const uint4 u = as_uint4(vload4(0, A));\n    C[i] = A[i];", 21, "as_uint4"),
+    ('    printf("%d\\n", i);\n    C[i] = A[i];', 5, "printf"),
+])
+def test_reinterpreting_casts_and_printf_are_refused_by_name(body, column, name):
+    with pytest.raises(FrontendError) as err:
+        tt.from_opencl(kernel(body), "k", [64], [16], ARGS)
+    message = str(err.value)
+    assert message.startswith(f"<source>:4:{column}: {name}"), message
+    assert "\n" not in message
+    assert ("reinterprets the bits" if name != "printf" else "output stream") in message
+
+
+def test_a_declared_printf_or_cast_is_refused_by_name_too():
+    declared = "int printf(__constant char *format, ...);\nfloat as_float(int);\n"
+    for body, name in (('    printf("x");\n    C[i] = A[i];', "printf"),
+                       ("    C[i] = as_float(i);", "as_float")):
+        with pytest.raises(FrontendError, match=rf"^<source>:\d+:\d+: {name}"):
+            tt.from_opencl(kernel(body, before=declared), "k", [64], [16], ARGS)
