@@ -3,9 +3,11 @@ literals and locations of its cursors.
 
 The source is parsed as OpenCL C 1.2 (``-x cl -cl-std=CL1.2``) by clang itself, with its
 real preprocessor (``#define``, ``#if``, ``-D`` options). Builtin functions are declared by
-clang (``-fdeclare-opencl-builtins``); the types and fence macros that clang keeps in a
-header the PyPI ``libclang`` wheel does not ship come from ``opencl_builtins.h`` beside this
-module. Nothing here looks at C text except through clang's tokens and cursors.
+clang (``-fdeclare-opencl-builtins``); the types, fence flags and constants (``INFINITY``,
+``FLT_MAX``, ``M_PI_F``, ``INT_MAX``, ...) that clang keeps in a header the PyPI ``libclang``
+wheel does not ship, and OpenCL C 2.0's ``work_group_barrier``, come from
+``opencl_builtins.h`` beside this module. Nothing here looks at C text except through
+clang's tokens and cursors; integer literals are read by :func:`integer_literal`.
 
 Errors: :class:`FrontendError` (a ``ValueError``) whose message starts with
 ``file:line:column:``.
