@@ -841,13 +841,13 @@ class _KernelBuilder:
         a cast of one; else ``None``."""
         from clang.cindex import CursorKind as K
         s = C.strip(c)
-        if s.kind == K.CSTYLE_CAST_EXPR:
-            return self.float_literal(C.children(s)[-1])
         if s.kind == K.INTEGER_LITERAL:
             return float(C.integer_value(s))
-        if _is_int_type(s.type):
+        if _is_int_type(s.type):                   # (int)2.5f too: 2, as C converts it
             v = C.evaluate(s)
             return float(v) if isinstance(v, int) else None
+        if s.kind == K.CSTYLE_CAST_EXPR:
+            return self.float_literal(C.children(s)[-1])
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) in ("-", "+"):
             v = self.float_literal(C.children(s)[0])
             return None if v is None else -v if C.unary_operator(s) == "-" else v

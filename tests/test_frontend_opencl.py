@@ -252,3 +252,14 @@ def test_a_source_may_redefine_a_built_in_constant():
     __kernel void k(__global float *C) { C[get_global_id(0)] = M_PI_F; }"""
     sch, _, r = run(src, [4], [4], {"C": {"shape": [4], "access": "out"}})
     assert np.array_equal(r.outputs["C"], np.full(4, 3.0, np.float32))
+
+
+def test_integer_constants_in_a_float_expression_convert_as_c_converts_them():
+    src = """
+    __kernel void k(__global const float *A, __global float *C) {
+        const int i = get_global_id(0);
+        C[i] = A[i] * ((int)2.5f + (float)(7 / 2));
+    }"""
+    sch, x, r = run(src, [4], [4], {"A": {"shape": [4], "access": "in"},
+                                    "C": {"shape": [4], "access": "out"}})
+    assert np.array_equal(r.outputs["C"], x["A"] * np.float32(5))
