@@ -34,7 +34,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tiletraffic.frontend.opencl import BufferArg, FrontendError, parse_kernel
+from tiletraffic.frontend.clang_ast import integer_literal, split_build_options
+from tiletraffic.frontend.opencl import (BufferArg, FrontendError, WorkGroupSizeError,
+                                         parse_kernel)
 from tiletraffic.simulator.schedule import Schedule, ScheduleError
 
 from . import expressions
@@ -108,22 +110,20 @@ class LaunchFile:
         return int(value)
 
     def options(self) -> list[str]:
-        """build_options as a list (shell quoting, ``-D X`` joined to ``-DX``)."""
-        import shlex
+        """build_options as a list (shell quoting, ``-D X`` joined to ``-DX``), checked as
+        :func:`tiletraffic.frontend.clang_ast.split_build_options` checks them.
+
+        Raises:
+            LaunchFileError: build_options is not a string, or an option is refused
+                (``-D``, ``-U`` or ``-I`` with nothing after it, an unknown option, ...).
+        """
         opts = self.data.get("build_options", "")
         if not isinstance(opts, str):
             raise self.error("build_options", f"{opts!r} is not a string")
         try:
-            words = shlex.split(opts)
-        except ValueError as err:
+            return split_build_options(opts)
+        except FrontendError as err:
             raise self.error("build_options", str(err)) from None
-        out = []
-        for i, w in enumerate(words):
-            if i and words[i - 1] in ("-D", "-U", "-I"):
-                out[-1] += w
-            else:
-                out.append(w)
-        return out
 
     def build_options(self) -> list[str]:
         """The compiler options: build_options with each tuning parameter's ``-D``
@@ -176,10 +176,9 @@ def read(path, overrides: dict | None = None, params: dict | None = None) -> Lau
     for opt in launch.options():
         name, eq, value = opt[2:].partition("=")
         if opt.startswith("-D") and eq:
-            try:
-                launch.macros[name] = int(value, 0)
-            except ValueError:
-                pass                      # not an integer: not a name for expressions
+            number = integer_literal(value.strip(), signed=True)  # octal: refused by options()
+            if number is not None:        # else not an integer: not a name for expressions
+                launch.macros[name] = number
     for name in list(overrides):
         if name in launch.macros and name not in sizes_raw:
             launch.params[name] = overrides.pop(name)  # --set of a -D macro replaces it
@@ -239,7 +238,8 @@ def schedule(launch: LaunchFile) -> Schedule:
 
     Raises:
         LaunchFileError: a field is wrong (named), including an argument the kernel lacks or
-            one left out and an access contradicting the source.
+            one left out, an access contradicting the source and a local size the kernel's
+            ``reqd_work_group_size`` does not allow (``launch.local_size``).
         tiletraffic.frontend.opencl.FrontendError: the source is outside the supported subset
             (file:line:column of the source).
     """
@@ -288,6 +288,8 @@ def schedule(launch: LaunchFile) -> Schedule:
         sch = parse_kernel(source, launch.kernel, sizes["global_size"], sizes["local_size"],
                            args, sizes=launch.names, build_options=launch.build_options(),
                            path=str(source_path))
+    except WorkGroupSizeError as err:
+        raise launch.error("launch.local_size", str(err)) from None
     except FrontendError as err:
         if err.arg is not None:
             raise launch.error(f"args.{err.arg}", str(err)) from None

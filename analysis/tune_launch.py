@@ -6,8 +6,9 @@ Every combination of the parameters' values is a candidate. Each is
 1. screened: its constraints (expressions over the launch file's names and the parameters,
    :mod:`analysis.expressions`) must hold, its launch file must give a schedule with the
    parameters as ``-DNAME=value`` (sizes, launch geometry and shapes may use them; a kernel
-   outside the front end's subset, an NDRange that is not a multiple, ... reject it), and it
-   must fit the device model's and the device's limits;
+   outside the front end's subset, an NDRange that is not a multiple, a local size other
+   than the kernel's ``reqd_work_group_size``, ... reject it), and it must fit the device
+   model's and the device's limits;
 2. modelled (:func:`tiletraffic.model`) and ranked by predicted time;
 3. the best ``top`` are checked for hazards in the simulator (one work-group per class of
    identical traffic: races in local memory, barrier divergence, out-of-bounds and
@@ -32,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tiletraffic.frontend.clang_ast import integer_literal
 from tiletraffic.frontend.opencl import FrontendError
 from tiletraffic.simulator.device import LimitError, check_schedule_limits
 from tiletraffic.simulator.schedule import ScheduleError
@@ -49,7 +51,8 @@ def parse_params(items) -> dict[str, list[int]]:
 
     Raises:
         TuneError: an item without ``=``, a name repeated or not an identifier, a value
-            that is not an integer.
+            that is not a C integer literal (decimal, ``0x`` hexadecimal; an optional sign
+            and suffix) or is an octal one (``010``).
     """
     out: dict[str, list[int]] = {}
     for item in items:
@@ -60,9 +63,13 @@ def parse_params(items) -> dict[str, list[int]]:
         if name in out:
             raise TuneError(f"--param {name} given twice")
         try:
-            out[name] = [int(v, 0) for v in values.split(",") if v.strip()]
-        except ValueError:
-            raise TuneError(f"--param {item!r}: values must be integers") from None
+            numbers = [integer_literal(v.strip(), signed=True) for v in values.split(",")
+                       if v.strip()]
+        except FrontendError as err:
+            raise TuneError(f"--param {item!r}: {err}") from None
+        if None in numbers:
+            raise TuneError(f"--param {item!r}: values must be integers")
+        out[name] = numbers
         if not out[name]:
             raise TuneError(f"--param {item!r}: no values")
     if not out:

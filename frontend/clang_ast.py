@@ -3,9 +3,11 @@ literals and locations of its cursors.
 
 The source is parsed as OpenCL C 1.2 (``-x cl -cl-std=CL1.2``) by clang itself, with its
 real preprocessor (``#define``, ``#if``, ``-D`` options). Builtin functions are declared by
-clang (``-fdeclare-opencl-builtins``); the types and fence macros that clang keeps in a
-header the PyPI ``libclang`` wheel does not ship come from ``opencl_builtins.h`` beside this
-module. Nothing here looks at C text except through clang's tokens and cursors.
+clang (``-fdeclare-opencl-builtins``); the types, fence flags and constants (``INFINITY``,
+``FLT_MAX``, ``M_PI_F``, ``INT_MAX``, ...) that clang keeps in a header the PyPI ``libclang``
+wheel does not ship, and OpenCL C 2.0's ``work_group_barrier``, come from
+``opencl_builtins.h`` beside this module. Nothing here looks at C text except through
+clang's tokens and cursors; integer literals are read by :func:`integer_literal`.
 
 Errors: :class:`FrontendError` (a ``ValueError``) whose message starts with
 ``file:line:column:``.
@@ -23,6 +25,26 @@ BUILTINS_HEADER = Path(__file__).with_name("opencl_builtins.h")
 CLANG_ARGS = ("-x", "cl", "-cl-std=CL1.2", "-cl-no-stdinc", "-Xclang",
               "-fdeclare-opencl-builtins")
 """How clang is told the source is OpenCL C 1.2 with builtins declared."""
+
+
+_AS_TYPE_FUNCTIONS = frozenset(
+    f"as_{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
+                           "float", "double", "half") for n in ("", "2", "3", "4", "8", "16"))
+"""OpenCL C's reinterpreting casts (``as_float``, ``as_int4``, ...)."""
+
+
+def refused_function(name: str) -> str | None:
+    """Why a call of the OpenCL C built-in ``name`` is refused (one line, starting with the
+    name), or ``None`` if it is not one of those: the ``as_*`` reinterpreting casts and
+    ``printf``."""
+    if name in _AS_TYPE_FUNCTIONS:
+        return (f"{name} reinterprets the bits of a value as another type, which tiletraffic "
+                "does not model (its floats are loaded, computed or constants, its integers "
+                "indices): not supported")
+    if name == "printf":
+        return ("printf: a kernel's output stream is not modelled: remove the call, or put it "
+                "under an #ifdef of a macro the launch does not define")
+    return None
 
 
 class FrontendError(ValueError):
@@ -65,35 +87,130 @@ def _index():
     return cindex.Index.create()
 
 
-def split_build_options(build_options: str | tuple | list) -> list[str]:
-    """``-DTS=16 -I dir`` as a list (shell quoting), accepting a list as given.
+_INTEGER_SUFFIXES = ("", "u", "l", "ul", "lu", "ll", "ull", "llu")
+"""C's integer-literal suffixes, lower-cased (``LL`` and ``ll`` only, never ``lL``)."""
+
+
+def integer_literal(text: str, *, signed: bool = False) -> int | None:
+    """The value of the C integer literal ``text``: decimal, hexadecimal (``0x1F``) or
+    binary (``0b101``), with a suffix ``u``/``U``, ``l``/``L``, ``ll``/``LL`` or a ``u``
+    with one of those, in either order. ``signed`` also takes a leading ``-`` or ``+``.
+
+    Returns:
+        The value (an ``int``, the suffix not limiting it), or ``None`` when ``text`` is not
+        an integer literal (a float literal, a name, an expression).
 
     Raises:
-        FrontendError: an option other than ``-D``, ``-U``, ``-I`` or ``-cl-*``.
+        FrontendError: a literal of more than one digit starting with ``0``: C reads it as
+            octal (``010`` is 8), which is rarely what was meant; the message names the
+            literal and its octal value.
     """
-    opts = shlex.split(build_options) if isinstance(build_options, str) else list(build_options)
+    sign, body = 1, text
+    if signed and body[:1] in ("-", "+"):
+        sign, body = (-1 if body[0] == "-" else 1), body[1:]
+    end = len(body)
+    while end and body[end - 1] in "uUlL":
+        end -= 1
+    digits, suffix = body[:end], body[end:]
+    if suffix.lower() not in _INTEGER_SUFFIXES or "lL" in suffix or "Ll" in suffix:
+        return None
+    for prefix, base, allowed in (("0x", 16, "0123456789abcdefABCDEF"), ("0b", 2, "01")):
+        if digits[:2].lower() == prefix:
+            rest = digits[2:]
+            if not rest or any(ch not in allowed for ch in rest):
+                return None
+            return sign * int(rest, base)
+    if not digits or any(ch not in "0123456789" for ch in digits):
+        return None
+    if len(digits) > 1 and digits[0] == "0":
+        decimal = text.replace(digits, digits.lstrip("0") or "0", 1)
+        if any(ch in "89" for ch in digits):
+            raise FrontendError(f"integer literal {text} starts with 0 (octal in C) but has "
+                                f"the digit 8 or 9: write {decimal} without the leading 0")
+        octal = sign * int(digits, 8)
+        if octal == sign * int(digits):
+            raise FrontendError(f"integer literal {text} starts with 0, so C reads it as "
+                                f"octal ({octal}): write {decimal} without the leading 0")
+        as_octal = text.replace(digits, str(int(digits, 8)), 1)
+        raise FrontendError(f"integer literal {text} starts with 0, so C reads it as octal: "
+                            f"{text} is {octal}, not {sign * int(digits)}; write {as_octal}, "
+                            f"or {decimal} for the decimal value")
+    return sign * int(digits)
+
+
+_VALUE_OPTIONS = {"-D": "-DNAME or -DNAME=VALUE", "-U": "-UNAME", "-I": "-IFOLDER"}
+"""The options that take a value, with how to write one."""
+
+
+def split_build_options(build_options: str | tuple | list) -> list[str]:
+    """``-DTS=16 -I dir`` as a list (shell quoting), accepting a list as given; ``-D X``
+    (the value as the next word) is joined into ``-DX``.
+
+    Raises:
+        FrontendError: quoting that does not close; an option other than ``-D``, ``-U``,
+            ``-I`` or ``-cl-*``; ``-D``, ``-U`` or ``-I`` with nothing after it (at the end,
+            an empty word, or another option next); a ``-D``/``-U`` whose macro name is not
+            an identifier; a ``-D`` value that is an octal integer literal (``-DTS=010``).
+    """
+    if isinstance(build_options, str):
+        try:
+            opts = shlex.split(build_options)
+        except ValueError as err:
+            raise FrontendError(f"build options {build_options!r}: {err}") from None
+    else:
+        opts = list(build_options)
     out = []
     it = iter(opts)
     for opt in it:
-        if opt in ("-D", "-U", "-I"):
+        if opt in _VALUE_OPTIONS:
             value = next(it, None)
-            if value is None:
-                raise FrontendError(f"build option {opt} needs a value")
-            out += [opt + value]
-        elif opt.startswith(("-D", "-U", "-I", "-cl-", "-w", "-Werror")):
+            if not value or value.startswith("-"):
+                after = "" if value is None else " (the next word is empty)" if not value \
+                    else f" (the next word is the option {value!r})"
+                raise FrontendError(f"build option {opt} has nothing after it{after}: write "
+                                    f"{_VALUE_OPTIONS[opt]}")
+            opt += value
+        if opt.startswith(("-D", "-U")):
+            _check_macro_option(opt)
+            out.append(opt)
+        elif opt.startswith(("-I", "-cl-", "-w", "-Werror")):
             out.append(opt)
         else:
             raise FrontendError(f"build option {opt!r} is not one of -D, -U, -I, -cl-*")
     return out
 
 
+def _check_macro_option(opt: str) -> None:
+    """Refuse a ``-D``/``-U`` without a macro name, one whose name is not an identifier
+    (a function-like ``-DF(x)=...`` is named ``F``), a ``-U`` with a value, and a ``-D``
+    value that is an octal integer literal (:func:`integer_literal`)."""
+    name, eq, value = opt[2:].partition("=")
+    if opt.startswith("-U") and eq:
+        raise FrontendError(f"build option {opt!r}: -U takes a macro name only (-UNAME)")
+    base = name.partition("(")[0]
+    if not base:
+        raise FrontendError(f"build option {opt!r} has no macro name: write "
+                            f"{_VALUE_OPTIONS[opt[:2]]}")
+    if not (base.isascii() and base.isidentifier()):
+        raise FrontendError(f"build option {opt!r}: {base!r} is not a macro name (letters, "
+                            "digits and _, not starting with a digit)")
+    if eq:
+        try:
+            integer_literal(value.strip(), signed=True)
+        except FrontendError as err:
+            raise FrontendError(f"build option {opt!r}: {err}") from None
+
+
 def parse(source: str, path: str, build_options=()):
     """Parse ``source`` (the text of ``path``) and return the translation unit.
 
     Raises:
-        FrontendError: clang reports an error (the first one, with its location), a macro
-            given with ``-D`` is redefined by the source's ``#define``, or the ``libclang``
-            package is not installed.
+        FrontendError: clang reports an error (the first one, with its location; a call of
+            an ``as_*`` cast or ``printf`` named as :func:`refused_function` says), a macro
+            given with ``-D`` is redefined by the source's ``#define``, an integer literal
+            of the source or a file it includes is octal (:func:`integer_literal`), a build
+            option is refused (:func:`split_build_options`), or the ``libclang`` package is
+            not installed.
     """
     try:
         from clang import cindex
@@ -113,7 +230,8 @@ def parse(source: str, path: str, build_options=()):
     except cindex.TranslationUnitLoadError as err:
         raise FrontendError(f"{path}: clang could not parse the file ({err})") from None
     for d in tu.diagnostics:
-        if d.option == "-Wmacro-redefined" and d.location.file is not None:
+        if d.option == "-Wmacro-redefined" and d.location.file is not None and \
+                not _redefines_builtin(d):
             loc = d.location   # a -D (a build option, a tuned parameter) the source overrides
             raise FrontendError(f"{loc.file.name}:{loc.line}:{loc.column}: {d.spelling}: the "
                                 "source's #define replaces the value given with -D (a build "
@@ -121,8 +239,61 @@ def parse(source: str, path: str, build_options=()):
         if d.severity >= cindex.Diagnostic.Error:
             loc = d.location
             name = loc.file.name if loc.file is not None else path
-            raise FrontendError(f"{name}:{loc.line}:{loc.column}: {d.spelling}")
+            refused = _refused_call_at(tu, loc)
+            raise FrontendError(f"{name}:{loc.line}:{loc.column}: {refused or d.spelling}")
+    _check_integer_literals(tu)
     return tu
+
+
+def _refused_call_at(tu, loc) -> str | None:
+    """:func:`refused_function` of the identifier at ``loc`` (an error there: clang does not
+    declare the ``as_*`` casts or ``printf`` for the parse), if it is one."""
+    from clang import cindex
+    if loc.file is None:
+        return None
+    tokens = list(tu.get_tokens(extent=cindex.SourceRange.from_locations(loc, loc)))
+    if len(tokens) == 1 and tokens[0].kind == cindex.TokenKind.IDENTIFIER:
+        return refused_function(tokens[0].spelling)
+    return None
+
+
+def _redefines_builtin(diagnostic) -> bool:
+    """Whether a macro-redefined warning is about a macro of :data:`BUILTINS_HEADER`
+    (``INFINITY``, ``M_PI_F``, ...), which a source may redefine as a device compiler lets
+    it (with a warning), rather than a ``-D`` option."""
+    return any(n.location.file is not None and Path(n.location.file.name) == BUILTINS_HEADER
+               for n in diagnostic.children)
+
+
+def source_extents(tu) -> list:
+    """The extents of the parsed source and of the files it includes (not
+    :data:`BUILTINS_HEADER`), to read their tokens."""
+    from clang import cindex
+    extents = [tu.cursor.extent]
+    for inc in tu.get_includes():
+        f = inc.include
+        if Path(f.name) == BUILTINS_HEADER or not Path(f.name).is_file():
+            continue
+        size = Path(f.name).stat().st_size
+        extents.append(cindex.SourceRange.from_locations(
+            cindex.SourceLocation.from_offset(tu, f, 0),
+            cindex.SourceLocation.from_offset(tu, f, size)))
+    return extents
+
+
+def _check_integer_literals(tu) -> None:
+    """Refuse an octal integer literal anywhere in the source or the files it includes
+    (preprocessor lines too), through :func:`integer_literal`."""
+    from clang import cindex
+    for extent in source_extents(tu):
+        for token in tu.get_tokens(extent=extent):
+            if token.kind == cindex.TokenKind.LITERAL and token.spelling[:1].isdigit():
+                try:
+                    integer_literal(token.spelling)
+                except FrontendError as err:
+                    loc = token.location
+                    raise FrontendError(f"{loc.file.name}:{loc.line}:{loc.column}: {err}") \
+                        from None
 
 
 def _lib():
@@ -180,6 +351,25 @@ def evaluate(cursor) -> int | float | None:
         return None
     finally:
         lib.clang_EvalResult_dispose(result)
+
+
+def integer_value(cursor) -> int:
+    """The value of an ``INTEGER_LITERAL`` cursor: its token read by
+    :func:`integer_literal`, or clang's value where a macro's name stands for it.
+
+    Raises:
+        FrontendError: an octal literal, with the cursor's position.
+    """
+    from itertools import islice
+    tokens = list(islice(cursor.get_tokens(), 2))
+    if len(tokens) == 1 and tokens[0].kind.name == "LITERAL":
+        try:
+            value = integer_literal(tokens[0].spelling)
+        except FrontendError as err:
+            fail(cursor, str(err))
+        if value is not None:
+            return value
+    return int(evaluate(cursor))
 
 
 def macro_name(cursor) -> str | None:

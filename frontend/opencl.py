@@ -20,8 +20,9 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts;
 - statements: ``for`` loops counting up (``<``, ``<=``; ``++i``, ``i++``, ``i += s``,
   ``i = i + s``), ``if``/``else`` on integer conditions, ``return``, ``barrier`` with its
-  fence flags, ``#pragma unroll``, calls of helper functions defined in the source
-  (inlined).
+  fence flags (``work_group_barrier`` too, when the build options ask for
+  ``-cl-std=CL2.0`` or ``CL3.0``), ``#pragma unroll``, calls of helper functions defined in
+  the source (inlined).
 
 Buffers are row-major float32 of the shape the caller gives: a flat index
 ``row * N + col`` of a buffer shaped ``(M, N)`` is read as the two indices ``(row, col)``
@@ -44,7 +45,8 @@ from . import clang_ast as C
 from .clang_ast import FrontendError
 from .rewrite import simplify
 
-__all__ = ["FrontendError", "parse_kernel", "kernel_names", "BufferArg", "DATA_DEPENDENT"]
+__all__ = ["FrontendError", "WorkGroupSizeError", "parse_kernel", "kernel_names", "BufferArg",
+           "DATA_DEPENDENT"]
 
 DATA_DEPENDENT = ("traffic depends on the data; tiletraffic models only kernels whose "
                   "addresses and branches do not")
@@ -56,6 +58,23 @@ _INT_KINDS = {"INT", "UINT", "LONG", "ULONG", "SHORT", "USHORT", "CHAR_S", "UCHA
               "CHAR_U", "BOOL", "LONGLONG", "ULONGLONG"}
 _ID_FUNCTIONS = {"get_global_id": "global", "get_local_id": "local", "get_group_id": "group"}
 _INT_COMPARE = ("<", "<=", ">", ">=", "==", "!=")
+_WORK_GROUP_BARRIER_STD = ("CL2.0", "CL3.0")
+"""The ``-cl-std`` versions whose OpenCL C has ``work_group_barrier``."""
+_WORK_GROUP_SCOPES = (1, 2, 3)
+"""``memory_scope_work_group``, ``_device``, ``_all_svm_devices``: scopes that order the
+work-group's accesses, as the IR's barrier does (``opencl_builtins.h`` values)."""
+_FLOAT_CONSTANT_CALLS = ("__builtin_inff", "__builtin_huge_valf", "__builtin_nanf")
+"""What ``INFINITY``, ``HUGE_VALF`` and ``NAN`` expand to (``opencl_builtins.h``)."""
+
+
+class WorkGroupSizeError(FrontendError):
+    """The kernel's ``__attribute__((reqd_work_group_size(X, Y, Z)))`` differs from the
+    launch's work-group size (its dimensions padded with 1 to three): the device would
+    refuse the launch. The message names both sizes."""
+
+
+_REQUIRED_SIZE = ("reqd_work_group_size", "__reqd_work_group_size__")
+_REQUIRED_SIZE_PROBE = "__tiletraffic_reqd_work_group_size"
 
 
 @dataclass(frozen=True)
@@ -134,17 +153,8 @@ def source_names(source: str, path: str = "<source>", build_options="") -> Sourc
     """
     from clang import cindex
     tu = C.parse(source, path, build_options)
-    extents = [tu.cursor.extent]
-    for inc in tu.get_includes():
-        f = inc.include
-        if Path(f.name) == C.BUILTINS_HEADER or not Path(f.name).is_file():
-            continue
-        size = Path(f.name).stat().st_size
-        extents.append(cindex.SourceRange.from_locations(
-            cindex.SourceLocation.from_offset(tu, f, 0),
-            cindex.SourceLocation.from_offset(tu, f, size)))
-    tokens = frozenset(t.spelling for e in extents for t in tu.get_tokens(extent=e)
-                       if t.kind == cindex.TokenKind.IDENTIFIER)
+    tokens = frozenset(t.spelling for e in C.source_extents(tu)
+                       for t in tu.get_tokens(extent=e) if t.kind == cindex.TokenKind.IDENTIFIER)
     defined = tuple(c.spelling for c in tu.cursor.get_children()
                     if c.kind == cindex.CursorKind.MACRO_DEFINITION and _in_file(c, path))
     return SourceNames(tokens, defined)
@@ -192,6 +202,7 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     Raises:
         FrontendError: a parse error or a construct outside the subset (one line with
             file:line:column), an argument left out or unknown, a bad shape or access.
+        WorkGroupSizeError: the kernel's ``reqd_work_group_size`` is not ``local_size``.
         tiletraffic.simulator.schedule.ScheduleError: the NDRange is invalid.
     """
     path = path or "<source>"
@@ -204,9 +215,20 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     S.check_ndrange(gsize, lsize, f"{path}: {kernel}")
     if len(lsize) > 3:
         raise FrontendError(f"{path}: {kernel}: {len(lsize)} NDRange dimensions; at most 3")
-    builder = _KernelBuilder(found[kernel], path, gsize, lsize, dict(args), dict(sizes or {}))
-    body = simplify(builder.build())
+    required = required_work_group_size(found[kernel], source, path, build_options)
+    if required is not None:
+        wanted, attr = required
+        given = lsize + (1,) * (3 - len(lsize))
+        if wanted != given:
+            raise WorkGroupSizeError(
+                f"{C.where(attr, path)}: kernel {kernel} requires the work-group size "
+                f"{_sizes(wanted)} (reqd_work_group_size), but the launch's local size is "
+                f"{_sizes(given)}: launch it with local size {_sizes(wanted)} or change the "
+                "attribute")
     options = tuple(C.split_build_options(build_options))
+    builder = _KernelBuilder(found[kernel], path, gsize, lsize, dict(args), dict(sizes or {}),
+                             _cl_std(options))
+    body = simplify(builder.build())
     parent = Path(path).parent
     if any(Path(inc.include.name) != C.BUILTINS_HEADER for inc in tu.get_includes()) and \
             parent.is_dir():
@@ -220,6 +242,83 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
         local_arrays=tuple(builder.local_arrays), local_size=lsize, global_size=gsize,
         body=body, tile=lsize[0], description=f"{Path(path).name}: {kernel}",
         extra={"opencl": opencl})
+
+
+def _cl_std(options) -> str | None:
+    """The OpenCL C version ``-cl-std=`` asks for (the last one given), upper-cased."""
+    stds = [o.partition("=")[2].upper() for o in options if o.startswith("-cl-std=")]
+    return stds[-1] if stds else None
+
+
+def _sizes(sizes) -> str:
+    return f"({', '.join(map(str, sizes))})"
+
+
+def required_work_group_size(kernel, source: str, path: str, build_options=()):
+    """The sizes ``(X, Y, Z)`` of the ``reqd_work_group_size`` attribute of the ``kernel``
+    cursor (of ``source``, the text of ``path``) and the attribute's cursor, or ``None``
+    without one. Sizes written as integer literals are read as such; others (macros,
+    expressions) are evaluated by clang, in a parse of the source followed by a constant
+    initialised with the attribute's arguments.
+
+    Raises:
+        FrontendError: the attribute's arguments are not three constants clang evaluates.
+    """
+    from itertools import islice
+    for attr in kernel.get_children():
+        if not attr.kind.is_attribute():
+            continue
+        tokens = [t.spelling for t in islice(attr.get_tokens(), 256)]
+        if not tokens or tokens[0] not in _REQUIRED_SIZE:
+            continue
+        args = _attribute_arguments(tokens)
+        if args is None or len(args) != 3 or not all(args):
+            C.fail(attr, "reqd_work_group_size: write its three sizes, "
+                         "reqd_work_group_size(X, Y, Z)", path)
+        values = [C.integer_literal(a[0]) if len(a) == 1 else None for a in args]
+        if None in values:
+            values = _evaluate_constants(args, source, path, build_options, attr)
+        return tuple(values), attr
+    return None
+
+
+def _attribute_arguments(tokens) -> list[list[str]] | None:
+    """The arguments of ``name ( a , b , c )`` as token lists (tokens after the closing
+    parenthesis ignored), or None without the parentheses."""
+    if len(tokens) < 2 or tokens[1] != "(":
+        return None
+    args, current, depth = [], [], 0
+    for t in tokens[2:]:
+        if t == ")" and depth == 0:
+            return args + [current]
+        if t == "," and depth == 0:
+            args.append(current)
+            current = []
+            continue
+        depth += (t == "(") - (t == ")")
+        current.append(t)
+    return None
+
+
+def _evaluate_constants(args, source, path, build_options, at) -> list[int]:
+    """The integer values of the token lists ``args`` where the source ends, by clang."""
+    from clang.cindex import CursorKind as K
+    probe = (f"{source}\n__constant int {_REQUIRED_SIZE_PROBE}[] = "
+             f"{{{', '.join(' '.join(a) for a in args)}}};\n")
+    written = ", ".join(" ".join(a) for a in args)
+    try:
+        tu = C.parse(probe, path, build_options)
+    except FrontendError as err:
+        C.fail(at, f"reqd_work_group_size({written}): its sizes are not constants clang "
+                   f"evaluates at the end of the source ({err})", path)
+    for c in tu.cursor.get_children():
+        if c.kind == K.VAR_DECL and c.spelling == _REQUIRED_SIZE_PROBE:
+            lists = [k for k in C.children(c) if k.kind == K.INIT_LIST_EXPR]
+            values = [C.evaluate(k) for k in C.children(lists[0])] if lists else []
+            if len(values) == 3 and all(isinstance(v, int) for v in values):
+                return values
+    C.fail(at, f"reqd_work_group_size({written}): its sizes are not three integer "
+               "constants", path)
 
 
 def _type_kind(t) -> str:
@@ -264,8 +363,9 @@ def _address_space(t) -> str:
 class _KernelBuilder:
     """Walks one kernel's cursors and builds IR statements (see the module docstring)."""
 
-    def __init__(self, cursor, path, global_size, local_size, args, sizes):
+    def __init__(self, cursor, path, global_size, local_size, args, sizes, cl_std=None):
         self.cursor, self.path = cursor, path
+        self.cl_std = cl_std            # -cl-std=... of the build options, upper-cased
         self.global_size, self.local_size = global_size, local_size
         self.args, self.sizes = args, sizes
         self.params: dict[str, int] = {}
@@ -734,17 +834,27 @@ class _KernelBuilder:
         self.fail(d, f"variable {name} of type {t.spelling}: use int/uint/size_t, float, "
                      "float4 or arrays of float")
 
-    def float_literal(self, c):
+    def float_literal(self, c) -> float | None:
+        """The value of a float constant: a literal (``2.0f``, ``FLT_MAX``, ``M_PI_F``),
+        ``INFINITY``, ``HUGE_VALF``, ``NAN``, an integer constant expression (``INT_MAX``,
+        ``INT_MIN``, ``TS * 2``: folded, as the compiler folds it), ``-`` or ``+`` before one,
+        a cast of one; else ``None``."""
         from clang.cindex import CursorKind as K
         s = C.strip(c)
-        if s.kind in (K.FLOATING_LITERAL, K.INTEGER_LITERAL) or (
-                s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "-" and
-                C.strip(C.children(s)[0]).kind in (K.FLOATING_LITERAL, K.INTEGER_LITERAL)):
+        if s.kind == K.INTEGER_LITERAL:
+            return float(C.integer_value(s))
+        if _is_int_type(s.type):                   # (int)2.5f too: 2, as C converts it
             v = C.evaluate(s)
-            if v is not None:
-                return float(v)
+            return float(v) if isinstance(v, int) else None
         if s.kind == K.CSTYLE_CAST_EXPR:
             return self.float_literal(C.children(s)[-1])
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) in ("-", "+"):
+            v = self.float_literal(C.children(s)[0])
+            return None if v is None else -v if C.unary_operator(s) == "-" else v
+        if s.kind == K.FLOATING_LITERAL or (s.kind == K.CALL_EXPR and
+                                            s.spelling in _FLOAT_CONSTANT_CALLS):
+            v = C.evaluate(s)
+            return None if v is None else float(v)
         return None
 
     def array_dims(self, d) -> tuple[S.Const, ...]:
@@ -898,11 +1008,21 @@ class _KernelBuilder:
             value = S.FBinOp(op, S.Load(array, index), value)
         return out + [S.Store(array, index, value)]
 
+    def refuse_call(self, c) -> None:
+        """Refuse a call :func:`frontend.clang_ast.refused_function` names (``as_float``,
+        ``printf``, ... declared by the source itself)."""
+        why = C.refused_function(c.spelling)
+        if why is not None:
+            self.fail(c, why)
+
     def call_statement(self, c) -> list:
         name = c.spelling
         args = C.children(c)[1:] if C.children(c) else []
+        self.refuse_call(c)
         if name == "barrier":
             return [self.barrier(c, args)]
+        if name == "work_group_barrier":
+            return [self.work_group_barrier(c, args)]
         if name in ("vstore2", "vstore4"):
             width = int(name[-1])
             values = self.vector_values(args[0], width)
@@ -922,6 +1042,23 @@ class _KernelBuilder:
             self.fail(c, f"{name}: orders memory without synchronising; use barrier()")
         self.fail(c, f"call of {name} as a statement: only barrier(), vstore2/4 and helper "
                      "functions defined in the source")
+
+    def work_group_barrier(self, c, args) -> S.Barrier:
+        """OpenCL C 2.0's ``work_group_barrier(flags[, scope])``: :meth:`barrier` of its
+        flags, under ``-cl-std=CL2.0`` or ``CL3.0`` and a scope at least the work-group's."""
+        if self.cl_std not in _WORK_GROUP_BARRIER_STD:
+            given = f"-cl-std={self.cl_std}" if self.cl_std else "no -cl-std option"
+            self.fail(c, f"work_group_barrier is OpenCL C 2.0 and the build options give "
+                         f"{given} (OpenCL C 1.2 has none): add -cl-std=CL2.0 or "
+                         "-cl-std=CL3.0 to them, or write barrier(...)")
+        if len(args) > 1:
+            scope = C.evaluate(args[1])
+            if scope not in _WORK_GROUP_SCOPES:
+                self.fail(args[1], "work_group_barrier with a scope narrower than the "
+                                   "work-group (memory_scope_work_item, memory_scope_sub_group) "
+                                   "does not order the work-group's accesses, which the IR's "
+                                   "barrier does: use memory_scope_work_group (the default)")
+        return self.barrier(c, args[:1])
 
     def barrier(self, c, args) -> S.Barrier:
         flags = C.evaluate(args[0]) if args else None
@@ -1013,7 +1150,7 @@ class _KernelBuilder:
         s = C.strip(c)
         kind = s.kind
         if kind == K.INTEGER_LITERAL:
-            return S.Const(int(C.evaluate(s)), C.macro_name(s))
+            return S.Const(C.integer_value(s), C.macro_name(s))
         if kind == K.CSTYLE_CAST_EXPR:
             if not _is_int_type(s.type):
                 self.fail(s, f"cast to {s.type.spelling} in an integer expression")
@@ -1081,6 +1218,7 @@ class _KernelBuilder:
     def int_call(self, s) -> S.IntExpr:
         name = s.spelling
         args = C.children(s)[1:]
+        self.refuse_call(s)
         if name in _ID_FUNCTIONS or name in ("get_local_size", "get_num_groups",
                                              "get_global_size"):
             dim = C.evaluate(args[0]) if len(args) == 1 else None
@@ -1428,8 +1566,11 @@ class _KernelBuilder:
         from clang.cindex import CursorKind as K
         s = C.strip(c)
         kind = s.kind
-        if kind in (K.FLOATING_LITERAL, K.INTEGER_LITERAL):
-            return S.FConst(float(C.evaluate(s)))
+        if kind == K.FLOATING_LITERAL or _is_int_type(s.type) or (
+                kind == K.CALL_EXPR and s.spelling in _FLOAT_CONSTANT_CALLS):
+            v = self.float_literal(s)
+            if v is not None:
+                return S.FConst(v)
         if self.is_vector_component(s):
             names, k = self.vector_component(s)
             return S.Private(names[k])
@@ -1475,7 +1616,7 @@ class _KernelBuilder:
             if op == "+":
                 return self.float_expr(C.children(s)[0], out)
             if op == "-":
-                return S.FBinOp("-", S.FConst(0.0), self.float_expr(C.children(s)[0], out))
+                return S.FNeg(self.float_expr(C.children(s)[0], out))
             if op == "*":
                 self.fail(s, "a float read through a pointer: index the buffer (A[i])")
             self.fail(s, f"float operator {op}")
@@ -1494,6 +1635,7 @@ class _KernelBuilder:
     def float_call(self, s, out) -> S.FloatExpr:
         name = s.spelling
         args = C.children(s)[1:]
+        self.refuse_call(s)
         if name in ("fma", "mad") and len(args) == 3:
             a, b, c = (self.float_expr(x, out) for x in args)
             return S.FBinOp("+", S.FBinOp("*", a, b), c)

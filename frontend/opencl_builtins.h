@@ -1,7 +1,9 @@
 /* Declarations the OpenCL C front end parses kernels with (included before the kernel).
  * Function builtins (get_global_id, barrier, min, fma, ...) come from clang's own
  * -fdeclare-opencl-builtins; this file adds the types and macros clang keeps in
- * opencl-c-base.h, and the vload/vstore overloads of named address spaces. */
+ * opencl-c-base.h (fence flags, integer and float limits, INFINITY, NAN, the M_*_F
+ * constants), OpenCL C 2.0's work_group_barrier and memory_scope, and the vload/vstore
+ * overloads of named address spaces. */
 typedef unsigned char uchar;
 typedef unsigned short ushort;
 typedef unsigned int uint;
@@ -20,8 +22,61 @@ typedef uint uint4 __attribute__((ext_vector_type(4)));
 typedef uint cl_mem_fence_flags;
 #define CLK_LOCAL_MEM_FENCE 0x01
 #define CLK_GLOBAL_MEM_FENCE 0x02
+/* OpenCL C 2.0's barrier (the front end accepts it under -cl-std=CL2.0 or CL3.0) */
+typedef enum memory_scope {
+  memory_scope_work_item = 0,
+  memory_scope_work_group = 1,
+  memory_scope_device = 2,
+  memory_scope_all_svm_devices = 3,
+  memory_scope_all_devices = 3,
+  memory_scope_sub_group = 4
+} memory_scope;
+void __attribute__((overloadable)) work_group_barrier(cl_mem_fence_flags);
+void __attribute__((overloadable)) work_group_barrier(cl_mem_fence_flags, memory_scope);
+/* The constants of OpenCL C 1.2 section 6.12.2 and 6.12.2.1, as clang's opencl-c-base.h
+ * spells them (NAN here a quiet NaN clang evaluates, not as_float(INT_MAX)). */
+#define CHAR_BIT 8
+#define SCHAR_MAX 127
+#define SCHAR_MIN (-128)
+#define UCHAR_MAX 255
+#define CHAR_MAX SCHAR_MAX
+#define CHAR_MIN SCHAR_MIN
+#define SHRT_MAX 32767
+#define SHRT_MIN (-32768)
+#define USHRT_MAX 65535
+#define INT_MAX 2147483647
+#define INT_MIN (-2147483647 - 1)
+#define UINT_MAX 0xffffffffU
+#define LONG_MAX 0x7fffffffffffffffL
+#define LONG_MIN (-0x7fffffffffffffffL - 1)
+#define ULONG_MAX 0xffffffffffffffffUL
+#define FLT_DIG 6
+#define FLT_MANT_DIG 24
+#define FLT_MAX_10_EXP +38
+#define FLT_MAX_EXP +128
+#define FLT_MIN_10_EXP -37
+#define FLT_MIN_EXP -125
+#define FLT_RADIX 2
 #define FLT_MAX 0x1.fffffep127f
+#define FLT_MIN 0x1.0p-126f
+#define FLT_EPSILON 0x1.0p-23f
 #define MAXFLOAT 0x1.fffffep127f
+#define HUGE_VALF (__builtin_huge_valf())
+#define INFINITY (__builtin_inff())
+#define NAN (__builtin_nanf(""))
+#define M_E_F 2.71828182845904523536028747135266250f
+#define M_LOG2E_F 1.44269504088896340735992468100189214f
+#define M_LOG10E_F 0.434294481903251827651128918916605082f
+#define M_LN2_F 0.693147180559945309417232121458176568f
+#define M_LN10_F 2.30258509299404568401799145468436421f
+#define M_PI_F 3.14159265358979323846264338327950288f
+#define M_PI_2_F 1.57079632679489661923132169163975144f
+#define M_PI_4_F 0.785398163397448309615660845819875721f
+#define M_1_PI_F 0.318309886183790671537767526745028724f
+#define M_2_PI_F 0.636619772367581343075535053490057448f
+#define M_2_SQRTPI_F 1.12837916709551257389615890312154517f
+#define M_SQRT2_F 1.41421356237309504880168872420969808f
+#define M_SQRT1_2_F 0.707106781186547524400844362104849039f
 #define _TILETRAFFIC_VECTOR_ACCESS(N) \
   float##N __attribute__((overloadable)) vload##N(size_t, const __global float *); \
   float##N __attribute__((overloadable)) vload##N(size_t, const __local float *); \

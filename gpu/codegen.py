@@ -10,6 +10,7 @@ work-group size is fixed with ``reqd_work_group_size``.
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from pathlib import Path
 
@@ -93,12 +94,23 @@ def render_access(array: S.Array, index: tuple[S.IntExpr, ...]) -> str:
     return f"{array.name}[{render_int(flat)[0]}]"
 
 
+def render_float_constant(value: float) -> str:
+    """C text of a float constant: ``2.0f``; OpenCL C's ``INFINITY``, ``(-INFINITY)`` and
+    ``NAN`` for the values no literal writes."""
+    value = float(value)
+    if math.isnan(value):
+        return "NAN"
+    if math.isinf(value):
+        return "INFINITY" if value > 0 else "(-INFINITY)"
+    return f"{value!r}f"
+
+
 def render_float(e: S.FloatExpr) -> tuple[str, int]:
     """C text of a float expression and its precedence."""
     if isinstance(e, S.Load):
         return render_access(e.array, e.index), _ATOM
     if isinstance(e, S.FConst):
-        return f"{float(e.value)!r}f", _ATOM
+        return render_float_constant(e.value), _ATOM
     if isinstance(e, S.Private):
         return e.name, _ATOM
     if isinstance(e, S.PrivateElem):
@@ -106,6 +118,8 @@ def render_float(e: S.FloatExpr) -> tuple[str, int]:
     if isinstance(e, S.FBinOp):
         return _binary(e.op, render_float(e.left), render_float(e.right), _op_of(e.right),
                        reassociate=False)
+    if isinstance(e, S.FNeg):
+        return f"(-({render_float(e.operand)[0]}))", _ATOM
     if isinstance(e, S.FCall):  # OpenCL C built-ins of the same names (CUDA: gpu.cuda)
         return f"{e.fn}({', '.join(render_float(a)[0] for a in e.args)})", _ATOM
     if isinstance(e, S.Select):
@@ -127,7 +141,7 @@ def render_block(stmts, depth: int = 1) -> list[str]:
         if isinstance(s, S.Let):
             lines.append(f"{pad}const int {s.name} = {render_int(s.value)[0]};")
         elif isinstance(s, S.DeclareFloat):
-            init = "" if s.init is None else f" = {float(s.init)!r}f"
+            init = "" if s.init is None else f" = {render_float_constant(s.init)}"
             lines.append(f"{pad}float {s.name}{init};")
         elif isinstance(s, S.DeclarePrivateArray):
             name = s.array.name
@@ -140,8 +154,9 @@ def render_block(stmts, depth: int = 1) -> list[str]:
                 lines.append(f"{pad}{{")
                 for d, (i, e) in enumerate(zip(idx, extents)):
                     lines.append(f"{pad}{'    ' * (d + 1)}for (int {i} = 0; {i} < {e}; ++{i})")
+                fill = render_float_constant(s.init)
                 lines.append(f"{pad}{'    ' * (len(idx) + 1)}{name}"
-                             f"{''.join(f'[{i}]' for i in idx)} = {float(s.init)!r}f;")
+                             f"{''.join(f'[{i}]' for i in idx)} = {fill};")
                 lines.append(f"{pad}}}")
         elif isinstance(s, S.Assign):
             lines.append(f"{pad}{_target(s)} = {render_float(s.value)[0]};")

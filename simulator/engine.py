@@ -617,6 +617,9 @@ class Machine:
                 return None, fl + fr + 1
             op = _FLOAT_OPS[e.op]
             return op(left, right, dtype=np.float32), fl + fr + 1
+        if isinstance(e, S.FNeg):                  # a sign flip: no FLOP
+            value, flop = self.eval_float(e.operand, mask)
+            return (None if value is None else np.negative(value, dtype=np.float32)), flop
         if isinstance(e, S.FCall):
             args, ops = [], 1
             for a in e.args:
@@ -658,6 +661,8 @@ class Machine:
         if isinstance(e, S.FBinOp):
             combine = sum_length.multiply if e.op == "*" else sum_length.add
             return combine(self.depth_of(e.left), self.depth_of(e.right))
+        if isinstance(e, S.FNeg):                  # exact: the operand's sum length
+            return self.depth_of(e.operand)
         if isinstance(e, S.FCall) and e.fn in S.EXACT_FLOAT_FUNCTIONS:
             return sum_length.exact(*(self.depth_of(a) for a in e.args))
         if isinstance(e, S.FCall):

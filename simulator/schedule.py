@@ -15,6 +15,7 @@ Division and remainder follow C: they truncate toward zero.
 Float expressions (:class:`FloatExpr`) are loads, private variables, constants, ``+``,
 ``-``, ``*``, the built-ins ``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`)
 and a select on an integer condition (:class:`Select`); each operation counts one FLOP.
+A negation ``-x`` (:class:`FNeg`) flips the sign bit and counts none.
 Control flow is never data dependent: every condition is an integer :class:`Cond`,
 so the traffic of a schedule does not depend on the values in the arrays.
 
@@ -365,7 +366,11 @@ Array = Union[GlobalArray, LocalArray]
 
 # ----------------------------------------------------------------------------- floats
 class FloatExpr:
-    """A float32 expression; ``+``, ``-`` and ``*`` each count one FLOP when executed."""
+    """A float32 expression; ``+``, ``-`` and ``*`` each count one FLOP when executed, a
+    unary ``-`` (:class:`FNeg`) none."""
+
+    def __neg__(self) -> FloatExpr:
+        return FNeg(self)
 
     def __add__(self, other: FloatLike) -> FloatExpr:
         return FBinOp("+", self, as_float(other))
@@ -453,6 +458,15 @@ class FBinOp(FloatExpr):
     right: FloatExpr
 
 
+@dataclass(frozen=True, eq=False)
+class FNeg(FloatExpr):
+    """``-operand``: the sign flipped (``-0.0`` for ``0.0``, a NaN stays a NaN), exactly, as
+    C's unary minus on a float. Counts no FLOP (a sign-bit flip, usually folded into the
+    instruction that uses it). Build with Python's unary ``-``."""
+
+    operand: FloatExpr
+
+
 FLOAT_FUNCTIONS = {"fmax": 2, "fmin": 2, "fabs": 1, "sqrt": 1, "exp": 1}
 """OpenCL C float built-ins of the IR and their number of arguments (:class:`FCall`)."""
 
@@ -538,6 +552,8 @@ def float_operands(e: FloatExpr) -> tuple[FloatExpr, ...]:
     """The float sub-expressions of ``e`` (empty for loads, constants and privates)."""
     if isinstance(e, FBinOp):
         return (e.left, e.right)
+    if isinstance(e, FNeg):
+        return (e.operand,)
     if isinstance(e, FCall):
         return e.args
     if isinstance(e, Select):

@@ -221,7 +221,8 @@ class _Checker:
         elif isinstance(e, S.Private):
             if e.name not in privates:
                 self.add(f"private {e.name!r} is read where no DeclareFloat declares it")
-        elif isinstance(e, S.FBinOp) and e.op in S.FLOAT_OPS or isinstance(e, S.FCall):
+        elif isinstance(e, S.FBinOp) and e.op in S.FLOAT_OPS or \
+                isinstance(e, (S.FCall, S.FNeg)):
             for operand in S.float_operands(e):
                 self._float(operand, ints, privates)
         elif isinstance(e, S.Select):

@@ -203,6 +203,21 @@ def test_render_float_keeps_precedence():
     assert render_float(x + y * z)[0] == "x + y * z"
 
 
+def test_negation_renders_as_a_parenthesized_unary_minus():
+    x, y = S.Private("x"), S.Private("y")
+    assert render_float(-x)[0] == "(-(x))"
+    assert render_float(x - -y)[0] == "x - (-(y))"
+    assert render_float(-(x * y))[0] == "(-(x * y))"
+    assert render_float(-S.FConst(2.0))[0] == "(-(2.0f))"
+
+
+def test_constants_no_literal_writes_render_as_opencl_macros():
+    assert render_float(S.FConst(float("inf")))[0] == "INFINITY"
+    assert render_float(S.FConst(float("-inf")))[0] == "(-INFINITY)"
+    assert render_float(S.FConst(float("nan")))[0] == "NAN"
+    assert render_float(S.FConst(0.5))[0] == "0.5f"
+
+
 # ---------------------------------------------------------------- run on PoCL via pyopencl
 _POCL: dict = {}
 _PROGRAMS: dict = {}
@@ -276,3 +291,19 @@ def test_generated_kernel_on_pocl_equals_simulator_and_numpy(schedule, seed):
     _, abs_product = reference(schedule, inputs)
     bound = 2 * tolerance(schedule.param_values["K"], abs_product)
     assert np.all(np.abs(device.astype(np.float64) - simulated) <= bound)
+
+
+def test_a_negation_runs_on_pocl_as_in_the_simulator():
+    x, y = S.GlobalArray("x", "in", ("N",)), S.GlobalArray("y", "out", ("M",))
+    g = S.Let("g", S.global_id(0))
+    sch = S.Schedule(
+        family="negation", kernel_name="negation", params=(("N", 16), ("M", 32)),
+        arrays=(x, y), local_arrays=(), local_size=(16,), global_size=(16,),
+        body=(g, S.store(y, g.var, -x[g.var] * 2.0),
+              S.store(y, g.var + 16, -(x[g.var] * 0.0))), tile=16)
+    inputs = {"x": np.random.default_rng(4).standard_normal(16).astype(np.float32)}
+    simulated = simulate(sch, inputs)
+    assert simulated.counts.flop == 2 * 16                 # the two *; no FLOP for a -
+    device = run_on_pocl(sch, inputs)["y"]
+    assert np.array_equal(device, simulated.outputs["y"])
+    assert np.array_equal(np.signbit(device), np.signbit(simulated.outputs["y"]))

@@ -42,8 +42,8 @@ def test_subtraction_fma_min_max_shifts_and_uint():
     a, b = x["A"].astype(np.float64), x["B"].astype(np.float64)
     j = np.minimum(np.arange(n), 7)
     assert_close(r.outputs["C"], a * 2 - b - a[j] * 0.5, 4)
-    # per element: *, +, 0 - B (negation), -, *  = 5 FLOPs
-    assert r.counts.flop == 5 * n
+    # per element: *, +, -, *  = 4 FLOPs (the negation of B counts none)
+    assert r.counts.flop == 4 * n
     assert r.counts.global_load_elems == 3 * n
 
 
@@ -197,3 +197,69 @@ def test_shifts_and_masks_of_negative_values_round_down_as_opencl():
     a, i = x["A"].astype(np.float64), np.arange(16)
     assert_close(r.outputs["C"], a[((i - 9) >> 2) + 3] + a[(i - 13) & 7], 2)
     assert not tt.check(sch)
+
+
+def test_unary_minus_on_a_float_is_a_negation_of_no_flop():
+    src = """
+    __kernel void k(__global const float *A, __global float *C) {
+        const int i = get_global_id(0);
+        C[i] = -A[i] * 2.0f;
+        C[i + 16] = -(A[i] * 0.0f);
+    }"""
+    sch, x, r = run(src, [16], [16], {"A": {"shape": [16], "access": "in"},
+                                      "C": {"shape": [32], "access": "out"}})
+    stores = [s for s in sch.body if isinstance(s, S.Store)]
+    assert isinstance(stores[0].value.left, S.FNeg) and isinstance(stores[1].value, S.FNeg)
+    assert r.counts.flop == 2 * 16                      # the two *, no FLOP for either -
+    a = x["A"]
+    assert np.array_equal(r.outputs["C"][:16], -a * np.float32(2))
+    # -(+0.0) is -0.0, as on the device (0.0f - x would give +0.0)
+    assert np.array_equal(np.signbit(r.outputs["C"][16:]), a >= 0)
+    from tiletraffic.gpu.codegen import render_float
+    assert render_float(stores[1].value)[0] == "(-(A[i] * 0.0f))"
+
+
+def test_opencl_c_constants_are_understood():
+    src = """
+    __kernel void k(__global const float *A, __global float *C) {
+        const int i = get_global_id(0);
+        float lo = INFINITY;
+        lo = fmin(lo, A[i]);
+        C[i] = lo * M_PI_F;
+        C[i + 8] = (i < INT_MAX && i > INT_MIN && (uint)i < UINT_MAX) ? FLT_MAX : -HUGE_VALF;
+        C[i + 16] = NAN;
+        C[i + 24] = FLT_MIN + FLT_EPSILON * M_E_F + M_SQRT2_F * M_PI_2_F;
+        C[i + 32] = A[i] * (INT_MIN / 65536 + TS * 2);   /* folded: one FLOP */
+    }"""
+    sch, x, r = run(src, [8], [8], {"A": {"shape": [8], "access": "in"},
+                                    "C": {"shape": [40], "access": "out"}}, "-DTS=4")
+    f, a, c = np.float32, x["A"], r.outputs["C"]
+    assert np.array_equal(c[:8], a * f(np.pi))
+    assert np.array_equal(c[8:16], np.full(8, np.finfo(f).max))
+    assert np.all(np.isnan(c[16:24]))
+    tiny, eps = np.finfo(f).tiny, np.finfo(f).eps
+    sum_ = tiny + eps * f(np.e) + f(np.sqrt(2)) * f(np.pi / 2)
+    assert np.array_equal(c[24:32], np.full(8, sum_))
+    assert np.array_equal(c[32:], a * f(-32768 + 8))
+    assert r.counts.flop == 8 * (2 + 1 + 4 + 1)   # fmin *, select, + * + *, *
+    constants = {s.name: s.init for s in sch.body if isinstance(s, S.DeclareFloat)}
+    assert constants == {"lo": np.inf}
+
+
+def test_a_source_may_redefine_a_built_in_constant():
+    src = """
+    #define M_PI_F 3.0f
+    __kernel void k(__global float *C) { C[get_global_id(0)] = M_PI_F; }"""
+    sch, _, r = run(src, [4], [4], {"C": {"shape": [4], "access": "out"}})
+    assert np.array_equal(r.outputs["C"], np.full(4, 3.0, np.float32))
+
+
+def test_integer_constants_in_a_float_expression_convert_as_c_converts_them():
+    src = """
+    __kernel void k(__global const float *A, __global float *C) {
+        const int i = get_global_id(0);
+        C[i] = A[i] * ((int)2.5f + (float)(7 / 2));
+    }"""
+    sch, x, r = run(src, [4], [4], {"A": {"shape": [4], "access": "in"},
+                                    "C": {"shape": [4], "access": "out"}})
+    assert np.array_equal(r.outputs["C"], x["A"] * np.float32(5))

@@ -2,6 +2,7 @@
 file, line and column, the construct and what to write instead."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tiletraffic as tt
@@ -138,3 +139,105 @@ def test_a_negative_value_for_a_uint_argument_is_refused():
         tt.from_opencl(kernel("    C[i] = A[i];",
                               "__global const float *A, __global float *C, const uint N"),
                        "k", [64], [16], {**ARGS, "N": -1})
+
+
+@pytest.mark.parametrize("options, words", [
+    ("-DN=4 -D", "build option -D has nothing after it: write -DNAME or -DNAME=VALUE"),
+    ("-U", "build option -U has nothing after it: write -UNAME"),
+    ("-I", "build option -I has nothing after it: write -IFOLDER"),
+    ('-D ""', "build option -D has nothing after it (the next word is empty)"),
+    ("-I -DN=4", "build option -I has nothing after it (the next word is the option '-DN=4')"),
+    ("-D=4", "build option '-D=4' has no macro name"),
+    ("-D4N=1", "'4N' is not a macro name"),
+    ("-UN=1", "-U takes a macro name only"),
+])
+def test_value_options_without_a_value_are_refused(options, words):
+    with pytest.raises(FrontendError) as err:
+        tt.from_opencl(kernel("    C[i] = A[i];"), "k", [64], [16], ARGS, options)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_value_given_as_the_next_word_is_joined():
+    sch = tt.from_opencl(kernel("    C[i] = A[i] * S;"), "k", [64], [16], ARGS,
+                         "-D S=2.0f -D F(x)=x")
+    assert sch.extra["opencl"]["build_options"] == ("-DS=2.0f", "-DF(x)=x")
+
+
+@pytest.mark.parametrize("text, value", [
+    ("0", 0), ("16", 16), ("16u", 16), ("16U", 16), ("7l", 7), ("7LL", 7), ("7ull", 7),
+    ("7LLU", 7), ("7lu", 7), ("0x1F", 31), ("0XffUL", 255), ("0b101", 5),
+    ("1.5f", None), ("1e3", None), ("0x1p3", None), ("7lL", None), ("7ulu", None),
+    ("TS", None), ("0x", None), ("", None)])
+def test_integer_literals_of_c(text, value):
+    from tiletraffic.frontend.clang_ast import integer_literal
+    assert integer_literal(text) == value
+    assert integer_literal("-" + text, signed=True) == (None if value is None else -value)
+
+
+def test_octal_literals_are_refused_naming_the_literal_and_its_value():
+    from tiletraffic.frontend.clang_ast import integer_literal
+    with pytest.raises(FrontendError, match=r"integer literal 010 starts with 0, so C reads it "
+                                            r"as octal: 010 is 8, not 10; write 8, or 10 for"):
+        integer_literal("010")
+    with pytest.raises(FrontendError, match=r"010u is 8.*write 8u, or 10u"):
+        integer_literal("010u")
+    with pytest.raises(FrontendError, match="has the digit 8 or 9: write 9"):
+        integer_literal("09")
+    with pytest.raises(FrontendError, match=r"^<source>:4:18: integer literal 010 .* 8"):
+        tt.from_opencl(kernel("    C[i] = A[i % 010];"), "k", [64], [16], ARGS)
+    with pytest.raises(FrontendError, match=r"^<source>:1:13: integer literal 020 .* 16"):
+        tt.from_opencl(kernel("    C[i] = A[i % OFF];", before="#define OFF 020\n"),
+                       "k", [64], [16], ARGS)
+    with pytest.raises(FrontendError, match=r"build option '-DOFF=010': integer literal 010 "):
+        tt.from_opencl(kernel("    C[i] = A[i % OFF];"), "k", [64], [16], ARGS, "-DOFF=010")
+
+
+def test_hex_and_suffixed_literals_index_as_their_values():
+    sch = tt.from_opencl(kernel("    C[i] = A[(i + 0x10u) % 64UL] + A[i / 2l];"), "k",
+                         [64], [16], ARGS)
+    a = np.arange(64, dtype=np.float32)
+    out = tt.simulate(sch, {"A": a}).outputs["C"]
+    i = np.arange(64)
+    assert np.array_equal(out, a[(i + 16) % 64] + a[i // 2])
+
+
+def test_a_required_work_group_size_must_be_the_launchs():
+    from tiletraffic.frontend.opencl import WorkGroupSizeError
+    src = kernel("    C[i] = A[i];").replace(
+        "__kernel void", "__kernel __attribute__((reqd_work_group_size(TS, TS / 4, 1))) void")
+    sch = tt.from_opencl(src, "k", [64, 4], [16, 4], ARGS, "-DTS=16")   # macros evaluated
+    assert sch.local_size == (16, 4)
+    with pytest.raises(WorkGroupSizeError) as err:
+        tt.from_opencl(src, "k", [64], [16], ARGS, "-DTS=16")
+    assert str(err.value) == (
+        "<source>:1:25: kernel k requires the work-group size (16, 4, 1) "
+        "(reqd_work_group_size), but the launch's local size is (16, 1, 1): launch it with "
+        "local size (16, 4, 1) or change the attribute")
+    assert isinstance(err.value, FrontendError)
+    literal = src.replace("TS, TS / 4, 1", "32, 1, 1")
+    with pytest.raises(WorkGroupSizeError, match=r"\(32, 1, 1\).*\(16, 1, 1\)"):
+        tt.from_opencl(literal, "k", [64], [16], ARGS)
+    assert tt.from_opencl(literal, "k", [64], [32], ARGS).local_size == (32,)
+
+
+@pytest.mark.parametrize("body, column, name", [
+    ("    C[i] = as_float(i);", 12, "as_float"),
+    ("    C[as_int(A[i]) % 64] = A[i];", 7, "as_int"),
+    ("    const uint4 u = as_uint4(vload4(0, A));\n    C[i] = A[i];", 21, "as_uint4"),
+    ('    printf("%d\\n", i);\n    C[i] = A[i];', 5, "printf"),
+])
+def test_reinterpreting_casts_and_printf_are_refused_by_name(body, column, name):
+    with pytest.raises(FrontendError) as err:
+        tt.from_opencl(kernel(body), "k", [64], [16], ARGS)
+    message = str(err.value)
+    assert message.startswith(f"<source>:4:{column}: {name}"), message
+    assert "\n" not in message
+    assert ("reinterprets the bits" if name != "printf" else "output stream") in message
+
+
+def test_a_declared_printf_or_cast_is_refused_by_name_too():
+    declared = "int printf(__constant char *format, ...);\nfloat as_float(int);\n"
+    for body, name in (('    printf("x");\n    C[i] = A[i];', "printf"),
+                       ("    C[i] = as_float(i);", "as_float")):
+        with pytest.raises(FrontendError, match=rf"^<source>:\d+:\d+: {name}"):
+            tt.from_opencl(kernel(body, before=declared), "k", [64], [16], ARGS)

@@ -58,6 +58,11 @@ def test_sizes_macros_and_overrides(folder):
     assert counts.global_load_elems == 2 * 64 ** 3 // 16
 
 
+def test_macro_values_are_read_as_c_integer_literals(folder):
+    sch = tt.build(str(write(folder, GOOD.replace('"-DTS=8"', '"-DTS=0x8u"'))))
+    assert sch.local_size == (8, 8)
+
+
 BROKEN = {
     "unknown key": ("colour = 3\n" + GOOD, "colour: unknown key"),
     "unknown launch key": (GOOD.replace("local_size =", "work_group = [1]\nlocal_size ="),
@@ -84,6 +89,17 @@ BROKEN = {
     "missing source": (GOOD.replace('"mm_tiled.cl"', '"nothing.cl"'), "source: "),
     "NDRange": (GOOD.replace('global_size = ["N", "N"]', 'global_size = [30, "N"]'),
                 "launch: "),
+    "-D with nothing after it": (GOOD.replace('"-DTS=8"', '"-DTS=8 -D"'),
+                                 "build_options: build option -D has nothing after it"),
+    "-U followed by another option": (
+        GOOD.replace('"-DTS=8"', '"-U -DTS=8"'),
+        "build_options: build option -U has nothing after it (the next word is the option "
+        "'-DTS=8')"),
+    "octal -D value": (GOOD.replace('"-DTS=8"', '"-DTS=010"'),
+                       "build_options: build option '-DTS=010': integer literal 010 starts "
+                       "with 0, so C reads it as octal: 010 is 8, not 10"),
+    "-I with an empty word after it": (GOOD.replace('"-DTS=8"', """'-DTS=8 -I ""'"""),
+                                       "build_options: build option -I has nothing after it"),
 }
 
 
@@ -116,6 +132,50 @@ def test_every_schedule_command_takes_a_launch_file():
     assert result.exit_code == 2 and "--m" in result.output
     result = runner.invoke(main, ["simulate", path, "--set", "N=x"])
     assert result.exit_code == 2 and "NAME=INTEGER" in result.output
+
+
+REQUIRED = """
+__kernel __attribute__((reqd_work_group_size(8, 1, 1)))
+void scale(__global float *y, const int n)
+{
+    const int i = get_global_id(0);
+    if (i < n) y[i] = 2.0f * y[i];
+}
+"""
+
+REQUIRED_LAUNCH = """
+source = "scale.cl"
+kernel = "scale"
+build_options = "-DWG=16"
+[sizes]
+n = 64
+[launch]
+global_size = ["n"]
+local_size = ["WG"]
+[args]
+y = { shape = ["n"], access = "inout" }
+n = "n"
+"""
+
+
+def test_a_required_work_group_size_other_than_the_launch_is_bad_input_everywhere(tmp_path):
+    (tmp_path / "scale.cl").write_text(REQUIRED)
+    path = write(tmp_path, REQUIRED_LAUNCH)
+    words = ("launch.local_size: ", "scale.cl:2:25: kernel scale requires the work-group size "
+             "(8, 1, 1) (reqd_work_group_size), but the launch's local size is (16, 1, 1)")
+    with pytest.raises(launch_file.LaunchFileError) as err:
+        tt.build(str(path))
+    assert all(w in str(err.value) for w in words)
+    runner = CliRunner()
+    for command in (["simulate", str(path)], ["check", str(path)], ["model", str(path)],
+                    ["run", str(path)], ["crosscheck", str(path)],
+                    ["explain", str(path), "--out", str(tmp_path / "e.html")]):
+        result = runner.invoke(main, command)
+        assert result.exit_code == 2, (command, result.output)
+        assert all(w in result.output for w in words), (command, result.output)
+        assert len(result.output.strip().splitlines()) == 1, result.output
+    assert not (tmp_path / "e.html").exists()
+    assert tt.build(str(path), set={"WG": 8}).local_size == (8,)
 
 
 CASES = """

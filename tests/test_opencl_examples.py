@@ -178,3 +178,52 @@ def test_oclgrind_counts_of_the_source_equal_the_simulator(name):
     comparison = compare_counts(sch)
     assert comparison.equal, comparison.to_dict()
     assert comparison.oclgrind["global_load_elems"] > 0
+
+
+def _work_group_barrier_twin(tmp_path, build_options: str) -> Path:
+    """reduce_local with its barriers written as OpenCL C 2.0's work_group_barrier (the
+    second with its scope) and ``build_options`` in its launch file."""
+    import shutil
+    for f in ("reduce_local.toml", "references.py"):
+        shutil.copy(EXAMPLES / f, tmp_path / f)
+    source = (EXAMPLES / "reduce_local.cl").read_text()
+    assert source.count("barrier(CLK_LOCAL_MEM_FENCE);") == 2
+    first, _, rest = source.partition("barrier(CLK_LOCAL_MEM_FENCE);")
+    (tmp_path / "reduce_local.cl").write_text(
+        first + "work_group_barrier(CLK_LOCAL_MEM_FENCE);" + rest.replace(
+            "barrier(CLK_LOCAL_MEM_FENCE);",
+            "work_group_barrier(CLK_LOCAL_MEM_FENCE, memory_scope_work_group);"))
+    toml = tmp_path / "reduce_local.toml"
+    toml.write_text(toml.read_text().replace(
+        'kernel = "reduce_local"',
+        f'kernel = "reduce_local"\nbuild_options = "{build_options}"'))
+    return toml
+
+
+@pytest.mark.parametrize("std", ["CL2.0", "CL3.0"])
+def test_work_group_barrier_under_opencl_c_2_is_a_barrier(tmp_path, std):
+    twin = tt.build(str(_work_group_barrier_twin(tmp_path, f"-cl-std={std}")))
+    counts = tt.simulate(twin, compute_values=False).counts.to_dict()
+    assert counts == tt.simulate(load("reduce_local"), compute_values=False).counts.to_dict()
+    assert tt.check(twin, seed=3) == []
+
+
+def test_work_group_barrier_without_opencl_c_2_is_refused(tmp_path):
+    for options, given in (("", "no -cl-std option"), ("-cl-std=CL1.2", "-cl-std=CL1.2")):
+        with pytest.raises(clang_ast.FrontendError) as err:
+            tt.build(str(_work_group_barrier_twin(tmp_path, options)))
+        assert f"reduce_local.cl:13:5: work_group_barrier is OpenCL C 2.0 and the build " \
+               f"options give {given} (OpenCL C 1.2 has none): add -cl-std=CL2.0 or " \
+               "-cl-std=CL3.0 to them, or write barrier(...)" in str(err.value)
+    path = _work_group_barrier_twin(tmp_path, "-cl-std=CL2.0")
+    cl = tmp_path / "reduce_local.cl"
+    cl.write_text(cl.read_text().replace("memory_scope_work_group", "memory_scope_work_item"))
+    with pytest.raises(clang_ast.FrontendError, match="narrower than the work-group"):
+        tt.build(str(path))
+
+
+def test_work_group_barrier_runs_on_pocl(tmp_path, pocl):
+    path = _work_group_barrier_twin(tmp_path, "-cl-std=CL2.0")
+    result = tt.run(tt.build(str(path)), pocl, repeat=10, warmup=1,
+                    reference=launch_file.reference_function(path), seed=5)
+    assert result.check.ok

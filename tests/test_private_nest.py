@@ -23,7 +23,7 @@ Y = GlobalArray("y", "out", ("N",))
 
 @st.composite
 def private_nest_kernels(draw) -> Schedule:
-    """``acc[R][Q] (+)= a[i] * b[j] * s`` over a drawn nest, after a[] and s are assigned by
+    """``acc[R][Q] (+)= a[i] * b[j] * s`` (or its negation) over a drawn nest, after a[] and s are assigned by
     some work-items only (a guard on the global id) and b[] by all of its first elements."""
     n = draw(st.integers(1, 40))
     local = draw(st.sampled_from([d for d in range(1, n + 1) if n % d == 0]))
@@ -45,6 +45,8 @@ def private_nest_kernels(draw) -> Schedule:
     value = a[ni] * b[nj]
     if use_scalar:
         value = value * S.Private("s")
+    if draw(st.booleans()):
+        value = -value                            # a negation: no FLOP
     update = accumulate_elem(acc[ni, nj], value) if accumulate else \
         assign_elem(acc[ni, nj], value)
     nest = (For("ni", Const(0), Const(i_stop), Const(i_step), (
@@ -72,6 +74,8 @@ def _unrolled(stmt, values: dict[str, int]):
             return S.PrivateElem(e.array, tuple(sub(i) for i in e.index))
         if isinstance(e, S.FBinOp):
             return S.FBinOp(e.op, sub(e.left), sub(e.right))
+        if isinstance(e, S.FNeg):
+            return S.FNeg(sub(e.operand))
         return e
     return type(stmt)(stmt.name, sub(stmt.value), tuple(sub(i) for i in stmt.index))
 

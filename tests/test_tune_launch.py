@@ -39,6 +39,9 @@ def test_bad_arguments():
         parse_params(["TS"])
     with pytest.raises(TuneError, match="integers"):
         parse_params(["TS=8,x"])
+    assert parse_params(["TS=8,0x10,32u", "OFF=-1"]) == {"TS": [8, 16, 32], "OFF": [-1]}
+    with pytest.raises(TuneError, match=r"--param 'TS=8,010': integer literal 010 .* is 8"):
+        parse_params(["TS=8,010"])
     with pytest.raises(TuneError, match="--constraint"):
         tune_launch(LAUNCH, {"TS": [8]}, ["TS %% 2"], top=0)
     with pytest.raises(TuneError, match="no valid candidate"):
@@ -83,6 +86,27 @@ def test_a_parameter_of_the_launch_file_or_a_header_is_used(tmp_path):
     assert doc["summary"]["modelled"] == 4
     with pytest.raises(TuneError, match="neither k.cl nor k.toml uses STEPS"):
         tune_launch(tmp_path / "k.toml", {"STEPS": [1, 2]}, top=0)
+
+
+def test_candidates_the_kernels_required_work_group_size_refuses_are_rejected(tmp_path):
+    (tmp_path / "k.cl").write_text(
+        "__kernel __attribute__((reqd_work_group_size(32, 1, 1)))\n"
+        "void scale(__global float *y, const int n) {\n"
+        "    int i = get_global_id(0);\n"
+        "    if (i < n) y[i] = 2.0f * y[i];\n}\n")
+    (tmp_path / "k.toml").write_text(
+        'source = "k.cl"\nkernel = "scale"\n'
+        "[sizes]\nn = 256\n[launch]\nglobal_size = [\"n\"]\nlocal_size = [\"WG\"]\n"
+        '[args]\ny = { shape = ["n"], access = "inout" }\nn = "n"\n')
+    doc = tune_launch(tmp_path / "k.toml", {"WG": [16, 32, 64]}, top=0)
+    assert [p["label"] for p in doc["predictions"]] == ["WG=32"]
+    rejected = {r["label"]: r for r in doc["rejected"]}
+    assert set(rejected) == {"WG=16", "WG=64"}
+    for wg in (16, 64):
+        r = rejected[f"WG={wg}"]
+        assert r["stage"] == "builder"
+        assert f"requires the work-group size (32, 1, 1) (reqd_work_group_size), but the " \
+               f"launch's local size is ({wg}, 1, 1)" in r["reasons"][0]
 
 
 @pytest.fixture(scope="module")

@@ -162,7 +162,7 @@ def plan(loop: S.For, params: dict[str, int]) -> BlockPlan | None:
                 out.scalar_reads.add(e.name)
         elif isinstance(e, S.PrivateElem):
             read_elem(e.array.name, static_index(e.index, env, defined), elems)
-        elif isinstance(e, (S.FBinOp, S.FCall)):
+        elif isinstance(e, (S.FBinOp, S.FCall, S.FNeg)):
             for operand in S.float_operands(e):
                 read_float(operand, env, state)
         else:

@@ -112,6 +112,8 @@ def plan_block(stmts, params: dict[str, int]) -> NestPlan | None:
             return 0
         if isinstance(e, (S.FBinOp, S.FCall)):
             return sum(read_float(operand, env) for operand in S.float_operands(e)) + 1
+        if isinstance(e, S.FNeg):                  # no FLOP
+            return read_float(e.operand, env)
         raise NotStatic(repr(e))
 
     def read_elem(name, index, env):
