@@ -49,8 +49,34 @@ def check_well_formed(schedule: S.Schedule) -> None:
         raise MalformedScheduleError(f"schedule {schedule.family!r}: {problems[0]}{more}")
 
 
+_SCALARS = ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float",
+            "double", "half")
+OPENCL_C_RESERVED = frozenset((
+    # C99 keywords (ISO/IEC 9899:1999 §6.4.1)
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+    "typedef", "union", "unsigned", "void", "volatile", "while", "_Bool", "_Complex",
+    "_Imaginary",
+    # OpenCL C 1.2 §6.1 (types) and §6.5-6.7 (qualifiers), and the reserved words of §6.1.4
+    "bool", "half", "uchar", "ushort", "uint", "ulong", "size_t", "ptrdiff_t", "intptr_t",
+    "uintptr_t", "image1d_t", "image1d_array_t", "image1d_buffer_t", "image2d_t",
+    "image2d_array_t", "image3d_t", "sampler_t", "event_t", "complex", "imaginary", "quad",
+    "__global", "global", "__local", "local", "__constant", "constant", "__private",
+    "private", "__kernel", "kernel", "__read_only", "read_only", "__write_only",
+    "write_only", "__read_write", "read_write", "__attribute__", "pipe", "uniform",
+    *(f"{t}{n}" for t in _SCALARS for n in (2, 3, 4, 8, 16)),
+))
+"""Words an OpenCL C kernel cannot use as a name: C99's keywords and OpenCL C's types,
+qualifiers and reserved words (vector types included)."""
+
+
 def _identifier(name) -> bool:
-    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+    """A name usable in both the generated OpenCL C and the expressions of data files:
+    an ASCII identifier that is neither reserved in OpenCL C nor a Python keyword (the
+    expression language's ``and``, ``or``, ``not``)."""
+    return (isinstance(name, str) and name.isascii() and name.isidentifier()
+            and not keyword.iskeyword(name) and name not in OPENCL_C_RESERVED)
 
 
 class _Checker:
@@ -84,7 +110,7 @@ class _Checker:
                 self.add(f"global_size {g} in dimension {d} is not a multiple of the "
                          f"work-group size {l}")
         if not _identifier(self.sch.kernel_name):
-            self.add(f"kernel_name {self.sch.kernel_name!r} is not a C identifier")
+            self.add(f"kernel_name {self.sch.kernel_name!r} is not a C identifier or is reserved in OpenCL C")
 
     def _params(self) -> dict[str, int]:
         params: dict[str, int] = {}
@@ -94,7 +120,7 @@ class _Checker:
                 continue
             name, value = entry
             if not _identifier(name) or name in params:
-                self.add(f"parameter name {name!r} is not a C identifier or is given twice")
+                self.add(f"parameter name {name!r} is not a C identifier or is reserved in OpenCL C or is given twice")
             if isinstance(value, bool) or not isinstance(value, int):
                 self.add(f"parameter {name} = {value!r} is not an integer")
             params[name] = value
@@ -107,7 +133,7 @@ class _Checker:
                 self.add(f"{a!r} is not a GlobalArray or LocalArray")
                 continue
             if not _identifier(a.name) or a.name in arrays or a.name in self.params:
-                self.add(f"array name {a.name!r} is not a C identifier or is declared twice")
+                self.add(f"array name {a.name!r} is not a C identifier or is reserved in OpenCL C or is declared twice")
             arrays[a.name] = a
             if isinstance(a, S.GlobalArray):
                 if a not in self.sch.arrays:
@@ -119,6 +145,11 @@ class _Checker:
                 if missing:
                     self.add(f"array {a.name} has shape {a.shape}, but {missing} are not "
                              f"parameters (parameters: {sorted(self.params)})")
+                for extent in a.shape:
+                    value = self.params.get(extent)
+                    if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+                        self.add(f"parameter {extent} = {value} is an extent of array "
+                                 f"{a.name}: it must be at least 1")
             else:
                 if a not in self.sch.local_arrays:
                     self.add(f"local array {a.name} is listed among the global arrays")
@@ -135,7 +166,7 @@ class _Checker:
                 self.add(f"Const value {node.value!r} is not an integer")
             elif node.name is not None:
                 if not _identifier(node.name) or node.name in self.globals:
-                    self.add(f"constant name {node.name!r} is not a C identifier or is also "
+                    self.add(f"constant name {node.name!r} is not a C identifier or is reserved in OpenCL C or is also "
                              "a parameter or array")
                 elif self.constants.setdefault(node.name, node.value) != node.value:
                     self.add(f"constant {node.name} has two values, "
@@ -150,7 +181,7 @@ class _Checker:
 
     def _declare(self, name: str, what: str, visible: set[str]) -> None:
         if not _identifier(name):
-            self.add(f"{what} name {name!r} is not a C identifier")
+            self.add(f"{what} name {name!r} is not a C identifier or is reserved in OpenCL C")
         elif name in visible or name in self.globals or name in self.constants:
             self.add(f"{what} {name!r} is declared where that name is already visible")
 

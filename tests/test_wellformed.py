@@ -75,6 +75,12 @@ def test_a_well_formed_kernel_simulates_and_renders():
     (lambda: kernel(global_size=(6,)), "global_size[0] = 6"),
     (lambda: kernel(arrays=(GlobalArray("A", "in", ("M",)), Y)), "['M']"),
     (lambda: kernel(local_size=(0,), global_size=(0,)), "local_size[0] = 0"),
+    (lambda: kernel(*GOOD, params=(("N", -5),)), "parameter N = -5 is an extent of array A"),
+    (lambda: kernel(*GOOD, params=(("N", 0),)), "parameter N = 0 is an extent of array A"),
+    (lambda: dataclasses.replace(kernel(*GOOD), kernel_name="float"), "kernel_name 'float'"),
+    (lambda: dataclasses.replace(kernel(*GOOD), kernel_name="int4"), "kernel_name 'int4'"),
+    (lambda: dataclasses.replace(kernel(*GOOD), kernel_name="local"), "kernel_name 'local'"),
+    (lambda: kernel(Let("uint", global_id(0))), "'uint'"),
 ])
 def test_malformed_schedules_are_refused_naming_the_value(make, needle):
     """Refused when built (the IR's own checks: NDRange, stores into inputs) or by
@@ -87,3 +93,8 @@ def test_malformed_schedules_are_refused_naming_the_value(make, needle):
 def test_an_equal_copy_of_an_array_is_the_same_array():
     copy = dataclasses.replace(Y)
     check_well_formed(kernel(Let("i", global_id(0)), store(copy, Var("i"), 1.0)))
+
+
+def test_a_parameter_that_is_no_extent_may_be_zero_or_negative():
+    body = (Let("i", global_id(0)), store(Y, Var("i"), A[Var("i")]))
+    check_well_formed(kernel(*body, params=(("N", 8), ("offset", 0), ("shift", -2))))
