@@ -82,3 +82,23 @@ def test_render_of_a_directory_without_results_json_is_bad_input_in_one_line(tmp
     result = CliRunner().invoke(main, ["report", "--render", str(tmp_path)])
     assert result.exit_code == 2 and "experiments.h200.render" in result.output
     assert not (tmp_path / "validation.md").exists()
+
+
+@pytest.mark.parametrize("command, name", [("report", "results.json"),
+                                           ("validate", "validation.json")])
+@pytest.mark.parametrize("text, needle", [
+    ("[", "not a JSON file"),
+    ("[1, 2]", "a JSON list, expected an object"),
+    ('{"x": 1}', "missing"),
+    ('{"meta": 3, "cases": [], "predictions": {}, "measurements": {}, "results": []}',
+     "not a"),
+])
+def test_render_of_a_malformed_results_file_is_bad_input_in_one_line(tmp_path, command,
+                                                                     name, text, needle):
+    (tmp_path / name).write_text(text)
+    result = CliRunner().invoke(main, [command, "--render", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    line = result.output.strip()
+    assert len(line.splitlines()) == 1 and str(tmp_path / name) in line and needle in line
+    assert not (tmp_path / ("report.md" if command == "report" else "validation.md")).exists()

@@ -4,6 +4,7 @@ of a launch, the device choice.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -181,3 +182,31 @@ def command_line() -> str:
     import shlex
 
     return "tiletraffic " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def render_results(render_fn, folder, results_name: str, writer: str):
+    """``render_fn(folder)``, a re-rendering from the results file ``folder/results_name``;
+    a file that is not a JSON object or lacks a field the rendering reads is bad input
+    (exit 2, one line naming the file and the field; ``writer`` names the command that
+    writes such files)."""
+    from ..validation.results import ResultsFileError
+
+    path = Path(folder) / results_name
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise click.UsageError(f"{path}: not a JSON file ({err})") from None
+    not_ours = f"{path}: not a results file of {writer}"
+    if not isinstance(data, dict):
+        raise click.UsageError(f"{not_ours} (a JSON {type(data).__name__}, expected an "
+                               "object)")
+    try:
+        return render_fn(folder)
+    except ResultsFileError as err:
+        raise click.UsageError(str(err)) from None
+    except KeyError as err:
+        raise click.UsageError(f"{not_ours} (field {err} missing)") from None
+    except (TypeError, IndexError, AttributeError):
+        raise click.UsageError(f"{not_ours} (a field is of another type or shape)") from None
+    except ValueError as err:
+        raise click.UsageError(f"{not_ours} ({err})") from None

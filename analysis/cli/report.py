@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import check_device_spec, fail, write_failed
+from .common import check_device_spec, fail, render_results, write_failed
 from .options import TARGETS_OPTION
 
 
@@ -46,7 +46,7 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
                     f"with `python -m experiments.h200.render {path}`)"
                     if (path / "h200_raw.json.gz").exists() else "")
             raise click.UsageError(f"{path} has no results.json{hint}")
-        click.echo(f"rendered {render(path)}")
+        click.echo(f"rendered {render_results(render, path, 'results.json', 'tiletraffic report')}")
         return
 
     try:

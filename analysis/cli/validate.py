@@ -17,7 +17,7 @@ import sys
 
 import click
 
-from .common import command_line, fail, select_device, write_failed
+from .common import command_line, fail, render_results, select_device, write_failed
 from .options import TARGETS_OPTION
 
 
@@ -132,7 +132,8 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
 
         if not (Path(render_dir) / "validation.json").exists():
             raise click.UsageError(f"{render_dir} has no validation.json")
-        click.echo(f"rendered {render(render_dir)}")
+        rendered = render_results(render, render_dir, "validation.json", "tiletraffic validate")
+        click.echo(f"rendered {rendered}")
         return
     cases, list_name = _chosen_cases(quick, case_list_name, cases_file)
     if print_cases:

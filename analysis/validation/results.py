@@ -62,10 +62,35 @@ def save(out_dir: Path, data: dict) -> None:
     atomic_write_text(out_dir / RESULTS_FILE, json.dumps(data, indent=1) + "\n")
 
 
+class ResultsFileError(ValueError):
+    """A ``validation.json`` that is not JSON or not a validation results file; the message
+    names the file and what is wrong."""
+
+
+REQUIRED = {"meta": dict, "cases": list, "predictions": dict, "measurements": dict}
+"""The top-level fields of a ``validation.json`` and their JSON types."""
+
+
 def load(out_dir: str | os.PathLike) -> dict:
-    """The ``validation.json`` of ``out_dir``.
+    """The ``validation.json`` of ``out_dir``, with its top-level fields (:data:`REQUIRED`)
+    present and of their types.
 
     Raises:
         FileNotFoundError: none there.
+        ResultsFileError: not JSON, or a top-level field missing or of another type.
     """
-    return json.loads((Path(out_dir) / RESULTS_FILE).read_text(encoding="utf-8"))
+    path = Path(out_dir) / RESULTS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ResultsFileError(f"{path}: not a JSON file ({err})") from None
+    if not isinstance(data, dict):
+        raise ResultsFileError(f"{path}: not a validation results file (a JSON "
+                               f"{type(data).__name__}, expected an object)")
+    for key, kind in REQUIRED.items():
+        if not isinstance(data.get(key), kind):
+            raise ResultsFileError(
+                f"{path}: not a validation results file (field {key!r} "
+                f"{'missing' if key not in data else 'is not a JSON ' + ('object' if kind is dict else 'list')}"
+                "; tiletraffic validate writes them)")
+    return data
