@@ -70,6 +70,19 @@ def parse_params(items) -> dict[str, list[int]]:
     return out
 
 
+def distinct_values(params: dict[str, list[int]], log) -> dict[str, list[int]]:
+    """``params`` with each value of a parameter kept once, in the order given; a value
+    given more than once is noted (one line per parameter) through ``log``."""
+    out = {}
+    for name, values in params.items():
+        out[name] = list(dict.fromkeys(values))
+        repeated = [v for v in out[name] if values.count(v) > 1]
+        if repeated:
+            log(f"note: --param {name}: {', '.join(map(str, repeated))} given more than "
+                f"once; each value is tried once")
+    return out
+
+
 def _label(params: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items())
 
@@ -109,7 +122,8 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     """Tune the macros ``params`` of the launch file ``spec`` (module docstring).
 
     Args:
-        params: name -> values to try.
+        params: name -> values to try (a value given more than once is tried once, noted
+            through ``log``).
         constraints: expressions every candidate must satisfy.
         sets: launch-file sizes replaced (as ``--set``).
         device: the OpenCL device to measure on (None: the default; not opened for
@@ -137,6 +151,7 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
                                ("warmup", warmup, 1), ("rounds", rounds, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
+    params = distinct_values(params, log)
     # the file's own errors first; the parameters at their first values are names too
     base = launch_file.read(spec, sets, {k: v[0] for k, v in params.items()})
     _check_params_used(base, params)

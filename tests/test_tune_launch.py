@@ -142,3 +142,15 @@ def test_each_candidate_is_checked_before_launch_once_for_all_its_rounds(
     assert [len(m["rounds"]) for m in doc["measurements"]] == [2, 2]
     assert all(m["status"] == "ok" and m["check"]["ok"] for m in doc["measurements"])
     assert len(checks_before_launch) == 2
+
+
+def test_a_value_given_twice_is_tried_once_with_a_note(tmp_path):
+    out = tmp_path / "t.json"
+    result = CliRunner().invoke(main, ["tune", str(LAUNCH), "--param", "TS=8,16,0x8",
+                                       "--set", "N=32", "--top", "0", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stderr.splitlines() if "more than once" in line]
+    assert notes == ["note: --param TS: 8 given more than once; each value is tried once"]
+    doc = json.loads(out.read_text())
+    assert doc["meta"]["params"] == {"TS": [8, 16]}
+    assert sorted(p["label"] for p in doc["predictions"]) == ["TS=16", "TS=8"]
