@@ -37,8 +37,8 @@ from tiletraffic.simulator.device import LimitError, check_schedule_limits
 from tiletraffic.simulator.schedule import ScheduleError
 
 from . import expressions, launch_file, tuning_stats
-from .files import archive_previous, atomic_write_text
-from .tuner import TuneError, combined_limits, ranking_model
+from .files import archive_previous, atomic_write_text, check_writable, refuse_non_file
+from .tuner import TuneError, combined_limits, no_valid_message, ranking_model
 
 MAX_CANDIDATES = 4096
 """Most combinations one tuning may enumerate."""
@@ -139,8 +139,9 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
         ``measurements``, ``summary`` (:func:`analysis.tuning_stats.summarize`).
 
     Raises:
-        TuneError: bad arguments, a constraint that cannot be parsed, no valid candidate,
-            too many combinations, or measuring without a [reference] in the launch file.
+        TuneError: bad arguments, a constraint that cannot be parsed, no valid candidate
+            (the message counts the rejections by reason; ``out`` is then neither written
+            nor moved), too many combinations, or measuring without a [reference] in the launch file.
         LaunchFileError: the launch file itself is wrong.
     """
     import tiletraffic as tt
@@ -188,11 +189,10 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     doc = {"meta": meta, "status": "modelling", "rejected": [], "predictions": [],
            "measurements": [], "summary": None}
     path = None if out is None else Path(out)
+    if path is not None:   # before the candidates are modelled
+        refuse_non_file(path)
+        check_writable(path.parent)
     meta["created_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if path is not None and path.exists():
-        moved = archive_previous(path)       # earlier results are never lost
-        log(f"note: the earlier results in {path} were moved to {moved}")
-        meta["previous_results_moved_to"] = str(moved)
 
     def save():
         doc["summary"] = tuning_stats.summarize(doc)
@@ -200,7 +200,6 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, json.dumps(doc, indent=1))
 
-    save()
     valid = []
     for order, values in enumerate(itertools.product(*params.values())):
         cand = dict(zip(params, values))
@@ -236,10 +235,13 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
                  "model_warnings": [str(w.message) for w in caught]}
         doc["predictions"].append(entry)
         valid.append((entry, sch))
-    if not valid:
-        save()
-        reasons = sorted({r["reasons"][0] for r in doc["rejected"]})[:3]
-        raise TuneError(f"no valid candidate among {combos}: " + "; ".join(reasons))
+    if not valid:  # nothing to tune: no file written, none moved
+        raise TuneError(no_valid_message(f"no valid candidate among the {combos} "
+                                         "combinations of --param values", doc["rejected"]))
+    if path is not None and path.exists():
+        moved = archive_previous(path)       # earlier results are never lost
+        log(f"note: the earlier results in {path} were moved to {moved}")
+        meta["previous_results_moved_to"] = str(moved)
     valid.sort(key=lambda es: (es[0]["predicted_time_s"], es[0]["order"]))
     for rank, (entry, _) in enumerate(valid, 1):
         entry.update(predicted_rank=rank, estimate_rank=rank,

@@ -154,3 +154,18 @@ def test_a_value_given_twice_is_tried_once_with_a_note(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["meta"]["params"] == {"TS": [8, 16]}
     assert sorted(p["label"] for p in doc["predictions"]) == ["TS=16", "TS=8"]
+
+
+def test_no_valid_candidate_writes_and_moves_nothing_and_counts_the_reasons(tmp_path):
+    earlier = tmp_path / "t.json"
+    earlier.write_text("{}")
+    for out in (earlier, tmp_path / "new" / "t.json"):
+        result = CliRunner().invoke(main, [
+            "tune", str(LAUNCH), "--param", "TS=8,16,32", "--param", "WPT=3,5",
+            "--constraint", "TS % WPT == 0", "--set", "N=48", "--top", "0", "--out", str(out)])
+        assert result.exit_code == 2, result.output
+        text = " ".join(result.output.split())
+        assert "no valid candidate among the 6 combinations" in text
+        assert "all 6 rejected" in text and "constraint 'TS % WPT == 0' fails (6)" in text
+    assert earlier.read_text() == "{}"
+    assert not (tmp_path / "history").exists() and not (tmp_path / "new").exists()
