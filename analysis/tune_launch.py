@@ -145,13 +145,14 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
         LaunchFileError: the launch file itself is wrong.
     """
     import tiletraffic as tt
-    from tiletraffic.gpu.runtime import MIN_REPEAT
+    from tiletraffic.gpu.launch_counts import repeat_problem, warmup_problem
 
     log = log or (lambda line: None)
-    for name, value, least in (("top", top, 0), ("repeat", repeat, MIN_REPEAT),
-                               ("warmup", warmup, 1), ("rounds", rounds, 1)):
+    for name, value, least in (("top", top, 0), ("rounds", rounds, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
+    if (problem := repeat_problem(repeat) or warmup_problem(warmup)) is not None:
+        raise TuneError(problem)
     params = distinct_values(params, log)
     # the file's own errors first; the parameters at their first values are names too
     base = launch_file.read(spec, sets, {k: v[0] for k, v in params.items()})

@@ -521,7 +521,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
 
     Raises:
         TuneError: a size not a positive integer or beyond 32-bit indexing; ``top`` < 0,
-            ``jobs`` < 1, ``repeat`` below 10, ``warmup`` or ``rounds`` < 1, ``recheck``
+            ``jobs`` < 1, ``repeat`` or ``warmup`` outside their limits
+            (:mod:`tiletraffic.gpu.launch_counts`), ``rounds`` < 1, ``recheck``
             < 0; no valid candidate (the message counts the rejections by reason; ``out``
             is then neither written nor moved); an ``out`` that a resumed tuning does not
             match.
@@ -532,14 +533,15 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         OSError: ``out`` cannot be written (found before any work starts).
         TuneInterrupted: Ctrl-C; what finished is saved.
     """
-    from tiletraffic.gpu.runtime import MIN_REPEAT
+    from tiletraffic.gpu.launch_counts import repeat_problem, warmup_problem
 
     log = log or (lambda line: None)
     _check_sizes(m, n, k)
-    for name, value, least in (("top", top, 0), ("jobs", jobs, 1), ("repeat", repeat, MIN_REPEAT),
-                               ("warmup", warmup, 1), ("rounds", rounds, 1)):
+    for name, value, least in (("top", top, 0), ("jobs", jobs, 1), ("rounds", rounds, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
+    if (problem := repeat_problem(repeat) or warmup_problem(warmup)) is not None:
+        raise TuneError(problem)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise TuneError(f"seed must be a non-negative integer, got {seed!r}")
     if recheck is not None and (isinstance(recheck, bool) or not isinstance(recheck, int)
