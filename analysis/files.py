@@ -137,6 +137,29 @@ def ensure_writable(out_dir: Path) -> None:
     os.remove(probe)
 
 
+def check_writable(folder: str | os.PathLike) -> None:
+    """Prove that files can be written in ``folder`` (or, where it does not exist yet, that
+    it could be created in the nearest folder above it that exists), creating nothing:
+    the probe file is removed at once.
+
+    Raises:
+        OutputNotWritable: naming the folder in the way and the reason (permission denied,
+            read-only file system, a file in the way, ...).
+    """
+    folder = Path(os.path.abspath(folder))
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not existing.is_dir():
+        raise OutputNotWritable(errno.ENOTDIR, f"{existing} is a file, not a folder",
+                                str(existing))
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".write-test.", dir=existing)
+    except OSError as err:
+        raise OutputNotWritable(err.errno, err.strerror or str(err),
+                                err.filename or str(existing)) from None
+    os.close(fd)
+    os.remove(probe)
+
+
 class SweepInterrupted(RuntimeError):
     """The sweep was interrupted; the counted cases and finished device runs are saved (``results.json``, and the
     report rendered from them)."""

@@ -162,8 +162,9 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
 
     Raises:
         gpu.device.DeviceError: no device, or none matching ``device``.
-        ValueError: ``repeat`` below 10; a ``validate/predictions.json`` that is malformed
-            or for other cases or another model (checked before the sweep).
+        ValueError: ``repeat`` outside 10 to 10000 (:mod:`tiletraffic.gpu.launch_counts`);
+            a ``validate/predictions.json`` that is malformed or for other cases or another
+            model (checked before the sweep).
         KeyError, DeviceModelError: an unknown or malformed ``device_model``.
         TargetsError (a ValueError): a malformed targets file (checked before the sweep).
         OSError: the output directory cannot be written (checked before the sweep starts).
@@ -171,13 +172,12 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
             rendered; ``analysis.validation.run.ValidationInterrupted`` for the latter).
     """
     from tiletraffic.gpu.device import select_device
-    from tiletraffic.gpu.runtime import MIN_REPEAT
+    from tiletraffic.gpu.launch_counts import check_launch_counts
 
     from .targets import load as load_targets
     from .validation.cases import default_case_list_name
 
-    if repeat < MIN_REPEAT:
-        raise ValueError(f"repeat = {repeat} is below the minimum of {MIN_REPEAT} timed launches")
+    check_launch_counts(repeat)
     judged_by = load_targets(targets)
     target = select_device(device)
     info = target.info

@@ -39,8 +39,8 @@ from tiletraffic.simulator.device import LimitError, check_schedule_limits
 from tiletraffic.simulator.schedule import ScheduleError
 
 from . import expressions, launch_file, tuning_stats
-from .files import archive_previous, atomic_write_text
-from .tuner import TuneError, combined_limits, ranking_model
+from .files import archive_previous, atomic_write_text, check_writable, refuse_non_file
+from .tuner import TuneError, combined_limits, no_valid_message, ranking_model
 
 MAX_CANDIDATES = 4096
 """Most combinations one tuning may enumerate."""
@@ -74,6 +74,19 @@ def parse_params(items) -> dict[str, list[int]]:
             raise TuneError(f"--param {item!r}: no values")
     if not out:
         raise TuneError("give at least one --param NAME=V1,V2,...")
+    return out
+
+
+def distinct_values(params: dict[str, list[int]], log) -> dict[str, list[int]]:
+    """``params`` with each value of a parameter kept once, in the order given; a value
+    given more than once is noted (one line per parameter) through ``log``."""
+    out = {}
+    for name, values in params.items():
+        out[name] = list(dict.fromkeys(values))
+        repeated = [v for v in out[name] if values.count(v) > 1]
+        if repeated:
+            log(f"note: --param {name}: {', '.join(map(str, repeated))} given more than "
+                f"once; each value is tried once")
     return out
 
 
@@ -116,7 +129,8 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     """Tune the macros ``params`` of the launch file ``spec`` (module docstring).
 
     Args:
-        params: name -> values to try.
+        params: name -> values to try (a value given more than once is tried once, noted
+            through ``log``).
         constraints: expressions every candidate must satisfy.
         sets: launch-file sizes replaced (as ``--set``).
         device: the OpenCL device to measure on (None: the default; not opened for
@@ -132,18 +146,21 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
         ``measurements``, ``summary`` (:func:`analysis.tuning_stats.summarize`).
 
     Raises:
-        TuneError: bad arguments, a constraint that cannot be parsed, no valid candidate,
-            too many combinations, or measuring without a [reference] in the launch file.
+        TuneError: bad arguments, a constraint that cannot be parsed, no valid candidate
+            (the message counts the rejections by reason; ``out`` is then neither written
+            nor moved), too many combinations, or measuring without a [reference] in the launch file.
         LaunchFileError: the launch file itself is wrong.
     """
     import tiletraffic as tt
-    from tiletraffic.gpu.runtime import MIN_REPEAT
+    from tiletraffic.gpu.launch_counts import repeat_problem, warmup_problem
 
     log = log or (lambda line: None)
-    for name, value, least in (("top", top, 0), ("repeat", repeat, MIN_REPEAT),
-                               ("warmup", warmup, 1), ("rounds", rounds, 1)):
+    for name, value, least in (("top", top, 0), ("rounds", rounds, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
+    if (problem := repeat_problem(repeat) or warmup_problem(warmup)) is not None:
+        raise TuneError(problem)
+    params = distinct_values(params, log)
     # the file's own errors first; the parameters at their first values are names too
     base = launch_file.read(spec, sets, {k: v[0] for k, v in params.items()})
     _check_params_used(base, params)
@@ -180,11 +197,10 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     doc = {"meta": meta, "status": "modelling", "rejected": [], "predictions": [],
            "measurements": [], "summary": None}
     path = None if out is None else Path(out)
+    if path is not None:   # before the candidates are modelled
+        refuse_non_file(path)
+        check_writable(path.parent)
     meta["created_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if path is not None and path.exists():
-        moved = archive_previous(path)       # earlier results are never lost
-        log(f"note: the earlier results in {path} were moved to {moved}")
-        meta["previous_results_moved_to"] = str(moved)
 
     def save():
         doc["summary"] = tuning_stats.summarize(doc)
@@ -192,7 +208,6 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, json.dumps(doc, indent=1))
 
-    save()
     valid = []
     for order, values in enumerate(itertools.product(*params.values())):
         cand = dict(zip(params, values))
@@ -228,10 +243,13 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
                  "model_warnings": [str(w.message) for w in caught]}
         doc["predictions"].append(entry)
         valid.append((entry, sch))
-    if not valid:
-        save()
-        reasons = sorted({r["reasons"][0] for r in doc["rejected"]})[:3]
-        raise TuneError(f"no valid candidate among {combos}: " + "; ".join(reasons))
+    if not valid:  # nothing to tune: no file written, none moved
+        raise TuneError(no_valid_message(f"no valid candidate among the {combos} "
+                                         "combinations of --param values", doc["rejected"]))
+    if path is not None and path.exists():
+        moved = archive_previous(path)       # earlier results are never lost
+        log(f"note: the earlier results in {path} were moved to {moved}")
+        meta["previous_results_moved_to"] = str(moved)
     valid.sort(key=lambda es: (es[0]["predicted_time_s"], es[0]["order"]))
     for rank, (entry, _) in enumerate(valid, 1):
         entry.update(predicted_rank=rank, estimate_rank=rank,

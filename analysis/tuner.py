@@ -173,6 +173,30 @@ def ranking_model(device_model, target):
     return _model(DEFAULT_MODEL)
 
 
+NO_VALID_REASONS = 6
+"""Most rejection reasons a "no valid candidate" message names (the rest are counted)."""
+
+
+def no_valid_message(head: str, rejected: list[dict]) -> str:
+    """``head``, then every candidate's rejection counted by reason, most frequent first
+    (at most :data:`NO_VALID_REASONS` named), and an example of the first, on one line."""
+    counts: dict[str, int] = {}
+    example: dict[str, tuple[str, str]] = {}
+    for r in rejected:
+        for why, reason in zip(r.get("whys", r["reasons"]), r["reasons"]):
+            counts[why] = counts.get(why, 0) + 1
+            example.setdefault(why, (r["label"], reason))
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    shown, more = ranked[:NO_VALID_REASONS], len(ranked) - NO_VALID_REASONS
+    text = (f"{head}: all {len(rejected)} rejected; most often: "
+            + "; ".join(f"{why} ({count})" for why, count in shown)
+            + (f"; and {more} other reason{'s' if more > 1 else ''}" if more > 0 else ""))
+    if shown:
+        label, reason = example[shown[0][0]]
+        text += f"; e.g. {label}: {reason}"
+    return " ".join(text.split())
+
+
 def screen(space: TuningSpace, m: int, n: int, k: int, limits: DeviceLimits):
     """Split the candidates of ``space`` into valid ones (candidate, schedule) and
     rejections (dicts with label, family, params, stage ``constraint``/``builder``/
@@ -497,10 +521,11 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
 
     Raises:
         TuneError: a size not a positive integer or beyond 32-bit indexing; ``top`` < 0,
-            ``jobs`` < 1, ``repeat`` below 10, ``warmup`` or ``rounds`` < 1, ``recheck``
-            < 0; no valid
-            candidate; an
-            ``out`` that a resumed tuning does not match.
+            ``jobs`` < 1, ``repeat`` or ``warmup`` outside their limits
+            (:mod:`tiletraffic.gpu.launch_counts`), ``rounds`` < 1, ``recheck``
+            < 0; no valid candidate (the message counts the rejections by reason; ``out``
+            is then neither written nor moved); an ``out`` that a resumed tuning does not
+            match.
         tiletraffic.analysis.tuning_space.SpaceError: a malformed space file.
         tiletraffic.analysis.targets.TargetsError: a malformed targets file.
         KeyError, DeviceModelError: an unknown device model or a malformed model file.
@@ -508,14 +533,15 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         OSError: ``out`` cannot be written (found before any work starts).
         TuneInterrupted: Ctrl-C; what finished is saved.
     """
-    from tiletraffic.gpu.runtime import MIN_REPEAT
+    from tiletraffic.gpu.launch_counts import repeat_problem, warmup_problem
 
     log = log or (lambda line: None)
     _check_sizes(m, n, k)
-    for name, value, least in (("top", top, 0), ("jobs", jobs, 1), ("repeat", repeat, MIN_REPEAT),
-                               ("warmup", warmup, 1), ("rounds", rounds, 1)):
+    for name, value, least in (("top", top, 0), ("jobs", jobs, 1), ("rounds", rounds, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
+    if (problem := repeat_problem(repeat) or warmup_problem(warmup)) is not None:
+        raise TuneError(problem)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise TuneError(f"seed must be a non-negative integer, got {seed!r}")
     if recheck is not None and (isinstance(recheck, bool) or not isinstance(recheck, int)
@@ -550,6 +576,11 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         from .device_models import model_fit_meta
         meta.update(model_fit_meta(model, target.info))
     path = None if out is None else Path(out)
+    valid, rejected = screen(space, m, n, k, limits)
+    if not valid:  # nothing to tune: no file written, none moved
+        raise TuneError(no_valid_message(
+            f"no valid candidate in {space.path} for M={m} N={n} K={k} on {limits.name}",
+            rejected))
     old = _previous(path, resume, meta, log)
     if old is not None:
         meta["resumed_from"] = old["meta"].get("created_utc")
@@ -557,7 +588,6 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         meta["seed"] = int(np.random.SeedSequence().entropy % 2**63)
     seed = meta["seed"]
 
-    valid, rejected = screen(space, m, n, k, limits)
     doc = {"meta": meta, "status": "modelling", "valid_candidates": len(valid),
            "rejected": rejected, "predictions": [], "measurements": [], "summary": None}
     result = TuneResult(doc, path)
@@ -567,16 +597,6 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         if path is not None:
             atomic_write_text(path, json.dumps(doc, indent=1))
 
-    if not valid:
-        save()
-        top_reasons = list(doc["summary"]["rejected_by_reason"].items())[:3]
-        example = next((r["label"], reason) for r in rejected
-                       for why, reason in zip(r["whys"], r["reasons"])
-                       if why == top_reasons[0][0])
-        raise TuneError(f"no valid candidate in {space.path} for M={m} N={n} K={k} on "
-                        f"{limits.name}: all {len(rejected)} rejected; most often: "
-                        + "; ".join(f"{why} ({count})" for why, count in top_reasons)
-                        + f"; e.g. {example[0]}: {example[1]}")
     save()  # proves the file can be written before the long work starts
     reused = {p["label"]: {**p, **tuning_recheck.first_pass(p)}  # the estimate-based pass
               for p in (old or {}).get("predictions", [])

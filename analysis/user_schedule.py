@@ -98,7 +98,8 @@ def load_module(path: str | Path) -> ModuleType:
     file imports only installed packages (and ``tiletraffic``).
 
     Raises:
-        UserScheduleError: no such file, or importing it raised (its message is shown).
+        UserScheduleError: no such file, or importing it raised (its message is shown) or
+            called ``sys.exit`` (a SystemExit is never let through as this process's exit).
     """
     path = Path(path)
     if not path.is_file():
@@ -115,6 +116,10 @@ def load_module(path: str | Path) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+    except SystemExit as err:  # sys.exit() at import: bad input, not this process's exit
+        sys.modules.pop(name, None)
+        raise UserScheduleError(f"importing {path.name} failed: it {_exited(err)}; a "
+                                "schedule file must not exit") from None
     except Exception as err:  # noqa: BLE001 - any error of the user's code, reported in one line
         sys.modules.pop(name, None)
         where = f" (line {err.lineno})" if isinstance(err, SyntaxError) else ""
@@ -182,7 +187,7 @@ def load(spec: str, **sizes: int | None) -> Schedule:
     Raises:
         UserScheduleError: as :func:`load_function`; a size the function does not take, or a
             parameter without default that was not given; the function raised (its
-            exception type and message are shown); it returned something other than a
+            exception type and message are shown) or called ``sys.exit``; it returned something other than a
             ``Schedule`` (the type is named), a schedule named like a built-in family
             (closed forms are looked up by that name), or one that is not well formed
             (``simulator.wellformed``: an unbound name, a store into an input, ...).
@@ -195,6 +200,9 @@ def load(spec: str, **sizes: int | None) -> Schedule:
     call = f"{name}({', '.join(f'{key}={v!r}' for key, v in given.items())})"
     try:
         result = fn(**given)
+    except SystemExit as err:
+        raise UserScheduleError(f"{path.name}: {call} {_exited(err)} instead of returning a "
+                                "Schedule") from None
     except Exception as err:  # noqa: BLE001 - the user's code: one line, not a traceback
         raise UserScheduleError(f"{path.name}: {call} raised {type(err).__name__}: {err}"
                                 ) from err
@@ -226,8 +234,9 @@ def reference_function(schedule_spec: str | None, reference_spec: str | None = N
         The explicit function; else, for a schedule from a file, the function named
         :data:`DEFAULT_REFERENCE` in that file when it defines one; else ``None`` (built-in
         schedules then use their own reference; a user's schedule is not value-checked).
-        The function is wrapped so that an exception it raises becomes a
-        :class:`UserScheduleError` naming it (``functools.wraps`` keeps its name).
+        The function is wrapped so that an exception it raises (a SystemExit from
+        ``sys.exit`` too) becomes a :class:`UserScheduleError` naming it
+        (``functools.wraps`` keeps its name).
 
     Raises:
         UserScheduleError: the explicit reference cannot be loaded (as :func:`load_function`).
@@ -250,7 +259,17 @@ def _reporting(fn: Callable, label: str) -> Callable:
     def call(inputs):
         try:
             return fn(inputs)
+        except SystemExit as err:
+            raise UserScheduleError(f"the reference {label} {_exited(err)} instead of "
+                                    "returning its output") from None
         except Exception as err:  # noqa: BLE001 - the user's code: one line, not a traceback
             raise UserScheduleError(f"the reference {label} raised {type(err).__name__}: "
                                     f"{err}") from err
     return call
+
+
+def _exited(err: SystemExit) -> str:
+    """How a message says that the user's code called ``sys.exit`` (or raised SystemExit):
+    with its code, which is not this process's exit status."""
+    code = "" if err.code is None else repr(err.code)
+    return f"called sys.exit({code}) (SystemExit)"

@@ -56,6 +56,8 @@ from tiletraffic.simulator.tolerance import (  # re-exported: the one tolerance
 from tiletraffic.simulator.schedule import ndrange_problems
 from tiletraffic.simulator.unwritten import unwritten_fill
 
+from tiletraffic.gpu.launch_counts import MIN_REPEAT, check_launch_counts  # their limits
+
 __all__ = [
     "POCL_INSTALL_HINT", "DeviceError", "DeviceInfo", "DeviceLimits", "Target", "TiletrafficGpuError",
     "list_devices", "select_device", "KernelBuildError", "LaunchConfigError",
@@ -66,9 +68,6 @@ __all__ = [
     "PROBABILISTIC_LAMBDA", "error_factor", "KernelResources", "build_options",
     "kernel_resources",
 ]
-
-MIN_REPEAT = 10
-"""Fewest timed launches :func:`run_kernel` accepts."""
 
 
 class KernelBuildError(TiletrafficGpuError):
@@ -475,7 +474,8 @@ def run_kernel(
             to the device; an output's array gives only its shape (contents ignored).
         scalars: one int (32-bit) per ``int`` argument; an argument named
             :data:`LAUNCH_INDEX_ARG` gets the launch number instead at each launch.
-        repeat: timed launches, at least :data:`MIN_REPEAT`.
+        repeat: timed launches, :data:`~tiletraffic.gpu.launch_counts.MIN_REPEAT` to
+            :data:`~tiletraffic.gpu.launch_counts.MAX_REPEAT`.
         warmup: untimed launches first, at least 1 (the first launch includes
             just-in-time compilation and is never reported).
         check_output: ``check_output(launch, outputs)`` (launch 0-based, warm-up
@@ -503,10 +503,7 @@ def run_kernel(
         ResultMismatchError: outputs differ between launches and no ``check_output`` was
             given (what ``check_output`` raises passes through unchanged).
     """
-    if repeat < MIN_REPEAT:
-        raise ValueError(f"repeat must be at least {MIN_REPEAT} timed launches, got {repeat}")
-    if warmup < 1:
-        raise ValueError(f"warmup must be at least 1 (the first launch includes JIT), got {warmup}")
+    check_launch_counts(repeat, warmup)   # gpu.launch_counts: the limits of both
     kernels = [kernel] if isinstance(kernel, GeneratedKernel) else list(kernel)
     if not kernels:
         raise ValueError("run_kernel needs at least one kernel")

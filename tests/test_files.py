@@ -64,3 +64,13 @@ def test_report_and_validate_refuse_an_unwritable_out_with_exit_2(tmp_path, comm
     lines = [line for line in res.output.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "cannot write the" in lines[0]
     assert f"{blocker} is a file, not a folder" in lines[0]
+
+
+def test_check_writable_creates_nothing_and_refuses_a_file_in_the_way(tmp_path):
+    from tiletraffic.analysis.files import OutputNotWritable, check_writable
+
+    check_writable(tmp_path / "a" / "b")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(OutputNotWritable, match="is a file, not a folder"):
+        check_writable(tmp_path / "f" / "b")

@@ -374,10 +374,14 @@ def test_wrong_kernel_name_raises_kernel_build_error(pocl):
 def test_argument_checks(pocl):
     arrays, scalars = gemm_inputs(20, 37, 13, np.random.default_rng())
     kernel = tiled_gemm(20, 13)
-    with pytest.raises(ValueError, match="at least 10"):
+    with pytest.raises(ValueError, match="repeat = 9 is below the minimum of 10"):
         run_kernel(pocl, kernel, arrays, scalars, repeat=9)
-    with pytest.raises(ValueError, match="warmup"):
+    with pytest.raises(ValueError, match="repeat = 10001 is above the maximum of 10000"):
+        run_kernel(pocl, kernel, arrays, scalars, repeat=10001)
+    with pytest.raises(ValueError, match="warmup = 0 is below the minimum of 1"):
         run_kernel(pocl, kernel, arrays, scalars, warmup=0)
+    with pytest.raises(ValueError, match="warmup = 1001 is above the maximum of 1000"):
+        run_kernel(pocl, kernel, arrays, scalars, warmup=1001)
     with pytest.raises(TypeError, match="'A'.*float32.*float64"):
         run_kernel(pocl, kernel, {**arrays, "A": arrays["A"].astype(np.float64)}, scalars)
     with pytest.raises(ValueError, match="C-contiguous"):

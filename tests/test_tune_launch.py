@@ -166,3 +166,30 @@ def test_each_candidate_is_checked_before_launch_once_for_all_its_rounds(
     assert [len(m["rounds"]) for m in doc["measurements"]] == [2, 2]
     assert all(m["status"] == "ok" and m["check"]["ok"] for m in doc["measurements"])
     assert len(checks_before_launch) == 2
+
+
+def test_a_value_given_twice_is_tried_once_with_a_note(tmp_path):
+    out = tmp_path / "t.json"
+    result = CliRunner().invoke(main, ["tune", str(LAUNCH), "--param", "TS=8,16,0x8",
+                                       "--set", "N=32", "--top", "0", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stderr.splitlines() if "more than once" in line]
+    assert notes == ["note: --param TS: 8 given more than once; each value is tried once"]
+    doc = json.loads(out.read_text())
+    assert doc["meta"]["params"] == {"TS": [8, 16]}
+    assert sorted(p["label"] for p in doc["predictions"]) == ["TS=16", "TS=8"]
+
+
+def test_no_valid_candidate_writes_and_moves_nothing_and_counts_the_reasons(tmp_path):
+    earlier = tmp_path / "t.json"
+    earlier.write_text("{}")
+    for out in (earlier, tmp_path / "new" / "t.json"):
+        result = CliRunner().invoke(main, [
+            "tune", str(LAUNCH), "--param", "TS=8,16,32", "--param", "WPT=3,5",
+            "--constraint", "TS % WPT == 0", "--set", "N=48", "--top", "0", "--out", str(out)])
+        assert result.exit_code == 2, result.output
+        text = " ".join(result.output.split())
+        assert "no valid candidate among the 6 combinations" in text
+        assert "all 6 rejected" in text and "constraint 'TS % WPT == 0' fails (6)" in text
+    assert earlier.read_text() == "{}"
+    assert not (tmp_path / "history").exists() and not (tmp_path / "new").exists()

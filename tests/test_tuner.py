@@ -669,3 +669,26 @@ def test_min_and_max_of_one_argument_are_that_argument():
 
     assert parse("min(N)", {"N"}).evaluate({"N": 3}) == 3
     assert parse("max(N, 2, 7)", {"N"}).evaluate({"N": 3}) == 7
+
+
+def test_no_valid_candidate_writes_and_moves_nothing_and_counts_the_reasons(tmp_path):
+    space = write(tmp_path, "[[family]]\nname = 'gemm-tiled'\n[family.parameters]\n"
+                            "tile = [8, 16, 32]\n[[family.constraint]]\nrule = 'tile > M'\n"
+                            "[[family]]\nname = 'gemm-vectorized'\n[family.parameters]\n"
+                            "tile = [8]\ntm = [4]\n")
+    earlier = tmp_path / "runs" / "t.json"
+    earlier.parent.mkdir()
+    earlier.write_text('{"meta": {"created_utc": "2020-01-01T00:00:00Z"}}')
+    for out in (earlier, tmp_path / "new" / "t.json"):
+        res = invoke("--m", "64", "--n", "64", "--k", "66", "--space", str(space), "--top",
+                     "0", "--out", str(out))
+        assert res.exit_code == 2, res.output
+        text = " ".join(res.output.split())
+        assert "no valid candidate" in text and "all 4 rejected" in text
+        assert "tile > M (3)" in text and "the builder refused: gemm-vectorized needs K " \
+                                          "to be a multiple of 4" in text
+        assert "(1)" in text
+        assert len([ln for ln in res.output.splitlines() if ln.startswith("error:")]) == 1
+    assert earlier.read_text() == '{"meta": {"created_utc": "2020-01-01T00:00:00Z"}}'
+    assert not (earlier.parent / "history").exists(), "nothing archived"
+    assert not (tmp_path / "new").exists(), "no folder created"

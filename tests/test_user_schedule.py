@@ -243,6 +243,47 @@ def test_reference_raising_is_reported(tmp_path):
                        "KeyError", "'X'")
 
 
+EXITING = ("import sys\nimport dataclasses\nimport tiletraffic as tt\n"
+           "def quits(m, k, n=None, tile=None):\n    sys.exit({code})\n"
+           "def make(m, k, n=None, tile=None):\n"
+           "    return dataclasses.replace(tt.build('gemm-tiled', m, k, n, tile), "
+           "family='mine')\n"
+           "def ref(inputs):\n    raise SystemExit({code})\n")
+
+
+def one_line_error(result, *needles: str) -> None:
+    usage_error(result, *needles)
+    assert [ln for ln in result.output.splitlines() if ln.strip()] == \
+        [ln for ln in result.output.splitlines() if ln.startswith("error: ")] != []
+
+
+@pytest.mark.parametrize("code, shown", [("0", "sys.exit(0)"), ("3", "sys.exit(3)"),
+                                         ("", "sys.exit()")])
+def test_a_users_code_that_calls_sys_exit_is_bad_input_not_an_exit(tmp_path, code, shown):
+    """sys.exit() in the schedule's function, at the file's import or in its reference:
+    exit 2 with one line, whatever code it gave (0 would otherwise read as success)."""
+    path = write(tmp_path, "exits.py", EXITING.format(code=code))
+    for command in ("simulate", "check", "model"):
+        one_line_error(invoke(command, f"{path}:quits", *sizes_args(8, 8, 8)),
+                       "exits.py: quits(m=8, k=8, n=8)", shown, "SystemExit")
+    importing = write(tmp_path, "at_import.py", f"import sys\nsys.exit({code})\n")
+    one_line_error(invoke("simulate", f"{importing}:make", *sizes_args(8, 8, 8)),
+                   "importing at_import.py failed", shown)
+    one_line_error(invoke("simulate", f"{path}:make", *sizes_args(8, 8, 8), "--reference",
+                          f"{path}:ref"), f"the reference {path}:ref", shown)
+    assert "not an array of numbers" not in invoke(
+        "simulate", f"{path}:make", *sizes_args(8, 8, 8), "--reference", f"{path}:ref").output
+
+
+@needs_pocl
+def test_run_with_a_reference_that_calls_sys_exit_is_bad_input(tmp_path):
+    path = write(tmp_path, "exits.py", EXITING.format(code="0"))
+    result = invoke("run", f"{path}:make", *sizes_args(8, 8, 8), "--device", "pocl",
+                    "--reference", f"{path}:ref")
+    usage_error(result, f"the reference {path}:ref called sys.exit(0)")
+    assert len([ln for ln in result.output.splitlines() if ln.startswith("error: ")]) == 1
+
+
 def test_reference_of_the_wrong_shape_is_reported(tmp_path):
     bad = write(tmp_path, "bad_ref.py", "def ref(inputs):\n    return inputs['A']\n")
     assert usage_error(invoke("simulate", SPEC, *sizes_args(4, 6, 8), "--reference", f"{bad}:ref"),

@@ -458,8 +458,8 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
         `.speedups`, `.pairs`, `.to_dict()`).
 
     Raises:
-        tiletraffic.gpu.device.DeviceError: no such device. ValueError: `repeat` < 10 or
-        `rounds` < 1; `PredictionsError`/`PredictionsMismatch` (ValueErrors): a
+        tiletraffic.gpu.device.DeviceError: no such device. ValueError: `repeat` outside 10 to
+        10000 (`tiletraffic.gpu.launch_counts`) or `rounds` < 1; `PredictionsError`/`PredictionsMismatch` (ValueErrors): a
         malformed predictions file, or other cases or another model than the file's;
         `TargetsError` (a ValueError): a malformed targets file.
         OSError: `out` cannot be written.

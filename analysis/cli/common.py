@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 import click
 
@@ -106,14 +105,15 @@ def work(sch) -> int:
 
 def check_out_file(path: str | None, option: str = "--out") -> None:
     """Refuse (usage error, exit 2) an output file whose folder cannot be created or
-    written, before any work."""
+    written, before any work (creating nothing: a command that stops early leaves no
+    folder behind)."""
     if path is None:
         return
-    from ..files import ensure_writable, refuse_non_file
+    from ..files import check_writable, refuse_non_file
     folder = os.path.dirname(os.path.abspath(path))
     try:
         refuse_non_file(path)
-        ensure_writable(Path(folder))
+        check_writable(folder)
     except OSError as err:
         raise click.UsageError(_cannot_write(f"{option} {path!r}", err,
                                              folder if path else "")) from None

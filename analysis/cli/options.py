@@ -75,6 +75,24 @@ FORCE_OPTION = click.option(
     help="Run even when the estimated memory exceeds what this machine has available.")
 
 
+def repeat_option(help: str):
+    """--repeat / -r: timed launches, within :mod:`tiletraffic.gpu.launch_counts`' limits (a
+    value outside them: one line naming it and the range, exit 2)."""
+    from tiletraffic.gpu.launch_counts import MAX_REPEAT, MIN_REPEAT
+
+    return click.option("--repeat", "-r", type=click.IntRange(MIN_REPEAT, MAX_REPEAT),
+                        default=MIN_REPEAT, show_default=True,
+                        help=f"{help}.")
+
+
+def warmup_option(help: str = "Untimed launches before timing"):
+    """--warmup: untimed launches, within :mod:`tiletraffic.gpu.launch_counts`' limits."""
+    from tiletraffic.gpu.launch_counts import MAX_WARMUP, MIN_WARMUP
+
+    return click.option("--warmup", type=click.IntRange(MIN_WARMUP, MAX_WARMUP), default=2,
+                        show_default=True, help=f"{help}.")
+
+
 def json_option(what: str):
     """--json: print ``what`` as JSON instead of text."""
     return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON.")

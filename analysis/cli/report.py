@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .common import check_device_spec, fail, render_results, write_failed
-from .options import TARGETS_OPTION
+from .options import TARGETS_OPTION, repeat_option
 
 
 @click.command("report")
@@ -13,8 +13,7 @@ from .options import TARGETS_OPTION
 @click.option("--out", "out_dir", default="reports", show_default=True,
               type=click.Path(file_okay=False), help="Reports directory.")
 @click.option("--quick", is_flag=True, help="Small sweep (seconds on a 2-core CPU).")
-@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
-              help="Timed launches per kernel (at least 10).")
+@repeat_option("Timed launches per kernel")
 @click.option("--device-model", "model", default=None,
               help="Device model to validate on the device: a built-in name or a TOML file "
                    "(default: the device's built-in model, else generic-gpu). Only a model "

@@ -15,7 +15,8 @@ from tiletraffic.simulator.sequence import is_sequence
 from .. import user_schedule
 from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_device_spec, fail, reference_fn,
                      select_device, within_budget)
-from .options import FORCE_OPTION, json_option, reference_option, schedule_options
+from .options import (FORCE_OPTION, json_option, reference_option, repeat_option,
+                      schedule_options, warmup_option)
 
 
 @click.command("run")
@@ -24,10 +25,8 @@ from .options import FORCE_OPTION, json_option, reference_option, schedule_optio
 @click.option("--device", "-d", default=None,
               help="OpenCL device: 'P:D' as in PYOPENCL_CTX, or part of its name "
                    "(default: PYOPENCL_CTX, else a GPU, else PoCL).")
-@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
-              help="Timed launches (at least 10).")
-@click.option("--warmup", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Untimed launches before timing (the first includes JIT compilation).")
+@repeat_option("Timed launches")
+@warmup_option("Untimed launches before timing (the first includes JIT compilation)")
 @click.option("--unchecked", is_flag=True,
               help="Launch even when the check before launch finds hazards (out-of-bounds "
                    "accesses and barrier divergence can crash the process); every line and "

@@ -10,7 +10,8 @@ import click
 import tiletraffic as tt
 
 from .common import check_device_spec, check_out_file, command_line, fail
-from .options import DEVICE_MODEL, SEED_OPTION, TARGETS_OPTION, json_option
+from .options import (DEVICE_MODEL, SEED_OPTION, TARGETS_OPTION, json_option, repeat_option,
+                      warmup_option)
 
 
 class _TuneGroup(click.Group):
@@ -47,10 +48,8 @@ def command():
                    "nvidia-h200).")
 @click.option("--top", "-t", type=click.IntRange(min=0), default=4, show_default=True,
               help="Measure this many of the best-ranked candidates (0: model only).")
-@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
-              help="Timed launches per measured candidate and round.")
-@click.option("--warmup", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Untimed launches before timing.")
+@repeat_option("Timed launches per measured candidate and round")
+@warmup_option()
 @click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
               help="Times the chosen candidates are run, every other round in reverse.")
 @click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
@@ -136,10 +135,8 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
               type=click.Path(exists=True, dir_okay=False),
               help="Tuning-space file (TOML; default: the built-in gemm.toml: copy it from "
                    "the path the results name and edit it).")
-@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
-              help="Timed launches per measured candidate and round.")
-@click.option("--warmup", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Untimed launches before timing.")
+@repeat_option("Timed launches per measured candidate and round")
+@warmup_option()
 @click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
               help="Times the chosen candidates are run, every other round in reverse (as "
                    "validate: the spread is the larger of the launches' interquartile range "

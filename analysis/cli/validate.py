@@ -18,7 +18,7 @@ import sys
 import click
 
 from .common import command_line, fail, render_results, select_device, write_failed
-from .options import TARGETS_OPTION
+from .options import TARGETS_OPTION, repeat_option
 
 
 class CaseListName(click.Choice):
@@ -91,8 +91,7 @@ def _chosen_cases(quick, case_list_name, cases_file):
               help="Folder of the results (default: folder validate in the folder that "
                    "`tiletraffic report` writes for this device); with --predict-only the "
                    "predictions file (default predictions.json).")
-@click.option("--repeat", "-r", type=click.IntRange(min=10), default=10, show_default=True,
-              help="Timed launches per case and round (at least 10).")
+@repeat_option("Timed launches per case and round")
 @click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
               help="Times the whole case set is run (the run-to-run spread needs 2).")
 @click.option("--predictions", "predictions_file", default=None,

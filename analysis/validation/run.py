@@ -91,7 +91,8 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
             ``predictions_file``: must be the file's list).
         predictions_file: compare with this pre-registered file instead of running the model.
         out_dir: where to write; default :func:`default_out_dir`.
-        repeat, warmup: timed (at least 10) and untimed launches per case and round.
+        repeat, warmup: timed (10 to 10000) and untimed (1 to 1000) launches per case and
+            round (:mod:`tiletraffic.gpu.launch_counts`).
         rounds: times the whole case set is run (2 gives the run-to-run spread).
         targets: the limits judged by (``analysis.targets``: a file, a ``Targets``;
             default the built-in ones), recorded in ``validation.json``.
@@ -100,8 +101,8 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
         :class:`ValidationRun`.
 
     Raises:
-        ValueError: ``repeat`` below 10 or ``rounds`` below 1; ``TargetsError``: a
-            malformed targets file.
+        ValueError: ``repeat`` or ``warmup`` outside their limits, ``rounds`` below 1;
+            ``TargetsError``: a malformed targets file.
         analysis.validation.predict.PredictionsError, PredictionsMismatch: a malformed
             predictions file, or cases / a model that differ from the file's.
         KeyError, DeviceModelError: an unknown or malformed device model.
@@ -110,12 +111,11 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
     """
     from tqdm import tqdm
 
-    from tiletraffic.gpu.runtime import MIN_REPEAT
+    from tiletraffic.gpu.launch_counts import check_launch_counts
 
     from ..files import ensure_writable
 
-    if repeat < MIN_REPEAT:
-        raise ValueError(f"repeat = {repeat} is below the minimum of {MIN_REPEAT} timed launches")
+    check_launch_counts(repeat, warmup)
     if rounds < MIN_ROUNDS:
         raise ValueError(f"rounds = {rounds} is below the minimum of {MIN_ROUNDS}")
     info = target.info
