@@ -253,12 +253,11 @@ def test_fills_from_dram_leave_out_coalesced_loads_of_an_array_stored_strided():
     assert got.predicted_time_s == without.predicted_time_s and got.bound == without.bound
 
 
-def test_fills_from_dram_of_a_work_group_that_does_not_fit_count_its_sub_groups():
+def test_fills_from_dram_of_a_work_group_that_just_fits_count_its_sub_groups():
     """gemm-vectorized 32 x 32 work-items with 8 x 8 outputs each: estimated 122 registers
-    per work-item, so one work-group (1024 x 122 > 65 536 registers) does not fit and the
-    resident work-groups are 0. The fills then count one work-group's 32 sub-groups, as
-    with 64 registers (one resident), instead of raising strided_dram_fill_cycles'
-    ValueError (a traceback from `tiletraffic model`)."""
+    per work-item, capped at 64 (the most with which one work-group of 1024 fits the
+    H200's 65 536 registers), so one work-group is resident and the fills count its 32
+    sub-groups, exactly as with 64 registers given."""
     from tiletraffic.simulator.device_model import NVIDIA_H200, ValueSource
 
     src = ValueSource("measured", "test", "by hand")
@@ -267,13 +266,13 @@ def test_fills_from_dram_of_a_work_group_that_does_not_fit_count_its_sub_groups(
     s = tiletraffic.build("gemm-vectorized", m=256, n=256, k=256, tile=32, tm=8, tn=8, bk=16)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        none_fit = tiletraffic.model(s, fill).prediction
-        one_fits = tiletraffic.model(s, fill, registers_per_work_item=64).prediction
-    assert none_fit.resident_work_groups_per_cu == 0
-    assert one_fits.resident_work_groups_per_cu == 1
-    assert none_fit.time_terms_s["l1_strided_dram_s"] > 0
-    assert none_fit.time_terms_s["l1_strided_dram_s"] == pytest.approx(
-        one_fits.time_terms_s["l1_strided_dram_s"], rel=1e-12)
+        estimated = tiletraffic.model(s, fill).prediction
+        given = tiletraffic.model(s, fill, registers_per_work_item=64).prediction
+    assert (estimated.registers_per_work_item, estimated.resident_work_groups_per_cu) == (64, 1)
+    assert given.resident_work_groups_per_cu == 1
+    assert estimated.time_terms_s["l1_strided_dram_s"] > 0
+    assert estimated.time_terms_s["l1_strided_dram_s"] == pytest.approx(
+        given.time_terms_s["l1_strided_dram_s"], rel=1e-12)
 
 
 def test_a_few_strided_requests_do_not_make_all_of_an_arrays_fills_strided():
