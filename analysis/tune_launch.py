@@ -212,7 +212,10 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     for order, values in enumerate(itertools.product(*params.values())):
         cand = dict(zip(params, values))
         env = {**base.names, **cand}
-        failed = [c.text for c in parsed if not c.evaluate(env)]
+        try:
+            failed = [c.text for c in parsed if not c.evaluate(env)]
+        except expressions.ExpressionError as err:   # e.g. a division by zero
+            raise TuneError(f"--constraint {err}") from None
         if failed:
             _reject(doc["rejected"], cand, "constraint", f"constraint {failed[0]!r} fails")
             continue

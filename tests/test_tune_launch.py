@@ -193,3 +193,15 @@ def test_no_valid_candidate_writes_and_moves_nothing_and_counts_the_reasons(tmp_
         assert "all 6 rejected" in text and "constraint 'TS % WPT == 0' fails (6)" in text
     assert earlier.read_text() == "{}"
     assert not (tmp_path / "history").exists() and not (tmp_path / "new").exists()
+
+
+def test_a_constraint_that_divides_by_zero_is_bad_input_and_moves_nothing(tmp_path):
+    out = tmp_path / "tune.json"
+    out.write_text("{}")
+    result = CliRunner().invoke(main, ["tune", str(LAUNCH), "--param", "TS=8,16", "--set",
+                                       "N=32", "--top", "0", "--constraint", "TS % 0 == 0",
+                                       "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert "'TS % 0 == 0': division by zero with TS = 8" in result.output
+    assert out.read_text() == "{}" and not (tmp_path / "history").exists()
