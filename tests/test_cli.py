@@ -111,15 +111,16 @@ def test_simulate_text_shows_counts_next_to_closed_forms():
 
 
 @pytest.mark.parametrize("args, needles", [
-    (("gemm-tiled", "--m", "0", "--k", "4", "--n", "4"), ("M", "positive", "0")),
-    (("gemm-tiled", "--m", "-3", "--k", "4", "--n", "4"), ("M", "positive", "-3")),
-    (("gemm-naive", "--m", "4", "--k", "4", "--n", "4", "--tile", "0"), ("tile", "positive")),
-    (("gemm-tiled", "--m", "4", "--k", "4"), ("needs N",)),
+    (("gemm-tiled", "--m", "0", "--k", "4", "--n", "4"), ("--m must be", "positive", "0")),
+    (("gemm-tiled", "--m", "-3", "--k", "4", "--n", "4"), ("--m must be", "positive", "-3")),
+    (("gemm-naive", "--m", "4", "--k", "4", "--n", "4", "--tile", "0"),
+     ("--tile must be", "positive")),
+    (("gemm-tiled", "--m", "4", "--k", "4"), ("needs --n",)),
     (("gemm-tiled", "--m", "20", "--n", "20", "--k", "20", "--tile", "64"), ("4096", "1024")),
     (("matvec-local-whole", "--m", "8", "--k", "16384"), ("65536", "49152")),
     (("no-such-schedule", "--m", "4", "--k", "4"), ("no-such-schedule", "gemm-tiled")),
-    (("matvec-local", "--m", "4", "--k", "4", "--chunk", "0"), ("chunk", "positive")),
-    (("gemm-tiled", "--m", "4", "--k", "4", "--n", "4", "--chunk", "2"), ("chunk",)),
+    (("matvec-local", "--m", "4", "--k", "4", "--chunk", "0"), ("--chunk must be", "positive")),
+    (("gemm-tiled", "--m", "4", "--k", "4", "--n", "4", "--chunk", "2"), ("--chunk applies",)),
     (("gemm-naive", "--m", "100000", "--k", "100000", "--n", "2"), ("2147483647",)),
     (("gemm-tiled", "--m", "four", "--k", "4", "--n", "4"), ("four",)),
     (("gemm-tiled", "--k", "4", "--n", "4"), ("--m",)),
@@ -174,7 +175,7 @@ def test_check_correct_schedule_at_an_odd_shape_is_clean():
     (("no-such-variant",), ("no-such-variant",)),
     (("gemm-tiled", "--m", "0", "--k", "3", "--n", "3"), ("positive",)),
     (("gemm-tiled", "--m", "20"), ("--k",)),
-    (("gemm-tiled:floor-grid", "--m", "20", "--k", "20"), ("needs N",)),
+    (("gemm-tiled:floor-grid", "--m", "20", "--k", "20"), ("needs --n",)),
 ])
 def test_check_bad_input_is_one_clear_error(args, needles):
     assert_clean_failure(invoke("check", *args), *needles, code=2)
