@@ -88,6 +88,32 @@ class UserFunction:
         return user_schedule.load(spec, m=sizes.m, k=sizes.k, n=sizes.n, tile=sizes.tile)
 
 
+SIZE_NAMES = {"M": "m", "K": "k", "N": "n"}
+"""The sizes as the builders' messages write them (the matrix dimensions), and the options
+that give them."""
+
+_NAMING = (" must be", " applies to", " does not apply", " = ", "=", " x ", " >= ",
+           " to be ", " times ", " is above", " only", " (")
+"""What follows an option's name where a builder's message names the option itself."""
+
+
+def spelled(message: str, spell: Callable[[str], str]) -> str:
+    """A builder's message (``schedules.build``, ``variants.build_any``: the sizes as M, K,
+    N, the options by keyword) with each size or option it names as the option that sets it
+    spelled by ``spell``: ``tile must be a positive integer, got 0`` -> ``--tile must be
+    ...``; ``got K = 66`` -> ``got --k = 66``. A name in other words (``the tile 8``, ``K
+    steps``, ``M*K``) is left as it is."""
+    import re
+
+    from tiletraffic.simulator import schedules
+
+    names = {**SIZE_NAMES, "tile": "tile", "chunk": "chunk",
+             **{key: key for keys in schedules.FAMILY_OPTIONS.values() for key in keys}}
+    pattern = re.compile(r"(?<![\w*·/.\-])(" + "|".join(sorted(names, key=len, reverse=True))
+                         + r")(?=" + "|".join(re.escape(s) for s in _NAMING) + ")")
+    return pattern.sub(lambda match: spell(names[match.group(1)]), message)
+
+
 class BuiltIn:
     """A family, a correct demo or a faulty variant, by name."""
 
@@ -102,12 +128,27 @@ class BuiltIn:
 
     def build(self, spec, sizes, options, *, example_shape, spell):
         from tiletraffic.simulator import schedules
-        from tiletraffic.simulator.variants import CHECK_EXAMPLES, build_any
 
         m, k, n, tile, chunk = sizes.m, sizes.k, sizes.n, sizes.tile, sizes.chunk
         if options and spec not in schedules.FAMILY_OPTIONS:
             raise ScheduleError(f"{', '.join(map(spell, options))} applies to "
                                 f"{', '.join(schedules.FAMILY_OPTIONS)} only, not {spec}")
+        allowed = schedules.FAMILY_OPTIONS.get(spec, ())
+        if unknown := [key for key in options if key not in allowed]:
+            raise ScheduleError(f"{spec} does not take {', '.join(map(spell, unknown))}; its "
+                                f"options: {', '.join(map(spell, allowed))}")
+        try:
+            return self._build(spec, m, k, n, tile, chunk, options, example_shape, spell)
+        except ScheduleError as err:   # the builders name sizes and options by keyword
+            if spell is keyword:
+                raise
+            raise ScheduleError(spelled(str(err), spell)) from None
+
+    @staticmethod
+    def _build(spec, m, k, n, tile, chunk, options, example_shape, spell):
+        from tiletraffic.simulator import schedules
+        from tiletraffic.simulator.variants import CHECK_EXAMPLES, build_any
+
         if spec not in schedules.FAMILIES + schedules.SEQUENCE_FAMILIES or \
                 (example_shape and not options):
             return build_any(spec, m, k, n, tile, chunk)
@@ -117,8 +158,9 @@ class BuiltIn:
                 m, k, n = ex[0], ex[1], ex[2]
                 tile = ex[3] if tile is None else tile
         elif m is None or k is None:
+            missing = " and ".join(spell(key) for key, v in (("m", m), ("k", k)) if v is None)
             raise ScheduleError(f"{spec} needs {spell('m')} and {spell('k')} "
-                                f"(got m={m}, k={k})")
+                                f"({missing} not given)")
         elif n is not None and spec in (schedules.MATVEC_FAMILIES
                                         + schedules.REDUCTION_MATVEC_FAMILIES
                                         + schedules.EPILOGUE_FAMILIES):

@@ -62,6 +62,13 @@ FORMAT = 2
 fields, :mod:`analysis.tuning_recheck`; a format-1 file resumes as one without them)."""
 RESUME_KEYS = ("operation", "m", "n", "k", "space_sha256", "device_model_sha256")
 MEASURE_KEYS = ("device_slug", "repeat", "warmup", "rounds", "seed")
+RESUME_WORDS = {"operation": "the operation", "m": "--m", "n": "--n", "k": "--k",
+                "space_sha256": "the space file (--space)",
+                "device_model_sha256": "the device model (--device-model)",
+                "device_slug": "the device (--device)", "repeat": "--repeat",
+                "warmup": "--warmup", "rounds": "--rounds", "seed": "--seed"}
+"""How a refused --resume names each of :data:`RESUME_KEYS` and :data:`MEASURE_KEYS`: the
+option that sets it."""
 PREDICTION_KEYS = ("predicted_time_s", "bound", "resident_work_groups_per_cu",
                    "registers_per_work_item", "model_s", "model_warnings")
 
@@ -434,8 +441,9 @@ def _previous(path: Path | None, resume: bool, meta: dict, log) -> dict | None:
         if meta["seed"] is None:  # the seed the earlier measurements were drawn with
             meta["seed"] = old_meta.get("seed")
         keys = RESUME_KEYS + (MEASURE_KEYS if old.get("measurements") else ())
-        differ = [f"{key} was {old_meta.get(key)!r}, now {meta.get(key)!r}" for key in keys
-                  if old_meta.get(key) != meta.get(key)]
+        differ = [f"{RESUME_WORDS[key]} differs" if key.endswith("_sha256") else
+                  f"{RESUME_WORDS[key]} was {old_meta.get(key)!r}, now {meta.get(key)!r}"
+                  for key in keys if old_meta.get(key) != meta.get(key)]
         if differ:
             raise TuneError(f"{path} holds another tuning ({'; '.join(differ)}): it cannot "
                             "be resumed; give another --out or drop --resume (the old file "

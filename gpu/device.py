@@ -346,6 +346,11 @@ class SimulatorDeviceWarning(RuntimeWarning):
     """A device chosen by number turned out to be a simulator (Oclgrind)."""
 
 
+class AmbiguousDeviceWarning(RuntimeWarning):
+    """A device given by part of a name matched more than one device: the message names them
+    all and the one chosen (the preferred, :func:`select_device`)."""
+
+
 def _by_index(spec: str) -> bool:
     """``spec`` names a device by numbers only (``"0"``, ``"0:0"``), not by a name part."""
     return all(part.strip().isdigit() or not part.strip() for part in spec.split(":"))
@@ -396,7 +401,8 @@ def select_device(spec: str | None = None) -> Target:
             substring of the platform or device name/vendor (``"pocl"``,
             ``"h200"``, ``"oclgrind"``). When several devices match, the
             preferred one wins (real GPU, then PoCL CPU, then others, then
-            simulators). ``None`` or ``""``: the environment variable
+            simulators), with an :class:`AmbiguousDeviceWarning` naming them all
+            and the one chosen. ``None`` or ``""``: the environment variable
             ``PYOPENCL_CTX`` if set and non-empty, else the first real GPU
             (never Oclgrind), else the PoCL CPU device, else any device. A PoCL
             device that cannot compile on this CPU (:func:`build_problem`) is passed
@@ -421,6 +427,13 @@ def select_device(spec: str | None = None) -> Target:
         raise DeviceError(f"no OpenCL device found (requested: {spec or 'default'}); " + POCL_INSTALL_HINT)
     candidates = devices if spec is None else _matching(spec, devices, source)
     info = _first_that_builds(sorted(candidates, key=_preference), spec)
+    if spec is not None and len(candidates) > 1:
+        warnings.warn(
+            f"the device {spec!r} (from {source}) matches {len(candidates)} devices: "
+            + ", ".join(f"{d.id} {d.device_name}" for d in candidates)
+            + f"; using {info.id} {info.device_name} (the preferred: a GPU, then PoCL's CPU, "
+            "then other devices, then simulators); give its number 'P:D' to choose another",
+            AmbiguousDeviceWarning, stacklevel=2)
     if info.is_simulator and spec is not None and _by_index(spec):
         others = [d for d in devices if not d.is_simulator]
         warnings.warn(

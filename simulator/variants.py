@@ -302,6 +302,11 @@ def names() -> list[str]:
     return [*FAMILIES, *SEQUENCE_FAMILIES, *CORRECT_DEMOS, *VARIANTS]
 
 
+def _given(**values) -> str:
+    """``M=64, K=3``: the values given (not None), for a message."""
+    return ", ".join(f"{key}={value}" for key, value in values.items() if value is not None)
+
+
 def build_any(name: str, m: int | None = None, k: int | None = None, n: int | None = None,
               tile: int | None = None, chunk: int | None = None) -> Schedule:
     """Build a family, a correct demo or a broken variant by name.
@@ -316,14 +321,14 @@ def build_any(name: str, m: int | None = None, k: int | None = None, n: int | No
         # one work-group of M work-items: M is the work-group size, K and N do not apply
         if k not in (None, 1) or n is not None or tile not in (None, m):
             raise ScheduleError(f"{name} is one work-group of M work-items: give M only "
-                                f"(got M={m}, K={k}, N={n}, tile={tile})")
+                                f"(got {_given(M=m, K=k, N=n, tile=tile)})")
         return dataclasses.replace(VARIANTS[name].make(m, 1, None, m), family=name) \
             if name in VARIANTS else CORRECT_DEMOS[name](m, 1, None, m)
     if name.split(":")[0] in ELEMENT_DEMOS and m is not None:
         # M elements in work-groups of --tile work-items: K and N do not apply
         if k not in (None, 1) or n is not None or chunk is not None:
             raise ScheduleError(f"{name} takes M (elements) and --tile (work-group size) only "
-                                f"(got M={m}, K={k}, N={n}, chunk={chunk})")
+                                f"(got {_given(M=m, K=k, N=n, chunk=chunk)})")
         make = VARIANTS[name].make if name in VARIANTS else CORRECT_DEMOS[name]
         example = VARIANTS[name].example if name in VARIANTS else CHECK_EXAMPLES[name]
         return make(m, 1, None, example[3] if tile is None else tile)

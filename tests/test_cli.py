@@ -111,15 +111,16 @@ def test_simulate_text_shows_counts_next_to_closed_forms():
 
 
 @pytest.mark.parametrize("args, needles", [
-    (("gemm-tiled", "--m", "0", "--k", "4", "--n", "4"), ("M", "positive", "0")),
-    (("gemm-tiled", "--m", "-3", "--k", "4", "--n", "4"), ("M", "positive", "-3")),
-    (("gemm-naive", "--m", "4", "--k", "4", "--n", "4", "--tile", "0"), ("tile", "positive")),
-    (("gemm-tiled", "--m", "4", "--k", "4"), ("needs N",)),
+    (("gemm-tiled", "--m", "0", "--k", "4", "--n", "4"), ("--m must be", "positive", "0")),
+    (("gemm-tiled", "--m", "-3", "--k", "4", "--n", "4"), ("--m must be", "positive", "-3")),
+    (("gemm-naive", "--m", "4", "--k", "4", "--n", "4", "--tile", "0"),
+     ("--tile must be", "positive")),
+    (("gemm-tiled", "--m", "4", "--k", "4"), ("needs --n",)),
     (("gemm-tiled", "--m", "20", "--n", "20", "--k", "20", "--tile", "64"), ("4096", "1024")),
     (("matvec-local-whole", "--m", "8", "--k", "16384"), ("65536", "49152")),
     (("no-such-schedule", "--m", "4", "--k", "4"), ("no-such-schedule", "gemm-tiled")),
-    (("matvec-local", "--m", "4", "--k", "4", "--chunk", "0"), ("chunk", "positive")),
-    (("gemm-tiled", "--m", "4", "--k", "4", "--n", "4", "--chunk", "2"), ("chunk",)),
+    (("matvec-local", "--m", "4", "--k", "4", "--chunk", "0"), ("--chunk must be", "positive")),
+    (("gemm-tiled", "--m", "4", "--k", "4", "--n", "4", "--chunk", "2"), ("--chunk applies",)),
     (("gemm-naive", "--m", "100000", "--k", "100000", "--n", "2"), ("2147483647",)),
     (("gemm-tiled", "--m", "four", "--k", "4", "--n", "4"), ("four",)),
     (("gemm-tiled", "--k", "4", "--n", "4"), ("--m",)),
@@ -174,7 +175,7 @@ def test_check_correct_schedule_at_an_odd_shape_is_clean():
     (("no-such-variant",), ("no-such-variant",)),
     (("gemm-tiled", "--m", "0", "--k", "3", "--n", "3"), ("positive",)),
     (("gemm-tiled", "--m", "20"), ("--k",)),
-    (("gemm-tiled:floor-grid", "--m", "20", "--k", "20"), ("needs N",)),
+    (("gemm-tiled:floor-grid", "--m", "20", "--k", "20"), ("needs --n",)),
 ])
 def test_check_bad_input_is_one_clear_error(args, needles):
     assert_clean_failure(invoke("check", *args), *needles, code=2)
@@ -338,3 +339,53 @@ def test_the_functions_that_launch_check_the_same_limits():
     from tiletraffic.analysis.report import make_report
     with pytest.raises(ValueError, match="repeat = 20000 is above the maximum of 10000"):
         make_report(repeat=20000)
+
+
+# ------------------------------------------------------------------- an ambiguous --device
+def _with_a_twin(monkeypatch):
+    """The devices with a simulator whose name contains PoCL's CPU device's: a name part of
+    the latter matches both; the CPU is preferred."""
+    import dataclasses
+
+    from tiletraffic.gpu import device as gpu_device
+
+    real = list_devices()
+    pocl = next(d for d in real if d.is_pocl and not d.is_gpu)
+    twin = dataclasses.replace(pocl, id="9:0", platform_index=9, platform_name="Twin",
+                               platform_vendor="Twin", device_name=f"{pocl.device_name} twin",
+                               is_pocl=False, is_simulator=True)
+    monkeypatch.setattr(gpu_device, "list_devices", lambda: [twin, *real])
+    return pocl, twin
+
+
+@needs_pocl
+def test_a_device_name_part_matching_several_devices_warns_naming_them_and_the_choice(
+        monkeypatch):
+    import warnings
+
+    from tiletraffic.gpu.device import AmbiguousDeviceWarning, select_device
+
+    pocl, twin = _with_a_twin(monkeypatch)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        target = select_device(pocl.device_name)
+    assert target.info.id == pocl.id
+    (w,) = [w for w in caught if issubclass(w.category, AmbiguousDeviceWarning)]
+    text = str(w.message)
+    assert f"matches 2 devices: 9:0 {twin.device_name}, {pocl.id} {pocl.device_name}" in text
+    assert f"using {pocl.id} {pocl.device_name}" in text and "'P:D'" in text
+    with warnings.catch_warnings(record=True) as caught:       # one device: no warning
+        warnings.simplefilter("always")
+        select_device(pocl.id)
+    assert not [w for w in caught if issubclass(w.category, AmbiguousDeviceWarning)]
+
+
+@needs_pocl
+def test_run_with_an_ambiguous_device_says_which_it_chose(monkeypatch):
+    pocl, twin = _with_a_twin(monkeypatch)
+    res = CliRunner().invoke(main, ["run", "gemm-tiled", "--m", "8", "--k", "8", "--n", "8",
+                                    "--device", pocl.device_name, "--json"])
+    assert res.exit_code == 0, res.output
+    (line,) = [ln for ln in res.stderr.splitlines() if "matches 2 devices" in ln]
+    assert line.startswith("warning: ") and f"using {pocl.id} {pocl.device_name}" in line
+    assert json.loads(res.stdout)["device_name"] == pocl.device_name

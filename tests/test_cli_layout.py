@@ -59,7 +59,7 @@ def test_the_facade_and_the_command_line_build_the_same_schedule(spec, sizes, op
 
 
 def test_the_resolvers_errors_name_the_option_as_the_caller_spells_it():
-    with pytest.raises(ScheduleError, match=r"gemm-tiled needs m and k \(got m=8, k=None\)"):
+    with pytest.raises(ScheduleError, match=r"gemm-tiled needs m and k \(k not given\)"):
         tt.build("gemm-tiled", 8)
     with pytest.raises(ScheduleError, match="matvec-naive computes y = A·x: n does not apply"):
         tt.build("matvec-naive", 8, 8, 8)
@@ -72,7 +72,7 @@ def test_the_resolvers_errors_name_the_option_as_the_caller_spells_it():
                                     "--n", "8"])
     assert res.exit_code == 2 and "--n does not apply (got 8)" in res.stderr
     res = CliRunner().invoke(main, ["simulate", "gemm-tiled", "--m", "8"])
-    assert res.exit_code == 2 and "gemm-tiled needs --m and --k (got m=8, k=None)" in res.stderr
+    assert res.exit_code == 2 and "gemm-tiled needs --m and --k (--k not given)" in res.stderr
 
 
 def test_a_users_file_takes_no_family_option(tmp_path):
@@ -146,3 +146,54 @@ def test_a_warning_no_command_catches_is_one_line_without_source(capsys):
         warnings.warn("gemm_naive: work-group of 1024\n  exceeds 256", RuntimeWarning)
     err = capsys.readouterr().err
     assert err == "warning: gemm_naive: work-group of 1024 exceeds 256\n"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--m", "8", "--k", "8", "--n", "8", "--tile", "0"],
+     "--tile must be a positive integer, got 0"),
+    (["--m", "0", "--k", "8", "--n", "8"], "--m must be a positive integer, got 0"),
+    (["--m", "8", "--k", "8"], "gemm-tiled needs --n (columns of B and C)"),
+    (["--m", "8", "--k", "8", "--n", "8", "--chunk", "3"],
+     "--chunk applies to matvec-local only, not gemm-tiled"),
+    (["--m", "8", "--k", "8", "--n", "8", "--tm", "2"],
+     "gemm-tiled does not take --tm; its options: --padding, --a-tile"),
+    (["--m", "8", "--k", "8", "--n", "8", "--padding", "-1"],
+     "--padding must be a non-negative integer, got -1"),
+])
+def test_a_builders_message_names_the_options_the_user_typed(argv, message):
+    res = CliRunner().invoke(main, ["simulate", "gemm-tiled", *argv])
+    assert res.exit_code == 2 and message in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("spec, argv, message", [
+    ("gemm-warp-tiled", ["--m", "64", "--k", "64", "--n", "64", "--wn", "5"],
+     "needs --wn to be --tn times a divisor of 32 (lanes along N of a sub-group tile), got "
+     "--wn = 5 with --tn = 8"),
+    ("gemm-warp-tiled", ["--m", "64", "--k", "64", "--n", "64", "--tile", "8", "--wg-rows",
+                         "2"], "needs --tile x --wg-rows to be a multiple of 32"),
+    ("gemm-split-k", ["--m", "64", "--k", "64", "--n", "64", "--splits", "1"],
+     "needs --splits >= 2"),
+    ("gemm-vectorized", ["--m", "64", "--k", "66", "--n", "64"],
+     "needs --k to be a multiple of 4 (float4 accesses need 16-byte aligned addresses), got "
+     "--k = 66"),
+    ("demo-shift", ["--m", "64", "--k", "3"], "give --m only (got --m=64, --k=3)"),
+])
+def test_the_families_messages_name_the_options_too(spec, argv, message):
+    res = CliRunner().invoke(main, ["simulate", spec, *argv])
+    assert res.exit_code == 2 and message in res.stderr, res.stderr
+
+
+def test_the_python_callers_messages_keep_the_keywords():
+    with pytest.raises(ScheduleError, match="^tile must be a positive integer, got 0$"):
+        tt.build("gemm-tiled", 8, 8, 8, 0)
+    with pytest.raises(ScheduleError, match="gemm-tiled does not take tm; its options: "
+                                            "padding, a_tile"):
+        tt.build("gemm-tiled", 8, 8, 8, tm=2)
+
+
+def test_explain_names_a_refused_registers_count_as_model_does(tmp_path):
+    argv = ["gemm-tiled", "--m", "8", "--k", "8", "--n", "8", "--registers", "100000"]
+    for res in (CliRunner().invoke(main, ["model", *argv]),
+                CliRunner().invoke(main, ["explain", *argv, "--out", str(tmp_path / "p.html")])):
+        assert res.exit_code == 2 and "error: --registers 100000: gemm-tiled: 100000 " \
+            "registers per work-item exceed the 255" in res.stderr, res.stderr

@@ -449,7 +449,7 @@ def test_saving_is_atomic_after_every_candidate_and_resume_redoes_nothing(
     fewer = tt.tune(64, 64, 64, device="pocl", space=res.data["meta"]["space"], top=1,
                     out=copy, resume=True)
     assert len(fewer.measurements) == 3, "measurements outside the new top are kept"
-    with pytest.raises(tuner.TuneError, match=r"holds another tuning \(m was 64, now 32\)"):
+    with pytest.raises(tuner.TuneError, match=r"holds another tuning \(--m was 64, now 32\)"):
         tt.tune(32, 64, 64, device="pocl", space=res.data["meta"]["space"], top=3,
                 out=copy, resume=True)
 
@@ -692,3 +692,18 @@ def test_no_valid_candidate_writes_and_moves_nothing_and_counts_the_reasons(tmp_
     assert earlier.read_text() == '{"meta": {"created_utc": "2020-01-01T00:00:00Z"}}'
     assert not (earlier.parent / "history").exists(), "nothing archived"
     assert not (tmp_path / "new").exists(), "no folder created"
+
+
+def test_a_refused_resume_names_what_differs_by_its_option(tmp_path):
+    space = write(tmp_path, "[[family]]\nname = 'gemm-tiled'\n[family.parameters]\n"
+                            "tile = [8]\n")
+    other = write(tmp_path, "[[family]]\nname = 'gemm-tiled'\n[family.parameters]\n"
+                            "tile = [8, 16]\n", "other.toml")
+    out = tmp_path / "t.json"
+    tt.tune(64, 64, 64, space=space, top=0, out=out)
+    res = invoke("--m", "32", "--n", "64", "--k", "64", "--space", str(other), "--top", "0",
+                 "--out", str(out), "--resume")
+    assert res.exit_code == 2, res.output
+    assert "holds another tuning (--m was 64, now 32; the space file (--space) differs)" in \
+        " ".join(res.output.split())
+    assert "sha256" not in res.output

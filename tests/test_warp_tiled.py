@@ -377,4 +377,4 @@ def test_cli_takes_group_rows():
     assert data["closed_form_agrees"] is True and data["hazards"] == []
     bad = invoke("simulate", "gemm-warp-tiled", "--m", "80", "--k", "16", "--n", "96",
                  "--group-rows", "0")
-    assert bad.exit_code == 2 and "group_rows must be a positive integer" in bad.output
+    assert bad.exit_code == 2 and "--group-rows must be a positive integer" in bad.output

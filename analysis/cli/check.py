@@ -12,8 +12,8 @@ from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
 from tiletraffic.simulator.engine import ExecutionError, InputError
 
 from ..resolver import resolve
-from .common import build_schedule, one_name_or_all, within_budget
-from .options import (FORCE_OPTION, INPUTS_OPTION, SEED_OPTION, json_option,
+from .common import build_schedule, one_name_or_all, refuse_unused, within_budget
+from .options import (FORCE_OPTION, INPUTS_OPTION, NAMED_SIZE_OPTIONS, SEED_OPTION, json_option,
                       named_schedule_options)
 
 
@@ -39,9 +39,13 @@ def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inp
     FILE.py:FUNCTION, called with the sizes given, or LAUNCH.toml (as for simulate)."""
     one_name_or_all(name, check_all)
     if check_all:
+        refuse_unused((*NAMED_SIZE_OPTIONS, "no_limits", "force"),
+                      "with --all: every built-in schedule is checked at its example shape, "
+                      "under the generic GPU's limits")
         rows = check_every_name(seed, inputs_kind)
         click.echo(json.dumps(rows, indent=2) if as_json else "\n".join(all_text(rows)))
         sys.exit(0 if all(r["ok"] for r in rows) else 1)
+    refuse_unused(("max_registers",), "in check: the hazards do not depend on registers")
     sch = build_schedule(name, m, k, n, tile, chunk, example_shape=True)
     within_budget(sch, force, compute_values=True, reference=False)
     hazards = hazards_of(sch, seed, inputs_kind, no_limits)

@@ -75,6 +75,38 @@ def is_user_spec(schedule) -> bool:
     return user_schedule.is_file_spec(schedule) or launch_file.is_launch_spec(schedule)
 
 
+def given(name: str) -> bool:
+    """The option (parameter ``name``) of the running command was given on its command line
+    (or through an environment variable), not left at its default."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE,
+                                              ParameterSource.ENVIRONMENT)
+
+
+def option_name(name: str) -> str:
+    """How the user writes the option of parameter ``name``: its long form (``--repeat``)."""
+    ctx = click.get_current_context()
+    param = next((p for p in ctx.command.params if p.name == name), None)
+    if param is None or not param.opts:
+        return name
+    return max(param.opts, key=len) if isinstance(param, click.Option) else param.human_readable_name
+
+
+def refuse_unused(names, why: str, remedy: str | None = None) -> None:
+    """Refuse (usage error, exit 2, one line) the options among ``names`` (parameter names)
+    that were given but would be ignored in the combination chosen: an option that has no
+    effect is refused, never silently dropped. ``why`` says which combination and why, as
+    ``with --top 0: nothing is measured``; ``remedy`` what to do instead (default: leave it
+    out). Nothing is refused when none of them was given."""
+    unused = [option_name(name) for name in names if given(name)]
+    if unused:
+        one = len(unused) == 1
+        raise click.UsageError(f"{', '.join(unused)} {'has' if one else 'have'} no effect "
+                               f"{why}; {remedy or ('leave it out' if one else 'leave them out')}")
+
+
 def one_name_or_all(name, check_all: bool) -> None:
     if check_all and name:
         raise click.UsageError(f"give either a NAME ({name}) or --all, not both")

@@ -15,8 +15,8 @@ from tiletraffic.simulator.schedules import ScheduleError
 from tiletraffic.simulator.sequence import kernels_of
 
 from ..resolver import resolve
-from .common import build_schedule, fail, one_name_or_all
-from .options import json_option, named_schedule_options
+from .common import build_schedule, fail, one_name_or_all, refuse_unused
+from .options import NAMED_SIZE_OPTIONS, json_option, named_schedule_options
 
 
 @click.command("crosscheck")
@@ -38,6 +38,11 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
     from ..crosscheck import compare_hazards, crosscheck
 
     one_name_or_all(name, check_all)
+    if check_all:
+        refuse_unused(NAMED_SIZE_OPTIONS, "with --all: every built-in schedule is compared at "
+                                          "its example shape")
+    refuse_unused(("max_registers",), "in crosscheck: counts and hazards do not depend on "
+                                      "registers (Oclgrind takes no register budget)")
     todo = names() if check_all else [name]
     results, ok = [], True
     try:

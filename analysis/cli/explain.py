@@ -10,7 +10,7 @@ from tiletraffic.simulator.engine import ExecutionError, InputError
 
 from tiletraffic.simulator.sequence import is_sequence, pick_kernel
 
-from .common import build_schedule, check_out_file
+from .common import build_schedule, check_out_file, refuse_unused
 from .options import DEVICE_MODEL, size_options
 
 
@@ -70,7 +70,13 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
         except (LimitError, InputError, ExecutionError) as err:
             raise click.UsageError(str(err)) from None
         except ValueError as err:   # a work-group outside the launch, too many registers
-            raise click.UsageError(str(err)) from None
+            text = str(err)
+            if registers is not None and "registers" in text:   # named as model names it
+                text = f"--registers {registers}: {text}"
+            raise click.UsageError(text) from None
+    if doc["steps"]["by"] == "barrier interval":   # known once the work-group has run
+        refuse_unused(("step_iterations",), f"for {sch.family}: its work-group passes "
+                                            "barriers, so each step is a barrier interval")
     write_page(doc, out_file)
     hazards = f", {len(doc['hazards'])} hazard(s) drawn" if doc["hazards"] else ""
     steps = len(doc["steps"]["list"])

@@ -208,6 +208,12 @@ def schedule_options(f):
     return size_options(SEED_OPTION(INPUTS_OPTION(f)))
 
 
+NAMED_SIZE_OPTIONS = ("m", "k", "n", "tile", "chunk", "launch_sets", "max_registers",
+                      *(name for name, _ in REGISTER_BLOCK_OPTIONS))
+"""The parameters of :func:`named_schedule_options` that size or shape the one SCHEDULE
+named (none applies to ``--all``)."""
+
+
 def named_schedule_options(f):
     """Optional NAME (a family, demo, faulty variant or FILE.py:FUNCTION) and optional sizes,
     for check and crosscheck (missing sizes: the example shape)."""

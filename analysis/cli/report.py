@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import check_device_spec, fail, render_results, write_failed
+from .common import check_device_spec, fail, refuse_unused, render_results, write_failed
 from .options import TARGETS_OPTION, repeat_option
 
 
@@ -31,6 +31,9 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
     linking explain pages of naive and tiled GEMM and a matrix-vector pair."""
     from tiletraffic.gpu.runtime import TiletrafficGpuError
 
+    if render_dir:
+        refuse_unused(("device", "out_dir", "quick", "repeat", "model", "targets"),
+                      "with --render: it re-renders DIR from its results.json, without a device")
     check_device_spec(device)
 
     from ..files import SweepInterrupted

@@ -16,8 +16,8 @@ from tiletraffic.simulator.reference import random_inputs, reference
 from tiletraffic.simulator.sequence import is_sequence
 
 from .. import environment
-from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_work, fail, reference_fn,
-                     within_budget, work)
+from .common import (NO_REFERENCE, build_schedule, check_work, fail, is_user_spec,
+                     reference_fn, refuse_unused, within_budget, work)
 from .model import show_model
 from .options import (DEVICE_MODEL, FORCE_OPTION, json_option, reference_option,
                       schedule_options)
@@ -59,6 +59,14 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     sizes given (m=, k=, n=, tile=), or LAUNCH.toml, a launch file of an OpenCL C kernel
     (its sizes: the file's, replaced with --set NAME=VALUE). Its result is checked against --reference (default: the file's function 'reference'), or not
     checked, with a note, when there is none."""
+    if not device_model:
+        refuse_unused(("max_registers",), "without --device-model: the counts and the result "
+                                          "do not depend on registers",
+                      "give --device-model D to model the budget, or leave it out")
+    if device_model:
+        refuse_unused(("values", "no_limits", "hazards", "reference_spec", "inputs_kind", "seed"),
+                      "with --device-model: it models the memory system and computes no result "
+                      "(the output of `model`)")
     sch = build_schedule(schedule, m, k, n, tile, chunk)
     check_work(sch, k)
     if device_model:
@@ -67,6 +75,13 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         return
     ref_fn = reference_fn(schedule, reference_spec)
     ops = work(sch)
+    if values is False:
+        refuse_unused(("reference_spec", "inputs_kind", "seed"),
+                      "with --counts-only: no result is computed")
+    elif values is None and ops > VALUES_AUTO_LIMIT:
+        refuse_unused(("reference_spec", "inputs_kind", "seed"),
+                      f"here: no result is computed at M·K·N = {ops} (above {VALUES_AUTO_LIMIT})",
+                      "add --values to compute and check it")
     values = ops <= VALUES_AUTO_LIMIT if values is None else values
     if values and ops > CLASSES_AUTO_LIMIT:
         raise click.UsageError(f"--values with M·K·N = {ops} above {CLASSES_AUTO_LIMIT} would "

@@ -9,7 +9,7 @@ import click
 
 import tiletraffic as tt
 
-from .common import check_device_spec, check_out_file, command_line, fail
+from .common import check_device_spec, check_out_file, command_line, fail, refuse_unused
 from .options import (DEVICE_MODEL, SEED_OPTION, TARGETS_OPTION, json_option, repeat_option,
                       warmup_option)
 
@@ -73,6 +73,10 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
     from ..tune_launch import parse_params, table, tune_launch
     from ..tuner import TuneError
 
+    if top == 0:
+        refuse_unused(("device", "repeat", "warmup", "rounds", "seed"),
+                      "with --top 0: nothing is measured (the model ranks the candidates "
+                      "without a device)")
     check_device_spec(device)
     out_file = f"tuning/{Path(launch).stem}.json" if out_file is None else out_file
     check_out_file(out_file)
@@ -158,6 +162,12 @@ def tune_gemm(m, n, k, device, device_model, top, measure_all, recheck, out_file
     from ..tuner import TuneError, TuneInterrupted
     from ..tuning_space import SpaceError
 
+    if top == 0 and not measure_all:
+        refuse_unused(("repeat", "warmup", "rounds"), "with --top 0: nothing is measured")
+        if device is None:
+            refuse_unused(("recheck",), "with --top 0 and no --device: there is no device to "
+                                        "build the candidates on", "give --device D or leave "
+                                                                   "it out")
     check_device_spec(device)
     out_file = f"tuning/gemm-{m}x{n}x{k}.json" if out_file is None else out_file
     check_out_file(out_file)

@@ -17,7 +17,8 @@ import sys
 
 import click
 
-from .common import command_line, fail, render_results, select_device, write_failed
+from .common import (command_line, fail, refuse_unused, render_results, select_device,
+                     write_failed)
 from .options import TARGETS_OPTION, repeat_option
 
 
@@ -125,6 +126,10 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
     if out == "":
         raise click.UsageError("--out '': an empty path names no folder or file")
     if render_dir:
+        refuse_unused(("device", "model", "quick", "case_list_name", "cases_file", "out",
+                       "repeat", "rounds", "predictions_file", "predict_only", "print_cases",
+                       "targets"), "with --render: it re-renders DIR/validation.md from "
+                                   "DIR/validation.json, without a device")
         from pathlib import Path
 
         from ..validation.render import render
@@ -136,6 +141,11 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         return
     cases, list_name = _chosen_cases(quick, case_list_name, cases_file)
     if print_cases:
+        refuse_unused(("model", "out", "repeat", "rounds", "predictions_file", "predict_only",
+                       "targets"), "with --print-cases: it prints the case list and runs nothing")
+        if cases is not None:
+            refuse_unused(("device",), "with --print-cases and a case list chosen: the device "
+                                       "only picks the default list")
         if cases is None:
             from tiletraffic.gpu.runtime import TiletrafficGpuError
 
@@ -148,11 +158,9 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         click.echo(cases_toml(cases), nl=False)
         return
     if predict_only:
-        extra = [o for o, v in (("--device", device), ("--predictions", predictions_file))
-                 if v]
-        if extra:
-            raise click.UsageError(f"--predict-only needs no device and writes predictions: "
-                                   f"{', '.join(extra)} does not apply")
+        refuse_unused(("device", "predictions_file", "repeat", "rounds", "targets"),
+                      "with --predict-only: it writes the model's predictions and measures "
+                      "nothing, without a device")
         if model is None:
             raise click.UsageError("--predict-only needs --device-model NAME|FILE (the model "
                                    "whose predictions are registered)")
