@@ -148,7 +148,8 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     Raises:
         TuneError: bad arguments, a constraint that cannot be parsed, no valid candidate
             (the message counts the rejections by reason; ``out`` is then neither written
-            nor moved), too many combinations, or measuring without a [reference] in the launch file.
+            nor moved), too many combinations, or measuring without a [reference] in the
+            launch file.
         LaunchFileError: the launch file itself is wrong.
     """
     import tiletraffic as tt

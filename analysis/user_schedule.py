@@ -187,8 +187,9 @@ def load(spec: str, **sizes: int | None) -> Schedule:
     Raises:
         UserScheduleError: as :func:`load_function`; a size the function does not take, or a
             parameter without default that was not given; the function raised (its
-            exception type and message are shown) or called ``sys.exit``; it returned something other than a
-            ``Schedule`` (the type is named), a schedule named like a built-in family
+            exception type and message are shown) or called ``sys.exit``; it returned
+            something other than a ``Schedule`` (the type is named), a schedule named like
+            a built-in family
             (closed forms are looked up by that name), or one that is not well formed
             (``simulator.wellformed``: an unbound name, a store into an input, ...).
     """

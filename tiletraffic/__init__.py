@@ -459,8 +459,9 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
 
     Raises:
         tiletraffic.gpu.device.DeviceError: no such device. ValueError: `repeat` outside 10 to
-        10000 (`tiletraffic.gpu.launch_counts`) or `rounds` < 1; `PredictionsError`/`PredictionsMismatch` (ValueErrors): a
-        malformed predictions file, or other cases or another model than the file's;
+        10000 (`tiletraffic.gpu.launch_counts`) or `rounds` < 1;
+        `PredictionsError`/`PredictionsMismatch` (ValueErrors): a malformed predictions file,
+        or other cases or another model than the file's;
         `TargetsError` (a ValueError): a malformed targets file.
         OSError: `out` cannot be written.
     """

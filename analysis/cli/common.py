@@ -91,7 +91,9 @@ def option_name(name: str) -> str:
     param = next((p for p in ctx.command.params if p.name == name), None)
     if param is None or not param.opts:
         return name
-    return max(param.opts, key=len) if isinstance(param, click.Option) else param.human_readable_name
+    if not isinstance(param, click.Option):
+        return param.human_readable_name
+    return max(param.opts, key=len)
 
 
 def refuse_unused(names, why: str, remedy: str | None = None) -> None:
