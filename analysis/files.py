@@ -111,6 +111,30 @@ def archive_previous(path: str | os.PathLike, prefix: str | None = None) -> Path
     return dest
 
 
+class ResultsFileError(ValueError):
+    """A results file that is not a JSON object or lacks a field its reader needs; the
+    message names the file and what is wrong."""
+
+
+def read_json_object(path: str | os.PathLike, what: str) -> dict:
+    """The JSON object in ``path`` (``what`` names the kind of file in messages, e.g.
+    ``a results file of tiletraffic report``).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ResultsFileError: not JSON, or JSON but not an object.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ResultsFileError(f"{path}: not a JSON file ({err})") from None
+    if not isinstance(data, dict):
+        raise ResultsFileError(f"{path}: not {what} (a JSON {type(data).__name__}, "
+                               "expected an object)")
+    return data
+
+
 class OutputNotWritable(OSError):
     """An output directory that cannot be created or written: the user's argument is bad
     (the command line exits 2), found before any work."""

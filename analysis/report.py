@@ -28,7 +28,8 @@ from tiletraffic.simulator.accelerators import Accelerators
 from tiletraffic.simulator.engine import simulate
 
 from . import closed_form
-from .files import SweepInterrupted, archive_previous, atomic_write_text, ensure_writable
+from .files import (SweepInterrupted, archive_previous, atomic_write_text, ensure_writable,
+                    read_json_object)
 from .report_text import VALIDATION_DIR
 
 COUNT_SIZES = {False: (64, 128, 256, 512, 1024), True: (64, 128, 256)}
@@ -346,11 +347,12 @@ def render(out_dir: str | os.PathLike) -> Path:
 
     Raises:
         FileNotFoundError: no ``results.json`` in ``out_dir``.
+        analysis.files.ResultsFileError: it is not JSON or not a JSON object.
     """
     from .report_text import write_report
 
     out_dir = Path(out_dir)
-    data = json.loads((out_dir / "results.json").read_text())
+    data = read_json_object(out_dir / "results.json", "a results file of tiletraffic report")
     if (out_dir / VALIDATION_DIR / "validation.json").exists():
         from .validation.render import render as render_validation
 

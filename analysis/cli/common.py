@@ -4,7 +4,6 @@ of a launch, the device choice.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -221,20 +220,13 @@ def command_line() -> str:
 
 def render_results(render_fn, folder, results_name: str, writer: str):
     """``render_fn(folder)``, a re-rendering from the results file ``folder/results_name``;
-    a file that is not a JSON object or lacks a field the rendering reads is bad input
+    a file that is not a JSON object (:func:`analysis.files.read_json_object`, the
+    renderer's reader) or lacks a field the rendering reads is bad input
     (exit 2, one line naming the file and the field; ``writer`` names the command that
     writes such files)."""
-    from ..validation.results import ResultsFileError
+    from ..files import ResultsFileError
 
-    path = Path(folder) / results_name
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as err:
-        raise click.UsageError(f"{path}: not a JSON file ({err})") from None
-    not_ours = f"{path}: not a results file of {writer}"
-    if not isinstance(data, dict):
-        raise click.UsageError(f"{not_ours} (a JSON {type(data).__name__}, expected an "
-                               "object)")
+    not_ours = f"{Path(folder) / results_name}: not a results file of {writer}"
     try:
         return render_fn(folder)
     except ResultsFileError as err:

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from ..files import atomic_write_text
+from ..files import ResultsFileError, atomic_write_text, read_json_object
 from ..targets import Targets
 from . import predict as vp
 from .cases import Case
@@ -62,11 +62,6 @@ def save(out_dir: Path, data: dict) -> None:
     atomic_write_text(out_dir / RESULTS_FILE, json.dumps(data, indent=1) + "\n")
 
 
-class ResultsFileError(ValueError):
-    """A ``validation.json`` that is not JSON or not a validation results file; the message
-    names the file and what is wrong."""
-
-
 REQUIRED = {"meta": dict, "cases": list, "predictions": dict, "measurements": dict}
 """The top-level fields of a ``validation.json`` and their JSON types."""
 
@@ -80,13 +75,7 @@ def load(out_dir: str | os.PathLike) -> dict:
         ResultsFileError: not JSON, or a top-level field missing or of another type.
     """
     path = Path(out_dir) / RESULTS_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as err:
-        raise ResultsFileError(f"{path}: not a JSON file ({err})") from None
-    if not isinstance(data, dict):
-        raise ResultsFileError(f"{path}: not a validation results file (a JSON "
-                               f"{type(data).__name__}, expected an object)")
+    data = read_json_object(path, "a validation results file")
     for key, kind in REQUIRED.items():
         if not isinstance(data.get(key), kind):
             raise ResultsFileError(
