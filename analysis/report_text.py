@@ -74,6 +74,21 @@ def speedups(results: list[dict]) -> list[Speedup]:
     return out
 
 
+def speedup_range(p: Speedup) -> str:
+    """``low–high`` of a speedup, two decimals; ``∞`` where the optimized kernel's spread
+    reaches its median, ``0`` where the baseline's spread reaches its median (the range
+    bounds nothing on that side)."""
+    low = "0" if p.low == 0 else f"{p.low:.2f}"
+    return low + "–" + ("∞" if math.isinf(p.high) else f"{p.high:.2f}")
+
+
+def best_beyond_spread(pairs: list[Speedup]) -> Speedup | None:
+    """The largest speedup among the pairs faster beyond their spread (``low`` > 1), or
+    ``None`` where no pair is: a speedup whose range reaches 1 names no winner."""
+    wins = [p for p in pairs if p.low > 1]
+    return max(wins, key=lambda p: p.value) if wins else None
+
+
 def _shape(e: dict) -> str:
     return f"{e['m']}×{e['k']}" + (f"×{e['n']}" if e["n"] else "")
 
@@ -241,9 +256,7 @@ def _measured_section(meta: dict, results: list[dict], by_key: dict, out_dir: Pa
             continue
         p = by_label.get(_case_label(e))
         case = e["group"] if e["family"] == "gemm-tiled" else f"{e['family']} vs matvec-naive"
-        speed = "—" if p is None else (
-            f"{p.value:.2f} ({p.low:.2f}–" + ("∞" if math.isinf(p.high) else f"{p.high:.2f}")
-            + ")")
+        speed = "—" if p is None else f"{p.value:.2f} ({speedup_range(p)})"
         cut = "—" if p is None else f"{p.cut:.2f}"
         lines.append(f"| {case} | {_shape(e)} | {e['tile']} | {cut} | "
                      f"{_ms(measured(base), base)} | {_ms(measured(e), e)} | {speed} |")
@@ -267,14 +280,17 @@ def _measured_section(meta: dict, results: list[dict], by_key: dict, out_dir: Pa
     values = [p.value for p in pairs]
     faster = sum(1 for p in pairs if p.low > 1)
     slower = [p.label for p in pairs if p.high < 1]
-    best = max(pairs, key=lambda p: p.value)
+    best = best_beyond_spread(pairs)
     lines += [f"Tiling cut global loads by {min(p.cut for p in pairs):.2f}× to "
               f"{max(p.cut for p in pairs):.2f}×. Measured speedups ranged from "
               f"{min(values):.2f}× to {max(values):.2f}× (median {median(values):.2f}×); the "
               f"optimized kernel was faster beyond the spread in {faster} of {len(pairs)} "
               f"cases and slower beyond it in {len(slower)}"
-              + (f" ({', '.join(slower)})" if slower else "") + f". It won most at "
-              f"{best.label}: {best.value:.2f}× against a {best.cut:.2f}× cut in loads.", ""]
+              + (f" ({', '.join(slower)})" if slower else "") + ". "
+              + (f"Of those faster beyond the spread it won most at {best.label}: "
+                 f"{best.value:.2f}× against a {best.cut:.2f}× cut in loads."
+                 if best else "No case was faster beyond the spread, so none is named "
+                 "the best."), ""]
     lines += speedup_against_cut([p.cut for p in pairs], values)
     lines += speedup_against_n(pairs)
     if meta["device"].get("is_gpu") is False:
@@ -387,13 +403,14 @@ def summary_lines(data: dict, out_dir: Path) -> list[str]:
                     if cuts else "no tiled GEMM counted"))
     pairs = speedups(results)
     if pairs:
-        best = max(pairs, key=lambda p: p.value)
-        hi = "∞" if math.isinf(best.high) else f"{best.high:.2f}"
+        best = best_beyond_spread(pairs)
         wins = sum(p.low > 1 for p in pairs)
         lines.append(f"speedup over naive: {min(p.value for p in pairs):.2f}× to "
-                     f"{best.value:.2f}× (median {median(p.value for p in pairs):.2f}×); "
-                     f"best {best.label}: {best.value:.2f}× ({best.low:.2f}–{hi}); "
-                     f"faster beyond the spread in {wins} of {len(pairs)}")
+                     f"{max(p.value for p in pairs):.2f}× (median "
+                     f"{median(p.value for p in pairs):.2f}×); "
+                     + (f"best {best.label}: {best.value:.2f}× ({speedup_range(best)}); "
+                        if best else "")
+                     + f"faster beyond the spread in {wins} of {len(pairs)}")
     else:
         lines.append("speedup over naive: no pair measured")
     model = meta.get("model")

@@ -189,7 +189,7 @@ def test_check_demo_with_sizes_and_no_tile_is_no_traceback(args):
         f"uncaught {type(result.exception).__name__}: {result.exception}")
 
 
-# ------------------------------------------------------ inputs and seed (issue #15 case 7)
+# ------------------------------------------------------ inputs and seed
 @pytest.mark.parametrize("kind", ["normal", "uniform", "ones", "arange"])
 def test_simulate_and_check_take_the_kind_of_inputs_and_a_seed(kind):
     args = ("gemm-tiled", "--m", "20", "--k", "20", "--n", "20", "--tile", "16")
@@ -225,7 +225,7 @@ def test_run_on_pocl_json_is_checked_and_timed():
     assert out["check"]["k"] == 21
     assert out["local_size"] == [8, 8] and out["global_size"] == [24, 40]
     assert out["m"] == 33 and out["k"] == 21 and out["n"] == 17
-    # issue #15 case 6: the worst error over tolerance, of one element, and where it is
+    # the worst error over tolerance, of one element, and where it is
     check = out["check"]
     assert check["error_over_tolerance"] == pytest.approx(
         check["worst_error"] / check["worst_tolerance"])

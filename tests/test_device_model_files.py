@@ -31,18 +31,17 @@ H200_AT_34A001F = {
     "fp32_flop_per_s": 67000000000000.0, "launch_overhead_s": 3e-06, "local_vector_words": 1,
     "local_vector_min_wavefronts": 2, "barrier_wavefronts_per_work_group": 2,
     "memory_latency_s": 5.5e-07, "l1_sharing_work_groups": 2,
-    "l2_partitions": 2,   # added after 34a001f (the DRAM write-back model, issue #14)
+    "l2_partitions": 2,   # added after 34a001f (the DRAM write-back model)
 }
 H200_GUESSED = ("l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu",
                 "l1_requests_per_cycle_per_cu", "launch_overhead_s", "memory_latency_s",
                 "l1_sharing_work_groups", "l2_associativity")
-# Values added after 34a001f (register-limited occupancy and instruction issue, issue #13
-# item 3), the same in every built-in file: documented for the H200 models, guessed (the
+# Values added after 34a001f (register-limited occupancy and instruction issue), the same in every built-in file: documented for the H200 models, guessed (the
 # H200's) for generic-gpu.
 REGISTERS = {"registers_per_cu": 65536, "register_allocation_unit": 256,
              "max_registers_per_work_item": 255, "sub_partitions_per_cu": 4,
              "warp_instructions_per_cycle_per_sub_partition": 1.0}
-# The strided-request costs (issue #14, the stride family), added later still: 0 (the term
+# The strided-request costs (the stride family), added later still: 0 (the term
 # left out, documented as such: TT-TERMS) in every built-in file.
 STRIDED = {"l1_strided_cycles_per_line": 0.0, "l1_strided_cycles_per_busiest_bank_line": 0.0}
 # and the DRAM round trip of a barrier interval (0: left out, likewise)

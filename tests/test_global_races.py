@@ -1,4 +1,4 @@
-"""Races in global memory (simulator.global_races), issue #15 case 1: between work-groups,
+"""Races in global memory (simulator.global_races): between work-groups,
 and within a work-group where only a global-fence barrier would order the accesses."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Registers per work-item from the compiled kernel (issue #13 item 3): the ptxas lines of
+"""Registers per work-item from the compiled kernel: the ptxas lines of
 NVIDIA's ``-cl-nv-verbose`` build log, and what a run reports where the driver gives none."""
 from __future__ import annotations
 

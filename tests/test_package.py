@@ -174,3 +174,13 @@ def test_model_warnings_name_the_callers_line_once_per_line():
     assert len(lines) == 2  # the facade's line and model_launch's line
     per_line = [[str(w.message) for w in caught if w.lineno == n] for n in lines]
     assert per_line[0] == per_line[1] and len(set(per_line[0])) == len(per_line[0])
+
+
+def test_ambiguous_device_warning_is_in_the_facade_without_loading_pyopencl():
+    code = ("import sys, tiletraffic as tt; assert 'pyopencl' not in sys.modules; "
+            "w = tt.AmbiguousDeviceWarning; assert issubclass(w, RuntimeWarning); "
+            "assert 'pyopencl' in sys.modules; "
+            "from tiletraffic.gpu.device import AmbiguousDeviceWarning as a; assert a is w")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        tt.no_such_name

@@ -1,4 +1,4 @@
-"""Private arrays (register tiles, issue #13 item 1): values per work-item, loop and
+"""Private arrays (register tiles): values per work-item, loop and
 constant indices, hazards (out-of-bounds index, read before assignment), rendering."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""simulator.reference: the kinds of inputs (issue #15 case 7) and what structured inputs
+"""simulator.reference: the kinds of inputs and what structured inputs
 hide."""
 from __future__ import annotations
 

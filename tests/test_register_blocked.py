@@ -1,4 +1,4 @@
-"""gemm-register-blocked and gemm-vectorized (issue #13 item 2): results against numpy,
+"""gemm-register-blocked and gemm-vectorized: results against numpy,
 counts against the closed forms, hand-computed register blocks, option errors, the CLI and
 a run on PoCL."""
 from __future__ import annotations

@@ -270,6 +270,21 @@ def test_speedup_range_follows_the_spreads():
     assert s.label == "GEMM N=64 B=8"
 
 
+def test_best_speedup_is_named_only_beyond_its_spread():
+    from tiletraffic.analysis.report_text import Speedup, best_beyond_spread, speedup_range
+
+    # the largest median has a range reaching below 1: it is not the best
+    wide = Speedup("GEMM N=64 B=8", "square", 8.0, 3.0, 0.0, 9.0, 8, 64)
+    narrow = Speedup("GEMM N=128 B=8", "square", 8.0, 1.5, 1.2, 1.8, 8, 128)
+    slow = Speedup("GEMM N=32 B=8", "square", 8.0, 0.8, 0.7, 0.9, 8, 32)
+    assert best_beyond_spread([wide, narrow, slow]) is narrow
+    assert best_beyond_spread([wide, slow]) is None
+    assert speedup_range(wide) == "0–9.00"
+    assert speedup_range(narrow) == "1.20–1.80"
+    assert speedup_range(Speedup("x", "square", 8.0, 2.0, 1.1, float("inf"), 8, 64)) \
+        == "1.10–∞"
+
+
 def test_model_describes_only_its_own_device():
     from types import SimpleNamespace
 

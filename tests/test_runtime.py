@@ -468,7 +468,7 @@ def test_tiled_gemm_on_the_gpu_equals_numpy(monkeypatch):
     assert len(result.kernel_times_s) == 10 and result.min_s > 0
 
 
-# ------------------------------------------------ every launch checked (issue #15 case 3)
+# ------------------------------------------------ every launch checked
 COPY_SOURCE = """\
 __kernel void copy_launch(__global const float *restrict A, __global float *restrict C,
                           const int M, const int launch_index)
@@ -558,7 +558,7 @@ def test_deterministic_kernel_checks_first_and_last_only(pocl):
     np.testing.assert_array_equal(result.outputs["C"], arrays["A"] + np.float32(1))
 
 
-# ---------------------------------------- profiling unavailable (issue #15 case 8)
+# ---------------------------------------- profiling unavailable
 @needs_pocl
 def test_a_queue_without_profiling_falls_back_to_host_timing_with_a_warning(pocl):
     from tiletraffic.gpu.runtime import ProfilingUnavailableWarning, queue_has_profiling

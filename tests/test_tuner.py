@@ -1,4 +1,4 @@
-"""The model-guided tuner (issue #13 item 4): expressions, tuning-space files, constraints
+"""The model-guided tuner: expressions, tuning-space files, constraints
 and rejections, the judge's arithmetic on hand-made results, saving and resuming, the whole
 tuning on PoCL at tiny sizes, and the command line."""
 from __future__ import annotations

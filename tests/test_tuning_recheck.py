@@ -1,4 +1,4 @@
-"""The tuner's recheck with the compiled kernels' registers (issue #13 items 3-4): on PoCL
+"""The tuner's recheck with the compiled kernels' registers: on PoCL
 (no registers reported), with the driver's reader replaced by given counts (the re-rank is
 what ``model_launch`` gives with them), a failing build, a refused register count, resume,
 the judge's estimate-based pick on hand-made results, and the command line."""

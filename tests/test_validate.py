@@ -1,5 +1,5 @@
-"""analysis.validation.measure.run_on_device on PoCL: every launch checked (issue #15 case 3), the
-worst error/tolerance named (case 6), the kind of inputs (case 7)."""
+"""analysis.validation.measure.run_on_device on PoCL: every launch checked, the
+worst error/tolerance named, the kind of inputs."""
 from __future__ import annotations
 
 import numpy as np

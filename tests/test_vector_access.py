@@ -1,5 +1,5 @@
 """Vector accesses (float2/float4) in the IR, the engine and the memory model, on launches
-computed by hand (issue #13 items 1 and 3).
+computed by hand.
 
 Conventions of the hand computations (simulator/memory.py docstring): a sub-group is 32
 consecutive flattened local ids; a float is 4 B, a sector 32 B, a line 128 B, buffers start

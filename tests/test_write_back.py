@@ -53,7 +53,7 @@ def test_direct_mapped_hashed_l2_by_hand():
 def test_long_stream_any_associativity_keeps_the_same_share():
     # integral over lambda of P(Poisson(lambda) < A) = A, so a stream much longer than the
     # L2 keeps C / 3 whatever the ways: 14.68 M floats of c = a + b on a 60 MiB L2 write
-    # 58.72 MB - 62.91 MB / 3 = 37.75 MB during the kernel with one L2 partition (issue #14:
+    # 58.72 MB - 62.91 MB / 3 = 37.75 MB during the kernel with one L2 partition (the H200:
     # about 37 MB measured; the H200 model's two partitions give 45.6 MB at 50 MiB, below);
     # the stream is 2.8 L2s long, so with few ways a little of the integral is cut off
     # (4 ways: P(Poisson(11.2) < 4) is 0.3%, 0.08% more written)

@@ -526,6 +526,17 @@ def closed_form(schedule: Schedule) -> dict | None:
     return _cf.counts_or_none(schedule)
 
 
+def __getattr__(name: str):
+    """`AmbiguousDeviceWarning` (warned when a `device` text matches several OpenCL
+    devices), imported from `tiletraffic.gpu.device` on first use so that importing
+    tiletraffic does not load pyopencl."""
+    if name == "AmbiguousDeviceWarning":
+        from .gpu.device import AmbiguousDeviceWarning
+
+        return AmbiguousDeviceWarning
+    raise AttributeError(f"module 'tiletraffic' has no attribute {name!r}")
+
+
 __all__ = [
     "build", "simulate", "check", "model", "explain", "generate", "run", "closed_form", "tune", "calibrate",
     "validate", "write_predictions", "validation_cases",
@@ -538,6 +549,7 @@ __all__ = [
     "GENERIC_GPU", "UNLIMITED",
     "FAMILIES", "SEQUENCE_FAMILIES", "KernelSequence", "SimulationResult", "SequenceResult",
     "ModelledLaunch", "ModelledSequence", "TrafficPrediction", "Hazard",
-    "ScheduleError", "LimitError", "InputError", "HazardError", "Accelerators", "NotApplicable",
+    "ScheduleError", "LimitError", "InputError", "HazardError", "AmbiguousDeviceWarning",
+    "Accelerators", "NotApplicable",
     "__version__",
 ]
