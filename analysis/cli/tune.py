@@ -96,13 +96,7 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
     else:
         click.echo(table(doc), nl=False)
         click.echo(f"results: {out_file}")
-    runs = doc["measurements"]
-    if runs and not any(r["status"] == "ok" for r in runs):
-        first = runs[0]
-        why = " ".join(f"{first.get('stage', '')}: {first.get('error', '')}".split())
-        click.echo(f"error: none of the {len(runs)} measured candidates ran ({why[:300]})",
-                   err=True)
-        sys.exit(1)
+    _exit_without_result(doc)
 
 
 @command.command("gemm")
@@ -192,3 +186,16 @@ def tune_gemm(m, n, k, device, device_model, top, measure_all, recheck, out_file
     else:
         click.echo(result.table(), nl=False)
         click.echo(f"results: {out_file}")
+    _exit_without_result(result.data)
+
+
+def _exit_without_result(doc: dict) -> None:
+    """Exit 1 with one line when the finished tuning ``doc`` has no result
+    (:func:`analysis.tuning_stats.failure`: every candidate failed to build or to run, a
+    failed run, not bad input); return otherwise."""
+    from ..tuning_stats import failure
+
+    why = failure(doc)
+    if why is not None:
+        click.echo(f"error: {why}", err=True)
+        sys.exit(1)
