@@ -553,11 +553,11 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
 
     Raises:
         TuneError: a size not a positive integer or beyond 32-bit indexing; ``top`` < 0,
-            ``jobs`` < 1, ``repeat`` or ``warmup`` outside their limits
-            (:mod:`tiletraffic.gpu.launch_counts`), ``rounds`` < 1, ``recheck``
-            < 0; no valid candidate (the message counts the rejections by reason; ``out``
-            is then neither written nor moved); an ``out`` that a resumed tuning does not
-            match.
+            ``jobs`` < 1, ``repeat``, ``warmup`` or ``rounds`` outside their limits
+            (:mod:`tiletraffic.gpu.launch_counts`), ``recheck`` < 0; no valid candidate
+            (the message counts the rejections by reason; ``out`` is then neither written
+            nor moved); an ``out`` that a resumed tuning does not match or whose fields
+            are malformed (:mod:`analysis.tuning_file`).
         tiletraffic.analysis.tuning_space.SpaceError: a malformed space file.
         tiletraffic.analysis.targets.TargetsError: a malformed targets file.
         KeyError, DeviceModelError: an unknown device model or a malformed model file.
@@ -565,14 +565,15 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         OSError: ``out`` cannot be written (found before any work starts).
         TuneInterrupted: Ctrl-C; what finished is saved.
     """
-    from tiletraffic.gpu.launch_counts import repeat_problem, warmup_problem
+    from tiletraffic.gpu.launch_counts import repeat_problem, rounds_problem, warmup_problem
 
     log = log or (lambda line: None)
     _check_sizes(m, n, k)
-    for name, value, least in (("top", top, 0), ("jobs", jobs, 1), ("rounds", rounds, 1)):
+    for name, value, least in (("top", top, 0), ("jobs", jobs, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
-    if (problem := repeat_problem(repeat) or warmup_problem(warmup)) is not None:
+    if (problem := repeat_problem(repeat) or warmup_problem(warmup)
+            or rounds_problem(rounds)) is not None:
         raise TuneError(problem)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise TuneError(f"seed must be a non-negative integer, got {seed!r}")

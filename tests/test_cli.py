@@ -325,6 +325,37 @@ def test_every_command_that_warms_up_refuses_a_warmup_above_the_limit(command):
     assert len(out.strip().splitlines()) == 1
 
 
+ROUNDS_COMMANDS = [c for c in REPEAT_COMMANDS if c[0] in ("validate", "tune")]
+
+
+@pytest.mark.parametrize("command", ROUNDS_COMMANDS, ids=lambda c: " ".join(c[:2]))
+def test_every_command_that_runs_rounds_refuses_rounds_above_the_limit(command):
+    from tiletraffic.gpu.launch_counts import MAX_ROUNDS
+
+    assert MAX_ROUNDS == 100
+    out = assert_clean_failure(invoke(*command, "--rounds", "101"), "--rounds", "101",
+                               "100", code=2)
+    assert len(out.strip().splitlines()) == 1
+
+
+def test_the_functions_that_run_rounds_check_the_same_limit(tmp_path):
+    import tiletraffic as tt
+    from tiletraffic.analysis.tune_launch import tune_launch
+    from tiletraffic.analysis.tuner import TuneError
+    from tiletraffic.analysis.validation.run import run_validation
+    from tiletraffic.gpu.launch_counts import check_launch_counts
+
+    limit = "rounds = 101 is above the maximum of 100 rounds"
+    with pytest.raises(ValueError, match=limit):
+        check_launch_counts(rounds=101)
+    with pytest.raises(TuneError, match=limit):
+        tt.tune(8, 8, 8, top=0, rounds=101)
+    with pytest.raises(TuneError, match=limit):
+        tune_launch(LAUNCH_FILE, {"TS": [8]}, top=0, rounds=101)
+    with pytest.raises(ValueError, match=limit):  # refused before the device is looked at
+        run_validation(None, rounds=101, out_dir=tmp_path)
+
+
 def test_the_functions_that_launch_check_the_same_limits():
     import tiletraffic as tt
     from tiletraffic.analysis.tuner import TuneError

@@ -11,7 +11,7 @@ import tiletraffic as tt
 
 from .common import check_device_spec, check_out_file, command_line, fail, refuse_unused
 from .options import (DEVICE_MODEL, SEED_OPTION, TARGETS_OPTION, json_option, repeat_option,
-                      warmup_option)
+                      rounds_option, warmup_option)
 
 
 class _TuneGroup(click.Group):
@@ -50,8 +50,7 @@ def command():
               help="Measure this many of the best-ranked candidates (0: model only).")
 @repeat_option("Timed launches per measured candidate and round")
 @warmup_option()
-@click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Times the chosen candidates are run, every other round in reverse.")
+@rounds_option("Times the chosen candidates are run, every other round in reverse")
 @click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
               help="Results (JSON), written after every step [default: "
                    "tuning/<launch file name>.json].")
@@ -135,10 +134,9 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
                    "the path the results name and edit it).")
 @repeat_option("Timed launches per measured candidate and round")
 @warmup_option()
-@click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Times the chosen candidates are run, every other round in reverse (as "
-                   "validate: the spread is the larger of the launches' interquartile range "
-                   "and the difference of the rounds' medians).")
+@rounds_option("Times the chosen candidates are run, every other round in reverse (as "
+               "validate: the spread is the larger of the launches' interquartile range and "
+               "the difference of the rounds' medians)")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="Processes that model candidates in parallel.")
 @SEED_OPTION
