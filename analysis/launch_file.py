@@ -40,6 +40,7 @@ from tiletraffic.frontend.opencl import (BufferArg, FrontendError, WorkGroupSize
 from tiletraffic.simulator.schedule import Schedule, ScheduleError
 
 from . import expressions
+from .file_values import shown
 
 try:
     import tomllib
@@ -54,20 +55,6 @@ REFERENCE_KEYS = ("function", "terms")
 
 class LaunchFileError(ValueError):
     """A launch file that cannot describe a launch (see the module docstring)."""
-
-
-def shown(raw) -> str:
-    """A value read from a launch file as a message shows it: in TOML's words, never a
-    Python repr (``"N"`` for a string, ``true``, ``a list``, ``a table``)."""
-    if isinstance(raw, bool):
-        return "true" if raw else "false"
-    if isinstance(raw, str):
-        return f'the string "{raw}"'
-    if isinstance(raw, list):
-        return "a list"
-    if isinstance(raw, dict):
-        return "a table"
-    return str(raw)
 
 
 def is_launch_spec(spec) -> bool:
@@ -283,7 +270,7 @@ def schedule(launch: LaunchFile) -> Schedule:
             if not isinstance(shape, list) or not shape:
                 raise launch.error(f"{where}.shape", "must be a list of sizes (each a number "
                                    f"or an expression string), not "
-                                   f"{'an empty list' if shape == [] else shown(shape)}"
+                                   f"{shown(shape)}"
                                    + (f'; write shape = ["{shape}"]' if isinstance(shape, str)
                                       else ""))
             entries = [_shape_entry(launch, f"{where}.shape[{d}]", s)

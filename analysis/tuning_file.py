@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 
+from .file_values import shown
+
 STATUSES = ("ok", "failed", "incomplete")
 """The statuses of a measurement."""
 BUILD_STATUSES = ("compiled", "not reported")
@@ -38,15 +40,7 @@ def problem(doc: dict) -> str | None:
 
 def _describe(value) -> str:
     """``value`` in JSON's words (never a Python repr)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return f"{value:g}" if isinstance(value, float) else str(value)
-    if isinstance(value, str):
-        return f'the string "{value[:40]}"'
-    return "a list" if isinstance(value, list) else "an object"
+    return shown(value, "JSON")
 
 
 def _number(value) -> bool:

@@ -57,7 +57,7 @@ def _with(doc, where, value):
 
 @pytest.mark.parametrize("where, value, words", [
     (("predictions",), None, "field predictions must be a list, not null"),
-    (("meta",), [], "field meta must be an object, not a list"),
+    (("meta",), [], "field meta must be an object, not an empty list"),
     (("meta", "seed"), -3, "field meta.seed must be a non-negative integer or null, not -3"),
     (("predictions", 0, "predicted_time_s"), "fast",
      'field predictions[0].predicted_time_s must be a positive number or null, not the '
