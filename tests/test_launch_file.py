@@ -90,6 +90,9 @@ BROKEN = {
                        "args.A.shape: missing (a list of sizes)"),
     "size not a number": (GOOD.replace("N = 32", "N = 2.5"),
                           "sizes.N: must be an integer or an expression string, not 2.5"),
+    "a name where none is defined": (
+        GOOD.replace('build_options = "-DTS=8"\n', "").replace("N = 32", 'N = "M * 2"'),
+        "sizes.N: 'M * 2': unknown name 'M'; no name is defined here: write a number"),
     "buffer for an integer argument": (
         GOOD.replace('N = "N"\n', 'N = { shape = ["N"], access = "in" }\n'),
         "args.N: argument N is an integer in the source; give it a number, not a buffer "
