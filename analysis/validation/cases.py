@@ -181,7 +181,7 @@ class Case:
         family = data.get("family")
         if family not in schedules.FAMILIES:
             said = "missing (one of" if family is None else \
-                f'"{family}" is not one of' if isinstance(family, str) else \
+                f"{family!r} is not one of" if isinstance(family, str) else \
                 f"{shown(family)} is not one of"
             raise CaseError(f"{where}: family {said} {', '.join(schedules.FAMILIES)}"
                             + (")" if family is None else ""))
