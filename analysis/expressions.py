@@ -162,8 +162,9 @@ def _check(node, known, used, text) -> str:
                               f"literals, not {node.value!r}")
     if isinstance(node, ast.Name):
         if node.id not in known:
-            raise ExpressionError(f"{text!r}: unknown name {node.id!r}; known names: "
-                                  f"{', '.join(sorted(known))}")
+            raise ExpressionError(f"{text!r}: unknown name {node.id!r}; " + (
+                f"known names: {', '.join(sorted(known))}" if known else
+                "no name is defined here: write a number (or define the name first)"))
         used.add(node.id)
         return NUMBER
     if isinstance(node, ast.BinOp):

@@ -40,6 +40,7 @@ from tiletraffic.frontend.opencl import (BufferArg, FrontendError, WorkGroupSize
 from tiletraffic.simulator.schedule import Schedule, ScheduleError
 
 from . import expressions
+from .file_values import shown
 
 try:
     import tomllib
@@ -95,7 +96,8 @@ class LaunchFile:
         """An integer or an expression over the names, evaluated to an integer."""
         names = self.names if names is None else names
         if isinstance(raw, bool) or not isinstance(raw, (int, str)):
-            raise self.error(where, f"{raw!r} is neither an integer nor an expression string")
+            raise self.error(where, f"must be an integer or an expression string, not "
+                                    f"{shown(raw)}")
         if isinstance(raw, int):
             return raw
         try:
@@ -119,7 +121,7 @@ class LaunchFile:
         """
         opts = self.data.get("build_options", "")
         if not isinstance(opts, str):
-            raise self.error("build_options", f"{opts!r} is not a string")
+            raise self.error("build_options", f"must be a string, not {shown(opts)}")
         try:
             return split_build_options(opts)
         except FrontendError as err:
@@ -263,8 +265,14 @@ def schedule(launch: LaunchFile) -> Schedule:
                 raise launch.error(f"{where}.{unknown[0]}", "unknown key; a buffer has shape "
                                                             "and access")
             shape = raw.get("shape")
-            if not isinstance(shape, list) or not shape:
+            if shape is None:
                 raise launch.error(f"{where}.shape", "missing (a list of sizes)")
+            if not isinstance(shape, list) or not shape:
+                raise launch.error(f"{where}.shape", "must be a list of sizes (each a number "
+                                   f"or an expression string), not "
+                                   f"{shown(shape)}"
+                                   + (f'; write shape = ["{shape}"]' if isinstance(shape, str)
+                                      else ""))
             entries = [_shape_entry(launch, f"{where}.shape[{d}]", s)
                        for d, s in enumerate(shape)]
             for d, e in enumerate(entries):
@@ -273,9 +281,11 @@ def schedule(launch: LaunchFile) -> Schedule:
                     raise launch.error(f"{where}.shape[{d}]", f"{shape[d]!r} = {v} is not "
                                                               "positive")
             access = raw.get("access")
+            if access is None:
+                raise launch.error(f"{where}.access", "missing (one of in, out, inout)")
             if access not in ("in", "out", "inout"):
-                raise launch.error(f"{where}.access", f"{access!r} is not one of in, out, "
-                                                      "inout")
+                raise launch.error(f"{where}.access", f"must be one of in, out, inout, not "
+                                                      f"{shown(access)}")
             args[name] = BufferArg(tuple(entries), access)
         else:
             args[name] = launch.value(where, raw)
@@ -329,7 +339,8 @@ def reference_function(spec):
         return None
     from . import user_schedule
     if not isinstance(ref, str) or ":" not in ref:
-        raise launch.error("reference.function", f"{ref!r} is not FILE.py:FUNCTION")
+        raise launch.error("reference.function", f"must be FILE.py:FUNCTION, not "
+                                                 f"{shown(ref)}")
     file, _, name = ref.rpartition(":")
     try:
         fn = user_schedule.load_function(f"{launch.path.parent / file}:{name}")
@@ -345,7 +356,8 @@ def reference_function(spec):
         if isinstance(out, dict):
             if len(out) != 1:
                 raise LaunchFileError(f"{launch.path}: reference.function: returned "
-                                      f"{sorted(out)}; the kernel's check takes one output")
+                                      f"{', '.join(map(str, sorted(out))) or 'no output'}; "
+                                      "the kernel's check takes one output")
             (key, value), = out.items()
             if outputs and key not in outputs:
                 raise LaunchFileError(f"{launch.path}: reference.function: returned {key!r}; "

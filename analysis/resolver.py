@@ -60,6 +60,17 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def launch_only_problem(spec: str, options: dict, spell: Callable[[str], str],
+                        sizes: str) -> str | None:
+    """Why ``options`` cannot build ``spec``, a schedule other than a launch file, when they
+    hold ``set`` (a launch file's size replaced: launch files only; ``sizes`` says how
+    ``spec`` is given its sizes instead); None when they do not."""
+    if options.get("set") is None:
+        return None
+    return (f"{spell('set')} NAME=VALUE applies to launch files (LAUNCH.toml) only, not to "
+            f"{spec}; give its sizes with {sizes}")
+
+
 class ScheduleSource(Protocol):
     """One form of SCHEDULE."""
 
@@ -80,6 +91,9 @@ class UserFunction:
         return user_schedule.is_file_spec(spec)
 
     def build(self, spec, sizes, options, *, example_shape, spell):
+        if problem := launch_only_problem(spec, options, spell, ", ".join(
+                spell(key) for key in ("m", "k", "n", "tile"))):
+            raise UserScheduleError(problem)
         extra = [spell(key) for key, v in (("chunk", sizes.chunk), *options.items())
                  if v is not None]
         if extra:
@@ -130,6 +144,9 @@ class BuiltIn:
         from tiletraffic.simulator import schedules
 
         m, k, n, tile, chunk = sizes.m, sizes.k, sizes.n, sizes.tile, sizes.chunk
+        if problem := launch_only_problem(spec, options, spell, ", ".join(
+                spell(key) for key in ("m", "k", "n", "tile"))):
+            raise ScheduleError(problem)
         if options and spec not in schedules.FAMILY_OPTIONS:
             raise ScheduleError(f"{', '.join(map(spell, options))} applies to "
                                 f"{', '.join(schedules.FAMILY_OPTIONS)} only, not {spec}")

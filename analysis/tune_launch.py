@@ -153,13 +153,13 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
         LaunchFileError: the launch file itself is wrong.
     """
     import tiletraffic as tt
-    from tiletraffic.gpu.launch_counts import repeat_problem, warmup_problem
+    from tiletraffic.gpu.launch_counts import repeat_problem, rounds_problem, warmup_problem
 
     log = log or (lambda line: None)
-    for name, value, least in (("top", top, 0), ("rounds", rounds, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
-    if (problem := repeat_problem(repeat) or warmup_problem(warmup)) is not None:
+    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+        raise TuneError(f"top must be an integer >= 0, got {top!r}")
+    if (problem := repeat_problem(repeat) or warmup_problem(warmup)
+            or rounds_problem(rounds)) is not None:
         raise TuneError(problem)
     params = distinct_values(params, log)
     # the file's own errors first; the parameters at their first values are names too

@@ -46,8 +46,8 @@ from tiletraffic.simulator.device import DeviceLimits, launch_limit_problems
 from tiletraffic.simulator.schedules import INT32_MAX, ScheduleError
 from tiletraffic.simulator.sequence import kernels_of
 
-from . import tuning_recheck, tuning_stats
-from .files import archive_previous, atomic_write_text
+from . import tuning_file, tuning_recheck, tuning_stats
+from .files import ResultsFileError, archive_previous, atomic_write_text, read_json_object
 from .targets import load as load_targets
 from .tuning_space import TuningSpace, check_candidate, load_space
 
@@ -425,25 +425,49 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _resumable(path: Path) -> dict:
+    """The tuning document in ``path``, every field a resumed tuning reuses there and of
+    its type (:mod:`analysis.tuning_file`).
+
+    Raises:
+        TuneError: it cannot be read, is not a JSON object or a field is missing or of
+            another type; one line naming the file and the field.
+    """
+    again = "give another --out or drop --resume"
+    try:
+        old = read_json_object(path, "a tuning file")
+    except ResultsFileError as err:
+        raise TuneError(f"cannot resume from {err}; {again}") from None
+    except OSError as err:
+        raise TuneError(f"{path}: cannot resume from it ({err.strerror or err}); "
+                        f"{again}") from None
+    problem = tuning_file.problem(old)
+    if problem is not None:
+        raise TuneError(f"{path}: cannot resume from it ({problem}); {again}")
+    return old
+
+
+def _said(value) -> str:
+    """A recorded option's value as a message says it (none: not given)."""
+    return "none" if value is None else str(value)
+
+
 def _previous(path: Path | None, resume: bool, meta: dict, log) -> dict | None:
-    """Reuse (``resume``) or move away an existing output file; the reused document."""
+    """Reuse (``resume``) or move away an existing output file; the reused document (its
+    fields checked: :func:`_resumable`)."""
     if path is None or not path.exists():
         if resume and path is not None:
             log(f"note: {path} does not exist yet: starting afresh")
         return None
     if resume:
-        try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-            old_meta = old["meta"]
-        except (ValueError, KeyError, TypeError, OSError) as err:
-            raise TuneError(f"{path}: cannot resume from it (not a tuning file: {err}); "
-                            "give another --out or drop --resume") from None
+        old = _resumable(path)
+        old_meta = old["meta"]
         if meta["seed"] is None:  # the seed the earlier measurements were drawn with
             meta["seed"] = old_meta.get("seed")
         keys = RESUME_KEYS + (MEASURE_KEYS if old.get("measurements") else ())
         differ = [f"{RESUME_WORDS[key]} differs" if key.endswith("_sha256") else
-                  f"{RESUME_WORDS[key]} was {old_meta.get(key)!r}, now {meta.get(key)!r}"
-                  for key in keys if old_meta.get(key) != meta.get(key)]
+                  f"{RESUME_WORDS[key]} was {_said(old_meta.get(key))}, "
+                  f"now {_said(meta.get(key))}" for key in keys if old_meta.get(key) != meta.get(key)]
         if differ:
             raise TuneError(f"{path} holds another tuning ({'; '.join(differ)}): it cannot "
                             "be resumed; give another --out or drop --resume (the old file "
@@ -529,11 +553,11 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
 
     Raises:
         TuneError: a size not a positive integer or beyond 32-bit indexing; ``top`` < 0,
-            ``jobs`` < 1, ``repeat`` or ``warmup`` outside their limits
-            (:mod:`tiletraffic.gpu.launch_counts`), ``rounds`` < 1, ``recheck``
-            < 0; no valid candidate (the message counts the rejections by reason; ``out``
-            is then neither written nor moved); an ``out`` that a resumed tuning does not
-            match.
+            ``jobs`` < 1, ``repeat``, ``warmup`` or ``rounds`` outside their limits
+            (:mod:`tiletraffic.gpu.launch_counts`), ``recheck`` < 0; no valid candidate
+            (the message counts the rejections by reason; ``out`` is then neither written
+            nor moved); an ``out`` that a resumed tuning does not match or whose fields
+            are malformed (:mod:`analysis.tuning_file`).
         tiletraffic.analysis.tuning_space.SpaceError: a malformed space file.
         tiletraffic.analysis.targets.TargetsError: a malformed targets file.
         KeyError, DeviceModelError: an unknown device model or a malformed model file.
@@ -541,14 +565,15 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         OSError: ``out`` cannot be written (found before any work starts).
         TuneInterrupted: Ctrl-C; what finished is saved.
     """
-    from tiletraffic.gpu.launch_counts import repeat_problem, warmup_problem
+    from tiletraffic.gpu.launch_counts import repeat_problem, rounds_problem, warmup_problem
 
     log = log or (lambda line: None)
     _check_sizes(m, n, k)
-    for name, value, least in (("top", top, 0), ("jobs", jobs, 1), ("rounds", rounds, 1)):
+    for name, value, least in (("top", top, 0), ("jobs", jobs, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
-    if (problem := repeat_problem(repeat) or warmup_problem(warmup)) is not None:
+    if (problem := repeat_problem(repeat) or warmup_problem(warmup)
+            or rounds_problem(rounds)) is not None:
         raise TuneError(problem)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise TuneError(f"seed must be a non-negative integer, got {seed!r}")

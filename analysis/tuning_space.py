@@ -29,6 +29,7 @@ from tiletraffic.simulator.device import DeviceLimits
 from tiletraffic.simulator.registers import with_register_budget
 
 from .expressions import BOOLEAN, NUMBER, Expression, ExpressionError, parse
+from .file_values import shown
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -254,11 +255,11 @@ def load_space(path: str | Path | None = None, operation: str = "gemm") -> Tunin
     allowed = OPERATION_FAMILIES[operation]
     constants = data.get("constants", {})
     if not isinstance(constants, dict):
-        fail("constants", f"must be a table of numbers, got {constants!r}")
+        fail("constants", f"must be a table of numbers, got {shown(constants)}")
     reserved = set(SIZE_NAMES) | set(LIMIT_NAMES)
     for key, value in constants.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            fail(f"constants.{key}", f"must be a number, got {value!r}")
+            fail(f"constants.{key}", f"must be a number, got {shown(value)}")
         if key in reserved:
             fail(f"constants.{key}", f"{key!r} is a size or device limit, not a constant")
     common_raw = _table_list(data.get("constraint", []), "constraint", fail)
@@ -270,9 +271,13 @@ def load_space(path: str | Path | None = None, operation: str = "gemm") -> Tunin
         name = entry.get("name")
         where = f"family {number}" + (f" ({name})" if isinstance(name, str) else "")
         _unknown_keys(entry, _FAMILY_KEYS, where, fail)
-        if name not in allowed:
-            fail(where, f"unknown family {name!r} for {operation}; the families: "
+        if name is None:
+            fail(where, f"needs a name, one of the families of {operation}: "
                         f"{', '.join(allowed)}")
+        if name not in allowed:
+            fail(where, "unknown family " + (repr(name) if isinstance(name, str) else
+                                              shown(name))
+                 + f" for {operation}; the families: {', '.join(allowed)}")
         if name in seen:
             fail(where, f"{name} is listed twice")
         seen.add(name)
@@ -282,7 +287,7 @@ def load_space(path: str | Path | None = None, operation: str = "gemm") -> Tunin
         raw_derived = entry.get("derived", {})
         if not isinstance(raw_derived, dict):
             fail(f"{where}, derived", f"must be a table name = \"expression\", got "
-                                      f"{raw_derived!r}")
+                                      f"{shown(raw_derived)}")
         for key, text in raw_derived.items():
             if key in names:
                 fail(f"{where}, derived {key}", f"{key!r} is already a size, limit, constant "
@@ -298,7 +303,7 @@ def load_space(path: str | Path | None = None, operation: str = "gemm") -> Tunin
         families.append(FamilySpace(name, params, derived, tuple(constraints)))
     description = data.get("description", "")
     if not isinstance(description, str):
-        fail("description", f"must be a string, got {description!r}")
+        fail("description", f"must be a string, got {shown(description)}")
     return TuningSpace(str(path), operation, description, dict(constants), tuple(families),
                        hashlib.sha256(data_bytes).hexdigest())
 
@@ -314,7 +319,7 @@ def _table_list(value, where, fail, strings=True):
     if not isinstance(value, list) or not all(
             isinstance(v, dict) or (strings and isinstance(v, str)) for v in value):
         fail(where, f"must be a list of tables ([[{where.split(',')[-1].strip()}]] entries)"
-                    + (" or strings" if strings else "") + f", got {value!r}")
+                    + (" or strings" if strings else "") + f", got {shown(value)}")
     return value
 
 
@@ -353,5 +358,5 @@ def _constraint(raw, names, where, fail) -> Constraint:
         fail(where, "needs a rule (an expression that is true for valid candidates)")
     why = raw.get("why", raw["rule"])
     if not isinstance(why, str):
-        fail(where, f"why must be a string, got {why!r}")
+        fail(where, f"why must be a string, got {shown(why)}")
     return Constraint(_parse(raw["rule"], names, BOOLEAN, where, fail), why, where)

@@ -128,6 +128,42 @@ def summarize(doc: dict) -> dict:
     return out
 
 
+LATE_STAGES = {"model": "refused by the model", "build": "failed to build on the device",
+               "recheck": "refused by the model with their compiled registers"}
+"""The stages that reject a candidate after screening (it was valid), and how
+:func:`failure` says them."""
+
+
+def failure(doc: dict) -> str | None:
+    """Why a finished tuning has no result (a failed run: the command exits 1), in one line;
+    None when it has one. No result: every valid candidate was rejected after screening
+    (:data:`LATE_STAGES`: the model refused it or its build on the device failed), or
+    candidates were measured and none of them ran."""
+    runs = doc.get("measurements", [])
+    if not doc.get("predictions"):
+        late = [r for r in doc.get("rejected", []) if r["stage"] in LATE_STAGES]
+        if not late:
+            return None
+        counts = {stage: sum(r["stage"] == stage for r in late) for stage in LATE_STAGES}
+        said = ", ".join(f"{count} {LATE_STAGES[stage]}" for stage, count in counts.items()
+                         if count)
+        whole = f"all {len(late)} valid candidates were" if len(late) > 1 else \
+            "the one valid candidate was"
+        return (f"no candidate left: {whole} rejected ({said}); first {late[0]['label']}: "
+                + _short(late[0]["reasons"][0]))
+    if runs and not any(r["status"] == "ok" for r in runs):
+        first = runs[0]
+        return (f"none of the {len(runs)} measured candidates ran ("
+                + _short(f"{first.get('stage', '')}: {first.get('error', '')}") + ")")
+    return None
+
+
+def _short(text: str, most: int = 300) -> str:
+    """``text`` on one line, cut to ``most`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
 def _who(r: dict) -> dict:
     return {"label": r["label"], "predicted_rank": r["predicted_rank"],
             "predicted_time_s": r["predicted_time_s"], "median_s": r["median_s"],

@@ -485,8 +485,10 @@ class _KernelBuilder:
             return
         if _type_kind(t) in ("INT", "UINT"):
             if isinstance(value, bool) or not isinstance(value, int):
-                raise FrontendError(f"argument {name} is an integer in the source; give a "
-                                    f"number, not {value!r}", name)
+                given = "a buffer (shape and access)" if isinstance(value, (BufferArg, dict)) \
+                    else f"{type(value).__name__} {value}"
+                raise FrontendError(f"argument {name} is an integer in the source; give it "
+                                    f"a number, not {given}", name)
             if _type_kind(t) == "UINT" and value < 0:
                 raise FrontendError(f"argument {name} = {value} is negative, but a uint in the "
                                     "source (the device would see it as "

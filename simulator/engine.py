@@ -47,7 +47,7 @@ from .global_races import GlobalRaceDetector
 from .hazards import Hazard, HazardError, HazardLog, array_dims, element_text
 from .race_detection import (LocalRaceDetector, UninitializedLocalRead, UninitializedOutputRead,
                              UnwrittenOutput)
-from .static_ir import CMP_OPS, INT_OPS, ExecutionError, eval_static, is_vectorizable
+from .static_ir import CMP_OPS, ExecutionError, apply_int_op, eval_static, is_vectorizable
 from .unwritten import unwritten_fill
 
 BATCH_WORK_ITEMS = 1 << 20
@@ -443,7 +443,11 @@ class Machine:
         if isinstance(e, S.WorkItemId):
             return self.ids[(e.kind, e.dim)]
         if isinstance(e, S.BinOp):
-            return INT_OPS[e.op](self.eval_int(e.left), self.eval_int(e.right))
+            left, right = self.eval_int(e.left), self.eval_int(e.right)
+            try:
+                return apply_int_op(e, left, right)
+            except ExecutionError as err:  # a zero divisor: named with the schedule
+                raise ExecutionError(f"{self.schedule.family}: {err}") from None
         if isinstance(e, S.Min):
             return np.minimum(self.eval_int(e.left), self.eval_int(e.right))
         raise TypeError(f"unknown integer expression {e!r}")

@@ -42,6 +42,8 @@ class Reference:
 
 INPUT_KINDS = ("normal", "uniform", "ones", "arange")
 """Kinds of inputs :func:`random_inputs` makes (see the module docstring)."""
+RANDOM_INPUT_KINDS = ("normal", "uniform")
+"""The kinds of :data:`INPUT_KINDS` drawn from the random generator (the others ignore it)."""
 
 
 def random_inputs(schedule: Schedule, rng: np.random.Generator,

@@ -54,6 +54,24 @@ def c_mod(a, b):
 INT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": c_div, "%": c_mod}
 """The IR's integer operators (:class:`simulator.schedule.BinOp`)."""
 
+
+def apply_int_op(e: S.BinOp, left, right):
+    """``left e.op right`` (:data:`INT_OPS`), ``left`` and ``right`` the values of ``e``'s
+    operands.
+
+    Raises:
+        ExecutionError: a division or remainder by a divisor that is 0 for every work-item;
+            the message names the expression and its divisor (``i / D``, ``D``).
+    """
+    try:
+        return INT_OPS[e.op](left, right)
+    except ExecutionError:
+        what = "division" if e.op == "/" else "remainder"
+        text, divisor = S.describe_int(e)[1:-1], S.describe_int(e.right)
+        raise ExecutionError(f"an integer {what} by zero: {text}" + (
+            "" if isinstance(e.right, S.Const) else
+            f", whose divisor {divisor} is 0 for every work-item")) from None
+
 CMP_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
            "==": np.equal, "!=": np.not_equal}
 """The IR's comparisons (:class:`simulator.schedule.Compare`)."""
@@ -71,7 +89,7 @@ def eval_static(e: S.IntExpr, params: dict[str, int]):
     if isinstance(e, S.Param):
         return params[e.name]
     if isinstance(e, S.BinOp):
-        return INT_OPS[e.op](eval_static(e.left, params), eval_static(e.right, params))
+        return apply_int_op(e, eval_static(e.left, params), eval_static(e.right, params))
     if isinstance(e, S.Min):
         return min(eval_static(e.left, params), eval_static(e.right, params))
     raise TypeError(f"{e!r} is not a static expression of constants and parameters")
@@ -98,8 +116,8 @@ def static_int(e: S.IntExpr, env: dict[str, int], params: dict[str, int]) -> int
             raise NotStatic(e.name)
         return env[e.name]
     if isinstance(e, S.BinOp):
-        return int(INT_OPS[e.op](static_int(e.left, env, params),
-                                 static_int(e.right, env, params)))
+        return int(apply_int_op(e, static_int(e.left, env, params),
+                                static_int(e.right, env, params)))
     if isinstance(e, S.Min):
         return min(static_int(e.left, env, params), static_int(e.right, env, params))
     raise NotStatic(repr(e))

@@ -193,14 +193,15 @@ def test_check_demo_with_sizes_and_no_tile_is_no_traceback(args):
 @pytest.mark.parametrize("kind", ["normal", "uniform", "ones", "arange"])
 def test_simulate_and_check_take_the_kind_of_inputs_and_a_seed(kind):
     args = ("gemm-tiled", "--m", "20", "--k", "20", "--n", "20", "--tile", "16")
-    first = json.loads(assert_ok(invoke("simulate", *args, "--inputs", kind, "--seed", "4",
+    seed = ("--seed", "4") if kind in ("normal", "uniform") else ()  # the others: not random
+    first = json.loads(assert_ok(invoke("simulate", *args, "--inputs", kind, *seed,
                                         "--json")))
-    second = json.loads(assert_ok(invoke("simulate", *args, "--inputs", kind, "--seed", "4",
+    second = json.loads(assert_ok(invoke("simulate", *args, "--inputs", kind, *seed,
                                          "--json")))
     assert first["inputs"] == kind and first["result_error_over_tolerance"] <= 1
     assert first["result_error_over_tolerance"] == second["result_error_over_tolerance"]
     assert first["result_unwritten"] == 0 and first["result_written_nonfinite"] == 0
-    result = invoke("check", "gemm-tiled", "--inputs", kind, "--seed", "4", "--json")
+    result = invoke("check", "gemm-tiled", "--inputs", kind, *seed, "--json")
     assert result.exit_code == 0 and json.loads(result.output) == []
 
 
@@ -323,6 +324,37 @@ def test_every_command_that_warms_up_refuses_a_warmup_above_the_limit(command):
     out = assert_clean_failure(invoke(*command, "--warmup", "1001"), "--warmup", "1001",
                                "1000", code=2)
     assert len(out.strip().splitlines()) == 1
+
+
+ROUNDS_COMMANDS = [c for c in REPEAT_COMMANDS if c[0] in ("validate", "tune")]
+
+
+@pytest.mark.parametrize("command", ROUNDS_COMMANDS, ids=lambda c: " ".join(c[:2]))
+def test_every_command_that_runs_rounds_refuses_rounds_above_the_limit(command):
+    from tiletraffic.gpu.launch_counts import MAX_ROUNDS
+
+    assert MAX_ROUNDS == 100
+    out = assert_clean_failure(invoke(*command, "--rounds", "101"), "--rounds", "101",
+                               "100", code=2)
+    assert len(out.strip().splitlines()) == 1
+
+
+def test_the_functions_that_run_rounds_check_the_same_limit(tmp_path):
+    import tiletraffic as tt
+    from tiletraffic.analysis.tune_launch import tune_launch
+    from tiletraffic.analysis.tuner import TuneError
+    from tiletraffic.analysis.validation.run import run_validation
+    from tiletraffic.gpu.launch_counts import check_launch_counts
+
+    limit = "rounds = 101 is above the maximum of 100 rounds"
+    with pytest.raises(ValueError, match=limit):
+        check_launch_counts(rounds=101)
+    with pytest.raises(TuneError, match=limit):
+        tt.tune(8, 8, 8, top=0, rounds=101)
+    with pytest.raises(TuneError, match=limit):
+        tune_launch(LAUNCH_FILE, {"TS": [8]}, top=0, rounds=101)
+    with pytest.raises(ValueError, match=limit):  # refused before the device is looked at
+        run_validation(None, rounds=101, out_dir=tmp_path)
 
 
 def test_the_functions_that_launch_check_the_same_limits():

@@ -89,6 +89,19 @@ def test_a_users_file_takes_no_family_option(tmp_path):
     assert res.exit_code == 2 and "--padding applies to built-in schedules only" in res.stderr
 
 
+@pytest.mark.parametrize("spec", ["gemm-tiled", "gemm-naive", "demo-shift",
+                                  f"{CLI_DIR.parents[1]}/examples/rect_tile_gemm.py:make_schedule"])
+def test_set_on_a_schedule_that_is_not_a_launch_file_says_where_it_applies(spec):
+    res = CliRunner().invoke(main, ["simulate", spec, "--m", "8", "--k", "8", "--n", "8",
+                                    "--set", "N=3"])
+    assert res.exit_code == 2, res.output
+    line = res.stderr.strip()
+    assert line.startswith(f"error: --set NAME=VALUE applies to launch files (LAUNCH.toml) "
+                           f"only, not to {spec}; give its sizes with --m, --k, --n, --tile")
+    assert "does not take" not in line and "built-in schedules only" not in line
+    assert len(line.splitlines()) == 1
+
+
 def test_a_registered_form_is_resolved_by_the_facade_and_accepted_by_the_command_line():
     class Doubled:
         form = "twice:NAME"

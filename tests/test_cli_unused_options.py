@@ -29,6 +29,13 @@ def invoke(*args: str):
     (("simulate", "gemm-tiled", *SMALL, "--counts-only", "--inputs", "arange"),
      ["--inputs"], "with --counts-only"),
     (("simulate", "gemm-tiled", *BIG, "--seed", "1"), ["--seed"], "add --values"),
+    (("simulate", "gemm-tiled", *SMALL, "--inputs", "ones", "--seed", "1"), ["--seed"],
+     "with --inputs ones: the inputs are not random"),
+    (("check", "gemm-tiled", "--inputs", "arange", "--seed", "1"), ["--seed"],
+     "with --inputs arange"),
+    (("check", "--all", "--inputs", "ones", "--seed", "1"), ["--seed"], "with --inputs ones"),
+    (("run", "gemm-tiled", *SMALL, "--inputs", "arange", "--seed", "1", "--device", "pocl"),
+     ["--seed"], "give --inputs normal or uniform"),
     (("simulate", "gemm-tiled", *SMALL, "--max-registers", "64"), ["--max-registers"],
      "without --device-model"),
     (("check", "gemm-tiled", "--max-registers", "64"), ["--max-registers"], "in check"),
@@ -73,7 +80,8 @@ def test_an_option_without_effect_is_refused_naming_it(tmp_path, args, options, 
 
 
 @pytest.mark.parametrize("args", [
-    ("simulate", "gemm-tiled", *SMALL, "--seed", "1", "--inputs", "ones", "--no-limits"),
+    ("simulate", "gemm-tiled", *SMALL, "--seed", "1", "--inputs", "uniform", "--no-limits"),
+    ("simulate", "gemm-tiled", *SMALL, "--inputs", "ones"),
     ("simulate", "gemm-tiled", *SMALL, "--counts-only", "--no-limits", "--hazards", "report"),
     ("simulate", "gemm-tiled", *BIG, "--counts-only"),
     ("simulate", "gemm-tiled", *SMALL, "--device-model", "generic-gpu", "--max-registers",

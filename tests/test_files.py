@@ -74,3 +74,13 @@ def test_check_writable_creates_nothing_and_refuses_a_file_in_the_way(tmp_path):
     (tmp_path / "f").write_text("x")
     with pytest.raises(OutputNotWritable, match="is a file, not a folder"):
         check_writable(tmp_path / "f" / "b")
+
+
+def test_a_value_from_a_users_file_is_shown_in_the_formats_words():
+    from tiletraffic.analysis.file_values import shown
+
+    assert [shown(v) for v in (None, True, False, "N", 2.5, -1.0, 7, [], [1], {})] == [
+        "null", "true", "false", 'the string "N"', "2.5", "-1", "7", "an empty list",
+        "a list", "a table"]
+    assert shown({}, "JSON") == "an object"
+    assert shown("x" * 100) == f'the string "{"x" * 37}..."'

@@ -80,7 +80,23 @@ BROKEN = {
                                           'A = { shape = ["N", "N"], access = "inout" }'),
                              "args.A: "),
     "bad access": (GOOD.replace('access = "out"', 'access = "write"'),
-                   "args.C.access: 'write' is not one of"),
+                   'args.C.access: must be one of in, out, inout, not the string "write"'),
+    "access left out": (GOOD.replace(', access = "out"', ''),
+                        "args.C.access: missing (one of in, out, inout)"),
+    "shape a string": (GOOD.replace('A = { shape = ["N", "N"]', 'A = { shape = "N"'),
+                       'args.A.shape: must be a list of sizes (each a number or an expression '
+                       'string), not the string "N"; write shape = ["N"]'),
+    "shape left out": (GOOD.replace('A = { shape = ["N", "N"], ', 'A = { '),
+                       "args.A.shape: missing (a list of sizes)"),
+    "size not a number": (GOOD.replace("N = 32", "N = 2.5"),
+                          "sizes.N: must be an integer or an expression string, not 2.5"),
+    "a name where none is defined": (
+        GOOD.replace('build_options = "-DTS=8"\n', "").replace("N = 32", 'N = "M * 2"'),
+        "sizes.N: 'M * 2': unknown name 'M'; no name is defined here: write a number"),
+    "buffer for an integer argument": (
+        GOOD.replace('N = "N"\n', 'N = { shape = ["N"], access = "in" }\n'),
+        "args.N: argument N is an integer in the source; give it a number, not a buffer "
+        "(shape and access)"),
     "bad expression": (GOOD.replace('global_size = ["N", "N"]',
                                     'global_size = ["N", "__import__(1)"]'),
                        "launch.global_size[1]: "),
@@ -110,7 +126,7 @@ def test_errors_name_file_and_field(folder, name):
     with pytest.raises(ValueError) as err:
         tt.build(str(path))
     message = str(err.value)
-    assert "\n" not in message
+    assert "\n" not in message and "BufferArg" not in message and "None" not in message
     assert message.startswith(f"{path}: "), message
     assert words in message, message
     result = CliRunner().invoke(main, ["simulate", str(path)])

@@ -224,6 +224,13 @@ def test_constraints_reject_hand_cases_with_the_rule_and_its_values():
     ("[[family]]\nname = 'gemm-tiled'\n[family.parameters]\ntile = [8, 8]\n",
      "lists a value twice"),
     ("[[family]]\nname = 'gemm-tiled'\n", "needs a [family.parameters] table"),
+    ("[[family]]\n[family.parameters]\ntile = [8]\n",
+     "family 1: needs a name, one of the families of gemm: gemm-naive, gemm-tiled"),
+    ("[[family]]\nname = 3\n[family.parameters]\ntile = [8]\n",
+     "family 1: unknown family 3 for gemm"),
+    ("[constants]\nmax_floats = 'many'\n[[family]]\nname = 'gemm-tiled'\n"
+     "[family.parameters]\ntile = [8]\n",
+     'constants.max_floats: must be a number, got the string "many"'),
     ("[[family]]\nname = 'gemm-tiled'\n[family.parameters]\ntile = [8]\n"
      "[[family.constraint]]\nrule = 'tile < 64'\n[[family.constraint]]\nrule = 'tile <'\n",
      "family 1 (gemm-tiled), constraint 2: 'tile <': syntax error"),
@@ -254,7 +261,7 @@ def test_space_file_errors_name_the_file_the_entry_and_the_problem(tmp_path, tex
     with pytest.raises(SpaceError) as err:
         load_space(path)
     assert str(err.value).startswith(f"{path}: ")
-    assert words in str(err.value)
+    assert words in str(err.value) and "None" not in str(err.value)
 
 
 def test_builder_and_limit_refusals_are_rejections_not_crashes(tmp_path):
@@ -707,3 +714,46 @@ def test_a_refused_resume_names_what_differs_by_its_option(tmp_path):
     assert "holds another tuning (--m was 64, now 32; the space file (--space) differs)" in \
         " ".join(res.output.split())
     assert "sha256" not in res.output
+
+
+@needs_pocl
+@pytest.mark.parametrize("fails, words", [
+    ("recheck", "error: no candidate left: all 3 valid candidates were rejected (3 failed to "
+                "build on the device); first gemm-"),
+    ("measure", "error: none of the 2 measured candidates ran (build: error: hand-made"),
+])
+def test_every_candidate_failing_its_build_is_a_failed_run_exit_1(tmp_path, monkeypatch,
+                                                                  fails, words):
+    """A build failure on the device is a failed run (exit 1, as ``run`` and ``tune
+    LAUNCH.toml``), not bad input, and not a success."""
+    from tiletraffic.analysis import tuning_recheck
+    from tiletraffic.analysis.validation import measure
+    from tiletraffic.gpu.runtime import KernelBuildError
+
+    def refuse(*args, **kwargs):
+        raise KernelBuildError("error: hand-made build failure", "log")
+
+    monkeypatch.setattr(*((tuning_recheck, "compiled_resources") if fails == "recheck" else
+                          (measure, "run_on_device")), refuse)
+    out = tmp_path / "t.json"
+    res = invoke("--m", "64", "--n", "64", "--k", "64", "--space",
+                 str(write(tmp_path, SMALL_SPACE)), "--top", "2", "--device", "pocl",
+                 "--rounds", "1", "--out", str(out), *(("--recheck", "0") if fails ==
+                                                       "measure" else ()))
+    assert res.exit_code == 1, res.output
+    last = res.output.strip().splitlines()[-1]
+    assert last.startswith(words) and "hand-made build failure" in last, last
+    assert json.loads(out.read_text())["status"] == "complete", "the results are kept"
+
+
+def test_a_tuning_with_a_result_is_no_failure_and_one_the_model_refused_whole_is():
+    ok = {"predictions": [{"label": "a"}], "rejected": [],
+          "measurements": [{"status": "failed"}, {"status": "ok"}]}
+    assert tuning_stats.failure(ok) is None
+    assert tuning_stats.failure({**ok, "measurements": []}) is None, "nothing measured"
+    refused = {"predictions": [], "measurements": [], "rejected": [
+        {"label": "a", "stage": "constraint", "reasons": ["tile > M"]},
+        {"label": "b", "stage": "model", "reasons": ["LimitError: too much local memory"]}]}
+    assert tuning_stats.failure(refused) == (
+        "no candidate left: the one valid candidate was rejected (1 refused by the model); "
+        "first b: LimitError: too much local memory")

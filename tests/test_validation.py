@@ -66,7 +66,12 @@ def test_every_family_is_in_every_built_in_list():
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"family": "gemm-fast", "m": 8, "k": 8, "n": 8}, "family 'gemm-fast'"),
+    ({"family": "gemm-fast", "m": 8, "k": 8, "n": 8}, "family 'gemm-fast' is not one of "
+                                                       "gemm-naive, gemm-tiled"),
+    ({"m": 8, "k": 8, "n": 8}, r"^case 3: family missing \(one of gemm-naive, .*matvec-relu\)$"),
+    ({"family": "gemm-naive", "k": 8, "n": 8}, r"^case 3: m missing \(a positive integer\)$"),
+    ({"family": "gemm-naive", "m": "8", "k": 8, "n": 8},
+     'm must be a positive integer, got the string "8"'),
     ({"family": "gemm-naive", "m": 8, "k": 8}, "needs n"),
     ({"family": "matvec-naive", "m": 8, "k": 8, "n": 8}, "n does not apply"),
     ({"family": "gemm-naive", "m": 0, "k": 8, "n": 8}, "m must be a positive integer, got 0"),
@@ -75,11 +80,12 @@ def test_every_family_is_in_every_built_in_list():
     ({"family": "gemm-prefetch", "m": 8, "k": 8, "n": 8, "registers": 0},
      "registers .* must be a positive integer, got 0"),
     ({"family": "gemm-prefetch", "m": 8, "k": 8, "n": 8, "registers": "79"},
-     "registers .* must be a positive integer, got '79'"),
+     'registers .* must be a positive integer, got the string "79"'),
 ])
 def test_malformed_cases_are_refused_naming_the_field(data, message):
-    with pytest.raises(v.CaseError, match=message):
+    with pytest.raises(v.CaseError, match=message) as err:
         v.Case.from_dict(data, "case 3")
+    assert "None" not in str(err.value) and "got '" not in str(err.value), "no Python values"
 
 
 def test_case_file_round_trip_and_refusals(tmp_path):

@@ -12,7 +12,8 @@ from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
 from tiletraffic.simulator.engine import ExecutionError, InputError
 
 from ..resolver import resolve
-from .common import build_schedule, one_name_or_all, refuse_unused, within_budget
+from .common import (build_schedule, one_name_or_all, refuse_seed_unless_random, refuse_unused,
+                     within_budget)
 from .options import (FORCE_OPTION, INPUTS_OPTION, NAMED_SIZE_OPTIONS, SEED_OPTION, json_option,
                       named_schedule_options)
 
@@ -38,6 +39,7 @@ def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inp
     SCHEDULE: a family, demo or faulty variant (missing sizes: its example shape),
     FILE.py:FUNCTION, called with the sizes given, or LAUNCH.toml (as for simulate)."""
     one_name_or_all(name, check_all)
+    refuse_seed_unless_random(inputs_kind)
     if check_all:
         refuse_unused((*NAMED_SIZE_OPTIONS, "no_limits", "force"),
                       "with --all: every built-in schedule is checked at its example shape, "

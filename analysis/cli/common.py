@@ -108,6 +108,16 @@ def refuse_unused(names, why: str, remedy: str | None = None) -> None:
                                f"{why}; {remedy or ('leave it out' if one else 'leave them out')}")
 
 
+def refuse_seed_unless_random(inputs_kind: str) -> None:
+    """Refuse (:func:`refuse_unused`, exit 2) a --seed given with --inputs of a kind that is
+    not drawn at random (ones, arange): the seed would change nothing."""
+    from tiletraffic.simulator.reference import RANDOM_INPUT_KINDS
+
+    if inputs_kind not in RANDOM_INPUT_KINDS:
+        refuse_unused(("seed",), f"with --inputs {inputs_kind}: the inputs are not random",
+                      f"leave it out, or give --inputs {' or '.join(RANDOM_INPUT_KINDS)}")
+
+
 def one_name_or_all(name, check_all: bool) -> None:
     if check_all and name:
         raise click.UsageError(f"give either a NAME ({name}) or --all, not both")

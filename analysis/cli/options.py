@@ -93,6 +93,15 @@ def warmup_option(help: str = "Untimed launches before timing"):
                         show_default=True, help=f"{help}.")
 
 
+def rounds_option(help: str):
+    """--rounds: runs of the whole set, within :mod:`tiletraffic.gpu.launch_counts`'
+    limits."""
+    from tiletraffic.gpu.launch_counts import MAX_ROUNDS, MIN_ROUNDS
+
+    return click.option("--rounds", type=click.IntRange(MIN_ROUNDS, MAX_ROUNDS), default=2,
+                        show_default=True, help=f"{help}.")
+
+
 def json_option(what: str):
     """--json: print ``what`` as JSON instead of text."""
     return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON.")

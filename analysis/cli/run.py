@@ -14,7 +14,7 @@ from tiletraffic.simulator.sequence import is_sequence
 
 from .. import user_schedule
 from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_device_spec, fail, reference_fn,
-                     select_device, within_budget)
+                     refuse_seed_unless_random, select_device, within_budget)
 from .options import (FORCE_OPTION, json_option, reference_option, repeat_option,
                       schedule_options, warmup_option)
 
@@ -55,6 +55,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
 
     from ..validation.measure import run_on_device
 
+    refuse_seed_unless_random(inputs_kind)
     sch = build_schedule(schedule, m, k, n, tile, chunk)
     within_budget(sch, force, device=True)
     ref_fn = reference_fn(schedule, reference_spec)

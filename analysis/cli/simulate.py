@@ -17,7 +17,8 @@ from tiletraffic.simulator.sequence import is_sequence
 
 from .. import environment
 from .common import (NO_REFERENCE, build_schedule, check_work, fail, is_user_spec,
-                     reference_fn, refuse_unused, within_budget, work)
+                     reference_fn, refuse_seed_unless_random, refuse_unused, within_budget,
+                     work)
 from .model import show_model
 from .options import (DEVICE_MODEL, FORCE_OPTION, json_option, reference_option,
                       schedule_options)
@@ -67,6 +68,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         refuse_unused(("values", "no_limits", "hazards", "reference_spec", "inputs_kind", "seed"),
                       "with --device-model: it models the memory system and computes no result "
                       "(the output of `model`)")
+    refuse_seed_unless_random(inputs_kind)
     sch = build_schedule(schedule, m, k, n, tile, chunk)
     check_work(sch, k)
     if device_model:

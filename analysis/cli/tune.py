@@ -11,7 +11,7 @@ import tiletraffic as tt
 
 from .common import check_device_spec, check_out_file, command_line, fail, refuse_unused
 from .options import (DEVICE_MODEL, SEED_OPTION, TARGETS_OPTION, json_option, repeat_option,
-                      warmup_option)
+                      rounds_option, warmup_option)
 
 
 class _TuneGroup(click.Group):
@@ -50,8 +50,7 @@ def command():
               help="Measure this many of the best-ranked candidates (0: model only).")
 @repeat_option("Timed launches per measured candidate and round")
 @warmup_option()
-@click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Times the chosen candidates are run, every other round in reverse.")
+@rounds_option("Times the chosen candidates are run, every other round in reverse")
 @click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
               help="Results (JSON), written after every step [default: "
                    "tuning/<launch file name>.json].")
@@ -96,13 +95,7 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
     else:
         click.echo(table(doc), nl=False)
         click.echo(f"results: {out_file}")
-    runs = doc["measurements"]
-    if runs and not any(r["status"] == "ok" for r in runs):
-        first = runs[0]
-        why = " ".join(f"{first.get('stage', '')}: {first.get('error', '')}".split())
-        click.echo(f"error: none of the {len(runs)} measured candidates ran ({why[:300]})",
-                   err=True)
-        sys.exit(1)
+    _exit_without_result(doc)
 
 
 @command.command("gemm")
@@ -141,10 +134,9 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
                    "the path the results name and edit it).")
 @repeat_option("Timed launches per measured candidate and round")
 @warmup_option()
-@click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Times the chosen candidates are run, every other round in reverse (as "
-                   "validate: the spread is the larger of the launches' interquartile range "
-                   "and the difference of the rounds' medians).")
+@rounds_option("Times the chosen candidates are run, every other round in reverse (as "
+               "validate: the spread is the larger of the launches' interquartile range and "
+               "the difference of the rounds' medians)")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="Processes that model candidates in parallel.")
 @SEED_OPTION
@@ -192,3 +184,16 @@ def tune_gemm(m, n, k, device, device_model, top, measure_all, recheck, out_file
     else:
         click.echo(result.table(), nl=False)
         click.echo(f"results: {out_file}")
+    _exit_without_result(result.data)
+
+
+def _exit_without_result(doc: dict) -> None:
+    """Exit 1 with one line when the finished tuning ``doc`` has no result
+    (:func:`analysis.tuning_stats.failure`: every candidate failed to build or to run, a
+    failed run, not bad input); return otherwise."""
+    from ..tuning_stats import failure
+
+    why = failure(doc)
+    if why is not None:
+        click.echo(f"error: {why}", err=True)
+        sys.exit(1)

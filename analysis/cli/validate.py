@@ -19,7 +19,7 @@ import click
 
 from .common import (command_line, fail, refuse_unused, render_results, select_device,
                      write_failed)
-from .options import TARGETS_OPTION, repeat_option
+from .options import TARGETS_OPTION, repeat_option, rounds_option
 
 
 class CaseListName(click.Choice):
@@ -93,8 +93,7 @@ def _chosen_cases(quick, case_list_name, cases_file):
                    "`tiletraffic report` writes for this device); with --predict-only the "
                    "predictions file (default predictions.json).")
 @repeat_option("Timed launches per case and round")
-@click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Times the whole case set is run (the run-to-run spread needs 2).")
+@rounds_option("Times the whole case set is run (the run-to-run spread needs 2)")
 @click.option("--predictions", "predictions_file", default=None,
               type=click.Path(dir_okay=False),
               help="A predictions file (--predict-only): measure exactly its cases and "

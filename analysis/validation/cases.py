@@ -16,6 +16,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from tiletraffic.simulator import schedules
 from tiletraffic.simulator.schedule import Schedule
 
+from ..file_values import shown
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -163,7 +165,7 @@ class Case:
         """
         if not isinstance(data, Mapping):
             raise CaseError(f"{where}: a case is a table of family, m, k, n, tile, ..., "
-                            f"got {data!r}")
+                            f"got {shown(data)}")
         if "launch" in data:
             return _launch_case(cls, data, where)
         unknown = sorted(set(data) - {"family", "m", "k", "n", "tile", "registers",
@@ -175,11 +177,14 @@ class Case:
         if registers is not None and (not isinstance(registers, int)
                                       or isinstance(registers, bool) or registers < 1):
             raise CaseError(f"{where}: registers (the compiled kernel's registers per "
-                            f"work-item) must be a positive integer, got {registers!r}")
+                            f"work-item) must be a positive integer, got {shown(registers)}")
         family = data.get("family")
         if family not in schedules.FAMILIES:
-            raise CaseError(f"{where}: family {family!r} is not one of "
-                            f"{', '.join(schedules.FAMILIES)}")
+            said = "missing (one of" if family is None else \
+                f"{family!r} is not one of" if isinstance(family, str) else \
+                f"{shown(family)} is not one of"
+            raise CaseError(f"{where}: family {said} {', '.join(schedules.FAMILIES)}"
+                            + (")" if family is None else ""))
         sizes = {}
         for key in ("m", "k", "n", "tile"):
             value = data.get(key)
@@ -187,7 +192,9 @@ class Case:
                 sizes[key] = None
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise CaseError(f"{where}: {key} must be a positive integer, got {value!r}")
+                raise CaseError(f"{where}: {key} " + ("missing (a positive integer)"
+                                if value is None else
+                                f"must be a positive integer, got {shown(value)}"))
             sizes[key] = value
         gemm = family in schedules.ALL_GEMM_FAMILIES
         if gemm and sizes["n"] is None:
@@ -225,12 +232,15 @@ def _launch_case(cls, data: Mapping[str, Any], where: str) -> Case:
         values = data.get(table, {})
         if not isinstance(values, Mapping) or any(
                 isinstance(v, bool) or not isinstance(v, int) for v in values.values()):
-            raise CaseError(f"{where}: {table} must be a table of integers, got {values!r}")
+            raise CaseError(f"{where}: {table} must be a table of integers, got "
+                            f"{shown(values)}" + ("" if not isinstance(values, Mapping) else
+                                                  " with other values"))
         options += [(f"{table}.{key}", int(v)) for key, v in sorted(values.items())]
     registers = data.get("registers")
     if registers is not None and (not isinstance(registers, int)
                                   or isinstance(registers, bool) or registers < 1):
-        raise CaseError(f"{where}: registers must be a positive integer, got {registers!r}")
+        raise CaseError(f"{where}: registers must be a positive integer, got "
+                        f"{shown(registers)}")
     path = data["launch"]
     if not isinstance(path, str) or not launch_file.is_launch_spec(path):
         raise CaseError(f"{where}: launch must be the path of a .toml launch file")

@@ -31,8 +31,6 @@ from .cases import Case, case_list, check_unique, default_case_list_name
 from .compare import Summary
 from .results import RESULTS_FILE, save, summary_of
 
-MIN_ROUNDS = 1
-
 
 class ValidationInterrupted(SweepInterrupted):
     """Ctrl-C during the device runs; every finished case is saved (``validation.json``,
@@ -101,7 +99,8 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
         :class:`ValidationRun`.
 
     Raises:
-        ValueError: ``repeat`` or ``warmup`` outside their limits, ``rounds`` below 1;
+        ValueError: ``repeat``, ``warmup`` or ``rounds`` outside their limits
+            (:mod:`tiletraffic.gpu.launch_counts`);
             ``TargetsError``: a malformed targets file.
         analysis.validation.predict.PredictionsError, PredictionsMismatch: a malformed
             predictions file, or cases / a model that differ from the file's.
@@ -115,9 +114,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
 
     from ..files import ensure_writable
 
-    check_launch_counts(repeat, warmup)
-    if rounds < MIN_ROUNDS:
-        raise ValueError(f"rounds = {rounds} is below the minimum of {MIN_ROUNDS}")
+    check_launch_counts(repeat, warmup, rounds)
     info = target.info
     pf = None
     if quick:
