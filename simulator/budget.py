@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from .accelerators.class_safety import classes_problem
 from .schedule import FLOAT_BYTES, Schedule
 from .sequence import buffers_of, is_sequence
 
@@ -110,7 +111,9 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
 
     Args:
         compute_values: the outputs are computed (buffers allocated).
-        work_group_classes: counts by work-group classes (one work-group per class runs).
+        work_group_classes: counts by work-group classes (one work-group per class runs,
+            where they are proved for the schedule, as :func:`simulator.engine.simulate`
+            decides; else every work-group).
         reference: a float64 reference of the output is also computed (default: whenever
             values are computed).
         batch_work_items: work-items per batch, as given to ``simulate``.
@@ -124,6 +127,8 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
                  for k in schedule.kernels]
         return Estimate(sum(e.memory_bytes for e in parts), sum(e.time_s for e in parts),
                         sum(e.work_groups for e in parts))
+    if work_group_classes:
+        work_group_classes = classes_problem(schedule) is None   # as simulate decides
     groups = schedule.work_groups
     items_per_group = schedule.work_group_items
     batch_items = min(max(batch_work_items // items_per_group, 1) * items_per_group,

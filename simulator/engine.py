@@ -39,6 +39,7 @@ from . import sum_length
 from .accelerators import SIMULATE, Accelerators, NotApplicable, Pass, Run
 from .accelerators import loop_blocks
 from .accelerators.classes import group_classes
+from .accelerators.class_safety import classes_problem
 from .accelerators.loop_blocks import STALE, LoopBlocks
 from .accelerators.private_nest import PrivateNests
 from .counters import AccessEvent, Observer, TrafficCounter, TrafficCounts, count_per_group
@@ -132,7 +133,11 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
             ``work_group_classes`` executes one work-group per class of identical traffic
             (:mod:`simulator.accelerators.classes`) and weights its counts by the class
             size: exact counts of large launches in seconds. It needs
-            ``compute_values=False``; hazards are then checked in the representatives only,
+            ``compute_values=False``. A schedule whose classes are not proved
+            (:func:`simulator.accelerators.class_safety.classes_problem`: masks or indices
+            that depend on the work-group id other than at the NDRange's edges) runs every
+            work-group instead (``SimulationResult.representatives`` is then ``None``).
+            Hazards are checked in the representatives only,
             and races in global memory, reads of outputs before anything stored them and
             unwritten outputs, which need every work-group of the launch, are not checked
             at all. ``loop_blocks`` (with
@@ -180,6 +185,9 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     if by_classes and (compute_values or read_maps):
         raise InputError("work-group classes give counts only: use compute_values=False "
                          "and no read maps")
+    if by_classes and classes_problem(schedule) is not None:
+        by_classes = False   # not proved for this schedule: every work-group runs
+        accelerators = accelerators.replace(work_group_classes=False)
     all_observers: list[Observer] = [counter]
     if race_checks:
         all_observers += _hazard_observers(schedule, log, sizes, params,

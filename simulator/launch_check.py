@@ -9,7 +9,9 @@ gives a time that is not a measurement of the kernel. So before any launch
 - *full launch*, when it is small enough (:data:`FULL_CHECK_WORK` work-item loop steps at
   most): every work-group executed with values, every hazard kind checked, and the sum
   length of every output element counted (:mod:`simulator.sum_length`);
-- *representative work-groups* otherwise: one work-group per class of
+- *representative work-groups* otherwise, where the classes are proved for the schedule
+  (:func:`simulator.accelerators.class_safety.classes_problem`; an unproved one is checked
+  as a full launch whatever its size): one work-group per class of
   :mod:`simulator.accelerators.classes` (the first and last work-group of every NDRange dimension, the
   edges, among them), counts only, so races within a work-group, out-of-bounds accesses,
   barrier divergence, misaligned vector accesses and uninitialized local and private reads
@@ -33,6 +35,7 @@ import numpy as np
 
 from . import sum_length
 from .accelerators import Accelerators, NotApplicable
+from .accelerators.class_safety import classes_problem
 from .budget import loop_steps as check_work
 from .engine import group_id_of, simulate, sum_lengths_of_groups
 from .hazards import Hazard
@@ -88,6 +91,10 @@ class LaunchCheck:
     parts: tuple["LaunchCheck", ...] = ()
     """For a kernel sequence (:mod:`simulator.sequence`): the check of each kernel, in launch
     order (``hazards`` and ``time_s`` are theirs together); empty for one schedule."""
+    why_every_work_group: str | None = None
+    """Why a launch larger than the representatives' threshold was checked whole: its
+    work-group classes are not proved
+    (:func:`simulator.accelerators.class_safety.classes_problem`); ``None`` otherwise."""
 
     @property
     def memory_unsafe(self) -> list[Hazard]:
@@ -102,7 +109,9 @@ class LaunchCheck:
                              for part in self.parts)
         if self.work_groups_checked is None:
             groups = self.schedule.work_groups
-            return f"full launch ({groups} work-group{'' if groups == 1 else 's'})"
+            why = (f"; no representatives: {self.why_every_work_group}"
+                   if self.why_every_work_group else "")
+            return f"full launch ({groups} work-group{'' if groups == 1 else 's'}{why})"
         shown = ", ".join(map(str, self.work_groups_checked[:12]))
         more = (f", ... ({len(self.work_groups_checked) - 12} more)"
                 if len(self.work_groups_checked) > 12 else "")
@@ -124,7 +133,8 @@ class LaunchCheck:
                 else [list(g) for g in self.work_groups_checked],
                 "not_checked": list(self.not_checked),
                 "hazards": [h.to_dict() for h in self.hazards],
-                "sum_length": self.sum_length, "sum_length_method": self.sum_length_method}
+                "sum_length": self.sum_length, "sum_length_method": self.sum_length_method,
+                "why_every_work_group": self.why_every_work_group}
 
 
 def check_launch(schedule, *, rng: np.random.Generator | None = None,
@@ -150,13 +160,16 @@ def check_launch(schedule, *, rng: np.random.Generator | None = None,
     if is_sequence(schedule):
         return _check_sequence(schedule, rng, full_check_work)
     start = time.perf_counter()
-    if check_work(schedule) <= full_check_work:
+    unproved = classes_problem(schedule)
+    if check_work(schedule) <= full_check_work or unproved is not None:
         inputs = random_inputs(schedule, rng or np.random.default_rng())
         res = simulate(schedule, inputs, hazards="report", limits=None, sum_lengths=True,
                        input_sum_lengths=input_sum_lengths)
         longest = max([0, *(sum_length.largest(v) for v in res.sum_lengths.values())])
         return LaunchCheck(schedule, res.hazards, None, (), longest, "counted in every work-group",
-                           time.perf_counter() - start)
+                           time.perf_counter() - start,
+                           why_every_work_group=None if check_work(schedule) <= full_check_work
+                           else unproved)
     try:
         res = simulate(schedule, compute_values=False, hazards="report", limits=None,
                        accelerators=REPRESENTATIVES)
