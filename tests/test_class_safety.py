@@ -180,3 +180,31 @@ def test_model_counts_a_group_dependent_kernel_as_full_execution():
     sch = _matvec_with(group_id(0).eq(3), 640, 64)
     modelled = model_launch(sch, device_model("nvidia-h200"))
     assert modelled.counts.global_load_elems == _counts(sch, False)[0]["global_load_elems"]
+
+
+def test_the_commands_say_when_every_work_group_is_executed(tmp_path):
+    from click.testing import CliRunner
+
+    from tiletraffic.analysis.cli import main
+
+    (tmp_path / "k.cl").write_text(
+        "__kernel void k(int N, __global const float* x, __global float* y) {\n"
+        "  int i = get_global_id(0);\n  float acc = x[i];\n"
+        "  if (get_group_id(0) == 2) { for (int j = 0; j < 16; j++) acc += x[j]; }\n"
+        "  y[i] = acc;\n}\n")
+    (tmp_path / "k.toml").write_text(
+        'source = "k.cl"\nkernel = "k"\n[sizes]\nN = 1024\n[launch]\nglobal_size = ["N"]\n'
+        'local_size = ["16"]\n[args]\nN = "N"\nx = { shape = ["N"], access = "in" }\n'
+        'y = { shape = ["N"], access = "out" }\n')
+    runner = CliRunner()
+    simulated = runner.invoke(main, ["simulate", str(tmp_path / "k.toml"), "--counts-only",
+                                     "--json"])
+    assert simulated.exit_code == 0, simulated.output
+    import json
+    loads = json.loads(simulated.stdout)["global_load_elems"]
+    assert loads == 1024 + 16 * 16   # x[i] by each work-item, x[0..15] by work-group 2's 16
+    modelled = runner.invoke(main, ["model", str(tmp_path / "k.toml"), "--json"])
+    assert modelled.exit_code == 0, modelled.output
+    assert "note: every work-group of k is executed" in modelled.stderr
+    assert "group_id(0) == 2" in modelled.stderr
+    assert json.loads(modelled.stdout)["global_load_elems"] == loads

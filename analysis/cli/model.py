@@ -9,9 +9,11 @@ import click
 
 import tiletraffic as tt
 from tiletraffic.simulator.accelerators import ALL
+from tiletraffic.simulator.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.device import LimitError
 from tiletraffic.simulator.engine import ExecutionError, InputError
 from tiletraffic.simulator.hazards import HazardError
+from tiletraffic.simulator.sequence import is_sequence
 
 from .. import environment
 from tiletraffic.simulator.sequence import is_sequence
@@ -38,13 +40,24 @@ def command(schedule, m, k, n, tile, chunk, device_model, registers, as_json, fo
     `simulate SCHEDULE --device-model D`.
 
     SCHEDULE: a family, FILE.py:FUNCTION or LAUNCH.toml (as for simulate). Counts are taken by
-    work-group classes, which assume that guards compare global ids with the sizes (as
-    the built-in schedules do), so that only the first and last work-group of an NDRange
-    dimension can differ."""
+    work-group classes (one work-group per class of identical traffic) where they are
+    proved: for the built-in families, and for other schedules whose masks differ only at
+    the NDRange's edges and whose indices are affine in the work-group id; otherwise every
+    work-group is executed (the same counts, slower; a note says why)."""
     sch = build_schedule(schedule, m, k, n, tile, chunk)
     check_work(sch, k)
     within_budget(sch, force, compute_values=False, work_group_classes=True)
+    note_unproved_classes(sch)
     show_model(sch, device_model, as_json, registers)
+
+
+def note_unproved_classes(sch) -> None:
+    """A note on stderr where ``sch``'s work-group classes are not proved (each kernel of a
+    sequence), so that every work-group is executed."""
+    for kernel in (sch.kernels if is_sequence(sch) else (sch,)):
+        if (why := classes_problem(kernel)) is not None:
+            click.echo(f"note: every work-group of {kernel.kernel_name} is executed (its "
+                       f"work-group classes are not proved: {why})", err=True)
 
 
 def show_model(sch, model, as_json: bool, registers: int | None = None) -> None:

@@ -9,6 +9,7 @@ import click
 import numpy as np
 
 import tiletraffic as tt
+from tiletraffic.simulator.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
 from tiletraffic.simulator.engine import ExecutionError, InputError
 from tiletraffic.simulator.hazards import HazardError
@@ -19,7 +20,7 @@ from .. import environment
 from .common import (NO_REFERENCE, build_schedule, check_work, fail, is_user_spec,
                      reference_fn, refuse_seed_unless_random, refuse_unused, within_budget,
                      work)
-from .model import show_model
+from .model import note_unproved_classes, show_model
 from .options import (DEVICE_MODEL, FORCE_OPTION, json_option, reference_option,
                       schedule_options)
 
@@ -73,6 +74,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     check_work(sch, k)
     if device_model:
         within_budget(sch, force, compute_values=False, work_group_classes=True)
+        note_unproved_classes(sch)
         show_model(sch, device_model, as_json)
         return
     ref_fn = reference_fn(schedule, reference_spec)
@@ -101,6 +103,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         raise click.UsageError(str(err)) from None
     except HazardError as err:
         fail(err)
+    unproved = by_classes and res.representatives is None   # every work-group ran
+    by_classes = by_classes and not unproved
     counts = res.counts.to_dict()
     formula = tt.closed_form(sch)
     ref = worst = None
@@ -149,7 +153,9 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         click.echo("counts only" + (" (by work-group classes: one work-group executed per class "
                                     "of identical traffic; races in global memory and unwritten "
                                     "outputs need the full launch and were not checked)"
-                                    if by_classes else "")
+                                    if by_classes else
+                                    " (every work-group executed: work-group classes are not "
+                                    f"proved here: {classes_problem(sch)})" if unproved else "")
                    + "; add --values to also compute and check the result")
     if res.hazards:
         sys.exit(1)  # a fault found (--hazards report lists them all)
