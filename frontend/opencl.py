@@ -63,8 +63,9 @@ ACCESS = S.ARRAY_ROLES
 _VECTOR_COMPONENTS = "xyzw"
 _INT_KINDS = {"INT", "UINT", "LONG", "ULONG", "SHORT", "USHORT", "CHAR_S", "UCHAR", "SCHAR",
               "CHAR_U", "BOOL", "LONGLONG", "ULONGLONG"}
-_INT_TYPES = {"BOOL": (1, False), "CHAR_S": (8, True), "SCHAR": (8, True), "CHAR_U": (8, False),
-              "UCHAR": (8, False), "SHORT": (16, True), "USHORT": (16, False),
+_INT_TYPES = {"BOOL": (1, False), "CHAR_S": (8, True), "SCHAR": (8, True),
+              "CHAR_U": (8, False), "UCHAR": (8, False), "SHORT": (16, True),
+              "USHORT": (16, False),
               "INT": (32, True), "UINT": (32, False), "LONG": (64, True),
               "ULONG": (64, False), "LONGLONG": (64, True), "ULONGLONG": (64, False)}
 """(bits, signed) of each integer type (clang's canonical kind; ``size_t`` is ``ULONG``)."""
@@ -819,11 +820,11 @@ class _KernelBuilder:
         a large value there, the IR's loop compares it as it is."""
         info = _int_type(var_side.type)
         if info is not None and not info[1] and first < 0:
-            name = var_cursor.spelling
+            name, ctype = var_cursor.spelling, var_side.type.spelling
             self.fail(cond, f"loop condition {self.describe_target(cond)}: {name} starts at "
-                            f"{first} and is compared as {var_side.type.spelling}, an unsigned "
-                            f"integer, so C converts a negative {name} to a large value: start "
-                            f"it at 0 or more, or compare it with a signed bound")
+                            f"{first} and is compared as {ctype}, an unsigned integer, so C "
+                            f"converts a negative {name} to a large value: start it at 0 or "
+                            "more, or compare it with a signed bound")
 
     def loop_step(self, inc, var_cursor) -> S.IntExpr:
         from clang.cindex import CursorKind as K

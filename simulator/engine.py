@@ -497,7 +497,7 @@ class Machine:
             left = self.eval_cond(c.left)
             if not self.unsigned_checks:
                 right = self.eval_cond(c.right)
-            else:                       # C evaluates the right operand where left does not decide
+            else:       # C evaluates the right operand where the left one does not decide
                 live = True if self.live is None else self.live
                 self.live = np.logical_and(live, left if c.op == "&&" else
                                            np.logical_not(left))

@@ -214,7 +214,8 @@ def test_a_size_t_difference_below_zero_is_refused_with_its_source_and_work_item
     "size_t l = get_local_id(0); if (l > 0) B[get_global_id(0) - 1] = A[l - 1];",
 ], ids=["guard-first", "and", "or-return", "int-from-size_t", "reversed", "local-id"])
 def test_size_t_kernels_whose_differences_never_go_below_zero_run(body):
-    src = f"__kernel void k(__global const float *A, __global float *B, const int n) {{ {body} }}"
+    src = ("__kernel void k(__global const float *A, __global float *B, const int n) "
+           f"{{ {body} }}")
     sch = _parse(src)
     assert tt.check(sch) == []
     assert simulate(sch, compute_values=False).counts.global_store_elems > 0
