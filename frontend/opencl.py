@@ -26,9 +26,10 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts;
 - statements: ``for`` loops counting up (``<``, ``<=``; ``++i``, ``i++``, ``i += s``,
   ``i = i + s``), ``if``/``else`` on integer conditions, ``return``, ``barrier`` with its
-  fence flags (``work_group_barrier`` too, when the build options ask for
-  ``-cl-std=CL2.0`` or ``CL3.0``), ``#pragma unroll``, calls of helper functions defined in
-  the source (inlined).
+  fence flags (``work_group_barrier`` too, when the build options ask for ``-cl-std=CL2.0``
+  or ``CL3.0``) and its place in the source for messages (``Barrier.source``, with the
+  helper calls it is inlined through), ``#pragma unroll``, calls of helper functions
+  defined in the source (inlined).
 
 Buffers are row-major float32 of the shape the caller gives: a flat index
 ``row * N + col`` of a buffer shaped ``(M, N)`` is read as the two indices ``(row, col)``
@@ -422,6 +423,9 @@ class _KernelBuilder:
         self.helper_return: list | None = None
         self.ranges: dict[str, tuple] = {}
         """Bounds (lo, hi) of the values of each integer name of the IR, for this launch."""
+        self.inlined_from: list[str] = []
+        """The helper calls being inlined, innermost last (``sync_tile, called at
+        k.cl:20:9``)."""
 
     # ------------------------------------------------------------------ errors
     def fail(self, cursor, message: str, arg: str | None = None):
@@ -1149,7 +1153,12 @@ class _KernelBuilder:
             self.fail(c, "barrier(CLK_GLOBAL_MEM_FENCE) alone does not order local memory, "
                          "which the IR's barrier always does: write barrier(CLK_LOCAL_MEM_FENCE"
                          " | CLK_GLOBAL_MEM_FENCE)")
-        return S.Barrier(global_fence=bool(flags & 2))
+        return S.Barrier(global_fence=bool(flags & 2), source=self.source_of(c))
+
+    def source_of(self, c) -> str:
+        """``file:line:column`` of cursor ``c``, with the helper calls it is inlined through
+        (``k.cl:5:5 in sync_tile, called at k.cl:20:9``)."""
+        return " in ".join([str(C.where(c, self.path)), *reversed(self.inlined_from)])
 
     # ------------------------------------------------------------------ helpers (inlined)
     def helper(self, call):
@@ -1196,6 +1205,7 @@ class _KernelBuilder:
         self.scopes = [self.scopes[0], _Scope()]
         self.inline_depth += 1
         self.helper_return = []
+        self.inlined_from.append(f"{fn.spelling}, called at {C.where(call, self.path)}")
         try:
             for pname, b in bindings.items():
                 if isinstance(b, tuple):
@@ -1223,6 +1233,7 @@ class _KernelBuilder:
         finally:
             self.scopes, self.helper_return = saved_scopes, saved_return
             self.inline_depth -= 1
+            self.inlined_from.pop()
 
     # ------------------------------------------------------------------ integers
     # ------------------------------------------------------------------ C's integer types

@@ -10,8 +10,10 @@ work-items and no thread per work-item: execution is deterministic.
 Divergence is handled with masks: ``If`` narrows the mask, ``Return`` clears a work-item's
 *alive* bit, loops run while any work-item of the batch still iterates. A barrier checks
 that in each work-group either every work-item or none arrives (otherwise: barrier
-divergence). Loops whose body only reads memory and accumulates into private variables
-(no store, barrier or return) are executed in blocks of iterations along the third axis.
+divergence, naming the barrier by its place in the source, ``Barrier.source``, or else by
+its position among the schedule's barriers). Loops whose body only reads memory and
+accumulates into private variables (no store, barrier or return) are executed in blocks of
+iterations along the third axis.
 
 Vector accesses (``float2``/``float4``) are one instruction per work-item: their event
 lists every element touched (``AccessEvent.vector_width`` entries per iteration), and a first
@@ -1092,15 +1094,20 @@ class Machine:
         diverged = np.nonzero((arrived > 0) & (arrived < self.L))[0]
         if len(diverged):
             g = int(diverged[0])
-            ordinal = self.barrier_ordinal(barrier)
+            if barrier.source:
+                site = f"barrier at {barrier.source}"
+                named = f"the {site}"
+            else:
+                ordinal = self.barrier_ordinal(barrier)
+                site, named = f"barrier {ordinal}", f"barrier {ordinal} (in source order)"
             self.log.add(Hazard(
                 kind="barrier-divergence", schedule=self.schedule.family, array="", index=-1,
                 group_id=self.group_id_tuple(g),
                 local_ids=tuple(int(i) for i in np.nonzero(~np.broadcast_to(
                     m[min(g, m.shape[0] - 1)], (self.L, 1))[:, 0])[0][:8]),
                 epoch=self.epoch, count=int(arrived[diverged].sum()),
-                site=f"barrier {ordinal}",
-                detail=(f"barrier {ordinal} (in source order) is reached by some work-items "
+                site=site,
+                detail=(f"{named} is reached by some work-items "
                         f"of a work-group and not by others: e.g. only {int(arrived[g])} of "
                         f"{self.L} work-items of work-group {self.group_id_tuple(g)} reach it "
                         f"in barrier interval {self.epoch}")),
@@ -1113,7 +1120,8 @@ class Machine:
         self.epoch += 1
 
     def barrier_ordinal(self, barrier: S.Barrier) -> int:
-        """1-based position of ``barrier`` among the schedule's barriers, in source order."""
+        """1-based position of ``barrier`` among the schedule's barriers, in the order of
+        the schedule's statements (the name of a barrier without ``source``)."""
         if not self.barriers:
             def walk(stmts):
                 for s in stmts:

@@ -737,9 +737,17 @@ class Barrier(Stmt):
     ``global_fence`` it is ``barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)`` and also
     orders global memory within the work-group. Nothing orders global memory between
     work-groups.
+
+    ``source`` says where the barrier is in the kernel's source text, for messages: ``file:
+    line:column``, followed for a barrier of an inlined helper function by the calls it was
+    inlined through (``k.cl:5:5 in sync_tile, called at k.cl:20:9``); ``None`` for a
+    schedule built in Python, whose barriers are named by their position among the
+    schedule's barriers. It is no part of the kernel: the code generator renders, and the
+    engine executes, a barrier the same with or without it.
     """
 
     global_fence: bool = False
+    source: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
