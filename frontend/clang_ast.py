@@ -390,13 +390,21 @@ def children(cursor) -> list:
 def strip(cursor):
     """``cursor`` without the implicit casts and parentheses around it (``UNEXPOSED_EXPR``
     with one child, ``PAREN_EXPR``)."""
+    return implicit_chain(cursor)[-1]
+
+
+def implicit_chain(cursor) -> list:
+    """``cursor`` and the cursors below it down to :func:`strip`'s result, outermost first:
+    each implicit cast's type is the type its child is converted to."""
     from clang.cindex import CursorKind
+    chain = [cursor]
     while cursor.kind in (CursorKind.UNEXPOSED_EXPR, CursorKind.PAREN_EXPR):
         kids = children(cursor)
         if len(kids) != 1 or _vector_element(cursor, kids[0]):
             break
         cursor = kids[0]
-    return cursor
+        chain.append(cursor)
+    return chain
 
 
 def _vector_element(cursor, child) -> bool:

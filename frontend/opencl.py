@@ -12,6 +12,12 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   macros, the kernel's scalars, ``get_global_id``, ``get_local_id``, ``get_group_id``,
   ``get_local_size``, ``get_num_groups``, ``get_global_size``; ``+ - * / %``, integer
   ``min``/``max``, shifts by constants (``>>`` of a negative value rounds down, as OpenCL's);
+  in C's types: each value is congruent to C's modulo 2**bits of its type, and exact (a
+  :class:`~tiletraffic.simulator.schedule.Wrap` where its bounds for the launch leave the
+  type's range: ``uint i = 0; i - 1`` is 4294967295) where a comparison, ``/``, ``%``,
+  ``>>``, ``min``/``max``, an index or a widening conversion reads it; a ``size_t`` below 0
+  there is refused by the simulator where a work-item computes it (64-bit unsigned values
+  are beyond its int64), a loop variable below 0 compared as unsigned by the front end;
 - floats: private scalars, ``float4`` private vectors, private arrays (``= {0}`` zero-fills),
   ``__local`` arrays of static shape (any rank), ``+ - *``, ``fma``/``mad``, the IR's
   built-ins (``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp``; float ``max``/``min`` as
@@ -20,9 +26,10 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts;
 - statements: ``for`` loops counting up (``<``, ``<=``; ``++i``, ``i++``, ``i += s``,
   ``i = i + s``), ``if``/``else`` on integer conditions, ``return``, ``barrier`` with its
-  fence flags (``work_group_barrier`` too, when the build options ask for
-  ``-cl-std=CL2.0`` or ``CL3.0``), ``#pragma unroll``, calls of helper functions defined in
-  the source (inlined).
+  fence flags (``work_group_barrier`` too, when the build options ask for ``-cl-std=CL2.0``
+  or ``CL3.0``) and its place in the source for messages (``Barrier.source``, with the
+  helper calls it is inlined through), ``#pragma unroll``, calls of helper functions
+  defined in the source (inlined).
 
 Buffers are row-major float32 of the shape the caller gives: a flat index
 ``row * N + col`` of a buffer shaped ``(M, N)`` is read as the two indices ``(row, col)``
@@ -40,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiletraffic.simulator import schedule as S
+from tiletraffic.simulator.static_ir import wrap_int
 
 from . import clang_ast as C
 from .clang_ast import FrontendError
@@ -56,6 +64,12 @@ ACCESS = S.ARRAY_ROLES
 _VECTOR_COMPONENTS = "xyzw"
 _INT_KINDS = {"INT", "UINT", "LONG", "ULONG", "SHORT", "USHORT", "CHAR_S", "UCHAR", "SCHAR",
               "CHAR_U", "BOOL", "LONGLONG", "ULONGLONG"}
+_INT_TYPES = {"BOOL": (1, False), "CHAR_S": (8, True), "SCHAR": (8, True),
+              "CHAR_U": (8, False), "UCHAR": (8, False), "SHORT": (16, True),
+              "USHORT": (16, False),
+              "INT": (32, True), "UINT": (32, False), "LONG": (64, True),
+              "ULONG": (64, False), "LONGLONG": (64, True), "ULONGLONG": (64, False)}
+"""(bits, signed) of each integer type (clang's canonical kind; ``size_t`` is ``ULONG``)."""
 _ID_FUNCTIONS = {"get_global_id": "global", "get_local_id": "local", "get_group_id": "group"}
 _INT_COMPARE = ("<", "<=", ">", ">=", "==", "!=")
 _WORK_GROUP_BARRIER_STD = ("CL2.0", "CL3.0")
@@ -329,6 +343,37 @@ def _is_int_type(t) -> bool:
     return _type_kind(t) in _INT_KINDS
 
 
+def _int_type(t) -> tuple[int, bool] | None:
+    """(bits, signed) of the integer type ``t``; ``None`` for another type."""
+    return _INT_TYPES.get(_type_kind(t))
+
+
+def _type_range(bits: int, signed: bool) -> tuple[int, int]:
+    return (-(1 << bits - 1), (1 << bits - 1) - 1) if signed else (0, (1 << bits) - 1)
+
+
+def _c_value(value: int, t) -> int:
+    """The Python int ``value`` converted to the integer type ``t``, as C converts it."""
+    info = _int_type(t)
+    if info is None or info[0] == 1:
+        return value
+    return wrap_int(value, *info)
+
+
+def _mul(a, b):
+    """``a * b`` of interval bounds, with 0 times an infinite bound 0."""
+    return 0 if a == 0 or b == 0 else a * b
+
+
+def _trunc_div(a, b):
+    """C's ``a / b`` of interval bounds (``b`` not 0; an infinite bound stays infinite)."""
+    if math.isinf(a) or math.isinf(b):
+        q = a / b
+        return q if math.isinf(q) else 0
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
 def _floor_mod(value: S.IntExpr, divisor: S.Const) -> S.IntExpr:
     """``value`` mod ``divisor`` (> 0) in 0..divisor-1 for negative values too, as ``&`` of
     a two's-complement int with ``divisor - 1`` gives it; the IR's ``%`` truncates as C's."""
@@ -376,6 +421,11 @@ class _KernelBuilder:
         self.used_names: set[str] = set()
         self.inline_depth = 0
         self.helper_return: list | None = None
+        self.ranges: dict[str, tuple] = {}
+        """Bounds (lo, hi) of the values of each integer name of the IR, for this launch."""
+        self.inlined_from: list[str] = []
+        """The helper calls being inlined, innermost last (``sync_tile, called at
+        k.cl:20:9``)."""
 
     # ------------------------------------------------------------------ errors
     def fail(self, cursor, message: str, arg: str | None = None):
@@ -606,7 +656,8 @@ class _KernelBuilder:
             self.fail(init, "loop initialisation: declare one integer loop variable with its "
                             "start (for (int i = start; ...))")
         var_cursor = decls[0]
-        start = self.int_expr(C.children(var_cursor)[-1])
+        init_value = C.children(var_cursor)[-1]
+        start = self.canonical(self.int_expr(init_value), var_cursor.type, init_value)
         if not self.counts_up(cond, inc, var_cursor):
             return self.unrolled(c, start, cond, inc, body, var_cursor)
         self.push()
@@ -614,7 +665,10 @@ class _KernelBuilder:
             ir = self.bind(var_cursor.spelling, _Binding("int", None, var_cursor))
             self.scopes[-1].names[var_cursor.spelling].value = S.Var(ir)
             self.scopes[-1].names[var_cursor.spelling].kind = "loopvar"
-            stop = self.loop_stop(cond, var_cursor)
+            first = self.range_of(start)[0]
+            self.ranges[ir] = (first, math.inf)
+            stop = self.loop_stop(cond, var_cursor, first)
+            self.ranges[ir] = (first, max(first, self.range_of(stop)[1] - 1))
             step = self.loop_step(inc, var_cursor)
             stmts = tuple(self.block(body))
         finally:
@@ -678,18 +732,27 @@ class _KernelBuilder:
 
     def static_eval(self, c, var_cursor, value):
         """The value of an integer expression or condition, with the loop variable =
-        ``value``, from constants and scalar arguments only."""
+        ``value``, from constants and scalar arguments only, in C's integer types (an
+        unsigned one wraps around: ``uint s = 0; s - 1`` is 4294967295)."""
+        chain = C.implicit_chain(c)
+        v = self._static_eval(chain[-1], var_cursor, value)
+        if isinstance(v, bool):
+            return v
+        for outer in reversed(chain[:-1]):      # the implicit conversions, innermost first
+            v = _c_value(v, outer.type)
+        return v
+
+    def _static_eval(self, s, var_cursor, value):
         from clang.cindex import CursorKind as K
-        s = C.strip(c)
         if self._is_var(s, var_cursor):
             return value
         if s.kind == K.CSTYLE_CAST_EXPR:
-            return self.static_eval(C.children(s)[-1], var_cursor, value)
+            return _c_value(self.static_eval(C.children(s)[-1], var_cursor, value), s.type)
         if s.kind == K.BINARY_OPERATOR:
             op = C.binary_operator(s)
             a, b = (self.static_eval(x, var_cursor, value) for x in C.children(s))
             ops = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-                   "/": lambda x, y: int(x / y), "%": lambda x, y: x - int(x / y) * y,
+                   "/": _trunc_div, "%": lambda x, y: x - _trunc_div(x, y) * y,
                    "<<": lambda x, y: x << y, ">>": lambda x, y: x >> y,
                    "<": lambda x, y: x < y, "<=": lambda x, y: x <= y,
                    ">": lambda x, y: x > y, ">=": lambda x, y: x >= y,
@@ -697,9 +760,10 @@ class _KernelBuilder:
                    "&&": lambda x, y: bool(x and y), "||": lambda x, y: bool(x or y)}
             if op in ops:
                 try:
-                    return ops[op](a, b)
+                    result = ops[op](a, b)
                 except ZeroDivisionError:
                     self.fail(s, "division by zero in a loop bound")
+                return result if isinstance(result, bool) else _c_value(result, s.type)
         e = self.int_expr(s)
         v = self.static_value(e)
         if v is None:
@@ -708,6 +772,10 @@ class _KernelBuilder:
         return v
 
     def static_update(self, inc, var_cursor, value) -> int:
+        """The loop variable's next value, in its C type."""
+        return _c_value(self._static_update(inc, var_cursor, value), var_cursor.type)
+
+    def _static_update(self, inc, var_cursor, value) -> int:
         from clang.cindex import CursorKind as K
         s = C.strip(inc)
         if s.kind == K.UNARY_OPERATOR and self._is_var(C.children(s)[0], var_cursor):
@@ -720,7 +788,7 @@ class _KernelBuilder:
             rhs = self.static_eval(C.children(s)[1], var_cursor, value)
             result = {"+": value + rhs, "-": value - rhs, "*": value * rhs,
                       "<<": value << rhs, ">>": value >> rhs,
-                      "/": int(value / rhs) if rhs else None}.get(op)
+                      "/": _trunc_div(value, rhs) if rhs else None}.get(op)
             if result is not None:
                 return result
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) == "=" and \
@@ -734,20 +802,35 @@ class _KernelBuilder:
         c = C.strip(c)
         return c.kind == K.DECL_REF_EXPR and c.referenced == var_cursor
 
-    def loop_stop(self, cond, var_cursor) -> S.IntExpr:
+    def loop_stop(self, cond, var_cursor, first) -> S.IntExpr:
+        """The IR loop's stop; ``first``: the least value the loop variable starts at."""
         from clang.cindex import CursorKind as K
         c = C.strip(cond)
         if c.kind == K.BINARY_OPERATOR:
             op = C.binary_operator(c)
             left, right = C.children(c)
             if self._is_var(left, var_cursor) and op in ("<", "<="):
-                stop = self.int_expr(right)
+                self.unsigned_loop_compare(c, left, var_cursor, first)
+                stop = self.exact(right)
                 return stop if op == "<" else stop + 1
             if self._is_var(right, var_cursor) and op in (">", ">="):
-                stop = self.int_expr(left)
+                self.unsigned_loop_compare(c, right, var_cursor, first)
+                stop = self.exact(left)
                 return stop if op == ">" else stop + 1
         self.fail(cond, f"loop condition: write {var_cursor.spelling} < stop or "
                         f"{var_cursor.spelling} <= last (loops count up)")
+
+    def unsigned_loop_compare(self, cond, var_side, var_cursor, first) -> None:
+        """Refuse a loop variable that may start below 0 compared as an unsigned integer
+        (``var_side``: the variable's operand, of the comparison's type): C converts it to
+        a large value there, the IR's loop compares it as it is."""
+        info = _int_type(var_side.type)
+        if info is not None and not info[1] and first < 0:
+            name, ctype = var_cursor.spelling, var_side.type.spelling
+            self.fail(cond, f"loop condition {self.describe_target(cond)}: {name} starts at "
+                            f"{first} and is compared as {ctype}, an unsigned integer, so C "
+                            f"converts a negative {name} to a large value: start it at 0 or "
+                            "more, or compare it with a signed bound")
 
     def loop_step(self, inc, var_cursor) -> S.IntExpr:
         from clang.cindex import CursorKind as K
@@ -805,6 +888,7 @@ class _KernelBuilder:
             value = self.int_expr(init)
             ir = self.bind(name, _Binding("int", None, d))
             self.lookup(name).value = S.Var(ir)
+            self.ranges[ir] = self.range_of(value)
             return [S.Let(ir, value)]
         if _is_float_type(t):
             fixed = self.float_literal(init) if init is not None else None
@@ -1029,7 +1113,7 @@ class _KernelBuilder:
             width = int(name[-1])
             values = self.vector_values(args[0], width)
             ptr = self.pointer_expr(args[2])
-            offset = self.int_expr(args[1]) * width
+            offset = self.exact(args[1], True) * width
             return values[1] + [self.vector_memory_store(self.offset(ptr, offset), width,
                                                          values[0], c)]
         helper = self.helper(c)
@@ -1071,7 +1155,12 @@ class _KernelBuilder:
             self.fail(c, "barrier(CLK_GLOBAL_MEM_FENCE) alone does not order local memory, "
                          "which the IR's barrier always does: write barrier(CLK_LOCAL_MEM_FENCE"
                          " | CLK_GLOBAL_MEM_FENCE)")
-        return S.Barrier(global_fence=bool(flags & 2))
+        return S.Barrier(global_fence=bool(flags & 2), source=self.source_of(c))
+
+    def source_of(self, c) -> str:
+        """``file:line:column`` of cursor ``c``, with the helper calls it is inlined through
+        (``k.cl:5:5 in sync_tile, called at k.cl:20:9``)."""
+        return " in ".join([str(C.where(c, self.path)), *reversed(self.inlined_from)])
 
     # ------------------------------------------------------------------ helpers (inlined)
     def helper(self, call):
@@ -1118,6 +1207,7 @@ class _KernelBuilder:
         self.scopes = [self.scopes[0], _Scope()]
         self.inline_depth += 1
         self.helper_return = []
+        self.inlined_from.append(f"{fn.spelling}, called at {C.where(call, self.path)}")
         try:
             for pname, b in bindings.items():
                 if isinstance(b, tuple):
@@ -1145,11 +1235,99 @@ class _KernelBuilder:
         finally:
             self.scopes, self.helper_return = saved_scopes, saved_return
             self.inline_depth -= 1
+            self.inlined_from.pop()
 
     # ------------------------------------------------------------------ integers
+    # ------------------------------------------------------------------ C's integer types
     def int_expr(self, c) -> S.IntExpr:
+        """The IR of the integer expression ``c``, congruent to C's value modulo
+        ``2**bits`` of ``c``'s type (its wrap-around is applied where it matters: at the
+        uses :meth:`exact` reads, and where a conversion widens a narrower type)."""
+        chain = C.implicit_chain(c)
+        value = self._int_expr(chain[-1])
+        for outer, inner in reversed(list(zip(chain, chain[1:]))):
+            value = self.convert(value, inner.type, outer.type, inner)
+        return value
+
+    def convert(self, value: S.IntExpr, source, target, at) -> S.IntExpr:
+        """``value``, of C type ``source``, converted to ``target``: a wider type holds the
+        value in the narrower one's range (``(long)(uint)x`` is 0 .. 2**32 - 1); a narrower or
+        as wide a type keeps it congruent."""
+        a, b = _int_type(source), _int_type(target)
+        if a is None or b is None or b[0] <= a[0]:
+            return value
+        return self.canonical(value, source, at)
+
+    def exact(self, c, address: bool = False) -> S.IntExpr:
+        """The IR of the integer expression ``c`` with C's value in ``c``'s type (after the
+        implicit conversions clang shows on it): what a comparison, ``/``, ``%``, ``>>``,
+        ``min``/``max`` and an index read. ``address``: ``c`` offsets a pointer, whose
+        64-bit arithmetic wraps as the congruent value does (no check of a 64-bit value)."""
+        value = self.int_expr(c)
+        info = _int_type(c.type)
+        if address and info is not None and info[0] == 64:
+            return value
+        return self.canonical(value, c.type, c)
+
+    def canonical(self, value: S.IntExpr, ctype, at) -> S.IntExpr:
+        """``value`` in the range of the integer type ``ctype``: itself where its bounds
+        for this launch (:meth:`range_of`) are in the range, else a :class:`Wrap` naming
+        the expression at cursor ``at``."""
+        info = _int_type(ctype)
+        if info is None or info[0] == 1 or info == (64, True):
+            return value
+        lo, hi = self.range_of(value)
+        tlo, thi = _type_range(*info)
+        if tlo <= lo and hi <= thi:
+            return value
+        return S.Wrap(value, info[0], info[1],
+                      f"{C.where(at, self.path)}: {self.describe_target(at)}")
+
+    def range_of(self, e: S.IntExpr) -> tuple:
+        """Bounds (lo, hi) of the values of ``e`` in this launch (``math.inf`` unknown)."""
+        if isinstance(e, S.Const):
+            return e.value, e.value
+        if isinstance(e, S.Param):
+            v = self.params.get(e.name)
+            return (-math.inf, math.inf) if v is None else (v, v)
+        if isinstance(e, S.Var):
+            return self.ranges.get(e.name, (-math.inf, math.inf))
+        if isinstance(e, S.WorkItemId):
+            extent = {"global": self.global_size, "local": self.local_size,
+                      "group": tuple(g // x for g, x in zip(self.global_size,
+                                                            self.local_size))}[e.kind]
+            return 0, extent[e.dim] - 1
+        if isinstance(e, S.Min):
+            (a, b), (c, d) = self.range_of(e.left), self.range_of(e.right)
+            return min(a, c), min(b, d)
+        if isinstance(e, S.Wrap):
+            lo, hi = self.range_of(e.operand)
+            if e.bits == 64:
+                return (lo, hi) if e.signed else (max(lo, 0), max(hi, 0))
+            tlo, thi = _type_range(e.bits, e.signed)
+            return (lo, hi) if tlo <= lo and hi <= thi else (tlo, thi)
+        if isinstance(e, S.BinOp):
+            (a, b), (c, d) = self.range_of(e.left), self.range_of(e.right)
+            if e.op == "+":
+                return a + c, b + d
+            if e.op == "-":
+                return a - d, b - c
+            if e.op == "*":
+                corners = [_mul(x, y) for x in (a, b) for y in (c, d)]
+                return min(corners), max(corners)
+            most = max(abs(a), abs(b))           # |a / b| and |a % b| are at most |a|
+            if e.op == "/":
+                if c > 0 or d < 0:
+                    corners = [_trunc_div(x, y) for x in (a, b) for y in (c, d)]
+                    return min(corners), max(corners)
+                return -most, most
+            bound = min(most, max(abs(c), abs(d)) - 1)      # %: less than |divisor|
+            return (0 if a >= 0 else -bound), (0 if b <= 0 else bound)
+        return -math.inf, math.inf
+
+    def _int_expr(self, s) -> S.IntExpr:
+        """:meth:`int_expr` of ``s``, a cursor without implicit casts around it."""
         from clang.cindex import CursorKind as K
-        s = C.strip(c)
         kind = s.kind
         if kind == K.INTEGER_LITERAL:
             return S.Const(C.integer_value(s), C.macro_name(s))
@@ -1159,7 +1337,7 @@ class _KernelBuilder:
             inner = C.children(s)[-1]
             if not _is_int_type(C.strip(inner).type):
                 self.fail(s, f"an integer computed from a float value: {DATA_DEPENDENT}")
-            return self.int_expr(inner)
+            return self.convert(self.int_expr(inner), inner.type, s.type, inner)
         if kind == K.DECL_REF_EXPR:
             b = self.lookup(s.spelling)
             if b is None:
@@ -1177,8 +1355,10 @@ class _KernelBuilder:
         if kind == K.BINARY_OPERATOR:
             op = C.binary_operator(s)
             left, right = C.children(s)
-            if op in ("+", "-", "*", "/", "%"):
+            if op in ("+", "-", "*"):
                 return S.BinOp(op, self.int_expr(left), self.int_expr(right))
+            if op in ("/", "%"):
+                return S.BinOp(op, self.exact(left), self.exact(right))
             if op in ("<<", ">>"):
                 shift = C.evaluate(right)
                 if not isinstance(shift, int) or not 0 <= shift < 31:
@@ -1187,7 +1367,7 @@ class _KernelBuilder:
                 factor = S.Const(2 ** shift)
                 if op == "<<":
                     return S.BinOp("*", self.int_expr(left), factor)
-                value = self.int_expr(left)   # x >> s rounds down: (x - (x mod 2^s)) / 2^s
+                value = self.exact(left)   # x >> s rounds down: (x - (x mod 2^s)) / 2^s
                 return S.BinOp("/", S.BinOp("-", value, _floor_mod(value, factor)), factor)
             if op == "&":
                 mask = C.evaluate(right)
@@ -1240,7 +1420,7 @@ class _KernelBuilder:
         if name == "get_work_dim":
             return S.Const(len(self.local_size))
         if name in ("min", "max") and len(args) == 2:
-            a, b = self.int_expr(args[0]), self.int_expr(args[1])
+            a, b = self.exact(args[0]), self.exact(args[1])
             if name == "min":
                 return S.Min(a, b)
             return S.BinOp("-", S.Const(0), S.Min(S.BinOp("-", S.Const(0), a),
@@ -1269,12 +1449,12 @@ class _KernelBuilder:
                 for side in (left, right):
                     if not _is_int_type(C.strip(side).type):
                         self.fail(s, f"a branch on float values: {DATA_DEPENDENT}")
-                return S.Compare(op, self.int_expr(left), self.int_expr(right))
+                return S.Compare(op, self.exact(left), self.exact(right))
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "!":
             return S.Not(self.condition(C.children(s)[0]))
         if _is_float_type(s.type):
             self.fail(s, f"a branch on float values: {DATA_DEPENDENT}")
-        return S.Compare("!=", self.int_expr(s), S.Const(0))
+        return S.Compare("!=", self.exact(s), S.Const(0))
 
     # ------------------------------------------------------------------ memory
     def subscripts(self, s):
@@ -1299,20 +1479,20 @@ class _KernelBuilder:
             if b.kind == "private_array":
                 arr = b.value
                 self._rank(s, arr.name, len(arr.dims), len(idx))
-                return ("private_elem", arr, tuple(self.int_expr(i) for i in idx))
+                return ("private_elem", arr, tuple(self.exact(i, True) for i in idx))
             if b.kind == "local":
                 arr = b.value
                 if len(idx) == len(arr.dims):
-                    return ("memory", arr, tuple(self.int_expr(i) for i in idx))
+                    return ("memory", arr, tuple(self.exact(i, True) for i in idx))
                 if len(idx) == 1:
-                    return ("memory", arr, self.delinearize(self.int_expr(idx[0]),
+                    return ("memory", arr, self.delinearize(self.exact(idx[0], True),
                                                             [d.value for d in arr.dims]))
                 self._rank(s, arr.name, len(arr.dims), len(idx))
         if len(idx) != 1:
             self.fail(s, "a buffer is indexed with one flat index (A[row * N + col])")
         ptr = self.pointer_expr(base)
-        ptr = self.offset(ptr, self.int_expr(idx[0]) * ptr.width
-                          if ptr.width > 1 else self.int_expr(idx[0]))
+        index = self.exact(idx[0], True)
+        ptr = self.offset(ptr, index * ptr.width if ptr.width > 1 else index)
         if ptr.width > 1:
             return ("vector_memory", ptr)
         return ("memory", *self.resolve(ptr, s, store))
@@ -1371,6 +1551,11 @@ class _KernelBuilder:
         if isinstance(e, S.Min):
             a, b = self.static_value(e.left), self.static_value(e.right)
             return None if a is None or b is None else min(a, b)
+        if isinstance(e, S.Wrap):
+            v = self.static_value(e.operand)
+            if v is None or e.bits == 64:
+                return None if v is None or (not e.signed and v < 0) else v
+            return wrap_int(v, e.bits, e.signed)
         return None
 
     def offset(self, ptr: _Pointer, delta: S.IntExpr) -> _Pointer:
@@ -1416,10 +1601,10 @@ class _KernelBuilder:
                 base, idx = self.subscripts(target)
                 b = self.lookup(base.spelling) if base.kind == K.DECL_REF_EXPR else None
                 if b is not None and b.kind == "local" and len(idx) == len(b.value.dims):
-                    return _Pointer(b.value, None, tuple(self.int_expr(i) for i in idx), 1)
+                    return _Pointer(b.value, None, tuple(self.exact(i, True) for i in idx), 1)
                 if len(idx) == 1:
                     ptr = self.pointer_expr(base)
-                    delta = self.int_expr(idx[0])
+                    delta = self.exact(idx[0], True)
                     return self.offset(ptr, delta * ptr.width if ptr.width > 1 else delta)
             self.fail(s, "address of something other than a buffer or local array element")
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in ("+", "-"):
@@ -1427,7 +1612,7 @@ class _KernelBuilder:
             if _type_kind(C.strip(left).type) != "POINTER":
                 left, right = right, left
             ptr = self.pointer_expr(left)
-            delta = self.int_expr(right)
+            delta = self.exact(right, True)
             if C.binary_operator(s) == "-":
                 delta = S.BinOp("-", S.Const(0), delta)
             return self.offset(ptr, delta * ptr.width if ptr.width > 1 else delta)
@@ -1530,7 +1715,7 @@ class _KernelBuilder:
                 self.fail(s, f"{s.spelling} into a float{width}")
             args = C.children(s)[1:]
             base = self.pointer_expr(args[1])
-            ptr = self.offset(base, self.int_expr(args[0]) * width)
+            ptr = self.offset(base, self.exact(args[0], True) * width)
         elif s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "*":
             ptr = self.pointer_expr(C.children(s)[0])
         elif s.kind == K.ARRAY_SUBSCRIPT_EXPR:

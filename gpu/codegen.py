@@ -7,6 +7,12 @@ executes, so the two cannot drift apart. The kernel frame is a Jinja2 template
 Named constants (tile width, chunk) become ``#define`` lines; parameters (``M``, ``K``,
 ``N``) become ``const int`` arguments; every global buffer is ``float`` (row-major) and the
 work-group size is fixed with ``reqd_work_group_size``.
+
+Integers are ``int``; a :class:`~simulator.schedule.Wrap` is rendered as a ``long`` holding
+the wrapped value (``(long)(unsigned int)(i - 1)``), a ``Let`` or a loop variable whose
+value holds one (or such a name) is declared ``long`` and a ``min`` of one takes both
+operands as ``long``, so that the C arithmetic around it is the IR's (mathematical)
+arithmetic: no further wrap-around.
 """
 from __future__ import annotations
 
@@ -37,8 +43,9 @@ def _template() -> jinja2.Template:
     return env.get_template("kernel.cl.j2")
 
 
-def render_int(e: S.IntExpr) -> tuple[str, int]:
-    """C text of an integer expression and its precedence."""
+def render_int(e: S.IntExpr, longs=frozenset()) -> tuple[str, int]:
+    """C text of an integer expression and its precedence; ``longs``: the names declared
+    ``long`` (see the module docstring)."""
     if isinstance(e, S.Const):
         return (e.name if e.name else str(e.value)), _ATOM
     if isinstance(e, (S.Param, S.Var)):
@@ -46,10 +53,33 @@ def render_int(e: S.IntExpr) -> tuple[str, int]:
     if isinstance(e, S.WorkItemId):
         return f"(int){_IDS[e.kind]}({e.dim})", _ATOM
     if isinstance(e, S.Min):
-        return f"min({render_int(e.left)[0]}, {render_int(e.right)[0]})", _ATOM
+        left, right = render_int(e.left, longs)[0], render_int(e.right, longs)[0]
+        if _is_long(longs, e):      # min of one type: OpenCL C has no min(long, int)
+            return f"min((long)({left}), (long)({right}))", _ATOM
+        return f"min({left}, {right})", _ATOM
     if isinstance(e, S.BinOp):
-        return _binary(e.op, render_int(e.left), render_int(e.right), _op_of(e.right))
+        return _binary(e.op, render_int(e.left, longs), render_int(e.right, longs),
+                       _op_of(e.right))
+    if isinstance(e, S.Wrap):
+        inner = render_int(e.operand, longs)[0]
+        if e.bits == 64:   # the operand itself (an unsigned one refused when negative)
+            return f"(long)({inner})", _ATOM
+        return f"(long)({S.c_int_type(e.bits, e.signed)})({inner})", _ATOM
     raise TypeError(f"cannot render integer expression {e!r}")
+
+
+def _is_long(longs, *exprs: S.IntExpr) -> bool:
+    """Whether one of ``exprs`` is a ``long`` in C: it holds a :class:`Wrap` or a name of
+    ``longs``."""
+    def wide(e) -> bool:
+        if isinstance(e, S.Wrap):
+            return True
+        if isinstance(e, S.Var):
+            return e.name in longs
+        if isinstance(e, (S.BinOp, S.Min)):
+            return wide(e.left) or wide(e.right)
+        return False
+    return any(wide(e) for e in exprs)
 
 
 def _binary(op: str, left: tuple[str, int], right: tuple[str, int],
@@ -72,26 +102,28 @@ def _op_of(node) -> str | None:
     return getattr(node, "op", None)
 
 
-def render_cond(c: S.Cond) -> tuple[str, int]:
+def render_cond(c: S.Cond, longs=frozenset()) -> tuple[str, int]:
     """C text of a condition and its precedence."""
     if isinstance(c, S.Compare):
-        return _binary(c.op, render_int(c.left), render_int(c.right), _op_of(c.right))
+        return _binary(c.op, render_int(c.left, longs), render_int(c.right, longs),
+                       _op_of(c.right))
     if isinstance(c, S.BoolOp):
-        return _binary(c.op, render_cond(c.left), render_cond(c.right), _op_of(c.right))
+        return _binary(c.op, render_cond(c.left, longs), render_cond(c.right, longs),
+                       _op_of(c.right))
     if isinstance(c, S.Not):
-        return f"!({render_cond(c.operand)[0]})", _ATOM
+        return f"!({render_cond(c.operand, longs)[0]})", _ATOM
     raise TypeError(f"cannot render condition {c!r}")
 
 
-def render_access(array: S.Array, index: tuple[S.IntExpr, ...]) -> str:
+def render_access(array: S.Array, index: tuple[S.IntExpr, ...], longs=frozenset()) -> str:
     """``A[row * K + col]`` for a global buffer (flat, row-major); ``tile[r][c]`` for a
     local array (declared with its dimensions)."""
     if isinstance(array, S.LocalArray):
-        return array.name + "".join(f"[{render_int(i)[0]}]" for i in index)
+        return array.name + "".join(f"[{render_int(i, longs)[0]}]" for i in index)
     flat = index[0]
     for i, extent in zip(index[1:], array.dims[1:]):
         flat = flat * extent + i
-    return f"{array.name}[{render_int(flat)[0]}]"
+    return f"{array.name}[{render_int(flat, longs)[0]}]"
 
 
 def render_float_constant(value: float) -> str:
@@ -105,47 +137,52 @@ def render_float_constant(value: float) -> str:
     return f"{value!r}f"
 
 
-def render_float(e: S.FloatExpr) -> tuple[str, int]:
+def render_float(e: S.FloatExpr, longs=frozenset()) -> tuple[str, int]:
     """C text of a float expression and its precedence."""
     if isinstance(e, S.Load):
-        return render_access(e.array, e.index), _ATOM
+        return render_access(e.array, e.index, longs), _ATOM
     if isinstance(e, S.FConst):
         return render_float_constant(e.value), _ATOM
     if isinstance(e, S.Private):
         return e.name, _ATOM
     if isinstance(e, S.PrivateElem):
-        return e.array.name + "".join(f"[{render_int(i)[0]}]" for i in e.index), _ATOM
+        return e.array.name + "".join(f"[{render_int(i, longs)[0]}]" for i in e.index), _ATOM
     if isinstance(e, S.FBinOp):
-        return _binary(e.op, render_float(e.left), render_float(e.right), _op_of(e.right),
-                       reassociate=False)
+        return _binary(e.op, render_float(e.left, longs), render_float(e.right, longs),
+                       _op_of(e.right), reassociate=False)
     if isinstance(e, S.FNeg):
-        return f"(-({render_float(e.operand)[0]}))", _ATOM
+        return f"(-({render_float(e.operand, longs)[0]}))", _ATOM
     if isinstance(e, S.FCall):  # OpenCL C built-ins of the same names (CUDA: gpu.cuda)
-        return f"{e.fn}({', '.join(render_float(a)[0] for a in e.args)})", _ATOM
+        return f"{e.fn}({', '.join(render_float(a, longs)[0] for a in e.args)})", _ATOM
     if isinstance(e, S.Select):
-        return (f"(({render_cond(e.cond)[0]}) ? {render_float(e.then)[0]} : "
-                f"{render_float(e.orelse)[0]})"), _ATOM
+        return (f"(({render_cond(e.cond, longs)[0]}) ? {render_float(e.then, longs)[0]} : "
+                f"{render_float(e.orelse, longs)[0]})"), _ATOM
     raise TypeError(f"cannot render float expression {e!r}")
 
 
-def _target(s) -> str:
+def _target(s, longs=frozenset()) -> str:
     """``name`` or ``name[i][j]`` of an Assign/Accumulate."""
-    return s.name + "".join(f"[{render_int(i)[0]}]" for i in s.index)
+    return s.name + "".join(f"[{render_int(i, longs)[0]}]" for i in s.index)
 
 
-def render_block(stmts, depth: int = 1) -> list[str]:
-    """Lines of C for a block of statements, indented four spaces per ``depth``."""
+def render_block(stmts, depth: int = 1, longs: set[str] | None = None) -> list[str]:
+    """Lines of C for a block of statements, indented four spaces per ``depth``;
+    ``longs``: the names declared ``long`` so far (see the module docstring)."""
     pad = "    " * depth
     lines: list[str] = []
+    longs = set() if longs is None else longs
     for s in stmts:
         if isinstance(s, S.Let):
-            lines.append(f"{pad}const int {s.name} = {render_int(s.value)[0]};")
+            ctype = "long" if _is_long(longs, s.value) else "int"
+            if ctype == "long":
+                longs.add(s.name)
+            lines.append(f"{pad}const {ctype} {s.name} = {render_int(s.value, longs)[0]};")
         elif isinstance(s, S.DeclareFloat):
             init = "" if s.init is None else f" = {render_float_constant(s.init)}"
             lines.append(f"{pad}float {s.name}{init};")
         elif isinstance(s, S.DeclarePrivateArray):
             name = s.array.name
-            extents = [render_int(d)[0] for d in s.array.dims]
+            extents = [render_int(d, longs)[0] for d in s.array.dims]
             lines.append(f"{pad}float {name}{''.join(f'[{e}]' for e in extents)};")
             if s.init is not None:
                 # zero-filled by loops, not "= {0.0f}": PoCL (CPU) miscompiled that aggregate
@@ -159,42 +196,45 @@ def render_block(stmts, depth: int = 1) -> list[str]:
                              f"{''.join(f'[{i}]' for i in idx)} = {fill};")
                 lines.append(f"{pad}}}")
         elif isinstance(s, S.Assign):
-            lines.append(f"{pad}{_target(s)} = {render_float(s.value)[0]};")
+            lines.append(f"{pad}{_target(s, longs)} = {render_float(s.value, longs)[0]};")
         elif isinstance(s, S.Accumulate):
-            lines.append(f"{pad}{_target(s)} += {render_float(s.value)[0]};")
+            lines.append(f"{pad}{_target(s, longs)} += {render_float(s.value, longs)[0]};")
         elif isinstance(s, S.Store):
-            lines.append(f"{pad}{render_access(s.array, s.index)} = "
-                         f"{render_float(s.value)[0]};")
+            lines.append(f"{pad}{render_access(s.array, s.index, longs)} = "
+                         f"{render_float(s.value, longs)[0]};")
         elif isinstance(s, S.VectorLoad):
             lines.append(f"{pad}{{")
             lines.append(f"{pad}    const float{s.width} vec = "
                          f"*({_vector_pointer(s.array, s.width, const=True)})"
-                         f"&{render_access(s.array, s.index)};")
+                         f"&{render_access(s.array, s.index, longs)};")
             lines += [f"{pad}    {name} = vec.{'xyzw'[w]};" for w, name in enumerate(s.names)]
             lines.append(f"{pad}}}")
         elif isinstance(s, S.VectorStore):
             lines.append(f"{pad}{{")
             lines.append(f"{pad}    float{s.width} vec;")
-            lines += [f"{pad}    vec.{'xyzw'[w]} = {render_float(v)[0]};"
+            lines += [f"{pad}    vec.{'xyzw'[w]} = {render_float(v, longs)[0]};"
                       for w, v in enumerate(s.values)]
             lines.append(f"{pad}    *({_vector_pointer(s.array, s.width, const=False)})"
-                         f"&{render_access(s.array, s.index)} = vec;")
+                         f"&{render_access(s.array, s.index, longs)} = vec;")
             lines.append(f"{pad}}}")
         elif isinstance(s, S.If):
-            lines.append(f"{pad}if ({render_cond(s.cond)[0]}) {{")
-            lines += render_block(s.then, depth + 1)
+            lines.append(f"{pad}if ({render_cond(s.cond, longs)[0]}) {{")
+            lines += render_block(s.then, depth + 1, longs)
             if s.orelse:
                 lines.append(f"{pad}}} else {{")
-                lines += render_block(s.orelse, depth + 1)
+                lines += render_block(s.orelse, depth + 1, longs)
             lines.append(f"{pad}}}")
         elif isinstance(s, S.For):
-            step = render_int(s.step)[0]
+            step = render_int(s.step, longs)[0]
             inc = f"++{s.var}" if step == "1" else f"{s.var} += {step}"
             if _unrolled(s):
                 lines.append(f"{pad}#pragma unroll")
-            lines.append(f"{pad}for (int {s.var} = {render_int(s.start)[0]}; "
-                         f"{s.var} < {render_int(s.stop)[0]}; {inc}) {{")
-            lines += render_block(s.body, depth + 1)
+            ctype = "long" if _is_long(longs, s.start, s.stop, s.step) else "int"
+            if ctype == "long":
+                longs.add(s.var)
+            lines.append(f"{pad}for ({ctype} {s.var} = {render_int(s.start, longs)[0]}; "
+                         f"{s.var} < {render_int(s.stop, longs)[0]}; {inc}) {{")
+            lines += render_block(s.body, depth + 1, longs)
             lines.append(f"{pad}}}")
         elif isinstance(s, S.Barrier):
             fence = "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE" if s.global_fence else \

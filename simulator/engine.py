@@ -10,8 +10,10 @@ work-items and no thread per work-item: execution is deterministic.
 Divergence is handled with masks: ``If`` narrows the mask, ``Return`` clears a work-item's
 *alive* bit, loops run while any work-item of the batch still iterates. A barrier checks
 that in each work-group either every work-item or none arrives (otherwise: barrier
-divergence). Loops whose body only reads memory and accumulates into private variables
-(no store, barrier or return) are executed in blocks of iterations along the third axis.
+divergence, naming the barrier by its place in the source, ``Barrier.source``, or else by
+its position among the schedule's barriers). Loops whose body only reads memory and
+accumulates into private variables (no store, barrier or return) are executed in blocks of
+iterations along the third axis.
 
 Vector accesses (``float2``/``float4``) are one instruction per work-item: their event
 lists every element touched (``AccessEvent.vector_width`` entries per iteration), and a first
@@ -48,7 +50,8 @@ from .global_races import GlobalRaceDetector
 from .hazards import Hazard, HazardError, HazardLog, array_dims, element_text
 from .race_detection import (LocalRaceDetector, UninitializedLocalRead, UninitializedOutputRead,
                              UnwrittenOutput)
-from .static_ir import CMP_OPS, ExecutionError, apply_int_op, eval_static, is_vectorizable
+from .static_ir import (CMP_OPS, ExecutionError, apply_int_op, eval_static, is_vectorizable,
+                        wrap_int)
 from .unwritten import unwritten_fill
 
 BATCH_WORK_ITEMS = 1 << 20
@@ -383,6 +386,12 @@ class Machine:
         """Whether a loop ran blocked in this machine."""
         self.depths = False
         """Track sum lengths (:mod:`simulator.sum_length`) beside the values."""
+        self.live = None
+        """The work-items that execute the expressions being evaluated (the statement's
+        mask; narrowed for the right operand of ``&&`` and ``||``, which C evaluates only
+        where the left one does not decide): an unsigned 64-bit :class:`Wrap` refuses a
+        negative value of these only."""
+        self.unsigned_checks = _has_unsigned_check(schedule.body)
 
     def track_sum_lengths(self, initial: dict[str, int] | None = None) -> None:
         """Count sum lengths from now on: per global array a shadow of int32 (inputs 0, or
@@ -458,13 +467,59 @@ class Machine:
                 raise ExecutionError(f"{self.schedule.family}: {err}") from None
         if isinstance(e, S.Min):
             return np.minimum(self.eval_int(e.left), self.eval_int(e.right))
+        if isinstance(e, S.Wrap):
+            value = self.eval_int(e.operand)
+            if e.bits < 64:
+                return wrap_int(value, e.bits, e.signed)
+            if not e.signed:
+                self.check_unsigned(e, value)
+            return value
         raise TypeError(f"unknown integer expression {e!r}")
+
+    def check_unsigned(self, e: S.Wrap, value) -> None:
+        """Refuse a negative ``value`` of the unsigned 64-bit ``e`` for a work-item of
+        :attr:`live`: C's value, ``value + 2**64``, is beyond int64.
+
+        Raises:
+            ExecutionError: naming the expression, the work-item and the value.
+        """
+        negative = np.less(value, 0)
+        if not np.any(negative):
+            return
+        live = True if self.live is None else self.live
+        bad = np.logical_and(negative, live)
+        if not np.any(bad):
+            return
+        shape = np.broadcast_shapes(np.shape(bad), (self.G, self.L, 1))
+        g, li, it = np.unravel_index(int(np.flatnonzero(np.broadcast_to(bad, shape))[0]),
+                                     shape)
+        v = int(np.broadcast_to(value, shape)[g, li, it])
+        dims = range(len(self.schedule.local_size))
+        gid = tuple(int(self.ids[("global", d)][g, li, 0]) for d in dims)
+        lid = tuple(int(self.ids[("local", d)][0, li, 0]) for d in dims)
+        what = e.source or f"{self.schedule.family}: {S.describe_int(e.operand)}"
+        raise ExecutionError(
+            f"{what} is {v} for the work-item of global id {gid} (local id {lid} of "
+            f"work-group {self.group_id_tuple(g)}), and C computes it as an unsigned 64-bit "
+            f"integer, {v + 2 ** 64}, which the simulator's 64-bit signed integers do not "
+            "hold (a limit of the simulator, not a fault of the kernel): compute it in int "
+            "or uint (whose wrap-around the simulator models), or only where it is 0 or more")
 
     def eval_cond(self, c: S.Cond):
         if isinstance(c, S.Compare):
             return CMP_OPS[c.op](self.eval_int(c.left), self.eval_int(c.right))
         if isinstance(c, S.BoolOp):
-            left, right = self.eval_cond(c.left), self.eval_cond(c.right)
+            left = self.eval_cond(c.left)
+            if not self.unsigned_checks:
+                right = self.eval_cond(c.right)
+            else:       # C evaluates the right operand where the left one does not decide
+                live = True if self.live is None else self.live
+                self.live = np.logical_and(live, left if c.op == "&&" else
+                                           np.logical_not(left))
+                try:
+                    right = self.eval_cond(c.right)
+                finally:
+                    self.live = None if live is True else live
             return np.logical_and(left, right) if c.op == "&&" else np.logical_or(left, right)
         if isinstance(c, S.Not):
             return np.logical_not(self.eval_cond(c.operand))
@@ -716,6 +771,7 @@ class Machine:
                 skip = next(found[pos].stop for _, found in runs if pos in found)
                 continue
             m = np.logical_and(mask, self.alive)
+            self.live = m
             if isinstance(s, S.Let):
                 self.env[s.name] = self.eval_int(s.value)
             elif isinstance(s, S.DeclareFloat):
@@ -1051,15 +1107,20 @@ class Machine:
         diverged = np.nonzero((arrived > 0) & (arrived < self.L))[0]
         if len(diverged):
             g = int(diverged[0])
-            ordinal = self.barrier_ordinal(barrier)
+            if barrier.source:
+                site = f"barrier at {barrier.source}"
+                named = f"the {site}"
+            else:
+                ordinal = self.barrier_ordinal(barrier)
+                site, named = f"barrier {ordinal}", f"barrier {ordinal} (in source order)"
             self.log.add(Hazard(
                 kind="barrier-divergence", schedule=self.schedule.family, array="", index=-1,
                 group_id=self.group_id_tuple(g),
                 local_ids=tuple(int(i) for i in np.nonzero(~np.broadcast_to(
                     m[min(g, m.shape[0] - 1)], (self.L, 1))[:, 0])[0][:8]),
                 epoch=self.epoch, count=int(arrived[diverged].sum()),
-                site=f"barrier {ordinal}",
-                detail=(f"barrier {ordinal} (in source order) is reached by some work-items "
+                site=site,
+                detail=(f"{named} is reached by some work-items "
                         f"of a work-group and not by others: e.g. only {int(arrived[g])} of "
                         f"{self.L} work-items of work-group {self.group_id_tuple(g)} reach it "
                         f"in barrier interval {self.epoch}")),
@@ -1072,7 +1133,8 @@ class Machine:
         self.epoch += 1
 
     def barrier_ordinal(self, barrier: S.Barrier) -> int:
-        """1-based position of ``barrier`` among the schedule's barriers, in source order."""
+        """1-based position of ``barrier`` among the schedule's barriers, in the order of
+        the schedule's statements (the name of a barrier without ``source``)."""
         if not self.barriers:
             def walk(stmts):
                 for s in stmts:
@@ -1092,6 +1154,7 @@ class Machine:
             if plan is not None:
                 p.run(self, loop, m, plan)
                 return
+        self.live = m
         step = self.eval_int(loop.step)
         if np.any(np.asarray(step) <= 0):
             raise ExecutionError(f"{self.schedule.family}: loop {loop.var} has a step of "
@@ -1104,8 +1167,8 @@ class Machine:
         var = self.eval_int(loop.start)
         while True:
             self.env[loop.var] = var
-            inside = np.logical_and(np.logical_and(m, self.alive),
-                                    np.less(var, self.eval_int(loop.stop)))
+            self.live = np.logical_and(m, self.alive)
+            inside = np.logical_and(self.live, np.less(var, self.eval_int(loop.stop)))
             if not np.any(inside):
                 break
             self.exec_block(loop.body, inside)
@@ -1155,3 +1218,15 @@ class Machine:
             self.exec_block(loop.body, inside)
         self.env.pop(loop.var, None)
         return most > 0
+
+
+def _has_unsigned_check(node) -> bool:
+    """Whether an unsigned 64-bit :class:`simulator.schedule.Wrap` is anywhere in ``node``
+    (a statement, an expression or a tuple of them)."""
+    if isinstance(node, S.Wrap) and node.bits == 64 and not node.signed:
+        return True
+    if isinstance(node, (tuple, list)):
+        return any(_has_unsigned_check(n) for n in node)
+    if isinstance(node, (S.Stmt, S.IntExpr, S.Cond, S.FloatExpr)):
+        return any(_has_unsigned_check(getattr(node, f)) for f in node.__dataclass_fields__)
+    return False

@@ -10,7 +10,9 @@ with Python operators from atoms: :class:`Const` (optionally named, rendered as 
 ``#define``), :class:`Param` (a runtime ``int`` argument such as ``M``), :func:`local_id`,
 :func:`group_id`, :func:`global_id`, :class:`Var` (a loop variable or a :class:`Let`).
 Comparisons give :class:`Cond` objects, combined with ``&``, ``|`` and ``~``.
-Division and remainder follow C: they truncate toward zero.
+Division and remainder follow C: they truncate toward zero. Values are mathematical
+integers (no overflow); :class:`Wrap` converts one to a C integer type of fixed width
+(``uint``: modulo 2**32), as OpenCL C's unsigned arithmetic wraps around.
 
 Float expressions (:class:`FloatExpr`) are loads, private variables, constants, ``+``,
 ``-``, ``*``, the built-ins ``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`)
@@ -193,6 +195,50 @@ class Min(IntExpr):
 
     left: IntExpr
     right: IntExpr
+
+
+INT_WIDTHS = (8, 16, 32, 64)
+"""Bits of the C integer types a :class:`Wrap` converts to (``char`` ... ``long``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Wrap(IntExpr):
+    """``operand`` converted to C's integer type of ``bits`` bits, ``signed`` or not: the
+    value congruent to ``operand`` modulo ``2**bits`` in that type's range (``0`` ..
+    ``2**bits - 1`` unsigned, ``-2**(bits - 1)`` .. ``2**(bits - 1) - 1`` signed), as
+    OpenCL C's fixed-width integers wrap around (``uint i = 0; i - 1`` is 4294967295).
+
+    For ``bits = 64`` the simulator's 64-bit signed integers hold the operand itself: signed,
+    the value is the operand; unsigned (``size_t``, ``ulong``), a negative operand, whose
+    wrapped value ``operand + 2**64`` they cannot hold, is refused where a work-item that
+    executes the expression computes it (:class:`simulator.static_ir.ExecutionError`
+    naming ``source``, the work-item and the value).
+
+    Attributes:
+        operand: the expression converted.
+        bits: one of :data:`INT_WIDTHS`.
+        signed: a signed type (``int``) rather than an unsigned one (``uint``).
+        source: where the C expression is, ``"file:line:column: text"`` (``None`` for a
+            schedule built in Python), for messages.
+
+    Raises:
+        ScheduleError: ``bits`` outside :data:`INT_WIDTHS`.
+    """
+
+    operand: IntExpr
+    bits: int = 32
+    signed: bool = False
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.bits not in INT_WIDTHS:
+            raise ScheduleError(f"Wrap: bits = {self.bits!r} is not one of "
+                                f"{', '.join(map(str, INT_WIDTHS))}")
+
+
+def wrap(e: IntLike, bits: int = 32, signed: bool = False) -> Wrap:
+    """``e`` converted to the C integer type of ``bits`` bits (default ``uint``)."""
+    return Wrap(as_int(e), bits, signed)
 
 
 def as_int(x: IntLike) -> IntExpr:
@@ -691,9 +737,17 @@ class Barrier(Stmt):
     ``global_fence`` it is ``barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)`` and also
     orders global memory within the work-group. Nothing orders global memory between
     work-groups.
+
+    ``source`` says where the barrier is in the kernel's source text, for messages: ``file:
+    line:column``, followed for a barrier of an inlined helper function by the calls it was
+    inlined through (``k.cl:5:5 in sync_tile, called at k.cl:20:9``); ``None`` for a
+    schedule built in Python, whose barriers are named by their position among the
+    schedule's barriers. It is no part of the kernel: the code generator renders, and the
+    engine executes, a barrier the same with or without it.
     """
 
     global_fence: bool = False
+    source: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -906,7 +960,15 @@ def describe_int(e: IntExpr) -> str:
         return f"({describe_int(e.left)} {e.op} {describe_int(e.right)})"
     if isinstance(e, Min):
         return f"min({describe_int(e.left)}, {describe_int(e.right)})"
+    if isinstance(e, Wrap):
+        return f"({c_int_type(e.bits, e.signed)})({describe_int(e.operand)})"
     raise TypeError(f"unknown integer expression {e!r}")
+
+
+def c_int_type(bits: int, signed: bool) -> str:
+    """C's name of the integer type of ``bits`` bits (``unsigned int`` for 32, unsigned)."""
+    name = {8: "char", 16: "short", 32: "int", 64: "long"}[bits]
+    return ("signed " if bits == 8 else "") + name if signed else f"unsigned {name}"
 
 
 def describe_access(array: Array, index: tuple[IntExpr, ...]) -> str:

@@ -1,8 +1,9 @@
 """Static facts of the IR (:mod:`simulator.schedule`), known without executing anything.
 
 * integer arithmetic with C's semantics (:data:`INT_OPS`, :data:`CMP_OPS`: ``/`` truncates
-  toward zero and ``%`` takes the dividend's sign, C11 §6.5.5), on Python ints and numpy
-  arrays alike;
+  toward zero and ``%`` takes the dividend's sign, C11 §6.5.5; :func:`wrap_int`: conversion
+  to a fixed-width type, C11 §6.3.1.3, two's complement), on Python ints and numpy arrays
+  alike;
 * integer expressions of constants and parameters (:func:`eval_static`), and of constants,
   parameters and known loop variables (:func:`static_int`);
 * row-major flat indices of private array elements (:func:`flat_index`);
@@ -22,8 +23,19 @@ class ExecutionError(ValueError):
     """The schedule cannot be executed as written: an integer division or remainder by a
     zero that every work-item computes, a loop whose step is not positive (it would never
     end) or one of more iterations than the simulator runs
-    (:data:`simulator.engine.LOOP_TRIPS_LIMIT`). The message names the operation or the
-    loop."""
+    (:data:`simulator.engine.LOOP_TRIPS_LIMIT`), or an unsigned 64-bit value the simulator's
+    integers cannot hold (:class:`simulator.schedule.Wrap`). The message names the
+    operation, the loop or the expression."""
+
+
+def wrap_int(value, bits: int, signed: bool):
+    """``value`` (a Python int or an int64 array) converted to C's integer type of ``bits``
+    < 64 bits: the value congruent modulo ``2**bits`` in the type's range."""
+    mask = (1 << bits) - 1
+    if signed:
+        half = 1 << (bits - 1)
+        return ((value + half) & mask) - half
+    return value & mask
 
 
 def c_div(a, b):
@@ -81,7 +93,8 @@ def eval_static(e: S.IntExpr, params: dict[str, int]):
     """Value of an expression of constants and parameters only.
 
     Raises:
-        TypeError: the expression reads anything else (a variable, a work-item id).
+        TypeError: the expression reads anything else (a variable, a work-item id), or is
+            an unsigned 64-bit :class:`Wrap` of a negative value.
         KeyError: a parameter missing from ``params``.
     """
     if isinstance(e, S.Const):
@@ -92,6 +105,13 @@ def eval_static(e: S.IntExpr, params: dict[str, int]):
         return apply_int_op(e, eval_static(e.left, params), eval_static(e.right, params))
     if isinstance(e, S.Min):
         return min(eval_static(e.left, params), eval_static(e.right, params))
+    if isinstance(e, S.Wrap):
+        value = eval_static(e.operand, params)
+        if e.bits < 64:
+            return wrap_int(value, e.bits, e.signed)
+        if e.signed or value >= 0:
+            return value
+        raise TypeError(f"{e!r} is an unsigned 64-bit value the simulator does not hold")
     raise TypeError(f"{e!r} is not a static expression of constants and parameters")
 
 
@@ -104,8 +124,9 @@ def static_int(e: S.IntExpr, env: dict[str, int], params: dict[str, int]) -> int
     """Value of ``e`` from constants, ``params`` and the loop variables of ``env``.
 
     Raises:
-        NotStatic: ``e`` reads a name not in ``env``, a work-item id, or is not an integer
-            expression of those kinds.
+        NotStatic: ``e`` reads a name not in ``env``, a work-item id, is not an integer
+            expression of those kinds, or is an unsigned 64-bit :class:`Wrap` of a negative
+            value (which the engine refuses where a work-item computes it).
     """
     if isinstance(e, S.Const):
         return int(e.value)
@@ -120,6 +141,12 @@ def static_int(e: S.IntExpr, env: dict[str, int], params: dict[str, int]) -> int
                                 static_int(e.right, env, params)))
     if isinstance(e, S.Min):
         return min(static_int(e.left, env, params), static_int(e.right, env, params))
+    if isinstance(e, S.Wrap):
+        value = static_int(e.operand, env, params)
+        if e.bits < 64:
+            return wrap_int(value, e.bits, e.signed)
+        if e.signed or value >= 0:
+            return value
     raise NotStatic(repr(e))
 
 

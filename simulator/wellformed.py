@@ -210,6 +210,10 @@ class _Checker:
         elif isinstance(e, S.Min):
             self._int(e.left, ints)
             self._int(e.right, ints)
+        elif isinstance(e, S.Wrap):
+            if not isinstance(e.signed, bool):
+                self.add(f"Wrap: signed = {e.signed!r} is not a bool")
+            self._int(e.operand, ints)
         else:
             self.add(f"{e!r} is not an integer expression")
 

@@ -263,3 +263,63 @@ def test_integer_constants_in_a_float_expression_convert_as_c_converts_them():
     sch, x, r = run(src, [4], [4], {"A": {"shape": [4], "access": "in"},
                                     "C": {"shape": [4], "access": "out"}})
     assert np.array_equal(r.outputs["C"], x["A"] * np.float32(5))
+
+
+BARRIER_HELPERS = """#define WG 16
+static void sync_tile(void) { barrier(CLK_LOCAL_MEM_FENCE); }
+static void stage(__local float *t, __global const float *A, int i, int l) {
+    t[l] = A[i];
+    sync_tile();
+}
+__kernel void k(__global const float *A, __global float *B) {
+    __local float t[WG];
+    const int i = get_global_id(0), l = get_local_id(0);
+    if (l < 12)
+        stage(t, A, i, l);
+    if (l < 8)
+        sync_tile();
+    B[i] = t[WG - 1 - l];
+    barrier(CLK_LOCAL_MEM_FENCE);
+}"""
+
+
+def test_barrier_divergence_names_the_barrier_in_the_source_and_the_calls_of_its_helper():
+    """Each inlined copy of a helper's barrier is named by the barrier's line and the calls
+    it was inlined through, not by its position among the schedule's barriers (which counts
+    every copy); the kernel's own barrier is named by its line."""
+    from tiletraffic.frontend.opencl import parse_kernel
+    sch = parse_kernel(BARRIER_HELPERS, "k", [32], [16],
+                       {"A": {"shape": [32], "access": "in"},
+                        "B": {"shape": [32], "access": "out"}}, path="k.cl")
+    sources = []
+
+    def walk(stmts):
+        for s in stmts:
+            if isinstance(s, S.Barrier):
+                sources.append(s.source)
+            for block in (getattr(s, "then", ()), getattr(s, "orelse", ()),
+                          getattr(s, "body", ())):
+                walk(block)
+
+    walk(sch.body)
+    assert sources == ["k.cl:2:31 in sync_tile, called at k.cl:5:5 in stage, called at "
+                       "k.cl:11:9",
+                       "k.cl:2:31 in sync_tile, called at k.cl:13:9",
+                       "k.cl:15:5"]
+    divergent = [h for h in tt.check(sch) if h.kind == "barrier-divergence"]
+    assert [h.site for h in divergent] == [f"barrier at {s}" for s in sources[:2]]
+    assert divergent[0].detail.startswith(
+        f"the barrier at {sources[0]} is reached by some work-items of a work-group and not "
+        "by others: e.g. only 12 of 16 work-items of work-group (0,) reach it")
+
+
+def test_a_barrier_source_changes_neither_the_generated_code_nor_a_built_in_message():
+    from tiletraffic.gpu.codegen import render_block
+    from tiletraffic.simulator.variants import VARIANTS
+    for fence in (False, True):
+        assert render_block((S.Barrier(fence, source="k.cl:2:31"),)) == \
+            render_block((S.Barrier(fence),))
+    sch = VARIANTS["gemm-tiled:early-return"].make(20, 20, 20, 16)
+    divergent = [h for h in tt.check(sch) if h.kind == "barrier-divergence"]
+    assert [h.site for h in divergent] == ["barrier 1", "barrier 2"]
+    assert divergent[0].detail.startswith("barrier 1 (in source order) is reached")

@@ -107,6 +107,8 @@ class _Prover:
             return _Form(a.coeffs, min(a.lo, b.lo), min(a.hi, b.hi))
         if isinstance(e, S.BinOp):
             return self.binop(e, self.form(e.left, env), self.form(e.right, env))
+        if isinstance(e, S.Wrap):
+            return self.wrap(e, self.form(e.operand, env))
         raise _Unproved(f"an integer expression of kind {type(e).__name__}")
 
     def binop(self, e: S.BinOp, a: _Form, b: _Form) -> _Form:
@@ -150,6 +152,21 @@ class _Prover:
         if 0 <= a.lo and a.hi < size:
             return _Form((0,) * self.dims, a.lo, a.hi)
         return _Form((0,) * self.dims, 0, size - 1)
+
+    def wrap(self, e: S.Wrap, a: _Form) -> _Form:
+        """C's conversion to a fixed-width type: the operand where every value of every
+        work-group fits the type (and at 64 bits, where the simulator keeps the operand),
+        the type's range where the operand does not vary with the work-group."""
+        if e.bits >= 64:
+            return a
+        low, high = (-2 ** (e.bits - 1), 2 ** (e.bits - 1) - 1) if e.signed else \
+            (0, 2 ** e.bits - 1)
+        spans = [sorted((0, c * (n - 1))) for c, n in zip(a.coeffs, self.groups)]
+        if low <= a.lo + sum(x for x, _ in spans) and a.hi + sum(y for _, y in spans) <= high:
+            return a
+        if not a.varies:
+            return _Form(a.coeffs, low, high)
+        raise _Unproved(f"{describe_int(e)} wraps around for some work-groups")
 
     def _divide_ranges(self, op: str, a: _Form, b: _Form) -> _Form:
         zero = (0,) * self.dims

@@ -96,6 +96,8 @@ def _mentions(e, name: str) -> bool:
         return e.name == name
     if isinstance(e, (S.BinOp, S.Min)):
         return _mentions(e.left, name) or _mentions(e.right, name)
+    if isinstance(e, S.Wrap):
+        return _mentions(e.operand, name)
     return False
 
 
@@ -106,6 +108,8 @@ def _mentions_k_or_var(e) -> bool:
         return True
     if isinstance(e, (S.BinOp, S.Min)):
         return _mentions_k_or_var(e.left) or _mentions_k_or_var(e.right)
+    if isinstance(e, S.Wrap):
+        return _mentions_k_or_var(e.operand)
     return False
 
 

@@ -12,7 +12,8 @@ execution, when :func:`plan` (static) and :func:`ready` (at the loop's entry) ho
 * the body holds only ``Let``, ``If``, inner ``For`` loops with static bounds that are not
   vectorizable themselves (one iteration axis), private ``Assign``/``Accumulate`` (array
   indices static: constants, parameters and inner loop variables), ``Store``,
-  ``VectorLoad`` and ``VectorStore``: no barrier, return or declaration;
+  ``VectorLoad`` and ``VectorStore``: no barrier, return or declaration; no unsigned
+  64-bit ``Wrap`` in it or its bounds (its check needs each statement's own mask);
 * no array is both loaded and stored in the body (local memory: the uninitialized-read
   detector's verdict would depend on the order of iterations; the race detector's does
   not: it compares who touched each word in the barrier interval, in whatever order);
@@ -101,6 +102,10 @@ def _int_names(e, out: set[str]) -> set[str]:
         _int_names(e.left, out)
         _int_names(e.right, out)
     elif isinstance(e, S.Not):
+        _int_names(e.operand, out)
+    elif isinstance(e, S.Wrap):
+        if e.bits == 64 and not e.signed:   # refused per executing work-item: run unblocked
+            raise _Refuse("an unsigned 64-bit value, checked per work-item")
         _int_names(e.operand, out)
     elif not isinstance(e, (S.Const, S.Param, S.WorkItemId)):
         raise _Refuse(f"unknown integer expression {e!r}")
