@@ -315,27 +315,20 @@ def test_every_command_that_times_refuses_a_repeat_above_the_limit(command):
     assert_clean_failure(invoke(*command, "--repeat", "9"), "--repeat", "9", code=2)
 
 
-@pytest.mark.parametrize("command", [c for c in REPEAT_COMMANDS if c[0] in ("run", "tune")],
-                         ids=lambda c: " ".join(c[:2]))
-def test_every_command_that_warms_up_refuses_a_warmup_above_the_limit(command):
-    from tiletraffic.gpu.launch_counts import MAX_WARMUP
-
-    assert MAX_WARMUP == 1000
-    out = assert_clean_failure(invoke(*command, "--warmup", "1001"), "--warmup", "1001",
-                               "1000", code=2)
-    assert len(out.strip().splitlines()) == 1
+LIMITED_COUNTS = [("--warmup", "MAX_WARMUP", 1000, ("run", "tune")),
+                  ("--rounds", "MAX_ROUNDS", 100, ("validate", "tune"))]
 
 
-ROUNDS_COMMANDS = [c for c in REPEAT_COMMANDS if c[0] in ("validate", "tune")]
+@pytest.mark.parametrize("option, name, limit, command", [
+    (option, name, limit, c) for option, name, limit, takes in LIMITED_COUNTS
+    for c in REPEAT_COMMANDS if c[0] in takes], ids=lambda v: v if isinstance(v, str) else
+    " ".join(v[:2]) if isinstance(v, tuple) else str(v))
+def test_every_command_refuses_a_warmup_or_rounds_above_the_limit(option, name, limit, command):
+    from tiletraffic.gpu import launch_counts
 
-
-@pytest.mark.parametrize("command", ROUNDS_COMMANDS, ids=lambda c: " ".join(c[:2]))
-def test_every_command_that_runs_rounds_refuses_rounds_above_the_limit(command):
-    from tiletraffic.gpu.launch_counts import MAX_ROUNDS
-
-    assert MAX_ROUNDS == 100
-    out = assert_clean_failure(invoke(*command, "--rounds", "101"), "--rounds", "101",
-                               "100", code=2)
+    assert getattr(launch_counts, name) == limit
+    out = assert_clean_failure(invoke(*command, option, str(limit + 1)), option,
+                               str(limit + 1), str(limit), code=2)
     assert len(out.strip().splitlines()) == 1
 
 
