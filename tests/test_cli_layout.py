@@ -59,7 +59,8 @@ def test_the_facade_and_the_command_line_build_the_same_schedule(spec, sizes, op
 
 
 def test_the_resolvers_errors_name_the_option_as_the_caller_spells_it():
-    with pytest.raises(ScheduleError, match=r"gemm-tiled needs m and k \(k not given\)"):
+    with pytest.raises(ScheduleError, match=r"^gemm-tiled needs its sizes: give m, k and n "
+                                            r"\(k and n are missing\)$"):
         tt.build("gemm-tiled", 8)
     with pytest.raises(ScheduleError, match="matvec-naive computes y = A·x: n does not apply"):
         tt.build("matvec-naive", 8, 8, 8)
@@ -72,7 +73,32 @@ def test_the_resolvers_errors_name_the_option_as_the_caller_spells_it():
                                     "--n", "8"])
     assert res.exit_code == 2 and "--n does not apply (got 8)" in res.stderr
     res = CliRunner().invoke(main, ["simulate", "gemm-tiled", "--m", "8"])
-    assert res.exit_code == 2 and "gemm-tiled needs --m and --k (--k not given)" in res.stderr
+    assert res.exit_code == 2 and ("error: gemm-tiled needs its sizes: give --m, --k and --n "
+                                   "(--k and --n are missing) (options:") in res.stderr
+
+
+@pytest.mark.parametrize("command", ["simulate", "model", "check", "explain"])
+def test_a_family_without_sizes_is_built_at_its_example_shape_except_by_run(command,
+                                                                           tmp_path):
+    extra = ["--out", str(tmp_path / "page.html")] if command == "explain" else []
+    res = CliRunner().invoke(main, [command, "gemm-tiled", *extra])
+    assert res.exit_code == 0, res.output
+    assert ("note: gemm-tiled at its example shape, M=20 K=40 N=20 tile=16 (no sizes given)"
+            in res.stderr)
+    if command in ("simulate", "check"):
+        assert "M=20 K=40 N=20" in res.stdout
+    # a size given: the sizes are the user's, all of them needed, in every command alike
+    res = CliRunner().invoke(main, [command, "gemm-tiled", "--k", "8", *extra])
+    assert res.exit_code == 2
+    assert "gemm-tiled needs its sizes: give --m, --k and --n (--m and --n are missing)" \
+        in res.stderr
+
+
+def test_run_needs_the_sizes_of_a_family_said_once():
+    res = CliRunner().invoke(main, ["run", "gemm-tiled"], prog_name="tiletraffic")
+    assert res.exit_code == 2
+    assert res.stderr == ("error: gemm-tiled needs its sizes: give --m, --k and --n "
+                          "(options: tiletraffic run --help)\n")
 
 
 def test_a_users_file_takes_no_family_option(tmp_path):
@@ -165,7 +191,8 @@ def test_a_warning_no_command_catches_is_one_line_without_source(capsys):
     (["--m", "8", "--k", "8", "--n", "8", "--tile", "0"],
      "--tile must be a positive integer, got 0"),
     (["--m", "0", "--k", "8", "--n", "8"], "--m must be a positive integer, got 0"),
-    (["--m", "8", "--k", "8"], "gemm-tiled needs --n (columns of B and C)"),
+    (["--m", "8", "--k", "8"], "gemm-tiled needs its sizes: give --m, --k and --n "
+                               "(--n is missing)"),
     (["--m", "8", "--k", "8", "--n", "8", "--chunk", "3"],
      "--chunk applies to matvec-local only, not gemm-tiled"),
     (["--m", "8", "--k", "8", "--n", "8", "--tm", "2"],

@@ -148,7 +148,7 @@ def test_closed_form_of_a_schedule_without_one_is_none():
 def test_build_errors_name_the_value():
     with pytest.raises(tt.ScheduleError, match="-3"):
         tt.build("gemm-tiled", -3, 8, 8)
-    with pytest.raises(tt.ScheduleError, match="needs m and k"):
+    with pytest.raises(tt.ScheduleError, match="needs its sizes: give m, k and n"):
         tt.build("gemm-naive", None, 8, 8)
 
 

@@ -39,8 +39,8 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
     hazards, and the model's time terms. Every number comes from the simulated launch;
     the page embeds the JSON it was drawn from.
 
-    SCHEDULE: a family, a demo or faulty variant (missing sizes: its example shape),
-    FILE.py:FUNCTION or LAUNCH.toml, as for simulate. At most 64 elements per side of any array (the
+    SCHEDULE: a family, a demo or faulty variant (missing sizes: its example shape; the
+    matrix-vector families' is above 64), FILE.py:FUNCTION or LAUNCH.toml, as for simulate. At most 64 elements per side of any array (the
     pictures draw every element). A kernel sequence is drawn one kernel at a time
     (--kernel)."""
     from ..explain import ExplainSizeError, explain_data, write_page
