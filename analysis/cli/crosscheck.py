@@ -80,7 +80,19 @@ def comparison_text(res) -> list[str]:
             + (" (Oclgrind cannot see these kinds: " + ", ".join(res.simulator_kinds) + ")"
                if invisible else ""),
             f"  simulator: {', '.join(res.simulator_kinds) or 'none'}",
-            *(f"    {line[:160]}" for line in res.simulator_details[:3]),
+            *(f"    {shortened(line)}" for line in res.simulator_details[:3]),
             f"  oclgrind:  {', '.join(res.oclgrind_kinds) or 'none'}",
-            *(f"    {line[:160]}" for line in res.details[:3]),
+            *(f"    {shortened(line)}" for line in res.details[:3]),
             *([f"  difference: {res.difference}"] if res.difference else [])]
+
+
+DETAIL_WIDTH = 160
+"""The longest hazard line of the text output (``--json`` keeps every line whole)."""
+
+
+def shortened(line: str, width: int = DETAIL_WIDTH) -> str:
+    """``line``, or when longer than ``width``, its words up to ``width`` and ``…``."""
+    if len(line) <= width:
+        return line
+    cut = line[:width].rsplit(" ", 1)[0] if " " in line[:width] else line[:width - 1]
+    return cut.rstrip(" ,;:(") + " …"
