@@ -237,3 +237,16 @@ def test_explain_names_a_refused_registers_count_as_model_does(tmp_path):
                 CliRunner().invoke(main, ["explain", *argv, "--out", str(tmp_path / "p.html")])):
         assert res.exit_code == 2 and "error: --registers 100000: gemm-tiled: 100000 " \
             "registers per work-item exceed the 255" in res.stderr, res.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+@pytest.mark.parametrize("argv", [
+    ["simulate", "gemm-tiled", "--m", "16", "--k", "16", "--n", "16", "--json"],  # while writing
+    ["device-model"],                                     # short: when stdout is flushed at exit
+])
+def test_an_output_that_cannot_be_written_is_one_line_and_exit_2(argv):
+    with open("/dev/full", "w") as full:
+        res = subprocess.run([sys.executable, "-m", "tiletraffic", *argv], stdout=full,
+                             stderr=subprocess.PIPE, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr == "error: cannot write the output: No space left on device (stdout)\n"
