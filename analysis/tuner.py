@@ -690,7 +690,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         if target is not None and count > 0:
             doc["status"] = "rechecking"
             tuning_recheck.recheck(doc, valid, target, count, remodel, old=old,
-                                   progress=progress, log=log, save=save)
+                                   progress=progress, save=save)
             ranked = doc["predictions"]
         doc["status"] = "measuring" if measuring else "complete"
         save()
