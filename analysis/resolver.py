@@ -240,7 +240,7 @@ def source_of(spec: str) -> ScheduleSource | None:
 def unknown_message(spec: str) -> str:
     """The one-line error for a SCHEDULE of no known form."""
     others = [s.form for s in SOURCES if not isinstance(s, BuiltIn)]
-    return (f"{spec!r} is neither a schedule name ({', '.join(BuiltIn().names())}) nor "
+    return (f"\"{spec}\" is neither a schedule name ({', '.join(BuiltIn().names())}) nor "
             + " nor ".join(others))
 
 

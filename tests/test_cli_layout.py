@@ -66,7 +66,7 @@ def test_the_resolvers_errors_name_the_option_as_the_caller_spells_it():
         tt.build("matvec-naive", 8, 8, 8)
     with pytest.raises(ScheduleError, match="tm applies to .* only, not demo-shift"):
         tt.build("demo-shift", tm=2)
-    with pytest.raises(ScheduleError, match="'nope' is neither a schedule name .* nor "
+    with pytest.raises(ScheduleError, match="^\"nope\" is neither a schedule name .* nor "
                                             "FILE.py:FUNCTION"):
         tt.build("nope")
     res = CliRunner().invoke(main, ["simulate", "matvec-naive", "--m", "8", "--k", "8",
@@ -250,3 +250,11 @@ def test_an_output_that_cannot_be_written_is_one_line_and_exit_2(argv):
                              stderr=subprocess.PIPE, text=True, timeout=120)
     assert res.returncode == 2, res.stderr
     assert res.stderr == "error: cannot write the output: No space left on device (stdout)\n"
+
+
+def test_an_unknown_kernel_of_a_sequence_is_named_in_the_messages_words(tmp_path):
+    res = CliRunner().invoke(main, ["explain", "gemm-split-k", "--m", "16", "--k", "64", "--n",
+                                    "16", "--tile", "8", "--kernel", "3",
+                                    "--out", str(tmp_path / "p.html")])
+    assert res.exit_code == 2
+    assert res.stderr.startswith('error: gemm-split-k has no kernel "3"; its kernels: 1 ')
