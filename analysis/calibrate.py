@@ -596,17 +596,31 @@ def _si(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
+TABLE_WIDTH = 100
+"""The widest line of :func:`table` but for a row whose own three columns are wider: the
+notes under a row are wrapped to it."""
+
+
 def table(measurements: list[Measurement]) -> str:
-    """The measurements as a text table (returned, not printed): benchmark, measured value,
-    the field it sets (or why none), size; a benchmark's detail on the line under it."""
-    rows = [("benchmark", "measured", "sets", "size")]
+    """The measurements as a text table (returned, not printed): benchmark, measured value
+    and the field it sets (``nothing`` when none); under each row, indented and wrapped at
+    :data:`TABLE_WIDTH` columns, the size and statistic, why a value sets nothing
+    (``not set: ...``) and the benchmark's detail."""
+    import textwrap
+
+    rows = [("benchmark", "measured", "sets")]
     for m in measurements:
-        sets = f"{m.field} = {m.field_value:.4g}" if m.field else f"nothing ({m.why_unmapped})"
-        rows.append((m.benchmark, _si(m.value, m.unit), sets, m.what))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        rows.append((m.benchmark, _si(m.value, m.unit),
+                     f"{m.field} = {m.field_value:.4g}" if m.field else "nothing"))
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
     lines = []
     for r, m in zip(rows, [None, *measurements], strict=True):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[3])
-        if m is not None and m.detail:
-            lines.append("    " + m.detail)
+        lines.append(f"{r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}")
+        if m is None:
+            continue
+        notes = [m.what, *([f"not set: {m.why_unmapped}"] if not m.field else []),
+                 *([m.detail] if m.detail else [])]
+        for note in filter(None, notes):
+            lines += textwrap.wrap(note, TABLE_WIDTH, initial_indent="    ",
+                                   subsequent_indent="      ", break_on_hyphens=False)
     return "\n".join(lines)

@@ -53,7 +53,13 @@ class CountsComparison:
 
     @property
     def equal(self) -> bool:
+        """Every counter of :data:`COUNT_KEYS` is the same for both."""
         return all(self.simulator[k] == self.oclgrind[k] for k in COUNT_KEYS)
+
+    @property
+    def ok(self) -> bool:
+        """The two agree (here: :attr:`equal`), as :attr:`HazardComparison.ok`."""
+        return self.equal
 
     def to_dict(self) -> dict:
         return {"schedule": self.schedule, "equal": self.equal,
@@ -90,6 +96,11 @@ class HazardComparison:
         if not visible:  # e.g. only unwritten-output: Oclgrind cannot see it
             return True
         return all(SIMULATOR_HAZARD_KINDS[k] & set(self.oclgrind_kinds) for k in visible)
+
+    @property
+    def ok(self) -> bool:
+        """The two agree (here: :attr:`agree`), as :attr:`CountsComparison.ok`."""
+        return self.agree
 
     @property
     def difference(self) -> str:
@@ -186,3 +197,23 @@ def crosscheck(schedule: Schedule, timeout_s: float = 300) -> CountsComparison |
     if found:
         return compare_hazards(schedule, timeout_s)
     return compare_counts(schedule, timeout_s)
+
+
+def compare_kernels(schedule, timeout_s: float = 300) -> list[CountsComparison | HazardComparison]:
+    """What ``tiletraffic crosscheck`` compares for ``schedule`` (a ``Schedule`` or a
+    ``KernelSequence``, each of whose kernels is compared on its own, with random inputs):
+    for a known-faulty variant (its family one of ``simulator.variants.VARIANTS``) the
+    hazards (:func:`compare_hazards`, so that a fault neither tool sees in one launch reads
+    as agreement on none), for any other schedule :func:`crosscheck`. One comparison per
+    kernel, in launch order; each has ``ok``.
+
+    Raises:
+        simulator.device.LimitError: a launch exceeds Oclgrind's limits (nothing run).
+        gpu.oclgrind.OclgrindUnavailable: no Oclgrind platform installed.
+        gpu.oclgrind.OclgrindError: Oclgrind failed or timed out.
+    """
+    from tiletraffic.simulator.sequence import kernels_of
+    from tiletraffic.simulator.variants import VARIANTS
+
+    return [compare_hazards(kernel, timeout_s) if kernel.family in VARIANTS
+            else crosscheck(kernel, timeout_s) for kernel in kernels_of(schedule)]

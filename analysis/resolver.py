@@ -166,24 +166,33 @@ class BuiltIn:
         from tiletraffic.simulator import schedules
         from tiletraffic.simulator.variants import CHECK_EXAMPLES, build_any
 
-        if spec not in schedules.FAMILIES + schedules.SEQUENCE_FAMILIES or \
-                (example_shape and not options):
-            return build_any(spec, m, k, n, tile, chunk)
-        if example_shape:  # a family with options, at its example shape unless sizes are given
-            ex = CHECK_EXAMPLES[spec]
-            if m is None:   # the example's tile with its shape; given sizes: the default
-                m, k, n = ex[0], ex[1], ex[2]
-                tile = ex[3] if tile is None else tile
-        elif m is None or k is None:
-            missing = " and ".join(spell(key) for key, v in (("m", m), ("k", k)) if v is None)
-            raise ScheduleError(f"{spec} needs {spell('m')} and {spell('k')} "
-                                f"({missing} not given)")
-        elif n is not None and spec in (schedules.MATVEC_FAMILIES
-                                        + schedules.REDUCTION_MATVEC_FAMILIES
-                                        + schedules.EPILOGUE_FAMILIES):
+        if spec not in schedules.FAMILIES + schedules.SEQUENCE_FAMILIES:
+            return build_any(spec, m, k, n, tile, chunk)   # a demo or variant
+        matvec = spec in (schedules.MATVEC_FAMILIES + schedules.REDUCTION_MATVEC_FAMILIES
+                          + schedules.EPILOGUE_FAMILIES)
+        if example_shape and m is None and k is None and n is None:
+            ex = CHECK_EXAMPLES[spec]   # no size given: the example's shape and tile
+            m, k, n = ex[0], ex[1], ex[2]
+            tile = ex[3] if tile is None else tile
+        needed = {"m": m, "k": k} if matvec else {"m": m, "k": k, "n": n}
+        if missing := [spell(key) for key, v in needed.items() if v is None]:
+            raise ScheduleError(missing_sizes_message(spec, [spell(key) for key in needed],
+                                                      missing))
+        if n is not None and matvec:
             raise ScheduleError(f"{spec} computes y = A·x: {spell('n')} does not apply "
                                 f"(got {n})")
         return schedules.build(spec, m, k, n, tile, chunk, **options)
+
+
+def missing_sizes_message(spec: str, needed: list[str], missing: list[str]) -> str:
+    """``gemm-tiled needs its sizes: give --m, --k and --n``, naming what is missing when
+    some of them were given."""
+    def listed(names):
+        return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+    return (f"{spec} needs its sizes: give {listed(needed)}"
+            + ("" if len(missing) == len(needed) else
+               f" ({listed(missing)} {'is' if len(missing) == 1 else 'are'} missing)"))
 
 
 class LaunchFile:
@@ -231,7 +240,7 @@ def source_of(spec: str) -> ScheduleSource | None:
 def unknown_message(spec: str) -> str:
     """The one-line error for a SCHEDULE of no known form."""
     others = [s.form for s in SOURCES if not isinstance(s, BuiltIn)]
-    return (f"{spec!r} is neither a schedule name ({', '.join(BuiltIn().names())}) nor "
+    return (f"\"{spec}\" is neither a schedule name ({', '.join(BuiltIn().names())}) nor "
             + " nor ".join(others))
 
 

@@ -132,6 +132,19 @@ class TuneResult:
         """The readable table (:func:`analysis.tuning_stats.table`)."""
         return tuning_stats.table(self.data)
 
+    def __repr__(self) -> str:
+        """One line: the problem, the candidates, the model's pick, how many were measured,
+        the file (the data itself: :attr:`data`, :attr:`predictions`, ...)."""
+        meta, s = self.data.get("meta", {}), self.data.get("summary", {})
+        pick = s.get("pick") or (self.predictions[0] if self.data.get("predictions") else None)
+        measured = s.get("measured_ok", 0) + s.get("measured_failed", 0)
+        status = self.data.get("status", "complete")
+        return (f"<TuneResult {meta.get('operation', 'gemm')} M={meta.get('m')} "
+                f"N={meta.get('n')} K={meta.get('k')}: {s.get('candidates', 0)} candidates, "
+                f"{s.get('valid', 0)} valid, pick {pick['label'] if pick else 'none'}, "
+                f"{measured} measured, file {self.path if self.path else 'not saved'}"
+                + ("" if status == "complete" else f", {status}") + ">")
+
 
 def _check_sizes(m, n, k) -> None:
     for name, v in (("M", m), ("N", n), ("K", k)):
@@ -677,7 +690,7 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         if target is not None and count > 0:
             doc["status"] = "rechecking"
             tuning_recheck.recheck(doc, valid, target, count, remodel, old=old,
-                                   progress=progress, log=log, save=save)
+                                   progress=progress, save=save)
             ranked = doc["predictions"]
         doc["status"] = "measuring" if measuring else "complete"
         save()

@@ -145,7 +145,7 @@ def _reusable(old: dict | None, target) -> dict:
 
 
 def recheck(doc: dict, valid: list, target, count: int, remodel, *, old: dict | None = None,
-            progress=False, log=lambda line: None, save=lambda: None) -> None:
+            progress=False, save=lambda: None) -> None:
     """Recheck the ``count`` best of ``doc``'s ranked predictions on ``target`` (module
     docstring) and re-rank ``doc`` (:func:`rank`); ``doc["recheck"]`` gets what was done.
 
@@ -160,8 +160,10 @@ def recheck(doc: dict, valid: list, target, count: int, remodel, *, old: dict | 
             (:func:`analysis.tuner._model_all`).
         old: a resumed document: its rechecks on the same device and driver are reused.
         progress: a progress bar on stderr (None: on a terminal only).
-        log: takes one line of notes.
         save: called after every build and re-modelled candidate.
+
+    What it found (registers compiled or not reported, and why) is in ``doc["recheck"]``
+    and said once, in the table's recheck line (:func:`lines`).
     """
     from tqdm import tqdm
 
@@ -247,10 +249,6 @@ def recheck(doc: dict, valid: list, target, count: int, remodel, *, old: dict | 
     rank(doc)
     info["top_before"] = top_before
     info["top_after"] = [e["label"] for e in doc["predictions"][:len(top_before)]]
-    if info["not_reported"]:
-        log(f"note: {target.info.device_name}: registers per work-item not reported for "
-            f"{info['not_reported']} of {info['rechecked']} rechecked candidates "
-            f"({info['not_reported_why']}): those keep the estimate-based ranking")
     save()
 
 

@@ -51,21 +51,36 @@ GENERIC_GPU_MODEL = DEVICE_MODELS["generic-gpu"]
 banks); every size and rate is a guess and warns."""
 
 
+class UnknownDeviceModel(DeviceModelError, KeyError):
+    """A device model that is neither a built-in name nor an existing file: a
+    :class:`DeviceModelError` (a ValueError) and, for callers that look a name up, a
+    KeyError; its message is the plain sentence (not quoted as a KeyError's is)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def device_model(name_or_path: str | os.PathLike | DeviceModel) -> DeviceModel:
     """The built-in model called ``name_or_path``, else the model in that file.
 
     A :class:`DeviceModel` is returned as it is.
 
     Raises:
-        KeyError: neither a built-in name nor an existing file (the message lists the names).
-        DeviceModelError: the file is not a valid model (see :func:`load_device_model`).
+        UnknownDeviceModel (a DeviceModelError and a KeyError): neither a built-in name nor
+            an existing file (the message names it and lists the built-in models).
+        DeviceModelError: the file is not a valid model (see :func:`load_device_model`), or
+            ``name_or_path`` is neither a text, a path nor a DeviceModel.
     """
     if isinstance(name_or_path, DeviceModel):
         return name_or_path
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise DeviceModelError(f"a device model is a built-in name ({', '.join(DEVICE_MODELS)}), "
+                               f"the path of a model file or a DeviceModel (got a value of "
+                               f"type {type(name_or_path).__name__})")
     if str(name_or_path) in DEVICE_MODELS:
         return DEVICE_MODELS[str(name_or_path)]
     if os.path.isfile(name_or_path):
         return load_device_model(name_or_path)
-    raise KeyError(f"unknown device model {str(name_or_path)!r}: neither a built-in model nor "
-                   f"a file; built-in: {', '.join(DEVICE_MODELS)}")
+    raise UnknownDeviceModel(f"unknown device model \"{name_or_path}\": neither a built-in "
+                             f"model nor a file; built-in: {', '.join(DEVICE_MODELS)}")
 

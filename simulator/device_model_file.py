@@ -29,6 +29,7 @@ from typing import Any, Mapping
 
 from . import device_model_schema as dm
 from .device_model_schema import DeviceModel, ValueSource
+from .file_values import shown
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -45,7 +46,7 @@ def _entry(key: str, entry: Any, references: Mapping[str, str], problems: list[s
     """One ``[values.KEY]`` table -> (value, source), or None with the problems appended."""
     if not isinstance(entry, dict):
         problems.append(f"values.{key} must be a table with value, source and ref, "
-                        f"got {entry!r}")
+                        f"got {shown(entry)}")
         return None
     before = len(problems)
     extra = [k for k in entry if k not in _ENTRY_KEYS]
@@ -61,13 +62,13 @@ def _entry(key: str, entry: Any, references: Mapping[str, str], problems: list[s
     if kind not in dm.SOURCE_KINDS:
         problems.append(dm.bad_kind(key, kind))
     if not isinstance(ref, str) or not ref.strip():
-        problems.append(f"values.{key}: ref must be a non-empty string, got {ref!r}")
+        problems.append(f"values.{key}: ref must be a non-empty string, got {shown(ref)}")
     elif kind in ("documented", "measured") and ref not in references:
         known = ", ".join(references) or "none"
-        problems.append(f"values.{key}: ref {ref!r} of a {kind} value is not a key of "
+        problems.append(f"values.{key}: ref \"{ref}\" of a {kind} value is not a key of "
                         f"[references] (known: {known})")
     if not isinstance(note, str):
-        problems.append(f"values.{key}: note must be a string, got {note!r}")
+        problems.append(f"values.{key}: note must be a string, got {shown(note)}")
     if len(problems) > before:
         return None
     return value, dm.ValueSource(kind, ref, note)
@@ -94,9 +95,9 @@ def parse_device_model(data: Mapping[str, Any], origin: str) -> DeviceModel:
     name, description = data.get("name"), data.get("description", "")
     if not isinstance(name, str) or not name.strip():
         problems.append("missing field 'name' (a non-empty string)" if name is None else
-                        f"name must be a non-empty string, got {name!r}")
+                        f"name must be a non-empty string, got {shown(name)}")
     if not isinstance(description, str):
-        problems.append(f"description must be a string, got {description!r}")
+        problems.append(f"description must be a string, got {shown(description)}")
     references = data.get("references", {})
     if not isinstance(references, dict) or \
             not all(isinstance(v, str) for v in references.values()):
@@ -105,7 +106,7 @@ def parse_device_model(data: Mapping[str, Any], origin: str) -> DeviceModel:
     values = data.get("values")
     if not isinstance(values, dict):
         problems.append("missing table [values]" if values is None else
-                        f"values must be a table, got {values!r}")
+                        f"values must be a table, got {shown(values)}")
         values = {}
     parsed: dict[str, tuple[Any, ValueSource]] = {}
     for key, entry in values.items():

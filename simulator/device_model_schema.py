@@ -17,6 +17,8 @@ import warnings
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
+from .file_values import shown
+
 SOURCE_KINDS = ("documented", "queried", "measured", "guessed")
 """Where a value comes from; ``documented`` and ``measured`` cite a ``[references]`` entry."""
 
@@ -332,7 +334,7 @@ def unknown_value(key: str) -> str:
 
 def bad_kind(key: str, kind: object) -> str:
     """The message for a source that is not one of :data:`SOURCE_KINDS` (lists them)."""
-    return f"values.{key}: source {kind!r} is not one of {', '.join(SOURCE_KINDS)}"
+    return f"values.{key}: source {shown(kind)} is not one of {', '.join(SOURCE_KINDS)}"
 
 
 def check_value(key: str, value: Any, problems: list[str]) -> Any:
@@ -347,16 +349,16 @@ def check_value(key: str, value: Any, problems: list[str]) -> Any:
     is_int = isinstance(value, int) and not isinstance(value, bool)
     if kind.startswith("int") and not is_int:
         extra = f' or "{FULLY_ASSOCIATIVE}"' if kind == "int | None" else ""
-        problems.append(f"values.{key}: value must be an integer{extra}, got {value!r} "
-                        f"({type(value).__name__})")
+        got = f"the float {value!r}" if isinstance(value, float) else shown(value)
+        problems.append(f"values.{key}: value must be an integer{extra}, got {got}")
         return value
     if kind == "float":
         if not (is_int or isinstance(value, float)) or not math.isfinite(value):
-            problems.append(f"values.{key}: value must be a finite number, got {value!r} "
-                            f"({type(value).__name__})")
+            problems.append(f"values.{key}: value must be a finite number, got "
+                            f"{shown(value)}")
             return value
         value = float(value)
     if value < 0 or (value == 0 and key not in _MAY_BE_ZERO):
         least = "at least 0" if key in _MAY_BE_ZERO else "positive"
-        problems.append(f"values.{key}: value must be {least}, got {value!r}")
+        problems.append(f"values.{key}: value must be {least}, got {shown(value)}")
     return value

@@ -156,7 +156,7 @@ def pick_kernel(schedule, kernel=None):
     for i, k in enumerate(kernels, 1):
         if text in (k.kernel_name, str(i)):
             return k
-    raise ValueError(f"{schedule.family} has no kernel {text!r}; its kernels: "
+    raise ValueError(f"{schedule.family} has no kernel \"{text}\"; its kernels: "
                      + ", ".join(f"{i} {k.kernel_name}" for i, k in enumerate(kernels, 1)))
 
 
@@ -164,6 +164,20 @@ def buffers_of(schedule) -> tuple[GlobalArray, ...]:
     """Every global buffer a launch needs: a schedule's arrays, or a sequence's arrays and
     scratch buffers."""
     return tuple(schedule.arrays) + tuple(getattr(schedule, "scratch", ()))
+
+
+def require_schedule(value, function: str) -> None:
+    """Refuse, with a TypeError whose message names ``function`` and how to make one, a
+    ``value`` that is neither a :class:`Schedule` nor a :class:`KernelSequence` (a
+    schedule's name given where the built schedule is meant, most often)."""
+    if isinstance(value, (Schedule, KernelSequence)):
+        return
+    if isinstance(value, str):
+        got, how = f'the string "{value}"', f'tiletraffic.build("{value}", m=..., k=...)'
+    else:
+        got, how = f"a value of type {type(value).__name__}", "tiletraffic.build(...)"
+    raise TypeError(f"{function} takes a Schedule (or a KernelSequence): build one with "
+                    f"{how}; got {got}")
 
 
 def is_sequence(schedule) -> bool:

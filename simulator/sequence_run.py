@@ -29,7 +29,7 @@ from .memory import MemoryCounts
 from . import model as launch_model
 from .model import ModelledLaunch
 from .prediction import TrafficPrediction
-from .sequence import KernelSequence, add_counts, added, is_sequence
+from .sequence import KernelSequence, add_counts, added, is_sequence, require_schedule
 
 
 @dataclass
@@ -72,8 +72,10 @@ def simulate(schedule, inputs: dict[str, np.ndarray] | None = None, *,
     in turn; returns :class:`SequenceResult`).
 
     Raises:
+        TypeError: ``schedule`` is not a Schedule or KernelSequence (a name, say).
         as :func:`simulator.engine.simulate`, for the first kernel that raises.
     """
+    require_schedule(schedule, "tiletraffic.simulate")
     options = dict(compute_values=compute_values, limits=limits, hazards=hazards,
                    race_checks=race_checks, accelerators=accelerators,
                    batch_work_items=batch_work_items, sum_lengths=sum_lengths)

@@ -93,7 +93,7 @@ class CheckResult:
             causes.append(f"{self.written_nonfinite_count} written as NaN or inf (computed from "
                           "an undefined value, e.g. an uninitialized accumulator)")
         return (
-            f"{where} = {self.worst_value!r}, reference {self.worst_reference!r}, "
+            f"{where} = {self.worst_value:.6g}, reference {self.worst_reference:.6g}, "
             f"|error| {abs(self.worst_value - self.worst_reference):.3g} vs tolerance {self.worst_tolerance:.3g} "
             f"there (error/tolerance {self.error_over_tolerance:.3g}; "
             f"{self.gamma_k:.3g}*(|A|@|B|) + floor, K = {self.k}); {self.mismatch_count} element(s) out of tolerance"

@@ -337,11 +337,11 @@ def build_any(name: str, m: int | None = None, k: int | None = None, n: int | No
     elif name in CHECK_EXAMPLES:
         example = CHECK_EXAMPLES[name]
     else:
-        raise ScheduleError(f"unknown schedule {name!r}; choose one of {', '.join(names())}")
+        raise ScheduleError(f"unknown schedule \"{name}\"; choose one of {', '.join(names())}")
     if m is None:
         if k is not None or n is not None:
             raise ScheduleError(f"{name}: give --m with --k/--n (or no sizes for the example "
-                                f"shape {example[:3]})")
+                                f"shape {_given(M=example[0], K=example[1], N=example[2])})")
         m, k, n = example[0], example[1], example[2]
         tile = example[3] if tile is None else tile
     elif k is None:

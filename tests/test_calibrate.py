@@ -314,13 +314,27 @@ def test_l2_size_is_the_capacity_the_sweep_sees(monkeypatch):
     # both partitions would have made a 126 MiB L2): the capacity is the sweep's
 
 
-def test_table_prints_a_benchmarks_detail_under_its_row():
+def test_table_prints_a_benchmarks_size_and_detail_under_its_row():
     rows = cal.table([cal.Measurement("a", "x", 1.0, "B/s", "dram_bytes_per_s", 1.0,
                                       detail="rates: 1 MiB 2 GB/s"),
                       cal.Measurement("b", "y", 2.0, "B/s", why_unmapped="none")])
     lines = rows.splitlines()
-    assert lines[1].startswith("a ") and lines[2] == "    rates: 1 MiB 2 GB/s"
-    assert lines[3].startswith("b ")
+    assert lines[1].startswith("a ") and lines[2:4] == ["    x", "    rates: 1 MiB 2 GB/s"]
+    assert lines[4].split() == ["b", "2", "B/s", "nothing"]
+    assert lines[5:] == ["    y", "    not set: none"]
+
+
+def test_table_keeps_long_notes_out_of_the_columns_and_wraps_them():
+    why = ("the unloaded latency of one dependent load; the time model's latency is a "
+           "barrier interval's (staging_round_trip)") * 2
+    rows = cal.table([cal.Measurement("pointer_chase", "20000 more loads over 1 MiB, median "
+                                      "of 3", 1e-8, "s", why_unmapped=why),
+                      cal.Measurement("dram_read", "stream of 8 MiB", 5e9, "B/s",
+                                      "dram_bytes_per_s", 5e9)])
+    lines = rows.splitlines()
+    assert max(map(len, lines)) <= cal.TABLE_WIDTH, rows
+    assert lines[0].rstrip().endswith("sets") and lines[1].rstrip().endswith("nothing")
+    assert " ".join(line.strip() for line in lines[3:-2]) == f"not set: {why}"
 
 
 def test_local_read_refuses_a_step_count_not_a_multiple_of_8():

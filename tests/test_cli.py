@@ -115,7 +115,7 @@ def test_simulate_text_shows_counts_next_to_closed_forms():
     (("gemm-tiled", "--m", "-3", "--k", "4", "--n", "4"), ("--m must be", "positive", "-3")),
     (("gemm-naive", "--m", "4", "--k", "4", "--n", "4", "--tile", "0"),
      ("--tile must be", "positive")),
-    (("gemm-tiled", "--m", "4", "--k", "4"), ("needs --n",)),
+    (("gemm-tiled", "--m", "4", "--k", "4"), ("needs its sizes", "--n is missing")),
     (("gemm-tiled", "--m", "20", "--n", "20", "--k", "20", "--tile", "64"), ("4096", "1024")),
     (("matvec-local-whole", "--m", "8", "--k", "16384"), ("65536", "49152")),
     (("no-such-schedule", "--m", "4", "--k", "4"), ("no-such-schedule", "gemm-tiled")),
@@ -202,7 +202,7 @@ def test_simulate_and_check_take_the_kind_of_inputs_and_a_seed(kind):
     assert first["result_error_over_tolerance"] == second["result_error_over_tolerance"]
     assert first["result_unwritten"] == 0 and first["result_written_nonfinite"] == 0
     result = invoke("check", "gemm-tiled", "--inputs", kind, *seed, "--json")
-    assert result.exit_code == 0 and json.loads(result.output) == []
+    assert result.exit_code == 0 and json.loads(result.stdout) == []
 
 
 def test_an_unknown_kind_of_inputs_is_a_usage_error():

@@ -59,20 +59,46 @@ def test_the_facade_and_the_command_line_build_the_same_schedule(spec, sizes, op
 
 
 def test_the_resolvers_errors_name_the_option_as_the_caller_spells_it():
-    with pytest.raises(ScheduleError, match=r"gemm-tiled needs m and k \(k not given\)"):
+    with pytest.raises(ScheduleError, match=r"^gemm-tiled needs its sizes: give m, k and n "
+                                            r"\(k and n are missing\)$"):
         tt.build("gemm-tiled", 8)
     with pytest.raises(ScheduleError, match="matvec-naive computes y = A·x: n does not apply"):
         tt.build("matvec-naive", 8, 8, 8)
     with pytest.raises(ScheduleError, match="tm applies to .* only, not demo-shift"):
         tt.build("demo-shift", tm=2)
-    with pytest.raises(ScheduleError, match="'nope' is neither a schedule name .* nor "
+    with pytest.raises(ScheduleError, match="^\"nope\" is neither a schedule name .* nor "
                                             "FILE.py:FUNCTION"):
         tt.build("nope")
     res = CliRunner().invoke(main, ["simulate", "matvec-naive", "--m", "8", "--k", "8",
                                     "--n", "8"])
     assert res.exit_code == 2 and "--n does not apply (got 8)" in res.stderr
     res = CliRunner().invoke(main, ["simulate", "gemm-tiled", "--m", "8"])
-    assert res.exit_code == 2 and "gemm-tiled needs --m and --k (--k not given)" in res.stderr
+    assert res.exit_code == 2 and ("error: gemm-tiled needs its sizes: give --m, --k and --n "
+                                   "(--k and --n are missing) (options:") in res.stderr
+
+
+@pytest.mark.parametrize("command", ["simulate", "model", "check", "explain"])
+def test_a_family_without_sizes_is_built_at_its_example_shape_except_by_run(command,
+                                                                           tmp_path):
+    extra = ["--out", str(tmp_path / "page.html")] if command == "explain" else []
+    res = CliRunner().invoke(main, [command, "gemm-tiled", *extra])
+    assert res.exit_code == 0, res.output
+    assert ("note: gemm-tiled at its example shape, M=20 K=40 N=20 tile=16 (no sizes given)"
+            in res.stderr)
+    if command in ("simulate", "check"):
+        assert "M=20 K=40 N=20" in res.stdout
+    # a size given: the sizes are the user's, all of them needed, in every command alike
+    res = CliRunner().invoke(main, [command, "gemm-tiled", "--k", "8", *extra])
+    assert res.exit_code == 2
+    assert "gemm-tiled needs its sizes: give --m, --k and --n (--m and --n are missing)" \
+        in res.stderr
+
+
+def test_run_needs_the_sizes_of_a_family_said_once():
+    res = CliRunner().invoke(main, ["run", "gemm-tiled"], prog_name="tiletraffic")
+    assert res.exit_code == 2
+    assert res.stderr == ("error: gemm-tiled needs its sizes: give --m, --k and --n "
+                          "(options: tiletraffic run --help)\n")
 
 
 def test_a_users_file_takes_no_family_option(tmp_path):
@@ -165,7 +191,8 @@ def test_a_warning_no_command_catches_is_one_line_without_source(capsys):
     (["--m", "8", "--k", "8", "--n", "8", "--tile", "0"],
      "--tile must be a positive integer, got 0"),
     (["--m", "0", "--k", "8", "--n", "8"], "--m must be a positive integer, got 0"),
-    (["--m", "8", "--k", "8"], "gemm-tiled needs --n (columns of B and C)"),
+    (["--m", "8", "--k", "8"], "gemm-tiled needs its sizes: give --m, --k and --n "
+                               "(--n is missing)"),
     (["--m", "8", "--k", "8", "--n", "8", "--chunk", "3"],
      "--chunk applies to matvec-local only, not gemm-tiled"),
     (["--m", "8", "--k", "8", "--n", "8", "--tm", "2"],
@@ -210,3 +237,24 @@ def test_explain_names_a_refused_registers_count_as_model_does(tmp_path):
                 CliRunner().invoke(main, ["explain", *argv, "--out", str(tmp_path / "p.html")])):
         assert res.exit_code == 2 and "error: --registers 100000: gemm-tiled: 100000 " \
             "registers per work-item exceed the 255" in res.stderr, res.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+@pytest.mark.parametrize("argv", [
+    ["simulate", "gemm-tiled", "--m", "16", "--k", "16", "--n", "16", "--json"],  # while writing
+    ["device-model"],                                     # short: when stdout is flushed at exit
+])
+def test_an_output_that_cannot_be_written_is_one_line_and_exit_2(argv):
+    with open("/dev/full", "w") as full:
+        res = subprocess.run([sys.executable, "-m", "tiletraffic", *argv], stdout=full,
+                             stderr=subprocess.PIPE, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr == "error: cannot write the output: No space left on device (stdout)\n"
+
+
+def test_an_unknown_kernel_of_a_sequence_is_named_in_the_messages_words(tmp_path):
+    res = CliRunner().invoke(main, ["explain", "gemm-split-k", "--m", "16", "--k", "64", "--n",
+                                    "16", "--tile", "8", "--kernel", "3",
+                                    "--out", str(tmp_path / "p.html")])
+    assert res.exit_code == 2
+    assert res.stderr.startswith('error: gemm-split-k has no kernel "3"; its kernels: 1 ')

@@ -63,3 +63,16 @@ def test_single_case_prints_both_columns():
     assert result.exit_code == 0, result.output
     line = next(ln for ln in result.output.splitlines() if "global_load_elems" in ln)
     assert line.split()[1:] == ["1600", "1600"]
+
+
+def test_a_long_hazard_line_is_cut_at_a_word_with_an_ellipsis():
+    from tiletraffic.analysis.cli.crosscheck import DETAIL_WIDTH, shortened
+
+    line = ("[data-race] read-write race on global buf between work-groups: e.g. by work-item "
+            "1 of work-group (0,) which stores to buf[1] read by work-item 0 of work-group "
+            "(1,); OpenCL orders no global memory between work-groups")
+    assert len(line) > DETAIL_WIDTH
+    cut = shortened(line)
+    assert cut.endswith(" …") and len(cut) <= DETAIL_WIDTH + 2
+    assert line.startswith(cut[:-2]) and line[len(cut) - 2] == " "   # ends at a whole word
+    assert shortened("short line") == "short line"

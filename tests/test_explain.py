@@ -151,6 +151,20 @@ def test_cli_writes_the_page(tmp_path):
     assert bad.exit_code == 2 and "outside the launch of 2 x 2" in bad.output
 
 
+def test_cli_names_work_groups_as_the_other_messages_do(tmp_path):
+    out = tmp_path / "page.html"
+    sizes = ["--m", "8", "--k", "8", "--n", "8", "--tile", "4", "--out", str(out)]
+    ok = CliRunner().invoke(main, ["explain", "gemm-tiled", *sizes, "--work-group", "1,1"])
+    assert ok.exit_code == 0, ok.output
+    assert ok.stdout == f"wrote {out}: gemm-tiled, work-group (1, 1), 5 steps\n"
+    bad = CliRunner().invoke(main, ["explain", "gemm-tiled", *sizes, "--work-group", "5,5"])
+    assert bad.exit_code == 2
+    assert bad.stderr.startswith("error: work-group (5, 5) is outside the launch of 2 x 2 "
+                                 "work-groups")
+    word = CliRunner().invoke(main, ["explain", "gemm-tiled", *sizes, "--work-group", "a"])
+    assert word.exit_code == 2 and "error: --work-group a: give I or I,J" in word.stderr
+
+
 def test_user_schedule_file(tmp_path):
     from pathlib import Path
 

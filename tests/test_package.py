@@ -148,7 +148,7 @@ def test_closed_form_of_a_schedule_without_one_is_none():
 def test_build_errors_name_the_value():
     with pytest.raises(tt.ScheduleError, match="-3"):
         tt.build("gemm-tiled", -3, 8, 8)
-    with pytest.raises(tt.ScheduleError, match="needs m and k"):
+    with pytest.raises(tt.ScheduleError, match="needs its sizes: give m, k and n"):
         tt.build("gemm-naive", None, 8, 8)
 
 
@@ -184,3 +184,22 @@ def test_ambiguous_device_warning_is_in_the_facade_without_loading_pyopencl():
     subprocess.run([sys.executable, "-c", code], check=True)
     with pytest.raises(AttributeError, match="no_such_name"):
         tt.no_such_name
+
+
+def test_an_unknown_device_model_is_a_device_model_error_naming_the_built_in_ones():
+    sch = tt.build("gemm-tiled", m=16, k=16, n=16, tile=8)
+    with pytest.raises(tt.DeviceModelError) as err:
+        tt.model(sch, "nosuch")
+    assert str(err.value) == ('unknown device model "nosuch": neither a built-in model nor '
+                              "a file; built-in: nvidia-h200, nvidia-h200-cuda, generic-gpu")
+    assert isinstance(err.value, (KeyError, ValueError))   # what callers caught before
+    with pytest.raises(tt.DeviceModelError, match="got a value of type int"):
+        tt.model(sch, 3)
+
+
+def test_dir_lists_the_public_names_only():
+    names = dir(tt)
+    assert "annotations" not in names and "simulator" not in names and "_Path" not in names
+    assert {"build", "crosscheck", "devices", "report", "from_opencl", "tune_kernel",
+            "__version__", "__doc__"} <= set(names)
+    assert all(hasattr(tt, name) for name in tt.__all__)

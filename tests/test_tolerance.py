@@ -48,3 +48,10 @@ def test_the_schedule_reference_is_the_product_reference():
     assert error_over_tolerance(exact.ravel(), ref) <= 1
     exact[0, 0] += 1.0
     assert error_over_tolerance(exact, ref) > 1
+
+
+def test_the_mismatch_message_shows_values_with_six_significant_digits():
+    ref = np.array([[25.130181732982006, 1.0]])
+    bad = np.array([[0.0, 1.0]], dtype=np.float32)
+    message = tolerance.check_result(bad, ref, 40, np.abs(ref)).message("C")
+    assert message.startswith("C[0, 0] = 0, reference 25.1302, |error| 25.1 vs tolerance ")

@@ -757,3 +757,14 @@ def test_a_tuning_with_a_result_is_no_failure_and_one_the_model_refused_whole_is
     assert tuning_stats.failure(refused) == (
         "no candidate left: the one valid candidate was rejected (1 refused by the model); "
         "first b: LimitError: too much local memory")
+
+
+def test_a_tune_result_shows_as_one_short_line_with_its_data_kept(tmp_path):
+    out = tmp_path / "t.json"
+    res = tt.tune(64, 64, 64, space=write(tmp_path, SMALL_SPACE), top=0, out=out)
+    shown = repr(res)
+    assert "\n" not in shown and len(shown) < 200, shown
+    assert shown.startswith("<TuneResult gemm M=64 N=64 K=64: ")
+    assert f"{res.summary['candidates']} candidates, {res.summary['valid']} valid" in shown
+    assert f"pick {res.predictions[0]['label']}, 0 measured, file {out}>" in shown
+    assert len(res.predictions) == res.summary["modelled"] and res.data["meta"]["m"] == 64

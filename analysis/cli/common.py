@@ -57,16 +57,27 @@ def write_failed(what: str, where, err: OSError) -> None:
 
 
 def build_schedule(spec: str, m=None, k=None, n=None, tile=None, chunk=None, *,
-                   example_shape: bool = False):
+                   example_shape: bool = True):
     """The schedule SCHEDULE names at the sizes and family options given on the command
     line (:func:`tiletraffic.analysis.resolver.resolve`, options spelled as flags); every
-    error a ``click.UsageError`` (exit 2) of one line."""
+    error a ``click.UsageError`` (exit 2) of one line.
+
+    ``example_shape`` (every command but ``run``, which measures): a family given without
+    --m, --k and --n is built at its example shape, said in a note on stderr; without it
+    a family needs its sizes."""
     try:
-        return resolver.resolve(spec, resolver.Sizes(m, k, n, tile, chunk), family_options(),
-                                example_shape=example_shape, spell=resolver.flag)
+        sch = resolver.resolve(spec, resolver.Sizes(m, k, n, tile, chunk), family_options(),
+                               example_shape=example_shape, spell=resolver.flag)
     except (schedules.ScheduleError, user_schedule.UserScheduleError,
             launch_file.LaunchFileError, FrontendError) as err:
         raise click.UsageError(str(err)) from None
+    if example_shape and m is None and k is None and n is None and \
+            spec in schedules.FAMILIES + schedules.SEQUENCE_FAMILIES:
+        shape = " ".join(f"{name}={value}" for name, value in sch.param_values.items()
+                         if name in ("M", "K", "N"))
+        click.echo(f"note: {spec} at its example shape, {shape} tile={sch.tile} (no sizes "
+                   "given)", err=True)
+    return sch
 
 
 def is_user_spec(schedule) -> bool:

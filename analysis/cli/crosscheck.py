@@ -12,8 +12,6 @@ from tiletraffic.simulator.device import LimitError
 from tiletraffic.simulator.engine import ExecutionError, InputError
 from tiletraffic.simulator.schedules import ScheduleError
 
-from tiletraffic.simulator.sequence import kernels_of
-
 from ..resolver import resolve
 from .common import build_schedule, fail, one_name_or_all, refuse_unused
 from .options import NAMED_SIZE_OPTIONS, json_option, named_schedule_options
@@ -33,9 +31,9 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
     SCHEDULE: as for check, FILE.py:FUNCTION and LAUNCH.toml included; each kernel of a kernel sequence
     (gemm-split-k) is compared on its own, with random inputs."""
     from tiletraffic.gpu.oclgrind import OclgrindError, OclgrindUnavailable
-    from tiletraffic.simulator.variants import VARIANTS, names
+    from tiletraffic.simulator.variants import names
 
-    from ..crosscheck import compare_hazards, crosscheck
+    from ..crosscheck import compare_kernels
 
     one_name_or_all(name, check_all)
     if check_all:
@@ -49,9 +47,8 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
         for nm in todo:
             sch = resolve(nm, example_shape=True) if check_all else \
                 build_schedule(nm, m, k, n, tile, chunk, example_shape=True)
-            for kernel in kernels_of(sch):   # a kernel sequence: each kernel on its own
-                res = compare_hazards(kernel) if nm in VARIANTS else crosscheck(kernel)
-                ok &= res.agree if hasattr(res, "agree") else res.equal
+            for res in compare_kernels(sch):   # a kernel sequence: each kernel on its own
+                ok &= res.ok
                 results.append(res)
                 if not as_json:
                     click.echo("\n".join(comparison_text(res)))
@@ -83,7 +80,19 @@ def comparison_text(res) -> list[str]:
             + (" (Oclgrind cannot see these kinds: " + ", ".join(res.simulator_kinds) + ")"
                if invisible else ""),
             f"  simulator: {', '.join(res.simulator_kinds) or 'none'}",
-            *(f"    {line[:160]}" for line in res.simulator_details[:3]),
+            *(f"    {shortened(line)}" for line in res.simulator_details[:3]),
             f"  oclgrind:  {', '.join(res.oclgrind_kinds) or 'none'}",
-            *(f"    {line[:160]}" for line in res.details[:3]),
+            *(f"    {shortened(line)}" for line in res.details[:3]),
             *([f"  difference: {res.difference}"] if res.difference else [])]
+
+
+DETAIL_WIDTH = 160
+"""The longest hazard line of the text output (``--json`` keeps every line whole)."""
+
+
+def shortened(line: str, width: int = DETAIL_WIDTH) -> str:
+    """``line``, or when longer than ``width``, its words up to ``width`` and ``…``."""
+    if len(line) <= width:
+        return line
+    cut = line[:width].rsplit(" ", 1)[0] if " " in line[:width] else line[:width - 1]
+    return cut.rstrip(" ,;:(") + " …"

@@ -39,8 +39,8 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
     hazards, and the model's time terms. Every number comes from the simulated launch;
     the page embeds the JSON it was drawn from.
 
-    SCHEDULE: a family, a demo or faulty variant (missing sizes: its example shape),
-    FILE.py:FUNCTION or LAUNCH.toml, as for simulate. At most 64 elements per side of any array (the
+    SCHEDULE: a family, a demo or faulty variant (missing sizes: its example shape; the
+    matrix-vector families' is above 64), FILE.py:FUNCTION or LAUNCH.toml, as for simulate. At most 64 elements per side of any array (the
     pictures draw every element). A kernel sequence is drawn one kernel at a time
     (--kernel)."""
     from ..explain import ExplainSizeError, explain_data, write_page
@@ -56,7 +56,7 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
         try:
             parts = [int(x) for x in work_group.split(",")]
         except ValueError:
-            raise click.UsageError(f"--work-group {work_group!r}: give I or I,J (integers)") \
+            raise click.UsageError(f"--work-group {work_group}: give I or I,J (integers)") \
                 from None
         group = parts[0] if len(parts) == 1 else parts
     with warnings.catch_warnings():
@@ -81,7 +81,7 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
     hazards = f", {len(doc['hazards'])} hazard(s) drawn" if doc["hazards"] else ""
     steps = len(doc["steps"]["list"])
     click.echo(f"wrote {out_file}: {sch.family}, work-group "
-               f"{', '.join(map(str, doc['work_group']['id']))}, "
+               f"{tuple(doc['work_group']['id'])}, "
                f"{steps} step{'' if steps == 1 else 's'}{hazards}")
     if is_sequence(whole):
         position = whole.kernels.index(sch) + 1

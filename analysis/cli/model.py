@@ -39,7 +39,8 @@ def command(schedule, m, k, n, tile, chunk, device_model, registers, as_json, fo
     """Model SCHEDULE's memory system and time on a device model: the output of
     `simulate SCHEDULE --device-model D`.
 
-    SCHEDULE: a family, FILE.py:FUNCTION or LAUNCH.toml (as for simulate). Counts are taken by
+    SCHEDULE: a family (no sizes: its example shape), a demo or faulty variant,
+    FILE.py:FUNCTION or LAUNCH.toml (as for simulate). Counts are taken by
     work-group classes (one work-group per class of identical traffic) where they are
     proved: for the built-in families, and for other schedules whose masks differ only at
     the NDRange's edges and whose indices are affine in the work-group id; otherwise every

@@ -186,7 +186,7 @@ def set_option(f):
 
 def size_options(f):
     """SCHEDULE, --m, --k, --n, --tile, --chunk and the family options (simulate, model,
-    run)."""
+    run, explain)."""
     f = register_block_options(f)
     f = set_option(f)
     f = click.option("--a-tile", "a_tile", type=click.Choice(["row-major", "transposed"]),
@@ -206,9 +206,11 @@ def size_options(f):
                           "FILE.py:FUNCTION: passed as tile= when given.")(f)
     f = click.option("--n", "n", type=int, default=None, help="Columns of B and C (GEMM only).")(f)
     f = click.option("--k", "k", type=int, default=None,
-                     help="Columns of A (inner dimension); required for a family.")(f)
+                     help="Columns of A (inner dimension). A family without --m, --k and "
+                          "--n: its example shape (run: required).")(f)
     f = click.option("--m", "m", type=int, default=None,
-                     help="Rows of A and of C (or y); required for a family.")(f)
+                     help="Rows of A and of C (or y). A family without --m, --k and --n: "
+                          "its example shape (run: required).")(f)
     return click.argument("schedule", type=SCHEDULE)(f)
 
 

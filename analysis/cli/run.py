@@ -43,7 +43,9 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     a hazard is refused (exit 1) unless --unchecked. The result's tolerance is scaled to the
     sum length the check counted (the roundings of each output element; K for a GEMM).
 
-    SCHEDULE: a family, FILE.py:FUNCTION or LAUNCH.toml (as for simulate). A kernel's time counts only
+    SCHEDULE: a family with its sizes (run takes no example shape of a family: a time is
+    measured at the sizes you give), a demo or faulty variant (missing sizes: its example
+    shape), FILE.py:FUNCTION or LAUNCH.toml (as for simulate). A kernel's time counts only
     after its result is checked, so a schedule from a file needs a reference: --reference,
     or a function 'reference' in its file. Exit status: 0 ok, 1 a fault (a hazard, a wrong
     result, a failed build or launch), 2 bad input."""
@@ -56,7 +58,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     from ..validation.measure import run_on_device
 
     refuse_seed_unless_random(inputs_kind)
-    sch = build_schedule(schedule, m, k, n, tile, chunk)
+    sch = build_schedule(schedule, m, k, n, tile, chunk, example_shape=False)
     within_budget(sch, force, device=True)
     ref_fn = reference_fn(schedule, reference_spec)
     if ref_fn is None and is_user_spec(schedule):

@@ -55,8 +55,9 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
 
     SCHEDULE: a family (gemm-naive, gemm-tiled, gemm-register-blocked, gemm-vectorized,
     gemm-prefetch, gemm-warp-tiled, matvec-naive, matvec-local, matvec-local-whole,
-    matvec-rows-reduce, matvec-relu; gemm-split-k, two kernels in sequence), a demo
-    or faulty variant (as for check; missing sizes: its example shape), FILE.py:FUNCTION,
+    matvec-rows-reduce, matvec-relu; gemm-split-k, two kernels in sequence; without
+    --m, --k and --n: its example shape, as check uses), a demo or faulty variant (missing
+    sizes: its example shape), FILE.py:FUNCTION,
     a function of your Python file that returns a tiletraffic Schedule, called with the
     sizes given (m=, k=, n=, tile=), or LAUNCH.toml, a launch file of an OpenCL C kernel
     (its sizes: the file's, replaced with --set NAME=VALUE). Its result is checked against --reference (default: the file's function 'reference'), or not

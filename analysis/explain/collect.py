@@ -262,7 +262,9 @@ def explain_data(schedule: S.Schedule, device: str | DeviceModel = "nvidia-h200"
         coords = group_coordinates(schedule, chosen)
         if not 0 <= chosen < schedule.work_groups or (
                 np.ndim(work_group) and list(map(int, work_group)) != coords[:len(work_group)]):
-            raise ValueError(f"work-group {work_group} is outside the launch of "
+            shown = (str(int(work_group)) if np.ndim(work_group) == 0 else
+                     str(tuple(int(x) for x in work_group)))
+            raise ValueError(f"work-group {shown} is outside the launch of "
                              f"{' x '.join(map(str, schedule.num_groups))} work-groups")
     result, observer = _observe(schedule, model, chosen or 0, step_iterations)
     if chosen is None and result.hazards and result.hazards[0].group_id:

