@@ -53,6 +53,10 @@ class _Form:
         return self.lo if not self.varies and self.lo == self.hi else None
 
 
+_UNKNOWN = object()
+"""A name bound twice with forms that move differently with the work-group id."""
+
+
 def _trusted_families() -> tuple[str, ...]:
     from ..schedules import FAMILIES, SEQUENCE_FAMILIES
 
@@ -88,7 +92,7 @@ class _Prover:
             v = self.params[e.name]
             return _Form(zero, v, v)
         if isinstance(e, S.Var):
-            if e.name not in env:
+            if env.get(e.name, _UNKNOWN) is _UNKNOWN:
                 raise _Unproved(f"{e.name} is used where its value is not known")
             return env[e.name]
         if isinstance(e, S.WorkItemId):
@@ -234,8 +238,26 @@ class _Prover:
         for operand in S.float_operands(e):
             self.floats(operand, env)
 
+    @staticmethod
+    def merge(env: dict, *branches: dict) -> None:
+        """Set ``env`` to what a name may hold after code that ran one of ``branches`` (an
+        ``if`` and its ``else``, a loop that may run no iteration): the engine keeps one
+        flat table of names, so a name bound there keeps its value after it (a branch that
+        binds no value to it is left out: nothing was bound there). Forms that agree stay;
+        intervals of the same coefficients are joined; forms that move differently with the
+        work-group id leave the name unknown."""
+        for name in set().union(*branches):
+            # a branch that does not bind the name leaves nothing a later read could see
+            forms = [b[name] for b in branches if name in b]
+            first = forms[0]
+            if any(f is _UNKNOWN for f in forms) or any(f.coeffs != first.coeffs
+                                                        for f in forms):
+                env[name] = _UNKNOWN if any(f is not first for f in forms) else first
+            else:
+                env[name] = _Form(first.coeffs, min(f.lo for f in forms),
+                                  max(f.hi for f in forms))
+
     def block(self, stmts, env: dict) -> None:
-        env = dict(env)
         for s in stmts:
             if isinstance(s, S.Let):
                 env[s.name] = self.form(s.value, env)
@@ -257,8 +279,10 @@ class _Prover:
                     self.floats(v, env)
             elif isinstance(s, S.If):
                 self.cond(s.cond, env)
-                self.block(s.then, env)
-                self.block(s.orelse, env)
+                then, orelse = dict(env), dict(env)
+                self.block(s.then, then)
+                self.block(s.orelse, orelse)
+                self.merge(env, then, orelse)
             elif isinstance(s, S.For):
                 self.loop(s, env)
             elif not isinstance(s, (S.DeclareFloat, S.DeclarePrivateArray, S.Barrier,
@@ -272,6 +296,7 @@ class _Prover:
             raise _Unproved(f"the loop over {s.var} from {describe_int(s.start)} to "
                             f"{describe_int(s.stop)} runs a number of times that varies with "
                             "the work-group id")
-        inner = dict(env)
-        inner[s.var] = _Form(start.coeffs, start.lo, max(start.lo, stop.hi - 1))
-        self.block(s.body, inner)
+        body = dict(env)
+        body[s.var] = _Form(start.coeffs, start.lo, max(start.lo, stop.hi - 1))
+        self.block(s.body, body)
+        self.merge(env, dict(env), body)   # the loop may run no iteration
