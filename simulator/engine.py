@@ -153,7 +153,8 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
             ``work_group_classes``) also runs loops that store or assign private arrays in
             blocks of iterations where :mod:`simulator.accelerators.loop_blocks` allows it:
             the same counts, but a hazard's example could differ, so a hazard in a launch
-            in which a loop ran blocked, or a later read of such a loop's ``Let``, raises
+            in which a loop ran blocked (in either ``hazards`` mode), or a later read of
+            such a loop's ``Let``, raises
             :class:`simulator.accelerators.NotApplicable` (run again without it:
             :func:`simulator.observation.observe_launch` does).
         race_checks: run the observers that find races in local memory and in global memory
@@ -230,6 +231,9 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         raise
     for obs in all_observers:
         obs.on_finish()
+    if machine.ran_blocked and log.hazards:   # "report" mode: the same as "raise"
+        raise NotApplicable(f"{schedule.family}: hazards in a launch with loops run in blocks "
+                            "of iterations (their examples could differ)")
     outputs = {}
     if compute_values:
         for a in schedule.arrays:

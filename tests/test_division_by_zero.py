@@ -3,8 +3,11 @@
 OpenCL C source), an example work-item and work-group and a count; work-items whose mask
 is off for the statement (``if (d != 0) n / d``), or for which C does not evaluate the
 operand (``d != 0 && n / d > 1``), are none. The same with the accelerators (work-group
-classes, private nests), in ``check`` (exit 1) and in the check before a launch."""
+classes, private nests, loop blocks: a hazard in a blocked loop falls back), in ``check``
+(exit 1) and in the check before a launch."""
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
@@ -12,9 +15,12 @@ from click.testing import CliRunner
 
 import tiletraffic as tt
 from tiletraffic.analysis.cli import main
+from tiletraffic.simulator import engine
 from tiletraffic.simulator import launch_check as lc
+from tiletraffic.simulator import observation
 from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.accelerators import ALL, Accelerators
+from tiletraffic.simulator.accelerators import ALL, Accelerators, NotApplicable
+from tiletraffic.simulator.device_model import DEVICE_MODELS, GuessedValueWarning
 from tiletraffic.simulator.engine import simulate
 from tiletraffic.simulator.hazards import HAZARD_KINDS, HazardError
 from tiletraffic.simulator.static_ir import ExecutionError, eval_static
@@ -180,6 +186,60 @@ def test_a_private_nest_dividing_by_zero_is_executed_and_reported_by_the_engine(
         (KIND, 4, 2)]
     assert nests[0].detail.startswith("3 / (k - 2) is 3 / 0 for the work-item of global id "
                                       "(0,)")
+
+
+BLOCKED_X = S.GlobalArray("x", "in", ("N",))
+BLOCKED_Y = S.GlobalArray("y", "out", ("N",))
+BLOCKED_T = S.LocalArray("t", (S.Const(64),))
+
+
+def _blocked_loop(*zeros: int) -> S.Schedule:
+    """``for (e = lid; e < 64; e += 8) t[e] = x[(N / ((e - z0) * (e - z1))) mod N]``: a loop
+    of stores, run in blocks of iterations under work-group classes; the divisor is 0 where
+    e is one of ``zeros`` (none: outside 0 .. 63)."""
+    lid, e = S.Let("lid", S.local_id(0)), S.Var("e")
+    q = NP // ((e - zeros[0]) * (e - zeros[1]))
+    loop = S.For("e", lid.var, S.Const(64), S.Const(8), (
+        S.store(BLOCKED_T, (e,), BLOCKED_X[(q % NP + NP) % NP]),))
+    return S.Schedule("blocked-division", "blocked_division", (("N", 8),),
+                      (BLOCKED_X, BLOCKED_Y), (BLOCKED_T,), (8,), (8,),
+                      S.block(lid, loop, S.Barrier(), S.store(BLOCKED_Y, (lid.var,),
+                                                              BLOCKED_T[lid.var])), 8)
+
+
+@pytest.fixture
+def classes_forced(monkeypatch):
+    """Work-group classes (and so loop blocks) used whatever the proof says: a division by
+    zero reaches a blocked loop only so (a divisor that may be 0 is never proved)."""
+    monkeypatch.setattr(engine, "classes_problem", lambda schedule: None)
+    monkeypatch.setattr(lc, "classes_problem", lambda schedule: None)
+
+
+def test_a_division_by_zero_in_a_blocked_loop_falls_back_to_iteration_by_iteration(
+        classes_forced):
+    sch = _blocked_loop(17, 10)   # lid 1 in iteration 2, lid 2 in iteration 1
+    blocked = Accelerators(work_group_classes=True, loop_blocks=True)
+    unblocked = blocked.replace(loop_blocks=False)
+    for mode in ("raise", "report"):
+        with pytest.raises(NotApplicable):
+            simulate(sch, compute_values=False, hazards=mode, limits=None,
+                     accelerators=blocked)
+    slow = simulate(sch, compute_values=False, hazards="report", limits=None,
+                    accelerators=unblocked).hazards
+    assert [(h.kind, h.local_ids, h.count, h.occurrences) for h in slow] == [
+        (KIND, (2,), 2, 2)]   # iteration by iteration: the first is lid 2's, in iteration 1
+    assert lc.check_launch(sch, full_check_work=0).hazards == slow
+    model = DEVICE_MODELS["nvidia-h200"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GuessedValueWarning)
+        with pytest.raises(HazardError) as fast:
+            observation.observe_launch(sch, model, limits=None)
+        with pytest.raises(HazardError) as plain:
+            observation.observe_launch(sch, model, limits=None,
+                                       accelerators=ALL.replace(loop_blocks=False))
+        assert str(fast.value) == str(plain.value) and KIND in str(fast.value)
+        clean = observation.observe_launch(_blocked_loop(-1, -2), model, limits=None)
+    assert clean.counts.global_load_elems == 64
 
 
 # ---------------------------------------------------------------------- OpenCL C, check, run
