@@ -4,7 +4,7 @@ OpenCL C source), an example work-item and work-group and a count; work-items wh
 is off for the statement (``if (d != 0) n / d``), or for which C does not evaluate the
 operand (``d != 0 && n / d > 1``), are none. The same with the accelerators (work-group
 classes, private nests, loop blocks: a hazard in a blocked loop falls back), in ``check``
-(exit 1) and in the check before a launch."""
+(exit 1) and in the check before a launch (memory-unsafe)."""
 from __future__ import annotations
 
 import warnings
@@ -168,6 +168,7 @@ def test_work_group_classes_run_every_work_group_where_a_divisor_may_be_zero():
     assert [(h.kind, h.group_id, h.local_ids) for h in full] == [(KIND, (1,), (3,))]
     check = lc.check_launch(sch, full_check_work=0)
     assert check.why_every_work_group and check.hazards == full
+    assert check.memory_unsafe == full
 
 
 def test_a_private_nest_dividing_by_zero_is_executed_and_reported_by_the_engine():
@@ -319,3 +320,10 @@ def test_a_divisor_zero_for_every_work_item_is_named_by_its_place(body, text):
     assert text in str(err.value) and "\n" not in str(err.value)
     [h] = tt.check(sch)
     assert h.kind == KIND and h.count == 64
+
+
+def test_run_refuses_a_launch_that_divides_by_zero_as_memory_unsafe():
+    assert KIND in lc.MEMORY_UNSAFE_KINDS
+    sch = _schedule(S.Let("d", I - 3), _store_of(NP // D))
+    check = lc.check_launch(sch)
+    assert [h.kind for h in check.memory_unsafe] == [KIND]
