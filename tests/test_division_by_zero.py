@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 import tiletraffic as tt
 from tiletraffic.analysis.cli import main
+from tiletraffic.gpu.oclgrind import SIMULATOR_HAZARD_KINDS
 from tiletraffic.simulator import engine
 from tiletraffic.simulator import launch_check as lc
 from tiletraffic.simulator import observation
@@ -327,3 +328,13 @@ def test_run_refuses_a_launch_that_divides_by_zero_as_memory_unsafe():
     sch = _schedule(S.Let("d", I - 3), _store_of(NP // D))
     check = lc.check_launch(sch)
     assert [h.kind for h in check.memory_unsafe] == [KIND]
+
+
+def test_oclgrind_has_no_counterpart_and_the_crosscheck_says_so():
+    """Oclgrind's interpreter gives 0 for an integer division by zero and reports nothing:
+    no Oclgrind kind corresponds, and a comparison states that it cannot see the kind."""
+    from tiletraffic.analysis.crosscheck import HazardComparison
+
+    assert SIMULATOR_HAZARD_KINDS[KIND] == frozenset()
+    comparison = HazardComparison("k", [KIND], [])
+    assert comparison.agree and f"Oclgrind cannot see {KIND}" in comparison.difference
