@@ -8,7 +8,9 @@ or float2 access being one instruction of 16 or 8 bytes, as Oclgrind counts it).
 Hazards: the simulator's hazard kinds next to Oclgrind's race detector and memory checker,
 mapped through :data:`gpu.oclgrind.SIMULATOR_HAZARD_KINDS`, with the difference stated.
 :func:`crosscheck` picks one of the two for any schedule by the simulator's own check. Oclgrind cannot see an output
-element that nobody writes, so ``unwritten-output`` is the simulator's alone.
+element that nobody writes, nor an integer division by zero (its interpreter gives 0 and
+reports nothing), so ``unwritten-output`` and ``integer-division-by-zero`` are the
+simulator's alone.
 """
 from __future__ import annotations
 

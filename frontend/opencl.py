@@ -1358,7 +1358,8 @@ class _KernelBuilder:
             if op in ("+", "-", "*"):
                 return S.BinOp(op, self.int_expr(left), self.int_expr(right))
             if op in ("/", "%"):
-                return S.BinOp(op, self.exact(left), self.exact(right))
+                return S.BinOp(op, self.exact(left), self.exact(right),
+                               f"{self.source_of(s)}: {self.describe_target(s)}")
             if op in ("<<", ">>"):
                 shift = C.evaluate(right)
                 if not isinstance(shift, int) or not 0 <= shift < 31:

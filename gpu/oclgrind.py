@@ -104,10 +104,12 @@ SIMULATOR_HAZARD_KINDS: dict[str, frozenset[str]] = {
     "uninitialized-global-read": frozenset({"uninitialized"}),
     "unwritten-output": frozenset(),
     "misaligned-vector-access": frozenset({"misaligned"}),
+    "integer-division-by-zero": frozenset(),
 }
 """Hazard kinds of :mod:`simulator.hazards` -> the :class:`Diagnostic` kinds Oclgrind reports
 for the same fault. Empty: Oclgrind cannot see it (an output element nobody writes is not a
-memory error). An output buffer reaches Oclgrind without host contents, so a read of it
+memory error; an integer division or remainder by zero is 0 in Oclgrind's interpreter,
+reported by none of its checks). An output buffer reaches Oclgrind without host contents, so a read of it
 before any store is its "uninitialized value written to global memory" at the store the
 read feeds. Oclgrind's out-of-bounds checks are per buffer (and per static array
 dimension for ``__local`` arrays), the simulator's per logical dimension of every array:

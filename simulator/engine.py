@@ -21,6 +21,12 @@ element whose flat index is not a multiple of the width is the hazard
 ``misaligned-vector-access``. Private arrays (register tiles) are kept per work-item as
 ``(G, L, size)`` arrays; their indices are bounds-checked like any array's.
 
+An integer ``/`` or ``%`` whose divisor is 0 for a work-item that executes it (its mask on
+for the statement, and C evaluating the operand: the right one of ``&&`` and ``||`` only
+where the left one does not decide) is the hazard ``integer-division-by-zero``, undefined in
+C; masked-off work-items dividing by zero (``if (d != 0) x / d``) are none. Each statement
+execution reports an expression once; the bounds and step of a loop count once per entry.
+
 Control flow depends on integers only, never on float values, so running with
 ``compute_values=False`` gives exactly the same counts while skipping the float arithmetic.
 Then the accelerators the caller enables (:class:`simulator.accelerators.Accelerators`) may
@@ -50,8 +56,8 @@ from .global_races import GlobalRaceDetector
 from .hazards import Hazard, HazardError, HazardLog, array_dims, element_text
 from .race_detection import (LocalRaceDetector, UninitializedLocalRead, UninitializedOutputRead,
                              UnwrittenOutput)
-from .static_ir import (CMP_OPS, ExecutionError, apply_int_op, eval_static, is_vectorizable,
-                        wrap_int)
+from .static_ir import (CMP_OPS, ExecutionError, apply_int_op, divide, eval_static,
+                        is_vectorizable, wrap_int)
 from .unwritten import unwritten_fill
 
 BATCH_WORK_ITEMS = 1 << 20
@@ -147,7 +153,8 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
             ``work_group_classes``) also runs loops that store or assign private arrays in
             blocks of iterations where :mod:`simulator.accelerators.loop_blocks` allows it:
             the same counts, but a hazard's example could differ, so a hazard in a launch
-            in which a loop ran blocked, or a later read of such a loop's ``Let``, raises
+            in which a loop ran blocked (in either ``hazards`` mode), or a later read of
+            such a loop's ``Let``, raises
             :class:`simulator.accelerators.NotApplicable` (run again without it:
             :func:`simulator.observation.observe_launch` does).
         race_checks: run the observers that find races in local memory and in global memory
@@ -155,7 +162,8 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
             where no global-fence barrier orders the accesses), reads of unwritten local
             memory, reads of output elements before anything stored them and output
             elements never written (out-of-bounds accesses, barrier
-            divergence and uninitialized private reads are always checked).
+            divergence, uninitialized private reads and integer divisions by zero are
+            always checked).
         batch_work_items: work-items per batch of work-groups (memory bound).
         sum_lengths: also count each output element's sum length
             (:attr:`SimulationResult.sum_lengths`); needs ``compute_values``.
@@ -223,6 +231,9 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         raise
     for obs in all_observers:
         obs.on_finish()
+    if machine.ran_blocked and log.hazards:   # "report" mode: the same as "raise"
+        raise NotApplicable(f"{schedule.family}: hazards in a launch with loops run in blocks "
+                            "of iterations (their examples could differ)")
     outputs = {}
     if compute_values:
         for a in schedule.arrays:
@@ -389,9 +400,18 @@ class Machine:
         self.live = None
         """The work-items that execute the expressions being evaluated (the statement's
         mask; narrowed for the right operand of ``&&`` and ``||``, which C evaluates only
-        where the left one does not decide): an unsigned 64-bit :class:`Wrap` refuses a
-        negative value of these only."""
-        self.unsigned_checks = _has_unsigned_check(schedule.body)
+        where the left one does not decide; ``False`` where an expression evaluated again
+        was checked already): an unsigned 64-bit :class:`Wrap` refuses a negative value of
+        these only, and an integer division by zero of these only is a hazard."""
+        self.live_checks = _has_live_check(schedule.body, params)
+        """Whether an expression of the schedule is checked per executing work-item (an
+        unsigned 64-bit ``Wrap``, a ``/`` or ``%`` whose divisor is not a non-zero
+        constant): then ``&&`` and ``||`` narrow :attr:`live`, and a ``select``'s condition
+        is evaluated without values too."""
+        self.divided: set[int] = set()
+        """The divisions by zero reported in the statement executing now (by ``id`` of the
+        ``BinOp``): an expression the engine evaluates again for the same statement (a
+        private index, a loop's step) is reported once."""
 
     def track_sum_lengths(self, initial: dict[str, int] | None = None) -> None:
         """Count sum lengths from now on: per global array a shadow of int32 (inputs 0, or
@@ -461,10 +481,9 @@ class Machine:
             return self.ids[(e.kind, e.dim)]
         if isinstance(e, S.BinOp):
             left, right = self.eval_int(e.left), self.eval_int(e.right)
-            try:
-                return apply_int_op(e, left, right)
-            except ExecutionError as err:  # a zero divisor: named with the schedule
-                raise ExecutionError(f"{self.schedule.family}: {err}") from None
+            if e.op in ("/", "%"):
+                return self.divide(e, left, right)
+            return apply_int_op(e, left, right)
         if isinstance(e, S.Min):
             return np.minimum(self.eval_int(e.left), self.eval_int(e.right))
         if isinstance(e, S.Wrap):
@@ -475,6 +494,45 @@ class Machine:
                 self.check_unsigned(e, value)
             return value
         raise TypeError(f"unknown integer expression {e!r}")
+
+    def divide(self, e: S.BinOp, left, right):
+        """``left / right`` or ``left % right`` (C's; ``e`` the expression): where the
+        divisor is 0 for a work-item of :attr:`live`, the hazard
+        ``integer-division-by-zero`` (C leaves the result undefined: a device gives any value
+        or traps), with the expression, an example work-item and the count; the value is
+        then 0 for those work-items (:func:`simulator.static_ir.divide`), and what the
+        kernel computes from it is not what a device computes."""
+        if isinstance(right, (int, np.integer)) and right != 0:
+            return apply_int_op(e, left, right)
+        zero = np.equal(right, 0)
+        if np.any(zero) and id(e) not in self.divided:
+            bad = np.logical_and(zero, True if self.live is None else self.live)
+            if np.any(bad):
+                self.divided.add(id(e))
+                self.report_division_by_zero(e, left, bad)
+        return divide(e.op, left, right)
+
+    def report_division_by_zero(self, e: S.BinOp, left, bad) -> None:
+        shape = self.shape_of(bad, left)
+        bad_b = np.broadcast_to(bad, shape)
+        g, li, it = (int(v[0]) for v in np.nonzero(bad_b))
+        dividend = int(np.broadcast_to(left, shape)[g, li, it])
+        dims = range(len(self.schedule.local_size))
+        gid = tuple(int(self.ids[("global", d)][g, li, 0]) for d in dims)
+        lid = tuple(int(self.ids[("local", d)][0, li, 0]) for d in dims)
+        group = self.group_id_tuple(g)
+        what = "division" if e.op == "/" else "remainder"
+        text = e.source or S.describe_int(e)[1:-1]
+        groups = self.per_group(bad_b, shape)
+        self.log.add(Hazard(
+            kind="integer-division-by-zero", schedule=self.schedule.family, array="",
+            index=-1, group_id=group, local_ids=(li,), epoch=self.epoch,
+            count=int(groups[1].sum()), site=f"{what} {text}",
+            detail=(f"{text} is {dividend} {e.op} 0 for the work-item of global id {gid} "
+                    f"(local id {lid} of work-group {group}): an integer {what} by zero, "
+                    "which C leaves undefined (a device gives any value or traps); the "
+                    "simulator goes on with 0")),
+            groups, f"{what}s by zero")
 
     def check_unsigned(self, e: S.Wrap, value) -> None:
         """Refuse a negative ``value`` of the unsigned 64-bit ``e`` for a work-item of
@@ -510,7 +568,7 @@ class Machine:
             return CMP_OPS[c.op](self.eval_int(c.left), self.eval_int(c.right))
         if isinstance(c, S.BoolOp):
             left = self.eval_cond(c.left)
-            if not self.unsigned_checks:
+            if not self.live_checks:
                 right = self.eval_cond(c.right)
             else:       # C evaluates the right operand where the left one does not decide
                 live = True if self.live is None else self.live
@@ -701,6 +759,8 @@ class Machine:
             then, ft = self.eval_float(e.then, mask)
             orelse, fo = self.eval_float(e.orelse, mask)
             if not self.values:
+                if self.live_checks:   # its checks do not depend on values
+                    self.eval_cond(e.cond)
                 return None, ft + fo + 1
             cond = self.eval_cond(e.cond)
             return np.where(cond, then, orelse).astype(np.float32), ft + fo + 1
@@ -772,6 +832,7 @@ class Machine:
                 continue
             m = np.logical_and(mask, self.alive)
             self.live = m
+            self.divided.clear()
             if isinstance(s, S.Let):
                 self.env[s.name] = self.eval_int(s.value)
             elif isinstance(s, S.DeclareFloat):
@@ -1167,8 +1228,11 @@ class Machine:
         var = self.eval_int(loop.start)
         while True:
             self.env[loop.var] = var
-            self.live = np.logical_and(m, self.alive)
-            inside = np.logical_and(self.live, np.less(var, self.eval_int(loop.stop)))
+            live = np.logical_and(m, self.alive)
+            self.live = False   # the bounds were checked once, on entry (loop_trips)
+            stop = self.eval_int(loop.stop)
+            self.live = live
+            inside = np.logical_and(live, np.less(var, stop))
             if not np.any(inside):
                 break
             self.exec_block(loop.body, inside)
@@ -1220,13 +1284,22 @@ class Machine:
         return most > 0
 
 
-def _has_unsigned_check(node) -> bool:
-    """Whether an unsigned 64-bit :class:`simulator.schedule.Wrap` is anywhere in ``node``
-    (a statement, an expression or a tuple of them)."""
+def _has_live_check(node, params: dict[str, int]) -> bool:
+    """Whether ``node`` (a statement, an expression or a tuple of them) holds an expression
+    checked per executing work-item (:attr:`Machine.live_checks`): an unsigned 64-bit
+    :class:`simulator.schedule.Wrap`, or a ``/`` or ``%`` whose divisor is not a non-zero
+    expression of constants and ``params``."""
     if isinstance(node, S.Wrap) and node.bits == 64 and not node.signed:
         return True
+    if isinstance(node, S.BinOp) and node.op in ("/", "%"):
+        try:
+            if eval_static(node.right, params) == 0:
+                return True
+        except (TypeError, KeyError, ExecutionError):
+            return True
     if isinstance(node, (tuple, list)):
-        return any(_has_unsigned_check(n) for n in node)
+        return any(_has_live_check(n, params) for n in node)
     if isinstance(node, (S.Stmt, S.IntExpr, S.Cond, S.FloatExpr)):
-        return any(_has_unsigned_check(getattr(node, f)) for f in node.__dataclass_fields__)
+        return any(_has_live_check(getattr(node, f), params)
+                   for f in node.__dataclass_fields__)
     return False

@@ -28,6 +28,7 @@ HAZARD_KINDS = (
     "uninitialized-global-read",   # a read of an output element (role out) nothing stored yet
     "unwritten-output",            # output elements no work-item stored
     "misaligned-vector-access",    # a float2/float4 access at an address not a multiple of 8/16
+    "integer-division-by-zero",    # an integer / or % whose divisor is 0 for a work-item executing it
 )
 
 NAMED_GROUPS = 3
@@ -61,7 +62,8 @@ class Hazard:
     Attributes:
         kind: one of :data:`HAZARD_KINDS`.
         schedule: schedule family.
-        array: array or private variable involved (``""`` for barrier divergence).
+        array: array or private variable involved (``""`` for barrier divergence and an
+            integer division by zero).
         index: element index of the example (-1 when not applicable).
         group_id: work-group id per NDRange dimension of the example (``()``: none).
         local_ids: local (flattened) ids of the work-items of the example (a few).

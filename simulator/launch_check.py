@@ -1,8 +1,9 @@
 """The check of a schedule before it is launched on a device: hazards and the sum length.
 
-A kernel with an out-of-bounds access, a barrier that only some work-items reach or a
-misaligned vector access can corrupt the host process's memory or hang the device (a
-segfault inside the OpenCL driver, a corrupted heap after the run); a kernel with a race
+A kernel with an out-of-bounds access, a barrier that only some work-items reach, a
+misaligned vector access or an integer division by zero can corrupt the host process's
+memory or hang the device (a segfault inside the OpenCL driver, a corrupted heap after the
+run); a kernel with a race
 gives a time that is not a measurement of the kernel. So before any launch
 (``analysis.validation.measure.run_on_device``) the simulator checks the launch:
 
@@ -15,7 +16,9 @@ gives a time that is not a measurement of the kernel. So before any launch
   :mod:`simulator.accelerators.classes` (the first and last work-group of every NDRange dimension, the
   edges, among them), counts only, so races within a work-group, out-of-bounds accesses,
   barrier divergence, misaligned vector accesses and uninitialized local and private reads
-  are checked there; races between work-groups, reads of outputs before a store and
+  are checked there (integer divisions by zero cannot occur: the classes of a divisor that
+  may be 0 are not proved, so such a launch is checked whole); races between work-groups,
+  reads of outputs before a store and
   unwritten outputs need every work-group and are not
   (:attr:`LaunchCheck.not_checked` says so). The sum length is counted on the
   representatives with values: for a built-in family with a K loop of step D
@@ -47,8 +50,15 @@ REPRESENTATIVES = Accelerators(work_group_classes=True, private_nests=True, loop
 """How a large launch is checked: one work-group per class, loops in blocks where exact (a
 hazard there is checked again without the blocks, so its example is full execution's)."""
 
-MEMORY_UNSAFE_KINDS = ("out-of-bounds", "barrier-divergence", "misaligned-vector-access")
-"""Hazards whose launch can corrupt memory or hang: never launched unless asked for."""
+MEMORY_UNSAFE_KINDS = ("out-of-bounds", "barrier-divergence", "misaligned-vector-access",
+                       "integer-division-by-zero")
+"""Hazards whose launch can corrupt memory or hang: never launched unless asked for.
+
+An integer division by zero is among them: C leaves its value undefined, a device gives
+any number (PoCL on an x86 CPU computed ``64 / d`` at ``d = 0`` as 64), and where that
+number reaches an index the access can be anywhere, which the simulator, going on with 0,
+cannot see; on a CPU device the division instruction itself may trap (x86's ``idiv`` raises
+a divide error, a ``SIGFPE`` that ends the host process)."""
 
 FULL_CHECK_WORK = 2**24
 """Most work-item loop steps (work-items x the largest size parameter) checked as a full

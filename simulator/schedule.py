@@ -182,11 +182,21 @@ class WorkItemId(IntExpr):
 
 @dataclass(frozen=True, eq=False)
 class BinOp(IntExpr):
-    """``left op right`` for op in ``+ - * / %`` (C semantics: ``/`` truncates toward zero)."""
+    """``left op right`` for op in ``+ - * / %`` (C semantics: ``/`` truncates toward zero).
+
+    A ``/`` or ``%`` whose divisor is 0 for a work-item that executes it is undefined in C;
+    the simulator reports it as the hazard ``integer-division-by-zero``.
+
+    Attributes:
+        source: for a ``/`` or ``%`` written in OpenCL C, where it is, ``"file:line:column:
+            text"`` (``None`` for a schedule built in Python, named by its text), for
+            messages. It is no part of the kernel.
+    """
 
     op: str
     left: IntExpr
     right: IntExpr
+    source: str | None = None
 
 
 @dataclass(frozen=True, eq=False)

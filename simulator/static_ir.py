@@ -1,9 +1,9 @@
 """Static facts of the IR (:mod:`simulator.schedule`), known without executing anything.
 
 * integer arithmetic with C's semantics (:data:`INT_OPS`, :data:`CMP_OPS`: ``/`` truncates
-  toward zero and ``%`` takes the dividend's sign, C11 §6.5.5; :func:`wrap_int`: conversion
-  to a fixed-width type, C11 §6.3.1.3, two's complement), on Python ints and numpy arrays
-  alike;
+  toward zero and ``%`` takes the dividend's sign, C11 §6.5.5; :func:`divide`: 0 where the
+  divisor is 0, which C leaves undefined; :func:`wrap_int`: conversion to a fixed-width type,
+  C11 §6.3.1.3, two's complement), on Python ints and numpy arrays alike;
 * integer expressions of constants and parameters (:func:`eval_static`), and of constants,
   parameters and known loop variables (:func:`static_int`);
 * row-major flat indices of private array elements (:func:`flat_index`);
@@ -20,12 +20,14 @@ from . import schedule as S
 
 
 class ExecutionError(ValueError):
-    """The schedule cannot be executed as written: an integer division or remainder by a
-    zero that every work-item computes, a loop whose step is not positive (it would never
+    """The schedule cannot be executed as written: an integer division or remainder by zero
+    in an expression of constants and parameters that the launch needs before anything runs
+    (:func:`eval_static`: an array's size), a loop whose step is not positive (it would never
     end) or one of more iterations than the simulator runs
     (:data:`simulator.engine.LOOP_TRIPS_LIMIT`), or an unsigned 64-bit value the simulator's
     integers cannot hold (:class:`simulator.schedule.Wrap`). The message names the
-    operation, the loop or the expression."""
+    operation, the loop or the expression. (A division by zero that a work-item executes is
+    the hazard ``integer-division-by-zero`` instead: :func:`divide`.)"""
 
 
 def wrap_int(value, bits: int, signed: bool):
@@ -42,8 +44,8 @@ def c_div(a, b):
     """C integer division (truncates toward zero).
 
     Raises:
-        ExecutionError: ``b`` is a scalar 0 (a divisor that is 0 only for some work-items is
-            left to the caller: those may be masked off by an ``if``).
+        ExecutionError: ``b`` is a scalar 0 (the engine divides with :func:`divide`, after
+            checking which executing work-items divide by zero).
     """
     if np.ndim(b) == 0 and b == 0:
         raise ExecutionError("an integer division or remainder by zero: the divisor is 0 for "
@@ -63,6 +65,20 @@ def c_mod(a, b):
     return a - c_div(a, b) * b
 
 
+def divide(op: str, a, b):
+    """``a / b`` (``op`` ``"/"``) or ``a % b`` (``"%"``) with C's semantics where ``b`` is not
+    0, and 0 where it is: the value the engine goes on with after reporting a work-item that
+    divides by zero (the hazard ``integer-division-by-zero``; C leaves it undefined), as
+    Oclgrind's interpreter gives 0 there too."""
+    zero = np.equal(b, 0)
+    if not np.any(zero):
+        return INT_OPS[op](a, b)
+    if np.ndim(b) == 0:
+        return np.zeros(np.shape(a), np.int64) if np.ndim(a) else 0
+    value = INT_OPS[op](a, np.where(zero, 1, b))
+    return np.where(zero, 0, value)
+
+
 INT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": c_div, "%": c_mod}
 """The IR's integer operators (:class:`simulator.schedule.BinOp`)."""
 
@@ -72,8 +88,9 @@ def apply_int_op(e: S.BinOp, left, right):
     operands.
 
     Raises:
-        ExecutionError: a division or remainder by a divisor that is 0 for every work-item;
-            the message names the expression and its divisor (``i / D``, ``D``).
+        ExecutionError: a division or remainder by a scalar divisor 0 (static evaluation:
+            :func:`eval_static`); the message names the expression and its divisor
+            (``i / D``, ``D``).
     """
     try:
         return INT_OPS[e.op](left, right)
@@ -82,7 +99,7 @@ def apply_int_op(e: S.BinOp, left, right):
         text, divisor = S.describe_int(e)[1:-1], S.describe_int(e.right)
         raise ExecutionError(f"an integer {what} by zero: {text}" + (
             "" if isinstance(e.right, S.Const) else
-            f", whose divisor {divisor} is 0 for every work-item")) from None
+            f", whose divisor {divisor} is 0")) from None
 
 CMP_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
            "==": np.equal, "!=": np.not_equal}
@@ -125,8 +142,9 @@ def static_int(e: S.IntExpr, env: dict[str, int], params: dict[str, int]) -> int
 
     Raises:
         NotStatic: ``e`` reads a name not in ``env``, a work-item id, is not an integer
-            expression of those kinds, or is an unsigned 64-bit :class:`Wrap` of a negative
-            value (which the engine refuses where a work-item computes it).
+            expression of those kinds, is an unsigned 64-bit :class:`Wrap` of a negative
+            value (which the engine refuses where a work-item computes it) or divides by 0
+            (a hazard where a work-item executes it).
     """
     if isinstance(e, S.Const):
         return int(e.value)
@@ -137,8 +155,10 @@ def static_int(e: S.IntExpr, env: dict[str, int], params: dict[str, int]) -> int
             raise NotStatic(e.name)
         return env[e.name]
     if isinstance(e, S.BinOp):
-        return int(apply_int_op(e, static_int(e.left, env, params),
-                                static_int(e.right, env, params)))
+        right = static_int(e.right, env, params)
+        if right == 0 and e.op in ("/", "%"):   # left to the engine, which reads the mask
+            raise NotStatic(f"{S.describe_int(e)} divides by 0")
+        return int(apply_int_op(e, static_int(e.left, env, params), right))
     if isinstance(e, S.Min):
         return min(static_int(e.left, env, params), static_int(e.right, env, params))
     if isinstance(e, S.Wrap):

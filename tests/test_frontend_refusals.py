@@ -109,10 +109,6 @@ def test_without_libclang_reading_opencl_c_is_one_line_not_a_traceback(monkeypat
 
 @pytest.mark.parametrize("body, words", [
     ("    for (int j = 0; j < 4; j += 0) C[i] = A[i];", ["loop", "step of 0", "never end"]),
-    ("    C[i] = A[i / (N - 64)];", ["opencl:k: an integer division by zero: i / (N - 64), "
-                                   "whose divisor (N - 64) is 0 for every work-item"]),
-    ("    C[i] = A[i % N - i % (N - 64)];", ["an integer remainder by zero: i % (N - 64),"]),
-    ("    C[i] = A[i / 0];", ["an integer division by zero: i / 0"]),
     ("    float s = 0.0f;\n    for (int j = 0; j < 40000000; j++) s += A[0];\n    C[i] = s;",
      ["loop", "40,000,000 iterations", "limit"]),
 ])

@@ -50,7 +50,8 @@ import numpy as np
 
 from .. import schedule as S
 from ..counters import compact_mask
-from ..static_ir import NotStatic, eval_static, flat_index, is_vectorizable, static_int
+from ..static_ir import (ExecutionError, NotStatic, eval_static, flat_index, is_vectorizable,
+                         static_int)
 from . import Pass
 
 MAX_EXECUTIONS = 1 << 14
@@ -273,7 +274,7 @@ def expansion(loop: S.For, params: dict[str, int]) -> tuple[np.ndarray, set[str]
     try:
         start, stop, step = (int(eval_static(x, params))
                              for x in (loop.start, loop.stop, loop.step))
-    except (TypeError, KeyError):
+    except (TypeError, KeyError, ExecutionError):   # a division by zero: the engine's
         return None
     if step <= 0 or len(range(start, stop, step)) < 2:
         return None
