@@ -31,8 +31,9 @@ from .options import (FORCE_OPTION, INPUTS_OPTION, NAMED_SIZE_OPTIONS, SEED_OPTI
 def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inputs_kind,
             force):
     """Run only the hazard checks: races in local and global memory, barrier divergence,
-    out-of-bounds accesses, uninitialized reads (local, private, outputs read before a store),
-    unwritten outputs, on the full launch.
+    out-of-bounds accesses, misaligned vector accesses, integer divisions by zero,
+    uninitialized reads (local, private, outputs read before a store), unwritten outputs, on
+    the full launch.
     Exits 1 when a hazard is found (with --all: when a correct schedule has one or a broken
     variant misses its expected kind).
 
