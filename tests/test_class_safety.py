@@ -208,3 +208,17 @@ def test_the_commands_say_when_every_work_group_is_executed(tmp_path):
     assert "note: every work-group of k is executed" in modelled.stderr
     assert "group_id(0) == 2" in modelled.stderr
     assert json.loads(modelled.stdout)["global_load_elems"] == loads
+
+
+@pytest.mark.parametrize("operand, bits, signed, proved", [
+    (local_id(0) - 1, 32, False, True),              # wraps, but alike in every work-group
+    (global_id(0) - 1, 32, False, False),            # wraps in the first work-group only
+    (global_id(0) + 1, 32, False, True),             # fits: the operand itself
+    (global_id(0) - 1, 64, True, True),              # a signed long holds it
+    (global_id(0) - 1, 64, False, False),            # a size_t below 0 where it varies
+    (global_id(0) + 1, 64, False, True),
+])
+def test_a_fixed_width_conversion_keeps_the_form_only_where_it_cannot_wrap(
+        operand, bits, signed, proved):
+    cond = S.Wrap(operand, bits, signed) < Param("M")
+    assert (class_safety.classes_problem(_matvec_with(cond, 640, 24)) is None) == proved

@@ -159,13 +159,18 @@ class _Prover:
 
     def wrap(self, e: S.Wrap, a: _Form) -> _Form:
         """C's conversion to a fixed-width type: the operand where every value of every
-        work-group fits the type (and at 64 bits, where the simulator keeps the operand),
-        the type's range where the operand does not vary with the work-group."""
+        work-group fits the type (at 64 bits, where the simulator keeps the operand: signed,
+        or unsigned and never negative where it varies with the work-group), the type's
+        range where the operand does not vary with the work-group."""
+        spans = [sorted((0, c * (n - 1))) for c, n in zip(a.coeffs, self.groups)]
         if e.bits >= 64:
+            # unsigned: a negative value is refused where a work-item computes it, which
+            # the representatives alone may not include
+            if not e.signed and a.varies and a.lo + sum(x for x, _ in spans) < 0:
+                raise _Unproved(f"{describe_int(e)} can be negative for some work-groups")
             return a
         low, high = (-2 ** (e.bits - 1), 2 ** (e.bits - 1) - 1) if e.signed else \
             (0, 2 ** e.bits - 1)
-        spans = [sorted((0, c * (n - 1))) for c, n in zip(a.coeffs, self.groups)]
         if low <= a.lo + sum(x for x, _ in spans) and a.hi + sum(y for _, y in spans) <= high:
             return a
         if not a.varies:
