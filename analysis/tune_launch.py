@@ -35,6 +35,7 @@ import numpy as np
 
 from tiletraffic.frontend.clang_ast import integer_literal
 from tiletraffic.frontend.opencl import FrontendError
+from tiletraffic.simulator.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.device import LimitError, check_schedule_limits
 from tiletraffic.simulator.schedule import ScheduleError
 
@@ -210,6 +211,7 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
             atomic_write_text(path, json.dumps(doc, indent=1))
 
     valid = []
+    unproved_noted = False
     for order, values in enumerate(itertools.product(*params.values())):
         cand = dict(zip(params, values))
         env = {**base.names, **cand}
@@ -230,6 +232,10 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
             why = str(err).split(": ", 2)[-1][:80]
             _reject(doc["rejected"], cand, "builder", why, str(err))
             continue
+        if not unproved_noted and (why := classes_problem(sch)) is not None:
+            unproved_noted = True   # once: every candidate of one kernel shares the reason
+            log(f"note: every work-group of {sch.kernel_name} is executed to model it (its "
+                f"work-group classes are not proved: {why}), which takes longer")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:

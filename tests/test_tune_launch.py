@@ -205,3 +205,21 @@ def test_a_constraint_that_divides_by_zero_is_bad_input_and_moves_nothing(tmp_pa
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
     assert "'TS % 0 == 0': division by zero with TS = 8" in result.output
     assert out.read_text() == "{}" and not (tmp_path / "history").exists()
+
+
+def test_a_kernel_whose_classes_are_not_proved_is_noted_once_and_modelled_whole(tmp_path):
+    (tmp_path / "g.cl").write_text(
+        "__kernel void k(int N, __global const float* x, __global float* y) {\n"
+        "  int i = get_global_id(0);\n  float acc = x[i];\n"
+        "  if (get_group_id(0) == G) { for (int j = 0; j < 16; j++) acc += x[j]; }\n"
+        "  y[i] = acc;\n}\n")
+    (tmp_path / "g.toml").write_text(
+        'source = "g.cl"\nkernel = "k"\n[sizes]\nN = 1024\n[launch]\nglobal_size = ["N"]\n'
+        'local_size = ["16"]\n[args]\nN = "N"\nx = { shape = ["N"], access = "in" }\n'
+        'y = { shape = ["N"], access = "out" }\n')
+    said = []
+    doc = tune_launch(tmp_path / "g.toml", {"G": [2, 3]}, top=0, log=said.append)
+    notes = [line for line in said if "work-group classes are not proved" in line]
+    assert len(notes) == 1 and "group_id(0) == 2" in notes[0]
+    # counted whole: 16 additions by each of the 16 work-items of work-group G alone
+    assert [p["flop"] for p in doc["predictions"]] == [16 * 16, 16 * 16]
