@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.static_ir import wrap_int
+from tiletraffic.simulator.static_ir import int_op_bounds, trunc_div, wrap_int
 
 from . import clang_ast as C
 from .clang_ast import FrontendError
@@ -358,20 +358,6 @@ def _c_value(value: int, t) -> int:
     if info is None or info[0] == 1:
         return value
     return wrap_int(value, *info)
-
-
-def _mul(a, b):
-    """``a * b`` of interval bounds, with 0 times an infinite bound 0."""
-    return 0 if a == 0 or b == 0 else a * b
-
-
-def _trunc_div(a, b):
-    """C's ``a / b`` of interval bounds (``b`` not 0; an infinite bound stays infinite)."""
-    if math.isinf(a) or math.isinf(b):
-        q = a / b
-        return q if math.isinf(q) else 0
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
 
 
 def _floor_mod(value: S.IntExpr, divisor: S.Const) -> S.IntExpr:
@@ -752,7 +738,7 @@ class _KernelBuilder:
             op = C.binary_operator(s)
             a, b = (self.static_eval(x, var_cursor, value) for x in C.children(s))
             ops = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-                   "/": _trunc_div, "%": lambda x, y: x - _trunc_div(x, y) * y,
+                   "/": trunc_div, "%": lambda x, y: x - trunc_div(x, y) * y,
                    "<<": lambda x, y: x << y, ">>": lambda x, y: x >> y,
                    "<": lambda x, y: x < y, "<=": lambda x, y: x <= y,
                    ">": lambda x, y: x > y, ">=": lambda x, y: x >= y,
@@ -788,7 +774,7 @@ class _KernelBuilder:
             rhs = self.static_eval(C.children(s)[1], var_cursor, value)
             result = {"+": value + rhs, "-": value - rhs, "*": value * rhs,
                       "<<": value << rhs, ">>": value >> rhs,
-                      "/": _trunc_div(value, rhs) if rhs else None}.get(op)
+                      "/": trunc_div(value, rhs) if rhs else None}.get(op)
             if result is not None:
                 return result
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) == "=" and \
@@ -1307,22 +1293,7 @@ class _KernelBuilder:
             tlo, thi = _type_range(e.bits, e.signed)
             return (lo, hi) if tlo <= lo and hi <= thi else (tlo, thi)
         if isinstance(e, S.BinOp):
-            (a, b), (c, d) = self.range_of(e.left), self.range_of(e.right)
-            if e.op == "+":
-                return a + c, b + d
-            if e.op == "-":
-                return a - d, b - c
-            if e.op == "*":
-                corners = [_mul(x, y) for x in (a, b) for y in (c, d)]
-                return min(corners), max(corners)
-            most = max(abs(a), abs(b))           # |a / b| and |a % b| are at most |a|
-            if e.op == "/":
-                if c > 0 or d < 0:
-                    corners = [_trunc_div(x, y) for x in (a, b) for y in (c, d)]
-                    return min(corners), max(corners)
-                return -most, most
-            bound = min(most, max(abs(c), abs(d)) - 1)      # %: less than |divisor|
-            return (0 if a >= 0 else -bound), (0 if b <= 0 else bound)
+            return int_op_bounds(e.op, self.range_of(e.left), self.range_of(e.right))
         return -math.inf, math.inf
 
     def _int_expr(self, s) -> S.IntExpr:

@@ -512,15 +512,21 @@ class Machine:
                 self.report_division_by_zero(e, left, bad)
         return divide(e.op, left, right)
 
-    def report_division_by_zero(self, e: S.BinOp, left, bad) -> None:
-        shape = self.shape_of(bad, left)
-        bad_b = np.broadcast_to(bad, shape)
-        g, li, it = (int(v[0]) for v in np.nonzero(bad_b))
-        dividend = int(np.broadcast_to(left, shape)[g, li, it])
+    def first_work_item(self, bad, value):
+        """The first true entry of ``bad`` (a mask broadcastable to the batch's ``(G, L,
+        I)``) as ``(g, li, shape, value there, global id, local id, work-group id)``, for
+        the example of a message."""
+        shape = self.shape_of(bad, value)
+        g, li, it = (int(v[0]) for v in np.nonzero(np.broadcast_to(bad, shape)))
         dims = range(len(self.schedule.local_size))
         gid = tuple(int(self.ids[("global", d)][g, li, 0]) for d in dims)
         lid = tuple(int(self.ids[("local", d)][0, li, 0]) for d in dims)
-        group = self.group_id_tuple(g)
+        return (g, li, shape, int(np.broadcast_to(value, shape)[g, li, it]), gid, lid,
+                self.group_id_tuple(g))
+
+    def report_division_by_zero(self, e: S.BinOp, left, bad) -> None:
+        g, li, shape, dividend, gid, lid, group = self.first_work_item(bad, left)
+        bad_b = np.broadcast_to(bad, shape)
         what = "division" if e.op == "/" else "remainder"
         text = e.source or S.describe_int(e)[1:-1]
         groups = self.per_group(bad_b, shape)
@@ -548,17 +554,11 @@ class Machine:
         bad = np.logical_and(negative, live)
         if not np.any(bad):
             return
-        shape = np.broadcast_shapes(np.shape(bad), (self.G, self.L, 1))
-        g, li, it = np.unravel_index(int(np.flatnonzero(np.broadcast_to(bad, shape))[0]),
-                                     shape)
-        v = int(np.broadcast_to(value, shape)[g, li, it])
-        dims = range(len(self.schedule.local_size))
-        gid = tuple(int(self.ids[("global", d)][g, li, 0]) for d in dims)
-        lid = tuple(int(self.ids[("local", d)][0, li, 0]) for d in dims)
+        _, _, _, v, gid, lid, group = self.first_work_item(bad, value)
         what = e.source or f"{self.schedule.family}: {S.describe_int(e.operand)}"
         raise ExecutionError(
             f"{what} is {v} for the work-item of global id {gid} (local id {lid} of "
-            f"work-group {self.group_id_tuple(g)}), and C computes it as an unsigned 64-bit "
+            f"work-group {group}), and C computes it as an unsigned 64-bit "
             f"integer, {v + 2 ** 64}, which the simulator's 64-bit signed integers do not "
             "hold (a limit of the simulator, not a fault of the kernel): compute it in int "
             "or uint (whose wrap-around the simulator models), or only where it is 0 or more")

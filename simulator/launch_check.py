@@ -170,16 +170,15 @@ def check_launch(schedule, *, rng: np.random.Generator | None = None,
     if is_sequence(schedule):
         return _check_sequence(schedule, rng, full_check_work)
     start = time.perf_counter()
-    unproved = classes_problem(schedule)
-    if check_work(schedule) <= full_check_work or unproved is not None:
+    small = check_work(schedule) <= full_check_work
+    unproved = None if small else classes_problem(schedule)
+    if small or unproved is not None:
         inputs = random_inputs(schedule, rng or np.random.default_rng())
         res = simulate(schedule, inputs, hazards="report", limits=None, sum_lengths=True,
                        input_sum_lengths=input_sum_lengths)
         longest = max([0, *(sum_length.largest(v) for v in res.sum_lengths.values())])
         return LaunchCheck(schedule, res.hazards, None, (), longest, "counted in every work-group",
-                           time.perf_counter() - start,
-                           why_every_work_group=None if check_work(schedule) <= full_check_work
-                           else unproved)
+                           time.perf_counter() - start, why_every_work_group=unproved)
     try:
         res = simulate(schedule, compute_values=False, hazards="report", limits=None,
                        accelerators=REPRESENTATIVES)

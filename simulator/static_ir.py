@@ -14,6 +14,8 @@ share these.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import schedule as S
@@ -81,6 +83,45 @@ def divide(op: str, a, b):
 
 INT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": c_div, "%": c_mod}
 """The IR's integer operators (:class:`simulator.schedule.BinOp`)."""
+
+
+def trunc_div(a, b):
+    """C's ``a / b`` of two Python numbers, ``b`` not 0 (truncated toward zero); an
+    infinite operand (an unknown bound) gives an infinite quotient, or 0 for a finite one
+    over an infinite divisor."""
+    if math.isinf(a) or math.isinf(b):
+        q = a / b
+        return q if math.isinf(q) else 0
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _bound_product(a, b):
+    """``a * b`` of two bounds, 0 times an infinite bound 0."""
+    return 0 if a == 0 or b == 0 else a * b
+
+
+def int_op_bounds(op: str, left: tuple, right: tuple) -> tuple:
+    """Bounds ``(lo, hi)`` of ``l op r`` (op in ``+ - * / %``, C's semantics) for ``l``
+    within ``left = (a, b)`` and ``r`` within ``right = (c, d)``; a bound may be
+    ``math.inf`` (unknown). A divisor range holding 0 gives the bounds of the nonzero
+    divisors' quotients (``|l / r|`` and ``|l % r|`` are at most ``|l|``)."""
+    (a, b), (c, d) = left, right
+    if op == "+":
+        return a + c, b + d
+    if op == "-":
+        return a - d, b - c
+    if op == "*":
+        corners = [_bound_product(x, y) for x in (a, b) for y in (c, d)]
+        return min(corners), max(corners)
+    most = max(abs(a), abs(b))
+    if op == "/":
+        if c > 0 or d < 0:
+            corners = [trunc_div(x, y) for x in (a, b) for y in (c, d)]
+            return min(corners), max(corners)
+        return -most, most
+    bound = min(most, max(abs(c), abs(d)) - 1)      # %: less than |divisor|
+    return (0 if a >= 0 else -bound), (0 if b <= 0 else bound)
 
 
 def apply_int_op(e: S.BinOp, left, right):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from .. import schedule as S
 from ..schedule import describe_int
-from ..static_ir import c_div
+from ..static_ir import int_op_bounds
 from .classes import MIN_GROUPS_FOR_CLASSES
 
 
@@ -116,32 +116,29 @@ class _Prover:
         raise _Unproved(f"an integer expression of kind {type(e).__name__}")
 
     def binop(self, e: S.BinOp, a: _Form, b: _Form) -> _Form:
-        if e.op == "+":
-            return _Form(tuple(x + y for x, y in zip(a.coeffs, b.coeffs)),
-                         a.lo + b.lo, a.hi + b.hi)
-        if e.op == "-":
-            return _Form(tuple(x - y for x, y in zip(a.coeffs, b.coeffs)),
-                         a.lo - b.hi, a.hi - b.lo)
+        zero = (0,) * self.dims
+        ranges = (a.lo, a.hi), (b.lo, b.hi)
+        if e.op in ("+", "-"):
+            sign = 1 if e.op == "+" else -1
+            return _Form(tuple(x + sign * y for x, y in zip(a.coeffs, b.coeffs)),
+                         *int_op_bounds(e.op, *ranges))
         if e.op == "*":
             if a.varies and b.varies:
                 raise _Unproved(f"{describe_int(e)} multiplies two values that vary with the "
                                 "work-group id")
-            if b.varies or (a.constant is not None and b.constant is None):
+            if b.varies:
                 a, b = b, a
             if a.varies and b.constant is None:
                 raise _Unproved(f"{describe_int(e)} multiplies the work-group id by a value "
                                 "that varies")
-            ends = [x * y for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
             scale = b.constant if b.constant is not None else 0
-            return _Form(tuple(c * scale for c in a.coeffs), min(ends), max(ends))
+            return _Form(tuple(c * scale for c in a.coeffs), *int_op_bounds("*", *ranges))
+        if not a.varies and not b.varies and not b.lo <= 0 <= b.hi:
+            return _Form(zero, *int_op_bounds(e.op, *ranges))
         divisor = b.constant
         if b.varies or divisor is None or divisor == 0:
-            if not a.varies and not b.varies and divisor != 0 and (b.lo > 0 or b.hi < 0):
-                return self._divide_ranges(e.op, a, b)
             raise _Unproved(f"{describe_int(e)} divides by a value that is not one known "
                             "non-zero number")
-        if not a.varies:
-            return self._divide_ranges(e.op, a, b)
         lowest = a.lo + sum(min(0, c * (n - 1)) for c, n in zip(a.coeffs, self.groups))
         if lowest < 0 or any(c % divisor for c in a.coeffs):
             raise _Unproved(f"{describe_int(e)}: the work-group id's step is not a multiple of "
@@ -154,8 +151,8 @@ class _Prover:
             ends = sorted((sign * (a.lo // size), sign * (a.hi // size)))
             return _Form(tuple(c // divisor for c in a.coeffs), ends[0], ends[1])
         if 0 <= a.lo and a.hi < size:
-            return _Form((0,) * self.dims, a.lo, a.hi)
-        return _Form((0,) * self.dims, 0, size - 1)
+            return _Form(zero, a.lo, a.hi)
+        return _Form(zero, 0, size - 1)      # floor(r mod |divisor|): the value is >= 0
 
     def wrap(self, e: S.Wrap, a: _Form) -> _Form:
         """C's conversion to a fixed-width type: the operand where every value of every
@@ -176,18 +173,6 @@ class _Prover:
         if not a.varies:
             return _Form(a.coeffs, low, high)
         raise _Unproved(f"{describe_int(e)} wraps around for some work-groups")
-
-    def _divide_ranges(self, op: str, a: _Form, b: _Form) -> _Form:
-        zero = (0,) * self.dims
-        if op == "/":
-            ends = [int(c_div(x, y)) for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
-            return _Form(zero, min(ends), max(ends))
-        size = max(abs(b.lo), abs(b.hi))
-        if a.lo >= 0:
-            return _Form(zero, 0, min(a.hi, size - 1))
-        if a.hi <= 0:
-            return _Form(zero, max(a.lo, 1 - size), 0)
-        return _Form(zero, 1 - size, size - 1)
 
     # --------------------------------------------------------------------- conditions
     def cond(self, c: S.Cond, env: dict) -> None:
