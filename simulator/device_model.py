@@ -18,7 +18,7 @@ from .device_model_schema import (  # noqa: F401  (re-exported)
     ADDED_FIELDS, FULLY_ASSOCIATIVE, SOURCE_KINDS, VALUE_FIELDS, DeviceModel, DeviceModelError,
     GuessedValueWarning, ValueSource, bad_kind, check_value, unknown_value)
 
-BUILT_IN = ("nvidia-h200", "nvidia-h200-cuda", "generic-gpu")
+BUILT_IN = ("nvidia-h200", "nvidia-h200-calibrated", "nvidia-h200-cuda", "generic-gpu")
 """Names of the models shipped in ``simulator/device_models/``."""
 
 
@@ -45,6 +45,12 @@ NVIDIA_H200 = DEVICE_MODELS["nvidia-h200"]
 NVIDIA_H200_CUDA = DEVICE_MODELS["nvidia-h200-cuda"]
 """The same H200 running the CUDA build of the same source (NVRTC; what the Nsight Compute
 counters were read from): 128-bit local loads."""
+
+NVIDIA_H200_CALIBRATED = DEVICE_MODELS["nvidia-h200-calibrated"]
+"""The H200 running the OpenCL build, with the values ``tiletraffic calibrate`` measured on
+an H200 (bandwidths, FMA and issue rates, latencies, strided and barrier costs) in place of
+the documented peaks; every other value is ``nvidia-h200``'s. The model to predict H200
+times with."""
 
 GENERIC_GPU_MODEL = DEVICE_MODELS["generic-gpu"]
 """A mid-range GPU with NVIDIA's granularities (32-wide sub-groups, 32-byte sectors, 32

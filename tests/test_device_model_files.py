@@ -12,7 +12,8 @@ from click.testing import CliRunner
 import tiletraffic
 from tiletraffic.analysis.cli import main
 from tiletraffic.simulator.device_model import (DEVICE_MODELS, GENERIC_GPU_MODEL, NVIDIA_H200,
-                                                NVIDIA_H200_CUDA, SOURCE_KINDS, VALUE_FIELDS,
+                                                NVIDIA_H200_CALIBRATED, NVIDIA_H200_CUDA,
+                                                SOURCE_KINDS, VALUE_FIELDS,
                                                 DeviceModelError, GuessedValueWarning,
                                                 ValueSource, built_in_file, device_model,
                                                 load_device_model, read_device_model, to_toml)
@@ -85,11 +86,44 @@ def test_built_in_values_are_those_of_the_python_table_field_by_field(name):
 
 
 def test_the_module_names_are_the_built_in_files():
-    assert (NVIDIA_H200, NVIDIA_H200_CUDA, GENERIC_GPU_MODEL) == tuple(DEVICE_MODELS.values())
+    assert ((NVIDIA_H200, NVIDIA_H200_CALIBRATED, NVIDIA_H200_CUDA, GENERIC_GPU_MODEL)
+            == tuple(DEVICE_MODELS.values()))
     assert device_model("nvidia-h200") is NVIDIA_H200
+    assert device_model("nvidia-h200-calibrated") is NVIDIA_H200_CALIBRATED
 
 
-@pytest.mark.parametrize("name", sorted(AT_34A001F))
+H200_CALIBRATION = (Path(__file__).resolve().parents[1] / "reports" / "nvidia-h200"
+                    / "preregistered6" / "h200-calibrated.toml")
+"""The file `tiletraffic calibrate --device NVIDIA` wrote on the H200 (its log beside it)."""
+
+
+def test_the_calibrated_h200_holds_the_values_and_sources_of_the_h200_calibration():
+    measured = load_device_model(H200_CALIBRATION)
+    assert NVIDIA_H200_CALIBRATED.name == "nvidia-h200-calibrated"
+    for key in VALUE_FIELDS:
+        got, expected = getattr(NVIDIA_H200_CALIBRATED, key), getattr(measured, key)
+        assert (got, type(got)) == (expected, type(expected)), key
+    assert NVIDIA_H200_CALIBRATED.value_sources == measured.value_sources
+    assert NVIDIA_H200_CALIBRATED.references == measured.references
+    assert NVIDIA_H200_CALIBRATED.guessed == measured.guessed
+
+
+def test_the_calibrated_h200_differs_from_nvidia_h200_in_measured_and_queried_values_only():
+    changed = {key for key in VALUE_FIELDS
+               if getattr(NVIDIA_H200_CALIBRATED, key) != getattr(NVIDIA_H200, key)}
+    kinds = {NVIDIA_H200_CALIBRATED.value_sources[key].kind for key in changed}
+    assert {"fp32_flop_per_s", "dram_bytes_per_s", "memory_latency_s"} <= changed
+    assert kinds <= {"measured", "queried"}
+    sch = tiletraffic.build("gemm-tiled", m=256, k=256, n=256, tile=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GuessedValueWarning)
+        times = {str(name): tiletraffic.model(sch, name).prediction.predicted_time_s
+                 for name in ("nvidia-h200", "nvidia-h200-calibrated", H200_CALIBRATION)}
+    assert times["nvidia-h200"] != times["nvidia-h200-calibrated"]
+    assert times[str(H200_CALIBRATION)] == times["nvidia-h200-calibrated"]
+
+
+@pytest.mark.parametrize("name", sorted(DEVICE_MODELS))
 def test_every_value_has_a_source_and_guessed_follows_from_them(name):
     model = DEVICE_MODELS[name]
     assert list(model.value_sources) != [] and set(model.value_sources) == set(VALUE_FIELDS)
@@ -101,7 +135,7 @@ def test_every_value_has_a_source_and_guessed_follows_from_them(name):
                                   if s.kind == "guessed")
 
 
-@pytest.mark.parametrize("name", sorted(AT_34A001F))
+@pytest.mark.parametrize("name", sorted(DEVICE_MODELS))
 def test_to_toml_reads_back_to_the_same_model_and_sources(name, tmp_path):
     model = DEVICE_MODELS[name]
     path = tmp_path / "copy.toml"

@@ -191,7 +191,8 @@ def test_an_unknown_device_model_is_a_device_model_error_naming_the_built_in_one
     with pytest.raises(tt.DeviceModelError) as err:
         tt.model(sch, "nosuch")
     assert str(err.value) == ('unknown device model "nosuch": neither a built-in model nor '
-                              "a file; built-in: nvidia-h200, nvidia-h200-cuda, generic-gpu")
+                              "a file; built-in: nvidia-h200, nvidia-h200-calibrated, nvidia-h200-cuda, "
+                              "generic-gpu")
     assert isinstance(err.value, (KeyError, ValueError))   # what callers caught before
     with pytest.raises(tt.DeviceModelError, match="got a value of type int"):
         tt.model(sch, 3)

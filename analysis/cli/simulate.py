@@ -44,7 +44,8 @@ CLASSES_AUTO_LIMIT = 2**27
 @click.option("--device-model", default=None, type=DEVICE_MODEL,
               help="Also model the memory system of this device: requests, sectors, bank "
                    "conflicts, L2 and DRAM traffic, predicted time (counts by work-group "
-                   "classes). A built-in model (nvidia-h200, nvidia-h200-cuda, generic-gpu) "
+                   "classes). A built-in model (nvidia-h200, nvidia-h200-calibrated, nvidia-h200-cuda, "
+                   "generic-gpu) "
                    "or a model file: see `tiletraffic device-model`.")
 @json_option("the counts")
 @FORCE_OPTION
