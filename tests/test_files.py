@@ -84,3 +84,23 @@ def test_a_value_from_a_users_file_is_shown_in_the_formats_words():
         "a list", "a table"]
     assert shown({}, "JSON") == "an object"
     assert shown("x" * 100) == f'the string "{"x" * 37}..."'
+
+
+def test_a_full_disk_under_an_out_folder_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    """A full disk while the report is written: as on stdout, exit 2 (1 says a fault)."""
+    import errno
+
+    from click.testing import CliRunner
+
+    import tiletraffic.analysis.report as report
+    from tiletraffic.analysis.cli import main
+
+    target = tmp_path / "out" / "dev" / "report.md"
+
+    def full(**_):
+        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+    monkeypatch.setattr(report, "make_report", full)
+    res = CliRunner().invoke(main, ["report", "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2, res.output
+    assert res.output == (f"error: cannot write the report under {str(tmp_path / 'out')!r}: "
+                          f"No space left on device ({target})\n")

@@ -1,6 +1,6 @@
 """What every command shares: building SCHEDULE through the resolver, the errors a user can
-cause (one line; exit 2 for usage, 1 for a fault or a failed run), the memory and time budget
-of a launch, the device choice.
+cause (one line; exit 2 for usage and for an output that cannot be written, 1 for a fault or
+a failed run), the memory and time budget of a launch, the device choice.
 """
 from __future__ import annotations
 
@@ -43,17 +43,15 @@ def _cannot_write(subject: str, err: OSError, fallback) -> str:
 
 
 def write_failed(what: str, where, err: OSError) -> None:
-    """Exit on an error writing ``what`` under the folder ``where``: an output path that
-    cannot be a folder (:class:`analysis.files.OutputNotWritable`) is bad input (exit 2),
-    another OS error a failed run (exit 1); one line naming the file either way (``where``
-    None: the file's own path)."""
-    from ..files import OutputNotWritable
-
+    """Exit on an error writing ``what`` under the folder ``where`` (None: the file's own
+    path): one line naming the file and exit status 2, whatever the OS error (an output path
+    that cannot be a folder, :class:`analysis.files.OutputNotWritable`, a full disk, a
+    read-only file system), as for an output that cannot be written on stdout
+    (:data:`analysis.cli.OUTPUT_EXIT`): 1 says a fault was found in a kernel."""
     where = err.filename if where is None else where
-    message = _cannot_write(f"{what} under {str(where)!r}", err, where)
-    if isinstance(err, OutputNotWritable):
-        raise click.UsageError(message) from None
-    fail(OSError(message))
+    subject = what if where is None else f"{what} under {str(where)!r}"
+    click.echo(f"error: {_cannot_write(subject, err, where)}", err=True)
+    sys.exit(2)
 
 
 def build_schedule(spec: str, m=None, k=None, n=None, tile=None, chunk=None, *,

@@ -9,7 +9,8 @@ import click
 
 import tiletraffic as tt
 
-from .common import check_device_spec, check_out_file, command_line, fail, refuse_unused
+from .common import (check_device_spec, check_out_file, command_line, fail, refuse_unused,
+                     write_failed)
 from .options import (DEVICE_MODEL, SEED_OPTION, TARGETS_OPTION, json_option, repeat_option,
                       rounds_option, warmup_option)
 
@@ -88,8 +89,10 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
                           command=command_line())
     except (TuneError, launch_file.LaunchFileError, FrontendError) as err:
         raise click.UsageError(str(err)) from None
-    except (TiletrafficGpuError, OSError) as err:
+    except TiletrafficGpuError as err:
         fail(err)
+    except OSError as err:
+        write_failed("the tuning", None, err)
     if as_json:
         click.echo(json.dumps(doc, indent=1))
     else:
@@ -177,8 +180,10 @@ def tune_gemm(m, n, k, device, device_model, top, measure_all, recheck, out_file
         click.echo(err.result.table(), nl=False)
         click.echo(f"interrupted: {err}", err=True)
         sys.exit(130)
-    except (TiletrafficGpuError, OSError) as err:
+    except TiletrafficGpuError as err:
         fail(err)
+    except OSError as err:
+        write_failed("the tuning", None, err)
     if as_json:
         click.echo(json.dumps(result.data, indent=1))
     else:

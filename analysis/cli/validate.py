@@ -206,7 +206,7 @@ def _predict_only(cases, list_name, model, out) -> None:
             doc = write_predictions(out, cases, model, step=step, command=command_line(),
                                     case_list=list_name)
         except OSError as err:
-            fail(OSError(f"cannot write {out!r}: {err.strerror}"))
+            write_failed("the predictions", None, err)
         bar.update(1)
     failed = [cid for cid, p in doc["predictions"].items() if "error" in p]
     commit = doc["tiletraffic"]["git_commit"]
