@@ -41,6 +41,7 @@ from tiletraffic.gpu.device import (  # re-exported: gpu.runtime is the one impo
     list_devices,
     select_device,
 )
+from tiletraffic.gpu import guard_zones as guard
 from tiletraffic.gpu.kernel import GeneratedKernel
 from tiletraffic.gpu.ptx import PtxError, with_directives
 from tiletraffic.gpu.kernel_resources import (NV_VERBOSE, BuildLogError, KernelResources,
@@ -322,6 +323,9 @@ class RunResult:
     resources: KernelResources | None = None
     kernel_resources: tuple[KernelResources | None, ...] = ()
     """Each kernel's resources, in launch order (one entry for one kernel)."""
+    stores_outside: dict[str, int] | None = None
+    """With ``guard_zones``: buffer name -> words the first launch stored into the zones
+    around it (:mod:`gpu.guard_zones`; empty: none); None without guard zones."""
 
     @property
     def registers_per_work_item(self) -> int | None:
@@ -345,6 +349,8 @@ class RunResult:
             "kernel_resources": self.resources.to_dict() if self.resources else None,
             **({"registers_per_kernel": list(self.registers_per_kernel)}
                if len(self.kernel_resources) > 1 else {}),
+            **({"stores_outside": dict(self.stores_outside)}
+               if self.stores_outside is not None else {}),
         }
 
     @property
@@ -445,6 +451,7 @@ def run_kernel(
     warmup: int = 2,
     check_output: Callable[[int, dict[str, np.ndarray]], None] | None = None,
     outputs: Sequence[str] | None = None,
+    guard_zones: bool = False,
 ) -> RunResult:
     """Build (cached), validate, launch ``warmup + repeat`` times, time, check every launch.
 
@@ -485,6 +492,9 @@ def run_kernel(
         outputs: the written buffers to read back and fingerprint (default: every
             ``global_out``/``global_inout`` argument; a sequence passes its own outputs,
             leaving out its scratch buffers).
+        guard_zones: give every buffer a zone before and after it (:mod:`gpu.guard_zones`)
+            and count the first launch's stores into them (``stores_outside``; a refused
+            result's message names them): for a launch the check found unsafe.
 
     Returns:
         RunResult with the outputs of the last launch and per-launch times in seconds from
@@ -564,9 +574,16 @@ def run_kernel(
     digests: list[int] = []
     checked: list[int] = []
     results: dict[str, np.ndarray] = {}
+    guarded: dict[str, guard.GuardedBuffer] = {}
+    outside: dict[str, int] | None = None
     try:
         for n, kind in kinds.items():
-            if n not in written:
+            if guard_zones:
+                guarded[n] = guard.allocate(cl, target.context, target.queue,
+                                            arrays[n].nbytes, _base_align_bytes(target),
+                                            None if n in written else arrays[n])
+                buffers[n] = guarded[n].buffer
+            elif n not in written:
                 buffers[n] = cl.Buffer(target.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
                                        hostbuf=arrays[n])
             else:
@@ -605,13 +622,21 @@ def run_kernel(
                 out = np.empty(arrays[n].shape, dtype=np.float32)
                 cl.enqueue_copy(target.queue, out, buffers[n]).wait()
                 results[n] = out
+            if guard_zones and launch == 0:
+                outside = guard.stores_outside(cl, target.queue, guarded)
             digest = _digest(results)
             new = digest not in digests
             digests.append(digest)
             if launch in (0, total - 1) or new:
                 checked.append(launch)
                 if check_output is not None:
-                    check_output(launch, results)
+                    try:
+                        check_output(launch, results)
+                    except ResultMismatchError as err:
+                        if outside is None:
+                            raise
+                        raise ResultMismatchError(f"{err}; {guard.describe(outside)}",
+                                                  launch=err.launch, check=err.check) from None
                 elif new and launch > 0:
                     raise ResultMismatchError(
                         f"{where}: the output of {_describe_launch(launch, warmup, total)} "
@@ -621,8 +646,8 @@ def run_kernel(
     except cl.Error as err:
         raise LaunchError(f"OpenCL error running {where}: {err}") from err
     finally:
-        for buffer in buffers.values():
-            buffer.release()
+        for n, buffer in buffers.items():
+            (guarded[n] if n in guarded else buffer).release()
 
     if not profiling:
         times = host_times  # one clock for every launch
@@ -654,7 +679,17 @@ def run_kernel(
         checked_launches=tuple(checked),
         resources=built_kernels[0][3],
         kernel_resources=tuple(r for _, _, _, r in built_kernels),
+        stores_outside=outside,
     )
+
+
+def _base_align_bytes(target: Target) -> int:
+    """``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` in bytes (the query gives bits); 128 where the
+    query fails (the largest OpenCL type, ``long16``)."""
+    try:
+        return max(int(target.device.mem_base_addr_align) // 8, 1)
+    except cl.Error:
+        return 128
 
 
 def build_options(target: Target, kernel: GeneratedKernel) -> tuple[str, ...]:

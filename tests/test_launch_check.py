@@ -1,7 +1,8 @@
 """`run` never launches what `check` rejects; the tolerance from the counted sum length;
 crosscheck and messages for a user's own kernels (the faulty schedules of
 tests/user_schedules/, from public bug reports). The two crashing kernels are never
-launched: ``run_kernel`` is replaced by a function that fails the test if it is called."""
+launched unless --unchecked (then inside guard zones): ``run_kernel`` is replaced by a
+function that fails the test if it is called."""
 from __future__ import annotations
 
 import dataclasses
@@ -83,6 +84,42 @@ def test_the_racy_tutorial_is_timed_only_unchecked_and_marked():
     data = json.loads(result.stdout)
     assert data["unchecked"] == "unchecked: hazards found: data-race"
     assert {h["kind"] for h in data["launch_check"]["hazards"]} == {"data-race"}
+    assert data["stores_outside"] == {}     # its race stays inside the buffers
+
+
+@needs_pocl
+def test_an_out_of_bounds_kernel_runs_unchecked_with_its_stores_caught_in_guard_zones():
+    """fixed_block_unguarded at 40x24x40 stores C[row * 40 + col] for row, col < 64: the
+    flat indices 1600 .. 63 * 40 + 63 = 2583 are past C's end, 984 distinct words, which
+    the device stores into C's guard zone (without the zones PoCL aborts the process after
+    the run). Run in a child process, so that a corrupted heap fails this test only."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "tiletraffic", "run",
+                           spec("fixed_block_unguarded"), "--device", "pocl", "--unchecked"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr    # a wrong result, no signal
+    error = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and "out of tolerance" in error[0]
+    assert error[0].endswith("stores outside the buffers, caught in their guard zones: "
+                             "C 984 words")
+    assert "corruption" not in done.stderr and "Fatal" not in done.stderr
+
+
+def test_guard_zones_are_the_buffers_size_within_limits_and_aligned():
+    from tiletraffic.gpu.guard_zones import (MAX_GUARD_BYTES, MIN_GUARD_BYTES, describe,
+                                            guard_bytes)
+
+    assert guard_bytes(6400, 128) == MIN_GUARD_BYTES
+    assert guard_bytes(3 * MIN_GUARD_BYTES + 4, 128) == 3 * MIN_GUARD_BYTES + 128
+    assert guard_bytes(10 * MAX_GUARD_BYTES, 4096) == MAX_GUARD_BYTES
+    assert guard_bytes(100_000, 1000) == 100_000
+    with pytest.raises(ValueError, match="align_bytes must be at least 1, got 0"):
+        guard_bytes(64, 0)
+    assert describe({}) == "no store outside the buffers seen in their guard zones"
+    assert describe({"C": 1, "B": 7}) == ("stores outside the buffers, caught in their guard "
+                                          "zones: B 7 words, C 1 word")
 
 
 # ---------------------------------------------------------------- tolerance

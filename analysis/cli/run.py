@@ -127,6 +127,10 @@ def run_text(sch, result, on_simulator: bool, users_reference: bool) -> list[str
                  + "); "
                  + ("outputs identical in all launches" if r.distinct_outputs == 1 else
                     f"{r.distinct_outputs} distinct outputs: nondeterministic"))
+    if r.stores_outside is not None:
+        from tiletraffic.gpu.guard_zones import describe
+
+        lines.append(f"  {describe(r.stores_outside)}")
     if result.unchecked:
         lines = [f"{line}  [{result.unchecked}]" for line in lines]
     return lines

@@ -179,7 +179,8 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
                if a.kind == "int"}
     run = run_kernel(target, kernels[0] if len(kernels) == 1 else kernels, arrays, scalars,
                      repeat=repeat, warmup=warmup, check_output=check_launch,
-                     outputs=[a.name for a in schedule.arrays if a.is_output])
+                     outputs=[a.name for a in schedule.arrays if a.is_output],
+                     guard_zones=bool(checked.hazards))
     if len(kernels) > 1:   # the run of a sequence is named after the sequence
         run = dataclasses.replace(run, schedule_name=schedule.family)
     return DeviceRun(schedule, run, checks[total - 1], checks, kind, checked,
