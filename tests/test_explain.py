@@ -259,3 +259,14 @@ def test_loads_a_merging_model_holds_are_counted_per_statement(family, sizes):
     for sample in data["samples"]:
         if sample["space"] == "local" and sample["direction"] == "load":
             assert sample["figures"]["local_load_requests"] == 1, sample["site"]
+
+
+def test_a_page_of_a_faulty_kernel_is_written_and_exits_1(tmp_path):
+    out = tmp_path / "no-guards.html"
+    result = CliRunner().invoke(main, ["explain", "gemm-tiled:no-guards", "--out", str(out)])
+    assert result.exit_code == 1, result.output           # a fault found, as simulate says
+    assert "hazard(s) drawn" in result.output
+    assert embedded(out.read_text())["hazards"]
+    clean = CliRunner().invoke(main, ["explain", "gemm-tiled", "--m", "16", "--k", "16",
+                                      "--n", "16", "--tile", "4", "--out", str(out)])
+    assert clean.exit_code == 0, clean.output

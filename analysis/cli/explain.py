@@ -1,6 +1,7 @@
 """``tiletraffic explain``: SCHEDULE's memory traffic drawn as one self-contained web page."""
 from __future__ import annotations
 
+import sys
 import warnings
 
 import click
@@ -42,7 +43,8 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
     SCHEDULE: a family, a demo or faulty variant (missing sizes: its example shape; the
     matrix-vector families' is above 64), FILE.py:FUNCTION or LAUNCH.toml, as for simulate. At most 64 elements per side of any array (the
     pictures draw every element). A kernel sequence is drawn one kernel at a time
-    (--kernel)."""
+    (--kernel). Exit status 1 when the simulated launch has hazards (the page is written
+    and draws them), 2 on bad input."""
     from ..explain import ExplainSizeError, explain_data, write_page
 
     whole = sch = build_schedule(schedule, m, k, n, tile, chunk)
@@ -87,3 +89,5 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
         position = whole.kernels.index(sch) + 1
         click.echo(f"drew kernel {position} of {len(whole.kernels)} of {whole.family}, "
                    f"{sch.kernel_name} (--kernel chooses another)")
+    if doc["hazards"]:
+        sys.exit(1)   # a fault found: the page is written and shows it

@@ -4,6 +4,7 @@ the tolerance of the counted sum length, then timed."""
 from __future__ import annotations
 
 import json
+import sys
 import warnings
 
 import click
@@ -40,7 +41,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
 
     Before any launch the simulator checks the launch (the whole launch, or one work-group
     per class of identical traffic where that would take long: it says which); a launch with
-    a hazard is refused (exit 1) unless --unchecked. The result's tolerance is scaled to the
+    a hazard is refused (exit 1) unless --unchecked (launched and reported, exit 1). The result's tolerance is scaled to the
     sum length the check counted (the roundings of each output element; K for a GEMM).
 
     SCHEDULE: a family with its sizes (run takes no example shape of a family: a time is
@@ -93,8 +94,11 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
         click.echo(f"warning: {w.message}", err=True)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
-        return
-    click.echo("\n".join(run_text(sch, result, target.info.is_simulator, ref_fn is not None)))
+    else:
+        click.echo("\n".join(run_text(sch, result, target.info.is_simulator,
+                                      ref_fn is not None)))
+    if result.unchecked:
+        sys.exit(1)   # launched anyway (--unchecked): the check found a fault
 
 
 def run_text(sch, result, on_simulator: bool, users_reference: bool) -> list[str]:
