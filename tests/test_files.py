@@ -104,3 +104,20 @@ def test_a_full_disk_under_an_out_folder_is_one_line_and_exit_2(tmp_path, monkey
     assert res.exit_code == 2, res.output
     assert res.output == (f"error: cannot write the report under {str(tmp_path / 'out')!r}: "
                           f"No space left on device ({target})\n")
+
+
+def test_predict_only_refuses_an_unwritable_out_before_predicting(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import tiletraffic.analysis.validation.predict as predict
+    from tiletraffic.analysis.cli import main
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("predicted before the output was checked")
+    monkeypatch.setattr(predict, "write_predictions", refuse)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    res = CliRunner().invoke(main, ["validate", "--predict-only", "--quick", "--device-model",
+                                    "generic-gpu", "--out", str(blocker / "p.json")])
+    assert res.exit_code == 2, res.output
+    assert f"{blocker} is a file, not a folder" in res.output

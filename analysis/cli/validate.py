@@ -17,8 +17,8 @@ import sys
 
 import click
 
-from .common import (command_line, fail, refuse_unused, render_results, select_device,
-                     write_failed)
+from .common import (check_out_file, command_line, fail, refuse_unused, render_results,
+                     select_device, write_failed)
 from .options import TARGETS_OPTION, repeat_option, rounds_option
 
 
@@ -163,6 +163,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         if model is None:
             raise click.UsageError("--predict-only needs --device-model NAME|FILE (the model "
                                    "whose predictions are registered)")
+        check_out_file(out or "predictions.json")   # before the predictions' work
         if cases is None:
             from ..validation.cases import case_list
             list_name = "gpu"
