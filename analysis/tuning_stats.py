@@ -99,7 +99,9 @@ def summarize(doc: dict) -> dict:
     out["best"] = _who(best)
     ratio = pick["median_s"] / best["median_s"]
     out.update(regret_ratio=ratio, regret_pct=(ratio - 1) * 100,
-               within_regret_target=ratio <= 1 + limits["tune-regret"],
+               within_regret_target=(ratio <= 1 + limits["tune-regret"]
+                                     if doc["meta"].get("model_describes_device") is not False
+                                     else None),   # another device's model: no verdict
                pick_is_best=pick["label"] == best["label"],
                pick_resolvable_from_best=_resolvable(pick, best, limits["ranking"]))
     out["spearman_rho"] = spearman([r["predicted_time_s"] for r in measured],
@@ -279,10 +281,12 @@ def table(doc: dict) -> str:
                "the pick is within the spread of the best" if
                not summary["pick_resolvable_from_best"] else
                "the pick is resolvably slower than the best")
+    within = _within(summary)
+    target = f"{summary.get('regret_target', 0.10):.0%} of the best (target tune-regret)"
     lines.append(f"regret: {summary['regret_ratio']:.3f}x ({summary['regret_pct']:+.1f}%), "
-                 + ("within" if _within(summary) else "NOT within")
-                 + f" {summary.get('regret_target', 0.10):.0%} of the best (target "
-                 f"tune-regret); {verdict}")
+                 + (f"no verdict against {target}: the model is not this device's"
+                    if within is None else ("within " if within else "NOT within ") + target)
+                 + f"; {verdict}")
     pairs, rho = summary["pairs"], summary["spearman_rho"]
     lines.append("rank correlation (Spearman) of predicted and measured times: "
                  + ("-" if rho is None else f"{rho:+.2f}")
@@ -303,7 +307,11 @@ def _params(row: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in row["params"].items())
 
 
-def _within(summary: dict) -> bool:
+def _within(summary: dict) -> bool | None:
     """Whether the pick met the regret target (summaries written before the target was
-    named recorded it as ``within_10pct``)."""
-    return bool(summary.get("within_regret_target", summary.get("within_10pct")))
+    named recorded it as ``within_10pct``); None where there is no verdict (the model is
+    another device's)."""
+    if "within_regret_target" in summary:
+        within = summary["within_regret_target"]
+        return None if within is None else bool(within)
+    return bool(summary.get("within_10pct"))

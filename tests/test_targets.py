@@ -81,6 +81,11 @@ def test_the_tuners_regret_is_judged_by_tune_regret():
     strict = {"source": "strict.toml", "limits": {"tune-regret": 0.05}}
     s = tuning_stats.summarize(doc(strict))
     assert s["regret_target"] == 0.05 and s["within_regret_target"] is False
+    elsewhere = doc(strict)   # a model of another device: no verdict on its pick
+    elsewhere["meta"].update(model_describes_device=False,
+                             model_why="`generic-gpu` is not a model of cpu")
+    s = tuning_stats.summarize(elsewhere)
+    assert s["regret_ratio"] == pytest.approx(1.08 / 0.9975) and s["within_regret_target"] is None
 
 
 def test_the_commands_take_targets_and_refuse_a_bad_file(tmp_path):

@@ -357,6 +357,12 @@ def test_regret_rank_correlation_and_resolvable_pairs_on_hand_made_results():
                                                "device_model": "x", "device": None}})
     assert "regret: 1.200x (+20.0%), NOT within 10% of the best" in text
     assert "of 10 pairs, 8 differ by more than twice their spread: 6 ordered right" in text
+    elsewhere = tuning_stats.table({**doc, "meta": {
+        "m": 1, "n": 1, "k": 1, "space": "s", "device_model": "x", "device": None,
+        "model_describes_device": False, "model_why": "`x` is not a model of cpu"}})
+    assert ("regret: 1.200x (+20.0%), no verdict against 10% of the best (target "
+            "tune-regret): the model is not this device's; the pick is resolvably slower"
+            in elsewhere)
 
 
 def test_the_table_fits_long_parameters_and_explains_rejections_counted_twice():
