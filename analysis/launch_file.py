@@ -113,7 +113,8 @@ class LaunchFile:
 
     def options(self) -> list[str]:
         """build_options as a list (shell quoting, ``-D X`` joined to ``-DX``), checked as
-        :func:`tiletraffic.frontend.clang_ast.split_build_options` checks them.
+        :func:`tiletraffic.frontend.clang_ast.split_build_options` checks them; a relative
+        ``-I`` folder is taken relative to the launch file's folder (as ``source`` is).
 
         Raises:
             LaunchFileError: build_options is not a string, or an option is refused
@@ -123,9 +124,12 @@ class LaunchFile:
         if not isinstance(opts, str):
             raise self.error("build_options", f"must be a string, not {shown(opts)}")
         try:
-            return split_build_options(opts)
+            split = split_build_options(opts)
         except FrontendError as err:
             raise self.error("build_options", str(err)) from None
+        # an include folder is relative to the launch file, as its source is
+        return [f"-I{self.path.parent / o[2:]}" if o.startswith("-I")
+                and not Path(o[2:]).is_absolute() else o for o in split]
 
     def build_options(self) -> list[str]:
         """The compiler options: build_options with each tuning parameter's ``-D``

@@ -1154,9 +1154,10 @@ class _KernelBuilder:
         if ref is None:
             return None
         definition = ref.get_definition()
-        if definition is None or not _in_file(definition, self.path):
+        if definition is None or definition.location.file is None or \
+                Path(definition.location.file.name) == C.BUILTINS_HEADER:
             return None
-        return definition
+        return definition     # defined in the source or in a header it includes
 
     def inline(self, call, fn, want_value: bool):
         """Statements of ``fn``'s body with its parameters bound to the call's arguments,
@@ -1816,7 +1817,7 @@ class _KernelBuilder:
             return value[1]
         known = ", ".join(["fma", "mad", *S.FLOAT_FUNCTIONS, "select"])
         self.fail(s, f"call of {name}: floats take + - *, {known} and helpers defined in the "
-                     "source")
+                     "source or its headers")
 
 
 def _terms(e: S.IntExpr) -> list[tuple[str, S.IntExpr]]:

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -243,3 +244,30 @@ def test_validate_runs_launch_cases_on_pocl(tmp_path):
         (only,) = entry["rounds"]
         assert "device_error" not in only, only
         assert only["check"]["ok"], only
+
+
+def test_a_helper_in_an_included_header_under_a_relative_include_folder(tmp_path,
+                                                                         monkeypatch):
+    """``-I inc`` is taken relative to the launch file (as its source is), from any working
+    folder, and a helper function defined in the header is inlined as one in the source."""
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "helpers.h").write_text("inline float sq(float x) { return x * x; }\n")
+    (tmp_path / "sq.cl").write_text(
+        '#include "helpers.h"\n'
+        "__kernel void squares(__global const float *A, __global float *B, int n) {\n"
+        "    int i = get_global_id(0);\n    if (i < n) B[i] = sq(A[i]);\n}\n")
+    path = write(tmp_path, 'source = "sq.cl"\nkernel = "squares"\nbuild_options = "-I inc"\n'
+                 "[sizes]\nN = 100\n[launch]\nglobal_size = [128]\nlocal_size = [32]\n"
+                 '[args]\nA = { shape = ["N"], access = "in" }\n'
+                 'B = { shape = ["N"], access = "out" }\nn = "N"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    sch = tt.build(str(path))
+    assert f"-I{tmp_path / 'inc'}" in sch.extra["opencl"]["build_options"]
+    x = np.random.default_rng().standard_normal(100).astype(np.float32)
+    out = tt.simulate(sch, {"A": x}).outputs["B"]
+    assert np.array_equal(out, x * x)       # one rounding, as the device's x * x
+    (tmp_path / "inc" / "helpers.h").write_text("inline float sq(float x) { return x / x; }\n")
+    with pytest.raises(ValueError, match=r"inc/helpers\.h:1:\d+: float division"):
+        tt.build(str(path))
