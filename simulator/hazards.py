@@ -181,7 +181,7 @@ class HazardLog:
         elif hazard.group_id:
             entry.add_groups([self._linear(hazard.group_id)], [hazard.count])
         if self.mode == "raise":
-            raise HazardError(self._merged(entry))
+            raise HazardError(self._merged(entry, stopped=True))
 
     def _linear(self, gid: tuple[int, ...]) -> int:
         if self.num_groups is None:
@@ -197,7 +197,10 @@ class HazardLog:
         """The merged hazards, in the order their first report came."""
         return [self._merged(e) for e in self._entries.values()]
 
-    def _merged(self, entry: _Entry) -> Hazard:
+    def _merged(self, entry: _Entry, stopped: bool = False) -> Hazard:
+        """``entry`` as one hazard, its counts summed over the statement's executions;
+        ``stopped``: the execution stops at this report (``"raise"``), which the counts
+        then say they end at."""
         ids, counts = entry.per_group()
         named = tuple((self.group_id(int(i)), int(c))
                       for i, c in zip(ids[:NAMED_GROUPS], counts[:NAMED_GROUPS]))
@@ -209,6 +212,8 @@ class HazardLog:
                        f"({listing}{more})")
         if entry.occurrences > 1:
             detail += f", over {entry.occurrences} executions of the statement"
+        if stopped and len(ids):
+            detail += ", counted up to this hazard, where the simulation stopped"
         return dataclasses.replace(entry.first, count=entry.count, detail=detail,
                                    work_groups=len(ids), group_counts=named,
                                    occurrences=entry.occurrences)
