@@ -270,3 +270,13 @@ def test_a_page_of_a_faulty_kernel_is_written_and_exits_1(tmp_path):
     clean = CliRunner().invoke(main, ["explain", "gemm-tiled", "--m", "16", "--k", "16",
                                       "--n", "16", "--tile", "4", "--out", str(out)])
     assert clean.exit_code == 0, clean.output
+
+
+def test_the_size_hint_names_every_size_over_the_limit(tmp_path):
+    result = CliRunner().invoke(main, ["explain", "matvec-naive", "--out",
+                                       str(tmp_path / "m.html")])
+    assert result.exit_code == 2
+    assert "A is 300 x 300" in result.output and "use --m 64 --k 64 or less" in result.output
+    followed = CliRunner().invoke(main, ["explain", "matvec-naive", "--m", "64", "--k", "64",
+                                         "--out", str(tmp_path / "m.html")])
+    assert followed.exit_code == 0, followed.output

@@ -109,7 +109,10 @@ def check_size(schedule: S.Schedule) -> None:
             more than :data:`MAX_WORK_GROUPS` work-groups.
     """
     p = schedule.param_values
-    for a in arrays(schedule):
+    drawn = arrays(schedule)
+    over = list(dict.fromkeys(d for a in drawn for d in a["dims"]
+                              if p.get(d, 0) > MAX_SIDE_ELEMS))   # every size to lower
+    for a in drawn:
         for side, size in (("rows", a["rows"]), ("columns", a["cols"])):
             if size <= MAX_SIDE_ELEMS:
                 continue
@@ -119,12 +122,14 @@ def check_size(schedule: S.Schedule) -> None:
             named = [d for d in dims if d in p]
             if too_big:
                 hint = " ".join(f"--set {d}={MAX_SIDE_ELEMS}" if launch_file else
-                                f"{_size_option(d)} {MAX_SIDE_ELEMS}" for d in too_big) \
+                                f"{_size_option(d)} {MAX_SIDE_ELEMS}" for d in over) \
                     + " or less"
             elif len(named) > 1:   # each side fits, their product does not
                 hint = (" and ".join(f"--set {d}" if launch_file else _size_option(d)
                                      for d in named)
                         + f" whose product ({' x '.join(named)}) is at most {MAX_SIDE_ELEMS}")
+            elif launch_file:   # a size the source fixes (a #define), not the launch file
+                hint = "smaller sizes where the kernel's source or its build_options set them"
             else:
                 hint = "a smaller tile"
             raise ExplainSizeError(
