@@ -96,7 +96,8 @@ class CheckResult:
             f"{where} = {self.worst_value:.6g}, reference {self.worst_reference:.6g}, "
             f"|error| {abs(self.worst_value - self.worst_reference):.3g} vs tolerance {self.worst_tolerance:.3g} "
             f"there (error/tolerance {self.error_over_tolerance:.3g}; "
-            f"{self.gamma_k:.3g}*(|A|@|B|) + floor, K = {self.k}); {self.mismatch_count} element(s) out of tolerance"
+            f"{self.gamma_k:.3g}*(sum of |terms|) + floor, K = {self.k}); "
+            f"{self.mismatch_count} element(s) out of tolerance"
             + (f": {', '.join(causes)}" if causes else "")
         )
 
