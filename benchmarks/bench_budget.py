@@ -25,6 +25,10 @@ CASES = [
     ("gemm-tiled", 4000, 40, 4000, 1, False, True),
     ("matvec-naive", 4_000_000, 4, None, 1, True, False),
     ("gemm-naive", 512, 512, 512, 16, True, False),
+    # long loops of one small work-group, run one iteration at a time (barriers)
+    ("gemm-tiled", 1, 40000, 1, 16, True, False),
+    ("gemm-tiled", 1, 40000, 1, 16, False, True),
+    ("gemm-register-blocked", 16, 20000, 16, 16, True, False),
 ]
 
 

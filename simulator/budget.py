@@ -23,15 +23,21 @@ prints the estimate next to the measurement for a set of launches):
   ``engine.BLOCK_ELEMS`` elements of several arrays): 160 MiB.
 Time: 1 µs per work-group and 25 ns per work-item and step of the inner (K) loop when every
 work-group runs; 1 µs per work-group for the classes' bookkeeping when counting by classes
-(measured 0.3-1 µs). Time is an order of magnitude (measured 0.3-1.5 times the estimate).
+(measured 0.3-1 µs); and 250 µs per statement the engine executes one loop iteration at a
+time in each batch of work-groups (:func:`interpreted_statements`: the statements of loops
+it cannot run in blocks of iterations), the interpreter's cost of a statement, which
+dominates a long loop of small work-groups (``gemm-tiled`` with M = N = 1 and a large K).
+Time is an order of magnitude (measured 0.3-1.5 times the estimate).
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
+from . import schedule as S
 from .accelerators.class_safety import classes_problem
 from .schedule import FLOAT_BYTES, Schedule
+from .static_ir import eval_static, is_vectorizable
 from .sequence import buffers_of, is_sequence
 
 BASE_BYTES = 160 * 2**20
@@ -43,6 +49,7 @@ FULL_LAUNCH_CHECK_BYTES_PER_OUTPUT_ELEM = 17
 PER_WORK_GROUP_S = 1e-6
 PER_WORK_GROUP_CLASSES_S = 1e-6
 PER_WORK_ITEM_STEP_S = 25e-9
+PER_INTERPRETED_STATEMENT_S = 250e-6
 MEMORY_HEADROOM = 0.8
 """Refuse what needs more than this fraction of the memory available now."""
 
@@ -146,9 +153,56 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
     steps = max(1, schedule.param_values.get("K", 1))
     if work_group_classes:
         time_s = PER_WORK_GROUP_CLASSES_S * groups
+        run_groups = min(groups, 3 ** len(schedule.local_size))   # one per class
     else:
         time_s = PER_WORK_GROUP_S * groups + PER_WORK_ITEM_STEP_S * groups * items_per_group * steps
+        run_groups = groups
+    batches = -(-run_groups * items_per_group // batch_items)
+    time_s += PER_INTERPRETED_STATEMENT_S * interpreted_statements(schedule) * batches
     return Estimate(int(memory), float(time_s), groups)
+
+
+def interpreted_statements(schedule: Schedule) -> int:
+    """Statements the engine executes one loop iteration at a time, in one batch of
+    work-groups: for every loop it does not run in blocks of iterations
+    (:func:`simulator.static_ir.is_vectorizable` false: a barrier, a store or a private
+    array element carried between iterations in its body), its iterations (times those of
+    the loops around it) times the statements of its body, a loop run in blocks counted as
+    its statements once. A loop's trips come from its bounds where they are expressions of
+    constants, parameters and the integer variables set from them before the loop, else
+    the largest size parameter (an upper envelope, as :func:`loop_steps` takes)."""
+    params = schedule.param_values
+    envelope = max([1, *params.values()])
+    variables: dict[str, int] = {}   # integer Lets of constants and parameters
+
+    def trips(loop: S.For) -> int:
+        try:
+            start, stop, step = (eval_static(e, params, variables)
+                                 for e in (loop.start, loop.stop, loop.step))
+        except (TypeError, KeyError, ValueError, ZeroDivisionError):
+            return envelope
+        return max(0, -((start - stop) // step)) if step > 0 else envelope
+
+    def walk(stmts, runs: int, counting: bool) -> int:
+        """Statements of ``stmts`` executed ``runs`` times (counted when ``counting``:
+        inside a loop run one iteration at a time), and of the loops within them."""
+        total = 0
+        for stmt in stmts:
+            total += runs if counting else 0
+            if isinstance(stmt, S.Let):
+                try:
+                    variables[stmt.name] = eval_static(stmt.value, params, variables)
+                except (TypeError, KeyError, ValueError, ZeroDivisionError):
+                    variables.pop(stmt.name, None)
+            elif isinstance(stmt, S.For) and not is_vectorizable(stmt):
+                total += walk(stmt.body, runs * trips(stmt), True)
+            elif isinstance(stmt, S.For):
+                total += walk(stmt.body, runs, counting)
+            elif isinstance(stmt, S.If):
+                total += walk(stmt.then, runs, counting) + walk(stmt.orelse, runs, counting)
+        return total
+
+    return walk(schedule.body, 1, False)
 
 
 def loop_steps(schedule: Schedule) -> int:

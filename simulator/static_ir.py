@@ -147,24 +147,30 @@ CMP_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_
 """The IR's comparisons (:class:`simulator.schedule.Compare`)."""
 
 
-def eval_static(e: S.IntExpr, params: dict[str, int]):
-    """Value of an expression of constants and parameters only.
+def eval_static(e: S.IntExpr, params: dict[str, int],
+                variables: dict[str, int] | None = None):
+    """Value of an expression of constants and parameters only (and of the integer
+    variables named in ``variables``, with their values there).
 
     Raises:
-        TypeError: the expression reads anything else (a variable, a work-item id), or is
-            an unsigned 64-bit :class:`Wrap` of a negative value.
+        TypeError: the expression reads anything else (another variable, a work-item id),
+            or is an unsigned 64-bit :class:`Wrap` of a negative value.
         KeyError: a parameter missing from ``params``.
     """
     if isinstance(e, S.Const):
         return e.value
     if isinstance(e, S.Param):
         return params[e.name]
+    if isinstance(e, S.Var) and variables is not None and e.name in variables:
+        return variables[e.name]
     if isinstance(e, S.BinOp):
-        return apply_int_op(e, eval_static(e.left, params), eval_static(e.right, params))
+        return apply_int_op(e, eval_static(e.left, params, variables),
+                            eval_static(e.right, params, variables))
     if isinstance(e, S.Min):
-        return min(eval_static(e.left, params), eval_static(e.right, params))
+        return min(eval_static(e.left, params, variables),
+                   eval_static(e.right, params, variables))
     if isinstance(e, S.Wrap):
-        value = eval_static(e.operand, params)
+        value = eval_static(e.operand, params, variables)
         if e.bits < 64:
             return wrap_int(value, e.bits, e.signed)
         if e.signed or value >= 0:

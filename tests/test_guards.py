@@ -29,10 +29,29 @@ def test_estimate_adds_up_from_the_documented_terms():
                 + budget.FULL_LAUNCH_CHECK_BYTES_PER_OUTPUT_ELEM * outs)
     assert est.work_groups == groups
     assert est.memory_bytes == expected
-    assert est.time_s == pytest.approx(1e-6 * groups + 25e-9 * items * 30)
+    # the tile loop runs one iteration at a time (barriers): ceil(30 / 16) = 2 iterations of
+    # its 14 statements, in the one batch of work-groups
+    interpreted = budget.PER_INTERPRETED_STATEMENT_S * 2 * 14
+    assert est.time_s == pytest.approx(1e-6 * groups + 25e-9 * items * 30 + interpreted)
     counts_only = budget.estimate_simulation(sch, compute_values=False, work_group_classes=True)
     assert counts_only.memory_bytes < est.memory_bytes
-    assert counts_only.time_s == pytest.approx(1e-6 * groups)
+    assert counts_only.time_s == pytest.approx(1e-6 * groups + interpreted)
+
+
+def test_interpreted_statements_of_a_long_loop_of_one_small_work_group():
+    """gemm-tiled, M = N = 1, K = 40000: its tile loop (a barrier in its body) runs
+    ceil(40000 / 16) = 2500 iterations of 14 statements (a_col, b_row, two guarded loads of
+    two assignments each into local stores, a barrier, the k loop run in blocks and its
+    accumulation counted once, a barrier): 35000; the statements outside it are not."""
+    sch = tt.build("gemm-tiled", m=1, k=40000, n=1)
+    assert budget.interpreted_statements(sch) == 2500 * 14
+    est = budget.estimate_simulation(sch, compute_values=True)
+    assert est.time_s > budget.PER_INTERPRETED_STATEMENT_S * 35000
+    # register-blocked: its K-step count is a variable (steps = ceil(K / BK)) the loop reads
+    blocked = tt.build("gemm-register-blocked", m=16, k=2000, n=16)
+    assert budget.interpreted_statements(blocked) < \
+        budget.interpreted_statements(tt.build("gemm-register-blocked", m=16, k=4000, n=16))
+    assert budget.interpreted_statements(tt.build("gemm-naive", 64, 64, 64, 16)) == 0
 
 
 def test_batch_term_stops_at_the_batch_size():
