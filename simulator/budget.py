@@ -76,7 +76,7 @@ class Estimate:
     def describe(self) -> str:
         time = f" and {_human_seconds(self.time_s)}" if self.time_s > 0 else ""
         return (f"about {_human_bytes(self.memory_bytes)} of memory{time} for "
-                f"{self.work_groups:,} work-groups")
+                f"{self.work_groups:,} work-group{'' if self.work_groups == 1 else 's'}")
 
 
 def _human_bytes(n: float) -> str:
