@@ -147,7 +147,8 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
         ``measurements``, ``summary`` (:func:`analysis.tuning_stats.summarize`).
 
     Raises:
-        TuneError: bad arguments, a constraint that cannot be parsed, no valid candidate
+        TuneError: bad arguments (a name both tuned and in ``sets``), a constraint that
+            cannot be parsed, no valid candidate
             (the message counts the rejections by reason; ``out`` is then neither written
             nor moved), too many combinations, or measuring without a [reference] in the
             launch file.
@@ -163,6 +164,10 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
             or rounds_problem(rounds)) is not None:
         raise TuneError(problem)
     params = distinct_values(params, log)
+    if both := sorted(set(params) & set(sets or {})):
+        raise TuneError(f"{', '.join(both)} given both as a tuned parameter (--param) and as "
+                        "a size (--set): a --set value would replace every candidate's; "
+                        "give it once")
     # the file's own errors first; the parameters at their first values are names too
     base = launch_file.read(spec, sets, {k: v[0] for k, v in params.items()})
     _check_params_used(base, params)

@@ -46,6 +46,10 @@ def test_bad_arguments():
         tune_launch(LAUNCH, {"TS": [8]}, ["TS %% 2"], top=0)
     with pytest.raises(TuneError, match="no valid candidate"):
         tune_launch(LAUNCH, {"TS": [8]}, ["TS > 100"], top=0)
+    # a --set of a tuned macro would build every candidate at the set value, labelled wrong
+    with pytest.raises(TuneError, match=r"TS given both as a tuned parameter \(--param\) and "
+                                        r"as a size \(--set\)"):
+        tune_launch(LAUNCH, {"TS": [8, 16]}, sets={"TS": 4}, top=0)
 
 
 def test_an_earlier_results_file_is_moved_to_history_not_overwritten(tmp_path):
