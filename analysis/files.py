@@ -193,3 +193,21 @@ class SweepInterrupted(RuntimeError):
         super().__init__(f"sweep interrupted after {done} of {total} device runs; " +
                          (f"the finished ones are saved in {out_dir / 'results.json'} and "
                           f"{out_dir / 'report.md'}" if done else "no device run had finished"))
+
+
+def json_text(obj, indent: int | None = None) -> str:
+    """``obj`` as standard JSON text (RFC 8259 has no infinity or NaN): a float that is not
+    finite (an infinite error over tolerance, a NaN result) is written as ``null``."""
+    import json
+    import math
+
+    def finite(value):
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {k: finite(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [finite(v) for v in value]
+        return value
+
+    return json.dumps(finite(obj), indent=indent, allow_nan=False)

@@ -121,3 +121,28 @@ def test_predict_only_refuses_an_unwritable_out_before_predicting(tmp_path, monk
                                     "generic-gpu", "--out", str(blocker / "p.json")])
     assert res.exit_code == 2, res.output
     assert f"{blocker} is a file, not a folder" in res.output
+
+
+def test_json_output_is_standard_json_with_null_for_non_finite_numbers(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from tiletraffic.analysis.cli import main
+    from tiletraffic.analysis.files import json_text
+
+    assert json_text({"a": float("inf"), "b": [1.5, float("nan")], "c": (2,)}) == \
+        '{"a": null, "b": [1.5, null], "c": [2]}'
+    # a copy kernel checked against a reference one away: the tolerance of a copy is 0, so
+    # the error over tolerance is infinite
+    (tmp_path / "cp.cl").write_text("__kernel void k(__global const float *A, __global float *B)"
+                                    " { int i = get_global_id(0); B[i] = A[i]; }\n")
+    (tmp_path / "ref.py").write_text("def r(inputs):\n    return inputs['A'] + 1\n")
+    (tmp_path / "cp.toml").write_text(
+        'source = "cp.cl"\nkernel = "k"\n[launch]\nglobal_size = [64]\nlocal_size = [16]\n'
+        '[args]\nA = { shape = [64], access = "in" }\nB = { shape = [64], access = "out" }\n'
+        '[reference]\nfunction = "ref.py:r"\n')
+    res = CliRunner().invoke(main, ["simulate", str(tmp_path / "cp.toml"), "--json"])
+    assert res.exit_code == 1    # a wrong result
+    doc = json.loads(res.stdout, parse_constant=lambda name: pytest.fail(name))
+    assert doc["result_error_over_tolerance"] is None

@@ -2,7 +2,6 @@
 schedule, demo and faulty variant (``--all``) against the kinds each is expected to have."""
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -12,6 +11,7 @@ from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
 from tiletraffic.simulator.engine import ExecutionError, InputError
 
 from ..resolver import resolve
+from ..files import json_text
 from .common import (build_schedule, one_name_or_all, refuse_seed_unless_random, refuse_unused,
                      within_budget)
 from .options import (FORCE_OPTION, INPUTS_OPTION, NAMED_SIZE_OPTIONS, SEED_OPTION, json_option,
@@ -46,14 +46,14 @@ def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inp
                       "with --all: every built-in schedule is checked at its example shape, "
                       "under the generic GPU's limits")
         rows = check_every_name(seed, inputs_kind)
-        click.echo(json.dumps(rows, indent=2) if as_json else "\n".join(all_text(rows)))
+        click.echo(json_text(rows, indent=2) if as_json else "\n".join(all_text(rows)))
         sys.exit(0 if all(r["ok"] for r in rows) else 1)
     refuse_unused(("max_registers",), "in check: the hazards do not depend on registers")
     sch = build_schedule(name, m, k, n, tile, chunk, example_shape=True)
     within_budget(sch, force, compute_values=True, reference=False)
     hazards = hazards_of(sch, seed, inputs_kind, no_limits)
     if as_json:
-        click.echo(json.dumps([h.to_dict() for h in hazards], indent=2))
+        click.echo(json_text([h.to_dict() for h in hazards], indent=2))
     else:
         click.echo("\n".join(hazards_text(sch, hazards)))
     sys.exit(1 if hazards else 0)

@@ -3,7 +3,6 @@ counts of a correct schedule side by side, the hazards of a faulty one (a varian
 schedule in which the simulator finds hazards, a user's own included) side by side."""
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -13,6 +12,7 @@ from tiletraffic.simulator.engine import ExecutionError, InputError
 from tiletraffic.simulator.schedules import ScheduleError
 
 from ..resolver import resolve
+from ..files import json_text
 from .common import build_schedule, fail, one_name_or_all, refuse_unused
 from .options import NAMED_SIZE_OPTIONS, json_option, named_schedule_options
 
@@ -60,7 +60,7 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
     except OclgrindError as err:
         fail(err)
     if as_json:
-        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+        click.echo(json_text([r.to_dict() for r in results], indent=2))
     sys.exit(0 if ok else 1)
 
 

@@ -2,7 +2,6 @@
 ``simulate --device-model`` prints)."""
 from __future__ import annotations
 
-import json
 import warnings
 
 import click
@@ -18,6 +17,7 @@ from tiletraffic.simulator.sequence import is_sequence
 from .. import environment
 from tiletraffic.simulator.sequence import is_sequence
 
+from ..files import json_text
 from .common import build_schedule, check_work, fail, within_budget
 from .options import DEVICE_MODEL, FORCE_OPTION, json_option, size_options
 
@@ -84,7 +84,7 @@ def show_model(sch, model, as_json: bool, registers: int | None = None) -> None:
     declared = [str(w.message) for w in caught
                 if not issubclass(w.category, GuessedValueWarning)]
     if as_json:
-        click.echo(json.dumps(model_json(sch, launch, guesses, declared), indent=2))
+        click.echo(json_text(model_json(sch, launch, guesses, declared), indent=2))
         return
     for w in dict.fromkeys(guesses + declared):
         click.echo(f"warning: {w}", err=True)

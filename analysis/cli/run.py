@@ -3,7 +3,6 @@ OpenCL kernel on a device, every launch's result checked against a float64 refer
 the tolerance of the counted sum length, then timed."""
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 
@@ -14,6 +13,7 @@ from tiletraffic.simulator.registers import register_budget_of
 from tiletraffic.simulator.sequence import is_sequence
 
 from .. import user_schedule
+from ..files import json_text
 from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_device_spec, fail, reference_fn,
                      refuse_seed_unless_random, select_device, within_budget)
 from .options import (FORCE_OPTION, json_option, reference_option, repeat_option,
@@ -93,7 +93,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     for w in caught:  # profiling unavailable, nondeterministic outputs
         click.echo(f"warning: {w.message}", err=True)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        click.echo(json_text(result.to_dict(), indent=2))
     else:
         click.echo("\n".join(run_text(sch, result, target.info.is_simulator,
                                       ref_fn is not None)))

@@ -2,7 +2,6 @@
 checked against a float64 reference (small launches, or ``--values``)."""
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -17,6 +16,7 @@ from tiletraffic.simulator.reference import random_inputs, reference
 from tiletraffic.simulator.sequence import is_sequence
 
 from .. import environment
+from ..files import json_text
 from .common import (NO_REFERENCE, build_schedule, check_work, fail, is_user_spec,
                      reference_fn, refuse_seed_unless_random, refuse_unused, within_budget,
                      work)
@@ -142,7 +142,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                "result_unwritten": worst.unwritten_count if worst else None,
                "result_written_nonfinite": worst.written_nonfinite_count if worst else None,
                "hazards": [h.to_dict() for h in res.hazards]}
-        click.echo(json.dumps(out, indent=2))
+        click.echo(json_text(out, indent=2))
         sys.exit(1 if res.hazards or check is not None and not check <= 1 else 0)
     click.echo("\n".join(counts_text(sch, counts, formula, res.hazards)))
     if check is not None:

@@ -2,13 +2,13 @@
 candidates on a device, report the model's regret."""
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
 import tiletraffic as tt
 
+from ..files import json_text
 from .common import (check_device_spec, check_out_file, command_line, fail, refuse_unused,
                      write_failed)
 from .options import (DEVICE_MODEL, SEED_OPTION, TARGETS_OPTION, json_option, repeat_option,
@@ -94,7 +94,7 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
     except OSError as err:
         write_failed("the tuning", None, err)
     if as_json:
-        click.echo(json.dumps(doc, indent=1))
+        click.echo(json_text(doc, indent=1))
     else:
         click.echo(table(doc), nl=False)
         click.echo(f"results: {out_file}")
@@ -185,7 +185,7 @@ def tune_gemm(m, n, k, device, device_model, top, measure_all, recheck, out_file
     except OSError as err:
         write_failed("the tuning", None, err)
     if as_json:
-        click.echo(json.dumps(result.data, indent=1))
+        click.echo(json_text(result.data, indent=1))
     else:
         click.echo(result.table(), nl=False)
         click.echo(f"results: {out_file}")
