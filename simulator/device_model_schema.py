@@ -309,6 +309,10 @@ _MAY_BE_ZERO = ("launch_overhead_s", "memory_latency_s", "l1_strided_cycles_per_
                 "l1_strided_cycles_per_busiest_bank_line", "memory_latency_dram_s",
                 "strided_dram_fill_sub_group_cycles_per_line")
 
+_MOST = {"max_registers_per_work_item": (1 << 16, "a register file's entries per work-item"),
+         "l1_sharing_work_groups": (2, "the model shares an L1 between 1 or 2 work-groups")}
+"""The largest value of a field, and why (a value above it is refused)."""
+
 ADDED_FIELDS: dict[str, tuple[Any, str]] = {
     "l1_strided_cycles_per_line": (0.0, "absent from the file (written before tiletraffic "
                                    "modelled strided requests): 0, not modelled"),
@@ -340,9 +344,9 @@ def bad_kind(key: str, kind: object) -> str:
 def check_value(key: str, value: Any, problems: list[str]) -> Any:
     """``value`` converted to ``key``'s type (an int; a float, an int accepted; for
     ``l2_associativity`` also ``None`` or ``"fully-associative"``), or, when it is of the
-    wrong type, not finite, negative, or zero where zero makes no sense (every value but
-    ``launch_overhead_s`` and ``memory_latency_s``), a message naming field and value
-    appended to ``problems``."""
+    wrong type, not finite, negative, zero where zero makes no sense (every value but
+    ``launch_overhead_s`` and ``memory_latency_s``) or above a field's largest value
+    (:data:`_MOST`), a message naming field and value appended to ``problems``."""
     kind = VALUE_FIELDS[key]
     if kind == "int | None" and value in (None, FULLY_ASSOCIATIVE):
         return None
@@ -361,4 +365,8 @@ def check_value(key: str, value: Any, problems: list[str]) -> Any:
     if value < 0 or (value == 0 and key not in _MAY_BE_ZERO):
         least = "at least 0" if key in _MAY_BE_ZERO else "positive"
         problems.append(f"values.{key}: value must be {least}, got {shown(value)}")
+    elif key in _MOST and value > _MOST[key][0]:
+        most, why = _MOST[key]
+        problems.append(f"values.{key}: value must be at most {most} ({why}), got "
+                        f"{shown(value)}")
     return value

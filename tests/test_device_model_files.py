@@ -207,6 +207,13 @@ BAD_FILES = {
                    ["compute_units", 'value must be an integer, got the string "132"']),
     "float for an int": (lambda t: t.replace("value = 132\n", "value = 132.0\n"),
                          ["compute_units", "got the float 132.0"]),
+    "too many registers": (lambda t: re.sub(r"(\[values\.max_registers_per_work_item\]\n"
+                                            r"value = )\d+", r"\g<1>1000000000000", t),
+                           ["max_registers_per_work_item", "at most 65536",
+                            "got 1000000000000"]),
+    "L1 shared by 3": (lambda t: re.sub(r"(\[values\.l1_sharing_work_groups\]\nvalue = )\d+",
+                                        r"\g<1>3", t),
+                       ["l1_sharing_work_groups", "at most 2", "got 3"]),
     "negative": (lambda t: t.replace("value = 1.98e9\n", "value = -1.98e9\n"),
                  ["clock_hz", "value must be positive, got -1.98e+09"]),
     "zero divisor": (lambda t: t.replace("value = 4.8e12\n", "value = 0\n"),
