@@ -280,3 +280,17 @@ def test_the_size_hint_names_every_size_over_the_limit(tmp_path):
     followed = CliRunner().invoke(main, ["explain", "matvec-naive", "--m", "64", "--k", "64",
                                          "--out", str(tmp_path / "m.html")])
     assert followed.exit_code == 0, followed.output
+
+
+def test_a_kernel_without_memory_accesses_gets_a_page(tmp_path):
+    (tmp_path / "e.cl").write_text("__kernel void k(__global const float *A, "
+                                   "__global float *B) { }\n")
+    (tmp_path / "e.toml").write_text(
+        'source = "e.cl"\nkernel = "k"\n[launch]\nglobal_size = [64]\nlocal_size = [16]\n'
+        '[args]\nA = { shape = [64], access = "in" }\nB = { shape = [64], access = "out" }\n')
+    out = tmp_path / "e.html"
+    result = CliRunner().invoke(main, ["explain", str(tmp_path / "e.toml"), "--out", str(out)])
+    assert result.exit_code == 1, result.output    # its output B is never written: a fault
+    doc = embedded(out.read_text())
+    assert doc["memory"]["global_load_requests"] == 0 == doc["memory"]["local_bank_conflicts"]
+    assert {h["kind"] for h in doc["hazards"]} == {"unwritten-output"}

@@ -19,6 +19,7 @@ from tiletraffic.simulator.device_model import DeviceModel, GuessedValueWarning,
 from tiletraffic.simulator.engine import simulate
 from tiletraffic.simulator.explain_observer import ExplainObserver, MemoryParams
 from tiletraffic.simulator.hazards import HazardError
+from tiletraffic.simulator.memory import MemoryCounts
 from tiletraffic.simulator.model import model_launch
 from tiletraffic.simulator.observation import device_limits
 from tiletraffic.simulator.prediction import ADDED_TIME_TERMS
@@ -296,7 +297,9 @@ def explain_data(schedule: S.Schedule, device: str | DeviceModel = "nvidia-h200"
             "per_element_closed_form": rules.get(name),
         }
     sites = [s.to_dict() for s in observer.sites()]
-    memory: dict[str, int] = {}
+    # every counter at 0 for a launch without memory accesses
+    memory: dict[str, int] = {key: 0 for key, value in MemoryCounts().to_dict().items()
+                              if isinstance(value, int) and not isinstance(value, bool)}
     for s in sites:
         for key, value in s["memory"].items():
             if isinstance(value, int) and not isinstance(value, bool):
