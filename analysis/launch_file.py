@@ -179,12 +179,16 @@ def read(path, overrides: dict | None = None, params: dict | None = None) -> Lau
             raise launch.error(key, "must be a table")
     overrides = dict(overrides or {})
     sizes_raw = data.get("sizes", {})
-    for opt in launch.options():
+    for opt in launch.options():     # in order, as the compiler reads them
         name, eq, value = opt[2:].partition("=")
-        if opt.startswith("-D") and eq:
-            number = integer_literal(value.strip(), signed=True)  # octal: refused by options()
+        if opt.startswith("-U"):
+            launch.macros.pop(name, None)
+        elif opt.startswith("-D"):
+            number = integer_literal(value.strip(), signed=True) if eq else 1  # -DX is 1
             if number is not None:        # else not an integer: not a name for expressions
                 launch.macros[name] = number
+            else:
+                launch.macros.pop(name, None)
     for name in list(overrides):
         if name in launch.macros and name not in sizes_raw:
             launch.params[name] = overrides.pop(name)  # --set of a -D macro replaces it

@@ -59,6 +59,23 @@ def test_sizes_macros_and_overrides(folder):
     assert counts.global_load_elems == 2 * 64 ** 3 // 16
 
 
+def test_build_options_name_macros_in_the_compilers_order(folder):
+    """``-DTS=8 ... -UTS``: the compiler has no TS from the options (the source's own
+    ``#define`` applies), so the file's expressions have none either: refused, naming TS;
+    ``-DWPT`` alone is 1, as in C."""
+    undefined = write(folder, GOOD.replace('build_options = "-DTS=8"',
+                                           'build_options = "-DTS=8 -UTS"'))
+    with pytest.raises(launch_file.LaunchFileError, match="unknown name 'TS'"):
+        tt.build(str(undefined))
+    again = write(folder, GOOD.replace('build_options = "-DTS=8"',
+                                       'build_options = "-DTS=4 -UTS -DTS=8"'), "again.toml")
+    assert tt.build(str(again)).local_size == (8, 8)
+    flag = launch_file.read(write(folder, GOOD.replace('build_options = "-DTS=8"',
+                                                       'build_options = "-DTS=8 -DWPT"'),
+                                  "flag.toml"))
+    assert flag.macros == {"TS": 8, "WPT": 1}
+
+
 def test_macro_values_are_read_as_c_integer_literals(folder):
     sch = tt.build(str(write(folder, GOOD.replace('"-DTS=8"', '"-DTS=0x8u"'))))
     assert sch.local_size == (8, 8)
