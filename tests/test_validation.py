@@ -376,10 +376,10 @@ def test_predict_only_needs_no_device_and_a_model(tmp_path, monkeypatch):
     cases.write_text(v.cases_toml([bad, TWO[1]]))
     res = CliRunner().invoke(main, ["validate", "--predict-only", "--cases", str(cases),
                                     "--device-model", "nvidia-h200", "--out", str(out)])
-    assert res.exit_code == 1, res.output
+    assert res.exit_code == 2, res.output       # the case list holds a case it cannot take
     assert "1 of 2 cases predicted" in res.output and "commit it" not in res.output
     assert f"not predicted: {bad.id}" in res.output and "exceed the 255" in res.output
-    assert "1 of 2 case(s) not predicted (above): fix or remove them" in res.output
+    assert "error: 1 of 2 case(s) not predicted (above): fix or remove them" in res.output
     assert "error" in json.loads(out.read_text())["predictions"][bad.id]
     cases.write_text(v.cases_toml(TWO))
     res = CliRunner().invoke(main, ["validate", "--predict-only", "--cases", str(cases)])

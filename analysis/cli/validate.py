@@ -8,8 +8,8 @@
     tiletraffic validate --render DIR
 
 Usage errors (a malformed case file or predictions file, cases or a model that differ from
-the predictions file's, options that do not go together) exit 2, device errors exit 1, each
-as one line.
+the predictions file's, options that do not go together, cases the model cannot predict)
+exit 2, device errors exit 1, each as one line.
 """
 from __future__ import annotations
 
@@ -220,9 +220,9 @@ def _predict_only(cases, list_name, model, out) -> None:
     if failed:
         # the file keeps the refusals, but a pre-registration without those predictions
         # would leave the cases unscored: not something to commit silently
-        raise click.ClickException(
-            f"{len(failed)} of {len(cases)} case(s) not predicted (above): fix or remove "
-            f"them from the case list before committing {out}")
+        click.echo(f"error: {len(failed)} of {len(cases)} case(s) not predicted (above): fix "
+                   f"or remove them from the case list before committing {out}", err=True)
+        sys.exit(2)   # the case list holds cases the model cannot take: bad input
     click.echo(f"commit it, then measure: tiletraffic validate --predictions {out}")
 
 
