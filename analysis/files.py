@@ -13,6 +13,7 @@ import datetime as _dt
 import errno
 import json
 import os
+import re
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -83,8 +84,9 @@ def archive_previous(path: str | os.PathLike, prefix: str | None = None) -> Path
     """Move an existing result file ``path`` to ``<its folder>/history/<prefix>-<stamp><suffix>``
     (its own suffix, ``.json`` without one; ``prefix`` None: the file's own stem) before it is
     replaced, so earlier results are never
-    lost; ``<stamp>`` is a JSON file's ``meta.created_utc`` without colons (the file's
-    modification time otherwise), with
+    lost; ``<stamp>`` is a JSON file's ``meta.created_utc`` without colons where that is a
+    plain time of at most 40 letters, digits and ``.+_-`` (the file's modification time
+    otherwise), with
     ``-1``, ``-2``, ... added when that name is taken. Returns the new path (``None``: no
     file to move).
 
@@ -98,6 +100,9 @@ def archive_previous(path: str | os.PathLike, prefix: str | None = None) -> Path
     try:
         stamp = json.loads(old.read_text())["meta"]["created_utc"].replace(":", "")
     except (ValueError, KeyError, TypeError, AttributeError):
+        stamp = None
+    if not isinstance(stamp, str) or not re.fullmatch(r"[0-9A-Za-z.+_-]{1,40}", stamp):
+        # a stamp that is not a plain time (edited: a path, a NUL, too long): the file's time
         stamp = _dt.datetime.fromtimestamp(old.stat().st_mtime, _dt.timezone.utc).strftime(
             "%Y-%m-%dT%H%M%SZ")
     suffix = old.suffix or ".json"

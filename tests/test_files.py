@@ -146,3 +146,25 @@ def test_json_output_is_standard_json_with_null_for_non_finite_numbers(tmp_path)
     assert res.exit_code == 1    # a wrong result
     doc = json.loads(res.stdout, parse_constant=lambda name: pytest.fail(name))
     assert doc["result_error_over_tolerance"] is None
+
+
+@pytest.mark.parametrize("stamp", ["../../escaped", "a\u0000b", "x" * 300, 12])
+def test_an_edited_created_utc_does_not_name_the_archived_file(tmp_path, stamp):
+    import json
+
+    from tiletraffic.analysis.files import archive_previous
+
+    old = tmp_path / "t.json"
+    old.write_text(json.dumps({"meta": {"created_utc": stamp}}))
+    moved = archive_previous(old)
+    assert moved.parent == tmp_path / "history" and moved.name.startswith("t-20")
+    assert json.loads(moved.read_text())["meta"]["created_utc"] == stamp
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history"]
+
+
+def test_a_plain_created_utc_names_the_archived_file(tmp_path):
+    from tiletraffic.analysis.files import archive_previous
+
+    old = tmp_path / "t.json"
+    old.write_text('{"meta": {"created_utc": "2026-12-03T15:41:00Z"}}')
+    assert archive_previous(old).name == "t-2026-12-03T154100Z.json"
