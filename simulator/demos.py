@@ -17,6 +17,9 @@ correct versions (registered in :mod:`simulator.variants`).
 from __future__ import annotations
 
 import dataclasses
+import functools
+
+import numpy as np
 
 from . import schedule as S
 from .rewrite import rewrite
@@ -94,7 +97,18 @@ def reduction_demo(m: int = 64, k: int | None = None, n: int | None = None,
     name = "demo-reduction" + (":in-place" if in_place_at_group else "")
     return Schedule(name, "reduction_in_place", (("M", m),), (buf,), (partial,), (items,),
                     (groups * items,), body, items,
-                    "each work-group sums its chunk of buf and stores the sum back into buf")
+                    "each work-group sums its chunk of buf and stores the sum back into buf",
+                    extra={"reference": (functools.partial(reduction_reference, items=items), "buf")})
+
+
+def reduction_reference(inputs: dict, items: int) -> np.ndarray:
+    """What :func:`reduction_demo` is meant to leave in ``buf`` (float64, shape (M,)): each
+    chunk of ``2·items`` elements' sum at the chunk's start, the other elements unchanged."""
+    buf = np.array(inputs["buf"], dtype=np.float64)
+    out = buf.copy()
+    for base in range(0, len(buf), 2 * items):
+        out[base] = buf[base:base + 2 * items].sum()
+    return out
 
 
 def neighbour_demo(m: int = 64, k: int | None = None, n: int | None = None,
@@ -127,7 +141,17 @@ def neighbour_demo(m: int = 64, k: int | None = None, n: int | None = None,
     name = "demo-neighbour" + ("" if global_fence else ":local-fence")
     return Schedule(name, "neighbour", (("M", m),), (x, y, z), (), (items,),
                     (groups * items,), body, items,
-                    "each work-item reads, through global memory, what its neighbour stored")
+                    "each work-item reads, through global memory, what its neighbour stored",
+                    extra={"reference": (functools.partial(neighbour_reference, items=items), "z")})
+
+
+def neighbour_reference(inputs: dict, items: int) -> np.ndarray:
+    """``z`` of :func:`neighbour_demo` (float64, shape (M,)): ``x`` of the next work-item
+    of the work-group, cyclically, or ``x[i]`` where that one is past M."""
+    x = np.asarray(inputs["x"], dtype=np.float64)
+    i = np.arange(len(x))
+    j = i // items * items + (i % items + 1) % items
+    return np.where(j < len(x), x[np.minimum(j, len(x) - 1)], x)
 
 
 def zeros_in_one_launch(sch: Schedule) -> Schedule:

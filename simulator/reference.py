@@ -84,6 +84,14 @@ class ReferenceFunctionError(ValueError):
     output, a result of the wrong shape, not numbers, or NaN or infinite values."""
 
 
+def checked_output(schedule: Schedule) -> str:
+    """The output :func:`reference` checks: the one named by the schedule's own
+    ``extra["reference"]``, else its first output."""
+    if "reference" in schedule.extra:
+        return schedule.extra["reference"][1]
+    return next(a.name for a in schedule.arrays if a.is_output)
+
+
 def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
               sum_length: int | None = None) -> Reference:
     """float64 ``A@B`` (GEMM) or ``A@x`` (matrix-vector) of ``inputs``, or ``fn``'s result.
@@ -94,6 +102,9 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
             its logical shape. The error bound then uses ``fn`` of the inputs' absolute
             values as ``|A|@|B|``: right for sums of products such as GEMM variants, and
             for exact operations of them (max, abs, select).
+            Without ``fn``, a schedule's ``extra["reference"]``, ``(function, output name)``,
+            is used where it has one (the built-in demonstration kernels: the function
+            gives that output; other outputs are not checked).
         sum_length: the K of the tolerance, as the simulator counted it
             (:mod:`simulator.sum_length`, :mod:`simulator.launch_check`); with ``fn`` the
             schedule's ``extra["terms_per_output"]`` (a launch file's ``reference.terms``)
@@ -111,6 +122,9 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
     """
     outs = [a.name for a in schedule.arrays if a.is_output]
     ins = [a.name for a in schedule.arrays if a.role == "in"]
+    if fn is None and "reference" in schedule.extra:   # a built-in schedule's own
+        fn, checked = schedule.extra["reference"]
+        outs = [checked]
     if fn is not None:
         if len(outs) != 1:
             raise ReferenceFunctionError(f"{schedule.family}: a reference function gives one "

@@ -16,6 +16,8 @@ find nothing, and only ``run``'s check of every timed launch catches it.
 """
 from __future__ import annotations
 
+import numpy as np
+
 import dataclasses
 from dataclasses import dataclass
 from typing import Callable
@@ -119,7 +121,15 @@ def _shift_demo(items: int, with_barrier: bool) -> Schedule:
     )
     return Schedule("demo-shift" + ("" if with_barrier else ":no-barrier"), "shift_demo",
                     (("M", items),), (x, y), (words,), (items,), (items,), body, items,
-                    "each work-item reads the word its neighbour 32 places down wrote")
+                    "each work-item reads the word its neighbour 32 places down wrote",
+                    extra={"reference": (shift_reference, "y")})
+
+
+def shift_reference(inputs: dict) -> np.ndarray:
+    """``y`` of the shift demo (float64, shape (M,)): ``x[t - 32]`` from t = 32 on,
+    ``x[t]`` below."""
+    x = np.asarray(inputs["x"], dtype=np.float64)
+    return np.concatenate([x[:32], x[:-32]])
 
 
 def column_staging_demo(m: int, k: int, n: int, tile: int = 4,

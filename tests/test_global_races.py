@@ -159,3 +159,33 @@ def test_counting_by_work_group_classes_skips_global_races_and_check_does_not():
     assert out.exit_code == 1
     (h,) = json.loads(out.output)
     assert h["kind"] == "data-race" and h["count"] == 3 and h["array"] == "buf"
+
+
+@pytest.mark.parametrize("name, output", [("demo-shift", "y"), ("demo-reduction", "buf"),
+                                          ("demo-neighbour", "z")])
+def test_the_correct_demos_carry_their_reference(name, output):
+    """simulate checks each correct demo's result (each gives its own reference), and so
+    can run; the reference is each demo's meaning, worked in numpy."""
+    import tiletraffic as tt
+    from tiletraffic.simulator.reference import checked_output, reference
+
+    sch = tt.build(name)
+    assert checked_output(sch) == output
+    p = sch.param_values
+    rng = np.random.default_rng()
+    inputs = {a.name: rng.standard_normal([p[d] for d in a.shape]).astype(np.float32)
+              for a in sch.arrays if a.is_input}
+    ref = reference(sch, inputs)
+    x = inputs.get("x", inputs.get("buf")).astype(np.float64)
+    if name == "demo-shift":            # y[t] = x[t - 32] from t = 32
+        assert np.array_equal(ref.value[32:], x[:-32]) and np.array_equal(ref.value[:32], x[:32])
+    elif name == "demo-reduction":      # chunks of 2 x 8: their sums at 0, 16, 32, 48
+        assert np.allclose(ref.value[::16], x.reshape(4, 16).sum(axis=1))
+        rest = np.ones(64, bool)
+        rest[::16] = False
+        assert np.array_equal(ref.value[rest], x[rest])
+    else:                               # z[i] = x of the next work-item of its group of 16
+        assert ref.value[0] == x[1] and ref.value[15] == x[0] and ref.value[16] == x[17]
+    result = CliRunner().invoke(main, ["simulate", name])
+    assert result.exit_code == 0, result.output
+    assert f"at {output}[" in result.output and "(ok)" in result.output

@@ -9,6 +9,7 @@ import warnings
 import click
 import numpy as np
 
+from tiletraffic.simulator.reference import checked_output as ref_output
 from tiletraffic.simulator.registers import register_budget_of
 from tiletraffic.simulator.sequence import is_sequence
 
@@ -119,7 +120,8 @@ def run_text(sch, result, on_simulator: bool, users_reference: bool) -> list[str
                  + (" (host wall time: no OpenCL profiling)" if r.timing == "host" else ""))
     c = result.check
     where = ", ".join(map(str, c.worst_index or ()))
-    output = next(a.name for a in sch.arrays if a.is_output)
+    output = ref_output(sch) if not is_sequence(sch) else \
+        next(a.name for a in sch.arrays if a.is_output)
     lines.append(f"  result equals {'the reference' if users_reference else 'numpy'} "
                  f"({result.inputs} inputs) in every launch: worst "
                  f"|error| / tolerance {c.error_over_tolerance:.3g} at {output}[{where}] "
