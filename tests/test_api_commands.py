@@ -68,6 +68,24 @@ def test_the_api_refuses_a_name_where_a_schedule_is_meant():
             function("gemm-tiled")
 
 
+def test_the_api_names_an_argument_of_the_wrong_type():
+    sch = tt.build("gemm-tiled", m=16, k=16, n=16, tile=4)
+    cases = [(lambda: tt.build(5), "tiletraffic.build: name must be a schedule's name or a "
+                                   "file, got int 5"),
+             (lambda: tt.check(sch, seed="x"), "tiletraffic.check: seed must be an integer "
+                                                "or None, got str 'x'"),
+             (lambda: tt.run(sch, unchecked="no"), "tiletraffic.run: unchecked must be True "
+                                                   "or False, got str 'no'"),
+             (lambda: tt.run(sch, repeat="10"), "tiletraffic.run: repeat must be an integer, "
+                                                "got str '10'"),
+             (lambda: tt.run(sch, warmup=True), "tiletraffic.run: warmup must be an integer, "
+                                                "got bool True")]
+    for call, message in cases:     # refused before any device is opened
+        with pytest.raises(TypeError) as err:
+            call()
+        assert str(err.value) == message
+
+
 @needs_pocl
 def test_report_writes_the_report_the_command_writes(tmp_path):
     folder = tt.report("pocl", out=tmp_path, quick=True)

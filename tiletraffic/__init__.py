@@ -39,6 +39,7 @@ imported when `run` (or `tiletraffic.gpu.runtime`) is first used.
 """
 from __future__ import annotations
 
+import os as _os
 from importlib import metadata as _metadata
 from pathlib import Path as _Path
 
@@ -108,6 +109,23 @@ def _require_schedule(schedule, function: str) -> None:
     require_schedule(schedule, f"tiletraffic.{function}")
 
 
+def _require_types(function: str, **values) -> None:
+    """A TypeError naming `tiletraffic.<function>`, the argument and the value, for an
+    argument of the wrong type: each keyword is `name=(value, types, what)`."""
+    for name, (value, types, what) in values.items():
+        if isinstance(value, bool) and bool not in types:   # True is an int to Python
+            ok = False
+        else:
+            ok = isinstance(value, types)
+        if not ok:
+            raise TypeError(f"tiletraffic.{function}: {name} must be {what}, got "
+                            f"{type(value).__name__} {value!r}")
+
+
+_INT = ((int,), "an integer")
+_SEED = ((int, type(None)), "an integer or None")
+
+
 try:
     __version__ = _metadata.version("tiletraffic")
 except _metadata.PackageNotFoundError:  # running from a source tree that is not installed
@@ -140,6 +158,7 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
             estimate is capped at N).
 
     Raises:
+        TypeError: `name` is not a string (or a path).
         ScheduleError: unknown name, missing size, a size or option that does not apply
             (`n` of a matrix-vector product, options of a demo or variant), or a
             parameter out of range.
@@ -149,7 +168,9 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
     """
     from .analysis.resolver import Sizes, resolve
 
-    return resolve(name, Sizes(m, k, n, tile, chunk), options)
+    _require_types("build", name=(name, (str, _os.PathLike), "a schedule's name or a file"))
+    return resolve(name if isinstance(name, str) else _os.fspath(name),
+                   Sizes(m, k, n, tile, chunk), options)
 
 
 def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict,
@@ -224,6 +245,7 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
         LimitError: the schedule exceeds `limits` (default: none enforced).
     """
     _require_schedule(schedule, "check")
+    _require_types("check", seed=(seed, *_SEED))
     import numpy as np
 
     from .simulator.reference import random_inputs
@@ -313,11 +335,16 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
     Raises:
         TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
         tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
+        TypeError: an argument of the wrong type (`unchecked` not True or False, `repeat`
+            not an integer, ...), naming it.
         tiletraffic.analysis.validation.measure.UnsafeLaunchError: hazards found before launch.
         tiletraffic.gpu.runtime.LaunchConfigError, KernelBuildError, LaunchError,
         ResultMismatchError: see `run_on_device`.
     """
     _require_schedule(schedule, "run")
+    _require_types("run", repeat=(repeat, *_INT), warmup=(warmup, *_INT),
+                   seed=(seed, *_SEED), inputs=(inputs, (str,), "a string"),
+                   unchecked=(unchecked, (bool,), "True or False"))
     import numpy as np
 
     from .analysis.validation.measure import run_on_device
