@@ -21,7 +21,8 @@ prints the estimate next to the measurement for a set of launches):
   direction the kernel accesses its outputs in; the unwritten-output flags);
 - the interpreter with numpy, plus the blocks of a vectorized K loop (up to
   ``engine.BLOCK_ELEMS`` elements of several arrays): 160 MiB.
-Time: 1 µs per work-group and 25 ns per work-item and step of the inner (K) loop when every
+Time: 1 µs per work-group and 25 ns per work-item and step of the inner (K) loop (or of its
+deepest loop nest, :func:`loop_nest_steps`, where that is longer) when every
 work-group runs; 1 µs per work-group for the classes' bookkeeping when counting by classes
 (measured 0.3-1 µs); and 250 µs per statement the engine executes one loop iteration at a
 time in each batch of work-groups (:func:`interpreted_statements`: the statements of loops
@@ -150,7 +151,7 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
         if reference is None or reference:
             memory += (REFERENCE_BYTES_PER_INPUT_ELEM * ins
                        + REFERENCE_BYTES_PER_OUTPUT_ELEM * outs)
-    steps = max(1, schedule.param_values.get("K", 1))
+    steps = max(1, schedule.param_values.get("K", 1), loop_nest_steps(schedule))
     if work_group_classes:
         time_s = PER_WORK_GROUP_CLASSES_S * groups
         run_groups = min(groups, 3 ** len(schedule.local_size))   # one per class
@@ -171,9 +172,21 @@ def interpreted_statements(schedule: Schedule) -> int:
     its statements once. A loop's trips come from its bounds where they are expressions of
     constants, parameters and the integer variables set from them before the loop, else
     the largest size parameter (an upper envelope, as :func:`loop_steps` takes)."""
+    return _loop_walk(schedule)[0]
+
+
+def loop_nest_steps(schedule: Schedule) -> int:
+    """The most iterations of a work-item's deepest loop nest: the product of the trips of
+    nested loops (as :func:`interpreted_statements` counts them), at least 1."""
+    return _loop_walk(schedule)[1]
+
+
+def _loop_walk(schedule: Schedule) -> tuple[int, int]:
+    """(:func:`interpreted_statements`, :func:`loop_nest_steps`) of ``schedule``."""
     params = schedule.param_values
     envelope = max([1, *params.values()])
     variables: dict[str, int] = {}   # integer Lets of constants and parameters
+    deepest = [1]
 
     def trips(loop: S.For) -> int:
         try:
@@ -183,9 +196,10 @@ def interpreted_statements(schedule: Schedule) -> int:
             return envelope
         return max(0, -((start - stop) // step)) if step > 0 else envelope
 
-    def walk(stmts, runs: int, counting: bool) -> int:
+    def walk(stmts, runs: int, nest: int, counting: bool) -> int:
         """Statements of ``stmts`` executed ``runs`` times (counted when ``counting``:
-        inside a loop run one iteration at a time), and of the loops within them."""
+        inside a loop run one iteration at a time), and of the loops within them; ``nest``:
+        the iterations of the loops around them."""
         total = 0
         for stmt in stmts:
             total += runs if counting else 0
@@ -194,15 +208,19 @@ def interpreted_statements(schedule: Schedule) -> int:
                     variables[stmt.name] = eval_static(stmt.value, params, variables)
                 except (TypeError, KeyError, ValueError, ZeroDivisionError):
                     variables.pop(stmt.name, None)
-            elif isinstance(stmt, S.For) and not is_vectorizable(stmt):
-                total += walk(stmt.body, runs * trips(stmt), True)
             elif isinstance(stmt, S.For):
-                total += walk(stmt.body, runs, counting)
+                n = trips(stmt)
+                deepest[0] = max(deepest[0], nest * n)
+                if is_vectorizable(stmt):
+                    total += walk(stmt.body, runs, nest * n, counting)
+                else:
+                    total += walk(stmt.body, runs * n, nest * n, True)
             elif isinstance(stmt, S.If):
-                total += walk(stmt.then, runs, counting) + walk(stmt.orelse, runs, counting)
+                total += (walk(stmt.then, runs, nest, counting)
+                          + walk(stmt.orelse, runs, nest, counting))
         return total
 
-    return walk(schedule.body, 1, False)
+    return walk(schedule.body, 1, 1, False), deepest[0]
 
 
 def loop_steps(schedule: Schedule) -> int:

@@ -32,7 +32,8 @@ def test_estimate_adds_up_from_the_documented_terms():
     # the tile loop runs one iteration at a time (barriers): ceil(30 / 16) = 2 iterations of
     # its 14 statements, in the one batch of work-groups
     interpreted = budget.PER_INTERPRETED_STATEMENT_S * 2 * 14
-    assert est.time_s == pytest.approx(1e-6 * groups + 25e-9 * items * 30 + interpreted)
+    # the steps of its deepest loop nest, 2 tiles of 16 = 32 (the last one's guarded), > K
+    assert est.time_s == pytest.approx(1e-6 * groups + 25e-9 * items * 32 + interpreted)
     counts_only = budget.estimate_simulation(sch, compute_values=False, work_group_classes=True)
     assert counts_only.memory_bytes < est.memory_bytes
     assert counts_only.time_s == pytest.approx(1e-6 * groups + interpreted)
@@ -52,6 +53,21 @@ def test_interpreted_statements_of_a_long_loop_of_one_small_work_group():
     assert budget.interpreted_statements(blocked) < \
         budget.interpreted_statements(tt.build("gemm-register-blocked", m=16, k=4000, n=16))
     assert budget.interpreted_statements(tt.build("gemm-naive", 64, 64, 64, 16)) == 0
+
+
+def test_the_deepest_loop_nest_counts_where_no_size_is_k():
+    """A launch file's kernel with ``for a < 10000: for b < 10000: s += A[(a + b) % 64]``
+    has no K: its work-items run 10⁸ steps each, which the time estimate charges."""
+    sch = tt.from_opencl(
+        "__kernel void k(__global const float *A, __global float *B) {\n"
+        "  int i = get_global_id(0); float s = 0.0f;\n"
+        "  for (int a = 0; a < 10000; a++) for (int b = 0; b < 10000; b++)\n"
+        "    s += A[(a + b) % 64];\n  B[i] = s;\n}\n", "k", [64], [16],
+        {"A": {"shape": [64], "access": "in"}, "B": {"shape": [64], "access": "out"}})
+    assert budget.loop_nest_steps(sch) == 10**8
+    est = budget.estimate_simulation(sch, compute_values=True)
+    assert est.time_s >= budget.PER_WORK_ITEM_STEP_S * 64 * 10**8
+    assert budget.loop_nest_steps(tt.build("gemm-naive", 64, 48, 64, 16)) == 48
 
 
 def test_batch_term_stops_at_the_batch_size():
