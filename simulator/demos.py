@@ -98,7 +98,8 @@ def reduction_demo(m: int = 64, k: int | None = None, n: int | None = None,
     return Schedule(name, "reduction_in_place", (("M", m),), (buf,), (partial,), (items,),
                     (groups * items,), body, items,
                     "each work-group sums its chunk of buf and stores the sum back into buf",
-                    extra={"reference": (functools.partial(reduction_reference, items=items), "buf")})
+                    extra={"reference_function": (
+                        functools.partial(reduction_reference, items=items), "buf")})
 
 
 def reduction_reference(inputs: dict, items: int) -> np.ndarray:
@@ -142,7 +143,8 @@ def neighbour_demo(m: int = 64, k: int | None = None, n: int | None = None,
     return Schedule(name, "neighbour", (("M", m),), (x, y, z), (), (items,),
                     (groups * items,), body, items,
                     "each work-item reads, through global memory, what its neighbour stored",
-                    extra={"reference": (functools.partial(neighbour_reference, items=items), "z")})
+                    extra={"reference_function": (
+                        functools.partial(neighbour_reference, items=items), "z")})
 
 
 def neighbour_reference(inputs: dict, items: int) -> np.ndarray:

@@ -86,9 +86,9 @@ class ReferenceFunctionError(ValueError):
 
 def checked_output(schedule: Schedule) -> str:
     """The output :func:`reference` checks: the one named by the schedule's own
-    ``extra["reference"]``, else its first output."""
-    if "reference" in schedule.extra:
-        return schedule.extra["reference"][1]
+    ``extra["reference_function"]``, else its first output."""
+    if "reference_function" in schedule.extra:
+        return schedule.extra["reference_function"][1]
     return next(a.name for a in schedule.arrays if a.is_output)
 
 
@@ -102,9 +102,10 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
             its logical shape. The error bound then uses ``fn`` of the inputs' absolute
             values as ``|A|@|B|``: right for sums of products such as GEMM variants, and
             for exact operations of them (max, abs, select).
-            Without ``fn``, a schedule's ``extra["reference"]``, ``(function, output name)``,
-            is used where it has one (the built-in demonstration kernels: the function
-            gives that output; other outputs are not checked).
+            Without ``fn``, a schedule's ``extra["reference_function"]``, a pair
+            ``(function, output name)``, is used where it has one (the built-in
+            demonstration kernels: the function gives that output; other outputs are not
+            checked).
         sum_length: the K of the tolerance, as the simulator counted it
             (:mod:`simulator.sum_length`, :mod:`simulator.launch_check`); with ``fn`` the
             schedule's ``extra["terms_per_output"]`` (a launch file's ``reference.terms``)
@@ -122,8 +123,8 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
     """
     outs = [a.name for a in schedule.arrays if a.is_output]
     ins = [a.name for a in schedule.arrays if a.role == "in"]
-    if fn is None and "reference" in schedule.extra:   # a built-in schedule's own
-        fn, checked = schedule.extra["reference"]
+    if fn is None and "reference_function" in schedule.extra:   # a built-in schedule's own
+        fn, checked = schedule.extra["reference_function"]
         outs = [checked]
     if fn is not None:
         if len(outs) != 1:

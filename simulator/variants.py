@@ -122,7 +122,7 @@ def _shift_demo(items: int, with_barrier: bool) -> Schedule:
     return Schedule("demo-shift" + ("" if with_barrier else ":no-barrier"), "shift_demo",
                     (("M", items),), (x, y), (words,), (items,), (items,), body, items,
                     "each work-item reads the word its neighbour 32 places down wrote",
-                    extra={"reference": (shift_reference, "y")})
+                    extra={"reference_function": (shift_reference, "y")})
 
 
 def shift_reference(inputs: dict) -> np.ndarray:

@@ -42,8 +42,9 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
 
     Before any launch the simulator checks the launch (the whole launch, or one work-group
     per class of identical traffic where that would take long: it says which); a launch with
-    a hazard is refused (exit 1) unless --unchecked (launched and reported, exit 1). The result's tolerance is scaled to the
-    sum length the check counted (the roundings of each output element; K for a GEMM).
+    a hazard is refused (exit 1) unless --unchecked (launched and reported, exit 1). The
+    result's tolerance is scaled to the sum length the check counted (the roundings of each
+    output element; K for a GEMM).
 
     SCHEDULE: a family with its sizes (run takes no example shape of a family: a time is
     measured at the sizes you give), a demo or faulty variant (missing sizes: its example
