@@ -42,12 +42,13 @@ def guard_bytes(nbytes: int, align_bytes: int) -> int:
 @dataclass
 class GuardedBuffer:
     """One buffer with its zones: ``parent`` (the whole allocation), ``buffer`` (the
-    sub-buffer the kernel gets), ``guard`` (bytes on each side), ``nbytes`` (the buffer's)."""
+    sub-buffer the kernel gets), ``guard`` (bytes on each side), ``size`` (the
+    sub-buffer's bytes: the buffer's, at least 4)."""
 
     parent: Any
     buffer: Any
     guard: int
-    nbytes: int
+    size: int
 
     def release(self) -> None:
         self.buffer.release()
@@ -73,7 +74,7 @@ def allocate(cl, context, queue, nbytes: int, align_bytes: int,
         parent.release()
         raise
     queue.finish()
-    return GuardedBuffer(parent, buffer, guard, int(nbytes))
+    return GuardedBuffer(parent, buffer, guard, size)
 
 
 def stores_outside(cl, queue, guarded: dict[str, GuardedBuffer]) -> dict[str, int]:
@@ -81,7 +82,7 @@ def stores_outside(cl, queue, guarded: dict[str, GuardedBuffer]) -> dict[str, in
     (stores outside the buffer, up to a zone away; names with none left out)."""
     found = {}
     for name, g in guarded.items():
-        whole = np.empty((2 * g.guard + max(g.nbytes, 4)) // 4, dtype=np.uint32)
+        whole = np.empty((2 * g.guard + g.size) // 4, dtype=np.uint32)
         cl.enqueue_copy(queue, whole, g.parent).wait()
         words = g.guard // 4
         zones = np.concatenate([whole[:words], whole[len(whole) - words:]])

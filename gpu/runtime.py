@@ -576,11 +576,12 @@ def run_kernel(
     results: dict[str, np.ndarray] = {}
     guarded: dict[str, guard.GuardedBuffer] = {}
     outside: dict[str, int] | None = None
+    align = _base_align_bytes(target) if guard_zones else 1
     try:
         for n, kind in kinds.items():
             if guard_zones:
                 guarded[n] = guard.allocate(cl, target.context, target.queue,
-                                            arrays[n].nbytes, _base_align_bytes(target),
+                                            arrays[n].nbytes, align,
                                             None if n in written else arrays[n])
                 buffers[n] = guarded[n].buffer
             elif n not in written:

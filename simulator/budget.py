@@ -151,7 +151,8 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
         if reference is None or reference:
             memory += (REFERENCE_BYTES_PER_INPUT_ELEM * ins
                        + REFERENCE_BYTES_PER_OUTPUT_ELEM * outs)
-    steps = max(1, schedule.param_values.get("K", 1), loop_nest_steps(schedule))
+    interpreted, nest_steps = _loop_walk(schedule)
+    steps = max(1, schedule.param_values.get("K", 1), nest_steps)
     if work_group_classes:
         time_s = PER_WORK_GROUP_CLASSES_S * groups
         run_groups = min(groups, 3 ** len(schedule.local_size))   # one per class
@@ -159,7 +160,7 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
         time_s = PER_WORK_GROUP_S * groups + PER_WORK_ITEM_STEP_S * groups * items_per_group * steps
         run_groups = groups
     batches = -(-run_groups * items_per_group // batch_items)
-    time_s += PER_INTERPRETED_STATEMENT_S * interpreted_statements(schedule) * batches
+    time_s += PER_INTERPRETED_STATEMENT_S * interpreted * batches
     return Estimate(int(memory), float(time_s), groups)
 
 

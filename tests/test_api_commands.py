@@ -76,13 +76,19 @@ def test_the_api_names_an_argument_of_the_wrong_type():
                                                 "or None, got str 'x'"),
              (lambda: tt.run(sch, unchecked="no"), "tiletraffic.run: unchecked must be True "
                                                    "or False, got str 'no'"),
-             (lambda: tt.run(sch, repeat="10"), "tiletraffic.run: repeat must be an integer, "
-                                                "got str '10'"),
-             (lambda: tt.run(sch, warmup=True), "tiletraffic.run: warmup must be an integer, "
-                                                "got bool True")]
+             (lambda: tt.run(sch, unchecked=1), "tiletraffic.run: unchecked must be True or "
+                                                "False, got int 1")]
     for call, message in cases:     # refused before any device is opened
         with pytest.raises(TypeError) as err:
             call()
+        assert str(err.value) == message
+    # the launch counts through the limits every command checks them by (gpu.launch_counts)
+    for kwargs, message in (({"repeat": "10"}, "repeat must be an integer (timed launches), "
+                                               "got '10'"),
+                            ({"warmup": True}, "warmup must be an integer (untimed launches), "
+                                               "got True")):
+        with pytest.raises(ValueError) as err:
+            tt.run(sch, **kwargs)
         assert str(err.value) == message
 
 

@@ -113,16 +113,12 @@ def _require_types(function: str, **values) -> None:
     """A TypeError naming `tiletraffic.<function>`, the argument and the value, for an
     argument of the wrong type: each keyword is `name=(value, types, what)`."""
     for name, (value, types, what) in values.items():
-        if isinstance(value, bool) and bool not in types:   # True is an int to Python
-            ok = False
-        else:
-            ok = isinstance(value, types)
-        if not ok:
+        # True is an int to Python: a bool passes only where bool is named
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             raise TypeError(f"tiletraffic.{function}: {name} must be {what}, got "
                             f"{type(value).__name__} {value!r}")
 
 
-_INT = ((int,), "an integer")
 _SEED = ((int, type(None)), "an integer or None")
 
 
@@ -335,15 +331,15 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
     Raises:
         TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
         tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
-        TypeError: an argument of the wrong type (`unchecked` not True or False, `repeat`
+        TypeError: an argument of the wrong type (`unchecked` not True or False, `seed`
             not an integer, ...), naming it.
+        ValueError: `repeat` or `warmup` not a count within the limits, naming it.
         tiletraffic.analysis.validation.measure.UnsafeLaunchError: hazards found before launch.
         tiletraffic.gpu.runtime.LaunchConfigError, KernelBuildError, LaunchError,
         ResultMismatchError: see `run_on_device`.
     """
     _require_schedule(schedule, "run")
-    _require_types("run", repeat=(repeat, *_INT), warmup=(warmup, *_INT),
-                   seed=(seed, *_SEED), inputs=(inputs, (str,), "a string"),
+    _require_types("run", seed=(seed, *_SEED), inputs=(inputs, (str,), "a string"),
                    unchecked=(unchecked, (bool,), "True or False"))
     import numpy as np
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from tiletraffic.gpu import codegen
 from tiletraffic.gpu.device import Target, TiletrafficGpuError
+from tiletraffic.gpu.launch_counts import check_launch_counts
 from tiletraffic.gpu.runtime import (CheckResult, ResultMismatchError, RunResult,
                                      check_launch_limits, check_result, run_kernel)
 from tiletraffic.simulator.launch_check import LaunchCheck
@@ -137,6 +138,8 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     ``reused``: it was made for an earlier run (an earlier round), as the JSON then says.
 
     Raises:
+        ValueError: ``repeat`` or ``warmup`` not a count within the limits
+            (:mod:`gpu.launch_counts`), before any work.
         UnsafeLaunchError: the check before launch found hazards (nothing launched), unless
             ``unchecked``.
         gpu.runtime.LaunchConfigError: work-group or local memory beyond the device's or the
@@ -145,6 +148,7 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
         gpu.runtime.LaunchError: OpenCL failed while running.
         gpu.runtime.ResultMismatchError: the result differs from numpy beyond tolerance.
     """
+    check_launch_counts(repeat, warmup)   # before any work (run_kernel checks them too)
     rng = rng or np.random.default_rng()
     kernels = [codegen.generate(k) for k in kernels_of(schedule)]
     # the device's own limits before the inputs and the float64 reference are made (seconds
