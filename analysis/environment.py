@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
-from tiletraffic.simulator.accelerators import Accelerators
+from tiletraffic.simulator.engine.accelerators import Accelerators
 
 SWITCHES = {"TILETRAFFIC_PRIVATE_NESTS": "private_nests",
             "TILETRAFFIC_LOOP_BLOCKS": "loop_blocks"}

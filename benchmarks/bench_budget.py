@@ -1,4 +1,4 @@
-"""The simulator's memory and time estimates (simulator/budget.py) next to measured peaks.
+"""The simulator's memory and time estimates (simulator/engine/budget.py) next to measured peaks.
 
 Runs each launch through the command line in a fresh process under ``/usr/bin/time -f
 "%M %e"`` and prints peak resident memory and wall time, the estimate and their ratio. The
@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import tiletraffic as tt
-from tiletraffic.simulator.budget import estimate_simulation
+from tiletraffic.simulator.engine.budget import estimate_simulation
 
 CASES = [
     # (family, m, k, n, tile, values, classes)

@@ -1,4 +1,4 @@
-"""Time of the check before launch (``simulator.launch_check.check_launch``) of a GEMM
+"""Time of the check before launch (``simulator.engine.launch_check.check_launch``) of a GEMM
 family at M = N = K = size (default gemm-vectorized at 4096, the launch ``tiletraffic run``
 checks on representative work-groups), next to the machine's load average (the figure
 depends on it).
@@ -19,7 +19,7 @@ import time
 
 def main() -> None:
     import tiletraffic as tt
-    from tiletraffic.simulator.launch_check import check_launch
+    from tiletraffic.simulator.engine.launch_check import check_launch
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--family", default="gemm-vectorized")

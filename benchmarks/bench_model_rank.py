@@ -18,11 +18,11 @@ a checkout of the code before the blocked loops (``simulator/loop_blocks.py``, c
 31b38b8) took 127.7 s (median 1.04 s, slowest 4.75 s) for the same candidates, with the same
 top five and every figure of every candidate identical. After the register-blocked
 families' staged tile loads (commit 3344794: straight-line statements, not a loop that
-:mod:`simulator.accelerators.loop_blocks` can block), 35.1 s on 2 idle cores (median 0.29 s, slowest
+:mod:`simulator.engine.accelerators.loop_blocks` can block), 35.1 s on 2 idle cores (median 0.29 s, slowest
 1.27 s; ratio 0.59), 61.9 s beside a full test run.
 
 The model with its loops run iteration by iteration (``Accelerators(loop_blocks=False)``:
-:mod:`simulator.accelerators.loop_blocks` off, everything else as now) is timed side by side on
+:mod:`simulator.engine.accelerators.loop_blocks` off, everything else as now) is timed side by side on
 ``--unblocked-cases`` cases (the ones with the largest register tiles), in a fresh process
 each, with a check that both give identical results. The old path (whole K loop executed,
 ``k_extrapolation=False``, private loop nests statement by statement,
@@ -59,7 +59,7 @@ WORK_ITEM_LIMIT = 1024
 
 def candidates(n: int, count: int, seed: int = 0) -> list[tuple[str, dict]]:
     """Tuner-like (family, options) pairs that build at M = N = K = ``n`` and fit."""
-    from tiletraffic.simulator.schedules import ScheduleError, build
+    from tiletraffic.simulator.kernels.families import ScheduleError, build
 
     tiled = [("gemm-tiled", {"tile": t}) for t in (8, 16, 32)]
     rest = []

@@ -21,9 +21,9 @@ MEMORY_TARGET_BYTES = 4 * 2**30
 def _one(family: str, n: int, tile: int, values: bool, queue) -> None:
     import numpy as np
 
-    from tiletraffic.simulator import schedules
-    from tiletraffic.simulator.engine import simulate
-    from tiletraffic.simulator.reference import random_inputs
+    from tiletraffic.simulator.kernels import families as schedules
+    from tiletraffic.simulator.engine.machine import simulate
+    from tiletraffic.simulator.engine.reference import random_inputs
 
     sch = schedules.build(family, n, n, n, tile)
     inputs = random_inputs(sch, np.random.default_rng()) if values else None

@@ -13,9 +13,9 @@ import argparse
 import time
 import warnings
 
-from tiletraffic.simulator import schedules
-from tiletraffic.simulator.device_model import DEVICE_MODELS
-from tiletraffic.simulator.model import model_launch
+from tiletraffic.simulator.kernels import families as schedules
+from tiletraffic.simulator.model.device_model import DEVICE_MODELS
+from tiletraffic.simulator.model.launch import model_launch
 
 NVIDIA_H200 = DEVICE_MODELS["nvidia-h200"]
 

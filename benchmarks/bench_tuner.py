@@ -1,7 +1,7 @@
 """Speed of the tuner's ranking step (issue #13 target: the model ranks 200 candidates at
 N = 4096 in at most 60 s on 2 cores).
 
-Models every valid candidate of the built-in space (``analysis/tuning_spaces/gemm.toml``,
+Models every valid candidate of the built-in space (``analysis/tune/spaces/gemm.toml``,
 213 valid at N = 4096) on ``nvidia-h200`` with ``tiletraffic.tune(..., top=0)`` (nothing
 measured, no device) and prints the wall time, the target scaled to the number of
 candidates (60 s per 200) and their ratio (below 1 meets it), plus the slowest candidates.

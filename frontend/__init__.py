@@ -1,7 +1,7 @@
 """Ways into the schedule IR from code users already have.
 
-:mod:`frontend.opencl` turns one ``__kernel`` of an OpenCL C source into a
-:class:`~tiletraffic.simulator.schedule.Schedule` (libclang parses it: :mod:`frontend.clang_ast`;
-:mod:`frontend.rewrite` folds C spellings such as a ``float4`` temporary back into one IR
+:mod:`frontend.opencl.translate` turns one ``__kernel`` of an OpenCL C source into a
+:class:`~tiletraffic.simulator.ir.nodes.Schedule` (libclang parses it: :mod:`frontend.opencl.clang_ast`;
+:mod:`frontend.opencl.rewrite` folds C spellings such as a ``float4`` temporary back into one IR
 statement). This package imports the simulator's IR only.
 """

@@ -30,7 +30,7 @@ def crosscheck_all():
 def checks_before_launch(monkeypatch):
     """The schedules ``run_on_device`` checks before launch during the test, in order (the
     check itself still runs)."""
-    from tiletraffic.analysis.validation import measure
+    from tiletraffic.gpu.runtime import checked_run as measure
 
     made = []
     check = measure.check_before_launch

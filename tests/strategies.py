@@ -6,7 +6,7 @@ run 1..16 and always include the awkward 3, 5 and 7; matrix-vector work-group si
 1..128 (small ones favoured so that several work-groups occur).
 
 The numeric oracle lives here too and is deliberately independent of the code under test
-(it does not use ``simulator.reference``): a float64 numpy product and the dot-product error
+(it does not use ``simulator.engine.reference``): a float64 numpy product and the dot-product error
 bound of Higham, *Accuracy and Stability of Numerical Algorithms*, eq. (3.5).
 """
 from __future__ import annotations
@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from tiletraffic.simulator.schedule import Schedule
-from tiletraffic.simulator.schedules import (
-    ALL_GEMM_FAMILIES, FAMILIES, GEMM_FAMILIES, REGISTER_BLOCKED_FAMILIES, SEQUENCE_FAMILIES,
-    build)
+from tiletraffic.simulator.ir.nodes import Schedule
+from tiletraffic.simulator.kernels.families import (ALL_GEMM_FAMILIES, FAMILIES, GEMM_FAMILIES,
+                                                    REGISTER_BLOCKED_FAMILIES,
+                                                    SEQUENCE_FAMILIES, build)
 
 MAX_SIZE = 48
 """Default largest M, K, N."""
@@ -87,8 +87,8 @@ def warp_tiled_configurations(max_local_bytes: int = 48 * 1024) -> tuple[dict, .
     """Every valid small gemm-warp-tiled configuration (tile, wg_rows, tm, tn, bk, wn):
     work-groups of 32 to 128 work-items, rectangular ones and every sub-group tile width
     the block allows, local memory within ``max_local_bytes``."""
-    from tiletraffic.simulator.schedule import ScheduleError
-    from tiletraffic.simulator.schedules_warp import a_row_floats, warp_geometry
+    from tiletraffic.simulator.ir.nodes import ScheduleError
+    from tiletraffic.simulator.kernels.warp_tiled import a_row_floats, warp_geometry
 
     found = []
     for tile in (2, 4, 8, 16):
@@ -195,7 +195,7 @@ def assert_matches_reference(schedule: Schedule, inputs: dict[str, np.ndarray],
 
 
 # --------------------------------------------------- broken variants and demos (hazards)
-# Shapes (m, k, n, tile) at which a broken variant of simulator.variants.VARIANTS *must* show
+# Shapes (m, k, n, tile) at which a broken variant of simulator.kernels.variants.VARIANTS *must* show
 # its fault, and shapes at which it cannot. A variant added without a strategy here makes
 # the hazard tests fail with a KeyError, so no variant goes untested.
 
@@ -300,10 +300,10 @@ CLEAN_SHAPE_VARIANTS = ("gemm-tiled:early-return", "gemm-tiled:no-guards",
 
 @st.composite
 def correct_demo_schedules(draw) -> Schedule:
-    """A correct demonstration kernel (:data:`simulator.variants.CORRECT_DEMOS`) with drawn
+    """A correct demonstration kernel (:data:`simulator.kernels.variants.CORRECT_DEMOS`) with drawn
     sizes: the shifted read with its barrier (33..128 work-items), or the column staging
     with its closing barrier."""
-    from tiletraffic.simulator.variants import CORRECT_DEMOS
+    from tiletraffic.simulator.kernels.variants import CORRECT_DEMOS
 
     name = draw(st.sampled_from(sorted(CORRECT_DEMOS)))
     if name == "demo-shift":
@@ -318,7 +318,7 @@ def correct_demo_schedules(draw) -> Schedule:
 def small_examples():
     """One small, odd-sized schedule of every family (edge tiles in every dimension), for
     the tests that generate and run each family's kernel."""
-    from tiletraffic.simulator.schedules import build
+    from tiletraffic.simulator.kernels.families import build
 
     return {
         "gemm-naive": build("gemm-naive", 9, 31, 4, tile=3),

@@ -13,7 +13,7 @@ from tiletraffic.analysis.cli import main
 
 def _opencl_devices():
     try:
-        from tiletraffic.gpu.device import list_devices
+        from tiletraffic.gpu.devices.device import list_devices
     except ImportError:   # no pyopencl
         return []
     return list_devices()
@@ -82,7 +82,7 @@ def test_the_api_names_an_argument_of_the_wrong_type():
         with pytest.raises(TypeError) as err:
             call()
         assert str(err.value) == message
-    # the launch counts through the limits every command checks them by (gpu.launch_counts)
+    # the launch counts through the limits every command checks them by (gpu.runtime.launch_counts)
     for kwargs, message in (({"repeat": "10"}, "repeat must be an integer (timed launches), "
                                                "got '10'"),
                             ({"warmup": True}, "warmup must be an integer (untimed launches), "

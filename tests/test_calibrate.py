@@ -8,16 +8,17 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tiletraffic.analysis import calibrate as cal
+from tiletraffic.analysis.calibrate import calibrate as cal
 from tiletraffic.analysis.cli import main
-from tiletraffic.simulator.device_model import (GENERIC_GPU_MODEL, ValueSource,
-                                                load_device_model, read_device_model, to_toml)
+from tiletraffic.simulator.model.device_model import (GENERIC_GPU_MODEL, ValueSource,
+                                                      load_device_model, read_device_model,
+                                                      to_toml)
 
 MIB = 2**20
 
 
 def _pocl_target():
-    from tiletraffic.gpu.device import list_devices, select_device
+    from tiletraffic.gpu.devices.device import list_devices, select_device
     found = [d for d in list_devices() if d.is_pocl]
     if not found:
         pytest.skip("no PoCL device")
@@ -78,7 +79,7 @@ def test_sizes_follow_the_queried_l2_and_refuse_a_small_device():
 
 @pytest.mark.parametrize("n", [2, 3, 1000, 65537])
 def test_chase_permutation_is_one_cycle_over_the_buffer(n):
-    from tiletraffic.gpu.microbench import chase_end, chase_permutation
+    from tiletraffic.gpu.devices.microbench import chase_end, chase_permutation
     nxt = chase_permutation(n, seed=n)
     assert nxt.dtype == np.uint32 and sorted(nxt.tolist()) == list(range(n))
     seen, j = set(), 0
@@ -111,7 +112,7 @@ def test_calibrated_model_marks_measured_values_and_keeps_the_rest():
 # ---------------------------------------------------------------- on PoCL
 
 def test_a_wrong_result_is_refused(monkeypatch):
-    from tiletraffic.gpu import microbench as mb
+    from tiletraffic.gpu.devices import microbench as mb
     target = _pocl_target()
     nxt = mb.chase_permutation(1024)
     assert len(mb.pointer_chase(target, nxt, 100, 1)) == 1
@@ -121,7 +122,7 @@ def test_a_wrong_result_is_refused(monkeypatch):
 
 
 def test_staging_round_trip_checks_its_result_and_its_sizes(monkeypatch):
-    from tiletraffic.gpu import microbench as mb
+    from tiletraffic.gpu.devices import microbench as mb
     target = _pocl_target()
     times = mb.staging_round_trip(target, 64 * 1024, 50, 2, 2)
     assert len(times) == 2 and all(t > 0 for t in times)
@@ -135,7 +136,7 @@ def test_staging_round_trip_checks_its_result_and_its_sizes(monkeypatch):
 
 
 def test_strided_read_checks_its_result_and_its_sizes(monkeypatch):
-    from tiletraffic.gpu import microbench as mb
+    from tiletraffic.gpu.devices import microbench as mb
     target = _pocl_target()
     times = mb.strided_read(target, 129, 64, 2, 2)
     assert len(times) == 2 and all(t > 0 for t in times)
@@ -150,7 +151,7 @@ def test_strided_read_checks_its_result_and_its_sizes(monkeypatch):
 
 
 def test_register_tile_checks_its_result_and_counts_instructions_as_the_model(monkeypatch):
-    from tiletraffic.gpu import microbench as mb
+    from tiletraffic.gpu.devices import microbench as mb
     target = _pocl_target()
     times = mb.register_tile(target, 4, 2, 2)
     assert len(times) == 2 and all(t > 0 for t in times)
@@ -251,8 +252,8 @@ def test_the_base_model_is_the_matching_built_in_one_unless_given():
     values (a model that owes nothing to earlier measurements of the device)."""
     from dataclasses import replace
 
-    from tiletraffic.analysis.device_models import model_from_opencl
-    from tiletraffic.simulator.device_model import DEVICE_MODELS
+    from tiletraffic.gpu.devices.device_models import model_from_opencl
+    from tiletraffic.simulator.model.device_model import DEVICE_MODELS
     info = replace(_pocl_target().info, device_name="NVIDIA H200", compute_units=132,
                    local_mem_bytes=49152, max_work_group_size=1024)
     default = model_from_opencl(info, global_cache_bytes=60 * MIB)
@@ -297,7 +298,7 @@ def test_l2_size_is_the_capacity_the_sweep_sees(monkeypatch):
     # Crossing between 4 MiB (10) and 8 MiB (1) at (10 - 1.5) / 9 of the octave.
     from dataclasses import replace as dc_replace
 
-    from tiletraffic.gpu import microbench as mb
+    from tiletraffic.gpu.devices import microbench as mb
 
     def fake_read_sum(target, nbytes, passes, work_items, repeat):
         rate = 10e9 if nbytes <= 4 * MIB else 1e9
@@ -338,7 +339,7 @@ def test_table_keeps_long_notes_out_of_the_columns_and_wraps_them():
 
 
 def test_local_read_refuses_a_step_count_not_a_multiple_of_8():
-    from tiletraffic.gpu import microbench as mb
+    from tiletraffic.gpu.devices import microbench as mb
     target = _pocl_target()
     with pytest.raises(ValueError, match="iters = 12"):
         mb.local_read(target, 12, 1, 1)
@@ -367,7 +368,7 @@ def test_register_tile_is_left_unmapped_where_a_work_group_cannot_hold_256(monke
 
 
 def test_strided_read_with_own_rows_reads_every_row_once():
-    from tiletraffic.gpu import microbench as mb
+    from tiletraffic.gpu.devices import microbench as mb
     target = _pocl_target()
     times = mb.strided_read(target, 130, 64, 3, 2, own_rows=True)
     assert len(times) == 2 and all(t > 0 for t in times)
@@ -400,7 +401,7 @@ def test_strided_read_dram_sets_the_fill_cost_per_line_of_one_sub_group(monkeypa
     DRAM (own rows): at the base's clock a request of one sub-group costs 10e-9 x clock /
     sub-groups cycles; a request of 32 lanes advances 32 rows by 4 B = one 128-B line, so
     DRAM's line costs one sub-group 20e-9 x clock cycles (x sub-groups / sub-groups)."""
-    from tiletraffic.gpu import microbench as mb
+    from tiletraffic.gpu.devices import microbench as mb
 
     target = _pocl_target()
     monkeypatch.setattr(mb, "local_size", lambda target: 256)
@@ -409,7 +410,7 @@ def test_strided_read_dram_sets_the_fill_cost_per_line_of_one_sub_group(monkeypa
     monkeypatch.setattr(mb, "strided_read_x", lambda target, stride, length, groups, repeat,
                         space: [length * (30e-9 if space == "global" else 22e-9)] * 3)
     sizes = cal.plan_sizes(132, 60 * 2**20, 140 * 2**30, 35 * 2**30, 48 * 1024, 256, False)
-    from tiletraffic.simulator.device_model import NVIDIA_H200 as base
+    from tiletraffic.simulator.model.device_model import NVIDIA_H200 as base
     a, b, dram, x = cal._strided(target, base, sizes)
     # x from global memory over x from local: 8 ns per step of the 8 sub-groups: reported
     assert x.field is None and x.value == pytest.approx(8e-9 * base.clock_hz / 8)
@@ -441,7 +442,7 @@ def test_a_reported_value_that_timing_noise_made_negative_says_so():
 def test_strided_read_x_checks_its_result_and_its_sizes(monkeypatch):
     """The broadcast-operand variants of strided_read (x from global or local memory): both
     give the host's sums; the sums' closed form against a direct sum; bad sizes refused."""
-    from tiletraffic.gpu import microbench as mb
+    from tiletraffic.gpu.devices import microbench as mb
     target = _pocl_target()
     for space in ("global", "local"):
         times = mb.strided_read_x(target, 129, 64, 2, 2, space)
@@ -460,7 +461,7 @@ def test_strided_read_x_checks_its_result_and_its_sizes(monkeypatch):
 
 
 def test_a_wrong_result_names_its_first_wrong_entry():
-    from tiletraffic.gpu import microbench as mb
+    from tiletraffic.gpu.devices import microbench as mb
     mb._check_each("x", np.arange(3, dtype=np.float32), [0, 1, 2])        # all equal: passes
     with pytest.raises(mb.MicrobenchResultError, match=r"x \(work-item 2\): wrong result "
                        r"\(2.0 where 4.0"):

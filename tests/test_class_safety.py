@@ -1,4 +1,4 @@
-"""simulator.accelerators.class_safety: the static proof that work-group classes stand for
+"""simulator.engine.accelerators.class_safety: the static proof that work-group classes stand for
 every work-group. Every built-in family passes it untrusted; a schedule whose masks depend
 on the work-group id inside the NDRange is refused, naming the condition, and then every
 work-group runs, so counts by classes equal full execution's for drawn group-dependent
@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.accelerators import Accelerators, class_safety
-from tiletraffic.simulator.budget import estimate_simulation
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.launch_check import check_launch
-from tiletraffic.simulator.memory import MemoryObserver
-from tiletraffic.simulator.schedule import (Accumulate, Const, DeclareFloat, For, GlobalArray,
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine.accelerators import Accelerators, class_safety
+from tiletraffic.simulator.engine.budget import estimate_simulation
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.launch_check import check_launch
+from tiletraffic.simulator.observers.memory import MemoryObserver
+from tiletraffic.simulator.ir.nodes import (Accumulate, Const, DeclareFloat, For, GlobalArray,
                                             If, Let, Param, Schedule, Var, block, global_id,
                                             group_id, local_id, store)
-from tiletraffic.simulator.schedules import FAMILIES, REGISTER_BLOCKED_FAMILIES, build
+from tiletraffic.simulator.kernels.families import FAMILIES, REGISTER_BLOCKED_FAMILIES, build
 
 from strategies import gemm_tiles, register_block_options, register_block_sizes
 
@@ -174,8 +174,8 @@ def test_the_budget_estimates_full_execution_where_classes_are_not_proved():
 
 
 def test_model_counts_a_group_dependent_kernel_as_full_execution():
-    from tiletraffic.simulator.device_model import device_model
-    from tiletraffic.simulator.model import model_launch
+    from tiletraffic.simulator.model.device_model import device_model
+    from tiletraffic.simulator.model.launch import model_launch
 
     sch = _matvec_with(group_id(0).eq(3), 640, 64)
     modelled = model_launch(sch, device_model("nvidia-h200"))

@@ -1,4 +1,4 @@
-"""Tests of simulator.accelerators.classes through simulate with work-group classes:
+"""Tests of simulator.engine.accelerators.classes through simulate with work-group classes:
 executing one work-group per class, weighted by the class size, gives exactly the counts of executing every
 work-group, for every family and option, over drawn shapes (edges included)."""
 from __future__ import annotations
@@ -8,13 +8,13 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tiletraffic.simulator.counters import Observer
-from tiletraffic.simulator.accelerators import Accelerators
-from tiletraffic.simulator.engine import InputError, simulate
-from tiletraffic.simulator.memory import MemoryObserver
-from tiletraffic.simulator.schedule import Schedule
-from tiletraffic.simulator.schedules import FAMILIES, REGISTER_BLOCKED_FAMILIES, build
-from tiletraffic.simulator.cache_observers import FootprintObserver
+from tiletraffic.simulator.observers.counters import Observer
+from tiletraffic.simulator.engine.accelerators import Accelerators
+from tiletraffic.simulator.engine.machine import InputError, simulate
+from tiletraffic.simulator.observers.memory import MemoryObserver
+from tiletraffic.simulator.ir.nodes import Schedule
+from tiletraffic.simulator.kernels.families import FAMILIES, REGISTER_BLOCKED_FAMILIES, build
+from tiletraffic.simulator.observers.cache import FootprintObserver
 
 from strategies import chunks, gemm_tiles, random_inputs, register_block_options, register_block_sizes
 
@@ -41,7 +41,7 @@ class BatchRecorder(Observer):
 
 
 # Every family, and every option of the gemm families; sizes up to 150 so that the grid has
-# >= 5 work-groups in a dimension (the threshold of simulator.accelerators.classes) and edge work-groups.
+# >= 5 work-groups in a dimension (the threshold of simulator.engine.accelerators.classes) and edge work-groups.
 VARIANTS = [(f, {}) for f in FAMILIES] + [
     ("gemm-naive", {"mapping": "transposed"}),
     ("gemm-tiled", {"padding": 1}),

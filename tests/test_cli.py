@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from tiletraffic.analysis.cli import main
-from tiletraffic.gpu.device import list_devices
-from tiletraffic.simulator.variants import VARIANTS, names
+from tiletraffic.gpu.devices.device import list_devices
+from tiletraffic.simulator.kernels.variants import VARIANTS, names
 
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed "
@@ -283,8 +283,8 @@ def test_devices_lists_pocl_and_marks_one_default():
 
 
 def test_crosscheck_without_oclgrind_is_one_line_and_exit_2(monkeypatch):
-    from tiletraffic.analysis import crosscheck as xc
-    from tiletraffic.gpu.oclgrind import OclgrindUnavailable
+    from tiletraffic.gpu.oclgrind import crosscheck as xc
+    from tiletraffic.gpu.oclgrind.oclgrind import OclgrindUnavailable
 
     def missing(*a, **kw):
         raise OclgrindUnavailable("no Oclgrind OpenCL platform found; install it with "
@@ -306,7 +306,7 @@ REPEAT_COMMANDS = [("run", "gemm-tiled", "--m", "8", "--k", "8", "--n", "8"), ("
 
 @pytest.mark.parametrize("command", REPEAT_COMMANDS, ids=lambda c: " ".join(c[:2]))
 def test_every_command_that_times_refuses_a_repeat_above_the_limit(command):
-    from tiletraffic.gpu.launch_counts import MAX_REPEAT
+    from tiletraffic.gpu.runtime.launch_counts import MAX_REPEAT
 
     assert MAX_REPEAT == 10000
     out = assert_clean_failure(invoke(*command, "--repeat", "10001"), "--repeat", "10001",
@@ -324,7 +324,7 @@ LIMITED_COUNTS = [("--warmup", "MAX_WARMUP", 1000, ("run", "tune")),
     for c in REPEAT_COMMANDS if c[0] in takes], ids=lambda v: v if isinstance(v, str) else
     " ".join(v[:2]) if isinstance(v, tuple) else str(v))
 def test_every_command_refuses_a_warmup_or_rounds_above_the_limit(option, name, limit, command):
-    from tiletraffic.gpu import launch_counts
+    from tiletraffic.gpu.runtime import launch_counts
 
     assert getattr(launch_counts, name) == limit
     out = assert_clean_failure(invoke(*command, option, str(limit + 1)), option,
@@ -334,10 +334,10 @@ def test_every_command_refuses_a_warmup_or_rounds_above_the_limit(option, name, 
 
 def test_the_functions_that_run_rounds_check_the_same_limit(tmp_path):
     import tiletraffic as tt
-    from tiletraffic.analysis.tune_launch import tune_launch
-    from tiletraffic.analysis.tuner import TuneError
+    from tiletraffic.analysis.tune.launch import tune_launch
+    from tiletraffic.analysis.tune.tuner import TuneError
     from tiletraffic.analysis.validation.run import run_validation
-    from tiletraffic.gpu.launch_counts import check_launch_counts
+    from tiletraffic.gpu.runtime.launch_counts import check_launch_counts
 
     limit = "rounds = 101 is above the maximum of 100 rounds"
     with pytest.raises(ValueError, match=limit):
@@ -352,8 +352,8 @@ def test_the_functions_that_run_rounds_check_the_same_limit(tmp_path):
 
 def test_the_functions_that_launch_check_the_same_limits():
     import tiletraffic as tt
-    from tiletraffic.analysis.tuner import TuneError
-    from tiletraffic.gpu.launch_counts import check_launch_counts
+    from tiletraffic.analysis.tune.tuner import TuneError
+    from tiletraffic.gpu.runtime.launch_counts import check_launch_counts
 
     with pytest.raises(ValueError, match="repeat = 10001 is above the maximum of 10000"):
         check_launch_counts(10001)
@@ -361,7 +361,7 @@ def test_the_functions_that_launch_check_the_same_limits():
         check_launch_counts(10, 1001)
     with pytest.raises(TuneError, match="repeat = 20000 is above the maximum of 10000"):
         tt.tune(8, 8, 8, top=0, repeat=20000)
-    from tiletraffic.analysis.report import make_report
+    from tiletraffic.analysis.report.build import make_report
     with pytest.raises(ValueError, match="repeat = 20000 is above the maximum of 10000"):
         make_report(repeat=20000)
 
@@ -372,7 +372,7 @@ def _with_a_twin(monkeypatch):
     the latter matches both; the CPU is preferred."""
     import dataclasses
 
-    from tiletraffic.gpu import device as gpu_device
+    from tiletraffic.gpu.devices import device as gpu_device
 
     real = list_devices()
     pocl = next(d for d in real if d.is_pocl and not d.is_gpu)
@@ -388,7 +388,7 @@ def test_a_device_name_part_matching_several_devices_warns_naming_them_and_the_c
         monkeypatch):
     import warnings
 
-    from tiletraffic.gpu.device import AmbiguousDeviceWarning, select_device
+    from tiletraffic.gpu.devices.device import AmbiguousDeviceWarning, select_device
 
     pocl, twin = _with_a_twin(monkeypatch)
     with warnings.catch_warnings(record=True) as caught:

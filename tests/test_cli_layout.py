@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 import tiletraffic as tt
-from tiletraffic.analysis import resolver
+from tiletraffic.frontend import resolver
 from tiletraffic.analysis.cli import COMMANDS, main
-from tiletraffic.analysis.user_schedule import UserScheduleError
-from tiletraffic.simulator.schedules import ScheduleError
+from tiletraffic.frontend.user_schedule import UserScheduleError
+from tiletraffic.simulator.kernels.families import ScheduleError
 
 CLI_DIR = Path(__file__).resolve().parent.parent / "analysis" / "cli"
 
@@ -156,8 +156,8 @@ def test_model_imports_no_validation_tuner_or_report_module():
             "try:\n    main(['model', 'gemm-tiled', '--m', '32', '--k', '32', '--n', '32'])\n"
             "except SystemExit:\n    pass\n"
             "heavy = sorted(m for m in sys.modules if m.startswith(("
-            "'tiletraffic.analysis.validation', 'tiletraffic.analysis.tuner', "
-            "'tiletraffic.analysis.report')))\nprint('heavy:', heavy)\n")
+            "'tiletraffic.analysis.validation', 'tiletraffic.analysis.tune.tuner', "
+            "'tiletraffic.analysis.report.build')))\nprint('heavy:', heavy)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert res.returncode == 0, res.stderr

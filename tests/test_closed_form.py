@@ -1,4 +1,4 @@
-"""Simulated counts equal analysis.closed_form exactly, and the seeds' textbook numbers."""
+"""Simulated counts equal simulator.kernels.closed_forms exactly, and the seeds' textbook numbers."""
 from __future__ import annotations
 
 import math
@@ -8,10 +8,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tiletraffic.analysis.closed_form import counts, textbook_per_tile_reads
-from tiletraffic.simulator.counters import Observer
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.schedules import GEMM_FAMILIES, build
+from tiletraffic.simulator.kernels.closed_forms import counts, textbook_per_tile_reads
+from tiletraffic.simulator.observers.counters import Observer
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.kernels.families import GEMM_FAMILIES, build
 from strategies import gemm_tiles, schedules, sizes
 
 MORE_EXAMPLES = max(100, settings.default.max_examples)

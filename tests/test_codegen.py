@@ -1,4 +1,4 @@
-"""Tests of gpu.codegen: the source it renders and, run on PoCL, the values it computes."""
+"""Tests of gpu.codegen.generate: the source it renders and, run on PoCL, the values it computes."""
 from __future__ import annotations
 
 import re
@@ -8,10 +8,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tiletraffic.gpu.codegen import generate, render_cond, render_float, render_int
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.schedules import FAMILIES, build
+from tiletraffic.gpu.codegen.generate import generate, render_cond, render_float, render_int
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.kernels.families import FAMILIES, build
 from strategies import (
     assert_matches_reference,
     output_name,

@@ -5,9 +5,9 @@ import pytest
 from click.testing import CliRunner
 
 from tiletraffic.analysis.cli import main
-from tiletraffic.gpu.oclgrind import SIMULATOR_HAZARD_KINDS, oclgrind_available
-from tiletraffic.simulator.variants import CORRECT_DEMOS, VARIANTS
-from tiletraffic.simulator.schedules import FAMILIES
+from tiletraffic.gpu.oclgrind.oclgrind import SIMULATOR_HAZARD_KINDS, oclgrind_available
+from tiletraffic.simulator.kernels.variants import CORRECT_DEMOS, VARIANTS
+from tiletraffic.simulator.kernels.families import FAMILIES
 
 pytestmark = pytest.mark.skipif(not oclgrind_available(), reason="no Oclgrind platform")
 
@@ -50,8 +50,8 @@ def test_global_races_agree_with_oclgrind(all_results):
 @pytest.mark.parametrize("name", ["demo-reduction", "demo-neighbour"])
 def test_oclgrind_finds_nothing_in_the_correct_global_memory_demos(name):
     """The correct forms (own chunk; CLK_GLOBAL_MEM_FENCE) are clean for Oclgrind too."""
-    from tiletraffic.gpu.oclgrind import oclgrind_check
-    from tiletraffic.simulator.variants import build_any
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_check
+    from tiletraffic.simulator.kernels.variants import build_any
 
     found = oclgrind_check(build_any(name))
     assert found.ok, found.describe()

@@ -1,4 +1,4 @@
-"""Tests of gpu.cuda: the CUDA prelude and that the generated OpenCL C follows it unchanged.
+"""Tests of experiments.h200.cuda: the CUDA prelude and that the generated OpenCL C follows it unchanged.
 
 No GPU and no CuPy needed. Where ``nvcc`` is on the PATH, the mapped sources are also
 compiled to PTX (for Hopper, sm_90) and the PTX is checked for the kernel's entry, its
@@ -12,10 +12,10 @@ import subprocess
 
 import pytest
 
-from tiletraffic.gpu.codegen import generate
-from tiletraffic.gpu.cuda import (CUDA_PRELUDE, PRELUDE_END, TIMELINE_SUFFIX, cuda_source, launch_geometry,
-                      prelude, timeline_source)
-from tiletraffic.simulator.schedules import FAMILIES, build
+from tiletraffic.gpu.codegen.generate import generate
+from experiments.h200.cuda import (CUDA_PRELUDE, PRELUDE_END, TIMELINE_SUFFIX, cuda_source,
+                                   launch_geometry, prelude, timeline_source)
+from tiletraffic.simulator.kernels.families import FAMILIES, build
 
 from strategies import small_examples  # noqa: E402
 

@@ -11,15 +11,17 @@ from click.testing import CliRunner
 
 import tiletraffic
 from tiletraffic.analysis.cli import main
-from tiletraffic.simulator.device_model import (DEVICE_MODELS, GENERIC_GPU_MODEL, NVIDIA_H200,
-                                                NVIDIA_H200_CALIBRATED, NVIDIA_H200_CUDA,
-                                                SOURCE_KINDS, VALUE_FIELDS,
-                                                DeviceModelError, GuessedValueWarning,
-                                                ValueSource, built_in_file, device_model,
-                                                load_device_model, read_device_model, to_toml)
+from tiletraffic.simulator.model.device_model import (DEVICE_MODELS, GENERIC_GPU_MODEL,
+                                                      NVIDIA_H200, NVIDIA_H200_CALIBRATED,
+                                                      NVIDIA_H200_CUDA, SOURCE_KINDS,
+                                                      VALUE_FIELDS, DeviceModelError,
+                                                      GuessedValueWarning, ValueSource,
+                                                      built_in_file, device_model,
+                                                      load_device_model, read_device_model,
+                                                      to_toml)
 
-# The values of simulator/device_model.py at commit 34a001f, when the models were Python
-# (checked against `git show 34a001f:simulator/device_model.py` when the files were written).
+# The values of simulator/model/device_model.py at commit 34a001f, when the models were Python
+# (checked against `git show 34a001f:simulator/model/device_model.py` when the files were written).
 H200_AT_34A001F = {
     "compute_units": 132, "sub_group_size": 32, "sector_bytes": 32, "line_bytes": 128,
     "local_banks": 32, "bank_bytes": 4, "max_work_group_size": 1024,
@@ -333,9 +335,9 @@ def test_cli_device_model_prints_a_file_that_reads_back():
 
 def test_a_file_written_before_the_added_fields_loads_with_the_older_models_values():
     """The committed calibrations of earlier rounds lack the fields added since
-    (simulator.device_model.ADDED_FIELDS): they load, each such field at the value that
+    (simulator.model.device_model.ADDED_FIELDS): they load, each such field at the value that
     gives the older model's predictions (0: not modelled), marked as a guess saying why."""
-    from tiletraffic.simulator.device_model import ADDED_FIELDS
+    from tiletraffic.simulator.model.device_model import ADDED_FIELDS
 
     text = to_toml(NVIDIA_H200)
     for key in ADDED_FIELDS:

@@ -7,9 +7,10 @@ import pytest
 from click.testing import CliRunner
 
 from tiletraffic.analysis.cli import main
-from tiletraffic.analysis.device_models import model_from_opencl
-from tiletraffic.gpu.device import list_devices
-from tiletraffic.simulator.device_model import NVIDIA_H200, GuessedValueWarning, read_device_model
+from tiletraffic.gpu.devices.device_models import model_from_opencl
+from tiletraffic.gpu.devices.device import list_devices
+from tiletraffic.simulator.model.device_model import (NVIDIA_H200, GuessedValueWarning,
+                                                      read_device_model)
 
 
 def _pocl():

@@ -15,16 +15,16 @@ from click.testing import CliRunner
 
 import tiletraffic as tt
 from tiletraffic.analysis.cli import main
-from tiletraffic.gpu.oclgrind import SIMULATOR_HAZARD_KINDS
-from tiletraffic.simulator import engine
-from tiletraffic.simulator import launch_check as lc
-from tiletraffic.simulator import observation
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.accelerators import ALL, Accelerators, NotApplicable
-from tiletraffic.simulator.device_model import DEVICE_MODELS, GuessedValueWarning
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.hazards import HAZARD_KINDS, HazardError
-from tiletraffic.simulator.static_ir import ExecutionError, eval_static
+from tiletraffic.gpu.oclgrind.oclgrind import SIMULATOR_HAZARD_KINDS
+from tiletraffic.simulator.engine import machine as engine
+from tiletraffic.simulator.engine import launch_check as lc
+from tiletraffic.simulator.model import observation
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine.accelerators import ALL, Accelerators, NotApplicable
+from tiletraffic.simulator.model.device_model import DEVICE_MODELS, GuessedValueWarning
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.observers.hazards import HAZARD_KINDS, HazardError
+from tiletraffic.simulator.ir.static import ExecutionError, eval_static
 
 KIND = "integer-division-by-zero"
 A = S.GlobalArray("A", "in", ("N",))
@@ -333,7 +333,7 @@ def test_run_refuses_a_launch_that_divides_by_zero_as_memory_unsafe():
 def test_oclgrind_has_no_counterpart_and_the_crosscheck_says_so():
     """Oclgrind's interpreter gives 0 for an integer division by zero and reports nothing:
     no Oclgrind kind corresponds, and a comparison states that it cannot see the kind."""
-    from tiletraffic.analysis.crosscheck import HazardComparison
+    from tiletraffic.gpu.oclgrind.crosscheck import HazardComparison
 
     assert SIMULATOR_HAZARD_KINDS[KIND] == frozenset()
     comparison = HazardComparison("k", [KIND], [])

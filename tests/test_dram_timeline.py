@@ -1,4 +1,4 @@
-"""The DRAM model driven by a work-group timeline (simulator.dram_model.dram_reads_timeline):
+"""The DRAM model driven by a work-group timeline (simulator.model.dram.dram_reads_timeline):
 hand-computed cases with a fully associative L2, agreement with the dispatch-order formulas
 on the made-up timelines they assume, and its errors."""
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tiletraffic.simulator.dram_model import (BufferReads, dram_reads_lockstep, dram_reads_steady_state,
-                                  dram_reads_timeline, wave_timeline)
+from tiletraffic.simulator.model.dram import (BufferReads, dram_reads_lockstep,
+                                              dram_reads_steady_state, dram_reads_timeline,
+                                              wave_timeline)
 
 MiB = 2 ** 20
 

@@ -1,4 +1,4 @@
-"""Tests of simulator.engine.simulate: values against numpy, counts, read maps, errors, limits."""
+"""Tests of simulator.engine.machine.simulate: values against numpy, counts, read maps, errors, limits."""
 from __future__ import annotations
 
 import math
@@ -8,10 +8,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tiletraffic.simulator.device import GENERIC_GPU, LimitError
-from tiletraffic.simulator.accelerators import Accelerators
-from tiletraffic.simulator.engine import InputError, simulate
-from tiletraffic.simulator.schedules import FAMILIES, ScheduleError, build
+from tiletraffic.simulator.engine.limits import GENERIC_GPU, LimitError
+from tiletraffic.simulator.engine.accelerators import Accelerators
+from tiletraffic.simulator.engine.machine import InputError, simulate
+from tiletraffic.simulator.kernels.families import FAMILIES, ScheduleError, build
 from strategies import (
     assert_matches_reference,
     output_name,

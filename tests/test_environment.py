@@ -6,9 +6,9 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 import tiletraffic as tt
-from tiletraffic.analysis import environment
+from tiletraffic.analysis.cli import environment
 from tiletraffic.analysis.cli import main
-from tiletraffic.simulator.accelerators import ALL, SIMULATE, Accelerators, private_nest
+from tiletraffic.simulator.engine.accelerators import ALL, SIMULATE, Accelerators, private_nest
 
 
 def test_zero_turns_an_accelerator_off_and_nothing_else_does():

@@ -1,4 +1,4 @@
-"""Tests of the explain page's data and HTML (analysis.explain, simulator.explain_observer),
+"""Tests of the explain page's data and HTML (analysis.explain, simulator.observers.explain),
 without a browser (tests/test_explain_browser.py opens the pages in Chromium)."""
 from __future__ import annotations
 
@@ -179,8 +179,8 @@ def test_user_schedule_file(tmp_path):
 
 
 def test_observer_needs_every_work_group():
-    from tiletraffic.simulator.accelerators import Accelerators
-    from tiletraffic.simulator.explain_observer import ExplainObserver, MemoryParams
+    from tiletraffic.simulator.engine.accelerators import Accelerators
+    from tiletraffic.simulator.observers.explain import ExplainObserver, MemoryParams
 
     with pytest.raises(ValueError, match="work-group classes"):
         tt.simulate(tt.build("gemm-tiled", m=16, k=16, n=16, tile=8), compute_values=False,
@@ -201,8 +201,8 @@ def test_report_html_links_the_pairs_and_renders_from_json_only(tmp_path, monkey
     def no_simulator(*a, **k):
         raise AssertionError("rendering must not simulate")
 
-    import tiletraffic.simulator.engine
-    monkeypatch.setattr(tiletraffic.simulator.engine, "simulate", no_simulator)
+    import tiletraffic.simulator.engine.machine
+    monkeypatch.setattr(tiletraffic.simulator.engine.machine, "simulate", no_simulator)
     monkeypatch.setattr(report_pages, "explain_data", no_simulator)
     html = report_pages.write_report_html(tmp_path).read_text()
     for family in ("gemm-naive", "gemm-tiled", "matvec-naive", "matvec-local"):

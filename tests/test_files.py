@@ -54,7 +54,7 @@ def test_report_and_validate_refuse_an_unwritable_out_with_exit_2(tmp_path, comm
     from click.testing import CliRunner
 
     from tiletraffic.analysis.cli import main
-    from tiletraffic.gpu.device import list_devices
+    from tiletraffic.gpu.devices.device import list_devices
     if not list_devices():
         pytest.skip("no OpenCL device: the device is chosen before the output folder")
     blocker = tmp_path / "file"
@@ -77,7 +77,7 @@ def test_check_writable_creates_nothing_and_refuses_a_file_in_the_way(tmp_path):
 
 
 def test_a_value_from_a_users_file_is_shown_in_the_formats_words():
-    from tiletraffic.analysis.file_values import shown
+    from tiletraffic.simulator.model.file_values import shown
 
     assert [shown(v) for v in (None, True, False, "N", 2.5, -1.0, 7, [], [1], {})] == [
         "null", "true", "false", 'the string "N"', "2.5", "-1", "7", "an empty list",
@@ -92,7 +92,7 @@ def test_a_full_disk_under_an_out_folder_is_one_line_and_exit_2(tmp_path, monkey
 
     from click.testing import CliRunner
 
-    import tiletraffic.analysis.report as report
+    import tiletraffic.analysis.report.build as report
     from tiletraffic.analysis.cli import main
 
     target = tmp_path / "out" / "dev" / "report.md"

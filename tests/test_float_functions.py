@@ -1,6 +1,6 @@
 """The IR's float built-ins (fmax, fmin, fabs, sqrt, exp, select): executed vectorized by the
 simulator as numpy does, rendered as OpenCL C and CUDA, one FLOP each; matvec-relu built
-with them (closed forms, PoCL); the sum-length rules (simulator/sum_length.py)."""
+with them (closed forms, PoCL); the sum-length rules (simulator/engine/sum_length.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,11 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tiletraffic as tt
-from tiletraffic.gpu.cuda import cuda_source
-from tiletraffic.gpu.device import list_devices
-from tiletraffic.simulator import sum_length
-from tiletraffic.simulator.launch_check import check_launch
-from tiletraffic.simulator.reference import random_inputs
+from experiments.h200.cuda import cuda_source
+from tiletraffic.gpu.devices.device import list_devices
+from tiletraffic.simulator.engine import sum_length
+from tiletraffic.simulator.engine.launch_check import check_launch
+from tiletraffic.simulator.engine.reference import random_inputs
 
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed")

@@ -1,4 +1,4 @@
-"""The distinct-sector helpers of the L1 footprint observer (simulator.cache_observers):
+"""The distinct-sector helpers of the L1 footprint observer (simulator.observers.cache):
 exactly numpy's np.unique / np.isin, found faster, on drawn accesses."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tiletraffic.simulator.cache_observers import _first_of_runs, _in_sorted, _sorted_unique
+from tiletraffic.simulator.observers.cache import _first_of_runs, _in_sorted, _sorted_unique
 
 shapes = st.tuples(st.integers(1, 4), st.integers(1, 9), st.integers(1, 7))
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tiletraffic as tt
-from tiletraffic.simulator import schedule as S
+from tiletraffic.simulator.ir import nodes as S
 
 
 def run(source, global_size, local_size, args, build_options="", seed=0):
@@ -215,7 +215,7 @@ def test_unary_minus_on_a_float_is_a_negation_of_no_flop():
     assert np.array_equal(r.outputs["C"][:16], -a * np.float32(2))
     # -(+0.0) is -0.0, as on the device (0.0f - x would give +0.0)
     assert np.array_equal(np.signbit(r.outputs["C"][16:]), a >= 0)
-    from tiletraffic.gpu.codegen import render_float
+    from tiletraffic.gpu.codegen.generate import render_float
     assert render_float(stores[1].value)[0] == "(-(A[i] * 0.0f))"
 
 
@@ -287,7 +287,7 @@ def test_barrier_divergence_names_the_barrier_in_the_source_and_the_calls_of_its
     """Each inlined copy of a helper's barrier is named by the barrier's line and the calls
     it was inlined through, not by its position among the schedule's barriers (which counts
     every copy); the kernel's own barrier is named by its line."""
-    from tiletraffic.frontend.opencl import parse_kernel
+    from tiletraffic.frontend.opencl.translate import parse_kernel
     sch = parse_kernel(BARRIER_HELPERS, "k", [32], [16],
                        {"A": {"shape": [32], "access": "in"},
                         "B": {"shape": [32], "access": "out"}}, path="k.cl")
@@ -314,8 +314,8 @@ def test_barrier_divergence_names_the_barrier_in_the_source_and_the_calls_of_its
 
 
 def test_a_barrier_source_changes_neither_the_generated_code_nor_a_built_in_message():
-    from tiletraffic.gpu.codegen import render_block
-    from tiletraffic.simulator.variants import VARIANTS
+    from tiletraffic.gpu.codegen.generate import render_block
+    from tiletraffic.simulator.kernels.variants import VARIANTS
     for fence in (False, True):
         assert render_block((S.Barrier(fence, source="k.cl:2:31"),)) == \
             render_block((S.Barrier(fence),))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tiletraffic as tt
-from tiletraffic.frontend.opencl import DATA_DEPENDENT, FrontendError
+from tiletraffic.frontend.opencl.translate import DATA_DEPENDENT, FrontendError
 
 ARGS = {"A": {"shape": [64], "access": "in"}, "C": {"shape": [64], "access": "out"}, "N": 64}
 
@@ -113,7 +113,7 @@ def test_without_libclang_reading_opencl_c_is_one_line_not_a_traceback(monkeypat
      ["loop", "40,000,000 iterations", "limit"]),
 ])
 def test_a_kernel_the_simulator_cannot_execute_is_one_line_not_a_traceback(body, words):
-    from tiletraffic.simulator.engine import ExecutionError
+    from tiletraffic.simulator.engine.machine import ExecutionError
 
     sch = tt.from_opencl(kernel(body), "k", [64], [16], ARGS)
     with pytest.raises(ExecutionError) as err:
@@ -168,13 +168,13 @@ def test_a_value_given_as_the_next_word_is_joined():
     ("1.5f", None), ("1e3", None), ("0x1p3", None), ("7lL", None), ("7ulu", None),
     ("TS", None), ("0x", None), ("", None)])
 def test_integer_literals_of_c(text, value):
-    from tiletraffic.frontend.clang_ast import integer_literal
+    from tiletraffic.frontend.opencl.clang_ast import integer_literal
     assert integer_literal(text) == value
     assert integer_literal("-" + text, signed=True) == (None if value is None else -value)
 
 
 def test_octal_literals_are_refused_naming_the_literal_and_its_value():
-    from tiletraffic.frontend.clang_ast import integer_literal
+    from tiletraffic.frontend.opencl.clang_ast import integer_literal
     with pytest.raises(FrontendError, match=r"integer literal 010 starts with 0, so C reads it "
                                             r"as octal: 010 is 8, not 10; write 8, or 10 for"):
         integer_literal("010")
@@ -201,7 +201,7 @@ def test_hex_and_suffixed_literals_index_as_their_values():
 
 
 def test_a_required_work_group_size_must_be_the_launchs():
-    from tiletraffic.frontend.opencl import WorkGroupSizeError
+    from tiletraffic.frontend.opencl.translate import WorkGroupSizeError
     src = kernel("    C[i] = A[i];").replace(
         "__kernel void", "__kernel __attribute__((reqd_work_group_size(TS, TS / 4, 1))) void")
     sch = tt.from_opencl(src, "k", [64, 4], [16, 4], ARGS, "-DTS=16")   # macros evaluated

@@ -1,4 +1,4 @@
-"""Round trip: the OpenCL C that ``gpu.codegen`` renders from every built-in family, demo and
+"""Round trip: the OpenCL C that ``gpu.codegen.generate`` renders from every built-in family, demo and
 faulty variant, parsed back by the front end, gives the same simulated counts, the same
 hazards and the same model predictions on nvidia-h200 as the schedule it was rendered from.
 
@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tiletraffic as tt
-from tiletraffic.frontend.opencl import BufferArg, parse_kernel
-from tiletraffic.gpu.codegen import generate
-from tiletraffic.simulator import variants
-from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.schedules import FAMILIES, SEQUENCE_FAMILIES
-from tiletraffic.simulator.schedules import build as schedules_build
+from tiletraffic.frontend.opencl.translate import BufferArg, parse_kernel
+from tiletraffic.gpu.codegen.generate import generate
+from tiletraffic.simulator.kernels import variants
+from tiletraffic.simulator.observers.hazards import HazardError
+from tiletraffic.simulator.kernels.families import FAMILIES, SEQUENCE_FAMILIES
+from tiletraffic.simulator.kernels.families import build as schedules_build
 
 from strategies import schedules, variant_fault_shapes
 

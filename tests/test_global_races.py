@@ -1,4 +1,4 @@
-"""Races in global memory (simulator.global_races): between work-groups,
+"""Races in global memory (simulator.observers.global_races): between work-groups,
 and within a work-group where only a global-fence barrier would order the accesses."""
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import pytest
 from click.testing import CliRunner
 
 from tiletraffic.analysis.cli import main
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.demos import neighbour_demo, reduction_demo
-from tiletraffic.simulator.accelerators import Accelerators
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.schedule import (Barrier, GlobalArray, If, Let, Schedule, block,
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.kernels.demos import neighbour_demo, reduction_demo
+from tiletraffic.simulator.engine.accelerators import Accelerators
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.observers.hazards import HazardError
+from tiletraffic.simulator.ir.nodes import (Barrier, GlobalArray, If, Let, Schedule, block,
                                             global_id, group_id, local_id, store)
 from strategies import random_inputs
 
@@ -167,7 +167,7 @@ def test_the_correct_demos_carry_their_reference(name, output):
     """simulate checks each correct demo's result (each gives its own reference), and so
     can run; the reference is each demo's meaning, worked in numpy."""
     import tiletraffic as tt
-    from tiletraffic.simulator.reference import checked_output, reference
+    from tiletraffic.simulator.engine.reference import checked_output, reference
 
     sch = tt.build(name)
     assert checked_output(sch) == output

@@ -56,7 +56,7 @@ def test_simulate_model_and_check_outputs_are_the_golden_ones(case_id):
 
 
 def test_crosscheck_outputs_are_the_golden_ones(crosscheck_all):
-    from tiletraffic.gpu.oclgrind import oclgrind_available
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
 
     if not oclgrind_available():
         pytest.skip("no Oclgrind platform")

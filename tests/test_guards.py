@@ -1,4 +1,4 @@
-"""Guards a user expects before a large launch (simulator.budget, the CLI's --force), an
+"""Guards a user expects before a large launch (simulator.engine.budget, the CLI's --force), an
 unwritable --out noticed before the sweep, finished cases of an interrupted sweep kept, and a
 simulator chosen by device number named as such."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 import tiletraffic as tt
-from tiletraffic.analysis import report
+from tiletraffic.analysis.report import build as report
 from tiletraffic.analysis.cli import main
-from tiletraffic.gpu.device import list_devices
-from tiletraffic.simulator import budget
+from tiletraffic.gpu.devices.device import list_devices
+from tiletraffic.simulator.engine import budget
 
 DEVICES = list_devices()
 HAS_POCL = any(d.is_pocl for d in DEVICES)

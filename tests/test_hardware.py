@@ -1,4 +1,4 @@
-"""Prediction against measurement (tiletraffic.analysis.hardware) on hand-made raw data, and
+"""Prediction against measurement (experiments.h200.hardware) on hand-made raw data, and
 ``tiletraffic report --render`` on directories without a product report."""
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from click.testing import CliRunner
 
 from tiletraffic.analysis.cli import main
-from tiletraffic.analysis.hardware import (COMPARED, compare, counter_model_for,
-                                           modelled_launch, rankings, speedups)
-from tiletraffic.simulator.device_model import DEVICE_MODELS
+from experiments.h200.hardware import (COMPARED, compare, counter_model_for, modelled_launch,
+                                       rankings, speedups)
+from tiletraffic.simulator.model.device_model import DEVICE_MODELS
 
 N = 64
 CASES = [("gemm-naive", 16), ("gemm-tiled", 16), ("gemm-tiled", 8)]

@@ -1,4 +1,4 @@
-"""Tests of hazard detection (simulator.hazards, simulator.race_detection, the engine's
+"""Tests of hazard detection (simulator.observers.hazards, simulator.observers.local_races, the engine's
 out-of-bounds, barrier-divergence and private-variable checks).
 
 The first cases are the field's real bug reports, each checked for exactly what it must
@@ -16,17 +16,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.hazards import HAZARD_KINDS, HazardError, HazardLog
-from tiletraffic.simulator.reference import error_over_tolerance
-from tiletraffic.simulator.reference import reference
-from tiletraffic.simulator.schedule import (Accumulate, Assign, Barrier, Const, DeclareFloat, GlobalArray,
-                                If, Let, LocalArray, Private, Schedule, block, global_id,
-                                group_id, local_id, store)
-from tiletraffic.simulator.schedules import build
-from tiletraffic.simulator.variants import (VARIANTS, build_any, column_staging_demo, rewrite, shift_demo_fixed,
-                                shift_race_demo)
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.observers.hazards import HAZARD_KINDS, HazardError, HazardLog
+from tiletraffic.simulator.engine.reference import error_over_tolerance
+from tiletraffic.simulator.engine.reference import reference
+from tiletraffic.simulator.ir.nodes import (Accumulate, Assign, Barrier, Const, DeclareFloat,
+                                            GlobalArray, If, Let, LocalArray, Private,
+                                            Schedule, block, global_id, group_id, local_id,
+                                            store)
+from tiletraffic.simulator.kernels.families import build
+from tiletraffic.simulator.kernels.variants import (VARIANTS, build_any, column_staging_demo,
+                                                    rewrite, shift_demo_fixed, shift_race_demo)
 from strategies import (CLEAN_SHAPE_VARIANTS, correct_demo_schedules, random_inputs,
                         schedules, seeds, variant_clean_shapes, variant_fault_shapes)
 
@@ -252,7 +253,7 @@ def test_gemm_naive_with_uninitialized_accumulator_is_reported():
 def test_nan_from_an_uninitialized_accumulator_is_labelled_by_its_cause():
     """Issue #15 case 5: the NaN output of an uninitialized accumulator is written (from an
     undefined value), not unwritten; the floor-grid's missing tiles are unwritten."""
-    from tiletraffic.gpu.runtime import check_result
+    from tiletraffic.gpu.runtime.launch import check_result
 
     sch = build("gemm-naive", 5, 6, 7, 4)
     broken = dataclasses.replace(sch, body=rewrite(

@@ -1,4 +1,4 @@
-"""Tests of simulator.accelerators.k_extrapolation: the traffic model of a long K loop from three short
+"""Tests of simulator.engine.accelerators.k_extrapolation: the traffic model of a long K loop from three short
 ones equals executing the whole loop, figure by figure, for every family over drawn shapes
 (edges in M, N and K, small and medium sizes); where it cannot be proved it falls back."""
 from __future__ import annotations
@@ -10,15 +10,16 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from tiletraffic.simulator.accelerators import ALL, NotApplicable
-from tiletraffic.simulator.accelerators import k_extrapolation as kx
-from tiletraffic.simulator.device_model import DEVICE_MODELS, NVIDIA_H200, GuessedValueWarning
-from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.schedule import Schedule
-from tiletraffic.simulator.schedules import FAMILIES, REGISTER_BLOCKED_FAMILIES, build
-from tiletraffic.simulator.model import model_launch
-from tiletraffic.simulator.observation import observe_launch
-from tiletraffic.simulator.variants import build_any
+from tiletraffic.simulator.engine.accelerators import ALL, NotApplicable
+from tiletraffic.simulator.engine.accelerators import k_extrapolation as kx
+from tiletraffic.simulator.model.device_model import (DEVICE_MODELS, NVIDIA_H200,
+                                                      GuessedValueWarning)
+from tiletraffic.simulator.observers.hazards import HazardError
+from tiletraffic.simulator.ir.nodes import Schedule
+from tiletraffic.simulator.kernels.families import FAMILIES, REGISTER_BLOCKED_FAMILIES, build
+from tiletraffic.simulator.model.launch import model_launch
+from tiletraffic.simulator.model.observation import observe_launch
+from tiletraffic.simulator.kernels.variants import build_any
 
 from strategies import register_block_options
 

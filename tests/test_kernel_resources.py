@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 import tiletraffic
-from tiletraffic.gpu.kernel import GeneratedKernel
-from tiletraffic.gpu.kernel_resources import (NV_VERBOSE, BuildLogError, KernelResources,
-                                              is_nvidia_platform, parse_ptxas_log)
-from tiletraffic.gpu.runtime import build_options, list_devices
+from tiletraffic.gpu.codegen.kernel import GeneratedKernel
+from tiletraffic.gpu.devices.kernel_resources import (NV_VERBOSE, BuildLogError,
+                                                      KernelResources, is_nvidia_platform,
+                                                      parse_ptxas_log)
+from tiletraffic.gpu.runtime.launch import build_options, list_devices
 
 # The build log of gemm_tiled B = 16 with -cl-nv-verbose on the H200 (NVIDIA OpenCL driver
 # 580.159.04), as stored in reports/nvidia-h200/h200_raw.json.gz, opencl_work_group_probe[9].
@@ -133,7 +134,7 @@ class _FakeKernel:
 
 
 def test_nvidia_resources_from_the_log_and_the_queries():
-    from tiletraffic.gpu.runtime import kernel_resources
+    from tiletraffic.gpu.runtime.launch import kernel_resources
     nvidia = types.SimpleNamespace(info=types.SimpleNamespace(platform_name="NVIDIA CUDA"),
                                    device=None)
     got = kernel_resources(nvidia, _FakeKernel(), "gemm_tiled", H200_TILED_LOG)

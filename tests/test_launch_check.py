@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 import tiletraffic as tt
-from tiletraffic.analysis.validation import measure as validate
+from tiletraffic.gpu.runtime import checked_run as validate
 from tiletraffic.analysis.cli import main
-from tiletraffic.gpu.device import list_devices
-from tiletraffic.simulator.launch_check import check_launch
-from tiletraffic.simulator.reference import random_inputs
+from tiletraffic.gpu.devices.device import list_devices
+from tiletraffic.simulator.engine.launch_check import check_launch
+from tiletraffic.simulator.engine.reference import random_inputs
 
 HERE = Path(__file__).parent / "user_schedules"
 HAS_POCL = any(d.is_pocl for d in list_devices())
@@ -108,8 +108,8 @@ def test_an_out_of_bounds_kernel_runs_unchecked_with_its_stores_caught_in_guard_
 
 
 def test_guard_zones_are_the_buffers_size_within_limits_and_aligned():
-    from tiletraffic.gpu.guard_zones import (MAX_GUARD_BYTES, MIN_GUARD_BYTES, describe,
-                                            guard_bytes)
+    from tiletraffic.gpu.runtime.guard_zones import (MAX_GUARD_BYTES, MIN_GUARD_BYTES,
+                                                     describe, guard_bytes)
 
     assert guard_bytes(6400, 128) == MIN_GUARD_BYTES
     assert guard_bytes(3 * MIN_GUARD_BYTES + 4, 128) == 3 * MIN_GUARD_BYTES + 128
@@ -150,7 +150,7 @@ def test_a_tree_reduction_counts_fewer_roundings():
 
 
 def test_a_copy_is_checked_exactly():
-    from tiletraffic.simulator.reference import reference
+    from tiletraffic.simulator.engine.reference import reference
 
     sch = tt.build(spec("misaligned_float4"))
     aligned = tt.vstore(sch.array("y"), (tt.Var("i") * 4,), [tt.DeclareFloat(f"v{w}").ref
@@ -211,7 +211,7 @@ def test_bad_options_of_run_are_bad_input(args):
                                             ("write_write_race", ["data-race"]),
                                             ("misaligned_float4", ["misaligned"])])
 def test_crosscheck_compares_hazards_of_user_schedules(name, oclgrind):
-    from tiletraffic.gpu.oclgrind import oclgrind_available
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
 
     if not oclgrind_available():
         pytest.skip("no Oclgrind platform")

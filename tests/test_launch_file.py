@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import tiletraffic as tt
-from tiletraffic.analysis import launch_file
+from tiletraffic.frontend import launch_file
 from tiletraffic.analysis.cli import main
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "opencl"
@@ -248,7 +248,7 @@ def test_validate_case_lists_take_launch_files(tmp_path):
 def test_validate_runs_launch_cases_on_pocl(tmp_path):
     from tiletraffic.analysis.validation.cases import read_cases
     from tiletraffic.analysis.validation.run import run_validation
-    from tiletraffic.gpu.device import list_devices, select_device
+    from tiletraffic.gpu.devices.device import list_devices, select_device
     devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
                or "pocl" in d.platform_name.lower()]
     if not devices:

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import pytest
 
-from tiletraffic.gpu import device as gpu_device
-from tiletraffic.gpu import runtime
-from tiletraffic.gpu.codegen import generate
-from tiletraffic.simulator import device as sim_device
-from tiletraffic.simulator.device import (GENERIC_GPU, DeviceLimits, LimitError,
-                                          check_schedule_limits, launch_limit_problems)
-from tiletraffic.simulator.schedules import build
+from tiletraffic.gpu.devices import device as gpu_device
+from tiletraffic.gpu.runtime import launch as runtime
+from tiletraffic.gpu.codegen.generate import generate
+from tiletraffic.simulator.engine import limits as sim_device
+from tiletraffic.simulator.engine.limits import (GENERIC_GPU, DeviceLimits, LimitError,
+                                                 check_schedule_limits, launch_limit_problems)
+from tiletraffic.simulator.kernels.families import build
 
 SMALL = DeviceLimits(name="small GPU", max_work_group_size=256, max_work_item_sizes=(256, 8, 4),
                      local_mem_bytes=4096)

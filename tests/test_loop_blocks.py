@@ -1,4 +1,4 @@
-"""Tests of simulator.accelerators.loop_blocks: loops that store or assign private arrays, run in blocks
+"""Tests of simulator.engine.accelerators.loop_blocks: loops that store or assign private arrays, run in blocks
 of iterations with values off, give exactly the observations of iteration-by-iteration
 execution (every family over drawn shapes, on a device model that merges local loads and
 one that does not; drawn kernels with guards, carried and stale integers, private values
@@ -12,16 +12,18 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator import observation as tm
-from tiletraffic.simulator.accelerators import ALL, Accelerators, NotApplicable, loop_blocks
-from tiletraffic.simulator.device_model import DEVICE_MODELS, GuessedValueWarning
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.schedule import (
-    Const, DeclareFloat, DeclarePrivateArray, For, GlobalArray, If, LocalArray, Let,
-    PrivateArray, Schedule, Var, assign_elem, global_id, local_id, store)
-from tiletraffic.simulator.schedules import REGISTER_BLOCKED_FAMILIES, build
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.model import observation as tm
+from tiletraffic.simulator.engine.accelerators import (ALL, Accelerators, NotApplicable,
+                                                       loop_blocks)
+from tiletraffic.simulator.model.device_model import DEVICE_MODELS, GuessedValueWarning
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.observers.hazards import HazardError
+from tiletraffic.simulator.ir.nodes import (Const, DeclareFloat, DeclarePrivateArray, For,
+                                            GlobalArray, If, LocalArray, Let, PrivateArray,
+                                            Schedule, Var, assign_elem, global_id, local_id,
+                                            store)
+from tiletraffic.simulator.kernels.families import REGISTER_BLOCKED_FAMILIES, build
 
 from strategies import register_block_options, register_block_sizes
 from test_classes import class_schedules

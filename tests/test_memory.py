@@ -1,7 +1,7 @@
-"""Tests of simulator.memory: sub-group coalescing (requests, sectors, lines) and local-memory
+"""Tests of simulator.observers.memory: sub-group coalescing (requests, sectors, lines) and local-memory
 bank conflicts (wavefronts), against values computed by hand on small launches.
 
-Conventions used in every hand computation below (simulator/memory.py docstring):
+Conventions used in every hand computation below (simulator/observers/memory.py docstring):
 - work-items are flattened with NDRange dimension 0 fastest; a sub-group is 32 consecutive
   flattened local ids; a load/store statement executed by a sub-group with >= 1 active lane
   is one request (per loop iteration);
@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tiletraffic.simulator.counters import AccessEvent
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.memory import MemoryCounts, MemoryObserver
-from tiletraffic.simulator.schedules import ScheduleError, build
+from tiletraffic.simulator.observers.counters import AccessEvent
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.observers.memory import MemoryCounts, MemoryObserver
+from tiletraffic.simulator.kernels.families import ScheduleError, build
 
 
 def memory_counts(family: str, *sizes: int, **kw) -> MemoryCounts:

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from tiletraffic.analysis.cli import main
-from tiletraffic.gpu.device import list_devices
+from tiletraffic.gpu.devices.device import list_devices
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_FOLDERS = ("simulator", "gpu", "analysis", "frontend", "tiletraffic")

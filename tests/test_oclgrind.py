@@ -1,4 +1,4 @@
-"""Tests of gpu.oclgrind: Oclgrind's independent counts equal the simulator's, and its checkers
+"""Tests of gpu.oclgrind.oclgrind: Oclgrind's independent counts equal the simulator's, and its checkers
 catch deliberately broken kernels while the generated ones come out clean.
 
 Oclgrind interprets every work-item, so sizes stay small (M, K, N <= 24, GEMM tiles 2..8,
@@ -16,14 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strategies import register_block_options, register_block_sizes
-from tiletraffic.gpu import oclgrind as og
-from tiletraffic.gpu.codegen import generate
-from tiletraffic.gpu.kernel import GeneratedKernel, KernelArg
-from tiletraffic.simulator.counters import TrafficCounts
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.schedule import Schedule
-from tiletraffic.simulator.schedules import (
-    FAMILIES, GEMM_FAMILIES, REGISTER_BLOCKED_FAMILIES, build)
+from tiletraffic.gpu.oclgrind import oclgrind as og
+from tiletraffic.gpu.codegen.generate import generate
+from tiletraffic.gpu.codegen.kernel import GeneratedKernel, KernelArg
+from tiletraffic.simulator.observers.counters import TrafficCounts
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.ir.nodes import Schedule
+from tiletraffic.simulator.kernels.families import (FAMILIES, GEMM_FAMILIES,
+                                                    REGISTER_BLOCKED_FAMILIES, build)
 
 SHARED_KEYS = ("global_load_elems", "global_store_elems", "local_load_elems",
                "local_store_elems", "barriers")
@@ -317,7 +317,7 @@ def test_a_hanging_kernel_times_out():
 # ------------------------------------------------- the project's catalogue of broken variants
 def _variants():
     try:
-        from tiletraffic.simulator.variants import VARIANTS
+        from tiletraffic.simulator.kernels.variants import VARIANTS
     except ImportError:  # the catalogue is optional for this module
         return []
     return sorted(VARIANTS)
@@ -326,7 +326,7 @@ def _variants():
 @needs_oclgrind
 @pytest.mark.parametrize("name", _variants())
 def test_oclgrind_sees_the_faults_of_the_broken_variants(name):
-    from tiletraffic.simulator.variants import VARIANTS, build_any
+    from tiletraffic.simulator.kernels.variants import VARIANTS, build_any
 
     variant = VARIANTS[name]
     visible = [k for k in variant.expected if og.SIMULATOR_HAZARD_KINDS.get(k)]

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import tiletraffic as tt
-from tiletraffic.analysis import launch_file
-from tiletraffic.frontend import clang_ast
+from tiletraffic.frontend import launch_file
+from tiletraffic.frontend.opencl import clang_ast
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "opencl"
 
@@ -150,7 +150,7 @@ def test_broken_twin_races(name):
 
 @pytest.fixture(scope="module")
 def pocl():
-    from tiletraffic.gpu.device import list_devices
+    from tiletraffic.gpu.devices.device import list_devices
     devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
                or "pocl" in d.platform_name.lower()]
     if not devices:
@@ -168,8 +168,8 @@ def test_runs_on_pocl_equal_to_numpy(name, pocl):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_oclgrind_counts_of_the_source_equal_the_simulator(name):
-    from tiletraffic.analysis.crosscheck import compare_counts
-    from tiletraffic.gpu.oclgrind import oclgrind_available
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
     if not oclgrind_available():
         pytest.skip("no Oclgrind platform")
     small = {"mm_tiled": {"N": 32}, "matvec_chunked": {"M": 70, "K": 100},

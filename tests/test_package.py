@@ -98,7 +98,7 @@ def _run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_importing_the_simulator_loads_no_opencl_or_matplotlib(tmp_path):
-    res = _run_python("import sys, tiletraffic, tiletraffic.simulator.engine; "
+    res = _run_python("import sys, tiletraffic, tiletraffic.simulator.engine.machine; "
                       "print(sorted(m for m in ('pyopencl', 'matplotlib', 'jinja2') "
                       "if m in sys.modules))", tmp_path)
     assert res.returncode == 0, res.stderr
@@ -110,7 +110,7 @@ def test_a_users_analysis_py_and_gpu_folder_do_not_shadow_it(tmp_path):
     (tmp_path / "gpu").mkdir()
     (tmp_path / "gpu" / "__init__.py").write_text("raise ImportError('user gpu/')\n")
     (tmp_path / "simulator.py").write_text("raise ImportError('user simulator.py')\n")
-    res = _run_python("import tiletraffic as tt, tiletraffic.gpu.codegen, "
+    res = _run_python("import tiletraffic as tt, tiletraffic.gpu.codegen.generate, "
                       "tiletraffic.analysis.cli; "
                       "print(tt.simulate(tt.build('gemm-naive', 8, 8, 8, 4), "
                       "compute_values=False).counts.global_load_elems)", tmp_path)
@@ -158,9 +158,9 @@ def test_model_warnings_name_the_callers_line_once_per_line():
     # Python's default filter shows them once per line however often the line runs
     import warnings
 
-    from tiletraffic.simulator.device_model import GuessedValueWarning
-    from tiletraffic.simulator.strides import StridedRequestWarning
-    from tiletraffic.simulator.model import model_launch
+    from tiletraffic.simulator.model.device_model import GuessedValueWarning
+    from tiletraffic.simulator.observers.strides import StridedRequestWarning
+    from tiletraffic.simulator.model.launch import model_launch
 
     schedule = tt.build("matvec-naive", m=256, k=256)
     with warnings.catch_warnings(record=True) as caught:
@@ -180,7 +180,7 @@ def test_ambiguous_device_warning_is_in_the_facade_without_loading_pyopencl():
     code = ("import sys, tiletraffic as tt; assert 'pyopencl' not in sys.modules; "
             "w = tt.AmbiguousDeviceWarning; assert issubclass(w, RuntimeWarning); "
             "assert 'pyopencl' in sys.modules; "
-            "from tiletraffic.gpu.device import AmbiguousDeviceWarning as a; assert a is w")
+            "from tiletraffic.gpu.devices.device import AmbiguousDeviceWarning as a; assert a is w")
     subprocess.run([sys.executable, "-c", code], check=True)
     with pytest.raises(AttributeError, match="no_such_name"):
         tt.no_such_name

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tiletraffic.gpu.codegen import generate
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.schedule import (
-    Const, DeclarePrivateArray, For, GlobalArray, Let, PrivateArray, Schedule, ScheduleError,
-    Var, accumulate_elem, assign_elem, global_id, store)
+from tiletraffic.gpu.codegen.generate import generate
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.ir.nodes import (Const, DeclarePrivateArray, For, GlobalArray, Let,
+                                            PrivateArray, Schedule, ScheduleError, Var,
+                                            accumulate_elem, assign_elem, global_id, store)
 
 X = GlobalArray("x", "in", ("N",))
 Y = GlobalArray("y", "out", ("N",))

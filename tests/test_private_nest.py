@@ -1,4 +1,4 @@
-"""Tests of simulator.accelerators.private_nest: a loop nest on private memory only, executed in one step
+"""Tests of simulator.engine.accelerators.private_nest: a loop nest on private memory only, executed in one step
 with values off, gives exactly the counts and hazards of statement-by-statement execution
 (drawn nests: bounds, steps, indices out of bounds, elements never or partly assigned,
 private floats), and is used wherever no hazard occurs."""
@@ -9,13 +9,13 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from tiletraffic.simulator.accelerators import Accelerators, private_nest
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.schedule import (
-    Const, DeclareFloat, DeclarePrivateArray, For, GlobalArray, If, Let, PrivateArray,
-    Schedule, Var, accumulate_elem, assign_elem, global_id, store)
-from tiletraffic.simulator.schedules import build
+from tiletraffic.simulator.engine.accelerators import Accelerators, private_nest
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.ir.nodes import (Const, DeclareFloat, DeclarePrivateArray, For,
+                                            GlobalArray, If, Let, PrivateArray, Schedule, Var,
+                                            accumulate_elem, assign_elem, global_id, store)
+from tiletraffic.simulator.kernels.families import build
 
 X = GlobalArray("x", "in", ("N",))
 Y = GlobalArray("y", "out", ("N",))

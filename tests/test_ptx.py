@@ -1,7 +1,7 @@
-"""Performance-tuning directives written into PTX (gpu.ptx; no GPU)."""
+"""Performance-tuning directives written into PTX (gpu.runtime.ptx; no GPU)."""
 import pytest
 
-from tiletraffic.gpu.ptx import PtxError, directives_of, with_directives
+from tiletraffic.gpu.runtime.ptx import PtxError, directives_of, with_directives
 
 PTX = """.version 8.5
 .target sm_90

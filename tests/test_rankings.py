@@ -1,10 +1,10 @@
 """Rankings and the pairs of schedules the prediction and the measurement order differently
-(tiletraffic.analysis.hardware.rankings and _discordant_pairs), on hand-made cases."""
+(experiments.h200.hardware.rankings and _discordant_pairs), on hand-made cases."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from tiletraffic.analysis.hardware import _discordant_pairs, rankings
+from experiments.h200.hardware import _discordant_pairs, rankings
 
 
 def case(name: str, predicted: float, measured: float | None, counter: float | None = None):

@@ -1,4 +1,4 @@
-"""simulator.reference: the kinds of inputs and what structured inputs
+"""simulator.engine.reference: the kinds of inputs and what structured inputs
 hide."""
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tiletraffic.gpu.runtime import check_result
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.reference import INPUT_KINDS, random_inputs, reference
-from tiletraffic.simulator.schedules import build
-from tiletraffic.simulator.variants import rewrite
+from tiletraffic.gpu.runtime.launch import check_result
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.reference import INPUT_KINDS, random_inputs, reference
+from tiletraffic.simulator.kernels.families import build
+from tiletraffic.simulator.kernels.variants import rewrite
 
 
 def test_kinds_of_inputs():

@@ -12,12 +12,13 @@ from hypothesis import given, settings, strategies as st
 
 from strategies import (assert_matches_reference, random_inputs, register_block_options,
                         register_block_sizes, seeds)
-from tiletraffic.analysis import closed_form
+from tiletraffic.simulator.kernels import closed_forms as closed_form
 from tiletraffic.analysis.cli import main
-from tiletraffic.simulator.counters import Observer
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.memory import MemoryObserver
-from tiletraffic.simulator.schedules import REGISTER_BLOCKED_FAMILIES, ScheduleError, build
+from tiletraffic.simulator.observers.counters import Observer
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.observers.memory import MemoryObserver
+from tiletraffic.simulator.kernels.families import (REGISTER_BLOCKED_FAMILIES, ScheduleError,
+                                                    build)
 
 
 @st.composite
@@ -107,7 +108,7 @@ def test_prefetch_loads_the_next_step_before_its_multiply_adds_and_stores_it_aft
     experiments/h200/ladder/findings.md). gemm-register-blocked loads and stores, waits,
     computes. The generated kernel keeps the order (the JIT cannot move a local store past
     the reads of the other buffer)."""
-    from tiletraffic.gpu.codegen import generate
+    from tiletraffic.gpu.codegen.generate import generate
 
     order = _Order()
     simulate(build("gemm-prefetch", 64, 64, 64), compute_values=False, observers=[order])
@@ -136,7 +137,7 @@ STAGED_PREFETCH = [  # (m, k, n, options): odd sizes, every path of the K loop
 
 
 def _is_staged(options):
-    from tiletraffic.simulator.schedules_advanced import _staged_counts
+    from tiletraffic.simulator.kernels.register_blocked import _staged_counts
 
     o = {"tile": 16, "tm": 4, "tn": 4, "bk": 16, **options}
     return _staged_counts(o["tm"], o["tn"], o["bk"], o["tile"], o.get("wg_rows", o["tile"]), 1)
@@ -159,8 +160,8 @@ def test_staged_prefetch_at_odd_sizes_matches_numpy_and_the_closed_forms(sizes, 
 def _in_the_k_loop(sch, change):
     import dataclasses
 
-    from tiletraffic.simulator import schedule as S
-    from tiletraffic.simulator.variants import rewrite
+    from tiletraffic.simulator.ir import nodes as S
+    from tiletraffic.simulator.kernels.variants import rewrite
 
     def fn(s):
         if isinstance(s, S.For) and s.var == "t":
@@ -170,7 +171,7 @@ def _in_the_k_loop(sch, change):
 
 
 def _stores_into_the_current_buffer(body):
-    from tiletraffic.simulator import schedule as S
+    from tiletraffic.simulator.ir import nodes as S
 
     last = body[-1]          # if (t + 1 < steps) { the stores into buffer (t + 1) % 2 }
     assert isinstance(last, S.If) and all(isinstance(x, S.Store) for x in last.then)
@@ -186,8 +187,8 @@ def test_staged_prefetch_broken_is_caught(sizes, options):
     step into the buffer being read races whenever there is a next step."""
     import math
 
-    from tiletraffic.simulator.device import UNLIMITED
-    from tiletraffic.simulator.variants import drop_barrier
+    from tiletraffic.simulator.engine.limits import UNLIMITED
+    from tiletraffic.simulator.kernels.variants import drop_barrier
 
     def kinds(sch):
         res = simulate(sch, random_inputs(sch, np.random.default_rng(1)), hazards="report",
@@ -285,7 +286,7 @@ def test_cli_check_takes_the_tile_options():
 
 def _pocl_present() -> bool:
     try:
-        from tiletraffic.gpu.runtime import list_devices
+        from tiletraffic.gpu.runtime.launch import list_devices
         return any(d.is_pocl for d in list_devices())
     except Exception:
         return False

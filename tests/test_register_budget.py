@@ -10,11 +10,11 @@ from click.testing import CliRunner
 
 import tiletraffic
 from tiletraffic.analysis.cli import main
-from tiletraffic.gpu.codegen import generate
-from tiletraffic.simulator.device_model import NVIDIA_H200
-from tiletraffic.simulator.registers import (BASE_REGISTERS, estimate_registers,
-                                             with_register_budget)
-from tiletraffic.simulator.schedules import ScheduleError
+from tiletraffic.gpu.codegen.generate import generate
+from tiletraffic.simulator.model.device_model import NVIDIA_H200
+from tiletraffic.simulator.model.registers import (BASE_REGISTERS, estimate_registers,
+                                                   with_register_budget)
+from tiletraffic.simulator.kernels.families import ScheduleError
 
 WARP = dict(m=256, k=64, n=256, tile=16, wg_rows=16, tm=8, tn=8, bk=16, wn=64)
 
@@ -96,7 +96,7 @@ def test_cli_budget_in_model_and_bad_values():
 
 
 def test_run_refuses_a_budget_on_a_platform_without_one():
-    from tiletraffic.gpu.device import list_devices
+    from tiletraffic.gpu.devices.device import list_devices
     if not list_devices():
         pytest.skip("no OpenCL device")
     out = CliRunner().invoke(main, ["run", "gemm-warp-tiled", "--m", "64", "--k", "64",
@@ -109,8 +109,8 @@ def test_run_refuses_a_budget_on_a_platform_without_one():
 
 
 def test_build_program_refuses_a_budget_off_nvidia():
-    from tiletraffic.gpu import runtime
-    from tiletraffic.gpu.device import list_devices, select_device
+    from tiletraffic.gpu.runtime import launch as runtime
+    from tiletraffic.gpu.devices.device import list_devices, select_device
     devices = [d for d in list_devices() if "nvidia" not in d.platform_name.lower()]
     if not devices:
         pytest.skip("no non-NVIDIA OpenCL device")

@@ -12,12 +12,12 @@ from click.testing import CliRunner
 
 import tiletraffic
 from tiletraffic.analysis.cli import main
-from tiletraffic.simulator.device_model import (GENERIC_GPU_MODEL, NVIDIA_H200,
-                                                DeviceModelError, GuessedValueWarning,
-                                                built_in_file, read_device_model)
-from tiletraffic.simulator.registers import BASE_REGISTERS, estimate_registers
-from tiletraffic.simulator.device import LimitError
-from tiletraffic.simulator.model import model_launch
+from tiletraffic.simulator.model.device_model import (GENERIC_GPU_MODEL, NVIDIA_H200,
+                                                      DeviceModelError, GuessedValueWarning,
+                                                      built_in_file, read_device_model)
+from tiletraffic.simulator.model.registers import BASE_REGISTERS, estimate_registers
+from tiletraffic.simulator.engine.limits import LimitError
+from tiletraffic.simulator.model.launch import model_launch
 
 
 # ------------------------------------------------------------- occupancy by hand

@@ -1,5 +1,5 @@
-"""Tests of analysis.report (the sweep, results.json, history, re-rendering) and of
-analysis.plots.fit_power_law.
+"""Tests of analysis.report.build (the sweep, results.json, history, re-rendering) and of
+analysis.report.plots.fit_power_law.
 
 The quick sweep on PoCL takes a few seconds; it runs twice in this module (once with the
 default model, a GPU's, once more with a model calibrated on the device, which is validated,
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tiletraffic.analysis import report
-from tiletraffic.analysis.plots import fit_power_law
-from tiletraffic.gpu.device import list_devices
-from tiletraffic.gpu.runtime import MIN_REPEAT
+from tiletraffic.analysis.report import build as report
+from tiletraffic.analysis.report.plots import fit_power_law
+from tiletraffic.gpu.devices.device import list_devices
+from tiletraffic.gpu.runtime.launch import MIN_REPEAT
 
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed "
@@ -33,10 +33,10 @@ VERDICT = re.compile(r"\b(not met|met)\b")
 
 def _calibrated_here(tmp_path):
     """A model file with one value measured on the PoCL device (as calibrate writes it)."""
-    from tiletraffic.analysis.calibrate import Measurement, calibrated_model
-    from tiletraffic.analysis.device_models import model_from_opencl
-    from tiletraffic.gpu.device import select_device
-    from tiletraffic.simulator.device_model import to_toml
+    from tiletraffic.analysis.calibrate.calibrate import Measurement, calibrated_model
+    from tiletraffic.gpu.devices.device_models import model_from_opencl
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.simulator.model.device_model import to_toml
 
     info = select_device("pocl").info
     model = calibrated_model(model_from_opencl(info), [Measurement(
@@ -141,7 +141,7 @@ def test_a_model_of_the_device_itself_is_validated_with_verdicts(reports):
     assert data["meta"]["case_list"] == "quick" and data["meta"]["complete"] is True
     assert data["meta"]["device_model"]["describes_device"] is True
     families = {c["family"] for c in data["cases"]}
-    from tiletraffic.simulator.schedules import FAMILIES
+    from tiletraffic.simulator.kernels.families import FAMILIES
     assert families == set(FAMILIES)
     text = (out / "report.md").read_text()
     assert "## The model against " in text and "| target | asked | reached |" in text
@@ -188,12 +188,12 @@ def test_render_rewrites_the_report_from_json_only(reports, tmp_path, monkeypatc
     def no_device(*a, **k):
         raise AssertionError("render must not touch a device or the simulator")
 
-    import tiletraffic.analysis.validation.measure
-    import tiletraffic.gpu.device
-    import tiletraffic.simulator.engine
-    monkeypatch.setattr(tiletraffic.gpu.device, "select_device", no_device)
-    monkeypatch.setattr(tiletraffic.analysis.validation.measure, "run_on_device", no_device)
-    monkeypatch.setattr(tiletraffic.simulator.engine, "simulate", no_device)
+    import tiletraffic.gpu.runtime.checked_run
+    import tiletraffic.gpu.devices.device
+    import tiletraffic.simulator.engine.machine
+    monkeypatch.setattr(tiletraffic.gpu.devices.device, "select_device", no_device)
+    monkeypatch.setattr(tiletraffic.gpu.runtime.checked_run, "run_on_device", no_device)
+    monkeypatch.setattr(tiletraffic.simulator.engine.machine, "simulate", no_device)
     monkeypatch.setattr(report, "simulate", no_device)
 
     same, renamed = tmp_path / "same", tmp_path / "renamed"
@@ -249,14 +249,14 @@ def test_sweep_counts_the_grid_and_measures_the_devices_sizes(quick, list_name):
 
 
 def test_quick_points_are_valid_schedules():
-    from tiletraffic.simulator.schedules import FAMILIES
+    from tiletraffic.simulator.kernels.families import FAMILIES
 
     for p in report.default_sweep(True):
         assert p.build().family in FAMILIES, p
 
 
 def test_speedup_range_follows_the_spreads():
-    from tiletraffic.analysis.report_text import speedups
+    from tiletraffic.analysis.report.text import speedups
 
     def entry(fam, times, loads):
         return {"family": fam, "m": 64, "k": 64, "n": 64, "tile": 8, "group": "square",
@@ -271,7 +271,7 @@ def test_speedup_range_follows_the_spreads():
 
 
 def test_best_speedup_is_named_only_beyond_its_spread():
-    from tiletraffic.analysis.report_text import Speedup, best_beyond_spread, speedup_range
+    from tiletraffic.analysis.report.text import Speedup, best_beyond_spread, speedup_range
 
     # the largest median has a range reaching below 1: it is not the best
     wide = Speedup("GEMM N=64 B=8", "square", 8.0, 3.0, 0.0, 9.0, 8, 64)
@@ -288,9 +288,9 @@ def test_best_speedup_is_named_only_beyond_its_spread():
 def test_model_describes_only_its_own_device():
     from types import SimpleNamespace
 
-    from tiletraffic.analysis.calibrate import Measurement, calibrated_model
-    from tiletraffic.analysis.device_models import model_describes_device
-    from tiletraffic.simulator.device_model import device_model
+    from tiletraffic.analysis.calibrate.calibrate import Measurement, calibrated_model
+    from tiletraffic.gpu.devices.device_models import model_describes_device
+    from tiletraffic.simulator.model.device_model import device_model
 
     cpu = SimpleNamespace(device_name="pthread-Some CPU", is_gpu=False)
     h200 = SimpleNamespace(device_name="NVIDIA H200", is_gpu=True)

@@ -1,4 +1,4 @@
-"""Tests of gpu.device and gpu.runtime on the OpenCL devices of this machine (PoCL, Oclgrind, GPUs)."""
+"""Tests of gpu.devices.device and gpu.runtime.launch on the OpenCL devices of this machine (PoCL, Oclgrind, GPUs)."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,25 +9,14 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from tiletraffic.gpu import device as gpu_device
-from tiletraffic.gpu.kernel import GeneratedKernel, KernelArg
-from tiletraffic.gpu.runtime import (
-    error_factor,
-    DeviceError,
-    DeviceLimits,
-    KernelBuildError,
-    LaunchConfigError,
-    LaunchError,
-    ResultMismatchError,
-    TiletrafficGpuError,
-    build_program,
-    check_launch_limits,
-    check_result,
-    list_devices,
-    reference_product,
-    run_kernel,
-    select_device,
-)
+from tiletraffic.gpu.devices import device as gpu_device
+from tiletraffic.gpu.codegen.kernel import GeneratedKernel, KernelArg
+from tiletraffic.gpu.runtime.launch import (error_factor, DeviceError, DeviceLimits,
+                                            KernelBuildError, LaunchConfigError, LaunchError,
+                                            ResultMismatchError, TiletrafficGpuError,
+                                            build_program, check_launch_limits, check_result,
+                                            list_devices, reference_product, run_kernel,
+                                            select_device)
 
 TILED_GEMM_SOURCE = """\
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
@@ -561,7 +550,7 @@ def test_deterministic_kernel_checks_first_and_last_only(pocl):
 # ---------------------------------------- profiling unavailable
 @needs_pocl
 def test_a_queue_without_profiling_falls_back_to_host_timing_with_a_warning(pocl):
-    from tiletraffic.gpu.runtime import ProfilingUnavailableWarning, queue_has_profiling
+    from tiletraffic.gpu.runtime.launch import ProfilingUnavailableWarning, queue_has_profiling
 
     plain = dataclasses.replace(pocl, queue=cl.CommandQueue(pocl.context, pocl.device),
                                 program_cache={})
@@ -575,8 +564,8 @@ def test_a_queue_without_profiling_falls_back_to_host_timing_with_a_warning(pocl
 
 @needs_pocl
 def test_profiling_times_that_cannot_be_read_fall_back_to_host_timing(pocl, monkeypatch):
-    from tiletraffic.gpu import runtime
-    from tiletraffic.gpu.runtime import ProfilingUnavailableWarning
+    from tiletraffic.gpu.runtime import launch as runtime
+    from tiletraffic.gpu.runtime.launch import ProfilingUnavailableWarning
 
     real = cl.enqueue_nd_range_kernel
 
@@ -601,7 +590,7 @@ def test_profiling_times_that_cannot_be_read_fall_back_to_host_timing(pocl, monk
 
 @needs_pocl
 def test_a_device_refusing_a_profiling_queue_still_opens_with_a_warning(monkeypatch):
-    from tiletraffic.gpu.runtime import ProfilingUnavailableWarning, queue_has_profiling
+    from tiletraffic.gpu.runtime.launch import ProfilingUnavailableWarning, queue_has_profiling
 
     real = cl.CommandQueue
 

@@ -1,4 +1,4 @@
-"""Tests of the IR's own checks (simulator.schedule): what no device could run as described
+"""Tests of the IR's own checks (simulator.ir.nodes): what no device could run as described
 is refused when the schedule is built, with the same words on the simulator and device paths."""
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import dataclasses
 
 import pytest
 
-from tiletraffic.gpu.codegen import generate
-from tiletraffic.gpu.runtime import DeviceLimits, LaunchConfigError, check_launch_limits
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.schedule import (Barrier, GlobalArray, Let, Schedule, ScheduleError,
+from tiletraffic.gpu.codegen.generate import generate
+from tiletraffic.gpu.runtime.launch import DeviceLimits, LaunchConfigError, check_launch_limits
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.nodes import (Barrier, GlobalArray, Let, Schedule, ScheduleError,
                                             block, global_id, ndrange_problems, store)
-from tiletraffic.simulator.schedules import build
+from tiletraffic.simulator.kernels.families import build
 
 GENEROUS = DeviceLimits(max_work_group_size=1024, max_work_item_sizes=(1024, 1024, 64),
                         local_mem_bytes=48 * 1024, name="generous")

@@ -11,18 +11,18 @@ from click.testing import CliRunner
 from hypothesis import given, strategies as st
 
 from strategies import assert_matches_reference, random_inputs
-from tiletraffic.analysis import closed_form
+from tiletraffic.simulator.kernels import closed_forms as closed_form
 from tiletraffic.analysis.cli import main
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.device_model import device_model
-from tiletraffic.simulator.engine import simulate as simulate_kernel
-from tiletraffic.simulator.launch_check import check_launch
-from tiletraffic.simulator.model import model_launch
-from tiletraffic.simulator.schedules import ScheduleError, build
-from tiletraffic.simulator.schedules_split import split_k_reduce
-from tiletraffic.simulator.schedules_warp import nearest_splits, slices_fit
-from tiletraffic.simulator.sequence import KernelSequence, add_counts, kernels_of
-from tiletraffic.simulator.sequence_run import model_sequence, registers_of, simulate
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.model.device_model import device_model
+from tiletraffic.simulator.engine.machine import simulate as simulate_kernel
+from tiletraffic.simulator.engine.launch_check import check_launch
+from tiletraffic.simulator.model.launch import model_launch
+from tiletraffic.simulator.kernels.families import ScheduleError, build
+from tiletraffic.simulator.kernels.split_k import split_k_reduce
+from tiletraffic.simulator.kernels.warp_tiled import nearest_splits, slices_fit
+from tiletraffic.simulator.ir.sequence import KernelSequence, add_counts, kernels_of
+from tiletraffic.simulator.model.sequence_run import model_sequence, registers_of, simulate
 
 SMALL = {"tile": 8, "wg_rows": 8, "tm": 4, "tn": 4, "bk": 8}   # 32 x 32 blocks, BK = 8
 
@@ -178,9 +178,9 @@ def test_kernels_of_a_schedule_is_itself():
 
 
 def test_the_tuning_space_tries_split_k_only_with_few_blocks():
-    from tiletraffic.analysis.tuner import screen
-    from tiletraffic.analysis.tuning_space import load_space
-    from tiletraffic.simulator.device import GENERIC_GPU
+    from tiletraffic.analysis.tune.tuner import screen
+    from tiletraffic.analysis.tune.space import load_space
+    from tiletraffic.simulator.engine.limits import GENERIC_GPU
 
     space = load_space()
     few, _ = screen(space, 128, 4096, 1024, GENERIC_GPU)
@@ -218,8 +218,8 @@ def test_cli_refuses_bad_splits_with_one_line():
 
 
 def test_runs_on_pocl_as_one_checked_launch():
-    from tiletraffic.gpu.device import list_devices, select_device
-    from tiletraffic.analysis.validation.measure import run_on_device
+    from tiletraffic.gpu.devices.device import list_devices, select_device
+    from tiletraffic.gpu.runtime.checked_run import run_on_device
 
     if not any(d.is_pocl for d in list_devices()):
         pytest.skip("PoCL is not installed (pip install pocl-binary-distribution)")
@@ -236,8 +236,8 @@ def test_runs_on_pocl_as_one_checked_launch():
 def test_k_extrapolation_of_the_slices_equals_executing_every_step(m, k, n, splits):
     # the slice kernel's K grows by S·BK per step of every slice: three short K give its
     # counts exactly, on both H200 models (one merges local loads, one does not)
-    from tiletraffic.simulator.accelerators import ALL
-    from tiletraffic.simulator.accelerators import k_extrapolation
+    from tiletraffic.simulator.engine.accelerators import ALL
+    from tiletraffic.simulator.engine.accelerators import k_extrapolation
 
     seq = build("gemm-split-k", m, k, n, splits=splits, tile=8, wg_rows=8, tm=4, tn=4, bk=16)
     assert k_extrapolation.k_step_elems(seq.kernels[0]) == 16 * splits

@@ -1,4 +1,4 @@
-"""Strided global requests (simulator/strides.py): counts by hand and the declaration."""
+"""Strided global requests (simulator/observers/strides.py): counts by hand and the declaration."""
 from __future__ import annotations
 
 import warnings
@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 
 import tiletraffic
-from tiletraffic.simulator.counters import AccessEvent
-from tiletraffic.simulator.device_model import GuessedValueWarning
-from tiletraffic.simulator.strides import (StridedRequests, StridedRequestWarning,
-                                           StrideObserver, busiest_bank_lines,
-                                           strided_declaration, strided_dram_fill_cycles,
-                                           strided_l1_cycles)
+from tiletraffic.simulator.observers.counters import AccessEvent
+from tiletraffic.simulator.model.device_model import GuessedValueWarning
+from tiletraffic.simulator.observers.strides import (StridedRequests, StridedRequestWarning,
+                                                     StrideObserver, busiest_bank_lines,
+                                                     strided_declaration,
+                                                     strided_dram_fill_cycles,
+                                                     strided_l1_cycles)
 
 
 def event(index, mask=True, space="global", vector_width=1, direction="load"):
@@ -131,7 +132,7 @@ def test_strided_l1_cycles_by_hand():
 
 
 def _h200_with_strided(per_line, per_bank):
-    from tiletraffic.simulator.device_model import NVIDIA_H200, ValueSource
+    from tiletraffic.simulator.model.device_model import NVIDIA_H200, ValueSource
 
     src = ValueSource("measured", "test", "by hand")
     return NVIDIA_H200.with_values({"l1_strided_cycles_per_line": (per_line, src),
@@ -147,7 +148,7 @@ def test_modelled_strided_requests_replace_their_wavefronts_in_the_l1_time():
         warnings.simplefilter("ignore")
         s = tiletraffic.build("matvec-naive", m=1024, k=1024, tile=256)
         old = tiletraffic.model(s, "nvidia-h200")
-        from tiletraffic.simulator.device_model import NVIDIA_H200
+        from tiletraffic.simulator.model.device_model import NVIDIA_H200
         same = tiletraffic.model(s, _h200_with_strided(
             1 / NVIDIA_H200.l1_wavefronts_per_cycle_per_cu, 0.0))
         new = tiletraffic.model(s, _h200_with_strided(0.5, 0.7))
@@ -185,7 +186,7 @@ def test_strided_requests_fills_from_dram_are_a_ceiling_of_their_own():
     sharing an L1: l1_sharing_work_groups = 2) = 131 458 sectors: a miss fraction of
     4 202 500 / (131 458 x 32). With 150 sub-group cycles per line and the 8
     sub-groups of one work-group: 8200 x f x 150 / 8 cycles."""
-    from tiletraffic.simulator.device_model import NVIDIA_H200, ValueSource
+    from tiletraffic.simulator.model.device_model import NVIDIA_H200, ValueSource
 
     src = ValueSource("measured", "test", "by hand")
     fill = _h200_with_strided(0.3, 0.7).with_values(
@@ -222,7 +223,7 @@ def _coalesced_loads_strided_stores(m=256, k=1025, tile=64):
     """y (inout, (M + K) x K): work-item g reads y[M + j, g] (a sub-group: 32 neighbouring
     words, coalesced) and stores y[g, j] (its own row: strided) for j < K; no work-item
     reads what another writes."""
-    from tiletraffic.simulator.schedule import (Accumulate, Const, DeclareFloat, For,
+    from tiletraffic.simulator.ir.nodes import (Accumulate, Const, DeclareFloat, For,
                                                 GlobalArray, Let, Param, Schedule, Var,
                                                 block, global_id, store)
 
@@ -238,7 +239,7 @@ def test_fills_from_dram_leave_out_coalesced_loads_of_an_array_stored_strided():
     """Only y's stores are strided; its loads are coalesced: no strided fills to charge
     (the fills term charged all of y's L1 misses at the strided rate, 81.9 us against an
     L1 time of 35.2 us, before stores stopped naming their array)."""
-    from tiletraffic.simulator.device_model import NVIDIA_H200, ValueSource
+    from tiletraffic.simulator.model.device_model import NVIDIA_H200, ValueSource
 
     src = ValueSource("measured", "test", "by hand")
     fill = NVIDIA_H200.with_values(
@@ -258,7 +259,7 @@ def test_fills_from_dram_of_a_work_group_that_just_fits_count_its_sub_groups():
     per work-item, capped at 64 (the most with which one work-group of 1024 fits the
     H200's 65 536 registers), so one work-group is resident and the fills count its 32
     sub-groups, exactly as with 64 registers given."""
-    from tiletraffic.simulator.device_model import NVIDIA_H200, ValueSource
+    from tiletraffic.simulator.model.device_model import NVIDIA_H200, ValueSource
 
     src = ValueSource("measured", "test", "by hand")
     fill = NVIDIA_H200.with_values(
@@ -284,7 +285,7 @@ def test_a_few_strided_requests_do_not_make_all_of_an_arrays_fills_strided():
     (fills-bound, 0.0385 ms against 0.0170 ms, dram-bound) with round 6's H200 values
     while every L1 miss of an array with any strided load counted; now an array's fills
     count by the share of its load requests that are strided."""
-    from tiletraffic.simulator.device_model import NVIDIA_H200, ValueSource
+    from tiletraffic.simulator.model.device_model import NVIDIA_H200, ValueSource
 
     src = ValueSource("measured", "test", "round 6's H200 calibration")
     model = NVIDIA_H200.with_values({

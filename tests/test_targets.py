@@ -1,12 +1,12 @@
-"""The targets the model is judged by: named package data (analysis/targets.toml), read
+"""The targets the model is judged by: named package data (analysis/validation/targets.toml), read
 through the expression parser, overridable per target with a file (``--targets FILE``)."""
 from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
 
-from tiletraffic.analysis import targets as T
-from tiletraffic.analysis import tuning_stats
+from tiletraffic.analysis.validation import targets as T
+from tiletraffic.analysis.tune import stats as tuning_stats
 from tiletraffic.analysis.cli import main
 from tiletraffic.analysis.validation.cases import Case
 from tiletraffic.analysis.validation.compare import compare, measured_time

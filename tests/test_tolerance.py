@@ -1,4 +1,4 @@
-"""The one float64 reference and tolerance (simulator.tolerance), shared with gpu.runtime."""
+"""The one float64 reference and tolerance (simulator.engine.tolerance), shared with gpu.runtime.launch."""
 from __future__ import annotations
 
 import dataclasses
@@ -6,11 +6,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tiletraffic.gpu import runtime
-from tiletraffic.simulator import tolerance
-from tiletraffic.simulator.reference import (error_over_tolerance, random_inputs, reference,
-                                             reference_product)
-from tiletraffic.simulator.schedules import build
+from tiletraffic.gpu.runtime import launch as runtime
+from tiletraffic.simulator.engine import tolerance
+from tiletraffic.simulator.engine.reference import (error_over_tolerance, random_inputs,
+                                                    reference, reference_product)
+from tiletraffic.simulator.kernels.families import build
 
 
 def test_gpu_runtime_re_exports_the_one_tolerance():

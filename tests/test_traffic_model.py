@@ -1,4 +1,4 @@
-"""Tests of simulator.device_model and the model (simulator.prediction, simulator.queueing:
+"""Tests of simulator.model.device_model and the model (simulator.model.prediction, simulator.model.queueing:
 L1 footprint, DRAM, time ceilings) and of ``tiletraffic simulate --device-model``, against values computed by hand."""
 from __future__ import annotations
 
@@ -13,26 +13,22 @@ import pytest
 from click.testing import CliRunner
 
 from tiletraffic.analysis.cli import main
-from tiletraffic.simulator.counters import AccessEvent
-from tiletraffic.simulator.device_model import (
-    DEVICE_MODELS,
-    GENERIC_GPU_MODEL,
-    NVIDIA_H200,
-    NVIDIA_H200_CUDA,
-    DeviceModel,
-    GuessedValueWarning,
-    device_model,
-)
-from tiletraffic.simulator.accelerators import ALL, Accelerators
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.memory import MemoryObserver
-from tiletraffic.simulator.schedules import build
-from tiletraffic.simulator.cache_observers import FootprintObserver
-from tiletraffic.simulator.model import model_launch
-from tiletraffic.simulator.observation import LaunchObservation
-from tiletraffic.simulator.prediction import ADDED_TIME_TERMS, interval_latency_s, predict
-from tiletraffic.simulator.queueing import (closed_network_throughput, drain_time_s,
-                                            exposed_latency_s, tail_latency_s)
+from tiletraffic.simulator.observers.counters import AccessEvent
+from tiletraffic.simulator.model.device_model import (DEVICE_MODELS, GENERIC_GPU_MODEL,
+                                                      NVIDIA_H200, NVIDIA_H200_CUDA,
+                                                      DeviceModel, GuessedValueWarning,
+                                                      device_model)
+from tiletraffic.simulator.engine.accelerators import ALL, Accelerators
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.observers.memory import MemoryObserver
+from tiletraffic.simulator.kernels.families import build
+from tiletraffic.simulator.observers.cache import FootprintObserver
+from tiletraffic.simulator.model.launch import model_launch
+from tiletraffic.simulator.model.observation import LaunchObservation
+from tiletraffic.simulator.model.prediction import (ADDED_TIME_TERMS, interval_latency_s,
+                                                    predict)
+from tiletraffic.simulator.model.queueing import (closed_network_throughput, drain_time_s,
+                                                  exposed_latency_s, tail_latency_s)
 
 KIB = 1024
 
@@ -292,8 +288,8 @@ def test_one_observation_serves_every_prediction_of_a_schedule():
     # observe_for_model is what model_launch predicts from: predicting from it again, with
     # any registers, gives model_launch's prediction (through K extrapolation, which applies
     # to gemm-register-blocked at K = 512 with BK = 16, and without it: K = 64 is too short)
-    from tiletraffic.simulator.accelerators import k_extrapolation
-    from tiletraffic.simulator.model import observe_for_model
+    from tiletraffic.simulator.engine.accelerators import k_extrapolation
+    from tiletraffic.simulator.model.launch import observe_for_model
 
     long_k, short_k = (build("gemm-register-blocked", 64, k, 64, tile=16) for k in (512, 64))
     assert k_extrapolation.applies(long_k) and not k_extrapolation.applies(short_k)
@@ -389,7 +385,7 @@ def test_dram_set_associative_l2_by_hand():
 
 
 def test_miss_probability_limits():
-    from tiletraffic.simulator.dram_model import miss_probability
+    from tiletraffic.simulator.model.dram import miss_probability
     # many ways: no underflow (lambda > 745), close to the fully associative threshold
     assert miss_probability(0.5e6, 1e6, 2048) < 1e-6
     assert miss_probability(1.5e6, 1e6, 2048) > 1 - 1e-6

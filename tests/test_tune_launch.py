@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from tiletraffic.analysis.cli import main
-from tiletraffic.analysis.tune_launch import parse_params, tune_launch
-from tiletraffic.analysis.tuner import TuneError
+from tiletraffic.analysis.tune.launch import parse_params, tune_launch
+from tiletraffic.analysis.tune.tuner import TuneError
 
 LAUNCH = Path(__file__).resolve().parent.parent / "examples" / "opencl" / "mm_tiled.toml"
 
@@ -115,7 +115,7 @@ def test_candidates_the_kernels_required_work_group_size_refuses_are_rejected(tm
 
 @pytest.fixture(scope="module")
 def pocl():
-    from tiletraffic.gpu.device import list_devices
+    from tiletraffic.gpu.devices.device import list_devices
     devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
                or "pocl" in d.platform_name.lower()]
     if not devices:
@@ -147,8 +147,8 @@ def test_top_candidates_measured_on_pocl_with_regret(pocl, tmp_path):
 
 
 def test_every_measured_candidate_failing_is_a_fault_in_one_line(pocl, tmp_path, monkeypatch):
-    from tiletraffic.analysis.validation import measure
-    from tiletraffic.gpu.runtime import KernelBuildError
+    from tiletraffic.gpu.runtime import checked_run as measure
+    from tiletraffic.gpu.runtime.launch import KernelBuildError
 
     def refuse(*args, **kwargs):
         raise KernelBuildError("OpenCL build failed on the test device:\nerror: made up", "log")

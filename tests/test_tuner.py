@@ -11,14 +11,13 @@ from click.testing import CliRunner
 from hypothesis import given, strategies as st
 
 import tiletraffic as tt
-from tiletraffic.analysis import tuner, tuning_stats
+from tiletraffic.analysis.tune import tuner, stats as tuning_stats
 from tiletraffic.analysis.cli import main
-from tiletraffic.analysis.expressions import BOOLEAN, NUMBER, ExpressionError, parse
-from tiletraffic.analysis.tuning_space import (Candidate, SpaceError, check_candidate,
-                                               load_space)
-from tiletraffic.gpu.runtime import list_devices
-from tiletraffic.simulator.device import GENERIC_GPU, DeviceLimits
-from tiletraffic.simulator.sequence import kernels_of
+from tiletraffic.frontend.expressions import BOOLEAN, NUMBER, ExpressionError, parse
+from tiletraffic.analysis.tune.space import Candidate, SpaceError, check_candidate, load_space
+from tiletraffic.gpu.runtime.launch import list_devices
+from tiletraffic.simulator.engine.limits import GENERIC_GPU, DeviceLimits
+from tiletraffic.simulator.ir.sequence import kernels_of
 
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed")
@@ -286,8 +285,8 @@ def test_builder_and_limit_refusals_are_rejections_not_crashes(tmp_path):
 
 
 def test_a_candidate_the_model_refuses_is_rejected_and_the_rest_ranked(tmp_path, monkeypatch):
-    from tiletraffic.simulator import model as traffic_model
-    from tiletraffic.simulator.device import LimitError
+    from tiletraffic.simulator.model import launch as traffic_model
+    from tiletraffic.simulator.engine.limits import LimitError
 
     real = traffic_model.model_launch
 
@@ -517,8 +516,8 @@ def test_ctrl_c_keeps_what_finished_and_resume_completes_it(tmp_path, monkeypatc
 
 @needs_pocl
 def test_a_failed_measurement_is_recorded_and_the_tuning_goes_on(tmp_path, monkeypatch):
-    from tiletraffic.analysis.validation import measure as validate
-    from tiletraffic.gpu.runtime import KernelBuildError
+    from tiletraffic.gpu.runtime import checked_run as validate
+    from tiletraffic.gpu.runtime.launch import KernelBuildError
 
     real = validate.run_on_device
 
@@ -612,7 +611,7 @@ def test_cli_bad_space_and_empty_space_exit_2_naming_file_and_entry(tmp_path):
 
 
 def test_cli_without_a_device_exits_1_before_modelling(tmp_path, monkeypatch):
-    from tiletraffic.gpu import device as gpu_device
+    from tiletraffic.gpu.devices import device as gpu_device
 
     def none(spec=None):
         raise gpu_device.DeviceError("no OpenCL device found (hand-made for the test)")
@@ -667,7 +666,7 @@ def test_each_candidate_is_checked_before_launch_once_for_all_its_rounds(
 def test_an_expression_beyond_a_64_bit_integer_is_refused_not_computed():
     """Chained products grow without bound; each step is checked, so a runaway value is one
     line naming the limit (not minutes of arithmetic or a traceback)."""
-    from tiletraffic.analysis.expressions import ExpressionError, parse
+    from tiletraffic.frontend.expressions import ExpressionError, parse
 
     product = parse("X * X * X", {"X"})
     assert product.evaluate({"X": 2**21}) == 2**63
@@ -678,7 +677,7 @@ def test_an_expression_beyond_a_64_bit_integer_is_refused_not_computed():
 
 
 def test_min_and_max_of_one_argument_are_that_argument():
-    from tiletraffic.analysis.expressions import parse
+    from tiletraffic.frontend.expressions import parse
 
     assert parse("min(N)", {"N"}).evaluate({"N": 3}) == 3
     assert parse("max(N, 2, 7)", {"N"}).evaluate({"N": 3}) == 7
@@ -732,9 +731,9 @@ def test_every_candidate_failing_its_build_is_a_failed_run_exit_1(tmp_path, monk
                                                                   fails, words):
     """A build failure on the device is a failed run (exit 1, as ``run`` and ``tune
     LAUNCH.toml``), not bad input, and not a success."""
-    from tiletraffic.analysis import tuning_recheck
-    from tiletraffic.analysis.validation import measure
-    from tiletraffic.gpu.runtime import KernelBuildError
+    from tiletraffic.analysis.tune import recheck as tuning_recheck
+    from tiletraffic.gpu.runtime import checked_run as measure
+    from tiletraffic.gpu.runtime.launch import KernelBuildError
 
     def refuse(*args, **kwargs):
         raise KernelBuildError("error: hand-made build failure", "log")

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import tiletraffic as tt
-from tiletraffic.analysis import tuning_file
+from tiletraffic.analysis.tune import results_file as tuning_file
 from tiletraffic.analysis.cli import main
 
 SPACE = "[[family]]\nname = 'gemm-tiled'\n[family.parameters]\ntile = [8, 16]\n"
@@ -122,7 +122,7 @@ def test_a_file_that_is_not_a_json_object_is_named_in_product_words(planned, tmp
 
 
 def test_a_well_formed_file_resumes_reusing_its_predictions(planned, tmp_path, monkeypatch):
-    from tiletraffic.analysis import tuner
+    from tiletraffic.analysis.tune import tuner
 
     space, doc = planned
     out = tmp_path / "t.json"

@@ -12,14 +12,15 @@ import pytest
 from click.testing import CliRunner
 
 import tiletraffic as tt
-from tiletraffic.analysis import tuner, tuning_recheck, tuning_stats
+from tiletraffic.analysis.tune import tuner, recheck as tuning_recheck, stats as tuning_stats
 from tiletraffic.analysis.cli import main
-from tiletraffic.analysis.tuning_space import load_space
-from tiletraffic.gpu import codegen, runtime
-from tiletraffic.gpu.kernel_resources import KernelResources
-from tiletraffic.gpu.runtime import list_devices
-from tiletraffic.simulator.device_model import device_model
-from tiletraffic.simulator.model import model_launch
+from tiletraffic.analysis.tune.space import load_space
+from tiletraffic.gpu.codegen import generate as codegen
+from tiletraffic.gpu.runtime import launch as runtime
+from tiletraffic.gpu.devices.kernel_resources import KernelResources
+from tiletraffic.gpu.runtime.launch import list_devices
+from tiletraffic.simulator.model.device_model import device_model
+from tiletraffic.simulator.model.launch import model_launch
 
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed")
@@ -48,8 +49,8 @@ VEC = "gemm-vectorized tile=8 wg_rows=8 tm=4 tn=4 bk=16"
 
 
 def vec_estimate(space_file) -> int:
-    """The first pass's registers of VEC: ``simulator.registers.estimate_registers``."""
-    from tiletraffic.simulator.registers import estimate_registers
+    """The first pass's registers of VEC: ``simulator.model.registers.estimate_registers``."""
+    from tiletraffic.simulator.model.registers import estimate_registers
 
     cand = next(c for _, c in load_space(space_file).candidates() if c.label == VEC)
     return estimate_registers(cand.build(*SIZES)).registers_per_work_item
@@ -62,7 +63,7 @@ def write(tmp_path, text=SPACE, name="space.toml"):
 
 
 def fake_reader(counts: dict):
-    """A stand-in for ``gpu.runtime.kernel_resources`` that reports ``counts`` (kernel name,
+    """A stand-in for ``gpu.runtime.launch.kernel_resources`` that reports ``counts`` (kernel name,
     local size) -> registers per work-item, as NVIDIA's build log would; the build itself
     is PoCL's, real."""
     import pyopencl as cl

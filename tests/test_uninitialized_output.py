@@ -1,5 +1,5 @@
 """Reads of an output buffer (role ``out``) before anything stored the element
-(``uninitialized-global-read``, simulator.race_detection.UninitializedOutputRead)."""
+(``uninitialized-global-read``, simulator.observers.local_races.UninitializedOutputRead)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,11 +7,11 @@ import pytest
 from click.testing import CliRunner
 
 from tiletraffic.analysis.cli import main
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.schedule import (GlobalArray, If, Let, Param, Schedule, block,
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.observers.hazards import HazardError
+from tiletraffic.simulator.ir.nodes import (GlobalArray, If, Let, Param, Schedule, block,
                                             global_id, store)
-from tiletraffic.simulator.variants import VARIANTS, build_any
+from tiletraffic.simulator.kernels.variants import VARIANTS, build_any
 from strategies import random_inputs
 
 KIND = "uninitialized-global-read"

@@ -13,12 +13,12 @@ from click.testing import CliRunner
 
 import tiletraffic as tt
 from tiletraffic.analysis.cli import main
-from tiletraffic.frontend.opencl import FrontendError
-from tiletraffic.gpu.codegen import generate, render_block, render_int
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.static_ir import ExecutionError, eval_static, wrap_int
-from tiletraffic.simulator.wellformed import check_well_formed
+from tiletraffic.frontend.opencl.translate import FrontendError
+from tiletraffic.gpu.codegen.generate import generate, render_block, render_int
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.ir.static import ExecutionError, eval_static, wrap_int
+from tiletraffic.simulator.ir.wellformed import check_well_formed
 
 N = 16
 
@@ -315,12 +315,12 @@ def test_check_of_the_uint_kernel_is_clean_and_the_size_t_one_is_refused(tmp_pat
         "global id (0,)" in line and "Traceback" not in refused.output
 
 
-oclgrind = pytest.importorskip("tiletraffic.gpu.oclgrind")
+oclgrind = pytest.importorskip("tiletraffic.gpu.oclgrind.oclgrind")
 
 
 @pytest.mark.skipif(not oclgrind.oclgrind_available(), reason="no Oclgrind platform")
 def test_crosscheck_agrees_with_oclgrind_on_the_uint_kernel_and_its_rendered_ir(tmp_path):
-    from tiletraffic.analysis.crosscheck import compare_counts, compare_hazards
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts, compare_hazards
     sch = _parse(ISSUE_UINT)
     for target in (sch, _rendered(sch)):
         hazards = compare_hazards(target)
@@ -335,7 +335,7 @@ def test_crosscheck_agrees_with_oclgrind_on_the_uint_kernel_and_its_rendered_ir(
 
 
 def _pocl():
-    from tiletraffic.gpu.device import list_devices
+    from tiletraffic.gpu.devices.device import list_devices
     found = [d for d in list_devices() if "portable" in d.platform_name.lower()
              or "pocl" in d.platform_name.lower()]
     return f"{found[0].platform_index}:{found[0].device_index}" if found else None

@@ -1,4 +1,4 @@
-"""A user's own schedule, end to end (analysis.user_schedule and SCHEDULE = FILE.py:FUNCTION).
+"""A user's own schedule, end to end (frontend.user_schedule and SCHEDULE = FILE.py:FUNCTION).
 
 The tutorial's file (docs/tutorial.md) ``examples/rect_tile_gemm.py`` (work-group 16×8, K-tile 8) goes
 through every command by path: simulate (counts equal the hand-derived closed forms, values
@@ -18,12 +18,12 @@ from click.testing import CliRunner
 from hypothesis import given
 
 import tiletraffic as tt
-from tiletraffic.analysis import user_schedule
+from tiletraffic.frontend import user_schedule
 from tiletraffic.analysis.cli import main
-from tiletraffic.gpu.device import list_devices
-from tiletraffic.gpu.oclgrind import oclgrind_available
-from tiletraffic.gpu.runtime import ResultMismatchError, check_result
-from tiletraffic.simulator.reference import random_inputs
+from tiletraffic.gpu.devices.device import list_devices
+from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+from tiletraffic.gpu.runtime.launch import ResultMismatchError, check_result
+from tiletraffic.simulator.engine.reference import random_inputs
 
 from strategies import sizes
 
@@ -318,7 +318,7 @@ def make(**sizes):
     assert user_schedule.load_module(path).seen == [["m"]]
 
 
-@pytest.mark.filterwarnings("ignore::tiletraffic.simulator.device_model.GuessedValueWarning")
+@pytest.mark.filterwarnings("ignore::tiletraffic.simulator.model.device_model.GuessedValueWarning")
 def test_python_api_on_the_tutorial_schedule():
     m, k, n = 20, 13, 40
     sch = tt.build(SPEC, m=m, k=k, n=n)
@@ -368,6 +368,6 @@ def test_malformed_schedule_is_refused_before_it_runs(tmp_path):
 
 
 def test_a_built_in_family_name_is_refused(tmp_path):
-    wrapper = write(tmp_path, "wrap.py", "from tiletraffic.simulator.schedules import gemm_tiled\n"
+    wrapper = write(tmp_path, "wrap.py", "from tiletraffic.simulator.kernels.families import gemm_tiled\n"
                     "def make(m, k, n):\n    return gemm_tiled(m, k, n, 8)\n")
     assert usage_error(invoke("simulate", f"{wrapper}:make", *sizes_args(9, 9, 9)), "'gemm-tiled'")

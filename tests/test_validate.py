@@ -1,15 +1,16 @@
-"""analysis.validation.measure.run_on_device on PoCL: every launch checked, the
+"""gpu.runtime.checked_run.run_on_device on PoCL: every launch checked, the
 worst error/tolerance named, the kind of inputs."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tiletraffic.analysis.validation.measure import run_on_device
-from tiletraffic.gpu.runtime import LAUNCH_INDEX_ARG, ResultMismatchError, list_devices, select_device
-from tiletraffic.simulator.demos import LAUNCH_INDEX_PARAM, WRONG_LAUNCH
-from tiletraffic.simulator.schedules import build
-from tiletraffic.simulator.variants import VARIANTS
+from tiletraffic.gpu.runtime.checked_run import run_on_device
+from tiletraffic.gpu.runtime.launch import (LAUNCH_INDEX_ARG, ResultMismatchError,
+                                            list_devices, select_device)
+from tiletraffic.simulator.kernels.demos import LAUNCH_INDEX_PARAM, WRONG_LAUNCH
+from tiletraffic.simulator.kernels.families import build
+from tiletraffic.simulator.kernels.variants import VARIANTS
 
 pytestmark = pytest.mark.skipif(not any(d.is_pocl for d in list_devices()),
                                 reason="PoCL is not installed")
@@ -64,8 +65,8 @@ def test_every_kind_of_input_runs_and_checks(pocl, kind):
 
 def test_a_launch_beyond_the_devices_local_memory_is_refused_before_the_inputs_are_made(
         pocl, monkeypatch):
-    from tiletraffic.analysis.validation import measure as validate
-    from tiletraffic.gpu.runtime import LaunchConfigError
+    from tiletraffic.gpu.runtime import checked_run as validate
+    from tiletraffic.gpu.runtime.launch import LaunchConfigError
 
     def no_inputs(*args, **kwargs):
         raise AssertionError("inputs made for a launch the device refuses")

@@ -17,10 +17,10 @@ from tiletraffic.analysis.validation import predict as vp
 from tiletraffic.analysis.validation import results as vres
 from tiletraffic.analysis.validation import run as vr
 from tiletraffic.analysis.cli import main
-from tiletraffic.analysis.report_text import speedup_against_cut, speedup_against_n
+from tiletraffic.analysis.report.text import speedup_against_cut, speedup_against_n
 from tiletraffic.analysis.validation.render import noise_sentence
-from tiletraffic.gpu.device import list_devices
-from tiletraffic.simulator.device_model import built_in_file
+from tiletraffic.gpu.devices.device import list_devices
+from tiletraffic.simulator.model.device_model import built_in_file
 
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed "
@@ -109,13 +109,13 @@ def test_a_case_s_compiled_registers_reach_the_model_and_its_id(tmp_path):
     gemm-prefetch work-group of 256 work-items with 79 registers each fits 3 times in the
     H200's 65,536 registers, with the schedule's estimate (62) 4 times, and the model's
     time changes with it; the id names the count, the file keeps it, the kernel is the same."""
-    from tiletraffic.simulator.model import model_launch
+    from tiletraffic.simulator.model.launch import model_launch
 
     opts = {"tile": 16, "tm": 4, "tn": 4, "bk": 16}
     given = case("gemm-prefetch", 4096, 4096, 4096, registers=79, **opts)
     estimated = case("gemm-prefetch", 4096, 4096, 4096, **opts)
     assert given.id == estimated.id + " registers=79" and given.label == estimated.label
-    from tiletraffic.gpu.codegen import generate
+    from tiletraffic.gpu.codegen.generate import generate
     assert generate(given.build()).source == generate(estimated.build()).source
     path = tmp_path / "cases.toml"
     path.write_text(v.cases_toml([given, estimated]))
@@ -272,7 +272,7 @@ def test_report_sentences_follow_the_data():
     worse = speedup_against_cut([16.0, 4.0], [0.5, 2.0])[0]
     assert "in 0." in worse.split(";")[1]
 
-    from tiletraffic.analysis.report_text import Speedup
+    from tiletraffic.analysis.report.text import Speedup
     pairs = [Speedup("a", "square", 4.0, 0.5, 0.4, 0.6, 4, 64),
              Speedup("b", "square", 4.0, 2.0, 1.5, 2.5, 4, 128),
              Speedup("c", "square", 4.0, 1.2, 0.9, 1.5, 4, 256)]
@@ -305,7 +305,7 @@ def test_predictions_file_round_trip(tmp_path):
             + p["time_terms_s"][p["bound"] + "_s"] == pytest.approx(p["predicted_time_s"])
         assert p["guessed_values"], "generic-gpu's guesses are recorded"
     import tiletraffic as tt
-    from tiletraffic.simulator.device_model import GuessedValueWarning
+    from tiletraffic.simulator.model.device_model import GuessedValueWarning
     with pytest.warns(GuessedValueWarning):
         again = tt.model(TWO[0].build(), "generic-gpu").prediction.predicted_time_s
     assert pf.predictions[TWO[0].id]["predicted_time_s"] == again
@@ -357,7 +357,7 @@ def test_malformed_predictions_files_are_refused(tmp_path, edit, message):
 
 
 def test_predict_only_needs_no_device_and_a_model(tmp_path, monkeypatch):
-    import tiletraffic.gpu.device as device
+    import tiletraffic.gpu.devices.device as device
 
     def no_device(*a, **k):
         raise AssertionError("--predict-only must not open a device")
@@ -474,7 +474,7 @@ def test_pre_registered_predictions_are_measured_and_compared(pocl_model, tmp_pa
 @needs_pocl
 def test_every_finished_case_is_saved_and_earlier_results_kept(pocl_model, tmp_path,
                                                                monkeypatch):
-    from tiletraffic.gpu.device import select_device
+    from tiletraffic.gpu.devices.device import select_device
 
     target = select_device("pocl")
     out = tmp_path / "v"
@@ -512,10 +512,10 @@ def test_every_finished_case_is_saved_and_earlier_results_kept(pocl_model, tmp_p
 
 @needs_pocl
 def test_a_failed_round_leaves_the_case_out_with_its_error(pocl_model, tmp_path, monkeypatch):
-    from tiletraffic.gpu.device import select_device
-    from tiletraffic.gpu.runtime import ResultMismatchError
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.gpu.runtime.launch import ResultMismatchError
 
-    import tiletraffic.analysis.validation.measure as validate_module
+    import tiletraffic.gpu.runtime.checked_run as validate_module
     real = validate_module.run_on_device
 
     def wrong_second(target, schedule, **k):
@@ -533,7 +533,7 @@ def test_a_failed_round_leaves_the_case_out_with_its_error(pocl_model, tmp_path,
 
 
 def test_a_report_measures_against_predictions_in_its_validate_folder(tmp_path):
-    from tiletraffic.analysis.report import _registered_predictions
+    from tiletraffic.analysis.report.build import _registered_predictions
 
     class Info:
         is_gpu = False
@@ -619,8 +619,8 @@ def test_another_devices_model_gets_errors_but_no_verdicts(tmp_path):
 @needs_pocl
 def test_a_cases_check_before_launch_is_made_once_for_all_its_rounds(tmp_path, monkeypatch,
                                                                      pocl_model):
-    import tiletraffic.analysis.validation.measure as measure
-    from tiletraffic.gpu.device import select_device
+    import tiletraffic.gpu.runtime.checked_run as measure
+    from tiletraffic.gpu.devices.device import select_device
     made = []
     real = measure.check_before_launch
 

@@ -1,4 +1,4 @@
-"""Tests of simulator.variants: every broken variant is a small rewrite of the correct
+"""Tests of simulator.kernels.variants: every broken variant is a small rewrite of the correct
 description, visible as such in the generated OpenCL; build_any and its errors.
 """
 from __future__ import annotations
@@ -9,11 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tiletraffic.gpu.codegen import generate
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.schedules import FAMILIES, SEQUENCE_FAMILIES, ScheduleError, build
-from tiletraffic.simulator.variants import (CHECK_EXAMPLES, CORRECT_DEMOS, VARIANTS, build_any,
-                                drop_barrier, names, rewrite, strip_guards)
+from tiletraffic.gpu.codegen.generate import generate
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.kernels.families import (FAMILIES, SEQUENCE_FAMILIES, ScheduleError,
+                                                    build)
+from tiletraffic.simulator.kernels.variants import (CHECK_EXAMPLES, CORRECT_DEMOS, VARIANTS,
+                                                    build_any, drop_barrier, names, rewrite,
+                                                    strip_guards)
 from strategies import sizes
 
 
@@ -115,7 +117,7 @@ def test_unguarded_copy_stores_at_the_local_id_with_no_barrier():
 
 
 def test_unguarded_copy_applies_to_matvec_local_whole_only():
-    from tiletraffic.simulator.variants import unguarded_copy
+    from tiletraffic.simulator.kernels.variants import unguarded_copy
     with pytest.raises(ScheduleError, match="matvec-local-whole"):
         unguarded_copy(build("gemm-tiled", 4, 4, 4, 2))
 

@@ -1,7 +1,7 @@
 """Vector accesses (float2/float4) in the IR, the engine and the memory model, on launches
 computed by hand.
 
-Conventions of the hand computations (simulator/memory.py docstring): a sub-group is 32
+Conventions of the hand computations (simulator/observers/memory.py docstring): a sub-group is 32
 consecutive flattened local ids; a float is 4 B, a sector 32 B, a line 128 B, buffers start
 256-byte aligned; local word w lies in bank w mod 32. A vector access is one instruction
 per work-item: one request per sub-group; sectors, lines and bank wavefronts count every
@@ -16,14 +16,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tiletraffic.gpu.codegen import generate
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.memory import MemoryObserver
-from tiletraffic.simulator.schedule import (
-    Barrier, Const, DeclareFloat, GlobalArray, Let, LocalArray, Private, Schedule,
-    ScheduleError, global_id, local_id, store, vload, vstore)
+from tiletraffic.gpu.codegen.generate import generate
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.observers.hazards import HazardError
+from tiletraffic.simulator.observers.memory import MemoryObserver
+from tiletraffic.simulator.ir.nodes import (Barrier, Const, DeclareFloat, GlobalArray, Let,
+                                            LocalArray, Private, Schedule, ScheduleError,
+                                            global_id, local_id, store, vload, vstore)
 
 
 def copy_kernel(items: int, width: int, stride: int = 1, offset: int = 0,
@@ -183,7 +183,7 @@ def test_merged_128_bit_loads_of_the_cuda_build_use_the_same_rule():
     # build) four iterations are one LDS.128 whose lanes all read the same 16 bytes (a
     # broadcast): 1 wavefront, at least vector_min_wavefronts = 2, ideal 2: 0 conflicts,
     # as before the explicit vector loads existed.
-    from tiletraffic.simulator.schedules import build
+    from tiletraffic.simulator.kernels.families import build
     obs = MemoryObserver(local_vector_words=4, vector_min_wavefronts=2)
     simulate(build("matvec-local", 32, 64, tile=32, chunk=32), compute_values=False,
              observers=[obs])
@@ -205,7 +205,7 @@ def test_merged_128_bit_loads_of_the_cuda_build_use_the_same_rule():
 ])
 def test_a_merged_loop_ends_with_one_vector_load_where_the_array_has_room(
         family, k, loads, wavefronts):
-    from tiletraffic.simulator.schedules import build
+    from tiletraffic.simulator.kernels.families import build
     options = {"chunk": 32} if family == "matvec-local" else {}
     obs = MemoryObserver(local_vector_words=4)
     simulate(build(family, 32, k, tile=32, **options), compute_values=False, observers=[obs])

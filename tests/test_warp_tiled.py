@@ -14,14 +14,14 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
 from strategies import assert_matches_reference, random_inputs, warp_tiled_configurations
-from tiletraffic.analysis import closed_form
+from tiletraffic.simulator.kernels import closed_forms as closed_form
 from tiletraffic.analysis.cli import main
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.counters import Observer
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.memory import MemoryObserver
-from tiletraffic.simulator.schedules import ScheduleError, build
-from tiletraffic.simulator.schedules_warp import skew_floats, warp_geometry
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.observers.counters import Observer
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.observers.memory import MemoryObserver
+from tiletraffic.simulator.kernels.families import ScheduleError, build
+from tiletraffic.simulator.kernels.warp_tiled import skew_floats, warp_geometry
 
 ODD = [  # (m, k, n, options): edge blocks in M and N, K not a multiple of BK, K < BK
     ((37, 44, 68), {"tile": 8, "wg_rows": 4, "tm": 4, "tn": 4, "bk": 8}),
@@ -129,7 +129,7 @@ def test_without_the_skew_the_a_tile_stores_conflict():
             return S.BinOp(e.op, unskewed(e.left), unskewed(e.right))
         return e
 
-    from tiletraffic.simulator.variants import rewrite
+    from tiletraffic.simulator.kernels.variants import rewrite
 
     rows = S.LocalArray("A_tile", sch.local_arrays[0].dims[:2] + (S.Const(128, "A_ROW"),))
 
@@ -189,7 +189,7 @@ def test_fragments_of_depth_kk_plus_1_are_loaded_before_the_multiply_adds_of_kk(
     """Register double buffering, in the generated source: inside the kk loop the second
     fragment set (depth kk + 1) is read from local memory before the first set's
     multiply-adds, and the first set is refilled (depth kk + 2) before the second set's."""
-    from tiletraffic.gpu.codegen import generate
+    from tiletraffic.gpu.codegen.generate import generate
 
     source = generate(build("gemm-warp-tiled", 128, 64, 128)).source
     loop = source[source.index("for (int kk = 0;"):]
@@ -201,7 +201,7 @@ def test_fragments_of_depth_kk_plus_1_are_loaded_before_the_multiply_adds_of_kk(
 def _in_the_k_loop(sch, change):
     import dataclasses
 
-    from tiletraffic.simulator.variants import rewrite
+    from tiletraffic.simulator.kernels.variants import rewrite
 
     def fn(s):
         if isinstance(s, S.For) and s.var == "t":
@@ -226,8 +226,8 @@ def _into_the_current_buffer(body):
 def test_broken_forms_are_caught(sizes, options):
     """Without its one barrier it races; storing the next step into the buffer being read
     races whenever there is a next step."""
-    from tiletraffic.simulator.device import UNLIMITED
-    from tiletraffic.simulator.variants import drop_barrier
+    from tiletraffic.simulator.engine.limits import UNLIMITED
+    from tiletraffic.simulator.kernels.variants import drop_barrier
 
     def kinds(sch):
         res = simulate(sch, random_inputs(sch, np.random.default_rng(1)), hazards="report",
@@ -292,7 +292,7 @@ def test_cli_check_finds_no_hazard():
 
 def _pocl_present() -> bool:
     try:
-        from tiletraffic.gpu.runtime import list_devices
+        from tiletraffic.gpu.runtime.launch import list_devices
         return any(d.is_pocl for d in list_devices())
     except Exception:
         return False

@@ -1,4 +1,4 @@
-"""simulator.wellformed: every built-in schedule passes; each kind of malformed schedule is
+"""simulator.ir.wellformed: every built-in schedule passes; each kind of malformed schedule is
 refused with the offending name in the message, and one that passes simulates and renders."""
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ import dataclasses
 
 import pytest
 
-from tiletraffic.gpu.codegen import generate
-from tiletraffic.simulator import schedules
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.schedule import (Accumulate, Assign, Barrier, Const, DeclareFloat, For,
-                                            GlobalArray, If, Let, LocalArray, Param, Schedule,
-                                            Var, global_id, local_id, store)
-from tiletraffic.simulator.variants import build_any, names
-from tiletraffic.simulator.schedule import ScheduleError
-from tiletraffic.simulator.wellformed import MalformedScheduleError, check_well_formed
+from tiletraffic.gpu.codegen.generate import generate
+from tiletraffic.simulator.kernels import families as schedules
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.ir.nodes import (Accumulate, Assign, Barrier, Const, DeclareFloat,
+                                            For, GlobalArray, If, Let, LocalArray, Param,
+                                            Schedule, Var, global_id, local_id, store)
+from tiletraffic.simulator.kernels.variants import build_any, names
+from tiletraffic.simulator.ir.nodes import ScheduleError
+from tiletraffic.simulator.ir.wellformed import MalformedScheduleError, check_well_formed
 
 A = GlobalArray("A", "in", ("N",))
 Y = GlobalArray("y", "out", ("N",))

@@ -1,4 +1,4 @@
-"""DRAM write-back of dirty output lines (simulator.dram_model.dram_writes_write_back),
+"""DRAM write-back of dirty output lines (simulator.model.dram.dram_writes_write_back),
 against values computed by hand."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from tiletraffic.simulator.dram_model import (BufferReads, dram_writes_write_back,
-                                              partition_copies,
-                                              miss_probabilities, miss_probability)
+from tiletraffic.simulator.model.dram import (BufferReads, dram_writes_write_back,
+                                              partition_copies, miss_probabilities,
+                                              miss_probability)
 
 
 def streams(*sizes: int) -> dict[str, BufferReads]:

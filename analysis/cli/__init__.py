@@ -14,7 +14,7 @@
                           [--recheck R] [--out F]
     tiletraffic validate [--device D] [--device-model M] [--quick] [--predictions F] | --predict-only
 
-SCHEDULE is any form :mod:`tiletraffic.analysis.resolver` knows (the one resolver, shared
+SCHEDULE is any form :mod:`tiletraffic.frontend.resolver` knows (the one resolver, shared
 with ``tiletraffic.build``): a built-in name (a family, a demo, a faulty variant
 ``family:variant``) or ``FILE.py:FUNCTION``, a function of the user's Python file that
 returns a ``Schedule``, called with the sizes given (``--m``, ``--k``, ``--n``, ``--tile``,
@@ -41,8 +41,8 @@ import warnings
 import click
 from click.exceptions import NoArgsIsHelpError
 
-from . import (calibrate, check, crosscheck, device_model, devices, explain, model, report,
-               run, simulate, tune, validate)
+from tiletraffic.analysis.cli import (calibrate, check, crosscheck, device_model, devices,
+                                      explain, model, report, run, simulate, tune, validate)
 
 COMMANDS = (simulate, model, run, explain, check, crosscheck, devices, device_model, calibrate,
             report, tune, validate)
@@ -105,7 +105,7 @@ class _Ordered(click.Group):
         except OSError as err:
             if err.errno not in OUTPUT_ERRNOS:
                 raise
-            from .common import _cannot_write
+            from tiletraffic.analysis.cli.common import _cannot_write
 
             click.echo(f"error: {_cannot_write('the output', err, 'stdout')}", err=True)
             sys.exit(OUTPUT_EXIT)

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from .common import check_out_file, fail, select_device
-from .options import DEVICE_MODEL
+from tiletraffic.analysis.cli.common import check_out_file, fail, select_device
+from tiletraffic.analysis.cli.options import DEVICE_MODEL
 
 
 @click.command("calibrate")
@@ -29,11 +29,11 @@ def command(device, out_file, quick, base_model):
     Then: simulate ... --device-model FILE."""
     from tqdm import tqdm
 
-    from tiletraffic.gpu.runtime import TiletrafficGpuError
-    from tiletraffic.simulator.device_model import to_toml
+    from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
+    from tiletraffic.simulator.model.device_model import to_toml
 
-    from .. import calibrate
-    from ..files import archive_previous, atomic_write_text
+    from tiletraffic.analysis.calibrate import calibrate
+    from tiletraffic.analysis.files import archive_previous, atomic_write_text
 
     check_out_file(out_file)
     try:

@@ -7,15 +7,16 @@ import sys
 import click
 
 import tiletraffic as tt
-from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
-from tiletraffic.simulator.engine import ExecutionError, InputError
+from tiletraffic.simulator.engine.limits import GENERIC_GPU, UNLIMITED, LimitError
+from tiletraffic.simulator.engine.machine import ExecutionError, InputError
 
-from ..resolver import resolve
-from ..files import json_text
-from .common import (build_schedule, one_name_or_all, refuse_seed_unless_random, refuse_unused,
-                     within_budget)
-from .options import (FORCE_OPTION, INPUTS_OPTION, NAMED_SIZE_OPTIONS, SEED_OPTION, json_option,
-                      named_schedule_options)
+from tiletraffic.frontend.resolver import resolve
+from tiletraffic.analysis.files import json_text
+from tiletraffic.analysis.cli.common import (build_schedule, one_name_or_all,
+                                             refuse_seed_unless_random, refuse_unused,
+                                             within_budget)
+from tiletraffic.analysis.cli.options import (FORCE_OPTION, INPUTS_OPTION, NAMED_SIZE_OPTIONS,
+                                              SEED_OPTION, json_option, named_schedule_options)
 
 
 @click.command("check")
@@ -70,7 +71,7 @@ def hazards_of(sch, seed=None, inputs_kind="normal", no_limits=False):
 
 def check_every_name(seed, inputs_kind) -> list[dict]:
     """Every built-in name at its example shape: the hazard kinds expected and found."""
-    from tiletraffic.simulator.variants import VARIANTS, names
+    from tiletraffic.simulator.kernels.variants import VARIANTS, names
 
     rows = []
     for nm in names():

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import click
 
-from tiletraffic.simulator import schedules
-from tiletraffic.simulator.sequence import kernels_of
+from tiletraffic.simulator.kernels import families as schedules
+from tiletraffic.simulator.ir.sequence import kernels_of
 
-from tiletraffic.frontend.opencl import FrontendError
+from tiletraffic.frontend.opencl.translate import FrontendError
 
-from .. import launch_file, resolver, user_schedule
-from .options import family_options
+from tiletraffic.frontend import launch_file, resolver, user_schedule
+from tiletraffic.analysis.cli.options import family_options
 
 GROUP_WORK_LIMIT = 2**31
 """Most loop iterations (work-items × K) one work-group may need: about a minute here."""
@@ -57,7 +57,7 @@ def write_failed(what: str, where, err: OSError) -> None:
 def build_schedule(spec: str, m=None, k=None, n=None, tile=None, chunk=None, *,
                    example_shape: bool = True):
     """The schedule SCHEDULE names at the sizes and family options given on the command
-    line (:func:`tiletraffic.analysis.resolver.resolve`, options spelled as flags); every
+    line (:func:`tiletraffic.frontend.resolver.resolve`, options spelled as flags); every
     error a ``click.UsageError`` (exit 2) of one line.
 
     ``example_shape`` (every command but ``run``, which measures): a family given without
@@ -120,7 +120,7 @@ def refuse_unused(names, why: str, remedy: str | None = None) -> None:
 def refuse_seed_unless_random(inputs_kind: str) -> None:
     """Refuse (:func:`refuse_unused`, exit 2) a --seed given with --inputs of a kind that is
     not drawn at random (ones, arange): the seed would change nothing."""
-    from tiletraffic.simulator.reference import RANDOM_INPUT_KINDS
+    from tiletraffic.simulator.engine.reference import RANDOM_INPUT_KINDS
 
     if inputs_kind not in RANDOM_INPUT_KINDS:
         refuse_unused(("seed",), f"with --inputs {inputs_kind}: the inputs are not random",
@@ -162,7 +162,7 @@ def check_out_file(path: str | None, option: str = "--out") -> None:
     folder behind)."""
     if path is None:
         return
-    from ..files import check_writable, refuse_non_file
+    from tiletraffic.analysis.files import check_writable, refuse_non_file
     folder = os.path.dirname(os.path.abspath(path))
     try:
         refuse_non_file(path)
@@ -175,8 +175,9 @@ def check_out_file(path: str | None, option: str = "--out") -> None:
 def within_budget(sch, force: bool, **how) -> None:
     """Estimate memory and time before a large launch; refuse (usage error, exit 2) what
     would not fit in the available memory unless ``force``; note long runs on stderr."""
-    from tiletraffic.simulator.budget import (
-        BudgetError, check_budget, estimate_device_run, estimate_simulation)
+    from tiletraffic.simulator.engine.budget import (BudgetError, check_budget,
+                                                     estimate_device_run,
+                                                     estimate_simulation)
 
     est = estimate_device_run(sch) if how.pop("device", False) else \
         estimate_simulation(sch, **how)
@@ -190,11 +191,11 @@ def within_budget(sch, force: bool, **how) -> None:
 
 
 def select_device(spec):
-    """``gpu.device.select_device``, its warnings (a simulator chosen by number) on stderr."""
+    """``gpu.devices.device.select_device``, its warnings (a simulator chosen by number) on stderr."""
     import warnings
 
-    from tiletraffic.gpu.device import NoMatchingDeviceError
-    from tiletraffic.gpu.device import select_device as select
+    from tiletraffic.gpu.devices.device import NoMatchingDeviceError
+    from tiletraffic.gpu.devices.device import select_device as select
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -212,7 +213,8 @@ def check_device_spec(device) -> None:
     work."""
     if device is None:
         return
-    from tiletraffic.gpu.device import NoMatchingDeviceError, check_device_spec as check
+    from tiletraffic.gpu.devices.device import (NoMatchingDeviceError,
+                                                check_device_spec as check)
 
     try:
         check(device)
@@ -243,7 +245,7 @@ def render_results(render_fn, folder, results_name: str, writer: str):
     renderer's reader) or lacks a field the rendering reads is bad input
     (exit 2, one line naming the file and the field; ``writer`` names the command that
     writes such files)."""
-    from ..files import ResultsFileError
+    from tiletraffic.analysis.files import ResultsFileError
 
     not_ours = f"{Path(folder) / results_name}: not a results file of {writer}"
     try:

@@ -7,14 +7,16 @@ import sys
 
 import click
 
-from tiletraffic.simulator.device import LimitError
-from tiletraffic.simulator.engine import ExecutionError, InputError
-from tiletraffic.simulator.schedules import ScheduleError
+from tiletraffic.simulator.engine.limits import LimitError
+from tiletraffic.simulator.engine.machine import ExecutionError, InputError
+from tiletraffic.simulator.kernels.families import ScheduleError
 
-from ..resolver import resolve
-from ..files import json_text
-from .common import build_schedule, fail, one_name_or_all, refuse_unused
-from .options import NAMED_SIZE_OPTIONS, json_option, named_schedule_options
+from tiletraffic.frontend.resolver import resolve
+from tiletraffic.analysis.files import json_text
+from tiletraffic.analysis.cli.common import (build_schedule, fail, one_name_or_all,
+                                             refuse_unused)
+from tiletraffic.analysis.cli.options import (NAMED_SIZE_OPTIONS, json_option,
+                                              named_schedule_options)
 
 
 @click.command("crosscheck")
@@ -30,10 +32,10 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
 
     SCHEDULE: as for check, FILE.py:FUNCTION and LAUNCH.toml included; each kernel of a kernel sequence
     (gemm-split-k) is compared on its own, with random inputs."""
-    from tiletraffic.gpu.oclgrind import OclgrindError, OclgrindUnavailable
-    from tiletraffic.simulator.variants import names
+    from tiletraffic.gpu.oclgrind.oclgrind import OclgrindError, OclgrindUnavailable
+    from tiletraffic.simulator.kernels.variants import names
 
-    from ..crosscheck import compare_kernels
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_kernels
 
     one_name_or_all(name, check_all)
     if check_all:
@@ -66,7 +68,7 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
 
 def comparison_text(res) -> list[str]:
     """A counts comparison as a table, or a hazards comparison as the kinds each found."""
-    from ..crosscheck import COUNT_KEYS, CountsComparison
+    from tiletraffic.gpu.oclgrind.crosscheck import COUNT_KEYS, CountsComparison
 
     if isinstance(res, CountsComparison):
         lines = [f"{res.schedule}: counts {'identical' if res.equal else 'DIFFER'}",

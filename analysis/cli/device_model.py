@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .common import check_device_spec, fail
-from .options import DEVICE_MODEL
+from tiletraffic.analysis.cli.common import check_device_spec, fail
+from tiletraffic.analysis.cli.options import DEVICE_MODEL
 
 
 @click.command("device-model")
@@ -22,16 +22,16 @@ def command(model, device):
 
     Make your own: tiletraffic device-model generic-gpu > my-gpu.toml, edit the values and
     their sources, then tiletraffic simulate ... --device-model my-gpu.toml."""
-    from tiletraffic.simulator.device_model import DEVICE_MODELS, VALUE_FIELDS, to_toml
+    from tiletraffic.simulator.model.device_model import DEVICE_MODELS, VALUE_FIELDS, to_toml
 
     if model is not None and device is not None:
         raise click.UsageError("give a MODEL or --device, not both")
     if device is not None:
         check_device_spec(device)
-        from tiletraffic.gpu.device import select_device
-        from tiletraffic.gpu.runtime import TiletrafficGpuError
+        from tiletraffic.gpu.devices.device import select_device
+        from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
 
-        from ..device_models import model_from_opencl
+        from tiletraffic.gpu.devices.device_models import model_from_opencl
 
         try:
             model = model_from_opencl(select_device(device).info)

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import click
 
-from .common import fail
+from tiletraffic.analysis.cli.common import fail
 
 
 @click.command("devices")
 def command():
     """List the OpenCL devices and which one is used by default."""
-    from tiletraffic.gpu.device import POCL_NEWER_HINT
-    from tiletraffic.gpu.device_list import device_entries
+    from tiletraffic.gpu.devices.device import POCL_NEWER_HINT
+    from tiletraffic.gpu.devices.device_list import device_entries
 
     entries = device_entries()
     if not entries:

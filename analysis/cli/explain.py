@@ -6,13 +6,13 @@ import warnings
 
 import click
 
-from tiletraffic.simulator.device import LimitError
-from tiletraffic.simulator.engine import ExecutionError, InputError
+from tiletraffic.simulator.engine.limits import LimitError
+from tiletraffic.simulator.engine.machine import ExecutionError, InputError
 
-from tiletraffic.simulator.sequence import is_sequence, pick_kernel
+from tiletraffic.simulator.ir.sequence import is_sequence, pick_kernel
 
-from .common import build_schedule, check_out_file, refuse_unused
-from .options import DEVICE_MODEL, size_options
+from tiletraffic.analysis.cli.common import build_schedule, check_out_file, refuse_unused
+from tiletraffic.analysis.cli.options import DEVICE_MODEL, size_options
 
 
 @click.command("explain")
@@ -45,7 +45,7 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
     pictures draw every element). A kernel sequence is drawn one kernel at a time
     (--kernel). Exit status 1 when the simulated launch has hazards (the page is written
     and draws them), 2 on bad input."""
-    from ..explain import ExplainSizeError, explain_data, write_page
+    from tiletraffic.analysis.explain import ExplainSizeError, explain_data, write_page
 
     whole = sch = build_schedule(schedule, m, k, n, tile, chunk)
     try:

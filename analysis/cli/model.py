@@ -7,19 +7,20 @@ import warnings
 import click
 
 import tiletraffic as tt
-from tiletraffic.simulator.accelerators import ALL
-from tiletraffic.simulator.accelerators.class_safety import classes_problem
-from tiletraffic.simulator.device import LimitError
-from tiletraffic.simulator.engine import ExecutionError, InputError
-from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.sequence import is_sequence
+from tiletraffic.simulator.engine.accelerators import ALL
+from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
+from tiletraffic.simulator.engine.limits import LimitError
+from tiletraffic.simulator.engine.machine import ExecutionError, InputError
+from tiletraffic.simulator.observers.hazards import HazardError
+from tiletraffic.simulator.ir.sequence import is_sequence
 
-from .. import environment
-from tiletraffic.simulator.sequence import is_sequence
+from tiletraffic.analysis import environment
+from tiletraffic.simulator.ir.sequence import is_sequence
 
-from ..files import json_text
-from .common import build_schedule, check_work, fail, within_budget
-from .options import DEVICE_MODEL, FORCE_OPTION, json_option, size_options
+from tiletraffic.analysis.files import json_text
+from tiletraffic.analysis.cli.common import build_schedule, check_work, fail, within_budget
+from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_option,
+                                              size_options)
 
 
 @click.command("model")
@@ -64,7 +65,7 @@ def note_unproved_classes(sch) -> None:
 def show_model(sch, model, as_json: bool, registers: int | None = None) -> None:
     """Model ``sch`` on ``model`` (a DeviceModel) and print it: JSON, or a table with the
     model's warnings on stderr, each distinct one once."""
-    from tiletraffic.simulator.device_model import GuessedValueWarning
+    from tiletraffic.simulator.model.device_model import GuessedValueWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -106,7 +107,7 @@ def model_json(sch, launch, guesses: list[str], declared: list[str]) -> dict:
 
 def model_text(sch, model, launch) -> list[str]:
     """The table: memory-system counts, predicted traffic and time with its terms."""
-    from tiletraffic.simulator.prediction import ADDED_TIME_TERMS
+    from tiletraffic.simulator.model.prediction import ADDED_TIME_TERMS
 
     p = launch.prediction
     mem = launch.memory

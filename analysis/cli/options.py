@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import click
 
-from tiletraffic.simulator.reference import INPUT_KINDS
+from tiletraffic.simulator.engine.reference import INPUT_KINDS
 
-from .. import resolver
+from tiletraffic.frontend import resolver
 
 
 class DeviceModelParam(click.ParamType):
@@ -20,8 +20,8 @@ class DeviceModelParam(click.ParamType):
     name = "NAME|FILE"
 
     def convert(self, value, param, ctx):
-        from tiletraffic.simulator.device_model import (DeviceModel, DeviceModelError,
-                                                        device_model)
+        from tiletraffic.simulator.model.device_model import (DeviceModel, DeviceModelError,
+                                                              device_model)
 
         if isinstance(value, DeviceModel):
             return value
@@ -76,9 +76,9 @@ FORCE_OPTION = click.option(
 
 
 def repeat_option(help: str):
-    """--repeat / -r: timed launches, within :mod:`tiletraffic.gpu.launch_counts`' limits (a
+    """--repeat / -r: timed launches, within :mod:`tiletraffic.gpu.runtime.launch_counts`' limits (a
     value outside them: one line naming it and the range, exit 2)."""
-    from tiletraffic.gpu.launch_counts import MAX_REPEAT, MIN_REPEAT
+    from tiletraffic.gpu.runtime.launch_counts import MAX_REPEAT, MIN_REPEAT
 
     return click.option("--repeat", "-r", type=click.IntRange(MIN_REPEAT, MAX_REPEAT),
                         default=MIN_REPEAT, show_default=True,
@@ -86,17 +86,17 @@ def repeat_option(help: str):
 
 
 def warmup_option(help: str = "Untimed launches before timing"):
-    """--warmup: untimed launches, within :mod:`tiletraffic.gpu.launch_counts`' limits."""
-    from tiletraffic.gpu.launch_counts import MAX_WARMUP, MIN_WARMUP
+    """--warmup: untimed launches, within :mod:`tiletraffic.gpu.runtime.launch_counts`' limits."""
+    from tiletraffic.gpu.runtime.launch_counts import MAX_WARMUP, MIN_WARMUP
 
     return click.option("--warmup", type=click.IntRange(MIN_WARMUP, MAX_WARMUP), default=2,
                         show_default=True, help=f"{help}.")
 
 
 def rounds_option(help: str):
-    """--rounds: runs of the whole set, within :mod:`tiletraffic.gpu.launch_counts`'
+    """--rounds: runs of the whole set, within :mod:`tiletraffic.gpu.runtime.launch_counts`'
     limits."""
-    from tiletraffic.gpu.launch_counts import MAX_ROUNDS, MIN_ROUNDS
+    from tiletraffic.gpu.runtime.launch_counts import MAX_ROUNDS, MIN_ROUNDS
 
     return click.option("--rounds", type=click.IntRange(MIN_ROUNDS, MAX_ROUNDS), default=2,
                         show_default=True, help=f"{help}.")
@@ -167,7 +167,7 @@ def family_options() -> dict:
 
 def _remember_sets(ctx, param, value):
     if value:
-        from .. import launch_file
+        from tiletraffic.frontend import launch_file
         try:
             sets = launch_file.parse_assignments(value)
         except launch_file.LaunchFileError as err:
@@ -241,7 +241,7 @@ def named_schedule_options(f):
 
 
 def _targets(ctx, param, value):
-    from ..targets import TargetsError, load
+    from tiletraffic.analysis.validation.targets import TargetsError, load
 
     if value is None:
         return None
@@ -255,4 +255,4 @@ TARGETS_OPTION = click.option(
     "--targets", "targets", default=None, metavar="FILE", callback=_targets,
     help="The limits the model is judged by (TOML: median-abs-error, worst-abs-error, "
          "speedup-error, ranking, tune-regret; those not given keep the built-in values). "
-         "Start from the built-in file: analysis/targets.toml of the installed package.")
+         "Start from the built-in file: analysis/validation/targets.toml of the installed package.")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from .common import check_device_spec, fail, refuse_unused, render_results, write_failed
-from .options import TARGETS_OPTION, repeat_option
+from tiletraffic.analysis.cli.common import (check_device_spec, fail, refuse_unused,
+                                             render_results, write_failed)
+from tiletraffic.analysis.cli.options import TARGETS_OPTION, repeat_option
 
 
 @click.command("report")
@@ -29,15 +30,15 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
     (checked, timed, with spreads), validate the device model where it is this device's,
     and write report.md, figures and results.json to OUT/<device>/, with report.html
     linking explain pages of naive and tiled GEMM and a matrix-vector pair."""
-    from tiletraffic.gpu.runtime import TiletrafficGpuError
+    from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
 
     if render_dir:
         refuse_unused(("device", "out_dir", "quick", "repeat", "model", "targets"),
                       "with --render: it re-renders DIR from its results.json, without a device")
     check_device_spec(device)
 
-    from ..files import SweepInterrupted
-    from ..report import make_report, render
+    from tiletraffic.analysis.files import SweepInterrupted
+    from tiletraffic.analysis.report.build import make_report, render
 
     if render_dir:
         from pathlib import Path
@@ -60,7 +61,7 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
         write_failed("the report", out_dir, err)
     import json
 
-    from ..report_text import summary_lines
+    from tiletraffic.analysis.report.text import summary_lines
 
     data = json.loads((path / "results.json").read_text())
     click.echo("\n".join(summary_lines(data, path)))

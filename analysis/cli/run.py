@@ -9,16 +9,18 @@ import warnings
 import click
 import numpy as np
 
-from tiletraffic.simulator.reference import checked_output as ref_output
-from tiletraffic.simulator.registers import register_budget_of
-from tiletraffic.simulator.sequence import is_sequence
+from tiletraffic.simulator.engine.reference import checked_output as ref_output
+from tiletraffic.simulator.model.registers import register_budget_of
+from tiletraffic.simulator.ir.sequence import is_sequence
 
-from .. import user_schedule
-from ..files import json_text
-from .common import (NO_REFERENCE, build_schedule, is_user_spec, check_device_spec, fail, reference_fn,
-                     refuse_seed_unless_random, select_device, within_budget)
-from .options import (FORCE_OPTION, json_option, reference_option, repeat_option,
-                      schedule_options, warmup_option)
+from tiletraffic.frontend import user_schedule
+from tiletraffic.analysis.files import json_text
+from tiletraffic.analysis.cli.common import (NO_REFERENCE, build_schedule, is_user_spec,
+                                             check_device_spec, fail, reference_fn,
+                                             refuse_seed_unless_random, select_device,
+                                             within_budget)
+from tiletraffic.analysis.cli.options import (FORCE_OPTION, json_option, reference_option,
+                                              repeat_option, schedule_options, warmup_option)
 
 
 @click.command("run")
@@ -52,13 +54,13 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     after its result is checked, so a schedule from a file needs a reference: --reference,
     or a function 'reference' in its file. Exit status: 0 ok, 1 a fault (a hazard, a wrong
     result, a failed build or launch), 2 bad input."""
-    from tiletraffic.gpu.runtime import (RegisterBudgetError, TiletrafficGpuError,
-                                         check_register_budget)
-    from tiletraffic.simulator.engine import ExecutionError, InputError
-    from tiletraffic.simulator.reference import ReferenceFunctionError
-    from tiletraffic.simulator.launch_check import check_launch
+    from tiletraffic.gpu.runtime.launch import (RegisterBudgetError, TiletrafficGpuError,
+                                                check_register_budget)
+    from tiletraffic.simulator.engine.machine import ExecutionError, InputError
+    from tiletraffic.simulator.engine.reference import ReferenceFunctionError
+    from tiletraffic.simulator.engine.launch_check import check_launch
 
-    from ..validation.measure import run_on_device
+    from tiletraffic.gpu.runtime.checked_run import run_on_device
 
     refuse_seed_unless_random(inputs_kind)
     sch = build_schedule(schedule, m, k, n, tile, chunk, example_shape=False)
@@ -135,7 +137,7 @@ def run_text(sch, result, on_simulator: bool, users_reference: bool) -> list[str
                  + ("outputs identical in all launches" if r.distinct_outputs == 1 else
                     f"{r.distinct_outputs} distinct outputs: nondeterministic"))
     if r.stores_outside is not None:
-        from tiletraffic.gpu.guard_zones import describe
+        from tiletraffic.gpu.runtime.guard_zones import describe
 
         lines.append(f"  {describe(r.stores_outside)}")
     if result.unchecked:

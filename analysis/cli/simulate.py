@@ -8,21 +8,22 @@ import click
 import numpy as np
 
 import tiletraffic as tt
-from tiletraffic.simulator.accelerators.class_safety import classes_problem
-from tiletraffic.simulator.device import GENERIC_GPU, UNLIMITED, LimitError
-from tiletraffic.simulator.engine import ExecutionError, InputError
-from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.reference import random_inputs, reference
-from tiletraffic.simulator.sequence import is_sequence
+from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
+from tiletraffic.simulator.engine.limits import GENERIC_GPU, UNLIMITED, LimitError
+from tiletraffic.simulator.engine.machine import ExecutionError, InputError
+from tiletraffic.simulator.observers.hazards import HazardError
+from tiletraffic.simulator.engine.reference import random_inputs, reference
+from tiletraffic.simulator.ir.sequence import is_sequence
 
-from .. import environment
-from ..files import json_text
-from .common import (NO_REFERENCE, build_schedule, check_work, fail, is_user_spec,
-                     reference_fn, refuse_seed_unless_random, refuse_unused, within_budget,
-                     work)
-from .model import note_unproved_classes, show_model
-from .options import (DEVICE_MODEL, FORCE_OPTION, json_option, reference_option,
-                      schedule_options)
+from tiletraffic.analysis import environment
+from tiletraffic.analysis.files import json_text
+from tiletraffic.analysis.cli.common import (NO_REFERENCE, build_schedule, check_work, fail,
+                                             is_user_spec, reference_fn,
+                                             refuse_seed_unless_random, refuse_unused,
+                                             within_budget, work)
+from tiletraffic.analysis.cli.model import note_unproved_classes, show_model
+from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_option,
+                                              reference_option, schedule_options)
 
 VALUES_AUTO_LIMIT = 2**24
 """Below this many multiply-adds, ``simulate`` also computes and checks the output."""
@@ -114,8 +115,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     if values and ref_fn is None and is_user_spec(schedule):
         skipped = NO_REFERENCE
     elif values:
-        from tiletraffic.gpu.runtime import check_result
-        from tiletraffic.simulator.sum_length import largest
+        from tiletraffic.gpu.runtime.launch import check_result
+        from tiletraffic.simulator.engine.sum_length import largest
 
         try:
             ref = reference(sch, inputs, ref_fn, sum_length=max(

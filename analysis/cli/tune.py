@@ -8,11 +8,12 @@ import click
 
 import tiletraffic as tt
 
-from ..files import json_text
-from .common import (check_device_spec, check_out_file, command_line, fail, refuse_unused,
-                     write_failed)
-from .options import (DEVICE_MODEL, SEED_OPTION, TARGETS_OPTION, json_option, repeat_option,
-                      rounds_option, warmup_option)
+from tiletraffic.analysis.files import json_text
+from tiletraffic.analysis.cli.common import (check_device_spec, check_out_file, command_line,
+                                             fail, refuse_unused, write_failed)
+from tiletraffic.analysis.cli.options import (DEVICE_MODEL, SEED_OPTION, TARGETS_OPTION,
+                                              json_option, repeat_option, rounds_option,
+                                              warmup_option)
 
 
 class _TuneGroup(click.Group):
@@ -66,12 +67,12 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
     Prints the ranking and the model's regret over the measured candidates."""
     from pathlib import Path
 
-    from tiletraffic.gpu.runtime import TiletrafficGpuError
-    from tiletraffic.frontend.opencl import FrontendError
+    from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
+    from tiletraffic.frontend.opencl.translate import FrontendError
 
-    from .. import launch_file
-    from ..tune_launch import parse_params, table, tune_launch
-    from ..tuner import TuneError
+    from tiletraffic.frontend import launch_file
+    from tiletraffic.analysis.tune.launch import parse_params, table, tune_launch
+    from tiletraffic.analysis.tune.tuner import TuneError
 
     if top == 0:
         refuse_unused(("device", "repeat", "warmup", "rounds", "seed"),
@@ -152,10 +153,10 @@ def tune_gemm(m, n, k, device, device_model, top, measure_all, recheck, out_file
     and ranked by predicted time; the best --top are run on the device, each launch checked
     against float64 before its time counts. Prints a table and the model's regret (time of
     its pick vs the best measured candidate, over the measured ones only)."""
-    from tiletraffic.gpu.runtime import TiletrafficGpuError
+    from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
 
-    from ..tuner import TuneError, TuneInterrupted
-    from ..tuning_space import SpaceError
+    from tiletraffic.analysis.tune.tuner import TuneError, TuneInterrupted
+    from tiletraffic.analysis.tune.space import SpaceError
 
     if top == 0 and not measure_all:
         refuse_unused(("repeat", "warmup", "rounds"), "with --top 0: nothing is measured")
@@ -194,9 +195,9 @@ def tune_gemm(m, n, k, device, device_model, top, measure_all, recheck, out_file
 
 def _exit_without_result(doc: dict) -> None:
     """Exit 1 with one line when the finished tuning ``doc`` has no result
-    (:func:`analysis.tuning_stats.failure`: every candidate failed to build or to run, a
+    (:func:`analysis.tune.stats.failure`: every candidate failed to build or to run, a
     failed run, not bad input); return otherwise."""
-    from ..tuning_stats import failure
+    from tiletraffic.analysis.tune.stats import failure
 
     why = failure(doc)
     if why is not None:

@@ -17,9 +17,9 @@ import sys
 
 import click
 
-from .common import (check_out_file, command_line, fail, refuse_unused, render_results,
-                     select_device, write_failed)
-from .options import TARGETS_OPTION, repeat_option, rounds_option
+from tiletraffic.analysis.cli.common import (check_out_file, command_line, fail, refuse_unused,
+                                             render_results, select_device, write_failed)
+from tiletraffic.analysis.cli.options import TARGETS_OPTION, repeat_option, rounds_option
 
 
 class CaseListName(click.Choice):
@@ -31,7 +31,7 @@ class CaseListName(click.Choice):
 
     @property
     def choices(self):
-        from ..validation.cases import CASE_SIZES
+        from tiletraffic.analysis.validation.cases import CASE_SIZES
 
         return list(CASE_SIZES)
 
@@ -43,7 +43,7 @@ class CaseListName(click.Choice):
 def _model_spec(value):
     """Check a --device-model value early (usage error naming the problem); keep the spec,
     whose file the predictions' hash is taken of."""
-    from tiletraffic.simulator.device_model import DeviceModelError, device_model
+    from tiletraffic.simulator.model.device_model import DeviceModelError, device_model
 
     if value is None:
         return None
@@ -58,7 +58,7 @@ def _model_spec(value):
 
 def _chosen_cases(quick, case_list_name, cases_file):
     """(cases or None, list name or None) from --quick / --case-list / --cases."""
-    from ..validation.cases import CaseError, case_list, read_cases
+    from tiletraffic.analysis.validation.cases import CaseError, case_list, read_cases
 
     given = [o for o, v in (("--quick", quick), ("--case-list", case_list_name),
                             ("--cases", cases_file)) if v]
@@ -119,8 +119,8 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
 
     Pre-registration: --predict-only --device-model FILE --out predictions.json (no device),
     commit that file, then validate --predictions predictions.json on the device."""
-    from ..validation.cases import cases_toml, default_case_list_name
-    from ..validation.predict import PredictionsError, PredictionsMismatch
+    from tiletraffic.analysis.validation.cases import cases_toml, default_case_list_name
+    from tiletraffic.analysis.validation.predict import PredictionsError, PredictionsMismatch
 
     if out == "":
         raise click.UsageError("--out '': an empty path names no folder or file")
@@ -131,7 +131,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
                                    "DIR/validation.json, without a device")
         from pathlib import Path
 
-        from ..validation.render import render
+        from tiletraffic.analysis.validation.render import render
 
         if not (Path(render_dir) / "validation.json").exists():
             raise click.UsageError(f"{render_dir} has no validation.json")
@@ -146,9 +146,9 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
             refuse_unused(("device",), "with --print-cases and a case list chosen: the device "
                                        "only picks the default list")
         if cases is None:
-            from tiletraffic.gpu.runtime import TiletrafficGpuError
+            from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
 
-            from ..validation.cases import case_list
+            from tiletraffic.analysis.validation.cases import case_list
             try:
                 is_gpu = select_device(device).info.is_gpu
             except TiletrafficGpuError as err:
@@ -165,15 +165,15 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
                                    "whose predictions are registered)")
         check_out_file(out or "predictions.json")   # before the predictions' work
         if cases is None:
-            from ..validation.cases import case_list
+            from tiletraffic.analysis.validation.cases import case_list
             list_name = "gpu"
             cases = case_list(list_name)
         _predict_only(cases, list_name, model, out or "predictions.json")
         return
 
-    from tiletraffic.gpu.runtime import TiletrafficGpuError
+    from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
 
-    from ..validation.run import ValidationInterrupted, run_validation
+    from tiletraffic.analysis.validation.run import ValidationInterrupted, run_validation
 
     try:
         target = select_device(device)
@@ -193,7 +193,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
 def _predict_only(cases, list_name, model, out) -> None:
     from tqdm import tqdm
 
-    from ..validation.predict import write_predictions
+    from tiletraffic.analysis.validation.predict import write_predictions
 
     with tqdm(total=len(cases), desc="predict", unit="case", file=sys.stderr,
               disable=None) as bar:
@@ -227,7 +227,7 @@ def _predict_only(cases, list_name, model, out) -> None:
 
 
 def _print_summary(result) -> None:
-    from ..validation.results import model_describes
+    from tiletraffic.analysis.validation.results import model_describes
 
     s = result.summary
     describes, why = model_describes(result.data)

@@ -7,8 +7,9 @@ stepper, no network, no external file) that embeds the document it was drawn fro
 """
 from __future__ import annotations
 
-from .collect import MAX_SIDE_ELEMS, ExplainSizeError, check_size, explain_data
-from .render import render_page, write_page
+from tiletraffic.analysis.explain.collect import (MAX_SIDE_ELEMS, ExplainSizeError, check_size,
+                                                  explain_data)
+from tiletraffic.analysis.explain.render import render_page, write_page
 
 __all__ = ["explain_data", "render_page", "write_page", "check_size", "ExplainSizeError",
            "MAX_SIDE_ELEMS"]

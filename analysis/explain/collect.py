@@ -1,8 +1,8 @@
 """The data of an explain page: one launch observed, as a JSON-ready document.
 
 :func:`explain_data` simulates the whole launch once (counts only, hazards reported) with
-the read maps of every input and a :class:`simulator.explain_observer.ExplainObserver` for
-one work-group, and models it on a device model (:func:`simulator.model.
+the read maps of every input and a :class:`simulator.observers.explain.ExplainObserver` for
+one work-group, and models it on a device model (:func:`simulator.model.launch.
 model_launch`, as ``tiletraffic model`` does). Every number the page shows is in the
 document it returns; the page only draws them.
 """
@@ -14,17 +14,18 @@ import warnings
 
 import numpy as np
 
-from tiletraffic.simulator import schedule as S
-from tiletraffic.simulator.device_model import DeviceModel, GuessedValueWarning, device_model
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.explain_observer import ExplainObserver, MemoryParams
-from tiletraffic.simulator.hazards import HazardError
-from tiletraffic.simulator.memory import MemoryCounts
-from tiletraffic.simulator.model import model_launch
-from tiletraffic.simulator.observation import device_limits
-from tiletraffic.simulator.prediction import ADDED_TIME_TERMS
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.model.device_model import (DeviceModel, GuessedValueWarning,
+                                                      device_model)
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.observers.explain import ExplainObserver, MemoryParams
+from tiletraffic.simulator.observers.hazards import HazardError
+from tiletraffic.simulator.observers.memory import MemoryCounts
+from tiletraffic.simulator.model.launch import model_launch
+from tiletraffic.simulator.model.observation import device_limits
+from tiletraffic.simulator.model.prediction import ADDED_TIME_TERMS
 
-from .. import closed_form
+from tiletraffic.simulator.kernels import closed_forms as closed_form
 
 MAX_SIDE_ELEMS = 64
 """Most elements along one side of a drawn array: at 64 the cells of a 448-pixel-wide
@@ -51,7 +52,7 @@ TIME_TERM_FIELDS: dict[str, tuple[str, ...]] = {
     "tail_s": ("memory_latency_s", "memory_latency_dram_s", "compute_units"),
     "launch_overhead_s": ("launch_overhead_s",),
 }
-"""The device-model values each time term of :func:`simulator.prediction.predict` is
+"""The device-model values each time term of :func:`simulator.model.prediction.predict` is
 computed from (its formula, read off that function), to mark the terms resting on guesses."""
 
 TERM_METHODS = {

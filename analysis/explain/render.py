@@ -11,8 +11,8 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from ..files import atomic_write_text
-from . import svg
+from tiletraffic.analysis.files import atomic_write_text
+from tiletraffic.analysis.explain import svg
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("tiletraffic.analysis.explain", "templates"),

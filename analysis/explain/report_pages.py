@@ -15,11 +15,11 @@ import json
 
 import jinja2
 
-from tiletraffic.simulator.schedules import build
+from tiletraffic.simulator.kernels.families import build
 
-from ..files import atomic_write_text
-from .collect import explain_data
-from .render import write_page
+from tiletraffic.analysis.files import atomic_write_text
+from tiletraffic.analysis.explain.collect import explain_data
+from tiletraffic.analysis.explain.render import write_page
 
 PAGES = (
     ("gemm-naive", "naive GEMM", dict(m=32, k=32, n=32, tile=16)),

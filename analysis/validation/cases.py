@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from tiletraffic.simulator import schedules
-from tiletraffic.simulator.schedule import Schedule
+from tiletraffic.simulator.kernels import families as schedules
+from tiletraffic.simulator.ir.nodes import Schedule
 
-from ..file_values import shown
+from tiletraffic.simulator.model.file_values import shown
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -116,14 +116,14 @@ class Case:
         """The launch file's reference (None for a built-in family: it has its own)."""
         if self.launch is None:
             return None
-        from .. import launch_file
+        from tiletraffic.frontend import launch_file
         return launch_file.reference_function(self.launch)
 
     def build(self) -> Schedule:
         """The schedule. Raises ``schedules.ScheduleError`` for a parameter out of range
         (a launch file: ``LaunchFileError`` or ``FrontendError``)."""
         if self.launch is not None:
-            from .. import launch_file
+            from tiletraffic.frontend import launch_file
             sets = {key[4:]: v for key, v in self.options if key.startswith("set.")}
             params = {key[7:]: v for key, v in self.options if key.startswith("params.")}
             return launch_file.load(self.launch, sets, params)
@@ -220,9 +220,9 @@ def _launch_case(cls, data: Mapping[str, Any], where: str) -> Case:
         CaseError: an unknown key, a value that is not an integer, or a launch file that
             gives no schedule (its one-line message).
     """
-    from tiletraffic.frontend.opencl import FrontendError
+    from tiletraffic.frontend.opencl.translate import FrontendError
 
-    from .. import launch_file
+    from tiletraffic.frontend import launch_file
     unknown = sorted(set(data) - {"launch", "set", "params", "registers"})
     if unknown:
         raise CaseError(f"{where}: unknown key(s) {', '.join(unknown)} (a launch case has "

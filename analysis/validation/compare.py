@@ -24,7 +24,7 @@ Definitions (used everywhere below):
   differ by more than :data:`PAIR_SPREAD_FACTOR` times the larger of their spreads; the
   model **orders it right** when it predicts the measured-faster case strictly faster.
 
-Targets (named limits, :mod:`analysis.targets`; built in: ``median-abs-error`` 15 %,
+Targets (named limits, :mod:`analysis.validation.targets`; built in: ``median-abs-error`` 15 %,
 ``worst-abs-error`` 35 %, ``speedup-error`` 20 %, ``ranking`` 2x the spread): median |time
 error| and worst |time error| at most their limits, every speedup within its limit, every
 qualifying pair ordered right.
@@ -38,12 +38,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .cases import Case
+from tiletraffic.analysis.validation.cases import Case
 
-from ..targets import Targets, built_in
+from tiletraffic.analysis.validation.targets import Targets, built_in
 
 PAIR_SPREAD_FACTOR = built_in()["ranking"]
-"""The built-in ``ranking`` target (``analysis/targets.toml``): a pair counts for the ranking
+"""The built-in ``ranking`` target (``analysis/validation/targets.toml``): a pair counts for the ranking
 when its measured times differ by more than this times the larger of the two cases'
 spreads."""
 
@@ -241,7 +241,7 @@ def compare(cases: Sequence[Case], predicted_s: Mapping[str, float | None],
     Args:
         predicted_s: case id -> predicted seconds (missing or ``None``: no prediction).
         measured: case id -> :class:`Measured` (missing or ``None``: did not run).
-        targets: the limits judged by (default: the built-in ones, ``analysis/targets.toml``).
+        targets: the limits judged by (default: the built-in ones, ``analysis/validation/targets.toml``).
     """
     targets = built_in() if targets is None else targets
     spread_factor = targets["ranking"]

@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from tiletraffic.simulator.device import LimitError
-from tiletraffic.simulator.device_model import (DEVICE_MODELS, DeviceModel, built_in_file,
-                                                device_model, to_toml)
-from tiletraffic.simulator.hazards import HazardError
+from tiletraffic.simulator.engine.limits import LimitError
+from tiletraffic.simulator.model.device_model import (DEVICE_MODELS, DeviceModel,
+                                                      built_in_file, device_model, to_toml)
+from tiletraffic.simulator.observers.hazards import HazardError
 
-from ..files import archive_previous, atomic_write_text
-from .cases import Case, CaseError, check_unique
+from tiletraffic.analysis.files import archive_previous, atomic_write_text
+from tiletraffic.analysis.validation.cases import Case, CaseError, check_unique
 
 FORMAT = "tiletraffic-validation-predictions"
 VERSION = 1
@@ -65,7 +65,7 @@ class ModelIdentity:
 
 
 def resolve_model(spec: str | os.PathLike | DeviceModel) -> tuple[DeviceModel, ModelIdentity]:
-    """The model ``spec`` names (``simulator.device_model.device_model``) and its identity.
+    """The model ``spec`` names (``simulator.model.device_model.device_model``) and its identity.
 
     Raises:
         KeyError: neither a built-in name nor a file. DeviceModelError: a malformed file.
@@ -83,7 +83,7 @@ def resolve_model(spec: str | os.PathLike | DeviceModel) -> tuple[DeviceModel, M
 def predict_case(case: Case, model: DeviceModel) -> dict:
     """The model's prediction of one case: ``predicted_time_s``, ``bound``, ``time_terms_s``,
     ``guessed_values``; or ``{"error": ...}`` when the model refuses it (limits, hazards)."""
-    from tiletraffic.simulator.model import model_launch
+    from tiletraffic.simulator.model.launch import model_launch
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 from statistics import median
 
-from .. import plots
-from ..files import atomic_write_text
-from .cases import Case
-from .compare import Summary
-from .results import load, model_describes, summary_of
+from tiletraffic.analysis.report import plots
+from tiletraffic.analysis.files import atomic_write_text
+from tiletraffic.analysis.validation.cases import Case
+from tiletraffic.analysis.validation.compare import Summary
+from tiletraffic.analysis.validation.results import load, model_describes, summary_of
 
 FIGURE = "predicted_vs_measured.png"
 MAX_LISTED_PAIRS = 10

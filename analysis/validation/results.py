@@ -7,11 +7,11 @@ import json
 import os
 from pathlib import Path
 
-from ..files import ResultsFileError, atomic_write_text, read_json_object
-from ..targets import Targets
-from . import predict as vp
-from .cases import Case
-from .compare import Measured, Summary, compare, measured_time
+from tiletraffic.analysis.files import ResultsFileError, atomic_write_text, read_json_object
+from tiletraffic.analysis.validation.targets import Targets
+from tiletraffic.analysis.validation import predict as vp
+from tiletraffic.analysis.validation.cases import Case
+from tiletraffic.analysis.validation.compare import Measured, Summary, compare, measured_time
 
 RESULTS_FILE = "validation.json"
 
@@ -28,10 +28,10 @@ def measured_of(entry: dict | None) -> Measured | None:
 
 def model_describes(data: dict) -> tuple[bool, str]:
     """Whether a ``validation.json``'s device model is a model of its device
-    (:func:`analysis.device_models.model_describes_device`, recorded when it ran; a file
+    (:func:`gpu.devices.device_models.model_describes_device`, recorded when it ran; a file
     without that record: a model calibrated on the device or built in for it, by name, else
     whether the device is a GPU), and why."""
-    from ..device_models import built_in_name_for
+    from tiletraffic.gpu.devices.device_models import built_in_name_for
 
     model, dev = data["meta"]["device_model"], data["meta"]["device"]
     if "describes_device" in model:

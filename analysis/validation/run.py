@@ -4,7 +4,7 @@ and compared with the model's predictions (definitions: :mod:`analysis.validatio
 Order of work: the predictions first (the model's, or a predictions file's, checked against
 the cases and the device model: :mod:`analysis.validation.predict`), saved before any
 kernel runs; then ``rounds`` rounds, each running every case once (odd rounds in reverse
-order) through :func:`analysis.validation.measure.run_on_device`: ``warmup`` untimed and ``repeat``
+order) through :func:`gpu.runtime.checked_run.run_on_device`: ``warmup`` untimed and ``repeat``
 timed launches, the output of the first, the last and every distinct launch checked against
 float64 numpy, so no time of a wrong result counts. After every case of every round the whole
 result is written to ``validation.json`` (atomically: :mod:`analysis.files`), so an
@@ -22,14 +22,15 @@ from typing import Sequence
 
 import numpy as np
 
-from tiletraffic.simulator.device_model import DeviceModel
+from tiletraffic.simulator.model.device_model import DeviceModel
 
-from ..files import SweepInterrupted, archive_previous
-from ..targets import load as load_targets
-from . import predict as vp
-from .cases import Case, case_list, check_unique, default_case_list_name
-from .compare import Summary
-from .results import RESULTS_FILE, save, summary_of
+from tiletraffic.analysis.files import SweepInterrupted, archive_previous
+from tiletraffic.analysis.validation.targets import load as load_targets
+from tiletraffic.analysis.validation import predict as vp
+from tiletraffic.analysis.validation.cases import (Case, case_list, check_unique,
+                                                   default_case_list_name)
+from tiletraffic.analysis.validation.compare import Summary
+from tiletraffic.analysis.validation.results import RESULTS_FILE, save, summary_of
 
 
 class ValidationInterrupted(SweepInterrupted):
@@ -55,9 +56,9 @@ class ValidationRun:
 
 
 def default_model_spec(info) -> str:
-    """The built-in model of a known device (``analysis.device_models.KNOWN_NAMES``, matched
+    """The built-in model of a known device (``gpu.devices.device_models.KNOWN_NAMES``, matched
     in the OpenCL device name), else ``generic-gpu`` (every value a guess)."""
-    from ..device_models import built_in_name_for
+    from tiletraffic.gpu.devices.device_models import built_in_name_for
 
     return built_in_name_for(info.device_name) or "generic-gpu"
 
@@ -76,7 +77,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
                    out_dir: str | os.PathLike | None = None, repeat: int = 10,
                    rounds: int = 2, warmup: int = 2, progress: bool | None = None,
                    command: str | None = None, targets=None) -> ValidationRun:
-    """Predict, run, check, time and compare the cases on ``target`` (a ``gpu.device.Target``).
+    """Predict, run, check, time and compare the cases on ``target`` (a ``gpu.devices.device.Target``).
 
     Args:
         model: the device model (a built-in name, a file, a ``DeviceModel``); default: with
@@ -90,9 +91,9 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
         predictions_file: compare with this pre-registered file instead of running the model.
         out_dir: where to write; default :func:`default_out_dir`.
         repeat, warmup: timed (10 to 10000) and untimed (1 to 1000) launches per case and
-            round (:mod:`tiletraffic.gpu.launch_counts`).
+            round (:mod:`tiletraffic.gpu.runtime.launch_counts`).
         rounds: times the whole case set is run (2 gives the run-to-run spread).
-        targets: the limits judged by (``analysis.targets``: a file, a ``Targets``;
+        targets: the limits judged by (``analysis.validation.targets``: a file, a ``Targets``;
             default the built-in ones), recorded in ``validation.json``.
 
     Returns:
@@ -100,7 +101,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
 
     Raises:
         ValueError: ``repeat``, ``warmup`` or ``rounds`` outside their limits
-            (:mod:`tiletraffic.gpu.launch_counts`);
+            (:mod:`tiletraffic.gpu.runtime.launch_counts`);
             ``TargetsError``: a malformed targets file.
         analysis.validation.predict.PredictionsError, PredictionsMismatch: a malformed
             predictions file, or cases / a model that differ from the file's.
@@ -110,9 +111,9 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
     """
     from tqdm import tqdm
 
-    from tiletraffic.gpu.launch_counts import check_launch_counts
+    from tiletraffic.gpu.runtime.launch_counts import check_launch_counts
 
-    from ..files import ensure_writable
+    from tiletraffic.analysis.files import ensure_writable
 
     check_launch_counts(repeat, warmup, rounds)
     info = target.info
@@ -135,7 +136,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
                                                else default_model_spec(info))
     out_dir = Path(out_dir) if out_dir is not None else default_out_dir(target.slug, list_name)
     ensure_writable(out_dir)
-    from ..device_models import model_describes_device
+    from tiletraffic.gpu.devices.device_models import model_describes_device
 
     describes, why = model_describes_device(model_obj, info)
     limits = load_targets(targets)
@@ -188,7 +189,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
                     save(out_dir, data)
                     bar.update(1)
     except KeyboardInterrupt:
-        from .render import render
+        from tiletraffic.analysis.validation.render import render
 
         done = data["meta"]["case_runs_done"]
         if done:
@@ -196,7 +197,7 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
         raise ValidationInterrupted(out_dir, done, rounds * len(cases)) from None
     data["meta"]["complete"] = True
     save(out_dir, data)
-    from .render import render
+    from tiletraffic.analysis.validation.render import render
 
     render(out_dir)
     return ValidationRun(out_dir, data, summary_of(data))
@@ -209,9 +210,9 @@ def _run_case(target, case: Case, repeat: int, warmup: int, round_index: int,
     sum length)."""
     import warnings
 
-    from tiletraffic.gpu.runtime import TiletrafficGpuError
+    from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
 
-    from .measure import run_on_device
+    from tiletraffic.gpu.runtime.checked_run import run_on_device
 
     seed = secrets.randbits(63)
     out = {"round": round_index, "seed": seed}

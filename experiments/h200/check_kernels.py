@@ -12,8 +12,8 @@ import sys
 
 def sources() -> dict[str, tuple[str, list[str]]]:
     """{name: (CUDA source, entry points)} of every hand-written CUDA kernel."""
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.simulator.schedules import build
+    from tiletraffic.gpu.codegen.generate import generate
+    from tiletraffic.simulator.kernels.families import build
 
     from experiments.h200.busy_background import driver as busy
     from experiments.h200.dispatch import driver as dispatch
@@ -39,10 +39,10 @@ def sources() -> dict[str, tuple[str, list[str]]]:
 def main() -> int:
     import cupy as cp
 
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.gpu.device import select_device
-    from tiletraffic.gpu.runtime import build_program
-    from tiletraffic.simulator.schedules import build
+    from tiletraffic.gpu.codegen.generate import generate
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.gpu.runtime.launch import build_program
+    from tiletraffic.simulator.kernels.families import build
 
     from experiments.h200.codegen.driver import opencl_timeline_source
 

@@ -1,7 +1,7 @@
 """Hand-written kernels of the H200 drivers, read from their ``.cu`` / ``.cl`` files.
 
-The generated GEMM and matrix-vector kernels come from :mod:`tiletraffic.gpu.codegen` (and
-:mod:`tiletraffic.gpu.cuda` for their CUDA build); only the microbenchmarks and
+The generated GEMM and matrix-vector kernels come from :mod:`tiletraffic.gpu.codegen.generate` (and
+:mod:`experiments.h200.cuda` for their CUDA build); only the microbenchmarks and
 instrumentation that no schedule describes are files beside their driver.
 """
 from __future__ import annotations

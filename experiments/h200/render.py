@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from tiletraffic.analysis import plots
-from tiletraffic.analysis.hardware import compare, counter_model_for, rankings, speedups
+from tiletraffic.analysis.report import plots
+from experiments.h200.hardware import compare, counter_model_for, rankings, speedups
 from tiletraffic.analysis.files import atomic_write_text
 
 from experiments.h200.barrier_wait.analysis import load_barrier_wait
@@ -102,7 +102,7 @@ def render_hardware(directory: str | Path) -> Path:
         "which "
         f"`{meta.get('command', 'benchmarks/h200_validation.py')}` wrote on the device on "
         f"{meta.get('created_utc', '?')} (see `command.txt`). Hardware counters: Nsight "
-        "Compute on the same generated kernel source built as CUDA (`gpu/cuda.py`); times: "
+        "Compute on the same generated kernel source built as CUDA (`experiments/h200/cuda.py`); times: "
         "OpenCL profiling events (median of 10 launches after warm-up, results checked "
         "against numpy first) and, where OpenCL refused the launch, Nsight Compute's "
         "`gpu__time_duration`. Predictions: `simulator.traffic_model.model_launch` with the "

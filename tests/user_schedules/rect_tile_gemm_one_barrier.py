@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from tiletraffic import Barrier, For
-from tiletraffic.analysis.user_schedule import load_module
+from tiletraffic.frontend.user_schedule import load_module
 
 _EXAMPLE = load_module(Path(__file__).resolve().parents[2] / "examples" / "rect_tile_gemm.py")
 reference = _EXAMPLE.reference

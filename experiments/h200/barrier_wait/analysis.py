@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tiletraffic.analysis.hardware import CaseComparison
+from experiments.h200.hardware import CaseComparison
 
 from experiments.h200.data import load_json
 

@@ -12,7 +12,7 @@ start to end (their ratio is the SM clock during the run). Results are checked a
 float64 product; the instrumented kernel's time is recorded next to the plain one's.
 
 The instrumentation is spliced into the generated kernel (:func:`instrumented_source`), so the
-kernel stays the one :mod:`tiletraffic.gpu.codegen` generates.
+kernel stays the one :mod:`tiletraffic.gpu.codegen.generate` generates.
 
 Run on the device, from the repository root after the device preamble of
 ``experiments/README.md`` (the recorded run: ``reports/nvidia-h200/barrier_wait/command.txt``)::
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tiletraffic.gpu.codegen import generate
+from tiletraffic.gpu.codegen.generate import generate
 
 from experiments.h200.codegen.driver import (kernel_args, opencl_buffers, release,
                                              timed_launches)
@@ -78,9 +78,9 @@ def instrumented_source(source: str) -> str:
 def measure(target, n: int, tile: int, repeat: int, rng) -> dict:
     import pyopencl as cl
 
-    from tiletraffic.analysis.validation.measure import run_on_device
-    from tiletraffic.gpu.runtime import build_program, check_result, reference_product
-    from tiletraffic.simulator.reference import random_inputs
+    from tiletraffic.gpu.runtime.checked_run import run_on_device
+    from tiletraffic.gpu.runtime.launch import build_program, check_result, reference_product
+    from tiletraffic.simulator.engine.reference import random_inputs
 
     c = {"family": "gemm-tiled", "m": n, "k": n, "n": n, "tile": tile}
     rec: dict = {"id": case_id(c), "n": n, "tile": tile}
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--repeat", type=int, default=10)
     args = ap.parse_args(argv)
-    from tiletraffic.gpu.device import select_device
+    from tiletraffic.gpu.devices.device import select_device
 
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)

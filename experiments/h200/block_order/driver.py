@@ -25,13 +25,13 @@ from experiments.h200.ladder.driver import (add_timing_options, begin_run, chose
                                             cublas_reference, timed_rounds)
 from experiments.h200.ladder.driver import run_case as ladder_run_case
 
-from . import cases as C
+from experiments.h200.block_order import cases as C
 
 
 @contextlib.contextmanager
 def extra_build_options(options: tuple[str, ...]):
     """While inside, every generated kernel is built with ``options`` added to its own."""
-    from tiletraffic.gpu import codegen
+    from tiletraffic.gpu.codegen import generate as codegen
 
     real = codegen.generate
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tiletraffic.analysis.ncu import metric_value
+from experiments.h200.ncu import metric_value
 
 from experiments.h200.data import load_json, read_json
 

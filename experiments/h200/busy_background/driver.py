@@ -10,7 +10,7 @@ number of matvec work-groups fixed and busies the *other* SMs with an unrelated 
 - ``l2``: the background reads an 8 MiB buffer over and over (it stays in L2);
 - ``dram``: the background streams through a 4 GiB buffer (DRAM reads).
 
-The matvec kernels are the CUDA build of the generated source (``gpu.cuda.cuda_source``,
+The matvec kernels are the CUDA build of the generated source (``experiments.h200.cuda.cuda_source``,
 NVRTC through CuPy; the same busy-SM effect shows there under Nsight, ``matvec/``), launched
 with 160 KiB of dynamic shared memory they do not use, so that no background work-group
 (100 KiB each) fits on their SMs: the background takes every other SM (two work-groups
@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tiletraffic.gpu.codegen import generate
-from tiletraffic.gpu.cuda import cuda_source, launch_geometry
+from tiletraffic.gpu.codegen.generate import generate
+from experiments.h200.cuda import cuda_source, launch_geometry
 
 from experiments.h200.kernels import kernel_source
 from experiments.h200.validation.driver import build_case, case_id, error_text
@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import cupy as cp
 
-    from tiletraffic.gpu.runtime import check_result
-    from tiletraffic.simulator.reference import random_inputs
+    from tiletraffic.gpu.runtime.launch import check_result
+    from tiletraffic.simulator.engine.reference import random_inputs
 
     out_dir = args.out.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tiletraffic.simulator.device_model import DeviceModel
+from tiletraffic.simulator.model.device_model import DeviceModel
 
-from tiletraffic.analysis.hardware import modelled_launch
-from tiletraffic.analysis.ncu import metric_value
+from experiments.h200.hardware import modelled_launch
+from experiments.h200.ncu import metric_value
 
 from experiments.h200.data import load_json
 

@@ -12,10 +12,10 @@ run the same machine code was not known. Stages (one JSON key each in
    and disassembled by ``cuobjdump -sass``; the texts go to ``OUT/code/``, static counts of
    the main instructions (LDS, LDS.128, STS, LDG, FFMA, BAR, all) into the JSON.
 2. ``times``: per case, side by side, the median of 10 launches after 2 warm-ups of: the
-   OpenCL build (OpenCL profiling events, :func:`analysis.validation.measure.run_on_device`); the CUDA
+   OpenCL build (OpenCL profiling events, :func:`gpu.runtime.checked_run.run_on_device`); the CUDA
    build (CuPy events); the OpenCL driver's PTX loaded through CUDA (``cupy.RawModule`` from
    the PTX file). Every result is checked against a float64 product
-   (:func:`gpu.runtime.check_result`).
+   (:func:`gpu.runtime.launch.check_result`).
 3. ``counters``: Nsight Compute (the counter stage and metrics of ``h200_validation.py``)
    over the OpenCL driver's PTX loaded through CUDA, for the issue-4 cases: the OpenCL
    code's instructions, local-memory wavefronts and duration, read by the same counters as
@@ -47,8 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tiletraffic.gpu.codegen import generate
-from tiletraffic.gpu.cuda import cuda_source, launch_geometry
+from tiletraffic.gpu.codegen.generate import generate
+from experiments.h200.cuda import cuda_source, launch_geometry
 
 from experiments.h200.dispatch.driver import find_tool
 from experiments.h200.kernels import kernel_source
@@ -129,7 +129,7 @@ def code_stage(out: Path, target) -> dict:
     import pyopencl as cl
     from cupy_backends.cuda.libs import nvrtc
 
-    from tiletraffic.gpu.runtime import build_program
+    from tiletraffic.gpu.runtime.launch import build_program
 
     tools = {t: find_tool(t) for t in ("ptxas", "cuobjdump")}
     result: dict = {"tools": tools, "kernels": []}
@@ -167,7 +167,7 @@ def cuda_times(module, kernel, sch, ins: dict, ref, absprod, repeat: int) -> dic
     """Median CuPy-event time of ``repeat`` launches after 2 warm-ups, result checked."""
     import cupy as cp
 
-    from tiletraffic.gpu.runtime import check_result
+    from tiletraffic.gpu.runtime.launch import check_result
 
     fn = module.get_function(kernel.name)
     p = sch.param_values
@@ -208,8 +208,8 @@ def ptx_module(ptx_path: Path, patched: bool):
 def times_stage(out: Path, target, cases: list[dict], repeat: int) -> dict:
     import cupy as cp
 
-    from tiletraffic.analysis.validation.measure import run_on_device
-    from tiletraffic.simulator.reference import random_inputs
+    from tiletraffic.gpu.runtime.checked_run import run_on_device
+    from tiletraffic.simulator.engine.reference import random_inputs
 
     result: dict = {"repeat": repeat, "cases": [], "ptx_variant": {}}
     folder = out / "code"
@@ -315,8 +315,8 @@ def resident_per_sm(start: np.ndarray, end: np.ndarray, sm: np.ndarray) -> dict:
 
 
 def _inputs(sch, rng):
-    from tiletraffic.gpu.runtime import reference_product
-    from tiletraffic.simulator.reference import random_inputs
+    from tiletraffic.gpu.runtime.launch import reference_product
+    from tiletraffic.simulator.engine.reference import random_inputs
     host = random_inputs(sch, rng)
     ref, absprod = reference_product(host["A"], host["B" if "B" in host else "x"])
     return host, ref, absprod
@@ -364,7 +364,7 @@ def release(*buffers) -> None:
 def opencl_occupancy_stage(target) -> dict:
     import pyopencl as cl
 
-    from tiletraffic.gpu.runtime import build_program, check_result
+    from tiletraffic.gpu.runtime.launch import build_program, check_result
 
     out: dict = {"cases": []}
     rng = np.random.default_rng(11)
@@ -520,7 +520,7 @@ def opencl_options_stage(target, repeat: int) -> dict:
     """OpenCL event times of the tiled kernels (N = 4096) built with each of OPTION_SETS."""
     import pyopencl as cl
 
-    from tiletraffic.gpu.runtime import check_result
+    from tiletraffic.gpu.runtime.launch import check_result
 
     result: dict = {"option_sets": [list(o) for o in OPTION_SETS], "cases": []}
     rng = np.random.default_rng(13)
@@ -610,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
         from experiments.h200.matvec.driver import EXTRA_METRICS
         validation.METRICS = validation.METRICS + tuple(
             m for m in EXTRA_METRICS if m not in validation.METRICS)
-    from tiletraffic.gpu.device import select_device
+    from tiletraffic.gpu.devices.device import select_device
 
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -35,9 +35,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import pyopencl as cl
 
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.gpu.device import select_device
-    from tiletraffic.gpu.runtime import build_program
+    from tiletraffic.gpu.codegen.generate import generate
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.gpu.runtime.launch import build_program
 
     from experiments.h200.codegen.driver import KERNELS, build_case
 

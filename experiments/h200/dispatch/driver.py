@@ -5,14 +5,14 @@ One device call (the ``device`` tool; carry nothing: only CuPy and numpy are use
 installed there) does, writing under ``--out``:
 
 1. **work-group timelines**: every case's generated OpenCL C is compiled as CUDA with
-   :func:`gpu.cuda.timeline_source` (the kernel unchanged, plus ``%globaltimer`` and
+   :func:`experiments.h200.cuda.timeline_source` (the kernel unchanged, plus ``%globaltimer`` and
    ``%smid`` read by work-item 0 of each work-group before and after it); one warm-up
    launch, one recorded launch, result checked against a float64 product (cuBLAS FP64 via
    CuPy). Start, end (ns from the first start) and compute unit of every work-group go to
    ``timelines.npz`` (arrays ``<case>__start_ns``, ``__end_ns``, ``__cu``; uint32/uint16);
    summaries (waves, spread of start times per dispatch row, work-group duration
    percentiles) to ``h200_dispatch.json``.
-2. **compiled code**: the plain CUDA build of each kernel (:func:`gpu.cuda.cuda_source`,
+2. **compiled code**: the plain CUDA build of each kernel (:func:`experiments.h200.cuda.cuda_source`,
    NVRTC, sm_90) as PTX and, where ``nvdisasm``/``cuobjdump`` is found (CUDA toolkit, or
    the copies Triton ships), SASS. (In the recorded run nvdisasm refused the cubin that
    CuPy's NVRTC binding returned, "invalid ELF file"; the SASS with per-instruction
@@ -53,9 +53,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tiletraffic.gpu.codegen import generate
-from tiletraffic.gpu.cuda import cuda_source, launch_geometry, timeline_source
-from tiletraffic.simulator.schedules import build
+from tiletraffic.gpu.codegen.generate import generate
+from experiments.h200.cuda import cuda_source, launch_geometry, timeline_source
+from tiletraffic.simulator.kernels.families import build
 
 from experiments.h200.kernels import kernel_source
 from experiments.h200.validation.driver import NCU_DRIVER_MODULE, REPO
@@ -115,13 +115,13 @@ def summarise(start_ns: np.ndarray, end_ns: np.ndarray, cu: np.ndarray, groups_0
 def timeline_launch(family: str, m: int, k: int, n: int | None, tile: int, cid: str,
                     seed: int, source=timeline_source, prepare=None
                     ) -> tuple[dict, dict[str, np.ndarray]]:
-    """One launch of a case built with :func:`gpu.cuda.timeline_source` (after a warm-up
+    """One launch of a case built with :func:`experiments.h200.cuda.timeline_source` (after a warm-up
     launch), checked against a float64 product (cuBLAS FP64). Returns its record and the
     arrays ``<cid>__start_ns``, ``__end_ns`` (ns from the first start), ``__cu`` (SM).
     ``n`` is None for matrix-vector. Errors go into the record (``error``), never raised.
 
     Instrumented builds: ``source(kernel)`` gives (CUDA source, entry point) in place of
-    :func:`gpu.cuda.timeline_source`; ``prepare(module, grid, block)``, called before the
+    :func:`experiments.h200.cuda.timeline_source`; ``prepare(module, grid, block)``, called before the
     launches, returns ``finish(origin_ns)``, called after them, whose dict of arrays joins
     the returned ones (``origin_ns``: the first start, in ``%globaltimer`` ns)."""
     import cupy as cp

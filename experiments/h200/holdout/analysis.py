@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tiletraffic.analysis.hardware import CaseComparison, speedups
+from experiments.h200.hardware import CaseComparison, speedups
 
 from experiments.h200.data import load_json
 

@@ -2,7 +2,7 @@
 
 Writes ``reports/nvidia-h200/holdout/predictions.json``: for every case of
 ``experiments.h200.validation.driver --holdout`` (GEMM at N = 2048 and 6144, every schedule and
-tile; matrix-vector at 8192), what ``simulator.model.model_launch`` with the
+tile; matrix-vector at 8192), what ``simulator.model.launch.model_launch`` with the
 ``nvidia-h200`` device model predicts (the JSON keys of ``tiletraffic simulate --json``), the
 predicted speedups over the naive schedule and the predicted order of the schedules per size.
 The file is committed before the device run; ``python -m experiments.h200.render
@@ -22,8 +22,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from tiletraffic.analysis.hardware import modelled_launch
-from tiletraffic.simulator.device_model import DEVICE_MODELS
+from experiments.h200.hardware import modelled_launch
+from tiletraffic.simulator.model.device_model import DEVICE_MODELS
 
 from experiments.h200.data import REPO, REPORT
 from experiments.h200.validation.driver import case_list

@@ -23,8 +23,8 @@ import json
 import subprocess
 import sys
 
-from tiletraffic.analysis.hardware import modelled_launch
-from tiletraffic.simulator.device_model import DEVICE_MODELS
+from experiments.h200.hardware import modelled_launch
+from tiletraffic.simulator.model.device_model import DEVICE_MODELS
 
 from experiments.h200.data import REPO, REPORT
 

@@ -6,7 +6,7 @@ do not overlap) and every ``*.npz`` (work-group timelines and per-warp progress)
 validation report's section "L2 sharing, measured": the L2's re-read curve from
 microbenchmarks next to the device model's, the DRAM reads of GEMM slices with one to many
 waves of work-groups against the timeline-driven model
-(:func:`simulator.dram_model.dram_reads_timeline`), the one-operand variants, and the
+(:func:`simulator.model.dram.dram_reads_timeline`), the one-operand variants, and the
 per-warp progress through K.
 """
 from __future__ import annotations
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tiletraffic.simulator.dram_model import dram_reads_timeline, miss_probability
-from tiletraffic.simulator.schedule import FLOAT_BYTES
+from tiletraffic.simulator.model.dram import dram_reads_timeline, miss_probability
+from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
 
-from tiletraffic.analysis.hardware import modelled_launch
+from experiments.h200.hardware import modelled_launch
 
 from experiments.h200.data import read_json
 
@@ -129,7 +129,7 @@ CURVE_ASSOCIATIVITIES = (8, 16, 32, 64, 128)
 
 
 def fit_l2_curve(rows: list[dict], key: str = "miss_read_1x") -> tuple[int, int] | None:
-    """The (L2 bytes, associativity) of :func:`simulator.dram_model.miss_probability` closest
+    """The (L2 bytes, associativity) of :func:`simulator.model.dram.miss_probability` closest
     (least squares) to the measured re-read curve: L2 sizes 30..50 MiB in 1 MiB steps,
     associativities :data:`CURVE_ASSOCIATIVITIES`. A description of the microbenchmark, not
     of the hardware's organisation."""
@@ -389,7 +389,7 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
                        ) -> tuple[list[str], dict]:
     """Markdown lines of the section and its rows for ``validation.json`` (nothing when the
     report directory has no ``l2_sharing/``). ``cases``: the validation's
-    :class:`analysis.hardware.CaseComparison` list (re-predicted with the measured curve);
+    :class:`experiments.h200.hardware.CaseComparison` list (re-predicted with the measured curve);
     ``samples``: Monte Carlo re-reads per buffer of the timeline estimates."""
     if data is None:
         return [], {}
@@ -577,7 +577,7 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
     if again:
         lines += [f"**The validation cases beyond L2 with the measured curve** (fitted: "
                   f"{curve[0] // MIB} MiB, {curve[1]}-way in "
-                  "`simulator.dram_model.miss_probability`, least squares over the re-read "
+                  "`simulator.model.dram.miss_probability`, least squares over the re-read "
                   "points; everything else as predicted above, steady-state dispatch):", "",
                   "| case | measured | predicted (device model) | with the measured curve |",
                   "|---|---|---|---|"]

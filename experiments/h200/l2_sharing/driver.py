@@ -61,7 +61,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tiletraffic.analysis.ncu import parse_ncu_raw_csv
+from experiments.h200.ncu import parse_ncu_raw_csv
 
 from experiments.h200.dispatch.driver import find_tool, timeline_launch, write_npz
 from experiments.h200.kernels import kernel_source
@@ -569,7 +569,7 @@ PROGRESS_PRELUDE = kernel_source(__file__, "progress_prelude.cuh")
 def progress_source(family: str, kernel, k: int) -> tuple[str, str]:
     """The timeline build of ``kernel`` with a ``%globaltimer`` read by lane 0 of every warp
     each PROGRESS_EVERY iterations of K (a diagnostic: it adds a branch to the loop)."""
-    from tiletraffic.gpu.cuda import timeline_source
+    from experiments.h200.cuda import timeline_source
 
     src, entry = timeline_source(kernel)
     loop, kk = PROGRESS_LOOPS[family]
@@ -701,9 +701,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         ap.error("--out is required")
     if args.dry_run_local:
-        from tiletraffic.gpu.codegen import generate
-        from tiletraffic.gpu.cuda import timeline_source
-        from tiletraffic.simulator.schedules import build
+        from tiletraffic.gpu.codegen.generate import generate
+        from experiments.h200.cuda import timeline_source
+        from tiletraffic.simulator.kernels.families import build
 
         for f, m, k, n, b in SLICES:
             timeline_source(generate(build(f, m, k, n, b)))

@@ -3,7 +3,7 @@ model predictions, so both name the same schedules.
 
 A case is ``(label, family, tile, options)``: ``tile`` is the work-group width W0 (for
 gemm-naive and gemm-tiled the B of the B×B work-group), ``options`` the register-blocked
-families' ``tm``, ``tn``, ``bk``, ``wg_rows`` (simulator/schedules_advanced.py).
+families' ``tm``, ``tn``, ``bk``, ``wg_rows`` (simulator/kernels/register_blocked.py).
 ``LADDER`` is the ladder with each family's defaults (16×16 work-group, TM = TN = 4,
 BK = 16); ``HAND_TUNED`` are a few other parameter choices picked by hand (what the future
 tuner of item 4 would search); ``TUNED`` the tuner's own results.

@@ -3,7 +3,7 @@
 
 Nsight Compute profiles no OpenCL kernel, so the SAME generated OpenCL C of every ladder
 case (:mod:`experiments.h200.ladder.cases`) is compiled as CUDA behind
-:mod:`tiletraffic.gpu.cuda`'s prelude and launched once under one ``ncu`` run, through the
+:mod:`experiments.h200.cuda`'s prelude and launched once under one ``ncu`` run, through the
 validation driver's counter stage (:func:`experiments.h200.validation.driver.counters_stage`:
 the metrics of ``METRICS``, ``--cache-control all --clock-control none``, every result
 checked against float64 numpy). The comparison with the model needs no GPU:
@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import cases as C
+from experiments.h200.ladder import cases as C
 
 SIZES = (1024,)
 """Counts are exact at any size; 1024 keeps the ncu replay short (about 40 passes a kernel)."""

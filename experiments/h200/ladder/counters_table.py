@@ -2,8 +2,8 @@
 
 Reads ``ladder_counters.json(.gz)`` written by :mod:`experiments.h200.ladder.counters`,
 models every case with the device model of the counted build (the CUDA build:
-:func:`tiletraffic.analysis.hardware.counter_model_for`, ``nvidia-h200-cuda``) and prints
-one markdown table per case: each quantity of :data:`tiletraffic.analysis.hardware.COMPARED`
+:func:`experiments.h200.hardware.counter_model_for`, ``nvidia-h200-cuda``) and prints
+one markdown table per case: each quantity of :data:`experiments.h200.hardware.COMPARED`
 (predicted, measured, relative error, whether its target is met), plus the registers per
 work-item the CUDA build used (``launch__registers_per_thread``).
 
@@ -21,9 +21,9 @@ from experiments.h200.data import load_json
 
 def comparisons(raw: dict) -> list[dict]:
     """One entry per counted case: id, label, registers, rows (as CaseComparison.rows)."""
-    from tiletraffic.analysis.hardware import CaseComparison, _counter_values, counter_model_for
-    from tiletraffic.simulator.device_model import DEVICE_MODELS
-    from tiletraffic.simulator.model import model_launch
+    from experiments.h200.hardware import CaseComparison, _counter_values, counter_model_for
+    from tiletraffic.simulator.model.device_model import DEVICE_MODELS
+    from tiletraffic.simulator.model.launch import model_launch
     from experiments.h200.validation.driver import build_case
 
     model = counter_model_for(DEVICE_MODELS["nvidia-h200"])

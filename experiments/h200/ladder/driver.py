@@ -11,7 +11,7 @@ What one run does, writing everything under ``--out`` (the device's $OUT):
    also ``torch.backends.cudnn.allow_tf32 = False``): ``a @ b`` at each N, CUDA events,
    3 warm-ups then ``--repeat`` timed launches;
 3. every case through OpenCL with tiletraffic's own run path
-   (``tiletraffic.run(schedule, device=...)`` = ``analysis.validation.measure.run_on_device``):
+   (``tiletraffic.run(schedule, device=...)`` = ``gpu.runtime.checked_run.run_on_device``):
    generated kernel built, 2 warm-up and ``--repeat`` timed launches (OpenCL profiling
    events), every distinct output checked against float64 numpy before its time counts.
    A build error, refused launch or wrong result is recorded with its message and the run
@@ -45,7 +45,7 @@ import traceback
 import warnings
 from pathlib import Path
 
-from . import cases as C
+from experiments.h200.ladder import cases as C
 
 
 def _facts() -> dict:

@@ -23,7 +23,7 @@ def predicted_s(row: dict, model) -> float:
     """The model's time of one sweep case (seconds), with the registers its build reported
     (the estimate where it reported none). The device model's warnings about its guessed
     values are not repeated for every case."""
-    from tiletraffic.simulator.device_model import GuessedValueWarning
+    from tiletraffic.simulator.model.device_model import GuessedValueWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GuessedValueWarning)

@@ -14,7 +14,7 @@ a stage's failure is recorded and never stops the others):
 
 1. ``code``: per ladder case at N = 1024 (:mod:`experiments.h200.ladder.cases`), the OpenCL
    driver's PTX (``CL_PROGRAM_BINARIES``) and the CUDA build's PTX (NVRTC,
-   ``-arch=compute_90``, the source of :func:`tiletraffic.gpu.cuda.cuda_source`), each
+   ``-arch=compute_90``, the source of :func:`experiments.h200.cuda.cuda_source`), each
    assembled by ``ptxas -arch=sm_90`` and disassembled by ``cuobjdump -sass``; static counts
    of every ``LDS*``/``STS*`` width (:func:`local_sass_counts`).
 2. ``jit``: the machine code NVIDIA's OpenCL driver really runs (its JIT of that PTX, read
@@ -222,9 +222,9 @@ def code_stage(folder: Path, target, cases: list[dict], assemble_opencl: bool = 
     """Stage 1: both builds' PTX, assembled and disassembled into ``folder`` (see the
     module docstring); ``assemble_opencl`` False keeps the OpenCL PTX (and its copy without
     environment-register reads) but does not assemble it with ptxas."""
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.gpu.cuda import cuda_source
-    from tiletraffic.gpu.runtime import build_program
+    from tiletraffic.gpu.codegen.generate import generate
+    from experiments.h200.cuda import cuda_source
+    from tiletraffic.gpu.runtime.launch import build_program
 
     from experiments.h200.codegen.driver import ENVREG
     from experiments.h200.validation.driver import build_case
@@ -278,9 +278,9 @@ def jit_child(opencl_device: str, cases_path: Path) -> int:
 
     import pyopencl as cl
 
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.gpu.device import select_device
-    from tiletraffic.gpu.runtime import build_program
+    from tiletraffic.gpu.codegen.generate import generate
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.gpu.runtime.launch import build_program
 
     from experiments.h200.validation.driver import build_case
 
@@ -354,7 +354,7 @@ def ncu_stage(cases: list[dict], folder: Path, tag: str, timeout_s: float,
     """Stages 3 and 4: one ncu run (SourceCounters + ``wanted`` metrics) over the validation
     driver's ``--ncu-driver`` mode; the raw page joined to the cases, the source page's local
     rows."""
-    from tiletraffic.analysis.ncu import parse_ncu_raw_csv
+    from experiments.h200.ncu import parse_ncu_raw_csv
 
     from experiments.h200.validation.driver import (NCU_DRIVER_MODULE, join_counters,
                                                     run_cmd)
@@ -456,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     DEADLINE[0] = time.monotonic() + args.deadline_s
     if args.jit_child:
         return jit_child(args.opencl_device, args.jit_child)
-    from tiletraffic.gpu.device import select_device
+    from tiletraffic.gpu.devices.device import select_device
 
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 """What if the model credited a prefetching kernel with hiding its loads' latency? (round 8,
 no GPU.)
 
-The time model (:mod:`tiletraffic.simulator.prediction`) charges every barrier interval
+The time model (:mod:`tiletraffic.simulator.model.prediction`) charges every barrier interval
 that loads from global memory one memory latency, overlapped only by the other resident
 work-groups (a closed queueing network solved by mean value analysis). A prefetching
 kernel issues its loads before the interval's work and uses them after it, so its own work
@@ -35,7 +35,7 @@ def measured_cases() -> list[tuple[str, dict, int, int, float]]:
     (registers/registers.json), the times from its ladder (ladder/ladder_raw.json.gz)."""
     from experiments.h200.data import REPORT, read_json
 
-    from .predict import compiled_registers, registers_for
+    from experiments.h200.ladder.predict import compiled_registers, registers_for
 
     folder = REPORT / ROUND
     regs = compiled_registers([folder / "registers" / "registers.json"])
@@ -67,7 +67,7 @@ def predicted(options: dict, n: int, registers: int, overlap: float, per: str,
     """The model's prediction of gemm-prefetch at M = N = K = ``n`` with ``options`` and
     ``registers`` per work-item, its network solved by :func:`overlapped_throughputs`."""
     import tiletraffic
-    from tiletraffic.simulator import queueing
+    from tiletraffic.simulator.model import queueing
 
     with mock.patch.object(queueing, "closed_network_throughputs",
                            overlapped_throughputs(overlap, per)):

@@ -21,8 +21,8 @@ import time
 import warnings
 from pathlib import Path
 
-from ..data import read_json
-from . import cases as C
+from experiments.h200.data import read_json
+from experiments.h200.ladder import cases as C
 
 
 def compiled_registers(raw_paths) -> dict[tuple[str, int], int]:

@@ -1,6 +1,6 @@
 """Build every ladder case's kernel on a device without launching it, and record what the
 build reports: registers per work-item and spills (NVIDIA's ``-cl-nv-verbose`` ptxas lines,
-:func:`tiletraffic.gpu.runtime.build_kernel`), so that a round's predictions can use the
+:func:`tiletraffic.gpu.runtime.launch.build_kernel`), so that a round's predictions can use the
 registers of the kernels it will measure (``predict --registers-from``) without timing
 anything first.
 
@@ -25,7 +25,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from . import cases as C
+from experiments.h200.ladder import cases as C
 
 BUILD_N = 1024
 JIT_KERNELS = ("gemm_register_blocked", "gemm_prefetch", "gemm_vectorized")
@@ -34,9 +34,9 @@ JIT_KERNELS = ("gemm_register_blocked", "gemm_prefetch", "gemm_vectorized")
 def build_records(device: str | None) -> list[dict]:
     """One record per case of :data:`cases.CASES`: its kernel built (not launched) on
     ``device``, with the registers and resources the build reported, or the error."""
-    from tiletraffic.gpu import codegen
-    from tiletraffic.gpu.device import select_device
-    from tiletraffic.gpu.runtime import build_kernel
+    from tiletraffic.gpu.codegen import generate as codegen
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.gpu.runtime.launch import build_kernel
 
     target = select_device(device)
     out = []

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from experiments.h200.data import load_json, read_json
 
-from . import round_table
+from experiments.h200.ladder import round_table
 
 STEPS = (("naive", "tiled", "local-memory tiles (B = 16)"),
          ("tiled", "register-blocked", "register blocks (4x4 per work-item)"),
@@ -87,7 +87,7 @@ def speedups(times: dict[tuple[str, int], tuple[float, float]]) -> str:
 
 
 def counters(folder: Path) -> str:
-    from . import counters_table
+    from experiments.h200.ladder import counters_table
 
     raw = (load_json(folder / "ladder_counters.json.gz")
            or load_json(folder / "ladder_counters.json"))

@@ -4,11 +4,11 @@ ceiling (issue #13 item 3), against the committed measurements
 
 The simulation (counts, memory-system counts, footprints, barrier intervals) is the slow
 part; it is run once per case and size and kept in ``--cache`` (pickles), then
-:func:`simulator.prediction.predict` is called for each variant:
+:func:`simulator.model.prediction.predict` is called for each variant:
 
 * ``before``: no register limit, no issue ceiling (the ``model_predictions*.json`` of
   :mod:`experiments.h200.ladder.predict`: the script checks that it reproduces them);
-* ``registers``: the register estimate of :mod:`simulator.registers` (a guess);
+* ``registers``: the register estimate of :mod:`simulator.model.registers` (a guess);
 * ``issue``: the issue ceiling (``issue_s``) only;
 * ``both``: registers and issue, what ``tiletraffic.model`` now predicts;
 * ``measured``: both, with the registers the H200's OpenCL compiler reported for the case
@@ -36,15 +36,15 @@ from pathlib import Path
 
 from experiments.h200.data import REPORT, read_json
 
-from . import cases as C
+from experiments.h200.ladder import cases as C
 
 NO_ISSUE = 1e12
 
 
 def simulated(case, n: int, cache: Path, model) -> dict:
     """The inputs of predict() for ``case`` at ``n`` (cached in ``cache``): the observation
-    of :func:`tiletraffic.simulator.observation.observe_launch` (full K loop), as a dict."""
-    from tiletraffic.simulator.observation import observe_launch
+    of :func:`tiletraffic.simulator.model.observation.observe_launch` (full K loop), as a dict."""
+    from tiletraffic.simulator.model.observation import observe_launch
 
     path = cache / f"{case[0].replace(' ', '_')}_{n}.pkl"
     if path.exists():
@@ -65,9 +65,9 @@ def simulated(case, n: int, cache: Path, model) -> dict:
 def measured_registers(path: Path | None = None) -> dict[str, int]:
     """Case label -> registers per work-item in ``reports/nvidia-h200/registers/
     build_logs.txt`` (the probe's output: each case's label, then its ptxas lines; the
-    first line of each is cut by the probe), read with :func:`gpu.kernel_resources.
+    first line of each is cut by the probe), read with :func:`gpu.devices.kernel_resources.
     parse_ptxas_log`."""
-    from tiletraffic.gpu.kernel_resources import parse_ptxas_log
+    from tiletraffic.gpu.devices.kernel_resources import parse_ptxas_log
 
     path = path or REPORT / "registers" / "build_logs.txt"
     labels = sorted((c[0] for c in C.CASES), key=len, reverse=True)
@@ -92,9 +92,9 @@ def measured_registers(path: Path | None = None) -> dict[str, int]:
 def variants(data: dict, model, fixed_registers=(), measured: int | None = None
              ) -> dict[str, float]:
     """Predicted seconds of one case for each variant of the module docstring."""
-    from tiletraffic.simulator.registers import estimate_registers
-    from tiletraffic.simulator.observation import LaunchObservation
-    from tiletraffic.simulator.prediction import predict
+    from tiletraffic.simulator.model.registers import estimate_registers
+    from tiletraffic.simulator.model.observation import LaunchObservation
+    from tiletraffic.simulator.model.prediction import predict
 
     s = C.build(data["case"], data["n"])
     estimate = estimate_registers(s, model.max_registers_per_work_item)
@@ -130,7 +130,7 @@ def main(argv=None) -> int:
     p.add_argument("--cached-only", action="store_true",
                    help="skip the cases not simulated yet (no pickle in --cache)")
     a = p.parse_args(argv)
-    from tiletraffic.simulator.device_model import NVIDIA_H200
+    from tiletraffic.simulator.model.device_model import NVIDIA_H200
 
     warnings.simplefilter("ignore")
     raw = read_json(REPORT / "ladder" / "ladder_raw.json.gz")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from experiments.h200.data import read_json
 
-from . import cases as C
+from experiments.h200.ladder import cases as C
 
 
 def _first(folder: Path, *names):

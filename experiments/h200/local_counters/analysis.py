@@ -86,8 +86,8 @@ def _loads(counts: dict) -> dict:
 
 
 def _model(key: tuple, case: dict) -> dict:
-    from tiletraffic.simulator.device_model import DEVICE_MODELS
-    from tiletraffic.simulator.model import model_launch
+    from tiletraffic.simulator.model.device_model import DEVICE_MODELS
+    from tiletraffic.simulator.model.launch import model_launch
 
     from experiments.h200.validation.driver import build_case
 

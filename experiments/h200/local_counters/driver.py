@@ -11,7 +11,7 @@ stage's failure is recorded and never stops the others), all through
 :mod:`experiments.h200.ladder.local_codegen`:
 
 1. ``code``: per configuration of :mod:`.cases` (counted and machine-code-only), the CUDA
-   build's PTX (NVRTC of :func:`tiletraffic.gpu.cuda.cuda_source`) assembled by ptxas and
+   build's PTX (NVRTC of :func:`experiments.h200.cuda.cuda_source`) assembled by ptxas and
    disassembled by cuobjdump; the OpenCL driver's PTX, and its copy without the
    environment-register reads (the NDRange offsets, which CUDA leaves unset).
 2. ``jit``: the machine code NVIDIA's OpenCL driver runs (its JIT, read from the CUDA compute
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="every stage done by then (seconds after the start)")
     args = ap.parse_args(argv)
     LC.DEADLINE[0] = time.monotonic() + args.deadline_s
-    from tiletraffic.gpu.device import select_device
+    from tiletraffic.gpu.devices.device import select_device
 
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)

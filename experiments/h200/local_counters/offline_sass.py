@@ -1,6 +1,6 @@
 """The CUDA build's machine code without a GPU: NVRTC of the same CUDA version as the H200's
 (13.0), called through ctypes, compiles a configuration's CUDA source
-(:func:`tiletraffic.gpu.cuda.cuda_source` of the generated OpenCL C) for ``sm_90``;
+(:func:`experiments.h200.cuda.cuda_source` of the generated OpenCL C) for ``sm_90``;
 ``cuobjdump -sass`` disassembles it; the local-memory instructions are counted as the device
 drivers count them (:func:`experiments.h200.ladder.local_codegen.local_sass_counts`).
 
@@ -89,8 +89,8 @@ def sass_of(nvrtc: Nvrtc, cuobjdump: str, source: str, name: str) -> str:
 def configuration_sass(nvrtc: Nvrtc, cuobjdump: str, configs: list[dict]) -> dict:
     """Per configuration (:func:`experiments.h200.local_counters.cases.code_cases`): its
     local-instruction counts and the SASS, of the source generated now."""
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.gpu.cuda import cuda_source
+    from tiletraffic.gpu.codegen.generate import generate
+    from experiments.h200.cuda import cuda_source
 
     from experiments.h200.validation.driver import build_case
 
@@ -106,7 +106,7 @@ def configuration_sass(nvrtc: Nvrtc, cuobjdump: str, configs: list[dict]) -> dic
 def check_against_device(nvrtc: Nvrtc, cuobjdump: str, code_tar: Path) -> list[dict]:
     """Compile every ``<id>.cl`` of a device call's ``code.tar.gz`` behind the CUDA prelude
     and compare its local-instruction counts with that call's ``<id>.cuda.sass``."""
-    from tiletraffic.gpu.cuda import CUDA_PRELUDE
+    from experiments.h200.cuda import CUDA_PRELUDE
 
     rows = []
     with tarfile.open(code_tar) as tar:
@@ -129,13 +129,13 @@ def check_against_device(nvrtc: Nvrtc, cuobjdump: str, code_tar: Path) -> list[d
 THEN_CHILD = """
 import json, sys
 try:
-    from tiletraffic.simulator.schedules import build
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.gpu.cuda import cuda_source
+    from tiletraffic.simulator.kernels.families import build
+    from tiletraffic.gpu.codegen.generate import generate
+    from experiments.h200.cuda import cuda_source
 except ImportError:
-    from simulator.schedules import build
-    from gpu.codegen import generate
-    from gpu.cuda import cuda_source
+    from simulator.kernels.families import build
+    from gpu.codegen.generate import generate
+    from experiments.h200.cuda import cuda_source
 out = {}
 for c in json.loads(sys.argv[1]):
     try:

@@ -5,7 +5,7 @@ Measured: ``reports/nvidia-h200/local_counters/run/local_counters_run.tar.gz`` (
 OpenCL driver's own machine code of stages ``ncu_opencl`` and ``ncu_opencl_each`` (a record
 with counters and a passed result check; the others are listed as not measured, with why).
 
-Modelled: ``simulator.model.model_launch`` of today's schedule of each case with
+Modelled: ``simulator.model.launch.model_launch`` of today's schedule of each case with
 ``nvidia-h200-cuda`` (CUDA build) or ``nvidia-h200`` (OpenCL build). The modelled figures are
 written once to ``run/model.json`` (``--write-model``, minutes: 1000³ GEMMs) and read from
 there by the table, so that the table's check stays fast; the check recomputes a small case
@@ -103,8 +103,8 @@ def model_key(case: dict, build: str) -> str:
 
 def model_figures(case: dict, build: str) -> dict:
     """The model's figure of every quantity of ``case`` for ``build``."""
-    from tiletraffic.simulator.device_model import DEVICE_MODELS
-    from tiletraffic.simulator.model import model_launch
+    from tiletraffic.simulator.model.device_model import DEVICE_MODELS
+    from tiletraffic.simulator.model.launch import model_launch
 
     from experiments.h200.validation.driver import build_case
 

@@ -8,10 +8,10 @@ while the generated matvec-naive takes 0.624 ms; ``restrict`` is not the differe
 A and x through ``ld.global.nc``). ``codeform.cl`` has matvec-naive in the forms that differ (int index ``row * K + k``, a row
 pointer, no ``reqd_work_group_size``, unsigned index, the microbenchmark's source, the 16 or
 8 loads of a row's k-steps written before their FMAs) and matvec-local-whole as generated and
-as the microbenchmark; matvec-local runs as :mod:`tiletraffic.gpu.codegen` writes it. Each is
+as the microbenchmark; matvec-local runs as :mod:`tiletraffic.gpu.codegen.generate` writes it. Each is
 built per K (local-whole's ``X_WORDS`` = K, as generated) and timed at the validate sizes,
 one unaligned and one all-SM size, its result checked with
-:func:`tiletraffic.simulator.tolerance.check_result`. The machine code that ran is the
+:func:`tiletraffic.simulator.engine.tolerance.check_result`. The machine code that ran is the
 driver JIT's, read from its cache by a second invocation (``--read-jit-cache``): main-loop
 counts in ``jit.json``, the loop's loads in issue order by :func:`loop_sequence`. The first
 size's PTX (NVIDIA's OpenCL binary) is also assembled offline by ``ptxas -arch=sm_90``
@@ -40,7 +40,7 @@ from experiments.h200.codegen.driver import assemble as assemble_ptx
 from experiments.h200.dispatch.driver import find_tool
 from experiments.h200.kernels import kernel_source
 from experiments.h200.matvec.sass import function_text, main_loop
-from tiletraffic.gpu.device import select_device
+from tiletraffic.gpu.devices.device import select_device
 
 SIZES = ((4096, 4096), (8192, 8192), (4096, 4097), (33792, 4096))
 """(M, K): validate's two matvec sizes, one unaligned row stride, one work-group per SM."""
@@ -49,7 +49,7 @@ KERNELS = ("naive_generated", "naive_row_pointer", "naive_no_reqd", "naive_unsig
            "local_whole_microbench")
 """The kernels of ``codeform.cl``."""
 GENERATED = ("matvec-local",)
-"""Schedules run as :mod:`tiletraffic.gpu.codegen` writes them, beside the file's kernels
+"""Schedules run as :mod:`tiletraffic.gpu.codegen.generate` writes them, beside the file's kernels
 (their kernel names with ``_`` for ``-``)."""
 
 
@@ -188,7 +188,7 @@ def programs_for(ctx, k: int, m: int) -> dict:
     """Kernel name -> ``cl.Kernel`` of codeform.cl built with X_WORDS = ``k`` and of each
     generated schedule of :data:`GENERATED` at (m, k)."""
     import tiletraffic as tt
-    from tiletraffic.gpu.codegen import generate
+    from tiletraffic.gpu.codegen.generate import generate
 
     prg = cl.Program(ctx, kernel_source(__file__, "codeform.cl")).build(
         options=[f"-DX_WORDS={k}"])
@@ -200,7 +200,7 @@ def programs_for(ctx, k: int, m: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tiletraffic.simulator.tolerance import check_result
+    from tiletraffic.simulator.engine.tolerance import check_result
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default=None)

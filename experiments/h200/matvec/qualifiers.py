@@ -28,7 +28,7 @@ import pyopencl as cl
 
 from experiments.h200.kernels import kernel_source
 from experiments.h200.matvec.codeform import timed_launches
-from tiletraffic.gpu.device import select_device
+from tiletraffic.gpu.devices.device import select_device
 
 SIZES = ((4096, 4096), (8192, 8192), (4096, 4097), (33792, 4096))
 """(M, K): validate's two matvec sizes, one unaligned row stride, one work-group per SM."""

@@ -5,7 +5,7 @@ matvec-naive against matvec-local / -local-whole).
 calibrate's ``strided_read_x`` measures one point of this grid (d = 0, as many work-groups
 as rows fit its DRAM buffer); this script measures the grid: ``strided_read`` with each
 work-item its own row (no operand), ``strided_read_xglobal`` and ``strided_read_xlocal``
-(``tiletraffic.gpu.microbench``), rows 4096 + d words apart (d = 0: one bank, d = 1: 32
+(``tiletraffic.gpu.devices.microbench``), rows 4096 + d words apart (d = 0: one bank, d = 1: 32
 banks), over 16, 64 and 132 work-groups of 256 (one per compute unit). Each value is the
 cycles of one sub-group's step: the time of n more steps (lengths n and 2n, so the launch
 cancels) x the clock / the 8 sub-groups of a work-group, as calibrate computes it.
@@ -21,9 +21,9 @@ import json
 import statistics
 import sys
 
-from tiletraffic.analysis.calibrate import per_step_s
-from tiletraffic.gpu import microbench as mb
-from tiletraffic.gpu.device import select_device
+from tiletraffic.analysis.calibrate.calibrate import per_step_s
+from tiletraffic.gpu.devices import microbench as mb
+from tiletraffic.gpu.devices.device import select_device
 
 BASE_WORDS = 4096
 OFFSETS_WORDS = (0, 1)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from ..data import REPORT, read_json
+from experiments.h200.data import REPORT, read_json
 
 WARP_TILED = REPORT / "warp_tiled"
 TUNE_FIVE = WARP_TILED / "tune_five"
@@ -30,7 +30,7 @@ def tune_five_cases(folder: Path = TUNE_FIVE) -> list[dict]:
     last call that has its results file, as :mod:`experiments.h200.warp_tiled.tune_table`
     reads them): the median of its launches, the registers its compiled build reported
     (the tune's recheck)."""
-    from ..warp_tiled.tune_table import shapes
+    from experiments.h200.warp_tiled.tune_table import shapes
 
     out = []
     for (m, k, n), call in sorted(shapes(folder).items()):
@@ -55,8 +55,8 @@ def warp_study_cases(folder: Path = WARP_TILED) -> list[dict]:
     rounds' medians and the registers its build reported, as
     :func:`experiments.h200.warp_tiled.analysis.times` reads them); its gemm-vectorized
     baseline is left out (not warp-tiled)."""
-    from ..warp_tiled import cases as W
-    from ..warp_tiled.analysis import times
+    from experiments.h200.warp_tiled import cases as W
+    from experiments.h200.warp_tiled.analysis import times
 
     path = folder / "warp_tiled_raw.json.gz"
     by_label = {c[0]: c for c in W.CASES}
@@ -96,8 +96,8 @@ def validation_cases(path: Path = VALIDATION) -> list[dict]:
 def ladder_cases(path: Path = LADDER, registers_path: Path = LADDER_REGISTERS) -> list[dict]:
     """Round 8's measured ladder steps with the registers of round 8's builds (as
     ``experiments.h200.ladder.predict --registers-from`` gave them)."""
-    from ..ladder import cases as L
-    from ..ladder.predict import compiled_registers, registers_for
+    from experiments.h200.ladder import cases as L
+    from experiments.h200.ladder.predict import compiled_registers, registers_for
 
     known = compiled_registers([registers_path])
     by_label = {c[0]: c for c in L.CASES}

@@ -26,9 +26,10 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
-from ..data import REPORT, read_json
-from . import cases as C
-from .table import MODELS, case_label, observation, predictions, source_digest
+from experiments.h200.data import REPORT, read_json
+from experiments.h200.model_error import cases as C
+from experiments.h200.model_error.table import (MODELS, case_label, observation, predictions,
+                                                source_digest)
 
 CUDA_COUNTERS = REPORT / "warp_tiled" / "counters.json.gz"
 OPENCL_RUN = REPORT / "local_counters" / "run4" / "local_counters_run.tar.gz"
@@ -67,8 +68,8 @@ def opencl_records(path: Path = OPENCL_RUN) -> tuple[list[dict], dict[str, str]]
 def counted(cache: Path) -> list[dict]:
     """Every warp-tiled counter record with the model's issued instructions at its shape
     (``nvidia-h200`` for the OpenCL build, ``nvidia-h200-cuda`` for the CUDA build)."""
-    from tiletraffic.simulator.device_model import device_model
-    from tiletraffic.simulator.prediction import issued_instructions
+    from tiletraffic.simulator.model.device_model import device_model
+    from tiletraffic.simulator.model.prediction import issued_instructions
 
     rows = []
     cuda = [(r, "CUDA") for r in read_json(CUDA_COUNTERS)["records"]]
@@ -190,7 +191,7 @@ def markdown(rows: list[dict], sass: dict[str, str], measured: list[dict]) -> st
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tiletraffic.simulator.device_model import device_model
+    from tiletraffic.simulator.model.device_model import device_model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", type=Path, default=Path("/tmp/tiletraffic-model-error"))

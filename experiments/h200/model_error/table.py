@@ -10,7 +10,7 @@ build reported. Each schedule is simulated once per device model's observers and
 observation kept in ``--cache`` (pickles, default ``/tmp/tiletraffic-model-error``; a key
 names the schedule, the observers' device-model values and a digest of the simulator's
 source outside the time model, so a change to counting re-simulates), then
-:func:`simulator.prediction.predict` runs for each model. A cold run takes about a minute
+:func:`simulator.model.prediction.predict` runs for each model. A cold run takes about a minute
 on two cores; a warm one seconds.
 
 Prints one markdown table per group (measured, each model's prediction, error, binding
@@ -26,8 +26,8 @@ import pickle
 import warnings
 from pathlib import Path
 
-from ..data import REPORT
-from . import cases as C
+from experiments.h200.data import REPORT
+from experiments.h200.model_error import cases as C
 
 CALIBRATED = REPORT / "preregistered6" / "h200-calibrated.toml"
 MODELS = (("built-in", "nvidia-h200"), ("calibrated", str(CALIBRATED)))
@@ -38,7 +38,7 @@ OBSERVER_VALUES = ("sub_group_size", "sector_bytes", "line_bytes", "local_banks"
                    "local_vector_words", "local_vector_min_wavefronts",
                    "l1_sharing_work_groups", "max_work_group_size",
                    "local_mem_bytes_per_work_group")
-"""The device-model values an observation depends on (:func:`simulator.observation.
+"""The device-model values an observation depends on (:func:`simulator.model.observation.
 observe_launch` and its limits); the time model's values are read by ``predict`` only."""
 
 TIME_MODEL_FILES = ("prediction.py", "queueing.py", "device_model.py", "device_model_file.py",
@@ -65,9 +65,9 @@ def _schedule(case: dict):
 
 
 def observation(case: dict, model, cache: Path, digest: str):
-    """The :class:`simulator.observation.LaunchObservation` of ``case`` on ``model``'s
+    """The :class:`simulator.model.observation.LaunchObservation` of ``case`` on ``model``'s
     observers, from ``cache`` or simulated (and stored there)."""
-    from tiletraffic.simulator.model import observe_for_model
+    from tiletraffic.simulator.model.launch import observe_for_model
 
     key = json.dumps([case["family"], case["m"], case["k"], case["n"], case["tile"],
                       sorted(case["options"].items()),
@@ -87,8 +87,8 @@ def observation(case: dict, model, cache: Path, digest: str):
 def predictions(cases: list[dict], cache: Path, models=MODELS) -> list[dict]:
     """Each case with, per model, its prediction: ``predicted_s``, ``error``, ``bound``,
     the time terms, resident work-groups, sub-groups per scheduler, waves."""
-    from tiletraffic.simulator.device_model import device_model
-    from tiletraffic.simulator.prediction import predict
+    from tiletraffic.simulator.model.device_model import device_model
+    from tiletraffic.simulator.model.prediction import predict
 
     digest = source_digest()
     loaded = [(name, device_model(spec)) for name, spec in models]

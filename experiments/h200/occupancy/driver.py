@@ -8,13 +8,13 @@ touched under ``if (K < 0)``, a runtime argument the compiler cannot fold (a con
 ``get_local_id`` could be folded, its range being known), and is allocated at launch either
 way. Two builds of the same edited source:
 
-* ``cuda``: NVRTC (CuPy ``RawModule``) behind :mod:`tiletraffic.gpu.cuda`'s prelude, the pad
+* ``cuda``: NVRTC (CuPy ``RawModule``) behind :mod:`experiments.h200.cuda`'s prelude, the pad
   an ``extern __shared__`` array sized at launch. ``cudaFuncAttributeMaxDynamicSharedMemory
   Size`` lifts the 48 KiB default to 227 KiB, so R = 1, 2, 3, 4 can all be forced; the
   shared-memory carveout is set to 100 % (228 KiB shared, the smallest L1) for every R, so
   the L1 size does not change with R (one extra row, ``carveout -1``, is the driver's own
   choice at natural R). The CUDA occupancy calculator's R and the R measured by one timeline
-  launch (``gpu.cuda.timeline_source``: most work-groups running at once on one SM) are
+  launch (``experiments.h200.cuda.timeline_source``: most work-groups running at once on one SM) are
   recorded next to the forced R; the timeline build has registers of its own (nvcc 13.0,
   sm_90: 80 instead of 64 for rb-16-default), so its calculator R is recorded too.
 * ``opencl``: NVIDIA's OpenCL driver, the pad a ``__local float *tt_pad`` argument set with
@@ -24,7 +24,7 @@ way. Two builds of the same edited source:
 
 Per (case, build, R): registers (plain and padded build), natural and forced R, 2 warm-ups
 then ``--repeat`` timed launches (median, min, max), the result checked against float64
-numpy (K-scaled tolerance, :mod:`simulator.tolerance`). ``OUT/raw.json`` is rewritten
+numpy (K-scaled tolerance, :mod:`simulator.engine.tolerance`). ``OUT/raw.json`` is rewritten
 atomically after each case. The model's predictions need no GPU (``--predict-only``).
 
 Device (after the device preamble of ``experiments/README.md``)::
@@ -141,8 +141,8 @@ def opencl_rows(target, sch, kernel, host, ref, absprod, repeat, dm) -> dict:
     the build's registers (NVIDIA's ``-cl-nv-verbose`` log)."""
     import pyopencl as cl
 
-    from tiletraffic.gpu.runtime import (build_kernel, build_options, build_program,
-                                         check_result, kernel_resources)
+    from tiletraffic.gpu.runtime.launch import (build_kernel, build_options, build_program,
+                                                check_result, kernel_resources)
 
     from experiments.h200.codegen.driver import (kernel_args, opencl_buffers, release,
                                                  timed_launches)
@@ -177,8 +177,8 @@ def cuda_rows(sch, kernel, host, ref, absprod, repeat, dm) -> dict:
     import cupy as cp
     from cupy.cuda import driver
 
-    from tiletraffic.gpu.cuda import cuda_source, launch_geometry, timeline_source
-    from tiletraffic.gpu.runtime import check_result
+    from experiments.h200.cuda import cuda_source, launch_geometry, timeline_source
+    from tiletraffic.gpu.runtime.launch import check_result
 
     from experiments.h200.codegen.driver import resident_per_sm
     grid, block = launch_geometry(kernel)
@@ -275,9 +275,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     os.environ.setdefault("PYOPENCL_NO_CACHE", "1")  # cached programs come without ptxas log
     import tiletraffic
-    from tiletraffic.gpu.device import select_device
-    from tiletraffic.gpu.runtime import reference_product
-    from tiletraffic.simulator.reference import random_inputs
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.gpu.runtime.launch import reference_product
+    from tiletraffic.simulator.engine.reference import random_inputs
 
     from experiments.h200.validation.driver import error_text
     dm = tiletraffic.device_model("nvidia-h200")

@@ -22,7 +22,7 @@ CONSTRAINTS = ["TS % WPT == 0"]
 
 
 def main(argv=None) -> int:
-    from tiletraffic.analysis.tune_launch import table, tune_launch
+    from tiletraffic.analysis.tune.launch import table, tune_launch
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)

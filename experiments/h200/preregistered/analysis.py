@@ -11,7 +11,7 @@ def section(directory: Path) -> list[str]:
     from experiments.h200.ladder.tuned_table import markdown as ladder_markdown
     from experiments.h200.ladder.tuned_table import rows as ladder_rows
 
-    from .compare_generic import markdown, summaries
+    from experiments.h200.preregistered.compare_generic import markdown, summaries
 
     folder = directory / "preregistered"
     if not (folder / "validate" / "validation.json").exists():

@@ -28,7 +28,7 @@ CASES = (
 
 def build(case, n: int):
     """The schedule of ``case`` at M = K = N = ``n``."""
-    from tiletraffic.simulator.schedules_warp import gemm_warp_tiled
+    from tiletraffic.simulator.kernels.warp_tiled import gemm_warp_tiled
 
     _label, _family, tile, options, _directives = case
     return gemm_warp_tiled(n, n, n, tile=tile, **options)

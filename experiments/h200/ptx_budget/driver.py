@@ -24,8 +24,8 @@ import time
 from experiments.h200.block_order.driver import timing_main
 from experiments.h200.ladder.driver import run_case as ladder_run_case
 
-from . import cases as C
-from tiletraffic.gpu.ptx import directives_of, with_directives
+from experiments.h200.ptx_budget import cases as C
+from tiletraffic.gpu.runtime.ptx import directives_of, with_directives
 
 BUILT: list[dict] = []
 """What each patched build saw: the entry, the directives asked for and found."""
@@ -33,10 +33,10 @@ BUILT: list[dict] = []
 
 @contextlib.contextmanager
 def ptx_directives(directives: tuple[str, ...]):
-    """While inside, ``tiletraffic.gpu.runtime.build_program`` builds every source from its
+    """While inside, ``tiletraffic.gpu.runtime.launch.build_program`` builds every source from its
     PTX with ``directives`` added to each kernel entry of it."""
     import pyopencl as cl
-    from tiletraffic.gpu import runtime
+    from tiletraffic.gpu.runtime import launch as runtime
 
     real = runtime.build_program
 

@@ -24,8 +24,8 @@ from pathlib import Path
 def probe(device: str, n: int = 1024) -> list[dict]:
     import pyopencl as cl
 
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.gpu.device import select_device
+    from tiletraffic.gpu.codegen.generate import generate
+    from tiletraffic.gpu.devices.device import select_device
     from experiments.h200.ladder import cases as C
 
     target = select_device(device)

@@ -1,6 +1,6 @@
 """Nsight Compute counters of both kernels of ``gemm-split-k`` (the CUDA build) on the H200.
 
-``gemm-split-k`` is a :class:`~tiletraffic.simulator.sequence.KernelSequence`: kernel 1
+``gemm-split-k`` is a :class:`~tiletraffic.simulator.ir.sequence.KernelSequence`: kernel 1
 ``gemm_split_k_slices`` (``gemm-warp-tiled`` over S slices of K) writes ``C_partial[S][M][N]``,
 kernel 2 ``gemm_split_k_reduce`` adds the slices into C with float4. The local-memory counter
 check (``experiments/h200/local_counters/``) launches single kernels only; this driver
@@ -9,10 +9,10 @@ between them, under one Nsight Compute run, so that ncu reports each kernel's co
 its own (one profiled result per launch, told apart by launch order and kernel name).
 
 Per case of :data:`CASES`: the CUDA build of each kernel (NVRTC through CuPy ``RawModule``
-of :func:`tiletraffic.gpu.cuda.cuda_source`, as ``validation.driver --ncu-driver`` builds
-one kernel), inputs from ``simulator.reference.random_inputs`` (a generator seeded by the
+of :func:`experiments.h200.cuda.cuda_source`, as ``validation.driver --ncu-driver`` builds
+one kernel), inputs from ``simulator.engine.reference.random_inputs`` (a generator seeded by the
 case id), C and ``C_partial`` filled with the unwritten NaN before the launches, kernel 1
-then kernel 2, C checked against float64 numpy (``simulator.tolerance.check_result``, K-scaled
+then kernel 2, C checked against float64 numpy (``simulator.engine.tolerance.check_result``, K-scaled
 tolerance) and ``C_partial``'s never-written elements counted. ncu (``--clock-control none
 --cache-control all``, ``--section SourceCounters`` where it works, the metrics of
 :data:`experiments.h200.local_counters.driver.METRICS`: global and local requests, sectors,
@@ -100,8 +100,8 @@ def case_dict(m: int, k: int, n: int, tile: int, options: dict) -> dict:
     """A case as the H200 drivers write them (``family``, sizes, ``tile``, ``options``,
     ``id``), plus ``kernels``: per kernel in launch order its ``kernel_name``, ``family``,
     CUDA ``grid`` and ``block``."""
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.gpu.cuda import launch_geometry
+    from tiletraffic.gpu.codegen.generate import generate
+    from experiments.h200.cuda import launch_geometry
 
     from experiments.h200.validation.driver import build_case, case_id
 
@@ -125,8 +125,8 @@ def cases() -> list[dict]:
 def cuda_sources(case: dict) -> list[str]:
     """The CUDA source of each kernel of ``case``, in launch order (ASCII: a non-ASCII
     character of a comment as ``?``, which NVRTC may refuse)."""
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.gpu.cuda import cuda_source
+    from tiletraffic.gpu.codegen.generate import generate
+    from experiments.h200.cuda import cuda_source
 
     from experiments.h200.validation.driver import build_case
 
@@ -137,7 +137,7 @@ def cuda_sources(case: dict) -> list[str]:
 # ------------------------------------------------------------------------------ launches
 class CudaLauncher:
     """Buffers on the GPU (CuPy), each kernel compiled by NVRTC and launched with the
-    grid and block of :func:`tiletraffic.gpu.cuda.launch_geometry`."""
+    grid and block of :func:`experiments.h200.cuda.launch_geometry`."""
 
     name = "cuda"
 
@@ -168,8 +168,8 @@ class CudaLauncher:
     def launch(self, sch, source: str, buffers: dict) -> None:
         import numpy as np
 
-        from tiletraffic.gpu.codegen import generate
-        from tiletraffic.gpu.cuda import launch_geometry
+        from tiletraffic.gpu.codegen.generate import generate
+        from experiments.h200.cuda import launch_geometry
 
         kernel = generate(sch)
         p = sch.param_values
@@ -185,7 +185,7 @@ class CudaLauncher:
 
 class SimulatorLauncher:
     """The rehearsal's stand-in for CUDA: each kernel executed by the simulator with values
-    (``simulator.engine.simulate``), the buffers numpy arrays kept flat as on the GPU."""
+    (``simulator.engine.machine.simulate``), the buffers numpy arrays kept flat as on the GPU."""
 
     name = "simulator"
 
@@ -196,7 +196,7 @@ class SimulatorLauncher:
         return {name: a.reshape(-1).copy() for name, a in arrays.items()}
 
     def launch(self, sch, source: str, buffers: dict) -> None:
-        from tiletraffic.simulator.engine import simulate
+        from tiletraffic.simulator.engine.machine import simulate
 
         p = sch.param_values
         shape = {a.name: tuple(p[s] for s in a.shape) for a in sch.arrays}
@@ -220,10 +220,10 @@ def run_cases(case_list: list[dict], launcher, out_path: Path | None = None) -> 
     case (what ncu's child leaves for its parent)."""
     import numpy as np
 
-    from tiletraffic.simulator.reference import random_inputs, reference
-    from tiletraffic.simulator.sequence import buffers_of
-    from tiletraffic.simulator.tolerance import check_result
-    from tiletraffic.simulator.unwritten import UNWRITTEN_BITS, unwritten_fill
+    from tiletraffic.simulator.engine.reference import random_inputs, reference
+    from tiletraffic.simulator.ir.sequence import buffers_of
+    from tiletraffic.simulator.engine.tolerance import check_result
+    from tiletraffic.simulator.engine.unwritten import UNWRITTEN_BITS, unwritten_fill
 
     from experiments.h200.validation.driver import build_case
 
@@ -327,7 +327,7 @@ def ncu_stage(case_list: list[dict], folder: Path, timeout_s: float) -> dict:
     """One ncu run over this module's ``--ncu-child`` (SourceCounters and the metrics, then
     without the section if no report came); the raw page joined to the launches
     (:func:`join`), the source page's local-memory rows by profiled result."""
-    from tiletraffic.analysis.ncu import parse_ncu_raw_csv
+    from experiments.h200.ncu import parse_ncu_raw_csv
 
     from experiments.h200.ladder.local_codegen import local_source_rows
     from experiments.h200.local_counters.driver import METRICS

@@ -6,7 +6,7 @@ Measured: the driver's ``split_k_counters.json`` (``.json.gz`` once committed) i
 counters, the right kernel name and a passed result check of C; the others are listed as not
 measured, with why.
 
-Modelled: ``simulator.sequence_run.model_sequence`` of today's schedule with
+Modelled: ``simulator.model.sequence_run.model_sequence`` of today's schedule with
 ``nvidia-h200-cuda`` (the CUDA build), each kernel's own ``MemoryCounts`` (seconds: computed
 here, not stored).
 
@@ -76,8 +76,8 @@ def measured(data: dict) -> list[dict]:
 
 def model_figures(case: dict) -> list[dict]:
     """The model's figure of every quantity, per kernel of ``case`` in launch order."""
-    from tiletraffic.simulator.device_model import DEVICE_MODELS
-    from tiletraffic.simulator.sequence_run import model_sequence
+    from tiletraffic.simulator.model.device_model import DEVICE_MODELS
+    from tiletraffic.simulator.model.sequence_run import model_sequence
 
     from experiments.h200.validation.driver import build_case
 

@@ -8,7 +8,7 @@ What one run does, writing everything under ``--out`` (the device's $OUT):
    ``created_utc`` of the committed predictions (``--predictions``, written by
    :mod:`experiments.h200.strides.predict` before this run) with their SHA-256;
 2. every case through OpenCL with tiletraffic's own run path (``tiletraffic.run`` =
-   ``analysis.validation.measure.run_on_device``): generated kernel built, 2 warm-up and ``--repeat``
+   ``gpu.runtime.checked_run.run_on_device``): generated kernel built, 2 warm-up and ``--repeat``
    timed launches (OpenCL profiling events), every distinct output checked against float64
    numpy before its time counts; median, min, max and the spread (max - min) / median. The
    cases run in an interleaved order (K = 4096, 4128, 4097, 4127, ...) so that a drift of
@@ -46,7 +46,7 @@ from pathlib import Path
 
 from tiletraffic.analysis.files import atomic_write_text
 
-from . import cases as C
+from experiments.h200.strides import cases as C
 
 PREDICTIONS = Path("reports/nvidia-h200/strides/predictions.json")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tiletraffic.analysis.files import atomic_write_text
 
-from . import cases as C
+from experiments.h200.strides import cases as C
 
 
 def predict_case(case, model: str = "nvidia-h200") -> dict:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tiletraffic.analysis.hardware import compare
+from experiments.h200.hardware import compare
 
 from experiments.h200.data import REPORT
 from experiments.h200.validation.analysis import load_raw, model_for

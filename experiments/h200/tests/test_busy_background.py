@@ -12,7 +12,7 @@ from experiments.h200.busy_background.analysis import (BACKGROUNDS, _clock_sente
                                                        load_busy_background, load_clocks)
 from experiments.h200.data import gzip_bytes, read_json
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 FAMILIES = ("matvec-naive", "matvec-local", "matvec-local-whole")
 

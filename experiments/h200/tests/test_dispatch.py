@@ -10,7 +10,7 @@ from experiments.h200.dispatch.analysis import (PARTITION_METRICS, _value, dispa
                                                 load_dispatch, tail_lines, tail_rows)
 from experiments.h200.validation.analysis import model_for
 
-from .conftest import committed, load_committed
+from experiments.h200.tests.conftest import committed, load_committed
 
 
 @pytest.fixture(scope="module")

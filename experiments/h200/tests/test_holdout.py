@@ -10,7 +10,7 @@ from experiments.h200.holdout.analysis import preregistered_check
 from experiments.h200.render import main as render_main
 from experiments.h200.validation.driver import case_list
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 def test_the_run_measured_the_holdout_cases_and_checked_them(holdout_raw):

@@ -7,7 +7,7 @@ import pytest
 from experiments.h200.data import read_json
 from experiments.h200.ladder.ksweep_table import slope_s_per_1024_k, table
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 def test_slope_per_1024_k_of_a_line_and_of_noisy_points():

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from tiletraffic.simulator.device_model import device_model
+from tiletraffic.simulator.model.device_model import device_model
 
 from experiments.h200.l1_pipe.analysis import (DATA_PIPE, holdout_rows, l1_pipe_rows,
                                                l1_pipe_section, load_l1_pipe)
 
-from .conftest import committed, load_committed
+from experiments.h200.tests.conftest import committed, load_committed
 
 SMALL = ("gemm-tiled-M1024-K1024-N1024-T8", "gemm-naive-M1024-K1024-N1024-T32",
          "matvec-local-M1024-K4096-T256")

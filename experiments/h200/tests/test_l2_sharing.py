@@ -9,8 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
-from tiletraffic.simulator.device_model import DEVICE_MODELS
-from tiletraffic.simulator.dram_model import miss_probability
+from tiletraffic.simulator.model.device_model import DEVICE_MODELS
+from tiletraffic.simulator.model.dram import miss_probability
 
 from experiments.h200.data import gzip_bytes, read_json
 from experiments.h200.l2_sharing.analysis import (MIB, fit_l2_curve, half_miss_distance_mib,
@@ -18,7 +18,7 @@ from experiments.h200.l2_sharing.analysis import (MIB, fit_l2_curve, half_miss_d
                                                   max_running, progress_rows, retention_us,
                                                   stagger_rows, window_rows)
 
-from .conftest import committed, load_committed
+from experiments.h200.tests.conftest import committed, load_committed
 
 NVIDIA_H200 = DEVICE_MODELS["nvidia-h200"]
 

@@ -9,11 +9,11 @@ import pytest
 from experiments.h200.ladder import cases as C
 from experiments.h200.ladder import registers
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 def test_every_ladder_kernel_builds_without_a_launch_on_pocl(tmp_path):
-    from tiletraffic.gpu.device import list_devices
+    from tiletraffic.gpu.devices.device import list_devices
 
     if not any(d.is_pocl for d in list_devices()):
         pytest.skip("no PoCL platform")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 import tiletraffic
-from tiletraffic.simulator.device_model import NVIDIA_H200
+from tiletraffic.simulator.model.device_model import NVIDIA_H200
 
 from experiments.h200.ladder import cases as C
 from experiments.h200.ladder.repredict import simulated, variants
@@ -28,7 +28,7 @@ def test_both_is_what_the_model_predicts_and_cache_round_trips(tmp_path):
 
 def test_measured_registers_of_every_ladder_case():
     from experiments.h200.ladder.repredict import measured_registers
-    from .conftest import committed
+    from experiments.h200.tests.conftest import committed
 
     got = measured_registers(committed("registers", "build_logs.txt"))
     assert got == {"naive": 32, "tiled": 31, "register-blocked": 59, "vectorized": 48,

@@ -9,7 +9,7 @@ import pytest
 
 from experiments.h200.ladder.local_codegen import local_sass_counts, local_source_rows
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 def test_static_counts_by_width_skip_non_instructions():

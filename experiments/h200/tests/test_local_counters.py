@@ -14,7 +14,7 @@ from experiments.h200.data import load_json
 from experiments.h200.local_counters import analysis as A
 from experiments.h200.local_counters.cases import code_cases, config_id
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 def eval_key(name: str) -> tuple:

@@ -13,7 +13,7 @@ import pytest
 
 from experiments.h200.local_counters import run_table as R
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 def _rows(run: str) -> dict:

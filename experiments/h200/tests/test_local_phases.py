@@ -1,4 +1,4 @@
-"""The phase rule of 128-bit local loads (simulator/memory.py) against the H200's own
+"""The phase rule of 128-bit local loads (simulator/observers/memory.py) against the H200's own
 per-instruction counters of the ladder's CUDA build (reports/nvidia-h200/ladder/codegen/,
 experiments/h200/ladder/local_findings.md).
 
@@ -15,14 +15,14 @@ import warnings
 
 import pytest
 
-from tiletraffic.simulator.device_model import DEVICE_MODELS
-from tiletraffic.simulator.engine import simulate
-from tiletraffic.simulator.memory import MemoryObserver
+from tiletraffic.simulator.model.device_model import DEVICE_MODELS
+from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.observers.memory import MemoryObserver
 
 from experiments.h200.data import load_json
 from experiments.h200.validation.driver import build_case
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 EXACT = ("tiled", "vectorized", "vectorized 8x8 bk8", "vectorized 8x8 bk16",
          "vectorized 8x8 bk16 wg8x8")

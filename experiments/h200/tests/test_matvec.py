@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tiletraffic.simulator.device_model import device_model
+from tiletraffic.simulator.model.device_model import device_model
 
 from experiments.h200.matvec.analysis import (DATA_PIPE, _busy_lines, _loop_finding,
                                               busy_figures, busy_sms_rows, load_busy_sms,
@@ -13,7 +13,7 @@ from experiments.h200.matvec.analysis import (DATA_PIPE, _busy_lines, _loop_find
                                               matvec_section)
 from experiments.h200.matvec.sass import LoopIssue
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 SMALL = ("-M4096-K2048-", "-M1024-K4096-")
 FAMILIES = ("matvec-naive", "matvec-local", "matvec-local-whole")

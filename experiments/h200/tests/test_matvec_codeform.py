@@ -14,7 +14,7 @@ from experiments.h200.data import read_json
 from experiments.h200.matvec.codeform import (all_kernel_names, loop_sequence,
                                                loops_of_images, sass_loop_counts)
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 SASS = """
         Function : other

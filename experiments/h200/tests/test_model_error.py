@@ -11,7 +11,7 @@ from experiments.h200.model_error import cases as C
 from experiments.h200.model_error import instructions as I
 from experiments.h200.model_error import table as T
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_the_figures_the_findings_state(rows):
 
 
 def test_the_committed_instruction_tables_are_todays_model(rows, cache):
-    from tiletraffic.simulator.device_model import device_model
+    from tiletraffic.simulator.model.device_model import device_model
 
     committed("local_counters", "run4", "local_counters_run.tar.gz")
     calibrated = device_model(dict(T.MODELS)["calibrated"])

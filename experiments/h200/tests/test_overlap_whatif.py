@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from experiments.h200.ladder import overlap_whatif as w
-from tiletraffic.simulator.queueing import closed_network_throughputs
+from tiletraffic.simulator.model.queueing import closed_network_throughputs
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 @pytest.mark.parametrize("per", ["residence", "demand"])

@@ -14,7 +14,7 @@ from experiments.h200.data import read_json
 from experiments.h200.ladder import cases as C
 from experiments.h200.ladder.round_table import table
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 def _ladder_errors(round_dir, predictions, folder="ladder"):

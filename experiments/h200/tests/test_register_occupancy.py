@@ -6,11 +6,11 @@ import glob
 
 import pytest
 
-from tiletraffic.simulator.device_model import NVIDIA_H200
+from tiletraffic.simulator.model.device_model import NVIDIA_H200
 
 from experiments.h200.data import REPORT, read_json
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 def _records(x, found):

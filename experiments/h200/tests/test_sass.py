@@ -7,7 +7,7 @@ import pytest
 from experiments.h200.matvec.analysis import load_matvec_loops
 from experiments.h200.matvec.sass import LoopIssue, main_loop
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 def _sass(body: list[str]) -> str:

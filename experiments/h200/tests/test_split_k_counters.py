@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 
-from tiletraffic.analysis.ncu import parse_ncu_raw_csv
+from experiments.h200.ncu import parse_ncu_raw_csv
 
 from experiments.h200.split_k import counters as K
 from experiments.h200.split_k import counters_table as T

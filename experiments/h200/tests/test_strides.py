@@ -9,7 +9,7 @@ import pytest
 from experiments.h200.strides import analysis, cases as C
 from experiments.h200.strides.driver import interleaved, main as driver_main
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 def test_the_family_is_the_issues():

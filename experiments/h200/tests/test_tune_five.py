@@ -7,7 +7,7 @@ import pytest
 
 from experiments.h200.warp_tiled import tune_table as T
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,15 @@ import warnings
 
 import pytest
 
-from tiletraffic.analysis.hardware import counter_model_for
-from tiletraffic.simulator.device_model import DEVICE_MODELS, VALUE_FIELDS, GuessedValueWarning
+from experiments.h200.hardware import counter_model_for
+from tiletraffic.simulator.model.device_model import (DEVICE_MODELS, VALUE_FIELDS,
+                                                      GuessedValueWarning)
 
 from experiments.h200.barrier_wait.analysis import load_barrier_wait
 from experiments.h200.codegen.analysis import (code_rows, codegen_section, cubin_checks,
                                                load_codegen)
 
-from .conftest import committed, load_committed
+from experiments.h200.tests.conftest import committed, load_committed
 
 NVIDIA_H200, NVIDIA_H200_CUDA = DEVICE_MODELS["nvidia-h200"], DEVICE_MODELS["nvidia-h200-cuda"]
 GENERIC_GPU_MODEL = DEVICE_MODELS["generic-gpu"]

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 
-from tiletraffic.analysis.hardware import rankings, speedups
-from tiletraffic.simulator.device_model import DEVICE_MODELS
+from experiments.h200.hardware import rankings, speedups
+from tiletraffic.simulator.model.device_model import DEVICE_MODELS
 
 from experiments.h200.render import main as render_main
 from experiments.h200.validation.analysis import model_for, value_rows
 
-from .conftest import committed
+from experiments.h200.tests.conftest import committed
 
 
 def test_model_is_the_h200_one(raw):

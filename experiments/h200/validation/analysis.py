@@ -4,7 +4,7 @@ reader and the sections of ``validation.md`` about the targets, the guessed valu
 discordant rankings, why tiling is not 16 times faster and the DRAM reads beyond the L2.
 
 The comparison itself (predictions paired with counters, speedups, rankings) is the
-product's: :mod:`tiletraffic.analysis.hardware`.
+product's: :mod:`experiments.h200.hardware`.
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from tiletraffic.analysis.hardware import EXACT, WITHIN_25, CaseComparison, modelled_launch
-from tiletraffic.simulator.device_model import DEVICE_MODELS, DeviceModel
-from tiletraffic.simulator.schedule import FLOAT_BYTES
+from experiments.h200.hardware import EXACT, WITHIN_25, CaseComparison, modelled_launch
+from tiletraffic.simulator.model.device_model import DEVICE_MODELS, DeviceModel
+from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
 
 from experiments.h200.barrier_wait.analysis import barrier_lines
 from experiments.h200.data import read_json
@@ -132,7 +132,7 @@ _FIRST_MODEL = "guessed, not fitted to any H200 measurement"
 def value_rows(model: DeviceModel, which: str, unshared: str | None) -> list[str]:
     """Rows of the guessed-values table: each guessed or measurement-read value of
     ``model``, its value, how it was set and which predictions use it. The account of how a
-    value was set is the H200's (``simulator/device_model.py``); for another model every
+    value was set is the H200's (``simulator/model/device_model.py``); for another model every
     guessed value is just listed as guessed."""
     h200 = model.name.startswith("nvidia-h200")
     after = ("chosen with every H200 measurement in view, after both the main and the "
@@ -265,7 +265,7 @@ def explanation_section(cases: list[CaseComparison], barrier_wait: dict | None =
 
 
 def dram_section(cases: list[CaseComparison], model, holdout: bool = False) -> list[str]:
-    """DRAM reads of the cases whose buffers do not all fit in L2 (:mod:`simulator.dram_model`).
+    """DRAM reads of the cases whose buffers do not all fit in L2 (:mod:`simulator.model.dram`).
 
     ``holdout``: the run measured held-out sizes; the findings about the issue-4 run's
     sweep are then left out."""
@@ -277,7 +277,7 @@ def dram_section(cases: list[CaseComparison], model, holdout: bool = False) -> l
     lines = ["## DRAM reads beyond the L2", "",
              f"When the buffers do not fit in L2 ({model.l2_bytes / 2**20:.0f} MiB), a buffer "
              "re-read by work-groups far apart in dispatch order may come from DRAM again "
-             "(`simulator/dram_model.py`). The prediction assumes *steady-state dispatch* "
+             "(`simulator/model/dram.py`). The prediction assumes *steady-state dispatch* "
              "(work-groups start one by one as others finish, so each row of work-groups "
              "streams B through L2 on its own); *lock-step waves* (all resident work-groups "
              "advance together and share every L2 fill) is shown as the other extreme. Both "

@@ -4,7 +4,7 @@ What one run does, in this order, writing everything under ``--out`` (the device
 
 1. device facts: ``nvidia-smi`` (name, driver, clocks, memory), ``ncu --version``, versions
    of numpy, pyopencl, CuPy, torch, the exact command line;
-2. OpenCL through our own code (:func:`analysis.validation.measure.run_on_device`: result checked
+2. OpenCL through our own code (:func:`gpu.runtime.checked_run.run_on_device`: result checked
    against float64 numpy before its time counts) for the issue-4 cases: gemm-naive and
    gemm-tiled with B = 8, 16, 32 at N = 1024 and 4096; matvec-naive, matvec-local and
    matvec-local-whole at M = K = 4096 and 16384 (matvec-local-whole needs 64 KiB of local
@@ -15,17 +15,17 @@ What one run does, in this order, writing everything under ``--out`` (the device
    limits, launch bounds in the PTX, registers (``-cl-nv-verbose``), and a launch at the
    full work-group size with our limit check bypassed, checked against numpy;
 3. hardware counters of the same cases: the SAME OpenCL C source compiled as CUDA
-   (:func:`gpu.cuda.cuda_source`, CuPy ``RawModule``), launched once per case with the same
+   (:func:`experiments.h200.cuda.cuda_source`, CuPy ``RawModule``), launched once per case with the same
    grid and block by this script in ``--ncu-driver`` mode under ONE Nsight Compute run
    (``ncu --clock-control none --cache-control all --kernel-name regex:^(gemm|matvec)_
    --metrics ...``), each result checked against numpy; ncu's raw CSV becomes one JSON
    record per case (every metric with its unit);
 4. cuBLAS FP32 reference through torch (TF32 off): ``a @ b`` at N = 1024 and 4096, CUDA
    events, 3 warm-ups, 20 timed;
-5. the full report sweep: ``analysis.report.make_report(device="nvidia", out_root=OUT,
+5. the full report sweep: ``analysis.report.build.make_report(device="nvidia", out_root=OUT,
    quick=False, repeat=10)`` -> ``OUT/nvidia-h200/`` (report.md, results.json, PNGs). Its
    simulations (CPU only, deterministic) are computed beforehand in parallel processes and
-   handed to make_report through ``analysis.report.simulate_point`` (same function, same
+   handed to make_report through ``analysis.report.build.simulate_point`` (same function, same
    arguments, same results; ``--serial-simulation`` turns this off).
 
 Outputs (at most 8 files, the limit of what a device call brings back):
@@ -68,7 +68,7 @@ import traceback
 import zlib
 from pathlib import Path
 
-from tiletraffic.analysis.ncu import parse_ncu_raw_csv
+from experiments.h200.ncu import parse_ncu_raw_csv
 
 REPO = Path(__file__).resolve().parents[3]
 """The repository root: the working directory of the Nsight Compute child process, which
@@ -84,7 +84,7 @@ MATVEC_FAMILIES = ("matvec-naive", "matvec-local", "matvec-local-whole")
 MATVEC_TILE = 256
 L2_SWEEP_SIZES = (3072, 3328, 3584, 3840, 5120)
 """gemm-naive and gemm-tiled, B = 16, around the size where B (N x N floats) outgrows the
-50 MB L2 (N ~ 3620): tests the DRAM model's reuse-distance threshold (simulator/dram_model.py)."""
+50 MB L2 (N ~ 3620): tests the DRAM model's reuse-distance threshold (simulator/model/dram.py)."""
 L2_SWEEP_TILE = 16
 # held-out sizes, predicted before they were measured (experiments/h200/holdout/predictions.py
 # writes reports/nvidia-h200/holdout/predictions.json; committed before the device run)
@@ -175,15 +175,15 @@ def case_id(c: dict) -> str:
 def build_case(c: dict):
     """The schedule of a case dict; ``options`` (if any) are the family's options, e.g.
     ``tm``, ``tn``, ``bk``, ``wg_rows`` of the register-blocked GEMMs."""
-    from tiletraffic.simulator.schedules import build
+    from tiletraffic.simulator.kernels.families import build
     return build(c["family"], c["m"], c["k"], c["n"], c["tile"], **(c.get("options") or {}))
 
 
 def geometry(c: dict) -> dict:
     """NDRange / CUDA grid and block of a case, plus its closed-form counts."""
-    from tiletraffic.analysis import closed_form
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.gpu.cuda import launch_geometry
+    from tiletraffic.simulator.kernels import closed_forms as closed_form
+    from tiletraffic.gpu.codegen.generate import generate
+    from experiments.h200.cuda import launch_geometry
     sch = build_case(c)
     kernel = generate(sch)
     grid, block = launch_geometry(kernel)
@@ -294,7 +294,7 @@ def device_facts(extras: Path) -> dict:
         facts["etc_opencl_vendors"] = {p.name: p.read_text().strip()
                                        for p in sorted(icd_dir.glob("*.icd"))}
     try:
-        from tiletraffic.gpu.device import list_devices
+        from tiletraffic.gpu.devices.device import list_devices
         facts["opencl_devices"] = [d.describe() for d in list_devices()]
     except Exception as err:  # noqa: BLE001 - recorded, run goes on
         facts["opencl_devices_error"] = error_text(err)
@@ -306,10 +306,10 @@ def opencl_cases(device: str, cases: list[dict], repeat: int) -> list[dict]:
     """run_on_device for each case; every error recorded, none raised."""
     import numpy as np
 
-    from tiletraffic.analysis.validation.measure import run_on_device
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.gpu.device import select_device
-    from tiletraffic.gpu.runtime import build_program
+    from tiletraffic.gpu.runtime.checked_run import run_on_device
+    from tiletraffic.gpu.codegen.generate import generate
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.gpu.runtime.launch import build_program
 
     target = select_device(device)
     log.info("OpenCL device: %s", target.info.describe())
@@ -346,14 +346,14 @@ def opencl_work_group_probe(device: str, tiles=(16, 32), n: int = 256) -> list[d
     """Why a B×B work-group is refused: build variants of the generated GEMM kernels and ask
     the driver for the kernel's limits, its PTX launch bounds, its registers (NVIDIA's
     ``-cl-nv-verbose``), and whether a launch at the full work-group size works when our
-    own limit check (gpu.runtime.check_launch_limits) is bypassed. Results are checked
+    own limit check (gpu.runtime.launch.check_launch_limits) is bypassed. Results are checked
     against numpy; nothing here is timed."""
     import numpy as np
     import pyopencl as cl
 
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.gpu.device import select_device
-    from tiletraffic.gpu.runtime import check_result, reference_product
+    from tiletraffic.gpu.codegen.generate import generate
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.gpu.runtime.launch import check_result, reference_product
 
     target = select_device(device)
     ctx, queue, dev = target.context, target.queue, target.device
@@ -437,10 +437,10 @@ def ncu_driver(cases_path: Path, out_path: Path) -> int:
     import cupy as cp
     import numpy as np
 
-    from tiletraffic.gpu.codegen import generate
-    from tiletraffic.gpu.cuda import cuda_source, launch_geometry
-    from tiletraffic.simulator.reference import error_over_tolerance
-    from tiletraffic.simulator.reference import random_inputs, reference
+    from tiletraffic.gpu.codegen.generate import generate
+    from experiments.h200.cuda import cuda_source, launch_geometry
+    from tiletraffic.simulator.engine.reference import error_over_tolerance
+    from tiletraffic.simulator.engine.reference import random_inputs, reference
 
     cases = json.loads(cases_path.read_text())
     entries = []
@@ -717,8 +717,8 @@ def cublas_stage(sizes=GEMM_SIZES, warmup: int = 3, timed: int = 20) -> dict:
 
 # ------------------------------------------------------------------------------ stage 5
 def _simulate_task(point, limits):
-    from tiletraffic.analysis.report import simulate_point
-    from tiletraffic.simulator.device import LimitError
+    from tiletraffic.analysis.report.build import simulate_point
+    from tiletraffic.simulator.engine.limits import LimitError
     try:
         return point, ("ok", simulate_point(point, limits))
     except LimitError as err:
@@ -730,9 +730,9 @@ def presimulate(device: str, quick: bool, workers: int) -> tuple[dict, object, f
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
-    from tiletraffic.analysis.report import default_sweep
-    from tiletraffic.gpu.device import select_device
-    from tiletraffic.simulator.device import DeviceLimits
+    from tiletraffic.analysis.report.build import default_sweep
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.simulator.engine.limits import DeviceLimits
 
     info = select_device(device).info
     limits = DeviceLimits(info.device_name, info.max_work_group_size,
@@ -749,8 +749,8 @@ def presimulate(device: str, quick: bool, workers: int) -> tuple[dict, object, f
 def report_stage(device: str, out: Path, quick: bool, repeat: int, parallel: bool) -> dict:
     import warnings
 
-    import tiletraffic.analysis.report as report
-    from tiletraffic.simulator.device import LimitError
+    import tiletraffic.analysis.report.build as report
+    from tiletraffic.simulator.engine.limits import LimitError
 
     rec: dict = {"device": device, "quick": quick, "repeat": repeat}
     original = report.simulate_point

@@ -15,8 +15,8 @@ import statistics
 import warnings
 from pathlib import Path
 
-from ..data import read_json
-from . import cases as C
+from experiments.h200.data import read_json
+from experiments.h200.warp_tiled import cases as C
 
 COUNTERS = (
     ("global load requests", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",

@@ -38,7 +38,7 @@ from pathlib import Path
 from experiments.h200.ladder.driver import (begin_run, cublas_reference, run_case,
                                             timed_rounds)
 
-from . import cases as C
+from experiments.h200.warp_tiled import cases as C
 
 
 def main(argv=None) -> int:

@@ -17,7 +17,7 @@ import argparse
 import statistics
 from pathlib import Path
 
-from ..data import read_json
+from experiments.h200.data import read_json
 
 
 def shapes(folder: Path) -> dict[tuple[int, int, int], Path]:

@@ -1,5 +1,5 @@
 """Every committed H200 ``dram__bytes_write.sum`` next to the model's DRAM writes (issue #14,
-item 3): the write-back model (:func:`simulator.dram_model.dram_writes_write_back`, what
+item 3): the write-back model (:func:`simulator.model.dram.dram_writes_write_back`, what
 ``predict`` reports) and the rule it replaced (nothing while inputs + outputs fit in L2,
 else the whole output), on the counters' model (nvidia-h200-cuda: the counters were read
 from the CUDA build; DRAM bytes do not depend on the build), and the write-back with one L2
@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tiletraffic.analysis.hardware import modelled_launch
-from tiletraffic.simulator.device_model import DEVICE_MODELS
-from tiletraffic.simulator import schedules
-from tiletraffic.simulator.dram_model import dram_writes_write_back
-from tiletraffic.simulator.schedule import FLOAT_BYTES
+from experiments.h200.hardware import modelled_launch
+from tiletraffic.simulator.model.device_model import DEVICE_MODELS
+from tiletraffic.simulator.kernels import families as schedules
+from tiletraffic.simulator.model.dram import dram_writes_write_back
+from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
 
 from experiments.h200.data import REPORT, read_json
 

@@ -1,0 +1,370 @@
+"""Tuning an OpenCL C kernel's own macros: ``tiletraffic tune LAUNCH.toml --param TS=8,16,32
+--param WPT=1,2,4 --constraint "TS % WPT == 0"``.
+
+Every combination of the parameters' values is a candidate. Each is
+
+1. screened: its constraints (expressions over the launch file's names and the parameters,
+   :mod:`frontend.expressions`) must hold, its launch file must give a schedule with the
+   parameters as ``-DNAME=value`` (sizes, launch geometry and shapes may use them; a kernel
+   outside the front end's subset, an NDRange that is not a multiple, a local size other
+   than the kernel's ``reqd_work_group_size``, ... reject it), and it must fit the device
+   model's and the device's limits;
+2. modelled (:func:`tiletraffic.model`) and ranked by predicted time;
+3. the best ``top`` are checked for hazards in the simulator (one work-group per class of
+   identical traffic: races in local memory, barrier divergence, out-of-bounds and
+   misaligned accesses, uninitialized reads), then run on the device, every
+   launch's output checked against the launch file's numpy reference before its time counts
+   (:func:`gpu.runtime.checked_run.run_on_device`), in ``rounds`` rounds (every other one in
+   reverse);
+4. summarized as ``tune gemm`` is (:func:`analysis.tune.stats.summarize`): the model's
+   pick, the best measured, the regret over the measured candidates.
+
+Kernel Tuner and CLBlast's tuners measure every candidate; this one measures ``top``.
+Results are written atomically to ``out`` after every step.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from tiletraffic.frontend.opencl.clang_ast import integer_literal
+from tiletraffic.frontend.opencl.translate import FrontendError
+from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
+from tiletraffic.simulator.engine.limits import LimitError, check_schedule_limits
+from tiletraffic.simulator.ir.nodes import ScheduleError
+
+from tiletraffic.frontend import expressions, launch_file
+from tiletraffic.analysis.tune import stats as tuning_stats
+from tiletraffic.analysis.files import (archive_previous, atomic_write_text, check_writable,
+                                        refuse_non_file)
+from tiletraffic.analysis.tune.tuner import (TuneError, combined_limits, no_valid_message,
+                                             ranking_model)
+
+MAX_CANDIDATES = 4096
+"""Most combinations one tuning may enumerate."""
+
+
+def parse_params(items) -> dict[str, list[int]]:
+    """``["TS=8,16,32", "WPT=1,2"]`` as ``{"TS": [8, 16, 32], "WPT": [1, 2]}``.
+
+    Raises:
+        TuneError: an item without ``=``, a name repeated or not an identifier, a value
+            that is not a C integer literal (decimal, ``0x`` hexadecimal; an optional sign
+            and suffix) or is an octal one (``010``).
+    """
+    out: dict[str, list[int]] = {}
+    for item in items:
+        name, eq, values = item.partition("=")
+        name = name.strip()
+        if not eq or not name.isidentifier():
+            raise TuneError(f"--param {item!r}: write NAME=V1,V2,...")
+        if name in out:
+            raise TuneError(f"--param {name} given twice")
+        try:
+            numbers = [integer_literal(v.strip(), signed=True) for v in values.split(",")
+                       if v.strip()]
+        except FrontendError as err:
+            raise TuneError(f"--param {item!r}: {err}") from None
+        if None in numbers:
+            raise TuneError(f"--param {item!r}: values must be integers")
+        out[name] = numbers
+        if not out[name]:
+            raise TuneError(f"--param {item!r}: no values")
+    if not out:
+        raise TuneError("give at least one --param NAME=V1,V2,...")
+    return out
+
+
+def distinct_values(params: dict[str, list[int]], log) -> dict[str, list[int]]:
+    """``params`` with each value of a parameter kept once, in the order given; a value
+    given more than once is noted (one line per parameter) through ``log``."""
+    out = {}
+    for name, values in params.items():
+        out[name] = list(dict.fromkeys(values))
+        repeated = [v for v in out[name] if values.count(v) > 1]
+        if repeated:
+            log(f"note: --param {name}: {', '.join(map(str, repeated))} given more than "
+                f"once; each value is tried once")
+    return out
+
+
+def _label(params: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _reject(rejected, params, stage, why, reason=None):
+    rejected.append({"label": _label(params), "family": "", "params": params, "stage": stage,
+                     "whys": [why], "reasons": [reason or why]})
+
+
+def _check_params_used(launch: launch_file.LaunchFile, params: dict[str, list[int]]) -> None:
+    """Refuse a parameter that neither the kernel's source (its identifiers, included files
+    and preprocessor lines too) nor the launch file's expressions use: every value of it
+    would build the same kernel. ``launch`` is read with the parameters' first values.
+
+    Raises:
+        TuneError: the first such parameter, with the names it could have been.
+    """
+    from tiletraffic.frontend.opencl.translate import source_names
+    try:
+        names = source_names(launch.source_path.read_text(), str(launch.source_path),
+                             launch.build_options())
+    except (OSError, UnicodeDecodeError, FrontendError):
+        return                                 # building the candidates reports it
+    used = names.identifiers | launch_file.names_read(launch)
+    macros = dict.fromkeys([*launch.macros, *names.defined_macros])
+    for name in params:
+        if name not in used:
+            raise TuneError(f"--param {name}: neither {launch.source_path.name} nor "
+                            f"{launch.path.name} uses {name}, so every value builds the "
+                            f"same kernel (its macros: {', '.join(macros) or 'none'})")
+
+
+def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None,
+                device: str | None = None, device_model=None, top: int = 4,
+                repeat: int = 10, warmup: int = 2, rounds: int = 2, out=None,
+                seed: int | None = None, log=None, command: str | None = None) -> dict:
+    """Tune the macros ``params`` of the launch file ``spec`` (module docstring).
+
+    Args:
+        params: name -> values to try (a value given more than once is tried once, noted
+            through ``log``).
+        constraints: expressions every candidate must satisfy.
+        sets: launch-file sizes replaced (as ``--set``).
+        device: the OpenCL device to measure on (None: the default; not opened for
+            ``top=0``).
+        device_model: the model that ranks (default: the measured device's, else
+            nvidia-h200).
+        top: best-ranked candidates to measure (0: model only).
+        out: results file (JSON, written atomically after each step; None: not saved); an
+            existing one is first moved to ``history/`` beside it, never overwritten.
+
+    Returns:
+        The results document: ``meta``, ``rejected``, ``predictions`` (ranked),
+        ``measurements``, ``summary`` (:func:`analysis.tune.stats.summarize`).
+
+    Raises:
+        TuneError: bad arguments (a name both tuned and in ``sets``), a constraint that
+            cannot be parsed, no valid candidate
+            (the message counts the rejections by reason; ``out`` is then neither written
+            nor moved), too many combinations, or measuring without a [reference] in the
+            launch file.
+        LaunchFileError: the launch file itself is wrong.
+    """
+    import tiletraffic as tt
+    from tiletraffic.gpu.runtime.launch_counts import (repeat_problem, rounds_problem,
+                                                       warmup_problem)
+
+    log = log or (lambda line: None)
+    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+        raise TuneError(f"top must be an integer >= 0, got {top!r}")
+    if (problem := repeat_problem(repeat) or warmup_problem(warmup)
+            or rounds_problem(rounds)) is not None:
+        raise TuneError(problem)
+    params = distinct_values(params, log)
+    if both := sorted(set(params) & set(sets or {})):
+        raise TuneError(f"{', '.join(both)} given both as a tuned parameter (--param) and as "
+                        "a size (--set): a --set value would replace every candidate's; "
+                        "give it once")
+    # the file's own errors first; the parameters at their first values are names too
+    base = launch_file.read(spec, sets, {k: v[0] for k, v in params.items()})
+    _check_params_used(base, params)
+    names = base.names
+    try:
+        parsed = [expressions.parse(c, names, expressions.BOOLEAN) for c in constraints]
+    except expressions.ExpressionError as err:
+        raise TuneError(f"--constraint: {err}") from None
+    combos = math.prod(len(v) for v in params.values())
+    if combos > MAX_CANDIDATES:
+        raise TuneError(f"{combos} combinations of --param values; at most {MAX_CANDIDATES}")
+    reference = launch_file.reference_function(spec) if top > 0 else None
+    if top > 0 and reference is None:
+        raise TuneError(f"{spec}: measuring needs the launch file's [reference] function "
+                        "(every launch is checked against it); or --top 0")
+    target = None
+    if top > 0:
+        from tiletraffic.gpu.devices.device import select_device
+        target = select_device(device)
+    model = ranking_model(device_model, target)
+    limits = combined_limits(target.limits if target is not None else None, model)
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % 2**63)
+    meta = {"launch_file": str(spec), "kernel": base.kernel, "params": params,
+            "constraints": list(constraints), "sets": dict(sets or {}),
+            "space_candidates": combos, "device_model": model.name,
+            "device": None if target is None else {"name": target.info.device_name,
+                                                   "platform": target.info.platform_name},
+            "limits": limits.name, "top": top, "repeat": repeat, "warmup": warmup,
+            "rounds": rounds, "seed": seed, "command": command or "tiletraffic.tune_launch"}
+    if target is not None:
+        from tiletraffic.gpu.devices.device_models import model_fit_meta
+        meta.update(model_fit_meta(model, target.info))
+    doc = {"meta": meta, "status": "modelling", "rejected": [], "predictions": [],
+           "measurements": [], "summary": None}
+    path = None if out is None else Path(out)
+    if path is not None:   # before the candidates are modelled
+        refuse_non_file(path)
+        check_writable(path.parent)
+    meta["created_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def save():
+        doc["summary"] = tuning_stats.summarize(doc)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, json.dumps(doc, indent=1))
+
+    valid = []
+    unproved_noted = False
+    for order, values in enumerate(itertools.product(*params.values())):
+        cand = dict(zip(params, values))
+        env = {**base.names, **cand}
+        try:
+            failed = [c.text for c in parsed if not c.evaluate(env)]
+        except expressions.ExpressionError as err:   # e.g. a division by zero
+            raise TuneError(f"--constraint {err}") from None
+        if failed:
+            _reject(doc["rejected"], cand, "constraint", f"constraint {failed[0]!r} fails")
+            continue
+        try:
+            sch = launch_file.load(spec, sets, cand)
+            check_schedule_limits(sch, limits)
+        except LimitError as err:
+            _reject(doc["rejected"], cand, "limits", "exceeds the device limits", str(err))
+            continue
+        except (launch_file.LaunchFileError, FrontendError, ScheduleError) as err:
+            why = str(err).split(": ", 2)[-1][:80]
+            _reject(doc["rejected"], cand, "builder", why, str(err))
+            continue
+        if not unproved_noted and (why := classes_problem(sch)) is not None:
+            unproved_noted = True   # once: every candidate of one kernel shares the reason
+            log(f"note: every work-group of {sch.kernel_name} is executed to model it (its "
+                f"work-group classes are not proved: {why}), which takes longer")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                launch = tt.model(sch, model)
+            except Exception as err:  # noqa: BLE001 - recorded as the candidate's rejection
+                _reject(doc["rejected"], cand, "model",
+                        f"the model refused it ({type(err).__name__})", str(err))
+                continue
+        p = launch.prediction
+        entry = {"label": _label(cand), "family": sch.family, "params": cand, "order": order,
+                 "predicted_time_s": p.predicted_time_s, "bound": p.bound,
+                 "resident_work_groups_per_cu": p.resident_work_groups_per_cu,
+                 "registers_per_work_item": p.registers_per_work_item,
+                 "flop": launch.counts.flop,
+                 "model_warnings": [str(w.message) for w in caught]}
+        doc["predictions"].append(entry)
+        valid.append((entry, sch))
+    if not valid:  # nothing to tune: no file written, none moved
+        raise TuneError(no_valid_message(f"no valid candidate among the {combos} "
+                                         "combinations of --param values", doc["rejected"]))
+    if path is not None and path.exists():
+        moved = archive_previous(path)       # earlier results are never lost
+        log(f"note: the earlier results in {path} were moved to {moved}")
+        meta["previous_results_moved_to"] = str(moved)
+    valid.sort(key=lambda es: (es[0]["predicted_time_s"], es[0]["order"]))
+    for rank, (entry, _) in enumerate(valid, 1):
+        entry.update(predicted_rank=rank, estimate_rank=rank,
+                     estimate={k: entry[k] for k in ("predicted_time_s", "bound",
+                                                     "resident_work_groups_per_cu",
+                                                     "registers_per_work_item")})
+    doc["predictions"] = [e for e, _ in valid]
+    log(f"{combos} candidates: {len(doc['rejected'])} rejected, {len(valid)} modelled on "
+        f"{model.name}")
+    doc["status"] = "measuring" if top else "complete"
+    save()
+    if top:
+        _measure(doc, valid[:top], target, reference, repeat, warmup, rounds, seed, save, log)
+        doc["status"] = "complete"
+        save()
+    return doc
+
+
+def _measure(doc, chosen, target, reference, repeat, warmup, rounds, seed, save, log):
+    """Check each chosen candidate for hazards (module docstring, step 3), then run it
+    ``rounds`` times."""
+    import tiletraffic as tt
+    from tiletraffic.simulator.engine.accelerators import Accelerators
+
+    from tiletraffic.analysis.tune.tuner import _add_round, _measure_round
+
+    records = []
+    flop = {entry["label"]: entry["flop"] for entry, _ in chosen}
+    for entry, sch in chosen:
+        record = {"label": entry["label"], "family": entry["family"],
+                  "params": entry["params"], "status": "incomplete", "rounds": [],
+                  "predicted_rank": entry["predicted_rank"],
+                  "predicted_time_s": entry["predicted_time_s"]}
+        hazards = tt.simulate(sch, compute_values=False, hazards="report",
+                              accelerators=Accelerators(work_group_classes=True)).hazards
+        if hazards:
+            record.update(status="failed", stage="check", error_type="Hazard",
+                          error="; ".join(sorted({h.kind for h in hazards})))
+        doc["measurements"].append(record)
+        records.append((record, sch))
+    save()
+    before_launch: dict = {}
+    for r in range(rounds):
+        order = records if r % 2 == 0 else records[::-1]
+        for record, sch in order:
+            if record["status"] == "failed":
+                continue
+            result = _measure_round(target, sch, repeat, warmup, seed,
+                                    record["predicted_rank"], r, before_launch,
+                                    reference_fn=reference)
+            # _add_round's GFLOP/s is 2 * work / time: work = the simulated FLOPs / 2
+            _add_round(record, result, rounds, max(1, flop[record["label"]] // 2))
+            log(f"measured {record['label']} (round {r + 1} of {rounds})")
+            save()
+
+
+def table(doc: dict) -> str:
+    """The tuning as text: candidates in predicted order with predicted and measured times,
+    the rejections by reason, the model's pick, the best measured and the regret."""
+    meta, summary = doc["meta"], doc.get("summary") or tuning_stats.summarize(doc)
+    lines = [f"tune {meta['launch_file']} ({meta['kernel']}): {meta['space_candidates']} "
+             f"candidates, {summary['rejected']} rejected, {summary['modelled']} modelled on "
+             f"{meta['device_model']}" + (
+                 f", {len(doc['measurements'])} measured on {meta['device']['name']} ("
+                 f"{sum(r['status'] == 'ok' for r in doc['measurements'])} ran)"
+                 if meta["device"] else ", none measured")]
+    if (note := tuning_stats.measured_rank_note(meta)) is not None:
+        lines.append(note)
+    measured = {r["label"]: r for r in doc["measurements"]}
+    lines += ["", f"{'rank':>4s}  {'parameters':24s} {'predicted ms':>12s} "
+                  f"{'measured ms':>21s}  check"]
+    for p in doc["predictions"][:max(10, len(measured))]:
+        r = measured.get(p["label"])
+        if r is None:
+            meas, check = "not measured", "-"
+        elif r["status"] == "ok":
+            meas = f"{r['median_s'] * 1e3:.4f} ± {r['spread_s'] * 1e3:.4f}"
+            check = f"ok (err/tol {r['check']['error_over_tolerance']:.2f})"
+        elif r["status"] == "failed":
+            meas, check = "failed", " ".join(f"{r['stage']}: {r['error']}".split())[:100]
+        else:
+            meas, check = "incomplete", "-"
+        lines.append(f"{p['predicted_rank']:>4d}  {p['label']:24s} "
+                     f"{p['predicted_time_s'] * 1e3:12.4f} {meas:>21s}  {check}")
+    if summary["rejected"]:
+        lines += ["", f"rejected before launch: {summary['rejected']}"]
+        for why, count in summary["rejected_by_reason"].items():
+            lines.append(f"  {count:5d}  {why}")
+    if summary["pick"] is None:
+        lines += ["", "no measured candidate: no regret (" + summary["scope"] + ")"]
+    else:
+        pick, best = summary["pick"], summary["best"]
+        lines += ["", f"model's pick: {pick['label']} (predicted rank {pick['predicted_rank']}"
+                      f"), {pick['median_s'] * 1e3:.4f} ms",
+                  f"best measured: {best['label']} (predicted rank {best['predicted_rank']}), "
+                  f"{best['median_s'] * 1e3:.4f} ms",
+                  f"regret: {summary['regret_ratio']:.3f}x ({summary['regret_pct']:+.1f}%); "
+                  + summary["scope"]]
+    return "\n".join(lines) + "\n"

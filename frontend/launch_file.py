@@ -1,0 +1,395 @@
+"""Launch files: the sizes, NDRange and buffer shapes an OpenCL C kernel needs and its
+source does not state, in TOML, so that a user's kernel is a SCHEDULE like any other.
+
+Format (every path relative to the launch file)::
+
+    source = "mm_tiled.cl"          # the OpenCL C file
+    kernel = "mmul_tiled"           # the __kernel in it
+    build_options = "-DTS=16"       # optional: -D/-U/-I options
+    [sizes]                         # names usable below; each overridable: --set N=2048
+    N = 1024
+    [launch]
+    global_size = ["N", "N"]        # integers or expressions over [sizes]
+    local_size = [16, 16]
+    [args]                          # every kernel argument by its name in the source
+    N = "N"                         # a scalar: an expression over [sizes]
+    A = { shape = ["N", "N"], access = "in" }     # row-major float32; in | out | inout
+    C = { shape = ["N", "N"], access = "out" }
+    [reference]                     # optional
+    function = "mm_ref.py:reference"   # reference(inputs: dict) -> dict of outputs
+    terms = "N"                     # optional: products summed per output element (the
+                                    # float tolerance; default: as the simulator counts it)
+
+Expressions go through :mod:`frontend.expressions` (never ``eval``); a size may use the
+sizes above it. Tuning parameters (``tune LAUNCH.toml --param TS=8,16``) are names too,
+usable everywhere, and are passed to the compiler as ``-DNAME=value``; ``--set`` replaces
+a size's value. Only the reference function's own ``.py`` file is executed.
+
+Errors: :class:`LaunchFileError` (a ``ValueError``), one line naming the file and the
+field (``mm.toml: args.C: ...``): an unknown key, an argument the kernel lacks or one left
+out, a shape that is not positive, an access that contradicts the source, a bad expression.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tiletraffic.frontend.opencl.clang_ast import integer_literal, split_build_options
+from tiletraffic.frontend.opencl.translate import (BufferArg, FrontendError,
+                                                   WorkGroupSizeError, parse_kernel)
+from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError
+
+from tiletraffic.frontend import expressions
+from tiletraffic.simulator.model.file_values import shown
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+SUFFIX = ".toml"
+TOP_KEYS = ("source", "kernel", "build_options", "sizes", "launch", "args", "reference")
+LAUNCH_KEYS = ("global_size", "local_size")
+REFERENCE_KEYS = ("function", "terms")
+
+
+class LaunchFileError(ValueError):
+    """A launch file that cannot describe a launch (see the module docstring)."""
+
+
+def is_launch_spec(spec) -> bool:
+    """Whether SCHEDULE names a launch file (ends in ``.toml``)."""
+    return isinstance(spec, (str, Path)) and str(spec).endswith(SUFFIX)
+
+
+@dataclass
+class LaunchFile:
+    """A read launch file: the raw tables with the file they came from.
+
+    ``sizes`` holds the evaluated [sizes] (after ``--set``), ``params`` the tuning
+    parameters, both usable as names in every expression."""
+
+    path: Path
+    data: dict
+    sizes: dict[str, int]
+    params: dict[str, int] = field(default_factory=dict)
+    macros: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def names(self) -> dict[str, int]:
+        """Every name an expression may use: the integer ``-D`` macros of build_options,
+        the sizes, the tuning parameters (which replace macros of the same name)."""
+        return {**self.macros, **self.sizes, **self.params}
+
+    @property
+    def source_path(self) -> Path:
+        return self.path.parent / self.data["source"]
+
+    @property
+    def kernel(self) -> str:
+        return self.data["kernel"]
+
+    def error(self, where: str, message: str) -> LaunchFileError:
+        return LaunchFileError(f"{self.path}: {where}: {message}")
+
+    def value(self, where: str, raw, names: dict | None = None) -> int:
+        """An integer or an expression over the names, evaluated to an integer."""
+        names = self.names if names is None else names
+        if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+            raise self.error(where, f"must be an integer or an expression string, not "
+                                    f"{shown(raw)}")
+        if isinstance(raw, int):
+            return raw
+        try:
+            value = expressions.parse(raw, names, expressions.NUMBER).evaluate(names)
+        except expressions.ExpressionError as err:
+            raise self.error(where, str(err)) from None
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise self.error(where, f"{raw!r} = {value} is not an integer (use // for "
+                                        "integer division)")
+            value = int(value)
+        return int(value)
+
+    def options(self) -> list[str]:
+        """build_options as a list (shell quoting, ``-D X`` joined to ``-DX``), checked as
+        :func:`tiletraffic.frontend.opencl.clang_ast.split_build_options` checks them; a relative
+        ``-I`` folder is taken relative to the launch file's folder (as ``source`` is).
+
+        Raises:
+            LaunchFileError: build_options is not a string, or an option is refused
+                (``-D``, ``-U`` or ``-I`` with nothing after it, an unknown option, ...).
+        """
+        opts = self.data.get("build_options", "")
+        if not isinstance(opts, str):
+            raise self.error("build_options", f"must be a string, not {shown(opts)}")
+        try:
+            split = split_build_options(opts)
+        except FrontendError as err:
+            raise self.error("build_options", str(err)) from None
+        # an include folder is relative to the launch file, as its source is
+        return [f"-I{self.path.parent / o[2:]}" if o.startswith("-I")
+                and not Path(o[2:]).is_absolute() else o for o in split]
+
+    def build_options(self) -> list[str]:
+        """The compiler options: build_options with each tuning parameter's ``-D``
+        replaced (or added)."""
+        out = [o for o in self.options()
+               if not (o.startswith("-D") and o[2:].partition("=")[0] in self.params)]
+        return out + [f"-D{k}={v}" for k, v in self.params.items()]
+
+
+def read(path, overrides: dict | None = None, params: dict | None = None) -> LaunchFile:
+    """Read and check the tables of the launch file ``path``.
+
+    Args:
+        overrides: ``--set`` values: size name -> integer (each must name a size).
+        params: tuning parameters name -> integer (must not repeat a size's name).
+
+    Raises:
+        LaunchFileError: the file is missing or not TOML, a key is unknown or missing, a
+            size or override is not an integer, an expression is malformed.
+    """
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise LaunchFileError(f"{path}: no such launch file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise LaunchFileError(f"{path}: cannot be read ({err})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise LaunchFileError(f"{path}: not valid TOML ({err})") from None
+    launch = LaunchFile(path, data, {}, dict(params or {}))
+    for key in data:
+        if key not in TOP_KEYS:
+            raise launch.error(key, f"unknown key; a launch file has {', '.join(TOP_KEYS)}")
+    for key in ("source", "kernel"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise launch.error(key, "missing (a string)")
+    for key, known in (("launch", LAUNCH_KEYS), ("reference", REFERENCE_KEYS)):
+        table = data.get(key, {})
+        if not isinstance(table, dict):
+            raise launch.error(key, "must be a table")
+        for k in table:
+            if k not in known:
+                raise launch.error(f"{key}.{k}", f"unknown key; [{key}] has "
+                                                 f"{', '.join(known)}")
+    for key in ("sizes", "args"):
+        if not isinstance(data.get(key, {}), dict):
+            raise launch.error(key, "must be a table")
+    overrides = dict(overrides or {})
+    sizes_raw = data.get("sizes", {})
+    for opt in launch.options():     # in order, as the compiler reads them
+        name, eq, value = opt[2:].partition("=")
+        if opt.startswith("-U"):
+            launch.macros.pop(name, None)
+        elif opt.startswith("-D"):
+            number = integer_literal(value.strip(), signed=True) if eq else 1  # -DX is 1
+            if number is not None:        # else not an integer: not a name for expressions
+                launch.macros[name] = number
+            else:
+                launch.macros.pop(name, None)
+    for name in list(overrides):
+        if name in launch.macros and name not in sizes_raw:
+            launch.params[name] = overrides.pop(name)  # --set of a -D macro replaces it
+        elif name not in sizes_raw:
+            raise launch.error(f"--set {name}", f"not a size of this file; its sizes: "
+                                                f"{', '.join(sizes_raw) or 'none'}")
+    for name in launch.params:
+        if name in sizes_raw:
+            raise launch.error(f"--param {name}", "is a size of this file; use --set for it")
+    for name, raw in sizes_raw.items():
+        if not name.isidentifier():
+            raise launch.error(f"sizes.{name}", "a size's name must be an identifier")
+        raw = overrides.get(name, raw)
+        launch.sizes[name] = launch.value(f"sizes.{name}", raw,
+                                          {**launch.macros, **launch.sizes, **launch.params})
+    if not launch.source_path.is_file():
+        raise launch.error("source", f"{launch.source_path} is not a file")
+    return launch
+
+
+def names_read(launch: LaunchFile) -> frozenset[str]:
+    """The names the launch file's expressions read ([sizes], [launch], [args] and
+    ``reference.terms``); an expression that does not parse reads none here (building
+    the schedule reports it)."""
+    def table(key):
+        value = launch.data.get(key, {})
+        return value if isinstance(value, dict) else {}
+
+    raws = list(table("sizes").values())
+    for key in LAUNCH_KEYS:
+        value = table("launch").get(key)
+        raws += value if isinstance(value, list) else []
+    for raw in table("args").values():
+        shape = raw.get("shape") if isinstance(raw, dict) else [raw]
+        raws += shape if isinstance(shape, list) else []
+    raws.append(table("reference").get("terms"))
+    used: set[str] = set()
+    for raw in raws:
+        if isinstance(raw, str):
+            try:
+                used |= expressions.parse(raw, launch.names).names
+            except expressions.ExpressionError:
+                pass
+    return frozenset(used)
+
+
+def _shape_entry(launch: LaunchFile, where: str, raw):
+    """A shape entry for the front end: the size's name when it is one, else its value."""
+    if isinstance(raw, str) and raw.strip() in launch.names:
+        return raw.strip()
+    value = launch.value(where, raw)
+    return value
+
+
+def schedule(launch: LaunchFile) -> Schedule:
+    """The schedule of the launch file's kernel.
+
+    Raises:
+        LaunchFileError: a field is wrong (named), including an argument the kernel lacks or
+            one left out, an access contradicting the source and a local size the kernel's
+            ``reqd_work_group_size`` does not allow (``launch.local_size``).
+        tiletraffic.frontend.opencl.translate.FrontendError: the source is outside the supported subset
+            (file:line:column of the source).
+    """
+    data = launch.data
+    table = data.get("launch", {})
+    sizes = {}
+    for key in LAUNCH_KEYS:
+        raw = table.get(key)
+        if not isinstance(raw, list) or not 1 <= len(raw) <= 3:
+            raise launch.error(f"launch.{key}", "a list of 1 to 3 integers or expressions")
+        sizes[key] = [launch.value(f"launch.{key}[{d}]", r) for d, r in enumerate(raw)]
+        for d, v in enumerate(sizes[key]):
+            if v < 1:
+                raise launch.error(f"launch.{key}[{d}]", f"{v} is not positive")
+    args = {}
+    for name, raw in data.get("args", {}).items():
+        where = f"args.{name}"
+        if isinstance(raw, dict):
+            unknown = sorted(set(raw) - {"shape", "access"})
+            if unknown:
+                raise launch.error(f"{where}.{unknown[0]}", "unknown key; a buffer has shape "
+                                                            "and access")
+            shape = raw.get("shape")
+            if shape is None:
+                raise launch.error(f"{where}.shape", "missing (a list of sizes)")
+            if not isinstance(shape, list) or not shape:
+                raise launch.error(f"{where}.shape", "must be a list of sizes (each a number "
+                                   f"or an expression string), not "
+                                   f"{shown(shape)}"
+                                   + (f'; write shape = ["{shape}"]' if isinstance(shape, str)
+                                      else ""))
+            entries = [_shape_entry(launch, f"{where}.shape[{d}]", s)
+                       for d, s in enumerate(shape)]
+            for d, e in enumerate(entries):
+                v = launch.names[e] if isinstance(e, str) else e
+                if v < 1:
+                    raise launch.error(f"{where}.shape[{d}]", f"{shape[d]!r} = {v} is not "
+                                                              "positive")
+            access = raw.get("access")
+            if access is None:
+                raise launch.error(f"{where}.access", "missing (one of in, out, inout)")
+            if access not in ("in", "out", "inout"):
+                raise launch.error(f"{where}.access", f"must be one of in, out, inout, not "
+                                                      f"{shown(access)}")
+            args[name] = BufferArg(tuple(entries), access)
+        else:
+            args[name] = launch.value(where, raw)
+    source_path = launch.source_path
+    try:
+        source = source_path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise launch.error("source", f"{source_path} cannot be read ({err})") from None
+    try:
+        sch = parse_kernel(source, launch.kernel, sizes["global_size"], sizes["local_size"],
+                           args, sizes=launch.names, build_options=launch.build_options(),
+                           path=str(source_path))
+    except WorkGroupSizeError as err:
+        raise launch.error("launch.local_size", str(err)) from None
+    except FrontendError as err:
+        if err.arg is not None:
+            raise launch.error(f"args.{err.arg}", str(err)) from None
+        if "no __kernel named" in str(err):
+            raise launch.error("kernel", str(err)) from None
+        raise
+    except ScheduleError as err:
+        raise launch.error("launch", str(err)) from None
+    opencl = dict(sch.extra["opencl"], launch_file=str(launch.path),
+                  sizes=dict(launch.sizes), params=dict(launch.params))
+    extra = {"opencl": opencl}
+    terms = data.get("reference", {}).get("terms")
+    if terms is not None:
+        extra["terms_per_output"] = launch.value("reference.terms", terms)
+        if not 1 <= extra["terms_per_output"] < 2**24:
+            raise launch.error("reference.terms", f"{extra['terms_per_output']} terms per "
+                               "output: the tolerance needs 1 to 2^24 - 1")
+    import dataclasses
+    return dataclasses.replace(sch, extra=extra)
+
+
+def load(spec, overrides: dict | None = None, params: dict | None = None) -> Schedule:
+    """:func:`schedule` of :func:`read` ``(spec, overrides, params)``."""
+    return schedule(read(spec, overrides, params))
+
+
+def reference_function(spec):
+    """The launch file's reference as ``inputs -> output`` (the single output's array), or
+    ``None`` without a [reference] table.
+
+    Raises:
+        LaunchFileError: the function cannot be loaded, or the kernel has not one output.
+    """
+    launch = read(spec)
+    ref = launch.data.get("reference", {}).get("function")
+    if ref is None:
+        return None
+    from tiletraffic.frontend import user_schedule
+    if not isinstance(ref, str) or ":" not in ref:
+        raise launch.error("reference.function", f"must be FILE.py:FUNCTION, not "
+                                                 f"{shown(ref)}")
+    file, _, name = ref.rpartition(":")
+    try:
+        fn = user_schedule.load_function(f"{launch.path.parent / file}:{name}")
+    except user_schedule.UserScheduleError as err:
+        raise launch.error("reference.function", str(err)) from None
+
+    args = launch.data.get("args", {})
+    outputs = [a for a, raw in args.items()
+               if isinstance(raw, dict) and raw.get("access") in ("out", "inout")]
+
+    def single(inputs):
+        out = fn(inputs)
+        if isinstance(out, dict):
+            if len(out) != 1:
+                raise LaunchFileError(f"{launch.path}: reference.function: returned "
+                                      f"{', '.join(map(str, sorted(out))) or 'no output'}; "
+                                      "the kernel's check takes one output")
+            (key, value), = out.items()
+            if outputs and key not in outputs:
+                raise LaunchFileError(f"{launch.path}: reference.function: returned {key!r}; "
+                                      f"the kernel's output is {', '.join(outputs)}")
+            return value
+        return out
+    single.__name__ = name
+    return user_schedule._reporting(single, ref)
+
+
+def parse_assignments(items, what: str = "--set") -> dict[str, int]:
+    """``["N=2048", "M=64"]`` as ``{"N": 2048, "M": 64}``.
+
+    Raises:
+        LaunchFileError: an item without ``=`` or whose value is not an integer.
+    """
+    out = {}
+    for item in items or ():
+        name, eq, value = item.partition("=")
+        name = name.strip()
+        try:
+            if not eq or not name.isidentifier():
+                raise ValueError
+            out[name] = int(value.strip())
+        except ValueError:
+            raise LaunchFileError(f"{what} {item!r}: write NAME=INTEGER") from None
+    return out

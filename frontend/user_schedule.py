@@ -1,0 +1,276 @@
+"""Schedules and references that a user writes in a Python file.
+
+A *schedule spec* names where a schedule comes from: a built-in name (a family such as
+``gemm-tiled``, a demo or a known-faulty variant) or ``FILE.py:FUNCTION``, a function in a
+Python file that builds a :class:`~tiletraffic.simulator.ir.nodes.Schedule` with the IR::
+
+    # my_kernel.py
+    from tiletraffic import Schedule, GlobalArray, ...
+
+    def make_schedule(m, k, n, tile=8):      # called with the sizes the user gave
+        ...
+        return Schedule(...)
+
+    def reference(inputs):                    # optional: the expected output, numpy float64
+        return inputs["A"] @ inputs["B"]
+
+:func:`load` imports the file (with :mod:`importlib`, as module
+``tiletraffic_user_<stem>_<hash of the path>``; ``sys.path`` is not changed) and calls the
+function with only the sizes given, as keyword arguments (``m``, ``k``, ``n``, ``tile``).
+:func:`reference_function` finds the numpy reference: an explicit ``FILE.py:FUNCTION``, else a
+function named ``reference`` in the schedule's file, else ``None`` (the value check is then
+skipped; built-in schedules have their own reference).
+
+Limit: large launches are counted by work-group classes (``simulate`` above
+``cli.CLASSES_AUTO_LIMIT`` multiply-adds, ``model`` and ``--device-model`` always), which
+assume what the built-in schedules guarantee: guards compare global ids with the sizes, so
+only the first and last work-group of an NDRange dimension can take other branches. A
+schedule whose guards depend on the work-group id otherwise (``group_id(0) % 2``) must be
+counted without classes (``tiletraffic.simulate(...)``).
+
+Every problem a user can cause raises :class:`UserScheduleError` (a ``ValueError``) with one
+line naming the file, the function and the value: missing file, import failure, missing
+function, a parameter the function does not take (or needs and did not get), the function
+raising, a return value that is not a ``Schedule`` or not a well-formed one
+(:func:`tiletraffic.simulator.ir.wellformed.check_well_formed`).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import inspect
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+from tiletraffic.simulator.ir.nodes import Schedule
+from tiletraffic.simulator.ir.sequence import KernelSequence
+from tiletraffic.simulator.kernels.families import FAMILIES, SEQUENCE_FAMILIES
+from tiletraffic.simulator.ir.wellformed import MalformedScheduleError, check_well_formed
+
+SPEC_PATTERN = re.compile(r"^(?P<file>.+\.py):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")
+"""``FILE.py:FUNCTION``: a path ending in ``.py``, a colon, a Python identifier."""
+
+DEFAULT_REFERENCE = "reference"
+"""Name of the reference function looked up in a schedule's file when none is given."""
+
+SIZE_OPTIONS = ("m", "k", "n", "tile")
+"""Keyword arguments a schedule function may receive (each only when the user gave it)."""
+
+
+class UserScheduleError(ValueError):
+    """A schedule or reference from a user's file cannot be loaded or built."""
+
+
+def is_file_spec(spec: str) -> bool:
+    """True when ``spec`` has the form ``FILE.py:FUNCTION`` (built-in names never do)."""
+    return bool(SPEC_PATTERN.match(spec))
+
+
+def split_spec(spec: str) -> tuple[Path, str]:
+    """``(path, function name)`` of a ``FILE.py:FUNCTION`` spec.
+
+    Raises:
+        UserScheduleError: ``spec`` does not have that form.
+    """
+    match = SPEC_PATTERN.match(spec)
+    if not match:
+        raise UserScheduleError(f"{spec!r} is not of the form FILE.py:FUNCTION")
+    return Path(match["file"]), match["function"]
+
+
+_modules: dict[tuple[str, int, int], ModuleType] = {}
+
+
+def _module_name(path: Path) -> str:
+    stem = re.sub(r"\W", "_", path.stem)
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+    return f"tiletraffic_user_{stem}_{digest}"
+
+
+def load_module(path: str | Path) -> ModuleType:
+    """Import the Python file ``path`` (once per version of the file: a changed file is
+    imported again). It is registered in ``sys.modules`` under a name derived from its
+    absolute path, as dataclasses and pickling need; ``sys.path`` is left alone, so the
+    file imports only installed packages (and ``tiletraffic``).
+
+    Raises:
+        UserScheduleError: no such file, or importing it raised (its message is shown) or
+            called ``sys.exit`` (a SystemExit is never let through as this process's exit).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserScheduleError(f"schedule file {str(path)!r} does not exist"
+                                if not path.exists() else f"{str(path)!r} is not a file")
+    path = path.resolve()
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key in _modules:
+        return _modules[key]
+    name = _module_name(path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SystemExit as err:  # sys.exit() at import: bad input, not this process's exit
+        sys.modules.pop(name, None)
+        raise UserScheduleError(f"importing {path.name} failed: it {_exited(err)}; a "
+                                "schedule file must not exit") from None
+    except Exception as err:  # noqa: BLE001 - any error of the user's code, reported in one line
+        sys.modules.pop(name, None)
+        where = f" (line {err.lineno})" if isinstance(err, SyntaxError) else ""
+        raise UserScheduleError(f"importing {path.name} failed{where}: "
+                                f"{type(err).__name__}: {err}") from err
+    _modules[key] = module
+    return module
+
+
+def load_function(spec: str) -> Callable:
+    """The function ``FUNCTION`` of ``FILE.py`` for a ``FILE.py:FUNCTION`` spec.
+
+    Raises:
+        UserScheduleError: bad spec, missing file, failed import, no such function, or the
+            name is not callable.
+    """
+    path, name = split_spec(spec)
+    module = load_module(path)
+    fn = getattr(module, name, None)
+    if fn is None:
+        defined = sorted(n for n, v in vars(module).items()
+                         if inspect.isfunction(v) and v.__module__ == module.__name__)
+        raise UserScheduleError(f"{path.name} has no function {name!r} (it defines: "
+                                f"{', '.join(defined) or 'no functions'})")
+    if not callable(fn):
+        raise UserScheduleError(f"{path.name}: {name} is of type {type(fn).__name__}, not a function")
+    return fn
+
+
+def _bind(fn: Callable, label: str, sizes: dict[str, int]) -> None:
+    """Check that ``fn`` takes exactly the given keyword ``sizes`` (and needs no other)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # a builtin or C function: let the call itself report
+    params = sig.parameters
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    accepted = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD,
+                                                            p.KEYWORD_ONLY)]
+    for key in sizes:
+        if key not in params and not takes_any:
+            raise UserScheduleError(
+                f"{label} does not take parameter {key!r} (given as --{key} {sizes[key]}); "
+                f"its parameters: {', '.join(accepted) or 'none'}")
+    missing = [n for n, p in params.items()
+               if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+               and n not in sizes]
+    if missing:
+        raise UserScheduleError(f"{label} needs parameter {missing[0]!r}; give "
+                                + ", ".join(f"--{n}" for n in missing))
+
+
+def load(spec: str, **sizes: int | None) -> Schedule:
+    """Build the schedule of a ``FILE.py:FUNCTION`` spec: call the function with the sizes
+    that are not ``None``, as keyword arguments.
+
+    Args:
+        spec: ``path/to/file.py:function``.
+        sizes: ``m``, ``k``, ``n``, ``tile`` (others are passed on as well); ``None`` values
+            are left out, so the function's own defaults apply.
+
+    Returns:
+        The :class:`Schedule` the function returned.
+
+    Raises:
+        UserScheduleError: as :func:`load_function`; a size the function does not take, or a
+            parameter without default that was not given; the function raised (its
+            exception type and message are shown) or called ``sys.exit``; it returned
+            something other than a ``Schedule`` (the type is named), a schedule named like
+            a built-in family
+            (closed forms are looked up by that name), or one that is not well formed
+            (``simulator.ir.wellformed``: an unbound name, a store into an input, ...).
+    """
+    fn = load_function(spec)
+    path, name = split_spec(spec)
+    given = {key: v for key, v in sizes.items() if v is not None}
+    label = f"{path.name}:{name}"
+    _bind(fn, label, given)
+    call = f"{name}({', '.join(f'{key}={v!r}' for key, v in given.items())})"
+    try:
+        result = fn(**given)
+    except SystemExit as err:
+        raise UserScheduleError(f"{path.name}: {call} {_exited(err)} instead of returning a "
+                                "Schedule") from None
+    except Exception as err:  # noqa: BLE001 - the user's code: one line, not a traceback
+        raise UserScheduleError(f"{path.name}: {call} raised {type(err).__name__}: {err}"
+                                ) from err
+    if not isinstance(result, (Schedule, KernelSequence)):
+        raise UserScheduleError(f"{path.name}: {call} returned an object of type {type(result).__name__}, "
+                                "not a tiletraffic Schedule or KernelSequence")
+    if result.family in FAMILIES + SEQUENCE_FAMILIES:
+        raise UserScheduleError(
+            f"{path.name}: {call} returned a schedule whose family {result.family!r} is a "
+            "built-in family's name, whose closed forms would be compared with it; give it a "
+            "name of its own (dataclasses.replace(schedule, family='...'))")
+    try:
+        check_well_formed(result)
+    except MalformedScheduleError as err:
+        raise UserScheduleError(f"{path.name}: {call} returned a malformed schedule: {err}"
+                                ) from None
+    return result
+
+
+def reference_function(schedule_spec: str | None, reference_spec: str | None = None
+                       ) -> Callable | None:
+    """The user's numpy reference for a schedule: ``inputs -> output``.
+
+    Args:
+        schedule_spec: the schedule's spec (a built-in name or ``FILE.py:FUNCTION``).
+        reference_spec: an explicit ``FILE.py:FUNCTION`` (``--reference``); wins when given.
+
+    Returns:
+        The explicit function; else, for a schedule from a file, the function named
+        :data:`DEFAULT_REFERENCE` in that file when it defines one; else ``None`` (built-in
+        schedules then use their own reference; a user's schedule is not value-checked).
+        The function is wrapped so that an exception it raises (a SystemExit from
+        ``sys.exit`` too) becomes a :class:`UserScheduleError` naming it
+        (``functools.wraps`` keeps its name).
+
+    Raises:
+        UserScheduleError: the explicit reference cannot be loaded (as :func:`load_function`).
+    """
+    if reference_spec is not None:
+        fn, label = load_function(reference_spec), reference_spec
+    elif schedule_spec is None or not is_file_spec(schedule_spec):
+        return None
+    else:
+        path, _ = split_spec(schedule_spec)
+        fn = getattr(load_module(path), DEFAULT_REFERENCE, None)
+        if not callable(fn):
+            return None
+        label = f"{path}:{DEFAULT_REFERENCE}"
+    return _reporting(fn, label)
+
+
+def _reporting(fn: Callable, label: str) -> Callable:
+    @functools.wraps(fn)
+    def call(inputs):
+        try:
+            return fn(inputs)
+        except SystemExit as err:
+            raise UserScheduleError(f"the reference {label} {_exited(err)} instead of "
+                                    "returning its output") from None
+        except Exception as err:  # noqa: BLE001 - the user's code: one line, not a traceback
+            raise UserScheduleError(f"the reference {label} raised {type(err).__name__}: "
+                                    f"{err}") from err
+    return call
+
+
+def _exited(err: SystemExit) -> str:
+    """How a message says that the user's code called ``sys.exit`` (or raised SystemExit):
+    with its code, which is not this process's exit status."""
+    code = "" if err.code is None else repr(err.code)
+    return f"called sys.exit({code}) (SystemExit)"

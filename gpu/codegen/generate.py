@@ -1,0 +1,372 @@
+"""Render a schedule description into OpenCL C.
+
+The code generator reads the same :class:`simulator.ir.nodes.Schedule` tree the simulator
+executes, so the two cannot drift apart. The kernel frame is a Jinja2 template
+(``gpu/codegen/templates/kernel.cl.j2``); statements and expressions are rendered here.
+
+Named constants (tile width, chunk) become ``#define`` lines; parameters (``M``, ``K``,
+``N``) become ``const int`` arguments; every global buffer is ``float`` (row-major) and the
+work-group size is fixed with ``reqd_work_group_size``.
+
+Integers are ``int``; a :class:`~simulator.ir.nodes.Wrap` is rendered as a ``long`` holding
+the wrapped value (``(long)(unsigned int)(i - 1)``), a ``Let`` or a loop variable whose
+value holds one (or such a name) is declared ``long`` and a ``min`` of one takes both
+operands as ``long``, so that the C arithmetic around it is the IR's (mathematical)
+arithmetic: no further wrap-around.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+from tiletraffic.simulator.ir import nodes as S
+
+from tiletraffic.gpu.codegen.kernel import GeneratedKernel, KernelArg
+
+_PRECEDENCE = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4,
+               "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
+_ATOM = 10
+_IDS = {"local": "get_local_id", "group": "get_group_id", "global": "get_global_id"}
+ARG_KINDS = {"in": "global_in", "out": "global_out", "inout": "global_inout"}
+"""Kernel argument kind (:class:`gpu.codegen.kernel.KernelArg`) of each global array role."""
+
+
+@lru_cache(maxsize=1)
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined)
+    return env.get_template("kernel.cl.j2")
+
+
+def render_int(e: S.IntExpr, longs=frozenset()) -> tuple[str, int]:
+    """C text of an integer expression and its precedence; ``longs``: the names declared
+    ``long`` (see the module docstring)."""
+    if isinstance(e, S.Const):
+        return (e.name if e.name else str(e.value)), _ATOM
+    if isinstance(e, (S.Param, S.Var)):
+        return e.name, _ATOM
+    if isinstance(e, S.WorkItemId):
+        return f"(int){_IDS[e.kind]}({e.dim})", _ATOM
+    if isinstance(e, S.Min):
+        left, right = render_int(e.left, longs)[0], render_int(e.right, longs)[0]
+        if _is_long(longs, e):      # min of one type: OpenCL C has no min(long, int)
+            return f"min((long)({left}), (long)({right}))", _ATOM
+        return f"min({left}, {right})", _ATOM
+    if isinstance(e, S.BinOp):
+        return _binary(e.op, render_int(e.left, longs), render_int(e.right, longs),
+                       _op_of(e.right))
+    if isinstance(e, S.Wrap):
+        inner = render_int(e.operand, longs)[0]
+        if e.bits == 64:   # the operand itself (an unsigned one refused when negative)
+            return f"(long)({inner})", _ATOM
+        return f"(long)({S.c_int_type(e.bits, e.signed)})({inner})", _ATOM
+    raise TypeError(f"cannot render integer expression {e!r}")
+
+
+def _is_long(longs, *exprs: S.IntExpr) -> bool:
+    """Whether one of ``exprs`` is a ``long`` in C: it holds a :class:`Wrap` or a name of
+    ``longs``."""
+    def wide(e) -> bool:
+        if isinstance(e, S.Wrap):
+            return True
+        if isinstance(e, S.Var):
+            return e.name in longs
+        if isinstance(e, (S.BinOp, S.Min)):
+            return wide(e.left) or wide(e.right)
+        return False
+    return any(wide(e) for e in exprs)
+
+
+def _binary(op: str, left: tuple[str, int], right: tuple[str, int],
+            right_op: str | None = None, reassociate: bool = True) -> tuple[str, int]:
+    """``left op right`` with the parentheses C needs to keep the tree's meaning.
+
+    A right operand of equal precedence keeps its parentheses unless it is the same
+    associative operator (``a + (b + c)``, ``a * (b * c)``, ``&&``, ``||``) and
+    ``reassociate`` allows it: never for floats (evaluation order changes rounding), never
+    for ``a * (b / c)`` or ``a - (b - c)``.
+    """
+    p = _PRECEDENCE[op]
+    lt = left[0] if left[1] >= p else f"({left[0]})"
+    same_assoc = reassociate and right_op == op and op in ("+", "*", "&&", "||")
+    rt = right[0] if right[1] > p or (right[1] == p and same_assoc) else f"({right[0]})"
+    return f"{lt} {op} {rt}", p
+
+
+def _op_of(node) -> str | None:
+    return getattr(node, "op", None)
+
+
+def render_cond(c: S.Cond, longs=frozenset()) -> tuple[str, int]:
+    """C text of a condition and its precedence."""
+    if isinstance(c, S.Compare):
+        return _binary(c.op, render_int(c.left, longs), render_int(c.right, longs),
+                       _op_of(c.right))
+    if isinstance(c, S.BoolOp):
+        return _binary(c.op, render_cond(c.left, longs), render_cond(c.right, longs),
+                       _op_of(c.right))
+    if isinstance(c, S.Not):
+        return f"!({render_cond(c.operand, longs)[0]})", _ATOM
+    raise TypeError(f"cannot render condition {c!r}")
+
+
+def render_access(array: S.Array, index: tuple[S.IntExpr, ...], longs=frozenset()) -> str:
+    """``A[row * K + col]`` for a global buffer (flat, row-major); ``tile[r][c]`` for a
+    local array (declared with its dimensions)."""
+    if isinstance(array, S.LocalArray):
+        return array.name + "".join(f"[{render_int(i, longs)[0]}]" for i in index)
+    flat = index[0]
+    for i, extent in zip(index[1:], array.dims[1:]):
+        flat = flat * extent + i
+    return f"{array.name}[{render_int(flat, longs)[0]}]"
+
+
+def render_float_constant(value: float) -> str:
+    """C text of a float constant: ``2.0f``; OpenCL C's ``INFINITY``, ``(-INFINITY)`` and
+    ``NAN`` for the values no literal writes."""
+    value = float(value)
+    if math.isnan(value):
+        return "NAN"
+    if math.isinf(value):
+        return "INFINITY" if value > 0 else "(-INFINITY)"
+    return f"{value!r}f"
+
+
+def render_float(e: S.FloatExpr, longs=frozenset()) -> tuple[str, int]:
+    """C text of a float expression and its precedence."""
+    if isinstance(e, S.Load):
+        return render_access(e.array, e.index, longs), _ATOM
+    if isinstance(e, S.FConst):
+        return render_float_constant(e.value), _ATOM
+    if isinstance(e, S.Private):
+        return e.name, _ATOM
+    if isinstance(e, S.PrivateElem):
+        return e.array.name + "".join(f"[{render_int(i, longs)[0]}]" for i in e.index), _ATOM
+    if isinstance(e, S.FBinOp):
+        return _binary(e.op, render_float(e.left, longs), render_float(e.right, longs),
+                       _op_of(e.right), reassociate=False)
+    if isinstance(e, S.FNeg):
+        return f"(-({render_float(e.operand, longs)[0]}))", _ATOM
+    if isinstance(e, S.FCall):  # OpenCL C built-ins of the same names (CUDA: experiments.h200.cuda)
+        return f"{e.fn}({', '.join(render_float(a, longs)[0] for a in e.args)})", _ATOM
+    if isinstance(e, S.Select):
+        return (f"(({render_cond(e.cond, longs)[0]}) ? {render_float(e.then, longs)[0]} : "
+                f"{render_float(e.orelse, longs)[0]})"), _ATOM
+    raise TypeError(f"cannot render float expression {e!r}")
+
+
+def _target(s, longs=frozenset()) -> str:
+    """``name`` or ``name[i][j]`` of an Assign/Accumulate."""
+    return s.name + "".join(f"[{render_int(i, longs)[0]}]" for i in s.index)
+
+
+def render_block(stmts, depth: int = 1, longs: set[str] | None = None) -> list[str]:
+    """Lines of C for a block of statements, indented four spaces per ``depth``;
+    ``longs``: the names declared ``long`` so far (see the module docstring)."""
+    pad = "    " * depth
+    lines: list[str] = []
+    longs = set() if longs is None else longs
+    for s in stmts:
+        if isinstance(s, S.Let):
+            ctype = "long" if _is_long(longs, s.value) else "int"
+            if ctype == "long":
+                longs.add(s.name)
+            lines.append(f"{pad}const {ctype} {s.name} = {render_int(s.value, longs)[0]};")
+        elif isinstance(s, S.DeclareFloat):
+            init = "" if s.init is None else f" = {render_float_constant(s.init)}"
+            lines.append(f"{pad}float {s.name}{init};")
+        elif isinstance(s, S.DeclarePrivateArray):
+            name = s.array.name
+            extents = [render_int(d, longs)[0] for d in s.array.dims]
+            lines.append(f"{pad}float {name}{''.join(f'[{e}]' for e in extents)};")
+            if s.init is not None:
+                # zero-filled by loops, not "= {0.0f}": PoCL (CPU) miscompiled that aggregate
+                # initializer in work-groups of 3 work-items (tests/test_codegen.py found it)
+                idx = [f"{name}_z{d}" for d in range(len(extents))]
+                lines.append(f"{pad}{{")
+                for d, (i, e) in enumerate(zip(idx, extents)):
+                    lines.append(f"{pad}{'    ' * (d + 1)}for (int {i} = 0; {i} < {e}; ++{i})")
+                fill = render_float_constant(s.init)
+                lines.append(f"{pad}{'    ' * (len(idx) + 1)}{name}"
+                             f"{''.join(f'[{i}]' for i in idx)} = {fill};")
+                lines.append(f"{pad}}}")
+        elif isinstance(s, S.Assign):
+            lines.append(f"{pad}{_target(s, longs)} = {render_float(s.value, longs)[0]};")
+        elif isinstance(s, S.Accumulate):
+            lines.append(f"{pad}{_target(s, longs)} += {render_float(s.value, longs)[0]};")
+        elif isinstance(s, S.Store):
+            lines.append(f"{pad}{render_access(s.array, s.index, longs)} = "
+                         f"{render_float(s.value, longs)[0]};")
+        elif isinstance(s, S.VectorLoad):
+            lines.append(f"{pad}{{")
+            lines.append(f"{pad}    const float{s.width} vec = "
+                         f"*({_vector_pointer(s.array, s.width, const=True)})"
+                         f"&{render_access(s.array, s.index, longs)};")
+            lines += [f"{pad}    {name} = vec.{'xyzw'[w]};" for w, name in enumerate(s.names)]
+            lines.append(f"{pad}}}")
+        elif isinstance(s, S.VectorStore):
+            lines.append(f"{pad}{{")
+            lines.append(f"{pad}    float{s.width} vec;")
+            lines += [f"{pad}    vec.{'xyzw'[w]} = {render_float(v, longs)[0]};"
+                      for w, v in enumerate(s.values)]
+            lines.append(f"{pad}    *({_vector_pointer(s.array, s.width, const=False)})"
+                         f"&{render_access(s.array, s.index, longs)} = vec;")
+            lines.append(f"{pad}}}")
+        elif isinstance(s, S.If):
+            lines.append(f"{pad}if ({render_cond(s.cond, longs)[0]}) {{")
+            lines += render_block(s.then, depth + 1, longs)
+            if s.orelse:
+                lines.append(f"{pad}}} else {{")
+                lines += render_block(s.orelse, depth + 1, longs)
+            lines.append(f"{pad}}}")
+        elif isinstance(s, S.For):
+            step = render_int(s.step, longs)[0]
+            inc = f"++{s.var}" if step == "1" else f"{s.var} += {step}"
+            if _unrolled(s):
+                lines.append(f"{pad}#pragma unroll")
+            ctype = "long" if _is_long(longs, s.start, s.stop, s.step) else "int"
+            if ctype == "long":
+                longs.add(s.var)
+            lines.append(f"{pad}for ({ctype} {s.var} = {render_int(s.start, longs)[0]}; "
+                         f"{s.var} < {render_int(s.stop, longs)[0]}; {inc}) {{")
+            lines += render_block(s.body, depth + 1, longs)
+            lines.append(f"{pad}}}")
+        elif isinstance(s, S.Barrier):
+            fence = "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE" if s.global_fence else \
+                "CLK_LOCAL_MEM_FENCE"
+            lines.append(f"{pad}barrier({fence});")
+        elif isinstance(s, S.Return):
+            lines.append(f"{pad}return;")
+        else:
+            raise TypeError(f"cannot render statement {s!r}")
+    return lines
+
+
+UNROLL_MAX_TRIPS = 64
+"""A loop with constant bounds and at most this many iterations gets ``#pragma unroll``."""
+
+
+def _unrolled(s: S.For) -> bool:
+    """Whether ``s`` is rendered fully unrolled: constant start, stop and step, at most
+    :data:`UNROLL_MAX_TRIPS` iterations (the register tiles' ``kk``, ``i`` and ``j`` loops).
+    NVIDIA's OpenCL compiler left the ``kk`` loop of the 8x8 register tiles rolled (one
+    iteration's 64 FMAs per pass), so each iteration's local loads and the FMAs that use
+    them ran one after the other instead of overlapping
+    (``experiments/h200/interval/findings.md``)."""
+    if not all(isinstance(x, S.Const) for x in (s.start, s.stop, s.step)):
+        return False
+    return 0 < -(-(s.stop.value - s.start.value) // s.step.value) <= UNROLL_MAX_TRIPS
+
+
+LOCAL_VECTOR_SPACE = "LOCAL_VECTOR_SPACE"
+"""Macro naming the address space of local vector pointer casts: ``__local`` in OpenCL C
+(defined by the kernel unless already defined), empty in the CUDA build, whose prelude maps
+``__local`` to ``__shared__``, which a cast cannot name."""
+
+
+def _vector_pointer(array: S.Array, width: int, const: bool) -> str:
+    """``const __global float4 *``: the cast that makes one vector access of
+    ``array`` (alignment to ``4 * width`` bytes is the schedule's promise, checked by the
+    simulator)."""
+    space = "__global" if isinstance(array, S.GlobalArray) else LOCAL_VECTOR_SPACE
+    return f"{'const ' if const else ''}{space} float{width} *"
+
+
+def _uses_vectors(stmts) -> bool:
+    for s in stmts:
+        if isinstance(s, (S.VectorLoad, S.VectorStore)):
+            return True
+        if isinstance(s, S.If) and (_uses_vectors(s.then) or _uses_vectors(s.orelse)):
+            return True
+        if isinstance(s, S.For) and _uses_vectors(s.body):
+            return True
+    return False
+
+
+def _named_constants(schedule: S.Schedule) -> dict[str, int]:
+    """Named constants used anywhere in the schedule, name -> value."""
+    found: dict[str, int] = {}
+
+    def visit(node) -> None:
+        if isinstance(node, S.Const):
+            if node.name:
+                if found.setdefault(node.name, node.value) != node.value:
+                    raise ValueError(f"constant {node.name} has two values")
+            return
+        if isinstance(node, (tuple, list)):
+            for n in node:
+                visit(n)
+            return
+        if hasattr(node, "__dataclass_fields__") and not isinstance(node, S.Schedule):
+            for name in node.__dataclass_fields__:
+                visit(getattr(node, name))
+
+    visit(schedule.body)
+    for a in schedule.local_arrays:
+        visit(a.dims)
+    return found
+
+
+def generate(schedule: S.Schedule) -> GeneratedKernel:
+    """OpenCL C for ``schedule`` with its launch geometry.
+
+    A schedule parsed from a user's OpenCL C (``tiletraffic.frontend.opencl.translate``; its
+    ``extra["opencl"]`` holds the source) is not rendered: its own source text, kernel
+    name, argument order and build options are returned, so every run and Oclgrind
+    cross-check executes the kernel as the user wrote it.
+
+    Returns:
+        :class:`gpu.codegen.kernel.GeneratedKernel` whose ``args`` are the global buffers (inputs
+        ``global_in``, outputs ``global_out``, inputs the kernel writes ``global_inout``)
+        followed by the ``int`` parameters.
+    """
+    if "opencl" in schedule.extra:
+        return _user_kernel(schedule)
+    args = [KernelArg(a.name, ARG_KINDS[a.role]) for a in schedule.arrays]
+    args += [KernelArg(name, "int") for name, _ in schedule.params]
+    sig = []
+    for a in schedule.arrays:
+        const = "const " if a.role == "in" else ""
+        sig.append(f"__global {const}float *restrict {a.name}")
+    sig += [f"const int {name}" for name, _ in schedule.params]
+    reqd = list(schedule.local_size) + [1] * (3 - len(schedule.local_size))
+    vectors = _uses_vectors(schedule.body)
+    # vector accesses of local arrays need them 16-byte aligned (float4)
+    align = " __attribute__((aligned(16)))" if vectors else ""
+    source = _template().render(
+        family=schedule.family, description=schedule.description,
+        defines=sorted(_named_constants(schedule).items()),
+        reqd_size=", ".join(str(v) for v in reqd),
+        kernel_name=schedule.kernel_name, signature=", ".join(sig),
+        local_decls=[f"__local float {a.name}"
+                     + "".join(f"[{render_int(d)[0]}]" for d in a.dims) + align + ";"
+                     for a in schedule.local_arrays],
+        body="\n".join(render_block(schedule.body)),
+    )
+    if vectors:  # after the header comment, before the #defines
+        lines = source.split("\n")
+        at = next(i for i, line in enumerate(lines) if not line.startswith("//"))
+        lines[at:at] = [f"#ifndef {LOCAL_VECTOR_SPACE}", f"#define {LOCAL_VECTOR_SPACE} __local",
+                        "#endif"]
+        source = "\n".join(lines)
+    return GeneratedKernel(
+        name=schedule.kernel_name, source=source, args=tuple(args),
+        global_size=tuple(schedule.global_size), local_size=tuple(schedule.local_size),
+        local_mem_bytes=schedule.local_mem_bytes, schedule_name=schedule.family,
+        max_registers=schedule.max_registers)
+
+
+def _user_kernel(schedule: S.Schedule) -> GeneratedKernel:
+    """The user's own kernel of a parsed schedule (see :func:`generate`)."""
+    user = schedule.extra["opencl"]
+    return GeneratedKernel(
+        name=user["kernel"], source=user["source"],
+        args=tuple(KernelArg(name, kind) for name, kind in user["args"]),
+        global_size=tuple(schedule.global_size), local_size=tuple(schedule.local_size),
+        local_mem_bytes=schedule.local_mem_bytes, build_options=tuple(user["build_options"]),
+        schedule_name=schedule.family, max_registers=schedule.max_registers)

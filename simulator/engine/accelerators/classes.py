@@ -1,0 +1,202 @@
+"""Work-group classes: execute one work-group per class of provably identical traffic.
+
+Applies to a launch counted without values or read maps
+(``Accelerators.work_group_classes``; :func:`simulator.engine.machine.simulate` refuses it otherwise
+with an ``InputError``); races in global memory, reads of outputs before a store and
+unwritten outputs, which need every work-group, are then not checked.
+
+Two work-groups have identical counts (loads, stores, barriers, FLOPs, requests, sectors,
+lines, bank conflicts) when every statement runs under the same masks and every address
+differs by the same multiple of 128 bytes (a cache line, hence of a 32-byte sector). For the
+schedules here, guards compare global ids with the matrix sizes, so masks can differ only in
+the first and last work-group of each NDRange dimension; addresses are affine in the
+work-group id. The class of work-group ``g`` is therefore, per dimension d,
+``(position of g_d: first / interior / last, g_d mod p_d)``, where ``p_d`` is the period
+after which the byte offset of every access, per step of ``g_d``, is a multiple of 128.
+
+``p_d`` is measured, not assumed: two interior work-groups one step apart in dimension d are
+executed and the difference of every access's index is checked to be one constant per
+statement; otherwise (or for small grids) every work-group of that dimension is its own
+class. The tests prove the classes against full execution for every family over drawn
+shapes.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from tiletraffic.simulator.observers.counters import (AccessEvent, Observer, compact_mask,
+                                                      same_in_every_group)
+from tiletraffic.simulator.ir.nodes import FLOAT_BYTES, Schedule
+
+LINE_BYTES = 128
+MIN_GROUPS_FOR_CLASSES = 5
+"""Below this many work-groups in a dimension, each is its own class there."""
+
+
+@dataclass(frozen=True)
+class GroupClasses:
+    """Representatives (linear work-group ids) and how many work-groups each stands for."""
+
+    representatives: np.ndarray
+    weights: np.ndarray
+    periods: tuple[int, ...]
+
+    @property
+    def total(self) -> int:
+        return int(self.weights.sum())
+
+
+class _StepRecorder(Observer):
+    """For each probed pair of batch rows (work-groups ``a``, ``b``) and each access event
+    that both execute: (array, direction, whether ``index[b] - index[a]`` is one constant
+    where both execute, its first value)."""
+
+    def __init__(self, rows: list[tuple[int, int]]):
+        self.rows = rows
+        self.found: list[list[tuple[str, str, bool, int]]] = [[] for _ in rows]
+        self._a = np.array([a for a, _ in rows], dtype=np.int64)
+        self._b = np.array([b for _, b in rows], dtype=np.int64)
+
+    def on_access(self, ev: AccessEvent) -> None:
+        index, mask = np.asarray(ev.index), compact_mask(np.asarray(ev.mask))
+        if same_in_every_group(index) and same_in_every_group(mask):
+            # the same entries and indices in every work-group: each pair that executes
+            # the access (any entry) has the one difference 0
+            if mask.any():
+                for found in self.found:
+                    found.append((ev.array, ev.direction, True, 0))
+            return
+        # all pairs at once: (pairs, L, I) arrays; the first difference is that of the first
+        # entry (row-major) both work-groups execute
+        index = np.broadcast_to(index, ev.shape)
+        mask = np.broadcast_to(mask, ev.shape)
+        both = (mask[self._a] & mask[self._b]).reshape(len(self.rows), -1)
+        executed = both.any(axis=1)
+        if not executed.any():
+            return
+        diff = (index[self._b] - index[self._a]).reshape(len(self.rows), -1)
+        first = diff[np.arange(len(self.rows)), both.argmax(axis=1)]
+        constant = ((diff == first[:, None]) | ~both).all(axis=1)
+        for p in np.nonzero(executed)[0]:
+            self.found[p].append((ev.array, ev.direction, bool(constant[p]), int(first[p])))
+
+
+_PROBES: "weakref.WeakKeyDictionary[Schedule, dict]" = weakref.WeakKeyDictionary()
+"""Per schedule, the step differences of every probed pair (probing runs once)."""
+
+PROBE_BLOCK_GROUPS = 2
+"""Vectorized loops of the probe batch run in the blocks of a batch of this many
+work-groups: those of the two work-groups of one pair, executed on their own."""
+
+
+def _probe_pairs(schedule: Schedule) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(base, base one step further in one dimension) pairs that :func:`group_classes` and
+    :func:`load_offsets` (dimensions 0 and 1) compare."""
+    ng = schedule.num_groups
+    pairs = []
+    base = [1 if n >= MIN_GROUPS_FOR_CLASSES else 0 for n in ng]
+    for d, n in enumerate(ng):
+        if n >= MIN_GROUPS_FOR_CLASSES:
+            pairs.append((tuple(base), tuple(v + (i == d) for i, v in enumerate(base))))
+    for d in (0, 1):
+        if d < len(ng) and ng[d] >= 2:
+            start = [1 if n >= 3 else 0 for n in ng]
+            start[d] = 0
+            pairs.append((tuple(start), tuple(v + (i == d) for i, v in enumerate(start))))
+    return pairs
+
+
+def _step_differences(schedule: Schedule, dim: int, base: list[int], run_groups):
+    """For each access statement that work-group ``base`` and its neighbour one step further
+    in ``dim`` both execute: (array, direction, whether the index difference is one
+    constant, its first value).
+
+    Every pair of :func:`_probe_pairs` is executed in one batch the first time (each
+    work-group's execution does not depend on the others of its batch, and vectorized loops
+    keep the blocks of a two-work-group batch), then taken from the cache.
+    """
+    ng = schedule.num_groups
+    pair = (tuple(base), tuple(v + (i == dim) for i, v in enumerate(base)))
+    probes = _PROBES.get(schedule)
+    if probes is None or pair not in probes:
+        pairs = _probe_pairs(schedule)
+        if pair not in pairs:
+            pairs.append(pair)
+        linear = sorted({sum(v * math.prod(ng[:d]) for d, v in enumerate(ids))
+                         for p in pairs for ids in p})
+        row = {g: r for r, g in enumerate(linear)}
+
+        def row_of(ids):
+            return row[sum(v * math.prod(ng[:d]) for d, v in enumerate(ids))]
+
+        rec = _StepRecorder([(row_of(a), row_of(b)) for a, b in pairs])
+        run_groups(np.array(linear), rec, block_groups=PROBE_BLOCK_GROUPS)
+        probes = dict(zip(pairs, rec.found))
+        _PROBES[schedule] = probes
+    return probes[pair]
+
+
+def _period(schedule: Schedule, dim: int, base: list[int], run_groups) -> int | None:
+    """Steps of work-group id in ``dim`` after which every address moves by whole lines."""
+    period = 1
+    for _, _, constant, diff in _step_differences(schedule, dim, base, run_groups):
+        if not constant:
+            return None
+        offset = diff * FLOAT_BYTES % LINE_BYTES
+        period = math.lcm(period, LINE_BYTES // math.gcd(offset, LINE_BYTES))
+    return period
+
+
+def load_offsets(schedule: Schedule, run_groups, dim: int = 0) -> dict[str, int | None]:
+    """Element offset, per global buffer, between the loads of two neighbouring work-groups
+    in NDRange dimension ``dim`` (``None`` where it is not one constant)."""
+    ng = schedule.num_groups
+    if dim >= len(ng) or ng[dim] < 2:
+        return {}
+    base = [1 if n >= 3 else 0 for n in ng]
+    base[dim] = 0
+    found: dict[str, int | None] = {}
+    for array, direction, constant, diff in _step_differences(schedule, dim, base,
+                                                              run_groups):
+        if direction != "load" or array not in {a.name for a in schedule.arrays}:
+            continue
+        value = diff if constant else None
+        if array in found and found[array] != value:
+            value = None
+        found[array] = value
+    return found
+
+
+def group_classes(schedule: Schedule, run_groups) -> GroupClasses:
+    """Classes of the work-groups of ``schedule``.
+
+    ``run_groups(linear_ids, observer, block_groups=None)`` executes those work-groups of
+    ``schedule`` (counts only) with an extra observer (:func:`simulator.engine.machine.probe_runner`);
+    it is used to measure the address periods (once per schedule, shared with
+    :func:`load_offsets`).
+    """
+    ng = schedule.num_groups
+    base = [1 if n >= MIN_GROUPS_FOR_CLASSES else 0 for n in ng]
+    periods = []
+    for d, n in enumerate(ng):
+        p = _period(schedule, d, base, run_groups) if n >= MIN_GROUPS_FOR_CLASSES else None
+        periods.append(p if p is not None else n)
+    ids = np.arange(schedule.work_groups, dtype=np.int64)
+    key = np.zeros_like(ids)
+    rest = ids.copy()
+    for n, p in zip(ng, periods):
+        g = rest % n
+        rest //= n
+        if p >= n:
+            part, size = g, n
+        else:
+            pos = np.where(g == 0, 0, np.where(g == n - 1, 2, 1))
+            part, size = pos * p + g % p, 3 * p
+        key = key * size + part
+    _, first, counts = np.unique(key, return_index=True, return_counts=True)
+    order = np.argsort(first)
+    return GroupClasses(first[order], counts[order].astype(np.int64), tuple(periods))

@@ -1,0 +1,250 @@
+"""Counts of a long K loop from three short ones (the K extrapolation accelerator).
+
+The schedule families here loop over K (the reduction length: columns of A) in steps of a
+fixed depth D (``bk`` of the register-blocked GEMMs, the tile width of ``gemm-tiled``, the
+chunk of ``matvec-local``, the row width of ``matvec-rows-reduce``, the work-group size of
+``matvec-local-whole``, which stages x that many words at a time, 1 for the naive ones;
+and a multiple of the step of every loop whose bounds mention K). K enters the IR only as
+the parameter ``K``: in loop bounds, guards (``k < K``) and the row stride of A. Write
+K = r + n·P with P = lcm(D, 32) elements: changing n by one adds P/D steps and moves every
+row of A by a whole number of 128-byte lines, so cache-line and sector alignment, the
+guards of the last (partial) step and the first step (and a prefetching schedule's
+second-to-last) are the same for every n. Every count the traffic model uses is then a sum
+of per-step contributions that depend on the step's position modulo P/D only, hence affine
+in n: requests, sectors, lines, wavefronts, bank conflicts, loads, stores, FLOPs and
+barriers (:class:`simulator.observers.counters.TrafficCounts`, :class:`simulator.observers.memory.MemoryCounts`),
+the barrier intervals with global loads, the distinct sectors per work-group (footprint;
+steps P/D apart touch disjoint lines) and the load offsets between neighbouring work-groups
+(A's moves by K rows' worth per work-group row).
+
+The argument is checked, not assumed: :func:`extrapolated_observation` simulates three K
+values n0, n0 + 1, n0 + 2 (in units of P), each by work-group classes, and accepts only if
+every figure has equal differences (also the offsets that are ``None``, the keys of every
+dict and the number of work-groups). Equal differences at three points do not prove the
+periodicity, which rests on D: a D smaller than a loop's true period can agree by chance,
+which is why D includes every staging width above. It then extrapolates each figure to the
+real K, and raises :class:`simulator.engine.accelerators.NotApplicable` (the caller executes the
+whole loop) whenever anything differs, a short run reports a hazard, or the schedule is not
+one of the built-in families (:func:`applies`; ``tests/test_k_extrapolation.py`` proves the
+extrapolated model equal to full execution for every family over drawn shapes). One more
+case does not apply: a device model that merges consecutive local loads into vector loads,
+with a loop the engine runs in blocks of iterations whose length depends on K
+(:func:`merges_k_dependent_blocks`: a long K splits it into several blocks, a short one
+does not). The DRAM model is not linear in K: the caller predicts with the real schedule and
+the extrapolated counts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.observers.hazards import HazardError
+from tiletraffic.simulator.ir.nodes import Schedule
+from tiletraffic.simulator.kernels.families import FAMILIES
+from tiletraffic.simulator.ir.static import eval_static, is_vectorizable
+from tiletraffic.simulator.engine.accelerators import NotApplicable
+
+LINE_ELEMS = 32
+"""float32 elements per 128-byte cache line: the alignment that K values must share."""
+
+MIN_STEPS = 4
+"""Fewest K steps of the shortest simulated K (first, last and interior steps distinct)."""
+
+
+def k_step_elems(schedule: Schedule) -> int | None:
+    """Depth D of one step of ``schedule``'s K loop (elements of K), or ``None`` for a
+    schedule this module does not apply to (not a built-in family, or no parameter K)."""
+    if schedule.family not in FAMILIES + ("gemm-split-k-slices",) or \
+            "K" not in schedule.param_values:
+        return None
+    if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch",
+                           "gemm-warp-tiled", "gemm-split-k-slices"):
+        # a split-K slice kernel (extra "splits" S): K grows by S·BK per step of every slice
+        depth = int(schedule.extra["bk"]) * int(schedule.extra.get("splits", 1))
+    elif schedule.family in ("gemm-tiled", "matvec-rows-reduce", "matvec-local-whole"):
+        depth = int(schedule.tile)   # matvec-local-whole: x is staged tile words at a time
+    elif schedule.family == "matvec-local":
+        depth = int(schedule.extra["chunk"])
+    else:
+        depth = 1
+    for step in _k_loop_steps(schedule.body, schedule.param_values):
+        if step is None:
+            return None
+        depth = math.lcm(depth, step)
+    return depth
+
+
+def _k_loop_steps(stmts, params):
+    """Steps of the loops whose bounds mention K (``None`` for a step not constant)."""
+    for s in stmts:
+        if isinstance(s, S.For):
+            if any(_mentions(x, "K") for x in (s.start, s.stop)):
+                try:
+                    yield int(eval_static(s.step, params))
+                except (TypeError, KeyError):
+                    yield None
+            yield from _k_loop_steps(s.body, params)
+        elif isinstance(s, S.If):
+            yield from _k_loop_steps(s.then, params)
+            yield from _k_loop_steps(s.orelse, params)
+
+
+def _mentions(e, name: str) -> bool:
+    if isinstance(e, S.Param):
+        return e.name == name
+    if isinstance(e, (S.BinOp, S.Min)):
+        return _mentions(e.left, name) or _mentions(e.right, name)
+    if isinstance(e, S.Wrap):
+        return _mentions(e.operand, name)
+    return False
+
+
+def _mentions_k_or_var(e) -> bool:
+    if isinstance(e, S.Param):
+        return e.name == "K"
+    if isinstance(e, S.Var):
+        return True
+    if isinstance(e, (S.BinOp, S.Min)):
+        return _mentions_k_or_var(e.left) or _mentions_k_or_var(e.right)
+    if isinstance(e, S.Wrap):
+        return _mentions_k_or_var(e.operand)
+    return False
+
+
+def _has_local_load(e) -> bool:
+    if isinstance(e, S.Load):
+        return isinstance(e.array, S.LocalArray)
+    return any(_has_local_load(operand) for operand in S.float_operands(e))
+
+
+def merges_k_dependent_blocks(schedule: Schedule) -> bool:
+    """Whether a loop the engine runs in blocks of iterations loads local memory and may
+    run a number of iterations that depends on K (bounds with K or a variable). With a
+    device model that merges consecutive local loads into vector loads
+    (``local_vector_words`` > 1), its counts depend on how the iterations fall into blocks,
+    which differs between a short K (one block) and a long one (several)."""
+    def body_loads_local(stmts) -> bool:
+        for s in stmts:
+            if isinstance(s, S.Accumulate) and _has_local_load(s.value):
+                return True
+            if isinstance(s, S.If) and (body_loads_local(s.then) or body_loads_local(s.orelse)):
+                return True
+        return False
+
+    def walk(stmts) -> bool:
+        for s in stmts:
+            if isinstance(s, S.For):
+                if is_vectorizable(s) and body_loads_local(s.body) and any(
+                        _mentions_k_or_var(x) for x in (s.start, s.stop, s.step)):
+                    return True
+                if walk(s.body):
+                    return True
+            elif isinstance(s, S.If) and (walk(s.then) or walk(s.orelse)):
+                return True
+        return False
+
+    return walk(schedule.body)
+
+
+def short_k_values(k: int, depth: int) -> tuple[list[int], int, int] | None:
+    """The three K values to simulate instead of ``k``, their spacing P and how many P the
+    real K lies beyond the first; ``None`` when ``k`` is too short to gain anything."""
+    period = math.lcm(depth, LINE_ELEMS)
+    first = k % period
+    while first < max(MIN_STEPS * depth, period):
+        first += period
+    values = [first, first + period, first + 2 * period]
+    if values[-1] + period > k:
+        return None
+    return values, period, (k - first) // period
+
+
+def with_k(schedule: Schedule, k: int) -> Schedule:
+    """``schedule`` with its parameter K set to ``k`` (the rest of the IR unchanged)."""
+    params = tuple((name, k if name == "K" else value) for name, value in schedule.params)
+    return dataclasses.replace(schedule, params=params)
+
+
+class NotAffine(NotApplicable):
+    """A figure of the three short runs does not have equal differences."""
+
+
+def _extrapolate(values: list, steps: int):
+    """The value at ``steps`` periods beyond the first of three values one period apart."""
+    first, second, third = values
+    if isinstance(first, dict):
+        if not (list(first) == list(second) == list(third)):
+            raise NotAffine("keys differ")
+        return {key: _extrapolate([first[key], second[key], third[key]], steps)
+                for key in first}
+    if first is None or second is None or third is None:
+        if not (first is None and second is None and third is None):
+            raise NotAffine("None in some runs only")
+        return None
+    if isinstance(first, bool) or not isinstance(first, (int, float)) and \
+            not hasattr(first, "dtype"):
+        if first == second == third:
+            return first
+        raise NotAffine(f"{first!r} differs")
+    if second - first != third - second:
+        raise NotAffine(f"{first}, {second}, {third}")
+    return first + steps * (second - first)
+
+
+def _extrapolate_fields(objs: list, steps: int):
+    """A copy of ``objs[0]`` (a dataclass) with every field extrapolated."""
+    out = {f.name: _extrapolate([getattr(o, f.name) for o in objs], steps)
+           for f in dataclasses.fields(objs[0])}
+    return dataclasses.replace(objs[0], **out)
+
+
+def applies(schedule: Schedule, local_vector_words: int = 1) -> bool:
+    """Whether :func:`extrapolated_observation` may try ``schedule`` on a device model with
+    ``local_vector_words``: a built-in family with a K loop of a known step depth, not
+    merging K-dependent blocks of local loads (:func:`merges_k_dependent_blocks`), and a K
+    long enough to gain anything (:func:`short_k_values`)."""
+    depth = k_step_elems(schedule)
+    if depth is None:
+        return False
+    if local_vector_words > 1 and merges_k_dependent_blocks(schedule):
+        return False
+    return short_k_values(schedule.param_values["K"], depth) is not None
+
+
+def extrapolated_observation(schedule: Schedule, observe: Callable,
+                             local_vector_words: int = 1):
+    """The :class:`simulator.model.observation.LaunchObservation` of ``schedule`` from three
+    shorter K (see the module docstring).
+
+    ``observe(schedule)`` simulates one schedule by work-group classes;
+    ``local_vector_words``: the device model's (see :func:`merges_k_dependent_blocks`).
+
+    Raises:
+        NotApplicable: :func:`applies` does not hold, a short run has a hazard, or a figure
+            of the three short runs does not have equal differences (:class:`NotAffine`):
+            the caller executes the whole K loop.
+    """
+    if not applies(schedule, local_vector_words):
+        raise NotApplicable(f"{schedule.family}: K extrapolation does not apply")
+    depth = k_step_elems(schedule)
+    values, _, steps = short_k_values(schedule.param_values["K"], depth)
+    try:
+        runs = [observe(with_k(schedule, k)) for k in values]
+    except HazardError as error:
+        raise NotApplicable(f"{schedule.family}: a short K has a hazard") from error
+    counts = _extrapolate_fields([r.counts for r in runs], steps)
+    memory = _extrapolate_fields([r.memory for r in runs], steps)
+    footprint = runs[0].footprint
+    for name in ("sectors_by_buffer", "own_sectors_by_buffer"):
+        setattr(footprint, name, _extrapolate([getattr(r.footprint, name) for r in runs],
+                                              steps))
+    phases = _extrapolate([r.load_phases for r in runs], steps)
+    strides = (None if runs[0].strides is None
+               else _extrapolate_fields([r.strides for r in runs], steps))
+    offsets = tuple(_extrapolate([r.offsets[d] for r in runs], steps) for d in (0, 1))
+    footprint.offsets = offsets[0]
+    return dataclasses.replace(runs[0], schedule=schedule, counts=counts, memory=memory,
+                               footprint=footprint, load_phases=phases, offsets=offsets,
+                               strides=strides)

@@ -1,0 +1,277 @@
+"""Memory and time a simulation will need, estimated before it starts.
+
+A launch of 40000³ with tile 1 has 1.6e9 work-groups; the simulator keeps a few int64 words
+per work-group (loads per work-group, the work-group classes' keys and their sort), so it
+would need about 150 GB and be killed by the out-of-memory killer. :func:`estimate_simulation`
+gives the memory and time from the schedule's sizes alone, so that a front end can refuse
+such a launch with the estimate (``tiletraffic simulate ... --force`` overrides).
+
+The constants are upper envelopes of peak resident memory and wall time measured with
+``/usr/bin/time -f %M`` on this project's 2-core CI machine (``benchmarks/bench_budget.py``
+prints the estimate next to the measurement for a set of launches):
+
+- per work-group: 96 bytes (measured 45 B for a full run, 70-80 B when counting by work-group
+  classes: ``np.arange`` of every work-group id, its class key, ``np.unique``'s sort);
+- per work-item of one batch (at most ``BATCH_WORK_ITEMS``): 96 bytes when counting, 160
+  bytes when also computing values (index, mask and value arrays of the statement running);
+- buffers: 4 bytes per element when values are computed; the float64 reference the command
+  line checks against adds 8 bytes per input element and 16 per output element;
+- the checks that need the full launch (not run when counting by work-group classes): 17
+  bytes per output element (``simulator.observers.global_races``: two int32 work-item keys per word and
+  direction the kernel accesses its outputs in; the unwritten-output flags);
+- the interpreter with numpy, plus the blocks of a vectorized K loop (up to
+  ``engine.BLOCK_ELEMS`` elements of several arrays): 160 MiB.
+Time: 1 µs per work-group and 25 ns per work-item and step of the inner (K) loop (or of its
+deepest loop nest, :func:`loop_nest_steps`, where that is longer) when every
+work-group runs; 1 µs per work-group for the classes' bookkeeping when counting by classes
+(measured 0.3-1 µs); and 250 µs per statement the engine executes one loop iteration at a
+time in each batch of work-groups (:func:`interpreted_statements`: the statements of loops
+it cannot run in blocks of iterations), the interpreter's cost of a statement, which
+dominates a long loop of small work-groups (``gemm-tiled`` with M = N = 1 and a large K).
+Time is an order of magnitude (measured 0.3-1.5 times the estimate).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
+from tiletraffic.simulator.ir.nodes import FLOAT_BYTES, Schedule
+from tiletraffic.simulator.ir.static import eval_static, is_vectorizable
+from tiletraffic.simulator.ir.sequence import buffers_of, is_sequence
+
+BASE_BYTES = 160 * 2**20
+PER_WORK_GROUP_BYTES = 96
+PER_BATCH_WORK_ITEM_BYTES = {False: 96, True: 160}
+REFERENCE_BYTES_PER_INPUT_ELEM = 8
+REFERENCE_BYTES_PER_OUTPUT_ELEM = 16
+FULL_LAUNCH_CHECK_BYTES_PER_OUTPUT_ELEM = 17
+PER_WORK_GROUP_S = 1e-6
+PER_WORK_GROUP_CLASSES_S = 1e-6
+PER_WORK_ITEM_STEP_S = 25e-9
+PER_INTERPRETED_STATEMENT_S = 250e-6
+MEMORY_HEADROOM = 0.8
+"""Refuse what needs more than this fraction of the memory available now."""
+
+
+class BudgetError(MemoryError):
+    """A launch would need more memory than the machine has available; the message gives the
+    estimate and the memory available, and how to override."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What one simulation is expected to take.
+
+    Attributes:
+        memory_bytes: peak resident memory of the process, bytes (upper envelope).
+        time_s: wall time, seconds (order of magnitude; 2-core machine).
+        work_groups: work-groups of the launch.
+    """
+
+    memory_bytes: int
+    time_s: float
+    work_groups: int
+
+    def describe(self) -> str:
+        time = f" and {_human_seconds(self.time_s)}" if self.time_s > 0 else ""
+        return (f"about {_human_bytes(self.memory_bytes)} of memory{time} for "
+                f"{self.work_groups:,} work-group{'' if self.work_groups == 1 else 's'}")
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g} TiB"  # pragma: no cover
+
+
+def _human_seconds(s: float) -> str:
+    if s < 120:
+        return f"{s:.2g} s"
+    if s < 7200:
+        return f"{s / 60:.3g} min"
+    return f"{s / 3600:.3g} h"
+
+
+def _elements(schedule: Schedule) -> tuple[int, int]:
+    """Elements of all input and of all output arrays (logical shapes; a kernel sequence's
+    scratch buffers count as outputs)."""
+    p = schedule.param_values
+    ins = outs = 0
+    for a in buffers_of(schedule):
+        n = 1
+        for s in a.shape:
+            n *= p[s]
+        if a.role == "in":
+            ins += n
+        else:
+            outs += n
+    return ins, outs
+
+
+def estimate_simulation(schedule: Schedule, *, compute_values: bool,
+                        work_group_classes: bool = False, reference: bool | None = None,
+                        batch_work_items: int = 1 << 20) -> Estimate:
+    """Memory and time :func:`simulator.engine.machine.simulate` is expected to need.
+
+    Args:
+        compute_values: the outputs are computed (buffers allocated).
+        work_group_classes: counts by work-group classes (one work-group per class runs,
+            where they are proved for the schedule, as :func:`simulator.engine.machine.simulate`
+            decides; else every work-group).
+        reference: a float64 reference of the output is also computed (default: whenever
+            values are computed).
+        batch_work_items: work-items per batch, as given to ``simulate``.
+
+    A kernel sequence (:mod:`simulator.ir.sequence`): its kernels' estimates added.
+    """
+    if is_sequence(schedule):
+        parts = [estimate_simulation(k, compute_values=compute_values,
+                                     work_group_classes=work_group_classes,
+                                     reference=reference, batch_work_items=batch_work_items)
+                 for k in schedule.kernels]
+        return Estimate(sum(e.memory_bytes for e in parts), sum(e.time_s for e in parts),
+                        sum(e.work_groups for e in parts))
+    if work_group_classes:
+        work_group_classes = classes_problem(schedule) is None   # as simulate decides
+    groups = schedule.work_groups
+    items_per_group = schedule.work_group_items
+    batch_items = min(max(batch_work_items // items_per_group, 1) * items_per_group,
+                      groups * items_per_group)
+    ins, outs = _elements(schedule)
+    memory = BASE_BYTES + PER_WORK_GROUP_BYTES * groups
+    memory += PER_BATCH_WORK_ITEM_BYTES[compute_values] * batch_items
+    if not work_group_classes:
+        memory += FULL_LAUNCH_CHECK_BYTES_PER_OUTPUT_ELEM * outs
+    if compute_values:
+        memory += FLOAT_BYTES * (ins + outs)
+        if reference is None or reference:
+            memory += (REFERENCE_BYTES_PER_INPUT_ELEM * ins
+                       + REFERENCE_BYTES_PER_OUTPUT_ELEM * outs)
+    interpreted, nest_steps = _loop_walk(schedule)
+    steps = max(1, schedule.param_values.get("K", 1), nest_steps)
+    if work_group_classes:
+        time_s = PER_WORK_GROUP_CLASSES_S * groups
+        run_groups = min(groups, 3 ** len(schedule.local_size))   # one per class
+    else:
+        time_s = PER_WORK_GROUP_S * groups + PER_WORK_ITEM_STEP_S * groups * items_per_group * steps
+        run_groups = groups
+    batches = -(-run_groups * items_per_group // batch_items)
+    time_s += PER_INTERPRETED_STATEMENT_S * interpreted * batches
+    return Estimate(int(memory), float(time_s), groups)
+
+
+def interpreted_statements(schedule: Schedule) -> int:
+    """Statements the engine executes one loop iteration at a time, in one batch of
+    work-groups: for every loop it does not run in blocks of iterations
+    (:func:`simulator.ir.static.is_vectorizable` false: a barrier, a store or a private
+    array element carried between iterations in its body), its iterations (times those of
+    the loops around it) times the statements of its body, a loop run in blocks counted as
+    its statements once. A loop's trips come from its bounds where they are expressions of
+    constants, parameters and the integer variables set from them before the loop, else
+    the largest size parameter (an upper envelope, as :func:`loop_steps` takes)."""
+    return _loop_walk(schedule)[0]
+
+
+def loop_nest_steps(schedule: Schedule) -> int:
+    """The most iterations of a work-item's deepest loop nest: the product of the trips of
+    nested loops (as :func:`interpreted_statements` counts them), at least 1."""
+    return _loop_walk(schedule)[1]
+
+
+def _loop_walk(schedule: Schedule) -> tuple[int, int]:
+    """(:func:`interpreted_statements`, :func:`loop_nest_steps`) of ``schedule``."""
+    params = schedule.param_values
+    envelope = max([1, *params.values()])
+    variables: dict[str, int] = {}   # integer Lets of constants and parameters
+    deepest = [1]
+
+    def trips(loop: S.For) -> int:
+        try:
+            start, stop, step = (eval_static(e, params, variables)
+                                 for e in (loop.start, loop.stop, loop.step))
+        except (TypeError, KeyError, ValueError, ZeroDivisionError):
+            return envelope
+        return max(0, -((start - stop) // step)) if step > 0 else envelope
+
+    def walk(stmts, runs: int, nest: int, counting: bool) -> int:
+        """Statements of ``stmts`` executed ``runs`` times (counted when ``counting``:
+        inside a loop run one iteration at a time), and of the loops within them; ``nest``:
+        the iterations of the loops around them."""
+        total = 0
+        for stmt in stmts:
+            total += runs if counting else 0
+            if isinstance(stmt, S.Let):
+                try:
+                    variables[stmt.name] = eval_static(stmt.value, params, variables)
+                except (TypeError, KeyError, ValueError, ZeroDivisionError):
+                    variables.pop(stmt.name, None)
+            elif isinstance(stmt, S.For):
+                n = trips(stmt)
+                deepest[0] = max(deepest[0], nest * n)
+                if is_vectorizable(stmt):
+                    total += walk(stmt.body, runs, nest * n, counting)
+                else:
+                    total += walk(stmt.body, runs * n, nest * n, True)
+            elif isinstance(stmt, S.If):
+                total += (walk(stmt.then, runs, nest, counting)
+                          + walk(stmt.orelse, runs, nest, counting))
+        return total
+
+    return walk(schedule.body, 1, 1, False), deepest[0]
+
+
+def loop_steps(schedule: Schedule) -> int:
+    """Work-item loop steps of a launch, as charged by the check before launch
+    (``simulator.engine.launch_check``): work-items x the largest size parameter (an upper envelope
+    of the loop trips of a kernel whose loops run over its sizes); of a kernel sequence,
+    its kernels' added."""
+    if is_sequence(schedule):
+        return sum(loop_steps(k) for k in schedule.kernels)
+    steps = max([1, *schedule.param_values.values()])
+    return schedule.work_groups * schedule.work_group_items * steps
+
+
+def available_memory_bytes() -> int | None:
+    """Memory available to a new allocation now (``MemAvailable`` of ``/proc/meminfo``, else
+    physical memory from ``sysconf``), bytes; ``None`` when neither can be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_budget(estimate: Estimate, what: str, available: int | None = None) -> None:
+    """Refuse a launch whose estimate exceeds :data:`MEMORY_HEADROOM` of the available memory.
+
+    Raises:
+        BudgetError: naming the estimate, the memory available and ``--force``.
+    """
+    available = available_memory_bytes() if available is None else available
+    if available is None:
+        return
+    limit = MEMORY_HEADROOM * available
+    if estimate.memory_bytes > limit:
+        raise BudgetError(
+            f"{what} would need {estimate.describe()}; {_human_bytes(available)} of memory is "
+            f"available (limit {MEMORY_HEADROOM:.0%} of it, {_human_bytes(limit)}). Use smaller "
+            "sizes or a larger tile, or --force to try anyway")
+
+
+def estimate_device_run(schedule: Schedule) -> Estimate:
+    """Host memory a checked device run needs: float32 inputs and read-back outputs, the
+    float64 reference (``gpu.runtime.checked_run.run_on_device``). Time is not estimated (0)."""
+    ins, outs = _elements(schedule)
+    memory = (BASE_BYTES + FLOAT_BYTES * (ins + 2 * outs)
+              + REFERENCE_BYTES_PER_INPUT_ELEM * ins + REFERENCE_BYTES_PER_OUTPUT_ELEM * outs)
+    return Estimate(int(memory), 0.0, schedule.work_groups)

@@ -1,0 +1,111 @@
+"""Sum length: how many float32 roundings an output element's value went through.
+
+The tolerance of a result (:func:`simulator.engine.tolerance.check_result`) is Higham's bound
+``gamma_k * (|A|·|B|)`` for a float32 dot product of length k: every term of a sum of k
+products summed one after the other is rounded at most k times (once by its product, once
+by each addition after it). The simulator counts k per output element from what the kernel
+computes, never from a parameter's name: every float value carries its *sum length*, the
+most roundings on any path from the exact inputs to it, with these rules (``n(x)`` is the
+sum length of ``x``; ``ZERO`` marks a value known to be exactly 0):
+
+- a load of an input, a float constant: 0 (exact); the constant 0.0, a private float or
+  private array declared ``= 0.0``: ``ZERO``;
+- ``x * y``: ``n(x) + n(y) + 1`` (one rounding, the relative errors add); ``ZERO`` if
+  either is ``ZERO``;
+- ``x + y``, ``acc += y``: ``max(n(x), n(y)) + 1``; adding ``ZERO`` is exact, so
+  ``ZERO + y`` is ``n(y)``. A dot product of length K accumulated in order (``acc = 0;
+  acc += a*b`` K times) is K; a tree of partial sums is less;
+- ``fmax``, ``fmin``, ``fabs``: the largest of their operands (exact operations that do
+  not enlarge an operand's error); a select: the operand it selects;
+- ``sqrt``, ``exp``: the operand's plus twice their OpenCL error bound in ulp
+  (:data:`simulator.ir.nodes.FUNCTION_ERROR_ULPS`: 3 ulp, 1 ulp <= 2u), i.e. + 6; valid
+  where the operand's error is small against the function's slope (the bound carries no
+  derivative);
+- a value stored and loaded again (local or global memory, private arrays) keeps its
+  sum length.
+
+A copy, a transpose or a max of inputs is 0: checked exactly. ``fl(a*b + c)`` computed as
+one fused multiply-add (which OpenCL compilers may contract) rounds once, within the bound.
+The largest sum length over a launch's output is the K of the bound
+(:class:`simulator.engine.reference.Reference`). numpy only.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tiletraffic.simulator.ir.nodes import FUNCTION_ERROR_ULPS
+
+ZERO = -1
+"""Sum length of a value known to be exactly 0.0 (neutral in sums, absorbing in products)."""
+
+DTYPE = np.int32
+
+
+def of_constant(value: float | None) -> int:
+    """Sum length of a float constant (``None``: an uninitialized value, counted as 0)."""
+    return ZERO if value == 0.0 else 0
+
+
+def add(x, y):
+    """Sum length of ``x + y`` (arrays or ints)."""
+    x, y = np.asarray(x, DTYPE), np.asarray(y, DTYPE)
+    return np.where(x == ZERO, y, np.where(y == ZERO, x, np.maximum(x, y) + 1)).astype(DTYPE)
+
+
+def multiply(x, y):
+    """Sum length of ``x * y``."""
+    x, y = np.asarray(x, DTYPE), np.asarray(y, DTYPE)
+    return np.where((x == ZERO) | (y == ZERO), ZERO, x + y + 1).astype(DTYPE)
+
+
+def exact(*args):
+    """Sum length of an exact function of ``args`` (fmax, fmin, fabs)."""
+    out = np.asarray(args[0], DTYPE)
+    for a in args[1:]:
+        a = np.asarray(a, DTYPE)
+        out = np.where(out == ZERO, a, np.where(a == ZERO, out, np.maximum(out, a)))
+    return out.astype(DTYPE)
+
+
+def rounded_function(fn: str, x):
+    """Sum length of ``fn(x)`` for ``fn`` in :data:`FUNCTION_ERROR_ULPS` (sqrt(0) is 0;
+    exp(0) = 1 is exact)."""
+    x = np.asarray(x, DTYPE)
+    if fn == "sqrt":
+        return np.where(x == ZERO, ZERO, x + 2 * FUNCTION_ERROR_ULPS[fn]).astype(DTYPE)
+    return np.where(x == ZERO, 0, x + 2 * FUNCTION_ERROR_ULPS[fn]).astype(DTYPE)
+
+
+def accumulate(old, terms, mask):
+    """Sum length of ``acc`` after ``acc += term_i`` for the entries of ``terms`` where
+    ``mask`` is on, in order along the last axis (a block of loop iterations).
+
+    Args:
+        old: sum length of ``acc`` before, shape ``(G, L, 1)``.
+        terms: sum length of each term, broadcastable to ``mask``'s shape ``(G, L, I)``.
+        mask: which iterations execute the statement.
+
+    Returns the sum length after the block, shape ``(G, L, 1)``: with n executed terms that
+    are not ``ZERO``, term j (1-based) is rounded by its own addition and the n - j after
+    it: ``max(old + n, max_j(n_j + n - j + 1))``; when ``old`` is ``ZERO`` the first addition
+    is exact (``max_j`` with ``n_1 + n - 1``, and no ``old + n``).
+    """
+    old = np.asarray(old, DTYPE)
+    mask = np.asarray(mask, bool)
+    shape = np.broadcast_shapes(mask.shape, np.shape(terms), old.shape)
+    terms = np.broadcast_to(np.asarray(terms, DTYPE), shape)
+    live = np.broadcast_to(mask, shape) & (terms != ZERO)
+    if shape[-1] == 1:  # the common case: one addition
+        return np.where(live, add(old, terms), np.broadcast_to(old, shape)).astype(DTYPE)
+    rank = np.cumsum(live, axis=-1, dtype=DTYPE)            # j of each live term
+    n = rank[..., -1:]
+    from_zero = np.broadcast_to(old == ZERO, n.shape)
+    offset = n - rank + 1 - ((rank == 1) & from_zero)
+    best = np.where(live, terms + offset, np.iinfo(DTYPE).min).max(axis=-1, keepdims=True)
+    after = np.where(from_zero, best, np.maximum(np.broadcast_to(old, n.shape) + n, best))
+    return np.where(n > 0, after, np.broadcast_to(old, n.shape)).astype(DTYPE)
+
+
+def largest(lengths: np.ndarray) -> int:
+    """The K of the bound: the largest sum length (``ZERO`` and an empty array give 0)."""
+    return max(0, int(lengths.max())) if np.size(lengths) else 0

@@ -1,0 +1,322 @@
+"""Static checks that a hand-written schedule is well formed, before it runs or is rendered.
+
+The simulator executes a schedule with one flat table of names and the code generator
+renders it into C with block scopes, so a schedule that is not well formed could run in
+one and fail (or differ) in the other. :func:`check_well_formed` walks the statement tree
+once and refuses, naming the statement's value:
+
+- launch geometry: 1 to 3 dimensions, positive work-group and NDRange sizes, NDRange a
+  multiple of the work-group size in every dimension;
+- declarations: identifiers; no name declared twice among parameters, global and local
+  arrays, named constants and the names a block can see (C forbids a redefinition, and a
+  shadowing name would differ between the simulator and C); global array shapes name
+  parameters; named constants have one value; local array extents are positive;
+- uses: every :class:`Var` bound by an enclosing :class:`Let` or :class:`For` earlier in its
+  block (C scope: a name bound inside an ``if`` or a loop is not seen after it), every
+  private float declared before use, every :class:`Param` a parameter, every array one of
+  the schedule's, no store into an input (``const``) array, work-item ids within the
+  NDRange's dimensions, constant loop steps positive.
+
+Errors: :class:`MalformedScheduleError` (a ``ValueError``) with the first problem and the
+number of others.
+"""
+from __future__ import annotations
+
+import keyword
+
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.sequence import KernelSequence
+
+INT_OPS = frozenset("+-*/%")
+COMPARE_OPS = frozenset(("<", "<=", ">", ">=", "==", "!="))
+WORK_ITEM_ID_KINDS = frozenset(("local", "group", "global"))
+
+
+class MalformedScheduleError(ValueError):
+    """A schedule that the simulator and the code generator cannot both take as written."""
+
+
+def check_well_formed(schedule: S.Schedule) -> None:
+    """Raise :class:`MalformedScheduleError` naming the first problem of ``schedule`` (of
+    each kernel of a :class:`simulator.ir.sequence.KernelSequence`, in launch order)."""
+    if isinstance(schedule, KernelSequence):
+        for kernel in schedule.kernels:
+            check_well_formed(kernel)
+        return
+    problems = _Checker(schedule).problems
+    if problems:
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        raise MalformedScheduleError(f"schedule {schedule.family!r}: {problems[0]}{more}")
+
+
+_SCALARS = ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float",
+            "double", "half")
+OPENCL_C_RESERVED = frozenset((
+    # C99 keywords (ISO/IEC 9899:1999 §6.4.1)
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+    "typedef", "union", "unsigned", "void", "volatile", "while", "_Bool", "_Complex",
+    "_Imaginary",
+    # OpenCL C 1.2 §6.1 (types) and §6.5-6.7 (qualifiers), and the reserved words of §6.1.4
+    "bool", "half", "uchar", "ushort", "uint", "ulong", "size_t", "ptrdiff_t", "intptr_t",
+    "uintptr_t", "image1d_t", "image1d_array_t", "image1d_buffer_t", "image2d_t",
+    "image2d_array_t", "image3d_t", "sampler_t", "event_t", "complex", "imaginary", "quad",
+    "__global", "global", "__local", "local", "__constant", "constant", "__private",
+    "private", "__kernel", "kernel", "__read_only", "read_only", "__write_only",
+    "write_only", "__read_write", "read_write", "__attribute__", "pipe", "uniform",
+    *(f"{t}{n}" for t in _SCALARS for n in (2, 3, 4, 8, 16)),
+))
+"""Words an OpenCL C kernel cannot use as a name: C99's keywords and OpenCL C's types,
+qualifiers and reserved words (vector types included)."""
+
+
+def _identifier(name) -> bool:
+    """A name usable in both the generated OpenCL C and the expressions of data files:
+    an ASCII identifier that is neither reserved in OpenCL C nor a Python keyword (the
+    expression language's ``and``, ``or``, ``not``)."""
+    return (isinstance(name, str) and name.isascii() and name.isidentifier()
+            and not keyword.iskeyword(name) and name not in OPENCL_C_RESERVED)
+
+
+class _Checker:
+    def __init__(self, sch: S.Schedule):
+        self.sch = sch
+        self.problems: list[str] = []
+        self.dims = 0
+        self._geometry()
+        self.params = self._params()
+        self.arrays = self._arrays()
+        self.globals = set(self.params) | set(self.arrays)
+        self.constants: dict[str, int] = {}
+        self._collect_constants((sch.body, [a.dims for a in sch.local_arrays]))
+        self._block(sch.body, ints=set(), privates=set())
+
+    def add(self, problem: str) -> None:
+        self.problems.append(problem)
+
+    # ----------------------------------------------------------------- declarations
+    def _geometry(self) -> None:
+        local, glob = tuple(self.sch.local_size), tuple(self.sch.global_size)
+        sizes_ok = all(isinstance(v, int) and not isinstance(v, bool) and v > 0
+                       for v in local + glob)
+        if not 1 <= len(local) <= 3 or len(glob) != len(local) or not sizes_ok:
+            self.add(f"local_size {local} and global_size {glob} must be 1 to 3 positive "
+                     "integers each, as many of one as of the other")
+            return
+        self.dims = len(local)
+        for d, (g, l) in enumerate(zip(glob, local)):
+            if g % l:
+                self.add(f"global_size {g} in dimension {d} is not a multiple of the "
+                         f"work-group size {l}")
+        if not _identifier(self.sch.kernel_name):
+            self.add(f"kernel_name {self.sch.kernel_name!r} is not a C identifier or is reserved in OpenCL C")
+
+    def _params(self) -> dict[str, int]:
+        params: dict[str, int] = {}
+        for entry in self.sch.params:
+            if not (isinstance(entry, tuple) and len(entry) == 2):
+                self.add(f"params entry {entry!r} is not a (name, value) pair")
+                continue
+            name, value = entry
+            if not _identifier(name) or name in params:
+                self.add(f"parameter name {name!r} is not a C identifier or is reserved in OpenCL C or is given twice")
+            if isinstance(value, bool) or not isinstance(value, int):
+                self.add(f"parameter {name} = {value!r} is not an integer")
+            params[name] = value
+        return params
+
+    def _arrays(self) -> dict[str, object]:
+        arrays: dict[str, object] = {}
+        for a in (*self.sch.arrays, *self.sch.local_arrays):
+            if not isinstance(a, (S.GlobalArray, S.LocalArray)):
+                self.add(f"{a!r} is not a GlobalArray or LocalArray")
+                continue
+            if not _identifier(a.name) or a.name in arrays or a.name in self.params:
+                self.add(f"array name {a.name!r} is not a C identifier or is reserved in OpenCL C or is declared twice")
+            arrays[a.name] = a
+            if isinstance(a, S.GlobalArray):
+                if a not in self.sch.arrays:
+                    self.add(f"global array {a.name} is listed among the local arrays")
+                if a.role not in ("in", "out", "inout"):
+                    self.add(f"array {a.name} has role {a.role!r}, not 'in', 'out' or "
+                             "'inout'")
+                missing = [s for s in a.shape if s not in self.params]
+                if missing:
+                    self.add(f"array {a.name} has shape {a.shape}, but {missing} are not "
+                             f"parameters (parameters: {sorted(self.params)})")
+                for extent in a.shape:
+                    value = self.params.get(extent)
+                    if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+                        self.add(f"parameter {extent} = {value} is an extent of array "
+                                 f"{a.name}: it must be at least 1")
+            else:
+                if a not in self.sch.local_arrays:
+                    self.add(f"local array {a.name} is listed among the global arrays")
+                bad = [d for d in a.dims if not (isinstance(d, S.Const) and d.value > 0)]
+                if bad:
+                    self.add(f"local array {a.name} has extents {a.dims}: each must be a "
+                             "positive Const")
+        return arrays
+
+    def _collect_constants(self, node) -> None:
+        """Every named Const (rendered as a #define, so visible everywhere)."""
+        if isinstance(node, S.Const):
+            if isinstance(node.value, bool) or not isinstance(node.value, int):
+                self.add(f"Const value {node.value!r} is not an integer")
+            elif node.name is not None:
+                if not _identifier(node.name) or node.name in self.globals:
+                    self.add(f"constant name {node.name!r} is not a C identifier or is reserved in OpenCL C or is also "
+                             "a parameter or array")
+                elif self.constants.setdefault(node.name, node.value) != node.value:
+                    self.add(f"constant {node.name} has two values, "
+                             f"{self.constants[node.name]} and {node.value}")
+        elif isinstance(node, (tuple, list)):
+            for n in node:
+                self._collect_constants(n)
+        elif hasattr(node, "__dataclass_fields__") and not isinstance(
+                node, (S.GlobalArray, S.Schedule)):
+            for name in node.__dataclass_fields__:
+                self._collect_constants(getattr(node, name))
+
+    def _declare(self, name: str, what: str, visible: set[str]) -> None:
+        if not _identifier(name):
+            self.add(f"{what} name {name!r} is not a C identifier or is reserved in OpenCL C")
+        elif name in visible or name in self.globals or name in self.constants:
+            self.add(f"{what} {name!r} is declared where that name is already visible")
+
+    # --------------------------------------------------------------------- integers
+    def _int(self, e, ints: set[str]) -> None:
+        if isinstance(e, S.Const):
+            pass  # checked by _collect_constants
+        elif isinstance(e, S.Param):
+            if e.name not in self.params:
+                self.add(f"Param({e.name!r}) is not a parameter of the schedule "
+                         f"(parameters: {sorted(self.params)})")
+        elif isinstance(e, S.Var):
+            if e.name not in ints:
+                self.add(f"Var({e.name!r}) is used where no Let or For binds it (bound "
+                         f"there: {sorted(ints) or 'none'})")
+        elif isinstance(e, S.WorkItemId):
+            if e.kind not in WORK_ITEM_ID_KINDS or not (isinstance(e.dim, int)
+                                                        and 0 <= e.dim < max(self.dims, 1)):
+                self.add(f"{e.kind} id of dimension {e.dim!r}: the NDRange has "
+                         f"{self.dims} dimension(s)")
+        elif isinstance(e, S.BinOp):
+            if e.op not in INT_OPS:
+                self.add(f"integer operator {e.op!r} is not one of {''.join(sorted(INT_OPS))}")
+            self._int(e.left, ints)
+            self._int(e.right, ints)
+        elif isinstance(e, S.Min):
+            self._int(e.left, ints)
+            self._int(e.right, ints)
+        elif isinstance(e, S.Wrap):
+            if not isinstance(e.signed, bool):
+                self.add(f"Wrap: signed = {e.signed!r} is not a bool")
+            self._int(e.operand, ints)
+        else:
+            self.add(f"{e!r} is not an integer expression")
+
+    def _cond(self, c, ints: set[str]) -> None:
+        if isinstance(c, S.Compare) and c.op in COMPARE_OPS:
+            self._int(c.left, ints)
+            self._int(c.right, ints)
+        elif isinstance(c, S.BoolOp) and c.op in ("&&", "||"):
+            self._cond(c.left, ints)
+            self._cond(c.right, ints)
+        elif isinstance(c, S.Not):
+            self._cond(c.operand, ints)
+        else:
+            self.add(f"{c!r} is not a condition (build one with < <= > >= .eq .ne & | ~)")
+
+    # ------------------------------------------------------------------- floats
+    def _array(self, array, index, ints: set[str]) -> None:
+        known = self.arrays.get(getattr(array, "name", None))
+        if known is not None and known is not array:  # an equal copy is the same array
+            same = type(known) is type(array) and (
+                (known.shape, known.role) == (array.shape, array.role)
+                if isinstance(array, S.GlobalArray)
+                else [d.value for d in known.dims] == [d.value for d in array.dims])
+            known = known if same else None
+        if known is None:
+            self.add(f"array {getattr(array, 'name', array)!r} is not one of the schedule's "
+                     f"arrays ({', '.join(self.arrays) or 'none'})")
+        for i in index:
+            self._int(i, ints)
+
+    def _float(self, e, ints: set[str], privates: set[str]) -> None:
+        if isinstance(e, S.Load):
+            self._array(e.array, e.index, ints)
+        elif isinstance(e, S.PrivateElem):
+            if e.array.name not in privates:
+                self.add(f"private array {e.array.name!r} is read where no "
+                         "DeclarePrivateArray declares it")
+            for i in e.index:
+                self._int(i, ints)
+        elif isinstance(e, S.Private):
+            if e.name not in privates:
+                self.add(f"private {e.name!r} is read where no DeclareFloat declares it")
+        elif isinstance(e, S.FBinOp) and e.op in S.FLOAT_OPS or \
+                isinstance(e, (S.FCall, S.FNeg)):
+            for operand in S.float_operands(e):
+                self._float(operand, ints, privates)
+        elif isinstance(e, S.Select):
+            self._cond(e.cond, ints)
+            for operand in S.float_operands(e):
+                self._float(operand, ints, privates)
+        elif not isinstance(e, S.FConst):
+            self.add(f"{e!r} is not a float expression")
+
+    # --------------------------------------------------------------- statements
+    def _block(self, stmts, ints: set[str], privates: set[str]) -> None:
+        ints, privates = set(ints), set(privates)  # a C block: its names end with it
+        for s in stmts:
+            if isinstance(s, S.Let):
+                self._int(s.value, ints)
+                self._declare(s.name, "Let", ints | privates)
+                ints.add(s.name)
+            elif isinstance(s, S.DeclareFloat):
+                self._declare(s.name, "DeclareFloat", ints | privates)
+                privates.add(s.name)
+            elif isinstance(s, S.DeclarePrivateArray):
+                self._declare(s.array.name, "DeclarePrivateArray", ints | privates)
+                privates.add(s.array.name)
+            elif isinstance(s, (S.Assign, S.Accumulate)):
+                for i in s.index:
+                    self._int(i, ints)
+                if s.name not in privates:
+                    self.add(f"{type(s).__name__} to {s.name!r}, which no DeclareFloat "
+                             "declares there")
+                self._float(s.value, ints, privates)
+            elif isinstance(s, S.Store):
+                self._array(s.array, s.index, ints)
+                if getattr(s.array, "role", None) == "in":
+                    self.add(f"store into input array {s.array.name} (inputs are const; "
+                             "give it role 'inout')")
+                self._float(s.value, ints, privates)
+            elif isinstance(s, S.VectorLoad):
+                self._array(s.array, s.index, ints)
+                for name in s.names:
+                    if name not in privates:
+                        self.add(f"VectorLoad into {name!r}, which no DeclareFloat declares "
+                                 "there")
+            elif isinstance(s, S.VectorStore):
+                self._array(s.array, s.index, ints)
+                if getattr(s.array, "role", None) == "in":
+                    self.add(f"store into input array {s.array.name} (inputs are const; "
+                             "give it role 'inout')")
+                for v in s.values:
+                    self._float(v, ints, privates)
+            elif isinstance(s, S.If):
+                self._cond(s.cond, ints)
+                self._block(s.then, ints, privates)
+                self._block(s.orelse, ints, privates)
+            elif isinstance(s, S.For):
+                for bound in (s.start, s.stop, s.step):
+                    self._int(bound, ints)
+                if isinstance(s.step, S.Const) and s.step.value <= 0:
+                    self.add(f"loop {s.var} has step {s.step.value}; it must be positive")
+                self._declare(s.var, "For variable", ints | privates)
+                self._block(s.body, ints | {s.var}, privates)
+            elif not isinstance(s, (S.Barrier, S.Return)):
+                self.add(f"{s!r} is not a statement")
