@@ -22,7 +22,7 @@ import functools
 import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.ir.rewrite import rewrite
+from tiletraffic.simulator.ir.visitor import rewrite
 from tiletraffic.simulator.ir.nodes import (Accumulate, Barrier, Const, DeclareFloat,
                                             GlobalArray, If, Let, LocalArray, Param, Schedule,
                                             ScheduleError, block, global_id, group_id,

@@ -27,7 +27,7 @@ from tiletraffic.simulator.ir.nodes import (Accumulate, Assign, Barrier, Const, 
                                             For, GlobalArray, If, Let, LocalArray, Param,
                                             Return, Schedule, block, global_id, local_id,
                                             store)
-from tiletraffic.simulator.ir.rewrite import rewrite  # noqa: F401  (re-exported)
+from tiletraffic.simulator.ir.visitor import rewrite  # noqa: F401  (re-exported)
 from tiletraffic.simulator.kernels.demos import (neighbour_demo, reduction_demo,
                                                  zeros_in_one_launch, WRONG_LAUNCH)
 from tiletraffic.simulator.kernels.families import (FAMILIES, SEQUENCE_FAMILIES, ScheduleError,

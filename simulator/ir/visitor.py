@@ -1,0 +1,165 @@
+"""The one traversal of the IR (:mod:`simulator.ir.nodes`): every walk over a schedule's
+statements and expressions goes through here.
+
+A node's children are read from its dataclass fields (:func:`children`), so a new node type
+is traversed without any change here: its fields that hold statements, statement tuples,
+integer or float expressions or conditions are its children. Two ways to walk:
+
+- :class:`Visitor`: ``visit(node)`` calls ``visit_<ClassName>(node)`` where the subclass
+  defines it, else :meth:`Visitor.generic_visit`, which visits the children in field order.
+  A subclass collects what it needs in its own attributes;
+- :class:`Transformer`: rebuilds a statement tree: ``visit_<ClassName>(stmt)`` returns the
+  statements that replace ``stmt`` (a tuple, possibly empty) or ``None`` to keep it and
+  rebuild inside it (the bodies of ``If`` and ``For``, and of any compound statement).
+
+:func:`walk` and :func:`walk_statements` give the nodes in pre-order for the simple
+searches (``any(isinstance(s, Barrier) for s in walk_statements(body))``).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterator
+
+from tiletraffic.simulator.ir.nodes import Cond, FloatExpr, IntExpr, Stmt
+
+Node = Stmt | IntExpr | FloatExpr | Cond
+NODE_TYPES = (Stmt, IntExpr, FloatExpr, Cond)
+
+
+def _is_body(value) -> bool:
+    return isinstance(value, tuple) and bool(value) and all(isinstance(v, Stmt) for v in value)
+
+
+def children(node) -> tuple:
+    """The IR nodes directly under ``node``, in field order: statements of its bodies and the
+    expressions and conditions it holds (tuples of them flattened). Arrays, names and
+    numbers are not nodes. ``()`` for a leaf or a value that is no dataclass."""
+    if not dataclasses.is_dataclass(node):
+        return ()
+    out = []
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, NODE_TYPES):
+            out.append(value)
+        elif isinstance(value, tuple):
+            out.extend(v for v in value if isinstance(v, NODE_TYPES))
+    return tuple(out)
+
+
+def bodies(stmt: Stmt) -> dict[str, tuple[Stmt, ...]]:
+    """The statement tuples of a compound statement by field name (``If``: ``then`` and
+    ``orelse``; ``For``: ``body``); ``{}`` for a simple statement. An empty ``orelse`` is
+    included, as a body with no statements."""
+    if not dataclasses.is_dataclass(stmt):
+        return {}
+    out = {}
+    for f in dataclasses.fields(stmt):
+        value = getattr(stmt, f.name)
+        if isinstance(value, tuple) and (not value or _is_body(value)) and \
+                _holds_statements(type(stmt), f.name):
+            out[f.name] = value
+    return out
+
+
+_BODY_FIELDS: dict[type, frozenset[str]] = {}
+
+
+def _holds_statements(cls: type, name: str) -> bool:
+    """Whether field ``name`` of ``cls`` is annotated as a tuple of statements."""
+    if cls not in _BODY_FIELDS:
+        _BODY_FIELDS[cls] = frozenset(
+            f.name for f in dataclasses.fields(cls)
+            if "Stmt" in str(f.type) and "tuple" in str(f.type))
+    return name in _BODY_FIELDS[cls]
+
+
+def with_bodies(stmt: Stmt, **new: tuple[Stmt, ...]) -> Stmt:
+    """``stmt`` with the named bodies replaced (``with_bodies(loop, body=...)``); the same
+    object when every named body is unchanged."""
+    if all(getattr(stmt, k) is v for k, v in new.items()):
+        return stmt
+    return dataclasses.replace(stmt, **new)
+
+
+def walk(node) -> Iterator:
+    """``node`` and every IR node under it, in pre-order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+
+
+def walk_statements(stmts) -> Iterator[Stmt]:
+    """Every statement of a statement tuple and of the bodies under it, in pre-order
+    (expressions are not entered)."""
+    stack = list(reversed(tuple(stmts)))
+    while stack:
+        current = stack.pop()
+        yield current
+        nested = [s for body in bodies(current).values() for s in body]
+        stack.extend(reversed(nested))
+
+
+class Visitor:
+    """Dispatch on the node's class name: ``visit_For``, ``visit_Load``, ...; a node without
+    its method goes to :meth:`generic_visit`. The return value of ``visit`` is that of the
+    method called (``None`` from :meth:`generic_visit`)."""
+
+    def visit(self, node):
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        return method(node) if method is not None else self.generic_visit(node)
+
+    def generic_visit(self, node) -> None:
+        """Visit every child of ``node`` in field order."""
+        for child in children(node):
+            self.visit(child)
+
+    def visit_all(self, nodes) -> None:
+        """Visit each node of an iterable (a body) in order."""
+        for node in nodes:
+            self.visit(node)
+
+
+class Transformer:
+    """Rebuild a statement tree. ``visit_<ClassName>(stmt)`` returns the replacement
+    statements (a tuple) or ``None`` to keep ``stmt`` and transform its bodies."""
+
+    def transform(self, stmts) -> tuple[Stmt, ...]:
+        """The statements of ``stmts`` after the transformation, as a tuple."""
+        out: list[Stmt] = []
+        for stmt in stmts:
+            method = getattr(self, "visit_" + type(stmt).__name__, None)
+            replaced = method(stmt) if method is not None else None
+            if replaced is not None:
+                out.extend(replaced)
+                continue
+            nested = bodies(stmt)
+            if nested:
+                stmt = with_bodies(stmt, **{k: self.transform(v) for k, v in nested.items()})
+            out.append(stmt)
+        return tuple(out)
+
+
+class _FunctionTransformer(Transformer):
+    def __init__(self, fn: Callable[[Stmt], tuple | None]) -> None:
+        self.fn = fn
+
+    def transform(self, stmts) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        for stmt in stmts:
+            replaced = self.fn(stmt)
+            if replaced is not None:
+                out.extend(replaced)
+                continue
+            nested = bodies(stmt)
+            if nested:
+                stmt = with_bodies(stmt, **{k: self.transform(v) for k, v in nested.items()})
+            out.append(stmt)
+        return tuple(out)
+
+
+def rewrite(stmts, fn: Callable[[Stmt], tuple | None]) -> tuple[Stmt, ...]:
+    """Rebuild a statement tree; ``fn(stmt)`` returns replacement statements or ``None``
+    (keep the statement and rewrite inside its bodies)."""
+    return _FunctionTransformer(fn).transform(stmts)
