@@ -21,7 +21,8 @@ from tiletraffic.simulator.model.launch import model_launch
 from tiletraffic.simulator.kernels.families import ScheduleError, build
 from tiletraffic.simulator.kernels.split_k import split_k_reduce
 from tiletraffic.simulator.kernels.warp_tiled import nearest_splits, slices_fit
-from tiletraffic.simulator.ir.sequence import KernelSequence, add_counts, kernels_of
+from tiletraffic.simulator.ir.sequence import KernelSequence, kernels_of
+from tiletraffic.simulator.observers.counters import add_counts
 from tiletraffic.simulator.model.sequence_run import model_sequence, registers_of, simulate
 
 SMALL = {"tile": 8, "wg_rows": 8, "tm": 4, "tn": 4, "bk": 8}   # 32 x 32 blocks, BK = 8

@@ -17,7 +17,7 @@ Contract:
 - the sequence's ``in`` arrays are never written, its ``out`` arrays are written by some
   kernel; every kernel's parameters agree on the value of a name they share.
 
-Results combine per kernel: counts add (:func:`add_counts`), times add (each kernel's own
+Results combine per kernel: counts add (:func:`simulator.observers.counters.add_counts`), times add (each kernel's own
 prediction or measurement, its launch overhead included), the outputs are those of the
 last kernel writing them. numpy only.
 
@@ -26,9 +26,8 @@ naming the kernel and the buffer.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
-from tiletraffic.simulator.observers.counters import TrafficCounts
 from tiletraffic.simulator.ir.nodes import GlobalArray, Schedule, ScheduleError
 
 
@@ -183,31 +182,3 @@ def require_schedule(value, function: str) -> None:
 def is_sequence(schedule) -> bool:
     """Whether ``schedule`` is a :class:`KernelSequence` (more than one launch)."""
     return isinstance(schedule, KernelSequence)
-
-
-def added(parts: list, largest: tuple[str, ...] = ()):
-    """One dataclass of counts (:class:`TrafficCounts`, ``MemoryCounts``) for launches run
-    one after another: every field added, dicts added key by key, the fields named in
-    ``largest`` the largest of the parts' instead. ``parts`` must not be empty."""
-    cls = type(parts[0])
-    total = cls()
-    for part in parts:
-        for f in fields(cls):
-            mine, theirs = getattr(total, f.name), getattr(part, f.name)
-            if f.name in largest:
-                setattr(total, f.name, max(mine, theirs))
-            elif isinstance(theirs, dict):
-                merged = dict(mine)
-                for key, value in theirs.items():
-                    merged[key] = merged.get(key, 0) + value
-                setattr(total, f.name, merged)
-            else:
-                setattr(total, f.name, mine + theirs)
-    return total
-
-
-def add_counts(parts: list[TrafficCounts]) -> TrafficCounts:
-    """The counts of launches run one after another: every count added, the per-buffer
-    counts added by buffer name, ``global_load_elems_per_tile`` the largest of them (the
-    busiest work-group of any kernel)."""
-    return added(parts, largest=("global_load_elems_per_tile",))

@@ -19,7 +19,8 @@ import numpy as np
 
 from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.engine.accelerators import ALL, SIMULATE, Accelerators
-from tiletraffic.simulator.observers.counters import Observer, TrafficCounts
+from tiletraffic.simulator.observers.counters import (Observer, TrafficCounts, add_counts,
+                                                      added)
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, DeviceLimits
 from tiletraffic.simulator.model.device_model import DeviceModel
 from tiletraffic.simulator.engine.machine import BATCH_WORK_ITEMS, InputError, SimulationResult
@@ -29,8 +30,7 @@ from tiletraffic.simulator.observers.memory import MemoryCounts
 from tiletraffic.simulator.model import launch as launch_model
 from tiletraffic.simulator.model.launch import ModelledLaunch
 from tiletraffic.simulator.model.prediction import TrafficPrediction
-from tiletraffic.simulator.ir.sequence import (KernelSequence, add_counts, added, is_sequence,
-                                               require_schedule)
+from tiletraffic.simulator.ir.sequence import KernelSequence, is_sequence, require_schedule
 
 
 @dataclass
@@ -41,7 +41,7 @@ class SequenceResult:
         schedule: the sequence.
         outputs: the sequence's outputs (its arrays of role ``out``/``inout``) after the
             last kernel, logical shapes; empty when values were not computed.
-        counts: every kernel's counts added (:func:`simulator.ir.sequence.add_counts`).
+        counts: every kernel's counts added (:func:`simulator.observers.counters.add_counts`).
         hazards: every kernel's hazards, in launch order.
         kernels: each kernel's own :class:`SimulationResult`.
         read_maps: per requested input of the sequence, its reads by all kernels.

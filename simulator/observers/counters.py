@@ -6,7 +6,7 @@ batch of work-groups (and, inside a vectorized loop, a block of iterations).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -230,3 +230,31 @@ class TrafficCounter(Observer):
         if self.global_loads_per_group.size:
             self.counts.global_load_elems_per_tile = int(self.global_loads_per_group.max())
         return self.counts
+
+
+def added(parts: list, largest: tuple[str, ...] = ()):
+    """One dataclass of counts (:class:`TrafficCounts`, ``MemoryCounts``) for launches run
+    one after another: every field added, dicts added key by key, the fields named in
+    ``largest`` the largest of the parts' instead. ``parts`` must not be empty."""
+    cls = type(parts[0])
+    total = cls()
+    for part in parts:
+        for f in fields(cls):
+            mine, theirs = getattr(total, f.name), getattr(part, f.name)
+            if f.name in largest:
+                setattr(total, f.name, max(mine, theirs))
+            elif isinstance(theirs, dict):
+                merged = dict(mine)
+                for key, value in theirs.items():
+                    merged[key] = merged.get(key, 0) + value
+                setattr(total, f.name, merged)
+            else:
+                setattr(total, f.name, mine + theirs)
+    return total
+
+
+def add_counts(parts: list[TrafficCounts]) -> TrafficCounts:
+    """The counts of launches run one after another: every count added, the per-buffer
+    counts added by buffer name, ``global_load_elems_per_tile`` the largest of them (the
+    busiest work-group of any kernel)."""
+    return added(parts, largest=("global_load_elems_per_tile",))
