@@ -413,3 +413,9 @@ def _vector_element(cursor, child) -> bool:
     def vector(t):
         return t.get_canonical().kind.name in ("VECTOR", "EXTVECTOR")
     return vector(child.type) and not vector(cursor.type)
+
+
+def is_kernel(cursor) -> bool:
+    """Whether the function cursor is declared ``__kernel`` (among its first tokens)."""
+    from itertools import islice
+    return any(t.spelling in ("__kernel", "kernel") for t in islice(cursor.get_tokens(), 12))

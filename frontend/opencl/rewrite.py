@@ -14,9 +14,8 @@ the rewritten body moves the same values through the same accesses.
 """
 from __future__ import annotations
 
-import dataclasses
-
 from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.visitor import bodies, walk, walk_statements, with_bodies
 
 
 def simplify(body: tuple) -> tuple:
@@ -43,11 +42,9 @@ def _block(stmts: tuple) -> tuple:
 
 
 def _nested(s):
-    if isinstance(s, S.If):
-        return dataclasses.replace(s, then=_block(s.then), orelse=_block(s.orelse))
-    if isinstance(s, S.For):
-        return dataclasses.replace(s, body=_block(s.body))
-    return s
+    """``s`` with its bodies (an ``If``'s, a ``For``'s) simplified."""
+    nested = bodies(s)
+    return with_bodies(s, **{k: _block(v) for k, v in nested.items()}) if nested else s
 
 
 def _declares(stmts, i, width_max=4):
@@ -131,18 +128,8 @@ def _const(e):
 
 
 def _reads(e, names: set) -> bool:
-    if isinstance(e, S.Private):
-        return e.name in names
-    if isinstance(e, S.FBinOp):
-        return _reads(e.left, names) or _reads(e.right, names)
-    for f in getattr(e, "__dataclass_fields__", {}):
-        v = getattr(e, f)
-        if isinstance(v, S.FloatExpr) and _reads(v, names):
-            return True
-        if isinstance(v, tuple) and any(isinstance(x, S.FloatExpr) and _reads(x, names)
-                                        for x in v):
-            return True
-    return False
+    """Whether the float expression ``e`` reads a private float of ``names``."""
+    return any(isinstance(n, S.Private) and n.name in names for n in walk(e))
 
 
 def _read_later(stmts, names: set) -> bool:
@@ -161,10 +148,12 @@ def _read_later(stmts, names: set) -> bool:
 
 
 def _stmt_reads(s, names: set) -> bool:
-    if isinstance(s, S.If):
-        return any(_stmt_reads(x, names) for x in s.then + s.orelse)
-    if isinstance(s, S.For):
-        return any(_stmt_reads(x, names) for x in s.body)
+    """Whether ``s`` or a statement in its bodies reads a private float of ``names``."""
+    return any(_own_reads(x, names) for x in walk_statements((s,)))
+
+
+def _own_reads(s, names: set) -> bool:
+    """Whether the statement ``s`` itself (not its bodies) reads one of ``names``."""
     if isinstance(s, (S.Assign, S.Accumulate)):
         return _reads(s.value, names) or (isinstance(s, S.Accumulate) and s.name in names)
     if isinstance(s, S.Store):

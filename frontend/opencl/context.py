@@ -1,0 +1,141 @@
+"""The state of one kernel's translation (:mod:`frontend.opencl.translate`): the launch, the
+arguments, the C names in scope and what each is bound to, the IR names used, and the bounds
+of the integer names; with the errors, name binding and source locations every part of the
+translation uses.
+
+:class:`TranslationContext` is the base of the translator's parts (declarations,
+statements, loops, calls, integers, floats, vectors, memory), which
+:class:`frontend.opencl.translate.KernelBuilder` composes into one class.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tiletraffic.simulator.ir import nodes as S
+
+from tiletraffic.frontend.opencl import clang_ast as C
+
+
+DATA_DEPENDENT = ("traffic depends on the data; tiletraffic models only kernels whose "
+                  "addresses and branches do not")
+"""The reason given for a branch, loop bound or index computed from loaded values."""
+
+
+@dataclass
+class Buffer:
+    """A buffer argument of the kernel: its name, access role (``in``, ``out``, ``inout``),
+    shape (the names of its sizes) and sizes, floats per element, whether the source
+    declares it const, its IR array, and whether the kernel stores into it."""
+
+    name: str
+    role: str
+    shape: tuple[str, ...]
+    dims: tuple[int, ...]
+    width: int           # 1: float*, 4: float4*
+    const: bool
+    array: S.GlobalArray = None
+    stored: bool = False
+
+
+@dataclass
+class Binding:
+    """What a C name is bound to: ``kind`` (``int``, ``loopvar``, ``float``, ``vector``,
+    ``private_array``, ``local``, ``buffer``, ``pointer``), its IR value and its declaration
+    cursor."""
+
+    kind: str
+    value: object
+    cursor: object = None
+
+
+@dataclass
+class Pointer:
+    """An address: a buffer's flat element index, or a local array's index tuple."""
+
+    target: object       # Buffer | S.LocalArray
+    flat: S.IntExpr | None = None
+    index: tuple | None = None
+    width: int = 1       # floats per element of the pointer's type
+
+
+@dataclass
+class Scope:
+    """The C names declared in one block, each with its :class:`Binding`."""
+
+    names: dict = field(default_factory=dict)
+
+
+class TranslationContext:
+    """One kernel's translation state (see the module docstring); the translator's parts
+    extend it."""
+
+    def __init__(self, cursor, path, global_size, local_size, args, sizes, cl_std=None):
+        self.cursor, self.path = cursor, path
+        self.cl_std = cl_std            # -cl-std=... of the build options, upper-cased
+        self.global_size, self.local_size = global_size, local_size
+        self.args, self.sizes = args, sizes
+        self.params: dict[str, int] = {}
+        self.buffers: dict[str, Buffer] = {}
+        self.local_arrays: list[S.LocalArray] = []
+        self.arg_kinds: list[tuple[str, str]] = []
+        self.scopes: list[Scope] = [Scope()]
+        self.used_names: set[str] = set()
+        self.inline_depth = 0
+        self.helper_return: list | None = None
+        self.ranges: dict[str, tuple] = {}
+        """Bounds (lo, hi) of the values of each integer name of the IR, for this launch."""
+        self.inlined_from: list[str] = []
+        """The helper calls being inlined, innermost last (``sync_tile, called at
+        k.cl:20:9``)."""
+
+    def fail(self, cursor, message: str, arg: str | None = None):
+        """Raise :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` with
+        ``file:line:column`` of ``cursor`` and ``message`` (``arg``: the argument named)."""
+        C.fail(cursor, message, self.path, arg)
+
+    def bind(self, c_name: str, binding: Binding) -> str:
+        """Bind ``c_name`` in the innermost scope; returns the IR name (a fresh one when
+        ``c_name`` was declared before, in another scope or an inlined helper: the IR's
+        names are the kernel's)."""
+        if c_name in self.used_names or c_name in self.params:
+            ir = self.fresh(c_name)
+        else:
+            ir = c_name
+            self.used_names.add(ir)
+        if binding.kind == "float":
+            binding.value = ir
+        self.scopes[-1].names[c_name] = binding
+        return ir
+
+    def lookup(self, name: str):
+        """The :class:`Binding` of the C name ``name`` in the innermost scope that has it,
+        else ``None``."""
+        for scope in reversed(self.scopes):
+            if name in scope.names:
+                return scope.names[name]
+        return None
+
+    def push(self):
+        self.scopes.append(Scope())
+
+    def pop(self):
+        self.scopes.pop()
+
+    def fresh(self, base: str) -> str:
+        """An IR name not used yet (``base``, else ``base_2``, ``base_3``, ...), now used."""
+        n = 1
+        name = base
+        while name in self.used_names:
+            n += 1
+            name = f"{base}_{n}"
+        self.used_names.add(name)
+        return name
+
+    def describe_target(self, c) -> str:
+        """The source text of cursor ``c`` (its tokens), for messages."""
+        return " ".join(t.spelling for t in c.get_tokens()) or "this target"
+
+    def source_of(self, c) -> str:
+        """``file:line:column`` of cursor ``c``, with the helper calls it is inlined through
+        (``k.cl:5:5 in sync_tile, called at k.cl:20:9``)."""
+        return " in ".join([str(C.where(c, self.path)), *reversed(self.inlined_from)])

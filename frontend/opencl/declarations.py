@@ -1,0 +1,288 @@
+"""The kernel's signature and declarations: its arguments checked against what the caller
+gives (``__global``/``__constant`` ``float``/``float2``/``float4`` buffers with their shapes
+and accesses, ``int``/``uint`` scalars), and the variables its body declares (integers bound
+once as a ``Let``, private floats and float vectors, private arrays, ``__local`` arrays of
+static shape, pointers into buffers).
+
+Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` naming the argument or
+the declaration, and what to write instead.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tiletraffic.simulator.ir import nodes as S
+
+from tiletraffic.frontend.opencl import clang_ast as C
+from tiletraffic.frontend.opencl.c_types import (VECTOR_COMPONENTS, address_space,
+                                                 is_float_type, is_int_type, is_vector_type,
+                                                 type_kind, vector_width)
+from tiletraffic.frontend.opencl.clang_ast import FrontendError
+from tiletraffic.frontend.opencl.context import Binding, Buffer, TranslationContext
+
+ACCESS = S.ARRAY_ROLES
+"""The accesses a buffer argument may have (``in``, ``out``, ``inout``)."""
+
+
+@dataclass(frozen=True)
+class BufferArg:
+    """A buffer argument as the caller describes it: its logical shape (row-major float32
+    elements; each entry an ``int`` or the name of a size or scalar argument) and its
+    access, one of ``in``, ``out``, ``inout``."""
+
+    shape: tuple
+    access: str
+
+
+class Declarations(TranslationContext):
+    """The kernel's arguments and the declarations of its body."""
+
+    def build(self) -> tuple:
+        from clang.cindex import CursorKind
+        params = [c for c in self.cursor.get_children() if c.kind == CursorKind.PARM_DECL]
+        names = [p.spelling for p in params]
+        unknown = sorted(set(self.args) - set(names))
+        if unknown:
+            raise FrontendError(f"{C.where(self.cursor, self.path)}: kernel "
+                                f"{self.cursor.spelling} has no argument "
+                                f"{', '.join(unknown)}; its arguments: {', '.join(names)}",
+                                unknown[0])
+        missing = [n for n in names if n not in self.args]
+        if missing:
+            raise FrontendError(f"{C.where(self.cursor, self.path)}: kernel argument(s) "
+                                f"{', '.join(missing)} not given (every argument needs a "
+                                "value or a buffer shape)", missing[0])
+        for p in params:
+            self.declare_argument(p)
+        for b in self.buffers.values():
+            b.array = S.GlobalArray(b.name, b.role, b.shape)
+        body = [c for c in self.cursor.get_children() if c.kind == CursorKind.COMPOUND_STMT]
+        stmts = self.block(body[0], new_scope=True, kernel_level=True)
+        for b in self.buffers.values():
+            if b.stored and b.role == "in":
+                raise FrontendError(f"{self.path}: kernel stores into buffer {b.name}, "
+                                    "whose access is 'in'; give it access 'out' or 'inout'",
+                                    b.name)
+        return tuple(stmts)
+
+    def declare_argument(self, p):
+        name, t = p.spelling, p.type
+        value = self.args[name]
+        if type_kind(t) == "POINTER":
+            pointee = t.get_pointee()
+            space = address_space(pointee)
+            if space == "__local":
+                self.fail(p, f"__local pointer argument {name}: declare a __local array of "
+                             "static size inside the kernel instead", name)
+            if space not in ("__global", "__constant"):
+                self.fail(p, f"argument {name}: pointers must be __global or __constant",
+                          name)
+            if is_float_type(pointee):
+                width = 1
+            elif is_vector_type(pointee) and \
+                    is_float_type(pointee.get_canonical().element_type) and \
+                    vector_width(pointee) in S.VECTOR_WIDTHS:
+                width = vector_width(pointee)
+            else:
+                self.fail(p, f"buffer {name} of {pointee.spelling}: buffers must hold float, "
+                             "float2 or float4", name)
+            if isinstance(value, dict):
+                extra = sorted(set(value) - {"shape", "access"})
+                if extra:
+                    raise FrontendError(f"buffer {name}: unknown field(s) {', '.join(extra)}",
+                                        name)
+                value = BufferArg(tuple(value.get("shape", ())), value.get("access", ""))
+            if not isinstance(value, BufferArg):
+                raise FrontendError(f"argument {name} is a buffer in the source; give its "
+                                    "shape and access, not a number", name)
+            if value.access not in ACCESS:
+                raise FrontendError(f"buffer {name}: access {value.access!r} is not one of "
+                                    f"{', '.join(ACCESS)}", name)
+            const = pointee.is_const_qualified() or space == "__constant"
+            if const and value.access != "in":
+                raise FrontendError(f"buffer {name} is const in the source; its access must be "
+                                    f"'in', not {value.access!r}", name)
+            shape, dims = self.buffer_shape(name, value.shape)
+            if dims[-1] % width:
+                raise FrontendError(f"buffer {name} holds float{width}: its last dimension "
+                                    f"({dims[-1]}) must be a multiple of {width}", name)
+            self.buffers[name] = Buffer(name, value.access, shape, dims, width, const)
+            self.arg_kinds.append((name, {"in": "global_in", "out": "global_out",
+                                          "inout": "global_inout"}[value.access]))
+            self.bind(name, Binding("buffer", self.buffers[name], p))
+            return
+        if type_kind(t) in ("INT", "UINT"):
+            if isinstance(value, bool) or not isinstance(value, int):
+                given = "a buffer (shape and access)" if isinstance(value, (BufferArg, dict)) \
+                    else f"{type(value).__name__} {value}"
+                raise FrontendError(f"argument {name} is an integer in the source; give it "
+                                    f"a number, not {given}", name)
+            if type_kind(t) == "UINT" and value < 0:
+                raise FrontendError(f"argument {name} = {value} is negative, but a uint in the "
+                                    "source (the device would see it as "
+                                    f"{value % 2 ** 32}); give 0 or more", name)
+            if not -(2 ** 31) <= value < 2 ** 31:
+                raise FrontendError(f"argument {name} = {value} does not fit a 32-bit int",
+                                    name)
+            self.params[name] = int(value)
+            self.arg_kinds.append((name, "int"))
+            self.scopes[0].names[name] = Binding("int", S.Param(name), p)
+            self.used_names.add(name)
+            return
+        self.fail(p, f"argument {name} of type {t.spelling}: arguments must be int or uint "
+                     "scalars or __global float/float4 buffers (pass a float constant as "
+                     "a -D build option)", name)
+
+    def buffer_shape(self, name, shape) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        if not shape:
+            raise FrontendError(f"buffer {name}: shape missing (a list of positive sizes)", name)
+        names, dims = [], []
+        for d, entry in enumerate(shape):
+            if isinstance(entry, str):
+                if entry in self.sizes:
+                    value = self.sizes[entry]
+                elif entry in self.args and not isinstance(self.args[entry], (dict, BufferArg)):
+                    value = self.args[entry]
+                else:
+                    raise FrontendError(f"buffer {name}: shape[{d}] = {entry!r} is neither a "
+                                        "size nor a scalar argument", name)
+                scalar = self.args.get(entry)
+                if isinstance(scalar, int) and not isinstance(scalar, bool) and scalar != value:
+                    pname = f"{name}_dim{d}"       # the size and the argument differ
+                else:
+                    pname = entry
+            else:
+                value, pname = entry, f"{name}_dim{d}"
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise FrontendError(f"buffer {name}: shape[{d}] = {value!r} is not a positive "
+                                    "integer", name)
+            if pname not in self.args:
+                self.params.setdefault(pname, int(value))
+            names.append(pname)
+            dims.append(int(value))
+        if math.prod(dims) >= 2 ** 31:
+            raise FrontendError(f"buffer {name}: {math.prod(dims)} elements; at most 2^31 - 1",
+                                name)
+        return tuple(names), tuple(dims)
+
+    def declaration(self, d, kernel_level) -> list:
+        from clang.cindex import CursorKind as K
+        if d.kind != K.VAR_DECL:
+            self.fail(d, f"declaration {d.kind.name.lower()}: only variables are declared "
+                         "inside a kernel")
+        t = d.type
+        name = d.spelling
+        kids = [k for k in C.children(d) if k.kind != K.TYPE_REF]
+        space = address_space(t)
+        if space == "__local":
+            return self.local_declaration(d, kernel_level)
+        if type_kind(t) == "CONSTANTARRAY":
+            return self.private_array_declaration(d, kids)
+        init = kids[-1] if kids else None
+        if is_int_type(t):
+            if init is None:
+                self.fail(d, f"integer {name} declared without a value: give it its value "
+                             "where it is declared (it is bound once)")
+            value = self.int_expr(init)
+            ir = self.bind(name, Binding("int", None, d))
+            self.lookup(name).value = S.Var(ir)
+            self.ranges[ir] = self.range_of(value)
+            return [S.Let(ir, value)]
+        if is_float_type(t):
+            fixed = self.float_literal(init) if init is not None else None
+            if init is not None and fixed is None:
+                out: list = []
+                value = self.float_expr(init, out)
+                ir = self.bind(name, Binding("float", None, d))
+                return out + [S.DeclareFloat(ir, None), S.Assign(ir, value)]
+            ir = self.bind(name, Binding("float", None, d))
+            return [S.DeclareFloat(ir, fixed)]
+        if is_vector_type(t) and is_float_type(t.get_canonical().element_type):
+            width = vector_width(t)
+            if width not in S.VECTOR_WIDTHS:
+                self.fail(d, f"float{width}: vectors of 2 or 4 floats only")
+            ir = self.bind(name, Binding("vector", None, d))
+            names = tuple(f"{ir}.{VECTOR_COMPONENTS[w]}" for w in range(width))
+            self.lookup(name).value = names
+            out = [S.DeclareFloat(n, None) for n in names]
+            if init is not None:
+                out += self.vector_assign(names, init)
+            return out
+        if type_kind(t) == "POINTER":
+            if init is None:
+                self.fail(d, f"pointer {name} without a value: point it at a buffer where it "
+                             "is declared")
+            ptr = self.pointer_expr(init)
+            self.bind(name, Binding("pointer", ptr, d))
+            return []
+        self.fail(d, f"variable {name} of type {t.spelling}: use int/uint/size_t, float, "
+                     "float4 or arrays of float")
+
+    def array_dims(self, d) -> tuple[S.Const, ...]:
+        """The static dimensions of an array declaration, each named by its macro."""
+        extents = []
+        t = d.type.get_canonical()
+        while t.kind.name == "CONSTANTARRAY":
+            extents.append(t.get_array_size())
+            t = t.element_type
+        if not is_float_type(t):
+            self.fail(d, f"array {d.spelling} of {t.spelling}: arrays hold float")
+        names = self.dim_names(d, len(extents))
+        return tuple(S.Const(e, n) for e, n in zip(extents, names))
+
+    def dim_names(self, d, rank) -> list:
+        """Macro names of the extents as written (``tile[TS][TS]``), from clang's tokens."""
+        tokens = [t.spelling for t in d.get_tokens()]
+        names = []
+        i = 0
+        while i < len(tokens) and len(names) < rank:
+            if tokens[i] == "[" and i + 2 < len(tokens) and tokens[i + 2] == "]" \
+                    and tokens[i + 1].isidentifier():
+                names.append(tokens[i + 1])
+                i += 3
+                continue
+            if tokens[i] == "[":
+                names.append(None)
+            i += 1
+        return names + [None] * (rank - len(names))
+
+    def local_declaration(self, d, kernel_level) -> list:
+        if not kernel_level:
+            self.fail(d, f"__local array {d.spelling} declared inside a block: declare it at "
+                         "the kernel's top level")
+        if type_kind(d.type) != "CONSTANTARRAY":
+            self.fail(d, f"__local {d.spelling}: local memory is an array of static size "
+                         "(__local float tile[TS][TS])")
+        arr = S.LocalArray(self.bind(d.spelling, Binding("local", None, d)), self.array_dims(d))
+        self.lookup(d.spelling).value = arr
+        self.local_arrays.append(arr)
+        return []
+
+    def private_array_declaration(self, d, kids) -> list:
+        from clang.cindex import CursorKind as K
+        dims = self.array_dims(d)
+        init = None
+        lists = [k for k in kids if k.kind == K.INIT_LIST_EXPR]
+        if lists:
+            lst = lists[0]
+            if any(v not in (0, 0.0) for v in self._init_values(lst)):
+                self.fail(lst, f"private array {d.spelling}: only = {{0}} (zero-fill) is "
+                               "supported as an initialiser; assign the elements in a loop")
+            init = 0.0
+        ir = self.bind(d.spelling, Binding("private_array", None, d))
+        arr = S.PrivateArray(ir, dims)
+        self.lookup(d.spelling).value = arr
+        return [S.DeclarePrivateArray(arr, init)]
+
+    def _init_values(self, lst):
+        from clang.cindex import CursorKind as K
+        for k in C.children(lst):
+            k = C.strip(k)
+            if k.kind == K.INIT_LIST_EXPR:
+                yield from self._init_values(k)
+            elif k.kind.name == "IMPLICIT_VALUE_INIT_EXPR":
+                yield 0.0
+            else:
+                v = self.float_literal(k)
+                yield v if v is not None else 1.0

@@ -1,0 +1,149 @@
+"""Float expressions: constants (literals, ``INFINITY``, ``NAN``, folded integer constant
+expressions), private floats, vector components and array elements, loads, ``+ - *`` and
+negation, ``fma``/``mad``, the IR's float built-ins (float ``max``/``min`` as
+``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions, and float helpers.
+
+Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for float division,
+an integer converted to float, a ``?:`` with a load in a branch, a call outside the subset.
+"""
+from __future__ import annotations
+
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.visitor import walk
+
+from tiletraffic.frontend.opencl import clang_ast as C
+from tiletraffic.frontend.opencl.c_types import is_float_type, is_int_type
+from tiletraffic.frontend.opencl.context import DATA_DEPENDENT, TranslationContext
+
+
+_FLOAT_CONSTANT_CALLS = ("__builtin_inff", "__builtin_huge_valf", "__builtin_nanf")
+"""What ``INFINITY``, ``HUGE_VALF`` and ``NAN`` expand to (``opencl_builtins.h``)."""
+
+
+class Floats(TranslationContext):
+    """Float expressions into the IR's float expressions."""
+
+    def float_literal(self, c) -> float | None:
+        """The value of a float constant: a literal (``2.0f``, ``FLT_MAX``, ``M_PI_F``),
+        ``INFINITY``, ``HUGE_VALF``, ``NAN``, an integer constant expression (``INT_MAX``,
+        ``INT_MIN``, ``TS * 2``: folded, as the compiler folds it), ``-`` or ``+`` before one,
+        a cast of one; else ``None``."""
+        from clang.cindex import CursorKind as K
+        s = C.strip(c)
+        if s.kind == K.INTEGER_LITERAL:
+            return float(C.integer_value(s))
+        if is_int_type(s.type):                   # (int)2.5f too: 2, as C converts it
+            v = C.evaluate(s)
+            return float(v) if isinstance(v, int) else None
+        if s.kind == K.CSTYLE_CAST_EXPR:
+            return self.float_literal(C.children(s)[-1])
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) in ("-", "+"):
+            v = self.float_literal(C.children(s)[0])
+            return None if v is None else -v if C.unary_operator(s) == "-" else v
+        if s.kind == K.FLOATING_LITERAL or (s.kind == K.CALL_EXPR and
+                                            s.spelling in _FLOAT_CONSTANT_CALLS):
+            v = C.evaluate(s)
+            return None if v is None else float(v)
+        return None
+
+    def float_expr(self, c, out: list) -> S.FloatExpr:
+        from clang.cindex import CursorKind as K
+        s = C.strip(c)
+        kind = s.kind
+        if kind == K.FLOATING_LITERAL or is_int_type(s.type) or (
+                kind == K.CALL_EXPR and s.spelling in _FLOAT_CONSTANT_CALLS):
+            v = self.float_literal(s)
+            if v is not None:
+                return S.FConst(v)
+        if self.is_vector_component(s):
+            names, k = self.vector_component(s)
+            return S.Private(names[k])
+        if kind == K.CSTYLE_CAST_EXPR:
+            inner = C.children(s)[-1]
+            if is_float_type(C.strip(inner).type):
+                return self.float_expr(inner, out)
+            v = self.float_literal(s)
+            if v is not None:
+                return S.FConst(v)
+            self.fail(s, "an integer converted to float: the IR's floats come from memory and "
+                         "constants; load the value instead")
+        if kind == K.DECL_REF_EXPR:
+            b = self.lookup(s.spelling)
+            if b is not None and b.kind == "float":
+                return S.Private(b.value)
+            if b is not None and b.kind in ("int", "loopvar"):
+                self.fail(s, f"the integer {s.spelling} used as a float: the IR's floats come "
+                             "from memory and constants")
+            self.fail(s, f"{s.spelling} is not a float the kernel knows")
+        if kind == K.ARRAY_SUBSCRIPT_EXPR:
+            e = self.element(s)
+            if e[0] == "private_elem":
+                return S.PrivateElem(e[1], e[2])
+            if e[0] == "memory":
+                return S.Load(e[1], e[2])
+            self.fail(s, "a float4 element used as one float: take a component (A[i].x) of a "
+                         "float4 variable")
+        if kind == K.BINARY_OPERATOR:
+            op = C.binary_operator(s)
+            if op in ("+", "-", "*"):
+                a, b = C.children(s)
+                return S.FBinOp(op, self.float_expr(a, out), self.float_expr(b, out))
+            if op == "/":
+                self.fail(s, "float division: the IR counts +, - and *; multiply by a "
+                             "reciprocal constant (x * 0.5f)")
+            self.fail(s, f"float operator {op}")
+        if kind == K.UNARY_OPERATOR:
+            op = C.unary_operator(s)
+            v = self.float_literal(s)
+            if v is not None:
+                return S.FConst(v)
+            if op == "+":
+                return self.float_expr(C.children(s)[0], out)
+            if op == "-":
+                return S.FNeg(self.float_expr(C.children(s)[0], out))
+            if op == "*":
+                self.fail(s, "a float read through a pointer: index the buffer (A[i])")
+            self.fail(s, f"float operator {op}")
+        if kind == K.CALL_EXPR:
+            return self.float_call(s, out)
+        if kind == K.CONDITIONAL_OPERATOR:
+            cond, then, orelse = C.children(s)
+            test = self.condition(cond)          # refuses a condition on float values
+            operands = self.float_expr(then, out), self.float_expr(orelse, out)
+            if any(_loads(e) for e in operands):
+                self.fail(s, "a load in a branch of ?: (C loads only the branch taken, the "
+                             "simulator's select loads both): write it as if/else")
+            return S.Select(test, *operands)
+        self.fail(s, f"float expression {kind.name.lower()} is not supported")
+
+    def float_call(self, s, out) -> S.FloatExpr:
+        name = s.spelling
+        args = C.children(s)[1:]
+        self.refuse_call(s)
+        if name in ("fma", "mad") and len(args) == 3:
+            a, b, c = (self.float_expr(x, out) for x in args)
+            return S.FBinOp("+", S.FBinOp("*", a, b), c)
+        functions = S.FLOAT_FUNCTIONS                     # the IR's float built-ins
+        fn = {"max": "fmax", "min": "fmin"}.get(name, name)
+        if fn in functions and len(args) == functions[fn]:
+            return S.FCall(fn, tuple(self.float_expr(a, out) for a in args))
+        if name == "select" and len(args) == 3:
+            if not is_int_type(C.strip(args[2]).type):
+                self.fail(s, f"select on a float condition: {DATA_DEPENDENT}")
+            test = self.condition(args[2])
+            return S.Select(test, self.float_expr(args[1], out), self.float_expr(args[0], out))
+        helper = self.helper(s)
+        if helper is not None:
+            stmts, value = self.inline(s, helper, want_value=True)
+            out += stmts
+            if value[0] != "float":
+                self.fail(s, f"helper {name} returns an integer where a float is needed")
+            return value[1]
+        known = ", ".join(["fma", "mad", *S.FLOAT_FUNCTIONS, "select"])
+        self.fail(s, f"call of {name}: floats take + - *, {known} and helpers defined in the "
+                     "source or its headers")
+
+
+def _loads(e: S.FloatExpr) -> bool:
+    """``e`` reads a buffer or local array (a :class:`simulator.ir.nodes.Load` in it)."""
+    return any(isinstance(n, S.Load) for n in walk(e))

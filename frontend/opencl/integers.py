@@ -1,0 +1,269 @@
+"""Integer expressions and conditions in C's types: literals, macros and enum constants,
+the kernel's scalars and integer variables, ``get_global_id`` and the other work-item
+functions, ``+ - * / %``, integer ``min``/``max``, shifts by constants, ``&`` by a low-bit
+mask, casts, and integer helpers; conditions of comparisons, ``&&``, ``||``, ``!``.
+
+Each value is congruent to C's modulo ``2**bits`` of its type and exact (a
+:class:`~tiletraffic.simulator.ir.nodes.Wrap` where its bounds for the launch leave the
+type's range) where a comparison, ``/``, ``%``, ``>>``, ``min``/``max``, an index or a
+widening conversion reads it.
+
+Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError`, with
+:data:`~tiletraffic.frontend.opencl.context.DATA_DEPENDENT` for an integer computed from
+loaded values.
+"""
+from __future__ import annotations
+
+import math
+
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.static import int_op_bounds, wrap_int
+
+from tiletraffic.frontend.opencl import clang_ast as C
+from tiletraffic.frontend.opencl.c_types import (int_type, is_float_type, is_int_type,
+                                                 type_range)
+from tiletraffic.frontend.opencl.context import DATA_DEPENDENT, TranslationContext
+
+
+_ID_FUNCTIONS = {"get_global_id": "global", "get_local_id": "local", "get_group_id": "group"}
+_INT_COMPARE = ("<", "<=", ">", ">=", "==", "!=")
+
+
+class Integers(TranslationContext):
+    """Integer expressions and conditions into the IR's integer expressions."""
+
+    def int_expr(self, c) -> S.IntExpr:
+        """The IR of the integer expression ``c``, congruent to C's value modulo
+        ``2**bits`` of ``c``'s type (its wrap-around is applied where it matters: at the
+        uses :meth:`exact` reads, and where a conversion widens a narrower type)."""
+        chain = C.implicit_chain(c)
+        value = self._int_expr(chain[-1])
+        for outer, inner in reversed(list(zip(chain, chain[1:]))):
+            value = self.convert(value, inner.type, outer.type, inner)
+        return value
+
+    def convert(self, value: S.IntExpr, source, target, at) -> S.IntExpr:
+        """``value``, of C type ``source``, converted to ``target``: a wider type holds the
+        value in the narrower one's range (``(long)(uint)x`` is 0 .. 2**32 - 1); a narrower or
+        as wide a type keeps it congruent."""
+        a, b = int_type(source), int_type(target)
+        if a is None or b is None or b[0] <= a[0]:
+            return value
+        return self.canonical(value, source, at)
+
+    def exact(self, c, address: bool = False) -> S.IntExpr:
+        """The IR of the integer expression ``c`` with C's value in ``c``'s type (after the
+        implicit conversions clang shows on it): what a comparison, ``/``, ``%``, ``>>``,
+        ``min``/``max`` and an index read. ``address``: ``c`` offsets a pointer, whose
+        64-bit arithmetic wraps as the congruent value does (no check of a 64-bit value)."""
+        value = self.int_expr(c)
+        info = int_type(c.type)
+        if address and info is not None and info[0] == 64:
+            return value
+        return self.canonical(value, c.type, c)
+
+    def canonical(self, value: S.IntExpr, ctype, at) -> S.IntExpr:
+        """``value`` in the range of the integer type ``ctype``: itself where its bounds
+        for this launch (:meth:`range_of`) are in the range, else a :class:`Wrap` naming
+        the expression at cursor ``at``."""
+        info = int_type(ctype)
+        if info is None or info[0] == 1 or info == (64, True):
+            return value
+        lo, hi = self.range_of(value)
+        tlo, thi = type_range(*info)
+        if tlo <= lo and hi <= thi:
+            return value
+        return S.Wrap(value, info[0], info[1],
+                      f"{C.where(at, self.path)}: {self.describe_target(at)}")
+
+    def range_of(self, e: S.IntExpr) -> tuple:
+        """Bounds (lo, hi) of the values of ``e`` in this launch (``math.inf`` unknown)."""
+        if isinstance(e, S.Const):
+            return e.value, e.value
+        if isinstance(e, S.Param):
+            v = self.params.get(e.name)
+            return (-math.inf, math.inf) if v is None else (v, v)
+        if isinstance(e, S.Var):
+            return self.ranges.get(e.name, (-math.inf, math.inf))
+        if isinstance(e, S.WorkItemId):
+            extent = {"global": self.global_size, "local": self.local_size,
+                      "group": tuple(g // x for g, x in zip(self.global_size,
+                                                            self.local_size))}[e.kind]
+            return 0, extent[e.dim] - 1
+        if isinstance(e, S.Min):
+            (a, b), (c, d) = self.range_of(e.left), self.range_of(e.right)
+            return min(a, c), min(b, d)
+        if isinstance(e, S.Wrap):
+            lo, hi = self.range_of(e.operand)
+            if e.bits == 64:
+                return (lo, hi) if e.signed else (max(lo, 0), max(hi, 0))
+            tlo, thi = type_range(e.bits, e.signed)
+            return (lo, hi) if tlo <= lo and hi <= thi else (tlo, thi)
+        if isinstance(e, S.BinOp):
+            return int_op_bounds(e.op, self.range_of(e.left), self.range_of(e.right))
+        return -math.inf, math.inf
+
+    def _int_expr(self, s) -> S.IntExpr:
+        """:meth:`int_expr` of ``s``, a cursor without implicit casts around it."""
+        from clang.cindex import CursorKind as K
+        kind = s.kind
+        if kind == K.INTEGER_LITERAL:
+            return S.Const(C.integer_value(s), C.macro_name(s))
+        if kind == K.CSTYLE_CAST_EXPR:
+            if not is_int_type(s.type):
+                self.fail(s, f"cast to {s.type.spelling} in an integer expression")
+            inner = C.children(s)[-1]
+            if not is_int_type(C.strip(inner).type):
+                self.fail(s, f"an integer computed from a float value: {DATA_DEPENDENT}")
+            return self.convert(self.int_expr(inner), inner.type, s.type, inner)
+        if kind == K.DECL_REF_EXPR:
+            b = self.lookup(s.spelling)
+            if b is None:
+                ref = s.referenced
+                if ref is not None and ref.kind == K.ENUM_CONSTANT_DECL:
+                    return S.Const(int(ref.enum_value), s.spelling)
+                self.fail(s, f"{s.spelling} is not an integer the kernel knows (a scalar "
+                             "argument, a variable or a macro)")
+            if b.kind in ("int", "loopvar"):
+                return b.value
+            if b.kind in ("float", "vector", "private_array"):
+                self.fail(s, f"index or bound computed from the float {s.spelling}: "
+                             f"{DATA_DEPENDENT}")
+            self.fail(s, f"{s.spelling} used as an integer")
+        if kind == K.BINARY_OPERATOR:
+            op = C.binary_operator(s)
+            left, right = C.children(s)
+            if op in ("+", "-", "*"):
+                return S.BinOp(op, self.int_expr(left), self.int_expr(right))
+            if op in ("/", "%"):
+                return S.BinOp(op, self.exact(left), self.exact(right),
+                               f"{self.source_of(s)}: {self.describe_target(s)}")
+            if op in ("<<", ">>"):
+                shift = C.evaluate(right)
+                if not isinstance(shift, int) or not 0 <= shift < 31:
+                    self.fail(right, f"shift {op} by a value that is not a constant 0..30: "
+                                     "shift by constants only")
+                factor = S.Const(2 ** shift)
+                if op == "<<":
+                    return S.BinOp("*", self.int_expr(left), factor)
+                value = self.exact(left)   # x >> s rounds down: (x - (x mod 2^s)) / 2^s
+                return S.BinOp("/", S.BinOp("-", value, _floor_mod(value, factor)), factor)
+            if op == "&":
+                mask = C.evaluate(right)
+                if isinstance(mask, int) and mask >= 0 and (mask + 1) & mask == 0:
+                    return _floor_mod(self.int_expr(left), S.Const(mask + 1))
+            self.fail(s, f"integer operator {op}: write + - * / %, min, max or shifts by "
+                         "constants")
+        if kind == K.UNARY_OPERATOR:
+            op = C.unary_operator(s)
+            inner = C.children(s)[0]
+            if op == "-":
+                return S.BinOp("-", S.Const(0), self.int_expr(inner))
+            if op == "+":
+                return self.int_expr(inner)
+            self.fail(s, f"integer operator {op}: write + - * / %, min, max or shifts by "
+                         "constants")
+        if kind == K.CALL_EXPR:
+            return self.int_call(s)
+        if kind == K.ARRAY_SUBSCRIPT_EXPR or is_float_type(s.type):
+            self.fail(s, f"an index, bound or condition computed from loaded values: "
+                         f"{DATA_DEPENDENT}")
+        if kind == K.CONDITIONAL_OPERATOR:
+            self.fail(s, "?: in an integer expression: write min()/max() or if/else")
+        if kind.name == "CXX_UNARY_EXPR":
+            v = C.evaluate(s)
+            if isinstance(v, int):
+                return S.Const(v)
+        self.fail(s, f"integer expression {kind.name.lower()} is not supported")
+
+    def int_call(self, s) -> S.IntExpr:
+        name = s.spelling
+        args = C.children(s)[1:]
+        self.refuse_call(s)
+        if name in _ID_FUNCTIONS or name in ("get_local_size", "get_num_groups",
+                                             "get_global_size"):
+            dim = C.evaluate(args[0]) if len(args) == 1 else None
+            if not isinstance(dim, int):
+                self.fail(s, f"{name} needs a constant dimension (0, 1 or 2)")
+            ndim = len(self.local_size)
+            if name == "get_local_size":
+                return S.Const(self.local_size[dim] if dim < ndim else 1)
+            if name == "get_num_groups":
+                return S.Const(self.global_size[dim] // self.local_size[dim] if dim < ndim
+                               else 1)
+            if name == "get_global_size":
+                return S.Const(self.global_size[dim] if dim < ndim else 1)
+            if dim >= ndim:
+                return S.Const(0)
+            return S.WorkItemId(_ID_FUNCTIONS[name], dim)
+        if name == "get_work_dim":
+            return S.Const(len(self.local_size))
+        if name in ("min", "max") and len(args) == 2:
+            a, b = self.exact(args[0]), self.exact(args[1])
+            if name == "min":
+                return S.Min(a, b)
+            return S.BinOp("-", S.Const(0), S.Min(S.BinOp("-", S.Const(0), a),
+                                                  S.BinOp("-", S.Const(0), b)))
+        helper = self.helper(s)
+        if helper is not None and is_int_type(helper.result_type):
+            stmts, value = self.inline(s, helper, want_value=True)
+            if stmts:
+                self.fail(s, f"integer helper {name}: its body must be only return expr;")
+            return value[1]
+        if name == "get_global_offset":
+            self.fail(s, "get_global_offset: launches have no offset here; drop it")
+        self.fail(s, f"call of {name} in an integer expression: use get_*_id, get_local_size, "
+                     "get_num_groups, min, max or a helper defined in the source")
+
+    def condition(self, c) -> S.Cond:
+        from clang.cindex import CursorKind as K
+        s = C.strip(c)
+        if s.kind == K.BINARY_OPERATOR:
+            op = C.binary_operator(s)
+            left, right = C.children(s)
+            if op in ("&&", "||"):
+                return S.BoolOp(op, self.condition(left), self.condition(right))
+            if op in _INT_COMPARE:
+                for side in (left, right):
+                    if not is_int_type(C.strip(side).type):
+                        self.fail(s, f"a branch on float values: {DATA_DEPENDENT}")
+                return S.Compare(op, self.exact(left), self.exact(right))
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "!":
+            return S.Not(self.condition(C.children(s)[0]))
+        if is_float_type(s.type):
+            self.fail(s, f"a branch on float values: {DATA_DEPENDENT}")
+        return S.Compare("!=", self.exact(s), S.Const(0))
+
+    def static_value(self, e) -> int | None:
+        if isinstance(e, S.Const):
+            return e.value
+        if isinstance(e, S.Param):
+            return self.params.get(e.name)
+        if isinstance(e, S.BinOp):
+            a, b = self.static_value(e.left), self.static_value(e.right)
+            if a is None or b is None:
+                return None
+            if e.op == "+":
+                return a + b
+            if e.op == "-":
+                return a - b
+            if e.op == "*":
+                return a * b
+            if e.op in ("/", "%") and b:
+                q = int(a / b)
+                return q if e.op == "/" else a - q * b
+        if isinstance(e, S.Min):
+            a, b = self.static_value(e.left), self.static_value(e.right)
+            return None if a is None or b is None else min(a, b)
+        if isinstance(e, S.Wrap):
+            v = self.static_value(e.operand)
+            if v is None or e.bits == 64:
+                return None if v is None or (not e.signed and v < 0) else v
+            return wrap_int(v, e.bits, e.signed)
+        return None
+
+
+def _floor_mod(value: S.IntExpr, divisor: S.Const) -> S.IntExpr:
+    """``value`` mod ``divisor`` (> 0) in 0..divisor-1 for negative values too, as ``&`` of
+    a two's-complement int with ``divisor - 1`` gives it; the IR's ``%`` truncates as C's."""
+    return S.BinOp("%", S.BinOp("+", S.BinOp("%", value, divisor), divisor), divisor)

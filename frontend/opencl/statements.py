@@ -1,0 +1,229 @@
+"""Statements of the kernel's body: blocks and their scopes, ``if``/``else``, ``return``,
+assignments (``=``, ``+=``, ``-=``, ``*=`` of floats, float vectors, private array elements
+and memory), ``barrier`` and ``work_group_barrier`` with their fence flags, ``vstore2/4`` and
+helper calls as statements. Loops are :mod:`frontend.opencl.loops`.
+
+Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for a statement
+outside the subset (``while``, ``switch``, ``break``, atomics, ...), with what to write
+instead.
+"""
+from __future__ import annotations
+
+from tiletraffic.simulator.ir import nodes as S
+
+from tiletraffic.frontend.opencl import clang_ast as C
+from tiletraffic.frontend.opencl.context import TranslationContext
+
+
+_WORK_GROUP_BARRIER_STD = ("CL2.0", "CL3.0")
+"""The ``-cl-std`` versions whose OpenCL C has ``work_group_barrier``."""
+_WORK_GROUP_SCOPES = (1, 2, 3)
+"""``memory_scope_work_group``, ``_device``, ``_all_svm_devices``: scopes that order the
+work-group's accesses, as the IR's barrier does (``opencl_builtins.h`` values)."""
+
+
+class Statements(TranslationContext):
+    """Statements and blocks into IR statements."""
+
+    def block(self, cursor, new_scope=True, kernel_level=False) -> list:
+        from clang.cindex import CursorKind
+        if new_scope:
+            self.push()
+        try:
+            out = []
+            kids = C.children(cursor) if cursor.kind == CursorKind.COMPOUND_STMT else [cursor]
+            for k in kids:
+                out += self.statement(k, kernel_level)
+            return out
+        finally:
+            if new_scope:
+                self.pop()
+
+    def statement(self, c, kernel_level=False) -> list:
+        from clang.cindex import CursorKind as K
+        kind = c.kind
+        if kind == K.COMPOUND_STMT:
+            return self.block(c)
+        if kind == K.DECL_STMT:
+            out = []
+            for d in C.children(c):
+                out += self.declaration(d, kernel_level)
+            return out
+        if kind == K.NULL_STMT:
+            return []
+        if kind == K.IF_STMT:
+            return [self.if_statement(c)]
+        if kind == K.FOR_STMT:
+            return [self.for_statement(c)]
+        if kind == K.RETURN_STMT:
+            return self.return_statement(c)
+        if kind in (K.WHILE_STMT, K.DO_STMT):
+            self.fail(c, "while/do loop: write a for loop with integer bounds "
+                         "(for (int i = start; i < stop; i += step))")
+        if kind == K.SWITCH_STMT:
+            self.fail(c, "switch: write if/else on integer conditions")
+        if kind in (K.BREAK_STMT, K.CONTINUE_STMT, K.GOTO_STMT):
+            self.fail(c, f"{c.kind.name.split('_')[0].lower()}: the IR's loops run their full "
+                         "range; put the rest of the body under an if instead")
+        if kind.name in ("ATTRIBUTED_STMT", "UNEXPOSED_STMT"):
+            kids = C.children(c)
+            if len(kids) == 1:      # #pragma unroll / __attribute__((opencl_unroll_hint))
+                return self.statement(kids[0], kernel_level)
+        if kind.is_expression():
+            return self.expression_statement(c)
+        self.fail(c, f"statement {kind.name.lower()} is not supported: write for loops, "
+                     "if/else, assignments, barrier() and return")
+
+    def if_statement(self, c) -> S.If:
+        kids = C.children(c)
+        cond = self.condition(kids[0])
+        then = tuple(self.block(kids[1]))
+        orelse = tuple(self.block(kids[2])) if len(kids) > 2 else ()
+        return S.If(cond, then, orelse)
+
+    def return_statement(self, c) -> list:
+        kids = C.children(c)
+        if self.helper_return is not None:
+            if self.helper_return:
+                self.fail(c, "a helper function with more than one return: return once, at "
+                             "its end")
+            self.helper_return.append(kids[0] if kids else None)
+            return []
+        if kids:
+            self.fail(c, "a kernel returns void: write return;")
+        return [S.Return()]
+
+    def expression_statement(self, c) -> list:
+        from clang.cindex import CursorKind as K
+        s = C.strip(c)
+        if s.kind == K.CALL_EXPR:
+            return self.call_statement(s)
+        if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) == "=":
+            lhs, rhs = C.children(s)
+            return self.assign(lhs, rhs, None, s)
+        if s.kind == K.COMPOUND_ASSIGNMENT_OPERATOR:
+            op = C.binary_operator(s)[:-1]
+            lhs, rhs = C.children(s)
+            if op not in ("+", "-", "*"):
+                self.fail(s, f"{op}= on {self.describe_target(lhs)}: floats take +=, -= and "
+                             "*=; integers are bound once")
+            return self.assign(lhs, rhs, op, s)
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) in ("++", "--"):
+            self.fail(s, f"{C.unary_operator(s)} on an integer variable: integers are bound "
+                         "once (const int); use a new variable or the loop variable")
+        self.fail(s, "expression statement without effect or of an unsupported kind: write "
+                     "assignments, barrier() or a helper call")
+
+    def target_of(self, lhs):
+        """What an assignment writes: ('float', name) | ('private_elem', arr, index) |
+        ('memory', array, index) | ('vector', names) | ('vector_memory', ptr) |
+        ('component', name)."""
+        from clang.cindex import CursorKind as K
+        s = C.strip(lhs)
+        if s.kind == K.DECL_REF_EXPR:
+            b = self.lookup(s.spelling)
+            if b is None:
+                self.fail(s, f"{s.spelling} is not declared in the kernel")
+            if b.kind == "float":
+                return ("float", b.value)
+            if b.kind == "vector":
+                return ("vector", b.value)
+            if b.kind in ("int", "loopvar"):
+                self.fail(s, f"integer {s.spelling} assigned again: integers are bound once "
+                             "(const int); compute the new value into a new variable")
+            self.fail(s, f"cannot assign to {s.spelling}")
+        if s.kind == K.ARRAY_SUBSCRIPT_EXPR:
+            return self.element(s, store=True)
+        if self.is_vector_component(s):
+            names, comp = self.vector_component(s)
+            return ("component", names[comp])
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "*":
+            ptr = self.pointer_expr(C.children(s)[0])
+            return ("vector_memory", ptr)
+        self.fail(s, f"cannot assign to {self.describe_target(s)}")
+
+    def assign(self, lhs, rhs, op, at) -> list:
+        target = self.target_of(lhs)
+        out: list = []
+        kind = target[0]
+        if kind in ("vector", "vector_memory"):
+            if op is not None:
+                self.fail(at, f"{op}= on a float vector: write its components one by one")
+            if kind == "vector":
+                return self.vector_assign(target[1], rhs)
+            return self.vector_store(target[1], rhs, at)
+        value = self.float_expr(rhs, out)
+        if kind in ("float", "component"):
+            name = target[1]
+            if op == "+":
+                return out + [S.Accumulate(name, value)]
+            if op is not None:
+                return out + [S.Assign(name, S.FBinOp(op, S.Private(name), value))]
+            return out + [S.Assign(name, value)]
+        if kind == "private_elem":
+            arr, index = target[1], target[2]
+            if op == "+":
+                return out + [S.Accumulate(arr.name, value, index)]
+            if op is not None:
+                value = S.FBinOp(op, S.PrivateElem(arr, index), value)
+            return out + [S.Assign(arr.name, value, index)]
+        array, index = target[1], target[2]
+        if op is not None:
+            value = S.FBinOp(op, S.Load(array, index), value)
+        return out + [S.Store(array, index, value)]
+
+    def call_statement(self, c) -> list:
+        name = c.spelling
+        args = C.children(c)[1:] if C.children(c) else []
+        self.refuse_call(c)
+        if name == "barrier":
+            return [self.barrier(c, args)]
+        if name == "work_group_barrier":
+            return [self.work_group_barrier(c, args)]
+        if name in ("vstore2", "vstore4"):
+            width = int(name[-1])
+            values = self.vector_values(args[0], width)
+            ptr = self.pointer_expr(args[2])
+            offset = self.exact(args[1], True) * width
+            return values[1] + [self.vector_memory_store(self.offset(ptr, offset), width,
+                                                         values[0], c)]
+        helper = self.helper(c)
+        if helper is not None:
+            stmts, _ = self.inline(c, helper, want_value=False)
+            return stmts
+        if name.startswith(("atomic_", "atom_")):
+            self.fail(c, f"{name}: atomics order updates by the device's timing, not by the "
+                         "schedule; reduce through local memory and barriers, one store per "
+                         "element")
+        if name in ("mem_fence", "read_mem_fence", "write_mem_fence"):
+            self.fail(c, f"{name}: orders memory without synchronising; use barrier()")
+        self.fail(c, f"call of {name} as a statement: only barrier(), vstore2/4 and helper "
+                     "functions defined in the source")
+
+    def work_group_barrier(self, c, args) -> S.Barrier:
+        """OpenCL C 2.0's ``work_group_barrier(flags[, scope])``: :meth:`barrier` of its
+        flags, under ``-cl-std=CL2.0`` or ``CL3.0`` and a scope at least the work-group's."""
+        if self.cl_std not in _WORK_GROUP_BARRIER_STD:
+            given = f"-cl-std={self.cl_std}" if self.cl_std else "no -cl-std option"
+            self.fail(c, f"work_group_barrier is OpenCL C 2.0 and the build options give "
+                         f"{given} (OpenCL C 1.2 has none): add -cl-std=CL2.0 or "
+                         "-cl-std=CL3.0 to them, or write barrier(...)")
+        if len(args) > 1:
+            scope = C.evaluate(args[1])
+            if scope not in _WORK_GROUP_SCOPES:
+                self.fail(args[1], "work_group_barrier with a scope narrower than the "
+                                   "work-group (memory_scope_work_item, memory_scope_sub_group) "
+                                   "does not order the work-group's accesses, which the IR's "
+                                   "barrier does: use memory_scope_work_group (the default)")
+        return self.barrier(c, args[:1])
+
+    def barrier(self, c, args) -> S.Barrier:
+        flags = C.evaluate(args[0]) if args else None
+        if not isinstance(flags, int):
+            self.fail(c, "barrier flags must be the constants CLK_LOCAL_MEM_FENCE and/or "
+                         "CLK_GLOBAL_MEM_FENCE")
+        if not flags & 1:
+            self.fail(c, "barrier(CLK_GLOBAL_MEM_FENCE) alone does not order local memory, "
+                         "which the IR's barrier always does: write barrier(CLK_LOCAL_MEM_FENCE"
+                         " | CLK_GLOBAL_MEM_FENCE)")
+        return S.Barrier(global_fence=bool(flags & 2), source=self.source_of(c))

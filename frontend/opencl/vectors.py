@@ -1,0 +1,135 @@
+"""Float vectors (``float2``, ``float4``): each private vector is one private float per
+component (``v.x``, ...); values from ``vload2/4``, ``*(float4 *)p``, a ``float4`` buffer
+element, a vector variable, ``(float4)(a, b, c, d)`` and ``+ - *`` of those (a scalar
+operand is splatted), stored with one :class:`~tiletraffic.simulator.ir.nodes.VectorStore`.
+"""
+from __future__ import annotations
+
+from tiletraffic.simulator.ir import nodes as S
+
+from tiletraffic.frontend.opencl import clang_ast as C
+from tiletraffic.frontend.opencl.c_types import VECTOR_COMPONENTS, is_vector_type
+from tiletraffic.frontend.opencl.context import TranslationContext
+
+
+class Vectors(TranslationContext):
+    """Float vector values, loads and stores."""
+
+    def is_vector_component(self, s) -> bool:
+        from clang.cindex import CursorKind as K
+        if s.kind not in (K.UNEXPOSED_EXPR, K.MEMBER_REF_EXPR):
+            return False
+        kids = C.children(s)
+        return len(kids) == 1 and is_vector_type(kids[0].type) and not is_vector_type(s.type)
+
+    def vector_component(self, s):
+        """(component names of the vector variable, component number) of ``v.x``."""
+        from clang.cindex import CursorKind as K
+        base = C.strip(C.children(s)[0])
+        comp = list(s.get_tokens())[-1].spelling
+        if comp not in VECTOR_COMPONENTS or base.kind != K.DECL_REF_EXPR:
+            self.fail(s, "vector component: write v.x, v.y, v.z or v.w of a float4 variable")
+        b = self.lookup(base.spelling)
+        if b is None or b.kind != "vector":
+            self.fail(s, f"{base.spelling} is not a float vector variable")
+        k = VECTOR_COMPONENTS.index(comp)
+        if k >= len(b.value):
+            self.fail(s, f"{base.spelling} has {len(b.value)} components")
+        return b.value, k
+
+    def vector_values(self, c, width):
+        """A float vector value: (tuple of FloatExpr, statements to run first)."""
+        from clang.cindex import CursorKind as K
+        s = C.strip(c)
+        out: list = []
+        load = self.vector_load_of(s, width)
+        if load is not None:
+            names = tuple(f"{self.fresh('vec')}.{VECTOR_COMPONENTS[w]}" for w in range(width))
+            out += [S.DeclareFloat(n, None) for n in names]
+            out.append(load(names))
+            return tuple(S.Private(n) for n in names), out
+        if s.kind == K.DECL_REF_EXPR:
+            b = self.lookup(s.spelling)
+            if b is not None and b.kind == "vector" and len(b.value) == width:
+                return tuple(S.Private(n) for n in b.value), out
+        if s.kind == K.COMPOUND_LITERAL_EXPR and is_vector_type(s.type):
+            parts = C.children(C.children(s)[-1])
+            if len(parts) == width and not any(is_vector_type(C.strip(p).type)
+                                               for p in parts):
+                return tuple(self.float_expr(p, out) for p in parts), out
+            if len(parts) == 1:
+                return self.splat(self.float_expr(parts[0], out), width, out), out
+        if s.kind == K.CSTYLE_CAST_EXPR and is_vector_type(s.type):
+            inner = C.strip(C.children(s)[-1])
+            parts = C.children(inner) if inner.kind in (K.INIT_LIST_EXPR, K.PAREN_EXPR) or \
+                inner.kind.name == "PAREN_LIST_EXPR" else [inner]
+            if len(parts) == width:
+                return tuple(self.float_expr(p, out) for p in parts), out
+            if len(parts) == 1:
+                return self.splat(self.float_expr(parts[0], out), width, out), out
+        if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in ("+", "-", "*"):
+            a, b = C.children(s)
+            va, oa = self._vector_or_scalar(a, width)
+            vb, ob = self._vector_or_scalar(b, width)
+            op = C.binary_operator(s)
+            return tuple(S.FBinOp(op, x, y) for x, y in zip(va, vb)), oa + ob
+        self.fail(s, f"float{width} value: write vload{width}, a float{width} variable, "
+                     f"(float{width})(a, b, ...) or + - * of those")
+
+    def _vector_or_scalar(self, c, width):
+        if is_vector_type(C.strip(c).type):
+            return self.vector_values(c, width)
+        out: list = []
+        return self.splat(self.float_expr(c, out), width, out), out
+
+    def splat(self, value: S.FloatExpr, width: int, out: list) -> tuple:
+        """``value`` as every component of a float``width``: evaluated once, as C does (a
+        load or an operation in it is one load or FLOP, not ``width``), through a fresh
+        private float assigned in ``out`` unless it is a constant or a private already."""
+        if isinstance(value, (S.FConst, S.Private)):
+            return (value,) * width
+        name = self.fresh("scalar")
+        out += [S.DeclareFloat(name, None), S.Assign(name, value)]
+        return (S.Private(name),) * width
+
+    def vector_load_of(self, s, width):
+        """A function names -> VectorLoad when ``s`` loads a vector from memory, else None."""
+        from clang.cindex import CursorKind as K
+        ptr = None
+        if s.kind == K.CALL_EXPR and s.spelling in ("vload2", "vload4"):
+            if int(s.spelling[-1]) != width:
+                self.fail(s, f"{s.spelling} into a float{width}")
+            args = C.children(s)[1:]
+            base = self.pointer_expr(args[1])
+            ptr = self.offset(base, self.exact(args[0], True) * width)
+        elif s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "*":
+            ptr = self.pointer_expr(C.children(s)[0])
+        elif s.kind == K.ARRAY_SUBSCRIPT_EXPR:
+            e = self.element(s)
+            if e[0] == "vector_memory":
+                ptr = e[1]
+        if ptr is None:
+            return None
+        if ptr.width not in (1, width):
+            self.fail(s, f"float{ptr.width} access read as float{width}")
+        array, index = self.resolve(ptr, s)
+        return lambda names: S.VectorLoad(tuple(names), array, index)
+
+    def vector_assign(self, names, rhs) -> list:
+        s = C.strip(rhs)
+        load = self.vector_load_of(s, len(names))
+        if load is not None:
+            return [load(names)]
+        values, out = self.vector_values(s, len(names))
+        return out + [S.Assign(n, v) for n, v in zip(names, values)]
+
+    def vector_store(self, ptr, rhs, at) -> list:
+        width = ptr.width
+        values, out = self.vector_values(rhs, width)
+        return out + [self.vector_memory_store(ptr, width, values, at)]
+
+    def vector_memory_store(self, ptr, width, values, at):
+        if ptr.width not in (1, width):
+            self.fail(at, f"float{width} stored through a float{ptr.width} pointer")
+        array, index = self.resolve(ptr, at, store=True)
+        return S.VectorStore(array, index, tuple(values))
