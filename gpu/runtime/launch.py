@@ -8,8 +8,9 @@ Typical use::
     ref, abs_prod = reference_product(a, b)
     check_result(result.outputs["C"], ref, k, abs_prod).raise_if_bad("C")
 
-Device choice lives in :mod:`gpu.devices.device`, the tolerance in :mod:`simulator.engine.tolerance`; both
-are re-exported here.
+Device choice lives in :mod:`gpu.devices.device`, the tolerance in :mod:`simulator.engine.tolerance`,
+the launch limits in :mod:`gpu.runtime.launch_limits` and the result type in
+:mod:`gpu.runtime.run_result`; all are re-exported here.
 Times are seconds, taken from OpenCL profiling events (``CL_PROFILING_COMMAND_END -
 CL_PROFILING_COMMAND_START``), so they cover the kernel execution only, not the
 Python launch overhead or transfers. Where the device gives no profiling information, host
@@ -25,7 +26,7 @@ import time
 import warnings
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 import pyopencl as cl
@@ -36,16 +37,17 @@ from tiletraffic.gpu.devices.device import (POCL_INSTALL_HINT, DeviceError,
                                             list_devices, select_device)
 from tiletraffic.gpu.runtime import guard_zones as guard
 from tiletraffic.gpu.codegen.kernel import GeneratedKernel
+from tiletraffic.gpu.runtime.launch_limits import (LaunchConfigError, check_launch_limits,
+                                                   sizes_text)
 from tiletraffic.gpu.runtime.ptx import PtxError, with_directives
+from tiletraffic.gpu.runtime.run_result import RunResult
 from tiletraffic.gpu.devices.kernel_resources import (NV_VERBOSE, BuildLogError,
                                                       KernelResources, is_nvidia_platform,
                                                       parse_ptxas_log)
 from tiletraffic.simulator.engine import tolerance as _tolerance
-from tiletraffic.simulator.engine.limits import launch_limit_problems
 from tiletraffic.simulator.engine.reference import reference_product  # re-exported
 from tiletraffic.simulator.engine.tolerance import (PROBABILISTIC_LAMBDA, UNIT_ROUNDOFF_F32,
                                                     error_factor)
-from tiletraffic.simulator.ir.nodes import ndrange_problems
 from tiletraffic.simulator.engine.unwritten import unwritten_fill
 
 from tiletraffic.gpu.runtime.launch_counts import MIN_REPEAT, check_launch_counts  # their limits
@@ -76,10 +78,6 @@ class KernelBuildError(TiletrafficGpuError):
 
 class RegisterBudgetError(TiletrafficGpuError, ValueError):
     """A register budget (``max_registers``) asked of a platform that offers none."""
-
-
-class LaunchConfigError(TiletrafficGpuError, ValueError):
-    """The launch geometry or local memory does not fit the device or kernel; nothing was launched."""
 
 
 class LaunchError(TiletrafficGpuError):
@@ -189,166 +187,7 @@ def _build(target: Target, program, options):
         raise KernelBuildError(f"OpenCL build failed on {target.name}:\n{log}", log) from err
 
 
-# ---------------------------------------------------------------- launch checks
-
-
-def _sizes(sizes: tuple[int, ...]) -> str:
-    return " x ".join(str(s) for s in sizes)
-
-
-def check_launch_limits(
-    kernel: GeneratedKernel,
-    limits: DeviceLimits,
-    kernel_max_work_group_size: int | None = None,
-    required_local_size: tuple[int, ...] | None = None,
-) -> None:
-    """Refuse a launch that OpenCL would reject or that could not run, before launching it.
-
-    Checks: 1 to len(max_work_item_sizes) dimensions, ``global_size`` and
-    ``local_size`` of equal length; every ``global_size[d]`` a positive multiple
-    of ``local_size[d] >= 1`` (:func:`simulator.ir.nodes.ndrange_problems`, the check
-    every :class:`~simulator.ir.nodes.Schedule` passes at construction); and, with the
-    simulator's own check (:func:`simulator.engine.limits.launch_limit_problems`, the same
-    messages), ``local_size[d] <= limits.max_work_item_sizes[d]``;
-    work-items per work-group ``<= limits.max_work_group_size`` and
-    ``<= kernel_max_work_group_size`` (``CL_KERNEL_WORK_GROUP_SIZE``: registers and
-    local memory of the compiled kernel may lower it; when the kernel was compiled for
-    exactly this size with ``reqd_work_group_size``, a lower reported maximum only warns,
-    since NVIDIA's driver reports 256 for kernels it runs at 1024); ``kernel.local_mem_bytes <=
-    limits.local_mem_bytes``; and ``local_size`` equal to the kernel's
-    ``reqd_work_group_size`` attribute when given (``required_local_size``,
-    ``CL_KERNEL_COMPILE_WORK_GROUP_SIZE``; all zeros means none).
-
-    Raises:
-        LaunchConfigError: listing every violated limit, each with both numbers.
-    """
-    gsize, lsize = tuple(kernel.global_size), tuple(kernel.local_size)
-    dims = len(limits.max_work_item_sizes)
-    # the NDRange check the simulator's Schedule makes too (same words)
-    problems: list[str] = ndrange_problems(gsize, lsize)
-    if len(lsize) > dims:
-        problems.append(f"{len(lsize)} NDRange dimensions, the device has {dims}")
-    items = kernel.work_group_items
-    compiled_for_it = (required_local_size is not None and
-                       tuple(required_local_size) == lsize + (1,) * (3 - len(lsize)))
-    if kernel_max_work_group_size is not None and compiled_for_it and \
-            kernel_max_work_group_size < items <= limits.max_work_group_size:
-        # The compiler accepted reqd_work_group_size for exactly this size, so the
-        # reported maximum is advisory. NVIDIA's OpenCL driver reports 256 for every
-        # kernel, yet runs 32 x 32 work-groups of kernels compiled for them (checked on
-        # the H200: reports/nvidia-h200/h200_raw.json.gz, opencl_work_group_probe). The
-        # result is still checked against numpy before any time counts.
-        warnings.warn(
-            f"{kernel.name}: work-group of {items} work-items exceeds the "
-            f"CL_KERNEL_WORK_GROUP_SIZE of {kernel_max_work_group_size} reported on "
-            f"{limits.name}, but the kernel was compiled for exactly {_sizes(lsize)} "
-            "(reqd_work_group_size): launching", RuntimeWarning, stacklevel=2)
-        kernel_max_work_group_size = None
-    problems += launch_limit_problems(lsize, kernel.local_mem_bytes, limits,
-                                      kernel_max_work_group_size)
-    if required_local_size is not None and any(required_local_size):
-        padded = lsize + (1,) * (len(required_local_size) - len(lsize))
-        if padded != tuple(required_local_size):
-            problems.append(
-                f"local size ({_sizes(lsize)}) differs from the kernel's reqd_work_group_size "
-                f"({_sizes(tuple(required_local_size))})"
-            )
-    if problems:
-        raise LaunchConfigError(f"cannot launch {kernel.name!r}: " + "; ".join(problems))
-
-
 # ---------------------------------------------------------------- launch and time
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """Outputs and timings of one :func:`run_kernel` call.
-
-    Attributes:
-        outputs: ``global_out`` / ``global_inout`` argument name -> float32 array of the
-            last launch, shaped like the array passed in; elements the kernel never wrote
-            hold the NaN ``simulator.engine.unwritten.UNWRITTEN_BITS``.
-        kernel_name, schedule_name: from the kernel.
-        build_time_s: seconds spent building (0.0 when ``build_cached``).
-        build_cached: the program came from the target's program cache.
-        kernel_times_s: execution time of each timed launch in seconds
-            (``repeat`` values; warm-up launches excluded).
-        median_s, min_s, max_s: statistics of ``kernel_times_s``.
-        device_slug, device_name: the device it ran on.
-        global_size, local_size: the NDRange launched (work-items).
-        warmup: number of untimed launches before the timed ones.
-        timing: ``"profiling"`` (OpenCL profiling events: kernel execution only) or
-            ``"host"`` (wall time around launch and wait, launch overhead included; used,
-            with a warning, where the device gives no profiling information).
-        output_digests: CRC-32 of the outputs' bytes after each launch, warm-up included.
-        distinct_outputs: different outputs among the launches (1 for a deterministic
-            kernel; more means the kernel is nondeterministic).
-        checked_launches: launches (0-based, warm-up included) whose outputs went through
-            ``check_output``: the first, the last, and the first of every other distinct
-            output.
-        resources: registers, spills and memory of the compiled kernel as the driver
-            reports them (:func:`kernel_resources`); registers ``None`` where it does not.
-            For a sequence of kernels: the first kernel's (``kernel_resources``: each's);
-            ``kernel_name`` the names joined by ``+``, ``global_size``/``local_size`` the
-            first kernel's.
-    """
-
-    outputs: dict[str, np.ndarray]
-    kernel_name: str
-    schedule_name: str
-    build_time_s: float
-    build_cached: bool
-    kernel_times_s: tuple[float, ...]
-    median_s: float
-    min_s: float
-    max_s: float
-    device_slug: str
-    device_name: str
-    global_size: tuple[int, ...]
-    local_size: tuple[int, ...]
-    warmup: int
-    timing: str = "profiling"
-    output_digests: tuple[int, ...] = ()
-    distinct_outputs: int = 1
-    checked_launches: tuple[int, ...] = ()
-    resources: KernelResources | None = None
-    kernel_resources: tuple[KernelResources | None, ...] = ()
-    """Each kernel's resources, in launch order (one entry for one kernel)."""
-    stores_outside: dict[str, int] | None = None
-    """With ``guard_zones``: buffer name -> words the first launch stored into the zones
-    around it (:mod:`gpu.runtime.guard_zones`; empty: none); None without guard zones."""
-
-    @property
-    def registers_per_work_item(self) -> int | None:
-        """Registers per work-item of the compiled kernel where the driver reports them
-        (NVIDIA: its ``-cl-nv-verbose`` build log), else None."""
-        return self.resources.registers_per_work_item if self.resources else None
-
-    def as_dict(self) -> dict:
-        """JSON-ready summary (everything except ``outputs``)."""
-        return {
-            "kernel_name": self.kernel_name, "schedule_name": self.schedule_name,
-            "build_time_s": self.build_time_s, "build_cached": self.build_cached,
-            "kernel_times_s": list(self.kernel_times_s), "median_s": self.median_s,
-            "min_s": self.min_s, "max_s": self.max_s, "device_slug": self.device_slug,
-            "device_name": self.device_name, "global_size": list(self.global_size),
-            "local_size": list(self.local_size), "warmup": self.warmup, "timing": self.timing,
-            "output_digests": list(self.output_digests),
-            "distinct_outputs": self.distinct_outputs,
-            "checked_launches": list(self.checked_launches),
-            "registers_per_work_item": self.registers_per_work_item,
-            "kernel_resources": self.resources.to_dict() if self.resources else None,
-            **({"registers_per_kernel": list(self.registers_per_kernel)}
-               if len(self.kernel_resources) > 1 else {}),
-            **({"stores_outside": dict(self.stores_outside)}
-               if self.stores_outside is not None else {}),
-        }
-
-    @property
-    def registers_per_kernel(self) -> tuple[int | None, ...]:
-        """Registers per work-item of each kernel, in launch order."""
-        return tuple(r.registers_per_work_item if r else None
-                     for r in self.kernel_resources or (self.resources,))
 
 
 LAUNCH_INDEX_ARG = "launch_index"
@@ -433,6 +272,311 @@ def build_kernel(target: Target, kernel: GeneratedKernel):
                                               built.how)
 
 
+class _BuiltKernel(NamedTuple):
+    """One kernel of a launch, built: the kernel, its ``cl.Kernel``, the build and what the
+    driver reports of it."""
+
+    kernel: GeneratedKernel
+    cl_kernel: Any
+    built: BuildResult
+    resources: KernelResources
+
+
+@dataclass(frozen=True)
+class _Buffers:
+    """The buffers of one :func:`run_kernel` call.
+
+    Attributes:
+        kinds: every buffer argument -> its kind, as the first kernel using it sees it.
+        written: the buffers some kernel writes, in ``kinds`` order.
+        outs: the buffers read back and fingerprinted after each launch.
+        fills: each written buffer's contents before every launch (the unwritten NaN for a
+            ``global_out``, the input for a ``global_inout``).
+        align: base-address alignment of guard zones in bytes (1 without them).
+    """
+
+    kinds: dict[str, str]
+    written: list[str]
+    outs: list[str]
+    fills: dict[str, np.ndarray]
+    align: int
+
+
+@dataclass
+class _Launches:
+    """What the launches of one :func:`run_kernel` call recorded, launch by launch.
+
+    Attributes:
+        profiling: profiling-event times are still being taken.
+        times, host_times: profiling and host times of the timed launches (seconds).
+        digests: CRC-32 of the outputs after each launch, warm-up included.
+        checked: launches whose outputs went through ``check_output``.
+        results: the outputs of the last launch read back.
+        outside: with guard zones, the words the first launch stored into them per buffer.
+    """
+
+    profiling: bool
+    times: list[float] = dataclasses.field(default_factory=list)
+    host_times: list[float] = dataclasses.field(default_factory=list)
+    digests: list[int] = dataclasses.field(default_factory=list)
+    checked: list[int] = dataclasses.field(default_factory=list)
+    results: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    outside: dict[str, int] | None = None
+
+
+def _check_call(kernels: list[GeneratedKernel], arrays: dict[str, np.ndarray],
+                scalars: dict[str, int]) -> None:
+    """Refuse a call without kernels, or with arguments that do not fit them.
+
+    Raises:
+        ValueError: no kernel, an unknown argument kind, a missing or unexpected
+            argument, a non-contiguous or empty array, a scalar out of the int32 range.
+        TypeError: an array is not float32 or a scalar is not an int.
+    """
+    if not kernels:
+        raise ValueError("run_kernel needs at least one kernel")
+    for k in kernels:
+        _check_arguments(k, {a.name: arrays[a.name] for a in k.args
+                             if a.kind != "int" and a.name in arrays},
+                         {a.name: scalars[a.name] for a in k.args
+                          if a.kind == "int" and a.name in scalars})
+    used = {a.name for k in kernels for a in k.args}
+    extra = sorted((set(arrays) | set(scalars)) - used)
+    if extra:
+        raise ValueError(f"{'+'.join(k.name for k in kernels)}: unexpected arguments {extra}")
+
+
+def _build_for_launch(target: Target, kernel: GeneratedKernel) -> _BuiltKernel:
+    """Build ``kernel`` (:func:`build_kernel`) and check its launch against the device's and
+    the compiled kernel's limits.
+
+    Raises:
+        KernelBuildError: the build failed or the program lacks the kernel.
+        LaunchConfigError: the launch does not fit (:func:`check_launch_limits`), or the
+            compiled kernel takes another number of arguments than ``kernel.args``.
+    """
+    cl_kernel, built, resources = build_kernel(target, kernel)
+    info = cl.kernel_work_group_info
+    kernel_max = int(cl_kernel.get_work_group_info(info.WORK_GROUP_SIZE, target.device))
+    try:
+        required = tuple(int(s) for s in cl_kernel.get_work_group_info(
+            info.COMPILE_WORK_GROUP_SIZE, target.device))
+    except cl.Error:
+        required = None
+    check_launch_limits(kernel, target.limits, kernel_max, required)
+    if cl_kernel.num_args != len(kernel.args):
+        raise LaunchConfigError(
+            f"kernel {kernel.name!r} takes {cl_kernel.num_args} arguments but the "
+            f"GeneratedKernel lists {len(kernel.args)}")
+    return _BuiltKernel(kernel, cl_kernel, built, resources)
+
+
+def _where(target: Target, kernels: list[GeneratedKernel]) -> str:
+    """The launch as messages name it: the kernel with its NDRange, or the kernels."""
+    first = kernels[0]
+    if len(kernels) == 1:
+        return (f"kernel {first.name!r} (global {sizes_text(first.global_size)}, local "
+                f"{sizes_text(first.local_size)}) on {target.name}")
+    return f"kernels {'+'.join(k.name for k in kernels)!r} on {target.name}"
+
+
+def _plan_buffers(target: Target, kernels: list[GeneratedKernel],
+                  arrays: dict[str, np.ndarray], outputs: Sequence[str] | None,
+                  guard_zones: bool) -> _Buffers:
+    """The buffers of the launch, which are written and read back, and their fills.
+
+    Raises:
+        ValueError: ``outputs`` names a buffer no kernel writes.
+    """
+    kinds: dict[str, str] = {}
+    for k in kernels:           # a buffer's kind: as the first kernel using it sees it
+        for a in k.args:
+            if a.kind != "int":
+                kinds.setdefault(a.name, a.kind)
+    written = [n for n in kinds if any(a.name == n and a.kind in OUTPUT_KINDS
+                                       for k in kernels for a in k.args)]
+    outs = list(outputs) if outputs is not None else written
+    unknown = sorted(set(outs) - set(written))
+    if unknown:
+        raise ValueError(f"{'+'.join(k.name for k in kernels)}: outputs {unknown} are not "
+                         "written by any kernel")
+    fills = {n: (unwritten_fill(arrays[n].shape) if kinds[n] == "global_out" else arrays[n])
+             for n in written}
+    align = _base_align_bytes(target) if guard_zones else 1
+    return _Buffers(kinds, written, outs, fills, align)
+
+
+def _allocate(target: Target, arrays: dict[str, np.ndarray], plan: _Buffers,
+              guard_zones: bool, buffers: dict[str, Any],
+              guarded: dict[str, guard.GuardedBuffer]) -> None:
+    """Create the device buffers into ``buffers`` (and ``guarded``, with guard zones), one
+    at a time, so that the caller releases those made before a failure."""
+    mf = cl.mem_flags
+    for n in plan.kinds:
+        if guard_zones:
+            guarded[n] = guard.allocate(cl, target.context, target.queue,
+                                        arrays[n].nbytes, plan.align,
+                                        None if n in plan.written else arrays[n])
+            buffers[n] = guarded[n].buffer
+        elif n not in plan.written:
+            buffers[n] = cl.Buffer(target.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
+                                   hostbuf=arrays[n])
+        else:
+            buffers[n] = cl.Buffer(target.context, mf.READ_WRITE, size=arrays[n].nbytes)
+
+
+def _set_arguments(built_kernels: list[_BuiltKernel], buffers: dict[str, Any],
+                   scalars: dict[str, int]) -> list[int | None]:
+    """Set every kernel's arguments; return the position of each kernel's
+    :data:`LAUNCH_INDEX_ARG` argument (None where it has none)."""
+    launch_args = []
+    for k, cl_kernel, _, _ in built_kernels:
+        cl_kernel.set_args(*[buffers[a.name] if a.kind != "int"
+                             else np.int32(scalars[a.name]) for a in k.args])
+        launch_args.append(next((i for i, a in enumerate(k.args)
+                                 if a.kind == "int" and a.name == LAUNCH_INDEX_ARG), None))
+    return launch_args
+
+
+def _launch_once(target: Target, built_kernels: list[_BuiltKernel], plan: _Buffers,
+                 buffers: dict[str, Any], launch_args: list[int | None],
+                 launch: int) -> tuple[list, float]:
+    """Refill the written buffers, pass the launch number, run the kernels in order and
+    wait for the last; return their events and the host seconds from enqueue to end."""
+    for n in plan.written:
+        cl.enqueue_copy(target.queue, buffers[n], plan.fills[n])
+    for (k, cl_kernel, _, _), index in zip(built_kernels, launch_args):
+        if index is not None:
+            cl_kernel.set_arg(index, np.int32(launch))
+    target.queue.finish()
+    start = time.perf_counter()
+    events = [cl.enqueue_nd_range_kernel(target.queue, cl_kernel, k.global_size,
+                                         k.local_size)
+              for k, cl_kernel, _, _ in built_kernels]
+    events[-1].wait()
+    return events, time.perf_counter() - start
+
+
+def _record_time(target: Target, state: _Launches, events: list, host_s: float) -> None:
+    """Record a timed launch: its host time, and its profiling time (first kernel's start
+    to last kernel's end) while profiling works; the first failure to read one ends the
+    profiling times, with a :class:`ProfilingUnavailableWarning`."""
+    state.host_times.append(host_s)
+    if state.profiling:
+        try:
+            state.times.append((events[-1].profile.end - events[0].profile.start) * 1e-9)
+        except cl.Error as err:  # e.g. PROFILING_INFO_NOT_AVAILABLE
+            state.profiling = False
+            # attributed to run_kernel's caller: through _launch_all and run_kernel
+            _warn_no_profiling(target, f"reading a launch's profiling times failed ({err})",
+                               stacklevel=5)
+
+
+def _read_back(target: Target, arrays: dict[str, np.ndarray], plan: _Buffers,
+               buffers: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The ``outs`` buffers copied to float32 arrays shaped like ``arrays``."""
+    results = {}
+    for n in plan.outs:
+        out = np.empty(arrays[n].shape, dtype=np.float32)
+        cl.enqueue_copy(target.queue, out, buffers[n]).wait()
+        results[n] = out
+    return results
+
+
+def _check_launch(state: _Launches, launch: int, warmup: int, total: int, where: str,
+                  check_output: Callable[[int, dict[str, np.ndarray]], None] | None) -> None:
+    """Fingerprint the launch's outputs; check the first, the last and every new one.
+
+    Raises:
+        ResultMismatchError: what ``check_output`` raised (with guard zones, naming the
+            stores outside the buffers); without ``check_output``, an output that differs
+            from the first launch's.
+    """
+    digest = _digest(state.results)
+    new = digest not in state.digests
+    state.digests.append(digest)
+    if not (launch in (0, total - 1) or new):
+        return
+    state.checked.append(launch)
+    if check_output is not None:
+        try:
+            check_output(launch, state.results)
+        except ResultMismatchError as err:
+            if state.outside is None:
+                raise
+            raise ResultMismatchError(f"{err}; {guard.describe(state.outside)}",
+                                      launch=err.launch, check=err.check) from None
+    elif new and launch > 0:
+        raise ResultMismatchError(
+            f"{where}: the output of {_describe_launch(launch, warmup, total)} "
+            f"differs from that of launch 1 (CRC-32 {digest:08x} vs "
+            f"{state.digests[0]:08x}); pass check_output to check each distinct output",
+            launch=launch)
+
+
+def _launch_all(target: Target, built_kernels: list[_BuiltKernel], plan: _Buffers,
+                state: _Launches, arrays: dict[str, np.ndarray], scalars: dict[str, int],
+                warmup: int, total: int, where: str,
+                check_output: Callable[[int, dict[str, np.ndarray]], None] | None,
+                guard_zones: bool) -> None:
+    """Allocate the buffers, run ``total`` launches (the first ``warmup`` untimed), read
+    back, fingerprint and check each into ``state``; release the buffers in every case.
+
+    Raises:
+        LaunchError: OpenCL failed while creating buffers, launching or reading back.
+        ResultMismatchError: as :func:`_check_launch`.
+    """
+    buffers: dict[str, Any] = {}
+    guarded: dict[str, guard.GuardedBuffer] = {}
+    try:
+        _allocate(target, arrays, plan, guard_zones, buffers, guarded)
+        launch_args = _set_arguments(built_kernels, buffers, scalars)
+        for launch in range(total):
+            events, host_s = _launch_once(target, built_kernels, plan, buffers, launch_args,
+                                          launch)
+            if launch >= warmup:
+                _record_time(target, state, events, host_s)
+            state.results = _read_back(target, arrays, plan, buffers)
+            if guard_zones and launch == 0:
+                state.outside = guard.stores_outside(cl, target.queue, guarded)
+            _check_launch(state, launch, warmup, total, where, check_output)
+    except cl.Error as err:
+        raise LaunchError(f"OpenCL error running {where}: {err}") from err
+    finally:
+        for n, buffer in buffers.items():
+            (guarded[n] if n in guarded else buffer).release()
+
+
+def _run_result(target: Target, built_kernels: list[_BuiltKernel], state: _Launches,
+                times: list[float], warmup: int) -> RunResult:
+    """The :class:`RunResult` of the launches recorded in ``state``, timed by ``times``."""
+    first = built_kernels[0].kernel
+    builds = [b for _, _, b, _ in built_kernels]
+    return RunResult(
+        outputs=state.results,
+        kernel_name="+".join(b.kernel.name for b in built_kernels),
+        schedule_name=first.schedule_name,
+        build_time_s=sum(b.build_time_s for b in builds),
+        build_cached=all(b.cached for b in builds),
+        kernel_times_s=tuple(times),
+        median_s=float(np.median(times)),
+        min_s=min(times),
+        max_s=max(times),
+        device_slug=target.slug,
+        device_name=target.name,
+        global_size=tuple(first.global_size),
+        local_size=tuple(first.local_size),
+        warmup=warmup,
+        timing="profiling" if state.profiling else "host",
+        output_digests=tuple(state.digests),
+        distinct_outputs=len(set(state.digests)),
+        checked_launches=tuple(state.checked),
+        resources=built_kernels[0].resources,
+        kernel_resources=tuple(b.resources for b in built_kernels),
+        stores_outside=state.outside,
+    )
+
+
 def run_kernel(
     target: Target,
     kernel: GeneratedKernel | Sequence[GeneratedKernel],
@@ -506,173 +650,25 @@ def run_kernel(
     """
     check_launch_counts(repeat, warmup)   # gpu.runtime.launch_counts: the limits of both
     kernels = [kernel] if isinstance(kernel, GeneratedKernel) else list(kernel)
-    if not kernels:
-        raise ValueError("run_kernel needs at least one kernel")
-    for k in kernels:
-        _check_arguments(k, {a.name: arrays[a.name] for a in k.args
-                             if a.kind != "int" and a.name in arrays},
-                         {a.name: scalars[a.name] for a in k.args
-                          if a.kind == "int" and a.name in scalars})
-    used = {a.name for k in kernels for a in k.args}
-    extra = sorted((set(arrays) | set(scalars)) - used)
-    if extra:
-        raise ValueError(f"{'+'.join(k.name for k in kernels)}: unexpected arguments {extra}")
-
-    built_kernels = []
-    for k in kernels:
-        cl_kernel, built, resources = build_kernel(target, k)
-        info = cl.kernel_work_group_info
-        kernel_max = int(cl_kernel.get_work_group_info(info.WORK_GROUP_SIZE, target.device))
-        try:
-            required = tuple(int(s) for s in cl_kernel.get_work_group_info(
-                info.COMPILE_WORK_GROUP_SIZE, target.device))
-        except cl.Error:
-            required = None
-        check_launch_limits(k, target.limits, kernel_max, required)
-        if cl_kernel.num_args != len(k.args):
-            raise LaunchConfigError(
-                f"kernel {k.name!r} takes {cl_kernel.num_args} arguments but the "
-                f"GeneratedKernel lists {len(k.args)}")
-        built_kernels.append((k, cl_kernel, built, resources))
-
-    first = kernels[0]
-    name = "+".join(k.name for k in kernels)
-    where = (f"kernel {first.name!r} (global {_sizes(first.global_size)}, local "
-             f"{_sizes(first.local_size)}) on {target.name}" if len(kernels) == 1 else
-             f"kernels {name!r} on {target.name}")
+    _check_call(kernels, arrays, scalars)
+    built_kernels = [_build_for_launch(target, k) for k in kernels]
+    where = _where(target, kernels)
     total = warmup + repeat
-    profiling = queue_has_profiling(target.queue)
-    if not profiling:
+    state = _Launches(profiling=queue_has_profiling(target.queue))
+    if not state.profiling:
         _warn_no_profiling(target, "its command queue was created without "
                                    "CL_QUEUE_PROFILING_ENABLE")
-    kinds: dict[str, str] = {}
-    for k in kernels:           # a buffer's kind: as the first kernel using it sees it
-        for a in k.args:
-            if a.kind != "int":
-                kinds.setdefault(a.name, a.kind)
-    written = [n for n in kinds if any(a.name == n and a.kind in OUTPUT_KINDS
-                                       for k in kernels for a in k.args)]
-    outs = list(outputs) if outputs is not None else written
-    unknown = sorted(set(outs) - set(written))
-    if unknown:
-        raise ValueError(f"{name}: outputs {unknown} are not written by any kernel")
-    fills = {n: (unwritten_fill(arrays[n].shape) if kinds[n] == "global_out" else arrays[n])
-             for n in written}
-    mf = cl.mem_flags
-    buffers: dict[str, Any] = {}
-    times: list[float] = []
-    host_times: list[float] = []
-    digests: list[int] = []
-    checked: list[int] = []
-    results: dict[str, np.ndarray] = {}
-    guarded: dict[str, guard.GuardedBuffer] = {}
-    outside: dict[str, int] | None = None
-    align = _base_align_bytes(target) if guard_zones else 1
-    try:
-        for n, kind in kinds.items():
-            if guard_zones:
-                guarded[n] = guard.allocate(cl, target.context, target.queue,
-                                            arrays[n].nbytes, align,
-                                            None if n in written else arrays[n])
-                buffers[n] = guarded[n].buffer
-            elif n not in written:
-                buffers[n] = cl.Buffer(target.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                                       hostbuf=arrays[n])
-            else:
-                buffers[n] = cl.Buffer(target.context, mf.READ_WRITE, size=arrays[n].nbytes)
-        launch_args = []
-        for k, cl_kernel, _, _ in built_kernels:
-            cl_kernel.set_args(*[buffers[a.name] if a.kind != "int"
-                                 else np.int32(scalars[a.name]) for a in k.args])
-            launch_args.append(next((i for i, a in enumerate(k.args)
-                                     if a.kind == "int" and a.name == LAUNCH_INDEX_ARG), None))
-        for launch in range(total):
-            for n in written:
-                cl.enqueue_copy(target.queue, buffers[n], fills[n])
-            for (k, cl_kernel, _, _), index in zip(built_kernels, launch_args):
-                if index is not None:
-                    cl_kernel.set_arg(index, np.int32(launch))
-            target.queue.finish()
-            start = time.perf_counter()
-            events = [cl.enqueue_nd_range_kernel(target.queue, cl_kernel, k.global_size,
-                                                 k.local_size)
-                      for k, cl_kernel, _, _ in built_kernels]
-            events[-1].wait()
-            host_s = time.perf_counter() - start
-            if launch >= warmup:
-                host_times.append(host_s)
-                if profiling:
-                    try:
-                        times.append((events[-1].profile.end - events[0].profile.start)
-                                     * 1e-9)
-                    except cl.Error as err:  # e.g. PROFILING_INFO_NOT_AVAILABLE
-                        profiling = False
-                        _warn_no_profiling(target, f"reading a launch's profiling times "
-                                                   f"failed ({err})")
-            results = {}
-            for n in outs:
-                out = np.empty(arrays[n].shape, dtype=np.float32)
-                cl.enqueue_copy(target.queue, out, buffers[n]).wait()
-                results[n] = out
-            if guard_zones and launch == 0:
-                outside = guard.stores_outside(cl, target.queue, guarded)
-            digest = _digest(results)
-            new = digest not in digests
-            digests.append(digest)
-            if launch in (0, total - 1) or new:
-                checked.append(launch)
-                if check_output is not None:
-                    try:
-                        check_output(launch, results)
-                    except ResultMismatchError as err:
-                        if outside is None:
-                            raise
-                        raise ResultMismatchError(f"{err}; {guard.describe(outside)}",
-                                                  launch=err.launch, check=err.check) from None
-                elif new and launch > 0:
-                    raise ResultMismatchError(
-                        f"{where}: the output of {_describe_launch(launch, warmup, total)} "
-                        f"differs from that of launch 1 (CRC-32 {digest:08x} vs "
-                        f"{digests[0]:08x}); pass check_output to check each distinct output",
-                        launch=launch)
-    except cl.Error as err:
-        raise LaunchError(f"OpenCL error running {where}: {err}") from err
-    finally:
-        for n, buffer in buffers.items():
-            (guarded[n] if n in guarded else buffer).release()
-
-    if not profiling:
-        times = host_times  # one clock for every launch
-    distinct = len(set(digests))
+    plan = _plan_buffers(target, kernels, arrays, outputs, guard_zones)
+    _launch_all(target, built_kernels, plan, state, arrays, scalars, warmup, total, where,
+                check_output, guard_zones)
+    times = state.times if state.profiling else state.host_times  # one clock for every launch
+    distinct = len(set(state.digests))
     if distinct > 1:
         warnings.warn(
             f"{where}: the outputs differ between launches ({distinct} distinct outputs in "
             f"{total} launches, each within tolerance): the kernel is nondeterministic",
             RuntimeWarning, stacklevel=2)
-    builds = [b for _, _, b, _ in built_kernels]
-    return RunResult(
-        outputs=results,
-        kernel_name=name,
-        schedule_name=first.schedule_name,
-        build_time_s=sum(b.build_time_s for b in builds),
-        build_cached=all(b.cached for b in builds),
-        kernel_times_s=tuple(times),
-        median_s=float(np.median(times)),
-        min_s=min(times),
-        max_s=max(times),
-        device_slug=target.slug,
-        device_name=target.name,
-        global_size=tuple(first.global_size),
-        local_size=tuple(first.local_size),
-        warmup=warmup,
-        timing="profiling" if profiling else "host",
-        output_digests=tuple(digests),
-        distinct_outputs=distinct,
-        checked_launches=tuple(checked),
-        resources=built_kernels[0][3],
-        kernel_resources=tuple(r for _, _, _, r in built_kernels),
-        stores_outside=outside,
-    )
+    return _run_result(target, built_kernels, state, times, warmup)
 
 
 def _base_align_bytes(target: Target) -> int:
@@ -729,11 +725,13 @@ def kernel_resources(target: Target, cl_kernel, name: str, log: str,
     return KernelResources(**queried, source=why)
 
 
-def _warn_no_profiling(target: Target, why: str) -> None:
+def _warn_no_profiling(target: Target, why: str, stacklevel: int = 3) -> None:
+    """Warn that the kernel times are host wall times; ``stacklevel`` as ``warnings.warn``
+    counts it from here (3: the caller of this function's caller)."""
     warnings.warn(
         f"OpenCL profiling is unavailable on {target.name}: {why}. Kernel times are host "
         "wall times around each launch and its wait (launch overhead included), not "
-        "profiling-event times", ProfilingUnavailableWarning, stacklevel=3)
+        "profiling-event times", ProfilingUnavailableWarning, stacklevel=stacklevel)
 
 
 # ---------------------------------------------------------------- result check

@@ -1,0 +1,126 @@
+"""The worker process of an Oclgrind run: ``python -m tiletraffic.gpu.oclgrind.worker``.
+
+Oclgrind reads its plugin switches (``OCLGRIND_INST_COUNTS``, ``OCLGRIND_DATA_RACES``,
+``OCLGRIND_UNINITIALIZED``, ``OCLGRIND_MAX_ERRORS``, ``OCLGRIND_LOG``) from the environment
+when its platform is loaded, i.e. once per process, so every launch runs in a fresh worker
+(started by :func:`gpu.oclgrind.launcher.run_worker`, which sets that environment). The
+worker reads the launch from its standard input, fills the inputs with standard-normal
+float32 values (never constant), builds with the Oclgrind platform, launches once and writes
+a small JSON result file. Oclgrind's instruction counter prints on the worker's standard
+output, its diagnostics go to ``OCLGRIND_LOG`` (API-check messages to standard error).
+numpy and pyopencl are imported only when the worker runs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
+
+__all__ = ["OCLGRIND_PLATFORM", "EXIT_NO_PLATFORM", "EXIT_BUILD_FAILED", "worker_main"]
+
+OCLGRIND_PLATFORM = "Oclgrind"
+"""Substring of the OpenCL platform name of Oclgrind."""
+
+EXIT_NO_PLATFORM = 3
+"""Exit status of a worker that found no Oclgrind platform."""
+EXIT_BUILD_FAILED = 4
+"""Exit status of a worker whose kernel did not build (the result file holds the log)."""
+_RESULT_MARKER = "tiletraffic-oclgrind-result"
+
+_PROBE_SOURCE = """
+__kernel void tiletraffic_probe_addresses(__global ulong *out, {params})
+{{
+{body}
+}}
+"""
+
+
+def worker_main() -> int:
+    """Run the launch described on standard input; return the process exit status.
+
+    Standard input: JSON ``{"spec": LaunchSpec fields, "mode": "counts" | "check" |
+    "check-api", "result_path": path}``. Writes ``{"ok": True, "marker": ..., "buffers":
+    {name: [base address, bytes]}}`` (``buffers`` empty in ``"counts"`` mode) or, when the
+    build fails, ``{"ok": False, "build_log": ...}`` to ``result_path``.
+
+    Returns:
+        0 after one launch; :data:`EXIT_NO_PLATFORM` without an Oclgrind platform;
+        :data:`EXIT_BUILD_FAILED` when the kernel does not build.
+    """
+    import numpy as np
+    import pyopencl as cl
+
+    request = json.loads(sys.stdin.read())
+    spec, mode, result_path = request["spec"], request["mode"], request["result_path"]
+
+    def write(result: dict) -> None:
+        Path(result_path).write_text(json.dumps(result))
+
+    platforms = [p for p in cl.get_platforms() if OCLGRIND_PLATFORM.lower() in p.name.lower()]
+    if not platforms:
+        print("no Oclgrind OpenCL platform", file=sys.stderr)
+        return EXIT_NO_PLATFORM
+    device = platforms[0].get_devices()[0]
+    ctx = cl.Context([device])
+    queue = cl.CommandQueue(ctx)
+    try:
+        program = cl.Program(ctx, spec["source"]).build(options=list(spec["build_options"]))
+    except cl.Error as err:
+        write({"ok": False, "build_log": str(err)})
+        return EXIT_BUILD_FAILED
+    kernel = getattr(program, spec["kernel_name"])
+    buffer_names = [name for name, kind in spec["args"] if kind != "int"]
+    probe = None
+    if mode != "counts" and buffer_names:
+        # A tiny kernel writes (ulong)pointer of every buffer: Oclgrind's base addresses,
+        # to name the buffer of a global address in a diagnostic.
+        params = ", ".join(f"__global float *p{i}" for i in range(len(buffer_names)))
+        body = "\n".join(f"    out[{i}] = (ulong)p{i};" for i in range(len(buffer_names)))
+        probe = cl.Program(ctx, _PROBE_SOURCE.format(params=params, body=body)).build()
+        probe = probe.tiletraffic_probe_addresses
+    if mode == "check-api":
+        # Oclgrind reads OCLGRIND_CHECK_API at every API error. Turned on only now, after the
+        # builds: pyopencl's own probing queries while building (clGetDeviceInfo with a
+        # parameter Oclgrind does not know, CL_INVALID_VALUE) are not the kernel's fault.
+        os.environ["OCLGRIND_CHECK_API"] = "1"
+
+    rng = np.random.default_rng(spec["seed"])
+    args, bufs = [], []
+    mf = cl.mem_flags
+    for name, kind in spec["args"]:
+        if kind == "int":
+            args.append(np.int32(spec["scalars"][name]))
+            continue
+        n = int(spec["array_elems"][name])
+        if kind in ("global_in", "global_inout"):
+            host = rng.standard_normal(max(n, 1)).astype(np.float32)
+            while host.size > 1 and np.all(host == host[0]):
+                host = rng.standard_normal(host.size).astype(np.float32)
+            access = mf.READ_ONLY if kind == "global_in" else mf.READ_WRITE
+            buf = cl.Buffer(ctx, access | mf.COPY_HOST_PTR, hostbuf=host)
+        else:
+            buf = cl.Buffer(ctx, mf.READ_WRITE, max(n, 1) * FLOAT_BYTES)
+        args.append(buf)
+        bufs.append(buf)
+
+    buffers = {}
+    if probe is not None:
+        bases = np.zeros(len(bufs), dtype=np.uint64)
+        out_buf = cl.Buffer(ctx, mf.WRITE_ONLY, bases.nbytes)
+        probe(queue, (1,), (1,), out_buf, *bufs)
+        cl.enqueue_copy(queue, bases, out_buf)
+        buffers = {n: (int(b), int(spec["array_elems"][n]) * FLOAT_BYTES)
+                   for n, b in zip(buffer_names, bases)}
+
+    kernel(queue, tuple(spec["global_size"]), tuple(spec["local_size"]), *args)
+    queue.finish()
+    sys.stdout.flush()
+    write({"ok": True, "marker": _RESULT_MARKER, "buffers": buffers})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(worker_main())
