@@ -57,6 +57,17 @@ class LaunchFileError(ValueError):
     """A launch file that cannot describe a launch (see the module docstring)."""
 
 
+def source_text(data: bytes) -> str:
+    """An OpenCL C file's text: UTF-8, or where its bytes are not UTF-8 (a Latin-1 byte in a
+    comment, say), each byte as the Latin-1 character of that value, as a C compiler reads
+    a byte it does not interpret. OpenCL C's own tokens are ASCII, so the kernel is the same
+    either way."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
 def is_launch_spec(spec) -> bool:
     """Whether SCHEDULE names a launch file (ends in ``.toml``)."""
     return isinstance(spec, (str, Path)) and str(spec).endswith(SUFFIX)
@@ -152,7 +163,7 @@ def read(path, overrides: dict | None = None, params: dict | None = None) -> Lau
     """
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise LaunchFileError(f"{path}: no such launch file") from None
     except (OSError, UnicodeDecodeError) as err:
@@ -299,8 +310,8 @@ def schedule(launch: LaunchFile) -> Schedule:
             args[name] = launch.value(where, raw)
     source_path = launch.source_path
     try:
-        source = source_path.read_text()
-    except (OSError, UnicodeDecodeError) as err:
+        source = source_text(source_path.read_bytes())
+    except OSError as err:
         raise launch.error("source", f"{source_path} cannot be read ({err})") from None
     try:
         sch = parse_kernel(source, launch.kernel, sizes["global_size"], sizes["local_size"],

@@ -288,3 +288,16 @@ def test_a_helper_in_an_included_header_under_a_relative_include_folder(tmp_path
     (tmp_path / "inc" / "helpers.h").write_text("inline float sq(float x) { return x / x; }\n")
     with pytest.raises(ValueError, match=r"inc/helpers\.h:1:\d+: float division"):
         tt.build(str(path))
+
+
+def test_a_latin1_byte_in_a_comment_is_read_as_compilers_read_it(folder):
+    """OpenCL compilers take any byte in a comment; a Latin-1 "é" (0xE9, no UTF-8) in the
+    kernel's comment gives the same schedule and counts as the UTF-8 file."""
+    utf8 = (folder / "mm_tiled.cl").read_bytes()
+    (folder / "latin1.cl").write_bytes(b"/* r\xe9sum\xe9: tiled GEMM */\n" + utf8)
+    plain = tt.build(str(write(folder, GOOD)))
+    latin1 = tt.build(str(write(folder, GOOD.replace('"mm_tiled.cl"', '"latin1.cl"'),
+                                "latin1.toml")))
+    assert latin1.extra["opencl"]["source"].startswith("/* r\u00e9sum\u00e9")
+    assert tt.simulate(latin1, compute_values=False).counts.to_dict() == \
+        tt.simulate(plain, compute_values=False).counts.to_dict()
