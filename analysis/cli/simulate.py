@@ -119,16 +119,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     if values and ref_fn is None and is_user_spec(schedule):
         skipped = NO_REFERENCE
     elif values:
-        from tiletraffic.gpu.runtime.launch import check_result
-        from tiletraffic.simulator.engine.sum_length import largest
-
-        try:
-            ref = reference(sch, inputs, ref_fn, sum_length=max(
-                [0, *(largest(v) for v in res.sum_lengths.values())]))
-        except ValueError as err:  # the user's reference: raised, wrong shape, not finite
-            raise click.UsageError(str(err)) from None
-        worst = check_result(np.asarray(res.outputs[ref.output]).reshape(ref.value.shape),
-                             ref.value, ref.k, ref.abs_product)
+        ref, worst = checked_result(sch, inputs, ref_fn, res)
     check = worst.error_over_tolerance if worst else None
     if as_json:
         p = sch.param_values
@@ -167,6 +158,28 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                    + "; add --values to also compute and check the result")
     if res.hazards:
         sys.exit(1)  # a fault found (--hazards report lists them all)
+
+
+def checked_result(sch, inputs, ref_fn, res):
+    """The float64 reference of ``sch``'s output (``ref_fn``'s, else the built-in one) with
+    the tolerance of the counted sum length, and the worst error of the simulated output
+    against it (``gpu.runtime.launch.check_result``).
+
+    Raises:
+        click.UsageError: the user's reference raised, or returned a wrong shape or values
+            that are not finite.
+    """
+    from tiletraffic.gpu.runtime.launch import check_result
+    from tiletraffic.simulator.engine.sum_length import largest
+
+    try:
+        ref = reference(sch, inputs, ref_fn, sum_length=max(
+            [0, *(largest(v) for v in res.sum_lengths.values())]))
+    except ValueError as err:  # the user's reference: raised, wrong shape, not finite
+        raise click.UsageError(str(err)) from None
+    worst = check_result(np.asarray(res.outputs[ref.output]).reshape(ref.value.shape),
+                         ref.value, ref.k, ref.abs_product)
+    return ref, worst
 
 
 def unproved_why(sch, classes: tuple[str | None, ...]) -> str | None:
