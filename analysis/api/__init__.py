@@ -9,7 +9,9 @@ same function):
 - :mod:`.tuning`: ``tune``, ``tune_kernel``.
 
 Importing any of them loads numpy only; OpenCL, plotting and page rendering are imported
-by the function that needs them.
+by the function that needs them. Each function names the facade as its module
+(:func:`facade_function`): ``help``, ``repr`` and the API page show it as ``tiletraffic.NAME``,
+the name it is called by.
 """
 from __future__ import annotations
 
@@ -23,3 +25,15 @@ def package_version() -> str:
         return metadata.version("tiletraffic")
     except metadata.PackageNotFoundError:
         return "0+unknown"
+
+
+FACADE = "tiletraffic"
+"""The module that re-exports the library's functions (``tiletraffic/__init__.py``)."""
+
+
+def facade_function(function):
+    """``function`` with ``__module__`` set to :data:`FACADE`: a function the facade
+    re-exports names the module it is imported from by its users (as numpy's functions name
+    ``numpy``); it is pickled, documented and shown by that name."""
+    function.__module__ = FACADE
+    return function

@@ -6,11 +6,13 @@ from __future__ import annotations
 from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.model.device_model import DeviceModel
 
+from tiletraffic.analysis.api import facade_function
 from tiletraffic.analysis.api.arguments import (SEED, check_argument_types,
                                                 check_schedule_argument)
 from tiletraffic.analysis.device_model import resolve_device_model
 
 
+@facade_function
 def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warmup: int = 2,
         reference=None, seed: int | None = None, inputs: str = "normal",
         unchecked: bool = False):
@@ -57,6 +59,7 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
                          inputs=inputs, unchecked=unchecked)
 
 
+@facade_function
 def devices():
     """The OpenCL devices, as `tiletraffic devices` lists them: a list of
     `tiletraffic.gpu.devices.device_list.DeviceEntry` in `"P:D"` order (`.id`, `.info`: the
@@ -69,6 +72,7 @@ def devices():
     return device_entries()
 
 
+@facade_function
 def report(device: str | None = None, *, out="reports", quick: bool = False,
            repeat: int = 10, device_model: str | DeviceModel | None = None, targets=None,
            progress: bool = False):
@@ -105,6 +109,7 @@ def report(device: str | None = None, *, out="reports", quick: bool = False,
                        progress=progress, device_model=device_model, targets=targets)
 
 
+@facade_function
 def calibrate(device: str | None = None, *, quick: bool = False,
               base: str | DeviceModel | None = None, out=None):
     """Measure an OpenCL device with `tiletraffic calibrate`'s microbenchmarks

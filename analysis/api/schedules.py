@@ -9,9 +9,11 @@ from pathlib import Path
 from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.ir.sequence import KernelSequence
 
+from tiletraffic.analysis.api import facade_function
 from tiletraffic.analysis.api.arguments import check_argument_types, check_schedule_argument
 
 
+@facade_function
 def build(name: str, m: int | None = None, k: int | None = None, n: int | None = None,
           tile: int | None = None, chunk: int | None = None, **options) -> Schedule:
     """The schedule `name` at the given sizes.
@@ -53,6 +55,7 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
                    Sizes(m, k, n, tile, chunk), options)
 
 
+@facade_function
 def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict,
                 build_options: str = "", *, sizes: dict | None = None) -> Schedule:
     """The schedule of `kernel` in an OpenCL C source, for every function here.
@@ -88,6 +91,7 @@ def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict
                         build_options=build_options, path=path)
 
 
+@facade_function
 def generate(schedule: Schedule):
     """The OpenCL C kernel of `schedule` (a `tiletraffic.gpu.codegen.kernel.GeneratedKernel`:
     `.source`, `.name`, `.args`); for a `KernelSequence`, a tuple of them in
@@ -104,6 +108,7 @@ def generate(schedule: Schedule):
     return generate_kernel(schedule)
 
 
+@facade_function
 def closed_form(schedule: Schedule) -> dict | None:
     """Closed-form counts of `schedule` (the keys of `TrafficCounts.to_dict()`), or
     `None` for a schedule family without closed forms (a user's own schedule).

@@ -11,11 +11,13 @@ from tiletraffic.simulator.model.launch import ModelledLaunch
 from tiletraffic.simulator.model.sequence_run import simulate
 from tiletraffic.simulator.observers.hazards import Hazard
 
+from tiletraffic.analysis.api import facade_function
 from tiletraffic.analysis.api.arguments import (SEED, check_argument_types,
                                                 check_schedule_argument)
 from tiletraffic.analysis.device_model import DEFAULT_MODEL, resolve_device_model
 
 
+@facade_function
 def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None,
           inputs: str = "normal") -> list[Hazard]:
     """Every hazard of `schedule`: races in local and global memory, barrier divergence,
@@ -41,6 +43,7 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
                     limits=UNLIMITED if limits is None else limits).hazards
 
 
+@facade_function
 def model(schedule: Schedule, device: str | DeviceModel = DEFAULT_MODEL, *,
           registers_per_work_item=None,
           accelerators: Accelerators | None = None) -> ModelledLaunch:
@@ -79,6 +82,7 @@ def model(schedule: Schedule, device: str | DeviceModel = DEFAULT_MODEL, *,
                           registers_per_work_item=registers_per_work_item, stacklevel=2)
 
 
+@facade_function
 def crosscheck(schedule: Schedule, *, timeout_s: float = 300) -> list:
     """Compare the simulator with Oclgrind running the generated kernel, as `tiletraffic
     crosscheck` does: the counts of a hazard-free schedule side by side, or, for a faulty
@@ -109,6 +113,7 @@ def crosscheck(schedule: Schedule, *, timeout_s: float = 300) -> list:
     return compare_kernels(schedule, timeout_s)
 
 
+@facade_function
 def explain(schedule: Schedule, device: str | DeviceModel = DEFAULT_MODEL, *, out=None,
             work_group=None, step_iterations: int | None = None,
             registers_per_work_item: int | None = None, kernel=None) -> dict:

@@ -2,9 +2,11 @@
 kernel (``tune_kernel``); each ranks its candidates by the model and measures the best."""
 from __future__ import annotations
 
+from tiletraffic.analysis.api import facade_function
 from tiletraffic.analysis.tune.options import DEFAULT_TOP
 
 
+@facade_function
 def tune_kernel(launch, params: dict, constraints=(), **options) -> dict:
     """Tune the macros of an OpenCL C kernel described by a launch file: every combination
     of `params` (name -> values, passed as `-DNAME=value`) meeting `constraints`
@@ -27,6 +29,7 @@ def tune_kernel(launch, params: dict, constraints=(), **options) -> dict:
     return tune_launch(launch, params, constraints, **options)
 
 
+@facade_function
 def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None,
          top: int = DEFAULT_TOP, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
          space=None, jobs: int = 1, measure_all: bool = False, resume: bool = False,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from tiletraffic.simulator.model.device_model import DeviceModel
 
+from tiletraffic.analysis.api import facade_function
 
+
+@facade_function
 def validation_cases(name: str = "quick"):
     """A built-in case list of `validate`: `"quick"` (tiny, PoCL/CI), `"cpu"` or
     `"gpu"` (GEMM 1024/4096, matvec 4096/8192), a tuple of
@@ -20,6 +23,7 @@ def validation_cases(name: str = "quick"):
     return case_list(name)
 
 
+@facade_function
 def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
                       case_list: str = "gpu") -> dict:
     """Pre-register the model's predictions: predict `cases` (default: the built-in list
@@ -38,6 +42,7 @@ def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
         case_list=case_list if cases is None else None)
 
 
+@facade_function
 def validate(device: str | None = None, device_model: str | DeviceModel | None = None, *,
              quick: bool = False, cases=None, predictions=None, out=None, repeat: int = 10,
              rounds: int = 2, progress: bool = False, targets=None):
