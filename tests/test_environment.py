@@ -8,6 +8,7 @@ from click.testing import CliRunner
 import tiletraffic as tt
 from tiletraffic.analysis import environment
 from tiletraffic.analysis.cli import main
+from tiletraffic.analysis.cli import simulate as simulate_command
 from tiletraffic.simulator.engine.accelerators import ALL, SIMULATE, Accelerators, private_nest
 
 
@@ -32,7 +33,7 @@ def test_the_command_line_passes_the_switches_and_the_library_ignores_them(monke
         seen.append(accelerators)
         return real(*args, accelerators=accelerators, **kw)
 
-    monkeypatch.setattr(tt, "simulate", spy)
+    monkeypatch.setattr(simulate_command, "simulate", spy)
     monkeypatch.setenv("TILETRAFFIC_PRIVATE_NESTS", "0")
     result = CliRunner().invoke(main, ["simulate", "gemm-register-blocked", "--m", "16",
                                        "--k", "16", "--n", "16", "--counts-only", "--json"])

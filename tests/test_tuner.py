@@ -452,7 +452,7 @@ def test_saving_is_atomic_after_every_candidate_and_resume_redoes_nothing(
     res, out = small_run
     copy = tmp_path / "out.json"
     copy.write_text(out.read_text())
-    monkeypatch.setattr(tuner, "_measure_round", lambda *a: pytest.fail("measured again"))
+    monkeypatch.setattr(tuner, "measure_round", lambda *a: pytest.fail("measured again"))
     monkeypatch.setattr(tuner, "_predict", lambda *a: pytest.fail("modelled again"))
     again = tt.tune(64, 64, 64, device="pocl", space=res.data["meta"]["space"], top=3,
                     out=copy, resume=True)
@@ -478,7 +478,7 @@ def test_ctrl_c_keeps_what_finished_and_resume_completes_it(tmp_path, monkeypatc
         snapshots.append(json.loads(text))
 
     monkeypatch.setattr(tuner, "atomic_write_text", recording)
-    real_measure = tuner._measure_round
+    real_measure = tuner.measure_round
     calls = []
 
     def interrupt_fourth(*args):  # round 0 ran all three; round 1's first is interrupted
@@ -487,7 +487,7 @@ def test_ctrl_c_keeps_what_finished_and_resume_completes_it(tmp_path, monkeypatc
             raise KeyboardInterrupt
         return real_measure(*args)
 
-    monkeypatch.setattr(tuner, "_measure_round", interrupt_fourth)
+    monkeypatch.setattr(tuner, "measure_round", interrupt_fourth)
     with pytest.raises(tuner.TuneInterrupted) as err:
         tt.tune(64, 64, 64, device="pocl", space=space, top=3, out=out, seed=5)
     assert "saved in" in str(err.value)
@@ -501,7 +501,7 @@ def test_ctrl_c_keeps_what_finished_and_resume_completes_it(tmp_path, monkeypatc
     # a snapshot after every modelled candidate and every measured run, each a whole document
     assert [len(s["predictions"]) for s in snapshots][:4] == [0, 1, 2, 3]
     assert [len(s["measurements"]) for s in snapshots][-4:] == [1, 2, 3, 3]
-    monkeypatch.setattr(tuner, "_measure_round", real_measure)
+    monkeypatch.setattr(tuner, "measure_round", real_measure)
     done = tt.tune(64, 64, 64, device="pocl", space=space, top=3, out=out, resume=True)
     assert done.data["status"] == "complete" and len(done.measurements) == 3
     assert done.measurements[0]["rounds"][0] == first["rounds"][0]

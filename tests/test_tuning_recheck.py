@@ -94,8 +94,8 @@ def test_on_pocl_the_recheck_builds_and_says_once_that_no_registers_are_reported
         tmp_path, monkeypatch):
     notes = []
     out = tmp_path / "t.json"
-    res = tuner.tune(64, 64, 64, device="pocl", space=write(tmp_path), top=1, out=out,
-                     seed=2, log=notes.append)
+    res = tt.tune(64, 64, 64, device="pocl", space=write(tmp_path), top=1, out=out,
+                  seed=2, log=notes.append)
     # said once: in the table's recheck line, not in the notes as well
     assert not [n for n in notes if "not reported" in n or "no registers" in n], notes
     said = [line for line in res.table().splitlines() if "no registers" in line]
@@ -120,8 +120,8 @@ def test_on_pocl_the_recheck_builds_and_says_once_that_no_registers_are_reported
     # resume: the builds are reused (same device and driver), nothing is built again
     monkeypatch.setattr(tuning_recheck, "compiled_resources",
                         lambda *a: pytest.fail("built again"))
-    again = tuner.tune(64, 64, 64, device="pocl", space=write(tmp_path), top=1, out=out,
-                       resume=True)
+    again = tt.tune(64, 64, 64, device="pocl", space=write(tmp_path), top=1, out=out,
+                    resume=True)
     assert again.data["recheck"]["reused"] == 3
     assert [p["label"] for p in again.predictions] == [p["label"] for p in res.predictions]
 
@@ -306,7 +306,7 @@ def test_cli_recheck_on_pocl_writes_it_in_the_json(tmp_path):
 
 def test_a_recheck_without_a_device_is_said_and_the_ranking_is_the_estimates(tmp_path):
     notes = []
-    res = tuner.tune(64, 64, 64, space=write(tmp_path), top=0, recheck=2, log=notes.append)
+    res = tt.tune(64, 64, 64, space=write(tmp_path), top=0, recheck=2, log=notes.append)
     assert any("--recheck 2 needs a device to build on: not rechecked" in n for n in notes)
     assert "recheck" not in res.data and res.summary["recheck"] is None
     assert [p["predicted_rank"] for p in res.predictions] == \

@@ -105,9 +105,9 @@ class _Ordered(click.Group):
         except OSError as err:
             if err.errno not in OUTPUT_ERRNOS:
                 raise
-            from tiletraffic.analysis.cli.common import _cannot_write
+            from tiletraffic.analysis.cli.common import cannot_write
 
-            click.echo(f"error: {_cannot_write('the output', err, 'stdout')}", err=True)
+            click.echo(f"error: {cannot_write('the output', err, 'stdout')}", err=True)
             sys.exit(OUTPUT_EXIT)
 
     def make_context(self, info_name, args, parent=None, **extra):

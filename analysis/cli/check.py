@@ -6,11 +6,11 @@ import sys
 
 import click
 
-import tiletraffic as tt
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, UNLIMITED, LimitError
 from tiletraffic.simulator.engine.machine import ExecutionError, InputError
 
 from tiletraffic.frontend.resolver import resolve
+from tiletraffic.analysis.api.simulation import check
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (build_schedule, one_name_or_all,
                                              refuse_seed_unless_random, refuse_unused,
@@ -63,8 +63,8 @@ def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inp
 def hazards_of(sch, seed=None, inputs_kind="normal", no_limits=False):
     """``tiletraffic.check`` under the generic GPU's limits (none with ``no_limits``)."""
     try:
-        return tt.check(sch, seed=seed, inputs=inputs_kind,
-                        limits=UNLIMITED if no_limits else GENERIC_GPU)
+        return check(sch, seed=seed, inputs=inputs_kind,
+                     limits=UNLIMITED if no_limits else GENERIC_GPU)
     except (LimitError, InputError, ExecutionError) as err:
         raise click.UsageError(str(err)) from None
 

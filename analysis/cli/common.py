@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from tiletraffic.simulator.kernels import families as schedules
-from tiletraffic.simulator.ir.sequence import kernels_of
+from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
 
 from tiletraffic.frontend.opencl.translate import FrontendError
 
@@ -34,7 +34,7 @@ def fail(err: Exception) -> None:
     sys.exit(1)
 
 
-def _cannot_write(subject: str, err: OSError, fallback) -> str:
+def cannot_write(subject: str, err: OSError, fallback) -> str:
     """``cannot write <subject>: <reason>``, then the file in question in parentheses unless
     the reason already names it (``err.filename``, else ``fallback``; nothing when empty)."""
     reason, named = str(err.strerror or err), str(err.filename or fallback or "")
@@ -50,7 +50,7 @@ def write_failed(what: str, where, err: OSError) -> None:
     (:data:`analysis.cli.OUTPUT_EXIT`): 1 says a fault was found in a kernel."""
     where = err.filename if where is None else where
     subject = what if where is None else f"{what} under {str(where)!r}"
-    click.echo(f"error: {_cannot_write(subject, err, where)}", err=True)
+    click.echo(f"error: {cannot_write(subject, err, where)}", err=True)
     sys.exit(2)
 
 
@@ -168,19 +168,22 @@ def check_out_file(path: str | None, option: str = "--out") -> None:
         refuse_non_file(path)
         check_writable(folder)
     except OSError as err:
-        raise click.UsageError(_cannot_write(f"{option} {path!r}", err,
+        raise click.UsageError(cannot_write(f"{option} {path!r}", err,
                                              folder if path else "")) from None
 
 
-def within_budget(sch, force: bool, **how) -> None:
+def within_budget(sch, force: bool, classes=None, **how) -> None:
     """Estimate memory and time before a large launch; refuse (usage error, exit 2) what
-    would not fit in the available memory unless ``force``; note long runs on stderr."""
-    from tiletraffic.simulator.engine.budget import (BudgetError, check_budget,
-                                                     estimate_device_run,
-                                                     estimate_simulation)
+    would not fit in the available memory unless ``force``; note long runs on stderr.
+
+    ``classes``: why each kernel's work-group classes are not proved (the command's
+    ``analysis.cli.model.classes_problems``), taken by the estimate instead of proving
+    them again; ``how``: ``device=True`` for a run on a device, else the arguments of
+    ``simulator.engine.budget.estimate_simulation``."""
+    from tiletraffic.simulator.engine.budget import BudgetError, check_budget, estimate_device_run
 
     est = estimate_device_run(sch) if how.pop("device", False) else \
-        estimate_simulation(sch, **how)
+        _estimate_simulation(sch, classes, how)
     if not force:
         try:
             check_budget(est, sch.family)
@@ -188,6 +191,21 @@ def within_budget(sch, force: bool, **how) -> None:
             raise click.UsageError(str(err)) from None
     if est.time_s > LONG_RUN_S:
         click.echo(f"note: {sch.family} is estimated to take {est.describe()}", err=True)
+
+
+def _estimate_simulation(sch, classes, how: dict):
+    """``estimate_simulation(sch, **how)``, each kernel by work-group classes only where
+    ``classes`` says they are proved (None: as the estimate decides)."""
+    from tiletraffic.simulator.engine.budget import Estimate, estimate_simulation
+
+    if classes is None or not how.get("work_group_classes"):
+        return estimate_simulation(sch, **how)
+    parts = [estimate_simulation(kernel, **{**how, "work_group_classes": why is None})
+             for kernel, why in zip(kernels_of(sch), classes)]
+    if not is_sequence(sch):
+        return parts[0]
+    return Estimate(sum(e.memory_bytes for e in parts), sum(e.time_s for e in parts),
+                    sum(e.work_groups for e in parts))
 
 
 def select_device(spec):

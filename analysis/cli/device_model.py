@@ -31,10 +31,10 @@ def command(model, device):
         from tiletraffic.gpu.devices.device import select_device
         from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
 
-        from tiletraffic.gpu.devices.device_models import model_from_opencl
+        from tiletraffic.analysis.device_model import resolve_device_model
 
         try:
-            model = model_from_opencl(select_device(device).info)
+            model = resolve_device_model(None, device_info=select_device(device).info)
         except TiletrafficGpuError as err:
             fail(err)
     if model is None:

@@ -11,13 +11,14 @@ from tiletraffic.simulator.engine.machine import ExecutionError, InputError
 
 from tiletraffic.simulator.ir.sequence import is_sequence, pick_kernel
 
+from tiletraffic.analysis.device_model import DEFAULT_MODEL
 from tiletraffic.analysis.cli.common import build_schedule, check_out_file, refuse_unused
 from tiletraffic.analysis.cli.options import DEVICE_MODEL, size_options
 
 
 @click.command("explain")
 @size_options
-@click.option("--device-model", default="nvidia-h200", show_default=True, type=DEVICE_MODEL,
+@click.option("--device-model", default=DEFAULT_MODEL, show_default=True, type=DEVICE_MODEL,
               help="The device model of the pictures (sub-group size, sectors, lines, "
                    "banks) and of the time terms.")
 @click.option("--work-group", "work_group", default=None, metavar="I[,J]",

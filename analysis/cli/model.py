@@ -6,17 +6,16 @@ import warnings
 
 import click
 
-import tiletraffic as tt
 from tiletraffic.simulator.engine.accelerators import ALL
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.limits import LimitError
 from tiletraffic.simulator.engine.machine import ExecutionError, InputError
 from tiletraffic.simulator.observers.hazards import HazardError
-from tiletraffic.simulator.ir.sequence import is_sequence
+from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
 
 from tiletraffic.analysis import environment
-from tiletraffic.simulator.ir.sequence import is_sequence
-
+from tiletraffic.analysis.api import schedules, simulation
+from tiletraffic.analysis.device_model import DEFAULT_MODEL
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import build_schedule, check_work, fail, within_budget
 from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_option,
@@ -25,7 +24,7 @@ from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_o
 
 @click.command("model")
 @size_options
-@click.option("--device-model", default="nvidia-h200", show_default=True, type=DEVICE_MODEL,
+@click.option("--device-model", default=DEFAULT_MODEL, show_default=True, type=DEVICE_MODEL,
               help="The device model: requests, sectors, bank conflicts, L2 and DRAM "
                    "traffic, predicted time (counts by work-group classes).")
 @click.option("--registers", type=click.IntRange(min=1), default=None,
@@ -48,16 +47,24 @@ def command(schedule, m, k, n, tile, chunk, device_model, registers, as_json, fo
     work-group is executed (the same counts, slower; a note says why)."""
     sch = build_schedule(schedule, m, k, n, tile, chunk)
     check_work(sch, k)
-    within_budget(sch, force, compute_values=False, work_group_classes=True)
-    note_unproved_classes(sch)
+    classes = classes_problems(sch)
+    within_budget(sch, force, classes, compute_values=False, work_group_classes=True)
+    note_unproved_classes(sch, classes)
     show_model(sch, device_model, as_json, registers)
 
 
-def note_unproved_classes(sch) -> None:
-    """A note on stderr where ``sch``'s work-group classes are not proved (each kernel of a
-    sequence), so that every work-group is executed."""
-    for kernel in (sch.kernels if is_sequence(sch) else (sch,)):
-        if (why := classes_problem(kernel)) is not None:
+def classes_problems(sch) -> tuple[str | None, ...]:
+    """Why the work-group classes of each kernel of ``sch`` (in launch order) are not
+    proved (:func:`simulator.engine.accelerators.class_safety.classes_problem`), None for
+    each whose are: proved once by a command, for its budget estimate and its notes."""
+    return tuple(classes_problem(kernel) for kernel in kernels_of(sch))
+
+
+def note_unproved_classes(sch, classes: tuple[str | None, ...]) -> None:
+    """A note on stderr for each kernel of ``sch`` whose work-group classes are not proved
+    (``classes``: :func:`classes_problems`), so that every work-group is executed."""
+    for kernel, why in zip(kernels_of(sch), classes):
+        if why is not None:
             click.echo(f"note: every work-group of {kernel.kernel_name} is executed (its "
                        f"work-group classes are not proved: {why})", err=True)
 
@@ -70,8 +77,8 @@ def show_model(sch, model, as_json: bool, registers: int | None = None) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            launch = tt.model(sch, model, registers_per_work_item=registers,
-                              accelerators=environment.accelerators(ALL))
+            launch = simulation.model(sch, model, registers_per_work_item=registers,
+                                      accelerators=environment.accelerators(ALL))
         except (LimitError, InputError, ExecutionError) as err:
             raise click.UsageError(str(err)) from None
         except ValueError as err:  # --registers beyond the device's or work-group's limit
@@ -95,7 +102,7 @@ def show_model(sch, model, as_json: bool, registers: int | None = None) -> None:
 def model_json(sch, launch, guesses: list[str], declared: list[str]) -> dict:
     """The ``--json`` document: the schedule's sizes, the launch's counts, memory counts and
     prediction, whether the counts equal the closed forms, the model's warnings."""
-    formula = tt.closed_form(sch)
+    formula = schedules.closed_form(sch)
     out = {"schedule": sch.family, "tile": sch.tile,
            **{k.lower(): v for k, v in sch.params}, **launch.to_dict(),
            "closed_form_agrees": None if formula is None else formula == launch.counts.to_dict(),

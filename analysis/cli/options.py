@@ -20,13 +20,12 @@ class DeviceModelParam(click.ParamType):
     name = "NAME|FILE"
 
     def convert(self, value, param, ctx):
-        from tiletraffic.simulator.model.device_model import (DeviceModel, DeviceModelError,
-                                                              device_model)
+        from tiletraffic.simulator.model.device_model import DeviceModelError
 
-        if isinstance(value, DeviceModel):
-            return value
+        from tiletraffic.analysis.device_model import resolve_device_model
+
         try:
-            return device_model(value)
+            return resolve_device_model(value)
         except KeyError as err:
             self.fail(err.args[0], param, ctx)
         except DeviceModelError as err:

@@ -7,21 +7,23 @@ import sys
 import click
 import numpy as np
 
-import tiletraffic as tt
+from tiletraffic.simulator.engine.accelerators import Accelerators
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, UNLIMITED, LimitError
 from tiletraffic.simulator.engine.machine import ExecutionError, InputError
+from tiletraffic.simulator.model.sequence_run import simulate
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.engine.reference import random_inputs, reference
 from tiletraffic.simulator.ir.sequence import is_sequence
 
 from tiletraffic.analysis import environment
+from tiletraffic.analysis.api.schedules import closed_form
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (NO_REFERENCE, build_schedule, check_work, fail,
                                              is_user_spec, reference_fn,
                                              refuse_seed_unless_random, refuse_unused,
                                              within_budget, work)
-from tiletraffic.analysis.cli.model import note_unproved_classes, show_model
+from tiletraffic.analysis.cli.model import classes_problems, note_unproved_classes, show_model
 from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_option,
                                               reference_option, schedule_options)
 
@@ -76,8 +78,9 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     sch = build_schedule(schedule, m, k, n, tile, chunk)
     check_work(sch, k)
     if device_model:
-        within_budget(sch, force, compute_values=False, work_group_classes=True)
-        note_unproved_classes(sch)
+        classes = classes_problems(sch)
+        within_budget(sch, force, classes, compute_values=False, work_group_classes=True)
+        note_unproved_classes(sch, classes)
         show_model(sch, device_model, as_json)
         return
     ref_fn = reference_fn(schedule, reference_spec)
@@ -94,14 +97,15 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         raise click.UsageError(f"--values with M·K·N = {ops} above {CLASSES_AUTO_LIMIT} would "
                                "take too long; use --counts-only")
     by_classes = not values and ops > CLASSES_AUTO_LIMIT
-    within_budget(sch, force, compute_values=values, work_group_classes=by_classes)
+    classes = classes_problems(sch) if by_classes else None
+    within_budget(sch, force, classes, compute_values=values, work_group_classes=by_classes)
     inputs = random_inputs(sch, np.random.default_rng(seed), inputs_kind) if values else None
     try:
-        res = tt.simulate(sch, inputs, compute_values=values, hazards=hazards,
-                          limits=UNLIMITED if no_limits else GENERIC_GPU,
-                          accelerators=environment.accelerators(
-                              tt.Accelerators(work_group_classes=by_classes)),
-                          sum_lengths=values)
+        res = simulate(sch, inputs, compute_values=values, hazards=hazards,
+                       limits=UNLIMITED if no_limits else GENERIC_GPU,
+                       accelerators=environment.accelerators(
+                           Accelerators(work_group_classes=by_classes)),
+                       sum_lengths=values)
     except (LimitError, InputError, ExecutionError) as err:
         raise click.UsageError(str(err)) from None
     except HazardError as err:
@@ -109,22 +113,13 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     unproved = by_classes and res.representatives is None   # every work-group ran
     by_classes = by_classes and not unproved
     counts = res.counts.to_dict()
-    formula = tt.closed_form(sch)
+    formula = closed_form(sch)
     ref = worst = None
     skipped = None if values else "counts only"
     if values and ref_fn is None and is_user_spec(schedule):
         skipped = NO_REFERENCE
     elif values:
-        from tiletraffic.gpu.runtime.launch import check_result
-        from tiletraffic.simulator.engine.sum_length import largest
-
-        try:
-            ref = reference(sch, inputs, ref_fn, sum_length=max(
-                [0, *(largest(v) for v in res.sum_lengths.values())]))
-        except ValueError as err:  # the user's reference: raised, wrong shape, not finite
-            raise click.UsageError(str(err)) from None
-        worst = check_result(np.asarray(res.outputs[ref.output]).reshape(ref.value.shape),
-                             ref.value, ref.k, ref.abs_product)
+        ref, worst = checked_result(sch, inputs, ref_fn, res)
     check = worst.error_over_tolerance if worst else None
     if as_json:
         p = sch.param_values
@@ -158,10 +153,39 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                                     "outputs need the full launch and were not checked)"
                                     if by_classes else
                                     " (every work-group executed: work-group classes are not "
-                                    f"proved here: {classes_problem(sch)})" if unproved else "")
+                                    f"proved here: {unproved_why(sch, classes)})" if unproved
+                                    else "")
                    + "; add --values to also compute and check the result")
     if res.hazards:
         sys.exit(1)  # a fault found (--hazards report lists them all)
+
+
+def checked_result(sch, inputs, ref_fn, res):
+    """The float64 reference of ``sch``'s output (``ref_fn``'s, else the built-in one) with
+    the tolerance of the counted sum length, and the worst error of the simulated output
+    against it (``gpu.runtime.launch.check_result``).
+
+    Raises:
+        click.UsageError: the user's reference raised, or returned a wrong shape or values
+            that are not finite.
+    """
+    from tiletraffic.gpu.runtime.launch import check_result
+    from tiletraffic.simulator.engine.sum_length import largest
+
+    try:
+        ref = reference(sch, inputs, ref_fn, sum_length=max(
+            [0, *(largest(v) for v in res.sum_lengths.values())]))
+    except ValueError as err:  # the user's reference: raised, wrong shape, not finite
+        raise click.UsageError(str(err)) from None
+    worst = check_result(np.asarray(res.outputs[ref.output]).reshape(ref.value.shape),
+                         ref.value, ref.k, ref.abs_product)
+    return ref, worst
+
+
+def unproved_why(sch, classes: tuple[str | None, ...]) -> str | None:
+    """Why ``sch`` ran every work-group though classes were asked for: the proof the
+    command made (``classes``) for a schedule; a kernel sequence's own check."""
+    return classes_problem(sch) if is_sequence(sch) else classes[0]
 
 
 def counts_text(sch, counts: dict, formula: dict | None, hazards) -> list[str]:

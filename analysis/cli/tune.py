@@ -6,8 +6,6 @@ import sys
 
 import click
 
-import tiletraffic as tt
-
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (check_device_spec, check_out_file, command_line,
                                              fail, refuse_unused, write_failed)
@@ -72,7 +70,7 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
 
     from tiletraffic.frontend import launch_file
     from tiletraffic.analysis.tune.launch import parse_params, table, tune_launch
-    from tiletraffic.analysis.tune.tuner import TuneError
+    from tiletraffic.analysis.tune.options import TuneError
 
     if top == 0:
         refuse_unused(("device", "repeat", "warmup", "rounds", "seed"),
@@ -155,7 +153,8 @@ def tune_gemm(m, n, k, device, device_model, top, measure_all, recheck, out_file
     its pick vs the best measured candidate, over the measured ones only)."""
     from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
 
-    from tiletraffic.analysis.tune.tuner import TuneError, TuneInterrupted
+    from tiletraffic.analysis.tune import tuner
+    from tiletraffic.analysis.tune.options import TuneError, TuneOptions
     from tiletraffic.analysis.tune.space import SpaceError
 
     if top == 0 and not measure_all:
@@ -168,16 +167,15 @@ def tune_gemm(m, n, k, device, device_model, top, measure_all, recheck, out_file
     out_file = f"tuning/gemm-{m}x{n}x{k}.json" if out_file is None else out_file
     check_out_file(out_file)
     try:
-        result = tt.tune(m, n, k, device=device, device_model=device_model, top=top,
-                      out=out_file, repeat=repeat, warmup=warmup, rounds=rounds,
-                      space=space_file, jobs=jobs,
-                      measure_all=measure_all, resume=resume, seed=seed, progress=None,
-                      recheck=recheck, targets=targets,
-                      log=lambda line: click.echo(line, err=True),
-                      command=command_line())
+        result = tuner.tune(TuneOptions(
+            m, n, k, device=device, device_model=device_model, top=top, out=out_file,
+            repeat=repeat, warmup=warmup, rounds=rounds, space=space_file, jobs=jobs,
+            measure_all=measure_all, resume=resume, seed=seed, progress=None,
+            recheck=recheck, targets=targets, log=lambda line: click.echo(line, err=True),
+            command=command_line()))
     except (TuneError, SpaceError) as err:
         raise click.UsageError(str(err)) from None
-    except TuneInterrupted as err:
+    except tuner.TuneInterrupted as err:
         click.echo(err.result.table(), nl=False)
         click.echo(f"interrupted: {err}", err=True)
         sys.exit(130)

@@ -43,12 +43,14 @@ class CaseListName(click.Choice):
 def _model_spec(value):
     """Check a --device-model value early (usage error naming the problem); keep the spec,
     whose file the predictions' hash is taken of."""
-    from tiletraffic.simulator.model.device_model import DeviceModelError, device_model
+    from tiletraffic.simulator.model.device_model import DeviceModelError
+
+    from tiletraffic.analysis.device_model import resolve_device_model
 
     if value is None:
         return None
     try:
-        device_model(value)
+        resolve_device_model(value)
     except KeyError as err:
         raise click.BadParameter(err.args[0], param_hint="--device-model") from None
     except DeviceModelError as err:
@@ -173,14 +175,15 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
 
     from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
 
-    from tiletraffic.analysis.validation.run import ValidationInterrupted, run_validation
+    from tiletraffic.analysis.validation.run import (ValidationInterrupted, ValidationOptions,
+                                                     validate_device)
 
     try:
         target = select_device(device)
-        result = run_validation(target, model=model, cases=cases if list_name is None else None,
-                                case_list_name=list_name, predictions_file=predictions_file,
-                                out_dir=out, repeat=repeat, rounds=rounds,
-                                command=command_line(), targets=targets)
+        result = validate_device(target, ValidationOptions(
+            model=model, cases=cases if list_name is None else None, case_list_name=list_name,
+            predictions_file=predictions_file, out_dir=out, repeat=repeat, rounds=rounds,
+            command=command_line(), targets=targets))
     except (PredictionsError, PredictionsMismatch) as err:
         raise click.UsageError(str(err)) from None
     except (TiletrafficGpuError, ValueError, ValidationInterrupted) as err:

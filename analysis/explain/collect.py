@@ -15,8 +15,7 @@ import warnings
 import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.model.device_model import (DeviceModel, GuessedValueWarning,
-                                                      device_model)
+from tiletraffic.simulator.model.device_model import DeviceModel, GuessedValueWarning
 from tiletraffic.simulator.engine.machine import simulate
 from tiletraffic.simulator.observers.explain import ExplainObserver, MemoryParams
 from tiletraffic.simulator.observers.hazards import HazardError
@@ -26,6 +25,8 @@ from tiletraffic.simulator.model.observation import device_limits
 from tiletraffic.simulator.model.prediction import ADDED_TIME_TERMS
 
 from tiletraffic.simulator.kernels import closed_forms as closed_form
+
+from tiletraffic.analysis.device_model import DEFAULT_MODEL, resolve_device_model
 
 MAX_SIDE_ELEMS = 64
 """Most elements along one side of a drawn array: at 64 the cells of a 448-pixel-wide
@@ -228,7 +229,7 @@ def _per_element_rule(schedule: S.Schedule) -> dict[str, str]:
     return {}
 
 
-def explain_data(schedule: S.Schedule, device: str | DeviceModel = "nvidia-h200", *,
+def explain_data(schedule: S.Schedule, device: str | DeviceModel = DEFAULT_MODEL, *,
                  work_group=None, step_iterations: int | None = None,
                  registers_per_work_item: int | None = None) -> dict:
     """Observe ``schedule`` for its explain page.
@@ -257,7 +258,7 @@ def explain_data(schedule: S.Schedule, device: str | DeviceModel = "nvidia-h200"
         LimitError: the schedule exceeds the device model's limits.
     """
     check_size(schedule)
-    model = device if isinstance(device, DeviceModel) else device_model(device)
+    model = resolve_device_model(device)
     if step_iterations is None:
         step_iterations = schedule.tile or 16
     if step_iterations < 1:

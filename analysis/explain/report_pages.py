@@ -17,6 +17,7 @@ import jinja2
 
 from tiletraffic.simulator.kernels.families import build
 
+from tiletraffic.analysis.device_model import DEFAULT_MODEL
 from tiletraffic.analysis.files import atomic_write_text
 from tiletraffic.analysis.explain.collect import explain_data
 from tiletraffic.analysis.explain.render import write_page
@@ -51,7 +52,7 @@ def _reads(doc: dict) -> str:
     return ", ".join(parts)
 
 
-def observe_pages(out_dir, device_model: str = "nvidia-h200") -> list[Path]:
+def observe_pages(out_dir, device_model: str = DEFAULT_MODEL) -> list[Path]:
     """Simulate each of :data:`PAGES` on ``device_model`` and write its document to
     ``out_dir/explain/<family>.json`` (atomically); returns the paths."""
     paths = []

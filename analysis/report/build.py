@@ -141,7 +141,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     ``<out_root>/<device-slug>[-quick]/``; then, where the device model is a model of this
     device (``gpu.devices.device_models.model_describes_device``), validate it there
     (``tiletraffic validate`` with the device's case list, or ``quick``:
-    :func:`analysis.validation.run.run_validation`) into ``validate/``. ``report.md``
+    :func:`analysis.validation.run.validate_device`) into ``validate/``. ``report.md``
     includes that section, or, for another device's model, says which model it would be and
     why its times do not apply. ``report.html`` beside it links explain pages (``explain/``)
     of naive and tiled GEMM and of a matrix-vector pair. A ``predictions.json`` already in ``validate/``
@@ -186,7 +186,6 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         import warnings
         warnings.warn(f"{info.device_name} is a simulator: its kernel times say nothing about "
                       "hardware", RuntimeWarning, stacklevel=2)
-    limits = info.limits
     out_dir = Path(out_root) / (target.slug + ("-quick" if quick else ""))
     ensure_writable(out_dir)
     list_name = default_case_list_name(quick, info.is_gpu)
@@ -194,7 +193,29 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     predictions = _registered_predictions(out_dir / VALIDATION_DIR, quick, info) \
         if validation else None
     model = _model_verdict(info, device_model, predictions) if validation else None
-    data = {
+    data = _document(target, sweep, list_name, model, device=device, quick=quick,
+                     repeat=repeat)
+    archive_previous(out_dir / "results.json")
+    _run_sweep(data, target, sweep, out_dir, repeat, progress)
+    data["meta"]["complete"] = True
+    _save(out_dir, data)
+    if model and model["describes_device"]:   # the model against this device, its own
+        from tiletraffic.analysis.validation.run import ValidationOptions
+
+        _validate_there(target, out_dir, ValidationOptions(
+            model=device_model, quick=quick, out_dir=out_dir / VALIDATION_DIR, repeat=repeat,
+            progress=progress, command=data["meta"]["command"],
+            predictions_file=predictions, targets=judged_by))
+    _observe_explain_pages(out_dir)
+    render(out_dir)
+    return out_dir
+
+
+def _document(target, sweep: list[SweepPoint], list_name: str, model: dict | None, *,
+              device, quick: bool, repeat: int) -> dict:
+    """``results.json`` before any case: its ``meta`` (the command, the sweep's counts, the
+    device, the software, the model's verdict) and no results."""
+    return {
         "meta": {
             "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": "tiletraffic " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -203,7 +224,7 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
             "quick": quick, "repeat": repeat, "warmup": WARMUP, "rounds": ROUNDS,
             "case_list": list_name,
             "device": {k: (list(v) if isinstance(v, tuple) else v)
-                       for k, v in asdict(info).items()},
+                       for k, v in asdict(target.info).items()},
             "device_slug": target.slug,
             "software": _software(),
             "model": model,
@@ -212,18 +233,25 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
         },
         "results": [],
     }
-    results = data["results"]
-    archive_previous(out_dir / "results.json")
 
-    def save() -> None:
-        atomic_write_text(out_dir / "results.json", json.dumps(data, indent=1))
 
+def _save(out_dir: Path, data: dict) -> None:
+    atomic_write_text(out_dir / "results.json", json.dumps(data, indent=1))
+
+
+def _run_sweep(data: dict, target, sweep: list[SweepPoint], out_dir: Path, repeat: int,
+               progress: bool) -> None:
+    """Count every point of ``sweep`` in the simulator, then run the measured ones on the
+    device in :data:`ROUNDS` rounds (the second in reverse), saving ``results.json`` after
+    each; on Ctrl-C what finished is saved and rendered and :class:`SweepInterrupted`
+    raised."""
+    results, info = data["results"], target.info
     runs_done = 0
     try:
         for point in tqdm(sweep, desc="count in the simulator", unit="case",
                           disable=not progress, file=sys.stderr):
-            results.append(_count_case(point, limits))
-        save()
+            results.append(_count_case(point, info.limits))
+        _save(out_dir, data)
         runs = [e for e in results if e["measure"] and "counts" in e]
         order = [runs if r % 2 == 0 else runs[::-1] for r in range(ROUNDS)]
         checks: dict = {}  # a case's check before launch, made in its first round
@@ -233,38 +261,35 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
                 for entry in todo:
                     _measure_case(entry, target, repeat, r, checks)
                     runs_done += 1
-                    save()     # every finished run is on disk: an interruption loses none
+                    _save(out_dir, data)   # every finished run is on disk: none is lost
                     bar.update(1)
     except KeyboardInterrupt:
         if results:
-            save()
+            _save(out_dir, data)
             render(out_dir)
         raise SweepInterrupted(out_dir, runs_done,
                                ROUNDS * data["meta"]["measured_total"]) from None
-    data["meta"]["complete"] = True
-    save()
-    from tiletraffic.analysis.validation.run import ValidationInterrupted, run_validation
 
-    try:  # the model against this device, where the model is this device's
-        if model and model["describes_device"]:
-            run_validation(target, model=device_model, quick=quick,
-                           out_dir=out_dir / VALIDATION_DIR, repeat=repeat,
-                           progress=progress, command=data["meta"]["command"],
-                           predictions_file=predictions, targets=judged_by)
+
+def _validate_there(target, out_dir: Path, options) -> None:
+    """Validate the device model on ``target`` into the report's ``validate/`` folder
+    (``options``: ``analysis.validation.run.ValidationOptions``); on Ctrl-C the report is
+    rendered with what finished before the interruption is raised."""
+    from tiletraffic.analysis.validation.run import ValidationInterrupted, validate_device
+
+    try:
+        validate_device(target, options)
     except ValidationInterrupted:
         render(out_dir)
         raise
-    _observe_explain_pages(out_dir)
-    render(out_dir)
-    return out_dir
 
 
 def _model_verdict(info, device_model, predictions: Path | None) -> dict:
     """Which device model the report would validate (``device_model``, else the predictions
     file's, else the device's default) and whether it describes this device."""
     from tiletraffic.gpu.devices.device_models import model_describes_device
+    from tiletraffic.analysis.device_model import default_model_name
     from tiletraffic.analysis.validation.predict import read_predictions, resolve_model
-    from tiletraffic.analysis.validation.run import default_model_spec
 
     spec = device_model
     if spec is None and predictions is not None:
@@ -272,7 +297,7 @@ def _model_verdict(info, device_model, predictions: Path | None) -> dict:
 
         obj, identity = model_of(read_predictions(predictions), None)
     else:
-        obj, identity = resolve_model(spec if spec is not None else default_model_spec(info))
+        obj, identity = resolve_model(spec if spec is not None else default_model_name(info))
     describes, why = model_describes_device(obj, info)
     return {**identity.to_dict(), "describes_device": describes, "why": why,
             "description": obj.description}

@@ -29,22 +29,26 @@ import itertools
 import json
 import math
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from tiletraffic.frontend.opencl.clang_ast import integer_literal
 from tiletraffic.frontend.opencl.translate import FrontendError
+from tiletraffic.simulator.engine.accelerators import ALL
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.limits import LimitError, check_schedule_limits
 from tiletraffic.simulator.ir.nodes import ScheduleError
+from tiletraffic.simulator.model.sequence_run import model_sequence, simulate
 
 from tiletraffic.frontend import expressions, launch_file
 from tiletraffic.analysis.tune import stats as tuning_stats
 from tiletraffic.analysis.files import (archive_previous, atomic_write_text, check_writable,
                                         refuse_non_file)
-from tiletraffic.analysis.tune.tuner import (TuneError, combined_limits, no_valid_message,
-                                             ranking_model)
+from tiletraffic.analysis.tune.options import TuneError
+from tiletraffic.analysis.tune.tuner import (add_round, combined_limits, measure_round,
+                                             new_record, no_valid_message, ranking_model)
 
 MAX_CANDIDATES = 4096
 """Most combinations one tuning may enumerate."""
@@ -157,16 +161,8 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
             launch file.
         LaunchFileError: the launch file itself is wrong.
     """
-    import tiletraffic as tt
-    from tiletraffic.gpu.runtime.launch_counts import (repeat_problem, rounds_problem,
-                                                       warmup_problem)
-
     log = log or (lambda line: None)
-    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
-        raise TuneError(f"top must be an integer >= 0, got {top!r}")
-    if (problem := repeat_problem(repeat) or warmup_problem(warmup)
-            or rounds_problem(rounds)) is not None:
-        raise TuneError(problem)
+    _check_counts(top, repeat, warmup, rounds)
     params = distinct_values(params, log)
     if both := sorted(set(params) & set(sets or {})):
         raise TuneError(f"{', '.join(both)} given both as a tuned parameter (--param) and as "
@@ -175,9 +171,8 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     # the file's own errors first; the parameters at their first values are names too
     base = launch_file.read(spec, sets, {k: v[0] for k, v in params.items()})
     _check_params_used(base, params)
-    names = base.names
     try:
-        parsed = [expressions.parse(c, names, expressions.BOOLEAN) for c in constraints]
+        parsed = [expressions.parse(c, base.names, expressions.BOOLEAN) for c in constraints]
     except expressions.ExpressionError as err:
         raise TuneError(f"--constraint: {err}") from None
     combos = math.prod(len(v) for v in params.values())
@@ -212,59 +207,143 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
         refuse_non_file(path)
         check_writable(path.parent)
     meta["created_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    save = _saver(doc, path)
+    space = _LaunchSpace(spec, sets, params, parsed, base, model, limits)
+    valid = _model_candidates(space, doc, log)
+    if not valid:  # nothing to tune: no file written, none moved
+        raise TuneError(no_valid_message(f"no valid candidate among the {combos} "
+                                         "combinations of --param values", doc["rejected"]))
+    _rank(doc, valid, path, meta, log)
+    log(f"{combos} candidates: {len(doc['rejected'])} rejected, {len(valid)} modelled on "
+        f"{model.name}")
+    doc["status"] = "measuring" if top else "complete"
+    save()
+    if top:
+        _measure(doc, valid[:top], target, reference, (repeat, warmup, rounds), seed, save,
+                 log)
+        doc["status"] = "complete"
+        save()
+    return doc
 
+
+def _check_counts(top, repeat, warmup, rounds) -> None:
+    """Refuse a ``top`` that is not an integer >= 0 and launch counts outside their limits
+    (:mod:`tiletraffic.gpu.runtime.launch_counts`).
+
+    Raises:
+        TuneError: naming the value.
+    """
+    from tiletraffic.gpu.runtime.launch_counts import (repeat_problem, rounds_problem,
+                                                       warmup_problem)
+
+    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+        raise TuneError(f"top must be an integer >= 0, got {top!r}")
+    if (problem := repeat_problem(repeat) or warmup_problem(warmup)
+            or rounds_problem(rounds)) is not None:
+        raise TuneError(problem)
+
+
+def _saver(doc: dict, path: Path | None):
+    """A function that summarizes ``doc`` and writes it to ``path`` (atomically; nothing
+    without a path)."""
     def save():
         doc["summary"] = tuning_stats.summarize(doc)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, json.dumps(doc, indent=1))
+    return save
 
+
+@dataclass(frozen=True)
+class _LaunchSpace:
+    """The candidates of a launch file's tuning: the file, its ``--set`` sizes, the
+    parameters' values, the parsed constraints, the file read at the first values, and the
+    model and limits every candidate is screened and modelled by."""
+
+    spec: object
+    sets: dict | None
+    params: dict
+    constraints: list
+    base: object
+    model: object
+    limits: object
+
+
+def _model_candidates(space: _LaunchSpace, doc: dict, log) -> list:
+    """Screen (constraints, the launch file's schedule, the limits) and model every
+    combination of the parameters' values, in the order given: ``(entry, schedule)`` of
+    each modelled one (its entry also in ``doc["predictions"]``), each rejection in
+    ``doc["rejected"]``; a note through ``log`` when the work-group classes of the kernel
+    are not proved (once)."""
     valid = []
     unproved_noted = False
-    for order, values in enumerate(itertools.product(*params.values())):
-        cand = dict(zip(params, values))
-        env = {**base.names, **cand}
-        try:
-            failed = [c.text for c in parsed if not c.evaluate(env)]
-        except expressions.ExpressionError as err:   # e.g. a division by zero
-            raise TuneError(f"--constraint {err}") from None
-        if failed:
-            _reject(doc["rejected"], cand, "constraint", f"constraint {failed[0]!r} fails")
-            continue
-        try:
-            sch = launch_file.load(spec, sets, cand)
-            check_schedule_limits(sch, limits)
-        except LimitError as err:
-            _reject(doc["rejected"], cand, "limits", "exceeds the device limits", str(err))
-            continue
-        except (launch_file.LaunchFileError, FrontendError, ScheduleError) as err:
-            why = str(err).split(": ", 2)[-1][:80]
-            _reject(doc["rejected"], cand, "builder", why, str(err))
+    for order, values in enumerate(itertools.product(*space.params.values())):
+        cand = dict(zip(space.params, values))
+        sch = _screened(space, cand, doc["rejected"])
+        if sch is None:
             continue
         if not unproved_noted and (why := classes_problem(sch)) is not None:
             unproved_noted = True   # once: every candidate of one kernel shares the reason
             log(f"note: every work-group of {sch.kernel_name} is executed to model it (its "
                 f"work-group classes are not proved: {why}), which takes longer")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                launch = tt.model(sch, model)
-            except Exception as err:  # noqa: BLE001 - recorded as the candidate's rejection
-                _reject(doc["rejected"], cand, "model",
-                        f"the model refused it ({type(err).__name__})", str(err))
-                continue
-        p = launch.prediction
-        entry = {"label": _label(cand), "family": sch.family, "params": cand, "order": order,
-                 "predicted_time_s": p.predicted_time_s, "bound": p.bound,
-                 "resident_work_groups_per_cu": p.resident_work_groups_per_cu,
-                 "registers_per_work_item": p.registers_per_work_item,
-                 "flop": launch.counts.flop,
-                 "model_warnings": [str(w.message) for w in caught]}
-        doc["predictions"].append(entry)
-        valid.append((entry, sch))
-    if not valid:  # nothing to tune: no file written, none moved
-        raise TuneError(no_valid_message(f"no valid candidate among the {combos} "
-                                         "combinations of --param values", doc["rejected"]))
+        entry = _modelled(space.model, cand, order, sch, doc["rejected"])
+        if entry is not None:
+            doc["predictions"].append(entry)
+            valid.append((entry, sch))
+    return valid
+
+
+def _screened(space: _LaunchSpace, cand: dict, rejected: list):
+    """The schedule of candidate ``cand`` when it meets the constraints, builds and fits the
+    limits; else None, its rejection appended to ``rejected``.
+
+    Raises:
+        TuneError: a constraint that cannot be evaluated (a division by zero, say).
+    """
+    env = {**space.base.names, **cand}
+    try:
+        failed = [c.text for c in space.constraints if not c.evaluate(env)]
+    except expressions.ExpressionError as err:   # e.g. a division by zero
+        raise TuneError(f"--constraint {err}") from None
+    if failed:
+        _reject(rejected, cand, "constraint", f"constraint {failed[0]!r} fails")
+        return None
+    try:
+        sch = launch_file.load(space.spec, space.sets, cand)
+        check_schedule_limits(sch, space.limits)
+    except LimitError as err:
+        _reject(rejected, cand, "limits", "exceeds the device limits", str(err))
+        return None
+    except (launch_file.LaunchFileError, FrontendError, ScheduleError) as err:
+        why = str(err).split(": ", 2)[-1][:80]
+        _reject(rejected, cand, "builder", why, str(err))
+        return None
+    return sch
+
+
+def _modelled(model, cand: dict, order: int, sch, rejected: list) -> dict | None:
+    """The prediction entry of candidate ``cand`` modelled on ``model`` (the model's
+    warnings recorded), or None, its refusal appended to ``rejected``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            launch = model_sequence(sch, model, accelerators=ALL, stacklevel=2)
+        except Exception as err:  # noqa: BLE001 - recorded as the candidate's rejection
+            _reject(rejected, cand, "model",
+                    f"the model refused it ({type(err).__name__})", str(err))
+            return None
+    p = launch.prediction
+    return {"label": _label(cand), "family": sch.family, "params": cand, "order": order,
+            "predicted_time_s": p.predicted_time_s, "bound": p.bound,
+            "resident_work_groups_per_cu": p.resident_work_groups_per_cu,
+            "registers_per_work_item": p.registers_per_work_item,
+            "flop": launch.counts.flop,
+            "model_warnings": [str(w.message) for w in caught]}
+
+
+def _rank(doc: dict, valid: list, path: Path | None, meta: dict, log) -> None:
+    """Move an earlier results file away (noted), then rank the modelled candidates by
+    predicted time (ties: the order of enumeration) into ``doc["predictions"]``."""
     if path is not None and path.exists():
         moved = archive_previous(path)       # earlier results are never lost
         log(f"note: the earlier results in {path} were moved to {moved}")
@@ -276,34 +355,20 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
                                                      "resident_work_groups_per_cu",
                                                      "registers_per_work_item")})
     doc["predictions"] = [e for e, _ in valid]
-    log(f"{combos} candidates: {len(doc['rejected'])} rejected, {len(valid)} modelled on "
-        f"{model.name}")
-    doc["status"] = "measuring" if top else "complete"
-    save()
-    if top:
-        _measure(doc, valid[:top], target, reference, repeat, warmup, rounds, seed, save, log)
-        doc["status"] = "complete"
-        save()
-    return doc
 
 
-def _measure(doc, chosen, target, reference, repeat, warmup, rounds, seed, save, log):
+def _measure(doc, chosen, target, reference, counts, seed, save, log):
     """Check each chosen candidate for hazards (module docstring, step 3), then run it
-    ``rounds`` times."""
-    import tiletraffic as tt
+    in rounds; ``counts``: (repeat, warmup, rounds)."""
     from tiletraffic.simulator.engine.accelerators import Accelerators
 
-    from tiletraffic.analysis.tune.tuner import _add_round, _measure_round
-
+    repeat, warmup, rounds = counts
     records = []
     flop = {entry["label"]: entry["flop"] for entry, _ in chosen}
     for entry, sch in chosen:
-        record = {"label": entry["label"], "family": entry["family"],
-                  "params": entry["params"], "status": "incomplete", "rounds": [],
-                  "predicted_rank": entry["predicted_rank"],
-                  "predicted_time_s": entry["predicted_time_s"]}
-        hazards = tt.simulate(sch, compute_values=False, hazards="report",
-                              accelerators=Accelerators(work_group_classes=True)).hazards
+        record = new_record(entry)
+        hazards = simulate(sch, compute_values=False, hazards="report",
+                           accelerators=Accelerators(work_group_classes=True)).hazards
         if hazards:
             record.update(status="failed", stage="check", error_type="Hazard",
                           error="; ".join(sorted({h.kind for h in hazards})))
@@ -316,11 +381,11 @@ def _measure(doc, chosen, target, reference, repeat, warmup, rounds, seed, save,
         for record, sch in order:
             if record["status"] == "failed":
                 continue
-            result = _measure_round(target, sch, repeat, warmup, seed,
-                                    record["predicted_rank"], r, before_launch,
-                                    reference_fn=reference)
-            # _add_round's GFLOP/s is 2 * work / time: work = the simulated FLOPs / 2
-            _add_round(record, result, rounds, max(1, flop[record["label"]] // 2))
+            result = measure_round(target, sch, repeat, warmup, seed,
+                                   record["predicted_rank"], r, before_launch,
+                                   reference_fn=reference)
+            # add_round's GFLOP/s is 2 * work / time: work = the simulated FLOPs / 2
+            add_round(record, result, rounds, max(1, flop[record["label"]] // 2))
             log(f"measured {record['label']} (round {r + 1} of {rounds})")
             save()
 

@@ -43,19 +43,18 @@ from pathlib import Path
 import numpy as np
 
 from tiletraffic.simulator.engine.limits import DeviceLimits, launch_limit_problems
-from tiletraffic.simulator.kernels.families import INT32_MAX, ScheduleError
+from tiletraffic.simulator.kernels.families import ScheduleError
 from tiletraffic.simulator.ir.sequence import kernels_of
 
+from tiletraffic.analysis.device_model import DEFAULT_MODEL, resolve_device_model
 from tiletraffic.analysis.tune import (results_file as tuning_file, recheck as tuning_recheck,
                                        stats as tuning_stats)
 from tiletraffic.analysis.files import (ResultsFileError, archive_previous, atomic_write_text,
                                         read_json_object)
 from tiletraffic.analysis.validation.targets import load as load_targets
+from tiletraffic.analysis.tune.options import TuneError, TuneOptions
 from tiletraffic.analysis.tune.space import TuningSpace, check_candidate, load_space
 
-DEFAULT_TOP = 8
-DEFAULT_MODEL = "nvidia-h200"
-"""The device model when no device is measured and none is named (as ``tiletraffic model``)."""
 SLOW_MODEL_WORK = 1024 ** 3
 """From this M·N·K on, a note says modelling is slow (14-400 s per register-blocked case at
 N = 4096 on 2 cores when the tuner was written)."""
@@ -73,11 +72,6 @@ RESUME_WORDS = {"operation": "the operation", "m": "--m", "n": "--n", "k": "--k"
 option that sets it."""
 PREDICTION_KEYS = ("predicted_time_s", "bound", "resident_work_groups_per_cu",
                    "registers_per_work_item", "model_s", "model_warnings")
-
-
-class TuneError(ValueError):
-    """A tuning that cannot start: bad sizes or options, a space with no valid candidate,
-    an output file that a resumed tuning does not match. The message names the value."""
 
 
 class TuneInterrupted(RuntimeError):
@@ -148,16 +142,6 @@ class TuneResult:
                 + ("" if status == "complete" else f", {status}") + ">")
 
 
-def _check_sizes(m, n, k) -> None:
-    for name, v in (("M", m), ("N", n), ("K", k)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise TuneError(f"{name} must be a positive integer, got {v!r}")
-    for what, v in (("M*K", m * k), ("K*N", k * n), ("M*N", m * n)):
-        if v > INT32_MAX:
-            raise TuneError(f"{what} = {v} exceeds the 32-bit int index limit {INT32_MAX} "
-                            "of the generated kernels")
-
-
 def combined_limits(device_limits: DeviceLimits | None, model) -> DeviceLimits:
     """The limits a candidate must meet: the device model's (what ``model_launch``
     enforces: ``max_work_group_size``, 1024 x 1024 x 64 work-items per dimension,
@@ -180,19 +164,15 @@ def combined_limits(device_limits: DeviceLimits | None, model) -> DeviceLimits:
 def ranking_model(device_model, target):
     """The device model that ranks: ``device_model`` (a built-in name, file or
     ``DeviceModel``) where given, else the measured device's (its queried values over
-    the built-in model of its kind), else :data:`DEFAULT_MODEL`.
+    the built-in model of its kind), else :data:`DEFAULT_MODEL`
+    (:func:`analysis.device_model.resolve_device_model`).
 
     Raises:
         KeyError, DeviceModelError: an unknown name, a bad model file (as
             :func:`tiletraffic.simulator.model.device_model.device_model` raises).
     """
-    from tiletraffic.simulator.model.device_model import device_model as _model
-    if device_model is not None:
-        return _model(device_model)
-    if target is not None:
-        from tiletraffic.gpu.devices.device_models import model_from_opencl
-        return model_from_opencl(target.info)
-    return _model(DEFAULT_MODEL)
+    return resolve_device_model(device_model, default=DEFAULT_MODEL,
+                                device_info=None if target is None else target.info)
 
 
 NO_VALID_REASONS = 6
@@ -325,7 +305,7 @@ def _model_all(todo, sizes, model, jobs, progress, on_result, registers=None,
         bar.close()
 
 
-def _measure_round(target, sch, repeat, warmup, seed, index, round_index,
+def measure_round(target, sch, repeat, warmup, seed, index, round_index,
                    before_launch: dict | None = None, reference_fn=None) -> dict:
     """One round of one candidate on the device: its launch times and check, or the
     failure (``failed``: stage, error_type, error). ``before_launch`` (candidate index ->
@@ -366,7 +346,14 @@ def _measure_round(target, sch, repeat, warmup, seed, index, round_index,
             "warnings": [str(w.message) for w in caught]}
 
 
-def _add_round(record: dict, result: dict, rounds: int, work: int) -> None:
+def new_record(entry: dict) -> dict:
+    """A measurement record of the prediction ``entry`` before its first round."""
+    return {"label": entry["label"], "family": entry["family"], "params": entry["params"],
+            "status": "incomplete", "rounds": [], "predicted_rank": entry["predicted_rank"],
+            "predicted_time_s": entry["predicted_time_s"]}
+
+
+def add_round(record: dict, result: dict, rounds: int, work: int) -> None:
     """Put one round's ``result`` into a measurement ``record``; after the last round the
     record gets status ``ok`` and its time and spread (``analysis.validation.measured_time``:
     median of all timed launches, spread the larger of their interquartile range and the
@@ -390,50 +377,6 @@ def _add_round(record: dict, result: dict, rounds: int, work: int) -> None:
                   check={"ok": all(r["check"]["ok"] for r in record["rounds"]),
                          "error_over_tolerance": worst["check"]["error_over_tolerance"],
                          "worst_index": worst["check"]["worst_index"]})
-
-
-def _measure_chosen(doc, chosen, valid, old, target, sizes, repeat, warmup, rounds, seed,
-                    progress, save) -> None:
-    """Measure the ``chosen`` predictions into ``doc["measurements"]`` in ``rounds``
-    rounds (each runs every chosen candidate once, in rank order, every other round in
-    reverse, as ``tiletraffic validate`` does, so a drift of the device's speed shows in the
-    spread), saving after every candidate of every round. What the resumed document ``old``
-    holds is kept (also candidates not chosen this time) and only missing rounds are run."""
-    import copy
-
-    from tqdm import tqdm
-
-    by_label = {c.label: (i, s) for i, (c, s) in enumerate(valid)}
-    records = {r["label"]: copy.deepcopy(r) for r in (old or {}).get("measurements", [])}
-    rank = {e["label"]: e for e in doc["predictions"]}
-    for label, record in records.items():
-        if label in rank:
-            record.update(predicted_rank=rank[label]["predicted_rank"],
-                          predicted_time_s=rank[label]["predicted_time_s"])
-            doc["measurements"].append(record)
-    todo = sum(max(0, rounds - len(records.get(e["label"], {}).get("rounds", [])))
-               for e in chosen if records.get(e["label"], {}).get("status") != "failed")
-    m, n, k = sizes
-    before_launch: dict = {}
-    with tqdm(total=todo, desc=f"measure ({target.info.device_name})", unit="run",
-              file=sys.stderr, disable=None if progress is None else not progress) as bar:
-        for r in range(rounds):
-            for entry in (chosen if r % 2 == 0 else chosen[::-1]):
-                record = records.get(entry["label"])
-                if record is None:
-                    record = records[entry["label"]] = {
-                        "label": entry["label"], "family": entry["family"],
-                        "params": entry["params"], "status": "incomplete", "rounds": [],
-                        "predicted_rank": entry["predicted_rank"],
-                        "predicted_time_s": entry["predicted_time_s"]}
-                    doc["measurements"].append(record)
-                if record["status"] == "failed" or len(record["rounds"]) > r:
-                    continue
-                index, sch = by_label[entry["label"]]
-                _add_round(record, _measure_round(target, sch, repeat, warmup, seed, index, r,
-                                                  before_launch), rounds, m * n * k)
-                bar.update(1)
-                save()
 
 
 def _digest(text: str) -> str:
@@ -494,9 +437,10 @@ def _previous(path: Path | None, resume: bool, meta: dict, log) -> dict | None:
     return None
 
 
-def _meta(m, n, k, space, model, limits, target, command, **options) -> dict:
-    """The ``meta`` of a tuning document: problem, software, space, model, limits, device
-    and ``options`` (top, measure_all, repeat, warmup, seed, jobs)."""
+def _meta(options: TuneOptions, space, model, limits, target, judged_by) -> dict:
+    """The ``meta`` of a tuning document: problem, software, space, model, limits, device,
+    the options (top, measure_all, repeat, warmup, rounds, seed, jobs, recheck) and the
+    targets ``judged_by``; measuring, whether the model describes the device."""
     from importlib import metadata
 
     from tiletraffic.simulator.model.device_model import to_toml
@@ -505,10 +449,11 @@ def _meta(m, n, k, space, model, limits, target, command, **options) -> dict:
         version = metadata.version("tiletraffic")
     except metadata.PackageNotFoundError:
         version = None
-    return {
-        "format": FORMAT, "operation": "gemm", "m": m, "n": n, "k": k,
+    o = options
+    meta = {
+        "format": FORMAT, "operation": "gemm", "m": o.m, "n": o.n, "k": o.k,
         "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": command, "tiletraffic": version,
+        "command": o.described_command(), "tiletraffic": version,
         "space": space.path, "space_sha256": space.sha256, "space_candidates": space.size,
         "device_model": model.name, "device_model_sha256": _digest(to_toml(model)),
         "device_model_guessed": list(model.guessed),
@@ -520,192 +465,226 @@ def _meta(m, n, k, space, model, limits, target, command, **options) -> dict:
             "platform": target.info.platform_name, "is_simulator": target.info.is_simulator,
             "driver_version": target.info.driver_version},
         "device_slug": None if target is None else target.slug,
-        **options,
+        "top": o.top, "measure_all": o.measure_all, "repeat": o.repeat, "warmup": o.warmup,
+        "rounds": o.rounds, "seed": o.seed, "jobs": o.jobs, "recheck": o.recheck,
+        "targets": judged_by.to_dict(),
     }
+    if target is not None:
+        from tiletraffic.gpu.devices.device_models import model_fit_meta
+        meta.update(model_fit_meta(model, target.info))
+    return meta
 
 
-def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None,
-         top: int = DEFAULT_TOP, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
-         space=None, jobs: int = 1, measure_all: bool = False, resume: bool = False,
-         seed: int | None = None, progress: bool | None = False, log=None,
-         command: str | None = None, recheck: int | None = None,
-         targets=None) -> TuneResult:
-    """Tune C = A·B (A M×K, B K×N, row-major float32) over a tuning space (module docstring).
+def _open_device(options: TuneOptions):
+    """The OpenCL device to measure (and recheck) on: ``options.device`` when something is
+    measured or a device is named, else None (no device opened); the selection's warnings
+    (a simulator chosen by number) go to the log."""
+    if not (options.measuring or options.device is not None):
+        return None
+    from tiletraffic.gpu.devices.device import select_device
 
-    Args:
-        m, n, k: sizes.
-        device: OpenCL device to measure on (``"P:D"`` or part of a name; None: the default
-            device). Not opened when nothing is measured (``top=0`` and not ``measure_all``).
-        device_model: built-in name, file or ``DeviceModel`` that ranks the candidates;
-            default: the measured device's model (``tiletraffic device-model --device D``:
-            its queried values completed from a built-in model), else ``nvidia-h200``.
-        top: best-ranked candidates to measure (0: model only).
-        out: JSON file to save results in as they come (None: not saved).
-        repeat, warmup: timed and untimed launches per measured candidate and round.
-        rounds: times the chosen candidates are run, every other round in reverse order
-            (2: the run-to-run spread of ``tiletraffic validate``).
-        space: a ``TuningSpace`` or the path of a space file (default: the built-in one).
-        jobs: processes modelling in parallel.
-        measure_all: measure every valid candidate, not just the top.
-        resume: reuse the predictions and measurements of ``out`` when it tuned the same
-            problem (otherwise an existing ``out`` is moved to ``history/`` beside it).
-        seed: of the random inputs (candidate i in round r gets ``default_rng([seed, i, r])``); None: a
-            fresh seed, recorded in the results.
-        progress: progress bars on stderr (None: on a terminal only).
-        log: function taking a line of notes (moved files, guessed model values); None:
-            silent.
-        command: the command line to record (default: a description of this call).
-        recheck: best-ranked candidates to build on the device before measuring, re-model
-            with their compiled registers (where the driver reports them) and re-rank
-            (:mod:`analysis.tune.recheck`); None: 4 x ``top``; at most the modelled
-            ones; 0: none. Needs a device (ignored without one).
-        targets: the limits the tuning is judged by (``tune-regret``, and ``ranking`` for
-            resolvable pairs; :mod:`analysis.validation.targets`): a file or ``Targets``; default the
-            built-in ones. Recorded in ``meta.targets``.
+    with warnings.catch_warnings(record=True) as caught:  # a simulator chosen by number
+        warnings.simplefilter("always")
+        target = select_device(options.device)
+    for w in caught:
+        options.say(f"warning: {w.message}")
+    return target
 
-    Returns:
-        :class:`TuneResult`.
 
-    Raises:
-        TuneError: a size not a positive integer or beyond 32-bit indexing; ``top`` < 0,
-            ``jobs`` < 1, ``repeat``, ``warmup`` or ``rounds`` outside their limits
-            (:mod:`tiletraffic.gpu.runtime.launch_counts`), ``recheck`` < 0; no valid candidate
-            (the message counts the rejections by reason; ``out`` is then neither written
-            nor moved); an ``out`` that a resumed tuning does not match or whose fields
-            are malformed (:mod:`analysis.tune.results_file`).
-        tiletraffic.analysis.tune.space.SpaceError: a malformed space file.
-        tiletraffic.analysis.validation.targets.TargetsError: a malformed targets file.
-        KeyError, DeviceModelError: an unknown device model or a malformed model file.
-        tiletraffic.gpu.devices.device.DeviceError: no OpenCL device (or none matching ``device``).
-        OSError: ``out`` cannot be written (found before any work starts).
-        TuneInterrupted: Ctrl-C; what finished is saved.
-    """
-    from tiletraffic.gpu.runtime.launch_counts import (repeat_problem, rounds_problem,
-                                                       warmup_problem)
-
-    log = log or (lambda line: None)
-    _check_sizes(m, n, k)
-    for name, value, least in (("top", top, 0), ("jobs", jobs, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise TuneError(f"{name} must be an integer >= {least}, got {value!r}")
-    if (problem := repeat_problem(repeat) or warmup_problem(warmup)
-            or rounds_problem(rounds)) is not None:
-        raise TuneError(problem)
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise TuneError(f"seed must be a non-negative integer, got {seed!r}")
-    if recheck is not None and (isinstance(recheck, bool) or not isinstance(recheck, int)
-                                or recheck < 0):
-        raise TuneError(f"recheck must be an integer >= 0, got {recheck!r}")
-    space = space if isinstance(space, TuningSpace) else load_space(space)
-    limits_judged = load_targets(targets)
-    measuring = top > 0 or measure_all
-    target = None
-    if measuring or device is not None:
-        from tiletraffic.gpu.devices.device import select_device
-
-        with warnings.catch_warnings(record=True) as caught:  # a simulator chosen by number
-            warnings.simplefilter("always")
-            target = select_device(device)
-        for w in caught:
-            log(f"warning: {w.message}")
-    model = ranking_model(device_model, target)
+def _note_guesses(model, target, log) -> None:
+    """Warn (through ``log``) of a ranking model with guessed values and of a device that
+    is a simulator."""
     if model.guessed:
         log(f"warning: device model {model.name}: {len(model.guessed)} values are guesses "
             f"({', '.join(model.guessed)})")
     if target is not None and target.info.is_simulator:
         log(f"warning: {target.info.device_name} is a simulator: its times say nothing "
             "about hardware")
+
+
+def tune(options: TuneOptions) -> TuneResult:
+    """Tune C = A·B as ``options`` asks (module docstring): screen the space's candidates,
+    model and rank the valid ones, recheck the best with their compiled registers, measure
+    the ``top`` on the device and judge the model.
+
+    Returns:
+        :class:`TuneResult`.
+
+    Raises:
+        TuneError: no valid candidate (the message counts the rejections by reason; ``out``
+            is then neither written nor moved); an ``out`` that a resumed tuning does not
+            match or whose fields are malformed (:mod:`analysis.tune.results_file`).
+        tiletraffic.analysis.tune.space.SpaceError: a malformed space file.
+        tiletraffic.analysis.validation.targets.TargetsError: a malformed targets file.
+        KeyError, DeviceModelError: an unknown device model or a malformed model file.
+        tiletraffic.gpu.devices.device.DeviceError: no OpenCL device (or none matching
+            ``options.device``).
+        OSError: ``out`` cannot be written (found before any work starts).
+        TuneInterrupted: Ctrl-C; what finished is saved.
+    """
+    space = options.space if isinstance(options.space, TuningSpace) else \
+        load_space(options.space)
+    judged_by = load_targets(options.targets)
+    target = _open_device(options)
+    model = ranking_model(options.device_model, target)
+    _note_guesses(model, target, options.say)
     limits = combined_limits(target.limits if target is not None else None, model)
-    meta = _meta(m, n, k, space, model, limits, target, command or (
-        f"tiletraffic.tune({m}, {n}, {k}, device={device!r}, top={top}, "
-        f"measure_all={measure_all})"), top=top, measure_all=measure_all, repeat=repeat,
-        warmup=warmup, rounds=rounds, seed=seed, jobs=jobs, recheck=recheck,
-        targets=limits_judged.to_dict())
-    if target is not None:
-        from tiletraffic.gpu.devices.device_models import model_fit_meta
-        meta.update(model_fit_meta(model, target.info))
-    path = None if out is None else Path(out)
-    valid, rejected = screen(space, m, n, k, limits)
+    meta = _meta(options, space, model, limits, target, judged_by)
+    path = None if options.out is None else Path(options.out)
+    valid, rejected = screen(space, *options.sizes, limits)
     if not valid:  # nothing to tune: no file written, none moved
+        m, n, k = options.sizes
         raise TuneError(no_valid_message(
             f"no valid candidate in {space.path} for M={m} N={n} K={k} on {limits.name}",
             rejected))
-    old = _previous(path, resume, meta, log)
+    old = _previous(path, options.resume, meta, options.say)
     if old is not None:
         meta["resumed_from"] = old["meta"].get("created_utc")
     if meta["seed"] is None:
         meta["seed"] = int(np.random.SeedSequence().entropy % 2**63)
-    seed = meta["seed"]
+    return _Tuning(options, meta, space, valid, rejected, model, target, path, old).run()
 
-    doc = {"meta": meta, "status": "modelling", "valid_candidates": len(valid),
-           "rejected": rejected, "predictions": [], "measurements": [], "summary": None}
-    result = TuneResult(doc, path)
 
-    def save():
-        doc["summary"] = tuning_stats.summarize(doc)
-        if path is not None:
-            atomic_write_text(path, json.dumps(doc, indent=1))
+class _Tuning:
+    """One tuning under way: its document (saved whole, atomically, after every step), the
+    valid candidates with their entries, the ranking model, the device (or None), the
+    output path and the resumed document (or None)."""
 
-    save()  # proves the file can be written before the long work starts
-    reused = {p["label"]: {**p, **tuning_recheck.first_pass(p)}  # the estimate-based pass
-              for p in (old or {}).get("predictions", [])
-              if p.get("predicted_time_s") is not None}
-    entries = [{"label": cand.label, "family": cand.family, "params": cand.options,
-                "order": i} for i, (cand, _) in enumerate(valid)]
-    for entry in entries:
-        if entry["label"] in reused:
-            entry.update({key: reused[entry["label"]].get(key) for key in PREDICTION_KEYS})
-            doc["predictions"].append(entry)
-    log(f"{space.size} candidates: {len(rejected)} rejected before launch, {len(valid)} "
-        f"valid; modelling {sum('predicted_time_s' not in e for e in entries)} on "
-        f"{model.name}" + (f" ({len(reused)} reused)" if reused else ""))
+    def __init__(self, options: TuneOptions, meta: dict, space, valid, rejected, model,
+                 target, path: Path | None, old: dict | None):
+        self.options, self.space, self.valid, self.rejected = options, space, valid, rejected
+        self.model, self.target, self.path, self.old = model, target, path, old
+        self.doc = {"meta": meta, "status": "modelling", "valid_candidates": len(valid),
+                    "rejected": rejected, "predictions": [], "measurements": [],
+                    "summary": None}
+        self.entries = [{"label": cand.label, "family": cand.family, "params": cand.options,
+                         "order": i} for i, (cand, _) in enumerate(valid)]
 
-    if m * n * k >= SLOW_MODEL_WORK and jobs == 1:
-        log(f"note: at M·N·K = {m * n * k:.3g} a candidate takes about 1-9 s to model; "
-            "--jobs N models N at once (each finished one is saved)")
+    def save(self) -> None:
+        """Summarize the document and write it to the output file (if any)."""
+        self.doc["summary"] = tuning_stats.summarize(self.doc)
+        if self.path is not None:
+            atomic_write_text(self.path, json.dumps(self.doc, indent=1))
 
-    def modelled(index, res):
-        entry = entries[index]
+    def run(self) -> TuneResult:
+        """Model, recheck and measure; on Ctrl-C save what finished, ranked, and raise
+        :class:`TuneInterrupted`."""
+        doc, options = self.doc, self.options
+        result = TuneResult(doc, self.path)
+        self.save()  # proves the file can be written before the long work starts
+        self._reuse_predictions()
+        try:
+            _model_all([(i, self.valid[i][0]) for i, e in enumerate(self.entries)
+                        if "predicted_time_s" not in e], options.sizes, self.model,
+                       options.jobs, options.progress, self._modelled)
+            ranked = self._recheck(tuning_recheck.rank(doc))
+            doc["status"] = "measuring" if options.measuring else "complete"
+            self.save()
+            if options.measuring:
+                self._measure(ranked if options.measure_all else ranked[:options.top])
+                doc["status"] = "complete"
+                self.save()
+        except KeyboardInterrupt:
+            doc["status"] = "interrupted"
+            tuning_recheck.rank(doc)  # what was modelled, ranked among itself
+            self.save()
+            raise TuneInterrupted(self.path, result) from None
+        return result
+
+    def _reuse_predictions(self) -> None:
+        """Take the predictions a resumed document made (its estimate-based pass) and say
+        how many candidates are modelled (and that large sizes model slowly)."""
+        options, model = self.options, self.model
+        reused = {p["label"]: {**p, **tuning_recheck.first_pass(p)}
+                  for p in (self.old or {}).get("predictions", [])
+                  if p.get("predicted_time_s") is not None}
+        for entry in self.entries:
+            if entry["label"] in reused:
+                entry.update({key: reused[entry["label"]].get(key) for key in PREDICTION_KEYS})
+                self.doc["predictions"].append(entry)
+        options.say(f"{self.space.size} candidates: {len(self.rejected)} rejected before "
+                    f"launch, {len(self.valid)} valid; modelling "
+                    f"{sum('predicted_time_s' not in e for e in self.entries)} on "
+                    f"{model.name}" + (f" ({len(reused)} reused)" if reused else ""))
+        work = options.m * options.n * options.k
+        if work >= SLOW_MODEL_WORK and options.jobs == 1:
+            options.say(f"note: at M·N·K = {work:.3g} a candidate takes about 1-9 s to "
+                        "model; --jobs N models N at once (each finished one is saved)")
+
+    def _modelled(self, index: int, res: dict) -> None:
+        """Record candidate ``index``'s prediction (or the model's refusal) and save."""
+        entry = self.entries[index]
         if "error" in res:
-            rejected.append({key: entry[key] for key in ("label", "family", "params")} | {
+            self.rejected.append({key: entry[key] for key in ("label", "family", "params")} | {
                 "stage": "model", "reasons": [f"{res['error_type']}: {res['error']}"],
                 "whys": [f"the model refused it ({res['error_type']})"]})
         else:
             entry.update(res)
             entry["estimate"] = {key: res[key] for key in tuning_recheck.FIRST_PASS_KEYS}
-            doc["predictions"].append(entry)
-        save()
+            self.doc["predictions"].append(entry)
+        self.save()
 
-    def remodel(todo, on_result):
-        _model_all([(i, valid[i][0]) for i, _ in todo], (m, n, k), model, jobs, progress,
-                   on_result, registers=dict(todo), what="re-model with compiled registers")
+    def _remodel(self, todo, on_result) -> None:
+        """Model ``todo`` ((index, registers) pairs) again with the compiled registers."""
+        options = self.options
+        _model_all([(i, self.valid[i][0]) for i, _ in todo], options.sizes, self.model,
+                   options.jobs, options.progress, on_result, registers=dict(todo),
+                   what="re-model with compiled registers")
 
-    try:
-        _model_all([(i, valid[i][0]) for i, e in enumerate(entries)
-                    if "predicted_time_s" not in e], (m, n, k), model, jobs, progress,
-                   modelled)
-        ranked = tuning_recheck.rank(doc)
-        count = tuning_recheck.default_count(top, len(ranked)) if recheck is None else \
-            min(recheck, len(ranked))
-        if target is None and recheck:
-            log(f"note: --recheck {recheck} needs a device to build on: not rechecked "
-                "(the ranking is estimate-based)")
-        if target is not None and count > 0:
-            doc["status"] = "rechecking"
-            tuning_recheck.recheck(doc, valid, target, count, remodel, old=old,
-                                   progress=progress, save=save)
-            ranked = doc["predictions"]
-        doc["status"] = "measuring" if measuring else "complete"
-        save()
-        if measuring:
-            chosen = ranked if measure_all else ranked[:top]
-            _measure_chosen(doc, chosen, valid, old, target, (m, n, k), repeat, warmup,
-                            rounds, seed, progress, save)
-            doc["status"] = "complete"
-            save()
-    except KeyboardInterrupt:
-        doc["status"] = "interrupted"
-        tuning_recheck.rank(doc)  # what was modelled, ranked among itself
-        save()
-        raise TuneInterrupted(path, result) from None
-    return result
+    def _recheck(self, ranked: list) -> list:
+        """The ranking after the recheck (:mod:`analysis.tune.recheck`) of the best-ranked
+        on the device; ``ranked`` itself where nothing is rechecked."""
+        options, recheck = self.options, self.options.recheck
+        count = tuning_recheck.default_count(options.top, len(ranked)) if recheck is None \
+            else min(recheck, len(ranked))
+        if self.target is None and recheck:
+            options.say(f"note: --recheck {recheck} needs a device to build on: not "
+                        "rechecked (the ranking is estimate-based)")
+        if self.target is None or count <= 0:
+            return ranked
+        self.doc["status"] = "rechecking"
+        tuning_recheck.recheck(self.doc, self.valid, self.target, count, self._remodel,
+                               old=self.old, progress=options.progress, save=self.save)
+        return self.doc["predictions"]
+
+    def _measure(self, chosen: list) -> None:
+        """Measure the ``chosen`` predictions into the document's measurements in rounds
+        (each runs every chosen candidate once, in rank order, every other round in
+        reverse, as ``tiletraffic validate`` does, so a drift of the device's speed shows in
+        the spread), saving after every candidate of every round. What the resumed document
+        holds is kept (also candidates not chosen this time) and only missing rounds run."""
+        import copy
+
+        from tqdm import tqdm
+
+        doc, options, rounds = self.doc, self.options, self.options.rounds
+        by_label = {c.label: (i, s) for i, (c, s) in enumerate(self.valid)}
+        records = {r["label"]: copy.deepcopy(r)
+                   for r in (self.old or {}).get("measurements", [])}
+        rank = {e["label"]: e for e in doc["predictions"]}
+        for label, record in records.items():
+            if label in rank:
+                record.update(predicted_rank=rank[label]["predicted_rank"],
+                              predicted_time_s=rank[label]["predicted_time_s"])
+                doc["measurements"].append(record)
+        todo = sum(max(0, rounds - len(records.get(e["label"], {}).get("rounds", [])))
+                   for e in chosen if records.get(e["label"], {}).get("status") != "failed")
+        seed, work = doc["meta"]["seed"], options.m * options.n * options.k
+        before_launch: dict = {}
+        with tqdm(total=todo, desc=f"measure ({self.target.info.device_name})", unit="run",
+                  file=sys.stderr,
+                  disable=None if options.progress is None else not options.progress) as bar:
+            for r in range(rounds):
+                for entry in (chosen if r % 2 == 0 else chosen[::-1]):
+                    record = records.get(entry["label"])
+                    if record is None:
+                        record = records[entry["label"]] = new_record(entry)
+                        doc["measurements"].append(record)
+                    if record["status"] == "failed" or len(record["rounds"]) > r:
+                        continue
+                    index, sch = by_label[entry["label"]]
+                    add_round(record, measure_round(self.target, sch, options.repeat,
+                                                    options.warmup, seed, index, r,
+                                                    before_launch), rounds, work)
+                    bar.update(1)
+                    self.save()

@@ -33,9 +33,10 @@ from typing import Callable, Iterable, Sequence
 
 from tiletraffic.simulator.engine.limits import LimitError
 from tiletraffic.simulator.model.device_model import (DEVICE_MODELS, DeviceModel,
-                                                      built_in_file, device_model, to_toml)
+                                                      built_in_file, to_toml)
 from tiletraffic.simulator.observers.hazards import HazardError
 
+from tiletraffic.analysis.device_model import resolve_device_model
 from tiletraffic.analysis.files import archive_previous, atomic_write_text
 from tiletraffic.analysis.validation.cases import Case, CaseError, check_unique
 
@@ -65,12 +66,13 @@ class ModelIdentity:
 
 
 def resolve_model(spec: str | os.PathLike | DeviceModel) -> tuple[DeviceModel, ModelIdentity]:
-    """The model ``spec`` names (``simulator.model.device_model.device_model``) and its identity.
+    """The model ``spec`` names (:func:`analysis.device_model.resolve_device_model`) and its
+    identity.
 
     Raises:
         KeyError: neither a built-in name nor a file. DeviceModelError: a malformed file.
     """
-    model = device_model(spec)
+    model = resolve_device_model(spec)
     if isinstance(spec, DeviceModel):
         data, source = to_toml(spec).encode("utf-8"), "object"
     elif str(spec) in DEVICE_MODELS:

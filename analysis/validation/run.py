@@ -24,6 +24,7 @@ import numpy as np
 
 from tiletraffic.simulator.model.device_model import DeviceModel
 
+from tiletraffic.analysis.device_model import default_model_name
 from tiletraffic.analysis.files import SweepInterrupted, archive_previous
 from tiletraffic.analysis.validation.targets import load as load_targets
 from tiletraffic.analysis.validation import predict as vp
@@ -48,40 +49,22 @@ class ValidationInterrupted(SweepInterrupted):
 
 @dataclass(frozen=True)
 class ValidationRun:
-    """What :func:`run_validation` wrote: the folder, the JSON document and its comparison."""
+    """What :func:`validate_device` wrote: the folder, the JSON document and its comparison."""
 
     out_dir: Path
     data: dict
     summary: Summary
 
 
-def default_model_spec(info) -> str:
-    """The built-in model of a known device (``gpu.devices.device_models.KNOWN_NAMES``, matched
-    in the OpenCL device name), else ``generic-gpu`` (every value a guess)."""
-    from tiletraffic.gpu.devices.device_models import built_in_name_for
+@dataclass(frozen=True)
+class ValidationOptions:
+    """What a validation runs, how and where it writes it; built once by the command, the
+    library's ``validate`` or the report, and passed to :func:`validate_device`.
 
-    return built_in_name_for(info.device_name) or "generic-gpu"
-
-
-def default_out_dir(slug: str, list_name: str | None, root: str | os.PathLike = "reports"
-                    ) -> Path:
-    """``<root>/<device slug>[-quick]/validate``: beside ``tiletraffic report``'s folder of
-    the same device, which includes it."""
-    return Path(root) / (slug + ("-quick" if list_name == "quick" else "")) / "validate"
-
-
-def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = None,
-                   cases: Sequence[Case] | None = None, quick: bool = False,
-                   case_list_name: str | None = None,
-                   predictions_file: str | os.PathLike | None = None,
-                   out_dir: str | os.PathLike | None = None, repeat: int = 10,
-                   rounds: int = 2, warmup: int = 2, progress: bool | None = None,
-                   command: str | None = None, targets=None) -> ValidationRun:
-    """Predict, run, check, time and compare the cases on ``target`` (a ``gpu.devices.device.Target``).
-
-    Args:
+    Attributes:
         model: the device model (a built-in name, a file, a ``DeviceModel``); default: with
-            ``predictions_file`` the file's, else :func:`default_model_spec`.
+            ``predictions_file`` the file's, else the device's built-in model
+            (:func:`analysis.device_model.default_model_name`).
         cases: the case list; default: with ``predictions_file`` the file's, else the
             built-in list for ``quick`` and the device's type
             (``analysis.validation.default_case_list_name``).
@@ -93,62 +76,140 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
         repeat, warmup: timed (10 to 10000) and untimed (1 to 1000) launches per case and
             round (:mod:`tiletraffic.gpu.runtime.launch_counts`).
         rounds: times the whole case set is run (2 gives the run-to-run spread).
+        progress: progress bars on stderr (None: on a terminal only).
+        command: the command line ``validation.json`` records.
         targets: the limits judged by (``analysis.validation.targets``: a file, a ``Targets``;
             default the built-in ones), recorded in ``validation.json``.
+
+    Raises:
+        ValueError: ``repeat``, ``warmup`` or ``rounds`` outside their limits, when built.
+    """
+
+    model: str | os.PathLike | DeviceModel | None = None
+    cases: Sequence[Case] | None = None
+    quick: bool = False
+    case_list_name: str | None = None
+    predictions_file: str | os.PathLike | None = None
+    out_dir: str | os.PathLike | None = None
+    repeat: int = 10
+    rounds: int = 2
+    warmup: int = 2
+    progress: bool | None = None
+    command: str | None = None
+    targets: object = None
+
+    def __post_init__(self):
+        from tiletraffic.gpu.runtime.launch_counts import check_launch_counts
+
+        check_launch_counts(self.repeat, self.warmup, self.rounds)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The cases a validation measures, the list's name, the predictions file read (or
+    None) and the device model with its identity."""
+
+    cases: Sequence[Case]
+    list_name: str | None
+    predictions: object
+    model: DeviceModel
+    identity: object
+
+
+def default_out_dir(slug: str, list_name: str | None, root: str | os.PathLike = "reports"
+                    ) -> Path:
+    """``<root>/<device slug>[-quick]/validate``: beside ``tiletraffic report``'s folder of
+    the same device, which includes it."""
+    return Path(root) / (slug + ("-quick" if list_name == "quick" else "")) / "validate"
+
+
+def run_validation(target, **options) -> ValidationRun:
+    """:func:`validate_device` with the fields of :class:`ValidationOptions` given as
+    keywords (``run_validation(target, cases=..., rounds=1)``).
+
+    Raises:
+        as :class:`ValidationOptions` and :func:`validate_device`.
+    """
+    return validate_device(target, ValidationOptions(**options))
+
+
+def validate_device(target, options: ValidationOptions) -> ValidationRun:
+    """Predict, run, check, time and compare the cases of ``options`` on ``target`` (a
+    ``gpu.devices.device.Target``); write ``validation.json`` after every case run, then
+    ``validation.md`` (module docstring).
 
     Returns:
         :class:`ValidationRun`.
 
     Raises:
-        ValueError: ``repeat``, ``warmup`` or ``rounds`` outside their limits
-            (:mod:`tiletraffic.gpu.runtime.launch_counts`);
-            ``TargetsError``: a malformed targets file.
+        TargetsError: a malformed targets file.
         analysis.validation.predict.PredictionsError, PredictionsMismatch: a malformed
             predictions file, or cases / a model that differ from the file's.
         KeyError, DeviceModelError: an unknown or malformed device model.
-        OSError: ``out_dir`` cannot be written (checked before any work).
+        OSError: the output folder cannot be written (checked before any work).
         ValidationInterrupted: Ctrl-C (finished cases saved and rendered).
     """
-    from tqdm import tqdm
-
-    from tiletraffic.gpu.runtime.launch_counts import check_launch_counts
-
     from tiletraffic.analysis.files import ensure_writable
 
-    check_launch_counts(repeat, warmup, rounds)
-    info = target.info
-    pf = None
-    if quick:
-        case_list_name = "quick"
-    if cases is None and case_list_name is not None:
-        cases = case_list(case_list_name)
-    if predictions_file is not None:
-        pf = vp.read_predictions(predictions_file)
-        list_name = pf.document.get("case_list")
-        vp.check_cases(pf, cases)
-        cases = pf.cases
-        model_obj, identity = vp.model_of(pf, model)
-    else:
-        list_name = case_list_name if cases is not None else \
-            default_case_list_name(quick, info.is_gpu)
-        cases = check_unique(cases if cases is not None else case_list(list_name), "validate")
-        model_obj, identity = vp.resolve_model(model if model is not None
-                                               else default_model_spec(info))
-    out_dir = Path(out_dir) if out_dir is not None else default_out_dir(target.slug, list_name)
+    plan = _plan(target.info, options)
+    out_dir = Path(options.out_dir) if options.out_dir is not None else \
+        default_out_dir(target.slug, plan.list_name)
     ensure_writable(out_dir)
+    data = _document(target, options, plan)
+    archive_previous(out_dir / RESULTS_FILE)
+    data["predictions"] = _predictions(plan, options.progress)
+    save(out_dir, data)
+    _measure_rounds(target, data, plan.cases, options, out_dir)
+    data["meta"]["complete"] = True
+    save(out_dir, data)
+    from tiletraffic.analysis.validation.render import render
+
+    render(out_dir)
+    return ValidationRun(out_dir, data, summary_of(data))
+
+
+def _plan(info, options: ValidationOptions) -> _Plan:
+    """The cases, the list's name, the predictions file and the model of a validation of
+    the device ``info``: the predictions file's (its cases and model checked against those
+    given), else those given or the device's defaults."""
+    cases, list_name = options.cases, options.case_list_name
+    if options.quick:
+        list_name = "quick"
+    if cases is None and list_name is not None:
+        cases = case_list(list_name)
+    if options.predictions_file is not None:
+        pf = vp.read_predictions(options.predictions_file)
+        vp.check_cases(pf, cases)
+        model, identity = vp.model_of(pf, options.model)
+        return _Plan(pf.cases, pf.document.get("case_list"), pf, model, identity)
+    list_name = list_name if cases is not None else \
+        default_case_list_name(options.quick, info.is_gpu)
+    cases = check_unique(cases if cases is not None else case_list(list_name), "validate")
+    model, identity = vp.resolve_model(options.model if options.model is not None
+                                       else default_model_name(info))
+    return _Plan(cases, list_name, None, model, identity)
+
+
+def _document(target, options: ValidationOptions, plan: _Plan) -> dict:
+    """``validation.json`` before any prediction or measurement: its ``meta`` (the device,
+    the model and whether it describes the device, the counts, the targets, provenance),
+    the cases and an empty measurement per case."""
     from tiletraffic.gpu.devices.device_models import model_describes_device
 
-    describes, why = model_describes_device(model_obj, info)
-    limits = load_targets(targets)
-    data = {
+    info, pf, cases = target.info, plan.predictions, plan.cases
+    describes, why = model_describes_device(plan.model, info)
+    limits = load_targets(options.targets)
+    rounds = options.rounds
+    return {
         "meta": {
-            "created_utc": vp.utc_now(), "command": command, "device_slug": target.slug,
+            "created_utc": vp.utc_now(), "command": options.command,
+            "device_slug": target.slug,
             "device": {k: (list(v) if isinstance(v, tuple) else v)
                        for k, v in asdict(info).items()},
-            "device_model": {**identity.to_dict(), "describes_device": describes,
+            "device_model": {**plan.identity.to_dict(), "describes_device": describes,
                              "describes_device_why": why},
-            "case_list": list_name,
-            "repeat": repeat, "warmup": warmup, "rounds": rounds,
+            "case_list": plan.list_name,
+            "repeat": options.repeat, "warmup": options.warmup, "rounds": rounds,
             "targets": limits.to_dict(),
             "tiletraffic": vp.provenance(),
             "predictions_file": None if pf is None else {
@@ -161,30 +222,44 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
         "predictions": {},
         "measurements": {c.id: {"rounds": []} for c in cases},
     }
-    archive_previous(out_dir / RESULTS_FILE)
-    if pf is not None:
-        data["predictions"] = {c.id: pf.predictions[c.id] for c in cases}
-    else:
-        with tqdm(total=len(cases), desc=f"model {model_obj.name}", unit="case",
-                  disable=None if progress is None else not progress,
-                  file=sys.stderr) as bar:
-            for c in cases:
-                bar.set_postfix_str(c.label, refresh=False)
-                data["predictions"][c.id] = vp.predict_case(c, model_obj)
-                bar.update(1)
-    save(out_dir, data)
+
+
+def _predictions(plan: _Plan, progress: bool | None) -> dict:
+    """Case id -> prediction: the predictions file's, else the model's (a progress bar)."""
+    from tqdm import tqdm
+
+    if plan.predictions is not None:
+        return {c.id: plan.predictions.predictions[c.id] for c in plan.cases}
+    out = {}
+    with tqdm(total=len(plan.cases), desc=f"model {plan.model.name}", unit="case",
+              disable=None if progress is None else not progress, file=sys.stderr) as bar:
+        for c in plan.cases:
+            bar.set_postfix_str(c.label, refresh=False)
+            out[c.id] = vp.predict_case(c, plan.model)
+            bar.update(1)
+    return out
+
+
+def _measure_rounds(target, data: dict, cases, options: ValidationOptions,
+                    out_dir: Path) -> None:
+    """``options.rounds`` rounds of every case (odd rounds in reverse order), each run
+    saved at once; on Ctrl-C what finished is rendered and :class:`ValidationInterrupted`
+    raised."""
+    from tqdm import tqdm
+
+    rounds, progress = options.rounds, options.progress
     order = [list(cases) if r % 2 == 0 else list(reversed(cases)) for r in range(rounds)]
     checks: dict = {}      # case id -> its check before launch, made in its first round
     try:
-        with tqdm(total=rounds * len(cases), desc=f"validate on {info.device_name}",
+        with tqdm(total=rounds * len(cases), desc=f"validate on {target.info.device_name}",
                   unit="run", disable=None if progress is None else not progress,
                   file=sys.stderr) as bar:
             for r, todo in enumerate(order):
                 for case in todo:
                     bar.set_postfix_str(f"{case.label}, {r + 1}/{rounds}", refresh=False)
                     entry = data["measurements"][case.id]
-                    entry["rounds"].append(_run_case(target, case, repeat, warmup, r,
-                                                     checks))
+                    entry["rounds"].append(_run_case(target, case, options.repeat,
+                                                     options.warmup, r, checks))
                     data["meta"]["case_runs_done"] += 1
                     save(out_dir, data)
                     bar.update(1)
@@ -195,12 +270,6 @@ def run_validation(target, *, model: str | os.PathLike | DeviceModel | None = No
         if done:
             render(out_dir)
         raise ValidationInterrupted(out_dir, done, rounds * len(cases)) from None
-    data["meta"]["complete"] = True
-    save(out_dir, data)
-    from tiletraffic.analysis.validation.render import render
-
-    render(out_dir)
-    return ValidationRun(out_dir, data, summary_of(data))
 
 
 def _run_case(target, case: Case, repeat: int, warmup: int, round_index: int,

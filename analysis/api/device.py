@@ -1,0 +1,150 @@
+"""An OpenCL device: a schedule checked, launched and timed on it (``run``), the devices
+(``devices``), its device model measured (``calibrate``), and the main job's report
+(``report``)."""
+from __future__ import annotations
+
+from tiletraffic.simulator.ir.nodes import Schedule
+from tiletraffic.simulator.model.device_model import DeviceModel
+
+from tiletraffic.analysis.api import facade_function
+from tiletraffic.analysis.api.arguments import (SEED, check_argument_types,
+                                                check_schedule_argument)
+from tiletraffic.analysis.device_model import resolve_device_model
+
+
+@facade_function
+def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warmup: int = 2,
+        reference=None, seed: int | None = None, inputs: str = "normal",
+        unchecked: bool = False):
+    """Check `schedule` in the simulator, then build, launch, time and check it on an
+    OpenCL device.
+
+    Args:
+        device: `"P:D"` indices, part of a platform or device name, or `None` for the
+            default (a GPU if present, else PoCL's CPU device; never Oclgrind).
+        repeat, warmup: timed launches and untimed warm-up launches.
+        reference: for a schedule that is not a GEMM or matrix-vector product, a function
+            `inputs -> output` (numpy, float64) giving the expected result.
+        seed: seed of the random inputs.
+        inputs: `normal` (default), `uniform`, `ones` or `arange` (the last two
+            can hide swapped indices).
+        unchecked: launch even when the check before launch finds hazards (then the
+            result's `.unchecked` says "unchecked: hazards found: ..."); without it such
+            a schedule raises `UnsafeLaunchError` and nothing is launched.
+
+    Returns:
+        `tiletraffic.gpu.runtime.checked_run.DeviceRun` (`.run` times in seconds, `.check`;
+        every launch's output was fingerprinted and each distinct one checked).
+
+    Raises:
+        TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
+        tiletraffic.gpu.devices.device.DeviceError: no such device, or no OpenCL device at all.
+        TypeError: an argument of the wrong type (`unchecked` not True or False, `seed`
+            not an integer, ...), naming it.
+        ValueError: `repeat` or `warmup` not a count within the limits, naming it.
+        tiletraffic.gpu.runtime.checked_run.UnsafeLaunchError: hazards found before launch.
+        tiletraffic.gpu.runtime.launch.LaunchConfigError, KernelBuildError, LaunchError,
+        ResultMismatchError: see `run_on_device`.
+    """
+    check_schedule_argument(schedule, "run")
+    check_argument_types("run", seed=(seed, *SEED), inputs=(inputs, (str,), "a string"),
+                   unchecked=(unchecked, (bool,), "True or False"))
+    import numpy as np
+
+    from tiletraffic.gpu.runtime.checked_run import run_on_device
+    from tiletraffic.gpu.devices.device import select_device
+
+    return run_on_device(select_device(device), schedule, repeat=repeat, warmup=warmup,
+                         rng=np.random.default_rng(seed), reference_fn=reference,
+                         inputs=inputs, unchecked=unchecked)
+
+
+@facade_function
+def devices():
+    """The OpenCL devices, as `tiletraffic devices` lists them: a list of
+    `tiletraffic.gpu.devices.device_list.DeviceEntry` in `"P:D"` order (`.id`, `.info`: the
+    `DeviceInfo` with names and limits, `.is_default`: the device used when `device` is
+    not given, `.build_problem`: why it cannot compile kernels here, or `None`;
+    `.line()`: the command's line). An empty list when there is no OpenCL device.
+    """
+    from tiletraffic.gpu.devices.device_list import device_entries
+
+    return device_entries()
+
+
+@facade_function
+def report(device: str | None = None, *, out="reports", quick: bool = False,
+           repeat: int = 10, device_model: str | DeviceModel | None = None, targets=None,
+           progress: bool = False):
+    """The main job, as `tiletraffic report` runs it: count naive and tiled GEMM and
+    matrix-vector traffic in the simulator (checked against the closed forms), run them on
+    `device` (checked, timed, in rounds with spreads), validate the device model where it
+    is this device's, and write `report.md`, its figures, `report.html` with explain pages
+    and `results.json` to `out/<device>[-quick]/`
+    (`tiletraffic.analysis.report.build.make_report`).
+
+    Args:
+        device: as for `run`. quick: the small sweep (seconds on a 2-core CPU).
+        out: the reports folder. repeat: timed launches per kernel (10 to 10000).
+        device_model: the model to validate (a built-in name, a file or a `DeviceModel`;
+            default: the device's built-in model, else `generic-gpu`).
+        targets: as for `validate`. progress: progress bars on stderr.
+
+    Returns:
+        The report folder (a `pathlib.Path`); its `results.json` holds every figure, and
+        `tiletraffic.analysis.report.text.summary_lines(data, folder)` gives the command's
+        five-line summary. `tiletraffic.analysis.report.build.render(folder)` re-renders a
+        folder from its `results.json` without a device (`report --render`).
+
+    Raises:
+        tiletraffic.gpu.devices.device.DeviceError: no such device, or no OpenCL device at all.
+        ValueError: `repeat` outside 10 to 10000; a malformed predictions or targets file.
+        KeyError, DeviceModelError: an unknown or malformed `device_model`.
+        OSError: `out` cannot be written (checked before the sweep).
+        tiletraffic.analysis.files.SweepInterrupted: Ctrl-C (the finished cases saved).
+    """
+    from tiletraffic.analysis.report.build import make_report
+
+    return make_report(device=device, out_root=out, quick=quick, repeat=repeat,
+                       progress=progress, device_model=device_model, targets=targets)
+
+
+@facade_function
+def calibrate(device: str | None = None, *, quick: bool = False,
+              base: str | DeviceModel | None = None, out=None):
+    """Measure an OpenCL device with `tiletraffic calibrate`'s microbenchmarks
+    (`tiletraffic.analysis.calibrate.calibrate`: DRAM, L2 size and bandwidth, local memory, FP32,
+    the staging round trips from L2 and DRAM, strided requests, the register-tile issue
+    rate, launch overhead, barriers): its device model and the measurements. A value whose
+    measurement is unusable (timing noise, a device the benchmark cannot run on) is left
+    as in the base model and says why (`Measurement.why_unmapped`).
+
+    Args:
+        device: as for `run`.
+        quick: tiny sizes (seconds on a CPU; a well-formed model, rough numbers).
+        base: the model (name, file or `DeviceModel`) whose unmeasured values are
+            kept (default: the built-in model matching the device's name, else generic-gpu).
+        out: also write the model there (TOML, atomically; use it with
+            `--device-model`/`model(..., device=out)`).
+
+    Returns:
+        `(DeviceModel, measurements)`: each measurement a
+        `tiletraffic.analysis.calibrate.calibrate.Measurement` (benchmark, value, unit, the field
+        it set); `tiletraffic.analysis.calibrate.calibrate.table(measurements)` returns them as a
+        text table.
+
+    Raises:
+        tiletraffic.gpu.devices.device.DeviceError: no such device, or no OpenCL device at all.
+        tiletraffic.analysis.calibrate.calibrate.CalibrationError: too little memory for a benchmark.
+        tiletraffic.gpu.runtime.launch.TiletrafficGpuError: a build, launch or result check failed.
+    """
+    from tiletraffic.analysis.calibrate import calibrate as calibration
+    from tiletraffic.analysis.files import atomic_write_text
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.simulator.model.device_model import to_toml
+
+    base_model = resolve_device_model(base) if base is not None else None
+    model, measured = calibration.calibrate(select_device(device), quick, base=base_model)
+    if out is not None:
+        atomic_write_text(out, to_toml(model))
+    return model, measured

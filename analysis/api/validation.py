@@ -1,0 +1,87 @@
+"""The model against a device: its predictions pre-registered (``write_predictions``), the
+built-in case lists (``validation_cases``), and the validation itself (``validate``)."""
+from __future__ import annotations
+
+from tiletraffic.simulator.model.device_model import DeviceModel
+
+from tiletraffic.analysis.api import facade_function
+
+
+@facade_function
+def validation_cases(name: str = "quick"):
+    """A built-in case list of `validate`: `"quick"` (tiny, PoCL/CI), `"cpu"` or
+    `"gpu"` (GEMM 1024/4096, matvec 4096/8192), a tuple of
+    `tiletraffic.analysis.validation.cases.Case` (`.family`, `.m`, `.k`, `.n`, `.tile`,
+    `.options`, `.registers`: the compiled registers per work-item the model uses, or
+    `None`; `Case.from_dict({...})` makes your own).
+
+    Raises:
+        KeyError: an unknown name.
+    """
+    from tiletraffic.analysis.validation.cases import case_list
+
+    return case_list(name)
+
+
+@facade_function
+def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
+                      case_list: str = "gpu") -> dict:
+    """Pre-register the model's predictions: predict `cases` (default: the built-in list
+    `case_list`) on `device_model` and write the predictions file `path` (JSON: the
+    cases, the model file's name and SHA-256, each prediction, the git commit, a UTC time).
+    Needs no device. Returns the document written.
+
+    Raises:
+        KeyError, DeviceModelError: an unknown or malformed device model. OSError: `path`
+        cannot be written.
+    """
+    from tiletraffic.analysis.validation import cases as case_lists, predict
+
+    return predict.write_predictions(
+        path, case_lists.case_list(case_list) if cases is None else cases, device_model,
+        case_list=case_list if cases is None else None)
+
+
+@facade_function
+def validate(device: str | None = None, device_model: str | DeviceModel | None = None, *,
+             quick: bool = False, cases=None, predictions=None, out=None, repeat: int = 10,
+             rounds: int = 2, progress: bool = False, targets=None):
+    """Validate the model on an OpenCL device: every case run, checked against float64,
+    timed (median and spread of `rounds` × `repeat` launches) and compared with the
+    model's predicted time, speedup over the naive schedule and ranking
+    (`tiletraffic.analysis.validation` defines each figure).
+
+    Args:
+        device: as for `run`. device_model: a built-in name, a file or a
+            `DeviceModel` (default: the predictions file's, else the built-in model
+            of a known device, else `generic-gpu`).
+        quick: the tiny case list; cases: your own (default: the device's list).
+        predictions: a predictions file (`write_predictions`): its cases are measured
+            and compared with its predictions, after checking the model's hash.
+        out: the results folder (default `reports/<device>[-quick]/validate`).
+        targets: the limits the model is judged by, reported under their names (a TOML
+            file or `tiletraffic.analysis.validation.targets.Targets`; default the built-in
+            `analysis/validation/targets.toml`: median-abs-error 15 %, worst-abs-error 35 %,
+            speedup-error 20 %, ranking 2x the spread).
+
+    Returns:
+        `tiletraffic.analysis.validation.run.ValidationRun`: `.out_dir`, `.data` (the
+        `validation.json` document), `.summary` (`.targets`, `.results`,
+        `.speedups`, `.pairs`, `.to_dict()`).
+
+    Raises:
+        tiletraffic.gpu.devices.device.DeviceError: no such device. ValueError: `repeat` outside 10 to
+        10000 (`tiletraffic.gpu.runtime.launch_counts`) or `rounds` < 1;
+        `PredictionsError`/`PredictionsMismatch` (ValueErrors): a malformed predictions file,
+        or other cases or another model than the file's;
+        `TargetsError` (a ValueError): a malformed targets file.
+        OSError: `out` cannot be written.
+    """
+    from tiletraffic.analysis.validation.run import ValidationOptions, validate_device
+    from tiletraffic.gpu.devices.device import select_device
+
+    target = select_device(device)
+    return validate_device(target, ValidationOptions(
+        model=device_model, cases=cases, quick=quick, predictions_file=predictions,
+        out_dir=out, repeat=repeat, rounds=rounds, progress=progress, targets=targets,
+        command=f"tiletraffic.validate(device={device!r}, quick={quick})"))
