@@ -78,9 +78,9 @@ def test_rendered_as_opencl_c_and_cuda():
 
 def test_unknown_function_and_wrong_arity_are_refused():
     with pytest.raises(tt.ScheduleError, match="not one of"):
-        tt.FCall("tanh", (tt.simulator.schedule.FConst(1.0),))
+        tt.FCall("tanh", (tt.simulator.ir.nodes.FConst(1.0),))
     with pytest.raises(tt.ScheduleError, match="takes 2 argument"):
-        tt.FCall("fmax", (tt.simulator.schedule.FConst(1.0),))
+        tt.FCall("fmax", (tt.simulator.ir.nodes.FConst(1.0),))
     with pytest.raises(TypeError, match="integer condition"):
         tt.select(1, 0.0, 1.0)
 

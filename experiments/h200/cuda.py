@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from tiletraffic.gpu.codegen.kernel import GeneratedKernel
 
-PRELUDE_BEGIN = "// ---- tiletraffic CUDA prelude (experiments/h200/cuda.py): OpenCL C spellings -> CUDA ----"
+PRELUDE_BEGIN = "// ---- tiletraffic CUDA prelude (gpu/cuda.py): OpenCL C spellings -> CUDA ----"
 PRELUDE_END = "// ---- end of prelude; the generated OpenCL C follows unchanged ----"
 
 _IDS = {
@@ -146,7 +146,7 @@ def timeline_source(kernel: GeneratedKernel) -> tuple[str, str]:
     names = ", ".join(a.name for a in kernel.args)
     entry = f"{kernel.name}{TIMELINE_SUFFIX}"
     wrapper = f"""
-// ---- tiletraffic work-group timeline (experiments/h200/cuda.py: timeline_source) ----
+// ---- tiletraffic work-group timeline (gpu/cuda.py: timeline_source) ----
 extern "C" __global__ void __launch_bounds__({threads})
 {entry}({params}, unsigned long long *__restrict__ timeline)
 {{

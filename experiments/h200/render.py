@@ -102,7 +102,7 @@ def render_hardware(directory: str | Path) -> Path:
         "which "
         f"`{meta.get('command', 'benchmarks/h200_validation.py')}` wrote on the device on "
         f"{meta.get('created_utc', '?')} (see `command.txt`). Hardware counters: Nsight "
-        "Compute on the same generated kernel source built as CUDA (`experiments/h200/cuda.py`); times: "
+        "Compute on the same generated kernel source built as CUDA (`gpu/cuda.py`); times: "
         "OpenCL profiling events (median of 10 launches after warm-up, results checked "
         "against numpy first) and, where OpenCL refused the launch, Nsight Compute's "
         "`gpu__time_duration`. Predictions: `simulator.traffic_model.model_launch` with the "

@@ -123,7 +123,7 @@ def dispatch_section(dispatch: dict | None, cases: list[CaseComparison], model,
         "`experiments/h200/dispatch/driver.py` (one device call on "
         f"{meta.get('created_utc', '?')[:16].replace('T', ' ')} UTC, `dispatch/command.txt`) "
         "ran the same generated kernels built as CUDA with two `%globaltimer` reads and a "
-        "`%smid` read per work-group (`experiments.h200.cuda.timeline_source`): when every work-group "
+        "`%smid` read per work-group (`gpu.cuda.timeline_source`): when every work-group "
         "started and ended, and on which SM (`dispatch/timelines.npz`). A *row* of "
         "work-groups is all work-groups with the same `get_group_id(1)`: they read the same "
         "rows of A, and between them every column of B, which the next row reads again. "
@@ -141,7 +141,7 @@ def dispatch_section(dispatch: dict | None, cases: list[CaseComparison], model,
                      f"{r['row_start_spread_steady_s'] * 1e6:.0f} µs | {r['spread_ratio']:.2f} |")
     lines += [
         "", "The DRAM model driven by these measured timelines "
-        "(`simulator.model.dram.dram_reads_timeline`: each work-group reads its stripes of A "
+        "(`simulator.dram_model.dram_reads_timeline`: each work-group reads its stripes of A "
         "and B at a constant rate from its start to its end; the reuse distance of a re-read "
         "is the distinct data all work-groups touched since the previous touch; 16-way L2, "
         f"{samples} sampled re-reads per buffer), with the whole L2 and with one of its two "
@@ -217,7 +217,7 @@ def tail_lines(rows: list[dict]) -> list[str]:
         "### The tail of a launch", "",
         "When an SM gets more work-groups than it holds at once, its last ones run with fewer "
         "companions and hide less of each other's latency. The time model charges this tail "
-        "(`tail_s`, `simulator.model.queueing.tail_latency_s`; only kernels with barriers "
+        "(`tail_s`, `simulator.queueing.tail_latency_s`; only kernels with barriers "
         "have one, since only they have latency in the model) assuming that when an SM's "
         "last work-group starts, its resident work-groups are spread evenly over their work "
         "and end one by one, each stage at the mean value analysis' throughput of those left. "

@@ -577,7 +577,7 @@ def l2_sharing_section(data: dict | None, cases, model, samples: int = 400
     if again:
         lines += [f"**The validation cases beyond L2 with the measured curve** (fitted: "
                   f"{curve[0] // MIB} MiB, {curve[1]}-way in "
-                  "`simulator.model.dram.miss_probability`, least squares over the re-read "
+                  "`simulator.dram_model.miss_probability`, least squares over the re-read "
                   "points; everything else as predicted above, steady-state dispatch):", "",
                   "| case | measured | predicted (device model) | with the measured curve |",
                   "|---|---|---|---|"]
