@@ -8,7 +8,8 @@ import click
 
 import tiletraffic as tt
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, UNLIMITED, LimitError
-from tiletraffic.simulator.engine.machine import ExecutionError, InputError
+from tiletraffic.simulator.engine.simulation import InputError
+from tiletraffic.simulator.ir.static import ExecutionError
 
 from tiletraffic.frontend.resolver import resolve
 from tiletraffic.analysis.files import json_text

@@ -115,12 +115,12 @@ def _elements(schedule: Schedule) -> tuple[int, int]:
 def estimate_simulation(schedule: Schedule, *, compute_values: bool,
                         work_group_classes: bool = False, reference: bool | None = None,
                         batch_work_items: int = 1 << 20) -> Estimate:
-    """Memory and time :func:`simulator.engine.machine.simulate` is expected to need.
+    """Memory and time :func:`simulator.engine.simulation.simulate` is expected to need.
 
     Args:
         compute_values: the outputs are computed (buffers allocated).
         work_group_classes: counts by work-group classes (one work-group per class runs,
-            where they are proved for the schedule, as :func:`simulator.engine.machine.simulate`
+            where they are proved for the schedule, as :func:`simulator.engine.simulation.simulate`
             decides; else every work-group).
         reference: a float64 reference of the output is also computed (default: whenever
             values are computed).

@@ -17,7 +17,7 @@ K extrapolation        the model of a built-in family: counts of a long   :mod:`
 =====================  =================================================  ==================
 
 Which passes run is the caller's choice, given explicitly as :class:`Accelerators` to
-:func:`simulator.engine.machine.simulate` and :func:`simulator.model.launch.model_launch`; nothing is read
+:func:`simulator.engine.simulation.simulate` and :func:`simulator.model.launch.model_launch`; nothing is read
 from the environment here.
 
 The statement passes (private nests, loop blocks) share one interface, :class:`Pass`: the
@@ -68,7 +68,7 @@ class Accelerators:
 
 
 SIMULATE = Accelerators()
-""":func:`simulator.engine.machine.simulate`'s default: every work-group executed, private nests on."""
+""":func:`simulator.engine.simulation.simulate`'s default: every work-group executed, private nests on."""
 
 ALL = Accelerators(work_group_classes=True, private_nests=True, loop_blocks=True,
                    k_extrapolation=True)
