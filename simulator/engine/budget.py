@@ -17,8 +17,8 @@ prints the estimate next to the measurement for a set of launches):
 - buffers: 4 bytes per element when values are computed; the float64 reference the command
   line checks against adds 8 bytes per input element and 16 per output element;
 - the checks that need the full launch (not run when counting by work-group classes): 17
-  bytes per output element (``simulator.observers.global_races``: two int32 work-item keys per word and
-  direction the kernel accesses its outputs in; the unwritten-output flags);
+  bytes per output element (``simulator.observers.global_races``: two int32 work-item keys
+  per word and direction the kernel accesses its outputs in; the unwritten-output flags);
 - the interpreter with numpy, plus the blocks of a vectorized K loop (up to
   ``engine.BLOCK_ELEMS`` elements of several arrays): 160 MiB.
 Time: 1 µs per work-group and 25 ns per work-item and step of the inner (K) loop (or of its

@@ -13,13 +13,13 @@ gives a time that is not a measurement of the kernel. So before any launch
 - *representative work-groups* otherwise, where the classes are proved for the schedule
   (:func:`simulator.engine.accelerators.class_safety.classes_problem`; an unproved one is checked
   as a full launch whatever its size): one work-group per class of
-  :mod:`simulator.engine.accelerators.classes` (the first and last work-group of every NDRange dimension, the
-  edges, among them), counts only, so races within a work-group, out-of-bounds accesses,
-  barrier divergence, misaligned vector accesses and uninitialized local and private reads
-  are checked there (integer divisions by zero cannot occur: the classes of a divisor that
-  may be 0 are not proved, so such a launch is checked whole); races between work-groups,
-  reads of outputs before a store and
-  unwritten outputs need every work-group and are not
+  :mod:`simulator.engine.accelerators.classes` (the first and last work-group of every
+  NDRange dimension, the edges, among them), counts only, so races within a work-group,
+  out-of-bounds accesses, barrier divergence, misaligned vector accesses and uninitialized
+  local and private reads are checked there (integer divisions by zero cannot occur: the
+  classes of a divisor that may be 0 are not proved, so such a launch is checked whole);
+  races between work-groups, reads of outputs before a store and unwritten outputs need
+  every work-group and are not
   (:attr:`LaunchCheck.not_checked` says so). The sum length is counted on the
   representatives with values: for a built-in family with a K loop of step D
   (:func:`simulator.engine.accelerators.k_extrapolation.k_step_elems`), at K mod D + n·D for n in

@@ -49,7 +49,8 @@ VECTOR_BLOCK = 4
 """Vectorized loop blocks start at multiples of this many iterations."""
 
 PLAN_CACHE_ENTRIES = 4096
-"""Static plans (private nests, statement runs, blocked loops) kept across machines."""
+"""Static plans (private nests, statement runs, blocked loops, the schedule's live checks)
+kept across machines."""
 _PLANS: dict[tuple, tuple] = {}
 
 
@@ -59,7 +60,8 @@ commands accept: :data:`analysis.cli.common.GROUP_WORK_LIMIT` bounds work-items 
 
 
 class Machine(Expressions, Accesses, PrivateMemory):
-    """Executes the body of one schedule for batches of work-groups."""
+    """Executes the body of one schedule for batches of work-groups (:meth:`run_batch`);
+    its parts by concern are the classes it derives from (module docstring)."""
 
     @property
     def block_elems(self) -> int:
@@ -101,7 +103,7 @@ class Machine(Expressions, Accesses, PrivateMemory):
         where the left one does not decide; ``False`` where an expression evaluated again
         was checked already): an unsigned 64-bit :class:`Wrap` refuses a negative value of
         these only, and an integer division by zero of these only is a hazard."""
-        self.live_checks = has_live_check(schedule.body, params)
+        self.live_checks = self.plan_of("live checks", schedule.body, has_live_check)
         """Whether an expression of the schedule is checked per executing work-item (an
         unsigned 64-bit ``Wrap``, a ``/`` or ``%`` whose divisor is not a non-zero
         constant): then ``&&`` and ``||`` narrow :attr:`live`, and a ``select``'s condition
@@ -162,9 +164,10 @@ class Machine(Expressions, Accesses, PrivateMemory):
         self.exec_block(sch.body, np.ones((G, L, 1), dtype=bool))
 
     def plan_of(self, kind: str, node, make):
-        """``make(node, params)`` (a static plan of a loop or block), cached for every
-        machine of the same IR node and parameters (a schedule's probe and launch, and the
-        short K of :mod:`simulator.engine.accelerators.k_extrapolation`, share their statements)."""
+        """``make(node, params)`` (a static plan of a loop or block, or a static fact of the
+        body), cached for every machine of the same IR node and parameters (a schedule's
+        probe and launch, and the short K of
+        :mod:`simulator.engine.accelerators.k_extrapolation`, share their statements)."""
         key = (kind, id(node), self.params_key)
         hit = _PLANS.get(key)
         if hit is not None and hit[0] is node:
@@ -208,7 +211,6 @@ class Machine(Expressions, Accesses, PrivateMemory):
                     p.run(self, run, mask, plan)
                     return True
         return False
-
 
     def exec_let(self, s: S.Let, m) -> None:
         self.env[s.name] = self.eval_int(s.value)

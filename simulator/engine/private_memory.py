@@ -194,7 +194,8 @@ class PrivateMemory(BatchState):
         self.count_flop(m, ops + (1 if accumulate else 0))
         is_set = self.parray_set[s.name]
         if is_set is not None and idx.shape[2] != 1:
-            # a block of iterations (simulator.engine.accelerators.loop_blocks): set where any entry assigns it
+            # a block of iterations (simulator.engine.accelerators.loop_blocks): set where
+            # any entry assigns it
             for flat in np.unique(idx[ok]):
                 is_set[:, :, flat] |= (ok & (idx == flat)).any(axis=2)
         elif is_set is not None:

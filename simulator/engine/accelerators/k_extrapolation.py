@@ -12,7 +12,8 @@ guards of the last (partial) step and the first step (and a prefetching schedule
 second-to-last) are the same for every n. Every count the traffic model uses is then a sum
 of per-step contributions that depend on the step's position modulo P/D only, hence affine
 in n: requests, sectors, lines, wavefronts, bank conflicts, loads, stores, FLOPs and
-barriers (:class:`simulator.observers.counters.TrafficCounts`, :class:`simulator.observers.memory.MemoryCounts`),
+barriers (:class:`simulator.observers.counters.TrafficCounts`,
+:class:`simulator.observers.memory.MemoryCounts`),
 the barrier intervals with global loads, the distinct sectors per work-group (footprint;
 steps P/D apart touch disjoint lines) and the load offsets between neighbouring work-groups
 (A's moves by K rows' worth per work-group row).

@@ -199,9 +199,10 @@ def _resolve(machine, nest: NestPlan) -> bool:
 
 
 class PrivateNests(Pass):
-    """The private nests accelerator as an engine pass (:class:`simulator.engine.accelerators.Pass`):
-    applies to a loop or a statement run whose static plan exists (:func:`plan`,
-    :func:`statement_runs`) and whose reads are all set now (:func:`ready`)."""
+    """The private nests accelerator as an engine pass
+    (:class:`simulator.engine.accelerators.Pass`): applies to a loop or a statement run whose
+    static plan exists (:func:`plan`, :func:`statement_runs`) and whose reads are all set
+    now (:func:`ready`)."""
 
     name = "private nests"
 
