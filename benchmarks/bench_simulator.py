@@ -22,7 +22,7 @@ def _one(family: str, n: int, tile: int, values: bool, queue) -> None:
     import numpy as np
 
     from tiletraffic.simulator.kernels import families as schedules
-    from tiletraffic.simulator.engine.machine import simulate
+    from tiletraffic.simulator.engine.simulation import simulate
     from tiletraffic.simulator.engine.reference import random_inputs
 
     sch = schedules.build(family, n, n, n, tile)

@@ -14,7 +14,7 @@ import time
 from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_counts
 from tiletraffic.simulator.kernels import families as schedules
 from tiletraffic.simulator.engine.accelerators import Accelerators
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 
 CASES = [("gemm-naive", 64, 16), ("gemm-tiled", 64, 16), ("gemm-tiled", 128, 16),
          ("matvec-local", 1024, 256)]

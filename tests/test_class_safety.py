@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.engine.accelerators import Accelerators, class_safety
 from tiletraffic.simulator.engine.budget import estimate_simulation
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.engine.launch_check import check_launch
 from tiletraffic.simulator.observers.memory import MemoryObserver
 from tiletraffic.simulator.ir.nodes import (Accumulate, Const, DeclareFloat, For, GlobalArray,

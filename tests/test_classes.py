@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tiletraffic.simulator.observers.counters import Observer
 from tiletraffic.simulator.engine.accelerators import Accelerators
-from tiletraffic.simulator.engine.machine import InputError, simulate
+from tiletraffic.simulator.engine.simulation import InputError, simulate
 from tiletraffic.simulator.observers.memory import MemoryObserver
 from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.kernels.families import FAMILIES, REGISTER_BLOCKED_FAMILIES, build

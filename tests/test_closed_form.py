@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tiletraffic.simulator.kernels.closed_forms import counts, textbook_per_tile_reads
 from tiletraffic.simulator.observers.counters import Observer
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.kernels.families import GEMM_FAMILIES, build
 from strategies import gemm_tiles, schedules, sizes
 

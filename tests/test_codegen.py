@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tiletraffic.gpu.codegen.generate import generate, render_cond, render_float, render_int
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.kernels.families import FAMILIES, build
 from strategies import (
     assert_matches_reference,

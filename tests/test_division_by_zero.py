@@ -16,13 +16,13 @@ from click.testing import CliRunner
 import tiletraffic as tt
 from tiletraffic.analysis.cli import main
 from tiletraffic.gpu.oclgrind.oclgrind import SIMULATOR_HAZARD_KINDS
-from tiletraffic.simulator.engine import machine as engine
+from tiletraffic.simulator.engine import simulation as engine
 from tiletraffic.simulator.engine import launch_check as lc
 from tiletraffic.simulator.model import observation
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.engine.accelerators import ALL, Accelerators, NotApplicable
 from tiletraffic.simulator.model.device_model import DEVICE_MODELS, GuessedValueWarning
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.observers.hazards import HAZARD_KINDS, HazardError
 from tiletraffic.simulator.ir.static import ExecutionError, eval_static
 

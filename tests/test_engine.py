@@ -1,4 +1,4 @@
-"""Tests of simulator.engine.machine.simulate: values against numpy, counts, read maps, errors, limits."""
+"""Tests of simulator.engine.simulation.simulate: values against numpy, counts, read maps, errors, limits."""
 from __future__ import annotations
 
 import math
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, LimitError
 from tiletraffic.simulator.engine.accelerators import Accelerators
-from tiletraffic.simulator.engine.machine import InputError, simulate
+from tiletraffic.simulator.engine.simulation import InputError, simulate
 from tiletraffic.simulator.kernels.families import FAMILIES, ScheduleError, build
 from strategies import (
     assert_matches_reference,

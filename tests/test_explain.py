@@ -201,8 +201,8 @@ def test_report_html_links_the_pairs_and_renders_from_json_only(tmp_path, monkey
     def no_simulator(*a, **k):
         raise AssertionError("rendering must not simulate")
 
-    import tiletraffic.simulator.engine.machine
-    monkeypatch.setattr(tiletraffic.simulator.engine.machine, "simulate", no_simulator)
+    import tiletraffic.simulator.engine.simulation
+    monkeypatch.setattr(tiletraffic.simulator.engine.simulation, "simulate", no_simulator)
     monkeypatch.setattr(report_pages, "explain_data", no_simulator)
     html = report_pages.write_report_html(tmp_path).read_text()
     for family in ("gemm-naive", "gemm-tiled", "matvec-naive", "matvec-local"):

@@ -113,7 +113,7 @@ def test_without_libclang_reading_opencl_c_is_one_line_not_a_traceback(monkeypat
      ["loop", "40,000,000 iterations", "limit"]),
 ])
 def test_a_kernel_the_simulator_cannot_execute_is_one_line_not_a_traceback(body, words):
-    from tiletraffic.simulator.engine.machine import ExecutionError
+    from tiletraffic.simulator.ir.static import ExecutionError
 
     sch = tt.from_opencl(kernel(body), "k", [64], [16], ARGS)
     with pytest.raises(ExecutionError) as err:

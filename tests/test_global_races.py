@@ -12,7 +12,7 @@ from tiletraffic.analysis.cli import main
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.kernels.demos import neighbour_demo, reduction_demo
 from tiletraffic.simulator.engine.accelerators import Accelerators
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.ir.nodes import (Barrier, GlobalArray, If, Let, Schedule, block,
                                             global_id, group_id, local_id, store)

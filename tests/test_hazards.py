@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.observers.hazards import HAZARD_KINDS, HazardError, HazardLog
 from tiletraffic.simulator.engine.reference import error_over_tolerance
 from tiletraffic.simulator.engine.reference import reference

@@ -17,7 +17,7 @@ from tiletraffic.simulator.model import observation as tm
 from tiletraffic.simulator.engine.accelerators import (ALL, Accelerators, NotApplicable,
                                                        loop_blocks)
 from tiletraffic.simulator.model.device_model import DEVICE_MODELS, GuessedValueWarning
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.ir.nodes import (Const, DeclareFloat, DeclarePrivateArray, For,
                                             GlobalArray, If, LocalArray, Let, PrivateArray,

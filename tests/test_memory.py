@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tiletraffic.simulator.observers.counters import AccessEvent
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.observers.memory import MemoryCounts, MemoryObserver
 from tiletraffic.simulator.kernels.families import ScheduleError, build
 

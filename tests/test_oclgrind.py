@@ -21,7 +21,7 @@ from tiletraffic.gpu.oclgrind import worker
 from tiletraffic.gpu.codegen.generate import generate
 from tiletraffic.gpu.codegen.kernel import GeneratedKernel, KernelArg
 from tiletraffic.simulator.observers.counters import TrafficCounts
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.kernels.families import (FAMILIES, GEMM_FAMILIES,
                                                     REGISTER_BLOCKED_FAMILIES, build)

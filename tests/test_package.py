@@ -98,7 +98,7 @@ def _run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_importing_the_simulator_loads_no_opencl_or_matplotlib(tmp_path):
-    res = _run_python("import sys, tiletraffic, tiletraffic.simulator.engine.machine; "
+    res = _run_python("import sys, tiletraffic, tiletraffic.simulator.engine.simulation; "
                       "print(sorted(m for m in ('pyopencl', 'matplotlib', 'jinja2') "
                       "if m in sys.modules))", tmp_path)
     assert res.returncode == 0, res.stderr

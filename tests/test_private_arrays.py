@@ -7,7 +7,7 @@ import pytest
 
 from tiletraffic.gpu.codegen.generate import generate
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.ir.nodes import (Const, DeclarePrivateArray, For, GlobalArray, Let,
                                             PrivateArray, Schedule, ScheduleError, Var,
                                             accumulate_elem, assign_elem, global_id, store)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tiletraffic.simulator.engine.accelerators import Accelerators, private_nest
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.ir.nodes import (Const, DeclareFloat, DeclarePrivateArray, For,
                                             GlobalArray, If, Let, PrivateArray, Schedule, Var,
                                             accumulate_elem, assign_elem, global_id, store)

@@ -9,7 +9,7 @@ import pytest
 
 from tiletraffic.gpu.runtime.launch import check_result
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.engine.reference import INPUT_KINDS, random_inputs, reference
 from tiletraffic.simulator.kernels.families import build
 from tiletraffic.simulator.kernels.variants import rewrite

@@ -15,7 +15,7 @@ from strategies import (assert_matches_reference, random_inputs, register_block_
 from tiletraffic.simulator.kernels import closed_forms as closed_form
 from tiletraffic.analysis.cli import main
 from tiletraffic.simulator.observers.counters import Observer
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.observers.memory import MemoryObserver
 from tiletraffic.simulator.kernels.families import (REGISTER_BLOCKED_FAMILIES, ScheduleError,
                                                     build)

@@ -190,10 +190,10 @@ def test_render_rewrites_the_report_from_json_only(reports, tmp_path, monkeypatc
 
     import tiletraffic.gpu.runtime.checked_run
     import tiletraffic.gpu.devices.device
-    import tiletraffic.simulator.engine.machine
+    import tiletraffic.simulator.engine.simulation
     monkeypatch.setattr(tiletraffic.gpu.devices.device, "select_device", no_device)
     monkeypatch.setattr(tiletraffic.gpu.runtime.checked_run, "run_on_device", no_device)
-    monkeypatch.setattr(tiletraffic.simulator.engine.machine, "simulate", no_device)
+    monkeypatch.setattr(tiletraffic.simulator.engine.simulation, "simulate", no_device)
     monkeypatch.setattr(report, "simulate", no_device)
 
     same, renamed = tmp_path / "same", tmp_path / "renamed"

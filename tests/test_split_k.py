@@ -15,7 +15,7 @@ from tiletraffic.simulator.kernels import closed_forms as closed_form
 from tiletraffic.analysis.cli import main
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.model.device_model import device_model
-from tiletraffic.simulator.engine.machine import simulate as simulate_kernel
+from tiletraffic.simulator.engine.simulation import simulate as simulate_kernel
 from tiletraffic.simulator.engine.launch_check import check_launch
 from tiletraffic.simulator.model.launch import model_launch
 from tiletraffic.simulator.kernels.families import ScheduleError, build

@@ -19,7 +19,7 @@ from tiletraffic.simulator.model.device_model import (DEVICE_MODELS, GENERIC_GPU
                                                       DeviceModel, GuessedValueWarning,
                                                       device_model)
 from tiletraffic.simulator.engine.accelerators import ALL, Accelerators
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.observers.memory import MemoryObserver
 from tiletraffic.simulator.kernels.families import build
 from tiletraffic.simulator.observers.cache import FootprintObserver

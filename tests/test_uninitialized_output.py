@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from tiletraffic.analysis.cli import main
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.ir.nodes import (GlobalArray, If, Let, Param, Schedule, block,
                                             global_id, store)

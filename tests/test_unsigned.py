@@ -16,7 +16,7 @@ from tiletraffic.analysis.cli import main
 from tiletraffic.frontend.opencl.translate import FrontendError
 from tiletraffic.gpu.codegen.generate import generate, render_block, render_int
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.ir.static import ExecutionError, eval_static, wrap_int
 from tiletraffic.simulator.ir.wellformed import check_well_formed
 

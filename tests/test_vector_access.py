@@ -18,7 +18,7 @@ import pytest
 
 from tiletraffic.gpu.codegen.generate import generate
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.observers.memory import MemoryObserver
 from tiletraffic.simulator.ir.nodes import (Barrier, Const, DeclareFloat, GlobalArray, Let,

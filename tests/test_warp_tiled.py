@@ -18,7 +18,7 @@ from tiletraffic.simulator.kernels import closed_forms as closed_form
 from tiletraffic.analysis.cli import main
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.observers.counters import Observer
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.observers.memory import MemoryObserver
 from tiletraffic.simulator.kernels.families import ScheduleError, build
 from tiletraffic.simulator.kernels.warp_tiled import skew_floats, warp_geometry

@@ -8,7 +8,7 @@ import pytest
 
 from tiletraffic.gpu.codegen.generate import generate
 from tiletraffic.simulator.kernels import families as schedules
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.ir.nodes import (Accumulate, Assign, Barrier, Const, DeclareFloat,
                                             For, GlobalArray, If, Let, LocalArray, Param,
                                             Schedule, Var, global_id, local_id, store)

@@ -55,7 +55,7 @@ from tiletraffic.simulator.engine.limits import (GENERIC_GPU, UNLIMITED, DeviceL
                                                  LimitError)
 from tiletraffic.simulator.model.device_model import (DEVICE_MODELS, DeviceModel,
                                                       DeviceModelError, device_model)
-from tiletraffic.simulator.engine.machine import InputError, SimulationResult
+from tiletraffic.simulator.engine.simulation import InputError, SimulationResult
 from tiletraffic.simulator.ir.sequence import KernelSequence
 from tiletraffic.simulator.model.sequence_run import ModelledSequence, SequenceResult, simulate
 from tiletraffic.simulator.observers.hazards import Hazard, HazardError

@@ -7,7 +7,8 @@ import sys
 import click
 
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, UNLIMITED, LimitError
-from tiletraffic.simulator.engine.machine import ExecutionError, InputError
+from tiletraffic.simulator.engine.simulation import InputError
+from tiletraffic.simulator.ir.static import ExecutionError
 
 from tiletraffic.frontend.resolver import resolve
 from tiletraffic.analysis.api.simulation import check

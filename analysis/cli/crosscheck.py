@@ -8,7 +8,8 @@ import sys
 import click
 
 from tiletraffic.simulator.engine.limits import LimitError
-from tiletraffic.simulator.engine.machine import ExecutionError, InputError
+from tiletraffic.simulator.engine.simulation import InputError
+from tiletraffic.simulator.ir.static import ExecutionError
 from tiletraffic.simulator.kernels.families import ScheduleError
 
 from tiletraffic.frontend.resolver import resolve

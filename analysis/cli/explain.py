@@ -7,7 +7,8 @@ import warnings
 import click
 
 from tiletraffic.simulator.engine.limits import LimitError
-from tiletraffic.simulator.engine.machine import ExecutionError, InputError
+from tiletraffic.simulator.engine.simulation import InputError
+from tiletraffic.simulator.ir.static import ExecutionError
 
 from tiletraffic.simulator.ir.sequence import is_sequence, pick_kernel
 

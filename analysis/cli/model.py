@@ -9,7 +9,8 @@ import click
 from tiletraffic.simulator.engine.accelerators import ALL
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.limits import LimitError
-from tiletraffic.simulator.engine.machine import ExecutionError, InputError
+from tiletraffic.simulator.engine.simulation import InputError
+from tiletraffic.simulator.ir.static import ExecutionError
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
 

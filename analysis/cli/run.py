@@ -56,7 +56,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     result, a failed build or launch), 2 bad input."""
     from tiletraffic.gpu.runtime.launch import (RegisterBudgetError, TiletrafficGpuError,
                                                 check_register_budget)
-    from tiletraffic.simulator.engine.machine import ExecutionError, InputError
+    from tiletraffic.simulator.engine.simulation import InputError
+    from tiletraffic.simulator.ir.static import ExecutionError
     from tiletraffic.simulator.engine.reference import ReferenceFunctionError
     from tiletraffic.simulator.engine.launch_check import check_launch
 

@@ -10,7 +10,8 @@ import numpy as np
 from tiletraffic.simulator.engine.accelerators import Accelerators
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, UNLIMITED, LimitError
-from tiletraffic.simulator.engine.machine import ExecutionError, InputError
+from tiletraffic.simulator.engine.simulation import InputError
+from tiletraffic.simulator.ir.static import ExecutionError
 from tiletraffic.simulator.model.sequence_run import simulate
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.engine.reference import random_inputs, reference

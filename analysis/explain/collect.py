@@ -16,7 +16,7 @@ import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.model.device_model import DeviceModel, GuessedValueWarning
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.observers.explain import ExplainObserver, MemoryParams
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.observers.memory import MemoryCounts

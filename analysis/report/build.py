@@ -25,7 +25,7 @@ from tqdm import tqdm
 from tiletraffic.simulator.kernels import families as schedules
 from tiletraffic.simulator.engine.limits import DeviceLimits, LimitError
 from tiletraffic.simulator.engine.accelerators import Accelerators
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 
 from tiletraffic.simulator.kernels import closed_forms as closed_form
 from tiletraffic.analysis.files import (SweepInterrupted, archive_previous, atomic_write_text,

@@ -22,7 +22,7 @@ from tiletraffic.gpu.oclgrind.oclgrind import (SIMULATOR_HAZARD_KINDS, oclgrind_
                                                oclgrind_counts)
 from tiletraffic.simulator.observers.counters import AccessEvent, Observer, count_per_group
 from tiletraffic.simulator.engine.limits import UNLIMITED, DeviceLimits, check_schedule_limits
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.engine.reference import random_inputs
 from tiletraffic.simulator.ir.nodes import Schedule
 

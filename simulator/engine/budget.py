@@ -17,8 +17,8 @@ prints the estimate next to the measurement for a set of launches):
 - buffers: 4 bytes per element when values are computed; the float64 reference the command
   line checks against adds 8 bytes per input element and 16 per output element;
 - the checks that need the full launch (not run when counting by work-group classes): 17
-  bytes per output element (``simulator.observers.global_races``: two int32 work-item keys per word and
-  direction the kernel accesses its outputs in; the unwritten-output flags);
+  bytes per output element (``simulator.observers.global_races``: two int32 work-item keys
+  per word and direction the kernel accesses its outputs in; the unwritten-output flags);
 - the interpreter with numpy, plus the blocks of a vectorized K loop (up to
   ``engine.BLOCK_ELEMS`` elements of several arrays): 160 MiB.
 Time: 1 µs per work-group and 25 ns per work-item and step of the inner (K) loop (or of its
@@ -40,6 +40,7 @@ from tiletraffic.simulator.engine.accelerators.class_safety import classes_probl
 from tiletraffic.simulator.ir.nodes import FLOAT_BYTES, Schedule
 from tiletraffic.simulator.ir.static import eval_static, is_vectorizable
 from tiletraffic.simulator.ir.sequence import buffers_of, is_sequence
+from tiletraffic.simulator.ir.visitor import Visitor, bodies
 
 BASE_BYTES = 160 * 2**20
 PER_WORK_GROUP_BYTES = 96
@@ -115,12 +116,12 @@ def _elements(schedule: Schedule) -> tuple[int, int]:
 def estimate_simulation(schedule: Schedule, *, compute_values: bool,
                         work_group_classes: bool = False, reference: bool | None = None,
                         batch_work_items: int = 1 << 20) -> Estimate:
-    """Memory and time :func:`simulator.engine.machine.simulate` is expected to need.
+    """Memory and time :func:`simulator.engine.simulation.simulate` is expected to need.
 
     Args:
         compute_values: the outputs are computed (buffers allocated).
         work_group_classes: counts by work-group classes (one work-group per class runs,
-            where they are proved for the schedule, as :func:`simulator.engine.machine.simulate`
+            where they are proved for the schedule, as :func:`simulator.engine.simulation.simulate`
             decides; else every work-group).
         reference: a float64 reference of the output is also computed (default: whenever
             values are computed).
@@ -184,44 +185,60 @@ def loop_nest_steps(schedule: Schedule) -> int:
 
 def _loop_walk(schedule: Schedule) -> tuple[int, int]:
     """(:func:`interpreted_statements`, :func:`loop_nest_steps`) of ``schedule``."""
-    params = schedule.param_values
-    envelope = max([1, *params.values()])
-    variables: dict[str, int] = {}   # integer Lets of constants and parameters
-    deepest = [1]
+    walker = _LoopWalk(schedule.param_values)
+    walker.body(schedule.body)
+    return walker.total, walker.deepest
 
-    def trips(loop: S.For) -> int:
+
+class _LoopWalk(Visitor):
+    """The walk of :func:`_loop_walk`: ``total`` counts the statements executed one loop
+    iteration at a time, ``deepest`` the most iterations of a loop nest. At the point
+    reached, the statements run ``runs`` times (counted when ``counting``: inside a loop
+    run one iteration at a time) within ``nest`` iterations of the loops around them;
+    ``variables`` holds the integer ``Let``\\ s of constants and parameters."""
+
+    def __init__(self, params: dict[str, int]):
+        self.params = params
+        self.envelope = max([1, *params.values()])
+        self.variables: dict[str, int] = {}
+        self.total = 0
+        self.deepest = 1
+        self.runs, self.nest, self.counting = 1, 1, False
+
+    def body(self, stmts) -> None:
+        for stmt in stmts:
+            self.total += self.runs if self.counting else 0
+            self.visit(stmt)
+
+    def generic_visit(self, stmt) -> None:
+        """A statement other than ``Let`` and ``For``: the statements of its bodies."""
+        for body in bodies(stmt).values():
+            self.body(body)
+
+    def visit_Let(self, stmt: S.Let) -> None:
         try:
-            start, stop, step = (eval_static(e, params, variables)
+            self.variables[stmt.name] = eval_static(stmt.value, self.params, self.variables)
+        except (TypeError, KeyError, ValueError, ZeroDivisionError):
+            self.variables.pop(stmt.name, None)
+
+    def visit_For(self, stmt: S.For) -> None:
+        n = self.trips(stmt)
+        self.deepest = max(self.deepest, self.nest * n)
+        outer = self.runs, self.nest, self.counting
+        if is_vectorizable(stmt):
+            self.nest = self.nest * n
+        else:
+            self.runs, self.nest, self.counting = self.runs * n, self.nest * n, True
+        self.body(stmt.body)
+        self.runs, self.nest, self.counting = outer
+
+    def trips(self, loop: S.For) -> int:
+        try:
+            start, stop, step = (eval_static(e, self.params, self.variables)
                                  for e in (loop.start, loop.stop, loop.step))
         except (TypeError, KeyError, ValueError, ZeroDivisionError):
-            return envelope
-        return max(0, -((start - stop) // step)) if step > 0 else envelope
-
-    def walk(stmts, runs: int, nest: int, counting: bool) -> int:
-        """Statements of ``stmts`` executed ``runs`` times (counted when ``counting``:
-        inside a loop run one iteration at a time), and of the loops within them; ``nest``:
-        the iterations of the loops around them."""
-        total = 0
-        for stmt in stmts:
-            total += runs if counting else 0
-            if isinstance(stmt, S.Let):
-                try:
-                    variables[stmt.name] = eval_static(stmt.value, params, variables)
-                except (TypeError, KeyError, ValueError, ZeroDivisionError):
-                    variables.pop(stmt.name, None)
-            elif isinstance(stmt, S.For):
-                n = trips(stmt)
-                deepest[0] = max(deepest[0], nest * n)
-                if is_vectorizable(stmt):
-                    total += walk(stmt.body, runs, nest * n, counting)
-                else:
-                    total += walk(stmt.body, runs * n, nest * n, True)
-            elif isinstance(stmt, S.If):
-                total += (walk(stmt.then, runs, nest, counting)
-                          + walk(stmt.orelse, runs, nest, counting))
-        return total
-
-    return walk(schedule.body, 1, 1, False), deepest[0]
+            return self.envelope
+        return max(0, -((start - stop) // step)) if step > 0 else self.envelope
 
 
 def loop_steps(schedule: Schedule) -> int:

@@ -13,13 +13,13 @@ gives a time that is not a measurement of the kernel. So before any launch
 - *representative work-groups* otherwise, where the classes are proved for the schedule
   (:func:`simulator.engine.accelerators.class_safety.classes_problem`; an unproved one is checked
   as a full launch whatever its size): one work-group per class of
-  :mod:`simulator.engine.accelerators.classes` (the first and last work-group of every NDRange dimension, the
-  edges, among them), counts only, so races within a work-group, out-of-bounds accesses,
-  barrier divergence, misaligned vector accesses and uninitialized local and private reads
-  are checked there (integer divisions by zero cannot occur: the classes of a divisor that
-  may be 0 are not proved, so such a launch is checked whole); races between work-groups,
-  reads of outputs before a store and
-  unwritten outputs need every work-group and are not
+  :mod:`simulator.engine.accelerators.classes` (the first and last work-group of every
+  NDRange dimension, the edges, among them), counts only, so races within a work-group,
+  out-of-bounds accesses, barrier divergence, misaligned vector accesses and uninitialized
+  local and private reads are checked there (integer divisions by zero cannot occur: the
+  classes of a divisor that may be 0 are not proved, so such a launch is checked whole);
+  races between work-groups, reads of outputs before a store and unwritten outputs need
+  every work-group and are not
   (:attr:`LaunchCheck.not_checked` says so). The sum length is counted on the
   representatives with values: for a built-in family with a K loop of step D
   (:func:`simulator.engine.accelerators.k_extrapolation.k_step_elems`), at K mod D + n·D for n in
@@ -40,7 +40,7 @@ from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.engine.accelerators import Accelerators, NotApplicable
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.budget import loop_steps as check_work
-from tiletraffic.simulator.engine.machine import group_id_of, simulate, sum_lengths_of_groups
+from tiletraffic.simulator.engine.simulation import group_id_of, simulate, sum_lengths_of_groups
 from tiletraffic.simulator.observers.hazards import Hazard
 from tiletraffic.simulator.engine.reference import random_inputs
 from tiletraffic.simulator.ir.nodes import Schedule
@@ -161,10 +161,10 @@ def check_launch(schedule, *, rng: np.random.Generator | None = None,
         full_check_work: above this many work-item loop steps
             (:func:`simulator.engine.budget.loop_steps`), check representatives.
         input_sum_lengths: the sum length the named inputs' elements start with
-            (:func:`simulator.engine.machine.simulate`); others start exact.
+            (:func:`simulator.engine.simulation.simulate`); others start exact.
 
     Raises:
-        simulator.engine.machine.InputError: the schedule cannot be executed (e.g. a name used
+        simulator.engine.simulation.InputError: the schedule cannot be executed (e.g. a name used
             before it is defined).
     """
     if is_sequence(schedule):
@@ -226,7 +226,7 @@ def _representative_sum_length(schedule: Schedule, reps,
                                input_sum_lengths=None) -> tuple[int, str]:
     from tiletraffic.simulator.engine.accelerators.classes import group_classes
     from tiletraffic.simulator.engine.accelerators.k_extrapolation import k_step_elems, with_k
-    from tiletraffic.simulator.engine.machine import probe_runner
+    from tiletraffic.simulator.engine.simulation import probe_runner
 
     depth = k_step_elems(schedule)
     k = schedule.param_values.get("K", 0)

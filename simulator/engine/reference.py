@@ -181,7 +181,7 @@ def counted_sum_length(schedule: Schedule, inputs: dict[str, np.ndarray]) -> int
             steps (count it with :func:`simulator.engine.launch_check.check_launch`).
     """
     from tiletraffic.simulator.engine.budget import loop_steps
-    from tiletraffic.simulator.engine.machine import simulate
+    from tiletraffic.simulator.engine.simulation import simulate
     from tiletraffic.simulator.engine.sum_length import largest
 
     if loop_steps(schedule) > COUNTED_SUM_LENGTH_WORK:

@@ -17,7 +17,7 @@ from tiletraffic.simulator.observers.cache import FootprintObserver, LoadPhaseOb
 from tiletraffic.simulator.observers.counters import TrafficCounts
 from tiletraffic.simulator.engine.limits import DeviceLimits
 from tiletraffic.simulator.model.device_model import DeviceModel
-from tiletraffic.simulator.engine.machine import probe_runner, simulate
+from tiletraffic.simulator.engine.simulation import probe_runner, simulate
 from tiletraffic.simulator.observers.memory import MemoryCounts, MemoryObserver
 from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.observers.strides import StridedRequests, StrideObserver
@@ -66,7 +66,7 @@ def observe_launch(schedule: Schedule, model: DeviceModel, *,
 
     Raises:
         simulator.engine.limits.LimitError, simulator.observers.hazards.HazardError: as
-            :func:`simulator.engine.machine.simulate`.
+            :func:`simulator.engine.simulation.simulate`.
     """
     if accelerators.loop_blocks and accelerators.work_group_classes:
         try:

@@ -1,7 +1,7 @@
 """Simulating and modelling a :class:`~simulator.ir.sequence.KernelSequence`: each kernel in
 launch order, the buffers one kernel writes read by the next, results combined.
 
-- :func:`simulate`: :func:`simulator.engine.machine.simulate` for a schedule; for a sequence every
+- :func:`simulate`: :func:`simulator.engine.simulation.simulate` for a schedule; for a sequence every
   kernel executed with the same options, each kernel's inputs the sequence's inputs or the
   outputs of the kernels before it (:class:`SequenceResult`);
 - :func:`model_sequence`: :func:`simulator.model.launch.model_launch` of every kernel, the
@@ -23,8 +23,8 @@ from tiletraffic.simulator.observers.counters import (Observer, TrafficCounts, a
                                                       added)
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, DeviceLimits
 from tiletraffic.simulator.model.device_model import DeviceModel
-from tiletraffic.simulator.engine.machine import BATCH_WORK_ITEMS, InputError, SimulationResult
-from tiletraffic.simulator.engine.machine import simulate as simulate_kernel
+from tiletraffic.simulator.engine.simulation import BATCH_WORK_ITEMS, InputError, SimulationResult
+from tiletraffic.simulator.engine.simulation import simulate as simulate_kernel
 from tiletraffic.simulator.observers.hazards import Hazard
 from tiletraffic.simulator.observers.memory import MemoryCounts
 from tiletraffic.simulator.model import launch as launch_model
@@ -68,13 +68,13 @@ def simulate(schedule, inputs: dict[str, np.ndarray] | None = None, *,
              accelerators: Accelerators = SIMULATE,
              batch_work_items: int = BATCH_WORK_ITEMS,
              sum_lengths: bool = False):
-    """Execute a schedule (:func:`simulator.engine.machine.simulate`, the same arguments) or a
+    """Execute a schedule (:func:`simulator.engine.simulation.simulate`, the same arguments) or a
     kernel sequence (each kernel with these arguments, ``observers`` seeing every kernel
     in turn; returns :class:`SequenceResult`).
 
     Raises:
         TypeError: ``schedule`` is not a Schedule or KernelSequence (a name, say).
-        as :func:`simulator.engine.machine.simulate`, for the first kernel that raises.
+        as :func:`simulator.engine.simulation.simulate`, for the first kernel that raises.
     """
     require_schedule(schedule, "tiletraffic.simulate")
     options = dict(compute_values=compute_values, limits=limits, hazards=hazards,

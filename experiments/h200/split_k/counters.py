@@ -185,7 +185,7 @@ class CudaLauncher:
 
 class SimulatorLauncher:
     """The rehearsal's stand-in for CUDA: each kernel executed by the simulator with values
-    (``simulator.engine.machine.simulate``), the buffers numpy arrays kept flat as on the GPU."""
+    (``simulator.engine.simulation.simulate``), the buffers numpy arrays kept flat as on the GPU."""
 
     name = "simulator"
 
@@ -196,7 +196,7 @@ class SimulatorLauncher:
         return {name: a.reshape(-1).copy() for name, a in arrays.items()}
 
     def launch(self, sch, source: str, buffers: dict) -> None:
-        from tiletraffic.simulator.engine.machine import simulate
+        from tiletraffic.simulator.engine.simulation import simulate
 
         p = sch.param_values
         shape = {a.name: tuple(p[s] for s in a.shape) for a in sch.arrays}

@@ -16,7 +16,7 @@ import warnings
 import pytest
 
 from tiletraffic.simulator.model.device_model import DEVICE_MODELS
-from tiletraffic.simulator.engine.machine import simulate
+from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.observers.memory import MemoryObserver
 
 from experiments.h200.data import load_json

@@ -17,8 +17,8 @@ K extrapolation        the model of a built-in family: counts of a long   :mod:`
 =====================  =================================================  ==================
 
 Which passes run is the caller's choice, given explicitly as :class:`Accelerators` to
-:func:`simulator.engine.machine.simulate` and :func:`simulator.model.launch.model_launch`; nothing is read
-from the environment here.
+:func:`simulator.engine.simulation.simulate` and :func:`simulator.model.launch.model_launch`;
+nothing is read from the environment here.
 
 The statement passes (private nests, loop blocks) share one interface, :class:`Pass`: the
 engine asks each for the statement runs of a block it may execute at once
@@ -68,7 +68,8 @@ class Accelerators:
 
 
 SIMULATE = Accelerators()
-""":func:`simulator.engine.machine.simulate`'s default: every work-group executed, private nests on."""
+""":func:`simulator.engine.simulation.simulate`'s default: every work-group executed, private
+nests on."""
 
 ALL = Accelerators(work_group_classes=True, private_nests=True, loop_blocks=True,
                    k_extrapolation=True)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.nodes import describe_int
 from tiletraffic.simulator.ir.static import int_op_bounds
+from tiletraffic.simulator.ir.visitor import Visitor
 from tiletraffic.simulator.engine.accelerators.classes import MIN_GROUPS_FOR_CLASSES
 
 
@@ -76,8 +77,12 @@ def classes_problem(schedule: S.Schedule) -> str | None:
     return None
 
 
-class _Prover:
+class _Prover(Visitor):
+    """The proof of :func:`classes_problem`: the statements are visited with ``env``, the
+    names bound at the point reached (their forms, or ``_UNKNOWN``)."""
+
     def __init__(self, schedule: S.Schedule):
+        self.env: dict = {}
         self.params = schedule.param_values
         self.local = tuple(schedule.local_size)
         self.groups = tuple(schedule.num_groups)
@@ -248,36 +253,49 @@ class _Prover:
                                   max(f.hi for f in forms))
 
     def block(self, stmts, env: dict) -> None:
-        for s in stmts:
-            if isinstance(s, S.Let):
-                env[s.name] = self.form(s.value, env)
-            elif isinstance(s, (S.Assign, S.Accumulate)):
-                for i in s.index:
-                    self.form(i, env)
-                self.floats(s.value, env)
-            elif isinstance(s, S.Store):
-                for i in s.index:
-                    self.form(i, env)
-                self.floats(s.value, env)
-            elif isinstance(s, S.VectorLoad):
-                for i in s.index:
-                    self.form(i, env)
-            elif isinstance(s, S.VectorStore):
-                for i in s.index:
-                    self.form(i, env)
-                for v in s.values:
-                    self.floats(v, env)
-            elif isinstance(s, S.If):
-                self.cond(s.cond, env)
-                then, orelse = dict(env), dict(env)
-                self.block(s.then, then)
-                self.block(s.orelse, orelse)
-                self.merge(env, then, orelse)
-            elif isinstance(s, S.For):
-                self.loop(s, env)
-            elif not isinstance(s, (S.DeclareFloat, S.DeclarePrivateArray, S.Barrier,
-                                    S.Return)):
-                raise _Unproved(f"a statement of kind {type(s).__name__}")
+        """Prove the statements ``stmts`` with the names of ``env`` (bound there as the
+        statements run)."""
+        outer, self.env = self.env, env
+        self.visit_all(stmts)
+        self.env = outer
+
+    def generic_visit(self, s) -> None:
+        raise _Unproved(f"a statement of kind {type(s).__name__}")
+
+    def visit_Let(self, s: S.Let) -> None:
+        self.env[s.name] = self.form(s.value, self.env)
+
+    def visit_Assign(self, s) -> None:
+        for i in s.index:
+            self.form(i, self.env)
+        self.floats(s.value, self.env)
+
+    visit_Accumulate = visit_Store = visit_Assign
+
+    def visit_VectorLoad(self, s: S.VectorLoad) -> None:
+        for i in s.index:
+            self.form(i, self.env)
+
+    def visit_VectorStore(self, s: S.VectorStore) -> None:
+        for i in s.index:
+            self.form(i, self.env)
+        for v in s.values:
+            self.floats(v, self.env)
+
+    def visit_If(self, s: S.If) -> None:
+        self.cond(s.cond, self.env)
+        then, orelse = dict(self.env), dict(self.env)
+        self.block(s.then, then)
+        self.block(s.orelse, orelse)
+        self.merge(self.env, then, orelse)
+
+    def visit_For(self, s: S.For) -> None:
+        self.loop(s, self.env)
+
+    def visit_DeclareFloat(self, s) -> None:
+        """Declarations, barriers and returns hold no integer expression."""
+
+    visit_DeclarePrivateArray = visit_Barrier = visit_Return = visit_DeclareFloat
 
     def loop(self, s: S.For, env: dict) -> None:
         start, stop, step = (self.form(s.start, env), self.form(s.stop, env),

@@ -1,8 +1,8 @@
 """Work-group classes: execute one work-group per class of provably identical traffic.
 
 Applies to a launch counted without values or read maps
-(``Accelerators.work_group_classes``; :func:`simulator.engine.machine.simulate` refuses it otherwise
-with an ``InputError``); races in global memory, reads of outputs before a store and
+(``Accelerators.work_group_classes``; :func:`simulator.engine.simulation.simulate` refuses it
+otherwise with an ``InputError``); races in global memory, reads of outputs before a store and
 unwritten outputs, which need every work-group, are then not checked.
 
 Two work-groups have identical counts (loads, stores, barriers, FLOPs, requests, sectors,
@@ -175,9 +175,9 @@ def group_classes(schedule: Schedule, run_groups) -> GroupClasses:
     """Classes of the work-groups of ``schedule``.
 
     ``run_groups(linear_ids, observer, block_groups=None)`` executes those work-groups of
-    ``schedule`` (counts only) with an extra observer (:func:`simulator.engine.machine.probe_runner`);
-    it is used to measure the address periods (once per schedule, shared with
-    :func:`load_offsets`).
+    ``schedule`` (counts only) with an extra observer
+    (:func:`simulator.engine.simulation.probe_runner`); it is used to measure the address
+    periods (once per schedule, shared with :func:`load_offsets`).
     """
     ng = schedule.num_groups
     base = [1 if n >= MIN_GROUPS_FOR_CLASSES else 0 for n in ng]

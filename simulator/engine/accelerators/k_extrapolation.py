@@ -12,7 +12,8 @@ guards of the last (partial) step and the first step (and a prefetching schedule
 second-to-last) are the same for every n. Every count the traffic model uses is then a sum
 of per-step contributions that depend on the step's position modulo P/D only, hence affine
 in n: requests, sectors, lines, wavefronts, bank conflicts, loads, stores, FLOPs and
-barriers (:class:`simulator.observers.counters.TrafficCounts`, :class:`simulator.observers.memory.MemoryCounts`),
+barriers (:class:`simulator.observers.counters.TrafficCounts`,
+:class:`simulator.observers.memory.MemoryCounts`),
 the barrier intervals with global loads, the distinct sectors per work-group (footprint;
 steps P/D apart touch disjoint lines) and the load offsets between neighbouring work-groups
 (A's moves by K rows' worth per work-group row).
@@ -44,6 +45,7 @@ from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.kernels.families import FAMILIES
 from tiletraffic.simulator.ir.static import eval_static, is_vectorizable
+from tiletraffic.simulator.ir.visitor import walk, walk_statements
 from tiletraffic.simulator.engine.accelerators import NotApplicable
 
 LINE_ELEMS = 32
@@ -78,45 +80,28 @@ def k_step_elems(schedule: Schedule) -> int | None:
 
 def _k_loop_steps(stmts, params):
     """Steps of the loops whose bounds mention K (``None`` for a step not constant)."""
-    for s in stmts:
-        if isinstance(s, S.For):
-            if any(_mentions(x, "K") for x in (s.start, s.stop)):
-                try:
-                    yield int(eval_static(s.step, params))
-                except (TypeError, KeyError):
-                    yield None
-            yield from _k_loop_steps(s.body, params)
-        elif isinstance(s, S.If):
-            yield from _k_loop_steps(s.then, params)
-            yield from _k_loop_steps(s.orelse, params)
+    for s in walk_statements(stmts):
+        if isinstance(s, S.For) and any(_mentions(x, "K") for x in (s.start, s.stop)):
+            try:
+                yield int(eval_static(s.step, params))
+            except (TypeError, KeyError):
+                yield None
 
 
 def _mentions(e, name: str) -> bool:
-    if isinstance(e, S.Param):
-        return e.name == name
-    if isinstance(e, (S.BinOp, S.Min)):
-        return _mentions(e.left, name) or _mentions(e.right, name)
-    if isinstance(e, S.Wrap):
-        return _mentions(e.operand, name)
-    return False
+    """Whether the integer expression ``e`` reads the parameter ``name``."""
+    return any(isinstance(n, S.Param) and n.name == name for n in walk(e))
 
 
 def _mentions_k_or_var(e) -> bool:
-    if isinstance(e, S.Param):
-        return e.name == "K"
-    if isinstance(e, S.Var):
-        return True
-    if isinstance(e, (S.BinOp, S.Min)):
-        return _mentions_k_or_var(e.left) or _mentions_k_or_var(e.right)
-    if isinstance(e, S.Wrap):
-        return _mentions_k_or_var(e.operand)
-    return False
+    """Whether the integer expression ``e`` reads the parameter K or a variable."""
+    return any(isinstance(n, S.Param) and n.name == "K" or isinstance(n, S.Var)
+               for n in walk(e))
 
 
 def _has_local_load(e) -> bool:
-    if isinstance(e, S.Load):
-        return isinstance(e.array, S.LocalArray)
-    return any(_has_local_load(operand) for operand in S.float_operands(e))
+    """Whether the float expression ``e`` loads local memory."""
+    return any(isinstance(n, S.Load) and isinstance(n.array, S.LocalArray) for n in walk(e))
 
 
 def merges_k_dependent_blocks(schedule: Schedule) -> bool:
@@ -126,26 +111,12 @@ def merges_k_dependent_blocks(schedule: Schedule) -> bool:
     (``local_vector_words`` > 1), its counts depend on how the iterations fall into blocks,
     which differs between a short K (one block) and a long one (several)."""
     def body_loads_local(stmts) -> bool:
-        for s in stmts:
-            if isinstance(s, S.Accumulate) and _has_local_load(s.value):
-                return True
-            if isinstance(s, S.If) and (body_loads_local(s.then) or body_loads_local(s.orelse)):
-                return True
-        return False
+        return any(isinstance(s, S.Accumulate) and _has_local_load(s.value)
+                   for s in walk_statements(stmts))
 
-    def walk(stmts) -> bool:
-        for s in stmts:
-            if isinstance(s, S.For):
-                if is_vectorizable(s) and body_loads_local(s.body) and any(
-                        _mentions_k_or_var(x) for x in (s.start, s.stop, s.step)):
-                    return True
-                if walk(s.body):
-                    return True
-            elif isinstance(s, S.If) and (walk(s.then) or walk(s.orelse)):
-                return True
-        return False
-
-    return walk(schedule.body)
+    return any(isinstance(s, S.For) and is_vectorizable(s) and body_loads_local(s.body)
+               and any(_mentions_k_or_var(x) for x in (s.start, s.stop, s.step))
+               for s in walk_statements(schedule.body))
 
 
 def short_k_values(k: int, depth: int) -> tuple[list[int], int, int] | None:

@@ -52,6 +52,7 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.observers.counters import compact_mask
 from tiletraffic.simulator.ir.static import (ExecutionError, NotStatic, eval_static,
                                              flat_index, is_vectorizable, static_int)
+from tiletraffic.simulator.ir.visitor import Visitor, walk, walk_statements
 from tiletraffic.simulator.engine.accelerators import Pass
 
 MAX_EXECUTIONS = 1 << 14
@@ -95,169 +96,199 @@ class BlockPlan:
     indices of ``element_reads``), set by :func:`ready`."""
 
 
-def _int_names(e, out: set[str]) -> set[str]:
+_INT_NODES = (S.Const, S.Param, S.WorkItemId, S.Var, S.BinOp, S.Min, S.Wrap, S.Compare,
+              S.BoolOp, S.Not)
+"""The nodes of integer expressions and conditions."""
+
+
+def _int_names(e) -> set[str]:
     """Names (``Var``) an integer expression or condition reads."""
-    if isinstance(e, S.Var):
-        out.add(e.name)
-    elif isinstance(e, (S.BinOp, S.Min, S.Compare, S.BoolOp)):
-        _int_names(e.left, out)
-        _int_names(e.right, out)
-    elif isinstance(e, S.Not):
-        _int_names(e.operand, out)
-    elif isinstance(e, S.Wrap):
-        if e.bits == 64 and not e.signed:   # refused per executing work-item: run unblocked
+    out: set[str] = set()
+    for node in walk(e):
+        if isinstance(node, S.Var):
+            out.add(node.name)
+        elif isinstance(node, S.Wrap) and node.bits == 64 and not node.signed:
             raise _Refuse("an unsigned 64-bit value, checked per work-item")
-        _int_names(e.operand, out)
-    elif not isinstance(e, (S.Const, S.Param, S.WorkItemId)):
-        raise _Refuse(f"unknown integer expression {e!r}")
+        elif not isinstance(node, _INT_NODES):
+            raise _Refuse(f"unknown integer expression {node!r}")
     return out
 
 
-def _assigned_names(stmts, out: set[str]) -> set[str]:
+def _assigned_names(stmts) -> set[str]:
     """Names a block defines: its ``Let``\\ s and loop variables, at any depth."""
-    for s in stmts:
+    out: set[str] = set()
+    for s in walk_statements(stmts):
         if isinstance(s, S.Let):
             out.add(s.name)
         elif isinstance(s, S.For):
             out.add(s.var)
-            _assigned_names(s.body, out)
-        elif isinstance(s, S.If):
-            _assigned_names(s.then, out)
-            _assigned_names(s.orelse, out)
     return out
 
 
 def plan(loop: S.For, params: dict[str, int]) -> BlockPlan | None:
     """The checks of ``loop`` run blocked, or ``None`` where the module docstring's static
     conditions fail (then the engine runs it iteration by iteration)."""
-    out = BlockPlan()
-    body_names = _assigned_names(loop.body, set())
-    loads: set[str] = set()
-    stores: set[str] = set()
-    executions = [0]
-
-    def names_ok(e, defined: set[str]) -> None:
-        carried = (_int_names(e, set()) & body_names) - defined
-        if carried:
-            raise _Refuse(f"{sorted(carried)} read before defined in the iteration")
-
-    def static_index(index, env, defined) -> tuple[int, ...]:
-        for i in index:
-            names_ok(i, defined)
-        try:
-            return tuple(static_int(i, env, params) for i in index)
-        except NotStatic:
-            raise _Refuse("private index not static") from None
-
-    def read_elem(name, at, written_elems):
-        out.elements.setdefault(name, set()).add(at)
-        if at not in written_elems.get(name, ()):
-            out.element_reads.setdefault(name, set()).add(at)
-
-    def read_float(e, env, state) -> None:
-        defined, scalars, elems = state
-        if isinstance(e, S.FConst):
-            return
-        if isinstance(e, S.Load):
-            for i in e.index:
-                names_ok(i, defined)
-            loads.add(e.array.name)
-        elif isinstance(e, S.Private):
-            out.scalars.add(e.name)
-            if e.name not in scalars:
-                out.scalar_reads.add(e.name)
-        elif isinstance(e, S.PrivateElem):
-            read_elem(e.array.name, static_index(e.index, env, defined), elems)
-        elif isinstance(e, (S.FBinOp, S.FCall, S.FNeg)):
-            for operand in S.float_operands(e):
-                read_float(operand, env, state)
-        else:
-            raise _Refuse(f"unknown float expression {e!r}")
-
-    def walk(stmts, env, state) -> None:
-        defined, scalars, elems = state
-        for s in stmts:
-            executions[0] += 1
-            if executions[0] > MAX_EXECUTIONS:
-                raise _Refuse("too many statement executions")
-            if isinstance(s, S.Let):
-                names_ok(s.value, defined)
-                out.lets.add(s.name)
-                defined.add(s.name)
-            elif isinstance(s, S.If):
-                names_ok(s.cond, defined)
-                branches = []
-                for branch in (s.then, s.orelse):
-                    sub = (set(defined), set(scalars), {k: set(v) for k, v in elems.items()})
-                    walk(branch, env, sub)
-                    branches.append(sub)
-                (d1, s1, e1), (d2, s2, e2) = branches
-                defined |= d1 & d2
-                scalars |= s1 & s2
-                for name in set(e1) & set(e2):
-                    elems.setdefault(name, set()).update(e1[name] & e2[name])
-            elif isinstance(s, S.For):
-                if is_vectorizable(s):
-                    raise _Refuse("inner vectorizable loop")
-                for x in (s.start, s.stop, s.step):
-                    names_ok(x, defined)
-                try:
-                    start, stop, step = (static_int(x, env, params)
-                                         for x in (s.start, s.stop, s.step))
-                except NotStatic:
-                    raise _Refuse("inner loop bounds not static") from None
-                if step <= 0:
-                    raise _Refuse("step <= 0")
-                for v in range(start, stop, step):
-                    walk(s.body, {**env, s.var: v}, (defined | {s.var}, scalars, elems))
-                defined.discard(s.var)   # the engine forgets a loop's variable after it
-            elif isinstance(s, (S.Assign, S.Accumulate)):
-                read_float(s.value, env, (defined, scalars, elems))
-                if s.index:
-                    at = static_index(s.index, env, defined)
-                    if isinstance(s, S.Accumulate):
-                        read_elem(s.name, at, elems)
-                    out.elements.setdefault(s.name, set()).add(at)
-                    elems.setdefault(s.name, set()).add(at)
-                else:
-                    out.scalars.add(s.name)
-                    if isinstance(s, S.Accumulate):
-                        if s.name not in scalars:
-                            out.scalar_reads.add(s.name)
-                    else:
-                        scalars.add(s.name)
-            elif isinstance(s, S.Store):
-                read_float(s.value, env, (defined, scalars, elems))
-                for i in s.index:
-                    names_ok(i, defined)
-                stores.add(s.array.name)
-            elif isinstance(s, S.VectorLoad):
-                for i in s.index:
-                    names_ok(i, defined)
-                loads.add(s.array.name)
-                out.scalars.update(s.names)
-                scalars.update(s.names)
-            elif isinstance(s, S.VectorStore):
-                for v in s.values:
-                    read_float(v, env, (defined, scalars, elems))
-                for i in s.index:
-                    names_ok(i, defined)
-                stores.add(s.array.name)
-            else:
-                raise _Refuse(type(s).__name__)
-
+    body_names = _assigned_names(loop.body)
+    planner = _Planner(params, body_names)
     try:
         if loop.var in body_names:
             raise _Refuse("the body redefines the loop variable")
         for x in (loop.start, loop.stop, loop.step):
-            if _int_names(x, set()) & body_names:
+            if _int_names(x) & body_names:
                 raise _Refuse("bounds read a name the body defines")
-        walk(loop.body, {}, ({loop.var}, set(), {}))
+        planner.defined = {loop.var}
+        planner.body(loop.body)
     except _Refuse:
         return None
-    if loads & stores or not (loads | stores):
+    if planner.loads & planner.stores or not (planner.loads | planner.stores):
         return None
-    return out
+    return planner.out
+
+
+class _Planner(Visitor):
+    """:func:`plan`'s walk through one iteration of a loop's body (statement by statement,
+    inner loops unrolled), raising :class:`_Refuse` where a condition fails.
+
+    The state of the point reached: ``env`` (inner loop variables' values), ``defined``
+    (integer names defined so far in the iteration), ``scalars`` and ``elems`` (private
+    floats and private array elements, by array, assigned so far in the iteration)."""
+
+    def __init__(self, params: dict[str, int], body_names: set[str]):
+        self.params = params
+        self.body_names = body_names
+        self.out = BlockPlan()
+        self.loads: set[str] = set()
+        self.stores: set[str] = set()
+        self.executions = 0
+        self.env: dict[str, int] = {}
+        self.defined: set[str] = set()
+        self.scalars: set[str] = set()
+        self.elems: dict[str, set[tuple[int, ...]]] = {}
+
+    def body(self, stmts) -> None:
+        for s in stmts:
+            self.executions += 1
+            if self.executions > MAX_EXECUTIONS:
+                raise _Refuse("too many statement executions")
+            self.visit(s)
+
+    def generic_visit(self, s) -> None:
+        raise _Refuse(type(s).__name__)
+
+    def names_ok(self, e) -> None:
+        carried = (_int_names(e) & self.body_names) - self.defined
+        if carried:
+            raise _Refuse(f"{sorted(carried)} read before defined in the iteration")
+
+    def static_index(self, index) -> tuple[int, ...]:
+        for i in index:
+            self.names_ok(i)
+        try:
+            return tuple(static_int(i, self.env, self.params) for i in index)
+        except NotStatic:
+            raise _Refuse("private index not static") from None
+
+    def read_elem(self, name: str, at: tuple[int, ...]) -> None:
+        self.out.elements.setdefault(name, set()).add(at)
+        if at not in self.elems.get(name, ()):
+            self.out.element_reads.setdefault(name, set()).add(at)
+
+    def read_float(self, e) -> None:
+        if isinstance(e, S.FConst):
+            return
+        if isinstance(e, S.Load):
+            for i in e.index:
+                self.names_ok(i)
+            self.loads.add(e.array.name)
+        elif isinstance(e, S.Private):
+            self.out.scalars.add(e.name)
+            if e.name not in self.scalars:
+                self.out.scalar_reads.add(e.name)
+        elif isinstance(e, S.PrivateElem):
+            self.read_elem(e.array.name, self.static_index(e.index))
+        elif isinstance(e, (S.FBinOp, S.FCall, S.FNeg)):
+            for operand in S.float_operands(e):
+                self.read_float(operand)
+        else:
+            raise _Refuse(f"unknown float expression {e!r}")
+
+    def visit_Let(self, s: S.Let) -> None:
+        self.names_ok(s.value)
+        self.out.lets.add(s.name)
+        self.defined.add(s.name)
+
+    def visit_If(self, s: S.If) -> None:
+        self.names_ok(s.cond)
+        outer = self.defined, self.scalars, self.elems
+        branches = []
+        for branch in (s.then, s.orelse):
+            self.defined, self.scalars = set(outer[0]), set(outer[1])
+            self.elems = {k: set(v) for k, v in outer[2].items()}
+            self.body(branch)
+            branches.append((self.defined, self.scalars, self.elems))
+        self.defined, self.scalars, self.elems = outer
+        (d1, s1, e1), (d2, s2, e2) = branches
+        self.defined |= d1 & d2
+        self.scalars |= s1 & s2
+        for name in set(e1) & set(e2):
+            self.elems.setdefault(name, set()).update(e1[name] & e2[name])
+
+    def visit_For(self, s: S.For) -> None:
+        if is_vectorizable(s):
+            raise _Refuse("inner vectorizable loop")
+        for x in (s.start, s.stop, s.step):
+            self.names_ok(x)
+        try:
+            start, stop, step = (static_int(x, self.env, self.params)
+                                 for x in (s.start, s.stop, s.step))
+        except NotStatic:
+            raise _Refuse("inner loop bounds not static") from None
+        if step <= 0:
+            raise _Refuse("step <= 0")
+        env, defined = self.env, self.defined
+        for v in range(start, stop, step):
+            self.env, self.defined = {**env, s.var: v}, defined | {s.var}
+            self.body(s.body)
+        self.env, self.defined = env, defined
+        defined.discard(s.var)   # the engine forgets a loop's variable after it
+
+    def visit_Assign(self, s) -> None:
+        self.read_float(s.value)
+        if s.index:
+            at = self.static_index(s.index)
+            if isinstance(s, S.Accumulate):
+                self.read_elem(s.name, at)
+            self.out.elements.setdefault(s.name, set()).add(at)
+            self.elems.setdefault(s.name, set()).add(at)
+        else:
+            self.out.scalars.add(s.name)
+            if isinstance(s, S.Accumulate):
+                if s.name not in self.scalars:
+                    self.out.scalar_reads.add(s.name)
+            else:
+                self.scalars.add(s.name)
+
+    visit_Accumulate = visit_Assign
+
+    def visit_Store(self, s: S.Store) -> None:
+        self.read_float(s.value)
+        for i in s.index:
+            self.names_ok(i)
+        self.stores.add(s.array.name)
+
+    def visit_VectorLoad(self, s: S.VectorLoad) -> None:
+        for i in s.index:
+            self.names_ok(i)
+        self.loads.add(s.array.name)
+        self.out.scalars.update(s.names)
+        self.scalars.update(s.names)
+
+    def visit_VectorStore(self, s: S.VectorStore) -> None:
+        for v in s.values:
+            self.read_float(v)
+        for i in s.index:
+            self.names_ok(i)
+        self.stores.add(s.array.name)
 
 
 def expansion(loop: S.For, params: dict[str, int]) -> tuple[np.ndarray, set[str]] | None:
@@ -278,20 +309,9 @@ def expansion(loop: S.For, params: dict[str, int]) -> tuple[np.ndarray, set[str]
         return None
     if step <= 0 or len(range(start, stop, step)) < 2:
         return None
-
-    def flat(stmts):
-        for s in stmts:
-            if isinstance(s, S.For):
-                return False
-            if isinstance(s, S.If) and not (flat(s.then) and flat(s.orelse)):
-                return False
-        return True
-
-    if not flat(loop.body):
+    if any(isinstance(s, S.For) for s in walk_statements(loop.body)):
         return None
-    lets: set[str] = set()
-    _assigned_names(loop.body, lets)
-    return np.arange(start, stop, step, dtype=np.int64), lets
+    return np.arange(start, stop, step, dtype=np.int64), _assigned_names(loop.body)
 
 
 def ready(machine, block: BlockPlan, mask) -> bool:

@@ -37,6 +37,7 @@ import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import NotStatic, flat_index, static_int
+from tiletraffic.simulator.ir.visitor import Visitor
 from tiletraffic.simulator.engine.accelerators import Pass, Run
 
 
@@ -95,69 +96,86 @@ def statement_runs(stmts, params: dict[str, int]) -> dict[int, Run]:
 def plan_block(stmts, params: dict[str, int]) -> NestPlan | None:
     """The static effect of the statements ``stmts`` (executed in order under one mask) as
     a private-only nest, or ``None`` if they are not one."""
-    out = NestPlan()
-    written: dict[str, set] = {}
-    assigned: set[str] = set()
-    executions = [0]
+    planner = _NestPlanner(params)
+    try:
+        planner.visit_all(tuple(stmts))
+    except NotStatic:
+        return None
+    return planner.out
 
-    def read_float(e: S.FloatExpr, env) -> int:
+
+class _NestPlanner(Visitor):
+    """:func:`plan_block`'s walk through the statements, inner loops unrolled (``env``: the
+    loop variables' values), raising :class:`simulator.ir.static.NotStatic` where the
+    statements are not a private-only nest."""
+
+    def __init__(self, params: dict[str, int]):
+        self.params = params
+        self.out = NestPlan()
+        self.written: dict[str, set] = {}
+        self.assigned: set[str] = set()
+        self.executions = 0
+        self.env: dict[str, int] = {}
+
+    def generic_visit(self, s) -> None:
+        raise NotStatic(type(s).__name__)
+
+    def read_float(self, e: S.FloatExpr) -> int:
+        """FLOPs of ``e``; its reads recorded."""
         if isinstance(e, S.FConst):
             return 0
         if isinstance(e, S.Private):
-            if e.name not in assigned:
-                out.scalar_reads.add(e.name)
+            if e.name not in self.assigned:
+                self.out.scalar_reads.add(e.name)
             return 0
         if isinstance(e, S.PrivateElem):
-            read_elem(e.array.name, e.index, env)
+            self.read_elem(e.array.name, e.index)
             return 0
         if isinstance(e, (S.FBinOp, S.FCall)):
-            return sum(read_float(operand, env) for operand in S.float_operands(e)) + 1
+            return sum(self.read_float(operand) for operand in S.float_operands(e)) + 1
         if isinstance(e, S.FNeg):                  # no FLOP
-            return read_float(e.operand, env)
+            return self.read_float(e.operand)
         raise NotStatic(repr(e))
 
-    def read_elem(name, index, env):
-        at = tuple(static_int(i, env, params) for i in index)
-        if at not in written.get(name, ()):
-            out.array_reads.setdefault(name, []).append(at)
+    def read_elem(self, name: str, index) -> None:
+        at = tuple(static_int(i, self.env, self.params) for i in index)
+        if at not in self.written.get(name, ()):
+            self.out.array_reads.setdefault(name, []).append(at)
 
-    def walk(stmts, env) -> None:
-        for s in stmts:
-            if isinstance(s, S.For):
-                start, stop, step = (static_int(x, env, params) for x in (s.start, s.stop, s.step))
-                if step <= 0:
-                    raise NotStatic("step")
-                if s.var not in out.loop_vars:
-                    out.loop_vars.append(s.var)
-                for v in range(start, stop, step):
-                    walk(s.body, {**env, s.var: v})
-            elif isinstance(s, (S.Assign, S.Accumulate)):
-                executions[0] += 1
-                if executions[0] > MAX_EXECUTIONS:
-                    raise NotStatic("too many iterations")
-                ops = read_float(s.value, env)
-                accumulate = isinstance(s, S.Accumulate)
-                if s.index:
-                    if accumulate:
-                        read_elem(s.name, s.index, env)
-                    at = tuple(static_int(i, env, params) for i in s.index)
-                    written.setdefault(s.name, set()).add(at)
-                    out.array_writes.setdefault(s.name, []).append(at)
-                else:
-                    if accumulate and s.name not in assigned:
-                        out.scalar_reads.add(s.name)
-                    if not accumulate:
-                        assigned.add(s.name)
-                        out.scalar_writes.add(s.name)
-                out.flop += ops + (1 if accumulate else 0)
-            else:
-                raise NotStatic(type(s).__name__)
+    def visit_For(self, s: S.For) -> None:
+        start, stop, step = (static_int(x, self.env, self.params)
+                             for x in (s.start, s.stop, s.step))
+        if step <= 0:
+            raise NotStatic("step")
+        if s.var not in self.out.loop_vars:
+            self.out.loop_vars.append(s.var)
+        env = self.env
+        for v in range(start, stop, step):
+            self.env = {**env, s.var: v}
+            self.visit_all(s.body)
+        self.env = env
 
-    try:
-        walk(tuple(stmts), {})
-    except NotStatic:
-        return None
-    return out
+    def visit_Assign(self, s) -> None:
+        self.executions += 1
+        if self.executions > MAX_EXECUTIONS:
+            raise NotStatic("too many iterations")
+        ops = self.read_float(s.value)
+        accumulate = isinstance(s, S.Accumulate)
+        if s.index:
+            if accumulate:
+                self.read_elem(s.name, s.index)
+            at = tuple(static_int(i, self.env, self.params) for i in s.index)
+            self.written.setdefault(s.name, set()).add(at)
+            self.out.array_writes.setdefault(s.name, []).append(at)
+        else:
+            if accumulate and s.name not in self.assigned:
+                self.out.scalar_reads.add(s.name)
+            if not accumulate:
+                self.assigned.add(s.name)
+                self.out.scalar_writes.add(s.name)
+        self.out.flop += ops + (1 if accumulate else 0)
+
+    visit_Accumulate = visit_Assign
 
 
 def _resolve(machine, nest: NestPlan) -> bool:
@@ -181,9 +199,10 @@ def _resolve(machine, nest: NestPlan) -> bool:
 
 
 class PrivateNests(Pass):
-    """The private nests accelerator as an engine pass (:class:`simulator.engine.accelerators.Pass`):
-    applies to a loop or a statement run whose static plan exists (:func:`plan`,
-    :func:`statement_runs`) and whose reads are all set now (:func:`ready`)."""
+    """The private nests accelerator as an engine pass
+    (:class:`simulator.engine.accelerators.Pass`): applies to a loop or a statement run whose
+    static plan exists (:func:`plan`, :func:`statement_runs`) and whose reads are all set
+    now (:func:`ready`)."""
 
     name = "private nests"
 

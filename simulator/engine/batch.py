@@ -1,0 +1,64 @@
+"""The state of one batch of work-groups and the helpers every part of the engine uses on it.
+
+:class:`simulator.engine.machine.Machine` executes a *batch* of G work-groups of L work-items
+at once; every per-work-item quantity is a numpy array broadcastable to ``(G, L, I)`` (I
+iterations of a vectorized loop block, 1 elsewhere). The machine is put together from parts
+by concern, each a class of methods on this state: :class:`BatchState` (here: shapes,
+work-group ids, FLOP charges), :class:`simulator.engine.expressions.Expressions` (integer,
+condition and float evaluation), :class:`simulator.engine.accesses.Accesses` (loads, stores,
+barriers and their observer events) and :class:`simulator.engine.private_memory.PrivateMemory`
+(private floats and private arrays); a part calls the others' methods through ``self``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tiletraffic.simulator.observers.counters import count_per_group
+
+
+class BatchState:
+    """Shapes and work-group ids of the batch executing now.
+
+    The attributes the parts read (set by :class:`simulator.engine.machine.Machine`):
+    ``schedule``, ``params`` (parameter values by name), ``observers``, ``log`` (the
+    :class:`simulator.observers.hazards.HazardLog`), ``values`` (values computed), ``G`` and
+    ``L`` (work-groups of the batch, work-items per work-group), ``group_index`` (linear ids
+    of the batch's work-groups, shape ``(G,)``), ``ids`` (``(kind, dim)`` to the work-item
+    ids, ``kind`` one of ``"group"``, ``"local"``, ``"global"``, broadcastable to
+    ``(G, L, 1)``) and ``epoch`` (the barrier interval now).
+    """
+
+    def shape_of(self, *arrays) -> tuple[int, int, int]:
+        """``(G, L, I)``: the batch's shape with the iteration axis of ``arrays``."""
+        shape = np.broadcast_shapes(*(np.shape(a) for a in arrays), (self.G, self.L, 1))
+        return (self.G, self.L, shape[2])
+
+    def per_group(self, mask, shape) -> tuple[np.ndarray, np.ndarray]:
+        """(linear ids, true entries) of the batch's work-groups with any true entry."""
+        per = count_per_group(mask, shape)
+        nonzero = np.nonzero(per)[0]
+        return self.group_index[nonzero], per[nonzero]
+
+    def group_id_tuple(self, g: int) -> tuple[int, ...]:
+        """Work-group id per NDRange dimension of the batch's work-group ``g``."""
+        return tuple(int(self.ids[("group", d)][g, 0, 0])
+                     for d in range(len(self.schedule.local_size)))
+
+    def first_work_item(self, bad, value):
+        """The first true entry of ``bad`` (a mask broadcastable to the batch's ``(G, L,
+        I)``) as ``(g, li, shape, value there, global id, local id, work-group id)``, for
+        the example of a message."""
+        shape = self.shape_of(bad, value)
+        g, li, it = (int(v[0]) for v in np.nonzero(np.broadcast_to(bad, shape)))
+        dims = range(len(self.schedule.local_size))
+        gid = tuple(int(self.ids[("global", d)][g, li, 0]) for d in dims)
+        lid = tuple(int(self.ids[("local", d)][0, li, 0]) for d in dims)
+        return (g, li, shape, int(np.broadcast_to(value, shape)[g, li, it]), gid, lid,
+                self.group_id_tuple(g))
+
+    def count_flop(self, mask, ops: int) -> None:
+        """Charge ``ops`` FLOPs to every true entry of ``mask`` (observers' ``on_flop``)."""
+        if ops:
+            per_group = count_per_group(mask, self.shape_of(mask)) * ops
+            for obs in self.observers:
+                obs.on_flop(self.group_index, per_group)

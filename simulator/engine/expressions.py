@@ -1,0 +1,269 @@
+"""Evaluation of the IR's integer expressions, conditions and float expressions for a batch.
+
+Integer values are int64 numpy arrays broadcastable to the batch's ``(G, L, I)`` (or Python
+ints where they are one value for every work-item); conditions are boolean arrays; float
+values are float32 arrays, or ``None`` when the machine does not compute values. Control
+flow depends on integers only, never on float values, so running with
+``compute_values=False`` gives exactly the same counts while skipping the float arithmetic.
+
+An integer ``/`` or ``%`` whose divisor is 0 for a work-item that executes it (its mask on
+for the statement, and C evaluating the operand: the right one of ``&&`` and ``||`` only
+where the left one does not decide) is the hazard ``integer-division-by-zero``, undefined in
+C; masked-off work-items dividing by zero (``if (d != 0) x / d``) are none. Each statement
+execution reports an expression once; the bounds and step of a loop count once per entry.
+An unsigned 64-bit :class:`simulator.ir.nodes.Wrap` refuses a negative value of such a
+work-item (:class:`simulator.ir.static.ExecutionError`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.static import (CMP_OPS, ExecutionError, apply_int_op, divide,
+                                             eval_static, wrap_int)
+from tiletraffic.simulator.ir.visitor import walk
+from tiletraffic.simulator.engine import sum_length
+from tiletraffic.simulator.engine.accelerators import NotApplicable
+from tiletraffic.simulator.engine.accelerators.loop_blocks import STALE
+from tiletraffic.simulator.engine.batch import BatchState
+from tiletraffic.simulator.observers.hazards import Hazard
+
+_FLOAT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply}
+"""numpy spelling of :data:`simulator.ir.nodes.FLOAT_OPS`."""
+_FLOAT_FUNCTIONS = {"fmax": np.fmax, "fmin": np.fmin, "fabs": np.abs, "sqrt": np.sqrt,
+                    "exp": np.exp}
+"""numpy spelling of :data:`simulator.ir.nodes.FLOAT_FUNCTIONS` (float32 in, float32 out;
+fmax/fmin ignore a NaN operand as OpenCL's do)."""
+
+
+def has_live_check(stmts, params: dict[str, int]) -> bool:
+    """Whether the statements ``stmts`` hold an expression checked per executing work-item
+    (:attr:`Expressions.live`): an unsigned 64-bit :class:`simulator.ir.nodes.Wrap`, or a
+    ``/`` or ``%`` whose divisor is not a non-zero expression of constants and
+    ``params``."""
+    return any(_checked_per_work_item(node, params) for s in stmts for node in walk(s))
+
+
+def _checked_per_work_item(node, params: dict[str, int]) -> bool:
+    if isinstance(node, S.Wrap) and node.bits == 64 and not node.signed:
+        return True
+    if isinstance(node, S.BinOp) and node.op in ("/", "%"):
+        try:
+            if eval_static(node.right, params) == 0:
+                return True
+        except (TypeError, KeyError, ExecutionError):
+            return True
+    return False
+
+
+class Expressions(BatchState):
+    """The expression evaluation of :class:`simulator.engine.machine.Machine`.
+
+    Reads, besides :class:`simulator.engine.batch.BatchState`'s: ``env`` (integer names to
+    values), ``live`` and ``live_checks`` (below), ``divided`` (the divisions by zero
+    reported in the statement executing now, by ``id`` of the ``BinOp``), ``privates``,
+    ``depths``, ``last_index`` and ``dpriv`` (sum lengths), and the loads and private reads
+    of :class:`simulator.engine.accesses.Accesses` and
+    :class:`simulator.engine.private_memory.PrivateMemory`.
+
+    ``live``: the work-items that execute the expressions being evaluated (the statement's
+    mask; narrowed for the right operand of ``&&`` and ``||``; ``False`` where an expression
+    evaluated again was checked already). ``live_checks``: whether the schedule has an
+    expression checked per executing work-item (:func:`has_live_check`): then ``&&`` and
+    ``||`` narrow ``live``, and a ``select``'s condition is evaluated without values too.
+    """
+
+    def eval_int(self, e: S.IntExpr):
+        """Value of ``e`` for the batch: an int or an int64 array broadcastable to
+        ``(G, L, I)``.
+
+        Raises:
+            NameError: a name read before it is defined.
+            simulator.engine.accelerators.NotApplicable: a name left stale by a blocked loop.
+            simulator.ir.static.ExecutionError: a negative unsigned 64-bit value.
+        """
+        if isinstance(e, S.Const):
+            return e.value
+        if isinstance(e, S.Param):
+            return self.params[e.name]
+        if isinstance(e, S.Var):
+            try:
+                value = self.env[e.name]
+            except KeyError:
+                raise NameError(f"{self.schedule.family}: integer {e.name!r} used before it "
+                                "is defined") from None
+            if value is STALE:
+                raise NotApplicable(
+                    f"{self.schedule.family}: {e.name!r} read after the blocked loop that "
+                    "defines it")
+            return value
+        if isinstance(e, S.WorkItemId):
+            return self.ids[(e.kind, e.dim)]
+        if isinstance(e, S.BinOp):
+            left, right = self.eval_int(e.left), self.eval_int(e.right)
+            if e.op in ("/", "%"):
+                return self.divide(e, left, right)
+            return apply_int_op(e, left, right)
+        if isinstance(e, S.Min):
+            return np.minimum(self.eval_int(e.left), self.eval_int(e.right))
+        if isinstance(e, S.Wrap):
+            value = self.eval_int(e.operand)
+            if e.bits < 64:
+                return wrap_int(value, e.bits, e.signed)
+            if not e.signed:
+                self.check_unsigned(e, value)
+            return value
+        raise TypeError(f"unknown integer expression {e!r}")
+
+    def divide(self, e: S.BinOp, left, right):
+        """``left / right`` or ``left % right`` (C's; ``e`` the expression): where the
+        divisor is 0 for a work-item of :attr:`live`, the hazard
+        ``integer-division-by-zero`` (C leaves the result undefined: a device gives any value
+        or traps), with the expression, an example work-item and the count; the value is
+        then 0 for those work-items (:func:`simulator.ir.static.divide`), and what the
+        kernel computes from it is not what a device computes."""
+        if isinstance(right, (int, np.integer)) and right != 0:
+            return apply_int_op(e, left, right)
+        zero = np.equal(right, 0)
+        if np.any(zero) and id(e) not in self.divided:
+            bad = np.logical_and(zero, True if self.live is None else self.live)
+            if np.any(bad):
+                self.divided.add(id(e))
+                self.report_division_by_zero(e, left, bad)
+        return divide(e.op, left, right)
+
+    def report_division_by_zero(self, e: S.BinOp, left, bad) -> None:
+        g, li, shape, dividend, gid, lid, group = self.first_work_item(bad, left)
+        bad_b = np.broadcast_to(bad, shape)
+        what = "division" if e.op == "/" else "remainder"
+        text = e.source or S.describe_int(e)[1:-1]
+        groups = self.per_group(bad_b, shape)
+        self.log.add(Hazard(
+            kind="integer-division-by-zero", schedule=self.schedule.family, array="",
+            index=-1, group_id=group, local_ids=(li,), epoch=self.epoch,
+            count=int(groups[1].sum()), site=f"{what} {text}",
+            detail=(f"{text} is {dividend} {e.op} 0 for the work-item of global id {gid} "
+                    f"(local id {lid} of work-group {group}): an integer {what} by zero, "
+                    "which C leaves undefined (a device gives any value or traps); the "
+                    "simulator goes on with 0")),
+            groups, f"{what}s by zero")
+
+    def check_unsigned(self, e: S.Wrap, value) -> None:
+        """Refuse a negative ``value`` of the unsigned 64-bit ``e`` for a work-item of
+        :attr:`live`: C's value, ``value + 2**64``, is beyond int64.
+
+        Raises:
+            ExecutionError: naming the expression, the work-item and the value.
+        """
+        negative = np.less(value, 0)
+        if not np.any(negative):
+            return
+        live = True if self.live is None else self.live
+        bad = np.logical_and(negative, live)
+        if not np.any(bad):
+            return
+        _, _, _, v, gid, lid, group = self.first_work_item(bad, value)
+        what = e.source or f"{self.schedule.family}: {S.describe_int(e.operand)}"
+        raise ExecutionError(
+            f"{what} is {v} for the work-item of global id {gid} (local id {lid} of "
+            f"work-group {group}), and C computes it as an unsigned 64-bit "
+            f"integer, {v + 2 ** 64}, which the simulator's 64-bit signed integers do not "
+            "hold (a limit of the simulator, not a fault of the kernel): compute it in int "
+            "or uint (whose wrap-around the simulator models), or only where it is 0 or more")
+
+    def eval_cond(self, c: S.Cond):
+        """Truth of ``c`` for the batch: a boolean array broadcastable to ``(G, L, I)``."""
+        if isinstance(c, S.Compare):
+            return CMP_OPS[c.op](self.eval_int(c.left), self.eval_int(c.right))
+        if isinstance(c, S.BoolOp):
+            left = self.eval_cond(c.left)
+            if not self.live_checks:
+                right = self.eval_cond(c.right)
+            else:       # C evaluates the right operand where the left one does not decide
+                live = True if self.live is None else self.live
+                self.live = np.logical_and(live, left if c.op == "&&" else
+                                           np.logical_not(left))
+                try:
+                    right = self.eval_cond(c.right)
+                finally:
+                    self.live = None if live is True else live
+            return np.logical_and(left, right) if c.op == "&&" else np.logical_or(left, right)
+        if isinstance(c, S.Not):
+            return np.logical_not(self.eval_cond(c.operand))
+        raise TypeError(f"unknown condition {c!r}")
+
+    def eval_float(self, e: S.FloatExpr, mask):
+        """Value (or None when values are off) and the FLOPs per executing work-item."""
+        if isinstance(e, S.Load):
+            return self.load(e, mask), 0
+        if isinstance(e, S.FConst):
+            return np.float32(e.value), 0
+        if isinstance(e, S.Private):
+            self.check_private_set(e.name, mask)
+            return self.privates.get(e.name), 0
+        if isinstance(e, S.PrivateElem):
+            return self.read_private_elem(e, mask), 0
+        if isinstance(e, S.FBinOp):
+            left, fl = self.eval_float(e.left, mask)
+            right, fr = self.eval_float(e.right, mask)
+            if not self.values:
+                return None, fl + fr + 1
+            op = _FLOAT_OPS[e.op]
+            return op(left, right, dtype=np.float32), fl + fr + 1
+        if isinstance(e, S.FNeg):                  # a sign flip: no FLOP
+            value, flop = self.eval_float(e.operand, mask)
+            return (None if value is None else np.negative(value, dtype=np.float32)), flop
+        if isinstance(e, S.FCall):
+            args, ops = [], 1
+            for a in e.args:
+                value, flop = self.eval_float(a, mask)
+                args.append(value)
+                ops += flop
+            if not self.values:
+                return None, ops
+            with np.errstate(invalid="ignore", over="ignore"):
+                return _FLOAT_FUNCTIONS[e.fn](*args).astype(np.float32), ops
+        if isinstance(e, S.Select):
+            then, ft = self.eval_float(e.then, mask)
+            orelse, fo = self.eval_float(e.orelse, mask)
+            if not self.values:
+                if self.live_checks:   # its checks do not depend on values
+                    self.eval_cond(e.cond)
+                return None, ft + fo + 1
+            cond = self.eval_cond(e.cond)
+            return np.where(cond, then, orelse).astype(np.float32), ft + fo + 1
+        raise TypeError(f"unknown float expression {e!r}")
+
+    def depth_of(self, e: S.FloatExpr):
+        """Sum length of ``e`` (:mod:`simulator.engine.sum_length`), evaluated right after
+        :meth:`eval_float` of the same expression (whose accesses it reuses)."""
+        if isinstance(e, S.Load):
+            space, index, mask = self.last_index[id(e)]
+            if space == "global" and e.array.role == "in" and \
+                    e.array.name not in self.seeded:
+                return 0
+            return self.read_values(space, e.array, index, mask,
+                                    self.dbuf if space == "global" else self.dlocal)
+        if isinstance(e, S.FConst):
+            return sum_length.of_constant(e.value)
+        if isinstance(e, S.Private):
+            return self.dpriv[e.name]
+        if isinstance(e, S.PrivateElem):
+            idx = self.last_index[id(e)]
+            if isinstance(idx, int):
+                return self.dparr[e.array.name][:, :, idx:idx + 1]
+            return np.take_along_axis(self.dparr[e.array.name], idx, axis=2)
+        if isinstance(e, S.FBinOp):
+            combine = sum_length.multiply if e.op == "*" else sum_length.add
+            return combine(self.depth_of(e.left), self.depth_of(e.right))
+        if isinstance(e, S.FNeg):                  # exact: the operand's sum length
+            return self.depth_of(e.operand)
+        if isinstance(e, S.FCall) and e.fn in S.EXACT_FLOAT_FUNCTIONS:
+            return sum_length.exact(*(self.depth_of(a) for a in e.args))
+        if isinstance(e, S.FCall):
+            return sum_length.rounded_function(e.fn, self.depth_of(e.args[0]))
+        if isinstance(e, S.Select):   # the operand selected, per work-item
+            return np.where(self.eval_cond(e.cond), self.depth_of(e.then),
+                            self.depth_of(e.orelse)).astype(sum_length.DTYPE)
+        raise TypeError(f"unknown float expression {e!r}")
+

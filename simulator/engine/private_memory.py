@@ -1,0 +1,242 @@
+"""Private memory of a batch: private floats and private arrays (register tiles).
+
+A private float is kept per work-item as a ``(G, L, 1)`` float32 array, a private array as
+``(G, L, size)``; beside each, which work-items have set it (a read of an unset one is the
+hazard ``uninitialized-private-read``). Indices of private arrays are bounds-checked like
+any array's (``out-of-bounds``). With values off and the private nests accelerator
+(``static_private_elements``), an element of one static index is read and assigned without
+per-work-item index arrays; inside a loop run in blocks
+(:mod:`simulator.engine.accelerators.loop_blocks`) an element is set where any iteration of
+the block assigns it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine import sum_length
+from tiletraffic.simulator.engine.accelerators import loop_blocks
+from tiletraffic.simulator.engine.batch import BatchState
+from tiletraffic.simulator.observers.hazards import Hazard, element_text
+
+
+class PrivateMemory(BatchState):
+    """Private floats and arrays of :class:`simulator.engine.machine.Machine`.
+
+    Reads and writes, besides :class:`simulator.engine.batch.BatchState`'s: ``privates``
+    (name to float32 ``(G, L, 1)``), ``private_set`` and ``private_full`` (which work-items
+    set each, and whether all did), ``parrays`` (name to ``(PrivateArray, float32 (G, L,
+    size))``), ``parray_set`` (name to the elements set, bool ``(G, L, size)``, ``None``
+    for an array declared with an initial value), ``static_private_elements``,
+    ``blocked``, and the sum-length shadows ``dpriv``, ``dparr``, ``last_index``.
+    """
+
+    def exec_update(self, s, m) -> None:
+        """Execute ``Assign`` or ``Accumulate`` ``s`` (a private float, or an element of a
+        private array where ``s.index``) for the work-items of ``m``."""
+        if s.index:
+            self.exec_private_elem_update(s, m)
+        else:
+            self.exec_private_update(s, m)
+
+    def check_private_set(self, name: str, mask) -> None:
+        """Report reads of a private variable by work-items that never assigned it."""
+        if self.private_full.get(name):
+            return
+        if name not in self.private_set:
+            raise NameError(f"{self.schedule.family}: private {name!r} used before it is "
+                            "declared")
+        unset = np.logical_and(mask, np.logical_not(self.private_set[name]))
+        if np.any(unset):
+            shape = self.shape_of(unset)
+            g, li, _ = (int(v[0]) for v in np.nonzero(np.broadcast_to(unset, shape)))
+            gid = self.group_id_tuple(g)
+            groups = self.per_group(unset, shape)
+            self.log.add(Hazard(
+                kind="uninitialized-private-read", schedule=self.schedule.family, array=name,
+                index=-1, group_id=gid, local_ids=(li,), epoch=self.epoch,
+                count=int(groups[1].sum()), site=f"private {name}",
+                detail=(f"work-item {li} of work-group {gid} reads private {name}, which it "
+                        "never assigned (its value, and what is computed from it, is "
+                        "undefined)")), groups, "reads")
+            self.private_set[name] = np.logical_or(self.private_set[name],
+                                                   np.any(unset, axis=2, keepdims=True))
+
+    def exec_private_update(self, s, m) -> None:
+        value, ops = self.eval_float(s.value, m)
+        accumulate = isinstance(s, S.Accumulate)
+        if accumulate:
+            self.check_private_set(s.name, m)
+        elif not self.private_full.get(s.name):
+            self.private_set[s.name] = np.logical_or(self.private_set[s.name],
+                                                     np.any(m, axis=2, keepdims=True))
+            self.private_full[s.name] = bool(self.private_set[s.name].all())
+        self.count_flop(m, ops + (1 if accumulate else 0))
+        if not self.values:
+            return
+        old = self.privates[s.name]
+        if self.depths:
+            terms, before = self.depth_of(s.value), self.dpriv[s.name]
+            self.dpriv[s.name] = sum_length.accumulate(before, terms, m) if accumulate else \
+                np.where(m, terms, before).astype(sum_length.DTYPE)
+        if accumulate:
+            contrib = np.where(m, value, np.float32(0)).sum(axis=2, keepdims=True,
+                                                            dtype=np.float32)
+            self.privates[s.name] = old + contrib
+        else:
+            self.privates[s.name] = np.where(m, value, old).astype(np.float32)
+
+
+    def private_elem_index(self, name: str, index: tuple, mask, direction: str):
+        """Flat element index of ``name[index]`` per entry, shape (G, L, I), and the mask
+        with out-of-bounds entries off (reported as out-of-bounds hazards)."""
+        if name not in self.parrays:
+            raise NameError(f"{self.schedule.family}: private array {name!r} used before it "
+                            "is declared")
+        array, _ = self.parrays[name]
+        dims = tuple(d.value for d in array.dims)
+        comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in index]
+        site = self.site(direction, array, index)
+        for d, (comp, extent) in enumerate(zip(comps, dims)):
+            bad = np.logical_and(mask, (comp < 0) | (comp >= extent))
+            if np.any(bad):
+                self.report_out_of_bounds("private", direction, name, dims, d, comps, bad,
+                                          site)
+                mask = np.logical_and(mask, np.logical_not(bad))
+        flat = comps[0]
+        for comp, extent in zip(comps[1:], dims[1:]):
+            flat = flat * extent + comp
+        shape = self.shape_of(flat, mask)
+        mask_b = np.broadcast_to(mask, shape)
+        return np.where(mask_b, np.broadcast_to(flat, shape), 0), mask_b
+
+    def private_elem_flat(self, name: str, index: tuple) -> int | None:
+        """Flat element index of ``name[index]`` when every index is one integer for all
+        work-items and within bounds; ``None`` otherwise (then :meth:`private_elem_index`
+        handles it, reporting what it must)."""
+        if name not in self.parrays:
+            return None
+        array = self.parrays[name][0]
+        flat = 0
+        for i, d in zip(index, array.dims):
+            comp = self.eval_int(i)
+            if np.ndim(comp) or not 0 <= comp < d.value:
+                return None
+            flat = flat * d.value + int(comp)
+        return flat if len(index) == len(array.dims) else None
+
+    def read_private_elem(self, e: S.PrivateElem, mask):
+        if self.depths and self.shape_of(mask)[2] == 1:
+            flat = self.private_elem_flat(e.array.name, e.index)
+            is_set = self.parray_set.get(e.array.name)
+            if flat is not None and (is_set is None or not np.any(np.logical_and(
+                    mask, np.logical_not(is_set[:, :, flat:flat + 1])))):
+                self.last_index[id(e)] = flat   # one static element: a slice, same values
+                return self.parrays[e.array.name][1][:, :, flat:flat + 1]
+        if self.static_private_elements:
+            flat = self.private_elem_flat(e.array.name, e.index)
+            if flat is not None:
+                is_set = self.parray_set[e.array.name]
+                if is_set is None or not np.any(np.logical_and(
+                        mask, np.logical_not(is_set[:, :, flat:flat + 1]))):
+                    return None
+        idx, ok = self.private_elem_index(e.array.name, e.index, mask, "load")
+        is_set = self.parray_set[e.array.name]
+        if is_set is not None:
+            unset = ok & ~np.take_along_axis(is_set, idx, axis=2)
+            if np.any(unset):
+                shape = unset.shape
+                g, li, _ = (int(v[0]) for v in np.nonzero(unset))
+                gid = self.group_id_tuple(g)
+                groups = self.per_group(unset, shape)
+                self.log.add(Hazard(
+                    kind="uninitialized-private-read", schedule=self.schedule.family,
+                    array=e.array.name, index=int(idx[g, li, 0]), group_id=gid,
+                    local_ids=(li,), epoch=self.epoch, count=int(groups[1].sum()),
+                    site=f"private {e.array.name}",
+                    detail=(f"work-item {li} of work-group {gid} reads private "
+                            + element_text(e.array.name, int(idx[g, li, 0]),
+                                           tuple(d.value for d in e.array.dims))
+                            + ", which it never assigned")), groups, "reads")
+        if not self.values:
+            return None
+        if self.depths:
+            self.last_index[id(e)] = idx
+        return np.take_along_axis(self.parrays[e.array.name][1], idx, axis=2)
+
+    def exec_private_elem_update(self, s, m) -> None:
+        value, ops = self.eval_float(s.value, m)
+        accumulate = isinstance(s, S.Accumulate)
+        if accumulate:
+            self.read_private_elem(S.PrivateElem(self.parrays[s.name][0], s.index), m)
+        if self.depths and self.update_static_elem(s, m, value, ops, accumulate):
+            return
+        if self.static_private_elements:
+            flat = self.private_elem_flat(s.name, s.index)
+            if flat is not None:
+                iterations = self.shape_of(m)[2]
+                if iterations != 1 and not self.blocked:
+                    raise ValueError(f"{self.schedule.family}: private array {s.name} written "
+                                     "in a vectorized loop")
+                self.count_flop(m, ops + (1 if accumulate else 0))
+                is_set = self.parray_set[s.name]
+                if is_set is not None:   # set where any iteration (of a block) assigns it
+                    is_set[:, :, flat] |= np.broadcast_to(
+                        m, (self.G, self.L, iterations)).any(axis=2)
+                return
+        if self.blocked and not self.values and \
+                loop_blocks.assign_elements(self, s, m, ops + (1 if accumulate else 0)):
+            return
+        idx, ok = self.private_elem_index(s.name, s.index, m, "store")
+        if idx.shape[2] != 1 and not self.blocked:
+            raise ValueError(f"{self.schedule.family}: private array {s.name} written in a "
+                             "vectorized loop")
+        self.count_flop(m, ops + (1 if accumulate else 0))
+        is_set = self.parray_set[s.name]
+        if is_set is not None and idx.shape[2] != 1:
+            # a block of iterations (simulator.engine.accelerators.loop_blocks): set where
+            # any entry assigns it
+            for flat in np.unique(idx[ok]):
+                is_set[:, :, flat] |= (ok & (idx == flat)).any(axis=2)
+        elif is_set is not None:
+            np.put_along_axis(is_set, idx, np.take_along_axis(is_set, idx, axis=2) | ok,
+                              axis=2)
+        if not self.values:
+            return
+        table = self.parrays[s.name][1]
+        old = np.take_along_axis(table, idx, axis=2)
+        value = np.broadcast_to(np.asarray(value, dtype=np.float32), old.shape)
+        new = (old + np.where(ok, value, np.float32(0))) if accumulate else \
+            np.where(ok, value, old)
+        np.put_along_axis(table, idx, new.astype(np.float32), axis=2)
+        if self.depths:
+            shadow = self.dparr[s.name]
+            before = np.take_along_axis(shadow, idx, axis=2)
+            terms = np.broadcast_to(self.depth_of(s.value), before.shape)
+            after = sum_length.add(before, terms) if accumulate else terms
+            np.put_along_axis(shadow, idx, np.where(ok, after, before).astype(
+                sum_length.DTYPE), axis=2)
+
+    def update_static_elem(self, s, m, value, ops: int, accumulate: bool) -> bool:
+        """With sum lengths: ``name[index] (+)= value`` where the index is one in-bounds
+        element for every work-item, by slices (the same result as the indexed path);
+        ``False`` (nothing done) otherwise."""
+        flat = self.private_elem_flat(s.name, s.index)
+        if flat is None or self.shape_of(m)[2] != 1:
+            return False
+        self.count_flop(m, ops + (1 if accumulate else 0))
+        on = np.broadcast_to(m, (self.G, self.L, 1))
+        is_set = self.parray_set[s.name]
+        if is_set is not None:
+            is_set[:, :, flat] |= on[:, :, 0]
+        table, shadow = self.parrays[s.name][1], self.dparr[s.name]
+        old, before = table[:, :, flat:flat + 1], shadow[:, :, flat:flat + 1].copy()
+        value = np.broadcast_to(np.asarray(value, dtype=np.float32), old.shape)
+        terms = np.broadcast_to(self.depth_of(s.value), before.shape)
+        new = (old + np.where(on, value, np.float32(0))) if accumulate else \
+            np.where(on, value, old)
+        table[:, :, flat:flat + 1] = new.astype(np.float32)
+        after = sum_length.add(before, terms) if accumulate else terms
+        shadow[:, :, flat:flat + 1] = np.where(on, after, before)
+        return True
+
