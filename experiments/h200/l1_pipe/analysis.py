@@ -172,7 +172,7 @@ def l1_pipe_section(data: dict | None, model: DeviceModel) -> tuple[list[str], l
            if barriered else "")
         + ". The barrier term was read off these counters (one wavefront on the pipe's "
         "shared-memory side and one on its global side per work-group barrier, "
-        "`simulator/model/device_model.py` [H200-l1-pipe]), so for it this is a derivation, not "
+        "`simulator/device_model.py` [H200-l1-pipe]), so for it this is a derivation, not "
         "an independent test; the rest of the count uses no value from them."
         + (f" The CUDA build of the {len(cuda)} matrix-vector launches of \"Matrix-vector "
            "k-steps, measured\" (its 10 cells × 3 schedules, less the one whose x does not "

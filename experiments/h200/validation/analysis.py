@@ -277,7 +277,7 @@ def dram_section(cases: list[CaseComparison], model, holdout: bool = False) -> l
     lines = ["## DRAM reads beyond the L2", "",
              f"When the buffers do not fit in L2 ({model.l2_bytes / 2**20:.0f} MiB), a buffer "
              "re-read by work-groups far apart in dispatch order may come from DRAM again "
-             "(`simulator/model/dram.py`). The prediction assumes *steady-state dispatch* "
+             "(`simulator/dram_model.py`). The prediction assumes *steady-state dispatch* "
              "(work-groups start one by one as others finish, so each row of work-groups "
              "streams B through L2 on its own); *lock-step waves* (all resident work-groups "
              "advance together and share every L2 fill) is shown as the other extreme. Both "
