@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Iterator
 
-from tiletraffic.simulator.ir.nodes import Cond, FloatExpr, IntExpr, Stmt
+from tiletraffic.simulator.ir.expressions import Cond, FloatExpr, IntExpr, Stmt
 
 Node = Stmt | IntExpr | FloatExpr | Cond
 NODE_TYPES = (Stmt, IntExpr, FloatExpr, Cond)
