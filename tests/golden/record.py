@@ -69,7 +69,7 @@ TUNE_LEFT_OUT = {"meta": ("created_utc", "command", "tiletraffic", "space", "see
 def example_size(name: str) -> tuple:
     """The example shape (m, k, n, tile) of ``name``, with the sizes its builder does not
     take as None (the demos sized by M alone, or by M and the work-group size)."""
-    from tiletraffic.simulator.variants import CHECK_EXAMPLES, VARIANTS
+    from tiletraffic.simulator.kernels.variants import CHECK_EXAMPLES, VARIANTS
 
     m, k, n, tile = VARIANTS[name].example if name in VARIANTS else CHECK_EXAMPLES[name]
     if name.startswith("demo-shift"):
@@ -86,7 +86,7 @@ def size_args(size: tuple) -> list[str]:
 
 def sized_cases() -> dict[str, list[str]]:
     """Case id -> argv of every simulate, model and check case."""
-    from tiletraffic.simulator.variants import names
+    from tiletraffic.simulator.kernels.variants import names
 
     cases: dict[str, list[str]] = {}
     for name in names():
