@@ -23,6 +23,7 @@ from pathlib import Path
 import jinja2
 
 from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.visitor import Visitor, walk, walk_statements
 
 from tiletraffic.gpu.codegen.kernel import GeneratedKernel, KernelArg
 
@@ -71,15 +72,8 @@ def render_int(e: S.IntExpr, longs=frozenset()) -> tuple[str, int]:
 def _is_long(longs, *exprs: S.IntExpr) -> bool:
     """Whether one of ``exprs`` is a ``long`` in C: it holds a :class:`Wrap` or a name of
     ``longs``."""
-    def wide(e) -> bool:
-        if isinstance(e, S.Wrap):
-            return True
-        if isinstance(e, S.Var):
-            return e.name in longs
-        if isinstance(e, (S.BinOp, S.Min)):
-            return wide(e.left) or wide(e.right)
-        return False
-    return any(wide(e) for e in exprs)
+    return any(isinstance(node, S.Wrap) or (isinstance(node, S.Var) and node.name in longs)
+               for e in exprs for node in walk(e))
 
 
 def _binary(op: str, left: tuple[str, int], right: tuple[str, int],
@@ -167,84 +161,116 @@ def _target(s, longs=frozenset()) -> str:
 
 def render_block(stmts, depth: int = 1, longs: set[str] | None = None) -> list[str]:
     """Lines of C for a block of statements, indented four spaces per ``depth``;
-    ``longs``: the names declared ``long`` so far (see the module docstring)."""
-    pad = "    " * depth
-    lines: list[str] = []
-    longs = set() if longs is None else longs
-    for s in stmts:
-        if isinstance(s, S.Let):
-            ctype = "long" if _is_long(longs, s.value) else "int"
-            if ctype == "long":
-                longs.add(s.name)
-            lines.append(f"{pad}const {ctype} {s.name} = {render_int(s.value, longs)[0]};")
-        elif isinstance(s, S.DeclareFloat):
-            init = "" if s.init is None else f" = {render_float_constant(s.init)}"
-            lines.append(f"{pad}float {s.name}{init};")
-        elif isinstance(s, S.DeclarePrivateArray):
-            name = s.array.name
-            extents = [render_int(d, longs)[0] for d in s.array.dims]
-            lines.append(f"{pad}float {name}{''.join(f'[{e}]' for e in extents)};")
-            if s.init is not None:
-                # zero-filled by loops, not "= {0.0f}": PoCL (CPU) miscompiled that aggregate
-                # initializer in work-groups of 3 work-items (tests/test_codegen.py found it)
-                idx = [f"{name}_z{d}" for d in range(len(extents))]
-                lines.append(f"{pad}{{")
-                for d, (i, e) in enumerate(zip(idx, extents)):
-                    lines.append(f"{pad}{'    ' * (d + 1)}for (int {i} = 0; {i} < {e}; ++{i})")
-                fill = render_float_constant(s.init)
-                lines.append(f"{pad}{'    ' * (len(idx) + 1)}{name}"
-                             f"{''.join(f'[{i}]' for i in idx)} = {fill};")
-                lines.append(f"{pad}}}")
-        elif isinstance(s, S.Assign):
-            lines.append(f"{pad}{_target(s, longs)} = {render_float(s.value, longs)[0]};")
-        elif isinstance(s, S.Accumulate):
-            lines.append(f"{pad}{_target(s, longs)} += {render_float(s.value, longs)[0]};")
-        elif isinstance(s, S.Store):
-            lines.append(f"{pad}{render_access(s.array, s.index, longs)} = "
-                         f"{render_float(s.value, longs)[0]};")
-        elif isinstance(s, S.VectorLoad):
-            lines.append(f"{pad}{{")
-            lines.append(f"{pad}    const float{s.width} vec = "
-                         f"*({_vector_pointer(s.array, s.width, const=True)})"
-                         f"&{render_access(s.array, s.index, longs)};")
-            lines += [f"{pad}    {name} = vec.{'xyzw'[w]};" for w, name in enumerate(s.names)]
-            lines.append(f"{pad}}}")
-        elif isinstance(s, S.VectorStore):
-            lines.append(f"{pad}{{")
-            lines.append(f"{pad}    float{s.width} vec;")
-            lines += [f"{pad}    vec.{'xyzw'[w]} = {render_float(v, longs)[0]};"
-                      for w, v in enumerate(s.values)]
-            lines.append(f"{pad}    *({_vector_pointer(s.array, s.width, const=False)})"
-                         f"&{render_access(s.array, s.index, longs)} = vec;")
-            lines.append(f"{pad}}}")
-        elif isinstance(s, S.If):
-            lines.append(f"{pad}if ({render_cond(s.cond, longs)[0]}) {{")
-            lines += render_block(s.then, depth + 1, longs)
-            if s.orelse:
-                lines.append(f"{pad}}} else {{")
-                lines += render_block(s.orelse, depth + 1, longs)
-            lines.append(f"{pad}}}")
-        elif isinstance(s, S.For):
-            step = render_int(s.step, longs)[0]
-            inc = f"++{s.var}" if step == "1" else f"{s.var} += {step}"
-            if _unrolled(s):
-                lines.append(f"{pad}#pragma unroll")
-            ctype = "long" if _is_long(longs, s.start, s.stop, s.step) else "int"
-            if ctype == "long":
-                longs.add(s.var)
-            lines.append(f"{pad}for ({ctype} {s.var} = {render_int(s.start, longs)[0]}; "
-                         f"{s.var} < {render_int(s.stop, longs)[0]}; {inc}) {{")
-            lines += render_block(s.body, depth + 1, longs)
-            lines.append(f"{pad}}}")
-        elif isinstance(s, S.Barrier):
-            fence = "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE" if s.global_fence else \
-                "CLK_LOCAL_MEM_FENCE"
-            lines.append(f"{pad}barrier({fence});")
-        elif isinstance(s, S.Return):
-            lines.append(f"{pad}return;")
-        else:
-            raise TypeError(f"cannot render statement {s!r}")
-    return lines
+    ``longs``: the names declared ``long`` so far (see the module docstring), updated with
+    the ones the block declares.
+
+    Raises:
+        TypeError: a value in the block that is no statement this module renders.
+    """
+    renderer = _BlockRenderer(depth, set() if longs is None else longs)
+    renderer.visit_all(stmts)
+    return renderer.lines
+
+
+class _BlockRenderer(Visitor):
+    """Appends the C lines of each statement visited to ``lines`` (:func:`render_block`)."""
+
+    def __init__(self, depth: int, longs: set[str]) -> None:
+        self.depth, self.longs = depth, longs
+        self.pad = "    " * depth
+        self.lines: list[str] = []
+
+    def generic_visit(self, s) -> None:
+        raise TypeError(f"cannot render statement {s!r}")
+
+    def emit(self, line: str) -> None:
+        self.lines.append(self.pad + line)
+
+    def nested(self, stmts) -> None:
+        self.lines += render_block(stmts, self.depth + 1, self.longs)
+
+    def visit_Let(self, s: S.Let) -> None:
+        ctype = "long" if _is_long(self.longs, s.value) else "int"
+        if ctype == "long":
+            self.longs.add(s.name)
+        self.emit(f"const {ctype} {s.name} = {render_int(s.value, self.longs)[0]};")
+
+    def visit_DeclareFloat(self, s: S.DeclareFloat) -> None:
+        init = "" if s.init is None else f" = {render_float_constant(s.init)}"
+        self.emit(f"float {s.name}{init};")
+
+    def visit_DeclarePrivateArray(self, s: S.DeclarePrivateArray) -> None:
+        name = s.array.name
+        extents = [render_int(d, self.longs)[0] for d in s.array.dims]
+        self.emit(f"float {name}{''.join(f'[{e}]' for e in extents)};")
+        if s.init is None:
+            return
+        # zero-filled by loops, not "= {0.0f}": PoCL (CPU) miscompiled that aggregate
+        # initializer in work-groups of 3 work-items (tests/test_codegen.py found it)
+        idx = [f"{name}_z{d}" for d in range(len(extents))]
+        self.emit("{")
+        for d, (i, e) in enumerate(zip(idx, extents)):
+            self.emit(f"{'    ' * (d + 1)}for (int {i} = 0; {i} < {e}; ++{i})")
+        fill = render_float_constant(s.init)
+        self.emit(f"{'    ' * (len(idx) + 1)}{name}{''.join(f'[{i}]' for i in idx)} = {fill};")
+        self.emit("}")
+
+    def visit_Assign(self, s: S.Assign) -> None:
+        self.emit(f"{_target(s, self.longs)} = {render_float(s.value, self.longs)[0]};")
+
+    def visit_Accumulate(self, s: S.Accumulate) -> None:
+        self.emit(f"{_target(s, self.longs)} += {render_float(s.value, self.longs)[0]};")
+
+    def visit_Store(self, s: S.Store) -> None:
+        self.emit(f"{render_access(s.array, s.index, self.longs)} = "
+                  f"{render_float(s.value, self.longs)[0]};")
+
+    def visit_VectorLoad(self, s: S.VectorLoad) -> None:
+        self.emit("{")
+        self.emit(f"    const float{s.width} vec = "
+                  f"*({_vector_pointer(s.array, s.width, const=True)})"
+                  f"&{render_access(s.array, s.index, self.longs)};")
+        for w, name in enumerate(s.names):
+            self.emit(f"    {name} = vec.{'xyzw'[w]};")
+        self.emit("}")
+
+    def visit_VectorStore(self, s: S.VectorStore) -> None:
+        self.emit("{")
+        self.emit(f"    float{s.width} vec;")
+        for w, v in enumerate(s.values):
+            self.emit(f"    vec.{'xyzw'[w]} = {render_float(v, self.longs)[0]};")
+        self.emit(f"    *({_vector_pointer(s.array, s.width, const=False)})"
+                  f"&{render_access(s.array, s.index, self.longs)} = vec;")
+        self.emit("}")
+
+    def visit_If(self, s: S.If) -> None:
+        self.emit(f"if ({render_cond(s.cond, self.longs)[0]}) {{")
+        self.nested(s.then)
+        if s.orelse:
+            self.emit("} else {")
+            self.nested(s.orelse)
+        self.emit("}")
+
+    def visit_For(self, s: S.For) -> None:
+        step = render_int(s.step, self.longs)[0]
+        inc = f"++{s.var}" if step == "1" else f"{s.var} += {step}"
+        if _unrolled(s):
+            self.emit("#pragma unroll")
+        ctype = "long" if _is_long(self.longs, s.start, s.stop, s.step) else "int"
+        if ctype == "long":
+            self.longs.add(s.var)
+        self.emit(f"for ({ctype} {s.var} = {render_int(s.start, self.longs)[0]}; "
+                  f"{s.var} < {render_int(s.stop, self.longs)[0]}; {inc}) {{")
+        self.nested(s.body)
+        self.emit("}")
+
+    def visit_Barrier(self, s: S.Barrier) -> None:
+        fence = "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE" if s.global_fence else \
+            "CLK_LOCAL_MEM_FENCE"
+        self.emit(f"barrier({fence});")
+
+    def visit_Return(self, s: S.Return) -> None:
+        self.emit("return;")
 
 
 UNROLL_MAX_TRIPS = 64
@@ -278,37 +304,23 @@ def _vector_pointer(array: S.Array, width: int, const: bool) -> str:
 
 
 def _uses_vectors(stmts) -> bool:
-    for s in stmts:
-        if isinstance(s, (S.VectorLoad, S.VectorStore)):
-            return True
-        if isinstance(s, S.If) and (_uses_vectors(s.then) or _uses_vectors(s.orelse)):
-            return True
-        if isinstance(s, S.For) and _uses_vectors(s.body):
-            return True
-    return False
+    return any(isinstance(s, (S.VectorLoad, S.VectorStore)) for s in walk_statements(stmts))
 
 
 def _named_constants(schedule: S.Schedule) -> dict[str, int]:
-    """Named constants used anywhere in the schedule, name -> value."""
+    """Named constants used anywhere in the schedule (its statements, the arrays they name,
+    its local arrays), name -> value.
+
+    Raises:
+        ValueError: a name with two values.
+    """
     found: dict[str, int] = {}
-
-    def visit(node) -> None:
-        if isinstance(node, S.Const):
-            if node.name:
-                if found.setdefault(node.name, node.value) != node.value:
-                    raise ValueError(f"constant {node.name} has two values")
-            return
-        if isinstance(node, (tuple, list)):
-            for n in node:
-                visit(n)
-            return
-        if hasattr(node, "__dataclass_fields__") and not isinstance(node, S.Schedule):
-            for name in node.__dataclass_fields__:
-                visit(getattr(node, name))
-
-    visit(schedule.body)
-    for a in schedule.local_arrays:
-        visit(a.dims)
+    nodes = [n for s in schedule.body for n in walk(s, arrays=True)]
+    nodes += [n for a in schedule.local_arrays for n in walk(a, arrays=True)]
+    for node in nodes:
+        if isinstance(node, S.Const) and node.name:
+            if found.setdefault(node.name, node.value) != node.value:
+                raise ValueError(f"constant {node.name} has two values")
     return found
 
 

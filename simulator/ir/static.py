@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.visitor import walk, walk_statements
 
 
 class ExecutionError(ValueError):
@@ -237,29 +238,19 @@ def is_vectorizable(loop: S.For) -> bool:
     does not read (loads and accumulations: the iterations are independent)."""
     targets: set[str] = set()
     reads: set[str] = set()
-
-    def walk(stmts) -> bool:
-        for s in stmts:
-            if isinstance(s, S.Let):
-                continue
-            if isinstance(s, S.Accumulate) and not s.index:
-                targets.add(s.name)
-                privates_read(s.value, reads)
-            elif isinstance(s, S.If):
-                if not (walk(s.then) and walk(s.orelse)):
-                    return False
-            else:
-                return False
-        return True
-
-    return walk(loop.body) and not (targets & reads)
+    for s in walk_statements(loop.body):
+        if isinstance(s, S.Accumulate) and not s.index:
+            targets.add(s.name)
+            privates_read(s.value, reads)
+        elif not isinstance(s, (S.Let, S.If)):
+            return False
+    return not (targets & reads)
 
 
 def privates_read(e: S.FloatExpr, out: set[str]) -> None:
     """Add to ``out`` the private floats and private arrays that ``e`` reads."""
-    if isinstance(e, S.Private):
-        out.add(e.name)
-    elif isinstance(e, S.PrivateElem):
-        out.add(e.array.name)
-    for operand in S.float_operands(e):
-        privates_read(operand, out)
+    for node in walk(e):
+        if isinstance(node, S.Private):
+            out.add(node.name)
+        elif isinstance(node, S.PrivateElem):
+            out.add(node.array.name)

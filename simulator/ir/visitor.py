@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Iterator
 
-from tiletraffic.simulator.ir.nodes import Cond, FloatExpr, IntExpr, Stmt
+from tiletraffic.simulator.ir.expressions import Cond, FloatExpr, IntExpr, Stmt
 
 Node = Stmt | IntExpr | FloatExpr | Cond
 NODE_TYPES = (Stmt, IntExpr, FloatExpr, Cond)
@@ -30,20 +30,31 @@ def _is_body(value) -> bool:
     return isinstance(value, tuple) and bool(value) and all(isinstance(v, Stmt) for v in value)
 
 
-def children(node) -> tuple:
+def children(node, *, arrays: bool = False) -> tuple:
     """The IR nodes directly under ``node``, in field order: statements of its bodies and the
     expressions and conditions it holds (tuples of them flattened). Arrays, names and
-    numbers are not nodes. ``()`` for a leaf or a value that is no dataclass."""
+    numbers are not nodes. ``()`` for a leaf or a value that is no dataclass.
+
+    With ``arrays``, also the arrays ``node`` names (its field values that are dataclasses
+    but no nodes: ``GlobalArray``, ``LocalArray``, ``PrivateArray``), each where its field
+    is; the children of an array are the constants of its ``dims`` (none for a
+    ``GlobalArray``, whose extents are parameter names)."""
     if not dataclasses.is_dataclass(node):
         return ()
     out = []
     for f in dataclasses.fields(node):
         value = getattr(node, f.name)
-        if isinstance(value, NODE_TYPES):
+        if isinstance(value, tuple):
+            out.extend(v for v in value if _is_child(v, arrays))
+        elif _is_child(value, arrays):
             out.append(value)
-        elif isinstance(value, tuple):
-            out.extend(v for v in value if isinstance(v, NODE_TYPES))
     return tuple(out)
+
+
+def _is_child(value, arrays: bool) -> bool:
+    if isinstance(value, NODE_TYPES):
+        return True
+    return arrays and dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
 def bodies(stmt: Stmt) -> dict[str, tuple[Stmt, ...]]:
@@ -81,13 +92,14 @@ def with_bodies(stmt: Stmt, **new: tuple[Stmt, ...]) -> Stmt:
     return dataclasses.replace(stmt, **new)
 
 
-def walk(node) -> Iterator:
-    """``node`` and every IR node under it, in pre-order."""
+def walk(node, *, arrays: bool = False) -> Iterator:
+    """``node`` and every IR node under it, in pre-order (with ``arrays``, also the arrays
+    the nodes name and their dims' constants: :func:`children`)."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(children(current)))
+        stack.extend(reversed(children(current, arrays=arrays)))
 
 
 def walk_statements(stmts) -> Iterator[Stmt]:

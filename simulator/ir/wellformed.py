@@ -26,6 +26,7 @@ import keyword
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.sequence import KernelSequence
+from tiletraffic.simulator.ir.visitor import Visitor, walk
 
 INT_OPS = frozenset("+-*/%")
 COMPARE_OPS = frozenset(("<", "<=", ">", ">=", "==", "!="))
@@ -79,7 +80,19 @@ def _identifier(name) -> bool:
             and not keyword.iskeyword(name) and name not in OPENCL_C_RESERVED)
 
 
-class _Checker:
+_KINDS = ((S.Stmt, "a statement"), (S.IntExpr, "an integer expression"),
+          (S.Cond, "a condition (build one with < <= > >= .eq .ne & | ~)"),
+          (S.FloatExpr, "a float expression"))
+"""The kinds of IR node, as the problem of a value that is not one where one is expected
+names them."""
+
+
+class _Checker(Visitor):
+    """Collects :attr:`problems` of a schedule, in the order the statement tree is read.
+
+    While a block is visited, ``ints`` holds the integer names (Let, For) and ``privates``
+    the private floats and arrays its statements can see."""
+
     def __init__(self, sch: S.Schedule):
         self.sch = sch
         self.problems: list[str] = []
@@ -89,7 +102,9 @@ class _Checker:
         self.arrays = self._arrays()
         self.globals = set(self.params) | set(self.arrays)
         self.constants: dict[str, int] = {}
-        self._collect_constants((sch.body, [a.dims for a in sch.local_arrays]))
+        self._collect_constants()
+        self.ints: set[str] = set()
+        self.privates: set[str] = set()
         self._block(sch.body, ints=set(), privates=set())
 
     def add(self, problem: str) -> None:
@@ -159,25 +174,25 @@ class _Checker:
                              "positive Const")
         return arrays
 
-    def _collect_constants(self, node) -> None:
-        """Every named Const (rendered as a #define, so visible everywhere)."""
-        if isinstance(node, S.Const):
-            if isinstance(node.value, bool) or not isinstance(node.value, int):
-                self.add(f"Const value {node.value!r} is not an integer")
-            elif node.name is not None:
-                if not _identifier(node.name) or node.name in self.globals:
-                    self.add(f"constant name {node.name!r} is not a C identifier or is reserved in OpenCL C or is also "
-                             "a parameter or array")
-                elif self.constants.setdefault(node.name, node.value) != node.value:
-                    self.add(f"constant {node.name} has two values, "
-                             f"{self.constants[node.name]} and {node.value}")
-        elif isinstance(node, (tuple, list)):
-            for n in node:
-                self._collect_constants(n)
-        elif hasattr(node, "__dataclass_fields__") and not isinstance(
-                node, (S.GlobalArray, S.Schedule)):
-            for name in node.__dataclass_fields__:
-                self._collect_constants(getattr(node, name))
+    def _collect_constants(self) -> None:
+        """Every named Const (rendered as a #define, so visible everywhere): of the
+        statements, of the arrays they name and of the local arrays' extents."""
+        nodes = [n for s in self.sch.body for n in walk(s, arrays=True)]
+        nodes += [n for a in self.sch.local_arrays for d in a.dims for n in walk(d)]
+        for node in nodes:
+            if isinstance(node, S.Const):
+                self._constant(node)
+
+    def _constant(self, node: S.Const) -> None:
+        if isinstance(node.value, bool) or not isinstance(node.value, int):
+            self.add(f"Const value {node.value!r} is not an integer")
+        elif node.name is not None:
+            if not _identifier(node.name) or node.name in self.globals:
+                self.add(f"constant name {node.name!r} is not a C identifier or is reserved in OpenCL C or is also "
+                         "a parameter or array")
+            elif self.constants.setdefault(node.name, node.value) != node.value:
+                self.add(f"constant {node.name} has two values, "
+                         f"{self.constants[node.name]} and {node.value}")
 
     def _declare(self, name: str, what: str, visible: set[str]) -> None:
         if not _identifier(name):
@@ -185,52 +200,80 @@ class _Checker:
         elif name in visible or name in self.globals or name in self.constants:
             self.add(f"{what} {name!r} is declared where that name is already visible")
 
-    # --------------------------------------------------------------------- integers
-    def _int(self, e, ints: set[str]) -> None:
-        if isinstance(e, S.Const):
-            pass  # checked by _collect_constants
-        elif isinstance(e, S.Param):
-            if e.name not in self.params:
-                self.add(f"Param({e.name!r}) is not a parameter of the schedule "
-                         f"(parameters: {sorted(self.params)})")
-        elif isinstance(e, S.Var):
-            if e.name not in ints:
-                self.add(f"Var({e.name!r}) is used where no Let or For binds it (bound "
-                         f"there: {sorted(ints) or 'none'})")
-        elif isinstance(e, S.WorkItemId):
-            if e.kind not in WORK_ITEM_ID_KINDS or not (isinstance(e.dim, int)
-                                                        and 0 <= e.dim < max(self.dims, 1)):
-                self.add(f"{e.kind} id of dimension {e.dim!r}: the NDRange has "
-                         f"{self.dims} dimension(s)")
-        elif isinstance(e, S.BinOp):
-            if e.op not in INT_OPS:
-                self.add(f"integer operator {e.op!r} is not one of {''.join(sorted(INT_OPS))}")
-            self._int(e.left, ints)
-            self._int(e.right, ints)
-        elif isinstance(e, S.Min):
-            self._int(e.left, ints)
-            self._int(e.right, ints)
-        elif isinstance(e, S.Wrap):
-            if not isinstance(e.signed, bool):
-                self.add(f"Wrap: signed = {e.signed!r} is not a bool")
-            self._int(e.operand, ints)
-        else:
-            self.add(f"{e!r} is not an integer expression")
+    def generic_visit(self, node) -> None:
+        """A node of a class this checker does not know, named with its kind."""
+        for kind, what in _KINDS:
+            if isinstance(node, kind):
+                self.add(f"{node!r} is not {what}")
+                return
 
-    def _cond(self, c, ints: set[str]) -> None:
-        if isinstance(c, S.Compare) and c.op in COMPARE_OPS:
-            self._int(c.left, ints)
-            self._int(c.right, ints)
-        elif isinstance(c, S.BoolOp) and c.op in ("&&", "||"):
-            self._cond(c.left, ints)
-            self._cond(c.right, ints)
-        elif isinstance(c, S.Not):
-            self._cond(c.operand, ints)
+    def _expect(self, node, kind: type) -> None:
+        """Visit ``node`` if it is of ``kind``, else name it as no node of that kind."""
+        if isinstance(node, kind):
+            self.visit(node)
         else:
-            self.add(f"{c!r} is not a condition (build one with < <= > >= .eq .ne & | ~)")
+            self.add(f"{node!r} is not {dict(_KINDS)[kind]}")
+
+    # --------------------------------------------------------------------- integers
+    def _int(self, e) -> None:
+        self._expect(e, S.IntExpr)
+
+    def visit_Const(self, e: S.Const) -> None:
+        pass  # checked by _collect_constants
+
+    def visit_Param(self, e: S.Param) -> None:
+        if e.name not in self.params:
+            self.add(f"Param({e.name!r}) is not a parameter of the schedule "
+                     f"(parameters: {sorted(self.params)})")
+
+    def visit_Var(self, e: S.Var) -> None:
+        if e.name not in self.ints:
+            self.add(f"Var({e.name!r}) is used where no Let or For binds it (bound "
+                     f"there: {sorted(self.ints) or 'none'})")
+
+    def visit_WorkItemId(self, e: S.WorkItemId) -> None:
+        if e.kind not in WORK_ITEM_ID_KINDS or not (isinstance(e.dim, int)
+                                                    and 0 <= e.dim < max(self.dims, 1)):
+            self.add(f"{e.kind} id of dimension {e.dim!r}: the NDRange has "
+                     f"{self.dims} dimension(s)")
+
+    def visit_BinOp(self, e: S.BinOp) -> None:
+        if e.op not in INT_OPS:
+            self.add(f"integer operator {e.op!r} is not one of {''.join(sorted(INT_OPS))}")
+        self._int(e.left)
+        self._int(e.right)
+
+    def visit_Min(self, e: S.Min) -> None:
+        self._int(e.left)
+        self._int(e.right)
+
+    def visit_Wrap(self, e: S.Wrap) -> None:
+        if not isinstance(e.signed, bool):
+            self.add(f"Wrap: signed = {e.signed!r} is not a bool")
+        self._int(e.operand)
+
+    def _cond(self, c) -> None:
+        self._expect(c, S.Cond)
+
+    def visit_Compare(self, c: S.Compare) -> None:
+        if c.op not in COMPARE_OPS:
+            self.generic_visit(c)
+            return
+        self._int(c.left)
+        self._int(c.right)
+
+    def visit_BoolOp(self, c: S.BoolOp) -> None:
+        if c.op not in ("&&", "||"):
+            self.generic_visit(c)
+            return
+        self._cond(c.left)
+        self._cond(c.right)
+
+    def visit_Not(self, c: S.Not) -> None:
+        self._cond(c.operand)
 
     # ------------------------------------------------------------------- floats
-    def _array(self, array, index, ints: set[str]) -> None:
+    def _array(self, array, index) -> None:
         known = self.arrays.get(getattr(array, "name", None))
         if known is not None and known is not array:  # an equal copy is the same array
             same = type(known) is type(array) and (
@@ -242,81 +285,119 @@ class _Checker:
             self.add(f"array {getattr(array, 'name', array)!r} is not one of the schedule's "
                      f"arrays ({', '.join(self.arrays) or 'none'})")
         for i in index:
-            self._int(i, ints)
+            self._int(i)
 
-    def _float(self, e, ints: set[str], privates: set[str]) -> None:
-        if isinstance(e, S.Load):
-            self._array(e.array, e.index, ints)
-        elif isinstance(e, S.PrivateElem):
-            if e.array.name not in privates:
-                self.add(f"private array {e.array.name!r} is read where no "
-                         "DeclarePrivateArray declares it")
-            for i in e.index:
-                self._int(i, ints)
-        elif isinstance(e, S.Private):
-            if e.name not in privates:
-                self.add(f"private {e.name!r} is read where no DeclareFloat declares it")
-        elif isinstance(e, S.FBinOp) and e.op in S.FLOAT_OPS or \
-                isinstance(e, (S.FCall, S.FNeg)):
-            for operand in S.float_operands(e):
-                self._float(operand, ints, privates)
-        elif isinstance(e, S.Select):
-            self._cond(e.cond, ints)
-            for operand in S.float_operands(e):
-                self._float(operand, ints, privates)
-        elif not isinstance(e, S.FConst):
-            self.add(f"{e!r} is not a float expression")
+    def _float(self, e) -> None:
+        self._expect(e, S.FloatExpr)
+
+    def _operands(self, e: S.FloatExpr) -> None:
+        for operand in S.float_operands(e):
+            self._float(operand)
+
+    def visit_Load(self, e: S.Load) -> None:
+        self._array(e.array, e.index)
+
+    def visit_PrivateElem(self, e: S.PrivateElem) -> None:
+        if e.array.name not in self.privates:
+            self.add(f"private array {e.array.name!r} is read where no "
+                     "DeclarePrivateArray declares it")
+        for i in e.index:
+            self._int(i)
+
+    def visit_Private(self, e: S.Private) -> None:
+        if e.name not in self.privates:
+            self.add(f"private {e.name!r} is read where no DeclareFloat declares it")
+
+    def visit_FBinOp(self, e: S.FBinOp) -> None:
+        if e.op not in S.FLOAT_OPS:
+            self.generic_visit(e)
+            return
+        self._operands(e)
+
+    def visit_FCall(self, e: S.FCall) -> None:
+        self._operands(e)
+
+    def visit_FNeg(self, e: S.FNeg) -> None:
+        self._operands(e)
+
+    def visit_Select(self, e: S.Select) -> None:
+        self._cond(e.cond)
+        self._operands(e)
+
+    def visit_FConst(self, e: S.FConst) -> None:
+        pass
 
     # --------------------------------------------------------------- statements
     def _block(self, stmts, ints: set[str], privates: set[str]) -> None:
-        ints, privates = set(ints), set(privates)  # a C block: its names end with it
+        """Check a block with the names ``ints`` and ``privates`` visible; the names it
+        declares end with it (a C block)."""
+        outer = self.ints, self.privates
+        self.ints, self.privates = set(ints), set(privates)
         for s in stmts:
-            if isinstance(s, S.Let):
-                self._int(s.value, ints)
-                self._declare(s.name, "Let", ints | privates)
-                ints.add(s.name)
-            elif isinstance(s, S.DeclareFloat):
-                self._declare(s.name, "DeclareFloat", ints | privates)
-                privates.add(s.name)
-            elif isinstance(s, S.DeclarePrivateArray):
-                self._declare(s.array.name, "DeclarePrivateArray", ints | privates)
-                privates.add(s.array.name)
-            elif isinstance(s, (S.Assign, S.Accumulate)):
-                for i in s.index:
-                    self._int(i, ints)
-                if s.name not in privates:
-                    self.add(f"{type(s).__name__} to {s.name!r}, which no DeclareFloat "
-                             "declares there")
-                self._float(s.value, ints, privates)
-            elif isinstance(s, S.Store):
-                self._array(s.array, s.index, ints)
-                if getattr(s.array, "role", None) == "in":
-                    self.add(f"store into input array {s.array.name} (inputs are const; "
-                             "give it role 'inout')")
-                self._float(s.value, ints, privates)
-            elif isinstance(s, S.VectorLoad):
-                self._array(s.array, s.index, ints)
-                for name in s.names:
-                    if name not in privates:
-                        self.add(f"VectorLoad into {name!r}, which no DeclareFloat declares "
-                                 "there")
-            elif isinstance(s, S.VectorStore):
-                self._array(s.array, s.index, ints)
-                if getattr(s.array, "role", None) == "in":
-                    self.add(f"store into input array {s.array.name} (inputs are const; "
-                             "give it role 'inout')")
-                for v in s.values:
-                    self._float(v, ints, privates)
-            elif isinstance(s, S.If):
-                self._cond(s.cond, ints)
-                self._block(s.then, ints, privates)
-                self._block(s.orelse, ints, privates)
-            elif isinstance(s, S.For):
-                for bound in (s.start, s.stop, s.step):
-                    self._int(bound, ints)
-                if isinstance(s.step, S.Const) and s.step.value <= 0:
-                    self.add(f"loop {s.var} has step {s.step.value}; it must be positive")
-                self._declare(s.var, "For variable", ints | privates)
-                self._block(s.body, ints | {s.var}, privates)
-            elif not isinstance(s, (S.Barrier, S.Return)):
-                self.add(f"{s!r} is not a statement")
+            self._expect(s, S.Stmt)
+        self.ints, self.privates = outer
+
+    def visit_Let(self, s: S.Let) -> None:
+        self._int(s.value)
+        self._declare(s.name, "Let", self.ints | self.privates)
+        self.ints.add(s.name)
+
+    def visit_DeclareFloat(self, s: S.DeclareFloat) -> None:
+        self._declare(s.name, "DeclareFloat", self.ints | self.privates)
+        self.privates.add(s.name)
+
+    def visit_DeclarePrivateArray(self, s: S.DeclarePrivateArray) -> None:
+        self._declare(s.array.name, "DeclarePrivateArray", self.ints | self.privates)
+        self.privates.add(s.array.name)
+
+    def visit_Assign(self, s: S.Assign) -> None:
+        for i in s.index:
+            self._int(i)
+        if s.name not in self.privates:
+            self.add(f"{type(s).__name__} to {s.name!r}, which no DeclareFloat "
+                     "declares there")
+        self._float(s.value)
+
+    visit_Accumulate = visit_Assign
+
+    def _no_store_into_input(self, s) -> None:
+        if getattr(s.array, "role", None) == "in":
+            self.add(f"store into input array {s.array.name} (inputs are const; "
+                     "give it role 'inout')")
+
+    def visit_Store(self, s: S.Store) -> None:
+        self._array(s.array, s.index)
+        self._no_store_into_input(s)
+        self._float(s.value)
+
+    def visit_VectorLoad(self, s: S.VectorLoad) -> None:
+        self._array(s.array, s.index)
+        for name in s.names:
+            if name not in self.privates:
+                self.add(f"VectorLoad into {name!r}, which no DeclareFloat declares "
+                         "there")
+
+    def visit_VectorStore(self, s: S.VectorStore) -> None:
+        self._array(s.array, s.index)
+        self._no_store_into_input(s)
+        for v in s.values:
+            self._float(v)
+
+    def visit_If(self, s: S.If) -> None:
+        self._cond(s.cond)
+        self._block(s.then, self.ints, self.privates)
+        self._block(s.orelse, self.ints, self.privates)
+
+    def visit_For(self, s: S.For) -> None:
+        for bound in (s.start, s.stop, s.step):
+            self._int(bound)
+        if isinstance(s.step, S.Const) and s.step.value <= 0:
+            self.add(f"loop {s.var} has step {s.step.value}; it must be positive")
+        self._declare(s.var, "For variable", self.ints | self.privates)
+        self._block(s.body, self.ints | {s.var}, self.privates)
+
+    def visit_Barrier(self, s: S.Barrier) -> None:
+        pass
+
+    def visit_Return(self, s: S.Return) -> None:
+        pass

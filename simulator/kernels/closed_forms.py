@@ -7,10 +7,11 @@ the formulas hold for every positive M, K, N, T.
 
 Source: each form is derived from the schedules in simulator/kernels/families.py by counting, per
 statement, the work-items whose guards hold (the register-blocked families:
-simulator/kernels/register_blocked.py); docs/tutorial.md works one through by hand. The tiled GEMM's
-M·K·⌈N/B⌉ + K·N·⌈M/B⌉ loads and 2·⌈K/B⌉ barriers per work-group are the tiling argument of
-Kirk and Hwu, *Programming Massively Parallel Processors* (4th ed., 2022), ch. 5 ("Memory
-architecture and data locality"), with the zero-filled edge tiles counted.
+simulator/kernels/register_blocked.py; matvec-rows-reduce: simulator/kernels/matvec_rows.py);
+docs/tutorial.md works one through by hand. The tiled GEMM's M·K·⌈N/B⌉ + K·N·⌈M/B⌉ loads
+and 2·⌈K/B⌉ barriers per work-group are the tiling argument of Kirk and Hwu, *Programming
+Massively Parallel Processors* (4th ed., 2022), ch. 5 ("Memory architecture and data
+locality"), with the zero-filled edge tiles counted.
 """
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ NDRange dimension 0 runs over columns of C (or over rows of y for matrix-vector)
 kernels guard the edges, so every positive M, K, N works.
 
 The register-blocked GEMMs (``gemm-register-blocked``, ``gemm-vectorized``,
-``gemm-prefetch``) and ``matvec-rows-reduce`` live in :mod:`simulator.kernels.register_blocked`,
-``gemm-warp-tiled`` in :mod:`simulator.kernels.warp_tiled`;
-:func:`build` builds every family.
+``gemm-prefetch``) live in :mod:`simulator.kernels.register_blocked`, ``gemm-warp-tiled`` in
+:mod:`simulator.kernels.warp_tiled`, ``matvec-rows-reduce`` in
+:mod:`simulator.kernels.matvec_rows`; :func:`build` builds every family.
 
 Errors: :class:`ScheduleError` (a ``ValueError``) for a size, tile or chunk that is not a
 positive integer, or an index range beyond 32-bit ``int`` (the kernels index with ``int``).
@@ -28,10 +28,10 @@ from tiletraffic.simulator.ir.nodes import (Accumulate, Assign, Barrier, Const, 
                                             global_id, local_id, minimum)
 from tiletraffic.simulator.kernels.parts import (INT32_MAX, gemm_arrays, matvec_arrays,
                                                  positive, round_up)
+from tiletraffic.simulator.kernels.matvec_rows import matvec_rows_reduce
 from tiletraffic.simulator.kernels.register_blocked import (gemm_prefetch,
                                                             gemm_register_blocked,
-                                                            gemm_vectorized,
-                                                            matvec_rows_reduce)
+                                                            gemm_vectorized)
 from tiletraffic.simulator.kernels.warp_tiled import gemm_warp_tiled
 from tiletraffic.simulator.kernels.split_k import gemm_split_k
 
@@ -272,7 +272,7 @@ REGISTER_BLOCKED_FAMILIES = ("gemm-register-blocked", "gemm-vectorized", "gemm-p
 ALL_GEMM_FAMILIES = GEMM_FAMILIES + REGISTER_BLOCKED_FAMILIES
 """Every family computing C = A·B (needs N)."""
 REDUCTION_MATVEC_FAMILIES = ("matvec-rows-reduce",)
-"""Matrix-vector products with several work-items per row (:mod:`simulator.kernels.register_blocked`)."""
+"""Matrix-vector products with several work-items per row (:mod:`simulator.kernels.matvec_rows`)."""
 EPILOGUE_FAMILIES = ("matvec-relu",)
 """Products followed by a float function of each result (the IR's ``fmax``, ...)."""
 SEQUENCE_FAMILIES = ("gemm-split-k",)

@@ -1,5 +1,6 @@
 """Building blocks shared by the schedule families (:mod:`simulator.kernels.families`,
-:mod:`simulator.kernels.register_blocked`): argument checks and the global arrays of GEMM and
+:mod:`simulator.kernels.register_blocked`, :mod:`simulator.kernels.warp_tiled`,
+:mod:`simulator.kernels.matvec_rows`): argument checks and the global arrays of GEMM and
 matrix-vector products.
 
 Layouts: A is M×K, B is K×N, C is M×N, x has K elements, y has M; all row-major float32.

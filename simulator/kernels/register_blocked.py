@@ -1,5 +1,4 @@
-"""Register-blocked GEMMs: each work-item computes a TM×TN block of C; and a matrix-vector
-product whose rows are reduced in local memory.
+"""Register-blocked GEMMs: each work-item computes a TM×TN block of C.
 
 The scheme: the tiled GEMM of :mod:`simulator.kernels.families` with each work-item computing a
 block of outputs from values kept in registers and vector (float4) accesses, as in Volkov
@@ -37,14 +36,13 @@ vector family's K, N, TM, TN or BK not a multiple of 4, or an index beyond 32-bi
 """
 from __future__ import annotations
 
-from tiletraffic.simulator.ir.nodes import (Accumulate, Assign, Barrier, Const, DeclareFloat,
+from tiletraffic.simulator.ir.nodes import (Assign, Barrier, Const, DeclareFloat,
                                             DeclarePrivateArray, FConst, For, If, Let,
                                             LocalArray, Private, PrivateArray, Schedule,
                                             ScheduleError, Var, accumulate_elem, assign_elem,
                                             block, ceil_div, group_id, local_id, store, vload,
                                             vstore)
-from tiletraffic.simulator.kernels.parts import (check_block, gemm_arrays, matvec_arrays,
-                                                 positive)
+from tiletraffic.simulator.kernels.parts import check_block, gemm_arrays, positive
 
 DEFAULT_TM = 4
 DEFAULT_TN = 4
@@ -140,11 +138,11 @@ def _staged_loads(tiles, tid, wg, width: int) -> list:
     store: ``tiles`` holds per tile (tag, elements per work-item, row length, origin,
     limits, source array, ``names(q)``: the private floats of element q, ``put(row, column,
     names)``: its local stores)."""
-    indices, loads, place = _staged_parts(tiles, tid, wg, width)
+    indices, loads, place = staged_parts(tiles, tid, wg, width)
     return [s for index, load in zip(indices, loads) for s in (*index, load)] + place
 
 
-def _staged_parts(tiles, tid, wg, width: int) -> tuple[list, list, list]:
+def staged_parts(tiles, tid, wg, width: int) -> tuple[list, list, list]:
     """:func:`_staged_loads` in three parts: per element its index Lets (flat index, row,
     column: the work-item's, the same in every K step) and its guarded global load, and the
     list of every local store."""
@@ -260,7 +258,7 @@ def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) 
             # K step would wait for its loads first: a compiler may not move the stores
             # past the reads of the other buffer (experiments/h200/ladder/findings.md,
             # "gemm-prefetch against ...")
-            indices, issue, place = _staged_parts(staged_tiles((tv + 1) * BK, (tv + 1) % NBUF, ""),
+            indices, issue, place = staged_parts(staged_tiles((tv + 1) * BK, (tv + 1) % NBUF, ""),
                                                   tid.var, WG, 1)
             main = [steps, loads(Const(0), Const(0), "p"), indices,
                     For("t", Const(0), steps.var, one, block(
@@ -394,75 +392,3 @@ def gemm_vectorized(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
 ADVANCED_GEMM_FAMILIES = ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch")
 ADVANCED_OPTIONS = ("tm", "tn", "bk", "wg_rows")
 """Options of the register-blocked families (``tile`` is the work-group width W0)."""
-
-
-def matvec_rows_reduce(m: int, k: int, tile: int = 32, wg_rows: int = 8) -> Schedule:
-    """Matrix-vector product y = A·x with ``tile`` work-items per row and a local-memory
-    reduction.
-
-    A work-group of ``tile`` × ``wg_rows`` work-items (NDRange dimension 0 along a row,
-    dimension 1 over rows) computes ``wg_rows`` rows of y: work-item (lx, ly) accumulates
-    A[row, k]·x[k] for k = lx, lx + tile, ... (neighbouring work-items read neighbouring
-    elements of the row: coalesced), the same number of steps for every work-item (the
-    loop stops at ``k_full``, K rounded down to a multiple of ``tile``) and one guarded step
-    for the last K mod ``tile`` columns, so that a compiler that unrolls the loop keeps the
-    work-items of a sub-group on the same step (a trip count that differs between them
-    lets unrolled code read different steps in one instruction), stores its partial sum
-    into ``partial[ly][lx]``, and the row's partial sums are added in local memory: first
-    the ``tile - P`` work-items above the largest power of two P <= tile are folded in, then
-    a tree of log2(P) halving steps, a barrier between steps; work-item 0 of the row stores
-    y[row]. Any positive ``tile`` works. The lesson "Matrix Operations", "Matrix-Vector
-    Multiplication" (several work-items per row, reduction in local memory).
-
-    Counts: :func:`simulator.kernels.closed_forms.matvec_rows_reduce`.
-
-    Raises:
-        ScheduleError: a size, ``tile`` or ``wg_rows`` that is not a positive integer.
-    """
-    m, k, tile, wg_rows = (positive(a, v) for a, v in (
-        ("M", m), ("K", k), ("tile", tile), ("wg_rows", wg_rows)))
-    M, K, A, x, y = matvec_arrays(m, k)
-    WPR, RPG = Const(tile, "WG_X"), Const(wg_rows, "WG_Y")
-    partial = LocalArray("partial", (RPG, WPR))
-    lx, ly = Let("lx", local_id(0)), Let("ly", local_id(1))
-    row = Let("row", group_id(1) * RPG + ly.var)
-    kk = Var("k")
-    acc = DeclareFloat("acc")
-    here = (ly.var, lx.var)
-    steps = []
-    power = 1 << (tile.bit_length() - 1)
-    if power != tile:
-        steps.append(tile - power)
-    s = power // 2
-    while s >= 1:
-        steps.append(s)
-        s //= 2
-    reduce = []
-    for n_step, s in enumerate(steps):
-        offset = power if n_step == 0 and power != tile else s
-        reduce.append(If(lx.var < s, (store(partial, here, partial[here] + partial[
-            ly.var, lx.var + offset]),)))
-        if n_step < len(steps) - 1:
-            reduce.append(Barrier())
-    k_full = Let("k_full", K - K % WPR)
-    tail = k_full.var + lx.var
-    body = block(
-        lx, ly, row, k_full, acc,
-        If(row.var < M, (
-            For("k", lx.var, k_full.var, WPR, (Accumulate("acc", A[row.var, kk] * x[kk]),)),
-            If(tail < K, (Accumulate("acc", A[row.var, tail] * x[tail]),)),
-        )),
-        store(partial, here, Private("acc")),
-        Barrier(),
-        reduce,
-        If((lx.var.eq(0)) & (row.var < M), (store(y, row.var, partial[ly.var, Const(0)]),)),
-    )
-    return Schedule(
-        family="matvec-rows-reduce", kernel_name="matvec_rows_reduce",
-        params=(("M", m), ("K", k)), arrays=(A, x, y), local_arrays=(partial,),
-        local_size=(tile, wg_rows), global_size=(tile, -(-m // wg_rows) * wg_rows),
-        body=body, tile=tile,
-        description=(f"{tile} work-items per row, {wg_rows} rows per work-group, partial "
-                     "sums added in local memory"),
-        extra={"wg_rows": wg_rows, "reduction_steps": len(steps)},
-    )

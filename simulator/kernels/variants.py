@@ -27,7 +27,7 @@ from tiletraffic.simulator.ir.nodes import (Accumulate, Assign, Barrier, Const, 
                                             For, GlobalArray, If, Let, LocalArray, Param,
                                             Return, Schedule, block, global_id, local_id,
                                             store)
-from tiletraffic.simulator.ir.visitor import rewrite  # noqa: F401  (re-exported)
+from tiletraffic.simulator.ir.visitor import Transformer, rewrite  # noqa: F401  (rewrite: re-exported)
 from tiletraffic.simulator.kernels.demos import (neighbour_demo, reduction_demo,
                                                  zeros_in_one_launch, WRONG_LAUNCH)
 from tiletraffic.simulator.kernels.families import (FAMILIES, SEQUENCE_FAMILIES, ScheduleError,
@@ -35,26 +35,28 @@ from tiletraffic.simulator.kernels.families import (FAMILIES, SEQUENCE_FAMILIES,
 from tiletraffic.simulator.kernels.register_blocked import gemm_vectorized
 
 
+class _DropBarrier(Transformer):
+    def __init__(self, which: int) -> None:
+        self.which, self.seen = which, 0
+
+    def visit_Barrier(self, s: S.Barrier):
+        self.seen += 1
+        return () if self.seen == self.which else None
+
+
 def drop_barrier(sch: Schedule, which: int) -> Schedule:
     """Remove the ``which``-th barrier (1-based, in source order)."""
-    seen = [0]
+    return dataclasses.replace(sch, body=_DropBarrier(which).transform(sch.body))
 
-    def fn(s):
-        if isinstance(s, S.Barrier):
-            seen[0] += 1
-            if seen[0] == which:
-                return ()
-        return None
 
-    return dataclasses.replace(sch, body=rewrite(sch.body, fn))
+class _StripGuards(Transformer):
+    def visit_If(self, s: S.If):
+        return self.transform(s.then)
 
 
 def strip_guards(sch: Schedule) -> Schedule:
     """Replace every ``if`` by its then-branch: no edge guards, no zero fill."""
-    def fn(s):
-        return rewrite(s.then, fn) if isinstance(s, S.If) else None
-
-    return dataclasses.replace(sch, body=rewrite(sch.body, fn))
+    return dataclasses.replace(sch, body=_StripGuards().transform(sch.body))
 
 
 def early_return(sch: Schedule) -> Schedule:
@@ -72,12 +74,13 @@ def accumulate_into_output(sch: Schedule) -> Schedule:
     (``C = C + value``, i.e. ``C += A·B``): a read of an output nothing has stored."""
     outs = {a.name for a in sch.arrays if a.role == "out"}
 
-    def fn(s):
-        if isinstance(s, S.Store) and getattr(s.array, "name", None) in outs:
-            return (S.Store(s.array, s.index, S.Load(s.array, s.index) + s.value),)
-        return None
+    class AddToOutputs(Transformer):
+        def visit_Store(self, s: S.Store):
+            if getattr(s.array, "name", None) in outs:
+                return (S.Store(s.array, s.index, S.Load(s.array, s.index) + s.value),)
+            return None
 
-    return dataclasses.replace(sch, body=rewrite(sch.body, fn))
+    return dataclasses.replace(sch, body=AddToOutputs().transform(sch.body))
 
 
 def floor_grid(sch: Schedule) -> Schedule:
@@ -171,17 +174,19 @@ def unguarded_copy(sch: Schedule) -> Schedule:
     xs = sch.local_arrays[0]
     x = sch.array("x")
 
-    def fn(s):
-        if isinstance(s, S.For) and s.var == "i":
-            return (store(xs, lid, x[lid]),)
-        if isinstance(s, S.If) and all(isinstance(t, S.Store) and t.array is xs
-                                       for t in s.then):
-            return ()          # the copy's guarded last step
-        if isinstance(s, S.Barrier):
-            return ()
-        return None
+    class UnguardedCopy(Transformer):
+        def visit_For(self, s: S.For):
+            return (store(xs, lid, x[lid]),) if s.var == "i" else None
 
-    return dataclasses.replace(sch, body=rewrite(sch.body, fn))
+        def visit_If(self, s: S.If):
+            if all(isinstance(t, S.Store) and t.array is xs for t in s.then):
+                return ()          # the copy's guarded last step
+            return None
+
+        def visit_Barrier(self, s: S.Barrier):
+            return ()
+
+    return dataclasses.replace(sch, body=UnguardedCopy().transform(sch.body))
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from tiletraffic.simulator.ir.nodes import (Barrier, GlobalArray, Param, Const, 
                                             ceil_div, group_id, local_id, minimum, store,
                                             vload, vstore)
 from tiletraffic.simulator.kernels.parts import check_block, fits_int32, gemm_arrays, positive
-from tiletraffic.simulator.kernels.register_blocked import _staged_parts
+from tiletraffic.simulator.kernels.register_blocked import staged_parts
 
 SUB_GROUP_ITEMS = 32
 """Work-items per sub-group the layout is made for (an NVIDIA warp)."""
@@ -200,7 +200,6 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
                 f"need 16-byte aligned addresses), got {what} = {value}; use "
                 "gemm-register-blocked for other sizes")
     g = warp_geometry(tile, wg_rows, tm, tn, bk, wn)
-    M, K, N, A, B, C = gemm_arrays(m, k, n)
     k_steps = -(-k // bk)
     slice_steps = -(-k_steps // splits)
     if splits > 1 and not slices_fit(k_steps, splits):
@@ -211,114 +210,18 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
             + " (the nearest numbers of splits that leave no slice empty)")
     if splits > 1:
         fits_int32("S*M*N", splits * m * n)
-        C = GlobalArray("C_partial", "out", ("S", "M", "N"))
-    W0 = Const(tile, "WG_X")
-    BM, BN, BK = Const(g["bm"], "BM"), Const(g["bn"], "BN"), Const(bk, "BK")
-    WM, WN = Const(g["wm"], "WM"), Const(g["wn"], "WN")
-    LR, LC = Const(g["lanes_m"], "LANES_M"), Const(g["lanes_n"], "LANES_N")
-    SG = Const(SUB_GROUP_ITEMS, "SG_ITEMS")
-    WG = Const(tile * wg_rows, "WG_ITEMS")
-    NBUF, V = Const(2, "NBUF"), Const(VECTOR, "VEC")
-    SKEW = Const(skew_floats(bk), "SKEW")
-    SGN = Const(g["bn"] // g["wn"], "SG_COLS")
-
-    tid = Let("tid", local_id(1) * W0 + local_id(0))
-    sg, lane = Let("sg", tid.var // SG), Let("lane", tid.var % SG)
-    wrow = Let("wrow", sg.var // SGN * WM + lane.var // LC * V)
-    wcol = Let("wcol", sg.var % SGN * WN + lane.var % LC * V)
-    groups_n, groups_m = -(-n // g["bn"]), -(-m // g["bm"])
-    order = block_order(groups_n, groups_m, group_rows)
-    row0, col0 = Let("row0", order[-2].var * BM), Let("col0", order[-1].var * BN)
-    tile_a = LocalArray("A_tile", (NBUF, BK, Const(a_row_floats(g["bm"], bk), "A_ROW")))
-    tile_b = LocalArray("B_tile", (NBUF, BK, BN))
-    acc = PrivateArray("acc", (Const(tm, "TM"), Const(tn, "TN")))
-    frag_a = [[f"a{s}_{i}" for i in range(tm)] for s in range(2)]
-    frag_b = [[f"b{s}_{j}" for j in range(tn)] for s in range(2)]
-    decls = [DeclarePrivateArray(acc)] + [
-        DeclareFloat(x, None) for names in frag_a + frag_b for x in names]
-
-    def float4_names(tag):
-        return lambda q: [f"v{tag}{q}_{w}" for w in range(VECTOR)]
-
-    decls += [DeclareFloat(x, None) for tag, count in (("a", g["staged_a"]),
-                                                       ("b", g["staged_b"]))
-              for q in range(count) for x in float4_names(tag)(q)]
-    r0, c0 = row0.var, col0.var
-
-    def a_column(k_index: IntExpr, row: IntExpr) -> IntExpr:
-        """Column of A_tile[.][k] holding row ``row`` (the skew)."""
-        return row + k_index // V * SKEW
-
-    def tiles(k0: IntExpr, buf: IntExpr, tag: str):
-        return (
-            (f"{tag}a", g["staged_a"], BK // V, (r0, k0), (M, K), A, float4_names("a"),
-             lambda r, c, names: [store(tile_a, (buf, c.var + w, a_column(c.var, r.var)),
-                                        Private(names[w])) for w in range(VECTOR)]),
-            (f"{tag}b", g["staged_b"], BN // V, (k0, c0), (K, N), B, float4_names("b"),
-             lambda r, c, names: [vstore(tile_b, (buf, r.var, c.var),
-                                         [Private(x) for x in names])]))
-
-    def first_loads(k0: IntExpr):
-        indices, loads, place = _staged_parts(tiles(k0, Const(0), "p"), tid.var, WG,
-                                              VECTOR)
-        return [s for index, load in zip(indices, loads) for s in (*index, load)] + place
-
-    def fragments(s: int, buf: IntExpr, kk: IntExpr) -> list:
-        loads = [vload(frag_a[s][q:q + VECTOR], tile_a,
-                       (buf, kk, a_column(kk, wrow.var + q // VECTOR * (LR * V))))
-                 for q in range(0, tm, VECTOR)]
-        loads += [vload(frag_b[s][q:q + VECTOR], tile_b,
-                        (buf, kk, wcol.var + q // VECTOR * (LC * V)))
-                  for q in range(0, tn, VECTOR)]
-        return loads
-
-    def update(s: int) -> list:
-        return [accumulate_elem(acc[i, j], Private(frag_a[s][i]) * Private(frag_b[s][j]))
-                for i in range(tm) for j in range(tn)]
-
-    def compute(buf: IntExpr) -> list:
-        kk = Var("kk")
-        return [fragments(0, buf, Const(0)), For("kk", Const(0), BK, Const(2), block(
-            fragments(1, buf, kk + 1), update(0),
-            If(kk + 2 < BK, tuple(fragments(0, buf, kk + 2))), update(1)))]
-
-    tv = Var("t")
-    if splits == 1:
-        steps = Let("steps", ceil_div(K, BK))
-        k_base, slice_lets = Const(0), []
-    else:
-        all_steps = Let("k_steps", ceil_div(K, BK))
-        per_slice = Let("slice_steps", ceil_div(all_steps.var, Param("S")))
-        first_step = Let("first_step", group_id(2) * per_slice.var)
-        steps = Let("steps", minimum(all_steps.var - first_step.var, per_slice.var))
-        k_base, slice_lets = first_step.var * BK, [all_steps, per_slice, first_step]
-    cur = Let("cur", tv % NBUF)
-    more = tv + 1 < steps.var
-    indices, issue, place = _staged_parts(tiles(k_base + (tv + 1) * BK, (tv + 1) % NBUF, ""),
-                                          tid.var, WG, VECTOR)
-    main = [*slice_lets, steps, first_loads(k_base), indices,
-            For("t", Const(0), steps.var, Const(1), block(
-                cur, Barrier(), If(more, tuple(issue)), compute(cur.var),
-                If(more, tuple(place))))]
-    stores = []
-    for i in range(tm):
-        r = r0 + wrow.var + i // VECTOR * (LR * V) + i % VECTOR
-        for q in range(0, tn, VECTOR):
-            c = c0 + wcol.var + q // VECTOR * (LC * V)
-            at = (r, c) if splits == 1 else (group_id(2), r, c)
-            stores.append(If((r < M) & (c < N), (vstore(
-                C, at, [acc[i, j] for j in range(q, q + VECTOR)]),)))
-    body = block(tid, sg, lane, wrow, wcol, order, row0, col0, decls, main, stores)
+    kernel = _WarpTiledKernel(m, k, n, tile, wg_rows, tm, tn, bk, g, group_rows, splits)
     sliced = splits > 1
     return Schedule(
         family="gemm-split-k-slices" if sliced else "gemm-warp-tiled",
         kernel_name="gemm_split_k_slices" if sliced else "gemm_warp_tiled",
         params=(("M", m), ("K", k), ("N", n)) + ((("S", splits),) if sliced else ()),
-        arrays=(A, B, C),
-        local_arrays=(tile_a, tile_b), local_size=(tile, wg_rows) + ((1,) if sliced else ()),
+        arrays=(kernel.A, kernel.B, kernel.C),
+        local_arrays=(kernel.tile_a, kernel.tile_b),
+        local_size=(tile, wg_rows) + ((1,) if sliced else ()),
         global_size=(-(-n // g["bn"]) * tile, -(-m // g["bm"]) * wg_rows)
         + ((splits,) if sliced else ()),
-        body=body, tile=tile,
+        body=kernel.body(), tile=tile,
         description=(f"{tm}x{tn} outputs per work-item in {g['wm']}x{g['wn']} sub-group "
                      f"tiles of a {g['bm']}x{g['bn']} block, float4 local reads, "
                      f"double-buffered {bk}-deep local tiles and register fragments"),
@@ -327,3 +230,139 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
                **({"splits": splits, "slice_steps": slice_steps} if sliced else {}), "bm": g["bm"],
                "bn": g["bn"], "wm": g["wm"], "wn": g["wn"]},
     )
+
+
+def _float4_names(tag: str):
+    """``q -> [v<tag><q>_0, ..., v<tag><q>_3]``: the private floats of the ``q``-th float4
+    of a tile that a work-item loads."""
+    return lambda q: [f"v{tag}{q}_{w}" for w in range(VECTOR)]
+
+
+class _WarpTiledKernel:
+    """The arrays, names and statements of one ``gemm-warp-tiled`` kernel (module
+    docstring), from checked options and their :func:`warp_geometry` ``g``; ``splits`` > 1:
+    the slice kernel of ``gemm-split-k`` (writes ``C_partial``)."""
+
+    def __init__(self, m: int, k: int, n: int, tile: int, wg_rows: int, tm: int, tn: int,
+                 bk: int, g: dict, group_rows: int, splits: int) -> None:
+        self.tm, self.tn, self.g, self.splits = tm, tn, g, splits
+        self.M, self.K, self.N, self.A, self.B, self.C = gemm_arrays(m, k, n)
+        if splits > 1:
+            self.C = GlobalArray("C_partial", "out", ("S", "M", "N"))
+        W0 = Const(tile, "WG_X")
+        self.BM, self.BN, self.BK = Const(g["bm"], "BM"), Const(g["bn"], "BN"), Const(bk, "BK")
+        WM, WN = Const(g["wm"], "WM"), Const(g["wn"], "WN")
+        self.LR, self.LC = Const(g["lanes_m"], "LANES_M"), Const(g["lanes_n"], "LANES_N")
+        SG = Const(SUB_GROUP_ITEMS, "SG_ITEMS")
+        self.WG = Const(tile * wg_rows, "WG_ITEMS")
+        self.NBUF, self.V = Const(2, "NBUF"), Const(VECTOR, "VEC")
+        self.SKEW = Const(skew_floats(bk), "SKEW")
+        SGN = Const(g["bn"] // g["wn"], "SG_COLS")
+
+        self.tid = Let("tid", local_id(1) * W0 + local_id(0))
+        self.sg, self.lane = Let("sg", self.tid.var // SG), Let("lane", self.tid.var % SG)
+        self.wrow = Let("wrow", self.sg.var // SGN * WM + self.lane.var // self.LC * self.V)
+        self.wcol = Let("wcol", self.sg.var % SGN * WN + self.lane.var % self.LC * self.V)
+        groups_n, groups_m = -(-n // g["bn"]), -(-m // g["bm"])
+        self.order = block_order(groups_n, groups_m, group_rows)
+        self.row0 = Let("row0", self.order[-2].var * self.BM)
+        self.col0 = Let("col0", self.order[-1].var * self.BN)
+        self.tile_a = LocalArray("A_tile", (self.NBUF, self.BK,
+                                            Const(a_row_floats(g["bm"], bk), "A_ROW")))
+        self.tile_b = LocalArray("B_tile", (self.NBUF, self.BK, self.BN))
+        self.acc = PrivateArray("acc", (Const(tm, "TM"), Const(tn, "TN")))
+        self.frag_a = [[f"a{s}_{i}" for i in range(tm)] for s in range(2)]
+        self.frag_b = [[f"b{s}_{j}" for j in range(tn)] for s in range(2)]
+
+    def body(self) -> tuple:
+        """The kernel body: ids, block origin, declarations, the K loop, the stores."""
+        return block(self.tid, self.sg, self.lane, self.wrow, self.wcol, self.order,
+                     self.row0, self.col0, self.declarations(), self.main(), self.stores())
+
+    def declarations(self) -> list:
+        decls = [DeclarePrivateArray(self.acc)] + [
+            DeclareFloat(x, None) for names in self.frag_a + self.frag_b for x in names]
+        decls += [DeclareFloat(x, None) for tag, count in (("a", self.g["staged_a"]),
+                                                           ("b", self.g["staged_b"]))
+                  for q in range(count) for x in _float4_names(tag)(q)]
+        return decls
+
+    def a_column(self, k_index: IntExpr, row: IntExpr) -> IntExpr:
+        """Column of A_tile[.][k] holding row ``row`` (the skew)."""
+        return row + k_index // self.V * self.SKEW
+
+    def tiles(self, k0: IntExpr, buf: IntExpr, tag: str):
+        """The A and B tiles of the K step at ``k0`` into buffer ``buf``, as
+        :func:`simulator.kernels.register_blocked.staged_parts` takes them."""
+        r0, c0 = self.row0.var, self.col0.var
+        tile_a, tile_b = self.tile_a, self.tile_b
+        return (
+            (f"{tag}a", self.g["staged_a"], self.BK // self.V, (r0, k0), (self.M, self.K),
+             self.A, _float4_names("a"),
+             lambda r, c, names: [store(tile_a, (buf, c.var + w, self.a_column(c.var, r.var)),
+                                        Private(names[w])) for w in range(VECTOR)]),
+            (f"{tag}b", self.g["staged_b"], self.BN // self.V, (k0, c0), (self.K, self.N),
+             self.B, _float4_names("b"),
+             lambda r, c, names: [vstore(tile_b, (buf, r.var, c.var),
+                                         [Private(x) for x in names])]))
+
+    def first_loads(self, k0: IntExpr) -> list:
+        indices, loads, place = staged_parts(self.tiles(k0, Const(0), "p"), self.tid.var,
+                                             self.WG, VECTOR)
+        return [s for index, load in zip(indices, loads) for s in (*index, load)] + place
+
+    def fragments(self, s: int, buf: IntExpr, kk: IntExpr) -> list:
+        loads = [vload(self.frag_a[s][q:q + VECTOR], self.tile_a,
+                       (buf, kk, self.a_column(kk, self.wrow.var + q // VECTOR
+                                               * (self.LR * self.V))))
+                 for q in range(0, self.tm, VECTOR)]
+        loads += [vload(self.frag_b[s][q:q + VECTOR], self.tile_b,
+                        (buf, kk, self.wcol.var + q // VECTOR * (self.LC * self.V)))
+                  for q in range(0, self.tn, VECTOR)]
+        return loads
+
+    def update(self, s: int) -> list:
+        acc, frag_a, frag_b = self.acc, self.frag_a, self.frag_b
+        return [accumulate_elem(acc[i, j], Private(frag_a[s][i]) * Private(frag_b[s][j]))
+                for i in range(self.tm) for j in range(self.tn)]
+
+    def compute(self, buf: IntExpr) -> list:
+        kk, BK = Var("kk"), self.BK
+        return [self.fragments(0, buf, Const(0)), For("kk", Const(0), BK, Const(2), block(
+            self.fragments(1, buf, kk + 1), self.update(0),
+            If(kk + 2 < BK, tuple(self.fragments(0, buf, kk + 2))), self.update(1)))]
+
+    def main(self) -> list:
+        """The K steps (of this slice, for ``splits`` > 1), one barrier each."""
+        tv, BK = Var("t"), self.BK
+        if self.splits == 1:
+            steps = Let("steps", ceil_div(self.K, BK))
+            k_base, slice_lets = Const(0), []
+        else:
+            all_steps = Let("k_steps", ceil_div(self.K, BK))
+            per_slice = Let("slice_steps", ceil_div(all_steps.var, Param("S")))
+            first_step = Let("first_step", group_id(2) * per_slice.var)
+            steps = Let("steps", minimum(all_steps.var - first_step.var, per_slice.var))
+            k_base, slice_lets = first_step.var * BK, [all_steps, per_slice, first_step]
+        cur = Let("cur", tv % self.NBUF)
+        more = tv + 1 < steps.var
+        indices, issue, place = staged_parts(
+            self.tiles(k_base + (tv + 1) * BK, (tv + 1) % self.NBUF, ""), self.tid.var,
+            self.WG, VECTOR)
+        return [*slice_lets, steps, self.first_loads(k_base), indices,
+                For("t", Const(0), steps.var, Const(1), block(
+                    cur, Barrier(), If(more, tuple(issue)), self.compute(cur.var),
+                    If(more, tuple(place))))]
+
+    def stores(self) -> list:
+        """The guarded float4 stores of the work-item's TM×TN outputs."""
+        r0, c0, V = self.row0.var, self.col0.var, self.V
+        stores = []
+        for i in range(self.tm):
+            r = r0 + self.wrow.var + i // VECTOR * (self.LR * V) + i % VECTOR
+            for q in range(0, self.tn, VECTOR):
+                c = c0 + self.wcol.var + q // VECTOR * (self.LC * V)
+                at = (r, c) if self.splits == 1 else (group_id(2), r, c)
+                stores.append(If((r < self.M) & (c < self.N), (vstore(
+                    self.C, at, [self.acc[i, j] for j in range(q, q + VECTOR)]),)))
+        return stores

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
+from tiletraffic.simulator.ir.visitor import walk_statements
 
 BASE_REGISTERS = 30
 """Registers of a kernel beyond its private floats (guessed; module docstring)."""
@@ -66,18 +67,11 @@ def private_floats(stmts) -> tuple[int, bool]:
     among them): every element of a :class:`~simulator.ir.nodes.DeclarePrivateArray` and
     one per :class:`~simulator.ir.nodes.DeclareFloat`, each declaration counted once."""
     total, arrays = 0, False
-    for s in stmts:
+    for s in walk_statements(stmts):
         if isinstance(s, S.DeclarePrivateArray):
             total, arrays = total + s.array.size, True
         elif isinstance(s, S.DeclareFloat):
             total += 1
-        elif isinstance(s, S.If):
-            for part in (s.then, s.orelse):
-                n, a = private_floats(part)
-                total, arrays = total + n, arrays or a
-        elif isinstance(s, S.For):
-            n, a = private_floats(s.body)
-            total, arrays = total + n, arrays or a
     return total, arrays
 
 

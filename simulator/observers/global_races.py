@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.visitor import walk_statements
 from tiletraffic.simulator.observers.counters import AccessEvent, Observer
 from tiletraffic.simulator.observers.hazards import Hazard, HazardLog, array_dims, element_text
 
@@ -244,13 +246,4 @@ class GlobalRaceDetector(Observer):
 
 
 def _has_global_fence(stmts) -> bool:
-    from tiletraffic.simulator.ir import nodes as S
-
-    for s in stmts:
-        if isinstance(s, S.Barrier) and s.global_fence:
-            return True
-        if isinstance(s, S.If) and (_has_global_fence(s.then) or _has_global_fence(s.orelse)):
-            return True
-        if isinstance(s, S.For) and _has_global_fence(s.body):
-            return True
-    return False
+    return any(isinstance(s, S.Barrier) and s.global_fence for s in walk_statements(stmts))

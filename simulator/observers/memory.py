@@ -105,7 +105,7 @@ def _add(counts: MemoryCounts, prefix: str, **amounts: int) -> None:
         setattr(counts, field_name, getattr(counts, field_name) + amount)
 
 
-def _lanes(values: np.ndarray, mask: np.ndarray, shape, width: int):
+def sub_group_rows(values: np.ndarray, mask: np.ndarray, shape, width: int):
     """Reshape (G, L, I) to rows of one sub-group and iteration: (G, S, I, width).
 
     Masked-off and padding lanes get -1.
@@ -118,7 +118,7 @@ def _lanes(values: np.ndarray, mask: np.ndarray, shape, width: int):
     return v.reshape(G, subgroups, width, I).transpose(0, 1, 3, 2)
 
 
-def _vector_lanes(values: np.ndarray, ev: AccessEvent, width: int) -> np.ndarray:
+def vector_sub_group_rows(values: np.ndarray, ev: AccessEvent, width: int) -> np.ndarray:
     """Rows of one sub-group's vector instruction: (G, S, I, width · vector_width), the
     values of every element its active work-items touch; -1 where inactive."""
     G, L, IW = ev.shape
@@ -129,10 +129,10 @@ def _vector_lanes(values: np.ndarray, ev: AccessEvent, width: int) -> np.ndarray
     # (G, L*v, I): work-item l's element w at position l*v + w, sub-groups of width*v
     vals = vals.transpose(0, 1, 3, 2).reshape(G, L * v, I)
     mask = mask.transpose(0, 1, 3, 2).reshape(G, L * v, I)
-    return _lanes(vals, mask, (G, L * v, I), width * v)
+    return sub_group_rows(vals, mask, (G, L * v, I), width * v)
 
 
-def _distinct(rows: np.ndarray) -> np.ndarray:
+def distinct_per_row(rows: np.ndarray) -> np.ndarray:
     """Distinct non-negative values per row of a (..., width) array."""
     s = np.sort(rows, axis=-1)
     new = s[..., 1:] != s[..., :-1]
@@ -269,19 +269,20 @@ class MemoryObserver(Observer):
         key = f"{ev.array}:{ev.direction}"
         if ev.space == "global":
             if ev.vector_width > 1:
-                rows = _vector_lanes(byte, ev, self.width)
+                rows = vector_sub_group_rows(byte, ev, self.width)
                 requests = self._weighted((rows >= 0).any(axis=-1))
-                sectors = self._weighted(_distinct(np.where(rows >= 0,
-                                                            rows // self.sector_bytes, -1)))
-                lines = self._weighted(_distinct(np.where(rows >= 0,
-                                                          rows // self.line_bytes, -1)))
+                sectors = self._weighted(distinct_per_row(np.where(
+                    rows >= 0, rows // self.sector_bytes, -1)))
+                lines = self._weighted(distinct_per_row(np.where(
+                    rows >= 0, rows // self.line_bytes, -1)))
             else:
-                active = _lanes(np.zeros(1, dtype=np.int64), ev.mask, ev.shape, self.width)
+                active = sub_group_rows(np.zeros(1, dtype=np.int64), ev.mask, ev.shape,
+                                        self.width)
                 requests = self._weighted((active >= 0).any(axis=-1))
-                sectors = self._weighted(_distinct(_lanes(byte // self.sector_bytes, ev.mask,
-                                                          ev.shape, self.width)))
-                lines = self._weighted(_distinct(_lanes(byte // self.line_bytes, ev.mask,
-                                                        ev.shape, self.width)))
+                sectors = self._weighted(distinct_per_row(sub_group_rows(
+                    byte // self.sector_bytes, ev.mask, ev.shape, self.width)))
+                lines = self._weighted(distinct_per_row(sub_group_rows(
+                    byte // self.line_bytes, ev.mask, ev.shape, self.width)))
             _add(c, f"global_{ev.direction}", requests=requests, sectors=sectors, lines=lines)
             c.requests_by_buffer[key] = c.requests_by_buffer.get(key, 0) + requests
             c.sectors_by_buffer[key] = c.sectors_by_buffer.get(key, 0) + sectors
@@ -332,7 +333,7 @@ class MemoryObserver(Observer):
 
     def _local(self, ev: AccessEvent, byte: np.ndarray) -> tuple[int, int, int]:
         """Requests, wavefronts and ideal wavefronts of a local access."""
-        active = _lanes(np.zeros(1, dtype=np.int64), ev.mask, ev.shape, self.width)
+        active = sub_group_rows(np.zeros(1, dtype=np.int64), ev.mask, ev.shape, self.width)
         requests = self._weighted((active >= 0).any(axis=-1))
         ideal = requests
         if ev.vector_width > 1:
@@ -344,7 +345,7 @@ class MemoryObserver(Observer):
                 ev.shape[2] > self.vector and ev.shape[2] % self.vector:
             return self._vector_runs_and_rest(ev, byte)
         else:
-            words = _lanes(byte // self.bank_bytes, ev.mask, ev.shape, self.width)
+            words = sub_group_rows(byte // self.bank_bytes, ev.mask, ev.shape, self.width)
             wavefronts = self._weighted(self._wavefronts(words))
         return requests, wavefronts, ideal
 
@@ -403,9 +404,9 @@ class MemoryObserver(Observer):
         shape = (G, L, I // v)
         first = np.broadcast_to(words, ev.shape).reshape(G, L, I // v, v)[..., 0]
         mask = np.broadcast_to(ev.mask, ev.shape).reshape(G, L, I // v, v)[..., 0]
-        active = _lanes(np.zeros(1, dtype=np.int64), mask, shape, self.width)
+        active = sub_group_rows(np.zeros(1, dtype=np.int64), mask, shape, self.width)
         requests = self._weighted((active >= 0).any(axis=-1))
-        lanes = _lanes(first, mask, shape, self.width)            # (G, S, I/v, W)
+        lanes = sub_group_rows(first, mask, shape, self.width)        # (G, S, I/v, W)
         expanded = np.where(lanes[..., None] >= 0, lanes[..., None] + np.arange(v), -1)
         wavefronts, ideal = self._vector_wavefronts(
             expanded.reshape(lanes.shape[:-1] + (-1,)), v)
@@ -413,7 +414,7 @@ class MemoryObserver(Observer):
 
     def _explicit_vector(self, ev: AccessEvent, words: np.ndarray) -> tuple[int, int, int]:
         """Requests, wavefronts and ideal wavefronts of an explicit local vector access."""
-        rows = _vector_lanes(words, ev, self.width)
+        rows = vector_sub_group_rows(words, ev, self.width)
         requests = self._weighted((rows >= 0).any(axis=-1))
         wavefronts, ideal = self._vector_wavefronts(rows, ev.vector_width)
         return requests, wavefronts, ideal
@@ -457,7 +458,7 @@ class MemoryObserver(Observer):
         shared = (together <= 1) & (pairs.max(axis=-1) > 0)
         if vector_words * self.bank_bytes >= 16:
             # 128-bit: pairs share only in a request of at most banks / 2 distinct words
-            shared &= (_distinct(rows) <= self.banks // 2)[..., None]
+            shared &= (distinct_per_row(rows) <= self.banks // 2)[..., None]
         per_pair = np.where(shared, 1, pairs.sum(axis=-1))
         conflicts = np.maximum(w - 1, 0).sum(axis=-1)
         per_request = per_pair.sum(axis=-1)

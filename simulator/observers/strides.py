@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tiletraffic.simulator.observers.counters import AccessEvent, Observer
-from tiletraffic.simulator.observers.memory import _distinct, _lanes, _vector_lanes
+from tiletraffic.simulator.observers.memory import (distinct_per_row, sub_group_rows,
+                                                    vector_sub_group_rows)
 from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
 
 STRIDED_MIN_LINES = 8
@@ -122,8 +123,8 @@ class StrideObserver(Observer):
         if ev.space != "global" or not np.any(ev.mask):
             return
         byte = np.asarray(ev.index, dtype=np.int64) * FLOAT_BYTES
-        rows = (_vector_lanes(byte, ev, self.width) if ev.vector_width > 1
-                else _lanes(byte, ev.mask, ev.shape, self.width))
+        rows = (vector_sub_group_rows(byte, ev, self.width) if ev.vector_width > 1
+                else sub_group_rows(byte, ev.mask, ev.shape, self.width))
         active = rows >= 0
         line = rows // self.line_bytes            # -1 // 128 = -1 where inactive
         # runs of one line along the lanes bound the distinct lines from above: a row of one
@@ -142,8 +143,8 @@ class StrideObserver(Observer):
         rising = (candidates >= 0).all(axis=-1) & (np.diff(cand_lines, axis=-1) > 0).all(axis=-1)
         lines = np.where(rising, cand_lines.shape[-1], 0)
         if not rising.all():
-            lines[~rising] = _distinct(np.where(candidates[~rising] >= 0,
-                                                cand_lines[~rising], -1))
+            lines[~rising] = distinct_per_row(np.where(candidates[~rising] >= 0,
+                                                       cand_lines[~rising], -1))
         starts = candidates[..., ::ev.vector_width]   # each work-item's first element
         offset = np.where(starts >= 0, starts % self.line_bytes, -1)
         same_offset = offset.max(axis=-1) == np.where(starts >= 0, offset,

@@ -1,0 +1,482 @@
+"""The expression nodes of the IR (:mod:`simulator.ir.nodes`, which re-exports every name
+here): integer expressions, conditions and float expressions, and the base classes of the
+four kinds of node, :class:`IntExpr`, :class:`Cond`, :class:`FloatExpr` and :class:`Stmt`
+(the statements themselves are in :mod:`simulator.ir.nodes`), which
+:mod:`simulator.ir.visitor` traverses.
+
+Integer expressions (:class:`IntExpr`) describe indices, bounds and guards. They are built
+with Python operators from atoms: :class:`Const` (optionally named, rendered as a
+``#define``), :class:`Param` (a runtime ``int`` argument such as ``M``), :func:`local_id`,
+:func:`group_id`, :func:`global_id`, :class:`Var` (a loop variable or a ``Let``).
+Comparisons give :class:`Cond` objects, combined with ``&``, ``|`` and ``~``.
+Division and remainder follow C: they truncate toward zero. Values are mathematical
+integers (no overflow); :class:`Wrap` converts one to a C integer type of fixed width
+(``uint``: modulo 2**32), as OpenCL C's unsigned arithmetic wraps around.
+
+Float expressions (:class:`FloatExpr`) are loads (:class:`Load` of a global or local array,
+:class:`PrivateElem` of a private array), private variables, constants, ``+``, ``-``,
+``*``, the built-ins ``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`) and a
+select on an integer condition (:class:`Select`); each operation counts one FLOP. A
+negation ``-x`` (:class:`FNeg`) flips the sign bit and counts none.
+
+Every node is an immutable data class compared by identity (``eq=False``: ``==`` on an
+integer expression is Python's identity; use :meth:`IntExpr.eq`).
+
+Errors: :class:`ScheduleError` (a ``ValueError``) for a :class:`Wrap` of an unknown width or
+an :class:`FCall` of an unknown function or with the wrong number of arguments.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+
+class ScheduleError(ValueError):
+    """A schedule was asked for with a parameter outside its valid range, or describes a
+    kernel no device could run as written (:mod:`simulator.ir.nodes` lists the cases)."""
+
+
+# --------------------------------------------------------------------------- integers
+class IntExpr:
+    """An integer expression (C ``int``). Build with ``+ - * // %`` and comparisons."""
+
+    def __add__(self, other: IntLike) -> IntExpr:
+        return BinOp("+", self, as_int(other))
+
+    def __radd__(self, other: IntLike) -> IntExpr:
+        return BinOp("+", as_int(other), self)
+
+    def __sub__(self, other: IntLike) -> IntExpr:
+        return BinOp("-", self, as_int(other))
+
+    def __rsub__(self, other: IntLike) -> IntExpr:
+        return BinOp("-", as_int(other), self)
+
+    def __mul__(self, other: IntLike) -> IntExpr:
+        return BinOp("*", self, as_int(other))
+
+    def __rmul__(self, other: IntLike) -> IntExpr:
+        return BinOp("*", as_int(other), self)
+
+    def __floordiv__(self, other: IntLike) -> IntExpr:
+        return BinOp("/", self, as_int(other))
+
+    def __mod__(self, other: IntLike) -> IntExpr:
+        return BinOp("%", self, as_int(other))
+
+    def __lt__(self, other: IntLike) -> Cond:  # type: ignore[override]
+        return Compare("<", self, as_int(other))
+
+    def __le__(self, other: IntLike) -> Cond:  # type: ignore[override]
+        return Compare("<=", self, as_int(other))
+
+    def __gt__(self, other: IntLike) -> Cond:  # type: ignore[override]
+        return Compare(">", self, as_int(other))
+
+    def __ge__(self, other: IntLike) -> Cond:  # type: ignore[override]
+        return Compare(">=", self, as_int(other))
+
+    def eq(self, other: IntLike) -> Cond:
+        """``self == other`` (``==`` itself keeps Python's identity semantics)."""
+        return Compare("==", self, as_int(other))
+
+    def ne(self, other: IntLike) -> Cond:
+        """``self != other``."""
+        return Compare("!=", self, as_int(other))
+
+
+IntLike = Union[IntExpr, int]
+
+
+@dataclass(frozen=True, eq=False)
+class Const(IntExpr):
+    """An integer constant; with a ``name`` it is rendered as a ``#define`` (e.g. ``TILE``)."""
+
+    value: int
+    name: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Param(IntExpr):
+    """A runtime ``const int`` kernel argument, e.g. the matrix sizes ``M``, ``K``, ``N``."""
+
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class Var(IntExpr):
+    """A named integer: a loop variable of :class:`For` or the name bound by :class:`Let`."""
+
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class WorkItemId(IntExpr):
+    """``get_local_id(dim)`` (kind ``"local"``), ``get_group_id`` (``"group"``) or
+    ``get_global_id`` (``"global"``; equals group id × local size + local id, no offset)."""
+
+    kind: str
+    dim: int
+
+
+@dataclass(frozen=True, eq=False)
+class BinOp(IntExpr):
+    """``left op right`` for op in ``+ - * / %`` (C semantics: ``/`` truncates toward zero).
+
+    A ``/`` or ``%`` whose divisor is 0 for a work-item that executes it is undefined in C;
+    the simulator reports it as the hazard ``integer-division-by-zero``.
+
+    Attributes:
+        source: for a ``/`` or ``%`` written in OpenCL C, where it is, ``"file:line:column:
+            text"`` (``None`` for a schedule built in Python, named by its text), for
+            messages. It is no part of the kernel.
+    """
+
+    op: str
+    left: IntExpr
+    right: IntExpr
+    source: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Min(IntExpr):
+    """``min(left, right)``."""
+
+    left: IntExpr
+    right: IntExpr
+
+
+INT_WIDTHS = (8, 16, 32, 64)
+"""Bits of the C integer types a :class:`Wrap` converts to (``char`` ... ``long``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Wrap(IntExpr):
+    """``operand`` converted to C's integer type of ``bits`` bits, ``signed`` or not: the
+    value congruent to ``operand`` modulo ``2**bits`` in that type's range (``0`` ..
+    ``2**bits - 1`` unsigned, ``-2**(bits - 1)`` .. ``2**(bits - 1) - 1`` signed), as
+    OpenCL C's fixed-width integers wrap around (``uint i = 0; i - 1`` is 4294967295).
+
+    For ``bits = 64`` the simulator's 64-bit signed integers hold the operand itself: signed,
+    the value is the operand; unsigned (``size_t``, ``ulong``), a negative operand, whose
+    wrapped value ``operand + 2**64`` they cannot hold, is refused where a work-item that
+    executes the expression computes it (:class:`simulator.ir.static.ExecutionError`
+    naming ``source``, the work-item and the value).
+
+    Attributes:
+        operand: the expression converted.
+        bits: one of :data:`INT_WIDTHS`.
+        signed: a signed type (``int``) rather than an unsigned one (``uint``).
+        source: where the C expression is, ``"file:line:column: text"`` (``None`` for a
+            schedule built in Python), for messages.
+
+    Raises:
+        ScheduleError: ``bits`` outside :data:`INT_WIDTHS`.
+    """
+
+    operand: IntExpr
+    bits: int = 32
+    signed: bool = False
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.bits not in INT_WIDTHS:
+            raise ScheduleError(f"Wrap: bits = {self.bits!r} is not one of "
+                                f"{', '.join(map(str, INT_WIDTHS))}")
+
+
+def wrap(e: IntLike, bits: int = 32, signed: bool = False) -> Wrap:
+    """``e`` converted to the C integer type of ``bits`` bits (default ``uint``)."""
+    return Wrap(as_int(e), bits, signed)
+
+
+def as_int(x: IntLike) -> IntExpr:
+    """Wrap a Python ``int`` as :class:`Const`; pass an :class:`IntExpr` through.
+
+    Raises:
+        TypeError: for anything else (floats are never indices).
+    """
+    if isinstance(x, IntExpr):
+        return x
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise TypeError(f"integer expression expected, got {x!r} ({type(x).__name__})")
+    return Const(x)
+
+
+def local_id(dim: int) -> WorkItemId:
+    """``get_local_id(dim)``."""
+    return WorkItemId("local", dim)
+
+
+def group_id(dim: int) -> WorkItemId:
+    """``get_group_id(dim)``."""
+    return WorkItemId("group", dim)
+
+
+def global_id(dim: int) -> WorkItemId:
+    """``get_global_id(dim)``."""
+    return WorkItemId("global", dim)
+
+
+def minimum(a: IntLike, b: IntLike) -> Min:
+    """``min(a, b)``."""
+    return Min(as_int(a), as_int(b))
+
+
+def ceil_div(a: IntLike, b: IntLike) -> IntExpr:
+    """``(a + b - 1) / b`` for non-negative ``a`` and positive ``b``."""
+    a, b = as_int(a), as_int(b)
+    return (a + b - 1) // b
+
+
+# ------------------------------------------------------------------------- conditions
+class Cond:
+    """A boolean condition over integers; combine with ``&``, ``|`` and ``~``."""
+
+    def __and__(self, other: Cond) -> Cond:
+        return BoolOp("&&", self, other)
+
+    def __or__(self, other: Cond) -> Cond:
+        return BoolOp("||", self, other)
+
+    def __invert__(self) -> Cond:
+        return Not(self)
+
+
+@dataclass(frozen=True, eq=False)
+class Compare(Cond):
+    """``left op right`` for op in ``< <= > >= == !=``."""
+
+    op: str
+    left: IntExpr
+    right: IntExpr
+
+
+@dataclass(frozen=True, eq=False)
+class BoolOp(Cond):
+    """``left && right`` or ``left || right``."""
+
+    op: str
+    left: Cond
+    right: Cond
+
+
+@dataclass(frozen=True, eq=False)
+class Not(Cond):
+    """``!operand``."""
+
+    operand: Cond
+
+
+# ----------------------------------------------------------------------------- floats
+class FloatExpr:
+    """A float32 expression; ``+``, ``-`` and ``*`` each count one FLOP when executed, a
+    unary ``-`` (:class:`FNeg`) none."""
+
+    def __neg__(self) -> FloatExpr:
+        return FNeg(self)
+
+    def __add__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("+", self, as_float(other))
+
+    def __radd__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("+", as_float(other), self)
+
+    def __sub__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("-", self, as_float(other))
+
+    def __rsub__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("-", as_float(other), self)
+
+    def __mul__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("*", self, as_float(other))
+
+    def __rmul__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("*", as_float(other), self)
+
+
+FloatLike = Union[FloatExpr, float]
+
+
+@dataclass(frozen=True, eq=False)
+class Load(FloatExpr):
+    """Read ``array[index]``, one index per dimension (one load per executing work-item)."""
+
+    array: Array
+    index: tuple[IntExpr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class FConst(FloatExpr):
+    """A float constant."""
+
+    value: float
+
+
+@dataclass(frozen=True, eq=False)
+class Private(FloatExpr):
+    """A private (register) float variable declared with :class:`DeclareFloat`."""
+
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class PrivateElem(FloatExpr):
+    """Read ``array[index]`` of a :class:`PrivateArray`, one index per dimension."""
+
+    array: PrivateArray
+    index: tuple[IntExpr, ...]
+
+
+FLOAT_OPS = ("+", "-", "*")
+"""Operators of :class:`FBinOp`; each counts one FLOP."""
+
+
+@dataclass(frozen=True, eq=False)
+class FBinOp(FloatExpr):
+    """``left op right`` for op in :data:`FLOAT_OPS` (``+ - *``)."""
+
+    op: str
+    left: FloatExpr
+    right: FloatExpr
+
+
+@dataclass(frozen=True, eq=False)
+class FNeg(FloatExpr):
+    """``-operand``: the sign flipped (``-0.0`` for ``0.0``, a NaN stays a NaN), exactly, as
+    C's unary minus on a float. Counts no FLOP (a sign-bit flip, usually folded into the
+    instruction that uses it). Build with Python's unary ``-``."""
+
+    operand: FloatExpr
+
+
+FLOAT_FUNCTIONS = {"fmax": 2, "fmin": 2, "fabs": 1, "sqrt": 1, "exp": 1}
+"""OpenCL C float built-ins of the IR and their number of arguments (:class:`FCall`)."""
+
+EXACT_FLOAT_FUNCTIONS = frozenset({"fmax", "fmin", "fabs"})
+"""Functions whose float32 result is exact (no rounding: IEEE 754 maxNum/minNum/abs)."""
+
+FUNCTION_ERROR_ULPS = {"sqrt": 3, "exp": 3}
+"""Largest error of the rounded functions in ulp that OpenCL 1.2 allows (§7.4, Table 7.1,
+full profile), used by the tolerance (:mod:`simulator.engine.sum_length`)."""
+
+
+@dataclass(frozen=True, eq=False)
+class FCall(FloatExpr):
+    """``fn(args...)``: one of OpenCL C's float built-ins :data:`FLOAT_FUNCTIONS`
+    (``fmax(a, b)``, ``fmin(a, b)``, ``fabs(a)``, ``sqrt(a)``, ``exp(a)``). Each call counts
+    one FLOP when executed, as ``+`` and ``*`` do. Build with :func:`fmax`, :func:`fmin`,
+    :func:`fabs`, :func:`sqrt`, :func:`exp`.
+
+    Raises:
+        ScheduleError: an unknown function or the wrong number of arguments.
+    """
+
+    fn: str
+    args: tuple[FloatExpr, ...]
+
+    def __post_init__(self) -> None:
+        arity = FLOAT_FUNCTIONS.get(self.fn)
+        if arity is None:
+            raise ScheduleError(f"float function {self.fn!r} is not one of "
+                                f"{', '.join(FLOAT_FUNCTIONS)}")
+        if len(self.args) != arity:
+            raise ScheduleError(f"{self.fn} takes {arity} argument(s), got {len(self.args)}")
+
+
+@dataclass(frozen=True, eq=False)
+class Select(FloatExpr):
+    """``cond ? then : orelse`` on an integer condition (:class:`Cond`), per work-item; both
+    operands are evaluated (their loads counted), as OpenCL's ``select`` does. Counts one
+    FLOP. Build with :func:`select`."""
+
+    cond: Cond
+    then: FloatExpr
+    orelse: FloatExpr
+
+
+def fmax(a: FloatLike, b: FloatLike) -> FCall:
+    """``fmax(a, b)`` (the larger; a NaN operand gives the other)."""
+    return FCall("fmax", (as_float(a), as_float(b)))
+
+
+def fmin(a: FloatLike, b: FloatLike) -> FCall:
+    """``fmin(a, b)`` (the smaller; a NaN operand gives the other)."""
+    return FCall("fmin", (as_float(a), as_float(b)))
+
+
+def fabs(a: FloatLike) -> FCall:
+    """``fabs(a)``."""
+    return FCall("fabs", (as_float(a),))
+
+
+def sqrt(a: FloatLike) -> FCall:
+    """``sqrt(a)`` (NaN for a < 0)."""
+    return FCall("sqrt", (as_float(a),))
+
+
+def exp(a: FloatLike) -> FCall:
+    """``exp(a)``."""
+    return FCall("exp", (as_float(a),))
+
+
+def select(cond: Cond, then: FloatLike, orelse: FloatLike) -> Select:
+    """``cond ? then : orelse`` with ``cond`` an integer condition.
+
+    Raises:
+        TypeError: ``cond`` is not a :class:`Cond`.
+    """
+    if not isinstance(cond, Cond):
+        raise TypeError(f"select needs an integer condition (Cond), got {cond!r}")
+    return Select(cond, as_float(then), as_float(orelse))
+
+
+def float_operands(e: FloatExpr) -> tuple[FloatExpr, ...]:
+    """The float sub-expressions of ``e`` (empty for loads, constants and privates)."""
+    if isinstance(e, FBinOp):
+        return (e.left, e.right)
+    if isinstance(e, FNeg):
+        return (e.operand,)
+    if isinstance(e, FCall):
+        return e.args
+    if isinstance(e, Select):
+        return (e.then, e.orelse)
+    return ()
+
+
+def as_float(x: FloatLike) -> FloatExpr:
+    """Wrap a Python number as :class:`FConst`; pass a :class:`FloatExpr` through."""
+    if isinstance(x, FloatExpr):
+        return x
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return FConst(float(x))
+    raise TypeError(f"float expression expected, got {x!r}")
+
+
+# ------------------------------------------------------------------- text for messages
+def describe_int(e: IntExpr) -> str:
+    """Short text of an integer expression for messages (``(row * K + col)``); not C."""
+    if isinstance(e, Const):
+        return e.name or str(e.value)
+    if isinstance(e, (Param, Var)):
+        return e.name
+    if isinstance(e, WorkItemId):
+        return f"{e.kind}_id({e.dim})"
+    if isinstance(e, BinOp):
+        return f"({describe_int(e.left)} {e.op} {describe_int(e.right)})"
+    if isinstance(e, Min):
+        return f"min({describe_int(e.left)}, {describe_int(e.right)})"
+    if isinstance(e, Wrap):
+        return f"({c_int_type(e.bits, e.signed)})({describe_int(e.operand)})"
+    raise TypeError(f"unknown integer expression {e!r}")
+
+
+def c_int_type(bits: int, signed: bool) -> str:
+    """C's name of the integer type of ``bits`` bits (``unsigned int`` for 32, unsigned)."""
+    name = {8: "char", 16: "short", 32: "int", 64: "long"}[bits]
+    return ("signed " if bits == 8 else "") + name if signed else f"unsigned {name}"
+
+
+# ---------------------------------------------------------------------- statements' base
+class Stmt:
+    """Base class of statements (:mod:`simulator.ir.nodes` defines them)."""
