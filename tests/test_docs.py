@@ -1,17 +1,56 @@
 """The user documentation: README.md within 300 lines, docs/ built by MkDocs in strict mode
-(broken links and anchors between pages fail it), and every link from README.md or a page
-into the repository naming a file that is there."""
+with every link checked (between pages and into the repository: a missing file or heading
+fails the build), the repository files the pages link to in the site (reports as pages with
+their figures), and the overview linking every page of the nav."""
 from __future__ import annotations
 
+import importlib.util
 import os
-import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import markdown
+import pytest
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
-LINK = re.compile(r"\]\(([^)\s]+)\)")
 MAX_README_LINES = 300
+# The committed reports of the main job that docs/report.md shows, each with its figures.
+REPORTS = ("reports/pocl-cpu-amd-epyc/report.md", "reports/nvidia-h200/report.md")
+MIN_REPORT_FIGURES = 4
+
+
+def _hooks():
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+HOOKS = _hooks()
+
+
+def _mkdocs_build(project: Path, site: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
+                           "--site-dir", str(site)], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _markdown_links(path: Path) -> list[str]:
+    html = markdown.markdown(path.read_text(encoding="utf-8"), extensions=["tables"])
+    return HOOKS.html_links(html)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The site built from the repository: (the build's output, the site folder)."""
+    site = tmp_path_factory.mktemp("docs") / "site"
+    res = _mkdocs_build(ROOT, site)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return res.stdout + res.stderr, site
 
 
 def test_readme_is_a_short_guide():
@@ -22,58 +61,115 @@ def test_readme_is_a_short_guide():
         assert f"## {part}" in headings, part
 
 
-def _links(path: Path):
-    for target in LINK.findall(path.read_text(encoding="utf-8")):
-        if "://" in target or target.startswith(("#", "mailto:")):
-            continue
-        yield target.split("#", 1)[0]
+def test_html_links_reads_links_and_images_not_text():
+    html = markdown.markdown("[a](x.md#h) ![b](../r/f.png) `[c](y.md)` <https://e.org>\n\n"
+                             "    [d](z.md)\n", extensions=["tables"])
+    assert HOOKS.html_links(html) == ["x.md#h", "../r/f.png", "https://e.org"]
+    assert HOOKS.linked_src_uri("../reports/a%20b/r.md#t", "index.md") == "../reports/a b/r.md"
+    assert HOOKS.linked_src_uri("f.png", "../reports/x/r.md") == "../reports/x/f.png"
+    assert HOOKS.linked_src_uri("https://e.org/a.md", "index.md") is None
+    assert HOOKS.site_dest_uri("reports/x/report.md", True) == "reports/x/report/index.html"
+    assert HOOKS.site_dest_uri("experiments/README.md", False) == "experiments/README.html"
+    assert HOOKS.site_dest_uri("reports/x/f.png", True) == "reports/x/f.png"
 
 
-def test_every_link_into_the_repository_names_a_committed_file():
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-    missing = [f"{page.relative_to(ROOT)}: {target}" for page in pages
-               for target in _links(page)
-               if target and not (page.parent / target).resolve().exists()]
-    assert not missing, "\n".join(missing)
-
-
-def test_mkdocs_builds_strict(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
-                          "--site-dir", str(tmp_path / "site")], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert (tmp_path / "site" / "index.html").exists()
-    api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
+def test_mkdocs_builds_strict_with_every_link_resolved(built):
+    output, site = built
+    unresolved = [line for line in output.splitlines()
+                  if "not found among documentation files" in line or "Doc file" in line]
+    assert not unresolved, "\n".join(unresolved)
+    assert (site / "index.html").exists()
+    api = (site / "api" / "index.html").read_text(encoding="utf-8")
     assert "tiletraffic.build" in api or "build(" in api, "the API page holds the facade"
-    roles = re.findall(r":(?:func|class|data|meth|mod|attr|exc):", api)
-    assert not roles, f"the API page shows {len(roles)} Sphinx roles as text (write Markdown)"
-    site, dead = tmp_path / "site", []
-    for page in site.rglob("*.html"):
-        for url in re.findall(r'(?:href|src)="([^"#?]+)', page.read_text(encoding="utf-8")):
-            if "://" in url or url.startswith(("/", "mailto:")):
+    for role in (":func:", ":class:", ":data:", ":meth:", ":mod:", ":attr:", ":exc:"):
+        assert role not in api, f"the API page shows the Sphinx role {role} as text"
+
+
+def test_no_link_in_the_site_is_dead(built):
+    _, site = built
+    dead = []
+    for page in sorted(site.rglob("*.html")):
+        for url in HOOKS.html_links(page.read_text(encoding="utf-8")):
+            path = url.split("#", 1)[0].split("?", 1)[0]
+            if not path or "://" in path or path.startswith(("/", "mailto:")):
                 continue
-            target = page.parent / url / ("index.html" if url.endswith("/") else "")
+            target = page.parent / path / ("index.html" if path.endswith("/") else "")
             if not target.exists():
                 dead.append(f"{page.relative_to(site)}: {url}")
-    assert not dead, "links dead in the built site (docs/hooks.py copies repository files):\n" \
-        + "\n".join(dead)
+    assert not dead, "links dead in the built site:\n" + "\n".join(dead)
 
 
-def test_a_broken_anchor_fails_the_strict_build(tmp_path):
-    """The check can fail: a copy of the docs with one link to a missing heading."""
-    import shutil
+@pytest.mark.parametrize("report", REPORTS)
+def test_a_committed_report_is_a_page_of_the_site_with_all_its_figures(built, report):
+    _, site = built
+    page = site / report.removesuffix(".md") / "index.html"
+    assert page.exists(), f"{report} is not a page of the site"
+    html = page.read_text(encoding="utf-8")
+    assert "<h1" in html and "<table" in html, f"{report} is not rendered as HTML"
+    figures = [link for link in _markdown_links(ROOT / report) if link.endswith(".png")]
+    assert len(figures) >= MIN_REPORT_FIGURES, figures
+    for figure in figures:
+        assert (site / Path(report).parent / figure).is_file(), f"{report}: {figure} missing"
+    images = [url for url in HOOKS.html_links(html) if url.endswith(".png")]
+    assert len(images) == len(figures)
+    for url in images:
+        assert (page.parent / url).is_file(), f"{report}: image {url} is dead in the site"
 
+
+def test_the_readme_is_a_page_of_the_site_linking_the_pages(built):
+    _, site = built
+    html = (site / "README" / "index.html").read_text(encoding="utf-8")
+    assert "../tutorial/" in HOOKS.html_links(html)
+
+
+def test_the_overview_links_every_page_of_the_nav():
+    def pages(item):
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            for value in item.values():
+                yield from pages(value)
+        else:
+            for value in item:
+                yield from pages(value)
+
+    nav = set(pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]))
+    linked = {url.split("#", 1)[0] for url in _markdown_links(ROOT / "docs" / "index.md")}
+    assert "opencl.md" in linked
+    missing = sorted(nav - linked - {"index.md"})
+    assert not missing, f"docs/index.md does not link {missing}"
+
+
+def _docs_copy(tmp_path: Path) -> Path:
+    """A copy of the docs with the repository folders they link to (as symbolic links)."""
     shutil.copytree(ROOT / "docs", tmp_path / "docs")
     shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
-    page = tmp_path / "docs" / "index.md"
-    page.write_text(page.read_text(encoding="utf-8") + "\n[x](tutorial.md#no-such-heading)\n",
-                    encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
-                          "--site-dir", str(tmp_path / "site")], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode != 0 and "no-such-heading" in res.stdout + res.stderr
+    for name in ("README.md", "reports", "experiments", "examples", "analysis"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    return tmp_path
+
+
+@pytest.mark.parametrize("link, named", [
+    (None, None),
+    ("[x](tutorial.md#no-such-heading)", "no-such-heading"),
+    ("[x](no-such-page.md)", "no-such-page.md"),
+    ("![x](../reports/pocl-cpu-amd-epyc/no-such-figure.png)", "no-such-figure.png"),
+    ("[x](../reports/no-such-report.md)", "no-such-report.md"),
+])
+def test_a_broken_link_fails_the_strict_build(tmp_path, link, named):
+    """The check can fail: a copy of the docs, as it is (it builds) and with one broken link
+    (to a missing heading, page, figure or report); a link to a repository file that is there
+    builds without a message."""
+    project = _docs_copy(tmp_path)
+    page = project / "docs" / "index.md"
+    text = page.read_text(encoding="utf-8") + "\n[report](../reports/nvidia-h200/report.md)\n"
+    page.write_text(text + (f"\n{link}\n" if link else ""), encoding="utf-8")
+    res = _mkdocs_build(project, tmp_path / "site")
+    output = res.stdout + res.stderr
+    if link is None:
+        assert res.returncode == 0 and "Doc file" not in output, output
+    else:
+        assert res.returncode != 0 and named in output, output
 
 
 def test_readmes_smallest_schedule_is_the_example_file_and_counts_as_it_says():
