@@ -294,3 +294,59 @@ def test_a_kernel_without_memory_accesses_gets_a_page(tmp_path):
     doc = embedded(out.read_text())
     assert doc["memory"]["global_load_requests"] == 0 == doc["memory"]["local_bank_conflicts"]
     assert {h["kind"] for h in doc["hazards"]} == {"unwritten-output"}
+
+
+@pytest.mark.parametrize("value_s, text", [
+    (8.587e-10, "0.859 ns"), (9.997e-10, "1 ns"), (1.707e-9, "1.71 ns"), (3.192e-7, "319 ns"),
+    (1.1e-6, "1.1 µs"), (3e-6, "3 µs"), (0.0125, "12.5 ms"), (999.7, "1,000 s"), (0.0, "0 s"),
+    (4.2e-13, "4.2e-13 s"),
+])
+def test_seconds_are_short_text_with_a_unit(value_s, text):
+    from tiletraffic.analysis.explain.svg import seconds
+
+    assert seconds(value_s) == text
+
+
+def test_time_table_shows_each_term_as_short_text_with_its_unit():
+    from html.parser import HTMLParser
+
+    from tiletraffic.analysis.explain.svg import seconds
+
+    doc = explain_data(tt.build("gemm-tiled", m=32, k=32, n=32, tile=16))
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.cells, self.inside = [], False
+
+        def handle_starttag(self, tag, attrs):
+            self.inside = tag == "td" and ("class", "num") in attrs
+            if self.inside:
+                self.cells.append([dict(attrs)["title"], ""])
+
+        def handle_endtag(self, tag):
+            self.inside = False
+
+        def handle_data(self, data):
+            if self.inside:
+                self.cells[-1][1] += data
+
+    reader = Cells()
+    reader.feed(render_page(doc))
+    shown = {float(title.removesuffix(" s")): text for title, text in reader.cells}
+    assert len(shown) >= 5
+    for value_s in doc["time"]["terms_s"].values():
+        assert shown[float(f"{value_s:.6g}")] == seconds(value_s)
+    assert not [text for text in shown.values() if "e-" in text or "e+" in text]
+
+
+def test_bank_picture_is_wide_enough_for_its_captions():
+    from tiletraffic.analysis.explain.svg import LABEL_CHAR_PX, bank_picture
+
+    sample = {"lanes": list(range(8)), "elements": [[32 * lane] for lane in range(8)],
+              "sub_group": 0}
+    svg = bank_picture(sample, banks=16, bank_bytes=4)
+    caption = "banks 0-15: one column each, one row per distinct word"
+    assert f">{caption}</text>" in svg and ">8 rows = 8 wavefronts</text>" in svg
+    width = float(re.search(r'width="([0-9.]+)"', svg).group(1))
+    assert width >= LABEL_CHAR_PX * len(caption)

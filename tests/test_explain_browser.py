@@ -184,3 +184,31 @@ def test_a_clicked_work_item_outlines_its_own_elements(page):
     pg.click('#work-items-svg rect[data-lid="17"]')            # a second click clears it
     assert pg.locator("#work-item-overlay rect").count() == 0
     assert errors == []
+
+
+def test_every_caption_of_the_pictures_is_fully_visible(page):
+    """Each text of each SVG picture lies inside its picture (none is cut off at the edge)."""
+    case, pg, *_ = page
+    clipped = pg.eval_on_selector_all("svg text", """texts => texts.flatMap(t => {
+        const svg = t.ownerSVGElement, box = t.getBBox(), view = svg.viewBox.baseVal;
+        const w = view && view.width ? view.width : svg.width.baseVal.value;
+        const h = view && view.height ? view.height : svg.height.baseVal.value;
+        const m = t.getCTM(), r = svg.getCTM();
+        const x = box.x + (m ? m.e - r.e : 0), y = box.y + (m ? m.f - r.f : 0);
+        return (x < -0.5 || y < -0.5 || x + box.width > w + 0.5 || y + box.height > h + 0.5)
+            ? [`${svg.id || svg.className.baseVal}: "${t.textContent}" spans x ${x.toFixed(1)}`
+               + `..${(x + box.width).toFixed(1)} of ${w}`] : [];
+    })""")
+    assert clipped == [], "\n".join(clipped[:10])
+
+
+def test_numbers_in_the_tables_do_not_wrap(page):
+    """Every table cell that holds a number shows it on one line."""
+    case, pg, *_ = page
+    wrapped = pg.eval_on_selector_all("td", """cells => cells.filter(c => /\\d/.test(c.textContent)
+        && !/[a-z_]{3}/.test(c.textContent)).flatMap(c => {
+        const range = document.createRange(); range.selectNodeContents(c);
+        const lines = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top)));
+        return lines.size > 1 ? [c.textContent] : [];
+    })""")
+    assert wrapped == []

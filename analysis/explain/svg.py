@@ -12,6 +12,9 @@ LOAD, STORE, OUTPUT, HAZARD, BOTH = "#2b6cb0", "#dd6b20", "#2f855a", "#e53e3e", 
 GRID, CELL = "#cbd5e0", "#f7fafc"
 GAP = 28
 LABEL = 18
+LABEL_CHAR_PX = 7.5
+"""Width allowed per character of a ``label`` text (12 px, bold): pictures are made wide
+enough for their captions with it."""
 
 
 def _e(text) -> str:
@@ -289,13 +292,16 @@ def bank_picture(sample: dict, banks: int, bank_bytes: int) -> str:
     for words in by_bank.values():
         words.sort()
     depth = max((len(w) for w in by_bank.values()), default=1)
-    width = max(len(lanes) * lane_w, banks * col_w) + 20
-    top, bank_y = 30, 130
-    out = [f'<text x="0" y="12" class="label">lanes (work-items) of sub-group '
-           f'{sample["sub_group"]}</text>',
-           f'<text x="0" y="{bank_y - 16}" class="label">banks 0-{banks - 1}: one '
-           f'column each, one row per distinct word ({depth} row{"s" if depth != 1 else ""}'
-           f' = {depth} wavefront{"s" if depth != 1 else ""})</text>']
+    captions = (f"lanes (work-items) of sub-group {sample['sub_group']}",
+                f"banks 0-{banks - 1}: one column each, one row per distinct word",
+                f"{depth} row{'s' if depth != 1 else ''} = "
+                f"{depth} wavefront{'s' if depth != 1 else ''}")
+    width = max(len(lanes) * lane_w + 20, banks * col_w + 20,
+                *(round(LABEL_CHAR_PX * len(c)) + 4 for c in captions))
+    top, bank_y = 30, 146
+    out = [f'<text x="0" y="12" class="label">{_e(captions[0])}</text>',
+           f'<text x="0" y="{bank_y - 32}" class="label">{_e(captions[1])}</text>',
+           f'<text x="0" y="{bank_y - 17}" class="label">{_e(captions[2])}</text>']
     for b in range(banks):
         x = 10 + b * col_w
         out.append(f'<text x="{x}" y="{bank_y - 4}" class="tiny">{b}</text>')
@@ -328,10 +334,17 @@ def bank_picture(sample: dict, banks: int, bank_bytes: int) -> str:
 
 
 def seconds(s: float) -> str:
-    """``1.23 µs``-style text of a time in seconds."""
+    """A time in seconds as short text with its unit and 3 significant digits: ``1.23 µs``,
+    ``0.978 ns`` (from 1 ps to below 1 ns, in ns), ``1,234 s`` (from 1000 s, whole
+    seconds), ``4.2e-13 s`` (below 1 ps), ``0 s``: in exponent notation only below 1 ps."""
+    rounded = float(f"{s:.3g}")
+    if abs(rounded) >= 1000:
+        return f"{s:,.0f} s"
     for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if abs(s) >= scale:
-            return f"{s / scale:.3g} {unit}"
+        if abs(rounded) >= scale:
+            return f"{rounded / scale:.3g} {unit}"
+    if abs(rounded) >= 1e-12:
+        return f"{rounded / 1e-9:.3g} ns"
     return f"{s:.3g} s" if s else "0 s"
 
 
