@@ -216,3 +216,116 @@ def json_text(obj, indent: int | None = None) -> str:
         return value
 
     return json.dumps(finite(obj), indent=indent, allow_nan=False)
+
+
+class FolderLock:
+    """An exclusive lock on a results folder, held by one process at a time: a file
+    ``.lock`` inside the folder, locked with ``flock`` (``fcntl``; ``msvcrt`` where there is
+    none), naming its holder (process id and start time, UTC) while it is held, and removed
+    when it is released. The lock goes with its process: one that dies releases it.
+
+    A second process that asks for it waits until the first releases it; ``waiting``
+    (called once, before the wait, with a sentence naming the holder) lets the caller say so.
+    """
+
+    NAME = ".lock"
+
+    def __init__(self, folder: str | os.PathLike):
+        self.path = Path(folder) / self.NAME
+        self._fd: int | None = None
+
+    def holder(self) -> str:
+        """The holder's line in the lock file (``process N since TIME``), or ``another
+        process`` when it cannot be read."""
+        try:
+            text = self.path.read_text(encoding="utf-8").strip()
+        except OSError:
+            text = ""
+        return text or "another process"
+
+    def acquire(self, waiting=None) -> None:
+        """Take the lock, waiting for its holder to release it.
+
+        Raises:
+            OSError: the lock file cannot be created in the folder.
+        """
+        told = False
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+            try:
+                if not _try_lock(fd):
+                    if waiting is not None and not told:
+                        waiting(self.holder())
+                        told = True
+                    _lock(fd)
+                # the holder before removed the file while this process waited on it: take
+                # the lock on the file that is there now, not on the removed one
+                if _same_file(fd, self.path):
+                    break
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        os.write(fd, f"process {os.getpid()} since {stamp}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        """Remove the lock file and release the lock (nothing when it is not held)."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            os.remove(self.path)
+        except OSError:
+            pass
+        os.close(fd)     # closing the descriptor releases the lock
+
+    def __enter__(self) -> "FolderLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        here = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (mine.st_dev, mine.st_ino) == (here.st_dev, here.st_ino)
+
+
+def _try_lock(fd: int) -> bool:
+    """Lock ``fd`` exclusively if no other process holds it; False where one does."""
+    try:
+        import fcntl
+    except ImportError:      # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _lock(fd: int) -> None:
+    """Lock ``fd`` exclusively, waiting as long as another process holds it."""
+    try:
+        import fcntl
+    except ImportError:      # Windows: msvcrt waits 10 s at most per call
+        import time
+
+        while not _try_lock(fd):
+            time.sleep(0.5)
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)

@@ -101,6 +101,8 @@ def test_results_json_meta_names_the_device(reports):
     assert meta["device"]["device_name"] and meta["device_slug"] == reports[0].name[:-6]
     assert meta["created_utc"].endswith("Z")
     assert meta["software"]["numpy"] == np.__version__
+    load = meta["machine_load"]    # other processes' CPU time while the cases were timed
+    assert load["cpus"] >= 1 and load["wall_s"] > 0 and 0 <= load["other_cpu_share"] <= 1
 
 
 @needs_pocl
@@ -202,6 +204,9 @@ def test_render_rewrites_the_report_from_json_only(reports, tmp_path, monkeypatc
     (same / "validate").mkdir()
     (same / "validate" / "validation.json").write_bytes(
         (src / "validate" / "validation.json").read_bytes())
+    (same / "explain").mkdir()
+    for doc in (src / "explain").glob("*.json"):     # the explain pages' documents
+        (same / "explain" / doc.name).write_bytes(doc.read_bytes())
     assert report.render(same) == same / "report.md"
     assert (same / "report.md").read_text() == (src / "report.md").read_text(), \
         "the same JSON renders the same report"

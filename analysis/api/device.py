@@ -10,6 +10,7 @@ from tiletraffic.analysis.api import facade_function
 from tiletraffic.analysis.api.arguments import (SEED, check_argument_types,
                                                 check_schedule_argument)
 from tiletraffic.analysis.device_model import resolve_device_model
+from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
 
 
 @facade_function
@@ -73,7 +74,7 @@ def devices():
 
 
 @facade_function
-def report(device: str | None = None, *, out="reports", quick: bool = False,
+def report(device: str | None = None, *, out=DEFAULT_OUT_ROOT, quick: bool = False,
            repeat: int = 10, device_model: str | DeviceModel | None = None, targets=None,
            progress: bool = False):
     """The main job, as `tiletraffic report` runs it: count naive and tiled GEMM and
@@ -85,7 +86,9 @@ def report(device: str | None = None, *, out="reports", quick: bool = False,
 
     Args:
         device: as for `run`. quick: the small sweep (seconds on a 2-core CPU).
-        out: the reports folder. repeat: timed launches per kernel (10 to 10000).
+        out: the folder of report folders (default `tiletraffic-reports`, relative to the
+            current folder; a run into a folder another run is writing waits for it).
+            repeat: timed launches per kernel (10 to 10000).
         device_model: the model to validate (a built-in name, a file or a `DeviceModel`;
             default: the device's built-in model, else `generic-gpu`).
         targets: as for `validate`. progress: progress bars on stderr.
@@ -93,7 +96,7 @@ def report(device: str | None = None, *, out="reports", quick: bool = False,
     Returns:
         The report folder (a `pathlib.Path`); its `results.json` holds every figure, and
         `tiletraffic.analysis.report.text.summary_lines(data, folder)` gives the command's
-        five-line summary. `tiletraffic.analysis.report.build.render(folder)` re-renders a
+        summary. `tiletraffic.analysis.report.build.render(folder)` re-renders a
         folder from its `results.json` without a device (`report --render`).
 
     Raises:

@@ -58,7 +58,7 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
         quick: the tiny case list; cases: your own (default: the device's list).
         predictions: a predictions file (`write_predictions`): its cases are measured
             and compared with its predictions, after checking the model's hash.
-        out: the results folder (default `reports/<device>[-quick]/validate`).
+        out: the results folder (default `tiletraffic-reports/<device>[-quick]/validate`).
         targets: the limits the model is judged by, reported under their names (a TOML
             file or `tiletraffic.analysis.validation.targets.Targets`; default the built-in
             `analysis/validation/targets.toml`: median-abs-error 15 %, worst-abs-error 35 %,

@@ -7,12 +7,16 @@ import click
 from tiletraffic.analysis.cli.common import (check_device_spec, fail, refuse_unused,
                                              render_results, write_failed)
 from tiletraffic.analysis.cli.options import TARGETS_OPTION, repeat_option
+from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
 
 
 @click.command("report")
 @click.option("--device", "-d", default=None, help="OpenCL device (as for `run`).")
-@click.option("--out", "out_dir", default="reports", show_default=True,
-              type=click.Path(file_okay=False), help="Reports directory.")
+@click.option("--out", "out_dir", default=DEFAULT_OUT_ROOT, show_default=True,
+              type=click.Path(file_okay=False),
+              help="Folder of report folders: the report goes to OUT/<device>/ (relative to "
+                   "the current folder; a second run into the same folder waits for the "
+                   "first, whose results.json it then moves to history/).")
 @click.option("--quick", is_flag=True, help="Small sweep (seconds on a 2-core CPU).")
 @repeat_option("Timed launches per kernel")
 @click.option("--device-model", "model", default=None,

@@ -1,4 +1,5 @@
-"""``tiletraffic report``: sweep, simulate, run on a device, write ``reports/<device>/``.
+"""``tiletraffic report``: sweep, simulate, run on a device, write
+``tiletraffic-reports/<device>/``.
 
 For each point of the sweep the schedule is simulated (exact counts, checked against the
 closed forms) and run as OpenCL on the device (result checked against numpy before its time
@@ -6,7 +7,10 @@ counts). Everything lands in ``results.json``; :func:`render` turns that JSON in
 ``report.md`` and PNG figures, so a report can be re-rendered without the device.
 
 Files are written atomically (:mod:`analysis.files`). An earlier ``results.json`` is
-never lost: it is moved to ``history/results-<its timestamp>.json`` first.
+never lost: it is moved to ``history/results-<its timestamp>.json`` first. One run at a time
+writes a report folder: a second run into the same folder waits for the first to finish
+(:class:`analysis.files.FolderLock`), then moves the first's ``results.json`` to
+``history/``.
 """
 from __future__ import annotations
 
@@ -28,8 +32,10 @@ from tiletraffic.simulator.engine.accelerators import Accelerators
 from tiletraffic.simulator.engine.simulation import simulate
 
 from tiletraffic.simulator.kernels import closed_forms as closed_form
-from tiletraffic.analysis.files import (SweepInterrupted, archive_previous, atomic_write_text,
-                                        ensure_writable, read_json_object)
+from tiletraffic.analysis.files import (FolderLock, SweepInterrupted, archive_previous,
+                                        atomic_write_text, ensure_writable, read_json_object)
+from tiletraffic.analysis.report.machine_load import LoadMeter
+from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
 from tiletraffic.analysis.report.text import VALIDATION_DIR
 
 COUNT_SIZES = {False: (64, 128, 256, 512, 1024), True: (64, 128, 256)}
@@ -133,7 +139,7 @@ def simulate_point(point: SweepPoint, limits: DeviceLimits) -> dict:
             "local_mem_bytes": sch.local_mem_bytes}
 
 
-def make_report(device: str | None = None, out_root: str | os.PathLike = "reports",
+def make_report(device: str | None = None, out_root: str | os.PathLike = DEFAULT_OUT_ROOT,
                 quick: bool = False, repeat: int = 10, progress: bool = True,
                 validation: bool = True, device_model: str | os.PathLike | None = None,
                 targets=None) -> Path:
@@ -159,7 +165,12 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
 
     Every finished case is written to ``results.json`` at once (atomically; the previous
     ``results.json`` is first moved to ``history/``), so an interrupted sweep keeps them;
-    likewise ``validate/validation.json``.
+    likewise ``validate/validation.json``. ``meta.machine_load`` records the CPU time other
+    processes used while the cases were timed (:mod:`analysis.report.machine_load`).
+
+    One run at a time writes a report folder: a run whose folder another run is writing
+    waits until that one has finished (saying so on stderr with ``progress``), so both
+    runs' results are kept, the earlier in ``history/``.
 
     Raises:
         gpu.devices.device.DeviceError: no device, or none matching ``device``.
@@ -176,7 +187,6 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
     from tiletraffic.gpu.runtime.launch_counts import check_launch_counts
 
     from tiletraffic.analysis.validation.targets import load as load_targets
-    from tiletraffic.analysis.validation.cases import default_case_list_name
 
     check_launch_counts(repeat)
     judged_by = load_targets(targets)
@@ -188,6 +198,25 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
                       "hardware", RuntimeWarning, stacklevel=2)
     out_dir = Path(out_root) / (target.slug + ("-quick" if quick else ""))
     ensure_writable(out_dir)
+    lock = FolderLock(out_dir)
+    lock.acquire(waiting=(lambda holder: print(
+        f"waiting: {holder} is writing a report in {out_dir}; this run starts when it has "
+        "finished", file=sys.stderr, flush=True)) if progress else None)
+    try:
+        _report_into(out_dir, target, judged_by, quick=quick, repeat=repeat,
+                     progress=progress, validation=validation, device=device,
+                     device_model=device_model)
+    finally:
+        lock.release()
+    return out_dir
+
+
+def _report_into(out_dir: Path, target, judged_by, *, quick: bool, repeat: int,
+                 progress: bool, validation: bool, device, device_model) -> None:
+    """:func:`make_report`'s work once ``out_dir`` is this run's."""
+    from tiletraffic.analysis.validation.cases import default_case_list_name
+
+    info = target.info
     list_name = default_case_list_name(quick, info.is_gpu)
     sweep = default_sweep(quick, list_name)
     predictions = _registered_predictions(out_dir / VALIDATION_DIR, quick, info) \
@@ -208,7 +237,6 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = "report
             predictions_file=predictions, targets=judged_by))
     _observe_explain_pages(out_dir)
     render(out_dir)
-    return out_dir
 
 
 def _document(target, sweep: list[SweepPoint], list_name: str, model: dict | None, *,
@@ -255,11 +283,13 @@ def _run_sweep(data: dict, target, sweep: list[SweepPoint], out_dir: Path, repea
         runs = [e for e in results if e["measure"] and "counts" in e]
         order = [runs if r % 2 == 0 else runs[::-1] for r in range(ROUNDS)]
         checks: dict = {}  # a case's check before launch, made in its first round
+        meter = LoadMeter()  # other processes' CPU time while the cases are timed
         with tqdm(total=ROUNDS * len(runs), desc=f"run on {info.device_name}", unit="run",
                   disable=not progress, file=sys.stderr) as bar:
             for r, todo in enumerate(order):
                 for entry in todo:
                     _measure_case(entry, target, repeat, r, checks)
+                    data["meta"]["machine_load"] = meter.now()
                     runs_done += 1
                     _save(out_dir, data)   # every finished run is on disk: none is lost
                     bar.update(1)
@@ -382,8 +412,8 @@ def render(out_dir: str | os.PathLike) -> Path:
         from tiletraffic.analysis.validation.render import render as render_validation
 
         render_validation(out_dir / VALIDATION_DIR)
+    _write_explain_pages(out_dir)     # before report.md, which links what it wrote
     atomic_write_text(out_dir / "report.md", write_report(data, out_dir))
-    _write_explain_pages(out_dir)
     return out_dir / "report.md"
 
 

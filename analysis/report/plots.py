@@ -81,55 +81,106 @@ def loglog_with_fits(series: dict[str, tuple[list, list]], xlabel: str, ylabel: 
     return slopes
 
 
-def _yerr(values, low, high) -> np.ndarray:
-    """Asymmetric error bars from ranges (an infinite upper end drawn to twice the value)."""
+def _speedup_limits(values, low, high, extra=()) -> tuple[float, float]:
+    """Bottom and top of a speedup axis (log): the values, the ranges' finite ends above 0,
+    1 (no change) and ``extra``, with a margin."""
+    ends = [*values, *(x for x in low if x > 0), *(x for x in high if np.isfinite(x)), 1.0,
+            *extra]
+    return min(ends) / 1.3, max(ends) * 1.3
+
+
+def _ranges(ax, x, values, low, high, style: dict, bottom: float, top: float,
+            label: str | None, line: bool = False) -> int:
+    """Points ``values`` at ``x`` with their ranges as error bars; an open end (an upper
+    end of infinity, a lower end of 0) is drawn as an arrow to the axis edge (``top`` or
+    ``bottom``), not as a bar that ends. Returns how many open ends were drawn."""
     v = np.asarray(values, dtype=float)
-    hi = np.where(np.isfinite(high), high, 2 * v)
-    return np.vstack([v - np.asarray(low, dtype=float), hi - v])
+    lo, hi = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    open_high, open_low = ~np.isfinite(hi), lo <= 0
+    down = np.where(open_low, 0.0, v - np.maximum(lo, bottom))
+    up = np.where(open_high, 0.0, np.minimum(hi, top) - v)
+    ax.errorbar(x, v, yerr=np.vstack([down, up]), fmt=("-" if line else "") + style["marker"],
+                color=style["color"], ms=6, capsize=3, label=label)
+    arrow = {"arrowstyle": "-|>", "color": style["color"], "lw": 1.2,
+             "shrinkA": 4, "shrinkB": 0}
+    for xi, vi, is_open, edge in [(xi, vi, h, top) for xi, vi, h in zip(x, v, open_high)] + \
+            [(xi, vi, lw, bottom) for xi, vi, lw in zip(x, v, open_low)]:
+        if is_open:
+            ax.annotate("", xy=(xi, edge), xytext=(xi, vi), arrowprops=arrow,
+                        annotation_clip=False)
+    return int(open_high.sum() + open_low.sum())
 
 
-def speedup_vs_cut(labels: list[str], cut: list[float], speedup: list[float],
-                   low: list[float], high: list[float], path: Path, device: str) -> None:
+def _open_note(ax, opened: int) -> None:
+    """A legend entry saying what an arrow means, where one was drawn."""
+    if opened:
+        ax.plot([], [], linestyle="none", marker=r"$\uparrow$", color="k", ms=8,
+                label="arrow: the range is open (to the axis edge)")
+
+
+def _dodge(x: float, index: int, count: int, step: float = 0.08) -> float:
+    """``x`` moved sideways (log scale, ``step`` octaves per series at most) by series
+    ``index`` of ``count``, so points of one x sit side by side instead of on top of each
+    other."""
+    step = min(step, 0.5 / max(count - 1, 1))
+    return x * 2 ** ((index - (count - 1) / 2) * step)
+
+
+def speedup_vs_cut(series: dict[str, tuple[list, list, list, list]], path: Path,
+                   device: str) -> None:
     """Scatter: the counted cut in global loads (naive / optimized, exact from the simulator)
-    against the measured speedup with its range as error bars; every case its own colour and
-    marker, named in the legend; the diagonal (speedup = cut) and no change (1) drawn."""
+    against the measured speedup with its range as error bars (an open range: an arrow to
+    the axis edge), one colour and marker per series (label -> (cuts, speedups, lows,
+    highs)), the series of one cut side by side; the diagonal (speedup = cut) and no change
+    (1) drawn; both axes span the data."""
     fig, ax = plt.subplots(figsize=(7.8, 4.8))
-    for i, label in enumerate(labels):
-        style = series_style(i)
-        ax.errorbar([cut[i]], [speedup[i]], yerr=_yerr([speedup[i]], [low[i]], [high[i]]),
-                    fmt=style["marker"], color=style["color"], ms=6, capsize=3, label=label)
-    lo = min([x for x in low if x > 0] + list(cut) + list(speedup) + [1.0]) / 1.5
-    hi = max(list(speedup) + list(cut) + [1.0]) * 1.5
-    low = [max(x, lo) for x in low]     # a range reaching 0 is drawn to the axis
-    xs = np.geomspace(lo, hi, 20)
+    cuts = [c for xs, *_ in series.values() for c in xs]
+    values = [v for _, vs, *_ in series.values() for v in vs]
+    lows = [x for *_, ls, _ in series.values() for x in ls]
+    highs = [x for *_, hs in series.values() for x in hs]
+    bottom, top = _speedup_limits(values, lows, highs, extra=cuts)
+    left, right = min(cuts) / 1.5, max(cuts) * 1.5
+    opened = 0
+    for i, (label, (cut, value, low, high)) in enumerate(series.items()):
+        x = [_dodge(c, i, len(series)) for c in cut]
+        opened += _ranges(ax, x, value, low, high, series_style(i), bottom, top, label)
+    xs = np.geomspace(left, right, 20)
     ax.plot(xs, xs, "k--", lw=0.8, label="speedup = cut in loads")
     ax.axhline(1.0, color="k", lw=0.8)
+    _open_note(ax, opened)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
-    ax.set_xlabel("cut in global loads (naive / optimized, counted)")
+    ax.set_xlim(left, right)
+    ax.set_ylim(bottom, top)
+    ax.set_xlabel("cut in global loads (naive / optimized, counted; "
+                  "points of one cut side by side)")
     ax.set_ylabel(f"measured speedup on {device}")
     ax.set_title("Traffic cut by tiling vs time saved (error bars: the spreads' range)",
                  fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0),
-              ncol=1 if len(labels) <= 24 else 2)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     _save(fig, path)
 
 
 def speedup_vs_n(series: dict[str, tuple[list, list, list, list]], path: Path,
                  device: str) -> None:
     """Measured speedup against N, one series per tile width (label -> (N, speedup, low,
-    high)), each with its own colour and marker and error bars from the spreads."""
+    high)), each with its own colour and marker and error bars from the spreads (an open
+    range: an arrow to the axis edge), the series of one N side by side."""
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    floor = min(min(v) for _, v, _, _ in series.values()) / 4
+    bottom, top = _speedup_limits([v for _, vs, _, _ in series.values() for v in vs],
+                                  [x for _, _, ls, _ in series.values() for x in ls],
+                                  [x for _, _, _, hs in series.values() for x in hs])
+    opened = 0
     for i, (label, (n, value, low, high)) in enumerate(series.items()):
-        style = series_style(i)
-        low = [max(x, floor) for x in low]      # a range reaching 0 is drawn to the axis
-        ax.errorbar(n, value, yerr=_yerr(value, low, high), fmt="-" + style["marker"],
-                    color=style["color"], ms=6, capsize=3, label=label)
+        x = [_dodge(v, i, len(series), step=0.04) for v in n]
+        opened += _ranges(ax, x, value, low, high, series_style(i), bottom, top, label,
+                          line=True)
     ax.axhline(1.0, color="k", lw=0.8)
+    _open_note(ax, opened)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
+    ax.set_ylim(bottom, top)
     ax.set_xlabel("N (M = N = K)")
     ax.set_ylabel("measured speedup over naive")
     ax.set_title(f"Tiled vs naive GEMM on {device}", fontsize=9)

@@ -8,6 +8,7 @@ from pathlib import Path
 from statistics import median
 
 from tiletraffic.analysis.report import plots
+from tiletraffic.analysis.report.machine_load import TimingVerdict, timing_verdict
 from tiletraffic.simulator.kernels.closed_forms import textbook_per_tile_reads
 from tiletraffic.analysis.validation.compare import Measured, measured_time
 
@@ -263,9 +264,7 @@ def _measured_section(meta: dict, results: list[dict], by_key: dict, out_dir: Pa
     lines.append("")
     if not pairs:
         return lines
-    plots.speedup_vs_cut([p.label for p in pairs], [p.cut for p in pairs],
-                         [p.value for p in pairs], [p.low for p in pairs],
-                         [p.high for p in pairs], out_dir / "ratio_vs_speedup.png", device_name)
+    plots.speedup_vs_cut(cut_series(pairs), out_dir / "ratio_vs_speedup.png", device_name)
     lines += ["![cut in loads vs measured speedup](ratio_vs_speedup.png)", ""]
     square = [p for p in pairs if p.group == "square"]
     if len({p.n for p in square}) >= 2:
@@ -300,6 +299,55 @@ def _measured_section(meta: dict, results: list[dict], by_key: dict, out_dir: Pa
             "GPU run (`tiletraffic report --device <gpu>`) shows tiling where local "
             "memory is a separate on-chip store.", ""]
     return lines
+
+
+def cut_series(pairs: list[Speedup]) -> dict[str, tuple[list, list, list, list]]:
+    """The pairs of the cut-against-speedup figure in its legend's series: the square GEMMs
+    one series per N (their cut is B), every other case its own."""
+    series: dict[str, tuple[list, list, list, list]] = {}
+    for p in sorted(pairs, key=lambda p: (p.group != "square", p.n or 0, p.cut)):
+        label = f"square GEMM N={p.n}" if p.group == "square" else p.label
+        for column, value in zip(series.setdefault(label, ([], [], [], [])),
+                                 (p.cut, p.value, p.low, p.high)):
+            column.append(value)
+    return series
+
+
+def timing_of(data: dict) -> TimingVerdict:
+    """Whether the report's times are to be trusted: the machine's load while they were
+    taken (``meta.machine_load``) and the spreads of its measured cases."""
+    spreads = [m.spread_s / m.median_s for m in map(measured, data["results"])
+               if m is not None and m.median_s > 0]
+    return timing_verdict(data["meta"].get("machine_load"), spreads)
+
+
+def _timing_paragraph(data: dict) -> list[str]:
+    """report.md's word on the load and the spreads: a warning where the times are not to
+    be trusted, the facts otherwise."""
+    if not any(measured(e) for e in data["results"]):
+        return []
+    verdict = timing_of(data)
+    if verdict.trusted:
+        return [f"**Timing:** {verdict.facts}.", ""]
+    unmeasured = ("" if data["meta"].get("machine_load") else
+                  "; the machine's load while timing was not measured")
+    return [f"**These times are not to be trusted:** {'; '.join(verdict.reasons)}{unmeasured}. "
+            "The times and speedups below are what this machine gave at the time, not what "
+            "the device does on its own; run the report again on an otherwise idle machine.",
+            ""]
+
+
+def _browser_line(out_dir: Path) -> list[str]:
+    """Where report.html and its explain pages are, when they were written."""
+    from tiletraffic.analysis.explain.report_pages import EXPLAIN_DIR, PAGES
+
+    if not (out_dir / "report.html").exists():
+        return []
+    pages = [f"[{title}]({EXPLAIN_DIR}/{family}.html)" for family, title, _ in PAGES
+             if (out_dir / EXPLAIN_DIR / f"{family}.html").exists()]
+    return ["**In a browser:** [report.html](report.html) shows where each kernel's loads go"
+            + (", with an explain page each for " + ", ".join(pages) if pages else "")
+            + ".", ""]
 
 
 def _model_section(meta: dict, out_dir: Path) -> list[str]:
@@ -354,6 +402,8 @@ def write_report(data: dict, out_dir: Path) -> str:
     if meta.get("complete") is False:
         lines += [f"**Interrupted sweep:** {len(results)} of {meta.get('cases_total', '?')} "
                   "cases finished; the tables and figures show those only.", ""]
+    lines += _timing_paragraph(data)
+    lines += _browser_line(out_dir)
     if (out_dir / "validation.md").exists():  # a hardware validation beside the report
         lines += ["**Hardware counters against predictions** (requests, sectors, L2 and DRAM "
                   "traffic, time, roofline): [validation.md](validation.md).", ""]
@@ -386,7 +436,9 @@ def _rounds(n: int) -> str:
 
 def summary_lines(data: dict, out_dir: Path) -> list[str]:
     """Five lines for the terminal: what was measured, what the counts show, the measured
-    speedups, the model's part, and where the report is."""
+    speedups, the model's part, and where the report is (report.md, and report.html with
+    its explain pages where they were written); a sixth, after the speedups, where the
+    times are not to be trusted (:func:`timing_of`)."""
     meta, results = data["meta"], data["results"]
     device_name = meta["device"]["device_name"]
     counted = [e for e in results if "counts" in e]
@@ -413,6 +465,9 @@ def summary_lines(data: dict, out_dir: Path) -> list[str]:
                      + f"faster beyond the spread in {wins} of {len(pairs)}")
     else:
         lines.append("speedup over naive: no pair measured")
+    verdict = timing_of(data)
+    if ran and not verdict.trusted:
+        lines.append("timing: not to be trusted: " + "; ".join(verdict.reasons))
     model = meta.get("model")
     validation = out_dir / VALIDATION_DIR / "validation.json"
     if model and not model.get("describes_device"):
@@ -425,5 +480,9 @@ def summary_lines(data: dict, out_dir: Path) -> list[str]:
             f"{t.name} {t.verdict}" for t in targets))
     else:
         lines.append("model: left out of this report")
-    lines.append(f"report: {out_dir / 'report.md'} (figures and raw data beside it)")
+    where = f"report: {out_dir / 'report.md'} (figures and raw data beside it)"
+    if (out_dir / "report.html").exists():
+        where += (f"; in a browser: {out_dir / 'report.html'}, with explain pages of naive "
+                  "and tiled GEMM and matrix-vector")
+    lines.append(where)
     return lines

@@ -26,6 +26,7 @@ from tiletraffic.simulator.model.device_model import DeviceModel
 
 from tiletraffic.analysis.device_model import default_model_name
 from tiletraffic.analysis.files import SweepInterrupted, archive_previous
+from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
 from tiletraffic.analysis.validation.targets import load as load_targets
 from tiletraffic.analysis.validation import predict as vp
 from tiletraffic.analysis.validation.cases import (Case, case_list, check_unique,
@@ -116,8 +117,8 @@ class _Plan:
     identity: object
 
 
-def default_out_dir(slug: str, list_name: str | None, root: str | os.PathLike = "reports"
-                    ) -> Path:
+def default_out_dir(slug: str, list_name: str | None,
+                    root: str | os.PathLike = DEFAULT_OUT_ROOT) -> Path:
     """``<root>/<device slug>[-quick]/validate``: beside ``tiletraffic report``'s folder of
     the same device, which includes it."""
     return Path(root) / (slug + ("-quick" if list_name == "quick" else "")) / "validate"
