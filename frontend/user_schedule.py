@@ -21,7 +21,7 @@ function with only the sizes given, as keyword arguments (``m``, ``k``, ``n``, `
 function named ``reference`` in the schedule's file, else ``None`` (the value check is then
 skipped; built-in schedules have their own reference).
 
-A function named ``closed_form`` in the schedule's file gives the schedule's closed-form
+A function named ``closed_form`` defined in the schedule's file gives the schedule's closed-form
 counts, as a built-in family's closed forms do: :func:`load` attaches it to the schedule it
 returns, and :func:`closed_form_counts` calls it with the schedule's sizes (its parameters
 by their names in lower case, ``m``, ``k``, ``n``, and ``tile``; each only where the
@@ -245,10 +245,12 @@ def load(spec: str, **sizes: int | None) -> Schedule:
 def with_closed_form(schedule: Schedule | KernelSequence, path: Path
                      ) -> Schedule | KernelSequence:
     """``schedule`` with the closed form of its file ``path`` (the function
-    :data:`DEFAULT_CLOSED_FORM`, when the file defines one) in its ``extra`` under
-    :data:`CLOSED_FORM_KEY`; ``schedule`` itself when the file has none."""
-    fn = getattr(load_module(path), DEFAULT_CLOSED_FORM, None)
-    if not callable(fn):
+    :data:`DEFAULT_CLOSED_FORM`, when the file itself defines one: a ``closed_form``
+    imported into it, such as ``tiletraffic.closed_form``, is not its own) in its ``extra``
+    under :data:`CLOSED_FORM_KEY`; ``schedule`` itself when the file has none."""
+    module = load_module(path)
+    fn = getattr(module, DEFAULT_CLOSED_FORM, None)
+    if not inspect.isfunction(fn) or fn.__module__ != module.__name__:
         return schedule
     label = f"{path}:{DEFAULT_CLOSED_FORM}"
     return dataclasses.replace(schedule, extra={**schedule.extra, CLOSED_FORM_KEY: (fn, label)})

@@ -131,6 +131,11 @@ def test_a_file_without_closed_form_has_none(tmp_path):
         in result.output
     assert ok_json("simulate", spec, *sizes_args(20, 20, 40))["closed_form_agrees"] is None
     assert tt.closed_form(tt.build(spec, m=20, k=20, n=40)) is None
+    # a closed_form imported into the file is not the file's own
+    imported = write(tmp_path, "imports_it.py", without_closed_form(tmp_path).read_text()
+                     + "\nfrom tiletraffic import closed_form  # noqa: E402\n")
+    sch = tt.build(f"{imported}:make_schedule", m=20, k=20, n=40)
+    assert tt.closed_form(sch) is None
 
 
 FORMS = {
