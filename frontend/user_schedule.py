@@ -21,6 +21,15 @@ function with only the sizes given, as keyword arguments (``m``, ``k``, ``n``, `
 function named ``reference`` in the schedule's file, else ``None`` (the value check is then
 skipped; built-in schedules have their own reference).
 
+A function named ``closed_form`` defined in the schedule's file gives the schedule's closed-form
+counts, as a built-in family's closed forms do: :func:`load` attaches it to the schedule it
+returns, and :func:`closed_form_counts` calls it with the schedule's sizes (its parameters
+by their names in lower case, ``m``, ``k``, ``n``, and ``tile``; each only where the
+function takes it) and checks what it returns: a dict of some or all of the counters of
+``TrafficCounts.to_dict()`` (``global_load_elems``, ..., the ``*_by_buffer`` ones as dicts
+over the schedule's global arrays), integer values. ``simulate``'s closed-form column,
+``closed_form_agrees`` and ``tiletraffic.closed_form`` use it.
+
 Limit: large launches are counted by work-group classes (``simulate`` above
 ``cli.CLASSES_AUTO_LIMIT`` multiply-adds, ``model`` and ``--device-model`` always), which
 assume what the built-in schedules guarantee: guards compare global ids with the sizes, so
@@ -36,10 +45,12 @@ raising, a return value that is not a ``Schedule`` or not a well-formed one
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import importlib.util
 import inspect
+import numbers
 import re
 import sys
 from pathlib import Path
@@ -56,6 +67,13 @@ SPEC_PATTERN = re.compile(r"^(?P<file>.+\.py):(?P<function>[A-Za-z_][A-Za-z0-9_]
 
 DEFAULT_REFERENCE = "reference"
 """Name of the reference function looked up in a schedule's file when none is given."""
+
+DEFAULT_CLOSED_FORM = "closed_form"
+"""Name of the closed-form function looked up in a schedule's file."""
+
+CLOSED_FORM_KEY = "closed_form_function"
+"""The key of a schedule's ``extra`` that holds its file's closed form: a pair
+``(function, "FILE.py:closed_form")`` (:func:`load`)."""
 
 SIZE_OPTIONS = ("m", "k", "n", "tile")
 """Keyword arguments a schedule function may receive (each only when the user gave it)."""
@@ -182,7 +200,8 @@ def load(spec: str, **sizes: int | None) -> Schedule:
             are left out, so the function's own defaults apply.
 
     Returns:
-        The :class:`Schedule` the function returned.
+        The :class:`Schedule` the function returned, with the file's ``closed_form``
+        function, where it defines one, in its ``extra`` (:func:`with_closed_form`).
 
     Raises:
         UserScheduleError: as :func:`load_function`; a size the function does not take, or a
@@ -220,7 +239,116 @@ def load(spec: str, **sizes: int | None) -> Schedule:
     except MalformedScheduleError as err:
         raise UserScheduleError(f"{path.name}: {call} returned a malformed schedule: {err}"
                                 ) from None
-    return result
+    return with_closed_form(result, path)
+
+
+def with_closed_form(schedule: Schedule | KernelSequence, path: Path
+                     ) -> Schedule | KernelSequence:
+    """``schedule`` with the closed form of its file ``path`` (the function
+    :data:`DEFAULT_CLOSED_FORM`, when the file itself defines one: a ``closed_form``
+    imported into it, such as ``tiletraffic.closed_form``, is not its own) in its ``extra``
+    under :data:`CLOSED_FORM_KEY`; ``schedule`` itself when the file has none."""
+    module = load_module(path)
+    fn = getattr(module, DEFAULT_CLOSED_FORM, None)
+    if not inspect.isfunction(fn) or fn.__module__ != module.__name__:
+        return schedule
+    label = f"{path}:{DEFAULT_CLOSED_FORM}"
+    return dataclasses.replace(schedule, extra={**schedule.extra, CLOSED_FORM_KEY: (fn, label)})
+
+
+def closed_form_source(schedule) -> str | None:
+    """``FILE.py:closed_form`` of the user's closed form attached to ``schedule``
+    (:func:`load`), or None when it has none."""
+    entry = (getattr(schedule, "extra", None) or {}).get(CLOSED_FORM_KEY)
+    return None if entry is None else entry[1]
+
+
+def closed_form_counts(schedule) -> dict | None:
+    """The counts of the user's closed form attached to ``schedule`` (:func:`load`; the
+    module docstring says how it is called and what it returns), or None when it has none.
+
+    Raises:
+        UserScheduleError: the function needs a parameter the schedule has no size for,
+            raised (its exception type and message are shown) or called ``sys.exit``, or
+            returned something other than a dict of the counters: a key that is no counter,
+            a buffer that is not one of the schedule's global arrays, a value that is not an
+            integer.
+    """
+    entry = (getattr(schedule, "extra", None) or {}).get(CLOSED_FORM_KEY)
+    if entry is None:
+        return None
+    fn, label = entry
+    sizes = {name.lower(): value for name, value in schedule.params}
+    sizes["tile"] = schedule.tile
+    given = _accepted(fn, label, sizes)
+    call = f"{label}({', '.join(f'{key}={v!r}' for key, v in given.items())})"
+    try:
+        result = fn(**given)
+    except SystemExit as err:
+        raise UserScheduleError(f"{call} {_exited(err)} instead of returning its counts"
+                                ) from None
+    except Exception as err:  # noqa: BLE001 - the user's code: one line, not a traceback
+        raise UserScheduleError(f"{call} raised {type(err).__name__}: {err}") from err
+    return _checked_counts(result, call, [a.name for a in schedule.arrays])
+
+
+def _accepted(fn: Callable, label: str, sizes: dict[str, int]) -> dict[str, int]:
+    """The ``sizes`` that ``fn`` takes (all of them when it takes ``**kwargs``).
+
+    Raises:
+        UserScheduleError: ``fn`` needs a parameter that is not among ``sizes``."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return dict(sizes)
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return dict(sizes)
+    missing = [n for n, p in params.items() if p.default is p.empty and n not in sizes
+               and p.kind is not p.VAR_POSITIONAL]
+    if missing:
+        raise UserScheduleError(f"{label} needs parameter {missing[0]!r}, which is none of the "
+                                f"schedule's sizes ({', '.join(sizes)})")
+    return {key: v for key, v in sizes.items() if key in params}
+
+
+def _checked_counts(result, call: str, buffers: list[str]) -> dict:
+    """``result`` of a user's closed form as counts (integers as ``int``).
+
+    Raises:
+        UserScheduleError: not a dict of the counters of ``TrafficCounts.to_dict()``."""
+    from tiletraffic.simulator.observers.counters import TrafficCounts
+
+    known = TrafficCounts().to_dict()
+    if not isinstance(result, dict):
+        raise UserScheduleError(f"{call} returned an object of type {type(result).__name__}, "
+                                "not a dict of counts")
+    out = {}
+    for key, value in result.items():
+        if key not in known:
+            raise UserScheduleError(f"{call} returned key {key!r}, which is no counter; the "
+                                    f"counters: {', '.join(known)}")
+        if isinstance(known[key], dict):
+            if not isinstance(value, dict):
+                raise UserScheduleError(f"{call}: {key} must be a dict over the buffers "
+                                        f"({', '.join(buffers)}), got {type(value).__name__}")
+            unknown = [b for b in value if b not in buffers]
+            if unknown:
+                raise UserScheduleError(f"{call}: {key} names buffer {unknown[0]!r}, which is "
+                                        f"not one of the schedule's ({', '.join(buffers)})")
+            out[key] = {b: _integer(v, f"{call}: {key}[{b!r}]") for b, v in value.items()}
+        else:
+            out[key] = _integer(value, f"{call}: {key}")
+    return out
+
+
+def _integer(value, where: str) -> int:
+    """``value`` as an int (an integer of any integral type, not a bool).
+
+    Raises:
+        UserScheduleError: ``value`` is not an integer; the message starts with ``where``."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    raise UserScheduleError(f"{where} must be an integer, got {type(value).__name__} {value!r}")
 
 
 def reference_function(schedule_spec: str | None, reference_spec: str | None = None

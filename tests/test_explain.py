@@ -350,3 +350,42 @@ def test_bank_picture_is_wide_enough_for_its_captions():
     assert f">{caption}</text>" in svg and ">8 rows = 8 wavefronts</text>" in svg
     width = float(re.search(r'width="([0-9.]+)"', svg).group(1))
     assert width >= LABEL_CHAR_PX * len(caption)
+
+
+NAIVE_TRANSPOSE = """
+__kernel void transpose_naive(__global const float *A, __global float *B, const int N)
+{
+    const int x = get_global_id(0);
+    const int y = get_global_id(1);
+    B[x * N + y] = A[y * N + x];
+}
+"""
+
+
+def test_coalescing_draws_a_store_request_as_a_load_request():
+    """A naive transpose at N = 64, work-groups of 32 x 8: a sub-group's loads read one
+    row of A (4 sectors), its stores write one column of B (32 sectors in 32 lines)."""
+    sch = tt.from_opencl(NAIVE_TRANSPOSE, "transpose_naive", (64, 64), (32, 8),
+                         {"A": {"shape": ("N", "N"), "access": "in"},
+                          "B": {"shape": ("N", "N"), "access": "out"}, "N": 64})
+    doc = explain_data(sch)
+    store = next(s for s in doc["samples"] if s["direction"] == "store")
+    assert store["elements"] == [[lane * 64] for lane in range(32)]
+    assert store["figures"]["global_store_sectors"] == 32
+    assert store["figures"]["global_store_lines"] == 32
+    html = render_page(doc)
+    section = html[html.index('<section id="coalescing">'):]
+    section = section[:section.index("</section>")]
+    assert "one load or store instruction of one sub-group" in section
+    assert section.count('<svg class="coalescing load"') == 1
+    assert section.count('<svg class="coalescing store"') == 1
+    drawn = re.search(r'<svg class="coalescing store".*?</svg>', section, re.S).group(0)
+    assert drawn.count('class="sector touched"') == 32
+    assert "(store of B)" in section and 'data-sectors="32"' in section
+    model = tt.model(sch, "nvidia-h200").memory
+    requests, sectors = model.global_store_requests, model.global_store_sectors
+    assert (requests, sectors) == (128, 4096)
+    assert (f"makes {requests} store requests for {sectors:,} sectors: <b>32.00 sectors per "
+            "request</b>") in section
+    assert (f"All global stores of the launch: {requests} requests, {sectors:,} sectors, "
+            "32.00 sectors per request.") in section

@@ -81,7 +81,8 @@ def test_the_pictures_are_drawn(page):
     assert pg.locator("#tiles-svg g.step.current rect.acc").count() > 0
     assert pg.locator("svg.heat").count() == 2                 # A and B
     assert pg.locator("svg.heat rect title").count() > 0       # exact counts on hover
-    assert pg.locator("svg.coalescing").count() == 2           # one load each of A and B
+    assert pg.locator("svg.coalescing.load").count() == 2      # one load each of A and B
+    assert pg.locator("svg.coalescing.store").count() == 1     # and the store of C
     if case == "gemm-naive":
         assert pg.locator("svg.banks").count() == 0
     else:

@@ -712,3 +712,85 @@ def test_interval_latency_mixes_the_l2_and_dram_round_trips_by_the_chance_of_a_m
     # not measured (0), or no interval with loads: memory_latency_s
     assert interval_latency_s(replace(m, memory_latency_dram_s=0.0), 3200, 1000, 500) == 200e-9
     assert interval_latency_s(m, 3200, 1000, 0) == 200e-9
+
+
+# ---------------------------------------------------- model text: stores and DRAM writes
+NAIVE_TRANSPOSE = """
+__kernel void transpose_naive(__global const float *A, __global float *B, const int N)
+{
+    const int x = get_global_id(0);
+    const int y = get_global_id(1);
+    B[x * N + y] = A[y * N + x];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def naive_transpose(tmp_path_factory) -> str:
+    """A launch file of a naive transpose, N x N at N = 4096: a sub-group's 32 loads read
+    one row (4 sectors), its 32 stores write one column (32 sectors, 32 lines)."""
+    folder = tmp_path_factory.mktemp("transpose")
+    (folder / "transpose_naive.cl").write_text(NAIVE_TRANSPOSE)
+    (folder / "transpose_naive.toml").write_text(
+        'source = "transpose_naive.cl"\nkernel = "transpose_naive"\n[sizes]\nN = 4096\n'
+        '[launch]\nglobal_size = ["N", "N"]\nlocal_size = [32, 8]\n[args]\n'
+        'A = { shape = ["N", "N"], access = "in" }\nB = { shape = ["N", "N"], access = "out" }\n'
+        'N = "N"\n')
+    return str(folder / "transpose_naive.toml")
+
+
+def model_rows(*args: str) -> tuple[dict[str, str], dict]:
+    """``tiletraffic model ARGS``: its table's rows (label -> value text) and its JSON."""
+    result = CliRunner().invoke(main, ["model", *args])
+    assert result.exit_code == 0, (result.output, result.exception)
+    rows = {line[2:34].strip(): line[35:] for line in result.stdout.splitlines()
+            if line.startswith("  ") and not line.startswith("  methods")}
+    data = json.loads(CliRunner().invoke(main, ["model", *args, "--json"]).stdout)
+    return rows, data
+
+
+def test_cli_model_text_shows_the_stores_sectors_per_request_as_the_loads(naive_transpose):
+    rows, data = model_rows(naive_transpose)
+    requests = 4096 * 4096 // 32
+    assert data["global_store_requests"] == requests
+    assert data["global_store_sectors"] == 32 * requests
+    assert rows["global stores (elements)"] == str(4096 * 4096)
+    assert rows["global store requests"] == str(requests)
+    assert rows["global store sectors"] == str(32 * requests)
+    assert rows["sectors per store request"] == "32.00"
+    assert rows["global load sectors"] == str(4 * requests)
+    assert rows["sectors per load request"] == "4.00"
+
+
+@pytest.mark.parametrize("args, output_lines", [
+    (("matvec-naive", "--m", "4096", "--k", "4096"), 128),     # y: 16 KiB
+    (("TRANSPOSE",), 4096 * 4096 * 4 // 128),                  # B: 64 MiB
+])
+def test_cli_model_shows_dram_writes_in_whole_lines_and_where_the_rest_is(
+        naive_transpose, args, output_lines):
+    args = tuple(naive_transpose if a == "TRANSPOSE" else a for a in args)
+    rows, data = model_rows(*args)
+    shown = rows["DRAM write bytes (predicted)"]
+    written = int(shown.split()[0])
+    lines = round(data["dram_write_bytes"] / 128)
+    assert 0 < lines < output_lines
+    assert written == 128 * lines                    # whole lines of the model's bytes
+    assert (f"{lines} of the output's {output_lines} lines of 128 B are evicted during the "
+            f"kernel; the other {output_lines - lines} are still in the L2 when it ends "
+            "and reach DRAM after it") in shown
+    if data["dram_write_bytes"] != written:          # the model's value is named beside it
+        assert f"the model's expected {data['dram_write_bytes']} B in whole lines" in shown
+    # the time is the model's, from its own write bytes (not the rounded ones shown)
+    assert data["time_terms_s"]["dram_s"] == pytest.approx(
+        (data["dram_read_bytes"] + data["dram_write_bytes"]) / NVIDIA_H200.dram_bytes_per_s,
+        rel=1e-12)
+    assert rows["predicted time (ms)"].split()[0] == f"{data['predicted_time_s'] * 1e3:.4f}"
+
+
+def test_cli_model_says_an_output_that_fits_stays_in_l2():
+    rows, data = model_rows("gemm-tiled", "--m", "64", "--n", "64", "--k", "64")
+    assert data["dram_write_bytes"] == 0
+    # C: 64 x 64 floats = 128 lines
+    assert rows["DRAM write bytes (predicted)"] == (
+        "0  (the output's 128 lines of 128 B are still in the L2 when the kernel ends and "
+        "reach DRAM after it)")

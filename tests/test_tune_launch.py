@@ -227,3 +227,20 @@ def test_a_kernel_whose_classes_are_not_proved_is_noted_once_and_modelled_whole(
     assert len(notes) == 1 and "group_id(0) == 2" in notes[0]
     # counted whole: 16 additions by each of the 16 work-items of work-group G alone
     assert [p["flop"] for p in doc["predictions"]] == [16 * 16, 16 * 16]
+
+
+def test_the_text_header_names_the_sizes_tuned(tmp_path):
+    doc = tune_launch(LAUNCH, {"TS": [8, 16]}, sets={"N": 48}, top=0, out=tmp_path / "t.json")
+    assert doc["meta"]["sizes"] == {"N": 48}
+    from tiletraffic.analysis.tune.launch import table
+    assert table(doc).splitlines()[0].startswith(f"tune {LAUNCH} (mmul_tiled) at N=48: ")
+    # the launch file's own size where --set does not replace it
+    result = CliRunner().invoke(main, ["tune", str(LAUNCH), "--param", "TS=8,16", "--top", "0",
+                                       "--out", str(tmp_path / "u.json")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0].startswith(f"tune {LAUNCH} (mmul_tiled) at N=256: ")
+    # results written before the sizes were recorded: the sizes set, else none named
+    older = {**doc, "meta": {k: v for k, v in doc["meta"].items() if k != "sizes"}}
+    assert table(older).splitlines()[0].startswith(f"tune {LAUNCH} (mmul_tiled) at N=48: ")
+    older["meta"]["sets"] = {}
+    assert table(older).splitlines()[0].startswith(f"tune {LAUNCH} (mmul_tiled): ")

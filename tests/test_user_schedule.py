@@ -88,22 +88,126 @@ def test_simulate_by_path_counts_equal_closed_forms_and_values_equal_reference(m
     forms = textbook(m, k, n)
     assert out["global_load_elems_by_buffer"] == {"A": forms["A"], "B": forms["B"], "C": 0}
     assert out["barriers"] == forms["barriers_per_work_group"] * forms["work_groups"]
-    assert out["closed_form_agrees"] is None  # no built-in closed form for a user schedule
+    assert out["closed_form_agrees"] is True  # the file's own closed_form, checked
     assert out["result_check_skipped"] is None
     assert 0 <= out["result_error_over_tolerance"] <= 1
     assert out["hazards"] == []
     assert (out["m"], out["k"], out["n"], out["local_size"]) == (m, k, n, [16, 8])
 
 
-def test_simulate_table_shows_no_closed_form_column():
+def table_rows(output: str) -> dict[str, list[str]]:
+    """``simulate``'s counter rows: counter (``key`` or ``key[buffer]``) -> its cells."""
+    return {line.split()[0]: line.split()[1:] for line in output.splitlines()
+            if line.split() and line.split()[0].split("[")[0] in COUNT_KEYS}
+
+
+def test_simulate_table_shows_the_files_closed_form_column():
     result = invoke("simulate", SPEC, *sizes_args(20, 20, 40))
     assert result.exit_code == 0, result.output
     expected = TUTORIAL.closed_form(20, 20, 40)
-    rows = {line.split()[0]: line.split()[1:] for line in result.output.splitlines()
-            if line.split() and line.split()[0] in expected}
-    assert set(rows) == {k for k, v in expected.items() if not isinstance(v, dict)}
+    rows = table_rows(result.output)
+    flat = {(f"{k}[{b}]" if b else k): v for k, value in expected.items()
+            for b, v in (value.items() if isinstance(value, dict) else [(None, value)])}
+    assert set(rows) == set(flat)
     for key, cells in rows.items():
-        assert cells == [str(expected[key]), "-"], (key, cells)
+        assert cells == [str(flat[key]), str(flat[key])], (key, cells)
+    assert f"closed form: {EXAMPLE}:closed_form: agrees with the simulated counts" \
+        in result.output
+    assert "no closed form" not in result.output
+
+
+def without_closed_form(tmp_path: Path) -> Path:
+    source = EXAMPLE.read_text()
+    assert "\ndef closed_form(" in source
+    return write(tmp_path, "no_form.py", source.replace("\ndef closed_form(", "\ndef _form("))
+
+
+def test_a_file_without_closed_form_has_none(tmp_path):
+    spec = f"{without_closed_form(tmp_path)}:make_schedule"
+    result = invoke("simulate", spec, *sizes_args(20, 20, 40))
+    assert result.exit_code == 0, result.output
+    assert {tuple(cells[1:]) for cells in table_rows(result.output).values()} == {("-",)}
+    assert "no closed form for rect-tile-gemm (the simulated counts stand alone)" \
+        in result.output
+    assert ok_json("simulate", spec, *sizes_args(20, 20, 40))["closed_form_agrees"] is None
+    assert tt.closed_form(tt.build(spec, m=20, k=20, n=40)) is None
+    # a closed_form imported into the file is not the file's own
+    imported = write(tmp_path, "imports_it.py", without_closed_form(tmp_path).read_text()
+                     + "\nfrom tiletraffic import closed_form  # noqa: E402\n")
+    sch = tt.build(f"{imported}:make_schedule", m=20, k=20, n=40)
+    assert tt.closed_form(sch) is None
+
+
+FORMS = {
+    # the barriers and the loads of A, right; nothing else given
+    "partial": "def closed_form(m, k, n):\n    return {'barriers': 2 * -(-k // 8) * -(-n // 16)"
+               " * -(-m // 8), 'global_load_elems_by_buffer': {'A': m * k * -(-n // 16)}}\n",
+    # the barriers wrong (one per step), numpy integers and the tile taken
+    "wrong": "import numpy as np\ndef closed_form(m, k, n, tile):\n    return {'barriers': "
+             "np.int64(-(-k // tile) * -(-n // 16) * -(-m // 8)), 'work_groups': "
+             "-(-n // 16) * -(-m // 8)}\n",
+}
+
+
+def test_a_closed_form_of_some_counters_is_checked_in_those(tmp_path):
+    source = EXAMPLE.read_text()
+    cut = source.index("\ndef closed_form(")
+    partial = write(tmp_path, "partial.py", source[:cut] + "\n" + FORMS["partial"])
+    spec = f"{partial}:make_schedule"
+    result = invoke("simulate", spec, *sizes_args(20, 20, 40))
+    assert result.exit_code == 0, result.output
+    rows = table_rows(result.output)
+    assert rows["barriers"] == ["54", "54"]
+    assert rows["global_load_elems_by_buffer[A]"] == ["1200", "1200"]
+    assert rows["global_load_elems_by_buffer[B]"] == ["2400", "-"]
+    assert rows["flop"] == ["55296", "-"]
+    assert (f"closed form: {partial}:closed_form: agrees with the simulated counts (it gives "
+            "2 of the 16 counters)") in result.output
+    assert ok_json("simulate", spec, *sizes_args(20, 20, 40))["closed_form_agrees"] is True
+    assert tt.closed_form(tt.build(spec, m=20, k=20, n=40)) == {
+        "barriers": 54, "global_load_elems_by_buffer": {"A": 1200}}
+
+    wrong = write(tmp_path, "wrong.py", source[:cut] + "\n" + FORMS["wrong"])
+    spec = f"{wrong}:make_schedule"
+    result = invoke("simulate", spec, *sizes_args(20, 20, 40))
+    assert result.exit_code == 0, result.output   # a count differing is shown, not a fault
+    assert table_rows(result.output)["barriers"] == ["54", "27"]
+    assert f"closed form: {wrong}:closed_form: DIFFERS from the simulated counts in barriers" \
+        in result.output
+    assert ok_json("simulate", spec, *sizes_args(20, 20, 40))["closed_form_agrees"] is False
+    out = ok_json("model", spec, *sizes_args(20, 20, 40))
+    assert out["closed_form_agrees"] is False
+    formula = tt.closed_form(tt.build(spec, m=20, k=20, n=40))
+    assert formula == {"barriers": 27, "work_groups": 9}
+    assert type(formula["barriers"]) is int
+
+
+@pytest.mark.parametrize("form, needles", [
+    ("def closed_form(m, k, n):\n    return 1 // 0\n",
+     ["closed_form(m=20, k=20, n=40) raised ZeroDivisionError"]),
+    ("def closed_form(m, k, n):\n    return [m, k, n]\n", ["type list", "not a dict"]),
+    ("def closed_form(m, k, n):\n    return {'loads': 3}\n",
+     ["key 'loads', which is no counter", "global_load_elems"]),
+    ("def closed_form(m, k, n):\n    return {'barriers': 2.5}\n",
+     ["barriers must be an integer, got float 2.5"]),
+    ("def closed_form(m, k, n):\n    return {'global_load_elems_by_buffer': {'X': 1}}\n",
+     ["buffer 'X'", "A, B, C"]),
+    ("def closed_form(size):\n    return {}\n",
+     ["needs parameter 'size'", "m, k, n, tile"]),
+    ("import sys\ndef closed_form(m, k, n):\n    sys.exit(0)\n", ["sys.exit(0)"]),
+])
+def test_a_closed_form_that_fails_is_bad_input_in_one_line(tmp_path, form, needles):
+    source = EXAMPLE.read_text()
+    bad = write(tmp_path, "bad_form.py", source[:source.index("\ndef closed_form(")]
+                + "\n" + form)
+    spec = f"{bad}:make_schedule"
+    for command in ("simulate", "model"):
+        one_line_error(invoke(command, spec, *sizes_args(20, 20, 40), "--json"),
+                       f"{bad}:closed_form", *needles)
+    with pytest.raises(user_schedule.UserScheduleError, match="closed_form"):
+        tt.closed_form(tt.build(spec, m=20, k=20, n=40))
+    # the schedule itself is fine: check does not use the closed form
+    assert ok_json("check", spec, *sizes_args(20, 20, 40)) == []
 
 
 def test_explicit_reference_is_used_and_a_wrong_one_is_caught(tmp_path):
@@ -169,7 +273,7 @@ def test_model_by_path_on_nvidia_h200():
     out = ok_json("model", SPEC, *sizes_args(m, k, n), "--device-model", "nvidia-h200")
     expected = TUTORIAL.closed_form(m, k, n)
     assert {key: out[key] for key in COUNT_KEYS} == expected
-    assert out["closed_form_agrees"] is None
+    assert out["closed_form_agrees"] is True
     assert out["global_load_requests"] > 0
     assert out["global_load_sectors"] >= out["global_load_requests"]
     assert math.isfinite(out["predicted_time_s"]) and out["predicted_time_s"] > 0
@@ -329,7 +433,7 @@ def test_python_api_on_the_tutorial_schedule():
     exact = TUTORIAL.reference({key: v.astype(np.float64) for key, v in inputs.items()})
     absprod = np.abs(inputs["A"].astype(np.float64)) @ np.abs(inputs["B"].astype(np.float64))
     assert check_result(res.outputs["C"].reshape(m, n), exact, k, absprod).ok
-    assert tt.closed_form(sch) is None
+    assert tt.closed_form(sch) == TUTORIAL.closed_form(m, k, n)
     assert tt.check(sch) == []
     launch = tt.model(sch, "nvidia-h200")
     assert launch.counts.to_dict() == TUTORIAL.closed_form(m, k, n)

@@ -110,13 +110,43 @@ def generate(schedule: Schedule):
 
 @facade_function
 def closed_form(schedule: Schedule) -> dict | None:
-    """Closed-form counts of `schedule` (the keys of `TrafficCounts.to_dict()`), or
-    `None` for a schedule family without closed forms (a user's own schedule).
+    """Closed-form counts of `schedule` (the keys of `TrafficCounts.to_dict()`): a
+    built-in family's, or for a schedule built from `"FILE.py:FUNCTION"` the counts of the
+    function `closed_form` of that file, called with the schedule's sizes (`m`, `k`, `n`,
+    `tile`: those it takes) and checked (some or all of the counters, integers). `None`
+    for a schedule without closed forms (a user's schedule whose file defines none).
 
     Raises:
         TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
+        tiletraffic.frontend.user_schedule.UserScheduleError (a ValueError): the file's
+            `closed_form` needs a size the schedule lacks, raises, or returns something
+            other than a dict of counts (a key that is no counter, a value that is not an
+            integer).
     """
     check_schedule_argument(schedule, "closed_form")
+    from tiletraffic.frontend import user_schedule
     from tiletraffic.simulator.kernels import closed_forms
 
+    if user_schedule.closed_form_source(schedule) is not None:
+        return user_schedule.closed_form_counts(schedule)
     return closed_forms.counts_or_none(schedule)
+
+
+def closed_form_agrees(formula: dict | None, counts: dict) -> bool | None:
+    """Whether the closed-form counts ``formula`` (:func:`closed_form`; a user's may give
+    some of the counters only) equal the simulated ``counts`` (``TrafficCounts.to_dict()``)
+    in every counter and buffer they give; None without closed forms."""
+    return None if formula is None else not closed_form_differences(formula, counts)
+
+
+def closed_form_differences(formula: dict, counts: dict) -> list[str]:
+    """The counters (``key`` or ``key[buffer]``) where ``formula`` gives another value than
+    ``counts``, in ``formula``'s order."""
+    out = []
+    for key, value in formula.items():
+        if isinstance(value, dict):
+            simulated = counts.get(key) or {}
+            out += [f"{key}[{name}]" for name, v in value.items() if simulated.get(name, 0) != v]
+        elif counts.get(key) != value:
+            out.append(key)
+    return out

@@ -2,6 +2,7 @@
 ``simulate --device-model`` prints)."""
 from __future__ import annotations
 
+import math
 import warnings
 
 import click
@@ -12,7 +13,10 @@ from tiletraffic.simulator.engine.limits import LimitError
 from tiletraffic.simulator.engine.simulation import InputError
 from tiletraffic.simulator.ir.static import ExecutionError
 from tiletraffic.simulator.observers.hazards import HazardError
+from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
 from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
+
+from tiletraffic.frontend.user_schedule import UserScheduleError
 
 from tiletraffic.analysis import environment
 from tiletraffic.analysis.api import schedules, simulation
@@ -103,10 +107,13 @@ def show_model(sch, model, as_json: bool, registers: int | None = None) -> None:
 def model_json(sch, launch, guesses: list[str], declared: list[str]) -> dict:
     """The ``--json`` document: the schedule's sizes, the launch's counts, memory counts and
     prediction, whether the counts equal the closed forms, the model's warnings."""
-    formula = schedules.closed_form(sch)
+    try:
+        formula = schedules.closed_form(sch)
+    except UserScheduleError as err:   # the file's own closed_form raised or is malformed
+        raise click.UsageError(str(err)) from None
     out = {"schedule": sch.family, "tile": sch.tile,
            **{k.lower(): v for k, v in sch.params}, **launch.to_dict(),
-           "closed_form_agrees": None if formula is None else formula == launch.counts.to_dict(),
+           "closed_form_agrees": schedules.closed_form_agrees(formula, launch.counts.to_dict()),
            "guessed_values": guesses}
     if declared:
         out["model_warnings"] = declared
@@ -122,14 +129,18 @@ def model_text(sch, model, launch) -> list[str]:
     rows = [("global loads (elements)", launch.counts.global_load_elems),
             ("global load requests", mem.global_load_requests),
             ("global load sectors", mem.global_load_sectors),
-            ("sectors per request", f"{mem.global_load_sectors_per_request:.2f}"),
+            ("sectors per load request", f"{mem.global_load_sectors_per_request:.2f}"),
+            ("global stores (elements)", launch.counts.global_store_elems),
+            ("global store requests", mem.global_store_requests),
+            ("global store sectors", mem.global_store_sectors),
+            ("sectors per store request", f"{sectors_per_store_request(mem):.2f}"),
             ("local loads (elements)", launch.counts.local_load_elems),
             ("local bank conflicts", mem.local_bank_conflicts),
             ("L2 -> L1 sectors (predicted)", p.l2_read_sectors),
             ("L1 load hit rate (predicted)", f"{p.l1_load_hit_rate:.3f}"),
             ("DRAM read bytes (predicted)", p.dram_read_bytes),
             ("DRAM read bytes (lock-step)", p.dram_read_bytes_lockstep),
-            ("DRAM write bytes (predicted)", p.dram_write_bytes),
+            ("DRAM write bytes (predicted)", dram_write_text(sch, model, p.dram_write_bytes)),
             ("registers per work-item", "not modelled" if p.registers_per_work_item is None
              else p.registers_per_work_item),
             ("resident work-groups per CU", p.resident_work_groups_per_cu),
@@ -150,3 +161,43 @@ def model_text(sch, model, launch) -> list[str]:
     return [head,
             *(f"  {label:32s} {value}" for label, value in rows),
             "  methods: " + "; ".join(f"{k}: {v}" for k, v in p.methods.items())]
+
+
+def sectors_per_store_request(mem) -> float:
+    """Sectors per global store request of ``mem`` (a MemoryCounts; 0.0 without stores)."""
+    return mem.global_store_sectors / mem.global_store_requests \
+        if mem.global_store_requests else 0.0
+
+
+def output_lines(sch, line_bytes: int) -> int:
+    """The L2 lines the outputs of ``sch`` (one kernel) occupy: each output array's bytes
+    in whole lines of ``line_bytes`` (buffers start on a line)."""
+    p = sch.param_values
+    return sum(-(-math.prod(p[s] for s in a.shape) * FLOAT_BYTES // line_bytes)
+               for a in sch.arrays if a.is_output)
+
+
+def dram_write_text(sch, model, dram_write_bytes: float) -> str:
+    """The DRAM write bytes of ``sch`` (one kernel) on ``model``, as shown: the model's
+    write-back (an expected value, in general not a whole number of lines) rounded to whole
+    lines of ``model.line_bytes``, with why it is less than the output: the output's other
+    lines are still in the L2 when the kernel ends and reach DRAM after it, outside the
+    kernel's DRAM writes."""
+    line = model.line_bytes
+    total = output_lines(sch, line)
+    written = min(total, int(round(dram_write_bytes / line)))
+    kept = total - written
+    lines = f"line{'s' if total != 1 else ''} of {line} B"
+    if kept == 0:
+        why = f"all the output's {total} {lines} are evicted during the kernel"
+    elif written == 0:
+        why = (f"the output's {total} {lines} {'are' if total != 1 else 'is'} still in the "
+               "L2 when the kernel ends and reach DRAM after it")
+    else:
+        why = (f"{written} of the output's {total} {lines} are evicted during the kernel; the "
+               f"other {kept} {'are' if kept != 1 else 'is'} still in the L2 when it ends and "
+               "reach DRAM after it")
+    exact = written * line == dram_write_bytes
+    return (f"{written * line}  ({why}" +
+            ("" if exact else f"; the model's expected {dram_write_bytes:g} B in whole lines")
+            + ")")

@@ -18,7 +18,10 @@ from tiletraffic.simulator.engine.reference import random_inputs, reference
 from tiletraffic.simulator.ir.sequence import is_sequence
 
 from tiletraffic.analysis import environment
-from tiletraffic.analysis.api.schedules import closed_form
+from tiletraffic.frontend.user_schedule import UserScheduleError, closed_form_source
+
+from tiletraffic.analysis.api.schedules import (closed_form, closed_form_agrees,
+                                                closed_form_differences)
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (NO_REFERENCE, build_schedule, check_work, fail,
                                              is_user_spec, reference_fn,
@@ -114,7 +117,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     unproved = by_classes and res.representatives is None   # every work-group ran
     by_classes = by_classes and not unproved
     counts = res.counts.to_dict()
-    formula = closed_form(sch)
+    formula = closed_form_of(sch)
     ref = worst = None
     skipped = None if values else "counts only"
     if values and ref_fn is None and is_user_spec(schedule):
@@ -130,7 +133,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                                 "global_size": list(x.global_size)} for x in sch.kernels]}
                   if is_sequence(sch) else
                   {"local_size": list(sch.local_size), "global_size": list(sch.global_size)}),
-               **counts, "closed_form_agrees": None if formula is None else formula == counts,
+               **counts, "closed_form_agrees": closed_form_agrees(formula, counts),
                "result_error_over_tolerance": check, "result_check_skipped": skipped,
                "work_group_classes": by_classes,
                "inputs": inputs_kind if values else None,
@@ -189,19 +192,44 @@ def unproved_why(sch, classes: tuple[str | None, ...]) -> str | None:
     return classes_problem(sch) if is_sequence(sch) else classes[0]
 
 
+def closed_form_of(sch) -> dict | None:
+    """The closed-form counts of ``sch`` (a built-in family's or its file's own
+    ``closed_form``), None without.
+
+    Raises:
+        click.UsageError: the file's ``closed_form`` raised or returned no counts."""
+    try:
+        return closed_form(sch)
+    except UserScheduleError as err:
+        raise click.UsageError(str(err)) from None
+
+
 def counts_text(sch, counts: dict, formula: dict | None, hazards) -> list[str]:
-    """The launch's header, one line per counter (simulated, closed form) and the hazards."""
+    """The launch's header, one line per counter (simulated, closed form: ``-`` where there
+    is none or it gives none for the counter), where the closed forms come from and what
+    they disagree in (a user's file, or a disagreement), and the hazards."""
     lines = [f"{sch.family}  " + " ".join(f"{a}={v}" for a, v in sch.params) +
              f"  tile={sch.tile}  {launch_shape_text(sch)}",
              f"{'counter':40s} {'simulated':>16s} {'closed form':>16s}"]
     for key, value in counts.items():
         for name, v in (value.items() if isinstance(value, dict) else [(None, value)]):
             label = key if name is None else f"{key}[{name}]"
-            expected = "-" if formula is None else (
-                formula[key] if name is None else formula[key][name])
-            lines.append(f"{label:40s} {v:16d} {expected:>16}")
+            given = (formula or {}).get(key, {} if name is not None else None)
+            expected = given if name is None else given.get(name)
+            lines.append(f"{label:40s} {v:16d} {'-' if expected is None else expected:>16}")
     if formula is None:
         lines.append(f"no closed form for {sch.family} (the simulated counts stand alone)")
+    else:
+        source = closed_form_source(sch)
+        differ = closed_form_differences(formula, counts)
+        given = sum(len(v) if isinstance(v, dict) else 1 for v in formula.values())
+        every = sum(len(v) if isinstance(v, dict) else 1 for v in counts.values())
+        if source is not None or differ:
+            lines.append(("closed form: " + source + ": " if source else "closed form: ")
+                         + (f"DIFFERS from the simulated counts in {', '.join(differ)}"
+                            if differ else "agrees with the simulated counts")
+                         + ("" if given >= every else
+                            f" (it gives {given} of the {every} counters)"))
     lines += [f"hazard [{h.kind}] {h.detail}" for h in hazards]
     return lines
 

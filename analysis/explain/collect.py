@@ -24,8 +24,7 @@ from tiletraffic.simulator.model.launch import model_launch
 from tiletraffic.simulator.model.observation import device_limits
 from tiletraffic.simulator.model.prediction import ADDED_TIME_TERMS
 
-from tiletraffic.simulator.kernels import closed_forms as closed_form
-
+from tiletraffic.analysis.api.schedules import closed_form
 from tiletraffic.analysis.device_model import DEFAULT_MODEL, resolve_device_model
 
 MAX_SIDE_ELEMS = 64
@@ -246,7 +245,9 @@ def explain_data(schedule: S.Schedule, device: str | DeviceModel = DEFAULT_MODEL
 
     Returns:
         The page's document: ``schedule``, ``arrays``, ``work_group``, ``steps``, ``reuse``,
-        ``counts`` (``TrafficCounts.to_dict()``, as ``simulate --json``), ``closed_form``,
+        ``counts`` (``TrafficCounts.to_dict()``, as ``simulate --json``), ``closed_form``
+        (:func:`tiletraffic.analysis.api.schedules.closed_form`: a built-in family's, or
+        the schedule's file's own; some counters only, or None),
         ``sites`` and ``samples`` (per load/store statement: its launch-wide memory counts
         and one sub-group's request), ``memory`` (their sums: the launch's
         ``MemoryCounts``), ``hazards`` and ``time``.
@@ -256,6 +257,8 @@ def explain_data(schedule: S.Schedule, device: str | DeviceModel = DEFAULT_MODEL
         ValueError: a work-group outside the launch, ``step_iterations`` below 1.
         KeyError, DeviceModelError: an unknown or malformed device model.
         LimitError: the schedule exceeds the device model's limits.
+        UserScheduleError: the schedule's file's ``closed_form`` raised or returned no
+            counts.
     """
     check_size(schedule)
     model = resolve_device_model(device)
@@ -284,7 +287,7 @@ def explain_data(schedule: S.Schedule, device: str | DeviceModel = DEFAULT_MODEL
     by_barriers = observer.barriers_passed > 0
     steps = observer.steps(by_barriers)
     per_item = observer.work_item_elements(by_barriers)
-    formula = closed_form.counts_or_none(schedule)
+    formula = closed_form(schedule)
     rules = _per_element_rule(schedule)
     reuse = {}
     for name, counts in result.read_maps.items():
@@ -294,8 +297,8 @@ def explain_data(schedule: S.Schedule, device: str | DeviceModel = DEFAULT_MODEL
             "total": int(flat.sum()),
             "min": int(flat.min()) if flat.size else 0,
             "max": int(flat.max()) if flat.size else 0,
-            "closed_form_total": None if formula is None else
-            formula["global_load_elems_by_buffer"].get(name),
+            "closed_form_total": (formula or {}).get("global_load_elems_by_buffer",
+                                                     {}).get(name),
             "per_element_closed_form": rules.get(name),
         }
     sites = [s.to_dict() for s in observer.sites()]

@@ -74,13 +74,18 @@ def _hazards(doc: dict) -> list[dict]:
 
 
 def _samples(doc: dict, space: str) -> list[dict]:
+    """The sample request of every load and store statement of ``space`` with its
+    statement's launch-wide counts (global: the loads first, then the stores, each in the
+    order first executed; local: the most wavefronts first)."""
     sites = {(s["space"], s["direction"], s["array"], s["site"]): s for s in doc["sites"]}
     out = []
     for sample in doc["samples"]:
-        if sample["space"] != space or (space == "global" and sample["direction"] != "load"):
+        if sample["space"] != space:
             continue
         site = sites[(sample["space"], sample["direction"], sample["array"], sample["site"])]
         out.append({"sample": sample, "site": site})
+    if space == "global":
+        out.sort(key=lambda s: s["sample"]["direction"] != "load")
     if space == "local":   # the worst request first: that is the one to look at
         key = "local_{}_wavefronts"
         out.sort(key=lambda s: -s["sample"]["figures"][key.format(s["sample"]["direction"])])

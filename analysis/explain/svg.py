@@ -220,10 +220,12 @@ def reuse_picture(doc: dict, name: str) -> str:
 
 
 def coalescing_picture(sample: dict, sector_bytes: int, line_bytes: int) -> str:
-    """One sub-group's global request: lanes (top) -> byte addresses -> the 32-byte sectors
-    they fall in, inside their 128-byte lines (bottom); lines that are touched are drawn
-    with all their sectors, the touched ones filled."""
+    """One sub-group's global request, a load or a store (``sample["direction"]``): lanes
+    (top) -> byte addresses -> the 32-byte sectors they fall in, inside their 128-byte lines
+    (bottom); lines that are touched are drawn with all their sectors, the touched ones
+    filled, in the load or the store colour."""
     lanes, elements = sample["lanes"], sample["elements"]
+    colour = STORE if sample["direction"] == "store" else LOAD
     lane_w = 14
     per_line = line_bytes // sector_bytes
     addresses = {lane: [e * 4 for e in els] for lane, els in zip(lanes, elements)}
@@ -252,7 +254,7 @@ def coalescing_picture(sample: dict, sector_bytes: int, line_bytes: int) -> str:
             filled = sector in touched_sectors
             out.append(f'<rect class="sector{" touched" if filled else ""}" x="{x0 + k * sec_w}" '
                        f'y="{bottom}" width="{sec_w - 2}" height="{min(sec_w, 20)}" '
-                       f'fill="{LOAD if filled else CELL}" stroke="{GRID}"><title>sector '
+                       f'fill="{colour if filled else CELL}" stroke="{GRID}"><title>sector '
                        f'{sector}: bytes {sector * sector_bytes}-{(sector + 1) * sector_bytes - 1}'
                        f'</title></rect>')
         text = (f"line {line}: bytes {line * line_bytes}-{(line + 1) * line_bytes - 1}"
@@ -269,10 +271,11 @@ def coalescing_picture(sample: dict, sector_bytes: int, line_bytes: int) -> str:
                       ' (inactive)') + '</title></rect>')
         for b in addresses[lane]:
             out.append(f'<line x1="{x + lane_w / 2 - 1}" y1="{top + 12}" '
-                       f'x2="{sector_x[b // sector_bytes]}" y2="{bottom}" stroke="{LOAD}" '
+                       f'x2="{sector_x[b // sector_bytes]}" y2="{bottom}" stroke="{colour}" '
                        f'stroke-opacity="0.5"/>')
     height = bottom + min(sec_w, 20) + 22
-    return (f'<svg class="coalescing" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+    return (f'<svg class="coalescing {sample["direction"]}" '
+            f'xmlns="http://www.w3.org/2000/svg" width="{width}" '
             f'height="{height}" viewBox="0 0 {width} {height}">' + "".join(out) + "</svg>")
 
 

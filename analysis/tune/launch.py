@@ -150,8 +150,10 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
             existing one is first moved to ``history/`` beside it, never overwritten.
 
     Returns:
-        The results document: ``meta``, ``rejected``, ``predictions`` (ranked),
-        ``measurements``, ``summary`` (:func:`analysis.tune.stats.summarize`).
+        The results document: ``meta`` (with ``sizes``, the launch file's sizes after
+        ``sets``, evaluated at the parameters' first values), ``rejected``,
+        ``predictions`` (ranked), ``measurements``, ``summary``
+        (:func:`analysis.tune.stats.summarize`).
 
     Raises:
         TuneError: bad arguments (a name both tuned and in ``sets``), a constraint that
@@ -192,6 +194,7 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
         seed = int(np.random.SeedSequence().entropy % 2**63)
     meta = {"launch_file": str(spec), "kernel": base.kernel, "params": params,
             "constraints": list(constraints), "sets": dict(sets or {}),
+            "sizes": dict(base.sizes),
             "space_candidates": combos, "device_model": model.name,
             "device": None if target is None else {"name": target.info.device_name,
                                                    "platform": target.info.platform_name},
@@ -394,7 +397,10 @@ def table(doc: dict) -> str:
     """The tuning as text: candidates in predicted order with predicted and measured times,
     the rejections by reason, the model's pick, the best measured and the regret."""
     meta, summary = doc["meta"], doc.get("summary") or tuning_stats.summarize(doc)
-    lines = [f"tune {meta['launch_file']} ({meta['kernel']}): {meta['space_candidates']} "
+    sizes = meta.get("sizes", meta.get("sets") or {})   # results written before "sizes"
+    lines = [f"tune {meta['launch_file']} ({meta['kernel']})"
+             + (" at " + " ".join(f"{k}={v}" for k, v in sizes.items()) if sizes else "")
+             + f": {meta['space_candidates']} "
              f"candidates, {summary['rejected']} rejected, {summary['modelled']} modelled on "
              f"{meta['device_model']}" + (
                  f", {len(doc['measurements'])} measured on {meta['device']['name']} ("

@@ -73,6 +73,11 @@ class TrafficPrediction:
     l1_load_hit_rate: float
     dram_read_bytes: int
     dram_write_bytes: int
+    """Bytes of output the L2 writes back to DRAM during the kernel: the expected value of
+    the write-back model, rounded to a byte, so in general not a whole number of lines.
+    The output's other lines are still in the L2 when the kernel ends and reach DRAM after
+    it, which the kernel's DRAM writes (Nsight Compute's ``dram__bytes_write``) do not
+    count; ``tiletraffic model`` shows the value in whole lines with that count."""
     l1_wavefronts: int
     time_terms_s: dict[str, float]
     """Seconds. The ceilings ``fp32_s``, ``dram_s``, ``l2_s``, ``l1_s``, ``l1_requests_s`` and
