@@ -186,7 +186,7 @@ class Statements(TranslationContext):
             ptr = self.pointer_expr(args[2])
             offset = self.exact(args[1], True) * width
             return values[1] + [self.vector_memory_store(self.offset(ptr, offset), width,
-                                                         values[0], c)]
+                                                         values[0], c, aligned=False)]
         helper = self.helper(c)
         if helper is not None:
             stmts, _ = self.inline(c, helper, want_value=False)

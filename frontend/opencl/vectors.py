@@ -95,8 +95,9 @@ class Vectors(TranslationContext):
     def vector_load_of(self, s, width):
         """A function names -> VectorLoad when ``s`` loads a vector from memory, else None."""
         from clang.cindex import CursorKind as K
-        ptr = None
+        ptr, aligned = None, True
         if s.kind == K.CALL_EXPR and s.spelling in ("vload2", "vload4"):
+            aligned = False  # vloadn needs the element's alignment only
             if int(s.spelling[-1]) != width:
                 self.fail(s, f"{s.spelling} into a float{width}")
             args = C.children(s)[1:]
@@ -113,7 +114,7 @@ class Vectors(TranslationContext):
         if ptr.width not in (1, width):
             self.fail(s, f"float{ptr.width} access read as float{width}")
         array, index = self.resolve(ptr, s)
-        return lambda names: S.VectorLoad(tuple(names), array, index)
+        return lambda names: S.VectorLoad(tuple(names), array, index, aligned)
 
     def vector_assign(self, names, rhs) -> list:
         s = C.strip(rhs)
@@ -128,8 +129,10 @@ class Vectors(TranslationContext):
         values, out = self.vector_values(rhs, width)
         return out + [self.vector_memory_store(ptr, width, values, at)]
 
-    def vector_memory_store(self, ptr, width, values, at):
+    def vector_memory_store(self, ptr, width, values, at, aligned: bool = True):
+        """One VectorStore of ``values`` through ``ptr``; ``aligned=False`` for ``vstoren``,
+        which needs the element's alignment only."""
         if ptr.width not in (1, width):
             self.fail(at, f"float{width} stored through a float{ptr.width} pointer")
         array, index = self.resolve(ptr, at, store=True)
-        return S.VectorStore(array, index, tuple(values))
+        return S.VectorStore(array, index, tuple(values), aligned)

@@ -227,9 +227,10 @@ class _BlockRenderer(Visitor):
 
     def visit_VectorLoad(self, s: S.VectorLoad) -> None:
         self.emit("{")
-        self.emit(f"    const float{s.width} vec = "
-                  f"*({_vector_pointer(s.array, s.width, const=True)})"
-                  f"&{render_access(s.array, s.index, self.longs)};")
+        where = f"&{render_access(s.array, s.index, self.longs)}"
+        value = f"*({_vector_pointer(s.array, s.width, const=True)}){where}" if s.aligned \
+            else f"vload{s.width}(0, {where})"
+        self.emit(f"    const float{s.width} vec = {value};")
         for w, name in enumerate(s.names):
             self.emit(f"    {name} = vec.{'xyzw'[w]};")
         self.emit("}")
@@ -239,8 +240,11 @@ class _BlockRenderer(Visitor):
         self.emit(f"    float{s.width} vec;")
         for w, v in enumerate(s.values):
             self.emit(f"    vec.{'xyzw'[w]} = {render_float(v, self.longs)[0]};")
-        self.emit(f"    *({_vector_pointer(s.array, s.width, const=False)})"
-                  f"&{render_access(s.array, s.index, self.longs)} = vec;")
+        where = f"&{render_access(s.array, s.index, self.longs)}"
+        if s.aligned:
+            self.emit(f"    *({_vector_pointer(s.array, s.width, const=False)}){where} = vec;")
+        else:
+            self.emit(f"    vstore{s.width}(vec, 0, {where});")
         self.emit("}")
 
     def visit_If(self, s: S.If) -> None:

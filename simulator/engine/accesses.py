@@ -65,12 +65,14 @@ class Accesses(BatchState):
             text = self.sites[key] = f"{direction} {S.describe_access(array, index)}"
         return text
 
-    def access(self, space: str, direction: str, array, index: tuple, mask, width: int = 1):
+    def access(self, space: str, direction: str, array, index: tuple, mask, width: int = 1,
+               aligned: bool = True):
         """Bounds-check (per dimension) and announce one access.
 
         ``width`` > 1: a vector access of ``width`` consecutive elements along the last
-        dimension (all of them bounds-checked); its first flat index must be a multiple of
-        ``width`` (else a ``misaligned-vector-access`` hazard, the entry skipped). The event
+        dimension (all of them bounds-checked); with ``aligned`` its first flat index must be
+        a multiple of ``width`` (else a ``misaligned-vector-access`` hazard, the entry
+        skipped); without (``vload4``), any element is a right start. The event
         then covers every element: its iteration axis holds ``width`` entries per
         iteration (``AccessEvent.vector_width``).
 
@@ -95,7 +97,7 @@ class Accesses(BatchState):
         for comp, extent in zip(comps[1:], dims[1:]):
             flat = flat * extent + comp
         size = math.prod(dims)
-        if width > 1:
+        if width > 1 and aligned:
             misaligned = np.logical_and(mask, flat % width != 0)
             if misaligned.any():
                 self.report_misaligned(space, direction, array.name, width, flat, misaligned,
@@ -206,7 +208,8 @@ class Accesses(BatchState):
 
     def exec_vector_load(self, s: S.VectorLoad, m) -> None:
         space = "global" if isinstance(s.array, S.GlobalArray) else "local"
-        index, ok = self.access(space, "load", s.array, s.index, m, width=s.width)
+        index, ok = self.access(space, "load", s.array, s.index, m, width=s.width,
+                                aligned=s.aligned)
         for w, name in enumerate(s.names):
             if name not in self.private_set:
                 raise NameError(f"{self.schedule.family}: private {name!r} used before it is "
@@ -234,7 +237,8 @@ class Accesses(BatchState):
             ops += flop
         self.count_flop(m, ops)
         space = "global" if isinstance(s.array, S.GlobalArray) else "local"
-        index, m = self.access(space, "store", s.array, s.index, m, width=s.width)
+        index, m = self.access(space, "store", s.array, s.index, m, width=s.width,
+                               aligned=s.aligned)
         if not self.values:
             return
         for w, value in enumerate(values):

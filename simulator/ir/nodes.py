@@ -384,15 +384,20 @@ class VectorLoad(Stmt):
 
     ``index`` gives the first element (one expression per dimension); the ``width =
     len(names)`` elements run along the last dimension. Each name is a private float
-    declared earlier with :class:`DeclareFloat`. Rendered
-    ``v = *(const __global float4*)&A[flat]; a0 = v.x; ...``: one 128-bit (``float4``) or
-    64-bit (``float2``) instruction, which needs ``flat`` to be a multiple of ``width``.
-    Build with :func:`vload`.
+    declared earlier with :class:`DeclareFloat`.
+
+    ``aligned=True`` (a pointer cast, a ``float4`` buffer element): rendered
+    ``v = *(const __global float4*)&A[flat]; a0 = v.x; ...``, one 128-bit (``float4``) or
+    64-bit (``float2``) access, which needs ``flat`` to be a multiple of ``width`` (else the
+    hazard ``misaligned-vector-access``). ``aligned=False``: ``vload4(0, &A[flat])``, which
+    OpenCL requires to be aligned to the element only (OpenCL 1.2 §6.12.7), so any ``flat``
+    is right. Build with :func:`vload`.
     """
 
     names: tuple[str, ...]
     array: Array
     index: tuple[IntExpr, ...]
+    aligned: bool = True
 
     @property
     def width(self) -> int:
@@ -402,11 +407,13 @@ class VectorLoad(Stmt):
 @dataclass(frozen=True, eq=False)
 class VectorStore(Stmt):
     """``array[index + w] = values[w]`` for w < width, as one vector store (see
-    :class:`VectorLoad`; build with :func:`vstore`)."""
+    :class:`VectorLoad` for ``aligned``: ``vstore4`` is ``aligned=False``; build with
+    :func:`vstore`)."""
 
     array: Array
     index: tuple[IntExpr, ...]
     values: tuple[FloatExpr, ...]
+    aligned: bool = True
 
     @property
     def width(self) -> int:
@@ -418,27 +425,28 @@ def _check_width(width: int) -> None:
         raise ScheduleError(f"vector width {width} is not one of {VECTOR_WIDTHS}")
 
 
-def vload(names, array: Array, index) -> VectorLoad:
+def vload(names, array: Array, index, aligned: bool = True) -> VectorLoad:
     """One vector load of ``len(names)`` (2 or 4) floats from ``array[index]`` on into the
-    private floats ``names``.
+    private floats ``names`` (``aligned``: see :class:`VectorLoad`).
 
     Raises:
         ScheduleError: a width other than 2 or 4.
     """
     names = tuple(names)
     _check_width(len(names))
-    return VectorLoad(names, array, _index_tuple(array, index))
+    return VectorLoad(names, array, _index_tuple(array, index), aligned)
 
 
-def vstore(array: Array, index, values) -> VectorStore:
-    """One vector store of ``values`` (2 or 4 floats) into ``array[index]`` on.
+def vstore(array: Array, index, values, aligned: bool = True) -> VectorStore:
+    """One vector store of ``values`` (2 or 4 floats) into ``array[index]`` on
+    (``aligned``: see :class:`VectorLoad`).
 
     Raises:
         ScheduleError: a width other than 2 or 4.
     """
     values = tuple(as_float(v) for v in values)
     _check_width(len(values))
-    return VectorStore(array, _index_tuple(array, index), values)
+    return VectorStore(array, _index_tuple(array, index), values, aligned)
 
 
 def store(array: Array, index, value: FloatLike) -> Store:
