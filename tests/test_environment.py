@@ -6,7 +6,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 import tiletraffic as tt
-from tiletraffic.analysis.cli import environment
+from tiletraffic.analysis import environment
 from tiletraffic.analysis.cli import main
 from tiletraffic.simulator.engine.accelerators import ALL, SIMULATE, Accelerators, private_nest
 

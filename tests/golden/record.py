@@ -9,7 +9,7 @@ is JSON) and stderr. ``tests/test_golden_outputs.py`` re-runs every case and com
 
 The cases: ``simulate``, ``model`` on two device models (nvidia-h200, generic-gpu) and
 ``check`` with ``--json`` for every built-in family, correct demo and faulty variant
-(``tiletraffic.simulator.variants.names()``) at two small sizes (its example shape and the
+(``tiletraffic.simulator.kernels.variants.names()``) at two small sizes (its example shape and the
 second shape of :data:`SECOND_SIZES`), ``check --all``; ``crosscheck --all --json`` (every
 name at its example shape only: Oclgrind takes about a second per kernel; Oclgrind's messages
 left out, their order varies); and the tuner's
@@ -69,7 +69,7 @@ TUNE_LEFT_OUT = {"meta": ("created_utc", "command", "tiletraffic", "space", "see
 def example_size(name: str) -> tuple:
     """The example shape (m, k, n, tile) of ``name``, with the sizes its builder does not
     take as None (the demos sized by M alone, or by M and the work-group size)."""
-    from tiletraffic.simulator.variants import CHECK_EXAMPLES, VARIANTS
+    from tiletraffic.simulator.kernels.variants import CHECK_EXAMPLES, VARIANTS
 
     m, k, n, tile = VARIANTS[name].example if name in VARIANTS else CHECK_EXAMPLES[name]
     if name.startswith("demo-shift"):
@@ -86,7 +86,7 @@ def size_args(size: tuple) -> list[str]:
 
 def sized_cases() -> dict[str, list[str]]:
     """Case id -> argv of every simulate, model and check case."""
-    from tiletraffic.simulator.variants import names
+    from tiletraffic.simulator.kernels.variants import names
 
     cases: dict[str, list[str]] = {}
     for name in names():
