@@ -4,9 +4,13 @@ Every test that reads committed data gets it through :func:`committed` (or a fix
 on it), which skips the test, naming the missing file, when the data is absent (e.g. a
 checkout without reports/). The predictions of the two validation runs are modelled once
 per session: modelling the 27 + 15 cases is the slowest part of these tests.
+
+These tests run as their own step (``pytest experiments``), apart from the package's tests;
+the package's test helpers (``tests/strategies.py``) are importable here as ``strategies``.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +19,11 @@ from experiments.h200.hardware import compare
 
 from experiments.h200.data import REPORT
 from experiments.h200.validation.analysis import load_raw, model_for
+
+PACKAGE_TESTS = Path(__file__).resolve().parents[3] / "tests"
+"""The package's tests folder, whose helper modules these tests import."""
+if str(PACKAGE_TESTS) not in sys.path:
+    sys.path.append(str(PACKAGE_TESTS))
 
 
 def committed(*parts: str) -> Path:
