@@ -15,15 +15,18 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 import pytest  # noqa: E402
 
+from shared_results import computed_once  # noqa: E402
+
 
 @pytest.fixture(scope="session")
-def crosscheck_all():
-    """``tiletraffic crosscheck --all --json`` run once per session (Oclgrind takes about a
-    second per kernel): ``tests/golden/record.py``'s record of it (argv, exit status,
-    stdout parsed, stderr), shared by test_crosscheck and test_golden_outputs."""
+def crosscheck_all(tmp_path_factory):
+    """``tiletraffic crosscheck --all --json`` run once per test run, also with ``-n``
+    (Oclgrind takes about a second per kernel): ``tests/golden/record.py``'s record of it
+    (argv, exit status, stdout parsed, stderr), shared by test_crosscheck and
+    test_golden_outputs."""
     from golden.record import CROSSCHECK_ARGV, invoke
 
-    return invoke(CROSSCHECK_ARGV)
+    return computed_once(tmp_path_factory, "crosscheck_all", lambda: invoke(CROSSCHECK_ARGV))
 
 
 @pytest.fixture

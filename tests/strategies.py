@@ -337,3 +337,21 @@ def small_examples():
         "matvec-rows-reduce": build("matvec-rows-reduce", 45, 37, tile=12, wg_rows=3),
         "matvec-relu": build("matvec-relu", 47, 13, tile=6),
     }
+
+
+def functions_schedule(n: int = 100) -> Schedule:
+    """y[i] = select(i % 3 == 0, sqrt(fabs(a)), fmin(exp(b * 0.25), fmax(a, b) + 2)) for
+    i < ``n`` (work-groups of 32): every float built-in of the IR in one kernel."""
+    import tiletraffic as tt
+
+    a_arr, b_arr = tt.GlobalArray("a", "in", ("N",)), tt.GlobalArray("b", "in", ("N",))
+    y = tt.GlobalArray("y", "out", ("N",))
+    i = tt.Let("i", tt.global_id(0))
+    a, b = a_arr[i.var], b_arr[i.var]
+    value = tt.select((i.var % 3).eq(0), tt.sqrt(tt.fabs(a)),
+                      tt.fmin(tt.exp(b * 0.25), tt.fmax(a, b) + 2.0))
+    body = tt.block(i, tt.If(i.var < tt.Param("N"), (tt.store(y, (i.var,), value),)))
+    size = -(-n // 32) * 32
+    return tt.Schedule(family="float-functions", kernel_name="float_functions",
+                       params=(("N", n),), arrays=(a_arr, b_arr, y), local_arrays=(),
+                       local_size=(32,), global_size=(size,), body=body, tile=32)

@@ -1,5 +1,5 @@
 """The IR's float built-ins (fmax, fmin, fabs, sqrt, exp, select): executed vectorized by the
-simulator as numpy does, rendered as OpenCL C and CUDA, one FLOP each; matvec-relu built
+simulator as numpy does, rendered as OpenCL C, one FLOP each; matvec-relu built
 with them (closed forms, PoCL); the sum-length rules (simulator/engine/sum_length.py)."""
 from __future__ import annotations
 
@@ -9,30 +9,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tiletraffic as tt
-from experiments.h200.cuda import cuda_source
 from tiletraffic.gpu.devices.device import list_devices
 from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.engine.launch_check import check_launch
 from tiletraffic.simulator.engine.reference import random_inputs
+from tiletraffic.simulator.ir.nodes import FConst
+
+from strategies import functions_schedule
 
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed")
 N = 100
-
-
-def functions_schedule(n: int = N) -> tt.Schedule:
-    """y[i] = select(i % 3 == 0, sqrt(fabs(a)), fmin(exp(b * 0.25), fmax(a, b) + 2))."""
-    a_arr, b_arr = tt.GlobalArray("a", "in", ("N",)), tt.GlobalArray("b", "in", ("N",))
-    y = tt.GlobalArray("y", "out", ("N",))
-    i = tt.Let("i", tt.global_id(0))
-    a, b = a_arr[i.var], b_arr[i.var]
-    value = tt.select((i.var % 3).eq(0), tt.sqrt(tt.fabs(a)),
-                      tt.fmin(tt.exp(b * 0.25), tt.fmax(a, b) + 2.0))
-    body = tt.block(i, tt.If(i.var < tt.Param("N"), (tt.store(y, (i.var,), value),)))
-    size = -(-n // 32) * 32
-    return tt.Schedule(family="float-functions", kernel_name="float_functions",
-                       params=(("N", n),), arrays=(a_arr, b_arr, y), local_arrays=(),
-                       local_size=(32,), global_size=(size,), body=body, tile=32)
 
 
 def expected(inputs):
@@ -66,21 +53,17 @@ def test_sum_lengths_of_the_functions():
     assert set(lengths[0::3]) == {6} and set(np.delete(lengths, np.s_[0::3])) == {7}
 
 
-def test_rendered_as_opencl_c_and_cuda():
+def test_rendered_as_opencl_c():
     source = tt.generate(functions_schedule()).source
     assert ("y[i] = ((i % 3 == 0) ? sqrt(fabs(a[i])) : fmin(exp(b[i] * 0.25f), "
             "fmax(a[i], b[i]) + 2.0f));") in source
-    cuda = cuda_source(tt.generate(functions_schedule()))
-    for name, args in (("fmax", "a, b"), ("fmin", "a, b"), ("fabs", "a"), ("sqrt", "a"),
-                       ("exp", "a")):
-        assert f"#define {name}({args}) {name}f({args})" in cuda
 
 
 def test_unknown_function_and_wrong_arity_are_refused():
     with pytest.raises(tt.ScheduleError, match="not one of"):
-        tt.FCall("tanh", (tt.simulator.ir.nodes.FConst(1.0),))
+        tt.FCall("tanh", (FConst(1.0),))
     with pytest.raises(tt.ScheduleError, match="takes 2 argument"):
-        tt.FCall("fmax", (tt.simulator.ir.nodes.FConst(1.0),))
+        tt.FCall("fmax", (FConst(1.0),))
     with pytest.raises(TypeError, match="integer condition"):
         tt.select(1, 0.0, 1.0)
 

@@ -21,6 +21,8 @@ from tiletraffic.analysis.report.plots import fit_power_law
 from tiletraffic.gpu.devices.device import list_devices
 from tiletraffic.gpu.runtime.launch import MIN_REPEAT
 
+from shared_results import computed_once
+
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed "
                                 "(pip install pocl-binary-distribution)")
@@ -48,13 +50,7 @@ def _calibrated_here(tmp_path):
     return path
 
 
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory):
-    """Two quick reports on PoCL into one directory, the first with the default model (a
-    GPU's), the second with a model calibrated on this device: (directory, directory of the
-    second, first JSON, files after the first, second JSON, first report.md)."""
-    if not HAS_POCL:
-        pytest.skip("PoCL is not installed (pip install pocl-binary-distribution)")
+def _two_reports(tmp_path_factory):
     root = tmp_path_factory.mktemp("reports")
     out = report.make_report(device="pocl", out_root=root, quick=True, progress=False)
     first = (out / "results.json").read_text()
@@ -64,6 +60,18 @@ def reports(tmp_path_factory):
     again = report.make_report(device="pocl", out_root=root, quick=True, progress=False,
                                device_model=here)
     return out, again, first, first_files, (out / "results.json").read_text(), first_md
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """Two quick reports on PoCL into one directory, the first with the default model (a
+    GPU's), the second with a model calibrated on this device: (directory, directory of the
+    second, first JSON, files after the first, second JSON, first report.md). Made once per
+    test run (``shared_results.computed_once``); the tests only read the directory."""
+    if not HAS_POCL:
+        pytest.skip("PoCL is not installed (pip install pocl-binary-distribution)")
+    return computed_once(tmp_path_factory, "test_report.reports",
+                         lambda: _two_reports(tmp_path_factory))
 
 
 @needs_pocl

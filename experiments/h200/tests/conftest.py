@@ -3,10 +3,15 @@
 Every test that reads committed data gets it through :func:`committed` (or a fixture built
 on it), which skips the test, naming the missing file, when the data is absent (e.g. a
 checkout without reports/). The predictions of the two validation runs are modelled once
-per session: modelling the 27 + 15 cases is the slowest part of these tests.
+per test run, also under ``-n`` (``shared_results.computed_once``): modelling the 27 + 15
+cases is the slowest part of these tests.
+
+These tests run as their own step (``pytest experiments``), apart from the package's tests;
+the package's test helpers (``tests/strategies.py``) are importable here as ``strategies``.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +20,13 @@ from experiments.h200.hardware import compare
 
 from experiments.h200.data import REPORT
 from experiments.h200.validation.analysis import load_raw, model_for
+
+PACKAGE_TESTS = Path(__file__).resolve().parents[3] / "tests"
+"""The package's tests folder, whose helper modules these tests import."""
+if str(PACKAGE_TESTS) not in sys.path:
+    sys.path.append(str(PACKAGE_TESTS))
+
+from shared_results import computed_once  # noqa: E402
 
 
 def committed(*parts: str) -> Path:
@@ -47,9 +59,10 @@ def raw() -> dict:
 
 
 @pytest.fixture(scope="session")
-def cases(raw):
+def cases(raw, tmp_path_factory):
     """Every case of the issue-4 run compared with its predictions (modelled once)."""
-    return compare(raw, model_for(raw))
+    return computed_once(tmp_path_factory, "experiments.cases",
+                         lambda: compare(raw, model_for(raw)))
 
 
 @pytest.fixture(scope="session")
@@ -59,6 +72,7 @@ def holdout_raw() -> dict:
 
 
 @pytest.fixture(scope="session")
-def holdout_cases(holdout_raw):
+def holdout_cases(holdout_raw, tmp_path_factory):
     """Every case of the held-out run compared with its predictions (modelled once)."""
-    return compare(holdout_raw, model_for(holdout_raw))
+    return computed_once(tmp_path_factory, "experiments.holdout_cases",
+                         lambda: compare(holdout_raw, model_for(holdout_raw)))

@@ -12,6 +12,7 @@ from experiments.h200.model_error import instructions as I
 from experiments.h200.model_error import table as T
 
 from experiments.h200.tests.conftest import committed
+from shared_results import computed_once
 
 
 @pytest.fixture(scope="module")
@@ -23,13 +24,18 @@ def all_cases():
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("model-error-cache")
+    """The observations' cache folder, one per test run (under ``-n`` too: the workers
+    share it, ``shared_results.computed_once``)."""
+    return computed_once(tmp_path_factory, "test_model_error.cache",
+                         lambda: tmp_path_factory.mktemp("model-error-cache"))
 
 
 @pytest.fixture(scope="module")
-def rows(all_cases, cache):
-    """Every case predicted with both device models (cold cache: about a minute)."""
-    return T.predictions(all_cases, cache)
+def rows(all_cases, cache, tmp_path_factory):
+    """Every case predicted with both device models (cold cache: about a minute), once per
+    test run."""
+    return computed_once(tmp_path_factory, "test_model_error.rows",
+                         lambda: T.predictions(all_cases, cache))
 
 
 def test_the_cases_are_every_committed_measurement(all_cases):

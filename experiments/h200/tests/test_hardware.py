@@ -1,11 +1,8 @@
-"""Prediction against measurement (experiments.h200.hardware) on hand-made raw data, and
-``tiletraffic report --render`` on directories without a product report."""
+"""Prediction against measurement (experiments.h200.hardware) on hand-made raw data."""
 from __future__ import annotations
 
 import pytest
-from click.testing import CliRunner
 
-from tiletraffic.analysis.cli import main
 from experiments.h200.hardware import (COMPARED, compare, counter_model_for, modelled_launch,
                                        rankings, speedups)
 from tiletraffic.simulator.model.device_model import DEVICE_MODELS
@@ -71,34 +68,3 @@ def test_speedups_and_rankings_use_the_measured_times():
     assert rank["measured"] == ["gemm-tiled B=16", "gemm-tiled B=8", "gemm-naive B=16"]
     assert sorted(rank["predicted"]) == sorted(rank["measured"])
     assert rank["match"] == (rank["predicted"] == rank["measured"]) == (not rank["discordant"])
-
-
-def test_render_of_a_directory_without_results_json_is_bad_input_in_one_line(tmp_path):
-    result = CliRunner().invoke(main, ["report", "--render", str(tmp_path)])
-    assert result.exit_code == 2 and "Traceback" not in result.output
-    assert len(result.output.strip().splitlines()) == 1 and str(tmp_path) in result.output
-    # H200 validation data only: the error names the module that renders it
-    (tmp_path / "h200_raw.json.gz").write_bytes(b"")
-    result = CliRunner().invoke(main, ["report", "--render", str(tmp_path)])
-    assert result.exit_code == 2 and "experiments.h200.render" in result.output
-    assert not (tmp_path / "validation.md").exists()
-
-
-@pytest.mark.parametrize("command, name", [("report", "results.json"),
-                                           ("validate", "validation.json")])
-@pytest.mark.parametrize("text, needle", [
-    ("[", "not a JSON file"),
-    ("[1, 2]", "a JSON list, expected an object"),
-    ('{"x": 1}', "missing"),
-    ('{"meta": 3, "cases": [], "predictions": {}, "measurements": {}, "results": []}',
-     "not a"),
-])
-def test_render_of_a_malformed_results_file_is_bad_input_in_one_line(tmp_path, command,
-                                                                     name, text, needle):
-    (tmp_path / name).write_text(text)
-    result = CliRunner().invoke(main, [command, "--render", str(tmp_path)])
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit)
-    line = result.output.strip()
-    assert len(line.splitlines()) == 1 and str(tmp_path / name) in line and needle in line
-    assert not (tmp_path / ("report.md" if command == "report" else "validation.md")).exists()

@@ -12,12 +12,13 @@ import subprocess
 
 import pytest
 
+import tiletraffic as tt
 from tiletraffic.gpu.codegen.generate import generate
 from experiments.h200.cuda import (CUDA_PRELUDE, PRELUDE_END, TIMELINE_SUFFIX, cuda_source,
                                    launch_geometry, prelude, timeline_source)
 from tiletraffic.simulator.kernels.families import FAMILIES, build
 
-from strategies import small_examples  # noqa: E402
+from strategies import functions_schedule, small_examples
 
 CASES = small_examples()
 
@@ -82,6 +83,15 @@ def test_launch_geometry_is_the_ndrange_in_blocks(family):
     for d, (g, b) in enumerate(zip(kernel.global_size, kernel.local_size)):
         assert block[d] == b and grid[d] * b == g
     assert all(v == 1 for v in grid[len(kernel.global_size):] + block[len(kernel.local_size):])
+
+
+def test_float_functions_map_to_their_float_forms():
+    """The IR's float built-ins (tests/strategies.functions_schedule uses each) are defined
+    as CUDA's float functions."""
+    cuda = cuda_source(tt.generate(functions_schedule()))
+    for name, args in (("fmax", "a, b"), ("fmin", "a, b"), ("fabs", "a"), ("sqrt", "a"),
+                       ("exp", "a")):
+        assert f"#define {name}({args}) {name}f({args})" in cuda
 
 
 def test_launch_geometry_refuses_a_ragged_ndrange():
