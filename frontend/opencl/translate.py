@@ -52,6 +52,7 @@ then folds C spellings back into single IR statements.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,15 +72,21 @@ from tiletraffic.frontend.opencl.rewrite import simplify
 from tiletraffic.frontend.opencl.statements import Statements
 from tiletraffic.frontend.opencl.vectors import Vectors
 
-__all__ = ["FrontendError", "WorkGroupSizeError", "parse_kernel", "kernel_names", "BufferArg",
-           "DATA_DEPENDENT", "ACCESS", "KernelBuilder", "SourceNames", "source_names",
-           "required_work_group_size"]
+__all__ = ["FrontendError", "WorkGroupSizeError", "MacroRedefinedWarning", "parse_kernel",
+           "kernel_names", "BufferArg", "DATA_DEPENDENT", "ACCESS", "KernelBuilder",
+           "SourceNames", "source_names", "required_work_group_size"]
 
 
 class WorkGroupSizeError(FrontendError):
     """The kernel's ``__attribute__((reqd_work_group_size(X, Y, Z)))`` differs from the
     launch's work-group size (its dimensions padded with 1 to three): the device would
     refuse the launch. The message names both sizes."""
+
+
+class MacroRedefinedWarning(UserWarning):
+    """The source ``#define``s a macro the build options (or a tuned parameter) give with
+    ``-D``: the source's definition is used, as the device compiler uses it. The message
+    names the place and says how to take the ``-D`` value instead (``#ifndef``)."""
 
 
 class KernelBuilder(Declarations, Statements, Loops, Calls, Integers, Floats, Vectors, Memory):
@@ -91,7 +98,8 @@ class KernelBuilder(Declarations, Statements, Loops, Calls, Integers, Floats, Ve
 
 
 def kernel_names(source: str, path: str = "<source>", build_options="") -> list[str]:
-    """The ``__kernel`` functions defined in ``source``, in order.
+    """The ``__kernel`` functions defined in ``source`` and the files it includes, in
+    order.
 
     Raises:
         FrontendError: clang reports an error.
@@ -130,10 +138,16 @@ def source_names(source: str, path: str = "<source>", build_options="") -> Sourc
 
 
 def _kernels(tu, path):
+    """The kernels defined in the source ``path`` or a file it includes (not the built-in
+    declarations), each once, in order."""
     from clang.cindex import CursorKind
+    seen = set()
     for c in tu.cursor.get_children():
-        if c.kind == CursorKind.FUNCTION_DECL and c.is_definition() and _in_file(c, path) \
-                and C.is_kernel(c):
+        f = c.location.file
+        if c.kind == CursorKind.FUNCTION_DECL and c.is_definition() and f is not None and \
+                Path(f.name) != C.BUILTINS_HEADER and c.spelling not in seen and \
+                C.is_kernel(c):
+            seen.add(c.spelling)
             yield c
 
 
@@ -149,11 +163,14 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
 
     Args:
         source: the OpenCL C text (the file's contents when ``path`` names it).
-        kernel: name of a ``__kernel`` function in it.
+        kernel: name of a ``__kernel`` function in it (or in a file it ``#include``s).
         global_size, local_size: the NDRange and the work-group size (work-items per
             dimension, 1 to 3 dimensions; the global size a multiple of the local one).
-        args: every kernel argument by name: an ``int`` for a scalar, a :class:`BufferArg`
-            (or a dict ``{"shape": [...], "access": "in"}``) for a buffer.
+        args: every kernel argument by name: an ``int`` for an integer scalar, a number for
+            a ``float`` one, a :class:`BufferArg` (or a dict ``{"shape": [...], "access":
+            "in"}``) for a buffer, and for a ``__local float *`` argument its size: a
+            :class:`BufferArg` or a dict with ``shape`` (elements, row-major; an ``access``
+            is ignored) or ``local_bytes`` (bytes, as ``clSetKernelArg`` takes them).
         sizes: values of the names the buffer shapes use that are not scalar arguments.
         build_options: ``-D``/``-U``/``-I`` options (a string or a list).
         path: the file name used in messages and for ``#include`` (default ``<source>``).
@@ -161,6 +178,10 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     Returns:
         A :class:`Schedule` of family ``opencl:<kernel>`` whose ``extra["opencl"]`` keeps the
         source, build options and argument kinds, so that running it launches this text.
+
+    Warns:
+        MacroRedefinedWarning: the source ``#define``s again a macro of the build options
+            (:func:`frontend.opencl.clang_ast.redefined_macros`); its definition is used.
 
     Raises:
         FrontendError: a parse error or a construct outside the subset (one line with
@@ -170,6 +191,8 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     """
     path = path or "<source>"
     tu = C.parse(source, path, build_options)
+    for line in C.redefined_macros(tu):
+        warnings.warn(line, MacroRedefinedWarning, stacklevel=2)
     found = {c.spelling: c for c in _kernels(tu, path)}
     if kernel not in found:
         raise FrontendError(f"{path}: no __kernel named {kernel!r}; it defines "
