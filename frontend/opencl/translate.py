@@ -6,8 +6,11 @@ and runs.
 libclang (:mod:`frontend.opencl.clang_ast`: OpenCL C 1.2, the real preprocessor, ``-D`` build
 options) and walks clang's tree of the kernel. The subset it accepts:
 
-- arguments: ``__global`` (or ``__constant``) ``float*``/``float4*`` buffers and
-  ``int``/``uint`` scalars (``const`` or not);
+- arguments: ``__global`` (or ``__constant``) ``float*``/``float4*`` buffers,
+  ``int``/``uint`` scalars and ``float`` scalars (a
+  :class:`~tiletraffic.simulator.ir.nodes.FloatParam`), ``const`` or not, and ``__local
+  float *`` pointers to local memory the caller sizes (a
+  :class:`~tiletraffic.simulator.ir.nodes.LocalArray` of the shape given);
 - integers: ``int``/``uint``/``size_t`` variables bound once (a ``Let``), literals and
   macros, the kernel's scalars, ``get_global_id``, ``get_local_id``, ``get_group_id``,
   ``get_local_size``, ``get_num_groups``, ``get_global_size``; ``+ - * / %``, integer
@@ -19,7 +22,7 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   there is refused by the simulator where a work-item computes it (64-bit unsigned values
   are beyond its int64), a loop variable below 0 compared as unsigned by the front end;
 - floats: private scalars, ``float4`` private vectors, private arrays (``= {0}`` zero-fills),
-  ``__local`` arrays of static shape (any rank), ``+ - *``, ``fma``/``mad``, the IR's
+  ``__local`` arrays of static shape (any rank), ``+ - * /``, ``fma``/``mad``, the IR's
   built-ins (``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp``; float ``max``/``min`` as
   ``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions (``?:`` without loads in its
   branches: C loads only the branch taken), loads of the buffers
@@ -30,6 +33,9 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   or ``CL3.0``) and its place in the source for messages (``Barrier.source``, with the
   helper calls it is inlined through), ``#pragma unroll``, calls of helper functions
   defined in the source (inlined).
+
+The kernel may be defined in the source or in a file it includes; ``__attribute__((...))``
+on the kernel and on declarations is read only for ``reqd_work_group_size``.
 
 Buffers are row-major float32 of the shape the caller gives: a flat index
 ``row * N + col`` of a buffer shaped ``(M, N)`` is read as the two indices ``(row, col)``
