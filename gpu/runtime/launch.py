@@ -229,7 +229,8 @@ def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> No
         number = (int, np.integer, float, np.floating) if kinds[name] == "float" else \
             (int, np.integer)
         if isinstance(value, bool) or not isinstance(value, number):
-            raise TypeError(f"{kernel.name}: scalar {name!r} must be an {kinds[name]}, got "
+            what = "a number" if kinds[name] == "float" else "an int"
+            raise TypeError(f"{kernel.name}: scalar {name!r} must be {what}, got "
                             f"{type(value).__name__}")
         if kinds[name] == "float":
             continue
