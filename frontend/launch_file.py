@@ -13,8 +13,11 @@ Format (every path relative to the launch file)::
     local_size = [16, 16]
     [args]                          # every kernel argument by its name in the source
     N = "N"                         # a scalar: an expression over [sizes]
+    alpha = 1.5                     # a float argument: a number or an expression
     A = { shape = ["N", "N"], access = "in" }     # row-major float32; in | out | inout
     C = { shape = ["N", "N"], access = "out" }
+    Asub = { shape = ["TS", "TS"] } # a __local float * argument: elements per work-group
+    Bsub = { local_bytes = "TS * TS * 4" }        # or bytes, as clSetKernelArg takes them
     [reference]                     # optional
     function = "mm_ref.py:reference"   # reference(inputs: dict) -> dict of outputs
     terms = "N"                     # optional: products summed per output element (the
@@ -35,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiletraffic.frontend.opencl.clang_ast import integer_literal, split_build_options
+from tiletraffic.frontend.opencl.declarations import BUFFER_FIELDS
 from tiletraffic.frontend.opencl.translate import (BufferArg, FrontendError,
                                                    WorkGroupSizeError, parse_kernel)
 from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError
@@ -121,6 +125,25 @@ class LaunchFile:
                                         "integer division)")
             value = int(value)
         return int(value)
+
+    def number(self, where: str, raw) -> int | float:
+        """A scalar argument's value: an integer, a float (a TOML float, or an expression
+        whose value is not an integer), or an expression over the names evaluated to one
+        (an integer where its value is one: ``"N / 2"`` at N = 64 is 32)."""
+        if isinstance(raw, float) and not isinstance(raw, bool):
+            return raw
+        if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+            raise self.error(where, f"must be a number or an expression string, not "
+                                    f"{shown(raw)}")
+        if isinstance(raw, int):
+            return raw
+        try:
+            value = expressions.parse(raw, self.names, expressions.NUMBER).evaluate(self.names)
+        except expressions.ExpressionError as err:
+            raise self.error(where, str(err)) from None
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
 
     def options(self) -> list[str]:
         """build_options as a list (shell quoting, ``-D X`` joined to ``-DX``), checked as
@@ -235,6 +258,8 @@ def names_read(launch: LaunchFile) -> frozenset[str]:
     for raw in table("args").values():
         shape = raw.get("shape") if isinstance(raw, dict) else [raw]
         raws += shape if isinstance(shape, list) else []
+        if isinstance(raw, dict):
+            raws.append(raw.get("local_bytes"))
     raws.append(table("reference").get("terms"))
     used: set[str] = set()
     for raw in raws:
@@ -252,6 +277,41 @@ def _shape_entry(launch: LaunchFile, where: str, raw):
         return raw.strip()
     value = launch.value(where, raw)
     return value
+
+
+def _buffer_argument(launch: LaunchFile, where: str, raw: dict) -> BufferArg:
+    """A buffer's (or a ``__local`` pointer's) table: its shape, access and local_bytes
+    checked where given (the front end says which the source's argument needs)."""
+    unknown = sorted(set(raw) - set(BUFFER_FIELDS))
+    if unknown:
+        raise launch.error(f"{where}.{unknown[0]}", "unknown key; a buffer has shape and "
+                                                    "access (a __local pointer shape or "
+                                                    "local_bytes)")
+    shape = raw.get("shape")
+    local_bytes = raw.get("local_bytes")
+    if shape is None and local_bytes is None:
+        raise launch.error(f"{where}.shape", "missing (a list of sizes)")
+    entries = ()
+    if shape is not None:
+        if not isinstance(shape, list) or not shape:
+            raise launch.error(f"{where}.shape", "must be a list of sizes (each a number or "
+                               f"an expression string), not {shown(shape)}"
+                               + (f'; write shape = ["{shape}"]' if isinstance(shape, str)
+                                  else ""))
+        entries = tuple(_shape_entry(launch, f"{where}.shape[{d}]", s)
+                        for d, s in enumerate(shape))
+        for d, e in enumerate(entries):
+            v = launch.names[e] if isinstance(e, str) else e
+            if v < 1:
+                raise launch.error(f"{where}.shape[{d}]", f"{shape[d]!r} = {v} is not "
+                                                          "positive")
+    access = raw.get("access")
+    if access is not None and access not in ("in", "out", "inout"):
+        raise launch.error(f"{where}.access", f"must be one of in, out, inout, not "
+                                              f"{shown(access)}")
+    if local_bytes is not None:
+        local_bytes = launch.value(f"{where}.local_bytes", local_bytes)
+    return BufferArg(entries, access, local_bytes)
 
 
 def schedule(launch: LaunchFile) -> Schedule:
@@ -275,39 +335,9 @@ def schedule(launch: LaunchFile) -> Schedule:
         for d, v in enumerate(sizes[key]):
             if v < 1:
                 raise launch.error(f"launch.{key}[{d}]", f"{v} is not positive")
-    args = {}
-    for name, raw in data.get("args", {}).items():
-        where = f"args.{name}"
-        if isinstance(raw, dict):
-            unknown = sorted(set(raw) - {"shape", "access"})
-            if unknown:
-                raise launch.error(f"{where}.{unknown[0]}", "unknown key; a buffer has shape "
-                                                            "and access")
-            shape = raw.get("shape")
-            if shape is None:
-                raise launch.error(f"{where}.shape", "missing (a list of sizes)")
-            if not isinstance(shape, list) or not shape:
-                raise launch.error(f"{where}.shape", "must be a list of sizes (each a number "
-                                   f"or an expression string), not "
-                                   f"{shown(shape)}"
-                                   + (f'; write shape = ["{shape}"]' if isinstance(shape, str)
-                                      else ""))
-            entries = [_shape_entry(launch, f"{where}.shape[{d}]", s)
-                       for d, s in enumerate(shape)]
-            for d, e in enumerate(entries):
-                v = launch.names[e] if isinstance(e, str) else e
-                if v < 1:
-                    raise launch.error(f"{where}.shape[{d}]", f"{shape[d]!r} = {v} is not "
-                                                              "positive")
-            access = raw.get("access")
-            if access is None:
-                raise launch.error(f"{where}.access", "missing (one of in, out, inout)")
-            if access not in ("in", "out", "inout"):
-                raise launch.error(f"{where}.access", f"must be one of in, out, inout, not "
-                                                      f"{shown(access)}")
-            args[name] = BufferArg(tuple(entries), access)
-        else:
-            args[name] = launch.value(where, raw)
+    args = {name: (_buffer_argument(launch, f"args.{name}", raw) if isinstance(raw, dict)
+                   else launch.number(f"args.{name}", raw))
+            for name, raw in data.get("args", {}).items()}
     source_path = launch.source_path
     try:
         source = source_text(source_path.read_bytes())
@@ -321,7 +351,8 @@ def schedule(launch: LaunchFile) -> Schedule:
         raise launch.error("launch.local_size", str(err)) from None
     except FrontendError as err:
         if err.arg is not None:
-            raise launch.error(f"args.{err.arg}", str(err)) from None
+            field = f".{err.field}" if err.field else ""
+            raise launch.error(f"args.{err.arg}{field}", str(err)) from None
         if "no __kernel named" in str(err):
             raise launch.error("kernel", str(err)) from None
         raise

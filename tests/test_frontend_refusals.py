@@ -2,11 +2,16 @@
 file, line and column, the construct and what to write instead."""
 from __future__ import annotations
 
+import re
+import warnings
+
 import numpy as np
 import pytest
 
 import tiletraffic as tt
 from tiletraffic.frontend.opencl.translate import DATA_DEPENDENT, FrontendError
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.visitor import walk
 
 ARGS = {"A": {"shape": [64], "access": "in"}, "C": {"shape": [64], "access": "out"}, "N": 64}
 
@@ -27,7 +32,7 @@ REFUSED = {
     "break": ("    for (int j = 0; j < N; j++) { break; }", 4, 35, ["break", "if"]),
     "reassigned integer": ("    int j = i;\n    j = j + 1;\n    C[j] = 0.0f;", 5, 5,
                            ["assigned again", "bound once"]),
-    "float division": ("    C[i] = A[i] / 3.0f;", 4, 12, ["division", "reciprocal"]),
+    "float modulo": ("    C[i] = fmod(A[i], 3.0f);", 4, 12, ["fmod", "+ - * /"]),
     "integer to float": ("    C[i] = (float)i;", 4, 12, ["integer converted to float"]),
     "global-only barrier": ("    barrier(CLK_GLOBAL_MEM_FENCE);\n    C[i] = A[i];", 4, 5,
                             ["CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE"]),
@@ -57,14 +62,38 @@ def test_ten_or_more_constructs_are_refused():
     assert len(REFUSED) >= 10
 
 
-def test_local_pointer_argument_and_float_argument_refused():
-    with pytest.raises(FrontendError, match=r"<source>:1:\d+: __local pointer argument L"):
-        tt.from_opencl(kernel("    C[i] = 0.0f;", "__local float *L, __global float *C"),
-                       "k", [64], [16], {"L": {"shape": [4], "access": "in"},
-                                         "C": ARGS["C"]})
-    with pytest.raises(FrontendError, match="argument alpha of type .*float: arguments must be int"):
-        tt.from_opencl(kernel("    C[i] = 0.0f;", "__global float *C, float alpha"),
-                       "k", [64], [16], {"C": ARGS["C"], "alpha": 1})
+def test_local_pointer_and_float_arguments_given_the_wrong_value_are_refused():
+    local = kernel("    C[i] = 0.0f;", "__local float *L, __global float *C")
+    for value, words in (
+            (4, "argument L is a __local pointer in the source; give its shape"),
+            ({"local_bytes": 6}, "local_bytes = 6 is not a positive multiple of 4"),
+            ({"shape": [4], "local_bytes": 32}, "shape [4] is 16 bytes, local_bytes 32"),
+            ({"access": "in"}, "local argument L: give its shape (elements) or local_bytes")):
+        with pytest.raises(FrontendError, match=re.escape(words)) as err:
+            tt.from_opencl(local, "k", [64], [16], {"L": value, "C": ARGS["C"]})
+        assert err.value.arg == "L"
+    with pytest.raises(FrontendError, match=r"<source>:1:\d+: __local pointer argument L of "
+                                            r"__local float4: local pointer arguments hold float"):
+        tt.from_opencl(kernel("    C[i] = 0.0f;", "__local float4 *L, __global float *C"),
+                       "k", [64], [16], {"L": {"shape": [4]}, "C": ARGS["C"]})
+    with pytest.raises(FrontendError, match="local_bytes sizes a __local pointer argument"):
+        tt.from_opencl(kernel("    C[i] = 0.0f;", "__global float *C"), "k", [64], [16],
+                       {"C": {"shape": [64], "access": "out", "local_bytes": 256}})
+    scaled = kernel("    C[i] = alpha;", "__global float *C, float alpha")
+    for value, words in ((ARGS["C"], "argument alpha is a float in the source; give it a "
+                                     "number, not a buffer"),
+                         (float("inf"), "alpha = inf is not a finite float32"),
+                         (1e39, "alpha = 1e+39 is not a finite float32")):
+        with pytest.raises(FrontendError, match=re.escape(words)) as err:
+            tt.from_opencl(scaled, "k", [64], [16], {"C": ARGS["C"], "alpha": value})
+        assert err.value.arg == "alpha"
+    with pytest.raises(FrontendError, match=r"argument N is an integer in the source; give it a "
+                                            r"number, not float 2\.5 \(in an expression, //"):
+        tt.from_opencl(kernel("    C[i] = A[i];"), "k", [64], [16], {**ARGS, "N": 2.5})
+    with pytest.raises(FrontendError, match=r"<source>:4:5: cannot assign to alpha"):
+        tt.from_opencl(kernel("    alpha = 2.0f;\n    C[i] = alpha;",
+                              "__global float *C, float alpha"),
+                       "k", [64], [16], {"C": ARGS["C"], "alpha": 1.0})
 
 
 def test_argument_errors_name_the_argument():
@@ -123,13 +152,23 @@ def test_a_kernel_the_simulator_cannot_execute_is_one_line_not_a_traceback(body,
         assert w in str(err.value), str(err.value)
 
 
-def test_a_define_that_replaces_a_build_option_is_refused_and_a_guarded_one_is_not():
+def test_a_define_that_replaces_a_build_option_warns_and_wins_and_a_guarded_one_does_not():
+    from tiletraffic.frontend.opencl.translate import MacroRedefinedWarning
     body = "    C[i] = A[i + W];"
-    with pytest.raises(FrontendError, match=r"<source>:1:9: 'W' macro redefined: .*#ifndef"):
-        tt.from_opencl(kernel(body, before="#define W 8\n"), "k", [64], [16], ARGS, "-DW=4")
-    guarded = "#ifndef W\n#define W 8\n#endif\n"
     args = {**ARGS, "A": {"shape": [68], "access": "in"}}
-    sch = tt.from_opencl(kernel(body, before=guarded), "k", [64], [16], args, "-DW=4")
+    with pytest.warns(MacroRedefinedWarning, match=r"<source>:1:9: 'W' macro redefined: "
+                                                   r".*the source's #define .*#ifndef") as rec:
+        sch = tt.from_opencl(kernel(body, before="#define W 8\n"), "k", [64], [16], args,
+                             "-DW=4")
+    assert len(rec) == 1
+    loads = [n for s in sch.body for n in walk(s) if isinstance(n, S.Load)]
+    assert [n.value for n in walk(loads[0].index[0]) if isinstance(n, S.Const)] == [8]
+    # the later definition wins: A[i + 8] of 68 floats is out of bounds for i >= 60
+    assert {h.kind for h in tt.check(sch)} == {"out-of-bounds"}
+    guarded = "#ifndef W\n#define W 8\n#endif\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sch = tt.from_opencl(kernel(body, before=guarded), "k", [64], [16], args, "-DW=4")
     assert tt.check(sch) == []          # A[i + 4] of 68: in bounds (W = 8 would not be)
 
 

@@ -51,11 +51,12 @@ class FrontendError(ValueError):
     """A kernel the front end cannot turn into a schedule: a parse error, or a construct
     outside the supported subset. The message is one line, ``file:line:column: what; what
     to write instead``. ``arg`` names the kernel argument the problem concerns (a buffer's
-    shape or access, a missing value), if any."""
+    shape or access, a missing value), if any, and ``field`` the field of its description
+    (``access``), if one."""
 
-    def __init__(self, message: str, arg: str | None = None):
+    def __init__(self, message: str, arg: str | None = None, field: str | None = None):
         super().__init__(message)
-        self.arg = arg
+        self.arg, self.field = arg, field
 
 
 @dataclass(frozen=True)
@@ -204,13 +205,16 @@ def _check_macro_option(opt: str) -> None:
 def parse(source: str, path: str, build_options=()):
     """Parse ``source`` (the text of ``path``) and return the translation unit.
 
+    A macro given with ``-D`` that the source ``#define``s again is a warning of clang's
+    (:func:`redefined_macros` lists them), not an error: the later definition, the
+    source's, is the one used, as device compilers do.
+
     Raises:
         FrontendError: clang reports an error (the first one, with its location; a call of
-            an ``as_*`` cast or ``printf`` named as :func:`refused_function` says), a macro
-            given with ``-D`` is redefined by the source's ``#define``, an integer literal
-            of the source or a file it includes is octal (:func:`integer_literal`), a build
-            option is refused (:func:`split_build_options`), or the ``libclang`` package is
-            not installed.
+            an ``as_*`` cast or ``printf`` named as :func:`refused_function` says), an
+            integer literal of the source or a file it includes is octal
+            (:func:`integer_literal`), a build option is refused
+            (:func:`split_build_options`), or the ``libclang`` package is not installed.
     """
     try:
         from clang import cindex
@@ -230,12 +234,6 @@ def parse(source: str, path: str, build_options=()):
     except cindex.TranslationUnitLoadError as err:
         raise FrontendError(f"{path}: clang could not parse the file ({err})") from None
     for d in tu.diagnostics:
-        if d.option == "-Wmacro-redefined" and d.location.file is not None and \
-                not _redefines_builtin(d):
-            loc = d.location   # a -D (a build option, a tuned parameter) the source overrides
-            raise FrontendError(f"{loc.file.name}:{loc.line}:{loc.column}: {d.spelling}: the "
-                                "source's #define replaces the value given with -D (a build "
-                                "option or a tuned parameter); guard it with #ifndef")
         if d.severity >= cindex.Diagnostic.Error:
             loc = d.location
             name = loc.file.name if loc.file is not None else path
@@ -255,6 +253,24 @@ def _refused_call_at(tu, loc) -> str | None:
     if len(tokens) == 1 and tokens[0].kind == cindex.TokenKind.IDENTIFIER:
         return refused_function(tokens[0].spelling)
     return None
+
+
+def redefined_macros(tu) -> list[str]:
+    """One line per macro given with ``-D`` (a build option, a tuned parameter) that the
+    source or a file it includes ``#define``s again, ``file:line:column: ...``: the
+    source's definition is the one used. Redefinitions of :data:`BUILTINS_HEADER`'s
+    macros (``INFINITY``, ``M_PI_F``, ...), which a device compiler also takes, are left
+    out."""
+    lines = []
+    for d in tu.diagnostics:
+        if d.option == "-Wmacro-redefined" and d.location.file is not None and \
+                not _redefines_builtin(d):
+            loc = d.location
+            lines.append(f"{loc.file.name}:{loc.line}:{loc.column}: {d.spelling}: the "
+                         "source's #define replaces the value given with -D (a build option "
+                         "or a tuned parameter), as the device compiler does; guard it with "
+                         "#ifndef to take the -D value")
+    return lines
 
 
 def _redefines_builtin(diagnostic) -> bool:
@@ -416,6 +432,19 @@ def _vector_element(cursor, child) -> bool:
 
 
 def is_kernel(cursor) -> bool:
-    """Whether the function cursor is declared ``__kernel`` (among its first tokens)."""
+    """Whether the function cursor is declared ``__kernel`` (or ``kernel``): clang's kernel
+    attribute among its children (spelled ``__kernel`` where it is written, through a macro
+    too), or the keyword among its tokens before its name (after any
+    ``__attribute__((...))``)."""
     from itertools import islice
-    return any(t.spelling in ("__kernel", "kernel") for t in islice(cursor.get_tokens(), 12))
+    for child in cursor.get_children():
+        if child.kind.is_attribute():
+            first = next(iter(child.get_tokens()), None)
+            if first is not None and first.spelling in ("__kernel", "kernel"):
+                return True
+    for t in islice(cursor.get_tokens(), 256):
+        if t.spelling in ("__kernel", "kernel"):
+            return True
+        if t.spelling == cursor.spelling:
+            return False
+    return False

@@ -39,9 +39,9 @@ class Buffer:
 
 @dataclass
 class Binding:
-    """What a C name is bound to: ``kind`` (``int``, ``loopvar``, ``float``, ``vector``,
-    ``private_array``, ``local``, ``buffer``, ``pointer``), its IR value and its declaration
-    cursor."""
+    """What a C name is bound to: ``kind`` (``int``, ``loopvar``, ``float``,
+    ``float_param``, ``vector``, ``private_array``, ``local``, ``buffer``, ``pointer``), its
+    IR value and its declaration cursor."""
 
     kind: str
     value: object

@@ -1,8 +1,9 @@
 """The kernel's signature and declarations: its arguments checked against what the caller
 gives (``__global``/``__constant`` ``float``/``float2``/``float4`` buffers with their shapes
-and accesses, ``int``/``uint`` scalars), and the variables its body declares (integers bound
-once as a ``Let``, private floats and float vectors, private arrays, ``__local`` arrays of
-static shape, pointers into buffers).
+and accesses, ``__local float *`` arguments with their sizes, ``int``/``uint`` and ``float``
+scalars), and the variables its body declares (integers bound once as a ``Let``, private
+floats and float vectors, private arrays, ``__local`` arrays of static shape, pointers into
+buffers). ``__attribute__((...))`` on a declaration is no part of its value.
 
 Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` naming the argument or
 the declaration, and what to write instead.
@@ -24,15 +25,27 @@ from tiletraffic.frontend.opencl.context import Binding, Buffer, TranslationCont
 ACCESS = S.ARRAY_ROLES
 """The accesses a buffer argument may have (``in``, ``out``, ``inout``)."""
 
+FLT_MAX = 3.4028234663852886e38
+"""The largest finite float32."""
+
 
 @dataclass(frozen=True)
 class BufferArg:
     """A buffer argument as the caller describes it: its logical shape (row-major float32
     elements; each entry an ``int`` or the name of a size or scalar argument) and its
-    access, one of ``in``, ``out``, ``inout``."""
+    access, one of ``in``, ``out``, ``inout``.
+
+    For a ``__local float *`` argument: its shape (elements, row-major; the access, if
+    any, is ignored), or ``local_bytes``, its size in bytes as ``clSetKernelArg`` takes it
+    (a shape of ``local_bytes / 4`` floats), or both when they agree."""
 
     shape: tuple
-    access: str
+    access: str | None = None
+    local_bytes: int | None = None
+
+
+BUFFER_FIELDS = ("shape", "access", "local_bytes")
+"""The fields of a buffer or local argument given as a dict (:class:`BufferArg`)."""
 
 
 class Declarations(TranslationContext):
@@ -69,12 +82,19 @@ class Declarations(TranslationContext):
     def declare_argument(self, p):
         name, t = p.spelling, p.type
         value = self.args[name]
+        if isinstance(value, dict):
+            extra = sorted(set(value) - set(BUFFER_FIELDS))
+            if extra:
+                raise FrontendError(f"buffer {name}: unknown field(s) {', '.join(extra)}",
+                                    name)
+            value = BufferArg(tuple(value.get("shape") or ()), value.get("access"),
+                              value.get("local_bytes"))
         if type_kind(t) == "POINTER":
             pointee = t.get_pointee()
             space = address_space(pointee)
             if space == "__local":
-                self.fail(p, f"__local pointer argument {name}: declare a __local array of "
-                             "static size inside the kernel instead", name)
+                self.declare_local_argument(p, pointee, value)
+                return
             if space not in ("__global", "__constant"):
                 self.fail(p, f"argument {name}: pointers must be __global or __constant",
                           name)
@@ -87,15 +107,16 @@ class Declarations(TranslationContext):
             else:
                 self.fail(p, f"buffer {name} of {pointee.spelling}: buffers must hold float, "
                              "float2 or float4", name)
-            if isinstance(value, dict):
-                extra = sorted(set(value) - {"shape", "access"})
-                if extra:
-                    raise FrontendError(f"buffer {name}: unknown field(s) {', '.join(extra)}",
-                                        name)
-                value = BufferArg(tuple(value.get("shape", ())), value.get("access", ""))
             if not isinstance(value, BufferArg):
                 raise FrontendError(f"argument {name} is a buffer in the source; give its "
                                     "shape and access, not a number", name)
+            if value.local_bytes is not None:
+                raise FrontendError(f"buffer {name} is {space} in the source; local_bytes "
+                                    "sizes a __local pointer argument: give its shape", name)
+            if value.access is None:
+                raise FrontendError(f"missing (one of {', '.join(ACCESS)}): buffer {name} is "
+                                    f"{space} in the source and needs an access", name,
+                                    "access")
             if value.access not in ACCESS:
                 raise FrontendError(f"buffer {name}: access {value.access!r} is not one of "
                                     f"{', '.join(ACCESS)}", name)
@@ -114,10 +135,12 @@ class Declarations(TranslationContext):
             return
         if type_kind(t) in ("INT", "UINT"):
             if isinstance(value, bool) or not isinstance(value, int):
-                given = "a buffer (shape and access)" if isinstance(value, (BufferArg, dict)) \
-                    else f"{type(value).__name__} {value}"
+                given = "a buffer (shape and access)" if isinstance(value, BufferArg) \
+                    else f"{type(value).__name__} {value!r}"
+                hint = " (in an expression, // divides integers)" \
+                    if isinstance(value, float) else ""
                 raise FrontendError(f"argument {name} is an integer in the source; give it "
-                                    f"a number, not {given}", name)
+                                    f"a number, not {given}{hint}", name)
             if type_kind(t) == "UINT" and value < 0:
                 raise FrontendError(f"argument {name} = {value} is negative, but a uint in the "
                                     "source (the device would see it as "
@@ -130,15 +153,72 @@ class Declarations(TranslationContext):
             self.scopes[0].names[name] = Binding("int", S.Param(name), p)
             self.used_names.add(name)
             return
-        self.fail(p, f"argument {name} of type {t.spelling}: arguments must be int or uint "
-                     "scalars or __global float/float4 buffers (pass a float constant as "
-                     "a -D build option)", name)
+        if is_float_type(t):
+            self.declare_float_argument(p, value)
+            return
+        self.fail(p, f"argument {name} of type {t.spelling}: arguments must be int, uint or "
+                     "float scalars, __global float/float2/float4 buffers or __local float "
+                     "pointers", name)
 
-    def buffer_shape(self, name, shape) -> tuple[tuple[str, ...], tuple[int, ...]]:
-        if not shape:
-            raise FrontendError(f"buffer {name}: shape missing (a list of positive sizes)", name)
-        names, dims = [], []
+    def declare_float_argument(self, p, value) -> None:
+        """A ``float`` argument: a :class:`~simulator.ir.nodes.FloatParam` whose value,
+        ``value`` as float32, is the schedule's parameter of its name."""
+        name = p.spelling
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            given = "a buffer (shape and access)" if isinstance(value, BufferArg) \
+                else f"{type(value).__name__} {value!r}"
+            raise FrontendError(f"argument {name} is a float in the source; give it a number, "
+                                f"not {given}", name)
+        if not math.isfinite(value) or abs(value) > FLT_MAX:
+            raise FrontendError(f"argument {name} = {value!r} is not a finite float32 (at most "
+                                f"{FLT_MAX:.6g} in magnitude)", name)
+        self.params[name] = float(value)
+        self.arg_kinds.append((name, "float"))
+        self.scopes[0].names[name] = Binding("float_param", S.FloatParam(name), p)
+        self.used_names.add(name)
+
+    def declare_local_argument(self, p, pointee, value) -> None:
+        """A ``__local float *`` argument: local memory of the work-group, sized by the
+        caller (``value``), as an IR :class:`~simulator.ir.nodes.LocalArray` of that shape
+        (indexed through the pointer with one flat, row-major index)."""
+        name = p.spelling
+        if not is_float_type(pointee):
+            self.fail(p, f"__local pointer argument {name} of {pointee.spelling}: local "
+                         "pointer arguments hold float (__local float *)", name)
+        if not isinstance(value, BufferArg):
+            raise FrontendError(f"argument {name} is a __local pointer in the source; give "
+                                "its shape (elements) or local_bytes, not a number", name)
+        if value.shape:
+            dims = self.shape_values(name, value.shape)
+        elif value.local_bytes is None:
+            raise FrontendError(f"local argument {name}: give its shape (elements) or "
+                                "local_bytes (bytes, as clSetKernelArg takes them)", name)
+        else:
+            dims = ()
+        if value.local_bytes is not None:
+            size = value.local_bytes
+            if isinstance(size, bool) or not isinstance(size, int) or size < S.FLOAT_BYTES \
+                    or size % S.FLOAT_BYTES:
+                raise FrontendError(f"local argument {name}: local_bytes = {size!r} is not a "
+                                    f"positive multiple of {S.FLOAT_BYTES} (bytes of a float)",
+                                    name)
+            if dims and math.prod(dims) * S.FLOAT_BYTES != size:
+                raise FrontendError(f"local argument {name}: shape {list(dims)} is "
+                                    f"{math.prod(dims) * S.FLOAT_BYTES} bytes, local_bytes "
+                                    f"{size}: give one of them, or both equal", name)
+            dims = dims or (size // S.FLOAT_BYTES,)
+        arr = S.LocalArray(self.bind(name, Binding("local", None, p)),
+                           tuple(S.Const(d) for d in dims))
+        self.lookup(name).value = arr
+        self.local_arrays.append(arr)
+        self.arg_kinds.append((name, "local", arr.size_bytes))
+
+    def shape_values(self, name, shape) -> tuple[int, ...]:
+        """The extents of a shape the caller gives (each an ``int`` or the name of a size or
+        of a scalar argument), each a positive integer, fewer than 2^31 elements in all."""
+        dims = []
         for d, entry in enumerate(shape):
+            value = entry
             if isinstance(entry, str):
                 if entry in self.sizes:
                     value = self.sizes[entry]
@@ -147,24 +227,32 @@ class Declarations(TranslationContext):
                 else:
                     raise FrontendError(f"buffer {name}: shape[{d}] = {entry!r} is neither a "
                                         "size nor a scalar argument", name)
-                scalar = self.args.get(entry)
-                if isinstance(scalar, int) and not isinstance(scalar, bool) and scalar != value:
-                    pname = f"{name}_dim{d}"       # the size and the argument differ
-                else:
-                    pname = entry
-            else:
-                value, pname = entry, f"{name}_dim{d}"
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise FrontendError(f"buffer {name}: shape[{d}] = {value!r} is not a positive "
                                     "integer", name)
-            if pname not in self.args:
-                self.params.setdefault(pname, int(value))
-            names.append(pname)
             dims.append(int(value))
         if math.prod(dims) >= 2 ** 31:
             raise FrontendError(f"buffer {name}: {math.prod(dims)} elements; at most 2^31 - 1",
                                 name)
-        return tuple(names), tuple(dims)
+        return tuple(dims)
+
+    def buffer_shape(self, name, shape) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        """The parameter names and the extents of a buffer's shape (:meth:`shape_values`);
+        a name that is not an integer argument becomes a parameter of that value, a number
+        one named ``<buffer>_dim<d>``."""
+        if not shape:
+            raise FrontendError(f"buffer {name}: shape missing (a list of positive sizes)", name)
+        dims = self.shape_values(name, shape)
+        names = []
+        for d, (entry, value) in enumerate(zip(shape, dims)):
+            pname = entry if isinstance(entry, str) else f"{name}_dim{d}"
+            scalar = self.args.get(entry) if isinstance(entry, str) else None
+            if isinstance(scalar, int) and not isinstance(scalar, bool) and scalar != value:
+                pname = f"{name}_dim{d}"       # the size and the argument differ
+            if pname not in self.args:
+                self.params.setdefault(pname, value)
+            names.append(pname)
+        return tuple(names), dims
 
     def declaration(self, d, kernel_level) -> list:
         from clang.cindex import CursorKind as K
@@ -173,7 +261,8 @@ class Declarations(TranslationContext):
                          "inside a kernel")
         t = d.type
         name = d.spelling
-        kids = [k for k in C.children(d) if k.kind != K.TYPE_REF]
+        kids = [k for k in C.children(d)
+                if k.kind != K.TYPE_REF and not k.kind.is_attribute()]
         space = address_space(t)
         if space == "__local":
             return self.local_declaration(d, kernel_level)

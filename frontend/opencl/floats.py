@@ -1,10 +1,11 @@
 """Float expressions: constants (literals, ``INFINITY``, ``NAN``, folded integer constant
-expressions), private floats, vector components and array elements, loads, ``+ - *`` and
-negation, ``fma``/``mad``, the IR's float built-ins (float ``max``/``min`` as
-``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions, and float helpers.
+expressions), ``float`` arguments, private floats, vector components and array elements,
+loads, ``+ - * /`` and negation, ``fma``/``mad``, the IR's float built-ins (float
+``max``/``min`` as ``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions, and float
+helpers.
 
-Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for float division,
-an integer converted to float, a ``?:`` with a load in a branch, a call outside the subset.
+Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for an integer
+converted to float, a ``?:`` with a load in a branch, a call outside the subset.
 """
 from __future__ import annotations
 
@@ -71,6 +72,8 @@ class Floats(TranslationContext):
             b = self.lookup(s.spelling)
             if b is not None and b.kind == "float":
                 return S.Private(b.value)
+            if b is not None and b.kind == "float_param":
+                return b.value
             if b is not None and b.kind in ("int", "loopvar"):
                 self.fail(s, f"the integer {s.spelling} used as a float: the IR's floats come "
                              "from memory and constants")
@@ -85,12 +88,9 @@ class Floats(TranslationContext):
                          "float4 variable")
         if kind == K.BINARY_OPERATOR:
             op = C.binary_operator(s)
-            if op in ("+", "-", "*"):
+            if op in S.FLOAT_OPS:
                 a, b = C.children(s)
                 return S.FBinOp(op, self.float_expr(a, out), self.float_expr(b, out))
-            if op == "/":
-                self.fail(s, "float division: the IR counts +, - and *; multiply by a "
-                             "reciprocal constant (x * 0.5f)")
             self.fail(s, f"float operator {op}")
         if kind == K.UNARY_OPERATOR:
             op = C.unary_operator(s)
@@ -140,8 +140,8 @@ class Floats(TranslationContext):
                 self.fail(s, f"helper {name} returns an integer where a float is needed")
             return value[1]
         known = ", ".join(["fma", "mad", *S.FLOAT_FUNCTIONS, "select"])
-        self.fail(s, f"call of {name}: floats take + - *, {known} and helpers defined in the "
-                     "source or its headers")
+        self.fail(s, f"call of {name}: floats take + - * /, {known} and helpers defined in "
+                     "the source or its headers")
 
 
 def _loads(e: S.FloatExpr) -> bool:

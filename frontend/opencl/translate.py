@@ -6,8 +6,11 @@ and runs.
 libclang (:mod:`frontend.opencl.clang_ast`: OpenCL C 1.2, the real preprocessor, ``-D`` build
 options) and walks clang's tree of the kernel. The subset it accepts:
 
-- arguments: ``__global`` (or ``__constant``) ``float*``/``float4*`` buffers and
-  ``int``/``uint`` scalars (``const`` or not);
+- arguments: ``__global`` (or ``__constant``) ``float*``/``float4*`` buffers,
+  ``int``/``uint`` scalars and ``float`` scalars (a
+  :class:`~tiletraffic.simulator.ir.nodes.FloatParam`), ``const`` or not, and ``__local
+  float *`` pointers to local memory the caller sizes (a
+  :class:`~tiletraffic.simulator.ir.nodes.LocalArray` of the shape given);
 - integers: ``int``/``uint``/``size_t`` variables bound once (a ``Let``), literals and
   macros, the kernel's scalars, ``get_global_id``, ``get_local_id``, ``get_group_id``,
   ``get_local_size``, ``get_num_groups``, ``get_global_size``; ``+ - * / %``, integer
@@ -19,7 +22,7 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   there is refused by the simulator where a work-item computes it (64-bit unsigned values
   are beyond its int64), a loop variable below 0 compared as unsigned by the front end;
 - floats: private scalars, ``float4`` private vectors, private arrays (``= {0}`` zero-fills),
-  ``__local`` arrays of static shape (any rank), ``+ - *``, ``fma``/``mad``, the IR's
+  ``__local`` arrays of static shape (any rank), ``+ - * /``, ``fma``/``mad``, the IR's
   built-ins (``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp``; float ``max``/``min`` as
   ``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions (``?:`` without loads in its
   branches: C loads only the branch taken), loads of the buffers
@@ -30,6 +33,9 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   or ``CL3.0``) and its place in the source for messages (``Barrier.source``, with the
   helper calls it is inlined through), ``#pragma unroll``, calls of helper functions
   defined in the source (inlined).
+
+The kernel may be defined in the source or in a file it includes; ``__attribute__((...))``
+on the kernel and on declarations is read only for ``reqd_work_group_size``.
 
 Buffers are row-major float32 of the shape the caller gives: a flat index
 ``row * N + col`` of a buffer shaped ``(M, N)`` is read as the two indices ``(row, col)``
@@ -52,6 +58,7 @@ then folds C spellings back into single IR statements.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,15 +78,21 @@ from tiletraffic.frontend.opencl.rewrite import simplify
 from tiletraffic.frontend.opencl.statements import Statements
 from tiletraffic.frontend.opencl.vectors import Vectors
 
-__all__ = ["FrontendError", "WorkGroupSizeError", "parse_kernel", "kernel_names", "BufferArg",
-           "DATA_DEPENDENT", "ACCESS", "KernelBuilder", "SourceNames", "source_names",
-           "required_work_group_size"]
+__all__ = ["FrontendError", "WorkGroupSizeError", "MacroRedefinedWarning", "parse_kernel",
+           "kernel_names", "BufferArg", "DATA_DEPENDENT", "ACCESS", "KernelBuilder",
+           "SourceNames", "source_names", "required_work_group_size"]
 
 
 class WorkGroupSizeError(FrontendError):
     """The kernel's ``__attribute__((reqd_work_group_size(X, Y, Z)))`` differs from the
     launch's work-group size (its dimensions padded with 1 to three): the device would
     refuse the launch. The message names both sizes."""
+
+
+class MacroRedefinedWarning(UserWarning):
+    """The source ``#define``s a macro the build options (or a tuned parameter) give with
+    ``-D``: the source's definition is used, as the device compiler uses it. The message
+    names the place and says how to take the ``-D`` value instead (``#ifndef``)."""
 
 
 class KernelBuilder(Declarations, Statements, Loops, Calls, Integers, Floats, Vectors, Memory):
@@ -91,7 +104,8 @@ class KernelBuilder(Declarations, Statements, Loops, Calls, Integers, Floats, Ve
 
 
 def kernel_names(source: str, path: str = "<source>", build_options="") -> list[str]:
-    """The ``__kernel`` functions defined in ``source``, in order.
+    """The ``__kernel`` functions defined in ``source`` and the files it includes, in
+    order.
 
     Raises:
         FrontendError: clang reports an error.
@@ -130,10 +144,16 @@ def source_names(source: str, path: str = "<source>", build_options="") -> Sourc
 
 
 def _kernels(tu, path):
+    """The kernels defined in the source ``path`` or a file it includes (not the built-in
+    declarations), each once, in order."""
     from clang.cindex import CursorKind
+    seen = set()
     for c in tu.cursor.get_children():
-        if c.kind == CursorKind.FUNCTION_DECL and c.is_definition() and _in_file(c, path) \
-                and C.is_kernel(c):
+        f = c.location.file
+        if c.kind == CursorKind.FUNCTION_DECL and c.is_definition() and f is not None and \
+                Path(f.name) != C.BUILTINS_HEADER and c.spelling not in seen and \
+                C.is_kernel(c):
+            seen.add(c.spelling)
             yield c
 
 
@@ -149,11 +169,14 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
 
     Args:
         source: the OpenCL C text (the file's contents when ``path`` names it).
-        kernel: name of a ``__kernel`` function in it.
+        kernel: name of a ``__kernel`` function in it (or in a file it ``#include``s).
         global_size, local_size: the NDRange and the work-group size (work-items per
             dimension, 1 to 3 dimensions; the global size a multiple of the local one).
-        args: every kernel argument by name: an ``int`` for a scalar, a :class:`BufferArg`
-            (or a dict ``{"shape": [...], "access": "in"}``) for a buffer.
+        args: every kernel argument by name: an ``int`` for an integer scalar, a number for
+            a ``float`` one, a :class:`BufferArg` (or a dict ``{"shape": [...], "access":
+            "in"}``) for a buffer, and for a ``__local float *`` argument its size: a
+            :class:`BufferArg` or a dict with ``shape`` (elements, row-major; an ``access``
+            is ignored) or ``local_bytes`` (bytes, as ``clSetKernelArg`` takes them).
         sizes: values of the names the buffer shapes use that are not scalar arguments.
         build_options: ``-D``/``-U``/``-I`` options (a string or a list).
         path: the file name used in messages and for ``#include`` (default ``<source>``).
@@ -161,6 +184,10 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     Returns:
         A :class:`Schedule` of family ``opencl:<kernel>`` whose ``extra["opencl"]`` keeps the
         source, build options and argument kinds, so that running it launches this text.
+
+    Warns:
+        MacroRedefinedWarning: the source ``#define``s again a macro of the build options
+            (:func:`frontend.opencl.clang_ast.redefined_macros`); its definition is used.
 
     Raises:
         FrontendError: a parse error or a construct outside the subset (one line with
@@ -170,6 +197,8 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     """
     path = path or "<source>"
     tu = C.parse(source, path, build_options)
+    for line in C.redefined_macros(tu):
+        warnings.warn(line, MacroRedefinedWarning, stacklevel=2)
     found = {c.spelling: c for c in _kernels(tu, path)}
     if kernel not in found:
         raise FrontendError(f"{path}: no __kernel named {kernel!r}; it defines "

@@ -5,7 +5,8 @@ executes, so the two cannot drift apart. The kernel frame is a Jinja2 template
 (``gpu/codegen/templates/kernel.cl.j2``); statements and expressions are rendered here.
 
 Named constants (tile width, chunk) become ``#define`` lines; parameters (``M``, ``K``,
-``N``) become ``const int`` arguments; every global buffer is ``float`` (row-major) and the
+``N``) become ``const int`` arguments, float parameters (``alpha``) ``const float`` ones;
+every global buffer is ``float`` (row-major) and the
 work-group size is fixed with ``reqd_work_group_size``.
 
 Integers are ``int``; a :class:`~simulator.ir.nodes.Wrap` is rendered as a ``long`` holding
@@ -137,7 +138,7 @@ def render_float(e: S.FloatExpr, longs=frozenset()) -> tuple[str, int]:
         return render_access(e.array, e.index, longs), _ATOM
     if isinstance(e, S.FConst):
         return render_float_constant(e.value), _ATOM
-    if isinstance(e, S.Private):
+    if isinstance(e, (S.Private, S.FloatParam)):
         return e.name, _ATOM
     if isinstance(e, S.PrivateElem):
         return e.array.name + "".join(f"[{render_int(i, longs)[0]}]" for i in e.index), _ATOM
@@ -339,17 +340,20 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
     Returns:
         :class:`gpu.codegen.kernel.GeneratedKernel` whose ``args`` are the global buffers (inputs
         ``global_in``, outputs ``global_out``, inputs the kernel writes ``global_inout``)
-        followed by the ``int`` parameters.
+        followed by the parameters (``int``, or ``float`` for a float parameter); local
+        arrays, those of a user's ``__local float *`` arguments included, are declared in
+        the kernel's body.
     """
     if "opencl" in schedule.extra:
         return _user_kernel(schedule)
     args = [KernelArg(a.name, ARG_KINDS[a.role]) for a in schedule.arrays]
-    args += [KernelArg(name, "int") for name, _ in schedule.params]
+    args += [KernelArg(name, "float" if isinstance(value, float) else "int")
+             for name, value in schedule.params]
     sig = []
     for a in schedule.arrays:
         const = "const " if a.role == "in" else ""
         sig.append(f"__global {const}float *restrict {a.name}")
-    sig += [f"const int {name}" for name, _ in schedule.params]
+    sig += [f"const {arg.kind} {arg.name}" for arg in args[len(schedule.arrays):]]
     reqd = list(schedule.local_size) + [1] * (3 - len(schedule.local_size))
     vectors = _uses_vectors(schedule.body)
     # vector accesses of local arrays need them 16-byte aligned (float4)
@@ -382,7 +386,7 @@ def _user_kernel(schedule: S.Schedule) -> GeneratedKernel:
     user = schedule.extra["opencl"]
     return GeneratedKernel(
         name=user["kernel"], source=user["source"],
-        args=tuple(KernelArg(name, kind) for name, kind in user["args"]),
+        args=tuple(KernelArg(*arg) for arg in user["args"]),
         global_size=tuple(schedule.global_size), local_size=tuple(schedule.local_size),
         local_mem_bytes=schedule.local_mem_bytes, build_options=tuple(user["build_options"]),
         schedule_name=schedule.family, max_registers=schedule.max_registers)

@@ -9,17 +9,30 @@ import math
 from dataclasses import dataclass, field
 
 
+BUFFER_KINDS = ("global_in", "global_out", "global_inout")
+"""Kinds of the buffer arguments (:class:`KernelArg`)."""
+SCALAR_KINDS = ("int", "float")
+"""Kinds of the scalar arguments, passed by value (:class:`KernelArg`)."""
+LOCAL_KIND = "local"
+"""Kind of a ``__local float *`` argument: local memory the host sizes (:class:`KernelArg`)."""
+ALL_KINDS = BUFFER_KINDS + SCALAR_KINDS + (LOCAL_KIND,)
+"""Every kind of :class:`KernelArg`."""
+
+
 @dataclass(frozen=True)
 class KernelArg:
     """One kernel argument, in signature order.
 
     kind: ``"global_in"`` (``__global const float*``), ``"global_inout"`` (``__global
     float*`` holding an input the kernel also writes), ``"global_out"``
-    (``__global float*``, written by the kernel) or ``"int"`` (``const int``).
+    (``__global float*``, written by the kernel), ``"int"`` (``const int``), ``"float"``
+    (``const float``) or ``"local"`` (``__local float*``: ``local_bytes`` of local memory per
+    work-group, set at launch as ``clSetKernelArg(kernel, i, local_bytes, NULL)`` does).
     """
 
     name: str
     kind: str
+    local_bytes: int = 0
 
 
 @dataclass(frozen=True)

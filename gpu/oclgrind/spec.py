@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
-from tiletraffic.gpu.codegen.kernel import GeneratedKernel
+from tiletraffic.gpu.codegen.kernel import BUFFER_KINDS, LOCAL_KIND, GeneratedKernel
 from tiletraffic.gpu.oclgrind.errors import OclgrindError
 from tiletraffic.simulator.ir.nodes import Schedule
 
@@ -27,14 +27,16 @@ class LaunchSpec:
         kernel_name: the ``__kernel`` to launch.
         args: ``(name, kind)`` in signature order; kind ``"global_in"`` (filled with random
             float32, read-only), ``"global_inout"`` (filled with random float32, read-write),
-            ``"global_out"`` (float32, left uninitialised) or ``"int"``.
+            ``"global_out"`` (float32, left uninitialised), ``"int"``, ``"float"`` or
+            ``"local"`` (local memory of ``local_bytes[name]`` bytes).
         global_size, local_size: NDRange and work-group size (work-items per dimension).
         array_elems: float32 elements of every buffer argument, by name.
-        scalars: value of every ``int`` argument, by name.
+        scalars: value of every ``int`` and ``float`` argument, by name.
         build_options: options for ``clBuildProgram`` (``-cl-opt-disable`` is added by
             :func:`gpu.oclgrind.oclgrind.oclgrind_counts` / ``oclgrind_check`` unless
             ``optimize=True``).
         seed: seed of ``numpy.random.default_rng`` for the inputs (None: fresh entropy).
+        local_bytes: bytes of every ``local`` argument, by name.
     """
 
     source: str
@@ -43,9 +45,10 @@ class LaunchSpec:
     global_size: tuple[int, ...]
     local_size: tuple[int, ...]
     array_elems: dict[str, int]
-    scalars: dict[str, int]
+    scalars: dict[str, int | float]
     build_options: tuple[str, ...] = ()
     seed: int | None = None
+    local_bytes: dict[str, int] = field(default_factory=dict)
 
     @property
     def work_group_items(self) -> int:
@@ -55,23 +58,24 @@ class LaunchSpec:
     @classmethod
     def from_kernel(cls, kernel: GeneratedKernel, array_elems: dict[str, int],
                     scalars: dict[str, int], seed: int | None = None) -> LaunchSpec:
-        """Launch ``kernel`` with buffers of ``array_elems`` floats and int ``scalars``.
+        """Launch ``kernel`` with buffers of ``array_elems`` floats and ``scalars`` (its
+        ``int`` and ``float`` arguments); its ``local`` arguments take their own sizes.
 
         Raises:
             OclgrindError: an argument of unknown kind, or a buffer size / scalar missing.
         """
         missing = []
         for arg in kernel.args:
-            if arg.kind in ("global_in", "global_out", "global_inout"):
+            if arg.kind in BUFFER_KINDS:
                 if arg.name not in array_elems:
                     missing.append(f"element count of buffer {arg.name}")
-            elif arg.kind == "int":
+            elif arg.kind in ("int", "float"):
                 if arg.name not in scalars:
-                    missing.append(f"value of int argument {arg.name}")
-            else:
+                    missing.append(f"value of {arg.kind} argument {arg.name}")
+            elif arg.kind != LOCAL_KIND:
                 raise OclgrindError(f"kernel {kernel.name}: argument {arg.name} has kind "
                                     f"{arg.kind!r}; expected global_in, global_out, "
-                                    "global_inout or int")
+                                    "global_inout, int, float or local")
         if missing:
             raise OclgrindError(f"kernel {kernel.name}: missing " + ", ".join(missing))
         return cls(
@@ -79,16 +83,21 @@ class LaunchSpec:
             args=tuple((a.name, a.kind) for a in kernel.args),
             global_size=tuple(int(g) for g in kernel.global_size),
             local_size=tuple(int(s) for s in kernel.local_size),
-            array_elems={a.name: int(array_elems[a.name]) for a in kernel.args if a.kind != "int"},
-            scalars={a.name: int(scalars[a.name]) for a in kernel.args if a.kind == "int"},
-            build_options=tuple(kernel.build_options), seed=seed)
+            array_elems={a.name: int(array_elems[a.name]) for a in kernel.args
+                         if a.kind in BUFFER_KINDS},
+            scalars={a.name: (float if a.kind == "float" else int)(scalars[a.name])
+                     for a in kernel.args if a.kind in ("int", "float")},
+            build_options=tuple(kernel.build_options), seed=seed,
+            local_bytes={a.name: int(a.local_bytes) for a in kernel.args
+                         if a.kind == LOCAL_KIND})
 
     @classmethod
     def from_schedule(cls, schedule: Schedule, kernel: GeneratedKernel | None = None,
                       seed: int | None = None) -> LaunchSpec:
         """Launch the generated kernel of ``schedule`` (or ``kernel``, e.g. a deliberately
         broken variant of it) with the schedule's sizes: each buffer holds the product of
-        its shape's parameter values (``A``: M·K floats), each ``int`` is the parameter."""
+        its shape's parameter values (``A``: M·K floats), each ``int`` or ``float`` argument
+        is the parameter."""
         if kernel is None:
             from tiletraffic.gpu.codegen.generate import generate  # late: only this path generates
             kernel = generate(schedule)

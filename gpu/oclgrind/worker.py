@@ -72,7 +72,8 @@ def worker_main() -> int:
         write({"ok": False, "build_log": str(err)})
         return EXIT_BUILD_FAILED
     kernel = getattr(program, spec["kernel_name"])
-    buffer_names = [name for name, kind in spec["args"] if kind != "int"]
+    buffer_names = [name for name, kind in spec["args"]
+                    if kind in ("global_in", "global_out", "global_inout")]
     probe = None
     if mode != "counts" and buffer_names:
         # A tiny kernel writes (ulong)pointer of every buffer: Oclgrind's base addresses,
@@ -91,8 +92,11 @@ def worker_main() -> int:
     args, bufs = [], []
     mf = cl.mem_flags
     for name, kind in spec["args"]:
-        if kind == "int":
-            args.append(np.int32(spec["scalars"][name]))
+        if kind in ("int", "float"):
+            args.append((np.int32 if kind == "int" else np.float32)(spec["scalars"][name]))
+            continue
+        if kind == "local":
+            args.append(cl.LocalMemory(int(spec["local_bytes"][name])))
             continue
         n = int(spec["array_elems"][name])
         if kind in ("global_in", "global_inout"):

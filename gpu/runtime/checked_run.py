@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiletraffic.gpu.codegen import generate as codegen
+from tiletraffic.gpu.codegen.kernel import SCALAR_KINDS
 from tiletraffic.gpu.devices.device import Target, TiletrafficGpuError
 from tiletraffic.gpu.runtime.launch_counts import check_launch_counts
 from tiletraffic.gpu.runtime.launch import (CheckResult, ResultMismatchError, RunResult,
@@ -180,7 +181,7 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
                                       launch=launch, check=result)
 
     scalars = {a.name: p[a.name] for kernel in kernels for a in kernel.args
-               if a.kind == "int"}
+               if a.kind in SCALAR_KINDS}
     run = run_kernel(target, kernels[0] if len(kernels) == 1 else kernels, arrays, scalars,
                      repeat=repeat, warmup=warmup, check_output=check_launch,
                      outputs=[a.name for a in schedule.arrays if a.is_output],

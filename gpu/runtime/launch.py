@@ -36,7 +36,8 @@ from tiletraffic.gpu.devices.device import (POCL_INSTALL_HINT, DeviceError,
                                             DeviceLimits, Target, TiletrafficGpuError,
                                             list_devices, select_device)
 from tiletraffic.gpu.runtime import guard_zones as guard
-from tiletraffic.gpu.codegen.kernel import GeneratedKernel
+from tiletraffic.gpu.codegen.kernel import (ALL_KINDS, BUFFER_KINDS, LOCAL_KIND, SCALAR_KINDS,
+                                            GeneratedKernel, KernelArg)
 from tiletraffic.gpu.runtime.launch_limits import (LaunchConfigError, check_launch_limits,
                                                    sizes_text)
 from tiletraffic.gpu.runtime.ptx import PtxError, with_directives
@@ -201,12 +202,13 @@ OUTPUT_KINDS = ("global_out", "global_inout")
 
 def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> None:
     kinds = {a.name: a.kind for a in kernel.args}
-    bad = [f"{a.name} ({a.kind})" for a in kernel.args
-           if a.kind not in ("global_in", *OUTPUT_KINDS, "int")]
+    bad = [f"{a.name} ({a.kind})" for a in kernel.args if a.kind not in ALL_KINDS or
+           (a.kind == LOCAL_KIND and not (isinstance(a.local_bytes, int) and a.local_bytes > 0))]
     if bad:
-        raise ValueError(f"{kernel.name}: unknown argument kind for {', '.join(bad)}")
-    want_arrays = {n for n, k in kinds.items() if k != "int"}
-    want_scalars = {n for n, k in kinds.items() if k == "int"}
+        raise ValueError(f"{kernel.name}: unknown argument kind (or a local argument of no "
+                         f"bytes) for {', '.join(bad)}")
+    want_arrays = {n for n, k in kinds.items() if k in BUFFER_KINDS}
+    want_scalars = {n for n, k in kinds.items() if k in SCALAR_KINDS}
     for what, given, wanted in (("arrays", arrays, want_arrays), ("scalars", scalars, want_scalars)):
         missing, extra = wanted - set(given), set(given) - wanted
         if missing or extra:
@@ -224,8 +226,14 @@ def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> No
         if array.size == 0:
             raise ValueError(f"{kernel.name}: array {name!r} is empty; OpenCL buffers cannot be empty")
     for name, value in scalars.items():
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"{kernel.name}: scalar {name!r} must be an int, got {type(value).__name__}")
+        number = (int, np.integer, float, np.floating) if kinds[name] == "float" else \
+            (int, np.integer)
+        if isinstance(value, bool) or not isinstance(value, number):
+            what = "a number" if kinds[name] == "float" else "an int"
+            raise TypeError(f"{kernel.name}: scalar {name!r} must be {what}, got "
+                            f"{type(value).__name__}")
+        if kinds[name] == "float":
+            continue
         if not -(2**31) <= int(value) < 2**31:
             raise ValueError(f"{kernel.name}: scalar {name!r} = {value} does not fit a 32-bit int")
 
@@ -331,16 +339,16 @@ def _check_call(kernels: list[GeneratedKernel], arrays: dict[str, np.ndarray],
     Raises:
         ValueError: no kernel, an unknown argument kind, a missing or unexpected
             argument, a non-contiguous or empty array, a scalar out of the int32 range.
-        TypeError: an array is not float32 or a scalar is not an int.
+        TypeError: an array is not float32, or a scalar not a number of its kind.
     """
     if not kernels:
         raise ValueError("run_kernel needs at least one kernel")
     for k in kernels:
         _check_arguments(k, {a.name: arrays[a.name] for a in k.args
-                             if a.kind != "int" and a.name in arrays},
+                             if a.kind in BUFFER_KINDS and a.name in arrays},
                          {a.name: scalars[a.name] for a in k.args
-                          if a.kind == "int" and a.name in scalars})
-    used = {a.name for k in kernels for a in k.args}
+                          if a.kind in SCALAR_KINDS and a.name in scalars})
+    used = {a.name for k in kernels for a in k.args if a.kind != LOCAL_KIND}
     extra = sorted((set(arrays) | set(scalars)) - used)
     if extra:
         raise ValueError(f"{'+'.join(k.name for k in kernels)}: unexpected arguments {extra}")
@@ -391,7 +399,7 @@ def _plan_buffers(target: Target, kernels: list[GeneratedKernel],
     kinds: dict[str, str] = {}
     for k in kernels:           # a buffer's kind: as the first kernel using it sees it
         for a in k.args:
-            if a.kind != "int":
+            if a.kind in BUFFER_KINDS:
                 kinds.setdefault(a.name, a.kind)
     written = [n for n in kinds if any(a.name == n and a.kind in OUTPUT_KINDS
                                        for k in kernels for a in k.args)]
@@ -431,11 +439,22 @@ def _set_arguments(built_kernels: list[_BuiltKernel], buffers: dict[str, Any],
     :data:`LAUNCH_INDEX_ARG` argument (None where it has none)."""
     launch_args = []
     for k, cl_kernel, _, _ in built_kernels:
-        cl_kernel.set_args(*[buffers[a.name] if a.kind != "int"
-                             else np.int32(scalars[a.name]) for a in k.args])
+        cl_kernel.set_args(*[_argument(a, buffers, scalars) for a in k.args])
         launch_args.append(next((i for i, a in enumerate(k.args)
                                  if a.kind == "int" and a.name == LAUNCH_INDEX_ARG), None))
     return launch_args
+
+
+def _argument(a: KernelArg, buffers: dict[str, Any], scalars: dict):
+    """What ``clSetKernelArg`` gets for ``a``: its buffer, its value as an int32 or float32,
+    or ``local_bytes`` of local memory (no pointer)."""
+    if a.kind == "int":
+        return np.int32(scalars[a.name])
+    if a.kind == "float":
+        return np.float32(scalars[a.name])
+    if a.kind == LOCAL_KIND:
+        return cl.LocalMemory(a.local_bytes)
+    return buffers[a.name]
 
 
 def _launch_once(target: Target, built_kernels: list[_BuiltKernel], plan: _Buffers,
@@ -614,8 +633,10 @@ def run_kernel(
         arrays: one float32 C-contiguous (row-major) array per ``global_in``,
             ``global_inout`` and ``global_out`` argument (of any kernel). Inputs are copied
             to the device; an output's array gives only its shape (contents ignored).
-        scalars: one int (32-bit) per ``int`` argument; an argument named
-            :data:`LAUNCH_INDEX_ARG` gets the launch number instead at each launch.
+        scalars: one int (32-bit) per ``int`` argument, one number (passed as float32) per
+            ``float`` argument; an ``int`` argument named :data:`LAUNCH_INDEX_ARG` gets the
+            launch number instead at each launch. A ``local`` argument takes no value: its
+            ``local_bytes`` of local memory are set at launch.
         repeat: timed launches, :data:`~tiletraffic.gpu.runtime.launch_counts.MIN_REPEAT` to
             :data:`~tiletraffic.gpu.runtime.launch_counts.MAX_REPEAT`.
         warmup: untimed launches first, at least 1 (the first launch includes
@@ -639,7 +660,8 @@ def run_kernel(
     Raises:
         ValueError: ``repeat`` or ``warmup`` too small, missing/unexpected
             arguments, non-contiguous or empty arrays, scalars out of range.
-        TypeError: an array is not float32 or a scalar is not an int.
+        TypeError: an array is not float32, an ``int`` scalar not an int or a ``float`` one
+            not a number.
         KernelBuildError: the build failed or the kernel name is not in the source.
         LaunchConfigError: the launch does not fit device or kernel limits
             (see :func:`check_launch_limits`); nothing was launched.

@@ -243,12 +243,12 @@ class _LoopWalk(Visitor):
 
 def loop_steps(schedule: Schedule) -> int:
     """Work-item loop steps of a launch, as charged by the check before launch
-    (``simulator.engine.launch_check``): work-items x the largest size parameter (an upper envelope
+    (``simulator.engine.launch_check``): work-items x the largest integer parameter (an upper envelope
     of the loop trips of a kernel whose loops run over its sizes); of a kernel sequence,
     its kernels' added."""
     if is_sequence(schedule):
         return sum(loop_steps(k) for k in schedule.kernels)
-    steps = max([1, *schedule.param_values.values()])
+    steps = max([1, *(v for v in schedule.param_values.values() if isinstance(v, int))])
     return schedule.work_groups * schedule.work_group_items * steps
 
 

@@ -28,7 +28,7 @@ from tiletraffic.simulator.engine.accelerators.loop_blocks import STALE
 from tiletraffic.simulator.engine.batch import BatchState
 from tiletraffic.simulator.observers.hazards import Hazard
 
-_FLOAT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply}
+_FLOAT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
 """numpy spelling of :data:`simulator.ir.nodes.FLOAT_OPS`."""
 _FLOAT_FUNCTIONS = {"fmax": np.fmax, "fmin": np.fmin, "fabs": np.abs, "sqrt": np.sqrt,
                     "exp": np.exp}
@@ -198,6 +198,8 @@ class Expressions(BatchState):
             return self.load(e, mask), 0
         if isinstance(e, S.FConst):
             return np.float32(e.value), 0
+        if isinstance(e, S.FloatParam):
+            return np.float32(self.params[e.name]), 0
         if isinstance(e, S.Private):
             self.check_private_set(e.name, mask)
             return self.privates.get(e.name), 0
@@ -209,7 +211,8 @@ class Expressions(BatchState):
             if not self.values:
                 return None, fl + fr + 1
             op = _FLOAT_OPS[e.op]
-            return op(left, right, dtype=np.float32), fl + fr + 1
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                return op(left, right, dtype=np.float32), fl + fr + 1
         if isinstance(e, S.FNeg):                  # a sign flip: no FLOP
             value, flop = self.eval_float(e.operand, mask)
             return (None if value is None else np.negative(value, dtype=np.float32)), flop
@@ -246,6 +249,8 @@ class Expressions(BatchState):
                                     self.dbuf if space == "global" else self.dlocal)
         if isinstance(e, S.FConst):
             return sum_length.of_constant(e.value)
+        if isinstance(e, S.FloatParam):
+            return sum_length.of_constant(self.params[e.name])
         if isinstance(e, S.Private):
             return self.dpriv[e.name]
         if isinstance(e, S.PrivateElem):
@@ -254,7 +259,8 @@ class Expressions(BatchState):
                 return self.dparr[e.array.name][:, :, idx:idx + 1]
             return np.take_along_axis(self.dparr[e.array.name], idx, axis=2)
         if isinstance(e, S.FBinOp):
-            combine = sum_length.multiply if e.op == "*" else sum_length.add
+            combine = {"*": sum_length.multiply, "/": sum_length.divide}.get(e.op,
+                                                                            sum_length.add)
             return combine(self.depth_of(e.left), self.depth_of(e.right))
         if isinstance(e, S.FNeg):                  # exact: the operand's sum length
             return self.depth_of(e.operand)

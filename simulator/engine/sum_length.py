@@ -8,10 +8,16 @@ computes, never from a parameter's name: every float value carries its *sum leng
 most roundings on any path from the exact inputs to it, with these rules (``n(x)`` is the
 sum length of ``x``; ``ZERO`` marks a value known to be exactly 0):
 
-- a load of an input, a float constant: 0 (exact); the constant 0.0, a private float or
+- a load of an input, a float constant, a float argument: 0 (exact); the constant 0.0 (or
+  a float argument of 0.0), a private float or
   private array declared ``= 0.0``: ``ZERO``;
 - ``x * y``: ``n(x) + n(y) + 1`` (one rounding, the relative errors add); ``ZERO`` if
   either is ``ZERO``;
+- ``x / y``: ``n(x) + n(y) + 5``: the relative errors of the quotient add as a product's
+  do, and OpenCL 1.2 allows a float32 division an error of 2.5 ulp (§7.4, Table 7.1;
+  1 ulp <= 2u), i.e. :data:`DIVISION_ROUNDINGS`; ``ZERO`` if ``x`` is ``ZERO``; a divisor
+  known to be ``ZERO`` counts as 0 (the quotient is an infinity or a NaN, which the check
+  refuses anyway);
 - ``x + y``, ``acc += y``: ``max(n(x), n(y)) + 1``; adding ``ZERO`` is exact, so
   ``ZERO + y`` is ``n(y)``. A dot product of length K accumulated in order (``acc = 0;
   acc += a*b`` K times) is K; a tree of partial sums is less;
@@ -40,6 +46,10 @@ ZERO = -1
 
 DTYPE = np.int32
 
+DIVISION_ROUNDINGS = 5
+"""Roundings a float32 division adds: OpenCL 1.2 allows it 2.5 ulp, at most 5 unit
+roundoffs."""
+
 
 def of_constant(value: float | None) -> int:
     """Sum length of a float constant (``None``: an uninitialized value, counted as 0)."""
@@ -56,6 +66,12 @@ def multiply(x, y):
     """Sum length of ``x * y``."""
     x, y = np.asarray(x, DTYPE), np.asarray(y, DTYPE)
     return np.where((x == ZERO) | (y == ZERO), ZERO, x + y + 1).astype(DTYPE)
+
+
+def divide(x, y):
+    """Sum length of ``x / y``."""
+    x, y = np.asarray(x, DTYPE), np.asarray(y, DTYPE)
+    return np.where(x == ZERO, ZERO, x + np.maximum(y, 0) + DIVISION_ROUNDINGS).astype(DTYPE)
 
 
 def exact(*args):

@@ -14,10 +14,11 @@ integers (no overflow); :class:`Wrap` converts one to a C integer type of fixed 
 (``uint``: modulo 2**32), as OpenCL C's unsigned arithmetic wraps around.
 
 Float expressions (:class:`FloatExpr`) are loads (:class:`Load` of a global or local array,
-:class:`PrivateElem` of a private array), private variables, constants, ``+``, ``-``,
-``*``, the built-ins ``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`) and a
-select on an integer condition (:class:`Select`); each operation counts one FLOP. A
-negation ``-x`` (:class:`FNeg`) flips the sign bit and counts none.
+:class:`PrivateElem` of a private array), private variables, constants, runtime ``float``
+arguments (:class:`FloatParam`), ``+``, ``-``, ``*``, ``/``, the built-ins ``fmax``,
+``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`) and a select on an integer condition
+(:class:`Select`); each operation counts one FLOP. A negation ``-x`` (:class:`FNeg`) flips
+the sign bit and counts none.
 
 Every node is an immutable data class compared by identity (``eq=False``: ``==`` on an
 integer expression is Python's identity; use :meth:`IntExpr.eq`).
@@ -270,8 +271,8 @@ class Not(Cond):
 
 # ----------------------------------------------------------------------------- floats
 class FloatExpr:
-    """A float32 expression; ``+``, ``-`` and ``*`` each count one FLOP when executed, a
-    unary ``-`` (:class:`FNeg`) none."""
+    """A float32 expression; ``+``, ``-``, ``*`` and ``/`` each count one FLOP when
+    executed, a unary ``-`` (:class:`FNeg`) none."""
 
     def __neg__(self) -> FloatExpr:
         return FNeg(self)
@@ -294,6 +295,12 @@ class FloatExpr:
     def __rmul__(self, other: FloatLike) -> FloatExpr:
         return FBinOp("*", as_float(other), self)
 
+    def __truediv__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("/", self, as_float(other))
+
+    def __rtruediv__(self, other: FloatLike) -> FloatExpr:
+        return FBinOp("/", as_float(other), self)
+
 
 FloatLike = Union[FloatExpr, float]
 
@@ -314,6 +321,15 @@ class FConst(FloatExpr):
 
 
 @dataclass(frozen=True, eq=False)
+class FloatParam(FloatExpr):
+    """A runtime ``const float`` kernel argument (``alpha`` of ``C = alpha * A @ B``); its
+    value is the schedule's parameter of that name (a Python ``float``, rounded to float32
+    where the kernel reads it). Reading it counts no FLOP."""
+
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
 class Private(FloatExpr):
     """A private (register) float variable declared with :class:`DeclareFloat`."""
 
@@ -328,13 +344,14 @@ class PrivateElem(FloatExpr):
     index: tuple[IntExpr, ...]
 
 
-FLOAT_OPS = ("+", "-", "*")
+FLOAT_OPS = ("+", "-", "*", "/")
 """Operators of :class:`FBinOp`; each counts one FLOP."""
 
 
 @dataclass(frozen=True, eq=False)
 class FBinOp(FloatExpr):
-    """``left op right`` for op in :data:`FLOAT_OPS` (``+ - *``)."""
+    """``left op right`` for op in :data:`FLOAT_OPS` (``+ - * /``), in float32 as IEEE 754
+    rounds it (``x / 0.0`` is an infinity or a NaN, as on the device)."""
 
     op: str
     left: FloatExpr
@@ -432,7 +449,8 @@ def select(cond: Cond, then: FloatLike, orelse: FloatLike) -> Select:
 
 
 def float_operands(e: FloatExpr) -> tuple[FloatExpr, ...]:
-    """The float sub-expressions of ``e`` (empty for loads, constants and privates)."""
+    """The float sub-expressions of ``e`` (empty for loads, constants, float parameters and
+    privates)."""
     if isinstance(e, FBinOp):
         return (e.left, e.right)
     if isinstance(e, FNeg):

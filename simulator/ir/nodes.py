@@ -18,9 +18,10 @@ Division and remainder follow C: they truncate toward zero. Values are mathemati
 integers (no overflow); :class:`Wrap` converts one to a C integer type of fixed width
 (``uint``: modulo 2**32), as OpenCL C's unsigned arithmetic wraps around.
 
-Float expressions (:class:`FloatExpr`) are loads, private variables, constants, ``+``,
-``-``, ``*``, the built-ins ``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`)
-and a select on an integer condition (:class:`Select`); each operation counts one FLOP.
+Float expressions (:class:`FloatExpr`) are loads, private variables, constants, runtime
+``float`` arguments (:class:`FloatParam`), ``+``, ``-``, ``*``, ``/``, the built-ins
+``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`) and a select on an integer
+condition (:class:`Select`); each operation counts one FLOP.
 A negation ``-x`` (:class:`FNeg`) flips the sign bit and counts none.
 Control flow is never data dependent: every condition is an integer :class:`Cond`,
 so the traffic of a schedule does not depend on the values in the arrays.
@@ -61,6 +62,7 @@ from tiletraffic.simulator.ir.expressions import (
     IntLike, Load, Min, Not, Param, Private, PrivateElem, ScheduleError, Select, Stmt, Var,
     WorkItemId, Wrap, as_float, as_int, c_int_type, ceil_div, describe_int, exp, fabs,
     float_operands, fmax, fmin, global_id, group_id, local_id, minimum, select, sqrt, wrap)
+from tiletraffic.simulator.ir.expressions import FloatParam
 from tiletraffic.simulator.ir.visitor import walk_statements
 
 __all__ = [
@@ -72,7 +74,7 @@ __all__ = [
     "FloatExpr", "FloatLike", "Load", "FConst", "Private", "PrivateElem", "FBinOp", "FNeg",
     "FCall", "Select", "FLOAT_OPS", "FLOAT_FUNCTIONS", "EXACT_FLOAT_FUNCTIONS",
     "FUNCTION_ERROR_ULPS", "fmax", "fmin", "fabs", "sqrt", "exp", "select",
-    "float_operands", "as_float",
+    "float_operands", "as_float", "FloatParam",
     # errors, launch geometry, arrays
     "ScheduleError", "ndrange_problems", "check_ndrange", "FLOAT_BYTES", "ARRAY_ROLES",
     "GlobalArray", "LocalArray", "PrivateArray", "Array", "describe_access",
@@ -475,7 +477,9 @@ class Schedule:
     Attributes:
         family: schedule family, e.g. ``"gemm-tiled"``.
         kernel_name: C identifier of the kernel.
-        params: runtime ``int`` arguments, in signature order, with their values.
+        params: runtime scalar arguments, in signature order, with their values: an ``int``
+            for a ``const int`` argument (:class:`Param`, the arrays' extents), a ``float``
+            for a ``const float`` one (:class:`FloatParam`).
         arrays: global buffers, in signature order.
         local_arrays: ``__local`` arrays of one work-group.
         local_size: work-group size per NDRange dimension (work-items).
@@ -493,7 +497,7 @@ class Schedule:
 
     family: str
     kernel_name: str
-    params: tuple[tuple[str, int], ...]
+    params: tuple[tuple[str, int | float], ...]
     arrays: tuple[GlobalArray, ...]
     local_arrays: tuple[LocalArray, ...]
     local_size: tuple[int, ...]

@@ -13,7 +13,8 @@ once and refuses, naming the statement's value:
   parameters; named constants have one value; local array extents are positive;
 - uses: every :class:`Var` bound by an enclosing :class:`Let` or :class:`For` earlier in its
   block (C scope: a name bound inside an ``if`` or a loop is not seen after it), every
-  private float declared before use, every :class:`Param` a parameter, every array one of
+  private float declared before use, every :class:`Param` an integer parameter and every
+  :class:`FloatParam` a parameter, every array one of
   the schedule's, no store into an input (``const``) array, work-item ids within the
   NDRange's dimensions, constant loop steps positive.
 
@@ -136,8 +137,9 @@ class _Checker(Visitor):
             name, value = entry
             if not _identifier(name) or name in params:
                 self.add(f"parameter name {name!r} is not a C identifier or is reserved in OpenCL C or is given twice")
-            if isinstance(value, bool) or not isinstance(value, int):
-                self.add(f"parameter {name} = {value!r} is not an integer")
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                self.add(f"parameter {name} = {value!r} is not an integer (a float only for "
+                         "a float argument, FloatParam)")
             params[name] = value
         return params
 
@@ -157,6 +159,10 @@ class _Checker(Visitor):
                     self.add(f"array {a.name} has role {a.role!r}, not 'in', 'out' or "
                              "'inout'")
                 missing = [s for s in a.shape if s not in self.params]
+                floats = [s for s in a.shape if isinstance(self.params.get(s), float)]
+                if floats:
+                    self.add(f"array {a.name} has shape {a.shape}, but {floats} are float "
+                             "parameters, not integers")
                 if missing:
                     self.add(f"array {a.name} has shape {a.shape}, but {missing} are not "
                              f"parameters (parameters: {sorted(self.params)})")
@@ -225,6 +231,9 @@ class _Checker(Visitor):
         if e.name not in self.params:
             self.add(f"Param({e.name!r}) is not a parameter of the schedule "
                      f"(parameters: {sorted(self.params)})")
+        elif isinstance(self.params[e.name], float):
+            self.add(f"Param({e.name!r}) reads the float parameter {e.name} = "
+                     f"{self.params[e.name]!r} as an integer: read it with FloatParam")
 
     def visit_Var(self, e: S.Var) -> None:
         if e.name not in self.ints:
@@ -326,6 +335,11 @@ class _Checker(Visitor):
 
     def visit_FConst(self, e: S.FConst) -> None:
         pass
+
+    def visit_FloatParam(self, e: S.FloatParam) -> None:
+        if e.name not in self.params:
+            self.add(f"FloatParam({e.name!r}) is not a parameter of the schedule "
+                     f"(parameters: {sorted(self.params)})")
 
     # --------------------------------------------------------------- statements
     def _block(self, stmts, ints: set[str], privates: set[str]) -> None:

@@ -128,8 +128,9 @@ class TrafficCounts:
     """Exact traffic of one launch, counted by executing the schedule.
 
     Elements are float32 (4 bytes). ``barriers`` counts work-group barriers: one per
-    work-group per barrier it executes. ``flop`` counts executed ``+`` and ``*`` of float32
-    values, padded (out-of-range) work-items included. ``global_load_elems_per_tile`` is the
+    work-group per barrier it executes. ``flop`` counts executed float32 operations (``+``,
+    ``-``, ``*``, ``/``, each built-in call and select one; a negation none), padded
+    (out-of-range) work-items included. ``global_load_elems_per_tile`` is the
     global loads of the busiest work-group, i.e. of one full output tile. Accesses reported
     as out-of-bounds hazards (in ``"report"`` mode) are skipped and not counted.
     """

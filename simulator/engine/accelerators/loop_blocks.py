@@ -194,7 +194,7 @@ class _Planner(Visitor):
             self.out.element_reads.setdefault(name, set()).add(at)
 
     def read_float(self, e) -> None:
-        if isinstance(e, S.FConst):
+        if isinstance(e, (S.FConst, S.FloatParam)):
             return
         if isinstance(e, S.Load):
             for i in e.index:

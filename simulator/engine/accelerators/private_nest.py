@@ -122,7 +122,7 @@ class _NestPlanner(Visitor):
 
     def read_float(self, e: S.FloatExpr) -> int:
         """FLOPs of ``e``; its reads recorded."""
-        if isinstance(e, S.FConst):
+        if isinstance(e, (S.FConst, S.FloatParam)):
             return 0
         if isinstance(e, S.Private):
             if e.name not in self.assigned:
