@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import tiletraffic as tt
+from tiletraffic.frontend.opencl.translate import FrontendError
 from tiletraffic.gpu.codegen.generate import generate
 from tiletraffic.simulator.engine import control
 from tiletraffic.simulator.engine.accelerators import Accelerators, class_safety
@@ -256,3 +257,258 @@ def test_statement_passes_do_not_plan_bodies_with_the_new_statements():
     for loop in loops:
         assert private_nest.plan(loop, {}) is None
         assert loop_blocks.plan(loop, {}) is None
+
+
+# ------------------------------------------------------------ OpenCL C front end
+DECLARED_K = r"""
+// C = A * B, one element per work-item, its loop variable declared before the loop
+__kernel void gemm_declared_k(__global const float *A, __global const float *B,
+                              __global float *C, const int M, const int N, const int K)
+{
+    int row, col, k;
+    float acc = 0.0f;
+    row = get_global_id(1);
+    col = get_global_id(0);
+    if (row < M && col < N) {
+        for (k = 0; k < K; k++)
+            acc += A[row * K + k] * B[k * N + col];
+        C[row * N + col] = acc;
+    }
+}
+"""
+
+DO_WHILE_TILES = r"""
+// C = A * B through TILE x TILE tiles of local memory, the tile loop a do/while
+#define TILE 4
+__kernel void gemm_do_while(__global const float *A, __global const float *B,
+                            __global float *C, const int M, const int N, const int K)
+{
+    __local float As[TILE][TILE];
+    __local float Bs[TILE][TILE];
+    const int tx = get_local_id(0), ty = get_local_id(1);
+    const int row = get_group_id(1) * TILE + ty;
+    const int col = get_group_id(0) * TILE + tx;
+    const int tiles = (K + TILE - 1) / TILE;
+    float acc = 0.0f;
+    int t = 0;
+    do {
+        const int ka = t * TILE + tx;
+        const int kb = t * TILE + ty;
+        if (row < M && ka < K) As[ty][tx] = A[row * K + ka]; else As[ty][tx] = 0.0f;
+        if (kb < K && col < N) Bs[ty][tx] = B[kb * N + col]; else Bs[ty][tx] = 0.0f;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int e = 0; e < TILE; ++e)
+            acc += As[ty][e] * Bs[e][tx];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        t++;
+    } while (t < tiles);
+    if (row < M && col < N)
+        C[row * N + col] = acc;
+}
+"""
+
+TWO_VARIABLES = r"""
+// C = A * B, a and b walking a row of A and a column of B together
+__kernel void gemm_two_walkers(__global const float *A, __global const float *B,
+                               __global float *C, const int M, const int N, const int K)
+{
+    const int row = get_global_id(1);
+    const int col = get_global_id(0);
+    if (row >= M || col >= N)
+        return;
+    float acc = 0.0f;
+    for (int a = row * K, b = col; a < (row + 1) * K; a += 1, b += N)
+        acc += A[a] * B[b];
+    C[row * N + col] = acc;
+}
+"""
+
+TRANSPOSE = r"""
+// dst = src^T through a padded TILE x (TILE + 1) tile; x and y computed again after the barrier
+#define TILE 8
+__kernel void transpose_again(__global const float *src, __global float *dst,
+                              const int width, const int height)
+{
+    __local float tile[TILE][TILE + 1];
+    int x = get_group_id(0) * TILE + get_local_id(0);
+    int y = get_group_id(1) * TILE + get_local_id(1);
+    if (x < width && y < height)
+        tile[get_local_id(1)][get_local_id(0)] = src[y * width + x];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    x = get_group_id(1) * TILE + get_local_id(0);
+    y = get_group_id(0) * TILE + get_local_id(1);
+    if (x < height && y < width)
+        dst[y * height + x] = tile[get_local_id(0)][get_local_id(1)];
+}
+"""
+
+
+def _gemm(source: str, kernel: str, m: int, n: int, k: int, local=(4, 4)) -> S.Schedule:
+    gsize = [-(-n // local[0]) * local[0], -(-m // local[1]) * local[1]]
+    args = {"A": {"shape": ["M", "K"], "access": "in"},
+            "B": {"shape": ["K", "N"], "access": "in"},
+            "C": {"shape": ["M", "N"], "access": "out"}, "M": m, "N": n, "K": k}
+    return tt.from_opencl(source, kernel, gsize, list(local), args)
+
+
+def _transpose(width: int, height: int) -> S.Schedule:
+    gsize = [-(-width // 8) * 8, -(-height // 8) * 8]
+    args = {"src": {"shape": ["height", "width"], "access": "in"},
+            "dst": {"shape": ["width", "height"], "access": "out"},
+            "width": width, "height": height}
+    return tt.from_opencl(TRANSPOSE, "transpose_again", gsize, [8, 8], args)
+
+
+CASES = {
+    "declared k": lambda: _gemm(DECLARED_K, "gemm_declared_k", 10, 7, 9),
+    "do/while tiles": lambda: _gemm(DO_WHILE_TILES, "gemm_do_while", 10, 7, 9),
+    "two variables": lambda: _gemm(TWO_VARIABLES, "gemm_two_walkers", 10, 7, 9),
+    "transpose": lambda: _transpose(20, 12),
+}
+
+
+def _reference(name: str):
+    if name == "transpose":
+        return lambda inputs: inputs["src"].T.copy()
+    return lambda inputs: inputs["A"] @ inputs["B"]
+
+
+def _statements(sch) -> list:
+    from tiletraffic.simulator.ir.visitor import walk_statements
+    return list(walk_statements(sch.body))
+
+
+def test_the_kernels_become_the_new_statements():
+    kinds = {name: {type(s).__name__ for s in _statements(make())}
+             for name, make in CASES.items()}
+    assert {"DeclareInt", "AssignInt", "While"} <= kinds["declared k"]
+    while_loops = [s for s in _statements(CASES["do/while tiles"]()) if isinstance(s, S.While)]
+    assert len(while_loops) == 1 and while_loops[0].do_while
+    assert sum(isinstance(s, S.Barrier) for s in while_loops[0].body) == 2
+    two = [s for s in _statements(CASES["two variables"]()) if isinstance(s, S.While)]
+    assert [u.name for u in two[0].update] == ["a", "b"]
+    assert "While" not in kinds["transpose"]
+    assigned = [s.name for s in _statements(CASES["transpose"]()) if isinstance(s, S.AssignInt)]
+    assert assigned == ["x", "y"]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_kernel_computes_as_numpy(name):
+    sch = CASES[name]()
+    rng = np.random.default_rng(4)
+    inputs = {a.name: rng.standard_normal([sch.param_values[d] for d in a.shape])
+              .astype(np.float32) for a in sch.arrays if a.role == "in"}
+    result = simulate(sch, inputs)
+    want = _reference(name)({k: v.astype(np.float64) for k, v in inputs.items()})
+    (out,) = result.outputs.values()
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    assert tt.check(sch, seed=3) == []
+
+
+def test_counts_of_the_kernels():
+    m, n, k = 10, 7, 9
+    for name in ("declared k", "two variables"):
+        counts = simulate(CASES[name](), compute_values=False).counts
+        assert (counts.global_load_elems, counts.global_store_elems, counts.flop) == (
+            2 * m * n * k, m * n, 2 * m * n * k), name
+    tiles = simulate(CASES["do/while tiles"](), compute_values=False).counts
+    groups, steps = 2 * 3, 3           # 8 x 12 work-items, K = 9 in tiles of 4
+    assert tiles.barriers == 2 * steps * groups
+    assert tiles.local_store_elems == 2 * 16 * steps * groups
+    transpose = simulate(CASES["transpose"](), compute_values=False).counts
+    assert (transpose.global_load_elems, transpose.global_store_elems,
+            transpose.local_store_elems, transpose.local_load_elems) == (240, 240, 240, 240)
+
+
+@needs_oclgrind
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_oclgrind_counts_each_kernel_as_simulated(name):
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    comparison = compare_counts(CASES[name]())
+    assert comparison.equal, comparison.to_dict()
+    assert comparison.oclgrind["global_load_elems"] > 0
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_kernel_runs_on_pocl_equal_to_numpy(name, pocl):
+    result = tt.run(CASES[name](), pocl, repeat=10, warmup=1, seed=5,
+                    reference=_reference(name))
+    assert result.check.ok
+
+
+def test_the_reassigned_transpose_is_counted_by_classes():
+    sch = _transpose(8 * 7, 8 * 6)
+    assert class_safety.classes_problem(sch) is None
+    full = simulate(sch, compute_values=False).counts
+    by_classes = simulate(sch, compute_values=False,
+                          accelerators=Accelerators(work_group_classes=True))
+    assert by_classes.representatives is not None
+    assert by_classes.counts == full
+
+
+def test_a_loop_read_after_it_sees_the_last_value_and_several_declarators():
+    source = r"""
+    __kernel void k(__global const float *A, __global float *C, int N) {
+        int i, j, counter = 0;
+        i = get_global_id(0);
+        for (j = 0; j < N; j += 3)
+            counter++;
+        C[i] = A[(j + counter + i) % N];   // j = 66, counter = 22 for N = 64
+    }"""
+    args = {"A": {"shape": [64], "access": "in"}, "C": {"shape": [64], "access": "out"},
+            "N": 64}
+    sch = tt.from_opencl(source, "k", [64], [16], args)
+    a = np.arange(64, dtype=np.float32)
+    out = simulate(sch, {"A": a}).outputs["C"]
+    assert out.tolist() == [float((66 + 22 + i) % 64) for i in range(64)]
+
+
+def test_while_break_continue_and_moved_pointers_in_c():
+    source = r"""
+    __kernel void k(__global const float *A, __global float *C, int N) {
+        const int i = get_global_id(0);
+        __global const float *p = A + i;
+        float acc = 0.0f;
+        int n = 0;
+        while (1) {
+            n++;
+            if (n % 2 == 0) continue;
+            if (n > 7) break;
+            acc += p[0];
+            p += 2;
+        }
+        A += 1;
+        C[i] = acc + A[0];
+    }"""
+    args = {"A": {"shape": [80], "access": "in"}, "C": {"shape": [64], "access": "out"},
+            "N": 64}
+    sch = tt.from_opencl(source, "k", [64], [16], args)
+    a = np.random.default_rng(2).standard_normal(80).astype(np.float32)
+    out = simulate(sch, {"A": a}).outputs["C"]
+    want = [a[i] + a[i + 2] + a[i + 4] + a[i + 6] + a[1] for i in range(64)]
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+def test_a_do_while_zero_macro_is_its_body():
+    source = r"""
+    #define STORE(i, v) do { C[i] = v; } while (0)
+    __kernel void k(__global const float *A, __global float *C, int N) {
+        const int i = get_global_id(0);
+        STORE(i, A[i]);
+    }"""
+    args = {"A": {"shape": [64], "access": "in"}, "C": {"shape": [64], "access": "out"},
+            "N": 64}
+    sch = tt.from_opencl(source, "k", [64], [16], args)
+    assert [type(s).__name__ for s in sch.body] == ["Let", "Store"]
+
+
+def test_assigning_a_helpers_parameter_is_refused_naming_its_place():
+    source = r"""int twice(int n) { n = n * 2; return n; }
+    __kernel void k(__global const float *A, __global float *C, int N) {
+        C[twice(get_global_id(0)) % N] = A[0];
+    }"""
+    args = {"A": {"shape": [64], "access": "in"}, "C": {"shape": [64], "access": "out"},
+            "N": 64}
+    with pytest.raises(FrontendError,
+                       match=r"^<source>:1:20: n assigned, but it is a helper's parameter"):
+        tt.from_opencl(source, "k", [64], [16], args)
