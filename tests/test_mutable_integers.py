@@ -381,7 +381,9 @@ def _statements(sch) -> list:
 def test_the_kernels_become_the_new_statements():
     kinds = {name: {type(s).__name__ for s in _statements(make())}
              for name, make in CASES.items()}
-    assert {"DeclareInt", "AssignInt", "While"} <= kinds["declared k"]
+    # a counted loop over k declared before it: the IR's For, then k's value after it
+    assert {"DeclareInt", "AssignInt", "For"} <= kinds["declared k"]
+    assert "While" not in kinds["declared k"]
     while_loops = [s for s in _statements(CASES["do/while tiles"]()) if isinstance(s, S.While)]
     assert len(while_loops) == 1 and while_loops[0].do_while
     assert sum(isinstance(s, S.Barrier) for s in while_loops[0].body) == 2
@@ -512,3 +514,23 @@ def test_assigning_a_helpers_parameter_is_refused_naming_its_place():
     with pytest.raises(FrontendError,
                        match=r"^<source>:1:20: n assigned, but it is a helper's parameter"):
         tt.from_opencl(source, "k", [64], [16], args)
+
+
+@pytest.mark.parametrize("start,stop,step,last", [("5", "N - 100", "2", 5), ("1", "11", "4", 13),
+                                                   ("0", "N", "3", 66), ("-7", "2", "3", 2),
+                                                   ("N", "N + 1", "N", 128)])
+def test_a_counted_loop_over_an_earlier_integer_leaves_its_last_value(start, stop, step, last):
+    source = f"""
+    __kernel void k(__global const float *A, __global float *C, int N) {{
+        int k;
+        const int i = get_global_id(0);
+        for (k = {start}; k < {stop}; k += {step})
+            C[i] = A[(i + k + 640) % N];
+        C[i] = A[(k + 640) % N];
+    }}"""
+    args = {"A": {"shape": [64], "access": "in"}, "C": {"shape": [64], "access": "out"},
+            "N": 64}
+    sch = tt.from_opencl(source, "k", [64], [16], args)
+    assert any(isinstance(s, S.For) for s in sch.body)
+    out = simulate(sch, {"A": np.arange(64, dtype=np.float32)}).outputs["C"]
+    assert out.tolist() == [float((last + 640) % 64)] * 64

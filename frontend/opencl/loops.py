@@ -1,6 +1,8 @@
 """Loops. A counted ``for`` loop (one integer declared with its start, a condition and an
 update, a body that assigns neither the variable nor what the condition and the update read,
-and leaves the loop by no ``break`` or ``continue``) that counts up (``i < stop`` or
+and leaves the loop by no ``break`` or ``continue``; or such a loop over an integer declared
+before it, ``for (k = 0; k < K; k++)``, followed by the ``AssignInt`` of the value it leaves
+in ``k``) that counts up (``i < stop`` or
 ``i <= last``; ``++i``, ``i++``, ``i += step``, ``i = i + step``) becomes an IR
 :class:`~tiletraffic.simulator.ir.nodes.For`; one of another kind with constant bounds
 (``s >>= 1``, ``i--``) is unrolled, one copy of its body per iteration, evaluated in C's
@@ -21,7 +23,7 @@ from __future__ import annotations
 import math
 
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.ir.static import trunc_div
+from tiletraffic.simulator.ir.static import eval_static, trunc_div
 
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import c_value, int_type, is_int_type
@@ -47,7 +49,58 @@ class Loops(TranslationContext):
             trips = self.unroll_trips(c, start, cond, inc, var_cursor)
             if trips is not None:
                 return [self.unrolled(c, trips, body, var_cursor)]
+        found = self.counted_assignment(init, cond, inc, body)
+        if found is not None:
+            return self.counted_loop_of_variable(*found, cond, inc, body)
         return self.general_for(c, init, cond, inc, body)
+
+    def counted_assignment(self, init, cond, inc, body):
+        """For ``for (k = start; k < stop; k += step)`` over an integer ``k`` declared before
+        the loop (assigned again), counted as :meth:`counted_variable` says, counting up,
+        with a bound and a step that do not read ``k``: (``k``'s declaration cursor, the
+        start's cursor, ``k``'s IR name); ``None`` for another loop."""
+        from clang.cindex import CursorKind as K
+        if init is None or cond is None or inc is None:
+            return None
+        s = C.strip(init)
+        if s.kind != K.BINARY_OPERATOR or C.binary_operator(s) != "=":
+            return None
+        target, start = C.children(s)
+        target = C.strip(target)
+        if target.kind != K.DECL_REF_EXPR or target.referenced is None:
+            return None
+        binding = self.lookup(target.spelling)
+        ir = None if binding is None or binding.kind != "int" else self.mutable_name(binding)
+        decl = target.referenced
+        if ir is None or exits_loop(body) or not self.counts_up(cond, inc, decl):
+            return None
+        assigned = assigned_in(body)
+        own = declarations_read(target)
+        if own & assigned or (declarations_read(cond) | declarations_read(inc)) & assigned:
+            return None
+        step = self.step_of(inc, decl)
+        c = C.strip(cond)
+        bound = [x for x in C.children(c) if not self._is_var(x, decl)]
+        if len(bound) != 1 or declarations_read(bound[0]) & own or \
+                not isinstance(step, S.IntExpr) and declarations_read(step) & own:
+            return None
+        return decl, start, ir
+
+    def counted_loop_of_variable(self, decl, start_cursor, ir, cond, inc, body) -> list:
+        """The IR ``For`` of :meth:`counted_assignment`'s loop (its own loop variable, which
+        the body reads for ``k``) and the ``AssignInt`` of the value ``k`` has after it:
+        ``start + max(0, ceil((stop - start) / step)) * step``."""
+        start = self.canonical(self.int_expr(start_cursor), decl.type, start_cursor)
+        loop = self.counted_loop(start, cond, inc, body, decl)
+        steps = S.BinOp("/", S.BinOp("-", S.BinOp("+", S.BinOp("-", loop.stop, loop.start),
+                                                  loop.step), S.Const(1)), loop.step)
+        trips = S.BinOp("-", S.Const(0), S.Min(S.Const(0), S.BinOp("-", S.Const(0), steps)))
+        last = S.BinOp("+", loop.start, S.BinOp("*", trips, loop.step))
+        if all(isinstance(x, S.Const) for x in (loop.start, loop.stop, loop.step)):
+            last = S.Const(int(eval_static(last, {})))
+        last = self.canonical(last, decl.type, cond)
+        self.ranges[ir] = self.range_of(last)
+        return [loop, S.AssignInt(ir, last)]
 
     def for_parts(self, c) -> tuple:
         """(initialisation, condition, update, body) cursors of a ``for`` statement, each
@@ -136,7 +189,7 @@ class Loops(TranslationContext):
             self.widen([cond, inc, body])
         finally:
             self.pop()
-        return out + [S.While(test, stmts, update, False, str(C.where(c, self.path)))]
+        return out + [S.While(test, stmts, update, False, self.source_of(c))]
 
     def while_statement(self, c) -> list:
         """``while (cond) body`` as a ``While`` loop."""
@@ -145,7 +198,7 @@ class Loops(TranslationContext):
         test = self.condition(cond)
         stmts = self.loop_body(body)
         self.widen([cond, body])
-        return [S.While(test, stmts, (), False, str(C.where(c, self.path)))]
+        return [S.While(test, stmts, (), False, self.source_of(c))]
 
     def do_statement(self, c) -> list:
         """``do body while (cond);`` as a ``While`` loop that runs its first iteration
@@ -158,7 +211,7 @@ class Loops(TranslationContext):
         stmts = self.loop_body(body)
         self.widen([cond, body])
         test = self.condition(cond)
-        return [S.While(test, stmts, (), True, str(C.where(c, self.path)))]
+        return [S.While(test, stmts, (), True, self.source_of(c))]
 
     def loop_body(self, body) -> tuple:
         """The statements of a ``While`` loop's body (its ``break`` and ``continue``
