@@ -22,7 +22,6 @@ from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import ExecutionError
 from tiletraffic.simulator.ir.wellformed import MalformedScheduleError, check_well_formed
-from tiletraffic.simulator.observers.hazards import HazardError
 
 SHARED_KEYS = ("global_load_elems", "global_store_elems", "local_load_elems",
                "local_store_elems", "barriers")
