@@ -26,12 +26,18 @@ def kernel(body: str, signature: str = "__global const float *A, __global float 
 REFUSED = {
     "data-dependent branch": ("    if (A[i] > 0.0f) C[i] = 1.0f;", 4, 9, [DATA_DEPENDENT]),
     "data-dependent index": ("    C[(int)A[i]] = 1.0f;", 4, 7, [DATA_DEPENDENT]),
-    "while loop": ("    int j = 0;\n    while (j < N) { C[i] = 0.0f; }", 5, 5,
-                   ["while", "for loop"]),
+    "loop on loaded values": ("    while (A[i] > 0.0f) { C[i] = 0.0f; }", 4, 12,
+                              [DATA_DEPENDENT]),
     "switch": ("    switch (i) { case 0: C[i] = 0.0f; }", 4, 5, ["switch", "if/else"]),
-    "break": ("    for (int j = 0; j < N; j++) { break; }", 4, 35, ["break", "if"]),
-    "reassigned integer": ("    int j = i;\n    j = j + 1;\n    C[j] = 0.0f;", 5, 5,
-                           ["assigned again", "bound once"]),
+    "goto": ("    goto end;\nend:\n    C[i] = 0.0f;", 4, 5, ["goto", "if/else"]),
+    "++ inside an expression": ("    int j = i;\n    C[j++] = 0.0f;", 5, 7,
+                                ["++ inside an expression", "j++;"]),
+    "pointer moved to another array": (
+        "    __global float *p = C;\n    p = (__global float *)A;\n    p[i] = 0.0f;", 5, 5,
+        ["pointer p", "another array"]),
+    "float in a loop update": (
+        "    float s = 0.0f;\n    for (int j = 0; j < N; j++, s += 1.0f) C[i] = s;", 5, 28,
+        ["loop update", "integers and pointers only"]),
     "float modulo": ("    C[i] = fmod(A[i], 3.0f);", 4, 12, ["fmod", "+ - * /"]),
     "integer to float": ("    C[i] = (float)i;", 4, 12, ["integer converted to float"]),
     "global-only barrier": ("    barrier(CLK_GLOBAL_MEM_FENCE);\n    C[i] = A[i];", 4, 5,

@@ -1,7 +1,9 @@
 """The state of one kernel's translation (:mod:`frontend.opencl.translate`): the launch, the
 arguments, the C names in scope and what each is bound to, the IR names used, and the bounds
-of the integer names; with the errors, name binding and source locations every part of the
-translation uses.
+of the integer names (for an integer assigned again, at the point translated); with the
+errors, name binding and source locations every part of the translation uses, and the walks
+of clang's tree that find which variables a piece of code assigns and whether a loop's body
+leaves it with ``break`` or ``continue``.
 
 :class:`TranslationContext` is the base of the translator's parts (declarations,
 statements, loops, calls, integers, floats, vectors, memory), which
@@ -87,6 +89,18 @@ class TranslationContext:
         self.inlined_from: list[str] = []
         """The helper calls being inlined, innermost last (``sync_tile, called at
         k.cl:20:9``)."""
+        self.mutable_ranges: dict[str, tuple] = {}
+        """The integer names of the IR that ``AssignInt`` may assign (a ``DeclareInt``: a C
+        integer or a pointer's offset assigned again), each with the bounds of its C type:
+        :attr:`ranges` holds the bounds of its value at the point translated, which
+        :meth:`widen` resets to these where a loop may assign it."""
+        self.mutable_decls: dict[str, tuple] = {}
+        """Per name of :attr:`mutable_ranges`, the declaration it belongs to (the
+        variable's cursor, by :func:`_key`)."""
+        self.loops: list[str] = []
+        """The kinds of the IR loops being translated around the statement (``For``,
+        ``While``), innermost last."""
+        self._assigned: dict[tuple, frozenset] = {}
 
     def fail(self, cursor, message: str, arg: str | None = None):
         """Raise :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` with
@@ -139,3 +153,103 @@ class TranslationContext:
         """``file:line:column`` of cursor ``c``, with the helper calls it is inlined through
         (``k.cl:5:5 in sync_tile, called at k.cl:20:9``)."""
         return " in ".join([str(C.where(c, self.path)), *reversed(self.inlined_from)])
+
+    # ------------------------------------------------------------ integers assigned again
+    def reassigned(self, decl) -> bool:
+        """Whether the variable or parameter declared by cursor ``decl`` is the target of an
+        assignment (``=``, a compound assignment, ``++``, ``--``) anywhere in the function
+        that declares it."""
+        function = decl.semantic_parent
+        if function is None:
+            return False
+        key = _key(function)
+        if key not in self._assigned:
+            self._assigned[key] = frozenset(assigned_in(function))
+        return _key(decl) in self._assigned[key]
+
+    def widen(self, cursors) -> None:
+        """Set the bounds of every integer of :attr:`mutable_ranges` that the code of
+        ``cursors`` assigns (a loop's condition, update and body, run any number of times)
+        to its type's: its value there is not known statically."""
+        targets = set()
+        for c in cursors:
+            if c is not None:
+                targets |= assigned_in(c)
+        for scope in self.scopes:
+            for binding in scope.names.values():
+                ir = self.mutable_name(binding)
+                if ir is not None and binding.cursor is not None and \
+                        _key(binding.cursor) in targets:
+                    self.ranges[ir] = self.mutable_ranges[ir]
+
+    def mutable_name(self, binding) -> str | None:
+        """The IR integer that assignments to ``binding`` assign: an integer's own name, a
+        pointer's offset; ``None`` where it is bound once."""
+        value = binding.value
+        if binding.kind == "int" and isinstance(value, S.Var):
+            name = value.name
+        elif binding.kind == "pointer" and isinstance(getattr(value, "flat", None), S.Var):
+            name = value.flat.name
+        else:
+            return None
+        if name not in self.mutable_ranges or binding.cursor is None or \
+                self.mutable_decls[name] != _key(binding.cursor):
+            return None        # a helper's parameter bound to the value of a variable
+        return name
+
+    def declare_mutable(self, ir: str, cursor, bounds: tuple) -> None:
+        """Register ``ir`` as an integer that assignments to the variable declared by
+        ``cursor`` assign, its values within ``bounds``."""
+        self.mutable_ranges[ir] = bounds
+        self.mutable_decls[ir] = _key(cursor)
+
+    def join_ranges(self, *branches: dict) -> None:
+        """:attr:`ranges` after code that ran one of ``branches`` (the ranges at the end of
+        each): the hull of each name's bounds."""
+        joined = dict(branches[0])
+        for branch in branches[1:]:
+            for name, (lo, hi) in branch.items():
+                if name in joined:
+                    joined[name] = (min(lo, joined[name][0]), max(hi, joined[name][1]))
+                else:
+                    joined[name] = (lo, hi)
+        self.ranges = joined
+
+
+def _key(cursor) -> tuple:
+    """A cursor's identity across cursor objects: its file and offset."""
+    loc = cursor.location
+    return (loc.file.name if loc.file is not None else None, loc.offset)
+
+
+def assigned_in(cursor) -> set:
+    """The declarations (keys of :func:`_key`) that the code of ``cursor`` assigns: targets of
+    ``=``, compound assignments, ``++`` and ``--``."""
+    from clang.cindex import CursorKind as K
+    found = set()
+    for c in cursor.walk_preorder():
+        if c.kind == K.BINARY_OPERATOR and C.binary_operator(c) == "=" or \
+                c.kind == K.COMPOUND_ASSIGNMENT_OPERATOR or \
+                c.kind == K.UNARY_OPERATOR and C.unary_operator(c) in ("++", "--"):
+            target = C.strip(C.children(c)[0])
+            if target.kind == K.DECL_REF_EXPR and target.referenced is not None:
+                found.add(_key(target.referenced))
+    return found
+
+
+def exits_loop(body) -> bool:
+    """Whether ``body`` (a loop's body cursor) holds a ``break`` or ``continue`` of that
+    loop (not one of a loop inside it)."""
+    from clang.cindex import CursorKind as K
+    if body.kind in (K.BREAK_STMT, K.CONTINUE_STMT):
+        return True
+    if body.kind in (K.FOR_STMT, K.WHILE_STMT, K.DO_STMT, K.SWITCH_STMT):
+        return False
+    return any(exits_loop(c) for c in C.children(body))
+
+
+def declarations_read(cursor) -> set:
+    """The declarations (keys of :func:`_key`) that the code of ``cursor`` names."""
+    from clang.cindex import CursorKind as K
+    return {_key(c.referenced) for c in cursor.walk_preorder()
+            if c.kind == K.DECL_REF_EXPR and c.referenced is not None}

@@ -1,9 +1,10 @@
 """The kernel's signature and declarations: its arguments checked against what the caller
 gives (``__global``/``__constant`` ``float``/``float2``/``float4`` buffers with their shapes
 and accesses, ``__local float *`` arguments with their sizes, ``int``/``uint`` and ``float``
-scalars), and the variables its body declares (integers bound once as a ``Let``, private
-floats and float vectors, private arrays, ``__local`` arrays of static shape, pointers into
-buffers). ``__attribute__((...))`` on a declaration is no part of its value.
+scalars), and the variables its body declares (integers, a ``Let`` or, assigned again, a
+``DeclareInt``; private floats and float vectors, private arrays, ``__local`` arrays of
+static shape, pointers into buffers). ``__attribute__((...))`` on a declaration is no part
+of its value.
 
 Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` naming the argument or
 the declaration, and what to write instead.
@@ -270,14 +271,7 @@ class Declarations(TranslationContext):
             return self.private_array_declaration(d, kids)
         init = kids[-1] if kids else None
         if is_int_type(t):
-            if init is None:
-                self.fail(d, f"integer {name} declared without a value: give it its value "
-                             "where it is declared (it is bound once)")
-            value = self.int_expr(init)
-            ir = self.bind(name, Binding("int", None, d))
-            self.lookup(name).value = S.Var(ir)
-            self.ranges[ir] = self.range_of(value)
-            return [S.Let(ir, value)]
+            return self.int_declaration(d, init)
         if is_float_type(t):
             fixed = self.float_literal(init) if init is not None else None
             if init is not None and fixed is None:
@@ -302,9 +296,7 @@ class Declarations(TranslationContext):
             if init is None:
                 self.fail(d, f"pointer {name} without a value: point it at a buffer where it "
                              "is declared")
-            ptr = self.pointer_expr(init)
-            self.bind(name, Binding("pointer", ptr, d))
-            return []
+            return self.pointer_declaration(d, self.pointer_expr(init))
         self.fail(d, f"variable {name} of type {t.spelling}: use int/uint/size_t, float, "
                      "float4 or arrays of float")
 

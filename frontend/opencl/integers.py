@@ -1,7 +1,11 @@
 """Integer expressions and conditions in C's types: literals, macros and enum constants,
 the kernel's scalars and integer variables, ``get_global_id`` and the other work-item
 functions, ``+ - * / %``, integer ``min``/``max``, shifts by constants, ``&`` by a low-bit
-mask, casts, and integer helpers; conditions of comparisons, ``&&``, ``||``, ``!``.
+mask, casts, and integer helpers; conditions of comparisons, ``&&``, ``||``, ``!``; and the
+integer declarations and assignments: a variable with a value that nothing assigns again is
+a ``Let``, any other (declared without a value, assigned with ``=``, a compound assignment,
+``++`` or ``--``) a ``DeclareInt`` with an ``AssignInt`` per assignment, its values in its C
+type.
 
 Each value is congruent to C's modulo ``2**bits`` of its type and exact (a
 :class:`~tiletraffic.simulator.ir.nodes.Wrap` where its bounds for the launch leave the
@@ -22,7 +26,7 @@ from tiletraffic.simulator.ir.static import int_op_bounds, wrap_int
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import (int_type, is_float_type, is_int_type,
                                                  type_range)
-from tiletraffic.frontend.opencl.context import DATA_DEPENDENT, TranslationContext
+from tiletraffic.frontend.opencl.context import Binding, DATA_DEPENDENT, TranslationContext
 
 
 _ID_FUNCTIONS = {"get_global_id": "global", "get_local_id": "local", "get_group_id": "group"}
@@ -131,32 +135,14 @@ class Integers(TranslationContext):
                              f"{DATA_DEPENDENT}")
             self.fail(s, f"{s.spelling} used as an integer")
         if kind == K.BINARY_OPERATOR:
-            op = C.binary_operator(s)
             left, right = C.children(s)
-            if op in ("+", "-", "*"):
-                return S.BinOp(op, self.int_expr(left), self.int_expr(right))
-            if op in ("/", "%"):
-                return S.BinOp(op, self.exact(left), self.exact(right),
-                               f"{self.source_of(s)}: {self.describe_target(s)}")
-            if op in ("<<", ">>"):
-                shift = C.evaluate(right)
-                if not isinstance(shift, int) or not 0 <= shift < 31:
-                    self.fail(right, f"shift {op} by a value that is not a constant 0..30: "
-                                     "shift by constants only")
-                factor = S.Const(2 ** shift)
-                if op == "<<":
-                    return S.BinOp("*", self.int_expr(left), factor)
-                value = self.exact(left)   # x >> s rounds down: (x - (x mod 2^s)) / 2^s
-                return S.BinOp("/", S.BinOp("-", value, _floor_mod(value, factor)), factor)
-            if op == "&":
-                mask = C.evaluate(right)
-                if isinstance(mask, int) and mask >= 0 and (mask + 1) & mask == 0:
-                    return _floor_mod(self.int_expr(left), S.Const(mask + 1))
-            self.fail(s, f"integer operator {op}: write + - * / %, min, max or shifts by "
-                         "constants")
+            return self.int_binary(s, C.binary_operator(s), left, right)
         if kind == K.UNARY_OPERATOR:
             op = C.unary_operator(s)
             inner = C.children(s)[0]
+            if op in ("++", "--"):
+                self.fail(s, f"{op} inside an expression: write it as a statement of its own "
+                             f"({self.describe_target(inner)}{op};)")
             if op == "-":
                 return S.BinOp("-", S.Const(0), self.int_expr(inner))
             if op == "+":
@@ -175,6 +161,79 @@ class Integers(TranslationContext):
             if isinstance(v, int):
                 return S.Const(v)
         self.fail(s, f"integer expression {kind.name.lower()} is not supported")
+
+    def int_binary(self, s, op: str, left, right) -> S.IntExpr:
+        """The IR of ``left op right`` (cursors; ``s`` the operation's cursor, for messages),
+        for a binary operator or the operation of a compound assignment (``k += 2``)."""
+        if op in ("+", "-", "*"):
+            return S.BinOp(op, self.int_expr(left), self.int_expr(right))
+        if op in ("/", "%"):
+            return S.BinOp(op, self.exact(left), self.exact(right),
+                           f"{self.source_of(s)}: {self.describe_target(s)}")
+        if op in ("<<", ">>"):
+            shift = C.evaluate(right)
+            if not isinstance(shift, int) or not 0 <= shift < 31:
+                self.fail(right, f"shift {op} by a value that is not a constant 0..30: "
+                                 "shift by constants only")
+            factor = S.Const(2 ** shift)
+            if op == "<<":
+                return S.BinOp("*", self.int_expr(left), factor)
+            value = self.exact(left)   # x >> s rounds down: (x - (x mod 2^s)) / 2^s
+            return S.BinOp("/", S.BinOp("-", value, _floor_mod(value, factor)), factor)
+        if op == "&":
+            mask = C.evaluate(right)
+            if isinstance(mask, int) and mask >= 0 and (mask + 1) & mask == 0:
+                return _floor_mod(self.int_expr(left), S.Const(mask + 1))
+        self.fail(s, f"integer operator {op}: write + - * / %, min, max or shifts by "
+                     "constants")
+
+    # ------------------------------------------------------------ integers assigned again
+    def int_declaration(self, d, init) -> list:
+        """The IR of the integer declaration ``d`` (its value's cursor ``init``, or
+        ``None``): a ``Let`` where it has a value and no assignment changes it, else a
+        ``DeclareInt`` (assigned by :meth:`int_assignment`)."""
+        if init is not None and not self.reassigned(d):
+            value = self.int_expr(init)
+            ir = self.bind(d.spelling, Binding("int", None, d))
+            self.lookup(d.spelling).value = S.Var(ir)
+            self.ranges[ir] = self.range_of(value)
+            return [S.Let(ir, value)]
+        value = None if init is None else self.canonical(self.int_expr(init), d.type, init)
+        ir = self.bind(d.spelling, Binding("int", None, d))
+        self.lookup(d.spelling).value = S.Var(ir)
+        self.declare_mutable(ir, d, _bounds_of(d.type))
+        self.ranges[ir] = self.mutable_ranges[ir] if value is None else self.range_of(value)
+        return [S.DeclareInt(ir, value)]
+
+    def mutable_parameter(self, p) -> list:
+        """For an integer argument (``PARM_DECL`` cursor ``p``) the kernel assigns: a
+        ``DeclareInt`` of its value, bound to its name from the kernel's first statement."""
+        binding = self.lookup(p.spelling)
+        ir = self.fresh(p.spelling)
+        self.scopes[-1].names[p.spelling] = Binding("int", S.Var(ir), p)
+        self.declare_mutable(ir, p, _bounds_of(p.type))
+        self.ranges[ir] = self.range_of(binding.value)
+        return [S.DeclareInt(ir, binding.value)]
+
+    def int_assignment(self, binding, s, lhs, rhs, op) -> list:
+        """``AssignInt`` statements of the assignment ``s`` (``lhs = rhs``, ``lhs op= rhs``,
+        or ``++``/``--`` with ``op`` ``"++"``/``"--"`` and ``rhs`` None) to the integer of
+        ``binding``; its value in the variable's C type."""
+        ir = self.mutable_name(binding)
+        if ir is None:
+            what = "a loop variable" if binding.kind == "loopvar" else "a helper's parameter"
+            self.fail(s, f"{self.describe_target(lhs)} assigned, but it is {what}, whose "
+                         "value the IR binds once: copy it into a variable of its own and "
+                         "assign that")
+        if op in ("++", "--"):
+            value = S.BinOp("+" if op == "++" else "-", S.Var(ir), S.Const(1))
+        elif op is None:
+            value = self.int_expr(rhs)
+        else:
+            value = self.int_binary(s, op, lhs, rhs)
+        value = self.canonical(value, lhs.type, s)
+        self.ranges[ir] = self.range_of(value)
+        return [S.AssignInt(ir, value)]
 
     def int_call(self, s) -> S.IntExpr:
         name = s.spelling
@@ -267,3 +326,12 @@ def _floor_mod(value: S.IntExpr, divisor: S.Const) -> S.IntExpr:
     """``value`` mod ``divisor`` (> 0) in 0..divisor-1 for negative values too, as ``&`` of
     a two's-complement int with ``divisor - 1`` gives it; the IR's ``%`` truncates as C's."""
     return S.BinOp("%", S.BinOp("+", S.BinOp("%", value, divisor), divisor), divisor)
+
+
+def _bounds_of(ctype) -> tuple:
+    """The bounds of the values a variable of C type ``ctype`` holds (``math.inf`` where the
+    IR does not keep it in them: ``bool``)."""
+    info = int_type(ctype)
+    if info is None or info[0] == 1:
+        return -math.inf, math.inf
+    return type_range(*info)

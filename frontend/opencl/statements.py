@@ -1,18 +1,21 @@
 """Statements of the kernel's body: blocks and their scopes, ``if``/``else``, ``return``,
 assignments (``=``, ``+=``, ``-=``, ``*=`` of floats, float vectors, private array elements
-and memory), ``barrier`` and ``work_group_barrier`` with their fence flags, ``vstore2/4`` and
-helper calls as statements. Loops are :mod:`frontend.opencl.loops`.
+and memory; ``=``, compound assignments, ``++`` and ``--`` of integers and of pointers into
+a buffer or a local array, each an ``AssignInt``), ``barrier`` and ``work_group_barrier``
+with their fence flags, ``vstore2/4``, helper calls as statements, and ``break`` and
+``continue`` of a ``While`` loop. Loops are :mod:`frontend.opencl.loops`.
 
 Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for a statement
-outside the subset (``while``, ``switch``, ``break``, atomics, ...), with what to write
-instead.
+outside the subset (``switch``, ``goto``, atomics, ...), with what to write instead.
 """
 from __future__ import annotations
+
+import math
 
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.context import TranslationContext
+from tiletraffic.frontend.opencl.context import Binding, Pointer, TranslationContext
 
 
 _WORK_GROUP_BARRIER_STD = ("CL2.0", "CL3.0")
@@ -30,7 +33,7 @@ class Statements(TranslationContext):
         if new_scope:
             self.push()
         try:
-            out = []
+            out = self.mutable_arguments() if kernel_level else []
             kids = C.children(cursor) if cursor.kind == CursorKind.COMPOUND_STMT else [cursor]
             for k in kids:
                 out += self.statement(k, kernel_level)
@@ -54,17 +57,20 @@ class Statements(TranslationContext):
         if kind == K.IF_STMT:
             return [self.if_statement(c)]
         if kind == K.FOR_STMT:
-            return [self.for_statement(c)]
+            return self.for_statement(c)
+        if kind == K.WHILE_STMT:
+            return self.while_statement(c)
+        if kind == K.DO_STMT:
+            return self.do_statement(c)
         if kind == K.RETURN_STMT:
             return self.return_statement(c)
-        if kind in (K.WHILE_STMT, K.DO_STMT):
-            self.fail(c, "while/do loop: write a for loop with integer bounds "
-                         "(for (int i = start; i < stop; i += step))")
         if kind == K.SWITCH_STMT:
             self.fail(c, "switch: write if/else on integer conditions")
-        if kind in (K.BREAK_STMT, K.CONTINUE_STMT, K.GOTO_STMT):
-            self.fail(c, f"{c.kind.name.split('_')[0].lower()}: the IR's loops run their full "
-                         "range; put the rest of the body under an if instead")
+        if kind in (K.BREAK_STMT, K.CONTINUE_STMT) and self.loops and \
+                self.loops[-1] == "While":
+            return [S.Break() if kind == K.BREAK_STMT else S.Continue()]
+        if kind == K.GOTO_STMT:
+            self.fail(c, "goto: write loops (break, continue) and if/else")
         if kind.name in ("ATTRIBUTED_STMT", "UNEXPOSED_STMT"):
             kids = C.children(c)
             if len(kids) == 1:      # #pragma unroll / __attribute__((opencl_unroll_hint))
@@ -77,8 +83,11 @@ class Statements(TranslationContext):
     def if_statement(self, c) -> S.If:
         kids = C.children(c)
         cond = self.condition(kids[0])
+        before = dict(self.ranges)
         then = tuple(self.block(kids[1]))
+        after_then, self.ranges = self.ranges, before
         orelse = tuple(self.block(kids[2])) if len(kids) > 2 else ()
+        self.join_ranges(after_then, self.ranges)    # an integer assigned in either branch
         return S.If(cond, then, orelse)
 
     def return_statement(self, c) -> list:
@@ -98,21 +107,108 @@ class Statements(TranslationContext):
         s = C.strip(c)
         if s.kind == K.CALL_EXPR:
             return self.call_statement(s)
+        if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) == ",":
+            return [x for e in C.children(s) for x in self.expression_statement(e)]
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) == "=":
             lhs, rhs = C.children(s)
+            binding = self.integer_target(lhs)
+            if binding is not None:
+                return self.assign_integer(binding, s, lhs, rhs, None)
             return self.assign(lhs, rhs, None, s)
         if s.kind == K.COMPOUND_ASSIGNMENT_OPERATOR:
             op = C.binary_operator(s)[:-1]
             lhs, rhs = C.children(s)
+            binding = self.integer_target(lhs)
+            if binding is not None:
+                return self.assign_integer(binding, s, lhs, rhs, op)
             if op not in ("+", "-", "*"):
                 self.fail(s, f"{op}= on {self.describe_target(lhs)}: floats take +=, -= and "
-                             "*=; integers are bound once")
+                             "*=")
             return self.assign(lhs, rhs, op, s)
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) in ("++", "--"):
-            self.fail(s, f"{C.unary_operator(s)} on an integer variable: integers are bound "
-                         "once (const int); use a new variable or the loop variable")
+            inner = C.children(s)[0]
+            binding = self.integer_target(inner)
+            if binding is not None:
+                return self.assign_integer(binding, s, inner, None, C.unary_operator(s))
+            self.fail(s, f"{C.unary_operator(s)} on {self.describe_target(inner)}: write "
+                         f"{'+=' if C.unary_operator(s) == '++' else '-='} 1.0f on a float")
         self.fail(s, "expression statement without effect or of an unsupported kind: write "
                      "assignments, barrier() or a helper call")
+
+    # ---------------------------------------------------- integers and pointers assigned
+    def integer_target(self, lhs):
+        """The :class:`Binding` of an assignment's target that is an integer or a pointer
+        (a variable, a loop variable, a buffer argument), else ``None``."""
+        from clang.cindex import CursorKind as K
+        s = C.strip(lhs)
+        if s.kind != K.DECL_REF_EXPR:
+            return None
+        b = self.lookup(s.spelling)
+        return b if b is not None and b.kind in ("int", "loopvar", "pointer", "buffer") \
+            else None
+
+    def assign_integer(self, binding, s, lhs, rhs, op) -> list:
+        """The ``AssignInt`` statements of assignment ``s`` to an integer or pointer
+        (:meth:`integer_target`); ``op``: ``None`` for ``=``, the operator of a compound
+        assignment, ``"++"`` or ``"--"``."""
+        if binding.kind in ("int", "loopvar"):
+            return self.int_assignment(binding, s, lhs, rhs, op)
+        ir = self.mutable_name(binding)
+        name = self.describe_target(lhs)
+        if ir is None:
+            self.fail(s, f"pointer {name} assigned, but it is a helper's parameter, whose "
+                         "address the IR binds once: index it with an offset instead")
+        ptr = binding.value
+        if op is None:
+            new = self.pointer_expr(rhs)
+            if new.target is not ptr.target or new.width != ptr.width:
+                self.fail(s, f"pointer {name} pointed at another array or element type: a "
+                             "pointer assigned again keeps its array and type")
+            value = flat_offset(new)
+        elif op in ("+", "-", "++", "--"):
+            delta = S.Const(1) if op in ("++", "--") else self.exact(rhs, True)
+            if ptr.width > 1:
+                delta = delta * ptr.width
+            value = S.BinOp("+" if op in ("+", "++") else "-", S.Var(ir), delta)
+        else:
+            self.fail(s, f"{op}= on pointer {name}: move a pointer with +=, -=, ++ or --")
+        self.ranges[ir] = self.range_of(value)
+        return [S.AssignInt(ir, value)]
+
+    def pointer_declaration(self, d, ptr) -> list:
+        """The pointer variable ``d`` pointing at ``ptr``: bound to that address where
+        nothing assigns it again, else to the address at an offset ``DeclareInt`` (which
+        :meth:`assign_integer` assigns)."""
+        if not self.reassigned(d):
+            self.bind(d.spelling, Binding("pointer", ptr, d))
+            return []
+        offset = self.fresh(f"{d.spelling}_offset")
+        flat = flat_offset(ptr)
+        self.declare_mutable(offset, d, (-math.inf, math.inf))
+        self.ranges[offset] = self.range_of(flat)
+        self.bind(d.spelling, Binding("pointer", Pointer(ptr.target, S.Var(offset), None,
+                                                          ptr.width), d))
+        return [S.DeclareInt(offset, flat)]
+
+    def mutable_arguments(self) -> list:
+        """At the kernel's first statement: a ``DeclareInt`` for each argument the kernel
+        assigns (an integer, or a buffer pointer moved by ``A += ...``), bound to its name
+        in the kernel's scope."""
+        out = []
+        for name, b in list(self.scopes[0].names.items()):
+            if b.cursor is None or b.kind not in ("int", "buffer") or \
+                    not self.reassigned(b.cursor):
+                continue
+            if b.kind == "int":
+                out += self.mutable_parameter(b.cursor)
+                continue
+            offset = self.fresh(f"{name}_offset")
+            self.declare_mutable(offset, b.cursor, (-math.inf, math.inf))
+            self.ranges[offset] = (0, 0)
+            self.scopes[-1].names[name] = Binding(
+                "pointer", Pointer(b.value, S.Var(offset), None, b.value.width), b.cursor)
+            out.append(S.DeclareInt(offset, S.Const(0)))
+        return out
 
     def target_of(self, lhs):
         """What an assignment writes: ('float', name) | ('private_elem', arr, index) |
@@ -128,9 +224,6 @@ class Statements(TranslationContext):
                 return ("float", b.value)
             if b.kind == "vector":
                 return ("vector", b.value)
-            if b.kind in ("int", "loopvar"):
-                self.fail(s, f"integer {s.spelling} assigned again: integers are bound once "
-                             "(const int); compute the new value into a new variable")
             self.fail(s, f"cannot assign to {s.spelling}")
         if s.kind == K.ARRAY_SUBSCRIPT_EXPR:
             return self.element(s, store=True)
@@ -227,3 +320,14 @@ class Statements(TranslationContext):
                          "which the IR's barrier always does: write barrier(CLK_LOCAL_MEM_FENCE"
                          " | CLK_GLOBAL_MEM_FENCE)")
         return S.Barrier(global_fence=bool(flags & 2), source=self.source_of(c))
+
+
+def flat_offset(ptr: Pointer) -> S.IntExpr:
+    """The offset in floats of the address ``ptr`` from its array's first element (a local
+    array's index tuple flattened row-major)."""
+    if ptr.index is None:
+        return ptr.flat
+    flat = ptr.index[0]
+    for i, extent in zip(ptr.index[1:], ptr.target.dims[1:]):
+        flat = S.BinOp("+", S.BinOp("*", flat, extent), i)
+    return flat

@@ -11,7 +11,9 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   :class:`~tiletraffic.simulator.ir.nodes.FloatParam`), ``const`` or not, and ``__local
   float *`` pointers to local memory the caller sizes (a
   :class:`~tiletraffic.simulator.ir.nodes.LocalArray` of the shape given);
-- integers: ``int``/``uint``/``size_t`` variables bound once (a ``Let``), literals and
+- integers: ``int``/``uint``/``size_t`` variables, bound once (a ``Let``) or declared
+  without a value and assigned any number of times (``=``, compound assignments, ``++``,
+  ``--``: a ``DeclareInt`` and its ``AssignInt``\\ s), literals and
   macros, the kernel's scalars, ``get_global_id``, ``get_local_id``, ``get_group_id``,
   ``get_local_size``, ``get_num_groups``, ``get_global_size``; ``+ - * / %``, integer
   ``min``/``max``, shifts by constants (``>>`` of a negative value rounds down, as OpenCL's);
@@ -28,7 +30,9 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   branches: C loads only the branch taken), loads of the buffers
   indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts;
 - statements: ``for`` loops counting up (``<``, ``<=``; ``++i``, ``i++``, ``i += s``,
-  ``i = i + s``), ``if``/``else`` on integer conditions, ``return``, ``barrier`` with its
+  ``i = i + s``) as the IR's ``For``, other loops (``for`` of any kind, ``while``,
+  ``do ... while``, with ``break`` and ``continue``) as ``While``, pointers moved
+  (``p += n``), ``if``/``else`` on integer conditions, ``return``, ``barrier`` with its
   fence flags (``work_group_barrier`` too, when the build options ask for ``-cl-std=CL2.0``
   or ``CL3.0``) and its place in the source for messages (``Barrier.source``, with the
   helper calls it is inlined through), ``#pragma unroll``, calls of helper functions

@@ -10,8 +10,9 @@ every global buffer is ``float`` (row-major) and the
 work-group size is fixed with ``reqd_work_group_size``.
 
 Integers are ``int``; a :class:`~simulator.ir.nodes.Wrap` is rendered as a ``long`` holding
-the wrapped value (``(long)(unsigned int)(i - 1)``), a ``Let`` or a loop variable whose
-value holds one (or such a name) is declared ``long`` and a ``min`` of one takes both
+the wrapped value (``(long)(unsigned int)(i - 1)``), a ``Let``, a loop variable or a
+``DeclareInt`` whose value (or a value assigned to it) holds one (or such a name) is
+declared ``long`` and a ``min`` of one takes both
 operands as ``long``, so that the C arithmetic around it is the IR's (mathematical)
 arithmetic: no further wrap-around.
 """
@@ -168,16 +169,42 @@ def render_block(stmts, depth: int = 1, longs: set[str] | None = None) -> list[s
     Raises:
         TypeError: a value in the block that is no statement this module renders.
     """
-    renderer = _BlockRenderer(depth, set() if longs is None else longs)
+    longs = set() if longs is None else longs
+    renderer = _BlockRenderer(depth, longs, _long_integers(stmts, longs))
     renderer.visit_all(stmts)
     return renderer.lines
+
+
+def _long_integers(stmts, longs) -> set[str]:
+    """The integers declared by the ``DeclareInt`` statements of ``stmts`` (at any depth)
+    that are declared ``long``: those of which a value (declared or assigned by an
+    ``AssignInt`` of ``stmts``) holds a :class:`Wrap` or reads a name declared ``long``
+    (``longs``, or a ``Let``, loop variable or integer of ``stmts`` declared ``long``)."""
+    values: dict[str, list] = {}
+    for s in walk_statements(stmts):
+        if isinstance(s, (S.Let, S.AssignInt)) or (isinstance(s, S.DeclareInt) and
+                                                    s.value is not None):
+            values.setdefault(s.name, []).append(s.value)
+        elif isinstance(s, S.For):
+            values.setdefault(s.var, []).extend((s.start, s.stop, s.step))
+    found = set(longs)
+    while True:
+        more = {name for name, exprs in values.items()
+                if name not in found and _is_long(found, *exprs)}
+        if not more:
+            break
+        found |= more
+    return {s.name for s in walk_statements(stmts)
+            if isinstance(s, S.DeclareInt) and s.name in found}
 
 
 class _BlockRenderer(Visitor):
     """Appends the C lines of each statement visited to ``lines`` (:func:`render_block`)."""
 
-    def __init__(self, depth: int, longs: set[str]) -> None:
+    def __init__(self, depth: int, longs: set[str], long_integers: set[str]) -> None:
         self.depth, self.longs = depth, longs
+        self.long_integers = long_integers
+        """The ``DeclareInt`` names of the block rendered that are declared ``long``."""
         self.pad = "    " * depth
         self.lines: list[str] = []
 
@@ -195,6 +222,16 @@ class _BlockRenderer(Visitor):
         if ctype == "long":
             self.longs.add(s.name)
         self.emit(f"const {ctype} {s.name} = {render_int(s.value, self.longs)[0]};")
+
+    def visit_DeclareInt(self, s: S.DeclareInt) -> None:
+        ctype = "long" if s.name in self.long_integers or s.name in self.longs else "int"
+        if ctype == "long":
+            self.longs.add(s.name)
+        value = "" if s.value is None else f" = {render_int(s.value, self.longs)[0]}"
+        self.emit(f"{ctype} {s.name}{value};")
+
+    def visit_AssignInt(self, s: S.AssignInt) -> None:
+        self.emit(f"{s.name} = {render_int(s.value, self.longs)[0]};")
 
     def visit_DeclareFloat(self, s: S.DeclareFloat) -> None:
         init = "" if s.init is None else f" = {render_float_constant(s.init)}"
@@ -268,6 +305,28 @@ class _BlockRenderer(Visitor):
                   f"{s.var} < {render_int(s.stop, self.longs)[0]}; {inc}) {{")
         self.nested(s.body)
         self.emit("}")
+
+    def visit_While(self, s: S.While) -> None:
+        """``while (cond)``, ``for (; cond; update)``, or ``do { } while (cond);`` with the
+        update, if any, before the condition (``while ((i = i + 1, cond))``): a
+        ``continue`` reaches the update in each."""
+        cond = render_cond(s.cond, self.longs)[0]
+        update = ", ".join(f"{u.name} = {render_int(u.value, self.longs)[0]}"
+                           for u in s.update)
+        if s.do_while:
+            self.emit("do {")
+            self.nested(s.body)
+            self.emit(f"}} while (({update}, {cond}));" if update else f"}} while ({cond});")
+            return
+        self.emit(f"for (; {cond}; {update}) {{" if update else f"while ({cond}) {{")
+        self.nested(s.body)
+        self.emit("}")
+
+    def visit_Break(self, s: S.Break) -> None:
+        self.emit("break;")
+
+    def visit_Continue(self, s: S.Continue) -> None:
+        self.emit("continue;")
 
     def visit_Barrier(self, s: S.Barrier) -> None:
         fence = "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE" if s.global_fence else \

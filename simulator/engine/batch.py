@@ -6,8 +6,10 @@ iterations of a vectorized loop block, 1 elsewhere). The machine is put together
 by concern, each a class of methods on this state: :class:`BatchState` (here: shapes,
 work-group ids, FLOP charges), :class:`simulator.engine.expressions.Expressions` (integer,
 condition and float evaluation), :class:`simulator.engine.accesses.Accesses` (loads, stores,
-barriers and their observer events) and :class:`simulator.engine.private_memory.PrivateMemory`
-(private floats and private arrays); a part calls the others' methods through ``self``.
+barriers and their observer events), :class:`simulator.engine.private_memory.PrivateMemory`
+(private floats and private arrays) and :class:`simulator.engine.control.ControlFlow`
+(integers assigned again, ``While`` loops, ``break`` and ``continue``); a part calls the
+others' methods through ``self``.
 """
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ from tiletraffic.simulator.engine.accelerators.class_safety import classes_probl
 from tiletraffic.simulator.ir.nodes import FLOAT_BYTES, Schedule
 from tiletraffic.simulator.ir.static import eval_static, is_vectorizable
 from tiletraffic.simulator.ir.sequence import buffers_of, is_sequence
-from tiletraffic.simulator.ir.visitor import Visitor, bodies
+from tiletraffic.simulator.ir.visitor import Visitor, bodies, walk_statements
 
 BASE_BYTES = 160 * 2**20
 PER_WORK_GROUP_BYTES = 96
@@ -220,6 +220,25 @@ class _LoopWalk(Visitor):
             self.variables[stmt.name] = eval_static(stmt.value, self.params, self.variables)
         except (TypeError, KeyError, ValueError, ZeroDivisionError):
             self.variables.pop(stmt.name, None)
+
+    def visit_DeclareInt(self, stmt) -> None:
+        """An integer assigned again: not a static value of the walk."""
+        self.variables.pop(stmt.name, None)
+
+    visit_AssignInt = visit_DeclareInt
+
+    def visit_While(self, stmt: S.While) -> None:
+        """Iterations not known statically: the envelope, one at a time."""
+        for s in walk_statements(stmt.body + stmt.update):
+            if isinstance(s, (S.DeclareInt, S.AssignInt, S.Let)):
+                self.variables.pop(s.name, None)
+        n = self.envelope
+        self.deepest = max(self.deepest, self.nest * n)
+        outer = self.runs, self.nest, self.counting
+        self.runs, self.nest, self.counting = self.runs * n, self.nest * n, True
+        self.body(stmt.body)
+        self.body(stmt.update)
+        self.runs, self.nest, self.counting = outer
 
     def visit_For(self, stmt: S.For) -> None:
         n = self.trips(stmt)

@@ -60,7 +60,8 @@ class Expressions(BatchState):
     """The expression evaluation of :class:`simulator.engine.machine.Machine`.
 
     Reads, besides :class:`simulator.engine.batch.BatchState`'s: ``env`` (integer names to
-    values), ``live`` and ``live_checks`` (below), ``divided`` (the divisions by zero
+    values), ``ints_set`` (integers declared without a value: which work-items set them,
+    checked by :meth:`simulator.engine.control.ControlFlow.check_int_set`), ``live`` and ``live_checks`` (below), ``divided`` (the divisions by zero
     reported in the statement executing now, by ``id`` of the ``BinOp``), ``privates``,
     ``depths``, ``last_index`` and ``dpriv`` (sum lengths), and the loads and private reads
     of :class:`simulator.engine.accesses.Accesses` and
@@ -96,6 +97,8 @@ class Expressions(BatchState):
                 raise NotApplicable(
                     f"{self.schedule.family}: {e.name!r} read after the blocked loop that "
                     "defines it")
+            if e.name in self.ints_set:     # declared without a value, not set everywhere
+                self.check_int_set(e.name)
             return value
         if isinstance(e, S.WorkItemId):
             return self.ids[(e.kind, e.dim)]

@@ -8,7 +8,8 @@ fastest), I iterations of a vectorized loop block (1 elsewhere). There is no Pyt
 work-items and no thread per work-item: execution is deterministic.
 
 Divergence is handled with masks: ``If`` narrows the mask, ``Return`` clears a work-item's
-*alive* bit, loops run while any work-item of the batch still iterates. Loops whose body
+*alive* bit (``Break`` and ``Continue`` clear it for the rest of the loop's iteration), loops
+run while any work-item of the batch still iterates. Loops whose body
 only reads memory and accumulates into private variables (no store, barrier or return) are
 executed in blocks of iterations along the third axis.
 
@@ -17,7 +18,8 @@ expressions (:mod:`simulator.engine.expressions`: integer division by zero, unsi
 values), global and local memory and barriers (:mod:`simulator.engine.accesses`: bounds,
 vector accesses, barrier divergence, the observers' events) and private memory
 (:mod:`simulator.engine.private_memory`); this module holds the batch set-up, the
-statement dispatch (:data:`STATEMENTS`, one handler per statement class) and control flow.
+statement dispatch (:data:`STATEMENTS`, one handler per statement class) and ``If`` and
+``For``; integers assigned again and general loops are :mod:`simulator.engine.control`.
 
 Control flow depends on integers only, never on float values, so running with
 ``compute_values=False`` gives exactly the same counts while skipping the float arithmetic.
@@ -38,6 +40,7 @@ from tiletraffic.simulator.engine.accelerators import SIMULATE, Accelerators, Pa
 from tiletraffic.simulator.engine.accelerators.loop_blocks import LoopBlocks
 from tiletraffic.simulator.engine.accelerators.private_nest import PrivateNests
 from tiletraffic.simulator.engine.accesses import Accesses
+from tiletraffic.simulator.engine.control import LOOP_TRIPS_LIMIT, ControlFlow
 from tiletraffic.simulator.engine.expressions import Expressions, has_live_check
 from tiletraffic.simulator.engine.private_memory import PrivateMemory
 
@@ -54,12 +57,7 @@ kept across machines."""
 _PLANS: dict[tuple, tuple] = {}
 
 
-LOOP_TRIPS_LIMIT = 2**24
-"""Most iterations one loop may run in the simulator (far above the K of any launch the
-commands accept: :data:`analysis.cli.common.GROUP_WORK_LIMIT` bounds work-items x K)."""
-
-
-class Machine(Expressions, Accesses, PrivateMemory):
+class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
     """Executes the body of one schedule for batches of work-groups (:meth:`run_batch`);
     its parts by concern are the classes it derives from (module docstring)."""
 
@@ -147,6 +145,8 @@ class Machine(Expressions, Accesses, PrivateMemory):
         for obs in self.observers:
             obs.on_batch(group_index, L, weights)
         self.env: dict[str, object] = {}
+        self.ints_set: dict[str, np.ndarray] = {}
+        self.loop_exits: list = []
         self.privates: dict[str, np.ndarray] = {}
         self.parrays: dict[str, tuple] = {}
         self.parray_set: dict[str, np.ndarray | None] = {}
@@ -285,7 +285,11 @@ class Machine(Expressions, Accesses, PrivateMemory):
             inside = np.logical_and(live, np.less(var, stop))
             if not np.any(inside):
                 break
-            self.exec_block(loop.body, inside)
+            self.loop_exits.append(None)    # a break or continue here leaves no While
+            try:
+                self.exec_block(loop.body, inside)
+            finally:
+                self.loop_exits.pop()
             var = var + step
         self.env.pop(loop.var, None)
 
@@ -336,6 +340,8 @@ class Machine(Expressions, Accesses, PrivateMemory):
 
 STATEMENTS = {
     S.Let: Machine.exec_let,
+    S.DeclareInt: Machine.exec_declare_int,
+    S.AssignInt: Machine.exec_assign_int,
     S.DeclareFloat: Machine.exec_declare_float,
     S.DeclarePrivateArray: Machine.exec_declare_private_array,
     S.Assign: Machine.exec_update,
@@ -345,6 +351,9 @@ STATEMENTS = {
     S.VectorStore: Machine.exec_vector_store,
     S.If: Machine.exec_if,
     S.For: Machine.exec_for,
+    S.While: Machine.exec_while,
+    S.Break: Machine.exec_break,
+    S.Continue: Machine.exec_continue,
     S.Barrier: Machine.exec_barrier,
     S.Return: Machine.exec_return,
 }

@@ -7,8 +7,8 @@ four kinds of node, :class:`IntExpr`, :class:`Cond`, :class:`FloatExpr` and :cla
 Integer expressions (:class:`IntExpr`) describe indices, bounds and guards. They are built
 with Python operators from atoms: :class:`Const` (optionally named, rendered as a
 ``#define``), :class:`Param` (a runtime ``int`` argument such as ``M``), :func:`local_id`,
-:func:`group_id`, :func:`global_id`, :class:`Var` (a loop variable or a ``Let``).
-Comparisons give :class:`Cond` objects, combined with ``&``, ``|`` and ``~``.
+:func:`group_id`, :func:`global_id`, :class:`Var` (a loop variable, a ``Let`` or a
+``DeclareInt``). Comparisons give :class:`Cond` objects, combined with ``&``, ``|`` and ``~``.
 Division and remainder follow C: they truncate toward zero. Values are mathematical
 integers (no overflow); :class:`Wrap` converts one to a C integer type of fixed width
 (``uint``: modulo 2**32), as OpenCL C's unsigned arithmetic wraps around.
@@ -106,7 +106,8 @@ class Param(IntExpr):
 
 @dataclass(frozen=True, eq=False)
 class Var(IntExpr):
-    """A named integer: a loop variable of :class:`For` or the name bound by :class:`Let`."""
+    """A named integer: a loop variable of :class:`For`, the name bound by :class:`Let` or
+    an integer declared by :class:`DeclareInt` (assigned by :class:`AssignInt`)."""
 
     name: str
 

@@ -12,8 +12,8 @@ whole IR is importable from here.
 Integer expressions (:class:`IntExpr`) describe indices, bounds and guards. They are built
 with Python operators from atoms: :class:`Const` (optionally named, rendered as a
 ``#define``), :class:`Param` (a runtime ``int`` argument such as ``M``), :func:`local_id`,
-:func:`group_id`, :func:`global_id`, :class:`Var` (a loop variable or a :class:`Let`).
-Comparisons give :class:`Cond` objects, combined with ``&``, ``|`` and ``~``.
+:func:`group_id`, :func:`global_id`, :class:`Var` (a loop variable, a :class:`Let` or a
+:class:`DeclareInt`). Comparisons give :class:`Cond` objects, combined with ``&``, ``|`` and ``~``.
 Division and remainder follow C: they truncate toward zero. Values are mathematical
 integers (no overflow); :class:`Wrap` converts one to a C integer type of fixed width
 (``uint``: modulo 2**32), as OpenCL C's unsigned arithmetic wraps around.
@@ -29,10 +29,18 @@ so the traffic of a schedule does not depend on the values in the arrays.
 Private arrays (:class:`PrivateArray`, declared by :class:`DeclarePrivateArray`) hold
 register tiles such as ``acc[TM][TN]``, one per work-item.
 
-Statements: :class:`Let`, :class:`DeclareFloat`, :class:`DeclarePrivateArray`,
-:class:`Assign`, :class:`Accumulate`,
+Statements: :class:`Let`, :class:`DeclareInt`, :class:`AssignInt`, :class:`DeclareFloat`,
+:class:`DeclarePrivateArray`, :class:`Assign`, :class:`Accumulate`,
 :class:`Store`, :class:`VectorLoad`, :class:`VectorStore`, :class:`If`, :class:`For`,
-:class:`Barrier`, :class:`Return`.
+:class:`While`, :class:`Break`, :class:`Continue`, :class:`Barrier`, :class:`Return`.
+
+Integers: a :class:`Let` binds its name once; an integer declared with :class:`DeclareInt`
+is assigned any number of times with :class:`AssignInt` (``k = k + 1`` for ``k++``), per
+work-item: only the work-items that execute an assignment change their value. Loops:
+:class:`For` counts a variable up by a positive step; :class:`While` loops while an integer
+condition holds (``while``, ``do ... while``, and ``for`` loops of any other kind, with its
+``update``), and :class:`Break` and :class:`Continue` leave the innermost :class:`While`
+or its iteration.
 
 Vector accesses (:func:`vload`, :func:`vstore`) move ``width`` (2 or 4) consecutive floats
 along an array's last dimension as one ``float2``/``float4`` access, rendered as a
@@ -79,8 +87,8 @@ __all__ = [
     "ScheduleError", "ndrange_problems", "check_ndrange", "FLOAT_BYTES", "ARRAY_ROLES",
     "GlobalArray", "LocalArray", "PrivateArray", "Array", "describe_access",
     # statements
-    "Stmt", "Let", "DeclareFloat", "DeclarePrivateArray", "Assign", "Accumulate", "Store",
-    "If", "For", "Barrier", "Return", "VectorLoad", "VectorStore", "VECTOR_WIDTHS",
+    "Stmt", "Let", "DeclareInt", "AssignInt", "DeclareFloat", "DeclarePrivateArray", "Assign", "Accumulate", "Store",
+    "If", "For", "While", "Break", "Continue", "Barrier", "Return", "VectorLoad", "VectorStore", "VECTOR_WIDTHS",
     "assign_elem", "accumulate_elem", "vload", "vstore", "store", "block",
     # the kernel
     "Schedule",
@@ -255,6 +263,31 @@ class Let(Stmt):
 
 
 @dataclass(frozen=True, eq=False)
+class DeclareInt(Stmt):
+    """``int name = value;`` (``value=None``: ``int name;``, no value yet) — an integer of
+    every work-item, read as :class:`Var` ``name``, that :class:`AssignInt` may assign any
+    number of times. A work-item reading it before it has a value is the hazard
+    ``uninitialized-private-read``."""
+
+    name: str
+    value: IntExpr | None = None
+
+    @property
+    def var(self) -> Var:
+        return Var(self.name)
+
+
+@dataclass(frozen=True, eq=False)
+class AssignInt(Stmt):
+    """``name = value;`` for an integer declared with :class:`DeclareInt`: each work-item
+    that executes it takes its own ``value``; the others keep theirs. C's compound
+    assignments and ``++``/``--`` are assignments of the new value (``k = k + 1``)."""
+
+    name: str
+    value: IntExpr
+
+
+@dataclass(frozen=True, eq=False)
 class DeclareFloat(Stmt):
     """``float name = init;`` — a private accumulator (``init=None``: ``float name;``,
     uninitialized)."""
@@ -346,6 +379,56 @@ class For(Stmt):
     stop: IntExpr
     step: IntExpr
     body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class While(Stmt):
+    """A loop on an integer condition: each iteration runs ``body`` then ``update``, while
+    ``cond`` holds; ``cond`` is tested before every iteration, except the first where
+    ``do_while`` (C's ``do { body } while (cond);``).
+
+    ``while (c) { body }`` is ``While(c, body)``; ``for (init; c; u) { body }`` is ``init``
+    followed by ``While(c, body, u)``. Each work-item iterates on its own: it leaves the
+    loop where ``cond`` is false for it, or where it executes :class:`Break`; a
+    :class:`Continue` ends its iteration's ``body`` (its ``update`` still runs).
+
+    Attributes:
+        cond: the loop condition (integers only, as every condition of the IR).
+        body: the statements of one iteration.
+        update: :class:`AssignInt` statements run after ``body`` in every iteration
+            (a ``for`` loop's update, ``i = i + 1, j = j + 2``), also after a ``continue``.
+        do_while: the first iteration runs without testing ``cond``.
+        source: where the loop is in the kernel's source text, for messages
+            (``file:line:column``); ``None`` for a schedule built in Python. It is no part
+            of the kernel.
+
+    Raises:
+        ScheduleError: an ``update`` statement that is not an :class:`AssignInt`.
+    """
+
+    cond: Cond
+    body: tuple[Stmt, ...]
+    update: tuple[Stmt, ...] = ()
+    do_while: bool = False
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        for s in self.update:
+            if not isinstance(s, AssignInt):
+                raise ScheduleError(f"a While loop's update holds {s!r}: its update holds "
+                                    "AssignInt statements only")
+
+
+@dataclass(frozen=True, eq=False)
+class Break(Stmt):
+    """``break;`` — the work-item leaves the innermost :class:`While` loop around it (not
+    allowed in a :class:`For` loop's body)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Continue(Stmt):
+    """``continue;`` — the work-item ends this iteration's body of the innermost
+    :class:`While` loop around it; the loop's ``update`` and condition follow."""
 
 
 @dataclass(frozen=True, eq=False)

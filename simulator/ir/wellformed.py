@@ -11,12 +11,15 @@ once and refuses, naming the statement's value:
   arrays, named constants and the names a block can see (C forbids a redefinition, and a
   shadowing name would differ between the simulator and C); global array shapes name
   parameters; named constants have one value; local array extents are positive;
-- uses: every :class:`Var` bound by an enclosing :class:`Let` or :class:`For` earlier in its
-  block (C scope: a name bound inside an ``if`` or a loop is not seen after it), every
-  private float declared before use, every :class:`Param` an integer parameter and every
-  :class:`FloatParam` a parameter, every array one of
+- uses: every :class:`Var` bound by an enclosing :class:`Let`, :class:`DeclareInt` or
+  :class:`For` earlier in its block (C scope: a name bound inside an ``if`` or a loop is not
+  seen after it), every private float declared before use, every :class:`Param` an integer
+  parameter and every :class:`FloatParam` a parameter, every array one of
   the schedule's, no store into an input (``const``) array, work-item ids within the
-  NDRange's dimensions, constant loop steps positive.
+  NDRange's dimensions, constant loop steps positive;
+- integers and loops: every :class:`AssignInt` to an integer a :class:`DeclareInt`
+  declares there (a :class:`Let` or a loop variable is bound once), :class:`Break` and
+  :class:`Continue` only in a :class:`While` loop's body (not in a :class:`For` inside it).
 
 Errors: :class:`MalformedScheduleError` (a ``ValueError``) with the first problem and the
 number of others.
@@ -106,6 +109,11 @@ class _Checker(Visitor):
         self._collect_constants()
         self.ints: set[str] = set()
         self.privates: set[str] = set()
+        self.mutables: set[str] = set()
+        """The integer names of ``ints`` declared by a DeclareInt (assigned by AssignInt)."""
+        self.loops: list[str] = []
+        """The kinds of the loops around the statement visited (``For``, ``While``),
+        innermost last."""
         self._block(sch.body, ints=set(), privates=set())
 
     def add(self, problem: str) -> None:
@@ -237,8 +245,8 @@ class _Checker(Visitor):
 
     def visit_Var(self, e: S.Var) -> None:
         if e.name not in self.ints:
-            self.add(f"Var({e.name!r}) is used where no Let or For binds it (bound "
-                     f"there: {sorted(self.ints) or 'none'})")
+            self.add(f"Var({e.name!r}) is used where no Let, DeclareInt or For binds it "
+                     f"(bound there: {sorted(self.ints) or 'none'})")
 
     def visit_WorkItemId(self, e: S.WorkItemId) -> None:
         if e.kind not in WORK_ITEM_ID_KINDS or not (isinstance(e.dim, int)
@@ -345,16 +353,31 @@ class _Checker(Visitor):
     def _block(self, stmts, ints: set[str], privates: set[str]) -> None:
         """Check a block with the names ``ints`` and ``privates`` visible; the names it
         declares end with it (a C block)."""
-        outer = self.ints, self.privates
-        self.ints, self.privates = set(ints), set(privates)
+        outer = self.ints, self.privates, self.mutables
+        self.ints, self.privates, self.mutables = set(ints), set(privates), set(self.mutables)
         for s in stmts:
             self._expect(s, S.Stmt)
-        self.ints, self.privates = outer
+        self.ints, self.privates, self.mutables = outer
 
     def visit_Let(self, s: S.Let) -> None:
         self._int(s.value)
         self._declare(s.name, "Let", self.ints | self.privates)
         self.ints.add(s.name)
+
+    def visit_DeclareInt(self, s: S.DeclareInt) -> None:
+        if s.value is not None:
+            self._int(s.value)
+        self._declare(s.name, "DeclareInt", self.ints | self.privates)
+        self.ints.add(s.name)
+        self.mutables.add(s.name)
+
+    def visit_AssignInt(self, s: S.AssignInt) -> None:
+        self._int(s.value)
+        if s.name not in self.ints:
+            self.add(f"AssignInt to {s.name!r}, which no DeclareInt declares there")
+        elif s.name not in self.mutables:
+            self.add(f"AssignInt to {s.name!r}, which a Let or For binds (bound once): "
+                     "declare it with DeclareInt")
 
     def visit_DeclareFloat(self, s: S.DeclareFloat) -> None:
         self._declare(s.name, "DeclareFloat", self.ints | self.privates)
@@ -408,7 +431,25 @@ class _Checker(Visitor):
         if isinstance(s.step, S.Const) and s.step.value <= 0:
             self.add(f"loop {s.var} has step {s.step.value}; it must be positive")
         self._declare(s.var, "For variable", self.ints | self.privates)
+        self.loops.append("For")
         self._block(s.body, self.ints | {s.var}, self.privates)
+        self.loops.pop()
+
+    def visit_While(self, s: S.While) -> None:
+        self._cond(s.cond)
+        self.loops.append("While")
+        self._block(s.body, self.ints, self.privates)
+        self.loops.pop()
+        self._block(s.update, self.ints, self.privates)
+
+    def visit_Break(self, s) -> None:
+        if not self.loops:
+            self.add(f"{type(s).__name__} outside a While loop")
+        elif self.loops[-1] != "While":
+            self.add(f"{type(s).__name__} in a For loop's body: the For loop runs its full "
+                     "range (write the loop as a While)")
+
+    visit_Continue = visit_Break
 
     def visit_Barrier(self, s: S.Barrier) -> None:
         pass

@@ -19,6 +19,11 @@ semantics of ``/`` and ``%``), and refuses
   for ``c * g + r < 0`` with ``g`` interior (1 to n - 2), some ``r`` of its interval
   between ``-c * (n - 2)`` and ``-c - 1`` (for ``c > 0``) would make it differ.
 
+Integers assigned again (``DeclareInt``, ``AssignInt``) are proved as a ``Let`` of each value
+assigned, except one a ``For`` loop's body assigns that the body does not declare (its value
+changes from one iteration to the next); a ``While`` loop, ``break`` and ``continue`` are
+not proved (their trip counts are not known statically).
+
 The proof is conservative: a schedule it refuses is executed work-group by work-group,
 which gives the same counts and more hazard checks, only slower.
 """
@@ -29,7 +34,7 @@ from dataclasses import dataclass
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.nodes import describe_int
 from tiletraffic.simulator.ir.static import int_op_bounds
-from tiletraffic.simulator.ir.visitor import Visitor
+from tiletraffic.simulator.ir.visitor import Visitor, walk_statements
 from tiletraffic.simulator.engine.accelerators.classes import MIN_GROUPS_FOR_CLASSES
 
 
@@ -265,6 +270,11 @@ class _Prover(Visitor):
     def visit_Let(self, s: S.Let) -> None:
         self.env[s.name] = self.form(s.value, self.env)
 
+    def visit_DeclareInt(self, s: S.DeclareInt) -> None:
+        self.env[s.name] = _UNKNOWN if s.value is None else self.form(s.value, self.env)
+
+    visit_AssignInt = visit_Let
+
     def visit_Assign(self, s) -> None:
         for i in s.index:
             self.form(i, self.env)
@@ -298,6 +308,10 @@ class _Prover(Visitor):
     visit_DeclarePrivateArray = visit_Barrier = visit_Return = visit_DeclareFloat
 
     def loop(self, s: S.For, env: dict) -> None:
+        carried = _assigned_outside(s.body)
+        if carried:
+            raise _Unproved(f"integer {carried[0]} is assigned in the loop over {s.var}: its "
+                            "value can change from one iteration to the next")
         start, stop, step = (self.form(s.start, env), self.form(s.stop, env),
                              self.form(s.step, env))
         if step.varies or start.coeffs != stop.coeffs:
@@ -308,3 +322,12 @@ class _Prover(Visitor):
         body[s.var] = _Form(start.coeffs, start.lo, max(start.lo, stop.hi - 1))
         self.block(s.body, body)
         self.merge(env, dict(env), body)   # the loop may run no iteration
+
+
+def _assigned_outside(stmts) -> list[str]:
+    """The integers that ``AssignInt`` statements of ``stmts`` assign, at any depth, that
+    no ``DeclareInt`` of ``stmts`` declares (values carried from one pass over ``stmts``
+    to the next, where ``stmts`` is a loop's body)."""
+    declared = {s.name for s in walk_statements(stmts) if isinstance(s, S.DeclareInt)}
+    return sorted({s.name for s in walk_statements(stmts)
+                   if isinstance(s, S.AssignInt) and s.name not in declared})

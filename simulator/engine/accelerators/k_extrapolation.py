@@ -23,7 +23,8 @@ values n0, n0 + 1, n0 + 2 (in units of P), each by work-group classes, and accep
 every figure has equal differences (also the offsets that are ``None``, the keys of every
 dict and the number of work-groups). Equal differences at three points do not prove the
 periodicity, which rests on D: a D smaller than a loop's true period can agree by chance,
-which is why D includes every staging width above. It then extrapolates each figure to the
+which is why D includes every staging width above (and a schedule with integers assigned
+again or ``While`` loops is not tried). It then extrapolates each figure to the
 real K, and raises :class:`simulator.engine.accelerators.NotApplicable` (the caller executes the
 whole loop) whenever anything differs, a short run reports a hazard, or the schedule is not
 one of the built-in families (:func:`applies`; ``tests/test_k_extrapolation.py`` proves the
@@ -61,6 +62,8 @@ def k_step_elems(schedule: Schedule) -> int | None:
     if schedule.family not in FAMILIES + ("gemm-split-k-slices",) or \
             "K" not in schedule.param_values:
         return None
+    if any(isinstance(s, _UNCOUNTED) for s in walk_statements(schedule.body)):
+        return None
     if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch",
                            "gemm-warp-tiled", "gemm-split-k-slices"):
         # a split-K slice kernel (extra "splits" S): K grows by S·BK per step of every slice
@@ -76,6 +79,10 @@ def k_step_elems(schedule: Schedule) -> int | None:
             return None
         depth = math.lcm(depth, step)
     return depth
+
+
+_UNCOUNTED = (S.DeclareInt, S.AssignInt, S.While, S.Break, S.Continue)
+"""Statements whose trip counts and values this module's argument does not cover."""
 
 
 def _k_loop_steps(stmts, params):

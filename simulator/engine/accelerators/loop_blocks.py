@@ -12,7 +12,8 @@ execution, when :func:`plan` (static) and :func:`ready` (at the loop's entry) ho
 * the body holds only ``Let``, ``If``, inner ``For`` loops with static bounds that are not
   vectorizable themselves (one iteration axis), private ``Assign``/``Accumulate`` (array
   indices static: constants, parameters and inner loop variables), ``Store``,
-  ``VectorLoad`` and ``VectorStore``: no barrier, return or declaration; no unsigned
+  ``VectorLoad`` and ``VectorStore``: no barrier, return, declaration, integer assigned
+  again (``DeclareInt``, ``AssignInt``), ``While`` loop, ``break`` or ``continue``; no unsigned
   64-bit ``Wrap`` in it or its bounds (its check needs each statement's own mask);
 * no array is both loaded and stored in the body (local memory: the uninitialized-read
   detector's verdict would depend on the order of iterations; the race detector's does
@@ -115,10 +116,11 @@ def _int_names(e) -> set[str]:
 
 
 def _assigned_names(stmts) -> set[str]:
-    """Names a block defines: its ``Let``\\ s and loop variables, at any depth."""
+    """Names a block defines: its ``Let``\\ s, its integers declared or assigned
+    (``DeclareInt``, ``AssignInt``) and loop variables, at any depth."""
     out: set[str] = set()
     for s in walk_statements(stmts):
-        if isinstance(s, S.Let):
+        if isinstance(s, (S.Let, S.DeclareInt, S.AssignInt)):
             out.add(s.name)
         elif isinstance(s, S.For):
             out.add(s.var)

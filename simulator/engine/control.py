@@ -1,0 +1,189 @@
+"""Integers assigned any number of times and general loops, executed for a batch.
+
+An integer declared with :class:`simulator.ir.nodes.DeclareInt` is kept per work-item in the
+machine's table of integer names (``env``), as an int or an int64 array broadcastable to the
+batch's ``(G, L, 1)``; :class:`simulator.ir.nodes.AssignInt` changes it where the statement's
+mask is on (a masked ``where``, as private floats are updated), and keeps one value for the
+whole batch where every work-item executes it. A work-item reading an integer declared
+without a value before it assigned one is the hazard ``uninitialized-private-read`` (the
+engine goes on with 0).
+
+A :class:`simulator.ir.nodes.While` loop runs iteration by iteration until no work-item of the
+batch still loops (each leaves where the condition is false for it, or where it executes
+``Break``); more than :data:`LOOP_TRIPS_LIMIT` iterations of one loop raise
+:class:`simulator.ir.static.ExecutionError`. ``Break`` and ``Continue`` take the work-item off
+the *alive* mask for the rest of the iteration, as ``Return`` does for the rest of the
+kernel, so every statement after them (whatever its depth) skips it; the loop puts it back
+after the iteration's body: a ``Continue`` one for the ``update`` and the next test, a
+``Break`` one after the loop. A barrier some of a work-group's work-items skip this way is
+barrier divergence, as in C.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.static import ExecutionError
+from tiletraffic.simulator.engine.batch import BatchState
+from tiletraffic.simulator.observers.hazards import Hazard
+
+LOOP_TRIPS_LIMIT = 2**24
+"""Most iterations one loop may run in the simulator (far above the K of any launch the
+commands accept: :data:`analysis.cli.common.GROUP_WORK_LIMIT` bounds work-items x K)."""
+
+
+@dataclass
+class LoopExits:
+    """The work-items that left the running iteration of a :class:`simulator.ir.nodes.While`
+    loop: by ``Break`` (``broke``) and by ``Continue`` (``continued``), boolean ``(G, L, 1)``."""
+
+    broke: np.ndarray
+    continued: np.ndarray
+
+
+class ControlFlow(BatchState):
+    """Mutable integers and general loops of :class:`simulator.engine.machine.Machine`.
+
+    Reads and writes, besides :class:`simulator.engine.batch.BatchState`'s: ``env`` (integer
+    names to values), ``ints_set`` (per integer declared without a value and not yet set by
+    every work-item, which work-items set it, bool ``(G, L, 1)``), ``alive``, ``live``,
+    ``loop_exits`` (one :class:`LoopExits` per running ``While``, ``None`` per running
+    ``For``, innermost last) and the machine's ``exec_block`` and ``eval_int``/``eval_cond``.
+    """
+
+    def exec_declare_int(self, s: S.DeclareInt, m) -> None:
+        if s.value is None:
+            self.env[s.name] = 0
+            self.ints_set[s.name] = np.zeros((self.G, self.L, 1), dtype=bool)
+        else:
+            self.env[s.name] = self.eval_int(s.value)
+            self.ints_set.pop(s.name, None)
+
+    def exec_assign_int(self, s: S.AssignInt, m) -> None:
+        """``s.name = s.value`` for the work-items of ``m``.
+
+        Raises:
+            NameError: no ``DeclareInt`` of the name ran before.
+        """
+        if s.name not in self.env:
+            raise NameError(f"{self.schedule.family}: integer {s.name!r} assigned before it "
+                            "is declared")
+        value = self.eval_int(s.value)
+        on = np.broadcast_to(m, (self.G, self.L, np.shape(m)[2] if np.ndim(m) == 3 else 1))
+        if on.all():
+            self.env[s.name] = value
+        else:
+            self.env[s.name] = np.where(m, value, self.env[s.name])
+        unset = self.ints_set.get(s.name)
+        if unset is not None:
+            now = np.logical_or(unset, np.any(on, axis=2, keepdims=True))
+            if now.all():
+                del self.ints_set[s.name]
+            else:
+                self.ints_set[s.name] = now
+
+    def check_int_set(self, name: str) -> None:
+        """Report the work-items of :attr:`live` that read integer ``name`` before they
+        assigned it (hazard ``uninitialized-private-read``); they count as set after."""
+        is_set = self.ints_set[name]
+        live = True if self.live is None else self.live
+        unset = np.logical_and(live, np.logical_not(is_set))
+        if not np.any(unset):
+            return
+        shape = self.shape_of(unset)
+        g, li, _ = (int(v[0]) for v in np.nonzero(np.broadcast_to(unset, shape)))
+        gid = self.group_id_tuple(g)
+        groups = self.per_group(unset, shape)
+        self.log.add(Hazard(
+            kind="uninitialized-private-read", schedule=self.schedule.family, array=name,
+            index=-1, group_id=gid, local_ids=(li,), epoch=self.epoch,
+            count=int(groups[1].sum()), site=f"private {name}",
+            detail=(f"work-item {li} of work-group {gid} reads integer {name}, which it never "
+                    "assigned (its value, and what is computed from it, is undefined; the "
+                    "simulator goes on with 0)")), groups, "reads")
+        now = np.logical_or(is_set, np.any(np.broadcast_to(unset, shape), axis=2,
+                                           keepdims=True))
+        if now.all():
+            del self.ints_set[name]
+        else:
+            self.ints_set[name] = now
+
+    def exec_while(self, loop: S.While, m) -> None:
+        """Execute ``loop`` for the work-items of ``m``, iteration by iteration, until none
+        of them still loops.
+
+        Raises:
+            ExecutionError: more than :data:`LOOP_TRIPS_LIMIT` iterations.
+        """
+        if not np.any(m):
+            return
+        looping = np.broadcast_to(m, (self.G, self.L, 1)).copy()
+        first = loop.do_while
+        trips = 0
+        while True:
+            looping = np.logical_and(looping, self.alive)
+            if not first:
+                self.live = looping
+                looping = np.logical_and(looping, self.eval_cond(loop.cond))
+            first = False
+            if not np.any(looping):
+                break
+            trips += 1
+            if trips > LOOP_TRIPS_LIMIT:
+                where = f"{loop.source}: " if loop.source else ""
+                raise ExecutionError(
+                    f"{self.schedule.family}: {where}a while loop on "
+                    f"{describe_cond(loop.cond)} runs more than {LOOP_TRIPS_LIMIT:,} "
+                    "iterations, above the simulation limit for one loop (does it end?)")
+            exits = LoopExits(np.zeros_like(looping), np.zeros_like(looping))
+            self.loop_exits.append(exits)
+            try:
+                self.exec_block(loop.body, looping)
+            finally:
+                self.loop_exits.pop()
+            self.alive = np.logical_or(self.alive, np.logical_or(exits.broke,
+                                                                 exits.continued))
+            looping = np.logical_and(looping, np.logical_not(exits.broke))
+            if loop.update and np.any(looping):
+                self.exec_block(loop.update, looping)
+
+    def innermost_exits(self, s) -> LoopExits:
+        """The :class:`LoopExits` of the ``While`` loop that ``Break`` or ``Continue`` ``s``
+        leaves.
+
+        Raises:
+            ExecutionError: ``s`` is not in a ``While`` loop's body (outside any loop, or
+                in a ``For`` loop's).
+        """
+        if not self.loop_exits or self.loop_exits[-1] is None:
+            raise ExecutionError(f"{self.schedule.family}: {type(s).__name__.lower()} outside "
+                                 "a While loop's body")
+        return self.loop_exits[-1]
+
+    def exec_break(self, s: S.Break, m) -> None:
+        exits = self.innermost_exits(s)
+        exits.broke |= np.broadcast_to(m, exits.broke.shape)
+        self.alive = np.logical_and(self.alive, np.logical_not(m))
+
+    def exec_continue(self, s: S.Continue, m) -> None:
+        exits = self.innermost_exits(s)
+        exits.continued |= np.broadcast_to(m, exits.continued.shape)
+        self.alive = np.logical_and(self.alive, np.logical_not(m))
+
+
+def describe_cond(c: S.Cond) -> str:
+    """Short text of a condition for messages (``k < K``); not C."""
+    if isinstance(c, S.Compare):
+        return f"{_bare(c.left)} {c.op} {_bare(c.right)}"
+    if isinstance(c, S.BoolOp):
+        return f"({describe_cond(c.left)}) {c.op} ({describe_cond(c.right)})"
+    if isinstance(c, S.Not):
+        return f"!({describe_cond(c.operand)})"
+    return repr(c)
+
+
+def _bare(e: S.IntExpr) -> str:
+    text = S.describe_int(e)
+    return text[1:-1] if isinstance(e, S.BinOp) else text
