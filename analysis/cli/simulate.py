@@ -12,6 +12,7 @@ from tiletraffic.simulator.engine.accelerators.class_safety import classes_probl
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, UNLIMITED, LimitError
 from tiletraffic.simulator.engine.simulation import InputError
 from tiletraffic.simulator.ir.static import ExecutionError
+from tiletraffic.simulator.model.observation import device_limits
 from tiletraffic.simulator.model.sequence_run import simulate
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.engine.reference import random_inputs, reference
@@ -22,8 +23,8 @@ from tiletraffic.analysis.api.schedules import closed_form
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (NO_REFERENCE, build_schedule, check_work, fail,
                                              is_user_spec, reference_fn,
-                                             refuse_seed_unless_random, refuse_unused,
-                                             within_budget, work)
+                                             refuse_beyond_limits, refuse_seed_unless_random,
+                                             refuse_unused, within_budget, work)
 from tiletraffic.analysis.cli.model import classes_problems, note_unproved_classes, show_model
 from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_option,
                                               reference_option, schedule_options)
@@ -77,6 +78,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                       "(the output of `model`)")
     refuse_seed_unless_random(inputs_kind)
     sch = build_schedule(schedule, m, k, n, tile, chunk)
+    refuse_beyond_limits(sch, device_limits(device_model) if device_model else
+                         None if no_limits else GENERIC_GPU)
     check_work(sch, k)
     if device_model:
         classes = classes_problems(sch)
