@@ -77,7 +77,7 @@ def _vector_load(stmts, i):
     if len(set(targets)) != w or set(targets) & set(names) or \
             _read_later(stmts[i + 2 * w + 1:], set(names)):
         return None
-    return [S.VectorLoad(targets, load.array, load.index)], 2 * w + 1
+    return [S.VectorLoad(targets, load.array, load.index, load.source)], 2 * w + 1
 
 
 def _vector_store(stmts, i):
@@ -99,7 +99,8 @@ def _vector_store(stmts, i):
         return None
     if _read_later(stmts[i + 2 * w + 1:], set(names)):
         return None
-    return [S.VectorStore(store.array, store.index, tuple(values[n] for n in names))], 2 * w + 1
+    return [S.VectorStore(store.array, store.index, tuple(values[n] for n in names),
+                          store.source)], 2 * w + 1
 
 
 def _zero_fill(stmts, i):

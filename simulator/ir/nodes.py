@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Mapping, Union
 
 from tiletraffic.simulator.ir.expressions import (
     EXACT_FLOAT_FUNCTIONS, FLOAT_FUNCTIONS, FLOAT_OPS, FUNCTION_ERROR_ULPS, INT_WIDTHS, BinOp,
@@ -316,11 +316,14 @@ class Store(Stmt):
     """``array[index] = value;``, one index per dimension (one store per executing work-item).
 
     Build with :func:`store` to get the index checked against the array's dimensions.
+    ``source``: for a store written in OpenCL C, the access in the source's names and where
+    it is, as :class:`Load`'s; ``None`` for a schedule built in Python. For messages only.
     """
 
     array: Array
     index: tuple[IntExpr, ...]
     value: FloatExpr
+    source: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -387,12 +390,13 @@ class VectorLoad(Stmt):
     declared earlier with :class:`DeclareFloat`. Rendered
     ``v = *(const __global float4*)&A[flat]; a0 = v.x; ...``: one 128-bit (``float4``) or
     64-bit (``float2``) instruction, which needs ``flat`` to be a multiple of ``width``.
-    Build with :func:`vload`.
+    Build with :func:`vload`. ``source``: as :class:`Load`'s (for messages only).
     """
 
     names: tuple[str, ...]
     array: Array
     index: tuple[IntExpr, ...]
+    source: str | None = None
 
     @property
     def width(self) -> int:
@@ -402,11 +406,13 @@ class VectorLoad(Stmt):
 @dataclass(frozen=True, eq=False)
 class VectorStore(Stmt):
     """``array[index + w] = values[w]`` for w < width, as one vector store (see
-    :class:`VectorLoad`; build with :func:`vstore`)."""
+    :class:`VectorLoad`; build with :func:`vstore`). ``source``: as :class:`Load`'s (for
+    messages only)."""
 
     array: Array
     index: tuple[IntExpr, ...]
     values: tuple[FloatExpr, ...]
+    source: str | None = None
 
     @property
     def width(self) -> int:
@@ -560,10 +566,14 @@ def _stored_arrays(stmts) -> set[str]:
             if isinstance(s, (Store, VectorStore)) and isinstance(s.array, GlobalArray)}
 
 
-def describe_access(array: Array, index: tuple[IntExpr, ...]) -> str:
-    """``name[i, j]`` of one access, for messages and as the identity of its statement."""
+def describe_access(array: Array, index: tuple[IntExpr, ...],
+                    names: Mapping[str, str] | None = None) -> str:
+    """``name[i, j]`` of one access, for messages and as the identity of its statement;
+    ``names``: the name to show for an array, parameter or variable of the IR (as
+    :func:`describe_int`'s)."""
     parts = []
     for i in index:
-        text = describe_int(i)
+        text = describe_int(i, names)
         parts.append(text[1:-1] if isinstance(i, BinOp) else text)
-    return f"{array.name}[{', '.join(parts)}]"
+    name = names.get(array.name, array.name) if names else array.name
+    return f"{name}[{', '.join(parts)}]"
