@@ -130,9 +130,10 @@ def run_text(sch, result, on_simulator: bool, users_reference: bool) -> list[str
                  + (" (host wall time: no OpenCL profiling)" if r.timing == "host" else ""))
     c = result.check
     where = ", ".join(map(str, c.worst_index or ()))
-    output = ref_output(sch) if not is_sequence(sch) else \
-        next(a.name for a in sch.arrays if a.is_output)
-    lines.append(f"  result equals {'the reference' if users_reference else 'numpy'} "
+    output = result.output or (ref_output(sch) if not is_sequence(sch) else
+                               next(a.name for a in sch.arrays if a.is_output))
+    several = f" for {', '.join(result.outputs)}" if len(result.outputs) > 1 else ""
+    lines.append(f"  result equals {'the reference' if users_reference else 'numpy'}{several} "
                  f"({result.inputs} inputs) in every launch: worst "
                  f"|error| / tolerance {c.error_over_tolerance:.3g} at {output}[{where}] "
                  f"(|error| {abs(c.worst_value - c.worst_reference):.3g}, tolerance "
