@@ -377,11 +377,14 @@ def load(spec, overrides: dict | None = None, params: dict | None = None) -> Sch
 
 
 def reference_function(spec):
-    """The launch file's reference as ``inputs -> output`` (the single output's array), or
-    ``None`` without a [reference] table.
+    """The launch file's reference as ``inputs -> {output name: array}`` (or, for a function
+    that returns one array, that array: the kernel's one output), or ``None`` without a
+    [reference] table. Each output the function names is checked
+    (``simulator.engine.reference.references``).
 
     Raises:
-        LaunchFileError: the function cannot be loaded, or the kernel has not one output.
+        LaunchFileError: the function cannot be loaded; when called, it returned a name that
+            is not one of the kernel's outputs (access ``out`` or ``inout``).
     """
     launch = read(spec)
     ref = launch.data.get("reference", {}).get("function")
@@ -401,21 +404,22 @@ def reference_function(spec):
     outputs = [a for a, raw in args.items()
                if isinstance(raw, dict) and raw.get("access") in ("out", "inout")]
 
-    def single(inputs):
+    def named_outputs(inputs):
         out = fn(inputs)
         if isinstance(out, dict):
-            if len(out) != 1:
+            if not out:
+                raise LaunchFileError(f"{launch.path}: reference.function: returned no "
+                                      f"output; the kernel's outputs are "
+                                      f"{', '.join(outputs)}")
+            unknown = [str(key) for key in out if outputs and key not in outputs]
+            if unknown:
                 raise LaunchFileError(f"{launch.path}: reference.function: returned "
-                                      f"{', '.join(map(str, sorted(out))) or 'no output'}; "
-                                      "the kernel's check takes one output")
-            (key, value), = out.items()
-            if outputs and key not in outputs:
-                raise LaunchFileError(f"{launch.path}: reference.function: returned {key!r}; "
-                                      f"the kernel's output is {', '.join(outputs)}")
-            return value
+                                      f"{', '.join(map(repr, unknown))}; the kernel's "
+                                      f"output{'s are' if len(outputs) > 1 else ' is'} "
+                                      f"{', '.join(outputs)}")
         return out
-    single.__name__ = name
-    return user_schedule._reporting(single, ref)
+    named_outputs.__name__ = name
+    return user_schedule._reporting(named_outputs, ref)
 
 
 def parse_assignments(items, what: str = "--set") -> dict[str, int]:

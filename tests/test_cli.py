@@ -249,7 +249,7 @@ def test_run_on_pocl_text():
 def test_run_too_large_work_group_is_refused_before_any_timing():
     out = assert_clean_failure(
         invoke("run", "gemm-tiled", "--m", "33", "--k", "21", "--n", "17", "--tile", "128",
-               "--device", "pocl"), "16384", "4096", code=1)
+               "--device", "pocl"), "16384", "4096", code=2)
     assert "median" not in out and "kernel time" not in out and " ms" not in out
 
 

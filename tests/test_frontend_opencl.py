@@ -323,3 +323,119 @@ def test_a_barrier_source_changes_neither_the_generated_code_nor_a_built_in_mess
     divergent = [h for h in tt.check(sch) if h.kind == "barrier-divergence"]
     assert [h.site for h in divergent] == ["barrier 1", "barrier 2"]
     assert divergent[0].detail.startswith("barrier 1 (in source order) is reached")
+
+
+RENAMED_LOOPS = """#define TS 16
+__kernel void k(__global const float *A, __global float *B, const int N) {
+    __local float tile[TS][TS];
+    const int lx = get_local_id(0), ly = get_local_id(1);
+    for (int r = 0; r < 1; r++)
+        tile[ly + r][lx] = A[(ly + r) * N + lx];
+    for (int r = 0; r < 1; r++)
+        B[(ly + r) * N + lx] = tile[lx][ly + r];
+}"""
+"""A transpose through local memory with no barrier (a race), whose second loop variable
+``r`` the front end renames to keep the IR's names unique."""
+
+
+def test_a_race_in_opencl_c_names_the_accesses_by_the_source_and_their_places():
+    """The race between the store and the load of the tile names both in the source's own
+    names (``r``, not the IR's ``r_2``) with file:line:column, as barrier divergence does."""
+    from tiletraffic.frontend.opencl.translate import parse_kernel
+    sch = parse_kernel(RENAMED_LOOPS, "k", [16, 16], [16, 16],
+                       {"A": {"shape": [16, 16], "access": "in"},
+                        "B": {"shape": [16, 16], "access": "out"}, "N": 16}, path="k.cl")
+    loops = [s for s in sch.body if isinstance(s, S.For)]
+    assert [loop.var for loop in loops] == ["r", "r_2"]      # unique in the IR
+    (race,) = [h for h in tt.check(sch) if h.kind == "data-race"]
+    assert "r_2" not in race.detail
+    assert race.detail.startswith(
+        "read-after-write race on local memory (store tile[ly + r, lx] at k.cl:6:9 | "
+        "load tile[lx, ly + r] at k.cl:8:32): e.g. in work-group (0, 0)"), race.detail
+    assert race.site == ("read-after-write: store tile[ly + r, lx] at k.cl:6:9 | "
+                         "load tile[lx, ly + r] at k.cl:8:32")
+
+
+def test_an_access_source_changes_neither_the_generated_code_nor_the_counts():
+    """The source of each load and store is for messages only: a kernel from OpenCL C
+    renders and counts the same with every source removed, and a built-in schedule's
+    messages keep the IR's text."""
+    import dataclasses
+
+    from tiletraffic.gpu.codegen.generate import generate
+    from tiletraffic.frontend.opencl.translate import parse_kernel
+    from tiletraffic.simulator.kernels.variants import VARIANTS
+
+    sch = parse_kernel(RENAMED_LOOPS, "k", [16, 16], [16, 16],
+                       {"A": {"shape": [16, 16], "access": "in"},
+                        "B": {"shape": [16, 16], "access": "out"}, "N": 16}, path="k.cl")
+    accesses = (S.Load, S.Store, S.VectorLoad, S.VectorStore)
+    nodes = [n for n in walk_all(sch.body) if isinstance(n, accesses)]
+    assert len(nodes) == 4 and all(n.source for n in nodes)
+    bare = dataclasses.replace(sch, body=strip_sources(sch.body))
+    assert not any(n.source for n in walk_all(bare.body) if isinstance(n, accesses))
+    assert generate(bare).source == generate(sch).source
+    assert tt.simulate(bare, compute_values=False, hazards="report").counts.to_dict() == \
+        tt.simulate(sch, compute_values=False, hazards="report").counts.to_dict()
+    (race,) = [h for h in tt.check(bare) if h.kind == "data-race"]   # the IR's own text
+    assert "(store tile[ly + r, lx] | load tile[lx, ly + r_2])" in race.detail, race.detail
+    sch = VARIANTS["gemm-tiled:no-second-barrier"].make(20, 20, 20, 16)
+    assert [h.site for h in tt.check(sch)] == [
+        "write-after-read: load tile_A[lr, k] | store tile_A[lr, lc]",
+        "write-after-read: load tile_B[k, lc] | store tile_B[lr, lc]"]
+
+
+def walk_all(stmts):
+    from tiletraffic.simulator.ir.visitor import walk
+    for s in stmts:
+        yield from walk(s)
+
+
+def strip_sources(stmts):
+    """``stmts`` with the source of every load and store removed."""
+    import dataclasses
+
+    def strip(node):
+        if not dataclasses.is_dataclass(node) or isinstance(node, type):
+            return node
+        changes = {}
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            new = tuple(strip(v) for v in value) if isinstance(value, tuple) else strip(value)
+            if new is not value and (not isinstance(value, tuple) or
+                                     any(a is not b for a, b in zip(new, value))):
+                changes[f.name] = new
+        if getattr(node, "source", None) and isinstance(node, (S.Load, S.Store, S.VectorLoad,
+                                                               S.VectorStore)):
+            changes["source"] = None
+        return dataclasses.replace(node, **changes) if changes else node
+    return tuple(strip(s) for s in stmts)
+
+
+def test_every_access_of_a_kernel_from_opencl_c_carries_its_source():
+    """Scalar, vector (vload4, vstore4, float4 pointer casts and buffers) and compound
+    accesses, and those of an inlined helper (with the call they were inlined through)."""
+    from tiletraffic.frontend.opencl.translate import parse_kernel
+    src = """void put(__global float *C, int i, float v) {
+    C[i] += v;
+}
+__kernel void k(__global const float4 *A, __global const float *B, __global float *C) {
+    const int i = get_global_id(0);
+    float4 a = A[i];
+    float4 b = vload4(i, B);
+    vstore4(a + b, i, C);
+    *(__global float4 *)&C[4 * i + 64] = (float4)(a.x, a.y, b.z, b.w);
+    put(C, 128 + i, B[i]);
+}"""
+    sch = parse_kernel(src, "k", [16], [8], {"A": {"shape": [64], "access": "in"},
+                                             "B": {"shape": [64], "access": "in"},
+                                             "C": {"shape": [144], "access": "out"}},
+                       path="k.cl")
+    accesses = [n for n in walk_all(sch.body)
+                if isinstance(n, (S.Load, S.Store, S.VectorLoad, S.VectorStore))]
+    sources = sorted(n.source for n in accesses)
+    assert sources == sorted([
+        "A[i * 4] at k.cl:6:16", "B[i * 4] at k.cl:7:16", "C[i * 4] at k.cl:8:5",
+        "C[(4 * i) + 64] at k.cl:9:5", "B[i] at k.cl:10:21",
+        "C[128 + i] at k.cl:2:5 in put, called at k.cl:10:5",
+        "C[128 + i] at k.cl:2:5 in put, called at k.cl:10:5"]), sources

@@ -68,6 +68,7 @@ def test_the_racy_tutorial_is_refused(no_launch):
     assert result.exit_code == 1, result.output
     assert "[data-race] write-after-read race on local memory" in result.stderr
     assert "not those of the kernel" in result.stderr
+    assert "2 hazard(s) (data-race)" in result.stdout   # a count always with what it counts
 
 
 @needs_pocl

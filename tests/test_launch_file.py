@@ -13,6 +13,7 @@ from click.testing import CliRunner
 import tiletraffic as tt
 from tiletraffic.frontend import launch_file
 from tiletraffic.analysis.cli import main
+from tiletraffic.gpu.devices.device import list_devices
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "opencl"
 
@@ -302,3 +303,90 @@ def test_a_latin1_byte_in_a_comment_is_read_as_compilers_read_it(folder):
     assert latin1.extra["opencl"]["source"].startswith("/* r\u00e9sum\u00e9")
     assert tt.simulate(latin1, compute_values=False).counts.to_dict() == \
         tt.simulate(plain, compute_values=False).counts.to_dict()
+
+
+# ------------------------------------------------ a reference of several outputs
+TWO_OUTPUTS_CL = """__kernel void two(__global const float *A, __global const float *x,
+                  __global float *y, __global float *dma, const int N)
+{
+    const int i = get_global_id(0);
+    float acc = 0.0f;
+    for (int k = 0; k < N; k++)
+        acc += A[i * N + k] * x[k];
+    y[i] = acc;
+    dma[i] = x[i] * 2.0f;
+}
+"""
+
+TWO_OUTPUTS_REFERENCES = """
+def both(inputs):
+    return {"y": inputs["A"] @ inputs["x"], "dma": 2 * inputs["x"]}
+
+
+def wrong_second(inputs):
+    return {"y": inputs["A"] @ inputs["x"], "dma": 3 * inputs["x"]}
+
+
+def one_array(inputs):
+    return inputs["A"] @ inputs["x"]
+"""
+
+
+def two_outputs(folder, function: str):
+    """A launch file of a kernel with two outputs, y and dma, and the reference ``function``."""
+    (folder / "two.cl").write_text(TWO_OUTPUTS_CL)
+    (folder / "refs.py").write_text(TWO_OUTPUTS_REFERENCES)
+    return write(folder, f"""
+source = "two.cl"
+kernel = "two"
+[sizes]
+N = 48
+[launch]
+global_size = ["N"]
+local_size = [16]
+[args]
+A = {{ shape = ["N", "N"], access = "in" }}
+x = {{ shape = ["N"], access = "in" }}
+y = {{ shape = ["N"], access = "out" }}
+dma = {{ shape = ["N"], access = "out" }}
+N = "N"
+[reference]
+function = "refs.py:{function}"
+""", f"two_{function}.toml")
+
+
+def test_a_reference_of_two_outputs_checks_each_in_simulate(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(main, ["simulate", str(two_outputs(tmp_path, "both")), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["result_outputs"] == ["y", "dma"] and data["result_error_over_tolerance"] <= 1
+    text = runner.invoke(main, ["simulate", str(two_outputs(tmp_path, "both"))]).stdout
+    assert "result vs float64 reference (normal inputs) of y, dma: worst error" in text
+    # the second output is compared too: a wrong one is a mismatch named by its output
+    wrong = runner.invoke(main, ["simulate", str(two_outputs(tmp_path, "wrong_second"))])
+    assert wrong.exit_code == 1, wrong.output
+    assert "at dma[" in wrong.stdout and "MISMATCH: dma[" in wrong.stdout
+    # one array for a kernel of two outputs: which output it is cannot be told
+    one = runner.invoke(main, ["simulate", str(two_outputs(tmp_path, "one_array"))])
+    assert one.exit_code == 2 and "returned one array, the schedule has the outputs y, dma" \
+        in one.output, one.output
+
+
+@pytest.mark.skipif(not any(d.is_pocl for d in list_devices()), reason="PoCL is not installed")
+def test_a_reference_of_two_outputs_checks_each_in_run_on_pocl(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(main, ["run", str(two_outputs(tmp_path, "both")), "--device",
+                                  "pocl", "--json"])
+    assert result.exit_code == 0, result.output
+    check = json.loads(result.stdout)["check"]
+    assert check["outputs"] == ["y", "dma"] and check["output"] in ("y", "dma")
+    assert check["ok"] and check["error_over_tolerance"] <= 1
+    text = runner.invoke(main, ["run", str(two_outputs(tmp_path, "both")), "--device",
+                                "pocl"]).stdout
+    assert "result equals the reference for y, dma (normal inputs) in every launch" in text
+    wrong = runner.invoke(main, ["run", str(two_outputs(tmp_path, "wrong_second")),
+                                 "--device", "pocl"])
+    assert wrong.exit_code == 1, wrong.output
+    assert "launch 1 of 12" in wrong.stderr and "opencl:two dma[" in wrong.stderr
+    assert "kernel time" not in wrong.stdout

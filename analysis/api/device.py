@@ -25,7 +25,8 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
             default (a GPU if present, else PoCL's CPU device; never Oclgrind).
         repeat, warmup: timed launches and untimed warm-up launches.
         reference: for a schedule that is not a GEMM or matrix-vector product, a function
-            `inputs -> output` (numpy, float64) giving the expected result.
+            `inputs -> {output name: array}` (numpy, float64; or the array of the one
+            output) giving the expected result; each output it names is checked.
         seed: seed of the random inputs.
         inputs: `normal` (default), `uniform`, `ones` or `arange` (the last two
             can hide swapped indices).

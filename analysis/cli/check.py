@@ -14,8 +14,8 @@ from tiletraffic.frontend.resolver import resolve
 from tiletraffic.analysis.api.simulation import check
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (build_schedule, one_name_or_all,
-                                             refuse_seed_unless_random, refuse_unused,
-                                             within_budget)
+                                             refuse_beyond_limits, refuse_seed_unless_random,
+                                             refuse_unused, within_budget)
 from tiletraffic.analysis.cli.options import (FORCE_OPTION, INPUTS_OPTION, NAMED_SIZE_OPTIONS,
                                               SEED_OPTION, json_option, named_schedule_options)
 
@@ -52,6 +52,7 @@ def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inp
         sys.exit(0 if all(r["ok"] for r in rows) else 1)
     refuse_unused(("max_registers",), "in check: the hazards do not depend on registers")
     sch = build_schedule(name, m, k, n, tile, chunk, example_shape=True)
+    refuse_beyond_limits(sch, None if no_limits else GENERIC_GPU)
     within_budget(sch, force, compute_values=True, reference=False)
     hazards = hazards_of(sch, seed, inputs_kind, no_limits)
     if as_json:

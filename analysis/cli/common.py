@@ -134,6 +134,27 @@ def one_name_or_all(name, check_all: bool) -> None:
         raise click.UsageError("give a schedule NAME or --all")
 
 
+def refuse_beyond_limits(sch, limits, where: str = "") -> None:
+    """Refuse (usage error, exit 2, one line) a schedule, or any kernel of a sequence, that a
+    device of ``limits`` (a ``simulator.engine.limits.DeviceLimits``) would not launch:
+    work-items per work-group, work-items per dimension, local memory per work-group, each
+    named with its value and the limit. Every command calls it first, before any check,
+    estimate or simulation, so that a launch no device of ``limits`` takes is refused at
+    once; ``None``: no limits (nothing refused). ``where`` prefixes the message (a case of
+    a case file)."""
+    from tiletraffic.simulator.engine.limits import launch_limit_problems
+
+    if limits is None:
+        return
+    for kernel in kernels_of(sch):
+        problems = launch_limit_problems(tuple(kernel.local_size), kernel.local_mem_bytes,
+                                         limits)
+        if problems:
+            name = (f"{sch.family} kernel {kernel.kernel_name}" if is_sequence(sch)
+                    else kernel.family)
+            raise click.UsageError(f"{where}{name}: " + "; ".join(problems))
+
+
 def check_work(sch, k: int | None) -> None:
     """Refuse a work-group whose simulation would take more than about a minute (of any
     kernel of a sequence)."""

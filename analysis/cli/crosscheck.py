@@ -15,7 +15,7 @@ from tiletraffic.simulator.kernels.families import ScheduleError
 from tiletraffic.frontend.resolver import resolve
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (build_schedule, fail, one_name_or_all,
-                                             refuse_unused)
+                                             refuse_beyond_limits, refuse_unused)
 from tiletraffic.analysis.cli.options import (NAMED_SIZE_OPTIONS, json_option,
                                               named_schedule_options)
 
@@ -36,7 +36,7 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
     from tiletraffic.gpu.oclgrind.oclgrind import OclgrindError, OclgrindUnavailable
     from tiletraffic.simulator.kernels.variants import names
 
-    from tiletraffic.gpu.oclgrind.crosscheck import compare_kernels
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_kernels, oclgrind_limits
 
     one_name_or_all(name, check_all)
     if check_all:
@@ -45,11 +45,14 @@ def command(name, m, k, n, tile, chunk, check_all, as_json):
     refuse_unused(("max_registers",), "in crosscheck: counts and hazards do not depend on "
                                       "registers (Oclgrind takes no register budget)")
     todo = names() if check_all else [name]
+    own = None
+    if not check_all:   # Oclgrind's limits (when it is installed) before any work
+        own = build_schedule(name, m, k, n, tile, chunk, example_shape=True)
+        refuse_beyond_limits(own, oclgrind_limits())
     results, ok = [], True
     try:
         for nm in todo:
-            sch = resolve(nm, example_shape=True) if check_all else \
-                build_schedule(nm, m, k, n, tile, chunk, example_shape=True)
+            sch = resolve(nm, example_shape=True) if check_all else own
             for res in compare_kernels(sch):   # a kernel sequence: each kernel on its own
                 ok &= res.ok
                 results.append(res)

@@ -9,11 +9,13 @@ import click
 from tiletraffic.simulator.engine.limits import LimitError
 from tiletraffic.simulator.engine.simulation import InputError
 from tiletraffic.simulator.ir.static import ExecutionError
+from tiletraffic.simulator.model.observation import device_limits
 
 from tiletraffic.simulator.ir.sequence import is_sequence, pick_kernel
 
 from tiletraffic.analysis.device_model import DEFAULT_MODEL
-from tiletraffic.analysis.cli.common import build_schedule, check_out_file, refuse_unused
+from tiletraffic.analysis.cli.common import (build_schedule, check_out_file,
+                                             refuse_beyond_limits, refuse_unused)
 from tiletraffic.analysis.cli.options import DEVICE_MODEL, size_options
 
 
@@ -50,6 +52,7 @@ def command(schedule, m, k, n, tile, chunk, device_model, work_group, step_itera
     from tiletraffic.analysis.explain import ExplainSizeError, explain_data, write_page
 
     whole = sch = build_schedule(schedule, m, k, n, tile, chunk)
+    refuse_beyond_limits(whole, device_limits(device_model))
     try:
         sch = pick_kernel(sch, kernel)
     except ValueError as err:

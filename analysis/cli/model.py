@@ -12,6 +12,7 @@ from tiletraffic.simulator.engine.accelerators.class_safety import classes_probl
 from tiletraffic.simulator.engine.limits import LimitError
 from tiletraffic.simulator.engine.simulation import InputError
 from tiletraffic.simulator.ir.static import ExecutionError
+from tiletraffic.simulator.model.observation import device_limits
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
 from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
@@ -22,7 +23,8 @@ from tiletraffic.analysis import environment
 from tiletraffic.analysis.api import schedules, simulation
 from tiletraffic.analysis.device_model import DEFAULT_MODEL
 from tiletraffic.analysis.files import json_text
-from tiletraffic.analysis.cli.common import build_schedule, check_work, fail, within_budget
+from tiletraffic.analysis.cli.common import (build_schedule, check_work, fail,
+                                             refuse_beyond_limits, within_budget)
 from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_option,
                                               size_options)
 
@@ -51,6 +53,7 @@ def command(schedule, m, k, n, tile, chunk, device_model, registers, as_json, fo
     the NDRange's edges and whose indices are affine in the work-group id; otherwise every
     work-group is executed (the same counts, slower; a note says why)."""
     sch = build_schedule(schedule, m, k, n, tile, chunk)
+    refuse_beyond_limits(sch, device_limits(device_model))
     check_work(sch, k)
     classes = classes_problems(sch)
     within_budget(sch, force, classes, compute_values=False, work_group_classes=True)

@@ -17,8 +17,8 @@ from tiletraffic.frontend import user_schedule
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (NO_REFERENCE, build_schedule, is_user_spec,
                                              check_device_spec, fail, reference_fn,
-                                             refuse_seed_unless_random, select_device,
-                                             within_budget)
+                                             refuse_beyond_limits, refuse_seed_unless_random,
+                                             select_device, within_budget)
 from tiletraffic.analysis.cli.options import (FORCE_OPTION, json_option, reference_option,
                                               repeat_option, schedule_options, warmup_option)
 
@@ -42,20 +42,21 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     """Check SCHEDULE in the simulator, run it as an OpenCL kernel on a device, check the
     result against float64 numpy, time it.
 
-    Before any launch the simulator checks the launch (the whole launch, or one work-group
-    per class of identical traffic where that would take long: it says which); a launch with
-    a hazard is refused (exit 1) unless --unchecked (launched and reported, exit 1). The
-    result's tolerance is scaled to the sum length the check counted (the roundings of each
-    output element; K for a GEMM).
+    First, at once, the launch is refused (exit 2) where it exceeds the device's limits
+    (work-group size, local memory). Before any launch the simulator checks the launch (the
+    whole launch, or one work-group per class of identical traffic where that would take
+    long: it says which); a launch with a hazard is refused (exit 1) unless --unchecked
+    (launched and reported, exit 1). The result's tolerance is scaled to the sum length the
+    check counted (the roundings of each output element; K for a GEMM).
 
     SCHEDULE: a family with its sizes (run takes no example shape of a family: a time is
     measured at the sizes you give), a demo or faulty variant (missing sizes: its example
     shape), FILE.py:FUNCTION or LAUNCH.toml (as for simulate). A kernel's time counts only
     after its result is checked, so a schedule from a file needs a reference: --reference,
     or a function 'reference' in its file. Exit status: 0 ok, 1 a fault (a hazard, a wrong
-    result, a failed build or launch), 2 bad input."""
-    from tiletraffic.gpu.runtime.launch import (RegisterBudgetError, TiletrafficGpuError,
-                                                check_register_budget)
+    result, a failed build or launch), 2 bad input (the device's limits included)."""
+    from tiletraffic.gpu.runtime.launch import (LaunchConfigError, RegisterBudgetError,
+                                                TiletrafficGpuError, check_register_budget)
     from tiletraffic.simulator.engine.simulation import InputError
     from tiletraffic.simulator.ir.static import ExecutionError
     from tiletraffic.simulator.engine.reference import ReferenceFunctionError
@@ -65,22 +66,27 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
 
     refuse_seed_unless_random(inputs_kind)
     sch = build_schedule(schedule, m, k, n, tile, chunk, example_shape=False)
+    check_device_spec(device)
+    try:
+        target = select_device(device)
+    except TiletrafficGpuError as err:
+        fail(err)
+    refuse_beyond_limits(sch, target.limits)   # the device's limits first, at once
     within_budget(sch, force, device=True)
     ref_fn = reference_fn(schedule, reference_spec)
     if ref_fn is None and is_user_spec(schedule):
         raise click.UsageError(f"run checks the result before timing it: {NO_REFERENCE}")
-    check_device_spec(device)
     try:
-        target = select_device(device)
         if (budget := register_budget_of(sch)) is not None:   # before the launch check
             check_register_budget(target, budget, "--max-registers")
         try:
             checked = check_launch(sch, rng=np.random.default_rng(seed))
         except (InputError, ExecutionError) as err:
             raise click.UsageError(str(err)) from None
-        if not as_json:  # a refused launch's hazards are in the error that follows
+        if not as_json:  # a refused launch's first hazard is in full in the error below
             click.echo(f"check {checked.time_s:.2f} s on the {checked.scope}: "
-                       f"{len(checked.hazards)} hazard(s)"
+                       f"{len(checked.hazards)} hazard(s) ("
+                       f"{', '.join(sorted({h.kind for h in checked.hazards}))})"
                        if checked.hazards and not unchecked else
                        checked.describe() if not checked.hazards else
                        f"{checked.describe()}  [launched anyway: --unchecked]")
@@ -90,8 +96,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
                                    rng=np.random.default_rng(seed), reference_fn=ref_fn,
                                    inputs=inputs_kind, unchecked=unchecked,
                                    launch_check=checked)
-    except (user_schedule.UserScheduleError, RegisterBudgetError,
-            ReferenceFunctionError) as err:
+    except (user_schedule.UserScheduleError, RegisterBudgetError, ReferenceFunctionError,
+            LaunchConfigError) as err:   # LaunchConfigError: the compiled kernel's limits
         raise click.UsageError(str(err)) from None
     except (TiletrafficGpuError, ValueError, TypeError) as err:
         fail(err)
@@ -124,9 +130,10 @@ def run_text(sch, result, on_simulator: bool, users_reference: bool) -> list[str
                  + (" (host wall time: no OpenCL profiling)" if r.timing == "host" else ""))
     c = result.check
     where = ", ".join(map(str, c.worst_index or ()))
-    output = ref_output(sch) if not is_sequence(sch) else \
-        next(a.name for a in sch.arrays if a.is_output)
-    lines.append(f"  result equals {'the reference' if users_reference else 'numpy'} "
+    output = result.output or (ref_output(sch) if not is_sequence(sch) else
+                               next(a.name for a in sch.arrays if a.is_output))
+    several = f" for {', '.join(result.outputs)}" if len(result.outputs) > 1 else ""
+    lines.append(f"  result equals {'the reference' if users_reference else 'numpy'}{several} "
                  f"({result.inputs} inputs) in every launch: worst "
                  f"|error| / tolerance {c.error_over_tolerance:.3g} at {output}[{where}] "
                  f"(|error| {abs(c.worst_value - c.worst_reference):.3g}, tolerance "

@@ -12,9 +12,10 @@ from tiletraffic.simulator.engine.accelerators.class_safety import classes_probl
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, UNLIMITED, LimitError
 from tiletraffic.simulator.engine.simulation import InputError
 from tiletraffic.simulator.ir.static import ExecutionError
+from tiletraffic.simulator.model.observation import device_limits
 from tiletraffic.simulator.model.sequence_run import simulate
 from tiletraffic.simulator.observers.hazards import HazardError
-from tiletraffic.simulator.engine.reference import random_inputs, reference
+from tiletraffic.simulator.engine.reference import random_inputs, references
 from tiletraffic.simulator.ir.sequence import is_sequence
 
 from tiletraffic.analysis import environment
@@ -25,8 +26,8 @@ from tiletraffic.analysis.api.schedules import (closed_form, closed_form_agrees,
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (NO_REFERENCE, build_schedule, check_work, fail,
                                              is_user_spec, reference_fn,
-                                             refuse_seed_unless_random, refuse_unused,
-                                             within_budget, work)
+                                             refuse_beyond_limits, refuse_seed_unless_random,
+                                             refuse_unused, within_budget, work)
 from tiletraffic.analysis.cli.model import classes_problems, note_unproved_classes, show_model
 from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_option,
                                               reference_option, schedule_options)
@@ -80,6 +81,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                       "(the output of `model`)")
     refuse_seed_unless_random(inputs_kind)
     sch = build_schedule(schedule, m, k, n, tile, chunk)
+    refuse_beyond_limits(sch, device_limits(device_model) if device_model else
+                         None if no_limits else GENERIC_GPU)
     check_work(sch, k)
     if device_model:
         classes = classes_problems(sch)
@@ -119,11 +122,12 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     counts = res.counts.to_dict()
     formula = closed_form_of(sch)
     ref = worst = None
+    outputs = ()
     skipped = None if values else "counts only"
     if values and ref_fn is None and is_user_spec(schedule):
         skipped = NO_REFERENCE
     elif values:
-        ref, worst = checked_result(sch, inputs, ref_fn, res)
+        ref, worst, outputs = checked_result(sch, inputs, ref_fn, res)
     check = worst.error_over_tolerance if worst else None
     if as_json:
         p = sch.param_values
@@ -137,6 +141,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                "result_error_over_tolerance": check, "result_check_skipped": skipped,
                "work_group_classes": by_classes,
                "inputs": inputs_kind if values else None,
+               "result_outputs": list(outputs) if worst else None,
+               "result_worst_output": ref.output if worst else None,
                "result_worst_index": list(worst.worst_index) if worst and worst.worst_index
                else None,
                "result_unwritten": worst.unwritten_count if worst else None,
@@ -146,7 +152,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         sys.exit(1 if res.hazards or check is not None and not check <= 1 else 0)
     click.echo("\n".join(counts_text(sch, counts, formula, res.hazards)))
     if check is not None:
-        click.echo(result_text(ref, worst, inputs_kind, ref_fn is not None))
+        click.echo(result_text(ref, worst, inputs_kind, ref_fn is not None, outputs))
         if not check <= 1:
             sys.exit(1)  # a wrong result is a failure, as in run
     elif skipped == NO_REFERENCE:
@@ -165,25 +171,27 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
 
 
 def checked_result(sch, inputs, ref_fn, res):
-    """The float64 reference of ``sch``'s output (``ref_fn``'s, else the built-in one) with
-    the tolerance of the counted sum length, and the worst error of the simulated output
-    against it (``gpu.runtime.launch.check_result``).
+    """The float64 reference of each output of ``sch`` checked (``ref_fn``'s, else the
+    built-in one) with the tolerance of the counted sum length, and the worst error of the
+    simulated outputs against them (``gpu.runtime.launch.check_result``): ``(the worst
+    output's Reference, its check, the names of every output checked)``.
 
     Raises:
-        click.UsageError: the user's reference raised, or returned a wrong shape or values
-            that are not finite.
+        click.UsageError: the user's reference raised, or returned a wrong shape, values
+            that are not finite or an output the schedule does not have.
     """
     from tiletraffic.gpu.runtime.launch import check_result
     from tiletraffic.simulator.engine.sum_length import largest
 
     try:
-        ref = reference(sch, inputs, ref_fn, sum_length=max(
+        refs = references(sch, inputs, ref_fn, sum_length=max(
             [0, *(largest(v) for v in res.sum_lengths.values())]))
     except ValueError as err:  # the user's reference: raised, wrong shape, not finite
         raise click.UsageError(str(err)) from None
-    worst = check_result(np.asarray(res.outputs[ref.output]).reshape(ref.value.shape),
-                         ref.value, ref.k, ref.abs_product)
-    return ref, worst
+    checked = [(ref, check_result(np.asarray(res.outputs[ref.output]).reshape(ref.value.shape),
+                                  ref.value, ref.k, ref.abs_product)) for ref in refs]
+    ref, worst = max(checked, key=lambda pair: pair[1].error_over_tolerance)
+    return ref, worst, tuple(r.output for r in refs)
 
 
 def unproved_why(sch, classes: tuple[str | None, ...]) -> str | None:
@@ -245,10 +253,13 @@ def launch_shape_text(sch) -> str:
     return one(sch)
 
 
-def result_text(ref, worst, inputs_kind: str, users_reference: bool) -> str:
-    """One line: the worst error / tolerance of the result and where."""
+def result_text(ref, worst, inputs_kind: str, users_reference: bool,
+                outputs: tuple[str, ...] = ()) -> str:
+    """One line: the worst error / tolerance of the result and where (of several outputs
+    checked, ``outputs``, the worst one's)."""
     check = worst.error_over_tolerance
+    several = f" of {', '.join(outputs)}" if len(outputs) > 1 else ""
     return ("result vs float64 " + ("reference" if users_reference else "numpy")
-            + f" ({inputs_kind} inputs): worst error / tolerance = "
+            + f" ({inputs_kind} inputs){several}: worst error / tolerance = "
             f"{check:.3g} at {ref.output}[{', '.join(map(str, worst.worst_index or ()))}]"
             f" ({'ok' if check <= 1 else 'MISMATCH: ' + worst.message(ref.output)})")

@@ -17,7 +17,8 @@ import sys
 
 import click
 
-from tiletraffic.analysis.cli.common import (check_out_file, command_line, fail, refuse_unused,
+from tiletraffic.analysis.cli.common import (check_out_file, command_line, fail,
+                                             refuse_beyond_limits, refuse_unused,
                                              render_results, select_device, write_failed)
 from tiletraffic.analysis.cli.options import TARGETS_OPTION, repeat_option, rounds_option
 
@@ -165,6 +166,11 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         if model is None:
             raise click.UsageError("--predict-only needs --device-model NAME|FILE (the model "
                                    "whose predictions are registered)")
+        if cases_file:   # the model's limits, before any work
+            from tiletraffic.simulator.model.observation import device_limits
+
+            from tiletraffic.analysis.device_model import resolve_device_model
+            _refuse_cases_beyond(cases, cases_file, device_limits(resolve_device_model(model)))
         check_out_file(out or "predictions.json")   # before the predictions' work
         if cases is None:
             from tiletraffic.analysis.validation.cases import case_list
@@ -180,6 +186,8 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
 
     try:
         target = select_device(device)
+        if cases_file:   # the device's limits, before any work
+            _refuse_cases_beyond(cases, cases_file, target.limits)
         result = validate_device(target, ValidationOptions(
             model=model, cases=cases if list_name is None else None, case_list_name=list_name,
             predictions_file=predictions_file, out_dir=out, repeat=repeat, rounds=rounds,
@@ -191,6 +199,13 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
     except OSError as err:
         write_failed("the validation", out, err)
     _print_summary(result)
+
+
+def _refuse_cases_beyond(cases, cases_file: str, limits) -> None:
+    """Refuse (exit 2, one line naming the case, the value and the limit) the first case of
+    the case file ``cases_file`` that a device of ``limits`` would not launch."""
+    for number, case in enumerate(cases, 1):
+        refuse_beyond_limits(case.build(), limits, f"{cases_file}: case {number} ({case.id}): ")
 
 
 def _predict_only(cases, list_name, model, out) -> None:

@@ -101,6 +101,9 @@ class TranslationContext:
         """The kinds of the IR loops being translated around the statement (``For``,
         ``While``), innermost last."""
         self._assigned: dict[tuple, frozenset] = {}
+        self.source_names: dict[str, str] = {}
+        """The C name of each IR name that differs from it (``r_2`` -> ``r``: a name
+        declared again, in another scope or an inlined helper), for messages."""
 
     def fail(self, cursor, message: str, arg: str | None = None):
         """Raise :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` with
@@ -113,6 +116,7 @@ class TranslationContext:
         names are the kernel's)."""
         if c_name in self.used_names or c_name in self.params:
             ir = self.fresh(c_name)
+            self.source_names[ir] = c_name
         else:
             ir = c_name
             self.used_names.add(ir)
@@ -148,6 +152,12 @@ class TranslationContext:
     def describe_target(self, c) -> str:
         """The source text of cursor ``c`` (its tokens), for messages."""
         return " ".join(t.spelling for t in c.get_tokens()) or "this target"
+
+    def access_source(self, c, array, index) -> str:
+        """The ``source`` of an access built from cursor ``c`` (:class:`simulator.ir.nodes.Load`,
+        ``Store``, ``VectorLoad``, ``VectorStore``): ``array[index]`` in the source's names and
+        where it is, ``tile[lx, ly + r] at k.cl:11:32`` (:meth:`source_of`)."""
+        return f"{S.describe_access(array, index, self.source_names)} at {self.source_of(c)}"
 
     def source_of(self, c) -> str:
         """``file:line:column`` of cursor ``c``, with the helper calls it is inlined through

@@ -83,7 +83,7 @@ class Floats(TranslationContext):
             if e[0] == "private_elem":
                 return S.PrivateElem(e[1], e[2])
             if e[0] == "memory":
-                return S.Load(e[1], e[2])
+                return S.Load(e[1], e[2], self.access_source(s, e[1], e[2]))
             self.fail(s, "a float4 element used as one float: take a component (A[i].x) of a "
                          "float4 variable")
         if kind == K.BINARY_OPERATOR:

@@ -77,7 +77,8 @@ def _vector_load(stmts, i):
     if len(set(targets)) != w or set(targets) & set(names) or \
             _read_later(stmts[i + 2 * w + 1:], set(names)):
         return None
-    return [S.VectorLoad(targets, load.array, load.index, load.aligned)], 2 * w + 1
+    return [S.VectorLoad(targets, load.array, load.index, aligned=load.aligned,
+                         source=load.source)], 2 * w + 1
 
 
 def _vector_store(stmts, i):
@@ -100,7 +101,7 @@ def _vector_store(stmts, i):
     if _read_later(stmts[i + 2 * w + 1:], set(names)):
         return None
     return [S.VectorStore(store.array, store.index, tuple(values[n] for n in names),
-                          store.aligned)], 2 * w + 1
+                          aligned=store.aligned, source=store.source)], 2 * w + 1
 
 
 def _zero_fill(stmts, i):

@@ -261,9 +261,10 @@ class Statements(TranslationContext):
                 value = S.FBinOp(op, S.PrivateElem(arr, index), value)
             return out + [S.Assign(arr.name, value, index)]
         array, index = target[1], target[2]
+        source = self.access_source(lhs, array, index)
         if op is not None:
-            value = S.FBinOp(op, S.Load(array, index), value)
-        return out + [S.Store(array, index, value)]
+            value = S.FBinOp(op, S.Load(array, index, source), value)
+        return out + [S.Store(array, index, value, source)]
 
     def call_statement(self, c) -> list:
         name = c.spelling

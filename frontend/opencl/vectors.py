@@ -114,7 +114,9 @@ class Vectors(TranslationContext):
         if ptr.width not in (1, width):
             self.fail(s, f"float{ptr.width} access read as float{width}")
         array, index = self.resolve(ptr, s)
-        return lambda names: S.VectorLoad(tuple(names), array, index, aligned)
+        source = self.access_source(s, array, index)
+        return lambda names: S.VectorLoad(tuple(names), array, index, aligned=aligned,
+                                          source=source)
 
     def vector_assign(self, names, rhs) -> list:
         s = C.strip(rhs)
@@ -135,4 +137,5 @@ class Vectors(TranslationContext):
         if ptr.width not in (1, width):
             self.fail(at, f"float{width} stored through a float{ptr.width} pointer")
         array, index = self.resolve(ptr, at, store=True)
-        return S.VectorStore(array, index, tuple(values), aligned)
+        return S.VectorStore(array, index, tuple(values), aligned=aligned,
+                             source=self.access_source(at, array, index))

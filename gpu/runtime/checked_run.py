@@ -26,7 +26,7 @@ from tiletraffic.gpu.runtime.launch import (CheckResult, ResultMismatchError, Ru
                                             check_launch_limits, check_result, run_kernel)
 from tiletraffic.simulator.engine.launch_check import LaunchCheck
 from tiletraffic.simulator.engine.launch_check import check_launch as check_before_launch
-from tiletraffic.simulator.engine.reference import random_inputs, reference
+from tiletraffic.simulator.engine.reference import random_inputs, references
 from tiletraffic.simulator.model.registers import register_budget_of
 from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.ir.sequence import buffers_of, kernels_of
@@ -63,13 +63,16 @@ class DeviceRun:
 
     Attributes:
         schedule, run: what ran and how (``run.distinct_outputs`` > 1: nondeterministic).
-        check: the check of the last launch's output.
+        check: the check of the last launch's output (of several outputs checked, the one
+            furthest from its reference relative to its tolerance: :attr:`output`).
         launch_checks: the check of every checked launch (0-based launch number, warm-up
-            included -> result): the first, the last and each distinct output.
+            included -> result, as ``check``): the first, the last and each distinct output.
         inputs: the kind of inputs (``simulator.engine.reference.INPUT_KINDS``).
         launch_check: the simulator's check before the launch (hazards, sum length).
         launch_check_reused: the check was made for an earlier run of the same schedule
             (an earlier round); the JSON marks it ``"reused": true``.
+        outputs: the outputs checked against the reference, in its order (every one in
+            every checked launch); ``output``: the one whose check ``check`` is.
     """
 
     schedule: Schedule
@@ -79,6 +82,8 @@ class DeviceRun:
     inputs: str = "normal"
     launch_check: LaunchCheck | None = None
     launch_check_reused: bool = False
+    outputs: tuple[str, ...] = ()
+    output: str | None = None
 
     @property
     def unchecked(self) -> str | None:
@@ -98,7 +103,8 @@ class DeviceRun:
             **{k.lower(): v for k, v in self.schedule.params},
             **self.run.as_dict(), "inputs": self.inputs,
             "max_registers": register_budget_of(self.schedule),
-            "check": {"ok": c.ok, "max_abs_error": c.max_abs_error,
+            "check": {"output": self.output, "outputs": list(self.outputs),
+                      "ok": c.ok, "max_abs_error": c.max_abs_error,
                       "max_allowed": c.max_allowed, "nan_count": c.nan_count, "k": c.k,
                       "error_over_tolerance": c.error_over_tolerance,
                       "worst_index": list(c.worst_index) if c.worst_index else None,
@@ -130,8 +136,10 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     launched in order as one launch (:func:`gpu.runtime.launch.run_kernel`), its scratch buffers
     allocated on the device, its outputs checked.
 
-    ``reference_fn`` (``inputs -> output``, numpy) gives the expected result of a schedule
-    that is not a GEMM or matrix-vector product (see ``simulator.engine.reference.reference``).
+    ``reference_fn`` (``inputs -> {output name: array}``, or the array of a schedule's one
+    output; numpy) gives the expected result of a schedule that is not a GEMM or
+    matrix-vector product, each output it names checked after every checked launch
+    (``simulator.engine.reference.references``).
     ``inputs``: kind of inputs, one of ``simulator.engine.reference.INPUT_KINDS`` (``ones`` and
     ``arange`` can hide index errors). ``unchecked``: launch even when the check before
     launch found hazards (the result is marked: :attr:`DeviceRun.unchecked`).
@@ -162,23 +170,28 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
         raise UnsafeLaunchError(checked)
     kind = inputs
     inputs = random_inputs(schedule, rng, kind)
-    ref = reference(schedule, inputs, reference_fn, sum_length=checked.sum_length)
+    refs = references(schedule, inputs, reference_fn, sum_length=checked.sum_length)
     p = schedule.param_values
     arrays = {a.name: (np.ascontiguousarray(inputs[a.name]).reshape(-1) if a.is_input
                        else np.empty(int(np.prod([p[s] for s in a.shape])), dtype=np.float32))
               for a in buffers_of(schedule)}
     total = warmup + repeat
     checks: dict[int, CheckResult] = {}
+    worst_output: dict[int, str] = {}
 
     def check_launch(launch: int, outputs: dict) -> None:
-        out = outputs[ref.output].reshape(ref.value.shape)
-        checks[launch] = result = check_result(out, ref.value, ref.k, ref.abs_product)
-        if not result.ok:
-            when = (f"warm-up launch {launch + 1} of {warmup}" if launch < warmup else
-                    f"timed launch {launch - warmup + 1} of {repeat}")
-            raise ResultMismatchError(f"launch {launch + 1} of {total} ({when}): "
-                                      + result.message(f"{schedule.family} {ref.output}"),
-                                      launch=launch, check=result)
+        for ref in refs:   # every output the reference gives; the worst one is kept
+            out = outputs[ref.output].reshape(ref.value.shape)
+            result = check_result(out, ref.value, ref.k, ref.abs_product)
+            if launch not in checks or not result.ok or \
+                    result.error_over_tolerance > checks[launch].error_over_tolerance:
+                checks[launch], worst_output[launch] = result, ref.output
+            if not result.ok:
+                when = (f"warm-up launch {launch + 1} of {warmup}" if launch < warmup else
+                        f"timed launch {launch - warmup + 1} of {repeat}")
+                raise ResultMismatchError(f"launch {launch + 1} of {total} ({when}): "
+                                          + result.message(f"{schedule.family} {ref.output}"),
+                                          launch=launch, check=result)
 
     scalars = {a.name: p[a.name] for kernel in kernels for a in kernel.args
                if a.kind in SCALAR_KINDS}
@@ -189,4 +202,5 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     if len(kernels) > 1:   # the run of a sequence is named after the sequence
         run = dataclasses.replace(run, schedule_name=schedule.family)
     return DeviceRun(schedule, run, checks[total - 1], checks, kind, checked,
-                     launch_check is not None and reused)
+                     launch_check is not None and reused, tuple(r.output for r in refs),
+                     worst_output[total - 1])

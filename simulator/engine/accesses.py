@@ -57,16 +57,18 @@ class Accesses(BatchState):
             return tuple(self.params[d] for d in array.shape)
         return tuple(d.value for d in array.dims)
 
-    def site(self, direction: str, array, index: tuple) -> str:
-        """``"store x_local[lid]"``: the statement's identity in hazards (cached)."""
-        key = (direction, id(array), id(index))
+    def site(self, direction: str, array, index: tuple, source: str | None = None) -> str:
+        """``"store x_local[lid]"``: the statement's identity in hazards (cached); with the
+        access's ``source`` (a kernel from OpenCL C: its source names and place), ``"store
+        tile[ly + r, lx] at k.cl:9:9"``."""
+        key = (direction, id(array), id(index), source)
         text = self.sites.get(key)
         if text is None:
-            text = self.sites[key] = f"{direction} {S.describe_access(array, index)}"
+            text = self.sites[key] = f"{direction} {source or S.describe_access(array, index)}"
         return text
 
     def access(self, space: str, direction: str, array, index: tuple, mask, width: int = 1,
-               aligned: bool = True):
+               aligned: bool = True, source: str | None = None):
         """Bounds-check (per dimension) and announce one access.
 
         ``width`` > 1: a vector access of ``width`` consecutive elements along the last
@@ -76,10 +78,13 @@ class Accesses(BatchState):
         then covers every element: its iteration axis holds ``width`` entries per
         iteration (``AccessEvent.vector_width``).
 
+        ``source``: the access node's (:class:`simulator.ir.nodes.Load`), which names it in
+        hazards.
+
         Returns the row-major flat index (of the first element) and the mask with
         out-of-bounds and misaligned entries off.
         """
-        site = self.site(direction, array, index)
+        site = self.site(direction, array, index, source)
         dims = self.dims_of(array)
         comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in index]
         last = len(dims) - 1
@@ -159,7 +164,7 @@ class Accesses(BatchState):
 
     def load(self, e: S.Load, mask):
         space = "global" if isinstance(e.array, S.GlobalArray) else "local"
-        index, mask = self.access(space, "load", e.array, e.index, mask)
+        index, mask = self.access(space, "load", e.array, e.index, mask, source=e.source)
         if not self.values:
             return None
         if self.depths:
@@ -184,7 +189,7 @@ class Accesses(BatchState):
         value, ops = self.eval_float(s.value, m)
         self.count_flop(m, ops)
         space = "global" if isinstance(s.array, S.GlobalArray) else "local"
-        index, m = self.access(space, "store", s.array, s.index, m)
+        index, m = self.access(space, "store", s.array, s.index, m, source=s.source)
         if not self.values:
             return
         self.write_values(space, s.array, index, m, value)
@@ -209,7 +214,7 @@ class Accesses(BatchState):
     def exec_vector_load(self, s: S.VectorLoad, m) -> None:
         space = "global" if isinstance(s.array, S.GlobalArray) else "local"
         index, ok = self.access(space, "load", s.array, s.index, m, width=s.width,
-                                aligned=s.aligned)
+                                aligned=s.aligned, source=s.source)
         for w, name in enumerate(s.names):
             if name not in self.private_set:
                 raise NameError(f"{self.schedule.family}: private {name!r} used before it is "
@@ -238,7 +243,7 @@ class Accesses(BatchState):
         self.count_flop(m, ops)
         space = "global" if isinstance(s.array, S.GlobalArray) else "local"
         index, m = self.access(space, "store", s.array, s.index, m, width=s.width,
-                               aligned=s.aligned)
+                               aligned=s.aligned, source=s.source)
         if not self.values:
             return
         for w, value in enumerate(values):

@@ -14,6 +14,7 @@ in another order, or an index error that maps one term onto an equal one, goes u
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,8 +81,9 @@ def random_inputs(schedule: Schedule, rng: np.random.Generator,
 
 
 class ReferenceFunctionError(ValueError):
-    """A user's reference function that gives no usable expected output: more than one
-    output, a result of the wrong shape, not numbers, or NaN or infinite values."""
+    """A user's reference function that gives no usable expected output: a result of the
+    wrong shape, not numbers, NaN or infinite values, an output the schedule does not have,
+    or one array for a schedule of several outputs."""
 
 
 def checked_output(schedule: Schedule) -> str:
@@ -94,32 +96,52 @@ def checked_output(schedule: Schedule) -> str:
 
 def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
               sum_length: int | None = None) -> Reference:
-    """float64 ``A@B`` (GEMM) or ``A@x`` (matrix-vector) of ``inputs``, or ``fn``'s result.
+    """The one reference of :func:`references` (its arguments, errors and sum length).
+
+    Raises:
+        ReferenceFunctionError: besides :func:`references`' errors, ``fn`` gives more than
+            one output (check them with :func:`references`).
+    """
+    refs = references(schedule, inputs, fn, sum_length)
+    if len(refs) != 1:
+        raise ReferenceFunctionError(
+            f"{schedule.family}: the reference function gives {len(refs)} outputs "
+            f"({', '.join(r.output for r in refs)}); check each (references)")
+    return refs[0]
+
+
+def references(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
+               sum_length: int | None = None) -> tuple[Reference, ...]:
+    """float64 ``A@B`` (GEMM) or ``A@x`` (matrix-vector) of ``inputs``, or ``fn``'s result:
+    one :class:`Reference` per output checked, in the order ``fn`` gives them.
 
     Args:
-        fn: for any other schedule, a function ``inputs -> output`` (numpy; called with the
-            inputs as float64 arrays in their logical shapes) returning the single output in
-            its logical shape. The error bound then uses ``fn`` of the inputs' absolute
-            values as ``|A|@|B|``: right for sums of products such as GEMM variants, and
-            for exact operations of them (max, abs, select).
+        fn: for any other schedule, a function ``inputs -> outputs`` (numpy; called with the
+            inputs as float64 arrays in their logical shapes) returning ``{output name:
+            array}`` (each output named is checked, in its logical shape; outputs not named
+            are not), or for a schedule of one output that output's array. The error bound
+            then uses ``fn`` of the inputs' absolute values as ``|A|@|B|``: right for sums
+            of products such as GEMM variants, and for exact operations of them (max, abs,
+            select).
             Without ``fn``, a schedule's ``extra["reference_function"]``, a pair
             ``(function, output name)``, is used where it has one (the built-in
             demonstration kernels: the function gives that output; other outputs are not
             checked).
-        sum_length: the K of the tolerance, as the simulator counted it
-            (:mod:`simulator.engine.sum_length`, :mod:`simulator.engine.launch_check`); with ``fn`` the
-            schedule's ``extra["terms_per_output"]`` (a launch file's ``reference.terms``)
-            replaces it where given. Without either, the schedule's ``K`` for a built-in
-            GEMM or matrix-vector product, and with ``fn`` the sum length counted by
-            simulating the launch
-            (values at the drawn inputs; a launch too large for that raises ``ValueError``:
-            count it first).
+        sum_length: the K of the tolerance of every output, as the simulator counted it
+            (the largest sum length of the outputs: :mod:`simulator.engine.sum_length`,
+            :mod:`simulator.engine.launch_check`); with ``fn`` the schedule's
+            ``extra["terms_per_output"]`` (a launch file's ``reference.terms``) replaces it
+            where given. Without either, the schedule's ``K`` for a built-in GEMM or
+            matrix-vector product, and with ``fn`` the sum length counted by simulating
+            the launch (values at the drawn inputs; a launch too large for that raises
+            ``ValueError``: count it first).
 
     Raises:
         ValueError: without ``fn``, the schedule has no single output or not the inputs A and
             B/x. ReferenceFunctionError (a ``ValueError``): with ``fn``, a result of the wrong
             shape, not numbers, one with NaN or infinite values (at the inputs or at their
-            absolute values), or more than one output.
+            absolute values), no output, an output the schedule does not have, or one
+            array for a schedule of several outputs.
     """
     outs = [a.name for a in schedule.arrays if a.is_output]
     ins = [a.name for a in schedule.arrays if a.role == "in"]
@@ -127,45 +149,76 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
         fn, checked = schedule.extra["reference_function"]
         outs = [checked]
     if fn is not None:
-        if len(outs) != 1:
-            raise ReferenceFunctionError(f"{schedule.family}: a reference function gives one "
-                                         f"output, the schedule has {outs}")
-        out = schedule.array(outs[0])
-        p = schedule.param_values
-        shape = tuple(p[s] for s in out.shape)
         f64 = {name: np.asarray(v, dtype=np.float64) for name, v in inputs.items()}
-        result = fn(f64)   # what the function raises is its own error, passed on as it is
-        try:
-            value = np.asarray(result, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise ReferenceFunctionError(f"{schedule.family}: the reference function's result "
-                                         f"is not an array of numbers ({err})") from None
-        if value.shape != shape:
-            raise ReferenceFunctionError(f"{schedule.family}: the reference function returned "
-                                         f"shape {value.shape}, the output {outs[0]} has "
-                                         f"shape {shape}")
-        bound = np.abs(np.asarray(fn({n: np.abs(v) for n, v in f64.items()}),
-                                  dtype=np.float64))
-        for what, values in (("", value), (" at |inputs|", bound)):
-            bad = ~np.isfinite(values)
-            if bad.any():
-                first = tuple(int(i) for i in np.argwhere(bad)[0])
-                raise ReferenceFunctionError(
-                    f"{schedule.family}: the reference function returned {int(bad.sum())} NaN "
-                    f"or infinite value(s){what} (first at {outs[0]}{list(first)})")
+        values = _outputs_of(schedule, outs, fn(f64))   # what fn raises is passed on as it is
+        bounds = _outputs_of(schedule, outs, fn({n: np.abs(v) for n, v in f64.items()}),
+                             " at |inputs|")
+        if list(bounds) != list(values):
+            raise ReferenceFunctionError(
+                f"{schedule.family}: the reference function returned {', '.join(values)} and "
+                f"at |inputs| {', '.join(bounds)}: return the same outputs for any inputs")
         if "terms_per_output" in schedule.extra:     # the user's own statement wins
             sum_length = int(schedule.extra["terms_per_output"])
         elif sum_length is None:
             sum_length = counted_sum_length(schedule, inputs)
-        return Reference(outs[0], value, bound, sum_length)
+        return tuple(Reference(name, value, np.abs(bounds[name]), sum_length)
+                     for name, value in values.items())
     if len(outs) != 1 or len(ins) != 2 or ins[0] != "A":
         raise ValueError(f"{schedule.family}: no reference for inputs {ins} -> outputs {outs}")
     value, abs_product = reference_product(inputs["A"], inputs[ins[1]])
     epilogue = schedule.extra.get("epilogue")
     if epilogue == "relu":   # y = max(A·x, 0): exact on the sum, |A|·|x| >= 0 unchanged
         value = np.maximum(value, 0.0)
-    return Reference(outs[0], value, abs_product,
-                     schedule.param_values["K"] if sum_length is None else sum_length)
+    return (Reference(outs[0], value, abs_product,
+                      schedule.param_values["K"] if sum_length is None else sum_length),)
+
+
+def _outputs_of(schedule: Schedule, outs: list[str], result, at: str = ""
+                ) -> dict[str, np.ndarray]:
+    """A reference function's ``result`` as ``{output name: float64 array}``, each checked
+    against the output's logical shape and for finite values (``at``: which inputs it was
+    called with, for the message).
+
+    Raises:
+        ReferenceFunctionError: as :func:`references` says.
+    """
+    family = schedule.family
+    if isinstance(result, Mapping):
+        named = dict(result)
+        if not named:
+            raise ReferenceFunctionError(f"{family}: the reference function returned no "
+                                         f"output; the schedule's are {', '.join(outs)}")
+        unknown = [str(name) for name in named if name not in outs]
+        if unknown:
+            raise ReferenceFunctionError(
+                f"{family}: the reference function returned {', '.join(map(repr, unknown))}, "
+                f"not an output of the schedule (its outputs: {', '.join(outs)})")
+    elif len(outs) != 1:
+        raise ReferenceFunctionError(
+            f"{family}: the reference function returned one array, the schedule has the "
+            f"outputs {', '.join(outs)}: return {{output name: array}} for each to check")
+    else:
+        named = {outs[0]: result}
+    p = schedule.param_values
+    out = {}
+    for name, raw in named.items():
+        try:
+            value = np.asarray(raw, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise ReferenceFunctionError(f"{family}: the reference function's result for "
+                                         f"{name} is not an array of numbers ({err})") from None
+        shape = tuple(p[s] for s in schedule.array(name).shape)
+        if value.shape != shape:
+            raise ReferenceFunctionError(f"{family}: the reference function returned shape "
+                                         f"{value.shape}, the output {name} has shape {shape}")
+        bad = ~np.isfinite(value)
+        if bad.any():
+            first = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ReferenceFunctionError(
+                f"{family}: the reference function returned {int(bad.sum())} NaN or infinite "
+                f"value(s){at} (first at {name}{list(first)})")
+        out[name] = value
+    return out
 
 
 COUNTED_SUM_LENGTH_WORK = 2**26

@@ -29,7 +29,7 @@ an :class:`FCall` of an unknown function or with the wrong number of arguments.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Mapping, Union
 
 
 class ScheduleError(ValueError):
@@ -308,10 +308,19 @@ FloatLike = Union[FloatExpr, float]
 
 @dataclass(frozen=True, eq=False)
 class Load(FloatExpr):
-    """Read ``array[index]``, one index per dimension (one load per executing work-item)."""
+    """Read ``array[index]``, one index per dimension (one load per executing work-item).
+
+    Attributes:
+        source: for a load written in OpenCL C, the access in the source's own names and
+            where it is, ``"tile[lx, ly + r] at k.cl:11:32"`` (followed, for a load of an
+            inlined helper function, by the calls it was inlined through); ``None`` for a
+            schedule built in Python, whose accesses are named by their IR text. For
+            messages: it is no part of the kernel (rendered and executed the same).
+    """
 
     array: Array
     index: tuple[IntExpr, ...]
+    source: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -473,20 +482,22 @@ def as_float(x: FloatLike) -> FloatExpr:
 
 
 # ------------------------------------------------------------------- text for messages
-def describe_int(e: IntExpr) -> str:
-    """Short text of an integer expression for messages (``(row * K + col)``); not C."""
+def describe_int(e: IntExpr, names: Mapping[str, str] | None = None) -> str:
+    """Short text of an integer expression for messages (``(row * K + col)``); not C.
+    ``names``: the name to show for a parameter or variable of the IR (a front end's
+    source names, where it renamed them to keep the IR's names unique)."""
     if isinstance(e, Const):
         return e.name or str(e.value)
     if isinstance(e, (Param, Var)):
-        return e.name
+        return names.get(e.name, e.name) if names else e.name
     if isinstance(e, WorkItemId):
         return f"{e.kind}_id({e.dim})"
     if isinstance(e, BinOp):
-        return f"({describe_int(e.left)} {e.op} {describe_int(e.right)})"
+        return f"({describe_int(e.left, names)} {e.op} {describe_int(e.right, names)})"
     if isinstance(e, Min):
-        return f"min({describe_int(e.left)}, {describe_int(e.right)})"
+        return f"min({describe_int(e.left, names)}, {describe_int(e.right, names)})"
     if isinstance(e, Wrap):
-        return f"({c_int_type(e.bits, e.signed)})({describe_int(e.operand)})"
+        return f"({c_int_type(e.bits, e.signed)})({describe_int(e.operand, names)})"
     raise TypeError(f"unknown integer expression {e!r}")
 
 

@@ -62,7 +62,7 @@ from __future__ import annotations
 import math
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Mapping, Union
 
 from tiletraffic.simulator.ir.expressions import (
     EXACT_FLOAT_FUNCTIONS, FLOAT_FUNCTIONS, FLOAT_OPS, FUNCTION_ERROR_ULPS, INT_WIDTHS, BinOp,
@@ -351,11 +351,14 @@ class Store(Stmt):
     """``array[index] = value;``, one index per dimension (one store per executing work-item).
 
     Build with :func:`store` to get the index checked against the array's dimensions.
+    ``source``: for a store written in OpenCL C, the access in the source's names and where
+    it is, as :class:`Load`'s; ``None`` for a schedule built in Python. For messages only.
     """
 
     array: Array
     index: tuple[IntExpr, ...]
     value: FloatExpr
+    source: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -476,13 +479,14 @@ class VectorLoad(Stmt):
     64-bit (``float2``) access, which needs ``flat`` to be a multiple of ``width`` (else the
     hazard ``misaligned-vector-access``). ``aligned=False``: ``vload4(0, &A[flat])``, which
     OpenCL requires to be aligned to the element only (OpenCL 1.2 §6.12.7), so any ``flat``
-    is right. Build with :func:`vload`.
+    is right. Build with :func:`vload`. ``source``: as :class:`Load`'s (for messages only).
     """
 
     names: tuple[str, ...]
     array: Array
     index: tuple[IntExpr, ...]
     aligned: bool = True
+    source: str | None = None
 
     @property
     def width(self) -> int:
@@ -493,12 +497,13 @@ class VectorLoad(Stmt):
 class VectorStore(Stmt):
     """``array[index + w] = values[w]`` for w < width, as one vector store (see
     :class:`VectorLoad` for ``aligned``: ``vstore4`` is ``aligned=False``; build with
-    :func:`vstore`)."""
+    :func:`vstore`). ``source``: as :class:`Load`'s (for messages only)."""
 
     array: Array
     index: tuple[IntExpr, ...]
     values: tuple[FloatExpr, ...]
     aligned: bool = True
+    source: str | None = None
 
     @property
     def width(self) -> int:
@@ -655,10 +660,14 @@ def _stored_arrays(stmts) -> set[str]:
             if isinstance(s, (Store, VectorStore)) and isinstance(s.array, GlobalArray)}
 
 
-def describe_access(array: Array, index: tuple[IntExpr, ...]) -> str:
-    """``name[i, j]`` of one access, for messages and as the identity of its statement."""
+def describe_access(array: Array, index: tuple[IntExpr, ...],
+                    names: Mapping[str, str] | None = None) -> str:
+    """``name[i, j]`` of one access, for messages and as the identity of its statement;
+    ``names``: the name to show for an array, parameter or variable of the IR (as
+    :func:`describe_int`'s)."""
     parts = []
     for i in index:
-        text = describe_int(i)
+        text = describe_int(i, names)
         parts.append(text[1:-1] if isinstance(i, BinOp) else text)
-    return f"{array.name}[{', '.join(parts)}]"
+    name = names.get(array.name, array.name) if names else array.name
+    return f"{name}[{', '.join(parts)}]"
