@@ -44,3 +44,15 @@ def checks_before_launch(monkeypatch):
 
     monkeypatch.setattr(measure, "check_before_launch", counting)
     return made
+
+
+@pytest.fixture(scope="session")
+def pocl():
+    """``"P:D"`` of PoCL's CPU device, the one every PoCL run of the tests uses; the test
+    skips where there is none."""
+    from tiletraffic.gpu.devices.device import list_devices
+    devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
+               or "pocl" in d.platform_name.lower()]
+    if not devices:
+        pytest.skip("no PoCL device")
+    return f"{devices[0].platform_index}:{devices[0].device_index}"

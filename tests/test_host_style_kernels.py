@@ -414,16 +414,6 @@ def test_a_buffer_without_access_is_named_in_the_launch_file(folder, tmp_path):
         launch_file.load(toml)
 
 
-@pytest.fixture(scope="module")
-def pocl():
-    from tiletraffic.gpu.devices.device import list_devices
-    devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
-               or "pocl" in d.platform_name.lower()]
-    if not devices:
-        pytest.skip("no PoCL device")
-    return f"{devices[0].platform_index}:{devices[0].device_index}"
-
-
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("text", ["source", "generated"])
 def test_runs_on_pocl_equal_to_numpy(folder, pocl, name, text):

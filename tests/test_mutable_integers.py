@@ -35,16 +35,6 @@ def oclgrind_available() -> bool:
 needs_oclgrind = pytest.mark.skipif(not oclgrind_available(), reason="no Oclgrind platform")
 
 
-@pytest.fixture(scope="module")
-def pocl():
-    from tiletraffic.gpu.devices.device import list_devices
-    devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
-               or "pocl" in d.platform_name.lower()]
-    if not devices:
-        pytest.skip("no PoCL device")
-    return f"{devices[0].platform_index}:{devices[0].device_index}"
-
-
 # ---------------------------------------------------------------- IR built in Python
 def skipping_sums(m: int, k: int, local: int = 4) -> S.Schedule:
     """``y[i]``: a sum of ``A[i, k]`` over ``k = i % 3, i % 3 + 2, ...`` below K, skipping

@@ -148,16 +148,6 @@ def test_broken_twin_races(name):
     assert "data-race" in kinds
 
 
-@pytest.fixture(scope="module")
-def pocl():
-    from tiletraffic.gpu.devices.device import list_devices
-    devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
-               or "pocl" in d.platform_name.lower()]
-    if not devices:
-        pytest.skip("no PoCL device")
-    return f"{devices[0].platform_index}:{devices[0].device_index}"
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_runs_on_pocl_equal_to_numpy(name, pocl):
     sch = load(name, **{"mm_tiled": {"N": 64}}.get(name, {}))

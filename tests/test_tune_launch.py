@@ -113,16 +113,6 @@ def test_candidates_the_kernels_required_work_group_size_refuses_are_rejected(tm
                f"launch's local size is ({wg}, 1, 1)" in r["reasons"][0]
 
 
-@pytest.fixture(scope="module")
-def pocl():
-    from tiletraffic.gpu.devices.device import list_devices
-    devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
-               or "pocl" in d.platform_name.lower()]
-    if not devices:
-        pytest.skip("no PoCL device")
-    return f"{devices[0].platform_index}:{devices[0].device_index}"
-
-
 def test_top_candidates_measured_on_pocl_with_regret(pocl, tmp_path):
     out = tmp_path / "tune.json"
     result = CliRunner().invoke(main, [

@@ -10,7 +10,6 @@ import pytest
 
 import tiletraffic as tt
 from tiletraffic.gpu.codegen.generate import generate
-from tiletraffic.simulator.observers.hazards import HazardError
 
 ROWS = 64
 
@@ -68,16 +67,6 @@ def test_values_equal_numpy():
               "x": rng.standard_normal(6).astype(np.float32)}
     y = tt.simulate(sch, inputs).outputs["y"]
     np.testing.assert_allclose(y, reference(inputs), rtol=1e-5, atol=1e-5)
-
-
-@pytest.fixture(scope="module")
-def pocl():
-    from tiletraffic.gpu.devices.device import list_devices
-    devices = [d for d in list_devices() if "portable" in d.platform_name.lower()
-               or "pocl" in d.platform_name.lower()]
-    if not devices:
-        pytest.skip("no PoCL device")
-    return f"{devices[0].platform_index}:{devices[0].device_index}"
 
 
 def test_run_on_pocl_launches_and_equals_numpy(pocl):

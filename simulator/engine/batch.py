@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from tiletraffic.simulator.observers.counters import count_per_group
+from tiletraffic.simulator.observers.hazards import Hazard
 
 
 class BatchState:
@@ -64,3 +65,19 @@ class BatchState:
             per_group = count_per_group(mask, self.shape_of(mask)) * ops
             for obs in self.observers:
                 obs.on_flop(self.group_index, per_group)
+
+    def report_uninitialized_read(self, name: str, unset, what: str, consequence: str) -> None:
+        """Log the hazard ``uninitialized-private-read`` of the private ``name`` read by the
+        work-items of ``unset`` (a mask broadcastable to the batch's ``(G, L, I)``, some
+        entry true), the first of them as the example: "work-item 3 of work-group (0, 1)
+        reads {what} {name}, which it never assigned ({consequence})"."""
+        shape = self.shape_of(unset)
+        g, li, _ = (int(v[0]) for v in np.nonzero(np.broadcast_to(unset, shape)))
+        gid = self.group_id_tuple(g)
+        groups = self.per_group(unset, shape)
+        self.log.add(Hazard(
+            kind="uninitialized-private-read", schedule=self.schedule.family, array=name,
+            index=-1, group_id=gid, local_ids=(li,), epoch=self.epoch,
+            count=int(groups[1].sum()), site=f"private {name}",
+            detail=(f"work-item {li} of work-group {gid} reads {what} {name}, which it never "
+                    f"assigned ({consequence})")), groups, "reads")

@@ -27,7 +27,6 @@ import numpy as np
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import ExecutionError
 from tiletraffic.simulator.engine.batch import BatchState
-from tiletraffic.simulator.observers.hazards import Hazard
 
 LOOP_TRIPS_LIMIT = 2**24
 """Most iterations one loop may run in the simulator (far above the K of any launch the
@@ -92,17 +91,10 @@ class ControlFlow(BatchState):
         unset = np.logical_and(live, np.logical_not(is_set))
         if not np.any(unset):
             return
+        self.report_uninitialized_read(
+            name, unset, "integer", "its value, and what is computed from it, is undefined; "
+            "the simulator goes on with 0")
         shape = self.shape_of(unset)
-        g, li, _ = (int(v[0]) for v in np.nonzero(np.broadcast_to(unset, shape)))
-        gid = self.group_id_tuple(g)
-        groups = self.per_group(unset, shape)
-        self.log.add(Hazard(
-            kind="uninitialized-private-read", schedule=self.schedule.family, array=name,
-            index=-1, group_id=gid, local_ids=(li,), epoch=self.epoch,
-            count=int(groups[1].sum()), site=f"private {name}",
-            detail=(f"work-item {li} of work-group {gid} reads integer {name}, which it never "
-                    "assigned (its value, and what is computed from it, is undefined; the "
-                    "simulator goes on with 0)")), groups, "reads")
         now = np.logical_or(is_set, np.any(np.broadcast_to(unset, shape), axis=2,
                                            keepdims=True))
         if now.all():

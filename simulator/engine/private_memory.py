@@ -48,17 +48,8 @@ class PrivateMemory(BatchState):
                             "declared")
         unset = np.logical_and(mask, np.logical_not(self.private_set[name]))
         if np.any(unset):
-            shape = self.shape_of(unset)
-            g, li, _ = (int(v[0]) for v in np.nonzero(np.broadcast_to(unset, shape)))
-            gid = self.group_id_tuple(g)
-            groups = self.per_group(unset, shape)
-            self.log.add(Hazard(
-                kind="uninitialized-private-read", schedule=self.schedule.family, array=name,
-                index=-1, group_id=gid, local_ids=(li,), epoch=self.epoch,
-                count=int(groups[1].sum()), site=f"private {name}",
-                detail=(f"work-item {li} of work-group {gid} reads private {name}, which it "
-                        "never assigned (its value, and what is computed from it, is "
-                        "undefined)")), groups, "reads")
+            self.report_uninitialized_read(
+                name, unset, "private", "its value, and what is computed from it, is undefined")
             self.private_set[name] = np.logical_or(self.private_set[name],
                                                    np.any(unset, axis=2, keepdims=True))
 

@@ -137,12 +137,17 @@ class Transformer:
     """Rebuild a statement tree. ``visit_<ClassName>(stmt)`` returns the replacement
     statements (a tuple) or ``None`` to keep ``stmt`` and transform its bodies."""
 
+    def replacement(self, stmt: Stmt) -> tuple | None:
+        """The statements that replace ``stmt``, or ``None`` to keep it: its
+        ``visit_<ClassName>`` method's answer, ``None`` where there is none."""
+        method = getattr(self, "visit_" + type(stmt).__name__, None)
+        return method(stmt) if method is not None else None
+
     def transform(self, stmts) -> tuple[Stmt, ...]:
         """The statements of ``stmts`` after the transformation, as a tuple."""
         out: list[Stmt] = []
         for stmt in stmts:
-            method = getattr(self, "visit_" + type(stmt).__name__, None)
-            replaced = method(stmt) if method is not None else None
+            replaced = self.replacement(stmt)
             if replaced is not None:
                 out.extend(replaced)
                 continue
@@ -155,20 +160,7 @@ class Transformer:
 
 class _FunctionTransformer(Transformer):
     def __init__(self, fn: Callable[[Stmt], tuple | None]) -> None:
-        self.fn = fn
-
-    def transform(self, stmts) -> tuple[Stmt, ...]:
-        out: list[Stmt] = []
-        for stmt in stmts:
-            replaced = self.fn(stmt)
-            if replaced is not None:
-                out.extend(replaced)
-                continue
-            nested = bodies(stmt)
-            if nested:
-                stmt = with_bodies(stmt, **{k: self.transform(v) for k, v in nested.items()})
-            out.append(stmt)
-        return tuple(out)
+        self.replacement = fn
 
 
 def rewrite(stmts, fn: Callable[[Stmt], tuple | None]) -> tuple[Stmt, ...]:
