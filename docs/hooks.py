@@ -136,4 +136,28 @@ def on_files(files: Files, config) -> Files:
             taken[dest_uri] = src_uri
             if added.is_documentation_page():
                 pending.append(added)
+    for file in [f for f in site if f.src_uri.startswith("../") and f.src_uri.endswith(".html")]:
+        rewritten = with_page_links(file, site, config)
+        if rewritten is not file:
+            site.remove(file)
+            site.append(rewritten)
     return site
+
+
+def with_page_links(file: File, site: Files, config) -> File:
+    """A repository HTML file copied into the site (a report's ``report.html``) with each of
+    its links to a Markdown file the site renders as a page pointing at that page instead;
+    ``file`` itself when it has none. Links are read with :func:`html_links`."""
+    text = file.content_string
+    new = text
+    for url in sorted(set(html_links(text))):
+        src_uri = linked_src_uri(url, file.src_uri)
+        target = site.get_file_from_path(src_uri) if src_uri else None
+        if target is None or not target.is_documentation_page():
+            continue
+        new = new.replace(f'href="{url}"', f'href="{target.url_relative_to(file)}"')
+    if new == text:
+        return file
+    out = File.generated(config, file.src_uri, content=new, inclusion=InclusionLevel.NOT_IN_NAV)
+    out.dest_uri = file.dest_uri
+    return out
