@@ -26,6 +26,10 @@ from tiletraffic.analysis.cli.common import build_schedule, check_work, fail, wi
 from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_option,
                                               size_options)
 
+SLOW_PATH_NOTE_S = 10.0
+"""A kernel whose K loop runs whole (K extrapolation not proved) is noted above this
+estimated time."""
+
 
 @click.command("model")
 @size_options
@@ -53,8 +57,9 @@ def command(schedule, m, k, n, tile, chunk, device_model, registers, as_json, fo
     sch = build_schedule(schedule, m, k, n, tile, chunk)
     check_work(sch, k)
     classes = classes_problems(sch)
-    within_budget(sch, force, classes, compute_values=False, work_group_classes=True)
-    note_unproved_classes(sch, classes)
+    within_budget(sch, force, classes, compute_values=False, work_group_classes=True,
+                  k_extrapolation=True)
+    note_unproved(sch, classes, device_model.local_vector_words)
     show_model(sch, device_model, as_json, registers)
 
 
@@ -65,13 +70,33 @@ def classes_problems(sch) -> tuple[str | None, ...]:
     return tuple(classes_problem(kernel) for kernel in kernels_of(sch))
 
 
-def note_unproved_classes(sch, classes: tuple[str | None, ...]) -> None:
-    """A note on stderr for each kernel of ``sch`` whose work-group classes are not proved
-    (``classes``: :func:`classes_problems`), so that every work-group is executed."""
+def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int = 1) -> None:
+    """A note on stderr for each kernel of ``sch`` counted slower than the fastest path,
+    naming what is not proved and the estimated time of counting it without: its work-group
+    classes (``classes``: :func:`classes_problems`; every work-group executed), or, where
+    the whole K loop is estimated to take more than :data:`SLOW_PATH_NOTE_S`, K
+    extrapolation (:func:`simulator.engine.accelerators.k_extrapolation.k_extrapolation_problem`
+    on a device model merging ``local_vector_words`` local loads)."""
+    from tiletraffic.simulator.engine.accelerators.k_extrapolation import (
+        k_extrapolation_problem)
+    from tiletraffic.simulator.engine.budget import estimate_simulation
+
     for kernel, why in zip(kernels_of(sch), classes):
         if why is not None:
-            click.echo(f"note: every work-group of {kernel.kernel_name} is executed (its "
-                       f"work-group classes are not proved: {why})", err=True)
+            est = estimate_simulation(kernel, compute_values=False, work_group_classes=True,
+                                      classes_problems=(why,))
+            click.echo(f"note: work-group classes not proved for {kernel.kernel_name} "
+                       f"({why}): every work-group executed, estimated {est.time_text()}",
+                       err=True)
+            continue
+        k_why = k_extrapolation_problem(kernel, local_vector_words)
+        if k_why is None:
+            continue
+        est = estimate_simulation(kernel, compute_values=False, work_group_classes=True,
+                                  classes_problems=(None,))
+        if est.time_s > SLOW_PATH_NOTE_S:
+            click.echo(f"note: K extrapolation not proved for {kernel.kernel_name} ({k_why}): "
+                       f"the whole K loop executed, estimated {est.time_text()}", err=True)
 
 
 def show_model(sch, model, as_json: bool, registers: int | None = None) -> None:
