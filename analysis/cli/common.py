@@ -152,14 +152,13 @@ def work(sch) -> int:
     """Multiply-adds of a family (M·K·N or M·K); of another schedule (a launch file, a
     user's Python schedule, a demo), its work-item loop steps: per kernel its work-items
     × the iterations of its deepest loop nest
-    (:func:`simulator.engine.budget.loop_nest_steps`), what a GEMM's M·K·N counts."""
-    from tiletraffic.simulator.engine.budget import loop_nest_steps
+    (:func:`simulator.engine.budget.work_item_steps`), what a GEMM's M·K·N counts."""
+    from tiletraffic.simulator.engine.budget import work_item_steps
 
     p = sch.param_values
     if sch.family in schedules.FAMILIES + schedules.SEQUENCE_FAMILIES:
         return p["M"] * p["K"] * p.get("N", 1)
-    return sum(k.work_group_items * k.work_groups * loop_nest_steps(k)
-               for k in kernels_of(sch))
+    return work_item_steps(sch)
 
 
 def work_text(sch) -> str:

@@ -273,6 +273,13 @@ class _LoopWalk(Visitor):
         return max(0, -((start - stop) // step)) if step > 0 else self.envelope
 
 
+def work_item_steps(schedule: Schedule) -> int:
+    """Work-item loop steps of a launch: per kernel its work-items × the iterations of its
+    deepest loop nest (:func:`loop_nest_steps`), kernels added; a GEMM's M·K·N."""
+    kernels = schedule.kernels if is_sequence(schedule) else (schedule,)
+    return sum(k.work_groups * k.work_group_items * loop_nest_steps(k) for k in kernels)
+
+
 def loop_steps(schedule: Schedule) -> int:
     """Work-item loop steps of a launch, as charged by the check before launch
     (``simulator.engine.launch_check``): work-items x the largest integer parameter (an upper envelope
