@@ -185,9 +185,10 @@ def check_out_file(path: str | None, option: str = "--out") -> None:
                                              folder if path else "")) from None
 
 
-def within_budget(sch, force: bool, classes=None, **how):
+def within_budget(sch, force: bool, classes=None, long_note: bool = True, **how):
     """Estimate memory and time before a large launch; refuse (usage error, exit 2) what
-    would not fit in the available memory unless ``force``; note long runs on stderr.
+    would not fit in the available memory unless ``force``; note long runs on stderr
+    (unless not ``long_note``: :func:`note_long_run` left to the caller).
     Returns the estimate (``simulator.engine.budget.Estimate``).
 
     ``classes``: why each kernel's work-group classes are not proved (the command's
@@ -204,9 +205,15 @@ def within_budget(sch, force: bool, classes=None, **how):
             check_budget(est, sch.family)
         except BudgetError as err:
             raise click.UsageError(str(err)) from None
+    if long_note:
+        note_long_run(sch, est)
+    return est
+
+
+def note_long_run(sch, est) -> None:
+    """A note on stderr when the estimate ``est`` of ``sch`` is above :data:`LONG_RUN_S`."""
     if est.time_s > LONG_RUN_S:
         click.echo(f"note: {sch.family} is estimated to take {est.describe()}", err=True)
-    return est
 
 
 def select_device(spec):

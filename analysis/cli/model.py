@@ -22,7 +22,8 @@ from tiletraffic.analysis import environment
 from tiletraffic.analysis.api import schedules, simulation
 from tiletraffic.analysis.device_model import DEFAULT_MODEL
 from tiletraffic.analysis.files import json_text
-from tiletraffic.analysis.cli.common import build_schedule, check_work, fail, within_budget
+from tiletraffic.analysis.cli.common import (build_schedule, check_work, fail, note_long_run,
+                                             within_budget)
 from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_option,
                                               size_options)
 
@@ -57,9 +58,9 @@ def command(schedule, m, k, n, tile, chunk, device_model, registers, as_json, fo
     sch = build_schedule(schedule, m, k, n, tile, chunk)
     check_work(sch, k)
     classes = classes_problems(sch)
-    within_budget(sch, force, classes, compute_values=False, work_group_classes=True,
-                  k_extrapolation=True)
-    note_unproved(sch, classes, device_model.local_vector_words)
+    est = within_budget(sch, force, classes, long_note=False, compute_values=False,
+                        work_group_classes=True, k_extrapolation=True)
+    note_path(sch, classes, est, device_model.local_vector_words)
     show_model(sch, device_model, as_json, registers)
 
 
@@ -70,17 +71,26 @@ def classes_problems(sch) -> tuple[str | None, ...]:
     return tuple(classes_problem(kernel) for kernel in kernels_of(sch))
 
 
-def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int = 1) -> None:
+def note_path(sch, classes: tuple[str | None, ...], est, local_vector_words: int = 1) -> None:
+    """The notes before ``sch`` is counted by the fastest path: :func:`note_unproved`'s,
+    else the note of a long run (the estimate ``est`` above ``common.LONG_RUN_S``)."""
+    if not note_unproved(sch, classes, local_vector_words):
+        note_long_run(sch, est)
+
+
+def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int = 1) -> bool:
     """A note on stderr for each kernel of ``sch`` counted slower than the fastest path,
     naming what is not proved and the estimated time of counting it without: its work-group
     classes (``classes``: :func:`classes_problems`; every work-group executed), or, where
     the whole K loop is estimated to take more than :data:`SLOW_PATH_NOTE_S`, K
     extrapolation (:func:`simulator.engine.accelerators.k_extrapolation.k_extrapolation_problem`
-    on a device model merging ``local_vector_words`` local loads)."""
+    on a device model merging ``local_vector_words`` local loads). Whether one was
+    printed."""
     from tiletraffic.simulator.engine.accelerators.k_extrapolation import (
         k_extrapolation_problem)
     from tiletraffic.simulator.engine.budget import estimate_simulation
 
+    noted = False
     for kernel, why in zip(kernels_of(sch), classes):
         if why is not None:
             est = estimate_simulation(kernel, compute_values=False, work_group_classes=True,
@@ -88,6 +98,7 @@ def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int 
             click.echo(f"note: work-group classes not proved for {kernel.kernel_name} "
                        f"({why}): every work-group executed, estimated {est.time_text()}",
                        err=True)
+            noted = True
             continue
         k_why = k_extrapolation_problem(kernel, local_vector_words)
         if k_why is None:
@@ -97,6 +108,8 @@ def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int 
         if est.time_s > SLOW_PATH_NOTE_S:
             click.echo(f"note: K extrapolation not proved for {kernel.kernel_name} ({k_why}): "
                        f"the whole K loop executed, estimated {est.time_text()}", err=True)
+            noted = True
+    return noted
 
 
 def show_model(sch, model, as_json: bool, registers: int | None = None) -> None:

@@ -27,7 +27,7 @@ from tiletraffic.analysis.cli.common import (NO_REFERENCE, build_schedule, check
                                              is_user_spec, reference_fn,
                                              refuse_seed_unless_random, refuse_unused,
                                              within_budget, work, work_text)
-from tiletraffic.analysis.cli.model import classes_problems, note_unproved, show_model
+from tiletraffic.analysis.cli.model import classes_problems, note_path, show_model
 from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_option,
                                               reference_option, schedule_options)
 
@@ -87,9 +87,9 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     check_work(sch, k)
     if device_model:
         classes = classes_problems(sch)
-        within_budget(sch, force, classes, compute_values=False, work_group_classes=True,
-                      k_extrapolation=True)
-        note_unproved(sch, classes, device_model.local_vector_words)
+        est = within_budget(sch, force, classes, long_note=False, compute_values=False,
+                            work_group_classes=True, k_extrapolation=True)
+        note_path(sch, classes, est, device_model.local_vector_words)
         show_model(sch, device_model, as_json)
         return
     ref_fn = reference_fn(schedule, reference_spec)
@@ -107,10 +107,10 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                                f"{VALUES_MAX_WORK} would take too long; use --counts-only")
     fast = not values and ops > VALUES_AUTO_LIMIT   # the fastest exact path
     classes = classes_problems(sch) if fast else None
-    within_budget(sch, force, classes, compute_values=values, work_group_classes=fast,
-                  k_extrapolation=fast)
+    est = within_budget(sch, force, classes, long_note=not fast, compute_values=values,
+                        work_group_classes=fast, k_extrapolation=fast)
     if fast:
-        note_unproved(sch, classes)
+        note_path(sch, classes, est)
     inputs = random_inputs(sch, np.random.default_rng(seed), inputs_kind) if values else None
     limits = UNLIMITED if no_limits else GENERIC_GPU
     try:
