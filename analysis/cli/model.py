@@ -86,6 +86,7 @@ def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int 
     extrapolation (:func:`simulator.engine.accelerators.k_extrapolation.k_extrapolation_problem`
     on a device model merging ``local_vector_words`` local loads). Whether one was
     printed."""
+    from tiletraffic.simulator.engine.accelerators import k_extrapolation as kx
     from tiletraffic.simulator.engine.accelerators.k_extrapolation import (
         k_extrapolation_problem)
     from tiletraffic.simulator.engine.budget import estimate_simulation
@@ -101,8 +102,10 @@ def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int 
             noted = True
             continue
         k_why = k_extrapolation_problem(kernel, local_vector_words)
-        if k_why is None:
-            continue
+        depth = kx.k_step_elems(kernel)
+        if k_why is None or depth is not None and \
+                kx.short_k_values(kernel.param_values["K"], depth) is None:
+            continue   # extrapolated, or a K too short for it to gain anything
         est = estimate_simulation(kernel, compute_values=False, work_group_classes=True,
                                   classes_problems=(None,))
         if est.time_s > SLOW_PATH_NOTE_S:

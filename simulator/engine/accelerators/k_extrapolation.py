@@ -18,7 +18,9 @@ the barrier intervals with global loads, the distinct sectors per work-group (fo
 steps P/D apart touch disjoint lines) and the load offsets between neighbouring work-groups
 (A's moves by K rows' worth per work-group row).
 
-The argument is checked, not assumed: :func:`extrapolated_observation` simulates three K
+The argument is checked, not assumed: :func:`extrapolated_observation` (the model's
+observation) and :func:`extrapolated_counts` (the traffic counts alone, the fast path of
+``simulate``: :mod:`simulator.engine.fast_path`) simulate three K
 values n0, n0 + 1, n0 + 2 (in units of P), each by work-group classes, and accepts only if
 every figure has equal differences (also the offsets that are ``None``, the keys of every
 dict and the number of work-groups). Equal differences at three points do not prove the
