@@ -63,6 +63,17 @@ def test_a_launch_file_is_sized_by_its_loop_steps_not_by_its_work_items():
     assert work(small) == 64 ** 3 <= VALUES_AUTO_LIMIT
 
 
+def test_a_launch_of_many_short_work_items_is_counted_without_values():
+    # a transpose has no loop: 2048² work-items are 2**22 loop steps, but many work-items
+    path = EXAMPLES / "transpose_padded.toml"
+    assert work_item_steps(tt.build(str(path), set={"N": 2048})) <= VALUES_AUTO_LIMIT
+    out = json.loads(invoke("simulate", path, "--set", "N=2048", "--json").stdout)
+    assert out["result_check_skipped"] == "counts only" and out["work_group_classes"]
+    assert out["global_load_elems"] == out["global_store_elems"] == 2048 ** 2
+    small = json.loads(invoke("simulate", path, "--set", "N=256", "--json").stdout)
+    assert small["result_check_skipped"] is None and small["result_error_over_tolerance"] <= 1
+
+
 # Sizes with at least 5 work-groups per dimension (classes of first, interior and last
 # work-groups) and partial edge work-groups where the launch allows them.
 EXAMPLE_SIZES = {"mm_tiled": {"N": 160}, "matvec_chunked": {"M": 1000, "K": 150},

@@ -38,6 +38,10 @@ output; above it, counts are taken by the fastest exact path
 (:func:`simulator.engine.fast_path.count_launch`: work-group classes and K extrapolation
 where they are proved)."""
 
+VALUES_AUTO_WORK_ITEMS = 2**20
+"""And at most this many work-items: a launch of many short work-items (a transpose of
+4096²) costs more per work-item with values than its loop steps say."""
+
 VALUES_MAX_WORK = 2**27
 """Above this much work, ``--values`` is refused (it executes every work-group)."""
 
@@ -46,8 +50,9 @@ VALUES_MAX_WORK = 2**27
 @schedule_options
 @reference_option
 @click.option("--values/--counts-only", default=None,
-              help="Also compute the output and check it against numpy (default: only when "
-                   f"M·N·K <= {VALUES_AUTO_LIMIT}).")
+              help="Also compute the output and check it against numpy (default: only for "
+                   f"a small launch: M·N·K, or work-item loop steps, <= {VALUES_AUTO_LIMIT} "
+                   f"and at most {VALUES_AUTO_WORK_ITEMS} work-items).")
 @click.option("--no-limits", is_flag=True,
               help="Do not enforce generic GPU limits (1024 work-items, 48 KiB local memory).")
 @click.option("--hazards", type=click.Choice(["raise", "report"]), default="raise",
@@ -93,19 +98,19 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         show_model(sch, device_model, as_json)
         return
     ref_fn = reference_fn(schedule, reference_spec)
-    ops = work(sch)
+    ops, large = work(sch), too_large_for_values(sch)
     if values is False:
         refuse_unused(("reference_spec", "inputs_kind", "seed"),
                       "with --counts-only: no result is computed")
-    elif values is None and ops > VALUES_AUTO_LIMIT:
+    elif values is None and large:
         refuse_unused(("reference_spec", "inputs_kind", "seed"),
-                      f"here: no result is computed at {work_text(sch)} = {ops} (above "
-                      f"{VALUES_AUTO_LIMIT})", "add --values to compute and check it")
-    values = ops <= VALUES_AUTO_LIMIT if values is None else values
+                      f"here: no result is computed at {large}",
+                      "add --values to compute and check it")
+    values = large is None if values is None else values
     if values and ops > VALUES_MAX_WORK:
         raise click.UsageError(f"--values with {work_text(sch)} = {ops} above "
                                f"{VALUES_MAX_WORK} would take too long; use --counts-only")
-    fast = not values and ops > VALUES_AUTO_LIMIT   # the fastest exact path
+    fast = not values and large is not None   # the fastest exact path
     classes = classes_problems(sch) if fast else None
     est = within_budget(sch, force, classes, long_note=not fast, compute_values=values,
                         work_group_classes=fast, k_extrapolation=fast)
@@ -197,6 +202,20 @@ def checked_result(sch, inputs, ref_fn, res):
     worst = check_result(np.asarray(res.outputs[ref.output]).reshape(ref.value.shape),
                          ref.value, ref.k, ref.abs_product)
     return ref, worst
+
+
+def too_large_for_values(sch) -> str | None:
+    """Why ``sch`` is too large for ``simulate`` to compute its values by default (its work
+    above :data:`VALUES_AUTO_LIMIT` or its work-items above
+    :data:`VALUES_AUTO_WORK_ITEMS`), None for a small launch."""
+    from tiletraffic.simulator.engine.budget import work_items
+
+    ops, items = work(sch), work_items(sch)
+    if ops > VALUES_AUTO_LIMIT:
+        return f"{work_text(sch)} = {ops} (above {VALUES_AUTO_LIMIT})"
+    if items > VALUES_AUTO_WORK_ITEMS:
+        return f"{items} work-items (above {VALUES_AUTO_WORK_ITEMS})"
+    return None
 
 
 def unproved_why(counted) -> str | None:

@@ -273,6 +273,12 @@ class _LoopWalk(Visitor):
         return max(0, -((start - stop) // step)) if step > 0 else self.envelope
 
 
+def work_items(schedule: Schedule) -> int:
+    """Work-items of a launch (of a kernel sequence, its kernels' added)."""
+    kernels = schedule.kernels if is_sequence(schedule) else (schedule,)
+    return sum(k.work_groups * k.work_group_items for k in kernels)
+
+
 def work_item_steps(schedule: Schedule) -> int:
     """Work-item loop steps of a launch: per kernel its work-items × the iterations of its
     deepest loop nest (:func:`loop_nest_steps`), kernels added; a GEMM's M·K·N."""
