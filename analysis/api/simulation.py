@@ -53,8 +53,8 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
     depends on the input values (every condition, index and loop bound is an integer
     expression of ids, sizes and loop variables), so a launch of more than
     `CHECK_VALUES_WORK` work-item loop steps or `CHECK_VALUES_WORK_ITEMS` work-items is
-    executed without computing values; a smaller one on fresh random inputs (`seed` for repeatable ones; `inputs` one of
-    `simulator.engine.reference.INPUT_KINDS`).
+    executed without computing values; a smaller one on fresh random inputs (`seed` for
+    repeatable ones; `inputs` one of `simulator.engine.reference.INPUT_KINDS`).
 
     Raises:
         TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).

@@ -87,8 +87,6 @@ def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int 
     on a device model merging ``local_vector_words`` local loads). Whether one was
     printed."""
     from tiletraffic.simulator.engine.accelerators import k_extrapolation as kx
-    from tiletraffic.simulator.engine.accelerators.k_extrapolation import (
-        k_extrapolation_problem)
     from tiletraffic.simulator.engine.budget import estimate_simulation
 
     noted = False
@@ -101,7 +99,7 @@ def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int 
                        err=True)
             noted = True
             continue
-        k_why = k_extrapolation_problem(kernel, local_vector_words)
+        k_why = kx.k_extrapolation_problem(kernel, local_vector_words)
         depth = kx.k_step_elems(kernel)
         if k_why is None or depth is not None and \
                 kx.short_k_values(kernel.param_values["K"], depth) is None:

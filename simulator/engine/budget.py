@@ -24,7 +24,8 @@ prints the estimate next to the measurement for a set of launches):
 Time: 1 µs per work-group and 25 ns per work-item and step of the inner (K) loop (or of its
 deepest loop nest, :func:`loop_nest_steps`, where that is longer) when every
 work-group runs; 1 µs per work-group for the classes' bookkeeping when counting by classes
-(measured 0.3-1 µs); and 250 µs per statement the engine executes one loop iteration at a
+(measured 0.3-1 µs), with 25 ns per work-item and step of the representatives; counting
+from three short K (K extrapolation), the three short launches' times; and 250 µs per statement the engine executes one loop iteration at a
 time in each batch of work-groups (:func:`interpreted_statements`: the statements of loops
 it cannot run in blocks of iterations), the interpreter's cost of a statement, which
 dominates a long loop of small work-groups (``gemm-tiled`` with M = N = 1 and a large K).
