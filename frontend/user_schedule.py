@@ -30,12 +30,13 @@ function takes it) and checks what it returns: a dict of some or all of the coun
 over the schedule's global arrays), integer values. ``simulate``'s closed-form column,
 ``closed_form_agrees`` and ``tiletraffic.closed_form`` use it.
 
-Limit: large launches are counted by work-group classes (``simulate`` above
-``cli.CLASSES_AUTO_LIMIT`` multiply-adds, ``model`` and ``--device-model`` always), which
-assume what the built-in schedules guarantee: guards compare global ids with the sizes, so
-only the first and last work-group of an NDRange dimension can take other branches. A
-schedule whose guards depend on the work-group id otherwise (``group_id(0) % 2``) must be
-counted without classes (``tiletraffic.simulate(...)``).
+Large launches are counted by work-group classes (``simulate`` above
+``analysis.cli.simulate.VALUES_AUTO_LIMIT`` work-item loop steps, ``model`` and
+``--device-model`` always) where they are proved for the schedule
+(:func:`tiletraffic.simulator.engine.accelerators.class_safety.classes_problem`: guards
+that differ only at the first and last work-group of an NDRange dimension, indices affine
+in the work-group id); a schedule whose guards depend on the work-group id otherwise
+(``group_id(0) % 2``) is executed work-group by work-group, with a note saying why.
 
 Every problem a user can cause raises :class:`UserScheduleError` (a ``ValueError``) with one
 line naming the file, the function and the value: missing file, import failure, missing

@@ -17,6 +17,30 @@ from tiletraffic.analysis.api.arguments import (SEED, check_argument_types,
 from tiletraffic.analysis.device_model import DEFAULT_MODEL, resolve_device_model
 
 
+CHECK_VALUES_WORK = 2**24
+"""Most work-item loop steps (:func:`simulator.engine.budget.work_item_steps`) of a launch
+that ``check`` executes with values; a larger one is checked without them (the same
+hazards, several times faster)."""
+
+CHECK_VALUES_WORK_ITEMS = 2**20
+"""Most work-items of a launch that ``check`` executes with values (as for
+:data:`CHECK_VALUES_WORK`)."""
+
+
+def check_values_problem(schedule) -> str | None:
+    """Why ``check`` executes ``schedule`` without values (its work-item loop steps above
+    :data:`CHECK_VALUES_WORK` or its work-items above :data:`CHECK_VALUES_WORK_ITEMS`), None
+    where it computes them."""
+    from tiletraffic.simulator.engine.budget import work_item_steps, work_items
+
+    steps, items = work_item_steps(schedule), work_items(schedule)
+    if steps > CHECK_VALUES_WORK:
+        return f"{steps} work-item loop steps (above {CHECK_VALUES_WORK})"
+    if items > CHECK_VALUES_WORK_ITEMS:
+        return f"{items} work-items (above {CHECK_VALUES_WORK_ITEMS})"
+    return None
+
+
 @facade_function
 def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None,
           inputs: str = "normal") -> list[Hazard]:
@@ -25,22 +49,33 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
     of outputs before a store), unwritten outputs
     (an empty list when clean), one entry per fault with its counts per work-group.
 
-    Runs the whole launch in the simulator on fresh random inputs (`seed` for repeatable
-    ones; `inputs` one of `simulator.engine.reference.INPUT_KINDS`) in report mode.
+    Runs the whole launch in the simulator, every work-group, in report mode. No hazard
+    depends on the input values (every condition, index and loop bound is an integer
+    expression of ids, sizes and loop variables), so a launch of more than
+    `CHECK_VALUES_WORK` work-item loop steps or `CHECK_VALUES_WORK_ITEMS` work-items is
+    executed without computing values; a smaller one on fresh random inputs (`seed` for
+    repeatable ones; `inputs` one of `simulator.engine.reference.INPUT_KINDS`).
 
     Raises:
         TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
         LimitError: the schedule exceeds `limits` (default: none enforced).
+        ValueError: `inputs` is not one of the kinds.
     """
     check_schedule_argument(schedule, "check")
     check_argument_types("check", seed=(seed, *SEED))
     import numpy as np
 
-    from tiletraffic.simulator.engine.reference import random_inputs
+    from tiletraffic.simulator.engine.reference import INPUT_KINDS, random_inputs
 
+    if inputs not in INPUT_KINDS:
+        raise ValueError(f"tiletraffic.check: inputs {inputs!r} is not one of "
+                         f"{', '.join(INPUT_KINDS)}")
+    limits = UNLIMITED if limits is None else limits
+    if check_values_problem(schedule) is not None:
+        return simulate(schedule, compute_values=False, hazards="report",
+                        limits=limits).hazards
     values = random_inputs(schedule, np.random.default_rng(seed), inputs)
-    return simulate(schedule, values, hazards="report",
-                    limits=UNLIMITED if limits is None else limits).hazards
+    return simulate(schedule, values, hazards="report", limits=limits).hazards
 
 
 @facade_function

@@ -11,7 +11,7 @@ from tiletraffic.simulator.engine.simulation import InputError
 from tiletraffic.simulator.ir.static import ExecutionError
 
 from tiletraffic.frontend.resolver import resolve
-from tiletraffic.analysis.api.simulation import check
+from tiletraffic.analysis.api.simulation import check, check_values_problem
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (build_schedule, one_name_or_all,
                                              refuse_beyond_limits, refuse_seed_unless_random,
@@ -35,7 +35,8 @@ def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inp
     """Run only the hazard checks: races in local and global memory, barrier divergence,
     out-of-bounds accesses, misaligned vector accesses, integer divisions by zero,
     uninitialized reads (local, private, outputs read before a store), unwritten outputs, on
-    the full launch.
+    the full launch (every work-group; a launch of more than 2**24 work-item loop steps or
+    2**20 work-items without computing values: no hazard depends on them).
     Exits 1 when a hazard is found (with --all: when a correct schedule has one or a broken
     variant misses its expected kind).
 
@@ -53,7 +54,12 @@ def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inp
     refuse_unused(("max_registers",), "in check: the hazards do not depend on registers")
     sch = build_schedule(name, m, k, n, tile, chunk, example_shape=True)
     refuse_beyond_limits(sch, None if no_limits else GENERIC_GPU)
-    within_budget(sch, force, compute_values=True, reference=False)
+    large = check_values_problem(sch)
+    if large:
+        refuse_unused(("seed", "inputs_kind"),
+                      f"here: a launch of {large} is checked without computing values (no "
+                      "hazard depends on them)")
+    within_budget(sch, force, compute_values=large is None, reference=False)
     hazards = hazards_of(sch, seed, inputs_kind, no_limits)
     if as_json:
         click.echo(json_text([h.to_dict() for h in hazards], indent=2))

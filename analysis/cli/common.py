@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from tiletraffic.simulator.kernels import families as schedules
-from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
+from tiletraffic.simulator.ir.sequence import kernels_of
 
 from tiletraffic.frontend.opencl.translate import FrontendError
 
@@ -170,11 +170,24 @@ def check_work(sch, k: int | None) -> None:
 
 
 def work(sch) -> int:
-    """Multiply-adds of a family (M·K·N or M·K); of another schedule, work-items × K."""
+    """Multiply-adds of a family (M·K·N or M·K); of another schedule (a launch file, a
+    user's Python schedule, a demo), its work-item loop steps: per kernel its work-items
+    × the iterations of its deepest loop nest
+    (:func:`simulator.engine.budget.work_item_steps`), what a GEMM's M·K·N counts."""
+    from tiletraffic.simulator.engine.budget import work_item_steps
+
     p = sch.param_values
     if sch.family in schedules.FAMILIES + schedules.SEQUENCE_FAMILIES:
         return p["M"] * p["K"] * p.get("N", 1)
-    return sum(k.work_group_items * k.work_groups for k in kernels_of(sch)) * p.get("K", 1)
+    return work_item_steps(sch)
+
+
+def work_text(sch) -> str:
+    """What :func:`work` counts for ``sch``, for messages: ``M·K·N``, ``M·K`` or ``work-item
+    loop steps``."""
+    if sch.family in schedules.FAMILIES + schedules.SEQUENCE_FAMILIES:
+        return "M·K·N" if "N" in sch.param_values else "M·K"
+    return "work-item loop steps"
 
 
 def check_out_file(path: str | None, option: str = "--out") -> None:
@@ -193,40 +206,35 @@ def check_out_file(path: str | None, option: str = "--out") -> None:
                                              folder if path else "")) from None
 
 
-def within_budget(sch, force: bool, classes=None, **how) -> None:
+def within_budget(sch, force: bool, classes=None, long_note: bool = True, **how):
     """Estimate memory and time before a large launch; refuse (usage error, exit 2) what
-    would not fit in the available memory unless ``force``; note long runs on stderr.
+    would not fit in the available memory unless ``force``; note long runs on stderr
+    (unless not ``long_note``: :func:`note_long_run` left to the caller).
+    Returns the estimate (``simulator.engine.budget.Estimate``).
 
     ``classes``: why each kernel's work-group classes are not proved (the command's
     ``analysis.cli.model.classes_problems``), taken by the estimate instead of proving
     them again; ``how``: ``device=True`` for a run on a device, else the arguments of
     ``simulator.engine.budget.estimate_simulation``."""
-    from tiletraffic.simulator.engine.budget import BudgetError, check_budget, estimate_device_run
+    from tiletraffic.simulator.engine.budget import (BudgetError, check_budget,
+                                                     estimate_device_run, estimate_simulation)
 
     est = estimate_device_run(sch) if how.pop("device", False) else \
-        _estimate_simulation(sch, classes, how)
+        estimate_simulation(sch, classes_problems=classes, **how)
     if not force:
         try:
             check_budget(est, sch.family)
         except BudgetError as err:
             raise click.UsageError(str(err)) from None
+    if long_note:
+        note_long_run(sch, est)
+    return est
+
+
+def note_long_run(sch, est) -> None:
+    """A note on stderr when the estimate ``est`` of ``sch`` is above :data:`LONG_RUN_S`."""
     if est.time_s > LONG_RUN_S:
         click.echo(f"note: {sch.family} is estimated to take {est.describe()}", err=True)
-
-
-def _estimate_simulation(sch, classes, how: dict):
-    """``estimate_simulation(sch, **how)``, each kernel by work-group classes only where
-    ``classes`` says they are proved (None: as the estimate decides)."""
-    from tiletraffic.simulator.engine.budget import Estimate, estimate_simulation
-
-    if classes is None or not how.get("work_group_classes"):
-        return estimate_simulation(sch, **how)
-    parts = [estimate_simulation(kernel, **{**how, "work_group_classes": why is None})
-             for kernel, why in zip(kernels_of(sch), classes)]
-    if not is_sequence(sch):
-        return parts[0]
-    return Estimate(sum(e.memory_bytes for e in parts), sum(e.time_s for e in parts),
-                    sum(e.work_groups for e in parts))
 
 
 def select_device(spec):

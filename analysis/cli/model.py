@@ -23,10 +23,14 @@ from tiletraffic.analysis import environment
 from tiletraffic.analysis.api import schedules, simulation
 from tiletraffic.analysis.device_model import DEFAULT_MODEL
 from tiletraffic.analysis.files import json_text
-from tiletraffic.analysis.cli.common import (build_schedule, check_work, fail,
+from tiletraffic.analysis.cli.common import (build_schedule, check_work, fail, note_long_run,
                                              refuse_beyond_limits, within_budget)
 from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_option,
                                               size_options)
+
+SLOW_PATH_NOTE_S = 10.0
+"""A kernel whose K loop runs whole (K extrapolation not proved) is noted above this
+estimated time."""
 
 
 @click.command("model")
@@ -56,8 +60,9 @@ def command(schedule, m, k, n, tile, chunk, device_model, registers, as_json, fo
     refuse_beyond_limits(sch, device_limits(device_model))
     check_work(sch, k)
     classes = classes_problems(sch)
-    within_budget(sch, force, classes, compute_values=False, work_group_classes=True)
-    note_unproved_classes(sch, classes)
+    est = within_budget(sch, force, classes, long_note=False, compute_values=False,
+                        work_group_classes=True, k_extrapolation=True)
+    note_path(sch, classes, est, device_model.local_vector_words)
     show_model(sch, device_model, as_json, registers)
 
 
@@ -68,13 +73,46 @@ def classes_problems(sch) -> tuple[str | None, ...]:
     return tuple(classes_problem(kernel) for kernel in kernels_of(sch))
 
 
-def note_unproved_classes(sch, classes: tuple[str | None, ...]) -> None:
-    """A note on stderr for each kernel of ``sch`` whose work-group classes are not proved
-    (``classes``: :func:`classes_problems`), so that every work-group is executed."""
+def note_path(sch, classes: tuple[str | None, ...], est, local_vector_words: int = 1) -> None:
+    """The notes before ``sch`` is counted by the fastest path: :func:`note_unproved`'s,
+    else the note of a long run (the estimate ``est`` above ``common.LONG_RUN_S``)."""
+    if not note_unproved(sch, classes, local_vector_words):
+        note_long_run(sch, est)
+
+
+def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int = 1) -> bool:
+    """A note on stderr for each kernel of ``sch`` counted slower than the fastest path,
+    naming what is not proved and the estimated time of counting it without: its work-group
+    classes (``classes``: :func:`classes_problems`; every work-group executed), or, where
+    the whole K loop is estimated to take more than :data:`SLOW_PATH_NOTE_S`, K
+    extrapolation (:func:`simulator.engine.accelerators.k_extrapolation.k_extrapolation_problem`
+    on a device model merging ``local_vector_words`` local loads). Whether one was
+    printed."""
+    from tiletraffic.simulator.engine.accelerators import k_extrapolation as kx
+    from tiletraffic.simulator.engine.budget import estimate_simulation
+
+    noted = False
     for kernel, why in zip(kernels_of(sch), classes):
         if why is not None:
-            click.echo(f"note: every work-group of {kernel.kernel_name} is executed (its "
-                       f"work-group classes are not proved: {why})", err=True)
+            est = estimate_simulation(kernel, compute_values=False, work_group_classes=True,
+                                      classes_problems=(why,))
+            click.echo(f"note: work-group classes not proved for {kernel.kernel_name} "
+                       f"({why}): every work-group executed, estimated {est.time_text()}",
+                       err=True)
+            noted = True
+            continue
+        k_why = kx.k_extrapolation_problem(kernel, local_vector_words)
+        depth = kx.k_step_elems(kernel)
+        if k_why is None or depth is not None and \
+                kx.short_k_values(kernel.param_values["K"], depth) is None:
+            continue   # extrapolated, or a K too short for it to gain anything
+        est = estimate_simulation(kernel, compute_values=False, work_group_classes=True,
+                                  classes_problems=(None,))
+        if est.time_s > SLOW_PATH_NOTE_S:
+            click.echo(f"note: K extrapolation not proved for {kernel.kernel_name} ({k_why}): "
+                       f"the whole K loop executed, estimated {est.time_text()}", err=True)
+            noted = True
+    return noted
 
 
 def show_model(sch, model, as_json: bool, registers: int | None = None) -> None:

@@ -8,7 +8,7 @@ import click
 import numpy as np
 
 from tiletraffic.simulator.engine.accelerators import Accelerators
-from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
+from tiletraffic.simulator.engine.fast_path import FASTEST, count_launch
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, UNLIMITED, LimitError
 from tiletraffic.simulator.engine.simulation import InputError
 from tiletraffic.simulator.ir.static import ExecutionError
@@ -27,24 +27,33 @@ from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (NO_REFERENCE, build_schedule, check_work, fail,
                                              is_user_spec, reference_fn,
                                              refuse_beyond_limits, refuse_seed_unless_random,
-                                             refuse_unused, within_budget, work)
-from tiletraffic.analysis.cli.model import classes_problems, note_unproved_classes, show_model
+                                             refuse_unused, within_budget, work, work_text)
+from tiletraffic.analysis.cli.model import classes_problems, note_path, show_model
 from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_option,
                                               reference_option, schedule_options)
 
 VALUES_AUTO_LIMIT = 2**24
-"""Below this many multiply-adds, ``simulate`` also computes and checks the output."""
+"""At most this much work (:func:`analysis.cli.common.work`: multiply-adds of a family,
+work-item loop steps of another schedule), ``simulate`` also computes and checks the
+output; above it, counts are taken by the fastest exact path
+(:func:`simulator.engine.fast_path.count_launch`: work-group classes and K extrapolation
+where they are proved)."""
 
-CLASSES_AUTO_LIMIT = 2**27
-"""Above this many multiply-adds, counts are taken by work-group classes (exact, fast)."""
+VALUES_AUTO_WORK_ITEMS = 2**20
+"""And at most this many work-items: a launch of many short work-items (a transpose of
+4096²) costs more per work-item with values than its loop steps say."""
+
+VALUES_MAX_WORK = 2**27
+"""Above this much work, ``--values`` is refused (it executes every work-group)."""
 
 
 @click.command("simulate")
 @schedule_options
 @reference_option
 @click.option("--values/--counts-only", default=None,
-              help="Also compute the output and check it against numpy (default: only when "
-                   f"M·N·K <= {VALUES_AUTO_LIMIT}).")
+              help="Also compute the output and check it against numpy (default: only for "
+                   f"a small launch: M·N·K, or work-item loop steps, <= {VALUES_AUTO_LIMIT} "
+                   f"and at most {VALUES_AUTO_WORK_ITEMS} work-items).")
 @click.option("--no-limits", is_flag=True,
               help="Do not enforce generic GPU limits (1024 work-items, 48 KiB local memory).")
 @click.option("--hazards", type=click.Choice(["raise", "report"]), default="raise",
@@ -86,39 +95,46 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     check_work(sch, k)
     if device_model:
         classes = classes_problems(sch)
-        within_budget(sch, force, classes, compute_values=False, work_group_classes=True)
-        note_unproved_classes(sch, classes)
+        est = within_budget(sch, force, classes, long_note=False, compute_values=False,
+                            work_group_classes=True, k_extrapolation=True)
+        note_path(sch, classes, est, device_model.local_vector_words)
         show_model(sch, device_model, as_json)
         return
     ref_fn = reference_fn(schedule, reference_spec)
-    ops = work(sch)
+    ops, large = work(sch), too_large_for_values(sch)
     if values is False:
         refuse_unused(("reference_spec", "inputs_kind", "seed"),
                       "with --counts-only: no result is computed")
-    elif values is None and ops > VALUES_AUTO_LIMIT:
+    elif values is None and large:
         refuse_unused(("reference_spec", "inputs_kind", "seed"),
-                      f"here: no result is computed at M·K·N = {ops} (above {VALUES_AUTO_LIMIT})",
+                      f"here: no result is computed at {large}",
                       "add --values to compute and check it")
-    values = ops <= VALUES_AUTO_LIMIT if values is None else values
-    if values and ops > CLASSES_AUTO_LIMIT:
-        raise click.UsageError(f"--values with M·K·N = {ops} above {CLASSES_AUTO_LIMIT} would "
-                               "take too long; use --counts-only")
-    by_classes = not values and ops > CLASSES_AUTO_LIMIT
-    classes = classes_problems(sch) if by_classes else None
-    within_budget(sch, force, classes, compute_values=values, work_group_classes=by_classes)
+    values = large is None if values is None else values
+    if values and ops > VALUES_MAX_WORK:
+        raise click.UsageError(f"--values with {work_text(sch)} = {ops} above "
+                               f"{VALUES_MAX_WORK} would take too long; use --counts-only")
+    fast = not values and large is not None   # the fastest exact path
+    classes = classes_problems(sch) if fast else None
+    est = within_budget(sch, force, classes, long_note=not fast, compute_values=values,
+                        work_group_classes=fast, k_extrapolation=fast)
+    if fast:
+        note_path(sch, classes, est)
     inputs = random_inputs(sch, np.random.default_rng(seed), inputs_kind) if values else None
+    limits = UNLIMITED if no_limits else GENERIC_GPU
     try:
-        res = simulate(sch, inputs, compute_values=values, hazards=hazards,
-                       limits=UNLIMITED if no_limits else GENERIC_GPU,
-                       accelerators=environment.accelerators(
-                           Accelerators(work_group_classes=by_classes)),
-                       sum_lengths=values)
+        if values:
+            res = simulate(sch, inputs, compute_values=True, hazards=hazards, limits=limits,
+                           accelerators=environment.accelerators(Accelerators()),
+                           sum_lengths=True)
+        else:
+            res = count_launch(sch, hazards=hazards, limits=limits, accelerators=(
+                environment.accelerators(FASTEST if fast else Accelerators())))
     except (LimitError, InputError, ExecutionError) as err:
         raise click.UsageError(str(err)) from None
     except HazardError as err:
         fail(err)
-    unproved = by_classes and res.representatives is None   # every work-group ran
-    by_classes = by_classes and not unproved
+    by_classes = fast and res.by_classes
+    unproved = fast and not by_classes   # every work-group of some kernel ran
     counts = res.counts.to_dict()
     formula = closed_form_of(sch)
     ref = worst = None
@@ -160,10 +176,12 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     else:
         click.echo("counts only" + (" (by work-group classes: one work-group executed per class "
                                     "of identical traffic; races in global memory and unwritten "
-                                    "outputs need the full launch and were not checked)"
+                                    "outputs need the full launch and were not checked"
+                                    + ("; the K loop's counts extrapolated from three short K"
+                                       if res.k_extrapolated else "") + ")"
                                     if by_classes else
                                     " (every work-group executed: work-group classes are not "
-                                    f"proved here: {unproved_why(sch, classes)})" if unproved
+                                    f"proved here: {unproved_why(res)})" if unproved
                                     else "")
                    + "; add --values to also compute and check the result")
     if res.hazards:
@@ -194,10 +212,24 @@ def checked_result(sch, inputs, ref_fn, res):
     return ref, worst, tuple(r.output for r in refs)
 
 
-def unproved_why(sch, classes: tuple[str | None, ...]) -> str | None:
-    """Why ``sch`` ran every work-group though classes were asked for: the proof the
-    command made (``classes``) for a schedule; a kernel sequence's own check."""
-    return classes_problem(sch) if is_sequence(sch) else classes[0]
+def too_large_for_values(sch) -> str | None:
+    """Why ``sch`` is too large for ``simulate`` to compute its values by default (its work
+    above :data:`VALUES_AUTO_LIMIT` or its work-items above
+    :data:`VALUES_AUTO_WORK_ITEMS`), None for a small launch."""
+    from tiletraffic.simulator.engine.budget import work_items
+
+    ops, items = work(sch), work_items(sch)
+    if ops > VALUES_AUTO_LIMIT:
+        return f"{work_text(sch)} = {ops} (above {VALUES_AUTO_LIMIT})"
+    if items > VALUES_AUTO_WORK_ITEMS:
+        return f"{items} work-items (above {VALUES_AUTO_WORK_ITEMS})"
+    return None
+
+
+def unproved_why(counted) -> str | None:
+    """Why some kernel of a launch counted by ``count_launch`` (``counted``) ran every
+    work-group: the first kernel's reason."""
+    return next((why for why in counted.why_every_work_group if why is not None), None)
 
 
 def closed_form_of(sch) -> dict | None:

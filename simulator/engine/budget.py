@@ -24,7 +24,8 @@ prints the estimate next to the measurement for a set of launches):
 Time: 1 µs per work-group and 25 ns per work-item and step of the inner (K) loop (or of its
 deepest loop nest, :func:`loop_nest_steps`, where that is longer) when every
 work-group runs; 1 µs per work-group for the classes' bookkeeping when counting by classes
-(measured 0.3-1 µs); and 250 µs per statement the engine executes one loop iteration at a
+(measured 0.3-1 µs), with 25 ns per work-item and step of the representatives; counting
+from three short K (K extrapolation), the three short launches' times; and 250 µs per statement the engine executes one loop iteration at a
 time in each batch of work-groups (:func:`interpreted_statements`: the statements of loops
 it cannot run in blocks of iterations), the interpreter's cost of a statement, which
 dominates a long loop of small work-groups (``gemm-tiled`` with M = N = 1 and a large K).
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
+from tiletraffic.simulator.engine.accelerators import k_extrapolation as kx
 from tiletraffic.simulator.ir.nodes import FLOAT_BYTES, Schedule
 from tiletraffic.simulator.ir.static import eval_static, is_vectorizable
 from tiletraffic.simulator.ir.sequence import buffers_of, is_sequence
@@ -74,6 +76,10 @@ class Estimate:
     memory_bytes: int
     time_s: float
     work_groups: int
+
+    def time_text(self) -> str:
+        """The time, for a note: ``"40 s"``, ``"3 min"``, ``"2.5 h"``."""
+        return _human_seconds(self.time_s)
 
     def describe(self) -> str:
         time = f" and {_human_seconds(self.time_s)}" if self.time_s > 0 else ""
@@ -114,8 +120,9 @@ def _elements(schedule: Schedule) -> tuple[int, int]:
 
 
 def estimate_simulation(schedule: Schedule, *, compute_values: bool,
-                        work_group_classes: bool = False, reference: bool | None = None,
-                        batch_work_items: int = 1 << 20) -> Estimate:
+                        work_group_classes: bool = False, k_extrapolation: bool = False,
+                        reference: bool | None = None, batch_work_items: int = 1 << 20,
+                        classes_problems: tuple[str | None, ...] | None = None) -> Estimate:
     """Memory and time :func:`simulator.engine.simulation.simulate` is expected to need.
 
     Args:
@@ -123,21 +130,34 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
         work_group_classes: counts by work-group classes (one work-group per class runs,
             where they are proved for the schedule, as :func:`simulator.engine.simulation.simulate`
             decides; else every work-group).
+        k_extrapolation: with ``work_group_classes``, counts from three short K where
+            :func:`simulator.engine.accelerators.k_extrapolation.applies` (as
+            :func:`simulator.engine.fast_path.count_launch` takes them): the three short
+            launches' estimates added.
         reference: a float64 reference of the output is also computed (default: whenever
             values are computed).
         batch_work_items: work-items per batch, as given to ``simulate``.
+        classes_problems: per kernel, why its work-group classes are not proved (None where
+            they are), when the caller has proved them already (default: proved here).
 
     A kernel sequence (:mod:`simulator.ir.sequence`): its kernels' estimates added.
     """
     if is_sequence(schedule):
+        problems = classes_problems or (None,) * len(schedule.kernels)
         parts = [estimate_simulation(k, compute_values=compute_values,
                                      work_group_classes=work_group_classes,
-                                     reference=reference, batch_work_items=batch_work_items)
-                 for k in schedule.kernels]
+                                     k_extrapolation=k_extrapolation, reference=reference,
+                                     batch_work_items=batch_work_items,
+                                     classes_problems=None if classes_problems is None
+                                     else (why,))
+                 for k, why in zip(schedule.kernels, problems)]
         return Estimate(sum(e.memory_bytes for e in parts), sum(e.time_s for e in parts),
                         sum(e.work_groups for e in parts))
-    if work_group_classes:
-        work_group_classes = classes_problem(schedule) is None   # as simulate decides
+    if work_group_classes:   # as simulate decides
+        why = classes_problem(schedule) if classes_problems is None else classes_problems[0]
+        work_group_classes = why is None
+    if work_group_classes and k_extrapolation and kx.applies(schedule):
+        return _estimate_short_k(schedule, batch_work_items)
     groups = schedule.work_groups
     items_per_group = schedule.work_group_items
     batch_items = min(max(batch_work_items // items_per_group, 1) * items_per_group,
@@ -155,14 +175,27 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
     interpreted, nest_steps = _loop_walk(schedule)
     steps = max(1, schedule.param_values.get("K", 1), nest_steps)
     if work_group_classes:
-        time_s = PER_WORK_GROUP_CLASSES_S * groups
         run_groups = min(groups, 3 ** len(schedule.local_size))   # one per class
+        time_s = PER_WORK_GROUP_CLASSES_S * groups + \
+            PER_WORK_ITEM_STEP_S * run_groups * items_per_group * steps
     else:
         time_s = PER_WORK_GROUP_S * groups + PER_WORK_ITEM_STEP_S * groups * items_per_group * steps
         run_groups = groups
     batches = -(-run_groups * items_per_group // batch_items)
     time_s += PER_INTERPRETED_STATEMENT_S * interpreted * batches
     return Estimate(int(memory), float(time_s), groups)
+
+
+def _estimate_short_k(schedule: Schedule, batch_work_items: int) -> Estimate:
+    """The estimate of counting ``schedule`` from three short K by work-group classes: the
+    three launches' times added, the largest memory, the real launch's work-groups."""
+    values, _, _ = kx.short_k_values(schedule.param_values["K"], kx.k_step_elems(schedule))
+    parts = [estimate_simulation(kx.with_k(schedule, k), compute_values=False,
+                                 work_group_classes=True, batch_work_items=batch_work_items,
+                                 classes_problems=(None,))
+             for k in values]
+    return Estimate(max(e.memory_bytes for e in parts), sum(e.time_s for e in parts),
+                    schedule.work_groups)
 
 
 def interpreted_statements(schedule: Schedule) -> int:
@@ -258,6 +291,19 @@ class _LoopWalk(Visitor):
         except (TypeError, KeyError, ValueError, ZeroDivisionError):
             return self.envelope
         return max(0, -((start - stop) // step)) if step > 0 else self.envelope
+
+
+def work_items(schedule: Schedule) -> int:
+    """Work-items of a launch (of a kernel sequence, its kernels' added)."""
+    kernels = schedule.kernels if is_sequence(schedule) else (schedule,)
+    return sum(k.work_groups * k.work_group_items for k in kernels)
+
+
+def work_item_steps(schedule: Schedule) -> int:
+    """Work-item loop steps of a launch: per kernel its work-items × the iterations of its
+    deepest loop nest (:func:`loop_nest_steps`), kernels added; a GEMM's M·K·N."""
+    kernels = schedule.kernels if is_sequence(schedule) else (schedule,)
+    return sum(k.work_groups * k.work_group_items * loop_nest_steps(k) for k in kernels)
 
 
 def loop_steps(schedule: Schedule) -> int:

@@ -18,7 +18,9 @@ the barrier intervals with global loads, the distinct sectors per work-group (fo
 steps P/D apart touch disjoint lines) and the load offsets between neighbouring work-groups
 (A's moves by K rows' worth per work-group row).
 
-The argument is checked, not assumed: :func:`extrapolated_observation` simulates three K
+The argument is checked, not assumed: :func:`extrapolated_observation` (the model's
+observation) and :func:`extrapolated_counts` (the traffic counts alone, the fast path of
+``simulate``: :mod:`simulator.engine.fast_path`) simulate three K
 values n0, n0 + 1, n0 + 2 (in units of P), each by work-group classes, and accepts only if
 every figure has equal differences (also the offsets that are ``None``, the keys of every
 dict and the number of work-groups). Equal differences at three points do not prove the
@@ -178,6 +180,25 @@ def _extrapolate_fields(objs: list, steps: int):
     return dataclasses.replace(objs[0], **out)
 
 
+def k_extrapolation_problem(schedule: Schedule, local_vector_words: int = 1) -> str | None:
+    """Why :func:`applies` does not hold for ``schedule`` (one line, for a note), ``None``
+    where it does."""
+    depth = k_step_elems(schedule)
+    if depth is None:
+        if schedule.family not in FAMILIES + ("gemm-split-k-slices",):
+            return ("its K loop's period is proved for the built-in families only, not for "
+                    f"{schedule.family}")
+        if "K" not in schedule.param_values:
+            return f"{schedule.family} has no parameter K"
+        return "a loop over K takes a step that is not one constant"
+    if local_vector_words > 1 and merges_k_dependent_blocks(schedule):
+        return ("the device model merges local loads in blocks of iterations whose length "
+                "depends on K")
+    if short_k_values(schedule.param_values["K"], depth) is None:
+        return f"K = {schedule.param_values['K']} is too short to gain anything"
+    return None
+
+
 def applies(schedule: Schedule, local_vector_words: int = 1) -> bool:
     """Whether :func:`extrapolated_observation` may try ``schedule`` on a device model with
     ``local_vector_words``: a built-in family with a K loop of a known step depth, not
@@ -226,3 +247,27 @@ def extrapolated_observation(schedule: Schedule, observe: Callable,
     return dataclasses.replace(runs[0], schedule=schedule, counts=counts, memory=memory,
                                footprint=footprint, load_phases=phases, offsets=offsets,
                                strides=strides)
+
+
+def extrapolated_counts(schedule: Schedule, count: Callable):
+    """The :class:`simulator.observers.counters.TrafficCounts` of ``schedule`` from three
+    shorter K, as :func:`extrapolated_observation` gives the observation: every count of
+    the three short runs must have equal differences.
+
+    ``count(schedule)`` counts one schedule by work-group classes (its traffic counts);
+    it raises :class:`simulator.observers.hazards.HazardError` or
+    :class:`simulator.engine.accelerators.NotApplicable` where a short run finds a hazard.
+
+    Raises:
+        NotApplicable: :func:`applies` does not hold, a short run has a hazard, or a count
+            of the three short runs does not have equal differences (:class:`NotAffine`):
+            the caller executes the whole K loop.
+    """
+    if not applies(schedule):
+        raise NotApplicable(f"{schedule.family}: K extrapolation does not apply")
+    values, _, steps = short_k_values(schedule.param_values["K"], k_step_elems(schedule))
+    try:
+        runs = [count(with_k(schedule, k)) for k in values]
+    except HazardError as error:
+        raise NotApplicable(f"{schedule.family}: a short K has a hazard") from error
+    return _extrapolate_fields(runs, steps)
