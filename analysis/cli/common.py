@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from tiletraffic.simulator.kernels import families as schedules
-from tiletraffic.simulator.ir.sequence import kernels_of
+from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
 
 from tiletraffic.frontend.opencl.translate import FrontendError
 
