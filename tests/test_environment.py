@@ -9,7 +9,7 @@ import tiletraffic as tt
 from tiletraffic.analysis import environment
 from tiletraffic.analysis.cli import main
 from tiletraffic.analysis.cli import simulate as simulate_command
-from tiletraffic.simulator.engine.accelerators import ALL, SIMULATE, Accelerators, private_nest
+from tiletraffic.simulator.engine.accelerators import ALL, Accelerators, private_nest
 
 
 def test_zero_turns_an_accelerator_off_and_nothing_else_does():
@@ -26,19 +26,22 @@ def test_zero_turns_an_accelerator_off_and_nothing_else_does():
 
 
 def test_the_command_line_passes_the_switches_and_the_library_ignores_them(monkeypatch):
+    """``simulate --counts-only`` of a small launch counts with the default accelerators the
+    environment leaves on: ``TILETRAFFIC_PRIVATE_NESTS=0`` turns the private nests off."""
     seen = []
-    real = tt.simulate
+    real_count = simulate_command.count_launch
 
-    def spy(*args, accelerators=SIMULATE, **kw):
+    def spy(*args, accelerators=None, **kw):
         seen.append(accelerators)
-        return real(*args, accelerators=accelerators, **kw)
+        return real_count(*args, accelerators=accelerators, **kw)
 
-    monkeypatch.setattr(simulate_command, "simulate", spy)
+    monkeypatch.setattr(simulate_command, "count_launch", spy)
     monkeypatch.setenv("TILETRAFFIC_PRIVATE_NESTS", "0")
     result = CliRunner().invoke(main, ["simulate", "gemm-register-blocked", "--m", "16",
                                        "--k", "16", "--n", "16", "--counts-only", "--json"])
     assert result.exit_code == 0, result.output
     assert seen == [Accelerators(private_nests=False)]
+    real = tt.simulate
     # the library, same environment: its default runs the private nests
     applied = []
     ready = private_nest.ready

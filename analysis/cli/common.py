@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from tiletraffic.simulator.kernels import families as schedules
-from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
+from tiletraffic.simulator.ir.sequence import kernels_of
 
 from tiletraffic.frontend.opencl.translate import FrontendError
 
@@ -136,23 +136,14 @@ def one_name_or_all(name, check_all: bool) -> None:
 
 def refuse_beyond_limits(sch, limits, where: str = "") -> None:
     """Refuse (usage error, exit 2, one line) a schedule, or any kernel of a sequence, that a
-    device of ``limits`` (a ``simulator.engine.limits.DeviceLimits``) would not launch:
-    work-items per work-group, work-items per dimension, local memory per work-group, each
-    named with its value and the limit. Every command calls it first, before any check,
-    estimate or simulation, so that a launch no device of ``limits`` takes is refused at
-    once; ``None``: no limits (nothing refused). ``where`` prefixes the message (a case of
-    a case file)."""
-    from tiletraffic.simulator.engine.limits import launch_limit_problems
+    device of ``limits`` (``None``: no limits) would not launch
+    (:func:`simulator.engine.limits.launch_refusal`). Every command calls it first, before
+    any check, estimate or simulation; ``where`` prefixes the message (a case of a file)."""
+    from tiletraffic.simulator.engine.limits import launch_refusal
 
-    if limits is None:
-        return
-    for kernel in kernels_of(sch):
-        problems = launch_limit_problems(tuple(kernel.local_size), kernel.local_mem_bytes,
-                                         limits)
-        if problems:
-            name = (f"{sch.family} kernel {kernel.kernel_name}" if is_sequence(sch)
-                    else kernel.family)
-            raise click.UsageError(f"{where}{name}: " + "; ".join(problems))
+    refusal = None if limits is None else launch_refusal(sch, limits)
+    if refusal:
+        raise click.UsageError(where + refusal)
 
 
 def check_work(sch, k: int | None) -> None:

@@ -94,3 +94,19 @@ def check_schedule_limits(schedule: Schedule, limits: DeviceLimits) -> None:
                                      limits)
     if problems:
         raise LimitError(f"{schedule.family}: " + "; ".join(problems))
+
+
+def launch_refusal(schedule, limits: DeviceLimits) -> str | None:
+    """The one line refusing a schedule, or a kernel sequence any of whose kernels, a device
+    of ``limits`` would not launch (the kernel named, every limit exceeded with its value:
+    :func:`launch_limit_problems`); None when every kernel fits."""
+    from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
+
+    for kernel in kernels_of(schedule):
+        problems = launch_limit_problems(tuple(kernel.local_size), kernel.local_mem_bytes,
+                                         limits)
+        if problems:
+            name = (f"{schedule.family} kernel {kernel.kernel_name}" if is_sequence(schedule)
+                    else kernel.family)
+            return f"{name}: " + "; ".join(problems)
+    return None
