@@ -54,10 +54,12 @@ def command():
 @click.option("--out", "out_file", default=None, type=click.Path(dir_okay=False),
               help="Results (JSON), written after every step [default: "
                    "tuning/<launch file name>.json].")
+@cluster_options("The candidates are modelled as Ray tasks over its CPUs and measured on "
+                 "one worker per device (same results as one process).")
 @SEED_OPTION
 @json_option("the results")
 def tune_launch_file(launch, params, constraints, sets, device, device_model, top, repeat,
-                     warmup, rounds, out_file, seed, as_json):
+                     warmup, rounds, out_file, cluster, device_workers, seed, as_json):
     """Tune the macros of an OpenCL C kernel described by LAUNCH.toml: every combination of
     the --param values that meets the constraints and the device limits is built with -D,
     modelled and ranked; the best --top are checked for hazards and run on the device, each
@@ -69,13 +71,17 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
     from tiletraffic.frontend.opencl.translate import FrontendError
 
     from tiletraffic.frontend import launch_file
+    from tiletraffic.analysis.tune.cluster import ClusterError, ClusterSpecError
     from tiletraffic.analysis.tune.launch import parse_params, table, tune_launch
     from tiletraffic.analysis.tune.options import TuneError
 
     if top == 0:
-        refuse_unused(("device", "repeat", "warmup", "rounds", "seed"),
+        refuse_unused(("device", "repeat", "warmup", "rounds", "seed", "device_workers"),
                       "with --top 0: nothing is measured (the model ranks the candidates "
                       "without a device)")
+    if cluster is None:
+        refuse_unused(("device_workers",), "without --cluster: one process measures on one "
+                                           "device")
     check_device_spec(device)
     out_file = f"tuning/{Path(launch).stem}.json" if out_file is None else out_file
     check_out_file(out_file)
@@ -85,10 +91,11 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
                           device_model=device_model, top=top, repeat=repeat, warmup=warmup,
                           rounds=rounds, out=out_file, seed=seed,
                           log=lambda line: click.echo(line, err=True),
-                          command=command_line())
-    except (TuneError, launch_file.LaunchFileError, FrontendError) as err:
+                          command=command_line(), cluster=cluster,
+                          device_workers=device_workers)
+    except (TuneError, launch_file.LaunchFileError, FrontendError, ClusterSpecError) as err:
         raise click.UsageError(str(err)) from None
-    except TiletrafficGpuError as err:
+    except (TiletrafficGpuError, ClusterError) as err:
         fail(err)
     except OSError as err:
         write_failed("the tuning", None, err)
