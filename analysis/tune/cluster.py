@@ -346,8 +346,8 @@ class RayPool:
             "runtime_env": {"env_vars": {"POCL_MAX_PTHREAD_COUNT": str(threads)}}}
         run = secrets.token_hex(3)
         actor = ray.remote(DeviceWorker)
-        made = {i: actor.options(**options, max_restarts=0,
-                                 name=f"{ACTOR_PREFIX}-{run}-{i}").remote(spec)
+        self.names = {i: f"{ACTOR_PREFIX}-{run}-{i}" for i in range(count)}
+        made = {i: actor.options(**options, max_restarts=0, name=self.names[i]).remote(spec)
                 for i in range(count)}
         self.threads, self.gpu, self.actors, self.info = threads, gpu, {}, {}
         self.log = cluster.log
@@ -376,7 +376,8 @@ class RayPool:
                 self.log(f"warning: {why}")
                 ray.kill(handle)
                 continue
-            self.actors[i], self.info[i] = handle, {"worker": i, **described}
+            self.actors[i] = handle
+            self.info[i] = {"worker": i, "actor": self.names[i], **described}
         if not self.actors:
             raise ClusterError(f"no device worker started on {info.device_name} ({why})")
 
