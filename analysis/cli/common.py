@@ -172,6 +172,19 @@ def check_out_file(path: str | None, option: str = "--out") -> None:
                                              folder if path else "")) from None
 
 
+def check_out_folder(folder: str, why: str, option: str = "--out") -> None:
+    """Refuse (usage error, exit 2) an output folder that is a file (``why``: what the
+    option names there) or cannot be written, before any work."""
+    from tiletraffic.analysis.files import check_writable
+
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise click.UsageError(f"{option} {folder!r}: {why}, and this is a file")
+    try:
+        check_writable(os.path.abspath(folder))
+    except OSError as err:
+        raise click.UsageError(cannot_write(f"{option} {folder!r}", err, folder)) from None
+
+
 def within_budget(sch, force: bool, classes=None, **how) -> None:
     """Estimate memory and time before a large launch; refuse (usage error, exit 2) what
     would not fit in the available memory unless ``force``; note long runs on stderr.

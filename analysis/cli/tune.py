@@ -7,8 +7,9 @@ import sys
 import click
 
 from tiletraffic.analysis.files import json_text
-from tiletraffic.analysis.cli.common import (check_device_spec, check_out_file, command_line,
-                                             fail, refuse_unused, write_failed)
+from tiletraffic.analysis.cli.common import (check_device_spec, check_out_file,
+                                             check_out_folder, command_line, fail,
+                                             refuse_unused, write_failed)
 from tiletraffic.analysis.cli.options import (DEVICE_MODEL, SEED_OPTION, TARGETS_OPTION,
                                               cluster_options, json_option, repeat_option,
                                               rounds_option, warmup_option)
@@ -197,7 +198,8 @@ def tune_gemm(m, n, k, shapes_file, device, device_model, top, measure_all, rech
         check_out_file(out_file)
     else:
         out_file = "tuning" if out_file is None else out_file
-        _check_out_folder(out_file)
+        check_out_folder(out_file, "with --shapes, --out names a folder (of the shapes' "
+                                   "results files)")
     options = dict(device=device, device_model=device_model, top=top, out=out_file,
                    repeat=repeat, warmup=warmup, rounds=rounds, space=space_file, jobs=jobs,
                    measure_all=measure_all, resume=resume, seed=seed, progress=None,
@@ -258,22 +260,6 @@ def _shapes_or_sizes(shapes_file, m, n, k):
         return read_shapes(shapes_file)
     except TuneError as err:
         raise click.UsageError(str(err)) from None
-
-
-def _check_out_folder(folder: str) -> None:
-    """Refuse (exit 2) a --out folder of --shapes that is a file or cannot be written."""
-    import os
-
-    from tiletraffic.analysis.files import check_writable
-
-    if os.path.exists(folder) and not os.path.isdir(folder):
-        raise click.UsageError(f"--out {folder!r}: with --shapes, --out names a folder (of "
-                               "the shapes' results files), and this is a file")
-    try:
-        check_writable(os.path.abspath(folder))
-    except OSError as err:
-        raise click.UsageError(f"--out {folder!r}: cannot write there "
-                               f"({err.strerror or err})") from None
 
 
 def _print_shapes(shapes, results, as_json: bool) -> None:
