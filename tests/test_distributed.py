@@ -59,6 +59,17 @@ def test_device_workers_need_a_cluster_and_jobs_and_a_cluster_do_not_go_together
         TuneOptions(64, 64, 64, jobs=2, cluster="local")
 
 
+def test_an_address_where_nothing_answers_is_refused_at_once():
+    import socket
+
+    with socket.socket() as sock:          # a port that is closed: bound, never listening
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        with pytest.raises(tune_cluster.ClusterError, match=f"--cluster 127.0.0.1:{port}: "
+                                                            "nothing answers there"):
+            tune_cluster.Cluster(parse_cluster(f"127.0.0.1:{port}")).check_reachable()
+
+
 @pytest.mark.parametrize("args", [
     ["tune", "gemm", "--m", "64", "--n", "64", "--k", "64", "--top", "0"],
     ["tune", "LAUNCH", "--param", "TS=8,16", "--top", "0"],

@@ -194,7 +194,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         with engine_for(cluster, 1, device_workers,
                         lambda line: click.echo(line, err=True)) as engine:
             target = select_device(device) if cluster is None else \
-                engine.open_device(device)
+                _remote_device(engine, device)
             result = validate_device(target, ValidationOptions(
                 model=model, cases=cases if list_name is None else None,
                 case_list_name=list_name, predictions_file=predictions_file, out_dir=out,
@@ -207,6 +207,16 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
     except OSError as err:
         write_failed("the validation", out, err)
     _print_summary(result)
+
+
+def _remote_device(engine, device):
+    """The device a cluster's worker opens (no such device: usage error, as here)."""
+    from tiletraffic.gpu.devices.device import NoMatchingDeviceError
+
+    try:
+        return engine.open_device(device)
+    except NoMatchingDeviceError as err:
+        raise click.UsageError(str(err)) from None
 
 
 def _predict_only(cases, list_name, model, out) -> None:

@@ -31,6 +31,8 @@ import secrets
 import socket
 from dataclasses import dataclass
 
+CONNECT_TIMEOUT_S = 10
+"""Seconds a cluster address has to answer before the command gives up."""
 MODEL_RETRIES = 3
 """Times Ray runs a modelling task again after its worker died."""
 RAY_MISSING = ("--cluster needs Ray, which is not installed here: pip install -e "
@@ -210,6 +212,7 @@ class Cluster:
                      "that cluster")
         else:
             extra = {"include_dashboard": False} if self.spec.starts_local else {}
+            self.check_reachable()
             try:
                 ray.init(**self.spec.init, **extra, logging_level=logging.WARNING,
                          log_to_driver=False)
@@ -224,6 +227,25 @@ class Cluster:
     def __exit__(self, *exc):
         self.close()
         return False
+
+    def check_reachable(self) -> None:
+        """A cluster address (``HOST:PORT``, ``ray://HOST:PORT``) answers on its port within
+        :data:`CONNECT_TIMEOUT_S` (Ray itself would retry for minutes).
+
+        Raises:
+            ClusterError: it does not, with the reason.
+        """
+        address = self.spec.init.get("address")
+        if address in ("local", "auto"):
+            return
+        host, _, port = address.removeprefix("ray://").rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)),
+                                     timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as err:
+            raise ClusterError(f"--cluster {self.spec.text}: nothing answers there "
+                               f"({err.strerror or err}); is the cluster started (ray start "
+                               "--head) and the address its head's?") from None
 
     def close(self) -> None:
         """Kill the measuring actors; shut down a cluster this command started."""

@@ -282,6 +282,7 @@ def _measure_rounds(where, data: dict, cases, options: ValidationOptions,
         data["meta"]["cluster"] = engine.describe()
 
     def on_result(case_id, round_index, result, worker):
+        result = {"round": round_index, **result}
         if workers[worker] is not None:
             result = {**result, "worker": workers[worker]}
         data["measurements"][case_id]["rounds"].append(result)
@@ -303,6 +304,7 @@ def _measure_rounds(where, data: dict, cases, options: ValidationOptions,
                 work=lambda case_id, r: (measure_case, (by_id[case_id], options.repeat,
                                                         options.warmup, r)),
                 on_result=on_result, on_restart=on_restart,
+                on_worker_death=lambda case_id, why: {"device_error": f"WorkerDied: {why}"},
                 log=lambda line: tqdm.write(line, file=sys.stderr)))
     except (KeyboardInterrupt, NoWorkersLeft) as err:
         from tiletraffic.analysis.validation.render import render
