@@ -10,16 +10,17 @@ Pipeline, for C = A·B with A M×K and B K×N:
    Nothing rejected here is modelled or launched; each rejection keeps its stage and reasons.
 2. **Model** each valid candidate (``tiletraffic.model(schedule, device_model)``, the
    predicted time ``prediction.predicted_time_s``), optionally in a pool of processes
-   (``jobs``); a candidate the model refuses (a limit or hazard) is a rejection of stage
-   ``model``. Rank by predicted time (ties: the space's order).
+   (``jobs``) or as the Ray tasks of a cluster (``cluster``: :mod:`analysis.tune.cluster`);
+   a candidate the model refuses (a limit or hazard) is a rejection of stage ``model``. Rank by predicted time (ties: the space's order).
    **Recheck** (:mod:`analysis.tune.recheck`) the ``recheck`` best-ranked on the target
    device: build each (compile only), read its compiled registers where the driver reports
    them, re-model it with them and re-rank; a failed build is a rejection of stage
    ``build``.
 3. **Measure** the ``top`` best-ranked (or all: ``measure_all``) on the OpenCL device with
-   :func:`gpu.runtime.checked_run.run_on_device`, which checks every launch against float64 before
-   its time counts. A candidate that fails to build, launch or check is recorded as failed
-   with the message and the tuning goes on.
+   :func:`gpu.runtime.checked_run.run_on_device`, which checks every launch against float64
+   before its time counts (on a cluster, on one worker per device:
+   :mod:`analysis.tune.rounds`). A candidate that fails to build, launch or check is
+   recorded as failed with the message and the tuning goes on.
 4. **Judge** the model (:func:`analysis.tune.stats.summarize`): regret of its pick against
    the best measured candidate, rank correlation, resolvable pairs, over the measured
    candidates only.
