@@ -13,7 +13,7 @@ def tune_kernel(launch, params: dict, constraints=(), **options) -> dict:
     (expressions) and the device limits is modelled and ranked, the best `top` measured
     after each launch's check, the regret reported
     (`tiletraffic.analysis.tune.launch.tune_launch`; `options`: sets, device,
-    device_model, top, repeat, warmup, rounds, out, seed).
+    device_model, top, repeat, warmup, rounds, out, seed, cluster, device_workers).
 
     Example: `tune_kernel("examples/opencl/mm_tiled.toml", {"TS": [8, 16]}, top=0)`.
 
@@ -34,7 +34,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
          top: int = DEFAULT_TOP, out=None, repeat: int = 10, warmup: int = 2, rounds: int = 2,
          space=None, jobs: int = 1, measure_all: bool = False, resume: bool = False,
          seed: int | None = None, progress: bool | None = False, recheck: int | None = None,
-         log=None, command: str | None = None, targets=None):
+         log=None, command: str | None = None, targets=None, cluster: str | None = None,
+         device_workers: int | None = None):
     """Tune C = A·B (A m×k, B k×n, float32) over a tuning space: reject the candidates that
     break the space's constraints (each with its reason), rank the rest by the model's
     predicted time on `device_model`, run the `top` best on `device` (every launch
@@ -66,6 +67,13 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             prediction records `registers_source`, `estimate_rank`,
             `estimate_predicted_time_s`, `compiled_rank`, `compiled_predicted_time_s`;
             `.summary["estimate_pick"]` is the estimate ranking's pick and its regret.
+        cluster: a Ray cluster to run on (`"local"`, `"local:N"`, `"auto"` or an address,
+            as `ray.init` reads them; needs the `distributed` extra): the candidates are
+            modelled as Ray tasks over its CPUs and measured on one worker per device,
+            with the same results as one process; a process already connected to Ray uses
+            that cluster. device_workers: its device workers (default one per GPU, or on a
+            CPU device one per node). Several shapes at once:
+            `tiletraffic.analysis.tune.shapes.tune_shapes`.
 
     Returns:
         `tiletraffic.analysis.tune.tuner.TuneResult` (`.summary`: `regret_ratio`,
@@ -77,6 +85,9 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         tiletraffic.analysis.tune.space.SpaceError (a ValueError): a malformed space file.
         tiletraffic.gpu.devices.device.DeviceError: no OpenCL device.
         tiletraffic.analysis.tune.tuner.TuneInterrupted: Ctrl-C (what finished is saved).
+        tiletraffic.analysis.tune.cluster.ClusterSpecError (a ValueError): a bad `cluster`
+            or Ray not installed. `ClusterError`: a cluster that cannot be reached or lost
+            every device worker (what finished is saved).
     """
     from tiletraffic.analysis.tune import tuner
     from tiletraffic.analysis.tune.options import TuneOptions
@@ -85,4 +96,4 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         m, n, k, device=device, device_model=device_model, top=top, out=out, repeat=repeat,
         warmup=warmup, rounds=rounds, space=space, jobs=jobs, measure_all=measure_all,
         resume=resume, seed=seed, progress=progress, recheck=recheck, log=log,
-        command=command, targets=targets))
+        command=command, targets=targets, cluster=cluster, device_workers=device_workers))

@@ -45,7 +45,8 @@ def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
 @facade_function
 def validate(device: str | None = None, device_model: str | DeviceModel | None = None, *,
              quick: bool = False, cases=None, predictions=None, out=None, repeat: int = 10,
-             rounds: int = 2, progress: bool = False, targets=None):
+             rounds: int = 2, progress: bool = False, targets=None, cluster: str | None = None,
+             device_workers: int | None = None):
     """Validate the model on an OpenCL device: every case run, checked against float64,
     timed (median and spread of `rounds` × `repeat` launches) and compared with the
     model's predicted time, speedup over the naive schedule and ranking
@@ -63,6 +64,8 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
             file or `tiletraffic.analysis.validation.targets.Targets`; default the built-in
             `analysis/validation/targets.toml`: median-abs-error 15 %, worst-abs-error 35 %,
             speedup-error 20 %, ranking 2x the spread).
+        cluster, device_workers: a Ray cluster to predict and measure on and its device
+            workers, as for `tune` (`tiletraffic.analysis.tune.cluster`).
 
     Returns:
         `tiletraffic.analysis.validation.run.ValidationRun`: `.out_dir`, `.data` (the
@@ -76,12 +79,16 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
         or other cases or another model than the file's;
         `TargetsError` (a ValueError): a malformed targets file.
         OSError: `out` cannot be written.
+        `ClusterSpecError`, `ClusterError` (`tiletraffic.analysis.tune.cluster`): a bad
+        `cluster` or Ray not installed; a cluster that cannot be reached or lost every
+        device worker.
     """
+    from tiletraffic.analysis.tune.engine import engine_for
     from tiletraffic.analysis.validation.run import ValidationOptions, validate_device
-    from tiletraffic.gpu.devices.device import select_device
 
-    target = select_device(device)
-    return validate_device(target, ValidationOptions(
+    options = ValidationOptions(
         model=device_model, cases=cases, quick=quick, predictions_file=predictions,
         out_dir=out, repeat=repeat, rounds=rounds, progress=progress, targets=targets,
-        command=f"tiletraffic.validate(device={device!r}, quick={quick})"))
+        command=f"tiletraffic.validate(device={device!r}, quick={quick})")
+    with engine_for(cluster, 1, device_workers) as engine:
+        return validate_device(engine.open_device(device), options, engine)

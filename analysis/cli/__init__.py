@@ -105,7 +105,7 @@ class _Ordered(click.Group):
         except OSError as err:
             if err.errno not in OUTPUT_ERRNOS:
                 raise
-            from tiletraffic.analysis.cli.common import cannot_write
+            from tiletraffic.analysis.cli.outputs import cannot_write
 
             click.echo(f"error: {cannot_write('the output', err, 'stdout')}", err=True)
             sys.exit(OUTPUT_EXIT)

@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from tiletraffic.analysis.cli.common import check_out_file, fail, select_device
+from tiletraffic.analysis.cli.common import fail, select_device
+from tiletraffic.analysis.cli.outputs import check_out_file
 from tiletraffic.analysis.cli.options import DEVICE_MODEL
 
 

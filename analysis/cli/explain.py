@@ -14,8 +14,8 @@ from tiletraffic.simulator.model.observation import device_limits
 from tiletraffic.simulator.ir.sequence import is_sequence, pick_kernel
 
 from tiletraffic.analysis.device_model import DEFAULT_MODEL
-from tiletraffic.analysis.cli.common import (build_schedule, check_out_file,
-                                             refuse_beyond_limits, refuse_unused)
+from tiletraffic.analysis.cli.common import build_schedule, refuse_beyond_limits, refuse_unused
+from tiletraffic.analysis.cli.outputs import check_out_file
 from tiletraffic.analysis.cli.options import DEVICE_MODEL, size_options
 
 

@@ -255,3 +255,35 @@ TARGETS_OPTION = click.option(
     help="The limits the model is judged by (TOML: median-abs-error, worst-abs-error, "
          "speedup-error, ranking, tune-regret; those not given keep the built-in values). "
          "Start from the built-in file: analysis/validation/targets.toml of the installed package.")
+
+
+def _checked_cluster(ctx, param, value):
+    """--cluster: its form and Ray checked when given (one line, exit 2)."""
+    if value is None:
+        return None
+    from tiletraffic.analysis.tune.cluster import ClusterSpecError, check_cluster
+
+    try:
+        check_cluster(value)
+    except ClusterSpecError as err:
+        raise click.UsageError(str(err)) from None
+    return value
+
+
+def cluster_options(what: str):
+    """--cluster SPEC and --device-workers N: ``what`` runs on a Ray cluster
+    (:mod:`tiletraffic.analysis.tune.cluster`)."""
+    def decorate(f):
+        f = click.option(
+            "--device-workers", type=click.IntRange(min=1), default=None, metavar="N",
+            help="With --cluster: device workers that measure [default: one per GPU of the "
+                 "cluster; on a CPU device (PoCL) one per node, each a PoCL of the node's "
+                 "CPUs / N threads].")(f)
+        return click.option(
+            "--cluster", default=None, metavar="local[:N]|auto|ADDRESS",
+            callback=_checked_cluster,
+            help=f"Run on a Ray cluster: local (a new one on this machine), local:N (of N "
+                 f"CPUs), auto (the one this machine is a node of) or its address "
+                 f"(HOST:PORT, ray://HOST:PORT). {what} Needs Ray: pip install -e "
+                 f"\".[distributed]\".")(f)
+    return decorate

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from tiletraffic.analysis.cli.common import (check_device_spec, fail, refuse_unused,
-                                             render_results, write_failed)
+from tiletraffic.analysis.cli.common import check_device_spec, fail, refuse_unused
+from tiletraffic.analysis.cli.outputs import render_results, write_failed
 from tiletraffic.analysis.cli.options import TARGETS_OPTION, repeat_option
 from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
 

@@ -6,6 +6,7 @@
     tiletraffic validate --predict-only --device-model NAME|FILE [--quick | ...] --out FILE
     tiletraffic validate --print-cases [--quick | --case-list L | --device D]
     tiletraffic validate --render DIR
+    tiletraffic validate --cluster local[:N]|auto|ADDRESS [--device-workers N] [...]
 
 Usage errors (a malformed case file or predictions file, cases or a model that differ from
 the predictions file's, options that do not go together, cases the model cannot predict)
@@ -17,10 +18,11 @@ import sys
 
 import click
 
-from tiletraffic.analysis.cli.common import (check_out_file, command_line, fail,
-                                             refuse_beyond_limits, refuse_unused,
-                                             render_results, select_device, write_failed)
-from tiletraffic.analysis.cli.options import TARGETS_OPTION, repeat_option, rounds_option
+from tiletraffic.analysis.cli.common import (command_line, fail, refuse_beyond_limits,
+                                             refuse_unused, select_device)
+from tiletraffic.analysis.cli.outputs import check_out_file, render_results, write_failed
+from tiletraffic.analysis.cli.options import (TARGETS_OPTION, cluster_options, repeat_option,
+                                              rounds_option)
 
 
 class CaseListName(click.Choice):
@@ -111,8 +113,11 @@ def _chosen_cases(quick, case_list_name, cases_file):
 @click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
               help="Only re-render DIR/validation.md from DIR/validation.json (no device).")
 @TARGETS_OPTION
+@cluster_options("The cases are predicted as Ray tasks over its CPUs and run on one worker "
+                 "per device (one device kind: the cases are compared with each other).")
 def command(device, model, quick, case_list_name, cases_file, out, repeat, rounds,
-            predictions_file, predict_only, print_cases, render_dir, targets):
+            predictions_file, predict_only, print_cases, render_dir, targets, cluster,
+            device_workers):
     """Validate the model on a device: every schedule family at sizes chosen for the device,
     run, checked against float64 and timed (median and spread over repeated launches and
     rounds), against the model's predicted time, speedup over the naive schedule and
@@ -130,7 +135,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
     if render_dir:
         refuse_unused(("device", "model", "quick", "case_list_name", "cases_file", "out",
                        "repeat", "rounds", "predictions_file", "predict_only", "print_cases",
-                       "targets"), "with --render: it re-renders DIR/validation.md from "
+                       "targets", "cluster", "device_workers"), "with --render: it re-renders DIR/validation.md from "
                                    "DIR/validation.json, without a device")
         from pathlib import Path
 
@@ -144,7 +149,8 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
     cases, list_name = _chosen_cases(quick, case_list_name, cases_file)
     if print_cases:
         refuse_unused(("model", "out", "repeat", "rounds", "predictions_file", "predict_only",
-                       "targets"), "with --print-cases: it prints the case list and runs nothing")
+                       "targets", "cluster", "device_workers"),
+                      "with --print-cases: it prints the case list and runs nothing")
         if cases is not None:
             refuse_unused(("device",), "with --print-cases and a case list chosen: the device "
                                        "only picks the default list")
@@ -160,7 +166,8 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         click.echo(cases_toml(cases), nl=False)
         return
     if predict_only:
-        refuse_unused(("device", "predictions_file", "repeat", "rounds", "targets"),
+        refuse_unused(("device", "predictions_file", "repeat", "rounds", "targets",
+                       "cluster", "device_workers"),
                       "with --predict-only: it writes the model's predictions and measures "
                       "nothing, without a device")
         if model is None:
@@ -181,20 +188,29 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
 
     from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
 
+    from tiletraffic.analysis.tune.cluster import ClusterError
+    from tiletraffic.analysis.tune.engine import engine_for
     from tiletraffic.analysis.validation.run import (ValidationInterrupted, ValidationOptions,
                                                      validate_device)
 
+    if cluster is None:
+        refuse_unused(("device_workers",), "without --cluster: one process runs the cases "
+                                           "on one device")
     try:
-        target = select_device(device)
-        if cases_file:   # the device's limits, before any work
-            _refuse_cases_beyond(cases, cases_file, target.limits)
-        result = validate_device(target, ValidationOptions(
-            model=model, cases=cases if list_name is None else None, case_list_name=list_name,
-            predictions_file=predictions_file, out_dir=out, repeat=repeat, rounds=rounds,
-            command=command_line(), targets=targets))
+        with engine_for(cluster, 1, device_workers,
+                        lambda line: click.echo(line, err=True)) as engine:
+            target = select_device(device) if cluster is None else \
+                _remote_device(engine, device)
+            if cases_file:   # the device's limits, before any work
+                _refuse_cases_beyond(cases, cases_file, target.limits)
+            result = validate_device(target, ValidationOptions(
+                model=model, cases=cases if list_name is None else None,
+                case_list_name=list_name, predictions_file=predictions_file, out_dir=out,
+                repeat=repeat, rounds=rounds, command=command_line(), targets=targets),
+                engine)
     except (PredictionsError, PredictionsMismatch) as err:
         raise click.UsageError(str(err)) from None
-    except (TiletrafficGpuError, ValueError, ValidationInterrupted) as err:
+    except (TiletrafficGpuError, ValueError, ValidationInterrupted, ClusterError) as err:
         fail(err)
     except OSError as err:
         write_failed("the validation", out, err)
@@ -206,6 +222,16 @@ def _refuse_cases_beyond(cases, cases_file: str, limits) -> None:
     the case file ``cases_file`` that a device of ``limits`` would not launch."""
     for number, case in enumerate(cases, 1):
         refuse_beyond_limits(case.build(), limits, f"{cases_file}: case {number} ({case.id}): ")
+
+
+def _remote_device(engine, device):
+    """The device a cluster's worker opens (no such device: usage error, as here)."""
+    from tiletraffic.gpu.devices.device import NoMatchingDeviceError
+
+    try:
+        return engine.open_device(device)
+    except NoMatchingDeviceError as err:
+        raise click.UsageError(str(err)) from None
 
 
 def _predict_only(cases, list_name, model, out) -> None:

@@ -20,7 +20,9 @@ Every combination of the parameters' values is a candidate. Each is
    pick, the best measured, the regret over the measured candidates.
 
 Kernel Tuner and CLBlast's tuners measure every candidate; this one measures ``top``.
-Results are written atomically to ``out`` after every step.
+Results are written atomically to ``out`` after every step. With ``cluster`` the modelling
+runs as Ray tasks and the measuring on one worker per device
+(:mod:`analysis.tune.cluster`), with the same results.
 """
 from __future__ import annotations
 
@@ -133,7 +135,8 @@ def _check_params_used(launch: launch_file.LaunchFile, params: dict[str, list[in
 def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None,
                 device: str | None = None, device_model=None, top: int = 4,
                 repeat: int = 10, warmup: int = 2, rounds: int = 2, out=None,
-                seed: int | None = None, log=None, command: str | None = None) -> dict:
+                seed: int | None = None, log=None, command: str | None = None,
+                cluster: str | None = None, device_workers: int | None = None) -> dict:
     """Tune the macros ``params`` of the launch file ``spec`` (module docstring).
 
     Args:
@@ -148,6 +151,8 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
         top: best-ranked candidates to measure (0: model only).
         out: results file (JSON, written atomically after each step; None: not saved); an
             existing one is first moved to ``history/`` beside it, never overwritten.
+        cluster, device_workers: a Ray cluster to model and measure on and its device
+            workers (:mod:`analysis.tune.cluster`); None: this process.
 
     Returns:
         The results document: ``meta`` (with ``sizes``, the launch file's sizes after
@@ -162,9 +167,25 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
             nor moved), too many combinations, or measuring without a [reference] in the
             launch file.
         LaunchFileError: the launch file itself is wrong.
+        analysis.tune.cluster.ClusterSpecError, ClusterError: a bad ``cluster``, Ray not
+            installed; a cluster that cannot be reached or lost every device worker.
     """
+    from tiletraffic.analysis.tune.engine import engine_for
+
     log = log or (lambda line: None)
     _check_counts(top, repeat, warmup, rounds)
+    if top == 0 and device_workers is not None:
+        raise TuneError("device_workers with top = 0: nothing is measured")
+    with engine_for(cluster, 1, device_workers, log) as engine:
+        return _tune(engine, spec, params, constraints, sets=sets, device=device,
+                     device_model=device_model, top=top, counts=(repeat, warmup, rounds),
+                     out=out, seed=seed, log=log, command=command)
+
+
+def _tune(engine, spec, params, constraints, *, sets, device, device_model, top, counts,
+          out, seed, log, command) -> dict:
+    """:func:`tune_launch` with its engine (this process or a cluster)."""
+    repeat, warmup, rounds = counts
     params = distinct_values(params, log)
     if both := sorted(set(params) & set(sets or {})):
         raise TuneError(f"{', '.join(both)} given both as a tuned parameter (--param) and as "
@@ -184,10 +205,7 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     if top > 0 and reference is None:
         raise TuneError(f"{spec}: measuring needs the launch file's [reference] function "
                         "(every launch is checked against it); or --top 0")
-    target = None
-    if top > 0:
-        from tiletraffic.gpu.devices.device import select_device
-        target = select_device(device)
+    target = engine.open_device(device) if top > 0 else None
     model = ranking_model(device_model, target)
     limits = combined_limits(target.limits if target is not None else None, model)
     if seed is None:
@@ -203,6 +221,8 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     if target is not None:
         from tiletraffic.gpu.devices.device_models import model_fit_meta
         meta.update(model_fit_meta(model, target.info))
+    if engine.describe() is not None:
+        meta["cluster"] = engine.describe()
     doc = {"meta": meta, "status": "modelling", "rejected": [], "predictions": [],
            "measurements": [], "summary": None}
     path = None if out is None else Path(out)
@@ -212,7 +232,7 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     meta["created_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     save = _saver(doc, path)
     space = _LaunchSpace(spec, sets, params, parsed, base, model, limits)
-    valid = _model_candidates(space, doc, log)
+    valid = _model_candidates(space, doc, log, engine)
     if not valid:  # nothing to tune: no file written, none moved
         raise TuneError(no_valid_message(f"no valid candidate among the {combos} "
                                          "combinations of --param values", doc["rejected"]))
@@ -222,8 +242,8 @@ def tune_launch(spec, params: dict[str, list[int]], constraints=(), *, sets=None
     doc["status"] = "measuring" if top else "complete"
     save()
     if top:
-        _measure(doc, valid[:top], target, reference, (repeat, warmup, rounds), seed, save,
-                 log)
+        _measure(doc, valid[:top], (engine, target, Path(spec).resolve()),
+                 (repeat, warmup, rounds), seed, save, log)
         doc["status"] = "complete"
         save()
     return doc
@@ -272,16 +292,18 @@ class _LaunchSpace:
     limits: object
 
 
-def _model_candidates(space: _LaunchSpace, doc: dict, log) -> list:
-    """Screen (constraints, the launch file's schedule, the limits) and model every
-    combination of the parameters' values, in the order given: ``(entry, schedule)`` of
-    each modelled one (its entry also in ``doc["predictions"]``), each rejection in
-    ``doc["rejected"]``; a note through ``log`` when the work-group classes of the kernel
-    are not proved (once)."""
-    valid = []
+def _model_candidates(space: _LaunchSpace, doc: dict, log, engine) -> list:
+    """Screen (constraints, the launch file's schedule, the limits) every combination of
+    the parameters' values, in the order given, then model the screened ones (``engine``:
+    here or as a cluster's Ray tasks): ``(entry, schedule)`` of each modelled one (its
+    entry also in ``doc["predictions"]``), each rejection in ``doc["rejected"]``, in the
+    order of the combinations; a note through ``log`` when the work-group classes of the
+    kernel are not proved (once)."""
     unproved_noted = False
+    screened, order_of = [], {}
     for order, values in enumerate(itertools.product(*space.params.values())):
         cand = dict(zip(space.params, values))
+        order_of[_label(cand)] = order
         sch = _screened(space, cand, doc["rejected"])
         if sch is None:
             continue
@@ -289,11 +311,33 @@ def _model_candidates(space: _LaunchSpace, doc: dict, log) -> list:
             unproved_noted = True   # once: every candidate of one kernel shares the reason
             log(f"note: every work-group of {sch.kernel_name} is executed to model it (its "
                 f"work-group classes are not proved: {why}), which takes longer")
-        entry = _modelled(space.model, cand, order, sch, doc["rejected"])
-        if entry is not None:
-            doc["predictions"].append(entry)
-            valid.append((entry, sch))
-    return valid
+        screened.append((order, cand, sch))
+    schedules = {order: sch for order, _, sch in screened}
+    modelled = []
+
+    def on_result(order, result):
+        kind, value = result
+        if kind == "rejected":
+            doc["rejected"].append(value)
+        else:
+            modelled.append((value, schedules[order]))
+
+    from tqdm import tqdm
+    with tqdm(total=len(screened), disable=True) as bar:
+        engine.model(model_task, space.model, screened, on_result, bar)
+    doc["rejected"].sort(key=lambda r: order_of[r["label"]])
+    modelled.sort(key=lambda es: es[0]["order"])
+    doc["predictions"] += [entry for entry, _ in modelled]
+    return modelled
+
+
+def model_task(model, task) -> tuple:
+    """Model one screened candidate ``task`` (order, parameters, schedule) on ``model``:
+    (order, ("entry", its prediction entry) or ("rejected", the model's refusal))."""
+    order, cand, sch = task
+    rejected: list = []
+    entry = _modelled(model, cand, order, sch, rejected)
+    return order, (("entry", entry) if entry is not None else ("rejected", rejected[0]))
 
 
 def _screened(space: _LaunchSpace, cand: dict, rejected: list):
@@ -360,13 +404,30 @@ def _rank(doc: dict, valid: list, path: Path | None, meta: dict, log) -> None:
     doc["predictions"] = [e for e, _ in valid]
 
 
-def _measure(doc, chosen, target, reference, counts, seed, save, log):
+def measure_task(target, cache, spec, sch, repeat, warmup, seed, index, round_index) -> dict:
+    """One round of one candidate of the launch file ``spec`` (an absolute path) on a
+    device worker, checked against the file's reference (read once per worker)."""
+    key = ("tune launch", str(spec))
+    if key not in cache:
+        cache[key] = (launch_file.reference_function(spec), {})
+    reference, before_launch = cache[key]
+    return measure_round(target, sch, repeat, warmup, seed, index, round_index, before_launch,
+                         reference_fn=reference)
+
+
+def _measure(doc, chosen, where, counts, seed, save, log):
     """Check each chosen candidate for hazards (module docstring, step 3), then run it
-    in rounds; ``counts``: (repeat, warmup, rounds)."""
+    in rounds over the engine's device workers; ``where``: (engine, target, the launch
+    file's absolute path); ``counts``: (repeat, warmup, rounds)."""
     from tiletraffic.simulator.engine.accelerators import Accelerators
 
+    from tiletraffic.analysis.tune.cluster import ClusterError
+    from tiletraffic.analysis.tune.rounds import Measuring, NoWorkersLeft, RoundPlan, run_rounds
+    from tiletraffic.analysis.tune.sweep import LAUNCH_FAULT_STAGES
+
+    engine, target, spec = where
     repeat, warmup, rounds = counts
-    records = []
+    records = {}
     flop = {entry["label"]: entry["flop"] for entry, _ in chosen}
     for entry, sch in chosen:
         record = new_record(entry)
@@ -376,21 +437,47 @@ def _measure(doc, chosen, target, reference, counts, seed, save, log):
             record.update(status="failed", stage="check", error_type="Hazard",
                           error="; ".join(sorted({h.kind for h in hazards})))
         doc["measurements"].append(record)
-        records.append((record, sch))
+        records[record["label"]] = (record, sch)
     save()
-    before_launch: dict = {}
-    for r in range(rounds):
-        order = records if r % 2 == 0 else records[::-1]
-        for record, sch in order:
-            if record["status"] == "failed":
-                continue
-            result = measure_round(target, sch, repeat, warmup, seed,
-                                   record["predicted_rank"], r, before_launch,
-                                   reference_fn=reference)
-            # add_round's GFLOP/s is 2 * work / time: work = the simulated FLOPs / 2
-            add_round(record, result, rounds, max(1, flop[record["label"]] // 2))
-            log(f"measured {record['label']} (round {r + 1} of {rounds})")
-            save()
+    keys = [label for label, (record, _) in records.items() if record["status"] != "failed"]
+    if not keys:
+        return
+    pool = engine.pool(target)
+    if engine.describe() is not None:
+        doc["meta"]["cluster"] = engine.describe()
+    workers = {w: pool.describe(w) for w in pool.workers}
+
+    def work(label, r):
+        record, sch = records[label]
+        return measure_task, (spec, sch, repeat, warmup, seed, record["predicted_rank"], r)
+
+    def on_result(label, r, result, worker):
+        record = records[label][0]
+        if workers[worker] is not None:
+            record["worker"] = workers[worker]
+            if "failed" not in result:
+                result = {**result, "worker": worker}
+        # add_round's GFLOP/s is 2 * work / time: work = the simulated FLOPs / 2
+        add_round(record, result, rounds, max(1, flop[label] // 2))
+        log(f"measured {label} (round {r + 1} of {rounds})"
+            + (f" on device worker {worker}" if workers[worker] is not None else ""))
+        save()
+
+    def on_restart(label, kept, why):
+        record = records[label][0]
+        record.update(rounds=record["rounds"][:kept], status="incomplete")
+        save()
+
+    try:
+        run_rounds(RoundPlan(keys, rounds, list(workers)), pool, Measuring(
+            work=work, on_result=on_result, on_restart=on_restart,
+            stops=lambda result: "failed" in result,
+            launch_fault=lambda result: (result.get("failed") or {}).get("stage")
+            in LAUNCH_FAULT_STAGES, log=log))
+    except NoWorkersLeft as err:
+        doc["status"] = "interrupted"
+        save()
+        raise ClusterError(f"{err}; what finished is saved") from None
 
 
 def table(doc: dict) -> str:

@@ -59,12 +59,19 @@ class TuneOptions:
         targets: the limits the tuning is judged by (``tune-regret``, and ``ranking`` for
             resolvable pairs; :mod:`analysis.validation.targets`): a file or ``Targets``;
             default the built-in ones. Recorded in ``meta.targets``.
+        cluster: a Ray cluster to model and measure on (``local``, ``local:N``, ``auto`` or
+            an address, as ``ray.init`` reads them: :mod:`analysis.tune.cluster`); None:
+            this process (and ``jobs``).
+        device_workers: with ``cluster``, the device workers that measure (default: one
+            per GPU of the cluster, or on a CPU device one per node).
 
     Raises:
         TuneError: when built: a size not a positive integer or beyond 32-bit indexing;
             ``top`` < 0, ``jobs`` < 1, ``repeat``, ``warmup`` or ``rounds`` outside their
             limits (:mod:`tiletraffic.gpu.runtime.launch_counts`), ``seed`` < 0,
-            ``recheck`` < 0, each not an integer.
+            ``recheck`` < 0, each not an integer; ``jobs`` > 1 with a ``cluster``.
+        analysis.tune.cluster.ClusterSpecError: a ``cluster`` of no known form,
+            ``device_workers`` without one or below 1, Ray not installed.
     """
 
     m: int
@@ -87,8 +94,12 @@ class TuneOptions:
     log: Callable[[str], None] | None = None
     command: str | None = None
     targets: object = None
+    cluster: str | None = None
+    device_workers: int | None = None
 
     def __post_init__(self):
+        from tiletraffic.analysis.tune.cluster import check_cluster
+
         from tiletraffic.gpu.runtime.launch_counts import (repeat_problem, rounds_problem,
                                                            warmup_problem)
 
@@ -103,6 +114,10 @@ class TuneOptions:
             raise TuneError(f"seed must be a non-negative integer, got {self.seed!r}")
         if self.recheck is not None and not _is_count(self.recheck, 0):
             raise TuneError(f"recheck must be an integer >= 0, got {self.recheck!r}")
+        if self.cluster is not None and self.jobs > 1:
+            raise TuneError(f"jobs = {self.jobs} models on this machine's cores and cluster "
+                            f"= {self.cluster!r} on the cluster's: give one of them")
+        check_cluster(self.cluster, self.device_workers)
 
     def _check_sizes(self) -> None:
         m, n, k = self.m, self.n, self.k

@@ -146,7 +146,7 @@ def _reusable(old: dict | None, target) -> dict:
 
 
 def recheck(doc: dict, valid: list, target, count: int, remodel, *, old: dict | None = None,
-            progress=False, save=lambda: None) -> None:
+            progress=False, save=lambda: None, build=None) -> None:
     """Recheck the ``count`` best of ``doc``'s ranked predictions on ``target`` (module
     docstring) and re-rank ``doc`` (:func:`rank`); ``doc["recheck"]`` gets what was done.
 
@@ -162,6 +162,8 @@ def recheck(doc: dict, valid: list, target, count: int, remodel, *, old: dict | 
         old: a resumed document: its rechecks on the same device and driver are reused.
         progress: a progress bar on stderr (None: on a terminal only).
         save: called after every build and re-modelled candidate.
+        build: ``build(target, schedule)`` as :func:`compiled_resources` (which it is by
+            default), e.g. on a cluster's device worker.
 
     What it found (registers compiled or not reported, and why) is in ``doc["recheck"]``
     and said once, in the table's recheck line (:func:`lines`).
@@ -197,7 +199,7 @@ def recheck(doc: dict, valid: list, target, count: int, remodel, *, old: dict | 
                 continue
             _, schedule = valid[entry["order"]]
             try:
-                resources, build_s = compiled_resources(target, schedule)
+                resources, build_s = (build or compiled_resources)(target, schedule)
             except Exception as err:  # noqa: BLE001  a rejection, never a crash
                 reason = " ".join(f"{type(err).__name__}: {err}".split())
                 reject(entry, "build", [reason if len(reason) <= REASON_CHARS else

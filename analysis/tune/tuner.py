@@ -10,16 +10,17 @@ Pipeline, for C = A·B with A M×K and B K×N:
    Nothing rejected here is modelled or launched; each rejection keeps its stage and reasons.
 2. **Model** each valid candidate (``tiletraffic.model(schedule, device_model)``, the
    predicted time ``prediction.predicted_time_s``), optionally in a pool of processes
-   (``jobs``); a candidate the model refuses (a limit or hazard) is a rejection of stage
-   ``model``. Rank by predicted time (ties: the space's order).
+   (``jobs``) or as the Ray tasks of a cluster (``cluster``: :mod:`analysis.tune.cluster`);
+   a candidate the model refuses (a limit or hazard) is a rejection of stage ``model``. Rank by predicted time (ties: the space's order).
    **Recheck** (:mod:`analysis.tune.recheck`) the ``recheck`` best-ranked on the target
    device: build each (compile only), read its compiled registers where the driver reports
    them, re-model it with them and re-rank; a failed build is a rejection of stage
    ``build``.
 3. **Measure** the ``top`` best-ranked (or all: ``measure_all``) on the OpenCL device with
-   :func:`gpu.runtime.checked_run.run_on_device`, which checks every launch against float64 before
-   its time counts. A candidate that fails to build, launch or check is recorded as failed
-   with the message and the tuning goes on.
+   :func:`gpu.runtime.checked_run.run_on_device`, which checks every launch against float64
+   before its time counts (on a cluster, on one worker per device:
+   :mod:`analysis.tune.rounds`). A candidate that fails to build, launch or check is
+   recorded as failed with the message and the tuning goes on.
 4. **Judge** the model (:func:`analysis.tune.stats.summarize`): regret of its pick against
    the best measured candidate, rank correlation, resolvable pairs, over the measured
    candidates only.
@@ -32,8 +33,6 @@ device model, device, launches per candidate).
 """
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
 import json
 import sys
 import warnings
@@ -47,10 +46,11 @@ from tiletraffic.simulator.kernels.families import ScheduleError
 from tiletraffic.simulator.ir.sequence import kernels_of
 
 from tiletraffic.analysis.device_model import DEFAULT_MODEL, resolve_device_model
-from tiletraffic.analysis.tune import (results_file as tuning_file, recheck as tuning_recheck,
-                                       stats as tuning_stats)
-from tiletraffic.analysis.files import (ResultsFileError, archive_previous, atomic_write_text,
-                                        read_json_object)
+from tiletraffic.analysis.tune import (recheck as tuning_recheck, stats as tuning_stats,
+                                       sweep)
+from tiletraffic.analysis.files import atomic_write_text
+from tiletraffic.analysis.tune.document import previous, tuning_meta
+from tiletraffic.analysis.tune.engine import LocalEngine, engine_for
 from tiletraffic.analysis.validation.targets import load as load_targets
 from tiletraffic.analysis.tune.options import TuneError, TuneOptions
 from tiletraffic.analysis.tune.space import TuningSpace, check_candidate, load_space
@@ -58,18 +58,6 @@ from tiletraffic.analysis.tune.space import TuningSpace, check_candidate, load_s
 SLOW_MODEL_WORK = 1024 ** 3
 """From this M·N·K on, a note says modelling is slow (14-400 s per register-blocked case at
 N = 4096 on 2 cores when the tuner was written)."""
-FORMAT = 2
-"""Version of the JSON document's layout (2: the recheck's ``recheck`` and per-prediction
-fields, :mod:`analysis.tune.recheck`; a format-1 file resumes as one without them)."""
-RESUME_KEYS = ("operation", "m", "n", "k", "space_sha256", "device_model_sha256")
-MEASURE_KEYS = ("device_slug", "repeat", "warmup", "rounds", "seed")
-RESUME_WORDS = {"operation": "the operation", "m": "--m", "n": "--n", "k": "--k",
-                "space_sha256": "the space file (--space)",
-                "device_model_sha256": "the device model (--device-model)",
-                "device_slug": "the device (--device)", "repeat": "--repeat",
-                "warmup": "--warmup", "rounds": "--rounds", "seed": "--seed"}
-"""How a refused --resume names each of :data:`RESUME_KEYS` and :data:`MEASURE_KEYS`: the
-option that sets it."""
 PREDICTION_KEYS = ("predicted_time_s", "bound", "resident_work_groups_per_cu",
                    "registers_per_work_item", "model_s", "model_warnings")
 
@@ -232,26 +220,15 @@ def screen(space: TuningSpace, m: int, n: int, k: int, limits: DeviceLimits):
     return valid, rejected
 
 
-_WORKER_MODEL = None
-
-
-def _init_worker(model) -> None:
-    import signal
-
-    global _WORKER_MODEL
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-    _WORKER_MODEL = model
-
-
-def _predict(task) -> tuple[int, dict]:
-    """Model one candidate: (index, prediction or error). Runs in a worker or in-process."""
+def _predict(task) -> tuple:
+    """Model one candidate: (key, prediction or error); ``task``: (key, family, params,
+    (m, n, k), device model, registers per work-item or None for the estimate)."""
     import time
 
     from tiletraffic.simulator.model.device_model import GuessedValueWarning
     from tiletraffic.simulator.model.sequence_run import model_sequence
 
-    index, family, params, (m, n, k), model, registers = task
-    model = model if model is not None else _WORKER_MODEL
+    key, family, params, (m, n, k), model, registers = task
     from tiletraffic.analysis.tune.space import Candidate
     start = time.perf_counter()
     try:
@@ -260,49 +237,41 @@ def _predict(task) -> tuple[int, dict]:
             warnings.simplefilter("always")
             p = model_sequence(sch, model, registers_per_work_item=registers).prediction
     except Exception as err:  # any refusal (limit, hazard) rejects this candidate only
-        return index, {"error_type": type(err).__name__, "error": str(err)}
+        return key, {"error_type": type(err).__name__, "error": str(err)}
     notes = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught
                                if not issubclass(w.category, GuessedValueWarning)))
-    return index, {"predicted_time_s": p.predicted_time_s, "bound": p.bound,
-                   "resident_work_groups_per_cu": p.resident_work_groups_per_cu,
-                   "registers_per_work_item": p.registers_per_work_item,
-                   "model_s": time.perf_counter() - start, "model_warnings": notes}
+    return key, {"predicted_time_s": p.predicted_time_s, "bound": p.bound,
+                 "resident_work_groups_per_cu": p.resident_work_groups_per_cu,
+                 "registers_per_work_item": p.registers_per_work_item,
+                 "model_s": time.perf_counter() - start, "model_warnings": notes}
+
+
+def predict_with(model, task) -> tuple:
+    """:func:`_predict` of ``task`` (key, family, params, sizes, registers) on ``model``:
+    the modelling task an engine runs (:mod:`analysis.tune.engine`)."""
+    key, family, params, sizes, registers = task
+    return _predict((key, family, params, sizes, model, registers))
+
+
+def model_bar(total: int, what: str, progress):
+    """A progress bar on stderr of ``total`` candidates (``progress`` None: on a terminal
+    only)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=what, unit="candidate", file=sys.stderr,
+                disable=None if progress is None else not progress)
 
 
 def _model_all(todo, sizes, model, jobs, progress, on_result, registers=None,
                what="model") -> None:
-    """Model ``todo`` ((index, candidate) pairs), calling ``on_result(index, result)`` as
-    each finishes; ``registers``: index -> registers per work-item to model it with (the
-    compiled kernel's; default: the estimate); ``jobs`` > 1: a pool of that many processes
-    (spawned, so no OpenCL state is inherited), terminated on Ctrl-C."""
-    from tqdm import tqdm
-
+    """Model ``todo`` ((index, candidate) pairs) in this process, calling
+    ``on_result(index, result)`` as each finishes; ``registers``: index -> registers per
+    work-item to model it with (the compiled kernel's; default: the estimate); ``jobs`` > 1:
+    a pool of that many processes (:class:`analysis.tune.engine.LocalEngine`)."""
     registers = registers or {}
-    tasks = [(i, c.family, c.params, sizes, None if jobs > 1 else model, registers.get(i))
-             for i, c in todo]
-    bar = tqdm(total=len(tasks), desc=f"{what} ({model.name})", unit="candidate",
-               file=sys.stderr, disable=None if progress is None else not progress)
-    try:
-        if jobs == 1:
-            for task in tasks:
-                on_result(*_predict(task))
-                bar.update(1)
-            return
-        import multiprocessing
-
-        pool = multiprocessing.get_context("spawn").Pool(jobs, _init_worker, (model,))
-        try:
-            for index, result in pool.imap_unordered(_predict, tasks):
-                on_result(index, result)
-                bar.update(1)
-            pool.close()
-        except BaseException:
-            pool.terminate()
-            raise
-        finally:
-            pool.join()
-    finally:
-        bar.close()
+    tasks = [(i, c.family, c.params, sizes, registers.get(i)) for i, c in todo]
+    with model_bar(len(tasks), f"{what} ({model.name})", progress) as bar:
+        LocalEngine(jobs).model(predict_with, model, tasks, on_result, bar)
 
 
 def measure_round(target, sch, repeat, warmup, seed, index, round_index,
@@ -379,113 +348,23 @@ def add_round(record: dict, result: dict, rounds: int, work: int) -> None:
                          "worst_index": worst["check"]["worst_index"]})
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def measure_task(target, cache, shape, sch, repeat, warmup, seed, index, round_index) -> dict:
+    """One round of one candidate on a device worker (:func:`measure_round`); ``cache``
+    (the worker's) keeps each candidate's check before launch per ``shape``."""
+    return measure_round(target, sch, repeat, warmup, seed, index, round_index,
+                         cache.setdefault(("tune gemm", shape), {}))
 
 
-def _resumable(path: Path) -> dict:
-    """The tuning document in ``path``, every field a resumed tuning reuses there and of
-    its type (:mod:`analysis.tune.results_file`).
-
-    Raises:
-        TuneError: it cannot be read, is not a JSON object or a field is missing or of
-            another type; one line naming the file and the field.
-    """
-    again = "give another --out or drop --resume"
-    try:
-        old = read_json_object(path, "a tuning file")
-    except ResultsFileError as err:
-        raise TuneError(f"cannot resume from {err}; {again}") from None
-    except OSError as err:
-        raise TuneError(f"{path}: cannot resume from it ({err.strerror or err}); "
-                        f"{again}") from None
-    problem = tuning_file.problem(old)
-    if problem is not None:
-        raise TuneError(f"{path}: cannot resume from it ({problem}); {again}")
-    return old
-
-
-def _said(value) -> str:
-    """A recorded option's value as a message says it (none: not given)."""
-    return "none" if value is None else str(value)
-
-
-def _previous(path: Path | None, resume: bool, meta: dict, log) -> dict | None:
-    """Reuse (``resume``) or move away an existing output file; the reused document (its
-    fields checked: :func:`_resumable`)."""
-    if path is None or not path.exists():
-        if resume and path is not None:
-            log(f"note: {path} does not exist yet: starting afresh")
-        return None
-    if resume:
-        old = _resumable(path)
-        old_meta = old["meta"]
-        if meta["seed"] is None:  # the seed the earlier measurements were drawn with
-            meta["seed"] = old_meta.get("seed")
-        keys = RESUME_KEYS + (MEASURE_KEYS if old.get("measurements") else ())
-        differ = [f"{RESUME_WORDS[key]} differs" if key.endswith("_sha256") else
-                  f"{RESUME_WORDS[key]} was {_said(old_meta.get(key))}, "
-                  f"now {_said(meta.get(key))}" for key in keys if old_meta.get(key) != meta.get(key)]
-        if differ:
-            raise TuneError(f"{path} holds another tuning ({'; '.join(differ)}): it cannot "
-                            "be resumed; give another --out or drop --resume (the old file "
-                            "is then moved to history/)")
-        return old
-    moved = archive_previous(path)
-    log(f"note: the earlier results in {path} were moved to {moved}")
-    meta["previous_results_moved_to"] = str(moved)
-    return None
-
-
-def _meta(options: TuneOptions, space, model, limits, target, judged_by) -> dict:
-    """The ``meta`` of a tuning document: problem, software, space, model, limits, device,
-    the options (top, measure_all, repeat, warmup, rounds, seed, jobs, recheck) and the
-    targets ``judged_by``; measuring, whether the model describes the device."""
-    from importlib import metadata
-
-    from tiletraffic.simulator.model.device_model import to_toml
-
-    try:
-        version = metadata.version("tiletraffic")
-    except metadata.PackageNotFoundError:
-        version = None
-    o = options
-    meta = {
-        "format": FORMAT, "operation": "gemm", "m": o.m, "n": o.n, "k": o.k,
-        "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": o.described_command(), "tiletraffic": version,
-        "space": space.path, "space_sha256": space.sha256, "space_candidates": space.size,
-        "device_model": model.name, "device_model_sha256": _digest(to_toml(model)),
-        "device_model_guessed": list(model.guessed),
-        "limits": {"name": limits.name, "max_work_group_size": limits.max_work_group_size,
-                   "max_work_item_sizes": list(limits.max_work_item_sizes),
-                   "local_mem_bytes": limits.local_mem_bytes},
-        "device": None if target is None else {
-            "id": target.info.id, "name": target.info.device_name,
-            "platform": target.info.platform_name, "is_simulator": target.info.is_simulator,
-            "driver_version": target.info.driver_version},
-        "device_slug": None if target is None else target.slug,
-        "top": o.top, "measure_all": o.measure_all, "repeat": o.repeat, "warmup": o.warmup,
-        "rounds": o.rounds, "seed": o.seed, "jobs": o.jobs, "recheck": o.recheck,
-        "targets": judged_by.to_dict(),
-    }
-    if target is not None:
-        from tiletraffic.gpu.devices.device_models import model_fit_meta
-        meta.update(model_fit_meta(model, target.info))
-    return meta
-
-
-def _open_device(options: TuneOptions):
+def _open_device(options: TuneOptions, engine):
     """The OpenCL device to measure (and recheck) on: ``options.device`` when something is
     measured or a device is named, else None (no device opened); the selection's warnings
-    (a simulator chosen by number) go to the log."""
+    (a simulator chosen by number) go to the log. On a cluster, the device a worker opens
+    (:class:`analysis.tune.cluster.RemoteDevice`)."""
     if not (options.measuring or options.device is not None):
         return None
-    from tiletraffic.gpu.devices.device import select_device
-
     with warnings.catch_warnings(record=True) as caught:  # a simulator chosen by number
         warnings.simplefilter("always")
-        target = select_device(options.device)
+        target = engine.open_device(options.device)
     for w in caught:
         options.say(f"warning: {w.message}")
     return target
@@ -502,10 +381,76 @@ def _note_guesses(model, target, log) -> None:
             "about hardware")
 
 
+@dataclass(frozen=True)
+class Setup:
+    """What every shape of a tuning shares: the space, the targets, the device (or None),
+    the ranking model and the limits, and where the work runs (the engine)."""
+
+    space: TuningSpace
+    judged_by: object
+    target: object
+    model: object
+    limits: DeviceLimits
+    engine: object
+
+
+def prepare(options: TuneOptions, engine) -> Setup:
+    """Read the space and the targets, open the device (``engine``'s), resolve the ranking
+    model and the limits (warnings through ``options.log``).
+
+    Raises:
+        as :func:`tune`.
+    """
+    space = options.space if isinstance(options.space, TuningSpace) else \
+        load_space(options.space)
+    judged_by = load_targets(options.targets)
+    target = _open_device(options, engine)
+    model = ranking_model(options.device_model, target)
+    _note_guesses(model, target, options.say)
+    limits = combined_limits(target.limits if target is not None else None, model)
+    return Setup(space, judged_by, target, model, limits, engine)
+
+
+def screened(options: TuneOptions, setup: Setup) -> tuple[list, list]:
+    """The valid candidates and the rejections of ``options``' sizes (:func:`screen`).
+
+    Raises:
+        TuneError: no valid candidate (the rejections counted by reason).
+    """
+    valid, rejected = screen(setup.space, *options.sizes, setup.limits)
+    if not valid:  # nothing to tune: no file written, none moved
+        m, n, k = options.sizes
+        raise TuneError(no_valid_message(
+            f"no valid candidate in {setup.space.path} for M={m} N={n} K={k} on "
+            f"{setup.limits.name}", rejected))
+    return valid, rejected
+
+
+def start(options: TuneOptions, setup: Setup, valid: list, rejected: list,
+          shape: int | None = None):
+    """The tuning of ``options``' sizes, its document begun: the earlier results file
+    reused (``resume``) or moved to ``history/``, the seed drawn. ``shape``: its place
+    among the shapes of one command (None: the only one).
+
+    Raises:
+        TuneError: an ``out`` a resumed tuning does not match.
+    """
+    meta = tuning_meta(options, setup.space, setup.model, setup.limits, setup.target,
+                       setup.judged_by, setup.engine.describe())
+    path = None if options.out is None else Path(options.out)
+    old = previous(path, options.resume, meta, options.say)
+    if old is not None:
+        meta["resumed_from"] = old["meta"].get("created_utc")
+    if meta["seed"] is None:
+        meta["seed"] = int(np.random.SeedSequence().entropy % 2**63)
+    return _Tuning(options, meta, setup, valid, rejected, path, old, shape)
+
+
 def tune(options: TuneOptions) -> TuneResult:
     """Tune C = A·B as ``options`` asks (module docstring): screen the space's candidates,
     model and rank the valid ones, recheck the best with their compiled registers, measure
-    the ``top`` on the device and judge the model.
+    the ``top`` on the device and judge the model; in this process or on a Ray cluster
+    (``options.cluster``: :mod:`analysis.tune.cluster`), with the same results.
 
     Returns:
         :class:`TuneResult`.
@@ -521,44 +466,45 @@ def tune(options: TuneOptions) -> TuneResult:
             ``options.device``).
         OSError: ``out`` cannot be written (found before any work starts).
         TuneInterrupted: Ctrl-C; what finished is saved.
+        analysis.tune.cluster.ClusterSpecError, ClusterError: a bad ``cluster`` or Ray not
+            installed; a cluster that cannot be reached or lost every device worker (what
+            finished is saved).
     """
-    space = options.space if isinstance(options.space, TuningSpace) else \
-        load_space(options.space)
-    judged_by = load_targets(options.targets)
-    target = _open_device(options)
-    model = ranking_model(options.device_model, target)
-    _note_guesses(model, target, options.say)
-    limits = combined_limits(target.limits if target is not None else None, model)
-    meta = _meta(options, space, model, limits, target, judged_by)
-    path = None if options.out is None else Path(options.out)
-    valid, rejected = screen(space, *options.sizes, limits)
-    if not valid:  # nothing to tune: no file written, none moved
-        m, n, k = options.sizes
-        raise TuneError(no_valid_message(
-            f"no valid candidate in {space.path} for M={m} N={n} K={k} on {limits.name}",
-            rejected))
-    old = _previous(path, options.resume, meta, options.say)
-    if old is not None:
-        meta["resumed_from"] = old["meta"].get("created_utc")
-    if meta["seed"] is None:
-        meta["seed"] = int(np.random.SeedSequence().entropy % 2**63)
-    return _Tuning(options, meta, space, valid, rejected, model, target, path, old).run()
+    with engine_for(options.cluster, options.jobs, options.device_workers,
+                    options.say) as engine:
+        setup = prepare(options, engine)
+        tuning = start(options, setup, *screened(options, setup))
+        try:
+            sweep.run_tunings([tuning], setup, options, predict_with)
+        except KeyboardInterrupt:
+            raise TuneInterrupted(tuning.path, tuning.result) from None
+    return tuning.result
 
 
 class _Tuning:
     """One tuning under way: its document (saved whole, atomically, after every step), the
-    valid candidates with their entries, the ranking model, the device (or None), the
-    output path and the resumed document (or None)."""
+    valid candidates with their entries, what it shares with the other shapes (``setup``),
+    the output path, the resumed document (or None) and its place among the shapes (None:
+    the only one). Its
+    steps (:func:`analysis.tune.sweep.run_tunings` calls them): :meth:`begin`,
+    :meth:`modelled`, :meth:`choose`, :meth:`to_measure`, :meth:`work`, :meth:`measured`,
+    :meth:`restart`, :meth:`finish`, :meth:`stop`."""
 
-    def __init__(self, options: TuneOptions, meta: dict, space, valid, rejected, model,
-                 target, path: Path | None, old: dict | None):
-        self.options, self.space, self.valid, self.rejected = options, space, valid, rejected
-        self.model, self.target, self.path, self.old = model, target, path, old
+    def __init__(self, options: TuneOptions, meta: dict, setup: Setup, valid, rejected,
+                 path: Path | None, old: dict | None, shape: int | None = None):
+        self.options, self.setup, self.valid, self.rejected = options, setup, valid, rejected
+        self.model, self.target, self.path, self.old = setup.model, setup.target, path, old
+        self.shape = shape
         self.doc = {"meta": meta, "status": "modelling", "valid_candidates": len(valid),
                     "rejected": rejected, "predictions": [], "measurements": [],
                     "summary": None}
+        self.result = TuneResult(self.doc, path)
         self.entries = [{"label": cand.label, "family": cand.family, "params": cand.options,
                          "order": i} for i, (cand, _) in enumerate(valid)]
+        self.by_label = {c.label: (i, s) for i, (c, s) in enumerate(valid)}
+        self.records: dict = {}
+        self.chosen: list = []
+        self.fresh: set = set()
 
     def save(self) -> None:
         """Summarize the document and write it to the output file (if any)."""
@@ -566,30 +512,14 @@ class _Tuning:
         if self.path is not None:
             atomic_write_text(self.path, json.dumps(self.doc, indent=1))
 
-    def run(self) -> TuneResult:
-        """Model, recheck and measure; on Ctrl-C save what finished, ranked, and raise
-        :class:`TuneInterrupted`."""
-        doc, options = self.doc, self.options
-        result = TuneResult(doc, self.path)
-        self.save()  # proves the file can be written before the long work starts
+    def begin(self) -> list:
+        """Save the document as begun (proving the file can be written before the long
+        work starts), take what a resumed document modelled; the (index, candidate) pairs
+        left to model."""
+        self.save()
         self._reuse_predictions()
-        try:
-            _model_all([(i, self.valid[i][0]) for i, e in enumerate(self.entries)
-                        if "predicted_time_s" not in e], options.sizes, self.model,
-                       options.jobs, options.progress, self._modelled)
-            ranked = self._recheck(tuning_recheck.rank(doc))
-            doc["status"] = "measuring" if options.measuring else "complete"
-            self.save()
-            if options.measuring:
-                self._measure(ranked if options.measure_all else ranked[:options.top])
-                doc["status"] = "complete"
-                self.save()
-        except KeyboardInterrupt:
-            doc["status"] = "interrupted"
-            tuning_recheck.rank(doc)  # what was modelled, ranked among itself
-            self.save()
-            raise TuneInterrupted(self.path, result) from None
-        return result
+        return [(i, self.valid[i][0]) for i, e in enumerate(self.entries)
+                if "predicted_time_s" not in e]
 
     def _reuse_predictions(self) -> None:
         """Take the predictions a resumed document made (its estimate-based pass) and say
@@ -602,16 +532,18 @@ class _Tuning:
             if entry["label"] in reused:
                 entry.update({key: reused[entry["label"]].get(key) for key in PREDICTION_KEYS})
                 self.doc["predictions"].append(entry)
-        options.say(f"{self.space.size} candidates: {len(self.rejected)} rejected before "
-                    f"launch, {len(self.valid)} valid; modelling "
+        m, n, k = options.sizes
+        options.say(("" if self.shape is None else f"M={m} N={n} K={k}: ")
+                    + f"{self.setup.space.size} candidates: {len(self.rejected)} rejected "
+                    f"before launch, {len(self.valid)} valid; modelling "
                     f"{sum('predicted_time_s' not in e for e in self.entries)} on "
                     f"{model.name}" + (f" ({len(reused)} reused)" if reused else ""))
-        work = options.m * options.n * options.k
-        if work >= SLOW_MODEL_WORK and options.jobs == 1:
+        work = m * n * k
+        if work >= SLOW_MODEL_WORK and options.jobs == 1 and options.cluster is None:
             options.say(f"note: at M·N·K = {work:.3g} a candidate takes about 1-9 s to "
                         "model; --jobs N models N at once (each finished one is saved)")
 
-    def _modelled(self, index: int, res: dict) -> None:
+    def modelled(self, index: int, res: dict) -> None:
         """Record candidate ``index``'s prediction (or the model's refusal) and save."""
         entry = self.entries[index]
         if "error" in res:
@@ -625,7 +557,8 @@ class _Tuning:
         self.save()
 
     def _remodel(self, todo, on_result) -> None:
-        """Model ``todo`` ((index, registers) pairs) again with the compiled registers."""
+        """Model ``todo`` ((index, registers) pairs) again with the compiled registers (in
+        this process: a few candidates)."""
         options = self.options
         _model_all([(i, self.valid[i][0]) for i, _ in todo], options.sizes, self.model,
                    options.jobs, options.progress, on_result, registers=dict(todo),
@@ -644,47 +577,97 @@ class _Tuning:
             return ranked
         self.doc["status"] = "rechecking"
         tuning_recheck.recheck(self.doc, self.valid, self.target, count, self._remodel,
-                               old=self.old, progress=options.progress, save=self.save)
+                               old=self.old, progress=options.progress, save=self.save,
+                               build=self.setup.engine.build)
         return self.doc["predictions"]
 
-    def _measure(self, chosen: list) -> None:
-        """Measure the ``chosen`` predictions into the document's measurements in rounds
-        (each runs every chosen candidate once, in rank order, every other round in
-        reverse, as ``tiletraffic validate`` does, so a drift of the device's speed shows in
-        the spread), saving after every candidate of every round. What the resumed document
-        holds is kept (also candidates not chosen this time) and only missing rounds run."""
+    def choose(self) -> None:
+        """After the modelling: the model's refusals in the space's order (whatever order
+        they finished in), the ranking, the recheck; the candidates to measure
+        (:attr:`chosen`) with what a resumed document measured of them."""
         import copy
 
-        from tqdm import tqdm
-
-        doc, options, rounds = self.doc, self.options, self.options.rounds
-        by_label = {c.label: (i, s) for i, (c, s) in enumerate(self.valid)}
-        records = {r["label"]: copy.deepcopy(r)
-                   for r in (self.old or {}).get("measurements", [])}
+        doc, options = self.doc, self.options
+        order = {e["label"]: e["order"] for e in self.entries}
+        refused = sorted((r for r in self.rejected if r["stage"] == "model"),
+                         key=lambda r: order[r["label"]])
+        self.rejected[:] = [r for r in self.rejected if r["stage"] != "model"] + refused
+        ranked = self._recheck(tuning_recheck.rank(doc))
+        doc["status"] = "measuring" if options.measuring else "complete"
+        self.save()
+        if not options.measuring:
+            return
+        self.chosen = ranked if options.measure_all else ranked[:options.top]
         rank = {e["label"]: e for e in doc["predictions"]}
-        for label, record in records.items():
-            if label in rank:
-                record.update(predicted_rank=rank[label]["predicted_rank"],
-                              predicted_time_s=rank[label]["predicted_time_s"])
+        for record in (self.old or {}).get("measurements", []):
+            if record["label"] in rank:
+                record = self.records[record["label"]] = copy.deepcopy(record)
+                entry = rank[record["label"]]
+                record.update(predicted_rank=entry["predicted_rank"],
+                              predicted_time_s=entry["predicted_time_s"])
                 doc["measurements"].append(record)
-        todo = sum(max(0, rounds - len(records.get(e["label"], {}).get("rounds", [])))
-                   for e in chosen if records.get(e["label"], {}).get("status") != "failed")
-        seed, work = doc["meta"]["seed"], options.m * options.n * options.k
-        before_launch: dict = {}
-        with tqdm(total=todo, desc=f"measure ({self.target.info.device_name})", unit="run",
-                  file=sys.stderr,
-                  disable=None if options.progress is None else not options.progress) as bar:
-            for r in range(rounds):
-                for entry in (chosen if r % 2 == 0 else chosen[::-1]):
-                    record = records.get(entry["label"])
-                    if record is None:
-                        record = records[entry["label"]] = new_record(entry)
-                        doc["measurements"].append(record)
-                    if record["status"] == "failed" or len(record["rounds"]) > r:
-                        continue
-                    index, sch = by_label[entry["label"]]
-                    add_round(record, measure_round(self.target, sch, options.repeat,
-                                                    options.warmup, seed, index, r,
-                                                    before_launch), rounds, work)
-                    bar.update(1)
-                    self.save()
+
+    def to_measure(self) -> list[tuple[str, int]]:
+        """(label, rounds it has) of each chosen candidate with rounds left to measure, in
+        rank order."""
+        out = []
+        for entry in self.chosen:
+            record = self.records.get(entry["label"], {"status": "incomplete", "rounds": []})
+            if record["status"] != "failed" and len(record["rounds"]) < self.options.rounds:
+                out.append((entry["label"], len(record["rounds"])))
+        return out
+
+    def work(self, label: str, round_index: int) -> tuple:
+        """What a device worker runs for round ``round_index`` of ``label``:
+        (:func:`measure_task`, its arguments)."""
+        o = self.options
+        index, sch = self.by_label[label]
+        return measure_task, (self.shape, sch, o.repeat, o.warmup, self.doc["meta"]["seed"],
+                              index, round_index)
+
+    def measured(self, label: str, round_index: int, result: dict, worker: dict | None):
+        """Record round ``round_index`` of ``label`` (``worker``: the device worker that
+        measured it, on a cluster) and save. Records are kept in rank order, after those a
+        resumed document holds."""
+        record = self.records.get(label)
+        if record is None:
+            rank = {e["label"]: place for place, e in enumerate(self.chosen)}
+            record = self.records[label] = new_record(self.chosen[rank[label]])
+            self.fresh.add(label)
+            self.doc["measurements"].append(record)
+            self.doc["measurements"].sort(key=lambda r: (r["label"] in self.fresh,
+                                                         rank.get(r["label"], -1)))
+        if worker is not None:
+            record["worker"] = worker
+            if "failed" in result:
+                f = result["failed"]
+                self.options.say(f"{label}: {f['stage']} failed on device worker "
+                                 f"{worker['worker']} ({worker['device']} on "
+                                 f"{worker['host']}): {f['error_type']}: {f['error']}")
+            else:
+                result = {**result, "worker": worker["worker"]}
+        add_round(record, result, self.options.rounds, self.options.m * self.options.n *
+                  self.options.k)
+        self.save()
+
+    def restart(self, label: str, kept: int, why: str) -> None:
+        """``label`` goes to another device worker (``why``): only its first ``kept``
+        rounds stay."""
+        record = self.records.get(label)
+        if record is not None:
+            record["rounds"] = record["rounds"][:kept]
+            record["status"] = "incomplete"
+            record.setdefault("restarts", []).append(why)
+            self.save()
+
+    def finish(self) -> None:
+        """The tuning is complete: saved so (once)."""
+        if self.doc["status"] != "complete":
+            self.doc["status"] = "complete"
+            self.save()
+
+    def stop(self, status: str = "interrupted") -> None:
+        """Save what finished, ranked, with ``status``."""
+        self.doc["status"] = status
+        tuning_recheck.rank(self.doc)  # what was modelled, ranked among itself
+        self.save()

@@ -134,10 +134,12 @@ def run_validation(target, **options) -> ValidationRun:
     return validate_device(target, ValidationOptions(**options))
 
 
-def validate_device(target, options: ValidationOptions) -> ValidationRun:
+def validate_device(target, options: ValidationOptions, engine=None) -> ValidationRun:
     """Predict, run, check, time and compare the cases of ``options`` on ``target`` (a
     ``gpu.devices.device.Target``); write ``validation.json`` after every case run, then
-    ``validation.md`` (module docstring).
+    ``validation.md`` (module docstring). ``engine``: where the predictions and the runs
+    are made (:mod:`analysis.tune.engine`: on a Ray cluster, ``target`` is the device its
+    workers opened); default this process.
 
     Returns:
         :class:`ValidationRun`.
@@ -149,18 +151,25 @@ def validate_device(target, options: ValidationOptions) -> ValidationRun:
         KeyError, DeviceModelError: an unknown or malformed device model.
         OSError: the output folder cannot be written (checked before any work).
         ValidationInterrupted: Ctrl-C (finished cases saved and rendered).
+        analysis.tune.cluster.ClusterError: the cluster lost every device worker (finished
+            cases saved and rendered).
     """
     from tiletraffic.analysis.files import ensure_writable
+    from tiletraffic.analysis.tune.engine import LocalEngine
+
+    engine = engine if engine is not None else LocalEngine()
 
     plan = _plan(target.info, options)
     out_dir = Path(options.out_dir) if options.out_dir is not None else \
         default_out_dir(target.slug, plan.list_name)
     ensure_writable(out_dir)
     data = _document(target, options, plan)
+    if engine.describe() is not None:
+        data["meta"]["cluster"] = engine.describe()
     archive_previous(out_dir / RESULTS_FILE)
-    data["predictions"] = _predictions(plan, options.progress)
+    data["predictions"] = _predictions(plan, options.progress, engine)
     save(out_dir, data)
-    _measure_rounds(target, data, plan.cases, options, out_dir)
+    _measure_rounds((engine, target), data, plan.cases, options, out_dir)
     data["meta"]["complete"] = True
     save(out_dir, data)
     from tiletraffic.analysis.validation.render import render
@@ -225,8 +234,14 @@ def _document(target, options: ValidationOptions, plan: _Plan) -> dict:
     }
 
 
-def _predictions(plan: _Plan, progress: bool | None) -> dict:
-    """Case id -> prediction: the predictions file's, else the model's (a progress bar)."""
+def predict_task(model, case: Case) -> tuple:
+    """The model's prediction of ``case``: (its id, the prediction)."""
+    return case.id, vp.predict_case(case, model)
+
+
+def _predictions(plan: _Plan, progress: bool | None, engine) -> dict:
+    """Case id -> prediction, in the cases' order: the predictions file's, else the
+    model's (``engine``'s: here, or as a cluster's Ray tasks; a progress bar)."""
     from tqdm import tqdm
 
     if plan.predictions is not None:
@@ -234,42 +249,72 @@ def _predictions(plan: _Plan, progress: bool | None) -> dict:
     out = {}
     with tqdm(total=len(plan.cases), desc=f"model {plan.model.name}", unit="case",
               disable=None if progress is None else not progress, file=sys.stderr) as bar:
-        for c in plan.cases:
-            bar.set_postfix_str(c.label, refresh=False)
-            out[c.id] = vp.predict_case(c, plan.model)
-            bar.update(1)
-    return out
+        engine.model(predict_task, plan.model, list(plan.cases),
+                     lambda case_id, prediction: out.__setitem__(case_id, prediction), bar)
+    return {c.id: out[c.id] for c in plan.cases}
 
 
-def _measure_rounds(target, data: dict, cases, options: ValidationOptions,
+def measure_case(target, cache, case: Case, repeat: int, warmup: int,
+                 round_index: int) -> dict:
+    """One round of ``case`` on a device worker (:func:`_run_case`); ``cache`` (the
+    worker's) keeps each case's check before launch."""
+    return _run_case(target, case, repeat, warmup, round_index,
+                     cache.setdefault("validate", {}))
+
+
+def _measure_rounds(where, data: dict, cases, options: ValidationOptions,
                     out_dir: Path) -> None:
-    """``options.rounds`` rounds of every case (odd rounds in reverse order), each run
+    """``options.rounds`` rounds of every case (odd rounds in reverse order) on the device
+    workers of ``where`` (engine, target): one here, one per device on a cluster, each run
     saved at once; on Ctrl-C what finished is rendered and :class:`ValidationInterrupted`
     raised."""
     from tqdm import tqdm
 
+    from tiletraffic.analysis.tune.cluster import ClusterError
+    from tiletraffic.analysis.tune.rounds import Measuring, NoWorkersLeft, RoundPlan, run_rounds
+
+    engine, target = where
     rounds, progress = options.rounds, options.progress
-    order = [list(cases) if r % 2 == 0 else list(reversed(cases)) for r in range(rounds)]
-    checks: dict = {}      # case id -> its check before launch, made in its first round
+    by_id = {case.id: case for case in cases}
+    pool = engine.pool(target)
+    workers = {w: pool.describe(w) for w in pool.workers}
+    if engine.describe() is not None:
+        data["meta"]["cluster"] = engine.describe()
+
+    def on_result(case_id, round_index, result, worker):
+        result = {"round": round_index, **result}
+        if workers[worker] is not None:
+            result = {**result, "worker": workers[worker]}
+        data["measurements"][case_id]["rounds"].append(result)
+        data["meta"]["case_runs_done"] += 1
+        save(out_dir, data)
+        bar.update(1)
+
+    def on_restart(case_id, kept, why):
+        entry = data["measurements"][case_id]
+        data["meta"]["case_runs_done"] -= len(entry["rounds"]) - kept
+        entry["rounds"] = entry["rounds"][:kept]
+        save(out_dir, data)
+
     try:
         with tqdm(total=rounds * len(cases), desc=f"validate on {target.info.device_name}",
                   unit="run", disable=None if progress is None else not progress,
                   file=sys.stderr) as bar:
-            for r, todo in enumerate(order):
-                for case in todo:
-                    bar.set_postfix_str(f"{case.label}, {r + 1}/{rounds}", refresh=False)
-                    entry = data["measurements"][case.id]
-                    entry["rounds"].append(_run_case(target, case, options.repeat,
-                                                     options.warmup, r, checks))
-                    data["meta"]["case_runs_done"] += 1
-                    save(out_dir, data)
-                    bar.update(1)
-    except KeyboardInterrupt:
+            run_rounds(RoundPlan([c.id for c in cases], rounds, list(workers)), pool, Measuring(
+                work=lambda case_id, r: (measure_case, (by_id[case_id], options.repeat,
+                                                        options.warmup, r)),
+                on_result=on_result, on_restart=on_restart,
+                on_worker_death=lambda case_id, why: {"device_error": f"WorkerDied: {why}"},
+                log=lambda line: tqdm.write(line, file=sys.stderr)))
+    except (KeyboardInterrupt, NoWorkersLeft) as err:
         from tiletraffic.analysis.validation.render import render
 
         done = data["meta"]["case_runs_done"]
         if done:
             render(out_dir)
+        if isinstance(err, NoWorkersLeft):
+            raise ClusterError(f"{err}; the finished case runs are saved in "
+                               f"{out_dir / RESULTS_FILE}") from None
         raise ValidationInterrupted(out_dir, done, rounds * len(cases)) from None
 
 
