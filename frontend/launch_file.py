@@ -419,7 +419,7 @@ def reference_function(spec):
                                       f"{', '.join(outputs)}")
         return out
     named_outputs.__name__ = name
-    return user_schedule._reporting(named_outputs, ref)
+    return user_schedule.reporting_reference(named_outputs, ref)
 
 
 def parse_assignments(items, what: str = "--set") -> dict[str, int]:

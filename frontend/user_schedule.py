@@ -381,10 +381,12 @@ def reference_function(schedule_spec: str | None, reference_spec: str | None = N
         if not callable(fn):
             return None
         label = f"{path}:{DEFAULT_REFERENCE}"
-    return _reporting(fn, label)
+    return reporting_reference(fn, label)
 
 
-def _reporting(fn: Callable, label: str) -> Callable:
+def reporting_reference(fn: Callable, label: str) -> Callable:
+    """``fn`` (a user's reference function, ``inputs -> output``) whose exit or exception is
+    one :class:`UserScheduleError` line naming ``label``, not a traceback."""
     @functools.wraps(fn)
     def call(inputs):
         try:
