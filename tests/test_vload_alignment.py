@@ -82,3 +82,25 @@ def test_oclgrind_counts_of_the_same_source_equal_the_simulator():
     comparison = compare_counts(gemv6(VLOAD))
     assert comparison.equal, comparison.to_dict()
     assert comparison.oclgrind["global_load_elems"] > 0
+
+
+STRIDE8 = GEMV6.replace("row * 6", "row * 8")
+ARGS8 = {**ARGS, "A": {"shape": (ROWS, 8), "access": "in"}}
+
+
+def test_a_global_vload4_is_counted_as_four_scalar_loads_as_the_compiler_emits_it():
+    """NVIDIA's OpenCL compiler emits four ld.global.f32 for vload4 where it cannot prove
+    16-byte alignment, and one ld.global.v4.f32 for a float4 cast (an H100's PTX,
+    experiments/h100/vload_alignment): at rows of 8 floats, both aligned, the vload4 kernel
+    reads the same elements of A in four times the cast's requests (and the vload2 in two
+    scalar requests beside the cast kernel's one)."""
+    vload = tt.from_opencl(STRIDE8 % VLOAD.replace("6", "8"), "gemv6", (ROWS,), (32,), ARGS8)
+    cast = tt.from_opencl(STRIDE8 % CAST.replace("6", "8"), "gemv6", (ROWS,), (32,), ARGS8)
+    assert tt.check(cast) == [] and tt.check(vload) == []
+    mv, mc = (tt.model(s, "nvidia-h200").memory for s in (vload, cast))
+    cv, cc = (tt.simulate(s, compute_values=False).counts for s in (vload, cast))
+    assert cv.global_load_elems == cc.global_load_elems
+    sub_groups = ROWS // 32
+    x_requests = 6 * sub_groups                      # x[0..5], scalar in both kernels
+    assert mv.global_load_requests == (4 + 2) * sub_groups + x_requests
+    assert mc.global_load_requests == (1 + 2) * sub_groups + x_requests

@@ -42,6 +42,8 @@ class InstructionCounter(Observer):
         self.counts = dict.fromkeys(INSTRUCTION_KEYS, 0)
 
     def on_access(self, ev: AccessEvent) -> None:
+        if ev.component:   # one vloadn/vstoren announced per component: counted once
+            return
         entries = int(count_per_group(ev.mask, ev.shape).sum())
         self.counts[f"{ev.space}_{ev.direction}_instructions"] += entries // ev.vector_width
 

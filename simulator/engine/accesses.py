@@ -74,7 +74,9 @@ class Accesses(BatchState):
         ``width`` > 1: a vector access of ``width`` consecutive elements along the last
         dimension (all of them bounds-checked); with ``aligned`` its first flat index must be
         a multiple of ``width`` (else a ``misaligned-vector-access`` hazard, the entry
-        skipped); without (``vload4``), any element is a right start. The event
+        skipped); without (``vload4``), any element is a right start, and in global memory
+        the access is announced as ``width`` scalar accesses, one per component, as the
+        compiler emits it. Otherwise the event
         then covers every element: its iteration axis holds ``width`` entries per
         iteration (``AccessEvent.vector_width``).
 
@@ -117,15 +119,27 @@ class Accesses(BatchState):
             for obs in self.observers:
                 obs.on_hazardous_store(array.name, words)
         shape = self.shape_of(flat, mask)
+        if width > 1 and not aligned and space == "global":
+            # vloadn/vstoren of global memory: one scalar access per component, as NVIDIA's
+            # OpenCL compiler emits them (ld.global.f32 x 4 where it cannot prove 16-byte
+            # alignment, experiments/h100/vload_alignment)
+            for w in range(width):
+                self.announce(AccessEvent(space, direction, array.name, size, flat + w, mask,
+                                          shape, self.group_index, f"{site}.{'xyzw'[w]}",
+                                          merge_iterations=not self.blocked, component=w))
+            return flat, mask
         ev_index, ev_mask, ev_shape = flat, mask, shape
         if width > 1:
             ev_index, ev_mask, ev_shape = _expand_vector(flat, mask, shape, width)
-        event = AccessEvent(space, direction, array.name, size, ev_index, ev_mask, ev_shape,
-                            self.group_index, site, vector_width=width,
-                            merge_iterations=not self.blocked)
+        self.announce(AccessEvent(space, direction, array.name, size, ev_index, ev_mask,
+                                  ev_shape, self.group_index, site, vector_width=width,
+                                  merge_iterations=not self.blocked))
+        return flat, mask
+
+    def announce(self, event: AccessEvent) -> None:
+        """Give ``event`` to every observer (``on_access``)."""
         for obs in self.observers:
             obs.on_access(event)
-        return flat, mask
 
     def report_misaligned(self, space, direction, name, width, flat, bad, site):
         shape = self.shape_of(bad, flat)

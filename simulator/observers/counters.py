@@ -39,6 +39,12 @@ class AccessEvent:
             (``MemoryObserver``'s ``local_vector_words``); ``False`` for the blocks of a
             loop run blocked by :mod:`simulator.engine.accelerators.loop_blocks`, whose iterations count as
             separate instructions exactly as when executed one by one.
+        component: for one ``vloadn``/``vstoren`` of global memory, which the engine
+            announces as one scalar event per component (the loads the compiler emits where
+            it cannot prove the vector's alignment), the component this event is (0 to n-1);
+            0 for every other event. The IR's one statement is one instruction of the
+            kernel's own code (Oclgrind's count), so an instruction count takes component 0
+            only.
     """
 
     space: str
@@ -52,6 +58,7 @@ class AccessEvent:
     site: str = ""
     vector_width: int = 1
     merge_iterations: bool = True
+    component: int = 0
 
 
 def same_in_every_group(values) -> bool:

@@ -3,7 +3,7 @@ prove 16-byte aligned, beside a ``float4`` pointer cast and a ``float4`` buffer.
 
 Run on the device (NVIDIA's OpenCL platform registered, pyopencl importable)::
 
-    python -m experiments.h200.vload_alignment.driver OUT_DIR
+    python -m experiments.h100.vload_alignment.driver OUT_DIR
 
 Writes ``OUT_DIR/vload_alignment.json``: per kernel, its source, the PTX the driver returns
 as the program binary, the load instructions in it (counted by mnemonic, one instruction a
