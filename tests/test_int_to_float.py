@@ -13,6 +13,10 @@ import pytest
 import tiletraffic as tt
 from tiletraffic.gpu.codegen.generate import generate
 from tiletraffic.simulator.engine import sum_length
+from tiletraffic.simulator.engine.accelerators import (Accelerators, class_safety,
+                                                       k_extrapolation, private_nest)
+from tiletraffic.simulator.engine.simulation import simulate
+from tiletraffic.simulator.observers.memory import MemoryObserver
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.visitor import walk
 from tiletraffic.simulator.ir.wellformed import MalformedScheduleError, check_well_formed
@@ -157,3 +161,57 @@ def test_oclgrind_counts_of_the_same_source_equal_the_simulator(make):
     comparison = compare_counts(make())
     assert comparison.equal, comparison.to_dict()
     assert comparison.oclgrind["global_load_elems"] > 0
+
+
+# ------------------------------------------------------------------------ accelerators
+SQUARES = """
+__kernel void squares(__global const float *A, __global float *y, const int n) {
+    const int i = get_global_id(0);
+    float acc[4] = {0};
+    for (int j = 0; j < 4; j++)
+        acc[j] = (float)j;
+    for (int j = 0; j < 4; j++)
+        acc[j] += (float)(i * i);
+    for (int j = 0; j < 4; j++)
+        y[i] += A[i] * acc[j] + (float)(j / (i % 4 + 1));
+}
+"""
+
+
+def squares():
+    return tt.from_opencl(SQUARES, "squares", (N,), (32,),
+                          {"A": {"shape": (N,), "access": "in"},
+                           "y": {"shape": (N,), "access": "inout"}, "n": N})
+
+
+def test_work_group_classes_are_proved_for_an_affine_conversion_only():
+    assert class_safety.classes_problem(weighted()) is None      # (float)k, s + i
+    assert "(i % 7)" in class_safety.classes_problem(scale())    # convert_float(i % 7)
+    problem = class_safety.classes_problem(squares())
+    assert problem is not None and "i * i" in problem.replace("(", "").replace(")", "")
+
+
+def test_a_private_nest_plans_a_static_conversion_and_refuses_a_work_item_s():
+    loops = [s for s in squares().body if isinstance(s, S.For)]
+    static, per_work_item = loops[0], loops[1]
+    assert private_nest.plan(static, {"n": N}) is not None
+    assert private_nest.plan(per_work_item, {"n": N}) is None
+
+
+@pytest.mark.parametrize("make", [scale, weighted, squares])
+def test_counts_with_every_accelerator_equal_full_execution(make):
+    def counts(accelerators):
+        memory = MemoryObserver()
+        result = simulate(make(), compute_values=False, observers=[memory],
+                          accelerators=accelerators)
+        return result.counts.to_dict(), memory.counts.to_dict()
+
+    full = counts(Accelerators(work_group_classes=False, private_nests=False))
+    fast = counts(Accelerators(work_group_classes=True, private_nests=True, loop_blocks=True))
+    assert fast == full
+
+
+def test_k_extrapolation_does_not_take_a_conversion():
+    sch = weighted()
+    assert k_extrapolation.k_step_elems(dataclasses.replace(sch, family="matvec-naive")) \
+        is None
