@@ -1,11 +1,13 @@
 """Float expressions: constants (literals, ``INFINITY``, ``NAN``, folded integer constant
 expressions), ``float`` arguments, private floats, vector components and array elements,
-loads, ``+ - * /`` and negation, ``fma``/``mad``, the IR's float built-ins (float
+loads, integers converted to float (``(float)i``, ``convert_float(i)``, an ``int`` operand
+of a float operation: :class:`~tiletraffic.simulator.ir.nodes.IntToFloat` of the integer's
+C value), ``+ - * /`` and negation, ``fma``/``mad``, the IR's float built-ins (float
 ``max``/``min`` as ``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions, and float
 helpers.
 
-Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for an integer
-converted to float, a ``?:`` with a load in a branch, a call outside the subset.
+Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for a ``?:`` with a
+load in a branch, a call outside the subset, an integer computed from loaded values.
 """
 from __future__ import annotations
 
@@ -59,6 +61,8 @@ class Floats(TranslationContext):
         if self.is_vector_component(s):
             names, k = self.vector_component(s)
             return S.Private(names[k])
+        if is_int_type(s.type):                   # x * i: C converts i to float
+            return S.IntToFloat(self.exact(s))
         if kind == K.CSTYLE_CAST_EXPR:
             inner = C.children(s)[-1]
             if is_float_type(C.strip(inner).type):
@@ -66,17 +70,15 @@ class Floats(TranslationContext):
             v = self.float_literal(s)
             if v is not None:
                 return S.FConst(v)
-            self.fail(s, "an integer converted to float: the IR's floats come from memory and "
-                         "constants; load the value instead")
+            if is_int_type(C.strip(inner).type):  # (float)i
+                return S.IntToFloat(self.exact(inner))
+            self.fail(s, f"a {C.strip(inner).type.spelling} converted to float")
         if kind == K.DECL_REF_EXPR:
             b = self.lookup(s.spelling)
             if b is not None and b.kind == "float":
                 return S.Private(b.value)
             if b is not None and b.kind == "float_param":
                 return b.value
-            if b is not None and b.kind in ("int", "loopvar"):
-                self.fail(s, f"the integer {s.spelling} used as a float: the IR's floats come "
-                             "from memory and constants")
             self.fail(s, f"{s.spelling} is not a float the kernel knows")
         if kind == K.ARRAY_SUBSCRIPT_EXPR:
             e = self.element(s)
@@ -120,6 +122,11 @@ class Floats(TranslationContext):
         name = s.spelling
         args = C.children(s)[1:]
         self.refuse_call(s)
+        if name == "convert_float" and len(args) == 1:     # rounds to nearest, as (float)
+            arg = C.strip(args[0])
+            if is_int_type(arg.type):
+                return S.IntToFloat(self.exact(args[0]))
+            return self.float_expr(args[0], out)
         if name in ("fma", "mad") and len(args) == 3:
             a, b, c = (self.float_expr(x, out) for x in args)
             return S.FBinOp("+", S.FBinOp("*", a, b), c)
@@ -139,7 +146,7 @@ class Floats(TranslationContext):
             if value[0] != "float":
                 self.fail(s, f"helper {name} returns an integer where a float is needed")
             return value[1]
-        known = ", ".join(["fma", "mad", *S.FLOAT_FUNCTIONS, "select"])
+        known = ", ".join(["fma", "mad", *S.FLOAT_FUNCTIONS, "select", "convert_float"])
         self.fail(s, f"call of {name}: floats take + - * /, {known} and helpers defined in "
                      "the source or its headers")
 

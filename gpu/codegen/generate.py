@@ -143,6 +143,8 @@ def render_float(e: S.FloatExpr, longs=frozenset()) -> tuple[str, int]:
         return e.name, _ATOM
     if isinstance(e, S.PrivateElem):
         return e.array.name + "".join(f"[{render_int(i, longs)[0]}]" for i in e.index), _ATOM
+    if isinstance(e, S.IntToFloat):
+        return f"((float)({render_int(e.value, longs)[0]}))", _ATOM
     if isinstance(e, S.FBinOp):
         return _binary(e.op, render_float(e.left, longs), render_float(e.right, longs),
                        _op_of(e.right), reassociate=False)

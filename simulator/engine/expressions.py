@@ -203,6 +203,12 @@ class Expressions(BatchState):
             return np.float32(e.value), 0
         if isinstance(e, S.FloatParam):
             return np.float32(self.params[e.name]), 0
+        if isinstance(e, S.IntToFloat):            # a conversion: no FLOP, no traffic
+            if not self.values:
+                if self.live_checks:   # its checks do not depend on values
+                    self.eval_int(e.value)
+                return None, 0
+            return np.asarray(self.eval_int(e.value)).astype(np.float32), 0
         if isinstance(e, S.Private):
             self.check_private_set(e.name, mask)
             return self.privates.get(e.name), 0
@@ -254,6 +260,8 @@ class Expressions(BatchState):
             return sum_length.of_constant(e.value)
         if isinstance(e, S.FloatParam):
             return sum_length.of_constant(self.params[e.name])
+        if isinstance(e, S.IntToFloat):
+            return sum_length.of_integer(self.eval_int(e.value))
         if isinstance(e, S.Private):
             return self.dpriv[e.name]
         if isinstance(e, S.PrivateElem):

@@ -11,6 +11,8 @@ sum length of ``x``; ``ZERO`` marks a value known to be exactly 0):
 - a load of an input, a float constant, a float argument: 0 (exact); the constant 0.0 (or
   a float argument of 0.0), a private float or
   private array declared ``= 0.0``: ``ZERO``;
+- an integer converted to float (``(float)i``): 0 where ``|i| <= 2**24`` (exact), 1 beyond
+  (one rounding to nearest), ``ZERO`` where ``i`` is 0;
 - ``x * y``: ``n(x) + n(y) + 1`` (one rounding, the relative errors add); ``ZERO`` if
   either is ``ZERO``;
 - ``x / y``: ``n(x) + n(y) + 5``: the relative errors of the quotient add as a product's
@@ -54,6 +56,19 @@ roundoffs."""
 def of_constant(value: float | None) -> int:
     """Sum length of a float constant (``None``: an uninitialized value, counted as 0)."""
     return ZERO if value == 0.0 else 0
+
+
+FLOAT_EXACT_INTEGERS = 2 ** 24
+"""The largest magnitude up to which every integer converts to float32 exactly."""
+
+
+def of_integer(values):
+    """Sum length of integers converted to float32 (``values``: an int or an int array):
+    ``ZERO`` for 0, 0 (exact) up to :data:`FLOAT_EXACT_INTEGERS` in magnitude, 1 (one
+    rounding) beyond."""
+    values = np.asarray(values)
+    return np.where(values == 0, ZERO,
+                    np.where(np.abs(values) > FLOAT_EXACT_INTEGERS, 1, 0)).astype(DTYPE)
 
 
 def add(x, y):

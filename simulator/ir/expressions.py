@@ -15,7 +15,8 @@ integers (no overflow); :class:`Wrap` converts one to a C integer type of fixed 
 
 Float expressions (:class:`FloatExpr`) are loads (:class:`Load` of a global or local array,
 :class:`PrivateElem` of a private array), private variables, constants, runtime ``float``
-arguments (:class:`FloatParam`), ``+``, ``-``, ``*``, ``/``, the built-ins ``fmax``,
+arguments (:class:`FloatParam`), integers converted to float (:class:`IntToFloat`, no
+FLOP), ``+``, ``-``, ``*``, ``/``, the built-ins ``fmax``,
 ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`) and a select on an integer condition
 (:class:`Select`); each operation counts one FLOP. A negation ``-x`` (:class:`FNeg`) flips
 the sign bit and counts none.
@@ -354,6 +355,15 @@ class PrivateElem(FloatExpr):
     index: tuple[IntExpr, ...]
 
 
+@dataclass(frozen=True, eq=False)
+class IntToFloat(FloatExpr):
+    """``(float)value``: the integer ``value`` of each work-item converted to float32,
+    rounded to nearest (ties to even) as C's conversion does; exact for ``|value| <=
+    2**24``. Counts no FLOP and no memory traffic."""
+
+    value: IntExpr
+
+
 FLOAT_OPS = ("+", "-", "*", "/")
 """Operators of :class:`FBinOp`; each counts one FLOP."""
 
@@ -459,8 +469,8 @@ def select(cond: Cond, then: FloatLike, orelse: FloatLike) -> Select:
 
 
 def float_operands(e: FloatExpr) -> tuple[FloatExpr, ...]:
-    """The float sub-expressions of ``e`` (empty for loads, constants, float parameters and
-    privates)."""
+    """The float sub-expressions of ``e`` (empty for loads, constants, float parameters,
+    privates and integers converted to float)."""
     if isinstance(e, FBinOp):
         return (e.left, e.right)
     if isinstance(e, FNeg):

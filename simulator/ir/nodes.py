@@ -70,7 +70,7 @@ from tiletraffic.simulator.ir.expressions import (
     IntLike, Load, Min, Not, Param, Private, PrivateElem, ScheduleError, Select, Stmt, Var,
     WorkItemId, Wrap, as_float, as_int, c_int_type, ceil_div, describe_int, exp, fabs,
     float_operands, fmax, fmin, global_id, group_id, local_id, minimum, select, sqrt, wrap)
-from tiletraffic.simulator.ir.expressions import FloatParam
+from tiletraffic.simulator.ir.expressions import FloatParam, IntToFloat
 from tiletraffic.simulator.ir.visitor import walk_statements
 
 __all__ = [
@@ -82,7 +82,7 @@ __all__ = [
     "FloatExpr", "FloatLike", "Load", "FConst", "Private", "PrivateElem", "FBinOp", "FNeg",
     "FCall", "Select", "FLOAT_OPS", "FLOAT_FUNCTIONS", "EXACT_FLOAT_FUNCTIONS",
     "FUNCTION_ERROR_ULPS", "fmax", "fmin", "fabs", "sqrt", "exp", "select",
-    "float_operands", "as_float", "FloatParam",
+    "float_operands", "as_float", "FloatParam", "IntToFloat",
     # errors, launch geometry, arrays
     "ScheduleError", "ndrange_problems", "check_ndrange", "FLOAT_BYTES", "ARRAY_ROLES",
     "GlobalArray", "LocalArray", "PrivateArray", "Array", "describe_access",

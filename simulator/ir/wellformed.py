@@ -344,6 +344,9 @@ class _Checker(Visitor):
     def visit_FConst(self, e: S.FConst) -> None:
         pass
 
+    def visit_IntToFloat(self, e: S.IntToFloat) -> None:
+        self._int(e.value)
+
     def visit_FloatParam(self, e: S.FloatParam) -> None:
         if e.name not in self.params:
             self.add(f"FloatParam({e.name!r}) is not a parameter of the schedule "

@@ -10,7 +10,8 @@ executed whole. :func:`classes_problem` computes, for every integer expression, 
 ``r`` (which holds the local ids, loop variables and parameters: interval arithmetic, C
 semantics of ``/`` and ``%``), and refuses
 
-- an expression not of that form (a product of two values that vary with the work-group,
+- an expression not of that form (an index, a bound, a condition's operand or an integer
+  converted to float; a product of two values that vary with the work-group,
   a division or remainder of one by a divisor that does not divide its coefficients, a
   ``min`` whose operands move differently, a loop whose trip count varies with the
   work-group);
@@ -233,6 +234,8 @@ class _Prover(Visitor):
         if isinstance(e, (S.Load, S.PrivateElem)):
             for i in e.index:
                 self.form(i, env)
+        if isinstance(e, S.IntToFloat):     # an integer expression, as an index is
+            self.form(e.value, env)
         if isinstance(e, S.Select):
             self.cond(e.cond, env)
         for operand in S.float_operands(e):

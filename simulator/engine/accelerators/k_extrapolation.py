@@ -26,7 +26,7 @@ every figure has equal differences (also the offsets that are ``None``, the keys
 dict and the number of work-groups). Equal differences at three points do not prove the
 periodicity, which rests on D: a D smaller than a loop's true period can agree by chance,
 which is why D includes every staging width above (and a schedule with integers assigned
-again or ``While`` loops is not tried). It then extrapolates each figure to the
+again, ``While`` loops or integers converted to float is not tried). It then extrapolates each figure to the
 real K, and raises :class:`simulator.engine.accelerators.NotApplicable` (the caller executes the
 whole loop) whenever anything differs, a short run reports a hazard, or the schedule is not
 one of the built-in families (:func:`applies`; ``tests/test_k_extrapolation.py`` proves the
@@ -66,6 +66,8 @@ def k_step_elems(schedule: Schedule) -> int | None:
         return None
     if any(isinstance(s, _UNCOUNTED) for s in walk_statements(schedule.body)):
         return None
+    if any(isinstance(n, S.IntToFloat) for s in schedule.body for n in walk(s)):
+        return None     # an integer converted to float: not in the built-in families
     if schedule.family in ("gemm-register-blocked", "gemm-vectorized", "gemm-prefetch",
                            "gemm-warp-tiled", "gemm-split-k-slices"):
         # a split-K slice kernel (extra "splits" S): K grows by S·BK per step of every slice

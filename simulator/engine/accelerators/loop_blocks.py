@@ -208,6 +208,8 @@ class _Planner(Visitor):
                 self.out.scalar_reads.add(e.name)
         elif isinstance(e, S.PrivateElem):
             self.read_elem(e.array.name, self.static_index(e.index))
+        elif isinstance(e, S.IntToFloat):        # an integer expression, as an index is
+            self.names_ok(e.value)
         elif isinstance(e, (S.FBinOp, S.FCall, S.FNeg)):
             for operand in S.float_operands(e):
                 self.read_float(operand)

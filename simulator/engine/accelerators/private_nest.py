@@ -3,8 +3,8 @@
 A register-blocked GEMM's update ``for i, for j: acc[i][j] += a[i] * b[j]`` (or its
 unrolled form, a run of ``acc[0][0] += a_0 * b_0; ...`` statements) touches only private
 memory. Its loops have constant bounds, its indices are functions of the loop
-variables and constants only, and no statement depends on a work-item's id or on global or
-local memory. With ``compute_values=False`` its whole effect on the engine's state is then
+variables and constants only (so is every integer converted to float), and no statement
+depends on a work-item's id or on global or local memory. With ``compute_values=False`` its whole effect on the engine's state is then
 known statically, the same for every executing work-item:
 
 * FLOPs: the sum over the statement executions of each statement's operations (``+``/``*``
@@ -123,6 +123,9 @@ class _NestPlanner(Visitor):
     def read_float(self, e: S.FloatExpr) -> int:
         """FLOPs of ``e``; its reads recorded."""
         if isinstance(e, (S.FConst, S.FloatParam)):
+            return 0
+        if isinstance(e, S.IntToFloat):            # no FLOP; the same for every work-item
+            static_int(e.value, self.env, self.params)
             return 0
         if isinstance(e, S.Private):
             if e.name not in self.assigned:
