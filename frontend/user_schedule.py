@@ -31,7 +31,7 @@ over the schedule's global arrays), integer values. ``simulate``'s closed-form c
 ``closed_form_agrees`` and ``tiletraffic.closed_form`` use it.
 
 Large launches are counted by work-group classes (``simulate`` above
-``analysis.cli.simulate.VALUES_AUTO_LIMIT`` work-item loop steps, ``model`` and
+``simulator.engine.budget.VALUES_WORK`` work-item loop steps, ``model`` and
 ``--device-model`` always) where they are proved for the schedule
 (:func:`tiletraffic.simulator.engine.accelerators.class_safety.classes_problem`: guards
 that differ only at the first and last work-group of an NDRange dimension, indices affine

@@ -16,8 +16,7 @@ from hypothesis import given, settings
 import tiletraffic as tt
 from tiletraffic.analysis.cli import main
 from tiletraffic.analysis.cli.common import work
-from tiletraffic.analysis.api.simulation import CHECK_VALUES_WORK
-from tiletraffic.analysis.cli.simulate import VALUES_AUTO_LIMIT
+from tiletraffic.simulator.engine.budget import VALUES_WORK
 from tiletraffic.frontend import launch_file
 from tiletraffic.frontend.resolver import resolve
 from tiletraffic.simulator.engine import fast_path
@@ -58,15 +57,15 @@ def test_a_large_launch_file_is_counted_exactly_by_classes_through_the_command_l
 def test_a_launch_file_is_sized_by_its_loop_steps_not_by_its_work_items():
     # mm_tiled has no parameter K: its N-long loop is what makes N = 1024 large
     sch = tt.build(str(MM_TILED), set={"N": 1024})
-    assert work(sch) == work_item_steps(sch) == 1024 ** 3 > VALUES_AUTO_LIMIT
+    assert work(sch) == work_item_steps(sch) == 1024 ** 3 > VALUES_WORK
     small = tt.build(str(MM_TILED), set={"N": 64})
-    assert work(small) == 64 ** 3 <= VALUES_AUTO_LIMIT
+    assert work(small) == 64 ** 3 <= VALUES_WORK
 
 
 def test_a_launch_of_many_short_work_items_is_counted_without_values():
     # a transpose has no loop: 2048² work-items are 2**22 loop steps, but many work-items
     path = EXAMPLES / "transpose_padded.toml"
-    assert work_item_steps(tt.build(str(path), set={"N": 2048})) <= VALUES_AUTO_LIMIT
+    assert work_item_steps(tt.build(str(path), set={"N": 2048})) <= VALUES_WORK
     out = json.loads(invoke("simulate", path, "--set", "N=2048", "--json").stdout)
     assert out["result_check_skipped"] == "counts only" and out["work_group_classes"]
     assert out["global_load_elems"] == out["global_store_elems"] == 2048 ** 2
@@ -176,7 +175,7 @@ def unproved_launch(tmp_path: Path, n: int) -> Path:
 
 def test_unproved_classes_run_every_work_group_with_a_note_of_why_and_its_time(tmp_path):
     path = unproved_launch(tmp_path, 2 ** 13)
-    assert work_item_steps(tt.build(str(path))) > VALUES_AUTO_LIMIT
+    assert work_item_steps(tt.build(str(path))) > VALUES_WORK
     result = invoke("simulate", path, "--json")
     assert result.exit_code == 0, result.output
     notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
@@ -242,7 +241,7 @@ def test_check_of_a_large_launch_keeps_the_checks_that_need_every_work_group(nam
     # unwritten outputs and reads of outputs before a store need the full launch: a check
     # of representative work-groups could not see them, the full launch without values does
     sch = tt.build(name, 264, 264, 264, 16)
-    assert work_item_steps(sch) > CHECK_VALUES_WORK
+    assert work_item_steps(sch) > VALUES_WORK
     assert kind in {h.kind for h in tt.check(sch)}
     result = invoke("check", name, "--m", 264, "--k", 264, "--n", 264, "--tile", 16, "--json")
     assert result.exit_code == 1

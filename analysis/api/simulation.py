@@ -17,28 +17,14 @@ from tiletraffic.analysis.api.arguments import (SEED, check_argument_types,
 from tiletraffic.analysis.device_model import DEFAULT_MODEL, resolve_device_model
 
 
-CHECK_VALUES_WORK = 2**24
-"""Most work-item loop steps (:func:`simulator.engine.budget.work_item_steps`) of a launch
-that ``check`` executes with values; a larger one is checked without them (the same
-hazards, several times faster)."""
-
-CHECK_VALUES_WORK_ITEMS = 2**20
-"""Most work-items of a launch that ``check`` executes with values (as for
-:data:`CHECK_VALUES_WORK`)."""
-
-
 def check_values_problem(schedule) -> str | None:
-    """Why ``check`` executes ``schedule`` without values (its work-item loop steps above
-    :data:`CHECK_VALUES_WORK` or its work-items above :data:`CHECK_VALUES_WORK_ITEMS`), None
-    where it computes them."""
-    from tiletraffic.simulator.engine.budget import work_item_steps, work_items
+    """Why ``check`` executes ``schedule`` without values (its work-item loop steps or
+    work-items above :func:`simulator.engine.budget.values_problem`'s limits), None where it
+    computes them."""
+    from tiletraffic.simulator.engine.budget import values_problem, work_item_steps, work_items
 
-    steps, items = work_item_steps(schedule), work_items(schedule)
-    if steps > CHECK_VALUES_WORK:
-        return f"{steps} work-item loop steps (above {CHECK_VALUES_WORK})"
-    if items > CHECK_VALUES_WORK_ITEMS:
-        return f"{items} work-items (above {CHECK_VALUES_WORK_ITEMS})"
-    return None
+    return values_problem(work_item_steps(schedule), "work-item loop steps",
+                          work_items(schedule))
 
 
 @facade_function
@@ -52,7 +38,7 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
     Runs the whole launch in the simulator, every work-group, in report mode. No hazard
     depends on the input values (every condition, index and loop bound is an integer
     expression of ids, sizes and loop variables), so a launch of more than
-    `CHECK_VALUES_WORK` work-item loop steps or `CHECK_VALUES_WORK_ITEMS` work-items is
+    `simulator.engine.budget.VALUES_WORK` loop steps or `VALUES_WORK_ITEMS` work-items is
     executed without computing values; a smaller one on fresh random inputs (`seed` for
     repeatable ones; `inputs` one of `simulator.engine.reference.INPUT_KINDS`).
 

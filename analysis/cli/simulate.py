@@ -29,19 +29,10 @@ from tiletraffic.analysis.cli.common import (NO_REFERENCE, build_schedule, check
                                              refuse_beyond_limits, refuse_seed_unless_random,
                                              refuse_unused, within_budget, work, work_text)
 from tiletraffic.analysis.cli.model import classes_problems, note_path, show_model
+from tiletraffic.simulator.engine.budget import VALUES_WORK, VALUES_WORK_ITEMS
 from tiletraffic.analysis.cli.options import (DEVICE_MODEL, FORCE_OPTION, json_option,
                                               reference_option, schedule_options)
 
-VALUES_AUTO_LIMIT = 2**24
-"""At most this much work (:func:`analysis.cli.common.work`: multiply-adds of a family,
-work-item loop steps of another schedule), ``simulate`` also computes and checks the
-output; above it, counts are taken by the fastest exact path
-(:func:`simulator.engine.fast_path.count_launch`: work-group classes and K extrapolation
-where they are proved)."""
-
-VALUES_AUTO_WORK_ITEMS = 2**20
-"""And at most this many work-items: a launch of many short work-items (a transpose of
-4096²) costs more per work-item with values than its loop steps say."""
 
 VALUES_MAX_WORK = 2**27
 """Above this much work, ``--values`` is refused (it executes every work-group)."""
@@ -52,8 +43,8 @@ VALUES_MAX_WORK = 2**27
 @reference_option
 @click.option("--values/--counts-only", default=None,
               help="Also compute the output and check it against numpy (default: only for "
-                   f"a small launch: M·N·K, or work-item loop steps, <= {VALUES_AUTO_LIMIT} "
-                   f"and at most {VALUES_AUTO_WORK_ITEMS} work-items).")
+                   f"a small launch: M·N·K, or work-item loop steps, <= {VALUES_WORK} "
+                   f"and at most {VALUES_WORK_ITEMS} work-items).")
 @click.option("--no-limits", is_flag=True,
               help="Do not enforce generic GPU limits (1024 work-items, 48 KiB local memory).")
 @click.option("--hazards", type=click.Choice(["raise", "report"]), default="raise",
@@ -213,17 +204,12 @@ def checked_result(sch, inputs, ref_fn, res):
 
 
 def too_large_for_values(sch) -> str | None:
-    """Why ``sch`` is too large for ``simulate`` to compute its values by default (its work
-    above :data:`VALUES_AUTO_LIMIT` or its work-items above
-    :data:`VALUES_AUTO_WORK_ITEMS`), None for a small launch."""
-    from tiletraffic.simulator.engine.budget import work_items
+    """Why ``sch`` is too large for ``simulate`` to compute its values by default
+    (:func:`simulator.engine.budget.values_problem` of its :func:`work`), None for a small
+    launch."""
+    from tiletraffic.simulator.engine.budget import values_problem, work_items
 
-    ops, items = work(sch), work_items(sch)
-    if ops > VALUES_AUTO_LIMIT:
-        return f"{work_text(sch)} = {ops} (above {VALUES_AUTO_LIMIT})"
-    if items > VALUES_AUTO_WORK_ITEMS:
-        return f"{items} work-items (above {VALUES_AUTO_WORK_ITEMS})"
-    return None
+    return values_problem(work(sch), work_text(sch), work_items(sch))
 
 
 def unproved_why(counted) -> str | None:

@@ -357,3 +357,24 @@ def estimate_device_run(schedule: Schedule) -> Estimate:
     memory = (BASE_BYTES + FLOAT_BYTES * (ins + 2 * outs)
               + REFERENCE_BYTES_PER_INPUT_ELEM * ins + REFERENCE_BYTES_PER_OUTPUT_ELEM * outs)
     return Estimate(int(memory), 0.0, schedule.work_groups)
+
+
+VALUES_WORK = 2**24
+"""Most work (multiply-adds of a built-in family, work-item loop steps of another schedule)
+of a launch that ``simulate`` and ``check`` execute with values by default; a larger one is
+executed without them (the same counts and hazards, several times faster)."""
+
+VALUES_WORK_ITEMS = 2**20
+"""And most work-items: a launch of many short work-items (a transpose of 4096²) costs more
+per work-item with values than its loop steps say."""
+
+
+def values_problem(work: int, work_text: str, items: int) -> str | None:
+    """Why a launch of ``work`` (named ``work_text`` in the message) and ``items`` work-items
+    is executed without values: above :data:`VALUES_WORK` or :data:`VALUES_WORK_ITEMS`; None
+    for a launch small enough to compute them."""
+    if work > VALUES_WORK:
+        return f"{work_text} = {work} (above {VALUES_WORK})"
+    if items > VALUES_WORK_ITEMS:
+        return f"{items} work-items (above {VALUES_WORK_ITEMS})"
+    return None
