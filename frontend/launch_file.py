@@ -100,6 +100,14 @@ class LaunchFile:
     def source_path(self) -> Path:
         return self.path.parent / self.data["source"]
 
+    def source(self) -> str:
+        """The OpenCL C text of :attr:`source_path` (:func:`source_text`).
+
+        Raises:
+            OSError: the file cannot be read.
+        """
+        return source_text(self.source_path.read_bytes())
+
     @property
     def kernel(self) -> str:
         return self.data["kernel"]
@@ -340,7 +348,7 @@ def schedule(launch: LaunchFile) -> Schedule:
             for name, raw in data.get("args", {}).items()}
     source_path = launch.source_path
     try:
-        source = source_text(source_path.read_bytes())
+        source = launch.source()
     except OSError as err:
         raise launch.error("source", f"{source_path} cannot be read ({err})") from None
     try:

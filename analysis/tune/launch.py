@@ -119,9 +119,8 @@ def _check_params_used(launch: launch_file.LaunchFile, params: dict[str, list[in
     """
     from tiletraffic.frontend.opencl.translate import source_names
     try:
-        names = source_names(launch.source_path.read_text(), str(launch.source_path),
-                             launch.build_options())
-    except (OSError, UnicodeDecodeError, FrontendError):
+        names = source_names(launch.source(), str(launch.source_path), launch.build_options())
+    except (OSError, FrontendError):
         return                                 # building the candidates reports it
     used = names.identifiers | launch_file.names_read(launch)
     macros = dict.fromkeys([*launch.macros, *names.defined_macros])

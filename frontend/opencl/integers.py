@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.ir.static import int_op_bounds, wrap_int
+from tiletraffic.simulator.ir.static import int_op_bounds, trunc_div, wrap_int
 
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import (int_type, is_float_type, is_int_type,
@@ -309,7 +309,7 @@ class Integers(TranslationContext):
             if e.op == "*":
                 return a * b
             if e.op in ("/", "%") and b:
-                q = int(a / b)
+                q = trunc_div(a, b)
                 return q if e.op == "/" else a - q * b
         if isinstance(e, S.Min):
             a, b = self.static_value(e.left), self.static_value(e.right)
