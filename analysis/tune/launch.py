@@ -220,8 +220,8 @@ def _tune(engine, spec, params, constraints, *, sets, device, device_model, top,
     if target is not None:
         from tiletraffic.gpu.devices.device_models import model_fit_meta
         meta.update(model_fit_meta(model, target.info))
-    if engine.describe() is not None:
-        meta["cluster"] = engine.describe()
+    if (cluster := engine.describe()) is not None:
+        meta["cluster"] = cluster
     doc = {"meta": meta, "status": "modelling", "rejected": [], "predictions": [],
            "measurements": [], "summary": None}
     path = None if out is None else Path(out)
@@ -442,8 +442,8 @@ def _measure(doc, chosen, where, counts, seed, save, log):
     if not keys:
         return
     pool = engine.pool(target)
-    if engine.describe() is not None:
-        doc["meta"]["cluster"] = engine.describe()
+    if (cluster := engine.describe()) is not None:
+        doc["meta"]["cluster"] = cluster
     workers = {w: pool.describe(w) for w in pool.workers}
 
     def work(label, r):

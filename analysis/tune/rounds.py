@@ -208,7 +208,7 @@ class Measuring:
         stops: ``stops(result)``: the result ends its item (a failed measurement).
         launch_fault: ``launch_fault(result)``: the result is a failed launch that another
             device may not repeat (the item moves on: :meth:`RoundPlan.launch_failed`).
-        on_worker_death: ``on_worker_death(key)``: the result to record for an item that
+        on_worker_death: ``on_worker_death(key, why)``: the result to record for an item that
             took down :data:`MOST_DEATHS` workers.
         log: takes a line naming a worker that died or was retired.
     """

@@ -164,8 +164,8 @@ def validate_device(target, options: ValidationOptions, engine=None) -> Validati
         default_out_dir(target.slug, plan.list_name)
     ensure_writable(out_dir)
     data = _document(target, options, plan)
-    if engine.describe() is not None:
-        data["meta"]["cluster"] = engine.describe()
+    if (cluster := engine.describe()) is not None:
+        data["meta"]["cluster"] = cluster
     archive_previous(out_dir / RESULTS_FILE)
     data["predictions"] = _predictions(plan, options.progress, engine)
     save(out_dir, data)
@@ -278,8 +278,8 @@ def _measure_rounds(where, data: dict, cases, options: ValidationOptions,
     by_id = {case.id: case for case in cases}
     pool = engine.pool(target)
     workers = {w: pool.describe(w) for w in pool.workers}
-    if engine.describe() is not None:
-        data["meta"]["cluster"] = engine.describe()
+    if (cluster := engine.describe()) is not None:
+        data["meta"]["cluster"] = cluster
 
     def on_result(case_id, round_index, result, worker):
         result = {"round": round_index, **result}

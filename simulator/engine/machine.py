@@ -189,8 +189,9 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         for pos, s in enumerate(stmts):
             if pos < skip:
                 continue
-            if runs and self.run_pass(runs, pos, mask):
-                skip = next(found[pos].stop for _, found in runs if pos in found)
+            stop = self.run_pass(runs, pos, mask) if runs else None
+            if stop is not None:
+                skip = stop
                 continue
             m = np.logical_and(mask, self.alive)
             self.live = m
@@ -200,17 +201,18 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
                 raise TypeError(f"unknown statement {s!r}")
             execute(self, s, m)
 
-    def run_pass(self, runs: list[tuple[Pass, dict[int, Run]]], pos: int, mask) -> bool:
-        """Whether a pass ran the statement run starting at ``pos`` (the first that
-        applies, in :attr:`passes` order)."""
+    def run_pass(self, runs: list[tuple[Pass, dict[int, Run]]], pos: int, mask) -> int | None:
+        """Run the statement run starting at ``pos`` by the first pass that applies (in
+        :attr:`passes` order) and return the position after the run it executed; None when
+        no pass ran it."""
         for p, found in runs:
             run = found.get(pos)
             if run is not None:
                 plan = p.applies(self, run, mask)
                 if plan is not None:
                     p.run(self, run, mask, plan)
-                    return True
-        return False
+                    return run.stop
+        return None
 
     def exec_let(self, s: S.Let, m) -> None:
         self.env[s.name] = self.eval_int(s.value)
