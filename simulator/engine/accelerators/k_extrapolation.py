@@ -205,13 +205,9 @@ def applies(schedule: Schedule, local_vector_words: int = 1) -> bool:
     """Whether :func:`extrapolated_observation` may try ``schedule`` on a device model with
     ``local_vector_words``: a built-in family with a K loop of a known step depth, not
     merging K-dependent blocks of local loads (:func:`merges_k_dependent_blocks`), and a K
-    long enough to gain anything (:func:`short_k_values`)."""
-    depth = k_step_elems(schedule)
-    if depth is None:
-        return False
-    if local_vector_words > 1 and merges_k_dependent_blocks(schedule):
-        return False
-    return short_k_values(schedule.param_values["K"], depth) is not None
+    long enough to gain anything (:func:`short_k_values`); :func:`k_extrapolation_problem`
+    says which fails."""
+    return k_extrapolation_problem(schedule, local_vector_words) is None
 
 
 def extrapolated_observation(schedule: Schedule, observe: Callable,
