@@ -75,13 +75,18 @@ class ControlFlow(BatchState):
             self.env[s.name] = value
         else:
             self.env[s.name] = np.where(m, value, self.env[s.name])
-        unset = self.ints_set.get(s.name)
-        if unset is not None:
-            now = np.logical_or(unset, np.any(on, axis=2, keepdims=True))
-            if now.all():
-                del self.ints_set[s.name]
-            else:
-                self.ints_set[s.name] = now
+        if s.name in self.ints_set:
+            self.mark_int_set(s.name, on)
+
+    def mark_int_set(self, name: str, newly) -> None:
+        """Count the work-items of ``newly`` (a mask of the batch's shape) as having
+        assigned integer ``name``; its entry in :attr:`ints_set` goes once every work-item
+        has."""
+        now = np.logical_or(self.ints_set[name], np.any(newly, axis=2, keepdims=True))
+        if now.all():
+            del self.ints_set[name]
+        else:
+            self.ints_set[name] = now
 
     def check_int_set(self, name: str) -> None:
         """Report the work-items of :attr:`live` that read integer ``name`` before they
@@ -94,13 +99,7 @@ class ControlFlow(BatchState):
         self.report_uninitialized_read(
             name, unset, "integer", "its value, and what is computed from it, is undefined; "
             "the simulator goes on with 0")
-        shape = self.shape_of(unset)
-        now = np.logical_or(is_set, np.any(np.broadcast_to(unset, shape), axis=2,
-                                           keepdims=True))
-        if now.all():
-            del self.ints_set[name]
-        else:
-            self.ints_set[name] = now
+        self.mark_int_set(name, np.broadcast_to(unset, self.shape_of(unset)))
 
     def exec_while(self, loop: S.While, m) -> None:
         """Execute ``loop`` for the work-items of ``m``, iteration by iteration, until none
@@ -155,13 +154,18 @@ class ControlFlow(BatchState):
         return self.loop_exits[-1]
 
     def exec_break(self, s: S.Break, m) -> None:
-        exits = self.innermost_exits(s)
-        exits.broke |= np.broadcast_to(m, exits.broke.shape)
-        self.alive = np.logical_and(self.alive, np.logical_not(m))
+        self.leave_iteration(s, m, "broke")
 
     def exec_continue(self, s: S.Continue, m) -> None:
+        self.leave_iteration(s, m, "continued")
+
+    def leave_iteration(self, s, m, how: str) -> None:
+        """The work-items of ``m`` leave the innermost While loop's iteration (``how``:
+        ``"broke"`` for good, ``"continued"`` until its next iteration): marked in its
+        :class:`LoopExits` and not alive for the rest of the body."""
         exits = self.innermost_exits(s)
-        exits.continued |= np.broadcast_to(m, exits.continued.shape)
+        marked = getattr(exits, how)
+        marked |= np.broadcast_to(m, marked.shape)
         self.alive = np.logical_and(self.alive, np.logical_not(m))
 
 
