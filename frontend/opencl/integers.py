@@ -192,25 +192,31 @@ class Integers(TranslationContext):
         """The IR of the integer declaration ``d`` (its value's cursor ``init``, or
         ``None``): a ``Let`` where it has a value and no assignment changes it, else a
         ``DeclareInt`` (assigned by :meth:`int_assignment`)."""
-        if init is not None and not self.reassigned(d):
-            value = self.int_expr(init)
-            ir = self.bind(d.spelling, Binding("int", None, d))
-            self.lookup(d.spelling).value = S.Var(ir)
+        bound_once = init is not None and not self.reassigned(d)
+        value = None if init is None else self.int_expr(init)
+        if value is not None and not bound_once:
+            value = self.canonical(value, d.type, init)
+        ir = self.bind_int(d.spelling, d)
+        if bound_once:
             self.ranges[ir] = self.range_of(value)
             return [S.Let(ir, value)]
-        value = None if init is None else self.canonical(self.int_expr(init), d.type, init)
-        ir = self.bind(d.spelling, Binding("int", None, d))
-        self.lookup(d.spelling).value = S.Var(ir)
         self.declare_mutable(ir, d, _bounds_of(d.type))
         self.ranges[ir] = self.mutable_ranges[ir] if value is None else self.range_of(value)
         return [S.DeclareInt(ir, value)]
+
+    def bind_int(self, c_name: str, cursor) -> str:
+        """Bind the C integer ``c_name`` (declared at ``cursor``) to an IR integer name, as
+        :meth:`bind` does (with its source name), the binding's value that name's ``Var``;
+        returns the IR name."""
+        ir = self.bind(c_name, Binding("int", None, cursor))
+        self.lookup(c_name).value = S.Var(ir)
+        return ir
 
     def mutable_parameter(self, p) -> list:
         """For an integer argument (``PARM_DECL`` cursor ``p``) the kernel assigns: a
         ``DeclareInt`` of its value, bound to its name from the kernel's first statement."""
         binding = self.lookup(p.spelling)
-        ir = self.fresh(p.spelling)
-        self.scopes[-1].names[p.spelling] = Binding("int", S.Var(ir), p)
+        ir = self.bind_int(p.spelling, p)
         self.declare_mutable(ir, p, _bounds_of(p.type))
         self.ranges[ir] = self.range_of(binding.value)
         return [S.DeclareInt(ir, binding.value)]
