@@ -220,10 +220,23 @@ def test_the_load_meter_counts_another_process_and_not_this_one():
     if machine_load.read_cpu_clock() is None:
         pytest.skip("no /proc/stat here")
     meter = machine_load.LoadMeter()
-    burner = subprocess.Popen([sys.executable, "-c",
-                               "import time\nt = time.process_time()\n"
-                               "while time.process_time() - t < 1.0: pass"])
-    while burner.poll() is None:   # reaped at once: its time must not count as this one's
+    # the burner is another process, not a child this one reaps (a reaped child's time is
+    # this process's own, os.times' children_*): an intermediate starts it and exits
+    burn = ("import time\nt = time.process_time()\n"
+            "while time.process_time() - t < 1.0: pass")
+    started = subprocess.run(
+        [sys.executable, "-c", "import subprocess, sys\n"
+         f"p = subprocess.Popen([sys.executable, '-c', {burn!r}])\nprint(p.pid)"],
+        capture_output=True, text=True, check=True)
+    stat = Path(f"/proc/{int(started.stdout)}/stat")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            state = stat.read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            break                              # gone
+        if state in ("Z", "X"):
+            break                              # finished, not yet reaped by its new parent
         time.sleep(0.05)
     load = meter.now()
     assert load["other_cpu_s"] >= 0.7, load
