@@ -25,6 +25,7 @@ import numpy as np
 
 from tiletraffic.gpu.vulkan.device import VulkanDevice, open_device
 from tiletraffic.gpu.vulkan.errors import VulkanError
+from tiletraffic.gpu.vulkan.spirv import ShaderInterface, interface
 
 MAX_REPEAT = 10_000
 STAGING_ALIGN_BYTES = 256
@@ -76,8 +77,25 @@ def _spec_bytes(constant_id, value) -> bytes:
     return data
 
 
-def _check_args(dev: VulkanDevice, buffers, push_constants, specialization, workgroups,
-                repeat, warmup, outputs):
+def _check_interface(shader: ShaderInterface, arrays: dict, push: bytes) -> None:
+    """Every buffer the shader declares given, none it does not, push constants given
+    exactly when it has a push-constant block; else a ValueError naming the first miss."""
+    declared = set(shader.storage_buffers) | set(shader.uniform_buffers)
+    for s, b in sorted(declared - set(arrays)):
+        raise ValueError(f"the shader declares a buffer at (set {s}, binding {b}): "
+                         "no array given for it")
+    for s, b in sorted(set(arrays) - declared):
+        raise ValueError(f"buffer (set {s}, binding {b}): the shader declares no buffer there "
+                         f"(it declares {sorted(declared)})")
+    if shader.push_constants and not push:
+        raise ValueError("the shader has a push-constant block: no push-constant bytes given")
+    if push and not shader.push_constants:
+        raise ValueError(f"push constants of {len(push)} bytes given: the shader has no "
+                         "push-constant block")
+
+
+def _check_args(dev: VulkanDevice, shader: ShaderInterface, buffers, push_constants,
+                specialization, workgroups, repeat, warmup, outputs):
     """The arguments as :func:`dispatch` uses them, or a ValueError naming the bad one."""
     groups = tuple(int(g) for g in workgroups) + (1,) * (3 - len(tuple(workgroups)))
     if len(groups) != 3:
@@ -101,7 +119,11 @@ def _check_args(dev: VulkanDevice, buffers, push_constants, specialization, work
     if len(push) % 4 or len(push) > dev.max_push_constants_bytes:
         raise ValueError(f"push constants of {len(push)} bytes: expected a multiple of 4 up "
                          f"to {dev.max_push_constants_bytes} ({dev.name})")
+    _check_interface(shader, arrays, push)
     spec = {int(k): _spec_bytes(k, v) for k, v in (specialization or {}).items()}
+    for cid in sorted(set(spec) - set(shader.spec_ids)):
+        raise ValueError(f"specialization constant {cid}: the shader has none with that "
+                         f"constant_id (it has {list(shader.spec_ids)})")
     if not 1 <= repeat <= MAX_REPEAT or not 0 <= warmup <= MAX_REPEAT:
         raise ValueError(f"repeat {repeat}, warmup {warmup}: expected 1..{MAX_REPEAT} "
                          f"and 0..{MAX_REPEAT}")
@@ -152,9 +174,10 @@ class _Resources:
         return buf, mem
 
 
-def _pipeline(res: _Resources, spirv: bytes, keys, push: bytes, spec: dict):
-    """Shader module, descriptor set layouts (one per set up to the highest), pipeline
-    layout and compute pipeline: (pipeline, pipeline layout, set layouts)."""
+def _pipeline(res: _Resources, spirv: bytes, kinds: dict, push: bytes, spec: dict):
+    """Shader module, descriptor set layouts (one per set up to the highest; ``kinds``:
+    ``(set, binding) -> descriptor type``), pipeline layout and compute pipeline:
+    (pipeline, pipeline layout, set layouts)."""
     vk, d = res.vk, res.dev.device
     try:
         module = vk.vkCreateShaderModule(d, vk.VkShaderModuleCreateInfo(
@@ -165,10 +188,11 @@ def _pipeline(res: _Resources, spirv: bytes, keys, push: bytes, spec: dict):
                           f"({type(err).__name__})") from None
     res.add(lambda: vk.vkDestroyShaderModule(d, module, None))
     set_layouts = []
-    for s in range(max(k[0] for k in keys) + 1):
+    for s in range(max(k[0] for k in kinds) + 1):
         bindings = [vk.VkDescriptorSetLayoutBinding(
-            binding=b, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=1,
-            stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for (ks, b) in keys if ks == s]
+            binding=b, descriptorType=kind, descriptorCount=1,
+            stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
+            for (ks, b), kind in sorted(kinds.items()) if ks == s]
         layout = vk.vkCreateDescriptorSetLayout(d, vk.VkDescriptorSetLayoutCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
             bindingCount=len(bindings), pBindings=bindings or None), None)
@@ -207,13 +231,15 @@ def _pipeline(res: _Resources, spirv: bytes, keys, push: bytes, spec: dict):
     return pipeline, layout, set_layouts
 
 
-def _descriptor_sets(res: _Resources, set_layouts, device_buffers: dict, arrays: dict):
+def _descriptor_sets(res: _Resources, set_layouts, device_buffers: dict, arrays: dict,
+                     kinds: dict):
     """One descriptor set per set layout, each binding pointing at its whole buffer."""
     vk, d = res.vk, res.dev.device
+    sizes = [vk.VkDescriptorPoolSize(type=kind, descriptorCount=list(kinds.values()).count(kind))
+             for kind in sorted(set(kinds.values()))]
     pool = vk.vkCreateDescriptorPool(d, vk.VkDescriptorPoolCreateInfo(
         sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, maxSets=len(set_layouts),
-        poolSizeCount=1, pPoolSizes=[vk.VkDescriptorPoolSize(
-            type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=len(arrays))]), None)
+        poolSizeCount=len(sizes), pPoolSizes=sizes), None)
     res.add(lambda: vk.vkDestroyDescriptorPool(d, pool, None))
     sets = vk.vkAllocateDescriptorSets(d, vk.VkDescriptorSetAllocateInfo(
         sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, descriptorPool=pool,
@@ -221,7 +247,7 @@ def _descriptor_sets(res: _Resources, set_layouts, device_buffers: dict, arrays:
     writes = [vk.VkWriteDescriptorSet(
         sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=sets[s], dstBinding=b,
         dstArrayElement=0, descriptorCount=1,
-        descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        descriptorType=kinds[(s, b)],
         pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=device_buffers[(s, b)], offset=0,
                                                range=arrays[(s, b)].nbytes)])
         for (s, b) in sorted(arrays)]
@@ -292,8 +318,9 @@ def dispatch(spirv: bytes, buffers: Mapping[tuple[int, int], np.ndarray], *,
 
     Args:
         spirv: the SPIR-V module (:func:`gpu.vulkan.compile.compile_glsl`), entry ``main``.
-        buffers: ``(set, binding) -> array``, one storage buffer each, of the array's bytes
-            (C order); every binding the shader declares must be here.
+        buffers: ``(set, binding) -> array``, one buffer each (storage or uniform, as the
+            shader declares it), of the array's bytes (C order); exactly the bindings the
+            shader declares.
         workgroups: the work-group counts ``(x, y, z)`` of ``vkCmdDispatch`` (1 to 3 counts).
         push_constants: the push-constant block's bytes (offset 0, a multiple of 4).
         specialization: ``constant_id -> value`` (bool, int and float as 32-bit; a numpy
@@ -311,31 +338,39 @@ def dispatch(spirv: bytes, buffers: Mapping[tuple[int, int], np.ndarray], *,
 
     Raises:
         VulkanUnavailable: no Vulkan device (one line).
-        ValueError: a bad argument (named, with its limit), before anything is created.
+        ValueError: a bad argument (named, with its limit), a buffer the shader declares
+            missing or one it does not declare given, a constant_id it lacks, push constants
+            without a block or a block without them; before anything is created.
         VulkanError: Vulkan refused the SPIR-V or the pipeline, memory, or a submission.
     """
+    shader = interface(bytes(spirv))
     dev = open_device(device)
-    arrays, push, spec, groups, read = _check_args(dev, buffers, push_constants,
+    arrays, push, spec, groups, read = _check_args(dev, shader, buffers, push_constants,
                                                    specialization, workgroups, repeat,
                                                    warmup, outputs)
-    vk = dev.vk
     with dev.lock:
         res = _Resources(dev)
         try:
-            return _run(res, spirv, arrays, push, spec, groups, read, repeat, warmup,
-                        check_output)
+            return _run(res, bytes(spirv), arrays, set(shader.uniform_buffers), push, spec,
+                        groups, read, repeat, warmup, check_output)
         finally:
             res.close()
 
 
-def _run(res, spirv, arrays, push, spec, groups, read, repeat, warmup, check_output):
+def _run(res, spirv, arrays, uniform, push, spec, groups, read, repeat, warmup, check_output):
+    """:func:`dispatch` once its arguments are checked (``uniform``: the keys of uniform
+    buffers; the others are storage buffers)."""
     dev, vk, d = res.dev, res.vk, res.dev.device
     keys = sorted(arrays)
+    kinds = {key: vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER if key in uniform else
+             vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER for key in keys}
     device_buffers = {}
     for key in keys:
+        usage = (vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT if key in uniform else
+                 vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT)
         device_buffers[key] = res.buffer(
-            arrays[key].nbytes, vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
-            vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+            arrays[key].nbytes, usage | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+            vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
             vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, fallback=0)[0]
     staging_in, mem_in, in_regions, in_total = _staging(res, arrays, keys)
     staging_out, mem_out, out_regions, out_total = _staging(res, arrays, read)
@@ -343,8 +378,8 @@ def _run(res, spirv, arrays, push, spec, groups, read, repeat, warmup, check_out
     for key, (offset, size) in in_regions.items():
         mapped[offset:offset + size] = arrays[key].view(np.uint8).reshape(-1).tobytes()
     vk.vkUnmapMemory(d, mem_in)
-    pipeline, layout, set_layouts = _pipeline(res, spirv, keys, push, spec)
-    sets = _descriptor_sets(res, set_layouts, device_buffers, arrays)
+    pipeline, layout, set_layouts = _pipeline(res, spirv, kinds, push, spec)
+    sets = _descriptor_sets(res, set_layouts, device_buffers, arrays, kinds)
     queries = vk.vkCreateQueryPool(d, vk.VkQueryPoolCreateInfo(
         sType=vk.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
         queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=2), None)
