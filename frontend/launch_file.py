@@ -190,6 +190,17 @@ class LaunchFile:
         return out + [f"-D{k}={v}" for k, v in self.params.items()]
 
 
+def from_tables(path, data: dict) -> LaunchFile:
+    """A launch file's tables given as a dict (``data``, as TOML would read them), checked
+    as :func:`read` checks a file's; ``path`` stands for the file in messages and its
+    folder is where ``source`` is found.
+
+    Raises:
+        LaunchFileError: as :func:`read`.
+    """
+    return _checked(Path(path), data, None, None)
+
+
 def read(path, overrides: dict | None = None, params: dict | None = None) -> LaunchFile:
     """Read and check the tables of the launch file ``path``.
 
@@ -210,6 +221,11 @@ def read(path, overrides: dict | None = None, params: dict | None = None) -> Lau
         raise LaunchFileError(f"{path}: cannot be read ({err})") from None
     except tomllib.TOMLDecodeError as err:
         raise LaunchFileError(f"{path}: not valid TOML ({err})") from None
+    return _checked(path, data, overrides, params)
+
+
+def _checked(path: Path, data: dict, overrides, params) -> LaunchFile:
+    """The :class:`LaunchFile` of ``data`` read from ``path``, checked (see :func:`read`)."""
     launch = LaunchFile(path, data, {}, dict(params or {}))
     glsl = is_glsl(data)
     top_keys = GLSL_TOP_KEYS if glsl else TOP_KEYS
