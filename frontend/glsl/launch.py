@@ -95,20 +95,29 @@ def schedule(launch, buffer_argument) -> Schedule:
     specialization = {name: launch.number(f"specialization.{name}", raw)
                       for name, raw in data.get("specialization", {}).items()}
     raw_bindings = data.get("bindings", {})
-    lengths = {name: prod(launch.value(f"bindings.{name}.shape[{d}]", s)
-                          for d, s in enumerate(raw["shape"]))
-               for name, raw in raw_bindings.items()
-               if isinstance(raw, dict) and isinstance(raw.get("shape"), list)}
+    def shader_names():
+        for name, value in translator.shader.constants.items():
+            if isinstance(value, int) and name not in launch.names:
+                launch.macros[name] = value
+
+    def length(name):
+        """A binding's floats (for ``.length()``), None where the launch gives no shape."""
+        raw = raw_bindings.get(name)
+        if not isinstance(raw, dict) or not isinstance(raw.get("shape"), list):
+            return None
+        shader_names()
+        return prod(launch.value(f"bindings.{name}.shape[{d}]", s)
+                    for d, s in enumerate(raw["shape"]))
+
     kernel = kernel_name(path)
+    translator = Translator(path, text, kernel, specialization, length)
     try:
-        source, shader = Translator(path, text, kernel, specialization, lengths).run()
+        source, shader = translator.run()
     except syntax.GlslError as err:
         if "not a specialization constant" in str(err):
             raise launch.error("specialization", str(err)) from None
         raise
-    for name, value in shader.constants.items():
-        if isinstance(value, int) and name not in launch.names:
-            launch.macros[name] = value
+    shader_names()
     workgroups = _workgroups(launch)
     local = list(shader.local_size)
     dims = max([1] + [d + 1 for d in range(3) if local[d] > 1 or workgroups[d] > 1])

@@ -118,15 +118,15 @@ class Translator:
     :meth:`run` -> (OpenCL C source, :class:`Shader`).
 
     ``specialization``: values of specialization constants by name (others keep the
-    shader's default); ``lengths``: a buffer's element count by its name, for
-    ``.length()``."""
+    shader's default); ``lengths(name)``: a buffer's float count by its name (None where
+    unknown), for ``.length()``."""
 
     MAX_INCLUDE_DEPTH = 16
 
     def __init__(self, path, text: bytes, kernel: str, specialization=None, lengths=None):
         self.path, self.text, self.kernel = Path(path), text, kernel
         self.specialization = dict(specialization or {})
-        self.lengths = dict(lengths or {})
+        self.lengths = lengths or (lambda name: None)
         self.shader = Shader()
         self.macros: dict[str, object] = {}       # name -> parsed body (or None)
         self.blocks: dict[str, str] = {}          # scalar block instance -> "scalar"
@@ -573,10 +573,11 @@ class Translator:
         if binding is None:
             self.fail(callee, f"{obj.text.decode()}.length(): length() of a buffer's array "
                               "is modelled, not of this")
-        if binding.name not in self.lengths:
+        floats = self.lengths(binding.name)
+        if floats is None:
             self.fail(callee, f"{binding.name}.length(): the launch gives no shape for "
                               f"{binding.name}")
-        return f"{self.lengths[binding.name] // BUFFER_ELEMENTS[binding.element]}u"
+        return f"{floats // BUFFER_ELEMENTS[binding.element]}u"
 
 
 EXPRESSION_KINDS = frozenset((
