@@ -1,0 +1,708 @@
+"""A GLSL compute shader's tree -> OpenCL C source of the same kernel, which the OpenCL C
+front end (:mod:`tiletraffic.frontend.opencl.translate`) turns into the schedule IR.
+
+The walk emits each construct as its OpenCL C equal, with a ``#line`` directive before each
+statement so that every message of the OpenCL C front end names the place in the GLSL file:
+
+- ``layout(local_size_x = ..., local_size_y_id = ...) in;``: the work-group size
+  (:attr:`Shader.local_size`; a ``*_id`` form takes the specialization constant's value);
+- buffer blocks (``readonly``/``writeonly``, one unsized array of ``float``, ``vec2`` or
+  ``vec4`` each): ``__global`` pointer arguments named as :attr:`Binding.name` says;
+- push constants and uniform blocks of ``int``/``uint``/``float`` members: scalar arguments
+  named after their members (``pc.M`` is ``M``);
+- specialization constants (``layout(constant_id = 0) const uint TS = 16;``) and other
+  global constants: the value given (:class:`Translator`'s ``specialization``) or the
+  shader's own;
+- ``shared`` arrays: ``__local`` arrays of the kernel; ``barrier()``:
+  ``barrier(CLK_LOCAL_MEM_FENCE)``; ``memoryBarrier*()``/``groupMemoryBarrier()`` (memory
+  fences, which change no traffic) are left out;
+- ``gl_GlobalInvocationID``, ``gl_LocalInvocationID``, ``gl_WorkGroupID``,
+  ``gl_NumWorkGroups`` (``.x``/``.y``/``.z``), ``gl_WorkGroupSize`` and
+  ``gl_LocalInvocationIndex``: the work-item functions as ``uint``;
+- types ``float``, ``int``, ``uint``, ``bool``, ``vecN``/``ivecN``/``uvecN``; constructors as
+  casts; ``.length()`` of a buffer's array: its element count from the launch;
+- ``#define`` and ``#undef`` (passed to the C preprocessor, their bodies translated),
+  ``#include`` (``GL_GOOGLE_include_directive``, read and translated in place),
+  ``[[unroll]]`` and other attributes (ignored), helper functions (``in`` parameters).
+
+Refused by name with ``file:line:column``: ``out``/``inout`` parameters, structs,
+matrices, doubles, images, atomics, sub-group operations and every built-in function
+outside :data:`FUNCTIONS`, private globals, blocks of another shape.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tiletraffic.frontend.glsl import syntax
+from tiletraffic.frontend.glsl.syntax import GlslError, fail
+
+WORK_ITEM = {"gl_GlobalInvocationID": "get_global_id", "gl_LocalInvocationID": "get_local_id",
+             "gl_WorkGroupID": "get_group_id", "gl_NumWorkGroups": "get_num_groups"}
+"""GLSL's work-item vectors and the OpenCL C function of each component."""
+
+AXES = {"x": 0, "y": 1, "z": 2}
+
+SCALARS = {"float": "float", "int": "int", "uint": "uint", "bool": "int", "void": "void"}
+VECTORS = {f"{p}vec{n}": f"{t}{n}" for p, t in (("", "float"), ("i", "int"), ("u", "uint"))
+           for n in (2, 3, 4)}
+TYPES = {**SCALARS, **VECTORS}
+"""GLSL types and their OpenCL C spelling."""
+
+BUFFER_ELEMENTS = {"float": 1, "vec2": 2, "vec4": 4}
+"""The element types of a buffer's array and their floats per element."""
+
+FUNCTIONS = frozenset((
+    "fma", "min", "max", "clamp", "dot", "sqrt", "exp", "exp2", "log", "log2", "pow",
+    "floor", "ceil", "fract", "sin", "cos", "tanh", "mix", "step", "length", "sign"))
+"""Built-in functions OpenCL C has with the same meaning (the OpenCL C front end says
+which of them it models)."""
+
+RENAMED = {"abs": "fabs", "inversesqrt": "rsqrt"}
+"""Built-in functions OpenCL C spells otherwise (``abs`` of a float)."""
+
+FENCES = frozenset(("memoryBarrier", "memoryBarrierShared", "memoryBarrierBuffer",
+                    "groupMemoryBarrier", "memoryBarrierImage", "memoryBarrierAtomicCounter"))
+
+C_ONLY_WORDS = frozenset((
+    "global", "local", "constant", "private", "kernel", "char", "short", "long", "signed",
+    "unsigned", "size_t", "half", "auto", "register", "static", "extern", "typedef",
+    "goto", "restrict", "sizeof", "enum", "union", "volatile", "inline", "read_only",
+    "write_only", "read_write", "ptrdiff_t", "intptr_t", "uintptr_t", "event_t",
+    "sampler_t", "image2d_t", "image3d_t", "uchar", "ushort", "ulong", "global_id"))
+"""Names GLSL allows that are OpenCL C words: such a name gets a suffix in the C source."""
+
+LINE_KINDS = frozenset((
+    "local_declaration", "expression_statement", "if_statement", "for_statement",
+    "while_statement", "do_statement", "return_statement", "break_statement",
+    "continue_statement", "switch_statement", "compound_statement"))
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One buffer of the shader.
+
+    Attributes:
+        name: its name for the launch: the array member's name, or the block's instance
+            name where the block has one (``buffer A { float data[]; } a;`` is ``a``).
+        set, binding: its descriptor set and binding number.
+        element: ``float``, ``vec2`` or ``vec4``.
+        access: ``in`` (``readonly``), ``out`` (``writeonly``) or None (either).
+    """
+
+    name: str
+    set: int
+    binding: int
+    element: str
+    access: str | None
+
+
+@dataclass
+class Shader:
+    """What the walk learnt besides the source: the work-group size (its three
+    dimensions, each an int), the buffers in (set, binding) order, the scalar arguments
+    (name -> ``int``/``uint``/``float``, push constants first), the specialization
+    constants (name -> (constant_id, default)) and the reserved-word renames."""
+
+    local_size: list = field(default_factory=lambda: [1, 1, 1])
+    local_size_ids: dict = field(default_factory=dict)
+    bindings: list = field(default_factory=list)
+    scalars: dict = field(default_factory=dict)
+    specialization: dict = field(default_factory=dict)
+    constants: dict = field(default_factory=dict)
+    c_names: dict = field(default_factory=dict)
+
+
+class Translator:
+    """One shader's walk: ``Translator(path, text, kernel, specialization, lengths)``, then
+    :meth:`run` -> (OpenCL C source, :class:`Shader`).
+
+    ``specialization``: values of specialization constants by name (others keep the
+    shader's default); ``lengths(name)``: a buffer's float count by its name (None where
+    unknown), for ``.length()``."""
+
+    MAX_INCLUDE_DEPTH = 16
+
+    def __init__(self, path, text: bytes, kernel: str, specialization=None, lengths=None):
+        self.path, self.text, self.kernel = Path(path), text, kernel
+        self.specialization = dict(specialization or {})
+        self.lengths = lengths or (lambda name: None)
+        self.shader = Shader()
+        self.macros: dict[str, object] = {}       # name -> parsed body (or None)
+        self.blocks: dict[str, str] = {}          # scalar block instance -> "scalar"
+        self.buffer_instances: dict[str, Binding] = {}
+        self.buffers: dict[str, Binding] = {}     # array member name -> binding
+        self.shared: list[str] = []
+        self.helpers: dict[str, object] = {}
+        self.defines: list[str] = []
+        self.functions: list[str] = []
+        self.main = None
+        self.file = self.path                     # the file being walked (includes)
+        self.main_file = self.path
+        self.depth = 0
+        self.helper_uses: dict[str, set] = {}
+        self.shared_names: list[str] = []
+
+    # ------------------------------------------------------------------ top level
+    def run(self) -> tuple[str, Shader]:
+        self._unit(self.path, self.text)
+        if self.main is None:
+            raise GlslError(f"{self.path}: the shader has no main()")
+        unknown = sorted(set(self.specialization) - set(self.shader.specialization))
+        if unknown:
+            raise GlslError(f"{self.path}: {', '.join(unknown)}: not a specialization "
+                            "constant of the shader; its specialization constants: "
+                            f"{', '.join(self.shader.specialization) or 'none'}")
+        for d, name in self.shader.local_size_ids.items():
+            self.shader.local_size[d] = self.shader.constants[name]
+        self.shader.bindings.sort(key=lambda b: (b.set, b.binding))
+        kernel = self._kernel()
+        return "\n".join([*self.defines, *self.functions, kernel, ""]), self.shader
+
+    def _unit(self, path: Path, text: bytes) -> None:
+        tree = syntax.parse(text)
+        saved, self.file = self.file, path
+        for node in tree.root_node.children:
+            self._top(node)
+        self.file = saved
+
+    def fail(self, node, message):
+        fail(self.file, node, message)
+
+    def _top(self, node) -> None:
+        kind = node.type
+        if kind in ("comment", "preproc_version", "preproc_extension", ";"):
+            return
+        if kind == "preproc_def":
+            self._define(node)
+        elif kind == "preproc_function_def":
+            self._define(node, function=True)
+        elif kind == "preproc_call":
+            self._directive(node)
+        elif kind == "declaration":
+            self._declaration(node)
+        elif kind == "function_definition":
+            self._function(node)
+        elif kind == "ERROR":
+            self.fail(node, f"cannot be read as GLSL: {_shown(node)}")
+        else:
+            self.fail(node, f"{kind.replace('_', ' ')} is not modelled at the top level of "
+                            f"a shader: {_shown(node)}")
+
+    def _directive(self, node) -> None:
+        directive = _child(node, "preproc_directive").text.decode()
+        arg = _child(node, "preproc_arg")
+        value = arg.text.decode().strip() if arg is not None else ""
+        if directive == "#include":
+            self._include(node, value)
+        elif directive == "#undef":
+            self.macros.pop(value, None)
+            self.defines.append(f"#undef {value}")
+        elif directive not in ("#pragma", "#line"):
+            self.fail(node, f"the directive {directive} is not modelled")
+
+    def _include(self, node, spelled: str) -> None:
+        if len(spelled) < 2 or spelled[0] not in "\"<" or spelled[-1] not in "\">":
+            self.fail(node, f"#include {spelled}: write #include \"file\"")
+        target = self.file.parent / spelled[1:-1]
+        if not target.is_file():
+            self.fail(node, f"#include {spelled}: {target} is not a file")
+        if self.depth >= self.MAX_INCLUDE_DEPTH:
+            self.fail(node, f"#include {spelled}: more than {self.MAX_INCLUDE_DEPTH} nested "
+                            "includes")
+        self.depth += 1
+        self._unit(target, target.read_bytes())
+        self.depth -= 1
+
+    def _define(self, node, function=False) -> None:
+        name = _child(node, "identifier").text.decode()
+        arg = _child(node, "preproc_arg")
+        body = arg.text.decode().strip() if arg is not None else ""
+        params = _child(node, "preproc_params")
+        parsed = _expression(body) if body else None
+        self.macros[name] = None if function else parsed
+        if not function and parsed is not None:
+            value = self._constant(parsed, refuse=False)
+            if isinstance(value, int):
+                self.shader.constants[name] = value
+        text = self.expr(parsed) if parsed is not None else body
+        head = name + (params.text.decode() if params is not None else "")
+        self.defines.append(f"#define {head} {text}")
+
+    # ------------------------------------------------------------------ declarations
+    def _declaration(self, node) -> None:
+        qualifier = _child(node, "type_qualifier")
+        if _child(node, "field_declaration_list") is not None:
+            self._block(node, qualifier)
+        elif _child(node, "declarator_list") is not None:
+            for declarator in _children(_child(node, "declarator_list"), "declarator"):
+                self._global(declarator)
+        elif qualifier is not None and "in" in _storage(qualifier):
+            self._local_size(qualifier)
+        else:
+            self.fail(node, f"this declaration is not modelled: {_shown(node)}")
+
+    def _local_size(self, qualifier) -> None:
+        for arg in _layout_args(qualifier):
+            name = arg.children[0].text.decode()
+            value = arg.children[2] if len(arg.children) > 2 else None
+            if name in ("local_size_x", "local_size_y", "local_size_z"):
+                self.shader.local_size["xyz".index(name[-1])] = self._constant(value)
+            elif name in ("local_size_x_id", "local_size_y_id", "local_size_z_id"):
+                self.shader.local_size_ids["xyz".index(name[-4])] = \
+                    self._constant_id_name(arg, self._constant(value))
+            else:
+                self.fail(arg, f"layout({name}) on the input is not modelled")
+
+    def _constant_id_name(self, arg, constant_id: int) -> str:
+        for name, (cid, _) in self.shader.specialization.items():
+            if cid == constant_id:
+                return name
+        self.fail(arg, f"no specialization constant has constant_id = {constant_id}; "
+                       "declare it before the layout that uses it")
+
+    def _block(self, node, qualifier) -> None:
+        storage = _storage(qualifier) if qualifier is not None else []
+        layout = {a.children[0].text.decode(): a for a in _layout_args(qualifier)}
+        names = [c for c in node.children if c.type == "identifier"]
+        instance = names[1].text.decode() if len(names) > 1 else None
+        members = []
+        for decl in _children(_child(node, "field_declaration_list"), "field_declaration"):
+            type_ = _child(decl, "type_specifier")
+            for d in _children(_child(decl, "field_declarator_list"), "field_declarator"):
+                members.append((type_, d))
+        if "buffer" in storage:
+            self._buffer(node, storage, layout, instance, members)
+        elif "uniform" in storage:
+            for type_, d in members:
+                name, kind = d.children[0].text.decode(), type_.text.decode()
+                if kind not in ("int", "uint", "float") or len(d.children) > 1:
+                    self.fail(d, f"{name}: a {'push constant' if 'push_constant' in layout else 'uniform'} "
+                                 f"member of type {kind}{'[]' if len(d.children) > 1 else ''} is "
+                                 "not modelled (int, uint and float members are)")
+                self._scalar(d, name, kind)
+            if instance is not None:
+                self.blocks[instance] = "scalar"
+        else:
+            self.fail(node, f"a block of storage {' '.join(storage) or 'none'} is not "
+                            "modelled (buffer, uniform and push_constant blocks are)")
+
+    def _scalar(self, node, name, kind) -> None:
+        if name in self.shader.scalars or name in self.buffers:
+            self.fail(node, f"{name}: a second argument of this name")
+        self.shader.scalars[name] = kind
+
+    def _buffer(self, node, storage, layout, instance, members) -> None:
+        if len(members) != 1 or len(members[0][1].children) != 2 or \
+                members[0][1].children[1].text.decode().replace(" ", "") != "[]":
+            self.fail(node, "a buffer block is modelled with exactly one member, an unsized "
+                            "array (float data[];)")
+        type_, declarator = members[0]
+        element = type_.text.decode()
+        if element not in BUFFER_ELEMENTS:
+            self.fail(type_, f"a buffer of {element} is not modelled (float, vec2 and vec4 "
+                             "are)")
+        member = declarator.children[0].text.decode()
+        access = "in" if "readonly" in storage else "out" if "writeonly" in storage else None
+        number = (lambda key: self._constant(layout[key].children[2]) if key in layout else 0)
+        binding = Binding(instance or member, number("set"), number("binding"), element, access)
+        if binding.name in self.buffers or binding.name in self.shader.scalars:
+            self.fail(node, f"{binding.name}: a second argument of this name")
+        self.buffers[binding.name] = binding
+        if instance is not None:
+            self.buffer_instances[instance] = binding
+        self.shader.bindings.append(binding)
+
+    def _global(self, declarator) -> None:
+        type_ = _child(declarator, "type")
+        qualifier = _child(type_, "type_qualifier")
+        storage = _storage(qualifier) if qualifier is not None else []
+        name = _child(declarator, "identifier").text.decode()
+        kind = self.type_name(_child(type_, "type_specifier"))
+        dims = _children(declarator, "array_specifier")
+        if "shared" in storage:
+            shape = "".join(self.expr(d) for d in dims)
+            self.shared_names.append(name)
+            self.shared.append(self._line(declarator) + f"__local {kind} {self.name(name)}{shape};")
+            return
+        if "const" not in storage or dims:
+            self.fail(declarator, f"the global variable {name} is not modelled (global "
+                                  "constants, shared arrays and blocks are); declare it in "
+                                  "main()")
+        initializer = declarator.children[-1]
+        layout = {a.children[0].text.decode(): a for a in _layout_args(qualifier)}
+        if "constant_id" in layout:
+            default = self._constant(initializer)
+            cid = self._constant(layout["constant_id"].children[2])
+            self.shader.specialization[name] = (cid, default)
+            value = self.specialization.get(name, default)
+            self.defines.append(f"#define {self.name(name)} (({kind}){_literal(value)})")
+        else:
+            value = self._constant(initializer, refuse=False)
+            self.defines.append(f"#define {self.name(name)} (({kind})({self.expr(initializer)}))")
+        if value is not None:
+            self.shader.constants[name] = value
+
+    def _constant(self, node, refuse=True):
+        """The value of a constant expression (literals, macros, constants, + - * / % <<
+        >>, constructors); None where it is not one and ``refuse`` is false."""
+        try:
+            return _evaluate(node, {**self.shader.constants}, self.macros)
+        except _NotConstant as err:
+            if refuse:
+                self.fail(err.node, f"{_shown(err.node)} is not a constant expression")
+            return None
+
+    # ------------------------------------------------------------------ functions
+    def _function(self, node) -> None:
+        declarator = _child(node, "function_declarator")
+        name = _child(declarator, "identifier").text.decode()
+        body = _child(node, "compound_statement")
+        if body is None:          # a prototype: the definition follows
+            return
+        if name == "main":
+            self.main, self.main_file = node, self.file
+            return
+        self.helpers[name] = node
+        params = []
+        for p in _children(_child(declarator, "parameter_list"), "parameter_declaration"):
+            qualifier = _child(p, "type_qualifier")
+            storage = _storage(qualifier) if qualifier is not None else []
+            if "out" in storage or "inout" in storage:
+                self.fail(p, f"the {'inout' if 'inout' in storage else 'out'} parameter "
+                             f"{_shown(p)} of {name} is not modelled; return the value")
+            type_ = self.type_name(_child(p, "type_specifier"))
+            pname = _child(p, "identifier")
+            dims = "".join(self.expr(d) for d in _children(p, "array_specifier"))
+            const = "const " if "const" in storage else ""
+            params.append(f"{const}{type_} {self.name(pname.text.decode()) if pname else ''}{dims}")
+        text = self.stmt(body)
+        extra = self._helper_arguments(node, body)
+        result = self.type_name(_child(_child(declarator, "type"), "type_specifier"))
+        self.functions.append(self._line(node) + f"{result} {self.name(name)}("
+                              f"{', '.join(params + extra) or 'void'})\n{text}")
+
+    def _helper_arguments(self, node, body) -> list[str]:
+        """The kernel arguments a helper reads, as extra parameters (the same names)."""
+        used = {n.text.decode() for n in syntax._identifiers(body)}
+        for callee in [n for n in used if n in self.helpers]:
+            used |= self.helper_uses.get(callee, set())
+        shared = [s for s in self.shared_names if s in used]
+        if shared:
+            self.fail(node, f"the shared array {shared[0]} used in a function other than "
+                            "main() is not modelled; pass values, or write it in main()")
+        names = [b for b in self._buffer_names() if b in used] + \
+            [s for s in self.shader.scalars if s in used]
+        self.helper_uses[_child(_child(node, "function_declarator"), "identifier")
+                         .text.decode()] = set(names)
+        return [self._parameter(n) for n in names]
+
+    def _buffer_names(self) -> list[str]:
+        return list(self.buffers)
+
+    def _parameter(self, name: str) -> str:
+        if name in self.buffers:
+            b = self.buffers[name]
+            const = "const " if b.access == "in" else ""
+            element = "float" if b.element == "float" else TYPES[b.element]
+            return f"__global {const}{element} *{self.name(name)}"
+        return f"const {self.shader.scalars[name]} {self.name(name)}"
+
+    def _kernel(self) -> str:
+        args = [self._parameter(b.name) for b in self.shader.bindings] + \
+            [self._parameter(s) for s in self.shader.scalars]
+        body = _child(self.main, "compound_statement")
+        saved, self.file = self.file, self.main_file
+        inner = "".join(self.stmt(c, body) for c in body.children
+                        if c.type not in ("{", "}"))
+        self.file = saved
+        return (self._line(self.main) + f"__kernel void {self.kernel}({', '.join(args)})\n"
+                + "{" + "".join(f"\n{s}" for s in self.shared) + inner + "\n}")
+
+    # ------------------------------------------------------------------ statements
+    def _line(self, node) -> str:
+        """A ``#line`` directive for ``node``'s line, then spaces up to its column."""
+        row, column = node.start_point
+        file = str(self.file).replace("\\", "\\\\").replace('"', '\\"')
+        return f"\n#line {row + 1} \"{file}\"\n" + " " * column
+
+    def stmt(self, node, parent=None) -> str:
+        """A statement (or anything inside one) as OpenCL C."""
+        kind = node.type
+        if kind == "comment":
+            return ""
+        if kind == "ERROR":
+            if _is_attribute(node):
+                return ""
+            self.fail(node, f"cannot be read as GLSL: {_shown(node)}")
+        if kind == "expression_statement" and _is_fence(node):
+            return self._line(node) + ";"
+        if kind in ("statement_list",):
+            return "".join(self.stmt(c, node) for c in node.children)
+        if kind in LINE_KINDS and not (parent is not None and parent.type == "for_statement"
+                                       and kind != "compound_statement"
+                                       and node is not parent.children[-1]):
+            return self._line(node) + self._join(node)
+        return self._join(node)
+
+    def _join(self, node) -> str:
+        if node.child_count == 0:
+            return self.expr(node)
+        if node.type in EXPRESSION_KINDS:
+            return self.expr(node)
+        return " ".join(t for t in (self.stmt(c, node) for c in node.children) if t)
+
+    # ------------------------------------------------------------------ expressions
+    def name(self, name: str) -> str:
+        """An identifier of the shader as the C source spells it."""
+        if name in C_ONLY_WORDS:
+            self.shader.c_names[name] = name + "_glsl"
+            return name + "_glsl"
+        return name
+
+    def type_name(self, node) -> str:
+        if node is None:
+            return "void"
+        text = node.text.decode()
+        if text not in TYPES:
+            self.fail(node, f"the type {text} is not modelled (float, int, uint, bool, "
+                            "vec2/3/4, ivec2/3/4 and uvec2/3/4 are)")
+        return TYPES[text]
+
+    def expr(self, node) -> str:
+        kind = node.type
+        if kind == "identifier":
+            return self._identifier(node)
+        if kind == "number_literal":
+            return self._number(node)
+        if kind == "field_expression":
+            return self._field(node)
+        if kind == "function_call":
+            return self._call(node)
+        if kind == "type_specifier":
+            return self.type_name(node)
+        if kind == "comment":
+            return ""
+        if kind == "type_qualifier":
+            storage = _storage(node)
+            if any(s not in ("const", "in", "highp", "mediump", "lowp", "precise")
+                   for s in storage):
+                self.fail(node, f"the qualifier {' '.join(storage)} is not modelled here")
+            return "const" if "const" in storage else ""
+        if kind == "ERROR":
+            if _is_attribute(node):
+                return ""
+            self.fail(node, f"cannot be read as GLSL: {_shown(node)}")
+        if node.child_count == 0:
+            return node.text.decode()
+        return " ".join(t for t in (self.stmt(c, node) for c in node.children) if t)
+
+    def _identifier(self, node) -> str:
+        text = node.text.decode()
+        if text == "gl_LocalInvocationIndex":
+            x, y, _ = self.shader.local_size
+            return (f"((uint)(get_local_id(0) + {x} * (get_local_id(1) + {y} * "
+                    "get_local_id(2))))")
+        if text.startswith("gl_"):
+            self.fail(node, f"{text} is not modelled here (its .x, .y and .z are)"
+                      if text in WORK_ITEM or text == "gl_WorkGroupSize"
+                      else f"the built-in {text} is not modelled")
+        if text in self.blocks or text in self.buffer_instances:
+            self.fail(node, f"the block {text} as a whole is not modelled; use its members")
+        return self.name(text)
+
+    def _number(self, node) -> str:
+        text = node.text.decode()
+        lower = text.lower()
+        if lower.endswith("lf"):
+            self.fail(node, f"the double literal {text} is not modelled (float is)")
+        hex_ = lower.startswith("0x")
+        if not hex_ and ("." in lower or "e" in lower) and not lower.endswith("f"):
+            return text + "f"
+        return text
+
+    def _field(self, node) -> str:
+        obj, field_ = node.children[0], node.children[-1].text.decode()
+        if obj.type == "identifier":
+            base = obj.text.decode()
+            if base in WORK_ITEM and field_ in AXES:
+                return f"((uint){WORK_ITEM[base]}({AXES[field_]}))"
+            if base == "gl_WorkGroupSize" and field_ in AXES:
+                return f"{self.shader.local_size[AXES[field_]]}u"
+            if base in self.blocks:
+                return self.name(field_)
+            if base in self.buffer_instances:
+                return self.name(base)
+        return f"{self.expr(obj)}.{field_}"
+
+    def _call(self, node) -> str:
+        callee, args = node.children[0], _child(node, "argument_list")
+        values = [self.expr(a) for a in (args.named_children if args else ())
+                  if a.type != "comment"]
+        if callee.type == "type_specifier":
+            kind = self.type_name(callee)
+            if callee.text.decode() == "bool":
+                return f"((int)(({values[0]}) != 0))"
+            return f"(({kind})({', '.join(values)}))"
+        if callee.type == "field_expression" and callee.children[-1].text == b"length":
+            return self._length(callee)
+        name = callee.text.decode()
+        if callee.type != "identifier":
+            self.fail(callee, f"the call of {name} is not modelled")
+        if name == "barrier":
+            return "barrier(CLK_LOCAL_MEM_FENCE)"
+        if name in self.helpers:
+            extra = [self.name(n) for n in self.helper_uses.get(name, ())]
+            return f"{self.name(name)}({', '.join(values + extra)})"
+        if name in RENAMED:
+            return f"{RENAMED[name]}({', '.join(values)})"
+        if name in FUNCTIONS:
+            return f"{name}({', '.join(values)})"
+        if name in self.macros:
+            return f"{name}({', '.join(values)})"
+        what = ("atomic operations are" if name.startswith("atomic") else
+                "sub-group operations are" if name.startswith("subgroup") else
+                f"the function {name} is")
+        self.fail(callee, f"{name}: {what} not modelled")
+
+    def _length(self, callee) -> str:
+        obj = callee.children[0]
+        target = obj.children[0].text.decode() if obj.type == "field_expression" else \
+            obj.text.decode()
+        binding = self.buffer_instances.get(target) or self.buffers.get(target)
+        if binding is None:
+            self.fail(callee, f"{obj.text.decode()}.length(): length() of a buffer's array "
+                              "is modelled, not of this")
+        floats = self.lengths(binding.name)
+        if floats is None:
+            self.fail(callee, f"{binding.name}.length(): the launch gives no shape for "
+                              f"{binding.name}")
+        return f"{floats // BUFFER_ELEMENTS[binding.element]}u"
+
+
+EXPRESSION_KINDS = frozenset((
+    "identifier", "number_literal", "field_expression", "function_call", "type_specifier",
+    "type_qualifier"))
+
+
+class _NotConstant(Exception):
+    def __init__(self, node):
+        super().__init__()
+        self.node = node
+
+
+_OPERATORS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+              "/": lambda a, b: (a / b if isinstance(a, float) or isinstance(b, float)
+                                 else int(a / b)),
+              "%": lambda a, b: a - int(a / b) * b, "<<": lambda a, b: a << b,
+              ">>": lambda a, b: a >> b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
+              "^": lambda a, b: a ^ b}
+
+
+def _evaluate(node, constants: dict, macros: dict):
+    """The value of a constant GLSL expression (see :meth:`Translator._constant`)."""
+    if node is None:
+        raise _NotConstant(node)
+    kind = node.type
+    text = node.text.decode()
+    if kind == "number_literal":
+        lower = text.lower().rstrip("u")
+        try:
+            if lower.startswith("0x"):
+                return int(lower, 16)
+            if "." in lower or "e" in lower:
+                return float(lower.rstrip("f"))
+            return int(lower, 8) if len(lower) > 1 and lower[0] == "0" else int(lower)
+        except ValueError:
+            raise _NotConstant(node) from None
+    if kind == "identifier":
+        if text in constants:
+            return constants[text]
+        if macros.get(text) is not None:
+            return _evaluate(macros[text], constants, macros)
+        raise _NotConstant(node)
+    if kind == "parenthesized_expression":
+        return _evaluate(node.named_children[0], constants, macros)
+    if kind == "unary_expression" and node.children[0].type in ("-", "+"):
+        value = _evaluate(node.children[1], constants, macros)
+        return -value if node.children[0].type == "-" else value
+    if kind == "binary_expression" and node.children[1].type in _OPERATORS:
+        a = _evaluate(node.children[0], constants, macros)
+        b = _evaluate(node.children[2], constants, macros)
+        if node.children[1].type in ("/", "%") and b == 0:
+            raise _NotConstant(node)
+        return _OPERATORS[node.children[1].type](a, b)
+    if kind == "function_call" and node.children[0].type == "type_specifier":
+        args = _child(node, "argument_list")
+        if args is not None and len(args.named_children) == 1:
+            value = _evaluate(args.named_children[0], constants, macros)
+            kind_ = node.children[0].text.decode()
+            return float(value) if kind_ == "float" else int(value) if kind_ in (
+                "int", "uint") else value
+    raise _NotConstant(node)
+
+
+def _expression(body: str):
+    """``body`` (a macro's text) parsed as a GLSL expression, or None where it is not one."""
+    wrapped = f"const int tiletraffic_macro_body = ({body});".encode()
+    tree = syntax.parse(wrapped)
+    if tree.root_node.has_error:
+        return None
+    found = [n for n in _walk(tree.root_node) if n.type == "parenthesized_expression"]
+    return found[0].named_children[0] if found else None
+
+
+def _walk(node):
+    yield node
+    for c in node.children:
+        yield from _walk(c)
+
+
+def _child(node, kind):
+    if node is None:
+        return None
+    return next((c for c in node.children if c.type == kind), None)
+
+
+def _children(node, kind) -> list:
+    return [] if node is None else [c for c in node.children if c.type == kind]
+
+
+def _storage(qualifier) -> list[str]:
+    out = []
+    for c in qualifier.children:
+        if c.type in ("storage_qualifier", "precision_qualifier", "precise_qualifier",
+                      "interpolation_qualifier", "invariant_qualifier", "memory_qualifier"):
+            out.append(c.text.decode())
+        elif c.type not in ("layout_qualifier",):
+            out.append(c.text.decode())
+    return out
+
+
+def _layout_args(qualifier) -> list:
+    if qualifier is None:
+        return []
+    return [a for layout in _children(qualifier, "layout_qualifier")
+            for a in _children(layout, "layout_argument")]
+
+
+def _is_attribute(node) -> bool:
+    """Whether an ERROR node is an attribute the grammar does not know
+    (``[[unroll]]``, ``[[dont_unroll]]``, ...)."""
+    kinds = [c.type for c in node.children]
+    return len(kinds) >= 4 and kinds[:2] == ["[", "["] and kinds[-2:] == ["]", "]"]
+
+
+def _is_fence(node) -> bool:
+    call = node.named_children[0] if node.named_children else None
+    return call is not None and call.type == "function_call" and \
+        call.children[0].text.decode() in FENCES
+
+
+def _literal(value) -> str:
+    return repr(float(value)) + "f" if isinstance(value, float) else str(value)
+
+
+def _shown(node, limit=60) -> str:
+    text = " ".join(node.text.decode(errors="replace").split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."

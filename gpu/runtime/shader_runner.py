@@ -1,0 +1,45 @@
+"""Which runner launches a GLSL schedule on ``run``: the shader itself through Vulkan where
+a Vulkan runner is available, else the schedule's OpenCL C translation on the OpenCL
+device, with a one-line note.
+
+A Vulkan runner is offered by the package :data:`VULKAN_MODULE` through its function
+``shader_runner()``, which returns None where it cannot run (no Vulkan device, no
+SPIR-V compiler) or a function with the signature and result of
+:func:`tiletraffic.gpu.runtime.checked_run.run_on_device`::
+
+    runner(target, schedule, *, repeat, warmup, rng, reference_fn, inputs, unchecked,
+           launch_check) -> CheckedRun
+
+which compiles ``schedule.extra["glsl"]`` (the shader's path and text, its work-group
+counts, specialization constants, bindings and push constants) to SPIR-V, dispatches it,
+checks every dispatch against the reference and times it.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+VULKAN_MODULE = "tiletraffic.gpu.vulkan"
+"""The package whose ``shader_runner()`` gives the Vulkan runner."""
+
+
+def is_shader(schedule) -> bool:
+    """Whether ``schedule`` came from a GLSL shader (its ``extra`` holds ``glsl``)."""
+    return "glsl" in getattr(schedule, "extra", {})
+
+
+def vulkan_runner() -> Callable | None:
+    """The Vulkan runner (see the module docstring), or None where none is available."""
+    try:
+        module = importlib.import_module(VULKAN_MODULE)
+    except ImportError:
+        return None
+    find = getattr(module, "shader_runner", None)
+    return find() if callable(find) else None
+
+
+def fallback_note(schedule) -> str:
+    """The one-line note for a GLSL schedule run as its OpenCL C translation."""
+    path = schedule.extra["glsl"]["path"]
+    return (f"note: no Vulkan runner is available: running {path} as its OpenCL C "
+            "translation on the OpenCL device")
