@@ -178,3 +178,65 @@ def test_a_missing_binding_package_is_vulkan_unavailable(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_vulkan)
     with pytest.raises(VulkanUnavailable, match="package 'vulkan' is not installed"):
         vulkan_device.binding()
+
+
+# ---------------------------------------------------------------- run of a GLSL schedule
+
+EXAMPLES = Path(__file__).parent.parent / "examples" / "glsl"
+
+
+def _glsl_schedule(name: str, **sizes):
+    """The chapter's listing ``name`` at ``sizes``, with its launch file's reference."""
+    pytest.importorskip("tree_sitter_glsl_spec", reason="the GLSL front end's parser")
+    from tiletraffic.frontend import launch_file
+    path = str(EXAMPLES / f"{name}.toml")
+    return launch_file.load(path, sizes), launch_file.reference_function(path)
+
+
+def test_run_shader_dispatches_the_shader_itself_checked_and_timed():
+    from tiletraffic.gpu.vulkan.runner import TIMING, run_shader
+
+    sch, ref = _glsl_schedule("gemm_tiled", M=40, N=24, K=36)
+    result = run_shader(None, sch, repeat=10, warmup=1, rng=np.random.default_rng(1),
+                        reference_fn=ref)
+    assert result.run.device_name == open_device().name
+    assert result.run.timing == TIMING and len(result.run.kernel_times_s) == 10
+    assert result.check.ok and result.output == "C"
+    assert result.run.outputs["C"].shape == (40, 24)
+    assert result.run.local_size == (16, 16, 1) and result.run.global_size == (32, 48, 1)
+    assert 0 in result.launch_checks and 10 in result.launch_checks
+    assert result.run.distinct_outputs == 1 and len(result.run.output_digests) == 11
+    assert result.to_dict()["device_name"] == open_device().name
+
+
+def test_run_shader_refuses_a_result_unlike_the_reference():
+    from tiletraffic.gpu.runtime.launch import ResultMismatchError
+    from tiletraffic.gpu.vulkan.runner import run_shader
+
+    sch, _ = _glsl_schedule("gemm_naive", M=16, N=16, K=16)
+    with pytest.raises(ResultMismatchError, match="dispatch 1 of 11 .warm-up dispatch 1 of 1."):
+        run_shader(None, sch, repeat=10, warmup=1,
+                   reference_fn=lambda x: {"C": x["A"] @ x["B"] + 1.0})
+
+
+def test_a_shader_glslang_rejects_runs_as_its_opencl_translation(pocl):
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.gpu.vulkan.runner import ShaderFallbackWarning, run_shader
+
+    sch, ref = _glsl_schedule("matvec_naive", M=64, N=32)   # names a variable 'output'
+    with pytest.warns(ShaderFallbackWarning, match="'output' : Reserved word; running the "
+                                                   "shader's OpenCL C translation"):
+        result = run_shader(select_device(pocl), sch, repeat=10, warmup=1, reference_fn=ref)
+    assert result.check.ok and result.run.timing != "timestamps"
+
+
+def test_run_command_names_vulkans_physical_device():
+    from click.testing import CliRunner
+    from tiletraffic.analysis.cli import main
+
+    pytest.importorskip("tree_sitter_glsl_spec", reason="the GLSL front end's parser")
+    out = CliRunner().invoke(main, ["run", str(EXAMPLES / "gemm_naive.toml"), "--set", "M=32",
+                                    "--set", "N=32", "--set", "K=32"])
+    assert out.exit_code == 0, out.output
+    assert f"glsl:gemm_naive on {open_device().name}:" in out.output
+    assert "result equals the reference" in out.output
