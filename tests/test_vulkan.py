@@ -240,3 +240,13 @@ def test_run_command_names_vulkans_physical_device():
     assert out.exit_code == 0, out.output
     assert f"glsl:gemm_naive on {open_device().name}:" in out.output
     assert "result equals the reference" in out.output
+
+
+def test_the_environment_can_turn_the_vulkan_runner_off(monkeypatch):
+    from tiletraffic.gpu.runtime.shader_runner import vulkan_runner
+    from tiletraffic.gpu.vulkan.runner import run_shader, unavailable_reason
+
+    assert vulkan_runner() is run_shader
+    monkeypatch.setenv("TILETRAFFIC_VULKAN", "off")
+    assert vulkan_runner() is None
+    assert unavailable_reason() == "TILETRAFFIC_VULKAN=off turns the Vulkan runner off"

@@ -15,6 +15,7 @@ at the offsets the compiled SPIR-V gives them, with the schedule's values by nam
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 import warnings
@@ -49,18 +50,21 @@ _PACK = {"uint": np.uint32, "int": np.int32, "float": np.float32, "uint64": np.u
          "int64": np.int64, "double": np.float64}
 
 
+OFF_ENV = "TILETRAFFIC_VULKAN"
+"""The environment variable that, set to ``off`` (or ``0``), keeps ``run`` from Vulkan: a GLSL
+schedule then runs as its OpenCL C translation (to time both on one device)."""
+
+
 def shader_runner():
-    """:func:`run_shader` where a Vulkan device and ``glslangValidator`` exist, else None."""
-    try:
-        glslang_validator()
-        open_device()
-    except VulkanUnavailable:
-        return None
-    return run_shader
+    """:func:`run_shader` where a Vulkan device and ``glslangValidator`` exist and
+    ``TILETRAFFIC_VULKAN`` is not ``off``, else None."""
+    return run_shader if unavailable_reason() is None else None
 
 
 def unavailable_reason() -> str | None:
     """None where :func:`shader_runner` offers a runner, else why not (one line)."""
+    if os.environ.get(OFF_ENV, "").strip().lower() in ("off", "0", "no", "false"):
+        return f"{OFF_ENV}={os.environ[OFF_ENV]} turns the Vulkan runner off"
     try:
         glslang_validator()
         open_device()
