@@ -250,3 +250,11 @@ def test_the_environment_can_turn_the_vulkan_runner_off(monkeypatch):
     monkeypatch.setenv("TILETRAFFIC_VULKAN", "off")
     assert vulkan_runner() is None
     assert unavailable_reason() == "TILETRAFFIC_VULKAN=off turns the Vulkan runner off"
+
+
+def test_the_python_api_runs_a_glsl_shader_through_vulkan():
+    import tiletraffic as tt
+
+    sch, ref = _glsl_schedule("gemm_tiled", M=20, N=20, K=20)
+    result = tt.run(sch, reference=ref, seed=3)
+    assert result.run.device_name == open_device().name and result.check.ok
