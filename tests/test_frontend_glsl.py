@@ -223,6 +223,29 @@ def test_refusals_name_the_construct_and_place(tmp_path, globals_, body, where, 
     assert "\n" not in message
 
 
+ABS = """\
+#version 450
+layout(local_size_x = 4) in;
+layout(set = 0, binding = 0) readonly buffer In { float x[]; };
+layout(set = 0, binding = 1) writeonly buffer Out { float y[]; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    int d = abs(int(i) - 5);
+    y[i] = abs(x[uint(d)]);
+}
+"""
+
+
+def test_abs_of_a_float_and_of_an_int(tmp_path):
+    toml = MINIMAL_TOML.replace('x = { shape = [8], access = "inout" }',
+                                'x = { shape = [8], access = "in" }\n'
+                                'y = { shape = [8], access = "out" }')
+    sch = tt.build(write(tmp_path, ABS, toml, "k"))
+    x = np.arange(8, dtype=np.float32) - 6
+    out = tt.simulate(sch, {"x": x}).outputs["y"]
+    np.testing.assert_array_equal(out, np.abs(x[np.abs(np.arange(8) - 5)]))
+
+
 def test_the_opencl_front_ends_refusals_name_the_glsl_place(tmp_path):
     path = minimal(tmp_path, "    uint j = uint(x[i]);\n    x[j] = 1.0;")
     with pytest.raises(FrontendError, match=r"k\.comp:8:15: .*depends on the data"):

@@ -58,8 +58,14 @@ FUNCTIONS = frozenset((
 """Built-in functions OpenCL C has with the same meaning (the OpenCL C front end says
 which of them it models)."""
 
-RENAMED = {"abs": "fabs", "inversesqrt": "rsqrt"}
-"""Built-in functions OpenCL C spells otherwise (``abs`` of a float)."""
+RENAMED = {"inversesqrt": "rsqrt"}
+"""Built-in functions OpenCL C spells otherwise."""
+
+OVERLOADED = {"abs": """\
+static float __attribute__((overloadable)) glsl_abs(float v) { return fabs(v); }
+static int __attribute__((overloadable)) glsl_abs(int v) { return max(v, -v); }"""}
+"""Built-in functions whose OpenCL C spelling depends on the argument's type, written as
+overloaded helpers named ``glsl_<name>`` at the top of the C source where used."""
 
 FENCES = frozenset(("memoryBarrier", "memoryBarrierShared", "memoryBarrierBuffer",
                     "groupMemoryBarrier", "memoryBarrierImage", "memoryBarrierAtomicCounter"))
@@ -142,6 +148,7 @@ class Translator:
         self.depth = 0
         self.helper_uses: dict[str, set] = {}
         self.shared_names: list[str] = []
+        self.overloaded: set[str] = set()
 
     # ------------------------------------------------------------------ top level
     def run(self) -> tuple[str, Shader]:
@@ -157,7 +164,8 @@ class Translator:
             self.shader.local_size[d] = self.shader.constants[name]
         self.shader.bindings.sort(key=lambda b: (b.set, b.binding))
         kernel = self._kernel()
-        return "\n".join([*self.defines, *self.functions, kernel, ""]), self.shader
+        prelude = [OVERLOADED[n] for n in sorted(self.overloaded)]
+        return "\n".join([*prelude, *self.defines, *self.functions, kernel, ""]), self.shader
 
     def _unit(self, path: Path, text: bytes) -> None:
         tree = syntax.parse(text)
@@ -554,6 +562,9 @@ class Translator:
         if name in self.helpers:
             extra = [self.name(n) for n in self.helper_uses.get(name, ())]
             return f"{self.name(name)}({', '.join(values + extra)})"
+        if name in OVERLOADED:
+            self.overloaded.add(name)
+            return f"glsl_{name}({', '.join(values)})"
         if name in RENAMED:
             return f"{RENAMED[name]}({', '.join(values)})"
         if name in FUNCTIONS:
