@@ -303,3 +303,32 @@ def test_an_opencl_launch_file_is_unchanged_by_the_language_key(tmp_path):
         (tmp_path / f).write_text((examples / f).read_text())
     (tmp_path / "mm.toml").write_text('language = "opencl"\n' + text)
     assert tt.build(str(tmp_path / "mm.toml")).family == "opencl:mmul_tiled"
+
+
+CONDITIONAL = """\
+#version 450
+#define USE_FMA 1
+#define GID (gl_GlobalInvocationID.x)
+#ifdef USE_FMA
+#define MUL_ADD(a, b, c) fma(a, b, c)
+#else
+#define MUL_ADD(a, b, c) ((a) * (b) + (c) + 100.0)
+#endif
+layout(local_size_x = 4) in;
+layout(set = 0, binding = 0) buffer Data { float x[]; };
+void main() {
+    uint i = GID;
+#if USE_FMA && !defined(NOT_DEFINED) && UNDEFINED_IS_ZERO == 0
+    x[i] = MUL_ADD(x[i], 2.0, 1.0);
+#else
+    x[i] = x[i] + x[i + 1u];
+#endif
+}
+"""
+
+
+def test_conditional_directives_take_the_branch_the_macros_choose(tmp_path):
+    sch = tt.build(write(tmp_path, CONDITIONAL, MINIMAL_TOML, "k"))
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(tt.simulate(sch, {"x": x}).outputs["x"], 2 * x + 1)
+    assert tt.simulate(sch, compute_values=False).counts.global_load_elems == 8

@@ -22,6 +22,7 @@ statement so that every message of the OpenCL C front end names the place in the
 - types ``float``, ``int``, ``uint``, ``bool``, ``vecN``/``ivecN``/``uvecN``; constructors as
   casts; ``.length()`` of a buffer's array: its element count from the launch;
 - ``#define`` and ``#undef`` (passed to the C preprocessor, their bodies translated),
+  ``#if``/``#ifdef``/``#ifndef``/``#elif``/``#else`` (the branch the macros above choose),
   ``#include`` (``GL_GOOGLE_include_directive``, read and translated in place),
   ``[[unroll]]`` and other attributes (ignored), helper functions (``in`` parameters).
 
@@ -187,6 +188,9 @@ class Translator:
             self._define(node, function=True)
         elif kind == "preproc_call":
             self._directive(node)
+        elif kind in CONDITIONALS:
+            for item in self._taken(node):
+                self._top(item)
         elif kind == "declaration":
             self._declaration(node)
         elif kind == "function_definition":
@@ -236,6 +240,29 @@ class Translator:
         text = self.expr(parsed) if parsed is not None else body
         head = name + (params.text.decode() if params is not None else "")
         self.defines.append(f"#define {head} {text}")
+
+    def _taken(self, node) -> list:
+        """The items of the branch a conditional directive (``#if``, ``#ifdef``,
+        ``#ifndef``, ``#elif``, ``#else``) takes, as the preprocessor decides it from the
+        macros defined above it (an undefined name in ``#if`` is 0)."""
+        first = node.children[0].type
+        branches = [c for c in node.named_children if c.type in CONDITIONALS]
+        if node.type == "preproc_else":
+            return [c for c in node.children[1:] if c.type != "comment"]
+        if first in ("#ifdef", "#ifndef", "#elifdef", "#elifndef"):
+            taken = (node.children[1].text.decode() in self.macros) == (
+                first in ("#ifdef", "#elifdef"))
+        else:
+            try:
+                taken = bool(_evaluate(node.children[1], {},
+                                       self.macros, undefined_zero=True))
+            except _NotConstant as err:
+                self.fail(err.node or node, f"{first} {_shown(node.children[1])}: not an "
+                                            "integer constant expression")
+        if taken:
+            return [c for c in node.children[2:] if c not in branches
+                    and c.type not in ("#endif", "comment")]
+        return self._taken(branches[0]) if branches else []
 
     # ------------------------------------------------------------------ declarations
     def _declaration(self, node) -> None:
@@ -443,6 +470,16 @@ class Translator:
             if _is_attribute(node):
                 return ""
             self.fail(node, f"cannot be read as GLSL: {_shown(node)}")
+        if kind in CONDITIONALS:
+            return "".join(self.stmt(c) for c in self._taken(node))
+        if kind in ("preproc_def", "preproc_function_def"):
+            self._define(node, function=kind == "preproc_function_def")
+            return "\n" + self.defines.pop() + "\n"
+        if kind == "preproc_call":
+            count = len(self.defines)
+            self._directive(node)
+            return "".join("\n" + self.defines.pop(count) + "\n"
+                           for _ in range(len(self.defines) - count))
         if kind == "expression_statement" and _is_fence(node):
             return self._line(node) + ";"
         if kind in ("statement_list",):
@@ -591,6 +628,10 @@ class Translator:
         return f"{floats // BUFFER_ELEMENTS[binding.element]}u"
 
 
+CONDITIONALS = frozenset(("preproc_if", "preproc_ifdef", "preproc_elif", "preproc_elifdef",
+                          "preproc_else"))
+"""Conditional directives: the branch taken is read, the others are not."""
+
 EXPRESSION_KINDS = frozenset((
     "identifier", "number_literal", "field_expression", "function_call", "type_specifier",
     "type_qualifier"))
@@ -602,7 +643,12 @@ class _NotConstant(Exception):
         self.node = node
 
 
-_OPERATORS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+_OPERATORS = {"==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
+              "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b),
+              "<=": lambda a, b: int(a <= b), ">=": lambda a, b: int(a >= b),
+              "&&": lambda a, b: int(bool(a) and bool(b)),
+              "||": lambda a, b: int(bool(a) or bool(b)),
+              "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
               "/": lambda a, b: (a / b if isinstance(a, float) or isinstance(b, float)
                                  else int(a / b)),
               "%": lambda a, b: a - int(a / b) * b, "<<": lambda a, b: a << b,
@@ -610,12 +656,23 @@ _OPERATORS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b
               "^": lambda a, b: a ^ b}
 
 
-def _evaluate(node, constants: dict, macros: dict):
-    """The value of a constant GLSL expression (see :meth:`Translator._constant`)."""
+def _evaluate(node, constants: dict, macros: dict, undefined_zero: bool = False):
+    """The value of a constant GLSL expression (see :meth:`Translator._constant`);
+    ``undefined_zero``: as in ``#if``, a name no macro or constant defines is 0 and
+    ``defined(NAME)`` is read."""
     if node is None:
         raise _NotConstant(node)
     kind = node.type
     text = node.text.decode()
+    if undefined_zero and kind == "preproc_defined":
+        return int(next(c for c in node.children if c.type == "identifier").text.decode()
+                   in macros)
+    if undefined_zero and kind == "identifier" and text not in constants and \
+            text not in macros:
+        return 0
+    if kind == "unary_expression" and node.children[0].type in ("!", "~"):
+        value = _evaluate(node.children[1], constants, macros, undefined_zero)
+        return int(not value) if node.children[0].type == "!" else ~value
     if kind == "number_literal":
         lower = text.lower().rstrip("u")
         try:
@@ -630,16 +687,16 @@ def _evaluate(node, constants: dict, macros: dict):
         if text in constants:
             return constants[text]
         if macros.get(text) is not None:
-            return _evaluate(macros[text], constants, macros)
+            return _evaluate(macros[text], constants, macros, undefined_zero)
         raise _NotConstant(node)
     if kind == "parenthesized_expression":
-        return _evaluate(node.named_children[0], constants, macros)
+        return _evaluate(node.named_children[0], constants, macros, undefined_zero)
     if kind == "unary_expression" and node.children[0].type in ("-", "+"):
-        value = _evaluate(node.children[1], constants, macros)
+        value = _evaluate(node.children[1], constants, macros, undefined_zero)
         return -value if node.children[0].type == "-" else value
     if kind == "binary_expression" and node.children[1].type in _OPERATORS:
-        a = _evaluate(node.children[0], constants, macros)
-        b = _evaluate(node.children[2], constants, macros)
+        a = _evaluate(node.children[0], constants, macros, undefined_zero)
+        b = _evaluate(node.children[2], constants, macros, undefined_zero)
         if node.children[1].type in ("/", "%") and b == 0:
             raise _NotConstant(node)
         return _OPERATORS[node.children[1].type](a, b)
