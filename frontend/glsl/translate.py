@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiletraffic.frontend.glsl import syntax
+from tiletraffic.frontend.glsl import tree as T
 from tiletraffic.frontend.glsl.syntax import GlslError, fail
 
 WORK_ITEM = {"gl_GlobalInvocationID": "get_global_id", "gl_LocalInvocationID": "get_local_id",
@@ -67,9 +68,6 @@ static float __attribute__((overloadable)) glsl_abs(float v) { return fabs(v); }
 static int __attribute__((overloadable)) glsl_abs(int v) { return max(v, -v); }"""}
 """Built-in functions whose OpenCL C spelling depends on the argument's type, written as
 overloaded helpers named ``glsl_<name>`` at the top of the C source where used."""
-
-FENCES = frozenset(("memoryBarrier", "memoryBarrierShared", "memoryBarrierBuffer",
-                    "groupMemoryBarrier", "memoryBarrierImage", "memoryBarrierAtomicCounter"))
 
 C_ONLY_WORDS = frozenset((
     "global", "local", "constant", "private", "kernel", "char", "short", "long", "signed",
@@ -196,14 +194,14 @@ class Translator:
         elif kind == "function_definition":
             self._function(node)
         elif kind == "ERROR":
-            self.fail(node, f"cannot be read as GLSL: {_shown(node)}")
+            self.fail(node, f"cannot be read as GLSL: {T.shown(node)}")
         else:
             self.fail(node, f"{kind.replace('_', ' ')} is not modelled at the top level of "
-                            f"a shader: {_shown(node)}")
+                            f"a shader: {T.shown(node)}")
 
     def _directive(self, node) -> None:
-        directive = _child(node, "preproc_directive").text.decode()
-        arg = _child(node, "preproc_arg")
+        directive = T.child(node, "preproc_directive").text.decode()
+        arg = T.child(node, "preproc_arg")
         value = arg.text.decode().strip() if arg is not None else ""
         if directive == "#include":
             self._include(node, value)
@@ -227,11 +225,11 @@ class Translator:
         self.depth -= 1
 
     def _define(self, node, function=False) -> None:
-        name = _child(node, "identifier").text.decode()
-        arg = _child(node, "preproc_arg")
+        name = T.child(node, "identifier").text.decode()
+        arg = T.child(node, "preproc_arg")
         body = arg.text.decode().strip() if arg is not None else ""
-        params = _child(node, "preproc_params")
-        parsed = _expression(body) if body else None
+        params = T.child(node, "preproc_params")
+        parsed = T.expression(body) if body else None
         self.macros[name] = None if function else parsed
         if not function and parsed is not None:
             value = self._constant(parsed, refuse=False)
@@ -254,10 +252,10 @@ class Translator:
                 first in ("#ifdef", "#elifdef"))
         else:
             try:
-                taken = bool(_evaluate(node.children[1], {},
+                taken = bool(T.evaluate(node.children[1], {},
                                        self.macros, undefined_zero=True))
-            except _NotConstant as err:
-                self.fail(err.node or node, f"{first} {_shown(node.children[1])}: not an "
+            except T.NotConstant as err:
+                self.fail(err.node or node, f"{first} {T.shown(node.children[1])}: not an "
                                             "integer constant expression")
         if taken:
             return [c for c in node.children[2:] if c not in branches
@@ -266,19 +264,19 @@ class Translator:
 
     # ------------------------------------------------------------------ declarations
     def _declaration(self, node) -> None:
-        qualifier = _child(node, "type_qualifier")
-        if _child(node, "field_declaration_list") is not None:
+        qualifier = T.child(node, "type_qualifier")
+        if T.child(node, "field_declaration_list") is not None:
             self._block(node, qualifier)
-        elif _child(node, "declarator_list") is not None:
-            for declarator in _children(_child(node, "declarator_list"), "declarator"):
+        elif T.child(node, "declarator_list") is not None:
+            for declarator in T.children(T.child(node, "declarator_list"), "declarator"):
                 self._global(declarator)
-        elif qualifier is not None and "in" in _storage(qualifier):
+        elif qualifier is not None and "in" in T.storage(qualifier):
             self._local_size(qualifier)
         else:
-            self.fail(node, f"this declaration is not modelled: {_shown(node)}")
+            self.fail(node, f"this declaration is not modelled: {T.shown(node)}")
 
     def _local_size(self, qualifier) -> None:
-        for arg in _layout_args(qualifier):
+        for arg in T.layout_args(qualifier):
             name = arg.children[0].text.decode()
             value = arg.children[2] if len(arg.children) > 2 else None
             if name in ("local_size_x", "local_size_y", "local_size_z"):
@@ -297,14 +295,14 @@ class Translator:
                        "declare it before the layout that uses it")
 
     def _block(self, node, qualifier) -> None:
-        storage = _storage(qualifier) if qualifier is not None else []
-        layout = {a.children[0].text.decode(): a for a in _layout_args(qualifier)}
+        storage = T.storage(qualifier) if qualifier is not None else []
+        layout = {a.children[0].text.decode(): a for a in T.layout_args(qualifier)}
         names = [c for c in node.children if c.type == "identifier"]
         instance = names[1].text.decode() if len(names) > 1 else None
         members = []
-        for decl in _children(_child(node, "field_declaration_list"), "field_declaration"):
-            type_ = _child(decl, "type_specifier")
-            for d in _children(_child(decl, "field_declarator_list"), "field_declarator"):
+        for decl in T.children(T.child(node, "field_declaration_list"), "field_declaration"):
+            type_ = T.child(decl, "type_specifier")
+            for d in T.children(T.child(decl, "field_declarator_list"), "field_declarator"):
                 members.append((type_, d))
         if "buffer" in storage:
             self._buffer(node, storage, layout, instance, members)
@@ -349,12 +347,12 @@ class Translator:
         self.shader.bindings.append(binding)
 
     def _global(self, declarator) -> None:
-        type_ = _child(declarator, "type")
-        qualifier = _child(type_, "type_qualifier")
-        storage = _storage(qualifier) if qualifier is not None else []
-        name = _child(declarator, "identifier").text.decode()
-        kind = self.type_name(_child(type_, "type_specifier"))
-        dims = _children(declarator, "array_specifier")
+        type_ = T.child(declarator, "type")
+        qualifier = T.child(type_, "type_qualifier")
+        storage = T.storage(qualifier) if qualifier is not None else []
+        name = T.child(declarator, "identifier").text.decode()
+        kind = self.type_name(T.child(type_, "type_specifier"))
+        dims = T.children(declarator, "array_specifier")
         if "shared" in storage:
             shape = "".join(self.expr(d) for d in dims)
             self.shared_names.append(name)
@@ -365,13 +363,13 @@ class Translator:
                                   "constants, shared arrays and blocks are); declare it in "
                                   "main()")
         initializer = declarator.children[-1]
-        layout = {a.children[0].text.decode(): a for a in _layout_args(qualifier)}
+        layout = {a.children[0].text.decode(): a for a in T.layout_args(qualifier)}
         if "constant_id" in layout:
             default = self._constant(initializer)
             cid = self._constant(layout["constant_id"].children[2])
             self.shader.specialization[name] = (cid, default)
             value = self.specialization.get(name, default)
-            self.defines.append(f"#define {self.name(name)} (({kind}){_literal(value)})")
+            self.defines.append(f"#define {self.name(name)} (({kind}){T.literal(value)})")
         else:
             value = self._constant(initializer, refuse=False)
             self.defines.append(f"#define {self.name(name)} (({kind})({self.expr(initializer)}))")
@@ -382,17 +380,17 @@ class Translator:
         """The value of a constant expression (literals, macros, constants, + - * / % <<
         >>, constructors); None where it is not one and ``refuse`` is false."""
         try:
-            return _evaluate(node, {**self.shader.constants}, self.macros)
-        except _NotConstant as err:
+            return T.evaluate(node, {**self.shader.constants}, self.macros)
+        except T.NotConstant as err:
             if refuse:
-                self.fail(err.node, f"{_shown(err.node)} is not a constant expression")
+                self.fail(err.node, f"{T.shown(err.node)} is not a constant expression")
             return None
 
     # ------------------------------------------------------------------ functions
     def _function(self, node) -> None:
-        declarator = _child(node, "function_declarator")
-        name = _child(declarator, "identifier").text.decode()
-        body = _child(node, "compound_statement")
+        declarator = T.child(node, "function_declarator")
+        name = T.child(declarator, "identifier").text.decode()
+        body = T.child(node, "compound_statement")
         if body is None:          # a prototype: the definition follows
             return
         if name == "main":
@@ -400,20 +398,20 @@ class Translator:
             return
         self.helpers[name] = node
         params = []
-        for p in _children(_child(declarator, "parameter_list"), "parameter_declaration"):
-            qualifier = _child(p, "type_qualifier")
-            storage = _storage(qualifier) if qualifier is not None else []
+        for p in T.children(T.child(declarator, "parameter_list"), "parameter_declaration"):
+            qualifier = T.child(p, "type_qualifier")
+            storage = T.storage(qualifier) if qualifier is not None else []
             if "out" in storage or "inout" in storage:
                 self.fail(p, f"the {'inout' if 'inout' in storage else 'out'} parameter "
-                             f"{_shown(p)} of {name} is not modelled; return the value")
-            type_ = self.type_name(_child(p, "type_specifier"))
-            pname = _child(p, "identifier")
-            dims = "".join(self.expr(d) for d in _children(p, "array_specifier"))
+                             f"{T.shown(p)} of {name} is not modelled; return the value")
+            type_ = self.type_name(T.child(p, "type_specifier"))
+            pname = T.child(p, "identifier")
+            dims = "".join(self.expr(d) for d in T.children(p, "array_specifier"))
             const = "const " if "const" in storage else ""
             params.append(f"{const}{type_} {self.name(pname.text.decode()) if pname else ''}{dims}")
         text = self.stmt(body)
         extra = self._helper_arguments(node, body)
-        result = self.type_name(_child(_child(declarator, "type"), "type_specifier"))
+        result = self.type_name(T.child(T.child(declarator, "type"), "type_specifier"))
         self.functions.append(self._line(node) + f"{result} {self.name(name)}("
                               f"{', '.join(params + extra) or 'void'})\n{text}")
 
@@ -428,7 +426,7 @@ class Translator:
                             "main() is not modelled; pass values, or write it in main()")
         names = [b for b in self._buffer_names() if b in used] + \
             [s for s in self.shader.scalars if s in used]
-        self.helper_uses[_child(_child(node, "function_declarator"), "identifier")
+        self.helper_uses[T.child(T.child(node, "function_declarator"), "identifier")
                          .text.decode()] = set(names)
         return [self._parameter(n) for n in names]
 
@@ -446,7 +444,7 @@ class Translator:
     def _kernel(self) -> str:
         args = [self._parameter(b.name) for b in self.shader.bindings] + \
             [self._parameter(s) for s in self.shader.scalars]
-        body = _child(self.main, "compound_statement")
+        body = T.child(self.main, "compound_statement")
         saved, self.file = self.file, self.main_file
         inner = "".join(self.stmt(c, body) for c in body.children
                         if c.type not in ("{", "}"))
@@ -467,9 +465,9 @@ class Translator:
         if kind == "comment":
             return ""
         if kind == "ERROR":
-            if _is_attribute(node):
+            if T.is_attribute(node):
                 return ""
-            self.fail(node, f"cannot be read as GLSL: {_shown(node)}")
+            self.fail(node, f"cannot be read as GLSL: {T.shown(node)}")
         if kind in CONDITIONALS:
             return "".join(self.stmt(c) for c in self._taken(node))
         if kind in ("preproc_def", "preproc_function_def"):
@@ -480,7 +478,7 @@ class Translator:
             self._directive(node)
             return "".join("\n" + self.defines.pop(count) + "\n"
                            for _ in range(len(self.defines) - count))
-        if kind == "expression_statement" and _is_fence(node):
+        if kind == "expression_statement" and T.is_fence(node):
             return self._line(node) + ";"
         if kind in ("statement_list",):
             return "".join(self.stmt(c, node) for c in node.children)
@@ -529,15 +527,15 @@ class Translator:
         if kind == "comment":
             return ""
         if kind == "type_qualifier":
-            storage = _storage(node)
+            storage = T.storage(node)
             if any(s not in ("const", "in", "highp", "mediump", "lowp", "precise")
                    for s in storage):
                 self.fail(node, f"the qualifier {' '.join(storage)} is not modelled here")
             return "const" if "const" in storage else ""
         if kind == "ERROR":
-            if _is_attribute(node):
+            if T.is_attribute(node):
                 return ""
-            self.fail(node, f"cannot be read as GLSL: {_shown(node)}")
+            self.fail(node, f"cannot be read as GLSL: {T.shown(node)}")
         if node.child_count == 0:
             return node.text.decode()
         return " ".join(t for t in (self.stmt(c, node) for c in node.children) if t)
@@ -581,7 +579,7 @@ class Translator:
         return f"{self.expr(obj)}.{field_}"
 
     def _call(self, node) -> str:
-        callee, args = node.children[0], _child(node, "argument_list")
+        callee, args = node.children[0], T.child(node, "argument_list")
         values = [self.expr(a) for a in (args.named_children if args else ())
                   if a.type != "comment"]
         if callee.type == "type_specifier":
@@ -635,142 +633,3 @@ CONDITIONALS = frozenset(("preproc_if", "preproc_ifdef", "preproc_elif", "prepro
 EXPRESSION_KINDS = frozenset((
     "identifier", "number_literal", "field_expression", "function_call", "type_specifier",
     "type_qualifier"))
-
-
-class _NotConstant(Exception):
-    def __init__(self, node):
-        super().__init__()
-        self.node = node
-
-
-_OPERATORS = {"==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
-              "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b),
-              "<=": lambda a, b: int(a <= b), ">=": lambda a, b: int(a >= b),
-              "&&": lambda a, b: int(bool(a) and bool(b)),
-              "||": lambda a, b: int(bool(a) or bool(b)),
-              "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-              "/": lambda a, b: (a / b if isinstance(a, float) or isinstance(b, float)
-                                 else int(a / b)),
-              "%": lambda a, b: a - int(a / b) * b, "<<": lambda a, b: a << b,
-              ">>": lambda a, b: a >> b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
-              "^": lambda a, b: a ^ b}
-
-
-def _evaluate(node, constants: dict, macros: dict, undefined_zero: bool = False):
-    """The value of a constant GLSL expression (see :meth:`Translator._constant`);
-    ``undefined_zero``: as in ``#if``, a name no macro or constant defines is 0 and
-    ``defined(NAME)`` is read."""
-    if node is None:
-        raise _NotConstant(node)
-    kind = node.type
-    text = node.text.decode()
-    if undefined_zero and kind == "preproc_defined":
-        return int(next(c for c in node.children if c.type == "identifier").text.decode()
-                   in macros)
-    if undefined_zero and kind == "identifier" and text not in constants and \
-            text not in macros:
-        return 0
-    if kind == "unary_expression" and node.children[0].type in ("!", "~"):
-        value = _evaluate(node.children[1], constants, macros, undefined_zero)
-        return int(not value) if node.children[0].type == "!" else ~value
-    if kind == "number_literal":
-        lower = text.lower().rstrip("u")
-        try:
-            if lower.startswith("0x"):
-                return int(lower, 16)
-            if "." in lower or "e" in lower:
-                return float(lower.rstrip("f"))
-            return int(lower, 8) if len(lower) > 1 and lower[0] == "0" else int(lower)
-        except ValueError:
-            raise _NotConstant(node) from None
-    if kind == "identifier":
-        if text in constants:
-            return constants[text]
-        if macros.get(text) is not None:
-            return _evaluate(macros[text], constants, macros, undefined_zero)
-        raise _NotConstant(node)
-    if kind == "parenthesized_expression":
-        return _evaluate(node.named_children[0], constants, macros, undefined_zero)
-    if kind == "unary_expression" and node.children[0].type in ("-", "+"):
-        value = _evaluate(node.children[1], constants, macros, undefined_zero)
-        return -value if node.children[0].type == "-" else value
-    if kind == "binary_expression" and node.children[1].type in _OPERATORS:
-        a = _evaluate(node.children[0], constants, macros, undefined_zero)
-        b = _evaluate(node.children[2], constants, macros, undefined_zero)
-        if node.children[1].type in ("/", "%") and b == 0:
-            raise _NotConstant(node)
-        return _OPERATORS[node.children[1].type](a, b)
-    if kind == "function_call" and node.children[0].type == "type_specifier":
-        args = _child(node, "argument_list")
-        if args is not None and len(args.named_children) == 1:
-            value = _evaluate(args.named_children[0], constants, macros)
-            kind_ = node.children[0].text.decode()
-            return float(value) if kind_ == "float" else int(value) if kind_ in (
-                "int", "uint") else value
-    raise _NotConstant(node)
-
-
-def _expression(body: str):
-    """``body`` (a macro's text) parsed as a GLSL expression, or None where it is not one."""
-    wrapped = f"const int tiletraffic_macro_body = ({body});".encode()
-    tree = syntax.parse(wrapped)
-    if tree.root_node.has_error:
-        return None
-    found = [n for n in _walk(tree.root_node) if n.type == "parenthesized_expression"]
-    return found[0].named_children[0] if found else None
-
-
-def _walk(node):
-    yield node
-    for c in node.children:
-        yield from _walk(c)
-
-
-def _child(node, kind):
-    if node is None:
-        return None
-    return next((c for c in node.children if c.type == kind), None)
-
-
-def _children(node, kind) -> list:
-    return [] if node is None else [c for c in node.children if c.type == kind]
-
-
-def _storage(qualifier) -> list[str]:
-    out = []
-    for c in qualifier.children:
-        if c.type in ("storage_qualifier", "precision_qualifier", "precise_qualifier",
-                      "interpolation_qualifier", "invariant_qualifier", "memory_qualifier"):
-            out.append(c.text.decode())
-        elif c.type not in ("layout_qualifier",):
-            out.append(c.text.decode())
-    return out
-
-
-def _layout_args(qualifier) -> list:
-    if qualifier is None:
-        return []
-    return [a for layout in _children(qualifier, "layout_qualifier")
-            for a in _children(layout, "layout_argument")]
-
-
-def _is_attribute(node) -> bool:
-    """Whether an ERROR node is an attribute the grammar does not know
-    (``[[unroll]]``, ``[[dont_unroll]]``, ...)."""
-    kinds = [c.type for c in node.children]
-    return len(kinds) >= 4 and kinds[:2] == ["[", "["] and kinds[-2:] == ["]", "]"]
-
-
-def _is_fence(node) -> bool:
-    call = node.named_children[0] if node.named_children else None
-    return call is not None and call.type == "function_call" and \
-        call.children[0].text.decode() in FENCES
-
-
-def _literal(value) -> str:
-    return repr(float(value)) + "f" if isinstance(value, float) else str(value)
-
-
-def _shown(node, limit=60) -> str:
-    text = " ".join(node.text.decode(errors="replace").split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
