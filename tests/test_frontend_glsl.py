@@ -332,3 +332,12 @@ def test_conditional_directives_take_the_branch_the_macros_choose(tmp_path):
     x = np.arange(8, dtype=np.float32)
     np.testing.assert_array_equal(tt.simulate(sch, {"x": x}).outputs["x"], 2 * x + 1)
     assert tt.simulate(sch, compute_values=False).counts.global_load_elems == 8
+
+
+def test_tuning_sets_specialization_constants(reduce_launch, tmp_path):
+    doc = tt.tune_kernel(reduce_launch, {"WG": [16, 32], "TS": [2, 4]}, top=0,
+                         out=tmp_path / "tuned.json")
+    ranked = {tuple(sorted(p["params"].items())) for p in doc["predictions"]}
+    assert ranked == {(("TS", ts), ("WG", wg)) for ts in (2, 4) for wg in (16, 32)}
+    with pytest.raises(Exception, match=r"--param NOPE: .*not a specialization constant"):
+        tt.tune_kernel(reduce_launch, {"NOPE": [1, 2]}, top=0, out=tmp_path / "t2.json")

@@ -9,7 +9,7 @@ Format (every path relative to the launch file)::
     [launch]
     workgroups = ["N // 16", "N // 16", 1]   # work-groups per dimension, as vkCmdDispatch
     [specialization]                # optional: specialization constants by name
-    TS = 16
+    TS = 16                         # (tune's --param TS=8,16,32 sets them too)
     [push_constants]                # every push-constant and uniform member by name
     N = "N"
     [bindings]                      # every buffer by name (row-major float32 elements)
@@ -94,6 +94,7 @@ def schedule(launch, buffer_argument) -> Schedule:
     syntax.validate(path, text)
     specialization = {name: launch.number(f"specialization.{name}", raw)
                       for name, raw in data.get("specialization", {}).items()}
+    specialization.update(launch.params)   # tuned parameters: specialization constants
     raw_bindings = data.get("bindings", {})
     def shader_names():
         for name, value in translator.shader.constants.items():
@@ -115,7 +116,9 @@ def schedule(launch, buffer_argument) -> Schedule:
         source, shader = translator.run()
     except syntax.GlslError as err:
         if "not a specialization constant" in str(err):
-            raise launch.error("specialization", str(err)) from None
+            tuned = sorted(set(launch.params) & set(str(err).split(": ")[1].split(", ")))
+            raise launch.error(f"--param {tuned[0]}" if tuned else "specialization",
+                               str(err)) from None
         raise
     shader_names()
     workgroups = _workgroups(launch)
