@@ -341,3 +341,65 @@ def test_tuning_sets_specialization_constants(reduce_launch, tmp_path):
     assert ranked == {(("TS", ts), ("WG", wg)) for ts in (2, 4) for wg in (16, 32)}
     with pytest.raises(Exception, match=r"--param NOPE: .*not a specialization constant"):
         tt.tune_kernel(reduce_launch, {"NOPE": [1, 2]}, top=0, out=tmp_path / "t2.json")
+
+
+PADDED = """\
+#version 450
+layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
+layout(std430, set = 0, binding = 0) readonly buffer ABuf { float a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BBuf { float b[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer CBuf { float c[]; };
+layout(push_constant) uniform Sizes { int M, N, K; } sz;
+#define WIDTH sz.N
+shared float As[8][8 + 1];
+shared float Bs[8][8];
+void main() {
+    int tx = int(gl_LocalInvocationID.x);
+    int ty = int(gl_LocalInvocationID.y);
+    int row = int(gl_WorkGroupID.y) * 8 + ty;
+    int col = int(gl_WorkGroupID.x) * 8 + tx;
+    float acc = 0.0;
+    int t = 0;
+    while (t < sz.K) {
+        As[ty][tx] = (row < sz.M && t + tx < sz.K) ? a[row * sz.K + t + tx] : 0.0;
+        Bs[ty][tx] = (col < WIDTH && t + ty < sz.K) ? b[(t + ty) * WIDTH + col] : 0.0;
+        barrier();
+        for (int k = 0; k < 8; ++k) acc += As[ty][k] * Bs[k][tx];
+        barrier();
+        t += 8;
+    }
+    if (row < sz.M && col < WIDTH) c[row * WIDTH + col] = acc;
+}
+"""
+
+PADDED_TOML = """\
+source = "t.comp"
+[sizes]
+M = 20
+N = 12
+K = 28
+[launch]
+workgroups = ["(N + 7) // 8", "(M + 7) // 8"]
+[push_constants]
+M = "M"
+N = "N"
+K = "K"
+[bindings]
+a = { shape = ["M", "K"], access = "in" }
+b = { shape = ["K", "N"], access = "in" }
+c = { shape = ["M", "N"], access = "out" }
+"""
+
+
+def test_a_tiled_gemm_with_selected_loads_counts_as_worked_by_hand(tmp_path):
+    """?: with a load in a branch (read as if/else: only the branch taken loads), a push
+    constant through a #define, int work-item indices, a padded shared array."""
+    sch = tt.build(write(tmp_path, PADDED, PADDED_TOML.replace('"t.comp"', '"k.comp"'), "k"))
+    m, n, k = 20, 12, 28
+    counts = tt.simulate(sch, compute_values=False).counts
+    assert counts.global_load_elems == m * k * -(-n // 8) + k * n * -(-m // 8)
+    assert counts.global_store_elems == m * n
+    a = np.random.default_rng(1).standard_normal((m, k)).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal((k, n)).astype(np.float32)
+    c = tt.simulate(sch, {"a": a, "b": b}).outputs["c"]
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)

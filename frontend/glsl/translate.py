@@ -482,11 +482,52 @@ class Translator:
             return self._line(node) + ";"
         if kind in ("statement_list",):
             return "".join(self.stmt(c, node) for c in node.children)
+        if kind in ("expression_statement", "local_declaration") and \
+                (split := self._selected_loads(node)) is not None:
+            return self._line(node) + split
         if kind in LINE_KINDS and not (parent is not None and parent.type == "for_statement"
                                        and kind != "compound_statement"
                                        and node is not parent.children[-1]):
             return self._line(node) + self._join(node)
         return self._join(node)
+
+    def _selected_loads(self, node) -> str | None:
+        """``x = c ? a[i] : b;`` (an assignment or a declaration whose value is a ``?:``
+        with a load in a branch) as ``if (c) x = a[i]; else x = b;``: GLSL, like C, loads
+        only the branch taken. None for any other statement."""
+        if node.type == "expression_statement":
+            assign = node.named_children[0] if node.named_children else None
+            if assign is None or assign.type != "assignment_expression":
+                return None
+            target, operator, value = assign.children
+            head, name = "", self.expr(target)
+            if any(n.type in ("update_expression", "assignment_expression", "function_call")
+                   for n in T.walk(target)):
+                return None
+        else:
+            declarators = T.children(T.child(node, "declarator_list"), "declarator")
+            if len(declarators) != 1 or declarators[0].children[-2].type != "=":
+                return None
+            declarator = declarators[0]
+            type_ = T.child(declarator, "type")
+            identifier = T.child(declarator, "identifier")
+            if type_ is None or identifier is None or \
+                    T.children(declarator, "array_specifier"):
+                return None
+            name = self.name(identifier.text.decode())
+            kind = self.type_name(T.child(type_, "type_specifier"))
+            head, operator, value = f"{kind} {name}; ", "=", declarator.children[-1]
+        while value.type == "parenthesized_expression":
+            value = value.named_children[0]
+        if value.type != "conditional_expression" or not any(
+                n.type == "subscript_expression" for branch in value.children[2::2]
+                for n in T.walk(branch)):
+            return None
+        op = operator.text.decode() if not isinstance(operator, str) else operator
+        condition, when_true, when_false = value.children[0], value.children[2], \
+            value.children[4]
+        return (f"{head}if ({self.expr(condition)}) {name} {op} {self.expr(when_true)}; "
+                f"else {name} {op} {self.expr(when_false)};")
 
     def _join(self, node) -> str:
         if node.child_count == 0:
