@@ -403,3 +403,32 @@ def test_a_tiled_gemm_with_selected_loads_counts_as_worked_by_hand(tmp_path):
     b = np.random.default_rng(2).standard_normal((k, n)).astype(np.float32)
     c = tt.simulate(sch, {"a": a, "b": b}).outputs["c"]
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+ALIASES = """\
+#version 450
+layout(local_size_x = 4, local_size_y = 2) in;
+layout(set = 0, binding = 0) buffer Data { float x[]; };
+void main() {
+    uvec3 gid = gl_GlobalInvocationID;
+    ivec2 lid = ivec2(gl_LocalInvocationID.yx);
+    const uvec3 size = gl_WorkGroupSize;
+    uint i = gid.y * 8u + gid.x;
+    x[i] = float(lid.x * 100 + lid.y) + float(size.x * 1000u);
+}
+"""
+
+
+def test_vectors_of_work_item_indices(tmp_path):
+    toml = MINIMAL_TOML.replace("workgroups = [2]", "workgroups = [2, 2]").replace(
+        "shape = [8]", "shape = [32]")
+    sch = tt.build(write(tmp_path, ALIASES, toml, "k"))
+    out = tt.simulate(sch, {"x": np.zeros(32, np.float32)}).outputs["x"]
+    gx, gy = np.meshgrid(np.arange(8), np.arange(4))
+    expected = (gy % 2) * 100 + (gx % 4) + 4000
+    np.testing.assert_array_equal(out, expected.ravel())
+    bare = ALIASES.replace("uint i = gid.y * 8u + gid.x;", "uint i = gid.y * 8u + gid.x;\n"
+                           "    uvec3 again = gid;")
+    with pytest.raises(GlslError, match=r"k\.comp:9:19: the vector gid "
+                                        r"\(gl_GlobalInvocationID\) as a whole"):
+        tt.build(write(tmp_path, bare, toml, "k"))

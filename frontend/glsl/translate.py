@@ -18,7 +18,10 @@ statement so that every message of the OpenCL C front end names the place in the
   fences, which change no traffic) are left out;
 - ``gl_GlobalInvocationID``, ``gl_LocalInvocationID``, ``gl_WorkGroupID``,
   ``gl_NumWorkGroups`` (``.x``/``.y``/``.z``), ``gl_WorkGroupSize`` and
-  ``gl_LocalInvocationIndex``: the work-item functions as ``uint``;
+  ``gl_LocalInvocationIndex``: the work-item functions as ``uint``; a ``uvec2/3`` or
+  ``ivec2/3`` declared from one of them (or a swizzle) is read component by component;
+- ``x = c ? a[i] : b;`` (a statement's whole value) as ``if``/``else``: only the branch
+  taken loads;
 - types ``float``, ``int``, ``uint``, ``bool``, ``vecN``/``ivecN``/``uvecN``; constructors as
   casts; ``.length()`` of a buffer's array: its element count from the launch;
 - ``#define`` and ``#undef`` (passed to the C preprocessor, their bodies translated),
@@ -148,6 +151,7 @@ class Translator:
         self.helper_uses: dict[str, set] = {}
         self.shared_names: list[str] = []
         self.overloaded: set[str] = set()
+        self.aliases: dict[str, tuple] = {}       # vector of work-item indices
 
     # ------------------------------------------------------------------ top level
     def run(self) -> tuple[str, Shader]:
@@ -482,6 +486,8 @@ class Translator:
             return self._line(node) + ";"
         if kind in ("statement_list",):
             return "".join(self.stmt(c, node) for c in node.children)
+        if kind == "local_declaration" and self._alias(node):
+            return self._line(node) + ";"
         if kind in ("expression_statement", "local_declaration") and \
                 (split := self._selected_loads(node)) is not None:
             return self._line(node) + split
@@ -490,6 +496,34 @@ class Translator:
                                        and node is not parent.children[-1]):
             return self._line(node) + self._join(node)
         return self._join(node)
+
+    def _alias(self, node) -> bool:
+        """Whether ``node`` declares a vector of work-item indices (``uvec3 gid =
+        gl_GlobalInvocationID;``, ``ivec2 p = ivec2(gl_GlobalInvocationID.xy);``): then it
+        is recorded, and each component read later is the work-item function's value."""
+        declarators = T.children(T.child(node, "declarator_list"), "declarator")
+        if len(declarators) != 1 or declarators[0].children[-2].type != "=":
+            return False
+        type_ = T.child(declarators[0], "type")
+        kind = T.child(type_, "type_specifier") if type_ is not None else None
+        if kind is None or kind.text.decode() not in ("uvec2", "uvec3", "ivec2", "ivec3"):
+            return False
+        value = declarators[0].children[-1]
+        if value.type == "function_call" and value.children[0].type == "type_specifier":
+            args = T.child(value, "argument_list")
+            if args is None or len(args.named_children) != 1:
+                return False
+            value = args.named_children[0]
+        base, components = value.text.decode(), "xyz"
+        if value.type == "field_expression":
+            base, components = value.children[0].text.decode(), \
+                value.children[-1].text.decode()
+        if base not in WORK_ITEM and base != "gl_WorkGroupSize" or \
+                not components or any(c not in AXES for c in components):
+            return False
+        name = T.child(declarators[0], "identifier").text.decode()
+        self.aliases[name] = (base, components, "int" if kind.text.startswith(b"i") else "uint")
+        return True
 
     def _selected_loads(self, node) -> str | None:
         """``x = c ? a[i] : b;`` (an assignment or a declaration whose value is a ``?:``
@@ -593,6 +627,9 @@ class Translator:
                       else f"the built-in {text} is not modelled")
         if text in self.blocks or text in self.buffer_instances:
             self.fail(node, f"the block {text} as a whole is not modelled; use its members")
+        if text in self.aliases:
+            self.fail(node, f"the vector {text} ({self.aliases[text][0]}) as a whole is not "
+                            f"modelled; use {text}.x, {text}.y, ...")
         return self.name(text)
 
     def _number(self, node) -> str:
@@ -613,6 +650,13 @@ class Translator:
                 return f"((uint){WORK_ITEM[base]}({AXES[field_]}))"
             if base == "gl_WorkGroupSize" and field_ in AXES:
                 return f"{self.shader.local_size[AXES[field_]]}u"
+            if base in self.aliases and len(field_) == 1 and \
+                    "xyzw".find(field_) in range(len(self.aliases[base][1])):
+                builtin, components, kind = self.aliases[base]
+                axis = components["xyzw".index(field_)]
+                if builtin == "gl_WorkGroupSize":
+                    return f"(({kind}){self.shader.local_size[AXES[axis]]})"
+                return f"(({kind}){WORK_ITEM[builtin]}({AXES[axis]}))"
             if base in self.blocks:
                 return self.name(field_)
             if base in self.buffer_instances:
