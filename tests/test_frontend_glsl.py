@@ -432,3 +432,13 @@ def test_vectors_of_work_item_indices(tmp_path):
     with pytest.raises(GlslError, match=r"k\.comp:9:19: the vector gid "
                                         r"\(gl_GlobalInvocationID\) as a whole"):
         tt.build(write(tmp_path, bare, toml, "k"))
+
+
+def test_the_dispatch_a_vulkan_runner_needs(reduce_launch):
+    glsl = tt.build(reduce_launch).extra["glsl"]
+    assert glsl["path"].endswith("reduce.comp") and glsl["text"] == REDUCE
+    assert glsl["workgroups"] == (3, 1, 1) and glsl["local_size"] == (32, 1, 1)
+    assert glsl["specialization"] == {"WG": (0, 32), "TS": (1, 4)}
+    assert glsl["bindings"] == (("src", 0, 0, "vec4", "in"), ("dst", 0, 1, "float", "out"))
+    assert glsl["scalars"] == {"n": ("uint", 3 * 32 * 4 - 5), "alpha": ("float", 0.5)}
+    assert glsl["scalar_blocks"] == (("uniform", 0, 2, ("n", "alpha")),)

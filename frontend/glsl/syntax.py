@@ -112,7 +112,7 @@ def validate(path: Path, text: bytes, include_dirs=()) -> None:
     errors = _compile(path, text, include_dirs)
     if not errors:
         return
-    reserved = [n for n in _identifiers(parse(text).root_node)
+    reserved = [n for n in identifiers(parse(text).root_node)
                 if n.text.decode() in RESERVED_WORDS]
     if reserved and all(e[2].endswith("Reserved word.") for e in errors[:1]):
         renamed = _renamed(text, reserved)
@@ -130,11 +130,12 @@ def validate(path: Path, text: bytes, include_dirs=()) -> None:
     raise GlslError(f"{file}:{line}: {VALIDATOR} rejects the shader: {message}")
 
 
-def _identifiers(node):
+def identifiers(node):
+    """Every identifier node under ``node``, in order."""
     if node.type in ("identifier", "field_identifier"):
         yield node
     for child in node.children:
-        yield from _identifiers(child)
+        yield from identifiers(child)
 
 
 def _renamed(text: bytes, nodes) -> bytes:

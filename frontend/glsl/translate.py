@@ -109,13 +109,16 @@ class Binding:
 class Shader:
     """What the walk learnt besides the source: the work-group size (its three
     dimensions, each an int), the buffers in (set, binding) order, the scalar arguments
-    (name -> ``int``/``uint``/``float``, push constants first), the specialization
-    constants (name -> (constant_id, default)) and the reserved-word renames."""
+    (name -> ``int``/``uint``/``float``, in the order declared), the blocks that hold them
+    (``(kind, set, binding, member names)``, kind ``push_constant`` or ``uniform``), the
+    specialization constants (name -> (constant_id, default)), the integer constants and
+    ``#define`` values (name -> value) and the names renamed in the C source."""
 
     local_size: list = field(default_factory=lambda: [1, 1, 1])
     local_size_ids: dict = field(default_factory=dict)
     bindings: list = field(default_factory=list)
     scalars: dict = field(default_factory=dict)
+    scalar_blocks: list = field(default_factory=list)
     specialization: dict = field(default_factory=dict)
     constants: dict = field(default_factory=dict)
     c_names: dict = field(default_factory=dict)
@@ -311,13 +314,20 @@ class Translator:
         if "buffer" in storage:
             self._buffer(node, storage, layout, instance, members)
         elif "uniform" in storage:
+            block = "push_constant" if "push_constant" in layout else "uniform"
+            names = []
             for type_, d in members:
                 name, kind = d.children[0].text.decode(), type_.text.decode()
                 if kind not in ("int", "uint", "float") or len(d.children) > 1:
-                    self.fail(d, f"{name}: a {'push constant' if 'push_constant' in layout else 'uniform'} "
-                                 f"member of type {kind}{'[]' if len(d.children) > 1 else ''} is "
-                                 "not modelled (int, uint and float members are)")
+                    self.fail(d, f"{name}: a {block.replace('_', ' ')} member of type {kind}"
+                                 f"{'[]' if len(d.children) > 1 else ''} is not modelled "
+                                 "(int, uint and float members are)")
                 self._scalar(d, name, kind)
+                names.append(name)
+            number = (lambda key: self._constant(layout[key].children[2]) if key in layout
+                      else 0)
+            self.shader.scalar_blocks.append((block, number("set"), number("binding"),
+                                              tuple(names)))
             if instance is not None:
                 self.blocks[instance] = "scalar"
         else:
@@ -421,7 +431,7 @@ class Translator:
 
     def _helper_arguments(self, node, body) -> list[str]:
         """The kernel arguments a helper reads, as extra parameters (the same names)."""
-        used = {n.text.decode() for n in syntax._identifiers(body)}
+        used = {n.text.decode() for n in syntax.identifiers(body)}
         for callee in [n for n in used if n in self.helpers]:
             used |= self.helper_uses.get(callee, set())
         shared = [s for s in self.shared_names if s in used]
