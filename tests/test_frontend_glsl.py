@@ -206,7 +206,7 @@ def minimal(tmp_path, body="", globals_=""):
      "the inout parameter inout float v of bump"),
     ("float scratch[4];", "", "5:1", "the global variable scratch"),
     ("", "    x[i] = float(gl_SubgroupSize);", "8:18", "the built-in gl_SubgroupSize"),
-    ("", "    uvec3 g = gl_GlobalInvocationID;", "8:15", "gl_GlobalInvocationID is not"),
+    ("", "    uvec3 g = gl_GlobalInvocationID + 1u;", "8:15", "gl_GlobalInvocationID is not"),
 ])
 def test_refusals_name_the_construct_and_place(tmp_path, globals_, body, where, what):
     path = minimal(tmp_path, body, globals_)
