@@ -442,3 +442,19 @@ def test_the_dispatch_a_vulkan_runner_needs(reduce_launch):
     assert glsl["bindings"] == (("src", 0, 0, "vec4", "in"), ("dst", 0, 1, "float", "out"))
     assert glsl["scalars"] == {"n": ("uint", 3 * 32 * 4 - 5), "alpha": ("float", 0.5)}
     assert glsl["scalar_blocks"] == (("uniform", 0, 2, ("n", "alpha")),)
+
+
+def test_macros_of_work_item_vectors_and_refusals_in_macro_bodies(tmp_path):
+    shader = MINIMAL.format(globals="#define GID gl_GlobalInvocationID\n"
+                                    "#define TWICE(v) (2.0 * (v))",
+                            body="    x[GID.x] = TWICE(x[GID.x]);")
+    sch = tt.build(write(tmp_path, shader, MINIMAL_TOML, "k"))
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(tt.simulate(sch, {"x": x}).outputs["x"], 2 * x)
+    bad = MINIMAL.format(globals="#define SIZE (gl_SubgroupSize * 2u)",
+                         body="    x[i] = float(SIZE);")
+    bad = bad.replace("#version 450\n", "#version 450\n#extension GL_KHR_shader_subgroup_basic"
+                                        " : require\n")
+    with pytest.raises(GlslError, match=r"k\.comp:6:1: in the body of #define SIZE: the "
+                                        r"built-in gl_SubgroupSize"):
+        tt.build(write(tmp_path, bad, MINIMAL_TOML, "k"))

@@ -155,6 +155,7 @@ class Translator:
         self.shared_names: list[str] = []
         self.overloaded: set[str] = set()
         self.aliases: dict[str, tuple] = {}       # vector of work-item indices
+        self.macro = None                         # the #define whose body is read
 
     # ------------------------------------------------------------------ top level
     def run(self) -> tuple[str, Shader]:
@@ -181,6 +182,9 @@ class Translator:
         self.file = saved
 
     def fail(self, node, message):
+        if self.macro is not None:     # a node of a macro's body: the #define's place
+            name = T.child(self.macro, "identifier").text.decode()
+            fail(self.file, self.macro, f"in the body of #define {name}: {message}")
         fail(self.file, node, message)
 
     def _top(self, node) -> None:
@@ -237,12 +241,22 @@ class Translator:
         body = arg.text.decode().strip() if arg is not None else ""
         params = T.child(node, "preproc_params")
         parsed = T.expression(body) if body else None
+        if not function and parsed is not None and parsed.type == "identifier" and \
+                (parsed.text.decode() in WORK_ITEM or parsed.text == b"gl_WorkGroupSize"):
+            self.aliases[name] = (parsed.text.decode(), "xyz", "uint")   # NAME.x, ...
+            self.macros[name] = None
+            self.defines.append("")
+            return
         self.macros[name] = None if function else parsed
         if not function and parsed is not None:
             value = self._constant(parsed, refuse=False)
             if isinstance(value, int):
                 self.shader.constants[name] = value
-        text = self.expr(parsed) if parsed is not None else body
+        self.macro = node
+        try:
+            text = self.expr(parsed) if parsed is not None else body
+        finally:
+            self.macro = None
         head = name + (params.text.decode() if params is not None else "")
         self.defines.append(f"#define {head} {text}")
 
@@ -286,6 +300,8 @@ class Translator:
         for arg in T.layout_args(qualifier):
             name = arg.children[0].text.decode()
             value = arg.children[2] if len(arg.children) > 2 else None
+            if value is None:
+                self.fail(arg, f"layout({name}) without a value is not modelled")
             if name in ("local_size_x", "local_size_y", "local_size_z"):
                 self.shader.local_size["xyz".index(name[-1])] = self._constant(value)
             elif name in ("local_size_x_id", "local_size_y_id", "local_size_z_id"):
@@ -397,7 +413,10 @@ class Translator:
             return T.evaluate(node, {**self.shader.constants}, self.macros)
         except T.NotConstant as err:
             if refuse:
-                self.fail(err.node, f"{T.shown(err.node)} is not a constant expression")
+                part = T.shown(err.node) if err.node is not None else T.shown(node)
+                self.fail(node, f"{T.shown(node)} is not a constant expression ({part} is "
+                                "not a constant)" if part != T.shown(node) else
+                                f"{T.shown(node)} is not a constant expression")
             return None
 
     # ------------------------------------------------------------------ functions
