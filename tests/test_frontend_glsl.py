@@ -447,10 +447,12 @@ def test_the_dispatch_a_vulkan_runner_needs(reduce_launch):
 def test_macros_of_work_item_vectors_and_refusals_in_macro_bodies(tmp_path):
     shader = MINIMAL.format(globals="#define GID gl_GlobalInvocationID\n"
                                     "#define TWICE(v) (2.0 * (v))",
-                            body="    x[GID.x] = TWICE(x[GID.x]);")
+                            body="    x[GID.x] = clamp(TWICE(x[GID.x]), 1.0, 9.0);")
     sch = tt.build(write(tmp_path, shader, MINIMAL_TOML, "k"))
     x = np.arange(8, dtype=np.float32)
-    np.testing.assert_array_equal(tt.simulate(sch, {"x": x}).outputs["x"], 2 * x)
+    np.testing.assert_array_equal(tt.simulate(sch, {"x": x}).outputs["x"],
+                                  np.clip(2 * x, 1, 9))
+    assert tt.simulate(sch, compute_values=False).counts.global_load_elems == 8
     bad = MINIMAL.format(globals="#define SIZE (gl_SubgroupSize * 2u)",
                          body="    x[i] = float(SIZE);")
     bad = bad.replace("#version 450\n", "#version 450\n#extension GL_KHR_shader_subgroup_basic"

@@ -58,7 +58,7 @@ BUFFER_ELEMENTS = {"float": 1, "vec2": 2, "vec4": 4}
 """The element types of a buffer's array and their floats per element."""
 
 FUNCTIONS = frozenset((
-    "fma", "min", "max", "clamp", "dot", "sqrt", "exp", "exp2", "log", "log2", "pow",
+    "fma", "min", "max", "dot", "sqrt", "exp", "exp2", "log", "log2", "pow",
     "floor", "ceil", "fract", "sin", "cos", "tanh", "mix", "step", "length", "sign"))
 """Built-in functions OpenCL C has with the same meaning (the OpenCL C front end says
 which of them it models)."""
@@ -711,6 +711,8 @@ class Translator:
         if name in self.helpers:
             extra = [self.name(n) for n in self.helper_uses.get(name, ())]
             return f"{self.name(name)}({', '.join(values + extra)})"
+        if name == "clamp" and len(values) == 3:     # each operand once, as GLSL's
+            return f"min(max({values[0]}, {values[1]}), {values[2]})"
         if name in OVERLOADED:
             self.overloaded.add(name)
             return f"glsl_{name}({', '.join(values)})"
