@@ -460,3 +460,32 @@ def test_macros_of_work_item_vectors_and_refusals_in_macro_bodies(tmp_path):
     with pytest.raises(GlslError, match=r"k\.comp:6:1: in the body of #define SIZE: the "
                                         r"built-in gl_SubgroupSize"):
         tt.build(write(tmp_path, bad, MINIMAL_TOML, "k"))
+
+
+MEMBER_QUALIFIERS = """\
+#version 450
+precision highp float;
+layout(local_size_x = 4) in;
+layout(std430) buffer;
+layout(set = 0, binding = 0) buffer MatA {
+    restrict readonly float a[];
+};
+layout(set = 0, binding = 1) buffer MatC {
+    restrict writeonly float c[];
+};
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    c[i] = 3.0 * a[i];
+}
+"""
+
+
+def test_access_qualifiers_on_members_precision_and_default_layouts(tmp_path):
+    toml = MINIMAL_TOML.replace('x = { shape = [8], access = "inout" }',
+                                'a = { shape = [8], access = "in" }\n'
+                                'c = { shape = [8], access = "out" }')
+    sch = tt.build(write(tmp_path, MEMBER_QUALIFIERS, toml, "k"))
+    assert sch.extra["glsl"]["bindings"] == (("a", 0, 0, "float", "in"),
+                                             ("c", 0, 1, "float", "out"))
+    a = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(tt.simulate(sch, {"a": a}).outputs["c"], 3 * a)

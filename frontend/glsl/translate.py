@@ -291,8 +291,13 @@ class Translator:
         elif T.child(node, "declarator_list") is not None:
             for declarator in T.children(T.child(node, "declarator_list"), "declarator"):
                 self._global(declarator)
+        elif node.children[0].type == "precision":
+            return                     # precision statements: float is float32 here
         elif qualifier is not None and "in" in T.storage(qualifier):
             self._local_size(qualifier)
+        elif qualifier is not None and node.named_children == [qualifier] and \
+                set(T.storage(qualifier)) <= {"buffer", "uniform", "shared"}:
+            return                     # a default layout (layout(std430) buffer;)
         else:
             self.fail(node, f"this declaration is not modelled: {T.shown(node)}")
 
@@ -325,6 +330,8 @@ class Translator:
         members = []
         for decl in T.children(T.child(node, "field_declaration_list"), "field_declaration"):
             type_ = T.child(decl, "type_specifier")
+            member = T.child(decl, "type_qualifier")
+            storage += T.storage(member) if member is not None else []
             for d in T.children(T.child(decl, "field_declarator_list"), "field_declarator"):
                 members.append((type_, d))
         if "buffer" in storage:
