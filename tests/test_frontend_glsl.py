@@ -489,3 +489,53 @@ def test_access_qualifiers_on_members_precision_and_default_layouts(tmp_path):
                                              ("c", 0, 1, "float", "out"))
     a = np.arange(8, dtype=np.float32)
     np.testing.assert_array_equal(tt.simulate(sch, {"a": a}).outputs["c"], 3 * a)
+
+
+HELPERS = """\
+#version 450
+#define TS 4
+layout(local_size_x = TS, local_size_y = TS) in;
+layout(set = 0, binding = 0) readonly buffer A { float a[]; };
+layout(set = 0, binding = 1) writeonly buffer C { float c[]; };
+layout(push_constant) uniform P { uint n; } pc;
+shared float tile[TS][TS];
+shared float row_sums[TS];
+
+void load_tile(uint t) {
+    tile[gl_LocalInvocationID.y][gl_LocalInvocationID.x] =
+        a[(t * TS + gl_LocalInvocationID.y) * pc.n + gl_GlobalInvocationID.x];
+}
+
+float row_sum(uint r) {
+    float s = 0.0;
+    for (uint k = 0u; k < TS; k++) {
+        s += tile[r][k];
+    }
+    return s;
+}
+
+void main() {
+    load_tile(gl_WorkGroupID.y);
+    barrier();
+    if (gl_LocalInvocationID.x == 0u) {
+        row_sums[gl_LocalInvocationID.y] = row_sum(gl_LocalInvocationID.y);
+    }
+    barrier();
+    c[gl_GlobalInvocationID.y * pc.n + gl_GlobalInvocationID.x] =
+        row_sums[gl_LocalInvocationID.y];
+}
+"""
+
+
+def test_helpers_reading_shared_arrays_buffers_and_push_constants(tmp_path):
+    toml = MINIMAL_TOML.replace("workgroups = [2]", "workgroups = [2, 2]").replace(
+        'x = { shape = [8], access = "inout" }',
+        'a = { shape = [8, 8], access = "in" }\nc = { shape = [8, 8], access = "out" }'
+    ) + "[push_constants]\nn = 8\n"
+    sch = tt.build(write(tmp_path, HELPERS, toml, "k"))
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    c = tt.simulate(sch, {"a": a}).outputs["c"]
+    tiles = a.reshape(2, 4, 2, 4)                     # [tile row, row, tile col, col]
+    expected = np.repeat(tiles.sum(axis=3), 4, axis=2).reshape(8, 8)
+    np.testing.assert_array_equal(c, expected)
+    assert tt.check(sch, seed=1) == []

@@ -27,7 +27,8 @@ statement so that every message of the OpenCL C front end names the place in the
 - ``#define`` and ``#undef`` (passed to the C preprocessor, their bodies translated),
   ``#if``/``#ifdef``/``#ifndef``/``#elif``/``#else`` (the branch the macros above choose),
   ``#include`` (``GL_GOOGLE_include_directive``, read and translated in place),
-  ``[[unroll]]`` and other attributes (ignored), helper functions (``in`` parameters).
+  ``[[unroll]]`` and other attributes (ignored), helper functions (``in`` parameters; the
+  buffers, push constants and shared arrays they read passed as extra parameters).
 
 Refused by name with ``file:line:column``: ``out``/``inout`` parameters, structs,
 matrices, doubles, images, atomics, sub-group operations and every built-in function
@@ -151,8 +152,8 @@ class Translator:
         self.file = self.path                     # the file being walked (includes)
         self.main_file = self.path
         self.depth = 0
-        self.helper_uses: dict[str, set] = {}
-        self.shared_names: list[str] = []
+        self.helper_uses: dict[str, list] = {}    # helper -> extra parameters, in order
+        self.shared_arrays: dict[str, tuple] = {}    # name -> (C type, [dims])
         self.overloaded: set[str] = set()
         self.aliases: dict[str, tuple] = {}       # vector of work-item indices
         self.macro = None                         # the #define whose body is read
@@ -392,7 +393,9 @@ class Translator:
         dims = T.children(declarator, "array_specifier")
         if "shared" in storage:
             shape = "".join(self.expr(d) for d in dims)
-            self.shared_names.append(name)
+            self.shared_arrays[name] = (kind, [f"[{self.expr(e)}]" for d in dims
+                                               for e in d.named_children
+                                               if e.type != "comment"])
             self.shared.append(self._line(declarator) + f"__local {kind} {self.name(name)}{shape};")
             return
         if "const" not in storage or dims:
@@ -437,7 +440,7 @@ class Translator:
             self.main, self.main_file = node, self.file
             return
         self.helpers[name] = node
-        params = []
+        params, declared = [], set()
         for p in T.children(T.child(declarator, "parameter_list"), "parameter_declaration"):
             qualifier = T.child(p, "type_qualifier")
             storage = T.storage(qualifier) if qualifier is not None else []
@@ -446,34 +449,41 @@ class Translator:
                              f"{T.shown(p)} of {name} is not modelled; return the value")
             type_ = self.type_name(T.child(p, "type_specifier"))
             pname = T.child(p, "identifier")
+            declared |= {pname.text.decode()} if pname is not None else set()
             dims = "".join(self.expr(d) for d in T.children(p, "array_specifier"))
             const = "const " if "const" in storage else ""
             params.append(f"{const}{type_} {self.name(pname.text.decode()) if pname else ''}{dims}")
         text = self.stmt(body)
-        extra = self._helper_arguments(node, body)
+        declared |= {i.text.decode() for d in T.walk(body) if d.type == "declarator"
+                     for i in T.children(d, "identifier")}
+        extra = self._helper_arguments(node, body, declared)
         result = self.type_name(T.child(T.child(declarator, "type"), "type_specifier"))
         self.functions.append(self._line(node) + f"{result} {self.name(name)}("
                               f"{', '.join(params + extra) or 'void'})\n{text}")
 
-    def _helper_arguments(self, node, body) -> list[str]:
-        """The kernel arguments a helper reads, as extra parameters (the same names)."""
-        used = {n.text.decode() for n in syntax.identifiers(body)}
+    def _helper_arguments(self, node, body, declared: set) -> list[str]:
+        """The kernel arguments and shared arrays a helper reads (itself or through the
+        helpers it calls), as extra parameters of the same names; a name the helper
+        declares itself (``declared``: parameters, variables) is its own."""
+        used = {n.text.decode() for n in syntax.identifiers(body)} - declared
         for callee in [n for n in used if n in self.helpers]:
-            used |= self.helper_uses.get(callee, set())
-        shared = [s for s in self.shared_names if s in used]
-        if shared:
-            self.fail(node, f"the shared array {shared[0]} used in a function other than "
-                            "main() is not modelled; pass values, or write it in main()")
+            used |= set(self.helper_uses.get(callee, ()))
         names = [b for b in self._buffer_names() if b in used] + \
-            [s for s in self.shader.scalars if s in used]
+            [s for s in self.shader.scalars if s in used] + \
+            [s for s in self.shared_arrays if s in used]
         self.helper_uses[T.child(T.child(node, "function_declarator"), "identifier")
-                         .text.decode()] = set(names)
+                         .text.decode()] = names
         return [self._parameter(n) for n in names]
 
     def _buffer_names(self) -> list[str]:
         return list(self.buffers)
 
     def _parameter(self, name: str) -> str:
+        if name in self.shared_arrays:          # a pointer to its first row
+            kind, dims = self.shared_arrays[name]
+            inner = "".join(dims[1:])
+            return (f"__local {kind} (*{self.name(name)}){inner}" if inner else
+                    f"__local {kind} *{self.name(name)}")
         if name in self.buffers:
             b = self.buffers[name]
             const = "const " if b.access == "in" else ""
