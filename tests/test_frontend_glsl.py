@@ -539,3 +539,15 @@ def test_helpers_reading_shared_arrays_buffers_and_push_constants(tmp_path):
     expected = np.repeat(tiles.sum(axis=3), 4, axis=2).reshape(8, 8)
     np.testing.assert_array_equal(c, expected)
     assert tt.check(sch, seed=1) == []
+
+
+def test_a_local_copy_of_a_push_constant_of_the_same_name(tmp_path):
+    shader = MINIMAL.format(globals="layout(push_constant) uniform P { uint n; } pc;\n"
+                                    "float scaled(float v) { uint n = pc.n; return v * "
+                                    "float(n); }",
+                            body="    uint n = pc.n;\n    if (i < n) { x[i] = scaled(x[i]); }")
+    sch = tt.build(write(tmp_path, shader, MINIMAL_TOML + "[push_constants]\nn = 5\n", "k"))
+    x = np.arange(8, dtype=np.float32)
+    out = tt.simulate(sch, {"x": x}).outputs["x"]
+    np.testing.assert_array_equal(out, np.where(np.arange(8) < 5, 5 * x, x))
+    assert dict(sch.params)["pc_n"] == 5 and "n" not in dict(sch.params)

@@ -157,9 +157,15 @@ class Translator:
         self.overloaded: set[str] = set()
         self.aliases: dict[str, tuple] = {}       # vector of work-item indices
         self.macro = None                         # the #define whose body is read
+        self.local_names: set[str] = set()        # names the functions declare
 
     # ------------------------------------------------------------------ top level
     def run(self) -> tuple[str, Shader]:
+        root = syntax.parse(self.text).root_node
+        self.local_names = {i.text.decode() for f in root.children
+                            if f.type == "function_definition" for d in T.walk(f)
+                            if d.type in ("declarator", "parameter_declaration")
+                            for i in T.children(d, "identifier")}
         self._unit(self.path, self.text)
         if self.main is None:
             raise GlslError(f"{self.path}: the shader has no main()")
@@ -346,7 +352,7 @@ class Translator:
                     self.fail(d, f"{name}: a {block.replace('_', ' ')} member of type {kind}"
                                  f"{'[]' if len(d.children) > 1 else ''} is not modelled "
                                  "(int, uint and float members are)")
-                self._scalar(d, name, kind)
+                self._scalar(d, name, kind, instance)
                 names.append(name)
             number = (lambda key: self._constant(layout[key].children[2]) if key in layout
                       else 0)
@@ -358,10 +364,18 @@ class Translator:
             self.fail(node, f"a block of storage {' '.join(storage) or 'none'} is not "
                             "modelled (buffer, uniform and push_constant blocks are)")
 
-    def _scalar(self, node, name, kind) -> None:
+    def _scalar(self, node, name, kind, instance) -> None:
+        """A push-constant or uniform member: a scalar argument, named in C after the
+        block's instance too (``pc_M``) where a function of the shader declares the
+        member's name itself (``uint M = pc.M;``)."""
         if name in self.shader.scalars or name in self.buffers:
             self.fail(node, f"{name}: a second argument of this name")
         self.shader.scalars[name] = kind
+        if instance is not None and name in self.local_names:
+            c_name = f"{instance}_{name}"
+            while c_name in self.local_names:
+                c_name += "_"
+            self.shader.c_names[name] = c_name
 
     def _buffer(self, node, storage, layout, instance, members) -> None:
         if len(members) != 1 or len(members[0][1].children) != 2 or \
@@ -466,6 +480,8 @@ class Translator:
         helpers it calls), as extra parameters of the same names; a name the helper
         declares itself (``declared``: parameters, variables) is its own."""
         used = {n.text.decode() for n in syntax.identifiers(body)} - declared
+        used |= {f.children[-1].text.decode() for f in T.walk(body)      # pc.M
+                 if f.type == "field_expression" and f.children[0].text.decode() in self.blocks}
         for callee in [n for n in used if n in self.helpers]:
             used |= set(self.helper_uses.get(callee, ()))
         names = [b for b in self._buffer_names() if b in used] + \
@@ -489,7 +505,7 @@ class Translator:
             const = "const " if b.access == "in" else ""
             element = "float" if b.element == "float" else TYPES[b.element]
             return f"__global {const}{element} *{self.name(name)}"
-        return f"const {self.shader.scalars[name]} {self.name(name)}"
+        return f"const {self.shader.scalars[name]} {self.c_name(name)}"
 
     def _kernel(self) -> str:
         args = [self._parameter(b.name) for b in self.shader.bindings] + \
@@ -624,6 +640,10 @@ class Translator:
             return name + "_glsl"
         return name
 
+    def c_name(self, name: str) -> str:
+        """A kernel argument's name in the C source (see :meth:`_scalar`)."""
+        return self.shader.c_names.get(name) or self.name(name)
+
     def type_name(self, node) -> str:
         if node is None:
             return "void"
@@ -704,7 +724,7 @@ class Translator:
                     return f"(({kind}){self.shader.local_size[AXES[axis]]})"
                 return f"(({kind}){WORK_ITEM[builtin]}({AXES[axis]}))"
             if base in self.blocks:
-                return self.name(field_)
+                return self.c_name(field_)
             if base in self.buffer_instances:
                 return self.name(base)
         return f"{self.expr(obj)}.{field_}"
@@ -726,7 +746,7 @@ class Translator:
         if name == "barrier":
             return "barrier(CLK_LOCAL_MEM_FENCE)"
         if name in self.helpers:
-            extra = [self.name(n) for n in self.helper_uses.get(name, ())]
+            extra = [self.c_name(n) for n in self.helper_uses.get(name, ())]
             return f"{self.name(name)}({', '.join(values + extra)})"
         if name == "clamp" and len(values) == 3:     # each operand once, as GLSL's
             return f"min(max({values[0]}, {values[1]}), {values[2]})"
