@@ -551,3 +551,11 @@ def test_a_local_copy_of_a_push_constant_of_the_same_name(tmp_path):
     out = tt.simulate(sch, {"x": x}).outputs["x"]
     np.testing.assert_array_equal(out, np.where(np.arange(8) < 5, 5 * x, x))
     assert dict(sch.params)["pc_n"] == 5 and "n" not in dict(sch.params)
+
+
+def test_names_that_are_opencl_words(tmp_path):
+    shader = MINIMAL.format(globals="", body="    float global = 0.5;\n    uint float4 = i;\n"
+                                            "    x[float4] = global * x[float4];")
+    sch = tt.build(write(tmp_path, shader, MINIMAL_TOML, "k"))
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(tt.simulate(sch, {"x": x}).outputs["x"], x / 2)

@@ -78,7 +78,9 @@ C_ONLY_WORDS = frozenset((
     "unsigned", "size_t", "half", "auto", "register", "static", "extern", "typedef",
     "goto", "restrict", "sizeof", "enum", "union", "volatile", "inline", "read_only",
     "write_only", "read_write", "ptrdiff_t", "intptr_t", "uintptr_t", "event_t",
-    "sampler_t", "image2d_t", "image3d_t", "uchar", "ushort", "ulong", "global_id"))
+    "sampler_t", "image2d_t", "image3d_t", "uchar", "ushort", "ulong", "global_id",
+    *(f"{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
+                          "float", "double", "half") for n in (2, 3, 4, 8, 16))))
 """Names GLSL allows that are OpenCL C words: such a name gets a suffix in the C source."""
 
 LINE_KINDS = frozenset((
