@@ -119,6 +119,11 @@ class LaunchFile:
 
     @property
     def kernel(self) -> str:
+        """The kernel's name: ``kernel``, or for a GLSL shader its OpenCL C translation's
+        (the source's file name as an identifier)."""
+        if is_glsl(self.data):
+            from tiletraffic.frontend.glsl.launch import kernel_name
+            return kernel_name(self.source_path)
         return self.data["kernel"]
 
     def error(self, where: str, message: str) -> LaunchFileError:

@@ -37,6 +37,7 @@ SMALL = {"matvec_naive": {"M": 70, "N": 40}, "matvec_shared": {"M": 70, "N": 200
 def load(name, **sets):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", syntax.ReservedWordWarning)
+        warnings.simplefilter("ignore", syntax.ValidatorMissingWarning)
         return launch_file.load(EXAMPLES / f"{name}.toml", sets or None)
 
 
@@ -110,6 +111,7 @@ def test_clean(name):
     assert tt.check(load(name, **SMALL[name]), seed=2) == []
 
 
+@pytest.mark.skipif(syntax.validator() is None, reason="glslangValidator is not installed")
 def test_the_reserved_word_is_named():
     with pytest.warns(syntax.ReservedWordWarning, match=r"matvec_naive.comp:14:11: 'output'"):
         launch_file.load(EXAMPLES / "matvec_naive.toml", {"M": 8, "N": 8})
@@ -145,3 +147,13 @@ def test_run_falls_back_to_the_translation_with_a_note(pocl):
     assert result.exit_code == 0, result.output + result.stderr
     assert "no Vulkan runner is available" in result.stderr
     assert "result equals the reference" in result.output
+
+
+def test_a_listing_is_a_validation_case_of_its_own_kind():
+    from tiletraffic.analysis.validation.cases import Case
+    case = Case.from_dict({"launch": str(EXAMPLES / "gemm_tiled.toml"),
+                           "set": {"M": 32, "K": 32, "N": 32}})
+    assert case.family == "glsl:gemm_tiled" and case.kind == "glsl"
+    assert case.problem == "glsl gemm_tiled.toml K=32 M=32 N=32"
+    assert tt.simulate(case.build(), compute_values=False).counts.global_load_elems == \
+        2 * 32 ** 3 // 16

@@ -9,7 +9,7 @@ Format (every path relative to the launch file)::
     [launch]
     workgroups = ["N // 16", "N // 16", 1]   # work-groups per dimension, as vkCmdDispatch
     [specialization]                # optional: specialization constants by name
-    TS = 16
+    TS = 16                         # (tune's --param TS=8,16,32 sets them too)
     [push_constants]                # every push-constant and uniform member by name
     N = "N"
     [bindings]                      # every buffer by name (row-major float32 elements)
@@ -22,6 +22,13 @@ Format (every path relative to the launch file)::
 A buffer's name is its array's (``buffer MatrixA { float A[]; };`` is ``A``), or the block's
 instance name where it has one. Expressions may also use the shader's integer ``#define``
 values and constants (``TILE_SIZE``), specialization constants at the launch's values.
+
+``extra["glsl"]`` (what a Vulkan runner dispatches): ``path`` and ``text`` of the shader;
+``workgroups`` (x, y, z) and ``local_size`` (x, y, z); ``specialization``: name ->
+(constant_id, value); ``bindings``: (name, set, binding, element type, access) in (set,
+binding) order, each shaped as the schedule's array of that name; ``scalars``: member name
+-> (``int``/``uint``/``float``, value); ``scalar_blocks``: (``push_constant`` or
+``uniform``, set, binding, member names in order).
 
 The shader is checked with ``glslangValidator`` where it is installed
 (:mod:`~tiletraffic.frontend.glsl.syntax`), translated into OpenCL C
@@ -64,11 +71,20 @@ def is_glsl(data: dict) -> bool:
     return isinstance(source, str) and source.lower().endswith(SUFFIXES)
 
 
-def kernel_name(path: Path) -> str:
-    """The OpenCL C kernel's name for the shader at ``path``: its file name as an
-    identifier (``gemm-tiled.comp`` -> ``gemm_tiled``)."""
+def kernel_name(path: Path, text: bytes | None = None) -> str:
+    """The OpenCL C kernel's name for the shader at ``path`` (``text``: its bytes, read
+    from ``path`` where None): its file name as an identifier (``gemm-tiled.comp`` ->
+    ``gemm_tiled``), with ``_shader`` added where the shader uses that name itself."""
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in Path(path).stem)
-    return name if name and not name[0].isdigit() else f"shader_{name}"
+    name = name if name and not name[0].isdigit() else f"shader_{name}"
+    try:
+        text = Path(path).read_bytes() if text is None else text
+    except OSError:
+        return name
+    used = {n.text.decode() for n in syntax.identifiers(syntax.parse(text).root_node)}
+    while name in used:
+        name += "_shader"
+    return name
 
 
 def schedule(launch, buffer_argument) -> Schedule:
@@ -94,6 +110,7 @@ def schedule(launch, buffer_argument) -> Schedule:
     syntax.validate(path, text)
     specialization = {name: launch.number(f"specialization.{name}", raw)
                       for name, raw in data.get("specialization", {}).items()}
+    specialization.update(launch.params)   # tuned parameters: specialization constants
     raw_bindings = data.get("bindings", {})
     def shader_names():
         for name, value in translator.shader.constants.items():
@@ -109,13 +126,15 @@ def schedule(launch, buffer_argument) -> Schedule:
         return prod(launch.value(f"bindings.{name}.shape[{d}]", s)
                     for d, s in enumerate(raw["shape"]))
 
-    kernel = kernel_name(path)
+    kernel = kernel_name(path, text)
     translator = Translator(path, text, kernel, specialization, length)
     try:
         source, shader = translator.run()
     except syntax.GlslError as err:
         if "not a specialization constant" in str(err):
-            raise launch.error("specialization", str(err)) from None
+            tuned = sorted(set(launch.params) & set(str(err).split(": ")[1].split(", ")))
+            raise launch.error(f"--param {tuned[0]}" if tuned else "specialization",
+                               str(err)) from None
         raise
     shader_names()
     workgroups = _workgroups(launch)
@@ -141,10 +160,12 @@ def schedule(launch, buffer_argument) -> Schedule:
                   sizes=dict(launch.sizes), params=dict(launch.params))
     glsl = {"path": str(path), "text": text.decode("utf-8", errors="replace"),
             "workgroups": tuple(workgroups), "local_size": tuple(shader.local_size),
-            "specialization": {n: specialization.get(n, d)
-                               for n, (_, d) in shader.specialization.items()},
+            "specialization": {n: (cid, specialization.get(n, d))
+                               for n, (cid, d) in shader.specialization.items()},
             "bindings": tuple(dataclasses.astuple(b) for b in shader.bindings),
-            "push_constants": tuple(shader.scalars)}
+            "scalars": {n: (kind, args[shader.c_names.get(n, n)])
+                        for n, kind in shader.scalars.items()},
+            "scalar_blocks": tuple(shader.scalar_blocks)}
     extra = {"opencl": opencl, "glsl": glsl}
     terms = data.get("reference", {}).get("terms")
     if terms is not None:

@@ -109,32 +109,45 @@ def validate(path: Path, text: bytes, include_dirs=()) -> None:
                       "the reference compiler's check (install glslang-tools)",
                       ValidatorMissingWarning, stacklevel=3)
         return
-    errors = _compile(path, text, include_dirs)
+    includes = any(n.type == "preproc_call" and n.children[0].text == b"#include"
+                   for n in parse(text).root_node.children)
+    outcome = (_outcome.__wrapped__ if includes else _outcome)(
+        str(path), text, tuple(map(str, include_dirs)))
+    if outcome[0] == "reserved":
+        warnings.warn(outcome[1], ReservedWordWarning, stacklevel=3)
+    elif outcome[0] == "error":
+        raise GlslError(outcome[1])
+
+
+@functools.lru_cache(maxsize=64)
+def _outcome(path: str, text: bytes, include_dirs: tuple) -> tuple[str, str]:
+    """The reference compiler's verdict on ``text``: ("ok", ""), ("reserved", the
+    warning) or ("error", the refusal); cached for a shader without ``#include``."""
+    errors = _compile(Path(path), text, include_dirs)
     if not errors:
-        return
-    reserved = [n for n in _identifiers(parse(text).root_node)
+        return "ok", ""
+    reserved = [n for n in identifiers(parse(text).root_node)
                 if n.text.decode() in RESERVED_WORDS]
     if reserved and all(e[2].endswith("Reserved word.") for e in errors[:1]):
-        renamed = _renamed(text, reserved)
-        again = _compile(path, renamed, include_dirs)
+        again = _compile(Path(path), _renamed(text, reserved), include_dirs)
         if not again:
             words = sorted({n.text.decode() for n in reserved})
-            warnings.warn(f"{where(path, reserved[0])}: {', '.join(map(repr, words))} "
-                          f"{'is a word' if len(words) == 1 else 'are words'} GLSL reserves "
-                          f"for future use: {VALIDATOR} rejects the shader as written "
-                          "(rename it to compile the shader for Vulkan); read here as a "
-                          "name", ReservedWordWarning, stacklevel=3)
-            return
+            return "reserved", (
+                f"{where(path, reserved[0])}: {', '.join(map(repr, words))} "
+                f"{'is a word' if len(words) == 1 else 'are words'} GLSL reserves for future "
+                f"use: {VALIDATOR} rejects the shader as written (rename it to compile the "
+                "shader for Vulkan); read here as a name")
         errors = again
     file, line, message = errors[0]
-    raise GlslError(f"{file}:{line}: {VALIDATOR} rejects the shader: {message}")
+    return "error", f"{file}:{line}: {VALIDATOR} rejects the shader: {message}"
 
 
-def _identifiers(node):
+def identifiers(node):
+    """Every identifier node under ``node``, in order."""
     if node.type in ("identifier", "field_identifier"):
         yield node
     for child in node.children:
-        yield from _identifiers(child)
+        yield from identifiers(child)
 
 
 def _renamed(text: bytes, nodes) -> bytes:

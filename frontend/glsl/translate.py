@@ -18,12 +18,17 @@ statement so that every message of the OpenCL C front end names the place in the
   fences, which change no traffic) are left out;
 - ``gl_GlobalInvocationID``, ``gl_LocalInvocationID``, ``gl_WorkGroupID``,
   ``gl_NumWorkGroups`` (``.x``/``.y``/``.z``), ``gl_WorkGroupSize`` and
-  ``gl_LocalInvocationIndex``: the work-item functions as ``uint``;
+  ``gl_LocalInvocationIndex``: the work-item functions as ``uint``; a ``uvec2/3`` or
+  ``ivec2/3`` declared from one of them (or a swizzle) is read component by component;
+- ``x = c ? a[i] : b;`` (a statement's whole value) as ``if``/``else``: only the branch
+  taken loads;
 - types ``float``, ``int``, ``uint``, ``bool``, ``vecN``/``ivecN``/``uvecN``; constructors as
   casts; ``.length()`` of a buffer's array: its element count from the launch;
 - ``#define`` and ``#undef`` (passed to the C preprocessor, their bodies translated),
+  ``#if``/``#ifdef``/``#ifndef``/``#elif``/``#else`` (the branch the macros above choose),
   ``#include`` (``GL_GOOGLE_include_directive``, read and translated in place),
-  ``[[unroll]]`` and other attributes (ignored), helper functions (``in`` parameters).
+  ``[[unroll]]`` and other attributes (ignored), helper functions (``in`` parameters; the
+  buffers, push constants and shared arrays they read passed as extra parameters).
 
 Refused by name with ``file:line:column``: ``out``/``inout`` parameters, structs,
 matrices, doubles, images, atomics, sub-group operations and every built-in function
@@ -35,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiletraffic.frontend.glsl import syntax
+from tiletraffic.frontend.glsl import tree as T
 from tiletraffic.frontend.glsl.syntax import GlslError, fail
 
 WORK_ITEM = {"gl_GlobalInvocationID": "get_global_id", "gl_LocalInvocationID": "get_local_id",
@@ -53,23 +59,28 @@ BUFFER_ELEMENTS = {"float": 1, "vec2": 2, "vec4": 4}
 """The element types of a buffer's array and their floats per element."""
 
 FUNCTIONS = frozenset((
-    "fma", "min", "max", "clamp", "dot", "sqrt", "exp", "exp2", "log", "log2", "pow",
+    "fma", "min", "max", "dot", "sqrt", "exp", "exp2", "log", "log2", "pow",
     "floor", "ceil", "fract", "sin", "cos", "tanh", "mix", "step", "length", "sign"))
 """Built-in functions OpenCL C has with the same meaning (the OpenCL C front end says
 which of them it models)."""
 
-RENAMED = {"abs": "fabs", "inversesqrt": "rsqrt"}
-"""Built-in functions OpenCL C spells otherwise (``abs`` of a float)."""
+RENAMED = {"inversesqrt": "rsqrt"}
+"""Built-in functions OpenCL C spells otherwise."""
 
-FENCES = frozenset(("memoryBarrier", "memoryBarrierShared", "memoryBarrierBuffer",
-                    "groupMemoryBarrier", "memoryBarrierImage", "memoryBarrierAtomicCounter"))
+OVERLOADED = {"abs": """\
+static float __attribute__((overloadable)) glsl_abs(float v) { return fabs(v); }
+static int __attribute__((overloadable)) glsl_abs(int v) { return max(v, -v); }"""}
+"""Built-in functions whose OpenCL C spelling depends on the argument's type, written as
+overloaded helpers named ``glsl_<name>`` at the top of the C source where used."""
 
 C_ONLY_WORDS = frozenset((
     "global", "local", "constant", "private", "kernel", "char", "short", "long", "signed",
     "unsigned", "size_t", "half", "auto", "register", "static", "extern", "typedef",
     "goto", "restrict", "sizeof", "enum", "union", "volatile", "inline", "read_only",
     "write_only", "read_write", "ptrdiff_t", "intptr_t", "uintptr_t", "event_t",
-    "sampler_t", "image2d_t", "image3d_t", "uchar", "ushort", "ulong", "global_id"))
+    "sampler_t", "image2d_t", "image3d_t", "uchar", "ushort", "ulong", "global_id",
+    *(f"{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
+                          "float", "double", "half") for n in (2, 3, 4, 8, 16))))
 """Names GLSL allows that are OpenCL C words: such a name gets a suffix in the C source."""
 
 LINE_KINDS = frozenset((
@@ -101,13 +112,16 @@ class Binding:
 class Shader:
     """What the walk learnt besides the source: the work-group size (its three
     dimensions, each an int), the buffers in (set, binding) order, the scalar arguments
-    (name -> ``int``/``uint``/``float``, push constants first), the specialization
-    constants (name -> (constant_id, default)) and the reserved-word renames."""
+    (name -> ``int``/``uint``/``float``, in the order declared), the blocks that hold them
+    (``(kind, set, binding, member names)``, kind ``push_constant`` or ``uniform``), the
+    specialization constants (name -> (constant_id, default)), the integer constants and
+    ``#define`` values (name -> value) and the names renamed in the C source."""
 
     local_size: list = field(default_factory=lambda: [1, 1, 1])
     local_size_ids: dict = field(default_factory=dict)
     bindings: list = field(default_factory=list)
     scalars: dict = field(default_factory=dict)
+    scalar_blocks: list = field(default_factory=list)
     specialization: dict = field(default_factory=dict)
     constants: dict = field(default_factory=dict)
     c_names: dict = field(default_factory=dict)
@@ -140,11 +154,20 @@ class Translator:
         self.file = self.path                     # the file being walked (includes)
         self.main_file = self.path
         self.depth = 0
-        self.helper_uses: dict[str, set] = {}
-        self.shared_names: list[str] = []
+        self.helper_uses: dict[str, list] = {}    # helper -> extra parameters, in order
+        self.shared_arrays: dict[str, tuple] = {}    # name -> (C type, [dims])
+        self.overloaded: set[str] = set()
+        self.aliases: dict[str, tuple] = {}       # vector of work-item indices
+        self.macro = None                         # the #define whose body is read
+        self.local_names: set[str] = set()        # names the functions declare
 
     # ------------------------------------------------------------------ top level
     def run(self) -> tuple[str, Shader]:
+        root = syntax.parse(self.text).root_node
+        self.local_names = {i.text.decode() for f in root.children
+                            if f.type == "function_definition" for d in T.walk(f)
+                            if d.type in ("declarator", "parameter_declaration")
+                            for i in T.children(d, "identifier")}
         self._unit(self.path, self.text)
         if self.main is None:
             raise GlslError(f"{self.path}: the shader has no main()")
@@ -157,7 +180,8 @@ class Translator:
             self.shader.local_size[d] = self.shader.constants[name]
         self.shader.bindings.sort(key=lambda b: (b.set, b.binding))
         kernel = self._kernel()
-        return "\n".join([*self.defines, *self.functions, kernel, ""]), self.shader
+        prelude = [OVERLOADED[n] for n in sorted(self.overloaded)]
+        return "\n".join([*prelude, *self.defines, *self.functions, kernel, ""]), self.shader
 
     def _unit(self, path: Path, text: bytes) -> None:
         tree = syntax.parse(text)
@@ -167,6 +191,9 @@ class Translator:
         self.file = saved
 
     def fail(self, node, message):
+        if self.macro is not None:     # a node of a macro's body: the #define's place
+            name = T.child(self.macro, "identifier").text.decode()
+            fail(self.file, self.macro, f"in the body of #define {name}: {message}")
         fail(self.file, node, message)
 
     def _top(self, node) -> None:
@@ -179,19 +206,22 @@ class Translator:
             self._define(node, function=True)
         elif kind == "preproc_call":
             self._directive(node)
+        elif kind in CONDITIONALS:
+            for item in self._taken(node):
+                self._top(item)
         elif kind == "declaration":
             self._declaration(node)
         elif kind == "function_definition":
             self._function(node)
         elif kind == "ERROR":
-            self.fail(node, f"cannot be read as GLSL: {_shown(node)}")
+            self.fail(node, f"cannot be read as GLSL: {T.shown(node)}")
         else:
             self.fail(node, f"{kind.replace('_', ' ')} is not modelled at the top level of "
-                            f"a shader: {_shown(node)}")
+                            f"a shader: {T.shown(node)}")
 
     def _directive(self, node) -> None:
-        directive = _child(node, "preproc_directive").text.decode()
-        arg = _child(node, "preproc_arg")
+        directive = T.child(node, "preproc_directive").text.decode()
+        arg = T.child(node, "preproc_arg")
         value = arg.text.decode().strip() if arg is not None else ""
         if directive == "#include":
             self._include(node, value)
@@ -215,37 +245,77 @@ class Translator:
         self.depth -= 1
 
     def _define(self, node, function=False) -> None:
-        name = _child(node, "identifier").text.decode()
-        arg = _child(node, "preproc_arg")
+        name = T.child(node, "identifier").text.decode()
+        arg = T.child(node, "preproc_arg")
         body = arg.text.decode().strip() if arg is not None else ""
-        params = _child(node, "preproc_params")
-        parsed = _expression(body) if body else None
+        params = T.child(node, "preproc_params")
+        parsed = T.expression(body) if body else None
+        if not function and parsed is not None and parsed.type == "identifier" and \
+                (parsed.text.decode() in WORK_ITEM or parsed.text == b"gl_WorkGroupSize"):
+            self.aliases[name] = (parsed.text.decode(), "xyz", "uint")   # NAME.x, ...
+            self.macros[name] = None
+            self.defines.append("")
+            return
         self.macros[name] = None if function else parsed
         if not function and parsed is not None:
             value = self._constant(parsed, refuse=False)
             if isinstance(value, int):
                 self.shader.constants[name] = value
-        text = self.expr(parsed) if parsed is not None else body
+        self.macro = node
+        try:
+            text = self.expr(parsed) if parsed is not None else body
+        finally:
+            self.macro = None
         head = name + (params.text.decode() if params is not None else "")
         self.defines.append(f"#define {head} {text}")
 
+    def _taken(self, node) -> list:
+        """The items of the branch a conditional directive (``#if``, ``#ifdef``,
+        ``#ifndef``, ``#elif``, ``#else``) takes, as the preprocessor decides it from the
+        macros defined above it (an undefined name in ``#if`` is 0)."""
+        first = node.children[0].type
+        branches = [c for c in node.named_children if c.type in CONDITIONALS]
+        if node.type == "preproc_else":
+            return [c for c in node.children[1:] if c.type != "comment"]
+        if first in ("#ifdef", "#ifndef", "#elifdef", "#elifndef"):
+            taken = (node.children[1].text.decode() in self.macros) == (
+                first in ("#ifdef", "#elifdef"))
+        else:
+            try:
+                taken = bool(T.evaluate(node.children[1], {},
+                                       self.macros, undefined_zero=True))
+            except T.NotConstant as err:
+                self.fail(err.node or node, f"{first} {T.shown(node.children[1])}: not an "
+                                            "integer constant expression")
+        if taken:
+            return [c for c in node.children[2:] if c not in branches
+                    and c.type not in ("#endif", "comment")]
+        return self._taken(branches[0]) if branches else []
+
     # ------------------------------------------------------------------ declarations
     def _declaration(self, node) -> None:
-        qualifier = _child(node, "type_qualifier")
-        if _child(node, "field_declaration_list") is not None:
+        qualifier = T.child(node, "type_qualifier")
+        if T.child(node, "field_declaration_list") is not None:
             self._block(node, qualifier)
-        elif _child(node, "declarator_list") is not None:
-            for declarator in _children(_child(node, "declarator_list"), "declarator"):
+        elif T.child(node, "declarator_list") is not None:
+            for declarator in T.children(T.child(node, "declarator_list"), "declarator"):
                 self._global(declarator)
-        elif qualifier is not None and "in" in _storage(qualifier):
+        elif node.children[0].type == "precision":
+            return                     # precision statements: float is float32 here
+        elif qualifier is not None and "in" in T.storage(qualifier):
             self._local_size(qualifier)
+        elif qualifier is not None and node.named_children == [qualifier] and \
+                set(T.storage(qualifier)) <= {"buffer", "uniform", "shared"}:
+            return                     # a default layout (layout(std430) buffer;)
         else:
-            self.fail(node, f"this declaration is not modelled: {_shown(node)}")
+            self.fail(node, f"this declaration is not modelled: {T.shown(node)}")
 
     def _local_size(self, qualifier) -> None:
-        for arg in _layout_args(qualifier):
+        for arg in T.layout_args(qualifier):
             name = arg.children[0].text.decode()
             value = arg.children[2] if len(arg.children) > 2 else None
+            if value is None:
+                self.fail(arg, f"layout({name}) without a value is not modelled")
             if name in ("local_size_x", "local_size_y", "local_size_z"):
                 self.shader.local_size["xyz".index(name[-1])] = self._constant(value)
             elif name in ("local_size_x_id", "local_size_y_id", "local_size_z_id"):
@@ -262,35 +332,52 @@ class Translator:
                        "declare it before the layout that uses it")
 
     def _block(self, node, qualifier) -> None:
-        storage = _storage(qualifier) if qualifier is not None else []
-        layout = {a.children[0].text.decode(): a for a in _layout_args(qualifier)}
+        storage = T.storage(qualifier) if qualifier is not None else []
+        layout = {a.children[0].text.decode(): a for a in T.layout_args(qualifier)}
         names = [c for c in node.children if c.type == "identifier"]
         instance = names[1].text.decode() if len(names) > 1 else None
         members = []
-        for decl in _children(_child(node, "field_declaration_list"), "field_declaration"):
-            type_ = _child(decl, "type_specifier")
-            for d in _children(_child(decl, "field_declarator_list"), "field_declarator"):
+        for decl in T.children(T.child(node, "field_declaration_list"), "field_declaration"):
+            type_ = T.child(decl, "type_specifier")
+            member = T.child(decl, "type_qualifier")
+            storage += T.storage(member) if member is not None else []
+            for d in T.children(T.child(decl, "field_declarator_list"), "field_declarator"):
                 members.append((type_, d))
         if "buffer" in storage:
             self._buffer(node, storage, layout, instance, members)
         elif "uniform" in storage:
+            block = "push_constant" if "push_constant" in layout else "uniform"
+            names = []
             for type_, d in members:
                 name, kind = d.children[0].text.decode(), type_.text.decode()
                 if kind not in ("int", "uint", "float") or len(d.children) > 1:
-                    self.fail(d, f"{name}: a {'push constant' if 'push_constant' in layout else 'uniform'} "
-                                 f"member of type {kind}{'[]' if len(d.children) > 1 else ''} is "
-                                 "not modelled (int, uint and float members are)")
-                self._scalar(d, name, kind)
+                    self.fail(d, f"{name}: a {block.replace('_', ' ')} member of type {kind}"
+                                 f"{'[]' if len(d.children) > 1 else ''} is not modelled "
+                                 "(int, uint and float members are)")
+                self._scalar(d, name, kind, instance)
+                names.append(name)
+            number = (lambda key: self._constant(layout[key].children[2]) if key in layout
+                      else 0)
+            self.shader.scalar_blocks.append((block, number("set"), number("binding"),
+                                              tuple(names)))
             if instance is not None:
                 self.blocks[instance] = "scalar"
         else:
             self.fail(node, f"a block of storage {' '.join(storage) or 'none'} is not "
                             "modelled (buffer, uniform and push_constant blocks are)")
 
-    def _scalar(self, node, name, kind) -> None:
+    def _scalar(self, node, name, kind, instance) -> None:
+        """A push-constant or uniform member: a scalar argument, named in C after the
+        block's instance too (``pc_M``) where a function of the shader declares the
+        member's name itself (``uint M = pc.M;``)."""
         if name in self.shader.scalars or name in self.buffers:
             self.fail(node, f"{name}: a second argument of this name")
         self.shader.scalars[name] = kind
+        if instance is not None and name in self.local_names:
+            c_name = f"{instance}_{name}"
+            while c_name in self.local_names:
+                c_name += "_"
+            self.shader.c_names[name] = c_name
 
     def _buffer(self, node, storage, layout, instance, members) -> None:
         if len(members) != 1 or len(members[0][1].children) != 2 or \
@@ -314,15 +401,17 @@ class Translator:
         self.shader.bindings.append(binding)
 
     def _global(self, declarator) -> None:
-        type_ = _child(declarator, "type")
-        qualifier = _child(type_, "type_qualifier")
-        storage = _storage(qualifier) if qualifier is not None else []
-        name = _child(declarator, "identifier").text.decode()
-        kind = self.type_name(_child(type_, "type_specifier"))
-        dims = _children(declarator, "array_specifier")
+        type_ = T.child(declarator, "type")
+        qualifier = T.child(type_, "type_qualifier")
+        storage = T.storage(qualifier) if qualifier is not None else []
+        name = T.child(declarator, "identifier").text.decode()
+        kind = self.type_name(T.child(type_, "type_specifier"))
+        dims = T.children(declarator, "array_specifier")
         if "shared" in storage:
             shape = "".join(self.expr(d) for d in dims)
-            self.shared_names.append(name)
+            self.shared_arrays[name] = (kind, [f"[{self.expr(e)}]" for d in dims
+                                               for e in d.named_children
+                                               if e.type != "comment"])
             self.shared.append(self._line(declarator) + f"__local {kind} {self.name(name)}{shape};")
             return
         if "const" not in storage or dims:
@@ -330,13 +419,13 @@ class Translator:
                                   "constants, shared arrays and blocks are); declare it in "
                                   "main()")
         initializer = declarator.children[-1]
-        layout = {a.children[0].text.decode(): a for a in _layout_args(qualifier)}
+        layout = {a.children[0].text.decode(): a for a in T.layout_args(qualifier)}
         if "constant_id" in layout:
             default = self._constant(initializer)
             cid = self._constant(layout["constant_id"].children[2])
             self.shader.specialization[name] = (cid, default)
             value = self.specialization.get(name, default)
-            self.defines.append(f"#define {self.name(name)} (({kind}){_literal(value)})")
+            self.defines.append(f"#define {self.name(name)} (({kind}){T.literal(value)})")
         else:
             value = self._constant(initializer, refuse=False)
             self.defines.append(f"#define {self.name(name)} (({kind})({self.expr(initializer)}))")
@@ -347,71 +436,83 @@ class Translator:
         """The value of a constant expression (literals, macros, constants, + - * / % <<
         >>, constructors); None where it is not one and ``refuse`` is false."""
         try:
-            return _evaluate(node, {**self.shader.constants}, self.macros)
-        except _NotConstant as err:
+            return T.evaluate(node, {**self.shader.constants}, self.macros)
+        except T.NotConstant as err:
             if refuse:
-                self.fail(err.node, f"{_shown(err.node)} is not a constant expression")
+                part = T.shown(err.node) if err.node is not None else T.shown(node)
+                self.fail(node, f"{T.shown(node)} is not a constant expression ({part} is "
+                                "not a constant)" if part != T.shown(node) else
+                                f"{T.shown(node)} is not a constant expression")
             return None
 
     # ------------------------------------------------------------------ functions
     def _function(self, node) -> None:
-        declarator = _child(node, "function_declarator")
-        name = _child(declarator, "identifier").text.decode()
-        body = _child(node, "compound_statement")
+        declarator = T.child(node, "function_declarator")
+        name = T.child(declarator, "identifier").text.decode()
+        body = T.child(node, "compound_statement")
         if body is None:          # a prototype: the definition follows
             return
         if name == "main":
             self.main, self.main_file = node, self.file
             return
         self.helpers[name] = node
-        params = []
-        for p in _children(_child(declarator, "parameter_list"), "parameter_declaration"):
-            qualifier = _child(p, "type_qualifier")
-            storage = _storage(qualifier) if qualifier is not None else []
+        params, declared = [], set()
+        for p in T.children(T.child(declarator, "parameter_list"), "parameter_declaration"):
+            qualifier = T.child(p, "type_qualifier")
+            storage = T.storage(qualifier) if qualifier is not None else []
             if "out" in storage or "inout" in storage:
                 self.fail(p, f"the {'inout' if 'inout' in storage else 'out'} parameter "
-                             f"{_shown(p)} of {name} is not modelled; return the value")
-            type_ = self.type_name(_child(p, "type_specifier"))
-            pname = _child(p, "identifier")
-            dims = "".join(self.expr(d) for d in _children(p, "array_specifier"))
+                             f"{T.shown(p)} of {name} is not modelled; return the value")
+            type_ = self.type_name(T.child(p, "type_specifier"))
+            pname = T.child(p, "identifier")
+            declared |= {pname.text.decode()} if pname is not None else set()
+            dims = "".join(self.expr(d) for d in T.children(p, "array_specifier"))
             const = "const " if "const" in storage else ""
             params.append(f"{const}{type_} {self.name(pname.text.decode()) if pname else ''}{dims}")
         text = self.stmt(body)
-        extra = self._helper_arguments(node, body)
-        result = self.type_name(_child(_child(declarator, "type"), "type_specifier"))
+        declared |= {i.text.decode() for d in T.walk(body) if d.type == "declarator"
+                     for i in T.children(d, "identifier")}
+        extra = self._helper_arguments(node, body, declared)
+        result = self.type_name(T.child(T.child(declarator, "type"), "type_specifier"))
         self.functions.append(self._line(node) + f"{result} {self.name(name)}("
                               f"{', '.join(params + extra) or 'void'})\n{text}")
 
-    def _helper_arguments(self, node, body) -> list[str]:
-        """The kernel arguments a helper reads, as extra parameters (the same names)."""
-        used = {n.text.decode() for n in syntax._identifiers(body)}
+    def _helper_arguments(self, node, body, declared: set) -> list[str]:
+        """The kernel arguments and shared arrays a helper reads (itself or through the
+        helpers it calls), as extra parameters of the same names; a name the helper
+        declares itself (``declared``: parameters, variables) is its own."""
+        used = {n.text.decode() for n in syntax.identifiers(body)} - declared
+        used |= {f.children[-1].text.decode() for f in T.walk(body)      # pc.M
+                 if f.type == "field_expression" and f.children[0].text.decode() in self.blocks}
         for callee in [n for n in used if n in self.helpers]:
-            used |= self.helper_uses.get(callee, set())
-        shared = [s for s in self.shared_names if s in used]
-        if shared:
-            self.fail(node, f"the shared array {shared[0]} used in a function other than "
-                            "main() is not modelled; pass values, or write it in main()")
+            used |= set(self.helper_uses.get(callee, ()))
         names = [b for b in self._buffer_names() if b in used] + \
-            [s for s in self.shader.scalars if s in used]
-        self.helper_uses[_child(_child(node, "function_declarator"), "identifier")
-                         .text.decode()] = set(names)
+            [s for s in self.shader.scalars if s in used] + \
+            [s for s in self.shared_arrays if s in used]
+        self.helper_uses[T.child(T.child(node, "function_declarator"), "identifier")
+                         .text.decode()] = names
         return [self._parameter(n) for n in names]
 
     def _buffer_names(self) -> list[str]:
         return list(self.buffers)
 
     def _parameter(self, name: str) -> str:
+        if name in self.shared_arrays:          # a pointer to its first row
+            kind, dims = self.shared_arrays[name]
+            inner = "".join(dims[1:])
+            return (f"__local {kind} (*{self.name(name)}){inner}" if inner else
+                    f"__local {kind} *{self.name(name)}")
         if name in self.buffers:
             b = self.buffers[name]
             const = "const " if b.access == "in" else ""
             element = "float" if b.element == "float" else TYPES[b.element]
             return f"__global {const}{element} *{self.name(name)}"
-        return f"const {self.shader.scalars[name]} {self.name(name)}"
+        return f"const {self.shader.scalars[name]} {self.c_name(name)}"
 
     def _kernel(self) -> str:
         args = [self._parameter(b.name) for b in self.shader.bindings] + \
             [self._parameter(s) for s in self.shader.scalars]
-        body = _child(self.main, "compound_statement")
+        body = T.child(self.main, "compound_statement")
         saved, self.file = self.file, self.main_file
         inner = "".join(self.stmt(c, body) for c in body.children
                         if c.type not in ("{", "}"))
@@ -432,18 +533,99 @@ class Translator:
         if kind == "comment":
             return ""
         if kind == "ERROR":
-            if _is_attribute(node):
+            if T.is_attribute(node):
                 return ""
-            self.fail(node, f"cannot be read as GLSL: {_shown(node)}")
-        if kind == "expression_statement" and _is_fence(node):
+            self.fail(node, f"cannot be read as GLSL: {T.shown(node)}")
+        if kind in CONDITIONALS:
+            return "".join(self.stmt(c) for c in self._taken(node))
+        if kind in ("preproc_def", "preproc_function_def"):
+            self._define(node, function=kind == "preproc_function_def")
+            return "\n" + self.defines.pop() + "\n"
+        if kind == "preproc_call":
+            count = len(self.defines)
+            self._directive(node)
+            return "".join("\n" + self.defines.pop(count) + "\n"
+                           for _ in range(len(self.defines) - count))
+        if kind == "expression_statement" and T.is_fence(node):
             return self._line(node) + ";"
         if kind in ("statement_list",):
             return "".join(self.stmt(c, node) for c in node.children)
+        if kind == "local_declaration" and self._alias(node):
+            return self._line(node) + ";"
+        if kind in ("expression_statement", "local_declaration") and \
+                (split := self._selected_loads(node)) is not None:
+            return self._line(node) + split
         if kind in LINE_KINDS and not (parent is not None and parent.type == "for_statement"
                                        and kind != "compound_statement"
                                        and node is not parent.children[-1]):
             return self._line(node) + self._join(node)
         return self._join(node)
+
+    def _alias(self, node) -> bool:
+        """Whether ``node`` declares a vector of work-item indices (``uvec3 gid =
+        gl_GlobalInvocationID;``, ``ivec2 p = ivec2(gl_GlobalInvocationID.xy);``): then it
+        is recorded, and each component read later is the work-item function's value."""
+        declarators = T.children(T.child(node, "declarator_list"), "declarator")
+        if len(declarators) != 1 or declarators[0].children[-2].type != "=":
+            return False
+        type_ = T.child(declarators[0], "type")
+        kind = T.child(type_, "type_specifier") if type_ is not None else None
+        if kind is None or kind.text.decode() not in ("uvec2", "uvec3", "ivec2", "ivec3"):
+            return False
+        value = declarators[0].children[-1]
+        if value.type == "function_call" and value.children[0].type == "type_specifier":
+            args = T.child(value, "argument_list")
+            if args is None or len(args.named_children) != 1:
+                return False
+            value = args.named_children[0]
+        base, components = value.text.decode(), "xyz"
+        if value.type == "field_expression":
+            base, components = value.children[0].text.decode(), \
+                value.children[-1].text.decode()
+        if base not in WORK_ITEM and base != "gl_WorkGroupSize" or \
+                not components or any(c not in AXES for c in components):
+            return False
+        name = T.child(declarators[0], "identifier").text.decode()
+        self.aliases[name] = (base, components, "int" if kind.text.startswith(b"i") else "uint")
+        return True
+
+    def _selected_loads(self, node) -> str | None:
+        """``x = c ? a[i] : b;`` (an assignment or a declaration whose value is a ``?:``
+        with a load in a branch) as ``if (c) x = a[i]; else x = b;``: GLSL, like C, loads
+        only the branch taken. None for any other statement."""
+        if node.type == "expression_statement":
+            assign = node.named_children[0] if node.named_children else None
+            if assign is None or assign.type != "assignment_expression":
+                return None
+            target, operator, value = assign.children
+            head, name = "", self.expr(target)
+            if any(n.type in ("update_expression", "assignment_expression", "function_call")
+                   for n in T.walk(target)):
+                return None
+        else:
+            declarators = T.children(T.child(node, "declarator_list"), "declarator")
+            if len(declarators) != 1 or declarators[0].children[-2].type != "=":
+                return None
+            declarator = declarators[0]
+            type_ = T.child(declarator, "type")
+            identifier = T.child(declarator, "identifier")
+            if type_ is None or identifier is None or \
+                    T.children(declarator, "array_specifier"):
+                return None
+            name = self.name(identifier.text.decode())
+            kind = self.type_name(T.child(type_, "type_specifier"))
+            head, operator, value = f"{kind} {name}; ", "=", declarator.children[-1]
+        while value.type == "parenthesized_expression":
+            value = value.named_children[0]
+        if value.type != "conditional_expression" or not any(
+                n.type == "subscript_expression" for branch in value.children[2::2]
+                for n in T.walk(branch)):
+            return None
+        op = operator.text.decode() if not isinstance(operator, str) else operator
+        condition, when_true, when_false = value.children[0], value.children[2], \
+            value.children[4]
+        return (f"{head}if ({self.expr(condition)}) {name} {op} {self.expr(when_true)}; "
+                f"else {name} {op} {self.expr(when_false)};")
 
     def _join(self, node) -> str:
         if node.child_count == 0:
@@ -459,6 +641,10 @@ class Translator:
             self.shader.c_names[name] = name + "_glsl"
             return name + "_glsl"
         return name
+
+    def c_name(self, name: str) -> str:
+        """A kernel argument's name in the C source (see :meth:`_scalar`)."""
+        return self.shader.c_names.get(name) or self.name(name)
 
     def type_name(self, node) -> str:
         if node is None:
@@ -484,15 +670,15 @@ class Translator:
         if kind == "comment":
             return ""
         if kind == "type_qualifier":
-            storage = _storage(node)
+            storage = T.storage(node)
             if any(s not in ("const", "in", "highp", "mediump", "lowp", "precise")
                    for s in storage):
                 self.fail(node, f"the qualifier {' '.join(storage)} is not modelled here")
             return "const" if "const" in storage else ""
         if kind == "ERROR":
-            if _is_attribute(node):
+            if T.is_attribute(node):
                 return ""
-            self.fail(node, f"cannot be read as GLSL: {_shown(node)}")
+            self.fail(node, f"cannot be read as GLSL: {T.shown(node)}")
         if node.child_count == 0:
             return node.text.decode()
         return " ".join(t for t in (self.stmt(c, node) for c in node.children) if t)
@@ -509,6 +695,9 @@ class Translator:
                       else f"the built-in {text} is not modelled")
         if text in self.blocks or text in self.buffer_instances:
             self.fail(node, f"the block {text} as a whole is not modelled; use its members")
+        if text in self.aliases:
+            self.fail(node, f"the vector {text} ({self.aliases[text][0]}) as a whole is not "
+                            f"modelled; use {text}.x, {text}.y, ...")
         return self.name(text)
 
     def _number(self, node) -> str:
@@ -529,14 +718,21 @@ class Translator:
                 return f"((uint){WORK_ITEM[base]}({AXES[field_]}))"
             if base == "gl_WorkGroupSize" and field_ in AXES:
                 return f"{self.shader.local_size[AXES[field_]]}u"
+            if base in self.aliases and len(field_) == 1 and \
+                    "xyzw".find(field_) in range(len(self.aliases[base][1])):
+                builtin, components, kind = self.aliases[base]
+                axis = components["xyzw".index(field_)]
+                if builtin == "gl_WorkGroupSize":
+                    return f"(({kind}){self.shader.local_size[AXES[axis]]})"
+                return f"(({kind}){WORK_ITEM[builtin]}({AXES[axis]}))"
             if base in self.blocks:
-                return self.name(field_)
+                return self.c_name(field_)
             if base in self.buffer_instances:
                 return self.name(base)
         return f"{self.expr(obj)}.{field_}"
 
     def _call(self, node) -> str:
-        callee, args = node.children[0], _child(node, "argument_list")
+        callee, args = node.children[0], T.child(node, "argument_list")
         values = [self.expr(a) for a in (args.named_children if args else ())
                   if a.type != "comment"]
         if callee.type == "type_specifier":
@@ -552,8 +748,13 @@ class Translator:
         if name == "barrier":
             return "barrier(CLK_LOCAL_MEM_FENCE)"
         if name in self.helpers:
-            extra = [self.name(n) for n in self.helper_uses.get(name, ())]
+            extra = [self.c_name(n) for n in self.helper_uses.get(name, ())]
             return f"{self.name(name)}({', '.join(values + extra)})"
+        if name == "clamp" and len(values) == 3:     # each operand once, as GLSL's
+            return f"min(max({values[0]}, {values[1]}), {values[2]})"
+        if name in OVERLOADED:
+            self.overloaded.add(name)
+            return f"glsl_{name}({', '.join(values)})"
         if name in RENAMED:
             return f"{RENAMED[name]}({', '.join(values)})"
         if name in FUNCTIONS:
@@ -580,129 +781,10 @@ class Translator:
         return f"{floats // BUFFER_ELEMENTS[binding.element]}u"
 
 
+CONDITIONALS = frozenset(("preproc_if", "preproc_ifdef", "preproc_elif", "preproc_elifdef",
+                          "preproc_else"))
+"""Conditional directives: the branch taken is read, the others are not."""
+
 EXPRESSION_KINDS = frozenset((
     "identifier", "number_literal", "field_expression", "function_call", "type_specifier",
     "type_qualifier"))
-
-
-class _NotConstant(Exception):
-    def __init__(self, node):
-        super().__init__()
-        self.node = node
-
-
-_OPERATORS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-              "/": lambda a, b: (a / b if isinstance(a, float) or isinstance(b, float)
-                                 else int(a / b)),
-              "%": lambda a, b: a - int(a / b) * b, "<<": lambda a, b: a << b,
-              ">>": lambda a, b: a >> b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
-              "^": lambda a, b: a ^ b}
-
-
-def _evaluate(node, constants: dict, macros: dict):
-    """The value of a constant GLSL expression (see :meth:`Translator._constant`)."""
-    if node is None:
-        raise _NotConstant(node)
-    kind = node.type
-    text = node.text.decode()
-    if kind == "number_literal":
-        lower = text.lower().rstrip("u")
-        try:
-            if lower.startswith("0x"):
-                return int(lower, 16)
-            if "." in lower or "e" in lower:
-                return float(lower.rstrip("f"))
-            return int(lower, 8) if len(lower) > 1 and lower[0] == "0" else int(lower)
-        except ValueError:
-            raise _NotConstant(node) from None
-    if kind == "identifier":
-        if text in constants:
-            return constants[text]
-        if macros.get(text) is not None:
-            return _evaluate(macros[text], constants, macros)
-        raise _NotConstant(node)
-    if kind == "parenthesized_expression":
-        return _evaluate(node.named_children[0], constants, macros)
-    if kind == "unary_expression" and node.children[0].type in ("-", "+"):
-        value = _evaluate(node.children[1], constants, macros)
-        return -value if node.children[0].type == "-" else value
-    if kind == "binary_expression" and node.children[1].type in _OPERATORS:
-        a = _evaluate(node.children[0], constants, macros)
-        b = _evaluate(node.children[2], constants, macros)
-        if node.children[1].type in ("/", "%") and b == 0:
-            raise _NotConstant(node)
-        return _OPERATORS[node.children[1].type](a, b)
-    if kind == "function_call" and node.children[0].type == "type_specifier":
-        args = _child(node, "argument_list")
-        if args is not None and len(args.named_children) == 1:
-            value = _evaluate(args.named_children[0], constants, macros)
-            kind_ = node.children[0].text.decode()
-            return float(value) if kind_ == "float" else int(value) if kind_ in (
-                "int", "uint") else value
-    raise _NotConstant(node)
-
-
-def _expression(body: str):
-    """``body`` (a macro's text) parsed as a GLSL expression, or None where it is not one."""
-    wrapped = f"const int tiletraffic_macro_body = ({body});".encode()
-    tree = syntax.parse(wrapped)
-    if tree.root_node.has_error:
-        return None
-    found = [n for n in _walk(tree.root_node) if n.type == "parenthesized_expression"]
-    return found[0].named_children[0] if found else None
-
-
-def _walk(node):
-    yield node
-    for c in node.children:
-        yield from _walk(c)
-
-
-def _child(node, kind):
-    if node is None:
-        return None
-    return next((c for c in node.children if c.type == kind), None)
-
-
-def _children(node, kind) -> list:
-    return [] if node is None else [c for c in node.children if c.type == kind]
-
-
-def _storage(qualifier) -> list[str]:
-    out = []
-    for c in qualifier.children:
-        if c.type in ("storage_qualifier", "precision_qualifier", "precise_qualifier",
-                      "interpolation_qualifier", "invariant_qualifier", "memory_qualifier"):
-            out.append(c.text.decode())
-        elif c.type not in ("layout_qualifier",):
-            out.append(c.text.decode())
-    return out
-
-
-def _layout_args(qualifier) -> list:
-    if qualifier is None:
-        return []
-    return [a for layout in _children(qualifier, "layout_qualifier")
-            for a in _children(layout, "layout_argument")]
-
-
-def _is_attribute(node) -> bool:
-    """Whether an ERROR node is an attribute the grammar does not know
-    (``[[unroll]]``, ``[[dont_unroll]]``, ...)."""
-    kinds = [c.type for c in node.children]
-    return len(kinds) >= 4 and kinds[:2] == ["[", "["] and kinds[-2:] == ["]", "]"]
-
-
-def _is_fence(node) -> bool:
-    call = node.named_children[0] if node.named_children else None
-    return call is not None and call.type == "function_call" and \
-        call.children[0].text.decode() in FENCES
-
-
-def _literal(value) -> str:
-    return repr(float(value)) + "f" if isinstance(value, float) else str(value)
-
-
-def _shown(node, limit=60) -> str:
-    text = " ".join(node.text.decode(errors="replace").split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -11,8 +11,9 @@ SPIR-V compiler) or a function with the signature and result of
            launch_check) -> CheckedRun
 
 which compiles ``schedule.extra["glsl"]`` (the shader's path and text, its work-group
-counts, specialization constants, bindings and push constants) to SPIR-V, dispatches it,
-checks every dispatch against the reference and times it.
+counts, specialization constants, bindings, push constants and uniforms, as
+:mod:`tiletraffic.frontend.glsl.launch` describes them) to SPIR-V, dispatches it, checks
+every dispatch against the reference and times it.
 """
 from __future__ import annotations
 
