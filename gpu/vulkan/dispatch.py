@@ -11,9 +11,10 @@ Typical use::
 
 Each binding is a storage buffer (``layout(set = S, binding = B) buffer``) holding one array's
 bytes. Every dispatch starts from the arrays given (they are copied to the device before each
-one), runs alone in its command buffer between two timestamps (``vkCmdWriteTimestamp``, top
-and bottom of the pipe), and its outputs are read back after it; the times are of the
-dispatch only, in nanoseconds (the device's ``timestampPeriod`` applied), never of copies.
+one, in a submission of their own), runs alone on the queue in its command buffer between two
+timestamps (``vkCmdWriteTimestamp``, top and bottom of the pipe), and its outputs are read
+back after it; the times are of the dispatch only, in nanoseconds (the device's
+``timestampPeriod`` applied), never of copies.
 """
 from __future__ import annotations
 
@@ -261,37 +262,64 @@ def _barrier(vk, cmd, src_stage, src_access, dst_stage, dst_access):
         dstAccessMask=dst_access)], 0, None, 0, None)
 
 
-def _record(res: _Resources, cmd, plan: dict) -> None:
-    """One dispatch's commands: the inputs copied in, two timestamps around the dispatch,
-    the outputs copied out."""
-    vk = res.vk
+def _begin(vk, cmd) -> None:
     vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(
-        sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-        flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
-    vk.vkCmdResetQueryPool(cmd, plan["queries"], 0, 2)
+        sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO))
+
+
+def _record(res: _Resources, cmds, plan: dict) -> None:
+    """One dispatch's three command buffers, submitted one after another (the host waits
+    for each): the inputs copied in; the dispatch alone between two timestamps (nothing else
+    runs on the queue then, so the first is not taken before earlier work ends); the outputs
+    copied out. The barriers at the start of the second and third order them after the
+    commands submitted before them."""
+    vk = res.vk
+    upload, timed, readback = cmds
+    _begin(vk, upload)
     for key, (offset, size) in plan["in_regions"].items():
-        vk.vkCmdCopyBuffer(cmd, plan["staging_in"], plan["device_buffers"][key], 1,
+        vk.vkCmdCopyBuffer(upload, plan["staging_in"], plan["device_buffers"][key], 1,
                            [vk.VkBufferCopy(srcOffset=offset, dstOffset=0, size=size)])
-    _barrier(vk, cmd, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+    vk.vkEndCommandBuffer(upload)
+    _begin(vk, timed)
+    vk.vkCmdResetQueryPool(timed, plan["queries"], 0, 2)
+    _barrier(vk, timed, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
              vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-             vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)
-    vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, plan["pipeline"])
-    vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, plan["layout"], 0,
+             vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT |
+             vk.VK_ACCESS_UNIFORM_READ_BIT)
+    vk.vkCmdBindPipeline(timed, vk.VK_PIPELINE_BIND_POINT_COMPUTE, plan["pipeline"])
+    vk.vkCmdBindDescriptorSets(timed, vk.VK_PIPELINE_BIND_POINT_COMPUTE, plan["layout"], 0,
                                len(plan["sets"]), plan["sets"], 0, None)
     if plan["push"]:
-        vk.vkCmdPushConstants(cmd, plan["layout"], vk.VK_SHADER_STAGE_COMPUTE_BIT, 0,
+        vk.vkCmdPushConstants(timed, plan["layout"], vk.VK_SHADER_STAGE_COMPUTE_BIT, 0,
                               len(plan["push"]), plan["push_data"])
-    vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, plan["queries"], 0)
-    vk.vkCmdDispatch(cmd, *plan["groups"])
-    vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, plan["queries"], 1)
-    _barrier(vk, cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_ACCESS_SHADER_WRITE_BIT,
-             vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+    vk.vkCmdWriteTimestamp(timed, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, plan["queries"], 0)
+    vk.vkCmdDispatch(timed, *plan["groups"])
+    vk.vkCmdWriteTimestamp(timed, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, plan["queries"], 1)
+    vk.vkEndCommandBuffer(timed)
+    _begin(vk, readback)
+    _barrier(vk, readback, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+             vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+             vk.VK_ACCESS_TRANSFER_READ_BIT)
     for key, (offset, size) in plan["out_regions"].items():
-        vk.vkCmdCopyBuffer(cmd, plan["device_buffers"][key], plan["staging_out"], 1,
+        vk.vkCmdCopyBuffer(readback, plan["device_buffers"][key], plan["staging_out"], 1,
                            [vk.VkBufferCopy(srcOffset=0, dstOffset=offset, size=size)])
-    _barrier(vk, cmd, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+    _barrier(vk, readback, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
              vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
-    vk.vkEndCommandBuffer(cmd)
+    vk.vkEndCommandBuffer(readback)
+
+
+def _submit(dev, fence, cmd, what: str) -> None:
+    """Submit one command buffer and wait for it."""
+    vk, d = dev.vk, dev.device
+    vk.vkResetFences(d, 1, [fence])
+    vk.vkQueueSubmit(dev.queue, 1, [vk.VkSubmitInfo(
+        sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1,
+        pCommandBuffers=[cmd])], fence)
+    try:
+        vk.vkWaitForFences(d, 1, [fence], vk.VK_TRUE, WAIT_TIMEOUT_NS)
+    except vk.VkError as err:
+        raise VulkanError(f"{dev.name}: {what} did not complete ({type(err).__name__})") \
+            from None
 
 
 def _staging(res: _Resources, arrays: dict, keys) -> tuple:
@@ -389,9 +417,10 @@ def _run(res, spirv, arrays, uniform, push, spec, groups, read, repeat, warmup, 
         flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
         queueFamilyIndex=dev.queue_family), None)
     res.add(lambda: vk.vkDestroyCommandPool(d, pool, None))
-    cmd = vk.vkAllocateCommandBuffers(d, vk.VkCommandBufferAllocateInfo(
+    allocated = vk.vkAllocateCommandBuffers(d, vk.VkCommandBufferAllocateInfo(
         sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=pool,
-        level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
+        level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=3))
+    cmds = [allocated[i] for i in range(3)]
     fence = vk.vkCreateFence(d, vk.VkFenceCreateInfo(
         sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
     res.add(lambda: vk.vkDestroyFence(d, fence, None))
@@ -400,20 +429,14 @@ def _run(res, spirv, arrays, uniform, push, spec, groups, read, repeat, warmup, 
             "device_buffers": device_buffers, "pipeline": pipeline, "layout": layout,
             "sets": sets, "push": push, "push_data": vk.ffi.new("char[]", push or b"\0"),
             "groups": groups}
-    _record(res, cmd, plan)
+    _record(res, cmds, plan)
     stamps = vk.ffi.new("uint64_t[2]")
     mask = (1 << dev.timestamp_valid_bits) - 1 if dev.timestamp_valid_bits < 64 else 2**64 - 1
     times, last = [], {}
     for i in range(warmup + repeat):
-        vk.vkResetFences(d, 1, [fence])
-        vk.vkQueueSubmit(dev.queue, 1, [vk.VkSubmitInfo(
-            sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1,
-            pCommandBuffers=[cmd])], fence)
-        try:
-            vk.vkWaitForFences(d, 1, [fence], vk.VK_TRUE, WAIT_TIMEOUT_NS)
-        except vk.VkError as err:
-            raise VulkanError(f"{dev.name}: dispatch {i + 1} did not complete "
-                              f"({type(err).__name__})") from None
+        _submit(dev, fence, cmds[0], f"copying the inputs of dispatch {i + 1}")
+        _submit(dev, fence, cmds[1], f"dispatch {i + 1}")
+        _submit(dev, fence, cmds[2], f"reading back the outputs of dispatch {i + 1}")
         vk.vkGetQueryPoolResults(d, queries, 0, 2, 16, stamps, 8,
                                  vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
         ticks = (int(stamps[1]) - int(stamps[0])) & mask
