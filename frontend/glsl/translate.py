@@ -60,7 +60,7 @@ BUFFER_ELEMENTS = {"float": 1, "vec2": 2, "vec4": 4}
 
 FUNCTIONS = frozenset((
     "fma", "min", "max", "dot", "sqrt", "exp", "exp2", "log", "log2", "pow",
-    "floor", "ceil", "fract", "sin", "cos", "tanh", "mix", "step", "length", "sign"))
+    "floor", "ceil", "sin", "cos", "tanh", "mix", "step", "length", "sign"))
 """Built-in functions OpenCL C has with the same meaning (the OpenCL C front end says
 which of them it models)."""
 
