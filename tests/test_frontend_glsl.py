@@ -559,3 +559,19 @@ def test_names_that_are_opencl_words(tmp_path):
     sch = tt.build(write(tmp_path, shader, MINIMAL_TOML, "k"))
     x = np.arange(8, dtype=np.float32)
     np.testing.assert_array_equal(tt.simulate(sch, {"x": x}).outputs["x"], x / 2)
+
+
+def test_a_float_push_constant_converted_to_an_integer(tmp_path):
+    shader = MINIMAL.format(globals="layout(push_constant) uniform P { float n; float s; } pc;",
+                            body="    uint n = uint(pc.n);\n"
+                                 "    if (i < n) { x[i] = pc.s * x[i]; }")
+    sch = tt.build(write(tmp_path, shader, MINIMAL_TOML + "[push_constants]\nn = 5.7\n"
+                                                          "s = 3.0\n", "k"))
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(tt.simulate(sch, {"x": x}).outputs["x"],
+                                  np.where(np.arange(8) < 5, 3 * x, x))
+    assert tt.simulate(sch, compute_values=False).counts.global_load_elems == 5
+    negative = write(tmp_path, shader, MINIMAL_TOML + "[push_constants]\nn = -2.0\ns = 1.0\n",
+                     "k")
+    with pytest.raises(LaunchFileError, match=r"push_constants\.n: -2\.0 converted to uint"):
+        tt.build(negative)

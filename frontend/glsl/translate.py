@@ -115,13 +115,16 @@ class Shader:
     (name -> ``int``/``uint``/``float``, in the order declared), the blocks that hold them
     (``(kind, set, binding, member names)``, kind ``push_constant`` or ``uniform``), the
     specialization constants (name -> (constant_id, default)), the integer constants and
-    ``#define`` values (name -> value) and the names renamed in the C source."""
+    ``#define`` values (name -> value), the names renamed in the C source, and the
+    integer arguments that stand for a float member converted (``uint(pc.M)``: C name ->
+    (member, ``int`` or ``uint``))."""
 
     local_size: list = field(default_factory=lambda: [1, 1, 1])
     local_size_ids: dict = field(default_factory=dict)
     bindings: list = field(default_factory=list)
     scalars: dict = field(default_factory=dict)
     scalar_blocks: list = field(default_factory=list)
+    converted: dict = field(default_factory=dict)
     specialization: dict = field(default_factory=dict)
     constants: dict = field(default_factory=dict)
     c_names: dict = field(default_factory=dict)
@@ -488,7 +491,8 @@ class Translator:
             used |= set(self.helper_uses.get(callee, ()))
         names = [b for b in self._buffer_names() if b in used] + \
             [s for s in self.shader.scalars if s in used] + \
-            [s for s in self.shared_arrays if s in used]
+            [s for s in self.shared_arrays if s in used] + \
+            [c for c, (member, _) in self.shader.converted.items() if member in used]
         self.helper_uses[T.child(T.child(node, "function_declarator"), "identifier")
                          .text.decode()] = names
         return [self._parameter(n) for n in names]
@@ -497,6 +501,8 @@ class Translator:
         return list(self.buffers)
 
     def _parameter(self, name: str) -> str:
+        if name in self.shader.converted:
+            return f"const {self.shader.converted[name][1]} {name}"
         if name in self.shared_arrays:          # a pointer to its first row
             kind, dims = self.shared_arrays[name]
             inner = "".join(dims[1:])
@@ -510,13 +516,14 @@ class Translator:
         return f"const {self.shader.scalars[name]} {self.c_name(name)}"
 
     def _kernel(self) -> str:
-        args = [self._parameter(b.name) for b in self.shader.bindings] + \
-            [self._parameter(s) for s in self.shader.scalars]
         body = T.child(self.main, "compound_statement")
         saved, self.file = self.file, self.main_file
         inner = "".join(self.stmt(c, body) for c in body.children
                         if c.type not in ("{", "}"))
         self.file = saved
+        args = [self._parameter(b.name) for b in self.shader.bindings] + \
+            [self._parameter(s) for s in self.shader.scalars] + \
+            [self._parameter(s) for s in self.shader.converted]
         return (self._line(self.main) + f"__kernel void {self.kernel}({', '.join(args)})\n"
                 + "{" + "".join(f"\n{s}" for s in self.shared) + inner + "\n}")
 
@@ -739,6 +746,8 @@ class Translator:
             kind = self.type_name(callee)
             if callee.text.decode() == "bool":
                 return f"((int)(({values[0]}) != 0))"
+            if (converted := self._converted(kind, args)) is not None:
+                return converted
             return f"(({kind})({', '.join(values)}))"
         if callee.type == "field_expression" and callee.children[-1].text == b"length":
             return self._length(callee)
@@ -765,6 +774,24 @@ class Translator:
                 "sub-group operations are" if name.startswith("subgroup") else
                 f"the function {name} is")
         self.fail(callee, f"{name}: {what} not modelled")
+
+    def _converted(self, kind: str, args) -> str | None:
+        """``uint(pc.M)`` of a float push constant (or uniform): an integer argument of
+        its own, whose value the launch converts (the value is known before the dispatch,
+        so it is no data); None for any other conversion."""
+        arg = args.named_children[0] if args is not None and \
+            len(args.named_children) == 1 else None
+        while arg is not None and arg.type == "parenthesized_expression":
+            arg = arg.named_children[0]
+        if kind not in ("int", "uint") or arg is None or arg.type != "field_expression" or \
+                arg.children[0].text.decode() not in self.blocks:
+            return None
+        member = arg.children[-1].text.decode()
+        if self.shader.scalars.get(member) != "float":
+            return None
+        name = f"{self.c_name(member)}_{kind}"
+        self.shader.converted[name] = (member, kind)
+        return name
 
     def _length(self, callee) -> str:
         obj = callee.children[0]
