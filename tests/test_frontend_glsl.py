@@ -575,3 +575,13 @@ def test_a_float_push_constant_converted_to_an_integer(tmp_path):
                      "k")
     with pytest.raises(LaunchFileError, match=r"push_constants\.n: -2\.0 converted to uint"):
         tt.build(negative)
+
+
+def test_uint_arithmetic_wraps_around(tmp_path):
+    shader = MINIMAL.format(globals="", body="    uint j = i - 1u;\n"
+                                            "    if (j < 8u) { x[i] = x[j] + 1.0; }")
+    toml = MINIMAL_TOML.replace("workgroups = [2]", "workgroups = [1]").replace(
+        "shape = [8]", "shape = [4]")
+    sch = tt.build(write(tmp_path, shader, toml, "k"))
+    counts = tt.simulate(sch, compute_values=False, hazards="report").counts
+    assert counts.global_load_elems == 3 and counts.global_store_elems == 3
