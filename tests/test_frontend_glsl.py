@@ -585,3 +585,17 @@ def test_uint_arithmetic_wraps_around(tmp_path):
     sch = tt.build(write(tmp_path, shader, toml, "k"))
     counts = tt.simulate(sch, compute_values=False, hazards="report").counts
     assert counts.global_load_elems == 3 and counts.global_store_elems == 3
+
+
+def test_dot_in_opencl_c_evaluates_each_operand_once():
+    source = """
+    __kernel void k(__global const float4 *a, __global float *y) {
+        int i = get_global_id(0);
+        y[i] = dot(a[i], (float4)(1.0f, 2.0f, 3.0f, 4.0f)) + dot(2.0f, 3.0f);
+    }"""
+    sch = tt.from_opencl(source, "k", [4], [4], {"a": {"shape": [4, 4], "access": "in"},
+                                                  "y": {"shape": [4], "access": "out"}})
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    out = tt.simulate(sch, {"a": a}).outputs["y"]
+    np.testing.assert_array_equal(out, a @ np.array([1, 2, 3, 4]) + 6)
+    assert tt.simulate(sch, compute_values=False).counts.global_load_elems == 16
