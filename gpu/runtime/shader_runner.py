@@ -13,7 +13,10 @@ SPIR-V compiler) or a function with the signature and result of
 which compiles ``schedule.extra["glsl"]`` (the shader's path and text, its work-group
 counts, specialization constants, bindings, push constants and uniforms, as
 :mod:`tiletraffic.frontend.glsl.launch` describes them) to SPIR-V, dispatches it, checks
-every dispatch against the reference and times it.
+every dispatch against the reference and times it. A shader that names something with a
+word GLSL reserves (``output``) is read with a warning but rejected by the SPIR-V
+compiler; :func:`tiletraffic.frontend.glsl.syntax.compilable` gives its text with those
+names changed.
 """
 from __future__ import annotations
 
