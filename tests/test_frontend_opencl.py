@@ -439,3 +439,37 @@ __kernel void k(__global const float4 *A, __global const float *B, __global floa
         "C[(4 * i) + 64] at k.cl:9:5", "B[i] at k.cl:10:21",
         "C[128 + i] at k.cl:2:5 in put, called at k.cl:10:5",
         "C[128 + i] at k.cl:2:5 in put, called at k.cl:10:5"]), sources
+
+
+def test_a_float_read_and_written_through_a_dereferenced_pointer():
+    """``*(p + off)`` is the element ``p[off]``: a load where it is read, a store (or a
+    load and a store for ``*= / += / -=``) where it is assigned, per dimension of the
+    buffer's shape, in global and in local memory."""
+    src = """
+    __kernel void k(__global float *m, __global const float *a, const int n, const int t) {
+        __local float row[8];
+        const int i = get_global_id(0);
+        *(row + i) = *(a + n * t + i);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (i < n - 1 - t)
+            *(m + n * (i + t + 1) + t) = *(a + n * (i + t + 1) + t) / *(row + t);
+        *(m + i) *= 2.0f;
+    }"""
+    n, t = 8, 2
+    sch, inputs, result = run(src, [8], [8], {
+        "m": {"shape": ["n", "n"], "access": "inout"}, "a": {"shape": ["n", "n"], "access": "in"},
+        "n": n, "t": t})
+    a, m = inputs["a"].astype(np.float64), inputs["m"].astype(np.float64).copy()
+    for i in range(n - 1 - t):
+        m[i + t + 1, t] = a[i + t + 1, t] / a[t, t]
+    m[0, :] *= 2
+    assert_close(result.outputs["m"], m, terms=2)
+    counts = result.counts
+    assert counts.global_load_elems == 8 + 5 + 8 and counts.global_store_elems == 5 + 8
+    stores = [s for s in walk_all(sch.body) if isinstance(s, S.Store) and s.array.name == "m"]
+    assert stores and all(len(s.index) == 2 for s in stores)
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    if oclgrind_available():
+        comparison = compare_counts(sch)
+        assert comparison.equal, comparison.to_dict()

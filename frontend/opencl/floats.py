@@ -104,7 +104,12 @@ class Floats(TranslationContext):
             if op == "-":
                 return S.FNeg(self.float_expr(C.children(s)[0], out))
             if op == "*":
-                self.fail(s, "a float read through a pointer: index the buffer (A[i])")
+                ptr = self.pointer_expr(C.children(s)[0])
+                if ptr.width != 1:
+                    self.fail(s, f"a float{ptr.width} read through a pointer used as one "
+                                 "float: take a component of a float vector variable")
+                array, index = self.resolve(ptr, s)
+                return S.Load(array, index, self.access_source(s, array, index))
             self.fail(s, f"float operator {op}")
         if kind == K.CALL_EXPR:
             return self.float_call(s, out)
