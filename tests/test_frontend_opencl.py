@@ -473,3 +473,24 @@ def test_a_float_read_and_written_through_a_dereferenced_pointer():
     if oclgrind_available():
         comparison = compare_counts(sch)
         assert comparison.equal, comparison.to_dict()
+
+
+def test_a_flat_index_of_a_three_dimensional_buffer_takes_every_multiple_of_a_row():
+    """``r * (nq * np) + q * np + p`` over a ``(nr, nq, np)`` buffer is ``(r, q, p)``: a term
+    whose factor is a multiple of a row's length belongs to the outer dimensions."""
+    src = """
+    __kernel void k(int nq, int np, __global const float *A, __global float *sum, int r) {
+        int p = get_global_id(0), q = get_global_id(1);
+        if (p < np && q < nq)
+            sum[r * (nq * np) + q * np + p] = A[r * nq * np + q * np + p] + A[p + np * q];
+    }"""
+    args = {"nq": 5, "np": 6, "r": 2, "A": {"shape": [3, 5, 6], "access": "in"},
+            "sum": {"shape": [3, 5, 6], "access": "inout"}}
+    sch, inputs, result = run(src, [8, 5], [8, 1], args)
+    assert tt.check(sch, seed=1) == []
+    store = next(s for s in walk_all(sch.body) if isinstance(s, S.Store))
+    assert isinstance(store.index[1], S.Var) and store.index[1].name == "q"
+    a = inputs["A"].astype(np.float64)
+    expected = inputs["sum"].astype(np.float64).copy()
+    expected[2] = a[2] + a[0]
+    assert_close(result.outputs["sum"], expected, terms=2)
