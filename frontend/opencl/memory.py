@@ -2,7 +2,9 @@
 ``&A[i]``, casts to ``float2``/``float4`` pointers), and the IR's index tuples of an access.
 
 Buffers are row-major: a flat index ``row * N + col`` of a buffer shaped ``(M, N)`` is read
-as the two indices ``(row, col)``, any other flat index as ``(flat / N, flat % N)``.
+as the two indices ``(row, col)`` (every term whose factor is a multiple of ``N``, such as
+``r * (K * N)``, goes to the row, dimension by dimension for higher ranks), any other flat
+index as ``(flat / N, flat % N)``.
 
 Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for an access of the
 wrong rank, a store into an ``in`` buffer, a pointer expression outside the subset.
