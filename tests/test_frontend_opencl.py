@@ -494,3 +494,49 @@ def test_a_flat_index_of_a_three_dimensional_buffer_takes_every_multiple_of_a_ro
     expected = inputs["sum"].astype(np.float64).copy()
     expected[2] = a[2] + a[0]
     assert_close(result.outputs["sum"], expected, terms=2)
+
+
+GUARDED_TILE = """
+__kernel void k(__global const float *A, __global float *C, const uint M, const uint K) {
+    size_t col = get_global_id(0), row = get_global_id(1);
+    __local float tile[4][5];
+    size_t lc = get_local_id(0), lr = get_local_id(1);
+    bool inside = row < M && col < K;
+    bool shifted = inside && col + 1 < K;
+    tile[lr][lc] = inside ? A[row * K + col] : 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float right = shifted ? A[row * K + col + 1] * 2.0f : (!inside ? 1.0f : tile[lr][lc]);
+    if (inside)
+        C[row * K + col] = tile[lr][lc] + right;
+}"""
+
+
+def test_a_guarded_load_in_a_conditional_and_bool_conditions():
+    """``c ? A[i] : 0.0f`` loads only where ``c`` holds (the loads counted are the taken
+    branches'), and a ``bool`` declared from a condition is that condition where tested."""
+    m, k = 6, 7
+    sch, inputs, result = run(GUARDED_TILE, [8, 8], [4, 4], {
+        "A": {"shape": ["M", "K"], "access": "in"}, "C": {"shape": ["M", "K"], "access": "out"},
+        "M": m, "K": k})
+    a = inputs["A"].astype(np.float64)
+    right = np.empty_like(a)
+    right[:, :-1] = 2 * a[:, 1:]
+    right[:, -1] = a[:, -1]
+    assert_close(result.outputs["C"], a + right, terms=2)
+    assert result.counts.global_load_elems == m * k + m * (k - 1)
+    assert tt.check(sch, seed=2) == []
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    if oclgrind_available():
+        comparison = compare_counts(sch)
+        assert comparison.equal, comparison.to_dict()
+
+
+def test_a_bool_reading_an_integer_the_kernel_assigns_is_refused_by_name():
+    from tiletraffic.frontend.opencl.clang_ast import FrontendError
+    src = GUARDED_TILE.replace("bool inside = row < M && col < K;",
+                               "size_t r = row;\n    bool inside = r < M && col < K;\n    r += 1;")
+    with pytest.raises(FrontendError, match=r":7:10: bool inside reads r, which the kernel assigns"):
+        tt.from_opencl(src, "k", [8, 8], [4, 4], {
+            "A": {"shape": ["M", "K"], "access": "in"},
+            "C": {"shape": ["M", "K"], "access": "out"}, "M": 6, "K": 7})
