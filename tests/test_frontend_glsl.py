@@ -392,7 +392,7 @@ c = { shape = ["M", "N"], access = "out" }
 
 
 def test_a_tiled_gemm_with_selected_loads_counts_as_worked_by_hand(tmp_path):
-    """?: with a load in a branch (read as if/else: only the branch taken loads), a push
+    """?: with a load in a branch (only the branch taken loads), a push
     constant through a #define, int work-item indices, a padded shared array."""
     sch = tt.build(write(tmp_path, PADDED, PADDED_TOML.replace('"t.comp"', '"k.comp"'), "k"))
     m, n, k = 20, 12, 28

@@ -20,8 +20,6 @@ statement so that every message of the OpenCL C front end names the place in the
   ``gl_NumWorkGroups`` (``.x``/``.y``/``.z``), ``gl_WorkGroupSize`` and
   ``gl_LocalInvocationIndex``: the work-item functions as ``uint``; a ``uvec2/3`` or
   ``ivec2/3`` declared from one of them (or a swizzle) is read component by component;
-- ``x = c ? a[i] : b;`` (a statement's whole value) as ``if``/``else``: only the branch
-  taken loads;
 - types ``float``, ``int``, ``uint``, ``bool``, ``vecN``/``ivecN``/``uvecN``; constructors as
   casts; ``.length()`` of a buffer's array: its element count from the launch;
 - ``#define`` and ``#undef`` (passed to the C preprocessor, their bodies translated),
@@ -475,9 +473,6 @@ class Translator:
             return "".join(self.stmt(c, node) for c in node.children)
         if kind == "local_declaration" and self._alias(node):
             return self._line(node) + ";"
-        if kind in ("expression_statement", "local_declaration") and \
-                (split := self._selected_loads(node)) is not None:
-            return self._line(node) + split
         if kind in LINE_KINDS and not (parent is not None and parent.type == "for_statement"
                                        and kind != "compound_statement"
                                        and node is not parent.children[-1]):
@@ -511,44 +506,6 @@ class Translator:
         name = T.child(declarators[0], "identifier").text.decode()
         self.aliases[name] = (base, components, "int" if kind.text.startswith(b"i") else "uint")
         return True
-
-    def _selected_loads(self, node) -> str | None:
-        """``x = c ? a[i] : b;`` (an assignment or a declaration whose value is a ``?:``
-        with a load in a branch) as ``if (c) x = a[i]; else x = b;``: GLSL, like C, loads
-        only the branch taken. None for any other statement."""
-        if node.type == "expression_statement":
-            assign = node.named_children[0] if node.named_children else None
-            if assign is None or assign.type != "assignment_expression":
-                return None
-            target, operator, value = assign.children
-            head, name = "", self.expr(target)
-            if any(n.type in ("update_expression", "assignment_expression", "function_call")
-                   for n in T.walk(target)):
-                return None
-        else:
-            declarators = T.children(T.child(node, "declarator_list"), "declarator")
-            if len(declarators) != 1 or declarators[0].children[-2].type != "=":
-                return None
-            declarator = declarators[0]
-            type_ = T.child(declarator, "type")
-            identifier = T.child(declarator, "identifier")
-            if type_ is None or identifier is None or \
-                    T.children(declarator, "array_specifier"):
-                return None
-            name = self.name(identifier.text.decode())
-            kind = self.type_name(T.child(type_, "type_specifier"))
-            head, operator, value = f"{kind} {name}; ", "=", declarator.children[-1]
-        while value.type == "parenthesized_expression":
-            value = value.named_children[0]
-        if value.type != "conditional_expression" or not any(
-                n.type == "subscript_expression" for branch in value.children[2::2]
-                for n in T.walk(branch)):
-            return None
-        op = operator.text.decode() if not isinstance(operator, str) else operator
-        condition, when_true, when_false = value.children[0], value.children[2], \
-            value.children[4]
-        return (f"{head}if ({self.expr(condition)}) {name} {op} {self.expr(when_true)}; "
-                f"else {name} {op} {self.expr(when_false)};")
 
     def _join(self, node) -> str:
         if node.child_count == 0:
