@@ -599,3 +599,17 @@ def test_dot_in_opencl_c_evaluates_each_operand_once():
     out = tt.simulate(sch, {"a": a}).outputs["y"]
     np.testing.assert_array_equal(out, a @ np.array([1, 2, 3, 4]) + 6)
     assert tt.simulate(sch, compute_values=False).counts.global_load_elems == 16
+
+
+def test_a_constant_from_the_work_group_size_is_a_name_for_the_launch(tmp_path):
+    shader = MINIMAL.format(globals="const uint WG = gl_WorkGroupSize.x * 2u;\n"
+                                    "shared float staged[WG];",
+                            body="    staged[gl_LocalInvocationID.x] = x[i];\n"
+                                 "    barrier();\n    x[i] = staged[3u - gl_LocalInvocationID.x];")
+    toml = MINIMAL_TOML.replace("shape = [8]", 'shape = ["WG"]').replace(
+        "workgroups = [2]", "workgroups = [\"WG // 4\"]")
+    sch = tt.build(write(tmp_path, shader, toml, "k"))
+    assert sch.global_size == (8,)
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(tt.simulate(sch, {"x": x}).outputs["x"],
+                                  [3, 2, 1, 0, 7, 6, 5, 4])

@@ -351,9 +351,13 @@ class Translator:
 
     def _constant(self, node, refuse=True):
         """The value of a constant expression (literals, macros, constants, + - * / % <<
-        >>, constructors); None where it is not one and ``refuse`` is false."""
+        >>, constructors, ``gl_WorkGroupSize.x``); None where it is not one and ``refuse``
+        is false."""
+        size = [self.shader.constants.get(self.shader.local_size_ids[d]) if d in
+                self.shader.local_size_ids else n for d, n in enumerate(self.shader.local_size)]
         try:
-            return T.evaluate(node, {**self.shader.constants}, self.macros)
+            return T.evaluate(node, {**self.shader.constants, "gl_WorkGroupSize": size},
+                              self.macros)
         except T.NotConstant as err:
             if refuse:
                 part = T.shown(err.node) if err.node is not None else T.shown(node)
