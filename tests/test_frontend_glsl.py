@@ -613,3 +613,11 @@ def test_a_constant_from_the_work_group_size_is_a_name_for_the_launch(tmp_path):
     x = np.arange(8, dtype=np.float32)
     np.testing.assert_array_equal(tt.simulate(sch, {"x": x}).outputs["x"],
                                   [3, 2, 1, 0, 7, 6, 5, 4])
+
+
+def test_a_macro_naming_a_block_declared_after_it(tmp_path):
+    shader = MINIMAL.format(globals="#define COUNT pc.n\n"
+                                    "layout(push_constant) uniform P { uint n; } pc;",
+                            body="    if (i < COUNT) { x[i] = 2.0 * x[i]; }")
+    sch = tt.build(write(tmp_path, shader, MINIMAL_TOML + "[push_constants]\nn = 3\n", "k"))
+    assert tt.simulate(sch, compute_values=False).counts.global_load_elems == 3

@@ -97,8 +97,9 @@ class Translator:
             self.shader.local_size[d] = self.shader.constants[name]
         self.shader.bindings.sort(key=lambda b: (b.set, b.binding))
         kernel = self._kernel()
+        defines = [_text(d) for d in self.defines]
         prelude = [OVERLOADED[n] for n in sorted(self.overloaded)]
-        return "\n".join([*prelude, *self.defines, *self.functions, kernel, ""]), self.shader
+        return "\n".join([*prelude, *defines, *self.functions, kernel, ""]), self.shader
 
     def _unit(self, path: Path, text: bytes) -> None:
         tree = syntax.parse(text)
@@ -171,20 +172,23 @@ class Translator:
                 (parsed.text.decode() in WORK_ITEM or parsed.text == b"gl_WorkGroupSize"):
             self.aliases[name] = (parsed.text.decode(), "xyz", "uint")   # NAME.x, ...
             self.macros[name] = None
-            self.defines.append("")
+            self.defines.append(lambda: "")
             return
         self.macros[name] = None if function else parsed
         if not function and parsed is not None:
             value = self._constant(parsed, refuse=False)
             if isinstance(value, int):
                 self.shader.constants[name] = value
-        self.macro = node
-        try:
-            text = self.expr(parsed) if parsed is not None else body
-        finally:
-            self.macro = None
         head = name + (params.text.decode() if params is not None else "")
-        self.defines.append(f"#define {head} {text}")
+        file = self.file
+
+        def text() -> str:       # read once the whole shader is (pc.M of a later block)
+            saved, self.file, self.macro = self.file, file, node
+            try:
+                return f"#define {head} {self.expr(parsed) if parsed is not None else body}"
+            finally:
+                self.file, self.macro = saved, None
+        self.defines.append(text)
 
     def _taken(self, node) -> list:
         """The items of the branch a conditional directive (``#if``, ``#ifdef``,
@@ -465,11 +469,11 @@ class Translator:
             return "".join(self.stmt(c) for c in self._taken(node))
         if kind in ("preproc_def", "preproc_function_def"):
             self._define(node, function=kind == "preproc_function_def")
-            return "\n" + self.defines.pop() + "\n"
+            return "\n" + _text(self.defines.pop()) + "\n"
         if kind == "preproc_call":
             count = len(self.defines)
             self._directive(node)
-            return "".join("\n" + self.defines.pop(count) + "\n"
+            return "".join("\n" + _text(self.defines.pop(count)) + "\n"
                            for _ in range(len(self.defines) - count))
         if kind == "expression_statement" and T.is_fence(node):
             return self._line(node) + ";"
@@ -692,3 +696,8 @@ CONDITIONALS = frozenset(("preproc_if", "preproc_ifdef", "preproc_elif", "prepro
 EXPRESSION_KINDS = frozenset((
     "identifier", "number_literal", "field_expression", "function_call", "type_specifier",
     "type_qualifier"))
+
+
+def _text(define) -> str:
+    """A line of :attr:`Translator.defines`: text, or a function that reads it."""
+    return define() if callable(define) else define
