@@ -392,7 +392,7 @@ c = { shape = ["M", "N"], access = "out" }
 
 
 def test_a_tiled_gemm_with_selected_loads_counts_as_worked_by_hand(tmp_path):
-    """?: with a load in a branch (read as if/else: only the branch taken loads), a push
+    """?: with a load in a branch (only the branch taken loads), a push
     constant through a #define, int work-item indices, a padded shared array."""
     sch = tt.build(write(tmp_path, PADDED, PADDED_TOML.replace('"t.comp"', '"k.comp"'), "k"))
     m, n, k = 20, 12, 28
@@ -559,3 +559,65 @@ def test_names_that_are_opencl_words(tmp_path):
     sch = tt.build(write(tmp_path, shader, MINIMAL_TOML, "k"))
     x = np.arange(8, dtype=np.float32)
     np.testing.assert_array_equal(tt.simulate(sch, {"x": x}).outputs["x"], x / 2)
+
+
+def test_a_float_push_constant_converted_to_an_integer(tmp_path):
+    shader = MINIMAL.format(globals="layout(push_constant) uniform P { float n; float s; } pc;",
+                            body="    uint n = uint(pc.n);\n"
+                                 "    if (i < n) { x[i] = pc.s * x[i]; }")
+    sch = tt.build(write(tmp_path, shader, MINIMAL_TOML + "[push_constants]\nn = 5.7\n"
+                                                          "s = 3.0\n", "k"))
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(tt.simulate(sch, {"x": x}).outputs["x"],
+                                  np.where(np.arange(8) < 5, 3 * x, x))
+    assert tt.simulate(sch, compute_values=False).counts.global_load_elems == 5
+    negative = write(tmp_path, shader, MINIMAL_TOML + "[push_constants]\nn = -2.0\ns = 1.0\n",
+                     "k")
+    with pytest.raises(LaunchFileError, match=r"push_constants\.n: -2\.0 converted to uint"):
+        tt.build(negative)
+
+
+def test_uint_arithmetic_wraps_around(tmp_path):
+    shader = MINIMAL.format(globals="", body="    uint j = i - 1u;\n"
+                                            "    if (j < 8u) { x[i] = x[j] + 1.0; }")
+    toml = MINIMAL_TOML.replace("workgroups = [2]", "workgroups = [1]").replace(
+        "shape = [8]", "shape = [4]")
+    sch = tt.build(write(tmp_path, shader, toml, "k"))
+    counts = tt.simulate(sch, compute_values=False, hazards="report").counts
+    assert counts.global_load_elems == 3 and counts.global_store_elems == 3
+
+
+def test_dot_in_opencl_c_evaluates_each_operand_once():
+    source = """
+    __kernel void k(__global const float4 *a, __global float *y) {
+        int i = get_global_id(0);
+        y[i] = dot(a[i], (float4)(1.0f, 2.0f, 3.0f, 4.0f)) + dot(2.0f, 3.0f);
+    }"""
+    sch = tt.from_opencl(source, "k", [4], [4], {"a": {"shape": [4, 4], "access": "in"},
+                                                  "y": {"shape": [4], "access": "out"}})
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    out = tt.simulate(sch, {"a": a}).outputs["y"]
+    np.testing.assert_array_equal(out, a @ np.array([1, 2, 3, 4]) + 6)
+    assert tt.simulate(sch, compute_values=False).counts.global_load_elems == 16
+
+
+def test_a_constant_from_the_work_group_size_is_a_name_for_the_launch(tmp_path):
+    shader = MINIMAL.format(globals="const uint WG = gl_WorkGroupSize.x * 2u;\n"
+                                    "shared float staged[WG];",
+                            body="    staged[gl_LocalInvocationID.x] = x[i];\n"
+                                 "    barrier();\n    x[i] = staged[3u - gl_LocalInvocationID.x];")
+    toml = MINIMAL_TOML.replace("shape = [8]", 'shape = ["WG"]').replace(
+        "workgroups = [2]", "workgroups = [\"WG // 4\"]")
+    sch = tt.build(write(tmp_path, shader, toml, "k"))
+    assert sch.global_size == (8,)
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(tt.simulate(sch, {"x": x}).outputs["x"],
+                                  [3, 2, 1, 0, 7, 6, 5, 4])
+
+
+def test_a_macro_naming_a_block_declared_after_it(tmp_path):
+    shader = MINIMAL.format(globals="#define COUNT pc.n\n"
+                                    "layout(push_constant) uniform P { uint n; } pc;",
+                            body="    if (i < COUNT) { x[i] = 2.0 * x[i]; }")
+    sch = tt.build(write(tmp_path, shader, MINIMAL_TOML + "[push_constants]\nn = 3\n", "k"))
+    assert tt.simulate(sch, compute_values=False).counts.global_load_elems == 3

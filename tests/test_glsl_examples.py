@@ -157,3 +157,22 @@ def test_a_listing_is_a_validation_case_of_its_own_kind():
     assert case.problem == "glsl gemm_tiled.toml K=32 M=32 N=32"
     assert tt.simulate(case.build(), compute_values=False).counts.global_load_elems == \
         2 * 32 ** 3 // 16
+
+
+def test_the_api_runs_the_translation_with_a_warning(pocl):
+    from tiletraffic.gpu.runtime import shader_runner
+    if shader_runner.vulkan_runner() is not None:
+        pytest.skip("a Vulkan runner is available")
+    ref = launch_file.reference_function(EXAMPLES / "gemm_naive.toml")
+    with pytest.warns(shader_runner.TranslationRunWarning, match="gemm_naive.comp"):
+        result = tt.run(load("gemm_naive", M=20, K=24, N=36), pocl, reference=ref, seed=3)
+    assert result.check.ok
+
+
+@pytest.mark.skipif(syntax.validator() is None, reason="glslangValidator is not installed")
+def test_the_matvec_listings_compile_with_the_reserved_word_renamed(tmp_path):
+    for name in ("matvec_naive", "matvec_shared"):
+        text = (EXAMPLES / f"{name}.comp").read_bytes()
+        renamed = syntax.compilable(text)
+        assert renamed != text and b"output_[row] = sum;" in renamed
+        syntax.validate(tmp_path / f"{name}.comp", renamed)     # raises where rejected

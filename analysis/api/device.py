@@ -18,10 +18,8 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
         reference=None, seed: int | None = None, inputs: str = "normal",
         unchecked: bool = False):
     """Check `schedule` in the simulator, then build, launch, time and check it on an
-    OpenCL device; a GLSL shader's schedule (`from_glsl`, a GLSL launch file) is compiled to
-    SPIR-V and dispatched through Vulkan where a Vulkan device and glslangValidator exist
-    (timed with timestamp queries, on Vulkan's physical device), else its OpenCL C
-    translation runs on the OpenCL device with a warning that says so.
+    OpenCL device (a GLSL shader's schedule: through Vulkan where a Vulkan runner is
+    available, else its OpenCL C translation, with a `TranslationRunWarning`).
 
     Args:
         device: `"P:D"` indices, part of a platform or device name, or `None` for the
@@ -57,15 +55,10 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
     import numpy as np
 
     from tiletraffic.gpu.runtime.checked_run import run_on_device
-    from tiletraffic.gpu.runtime.shader_runner import fallback_note, is_shader, vulkan_runner
+    from tiletraffic.gpu.runtime.shader_runner import runner_for
     from tiletraffic.gpu.devices.device import select_device
 
-    runner = run_on_device
-    if is_shader(schedule):
-        runner = vulkan_runner() or run_on_device
-        if runner is run_on_device:
-            import warnings
-            warnings.warn(fallback_note(schedule), stacklevel=2)
+    runner = runner_for(schedule, run_on_device)   # a GLSL shader: Vulkan where available
     return runner(select_device(device), schedule, repeat=repeat, warmup=warmup,
                   rng=np.random.default_rng(seed), reference_fn=reference,
                   inputs=inputs, unchecked=unchecked)

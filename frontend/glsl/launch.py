@@ -44,6 +44,7 @@ field (``gemm.toml: bindings.C: ...``),
 from __future__ import annotations
 
 import dataclasses
+import math
 from math import prod
 from pathlib import Path
 
@@ -221,4 +222,11 @@ def _arguments(launch, shader, buffer_argument) -> dict:
                                                  "value")
         value = launch.number(f"push_constants.{name}", scalars[name])
         args[shader.c_names.get(name, name)] = value
+    for c_name, (name, kind) in shader.converted.items():   # uint(pc.M) of a float
+        value = float(args[shader.c_names.get(name, name)])
+        if not math.isfinite(value) or (kind == "uint" and value <= -1) or \
+                not -2**31 <= value < 2**32:
+            raise launch.error(f"push_constants.{name}", f"{value} converted to {kind} by the "
+                                                         "shader is outside its range")
+        args[c_name] = int(value)      # conversion truncates toward zero
     return args

@@ -142,6 +142,15 @@ def _outcome(path: str, text: bytes, include_dirs: tuple) -> tuple[str, str]:
     return "error", f"{file}:{line}: {VALIDATOR} rejects the shader: {message}"
 
 
+def compilable(text: bytes) -> bytes:
+    """``text`` with every name that is a word GLSL reserves (``output``) renamed
+    (``output_``), so that the reference compiler accepts a shader :func:`validate` warned
+    about; names of buffers change nothing in a dispatch (sets and bindings do)."""
+    reserved = [n for n in identifiers(parse(text).root_node)
+                if n.text.decode() in RESERVED_WORDS]
+    return _renamed(text, reserved) if reserved else text
+
+
 def identifiers(node):
     """Every identifier node under ``node``, in order."""
     if node.type in ("identifier", "field_identifier"):

@@ -20,8 +20,6 @@ statement so that every message of the OpenCL C front end names the place in the
   ``gl_NumWorkGroups`` (``.x``/``.y``/``.z``), ``gl_WorkGroupSize`` and
   ``gl_LocalInvocationIndex``: the work-item functions as ``uint``; a ``uvec2/3`` or
   ``ivec2/3`` declared from one of them (or a swizzle) is read component by component;
-- ``x = c ? a[i] : b;`` (a statement's whole value) as ``if``/``else``: only the branch
-  taken loads;
 - types ``float``, ``int``, ``uint``, ``bool``, ``vecN``/``ivecN``/``uvecN``; constructors as
   casts; ``.length()`` of a buffer's array: its element count from the launch;
 - ``#define`` and ``#undef`` (passed to the C preprocessor, their bodies translated),
@@ -36,95 +34,14 @@ outside :data:`FUNCTIONS`, private globals, blocks of another shape.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiletraffic.frontend.glsl import syntax
 from tiletraffic.frontend.glsl import tree as T
 from tiletraffic.frontend.glsl.syntax import GlslError, fail
-
-WORK_ITEM = {"gl_GlobalInvocationID": "get_global_id", "gl_LocalInvocationID": "get_local_id",
-             "gl_WorkGroupID": "get_group_id", "gl_NumWorkGroups": "get_num_groups"}
-"""GLSL's work-item vectors and the OpenCL C function of each component."""
-
-AXES = {"x": 0, "y": 1, "z": 2}
-
-SCALARS = {"float": "float", "int": "int", "uint": "uint", "bool": "int", "void": "void"}
-VECTORS = {f"{p}vec{n}": f"{t}{n}" for p, t in (("", "float"), ("i", "int"), ("u", "uint"))
-           for n in (2, 3, 4)}
-TYPES = {**SCALARS, **VECTORS}
-"""GLSL types and their OpenCL C spelling."""
-
-BUFFER_ELEMENTS = {"float": 1, "vec2": 2, "vec4": 4}
-"""The element types of a buffer's array and their floats per element."""
-
-FUNCTIONS = frozenset((
-    "fma", "min", "max", "dot", "sqrt", "exp", "exp2", "log", "log2", "pow",
-    "floor", "ceil", "fract", "sin", "cos", "tanh", "mix", "step", "length", "sign"))
-"""Built-in functions OpenCL C has with the same meaning (the OpenCL C front end says
-which of them it models)."""
-
-RENAMED = {"inversesqrt": "rsqrt"}
-"""Built-in functions OpenCL C spells otherwise."""
-
-OVERLOADED = {"abs": """\
-static float __attribute__((overloadable)) glsl_abs(float v) { return fabs(v); }
-static int __attribute__((overloadable)) glsl_abs(int v) { return max(v, -v); }"""}
-"""Built-in functions whose OpenCL C spelling depends on the argument's type, written as
-overloaded helpers named ``glsl_<name>`` at the top of the C source where used."""
-
-C_ONLY_WORDS = frozenset((
-    "global", "local", "constant", "private", "kernel", "char", "short", "long", "signed",
-    "unsigned", "size_t", "half", "auto", "register", "static", "extern", "typedef",
-    "goto", "restrict", "sizeof", "enum", "union", "volatile", "inline", "read_only",
-    "write_only", "read_write", "ptrdiff_t", "intptr_t", "uintptr_t", "event_t",
-    "sampler_t", "image2d_t", "image3d_t", "uchar", "ushort", "ulong", "global_id",
-    *(f"{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong",
-                          "float", "double", "half") for n in (2, 3, 4, 8, 16))))
-"""Names GLSL allows that are OpenCL C words: such a name gets a suffix in the C source."""
-
-LINE_KINDS = frozenset((
-    "local_declaration", "expression_statement", "if_statement", "for_statement",
-    "while_statement", "do_statement", "return_statement", "break_statement",
-    "continue_statement", "switch_statement", "compound_statement"))
-
-
-@dataclass(frozen=True)
-class Binding:
-    """One buffer of the shader.
-
-    Attributes:
-        name: its name for the launch: the array member's name, or the block's instance
-            name where the block has one (``buffer A { float data[]; } a;`` is ``a``).
-        set, binding: its descriptor set and binding number.
-        element: ``float``, ``vec2`` or ``vec4``.
-        access: ``in`` (``readonly``), ``out`` (``writeonly``) or None (either).
-    """
-
-    name: str
-    set: int
-    binding: int
-    element: str
-    access: str | None
-
-
-@dataclass
-class Shader:
-    """What the walk learnt besides the source: the work-group size (its three
-    dimensions, each an int), the buffers in (set, binding) order, the scalar arguments
-    (name -> ``int``/``uint``/``float``, in the order declared), the blocks that hold them
-    (``(kind, set, binding, member names)``, kind ``push_constant`` or ``uniform``), the
-    specialization constants (name -> (constant_id, default)), the integer constants and
-    ``#define`` values (name -> value) and the names renamed in the C source."""
-
-    local_size: list = field(default_factory=lambda: [1, 1, 1])
-    local_size_ids: dict = field(default_factory=dict)
-    bindings: list = field(default_factory=list)
-    scalars: dict = field(default_factory=dict)
-    scalar_blocks: list = field(default_factory=list)
-    specialization: dict = field(default_factory=dict)
-    constants: dict = field(default_factory=dict)
-    c_names: dict = field(default_factory=dict)
+from tiletraffic.frontend.glsl.shader import (AXES, BUFFER_ELEMENTS, C_ONLY_WORDS, FUNCTIONS,
+                                            LINE_KINDS, OVERLOADED, RENAMED, TYPES,
+                                            WORK_ITEM, Binding, Shader)
 
 
 class Translator:
@@ -180,8 +97,9 @@ class Translator:
             self.shader.local_size[d] = self.shader.constants[name]
         self.shader.bindings.sort(key=lambda b: (b.set, b.binding))
         kernel = self._kernel()
+        defines = [_text(d) for d in self.defines]
         prelude = [OVERLOADED[n] for n in sorted(self.overloaded)]
-        return "\n".join([*prelude, *self.defines, *self.functions, kernel, ""]), self.shader
+        return "\n".join([*prelude, *defines, *self.functions, kernel, ""]), self.shader
 
     def _unit(self, path: Path, text: bytes) -> None:
         tree = syntax.parse(text)
@@ -254,20 +172,23 @@ class Translator:
                 (parsed.text.decode() in WORK_ITEM or parsed.text == b"gl_WorkGroupSize"):
             self.aliases[name] = (parsed.text.decode(), "xyz", "uint")   # NAME.x, ...
             self.macros[name] = None
-            self.defines.append("")
+            self.defines.append(lambda: "")
             return
         self.macros[name] = None if function else parsed
         if not function and parsed is not None:
             value = self._constant(parsed, refuse=False)
             if isinstance(value, int):
                 self.shader.constants[name] = value
-        self.macro = node
-        try:
-            text = self.expr(parsed) if parsed is not None else body
-        finally:
-            self.macro = None
         head = name + (params.text.decode() if params is not None else "")
-        self.defines.append(f"#define {head} {text}")
+        file = self.file
+
+        def text() -> str:       # read once the whole shader is (pc.M of a later block)
+            saved, self.file, self.macro = self.file, file, node
+            try:
+                return f"#define {head} {self.expr(parsed) if parsed is not None else body}"
+            finally:
+                self.file, self.macro = saved, None
+        self.defines.append(text)
 
     def _taken(self, node) -> list:
         """The items of the branch a conditional directive (``#if``, ``#ifdef``,
@@ -434,9 +355,13 @@ class Translator:
 
     def _constant(self, node, refuse=True):
         """The value of a constant expression (literals, macros, constants, + - * / % <<
-        >>, constructors); None where it is not one and ``refuse`` is false."""
+        >>, constructors, ``gl_WorkGroupSize.x``); None where it is not one and ``refuse``
+        is false."""
+        size = [self.shader.constants.get(self.shader.local_size_ids[d]) if d in
+                self.shader.local_size_ids else n for d, n in enumerate(self.shader.local_size)]
         try:
-            return T.evaluate(node, {**self.shader.constants}, self.macros)
+            return T.evaluate(node, {**self.shader.constants, "gl_WorkGroupSize": size},
+                              self.macros)
         except T.NotConstant as err:
             if refuse:
                 part = T.shown(err.node) if err.node is not None else T.shown(node)
@@ -488,7 +413,8 @@ class Translator:
             used |= set(self.helper_uses.get(callee, ()))
         names = [b for b in self._buffer_names() if b in used] + \
             [s for s in self.shader.scalars if s in used] + \
-            [s for s in self.shared_arrays if s in used]
+            [s for s in self.shared_arrays if s in used] + \
+            [c for c, (member, _) in self.shader.converted.items() if member in used]
         self.helper_uses[T.child(T.child(node, "function_declarator"), "identifier")
                          .text.decode()] = names
         return [self._parameter(n) for n in names]
@@ -497,6 +423,8 @@ class Translator:
         return list(self.buffers)
 
     def _parameter(self, name: str) -> str:
+        if name in self.shader.converted:
+            return f"const {self.shader.converted[name][1]} {name}"
         if name in self.shared_arrays:          # a pointer to its first row
             kind, dims = self.shared_arrays[name]
             inner = "".join(dims[1:])
@@ -510,13 +438,14 @@ class Translator:
         return f"const {self.shader.scalars[name]} {self.c_name(name)}"
 
     def _kernel(self) -> str:
-        args = [self._parameter(b.name) for b in self.shader.bindings] + \
-            [self._parameter(s) for s in self.shader.scalars]
         body = T.child(self.main, "compound_statement")
         saved, self.file = self.file, self.main_file
         inner = "".join(self.stmt(c, body) for c in body.children
                         if c.type not in ("{", "}"))
         self.file = saved
+        args = [self._parameter(b.name) for b in self.shader.bindings] + \
+            [self._parameter(s) for s in self.shader.scalars] + \
+            [self._parameter(s) for s in self.shader.converted]
         return (self._line(self.main) + f"__kernel void {self.kernel}({', '.join(args)})\n"
                 + "{" + "".join(f"\n{s}" for s in self.shared) + inner + "\n}")
 
@@ -540,11 +469,11 @@ class Translator:
             return "".join(self.stmt(c) for c in self._taken(node))
         if kind in ("preproc_def", "preproc_function_def"):
             self._define(node, function=kind == "preproc_function_def")
-            return "\n" + self.defines.pop() + "\n"
+            return "\n" + _text(self.defines.pop()) + "\n"
         if kind == "preproc_call":
             count = len(self.defines)
             self._directive(node)
-            return "".join("\n" + self.defines.pop(count) + "\n"
+            return "".join("\n" + _text(self.defines.pop(count)) + "\n"
                            for _ in range(len(self.defines) - count))
         if kind == "expression_statement" and T.is_fence(node):
             return self._line(node) + ";"
@@ -552,9 +481,6 @@ class Translator:
             return "".join(self.stmt(c, node) for c in node.children)
         if kind == "local_declaration" and self._alias(node):
             return self._line(node) + ";"
-        if kind in ("expression_statement", "local_declaration") and \
-                (split := self._selected_loads(node)) is not None:
-            return self._line(node) + split
         if kind in LINE_KINDS and not (parent is not None and parent.type == "for_statement"
                                        and kind != "compound_statement"
                                        and node is not parent.children[-1]):
@@ -588,44 +514,6 @@ class Translator:
         name = T.child(declarators[0], "identifier").text.decode()
         self.aliases[name] = (base, components, "int" if kind.text.startswith(b"i") else "uint")
         return True
-
-    def _selected_loads(self, node) -> str | None:
-        """``x = c ? a[i] : b;`` (an assignment or a declaration whose value is a ``?:``
-        with a load in a branch) as ``if (c) x = a[i]; else x = b;``: GLSL, like C, loads
-        only the branch taken. None for any other statement."""
-        if node.type == "expression_statement":
-            assign = node.named_children[0] if node.named_children else None
-            if assign is None or assign.type != "assignment_expression":
-                return None
-            target, operator, value = assign.children
-            head, name = "", self.expr(target)
-            if any(n.type in ("update_expression", "assignment_expression", "function_call")
-                   for n in T.walk(target)):
-                return None
-        else:
-            declarators = T.children(T.child(node, "declarator_list"), "declarator")
-            if len(declarators) != 1 or declarators[0].children[-2].type != "=":
-                return None
-            declarator = declarators[0]
-            type_ = T.child(declarator, "type")
-            identifier = T.child(declarator, "identifier")
-            if type_ is None or identifier is None or \
-                    T.children(declarator, "array_specifier"):
-                return None
-            name = self.name(identifier.text.decode())
-            kind = self.type_name(T.child(type_, "type_specifier"))
-            head, operator, value = f"{kind} {name}; ", "=", declarator.children[-1]
-        while value.type == "parenthesized_expression":
-            value = value.named_children[0]
-        if value.type != "conditional_expression" or not any(
-                n.type == "subscript_expression" for branch in value.children[2::2]
-                for n in T.walk(branch)):
-            return None
-        op = operator.text.decode() if not isinstance(operator, str) else operator
-        condition, when_true, when_false = value.children[0], value.children[2], \
-            value.children[4]
-        return (f"{head}if ({self.expr(condition)}) {name} {op} {self.expr(when_true)}; "
-                f"else {name} {op} {self.expr(when_false)};")
 
     def _join(self, node) -> str:
         if node.child_count == 0:
@@ -739,6 +627,8 @@ class Translator:
             kind = self.type_name(callee)
             if callee.text.decode() == "bool":
                 return f"((int)(({values[0]}) != 0))"
+            if (converted := self._converted(kind, args)) is not None:
+                return converted
             return f"(({kind})({', '.join(values)}))"
         if callee.type == "field_expression" and callee.children[-1].text == b"length":
             return self._length(callee)
@@ -766,6 +656,24 @@ class Translator:
                 f"the function {name} is")
         self.fail(callee, f"{name}: {what} not modelled")
 
+    def _converted(self, kind: str, args) -> str | None:
+        """``uint(pc.M)`` of a float push constant (or uniform): an integer argument of
+        its own, whose value the launch converts (the value is known before the dispatch,
+        so it is no data); None for any other conversion."""
+        arg = args.named_children[0] if args is not None and \
+            len(args.named_children) == 1 else None
+        while arg is not None and arg.type == "parenthesized_expression":
+            arg = arg.named_children[0]
+        if kind not in ("int", "uint") or arg is None or arg.type != "field_expression" or \
+                arg.children[0].text.decode() not in self.blocks:
+            return None
+        member = arg.children[-1].text.decode()
+        if self.shader.scalars.get(member) != "float":
+            return None
+        name = f"{self.c_name(member)}_{kind}"
+        self.shader.converted[name] = (member, kind)
+        return name
+
     def _length(self, callee) -> str:
         obj = callee.children[0]
         target = obj.children[0].text.decode() if obj.type == "field_expression" else \
@@ -788,3 +696,8 @@ CONDITIONALS = frozenset(("preproc_if", "preproc_ifdef", "preproc_elif", "prepro
 EXPRESSION_KINDS = frozenset((
     "identifier", "number_literal", "field_expression", "function_call", "type_specifier",
     "type_qualifier"))
+
+
+def _text(define) -> str:
+    """A line of :attr:`Translator.defines`: text, or a function that reads it."""
+    return define() if callable(define) else define

@@ -65,6 +65,12 @@ def evaluate(node, constants: dict, macros: dict, undefined_zero: bool = False):
         if macros.get(text) is not None:
             return evaluate(macros[text], constants, macros, undefined_zero)
         raise NotConstant(node)
+    if kind == "field_expression" and node.children[0].text == b"gl_WorkGroupSize" and \
+            "gl_WorkGroupSize" in constants:
+        axis = "xyz".find(node.children[-1].text.decode())
+        if axis < 0 or len(node.children[-1].text) != 1:
+            raise NotConstant(node)
+        return constants["gl_WorkGroupSize"][axis]
     if kind == "parenthesized_expression":
         return evaluate(node.named_children[0], constants, macros, undefined_zero)
     if kind == "unary_expression" and node.children[0].type in ("-", "+"):

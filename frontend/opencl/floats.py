@@ -2,12 +2,13 @@
 expressions), ``float`` arguments, private floats, vector components and array elements,
 loads, integers converted to float (``(float)i``, ``convert_float(i)``, an ``int`` operand
 of a float operation: :class:`~tiletraffic.simulator.ir.nodes.IntToFloat` of the integer's
-C value), ``+ - * /`` and negation, ``fma``/``mad``, ``dot`` of float vectors, the IR's float built-ins (float
-``max``/``min`` as ``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions, and float
-helpers.
+C value), ``+ - * /`` and negation, ``fma``/``mad``, ``dot`` of float vectors, the IR's
+float built-ins (float ``max``/``min`` as ``fmax``/``fmin``), ``select`` and ``?:`` on
+integer conditions, and float helpers. A ``?:`` whose branches load or need statements of their own is an ``if``/``else``
+assigning a fresh private float, so that only the branch taken loads, as in C.
 
-Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for a ``?:`` with a
-load in a branch, a call outside the subset, an integer computed from loaded values.
+Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for a call outside
+the subset, an integer computed from loaded values, a branch on float values.
 """
 from __future__ import annotations
 
@@ -105,18 +106,29 @@ class Floats(TranslationContext):
             if op == "-":
                 return S.FNeg(self.float_expr(C.children(s)[0], out))
             if op == "*":
-                self.fail(s, "a float read through a pointer: index the buffer (A[i])")
+                ptr = self.pointer_expr(C.children(s)[0])
+                if ptr.width != 1:
+                    self.fail(s, f"a float{ptr.width} read through a pointer used as one "
+                                 "float: take a component of a float vector variable")
+                array, index = self.resolve(ptr, s)
+                return S.Load(array, index, self.access_source(s, array, index))
             self.fail(s, f"float operator {op}")
         if kind == K.CALL_EXPR:
             return self.float_call(s, out)
         if kind == K.CONDITIONAL_OPERATOR:
             cond, then, orelse = C.children(s)
             test = self.condition(cond)          # refuses a condition on float values
-            operands = self.float_expr(then, out), self.float_expr(orelse, out)
-            if any(_loads(e) for e in operands):
-                self.fail(s, "a load in a branch of ?: (C loads only the branch taken, the "
-                             "simulator's select loads both): write it as if/else")
-            return S.Select(test, *operands)
+            then_out: list = []
+            else_out: list = []
+            operands = self.float_expr(then, then_out), self.float_expr(orelse, else_out)
+            if not then_out and not else_out and not any(_loads(e) for e in operands):
+                return S.Select(test, *operands)
+            # C evaluates only the branch taken: an if/else into a private float
+            name = self.fresh("choice")
+            out += [S.DeclareFloat(name, None),
+                    S.If(test, (*then_out, S.Assign(name, operands[0])),
+                         (*else_out, S.Assign(name, operands[1])))]
+            return S.Private(name)
         self.fail(s, f"float expression {kind.name.lower()} is not supported")
 
     def float_call(self, s, out) -> S.FloatExpr:

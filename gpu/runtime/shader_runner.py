@@ -13,11 +13,15 @@ SPIR-V compiler) or a function with the signature and result of
 which compiles ``schedule.extra["glsl"]`` (the shader's path and text, its work-group
 counts, specialization constants, bindings, push constants and uniforms, as
 :mod:`tiletraffic.frontend.glsl.launch` describes them) to SPIR-V, dispatches it, checks
-every dispatch against the reference and times it.
+every dispatch against the reference and times it. A shader that names something with a
+word GLSL reserves (``output``) is read with a warning but rejected by the SPIR-V
+compiler; :func:`tiletraffic.frontend.glsl.syntax.compilable` gives its text with those
+names changed.
 """
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import Callable
 
 VULKAN_MODULE = "tiletraffic.gpu.vulkan"
@@ -44,3 +48,22 @@ def fallback_note(schedule) -> str:
     path = schedule.extra["glsl"]["path"]
     return (f"note: no Vulkan runner is available: running {path} as its OpenCL C "
             "translation on the OpenCL device")
+
+
+class TranslationRunWarning(UserWarning):
+    """A GLSL schedule is run as its OpenCL C translation: no Vulkan runner is
+    available."""
+
+
+def runner_for(schedule, run_on_device: Callable) -> Callable:
+    """The function that runs ``schedule``: the Vulkan runner for a GLSL schedule where
+    one is available, else ``run_on_device`` (for a GLSL schedule with a
+    :class:`TranslationRunWarning` that says so)."""
+    if not is_shader(schedule):
+        return run_on_device
+    runner = vulkan_runner()
+    if runner is None:
+        warnings.warn(fallback_note(schedule).removeprefix("note: "), TranslationRunWarning,
+                      stacklevel=2)
+        return run_on_device
+    return runner
