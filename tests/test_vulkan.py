@@ -219,15 +219,28 @@ def test_run_shader_refuses_a_result_unlike_the_reference():
                    reference_fn=lambda x: {"C": x["A"] @ x["B"] + 1.0})
 
 
-def test_a_shader_glslang_rejects_runs_as_its_opencl_translation(pocl):
-    from tiletraffic.gpu.devices.device import select_device
-    from tiletraffic.gpu.vulkan.runner import ShaderFallbackWarning, run_shader
+def test_a_name_glsl_reserves_is_renamed_for_the_compiler():
+    from tiletraffic.gpu.vulkan.runner import TIMING, run_shader
 
-    sch, ref = _glsl_schedule("matvec_naive", M=64, N=32)   # names a variable 'output'
-    with pytest.warns(ShaderFallbackWarning, match="'output' : Reserved word; running the "
-                                                   "shader's OpenCL C translation"):
-        result = run_shader(select_device(pocl), sch, repeat=10, warmup=1, reference_fn=ref)
-    assert result.check.ok and result.run.timing != "timestamps"
+    sch, ref = _glsl_schedule("matvec_naive", M=64, N=32)   # names a buffer 'output'
+    result = run_shader(None, sch, repeat=10, warmup=1, reference_fn=ref)
+    assert result.check.ok and result.run.timing == TIMING and result.output == "output"
+
+
+def test_a_shader_glslang_rejects_runs_as_its_opencl_translation(pocl, monkeypatch):
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.gpu.vulkan import runner
+
+    def reject(*args, **kw):
+        raise GlslCompileError("gemm_naive.comp: rejected by glslangValidator: ERROR: x.")
+
+    monkeypatch.setattr(runner, "compile_glsl", reject)
+    sch, ref = _glsl_schedule("gemm_naive", M=24, N=20, K=16)
+    with pytest.warns(runner.ShaderFallbackWarning, match="ERROR: x; running the shader's "
+                                                          "OpenCL C translation"):
+        result = runner.run_shader(select_device(pocl), sch, repeat=10, warmup=1,
+                                   reference_fn=ref)
+    assert result.check.ok and result.run.timing != runner.TIMING
 
 
 def test_run_command_names_vulkans_physical_device():

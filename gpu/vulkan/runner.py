@@ -20,6 +20,7 @@ import re
 import time
 import warnings
 import zlib
+from pathlib import Path
 
 import numpy as np
 
@@ -27,11 +28,13 @@ from tiletraffic.gpu.runtime.checked_run import DeviceRun, UnsafeLaunchError, ru
 from tiletraffic.gpu.runtime.launch import CheckResult, ResultMismatchError, check_result
 from tiletraffic.gpu.runtime.launch_counts import check_launch_counts
 from tiletraffic.gpu.runtime.run_result import RunResult
+from tiletraffic.gpu.runtime.shader_runner import TranslationRunWarning
 from tiletraffic.gpu.vulkan.compile import compile_glsl, glslang_validator
 from tiletraffic.gpu.vulkan.device import open_device
 from tiletraffic.gpu.vulkan.dispatch import dispatch
 from tiletraffic.gpu.vulkan.errors import GlslCompileError, VulkanUnavailable
 from tiletraffic.gpu.vulkan.spirv import interface
+from tiletraffic.frontend.glsl.syntax import compilable
 from tiletraffic.simulator.engine.launch_check import check_launch as check_before_launch
 from tiletraffic.simulator.engine.reference import random_inputs, references
 from tiletraffic.simulator.engine.unwritten import unwritten_fill
@@ -41,7 +44,7 @@ TIMING = "timestamps"
 """``RunResult.timing`` of a Vulkan run: ``vkCmdWriteTimestamp`` around each dispatch."""
 
 
-class ShaderFallbackWarning(UserWarning):
+class ShaderFallbackWarning(TranslationRunWarning):
     """The shader could not be compiled for Vulkan as written: its OpenCL C translation ran
     on the OpenCL device instead."""
 
@@ -140,10 +143,11 @@ def run_shader(target, schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
     device :func:`gpu.vulkan.device.open_device` opens, whose name the result carries).
 
     Every dispatch's outputs are fingerprinted; the first, the last and every one that
-    differs from all before it are checked against the reference. A shader that
-    ``glslangValidator`` rejects as written (one the GLSL front end reads all the same, such
-    as one naming a variable with a word GLSL reserves) runs as its OpenCL C translation on
-    ``target`` instead (:func:`gpu.runtime.checked_run.run_on_device`), with a
+    differs from all before it are checked against the reference. A name the shader gives
+    with a word GLSL reserves (``output``, which the front end reads as a name) is renamed
+    for the compiler (a buffer's name changes nothing in a dispatch); a shader that
+    ``glslangValidator`` rejects all the same runs as its OpenCL C translation on ``target``
+    instead (:func:`gpu.runtime.checked_run.run_on_device`), with a
     :class:`ShaderFallbackWarning` that says why.
 
     Raises:
@@ -163,7 +167,10 @@ def run_shader(target, schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
         raise UnsafeLaunchError(checked)
     started = time.perf_counter()
     try:
-        spirv = compile_glsl(path=glsl["path"])
+        text = Path(glsl["path"]).read_bytes()
+        renamed = compilable(text)   # names GLSL reserves (output) renamed: no effect
+        spirv = compile_glsl(None if renamed == text else renamed.decode("utf-8", "replace"),
+                             path=glsl["path"])
     except GlslCompileError as err:
         warnings.warn(f"{str(err).rstrip('.')}; running the shader's OpenCL C translation "
                       "on the OpenCL device instead", ShaderFallbackWarning, stacklevel=2)
