@@ -121,9 +121,9 @@ class Statements(TranslationContext):
             binding = self.integer_target(lhs)
             if binding is not None:
                 return self.assign_integer(binding, s, lhs, rhs, op)
-            if op not in ("+", "-", "*"):
-                self.fail(s, f"{op}= on {self.describe_target(lhs)}: floats take +=, -= and "
-                             "*=")
+            if op not in S.FLOAT_OPS:
+                self.fail(s, f"{op}= on {self.describe_target(lhs)}: floats take +=, -=, *= "
+                             "and /=")
             return self.assign(lhs, rhs, op, s)
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) in ("++", "--"):
             inner = C.children(s)[0]
