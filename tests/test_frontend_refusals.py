@@ -28,7 +28,14 @@ REFUSED = {
     "data-dependent index": ("    C[(int)A[i]] = 1.0f;", 4, 7, [DATA_DEPENDENT]),
     "loop on loaded values": ("    while (A[i] > 0.0f) { C[i] = 0.0f; }", 4, 12,
                               [DATA_DEPENDENT]),
-    "switch": ("    switch (i) { case 0: C[i] = 0.0f; }", 4, 5, ["switch", "if/else"]),
+    "switch on a float": ("    switch ((int)A[i]) { case 0: C[i] = 0.0f; }", 4, 13,
+                          ["integer computed from a float value", DATA_DEPENDENT]),
+    "case label inside a block": (
+        "    switch (i) { case 0: { C[i] = 0.0f; case 1: C[i] = 1.0f; } }", 4, 41,
+        ["case label inside a block", "top of its switch"]),
+    "branch on a private float": ("    float s = A[i];\n    if (s != 0.0f) C[i] = s;", 5, 9,
+                                  ["a branch on float values other than constants and "
+                                   "float arguments (s)", DATA_DEPENDENT]),
     "goto": ("    goto end;\nend:\n    C[i] = 0.0f;", 4, 5, ["goto", "if/else"]),
     "++ inside an expression": ("    int j = i;\n    C[j++] = 0.0f;", 5, 7,
                                 ["++ inside an expression", "j++;"]),

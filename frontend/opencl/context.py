@@ -247,15 +247,17 @@ def assigned_in(cursor) -> set:
     return found
 
 
-def exits_loop(body) -> bool:
+def exits_loop(body, breaks: bool = True) -> bool:
     """Whether ``body`` (a loop's body cursor) holds a ``break`` or ``continue`` of that
-    loop (not one of a loop inside it)."""
+    loop (not one of a loop inside it; a ``continue`` inside a ``switch`` is the loop's,
+    a ``break`` there the switch's). ``breaks``: count ``break`` statements."""
     from clang.cindex import CursorKind as K
-    if body.kind in (K.BREAK_STMT, K.CONTINUE_STMT):
+    if body.kind == K.CONTINUE_STMT or breaks and body.kind == K.BREAK_STMT:
         return True
-    if body.kind in (K.FOR_STMT, K.WHILE_STMT, K.DO_STMT, K.SWITCH_STMT):
+    if body.kind in (K.FOR_STMT, K.WHILE_STMT, K.DO_STMT):
         return False
-    return any(exits_loop(c) for c in C.children(body))
+    inner = breaks and body.kind != K.SWITCH_STMT
+    return any(exits_loop(c, inner) for c in C.children(body))
 
 
 def declarations_read(cursor) -> set:

@@ -3,10 +3,11 @@ assignments (``=``, ``+=``, ``-=``, ``*=`` of floats, float vectors, private arr
 and memory; ``=``, compound assignments, ``++`` and ``--`` of integers and of pointers into
 a buffer or a local array, each an ``AssignInt``), ``barrier`` and ``work_group_barrier``
 with their fence flags, ``vstore2/4``, helper calls as statements, and ``break`` and
-``continue`` of a ``While`` loop. Loops are :mod:`frontend.opencl.loops`.
+``continue`` of a ``While`` loop or a ``switch``. Loops are :mod:`frontend.opencl.loops`,
+``switch`` :mod:`frontend.opencl.switch`.
 
 Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for a statement
-outside the subset (``switch``, ``goto``, atomics, ...), with what to write instead.
+outside the subset (``goto``, atomics, ...), with what to write instead.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.context import Binding, Pointer, TranslationContext
+from tiletraffic.frontend.opencl.switch import SWITCH
 
 
 _WORK_GROUP_BARRIER_STD = ("CL2.0", "CL3.0")
@@ -65,9 +67,10 @@ class Statements(TranslationContext):
         if kind == K.RETURN_STMT:
             return self.return_statement(c)
         if kind == K.SWITCH_STMT:
-            self.fail(c, "switch: write if/else on integer conditions")
-        if kind in (K.BREAK_STMT, K.CONTINUE_STMT) and self.loops and \
-                self.loops[-1] == "While":
+            return self.switch_statement(c)
+        if kind == K.BREAK_STMT and self.loops and self.loops[-1].startswith(SWITCH):
+            return self.switch_break(c)
+        if kind in (K.BREAK_STMT, K.CONTINUE_STMT) and self.innermost_loop() == "While":
             return [S.Break() if kind == K.BREAK_STMT else S.Continue()]
         if kind == K.GOTO_STMT:
             self.fail(c, "goto: write loops (break, continue) and if/else")

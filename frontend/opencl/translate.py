@@ -80,6 +80,7 @@ from tiletraffic.frontend.opencl.loops import Loops
 from tiletraffic.frontend.opencl.memory import Memory
 from tiletraffic.frontend.opencl.rewrite import simplify
 from tiletraffic.frontend.opencl.statements import Statements
+from tiletraffic.frontend.opencl.switch import Switches
 from tiletraffic.frontend.opencl.vectors import Vectors
 
 __all__ = ["FrontendError", "WorkGroupSizeError", "MacroRedefinedWarning", "parse_kernel",
@@ -99,7 +100,8 @@ class MacroRedefinedWarning(UserWarning):
     names the place and says how to take the ``-D`` value instead (``#ifndef``)."""
 
 
-class KernelBuilder(Declarations, Statements, Loops, Calls, Integers, Floats, Vectors, Memory):
+class KernelBuilder(Declarations, Statements, Loops, Switches, Calls, Integers, Floats,
+                    Vectors, Memory):
     """Walks one kernel's cursors and builds IR statements (see the module docstring).
 
     ``KernelBuilder(cursor, path, global_size, local_size, args, sizes, cl_std)``;
