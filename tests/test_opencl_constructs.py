@@ -3,13 +3,16 @@ assigned again after the barrier, an integer declared before its ``for`` loop, a
 ``do``/``while`` tile loop over ``__local float *`` arguments sized in the launch file, a
 ``for`` loop over two variables with ``alpha``/``beta`` arguments and a branch on
 ``beta``, and ``switch`` statements (fall-through, ``default``, ``break`` inside an ``if``,
-``continue``) inside a loop.
+``continue``) inside a loop, and ``float4`` tiles in local memory and a private array of
+``float4`` through a ``typedef``.
 
 Each kernel is read through its launch file; the simulator's counts equal Oclgrind's of
-the very source, and the source runs on PoCL equal to the float64 reference.
+the very source, and the source runs on PoCL equal to the float64 reference; the kernels
+whose constructs become new IR also run as the code generator renders their schedule.
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -255,6 +258,62 @@ n = "n"
 function = "refs.py:banded"
 """
 
+VECTORS = """\
+/* C = A B with float4 elements: each work-item computes WIDTH consecutive columns of one
+   row; both tiles are local arrays of float4, the accumulator a private array of them */
+typedef float4 floatX;
+#define WIDTH 4
+__kernel void gemm_vec(const int M, const int N, const int K, __global const floatX *A,
+                       __global const floatX *B, __global floatX *C)
+{
+    __local floatX Asub[TS][TS / WIDTH];
+    __local floatX Bsub[TS][TS / WIDTH];
+    const int row = get_local_id(1);
+    const int col = get_local_id(0);
+    const int globalRow = TS * get_group_id(1) + row;
+    const int globalCol = (TS / WIDTH) * get_group_id(0) + col;
+    floatX acc[1];
+    acc[0] = (floatX)(0.0f);
+    for (int t = 0; t < K / TS; t++) {
+        Asub[row][col] = A[globalRow * (K / WIDTH) + t * (TS / WIDTH) + col];
+        Bsub[row][col] = B[(t * TS + row) * (N / WIDTH) + globalCol];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int k = 0; k < TS / WIDTH; k++) {
+            const floatX a = Asub[row][k];
+            acc[0] += a.x * Bsub[WIDTH * k][col] + a.y * Bsub[WIDTH * k + 1][col]
+                    + a.z * Bsub[WIDTH * k + 2][col] + a.w * Bsub[WIDTH * k + 3][col];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float2 low[1];
+    low[0] = (float2)(acc[0].x, acc[0].y);
+    low[0].y *= 1.0f;
+    C[globalRow * (N / WIDTH) + globalCol] = (floatX)(low[0].x, low[0].y, acc[0].z, acc[0].w);
+}
+"""
+
+VECTORS_TOML = """\
+source = "vectors.cl"
+kernel = "gemm_vec"
+build_options = "-DTS=8"
+[sizes]
+M = 8
+N = 16
+K = 16
+[launch]
+global_size = ["N // 4", "M"]
+local_size = ["TS // 4", "TS"]
+[args]
+M = "M"
+N = "N"
+K = "K"
+A = { shape = ["M", "K"], access = "in" }
+B = { shape = ["K", "N"], access = "in" }
+C = { shape = ["M", "N"], access = "out" }
+[reference]
+function = "refs.py:product"
+"""
+
 REFERENCES = """\
 import numpy as np
 
@@ -298,9 +357,10 @@ FILES = {"transpose.cl": TRANSPOSE, "transpose.toml": TRANSPOSE_TOML,
          "matvec.cl": MATVEC, "matvec.toml": MATVEC_TOML,
          "do_while.cl": DO_WHILE, "do_while.toml": DO_WHILE_TOML,
          "two_variables.cl": TWO_VARIABLES, "two_variables.toml": TWO_VARIABLES_TOML,
-         "switch.cl": SWITCH, "switch.toml": SWITCH_TOML, "refs.py": REFERENCES}
+         "switch.cl": SWITCH, "switch.toml": SWITCH_TOML,
+         "vectors.cl": VECTORS, "vectors.toml": VECTORS_TOML, "refs.py": REFERENCES}
 
-NAMES = ("transpose", "matvec", "do_while", "two_variables", "switch")
+NAMES = ("transpose", "matvec", "do_while", "two_variables", "switch", "vectors")
 
 
 @pytest.fixture(scope="module")
@@ -341,6 +401,14 @@ def closed_forms(name: str) -> dict:
         return {"global_load_elems": loads + sum(1 for i in range(n) for j in range(n)
                                                   if j - i == 0),
                 "global_store_elems": n, "flop": flop + n}
+    if name == "vectors":            # M x N / 4 work-items of 4 columns; tiles of 8
+        m, n, k, t = 8, 16, 16, 8
+        items, steps = m * n // 4, k // t
+        return {"global_load_elems": 2 * 4 * items * steps, "global_store_elems": m * n,
+                "local_store_elems": 2 * 4 * items * steps,
+                "local_load_elems": items * steps * (t // 4) * 4 * 5,
+                "barriers": 2 * steps * (m // t) * (n // t),
+                "flop": items * 4 * (steps * (t // 4) * 8) + items}
     raise KeyError(name)
 
 
@@ -390,20 +458,32 @@ def test_a_branch_on_beta_is_a_comparison_of_the_launch_s_floats(folder, tmp_pat
     assert counts.flop == 2 * 8 * 8 * 12
 
 
-@pytest.mark.parametrize("name", NAMES)
+RENDERED = ("two_variables", "switch", "vectors")
+"""The kernels whose constructs the code generator renders from new IR (a float
+comparison, the switch's flag, vector arrays), also run as rendered."""
+
+
+@pytest.mark.parametrize("name", NAMES + tuple(f"{n}:rendered" for n in RENDERED))
 def test_runs_on_pocl_equal_to_the_reference(folder, pocl, name):
+    name, _, rendered = name.partition(":")
     sch = launch_file.load(folder / f"{name}.toml")
+    if rendered:
+        sch = dataclasses.replace(sch, extra={})
     ref = launch_file.reference_function(folder / f"{name}.toml")
     result = tt.run(sch, pocl, repeat=10, warmup=1, reference=ref, seed=7)
     assert result.check.ok
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAMES + tuple(f"{n}:rendered" for n in RENDERED))
 def test_oclgrind_counts_equal_the_simulator(folder, name):
     from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
     from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
     if not oclgrind_available():
         pytest.skip("no Oclgrind platform")
-    comparison = compare_counts(launch_file.load(folder / f"{name}.toml"))
+    name, _, rendered = name.partition(":")
+    sch = launch_file.load(folder / f"{name}.toml")
+    if rendered:
+        sch = dataclasses.replace(sch, extra={})
+    comparison = compare_counts(sch)
     assert comparison.equal, comparison.to_dict()
     assert comparison.oclgrind["global_load_elems"] > 0

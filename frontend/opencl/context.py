@@ -101,6 +101,9 @@ class TranslationContext:
         """The kinds of the IR loops being translated around the statement (``For``,
         ``While``), innermost last."""
         self._assigned: dict[tuple, frozenset] = {}
+        self.vector_widths: dict[str, int] = {}
+        """Floats per element of each private or local array of ``float2``/``float4`` (by
+        IR name), held as an array of floats with one more dimension, of that extent."""
         self.source_names: dict[str, str] = {}
         """The C name of each IR name that differs from it (``r_2`` -> ``r``: a name
         declared again, in another scope or an inlined helper), for messages."""

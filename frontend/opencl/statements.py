@@ -216,7 +216,7 @@ class Statements(TranslationContext):
     def target_of(self, lhs):
         """What an assignment writes: ('float', name) | ('private_elem', arr, index) |
         ('memory', array, index) | ('vector', names) | ('vector_memory', ptr) |
-        ('component', name)."""
+        ('private_vector', arr, index) | ('component', name)."""
         from clang.cindex import CursorKind as K
         s = C.strip(lhs)
         if s.kind == K.DECL_REF_EXPR:
@@ -231,8 +231,8 @@ class Statements(TranslationContext):
         if s.kind == K.ARRAY_SUBSCRIPT_EXPR:
             return self.element(s, store=True)
         if self.is_vector_component(s):
-            names, comp = self.vector_component(s)
-            return ("component", names[comp])
+            ref = self.component_target(s)
+            return ("component", ref[1]) if ref[0] == "float" else ref
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "*":
             ptr = self.pointer_expr(C.children(s)[0])
             return ("vector_memory", ptr)
@@ -242,11 +242,14 @@ class Statements(TranslationContext):
         target = self.target_of(lhs)
         out: list = []
         kind = target[0]
-        if kind in ("vector", "vector_memory"):
+        if kind == "vector":
+            return self.vector_assign(target[1], rhs, op)
+        if kind == "private_vector":
+            return self.private_vector_assign(target[1], target[2], rhs, op)
+        if kind == "vector_memory":
             if op is not None:
-                self.fail(at, f"{op}= on a float vector: write its components one by one")
-            if kind == "vector":
-                return self.vector_assign(target[1], rhs)
+                self.fail(at, f"{op}= on a float vector in memory: load it into a vector "
+                              "variable, compute there and store it")
             return self.vector_store(target[1], rhs, at)
         value = self.float_expr(rhs, out)
         if kind in ("float", "component"):
