@@ -153,8 +153,16 @@ class TranslationContext:
         return name
 
     def describe_target(self, c) -> str:
-        """The source text of cursor ``c`` (its tokens), for messages."""
-        return " ".join(t.spelling for t in c.get_tokens()) or "this target"
+        """The source text of cursor ``c`` (its tokens, a space between two where the source
+        has one: ``A[i + 1]``), for messages."""
+        text, end = "", None
+        for t in c.get_tokens():
+            start = t.extent.start
+            if end is not None and (start.line, start.column) != end:
+                text += " "
+            text += t.spelling
+            end = (t.extent.end.line, t.extent.end.column)
+        return text or "this target"
 
     def access_source(self, c, array, index) -> str:
         """The ``source`` of an access built from cursor ``c`` (:class:`simulator.ir.nodes.Load`,

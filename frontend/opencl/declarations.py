@@ -298,7 +298,7 @@ class Declarations(TranslationContext):
                              "is declared")
             return self.pointer_declaration(d, self.pointer_expr(init))
         self.fail(d, f"variable {name} of type {t.spelling}: use int/uint/size_t, float, "
-                     "float4 or arrays of float")
+                     "float2, float4 or arrays of them")
 
     def array_dims(self, d) -> tuple[tuple[S.Const, ...], int]:
         """The static dimensions of an array declaration, each named by its macro, and the

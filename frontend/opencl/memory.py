@@ -169,7 +169,7 @@ class Memory(TranslationContext):
             self.fail(s, "address of something other than a buffer or local array element")
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in ("+", "-"):
             left, right = C.children(s)
-            if type_kind(C.strip(left).type) != "POINTER":
+            if type_kind(C.strip(left).type) not in ("POINTER", "CONSTANTARRAY"):
                 left, right = right, left
             ptr = self.pointer_expr(left)
             delta = self.exact(right, True)
