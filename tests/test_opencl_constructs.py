@@ -4,7 +4,8 @@ assigned again after the barrier, an integer declared before its ``for`` loop, a
 ``for`` loop over two variables with ``alpha``/``beta`` arguments and a branch on
 ``beta``, and ``switch`` statements (fall-through, ``default``, ``break`` inside an ``if``,
 ``continue``) inside a loop, and ``float4`` tiles in local memory and a private array of
-``float4`` through a ``typedef``.
+``float4`` through a ``typedef``, and a ``volatile __local float *`` pointer into local
+memory.
 
 Each kernel is read through its launch file; the simulator's counts equal Oclgrind's of
 the very source, and the source runs on PoCL equal to the float64 reference; the kernels
@@ -314,12 +315,57 @@ C = { shape = ["M", "N"], access = "out" }
 function = "refs.py:product"
 """
 
+LOCAL_POINTER = """\
+/* y = the sum of each row of X, reduced in local memory through a pointer into it */
+__kernel void row_sums(__global const float *X, __global float *y, const int cols,
+                       __local float *partial)
+{
+    const int row = get_group_id(0), lid = get_local_id(0);
+    float s = 0.0f;
+    for (int c = lid; c < cols; c += WG)
+        s += X[row * cols + c];
+    partial[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = WG / 2; step > 0; step >>= 1) {
+        volatile __local float *p = partial + lid;
+        if (lid < step)
+            p[0] += p[step];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        y[row] = partial[0];
+}
+"""
+
+LOCAL_POINTER_TOML = """\
+source = "local_pointer.cl"
+kernel = "row_sums"
+build_options = "-DWG=8"
+[sizes]
+rows = 3
+cols = 20
+[launch]
+global_size = ["rows * WG"]
+local_size = ["WG"]
+[args]
+X = { shape = ["rows", "cols"], access = "in" }
+y = { shape = ["rows"], access = "out" }
+cols = "cols"
+partial = { local_bytes = "WG * 4" }
+[reference]
+function = "refs.py:row_sums"
+"""
+
 REFERENCES = """\
 import numpy as np
 
 
 def transposed(inputs):
     return {"out": inputs["in"].T}
+
+
+def row_sums(inputs):
+    return {"y": inputs["X"].sum(axis=1)}
 
 
 def matvec(inputs):
@@ -358,9 +404,12 @@ FILES = {"transpose.cl": TRANSPOSE, "transpose.toml": TRANSPOSE_TOML,
          "do_while.cl": DO_WHILE, "do_while.toml": DO_WHILE_TOML,
          "two_variables.cl": TWO_VARIABLES, "two_variables.toml": TWO_VARIABLES_TOML,
          "switch.cl": SWITCH, "switch.toml": SWITCH_TOML,
-         "vectors.cl": VECTORS, "vectors.toml": VECTORS_TOML, "refs.py": REFERENCES}
+         "vectors.cl": VECTORS, "vectors.toml": VECTORS_TOML,
+         "local_pointer.cl": LOCAL_POINTER, "local_pointer.toml": LOCAL_POINTER_TOML,
+         "refs.py": REFERENCES}
 
-NAMES = ("transpose", "matvec", "do_while", "two_variables", "switch", "vectors")
+NAMES = ("transpose", "matvec", "do_while", "two_variables", "switch", "vectors",
+         "local_pointer")
 
 
 @pytest.fixture(scope="module")
@@ -409,6 +458,12 @@ def closed_forms(name: str) -> dict:
                 "local_load_elems": items * steps * (t // 4) * 4 * 5,
                 "barriers": 2 * steps * (m // t) * (n // t),
                 "flop": items * 4 * (steps * (t // 4) * 8) + items}
+    if name == "local_pointer":      # 3 rows of 20 through 8 work-items, a tree of 3 steps
+        rows, cols, wg = 3, 20, 8
+        return {"global_load_elems": rows * cols, "global_store_elems": rows,
+                "local_store_elems": rows * (wg + wg - 1),
+                "local_load_elems": rows * (2 * (wg - 1) + 1),
+                "barriers": rows * 4, "flop": rows * (cols + wg - 1)}
     raise KeyError(name)
 
 
