@@ -542,3 +542,49 @@ def test_oclgrind_counts_equal_the_simulator(folder, name):
     comparison = compare_counts(sch)
     assert comparison.equal, comparison.to_dict()
     assert comparison.oclgrind["global_load_elems"] > 0
+
+
+SWITCH_IN_LOOP = """\
+__kernel void k(__global const float *A, __global float *C)
+{
+    const int i = get_global_id(0);
+    float s = 0.0f;
+    for (int j = 0; j < 4; j++) {
+        switch ((i + j) % 4) {
+        case 0: s += A[j]; break;
+        case 1: case 2: s *= 2.0f; break;
+        default: BODY
+        }
+    }
+    C[i] = s;
+}
+"""
+
+
+@pytest.mark.parametrize("default, flag", [("s += 1.0f; break;", False),
+                                           ("{ if (i == 3) break; s += 1.0f; }", True)])
+def test_a_switch_is_an_if_chain_unless_it_falls_through_or_breaks_inside_a_statement(
+        default, flag):
+    """Sections that each end with ``break`` are an ``if``/``else`` chain (no integer
+    assigned, the loop still counted); a ``break`` inside an ``if`` runs as C does through
+    a flag. Both compute what C computes."""
+    sch = tt.from_opencl(SWITCH_IN_LOOP.replace("BODY", default), "k", [8], [4],
+                         {"A": {"shape": [8], "access": "in"},
+                          "C": {"shape": [8], "access": "out"}})
+    kinds = {type(s).__name__ for s in walk_statements(sch.body)}
+    assert ("DeclareInt" in kinds) == flag
+    assert "For" in kinds and "While" not in kinds
+    a = np.arange(1, 9, dtype=np.float32)
+    want = []
+    for i in range(8):
+        s = 0.0
+        for j in range(4):
+            case = (i + j) % 4
+            if case == 0:
+                s += a[j]
+            elif case in (1, 2):
+                s *= 2.0
+            elif not (flag and i == 3):
+                s += 1.0
+        want.append(s)
+    assert np.array_equal(tt.simulate(sch, {"A": a}).outputs["C"], np.array(want, np.float32))

@@ -4,7 +4,7 @@ The switch's value is bound once (a ``Let``); its body is read as a sequence of 
 each the ``case`` and ``default`` labels written together and the statements up to the next
 label. Where every section but the last ends with a ``break`` (or a ``return``) and holds no
 other ``break`` of the switch, the switch is an ``if``/``else if`` chain over its sections'
-labels (``default`` last). Otherwise (fall-through, a ``break`` inside an ``if``) it runs as
+labels (``default`` last); a section may also end with ``continue``. Otherwise (fall-through, a ``break`` inside an ``if``) it runs as
 C does with an integer flag per work-item: a section's labels matching set the flag, each
 section runs where it is set, and a ``break`` clears it (the rest of the section after a
 statement that may break runs where it is still set). ``continue`` inside a switch belongs
@@ -46,9 +46,8 @@ class Switches(TranslationContext):
         out: list = [S.Let(name, value)]
         matches = self.section_matches(S.Var(name), sections, cond.type)
         self.widen([body])
-        chained = all(_ends_section(stmts) and not any(_breaks(s) for s in stmts[:-1])
-                      for _, stmts in sections[:-1]) and \
-            not any(_breaks(s) for s in (sections[-1][1][:-1] if sections else ()))
+        chained = all(_ends_section(stmts) for _, stmts in sections[:-1]) and \
+            not any(_breaks(s) for _, stmts in sections for s in _before_break(stmts))
         self.push()
         try:
             if chained:
@@ -181,9 +180,16 @@ class Switches(TranslationContext):
 
 
 def _ends_section(stmts) -> bool:
-    """Whether a section's last statement is a ``break`` or a ``return``."""
+    """Whether a section's last statement is a ``break``, a ``continue`` or a ``return``
+    (it does not fall through into the next)."""
     from clang.cindex import CursorKind as K
-    return bool(stmts) and stmts[-1].kind in (K.BREAK_STMT, K.RETURN_STMT)
+    return bool(stmts) and stmts[-1].kind in (K.BREAK_STMT, K.CONTINUE_STMT, K.RETURN_STMT)
+
+
+def _before_break(stmts) -> list:
+    """A section's statements without the ``break`` that ends it, if one does."""
+    from clang.cindex import CursorKind as K
+    return stmts[:-1] if stmts and stmts[-1].kind == K.BREAK_STMT else list(stmts)
 
 
 def _breaks(cursor) -> bool:
