@@ -88,8 +88,9 @@ def test_local_pointer_and_float_arguments_given_the_wrong_value_are_refused():
             tt.from_opencl(local, "k", [64], [16], {"L": value, "C": ARGS["C"]})
         assert err.value.arg == "L"
     with pytest.raises(FrontendError, match=r"<source>:1:\d+: __local pointer argument L of "
-                                            r"__local float4: local pointer arguments hold float"):
-        tt.from_opencl(kernel("    C[i] = 0.0f;", "__local float4 *L, __global float *C"),
+                                            r"__local int: local pointer arguments hold float, "
+                                            r"float2 or float4"):
+        tt.from_opencl(kernel("    C[i] = 0.0f;", "__local int *L, __global float *C"),
                        "k", [64], [16], {"L": {"shape": [4]}, "C": ARGS["C"]})
     with pytest.raises(FrontendError, match="local_bytes sizes a __local pointer argument"):
         tt.from_opencl(kernel("    C[i] = 0.0f;", "__global float *C"), "k", [64], [16],

@@ -261,14 +261,14 @@ function = "refs.py:banded"
 
 VECTORS = """\
 /* C = A B with float4 elements: each work-item computes WIDTH consecutive columns of one
-   row; both tiles are local arrays of float4, the accumulator a private array of them */
+   row; the tiles are a local array of float4 and a __local float4 * argument the host
+   sizes, the accumulator a private array of float4 */
 typedef float4 floatX;
 #define WIDTH 4
 __kernel void gemm_vec(const int M, const int N, const int K, __global const floatX *A,
-                       __global const floatX *B, __global floatX *C)
+                       __global const floatX *B, __global floatX *C, __local floatX *Bsub)
 {
     __local floatX Asub[TS][TS / WIDTH];
-    __local floatX Bsub[TS][TS / WIDTH];
     const int row = get_local_id(1);
     const int col = get_local_id(0);
     const int globalRow = TS * get_group_id(1) + row;
@@ -277,12 +277,14 @@ __kernel void gemm_vec(const int M, const int N, const int K, __global const flo
     acc[0] = (floatX)(0.0f);
     for (int t = 0; t < K / TS; t++) {
         Asub[row][col] = A[globalRow * (K / WIDTH) + t * (TS / WIDTH) + col];
-        Bsub[row][col] = B[(t * TS + row) * (N / WIDTH) + globalCol];
+        Bsub[row * (TS / WIDTH) + col] = B[(t * TS + row) * (N / WIDTH) + globalCol];
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int k = 0; k < TS / WIDTH; k++) {
             const floatX a = Asub[row][k];
-            acc[0] += a.x * Bsub[WIDTH * k][col] + a.y * Bsub[WIDTH * k + 1][col]
-                    + a.z * Bsub[WIDTH * k + 2][col] + a.w * Bsub[WIDTH * k + 3][col];
+            acc[0] += a.x * Bsub[(WIDTH * k) * (TS / WIDTH) + col]
+                    + a.y * Bsub[(WIDTH * k + 1) * (TS / WIDTH) + col]
+                    + a.z * Bsub[(WIDTH * k + 2) * (TS / WIDTH) + col]
+                    + a.w * Bsub[(WIDTH * k + 3) * (TS / WIDTH) + col];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -311,6 +313,7 @@ K = "K"
 A = { shape = ["M", "K"], access = "in" }
 B = { shape = ["K", "N"], access = "in" }
 C = { shape = ["M", "N"], access = "out" }
+Bsub = { shape = ["TS", "TS // 4"] }
 [reference]
 function = "refs.py:product"
 """

@@ -74,8 +74,8 @@ SAMPLES = {
     "__local array inside a block": (
         kernel("    if (i < 4) {\n        __local float t[4];\n        t[i] = A[i];\n"
                "        C[i] = t[i];\n    }"), "", {}),
-    "__local pointer argument of float4": (
-        kernel("    C[i] = 0.0f;", signature="__local float4 *L, __global float *C"), "",
+    "__local pointer argument of int": (
+        kernel("    C[i] = 0.0f;", signature="__local int *L, __global float *C"), "",
         {"L": {"shape": [4]}, "A": None, "N": None}),
     "op= on a vector in memory": (
         kernel("    __global float4 *p = (__global float4 *)C;\n    p[0] *= 2.0f;"), "", {}),

@@ -179,13 +179,19 @@ class Declarations(TranslationContext):
         self.used_names.add(name)
 
     def declare_local_argument(self, p, pointee, value) -> None:
-        """A ``__local float *`` argument: local memory of the work-group, sized by the
-        caller (``value``), as an IR :class:`~simulator.ir.nodes.LocalArray` of that shape
-        (indexed through the pointer with one flat, row-major index)."""
+        """A ``__local float *`` (or ``float2 *``, ``float4 *``) argument: local memory of
+        the work-group, sized by the caller (``value``: a shape in elements of its type, or
+        bytes), as an IR :class:`~simulator.ir.nodes.LocalArray` of that shape (indexed
+        through the pointer with one flat, row-major index; a vector's floats one more
+        dimension)."""
         name = p.spelling
-        if not is_float_type(pointee):
+        width = 1
+        if is_vector_type(pointee) and is_float_type(pointee.get_canonical().element_type) \
+                and vector_width(pointee) in S.VECTOR_WIDTHS:
+            width = vector_width(pointee)
+        elif not is_float_type(pointee):
             self.fail(p, f"__local pointer argument {name} of {pointee.spelling}: local "
-                         "pointer arguments hold float (__local float *)", name)
+                         "pointer arguments hold float, float2 or float4", name)
         if not isinstance(value, BufferArg):
             raise FrontendError(f"argument {name} is a __local pointer in the source; give "
                                 "its shape (elements) or local_bytes, not a number", name)
@@ -203,13 +209,20 @@ class Declarations(TranslationContext):
                 raise FrontendError(f"local argument {name}: local_bytes = {size!r} is not a "
                                     f"positive multiple of {S.FLOAT_BYTES} (bytes of a float)",
                                     name)
-            if dims and math.prod(dims) * S.FLOAT_BYTES != size:
+            element = S.FLOAT_BYTES * width
+            if size % element:
+                raise FrontendError(f"local argument {name}: local_bytes = {size} is not a "
+                                    f"multiple of {element} (bytes of its element type, "
+                                    f"{pointee.spelling})", name)
+            if dims and math.prod(dims) * element != size:
                 raise FrontendError(f"local argument {name}: shape {list(dims)} is "
-                                    f"{math.prod(dims) * S.FLOAT_BYTES} bytes, local_bytes "
+                                    f"{math.prod(dims) * element} bytes, local_bytes "
                                     f"{size}: give one of them, or both equal", name)
-            dims = dims or (size // S.FLOAT_BYTES,)
+            dims = dims or (size // element,)
         arr = S.LocalArray(self.bind(name, Binding("local", None, p)),
-                           tuple(S.Const(d) for d in dims))
+                           tuple(S.Const(d) for d in dims + ((width,) if width > 1 else ())))
+        if width > 1:
+            self.vector_widths[arr.name] = width
         self.lookup(name).value = arr
         self.local_arrays.append(arr)
         self.arg_kinds.append((name, "local", arr.size_bytes))
