@@ -104,6 +104,9 @@ class TranslationContext:
         self.vector_widths: dict[str, int] = {}
         """Floats per element of each private or local array of ``float2``/``float4`` (by
         IR name), held as an array of floats with one more dimension, of that extent."""
+        self.vector_components: dict[str, str] = {}
+        """The vector (its IR name) each private float that is a vector's component
+        belongs to."""
         self.source_names: dict[str, str] = {}
         """The C name of each IR name that differs from it (``r_2`` -> ``r``: a name
         declared again, in another scope or an inlined helper), for messages."""

@@ -226,7 +226,7 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     options = tuple(C.split_build_options(build_options))
     builder = KernelBuilder(found[kernel], path, gsize, lsize, dict(args), dict(sizes or {}),
                             _cl_std(options))
-    body = simplify(builder.build())
+    body = simplify(builder.build(), builder.vector_components)
     parent = Path(path).parent
     if any(Path(inc.include.name) != C.BUILTINS_HEADER for inc in tu.get_includes()) and \
             parent.is_dir():

@@ -48,6 +48,7 @@ class Vectors(TranslationContext):
             name = self.fresh(f"{ir}_{VECTOR_COMPONENTS[w]}")
             if c_name is not None:
                 self.source_names[name] = f"{c_name}.{VECTOR_COMPONENTS[w]}"
+            self.vector_components[name] = ir
             names.append(name)
         return tuple(names)
 
