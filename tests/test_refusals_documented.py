@@ -33,7 +33,11 @@ SAMPLES = {
     "?: on loaded values": (kernel("    C[i] = A[i] > 0.0f ? A[i] : 0.0f;"), "", {}),
     "loop on loaded values": (kernel("    while (A[i] > 0.0f) { C[i] = 0.0f; }"), "", {}),
     "index computed from loaded values": (kernel("    C[(int)A[i]] = 1.0f;"), "", {}),
-    "load in a branch of ?:": (kernel("    C[i] = (i < N) ? A[i] : 0.0f;"), "", {}),
+    "bool used as an integer": (
+        kernel("    bool inside = i < N;\n    C[i + inside] = 0.0f;"), "", {}),
+    "bool of an integer the kernel assigns": (
+        kernel("    int j = i;\n    bool small = j < 4;\n    j = 2;\n"
+               "    if (small) C[i] = A[j];"), "", {}),
     "?: on integers": (kernel("    const int j = i < 4 ? 1 : 2;\n    C[j] = 0.0f;"), "", {}),
     "shift by a variable": (kernel("    C[1 << (i % 4)] = 0.0f;"), "", {}),
     "integer operator ^": (kernel("    C[i ^ 1] = 0.0f;"), "", {}),
@@ -52,7 +56,8 @@ SAMPLES = {
     "float built-ins outside the subset": (kernel("    C[i] = fmod(A[i], 3.0f);"), "", {}),
     "reinterpreting casts": (kernel("    C[i] = as_float(i);"), "", {}),
     "printf": (kernel('    printf("%d", i);\n    C[i] = A[i];'), "", {}),
-    "float read through a pointer": (kernel("    C[i] = *A;"), "", {}),
+    "component of a vector in memory": (
+        kernel("    C[i] = ((__global const float4 *)A)[i / 4].y;"), "", {}),
     "pointer moved to another array": (
         kernel("    __global float *p = C;\n    p = (__global float *)A;\n    p[i] = 0.0f;"),
         "", {}),
