@@ -40,7 +40,8 @@ from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.engine.accelerators import Accelerators, NotApplicable
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.budget import loop_steps as check_work
-from tiletraffic.simulator.engine.simulation import group_id_of, simulate, sum_lengths_of_groups
+from tiletraffic.simulator.engine.simulation import (group_id_of, largest_sum_length_of_groups,
+                                                     simulate)
 from tiletraffic.simulator.observers.hazards import Hazard
 from tiletraffic.simulator.engine.reference import random_inputs
 from tiletraffic.simulator.ir.nodes import Schedule
@@ -218,8 +219,7 @@ def _check_sequence(sequence, rng, full_check_work: int) -> LaunchCheck:
 
 
 def _largest_of(schedule: Schedule, reps, input_sum_lengths=None) -> int:
-    return max([0, *(sum_length.largest(v) for v in
-                     sum_lengths_of_groups(schedule, reps, input_sum_lengths).values())])
+    return largest_sum_length_of_groups(schedule, reps, input_sum_lengths)
 
 
 def _representative_sum_length(schedule: Schedule, reps,

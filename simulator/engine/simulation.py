@@ -4,8 +4,8 @@ produced.
 
 :func:`simulate` executes a whole launch (or one work-group per class, with the work-group
 classes accelerator) with the counters and hazard checks; :func:`probe_runner` executes
-chosen work-groups with one observer (address probes); :func:`sum_lengths_of_groups` counts
-the sum lengths of the outputs chosen work-groups store.
+chosen work-groups with one observer (address probes); :func:`largest_sum_length_of_groups` counts
+the largest sum length of the outputs chosen work-groups store.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Iterable
 import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.ir.static import eval_static
 from tiletraffic.simulator.engine.accelerators import SIMULATE, Accelerators, NotApplicable
 from tiletraffic.simulator.engine.accelerators import k_extrapolation
@@ -288,14 +289,13 @@ def probe_runner(schedule: S.Schedule, accelerators: Accelerators = SIMULATE):
     return run_groups
 
 
-def sum_lengths_of_groups(schedule: S.Schedule, linear_ids,
-                          input_sum_lengths: dict[str, int] | None = None
-                          ) -> dict[str, np.ndarray]:
-    """Sum lengths (:mod:`simulator.engine.sum_length`) of the output elements that the work-groups
-    ``linear_ids`` (linear ids, dimension 0 fastest) store, executing only those, with values
-    (zero inputs: sum lengths do not depend on values). Per output: flat int32 array, 0 where
-    those work-groups store nothing. Hazards are ignored (check them first).
-    ``input_sum_lengths``: as for :func:`simulate`."""
+def largest_sum_length_of_groups(schedule: S.Schedule, linear_ids,
+                                 input_sum_lengths: dict[str, int] | None = None) -> int:
+    """The largest sum length (:mod:`simulator.engine.sum_length`, the K of the tolerance) of
+    the output elements that the work-groups ``linear_ids`` (linear ids, dimension 0
+    fastest) store, executing only those, with values (zero inputs: sum lengths do not
+    depend on values); 0 where they store nothing. Hazards are ignored (check them
+    first). ``input_sum_lengths``: as for :func:`simulate`."""
     params = schedule.param_values
     sizes = {a.name: int(eval_static(a.size, params)) for a in schedule.arrays}
     buffers = {a.name: np.zeros(sizes[a.name], np.float32) for a in schedule.arrays}
@@ -305,8 +305,8 @@ def sum_lengths_of_groups(schedule: S.Schedule, linear_ids,
     per_batch = max(1, BATCH_WORK_ITEMS // schedule.work_group_items)
     for first in range(0, len(ids), per_batch):
         machine.run_batch(ids[first:first + per_batch])
-    return {a.name: np.maximum(machine.dbuf[a.name], 0)
-            for a in schedule.arrays if a.is_output}
+    return max([0, *(sum_length.largest(machine.dbuf[a.name])
+                     for a in schedule.arrays if a.is_output)])
 
 
 def group_id_of(schedule: S.Schedule, linear: int) -> tuple[int, ...]:
