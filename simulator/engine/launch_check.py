@@ -21,7 +21,7 @@ gives a time that is not a measurement of the kernel. So before any launch
   races between work-groups, reads of outputs before a store and unwritten outputs need
   every work-group and are not
   (:attr:`LaunchCheck.not_checked` says so). The sum length is counted on the
-  representatives with values: for a built-in family with a K loop of step D
+  representatives with values: for a schedule with a K loop of step D
   (:func:`simulator.engine.accelerators.k_extrapolation.k_step_elems`), at K mod D + n·D for n in
   :data:`SHORT_K_STEPS`, extrapolated linearly to the real K when the three have equal
   differences (every K step adds the same roundings; the three launches share the real
