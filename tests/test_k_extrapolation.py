@@ -244,3 +244,13 @@ def test_a_faulty_variant_with_a_race_falls_back_and_reports_the_real_launchs_ha
                      accelerators=ALL.replace(k_extrapolation=False, loop_blocks=False))
     assert fast.hazards and [h.kind for h in fast.hazards] == [h.kind for h in whole.hazards]
     assert fast.counts == whole.counts
+
+
+@pytest.mark.parametrize("name,sizes", [("mm_helper", {"M": 40, "K": 300, "N": 36}),
+                                        ("mm_reg2x2", {"M": 48, "K": 333, "N": 64})])
+def test_a_launch_files_model_from_three_short_k_equals_full_execution(name, sizes):
+    sch = tt.build(str(EXAMPLES / f"{name}.toml"), set=sizes)
+    assert kx.applies(sch)
+    fast, full = _model(sch), _model(sch, k_extrapolation=False)
+    assert fast.to_dict() == full.to_dict()
+    assert fast.buffers == full.buffers
