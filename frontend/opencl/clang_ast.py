@@ -72,10 +72,25 @@ class Where:
 
 
 def where(cursor, default_file: str = "<source>") -> Where:
-    """The expansion location of ``cursor`` (a macro's use, not its definition)."""
+    """The expansion location of ``cursor`` (a macro's use, not its definition), as a
+    ``#line`` directive presents it (the same place where the source has none)."""
     loc = cursor.location
-    name = loc.file.name if loc.file is not None else default_file
-    return Where(name, loc.line, loc.column)
+    if loc.file is None:
+        return Where(default_file, loc.line, loc.column)
+    name, line, column = presumed_location(loc)
+    return Where(name or loc.file.name, line, column)
+
+
+def presumed_location(location) -> tuple[str, int, int]:
+    """(file, line, column) of a libclang ``SourceLocation`` as ``#line`` directives
+    present it (clang's presumed location)."""
+    from clang import cindex
+    lib = _lib()
+    name = cindex._CXString()
+    line, column = ctypes.c_uint(), ctypes.c_uint()
+    lib.clang_getPresumedLocation(location, ctypes.byref(name), ctypes.byref(line),
+                                  ctypes.byref(column))
+    return cindex._CXString.from_result(name), line.value, column.value
 
 
 def fail(cursor, message: str, default_file: str = "<source>", arg: str | None = None):
@@ -332,6 +347,10 @@ def _lib():
         lib.clang_EvalResult_getAsDouble.argtypes = [ctypes.c_void_p]
         lib.clang_EvalResult_getAsDouble.restype = ctypes.c_double
         lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+        lib.clang_getPresumedLocation.argtypes = [
+            cindex.SourceLocation, ctypes.POINTER(cindex._CXString),
+            ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
+        lib.clang_getPresumedLocation.restype = None
         lib._tiletraffic_ready = True
     return lib
 
