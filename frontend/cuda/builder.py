@@ -99,6 +99,18 @@ class CudaKernelBuilder(KernelBuilder):
                 return []
         return super().declaration(d, kernel_level)
 
+    def int_declaration(self, d, init) -> list:
+        """A ``const``/``constexpr`` integer whose value clang evaluates is that constant
+        (no statement: the generated code writes the value); any other integer as the
+        OpenCL C front end declares it."""
+        if init is not None and d.type.is_const_qualified():
+            value = C.evaluate(init)
+            if isinstance(value, int) and not isinstance(value, bool):
+                from tiletraffic.frontend.opencl.c_types import c_value
+                self.bind(d.spelling, Binding("int", S.Const(c_value(value, d.type)), d))
+                return []
+        return super().int_declaration(d, init)
+
     def shared_declaration(self, d) -> list:
         """A ``__shared__`` array: a local array of its static shape, or for ``extern
         __shared__ float s[]`` the launch's ``shared_bytes`` of floats."""

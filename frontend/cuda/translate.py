@@ -38,6 +38,39 @@ __all__ = ["parse_kernel", "kernel_names", "launch_geometry", "FrontendError"]
 kernel_names = CC.kernel_names
 
 
+def _c_names(body: tuple) -> tuple:
+    """``body`` with each private float named after a vector's component (``a.x``, as the
+    translator names them) renamed to a C identifier (``a_x``) not used otherwise, so that
+    the generated OpenCL C declares it."""
+    import dataclasses
+    from tiletraffic.simulator.ir.visitor import walk
+    declared = {n.name for s in body for n in walk(s) if isinstance(n, S.DeclareFloat)}
+    used = set(declared)
+    renamed = {}
+    for name in sorted(n for n in declared if "." in n):
+        base = new = name.replace(".", "_")
+        k = 1
+        while new in used:
+            k += 1
+            new = f"{base}_{k}"
+        used.add(new)
+        renamed[name] = new
+    if not renamed:
+        return body
+
+    def rewrite(value):
+        if isinstance(value, str):
+            return renamed.get(value, value)
+        if isinstance(value, tuple):
+            return tuple(rewrite(v) for v in value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            changes = {f.name: rewrite(getattr(value, f.name))
+                       for f in dataclasses.fields(value) if f.init}
+            return dataclasses.replace(value, **changes)
+        return value
+    return rewrite(body)
+
+
 def launch_geometry(grid, block, where: str = "<launch>") -> tuple[tuple, tuple]:
     """(global size, local size) of a CUDA launch of ``grid`` blocks of ``block`` threads
     (each 1 to 3 positive integers, x first; the shorter padded with 1).
@@ -123,7 +156,7 @@ def parse_kernel(source: str, kernel: str, grid, block, args: dict, *,
     S.check_ndrange(gsize, lsize, f"{path}: {kernel}")
     builder = CudaKernelBuilder(cursor, path, gsize, lsize, dict(args), dict(sizes or {}),
                                 shared_bytes)
-    body = simplify(builder.build())
+    body = _c_names(simplify(builder.build()))
     options = tuple(C.split_build_options(build_options))
     cuda = {"source": source, "kernel": kernel, "path": path, "build_options": options,
             "template": {k: v for k, (_, v) in values.items()},
