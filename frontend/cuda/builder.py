@@ -239,6 +239,9 @@ class CudaKernelBuilder(KernelBuilder):
     def shuffle(self, s, args, out) -> S.FloatExpr:
         """A warp shuffle of a float (``__shfl_down_sync(mask, v, delta[, width])``): the
         IR's :class:`~tiletraffic.simulator.ir.nodes.Shuffle` of ``v`` in a private float."""
+        if not hasattr(S, "Shuffle"):
+            self.fail(s, f"{s.spelling}: moving values between the lanes of a warp is not "
+                         "simulated; reduce through __shared__ memory and __syncthreads()")
         if len(args) not in (3, 4):
             self.fail(s, f"{s.spelling} takes (mask, value, lane or delta[, width])")
         if not is_float_type(C.strip(args[1]).type) and not is_float_type(args[1].type):

@@ -1,0 +1,283 @@
+"""The CUDA front end: what it reads (the built-in index variables, shared memory static and
+dynamic, barriers of every spelling, templates, constants, casts, float4, headers), what it
+refuses with a one-line message at the place in the source, the faults a check reports at
+the source's places, and CUDA launch files."""
+from __future__ import annotations
+
+import pytest
+
+import tiletraffic as tt
+from tiletraffic.frontend import launch_file
+from tiletraffic.frontend.cuda.translate import kernel_names, launch_geometry, parse_kernel
+from tiletraffic.frontend.opencl.clang_ast import FrontendError
+from tiletraffic.simulator.ir import nodes as S
+
+
+def buf(shape, access):
+    return {"shape": list(shape), "access": access}
+
+
+COPY_ARGS = {"A": buf([64], "in"), "B": buf([64], "out")}
+
+
+def counts(sch):
+    return tt.simulate(sch, compute_values=False).counts
+
+
+def test_index_variables_and_includes_of_a_real_file():
+    src = """#include <cstdio>
+#include <cstdlib>
+#include <cassert>
+#include <cuda_runtime.h>
+#include <stdio.h>
+__global__ void copy(const float *__restrict__ A, float *__restrict__ B) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x + threadIdx.y * 0 + gridDim.y * 0;
+  assert(i < 64);
+  B[i] = __ldg(&A[i]);
+}
+int main() {
+  float *d;
+  cudaMalloc(&d, 64 * sizeof(float));
+  copy<<<2, 32>>>(d, d);
+  cudaDeviceSynchronize();
+  printf("done\\n");
+  free(malloc(4));
+  return 0;
+}
+"""
+    assert kernel_names(src, "copy.cu") == ["copy"]
+    sch = parse_kernel(src, "copy", [2], [32], COPY_ARGS, path="copy.cu")
+    c = counts(sch)
+    assert (c.global_load_elems, c.global_store_elems) == (64, 64)
+    assert tt.check(sch, seed=1) == []
+    assert sch.extra["cuda"]["grid"] == (2,) and sch.extra["cuda"]["block"] == (32,)
+
+
+def test_launch_geometry_is_cuda_order():
+    assert launch_geometry([4, 2], [16, 8]) == ((64, 16), (16, 8))
+    assert launch_geometry([4], [8, 2]) == ((32, 2), (8, 2))
+    with pytest.raises(FrontendError, match=r"block\[1\] = 0 is not a positive integer"):
+        launch_geometry([1], [8, 0])
+
+
+def test_template_arguments_bool_default_and_errors():
+    src = """
+template <const int W, bool SCALE, int H = W / 2>
+__global__ void k(const float *A, float *B) {
+  int i = blockIdx.x * W + threadIdx.x;
+  if (SCALE) B[i] = 2.0f * A[i]; else B[i] = A[i];
+  if (threadIdx.x < H) B[i] = B[i] + 1.0f;
+}
+"""
+    sch = parse_kernel(src, "k", [2], [32], COPY_ARGS, template={"W": 32, "SCALE": True})
+    assert sch.extra["cuda"]["template"] == {"W": "32", "SCALE": "true", "H": "W / 2"}
+    c = counts(sch)
+    assert c.flop == 64 + 32         # the products, and H = 16 additions per block
+    plain = parse_kernel(src, "k", [2], [32], COPY_ARGS, template={"W": 32, "SCALE": False})
+    assert counts(plain).flop == 32
+    with pytest.raises(FrontendError, match="template parameter SCALE of kernel k has no value"):
+        parse_kernel(src, "k", [2], [32], COPY_ARGS, template={"W": 32})
+    with pytest.raises(FrontendError, match="has no template parameter Q"):
+        parse_kernel(src, "k", [2], [32], COPY_ARGS, template={"W": 32, "SCALE": 1, "Q": 2})
+    with pytest.raises(FrontendError, match="SCALE is a bool"):
+        parse_kernel(src, "k", [2], [32], COPY_ARGS, template={"W": 32, "SCALE": 7})
+
+
+def test_message_in_a_template_instance_names_the_source_line():
+    src = """template <int W>
+__global__ void k(const float *A, float *B) {
+  int i = threadIdx.x;
+  B[i] = A[i];
+  atomicAdd(&B[0], 1.0f);
+}
+"""
+    with pytest.raises(FrontendError) as err:
+        parse_kernel(src, "k", [2], [32], COPY_ARGS, template={"W": 4}, path="t.cu")
+    assert str(err.value).startswith("t.cu:5:3: atomicAdd: atomics order updates")
+
+
+def test_shared_memory_declared_anywhere_and_dynamic():
+    src = """
+__global__ void k(const float *A, float *B) {
+  extern __shared__ float dyn[];
+  int i = blockIdx.x * 32 + threadIdx.x;
+  for (int r = 0; r < 2; ++r) {
+    __shared__ float stage[32];
+    stage[threadIdx.x] = A[i];
+    __syncthreads();
+    dyn[31 - threadIdx.x] = stage[threadIdx.x];
+    __syncthreads();
+  }
+  B[i] = dyn[threadIdx.x];
+}
+"""
+    sch = parse_kernel(src, "k", [2], [32], COPY_ARGS, shared_bytes=128)
+    assert sorted(a.size_bytes for a in sch.local_arrays) == [128, 128]
+    c = counts(sch)
+    assert (c.local_store_elems, c.local_load_elems, c.barriers) == (256, 192, 8)
+    assert tt.check(sch, seed=1) == []
+    with pytest.raises(FrontendError, match="extern __shared__ dyn: the launch gives no "
+                                            "shared_bytes"):
+        parse_kernel(src, "k", [2], [32], COPY_ARGS)
+
+
+def test_cooperative_groups_sync_is_a_barrier():
+    src = """#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void k(const float *A, float *B) {
+  cg::thread_block block = cg::this_thread_block();
+  __shared__ float s[32];
+  s[threadIdx.x] = A[blockIdx.x * 32 + threadIdx.x];
+  block.sync();
+  B[blockIdx.x * 32 + threadIdx.x] = s[31 - threadIdx.x];
+  cg::sync(block);
+}
+"""
+    sch = parse_kernel(src, "k", [2], [32], COPY_ARGS, path="cg.cu")
+    barriers = [n for n in sch.body if isinstance(n, S.Barrier)]
+    assert [b.source for b in barriers] == ["cg.cu:7:3", "cg.cu:9:3"]
+    assert tt.check(sch, seed=1) == []
+
+
+def test_constants_casts_and_float4():
+    src = """
+constexpr int SHIFT = 2;
+constexpr float SCALE = 0.5f;
+__device__ __forceinline__ float twice(float x) { return 2.0f * x; }
+__global__ void k(const float *A, float *B, int n) {
+  const int i = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+  float4 v = reinterpret_cast<const float4 *>(&A[i])[0];
+  float s = static_cast<float>(SHIFT) * SCALE + (float)n;
+  reinterpret_cast<float4 *>(&B[i])[0] = make_float4(twice(v.x), v.y + s, fmaxf(v.z, 0.0f), v.w);
+}
+"""
+    sch = parse_kernel(src, "k", [2], [8], {**COPY_ARGS, "n": 3})
+    c = counts(sch)
+    assert (c.global_load_elems, c.global_store_elems) == (64, 64)
+    vector_ops = [n for n in sch.body if isinstance(n, (S.VectorLoad, S.VectorStore))]
+    assert len(vector_ops) == 2
+
+
+@pytest.mark.parametrize("call,message", [
+    ("atomicAdd(&B[0], 1.0f);", "atomicAdd: atomics order updates"),
+    ("__syncwarp();", "__syncwarp synchronises one warp"),
+    ("__threadfence();", "__threadfence orders memory without synchronising"),
+    ("printf(\"%d\", 1);", "printf"),
+])
+def test_refused_by_name_at_the_place(call, message):
+    src = f"""#include <cstdio>
+__global__ void k(const float *A, float *B) {{
+  B[threadIdx.x] = A[threadIdx.x];
+  {call}
+}}
+"""
+    with pytest.raises(FrontendError) as err:
+        parse_kernel(src, "k", [2], [32], COPY_ARGS, path="r.cu")
+    assert str(err.value).startswith("r.cu:4:3: ") and message in str(err.value)
+
+
+def test_data_dependent_index_and_missing_kernel_are_refused():
+    src = """__global__ void k(const float *A, float *B) {
+  int j = (int)A[threadIdx.x];
+  B[j] = 1.0f;
+}
+"""
+    with pytest.raises(FrontendError, match="r.cu:2:11: .*traffic depends on the data"):
+        parse_kernel(src, "k", [1], [32], COPY_ARGS, path="r.cu")
+    with pytest.raises(FrontendError, match="no __global__ kernel named 'q'; it defines k"):
+        parse_kernel(src, "q", [1], [32], COPY_ARGS, path="r.cu")
+
+
+def test_early_return_before_syncthreads_is_barrier_divergence():
+    src = """__global__ void k(const float *A, float *B) {
+  __shared__ float t[32];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (threadIdx.x >= 16) return;
+  t[threadIdx.x] = A[i];
+  __syncthreads();
+  B[i] = t[threadIdx.x];
+}
+"""
+    sch = parse_kernel(src, "k", [2], [32], COPY_ARGS, path="div.cu")
+    hazards = {h.kind: h for h in tt.check(sch, seed=1)}
+    assert "barrier-divergence" in hazards
+    assert "the barrier at div.cu:6:3" in hazards["barrier-divergence"].detail
+
+
+def test_out_of_bounds_edge_tile_named_with_its_indices():
+    src = """#define T 16
+__global__ void k(const float *A, float *B, int N) {
+  __shared__ float t[T][T];
+  int x = blockIdx.x * T + threadIdx.x, y = blockIdx.y * T + threadIdx.y;
+  t[threadIdx.y][threadIdx.x] = A[y * N + x];
+  __syncthreads();
+  B[y * N + x] = t[threadIdx.y][threadIdx.x];
+}
+"""
+    args = {"A": buf(["N", "N"], "in"), "B": buf(["N", "N"], "out"), "N": 24}
+    sch = parse_kernel(src, "k", [2, 2], [16, 16], args, path="edge.cu")
+    hazards = [h for h in tt.check(sch, seed=1) if h.kind == "out-of-bounds"]
+    assert hazards
+    assert "A[24, 0] (load A[y, x] at edge.cu:5:33)" in hazards[0].detail
+    assert "outside dimension 0 of extent 24 (shape 24 x 24)" in hazards[0].detail
+
+
+def _launch(tmp_path, toml: str, source: str, name="k.cu"):
+    (tmp_path / name).write_text(source)
+    path = tmp_path / "k.toml"
+    path.write_text(toml)
+    return path
+
+
+SCALE_SRC = """template <int W>
+__global__ void k(const float *A, float *B) {
+  int i = blockIdx.x * W + threadIdx.x;
+  B[i] = A[i] * 2.0f;
+}
+"""
+
+
+def test_cuda_launch_file_with_template_and_every_command(tmp_path):
+    path = _launch(tmp_path, """source = "k.cu"
+kernel = "k"
+template = { W = "B" }
+[sizes]
+n = 64
+B = 32
+[launch]
+grid = ["n / W"]
+block = ["W"]
+[args]
+A = { shape = ["n"], access = "in" }
+B = { shape = ["n"], access = "out" }
+""", SCALE_SRC)
+    sch = tt.build(str(path))
+    assert sch.family == "cuda:k" and sch.local_size == (32,) and sch.global_size == (64,)
+    assert sch.extra["cuda"]["launch_file"] == str(path)
+    assert counts(sch).flop == 64
+    tuned = launch_file.load(path, None, {"W": 16})
+    assert tuned.local_size == (16,) and tuned.extra["cuda"]["template"] == {"W": "16"}
+    assert tt.check(sch, seed=1) == []
+
+
+def test_cuda_launch_file_errors(tmp_path):
+    path = _launch(tmp_path, """source = "k.cu"
+kernel = "k"
+template = { W = 32 }
+[launch]
+global_size = [64]
+local_size = [32]
+[args]
+A = { shape = [64], access = "in" }
+B = { shape = [64], access = "out" }
+""", SCALE_SRC)
+    with pytest.raises(launch_file.LaunchFileError,
+                       match=r"launch.global_size: a CUDA kernel's launch gives grid and block"):
+        tt.build(str(path))
+    path.write_text(path.read_text().replace("global_size = [64]\nlocal_size = [32]",
+                                             "grid = [2]\nblock = [32]")
+                    .replace("W = 32", "V = 32"))
+    with pytest.raises(launch_file.LaunchFileError, match=r"k.toml: template: .*has no "
+                                                          r"template parameter V"):
+        tt.build(str(path))
+
