@@ -4,6 +4,7 @@ refuses with a one-line message at the place in the source, the faults a check r
 the source's places, and CUDA launch files."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tiletraffic as tt
@@ -281,3 +282,60 @@ B = { shape = [64], access = "out" }
                                                           r"template parameter V"):
         tt.build(str(path))
 
+
+
+SHUFFLE_SRC = """__global__ void k(const float *A, float *B) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = A[i];
+  float up = __shfl_up_sync(0xffffffff, v, 1);
+  float x = __shfl_xor_sync(0xffffffff, v, 3, 16);
+  float b = __shfl_sync(0xffffffff, v, 5);
+  B[i] = up + 100.0f * x + 10000.0f * b;
+}
+"""
+
+
+def _shuffle_reference(a):
+    """What SHUFFLE_SRC stores, in numpy, for one block per 64 floats of ``a``."""
+    out = np.empty_like(a)
+    for i in range(a.size):
+        lane, warp = i % 32, i - i % 32
+        up = a[i - 1] if lane >= 1 else a[i]
+        seg = i - i % 16
+        x = a[seg + ((i % 16) ^ 3)]
+        b = a[warp + 5]
+        out[i] = up + 100.0 * x + 10000.0 * b
+    return out
+
+
+def test_shuffles_move_values_between_lanes():
+    sch = parse_kernel(SHUFFLE_SRC, "k", [2], [32], COPY_ARGS, path="s.cu")
+    shuffles = [n for n in sch.body if isinstance(n, S.Shuffle)]
+    assert [(s.mode, s.width) for s in shuffles] == [("up", 32), ("xor", 16), ("index", 32)]
+    a = np.arange(64, dtype=np.float32) / 8
+    result = tt.simulate(sch, {"A": a})
+    assert np.allclose(result.outputs["B"], _shuffle_reference(a.astype(np.float64)))
+    c = result.counts
+    assert (c.global_load_elems, c.local_load_elems, c.flop) == (64, 0, 64 * 4)
+
+
+def test_generated_shuffles_run_on_pocl(pocl):
+    sch = parse_kernel(SHUFFLE_SRC, "k", [2], [32], COPY_ARGS, path="s.cu")
+    result = tt.run(sch, pocl, repeat=10, warmup=1,
+                    reference=lambda inputs: {"B": _shuffle_reference(inputs["A"])}, seed=2)
+    assert result.check.ok
+
+
+@pytest.mark.parametrize("call,message", [
+    ("__shfl_down_sync(0xffff, v, 1)", "mask other than 0xffffffff"),
+    ("__shfl_down_sync(0xffffffff, v, 1, 48)", "width 48: a power of two from 1 to 32"),
+    ("__shfl_down_sync(0xffffffff, (int)v, 1)", "of an integer: the simulator shuffles floats"),
+])
+def test_shuffles_refused(call, message):
+    src = f"""__global__ void k(const float *A, float *B) {{
+  float v = A[threadIdx.x];
+  B[threadIdx.x] = {call};
+}}
+"""
+    with pytest.raises(FrontendError, match=message):
+        parse_kernel(src, "k", [1], [32], {"A": buf([32], "in"), "B": buf([32], "out")})

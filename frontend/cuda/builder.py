@@ -145,6 +145,9 @@ class CudaKernelBuilder(KernelBuilder):
             value = self.index_variable(s)
             if value is not None:
                 return value
+        if s.kind == K.CALL_EXPR and s.spelling in SHUFFLES:
+            self.fail(s, f"{s.spelling} of an integer: the simulator shuffles floats (an "
+                         "integer shuffled would make indices depend on other lanes)")
         if s.kind.name == "CXX_BOOL_LITERAL_EXPR":
             return S.Const(int(bool(C.evaluate(s))))
         if s.kind.name in _CASTS and s.kind != K.CSTYLE_CAST_EXPR:
@@ -239,9 +242,6 @@ class CudaKernelBuilder(KernelBuilder):
     def shuffle(self, s, args, out) -> S.FloatExpr:
         """A warp shuffle of a float (``__shfl_down_sync(mask, v, delta[, width])``): the
         IR's :class:`~tiletraffic.simulator.ir.nodes.Shuffle` of ``v`` in a private float."""
-        if not hasattr(S, "Shuffle"):
-            self.fail(s, f"{s.spelling}: moving values between the lanes of a warp is not "
-                         "simulated; reduce through __shared__ memory and __syncthreads()")
         if len(args) not in (3, 4):
             self.fail(s, f"{s.spelling} takes (mask, value, lane or delta[, width])")
         if not is_float_type(C.strip(args[1]).type) and not is_float_type(args[1].type):
