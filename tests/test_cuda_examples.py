@@ -106,3 +106,28 @@ def test_oclgrind_counts_of_the_generated_opencl_equal_the_simulator(name):
             assert comparison.oclgrind[key] == comparison.simulator[key], key
     else:
         assert comparison.equal, comparison.to_dict()
+
+
+def test_run_says_in_one_line_that_the_generated_opencl_runs(pocl):
+    from click.testing import CliRunner
+    from tiletraffic.analysis.cli import main
+    from tiletraffic.gpu.runtime.cuda_run import nvrtc_problem
+    result = CliRunner().invoke(main, ["run", str(EXAMPLES / "transpose_shared.toml"),
+                                       "--device", pocl])
+    assert result.exit_code == 0, result.output
+    first = result.output.splitlines()[0]
+    assert first.startswith("cuda:transpose_shared: its CUDA source is not compiled here (")
+    assert first.endswith("): running the schedule's generated OpenCL C")
+    assert nvrtc_problem() is None or "--device names an OpenCL device" in first
+
+
+def test_nvrtc_compiles_and_launches_the_cuda_source():
+    from tiletraffic.gpu.runtime.cuda_run import nvrtc_problem
+    problem = nvrtc_problem()
+    if problem is not None:
+        pytest.skip(f"NVRTC launch not tested: {problem}")
+    for name in NAMES:
+        ref = launch_file.reference_function(EXAMPLES / f"{name}.toml")
+        run = tt.run_cuda(load(name), repeat=10, warmup=1, reference=ref, seed=4)
+        assert run.checks and all(c.ok for c in run.checks.values()), name
+        assert len(run.times_s) == 10 and run.median_s > 0

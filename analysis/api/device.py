@@ -152,3 +152,32 @@ def calibrate(device: str | None = None, *, quick: bool = False,
     if out is not None:
         atomic_write_text(out, to_toml(model))
     return model, measured
+
+
+@facade_function
+def run_cuda(schedule: Schedule, *, repeat: int = 10, warmup: int = 2, reference=None,
+             seed: int | None = None, inputs: str = "normal"):
+    """Compile a schedule read from CUDA (`from_cuda`, a CUDA launch file) from its own
+    source with NVRTC and launch, check and time it on an NVIDIA GPU (needs CuPy: `pip
+    install -e ".[cuda]"`).
+
+    Args:
+        repeat, warmup: timed launches and untimed warm-up launches.
+        reference: as for `run`: a function `inputs -> {output name: array}`.
+        seed: seed of the random inputs; inputs: `normal`, `uniform`, `ones`, `arange`.
+
+    Returns:
+        `tiletraffic.gpu.runtime.cuda_run.CudaRun` (`.times_s`, `.median_s`, `.checks`).
+
+    Raises:
+        ValueError: the schedule was not read from CUDA.
+        tiletraffic.gpu.devices.device.TiletrafficGpuError: CuPy or an NVIDIA GPU is
+            missing (the message says which), NVRTC or the launch fails.
+        tiletraffic.gpu.runtime.launch.ResultMismatchError: a result outside its tolerance.
+    """
+    import numpy as np
+    from tiletraffic.gpu.runtime.cuda_run import run_cuda_source
+    check_schedule_argument(schedule, "run_cuda")
+    return run_cuda_source(schedule, repeat=repeat, warmup=warmup,
+                           rng=np.random.default_rng(seed), reference_fn=reference,
+                           inputs=inputs)

@@ -254,3 +254,31 @@ def instance(tu, kernel: str):
                 if f.kind == K.FUNCTION_DECL and f.spelling == kernel and f.is_definition():
                     return f
     return None
+
+
+def device_source(tu, source: str, path: str) -> str:
+    """``source`` (the text of ``path``, parsed as ``tu``) with each host function's
+    definition (a function of the file neither ``__device__`` nor ``__global__``: ``main``,
+    the launch code) blanked, its newlines kept so that every line keeps its number: the
+    text NVRTC compiles for a launch of the file's own kernel."""
+    from clang.cindex import CursorKind as K
+    data = bytearray(source.encode("utf-8"))
+    spans = []
+
+    def visit(parent):
+        for c in parent.get_children():
+            f = c.location.file
+            if f is None or f.name != path:
+                continue
+            if c.kind == K.NAMESPACE:
+                visit(c)
+            elif c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and c.is_definition():
+                attrs = {k.kind.name for k in c.get_children()}
+                if not attrs & {"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"}:
+                    spans.append((c.extent.start.offset, c.extent.end.offset))
+    visit(tu.cursor)
+    for start, end in spans:
+        for i in range(start, min(end, len(data))):
+            if data[i] not in (10, 13):
+                data[i] = 32
+    return data.decode("utf-8", errors="replace")

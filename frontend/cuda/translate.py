@@ -141,6 +141,7 @@ def parse_kernel(source: str, kernel: str, grid, block, args: dict, *,
         raise FrontendError(f"{path}: no __global__ kernel named {kernel!r}; it defines "
                             f"{', '.join(found) or 'none'}")
     cursor = found[kernel]
+    device_text = CC.device_source(tu, source, path)
     values: dict = {}
     if cursor.kind.name == "FUNCTION_TEMPLATE":
         values = CC.template_values(cursor, dict(template or {}), path)
@@ -158,7 +159,8 @@ def parse_kernel(source: str, kernel: str, grid, block, args: dict, *,
                                 shared_bytes)
     body = _c_names(simplify(builder.build()))
     options = tuple(C.split_build_options(build_options))
-    cuda = {"source": source, "kernel": kernel, "path": path, "build_options": options,
+    cuda = {"source": source, "device_source": device_text, "kernel": kernel, "path": path,
+            "build_options": options,
             "template": {k: v for k, (_, v) in values.items()},
             "grid": tuple(g // b for g, b in zip(gsize, lsize)), "block": lsize,
             "shared_bytes": shared_bytes, "args": tuple(builder.arg_kinds)}
