@@ -339,3 +339,80 @@ def test_shuffles_refused(call, message):
 """
     with pytest.raises(FrontendError, match=message):
         parse_kernel(src, "k", [1], [32], {"A": buf([32], "in"), "B": buf([32], "out")})
+
+
+def test_template_helper_in_a_namespace_is_inlined_with_its_arguments():
+    src = """namespace util {
+template <int W, typename T>
+__device__ __forceinline__ T scale(T v, int i) { return v * (float)(W + i); }
+}
+template <int W>
+__global__ void k(const float *A, float *B) {
+  typedef unsigned int uint;
+  uint i = threadIdx.x;
+  B[i] = util::scale<W * 2, float>(A[i], i);
+}
+"""
+    sch = parse_kernel(src, "k", [1], [32], {"A": buf([32], "in"), "B": buf([32], "out")},
+                       template={"W": 3})
+    out = tt.simulate(sch, {"A": np.ones(32, dtype=np.float32)}).outputs["B"]
+    assert out[:3].tolist() == [6.0, 7.0, 8.0]
+
+
+BLOCKTILED = """#include <cuda_runtime.h>
+template <const int BM, const int BN, const int BK, const int TM, const int TN>
+__device__ void load_tiles(int N, int K, const float *A, const float *B, float *As, float *Bs) {
+  constexpr uint threads = (BM / TM) * (BN / TN);
+  for (uint i = threadIdx.x * 4; i < BM * BK; i += threads * 4) {
+    const float4 a = reinterpret_cast<const float4 *>(&A[(i / BK) * K + i % BK])[0];
+    As[(i % BK + 0) * BM + i / BK] = a.x;
+    As[(i % BK + 1) * BM + i / BK] = a.y;
+    As[(i % BK + 2) * BM + i / BK] = a.z;
+    As[(i % BK + 3) * BM + i / BK] = a.w;
+  }
+  for (uint i = threadIdx.x * 4; i < BK * BN; i += threads * 4)
+    reinterpret_cast<float4 *>(&Bs[i])[0] =
+        reinterpret_cast<const float4 *>(&B[(i / BN) * N + i % BN])[0];
+}
+template <const int BM, const int BN, const int BK, const int TM, const int TN>
+__global__ void sgemm2d(int M, int N, int K, const float *A, const float *B, float *C) {
+  __shared__ float As[BM * BK];
+  __shared__ float Bs[BK * BN];
+  A += blockIdx.y * BM * K;
+  B += blockIdx.x * BN;
+  C += blockIdx.y * BM * N + blockIdx.x * BN;
+  const uint col = threadIdx.x % (BN / TN), row = threadIdx.x / (BN / TN);
+  float acc[TM * TN] = {0.0f};
+  for (uint k0 = 0; k0 < K; k0 += BK) {
+    load_tiles<BM, BN, BK, TM, TN>(N, K, A, B, As, Bs);
+    __syncthreads();
+    A += BK;
+    B += BK * N;
+    for (uint k = 0; k < BK; ++k)
+      for (uint m = 0; m < TM; ++m)
+        for (uint n = 0; n < TN; ++n)
+          acc[m * TN + n] += As[k * BM + row * TM + m] * Bs[k * BN + col * TN + n];
+    __syncthreads();
+  }
+  for (uint m = 0; m < TM; ++m)
+    for (uint n = 0; n < TN; ++n)
+      C[(row * TM + m) * N + col * TN + n] = acc[m * TN + n];
+}
+"""
+
+
+def test_block_tiled_sgemm_with_moved_pointers_and_a_template_helper():
+    n = 64
+    args = {"M": n, "N": n, "K": n, "A": buf([n * n], "in"), "B": buf([n * n], "in"),
+            "C": buf([n * n], "out")}
+    sch = parse_kernel(BLOCKTILED, "sgemm2d", [2, 2], [64], args,
+                       template={"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4})
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal(n * n).astype(np.float32) for _ in range(2))
+    result = tt.simulate(sch, {"A": a, "B": b})
+    expected = a.reshape(n, n).astype(np.float64) @ b.reshape(n, n)
+    assert np.abs(result.outputs["C"].reshape(n, n) - expected).max() < 1e-3
+    assert tt.check(sch, seed=1) == []
+    c = result.counts
+    assert (c.global_load_elems, c.local_store_elems, c.barriers) == (
+        2 * n * n * 2, 2 * n * n * 2, 2 * (n // 8) * 4)

@@ -20,8 +20,8 @@ CUDA spells differently mapped onto the same IR:
   ``__expf``, ``fmaf``, ``__fmaf_rn``, ``__fmul_rn``, ``__fadd_rn``, ``__fdividef`` are the
   IR's float operations;
 - namespace-scope ``const``/``constexpr`` integers and floats (and a template's
-  parameters) are constants; ``true``/``false`` are 1 and 0; ``assert`` and casts to
-  ``void`` do nothing.
+  parameters) are constants; ``true``/``false`` are 1 and 0; ``assert``, casts to
+  ``void``, ``typedef``/``using`` and ``static_assert`` in the kernel do nothing.
 
 Refused by name: atomics, ``__syncwarp``, the fences, ``__syncthreads_count``/``_and``/
 ``_or``, ``__ballot_sync``, ``__constant__`` memory and shuffles of integers.
@@ -87,6 +87,9 @@ class CudaKernelBuilder(KernelBuilder):
 
     def declaration(self, d, kernel_level) -> list:
         from clang.cindex import CursorKind as K
+        if d.kind.name in ("TYPEDEF_DECL", "TYPE_ALIAS_DECL", "STATIC_ASSERT",
+                           "USING_DIRECTIVE", "USING_DECLARATION", "NAMESPACE_ALIAS"):
+            return []        # names for clang: the parse has resolved them
         if d.kind == K.VAR_DECL:
             attrs = {k.kind.name for k in d.get_children() if k.kind.is_attribute()}
             if "CUDASHARED_ATTR" in attrs:
@@ -160,6 +163,9 @@ class CudaKernelBuilder(KernelBuilder):
             value = self.namespace_constant(s)
             if isinstance(value, int):
                 return S.Const(value, s.spelling)
+            value = self.template_argument(s)
+            if isinstance(value, int):
+                return S.Const(value)
         return super()._int_expr(s)
 
     def index_variable(self, s) -> S.IntExpr | None:
@@ -181,6 +187,15 @@ class CudaKernelBuilder(KernelBuilder):
         if dim >= ndim:
             return S.Const(0)
         return S.WorkItemId("local" if base.spelling == "threadIdx" else "group", dim)
+
+    def template_argument(self, s):
+        """The value of a helper template's parameter in the instance inlined (clang shows
+        it as a reference to the parameter), else ``None``."""
+        ref = s.referenced
+        if s.spelling and (ref is None or ref.kind.name != "TEMPLATE_NON_TYPE_PARAMETER"):
+            return None
+        value = C.evaluate(s)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def namespace_constant(self, s):
         """The value of a name the kernel does not declare: ``warpSize``, a namespace-scope

@@ -24,6 +24,10 @@
 typedef __SIZE_TYPE__ size_t;
 typedef __PTRDIFF_TYPE__ ptrdiff_t;
 typedef decltype(nullptr) nullptr_t;
+typedef unsigned int uint;
+typedef unsigned short ushort;
+typedef unsigned long ulong;
+typedef unsigned char uchar;
 
 struct __tiletraffic_index3 { unsigned int x, y, z; };
 extern const __device__ __tiletraffic_index3 threadIdx;
