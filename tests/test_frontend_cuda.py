@@ -416,3 +416,21 @@ def test_block_tiled_sgemm_with_moved_pointers_and_a_template_helper():
     c = result.counts
     assert (c.global_load_elems, c.local_store_elems, c.barriers) == (
         2 * n * n * 2, 2 * n * n * 2, 2 * (n // 8) * 4)
+
+
+def test_extern_c_kernel_and_shared_scalar():
+    src = """extern "C" __global__ void k(const float *A, float *B) {
+  __shared__ float total;
+  if (threadIdx.x == 0) total = A[blockIdx.x * 32];
+  __syncthreads();
+  B[blockIdx.x * 32 + threadIdx.x] = total + A[blockIdx.x * 32 + threadIdx.x];
+}
+"""
+    assert kernel_names(src) == ["k"]
+    sch = parse_kernel(src, "k", [2], [32], COPY_ARGS)
+    a = np.arange(64, dtype=np.float32)
+    out = tt.simulate(sch, {"A": a}).outputs["B"]
+    assert out.tolist() == (a + np.repeat(a[::32], 32)).tolist()
+    assert tt.check(sch, seed=1) == []
+    c = counts(sch)
+    assert (c.local_store_elems, c.local_load_elems) == (2, 64)

@@ -8,7 +8,8 @@ CUDA spells differently mapped onto the same IR:
   dimension beyond the launch's: 0 and 1), ``warpSize`` 32;
 - pointer arguments without an address space are global buffers; ``__shared__`` arrays are
   local arrays of static shape, declared anywhere in the kernel; ``extern __shared__`` arrays
-  are one local array of the launch's ``shared_bytes``, every such name aliasing it;
+  are one local array of the launch's ``shared_bytes``, every such name aliasing it; a
+  ``__shared__ float`` is a local array of one element;
 - ``__syncthreads()``, a thread block's ``sync()`` and ``cooperative_groups::sync(block)``
   are barriers of local and global memory, with their place in the source;
 - the warp shuffles (``__shfl_sync``, ``__shfl_up_sync``, ``__shfl_down_sync``,
@@ -138,8 +139,29 @@ class CudaKernelBuilder(KernelBuilder):
                 self.bind(d.spelling, Binding("local", None, d))
             self.lookup(d.spelling).value = self.dynamic_shared
             return []
-        self.fail(d, f"__shared__ {d.spelling} of type {d.type.spelling}: shared memory is an "
-                     "array of float (__shared__ float tile[TS][TS])")
+        if is_float_type(d.type):           # one float of the block: a one-element array
+            arr = S.LocalArray(self.bind(d.spelling, Binding("shared_scalar", None, d)),
+                               (S.Const(1),))
+            self.lookup(d.spelling).value = arr
+            self.local_arrays.append(arr)
+            return []
+        self.fail(d, f"__shared__ {d.spelling} of type {d.type.spelling}: shared memory holds "
+                     "float arrays and floats (__shared__ float tile[TS][TS])")
+
+    def shared_scalar(self, s):
+        """The one-element local array of a ``__shared__ float`` the cursor ``s`` names,
+        else ``None``."""
+        from clang.cindex import CursorKind as K
+        if s.kind != K.DECL_REF_EXPR:
+            return None
+        b = self.lookup(s.spelling)
+        return b.value if b is not None and b.kind == "shared_scalar" else None
+
+    def target_of(self, lhs):
+        arr = self.shared_scalar(C.strip(lhs))
+        if arr is not None:
+            return ("memory", arr, (S.Const(0),))
+        return super().target_of(lhs)
 
     # ------------------------------------------------------------------ integers
     def _int_expr(self, s) -> S.IntExpr:
@@ -224,6 +246,9 @@ class CudaKernelBuilder(KernelBuilder):
                 v = self.float_literal(inner)
                 return S.FConst(v) if v is not None else S.IntToFloat(self.exact(inner))
             self.fail(s, f"a {C.strip(inner).type.spelling} converted to float")
+        arr = self.shared_scalar(s)
+        if arr is not None:
+            return S.Load(arr, (S.Const(0),), self.access_source(s, arr, (S.Const(0),)))
         if s.kind == K.DECL_REF_EXPR and self.lookup(s.spelling) is None and \
                 is_float_type(s.type):
             value = self.namespace_constant(s)

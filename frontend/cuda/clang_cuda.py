@@ -120,7 +120,8 @@ def kernels(tu) -> dict:
 
     def visit(parent):
         for c in parent.get_children():
-            if c.kind == K.NAMESPACE and c.spelling != INSTANCE_NAMESPACE:
+            if c.kind == K.NAMESPACE and c.spelling != INSTANCE_NAMESPACE or \
+                    c.kind.name in ("LINKAGE_SPEC", "UNEXPOSED_DECL"):
                 visit(c)
             elif c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and c.is_definition() and \
                     not is_shipped(c) and is_global(c):
@@ -270,7 +271,7 @@ def device_source(tu, source: str, path: str) -> str:
             f = c.location.file
             if f is None or f.name != path:
                 continue
-            if c.kind == K.NAMESPACE:
+            if c.kind == K.NAMESPACE or c.kind.name in ("LINKAGE_SPEC", "UNEXPOSED_DECL"):
                 visit(c)
             elif c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and c.is_definition():
                 attrs = {k.kind.name for k in c.get_children()}
