@@ -71,7 +71,7 @@ __global__ void k(const float *A, float *B) {
 }
 """
     sch = parse_kernel(src, "k", [2], [32], COPY_ARGS, template={"W": 32, "SCALE": True})
-    assert sch.extra["cuda"]["template"] == {"W": "32", "SCALE": "true", "H": "W / 2"}
+    assert sch.extra["cuda"]["template"] == {"W": "32", "SCALE": "true", "H": "16"}
     c = counts(sch)
     assert c.flop == 64 + 32         # the products, and H = 16 additions per block
     plain = parse_kernel(src, "k", [2], [32], COPY_ARGS, template={"W": 32, "SCALE": False})
@@ -434,3 +434,24 @@ def test_extern_c_kernel_and_shared_scalar():
     assert tt.check(sch, seed=1) == []
     c = counts(sch)
     assert (c.local_store_elems, c.local_load_elems) == (2, 64)
+
+
+def test_what_nvrtc_is_given_host_code_blanked_and_the_instance_named():
+    from tiletraffic.gpu.runtime.cuda_run import kernel_expression
+    src = """#include <cstdio>
+template <int W, bool F>
+__global__ void k(const float *A, float *B) { B[threadIdx.x] = A[threadIdx.x]; }
+int main() {
+  float *d;
+  cudaMalloc(&d, 4);
+  k<32, true><<<1, 32>>>(d, d);
+  return 0;
+}
+"""
+    sch = parse_kernel(src, "k", [1], [32], {"A": buf([32], "in"), "B": buf([32], "out")},
+                       template={"W": 32, "F": True})
+    cuda = sch.extra["cuda"]
+    assert kernel_expression(cuda) == "k<32, true>"
+    device = cuda["device_source"]
+    assert device.count("\n") == src.count("\n")
+    assert "__global__ void k" in device and "main" not in device and "cudaMalloc" not in device

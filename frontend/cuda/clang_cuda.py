@@ -283,3 +283,27 @@ def device_source(tu, source: str, path: str) -> str:
             if data[i] not in (10, 13):
                 data[i] = 32
     return data.decode("utf-8", errors="replace")
+
+
+def instance_values(tu, values: dict) -> dict:
+    """The template arguments of the instance in ``tu`` (:func:`instantiate` of
+    ``values``) as C++ spells them for a name expression (``32``, ``true``, ``float``):
+    integers and bools as clang evaluates them (a default such as ``W / 2`` too), types as
+    given."""
+    from clang.cindex import CursorKind as K
+    found = {}
+    for c in tu.cursor.get_children():
+        if c.kind == K.NAMESPACE and c.spelling == INSTANCE_NAMESPACE:
+            for v in c.get_children():
+                if v.kind == K.VAR_DECL and v.spelling in values:
+                    found[v.spelling] = C.evaluate(v)
+    out = {}
+    for name, (kind, text) in values.items():
+        value = found.get(name)
+        if kind == "bool" and value is not None:
+            out[name] = "true" if value else "false"
+        elif kind != "type" and isinstance(value, int):
+            out[name] = str(value)
+        else:
+            out[name] = text
+    return out

@@ -143,10 +143,12 @@ def parse_kernel(source: str, kernel: str, grid, block, args: dict, *,
     cursor = found[kernel]
     device_text = CC.device_source(tu, source, path)
     values: dict = {}
+    arguments: dict = {}
     if cursor.kind.name == "FUNCTION_TEMPLATE":
         values = CC.template_values(cursor, dict(template or {}), path)
         tu = CC.parse(CC.instantiate(source, cursor, values), path, build_options)
         cursor = CC.instance(tu, kernel)
+        arguments = CC.instance_values(tu, values)
         if cursor is None:
             raise FrontendError(f"{path}: the instance of kernel template {kernel} was not "
                                 "found after instantiating it")
@@ -161,7 +163,7 @@ def parse_kernel(source: str, kernel: str, grid, block, args: dict, *,
     options = tuple(C.split_build_options(build_options))
     cuda = {"source": source, "device_source": device_text, "kernel": kernel, "path": path,
             "build_options": options,
-            "template": {k: v for k, (_, v) in values.items()},
+            "template": arguments,
             "grid": tuple(g // b for g, b in zip(gsize, lsize)), "block": lsize,
             "shared_bytes": shared_bytes, "args": tuple(builder.arg_kinds)}
     return S.Schedule(
