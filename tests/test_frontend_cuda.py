@@ -455,3 +455,22 @@ int main() {
     device = cuda["device_source"]
     assert device.count("\n") == src.count("\n")
     assert "__global__ void k" in device and "main" not in device and "cudaMalloc" not in device
+
+
+def test_host_code_of_a_whole_program_is_left_out():
+    src = """#include <vector>
+#include <iostream>
+#include <cublas_v2.h>
+__global__ void k(const float *A, float *B) { B[threadIdx.x] = 2.0f * A[threadIdx.x]; }
+int main() {
+  std::vector<float> h(32, 1.0f);
+  cublasHandle_t handle;
+  std::cout << "done" << std::endl;
+  return 0;
+}
+"""
+    sch = parse_kernel(src, "k", [1], [32], {"A": buf([32], "in"), "B": buf([32], "out")})
+    assert counts(sch).flop == 32
+    broken = src.replace("2.0f * A[threadIdx.x]", "2.0f * A[threadIdx.x] * undeclared")
+    with pytest.raises(FrontendError, match="<source>:4:.*undeclared"):
+        parse_kernel(broken, "k", [1], [32], {"A": buf([32], "in"), "B": buf([32], "out")})

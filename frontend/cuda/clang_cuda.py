@@ -33,7 +33,7 @@ STUBS = INCLUDE / "cuda_stubs"
 """The system headers a CUDA source may include (declarations only)."""
 
 CLANG_ARGS = ("-x", "cuda", "-std=c++17", "-nocudainc", "-nocudalib", "--cuda-device-only",
-              "-nostdinc", "-nostdinc++", "-Wno-unknown-cuda-version")
+              "-nostdinc", "-nostdinc++", "-Wno-unknown-cuda-version", "-ferror-limit=0")
 """How clang is told the source is CUDA device code, without a CUDA toolkit."""
 
 INSTANCE_NAMESPACE = "__tiletraffic_instance"
@@ -66,7 +66,10 @@ def parse(source: str, path: str, build_options=()):
                               options=cindex.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
     except cindex.TranslationUnitLoadError as err:
         raise FrontendError(f"{path}: clang could not parse the file ({err})") from None
+    host = host_extents(tu)
     for d in tu.diagnostics:
+        if d.severity == cindex.Diagnostic.Error and _inside(d.location, host):
+            continue                  # host code: left out, as the device compiler does
         if d.severity >= cindex.Diagnostic.Error:
             loc = d.location
             if loc.file is None:
@@ -257,28 +260,43 @@ def instance(tu, kernel: str):
     return None
 
 
-def device_source(tu, source: str, path: str) -> str:
-    """``source`` (the text of ``path``, parsed as ``tu``) with each host function's
-    definition (a function of the file neither ``__device__`` nor ``__global__``: ``main``,
-    the launch code) blanked, its newlines kept so that every line keeps its number: the
-    text NVRTC compiles for a launch of the file's own kernel."""
+def host_extents(tu) -> dict:
+    """Per file of the source (not the shipped headers), the ``(start, end)`` byte offsets
+    of each host function's definition: a function neither ``__device__`` nor
+    ``__global__`` (``main``, the launch code)."""
     from clang.cindex import CursorKind as K
-    data = bytearray(source.encode("utf-8"))
-    spans = []
+    out: dict = {}
 
     def visit(parent):
         for c in parent.get_children():
             f = c.location.file
-            if f is None or f.name != path:
+            if f is None or is_shipped(c):
                 continue
             if c.kind == K.NAMESPACE or c.kind.name in ("LINKAGE_SPEC", "UNEXPOSED_DECL"):
                 visit(c)
             elif c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and c.is_definition():
                 attrs = {k.kind.name for k in c.get_children()}
                 if not attrs & {"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"}:
-                    spans.append((c.extent.start.offset, c.extent.end.offset))
+                    out.setdefault(f.name, []).append((c.extent.start.offset,
+                                                       c.extent.end.offset))
     visit(tu.cursor)
-    for start, end in spans:
+    return out
+
+
+def _inside(location, extents: dict) -> bool:
+    """Whether the source location is inside one of ``extents`` (:func:`host_extents`)."""
+    f = location.file
+    return f is not None and any(a <= location.offset < b
+                                 for a, b in extents.get(f.name, ()))
+
+
+def device_source(tu, source: str, path: str) -> str:
+    """``source`` (the text of ``path``, parsed as ``tu``) with each host function's
+    definition (a function of the file neither ``__device__`` nor ``__global__``: ``main``,
+    the launch code) blanked, its newlines kept so that every line keeps its number: the
+    text NVRTC compiles for a launch of the file's own kernel."""
+    data = bytearray(source.encode("utf-8"))
+    for start, end in host_extents(tu).get(path, ()):
         for i in range(start, min(end, len(data))):
             if data[i] not in (10, 13):
                 data[i] = 32
