@@ -474,3 +474,24 @@ int main() {
     broken = src.replace("2.0f * A[threadIdx.x]", "2.0f * A[threadIdx.x] * undeclared")
     with pytest.raises(FrontendError, match="<source>:4:.*undeclared"):
         parse_kernel(broken, "k", [1], [32], {"A": buf([32], "in"), "B": buf([32], "out")})
+
+
+def test_helpers_take_references():
+    src = """template <int TM>
+__device__ void load_row(float (&reg)[TM], const float *A, const int &base) {
+  for (int m = 0; m < TM; ++m) reg[m] = A[base + m];
+}
+__device__ void add_to(float &acc, float v, int &count) { acc += v; count += 1; }
+__global__ void k(const float *A, float *B) {
+  float reg[4];
+  float acc = 0.0f;
+  int count = 0;
+  load_row<4>(reg, A, 4 * threadIdx.x);
+  for (int m = 0; m < 4; ++m) add_to(acc, reg[m], count);
+  B[threadIdx.x] = acc + (float)count;
+}
+"""
+    sch = parse_kernel(src, "k", [1], [8], {"A": buf([32], "in"), "B": buf([8], "out")})
+    a = np.arange(32, dtype=np.float32)
+    out = tt.simulate(sch, {"A": a}).outputs["B"]
+    assert out.tolist() == (a.reshape(8, 4).sum(axis=1) + 4).tolist()

@@ -163,6 +163,48 @@ class CudaKernelBuilder(KernelBuilder):
             return ("memory", arr, (S.Const(0),))
         return super().target_of(lhs)
 
+    def reassigned(self, decl) -> bool:
+        """As the OpenCL C front end's, and also where the function passes the variable to
+        a helper's non-``const`` reference parameter (which may assign it)."""
+        if super().reassigned(decl):
+            return True
+        from tiletraffic.frontend.opencl.context import _key
+        function = decl.semantic_parent
+        if function is None:
+            return False
+        cache = self.__dict__.setdefault("_by_reference", {})
+        key = _key(function)
+        if key not in cache:
+            cache[key] = frozenset(_passed_by_reference(function))
+        return _key(decl) in cache[key]
+
+    def reference_argument(self, param, arg, bindings: dict) -> bool:
+        """A helper's reference parameter (``float &acc``, ``float (&reg)[TM]``,
+        ``float4 &v``, ``const int &n``): the variable it is bound to, under the
+        parameter's name (assignments through it assign the variable); a ``const``
+        reference to a value that is no variable: that value."""
+        from clang.cindex import CursorKind as K
+        t = param.type.get_canonical()
+        if t.kind.name not in ("LVALUEREFERENCE", "RVALUEREFERENCE"):
+            return False
+        target = C.strip(arg)
+        if target.kind == K.DECL_REF_EXPR and self.lookup(target.spelling) is not None:
+            bindings[param.spelling] = self.lookup(target.spelling)
+            return True
+        pointee = t.get_pointee()
+        if not pointee.is_const_qualified():
+            return False
+        if is_int_type(pointee):
+            bindings[param.spelling] = Binding("int", self.int_expr(arg), param)
+            return True
+        if is_float_type(pointee):
+            out: list = []
+            value = self.float_expr(arg, out)
+            if not out:
+                bindings[param.spelling] = ("float", value, param)
+                return True
+        return False
+
     # ------------------------------------------------------------------ integers
     def _int_expr(self, s) -> S.IntExpr:
         from clang.cindex import CursorKind as K
@@ -380,6 +422,25 @@ class CudaKernelBuilder(KernelBuilder):
             return bool(base) and _is_thread_block(C.strip(base[0]).type)
         args = kids[1:]
         return len(args) == 1 and _is_thread_block(C.strip(args[0]).type)
+
+
+def _passed_by_reference(function) -> set:
+    """The declarations (keys of the translator's) that calls in ``function`` pass to a
+    non-``const`` reference parameter."""
+    from clang.cindex import CursorKind as K
+    from tiletraffic.frontend.opencl.context import _key
+    found = set()
+    for c in function.walk_preorder():
+        if c.kind != K.CALL_EXPR or c.referenced is None:
+            continue
+        params = [p for p in c.referenced.get_arguments() or ()]
+        for p, a in zip(params, C.children(c)[1:]):
+            t = p.type.get_canonical()
+            if t.kind.name == "LVALUEREFERENCE" and not t.get_pointee().is_const_qualified():
+                target = C.strip(a)
+                if target.kind == K.DECL_REF_EXPR and target.referenced is not None:
+                    found.add(_key(target.referenced))
+    return found
 
 
 def _is_thread_block(t) -> bool:
