@@ -100,12 +100,10 @@ def test_oclgrind_counts_of_the_generated_opencl_equal_the_simulator(name):
     small = {"sgemm_naive": {"M": 32, "N": 32, "K": 16}, "sgemm_tiled": {"N": 32},
              "transpose_shared": {"N": 32}}.get(name, {})
     comparison = compare_counts(load(name, **small))
+    assert comparison.equal, comparison.to_dict()
     assert comparison.oclgrind["global_load_elems"] > 0
     if name in SHUFFLING:       # the generated OpenCL C shuffles through local memory
-        for key in ("global_load_elems", "global_store_elems"):
-            assert comparison.oclgrind[key] == comparison.simulator[key], key
-    else:
-        assert comparison.equal, comparison.to_dict()
+        assert comparison.oclgrind["barriers"] > 0
 
 
 def test_run_says_in_one_line_that_the_generated_opencl_runs(pocl):

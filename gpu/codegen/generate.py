@@ -470,6 +470,43 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
         max_registers=schedule.max_registers)
 
 
+def shuffles_as_generated(schedule: S.Schedule) -> S.Schedule:
+    """``schedule`` with each :class:`~simulator.ir.nodes.Shuffle` replaced by the accesses
+    its generated code makes (:meth:`_BlockRenderer.visit_Shuffle`): a store of the value
+    into :data:`SHUFFLE_SCRATCH`, a barrier, a load of it into the shuffle's private float
+    (at the work-item's own place: the counts are those of the code, the value is not the
+    shuffle's), a barrier. Simulated, it counts what Oclgrind counts of the generated
+    kernel; ``schedule`` itself where it does not shuffle."""
+    import dataclasses
+    if not _shuffle_scratch(schedule):
+        return schedule
+    items = 1
+    for size in schedule.local_size:
+        items *= size
+    scratch = S.LocalArray(SHUFFLE_SCRATCH, (S.Const(items),))
+    me: S.IntExpr = S.Const(0)
+    for d in reversed(range(len(schedule.local_size))):
+        me = S.WorkItemId("local", d) if d == len(schedule.local_size) - 1 else \
+            S.WorkItemId("local", d) + S.Const(schedule.local_size[d]) * me
+
+    def lower(stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, S.Shuffle):
+                out += [S.Store(scratch, (me,), s.value, s.source),
+                        S.Barrier(source=s.source),
+                        S.Assign(s.name, S.Load(scratch, (me,), s.source)),
+                        S.Barrier(source=s.source)]
+                continue
+            changes = {f.name: lower(getattr(s, f.name)) for f in dataclasses.fields(s)
+                       if isinstance(getattr(s, f.name), tuple) and getattr(s, f.name)
+                       and all(isinstance(x, S.Stmt) for x in getattr(s, f.name))}
+            out.append(dataclasses.replace(s, **changes) if changes else s)
+        return tuple(out)
+    return dataclasses.replace(schedule, body=lower(schedule.body),
+                               local_arrays=schedule.local_arrays + (scratch,))
+
+
 def _shuffle_scratch(schedule: S.Schedule) -> list[str]:
     """The declaration of :data:`SHUFFLE_SCRATCH` where the schedule shuffles, else none."""
     if not any(isinstance(n, S.Shuffle) for s in schedule.body for n in walk(s)):
