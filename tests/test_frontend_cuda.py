@@ -495,3 +495,19 @@ __global__ void k(const float *A, float *B) {
     a = np.arange(32, dtype=np.float32)
     out = tt.simulate(sch, {"A": a}).outputs["B"]
     assert out.tolist() == (a.reshape(8, 4).sum(axis=1) + 4).tolist()
+
+
+def test_conditional_with_a_load_loads_only_the_branch_taken():
+    src = """__global__ void k(const float *A, float *B, unsigned int n) {
+  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = (i < n) ? A[i] : 0.0f;
+  B[i] = v + 1.0f;
+}
+"""
+    sch = parse_kernel(src, "k", [2], [32], {"A": buf([40], "in"), "B": buf([64], "out"),
+                                             "n": 40})
+    assert tt.check(sch, seed=1) == []            # no load past A's 40 elements
+    c = counts(sch)
+    assert (c.global_load_elems, c.global_store_elems) == (40, 64)
+    out = tt.simulate(sch, {"A": np.ones(40, dtype=np.float32)}).outputs["B"]
+    assert out.tolist() == [2.0] * 40 + [1.0] * 24

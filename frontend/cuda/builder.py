@@ -15,6 +15,8 @@ CUDA spells differently mapped onto the same IR:
 - the warp shuffles (``__shfl_sync``, ``__shfl_up_sync``, ``__shfl_down_sync``,
   ``__shfl_xor_sync``) of a float are :class:`~tiletraffic.simulator.ir.nodes.Shuffle`
   values;
+- ``c ? a : b`` of floats with a load in a branch is an ``if``/``else`` (only the branch
+  taken loads);
 - ``__ldg(p)`` is a load through ``p``; ``make_float2``/``make_float4`` build vectors;
   ``reinterpret_cast``/``static_cast``/``const_cast`` of pointers are pointer casts and of
   numbers conversions, as C casts are; ``fmaxf``, ``fminf``, ``fabsf``, ``sqrtf``, ``expf``,
@@ -30,6 +32,7 @@ Refused by name: atomics, ``__syncwarp``, the fences, ``__syncthreads_count``/``
 from __future__ import annotations
 
 from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.visitor import walk
 
 from tiletraffic.frontend.cuda import clang_cuda as CC
 from tiletraffic.frontend.opencl import clang_ast as C
@@ -291,12 +294,31 @@ class CudaKernelBuilder(KernelBuilder):
         arr = self.shared_scalar(s)
         if arr is not None:
             return S.Load(arr, (S.Const(0),), self.access_source(s, arr, (S.Const(0),)))
+        if s.kind == K.CONDITIONAL_OPERATOR and is_float_type(s.type):
+            return self.conditional(s, out)
         if s.kind == K.DECL_REF_EXPR and self.lookup(s.spelling) is None and \
                 is_float_type(s.type):
             value = self.namespace_constant(s)
             if isinstance(value, (int, float)):
                 return S.FConst(float(value))
         return super().float_expr(c, out)
+
+    def conditional(self, s, out: list) -> S.FloatExpr:
+        """``c ? a : b`` of floats: a select where neither branch loads, else a private
+        float assigned in an ``if``/``else`` (C loads only the branch taken)."""
+        cond, then, orelse = C.children(s)
+        test = self.condition(cond)          # refuses a condition on float values
+        then_out: list = []
+        else_out: list = []
+        a, b = self.float_expr(then, then_out), self.float_expr(orelse, else_out)
+        if not then_out and not else_out and not any(
+                isinstance(n, S.Load) for e in (a, b) for n in walk(e)):
+            return S.Select(test, a, b)
+        name = self.fresh("selected")
+        out += [S.DeclareFloat(name, None),
+                S.If(test, tuple(then_out + [S.Assign(name, a)]),
+                     tuple(else_out + [S.Assign(name, b)]))]
+        return S.Private(name)
 
     def float_call(self, s, out) -> S.FloatExpr:
         name = s.spelling
