@@ -511,3 +511,19 @@ def test_conditional_with_a_load_loads_only_the_branch_taken():
     assert (c.global_load_elems, c.global_store_elems) == (40, 64)
     out = tt.simulate(sch, {"A": np.ones(40, dtype=np.float32)}).outputs["B"]
     assert out.tolist() == [2.0] * 40 + [1.0] * 24
+
+
+def test_generated_shuffles_in_divergent_code_are_not_launched(pocl):
+    from tiletraffic.gpu.devices.device import TiletrafficGpuError
+    src = """__global__ void k(const float *A, float *B) {
+  float v = A[threadIdx.x];
+  if (threadIdx.x < 32) v += __shfl_down_sync(0xffffffff, v, 1);
+  B[threadIdx.x] = v;
+}
+"""
+    sch = parse_kernel(src, "k", [1], [64], {"A": buf([64], "in"), "B": buf([64], "out")},
+                       path="d.cu")
+    assert tt.check(sch, seed=1) == []      # on the GPU: one whole warp shuffles
+    with pytest.raises(TiletrafficGpuError, match=r"part of a work-group skips a shuffle "
+                                                  r"\(barrier at d.cu:3:30\)"):
+        tt.run(sch, pocl, repeat=10, warmup=1, reference=lambda i: {"B": i["A"]}, seed=1)
