@@ -97,8 +97,10 @@ def test_oclgrind_counts_of_the_generated_opencl_equal_the_simulator(name):
     from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
     if not oclgrind_available():
         pytest.skip("no Oclgrind platform")
-    small = {"sgemm_naive": {"M": 32, "N": 32, "K": 16}, "sgemm_tiled": {"N": 32},
-             "transpose_shared": {"N": 32}}.get(name, {})
+    gemm = {"M": 32, "N": 32, "K": 16}
+    small = {"sgemm_naive": gemm, "sgemm_tiled": {"N": 32}, "sgemm_register_blocked": gemm,
+             "sgemm_float4": gemm, "transpose_shared": {"N": 32},
+             "gemv_warp_shuffle": {"M": 16, "K": 64}}.get(name, {})
     comparison = compare_counts(load(name, **small))
     assert comparison.equal, comparison.to_dict()
     assert comparison.oclgrind["global_load_elems"] > 0
