@@ -45,8 +45,6 @@ REFUSED = {
     "global-only barrier": ("    barrier(CLK_GLOBAL_MEM_FENCE);\n    C[i] = A[i];", 4, 5,
                             ["CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE"]),
     "ternary on floats": ("    C[i] = A[i] > 0.0f ? A[i] : 0.0f;", 4, 12, [DATA_DEPENDENT]),
-    "load in a branch of ?:": ("    C[i] = (i < N) ? A[i] : 0.0f;", 4, 12,
-                               ["branch taken", "if/else"]),
     "nested unrolled loops": ("    for (int a = 20; a > 0; a--) for (int b = 20; b > 0; b--)\n"
                               "        for (int c = 20; c > 0; c--) C[i] = A[i];", 5, 9,
                               ["8000 copies", "counting up"]),

@@ -2,7 +2,9 @@
 ``&A[i]``, casts to ``float2``/``float4`` pointers), and the IR's index tuples of an access.
 
 Buffers are row-major: a flat index ``row * N + col`` of a buffer shaped ``(M, N)`` is read
-as the two indices ``(row, col)``, any other flat index as ``(flat / N, flat % N)``.
+as the two indices ``(row, col)`` (every term whose factor is a multiple of ``N``, such as
+``r * (K * N)``, goes to the row, dimension by dimension for higher ranks), any other flat
+index as ``(flat / N, flat % N)``.
 
 Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for an access of the
 wrong rank, a store into an ``in`` buffer, a pointer expression outside the subset.
@@ -82,16 +84,30 @@ class Memory(TranslationContext):
         docstring)."""
         if len(dims) == 1:
             return (flat,)
-        terms = _terms(flat)
-        for i, (sign, t) in enumerate(terms):
-            if sign == "+" and isinstance(t, S.BinOp) and t.op == "*":
-                for outer, factor in ((t.left, t.right), (t.right, t.left)):
-                    if self.static_value(factor) == dims[-1]:
-                        rest = terms[:i] + terms[i + 1:]
-                        return self.delinearize(outer, dims[:-1], None) + (_rebuild(rest),)
+        outer_terms, rest = [], []
+        for sign, t in _terms(flat):
+            outer = self._row_part(t, dims[-1]) if sign == "+" else None
+            if outer is None:
+                rest.append((sign, t))
+            else:
+                outer_terms.append((sign, outer))
+        if outer_terms:
+            return self.delinearize(_rebuild(outer_terms), dims[:-1], None) + (_rebuild(rest),)
         last = dim_exprs[-1] if dim_exprs is not None else S.Const(dims[-1])
         outer = S.BinOp("/", flat, last)
         return self.delinearize(outer, dims[:-1], None) + (S.BinOp("%", flat, last),)
+
+    def _row_part(self, term: S.IntExpr, row_length: int) -> S.IntExpr | None:
+        """``x * m`` for a product ``term`` of ``x`` and a factor of static value
+        ``m * row_length`` (``q * np`` -> ``q``, ``r * (nq * np)`` -> ``r * nq``), else None."""
+        if not (isinstance(term, S.BinOp) and term.op == "*"):
+            return None
+        for outer, factor in ((term.left, term.right), (term.right, term.left)):
+            value = self.static_value(factor)
+            if value and value % row_length == 0:
+                rows = value // row_length
+                return outer if rows == 1 else S.BinOp("*", outer, S.Const(rows))
+        return None
 
     def offset(self, ptr: Pointer, delta: S.IntExpr) -> Pointer:
         """``ptr`` moved by ``delta`` floats."""
@@ -144,7 +160,7 @@ class Memory(TranslationContext):
             self.fail(s, "address of something other than a buffer or local array element")
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in ("+", "-"):
             left, right = C.children(s)
-            if type_kind(C.strip(left).type) != "POINTER":
+            if type_kind(C.strip(left).type) not in ("POINTER", "CONSTANTARRAY"):
                 left, right = right, left
             ptr = self.pointer_expr(left)
             delta = self.exact(right, True)

@@ -232,6 +232,8 @@ class Statements(TranslationContext):
             return ("component", names[comp])
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "*":
             ptr = self.pointer_expr(C.children(s)[0])
+            if ptr.width == 1:
+                return ("memory", *self.resolve(ptr, s, store=True))
             return ("vector_memory", ptr)
         self.fail(s, f"cannot assign to {self.describe_target(s)}")
 
