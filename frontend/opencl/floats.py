@@ -61,8 +61,8 @@ class Floats(TranslationContext):
             if v is not None:
                 return S.FConst(v)
         if self.is_vector_component(s):
-            names, k = self.vector_component(s)
-            return S.Private(names[k])
+            ref = self.component_target(s)
+            return S.Private(ref[1]) if ref[0] == "float" else S.PrivateElem(ref[1], ref[2])
         if is_int_type(s.type):                   # x * i: C converts i to float
             return S.IntToFloat(self.exact(s))
         if kind == K.CSTYLE_CAST_EXPR:
