@@ -92,6 +92,47 @@ def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict
 
 
 @facade_function
+def from_cuda(source_or_path, kernel: str, grid, block, args: dict, *,
+              template: dict | None = None, shared_bytes: int | None = None,
+              build_options: str = "", sizes: dict | None = None) -> Schedule:
+    """The schedule of the `__global__` kernel `kernel` of a CUDA source, for every function
+    here.
+
+    Args:
+        source_or_path: the CUDA C++ text, or the path of a `.cu`/`.cuh` file.
+        kernel: the `__global__` function (or function template) to read.
+        grid, block: blocks of the grid and threads of a block per dimension, x first.
+        args: every kernel argument by its name in the source, as for `from_opencl`
+            (pointer arguments are global buffers: `{"shape": (M, K), "access": "in"}`).
+        template: the kernel template's arguments by parameter name (integers, bools, or
+            a type name such as `"float"`).
+        shared_bytes: dynamic shared memory of the launch in bytes (`extern __shared__`).
+        build_options: `-D`/`-U`/`-I` options.
+        sizes: values of names the shapes use that are not kernel arguments.
+
+    The subset of CUDA accepted is that of `tiletraffic.frontend.cuda.translate`; no CUDA
+    toolkit is needed. `run` launches the schedule's generated OpenCL C; `run_cuda`
+    launches this very source on an NVIDIA GPU. A launch file gives the same from TOML:
+    `build("kernel.toml")`.
+
+    Raises:
+        tiletraffic.frontend.opencl.clang_ast.FrontendError (a ValueError): a construct
+            outside the subset, an argument or template argument missing or unknown, a bad
+            launch (one line, with file:line:column where it concerns the source).
+    """
+    from tiletraffic.frontend.cuda.translate import parse_kernel
+
+    text, path = source_or_path, None
+    if isinstance(source_or_path, Path) or (
+            isinstance(source_or_path, str) and "\n" not in source_or_path
+            and source_or_path.endswith((".cu", ".cuh"))):
+        path = str(source_or_path)
+        text = Path(path).read_text()
+    return parse_kernel(text, kernel, grid, block, args, sizes=sizes, template=template,
+                        shared_bytes=shared_bytes, build_options=build_options, path=path)
+
+
+@facade_function
 def from_glsl(path, workgroups, bindings: dict, push_constants: dict | None = None,
               specialization: dict | None = None, *, sizes: dict | None = None) -> Schedule:
     """The schedule of a GLSL compute shader, dispatched as `vkCmdDispatch(*workgroups)`.

@@ -108,6 +108,13 @@ def _presumed(loc):
     return (name, line.value, column.value) if name else None
 
 
+def presumed_location(location) -> tuple[str, int, int]:
+    """(file, line, column) of a libclang ``SourceLocation`` as ``#line`` directives
+    present it (:func:`location_of`)."""
+    where_ = location_of(location)
+    return where_.file, where_.line, where_.column
+
+
 def fail(cursor, message: str, default_file: str = "<source>", arg: str | None = None):
     """Raise :class:`FrontendError` for ``cursor``: ``file:line:column: message``."""
     raise FrontendError(f"{where(cursor, default_file)}: {message}", arg)

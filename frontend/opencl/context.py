@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
+from tiletraffic.frontend.opencl.c_types import address_space
 
 
 DATA_DEPENDENT = ("traffic depends on the data; tiletraffic models only kernels whose "
@@ -110,6 +111,11 @@ class TranslationContext:
         self.source_names: dict[str, str] = {}
         """The C name of each IR name that differs from it (``r_2`` -> ``r``: a name
         declared again, in another scope or an inlined helper), for messages."""
+
+    def pointer_space(self, pointee) -> str:
+        """The address space of a kernel argument pointing at ``pointee`` (a type), as
+        :func:`~tiletraffic.frontend.opencl.c_types.address_space` reads it."""
+        return address_space(pointee)
 
     def fail(self, cursor, message: str, arg: str | None = None):
         """Raise :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` with

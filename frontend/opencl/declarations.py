@@ -92,7 +92,7 @@ class Declarations(TranslationContext):
                               value.get("local_bytes"))
         if type_kind(t) == "POINTER":
             pointee = t.get_pointee()
-            space = address_space(pointee)
+            space = self.pointer_space(pointee)
             if space == "__local":
                 self.declare_local_argument(p, pointee, value)
                 return

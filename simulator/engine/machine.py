@@ -359,6 +359,7 @@ STATEMENTS = {
     S.Continue: Machine.exec_continue,
     S.Barrier: Machine.exec_barrier,
     S.Return: Machine.exec_return,
+    S.Shuffle: Machine.exec_shuffle,
 }
 """The handler of each statement class: ``handler(machine, stmt, mask)`` executes ``stmt``
 for the work-items of ``mask`` (a statement of another class is a ``TypeError``)."""

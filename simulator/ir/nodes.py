@@ -33,7 +33,8 @@ register tiles such as ``acc[TM][TN]``, one per work-item.
 Statements: :class:`Let`, :class:`DeclareInt`, :class:`AssignInt`, :class:`DeclareFloat`,
 :class:`DeclarePrivateArray`, :class:`Assign`, :class:`Accumulate`,
 :class:`Store`, :class:`VectorLoad`, :class:`VectorStore`, :class:`If`, :class:`For`,
-:class:`While`, :class:`Break`, :class:`Continue`, :class:`Barrier`, :class:`Return`.
+:class:`While`, :class:`Break`, :class:`Continue`, :class:`Barrier`, :class:`Return`,
+:class:`Shuffle` (a float of another work-item of the sub-group, no memory traffic).
 
 Integers: a :class:`Let` binds its name once; an integer declared with :class:`DeclareInt`
 is assigned any number of times with :class:`AssignInt` (``k = k + 1`` for ``k++``), per
@@ -90,6 +91,7 @@ __all__ = [
     # statements
     "Stmt", "Let", "DeclareInt", "AssignInt", "DeclareFloat", "DeclarePrivateArray", "Assign", "Accumulate", "Store",
     "If", "For", "While", "Break", "Continue", "Barrier", "Return", "VectorLoad", "VectorStore", "VECTOR_WIDTHS",
+    "Shuffle", "SHUFFLE_MODES",
     "assign_elem", "accumulate_elem", "vload", "vstore", "store", "block",
     # the kernel
     "Schedule",
@@ -456,6 +458,43 @@ class Barrier(Stmt):
 
     global_fence: bool = False
     source: str | None = None
+
+
+SHUFFLE_MODES = ("index", "up", "down", "xor")
+"""How a :class:`Shuffle` picks the lane it reads."""
+
+
+@dataclass(frozen=True, eq=False)
+class Shuffle(Stmt):
+    """``name = value`` of another lane of the work-item's sub-group segment (CUDA's warp
+    shuffles ``__shfl_sync``, ``__shfl_up_sync``, ``__shfl_down_sync``,
+    ``__shfl_xor_sync``): no memory traffic.
+
+    Lanes are the work-group's work-items in the order of their flattened local id
+    (dimension 0 fastest), cut into segments of ``width`` consecutive lanes (a power of
+    two, at most the device's sub-group size). A work-item at position ``p`` of its segment
+    reads ``value`` of the segment's lane ``q``: ``mode`` ``index``: ``q = lane mod width``;
+    ``up``: ``q = p - lane``; ``down``: ``q = p + lane``; ``xor``: ``q = p ^ lane``; where
+    ``q`` falls outside the segment it keeps its own ``value``. Every lane of the segment
+    evaluates ``value`` (the FLOPs of ``value`` count per work-item, the shuffle none).
+    ``name`` is a private float (:class:`DeclareFloat`); ``source`` says where the shuffle
+    is in the kernel's source text, for messages.
+    """
+
+    name: str
+    value: FloatExpr
+    mode: str
+    lane: IntExpr
+    width: int = 32
+    source: str | None = None
+
+    def __post_init__(self):
+        if self.mode not in SHUFFLE_MODES:
+            raise ScheduleError(f"shuffle mode {self.mode!r} is not one of "
+                                f"{', '.join(SHUFFLE_MODES)}")
+        if not isinstance(self.width, int) or self.width < 1 or \
+                self.width & (self.width - 1):
+            raise ScheduleError(f"shuffle width {self.width!r} is not a power of two")
 
 
 @dataclass(frozen=True, eq=False)

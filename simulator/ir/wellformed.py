@@ -404,6 +404,12 @@ class _Checker(Visitor):
 
     visit_Accumulate = visit_Assign
 
+    def visit_Shuffle(self, s: S.Shuffle) -> None:
+        self._int(s.lane)
+        if s.name not in self.privates:
+            self.add(f"Shuffle to {s.name!r}, which no DeclareFloat declares there")
+        self._float(s.value)
+
     def _no_store_into_input(self, s) -> None:
         if getattr(s.array, "role", None) == "in":
             self.add(f"store into input array {s.array.name} (inputs are const; "

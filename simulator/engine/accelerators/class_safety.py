@@ -287,6 +287,10 @@ class _Prover(Visitor):
 
     visit_Accumulate = visit_Store = visit_Assign
 
+    def visit_Shuffle(self, s: S.Shuffle) -> None:
+        self.form(s.lane, self.env)
+        self.floats(s.value, self.env)
+
     def visit_VectorLoad(self, s: S.VectorLoad) -> None:
         for i in s.index:
             self.form(i, self.env)
