@@ -26,7 +26,7 @@ def closed_forms(name: str, s: dict) -> dict:
         return CF.gemm_naive(s["M"], s["K"], s["N"], 16)
     if name == "sgemm_tiled":
         return CF.gemm_tiled(s["N"], s["N"], s["N"], s["TILE"])
-    if name in ("sgemm_register_blocked", "sgemm_float4"):
+    if name in ("sgemm_register_blocked", "sgemm_float4", "sgemm_warp_tiled"):
         tn = s.get("TN", 4)
         return CF.gemm_register_blocked(s["M"], s["K"], s["N"], s["BN"] // tn,
                                         s["BM"] // s["TM"], s["TM"], tn, s["BK"])
@@ -35,6 +35,11 @@ def closed_forms(name: str, s: dict) -> dict:
         return {"global_load_elems": n * n, "global_store_elems": n * n,
                 "local_store_elems": n * n, "local_load_elems": n * n,
                 "barriers": (n // 32) ** 2, "flop": 0}
+    if name == "gemv_naive":
+        m, k = s["M"], s["K"]
+        return {"global_load_elems": 2 * m * k, "global_store_elems": m,
+                "local_store_elems": 0, "local_load_elems": 0, "barriers": 0,
+                "flop": 2 * m * k}
     if name == "gemv_warp_shuffle":
         m, k = s["M"], s["K"]
         return {"global_load_elems": 2 * m * k, "global_store_elems": m,
@@ -53,7 +58,7 @@ def load(name, **sets):
 
 def test_the_examples_are_there():
     assert {"sgemm_naive", "sgemm_tiled", "sgemm_register_blocked", "sgemm_float4",
-            "transpose_shared", "gemv_warp_shuffle"} <= set(NAMES)
+            "transpose_shared", "gemv_warp_shuffle", "gemv_naive", "sgemm_warp_tiled"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -100,6 +105,7 @@ def test_oclgrind_counts_of_the_generated_opencl_equal_the_simulator(name):
     gemm = {"M": 32, "N": 32, "K": 16}
     small = {"sgemm_naive": gemm, "sgemm_tiled": {"N": 32}, "sgemm_register_blocked": gemm,
              "sgemm_float4": gemm, "transpose_shared": {"N": 32},
+             "sgemm_warp_tiled": {"M": 64, "N": 64, "K": 16},
              "gemv_warp_shuffle": {"M": 16, "K": 64}}.get(name, {})
     comparison = compare_counts(load(name, **small))
     assert comparison.equal, comparison.to_dict()
