@@ -89,6 +89,9 @@ class TranslationContext:
         self.inlined_from: list[str] = []
         """The helper calls being inlined, innermost last (``sync_tile, called at
         k.cl:20:9``)."""
+        self.let_values: dict[str, S.IntExpr] = {}
+        """The value of each integer name of the IR bound once (a ``Let``), for reading a
+        flat index through it (:meth:`frontend.opencl.memory.Memory.delinearize`)."""
         self.mutable_ranges: dict[str, tuple] = {}
         """The integer names of the IR that ``AssignInt`` may assign (a ``DeclareInt``: a C
         integer or a pointer's offset assigned again), each with the bounds of its C type:

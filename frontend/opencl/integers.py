@@ -212,6 +212,7 @@ class Integers(TranslationContext):
         ir = self.bind_int(d.spelling, d)
         if bound_once:
             self.ranges[ir] = self.range_of(value)
+            self.let_values[ir] = value
             return [S.Let(ir, value)]
         self.declare_mutable(ir, d, _bounds_of(d.type))
         self.ranges[ir] = self.mutable_ranges[ir] if value is None else self.range_of(value)

