@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import tiletraffic as tt
+from tiletraffic.frontend.opencl.translate import FrontendError
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.visitor import walk
 
@@ -81,3 +82,25 @@ def test_a_row_offset_that_reads_an_assigned_integer_is_not_read_through():
                                              "B": {"shape": [4, 3], "access": "out"}})
     np.testing.assert_array_equal(result.outputs["B"], inputs["A"])
     assert tt.check(sch, seed=1) == []
+
+
+def test_long_and_ulong_scalar_arguments():
+    """A ``long`` or ``ulong`` argument (``size_t`` too, where a kernel language allows it
+    as an argument) is an integer scalar like an ``int``, a 64-bit argument at launch; a
+    negative value for an unsigned one is refused by name."""
+    src = """
+    __kernel void k(__global const float *A, __global float *B, const ulong n, long off,
+                    ulong scale) {
+        size_t i = get_global_id(0);
+        if (i < n)
+            B[i] = A[i + off] * (float)scale;
+    }"""
+    args = {"n": 10, "off": 2, "scale": 3, "A": {"shape": [16], "access": "in"},
+            "B": {"shape": [10], "access": "out"}}
+    sch, inputs, result = run(src, [16], [8], args)
+    np.testing.assert_allclose(result.outputs["B"], 3 * inputs["A"][2:12], rtol=1e-6)
+    assert dict(sch.extra["opencl"]["args"])["n"] == "long"
+    assert result.counts.global_load_elems == 10
+    same_counts_as_oclgrind(sch)
+    with pytest.raises(FrontendError, match="argument n = -1 is negative, but a ulong in the source"):
+        tt.from_opencl(src, "k", [16], [8], dict(args, n=-1))

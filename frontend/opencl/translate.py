@@ -7,7 +7,7 @@ libclang (:mod:`frontend.opencl.clang_ast`: OpenCL C 1.2, the real preprocessor,
 options) and walks clang's tree of the kernel. The subset it accepts:
 
 - arguments: ``__global`` (or ``__constant``) ``float*``/``float4*`` buffers,
-  ``int``/``uint`` scalars and ``float`` scalars (a
+  ``int``/``uint``/``long``/``ulong`` scalars and ``float`` scalars (a
   :class:`~tiletraffic.simulator.ir.nodes.FloatParam`), ``const`` or not, and ``__local
   float *`` pointers to local memory the caller sizes (a
   :class:`~tiletraffic.simulator.ir.nodes.LocalArray` of the shape given);

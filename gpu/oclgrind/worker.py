@@ -92,8 +92,9 @@ def worker_main() -> int:
     args, bufs = [], []
     mf = cl.mem_flags
     for name, kind in spec["args"]:
-        if kind in ("int", "float"):
-            args.append((np.int32 if kind == "int" else np.float32)(spec["scalars"][name]))
+        if kind in ("int", "long", "float"):
+            args.append({"int": np.int32, "long": np.int64,
+                         "float": np.float32}[kind](spec["scalars"][name]))
             continue
         if kind == "local":
             args.append(cl.LocalMemory(int(spec["local_bytes"][name])))

@@ -446,10 +446,12 @@ def _set_arguments(built_kernels: list[_BuiltKernel], buffers: dict[str, Any],
 
 
 def _argument(a: KernelArg, buffers: dict[str, Any], scalars: dict):
-    """What ``clSetKernelArg`` gets for ``a``: its buffer, its value as an int32 or float32,
+    """What ``clSetKernelArg`` gets for ``a``: its buffer, its value as an int32, int64 or float32,
     or ``local_bytes`` of local memory (no pointer)."""
     if a.kind == "int":
         return np.int32(scalars[a.name])
+    if a.kind == "long":
+        return np.int64(scalars[a.name])
     if a.kind == "float":
         return np.float32(scalars[a.name])
     if a.kind == LOCAL_KIND:
