@@ -234,8 +234,10 @@ def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> No
                             f"{type(value).__name__}")
         if kinds[name] == "float":
             continue
-        if not -(2**31) <= int(value) < 2**31:
-            raise ValueError(f"{kernel.name}: scalar {name!r} = {value} does not fit a 32-bit int")
+        bits = 64 if kinds[name] == "long" else 32
+        if not -(2**(bits - 1)) <= int(value) < 2**(bits - 1):
+            raise ValueError(f"{kernel.name}: scalar {name!r} = {value} does not fit a "
+                             f"{bits}-bit int")
 
 
 def queue_has_profiling(queue) -> bool:
@@ -338,7 +340,8 @@ def _check_call(kernels: list[GeneratedKernel], arrays: dict[str, np.ndarray],
 
     Raises:
         ValueError: no kernel, an unknown argument kind, a missing or unexpected
-            argument, a non-contiguous or empty array, a scalar out of the int32 range.
+            argument, a non-contiguous or empty array, a scalar out of its kind's range
+            (int32, int64).
         TypeError: an array is not float32, or a scalar not a number of its kind.
     """
     if not kernels:
