@@ -104,3 +104,74 @@ def test_long_and_ulong_scalar_arguments():
     same_counts_as_oclgrind(sch)
     with pytest.raises(FrontendError, match="argument n = -1 is negative, but a ulong in the source"):
         tt.from_opencl(src, "k", [16], [8], dict(args, n=-1))
+
+
+NULL_SRC = """
+__kernel void k(__global const float *A, __global const float *bias, __global float *B,
+                int n) {
+    int i = get_global_id(0);
+    float val = (bias != NULL) ? bias[i] : 0.0f;
+    float w = bias ? bias[i] : 1.0f;
+    float inside = (i < n) ? A[i] : 0.0f;
+    if (bias != 0 && i < n) val += 1.0f;
+    if (!bias) { w += 2.0f; } else { w += bias[0]; }
+    B[i] = inside * 2.0f + val + w;
+}"""
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_a_pointer_argument_tested_against_null(given):
+    """A buffer given as null makes ``bias != NULL``, ``bias ? ..``, ``!bias`` constants, and
+    only the branch taken is read (no access through the null pointer); given, the tests
+    are true. ``float v = c ? A[i] : 0.0f`` leaves no private float read before written."""
+    bias = {"shape": [16], "access": "in"} if given else {"null": True}
+    args = {"n": 10, "A": {"shape": [16], "access": "in"}, "bias": bias,
+            "B": {"shape": [16], "access": "out"}}
+    sch, inputs, result = run(NULL_SRC, [16], [8], args)
+    assert tt.check(sch, seed=1) == []
+    a, i = inputs["A"].astype(np.float64), np.arange(16)
+    inside = np.where(i < 10, a, 0)
+    if given:
+        b = inputs["bias"].astype(np.float64)
+        expected = 2 * inside + b + (i < 10) + b + b[0]
+        loads = 10 + 3 * 16
+    else:
+        expected = 2 * inside + 0 + 3
+        loads = 10
+        assert dict(sch.extra["opencl"]["args"])["bias"] == "null"
+    np.testing.assert_allclose(result.outputs["B"], expected, rtol=1e-5, atol=1e-5)
+    assert result.counts.global_load_elems == loads
+    same_counts_as_oclgrind(sch)
+
+
+def test_an_access_through_a_null_pointer_is_refused_by_name():
+    src = """
+    __kernel void k(__global const float *bias, __global float *B) {
+        int i = get_global_id(0);
+        B[i] = (i < 4 || bias) ? 1.0f : bias[i];
+    }"""
+    args = {"bias": None, "B": {"shape": [8], "access": "out"}}
+    with pytest.raises(FrontendError, match=r"4:.*buffer bias is given as null"):
+        tt.from_opencl(src, "k", [8], [8], args)
+
+
+def test_a_launch_file_passes_a_pointer_as_null(tmp_path):
+    (tmp_path / "k.cl").write_text(NULL_SRC)
+    toml = """source = "k.cl"
+kernel = "k"
+[launch]
+global_size = [16]
+local_size = [8]
+[args]
+n = 10
+A = { shape = [16], access = "in" }
+bias = BIAS
+B = { shape = [16], access = "out" }
+"""
+    (tmp_path / "k.toml").write_text(toml.replace("BIAS", "{ null = true }"))
+    sch = tt.build(str(tmp_path / "k.toml"))
+    assert dict(sch.extra["opencl"]["args"])["bias"] == "null"
+    assert tt.simulate(sch, compute_values=False).counts.global_load_elems == 10
+    (tmp_path / "k.toml").write_text(toml.replace("BIAS", '{ null = true, access = "in" }'))
+    with pytest.raises(ValueError, match="args.bias.null: stands alone"):
+        tt.build(str(tmp_path / "k.toml"))

@@ -229,6 +229,11 @@ class TranslationContext:
         self.ranges = joined
 
 
+def constant_condition(value: bool) -> S.Cond:
+    """A condition whose value is ``value`` for every work-item (``0 == 0``, ``0 != 0``)."""
+    return S.Compare("==" if value else "!=", S.Const(0), S.Const(0))
+
+
 def _key(cursor) -> tuple:
     """A cursor's identity across cursor objects: its file and offset."""
     loc = cursor.location

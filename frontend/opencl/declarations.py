@@ -41,14 +41,19 @@ class BufferArg:
 
     For a ``__local float *`` argument: its shape (elements, row-major; the access, if
     any, is ignored), or ``local_bytes``, its size in bytes as ``clSetKernelArg`` takes it
-    (a shape of ``local_bytes / 4`` floats), or both when they agree."""
+    (a shape of ``local_bytes / 4`` floats), or both when they agree.
+
+    ``null``: the ``__global`` pointer argument is given as ``NULL`` (no shape, no access):
+    a test of it (``p != NULL``, ``p ? x : y``) is a constant, and an access through it is
+    refused."""
 
     shape: tuple
     access: str | None = None
     local_bytes: int | None = None
+    null: bool = False
 
 
-BUFFER_FIELDS = ("shape", "access", "local_bytes")
+BUFFER_FIELDS = ("shape", "access", "local_bytes", "null")
 """The fields of a buffer or local argument given as a dict (:class:`BufferArg`)."""
 
 
@@ -92,7 +97,7 @@ class Declarations(TranslationContext):
                 raise FrontendError(f"buffer {name}: unknown field(s) {', '.join(extra)}",
                                     name)
             value = BufferArg(tuple(value.get("shape") or ()), value.get("access"),
-                              value.get("local_bytes"))
+                              value.get("local_bytes"), value.get("null", False))
         if type_kind(t) == "POINTER":
             pointee = t.get_pointee()
             space = address_space(pointee)
@@ -102,6 +107,9 @@ class Declarations(TranslationContext):
             if space not in ("__global", "__constant"):
                 self.fail(p, f"argument {name}: pointers must be __global or __constant",
                           name)
+            if value is None or isinstance(value, BufferArg) and value.null is not False:
+                self.declare_null_argument(p, value)
+                return
             if is_float_type(pointee):
                 width = 1
             elif is_vector_type(pointee) and \
@@ -166,6 +174,19 @@ class Declarations(TranslationContext):
                      "ulong, size_t or float scalars, __global float/float2/float4 buffers or __local float "
                      "pointers", name)
 
+    def declare_null_argument(self, p, value) -> None:
+        """A ``__global`` pointer argument given as ``NULL`` (``value``: ``None`` or a
+        :class:`BufferArg` with ``null`` true and nothing else): no array; bound so that a
+        test of it is a constant (:meth:`frontend.opencl.memory.Memory.known_condition`)."""
+        name = p.spelling
+        if value is not None and (value.null is not True or value.shape or value.access or
+                                  value.local_bytes is not None):
+            raise FrontendError(f"buffer {name}: null must be true and stand alone (no shape, "
+                                "access or local_bytes)", name)
+        self.arg_kinds.append((name, "null"))
+        self.scopes[0].names[name] = Binding("null", None, p)
+        self.used_names.add(name)
+
     def declare_float_argument(self, p, value) -> None:
         """A ``float`` argument: a :class:`~simulator.ir.nodes.FloatParam` whose value,
         ``value`` as float32, is the schedule's parameter of its name."""
@@ -191,6 +212,9 @@ class Declarations(TranslationContext):
         if not is_float_type(pointee):
             self.fail(p, f"__local pointer argument {name} of {pointee.spelling}: local "
                          "pointer arguments hold float (__local float *)", name)
+        if value is None or isinstance(value, BufferArg) and value.null:
+            raise FrontendError(f"argument {name} is a __local pointer in the source, which "
+                                "cannot be null; give its shape or local_bytes", name)
         if not isinstance(value, BufferArg):
             raise FrontendError(f"argument {name} is a __local pointer in the source; give "
                                 "its shape (elements) or local_bytes, not a number", name)

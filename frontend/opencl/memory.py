@@ -142,6 +142,46 @@ class Memory(TranslationContext):
             return e if rows == 1 else S.BinOp("*", e, S.Const(rows))
         return None
 
+    def known_condition(self, c) -> bool | None:
+        """The value of the condition ``c`` where a pointer argument's test decides it
+        (``p``, ``p != NULL``, ``p == 0``, ``!p``, and ``&&``/``||``/``!`` of them where the
+        tests decide the whole): ``False`` for ``p != NULL`` with ``p`` given as null;
+        ``None`` for any other condition."""
+        from clang.cindex import CursorKind as K
+        s = C.strip(c)
+        if type_kind(s.type) == "POINTER":
+            return self._pointer_given(s)
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "!":
+            known = self.known_condition(C.children(s)[0])
+            return None if known is None else not known
+        if s.kind != K.BINARY_OPERATOR:
+            return None
+        op = C.binary_operator(s)
+        left, right = C.children(s)
+        if op in ("&&", "||"):
+            a, b = self.known_condition(left), self.known_condition(right)
+            decisive = op == "||"         # True decides ||, False decides &&
+            if a is decisive or b is decisive:
+                return decisive
+            return None if a is None or b is None else a
+        if op in ("==", "!="):
+            for p, q in ((left, right), (right, left)):
+                given = self._pointer_given(C.strip(p))
+                if given is not None and _null_constant(q):
+                    return given if op == "!=" else not given
+        return None
+
+    def _pointer_given(self, s) -> bool | None:
+        """Whether the pointer argument or variable named by cursor ``s`` is not null
+        (``None``: ``s`` names none)."""
+        from clang.cindex import CursorKind as K
+        if s.kind != K.DECL_REF_EXPR:
+            return None
+        b = self.lookup(s.spelling)
+        if b is None or b.kind not in ("null", "buffer", "pointer", "local"):
+            return None
+        return b.kind != "null"
+
     def offset(self, ptr: Pointer, delta: S.IntExpr) -> Pointer:
         """``ptr`` moved by ``delta`` floats."""
         if isinstance(delta, S.Const) and delta.value == 0 and ptr.flat is None and \
@@ -163,6 +203,9 @@ class Memory(TranslationContext):
                 return Pointer(b.value, S.Const(0), None, b.value.width)
             if b is not None and b.kind == "pointer":
                 return b.value
+            if b is not None and b.kind == "null":
+                self.fail(s, f"buffer {s.spelling} is given as null, but the kernel reaches "
+                             "memory through it here: give its shape and access", s.spelling)
             if b is not None and b.kind == "local":
                 if len(b.value.dims) == 1:
                     return Pointer(b.value, None, (S.Const(0),), 1)
@@ -212,6 +255,15 @@ def _terms(e: S.IntExpr) -> list[tuple[str, S.IntExpr]]:
             right = [("-" if sign == "+" else "+", t) for sign, t in right]
         return _terms(e.left) + right
     return [("+", e)]
+
+
+def _null_constant(c) -> bool:
+    """Whether cursor ``c`` is a null pointer constant (``NULL``, ``0``, ``(void *)0``)."""
+    from clang.cindex import CursorKind as K
+    s = C.strip(c)
+    while s.kind == K.CSTYLE_CAST_EXPR and type_kind(s.type) == "POINTER":
+        s = C.strip(C.children(s)[-1])
+    return s.kind == K.INTEGER_LITERAL and C.evaluate(s) == 0
 
 
 def _factors(e: S.IntExpr) -> list:

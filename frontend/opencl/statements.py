@@ -15,7 +15,8 @@ import math
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.context import Binding, Pointer, TranslationContext
+from tiletraffic.frontend.opencl.context import (Binding, Pointer, TranslationContext,
+                                                 constant_condition)
 
 
 _WORK_GROUP_BARRIER_STD = ("CL2.0", "CL3.0")
@@ -82,6 +83,8 @@ class Statements(TranslationContext):
 
     def if_statement(self, c) -> S.If:
         kids = C.children(c)
+        if self.known_condition(kids[0]) is not None:
+            return self.known_if_statement(kids)
         cond = self.condition(kids[0])
         before = dict(self.ranges)
         then = tuple(self.block(kids[1]))
@@ -89,6 +92,14 @@ class Statements(TranslationContext):
         orelse = tuple(self.block(kids[2])) if len(kids) > 2 else ()
         self.join_ranges(after_then, self.ranges)    # an integer assigned in either branch
         return S.If(cond, then, orelse)
+
+    def known_if_statement(self, kids) -> S.If:
+        """An ``if`` whose condition a pointer argument's test against NULL decides
+        (:meth:`known_condition`): only the branch taken is translated (the other may reach
+        memory through the null pointer)."""
+        known = self.known_condition(kids[0])
+        live = kids[1] if known else kids[2] if len(kids) > 2 else None
+        return S.If(constant_condition(True), tuple(self.block(live)) if live else (), ())
 
     def return_statement(self, c) -> list:
         kids = C.children(c)

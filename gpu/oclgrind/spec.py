@@ -8,7 +8,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from tiletraffic.gpu.codegen.kernel import BUFFER_KINDS, LOCAL_KIND, GeneratedKernel
+from tiletraffic.gpu.codegen.kernel import BUFFER_KINDS, LOCAL_KIND, NULL_KIND, GeneratedKernel
 from tiletraffic.gpu.oclgrind.errors import OclgrindError
 from tiletraffic.simulator.ir.nodes import Schedule
 
@@ -28,7 +28,8 @@ class LaunchSpec:
         args: ``(name, kind)`` in signature order; kind ``"global_in"`` (filled with random
             float32, read-only), ``"global_inout"`` (filled with random float32, read-write),
             ``"global_out"`` (float32, left uninitialised), ``"int"``, ``"long"`` (64-bit),
-            ``"float"`` or ``"local"`` (local memory of ``local_bytes[name]`` bytes).
+            ``"float"``, ``"local"`` (local memory of ``local_bytes[name]`` bytes) or
+            ``"null"`` (a NULL pointer).
         global_size, local_size: NDRange and work-group size (work-items per dimension).
         array_elems: float32 elements of every buffer argument, by name.
         scalars: value of every ``int`` and ``float`` argument, by name.
@@ -72,10 +73,10 @@ class LaunchSpec:
             elif arg.kind in ("int", "long", "float"):
                 if arg.name not in scalars:
                     missing.append(f"value of {arg.kind} argument {arg.name}")
-            elif arg.kind != LOCAL_KIND:
+            elif arg.kind not in (LOCAL_KIND, NULL_KIND):
                 raise OclgrindError(f"kernel {kernel.name}: argument {arg.name} has kind "
                                     f"{arg.kind!r}; expected global_in, global_out, "
-                                    "global_inout, int, long, float or local")
+                                    "global_inout, int, long, float, local or null")
         if missing:
             raise OclgrindError(f"kernel {kernel.name}: missing " + ", ".join(missing))
         return cls(

@@ -99,6 +99,9 @@ def worker_main() -> int:
         if kind == "local":
             args.append(cl.LocalMemory(int(spec["local_bytes"][name])))
             continue
+        if kind == "null":
+            args.append(None)
+            continue
         n = int(spec["array_elems"][name])
         if kind in ("global_in", "global_inout"):
             host = rng.standard_normal(max(n, 1)).astype(np.float32)

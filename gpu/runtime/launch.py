@@ -36,7 +36,8 @@ from tiletraffic.gpu.devices.device import (POCL_INSTALL_HINT, DeviceError,
                                             DeviceLimits, Target, TiletrafficGpuError,
                                             list_devices, select_device)
 from tiletraffic.gpu.runtime import guard_zones as guard
-from tiletraffic.gpu.codegen.kernel import (ALL_KINDS, BUFFER_KINDS, LOCAL_KIND, SCALAR_KINDS,
+from tiletraffic.gpu.codegen.kernel import (ALL_KINDS, BUFFER_KINDS, LOCAL_KIND, NULL_KIND,
+                                            SCALAR_KINDS,
                                             GeneratedKernel, KernelArg)
 from tiletraffic.gpu.runtime.launch_limits import (LaunchConfigError, check_launch_limits,
                                                    sizes_text)
@@ -351,7 +352,7 @@ def _check_call(kernels: list[GeneratedKernel], arrays: dict[str, np.ndarray],
                              if a.kind in BUFFER_KINDS and a.name in arrays},
                          {a.name: scalars[a.name] for a in k.args
                           if a.kind in SCALAR_KINDS and a.name in scalars})
-    used = {a.name for k in kernels for a in k.args if a.kind != LOCAL_KIND}
+    used = {a.name for k in kernels for a in k.args if a.kind not in (LOCAL_KIND, NULL_KIND)}
     extra = sorted((set(arrays) | set(scalars)) - used)
     if extra:
         raise ValueError(f"{'+'.join(k.name for k in kernels)}: unexpected arguments {extra}")
@@ -450,7 +451,7 @@ def _set_arguments(built_kernels: list[_BuiltKernel], buffers: dict[str, Any],
 
 def _argument(a: KernelArg, buffers: dict[str, Any], scalars: dict):
     """What ``clSetKernelArg`` gets for ``a``: its buffer, its value as an int32, int64 or float32,
-    or ``local_bytes`` of local memory (no pointer)."""
+    or ``local_bytes`` of local memory (no pointer), or ``None`` (a NULL pointer)."""
     if a.kind == "int":
         return np.int32(scalars[a.name])
     if a.kind == "long":
@@ -459,6 +460,8 @@ def _argument(a: KernelArg, buffers: dict[str, Any], scalars: dict):
         return np.float32(scalars[a.name])
     if a.kind == LOCAL_KIND:
         return cl.LocalMemory(a.local_bytes)
+    if a.kind == NULL_KIND:
+        return None
     return buffers[a.name]
 
 
