@@ -175,3 +175,57 @@ B = { shape = [16], access = "out" }
     (tmp_path / "k.toml").write_text(toml.replace("BIAS", '{ null = true, access = "in" }'))
     with pytest.raises(ValueError, match="args.bias.null: stands alone"):
         tt.build(str(tmp_path / "k.toml"))
+
+
+def test_a_pointer_pointed_at_another_array_in_sequence():
+    """``x = inp + off; ... x = out + off2;`` in the order the code runs: each access through
+    ``x`` reaches the array it points at there, in a loop's body too where every iteration
+    starts at the same array."""
+    src = """
+    __kernel void k(__global const float *inp, __global float *out, int n) {
+        int i = get_global_id(0);
+        __global const float *x = inp + i * n;
+        float s = x[0] + x[1];
+        for (int r = 0; r < 2; r++) {
+            x = out + i * 2;
+            s += 1.0f;
+            x = inp + i * n + r;
+            s += x[0];
+        }
+        __global float *y = out + i * 2;
+        y[0] = s;
+        y = out + i * 2 + 1;
+        *y = 2.0f * s;
+    }"""
+    args = {"n": 4, "inp": {"shape": [8, 4], "access": "in"},
+            "out": {"shape": [8, 2], "access": "out"}}
+    sch, inputs, result = run(src, [8], [8], args)
+    a = inputs["inp"].astype(np.float64)
+    s = a[:, 0] + a[:, 1] + 2 + a[:, 0] + a[:, 1]
+    np.testing.assert_allclose(result.outputs["out"][:, 0], s, rtol=1e-5)
+    np.testing.assert_allclose(result.outputs["out"][:, 1], 2 * s, rtol=1e-5)
+    assert result.counts.global_load_elems == 4 * 8
+    same_counts_as_oclgrind(sch)
+
+
+@pytest.mark.parametrize("body, words", [
+    ("if (i < 4) x = out + i; else x = A + i;",
+     "pointer x points at out after one branch and at A after the other"),
+    ("if (i < 4) x = out + i;",
+     "pointer x points at out after one branch and at A after the other"),
+    ("for (int r = 0; r < 2; r++) { x[r] = 1.0f; x = out + i; }",
+     "pointer x points at A when an iteration of this loop starts and at out when it ends"),
+    ("for (int r = 0; r < 2; r++) { x = out + i; if (r == i) break; x = A + i; }",
+     "a pointer pointed at another array in a loop that break or continue may leave"),
+])
+def test_a_pointer_whose_array_depends_on_a_branch_or_iteration_is_refused(body, words):
+    src = f"""
+    __kernel void k(__global float *A, __global float *out) {{
+        int i = get_global_id(0);
+        __global float *x = A + i;
+        {body}
+        *x = 3.0f;
+    }}"""
+    args = {"A": {"shape": [8], "access": "inout"}, "out": {"shape": [8], "access": "out"}}
+    with pytest.raises(FrontendError, match=words):
+        tt.from_opencl(src, "k", [8], [8], args)

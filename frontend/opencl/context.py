@@ -104,6 +104,8 @@ class TranslationContext:
         """The kinds of the IR loops being translated around the statement (``For``,
         ``While``), innermost last."""
         self._assigned: dict[tuple, frozenset] = {}
+        self.pointer_retargets = 0
+        """How many assignments so far pointed a pointer at another array than before."""
         self.source_names: dict[str, str] = {}
         """The C name of each IR name that differs from it (``r_2`` -> ``r``: a name
         declared again, in another scope or an inlined helper), for messages."""

@@ -161,10 +161,12 @@ class Loops(TranslationContext):
             step = self.loop_step(inc, var_cursor)
             self.widen([body])
             self.loops.append("For")
+            pointers = self.pointer_targets()
             try:
                 stmts = tuple(self.block(body))
             finally:
                 self.loops.pop()
+            self.loop_pointers(pointers, body)
             self.widen([body])
         finally:
             self.pop()
@@ -217,10 +219,13 @@ class Loops(TranslationContext):
         """The statements of a ``While`` loop's body (its ``break`` and ``continue``
         translated)."""
         self.loops.append("While")
+        pointers = self.pointer_targets()
         try:
-            return tuple(self.block(body))
+            stmts = tuple(self.block(body))
         finally:
             self.loops.pop()
+        self.loop_pointers(pointers, body)
+        return stmts
 
     def counts_up(self, cond, inc, var_cursor) -> bool:
         """Whether the loop is an IR loop (``var < stop`` or ``var <= last``; ``++var``,

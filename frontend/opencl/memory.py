@@ -18,7 +18,16 @@ from tiletraffic.simulator.ir.visitor import walk
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import (is_float_type, is_vector_type, type_kind,
                                                  vector_width)
-from tiletraffic.frontend.opencl.context import Pointer, TranslationContext
+from tiletraffic.frontend.opencl.context import Pointer, TranslationContext, exits_loop
+
+
+class PointerState(dict):
+    """The pointers in scope at one point of the translation, by binding: (C name, binding,
+    address); ``retargets``: :attr:`TranslationContext.pointer_retargets` then."""
+
+    def __init__(self, values: dict, retargets: int):
+        super().__init__(values)
+        self.retargets = retargets
 
 
 class Memory(TranslationContext):
@@ -142,6 +151,59 @@ class Memory(TranslationContext):
             return e if rows == 1 else S.BinOp("*", e, S.Const(rows))
         return None
 
+    # ------------------------------------------------- pointers pointed at another array
+    def retarget(self, binding, target) -> None:
+        """Point the pointer variable of ``binding`` (its offset a ``DeclareInt``) at
+        ``target`` from here on, in the order the code runs."""
+        ptr = binding.value
+        binding.value = Pointer(target, ptr.flat, None, ptr.width)
+        self.pointer_retargets += 1
+
+    def pointer_targets(self) -> PointerState:
+        """The address of every pointer variable in scope now (for
+        :meth:`restore_pointers`, :meth:`join_pointers`, :meth:`loop_pointers`)."""
+        return PointerState({id(b): (name, b, b.value) for scope in self.scopes
+                             for name, b in scope.names.items() if b.kind == "pointer"},
+                            self.pointer_retargets)
+
+    def restore_pointers(self, saved: PointerState) -> None:
+        """Each pointer of ``saved`` pointing where it did then."""
+        for _, b, value in saved.values():
+            b.value = value
+
+    def join_pointers(self, other: PointerState, at) -> None:
+        """After the two branches of the ``if`` at cursor ``at`` (``other``: the pointers
+        after the first, the current state after the second): each pointer's array.
+
+        Raises:
+            FrontendError: a pointer points at different arrays after the two branches."""
+        for name, b, value in other.values():
+            if b.value.target is not value.target:
+                self.fail(at, f"pointer {name} points at {_array_name(value.target)} after "
+                              f"one branch and at {_array_name(b.value.target)} after the "
+                              "other: point it at one array in both (or use a pointer per "
+                              "array)")
+
+    def loop_pointers(self, before: PointerState, body) -> None:
+        """Check the pointers after one translation of the loop body ``body`` against
+        ``before``, their addresses at its start.
+
+        Raises:
+            FrontendError: a pointer points at another array at the end of an iteration
+                than at its start (the next iteration would start there), or the body
+                points one at another array and may leave the loop by ``break`` or
+                ``continue``."""
+        if self.pointer_retargets != before.retargets and exits_loop(body):
+            self.fail(body, "a pointer pointed at another array in a loop that break or "
+                            "continue may leave midway: point it before the loop (or use a "
+                            "pointer per array)")
+        for name, b, value in before.values():
+            if b.value.target is not value.target:
+                self.fail(body, f"pointer {name} points at {_array_name(value.target)} when "
+                                f"an iteration of this loop starts and at "
+                                f"{_array_name(b.value.target)} when it ends: point it at one "
+                                "array in every iteration (or use a pointer per array)")
+
     def known_condition(self, c) -> bool | None:
         """The value of the condition ``c`` where a pointer argument's test decides it
         (``p``, ``p != NULL``, ``p == 0``, ``!p``, and ``&&``/``||``/``!`` of them where the
@@ -255,6 +317,11 @@ def _terms(e: S.IntExpr) -> list[tuple[str, S.IntExpr]]:
             right = [("-" if sign == "+" else "+", t) for sign, t in right]
         return _terms(e.left) + right
     return [("+", e)]
+
+
+def _array_name(target) -> str:
+    """The name of a pointer's array (a buffer or a local array)."""
+    return target.name
 
 
 def _null_constant(c) -> bool:

@@ -32,7 +32,8 @@ options) and walks clang's tree of the kernel. The subset it accepts:
 - statements: ``for`` loops counting up (``<``, ``<=``; ``++i``, ``i++``, ``i += s``,
   ``i = i + s``) as the IR's ``For``, other loops (``for`` of any kind, ``while``,
   ``do ... while``, with ``break`` and ``continue``) as ``While``, pointers moved
-  (``p += n``), ``if``/``else`` on integer conditions, ``return``, ``barrier`` with its
+  (``p += n``) or pointed at another array (in sequence, the same array after both
+  branches of an ``if`` and at both ends of a loop's body), ``if``/``else`` on integer conditions, ``return``, ``barrier`` with its
   fence flags (``work_group_barrier`` too, when the build options ask for ``-cl-std=CL2.0``
   or ``CL3.0``) and its place in the source for messages (``Barrier.source``, with the
   helper calls it is inlined through), ``#pragma unroll``, calls of helper functions
