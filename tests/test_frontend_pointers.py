@@ -229,3 +229,42 @@ def test_a_pointer_whose_array_depends_on_a_branch_or_iteration_is_refused(body,
     args = {"A": {"shape": [8], "access": "inout"}, "out": {"shape": [8], "access": "out"}}
     with pytest.raises(FrontendError, match=words):
         tt.from_opencl(src, "k", [8], [8], args)
+
+
+def test_a_float4_view_of_a_private_array():
+    """``*((float4 *)&reg[4]) = vload4(...)`` assigns four elements of a private float array
+    and ``*(float4 *)&reg[0]`` reads four: one vector load of the buffer, no private memory
+    traffic."""
+    src = """
+    __kernel void k(__global const float *A, __global float *B) {
+        int i = get_global_id(0);
+        float reg[8];
+        *((float4 *)&reg[0]) = vload4(2 * i, A);
+        *((float4 *)&reg[4]) = vload4(2 * i + 1, A);
+        float4 lo = *((float4 *)&reg[0]);
+        float4 hi = *((float4 *)reg + 1);
+        vstore4(lo * 2.0f + hi, i, B);
+    }"""
+    args = {"A": {"shape": [64], "access": "in"}, "B": {"shape": [32], "access": "out"}}
+    sch, inputs, result = run(src, [8], [8], args)
+    a = inputs["A"].astype(np.float64).reshape(8, 2, 4)
+    np.testing.assert_allclose(result.outputs["B"].reshape(8, 4), 2 * a[:, 0] + a[:, 1],
+                               rtol=1e-5, atol=1e-6)
+    assert result.counts.global_load_elems == 64 and result.counts.global_store_elems == 32
+    assert tt.check(sch, seed=1) == []
+    same_counts_as_oclgrind(sch)
+
+
+@pytest.mark.parametrize("offset", ["2", "i"])
+def test_a_float4_view_of_a_private_array_off_a_multiple_of_four_is_refused(offset):
+    src = f"""
+    __kernel void k(__global const float *A, __global float *B) {{
+        int i = get_global_id(0);
+        float reg[8];
+        *((float4 *)&reg[{offset}]) = vload4(i, A);
+        B[i] = reg[2];
+    }}"""
+    args = {"A": {"shape": [32], "access": "in"}, "B": {"shape": [8], "access": "out"}}
+    with pytest.raises(FrontendError, match="float4 view of private array reg.*constant "
+                                            "multiple of 4"):
+        tt.from_opencl(src, "k", [8], [8], args)

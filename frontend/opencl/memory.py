@@ -79,6 +79,10 @@ class Memory(TranslationContext):
 
     def resolve(self, ptr: Pointer, at, store=False):
         """(array, index tuple) of a scalar access through ``ptr``."""
+        if isinstance(ptr.target, S.PrivateArray):
+            self.fail(at, f"private array {ptr.target.name} reached through a pointer: index "
+                          "it (x[i]), or read or assign a float4 view of it "
+                          "(*(float4 *)&x[4 * k])")
         if isinstance(ptr.target, S.LocalArray):
             return ptr.target, ptr.index if ptr.index is not None else \
                 self.delinearize(ptr.flat, [d.value for d in ptr.target.dims])
@@ -150,6 +154,41 @@ class Memory(TranslationContext):
                 e = S.BinOp("*", e, f)
             return e if rows == 1 else S.BinOp("*", e, S.Const(rows))
         return None
+
+    def private_view(self, s, width: int) -> tuple | None:
+        """The elements of a private float array that the float``width`` view ``s`` reads
+        or assigns (``*(float4 *)&x[4]``, ``vload4(1, x)``): ``(array, index tuples)``, else
+        ``None`` where ``s`` is no view of a private array.
+
+        Raises:
+            FrontendError: the view's offset is not a constant multiple of ``width`` or
+                leaves the array's row."""
+        from clang.cindex import CursorKind as K
+        s = C.strip(s)
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "*":
+            ptr = self.pointer_expr(C.children(s)[0])
+        elif s.kind == K.CALL_EXPR and s.spelling == f"vload{width}":
+            args = C.children(s)[1:]
+            ptr = self.pointer_expr(args[1])
+            if isinstance(ptr.target, S.PrivateArray):
+                ptr = self.offset(ptr, self.exact(args[0], True) * width)
+        else:
+            return None
+        if not isinstance(ptr.target, S.PrivateArray):
+            return None
+        return self.view_elements(ptr, width, s)
+
+    def view_elements(self, ptr: Pointer, width: int, at) -> tuple:
+        """``(array, index tuples)`` of the float``width`` at ``ptr``, an address in a
+        private array (see :meth:`private_view`; ``at``: the cursor for messages)."""
+        arr, index = ptr.target, ptr.index
+        last, row = self.static_value(index[-1]), arr.dims[-1].value
+        if ptr.width not in (1, width) or last is None or last % width or \
+                not 0 <= last <= row - width:
+            self.fail(at, f"a float{width} view of private array {arr.name} at "
+                          f"{self.describe_target(at)}: its offset must be a constant "
+                          f"multiple of {width} within a row of {row}")
+        return arr, tuple(index[:-1] + (S.Const(last + k),) for k in range(width))
 
     # ------------------------------------------------- pointers pointed at another array
     def retarget(self, binding, target) -> None:
@@ -265,6 +304,8 @@ class Memory(TranslationContext):
                 return Pointer(b.value, S.Const(0), None, b.value.width)
             if b is not None and b.kind == "pointer":
                 return b.value
+            if b is not None and b.kind == "private_array":
+                return Pointer(b.value, None, (S.Const(0),) * len(b.value.dims), 1)
             if b is not None and b.kind == "null":
                 self.fail(s, f"buffer {s.spelling} is given as null, but the kernel reaches "
                              "memory through it here: give its shape and access", s.spelling)
@@ -289,7 +330,8 @@ class Memory(TranslationContext):
             if target.kind == K.ARRAY_SUBSCRIPT_EXPR:
                 base, idx = self.subscripts(target)
                 b = self.lookup(base.spelling) if base.kind == K.DECL_REF_EXPR else None
-                if b is not None and b.kind == "local" and len(idx) == len(b.value.dims):
+                if b is not None and b.kind in ("local", "private_array") and \
+                        len(idx) == len(b.value.dims):
                     return Pointer(b.value, None, tuple(self.exact(i, True) for i in idx), 1)
                 if len(idx) == 1:
                     ptr = self.pointer_expr(base)

@@ -28,7 +28,8 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   built-ins (``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp``; float ``max``/``min`` as
   ``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions (``?:`` without loads in its
   branches: C loads only the branch taken), loads of the buffers
-  indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts;
+  indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts (of a private float
+  array too, at a constant offset that is a multiple of 4: ``*(float4 *)&reg[4]``);
 - statements: ``for`` loops counting up (``<``, ``<=``; ``++i``, ``i++``, ``i += s``,
   ``i = i + s``) as the IR's ``For``, other loops (``for`` of any kind, ``while``,
   ``do ... while``, with ``break`` and ``continue``) as ``While``, pointers moved
