@@ -268,3 +268,21 @@ def test_a_float4_view_of_a_private_array_off_a_multiple_of_four_is_refused(offs
     with pytest.raises(FrontendError, match="float4 view of private array reg.*constant "
                                             "multiple of 4"):
         tt.from_opencl(src, "k", [8], [8], args)
+
+
+def test_a_null_pointer_and_64_bit_scalars_run_on_pocl_equal_to_numpy(pocl):
+    """At launch a null pointer argument is passed as NULL and a ``ulong``/``long`` one as
+    a 64-bit value."""
+    src = """
+    __kernel void k(__global const float *A, __global const float *bias, __global float *B,
+                    const ulong n, long off) {
+        size_t i = get_global_id(0);
+        float b = bias ? bias[i] : 0.5f;
+        if (i < n) B[i] = A[i + off] * 2.0f + b;
+    }"""
+    sch = tt.from_opencl(src, "k", [16], [8], {
+        "A": {"shape": [16], "access": "in"}, "bias": None,
+        "B": {"shape": [10], "access": "out"}, "n": 10, "off": 3})
+    result = tt.run(sch, pocl, repeat=10, warmup=1, seed=2,
+                    reference=lambda inputs: {"B": inputs["A"][3:13] * 2.0 + 0.5})
+    assert result.check.ok
