@@ -215,6 +215,8 @@ def test_a_pointer_pointed_at_another_array_in_sequence():
      "pointer x points at out after one branch and at A after the other"),
     ("for (int r = 0; r < 2; r++) { x[r] = 1.0f; x = out + i; }",
      "pointer x points at A when an iteration of this loop starts and at out when it ends"),
+    ("for (int r = 0; r < i; r++, x = out + i) { *x = 1.0f; }",
+     "pointer x points at A when an iteration of this loop starts and at out when it ends"),
     ("for (int r = 0; r < 2; r++) { x = out + i; if (r == i) break; x = A + i; }",
      "a pointer pointed at another array in a loop that break or continue may leave"),
 ])

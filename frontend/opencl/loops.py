@@ -181,9 +181,11 @@ class Loops(TranslationContext):
             self.widen([cond, inc, body])
             test = S.Compare("==", S.Const(0), S.Const(0)) if cond is None else \
                 self.condition(cond)
+            pointers = self.pointer_targets()
             stmts = self.loop_body(body)
             self.widen([cond, inc, body])
             update = () if inc is None else tuple(self.expression_statement(inc))
+            self.loop_pointers(pointers, inc if inc is not None else body)
             for u in update:
                 if not isinstance(u, S.AssignInt):
                     self.fail(inc, "loop update: update integers and pointers only (i += s, "
