@@ -288,3 +288,19 @@ def test_a_null_pointer_and_64_bit_scalars_run_on_pocl_equal_to_numpy(pocl):
     result = tt.run(sch, pocl, repeat=10, warmup=1, seed=2,
                     reference=lambda inputs: {"B": inputs["A"][3:13] * 2.0 + 0.5})
     assert result.check.ok
+
+
+def test_a_helper_tests_a_null_pointer_it_is_passed():
+    """A helper's pointer parameter bound to a null argument or to ``NULL`` itself tests as
+    null; bound to a buffer, as given."""
+    src = """
+    float biased(__global const float *b, int i) { return (b != NULL) ? b[i] : 0.25f; }
+    __kernel void k(__global const float *A, __global const float *bias, __global float *B) {
+        int i = get_global_id(0);
+        B[i] = biased(bias, i) + biased(NULL, i) + biased(A, i);
+    }"""
+    args = {"A": {"shape": [8], "access": "in"}, "bias": {"null": True},
+            "B": {"shape": [8], "access": "out"}}
+    sch, inputs, result = run(src, [8], [8], args)
+    np.testing.assert_allclose(result.outputs["B"], inputs["A"] + 0.5, rtol=1e-6)
+    assert result.counts.global_load_elems == 8

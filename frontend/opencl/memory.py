@@ -268,18 +268,18 @@ class Memory(TranslationContext):
         if op in ("==", "!="):
             for p, q in ((left, right), (right, left)):
                 given = self._pointer_given(C.strip(p))
-                if given is not None and _null_constant(q):
+                if given is not None and null_constant(q):
                     return given if op == "!=" else not given
         return None
 
     def _pointer_given(self, s) -> bool | None:
-        """Whether the pointer argument or variable named by cursor ``s`` is not null
-        (``None``: ``s`` names none)."""
+        """Whether the pointer argument, variable or helper parameter named by cursor ``s``
+        is not null (``None``: ``s`` names none)."""
         from clang.cindex import CursorKind as K
         if s.kind != K.DECL_REF_EXPR:
             return None
         b = self.lookup(s.spelling)
-        if b is None or b.kind not in ("null", "buffer", "pointer", "local"):
+        if b is None or b.kind not in ("null", "buffer", "pointer", "local", "private_array"):
             return None
         return b.kind != "null"
 
@@ -366,7 +366,7 @@ def _array_name(target) -> str:
     return target.name
 
 
-def _null_constant(c) -> bool:
+def null_constant(c) -> bool:
     """Whether cursor ``c`` is a null pointer constant (``NULL``, ``0``, ``(void *)0``)."""
     from clang.cindex import CursorKind as K
     s = C.strip(c)
