@@ -267,8 +267,8 @@ def test_a_float4_view_of_a_private_array_off_a_multiple_of_four_is_refused(offs
         B[i] = reg[2];
     }}"""
     args = {"A": {"shape": [32], "access": "in"}, "B": {"shape": [8], "access": "out"}}
-    with pytest.raises(FrontendError, match="float4 view of private array reg.*constant "
-                                            "multiple of 4"):
+    with pytest.raises(FrontendError, match="float4 view of private array reg: its offset "
+                                            "must be a constant multiple of 4"):
         tt.from_opencl(src, "k", [8], [8], args)
 
 

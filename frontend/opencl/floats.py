@@ -2,9 +2,9 @@
 expressions), ``float`` arguments, private floats, vector components and array elements,
 loads, integers converted to float (``(float)i``, ``convert_float(i)``, an ``int`` operand
 of a float operation: :class:`~tiletraffic.simulator.ir.nodes.IntToFloat` of the integer's
-C value), ``+ - * /`` and negation, ``fma``/``mad``, the IR's float built-ins (float
-``max``/``min`` as ``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions, and float
-helpers. A ``?:`` whose branches load or need statements of their own is an ``if``/``else``
+C value), ``+ - * /`` and negation, ``fma``/``mad``, ``dot`` of float vectors, the IR's
+float built-ins (float ``max``/``min`` as ``fmax``/``fmin``), ``select`` and ``?:`` on
+integer conditions, and float helpers. A ``?:`` whose branches load or need statements of their own is an ``if``/``else``
 assigning a fresh private float, so that only the branch taken loads, as in C.
 
 Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for a call outside
@@ -16,7 +16,8 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.visitor import walk
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.c_types import is_float_type, is_int_type
+from tiletraffic.frontend.opencl.c_types import (is_float_type, is_int_type, is_vector_type,
+                                                  vector_width)
 from tiletraffic.frontend.opencl.context import DATA_DEPENDENT, TranslationContext
 
 
@@ -60,8 +61,8 @@ class Floats(TranslationContext):
             if v is not None:
                 return S.FConst(v)
         if self.is_vector_component(s):
-            names, k = self.vector_component(s)
-            return S.Private(names[k])
+            ref = self.component_target(s)
+            return S.Private(ref[1]) if ref[0] == "float" else S.PrivateElem(ref[1], ref[2])
         if is_int_type(s.type):                   # x * i: C converts i to float
             return S.IntToFloat(self.exact(s))
         if kind == K.CSTYLE_CAST_EXPR:
@@ -145,6 +146,8 @@ class Floats(TranslationContext):
         if name in ("fma", "mad") and len(args) == 3:
             a, b, c = (self.float_expr(x, out) for x in args)
             return S.FBinOp("+", S.FBinOp("*", a, b), c)
+        if name == "dot" and len(args) == 2:                # sum of component products
+            return self.dot(args, out)
         functions = S.FLOAT_FUNCTIONS                     # the IR's float built-ins
         fn = {"max": "fmax", "min": "fmin"}.get(name, name)
         if fn in functions and len(args) == functions[fn]:
@@ -161,9 +164,25 @@ class Floats(TranslationContext):
             if value[0] != "float":
                 self.fail(s, f"helper {name} returns an integer where a float is needed")
             return value[1]
-        known = ", ".join(["fma", "mad", *S.FLOAT_FUNCTIONS, "select", "convert_float"])
+        known = ", ".join(["fma", "mad", "dot", *S.FLOAT_FUNCTIONS, "select",
+                           "convert_float"])
         self.fail(s, f"call of {name}: floats take + - * /, {known} and helpers defined in "
                      "the source or its headers")
+
+    def dot(self, args, out) -> S.FloatExpr:
+        """``dot(a, b)`` of two float vectors (or floats): the products of their
+        components summed in order, each operand evaluated once."""
+        types = [C.strip(a).type for a in args]
+        if not any(is_vector_type(t) for t in types):
+            a, b = (self.float_expr(x, out) for x in args)
+            return S.FBinOp("*", a, b)
+        width = next(vector_width(t) for t in types if is_vector_type(t))
+        (va, oa), (vb, ob) = (self._vector_or_scalar(a, width) for a in args)
+        out += oa + ob
+        total = S.FBinOp("*", va[0], vb[0])
+        for x, y in zip(va[1:], vb[1:]):
+            total = S.FBinOp("+", total, S.FBinOp("*", x, y))
+        return total
 
 
 def _loads(e: S.FloatExpr) -> bool:

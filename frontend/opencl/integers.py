@@ -307,9 +307,9 @@ class Integers(TranslationContext):
             if op in ("&&", "||"):
                 return S.BoolOp(op, self.condition(left), self.condition(right))
             if op in _INT_COMPARE:
-                for side in (left, right):
-                    if not is_int_type(C.strip(side).type):
-                        self.fail(s, f"a branch on float values: {DATA_DEPENDENT}")
+                if not all(is_int_type(C.strip(side).type) for side in (left, right)):
+                    return S.FloatCompare(op, self.launch_float(left, s),
+                                          self.launch_float(right, s))
                 return S.Compare(op, self.exact(left), self.exact(right))
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "!":
             return S.Not(self.condition(C.children(s)[0]))
@@ -318,8 +318,34 @@ class Integers(TranslationContext):
             if b is not None and b.kind == "cond":
                 return b.value
         if is_float_type(s.type):
-            self.fail(s, f"a branch on float values: {DATA_DEPENDENT}")
+            return S.FloatCompare("!=", self.launch_float(s, s), S.FConst(0.0))
         return S.Compare("!=", self.exact(s), S.Const(0))
+
+    def launch_float(self, c, condition) -> S.FloatExpr:
+        """An operand of a float comparison in a condition: a float constant, a ``float``
+        argument or a negation of one (the launch's values, one truth for every
+        work-item).
+
+        Raises:
+            FrontendError: a float of another kind (loaded, computed): a branch on it
+                depends on the data.
+        """
+        from clang.cindex import CursorKind as K
+        s = C.strip(c)
+        value = self.float_literal(s)
+        if value is not None:
+            return S.FConst(value)
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) in ("-", "+"):
+            inner = self.launch_float(C.children(s)[0], condition)
+            return S.FNeg(inner) if C.unary_operator(s) == "-" else inner
+        if s.kind == K.CSTYLE_CAST_EXPR and is_float_type(C.strip(C.children(s)[-1]).type):
+            return self.launch_float(C.children(s)[-1], condition)
+        if s.kind == K.DECL_REF_EXPR:
+            b = self.lookup(s.spelling)
+            if b is not None and b.kind == "float_param":
+                return b.value
+        self.fail(condition, f"a branch on float values other than constants and float "
+                             f"arguments ({self.describe_target(s)}): {DATA_DEPENDENT}")
 
     def static_value(self, e) -> int | None:
         if isinstance(e, S.Const):

@@ -45,13 +45,18 @@ class Memory(TranslationContext):
 
     def element(self, s, store=False):
         """An element access: ('private_elem', arr, index) or ('memory', array, index), or
-        for a float4 buffer element ('vector_memory', pointer)."""
+        for a ``float2``/``float4`` element of a buffer or a local array ('vector_memory',
+        pointer), of a private array ('private_vector', arr, index of its first float)."""
         from clang.cindex import CursorKind as K
         base, idx = self.subscripts(s)
         if base.kind == K.DECL_REF_EXPR:
             b = self.lookup(base.spelling)
             if b is None:
                 self.fail(base, f"{base.spelling} is not declared in the kernel")
+            width = self.vector_widths.get(getattr(b.value, "name", None), 1) \
+                if b.kind in ("private_array", "local") else 1
+            if width > 1:
+                return self.vector_element(s, b, idx, width)
             if b.kind == "private_array":
                 arr = b.value
                 self._rank(s, arr.name, len(arr.dims), len(idx))
@@ -72,6 +77,22 @@ class Memory(TranslationContext):
         if ptr.width > 1:
             return ("vector_memory", ptr)
         return ("memory", *self.resolve(ptr, s, store))
+
+    def vector_element(self, s, b, idx, width):
+        """:meth:`element` of an array of ``float{width}`` (its floats one more dimension):
+        ('private_vector', arr, index) or ('vector_memory', pointer)."""
+        arr = b.value
+        rank = len(arr.dims) - 1
+        index = tuple(self.exact(i, True) for i in idx)
+        if b.kind == "private_array":
+            self._rank(s, arr.name, rank, len(idx))
+            return ("private_vector", arr, index + (S.Const(0),))
+        if len(idx) not in (1, rank):
+            self._rank(s, arr.name, rank, len(idx))
+        flat = index[0]          # in elements, row-major, then in floats
+        for i, extent in zip(index[1:], arr.dims[1:]):
+            flat = S.BinOp("+", S.BinOp("*", flat, extent), i)
+        return ("vector_memory", Pointer(arr, S.BinOp("*", flat, S.Const(width)), None, width))
 
     def _rank(self, s, name, rank, given):
         if rank != given:
@@ -155,6 +176,12 @@ class Memory(TranslationContext):
             return e if rows == 1 else S.BinOp("*", e, S.Const(rows))
         return None
 
+    def _float_array(self, at, arr) -> None:
+        """Refuse a pointer into the private array ``arr`` unless it holds floats."""
+        if arr.name in self.vector_widths:
+            self.fail(at, f"pointer into private array {arr.name} of float vectors: index it "
+                          "(x[i]) or point into an array of float")
+
     def private_view(self, s, width: int) -> tuple | None:
         """The elements of a private float array that the float``width`` view ``s`` reads
         or assigns (``*(float4 *)&x[4]``, ``vload4(1, x)``): ``(array, index tuples)``, else
@@ -185,9 +212,8 @@ class Memory(TranslationContext):
         last, row = self.static_value(index[-1]), arr.dims[-1].value
         if ptr.width not in (1, width) or last is None or last % width or \
                 not 0 <= last <= row - width:
-            self.fail(at, f"a float{width} view of private array {arr.name} at "
-                          f"{self.describe_target(at)}: its offset must be a constant "
-                          f"multiple of {width} within a row of {row}")
+            self.fail(at, f"a float{width} view of private array {arr.name}: its offset must "
+                          f"be a constant multiple of {width} within a row of {row}")
         return arr, tuple(index[:-1] + (S.Const(last + k),) for k in range(width))
 
     # ------------------------------------------------- pointers pointed at another array
@@ -305,14 +331,16 @@ class Memory(TranslationContext):
             if b is not None and b.kind == "pointer":
                 return b.value
             if b is not None and b.kind == "private_array":
+                self._float_array(s, b.value)
                 return Pointer(b.value, None, (S.Const(0),) * len(b.value.dims), 1)
             if b is not None and b.kind == "null":
                 self.fail(s, f"buffer {s.spelling} is given as null, but the kernel reaches "
                              "memory through it here: give its shape and access", s.spelling)
             if b is not None and b.kind == "local":
+                width = self.vector_widths.get(b.value.name, 1)
                 if len(b.value.dims) == 1:
                     return Pointer(b.value, None, (S.Const(0),), 1)
-                return Pointer(b.value, S.Const(0), None, 1)
+                return Pointer(b.value, S.Const(0), None, width)
             self.fail(s, f"{s.spelling} is not a buffer or a local array")
         if s.kind == K.CSTYLE_CAST_EXPR:
             inner = self.pointer_expr(C.children(s)[-1])
@@ -330,9 +358,14 @@ class Memory(TranslationContext):
             if target.kind == K.ARRAY_SUBSCRIPT_EXPR:
                 base, idx = self.subscripts(target)
                 b = self.lookup(base.spelling) if base.kind == K.DECL_REF_EXPR else None
+                if b is not None and b.kind == "private_array":
+                    self._float_array(s, b.value)
                 if b is not None and b.kind in ("local", "private_array") and \
                         len(idx) == len(b.value.dims):
                     return Pointer(b.value, None, tuple(self.exact(i, True) for i in idx), 1)
+                if b is not None and b.kind == "local" and b.value.name in self.vector_widths:
+                    return self.vector_element(target, b, idx, self.vector_widths[
+                        b.value.name])[1]
                 if len(idx) == 1:
                     ptr = self.pointer_expr(base)
                     delta = self.exact(idx[0], True)

@@ -221,6 +221,16 @@ class PrivateMemory(BatchState):
         if is_set is not None:
             is_set[:, :, flat] |= on[:, :, 0]
         table, shadow = self.parrays[s.name][1], self.dparr[s.name]
+        if on.all():     # every work-item: the element's slices updated in place
+            terms = self.depth_of(s.value)
+            if accumulate:
+                table[:, :, flat:flat + 1] += np.asarray(value, dtype=np.float32)
+                shadow[:, :, flat:flat + 1] = sum_length.add(shadow[:, :, flat:flat + 1],
+                                                             terms)
+            else:
+                table[:, :, flat:flat + 1] = np.asarray(value, dtype=np.float32)
+                shadow[:, :, flat:flat + 1] = terms
+            return True
         old, before = table[:, :, flat:flat + 1], shadow[:, :, flat:flat + 1].copy()
         value = np.broadcast_to(np.asarray(value, dtype=np.float32), old.shape)
         terms = np.broadcast_to(self.depth_of(s.value), before.shape)
