@@ -18,6 +18,8 @@ Format (every path relative to the launch file)::
     C = { shape = ["N", "N"], access = "out" }
     Asub = { shape = ["TS", "TS"] } # a __local float * argument: elements per work-group
     Bsub = { local_bytes = "TS * TS * 4" }        # or bytes, as clSetKernelArg takes them
+    bias = { null = true }          # a __global pointer passed as NULL (tests of it are
+                                    # constants: bias != NULL is false)
     [reference]                     # optional
     function = "mm_ref.py:reference"   # reference(inputs: dict) -> dict of outputs
     terms = "N"                     # optional: products summed per output element (the
@@ -393,7 +395,16 @@ def _buffer_argument(launch: LaunchFile, where: str, raw: dict) -> BufferArg:
     if unknown:
         raise launch.error(f"{where}.{unknown[0]}", "unknown key; a buffer has shape and "
                                                     "access (a __local pointer shape or "
-                                                    "local_bytes)")
+                                                    "local_bytes; a NULL pointer null = "
+                                                    "true)")
+    if "null" in raw:
+        if raw["null"] is not True:
+            raise launch.error(f"{where}.null", "must be true (a pointer passed as NULL), "
+                                                f"not {shown(raw['null'])}")
+        if len(raw) > 1:
+            raise launch.error(f"{where}.null", "stands alone: a pointer passed as NULL has "
+                                                "no shape, access or local_bytes")
+        return BufferArg((), None, None, True)
     shape = raw.get("shape")
     local_bytes = raw.get("local_bytes")
     if shape is None and local_bytes is None:

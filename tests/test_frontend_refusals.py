@@ -39,9 +39,9 @@ REFUSED = {
     "goto": ("    goto end;\nend:\n    C[i] = 0.0f;", 4, 5, ["goto", "if/else"]),
     "++ inside an expression": ("    int j = i;\n    C[j++] = 0.0f;", 5, 7,
                                 ["++ inside an expression", "j++;"]),
-    "pointer moved to another array": (
-        "    __global float *p = C;\n    p = (__global float *)A;\n    p[i] = 0.0f;", 5, 5,
-        ["pointer p", "another array"]),
+    "pointer moved to another array in a branch": (
+        "    __global float *p = C;\n    if (i < 2) p = (__global float *)A;\n    p[i] = 0.0f;",
+        5, 5, ["pointer p", "at A after one branch and at C after the other"]),
     "float in a loop update": (
         "    float s = 0.0f;\n    for (int j = 0; j < N; j++, s += 1.0f) C[i] = s;", 5, 28,
         ["loop update", "integers and pointers only"]),

@@ -58,9 +58,18 @@ SAMPLES = {
     "printf": (kernel('    printf("%d", i);\n    C[i] = A[i];'), "", {}),
     "component of a vector in memory": (
         kernel("    C[i] = ((__global const float4 *)A)[i / 4].y;"), "", {}),
-    "pointer moved to another array": (
-        kernel("    __global float *p = C;\n    p = (__global float *)A;\n    p[i] = 0.0f;"),
-        "", {}),
+    "pointer moved to another array in a branch": (
+        kernel("    __global float *p = C;\n    if (i < 2) p = (__global float *)A;\n"
+               "    p[i] = 0.0f;"), "", {}),
+    "pointer moved to another array in a loop": (
+        kernel("    __global float *p = C;\n    for (int r = 0; r < N; r++) {\n"
+               "        p[i] = 0.0f;\n        p = (__global float *)A;\n    }"), "", {}),
+    "access through a null pointer": (
+        kernel("    C[i] = bias[i];", signature=SIGNATURE + ", __global const float *bias"),
+        "", {"bias": {"null": True}}),
+    "float4 view of a private array off a multiple of 4": (
+        kernel("    float reg[8];\n    *((float4 *)&reg[2]) = vload4(i, A);\n"
+               "    C[i] = reg[2];"), "", {}),
     "pointer without a value": (
         kernel("    __global float *p;\n    C[i] = A[i];"), "", {}),
     "float in a loop update": (

@@ -12,6 +12,7 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import is_float_type, is_int_type, type_kind
 from tiletraffic.frontend.opencl.context import Binding, Scope, TranslationContext
+from tiletraffic.frontend.opencl.memory import null_constant
 
 
 class Calls(TranslationContext):
@@ -63,8 +64,10 @@ class Calls(TranslationContext):
             elif type_kind(t) in ("POINTER", "CONSTANTARRAY", "INCOMPLETEARRAY"):
                 ref = C.strip(a)
                 b = self.lookup(ref.spelling) if ref.kind == K.DECL_REF_EXPR else None
-                if b is not None and b.kind in ("local", "buffer", "private_array"):
+                if b is not None and b.kind in ("local", "buffer", "private_array", "null"):
                     bindings[p.spelling] = b     # the array itself, with its shape
+                elif null_constant(a):
+                    bindings[p.spelling] = Binding("null", None, p)
                 else:
                     bindings[p.spelling] = Binding("pointer", self.pointer_expr(a), p)
             elif not self.reference_argument(p, a, bindings):

@@ -90,6 +90,9 @@ class TranslationContext:
         self.inlined_from: list[str] = []
         """The helper calls being inlined, innermost last (``sync_tile, called at
         k.cl:20:9``)."""
+        self.let_values: dict[str, S.IntExpr] = {}
+        """The value of each integer name of the IR bound once (a ``Let``), for reading a
+        flat index through it (:meth:`frontend.opencl.memory.Memory.delinearize`)."""
         self.mutable_ranges: dict[str, tuple] = {}
         """The integer names of the IR that ``AssignInt`` may assign (a ``DeclareInt``: a C
         integer or a pointer's offset assigned again), each with the bounds of its C type:
@@ -102,6 +105,8 @@ class TranslationContext:
         """The kinds of the IR loops being translated around the statement (``For``,
         ``While``), innermost last."""
         self._assigned: dict[tuple, frozenset] = {}
+        self.pointer_retargets = 0
+        """How many assignments so far pointed a pointer at another array than before."""
         self.vector_widths: dict[str, int] = {}
         """Floats per element of each private or local array of ``float2``/``float4`` (by
         IR name), held as an array of floats with one more dimension, of that extent."""
@@ -244,6 +249,11 @@ class TranslationContext:
                 else:
                     joined[name] = (lo, hi)
         self.ranges = joined
+
+
+def constant_condition(value: bool) -> S.Cond:
+    """A condition whose value is ``value`` for every work-item (``0 == 0``, ``0 != 0``)."""
+    return S.Compare("==" if value else "!=", S.Const(0), S.Const(0))
 
 
 def _key(cursor) -> tuple:

@@ -1,7 +1,7 @@
 """The kernel's signature and declarations: its arguments checked against what the caller
 gives (``__global``/``__constant`` ``float``/``float2``/``float4`` buffers with their shapes
-and accesses, ``__local float *`` arguments with their sizes, ``int``/``uint`` and ``float``
-scalars), and the variables its body declares (integers, a ``Let`` or, assigned again, a
+and accesses, ``__local float *`` arguments with their sizes, ``int``/``uint``, ``long``/``ulong``/``size_t``
+and ``float`` scalars), and the variables its body declares (integers, a ``Let`` or, assigned again, a
 ``DeclareInt``; private floats and float vectors, private arrays, ``__local`` arrays of
 static shape, pointers into buffers). ``__attribute__((...))`` on a declaration is no part
 of its value.
@@ -18,13 +18,16 @@ from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import (VECTOR_COMPONENTS, address_space,
-                                                 is_float_type, is_int_type, is_vector_type,
-                                                 type_kind, vector_width)
+                                                 int_type, is_float_type, is_int_type,
+                                                 is_vector_type, type_kind, vector_width)
 from tiletraffic.frontend.opencl.clang_ast import FrontendError
 from tiletraffic.frontend.opencl.context import Binding, Buffer, TranslationContext
 
 ACCESS = S.ARRAY_ROLES
 """The accesses a buffer argument may have (``in``, ``out``, ``inout``)."""
+
+_SCALAR_INTS = ("INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG")
+"""clang's canonical kinds of the integer scalar arguments (``size_t`` is ``ULONG``)."""
 
 FLT_MAX = 3.4028234663852886e38
 """The largest finite float32."""
@@ -38,14 +41,19 @@ class BufferArg:
 
     For a ``__local float *`` argument: its shape (elements, row-major; the access, if
     any, is ignored), or ``local_bytes``, its size in bytes as ``clSetKernelArg`` takes it
-    (a shape of ``local_bytes / 4`` floats), or both when they agree."""
+    (a shape of ``local_bytes / 4`` floats), or both when they agree.
+
+    ``null``: the ``__global`` pointer argument is given as ``NULL`` (no shape, no access):
+    a test of it (``p != NULL``, ``p ? x : y``) is a constant, and an access through it is
+    refused."""
 
     shape: tuple
     access: str | None = None
     local_bytes: int | None = None
+    null: bool = False
 
 
-BUFFER_FIELDS = ("shape", "access", "local_bytes")
+BUFFER_FIELDS = ("shape", "access", "local_bytes", "null")
 """The fields of a buffer or local argument given as a dict (:class:`BufferArg`)."""
 
 
@@ -89,7 +97,7 @@ class Declarations(TranslationContext):
                 raise FrontendError(f"buffer {name}: unknown field(s) {', '.join(extra)}",
                                     name)
             value = BufferArg(tuple(value.get("shape") or ()), value.get("access"),
-                              value.get("local_bytes"))
+                              value.get("local_bytes"), value.get("null", False))
         if type_kind(t) == "POINTER":
             pointee = t.get_pointee()
             space = self.pointer_space(pointee)
@@ -99,6 +107,9 @@ class Declarations(TranslationContext):
             if space not in ("__global", "__constant"):
                 self.fail(p, f"argument {name}: pointers must be __global or __constant",
                           name)
+            if value is None or isinstance(value, BufferArg) and value.null is not False:
+                self.declare_null_argument(p, value)
+                return
             if is_float_type(pointee):
                 width = 1
             elif is_vector_type(pointee) and \
@@ -134,7 +145,8 @@ class Declarations(TranslationContext):
                                           "inout": "global_inout"}[value.access]))
             self.bind(name, Binding("buffer", self.buffers[name], p))
             return
-        if type_kind(t) in ("INT", "UINT"):
+        if type_kind(t) in _SCALAR_INTS:
+            bits, signed = int_type(t)
             if isinstance(value, bool) or not isinstance(value, int):
                 given = "a buffer (shape and access)" if isinstance(value, BufferArg) \
                     else f"{type(value).__name__} {value!r}"
@@ -142,24 +154,38 @@ class Declarations(TranslationContext):
                     if isinstance(value, float) else ""
                 raise FrontendError(f"argument {name} is an integer in the source; give it "
                                     f"a number, not {given}{hint}", name)
-            if type_kind(t) == "UINT" and value < 0:
-                raise FrontendError(f"argument {name} = {value} is negative, but a uint in the "
-                                    "source (the device would see it as "
-                                    f"{value % 2 ** 32}); give 0 or more", name)
-            if not -(2 ** 31) <= value < 2 ** 31:
-                raise FrontendError(f"argument {name} = {value} does not fit a 32-bit int",
-                                    name)
+            if not signed and value < 0:
+                raise FrontendError(f"argument {name} = {value} is negative, but a "
+                                    f"{'uint' if bits == 32 else 'ulong'} in the source (the device would see it as "
+                                    f"{value % 2 ** bits}); give 0 or more", name)
+            if not -(2 ** 31) <= value < 2 ** 31 and bits == 32 or \
+                    not -(2 ** 63) <= value < 2 ** 63:
+                raise FrontendError(f"argument {name} = {value} does not fit a {bits}-bit "
+                                    f"{'int' if bits == 32 else 'signed integer'}", name)
             self.params[name] = int(value)
-            self.arg_kinds.append((name, "int"))
+            self.arg_kinds.append((name, "int" if bits == 32 else "long"))
             self.scopes[0].names[name] = Binding("int", S.Param(name), p)
             self.used_names.add(name)
             return
         if is_float_type(t):
             self.declare_float_argument(p, value)
             return
-        self.fail(p, f"argument {name} of type {t.spelling}: arguments must be int, uint or "
-                     "float scalars, __global float/float2/float4 buffers or __local float "
+        self.fail(p, f"argument {name} of type {t.spelling}: arguments must be int, uint, long, "
+                     "ulong, size_t or float scalars, __global float/float2/float4 buffers or __local float "
                      "pointers", name)
+
+    def declare_null_argument(self, p, value) -> None:
+        """A ``__global`` pointer argument given as ``NULL`` (``value``: ``None`` or a
+        :class:`BufferArg` with ``null`` true and nothing else): no array; bound so that a
+        test of it is a constant (:meth:`frontend.opencl.memory.Memory.known_condition`)."""
+        name = p.spelling
+        if value is not None and (value.null is not True or value.shape or value.access or
+                                  value.local_bytes is not None):
+            raise FrontendError(f"buffer {name}: null must be true and stand alone (no shape, "
+                                "access or local_bytes)", name)
+        self.arg_kinds.append((name, "null"))
+        self.scopes[0].names[name] = Binding("null", None, p)
+        self.used_names.add(name)
 
     def declare_float_argument(self, p, value) -> None:
         """A ``float`` argument: a :class:`~simulator.ir.nodes.FloatParam` whose value,
@@ -192,6 +218,9 @@ class Declarations(TranslationContext):
         elif not is_float_type(pointee):
             self.fail(p, f"__local pointer argument {name} of {pointee.spelling}: local "
                          "pointer arguments hold float, float2 or float4", name)
+        if value is None or isinstance(value, BufferArg) and value.null:
+            raise FrontendError(f"argument {name} is a __local pointer in the source, which "
+                                "cannot be null; give its shape or local_bytes", name)
         if not isinstance(value, BufferArg):
             raise FrontendError(f"argument {name} is a __local pointer in the source; give "
                                 "its shape (elements) or local_bytes, not a number", name)

@@ -117,6 +117,9 @@ class Floats(TranslationContext):
             return self.float_call(s, out)
         if kind == K.CONDITIONAL_OPERATOR:
             cond, then, orelse = C.children(s)
+            known = self.known_condition(cond)   # a pointer argument tested against NULL
+            if known is not None:
+                return self.float_expr(then if known else orelse, out)
             test = self.condition(cond)          # refuses a condition on float values
             then_out: list = []
             else_out: list = []

@@ -27,7 +27,8 @@ from tiletraffic.simulator.ir.static import int_op_bounds, trunc_div, wrap_int
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import (int_type, is_float_type, is_int_type,
                                                  type_kind, type_range)
-from tiletraffic.frontend.opencl.context import Binding, DATA_DEPENDENT, TranslationContext
+from tiletraffic.frontend.opencl.context import (Binding, DATA_DEPENDENT, TranslationContext,
+                                                 constant_condition)
 
 
 _ID_FUNCTIONS = {"get_global_id": "global", "get_local_id": "local", "get_group_id": "group"}
@@ -212,6 +213,7 @@ class Integers(TranslationContext):
         ir = self.bind_int(d.spelling, d)
         if bound_once:
             self.ranges[ir] = self.range_of(value)
+            self.let_values[ir] = value
             return [S.Let(ir, value)]
         self.declare_mutable(ir, d, _bounds_of(d.type))
         self.ranges[ir] = self.mutable_ranges[ir] if value is None else self.range_of(value)
@@ -295,6 +297,9 @@ class Integers(TranslationContext):
 
     def condition(self, c) -> S.Cond:
         from clang.cindex import CursorKind as K
+        known = self.known_condition(c)       # a pointer argument tested against NULL
+        if known is not None:
+            return constant_condition(known)
         s = C.strip(c)
         if s.kind == K.BINARY_OPERATOR:
             op = C.binary_operator(s)

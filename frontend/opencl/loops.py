@@ -161,10 +161,12 @@ class Loops(TranslationContext):
             step = self.loop_step(inc, var_cursor)
             self.widen([body])
             self.loops.append("For")
+            pointers = self.pointer_targets()
             try:
                 stmts = tuple(self.block(body))
             finally:
                 self.loops.pop()
+            self.loop_pointers(pointers, body)
             self.widen([body])
         finally:
             self.pop()
@@ -179,9 +181,11 @@ class Loops(TranslationContext):
             self.widen([cond, inc, body])
             test = S.Compare("==", S.Const(0), S.Const(0)) if cond is None else \
                 self.condition(cond)
+            pointers = self.pointer_targets()
             stmts = self.loop_body(body)
             self.widen([cond, inc, body])
             update = () if inc is None else tuple(self.expression_statement(inc))
+            self.loop_pointers(pointers, inc if inc is not None else body)
             for u in update:
                 if not isinstance(u, S.AssignInt):
                     self.fail(inc, "loop update: update integers and pointers only (i += s, "
@@ -217,10 +221,13 @@ class Loops(TranslationContext):
         """The statements of a ``While`` loop's body (its ``break`` and ``continue``
         translated)."""
         self.loops.append("While")
+        pointers = self.pointer_targets()
         try:
-            return tuple(self.block(body))
+            stmts = tuple(self.block(body))
         finally:
             self.loops.pop()
+        self.loop_pointers(pointers, body)
+        return stmts
 
     def counts_up(self, cond, inc, var_cursor) -> bool:
         """Whether the loop is an IR loop (``var < stop`` or ``var <= last``; ``++var``,

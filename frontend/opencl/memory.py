@@ -3,8 +3,9 @@
 
 Buffers are row-major: a flat index ``row * N + col`` of a buffer shaped ``(M, N)`` is read
 as the two indices ``(row, col)`` (every term whose factor is a multiple of ``N``, such as
-``r * (K * N)``, goes to the row, dimension by dimension for higher ranks), any other flat
-index as ``(flat / N, flat % N)``.
+``r * (K * N)``, goes to the row, dimension by dimension for higher ranks; an integer bound
+once is read as its value, so ``int t = N * g + m; A[t + i * N]`` is ``(g + i, m)``), any
+other flat index as ``(flat / N, flat % N)``.
 
 Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for an access of the
 wrong rank, a store into an ``in`` buffer, a pointer expression outside the subset.
@@ -12,11 +13,21 @@ wrong rank, a store into an ``in`` buffer, a pointer expression outside the subs
 from __future__ import annotations
 
 from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.visitor import walk
 
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import (is_float_type, is_vector_type, type_kind,
                                                  vector_width)
-from tiletraffic.frontend.opencl.context import Pointer, TranslationContext
+from tiletraffic.frontend.opencl.context import Pointer, TranslationContext, exits_loop
+
+
+class PointerState(dict):
+    """The pointers in scope at one point of the translation, by binding: (C name, binding,
+    address); ``retargets``: :attr:`TranslationContext.pointer_retargets` then."""
+
+    def __init__(self, values: dict, retargets: int):
+        super().__init__(values)
+        self.retargets = retargets
 
 
 class Memory(TranslationContext):
@@ -89,6 +100,10 @@ class Memory(TranslationContext):
 
     def resolve(self, ptr: Pointer, at, store=False):
         """(array, index tuple) of a scalar access through ``ptr``."""
+        if isinstance(ptr.target, S.PrivateArray):
+            self.fail(at, f"private array {ptr.target.name} reached through a pointer: index "
+                          "it (x[i]), or read or assign a float4 view of it "
+                          "(*(float4 *)&x[4 * k])")
         if isinstance(ptr.target, S.LocalArray):
             return ptr.target, ptr.index if ptr.index is not None else \
                 self.delinearize(ptr.flat, [d.value for d in ptr.target.dims])
@@ -106,7 +121,7 @@ class Memory(TranslationContext):
         if len(dims) == 1:
             return (flat,)
         outer_terms, rest = [], []
-        for sign, t in _terms(flat):
+        for sign, t in self._index_terms(flat, dims[-1]):
             outer = self._row_part(t, dims[-1]) if sign == "+" else None
             if outer is None:
                 rest.append((sign, t))
@@ -118,17 +133,181 @@ class Memory(TranslationContext):
         outer = S.BinOp("/", flat, last)
         return self.delinearize(outer, dims[:-1], None) + (S.BinOp("%", flat, last),)
 
+    def _index_terms(self, flat: S.IntExpr, row_length: int) -> list:
+        """The additive terms of ``flat`` with their signs, an integer bound once
+        (``int t = ldc * g + m``) read as its value's terms where one of them is a
+        multiple of ``row_length`` and the value reads no integer the kernel assigns."""
+        out = []
+        for sign, t in _terms(flat):
+            value = self.let_values.get(t.name) if isinstance(t, S.Var) else None
+            if sign == "+" and value is not None and \
+                    not _names_read(value) & set(self.mutable_ranges):
+                terms = self._index_terms(value, row_length)
+                if any(s == "+" and self._row_part(u, row_length) is not None
+                       for s, u in terms):
+                    out += terms
+                    continue
+            out.append((sign, t))
+        return out
+
     def _row_part(self, term: S.IntExpr, row_length: int) -> S.IntExpr | None:
-        """``x * m`` for a product ``term`` of ``x`` and a factor of static value
-        ``m * row_length`` (``q * np`` -> ``q``, ``r * (nq * np)`` -> ``r * nq``), else None."""
-        if not (isinstance(term, S.BinOp) and term.op == "*"):
+        """``x * m`` for a product ``term`` of factors ``x`` and others of static product
+        ``m * row_length`` (``q * np`` -> ``q``, ``r * (nq * np)`` -> ``r * nq``,
+        ``ldc * g * 16`` at ldc = 64 -> ``g * 16``), else None. ``x`` keeps every factor
+        without a static value and, where it can, one named static one (a scalar)."""
+        factors = _factors(term)
+        if len(factors) < 2:
             return None
-        for outer, factor in ((term.left, term.right), (term.right, term.left)):
-            value = self.static_value(factor)
-            if value and value % row_length == 0:
-                rows = value // row_length
-                return outer if rows == 1 else S.BinOp("*", outer, S.Const(rows))
+        fixed = [f for f in factors if self.static_value(f) is None]
+        static = [f for f in factors if self.static_value(f) is not None]
+        for keep in [*([f] for f in static if not isinstance(f, S.Const)), []]:
+            consumed = [f for f in static if all(f is not k for k in keep)]
+            value = 1
+            for f in consumed:
+                value *= self.static_value(f)
+            if not consumed or not value or value % row_length:
+                continue
+            outer, rows = fixed + keep, value // row_length
+            if not outer:
+                return S.Const(rows)
+            e = outer[0]
+            for f in outer[1:]:
+                e = S.BinOp("*", e, f)
+            return e if rows == 1 else S.BinOp("*", e, S.Const(rows))
         return None
+
+    def _float_array(self, at, arr) -> None:
+        """Refuse a pointer into the private array ``arr`` unless it holds floats."""
+        if arr.name in self.vector_widths:
+            self.fail(at, f"pointer into private array {arr.name} of float vectors: index it "
+                          "(x[i]) or point into an array of float")
+
+    def private_view(self, s, width: int) -> tuple | None:
+        """The elements of a private float array that the float``width`` view ``s`` reads
+        or assigns (``*(float4 *)&x[4]``, ``vload4(1, x)``): ``(array, index tuples)``, else
+        ``None`` where ``s`` is no view of a private array.
+
+        Raises:
+            FrontendError: the view's offset is not a constant multiple of ``width`` or
+                leaves the array's row."""
+        from clang.cindex import CursorKind as K
+        s = C.strip(s)
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "*":
+            ptr = self.pointer_expr(C.children(s)[0])
+        elif s.kind == K.CALL_EXPR and s.spelling == f"vload{width}":
+            args = C.children(s)[1:]
+            ptr = self.pointer_expr(args[1])
+            if isinstance(ptr.target, S.PrivateArray):
+                ptr = self.offset(ptr, self.exact(args[0], True) * width)
+        else:
+            return None
+        if not isinstance(ptr.target, S.PrivateArray):
+            return None
+        return self.view_elements(ptr, width, s)
+
+    def view_elements(self, ptr: Pointer, width: int, at) -> tuple:
+        """``(array, index tuples)`` of the float``width`` at ``ptr``, an address in a
+        private array (see :meth:`private_view`; ``at``: the cursor for messages)."""
+        arr, index = ptr.target, ptr.index
+        last, row = self.static_value(index[-1]), arr.dims[-1].value
+        if ptr.width not in (1, width) or last is None or last % width or \
+                not 0 <= last <= row - width:
+            self.fail(at, f"a float{width} view of private array {arr.name}: its offset must "
+                          f"be a constant multiple of {width} within a row of {row}")
+        return arr, tuple(index[:-1] + (S.Const(last + k),) for k in range(width))
+
+    # ------------------------------------------------- pointers pointed at another array
+    def retarget(self, binding, target) -> None:
+        """Point the pointer variable of ``binding`` (its offset a ``DeclareInt``) at
+        ``target`` from here on, in the order the code runs."""
+        ptr = binding.value
+        binding.value = Pointer(target, ptr.flat, None, ptr.width)
+        self.pointer_retargets += 1
+
+    def pointer_targets(self) -> PointerState:
+        """The address of every pointer variable in scope now (for
+        :meth:`restore_pointers`, :meth:`join_pointers`, :meth:`loop_pointers`)."""
+        return PointerState({id(b): (name, b, b.value) for scope in self.scopes
+                             for name, b in scope.names.items() if b.kind == "pointer"},
+                            self.pointer_retargets)
+
+    def restore_pointers(self, saved: PointerState) -> None:
+        """Each pointer of ``saved`` pointing where it did then."""
+        for _, b, value in saved.values():
+            b.value = value
+
+    def join_pointers(self, other: PointerState, at) -> None:
+        """After the two branches of the ``if`` at cursor ``at`` (``other``: the pointers
+        after the first, the current state after the second): each pointer's array.
+
+        Raises:
+            FrontendError: a pointer points at different arrays after the two branches."""
+        for name, b, value in other.values():
+            if b.value.target is not value.target:
+                self.fail(at, f"pointer {name} points at {_array_name(value.target)} after "
+                              f"one branch and at {_array_name(b.value.target)} after the "
+                              "other: point it at one array in both (or use a pointer per "
+                              "array)")
+
+    def loop_pointers(self, before: PointerState, body) -> None:
+        """Check the pointers after one translation of the loop body ``body`` against
+        ``before``, their addresses at its start.
+
+        Raises:
+            FrontendError: a pointer points at another array at the end of an iteration
+                than at its start (the next iteration would start there), or the body
+                points one at another array and may leave the loop by ``break`` or
+                ``continue``."""
+        if self.pointer_retargets != before.retargets and exits_loop(body):
+            self.fail(body, "a pointer pointed at another array in a loop that break or "
+                            "continue may leave midway: point it before the loop (or use a "
+                            "pointer per array)")
+        for name, b, value in before.values():
+            if b.value.target is not value.target:
+                self.fail(body, f"pointer {name} points at {_array_name(value.target)} when "
+                                f"an iteration of this loop starts and at "
+                                f"{_array_name(b.value.target)} when it ends: point it at one "
+                                "array in every iteration (or use a pointer per array)")
+
+    def known_condition(self, c) -> bool | None:
+        """The value of the condition ``c`` where a pointer argument's test decides it
+        (``p``, ``p != NULL``, ``p == 0``, ``!p``, and ``&&``/``||``/``!`` of them where the
+        tests decide the whole): ``False`` for ``p != NULL`` with ``p`` given as null;
+        ``None`` for any other condition."""
+        from clang.cindex import CursorKind as K
+        s = C.strip(c)
+        if type_kind(s.type) == "POINTER":
+            return self._pointer_given(s)
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "!":
+            known = self.known_condition(C.children(s)[0])
+            return None if known is None else not known
+        if s.kind != K.BINARY_OPERATOR:
+            return None
+        op = C.binary_operator(s)
+        left, right = C.children(s)
+        if op in ("&&", "||"):
+            a, b = self.known_condition(left), self.known_condition(right)
+            decisive = op == "||"         # True decides ||, False decides &&
+            if a is decisive or b is decisive:
+                return decisive
+            return None if a is None or b is None else a
+        if op in ("==", "!="):
+            for p, q in ((left, right), (right, left)):
+                given = self._pointer_given(C.strip(p))
+                if given is not None and null_constant(q):
+                    return given if op == "!=" else not given
+        return None
+
+    def _pointer_given(self, s) -> bool | None:
+        """Whether the pointer argument, variable or helper parameter named by cursor ``s``
+        is not null (``None``: ``s`` names none)."""
+        from clang.cindex import CursorKind as K
+        if s.kind != K.DECL_REF_EXPR:
+            return None
+        b = self.lookup(s.spelling)
+        if b is None or b.kind not in ("null", "buffer", "pointer", "local", "private_array"):
+            return None
+        return b.kind != "null"
 
     def offset(self, ptr: Pointer, delta: S.IntExpr) -> Pointer:
         """``ptr`` moved by ``delta`` floats."""
@@ -151,6 +330,12 @@ class Memory(TranslationContext):
                 return Pointer(b.value, S.Const(0), None, b.value.width)
             if b is not None and b.kind == "pointer":
                 return b.value
+            if b is not None and b.kind == "private_array":
+                self._float_array(s, b.value)
+                return Pointer(b.value, None, (S.Const(0),) * len(b.value.dims), 1)
+            if b is not None and b.kind == "null":
+                self.fail(s, f"buffer {s.spelling} is given as null, but the kernel reaches "
+                             "memory through it here: give its shape and access", s.spelling)
             if b is not None and b.kind == "local":
                 width = self.vector_widths.get(b.value.name, 1)
                 if len(b.value.dims) == 1:
@@ -173,7 +358,10 @@ class Memory(TranslationContext):
             if target.kind == K.ARRAY_SUBSCRIPT_EXPR:
                 base, idx = self.subscripts(target)
                 b = self.lookup(base.spelling) if base.kind == K.DECL_REF_EXPR else None
-                if b is not None and b.kind == "local" and len(idx) == len(b.value.dims):
+                if b is not None and b.kind == "private_array":
+                    self._float_array(s, b.value)
+                if b is not None and b.kind in ("local", "private_array") and \
+                        len(idx) == len(b.value.dims):
                     return Pointer(b.value, None, tuple(self.exact(i, True) for i in idx), 1)
                 if b is not None and b.kind == "local" and b.value.name in self.vector_widths:
                     return self.vector_element(target, b, idx, self.vector_widths[
@@ -204,6 +392,32 @@ def _terms(e: S.IntExpr) -> list[tuple[str, S.IntExpr]]:
             right = [("-" if sign == "+" else "+", t) for sign, t in right]
         return _terms(e.left) + right
     return [("+", e)]
+
+
+def _array_name(target) -> str:
+    """The name of a pointer's array (a buffer or a local array)."""
+    return target.name
+
+
+def null_constant(c) -> bool:
+    """Whether cursor ``c`` is a null pointer constant (``NULL``, ``0``, ``(void *)0``)."""
+    from clang.cindex import CursorKind as K
+    s = C.strip(c)
+    while s.kind == K.CSTYLE_CAST_EXPR and type_kind(s.type) == "POINTER":
+        s = C.strip(C.children(s)[-1])
+    return s.kind == K.INTEGER_LITERAL and C.evaluate(s) == 0
+
+
+def _factors(e: S.IntExpr) -> list:
+    """The factors of a product ``e``, left to right (``[e]`` for any other expression)."""
+    if isinstance(e, S.BinOp) and e.op == "*":
+        return _factors(e.left) + _factors(e.right)
+    return [e]
+
+
+def _names_read(e: S.IntExpr) -> set:
+    """The integer variables (``Var``) an IR expression reads."""
+    return {n.name for n in walk(e) if isinstance(n, S.Var)}
 
 
 def _rebuild(terms) -> S.IntExpr:

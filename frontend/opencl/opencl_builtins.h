@@ -50,6 +50,7 @@ void __attribute__((overloadable)) work_group_barrier(cl_mem_fence_flags, memory
 #define LONG_MAX 0x7fffffffffffffffL
 #define LONG_MIN (-0x7fffffffffffffffL - 1)
 #define ULONG_MAX 0xffffffffffffffffUL
+#define NULL ((void *)0)
 #define FLT_DIG 6
 #define FLT_MANT_DIG 24
 #define FLT_MAX_10_EXP +38

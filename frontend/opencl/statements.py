@@ -16,7 +16,8 @@ import math
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.context import Binding, Pointer, TranslationContext
+from tiletraffic.frontend.opencl.context import (Binding, Pointer, TranslationContext,
+                                                 constant_condition)
 from tiletraffic.frontend.opencl.switch import SWITCH
 
 
@@ -85,13 +86,26 @@ class Statements(TranslationContext):
 
     def if_statement(self, c) -> S.If:
         kids = C.children(c)
+        if self.known_condition(kids[0]) is not None:
+            return self.known_if_statement(kids)
         cond = self.condition(kids[0])
-        before = dict(self.ranges)
+        before, pointers = dict(self.ranges), self.pointer_targets()
         then = tuple(self.block(kids[1]))
         after_then, self.ranges = self.ranges, before
+        pointers_then = self.pointer_targets()
+        self.restore_pointers(pointers)
         orelse = tuple(self.block(kids[2])) if len(kids) > 2 else ()
         self.join_ranges(after_then, self.ranges)    # an integer assigned in either branch
+        self.join_pointers(pointers_then, c)
         return S.If(cond, then, orelse)
+
+    def known_if_statement(self, kids) -> S.If:
+        """An ``if`` whose condition a pointer argument's test against NULL decides
+        (:meth:`known_condition`): only the branch taken is translated (the other may reach
+        memory through the null pointer)."""
+        known = self.known_condition(kids[0])
+        live = kids[1] if known else kids[2] if len(kids) > 2 else None
+        return S.If(constant_condition(True), tuple(self.block(live)) if live else (), ())
 
     def return_statement(self, c) -> list:
         kids = C.children(c)
@@ -164,9 +178,11 @@ class Statements(TranslationContext):
         ptr = binding.value
         if op is None:
             new = self.pointer_expr(rhs)
-            if new.target is not ptr.target or new.width != ptr.width:
-                self.fail(s, f"pointer {name} pointed at another array or element type: a "
-                             "pointer assigned again keeps its array and type")
+            if new.width != ptr.width:
+                self.fail(s, f"pointer {name} pointed at another element type: a pointer "
+                             "assigned again keeps its type")
+            if new.target is not ptr.target:
+                self.retarget(binding, new.target)
             value = flat_offset(new)
         elif op in ("+", "-", "++", "--"):
             delta = S.Const(1) if op in ("++", "--") else self.exact(rhs, True)

@@ -7,7 +7,7 @@ libclang (:mod:`frontend.opencl.clang_ast`: OpenCL C 1.2, the real preprocessor,
 options) and walks clang's tree of the kernel. The subset it accepts:
 
 - arguments: ``__global`` (or ``__constant``) ``float*``/``float4*`` buffers,
-  ``int``/``uint`` scalars and ``float`` scalars (a
+  ``int``/``uint``/``long``/``ulong`` scalars and ``float`` scalars (a
   :class:`~tiletraffic.simulator.ir.nodes.FloatParam`), ``const`` or not, and ``__local
   float *`` pointers to local memory the caller sizes (a
   :class:`~tiletraffic.simulator.ir.nodes.LocalArray` of the shape given);
@@ -28,11 +28,13 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   built-ins (``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp``; float ``max``/``min`` as
   ``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions (``?:`` without loads in its
   branches: C loads only the branch taken), loads of the buffers
-  indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts;
+  indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts (of a private float
+  array too, at a constant offset that is a multiple of 4: ``*(float4 *)&reg[4]``);
 - statements: ``for`` loops counting up (``<``, ``<=``; ``++i``, ``i++``, ``i += s``,
   ``i = i + s``) as the IR's ``For``, other loops (``for`` of any kind, ``while``,
   ``do ... while``, with ``break`` and ``continue``) as ``While``, pointers moved
-  (``p += n``), ``if``/``else`` on integer conditions, ``return``, ``barrier`` with its
+  (``p += n``) or pointed at another array (in sequence, the same array after both
+  branches of an ``if`` and at both ends of a loop's body), ``if``/``else`` on integer conditions, ``return``, ``barrier`` with its
   fence flags (``work_group_barrier`` too, when the build options ask for ``-cl-std=CL2.0``
   or ``CL3.0``) and its place in the source for messages (``Barrier.source``, with the
   helper calls it is inlined through), ``#pragma unroll``, calls of helper functions

@@ -73,6 +73,9 @@ class Vectors(TranslationContext):
         from clang.cindex import CursorKind as K
         s = C.strip(c)
         out: list = []
+        view = self.private_view(s, width)
+        if view is not None:          # *(float4 *)&x[4 * k] of a private array x
+            return tuple(S.PrivateElem(view[0], i) for i in view[1]), out
         load = self.vector_load_of(s, width)
         if load is not None:
             names = self.component_names(self.fresh("vec"), None, width)
@@ -145,7 +148,7 @@ class Vectors(TranslationContext):
             e = self.element(s)
             if e[0] == "vector_memory":
                 ptr = e[1]
-        if ptr is None:
+        if ptr is None or isinstance(ptr.target, S.PrivateArray):
             return None
         if ptr.width not in (1, width):
             self.fail(s, f"float{ptr.width} access read as float{width}")
@@ -177,6 +180,9 @@ class Vectors(TranslationContext):
     def vector_store(self, ptr, rhs, at) -> list:
         width = ptr.width
         values, out = self.vector_values(rhs, width)
+        if isinstance(ptr.target, S.PrivateArray):   # *(float4 *)&x[4 * k] = ...
+            arr, index = self.view_elements(ptr, width, at)
+            return out + [S.Assign(arr.name, v, i) for v, i in zip(values, index)]
         return out + [self.vector_memory_store(ptr, width, values, at)]
 
     def vector_memory_store(self, ptr, width, values, at, aligned: bool = True):

@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 
 BUFFER_KINDS = ("global_in", "global_out", "global_inout")
 """Kinds of the buffer arguments (:class:`KernelArg`)."""
-SCALAR_KINDS = ("int", "float")
+SCALAR_KINDS = ("int", "long", "float")
 """Kinds of the scalar arguments, passed by value (:class:`KernelArg`)."""
 LOCAL_KIND = "local"
 """Kind of a ``__local float *`` argument: local memory the host sizes (:class:`KernelArg`)."""
-ALL_KINDS = BUFFER_KINDS + SCALAR_KINDS + (LOCAL_KIND,)
+NULL_KIND = "null"
+"""Kind of a ``__global`` pointer argument passed as ``NULL`` (:class:`KernelArg`)."""
+ALL_KINDS = BUFFER_KINDS + SCALAR_KINDS + (LOCAL_KIND, NULL_KIND)
 """Every kind of :class:`KernelArg`."""
 
 
@@ -25,9 +27,11 @@ class KernelArg:
 
     kind: ``"global_in"`` (``__global const float*``), ``"global_inout"`` (``__global
     float*`` holding an input the kernel also writes), ``"global_out"``
-    (``__global float*``, written by the kernel), ``"int"`` (``const int``), ``"float"``
-    (``const float``) or ``"local"`` (``__local float*``: ``local_bytes`` of local memory per
-    work-group, set at launch as ``clSetKernelArg(kernel, i, local_bytes, NULL)`` does).
+    (``__global float*``, written by the kernel), ``"int"`` (``const int``), ``"long"`` (a 64-bit integer:
+    ``long``, ``ulong``, ``size_t``), ``"float"``
+    (``const float``), ``"local"`` (``__local float*``: ``local_bytes`` of local memory per
+    work-group, set at launch as ``clSetKernelArg(kernel, i, local_bytes, NULL)`` does) or
+    ``"null"`` (a ``__global`` pointer passed as ``NULL``).
     """
 
     name: str

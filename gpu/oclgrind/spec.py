@@ -8,7 +8,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from tiletraffic.gpu.codegen.kernel import BUFFER_KINDS, LOCAL_KIND, GeneratedKernel
+from tiletraffic.gpu.codegen.kernel import BUFFER_KINDS, LOCAL_KIND, NULL_KIND, GeneratedKernel
 from tiletraffic.gpu.oclgrind.errors import OclgrindError
 from tiletraffic.simulator.ir.nodes import Schedule
 
@@ -27,8 +27,9 @@ class LaunchSpec:
         kernel_name: the ``__kernel`` to launch.
         args: ``(name, kind)`` in signature order; kind ``"global_in"`` (filled with random
             float32, read-only), ``"global_inout"`` (filled with random float32, read-write),
-            ``"global_out"`` (float32, left uninitialised), ``"int"``, ``"float"`` or
-            ``"local"`` (local memory of ``local_bytes[name]`` bytes).
+            ``"global_out"`` (float32, left uninitialised), ``"int"``, ``"long"`` (64-bit),
+            ``"float"``, ``"local"`` (local memory of ``local_bytes[name]`` bytes) or
+            ``"null"`` (a NULL pointer).
         global_size, local_size: NDRange and work-group size (work-items per dimension).
         array_elems: float32 elements of every buffer argument, by name.
         scalars: value of every ``int`` and ``float`` argument, by name.
@@ -69,13 +70,13 @@ class LaunchSpec:
             if arg.kind in BUFFER_KINDS:
                 if arg.name not in array_elems:
                     missing.append(f"element count of buffer {arg.name}")
-            elif arg.kind in ("int", "float"):
+            elif arg.kind in ("int", "long", "float"):
                 if arg.name not in scalars:
                     missing.append(f"value of {arg.kind} argument {arg.name}")
-            elif arg.kind != LOCAL_KIND:
+            elif arg.kind not in (LOCAL_KIND, NULL_KIND):
                 raise OclgrindError(f"kernel {kernel.name}: argument {arg.name} has kind "
                                     f"{arg.kind!r}; expected global_in, global_out, "
-                                    "global_inout, int, float or local")
+                                    "global_inout, int, long, float, local or null")
         if missing:
             raise OclgrindError(f"kernel {kernel.name}: missing " + ", ".join(missing))
         return cls(
@@ -86,7 +87,7 @@ class LaunchSpec:
             array_elems={a.name: int(array_elems[a.name]) for a in kernel.args
                          if a.kind in BUFFER_KINDS},
             scalars={a.name: (float if a.kind == "float" else int)(scalars[a.name])
-                     for a in kernel.args if a.kind in ("int", "float")},
+                     for a in kernel.args if a.kind in ("int", "long", "float")},
             build_options=tuple(kernel.build_options), seed=seed,
             local_bytes={a.name: int(a.local_bytes) for a in kernel.args
                          if a.kind == LOCAL_KIND})

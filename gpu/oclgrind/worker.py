@@ -92,11 +92,15 @@ def worker_main() -> int:
     args, bufs = [], []
     mf = cl.mem_flags
     for name, kind in spec["args"]:
-        if kind in ("int", "float"):
-            args.append((np.int32 if kind == "int" else np.float32)(spec["scalars"][name]))
+        if kind in ("int", "long", "float"):
+            args.append({"int": np.int32, "long": np.int64,
+                         "float": np.float32}[kind](spec["scalars"][name]))
             continue
         if kind == "local":
             args.append(cl.LocalMemory(int(spec["local_bytes"][name])))
+            continue
+        if kind == "null":
+            args.append(None)
             continue
         n = int(spec["array_elems"][name])
         if kind in ("global_in", "global_inout"):

@@ -36,7 +36,8 @@ from tiletraffic.gpu.devices.device import (POCL_INSTALL_HINT, DeviceError,
                                             DeviceLimits, Target, TiletrafficGpuError,
                                             list_devices, select_device)
 from tiletraffic.gpu.runtime import guard_zones as guard
-from tiletraffic.gpu.codegen.kernel import (ALL_KINDS, BUFFER_KINDS, LOCAL_KIND, SCALAR_KINDS,
+from tiletraffic.gpu.codegen.kernel import (ALL_KINDS, BUFFER_KINDS, LOCAL_KIND, NULL_KIND,
+                                            SCALAR_KINDS,
                                             GeneratedKernel, KernelArg)
 from tiletraffic.gpu.runtime.launch_limits import (LaunchConfigError, check_launch_limits,
                                                    sizes_text)
@@ -234,8 +235,10 @@ def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> No
                             f"{type(value).__name__}")
         if kinds[name] == "float":
             continue
-        if not -(2**31) <= int(value) < 2**31:
-            raise ValueError(f"{kernel.name}: scalar {name!r} = {value} does not fit a 32-bit int")
+        bits = 64 if kinds[name] == "long" else 32
+        if not -(2**(bits - 1)) <= int(value) < 2**(bits - 1):
+            raise ValueError(f"{kernel.name}: scalar {name!r} = {value} does not fit a "
+                             f"{bits}-bit int")
 
 
 def queue_has_profiling(queue) -> bool:
@@ -338,7 +341,8 @@ def _check_call(kernels: list[GeneratedKernel], arrays: dict[str, np.ndarray],
 
     Raises:
         ValueError: no kernel, an unknown argument kind, a missing or unexpected
-            argument, a non-contiguous or empty array, a scalar out of the int32 range.
+            argument, a non-contiguous or empty array, a scalar out of its kind's range
+            (int32, int64).
         TypeError: an array is not float32, or a scalar not a number of its kind.
     """
     if not kernels:
@@ -348,7 +352,7 @@ def _check_call(kernels: list[GeneratedKernel], arrays: dict[str, np.ndarray],
                              if a.kind in BUFFER_KINDS and a.name in arrays},
                          {a.name: scalars[a.name] for a in k.args
                           if a.kind in SCALAR_KINDS and a.name in scalars})
-    used = {a.name for k in kernels for a in k.args if a.kind != LOCAL_KIND}
+    used = {a.name for k in kernels for a in k.args if a.kind not in (LOCAL_KIND, NULL_KIND)}
     extra = sorted((set(arrays) | set(scalars)) - used)
     if extra:
         raise ValueError(f"{'+'.join(k.name for k in kernels)}: unexpected arguments {extra}")
@@ -446,14 +450,18 @@ def _set_arguments(built_kernels: list[_BuiltKernel], buffers: dict[str, Any],
 
 
 def _argument(a: KernelArg, buffers: dict[str, Any], scalars: dict):
-    """What ``clSetKernelArg`` gets for ``a``: its buffer, its value as an int32 or float32,
-    or ``local_bytes`` of local memory (no pointer)."""
+    """What ``clSetKernelArg`` gets for ``a``: its buffer, its value as an int32, int64 or float32,
+    or ``local_bytes`` of local memory (no pointer), or ``None`` (a NULL pointer)."""
     if a.kind == "int":
         return np.int32(scalars[a.name])
+    if a.kind == "long":
+        return np.int64(scalars[a.name])
     if a.kind == "float":
         return np.float32(scalars[a.name])
     if a.kind == LOCAL_KIND:
         return cl.LocalMemory(a.local_bytes)
+    if a.kind == NULL_KIND:
+        return None
     return buffers[a.name]
 
 
