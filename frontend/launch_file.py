@@ -447,3 +447,66 @@ def parse_assignments(items, what: str = "--set") -> dict[str, int]:
         except ValueError:
             raise LaunchFileError(f"{what} {item!r}: write NAME=INTEGER") from None
     return out
+
+
+def size_binding(schedule: Schedule):
+    """How the launch of a launch file's ``schedule`` follows from the file's [sizes], for
+    the closed forms derived from its IR
+    (:class:`simulator.model.derived_counts.SizeBinding`): each size given as an integer
+    (or set with ``--set``) is a size of the forms; a size given as an expression of others
+    stands for that expression; a size the work-group size reads is a constant (the
+    counting needs a fixed work-group); the integer arguments and the NDRange are the file's
+    expressions of them (the -D macros and tuning parameters at their values). ``None``
+    for a schedule that is not a launch file's.
+
+    Raises:
+        LaunchFileError: the launch file can no longer be read.
+    """
+    from tiletraffic.simulator.ir.nodes import Param
+    from tiletraffic.simulator.model.derived_counts import SizeBinding
+
+    opencl = schedule.extra.get("opencl") or {}
+    if opencl.get("launch_file") is None:
+        return None
+    launch = read(opencl["launch_file"], params=opencl.get("params") or {})
+    values = {**launch.names, **opencl.get("sizes", {})}
+    symbols: dict = {}
+    free: list[tuple[str, int]] = []
+    table = launch.data.get("launch", {})
+    fixed = {name for raw in table.get("local_size", []) if isinstance(raw, str)
+             for name in expressions.parse(raw, values).names}
+    for name, raw in launch.data.get("sizes", {}).items():
+        form = None if isinstance(raw, int) else _form(launch, raw, symbols, values)
+        if name in fixed:
+            continue                          # sets the work-group size: a constant
+        if form is None or launch.value(f"sizes.{name}", raw, values) != values[name]:
+            symbols[name] = Param(name)       # an integer, or set with --set
+            free.append((name, values[name]))
+        else:
+            symbols[name] = form
+    params = {}
+    for name, raw in launch.data.get("args", {}).items():
+        if not isinstance(raw, dict):
+            form = _form(launch, raw, symbols, values)
+            if form is not None:
+                params[name] = form
+    global_size = tuple(_form(launch, raw, symbols, values)
+                        for raw in table.get("global_size", []))
+    return SizeBinding(tuple(free), params,
+                       None if any(g is None for g in global_size) else global_size)
+
+
+def _form(launch: LaunchFile, raw, symbols: dict, values: dict):
+    """An integer entry of the launch file (an integer or an expression string) as an IR
+    integer expression of the sizes in ``symbols``; None where it is none (a float)."""
+    from tiletraffic.simulator.ir.nodes import Const
+
+    if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+        return None
+    if isinstance(raw, int):
+        return Const(raw)
+    try:
+        return expressions.as_int_expr(expressions.parse(raw, values, expressions.NUMBER),
+                                       symbols, values)
+    except expressions.ExpressionError:
+        return None
