@@ -166,8 +166,10 @@ class _Space:
     """The one isl set space of a kernel's iteration domains: the sizes as parameters; the
     work-group ids, the work-item ids and one counter per ``For`` loop as set dimensions."""
 
-    def __init__(self, sizes: tuple[str, ...], dims: int, loops: list[S.For]):
+    def __init__(self, sizes: tuple[str, ...], dims: int, loops: list[S.For],
+                 local_size: tuple[int, ...] = ()):
         isl = _isl()
+        self.local_size = local_size
         self.isl = isl
         self.sizes, self.dims = sizes, dims
         self.loop_dim = {id(loop): 2 * dims + i for i, loop in enumerate(loops)}
@@ -274,6 +276,17 @@ class _Affine:
         raise NotAffine(f"{type(c).__name__} is no condition of the IR")
 
 
+# ------------------------------------------------------------------------------ counting
+def card(domain):
+    """The number of points of an isl set as a piecewise quasi-polynomial of its parameters
+    (Barvinok's ``card``), simplified for sizes of at least 1."""
+    isl = _isl()
+    names = domain.get_space().get_var_names(isl.dim_type.param)
+    context = isl.Set(f"[{', '.join(names)}] -> {{ : "
+                      + (" and ".join(f"{n} >= 1" for n in names) or "true") + " }")
+    return domain.card().gist_params(context).coalesce()
+
+
 # --------------------------------------------------------------------------- what one counts
 def statement_counts(stmt: S.Stmt) -> dict[str, int]:
     """What one execution of the simple statement ``stmt`` by one work-item counts, by
@@ -345,7 +358,7 @@ class _DomainCounter(Visitor):
             if per_work_group:
                 counted = domain.project_out(self.space.isl.dim_type.set, self.space.dims,
                                              self.space.dims)
-            self._cards[key] = (domain, counted.card().gist_params(self.space.context).coalesce())
+            self._cards[key] = (domain, card(counted))
         return self._cards[key][1]
 
     def add(self, key: str, domain, times: int, per_work_group: bool = False) -> None:
@@ -477,7 +490,7 @@ def _derive_kernel(schedule: S.Schedule, binding: SizeBinding) -> DerivedCounts:
     dims = len(schedule.local_size)
     loops = [s for s in walk_statements(schedule.body) if isinstance(s, S.For)]
     size_names = tuple(name for name, _ in binding.sizes)
-    space = _Space(size_names, dims, loops)
+    space = _Space(size_names, dims, loops, schedule.local_size)
     at_sizes = _Affine(space, {n: space.aff(n) for n in size_names}, schedule.local_size)
     notes: list[str] = []
     params = {}
@@ -507,7 +520,7 @@ def _derive_kernel(schedule: S.Schedule, binding: SizeBinding) -> DerivedCounts:
         out.not_derived = {key: str(err) for key in _all_keys(buffers)}
         return out
     out.forms, out.not_derived = counter.forms, counter.not_derived
-    out.forms["work_groups"] = groups.card().gist_params(space.context).coalesce()
+    out.forms["work_groups"] = card(groups)
     for direction in ("load", "store"):
         for name in buffers:
             key = f"global_{direction}_elems_by_buffer[{name}]"
