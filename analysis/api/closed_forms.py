@@ -105,3 +105,28 @@ def derived_closed_form(schedule) -> ClosedForm | None:
     if not any(isinstance(v, int) for v in counts.values() if not isinstance(v, dict)):
         return None
     return ClosedForm(counts, "derived", schedule, derived)
+
+
+SHOWN = ("global_load_elems", "global_store_elems", "local_load_elems", "local_store_elems",
+         "barriers", "flop", "work_groups")
+"""The counters whose derived forms :meth:`ClosedForm.lines` shows (with each buffer's)."""
+
+
+def form_lines(formula: ClosedForm) -> list[str]:
+    """The derived forms of ``formula`` for people: a header naming the sizes, one line
+    per counter (and per buffer that is read or written), what is not derived and why,
+    and what the forms assume."""
+    derived = formula.derived
+    sizes = ", ".join(f"{n} (here {v})" for n, v in derived.sizes.items()) or "none"
+    lines = [f"closed forms derived from the kernel, in the sizes {sizes}:"]
+    forms = derived.texts()
+    for key in SHOWN:
+        if key in forms:
+            lines.append(f"  {key} = {forms[key]}")
+        for buffer in derived.buffers:
+            by = f"{key}_by_buffer[{buffer}]"
+            if key.startswith("global_") and forms.get(by, "0") != "0":
+                lines.append(f"  {by} = {forms[by]}")
+    lines += [f"  not derived: {key}: {why}" for key, why in derived.not_derived.items()]
+    lines += [f"  assumed: {note}" for note in derived.notes]
+    return lines
