@@ -130,3 +130,14 @@ def form_lines(formula: ClosedForm) -> list[str]:
     lines += [f"  not derived: {key}: {why}" for key, why in derived.not_derived.items()]
     lines += [f"  assumed: {note}" for note in derived.notes]
     return lines
+
+
+def derived_summary(formula: ClosedForm | None) -> dict | None:
+    """The derived forms of a :class:`ClosedForm` whose numbers are derived, as plain data
+    (``sizes``, ``forms`` of the counters of :data:`SHOWN`, ``not_derived``); None for one
+    with hand-written numbers or none."""
+    if formula is None or formula.source != "derived":
+        return None
+    forms = formula.forms
+    return {"sizes": formula.sizes, "forms": {k: forms[k] for k in SHOWN if k in forms},
+            "not_derived": formula.not_derived}
