@@ -141,3 +141,9 @@ def derived_summary(formula: ClosedForm | None) -> dict | None:
     forms = formula.forms
     return {"sizes": formula.sizes, "forms": {k: forms[k] for k in SHOWN if k in forms},
             "not_derived": formula.not_derived}
+
+
+def derived_forms(formula: ClosedForm | None) -> dict[str, str] | None:
+    """The derived forms as text by counter where ``formula``'s numbers are derived (what
+    ``simulate --json`` gives as ``closed_forms``), else None."""
+    return formula.forms if formula is not None and formula.source == "derived" else None

@@ -21,7 +21,7 @@ from tiletraffic.simulator.ir.sequence import is_sequence
 from tiletraffic.analysis import environment
 from tiletraffic.frontend.user_schedule import UserScheduleError, closed_form_source
 
-from tiletraffic.analysis.api.closed_forms import form_lines
+from tiletraffic.analysis.api.closed_forms import derived_forms, form_lines
 from tiletraffic.analysis.api.schedules import (closed_form, closed_form_agrees,
                                                 closed_form_differences)
 from tiletraffic.analysis.files import json_text
@@ -146,9 +146,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                   if is_sequence(sch) else
                   {"local_size": list(sch.local_size), "global_size": list(sch.global_size)}),
                **counts, "closed_form_agrees": closed_form_agrees(formula, counts),
-               "closed_forms": formula.forms if formula and formula.source == "derived" else None,
                "result_error_over_tolerance": check, "result_check_skipped": skipped,
-               "work_group_classes": by_classes,
+               "work_group_classes": by_classes, "closed_forms": derived_forms(formula),
                "inputs": inputs_kind if values else None,
                "result_outputs": list(outputs) if worst else None,
                "result_worst_output": ref.output if worst else None,
@@ -247,9 +246,8 @@ def counts_text(sch, counts: dict, formula: dict | None, hazards) -> list[str]:
             lines.append(f"{label:40s} {v:16d} {'-' if expected is None else expected:>16}")
     if formula is None:
         lines.append(f"no closed form for {sch.family} (the simulated counts stand alone)")
-    elif formula.source == "derived":
-        lines += form_lines(formula)
-    if formula is not None:
+    else:
+        lines += form_lines(formula) if formula.source == "derived" else []
         source = closed_form_source(sch) or ("derived from the kernel"
                                              if formula.source == "derived" else None)
         differ = closed_form_differences(formula, counts)
