@@ -28,6 +28,10 @@ be negative, a ``return`` inside a loop; ``global_load_elems_per_tile`` (a maxim
 work-groups, not a sum). Requests, sectors and bank conflicts (which depend on a device
 model's sub-group and sector sizes and on each index) are not derived here.
 
+Integers are mathematical integers: a conversion to a signed C type is the identity (the
+kernel's integers are taken not to overflow it); an access the simulator skips as an out-of-bounds hazard is counted
+here (the forms are those of the kernel as written).
+
 The sizes: a :class:`SizeBinding` says which names are the sizes, how each runtime
 integer argument of the kernel (:class:`Param`) and each NDRange dimension follows from
 them. Without the NDRange's forms the launch's NDRange is taken as fixed (said in
