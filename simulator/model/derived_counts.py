@@ -170,10 +170,8 @@ class _Space:
     """The one isl set space of a kernel's iteration domains: the sizes as parameters; the
     work-group ids, the work-item ids and one counter per ``For`` loop as set dimensions."""
 
-    def __init__(self, sizes: tuple[str, ...], dims: int, loops: list[S.For],
-                 local_size: tuple[int, ...] = ()):
+    def __init__(self, sizes: tuple[str, ...], dims: int, loops: list[S.For]):
         isl = _isl()
-        self.local_size = local_size
         self.isl = isl
         self.sizes, self.dims = sizes, dims
         self.loop_dim = {id(loop): 2 * dims + i for i, loop in enumerate(loops)}
@@ -494,7 +492,7 @@ def _derive_kernel(schedule: S.Schedule, binding: SizeBinding) -> DerivedCounts:
     dims = len(schedule.local_size)
     loops = [s for s in walk_statements(schedule.body) if isinstance(s, S.For)]
     size_names = tuple(name for name, _ in binding.sizes)
-    space = _Space(size_names, dims, loops, schedule.local_size)
+    space = _Space(size_names, dims, loops)
     at_sizes = _Affine(space, {n: space.aff(n) for n in size_names}, schedule.local_size)
     notes: list[str] = []
     params = {}
