@@ -23,23 +23,6 @@ Then ``check gemm-tiled`` at N = 1024 as it ran before (every work-group with va
 it runs now (every work-group, values off: the same hazards), side by side.
 
     python benchmarks/bench_fast_path.py [--sizes 1024 4096] [--small 256] [--no-check]
-
-Measured (2 cores shared with other work, load average 4-6, one run; ``command s`` /
-``counts s`` at N = 1024 and 4096): gemm-naive 1.25 / 0.02, 1.39 / 0.04; gemm-tiled
-1.32 / 0.21, 1.01 / 0.10; gemm-vectorized 1.03 / 0.21, 1.17 / 0.11; gemm-register-blocked
-1.25 / 0.30, 1.61 / 0.32; gemm-prefetch 1.64 / 0.52, 1.80 / 0.45; gemm-warp-tiled
-2.34 / 1.19, 1.99 / 1.00 (all by classes with K extrapolated); the launch files by classes
-(their K loops whole): matvec_chunked 1.90 / 0.03, 1.48 / 0.17; mm_helper 2.12 / 1.26,
-4.56 / 3.49; mm_reg2x2 1.62 / 1.05, 7.32 / 4.46; mm_tiled 1.19 / 0.27, 1.94 / 1.03;
-reduce_local 2.32 (values computed: 2**20 work-items) / 0.01, 0.87 / 0.02;
-transpose_padded 1.29 / 0.00, 0.50 / 0.00. Full execution at N = 4096 scaled from
-N = 256: 11 s (matvec_chunked) to 4530 s (gemm-prefetch); ratios 0.0000 to 0.16. The
-same commands from a checkout before this path (the same machine and load, one after the
-other): ``simulate examples/opencl/mm_tiled.toml --set N=1024`` 63.0 s (values computed:
-its work was taken as its N² work-items), with ``--counts-only`` 9.6 s (every work-group);
-``simulate gemm-warp-tiled`` and ``gemm-prefetch`` at 4096³ 12.1 s and 12.2 s (classes, the
-whole K loop, no loop blocks). ``check gemm-tiled`` at 1024³: with values 34.1 s, without
-10.8 s (ratio 0.32), the command 9.0 s; before 38.1 s.
 """
 from __future__ import annotations
 

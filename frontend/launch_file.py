@@ -23,6 +23,26 @@ Format (every path relative to the launch file)::
     terms = "N"                     # optional: products summed per output element (the
                                     # float tolerance; default: as the simulator counts it)
 
+A GLSL compute shader's launch file (``language = "glsl"``, or a ``.comp``/``.glsl``
+source) has the dispatch, bindings, push constants and specialization constants instead
+of the kernel, build options and arguments (:mod:`frontend.glsl.launch`).
+
+A CUDA kernel (``language = "cuda"``, or a ``.cu``/``.cuh`` source) is launched as CUDA
+launches it: ``[launch]`` gives ``grid`` (blocks) and ``block`` (threads per block), x
+first, and optionally ``shared_bytes`` (dynamic shared memory for ``extern __shared__``,
+bytes), and ``template`` the kernel template's arguments::
+
+    source = "sgemm.cu"
+    kernel = "sgemm_tiled"          # a __global__ function or function template
+    template = { BM = 32, BK = "TS", USE_X = true }   # integers, expressions, bools, types
+    [launch]
+    grid = ["N / 32", "N / 32"]
+    block = [32, 32]
+    shared_bytes = "2 * 32 * 32 * 4"
+
+A tuning parameter (``--param BM=16,32``) that names a template parameter replaces its
+value; any other is given to the compiler as ``-DNAME=value``.
+
 Expressions go through :mod:`frontend.expressions` (never ``eval``); a size may use the
 sizes above it. Tuning parameters (``tune LAUNCH.toml --param TS=8,16``) are names too,
 usable everywhere, and are passed to the compiler as ``-DNAME=value``; ``--set`` replaces
@@ -44,6 +64,10 @@ from tiletraffic.frontend.opencl.translate import (BufferArg, FrontendError,
 from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError
 
 from tiletraffic.frontend import expressions
+from tiletraffic.frontend.glsl.launch import LAUNCH_KEYS as GLSL_LAUNCH_KEYS
+from tiletraffic.frontend.glsl.launch import TABLES as GLSL_TABLES
+from tiletraffic.frontend.glsl.launch import TOP_KEYS as GLSL_TOP_KEYS
+from tiletraffic.frontend.glsl.launch import is_glsl
 from tiletraffic.simulator.model.file_values import shown
 
 try:
@@ -52,8 +76,12 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 SUFFIX = ".toml"
-TOP_KEYS = ("source", "kernel", "build_options", "sizes", "launch", "args", "reference")
+TOP_KEYS = ("source", "language", "kernel", "template", "build_options", "sizes", "launch",
+            "args", "reference")
 LAUNCH_KEYS = ("global_size", "local_size")
+CUDA_LAUNCH_KEYS = ("grid", "block", "shared_bytes")
+LANGUAGES = ("opencl", "cuda")
+CUDA_SUFFIXES = (".cu", ".cuh")
 REFERENCE_KEYS = ("function", "terms")
 
 
@@ -93,8 +121,26 @@ class LaunchFile:
     @property
     def names(self) -> dict[str, int]:
         """Every name an expression may use: the integer ``-D`` macros of build_options,
-        the sizes, the tuning parameters (which replace macros of the same name)."""
-        return {**self.macros, **self.sizes, **self.params}
+        the sizes, a CUDA kernel template's integer arguments, the tuning parameters (which
+        replace macros and template arguments of the same name)."""
+        return {**self.macros, **self.sizes, **self.template_integers(), **self.params}
+
+    def template_integers(self) -> dict[str, int]:
+        """The integer arguments of ``template`` (in order, each an expression over the
+        macros, the sizes, the template's integers before it and the tuning parameters),
+        with a tuning parameter's value where one has the name."""
+        from tiletraffic.frontend.cuda.clang_cuda import TYPE_ARGUMENTS
+        raw = self.data.get("template", {})
+        out: dict[str, int] = {}
+        if not isinstance(raw, dict):
+            return out
+        for name, value in raw.items():
+            if name in self.params:
+                out[name] = self.params[name]
+            elif not isinstance(value, bool) and value not in TYPE_ARGUMENTS:
+                out[name] = self.value(f"template.{name}", value,
+                                       {**self.macros, **self.sizes, **out, **self.params})
+        return out
 
     @property
     def source_path(self) -> Path:
@@ -110,7 +156,30 @@ class LaunchFile:
 
     @property
     def kernel(self) -> str:
+        """The kernel's name: ``kernel``, or for a GLSL shader its OpenCL C translation's
+        (the source's file name as an identifier)."""
+        if is_glsl(self.data):
+            from tiletraffic.frontend.glsl.launch import kernel_name
+            return kernel_name(self.source_path)
         return self.data["kernel"]
+
+    @property
+    def language(self) -> str:
+        """``cuda`` where the file says so or its source is a ``.cu``/``.cuh`` file, else
+        ``opencl``."""
+        return self.data.get("language") or \
+            ("cuda" if self.source_path.suffix in CUDA_SUFFIXES else "opencl")
+
+    def template(self) -> dict:
+        """The kernel template's arguments (``template``), evaluated: a bool as it is, a
+        type name of :data:`~tiletraffic.frontend.cuda.clang_cuda.TYPE_ARGUMENTS` as the
+        name, anything else an integer expression; a tuning parameter of the same name
+        replaces its value."""
+        from tiletraffic.frontend.cuda.clang_cuda import TYPE_ARGUMENTS
+        raw = self.data.get("template", {})
+        integers = self.template_integers()
+        return {name: integers.get(name, value) if name not in integers else integers[name]
+                for name, value in raw.items()}
 
     def error(self, where: str, message: str) -> LaunchFileError:
         return LaunchFileError(f"{self.path}: {where}: {message}")
@@ -176,9 +245,22 @@ class LaunchFile:
     def build_options(self) -> list[str]:
         """The compiler options: build_options with each tuning parameter's ``-D``
         replaced (or added)."""
+        template = self.data.get("template", {}) if self.language == "cuda" else {}
+        params = {k: v for k, v in self.params.items() if k not in template}
         out = [o for o in self.options()
-               if not (o.startswith("-D") and o[2:].partition("=")[0] in self.params)]
-        return out + [f"-D{k}={v}" for k, v in self.params.items()]
+               if not (o.startswith("-D") and o[2:].partition("=")[0] in params)]
+        return out + [f"-D{k}={v}" for k, v in params.items()]
+
+
+def from_tables(path, data: dict) -> LaunchFile:
+    """A launch file's tables given as a dict (``data``, as TOML would read them), checked
+    as :func:`read` checks a file's; ``path`` stands for the file in messages and its
+    folder is where ``source`` is found.
+
+    Raises:
+        LaunchFileError: as :func:`read`.
+    """
+    return _checked(Path(path), data, None, None)
 
 
 def read(path, overrides: dict | None = None, params: dict | None = None) -> LaunchFile:
@@ -201,14 +283,29 @@ def read(path, overrides: dict | None = None, params: dict | None = None) -> Lau
         raise LaunchFileError(f"{path}: cannot be read ({err})") from None
     except tomllib.TOMLDecodeError as err:
         raise LaunchFileError(f"{path}: not valid TOML ({err})") from None
+    return _checked(path, data, overrides, params)
+
+
+def _checked(path: Path, data: dict, overrides, params) -> LaunchFile:
+    """The :class:`LaunchFile` of ``data`` read from ``path``, checked (see :func:`read`)."""
     launch = LaunchFile(path, data, {}, dict(params or {}))
+    glsl = is_glsl(data)
+    top_keys = GLSL_TOP_KEYS if glsl else TOP_KEYS
     for key in data:
-        if key not in TOP_KEYS:
-            raise launch.error(key, f"unknown key; a launch file has {', '.join(TOP_KEYS)}")
-    for key in ("source", "kernel"):
+        if key not in top_keys:
+            raise launch.error(key, f"unknown key; a{' GLSL' if glsl else 'n OpenCL C'} "
+                                    f"launch file has {', '.join(top_keys)}")
+    for key in ("source",) if glsl else ("source", "kernel"):
         if not isinstance(data.get(key), str) or not data[key]:
             raise launch.error(key, "missing (a string)")
-    for key, known in (("launch", LAUNCH_KEYS), ("reference", REFERENCE_KEYS)):
+    if not glsl and data.get("language", "opencl") not in LANGUAGES:
+        raise launch.error("language", f"must be {', '.join(LANGUAGES)} or glsl, not "
+                                       f"{shown(data['language'])}")
+    if not isinstance(data.get("template", {}), dict):
+        raise launch.error("template", "must be a table (template = { BM = 64, ... })")
+    for key, known in (("launch", GLSL_LAUNCH_KEYS if glsl else
+                        LAUNCH_KEYS + CUDA_LAUNCH_KEYS),
+                       ("reference", REFERENCE_KEYS)):
         table = data.get(key, {})
         if not isinstance(table, dict):
             raise launch.error(key, "must be a table")
@@ -216,7 +313,7 @@ def read(path, overrides: dict | None = None, params: dict | None = None) -> Lau
             if k not in known:
                 raise launch.error(f"{key}.{k}", f"unknown key; [{key}] has "
                                                  f"{', '.join(known)}")
-    for key in ("sizes", "args"):
+    for key in GLSL_TABLES if glsl else ("sizes", "args"):
         if not isinstance(data.get(key, {}), dict):
             raise launch.error(key, "must be a table")
     overrides = dict(overrides or {})
@@ -260,10 +357,12 @@ def names_read(launch: LaunchFile) -> frozenset[str]:
         return value if isinstance(value, dict) else {}
 
     raws = list(table("sizes").values())
-    for key in LAUNCH_KEYS:
+    for key in LAUNCH_KEYS + CUDA_LAUNCH_KEYS + GLSL_LAUNCH_KEYS:
         value = table("launch").get(key)
-        raws += value if isinstance(value, list) else []
-    for raw in table("args").values():
+        raws += value if isinstance(value, list) else [value]
+    raws += list(table("template").values())
+    raws += list(table("push_constants").values()) + list(table("specialization").values())
+    for raw in [*table("args").values(), *table("bindings").values()]:
         shape = raw.get("shape") if isinstance(raw, dict) else [raw]
         raws += shape if isinstance(shape, list) else []
         if isinstance(raw, dict):
@@ -333,9 +432,23 @@ def schedule(launch: LaunchFile) -> Schedule:
             (file:line:column of the source).
     """
     data = launch.data
+    if is_glsl(data):
+        from tiletraffic.frontend.glsl.launch import schedule as glsl_schedule
+        return glsl_schedule(launch, _buffer_argument)
     table = data.get("launch", {})
     sizes = {}
-    for key in LAUNCH_KEYS:
+    keys, other = LAUNCH_KEYS, CUDA_LAUNCH_KEYS
+    if launch.language == "cuda":
+        keys, other = CUDA_LAUNCH_KEYS[:2], LAUNCH_KEYS
+    wrong = [k for k in other if k in table]
+    if wrong:
+        lang = "a CUDA kernel" if launch.language == "cuda" else "an OpenCL kernel"
+        raise launch.error(f"launch.{wrong[0]}", f"{lang}'s launch gives "
+                                                 f"{' and '.join(keys)}")
+    if launch.language == "opencl" and "template" in data:
+        raise launch.error("template", "template arguments are for CUDA kernels "
+                                       "(language = \"cuda\")")
+    for key in keys:
         raw = table.get(key)
         if not isinstance(raw, list) or not 1 <= len(raw) <= 3:
             raise launch.error(f"launch.{key}", "a list of 1 to 3 integers or expressions")
@@ -352,23 +465,29 @@ def schedule(launch: LaunchFile) -> Schedule:
     except OSError as err:
         raise launch.error("source", f"{source_path} cannot be read ({err})") from None
     try:
-        sch = parse_kernel(source, launch.kernel, sizes["global_size"], sizes["local_size"],
-                           args, sizes=launch.names, build_options=launch.build_options(),
-                           path=str(source_path))
+        if launch.language == "cuda":
+            sch = _cuda_kernel(launch, source, sizes, args)
+        else:
+            sch = parse_kernel(source, launch.kernel, sizes["global_size"],
+                               sizes["local_size"], args, sizes=launch.names,
+                               build_options=launch.build_options(), path=str(source_path))
     except WorkGroupSizeError as err:
         raise launch.error("launch.local_size", str(err)) from None
     except FrontendError as err:
         if err.arg is not None:
             field = f".{err.field}" if err.field else ""
             raise launch.error(f"args.{err.arg}{field}", str(err)) from None
-        if "no __kernel named" in str(err):
+        if err.field in ("template", "shared_bytes"):
+            where = "template" if err.field == "template" else "launch.shared_bytes"
+            raise launch.error(where, str(err)) from None
+        if "no __kernel named" in str(err) or "no __global__ kernel named" in str(err):
             raise launch.error("kernel", str(err)) from None
         raise
     except ScheduleError as err:
         raise launch.error("launch", str(err)) from None
-    opencl = dict(sch.extra["opencl"], launch_file=str(launch.path),
-                  sizes=dict(launch.sizes), params=dict(launch.params))
-    extra = {"opencl": opencl}
+    language = "cuda" if "cuda" in sch.extra else "opencl"
+    extra = {language: dict(sch.extra[language], launch_file=str(launch.path),
+                            sizes=dict(launch.sizes), params=dict(launch.params))}
     terms = data.get("reference", {}).get("terms")
     if terms is not None:
         extra["terms_per_output"] = launch.value("reference.terms", terms)
@@ -377,6 +496,20 @@ def schedule(launch: LaunchFile) -> Schedule:
                                "output: the tolerance needs 1 to 2^24 - 1")
     import dataclasses
     return dataclasses.replace(sch, extra=extra)
+
+
+def _cuda_kernel(launch: LaunchFile, source: str, sizes: dict, args: dict) -> Schedule:
+    """The schedule of a CUDA launch file's kernel (``grid``, ``block``, ``shared_bytes``,
+    ``template``)."""
+    from tiletraffic.frontend.cuda.translate import parse_kernel as parse_cuda_kernel
+    table = launch.data.get("launch", {})
+    shared = table.get("shared_bytes")
+    if shared is not None:
+        shared = launch.value("launch.shared_bytes", shared)
+    return parse_cuda_kernel(source, launch.kernel, sizes["grid"], sizes["block"], args,
+                             sizes=launch.names, template=launch.template(),
+                             shared_bytes=shared, build_options=launch.build_options(),
+                             path=str(launch.source_path))
 
 
 def load(spec, overrides: dict | None = None, params: dict | None = None) -> Schedule:
@@ -408,7 +541,7 @@ def reference_function(spec):
     except user_schedule.UserScheduleError as err:
         raise launch.error("reference.function", str(err)) from None
 
-    args = launch.data.get("args", {})
+    args = launch.data.get("bindings" if is_glsl(launch.data) else "args", {})
     outputs = [a for a, raw in args.items()
                if isinstance(raw, dict) and raw.get("access") in ("out", "inout")]
 

@@ -385,3 +385,23 @@ def test_race_in_a_work_group_alone_in_its_batch_is_found():
 def test_race_is_found_whatever_the_batch_of_work_groups():
     result, _ = run_report(_group_uniform_barrier_demo())
     assert ("data-race", (1,)) in [(h.kind, h.group_id) for h in result.hazards]
+
+
+@pytest.mark.parametrize("name", ["gemm-tiled:no-second-barrier",
+                                  "gemm-tiled:no-first-barrier",
+                                  "matvec-local-whole:unguarded-copy"])
+def test_local_hazards_are_the_same_whatever_the_batch_of_work_groups(name):
+    # a batch of many work-groups keeps one table for every work-group while the local
+    # accesses are the same in all of them; one work-group per batch keeps its own
+    sch = build_any(name, *{"matvec-local-whole:unguarded-copy": (100, 200, None, 64)}.get(
+        name, (48, 40, 48, 16)), None)
+    together = simulate(sch, compute_values=False, hazards="report")
+    alone = simulate(sch, compute_values=False, hazards="report",
+                     batch_work_items=sch.work_group_items)
+    assert together.hazards, name
+
+    def found(hazards):   # all but how many times the statement ran (once per batch)
+        return [({k: v for k, v in h.to_dict().items() if k not in ("detail", "occurrences")},
+                 h.detail.split(", over ")[0]) for h in hazards]
+
+    assert found(together.hazards) == found(alone.hazards)

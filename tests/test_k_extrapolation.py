@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import math
 import warnings
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
+
+import tiletraffic as tt
 
 from tiletraffic.simulator.engine.accelerators import ALL, NotApplicable
 from tiletraffic.simulator.engine.accelerators import k_extrapolation as kx
@@ -145,14 +148,14 @@ def test_short_k_values_share_line_alignment_and_reach_k():
 
 def test_figures_that_are_not_affine_refuse():
     with pytest.raises(kx.NotAffine):
-        kx._extrapolate([1, 2, 4], 10)
+        kx.extrapolate([1, 2, 4], 10)
     with pytest.raises(kx.NotAffine):
-        kx._extrapolate([{"A": 1}, {"A": 2}, {"B": 3}], 10)
+        kx.extrapolate([{"A": 1}, {"A": 2}, {"B": 3}], 10)
     with pytest.raises(kx.NotAffine):
-        kx._extrapolate([4, None, None], 10)
-    assert kx._extrapolate([{"A": 1, "B": None}, {"A": 3, "B": None}, {"A": 5, "B": None}],
+        kx.extrapolate([4, None, None], 10)
+    assert kx.extrapolate([{"A": 1, "B": None}, {"A": 3, "B": None}, {"A": 5, "B": None}],
                            10) == {"A": 21, "B": None}
-    assert kx._extrapolate([0.5, 1.0, 1.5], 4) == 2.5
+    assert kx.extrapolate([0.5, 1.0, 1.5], 4) == 2.5
 
 
 def test_non_affine_runs_fall_back_to_full_execution():
@@ -174,13 +177,19 @@ def test_non_affine_runs_fall_back_to_full_execution():
     assert issubclass(kx.NotAffine, NotApplicable)
 
 
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "opencl"
+
+
 def test_schedules_it_does_not_apply_to():
-    # a known-faulty variant (not a built-in family) and a K too short
-    variant = build_any("gemm-tiled:no-second-barrier", 20, 400, 20, 16, None)
-    assert kx.k_step_elems(variant) is None
-    assert not kx.applies(variant)
+    # a local array indexed along K, no parameter K, and a K too short
+    chunked = tt.build(str(EXAMPLES / "matvec_chunked.toml"), set={"M": 64, "K": 4096})
+    assert kx.k_step_elems(chunked) is None
+    assert kx.k_extrapolation_problem(chunked) == \
+        "xs (local memory) is indexed by j, which depends on K"
     with pytest.raises(NotApplicable):
-        kx.extrapolated_observation(variant, lambda s: pytest.fail("ran"))
+        kx.extrapolated_observation(chunked, lambda s: pytest.fail("ran"))
+    square = tt.build(str(EXAMPLES / "mm_tiled.toml"), set={"N": 4096})
+    assert kx.k_extrapolation_problem(square) == "opencl:mmul_tiled has no parameter K"
     short = build("gemm-tiled", 20, 64, 20, tile=16)
     assert not kx.applies(short)
     with pytest.raises(NotApplicable):
@@ -213,3 +222,35 @@ def test_vector_merging_models_fall_back_where_blocks_depend_on_k():
                                     cuda.local_vector_words)
     full = _model(schedule, device=cuda, k_extrapolation=False)
     assert _model(schedule, device=cuda).to_dict() == full.to_dict()
+
+
+def test_a_launch_files_k_step_is_derived_from_its_loops_and_divisors():
+    # mm_helper: for (t = 0; t < ceil_div(K, 8); ++t): the divisor 8; mm_reg2x2: k++ (1)
+    helper = tt.build(str(EXAMPLES / "mm_helper.toml"), set={"M": 64, "K": 4096, "N": 64})
+    assert kx.k_step_elems(helper) == 8 and kx.applies(helper)
+    reg = tt.build(str(EXAMPLES / "mm_reg2x2.toml"), set={"M": 64, "K": 4096, "N": 64})
+    assert kx.k_step_elems(reg) == 1 and kx.applies(reg)
+
+
+def test_a_faulty_variant_with_a_race_falls_back_and_reports_the_real_launchs_hazards():
+    from tiletraffic.simulator.engine.fast_path import count_launch
+    from tiletraffic.simulator.engine.simulation import simulate
+
+    variant = build_any("gemm-tiled:no-second-barrier", 20, 400, 20, 16, None)
+    assert kx.applies(variant)
+    fast = count_launch(variant, hazards="report")
+    assert not fast.k_extrapolated and "short K has a hazard" in fast.why_whole_k_loop[0]
+    whole = simulate(variant, compute_values=False, hazards="report",
+                     accelerators=ALL.replace(k_extrapolation=False, loop_blocks=False))
+    assert fast.hazards and [h.kind for h in fast.hazards] == [h.kind for h in whole.hazards]
+    assert fast.counts == whole.counts
+
+
+@pytest.mark.parametrize("name,sizes", [("mm_helper", {"M": 40, "K": 300, "N": 36}),
+                                        ("mm_reg2x2", {"M": 48, "K": 333, "N": 64})])
+def test_a_launch_files_model_from_three_short_k_equals_full_execution(name, sizes):
+    sch = tt.build(str(EXAMPLES / f"{name}.toml"), set=sizes)
+    assert kx.applies(sch)
+    fast, full = _model(sch), _model(sch, k_extrapolation=False)
+    assert fast.to_dict() == full.to_dict()
+    assert fast.buffers == full.buffers

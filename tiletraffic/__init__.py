@@ -28,7 +28,10 @@ either:
 - `tune` a GEMM: rank a declared parameter space by the model, measure the best;
   `tune_kernel` the macros of your own OpenCL kernel the same way;
 - `from_opencl`: an OpenCL C kernel of yours as a schedule (or
-  `build("kernel.toml")` with a launch file).
+  `build("kernel.toml")` with a launch file); `from_cuda` the same for a CUDA kernel,
+  which `run` runs as its generated OpenCL C and `run_cuda` from its own source on an
+  NVIDIA GPU (NVRTC through CuPy); `from_glsl`: a GLSL compute shader of yours,
+  dispatched as `vkCmdDispatch` (or `build("shader.toml")`).
 - `validate` the model on a device (every family, predicted against measured), with
   predictions pre-registered by `write_predictions`;
 - `crosscheck` it against Oclgrind, `report` the main job's report of a device,
@@ -73,11 +76,12 @@ from tiletraffic.simulator.model.launch import ModelledLaunch
 from tiletraffic.simulator.model.prediction import TrafficPrediction
 
 from tiletraffic.analysis.api import package_version as _package_version
-from tiletraffic.analysis.api.schedules import build, closed_form, from_opencl, generate
+from tiletraffic.analysis.api.schedules import (build, closed_form, from_cuda, from_glsl,
+                                                from_opencl, generate)
 from tiletraffic.analysis.api.closed_forms import ClosedForm
 from tiletraffic.analysis.api.tuning import tune, tune_kernel
 from tiletraffic.analysis.api.simulation import check, crosscheck, explain, model
-from tiletraffic.analysis.api.device import calibrate, devices, report, run
+from tiletraffic.analysis.api.device import calibrate, devices, report, run, run_cuda
 from tiletraffic.analysis.api.validation import validate, validation_cases, write_predictions
 
 __version__ = _package_version()
@@ -95,8 +99,10 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "build", "from_opencl", "simulate", "check", "model", "explain", "generate", "run",
-    "closed_form", "ClosedForm", "crosscheck", "devices", "report", "tune", "tune_kernel", "calibrate",
+    "build", "from_opencl", "from_cuda", "from_glsl", "simulate", "check", "model", "explain",
+    "generate", "run", "run_cuda",
+    "closed_form", "ClosedForm", "crosscheck", "devices", "report", "tune", "tune_kernel",
+    "calibrate",
     "validate", "write_predictions", "validation_cases",
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",

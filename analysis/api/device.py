@@ -18,7 +18,10 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
         reference=None, seed: int | None = None, inputs: str = "normal",
         unchecked: bool = False):
     """Check `schedule` in the simulator, then build, launch, time and check it on an
-    OpenCL device.
+    OpenCL device (a GLSL shader's schedule: through Vulkan where a Vulkan runner is
+    available, else its OpenCL C translation, with a `TranslationRunWarning`; a CUDA
+    kernel's: its generated OpenCL C, with the same warning; `run_cuda` launches its CUDA
+    source).
 
     Args:
         device: `"P:D"` indices, part of a platform or device name, or `None` for the
@@ -54,11 +57,20 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
     import numpy as np
 
     from tiletraffic.gpu.runtime.checked_run import run_on_device
+    from tiletraffic.gpu.runtime.shader_runner import runner_for
     from tiletraffic.gpu.devices.device import select_device
 
-    return run_on_device(select_device(device), schedule, repeat=repeat, warmup=warmup,
-                         rng=np.random.default_rng(seed), reference_fn=reference,
-                         inputs=inputs, unchecked=unchecked)
+    from tiletraffic.gpu.runtime.cuda_run import is_cuda_schedule
+    if is_cuda_schedule(schedule):
+        import warnings
+        from tiletraffic.gpu.runtime.shader_runner import TranslationRunWarning
+        warnings.warn(f"{schedule.family}: run launches the schedule's generated OpenCL C, "
+                      "not its CUDA source (run_cuda launches that on an NVIDIA GPU)",
+                      TranslationRunWarning, stacklevel=3)
+    runner = runner_for(schedule, run_on_device)   # a GLSL shader: Vulkan where available
+    return runner(select_device(device), schedule, repeat=repeat, warmup=warmup,
+                  rng=np.random.default_rng(seed), reference_fn=reference,
+                  inputs=inputs, unchecked=unchecked)
 
 
 @facade_function
@@ -152,3 +164,32 @@ def calibrate(device: str | None = None, *, quick: bool = False,
     if out is not None:
         atomic_write_text(out, to_toml(model))
     return model, measured
+
+
+@facade_function
+def run_cuda(schedule: Schedule, *, repeat: int = 10, warmup: int = 2, reference=None,
+             seed: int | None = None, inputs: str = "normal"):
+    """Compile a schedule read from CUDA (`from_cuda`, a CUDA launch file) from its own
+    source with NVRTC and launch, check and time it on an NVIDIA GPU (needs CuPy: `pip
+    install -e ".[cuda]"`).
+
+    Args:
+        repeat, warmup: timed launches and untimed warm-up launches.
+        reference: as for `run`: a function `inputs -> {output name: array}`.
+        seed: seed of the random inputs; inputs: `normal`, `uniform`, `ones`, `arange`.
+
+    Returns:
+        `tiletraffic.gpu.runtime.cuda_run.CudaRun` (`.times_s`, `.median_s`, `.checks`).
+
+    Raises:
+        ValueError: the schedule was not read from CUDA.
+        tiletraffic.gpu.devices.device.TiletrafficGpuError: CuPy or an NVIDIA GPU is
+            missing (the message says which), NVRTC or the launch fails.
+        tiletraffic.gpu.runtime.launch.ResultMismatchError: a result outside its tolerance.
+    """
+    import numpy as np
+    from tiletraffic.gpu.runtime.cuda_run import run_cuda_source
+    check_schedule_argument(schedule, "run_cuda")
+    return run_cuda_source(schedule, repeat=repeat, warmup=warmup,
+                           rng=np.random.default_rng(seed), reference_fn=reference,
+                           inputs=inputs)

@@ -1,5 +1,5 @@
 """Schedules: built from a name or a user's file (``build``), from an OpenCL C kernel
-(``from_opencl``), as OpenCL C (``generate``), and their closed-form counts
+(``from_opencl``) or a GLSL compute shader (``from_glsl``), as OpenCL C (``generate``), and their closed-form counts
 (``closed_form``)."""
 from __future__ import annotations
 
@@ -89,6 +89,91 @@ def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict
         text = Path(path).read_text()
     return parse_kernel(text, kernel, global_size, local_size, args, sizes=sizes,
                         build_options=build_options, path=path)
+
+
+@facade_function
+def from_cuda(source_or_path, kernel: str, grid, block, args: dict, *,
+              template: dict | None = None, shared_bytes: int | None = None,
+              build_options: str = "", sizes: dict | None = None) -> Schedule:
+    """The schedule of the `__global__` kernel `kernel` of a CUDA source, for every function
+    here.
+
+    Args:
+        source_or_path: the CUDA C++ text, or the path of a `.cu`/`.cuh` file.
+        kernel: the `__global__` function (or function template) to read.
+        grid, block: blocks of the grid and threads of a block per dimension, x first.
+        args: every kernel argument by its name in the source, as for `from_opencl`
+            (pointer arguments are global buffers: `{"shape": (M, K), "access": "in"}`).
+        template: the kernel template's arguments by parameter name (integers, bools, or
+            a type name such as `"float"`).
+        shared_bytes: dynamic shared memory of the launch in bytes (`extern __shared__`).
+        build_options: `-D`/`-U`/`-I` options.
+        sizes: values of names the shapes use that are not kernel arguments.
+
+    The subset of CUDA accepted is that of `tiletraffic.frontend.cuda.translate`; no CUDA
+    toolkit is needed. `run` launches the schedule's generated OpenCL C; `run_cuda`
+    launches this very source on an NVIDIA GPU. A launch file gives the same from TOML:
+    `build("kernel.toml")`.
+
+    Raises:
+        tiletraffic.frontend.opencl.clang_ast.FrontendError (a ValueError): a construct
+            outside the subset, an argument or template argument missing or unknown, a bad
+            launch (one line, with file:line:column where it concerns the source).
+    """
+    from tiletraffic.frontend.cuda.translate import parse_kernel
+
+    text, path = source_or_path, None
+    if isinstance(source_or_path, Path) or (
+            isinstance(source_or_path, str) and "\n" not in source_or_path
+            and source_or_path.endswith((".cu", ".cuh"))):
+        path = str(source_or_path)
+        text = Path(path).read_text()
+    return parse_kernel(text, kernel, grid, block, args, sizes=sizes, template=template,
+                        shared_bytes=shared_bytes, build_options=build_options, path=path)
+
+
+@facade_function
+def from_glsl(path, workgroups, bindings: dict, push_constants: dict | None = None,
+              specialization: dict | None = None, *, sizes: dict | None = None) -> Schedule:
+    """The schedule of a GLSL compute shader, dispatched as `vkCmdDispatch(*workgroups)`.
+
+    Args:
+        path: the shader's file (`.comp`; its `#include`s are read relative to it).
+        workgroups: work-groups per dimension (1 to 3 integers or expressions over `sizes`).
+        bindings: every buffer by its name (the array's, or the block's instance name):
+            `{"shape": (M, K), "access": "in"}` (row-major float32 elements; access
+            in/out/inout).
+        push_constants: every push-constant and uniform member by name: a number or an
+            expression over `sizes`.
+        specialization: specialization constants by name (others keep the shader's
+            default).
+        sizes: names the other arguments use (`{"N": 1024}`).
+
+    The same as a GLSL launch file (`tiletraffic.frontend.glsl.launch`) with these tables:
+    `build("gemm.toml")` reads one from TOML. The shader is checked with `glslangValidator`
+    where it is installed, translated into OpenCL C and read by the OpenCL C front end;
+    `run` launches that translation where no Vulkan runner is available.
+
+    Raises:
+        tiletraffic.frontend.launch_file.LaunchFileError (a ValueError): an argument is
+            wrong (named as the launch file's field, `bindings.C`).
+        tiletraffic.frontend.glsl.syntax.GlslError (a ValueError): the reference compiler
+            rejects the shader or a construct is not modelled (file:line:column).
+    """
+    from tiletraffic.frontend import launch_file
+
+    check_argument_types("from_glsl", path=(path, (str, os.PathLike), "the shader's file"),
+                         bindings=(bindings, dict, "a dict of buffer descriptions"))
+    source = Path(path)
+    data = {"source": source.name, "language": "glsl", "sizes": dict(sizes or {}),
+            "launch": {"workgroups": list(workgroups) if isinstance(workgroups, (list, tuple))
+                       else workgroups},
+            "bindings": {name: dict(raw, shape=list(raw["shape"])) if isinstance(raw, dict)
+                         and isinstance(raw.get("shape"), tuple) else raw
+                         for name, raw in bindings.items()},
+            "push_constants": dict(push_constants or {}),
+            "specialization": dict(specialization or {})}
+    return launch_file.schedule(launch_file.from_tables(source.parent / "from_glsl", data))
 
 
 @facade_function

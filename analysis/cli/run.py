@@ -63,9 +63,13 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     from tiletraffic.simulator.engine.launch_check import check_launch
 
     from tiletraffic.gpu.runtime.checked_run import run_on_device
+    from tiletraffic.gpu.runtime.shader_runner import fallback_note, is_shader, vulkan_runner
 
     refuse_seed_unless_random(inputs_kind)
     sch = build_schedule(schedule, m, k, n, tile, chunk, example_shape=False)
+    if cuda_source_run(sch, schedule, device, reference_spec, repeat, warmup, seed,
+                       inputs_kind, as_json):
+        return
     check_device_spec(device)
     try:
         target = select_device(device)
@@ -90,9 +94,14 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
                        if checked.hazards and not unchecked else
                        checked.describe() if not checked.hazards else
                        f"{checked.describe()}  [launched anyway: --unchecked]")
+        runner = run_on_device
+        if is_shader(sch):   # a GLSL shader: through Vulkan where a runner is available
+            runner = vulkan_runner() or run_on_device
+            if runner is run_on_device:
+                click.echo(fallback_note(sch), err=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = run_on_device(target, sch, repeat=repeat, warmup=warmup,
+            result = runner(target, sch, repeat=repeat, warmup=warmup,
                                    rng=np.random.default_rng(seed), reference_fn=ref_fn,
                                    inputs=inputs_kind, unchecked=unchecked,
                                    launch_check=checked)
@@ -110,6 +119,36 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
                                       ref_fn is not None)))
     if result.unchecked:
         sys.exit(1)   # launched anyway (--unchecked): the check found a fault
+
+
+def cuda_source_run(sch, spec, device, reference_spec, repeat, warmup, seed, inputs_kind,
+                    as_json) -> bool:
+    """For a schedule read from CUDA: with no ``--device``, CuPy and an NVIDIA GPU, compile
+    its own source with NVRTC, launch, check and time it, print the run and return True;
+    otherwise print one line saying its generated OpenCL C runs instead, and return False.
+    """
+    from tiletraffic.gpu.runtime import cuda_run
+    from tiletraffic.gpu.devices.device import TiletrafficGpuError
+    from tiletraffic.gpu.runtime.launch import ResultMismatchError
+    if not cuda_run.is_cuda_schedule(sch):
+        return False
+    problem = "--device names an OpenCL device" if device else cuda_run.nvrtc_problem()
+    if problem is not None:
+        click.echo(f"{sch.family}: its CUDA source is not compiled here ({problem}): "
+                   "running the schedule's generated OpenCL C", err=as_json)
+        return False
+    ref_fn = reference_fn(spec, reference_spec)
+    if ref_fn is None:
+        raise click.UsageError(f"run checks the result before timing it: {NO_REFERENCE}")
+    try:
+        result = cuda_run.run_cuda_source(sch, repeat=repeat, warmup=warmup,
+                                          rng=np.random.default_rng(seed),
+                                          reference_fn=ref_fn, inputs=inputs_kind)
+    except (TiletrafficGpuError, ResultMismatchError, ValueError) as err:
+        fail(err)
+    click.echo(json_text(result.to_dict(), indent=2) if as_json else
+               cuda_run.describe(result))
+    return True
 
 
 def run_text(sch, result, on_simulator: bool, users_reference: bool) -> list[str]:

@@ -121,7 +121,7 @@ def check_size(schedule: S.Schedule) -> None:
                 continue
             dims = a["dims"][:-1] if side == "rows" else a["dims"][-1:]
             too_big = list(dict.fromkeys(d for d in dims if p.get(d, 0) > MAX_SIDE_ELEMS))
-            launch_file = "opencl" in (schedule.extra or {})   # sizes given with --set
+            launch_file = bool({"opencl", "cuda"} & set(schedule.extra or {}))   # --set sizes
             named = [d for d in dims if d in p]
             if too_big:
                 hint = " ".join(f"--set {d}={MAX_SIDE_ELEMS}" if launch_file else

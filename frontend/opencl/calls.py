@@ -24,6 +24,11 @@ class Calls(TranslationContext):
         if why is not None:
             self.fail(c, why)
 
+    def reference_argument(self, param, arg, bindings: dict) -> bool:
+        """Bind a helper's parameter of another type (C++'s references, in a language that
+        has them) in ``bindings``; whether it did. C has none: ``False``."""
+        return False
+
     def helper(self, call):
         ref = call.referenced
         if ref is None:
@@ -62,7 +67,7 @@ class Calls(TranslationContext):
                     bindings[p.spelling] = b     # the array itself, with its shape
                 else:
                     bindings[p.spelling] = Binding("pointer", self.pointer_expr(a), p)
-            else:
+            elif not self.reference_argument(p, a, bindings):
                 self.fail(a, f"helper argument {p.spelling} of type {t.spelling}: helpers "
                              "take integers, floats and pointers")
         saved_scopes, saved_return = self.scopes, self.helper_return

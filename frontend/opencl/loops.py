@@ -366,7 +366,8 @@ class Loops(TranslationContext):
     def _is_var(self, c, var_cursor) -> bool:
         from clang.cindex import CursorKind as K
         c = C.strip(c)
-        return c.kind == K.DECL_REF_EXPR and c.referenced == var_cursor
+        return c.kind == K.DECL_REF_EXPR and c.referenced is not None and \
+            c.referenced == var_cursor
 
     def loop_stop(self, cond, var_cursor, first) -> S.IntExpr:
         """The IR loop's stop; ``first``: the least value the loop variable starts at."""

@@ -108,6 +108,9 @@ def render_cond(c: S.Cond, longs=frozenset()) -> tuple[str, int]:
                        _op_of(c.right))
     if isinstance(c, S.Not):
         return f"!({render_cond(c.operand, longs)[0]})", _ATOM
+    if isinstance(c, S.FloatCompare):
+        return _binary(c.op, render_float(c.left, longs), render_float(c.right, longs),
+                       reassociate=False)
     raise TypeError(f"cannot render condition {c!r}")
 
 
@@ -200,6 +203,13 @@ def _long_integers(stmts, longs) -> set[str]:
             if isinstance(s, S.DeclareInt) and s.name in found}
 
 
+SHUFFLE_SCRATCH = "tt_shuffle_scratch"
+"""The local array of one float per work-item that a schedule's shuffles go through."""
+_FLAT_LOCAL_ID = ("(int)(get_local_id(0) + get_local_size(0) * (get_local_id(1) + "
+                  "get_local_size(1) * get_local_id(2)))")
+_LOCAL_ITEMS = "(int)(get_local_size(0) * get_local_size(1) * get_local_size(2))"
+
+
 class _BlockRenderer(Visitor):
     """Appends the C lines of each statement visited to ``lines`` (:func:`render_block`)."""
 
@@ -285,6 +295,27 @@ class _BlockRenderer(Visitor):
             self.emit(f"    *({_vector_pointer(s.array, s.width, const=False)}){where} = vec;")
         else:
             self.emit(f"    vstore{s.width}(vec, 0, {where});")
+        self.emit("}")
+
+    def visit_Shuffle(self, s: S.Shuffle) -> None:
+        """A sub-group shuffle through the work-group's scratch array
+        (:data:`SHUFFLE_SCRATCH`, one float per work-item): every work-item writes its
+        value, a barrier, each reads the lane :class:`simulator.ir.nodes.Shuffle` picks, a
+        barrier before the scratch is written again."""
+        w = s.width
+        lane = render_int(s.lane, self.longs)[0]
+        target = {"index": f"((tt_lane % {w}) + {w}) % {w}", "up": f"tt_me % {w} - tt_lane",
+                  "down": f"tt_me % {w} + tt_lane", "xor": f"(tt_me % {w}) ^ tt_lane"}[s.mode]
+        self.emit("{")
+        self.emit(f"    const int tt_me = {_FLAT_LOCAL_ID};")
+        self.emit(f"    {SHUFFLE_SCRATCH}[tt_me] = {render_float(s.value, self.longs)[0]};")
+        self.emit("    barrier(CLK_LOCAL_MEM_FENCE);")
+        self.emit(f"    const int tt_lane = {lane};")
+        self.emit(f"    const int tt_target = {target};")
+        self.emit(f"    const int tt_source = tt_me / {w} * {w} + tt_target;")
+        self.emit(f"    {s.name} = {SHUFFLE_SCRATCH}[(tt_target >= 0 && tt_target < {w} && "
+                  f"tt_source < {_LOCAL_ITEMS}) ? tt_source : tt_me];")
+        self.emit("    barrier(CLK_LOCAL_MEM_FENCE);")
         self.emit("}")
 
     def visit_If(self, s: S.If) -> None:
@@ -426,7 +457,7 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
         kernel_name=schedule.kernel_name, signature=", ".join(sig),
         local_decls=[f"__local float {a.name}"
                      + "".join(f"[{render_int(d)[0]}]" for d in a.dims) + align + ";"
-                     for a in schedule.local_arrays],
+                     for a in schedule.local_arrays] + _shuffle_scratch(schedule),
         body="\n".join(render_block(schedule.body)),
     )
     if vectors:  # after the header comment, before the #defines
@@ -440,6 +471,53 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
         global_size=tuple(schedule.global_size), local_size=tuple(schedule.local_size),
         local_mem_bytes=schedule.local_mem_bytes, schedule_name=schedule.family,
         max_registers=schedule.max_registers)
+
+
+def shuffles_as_generated(schedule: S.Schedule) -> S.Schedule:
+    """``schedule`` with each :class:`~simulator.ir.nodes.Shuffle` replaced by the accesses
+    its generated code makes (:meth:`_BlockRenderer.visit_Shuffle`): a store of the value
+    into :data:`SHUFFLE_SCRATCH`, a barrier, a load of it into the shuffle's private float
+    (at the work-item's own place: the counts are those of the code, the value is not the
+    shuffle's), a barrier. Simulated, it counts what Oclgrind counts of the generated
+    kernel; ``schedule`` itself where it does not shuffle."""
+    import dataclasses
+    if not _shuffle_scratch(schedule):
+        return schedule
+    items = 1
+    for size in schedule.local_size:
+        items *= size
+    scratch = S.LocalArray(SHUFFLE_SCRATCH, (S.Const(items),))
+    me: S.IntExpr = S.Const(0)
+    for d in reversed(range(len(schedule.local_size))):
+        me = S.WorkItemId("local", d) if d == len(schedule.local_size) - 1 else \
+            S.WorkItemId("local", d) + S.Const(schedule.local_size[d]) * me
+
+    def lower(stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, S.Shuffle):
+                out += [S.Store(scratch, (me,), s.value, s.source),
+                        S.Barrier(source=s.source),
+                        S.Assign(s.name, S.Load(scratch, (me,), s.source)),
+                        S.Barrier(source=s.source)]
+                continue
+            changes = {f.name: lower(getattr(s, f.name)) for f in dataclasses.fields(s)
+                       if isinstance(getattr(s, f.name), tuple) and getattr(s, f.name)
+                       and all(isinstance(x, S.Stmt) for x in getattr(s, f.name))}
+            out.append(dataclasses.replace(s, **changes) if changes else s)
+        return tuple(out)
+    return dataclasses.replace(schedule, body=lower(schedule.body),
+                               local_arrays=schedule.local_arrays + (scratch,))
+
+
+def _shuffle_scratch(schedule: S.Schedule) -> list[str]:
+    """The declaration of :data:`SHUFFLE_SCRATCH` where the schedule shuffles, else none."""
+    if not any(isinstance(n, S.Shuffle) for s in schedule.body for n in walk(s)):
+        return []
+    items = 1
+    for size in schedule.local_size:
+        items *= size
+    return [f"__local float {SHUFFLE_SCRATCH}[{items}];"]
 
 
 def _user_kernel(schedule: S.Schedule) -> GeneratedKernel:

@@ -150,15 +150,17 @@ def _refuse_beyond_oclgrind(schedule: Schedule) -> None:
 
 
 def compare_counts(schedule: Schedule, timeout_s: float = 300) -> CountsComparison:
-    """Simulator counts vs Oclgrind's instruction counts for ``schedule``.
+    """Simulator counts vs Oclgrind's instruction counts for ``schedule`` (a schedule that
+    shuffles: counted as its generated code moves the values, through local memory).
 
     Raises:
         simulator.engine.limits.LimitError: the launch exceeds Oclgrind's limits (nothing run).
         gpu.oclgrind.oclgrind.OclgrindError: Oclgrind missing, failed or timed out.
     """
+    from tiletraffic.gpu.codegen.generate import shuffles_as_generated
     _refuse_beyond_oclgrind(schedule)
     instructions = InstructionCounter()
-    sim = simulate(schedule, compute_values=False, limits=None,
+    sim = simulate(shuffles_as_generated(schedule), compute_values=False, limits=None,
                    observers=[instructions]).counts.to_dict()
     sim.update(instructions.counts)
     measured = oclgrind_counts(schedule, timeout_s=timeout_s)

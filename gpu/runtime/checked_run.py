@@ -124,6 +124,28 @@ class DeviceRun:
         }
 
 
+def _check_generated_shuffles(schedule: Schedule, rng) -> None:
+    """Refuse a schedule whose shuffles its generated code reaches in divergent control
+    flow: the code moves shuffled values through local memory with barriers
+    (:func:`gpu.codegen.generate.shuffles_as_generated`), which every work-item of a
+    work-group must reach.
+
+    Raises:
+        TiletrafficGpuError: naming the first shuffle reached by part of a work-group.
+    """
+    lowered = codegen.shuffles_as_generated(schedule)
+    if lowered is schedule:
+        return
+    found = [h for h in check_before_launch(lowered, rng=rng).hazards
+             if h.kind == "barrier-divergence"]
+    if found:
+        raise TiletrafficGpuError(
+            f"{schedule.family}: not launched: its generated OpenCL C moves shuffled values "
+            "through local memory with barriers, and part of a work-group skips a shuffle "
+            f"({found[0].site}): OpenCL 1.2 has no sub-group shuffles; run it on an NVIDIA "
+            "GPU from its CUDA source, or shuffle in code every thread of the block reaches")
+
+
 def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
                   rng: np.random.Generator | None = None, reference_fn=None,
                   inputs: str = "normal", unchecked: bool = False,
@@ -168,6 +190,8 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
                else check_before_launch(schedule, rng=rng))
     if checked.hazards and not unchecked:
         raise UnsafeLaunchError(checked)
+    for k in kernels_of(schedule):
+        _check_generated_shuffles(k, rng)
     kind = inputs
     inputs = random_inputs(schedule, rng, kind)
     refs = references(schedule, inputs, reference_fn, sum_length=checked.sum_length)

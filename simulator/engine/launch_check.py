@@ -21,7 +21,7 @@ gives a time that is not a measurement of the kernel. So before any launch
   races between work-groups, reads of outputs before a store and unwritten outputs need
   every work-group and are not
   (:attr:`LaunchCheck.not_checked` says so). The sum length is counted on the
-  representatives with values: for a built-in family with a K loop of step D
+  representatives with values: for a schedule with a K loop of step D
   (:func:`simulator.engine.accelerators.k_extrapolation.k_step_elems`), at K mod D + n·D for n in
   :data:`SHORT_K_STEPS`, extrapolated linearly to the real K when the three have equal
   differences (every K step adds the same roundings; the three launches share the real
@@ -40,7 +40,8 @@ from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.engine.accelerators import Accelerators, NotApplicable
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.budget import loop_steps as check_work
-from tiletraffic.simulator.engine.simulation import group_id_of, simulate, sum_lengths_of_groups
+from tiletraffic.simulator.engine.simulation import (group_id_of, largest_sum_length_of_groups,
+                                                     simulate)
 from tiletraffic.simulator.observers.hazards import Hazard
 from tiletraffic.simulator.engine.reference import random_inputs
 from tiletraffic.simulator.ir.nodes import Schedule
@@ -218,8 +219,7 @@ def _check_sequence(sequence, rng, full_check_work: int) -> LaunchCheck:
 
 
 def _largest_of(schedule: Schedule, reps, input_sum_lengths=None) -> int:
-    return max([0, *(sum_length.largest(v) for v in
-                     sum_lengths_of_groups(schedule, reps, input_sum_lengths).values())])
+    return largest_sum_length_of_groups(schedule, reps, input_sum_lengths)
 
 
 def _representative_sum_length(schedule: Schedule, reps,

@@ -118,8 +118,9 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         self.depths = True
         initial = initial or {}
         self.seeded = {name for name, length in initial.items() if length}
-        self.dbuf = {a.name: np.full(self.sizes[a.name], initial.get(a.name, 0),
-                                     sum_length.DTYPE)
+        self.dbuf = {a.name: np.full(self.sizes[a.name], initial[a.name], sum_length.DTYPE)
+                     if initial.get(a.name) else   # zeros: pages only where stored
+                     np.zeros(self.sizes[a.name], sum_length.DTYPE)
                      for a in self.schedule.arrays}
         self.last_index: dict[int, tuple] = {}
 
@@ -358,6 +359,7 @@ STATEMENTS = {
     S.Continue: Machine.exec_continue,
     S.Barrier: Machine.exec_barrier,
     S.Return: Machine.exec_return,
+    S.Shuffle: Machine.exec_shuffle,
 }
 """The handler of each statement class: ``handler(machine, stmt, mask)`` executes ``stmt``
 for the work-items of ``mask`` (a statement of another class is a ``TypeError``)."""

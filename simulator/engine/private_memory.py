@@ -78,6 +78,30 @@ class PrivateMemory(BatchState):
             self.privates[s.name] = np.where(m, value, old).astype(np.float32)
 
 
+    def exec_shuffle(self, s: S.Shuffle, m) -> None:
+        """Execute :class:`~simulator.ir.nodes.Shuffle` ``s`` for the work-items of ``m``:
+        each reads ``s.value`` of the lane of its segment that ``s.mode`` picks (lanes in
+        the order of the flattened local id), its own where that lane is outside the
+        segment or the work-group."""
+        value, ops = self.eval_float(s.value, m)
+        self.count_flop(m, ops)
+        if not self.private_full.get(s.name):
+            self.private_set[s.name] = np.logical_or(self.private_set[s.name],
+                                                     np.any(m, axis=2, keepdims=True))
+            self.private_full[s.name] = bool(self.private_set[s.name].all())
+        if not self.values:
+            return
+        lane = np.asarray(self.eval_int(s.lane), dtype=np.int64)
+        shape = self.shape_of(value, m, lane)
+        source = shuffle_sources(s.mode, np.broadcast_to(lane, shape), s.width, self.L)
+        picked = np.take_along_axis(np.broadcast_to(np.asarray(value, np.float32), shape),
+                                    source, axis=1)
+        if self.depths:
+            terms = np.broadcast_to(np.asarray(self.depth_of(s.value)), shape)
+            self.dpriv[s.name] = np.where(m, np.take_along_axis(terms, source, axis=1),
+                                          self.dpriv[s.name]).astype(sum_length.DTYPE)
+        self.privates[s.name] = np.where(m, picked, self.privates[s.name]).astype(np.float32)
+
     def private_elem_index(self, name: str, index: tuple, mask, direction: str):
         """Flat element index of ``name[index]`` per entry, shape (G, L, I), and the mask
         with out-of-bounds entries off (reported as out-of-bounds hazards)."""
@@ -221,6 +245,16 @@ class PrivateMemory(BatchState):
         if is_set is not None:
             is_set[:, :, flat] |= on[:, :, 0]
         table, shadow = self.parrays[s.name][1], self.dparr[s.name]
+        if on.all():     # every work-item: the element's slices updated in place
+            terms = self.depth_of(s.value)
+            if accumulate:
+                table[:, :, flat:flat + 1] += np.asarray(value, dtype=np.float32)
+                shadow[:, :, flat:flat + 1] = sum_length.add(shadow[:, :, flat:flat + 1],
+                                                             terms)
+            else:
+                table[:, :, flat:flat + 1] = np.asarray(value, dtype=np.float32)
+                shadow[:, :, flat:flat + 1] = terms
+            return True
         old, before = table[:, :, flat:flat + 1], shadow[:, :, flat:flat + 1].copy()
         value = np.broadcast_to(np.asarray(value, dtype=np.float32), old.shape)
         terms = np.broadcast_to(self.depth_of(s.value), before.shape)
@@ -231,3 +265,22 @@ class PrivateMemory(BatchState):
         shadow[:, :, flat:flat + 1] = np.where(on, after, before)
         return True
 
+
+
+def shuffle_sources(mode: str, lane, width: int, items: int):
+    """The flattened local id each work-item of a shuffle reads (``lane``: the shuffle's
+    lane operand per work-item, shape ``(G, L, I)``; ``items``: work-items per work-group),
+    as :class:`~simulator.ir.nodes.Shuffle` defines it."""
+    me = np.arange(lane.shape[1], dtype=np.int64).reshape(1, -1, 1)
+    base, position = me // width * width, me % width
+    if mode == "index":
+        target = lane % width
+    elif mode == "up":
+        target = position - lane
+    elif mode == "down":
+        target = position + lane
+    else:
+        target = position ^ lane
+    source = base + target
+    inside = (target >= 0) & (target < width) & (source < items)
+    return np.where(inside, source, me)

@@ -4,8 +4,8 @@ produced.
 
 :func:`simulate` executes a whole launch (or one work-group per class, with the work-group
 classes accelerator) with the counters and hazard checks; :func:`probe_runner` executes
-chosen work-groups with one observer (address probes); :func:`sum_lengths_of_groups` counts
-the sum lengths of the outputs chosen work-groups store.
+chosen work-groups with one observer (address probes); :func:`largest_sum_length_of_groups` counts
+the largest sum length of the outputs chosen work-groups store.
 """
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from typing import Iterable
 import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.ir.static import eval_static
 from tiletraffic.simulator.engine.accelerators import SIMULATE, Accelerators, NotApplicable
+from tiletraffic.simulator.engine.accelerators import k_extrapolation
 from tiletraffic.simulator.engine.accelerators.classes import group_classes
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.limits import (GENERIC_GPU, DeviceLimits,
@@ -111,7 +113,12 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
             in which a loop ran blocked (in either ``hazards`` mode), or a later read of
             such a loop's ``Let``, raises
             :class:`simulator.engine.accelerators.NotApplicable` (run again without it:
-            :func:`simulator.model.observation.observe_launch` does).
+            :func:`simulator.model.observation.observe_launch` does). ``k_extrapolation``
+            (with ``work_group_classes``, no extra ``observers``) takes the counts and the
+            per-work-group loads of a long K loop from three short K where
+            :func:`simulator.engine.accelerators.k_extrapolation.applies` and every figure
+            has equal differences (the hazards are then those of the short runs, which
+            must have none); otherwise the whole K loop runs.
         race_checks: run the observers that find races in local memory and in global memory
             (:mod:`simulator.observers.global_races`: between work-groups, and within a work-group
             where no global-fence barrier orders the accesses), reads of unwritten local
@@ -154,11 +161,18 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     if by_classes and classes_problem(schedule) is not None:
         by_classes = False   # not proved for this schedule: every work-group runs
         accelerators = accelerators.replace(work_group_classes=False)
+    observers = list(observers)
+    if by_classes and accelerators.k_extrapolation and not observers and \
+            k_extrapolation.applies(schedule):
+        try:
+            return _k_extrapolated(schedule, accelerators, race_checks, batch_work_items)
+        except NotApplicable:
+            pass    # executed with the whole K loop below
     all_observers: list[Observer] = [counter]
     if race_checks:
         all_observers += _hazard_observers(schedule, log, sizes, params,
                                            full_launch=not by_classes)
-    all_observers += list(observers)
+    all_observers += observers
     if sum_lengths and not compute_values:
         raise InputError("sum lengths are counted with the values: use compute_values=True")
     machine = Machine(schedule, params, sizes, buffers, all_observers, log, compute_values,
@@ -173,6 +187,35 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         raise NotApplicable(f"{schedule.family}: hazards in a launch with loops run in blocks "
                             "of iterations (their examples could differ)")
     return _result(machine, counter, read_maps, sum_lengths, representatives)
+
+
+def _k_extrapolated(schedule: S.Schedule, accelerators: Accelerators, race_checks: bool,
+                    batch_work_items: int) -> SimulationResult:
+    """The result of ``schedule`` by work-group classes with its counts and per-work-group
+    loads extrapolated from three short K (:mod:`.accelerators.k_extrapolation`); hazards
+    none (those of the short runs, each of which must have none).
+
+    Raises:
+        simulator.engine.accelerators.NotApplicable: a short run has a hazard, or a figure
+            of the three does not have equal differences: run the whole K loop.
+    """
+    depth = k_extrapolation.k_step_elems(schedule)
+    values, _, steps = k_extrapolation.short_k_values(schedule.param_values["K"], depth)
+    runs = []
+    for k in values:
+        res = simulate(k_extrapolation.with_k(schedule, k), compute_values=False,
+                       limits=None, hazards="report", race_checks=race_checks,
+                       accelerators=accelerators.replace(k_extrapolation=False),
+                       batch_work_items=batch_work_items)
+        if res.hazards:
+            raise NotApplicable(f"{schedule.family}: a short K has a hazard")
+        runs.append(res)
+    if not all(np.array_equal(r.representatives, runs[0].representatives) for r in runs):
+        raise k_extrapolation.NotAffine("the short K have different work-group classes")
+    counts = k_extrapolation.extrapolate_fields([r.counts for r in runs], steps)
+    per_group = k_extrapolation.extrapolate([r.global_loads_per_group for r in runs], steps)
+    return SimulationResult(schedule, {}, counts, per_group, {}, [], None,
+                            runs[0].representatives)
 
 
 def _run_launch(machine: Machine, accelerators: Accelerators, per_batch: int,
@@ -246,14 +289,13 @@ def probe_runner(schedule: S.Schedule, accelerators: Accelerators = SIMULATE):
     return run_groups
 
 
-def sum_lengths_of_groups(schedule: S.Schedule, linear_ids,
-                          input_sum_lengths: dict[str, int] | None = None
-                          ) -> dict[str, np.ndarray]:
-    """Sum lengths (:mod:`simulator.engine.sum_length`) of the output elements that the work-groups
-    ``linear_ids`` (linear ids, dimension 0 fastest) store, executing only those, with values
-    (zero inputs: sum lengths do not depend on values). Per output: flat int32 array, 0 where
-    those work-groups store nothing. Hazards are ignored (check them first).
-    ``input_sum_lengths``: as for :func:`simulate`."""
+def largest_sum_length_of_groups(schedule: S.Schedule, linear_ids,
+                                 input_sum_lengths: dict[str, int] | None = None) -> int:
+    """The largest sum length (:mod:`simulator.engine.sum_length`, the K of the tolerance) of
+    the output elements that the work-groups ``linear_ids`` (linear ids, dimension 0
+    fastest) store, executing only those, with values (zero inputs: sum lengths do not
+    depend on values); 0 where they store nothing. Hazards are ignored (check them
+    first). ``input_sum_lengths``: as for :func:`simulate`."""
     params = schedule.param_values
     sizes = {a.name: int(eval_static(a.size, params)) for a in schedule.arrays}
     buffers = {a.name: np.zeros(sizes[a.name], np.float32) for a in schedule.arrays}
@@ -263,8 +305,8 @@ def sum_lengths_of_groups(schedule: S.Schedule, linear_ids,
     per_batch = max(1, BATCH_WORK_ITEMS // schedule.work_group_items)
     for first in range(0, len(ids), per_batch):
         machine.run_batch(ids[first:first + per_batch])
-    return {a.name: np.maximum(machine.dbuf[a.name], 0)
-            for a in schedule.arrays if a.is_output}
+    return max([0, *(sum_length.largest(machine.dbuf[a.name])
+                     for a in schedule.arrays if a.is_output)])
 
 
 def group_id_of(schedule: S.Schedule, linear: int) -> tuple[int, ...]:

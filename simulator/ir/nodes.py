@@ -23,7 +23,8 @@ Float expressions (:class:`FloatExpr`) are loads, private variables, constants, 
 ``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`) and a select on an integer
 condition (:class:`Select`); each operation counts one FLOP.
 A negation ``-x`` (:class:`FNeg`) flips the sign bit and counts none.
-Control flow is never data dependent: every condition is an integer :class:`Cond`,
+Control flow is never data dependent: every condition is an integer :class:`Cond` or a
+comparison of the launch's floats (:class:`FloatCompare`: constants and ``float`` arguments),
 so the traffic of a schedule does not depend on the values in the arrays.
 
 Private arrays (:class:`PrivateArray`, declared by :class:`DeclarePrivateArray`) hold
@@ -32,7 +33,8 @@ register tiles such as ``acc[TM][TN]``, one per work-item.
 Statements: :class:`Let`, :class:`DeclareInt`, :class:`AssignInt`, :class:`DeclareFloat`,
 :class:`DeclarePrivateArray`, :class:`Assign`, :class:`Accumulate`,
 :class:`Store`, :class:`VectorLoad`, :class:`VectorStore`, :class:`If`, :class:`For`,
-:class:`While`, :class:`Break`, :class:`Continue`, :class:`Barrier`, :class:`Return`.
+:class:`While`, :class:`Break`, :class:`Continue`, :class:`Barrier`, :class:`Return`,
+:class:`Shuffle` (a float of another work-item of the sub-group, no memory traffic).
 
 Integers: a :class:`Let` binds its name once; an integer declared with :class:`DeclareInt`
 is assigned any number of times with :class:`AssignInt` (``k = k + 1`` for ``k++``), per
@@ -70,7 +72,7 @@ from tiletraffic.simulator.ir.expressions import (
     IntLike, Load, Min, Not, Param, Private, PrivateElem, ScheduleError, Select, Stmt, Var,
     WorkItemId, Wrap, as_float, as_int, c_int_type, ceil_div, describe_int, exp, fabs,
     float_operands, fmax, fmin, global_id, group_id, local_id, minimum, select, sqrt, wrap)
-from tiletraffic.simulator.ir.expressions import FloatParam, IntToFloat
+from tiletraffic.simulator.ir.expressions import FloatCompare, FloatParam, IntToFloat
 from tiletraffic.simulator.ir.visitor import walk_statements
 
 __all__ = [
@@ -82,13 +84,14 @@ __all__ = [
     "FloatExpr", "FloatLike", "Load", "FConst", "Private", "PrivateElem", "FBinOp", "FNeg",
     "FCall", "Select", "FLOAT_OPS", "FLOAT_FUNCTIONS", "EXACT_FLOAT_FUNCTIONS",
     "FUNCTION_ERROR_ULPS", "fmax", "fmin", "fabs", "sqrt", "exp", "select",
-    "float_operands", "as_float", "FloatParam", "IntToFloat",
+    "float_operands", "as_float", "FloatParam", "IntToFloat", "FloatCompare",
     # errors, launch geometry, arrays
     "ScheduleError", "ndrange_problems", "check_ndrange", "FLOAT_BYTES", "ARRAY_ROLES",
     "GlobalArray", "LocalArray", "PrivateArray", "Array", "describe_access",
     # statements
     "Stmt", "Let", "DeclareInt", "AssignInt", "DeclareFloat", "DeclarePrivateArray", "Assign", "Accumulate", "Store",
     "If", "For", "While", "Break", "Continue", "Barrier", "Return", "VectorLoad", "VectorStore", "VECTOR_WIDTHS",
+    "Shuffle", "SHUFFLE_MODES",
     "assign_elem", "accumulate_elem", "vload", "vstore", "store", "block",
     # the kernel
     "Schedule",
@@ -455,6 +458,43 @@ class Barrier(Stmt):
 
     global_fence: bool = False
     source: str | None = None
+
+
+SHUFFLE_MODES = ("index", "up", "down", "xor")
+"""How a :class:`Shuffle` picks the lane it reads."""
+
+
+@dataclass(frozen=True, eq=False)
+class Shuffle(Stmt):
+    """``name = value`` of another lane of the work-item's sub-group segment (CUDA's warp
+    shuffles ``__shfl_sync``, ``__shfl_up_sync``, ``__shfl_down_sync``,
+    ``__shfl_xor_sync``): no memory traffic.
+
+    Lanes are the work-group's work-items in the order of their flattened local id
+    (dimension 0 fastest), cut into segments of ``width`` consecutive lanes (a power of
+    two, at most the device's sub-group size). A work-item at position ``p`` of its segment
+    reads ``value`` of the segment's lane ``q``: ``mode`` ``index``: ``q = lane mod width``;
+    ``up``: ``q = p - lane``; ``down``: ``q = p + lane``; ``xor``: ``q = p ^ lane``; where
+    ``q`` falls outside the segment it keeps its own ``value``. Every lane of the segment
+    evaluates ``value`` (the FLOPs of ``value`` count per work-item, the shuffle none).
+    ``name`` is a private float (:class:`DeclareFloat`); ``source`` says where the shuffle
+    is in the kernel's source text, for messages.
+    """
+
+    name: str
+    value: FloatExpr
+    mode: str
+    lane: IntExpr
+    width: int = 32
+    source: str | None = None
+
+    def __post_init__(self):
+        if self.mode not in SHUFFLE_MODES:
+            raise ScheduleError(f"shuffle mode {self.mode!r} is not one of "
+                                f"{', '.join(SHUFFLE_MODES)}")
+        if not isinstance(self.width, int) or self.width < 1 or \
+                self.width & (self.width - 1):
+            raise ScheduleError(f"shuffle width {self.width!r} is not a power of two")
 
 
 @dataclass(frozen=True, eq=False)

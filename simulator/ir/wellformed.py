@@ -289,6 +289,10 @@ class _Checker(Visitor):
     def visit_Not(self, c: S.Not) -> None:
         self._cond(c.operand)
 
+    def visit_FloatCompare(self, c: S.FloatCompare) -> None:
+        self._float(c.left)
+        self._float(c.right)
+
     # ------------------------------------------------------------------- floats
     def _array(self, array, index) -> None:
         known = self.arrays.get(getattr(array, "name", None))
@@ -399,6 +403,12 @@ class _Checker(Visitor):
         self._float(s.value)
 
     visit_Accumulate = visit_Assign
+
+    def visit_Shuffle(self, s: S.Shuffle) -> None:
+        self._int(s.lane)
+        if s.name not in self.privates:
+            self.add(f"Shuffle to {s.name!r}, which no DeclareFloat declares there")
+        self._float(s.value)
 
     def _no_store_into_input(self, s) -> None:
         if getattr(s.array, "role", None) == "in":

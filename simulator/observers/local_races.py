@@ -74,27 +74,37 @@ class _UnionOwners:
     """Owners (:class:`_Owners`) of the union of a growing list of events of one array,
     per work-group of the batch, built lazily: a word touched by another work-item in the
     union is touched by another work-item in one of the events, and conversely, so a new
-    access conflicts with none of the events exactly when it conflicts with the union."""
+    access conflicts with none of the events exactly when it conflicts with the union.
+
+    While every event added has the same index and mask in every work-group of the batch
+    (the usual local access: an index of local ids and loop variables), the per-work-group
+    tables are all equal and one table of ``size`` words stands for them (``shared``); the
+    first event that differs between work-groups copies it to every work-group."""
 
     def __init__(self, size: int, groups: int):
-        self.size = size
-        self.lo = np.full(groups * size, np.iinfo(np.int64).max, dtype=np.int64)
-        self.hi = np.full(groups * size, -1, dtype=np.int64)
+        self.size, self.groups = size, groups
+        self.shared = True
+        self.lo = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
+        self.hi = np.full(size, -1, dtype=np.int64)
         self.events = 0
         """How many events of the list are in the union."""
         self.touched: np.ndarray | None = None
         """Per word, whether the union touches it in any work-group (None: not known)."""
 
     def add(self, ev: AccessEvent) -> None:
-        g, li, words = _entries(ev)
-        key = g.astype(np.int64) * self.size + words
+        if self.shared and not _same_everywhere(ev):
+            self.lo, self.hi = np.tile(self.lo, self.groups), np.tile(self.hi, self.groups)
+            self.shared = False
+        g, li, words = _entries(ev, union=self.shared)
+        key = words if self.shared else g.astype(np.int64) * self.size + words
         np.minimum.at(self.lo, key, li)
         np.maximum.at(self.hi, key, li)
         self.touched = None
 
     def conflicts(self, ev: AccessEvent) -> bool:
         index, mask = np.asarray(ev.index), compact_mask(np.asarray(ev.mask))
-        if _group_free(ev) and same_in_every_group(mask):
+        everywhere = _group_free(ev) and same_in_every_group(mask)
+        if everywhere:
             # words no work-group of the union touches cannot conflict in any work-group
             one = (1,) + tuple(ev.shape[1:])
             words = np.broadcast_to(index, one)[np.broadcast_to(mask, one)]
@@ -102,10 +112,15 @@ class _UnionOwners:
                 self.touched = (self.hi.reshape(-1, self.size) >= 0).any(axis=0)
             if not self.touched[words].any():
                 return False
-        g, li, words = _entries(ev)
-        key = g.astype(np.int64) * self.size + words
+        g, li, words = _entries(ev, union=self.shared and everywhere)
+        key = words if self.shared else g.astype(np.int64) * self.size + words
         lo, hi = self.lo[key], self.hi[key]
         return bool((((lo != hi) & (hi >= 0)) | ((hi >= 0) & (lo == hi) & (lo != li))).any())
+
+
+def _same_everywhere(ev: AccessEvent) -> bool:
+    """Whether ``ev``'s index and mask are the same in every work-group of its batch."""
+    return _group_free(ev) and same_in_every_group(compact_mask(np.asarray(ev.mask)))
 
 
 UNION_MAX_WORDS = 1 << 22
@@ -239,8 +254,9 @@ class UninitializedLocalRead(Observer):
 
     def on_batch(self, group_index, work_items, weights=None) -> None:
         self.group_index = group_index
-        self.written = {n: np.zeros((len(group_index), s), dtype=bool)
-                        for n, s in self.local_sizes.items()}
+        # per local array, the words stored so far: one row for every work-group while
+        # every store was the same in every work-group of the batch, else one row each
+        self.written = {n: np.zeros((1, s), dtype=bool) for n, s in self.local_sizes.items()}
         self.complete = {n: False for n in self.local_sizes}
         self.epochs = np.zeros(len(group_index), dtype=np.int64)
 
@@ -250,13 +266,22 @@ class UninitializedLocalRead(Observer):
     def on_access(self, ev: AccessEvent) -> None:
         if ev.space != "local" or self.complete.get(ev.array, True):
             return
-        g, li, words = _entries(ev)
         written = self.written[ev.array]
+        shared = written.shape[0] == 1 and len(self.group_index) > 1
+        same = shared and _same_everywhere(ev)
         if ev.direction == "store":
+            if shared and not same:
+                written = self.written[ev.array] = np.repeat(written, len(self.group_index),
+                                                             axis=0)
+            g, li, words = _entries(ev, union=same)
             written[g, words] = True
             self.complete[ev.array] = bool(written.all())
             return
-        unset = ~written[g, words]
+        g, li, words = _entries(ev, union=same)
+        unset = ~written[0 if shared else g, words]
+        if unset.any() and same:   # the hazard's entries and counts per work-group
+            g, li, words = _entries(ev)
+            unset = ~written[0, words]
         if unset.any():
             i = int(np.argmax(unset))
             gid = self.group_id_of(int(self.group_index[g[i]]))

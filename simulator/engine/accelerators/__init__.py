@@ -12,8 +12,8 @@ private nests          values off: loop nests and runs of statements on   :mod:`
                        private memory only, applied in one step
 loop blocks            with work-group classes: loops that store or       :mod:`.loop_blocks`
                        assign private arrays, run in blocks of iterations
-K extrapolation        a built-in family's counts and model: those of a   :mod:`.k_extrapolation`
-                       long K loop from three short ones
+K extrapolation        with work-group classes, a K loop whose step is    :mod:`.k_extrapolation`
+                       known: its counts from three short K
 =====================  =================================================  ==================
 
 Which passes run is the caller's choice, given explicitly as :class:`Accelerators` to
@@ -52,11 +52,11 @@ class Accelerators:
         loop_blocks: with ``work_group_classes`` and ``private_nests``, run loops that
             store or assign private arrays in blocks of iterations (:mod:`.loop_blocks`);
             a hazard or a stale ``Let`` then raises :class:`NotApplicable`.
-        k_extrapolation: with ``work_group_classes``, count and model a built-in family's
+        k_extrapolation: with ``work_group_classes``, count and model a schedule's
             long K loop from three short ones (:mod:`.k_extrapolation`; used by
-            :func:`simulator.model.launch.model_launch` and
-            :func:`simulator.engine.fast_path.count_launch`, not by the engine's
-            ``simulate``, which executes the launch it is given).
+            :func:`simulator.model.launch.model_launch`,
+            :func:`simulator.engine.fast_path.count_launch` and the engine's ``simulate``
+            without extra observers).
     """
 
     work_group_classes: bool = False

@@ -1,0 +1,196 @@
+"""Run a CUDA kernel's own source on an NVIDIA GPU: compiled by NVRTC through CuPy (the
+optional extra ``pip install -e ".[cuda]"``), launched with the launch file's grid, block,
+dynamic shared memory and template arguments, every launch's output checked against the
+float64 reference with the tolerance of the counted sum length, and timed with CUDA events.
+
+Only the file's device code is compiled (host functions such as ``main`` are blanked by the
+front end, keeping line numbers); ``nvrtc_include/`` beside this module answers the system
+headers such files include (``<cstdio>``, ``<cassert>``, ...) for NVRTC. Where CuPy or an
+NVIDIA GPU is missing, :func:`nvrtc_problem` says so in one line, and ``run`` launches the
+schedule's generated OpenCL C instead.
+
+Errors: :class:`~tiletraffic.gpu.devices.device.TiletrafficGpuError` for a failed
+compilation or launch, :class:`~tiletraffic.gpu.runtime.launch.ResultMismatchError` for a
+result outside its tolerance (naming the launch).
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tiletraffic.gpu.devices.device import TiletrafficGpuError
+from tiletraffic.gpu.runtime.launch import ResultMismatchError, check_result
+from tiletraffic.simulator.engine.reference import random_inputs, references
+from tiletraffic.simulator.ir.nodes import Schedule
+
+NVRTC_INCLUDE = Path(__file__).with_name("nvrtc_include")
+"""The system headers NVRTC is given for a CUDA file's includes."""
+
+
+def is_cuda_schedule(schedule) -> bool:
+    """Whether ``schedule`` was read from a CUDA source (its ``extra["cuda"]``)."""
+    return "cuda" in (getattr(schedule, "extra", None) or {})
+
+
+def nvrtc_problem() -> str | None:
+    """Why a CUDA source cannot be compiled and launched here (CuPy is not installed, or no
+    NVIDIA GPU is visible), one line; ``None`` where it can."""
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy is not installed (pip install -e \".[cuda]\")"
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return "no NVIDIA GPU is visible"
+    except Exception as err:    # CUDA's runtime raises its own error types
+        return f"no NVIDIA GPU is usable ({err})"
+    return None
+
+
+@dataclass(frozen=True)
+class CudaRun:
+    """A checked, timed run of a CUDA source.
+
+    Attributes:
+        kernel: the kernel's name as compiled (``sgemm<32, 8>`` for a template).
+        device: the GPU's name.
+        grid, block: the launch (x first); shared_bytes: its dynamic shared memory.
+        times_s: the time of each timed launch (CUDA events), in seconds.
+        checks: the result check of each output, of the last launch.
+    """
+
+    kernel: str
+    device: str
+    grid: tuple
+    block: tuple
+    shared_bytes: int
+    times_s: tuple
+    checks: dict
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.times_s)
+
+    def to_dict(self) -> dict:
+        return {"kernel": self.kernel, "device": self.device, "grid": list(self.grid),
+                "block": list(self.block), "shared_bytes": self.shared_bytes,
+                "times_s": list(self.times_s), "median_s": self.median_s,
+                "checks": {k: bool(v.ok) for k, v in self.checks.items()}}
+
+
+def kernel_expression(cuda: dict) -> str:
+    """The name NVRTC looks the kernel up by: its name, with its template arguments
+    (``sgemm<32, 8, true>``) for a template."""
+    values = cuda.get("template") or {}
+    if not values:
+        return cuda["kernel"]
+    return f"{cuda['kernel']}<{', '.join(str(v) for v in values.values())}>"
+
+
+def compile_kernel(cuda: dict):
+    """The CuPy function of the kernel of a schedule's ``extra["cuda"]``, compiled by NVRTC.
+
+    Raises:
+        TiletrafficGpuError: NVRTC refuses the source (its log in the message).
+    """
+    import cupy
+    options = ("-std=c++17", f"-I{NVRTC_INCLUDE}",
+               *(o for o in cuda["build_options"] if o.startswith(("-D", "-U", "-I"))))
+    parent = Path(cuda["path"]).parent
+    if parent.is_dir():
+        options += (f"-I{parent.resolve()}",)
+    name = kernel_expression(cuda)
+    try:
+        module = cupy.RawModule(code=cuda["device_source"], options=options,
+                                name_expressions=(name,))
+        return module.get_function(name), name
+    except Exception as err:     # NVRTC's and the driver's errors
+        raise TiletrafficGpuError(f"{cuda['path']}: NVRTC could not compile {name}: "
+                                  f"{err}") from None
+
+
+def run_cuda_source(schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
+                    rng: np.random.Generator | None = None, reference_fn=None,
+                    inputs: str = "normal") -> CudaRun:
+    """Compile the schedule's own CUDA source with NVRTC, launch it ``warmup`` times
+    untimed and ``repeat`` times timed, check every launch's outputs against the float64
+    reference (the tolerance of the launch file's ``reference.terms``, else of the counted
+    sum length), and return the run.
+
+    Raises:
+        ValueError: the schedule was not read from a CUDA source.
+        TiletrafficGpuError: NVRTC or the launch fails.
+        ResultMismatchError: a launch's output is outside its tolerance.
+    """
+    if not is_cuda_schedule(schedule):
+        raise ValueError(f"{schedule.family}: not a schedule read from a CUDA source")
+    problem = nvrtc_problem()
+    if problem is not None:
+        raise TiletrafficGpuError(f"{schedule.family}: its CUDA source cannot be launched "
+                                  f"here: {problem}")
+    import cupy
+    cuda = schedule.extra["cuda"]
+    rng = rng if rng is not None else np.random.default_rng()
+    host = random_inputs(schedule, rng, inputs)
+    refs = references(schedule, {k: v.astype(np.float64) for k, v in host.items()},
+                      reference_fn)
+    function, name = compile_kernel(cuda)
+    params = dict(schedule.params)
+    device = {}
+    for a in schedule.arrays:
+        shape = [params[s] for s in a.shape]
+        device[a.name] = cupy.asarray(host[a.name]) if a.name in host else \
+            cupy.full(shape, np.nan, dtype=np.float32)
+    args = []
+    for arg in cuda["args"]:
+        argname, kind = arg[0], arg[1]
+        if kind.startswith("global"):
+            args.append(device[argname])
+        elif kind == "int":
+            args.append(np.int32(params[argname]))
+        else:
+            args.append(np.float32(params[argname]))
+    grid, block = tuple(cuda["grid"]), tuple(cuda["block"])
+    shared = int(cuda.get("shared_bytes") or 0)
+    times, checks = [], {}
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    total = warmup + repeat
+    for launch in range(total):
+        for a in schedule.arrays:     # every launch starts from the same inputs
+            if a.is_output and a.name in host:
+                device[a.name][...] = cupy.asarray(host[a.name])
+        try:
+            start.record()
+            function(grid, block, tuple(args), shared_mem=shared)
+            stop.record()
+            stop.synchronize()
+        except Exception as err:
+            raise TiletrafficGpuError(f"{cuda['path']}: launch {launch + 1} of {name} "
+                                      f"failed: {err}") from None
+        if launch >= warmup:
+            times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+        if launch in (0, total - 1):
+            for ref in refs:
+                actual = cupy.asnumpy(device[ref.output]).reshape(ref.value.shape)
+                check = check_result(actual, ref.value, ref.k, ref.abs_product)
+                if not check.ok:
+                    raise ResultMismatchError(
+                        f"{name}: launch {launch + 1}: output {ref.output} differs from the "
+                        f"reference beyond its tolerance ({check.max_abs_error:.3g} > "
+                        f"{check.max_allowed:.3g})", launch, check)
+                checks[ref.output] = check
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    gpu = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return CudaRun(name, gpu, grid, block, shared, tuple(times), checks)
+
+
+def describe(run: CudaRun) -> str:
+    """One line of a CUDA run: kernel, device, launch, median time, check."""
+    outputs = ", ".join(f"{k} ok" for k in run.checks)
+    return (f"{run.kernel} on {run.device} (its own CUDA source, NVRTC): grid {run.grid}, "
+            f"block {run.block}, shared {run.shared_bytes} B: median "
+            f"{run.median_s * 1e6:.1f} us over {len(run.times_s)} launches; {outputs}")
+

@@ -1,0 +1,3 @@
+/* Compiled by NVRTC for a launch of the kernel alone: host code, which uses <helper_functions.h>, is
+ * left out before compiling, so nothing is declared. */
+#pragma once

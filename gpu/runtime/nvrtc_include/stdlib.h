@@ -1,0 +1,3 @@
+/* Compiled by NVRTC for a launch of the kernel alone: <stdlib.h> declares nothing a kernel needs
+ * (host code of the file is left out before compiling). */
+#pragma once
