@@ -598,16 +598,20 @@ def size_binding(schedule: Schedule):
     from tiletraffic.simulator.ir.nodes import Param
     from tiletraffic.simulator.model.derived_counts import SizeBinding
 
-    opencl = schedule.extra.get("opencl") or {}
-    if opencl.get("launch_file") is None:
+    info = schedule.extra.get("opencl") or schedule.extra.get("cuda") or {}
+    if info.get("launch_file") is None:
         return None
-    launch = read(opencl["launch_file"], params=opencl.get("params") or {})
-    values = {**launch.names, **opencl.get("sizes", {})}
+    launch = read(info["launch_file"], params=info.get("params") or {})
+    values = {**launch.names, **info.get("sizes", {})}
     symbols: dict = {}
     free: list[tuple[str, int]] = []
     table = launch.data.get("launch", {})
-    fixed = {name for raw in table.get("local_size", []) if isinstance(raw, str)
-             for name in expressions.parse(raw, values).names}
+    fixed = set()                             # the sizes the work-group size reads
+    for raw in (*table.get("local_size", []), *table.get("block", [])):
+        try:
+            fixed |= expressions.parse(raw, values).names if isinstance(raw, str) else set()
+        except expressions.ExpressionError:
+            pass
     for name, raw in launch.data.get("sizes", {}).items():
         form = None if isinstance(raw, int) else _form(launch, raw, symbols, values)
         if name in fixed:
@@ -618,15 +622,32 @@ def size_binding(schedule: Schedule):
         else:
             symbols[name] = form
     params = {}
-    for name, raw in launch.data.get("args", {}).items():
-        if not isinstance(raw, dict):
-            form = _form(launch, raw, symbols, values)
+    for key in ("args", "push_constants"):
+        for name, raw in launch.data.get(key, {}).items():
+            form = None if isinstance(raw, dict) else _form(launch, raw, symbols, values)
             if form is not None:
                 params[name] = form
-    global_size = tuple(_form(launch, raw, symbols, values)
-                        for raw in table.get("global_size", []))
-    return SizeBinding(tuple(free), params,
-                       None if any(g is None for g in global_size) else global_size)
+    return SizeBinding(tuple(free), params, _global_size(launch, schedule, symbols, values))
+
+
+def _global_size(launch: LaunchFile, schedule: Schedule, symbols: dict, values: dict):
+    """The NDRange of the launch as expressions of the sizes: ``global_size``, or the
+    work-groups (CUDA's ``grid``, GLSL's ``workgroups``) times the work-group size; None
+    where an entry is no integer expression or the dimensions do not match."""
+    from tiletraffic.simulator.ir.nodes import Const
+
+    table = launch.data.get("launch", {})
+    groups = next((key for key in ("grid", "workgroups") if key in table), None)
+    entries = table.get(groups or "global_size", [])
+    forms = [_form(launch, raw, symbols, values) for raw in entries]
+    dims = len(schedule.global_size)
+    if all(isinstance(f, Const) and f.value == 1 for f in forms[dims:]):
+        forms = forms[:dims]                  # trailing dimensions of one work-group
+    if len(forms) != dims or any(f is None for f in forms):
+        return None
+    if groups is None:
+        return tuple(forms)
+    return tuple(f * Const(items) for f, items in zip(forms, schedule.local_size))
 
 
 def _form(launch: LaunchFile, raw, symbols: dict, values: dict):

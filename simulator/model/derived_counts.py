@@ -522,6 +522,12 @@ def _derive_kernel(schedule: S.Schedule, binding: SizeBinding) -> DerivedCounts:
         out.not_derived = {key: str(err) for key in _all_keys(buffers)}
         return out
     out.forms, out.not_derived = counter.forms, counter.not_derived
+    for key, form in list(out.forms.items()):
+        try:
+            _value(form, out.sizes)
+        except ValueError:                     # isl's infinity: an unbounded domain
+            out.not_derived[key] = "its iteration domain is unbounded in the sizes"
+            del out.forms[key]
     out.forms["work_groups"] = card(groups)
     for direction in ("load", "store"):
         for name in buffers:
