@@ -255,3 +255,49 @@ def _evaluate(node, values):
     if isinstance(node, ast.Call):
         return FUNCTIONS[node.func.id][0](*(_evaluate(a, values) for a in node.args))
     raise AssertionError(f"unchecked node {type(node).__name__}")  # parse() refuses these
+
+
+def as_int_expr(expression: Expression, symbols: Mapping, values: Mapping[str, int]):
+    """The number ``expression`` as an integer expression of the IR: a name in ``symbols``
+    becomes its expression there (``Param("N")`` for a size N), any other name the
+    constant of its value in ``values``; ``//`` and ``/`` become the IR's division (C's, equal to Python's floor
+    division where both operands are not negative), ``%`` its remainder, ``min``, ``max``
+    and ``ceil_div`` their IR forms.
+
+    Raises:
+        ExpressionError: a truth value, a number that is not an integer, a name without a
+            value.
+    """
+    from tiletraffic.simulator.ir.nodes import Const, ceil_div, minimum
+
+    def convert(node):
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not float(node.value).is_integer():
+                raise ExpressionError(f"{expression.text!r}: {node.value!r} is not an integer")
+            return Const(int(node.value))
+        if isinstance(node, ast.Name):
+            if node.id in symbols:
+                return symbols[node.id]
+            if node.id not in values:
+                raise ExpressionError(f"{expression.text!r}: no value for {node.id!r}")
+            return Const(int(values[node.id]))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            operand = convert(node.operand)
+            return Const(0) - operand if isinstance(node.op, ast.USub) else operand
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+            a, b = convert(node.left), convert(node.right)
+            op = type(node.op)
+            return (a + b if op is ast.Add else a - b if op is ast.Sub else a * b
+                    if op is ast.Mult else a % b if op is ast.Mod else a // b)
+        if isinstance(node, ast.Call) and node.func.id in FUNCTIONS:
+            args = [convert(a) for a in node.args]
+            if node.func.id == "ceil_div":
+                return ceil_div(*args)
+            out = args[0]
+            for arg in args[1:]:
+                out = (minimum(out, arg) if node.func.id == "min"
+                       else Const(0) - minimum(Const(0) - out, Const(0) - arg))
+            return out
+        raise ExpressionError(f"{expression.text!r}: {ast.unparse(node)!r} is no integer")
+
+    return convert(expression._tree)

@@ -591,3 +591,87 @@ def parse_assignments(items, what: str = "--set") -> dict[str, int]:
         except ValueError:
             raise LaunchFileError(f"{what} {item!r}: write NAME=INTEGER") from None
     return out
+
+
+def size_binding(schedule: Schedule):
+    """How the launch of a launch file's ``schedule`` follows from the file's [sizes], for
+    the closed forms derived from its IR
+    (:class:`simulator.model.derived_counts.SizeBinding`): each size given as an integer
+    (or set with ``--set``) is a size of the forms; a size given as an expression of others
+    stands for that expression; a size the work-group size reads is a constant (the
+    counting needs a fixed work-group); the integer arguments and the NDRange are the file's
+    expressions of them (the -D macros and tuning parameters at their values). ``None``
+    for a schedule that is not a launch file's.
+
+    Raises:
+        LaunchFileError: the launch file can no longer be read.
+    """
+    from tiletraffic.simulator.ir.nodes import Param
+    from tiletraffic.simulator.model.derived_counts import SizeBinding
+
+    info = schedule.extra.get("opencl") or schedule.extra.get("cuda") or {}
+    if info.get("launch_file") is None:
+        return None
+    launch = read(info["launch_file"], params=info.get("params") or {})
+    values = {**launch.names, **info.get("sizes", {})}
+    symbols: dict = {}
+    free: list[tuple[str, int]] = []
+    table = launch.data.get("launch", {})
+    fixed = set()                             # the sizes the work-group size reads
+    for raw in (*table.get("local_size", []), *table.get("block", [])):
+        try:
+            fixed |= expressions.parse(raw, values).names if isinstance(raw, str) else set()
+        except expressions.ExpressionError:
+            pass
+    for name, raw in launch.data.get("sizes", {}).items():
+        form = None if isinstance(raw, int) else _form(launch, raw, symbols, values)
+        if name in fixed:
+            continue                          # sets the work-group size: a constant
+        if form is None or launch.value(f"sizes.{name}", raw, values) != values[name]:
+            symbols[name] = Param(name)       # an integer, or set with --set
+            free.append((name, values[name]))
+        else:
+            symbols[name] = form
+    params = {}
+    for key in ("args", "push_constants"):
+        for name, raw in launch.data.get(key, {}).items():
+            form = None if isinstance(raw, dict) else _form(launch, raw, symbols, values)
+            if form is not None:
+                params[name] = form
+    return SizeBinding(tuple(free), params, _global_size(launch, schedule, symbols, values))
+
+
+def _global_size(launch: LaunchFile, schedule: Schedule, symbols: dict, values: dict):
+    """The NDRange of the launch as expressions of the sizes: ``global_size``, or the
+    work-groups (CUDA's ``grid``, GLSL's ``workgroups``) times the work-group size; None
+    where an entry is no integer expression or the dimensions do not match."""
+    from tiletraffic.simulator.ir.nodes import Const
+
+    table = launch.data.get("launch", {})
+    groups = next((key for key in ("grid", "workgroups") if key in table), None)
+    entries = table.get(groups or "global_size", [])
+    forms = [_form(launch, raw, symbols, values) for raw in entries]
+    dims = len(schedule.global_size)
+    if all(isinstance(f, Const) and f.value == 1 for f in forms[dims:]):
+        forms = forms[:dims]                  # trailing dimensions of one work-group
+    if len(forms) != dims or any(f is None for f in forms):
+        return None
+    if groups is None:
+        return tuple(forms)
+    return tuple(f * Const(items) for f, items in zip(forms, schedule.local_size))
+
+
+def _form(launch: LaunchFile, raw, symbols: dict, values: dict):
+    """An integer entry of the launch file (an integer or an expression string) as an IR
+    integer expression of the sizes in ``symbols``; None where it is none (a float)."""
+    from tiletraffic.simulator.ir.nodes import Const
+
+    if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+        return None
+    if isinstance(raw, int):
+        return Const(raw)
+    try:
+        return expressions.as_int_expr(expressions.parse(raw, values, expressions.NUMBER),
+                                       symbols, values)
+    except expressions.ExpressionError:
+        return None

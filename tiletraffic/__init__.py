@@ -23,7 +23,8 @@ either:
 - `explain` it: one web page drawing its tiles over time, reuse, coalescing, banks,
   hazards and time terms;
 - `generate` its OpenCL C, `run` it on an OpenCL device (PoCL without a GPU),
-  `closed_form` its counts;
+  `closed_form` its counts (a `ClosedForm`: at its sizes, and as piecewise
+  quasi-polynomials of the sizes derived from the IR for any affine kernel, yours too);
 - `tune` a GEMM: rank a declared parameter space by the model, measure the best;
   `tune_kernel` the macros of your own OpenCL kernel the same way;
 - `from_opencl`: an OpenCL C kernel of yours as a schedule (or
@@ -77,6 +78,7 @@ from tiletraffic.simulator.model.prediction import TrafficPrediction
 from tiletraffic.analysis.api import package_version as _package_version
 from tiletraffic.analysis.api.schedules import (build, closed_form, from_cuda, from_glsl,
                                                 from_opencl, generate)
+from tiletraffic.analysis.api.closed_forms import ClosedForm
 from tiletraffic.analysis.api.tuning import tune, tune_kernel
 from tiletraffic.analysis.api.simulation import check, crosscheck, explain, model
 from tiletraffic.analysis.api.device import calibrate, devices, report, run, run_cuda
@@ -99,7 +101,8 @@ def __getattr__(name: str):
 __all__ = [
     "build", "from_opencl", "from_cuda", "from_glsl", "simulate", "check", "model", "explain",
     "generate", "run", "run_cuda",
-    "closed_form", "crosscheck", "devices", "report", "tune", "tune_kernel", "calibrate",
+    "closed_form", "ClosedForm", "crosscheck", "devices", "report", "tune", "tune_kernel",
+    "calibrate",
     "validate", "write_predictions", "validation_cases",
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",

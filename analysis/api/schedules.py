@@ -194,12 +194,16 @@ def generate(schedule: Schedule):
 
 
 @facade_function
-def closed_form(schedule: Schedule) -> dict | None:
-    """Closed-form counts of `schedule` (the keys of `TrafficCounts.to_dict()`): a
-    built-in family's, or for a schedule built from `"FILE.py:FUNCTION"` the counts of the
-    function `closed_form` of that file, called with the schedule's sizes (`m`, `k`, `n`,
-    `tile`: those it takes) and checked (some or all of the counters, integers). `None`
-    for a schedule without closed forms (a user's schedule whose file defines none).
+def closed_form(schedule: Schedule):
+    """Closed-form counts of `schedule`: a `ClosedForm`, a dict with the keys of
+    `TrafficCounts.to_dict()` at the schedule's sizes, and its closed forms as piecewise
+    quasi-polynomials of the sizes derived from the IR (`.forms`, `.sizes`, `.not_derived`,
+    `.notes`, `.evaluate(sizes)`). The numbers are a built-in family's hand-written forms;
+    for a schedule built from `"FILE.py:FUNCTION"` the counts of the function
+    `closed_form` of that file where it has one, called with the schedule's sizes (`m`,
+    `k`, `n`, `tile`: those it takes) and checked (some or all of the counters, integers);
+    else the derived forms' values (`.source` says which). `None` where there are none: no
+    hand-written forms and no counter derived (every one behind a loop on a condition, say).
 
     Raises:
         TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
@@ -209,12 +213,17 @@ def closed_form(schedule: Schedule) -> dict | None:
             integer).
     """
     check_schedule_argument(schedule, "closed_form")
+    from tiletraffic.analysis.api.closed_forms import ClosedForm, derived_closed_form
     from tiletraffic.frontend import user_schedule
     from tiletraffic.simulator.kernels import closed_forms
 
-    if user_schedule.closed_form_source(schedule) is not None:
-        return user_schedule.closed_form_counts(schedule)
-    return closed_forms.counts_or_none(schedule)
+    source = user_schedule.closed_form_source(schedule)
+    if source is not None:
+        return ClosedForm(user_schedule.closed_form_counts(schedule), source, schedule)
+    written = closed_forms.counts_or_none(schedule)
+    if written is not None:
+        return ClosedForm(written, "built-in family", schedule)
+    return derived_closed_form(schedule)
 
 
 def closed_form_agrees(formula: dict | None, counts: dict) -> bool | None:

@@ -21,6 +21,7 @@ from tiletraffic.simulator.ir.sequence import is_sequence
 from tiletraffic.analysis import environment
 from tiletraffic.frontend.user_schedule import UserScheduleError, closed_form_source
 
+from tiletraffic.analysis.api.closed_forms import derived_forms, form_lines
 from tiletraffic.analysis.api.schedules import (closed_form, closed_form_agrees,
                                                 closed_form_differences)
 from tiletraffic.analysis.files import json_text
@@ -146,7 +147,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                   {"local_size": list(sch.local_size), "global_size": list(sch.global_size)}),
                **counts, "closed_form_agrees": closed_form_agrees(formula, counts),
                "result_error_over_tolerance": check, "result_check_skipped": skipped,
-               "work_group_classes": by_classes,
+               "work_group_classes": by_classes, "closed_forms": derived_forms(formula),
                "inputs": inputs_kind if values else None,
                "result_outputs": list(outputs) if worst else None,
                "result_worst_output": ref.output if worst else None,
@@ -246,7 +247,9 @@ def counts_text(sch, counts: dict, formula: dict | None, hazards) -> list[str]:
     if formula is None:
         lines.append(f"no closed form for {sch.family} (the simulated counts stand alone)")
     else:
-        source = closed_form_source(sch)
+        lines += form_lines(formula) if formula.source == "derived" else []
+        source = closed_form_source(sch) or ("derived from the kernel"
+                                             if formula.source == "derived" else None)
         differ = closed_form_differences(formula, counts)
         given = sum(len(v) if isinstance(v, dict) else 1 for v in formula.values())
         every = sum(len(v) if isinstance(v, dict) else 1 for v in counts.values())

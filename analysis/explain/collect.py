@@ -24,6 +24,7 @@ from tiletraffic.simulator.model.launch import model_launch
 from tiletraffic.simulator.model.observation import device_limits
 from tiletraffic.simulator.model.prediction import ADDED_TIME_TERMS
 
+from tiletraffic.analysis.api.closed_forms import derived_summary
 from tiletraffic.analysis.api.schedules import closed_form
 from tiletraffic.analysis.device_model import DEFAULT_MODEL, resolve_device_model
 
@@ -339,6 +340,7 @@ def explain_data(schedule: S.Schedule, device: str | DeviceModel = DEFAULT_MODEL
         "reuse": reuse,
         "counts": result.counts.to_dict(),
         "closed_form": formula,
+        "closed_form_derived": derived_summary(formula),
         "sites": sites,
         "samples": [s.to_dict() for s in observer.samples.values()],
         "memory": memory,

@@ -1,0 +1,218 @@
+"""The closed forms derived from the IR (isl + Barvinok) equal the simulator's counts at sizes
+drawn by hypothesis, for every built-in family and every example launch file, and equal
+the hand-written closed forms of the built-in families.
+
+Each schedule's forms are derived once, at one size, and evaluated at the drawn sizes: the
+forms are functions of the sizes, not the numbers of one launch. Sizes stay small and the
+register-blocked families take small blocks, so that the derivations and the simulations
+stay cheap."""
+from __future__ import annotations
+
+import functools
+import warnings
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tiletraffic as tt
+from tiletraffic.analysis.api.closed_forms import derive
+from tiletraffic.frontend.launch_file import LaunchFileError, load
+from tiletraffic.simulator.engine.fast_path import count_launch
+from tiletraffic.simulator.kernels import closed_forms
+from tiletraffic.simulator.model.derived_counts import NotAffine, SizeBinding
+from tiletraffic.simulator.model import derived_counts
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples" / "opencl").glob("*.toml"))
+OTHER_LANGUAGES = sorted([*(ROOT / "examples" / "cuda").glob("*.toml"),
+                          *(ROOT / "examples" / "glsl").glob("*.toml")])
+
+SMALL_BLOCKS = dict(tile=4, tm=2, tn=2, bk=4, wg_rows=4)
+FAMILIES = {
+    "gemm-naive": dict(tile=4), "gemm-tiled": dict(tile=4),
+    "matvec-naive": dict(tile=8), "matvec-relu": dict(tile=8),
+    "matvec-local": dict(tile=8, chunk=4), "matvec-local-whole": dict(tile=8),
+    "matvec-rows-reduce": dict(tile=4, wg_rows=2),
+    "gemm-register-blocked": SMALL_BLOCKS, "gemm-prefetch": SMALL_BLOCKS,
+    "gemm-vectorized": dict(SMALL_BLOCKS, tm=4, tn=4),
+    "gemm-warp-tiled": dict(tile=8, wg_rows=4, tm=4, tn=4, bk=8, wn=32),
+}
+"""Every built-in family with the options it is derived with."""
+MULTIPLE_OF_4 = ("gemm-vectorized", "gemm-warp-tiled")
+"""Families whose K and N must be multiples of 4 (float4 accesses)."""
+
+
+def _build(family: str, m: int, k: int, n: int):
+    return tt.build(family, m, k, None if family.startswith("matvec") else n,
+                    **FAMILIES[family])
+
+
+@functools.lru_cache(maxsize=None)
+def _derived(family: str):
+    return derive(_build(family, 24, 24, 24))
+
+
+def _same(derived: dict, counts: dict) -> list[str]:
+    """The counters where the derived counts differ from ``counts`` (every derived one)."""
+    return [key for key, value in derived.items()
+            if (counts.get(key) if not isinstance(value, dict)
+                else {b: counts.get(key, {}).get(b, 0) for b in value}) != value]
+
+
+def _sizes(family: str, m: int, k: int, n: int) -> dict:
+    step = 4 if family in MULTIPLE_OF_4 else 1
+    sizes = {"M": m, "K": k * step, "N": n * step}
+    return {"M": m, "K": k} if family.startswith("matvec") else sizes
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_count_of_a_built_in_family_is_derived(family):
+    derived = _derived(family)
+    assert set(derived.not_derived) == {"global_load_elems_per_tile"}, derived.not_derived
+    assert not derived.notes      # the NDRange is the family's form of the sizes
+    assert set(derived.sizes) == ({"M", "K"} if family.startswith("matvec") else
+                                  {"M", "K", "N"})
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@settings(max_examples=4, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 20), k=st.integers(1, 10), n=st.integers(1, 10))
+def test_derived_forms_equal_the_simulator_and_the_hand_written_forms(family, m, k, n):
+    sizes = _sizes(family, m, k, n)
+    schedule = _build(family, sizes["M"], sizes["K"], sizes.get("N", 1))
+    derived = _derived(family).evaluate(sizes)
+    simulated = count_launch(schedule).counts.to_dict()
+    assert not _same(derived, simulated), (sizes, _same(derived, simulated))
+    assert not _same(derived, closed_forms.counts(schedule))
+
+
+def test_split_k_forms_add_its_two_kernels():
+    sequence = tt.build("gemm-split-k", 20, 40, 12, splits=2,
+                        **FAMILIES["gemm-warp-tiled"])
+    derived = derive(sequence)
+    counts = count_launch(sequence).counts.to_dict()
+    assert not _same(derived.evaluate(), counts)
+    assert not _same(derived.evaluate(), closed_forms.counts(sequence))
+    assert "C_partial" in derived.buffers
+
+
+# ------------------------------------------------------------------------- launch files
+def _load_near(path: Path, sizes: dict):
+    """The launch file at ``sizes``, each rounded up to the smallest power of two step
+    (1, 2, 4, ... 64) at which the launch is valid (a kernel without edge guards needs
+    sizes that are multiples of its work-group)."""
+    for step in (1, 2, 4, 8, 16, 32, 64):
+        near = {name: -(-value // step) * step for name, value in sizes.items()}
+        try:
+            return near, load(path, near)
+        except LaunchFileError:
+            continue
+    pytest.skip(f"{path.name}: no valid launch near {sizes}")
+
+
+@functools.lru_cache(maxsize=None)
+def _derived_file(path: Path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # a GLSL shader's reserved words, say
+        return derive(load(path))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+@settings(max_examples=3, deadline=None)
+@given(scale=st.lists(st.integers(1, 8), min_size=3, max_size=3))
+def test_launch_file_forms_equal_the_simulator_at_other_sizes(path, scale):
+    derived = _derived_file(path)
+    assert derived.sizes, f"{path.name}: no size is a parameter of its forms"
+    drawn = {name: max(1, value * s // 8) if value > 8 else s
+             for (name, value), s in zip(derived.sizes.items(), scale * 2)}
+    sizes, schedule = _load_near(path, drawn)
+    counts = count_launch(schedule, hazards="report").counts.to_dict()
+    assert not _same(derived.evaluate(sizes), counts), (sizes, _same(derived.evaluate(sizes),
+                                                                     counts))
+
+
+@pytest.mark.parametrize("path", OTHER_LANGUAGES, ids=lambda p: f"{p.parent.name}-{p.stem}")
+@pytest.mark.filterwarnings("ignore")
+def test_cuda_and_glsl_launch_file_forms_equal_the_simulator_at_a_smaller_size(path):
+    derived = _derived_file(path)
+    if any("NDRange is the launch's" in note for note in derived.notes):
+        pytest.skip(f"{path.name}: its NDRange reads a constant of the shader, no [sizes] "
+                    "name: the forms hold at the launch's NDRange only")
+    sizes, schedule = _load_near(path, {name: max(1, value // 16)
+                                        for name, value in derived.sizes.items()})
+    counts = count_launch(schedule, hazards="report").counts.to_dict()
+    assert not _same(derived.evaluate(sizes), counts), (sizes, _same(derived.evaluate(sizes),
+                                                                     counts))
+
+
+def test_the_course_style_tiled_gemm_loads_2_n_cubed_over_ts():
+    """N multiple of TS = 16: A and B each read N³/TS times, barriers 2·(N/TS)³."""
+    formula = tt.closed_form(tt.build(str(ROOT / "examples/opencl/mm_tiled.toml")))
+    assert formula.source == "derived"
+    assert list(formula.sizes) == ["N"]
+    for n in (16, 64, 4096, 8192):
+        counts = formula.evaluate({"N": n})
+        assert counts["global_load_elems"] == 2 * n**3 // 16
+        assert counts["barriers"] == 2 * (n // 16) ** 3
+    assert "floor((N)/16)" in formula.forms["global_load_elems"]
+
+
+# ----------------------------------------------------------------- what is not derived
+def _kernel(body, params=(("N", 40),), local=(8,), global_size=(40,)):
+    x = tt.GlobalArray("x", "in", ("N",))
+    y = tt.GlobalArray("y", "out", ("N",))
+    return tt.Schedule("test", "k", params, (x, y), (), local, global_size, body, tile=8)
+
+
+def test_a_product_of_ids_names_the_counts_it_leaves_alone():
+    from tiletraffic.simulator.ir.nodes import Param, Var
+    x = tt.GlobalArray("x", "in", ("N",))
+    y = tt.GlobalArray("y", "out", ("N",))
+    i = tt.Let("i", tt.global_id(0))
+    body = tt.block(i, tt.If(i.var * i.var < Param("N"), (tt.store(y, i.var, x[i.var]),)),
+                    tt.store(y, i.var, x[i.var]))
+    sch = tt.Schedule("test", "k", (("N", 40),), (x, y), (), (8,), (40,), body, tile=8)
+    derived = derive(sch)
+    why = derived.not_derived["global_load_elems_by_buffer[x]"]
+    assert "(i * i)" in why and "multiplies two values that vary" in why
+    assert "global_load_elems" in derived.not_derived
+    assert "work_groups" in derived.forms          # the rest stays derived
+    assert any("NDRange is the launch's" in note for note in derived.notes)
+    formula = tt.closed_form(sch)
+    assert "global_load_elems" not in formula and formula["work_groups"] == 5
+    assert Var  # the IR's names are the facade's
+
+
+def test_a_while_loop_is_named_and_the_counts_outside_it_stay_derived():
+    from tiletraffic.simulator.ir.nodes import AssignInt, DeclareInt, Param, Var, While
+    x = tt.GlobalArray("x", "in", ("N",))
+    y = tt.GlobalArray("y", "out", ("N",))
+    i = tt.Let("i", tt.global_id(0))
+    body = tt.block(i, DeclareInt("j", tt.Const(0)),
+                    While(Var("j") < Param("N"), (tt.store(y, i.var, x[Var("j")]),),
+                          (AssignInt("j", Var("j") + 1),)),
+                    tt.Barrier())
+    sch = tt.Schedule("test", "k", (("N", 40),), (x, y), (), (8,), (40,), body, tile=8)
+    derived = derive(sch)
+    assert "while loop" in derived.not_derived["global_store_elems_by_buffer[y]"]
+    assert derived.evaluate()["barriers"] == 5
+
+
+def test_evaluate_refuses_an_unknown_size_and_a_non_integer():
+    derived = _derived("gemm-tiled")
+    with pytest.raises(ValueError, match="'Q' is not a size"):
+        derived.evaluate({"Q": 3})
+    with pytest.raises(ValueError, match="N = 2.5 is not an integer"):
+        derived.evaluate({"N": 2.5})
+
+
+def test_a_division_by_a_size_is_not_affine():
+    from tiletraffic.simulator.ir.nodes import Param
+    space = derived_counts._Space(("N",), 1, [])
+    affine = derived_counts._Affine(space, {"N": space.aff("N")}, (8,))
+    with pytest.raises(NotAffine, match="divides by a value that varies"):
+        affine.int(tt.Const(64) // Param("N"), {})
+    assert SizeBinding((("N", 8),)).global_size is None
