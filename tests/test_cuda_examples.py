@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import tiletraffic as tt
@@ -147,3 +148,11 @@ def test_api_run_warns_that_the_generated_opencl_runs(pocl):
         result = tt.run(load("transpose_shared", N=32), pocl, repeat=10, warmup=1,
                         reference=ref, seed=1)
     assert result.check.ok
+
+
+def test_nvrtc_names_a_template_instance_as_cpp_writes_it():
+    from tiletraffic.gpu.runtime.cuda_run import SCALAR_TYPES, kernel_expression
+    assert kernel_expression({"kernel": "sgemm", "template": {"BM": 64, "DB": False}}) == \
+        "sgemm<64, false>"
+    assert kernel_expression({"kernel": "k", "template": {}}) == "k"
+    assert SCALAR_TYPES["long"] is np.int64 and SCALAR_TYPES["int"] is np.int32

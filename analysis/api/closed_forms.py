@@ -99,7 +99,12 @@ def derive(schedule):
 
 def derived_closed_form(schedule) -> ClosedForm | None:
     """The derived forms of ``schedule`` as a :class:`ClosedForm` whose numbers are their
-    values at the schedule's sizes; None where no counter is derived."""
+    values at the schedule's sizes; None where no counter is derived, or where isl and
+    Barvinok (the ``islpy-barvinok`` package) are not installed."""
+    try:
+        import islpy  # noqa: F401  (the counting library the derivation needs)
+    except ImportError:
+        return None
     derived = derive(schedule)
     counts = derived.evaluate()
     if not any(isinstance(v, int) for v in counts.values() if not isinstance(v, dict)):

@@ -87,7 +87,19 @@ def kernel_expression(cuda: dict) -> str:
     values = cuda.get("template") or {}
     if not values:
         return cuda["kernel"]
-    return f"{cuda['kernel']}<{', '.join(str(v) for v in values.values())}>"
+    return f"{cuda['kernel']}<{', '.join(template_argument(v) for v in values.values())}>"
+
+
+def template_argument(value) -> str:
+    """A template argument as C++ writes it: ``true``/``false`` for a bool, else its text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+SCALAR_TYPES = {"int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np.uint64,
+                "float": np.float32}
+"""The numpy type a scalar kernel argument of each kind is passed as."""
 
 
 def compile_kernel(cuda: dict):
@@ -114,14 +126,17 @@ def compile_kernel(cuda: dict):
 
 def run_cuda_source(schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
                     rng: np.random.Generator | None = None, reference_fn=None,
-                    inputs: str = "normal") -> CudaRun:
-    """Compile the schedule's own CUDA source with NVRTC, launch it ``warmup`` times
-    untimed and ``repeat`` times timed, check every launch's outputs against the float64
-    reference (the tolerance of the launch file's ``reference.terms``, else of the counted
-    sum length), and return the run.
+                    inputs: str = "normal", launch_check=None) -> CudaRun:
+    """Check the launch in the simulator first (``launch_check``, a
+    :class:`~tiletraffic.simulator.engine.launch_check.LaunchCheck` of this schedule, is
+    made here when not given), then compile the schedule's own CUDA source with NVRTC,
+    launch it ``warmup`` times untimed and ``repeat`` times timed, check the first and last
+    launch's outputs against the float64 reference (the tolerance of the launch file's
+    ``reference.terms``, else of the sum length the check counted), and return the run.
 
     Raises:
         ValueError: the schedule was not read from a CUDA source.
+        UnsafeLaunchError: the check before launch found hazards (nothing launched).
         TiletrafficGpuError: NVRTC or the launch fails.
         ResultMismatchError: a launch's output is outside its tolerance.
     """
@@ -132,11 +147,16 @@ def run_cuda_source(schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
         raise TiletrafficGpuError(f"{schedule.family}: its CUDA source cannot be launched "
                                   f"here: {problem}")
     import cupy
+    from tiletraffic.gpu.runtime.checked_run import UnsafeLaunchError
+    from tiletraffic.simulator.engine.launch_check import check_launch
     cuda = schedule.extra["cuda"]
     rng = rng if rng is not None else np.random.default_rng()
+    checked = launch_check if launch_check is not None else check_launch(schedule, rng=rng)
+    if checked.hazards:
+        raise UnsafeLaunchError(checked)
     host = random_inputs(schedule, rng, inputs)
     refs = references(schedule, {k: v.astype(np.float64) for k, v in host.items()},
-                      reference_fn)
+                      reference_fn, sum_length=checked.sum_length)
     function, name = compile_kernel(cuda)
     params = dict(schedule.params)
     device = {}
@@ -149,10 +169,10 @@ def run_cuda_source(schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
         argname, kind = arg[0], arg[1]
         if kind.startswith("global"):
             args.append(device[argname])
-        elif kind == "int":
-            args.append(np.int32(params[argname]))
+        elif kind == "null":
+            args.append(np.uint64(0))           # a null pointer argument
         else:
-            args.append(np.float32(params[argname]))
+            args.append(SCALAR_TYPES.get(kind, np.float32)(params[argname]))
     grid, block = tuple(cuda["grid"]), tuple(cuda["block"])
     shared = int(cuda.get("shared_bytes") or 0)
     times, checks = [], {}

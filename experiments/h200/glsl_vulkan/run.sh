@@ -33,6 +33,7 @@ step "Vulkan: compiler, loader, NVIDIA's ICD"
     elif [ -f "$TOOLS/glslangValidator" ]; then
         chmod +x "$TOOLS/glslangValidator"
         export GLSLANG_VALIDATOR="$TOOLS/glslangValidator"
+        export PATH="$TOOLS:$PATH"      # the front end's check finds it on the path
         echo "glslangValidator: carried, $GLSLANG_VALIDATOR"
     else
         echo "glslangValidator: none"
@@ -54,7 +55,12 @@ step "Vulkan: compiler, loader, NVIDIA's ICD"
           -maxdepth 3 -name 'libGLX_nvidia.so.0' 2>/dev/null | head -1)
     echo "manifest found: ${ICD:-none}"
     echo "libGLX_nvidia.so.0 found: ${LIB:-none}"
-    if [ -z "$ICD" ] && [ -n "$LIB" ]; then
+    [ -n "$ICD" ] && { echo "manifest $ICD:"; cat "$ICD"; }
+    # a found manifest may name the library without its folder, which the loader then does
+    # not find: the driver's folder goes on the library path and a manifest with the
+    # library's full path is written
+    if [ -n "$LIB" ]; then
+        export LD_LIBRARY_PATH="$(dirname "$LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
         ICD="$D/nvidia_icd.json"
         printf '{\n  "file_format_version": "1.0.0",\n  "ICD": {"library_path": "%s", "api_version": "1.3.0"}\n}\n' \
             "$LIB" > "$ICD"
