@@ -540,3 +540,19 @@ def test_a_bool_reading_an_integer_the_kernel_assigns_is_refused_by_name():
         tt.from_opencl(src, "k", [8, 8], [4, 4], {
             "A": {"shape": ["M", "K"], "access": "in"},
             "C": {"shape": ["M", "K"], "access": "out"}, "M": 6, "K": 7})
+
+
+def test_integer_clamp_in_an_index_is_min_of_max():
+    src = """
+    __kernel void k(__global const float *A, __global float *C, const int n) {
+        const int i = get_global_id(0);
+        const int j = clamp(i - 2, 0, n - 1);   /* nearest-edge neighbour */
+        if (i < n)
+            C[i] = A[j] + A[clamp(i + 3, 0, n - 1)];
+    }"""
+    n = 21
+    sch, x, r = run(src, [32], [8], {"A": {"shape": [n], "access": "in"},
+                                     "C": {"shape": [n], "access": "out"}, "n": n})
+    a, i = x["A"].astype(np.float64), np.arange(n)
+    assert_close(r.outputs["C"], a[np.clip(i - 2, 0, n - 1)] + a[np.clip(i + 3, 0, n - 1)], 2)
+    assert r.counts.flop == n and r.counts.global_load_elems == 2 * n

@@ -278,10 +278,11 @@ class Integers(TranslationContext):
             return S.Const(len(self.local_size))
         if name in ("min", "max") and len(args) == 2:
             a, b = self.exact(args[0]), self.exact(args[1])
-            if name == "min":
-                return S.Min(a, b)
-            return S.BinOp("-", S.Const(0), S.Min(S.BinOp("-", S.Const(0), a),
-                                                  S.BinOp("-", S.Const(0), b)))
+            return S.Min(a, b) if name == "min" else _int_max(a, b)
+        if name == "clamp" and len(args) == 3:
+            # OpenCL C's integer clamp(x, lo, hi) is min(max(x, lo), hi)
+            x, lo, hi = (self.exact(a) for a in args)
+            return S.Min(_int_max(x, lo), hi)
         helper = self.helper(s)
         if helper is not None and is_int_type(helper.result_type):
             stmts, value = self.inline(s, helper, want_value=True)
@@ -291,7 +292,7 @@ class Integers(TranslationContext):
         if name == "get_global_offset":
             self.fail(s, "get_global_offset: launches have no offset here; drop it")
         self.fail(s, f"call of {name} in an integer expression: use get_*_id, get_local_size, "
-                     "get_num_groups, min, max or a helper defined in the source")
+                     "get_num_groups, min, max, clamp or a helper defined in the source")
 
     def condition(self, c) -> S.Cond:
         from clang.cindex import CursorKind as K
@@ -372,3 +373,9 @@ def _names_in(node) -> set:
                 if dataclasses.is_dataclass(item):
                     names |= _names_in(item)
     return names
+
+
+def _int_max(a: S.IntExpr, b: S.IntExpr) -> S.IntExpr:
+    """max(a, b) of two integer expressions, as the IR writes it: -min(-a, -b)."""
+    return S.BinOp("-", S.Const(0), S.Min(S.BinOp("-", S.Const(0), a),
+                                          S.BinOp("-", S.Const(0), b)))
