@@ -556,3 +556,28 @@ def test_integer_clamp_in_an_index_is_min_of_max():
     a, i = x["A"].astype(np.float64), np.arange(n)
     assert_close(r.outputs["C"], a[np.clip(i - 2, 0, n - 1)] + a[np.clip(i + 3, 0, n - 1)], 2)
     assert r.counts.flop == n and r.counts.global_load_elems == 2 * n
+
+
+def test_an_integer_declared_from_a_conditional_takes_each_work_items_branch():
+    src = """
+    __kernel void k(__global const float *A, __global const float *h, __global float *C,
+                    const int Nh) {
+        const int i = get_global_id(0);
+        const int Nx = get_global_size(0);
+        float res = 0.f;
+        const int h_start = ((i + Nh / 2) >= Nx) ? i + Nh / 2 + 1 - Nx : 0;
+        const int h_end = ((i - Nh / 2) < 0) ? i + Nh / 2 + 1 : Nh;
+        for (int t = h_start; t < h_end; ++t)
+            res += h[t] * A[i + Nh / 2 - t];
+        C[i] = res;
+    }"""
+    n, taps = 16, 5
+    sch, x, r = run(src, [n], [8], {"A": {"shape": [n], "access": "in"},
+                                    "h": {"shape": [taps], "access": "in"},
+                                    "C": {"shape": [n], "access": "out"}, "Nh": taps})
+    a, h = x["A"].astype(np.float64), x["h"].astype(np.float64)
+    expected = np.convolve(a, h)[taps // 2: taps // 2 + n]    # zero-padded, centred
+    assert_close(r.outputs["C"], expected, taps)
+    # taps inside the row: 5 per work-item, less 2 + 1 at each edge
+    inside = sum(min(i + 2, n - 1) - max(i - 2, 0) + 1 for i in range(n))
+    assert r.counts.global_load_elems == 2 * inside and r.counts.flop == 2 * inside

@@ -206,6 +206,9 @@ class Integers(TranslationContext):
                              "assigns: test the condition where it is used")
             self.bind(d.spelling, Binding("cond", cond, d))
             return []
+        if init is not None and type_kind(d.type) != "BOOL" and \
+                C.strip(init).kind.name == "CONDITIONAL_OPERATOR":
+            return self.conditional_int_declaration(d, C.strip(init))
         value = None if init is None else self.int_expr(init)
         if value is not None and not bound_once:
             value = self.canonical(value, d.type, init)
@@ -216,6 +219,19 @@ class Integers(TranslationContext):
         self.declare_mutable(ir, d, _bounds_of(d.type))
         self.ranges[ir] = self.mutable_ranges[ir] if value is None else self.range_of(value)
         return [S.DeclareInt(ir, value)]
+
+    def conditional_int_declaration(self, d, init) -> list:
+        """The IR of ``int x = cond ? a : b;`` (``init`` the ``?:``): ``x`` declared with
+        ``b``'s value, then assigned ``a`` where ``cond`` holds, per work-item."""
+        cond_c, then_c, else_c = C.children(init)
+        cond = self.condition(cond_c)
+        then_v = self.canonical(self.int_expr(then_c), d.type, then_c)
+        else_v = self.canonical(self.int_expr(else_c), d.type, else_c)
+        ir = self.bind_int(d.spelling, d)
+        self.declare_mutable(ir, d, _bounds_of(d.type))
+        (lo_a, hi_a), (lo_b, hi_b) = self.range_of(then_v), self.range_of(else_v)
+        self.ranges[ir] = (min(lo_a, lo_b), max(hi_a, hi_b))
+        return [S.DeclareInt(ir, else_v), S.If(cond, (S.AssignInt(ir, then_v),))]
 
     def bind_int(self, c_name: str, cursor) -> str:
         """Bind the C integer ``c_name`` (declared at ``cursor``) to an IR integer name, as
