@@ -581,3 +581,21 @@ def test_an_integer_declared_from_a_conditional_takes_each_work_items_branch():
     # taps inside the row: 5 per work-item, less 2 + 1 at each edge
     inside = sum(min(i + 2, n - 1) - max(i - 2, 0) + 1 for i in range(n))
     assert r.counts.global_load_elems == 2 * inside and r.counts.flop == 2 * inside
+
+
+def test_a_flat_index_term_of_several_factors_is_a_multiple_of_a_plane():
+    """``i + j * Nx + k * Nx * Ny`` with ``Ny`` a ``get_global_size`` over a ``(nz, ny, nx)``
+    buffer is ``(k, j, i)``: the static factors of ``(k * Nx) * Ny`` multiply to a plane."""
+    src = """
+    __kernel void k(__global const float *A, __global float *B, const int Nx) {
+        int i = get_global_id(0), j = get_global_id(1), k = get_global_id(2);
+        int Ny = get_global_size(1);
+        B[i + j * Nx + k * Nx * Ny] = 2.0f * A[i + j * Nx + k * Nx * Ny];
+    }"""
+    args = {"Nx": 8, "A": {"shape": [3, 4, 8], "access": "in"},
+            "B": {"shape": [3, 4, 8], "access": "out"}}
+    sch, inputs, result = run(src, [8, 4, 3], [8, 1, 1], args)
+    assert tt.check(sch, seed=1) == []
+    store = next(s for s in walk_all(sch.body) if isinstance(s, S.Store))
+    assert [type(i).__name__ for i in store.index] != ["BinOp", "BinOp", "BinOp"]
+    assert_close(result.outputs["B"], 2.0 * inputs["A"].astype(np.float64))

@@ -11,6 +11,8 @@ wrong rank, a store into an ``in`` buffer, a pointer expression outside the subs
 """
 from __future__ import annotations
 
+import math
+
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
@@ -107,7 +109,18 @@ class Memory(TranslationContext):
             if value and value % row_length == 0:
                 rows = value // row_length
                 return outer if rows == 1 else S.BinOp("*", outer, S.Const(rows))
-        return None
+        # a product of several factors (k * Nx * Ny): the static ones multiplied together
+        factors = _factors(term)
+        values = [self.static_value(f) for f in factors]
+        static = math.prod(v for v in values if v)
+        dynamic = [f for f, v in zip(factors, values) if not v]
+        if not dynamic or static % row_length:
+            return None
+        outer = dynamic[0]
+        for f in dynamic[1:]:
+            outer = S.BinOp("*", outer, f)
+        rows = static // row_length
+        return outer if rows == 1 else S.BinOp("*", outer, S.Const(rows))
 
     def offset(self, ptr: Pointer, delta: S.IntExpr) -> Pointer:
         """``ptr`` moved by ``delta`` floats."""
@@ -179,6 +192,13 @@ def _terms(e: S.IntExpr) -> list[tuple[str, S.IntExpr]]:
             right = [("-" if sign == "+" else "+", t) for sign, t in right]
         return _terms(e.left) + right
     return [("+", e)]
+
+
+def _factors(e: S.IntExpr) -> list[S.IntExpr]:
+    """The factors of the product ``e`` (``(k * a) * b`` -> ``[k, a, b]``)."""
+    if isinstance(e, S.BinOp) and e.op == "*":
+        return _factors(e.left) + _factors(e.right)
+    return [e]
 
 
 def _rebuild(terms) -> S.IntExpr:
