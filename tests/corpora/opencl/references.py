@@ -220,3 +220,16 @@ def llama_norm_mul_add(x):
 
 def llama_sum_rows(x):
     return {"dst": x["src0"].sum(axis=-1)}
+
+
+def gputools_convolve(x):
+    """gputools's convolve*_buf: zero-padded convolution over every axis, centred at
+    ``L // 2`` (``sum_t h[t] * input[i + L // 2 - t]``, terms outside the input left out)."""
+    image, h = x["input"], x["h"]
+    out = np.zeros_like(image)
+    padded = np.pad(image, [(length, length) for length in h.shape])
+    for taps in np.ndindex(*h.shape):
+        window = tuple(slice(length + length // 2 - t, length + length // 2 - t + n)
+                       for t, length, n in zip(taps, h.shape, image.shape))
+        out += padded[window] * h[taps]
+    return {"output": out}
