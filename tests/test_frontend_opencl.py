@@ -599,3 +599,27 @@ def test_a_flat_index_term_of_several_factors_is_a_multiple_of_a_plane():
     store = next(s for s in walk_all(sch.body) if isinstance(s, S.Store))
     assert [type(i).__name__ for i in store.index] != ["BinOp", "BinOp", "BinOp"]
     assert_close(result.outputs["B"], 2.0 * inputs["A"].astype(np.float64))
+
+
+def test_a_helper_taking_and_returning_float2_values_is_inlined():
+    src = """
+    static inline float2 complex_mul(float2 a, float2 b) {
+        float2 res = (float2) (0, 0);
+        res.x = a.x * b.x - a.y * b.y;
+        res.y = a.y * b.x + a.x * b.y;
+        return res;
+    }
+    __kernel void k(__global float2 *z, __global const float2 *w, int n) {
+        int i = get_global_id(0);
+        if (i >= n) return;
+        z[i] = complex_mul(z[i], w[i % 4]);
+    }"""
+    n = 12
+    sch, x, r = run(src, [16], [8], {"z": {"shape": [n, 2], "access": "inout"},
+                                     "w": {"shape": [4, 2], "access": "in"}, "n": n})
+    z, w = x["z"].astype(np.float64), x["w"].astype(np.float64)
+    zc, wc = z[:, 0] + 1j * z[:, 1], np.tile(w[:, 0] + 1j * w[:, 1], 3)
+    p = zc * wc
+    assert_close(r.outputs["z"], np.stack([p.real, p.imag], axis=1), 2)
+    assert r.counts.flop == 6 * n and r.counts.global_load_elems == 4 * n
+    assert r.counts.global_store_elems == 2 * n

@@ -67,6 +67,11 @@ class Vectors(TranslationContext):
                 return tuple(self.float_expr(p, out) for p in parts), out
             if len(parts) == 1:
                 return self.splat(self.float_expr(parts[0], out), width, out), out
+        if s.kind == K.CALL_EXPR and (helper := self.helper(s)) is not None and \
+                is_vector_type(helper.result_type):
+            stmts, value = self.inline(s, helper, want_value=True)
+            if len(value[1]) == width:
+                return value[1], stmts
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in ("+", "-", "*"):
             a, b = C.children(s)
             va, oa = self._vector_or_scalar(a, width)
