@@ -623,3 +623,30 @@ def test_a_helper_taking_and_returning_float2_values_is_inlined():
     assert_close(r.outputs["z"], np.stack([p.real, p.imag], axis=1), 2)
     assert r.counts.flop == 6 * n and r.counts.global_load_elems == 4 * n
     assert r.counts.global_store_elems == 2 * n
+
+
+def test_a_component_of_a_float2_buffer_element_is_read_and_written():
+    """``g[i].y`` read loads the whole element, as the device compilers load it; ``g[i].x =``
+    stores that one float."""
+    src = """
+    __kernel void k(__global const float2 *g, __global float2 *h, __global float *s, int n) {
+        int i = get_global_id(0);
+        if (i < n) {
+            s[i] = g[i].y * 2.0f + g[i].x;
+            h[i].x = g[i].y;
+        }
+    }"""
+    n = 10
+    sch, x, r = run(src, [16], [8], {"g": {"shape": [n, 2], "access": "in"},
+                                     "h": {"shape": [n, 2], "access": "inout"},
+                                     "s": {"shape": [n], "access": "out"}, "n": n})
+    g = x["g"].astype(np.float64)
+    assert_close(r.outputs["s"], g[:, 1] * 2 + g[:, 0], 2)
+    h = x["h"].astype(np.float64).copy()
+    h[:, 0] = g[:, 1]
+    assert_close(r.outputs["h"], h)
+    assert r.counts.global_store_elems == 2 * n and r.counts.global_load_elems == 6 * n
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    if oclgrind_available():
+        assert compare_counts(sch).equal

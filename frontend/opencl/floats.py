@@ -61,6 +61,9 @@ class Floats(TranslationContext):
             if v is not None:
                 return S.FConst(v)
         if self.is_vector_component(s):
+            in_memory = self.memory_component(s)
+            if in_memory is not None:
+                return self.memory_component_load(s, *in_memory, out)
             names, k = self.vector_component(s)
             return S.Private(names[k])
         if is_int_type(s.type):                   # x * i: C converts i to float

@@ -228,6 +228,9 @@ class Statements(TranslationContext):
         if s.kind == K.ARRAY_SUBSCRIPT_EXPR:
             return self.element(s, store=True)
         if self.is_vector_component(s):
+            in_memory = self.memory_component(s)
+            if in_memory is not None:
+                return ("memory", *self.memory_component_target(s, *in_memory))
             names, comp = self.vector_component(s)
             return ("component", names[comp])
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "*":
