@@ -540,3 +540,113 @@ def test_a_bool_reading_an_integer_the_kernel_assigns_is_refused_by_name():
         tt.from_opencl(src, "k", [8, 8], [4, 4], {
             "A": {"shape": ["M", "K"], "access": "in"},
             "C": {"shape": ["M", "K"], "access": "out"}, "M": 6, "K": 7})
+
+
+def test_integer_clamp_in_an_index_is_min_of_max():
+    src = """
+    __kernel void k(__global const float *A, __global float *C, const int n) {
+        const int i = get_global_id(0);
+        const int j = clamp(i - 2, 0, n - 1);   /* nearest-edge neighbour */
+        if (i < n)
+            C[i] = A[j] + A[clamp(i + 3, 0, n - 1)];
+    }"""
+    n = 21
+    sch, x, r = run(src, [32], [8], {"A": {"shape": [n], "access": "in"},
+                                     "C": {"shape": [n], "access": "out"}, "n": n})
+    a, i = x["A"].astype(np.float64), np.arange(n)
+    assert_close(r.outputs["C"], a[np.clip(i - 2, 0, n - 1)] + a[np.clip(i + 3, 0, n - 1)], 2)
+    assert r.counts.flop == n and r.counts.global_load_elems == 2 * n
+
+
+def test_an_integer_declared_from_a_conditional_takes_each_work_items_branch():
+    src = """
+    __kernel void k(__global const float *A, __global const float *h, __global float *C,
+                    const int Nh) {
+        const int i = get_global_id(0);
+        const int Nx = get_global_size(0);
+        float res = 0.f;
+        const int h_start = ((i + Nh / 2) >= Nx) ? i + Nh / 2 + 1 - Nx : 0;
+        const int h_end = ((i - Nh / 2) < 0) ? i + Nh / 2 + 1 : Nh;
+        for (int t = h_start; t < h_end; ++t)
+            res += h[t] * A[i + Nh / 2 - t];
+        C[i] = res;
+    }"""
+    n, taps = 16, 5
+    sch, x, r = run(src, [n], [8], {"A": {"shape": [n], "access": "in"},
+                                    "h": {"shape": [taps], "access": "in"},
+                                    "C": {"shape": [n], "access": "out"}, "Nh": taps})
+    a, h = x["A"].astype(np.float64), x["h"].astype(np.float64)
+    expected = np.convolve(a, h)[taps // 2: taps // 2 + n]    # zero-padded, centred
+    assert_close(r.outputs["C"], expected, taps)
+    # taps inside the row: 5 per work-item, less 2 + 1 at each edge
+    inside = sum(min(i + 2, n - 1) - max(i - 2, 0) + 1 for i in range(n))
+    assert r.counts.global_load_elems == 2 * inside and r.counts.flop == 2 * inside
+
+
+def test_a_flat_index_term_of_several_factors_is_a_multiple_of_a_plane():
+    """``i + j * Nx + k * Nx * Ny`` with ``Ny`` a ``get_global_size`` over a ``(nz, ny, nx)``
+    buffer is ``(k, j, i)``: the static factors of ``(k * Nx) * Ny`` multiply to a plane."""
+    src = """
+    __kernel void k(__global const float *A, __global float *B, const int Nx) {
+        int i = get_global_id(0), j = get_global_id(1), k = get_global_id(2);
+        int Ny = get_global_size(1);
+        B[i + j * Nx + k * Nx * Ny] = 2.0f * A[i + j * Nx + k * Nx * Ny];
+    }"""
+    args = {"Nx": 8, "A": {"shape": [3, 4, 8], "access": "in"},
+            "B": {"shape": [3, 4, 8], "access": "out"}}
+    sch, inputs, result = run(src, [8, 4, 3], [8, 1, 1], args)
+    assert tt.check(sch, seed=1) == []
+    store = next(s for s in walk_all(sch.body) if isinstance(s, S.Store))
+    assert [type(i).__name__ for i in store.index] != ["BinOp", "BinOp", "BinOp"]
+    assert_close(result.outputs["B"], 2.0 * inputs["A"].astype(np.float64))
+
+
+def test_a_helper_taking_and_returning_float2_values_is_inlined():
+    src = """
+    static inline float2 complex_mul(float2 a, float2 b) {
+        float2 res = (float2) (0, 0);
+        res.x = a.x * b.x - a.y * b.y;
+        res.y = a.y * b.x + a.x * b.y;
+        return res;
+    }
+    __kernel void k(__global float2 *z, __global const float2 *w, int n) {
+        int i = get_global_id(0);
+        if (i >= n) return;
+        z[i] = complex_mul(z[i], w[i % 4]);
+    }"""
+    n = 12
+    sch, x, r = run(src, [16], [8], {"z": {"shape": [n, 2], "access": "inout"},
+                                     "w": {"shape": [4, 2], "access": "in"}, "n": n})
+    z, w = x["z"].astype(np.float64), x["w"].astype(np.float64)
+    zc, wc = z[:, 0] + 1j * z[:, 1], np.tile(w[:, 0] + 1j * w[:, 1], 3)
+    p = zc * wc
+    assert_close(r.outputs["z"], np.stack([p.real, p.imag], axis=1), 2)
+    assert r.counts.flop == 6 * n and r.counts.global_load_elems == 4 * n
+    assert r.counts.global_store_elems == 2 * n
+
+
+def test_a_component_of_a_float2_buffer_element_is_read_and_written():
+    """``g[i].y`` read loads the whole element, as the device compilers load it; ``g[i].x =``
+    stores that one float."""
+    src = """
+    __kernel void k(__global const float2 *g, __global float2 *h, __global float *s, int n) {
+        int i = get_global_id(0);
+        if (i < n) {
+            s[i] = g[i].y * 2.0f + g[i].x;
+            h[i].x = g[i].y;
+        }
+    }"""
+    n = 10
+    sch, x, r = run(src, [16], [8], {"g": {"shape": [n, 2], "access": "in"},
+                                     "h": {"shape": [n, 2], "access": "inout"},
+                                     "s": {"shape": [n], "access": "out"}, "n": n})
+    g = x["g"].astype(np.float64)
+    assert_close(r.outputs["s"], g[:, 1] * 2 + g[:, 0], 2)
+    h = x["h"].astype(np.float64).copy()
+    h[:, 0] = g[:, 1]
+    assert_close(r.outputs["h"], h)
+    assert r.counts.global_store_elems == 2 * n and r.counts.global_load_elems == 6 * n
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    if oclgrind_available():
+        assert compare_counts(sch).equal

@@ -10,7 +10,8 @@ from pathlib import Path
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.c_types import is_float_type, is_int_type, type_kind
+from tiletraffic.frontend.opencl.c_types import (VECTOR_COMPONENTS, is_float_type, is_int_type,
+                                                 is_vector_type, type_kind, vector_width)
 from tiletraffic.frontend.opencl.context import Binding, Scope, TranslationContext
 from tiletraffic.frontend.opencl.memory import null_constant
 
@@ -61,6 +62,10 @@ class Calls(TranslationContext):
             elif is_float_type(t):
                 value = self.float_expr(a, out)
                 bindings[p.spelling] = ("float", value, p)
+            elif is_vector_type(t) and is_float_type(t.get_canonical().element_type):
+                values, stmts = self.vector_values(a, vector_width(t))
+                out += stmts
+                bindings[p.spelling] = ("vector", values, p)
             elif type_kind(t) in ("POINTER", "CONSTANTARRAY", "INCOMPLETEARRAY"):
                 ref = C.strip(a)
                 b = self.lookup(ref.spelling) if ref.kind == K.DECL_REF_EXPR else None
@@ -80,7 +85,13 @@ class Calls(TranslationContext):
         self.inlined_from.append(f"{fn.spelling}, called at {C.where(call, self.path)}")
         try:
             for pname, b in bindings.items():
-                if isinstance(b, tuple):
+                if isinstance(b, tuple) and b[0] == "vector":
+                    ir = self.bind(pname, Binding("vector", None, b[2]))
+                    names = tuple(f"{ir}.{VECTOR_COMPONENTS[w]}" for w in range(len(b[1])))
+                    self.lookup(pname).value = names
+                    out += [S.DeclareFloat(n, None) for n in names]
+                    out += [S.Assign(n, v) for n, v in zip(names, b[1])]
+                elif isinstance(b, tuple):
                     ir = self.bind(pname, Binding("float", None, b[2]))
                     out += [S.DeclareFloat(ir, None), S.Assign(ir, b[1])]
                 else:
@@ -99,6 +110,10 @@ class Calls(TranslationContext):
                     self.fail(call, f"helper {fn.spelling} returns no value")
                 if is_int_type(fn.result_type):
                     value = ("int", self.int_expr(returned))
+                elif is_vector_type(fn.result_type):
+                    values, stmts = self.vector_values(returned, vector_width(fn.result_type))
+                    out += stmts
+                    value = ("vector", values)
                 else:
                     value = ("float", self.float_expr(returned, out))
             return out, value

@@ -207,6 +207,9 @@ class Integers(TranslationContext):
                              "assigns: test the condition where it is used")
             self.bind(d.spelling, Binding("cond", cond, d))
             return []
+        if init is not None and type_kind(d.type) != "BOOL" and \
+                C.strip(init).kind.name == "CONDITIONAL_OPERATOR":
+            return self.conditional_int_declaration(d, C.strip(init))
         value = None if init is None else self.int_expr(init)
         if value is not None and not bound_once:
             value = self.canonical(value, d.type, init)
@@ -218,6 +221,19 @@ class Integers(TranslationContext):
         self.declare_mutable(ir, d, _bounds_of(d.type))
         self.ranges[ir] = self.mutable_ranges[ir] if value is None else self.range_of(value)
         return [S.DeclareInt(ir, value)]
+
+    def conditional_int_declaration(self, d, init) -> list:
+        """The IR of ``int x = cond ? a : b;`` (``init`` the ``?:``): ``x`` declared with
+        ``b``'s value, then assigned ``a`` where ``cond`` holds, per work-item."""
+        cond_c, then_c, else_c = C.children(init)
+        cond = self.condition(cond_c)
+        then_v = self.canonical(self.int_expr(then_c), d.type, then_c)
+        else_v = self.canonical(self.int_expr(else_c), d.type, else_c)
+        ir = self.bind_int(d.spelling, d)
+        self.declare_mutable(ir, d, _bounds_of(d.type))
+        (lo_a, hi_a), (lo_b, hi_b) = self.range_of(then_v), self.range_of(else_v)
+        self.ranges[ir] = (min(lo_a, lo_b), max(hi_a, hi_b))
+        return [S.DeclareInt(ir, else_v), S.If(cond, (S.AssignInt(ir, then_v),))]
 
     def bind_int(self, c_name: str, cursor) -> str:
         """Bind the C integer ``c_name`` (declared at ``cursor``) to an IR integer name, as
@@ -280,10 +296,11 @@ class Integers(TranslationContext):
             return S.Const(len(self.local_size))
         if name in ("min", "max") and len(args) == 2:
             a, b = self.exact(args[0]), self.exact(args[1])
-            if name == "min":
-                return S.Min(a, b)
-            return S.BinOp("-", S.Const(0), S.Min(S.BinOp("-", S.Const(0), a),
-                                                  S.BinOp("-", S.Const(0), b)))
+            return S.Min(a, b) if name == "min" else _int_max(a, b)
+        if name == "clamp" and len(args) == 3:
+            # OpenCL C's integer clamp(x, lo, hi) is min(max(x, lo), hi)
+            x, lo, hi = (self.exact(a) for a in args)
+            return S.Min(_int_max(x, lo), hi)
         helper = self.helper(s)
         if helper is not None and is_int_type(helper.result_type):
             stmts, value = self.inline(s, helper, want_value=True)
@@ -293,7 +310,7 @@ class Integers(TranslationContext):
         if name == "get_global_offset":
             self.fail(s, "get_global_offset: launches have no offset here; drop it")
         self.fail(s, f"call of {name} in an integer expression: use get_*_id, get_local_size, "
-                     "get_num_groups, min, max or a helper defined in the source")
+                     "get_num_groups, min, max, clamp or a helper defined in the source")
 
     def condition(self, c) -> S.Cond:
         from clang.cindex import CursorKind as K
@@ -403,3 +420,9 @@ def _names_in(node) -> set:
                 if dataclasses.is_dataclass(item):
                     names |= _names_in(item)
     return names
+
+
+def _int_max(a: S.IntExpr, b: S.IntExpr) -> S.IntExpr:
+    """max(a, b) of two integer expressions, as the IR writes it: -min(-a, -b)."""
+    return S.BinOp("-", S.Const(0), S.Min(S.BinOp("-", S.Const(0), a),
+                                          S.BinOp("-", S.Const(0), b)))

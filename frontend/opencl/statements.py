@@ -247,6 +247,9 @@ class Statements(TranslationContext):
         if s.kind == K.ARRAY_SUBSCRIPT_EXPR:
             return self.element(s, store=True)
         if self.is_vector_component(s):
+            in_memory = self.memory_component(s)
+            if in_memory is not None:
+                return ("memory", *self.memory_component_target(s, *in_memory))
             ref = self.component_target(s)
             return ("component", ref[1]) if ref[0] == "float" else ref
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "*":

@@ -9,7 +9,7 @@ from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import VECTOR_COMPONENTS, is_vector_type
-from tiletraffic.frontend.opencl.context import TranslationContext
+from tiletraffic.frontend.opencl.context import Pointer, TranslationContext
 
 
 class Vectors(TranslationContext):
@@ -51,6 +51,36 @@ class Vectors(TranslationContext):
             self.vector_components[name] = ir
             names.append(name)
         return tuple(names)
+
+    def memory_component(self, s):
+        """(pointer to the element, component number) when ``s`` is a component of a
+        float2/float4 element in memory (``A[i].y``), else None."""
+        from clang.cindex import CursorKind as K
+        base = C.strip(C.children(s)[0])
+        comp = list(s.get_tokens())[-1].spelling
+        if comp not in VECTOR_COMPONENTS or base.kind != K.ARRAY_SUBSCRIPT_EXPR:
+            return None
+        e = self.element(base)
+        if e[0] != "vector_memory":
+            return None
+        k = VECTOR_COMPONENTS.index(comp)
+        if k >= e[1].width:
+            self.fail(s, f"a float{e[1].width} element has {e[1].width} components")
+        return e[1], k
+
+    def memory_component_load(self, s, ptr, k, out: list) -> S.FloatExpr:
+        """The float ``A[i].y``: the whole element loaded (as the device compilers load it)
+        into fresh private floats in ``out``, and its component ``k``."""
+        names = self.component_names(self.fresh("vec"), None, ptr.width)
+        array, index = self.resolve(ptr, s)
+        out += [S.DeclareFloat(n, None) for n in names]
+        out.append(S.VectorLoad(names, array, index, source=self.access_source(s, array, index)))
+        return S.Private(names[k])
+
+    def memory_component_target(self, s, ptr, k) -> tuple:
+        """(array, index) of the float the store ``A[i].y = v`` writes."""
+        component = self.offset(Pointer(ptr.target, ptr.flat, ptr.index, 1), S.Const(k))
+        return self.resolve(component, s, store=True)
 
     def vector_component(self, s):
         """(component names of the vector variable, component number) of ``v.x``."""
@@ -106,6 +136,11 @@ class Vectors(TranslationContext):
                 return tuple(self.float_expr(p, out) for p in parts), out
             if len(parts) == 1:
                 return self.splat(self.float_expr(parts[0], out), width, out), out
+        if s.kind == K.CALL_EXPR and (helper := self.helper(s)) is not None and \
+                is_vector_type(helper.result_type):
+            stmts, value = self.inline(s, helper, want_value=True)
+            if len(value[1]) == width:
+                return value[1], stmts
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in S.FLOAT_OPS:
             a, b = C.children(s)
             va, oa = self._vector_or_scalar(a, width)

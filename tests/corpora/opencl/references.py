@@ -1,0 +1,235 @@
+"""numpy references of the corpus's OpenCL C kernels: reference(inputs) -> {output argument:
+array}, with the inputs as float64 arrays of their launch-file shapes. Scalars a kernel takes
+are read from the array shapes, or are the launch file's values where a function says so."""
+import numpy as np
+
+
+def silx_addition(x):
+    return {"res": x["a"] + x["b"]}
+
+
+def _correlate_flipped(image, filt, index_of):
+    """sum over taps j of image[index_of(center - c + j)] * filt[L - 1 - j], per axis of filt
+    (the trailing image axes, filt's axes in the same order); c = (L - 1) // 2."""
+    out = np.zeros_like(image)
+    axes = list(range(image.ndim - filt.ndim, image.ndim))
+    for taps in np.ndindex(*filt.shape):
+        shifted = image
+        for axis, j, length in zip(axes, taps, filt.shape):
+            n = image.shape[axis]
+            idx = index_of(np.arange(n) - (length - 1) // 2 + j, n)
+            shifted = np.take(shifted, idx, axis=axis)
+        out += shifted * filt[tuple(length - 1 - j for j, length in zip(taps, filt.shape))]
+    return out
+
+
+def _nearest(idx, n):
+    return np.clip(idx, 0, n - 1)
+
+
+def _mirrored(idx, n):
+    idx = np.where(idx < 0, -idx - 1, idx)
+    return np.where(idx >= n, 2 * n - 1 - idx, idx)
+
+
+def _silx_convol(x, axes):
+    """silx's convol_*: nearest-edge correlation with the flipped filter over ``axes`` of the
+    (Z, Y, X) input; the filter's axes are the named ones, outermost first."""
+    image, filt = x["input"], x["filter"]
+    moved = np.moveaxis(image, axes, range(image.ndim - len(axes), image.ndim))
+    out = _correlate_flipped(moved, filt, _nearest)
+    return {"output": np.moveaxis(out, range(image.ndim - len(axes), image.ndim), axes)}
+
+
+def silx_convol_1D_X(x):
+    return _silx_convol(x, [2])
+
+
+def silx_convol_1D_Y(x):
+    return _silx_convol(x, [1])
+
+
+def silx_convol_1D_Z(x):
+    return _silx_convol(x, [0])
+
+
+def silx_convol_2D_XY(x):
+    return _silx_convol(x, [1, 2])
+
+
+def silx_convol_2D_XZ(x):
+    return _silx_convol(x, [0, 2])
+
+
+def silx_convol_2D_YZ(x):
+    return _silx_convol(x, [0, 1])
+
+
+def silx_convol_3D_XYZ(x):
+    return _silx_convol(x, [0, 1, 2])
+
+
+def silx_gradient2D(x):
+    s = x["slice"]
+    grad = np.zeros(s.shape + (2,))
+    grad[:-1, :, 0] = s[1:, :] - s[:-1, :]
+    grad[:, :-1, 1] = s[:, 1:] - s[:, :-1]
+    return {"slice_grad": grad}
+
+
+def silx_divergence2D(x):
+    g = x["slice_grad"]
+    gx, gy = g[..., 0].copy(), g[..., 1].copy()
+    gx[1:, :] -= g[:-1, :, 0]
+    gy[:, 1:] -= g[:, :-1, 1]
+    return {"slice": gx + gy}
+
+
+def silx_complex_mul_2Dby1D(x):
+    a = x["arr2D"][..., 0] + 1j * x["arr2D"][..., 1]
+    b = x["arr1D"][..., 0] + 1j * x["arr1D"][..., 1]
+    p = a * b[None, :]
+    return {"arr2D": np.stack([p.real, p.imag], axis=-1)}
+
+
+def silx_complex_mul_3Dby1D(x):
+    a = x["arr3D"][..., 0] + 1j * x["arr3D"][..., 1]
+    b = x["arr1D"][..., 0] + 1j * x["arr1D"][..., 1]
+    p = a * b[None, None, :]
+    return {"arr3D": np.stack([p.real, p.imag], axis=-1)}
+
+
+def silx_cpy2d(x):
+    """The launch file's offsets: dst (x, y) = (2, 3), src (x, y) = (5, 1)."""
+    dst, src = x["dst"].copy(), x["src"]
+    th, tw = 7, 13
+    dst[3:3 + th, 2:2 + tw] = src[1:1 + th, 5:5 + tw]
+    return {"dst": dst}
+
+
+def sift_horizontal_convolution(x):
+    return {"output": _correlate_flipped(x["input"], x["filter"], _mirrored)}
+
+
+def sift_vertical_convolution(x):
+    image = x["input"].T
+    return {"output": _correlate_flipped(image, x["filter"], _mirrored).T}
+
+
+def sift_combine(x):
+    """The launch file's a = 1.5, b = -0.75, dog = 1."""
+    w = x["w"].copy()
+    w[1] = 1.5 * x["u"] - 0.75 * x["v"]
+    return {"w": w}
+
+
+def _gaussian(size, sigma=2.0):
+    """The launch file's sigma = 2.0."""
+    t = (np.arange(size) - (size - 1) / 2.0) / sigma
+    return np.exp(-t * t / 2.0) / sigma / np.sqrt(2.0 * np.pi)
+
+
+def sift_gaussian(x):
+    """The launch file's SIZE = 13."""
+    g = _gaussian(13)
+    return {"data": g / g.sum()}
+
+
+def sift_gaussian_nosync(x):
+    """The launch file's SIZE = 13."""
+    return {"data": _gaussian(13)}
+
+
+def gputools_scan2d(x):
+    v = x["input"]
+    return {"output": np.cumsum(v, axis=-1), "sums": v.sum(axis=-1, keepdims=True)}
+
+
+gputools_scan3d = gputools_scan2d
+
+
+def _add_block_sums(x):
+    out, sums = x["output"].copy(), x["input"]
+    width = out.shape[-1]
+    block = 8   # the launch file's local size B
+    group = np.arange(width) // block
+    add = np.where(group > 0, np.take(sums, np.maximum(group - 1, 0), axis=-1), 0.0)
+    return {"output": out + add}
+
+
+gputools_add_sums2d = _add_block_sums
+gputools_add_sums3d = _add_block_sums
+
+
+def _gputools_sep(x, axis):
+    """gputools's conv_sep*: zero-padded correlation with the flipped filter along ``axis``
+    (stride 1)."""
+    image, h = np.moveaxis(x["input"], axis, -1), x["h"]
+    n, taps = image.shape[-1], h.shape[0]
+    out = np.zeros_like(image)
+    for t in range(taps):
+        idx = np.arange(n) + taps // 2 - t
+        inside = (idx >= 0) & (idx < n)
+        out += np.where(inside, np.take(image, np.clip(idx, 0, n - 1), axis=-1), 0.0) * h[t]
+    return {"output": np.moveaxis(out, -1, axis)}
+
+
+def gputools_conv_sep2_x(x):
+    return _gputools_sep(x, -1)
+
+
+def gputools_conv_sep2_y(x):
+    return _gputools_sep(x, -2)
+
+
+gputools_conv_sep3_x = gputools_conv_sep2_x
+gputools_conv_sep3_y = gputools_conv_sep2_y
+
+
+def gputools_conv_sep3_z(x):
+    return _gputools_sep(x, -3)
+
+
+def llama_scale(x):
+    """The launch file's scale = 1.5, bias = 0.25."""
+    return {"dst": x["src0"] * 1.5 + 0.25}
+
+
+def llama_mul_mat(x):
+    return {"dst": x["src1"] @ x["src0"].T}
+
+
+def llama_softmax(x):
+    v = x["src0"] + x["src1"]
+    e = np.exp(v - v.max(axis=-1, keepdims=True))
+    return {"dst": e / e.sum(axis=-1, keepdims=True)}
+
+
+def llama_norm(x):
+    v = x["src0"]
+    c = v - v.mean(axis=-1, keepdims=True)
+    return {"dst": c / np.sqrt((c * c).mean(axis=-1, keepdims=True) + 1e-5)}
+
+
+def llama_norm_mul_add(x):
+    v = x["src0_ptr"]
+    c = v - v.mean(axis=-1, keepdims=True)
+    n = c / np.sqrt((c * c).mean(axis=-1, keepdims=True) + 1e-5)
+    return {"dst_ptr": n * x["src1_ptr"] + x["src2_ptr"]}
+
+
+def llama_sum_rows(x):
+    return {"dst": x["src0"].sum(axis=-1)}
+
+
+def gputools_convolve(x):
+    """gputools's convolve*_buf: zero-padded convolution over every axis, centred at
+    ``L // 2`` (``sum_t h[t] * input[i + L // 2 - t]``, terms outside the input left out)."""
+    image, h = x["input"], x["h"]
+    out = np.zeros_like(image)
+    padded = np.pad(image, [(length, length) for length in h.shape])
+    for taps in np.ndindex(*h.shape):
+        window = tuple(slice(length + length // 2 - t, length + length // 2 - t + n)
+                       for t, length, n in zip(taps, h.shape, image.shape))
+        out += padded[window] * h[taps]
+    return {"output": out}
