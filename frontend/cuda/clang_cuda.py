@@ -43,8 +43,11 @@ TYPE_ARGUMENTS = ("float", "int", "unsigned int", "double")
 """The types a template's type parameter may be given."""
 
 
-def parse(source: str, path: str, build_options=()):
+def parse(source: str, path: str, build_options=(), kernel: str | None = None):
     """Parse ``source`` (the text of ``path``) as CUDA device code; the translation unit.
+    Given the ``kernel`` to read, errors inside the other ``__global__`` functions (those
+    of other names, and later overloads of its name) are not reported: they are not
+    compiled for this launch.
 
     Raises:
         FrontendError: clang reports an error (the first, with its location), an integer
@@ -63,12 +66,21 @@ def parse(source: str, path: str, build_options=()):
         args.append(f"-I{parent}")
     try:
         tu = C._index().parse(path, args=args, unsaved_files=[(path, source)],
-                              options=cindex.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
+                              options=cindex.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
+                              | KEEP_GOING)
     except cindex.TranslationUnitLoadError as err:
         raise FrontendError(f"{path}: clang could not parse the file ({err})") from None
-    host = host_extents(tu)
+    host, device = host_extents(tu), host_extents(tu, device=True)
+    if kernel is not None:
+        others = [c for c in _global_definitions(tu) if c.spelling != kernel] + \
+            [c for c in _global_definitions(tu) if c.spelling == kernel][1:]
+        for c in others:
+            host.setdefault(c.location.file.name, []).append((c.extent.start.offset,
+                                                               c.extent.end.offset))
+        device = {f: [e for e in spans if not _inside_spans(e[0], host.get(f, ()))]
+                  for f, spans in device.items()}
     for d in tu.diagnostics:
-        if d.severity == cindex.Diagnostic.Error and _inside(d.location, host):
+        if d.severity >= cindex.Diagnostic.Error and not _refuses(d, device):
             continue                  # host code: left out, as the device compiler does
         if d.severity >= cindex.Diagnostic.Error:
             loc = d.location
@@ -78,6 +90,20 @@ def parse(source: str, path: str, build_options=()):
             raise FrontendError(f"{name}:{line}:{column}: {d.spelling}{_hint(d.spelling)}")
     _check_integer_literals(tu)
     return tu
+
+
+KEEP_GOING = 0x200
+"""libclang's ``CXTranslationUnit_KeepGoing``: a header that is not found does not end the
+parse (the device code that needs it fails on what it lacks instead)."""
+
+
+def _refuses(diagnostic, device: dict) -> bool:
+    """Whether a clang error concerns the device code read: it is inside a ``__device__``
+    or ``__global__`` function compiled for the launch (``device``). Errors in host code
+    (host functions, the host declarations of the headers the source includes, a header
+    that is not found) do not: a declaration the kernel needs and lacks fails inside it."""
+    loc = diagnostic.location
+    return loc.file is None or _inside(loc, device)
 
 
 def _hint(message: str) -> str:
@@ -260,10 +286,11 @@ def instance(tu, kernel: str):
     return None
 
 
-def host_extents(tu) -> dict:
+def host_extents(tu, device: bool = False) -> dict:
     """Per file of the source (not the shipped headers), the ``(start, end)`` byte offsets
     of each host function's definition: a function neither ``__device__`` nor
-    ``__global__`` (``main``, the launch code)."""
+    ``__global__`` (``main``, the launch code); with ``device``, of each ``__device__`` or
+    ``__global__`` function's instead."""
     from clang.cindex import CursorKind as K
     out: dict = {}
 
@@ -276,11 +303,32 @@ def host_extents(tu) -> dict:
                 visit(c)
             elif c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and c.is_definition():
                 attrs = {k.kind.name for k in c.get_children()}
-                if not attrs & {"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"}:
+                if bool(attrs & {"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"}) == device:
                     out.setdefault(f.name, []).append((c.extent.start.offset,
                                                        c.extent.end.offset))
     visit(tu.cursor)
     return out
+
+
+def _inside_spans(offset: int, spans) -> bool:
+    return any(a <= offset < b for a, b in spans)
+
+
+def _global_definitions(tu) -> list:
+    """Every ``__global__`` function or function template defined in the source and the
+    files it includes, in order, overloads included."""
+    from clang.cindex import CursorKind as K
+    found: list = []
+
+    def visit(parent):
+        for c in parent.get_children():
+            if c.kind == K.NAMESPACE or c.kind.name in ("LINKAGE_SPEC", "UNEXPOSED_DECL"):
+                visit(c)
+            elif c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and c.is_definition() and \
+                    c.location.file is not None and not is_shipped(c) and is_global(c):
+                found.append(c)
+    visit(tu.cursor)
+    return found
 
 
 def _inside(location, extents: dict) -> bool:

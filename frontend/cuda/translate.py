@@ -135,7 +135,7 @@ def parse_kernel(source: str, kernel: str, grid, block, args: dict, *,
         raise FrontendError(f"{path}: {kernel}: shared_bytes = {shared_bytes!r} is not a "
                             f"positive multiple of {S.FLOAT_BYTES} (bytes of a float)", None,
                             "shared_bytes")
-    tu = CC.parse(source, path, build_options)
+    tu = CC.parse(source, path, build_options, kernel)
     found = CC.kernels(tu)
     if kernel not in found:
         raise FrontendError(f"{path}: no __global__ kernel named {kernel!r}; it defines "
@@ -146,7 +146,7 @@ def parse_kernel(source: str, kernel: str, grid, block, args: dict, *,
     arguments: dict = {}
     if cursor.kind.name == "FUNCTION_TEMPLATE":
         values = CC.template_values(cursor, dict(template or {}), path)
-        tu = CC.parse(CC.instantiate(source, cursor, values), path, build_options)
+        tu = CC.parse(CC.instantiate(source, cursor, values), path, build_options, kernel)
         cursor = CC.instance(tu, kernel)
         arguments = CC.instance_values(tu, values)
         if cursor is None:
