@@ -163,3 +163,27 @@ def bias_add_transform_0213(inputs):
 def transform4d_0213(inputs):
     """out[b, s, h, d] = in[b, h, s, d]."""
     return {"out": inputs["in"].transpose(0, 2, 1, 3).copy()}
+
+
+def bias_add_transform_0213_qkv(inputs):
+    """output, k_cache, v_cache [b, h, s, d] = (vals + bias)[b, s, c, h, d] for c = 0, 1, 2."""
+    v = (inputs["vals"] + inputs["bias"][None, None]).transpose(2, 0, 3, 1, 4)
+    return {"output": v[0].copy(), "k_cache": v[1].copy(), "v_cache": v[2].copy()}
+
+
+def attn_softmax_v2(inputs):
+    """vals = softmax over the last axis of vals + attn_mask (no alibi, no triangle)."""
+    return attn_softmax(inputs)
+
+
+def autocorrelation(inputs):
+    """result[lag] = sum over i of data[i] * data[i + lag], lag 0 to 7 (L = 8)."""
+    x = inputs["data"]
+    n = len(x)
+    return {"result": np.array([x[:n - lag] @ x[lag:] for lag in range(8)])}
+
+
+def block_sums(inputs):
+    """d_out[b] = the sum of d_in[512 b : 512 (b + 1)]."""
+    x = inputs["d_in"]
+    return {"d_out": x.reshape(-1, 512).sum(axis=1)}
