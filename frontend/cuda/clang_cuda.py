@@ -43,11 +43,13 @@ TYPE_ARGUMENTS = ("float", "int", "unsigned int", "double")
 """The types a template's type parameter may be given."""
 
 
-def parse(source: str, path: str, build_options=(), kernel: str | None = None):
+def parse(source: str, path: str, build_options=(), kernel: str | None = None,
+          arg_names=None):
     """Parse ``source`` (the text of ``path``) as CUDA device code; the translation unit.
-    Given the ``kernel`` to read, errors inside the other ``__global__`` functions (those
-    of other names, and later overloads of its name) are not reported: they are not
-    compiled for this launch.
+    Given the ``kernel`` to read (and the names of the arguments the launch gives,
+    ``arg_names``, which choose among overloads: :func:`chosen_definition`), errors inside
+    the other ``__global__`` functions (those of other names, and the other overloads of
+    its name) are not reported: they are not compiled for this launch.
 
     Raises:
         FrontendError: clang reports an error (the first, with its location), an integer
@@ -72,8 +74,8 @@ def parse(source: str, path: str, build_options=(), kernel: str | None = None):
         raise FrontendError(f"{path}: clang could not parse the file ({err})") from None
     host, device = host_extents(tu), host_extents(tu, device=True)
     if kernel is not None:
-        others = [c for c in _global_definitions(tu) if c.spelling != kernel] + \
-            [c for c in _global_definitions(tu) if c.spelling == kernel][1:]
+        chosen = chosen_definition(tu, kernel, arg_names)
+        others = [c for c in _global_definitions(tu) if chosen is None or c != chosen]
         for c in others:
             host.setdefault(c.location.file.name, []).append((c.extent.start.offset,
                                                                c.extent.end.offset))
@@ -314,15 +316,32 @@ def _inside_spans(offset: int, spans) -> bool:
     return any(a <= offset < b for a, b in spans)
 
 
+def chosen_definition(tu, kernel: str, arg_names=None):
+    """The definition of the ``__global__`` function (or template) ``kernel`` a launch
+    means: among overloads of the name, the first whose parameters are named exactly as
+    ``arg_names``; the first of the name where none is (or no names are given); ``None``
+    where the source defines no kernel of the name."""
+    from clang.cindex import CursorKind as K
+    named = [c for c in _global_definitions(tu) if c.spelling == kernel]
+    wanted = set(arg_names) if arg_names is not None else None
+    for c in named:
+        params = {p.spelling for p in c.get_children() if p.kind == K.PARM_DECL}
+        if params == wanted:
+            return c
+    return named[0] if named else None
+
+
 def _global_definitions(tu) -> list:
     """Every ``__global__`` function or function template defined in the source and the
-    files it includes, in order, overloads included."""
+    files it includes, in order, overloads included (not the instance :func:`instantiate`
+    appends)."""
     from clang.cindex import CursorKind as K
     found: list = []
 
     def visit(parent):
         for c in parent.get_children():
-            if c.kind == K.NAMESPACE or c.kind.name in ("LINKAGE_SPEC", "UNEXPOSED_DECL"):
+            if c.kind == K.NAMESPACE and c.spelling != INSTANCE_NAMESPACE or \
+                    c.kind.name in ("LINKAGE_SPEC", "UNEXPOSED_DECL"):
                 visit(c)
             elif c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and c.is_definition() and \
                     c.location.file is not None and not is_shipped(c) and is_global(c):
