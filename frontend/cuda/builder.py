@@ -92,6 +92,20 @@ class CudaKernelBuilder(KernelBuilder):
         space = address_space(pointee)
         return "__global" if space == "__private" else space
 
+    def declare_argument(self, p):
+        """A ``bool`` argument is an integer parameter of value 0 or 1 (``false``/``true``);
+        any other as the OpenCL C front end declares it."""
+        if p.type.get_canonical().kind.name != "BOOL":
+            return super().declare_argument(p)
+        name, value = p.spelling, self.args[p.spelling]
+        if not isinstance(value, (bool, int)) or value not in (0, 1):
+            raise C.FrontendError(f"argument {name} is a bool in the source; give true, false, "
+                                f"0 or 1, not {value!r}", name)
+        self.params[name] = int(value)
+        self.arg_kinds.append((name, "int"))
+        self.scopes[0].names[name] = Binding("int", S.Param(name), p)
+        self.used_names.add(name)
+
     def declaration(self, d, kernel_level) -> list:
         from clang.cindex import CursorKind as K
         if d.kind.name in ("TYPEDEF_DECL", "TYPE_ALIAS_DECL", "STATIC_ASSERT",
@@ -360,6 +374,8 @@ class CudaKernelBuilder(KernelBuilder):
         self.refuse_call(s)
         if name in _FLOAT_FUNCTIONS and len(args) == S.FLOAT_FUNCTIONS[_FLOAT_FUNCTIONS[name]]:
             return S.FCall(_FLOAT_FUNCTIONS[name], tuple(self.float_expr(a, out) for a in args))
+        if name in ("rsqrtf", "__frsqrt_rn") and len(args) == 1:
+            return S.FBinOp("/", S.FConst(1.0), S.FCall("sqrt", (self.float_expr(args[0], out),)))
         if name in ("fmaf", "__fmaf_rn") and len(args) == 3:
             a, b, c = (self.float_expr(x, out) for x in args)
             return S.FBinOp("+", S.FBinOp("*", a, b), c)
@@ -454,9 +470,15 @@ class CudaKernelBuilder(KernelBuilder):
 
     # ------------------------------------------------------------------ statements
     def expression_statement(self, c) -> list:
+        """``assert(...)`` and ``(void)x`` are nothing; ``x /= y`` on a float is ``x = x /
+        y``; any other statement as the OpenCL C front end reads it."""
         s = C.strip(c)
         if s.type.get_canonical().kind.name == "VOID" and s.kind.name in _CASTS:
             return []                    # assert(...) and (void)x
+        if s.kind.name == "COMPOUND_ASSIGNMENT_OPERATOR" and C.binary_operator(s) == "/=":
+            lhs, rhs = C.children(s)
+            if self.integer_target(lhs) is None:
+                return self.assign(lhs, rhs, "/", s)
         return super().expression_statement(c)
 
     def call_statement(self, c) -> list:
