@@ -85,13 +85,14 @@ def ln_backward1_means(inputs):
 
 
 def ln_backward1_fused_add(inputs):
-    """ln_backward1 of out_grad1 (out_grad2 is added in the input gradient only)."""
-    return ln_backward1({**inputs, "out_grad": inputs["out_grad1"]})
+    """ln_backward1 of out_grad1 + out_grad2."""
+    return ln_backward1({**inputs, "out_grad": inputs["out_grad1"] + inputs["out_grad2"]})
 
 
 def ln_backward1_fused_add_means(inputs):
-    """ln_backward1_means of out_grad1."""
-    return ln_backward1_means({**inputs, "out_grad": inputs["out_grad1"]})
+    """ln_backward1_means of out_grad1 + out_grad2."""
+    return ln_backward1_means({**inputs,
+                               "out_grad": inputs["out_grad1"] + inputs["out_grad2"]})
 
 
 def _ln_input_grad(g, xhat, gamma, var):
@@ -100,10 +101,19 @@ def _ln_input_grad(g, xhat, gamma, var):
             - xhat * (gg * xhat).mean(axis=1, keepdims=True)) / np.sqrt(var[:, None])
 
 
+def _ln_backward2_vals_hat(g, vals_hat, gamma, var):
+    a = g * gamma
+    s1 = (vals_hat * a * np.sqrt(var[:, None])).mean(axis=1, keepdims=True)
+    b = a / np.sqrt(var[:, None]) - s1 * vals_hat / var[:, None]
+    return b - b.mean(axis=1, keepdims=True)
+
+
 def ln_backward2(inputs):
-    """inp_grad of a layer norm from vals_hat (the normalised x) and vars."""
-    return {"inp_grad": _ln_input_grad(inputs["out_grad"], inputs["vals_hat"],
-                                       inputs["gamma"], inputs["vars"])}
+    """inp_grad of a layer norm as the kernel forms it from vals_hat (not invertible) and
+    vars: a = out_grad * gamma, b = a / sqrt(var) - mean(vals_hat * a * sqrt(var)) *
+    vals_hat / var, inp_grad = b - mean(b) per row."""
+    return {"inp_grad": _ln_backward2_vals_hat(inputs["out_grad"], inputs["vals_hat"],
+                                               inputs["gamma"], inputs["vars"])}
 
 
 def ln_backward2_means(inputs):
@@ -115,7 +125,8 @@ def ln_backward2_means(inputs):
 
 def ln_backward2_fused_add(inputs):
     """ln_backward2 of out_grad1, plus out_grad2."""
-    return {"inp_grad": ln_backward2({**inputs, "out_grad": inputs["out_grad1"]})["inp_grad"]
+    return {"inp_grad": _ln_backward2_vals_hat(inputs["out_grad1"], inputs["vals_hat"],
+                                               inputs["gamma"], inputs["vars"])
             + inputs["out_grad2"]}
 
 
@@ -187,3 +198,9 @@ def block_sums(inputs):
     """d_out[b] = the sum of d_in[512 b : 512 (b + 1)]."""
     x = inputs["d_in"]
     return {"d_out": x.reshape(-1, 512).sum(axis=1)}
+
+
+def softmax_backward_rows_of_32(inputs):
+    """softmax_backward_v2 over rows of 32 of the flat grad and output (S = 32)."""
+    g, y = inputs["grad"].reshape(-1, 32), inputs["output"].reshape(-1, 32)
+    return {"grad": (y * (g - (g * y).sum(axis=-1, keepdims=True))).reshape(-1)}
