@@ -81,6 +81,8 @@ def parse(source: str, path: str, build_options=(), kernel: str | None = None,
                                                                c.extent.end.offset))
         device = {f: [e for e in spans if not _inside_spans(e[0], host.get(f, ()))]
                   for f, spans in device.items()}
+        if chosen is not None:
+            device = _reached_extents(tu, chosen, device)
     for d in tu.diagnostics:
         if d.severity >= cindex.Diagnostic.Error and not _refuses(d, device):
             continue                  # host code: left out, as the device compiler does
@@ -312,6 +314,40 @@ def host_extents(tu, device: bool = False) -> dict:
     return out
 
 
+def _reached_extents(tu, chosen, device: dict) -> dict:
+    """The spans of ``device`` (:func:`host_extents`) of the functions the kernel
+    ``chosen`` reaches: itself, its template's instance, and the ``__device__`` functions
+    named in what it reaches (by name: every overload of a name called). A device function
+    no path from the kernel names is not compiled into this launch's code."""
+    from clang.cindex import CursorKind as K
+    functions: dict = {}
+
+    def visit(parent, instance=False):
+        for c in parent.get_children():
+            if c.kind == K.NAMESPACE or c.kind.name in ("LINKAGE_SPEC", "UNEXPOSED_DECL"):
+                visit(c, instance or c.spelling == INSTANCE_NAMESPACE)
+            elif c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and c.is_definition() and \
+                    c.location.file is not None and not is_shipped(c):
+                functions.setdefault(c.spelling, []).append((c, instance))
+    visit(tu.cursor)
+    todo = [chosen] + [c for fs in functions.values() for c, inst in fs if inst]
+    seen: set = set()
+    reached = []
+    while todo:
+        f = todo.pop()
+        key = (f.location.file.name, f.extent.start.offset)
+        if key in seen:
+            continue
+        seen.add(key)
+        reached.append(key)
+        for c in f.walk_preorder():
+            if c.kind in (K.CALL_EXPR, K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF,
+                          K.MEMBER_REF_EXPR):
+                todo += [g for g, _ in functions.get(c.spelling, ())
+                         if not is_global(g)]
+    return {f: [e for e in spans if (f, e[0]) in seen] for f, spans in device.items()}
+
+
 def _inside_spans(offset: int, spans) -> bool:
     return any(a <= offset < b for a, b in spans)
 
@@ -319,16 +355,30 @@ def _inside_spans(offset: int, spans) -> bool:
 def chosen_definition(tu, kernel: str, arg_names=None):
     """The definition of the ``__global__`` function (or template) ``kernel`` a launch
     means: among overloads of the name, the first whose parameters are named exactly as
-    ``arg_names``; the first of the name where none is (or no names are given); ``None``
-    where the source defines no kernel of the name."""
+    ``arg_names`` and whose buffers hold floats (then the first named so); the first of
+    the name where none is (or no names are given); ``None`` where the source defines no
+    kernel of the name."""
     from clang.cindex import CursorKind as K
     named = [c for c in _global_definitions(tu) if c.spelling == kernel]
     wanted = set(arg_names) if arg_names is not None else None
-    for c in named:
-        params = {p.spelling for p in c.get_children() if p.kind == K.PARM_DECL}
-        if params == wanted:
+
+    def params(c):
+        return [p for p in c.get_children() if p.kind == K.PARM_DECL]
+
+    def float_buffers(c):
+        """Whether every pointer parameter of ``c`` points to float (or a float vector, or
+        a template parameter's type): a ``__half`` overload's do not."""
+        pointees = [p.type.get_canonical().get_pointee() for p in params(c)
+                    if p.type.get_canonical().kind.name == "POINTER"]
+        return all(t.kind.name in ("FLOAT", "UNEXPOSED", "ELABORATED", "RECORD")
+                   and "half" not in t.spelling and "bfloat" not in t.spelling
+                   for t in pointees)
+
+    matching = [c for c in named if {p.spelling for p in params(c)} == wanted]
+    for c in matching:
+        if float_buffers(c):
             return c
-    return named[0] if named else None
+    return (matching or named or [None])[0]
 
 
 def _global_definitions(tu) -> list:
