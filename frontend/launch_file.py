@@ -23,6 +23,10 @@ Format (every path relative to the launch file)::
     terms = "N"                     # optional: products summed per output element (the
                                     # float tolerance; default: as the simulator counts it)
 
+A GLSL compute shader's launch file (``language = "glsl"``, or a ``.comp``/``.glsl``
+source) has the dispatch, bindings, push constants and specialization constants instead
+of the kernel, build options and arguments (:mod:`frontend.glsl.launch`).
+
 A CUDA kernel (``language = "cuda"``, or a ``.cu``/``.cuh`` source) is launched as CUDA
 launches it: ``[launch]`` gives ``grid`` (blocks) and ``block`` (threads per block), x
 first, and optionally ``shared_bytes`` (dynamic shared memory for ``extern __shared__``,
@@ -60,6 +64,10 @@ from tiletraffic.frontend.opencl.translate import (BufferArg, FrontendError,
 from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError
 
 from tiletraffic.frontend import expressions
+from tiletraffic.frontend.glsl.launch import LAUNCH_KEYS as GLSL_LAUNCH_KEYS
+from tiletraffic.frontend.glsl.launch import TABLES as GLSL_TABLES
+from tiletraffic.frontend.glsl.launch import TOP_KEYS as GLSL_TOP_KEYS
+from tiletraffic.frontend.glsl.launch import is_glsl
 from tiletraffic.simulator.model.file_values import shown
 
 try:
@@ -68,7 +76,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 SUFFIX = ".toml"
-TOP_KEYS = ("source", "kernel", "language", "template", "build_options", "sizes", "launch",
+TOP_KEYS = ("source", "language", "kernel", "template", "build_options", "sizes", "launch",
             "args", "reference")
 LAUNCH_KEYS = ("global_size", "local_size")
 CUDA_LAUNCH_KEYS = ("grid", "block", "shared_bytes")
@@ -148,6 +156,11 @@ class LaunchFile:
 
     @property
     def kernel(self) -> str:
+        """The kernel's name: ``kernel``, or for a GLSL shader its OpenCL C translation's
+        (the source's file name as an identifier)."""
+        if is_glsl(self.data):
+            from tiletraffic.frontend.glsl.launch import kernel_name
+            return kernel_name(self.source_path)
         return self.data["kernel"]
 
     @property
@@ -239,6 +252,17 @@ class LaunchFile:
         return out + [f"-D{k}={v}" for k, v in params.items()]
 
 
+def from_tables(path, data: dict) -> LaunchFile:
+    """A launch file's tables given as a dict (``data``, as TOML would read them), checked
+    as :func:`read` checks a file's; ``path`` stands for the file in messages and its
+    folder is where ``source`` is found.
+
+    Raises:
+        LaunchFileError: as :func:`read`.
+    """
+    return _checked(Path(path), data, None, None)
+
+
 def read(path, overrides: dict | None = None, params: dict | None = None) -> LaunchFile:
     """Read and check the tables of the launch file ``path``.
 
@@ -259,19 +283,28 @@ def read(path, overrides: dict | None = None, params: dict | None = None) -> Lau
         raise LaunchFileError(f"{path}: cannot be read ({err})") from None
     except tomllib.TOMLDecodeError as err:
         raise LaunchFileError(f"{path}: not valid TOML ({err})") from None
+    return _checked(path, data, overrides, params)
+
+
+def _checked(path: Path, data: dict, overrides, params) -> LaunchFile:
+    """The :class:`LaunchFile` of ``data`` read from ``path``, checked (see :func:`read`)."""
     launch = LaunchFile(path, data, {}, dict(params or {}))
+    glsl = is_glsl(data)
+    top_keys = GLSL_TOP_KEYS if glsl else TOP_KEYS
     for key in data:
-        if key not in TOP_KEYS:
-            raise launch.error(key, f"unknown key; a launch file has {', '.join(TOP_KEYS)}")
-    for key in ("source", "kernel"):
+        if key not in top_keys:
+            raise launch.error(key, f"unknown key; a{' GLSL' if glsl else 'n OpenCL C'} "
+                                    f"launch file has {', '.join(top_keys)}")
+    for key in ("source",) if glsl else ("source", "kernel"):
         if not isinstance(data.get(key), str) or not data[key]:
             raise launch.error(key, "missing (a string)")
-    if data.get("language", "opencl") not in LANGUAGES:
-        raise launch.error("language", f"{shown(data['language'])} is not one of "
-                                       f"{', '.join(LANGUAGES)}")
+    if not glsl and data.get("language", "opencl") not in LANGUAGES:
+        raise launch.error("language", f"must be {', '.join(LANGUAGES)} or glsl, not "
+                                       f"{shown(data['language'])}")
     if not isinstance(data.get("template", {}), dict):
         raise launch.error("template", "must be a table (template = { BM = 64, ... })")
-    for key, known in (("launch", LAUNCH_KEYS + CUDA_LAUNCH_KEYS),
+    for key, known in (("launch", GLSL_LAUNCH_KEYS if glsl else
+                        LAUNCH_KEYS + CUDA_LAUNCH_KEYS),
                        ("reference", REFERENCE_KEYS)):
         table = data.get(key, {})
         if not isinstance(table, dict):
@@ -280,7 +313,7 @@ def read(path, overrides: dict | None = None, params: dict | None = None) -> Lau
             if k not in known:
                 raise launch.error(f"{key}.{k}", f"unknown key; [{key}] has "
                                                  f"{', '.join(known)}")
-    for key in ("sizes", "args"):
+    for key in GLSL_TABLES if glsl else ("sizes", "args"):
         if not isinstance(data.get(key, {}), dict):
             raise launch.error(key, "must be a table")
     overrides = dict(overrides or {})
@@ -324,11 +357,12 @@ def names_read(launch: LaunchFile) -> frozenset[str]:
         return value if isinstance(value, dict) else {}
 
     raws = list(table("sizes").values())
-    for key in LAUNCH_KEYS + CUDA_LAUNCH_KEYS:
+    for key in LAUNCH_KEYS + CUDA_LAUNCH_KEYS + GLSL_LAUNCH_KEYS:
         value = table("launch").get(key)
         raws += value if isinstance(value, list) else [value]
     raws += list(table("template").values())
-    for raw in table("args").values():
+    raws += list(table("push_constants").values()) + list(table("specialization").values())
+    for raw in [*table("args").values(), *table("bindings").values()]:
         shape = raw.get("shape") if isinstance(raw, dict) else [raw]
         raws += shape if isinstance(shape, list) else []
         if isinstance(raw, dict):
@@ -398,6 +432,9 @@ def schedule(launch: LaunchFile) -> Schedule:
             (file:line:column of the source).
     """
     data = launch.data
+    if is_glsl(data):
+        from tiletraffic.frontend.glsl.launch import schedule as glsl_schedule
+        return glsl_schedule(launch, _buffer_argument)
     table = data.get("launch", {})
     sizes = {}
     keys, other = LAUNCH_KEYS, CUDA_LAUNCH_KEYS
@@ -504,7 +541,7 @@ def reference_function(spec):
     except user_schedule.UserScheduleError as err:
         raise launch.error("reference.function", str(err)) from None
 
-    args = launch.data.get("args", {})
+    args = launch.data.get("bindings" if is_glsl(launch.data) else "args", {})
     outputs = [a for a, raw in args.items()
                if isinstance(raw, dict) and raw.get("access") in ("out", "inout")]
 

@@ -12,8 +12,9 @@ A SCHEDULE is one of the forms of :data:`SOURCES`, tried in order:
   and with ``example_shape=True`` of a family too, default to its example shape
   (:data:`~tiletraffic.simulator.kernels.variants.CHECK_EXAMPLES`, ``Variant.example``).
 
-- ``LAUNCH.toml``: an OpenCL C kernel with its launch file (:class:`LaunchFile`); sizes come
-  from the file, replaced by the option ``set``.
+- ``LAUNCH.toml``: an OpenCL C kernel or a GLSL compute shader with its launch file
+  (:class:`LaunchFile`; the file's language picks the front end); sizes come from the file,
+  replaced by the option ``set``.
 
 Another form is one more :class:`ScheduleSource` added with :func:`register`: an object with
 ``form`` (how the form is written, for messages and help), ``matches(spec)`` (recognise the
@@ -196,7 +197,7 @@ def missing_sizes_message(spec: str, needed: list[str], missing: list[str]) -> s
 
 
 class LaunchFile:
-    """``LAUNCH.toml``: an OpenCL C kernel with its launch file
+    """``LAUNCH.toml``: an OpenCL C kernel or a GLSL compute shader with its launch file
     (:mod:`tiletraffic.frontend.launch_file`); its sizes come from the file, replaced by the
     option ``set`` (``{"N": 2048}``; ``--set N=2048``), its macros by ``params``."""
 

@@ -131,3 +131,13 @@ def test_nvrtc_compiles_and_launches_the_cuda_source():
         run = tt.run_cuda(load(name), repeat=10, warmup=1, reference=ref, seed=4)
         assert run.checks and all(c.ok for c in run.checks.values()), name
         assert len(run.times_s) == 10 and run.median_s > 0
+
+
+def test_api_run_warns_that_the_generated_opencl_runs(pocl):
+    from tiletraffic.gpu.runtime.shader_runner import TranslationRunWarning
+    ref = launch_file.reference_function(EXAMPLES / "transpose_shared.toml")
+    with pytest.warns(TranslationRunWarning, match="cuda:transpose_shared: run launches the "
+                                                   "schedule's generated OpenCL C"):
+        result = tt.run(load("transpose_shared", N=32), pocl, repeat=10, warmup=1,
+                        reference=ref, seed=1)
+    assert result.check.ok

@@ -527,3 +527,19 @@ def test_generated_shuffles_in_divergent_code_are_not_launched(pocl):
     with pytest.raises(TiletrafficGpuError, match=r"part of a work-group skips a shuffle "
                                                   r"\(barrier at d.cu:3:30\)"):
         tt.run(sch, pocl, repeat=10, warmup=1, reference=lambda i: {"B": i["A"]}, seed=1)
+
+
+def test_run_cuda_without_cupy_or_gpu_says_why_in_one_line():
+    from tiletraffic.gpu.devices.device import TiletrafficGpuError
+    from tiletraffic.gpu.runtime.cuda_run import nvrtc_problem
+    problem = nvrtc_problem()
+    if problem is None:
+        pytest.skip("CuPy and an NVIDIA GPU are here: run_cuda launches")
+    sch = parse_kernel("__global__ void k(const float *A, float *B) "
+                       "{ B[threadIdx.x] = A[threadIdx.x]; }", "k", [1], [32],
+                       {"A": buf([32], "in"), "B": buf([32], "out")})
+    with pytest.raises(TiletrafficGpuError) as err:
+        tt.run_cuda(sch, reference=lambda i: {"B": i["A"]})
+    assert str(err.value) == f"cuda:k: its CUDA source cannot be launched here: {problem}"
+    with pytest.raises(ValueError, match="not a schedule read from a CUDA source"):
+        tt.run_cuda(tt.build("gemm-naive", 8, 8, 8, 4))

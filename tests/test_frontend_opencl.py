@@ -439,3 +439,104 @@ __kernel void k(__global const float4 *A, __global const float *B, __global floa
         "C[(4 * i) + 64] at k.cl:9:5", "B[i] at k.cl:10:21",
         "C[128 + i] at k.cl:2:5 in put, called at k.cl:10:5",
         "C[128 + i] at k.cl:2:5 in put, called at k.cl:10:5"]), sources
+
+
+def test_a_float_read_and_written_through_a_dereferenced_pointer():
+    """``*(p + off)`` is the element ``p[off]``: a load where it is read, a store (or a
+    load and a store for ``*= / += / -=``) where it is assigned, per dimension of the
+    buffer's shape, in global and in local memory."""
+    src = """
+    __kernel void k(__global float *m, __global const float *a, const int n, const int t) {
+        __local float row[8];
+        const int i = get_global_id(0);
+        *(row + i) = *(a + n * t + i);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (i < n - 1 - t)
+            *(m + n * (i + t + 1) + t) = *(a + n * (i + t + 1) + t) / *(row + t);
+        *(m + i) *= 2.0f;
+    }"""
+    n, t = 8, 2
+    sch, inputs, result = run(src, [8], [8], {
+        "m": {"shape": ["n", "n"], "access": "inout"}, "a": {"shape": ["n", "n"], "access": "in"},
+        "n": n, "t": t})
+    a, m = inputs["a"].astype(np.float64), inputs["m"].astype(np.float64).copy()
+    for i in range(n - 1 - t):
+        m[i + t + 1, t] = a[i + t + 1, t] / a[t, t]
+    m[0, :] *= 2
+    assert_close(result.outputs["m"], m, terms=2)
+    counts = result.counts
+    assert counts.global_load_elems == 8 + 5 + 8 and counts.global_store_elems == 5 + 8
+    stores = [s for s in walk_all(sch.body) if isinstance(s, S.Store) and s.array.name == "m"]
+    assert stores and all(len(s.index) == 2 for s in stores)
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    if oclgrind_available():
+        comparison = compare_counts(sch)
+        assert comparison.equal, comparison.to_dict()
+
+
+def test_a_flat_index_of_a_three_dimensional_buffer_takes_every_multiple_of_a_row():
+    """``r * (nq * np) + q * np + p`` over a ``(nr, nq, np)`` buffer is ``(r, q, p)``: a term
+    whose factor is a multiple of a row's length belongs to the outer dimensions."""
+    src = """
+    __kernel void k(int nq, int np, __global const float *A, __global float *sum, int r) {
+        int p = get_global_id(0), q = get_global_id(1);
+        if (p < np && q < nq)
+            sum[r * (nq * np) + q * np + p] = A[r * nq * np + q * np + p] + A[p + np * q];
+    }"""
+    args = {"nq": 5, "np": 6, "r": 2, "A": {"shape": [3, 5, 6], "access": "in"},
+            "sum": {"shape": [3, 5, 6], "access": "inout"}}
+    sch, inputs, result = run(src, [8, 5], [8, 1], args)
+    assert tt.check(sch, seed=1) == []
+    store = next(s for s in walk_all(sch.body) if isinstance(s, S.Store))
+    assert isinstance(store.index[1], S.Var) and store.index[1].name == "q"
+    a = inputs["A"].astype(np.float64)
+    expected = inputs["sum"].astype(np.float64).copy()
+    expected[2] = a[2] + a[0]
+    assert_close(result.outputs["sum"], expected, terms=2)
+
+
+GUARDED_TILE = """
+__kernel void k(__global const float *A, __global float *C, const uint M, const uint K) {
+    size_t col = get_global_id(0), row = get_global_id(1);
+    __local float tile[4][5];
+    size_t lc = get_local_id(0), lr = get_local_id(1);
+    bool inside = row < M && col < K;
+    bool shifted = inside && col + 1 < K;
+    tile[lr][lc] = inside ? A[row * K + col] : 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float right = shifted ? A[row * K + col + 1] * 2.0f : (!inside ? 1.0f : tile[lr][lc]);
+    if (inside)
+        C[row * K + col] = tile[lr][lc] + right;
+}"""
+
+
+def test_a_guarded_load_in_a_conditional_and_bool_conditions():
+    """``c ? A[i] : 0.0f`` loads only where ``c`` holds (the loads counted are the taken
+    branches'), and a ``bool`` declared from a condition is that condition where tested."""
+    m, k = 6, 7
+    sch, inputs, result = run(GUARDED_TILE, [8, 8], [4, 4], {
+        "A": {"shape": ["M", "K"], "access": "in"}, "C": {"shape": ["M", "K"], "access": "out"},
+        "M": m, "K": k})
+    a = inputs["A"].astype(np.float64)
+    right = np.empty_like(a)
+    right[:, :-1] = 2 * a[:, 1:]
+    right[:, -1] = a[:, -1]
+    assert_close(result.outputs["C"], a + right, terms=2)
+    assert result.counts.global_load_elems == m * k + m * (k - 1)
+    assert tt.check(sch, seed=2) == []
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    if oclgrind_available():
+        comparison = compare_counts(sch)
+        assert comparison.equal, comparison.to_dict()
+
+
+def test_a_bool_reading_an_integer_the_kernel_assigns_is_refused_by_name():
+    from tiletraffic.frontend.opencl.clang_ast import FrontendError
+    src = GUARDED_TILE.replace("bool inside = row < M && col < K;",
+                               "size_t r = row;\n    bool inside = r < M && col < K;\n    r += 1;")
+    with pytest.raises(FrontendError, match=r":7:10: bool inside reads r, which the kernel assigns"):
+        tt.from_opencl(src, "k", [8, 8], [4, 4], {
+            "A": {"shape": ["M", "K"], "access": "in"},
+            "C": {"shape": ["M", "K"], "access": "out"}, "M": 6, "K": 7})

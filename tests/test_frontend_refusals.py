@@ -28,7 +28,14 @@ REFUSED = {
     "data-dependent index": ("    C[(int)A[i]] = 1.0f;", 4, 7, [DATA_DEPENDENT]),
     "loop on loaded values": ("    while (A[i] > 0.0f) { C[i] = 0.0f; }", 4, 12,
                               [DATA_DEPENDENT]),
-    "switch": ("    switch (i) { case 0: C[i] = 0.0f; }", 4, 5, ["switch", "if/else"]),
+    "switch on a float": ("    switch ((int)A[i]) { case 0: C[i] = 0.0f; }", 4, 13,
+                          ["integer computed from a float value", DATA_DEPENDENT]),
+    "case label inside a block": (
+        "    switch (i) { case 0: { C[i] = 0.0f; case 1: C[i] = 1.0f; } }", 4, 41,
+        ["case label inside a block", "top of its switch"]),
+    "branch on a private float": ("    float s = A[i];\n    if (s != 0.0f) C[i] = s;", 5, 9,
+                                  ["a branch on float values other than constants and "
+                                   "float arguments (s)", DATA_DEPENDENT]),
     "goto": ("    goto end;\nend:\n    C[i] = 0.0f;", 4, 5, ["goto", "if/else"]),
     "++ inside an expression": ("    int j = i;\n    C[j++] = 0.0f;", 5, 7,
                                 ["++ inside an expression", "j++;"]),
@@ -45,8 +52,6 @@ REFUSED = {
     "global-only barrier": ("    barrier(CLK_GLOBAL_MEM_FENCE);\n    C[i] = A[i];", 4, 5,
                             ["CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE"]),
     "ternary on floats": ("    C[i] = A[i] > 0.0f ? A[i] : 0.0f;", 4, 12, [DATA_DEPENDENT]),
-    "load in a branch of ?:": ("    C[i] = (i < N) ? A[i] : 0.0f;", 4, 12,
-                               ["branch taken", "if/else"]),
     "nested unrolled loops": ("    for (int a = 20; a > 0; a--) for (int b = 20; b > 0; b--)\n"
                               "        for (int c = 20; c > 0; c--) C[i] = A[i];", 5, 9,
                               ["8000 copies", "counting up"]),
@@ -81,8 +86,9 @@ def test_local_pointer_and_float_arguments_given_the_wrong_value_are_refused():
             tt.from_opencl(local, "k", [64], [16], {"L": value, "C": ARGS["C"]})
         assert err.value.arg == "L"
     with pytest.raises(FrontendError, match=r"<source>:1:\d+: __local pointer argument L of "
-                                            r"__local float4: local pointer arguments hold float"):
-        tt.from_opencl(kernel("    C[i] = 0.0f;", "__local float4 *L, __global float *C"),
+                                            r"__local int: local pointer arguments hold float, "
+                                            r"float2 or float4"):
+        tt.from_opencl(kernel("    C[i] = 0.0f;", "__local int *L, __global float *C"),
                        "k", [64], [16], {"L": {"shape": [4]}, "C": ARGS["C"]})
     with pytest.raises(FrontendError, match="local_bytes sizes a __local pointer argument"):
         tt.from_opencl(kernel("    C[i] = 0.0f;", "__global float *C"), "k", [64], [16],

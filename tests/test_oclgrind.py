@@ -195,6 +195,22 @@ def test_parse_diagnostics_of_canned_messages():
     assert api.kind == "api-error" and "clEnqueueNDRangeKernel" in api.summary
 
 
+def test_local_array_names_are_the_kernel_s_local_arrays_as_clang_reads_them():
+    """Declaration order inside the kernel launched; a macro-sized array, one declared
+    with ``local``, none from a comment, a pointer, an argument or another kernel."""
+    source = ("/* __local float fake[4]; */\n"
+              "__kernel void k(__global float *a, __local float *arg) {\n"
+              "    __local float tile[TS][TS + 1];\n    local float row[2];\n"
+              "    __local float *p = tile[0];\n"
+              "    a[0] = tile[0][0] + row[0] + p[0] + arg[0];\n}\n"
+              "__kernel void other(__global float *a) {\n"
+              "    __local float v[3];\n    a[0] = v[0];\n}\n")
+    assert og.local_array_names(source, "k", ("-DTS=4",)) == ["tile", "row"]
+    assert og.local_array_names(source, "other", ("-DTS=4",)) == ["v"]
+    assert og.local_array_names(source, None, ("-DTS=4",)) == ["tile", "row", "v"]
+    assert og.local_array_names("not OpenCL C", "k") == []
+
+
 def test_worker_without_platform_raises_unavailable(monkeypatch):
     def fake_run(cmd, **kw):
         return subprocess.CompletedProcess(cmd, worker.EXIT_NO_PLATFORM, "", "no Oclgrind OpenCL platform")

@@ -29,7 +29,8 @@ either:
 - `from_opencl`: an OpenCL C kernel of yours as a schedule (or
   `build("kernel.toml")` with a launch file); `from_cuda` the same for a CUDA kernel,
   which `run` runs as its generated OpenCL C and `run_cuda` from its own source on an
-  NVIDIA GPU (NVRTC through CuPy).
+  NVIDIA GPU (NVRTC through CuPy); `from_glsl`: a GLSL compute shader of yours,
+  dispatched as `vkCmdDispatch` (or `build("shader.toml")`).
 - `validate` the model on a device (every family, predicted against measured), with
   predictions pre-registered by `write_predictions`;
 - `crosscheck` it against Oclgrind, `report` the main job's report of a device,
@@ -74,8 +75,8 @@ from tiletraffic.simulator.model.launch import ModelledLaunch
 from tiletraffic.simulator.model.prediction import TrafficPrediction
 
 from tiletraffic.analysis.api import package_version as _package_version
-from tiletraffic.analysis.api.schedules import (build, closed_form, from_cuda, from_opencl,
-                                                generate)
+from tiletraffic.analysis.api.schedules import (build, closed_form, from_cuda, from_glsl,
+                                                from_opencl, generate)
 from tiletraffic.analysis.api.tuning import tune, tune_kernel
 from tiletraffic.analysis.api.simulation import check, crosscheck, explain, model
 from tiletraffic.analysis.api.device import calibrate, devices, report, run, run_cuda
@@ -96,8 +97,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "build", "from_opencl", "from_cuda", "simulate", "check", "model", "explain", "generate",
-    "run", "run_cuda",
+    "build", "from_opencl", "from_cuda", "from_glsl", "simulate", "check", "model", "explain",
+    "generate", "run", "run_cuda",
     "closed_form", "crosscheck", "devices", "report", "tune", "tune_kernel", "calibrate",
     "validate", "write_predictions", "validation_cases",
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",

@@ -18,7 +18,10 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
         reference=None, seed: int | None = None, inputs: str = "normal",
         unchecked: bool = False):
     """Check `schedule` in the simulator, then build, launch, time and check it on an
-    OpenCL device.
+    OpenCL device (a GLSL shader's schedule: through Vulkan where a Vulkan runner is
+    available, else its OpenCL C translation, with a `TranslationRunWarning`; a CUDA
+    kernel's: its generated OpenCL C, with the same warning; `run_cuda` launches its CUDA
+    source).
 
     Args:
         device: `"P:D"` indices, part of a platform or device name, or `None` for the
@@ -54,11 +57,20 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
     import numpy as np
 
     from tiletraffic.gpu.runtime.checked_run import run_on_device
+    from tiletraffic.gpu.runtime.shader_runner import runner_for
     from tiletraffic.gpu.devices.device import select_device
 
-    return run_on_device(select_device(device), schedule, repeat=repeat, warmup=warmup,
-                         rng=np.random.default_rng(seed), reference_fn=reference,
-                         inputs=inputs, unchecked=unchecked)
+    from tiletraffic.gpu.runtime.cuda_run import is_cuda_schedule
+    if is_cuda_schedule(schedule):
+        import warnings
+        from tiletraffic.gpu.runtime.shader_runner import TranslationRunWarning
+        warnings.warn(f"{schedule.family}: run launches the schedule's generated OpenCL C, "
+                      "not its CUDA source (run_cuda launches that on an NVIDIA GPU)",
+                      TranslationRunWarning, stacklevel=3)
+    runner = runner_for(schedule, run_on_device)   # a GLSL shader: Vulkan where available
+    return runner(select_device(device), schedule, repeat=repeat, warmup=warmup,
+                  rng=np.random.default_rng(seed), reference_fn=reference,
+                  inputs=inputs, unchecked=unchecked)
 
 
 @facade_function

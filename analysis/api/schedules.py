@@ -1,5 +1,5 @@
 """Schedules: built from a name or a user's file (``build``), from an OpenCL C kernel
-(``from_opencl``), as OpenCL C (``generate``), and their closed-form counts
+(``from_opencl``) or a GLSL compute shader (``from_glsl``), as OpenCL C (``generate``), and their closed-form counts
 (``closed_form``)."""
 from __future__ import annotations
 
@@ -130,6 +130,50 @@ def from_cuda(source_or_path, kernel: str, grid, block, args: dict, *,
         text = Path(path).read_text()
     return parse_kernel(text, kernel, grid, block, args, sizes=sizes, template=template,
                         shared_bytes=shared_bytes, build_options=build_options, path=path)
+
+
+@facade_function
+def from_glsl(path, workgroups, bindings: dict, push_constants: dict | None = None,
+              specialization: dict | None = None, *, sizes: dict | None = None) -> Schedule:
+    """The schedule of a GLSL compute shader, dispatched as `vkCmdDispatch(*workgroups)`.
+
+    Args:
+        path: the shader's file (`.comp`; its `#include`s are read relative to it).
+        workgroups: work-groups per dimension (1 to 3 integers or expressions over `sizes`).
+        bindings: every buffer by its name (the array's, or the block's instance name):
+            `{"shape": (M, K), "access": "in"}` (row-major float32 elements; access
+            in/out/inout).
+        push_constants: every push-constant and uniform member by name: a number or an
+            expression over `sizes`.
+        specialization: specialization constants by name (others keep the shader's
+            default).
+        sizes: names the other arguments use (`{"N": 1024}`).
+
+    The same as a GLSL launch file (`tiletraffic.frontend.glsl.launch`) with these tables:
+    `build("gemm.toml")` reads one from TOML. The shader is checked with `glslangValidator`
+    where it is installed, translated into OpenCL C and read by the OpenCL C front end;
+    `run` launches that translation where no Vulkan runner is available.
+
+    Raises:
+        tiletraffic.frontend.launch_file.LaunchFileError (a ValueError): an argument is
+            wrong (named as the launch file's field, `bindings.C`).
+        tiletraffic.frontend.glsl.syntax.GlslError (a ValueError): the reference compiler
+            rejects the shader or a construct is not modelled (file:line:column).
+    """
+    from tiletraffic.frontend import launch_file
+
+    check_argument_types("from_glsl", path=(path, (str, os.PathLike), "the shader's file"),
+                         bindings=(bindings, dict, "a dict of buffer descriptions"))
+    source = Path(path)
+    data = {"source": source.name, "language": "glsl", "sizes": dict(sizes or {}),
+            "launch": {"workgroups": list(workgroups) if isinstance(workgroups, (list, tuple))
+                       else workgroups},
+            "bindings": {name: dict(raw, shape=list(raw["shape"])) if isinstance(raw, dict)
+                         and isinstance(raw.get("shape"), tuple) else raw
+                         for name, raw in bindings.items()},
+            "push_constants": dict(push_constants or {}),
+            "specialization": dict(specialization or {})}
+    return launch_file.schedule(launch_file.from_tables(source.parent / "from_glsl", data))
 
 
 @facade_function

@@ -8,7 +8,8 @@ from tiletraffic.analysis.tune.options import DEFAULT_TOP
 
 @facade_function
 def tune_kernel(launch, params: dict, constraints=(), **options) -> dict:
-    """Tune the macros of an OpenCL C kernel described by a launch file: every combination
+    """Tune the macros of an OpenCL C kernel described by a launch file (or the
+    specialization constants of a GLSL shader's): every combination
     of `params` (name -> values, passed as `-DNAME=value`) meeting `constraints`
     (expressions) and the device limits is modelled and ranked, the best `top` measured
     after each launch's check, the regret reported

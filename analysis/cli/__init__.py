@@ -139,7 +139,8 @@ def main() -> None:
 
     SCHEDULE is a built-in name, or your own kernel: FILE.py:FUNCTION, a function of your
     Python file that returns a tiletraffic Schedule (docs/tutorial.md), or LAUNCH.toml, a
-    launch file of an OpenCL C kernel (docs/opencl.md)."""
+    launch file of an OpenCL C kernel (docs/opencl.md) or of a GLSL compute shader
+    (docs/glsl.md)."""
     warnings.showwarning = _show_warning
 
 

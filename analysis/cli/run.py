@@ -63,6 +63,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     from tiletraffic.simulator.engine.launch_check import check_launch
 
     from tiletraffic.gpu.runtime.checked_run import run_on_device
+    from tiletraffic.gpu.runtime.shader_runner import fallback_note, is_shader, vulkan_runner
 
     refuse_seed_unless_random(inputs_kind)
     sch = build_schedule(schedule, m, k, n, tile, chunk, example_shape=False)
@@ -93,9 +94,14 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
                        if checked.hazards and not unchecked else
                        checked.describe() if not checked.hazards else
                        f"{checked.describe()}  [launched anyway: --unchecked]")
+        runner = run_on_device
+        if is_shader(sch):   # a GLSL shader: through Vulkan where a runner is available
+            runner = vulkan_runner() or run_on_device
+            if runner is run_on_device:
+                click.echo(fallback_note(sch), err=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = run_on_device(target, sch, repeat=repeat, warmup=warmup,
+            result = runner(target, sch, repeat=repeat, warmup=warmup,
                                    rng=np.random.default_rng(seed), reference_fn=ref_fn,
                                    inputs=inputs_kind, unchecked=unchecked,
                                    launch_check=checked)

@@ -65,9 +65,10 @@ class Case:
 
     @property
     def kind(self) -> str:
-        """``"gemm"``, ``"matvec"``, or for a launch file ``"opencl"``."""
+        """``"gemm"``, ``"matvec"``, or for a launch file ``"opencl"`` (``"glsl"`` for a
+        GLSL shader's)."""
         if self.launch is not None:
-            return "opencl"
+            return "glsl" if self.family.startswith("glsl:") else "opencl"
         return "gemm" if self.family in schedules.ALL_GEMM_FAMILIES else "matvec"
 
     @property
@@ -78,7 +79,7 @@ class Case:
         differ)."""
         if self.launch is not None:
             sets = [f"{key[4:]}={v}" for key, v in self.options if key.startswith("set.")]
-            return " ".join([f"opencl {Path(self.launch).name}", *sets])
+            return " ".join([f"{self.kind} {Path(self.launch).name}", *sets])
         sizes = (self.m, self.k) + ((self.n,) if self.kind == "gemm" else ())
         return f"{self.kind} {'×'.join(map(str, sizes))}"
 

@@ -73,24 +73,46 @@ class Where:
 
 def where(cursor, default_file: str = "<source>") -> Where:
     """The expansion location of ``cursor`` (a macro's use, not its definition), as a
-    ``#line`` directive presents it (the same place where the source has none)."""
-    loc = cursor.location
-    if loc.file is None:
-        return Where(default_file, loc.line, loc.column)
-    name, line, column = presumed_location(loc)
-    return Where(name or loc.file.name, line, column)
+    ``#line`` directive before it presents it (the file and line it names)."""
+    return location_of(cursor.location, default_file)
+
+
+def location_of(loc, default_file: str = "<source>") -> Where:
+    """``loc`` (a clang source location) as :class:`Where`: the expansion location, with
+    the file and line a ``#line`` directive gives them where one applies (source generated
+    from another language names the place in the user's file)."""
+    name = loc.file.name if loc.file is not None else default_file
+    line, column = loc.line, loc.column
+    if loc.file is not None:
+        presumed = _presumed(loc)
+        if presumed is not None:
+            name, line, column = presumed
+    return Where(name, line, column)
+
+
+def _presumed(loc):
+    """clang's presumed location of ``loc`` (``#line`` applied): (file, line, column), or
+    None where libclang does not offer it."""
+    import ctypes
+    from clang import cindex
+    try:
+        fn = cindex.conf.lib.clang_getPresumedLocation
+    except AttributeError:
+        return None
+    fn.argtypes = [cindex.SourceLocation, ctypes.POINTER(cindex._CXString),
+                   ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
+    fn.restype = None
+    text, line, column = cindex._CXString(), ctypes.c_uint(), ctypes.c_uint()
+    fn(loc, ctypes.byref(text), ctypes.byref(line), ctypes.byref(column))
+    name = cindex._CXString.from_result(text)
+    return (name, line.value, column.value) if name else None
 
 
 def presumed_location(location) -> tuple[str, int, int]:
     """(file, line, column) of a libclang ``SourceLocation`` as ``#line`` directives
-    present it (clang's presumed location)."""
-    from clang import cindex
-    lib = _lib()
-    name = cindex._CXString()
-    line, column = ctypes.c_uint(), ctypes.c_uint()
-    lib.clang_getPresumedLocation(location, ctypes.byref(name), ctypes.byref(line),
-                                  ctypes.byref(column))
-    return cindex._CXString.from_result(name), line.value, column.value
+    present it (:func:`location_of`)."""
+    where_ = location_of(location)
+    return where_.file, where_.line, where_.column
 
 
 def fail(cursor, message: str, default_file: str = "<source>", arg: str | None = None):
@@ -251,9 +273,8 @@ def parse(source: str, path: str, build_options=()):
     for d in tu.diagnostics:
         if d.severity >= cindex.Diagnostic.Error:
             loc = d.location
-            name = loc.file.name if loc.file is not None else path
             refused = _refused_call_at(tu, loc)
-            raise FrontendError(f"{name}:{loc.line}:{loc.column}: {refused or d.spelling}")
+            raise FrontendError(f"{location_of(loc, path)}: {refused or d.spelling}")
     _check_integer_literals(tu)
     return tu
 
@@ -347,10 +368,6 @@ def _lib():
         lib.clang_EvalResult_getAsDouble.argtypes = [ctypes.c_void_p]
         lib.clang_EvalResult_getAsDouble.restype = ctypes.c_double
         lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
-        lib.clang_getPresumedLocation.argtypes = [
-            cindex.SourceLocation, ctypes.POINTER(cindex._CXString),
-            ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
-        lib.clang_getPresumedLocation.restype = None
         lib._tiletraffic_ready = True
     return lib
 

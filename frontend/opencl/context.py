@@ -102,6 +102,12 @@ class TranslationContext:
         """The kinds of the IR loops being translated around the statement (``For``,
         ``While``), innermost last."""
         self._assigned: dict[tuple, frozenset] = {}
+        self.vector_widths: dict[str, int] = {}
+        """Floats per element of each private or local array of ``float2``/``float4`` (by
+        IR name), held as an array of floats with one more dimension, of that extent."""
+        self.vector_components: dict[str, str] = {}
+        """The vector (its IR name) each private float that is a vector's component
+        belongs to."""
         self.source_names: dict[str, str] = {}
         """The C name of each IR name that differs from it (``r_2`` -> ``r``: a name
         declared again, in another scope or an inlined helper), for messages."""
@@ -156,8 +162,16 @@ class TranslationContext:
         return name
 
     def describe_target(self, c) -> str:
-        """The source text of cursor ``c`` (its tokens), for messages."""
-        return " ".join(t.spelling for t in c.get_tokens()) or "this target"
+        """The source text of cursor ``c`` (its tokens, a space between two where the source
+        has one: ``A[i + 1]``), for messages."""
+        text, end = "", None
+        for t in c.get_tokens():
+            start = t.extent.start
+            if end is not None and (start.line, start.column) != end:
+                text += " "
+            text += t.spelling
+            end = (t.extent.end.line, t.extent.end.column)
+        return text or "this target"
 
     def access_source(self, c, array, index) -> str:
         """The ``source`` of an access built from cursor ``c`` (:class:`simulator.ir.nodes.Load`,
@@ -253,15 +267,17 @@ def assigned_in(cursor) -> set:
     return found
 
 
-def exits_loop(body) -> bool:
+def exits_loop(body, breaks: bool = True) -> bool:
     """Whether ``body`` (a loop's body cursor) holds a ``break`` or ``continue`` of that
-    loop (not one of a loop inside it)."""
+    loop (not one of a loop inside it; a ``continue`` inside a ``switch`` is the loop's,
+    a ``break`` there the switch's). ``breaks``: count ``break`` statements."""
     from clang.cindex import CursorKind as K
-    if body.kind in (K.BREAK_STMT, K.CONTINUE_STMT):
+    if body.kind == K.CONTINUE_STMT or breaks and body.kind == K.BREAK_STMT:
         return True
-    if body.kind in (K.FOR_STMT, K.WHILE_STMT, K.DO_STMT, K.SWITCH_STMT):
+    if body.kind in (K.FOR_STMT, K.WHILE_STMT, K.DO_STMT):
         return False
-    return any(exits_loop(c) for c in C.children(body))
+    inner = breaks and body.kind != K.SWITCH_STMT
+    return any(exits_loop(c, inner) for c in C.children(body))
 
 
 def declarations_read(cursor) -> set:

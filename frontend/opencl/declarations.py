@@ -179,13 +179,19 @@ class Declarations(TranslationContext):
         self.used_names.add(name)
 
     def declare_local_argument(self, p, pointee, value) -> None:
-        """A ``__local float *`` argument: local memory of the work-group, sized by the
-        caller (``value``), as an IR :class:`~simulator.ir.nodes.LocalArray` of that shape
-        (indexed through the pointer with one flat, row-major index)."""
+        """A ``__local float *`` (or ``float2 *``, ``float4 *``) argument: local memory of
+        the work-group, sized by the caller (``value``: a shape in elements of its type, or
+        bytes), as an IR :class:`~simulator.ir.nodes.LocalArray` of that shape (indexed
+        through the pointer with one flat, row-major index; a vector's floats one more
+        dimension)."""
         name = p.spelling
-        if not is_float_type(pointee):
+        width = 1
+        if is_vector_type(pointee) and is_float_type(pointee.get_canonical().element_type) \
+                and vector_width(pointee) in S.VECTOR_WIDTHS:
+            width = vector_width(pointee)
+        elif not is_float_type(pointee):
             self.fail(p, f"__local pointer argument {name} of {pointee.spelling}: local "
-                         "pointer arguments hold float (__local float *)", name)
+                         "pointer arguments hold float, float2 or float4", name)
         if not isinstance(value, BufferArg):
             raise FrontendError(f"argument {name} is a __local pointer in the source; give "
                                 "its shape (elements) or local_bytes, not a number", name)
@@ -203,13 +209,20 @@ class Declarations(TranslationContext):
                 raise FrontendError(f"local argument {name}: local_bytes = {size!r} is not a "
                                     f"positive multiple of {S.FLOAT_BYTES} (bytes of a float)",
                                     name)
-            if dims and math.prod(dims) * S.FLOAT_BYTES != size:
+            element = S.FLOAT_BYTES * width
+            if size % element:
+                raise FrontendError(f"local argument {name}: local_bytes = {size} is not a "
+                                    f"multiple of {element} (bytes of its element type, "
+                                    f"{pointee.spelling})", name)
+            if dims and math.prod(dims) * element != size:
                 raise FrontendError(f"local argument {name}: shape {list(dims)} is "
-                                    f"{math.prod(dims) * S.FLOAT_BYTES} bytes, local_bytes "
+                                    f"{math.prod(dims) * element} bytes, local_bytes "
                                     f"{size}: give one of them, or both equal", name)
-            dims = dims or (size // S.FLOAT_BYTES,)
+            dims = dims or (size // element,)
         arr = S.LocalArray(self.bind(name, Binding("local", None, p)),
-                           tuple(S.Const(d) for d in dims))
+                           tuple(S.Const(d) for d in dims + ((width,) if width > 1 else ())))
+        if width > 1:
+            self.vector_widths[arr.name] = width
         self.lookup(name).value = arr
         self.local_arrays.append(arr)
         self.arg_kinds.append((name, "local", arr.size_bytes))
@@ -265,7 +278,7 @@ class Declarations(TranslationContext):
         kids = [k for k in C.children(d)
                 if k.kind != K.TYPE_REF and not k.kind.is_attribute()]
         space = address_space(t)
-        if space == "__local":
+        if space == "__local" and type_kind(t) != "POINTER":
             return self.local_declaration(d, kernel_level)
         if type_kind(t) == "CONSTANTARRAY":
             return self.private_array_declaration(d, kids)
@@ -286,7 +299,7 @@ class Declarations(TranslationContext):
             if width not in S.VECTOR_WIDTHS:
                 self.fail(d, f"float{width}: vectors of 2 or 4 floats only")
             ir = self.bind(name, Binding("vector", None, d))
-            names = tuple(f"{ir}.{VECTOR_COMPONENTS[w]}" for w in range(width))
+            names = self.component_names(ir, name, width)
             self.lookup(name).value = names
             out = [S.DeclareFloat(n, None) for n in names]
             if init is not None:
@@ -298,19 +311,27 @@ class Declarations(TranslationContext):
                              "is declared")
             return self.pointer_declaration(d, self.pointer_expr(init))
         self.fail(d, f"variable {name} of type {t.spelling}: use int/uint/size_t, float, "
-                     "float4 or arrays of float")
+                     "float2, float4 or arrays of them")
 
-    def array_dims(self, d) -> tuple[S.Const, ...]:
-        """The static dimensions of an array declaration, each named by its macro."""
+    def array_dims(self, d) -> tuple[tuple[S.Const, ...], int]:
+        """The static dimensions of an array declaration, each named by its macro, and the
+        floats per element (1 for ``float``; 2 or 4 for ``float2``/``float4``, through a
+        ``typedef`` too, whose components are one more dimension of that extent)."""
         extents = []
         t = d.type.get_canonical()
         while t.kind.name == "CONSTANTARRAY":
             extents.append(t.get_array_size())
             t = t.element_type
-        if not is_float_type(t):
-            self.fail(d, f"array {d.spelling} of {t.spelling}: arrays hold float")
+        width = 1
+        if is_vector_type(t) and is_float_type(t.element_type) and \
+                vector_width(t) in S.VECTOR_WIDTHS:
+            width = vector_width(t)
+        elif not is_float_type(t):
+            self.fail(d, f"array {d.spelling} of {d.type.spelling}: arrays hold float, float2 "
+                         "or float4 (an integer table: compute its values from the index)")
         names = self.dim_names(d, len(extents))
-        return tuple(S.Const(e, n) for e, n in zip(extents, names))
+        dims = tuple(S.Const(e, n) for e, n in zip(extents, names))
+        return (dims + (S.Const(width),) if width > 1 else dims), width
 
     def dim_names(self, d, rank) -> list:
         """Macro names of the extents as written (``tile[TS][TS]``), from clang's tokens."""
@@ -335,14 +356,17 @@ class Declarations(TranslationContext):
         if type_kind(d.type) != "CONSTANTARRAY":
             self.fail(d, f"__local {d.spelling}: local memory is an array of static size "
                          "(__local float tile[TS][TS])")
-        arr = S.LocalArray(self.bind(d.spelling, Binding("local", None, d)), self.array_dims(d))
+        dims, width = self.array_dims(d)
+        arr = S.LocalArray(self.bind(d.spelling, Binding("local", None, d)), dims)
+        if width > 1:
+            self.vector_widths[arr.name] = width
         self.lookup(d.spelling).value = arr
         self.local_arrays.append(arr)
         return []
 
     def private_array_declaration(self, d, kids) -> list:
         from clang.cindex import CursorKind as K
-        dims = self.array_dims(d)
+        dims, width = self.array_dims(d)
         init = None
         lists = [k for k in kids if k.kind == K.INIT_LIST_EXPR]
         if lists:
@@ -353,6 +377,8 @@ class Declarations(TranslationContext):
             init = 0.0
         ir = self.bind(d.spelling, Binding("private_array", None, d))
         arr = S.PrivateArray(ir, dims)
+        if width > 1:
+            self.vector_widths[ir] = width
         self.lookup(d.spelling).value = arr
         return [S.DeclarePrivateArray(arr, init)]
 

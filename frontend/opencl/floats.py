@@ -2,12 +2,13 @@
 expressions), ``float`` arguments, private floats, vector components and array elements,
 loads, integers converted to float (``(float)i``, ``convert_float(i)``, an ``int`` operand
 of a float operation: :class:`~tiletraffic.simulator.ir.nodes.IntToFloat` of the integer's
-C value), ``+ - * /`` and negation, ``fma``/``mad``, the IR's float built-ins (float
-``max``/``min`` as ``fmax``/``fmin``), ``select`` and ``?:`` on integer conditions, and float
-helpers.
+C value), ``+ - * /`` and negation, ``fma``/``mad``, ``dot`` of float vectors, the IR's
+float built-ins (float ``max``/``min`` as ``fmax``/``fmin``), ``select`` and ``?:`` on
+integer conditions, and float helpers. A ``?:`` whose branches load or need statements of their own is an ``if``/``else``
+assigning a fresh private float, so that only the branch taken loads, as in C.
 
-Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for a ``?:`` with a
-load in a branch, a call outside the subset, an integer computed from loaded values.
+Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for a call outside
+the subset, an integer computed from loaded values, a branch on float values.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.visitor import walk
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.c_types import is_float_type, is_int_type
+from tiletraffic.frontend.opencl.c_types import (is_float_type, is_int_type, is_vector_type,
+                                                  vector_width)
 from tiletraffic.frontend.opencl.context import DATA_DEPENDENT, TranslationContext
 
 
@@ -59,8 +61,8 @@ class Floats(TranslationContext):
             if v is not None:
                 return S.FConst(v)
         if self.is_vector_component(s):
-            names, k = self.vector_component(s)
-            return S.Private(names[k])
+            ref = self.component_target(s)
+            return S.Private(ref[1]) if ref[0] == "float" else S.PrivateElem(ref[1], ref[2])
         if is_int_type(s.type):                   # x * i: C converts i to float
             return S.IntToFloat(self.exact(s))
         if kind == K.CSTYLE_CAST_EXPR:
@@ -104,18 +106,29 @@ class Floats(TranslationContext):
             if op == "-":
                 return S.FNeg(self.float_expr(C.children(s)[0], out))
             if op == "*":
-                self.fail(s, "a float read through a pointer: index the buffer (A[i])")
+                ptr = self.pointer_expr(C.children(s)[0])
+                if ptr.width != 1:
+                    self.fail(s, f"a float{ptr.width} read through a pointer used as one "
+                                 "float: take a component of a float vector variable")
+                array, index = self.resolve(ptr, s)
+                return S.Load(array, index, self.access_source(s, array, index))
             self.fail(s, f"float operator {op}")
         if kind == K.CALL_EXPR:
             return self.float_call(s, out)
         if kind == K.CONDITIONAL_OPERATOR:
             cond, then, orelse = C.children(s)
             test = self.condition(cond)          # refuses a condition on float values
-            operands = self.float_expr(then, out), self.float_expr(orelse, out)
-            if any(_loads(e) for e in operands):
-                self.fail(s, "a load in a branch of ?: (C loads only the branch taken, the "
-                             "simulator's select loads both): write it as if/else")
-            return S.Select(test, *operands)
+            then_out: list = []
+            else_out: list = []
+            operands = self.float_expr(then, then_out), self.float_expr(orelse, else_out)
+            if not then_out and not else_out and not any(_loads(e) for e in operands):
+                return S.Select(test, *operands)
+            # C evaluates only the branch taken: an if/else into a private float
+            name = self.fresh("choice")
+            out += [S.DeclareFloat(name, None),
+                    S.If(test, (*then_out, S.Assign(name, operands[0])),
+                         (*else_out, S.Assign(name, operands[1])))]
+            return S.Private(name)
         self.fail(s, f"float expression {kind.name.lower()} is not supported")
 
     def float_call(self, s, out) -> S.FloatExpr:
@@ -130,6 +143,8 @@ class Floats(TranslationContext):
         if name in ("fma", "mad") and len(args) == 3:
             a, b, c = (self.float_expr(x, out) for x in args)
             return S.FBinOp("+", S.FBinOp("*", a, b), c)
+        if name == "dot" and len(args) == 2:                # sum of component products
+            return self.dot(args, out)
         functions = S.FLOAT_FUNCTIONS                     # the IR's float built-ins
         fn = {"max": "fmax", "min": "fmin"}.get(name, name)
         if fn in functions and len(args) == functions[fn]:
@@ -146,9 +161,25 @@ class Floats(TranslationContext):
             if value[0] != "float":
                 self.fail(s, f"helper {name} returns an integer where a float is needed")
             return value[1]
-        known = ", ".join(["fma", "mad", *S.FLOAT_FUNCTIONS, "select", "convert_float"])
+        known = ", ".join(["fma", "mad", "dot", *S.FLOAT_FUNCTIONS, "select",
+                           "convert_float"])
         self.fail(s, f"call of {name}: floats take + - * /, {known} and helpers defined in "
                      "the source or its headers")
+
+    def dot(self, args, out) -> S.FloatExpr:
+        """``dot(a, b)`` of two float vectors (or floats): the products of their
+        components summed in order, each operand evaluated once."""
+        types = [C.strip(a).type for a in args]
+        if not any(is_vector_type(t) for t in types):
+            a, b = (self.float_expr(x, out) for x in args)
+            return S.FBinOp("*", a, b)
+        width = next(vector_width(t) for t in types if is_vector_type(t))
+        (va, oa), (vb, ob) = (self._vector_or_scalar(a, width) for a in args)
+        out += oa + ob
+        total = S.FBinOp("*", va[0], vb[0])
+        for x, y in zip(va[1:], vb[1:]):
+            total = S.FBinOp("+", total, S.FBinOp("*", x, y))
+        return total
 
 
 def _loads(e: S.FloatExpr) -> bool:

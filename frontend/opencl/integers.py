@@ -18,6 +18,7 @@ loaded values.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from tiletraffic.simulator.ir import nodes as S
@@ -25,7 +26,7 @@ from tiletraffic.simulator.ir.static import int_op_bounds, trunc_div, wrap_int
 
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import (int_type, is_float_type, is_int_type,
-                                                 type_range)
+                                                 type_kind, type_range)
 from tiletraffic.frontend.opencl.context import Binding, DATA_DEPENDENT, TranslationContext
 
 
@@ -130,6 +131,9 @@ class Integers(TranslationContext):
                              "argument, a variable or a macro)")
             if b.kind in ("int", "loopvar"):
                 return b.value
+            if b.kind == "cond":
+                self.fail(s, f"the bool {s.spelling} used as an integer: test it (if, ?:, &&) "
+                             "or declare it int")
             if b.kind in ("float", "vector", "private_array"):
                 self.fail(s, f"index or bound computed from the float {s.spelling}: "
                              f"{DATA_DEPENDENT}")
@@ -193,6 +197,15 @@ class Integers(TranslationContext):
         ``None``): a ``Let`` where it has a value and no assignment changes it, else a
         ``DeclareInt`` (assigned by :meth:`int_assignment`)."""
         bound_once = init is not None and not self.reassigned(d)
+        if bound_once and type_kind(d.type) == "BOOL":
+            cond = self.condition(init)
+            changing = sorted(self.source_names.get(n, n) for n in
+                              _names_in(cond) & set(self.mutable_ranges))
+            if changing:
+                self.fail(d, f"bool {d.spelling} reads {', '.join(changing)}, which the kernel "
+                             "assigns: test the condition where it is used")
+            self.bind(d.spelling, Binding("cond", cond, d))
+            return []
         value = None if init is None else self.int_expr(init)
         if value is not None and not bound_once:
             value = self.canonical(value, d.type, init)
@@ -289,15 +302,45 @@ class Integers(TranslationContext):
             if op in ("&&", "||"):
                 return S.BoolOp(op, self.condition(left), self.condition(right))
             if op in _INT_COMPARE:
-                for side in (left, right):
-                    if not is_int_type(C.strip(side).type):
-                        self.fail(s, f"a branch on float values: {DATA_DEPENDENT}")
+                if not all(is_int_type(C.strip(side).type) for side in (left, right)):
+                    return S.FloatCompare(op, self.launch_float(left, s),
+                                          self.launch_float(right, s))
                 return S.Compare(op, self.exact(left), self.exact(right))
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "!":
             return S.Not(self.condition(C.children(s)[0]))
+        if s.kind == K.DECL_REF_EXPR:
+            b = self.lookup(s.spelling)
+            if b is not None and b.kind == "cond":
+                return b.value
         if is_float_type(s.type):
-            self.fail(s, f"a branch on float values: {DATA_DEPENDENT}")
+            return S.FloatCompare("!=", self.launch_float(s, s), S.FConst(0.0))
         return S.Compare("!=", self.exact(s), S.Const(0))
+
+    def launch_float(self, c, condition) -> S.FloatExpr:
+        """An operand of a float comparison in a condition: a float constant, a ``float``
+        argument or a negation of one (the launch's values, one truth for every
+        work-item).
+
+        Raises:
+            FrontendError: a float of another kind (loaded, computed): a branch on it
+                depends on the data.
+        """
+        from clang.cindex import CursorKind as K
+        s = C.strip(c)
+        value = self.float_literal(s)
+        if value is not None:
+            return S.FConst(value)
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) in ("-", "+"):
+            inner = self.launch_float(C.children(s)[0], condition)
+            return S.FNeg(inner) if C.unary_operator(s) == "-" else inner
+        if s.kind == K.CSTYLE_CAST_EXPR and is_float_type(C.strip(C.children(s)[-1]).type):
+            return self.launch_float(C.children(s)[-1], condition)
+        if s.kind == K.DECL_REF_EXPR:
+            b = self.lookup(s.spelling)
+            if b is not None and b.kind == "float_param":
+                return b.value
+        self.fail(condition, f"a branch on float values other than constants and float "
+                             f"arguments ({self.describe_target(s)}): {DATA_DEPENDENT}")
 
     def static_value(self, e) -> int | None:
         if isinstance(e, S.Const):
@@ -341,3 +384,17 @@ def _bounds_of(ctype) -> tuple:
     if info is None or info[0] == 1:
         return -math.inf, math.inf
     return type_range(*info)
+
+
+def _names_in(node) -> set:
+    """The names of the integer variables (``Var``) an IR condition or expression reads."""
+    if isinstance(node, S.Var):
+        return {node.name}
+    names: set = set()
+    if dataclasses.is_dataclass(node):
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            for item in value if isinstance(value, tuple) else (value,):
+                if dataclasses.is_dataclass(item):
+                    names |= _names_in(item)
+    return names

@@ -2,7 +2,9 @@
 ``&A[i]``, casts to ``float2``/``float4`` pointers), and the IR's index tuples of an access.
 
 Buffers are row-major: a flat index ``row * N + col`` of a buffer shaped ``(M, N)`` is read
-as the two indices ``(row, col)``, any other flat index as ``(flat / N, flat % N)``.
+as the two indices ``(row, col)`` (every term whose factor is a multiple of ``N``, such as
+``r * (K * N)``, goes to the row, dimension by dimension for higher ranks), any other flat
+index as ``(flat / N, flat % N)``.
 
 Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for an access of the
 wrong rank, a store into an ``in`` buffer, a pointer expression outside the subset.
@@ -32,13 +34,18 @@ class Memory(TranslationContext):
 
     def element(self, s, store=False):
         """An element access: ('private_elem', arr, index) or ('memory', array, index), or
-        for a float4 buffer element ('vector_memory', pointer)."""
+        for a ``float2``/``float4`` element of a buffer or a local array ('vector_memory',
+        pointer), of a private array ('private_vector', arr, index of its first float)."""
         from clang.cindex import CursorKind as K
         base, idx = self.subscripts(s)
         if base.kind == K.DECL_REF_EXPR:
             b = self.lookup(base.spelling)
             if b is None:
                 self.fail(base, f"{base.spelling} is not declared in the kernel")
+            width = self.vector_widths.get(getattr(b.value, "name", None), 1) \
+                if b.kind in ("private_array", "local") else 1
+            if width > 1:
+                return self.vector_element(s, b, idx, width)
             if b.kind == "private_array":
                 arr = b.value
                 self._rank(s, arr.name, len(arr.dims), len(idx))
@@ -59,6 +66,22 @@ class Memory(TranslationContext):
         if ptr.width > 1:
             return ("vector_memory", ptr)
         return ("memory", *self.resolve(ptr, s, store))
+
+    def vector_element(self, s, b, idx, width):
+        """:meth:`element` of an array of ``float{width}`` (its floats one more dimension):
+        ('private_vector', arr, index) or ('vector_memory', pointer)."""
+        arr = b.value
+        rank = len(arr.dims) - 1
+        index = tuple(self.exact(i, True) for i in idx)
+        if b.kind == "private_array":
+            self._rank(s, arr.name, rank, len(idx))
+            return ("private_vector", arr, index + (S.Const(0),))
+        if len(idx) not in (1, rank):
+            self._rank(s, arr.name, rank, len(idx))
+        flat = index[0]          # in elements, row-major, then in floats
+        for i, extent in zip(index[1:], arr.dims[1:]):
+            flat = S.BinOp("+", S.BinOp("*", flat, extent), i)
+        return ("vector_memory", Pointer(arr, S.BinOp("*", flat, S.Const(width)), None, width))
 
     def _rank(self, s, name, rank, given):
         if rank != given:
@@ -82,16 +105,30 @@ class Memory(TranslationContext):
         docstring)."""
         if len(dims) == 1:
             return (flat,)
-        terms = _terms(flat)
-        for i, (sign, t) in enumerate(terms):
-            if sign == "+" and isinstance(t, S.BinOp) and t.op == "*":
-                for outer, factor in ((t.left, t.right), (t.right, t.left)):
-                    if self.static_value(factor) == dims[-1]:
-                        rest = terms[:i] + terms[i + 1:]
-                        return self.delinearize(outer, dims[:-1], None) + (_rebuild(rest),)
+        outer_terms, rest = [], []
+        for sign, t in _terms(flat):
+            outer = self._row_part(t, dims[-1]) if sign == "+" else None
+            if outer is None:
+                rest.append((sign, t))
+            else:
+                outer_terms.append((sign, outer))
+        if outer_terms:
+            return self.delinearize(_rebuild(outer_terms), dims[:-1], None) + (_rebuild(rest),)
         last = dim_exprs[-1] if dim_exprs is not None else S.Const(dims[-1])
         outer = S.BinOp("/", flat, last)
         return self.delinearize(outer, dims[:-1], None) + (S.BinOp("%", flat, last),)
+
+    def _row_part(self, term: S.IntExpr, row_length: int) -> S.IntExpr | None:
+        """``x * m`` for a product ``term`` of ``x`` and a factor of static value
+        ``m * row_length`` (``q * np`` -> ``q``, ``r * (nq * np)`` -> ``r * nq``), else None."""
+        if not (isinstance(term, S.BinOp) and term.op == "*"):
+            return None
+        for outer, factor in ((term.left, term.right), (term.right, term.left)):
+            value = self.static_value(factor)
+            if value and value % row_length == 0:
+                rows = value // row_length
+                return outer if rows == 1 else S.BinOp("*", outer, S.Const(rows))
+        return None
 
     def offset(self, ptr: Pointer, delta: S.IntExpr) -> Pointer:
         """``ptr`` moved by ``delta`` floats."""
@@ -115,9 +152,10 @@ class Memory(TranslationContext):
             if b is not None and b.kind == "pointer":
                 return b.value
             if b is not None and b.kind == "local":
+                width = self.vector_widths.get(b.value.name, 1)
                 if len(b.value.dims) == 1:
                     return Pointer(b.value, None, (S.Const(0),), 1)
-                return Pointer(b.value, S.Const(0), None, 1)
+                return Pointer(b.value, S.Const(0), None, width)
             self.fail(s, f"{s.spelling} is not a buffer or a local array")
         if s.kind == K.CSTYLE_CAST_EXPR:
             inner = self.pointer_expr(C.children(s)[-1])
@@ -137,6 +175,9 @@ class Memory(TranslationContext):
                 b = self.lookup(base.spelling) if base.kind == K.DECL_REF_EXPR else None
                 if b is not None and b.kind == "local" and len(idx) == len(b.value.dims):
                     return Pointer(b.value, None, tuple(self.exact(i, True) for i in idx), 1)
+                if b is not None and b.kind == "local" and b.value.name in self.vector_widths:
+                    return self.vector_element(target, b, idx, self.vector_widths[
+                        b.value.name])[1]
                 if len(idx) == 1:
                     ptr = self.pointer_expr(base)
                     delta = self.exact(idx[0], True)
@@ -144,7 +185,7 @@ class Memory(TranslationContext):
             self.fail(s, "address of something other than a buffer or local array element")
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in ("+", "-"):
             left, right = C.children(s)
-            if type_kind(C.strip(left).type) != "POINTER":
+            if type_kind(C.strip(left).type) not in ("POINTER", "CONSTANTARRAY"):
                 left, right = right, left
             ptr = self.pointer_expr(left)
             delta = self.exact(right, True)

@@ -14,22 +14,26 @@ the rewritten body moves the same values through the same accesses.
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.visitor import bodies, walk, walk_statements, with_bodies
 
 
-def simplify(body: tuple) -> tuple:
-    """``body`` with the rewrites of the module docstring applied at every depth."""
-    return _block(tuple(body))
+def simplify(body: tuple, vectors: Mapping[str, str] | None = None) -> tuple:
+    """``body`` with the rewrites of the module docstring applied at every depth;
+    ``vectors``: the vector each private float that is a vector's component belongs to
+    (component name -> vector name; only those are temporaries to fold)."""
+    return _block(tuple(body), dict(vectors or {}))
 
 
-def _block(stmts: tuple) -> tuple:
-    stmts = tuple(_nested(s) for s in stmts)
+def _block(stmts: tuple, vectors: dict) -> tuple:
+    stmts = tuple(_nested(s, vectors) for s in stmts)
     out: list = []
     i = 0
     while i < len(stmts):
         for rule in (_vector_load, _vector_store, _zero_fill):
-            got = rule(stmts, i)
+            got = rule(stmts, i, vectors)
             if got is not None:
                 replacement, used = got
                 out.extend(replacement)
@@ -41,27 +45,29 @@ def _block(stmts: tuple) -> tuple:
     return tuple(out)
 
 
-def _nested(s):
+def _nested(s, vectors: dict):
     """``s`` with its bodies (an ``If``'s, a ``For``'s) simplified."""
     nested = bodies(s)
-    return with_bodies(s, **{k: _block(v) for k, v in nested.items()}) if nested else s
+    return with_bodies(s, **{k: _block(v, vectors) for k, v in nested.items()}) \
+        if nested else s
 
 
-def _declares(stmts, i, width_max=4):
-    """Names of the uninitialised DeclareFloat run starting at ``i``."""
+def _declares(stmts, i, vectors: dict, width_max=4):
+    """Names of the run of uninitialised DeclareFloat of one vector's components starting
+    at ``i``."""
     names = []
     while i + len(names) < len(stmts) and len(names) < width_max:
         s = stmts[i + len(names)]
-        if not (isinstance(s, S.DeclareFloat) and s.init is None and "." in s.name):
+        if not (isinstance(s, S.DeclareFloat) and s.init is None and s.name in vectors):
             break
-        if names and s.name.rsplit(".", 1)[0] != names[0].rsplit(".", 1)[0]:
+        if names and vectors[s.name] != vectors[names[0]]:
             break
         names.append(s.name)
     return names
 
 
-def _vector_load(stmts, i):
-    names = _declares(stmts, i)
+def _vector_load(stmts, i, vectors):
+    names = _declares(stmts, i, vectors)
     w = len(names)
     if w not in S.VECTOR_WIDTHS or i + 2 * w + 1 > len(stmts):
         return None
@@ -81,8 +87,8 @@ def _vector_load(stmts, i):
                          source=load.source)], 2 * w + 1
 
 
-def _vector_store(stmts, i):
-    names = _declares(stmts, i)
+def _vector_store(stmts, i, vectors):
+    names = _declares(stmts, i, vectors)
     w = len(names)
     if w not in S.VECTOR_WIDTHS:
         return None
@@ -104,7 +110,7 @@ def _vector_store(stmts, i):
                           aligned=store.aligned, source=store.source)], 2 * w + 1
 
 
-def _zero_fill(stmts, i):
+def _zero_fill(stmts, i, vectors):
     s = stmts[i]
     if not (isinstance(s, S.DeclarePrivateArray) and s.init is None) or i + 1 >= len(stmts):
         return None

@@ -3,10 +3,11 @@ assignments (``=``, ``+=``, ``-=``, ``*=`` of floats, float vectors, private arr
 and memory; ``=``, compound assignments, ``++`` and ``--`` of integers and of pointers into
 a buffer or a local array, each an ``AssignInt``), ``barrier`` and ``work_group_barrier``
 with their fence flags, ``vstore2/4``, helper calls as statements, and ``break`` and
-``continue`` of a ``While`` loop. Loops are :mod:`frontend.opencl.loops`.
+``continue`` of a ``While`` loop or a ``switch``. Loops are :mod:`frontend.opencl.loops`,
+``switch`` :mod:`frontend.opencl.switch`.
 
 Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for a statement
-outside the subset (``switch``, ``goto``, atomics, ...), with what to write instead.
+outside the subset (``goto``, atomics, ...), with what to write instead.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.context import Binding, Pointer, TranslationContext
+from tiletraffic.frontend.opencl.switch import SWITCH
 
 
 _WORK_GROUP_BARRIER_STD = ("CL2.0", "CL3.0")
@@ -65,9 +67,10 @@ class Statements(TranslationContext):
         if kind == K.RETURN_STMT:
             return self.return_statement(c)
         if kind == K.SWITCH_STMT:
-            self.fail(c, "switch: write if/else on integer conditions")
-        if kind in (K.BREAK_STMT, K.CONTINUE_STMT) and self.loops and \
-                self.loops[-1] == "While":
+            return self.switch_statement(c)
+        if kind == K.BREAK_STMT and self.loops and self.loops[-1].startswith(SWITCH):
+            return self.switch_break(c)
+        if kind in (K.BREAK_STMT, K.CONTINUE_STMT) and self.innermost_loop() == "While":
             return [S.Break() if kind == K.BREAK_STMT else S.Continue()]
         if kind == K.GOTO_STMT:
             self.fail(c, "goto: write loops (break, continue) and if/else")
@@ -121,9 +124,9 @@ class Statements(TranslationContext):
             binding = self.integer_target(lhs)
             if binding is not None:
                 return self.assign_integer(binding, s, lhs, rhs, op)
-            if op not in ("+", "-", "*"):
-                self.fail(s, f"{op}= on {self.describe_target(lhs)}: floats take +=, -= and "
-                             "*=")
+            if op not in S.FLOAT_OPS:
+                self.fail(s, f"{op}= on {self.describe_target(lhs)}: floats take +=, -=, *= "
+                             "and /=")
             return self.assign(lhs, rhs, op, s)
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) in ("++", "--"):
             inner = C.children(s)[0]
@@ -213,7 +216,7 @@ class Statements(TranslationContext):
     def target_of(self, lhs):
         """What an assignment writes: ('float', name) | ('private_elem', arr, index) |
         ('memory', array, index) | ('vector', names) | ('vector_memory', ptr) |
-        ('component', name)."""
+        ('private_vector', arr, index) | ('component', name)."""
         from clang.cindex import CursorKind as K
         s = C.strip(lhs)
         if s.kind == K.DECL_REF_EXPR:
@@ -228,10 +231,12 @@ class Statements(TranslationContext):
         if s.kind == K.ARRAY_SUBSCRIPT_EXPR:
             return self.element(s, store=True)
         if self.is_vector_component(s):
-            names, comp = self.vector_component(s)
-            return ("component", names[comp])
+            ref = self.component_target(s)
+            return ("component", ref[1]) if ref[0] == "float" else ref
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "*":
             ptr = self.pointer_expr(C.children(s)[0])
+            if ptr.width == 1:
+                return ("memory", *self.resolve(ptr, s, store=True))
             return ("vector_memory", ptr)
         self.fail(s, f"cannot assign to {self.describe_target(s)}")
 
@@ -239,11 +244,14 @@ class Statements(TranslationContext):
         target = self.target_of(lhs)
         out: list = []
         kind = target[0]
-        if kind in ("vector", "vector_memory"):
+        if kind == "vector":
+            return self.vector_assign(target[1], rhs, op)
+        if kind == "private_vector":
+            return self.private_vector_assign(target[1], target[2], rhs, op)
+        if kind == "vector_memory":
             if op is not None:
-                self.fail(at, f"{op}= on a float vector: write its components one by one")
-            if kind == "vector":
-                return self.vector_assign(target[1], rhs)
+                self.fail(at, f"{op}= on a float vector in memory: load it into a vector "
+                              "variable, compute there and store it")
             return self.vector_store(target[1], rhs, at)
         value = self.float_expr(rhs, out)
         if kind in ("float", "component"):

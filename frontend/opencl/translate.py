@@ -80,6 +80,7 @@ from tiletraffic.frontend.opencl.loops import Loops
 from tiletraffic.frontend.opencl.memory import Memory
 from tiletraffic.frontend.opencl.rewrite import simplify
 from tiletraffic.frontend.opencl.statements import Statements
+from tiletraffic.frontend.opencl.switch import Switches
 from tiletraffic.frontend.opencl.vectors import Vectors
 
 __all__ = ["FrontendError", "WorkGroupSizeError", "MacroRedefinedWarning", "parse_kernel",
@@ -99,7 +100,8 @@ class MacroRedefinedWarning(UserWarning):
     names the place and says how to take the ``-D`` value instead (``#ifndef``)."""
 
 
-class KernelBuilder(Declarations, Statements, Loops, Calls, Integers, Floats, Vectors, Memory):
+class KernelBuilder(Declarations, Statements, Loops, Switches, Calls, Integers, Floats,
+                    Vectors, Memory):
     """Walks one kernel's cursors and builds IR statements (see the module docstring).
 
     ``KernelBuilder(cursor, path, global_size, local_size, args, sizes, cl_std)``;
@@ -224,7 +226,7 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     options = tuple(C.split_build_options(build_options))
     builder = KernelBuilder(found[kernel], path, gsize, lsize, dict(args), dict(sizes or {}),
                             _cl_std(options))
-    body = simplify(builder.build())
+    body = simplify(builder.build(), builder.vector_components)
     parent = Path(path).parent
     if any(Path(inc.include.name) != C.BUILTINS_HEADER for inc in tu.get_includes()) and \
             parent.is_dir():

@@ -22,13 +22,44 @@ class Vectors(TranslationContext):
         kids = C.children(s)
         return len(kids) == 1 and is_vector_type(kids[0].type) and not is_vector_type(s.type)
 
+    def component_target(self, s):
+        """What the component ``v.x`` (or ``acc[i].x`` of a private array of vectors) is:
+        ('float', private float name) or ('private_elem', array, index)."""
+        from clang.cindex import CursorKind as K
+        base = C.strip(C.children(s)[0])
+        if base.kind == K.ARRAY_SUBSCRIPT_EXPR:
+            e = self.element(base)
+            comp = list(s.get_tokens())[-1].spelling
+            if e[0] == "private_vector" and comp in VECTOR_COMPONENTS:
+                width = self.vector_widths[e[1].name]
+                k = VECTOR_COMPONENTS.index(comp)
+                if k >= width:
+                    self.fail(s, f"{e[1].name} holds float{width}: it has {width} components")
+                return ("private_elem", e[1], e[2][:-1] + (S.Const(k),))
+        names, k = self.vector_component(s)
+        return ("float", names[k])
+
+    def component_names(self, ir: str, c_name: str | None, width: int) -> tuple[str, ...]:
+        """The private floats of a vector's ``width`` components (``v_x``, ``v_y``, ...:
+        C identifiers, as the generated kernel declares them), each named ``v.x`` in
+        messages where the vector is the source's ``c_name``."""
+        names = []
+        for w in range(width):
+            name = self.fresh(f"{ir}_{VECTOR_COMPONENTS[w]}")
+            if c_name is not None:
+                self.source_names[name] = f"{c_name}.{VECTOR_COMPONENTS[w]}"
+            self.vector_components[name] = ir
+            names.append(name)
+        return tuple(names)
+
     def vector_component(self, s):
         """(component names of the vector variable, component number) of ``v.x``."""
         from clang.cindex import CursorKind as K
         base = C.strip(C.children(s)[0])
         comp = list(s.get_tokens())[-1].spelling
         if comp not in VECTOR_COMPONENTS or base.kind != K.DECL_REF_EXPR:
-            self.fail(s, "vector component: write v.x, v.y, v.z or v.w of a float4 variable")
+            self.fail(s, "vector component: write v.x, v.y, v.z or v.w of a float4 variable "
+                         "or of an element of a private float4 array")
         b = self.lookup(base.spelling)
         if b is None or b.kind != "vector":
             self.fail(s, f"{base.spelling} is not a float vector variable")
@@ -44,7 +75,7 @@ class Vectors(TranslationContext):
         out: list = []
         load = self.vector_load_of(s, width)
         if load is not None:
-            names = tuple(f"{self.fresh('vec')}.{VECTOR_COMPONENTS[w]}" for w in range(width))
+            names = self.component_names(self.fresh("vec"), None, width)
             out += [S.DeclareFloat(n, None) for n in names]
             out.append(load(names))
             return tuple(S.Private(n) for n in names), out
@@ -52,6 +83,11 @@ class Vectors(TranslationContext):
             b = self.lookup(s.spelling)
             if b is not None and b.kind == "vector" and len(b.value) == width:
                 return tuple(S.Private(n) for n in b.value), out
+        if s.kind == K.ARRAY_SUBSCRIPT_EXPR:
+            e = self.element(s)
+            if e[0] == "private_vector" and self.vector_widths[e[1].name] == width:
+                return tuple(S.PrivateElem(e[1], e[2][:-1] + (S.Const(w),))
+                             for w in range(width)), out
         if s.kind == K.COMPOUND_LITERAL_EXPR and is_vector_type(s.type):
             parts = C.children(C.children(s)[-1])
             if len(parts) == width and not any(is_vector_type(C.strip(p).type)
@@ -67,14 +103,14 @@ class Vectors(TranslationContext):
                 return tuple(self.float_expr(p, out) for p in parts), out
             if len(parts) == 1:
                 return self.splat(self.float_expr(parts[0], out), width, out), out
-        if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in ("+", "-", "*"):
+        if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in S.FLOAT_OPS:
             a, b = C.children(s)
             va, oa = self._vector_or_scalar(a, width)
             vb, ob = self._vector_or_scalar(b, width)
             op = C.binary_operator(s)
             return tuple(S.FBinOp(op, x, y) for x, y in zip(va, vb)), oa + ob
-        self.fail(s, f"float{width} value: write vload{width}, a float{width} variable, "
-                     f"(float{width})(a, b, ...) or + - * of those")
+        self.fail(s, f"float{width} value: write vload{width}, a float{width} variable or "
+                     f"array element, (float{width})(a, b, ...) or + - * / of those")
 
     def _vector_or_scalar(self, c, width):
         if is_vector_type(C.strip(c).type):
@@ -118,13 +154,25 @@ class Vectors(TranslationContext):
         return lambda names: S.VectorLoad(tuple(names), array, index, aligned=aligned,
                                           source=source)
 
-    def vector_assign(self, names, rhs) -> list:
+    def vector_assign(self, names, rhs, op=None) -> list:
+        """``v = rhs`` (``op``: ``v op= rhs``, component by component) for the vector
+        variable of component ``names``."""
         s = C.strip(rhs)
-        load = self.vector_load_of(s, len(names))
+        load = self.vector_load_of(s, len(names)) if op is None else None
         if load is not None:
             return [load(names)]
-        values, out = self.vector_values(s, len(names))
-        return out + [S.Assign(n, v) for n, v in zip(names, values)]
+        values, out = self._vector_or_scalar(s, len(names))
+        return out + [_assign(n, (), v, op, S.Private(n)) for n, v in zip(names, values)]
+
+    def private_vector_assign(self, arr, index, rhs, op=None) -> list:
+        """``arr[index] = rhs`` (``op``: ``op=``) for an element of a private array of
+        vectors (``index``: of its first float)."""
+        width = self.vector_widths[arr.name]
+        values, out = self._vector_or_scalar(rhs, width)
+        for w, v in enumerate(values):
+            at = index[:-1] + (S.Const(w),)
+            out.append(_assign(arr.name, at, v, op, S.PrivateElem(arr, at)))
+        return out
 
     def vector_store(self, ptr, rhs, at) -> list:
         width = ptr.width
@@ -139,3 +187,13 @@ class Vectors(TranslationContext):
         array, index = self.resolve(ptr, at, store=True)
         return S.VectorStore(array, index, tuple(values), aligned=aligned,
                              source=self.access_source(at, array, index))
+
+
+def _assign(name: str, index: tuple, value: S.FloatExpr, op, old: S.FloatExpr) -> S.Stmt:
+    """``name[index] = value`` (``op``: ``op=``, ``old`` its current value; ``+=`` an
+    ``Accumulate``)."""
+    if op == "+":
+        return S.Accumulate(name, value, index)
+    if op is not None:
+        value = S.FBinOp(op, old, value)
+    return S.Assign(name, value, index)

@@ -108,6 +108,9 @@ def render_cond(c: S.Cond, longs=frozenset()) -> tuple[str, int]:
                        _op_of(c.right))
     if isinstance(c, S.Not):
         return f"!({render_cond(c.operand, longs)[0]})", _ATOM
+    if isinstance(c, S.FloatCompare):
+        return _binary(c.op, render_float(c.left, longs), render_float(c.right, longs),
+                       reassociate=False)
     raise TypeError(f"cannot render condition {c!r}")
 
 

@@ -190,9 +190,32 @@ _ADDR_BUFFER_SHIFT = 48
 """Oclgrind's 64-bit addresses: buffer number in the top 16 bits, byte offset below."""
 
 
-def local_array_names(source: str) -> list[str]:
-    """``__local`` arrays declared in ``source``, in declaration order."""
-    return re.findall(r"(?:__local|\blocal)\s+\w+\s+(\w+)\s*\[", source)
+def local_array_names(source: str, kernel_name: str | None = None,
+                      build_options=()) -> list[str]:
+    """The ``__local`` arrays declared inside the ``__kernel`` function ``kernel_name`` of
+    the OpenCL C text ``source`` (every kernel's where ``None``), in declaration order, as
+    libclang reads the source with ``build_options``: the order Oclgrind numbers the
+    work-group's local allocations in. ``[]`` where clang cannot read the source (then
+    local addresses are not named)."""
+    from tiletraffic.frontend.opencl import clang_ast as C
+    from tiletraffic.frontend.opencl.c_types import address_space, type_kind
+    from tiletraffic.frontend.opencl.clang_ast import FrontendError
+    from clang.cindex import CursorKind as K
+    try:
+        tu = C.parse(source, "<source>", build_options)
+    except FrontendError:
+        return []
+    names = []
+    for function in tu.cursor.get_children():
+        if function.kind != K.FUNCTION_DECL or not function.is_definition() or \
+                not C.is_kernel(function) or \
+                kernel_name is not None and function.spelling != kernel_name:
+            continue
+        for c in function.walk_preorder():
+            if c.kind == K.VAR_DECL and address_space(c.type) == "__local" and \
+                    type_kind(c.type) == "CONSTANTARRAY":
+                names.append(c.spelling)
+    return names
 
 
 def _parse_message(text: str, buffers: dict[str, tuple[int, int]],

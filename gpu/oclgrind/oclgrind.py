@@ -164,6 +164,8 @@ def oclgrind_check(target: Schedule | GeneratedKernel | LaunchSpec, *,
         checks.append("api")
     out = run_worker(spec, plugins, timeout_s, mode)
     buffers = {k: (int(v[0]), int(v[1])) for k, v in out.result.get("buffers", {}).items()}
-    found = parse_diagnostics(out.log, out.stderr, buffers, local_array_names(spec.source))
+    found = parse_diagnostics(out.log, out.stderr, buffers,
+                              local_array_names(spec.source, spec.kernel_name,
+                                                spec.build_options))
     found.checks = tuple(checks)
     return found

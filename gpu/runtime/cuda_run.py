@@ -125,13 +125,13 @@ def run_cuda_source(schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
         TiletrafficGpuError: NVRTC or the launch fails.
         ResultMismatchError: a launch's output is outside its tolerance.
     """
-    import cupy
     if not is_cuda_schedule(schedule):
         raise ValueError(f"{schedule.family}: not a schedule read from a CUDA source")
     problem = nvrtc_problem()
     if problem is not None:
         raise TiletrafficGpuError(f"{schedule.family}: its CUDA source cannot be launched "
                                   f"here: {problem}")
+    import cupy
     cuda = schedule.extra["cuda"]
     rng = rng if rng is not None else np.random.default_rng()
     host = random_inputs(schedule, rng, inputs)

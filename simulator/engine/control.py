@@ -177,7 +177,16 @@ def describe_cond(c: S.Cond) -> str:
         return f"({describe_cond(c.left)}) {c.op} ({describe_cond(c.right)})"
     if isinstance(c, S.Not):
         return f"!({describe_cond(c.operand)})"
+    if isinstance(c, S.FloatCompare):
+        return f"{_describe_float(c.left)} {c.op} {_describe_float(c.right)}"
     return repr(c)
+
+
+def _describe_float(e: S.FloatExpr) -> str:
+    """A launch float of a :class:`FloatCompare` (a constant, an argument, negated)."""
+    if isinstance(e, S.FNeg):
+        return f"-{_describe_float(e.operand)}"
+    return e.name if isinstance(e, S.FloatParam) else repr(float(e.value))
 
 
 def _bare(e: S.IntExpr) -> str:

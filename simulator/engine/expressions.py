@@ -193,6 +193,10 @@ class Expressions(BatchState):
             return np.logical_and(left, right) if c.op == "&&" else np.logical_or(left, right)
         if isinstance(c, S.Not):
             return np.logical_not(self.eval_cond(c.operand))
+        if isinstance(c, S.FloatCompare):       # the launch's floats: one truth for all
+            left, _ = self.eval_float(c.left, True)
+            right, _ = self.eval_float(c.right, True)
+            return np.bool_(CMP_OPS[c.op](np.float32(left), np.float32(right)))
         raise TypeError(f"unknown condition {c!r}")
 
     def eval_float(self, e: S.FloatExpr, mask):

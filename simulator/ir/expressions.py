@@ -19,13 +19,15 @@ arguments (:class:`FloatParam`), integers converted to float (:class:`IntToFloat
 FLOP), ``+``, ``-``, ``*``, ``/``, the built-ins ``fmax``,
 ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`) and a select on an integer condition
 (:class:`Select`); each operation counts one FLOP. A negation ``-x`` (:class:`FNeg`) flips
-the sign bit and counts none.
+the sign bit and counts none. A condition may compare floats of the launch only
+(:class:`FloatCompare`: constants and ``float`` arguments), never loaded or computed floats.
 
 Every node is an immutable data class compared by identity (``eq=False``: ``==`` on an
 integer expression is Python's identity; use :meth:`IntExpr.eq`).
 
-Errors: :class:`ScheduleError` (a ``ValueError``) for a :class:`Wrap` of an unknown width or
-an :class:`FCall` of an unknown function or with the wrong number of arguments.
+Errors: :class:`ScheduleError` (a ``ValueError``) for a :class:`Wrap` of an unknown width,
+an :class:`FCall` of an unknown function or with the wrong number of arguments, or a
+:class:`FloatCompare` of floats other than the launch's.
 """
 from __future__ import annotations
 
@@ -419,6 +421,43 @@ class FCall(FloatExpr):
                                 f"{', '.join(FLOAT_FUNCTIONS)}")
         if len(self.args) != arity:
             raise ScheduleError(f"{self.fn} takes {arity} argument(s), got {len(self.args)}")
+
+
+LAUNCH_FLOAT_NODES = (FConst, FloatParam, FNeg)
+"""The float expressions a :class:`FloatCompare` compares: constants, ``float`` arguments
+and their negations, whose values are the launch's and the same for every work-item."""
+
+
+@dataclass(frozen=True, eq=False)
+class FloatCompare(Cond):
+    """``left op right`` for op in ``< <= > >= == !=`` on floats of the launch: each
+    operand a float constant, a ``float`` argument (:class:`FloatParam`) or a negation of
+    one (``beta != 0.0f``, ``alpha == -1.0f``), compared as float32 (a NaN compares unequal
+    to everything). Its truth is the same for every work-item and counts no FLOP, so a
+    branch on it does not depend on the data.
+
+    Raises:
+        ScheduleError: an operand of another kind (a load, a private float: a branch on
+            data), or an unknown operator.
+    """
+
+    op: str
+    left: FloatExpr
+    right: FloatExpr
+
+    def __post_init__(self) -> None:
+        if self.op not in ("<", "<=", ">", ">=", "==", "!="):
+            raise ScheduleError(f"float comparison operator {self.op!r} is not one of "
+                                "< <= > >= == !=")
+        for side in (self.left, self.right):
+            inner = side
+            while isinstance(inner, FNeg):
+                inner = inner.operand
+            if not isinstance(inner, (FConst, FloatParam)):
+                raise ScheduleError(
+                    f"a float comparison of {type(inner).__name__}: float comparisons take "
+                    "constants and float arguments only (a branch on other floats depends "
+                    "on the data)")
 
 
 @dataclass(frozen=True, eq=False)

@@ -23,7 +23,8 @@ Float expressions (:class:`FloatExpr`) are loads, private variables, constants, 
 ``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`) and a select on an integer
 condition (:class:`Select`); each operation counts one FLOP.
 A negation ``-x`` (:class:`FNeg`) flips the sign bit and counts none.
-Control flow is never data dependent: every condition is an integer :class:`Cond`,
+Control flow is never data dependent: every condition is an integer :class:`Cond` or a
+comparison of the launch's floats (:class:`FloatCompare`: constants and ``float`` arguments),
 so the traffic of a schedule does not depend on the values in the arrays.
 
 Private arrays (:class:`PrivateArray`, declared by :class:`DeclarePrivateArray`) hold
@@ -71,7 +72,7 @@ from tiletraffic.simulator.ir.expressions import (
     IntLike, Load, Min, Not, Param, Private, PrivateElem, ScheduleError, Select, Stmt, Var,
     WorkItemId, Wrap, as_float, as_int, c_int_type, ceil_div, describe_int, exp, fabs,
     float_operands, fmax, fmin, global_id, group_id, local_id, minimum, select, sqrt, wrap)
-from tiletraffic.simulator.ir.expressions import FloatParam, IntToFloat
+from tiletraffic.simulator.ir.expressions import FloatCompare, FloatParam, IntToFloat
 from tiletraffic.simulator.ir.visitor import walk_statements
 
 __all__ = [
@@ -83,7 +84,7 @@ __all__ = [
     "FloatExpr", "FloatLike", "Load", "FConst", "Private", "PrivateElem", "FBinOp", "FNeg",
     "FCall", "Select", "FLOAT_OPS", "FLOAT_FUNCTIONS", "EXACT_FLOAT_FUNCTIONS",
     "FUNCTION_ERROR_ULPS", "fmax", "fmin", "fabs", "sqrt", "exp", "select",
-    "float_operands", "as_float", "FloatParam", "IntToFloat",
+    "float_operands", "as_float", "FloatParam", "IntToFloat", "FloatCompare",
     # errors, launch geometry, arrays
     "ScheduleError", "ndrange_problems", "check_ndrange", "FLOAT_BYTES", "ARRAY_ROLES",
     "GlobalArray", "LocalArray", "PrivateArray", "Array", "describe_access",

@@ -289,6 +289,10 @@ class _Checker(Visitor):
     def visit_Not(self, c: S.Not) -> None:
         self._cond(c.operand)
 
+    def visit_FloatCompare(self, c: S.FloatCompare) -> None:
+        self._float(c.left)
+        self._float(c.right)
+
     # ------------------------------------------------------------------- floats
     def _array(self, array, index) -> None:
         known = self.arrays.get(getattr(array, "name", None))

@@ -98,8 +98,9 @@ class BlockPlan:
 
 
 _INT_NODES = (S.Const, S.Param, S.WorkItemId, S.Var, S.BinOp, S.Min, S.Wrap, S.Compare,
-              S.BoolOp, S.Not)
-"""The nodes of integer expressions and conditions."""
+              S.BoolOp, S.Not, S.FloatCompare, S.FConst, S.FloatParam, S.FNeg)
+"""The nodes of integer expressions and conditions (a :class:`FloatCompare` with the
+launch's floats it compares)."""
 
 
 def _int_names(e) -> set[str]:

@@ -1,0 +1,132 @@
+"""Every construct the OpenCL C front end refuses is listed in docs/opencl.md with the one
+line the front end prints for it: each listed message is what a sample kernel of that
+construct raises, word for word, and every listed construct has its sample here."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import tiletraffic as tt
+from tiletraffic.frontend.opencl.translate import FrontendError
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "opencl.md"
+SECTION = "## What the front end refuses"
+
+SIGNATURE = "__global const float *A, __global float *C, int N"
+ARGS = {"A": {"shape": [64], "access": "in"}, "C": {"shape": [64], "access": "out"}, "N": 64}
+
+
+def kernel(body: str, before: str = "", signature: str = SIGNATURE) -> str:
+    return f"{before}__kernel void k({signature})\n{{\n    const int i = get_global_id(0);\n" \
+           f"{body}\n}}\n"
+
+
+HELPER_SELF = "float twice(float x, int n) { return n == 0 ? x : twice(x, n - 1); }\n"
+HELPER_EARLY = "float first(float x, int n) { if (n > 0) return x; return 0.0f; }\n"
+HELPER_ASSIGN = "void bump(__global float *c, int j) { j += 1; c[j] = 0.0f; }\n"
+
+# construct -> (source, build options, extra arguments)
+SAMPLES = {
+    "branch on loaded values": (kernel("    if (A[i] > 0.0f) C[i] = 1.0f;"), "", {}),
+    "?: on loaded values": (kernel("    C[i] = A[i] > 0.0f ? A[i] : 0.0f;"), "", {}),
+    "loop on loaded values": (kernel("    while (A[i] > 0.0f) { C[i] = 0.0f; }"), "", {}),
+    "index computed from loaded values": (kernel("    C[(int)A[i]] = 1.0f;"), "", {}),
+    "bool used as an integer": (
+        kernel("    bool inside = i < N;\n    C[i + inside] = 0.0f;"), "", {}),
+    "bool of an integer the kernel assigns": (
+        kernel("    int j = i;\n    bool small = j < 4;\n    j = 2;\n"
+               "    if (small) C[i] = A[j];"), "", {}),
+    "?: on integers": (kernel("    const int j = i < 4 ? 1 : 2;\n    C[j] = 0.0f;"), "", {}),
+    "shift by a variable": (kernel("    C[1 << (i % 4)] = 0.0f;"), "", {}),
+    "integer operator ^": (kernel("    C[i ^ 1] = 0.0f;"), "", {}),
+    "++ inside an expression": (kernel("    int j = i;\n    C[j++] = 0.0f;"), "", {}),
+    "++ on a float": (kernel("    float s = A[i];\n    s++;\n    C[i] = s;"), "", {}),
+    "goto": (kernel("    goto end;\nend:\n    C[i] = 0.0f;"), "", {}),
+    "case label inside a block": (
+        kernel("    switch (i) { case 0: { C[i] = 0.0f; case 1: C[i] = 1.0f; } }"), "", {}),
+    "case range": (kernel("    switch (i) { case 0 ... 3: C[i] = 0.0f; }"), "", {}),
+    "atomics": (kernel("    atomic_inc((volatile __global int *)C);"), "", {}),
+    "mem_fence": (kernel("    mem_fence(CLK_LOCAL_MEM_FENCE);\n    C[i] = A[i];"), "", {}),
+    "barrier without the local fence": (
+        kernel("    barrier(CLK_GLOBAL_MEM_FENCE);\n    C[i] = A[i];"), "", {}),
+    "work_group_barrier in OpenCL C 1.2": (
+        kernel("    work_group_barrier(CLK_LOCAL_MEM_FENCE);\n    C[i] = A[i];"), "", {}),
+    "float built-ins outside the subset": (kernel("    C[i] = fmod(A[i], 3.0f);"), "", {}),
+    "reinterpreting casts": (kernel("    C[i] = as_float(i);"), "", {}),
+    "printf": (kernel('    printf("%d", i);\n    C[i] = A[i];'), "", {}),
+    "component of a vector in memory": (
+        kernel("    C[i] = ((__global const float4 *)A)[i / 4].y;"), "", {}),
+    "pointer moved to another array": (
+        kernel("    __global float *p = C;\n    p = (__global float *)A;\n    p[i] = 0.0f;"),
+        "", {}),
+    "pointer without a value": (
+        kernel("    __global float *p;\n    C[i] = A[i];"), "", {}),
+    "float in a loop update": (
+        kernel("    float s = 0.0f;\n    for (int j = 0; j < N; j++, s += 1.0f) C[i] = s;"),
+        "", {}),
+    "long loop that does not count up": (
+        kernel("    for (int j = 1000; j > 0; j--) C[i] = A[i];"), "", {}),
+    "nested loops that do not count up": (
+        kernel("    for (int a = 20; a > 0; a--) for (int b = 20; b > 0; b--)\n"
+               "        for (int c = 20; c > 0; c--) C[i] = A[i];"), "", {}),
+    "negative start compared as unsigned": (
+        kernel("    for (int j = -1; j < N; j++) C[i] = A[i];",
+               signature="__global const float *A, __global float *C, uint N"), "", {}),
+    "integer array": (kernel("    int t[4];\n    t[0] = i;\n    C[i] = A[i];"), "", {}),
+    "variable of another type": (kernel("    int2 v = (int2)(i, i);\n    C[i] = A[i];"), "", {}),
+    "__local array inside a block": (
+        kernel("    if (i < 4) {\n        __local float t[4];\n        t[i] = A[i];\n"
+               "        C[i] = t[i];\n    }"), "", {}),
+    "__local pointer argument of int": (
+        kernel("    C[i] = 0.0f;", signature="__local int *L, __global float *C"), "",
+        {"L": {"shape": [4]}, "A": None, "N": None}),
+    "op= on a vector in memory": (
+        kernel("    __global float4 *p = (__global float4 *)C;\n    p[0] *= 2.0f;"), "", {}),
+    "get_global_offset": (kernel("    C[i - get_global_offset(0)] = A[i];"), "", {}),
+    "helper calling itself": (kernel("    C[i] = twice(A[i], 2);", before=HELPER_SELF), "",
+                              {}),
+    "helper returning early": (kernel("    C[i] = first(A[i], i);", before=HELPER_EARLY), "",
+                               {}),
+    "assignment to a helper's parameter": (
+        kernel("    bump(C, i);", before=HELPER_ASSIGN), "", {}),
+    "octal literal": (kernel("    C[i] = A[i + 010];"), "", {}),
+}
+
+
+def _arguments(extra: dict) -> dict:
+    args = {**ARGS, **extra}
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def refusal(name: str) -> str:
+    """The message the front end raises for ``name``'s sample, after its location."""
+    source, options, extra = SAMPLES[name]
+    with pytest.raises(FrontendError) as err:
+        tt.from_opencl(source, "k", [64], [16], _arguments(extra), options)
+    message = str(err.value)
+    assert "\n" not in message
+    assert re.match(r"<source>:\d+:\d+: ", message), message
+    return message.split(": ", 1)[1]
+
+
+def documented() -> dict[str, str]:
+    """The refusals docs/opencl.md lists: construct (bold) -> its message (code)."""
+    text = DOC.read_text(encoding="utf-8")
+    assert SECTION in text, f"docs/opencl.md has no section {SECTION!r}"
+    section = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
+    items = {}
+    for line in section.split("\n- **")[1:]:
+        construct, rest = line.split("**", 1)
+        items[construct] = rest.split("`", 2)[1]
+    return items
+
+
+def test_every_documented_refusal_has_a_sample_and_every_sample_is_documented():
+    assert sorted(documented()) == sorted(SAMPLES)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_the_documented_message_is_what_the_front_end_raises(name):
+    assert refusal(name) == documented()[name]
