@@ -91,7 +91,12 @@ def parse(source: str, path: str, build_options=(), kernel: str | None = None,
             if loc.file is None:
                 raise FrontendError(f"{path}: {d.spelling}")
             name, line, column = C.presumed_location(loc)
-            raise FrontendError(f"{name}:{line}:{column}: {d.spelling}{_hint(d.spelling)}")
+            missing = [m.spelling.removesuffix(" file not found") for m in tu.diagnostics
+                       if m.spelling.endswith(" file not found")]
+            hint = _hint(d.spelling) or (
+                f" (headers the source includes that are not here: {', '.join(missing[:3])}"
+                f"{' and others' if len(missing) > 3 else ''})" if missing else "")
+            raise FrontendError(f"{name}:{line}:{column}: {d.spelling}{hint}")
     _check_integer_literals(tu)
     return tu
 
