@@ -55,6 +55,9 @@ SHUFFLES = {"__shfl_sync": "index", "__shfl_up_sync": "up", "__shfl_down_sync": 
             "__shfl_xor_sync": "xor"}
 """CUDA's warp shuffles and the IR's :class:`~tiletraffic.simulator.ir.nodes.Shuffle` mode
 of each."""
+TILE_SHUFFLES = {"shfl": "index", "shfl_up": "up", "shfl_down": "down", "shfl_xor": "xor"}
+"""Cooperative groups' shuffles of a ``thread_block_tile<Size>`` (over its ``Size`` lanes) and
+the IR's Shuffle mode of each."""
 _REFUSED = {
     "__syncwarp": "__syncwarp synchronises one warp, which the simulator's work-group "
                   "barriers do not model: use __syncthreads()",
@@ -89,6 +92,20 @@ class CudaKernelBuilder(KernelBuilder):
         space = address_space(pointee)
         return "__global" if space == "__private" else space
 
+    def declare_argument(self, p):
+        """A ``bool`` argument is an integer parameter of value 0 or 1 (``false``/``true``);
+        any other as the OpenCL C front end declares it."""
+        if p.type.get_canonical().kind.name != "BOOL":
+            return super().declare_argument(p)
+        name, value = p.spelling, self.args[p.spelling]
+        if not isinstance(value, (bool, int)) or value not in (0, 1):
+            raise C.FrontendError(f"argument {name} is a bool in the source; give true, false, "
+                                f"0 or 1, not {value!r}", name)
+        self.params[name] = int(value)
+        self.arg_kinds.append((name, "int"))
+        self.scopes[0].names[name] = Binding("int", S.Param(name), p)
+        self.used_names.add(name)
+
     def declaration(self, d, kernel_level) -> list:
         from clang.cindex import CursorKind as K
         if d.kind.name in ("TYPEDEF_DECL", "TYPE_ALIAS_DECL", "STATIC_ASSERT",
@@ -104,6 +121,12 @@ class CudaKernelBuilder(KernelBuilder):
             if _is_thread_block(d.type):
                 self.bind(d.spelling, Binding("thread_block", None, d))
                 return []
+            if tile_size(d.type) is not None:
+                size = tile_size(d.type)
+                if size < 1 or size > WARP_SIZE or size & (size - 1):
+                    self.fail(d, f"thread_block_tile<{size}>: tiles of a power of two up to "
+                                 f"{WARP_SIZE} threads (a warp or part of one) are modelled")
+                return []    # its calls name the tile's size through its type
         return super().declaration(d, kernel_level)
 
     def int_declaration(self, d, init) -> list:
@@ -215,6 +238,14 @@ class CudaKernelBuilder(KernelBuilder):
             value = self.index_variable(s)
             if value is not None:
                 return value
+        size = self.tile_call(s)
+        if size is not None and s.spelling in ("thread_rank", "size"):
+            if s.spelling == "size":
+                return S.Const(size)
+            return self.linear_local_id() % size
+        if size is not None and s.spelling in TILE_SHUFFLES:
+            self.fail(s, f"{s.spelling} of an integer: the simulator shuffles floats (an "
+                         "integer shuffled would make indices depend on other lanes)")
         if s.kind == K.CALL_EXPR and s.spelling in SHUFFLES:
             self.fail(s, f"{s.spelling} of an integer: the simulator shuffles floats (an "
                          "integer shuffled would make indices depend on other lanes)")
@@ -254,6 +285,23 @@ class CudaKernelBuilder(KernelBuilder):
         if dim >= ndim:
             return S.Const(0)
         return S.WorkItemId("local" if base.spelling == "threadIdx" else "group", dim)
+
+    def tile_call(self, s) -> int | None:
+        """The size of the ``thread_block_tile`` whose member function the call ``s``
+        calls (``g.shfl_down(v, 1)``), else ``None``."""
+        from clang.cindex import CursorKind as K
+        kids = C.children(s) if s.kind == K.CALL_EXPR else []
+        if not kids or kids[0].kind != K.MEMBER_REF_EXPR:
+            return None
+        base = C.children(kids[0])
+        return tile_size(C.strip(base[0]).type) if base else None
+
+    def linear_local_id(self) -> S.IntExpr:
+        """The thread's rank in its block: x first, then y and z."""
+        rank: S.IntExpr = S.WorkItemId("local", len(self.local_size) - 1)
+        for dim in range(len(self.local_size) - 2, -1, -1):
+            rank = rank * self.local_size[dim] + S.WorkItemId("local", dim)
+        return rank
 
     def template_argument(self, s):
         """The value of a helper template's parameter in the instance inlined (clang shows
@@ -326,6 +374,8 @@ class CudaKernelBuilder(KernelBuilder):
         self.refuse_call(s)
         if name in _FLOAT_FUNCTIONS and len(args) == S.FLOAT_FUNCTIONS[_FLOAT_FUNCTIONS[name]]:
             return S.FCall(_FLOAT_FUNCTIONS[name], tuple(self.float_expr(a, out) for a in args))
+        if name in ("rsqrtf", "__frsqrt_rn") and len(args) == 1:
+            return S.FBinOp("/", S.FConst(1.0), S.FCall("sqrt", (self.float_expr(args[0], out),)))
         if name in ("fmaf", "__fmaf_rn") and len(args) == 3:
             a, b, c = (self.float_expr(x, out) for x in args)
             return S.FBinOp("+", S.FBinOp("*", a, b), c)
@@ -341,6 +391,15 @@ class CudaKernelBuilder(KernelBuilder):
             return S.Load(array, index, self.access_source(s, array, index))
         if name in SHUFFLES:
             return self.shuffle(s, args, out)
+        size = self.tile_call(s)
+        if size is not None and name in TILE_SHUFFLES and len(args) == 2:
+            value = self.float_expr(args[0], out)
+            lane = self.exact(args[1])
+            shuffled = self.fresh("shuffled")
+            out += [S.DeclareFloat(shuffled, None),
+                    S.Shuffle(shuffled, value, TILE_SHUFFLES[name], lane, size,
+                              self.source_of(s))]
+            return S.Private(shuffled)
         return super().float_call(s, out)
 
     def shuffle(self, s, args, out) -> S.FloatExpr:
@@ -411,9 +470,15 @@ class CudaKernelBuilder(KernelBuilder):
 
     # ------------------------------------------------------------------ statements
     def expression_statement(self, c) -> list:
+        """``assert(...)`` and ``(void)x`` are nothing; ``x /= y`` on a float is ``x = x /
+        y``; any other statement as the OpenCL C front end reads it."""
         s = C.strip(c)
         if s.type.get_canonical().kind.name == "VOID" and s.kind.name in _CASTS:
             return []                    # assert(...) and (void)x
+        if s.kind.name == "COMPOUND_ASSIGNMENT_OPERATOR" and C.binary_operator(s) == "/=":
+            lhs, rhs = C.children(s)
+            if self.integer_target(lhs) is None:
+                return self.assign(lhs, rhs, "/", s)
         return super().expression_statement(c)
 
     def call_statement(self, c) -> list:
@@ -471,3 +536,18 @@ def _is_thread_block(t) -> bool:
     if canonical.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE"):
         canonical = canonical.get_pointee().get_canonical()
     return canonical.spelling.replace("const ", "") == "cooperative_groups::thread_block"
+
+
+def tile_size(t) -> int | None:
+    """The ``Size`` of cooperative groups' ``thread_block_tile<Size>`` (a reference to one
+    too), else ``None``."""
+    canonical = t.get_canonical()
+    if canonical.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE"):
+        canonical = canonical.get_pointee().get_canonical()
+    decl = canonical.get_declaration()
+    if decl is None or decl.spelling != "thread_block_tile" or \
+            decl.semantic_parent is None or \
+            decl.semantic_parent.spelling != "cooperative_groups" or \
+            decl.get_num_template_arguments() != 1:
+        return None
+    return decl.get_template_argument_value(0)

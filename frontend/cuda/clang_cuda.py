@@ -43,8 +43,13 @@ TYPE_ARGUMENTS = ("float", "int", "unsigned int", "double")
 """The types a template's type parameter may be given."""
 
 
-def parse(source: str, path: str, build_options=()):
+def parse(source: str, path: str, build_options=(), kernel: str | None = None,
+          arg_names=None):
     """Parse ``source`` (the text of ``path``) as CUDA device code; the translation unit.
+    Given the ``kernel`` to read (and the names of the arguments the launch gives,
+    ``arg_names``, which choose among overloads: :func:`chosen_definition`), errors inside
+    the other ``__global__`` functions (those of other names, and the other overloads of
+    its name) are not reported: they are not compiled for this launch.
 
     Raises:
         FrontendError: clang reports an error (the first, with its location), an integer
@@ -63,21 +68,51 @@ def parse(source: str, path: str, build_options=()):
         args.append(f"-I{parent}")
     try:
         tu = C._index().parse(path, args=args, unsaved_files=[(path, source)],
-                              options=cindex.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
+                              options=cindex.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
+                              | KEEP_GOING)
     except cindex.TranslationUnitLoadError as err:
         raise FrontendError(f"{path}: clang could not parse the file ({err})") from None
-    host = host_extents(tu)
+    host, device = host_extents(tu), host_extents(tu, device=True)
+    if kernel is not None:
+        chosen = chosen_definition(tu, kernel, arg_names)
+        others = [c for c in _global_definitions(tu) if chosen is None or c != chosen]
+        for c in others:
+            host.setdefault(c.location.file.name, []).append((c.extent.start.offset,
+                                                               c.extent.end.offset))
+        device = {f: [e for e in spans if not _inside_spans(e[0], host.get(f, ()))]
+                  for f, spans in device.items()}
+        if chosen is not None:
+            device = _reached_extents(tu, chosen, device)
     for d in tu.diagnostics:
-        if d.severity == cindex.Diagnostic.Error and _inside(d.location, host):
+        if d.severity >= cindex.Diagnostic.Error and not _refuses(d, device):
             continue                  # host code: left out, as the device compiler does
         if d.severity >= cindex.Diagnostic.Error:
             loc = d.location
             if loc.file is None:
                 raise FrontendError(f"{path}: {d.spelling}")
             name, line, column = C.presumed_location(loc)
-            raise FrontendError(f"{name}:{line}:{column}: {d.spelling}{_hint(d.spelling)}")
+            missing = [m.spelling.removesuffix(" file not found") for m in tu.diagnostics
+                       if m.spelling.endswith(" file not found")]
+            hint = _hint(d.spelling) or (
+                f" (headers the source includes that are not here: {', '.join(missing[:3])}"
+                f"{' and others' if len(missing) > 3 else ''})" if missing else "")
+            raise FrontendError(f"{name}:{line}:{column}: {d.spelling}{hint}")
     _check_integer_literals(tu)
     return tu
+
+
+KEEP_GOING = 0x200
+"""libclang's ``CXTranslationUnit_KeepGoing``: a header that is not found does not end the
+parse (the device code that needs it fails on what it lacks instead)."""
+
+
+def _refuses(diagnostic, device: dict) -> bool:
+    """Whether a clang error concerns the device code read: it is inside a ``__device__``
+    or ``__global__`` function compiled for the launch (``device``). Errors in host code
+    (host functions, the host declarations of the headers the source includes, a header
+    that is not found) do not: a declaration the kernel needs and lacks fails inside it."""
+    loc = diagnostic.location
+    return loc.file is None or _inside(loc, device)
 
 
 def _hint(message: str) -> str:
@@ -260,10 +295,11 @@ def instance(tu, kernel: str):
     return None
 
 
-def host_extents(tu) -> dict:
+def host_extents(tu, device: bool = False) -> dict:
     """Per file of the source (not the shipped headers), the ``(start, end)`` byte offsets
     of each host function's definition: a function neither ``__device__`` nor
-    ``__global__`` (``main``, the launch code)."""
+    ``__global__`` (``main``, the launch code); with ``device``, of each ``__device__`` or
+    ``__global__`` function's instead."""
     from clang.cindex import CursorKind as K
     out: dict = {}
 
@@ -276,11 +312,97 @@ def host_extents(tu) -> dict:
                 visit(c)
             elif c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and c.is_definition():
                 attrs = {k.kind.name for k in c.get_children()}
-                if not attrs & {"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"}:
+                if bool(attrs & {"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"}) == device:
                     out.setdefault(f.name, []).append((c.extent.start.offset,
                                                        c.extent.end.offset))
     visit(tu.cursor)
     return out
+
+
+def _reached_extents(tu, chosen, device: dict) -> dict:
+    """The spans of ``device`` (:func:`host_extents`) of the functions the kernel
+    ``chosen`` reaches: itself, its template's instance, and the ``__device__`` functions
+    named in what it reaches (by name: every overload of a name called). A device function
+    no path from the kernel names is not compiled into this launch's code."""
+    from clang.cindex import CursorKind as K
+    functions: dict = {}
+
+    def visit(parent, instance=False):
+        for c in parent.get_children():
+            if c.kind == K.NAMESPACE or c.kind.name in ("LINKAGE_SPEC", "UNEXPOSED_DECL"):
+                visit(c, instance or c.spelling == INSTANCE_NAMESPACE)
+            elif c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and c.is_definition() and \
+                    c.location.file is not None and not is_shipped(c):
+                functions.setdefault(c.spelling, []).append((c, instance))
+    visit(tu.cursor)
+    todo = [chosen] + [c for fs in functions.values() for c, inst in fs if inst]
+    seen: set = set()
+    reached = []
+    while todo:
+        f = todo.pop()
+        key = (f.location.file.name, f.extent.start.offset)
+        if key in seen:
+            continue
+        seen.add(key)
+        reached.append(key)
+        for c in f.walk_preorder():
+            if c.kind in (K.CALL_EXPR, K.DECL_REF_EXPR, K.OVERLOADED_DECL_REF,
+                          K.MEMBER_REF_EXPR):
+                todo += [g for g, _ in functions.get(c.spelling, ())
+                         if not is_global(g)]
+    return {f: [e for e in spans if (f, e[0]) in seen] for f, spans in device.items()}
+
+
+def _inside_spans(offset: int, spans) -> bool:
+    return any(a <= offset < b for a, b in spans)
+
+
+def chosen_definition(tu, kernel: str, arg_names=None):
+    """The definition of the ``__global__`` function (or template) ``kernel`` a launch
+    means: among overloads of the name, the first whose parameters are named exactly as
+    ``arg_names`` and whose buffers hold floats (then the first named so); the first of
+    the name where none is (or no names are given); ``None`` where the source defines no
+    kernel of the name."""
+    from clang.cindex import CursorKind as K
+    named = [c for c in _global_definitions(tu) if c.spelling == kernel]
+    wanted = set(arg_names) if arg_names is not None else None
+
+    def params(c):
+        return [p for p in c.get_children() if p.kind == K.PARM_DECL]
+
+    def float_buffers(c):
+        """Whether every pointer parameter of ``c`` points to float (or a float vector, or
+        a template parameter's type): a ``__half`` overload's do not."""
+        pointees = [p.type.get_canonical().get_pointee() for p in params(c)
+                    if p.type.get_canonical().kind.name == "POINTER"]
+        return all(t.kind.name in ("FLOAT", "UNEXPOSED", "ELABORATED", "RECORD")
+                   and "half" not in t.spelling and "bfloat" not in t.spelling
+                   for t in pointees)
+
+    matching = [c for c in named if {p.spelling for p in params(c)} == wanted]
+    for c in matching:
+        if float_buffers(c):
+            return c
+    return (matching or named or [None])[0]
+
+
+def _global_definitions(tu) -> list:
+    """Every ``__global__`` function or function template defined in the source and the
+    files it includes, in order, overloads included (not the instance :func:`instantiate`
+    appends)."""
+    from clang.cindex import CursorKind as K
+    found: list = []
+
+    def visit(parent):
+        for c in parent.get_children():
+            if c.kind == K.NAMESPACE and c.spelling != INSTANCE_NAMESPACE or \
+                    c.kind.name in ("LINKAGE_SPEC", "UNEXPOSED_DECL"):
+                visit(c)
+            elif c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and c.is_definition() and \
+                    c.location.file is not None and not is_shipped(c) and is_global(c):
+                found.append(c)
+    visit(tu.cursor)
+    return found
 
 
 def _inside(location, extents: dict) -> bool:

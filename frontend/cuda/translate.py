@@ -135,18 +135,19 @@ def parse_kernel(source: str, kernel: str, grid, block, args: dict, *,
         raise FrontendError(f"{path}: {kernel}: shared_bytes = {shared_bytes!r} is not a "
                             f"positive multiple of {S.FLOAT_BYTES} (bytes of a float)", None,
                             "shared_bytes")
-    tu = CC.parse(source, path, build_options)
+    tu = CC.parse(source, path, build_options, kernel, args)
     found = CC.kernels(tu)
     if kernel not in found:
         raise FrontendError(f"{path}: no __global__ kernel named {kernel!r}; it defines "
                             f"{', '.join(found) or 'none'}")
-    cursor = found[kernel]
+    cursor = CC.chosen_definition(tu, kernel, args)
     device_text = CC.device_source(tu, source, path)
     values: dict = {}
     arguments: dict = {}
     if cursor.kind.name == "FUNCTION_TEMPLATE":
         values = CC.template_values(cursor, dict(template or {}), path)
-        tu = CC.parse(CC.instantiate(source, cursor, values), path, build_options)
+        tu = CC.parse(CC.instantiate(source, cursor, values), path, build_options, kernel,
+                      args)
         cursor = CC.instance(tu, kernel)
         arguments = CC.instance_values(tu, values)
         if cursor is None:
