@@ -206,7 +206,8 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     def check_launch(launch: int, outputs: dict) -> None:
         for ref in refs:   # every output the reference gives; the worst one is kept
             out = outputs[ref.output].reshape(ref.value.shape)
-            result = check_result(out, ref.value, ref.k, ref.abs_product)
+            result = check_result(out, ref.value, ref.k, ref.abs_product,
+                                  ref.error_bound)
             if launch not in checks or not result.ok or \
                     result.error_over_tolerance > checks[launch].error_over_tolerance:
                 checks[launch], worst_output[launch] = result, ref.output

@@ -22,7 +22,6 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import (CMP_OPS, ExecutionError, apply_int_op, divide,
                                              eval_static, wrap_int)
 from tiletraffic.simulator.ir.visitor import walk
-from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.engine.accelerators import NotApplicable
 from tiletraffic.simulator.engine.accelerators.loop_blocks import STALE
 from tiletraffic.simulator.engine.batch import BatchState
@@ -251,7 +250,8 @@ class Expressions(BatchState):
         raise TypeError(f"unknown float expression {e!r}")
 
     def depth_of(self, e: S.FloatExpr):
-        """Sum length of ``e`` (:mod:`simulator.engine.sum_length`), evaluated right after
+        """Shadow of ``e``: its sum length (:mod:`simulator.engine.sum_length`), or with
+        error bounds its record (:mod:`simulator.engine.error_bound`), evaluated right after
         :meth:`eval_float` of the same expression (whose accesses it reuses)."""
         if isinstance(e, S.Load):
             space, index, mask = self.last_index[id(e)]
@@ -261,11 +261,11 @@ class Expressions(BatchState):
             return self.read_values(space, e.array, index, mask,
                                     self.dbuf if space == "global" else self.dlocal)
         if isinstance(e, S.FConst):
-            return sum_length.of_constant(e.value)
+            return self.shadow.of_constant(e.value)
         if isinstance(e, S.FloatParam):
-            return sum_length.of_constant(self.params[e.name])
+            return self.shadow.of_constant(self.params[e.name])
         if isinstance(e, S.IntToFloat):
-            return sum_length.of_integer(self.eval_int(e.value))
+            return self.shadow.of_integer(self.eval_int(e.value))
         if isinstance(e, S.Private):
             return self.dpriv[e.name]
         if isinstance(e, S.PrivateElem):
@@ -274,17 +274,15 @@ class Expressions(BatchState):
                 return self.dparr[e.array.name][:, :, idx:idx + 1]
             return np.take_along_axis(self.dparr[e.array.name], idx, axis=2)
         if isinstance(e, S.FBinOp):
-            combine = {"*": sum_length.multiply, "/": sum_length.divide}.get(e.op,
-                                                                            sum_length.add)
-            return combine(self.depth_of(e.left), self.depth_of(e.right))
-        if isinstance(e, S.FNeg):                  # exact: the operand's sum length
-            return self.depth_of(e.operand)
+            return self.shadow.binary(e.op, self.depth_of(e.left), self.depth_of(e.right))
+        if isinstance(e, S.FNeg):                  # exact
+            return self.shadow.negate(self.depth_of(e.operand))
         if isinstance(e, S.FCall) and e.fn in S.EXACT_FLOAT_FUNCTIONS:
-            return sum_length.exact(*(self.depth_of(a) for a in e.args))
+            return self.shadow.exact_function(e.fn, *(self.depth_of(a) for a in e.args))
         if isinstance(e, S.FCall):
-            return sum_length.rounded_function(e.fn, self.depth_of(e.args[0]))
+            return self.shadow.rounded_function(e.fn, self.depth_of(e.args[0]))
         if isinstance(e, S.Select):   # the operand selected, per work-item
             return np.where(self.eval_cond(e.cond), self.depth_of(e.then),
-                            self.depth_of(e.orelse)).astype(sum_length.DTYPE)
+                            self.depth_of(e.orelse)).astype(self.shadow.DTYPE)
         raise TypeError(f"unknown float expression {e!r}")
 

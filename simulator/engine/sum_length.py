@@ -137,6 +137,26 @@ def accumulate(old, terms, mask):
     return np.where(n > 0, after, np.broadcast_to(old, n.shape)).astype(DTYPE)
 
 
+def binary(op: str, x, y):
+    """Sum length of ``x op y`` for ``op`` in ``+ - * /``."""
+    return {"*": multiply, "/": divide}.get(op, add)(x, y)
+
+
+def negate(x):
+    """Sum length of ``-x`` (exact: ``x``'s)."""
+    return x
+
+
+def exact_function(fn: str, *args):
+    """Sum length of ``fn(*args)`` for an exact function (fmax, fmin, fabs)."""
+    return exact(*args)
+
+
+def lengths_of(table: np.ndarray) -> np.ndarray:
+    """The sum lengths of a shadow table (itself)."""
+    return table
+
+
 def largest(lengths: np.ndarray) -> int:
     """The K of the bound: the largest sum length (``ZERO`` and an empty array give 0)."""
     return max(0, int(lengths.max())) if np.size(lengths) else 0
