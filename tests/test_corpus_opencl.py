@@ -115,17 +115,8 @@ def test_an_accepted_kernels_counts_equal_oclgrinds(kernel):
     assert comparison.oclgrind["global_store_elems"] > 0
 
 
-CANCELLING = pytest.mark.xfail(strict=True, reason="the kernel subtracts (a complex product, "
-                               "a difference of neighbours): the tolerance's error bound, the "
-                               "reference at |inputs|, is then smaller than a rounding of the "
-                               "result")
-SUBTRACTING = {"silx/inplace_complex_mul_2Dby1D", "silx/inplace_complex_mul_3Dby1D",
-               "silx/kern_gradient2D", "silx/kern_divergence2D"}
-RUNS = [pytest.param(k, marks=CANCELLING) if k in SUBTRACTING else k for k in ACCEPTED]
-
-
 @pytest.mark.xdist_group("opencl-corpus-pocl")
-@pytest.mark.parametrize("kernel", RUNS)
+@pytest.mark.parametrize("kernel", ACCEPTED)
 def test_an_accepted_kernel_run_on_pocl_equals_the_reference(kernel, pocl):
     schedule, reference = _load(kernel)
     assert reference is not None, f"{kernel}: its launch file names no reference"
