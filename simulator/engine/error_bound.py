@@ -146,8 +146,8 @@ def add(x, y, sign: float = 1.0) -> np.ndarray:
     x, y = np.asarray(x, DTYPE), np.asarray(y, DTYPE)
     with np.errstate(invalid="ignore", over="ignore"):
         v = (_f32(x["v"]) + np.float32(sign) * _f32(y["v"])).astype(np.float64)
-        m = x["m"] + y["m"]
         carried = x["e"] + y["e"]
+        m = np.fmin(x["m"] + y["m"], np.abs(x["v"] + sign * y["v"]) + carried)
         e = carried + U * (m + carried) + FLT_MIN
     out = _record(sum_length.add(x["n"], y["n"]), v, m, e)
     zx, zy = _is_zero(x), _is_zero(y)
