@@ -169,8 +169,9 @@ def multiply(x, y) -> np.ndarray:
         e = big_x * y["e"] + y["m"] * x["e"] + U * big_x * big_y + FLT_MIN
         m = x["m"] * y["m"]
     zero = _is_zero(x) | _is_zero(y)
-    return _record(sum_length.multiply(x["n"], y["n"]), v, np.where(zero, 0.0, m),
-                   np.where(zero, 0.0, e))
+    if zero.any():   # a product with an exact zero is an exact zero
+        m, e = np.where(zero, 0.0, m), np.where(zero, 0.0, e)
+    return _record(sum_length.multiply(x["n"], y["n"]), v, m, e)
 
 
 def divide(x, y) -> np.ndarray:
@@ -251,7 +252,10 @@ def accumulate(old, terms, mask) -> np.ndarray:
     acc = np.broadcast_to(old, shape[:-1] + (1,))
     for i in range(shape[-1]):
         on = mask[..., i:i + 1]
-        acc = np.where(on, add(acc, terms[..., i:i + 1]), acc) if on.any() else acc
+        if on.all():
+            acc = add(acc, terms[..., i:i + 1])
+        elif on.any():
+            acc = np.where(on, add(acc, terms[..., i:i + 1]), acc)
     return np.asarray(acc, DTYPE)
 
 

@@ -143,8 +143,8 @@ def references(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
         error_bounds: with ``fn``, the running error bound of each output at ``inputs``
             (:attr:`simulator.engine.simulation.SimulationResult.error_bounds`) where already
             computed; otherwise computed here by simulating the launch at ``inputs``
-            (:func:`bounded_outputs`) where it has at most
-            :data:`COUNTED_SUM_LENGTH_WORK` work-item loop steps. Each output checked then
+            (:func:`bounded_outputs`) where it has at most :data:`ERROR_BOUND_WORK`
+            work-item loop steps. Each output checked then
             has that bound as its tolerance (sound where the kernel subtracts, which a
             reference at |inputs| is not); a larger launch, a kernel sequence and a
             built-in GEMM or matrix-vector product (without ``fn``: ``|A|@|B|`` is the
@@ -261,17 +261,22 @@ def counted_sum_length(schedule: Schedule, inputs: dict[str, np.ndarray]) -> int
     return max([0, *(largest(v) for v in res.sum_lengths.values())])
 
 
+ERROR_BOUND_WORK = 2**24
+"""Most work-item loop steps :func:`bounded_outputs` simulates with error bounds (seconds:
+about ten times a simulation of the values)."""
+
+
 def bounded_outputs(schedule: Schedule, inputs: dict[str, np.ndarray]
                     ) -> dict[str, np.ndarray] | None:
     """The running error bound of each output element of ``schedule`` at ``inputs``
     (:mod:`simulator.engine.error_bound`, by simulating the whole launch with values), or
-    None for a kernel sequence or a launch of more than :data:`COUNTED_SUM_LENGTH_WORK`
-    work-item loop steps."""
+    None for a kernel sequence or a launch of more than :data:`ERROR_BOUND_WORK` work-item
+    loop steps."""
     from tiletraffic.simulator.engine.budget import loop_steps
     from tiletraffic.simulator.engine.simulation import simulate
     from tiletraffic.simulator.ir.sequence import is_sequence
 
-    if is_sequence(schedule) or loop_steps(schedule) > COUNTED_SUM_LENGTH_WORK:
+    if is_sequence(schedule) or loop_steps(schedule) > ERROR_BOUND_WORK:
         return None
     return simulate(schedule, inputs, hazards="report", limits=None,
                     error_bounds=True).error_bounds
