@@ -297,3 +297,17 @@ def test_check_result_refuses_a_malformed_error_bound():
         check_result(ref, ref, 1, ref, error_bound=np.zeros(3))
     with pytest.raises(ValueError, match="negative or NaN"):
         check_result(ref, ref, 1, ref, error_bound=np.full((2, 2), -1.0))
+
+
+def test_a_builtin_product_keeps_the_k_scaled_tolerance_and_a_reference_gets_the_bound():
+    """|A|@|B| is the exact magnitude of a GEMM's sums: its check stays K-scaled; the same
+    launch checked against a reference function gets each element's running bound."""
+    sch = tt.build("gemm-tiled", m=8, k=12, n=8, tile=4)
+    rng = np.random.default_rng(5)
+    inputs = {"A": rng.standard_normal((8, 12), dtype=np.float32),
+              "B": rng.standard_normal((12, 8), dtype=np.float32)}
+    (builtin,) = references(sch, inputs)
+    assert builtin.error_bound is None and builtin.k == 12
+    (own,) = references(sch, inputs, lambda x: {"C": x["A"] @ x["B"]})
+    assert own.error_bound.shape == (8, 8)
+    assert np.all(own.error_bound <= 12 * U / (1 - 12 * U) * own.abs_product * (1 + 1e-5))
