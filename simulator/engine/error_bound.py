@@ -44,7 +44,9 @@ the device's value as well:
 
 Device model (what the bound covers): every operation is rounded to nearest in float32
 (or, for a division and the functions, within OpenCL 1.2's ulp bounds) in the order of the
-source, with no reassociation (OpenCL C and CUDA without fast-math options); any
+source, with no reassociation (OpenCL C and CUDA without fast-math options: a kernel
+built with ``-cl-fast-relaxed-math``, ``-cl-unsafe-math-optimizations``, ``-cl-mad-enable``
+or ``--use_fast_math`` is outside the model); any
 ``a*b + c`` may be contracted into one fused multiply-add (``FP_CONTRACT``, on by default in
 both), whose one rounding the bound of the separate operations covers (it drops the
 ``u*M_ab`` of the product's rounding); results may underflow or be flushed to zero. A
