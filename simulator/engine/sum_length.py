@@ -1,6 +1,6 @@
 """Sum length: how many float32 roundings an output element's value went through.
 
-The tolerance of a result (:func:`simulator.engine.tolerance.check_result`) is Higham's bound
+The K-scaled tolerance of a result (:func:`simulator.engine.tolerance.check_result`) is Higham's bound
 ``gamma_k * (|A|·|B|)`` for a float32 dot product of length k: every term of a sum of k
 products summed one after the other is rounded at most k times (once by its product, once
 by each addition after it). The simulator counts k per output element from what the kernel
@@ -35,7 +35,9 @@ sum length of ``x``; ``ZERO`` marks a value known to be exactly 0):
 A copy, a transpose or a max of inputs is 0: checked exactly. ``fl(a*b + c)`` computed as
 one fused multiply-add (which OpenCL compilers may contract) rounds once, within the bound.
 The largest sum length over a launch's output is the K of the bound
-(:class:`simulator.engine.reference.Reference`). numpy only.
+(:class:`simulator.engine.reference.Reference`). A check against a reference function uses
+each element's running error bound (:mod:`simulator.engine.error_bound`, which also carries
+the sum length) instead where the launch is small enough. numpy only.
 """
 from __future__ import annotations
 

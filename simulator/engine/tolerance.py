@@ -6,7 +6,8 @@ tolerances: the running error bound of each element
 (:mod:`simulator.engine.error_bound`, computed from the kernel's IR at the inputs, sound
 for any kernel of the IR, subtractions included) where the reference carries one, else a
 tolerance scaled to the dot-product length K times the reference at the inputs' absolute
-values (right for sums of products: GEMM, matrix-vector). The simulator's outputs (``tiletraffic simulate --values``) and the
+values (right for sums of products: GEMM, matrix-vector). The simulator's outputs
+(``tiletraffic simulate --values``) and the
 OpenCL runs (``gpu.runtime.launch.check_result``, which raises ``gpu.runtime.launch.ResultMismatchError``)
 are checked with it. numpy only.
 """
