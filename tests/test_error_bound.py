@@ -268,8 +268,11 @@ def test_a_layer_norm_result_passes_and_wrong_ones_are_refused():
 
 
 # ------------------------------------------------------------------------ contract
-def test_every_rounded_function_of_the_ir_has_its_monotone_rule():
-    assert set(FUNCTION_ERROR_ULPS) <= set(error_bound.MONOTONE_FUNCTIONS)
+def test_every_rounded_function_of_the_ir_has_its_rule():
+    assert set(FUNCTION_ERROR_ULPS) <= set(error_bound.MONOTONE_FUNCTIONS) | set(
+        error_bound.LIPSCHITZ_FUNCTIONS)
+    with pytest.raises(error_bound.NoErrorBound, match="no rule for the function lgamma"):
+        error_bound.rounded_function("lgamma", error_bound.of_value(np.ones(2)))
 
 
 def test_a_division_by_a_value_that_may_be_zero_has_no_bound():
@@ -311,3 +314,16 @@ def test_a_builtin_product_keeps_the_k_scaled_tolerance_and_a_reference_gets_the
     (own,) = references(sch, inputs, lambda x: {"C": x["A"] @ x["B"]})
     assert own.error_bound.shape == (8, 8)
     assert np.all(own.error_bound <= 12 * U / (1 - 12 * U) * own.abs_product * (1 + 1e-5))
+
+
+@pytest.mark.parametrize("fn", sorted(error_bound.LIPSCHITZ_FUNCTIONS))
+def test_a_lipschitz_function_bounds_every_argument_within_the_error(fn, monkeypatch):
+    monkeypatch.setitem(FUNCTION_ERROR_ULPS, fn, 4)
+    f = error_bound.LIPSCHITZ_FUNCTIONS[fn][0]
+    x = error_bound.of_value(np.linspace(-4.0, 4.0, 33))
+    x["e"] = 1e-3
+    out = error_bound.rounded_function(fn, x)
+    shifts = np.linspace(-1e-3, 1e-3, 41)[:, None]
+    worst = np.max(np.abs(f(x["v"] + shifts) - f(x["v"])), axis=0)   # exact arg = v
+    assert np.all(out["e"] >= worst) and np.all(out["e"] <= 1e-3 + 1e-5)
+    assert np.all(out["m"] >= np.abs(f(x["v"])))

@@ -28,8 +28,9 @@ the device's value as well:
   ``|b|``; no bound where ``L <= 0``): ``m = m_a/(|v_b| - e_b)``, propagated
   ``p = e_a/L + m_a*e_b/(L*(|v_b| - e_b))``, ``e = p + 5u*(m + p) + FLT_MIN`` (OpenCL 1.2
   allows a division 2.5 ulp, and 1 ulp of ``x`` is at most ``2u*|x|``);
-- a rounded function ``f`` of :data:`MONOTONE_FUNCTIONS` (``sqrt``, ``exp``, ...), monotone on
-  its domain: ``m = max |f|`` over ``[v - e, v + e]`` (where the exact argument lies), the
+- a rounded function ``f`` of :data:`LIPSCHITZ_FUNCTIONS` (``sin``, ``cos``): by its
+  Lipschitz constant (:func:`rounded_function`); of :data:`MONOTONE_FUNCTIONS` (``sqrt``,
+  ``exp``, ...), monotone on its domain: ``m = max |f|`` over ``[v - e, v + e]`` (where the exact argument lies), the
   propagated error ``p`` the width of ``f([v - 2e, v + 2e])`` (where both the exact and
   the device's argument lie; intervals clipped to the domain), ``e = p + 2*ulps*u*(m + p)
   + FLT_MIN`` with ``ulps`` from :data:`simulator.ir.nodes.FUNCTION_ERROR_ULPS`;
@@ -94,9 +95,25 @@ MONOTONE_FUNCTIONS = {
     "atan": (np.arctan, -np.inf),
     "asinh": (np.arcsinh, -np.inf),
     "erf": (None, -np.inf),   # monotone; evaluated with math.erf (numpy has none)
+    "sinh": (np.sinh, -np.inf),
 }
-"""Rounded functions the bound covers (each monotone on its domain), by IR name. A rounded
-function of :data:`simulator.ir.nodes.FUNCTION_ERROR_ULPS` must be listed here."""
+"""Rounded functions the bound covers by monotonicity (each monotone on its domain), by IR
+name."""
+
+LIPSCHITZ_FUNCTIONS = {
+    # name: (float64 function, Lipschitz constant, bound of |f|)
+    "sin": (np.sin, 1.0, 1.0),
+    "cos": (np.cos, 1.0, 1.0),
+}
+"""Rounded functions the bound covers by a Lipschitz constant and a bound of their
+magnitude, by IR name. Every rounded function of
+:data:`simulator.ir.nodes.FUNCTION_ERROR_ULPS` is in this table or
+:data:`MONOTONE_FUNCTIONS`."""
+
+
+class NoErrorBound(ValueError):
+    """A function of the kernel that the error bound has no rule for (the check then keeps
+    the K-scaled tolerance)."""
 
 
 def _erf(x):
@@ -225,19 +242,32 @@ def exact_function(fn: str, *args) -> np.ndarray:
 
 
 def rounded_function(fn: str, x) -> np.ndarray:
-    """Record of ``fn(x)`` for a rounded function of :data:`MONOTONE_FUNCTIONS`.
+    """Record of ``fn(x)`` for a rounded function of :data:`MONOTONE_FUNCTIONS` or
+    :data:`LIPSCHITZ_FUNCTIONS` (with a Lipschitz constant ``L``: ``m = min(|f(v)| + L*e,
+    bound of |f|)``, ``p = L*e``).
 
     Raises:
-        KeyError: ``fn`` is not one of them.
+        NoErrorBound: ``fn`` is in neither table, or has no ulp bound in
+            :data:`simulator.ir.nodes.FUNCTION_ERROR_ULPS`.
     """
-    f, lowest = MONOTONE_FUNCTIONS[fn]
-    f = f or _erf
+    if fn not in FUNCTION_ERROR_ULPS or (fn not in MONOTONE_FUNCTIONS and
+                                         fn not in LIPSCHITZ_FUNCTIONS):
+        raise NoErrorBound(f"the error bound has no rule for the function {fn}")
     x = np.asarray(x, DTYPE)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        v = f(_f32(x["v"]).astype(np.float64)).astype(np.float32).astype(np.float64)
-        ends = [f(np.clip(x["v"] + s * x["e"], lowest, None)) for s in (-1.0, 1.0, -2.0, 2.0)]
-        m = np.maximum(np.abs(ends[0]), np.abs(ends[1]))
-        p = np.abs(ends[3] - ends[2])
+        if fn in LIPSCHITZ_FUNCTIONS:
+            f, lipschitz, most = LIPSCHITZ_FUNCTIONS[fn]
+            v = f(_f32(x["v"]).astype(np.float64)).astype(np.float32).astype(np.float64)
+            m = np.minimum((np.abs(v) + lipschitz * x["e"]) * (1 + 2 * U), most)
+            p = lipschitz * x["e"]   # |f(device arg) - f(exact arg)|: the args within e
+        else:
+            f, lowest = MONOTONE_FUNCTIONS[fn]
+            f = f or _erf
+            v = f(_f32(x["v"]).astype(np.float64)).astype(np.float32).astype(np.float64)
+            ends = [f(np.clip(x["v"] + s * x["e"], lowest, None))
+                    for s in (-1.0, 1.0, -2.0, 2.0)]
+            m = np.maximum(np.abs(ends[0]), np.abs(ends[1]))
+            p = np.abs(ends[3] - ends[2])
         e = p + 2 * FUNCTION_ERROR_ULPS[fn] * U * (m + p) + FLT_MIN
     m, e = np.where(np.isnan(m), np.inf, m), np.where(np.isnan(e), np.inf, e)
     return _record(sum_length.rounded_function(fn, x["n"]), v, m, e)

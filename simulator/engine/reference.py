@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiletraffic.simulator.ir.nodes import Schedule
+from tiletraffic.simulator.engine.error_bound import NoErrorBound
 from tiletraffic.simulator.engine.tolerance import check_result
 
 
@@ -270,16 +271,20 @@ def bounded_outputs(schedule: Schedule, inputs: dict[str, np.ndarray]
                     ) -> dict[str, np.ndarray] | None:
     """The running error bound of each output element of ``schedule`` at ``inputs``
     (:mod:`simulator.engine.error_bound`, by simulating the whole launch with values), or
-    None for a kernel sequence or a launch of more than :data:`ERROR_BOUND_WORK` work-item
-    loop steps."""
+    None for a kernel sequence, a launch of more than :data:`ERROR_BOUND_WORK` work-item
+    loop steps, or a kernel calling a function the bound has no rule for
+    (:class:`simulator.engine.error_bound.NoErrorBound`)."""
     from tiletraffic.simulator.engine.budget import loop_steps
     from tiletraffic.simulator.engine.simulation import simulate
     from tiletraffic.simulator.ir.sequence import is_sequence
 
     if is_sequence(schedule) or loop_steps(schedule) > ERROR_BOUND_WORK:
         return None
-    return simulate(schedule, inputs, hazards="report", limits=None,
-                    error_bounds=True).error_bounds
+    try:
+        return simulate(schedule, inputs, hazards="report", limits=None,
+                        error_bounds=True).error_bounds
+    except NoErrorBound:   # a function without a rule: the K-scaled tolerance
+        return None
 
 
 def reference_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
