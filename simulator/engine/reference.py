@@ -262,8 +262,8 @@ def counted_sum_length(schedule: Schedule, inputs: dict[str, np.ndarray]) -> int
     return max([0, *(largest(v) for v in res.sum_lengths.values())])
 
 
-ERROR_BOUND_WORK = 2**24
-"""Most work-item loop steps :func:`bounded_outputs` simulates with error bounds (seconds:
+ERROR_BOUND_WORK = 2**22
+"""Most work-item loop steps :func:`bounded_outputs` simulates with error bounds (a few seconds:
 about ten times a simulation of the values)."""
 
 
