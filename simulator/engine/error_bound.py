@@ -65,7 +65,7 @@ import numpy as np
 from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.ir.nodes import FUNCTION_ERROR_ULPS
 
-DTYPE = np.dtype([("n", sum_length.DTYPE), ("v", np.float64), ("m", np.float64),
+DTYPE = np.dtype([("n", sum_length.DTYPE), ("v", np.float32), ("m", np.float64),
                   ("e", np.float64)])
 """One value's record: sum length, simulated value, magnitude bound, error bound."""
 
@@ -128,10 +128,6 @@ def _record(n, v, m, e) -> np.ndarray:
     return out
 
 
-def _f32(x) -> np.ndarray:
-    return np.asarray(x, np.float64).astype(np.float32)
-
-
 def of_value(values) -> np.ndarray:
     """Records of exact float32 values (inputs): sum length 0, ``m = |v|``, ``e = 0``
     (``e = |v|`` for a subnormal, which a device may flush to zero)."""
@@ -164,9 +160,11 @@ def add(x, y, sign: float = 1.0) -> np.ndarray:
     """Record of ``x + y`` (``sign`` -1: ``x - y``)."""
     x, y = np.asarray(x, DTYPE), np.asarray(y, DTYPE)
     with np.errstate(invalid="ignore", over="ignore"):
-        v = (_f32(x["v"]) + np.float32(sign) * _f32(y["v"])).astype(np.float64)
+        v = np.add(x["v"], y["v"]) if sign > 0 else np.subtract(x["v"], y["v"])
         carried = x["e"] + y["e"]
-        m = np.fmin(x["m"] + y["m"], np.abs(x["v"] + sign * y["v"]) + carried)
+        exact = np.add(x["v"], y["v"], dtype=np.float64) if sign > 0 else \
+            np.subtract(x["v"], y["v"], dtype=np.float64)
+        m = np.fmin(x["m"] + y["m"], np.abs(exact) + carried)
         e = carried + U * (m + carried) + FLT_MIN
     out = _record(sum_length.add(x["n"], y["n"]), v, m, e)
     zx, zy = _is_zero(x), _is_zero(y)
@@ -183,7 +181,7 @@ def multiply(x, y) -> np.ndarray:
     """Record of ``x * y``."""
     x, y = np.asarray(x, DTYPE), np.asarray(y, DTYPE)
     with np.errstate(invalid="ignore", over="ignore"):
-        v = (_f32(x["v"]) * _f32(y["v"])).astype(np.float64)
+        v = x["v"] * y["v"]
         big_x, big_y = x["m"] + x["e"], y["m"] + y["e"]
         e = big_x * y["e"] + y["m"] * x["e"] + U * big_x * big_y + FLT_MIN
         m = x["m"] * y["m"]
@@ -198,7 +196,7 @@ def divide(x, y) -> np.ndarray:
     bound)."""
     x, y = np.asarray(x, DTYPE), np.asarray(y, DTYPE)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        v = (_f32(x["v"]) / _f32(y["v"])).astype(np.float64)
+        v = x["v"] / y["v"]
         low_exact = np.abs(y["v"]) - y["e"]
         low = np.abs(y["v"]) - 2.0 * y["e"]
         ok = low > 0
@@ -257,13 +255,13 @@ def rounded_function(fn: str, x) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         if fn in LIPSCHITZ_FUNCTIONS:
             f, lipschitz, most = LIPSCHITZ_FUNCTIONS[fn]
-            v = f(_f32(x["v"]).astype(np.float64)).astype(np.float32).astype(np.float64)
+            v = f(x["v"].astype(np.float64)).astype(np.float32)
             m = np.minimum((np.abs(v) + lipschitz * x["e"]) * (1 + 2 * U), most)
             p = lipschitz * x["e"]   # |f(device arg) - f(exact arg)|: the args within e
         else:
             f, lowest = MONOTONE_FUNCTIONS[fn]
             f = f or _erf
-            v = f(_f32(x["v"]).astype(np.float64)).astype(np.float32).astype(np.float64)
+            v = f(x["v"].astype(np.float64)).astype(np.float32)
             ends = [f(np.clip(x["v"] + s * x["e"], lowest, None))
                     for s in (-1.0, 1.0, -2.0, 2.0)]
             m = np.maximum(np.abs(ends[0]), np.abs(ends[1]))
