@@ -75,3 +75,31 @@ def _evaluate_constants(args, source, path, build_options, at) -> list[int]:
                 return values
     C.fail(at, f"reqd_work_group_size({written}): its sizes are not three integer "
                "constants", path)
+
+
+_REQUIRED_SUB_GROUP = ("intel_reqd_sub_group_size", "__intel_reqd_sub_group_size__")
+
+
+def required_sub_group_size(kernel, source: str, path: str, build_options=()):
+    """The size of the ``intel_reqd_sub_group_size(N)`` attribute of the ``kernel`` cursor
+    and the attribute's cursor, or ``None`` without one (``N`` a literal, or a constant
+    clang evaluates).
+
+    Raises:
+        FrontendError: the attribute's argument is not one constant clang evaluates.
+    """
+    from itertools import islice
+    for attr in kernel.get_children():
+        if not attr.kind.is_attribute():
+            continue
+        tokens = [t.spelling for t in islice(attr.get_tokens(), 256)]
+        if not tokens or tokens[0] not in _REQUIRED_SUB_GROUP:
+            continue
+        args = _attribute_arguments(tokens)
+        if args is None or len(args) != 1 or not args[0]:
+            C.fail(attr, "intel_reqd_sub_group_size: write its size, "
+                         "intel_reqd_sub_group_size(N)", path)
+        if len(args[0]) == 1:
+            return C.integer_literal(args[0][0]), attr
+        return _evaluate_constants(args * 3, source, path, build_options, attr)[0], attr
+    return None

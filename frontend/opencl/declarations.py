@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.c_types import (VECTOR_COMPONENTS, address_space,
+from tiletraffic.frontend.opencl.c_types import (CHAR_KINDS, VECTOR_COMPONENTS, address_space,
                                                  int_type, is_float_type, is_int_type,
                                                  is_vector_type, type_kind, vector_width)
 from tiletraffic.frontend.opencl.clang_ast import FrontendError
@@ -110,7 +110,8 @@ class Declarations(TranslationContext):
             if value is None or isinstance(value, BufferArg) and value.null is not False:
                 self.declare_null_argument(p, value)
                 return
-            if is_float_type(pointee):
+            char = type_kind(pointee) in CHAR_KINDS
+            if is_float_type(pointee) or char:
                 width = 1
             elif is_vector_type(pointee) and \
                     is_float_type(pointee.get_canonical().element_type) and \
@@ -118,7 +119,7 @@ class Declarations(TranslationContext):
                 width = vector_width(pointee)
             else:
                 self.fail(p, f"buffer {name} of {pointee.spelling}: buffers must hold float, "
-                             "float2 or float4", name)
+                             "float2 or float4, or be char or void pointers to floats", name)
             if not isinstance(value, BufferArg):
                 raise FrontendError(f"argument {name} is a buffer in the source; give its "
                                     "shape and access, not a number", name)
@@ -140,7 +141,8 @@ class Declarations(TranslationContext):
             if dims[-1] % width:
                 raise FrontendError(f"buffer {name} holds float{width}: its last dimension "
                                     f"({dims[-1]}) must be a multiple of {width}", name)
-            self.buffers[name] = Buffer(name, value.access, shape, dims, width, const)
+            self.buffers[name] = Buffer(name, value.access, shape, dims, width, const,
+                                        char=char)
             self.arg_kinds.append((name, {"in": "global_in", "out": "global_out",
                                           "inout": "global_inout"}[value.access]))
             self.bind(name, Binding("buffer", self.buffers[name], p))

@@ -25,6 +25,7 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import int_op_bounds, trunc_div, wrap_int
 
 from tiletraffic.frontend.opencl import clang_ast as C
+from tiletraffic.frontend.opencl.subgroups import is_sub_group_call
 from tiletraffic.frontend.opencl.c_types import (int_type, is_float_type, is_int_type,
                                                  type_kind, type_range)
 from tiletraffic.frontend.opencl.context import (Binding, DATA_DEPENDENT, TranslationContext,
@@ -276,6 +277,8 @@ class Integers(TranslationContext):
         name = s.spelling
         args = C.children(s)[1:]
         self.refuse_call(s)
+        if is_sub_group_call(name):
+            return self.sub_group_integer(s)
         if name in _ID_FUNCTIONS or name in ("get_local_size", "get_num_groups",
                                              "get_global_size"):
             dim = C.evaluate(args[0]) if len(args) == 1 else None

@@ -71,7 +71,8 @@ from pathlib import Path
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.attributes import required_work_group_size
+from tiletraffic.frontend.opencl.attributes import (required_sub_group_size,
+                                                    required_work_group_size)
 from tiletraffic.frontend.opencl.calls import Calls
 from tiletraffic.frontend.opencl.clang_ast import FrontendError
 from tiletraffic.frontend.opencl.context import DATA_DEPENDENT
@@ -82,6 +83,8 @@ from tiletraffic.frontend.opencl.loops import Loops
 from tiletraffic.frontend.opencl.memory import Memory
 from tiletraffic.frontend.opencl.rewrite import simplify
 from tiletraffic.frontend.opencl.statements import Statements
+from tiletraffic.frontend.opencl.subgroups import (SUB_GROUP_SIZE, SubGroups,
+                                                   source_uses_sub_groups)
 from tiletraffic.frontend.opencl.switch import Switches
 from tiletraffic.frontend.opencl.vectors import Vectors
 
@@ -103,7 +106,7 @@ class MacroRedefinedWarning(UserWarning):
 
 
 class KernelBuilder(Declarations, Statements, Loops, Switches, Calls, Integers, Floats,
-                    Vectors, Memory):
+                    Vectors, Memory, SubGroups):
     """Walks one kernel's cursors and builds IR statements (see the module docstring).
 
     ``KernelBuilder(cursor, path, global_size, local_size, args, sizes, cl_std)``;
@@ -225,6 +228,12 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
                 f"{_sizes(wanted)} (reqd_work_group_size), but the launch's local size is "
                 f"{_sizes(given)}: launch it with local size {_sizes(wanted)} or change the "
                 "attribute")
+    sub_group = required_sub_group_size(found[kernel], source, path, build_options)
+    if sub_group is not None and sub_group[0] != SUB_GROUP_SIZE:
+        raise FrontendError(
+            f"{C.where(sub_group[1], path)}: kernel {kernel} requires sub-groups of "
+            f"{sub_group[0]} work-items (intel_reqd_sub_group_size), but the device model's "
+            f"sub-group size is {SUB_GROUP_SIZE}")
     options = tuple(C.split_build_options(build_options))
     builder = KernelBuilder(found[kernel], path, gsize, lsize, dict(args), dict(sizes or {}),
                             _cl_std(options))
@@ -236,6 +245,8 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     opencl = {"source": source, "kernel": kernel, "path": path,
               "build_options": options,
               "args": tuple(builder.arg_kinds)}
+    if builder.uses_sub_groups or source_uses_sub_groups(tu):   # run as rendered
+        opencl["sub_group_size"] = SUB_GROUP_SIZE
     return S.Schedule(
         family=f"opencl:{kernel}", kernel_name=kernel, params=tuple(builder.params.items()),
         arrays=tuple(b.array for b in builder.buffers.values()),
