@@ -1,8 +1,9 @@
-"""OpenCL C's sub-groups (the device model's sub-group size, 32) and char/void pointers that
-reach float buffers by byte offsets: the simulator's values equal numpy's, its counts equal
-Oclgrind's on the code that runs (the kernel rendered, its shuffles through local memory,
-where it uses sub-groups; the user's source otherwise), and the kernel run on PoCL equals
-numpy."""
+"""What hosts of tensor and imaging libraries hand the OpenCL C front end: sub-groups (the
+device model's sub-group size, 32), char/void pointers that reach float buffers by byte
+offsets, ``int2``/``uint2`` arguments and a program of several files. The simulator's values
+equal numpy's, its counts equal Oclgrind's on the code that runs (the kernel rendered, its
+shuffles through local memory, where it uses sub-groups; the user's source otherwise), and
+the kernel run on PoCL equals numpy."""
 from __future__ import annotations
 
 import numpy as np
@@ -180,3 +181,80 @@ def test_a_byte_offset_not_a_multiple_of_a_float_is_refused():
     with pytest.raises(FrontendError) as err:
         _byte_offset_schedule(offset_bytes=6)
     assert "cannot show its byte offset is a multiple of 4" in str(err.value)
+
+
+INT2_ARGUMENTS = """
+__kernel void k(__global float *dst, __global const float *src, int width, int2 offset,
+                uint2 shape) {
+    const int x = get_global_id(0), y = get_global_id(1);
+    if (x < shape.x && y < shape.s1)
+        dst[(offset.y + y) * width + offset.x + x] = 2.0f * src[y * width + x];
+}
+"""
+
+
+def _int2_reference(x):
+    dst = x["dst"].copy()
+    dst[3:3 + 5, 2:2 + 7] = 2.0 * x["src"][:5, :7]
+    return {"dst": dst}
+
+
+def test_int2_and_uint2_arguments_are_given_as_lists(pocl):
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    args = {"dst": {"shape": [10, 12], "access": "inout"},
+            "src": {"shape": [10, 12], "access": "in"}, "width": 12, "offset": [2, 3],
+            "shape": [7, 5]}
+    sch = tt.from_opencl(INT2_ARGUMENTS, "k", [8, 8], [8, 4], args)
+    assert dict(sch.extra["opencl"]["args"])["offset"] == "int2"
+    assert dict(sch.extra["opencl"]["args"])["shape"] == "uint2"
+    rng = np.random.default_rng(3)
+    inputs = {a.name: rng.standard_normal((10, 12)).astype(np.float32) for a in sch.arrays}
+    result = tt.simulate(sch, inputs)
+    np.testing.assert_array_equal(result.outputs["dst"], _int2_reference(inputs)["dst"])
+    assert result.counts.global_store_elems == 35
+    if oclgrind_available():
+        comparison = compare_counts(sch)
+        assert comparison.equal, comparison.to_dict()
+    assert tt.run(sch, pocl, repeat=10, warmup=1, reference=_int2_reference, seed=5).check.ok
+
+
+@pytest.mark.parametrize("value, words", [
+    (3, "argument offset is an int2 in the source; give it a list of 2 integers, not 3"),
+    ([1, 2, 3], "give it a list of 2 integers, not [1, 2, 3]"),
+    ([1, 2 ** 31], "2147483648 does not fit the int2's components"),
+])
+def test_an_int2_argument_of_another_value_is_refused(value, words):
+    args = {"dst": {"shape": [10, 12], "access": "inout"},
+            "src": {"shape": [10, 12], "access": "in"}, "width": 12, "offset": value,
+            "shape": [7, 5]}
+    with pytest.raises(FrontendError) as err:
+        tt.from_opencl(INT2_ARGUMENTS, "k", [8, 8], [8, 4], args)
+    assert words in str(err.value)
+
+
+def test_a_launch_file_builds_a_list_of_sources_as_one_program(tmp_path):
+    from tiletraffic.frontend import launch_file
+    (tmp_path / "types.cl").write_text("typedef struct pair { float a, b; } pair;\n"
+                                       "#define SCALE 3.0f\n")
+    (tmp_path / "k.cl").write_text(
+        "float scaled(pair p) { return SCALE * p.a; }\n"
+        "__kernel void k(__global const float *A, __global float *C) {\n"
+        "    const int i = get_global_id(0);\n"
+        "    C[i] = SCALE * A[i] + 1.0f;\n}\n")
+    (tmp_path / "k.toml").write_text(
+        'source = ["types.cl", "k.cl"]\nkernel = "k"\n[launch]\nglobal_size = [16]\n'
+        'local_size = [16]\n[args]\nA = { shape = [16], access = "in" }\n'
+        'C = { shape = [16], access = "out" }\n')
+    sch = launch_file.load(tmp_path / "k.toml")
+    a = np.arange(16, dtype=np.float32)
+    np.testing.assert_array_equal(tt.simulate(sch, {"A": a}).outputs["C"], 3.0 * a + 1.0)
+    (tmp_path / "alone.toml").write_text(
+        (tmp_path / "k.toml").read_text().replace('["types.cl", "k.cl"]', '"k.cl"'))
+    with pytest.raises(FrontendError) as err:      # k.cl alone lacks the types
+        launch_file.load(tmp_path / "alone.toml")
+    assert "k.cl:1:" in str(err.value)
+    (tmp_path / "bad.toml").write_text(
+        (tmp_path / "k.toml").read_text().replace('["types.cl", "k.cl"]', '["types.cl", 3]'))
+    with pytest.raises(launch_file.LaunchFileError, match="a list of source files"):
+        launch_file.load(tmp_path / "bad.toml")

@@ -81,6 +81,8 @@ class TranslationContext:
         self.global_size, self.local_size = global_size, local_size
         self.args, self.sizes = args, sizes
         self.params: dict[str, int] = {}
+        self.int_vectors: dict[str, tuple[str, ...]] = {}
+        """Each ``int2``/``int4`` argument's IR parameters, one per component."""
         self.buffers: dict[str, Buffer] = {}
         self.local_arrays: list[S.LocalArray] = []
         self.arg_kinds: list[tuple[str, str]] = []

@@ -27,6 +27,8 @@ ACCESS = S.ARRAY_ROLES
 """The accesses a buffer argument may have (``in``, ``out``, ``inout``)."""
 
 _SCALAR_INTS = ("INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG")
+INT_VECTOR_TYPES = ((32, True), (32, False))
+"""(bits, signed) of the components of the integer vector arguments (``int2``, ``uint4``)."""
 """clang's canonical kinds of the integer scalar arguments (``size_t`` is ``ULONG``)."""
 
 FLT_MAX = 3.4028234663852886e38
@@ -147,6 +149,9 @@ class Declarations(TranslationContext):
                                           "inout": "global_inout"}[value.access]))
             self.bind(name, Binding("buffer", self.buffers[name], p))
             return
+        if is_vector_type(t) and int_type(t.get_canonical().element_type) in INT_VECTOR_TYPES:
+            self.declare_int_vector_argument(p, value)
+            return
         if type_kind(t) in _SCALAR_INTS:
             bits, signed = int_type(t)
             if isinstance(value, bool) or not isinstance(value, int):
@@ -175,6 +180,33 @@ class Declarations(TranslationContext):
         self.fail(p, f"argument {name} of type {t.spelling}: arguments must be int, uint, long, "
                      "ulong, size_t or float scalars, __global float/float2/float4 buffers or __local float "
                      "pointers", name)
+
+    def declare_int_vector_argument(self, p, value) -> None:
+        """An ``int2``/``uint2``/``int4``/``uint4`` argument given a list of as many
+        integers: each component an IR parameter (``name_x``, ...), the argument passed to
+        the device as the vector."""
+        name, t = p.spelling, p.type
+        width = vector_width(t)
+        bits, signed = int_type(t.get_canonical().element_type)
+        ctype = f"{'' if signed else 'u'}int{width}"
+        if not isinstance(value, (list, tuple)) or len(value) != width or \
+                any(isinstance(v, bool) or not isinstance(v, int) for v in value):
+            raise FrontendError(f"argument {name} is an {ctype} in the source; give it a list "
+                                f"of {width} integers, not {value!r}", name)
+        lo, hi = (-(2 ** 31), 2 ** 31 - 1) if signed else (0, 2 ** 32 - 1)
+        for v in value:
+            if not lo <= v <= hi:
+                raise FrontendError(f"argument {name} = {list(value)}: {v} does not fit the "
+                                    f"{ctype}'s components ({lo} to {hi})", name)
+        names = []
+        for k, v in enumerate(value):
+            param = self.fresh(f"{name}_{VECTOR_COMPONENTS[k]}")
+            self.params[param] = int(v)
+            names.append(param)
+        self.int_vectors[name] = tuple(names)
+        self.arg_kinds.append((name, ctype))
+        self.scopes[0].names[name] = Binding("int_vector", tuple(S.Param(n) for n in names), p)
+        self.used_names.add(name)
 
     def declare_null_argument(self, p, value) -> None:
         """A ``__global`` pointer argument given as ``NULL`` (``value``: ``None`` or a

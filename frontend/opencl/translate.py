@@ -245,6 +245,8 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     opencl = {"source": source, "kernel": kernel, "path": path,
               "build_options": options,
               "args": tuple(builder.arg_kinds)}
+    if builder.int_vectors:         # the parameters of each int2/int4 argument
+        opencl["int_vectors"] = dict(builder.int_vectors)
     if builder.uses_sub_groups or source_uses_sub_groups(tu):   # run as rendered
         opencl["sub_group_size"] = SUB_GROUP_SIZE
     return S.Schedule(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiletraffic.gpu.codegen import generate as codegen
-from tiletraffic.gpu.codegen.kernel import SCALAR_KINDS
+from tiletraffic.gpu.codegen.kernel import SCALAR_KINDS, argument_values
 from tiletraffic.gpu.devices.device import Target, TiletrafficGpuError
 from tiletraffic.gpu.runtime.launch_counts import check_launch_counts
 from tiletraffic.gpu.runtime.launch import (CheckResult, ResultMismatchError, RunResult,
@@ -217,8 +217,9 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
                                           + result.message(f"{schedule.family} {ref.output}"),
                                           launch=launch, check=result)
 
-    scalars = {a.name: p[a.name] for kernel in kernels for a in kernel.args
-               if a.kind in SCALAR_KINDS}
+    values = argument_values(schedule)
+    scalars = {a.name: values[a.name] if a.name not in p else p[a.name]
+               for kernel in kernels for a in kernel.args if a.kind in SCALAR_KINDS}
     run = run_kernel(target, kernels[0] if len(kernels) == 1 else kernels, arrays, scalars,
                      repeat=repeat, warmup=warmup, check_output=check_launch,
                      outputs=[a.name for a in schedule.arrays if a.is_output],
