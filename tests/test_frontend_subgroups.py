@@ -258,3 +258,37 @@ def test_a_launch_file_builds_a_list_of_sources_as_one_program(tmp_path):
         (tmp_path / "k.toml").read_text().replace('["types.cl", "k.cl"]', '["types.cl", 3]'))
     with pytest.raises(launch_file.LaunchFileError, match="a list of source files"):
         launch_file.load(tmp_path / "bad.toml")
+
+
+POINTER_CHOICES = """
+__kernel void k(__global char *src0, __global char *src1, __global char *src2,
+                __global float *dst, int n) {
+    const int i = get_global_id(0);
+    __global float *x = (__global float *)src0;
+    __global float *mask = src1 != src0 ? (__global float *)src1 : 0;
+    __global float *sink = src2 == src0 ? 0 : (__global float *)src2;
+    dst[i] = x[i] + (mask ? mask[i] : 0.0f) + (sink ? sink[0] : 100.0f);
+}
+"""
+
+
+def test_a_pointer_chosen_by_a_test_of_distinct_buffers(pocl):
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    args = {"src0": {"shape": [16], "access": "in"}, "src1": {"shape": [16], "access": "in"},
+            "src2": {"shape": [1], "access": "in"}, "dst": {"shape": [16], "access": "out"},
+            "n": 16}
+    sch = tt.from_opencl(POINTER_CHOICES, "k", [16], [16], args)
+
+    def reference(x):
+        return {"dst": x["src0"] + x["src1"] + x["src2"][0]}
+    rng = np.random.default_rng(1)
+    inputs = {a.name: rng.standard_normal(p).astype(np.float32)
+              for a, p in zip(sch.arrays[:3], (16, 16, 1))}
+    result = tt.simulate(sch, inputs)
+    np.testing.assert_allclose(result.outputs["dst"], reference(inputs)["dst"], rtol=1e-6)
+    assert result.counts.global_load_elems == 16 * 3
+    if oclgrind_available():
+        comparison = compare_counts(sch)
+        assert comparison.equal, comparison.to_dict()
+    assert tt.run(sch, pocl, repeat=10, warmup=1, reference=reference, seed=5).check.ok

@@ -70,6 +70,11 @@ SAMPLES = {
     "float4 view of a private array off a multiple of 4": (
         kernel("    float reg[8];\n    *((float4 *)&reg[2]) = vload4(i, A);\n"
                "    C[i] = reg[2];"), "", {}),
+    "pointer chosen by ?: on integers": (
+        kernel("    __global const float *p = i < 4 ? A : A + 1;\n    C[i] = p[i];"), "", {}),
+    "pointer ?: that gives null": (
+        kernel("    __global const float *p = A != 0 ? 0 : A;\n    C[i] = p ? p[i] : 0.0f;"),
+        "", {}),
     "pointer without a value": (
         kernel("    __global float *p;\n    C[i] = A[i];"), "", {}),
     "float in a loop update": (

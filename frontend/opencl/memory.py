@@ -300,7 +300,22 @@ class Memory(TranslationContext):
                 given = self._pointer_given(C.strip(p))
                 if given is not None and null_constant(q):
                     return given if op == "!=" else not given
+            same = self._same_array(left, right)
+            if same is not None:
+                return same if op == "==" else not same
         return None
+
+    def _same_array(self, left, right) -> bool | None:
+        """``False`` where the pointers ``left`` and ``right`` (cursors) point into two
+        different buffers or arrays (distinct arguments: a host that passes one buffer
+        twice is not modelled), else ``None`` (not known here)."""
+        if type_kind(C.strip(left).type) != "POINTER" or \
+                type_kind(C.strip(right).type) != "POINTER" or \
+                not self._pointer_given(C.strip(left)) or \
+                not self._pointer_given(C.strip(right)):
+            return None
+        a, b = self.pointer_expr(left), self.pointer_expr(right)
+        return False if a.target is not b.target else None
 
     def _pointer_given(self, s) -> bool | None:
         """Whether the pointer argument, variable or helper parameter named by cursor ``s``
@@ -411,6 +426,18 @@ class Memory(TranslationContext):
             if inner.char:
                 return Pointer(inner.target, self.bytes_to_floats(inner.flat, s), None, width)
             return Pointer(inner.target, inner.flat, inner.index, width)
+        if s.kind == K.CONDITIONAL_OPERATOR:
+            test, then, orelse = C.children(s)
+            known = self.known_condition(test)
+            if known is None:
+                self.fail(s, "pointer chosen by ?: on a condition other than a test of "
+                             "pointer arguments: choose it with if/else")
+            picked = then if known else orelse
+            if null_constant(picked):
+                self.fail(s, "pointer ?: that gives a null pointer for this launch: give the "
+                             "buffers it compares as the host does, or test the pointer where "
+                             "it is used")
+            return self.pointer_expr(picked)
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "&":
             target = C.strip(C.children(s)[0])
             if target.kind == K.ARRAY_SUBSCRIPT_EXPR:
