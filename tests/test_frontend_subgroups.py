@@ -292,3 +292,22 @@ def test_a_pointer_chosen_by_a_test_of_distinct_buffers(pocl):
         comparison = compare_counts(sch)
         assert comparison.equal, comparison.to_dict()
     assert tt.run(sch, pocl, repeat=10, warmup=1, reference=reference, seed=5).check.ok
+
+
+def test_mad_of_float4_values_is_component_by_component():
+    src = """
+    __kernel void k(__global const float4 *x, __global const float4 *w, __global float4 *y,
+                    float scale) {
+        const int i = get_global_id(0);
+        const float4 t = mad(x[i], (float4)scale, (float4)(1.0f, 2.0f, 3.0f, 4.0f));
+        y[i] = fma(t, w[i], x[i]);
+    }"""
+    args = {"x": {"shape": [8, 4], "access": "in"}, "w": {"shape": [8, 4], "access": "in"},
+            "y": {"shape": [8, 4], "access": "out"}, "scale": 0.5}
+    sch = tt.from_opencl(src, "k", [8], [8], args)
+    rng = np.random.default_rng(6)
+    x, w = (rng.standard_normal((8, 4)).astype(np.float32) for _ in range(2))
+    result = tt.simulate(sch, {"x": x, "w": w})
+    t = x.astype(np.float64) * 0.5 + np.array([1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(result.outputs["y"], t * w + x, rtol=1e-5, atol=1e-6)
+    assert result.counts.flop == 8 * 4 * 4     # two multiplies and two adds a component

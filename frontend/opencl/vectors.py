@@ -143,6 +143,12 @@ class Vectors(TranslationContext):
             stmts, value = self.inline(s, helper, want_value=True)
             if len(value[1]) == width:
                 return value[1], stmts
+        if s.kind == K.CALL_EXPR and s.spelling in ("mad", "fma") and \
+                len(C.children(s)) == 4:      # component by component, as the scalar one
+            parts = [self._vector_or_scalar(x, width) for x in C.children(s)[1:]]
+            (va, oa), (vb, ob), (vc, oc) = parts
+            return tuple(S.FBinOp("+", S.FBinOp("*", x, y), z)
+                         for x, y, z in zip(va, vb, vc)), oa + ob + oc
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in S.FLOAT_OPS:
             a, b = C.children(s)
             va, oa = self._vector_or_scalar(a, width)
@@ -150,7 +156,8 @@ class Vectors(TranslationContext):
             op = C.binary_operator(s)
             return tuple(S.FBinOp(op, x, y) for x, y in zip(va, vb)), oa + ob
         self.fail(s, f"float{width} value: write vload{width}, a float{width} variable or "
-                     f"array element, (float{width})(a, b, ...) or + - * / of those")
+                     f"array element, (float{width})(a, b, ...) or + - * /, mad or fma of "
+                     "those")
 
     def _vector_or_scalar(self, c, width):
         if is_vector_type(C.strip(c).type):
