@@ -57,14 +57,14 @@ out, a shape that is not positive, an access that contradicts the source, a bad 
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiletraffic.frontend.opencl.clang_ast import integer_literal, split_build_options
 from tiletraffic.frontend.opencl.declarations import BUFFER_FIELDS
 from tiletraffic.frontend.opencl.translate import (BufferArg, FrontendError,
-                                                   WorkGroupSizeError, parse_kernel)
+                                                   WorkGroupSizeError, parse_kernel,
+                                                   program_source)
 from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError
 
 from tiletraffic.frontend import expressions
@@ -173,10 +173,7 @@ class LaunchFile:
         files = self.source_files
         if len(files) == 1:
             return source_text(files[0].read_bytes())
-        for f in files:
-            source_text(f.read_bytes())
-        return "".join(f'#include "{Path(os.path.relpath(f, self.path.parent)).as_posix()}"\n'
-                       for f in files)
+        return program_source(files, self.path.parent)[0]
 
     @property
     def kernel(self) -> str:

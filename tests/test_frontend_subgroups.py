@@ -311,3 +311,16 @@ def test_mad_of_float4_values_is_component_by_component():
     t = x.astype(np.float64) * 0.5 + np.array([1.0, 2.0, 3.0, 4.0])
     np.testing.assert_allclose(result.outputs["y"], t * w + x, rtol=1e-5, atol=1e-6)
     assert result.counts.flop == 8 * 4 * 4     # two multiplies and two adds a component
+
+
+def test_from_opencl_builds_a_list_of_files_as_one_program(tmp_path):
+    (tmp_path / "defs.cl").write_text("#define TWICE(x) (2.0f * (x))\n")
+    (tmp_path / "k.cl").write_text(
+        "__kernel void k(__global const float *A, __global float *C) {\n"
+        "    C[get_global_id(0)] = TWICE(A[get_global_id(0)]);\n}\n")
+    args = {"A": {"shape": [8], "access": "in"}, "C": {"shape": [8], "access": "out"}}
+    sch = tt.from_opencl([tmp_path / "defs.cl", tmp_path / "k.cl"], "k", [8], [8], args)
+    a = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(tt.simulate(sch, {"A": a}).outputs["C"], 2.0 * a)
+    with pytest.raises(FrontendError, match="k.cl:2:"):
+        tt.from_opencl([tmp_path / "k.cl"], "k", [8], [8], args)

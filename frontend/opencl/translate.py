@@ -90,7 +90,7 @@ from tiletraffic.frontend.opencl.vectors import Vectors
 
 __all__ = ["FrontendError", "WorkGroupSizeError", "MacroRedefinedWarning", "parse_kernel",
            "kernel_names", "BufferArg", "DATA_DEPENDENT", "ACCESS", "KernelBuilder",
-           "SourceNames", "source_names", "required_work_group_size"]
+           "SourceNames", "source_names", "required_work_group_size", "program_source"]
 
 
 class WorkGroupSizeError(FrontendError):
@@ -255,6 +255,27 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
         local_arrays=tuple(builder.local_arrays), local_size=lsize, global_size=gsize,
         body=body, tile=lsize[0], description=f"{Path(path).name}: {kernel}",
         extra={"opencl": opencl})
+
+
+def program_source(files, folder) -> tuple[str, str]:
+    """(text, path) of one program of the OpenCL C ``files`` in order, as a host that
+    concatenates them builds it: a line ``#include "FILE"`` per file (relative to
+    ``folder``), so that messages name each file's own lines; ``path`` names the program
+    (the file names joined by ``+``, in ``folder``; no file of that name is read). One file
+    is its own text and path.
+
+    Raises:
+        OSError: a file cannot be read.
+    """
+    import os
+    files = [Path(f) for f in files]
+    if len(files) == 1:                      # the file itself
+        return files[0].read_text(), str(files[0])
+    for f in files:
+        f.read_bytes()
+    text = "".join(f'#include "{Path(os.path.relpath(f, folder)).as_posix()}"\n'
+                   for f in files)
+    return text, str(Path(folder) / "+".join(f.name for f in files))
 
 
 def _cl_std(options) -> str | None:
