@@ -324,3 +324,22 @@ def test_from_opencl_builds_a_list_of_files_as_one_program(tmp_path):
     np.testing.assert_array_equal(tt.simulate(sch, {"A": a}).outputs["C"], 2.0 * a)
     with pytest.raises(FrontendError, match="k.cl:2:"):
         tt.from_opencl([tmp_path / "k.cl"], "k", [8], [8], args)
+
+
+def test_a_sub_group_operation_part_of_a_work_group_skips_is_simulated_not_launched(pocl):
+    from tiletraffic.gpu.devices.device import TiletrafficGpuError
+    src = """
+    __kernel void k(__global const float *A, __global float *C) {
+        const int i = get_global_id(0);
+        float s = A[i];
+        if (get_sub_group_id() == 0)
+            s = sub_group_reduce_add(s);
+        C[i] = s;
+    }"""
+    sch = tt.from_opencl(src, "k", [64], [64], {"A": {"shape": [64], "access": "in"},
+                                               "C": {"shape": [64], "access": "out"}})
+    a = np.arange(64, dtype=np.float32)
+    out = tt.simulate(sch, {"A": a}).outputs["C"]
+    np.testing.assert_array_equal(out, np.concatenate([np.full(32, a[:32].sum()), a[32:]]))
+    with pytest.raises(TiletrafficGpuError, match="skips a sub-group operation"):
+        tt.run(sch, pocl, repeat=10, warmup=1, seed=5)

@@ -138,6 +138,12 @@ def _check_generated_shuffles(schedule: Schedule, rng) -> None:
         return
     found = [h for h in check_before_launch(lowered, rng=rng).hazards
              if h.kind == "barrier-divergence"]
+    if found and "opencl" in schedule.extra:
+        raise TiletrafficGpuError(
+            f"{schedule.family}: not launched: its generated OpenCL C moves sub-group values "
+            "through local memory with barriers, and part of a work-group skips a sub-group "
+            f"operation ({found[0].site}): the platforms it runs on have no sub-groups; call "
+            "sub-group built-ins in code every work-item of the work-group reaches")
     if found:
         raise TiletrafficGpuError(
             f"{schedule.family}: not launched: its generated OpenCL C moves shuffled values "
