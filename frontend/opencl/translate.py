@@ -6,7 +6,10 @@ and runs.
 libclang (:mod:`frontend.opencl.clang_ast`: OpenCL C 1.2, the real preprocessor, ``-D`` build
 options) and walks clang's tree of the kernel. The subset it accepts:
 
-- arguments: ``__global`` (or ``__constant``) ``float*``/``float4*`` buffers,
+- arguments: ``__global`` (or ``__constant``) ``float*``/``float4*`` buffers (and
+  ``char*``/``void*`` ones, whose pointers count bytes: cast back to a float pointer at an
+  offset the front end shows is a multiple of 4), ``int2``/``uint2``/``int4``/``uint4``
+  scalars (a list of integers, one IR parameter per component),
   ``int``/``uint``/``long``/``ulong`` scalars and ``float`` scalars (a
   :class:`~tiletraffic.simulator.ir.nodes.FloatParam`), ``const`` or not, and ``__local
   float *`` pointers to local memory the caller sizes (a
@@ -30,6 +33,8 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   branches: C loads only the branch taken), loads of the buffers
   indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts (of a private float
   array too, at a constant offset that is a multiple of 4: ``*(float4 *)&reg[4]``);
+- sub-groups (:mod:`~tiletraffic.frontend.opencl.subgroups`): ids and sizes, reductions
+  and shuffles of floats, in sub-groups of the device model's size;
 - statements: ``for`` loops counting up (``<``, ``<=``; ``++i``, ``i++``, ``i += s``,
   ``i = i + s``) as the IR's ``For``, other loops (``for`` of any kind, ``while``,
   ``do ... while``, with ``break`` and ``continue``) as ``While``, pointers moved
