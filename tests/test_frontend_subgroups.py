@@ -115,6 +115,10 @@ def test_a_work_group_below_the_sub_group_size_is_one_sub_group():
      "    C[get_global_id(0)] = A[get_global_id(0)];\n}\n", 32,
      "kernel k requires sub-groups of 16 work-items (intel_reqd_sub_group_size), but the "
      "device model's sub-group size is 32"),
+    ('__attribute__((qcom_reqd_sub_group_size("full")))\n'
+     "__kernel void k(__global const float *A, __global float *C) {\n"
+     "    C[get_global_id(0)] = A[get_global_id(0)];\n}\n", 32,
+     "kernel k requires sub-groups of 128 work-items (qcom_reqd_sub_group_size)"),
     ("__kernel void k(__global const float *A, __global float *C) {\n"
      "    C[get_global_id(0)] = A[sub_group_broadcast((int)get_global_id(0), 0)];\n}\n", 32,
      "sub_group_broadcast of an integer: the simulator shuffles floats"),

@@ -117,6 +117,9 @@ SAMPLES = {
     "sub-group size the kernel requires": (
         kernel("    C[i] = A[i];", before="__attribute__((intel_reqd_sub_group_size(16)))\n"),
         "", {}),
+    "Adreno sub-group size the kernel requires": (
+        kernel("    C[i] = A[i];",
+               before='__attribute__((qcom_reqd_sub_group_size("half")))\n'), "", {}),
     "sub-group operation on an integer": (
         kernel("    C[i] = A[sub_group_broadcast(i, 0)];"), "", {}),
 }

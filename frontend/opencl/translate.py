@@ -76,7 +76,8 @@ from pathlib import Path
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.attributes import (required_sub_group_size,
+from tiletraffic.frontend.opencl.attributes import (qcom_required_sub_group_size,
+                                                    required_sub_group_size,
                                                     required_work_group_size)
 from tiletraffic.frontend.opencl.calls import Calls
 from tiletraffic.frontend.opencl.clang_ast import FrontendError
@@ -233,6 +234,13 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
                 f"{_sizes(wanted)} (reqd_work_group_size), but the launch's local size is "
                 f"{_sizes(given)}: launch it with local size {_sizes(wanted)} or change the "
                 "attribute")
+    qcom = qcom_required_sub_group_size(tu, found[kernel], path)
+    if qcom is not None and qcom[0] != SUB_GROUP_SIZE:
+        raise FrontendError(
+            f"{qcom[1]}: kernel {kernel} requires sub-groups of "
+            f"{qcom[0] or 'an Adreno-specific number of'} work-items "
+            f"(qcom_reqd_sub_group_size), but the device model's sub-group size is "
+            f"{SUB_GROUP_SIZE}")
     sub_group = required_sub_group_size(found[kernel], source, path, build_options)
     if sub_group is not None and sub_group[0] != SUB_GROUP_SIZE:
         raise FrontendError(
