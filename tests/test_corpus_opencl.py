@@ -3,9 +3,9 @@ the front end's verdict on each as the README's table says (accepted, or refused
 words given), `check`'s verdict on each accepted kernel as the table says, and for each
 accepted kernel the simulator's counts equal to Oclgrind's on the code that runs (the source
 itself; for a file that uses sub-groups, which Oclgrind and PoCL lack, the OpenCL C rendered
-from the schedule) and the kernel run on PoCL equal to its numpy reference. Small sizes; each launch file is read once per
-process, and the Oclgrind and PoCL runs keep to one worker each under
-``pytest -n 2 --dist loadgroup``."""
+from the schedule) and the kernel run on PoCL equal to its numpy reference. Small sizes;
+each launch file is read once per process, and the Oclgrind and PoCL runs keep to one worker
+each under ``pytest -n 2 --dist loadgroup``."""
 from __future__ import annotations
 
 import hashlib
