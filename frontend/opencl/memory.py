@@ -16,8 +16,8 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.visitor import walk
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.c_types import (CHAR_KINDS, is_float_type, is_vector_type, type_kind,
-                                                 vector_width)
+from tiletraffic.frontend.opencl.c_types import (CHAR_KINDS, is_float_type, is_vector_type,
+                                                 type_kind, vector_width)
 from tiletraffic.frontend.opencl.context import Pointer, TranslationContext, exits_loop
 
 
