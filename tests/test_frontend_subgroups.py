@@ -347,3 +347,24 @@ def test_a_sub_group_operation_part_of_a_work_group_skips_is_simulated_not_launc
     np.testing.assert_array_equal(out, np.concatenate([np.full(32, a[:32].sum()), a[32:]]))
     with pytest.raises(TiletrafficGpuError, match="skips a sub-group operation"):
         tt.run(sch, pocl, repeat=10, warmup=1, seed=5)
+
+
+@pytest.mark.parametrize("step, floats", [("8", 2), ("n", 1), ("2", None)])
+def test_a_char_pointer_moved_in_a_loop_stays_a_multiple_of_a_float(step, floats):
+    src = f"""
+    __kernel void k(__global char *A, __global float *C, int n) {{
+        __global char *p = A;
+        float s = 0.0f;
+        for (int j = 0; j < 4; j++) {{ s += *(__global float *)p; p += {step}; }}
+        C[get_global_id(0)] = s;
+    }}"""
+    args = {"A": {"shape": [64], "access": "in"}, "C": {"shape": [16], "access": "out"},
+            "n": 4}
+    if floats is None:
+        with pytest.raises(FrontendError, match="moved by a byte count the front end cannot"):
+            tt.from_opencl(src, "k", [16], [16], args)
+        return
+    sch = tt.from_opencl(src, "k", [16], [16], args)
+    a = np.arange(64, dtype=np.float32)
+    out = tt.simulate(sch, {"A": a}).outputs["C"]
+    np.testing.assert_array_equal(out, np.full(16, a[0:4 * floats:floats].sum()))

@@ -112,6 +112,10 @@ SAMPLES = {
     "char pointer at an offset not a multiple of 4": (
         kernel("    __global const char *b = (__global const char *)A + i;\n"
                "    C[i] = *(__global const float *)b;"), "", {}),
+    "char pointer moved off a multiple of 4 after a cast": (
+        kernel("    __global const char *p = (__global const char *)A;\n"
+               "    for (int j = 0; j < 4; j++) { C[i] = *(__global const float *)p; p += 2; }"),
+        "", {}),
     "sub-groups of a work-group not a multiple of the sub-group size": (
         kernel("    C[i] = sub_group_reduce_add(A[i]);"), "", {}, [48]),
     "sub-group size the kernel requires": (

@@ -106,6 +106,9 @@ class TranslationContext:
         self.aligned_offsets: set[str] = set()
         """The names of :attr:`mutable_ranges` that are char pointers' offsets in bytes whose
         every assignment translated so far is a multiple of a float's size."""
+        self.aligned_reads: set[str] = set()
+        """The names of :attr:`aligned_offsets` a cast to a float pointer has divided by a
+        float's size (an assignment that breaks their alignment is then refused)."""
         self.mutable_decls: dict[str, tuple] = {}
         """Per name of :attr:`mutable_ranges`, the declaration it belongs to (the
         variable's cursor, by :func:`_key`)."""

@@ -344,6 +344,9 @@ class Memory(TranslationContext):
         has a factor that is a multiple of 4 (a literal, a scalar argument's value, an
         integer bound once to such a sum); else :class:`FrontendError`."""
         floats = self._divide(offset, S.FLOAT_BYTES)
+        if floats is not None:         # the offsets whose alignment this cast relies on
+            self.aligned_reads.update(n.name for n in walk(offset) if isinstance(n, S.Var)
+                                      and n.name in self.aligned_offsets)
         if floats is None:
             self.fail(at, f"char pointer cast to {C.strip(at).type.spelling}: the front end "
                           f"cannot show its byte offset is a multiple of {S.FLOAT_BYTES} (a "

@@ -195,16 +195,23 @@ class Statements(TranslationContext):
         else:
             self.fail(s, f"{op}= on pointer {name}: move a pointer with +=, -=, ++ or --")
         self.ranges[ir] = self.range_of(value)
-        self.note_alignment(ir, value, ptr.char)
+        self.note_alignment(ir, value, ptr.char, s)
         return [S.AssignInt(ir, value)]
 
-    def note_alignment(self, ir: str, value: S.IntExpr, char: bool) -> None:
+    def note_alignment(self, ir: str, value: S.IntExpr, char: bool, at=None) -> None:
         """Record whether the char pointer offset ``ir``, assigned ``value`` (bytes), stays
-        a multiple of a float's size (:attr:`aligned_offsets`)."""
+        a multiple of a float's size (:attr:`aligned_offsets`); refuse the assignment at
+        cursor ``at`` where it does not and a cast translated before it (earlier in the
+        code, or earlier in a loop's body that runs again after it) relied on it."""
         if char and self._divide(value, S.FLOAT_BYTES) is not None:
             self.aligned_offsets.add(ir)
-        else:
-            self.aligned_offsets.discard(ir)
+            return
+        self.aligned_offsets.discard(ir)
+        if char and ir in self.aligned_reads and at is not None:
+            self.fail(at, f"char pointer {self.describe_target(C.children(at)[0])} moved by "
+                          f"a byte count the front end cannot show is a multiple of "
+                          f"{S.FLOAT_BYTES}, after (or, in a loop, before) a cast of it to a "
+                          "float pointer: move it by multiples of 4")
 
     def pointer_declaration(self, d, ptr) -> list:
         """The pointer variable ``d`` pointing at ``ptr``: bound to that address where
