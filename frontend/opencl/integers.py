@@ -25,8 +25,9 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import int_op_bounds, trunc_div, wrap_int
 
 from tiletraffic.frontend.opencl import clang_ast as C
+from tiletraffic.frontend.opencl.subgroups import is_sub_group_call
 from tiletraffic.frontend.opencl.c_types import (int_type, is_float_type, is_int_type,
-                                                 type_kind, type_range)
+                                                 is_vector_type, type_kind, type_range)
 from tiletraffic.frontend.opencl.context import (Binding, DATA_DEPENDENT, TranslationContext,
                                                  constant_condition)
 
@@ -156,6 +157,9 @@ class Integers(TranslationContext):
                          "constants")
         if kind == K.CALL_EXPR:
             return self.int_call(s)
+        if kind in (K.MEMBER_REF_EXPR, K.UNEXPOSED_EXPR) and len(C.children(s)) == 1 and \
+                is_vector_type(C.children(s)[0].type) and is_int_type(s.type):
+            return self.int_vector_component(s)
         if kind == K.ARRAY_SUBSCRIPT_EXPR or is_float_type(s.type):
             self.fail(s, f"an index, bound or condition computed from loaded values: "
                          f"{DATA_DEPENDENT}")
@@ -166,6 +170,20 @@ class Integers(TranslationContext):
             if isinstance(v, int):
                 return S.Const(v)
         self.fail(s, f"integer expression {kind.name.lower()} is not supported")
+
+    def int_vector_component(self, s) -> S.IntExpr:
+        """``v.x`` (``v.s1``, ...) of an ``int2``/``int4`` argument: its parameter."""
+        from tiletraffic.frontend.opencl.c_types import component_number
+        base = C.strip(C.children(s)[0]) if C.children(s) else None
+        b = self.lookup(base.spelling) if base is not None and \
+            base.kind.name == "DECL_REF_EXPR" else None
+        k = component_number(list(s.get_tokens())[-1].spelling)
+        if b is None or b.kind != "int_vector" or k is None:
+            self.fail(s, "integer vector component: write v.x, v.y, ... (v.s0, ...) of an "
+                         "int2/int4 argument")
+        if k >= len(b.value):
+            self.fail(s, f"{base.spelling} has {len(b.value)} components")
+        return b.value[k]
 
     def int_binary(self, s, op: str, left, right) -> S.IntExpr:
         """The IR of ``left op right`` (cursors; ``s`` the operation's cursor, for messages),
@@ -276,6 +294,8 @@ class Integers(TranslationContext):
         name = s.spelling
         args = C.children(s)[1:]
         self.refuse_call(s)
+        if is_sub_group_call(name):
+            return self.sub_group_integer(s)
         if name in _ID_FUNCTIONS or name in ("get_local_size", "get_num_groups",
                                              "get_global_size"):
             dim = C.evaluate(args[0]) if len(args) == 1 else None

@@ -427,7 +427,9 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
     A schedule parsed from a user's OpenCL C (``tiletraffic.frontend.opencl.translate``; its
     ``extra["opencl"]`` holds the source) is not rendered: its own source text, kernel
     name, argument order and build options are returned, so every run and Oclgrind
-    cross-check executes the kernel as the user wrote it.
+    cross-check executes the kernel as the user wrote it; one that uses sub-groups
+    (``extra["opencl"]["sub_group_size"]``) is rendered, since the OpenCL platforms it is
+    checked on have none (its shuffles through local memory, :meth:`visit_Shuffle`).
 
     Returns:
         :class:`gpu.codegen.kernel.GeneratedKernel` whose ``args`` are the global buffers (inputs
@@ -436,7 +438,7 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
         arrays, those of a user's ``__local float *`` arguments included, are declared in
         the kernel's body.
     """
-    if "opencl" in schedule.extra:
+    if "opencl" in schedule.extra and "sub_group_size" not in schedule.extra["opencl"]:
         return _user_kernel(schedule)
     args = [KernelArg(a.name, ARG_KINDS[a.role]) for a in schedule.arrays]
     args += [KernelArg(name, "float" if isinstance(value, float) else "int")

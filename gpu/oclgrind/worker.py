@@ -17,6 +17,7 @@ import os
 import sys
 from pathlib import Path
 
+from tiletraffic.gpu.codegen.kernel import INT_VECTOR_KINDS, int_vector
 from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
 
 __all__ = ["OCLGRIND_PLATFORM", "EXIT_NO_PLATFORM", "EXIT_BUILD_FAILED", "worker_main"]
@@ -92,6 +93,9 @@ def worker_main() -> int:
     args, bufs = [], []
     mf = cl.mem_flags
     for name, kind in spec["args"]:
+        if kind in INT_VECTOR_KINDS:
+            args.append(int_vector(kind, spec["scalars"][name]))
+            continue
         if kind in ("int", "long", "float"):
             args.append({"int": np.int32, "long": np.int64,
                          "float": np.float32}[kind](spec["scalars"][name]))

@@ -37,7 +37,8 @@ from tiletraffic.gpu.devices.device import (POCL_INSTALL_HINT, DeviceError,
                                             list_devices, select_device)
 from tiletraffic.gpu.runtime import guard_zones as guard
 from tiletraffic.gpu.codegen.kernel import (ALL_KINDS, BUFFER_KINDS, LOCAL_KIND, NULL_KIND,
-                                            SCALAR_KINDS,
+                                            INT_VECTOR_KINDS, SCALAR_KINDS, check_int_vector,
+                                            int_vector,
                                             GeneratedKernel, KernelArg)
 from tiletraffic.gpu.runtime.launch_limits import (LaunchConfigError, check_launch_limits,
                                                    sizes_text)
@@ -227,6 +228,9 @@ def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> No
         if array.size == 0:
             raise ValueError(f"{kernel.name}: array {name!r} is empty; OpenCL buffers cannot be empty")
     for name, value in scalars.items():
+        if kinds[name] in INT_VECTOR_KINDS:
+            check_int_vector(kernel.name, name, kinds[name], value)
+            continue
         number = (int, np.integer, float, np.floating) if kinds[name] == "float" else \
             (int, np.integer)
         if isinstance(value, bool) or not isinstance(value, number):
@@ -458,6 +462,8 @@ def _argument(a: KernelArg, buffers: dict[str, Any], scalars: dict):
         return np.int64(scalars[a.name])
     if a.kind == "float":
         return np.float32(scalars[a.name])
+    if a.kind in INT_VECTOR_KINDS:
+        return int_vector(a.kind, scalars[a.name])
     if a.kind == LOCAL_KIND:
         return cl.LocalMemory(a.local_bytes)
     if a.kind == NULL_KIND:
