@@ -30,10 +30,26 @@ from tiletraffic.simulator.observers.hazards import Hazard
 
 _FLOAT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
 """numpy spelling of :data:`simulator.ir.nodes.FLOAT_OPS`."""
+
+
+def _rsqrt(x):
+    """``1 / sqrt(x)`` rounded once to float32 (computed in float64)."""
+    return np.float64(1.0) / np.sqrt(np.asarray(x, np.float64))
+
+
+def _erf(x):
+    """The error function of float32 values (computed in float64, element by element)."""
+    import math
+    x = np.asarray(x, np.float64)
+    return (np.vectorize(math.erf, otypes=[np.float64])(x) if x.size else x)[()]
+
+
 _FLOAT_FUNCTIONS = {"fmax": np.fmax, "fmin": np.fmin, "fabs": np.abs, "sqrt": np.sqrt,
-                    "exp": np.exp}
-"""numpy spelling of :data:`simulator.ir.nodes.FLOAT_FUNCTIONS` (float32 in, float32 out;
-fmax/fmin ignore a NaN operand as OpenCL's do)."""
+                    "rsqrt": _rsqrt, "exp": np.exp, "exp2": np.exp2, "log": np.log,
+                    "log2": np.log2, "pow": np.power, "sin": np.sin, "cos": np.cos,
+                    "tanh": np.tanh, "erf": _erf}
+"""numpy spelling of :data:`simulator.ir.nodes.FLOAT_FUNCTIONS` (float32 in, float32 out,
+within the ulp OpenCL allows each; fmax/fmin ignore a NaN operand as OpenCL's do)."""
 
 
 def has_live_check(stmts, params: dict[str, int]) -> bool:
@@ -109,6 +125,8 @@ class Expressions(BatchState):
             return apply_int_op(e, left, right)
         if isinstance(e, S.Min):
             return np.minimum(self.eval_int(e.left), self.eval_int(e.right))
+        if isinstance(e, S.IntSelect):
+            return self.int_select(e)
         if isinstance(e, S.Wrap):
             value = self.eval_int(e.operand)
             if e.bits < 64:
@@ -117,6 +135,23 @@ class Expressions(BatchState):
                 self.check_unsigned(e, value)
             return value
         raise TypeError(f"unknown integer expression {e!r}")
+
+    def int_select(self, e: S.IntSelect):
+        """``cond ? then : orelse`` per work-item; where :attr:`live_checks`, each operand
+        is evaluated with :attr:`live` narrowed to the work-items that choose it (C
+        evaluates the chosen operand only)."""
+        cond = self.eval_cond(e.cond)
+        if not self.live_checks:
+            return np.where(cond, self.eval_int(e.then), self.eval_int(e.orelse))
+        live = True if self.live is None else self.live
+        values = []
+        for operand, chosen in ((e.then, cond), (e.orelse, np.logical_not(cond))):
+            self.live = np.logical_and(live, chosen)
+            try:
+                values.append(self.eval_int(operand))
+            finally:
+                self.live = None if live is True else live
+        return np.where(cond, *values)
 
     def divide(self, e: S.BinOp, left, right):
         """``left / right`` or ``left % right`` (C's; ``e`` the expression): where the
@@ -237,7 +272,8 @@ class Expressions(BatchState):
                 ops += flop
             if not self.values:
                 return None, ops
-            with np.errstate(invalid="ignore", over="ignore"):
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore",
+                             under="ignore"):
                 return _FLOAT_FUNCTIONS[e.fn](*args).astype(np.float32), ops
         if isinstance(e, S.Select):
             then, ft = self.eval_float(e.then, mask)
@@ -282,7 +318,7 @@ class Expressions(BatchState):
         if isinstance(e, S.FCall) and e.fn in S.EXACT_FLOAT_FUNCTIONS:
             return sum_length.exact(*(self.depth_of(a) for a in e.args))
         if isinstance(e, S.FCall):
-            return sum_length.rounded_function(e.fn, self.depth_of(e.args[0]))
+            return sum_length.rounded_function(e.fn, *(self.depth_of(a) for a in e.args))
         if isinstance(e, S.Select):   # the operand selected, per work-item
             return np.where(self.eval_cond(e.cond), self.depth_of(e.then),
                             self.depth_of(e.orelse)).astype(sum_length.DTYPE)

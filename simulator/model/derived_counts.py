@@ -232,6 +232,8 @@ class _Affine:
             return self.int(e.left, env, domain).min(self.int(e.right, env, domain))
         if isinstance(e, S.Wrap):
             return self.wrap(e, env, domain)
+        if isinstance(e, S.IntSelect):
+            raise NotAffine(f"{S.describe_int(e)} chooses its value per work-item (?:)")
         raise NotAffine(f"{type(e).__name__} is no integer expression of the IR")
 
     def binop(self, e: S.BinOp, env: dict, domain):
@@ -241,6 +243,9 @@ class _Affine:
         if e.op == "-":
             return a - b
         text = S.describe_int(e)
+        if e.op not in ("*", "/", "%"):        # bitwise operators and shifts
+            raise NotAffine(f"{text} applies the bitwise operator {e.op}, which is not "
+                            "affine")
         if e.op == "*":
             if not (a.is_cst() or b.is_cst()):
                 raise NotAffine(f"{text} multiplies two values that vary")
