@@ -259,7 +259,7 @@ class Integers(TranslationContext):
                              "assigns: test the condition where it is used")
             self.bind(d.spelling, Binding("cond", cond, d))
             return []
-        if init is not None and type_kind(d.type) != "BOOL" and \
+        if init is not None and not bound_once and type_kind(d.type) != "BOOL" and \
                 C.strip(init).kind.name == "CONDITIONAL_OPERATOR":
             return self.conditional_int_declaration(d, C.strip(init))
         value = None if init is None else self.int_expr(init)
@@ -275,8 +275,9 @@ class Integers(TranslationContext):
         return [S.DeclareInt(ir, value)]
 
     def conditional_int_declaration(self, d, init) -> list:
-        """The IR of ``int x = cond ? a : b;`` (``init`` the ``?:``): ``x`` declared with
-        ``b``'s value, then assigned ``a`` where ``cond`` holds, per work-item."""
+        """The IR of ``int x = cond ? a : b;`` (``init`` the ``?:``) where the kernel assigns
+        ``x`` again: ``x`` declared with ``b``'s value, then assigned ``a`` where ``cond``
+        holds, per work-item (one bound once is a ``Let`` of an ``IntSelect``)."""
         cond_c, then_c, else_c = C.children(init)
         cond = self.condition(cond_c)
         then_v = self.canonical(self.int_expr(then_c), d.type, then_c)
