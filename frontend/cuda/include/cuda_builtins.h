@@ -139,6 +139,8 @@ __host__ __device__ float pow(float, float);
 __host__ __device__ float sin(float);
 __host__ __device__ float cos(float);
 __host__ __device__ float tanh(float);
+__host__ __device__ double log(int);
+__host__ __device__ double tanh(int);
 __host__ __device__ float erf(float);
 __host__ __device__ float fma(float, float, float);
 __host__ __device__ double fmax(double, double);
