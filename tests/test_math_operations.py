@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tiletraffic as tt
+from tiletraffic.analysis.api.closed_forms import derive
 from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.accelerators.k_extrapolation import k_extrapolation_problem
@@ -270,13 +271,41 @@ def test_work_group_classes_decline_a_bitwise_operator_of_the_work_group_id():
     assert classes_problem(_one_store(same)) is None
 
 
-def test_closed_forms_decline_bitwise_operators_and_select():
+def test_closed_forms_decline_bitwise_operators_and_take_select_piecewise():
     space = derived_counts._Space(("N",), 1, [])
     affine = derived_counts._Affine(space, {"N": space.aff("N")}, (8,))
     with pytest.raises(derived_counts.NotAffine, match="bitwise operator &"):
         affine.int(S.Param("N") & 3, {})
-    with pytest.raises(derived_counts.NotAffine, match=r"\?:"):
-        affine.int(S.int_select(S.Param("N") < 3, 1, 2), {})
+    chosen = affine.int(S.int_select(S.local_id(0) < 3, S.Param("N"), 2), {})
+    assert chosen.eq_set(space.const(2)).is_equal(
+        affine.cond(S.local_id(0) >= 3, {}).union(affine.cond(S.Param("N").eq(2), {})))
+
+
+CLAMPED = """
+__kernel void k(__global const float *A, __global float *B, int n)
+{
+    int i = get_global_id(0);
+    int j = i < n ? i : n - 1;
+    B[i] = 0.0f;
+    if (j > 6)
+        B[i] = A[j] + A[i < 5 ? 0 : j - 5];
+}
+"""
+
+
+@pytest.mark.parametrize("n", [1, 20, 64])
+def test_closed_forms_of_a_kernel_with_integer_select_equal_the_simulation(n):
+    sch = tt.from_opencl(CLAMPED, "k", [64], [16], {"A": {"shape": [64], "access": "in"},
+                                                    "B": {"shape": [64], "access": "out"},
+                                                    "n": n})
+    derived = derive(sch)
+    assert not any("?:" in why for why in derived.not_derived.values())
+    counts = tt.simulate(sch, compute_values=False).counts.to_dict()
+    values = derived.evaluate()
+    assert values["global_load_elems"] == counts["global_load_elems"]
+    assert (counts["global_load_elems"] > 0) == (n > 7)
+    assert values["global_store_elems"] == counts["global_store_elems"]
+    assert values["flop"] == counts["flop"]
 
 
 def test_k_extrapolation_declines_a_bitwise_operator_of_k():
