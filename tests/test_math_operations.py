@@ -312,3 +312,25 @@ def test_k_extrapolation_declines_a_bitwise_operator_of_k():
     k = S.Param("K")
     sch = _one_store(S.global_id(0) + (k ^ 1) - k, k=True)
     assert "bitwise operator ^" in k_extrapolation_problem(sch)
+
+
+def test_a_shift_count_out_of_range_is_refused_only_where_a_work_item_shifts():
+    """``if (i < limit) y[i] = (float)(2**62 >> (58 + i))``: work-items 0 to 5 shift by 58 to
+    63; a count of 64 and more is refused, but only where the guard lets a work-item
+    shift."""
+    y = S.GlobalArray("y", "out", ("N",))
+    i = S.Let("i", S.global_id(0))
+
+    def schedule(limit: int) -> S.Schedule:
+        value = S.IntToFloat(S.Const(2 ** 62) >> (S.Const(58) + i.var))
+        body = S.block(i, S.store(y, (i.var,), S.FConst(0.0)),
+                       S.If(i.var < limit, (S.store(y, (i.var,), value),)))
+        return S.Schedule(family="shifts", kernel_name="shifts", params=(("N", 16),),
+                          arrays=(y,), local_arrays=(), local_size=(16,), global_size=(16,),
+                          body=body, tile=16)
+
+    got = tt.simulate(schedule(6)).outputs["y"]
+    assert list(got[:6]) == [16.0, 8.0, 4.0, 2.0, 1.0, 0.0]
+    with pytest.raises(ExecutionError, match=r"shifts by 64 for the work-item of global id "
+                                             r"\(6,\)"):
+        tt.simulate(schedule(7))

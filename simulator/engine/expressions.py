@@ -11,8 +11,8 @@ for the statement, and C evaluating the operand: the right one of ``&&`` and ``|
 where the left one does not decide) is the hazard ``integer-division-by-zero``, undefined in
 C; masked-off work-items dividing by zero (``if (d != 0) x / d``) are none. Each statement
 execution reports an expression once; the bounds and step of a loop count once per entry.
-An unsigned 64-bit :class:`simulator.ir.nodes.Wrap` refuses a negative value of such a
-work-item (:class:`simulator.ir.static.ExecutionError`).
+A shift refuses a count outside ``0 .. 63`` of such a work-item, and an unsigned 64-bit
+:class:`simulator.ir.nodes.Wrap` a negative value of one (:class:`simulator.ir.static.ExecutionError`).
 """
 from __future__ import annotations
 
@@ -54,9 +54,9 @@ within the ulp OpenCL allows each; fmax/fmin ignore a NaN operand as OpenCL's do
 
 def has_live_check(stmts, params: dict[str, int]) -> bool:
     """Whether the statements ``stmts`` hold an expression checked per executing work-item
-    (:attr:`Expressions.live`): an unsigned 64-bit :class:`simulator.ir.nodes.Wrap`, or a
+    (:attr:`Expressions.live`): an unsigned 64-bit :class:`simulator.ir.nodes.Wrap`, a
     ``/`` or ``%`` whose divisor is not a non-zero expression of constants and
-    ``params``."""
+    ``params``, or a shift whose count is not known to be ``0 .. 63``."""
     return any(_checked_per_work_item(node, params) for s in stmts for node in walk(s))
 
 
@@ -69,7 +69,22 @@ def _checked_per_work_item(node, params: dict[str, int]) -> bool:
                 return True
         except (TypeError, KeyError, ExecutionError):
             return True
+    if isinstance(node, S.BinOp) and node.op in ("<<", ">>"):
+        return not _count_in_range(node.right, params)
     return False
+
+
+def _count_in_range(count: S.IntExpr, params: dict[str, int]) -> bool:
+    """Whether the shift count ``count`` is ``0 .. 63`` for every work-item: a static value
+    there, or ``x & m`` with a constant ``m`` of ``0 .. 63``."""
+    if isinstance(count, S.BinOp) and count.op == "&":
+        for mask in (count.left, count.right):
+            if isinstance(mask, S.Const) and 0 <= mask.value < S.SHIFT_BITS:
+                return True
+    try:
+        return 0 <= eval_static(count, params) < S.SHIFT_BITS
+    except (TypeError, KeyError, ExecutionError):
+        return False
 
 
 class Expressions(BatchState):
@@ -122,6 +137,8 @@ class Expressions(BatchState):
             left, right = self.eval_int(e.left), self.eval_int(e.right)
             if e.op in ("/", "%"):
                 return self.divide(e, left, right)
+            if e.op in ("<<", ">>"):
+                right = self.shift_count(e, right)
             return apply_int_op(e, left, right)
         if isinstance(e, S.Min):
             return np.minimum(self.eval_int(e.left), self.eval_int(e.right))
@@ -135,6 +152,25 @@ class Expressions(BatchState):
                 self.check_unsigned(e, value)
             return value
         raise TypeError(f"unknown integer expression {e!r}")
+
+    def shift_count(self, e: S.BinOp, count):
+        """The count of the shift ``e``: refused where a work-item of :attr:`live` has one
+        outside ``0 .. 63`` (:class:`ExecutionError` naming the expression, the work-item
+        and the count); 0 for the work-items that do not execute it.
+
+        Raises:
+            ExecutionError: a count outside the range for an executing work-item."""
+        bad = np.logical_or(np.less(count, 0), np.greater_equal(count, S.SHIFT_BITS))
+        if not np.any(bad):
+            return count
+        live = np.logical_and(bad, True if self.live is None else self.live)
+        if np.any(live):
+            _, _, _, v, gid, lid, group = self.first_work_item(live, count)
+            raise ExecutionError(
+                f"{self.schedule.family}: {S.describe_int(e)[1:-1]} shifts by {v} for the "
+                f"work-item of global id {gid} (local id {lid} of work-group {group}): shift "
+                f"counts are 0 to {S.SHIFT_BITS - 1}")
+        return np.where(bad, 0, count)
 
     def int_select(self, e: S.IntSelect):
         """``cond ? then : orelse`` per work-item; where :attr:`live_checks`, each operand
