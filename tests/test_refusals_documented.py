@@ -38,9 +38,8 @@ SAMPLES = {
     "bool of an integer the kernel assigns": (
         kernel("    int j = i;\n    bool small = j < 4;\n    j = 2;\n"
                "    if (small) C[i] = A[j];"), "", {}),
-    "?: on integers": (kernel("    C[i < 4 ? 1 : 2] = 0.0f;"), "", {}),
-    "shift by a variable": (kernel("    C[1 << (i % 4)] = 0.0f;"), "", {}),
-    "integer operator ^": (kernel("    C[i ^ 1] = 0.0f;"), "", {}),
+    "shift by a constant beyond the width": (kernel("    C[(i << 40) % 64] = 0.0f;"), "", {}),
+    "comparison used as an integer": (kernel("    C[i + (i < 4)] = 0.0f;"), "", {}),
     "++ inside an expression": (kernel("    int j = i;\n    C[j++] = 0.0f;"), "", {}),
     "++ on a float": (kernel("    float s = A[i];\n    s++;\n    C[i] = s;"), "", {}),
     "goto": (kernel("    goto end;\nend:\n    C[i] = 0.0f;"), "", {}),

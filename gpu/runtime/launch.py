@@ -62,8 +62,7 @@ __all__ = [
     "ResultMismatchError", "BuildResult", "build_program", "check_launch_limits", "RunResult",
     "run_kernel", "CheckResult", "check_result", "reference_product", "MIN_REPEAT", "UNIT_ROUNDOFF_F32",
     "LAUNCH_INDEX_ARG", "ProfilingUnavailableWarning", "queue_has_profiling",
-    "PROBABILISTIC_LAMBDA", "error_factor", "KernelResources", "build_options",
-    "kernel_resources",
+    "PROBABILISTIC_LAMBDA", "error_factor", "KernelResources", "build_options", "kernel_resources",
 ]
 
 

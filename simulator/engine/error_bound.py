@@ -239,18 +239,19 @@ def exact_function(fn: str, *args) -> np.ndarray:
                    np.maximum(x["m"], y["m"]), np.maximum(x["e"], y["e"]))
 
 
-def rounded_function(fn: str, x) -> np.ndarray:
-    """Record of ``fn(x)`` for a rounded function of :data:`MONOTONE_FUNCTIONS` or
-    :data:`LIPSCHITZ_FUNCTIONS` (with a Lipschitz constant ``L``: ``m = min(|f(v)| + L*e,
-    bound of |f|)``, ``p = L*e``).
+def rounded_function(fn: str, x, *more) -> np.ndarray:
+    """Record of ``fn(x)`` for a rounded function of one argument of
+    :data:`MONOTONE_FUNCTIONS` or :data:`LIPSCHITZ_FUNCTIONS` (with a Lipschitz constant
+    ``L``: ``m = min(|f(v)| + L*e, bound of |f|)``, ``p = L*e``).
 
     Raises:
-        NoErrorBound: ``fn`` is in neither table, or has no ulp bound in
-            :data:`simulator.ir.nodes.FUNCTION_ERROR_ULPS`.
+        NoErrorBound: ``fn`` is in neither table, takes more than one argument (``pow``),
+            or has no ulp bound in :data:`simulator.ir.nodes.FUNCTION_ERROR_ULPS`.
     """
-    if fn not in FUNCTION_ERROR_ULPS or (fn not in MONOTONE_FUNCTIONS and
-                                         fn not in LIPSCHITZ_FUNCTIONS):
-        raise NoErrorBound(f"the error bound has no rule for the function {fn}")
+    if more or fn not in FUNCTION_ERROR_ULPS or (fn not in MONOTONE_FUNCTIONS and
+                                                 fn not in LIPSCHITZ_FUNCTIONS):
+        raise NoErrorBound(f"the error bound has no rule for the function {fn} of "
+                           f"{1 + len(more)} argument(s)")
     x = np.asarray(x, DTYPE)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         if fn in LIPSCHITZ_FUNCTIONS:

@@ -25,10 +25,12 @@ sum length of ``x``; ``ZERO`` marks a value known to be exactly 0):
   acc += a*b`` K times) is K; a tree of partial sums is less;
 - ``fmax``, ``fmin``, ``fabs``: the largest of their operands (exact operations that do
   not enlarge an operand's error); a select: the operand it selects;
-- ``sqrt``, ``exp``: the operand's plus twice their OpenCL error bound in ulp
-  (:data:`simulator.ir.nodes.FUNCTION_ERROR_ULPS`: 3 ulp, 1 ulp <= 2u), i.e. + 6; valid
-  where the operand's error is small against the function's slope (the bound carries no
-  derivative);
+- the rounded built-ins (``sqrt``, ``rsqrt``, ``exp``, ``exp2``, ``log``, ``log2``,
+  ``pow``, ``sin``, ``cos``, ``tanh``, ``erf``): the operand's (``pow``: both operands'
+  added) plus twice their OpenCL error bound in ulp
+  (:data:`simulator.ir.nodes.FUNCTION_ERROR_ULPS`, 1 ulp <= 2u: ``sqrt`` and ``exp`` 3 ulp,
+  i.e. + 6; ``tanh`` 5 ulp, + 10; ``pow`` 16 ulp, + 32); valid where the operand's error is
+  small against the function's slope (the bound carries no derivative);
 - a value stored and loaded again (local or global memory, private arrays) keeps its
   sum length.
 
@@ -100,13 +102,25 @@ def exact(*args):
     return out.astype(DTYPE)
 
 
-def rounded_function(fn: str, x):
-    """Sum length of ``fn(x)`` for ``fn`` in :data:`FUNCTION_ERROR_ULPS` (sqrt(0) is 0;
-    exp(0) = 1 is exact)."""
-    x = np.asarray(x, DTYPE)
-    if fn == "sqrt":
-        return np.where(x == ZERO, ZERO, x + 2 * FUNCTION_ERROR_ULPS[fn]).astype(DTYPE)
-    return np.where(x == ZERO, 0, x + 2 * FUNCTION_ERROR_ULPS[fn]).astype(DTYPE)
+ZERO_AT_ZERO = frozenset({"sqrt", "sin", "tanh", "erf"})
+"""Rounded functions whose value at 0 is exactly 0 (their sum length ``ZERO`` there)."""
+
+
+def rounded_function(fn: str, *args):
+    """Sum length of ``fn(*args)`` for ``fn`` in :data:`FUNCTION_ERROR_ULPS`: the
+    operands' (added, as a product's) plus twice the function's bound in ulp; at an operand
+    known to be 0, ``ZERO`` for the functions of :data:`ZERO_AT_ZERO` and 0 for the others
+    (``exp(0) = cos(0) = 1`` is exact; ``log(0)`` and ``rsqrt(0)`` are infinite, which the
+    check refuses anyway). ``pow`` of two operands: both lengths added."""
+    lengths = [np.asarray(a, DTYPE) for a in args]
+    total = np.maximum(lengths[0], 0)
+    for a in lengths[1:]:
+        total = total + np.maximum(a, 0)
+    value = total + 2 * FUNCTION_ERROR_ULPS[fn]
+    if len(lengths) == 1:
+        at_zero = ZERO if fn in ZERO_AT_ZERO else 0
+        value = np.where(lengths[0] == ZERO, at_zero, value)
+    return np.asarray(value).astype(DTYPE)
 
 
 def accumulate(old, terms, mask):
