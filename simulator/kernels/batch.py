@@ -22,7 +22,7 @@ folds the batch into that dimension (``get_group_id(2) = b·S + s``) and its red
 kernel takes the batch as dimension 2.
 
 Errors: :class:`~simulator.ir.nodes.ScheduleError` for a batch that is not a positive
-integer, ``shared_b`` that is not a bool, a schedule without the arrays A, B and C, or a
+integer, ``shared_b`` that is not a bool or is set for a batch of 1, a schedule without the arrays A, B and C, or a
 batched buffer beyond the 32-bit ``int`` index range.
 """
 from __future__ import annotations
@@ -76,6 +76,9 @@ def batched(schedule, batch: int, shared_b: bool = False):
     """
     batch, shared_b = check_batch(batch, shared_b)
     if batch == 1:
+        if shared_b:
+            raise ScheduleError("shared_b applies to a batch of 2 or more products, got "
+                                "batch = 1")
         return schedule
     names = [a.name for a in schedule.arrays]
     if not {"A", "B", "C"} <= set(names):
