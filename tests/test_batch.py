@@ -46,7 +46,7 @@ def test_batched_counts_are_batch_times_one_product(family, shared_b):
             assert b.shape == (("K", "N") if shared_b else ("BATCH", "K", "N"))
 
 
-@pytest.mark.parametrize("family", ["gemm-tiled", "gemm-warp-tiled", "gemm-split-k"])
+@pytest.mark.parametrize("family", ["gemm-tiled", "gemm-register-blocked", "gemm-split-k"])
 def test_batched_values_equal_numpy_matmul(family):
     for shared_b in (False, True):
         sch = build(family, *SIZES, batch=3, shared_b=shared_b)
