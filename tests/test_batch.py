@@ -200,3 +200,30 @@ def test_pocl_runs_a_batch_against_numpy(pocl):
         want = np.matmul(inputs["A"].astype(np.float64), inputs["B"].astype(np.float64))
         got = result.outputs["C"].reshape(3, 40, 36)
         assert np.abs(got - want).max() < 1e-3 * np.abs(want).max(), family
+
+
+def test_tuner_builds_every_candidate_batched():
+    from tiletraffic.analysis.tune.space import load_space
+    from tiletraffic.analysis.tune.tuner import screen
+    from tiletraffic.simulator.engine.limits import GENERIC_GPU
+
+    valid, _ = screen(load_space(), 64, 64, 64, GENERIC_GPU, batch=4, shared_b=True)
+    assert valid
+    for _, sch in valid:
+        for kernel in kernels_of(sch):
+            assert kernel.param_values["BATCH"] == 4
+            assert kernel.global_size[2] % 4 == 0
+            if "B" in {a.name for a in kernel.arrays}:
+                assert kernel.array("B").shape == ("K", "N")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch", "0"], "error: batch must be a positive integer, got 0"),
+    (["--shared-b"], "error: shared_b applies to a batch of 2 or more products"),
+])
+def test_tune_refuses_a_bad_batch(tmp_path, args, message):
+    res = CliRunner().invoke(main, ["tune", "gemm", "--m", "64", "--n", "64", "--k", "64",
+                                    "--top", "0", "--out", str(tmp_path / "t.json"), *args])
+    assert res.exit_code == 2
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(message)

@@ -33,3 +33,11 @@ def batch_options(f):
                         expose_value=False, callback=_remember, help=BATCH_HELP)(f)
 
 
+
+
+def tune_batch_options(f):
+    """--batch COUNT and --shared-b as arguments of the command (``tune gemm``: every
+    candidate is built with them)."""
+    f = click.option("--shared-b", "shared_b", is_flag=True, help=SHARED_B_HELP)(f)
+    return click.option("--batch", "batch", type=int, default=1, show_default=True,
+                        metavar="COUNT", help=BATCH_HELP.split(" [default")[0])(f)
