@@ -146,7 +146,8 @@ def test_cli_bad_batch_is_one_line_exit_2(args, message):
 def test_cli_batch_of_a_matrix_vector_product_is_refused():
     res = CliRunner().invoke(main, ["simulate", "matvec-naive", "--m", "16", "--k", "16",
                                     "--batch", "2"])
-    assert res.exit_code == 2 and "--batch" in res.output
+    assert res.exit_code == 2 and "--batch applies to gemm-naive" in res.output
+    assert "matvec-rows-reduce" not in res.output      # it takes --wg-rows, not --batch
 
 
 def test_cli_simulate_prints_the_batch_and_agrees_with_the_closed_form():
