@@ -228,3 +228,13 @@ def test_tune_refuses_a_bad_batch(tmp_path, args, message):
     assert res.exit_code == 2
     lines = [line for line in res.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(message)
+
+
+@pytest.mark.parametrize("family", ALL_GEMM_FAMILIES)
+def test_the_class_proof_holds_for_a_batch_without_trusting_the_family(family):
+    import dataclasses
+
+    from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
+
+    sch = build(family, *SIZES, batch=3, shared_b=family == "gemm-tiled")
+    assert classes_problem(dataclasses.replace(sch, family="a-users-kernel")) is None
