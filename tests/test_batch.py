@@ -238,3 +238,14 @@ def test_the_class_proof_holds_for_a_batch_without_trusting_the_family(family):
 
     sch = build(family, *SIZES, batch=3, shared_b=family == "gemm-tiled")
     assert classes_problem(dataclasses.replace(sch, family="a-users-kernel")) is None
+
+
+def test_simulate_json_names_the_batch_only_when_there_is_one():
+    import json
+
+    argv = ["simulate", "gemm-tiled", "--m", "16", "--k", "16", "--n", "16", "--json"]
+    batched_out = json.loads(CliRunner().invoke(main, argv + ["--batch", "2"]).stdout)
+    single_out = json.loads(CliRunner().invoke(main, argv).stdout)
+    assert (batched_out["batch"], batched_out["shared_b"]) == (2, False)
+    assert batched_out["global_size"] == [16, 16, 2]
+    assert "batch" not in single_out and single_out["global_size"] == [16, 16]

@@ -141,6 +141,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         p = sch.param_values
         out = {"schedule": sch.family, "m": p.get("M", m), "k": p.get("K", k),
                "n": p.get("N", n), "tile": sch.tile,
+               **{key: sch.extra[key] for key in ("batch", "shared_b") if key in sch.extra},
                **({"kernels": [{"kernel": x.kernel_name, "local_size": list(x.local_size),
                                 "global_size": list(x.global_size)} for x in sch.kernels]}
                   if is_sequence(sch) else
