@@ -54,6 +54,12 @@ def shares_b(schedule) -> bool:
     return bool(schedule.extra.get("shared_b", False))
 
 
+def batch_fields(schedule) -> dict:
+    """``{"batch": P, "shared_b": bool}`` of a batched schedule or sequence, for results;
+    ``{}`` for a single product."""
+    return {key: schedule.extra[key] for key in ("batch", "shared_b") if key in schedule.extra}
+
+
 def check_batch(batch, shared_b) -> tuple[int, bool]:
     """``(batch, shared_b)`` checked.
 
