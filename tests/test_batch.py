@@ -249,3 +249,23 @@ def test_simulate_json_names_the_batch_only_when_there_is_one():
     assert (batched_out["batch"], batched_out["shared_b"]) == (2, False)
     assert batched_out["global_size"] == [16, 16, 2]
     assert "batch" not in single_out and single_out["global_size"] == [16, 16]
+
+
+def test_model_counts_of_a_batch_are_batch_times_and_shared_b_is_read_once_from_dram():
+    import warnings
+
+    from tiletraffic.simulator.model.device_model import device_model
+    from tiletraffic.simulator.model.launch import model_launch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h200 = device_model("nvidia-h200")
+        one = model_launch(build("gemm-tiled", 128, 128, 128), h200).to_dict()
+        many = model_launch(build("gemm-tiled", 128, 128, 128, batch=64, shared_b=True),
+                            h200).to_dict()
+    for key in ("global_load_requests", "global_load_sectors", "global_store_requests",
+                "global_store_sectors", "l2_read_sectors", "local_bank_conflicts",
+                "global_load_elems", "flop"):
+        assert many[key] == 64 * one[key], key
+    # every buffer fits in the L2: compulsory reads, 64 matrices A and one B
+    assert many["dram_read_bytes"] == (64 * 128 * 128 + 128 * 128) * 4
