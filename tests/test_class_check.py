@@ -133,3 +133,29 @@ def simulate_hazards(sch) -> list:
     from tiletraffic.simulator.model.sequence_run import simulate as run
 
     return run(sch, compute_values=False, hazards="report", limits=None).hazards
+
+
+def test_every_built_in_family_moves_its_local_and_private_arrays_by_translation(monkeypatch):
+    # proved without being trusted, except the split-K slices (trusted, as for the
+    # classes: their K range divides the work-group id)
+    from tiletraffic.simulator.ir.sequence import is_sequence
+    from tiletraffic.simulator.kernels.families import FAMILIES, SEQUENCE_FAMILIES
+
+    monkeypatch.setattr(class_safety, "_trusted_families", lambda: ())
+    for family in (*FAMILIES, *SEQUENCE_FAMILIES):
+        sch = build_any(family)
+        for kernel in (sch.kernels if is_sequence(sch) else (sch,)):
+            why = class_safety.translation_problem(kernel)
+            assert (why is None) == (kernel.family != "gemm-split-k-slices"), (kernel.family,
+                                                                               why)
+
+
+def test_the_check_before_launch_finds_the_out_of_bounds_read_of_the_last_interior_group():
+    from tiletraffic.simulator.engine.launch_check import check_launch
+
+    sch = _copy("user-copy-shifted", (GROUPS - 1) * LOCAL, 1)
+    checked = check_launch(sch, full_check_work=0)
+    assert checked.work_groups_checked is not None, "checked on representatives"
+    assert (GROUPS - 2,) in checked.work_groups_checked
+    assert [h.kind for h in checked.hazards] == ["out-of-bounds"]
+    assert checked.hazards[0].group_id == (GROUPS - 2,)

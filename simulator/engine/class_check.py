@@ -50,7 +50,7 @@ from tiletraffic.simulator.engine.limits import DeviceLimits, check_schedule_lim
 from tiletraffic.simulator.engine.machine import Machine
 from tiletraffic.simulator.engine.simulation import (BATCH_WORK_ITEMS, _hazard_observers,
                                                      probe_runner, simulate)
-from tiletraffic.simulator.observers.hazards import HazardLog
+from tiletraffic.simulator.observers.hazards import Hazard, HazardLog
 
 INSIDE = Accelerators(work_group_classes=True, private_nests=True, loop_blocks=True)
 """The accelerators of the run inside work-groups (loops in blocks where exact)."""
@@ -100,9 +100,9 @@ def proved_clean(schedule: S.Schedule) -> bool:
     if classes_problem(schedule) is not None or translation_problem(schedule) is not None:
         return False
     try:
-        inside = _inside_work_groups(schedule, INSIDE)
+        inside, _, _ = inside_work_groups(schedule)
     except NotApplicable:
-        inside = _inside_work_groups(schedule, INSIDE.replace(loop_blocks=False))
+        inside, _, _ = inside_work_groups(schedule, INSIDE.replace(loop_blocks=False))
     if inside:
         return False
     sliced = output_slice(schedule)
@@ -111,12 +111,17 @@ def proved_clean(schedule: S.Schedule) -> bool:
                 and not (h.kind == "data-race" and not h.site.startswith("global "))]
 
 
-def _inside_work_groups(schedule: S.Schedule, accelerators: Accelerators) -> bool:
-    """Whether the representatives and extreme members of every class have any hazard
-    (the hazard observers of a launch by classes).
+def inside_work_groups(schedule: S.Schedule, accelerators: Accelerators = INSIDE
+                       ) -> tuple[list[Hazard], np.ndarray, np.ndarray]:
+    """The hazards inside work-groups of the representatives and the extreme members of
+    every class (:func:`extreme_members`), every statement executed with the hazard
+    observers of a launch by classes; with the linear ids of the work-groups executed and
+    of the representatives. The classes must be proved
+    (:func:`.accelerators.class_safety.classes_problem`).
 
     Raises:
-        NotApplicable: a loop ran in blocks where it cannot (run without loop blocks).
+        NotApplicable: a hazard where a loop ran in blocks (its example could differ), or a
+            loop that cannot run in blocks: run again without ``loop_blocks``.
     """
     params = schedule.param_values
     sizes = {a.name: int(eval_static(a.size, params)) for a in schedule.arrays}
@@ -131,7 +136,10 @@ def _inside_work_groups(schedule: S.Schedule, accelerators: Accelerators) -> boo
         machine.run_batch(groups[first:first + per_batch])
     for obs in observers:
         obs.on_finish()
-    return bool(log.hazards)
+    if machine.ran_blocked and log.hazards:
+        raise NotApplicable(f"{schedule.family}: hazards in a launch with loops run in blocks "
+                            "of iterations (their examples could differ)")
+    return log.hazards, groups, np.asarray(classes.representatives)
 
 
 def extreme_members(schedule: S.Schedule, classes: GroupClasses) -> np.ndarray:
