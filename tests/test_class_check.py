@@ -16,8 +16,9 @@ from tiletraffic.simulator.engine.class_check import (extreme_members, launch_pr
                                                       worth_classes)
 from tiletraffic.simulator.engine.simulation import probe_runner, simulate
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.ir.nodes import (Assign, Barrier, DeclareFloat, Const, GlobalArray, If, Let, LocalArray,
-                                            Param, Schedule, block, global_id, group_id,
+from tiletraffic.simulator.ir.nodes import (Assign, Barrier, Const, DeclareFloat, GlobalArray,
+                                            If, Let, LocalArray, Param, Schedule, block,
+                                            global_id, group_id,
                                             local_id, store)
 from tiletraffic.simulator.ir.visitor import walk_statements
 from tiletraffic.simulator.kernels.variants import VARIANTS, build_any, names
@@ -28,9 +29,9 @@ GROUPS = 40
 
 def _copy(family: str, extent_x: int, shift: int, extra=(),
           m: int = (GROUPS - 1) * LOCAL) -> Schedule:
-    """``acc = x[row + shift]; y[row] = acc`` for ``row < M`` (by default M = 39 work-groups of 16: the
-    40th work-group does nothing), ``x`` of ``extent_x`` elements; ``extra`` statements
-    after the guarded copy (with ``row`` bound)."""
+    """``acc = x[row + shift]; y[row] = acc`` for ``row < M`` (by default M = 39 work-groups
+    of 16: the 40th work-group does nothing), ``x`` of ``extent_x`` elements; ``extra``
+    statements after the guarded copy (with ``row`` bound)."""
     M, K = Param("M"), Param("K")
     x, y = GlobalArray("x", "in", ("K",)), GlobalArray("y", "out", ("M",))
     row, acc = Let("row", global_id(0)), DeclareFloat("acc")

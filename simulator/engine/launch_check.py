@@ -19,8 +19,9 @@ gives a time that is not a measurement of the kernel. So before any launch
   index affine in the work-group id takes its smallest and largest values:
   :func:`simulator.engine.class_check.inside_work_groups`), counts only, so races within a
   work-group, out-of-bounds accesses, barrier divergence, misaligned vector accesses and
-  uninitialized local and private reads are checked there (integer divisions by zero cannot occur: the
-  classes of a divisor that may be 0 are not proved, so such a launch is checked whole);
+  uninitialized local and private reads are checked there (integer divisions by zero cannot
+  occur: the classes of a divisor that may be 0 are not proved, so such a launch is checked
+  whole);
   races between work-groups, reads of outputs before a store and unwritten outputs need
   every work-group and are not
   (:attr:`LaunchCheck.not_checked` says so). The sum length is counted on the
