@@ -1,4 +1,4 @@
-"""The worker process of an Oclgrind run: ``python -m tiletraffic.gpu.oclgrind.worker``.
+"""The worker process of an Oclgrind run: this file, run as a script.
 
 Oclgrind reads its plugin switches (``OCLGRIND_INST_COUNTS``, ``OCLGRIND_DATA_RACES``,
 ``OCLGRIND_UNINITIALIZED``, ``OCLGRIND_MAX_ERRORS``, ``OCLGRIND_LOG``) from the environment
@@ -8,7 +8,9 @@ worker reads the launch from its standard input, fills the inputs with standard-
 float32 values (never constant), builds with the Oclgrind platform, launches once and writes
 a small JSON result file. Oclgrind's instruction counter prints on the worker's standard
 output, its diagnostics go to ``OCLGRIND_LOG`` (API-check messages to standard error).
-numpy and pyopencl are imported only when the worker runs.
+numpy and pyopencl are imported only when the worker runs, and nothing of tiletraffic: the
+launcher runs this file by its path, so a launch pays for Python, numpy, pyopencl and
+Oclgrind only, not for importing the package.
 """
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ import os
 import sys
 from pathlib import Path
 
-from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
 
 __all__ = ["OCLGRIND_PLATFORM", "EXIT_NO_PLATFORM", "EXIT_BUILD_FAILED", "worker_main"]
 
@@ -53,6 +54,7 @@ def worker_main() -> int:
     import numpy as np
     import pyopencl as cl
 
+    float_bytes = np.dtype(np.float32).itemsize
     request = json.loads(sys.stdin.read())
     spec, mode, result_path = request["spec"], request["mode"], request["result_path"]
 
@@ -110,7 +112,7 @@ def worker_main() -> int:
             access = mf.READ_ONLY if kind == "global_in" else mf.READ_WRITE
             buf = cl.Buffer(ctx, access | mf.COPY_HOST_PTR, hostbuf=host)
         else:
-            buf = cl.Buffer(ctx, mf.READ_WRITE, max(n, 1) * FLOAT_BYTES)
+            buf = cl.Buffer(ctx, mf.READ_WRITE, max(n, 1) * float_bytes)
         args.append(buf)
         bufs.append(buf)
 
@@ -120,7 +122,7 @@ def worker_main() -> int:
         out_buf = cl.Buffer(ctx, mf.WRITE_ONLY, bases.nbytes)
         probe(queue, (1,), (1,), out_buf, *bufs)
         cl.enqueue_copy(queue, bases, out_buf)
-        buffers = {n: (int(b), int(spec["array_elems"][n]) * FLOAT_BYTES)
+        buffers = {n: (int(b), int(spec["array_elems"][n]) * float_bytes)
                    for n, b in zip(buffer_names, bases)}
 
     kernel(queue, tuple(spec["global_size"]), tuple(spec["local_size"]), *args)
