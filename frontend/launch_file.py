@@ -3,7 +3,8 @@ source does not state, in TOML, so that a user's kernel is a SCHEDULE like any o
 
 Format (every path relative to the launch file)::
 
-    source = "mm_tiled.cl"          # the OpenCL C file
+    source = "mm_tiled.cl"          # the OpenCL C file (or a list of files built as one
+                                    # program, in order, as a host concatenates them)
     kernel = "mmul_tiled"           # the __kernel in it
     build_options = "-DTS=16"       # optional: -D/-U/-I options
     [sizes]                         # names usable below; each overridable: --set N=2048
@@ -62,7 +63,8 @@ from pathlib import Path
 from tiletraffic.frontend.opencl.clang_ast import integer_literal, split_build_options
 from tiletraffic.frontend.opencl.declarations import BUFFER_FIELDS
 from tiletraffic.frontend.opencl.translate import (BufferArg, FrontendError,
-                                                   WorkGroupSizeError, parse_kernel)
+                                                   WorkGroupSizeError, parse_kernel,
+                                                   program_source)
 from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError
 
 from tiletraffic.frontend import expressions
@@ -145,16 +147,33 @@ class LaunchFile:
         return out
 
     @property
+    def source_files(self) -> list[Path]:
+        """The source files: ``source``, or each file of a list of them."""
+        names = self.data["source"]
+        return [self.path.parent / n for n in (names if isinstance(names, list) else [names])]
+
+    @property
     def source_path(self) -> Path:
-        return self.path.parent / self.data["source"]
+        """The source file; for a list of files, the name of the program they make (the
+        names joined by ``+``, in the launch file's folder; no file of that name is read)."""
+        files = self.source_files
+        if len(files) == 1:
+            return files[0]
+        return self.path.parent / "+".join(f.name for f in files)
 
     def source(self) -> str:
-        """The OpenCL C text of :attr:`source_path` (:func:`source_text`).
+        """The OpenCL C text of :attr:`source_path` (:func:`source_text`); for a list of
+        files, one program of them in order, as a host that concatenates them builds it:
+        a line ``#include "FILE"`` per file (relative to the launch file), so that messages
+        name each file's own lines.
 
         Raises:
-            OSError: the file cannot be read.
+            OSError: a file cannot be read.
         """
-        return source_text(self.source_path.read_bytes())
+        files = self.source_files
+        if len(files) == 1:
+            return source_text(files[0].read_bytes())
+        return program_source(files, self.path.parent)[0]
 
     @property
     def kernel(self) -> str:
@@ -298,8 +317,14 @@ def _checked(path: Path, data: dict, overrides, params) -> LaunchFile:
             raise launch.error(key, f"unknown key; a{' GLSL' if glsl else 'n OpenCL C'} "
                                     f"launch file has {', '.join(top_keys)}")
     for key in ("source",) if glsl else ("source", "kernel"):
+        if key == "source" and not glsl and isinstance(data.get(key), list):
+            if not data[key] or not all(isinstance(f, str) and f for f in data[key]):
+                raise launch.error(key, "a list of source files must name at least one, "
+                                        "each a non-empty string")
+            continue
         if not isinstance(data.get(key), str) or not data[key]:
-            raise launch.error(key, "missing (a string)")
+            raise launch.error(key, "missing (a string, or for OpenCL C a list of files "
+                                    "built as one program)")
     if not glsl and data.get("language", "opencl") not in LANGUAGES:
         raise launch.error("language", f"must be {', '.join(LANGUAGES)} or glsl, not "
                                        f"{shown(data['language'])}")
@@ -345,8 +370,9 @@ def _checked(path: Path, data: dict, overrides, params) -> LaunchFile:
         raw = overrides.get(name, raw)
         launch.sizes[name] = launch.value(f"sizes.{name}", raw,
                                           {**launch.macros, **launch.sizes, **launch.params})
-    if not launch.source_path.is_file():
-        raise launch.error("source", f"{launch.source_path} is not a file")
+    for f in launch.source_files:
+        if not f.is_file():
+            raise launch.error("source", f"{f} is not a file")
     return launch
 
 
@@ -468,7 +494,8 @@ def schedule(launch: LaunchFile) -> Schedule:
             if v < 1:
                 raise launch.error(f"launch.{key}[{d}]", f"{v} is not positive")
     args = {name: (_buffer_argument(launch, f"args.{name}", raw) if isinstance(raw, dict)
-                   else launch.number(f"args.{name}", raw))
+                   else [launch.number(f"args.{name}[{k}]", r) for k, r in enumerate(raw)]
+                   if isinstance(raw, list) else launch.number(f"args.{name}", raw))
             for name, raw in data.get("args", {}).items()}
     source_path = launch.source_path
     try:

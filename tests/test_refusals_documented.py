@@ -27,7 +27,7 @@ HELPER_SELF = "float twice(float x, int n) { return n == 0 ? x : twice(x, n - 1)
 HELPER_EARLY = "float first(float x, int n) { if (n > 0) return x; return 0.0f; }\n"
 HELPER_ASSIGN = "void bump(__global float *c, int j) { j += 1; c[j] = 0.0f; }\n"
 
-# construct -> (source, build options, extra arguments)
+# construct -> (source, build options, extra arguments[, local size of its one work-group])
 SAMPLES = {
     "branch on loaded values": (kernel("    if (A[i] > 0.0f) C[i] = 1.0f;"), "", {}),
     "?: on loaded values": (kernel("    C[i] = A[i] > 0.0f ? A[i] : 0.0f;"), "", {}),
@@ -38,9 +38,8 @@ SAMPLES = {
     "bool of an integer the kernel assigns": (
         kernel("    int j = i;\n    bool small = j < 4;\n    j = 2;\n"
                "    if (small) C[i] = A[j];"), "", {}),
-    "?: on integers": (kernel("    C[i < 4 ? 1 : 2] = 0.0f;"), "", {}),
-    "shift by a variable": (kernel("    C[1 << (i % 4)] = 0.0f;"), "", {}),
-    "integer operator ^": (kernel("    C[i ^ 1] = 0.0f;"), "", {}),
+    "shift by a constant beyond the width": (kernel("    C[(i << 40) % 64] = 0.0f;"), "", {}),
+    "comparison used as an integer": (kernel("    C[i + (i < 4)] = 0.0f;"), "", {}),
     "++ inside an expression": (kernel("    int j = i;\n    C[j++] = 0.0f;"), "", {}),
     "++ on a float": (kernel("    float s = A[i];\n    s++;\n    C[i] = s;"), "", {}),
     "goto": (kernel("    goto end;\nend:\n    C[i] = 0.0f;"), "", {}),
@@ -70,6 +69,11 @@ SAMPLES = {
     "float4 view of a private array off a multiple of 4": (
         kernel("    float reg[8];\n    *((float4 *)&reg[2]) = vload4(i, A);\n"
                "    C[i] = reg[2];"), "", {}),
+    "pointer chosen by ?: on integers": (
+        kernel("    __global const float *p = i < 4 ? A : A + 1;\n    C[i] = p[i];"), "", {}),
+    "pointer ?: that gives null": (
+        kernel("    __global const float *p = A != 0 ? 0 : A;\n    C[i] = p ? p[i] : 0.0f;"),
+        "", {}),
     "pointer without a value": (
         kernel("    __global float *p;\n    C[i] = A[i];"), "", {}),
     "float in a loop update": (
@@ -101,6 +105,26 @@ SAMPLES = {
     "assignment to a helper's parameter": (
         kernel("    bump(C, i);", before=HELPER_ASSIGN), "", {}),
     "octal literal": (kernel("    C[i] = A[i + 010];"), "", {}),
+    "integer buffer": (
+        kernel("    C[i] = A[ind[i]];", signature=SIGNATURE + ", __global const int *ind"),
+        "", {"ind": {"shape": [64], "access": "in"}}),
+    "char pointer at an offset not a multiple of 4": (
+        kernel("    __global const char *b = (__global const char *)A + i;\n"
+               "    C[i] = *(__global const float *)b;"), "", {}),
+    "char pointer moved off a multiple of 4 after a cast": (
+        kernel("    __global const char *p = (__global const char *)A;\n"
+               "    for (int j = 0; j < 4; j++) { C[i] = *(__global const float *)p; p += 2; }"),
+        "", {}),
+    "sub-groups of a work-group not a multiple of the sub-group size": (
+        kernel("    C[i] = sub_group_reduce_add(A[i]);"), "", {}, [48]),
+    "sub-group size the kernel requires": (
+        kernel("    C[i] = A[i];", before="__attribute__((intel_reqd_sub_group_size(16)))\n"),
+        "", {}),
+    "Adreno sub-group size the kernel requires": (
+        kernel("    C[i] = A[i];",
+               before='__attribute__((qcom_reqd_sub_group_size("half")))\n'), "", {}),
+    "sub-group operation on an integer": (
+        kernel("    C[i] = A[sub_group_broadcast(i, 0)];"), "", {}),
 }
 
 
@@ -111,9 +135,11 @@ def _arguments(extra: dict) -> dict:
 
 def refusal(name: str) -> str:
     """The message the front end raises for ``name``'s sample, after its location."""
-    source, options, extra = SAMPLES[name]
+    source, options, extra, *local = SAMPLES[name]
+    local_size = local[0] if local else [16]      # one work-group where a sample sizes it
+    global_size = local_size if local else [64]
     with pytest.raises(FrontendError) as err:
-        tt.from_opencl(source, "k", [64], [16], _arguments(extra), options)
+        tt.from_opencl(source, "k", global_size, local_size, _arguments(extra), options)
     message = str(err.value)
     assert "\n" not in message
     assert re.match(r"<source>:\d+:\d+: ", message), message

@@ -61,10 +61,12 @@ def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict
     """The schedule of `kernel` in an OpenCL C source, for every function here.
 
     Args:
-        source_or_path: the OpenCL C text, or the path of a `.cl` file.
+        source_or_path: the OpenCL C text, the path of a `.cl` file, or a list of paths
+            built as one program in order (as a host that concatenates them builds it).
         kernel: the `__kernel` to read.
         global_size, local_size: NDRange and work-group size (work-items per dimension).
-        args: every kernel argument by its name in the source: an `int` for a scalar,
+        args: every kernel argument by its name in the source: an `int` for a scalar (a
+            list of ints for an `int2`/`uint2`/`int4`/`uint4`),
             `{"shape": (M, K), "access": "in"}` for a buffer (row-major float32; entries
             integers or names of scalar arguments or of `sizes`; access in/out/inout).
         build_options: `-D`/`-U`/`-I` options, as for `clBuildProgram`.
@@ -79,10 +81,13 @@ def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict
             subset, an argument missing or unknown, a bad shape or access (one line, with
             file:line:column where it concerns the source).
     """
-    from tiletraffic.frontend.opencl.translate import parse_kernel
+    from tiletraffic.frontend.opencl.translate import parse_kernel, program_source
 
     text, path = source_or_path, None
-    if isinstance(source_or_path, Path) or (
+    if isinstance(source_or_path, (list, tuple)):
+        files = [Path(f) for f in source_or_path]
+        text, path = program_source(files, files[-1].parent) if files else ("", None)
+    elif isinstance(source_or_path, Path) or (
             isinstance(source_or_path, str) and "\n" not in source_or_path
             and source_or_path.endswith((".cl", ".c", ".h"))):
         path = str(source_or_path)

@@ -176,8 +176,11 @@ def run_text(sch, result, on_simulator: bool, users_reference: bool) -> list[str
                  f"({result.inputs} inputs) in every launch: worst "
                  f"|error| / tolerance {c.error_over_tolerance:.3g} at {output}[{where}] "
                  f"(|error| {abs(c.worst_value - c.worst_reference):.3g}, tolerance "
-                 f"{c.worst_tolerance:.3g}, sum length {c.k}"
-                 + (": the launch file's reference.terms" if "terms_per_output" in sch.extra
+                 f"{c.worst_tolerance:.3g}, "
+                 + ("the element's running error bound" if c.running_bound else
+                    f"sum length {c.k}")
+                 + ("" if c.running_bound else
+                    ": the launch file's reference.terms" if "terms_per_output" in sch.extra
                     else f": {result.launch_check.sum_length_method}" if result.launch_check
                     else "")
                  + "); "

@@ -21,7 +21,10 @@ OpenCL C (as generated)             CUDA after preprocessing
 ``get_global_id(d)``                ``blockIdx * blockDim + threadIdx`` (global offset 0)
 ``get_global_size(d)``              ``gridDim * blockDim``
 ``fmax(a, b)``, ``fmin``, ``fabs``,  ``fmaxf(a, b)``, ``fminf``, ``fabsf``, ``sqrtf``,
-``sqrt``, ``exp`` (float)           ``expf``: CUDA's single-precision functions
+``sqrt``, ``rsqrt``, ``exp``,       ``rsqrtf``, ``expf``, ``exp2f``, ``logf``, ``log2f``,
+``exp2``, ``log``, ``log2``,        ``powf``, ``sinf``, ``cosf``, ``tanhf``, ``erff``:
+``pow``, ``sin``, ``cos``,          CUDA's single-precision functions
+``tanh``, ``erf`` (float)
 ``__attribute__((reqd_work_group_   ``__attribute__((launch_bounds(X*Y*Z)))``, which is
 size(X, Y, Z)))``                   exactly what CUDA's ``__launch_bounds__(X*Y*Z)``
                                     expands to (``crt/host_defines.h``:
@@ -57,7 +60,8 @@ _IDS = {
 
 
 _FLOAT_BUILTINS = (("fmax", "a, b"), ("fmin", "a, b"), ("fabs", "a"), ("sqrt", "a"),
-                   ("exp", "a"))
+                   ("rsqrt", "a"), ("exp", "a"), ("exp2", "a"), ("log", "a"), ("log2", "a"),
+                   ("pow", "a, b"), ("sin", "a"), ("cos", "a"), ("tanh", "a"), ("erf", "a"))
 """OpenCL C's float built-ins of the IR, mapped onto CUDA's single-precision functions."""
 
 

@@ -19,9 +19,10 @@ CUDA spells differently mapped onto the same IR:
   taken loads);
 - ``__ldg(p)`` is a load through ``p``; ``make_float2``/``make_float4`` build vectors;
   ``reinterpret_cast``/``static_cast``/``const_cast`` of pointers are pointer casts and of
-  numbers conversions, as C casts are; ``fmaxf``, ``fminf``, ``fabsf``, ``sqrtf``, ``expf``,
-  ``__expf``, ``fmaf``, ``__fmaf_rn``, ``__fmul_rn``, ``__fadd_rn``, ``__fdividef`` are the
-  IR's float operations;
+  numbers conversions, as C casts are; ``fmaxf``, ``fminf``, ``fabsf``, ``sqrtf``,
+  ``rsqrtf``, ``expf``, ``__expf``, ``exp2f``, ``logf``, ``__logf``, ``log2f``, ``powf``,
+  ``__powf``, ``sinf``, ``cosf``, ``tanhf``, ``erff``, ``fmaf``, ``__fmaf_rn``,
+  ``__fmul_rn``, ``__fadd_rn``, ``__fdividef`` are the IR's float operations;
 - namespace-scope ``const``/``constexpr`` integers and floats (and a template's
   parameters) are constants; ``true``/``false`` are 1 and 0; ``assert``, casts to
   ``void``, ``typedef``/``using`` and ``static_assert`` in the kernel do nothing.
@@ -48,7 +49,12 @@ _INDEX_VARIABLES = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _CASTS = ("CXX_STATIC_CAST_EXPR", "CXX_FUNCTIONAL_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR",
           "CXX_CONST_CAST_EXPR", "CSTYLE_CAST_EXPR")
 _FLOAT_FUNCTIONS = {"fmaxf": "fmax", "fminf": "fmin", "fabsf": "fabs", "sqrtf": "sqrt",
-                    "expf": "exp", "__expf": "exp"}
+                    "rsqrtf": "rsqrt", "__frsqrt_rn": "rsqrt", "expf": "exp", "__expf": "exp",
+                    "exp2f": "exp2", "logf": "log", "__logf": "log", "log2f": "log2",
+                    "powf": "pow", "__powf": "pow", "sinf": "sin", "cosf": "cos",
+                    "tanhf": "tanh", "erff": "erf"}
+"""CUDA's single-precision functions (and the intrinsics ``__expf``, ``__logf``, ``__powf``)
+as the IR's float built-ins (:data:`~tiletraffic.simulator.ir.nodes.FLOAT_FUNCTIONS`)."""
 _FLOAT_OPERATORS = {"__fmul_rn": "*", "__fadd_rn": "+", "__fsub_rn": "-",
                     "__fdividef": "/", "__fdiv_rn": "/"}
 SHUFFLES = {"__shfl_sync": "index", "__shfl_up_sync": "up", "__shfl_down_sync": "down",
@@ -374,8 +380,6 @@ class CudaKernelBuilder(KernelBuilder):
         self.refuse_call(s)
         if name in _FLOAT_FUNCTIONS and len(args) == S.FLOAT_FUNCTIONS[_FLOAT_FUNCTIONS[name]]:
             return S.FCall(_FLOAT_FUNCTIONS[name], tuple(self.float_expr(a, out) for a in args))
-        if name in ("rsqrtf", "__frsqrt_rn") and len(args) == 1:
-            return S.FBinOp("/", S.FConst(1.0), S.FCall("sqrt", (self.float_expr(args[0], out),)))
         if name in ("fmaf", "__fmaf_rn") and len(args) == 3:
             a, b, c = (self.float_expr(x, out) for x in args)
             return S.FBinOp("+", S.FBinOp("*", a, b), c)

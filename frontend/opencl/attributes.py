@@ -75,3 +75,68 @@ def _evaluate_constants(args, source, path, build_options, at) -> list[int]:
                 return values
     C.fail(at, f"reqd_work_group_size({written}): its sizes are not three integer "
                "constants", path)
+
+
+_REQUIRED_SUB_GROUP = ("intel_reqd_sub_group_size", "__intel_reqd_sub_group_size__")
+
+
+def required_sub_group_size(kernel, source: str, path: str, build_options=()):
+    """The size of the ``intel_reqd_sub_group_size(N)`` attribute of the ``kernel`` cursor
+    and the attribute's cursor, or ``None`` without one (``N`` a literal, or a constant
+    clang evaluates).
+
+    Raises:
+        FrontendError: the attribute's argument is not one constant clang evaluates.
+    """
+    from itertools import islice
+    for attr in kernel.get_children():
+        if not attr.kind.is_attribute():
+            continue
+        tokens = [t.spelling for t in islice(attr.get_tokens(), 256)]
+        if not tokens or tokens[0] not in _REQUIRED_SUB_GROUP:
+            continue
+        args = _attribute_arguments(tokens)
+        if args is None or len(args) != 1 or not args[0]:
+            C.fail(attr, "intel_reqd_sub_group_size: write its size, "
+                         "intel_reqd_sub_group_size(N)", path)
+        if len(args[0]) == 1:
+            return C.integer_literal(args[0][0]), attr
+        return _evaluate_constants(args * 3, source, path, build_options, attr)[0], attr
+    return None
+
+
+QCOM_SUB_GROUP_SIZES = {"half": 64, "full": 128}
+"""Work-items per sub-group that Qualcomm's ``qcom_reqd_sub_group_size("half")`` and
+``("full")`` ask an Adreno GPU for (half or all of its 128-wide waves)."""
+
+
+def qcom_required_sub_group_size(tu, kernel, path: str):
+    """``(size, "file:line:column")`` of a ``qcom_reqd_sub_group_size("half"|"full")``
+    attribute written on the ``kernel`` cursor (between the declaration before it and its
+    body), which clang ignores with a warning; ``None`` without one."""
+    from clang import cindex
+    start = kernel.extent.start
+    previous = None
+    for c in tu.cursor.get_children():
+        if c == kernel:
+            break
+        if c.location.file is not None and start.file is not None and \
+                c.location.file.name == start.file.name:
+            previous = c.extent.end
+    for d in tu.diagnostics:
+        loc = d.location
+        if "qcom_reqd_sub_group_size" not in d.spelling or loc.file is None or \
+                start.file is None or loc.file.name != start.file.name:
+            continue
+        body = next((c for c in kernel.get_children()
+                     if c.kind == cindex.CursorKind.COMPOUND_STMT), None)
+        end = body.extent.start.offset if body is not None else kernel.extent.end.offset
+        if loc.offset < end and (previous is None or loc.offset > previous.offset):
+            tokens = [t.spelling for t in tu.get_tokens(extent=cindex.SourceRange.from_locations(
+                loc, cindex.SourceLocation.from_offset(tu, loc.file, min(
+                    loc.offset + 64, end))))]
+            words = [t.strip('"') for t in tokens if t.startswith('"')]
+            size = QCOM_SUB_GROUP_SIZES.get(words[0]) if words else None
+            return size, f"{path if loc.file.name == path else loc.file.name}:{loc.line}:" \
+                         f"{loc.column}"
+    return None

@@ -8,9 +8,21 @@ from tiletraffic.simulator.ir.static import wrap_int
 VECTOR_COMPONENTS = "xyzw"
 """The component names of a float vector, component 0 first (``v.x`` is component 0)."""
 
+
+def component_number(name: str) -> int | None:
+    """The component a one-component selector names (``x``..``w``, or ``s0``..``s3``,
+    ``S0``..``S3``: ``v.s2`` is ``v.z``), else ``None``."""
+    if len(name) == 1 and name in VECTOR_COMPONENTS:
+        return VECTOR_COMPONENTS.index(name)
+    if len(name) == 2 and name[0] in "sS" and name[1] in "0123":
+        return int(name[1])
+    return None
+
 INT_KINDS = {"INT", "UINT", "LONG", "ULONG", "SHORT", "USHORT", "CHAR_S", "UCHAR", "SCHAR",
              "CHAR_U", "BOOL", "LONGLONG", "ULONGLONG"}
 """clang's canonical kinds of the integer types."""
+CHAR_KINDS = ("CHAR_S", "SCHAR", "CHAR_U", "UCHAR", "VOID")
+"""clang's canonical kinds of ``char``, ``uchar`` and ``void``, whose pointers count bytes."""
 INT_TYPES = {"BOOL": (1, False), "CHAR_S": (8, True), "SCHAR": (8, True),
              "CHAR_U": (8, False), "UCHAR": (8, False), "SHORT": (16, True),
              "USHORT": (16, False),

@@ -38,6 +38,7 @@ class Buffer:
     const: bool
     array: S.GlobalArray = None
     stored: bool = False
+    char: bool = False   # declared char* (uchar*): the floats reached through byte offsets
 
 
 @dataclass
@@ -53,12 +54,14 @@ class Binding:
 
 @dataclass
 class Pointer:
-    """An address: a buffer's flat element index, or a local array's index tuple."""
+    """An address: a buffer's flat element index, or a local array's index tuple; a
+    ``char`` pointer into a buffer holds its offset in bytes (``flat``)."""
 
     target: object       # Buffer | S.LocalArray
     flat: S.IntExpr | None = None
     index: tuple | None = None
     width: int = 1       # floats per element of the pointer's type
+    char: bool = False   # a char*/uchar*: ``flat`` counts bytes
 
 
 @dataclass
@@ -78,6 +81,8 @@ class TranslationContext:
         self.global_size, self.local_size = global_size, local_size
         self.args, self.sizes = args, sizes
         self.params: dict[str, int] = {}
+        self.int_vectors: dict[str, tuple[str, ...]] = {}
+        """Each ``int2``/``int4`` argument's IR parameters, one per component."""
         self.buffers: dict[str, Buffer] = {}
         self.local_arrays: list[S.LocalArray] = []
         self.arg_kinds: list[tuple[str, str]] = []
@@ -98,6 +103,12 @@ class TranslationContext:
         integer or a pointer's offset assigned again), each with the bounds of its C type:
         :attr:`ranges` holds the bounds of its value at the point translated, which
         :meth:`widen` resets to these where a loop may assign it."""
+        self.aligned_offsets: set[str] = set()
+        """The names of :attr:`mutable_ranges` that are char pointers' offsets in bytes whose
+        every assignment translated so far is a multiple of a float's size."""
+        self.aligned_reads: set[str] = set()
+        """The names of :attr:`aligned_offsets` a cast to a float pointer has divided by a
+        float's size (an assignment that breaks their alignment is then refused)."""
         self.mutable_decls: dict[str, tuple] = {}
         """Per name of :attr:`mutable_ranges`, the declaration it belongs to (the
         variable's cursor, by :func:`_key`)."""

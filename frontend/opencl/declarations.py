@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.c_types import (VECTOR_COMPONENTS, address_space,
+from tiletraffic.frontend.opencl.c_types import (CHAR_KINDS, VECTOR_COMPONENTS, address_space,
                                                  int_type, is_float_type, is_int_type,
                                                  is_vector_type, type_kind, vector_width)
 from tiletraffic.frontend.opencl.clang_ast import FrontendError
@@ -27,6 +27,8 @@ ACCESS = S.ARRAY_ROLES
 """The accesses a buffer argument may have (``in``, ``out``, ``inout``)."""
 
 _SCALAR_INTS = ("INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG")
+INT_VECTOR_TYPES = ((32, True), (32, False))
+"""(bits, signed) of the components of the integer vector arguments (``int2``, ``uint4``)."""
 """clang's canonical kinds of the integer scalar arguments (``size_t`` is ``ULONG``)."""
 
 FLT_MAX = 3.4028234663852886e38
@@ -110,7 +112,8 @@ class Declarations(TranslationContext):
             if value is None or isinstance(value, BufferArg) and value.null is not False:
                 self.declare_null_argument(p, value)
                 return
-            if is_float_type(pointee):
+            char = type_kind(pointee) in CHAR_KINDS
+            if is_float_type(pointee) or char:
                 width = 1
             elif is_vector_type(pointee) and \
                     is_float_type(pointee.get_canonical().element_type) and \
@@ -118,7 +121,7 @@ class Declarations(TranslationContext):
                 width = vector_width(pointee)
             else:
                 self.fail(p, f"buffer {name} of {pointee.spelling}: buffers must hold float, "
-                             "float2 or float4", name)
+                             "float2 or float4, or be char or void pointers to floats", name)
             if not isinstance(value, BufferArg):
                 raise FrontendError(f"argument {name} is a buffer in the source; give its "
                                     "shape and access, not a number", name)
@@ -140,10 +143,14 @@ class Declarations(TranslationContext):
             if dims[-1] % width:
                 raise FrontendError(f"buffer {name} holds float{width}: its last dimension "
                                     f"({dims[-1]}) must be a multiple of {width}", name)
-            self.buffers[name] = Buffer(name, value.access, shape, dims, width, const)
+            self.buffers[name] = Buffer(name, value.access, shape, dims, width, const,
+                                        char=char)
             self.arg_kinds.append((name, {"in": "global_in", "out": "global_out",
                                           "inout": "global_inout"}[value.access]))
             self.bind(name, Binding("buffer", self.buffers[name], p))
+            return
+        if is_vector_type(t) and int_type(t.get_canonical().element_type) in INT_VECTOR_TYPES:
+            self.declare_int_vector_argument(p, value)
             return
         if type_kind(t) in _SCALAR_INTS:
             bits, signed = int_type(t)
@@ -173,6 +180,33 @@ class Declarations(TranslationContext):
         self.fail(p, f"argument {name} of type {t.spelling}: arguments must be int, uint, long, "
                      "ulong, size_t or float scalars, __global float/float2/float4 buffers or __local float "
                      "pointers", name)
+
+    def declare_int_vector_argument(self, p, value) -> None:
+        """An ``int2``/``uint2``/``int4``/``uint4`` argument given a list of as many
+        integers: each component an IR parameter (``name_x``, ...), the argument passed to
+        the device as the vector."""
+        name, t = p.spelling, p.type
+        width = vector_width(t)
+        bits, signed = int_type(t.get_canonical().element_type)
+        ctype = f"{'' if signed else 'u'}int{width}"
+        if not isinstance(value, (list, tuple)) or len(value) != width or \
+                any(isinstance(v, bool) or not isinstance(v, int) for v in value):
+            raise FrontendError(f"argument {name} is an {ctype} in the source; give it a list "
+                                f"of {width} integers, not {value!r}", name)
+        lo, hi = (-(2 ** 31), 2 ** 31 - 1) if signed else (0, 2 ** 32 - 1)
+        for v in value:
+            if not lo <= v <= hi:
+                raise FrontendError(f"argument {name} = {list(value)}: {v} does not fit the "
+                                    f"{ctype}'s components ({lo} to {hi})", name)
+        names = []
+        for k, v in enumerate(value):
+            param = self.fresh(f"{name}_{VECTOR_COMPONENTS[k]}")
+            self.params[param] = int(v)
+            names.append(param)
+        self.int_vectors[name] = tuple(names)
+        self.arg_kinds.append((name, ctype))
+        self.scopes[0].names[name] = Binding("int_vector", tuple(S.Param(n) for n in names), p)
+        self.used_names.add(name)
 
     def declare_null_argument(self, p, value) -> None:
         """A ``__global`` pointer argument given as ``NULL`` (``value``: ``None`` or a

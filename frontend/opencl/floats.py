@@ -16,6 +16,7 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.visitor import walk
 
 from tiletraffic.frontend.opencl import clang_ast as C
+from tiletraffic.frontend.opencl.subgroups import is_sub_group_call
 from tiletraffic.frontend.opencl.c_types import (is_float_type, is_int_type, is_vector_type,
                                                   vector_width)
 from tiletraffic.frontend.opencl.context import DATA_DEPENDENT, TranslationContext
@@ -141,6 +142,8 @@ class Floats(TranslationContext):
         name = s.spelling
         args = C.children(s)[1:]
         self.refuse_call(s)
+        if is_sub_group_call(name):
+            return self.sub_group_float(s, out)
         if name == "convert_float" and len(args) == 1:     # rounds to nearest, as (float)
             arg = C.strip(args[0])
             if is_int_type(arg.type):

@@ -1,7 +1,8 @@
 """Integer expressions and conditions in C's types: literals, macros and enum constants,
 the kernel's scalars and integer variables, ``get_global_id`` and the other work-item
-functions, ``+ - * / %``, integer ``min``/``max``, shifts by constants, ``&`` by a low-bit
-mask, casts, and integer helpers; conditions of comparisons, ``&&``, ``||``, ``!``; and the
+functions, ``+ - * / %``, the bitwise ``& | ^ ~`` and shifts ``<< >>`` (by constants and
+masks of low bits as affine IR, otherwise the IR's bitwise operators), ``?:``, integer
+``min``/``max``, casts, and integer helpers; conditions of comparisons, ``&&``, ``||``, ``!``; and the
 integer declarations and assignments: a variable with a value that nothing assigns again is
 a ``Let``, any other (declared without a value, assigned with ``=``, a compound assignment,
 ``++`` or ``--``) a ``DeclareInt`` with an ``AssignInt`` per assignment, its values in its C
@@ -25,13 +26,15 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import int_op_bounds, trunc_div, wrap_int
 
 from tiletraffic.frontend.opencl import clang_ast as C
+from tiletraffic.frontend.opencl.subgroups import is_sub_group_call
 from tiletraffic.frontend.opencl.c_types import (int_type, is_float_type, is_int_type,
-                                                 type_kind, type_range)
+                                                 is_vector_type, type_kind, type_range)
 from tiletraffic.frontend.opencl.context import (Binding, DATA_DEPENDENT, TranslationContext,
                                                  constant_condition)
 
 
 _ID_FUNCTIONS = {"get_global_id": "global", "get_local_id": "local", "get_group_id": "group"}
+_INT_OPERATORS = "integers take + - * / %, & | ^ ~ << >>, ?:, min, max and clamp"
 _INT_COMPARE = ("<", "<=", ">", ">=", "==", "!=")
 
 
@@ -107,6 +110,9 @@ class Integers(TranslationContext):
             return (lo, hi) if tlo <= lo and hi <= thi else (tlo, thi)
         if isinstance(e, S.BinOp):
             return int_op_bounds(e.op, self.range_of(e.left), self.range_of(e.right))
+        if isinstance(e, S.IntSelect):
+            (a, b), (c, d) = self.range_of(e.then), self.range_of(e.orelse)
+            return min(a, c), max(b, d)
         return -math.inf, math.inf
 
     def _int_expr(self, s) -> S.IntExpr:
@@ -152,20 +158,38 @@ class Integers(TranslationContext):
                 return S.BinOp("-", S.Const(0), self.int_expr(inner))
             if op == "+":
                 return self.int_expr(inner)
-            self.fail(s, f"integer operator {op}: write + - * / %, min, max or shifts by "
-                         "constants")
+            if op == "~":           # two's complement: ~x == -1 - x in every width
+                return S.BinOp("-", S.Const(-1), self.int_expr(inner))
+            self.fail(s, f"integer operator {op}: {_INT_OPERATORS}")
         if kind == K.CALL_EXPR:
             return self.int_call(s)
+        if kind in (K.MEMBER_REF_EXPR, K.UNEXPOSED_EXPR) and len(C.children(s)) == 1 and \
+                is_vector_type(C.children(s)[0].type) and is_int_type(s.type):
+            return self.int_vector_component(s)
         if kind == K.ARRAY_SUBSCRIPT_EXPR or is_float_type(s.type):
             self.fail(s, f"an index, bound or condition computed from loaded values: "
                          f"{DATA_DEPENDENT}")
         if kind == K.CONDITIONAL_OPERATOR:
-            self.fail(s, "?: in an integer expression: write min()/max() or if/else")
+            return self.int_conditional(s)
         if kind.name == "CXX_UNARY_EXPR":
             v = C.evaluate(s)
             if isinstance(v, int):
                 return S.Const(v)
         self.fail(s, f"integer expression {kind.name.lower()} is not supported")
+
+    def int_vector_component(self, s) -> S.IntExpr:
+        """``v.x`` (``v.s1``, ...) of an ``int2``/``int4`` argument: its parameter."""
+        from tiletraffic.frontend.opencl.c_types import component_number
+        base = C.strip(C.children(s)[0]) if C.children(s) else None
+        b = self.lookup(base.spelling) if base is not None and \
+            base.kind.name == "DECL_REF_EXPR" else None
+        k = component_number(list(s.get_tokens())[-1].spelling)
+        if b is None or b.kind != "int_vector" or k is None:
+            self.fail(s, "integer vector component: write v.x, v.y, ... (v.s0, ...) of an "
+                         "int2/int4 argument")
+        if k >= len(b.value):
+            self.fail(s, f"{base.spelling} has {len(b.value)} components")
+        return b.value[k]
 
     def int_binary(self, s, op: str, left, right) -> S.IntExpr:
         """The IR of ``left op right`` (cursors; ``s`` the operation's cursor, for messages),
@@ -176,21 +200,67 @@ class Integers(TranslationContext):
             return S.BinOp(op, self.exact(left), self.exact(right),
                            f"{self.source_of(s)}: {self.describe_target(s)}")
         if op in ("<<", ">>"):
-            shift = C.evaluate(right)
-            if not isinstance(shift, int) or not 0 <= shift < 31:
-                self.fail(right, f"shift {op} by a value that is not a constant 0..30: "
-                                 "shift by constants only")
-            factor = S.Const(2 ** shift)
+            return self.shift(s, op, left, right)
+        if op in ("&", "|", "^"):
+            lowered = self.mask(s, op, left, right)
+            if lowered is not None:
+                return lowered
+            # the low bits of a result depend on the operands' low bits only: congruent
+            return S.BinOp(op, self.int_expr(left), self.int_expr(right))
+        self.fail(s, f"integer operator {op}: {_INT_OPERATORS}")
+
+    def shift(self, s, op: str, left, right) -> S.IntExpr:
+        """``left << right`` or ``left >> right``: by a constant, a product or a floor
+        division by a power of two (affine, as the analyses read it); by a variable, the
+        IR's shift, its count taken modulo the left operand's width (as OpenCL C does; C
+        and GLSL leave a count outside ``0 .. width - 1`` undefined) where its bounds for
+        the launch leave that range."""
+        bits = (int_type(s.type) or (32, True))[0]
+        count = C.evaluate(right)
+        if isinstance(count, int):
+            if not 0 <= count < bits:
+                self.fail(right, f"shift {op} by {count}: the count of a shift of a "
+                                 f"{bits}-bit value is 0 to {bits - 1}")
+            factor = S.Const(2 ** count)
             if op == "<<":
                 return S.BinOp("*", self.int_expr(left), factor)
             value = self.exact(left)   # x >> s rounds down: (x - (x mod 2^s)) / 2^s
             return S.BinOp("/", S.BinOp("-", value, _floor_mod(value, factor)), factor)
-        if op == "&":
-            mask = C.evaluate(right)
-            if isinstance(mask, int) and mask >= 0 and (mask + 1) & mask == 0:
-                return _floor_mod(self.int_expr(left), S.Const(mask + 1))
-        self.fail(s, f"integer operator {op}: write + - * / %, min, max or shifts by "
-                     "constants")
+        amount = self.exact(right)
+        lo, hi = self.range_of(amount)
+        if not (0 <= lo and hi < bits):
+            amount = S.BinOp("&", amount, S.Const(bits - 1))
+        value = self.int_expr(left) if op == "<<" else self.exact(left)
+        return S.BinOp(op, value, amount)
+
+    def mask(self, s, op: str, left, right) -> S.IntExpr | None:
+        """``x & m`` with ``m`` a constant that keeps the low bits (``2**n - 1``: ``x mod
+        2**n``) or clears them (``~(2**n - 1)``: ``x - x mod 2**n``), as affine IR; ``None``
+        for any other operation."""
+        if op != "&":
+            return None
+        bits = (int_type(s.type) or (32, True))[0]
+        for value_c, mask_c in ((left, right), (right, left)):
+            mask = C.evaluate(mask_c)
+            if not isinstance(mask, int):
+                continue
+            mask %= 2 ** bits
+            if (mask + 1) & mask == 0 and mask:               # 2**n - 1
+                return _floor_mod(self.int_expr(value_c), S.Const(mask + 1))
+            low = 2 ** bits - mask                             # ~(2**n - 1) == -2**n
+            if 0 < low < 2 ** bits and low & (low - 1) == 0:
+                value = self.int_expr(value_c)
+                return S.BinOp("-", value, _floor_mod(value, S.Const(low)))
+        return None
+
+    def int_conditional(self, s) -> S.IntExpr:
+        """``c ? a : b`` of integers: the operand a pointer test decides, else the IR's
+        :class:`~tiletraffic.simulator.ir.nodes.IntSelect` (each work-item its operand)."""
+        cond, then, orelse = C.children(s)
+        known = self.known_condition(cond)
+        if known is not None:
+            return self.int_expr(then if known else orelse)
+        return S.IntSelect(self.condition(cond), self.int_expr(then), self.int_expr(orelse))
 
     # ------------------------------------------------------------ integers assigned again
     def int_declaration(self, d, init) -> list:
@@ -207,7 +277,7 @@ class Integers(TranslationContext):
                              "assigns: test the condition where it is used")
             self.bind(d.spelling, Binding("cond", cond, d))
             return []
-        if init is not None and type_kind(d.type) != "BOOL" and \
+        if init is not None and not bound_once and type_kind(d.type) != "BOOL" and \
                 C.strip(init).kind.name == "CONDITIONAL_OPERATOR":
             return self.conditional_int_declaration(d, C.strip(init))
         value = None if init is None else self.int_expr(init)
@@ -223,8 +293,9 @@ class Integers(TranslationContext):
         return [S.DeclareInt(ir, value)]
 
     def conditional_int_declaration(self, d, init) -> list:
-        """The IR of ``int x = cond ? a : b;`` (``init`` the ``?:``): ``x`` declared with
-        ``b``'s value, then assigned ``a`` where ``cond`` holds, per work-item."""
+        """The IR of ``int x = cond ? a : b;`` (``init`` the ``?:``) where the kernel assigns
+        ``x`` again: ``x`` declared with ``b``'s value, then assigned ``a`` where ``cond``
+        holds, per work-item (one bound once is a ``Let`` of an ``IntSelect``)."""
         cond_c, then_c, else_c = C.children(init)
         cond = self.condition(cond_c)
         then_v = self.canonical(self.int_expr(then_c), d.type, then_c)
@@ -276,6 +347,8 @@ class Integers(TranslationContext):
         name = s.spelling
         args = C.children(s)[1:]
         self.refuse_call(s)
+        if is_sub_group_call(name):
+            return self.sub_group_integer(s)
         if name in _ID_FUNCTIONS or name in ("get_local_size", "get_num_groups",
                                              "get_global_size"):
             dim = C.evaluate(args[0]) if len(args) == 1 else None
@@ -382,6 +455,10 @@ class Integers(TranslationContext):
             if e.op in ("/", "%") and b:
                 q = trunc_div(a, b)
                 return q if e.op == "/" else a - q * b
+            if e.op in ("&", "|", "^"):
+                return {"&": a & b, "|": a | b, "^": a ^ b}[e.op]
+            if e.op in ("<<", ">>") and 0 <= b < S.SHIFT_BITS:
+                return a << b if e.op == "<<" else a >> b
         if isinstance(e, S.Min):
             a, b = self.static_value(e.left), self.static_value(e.right)
             return None if a is None or b is None else min(a, b)

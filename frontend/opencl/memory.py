@@ -16,8 +16,8 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.visitor import walk
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.c_types import (is_float_type, is_vector_type, type_kind,
-                                                 vector_width)
+from tiletraffic.frontend.opencl.c_types import (CHAR_KINDS, is_float_type, is_vector_type,
+                                                 type_kind, vector_width)
 from tiletraffic.frontend.opencl.context import Pointer, TranslationContext, exits_loop
 
 
@@ -100,6 +100,10 @@ class Memory(TranslationContext):
 
     def resolve(self, ptr: Pointer, at, store=False):
         """(array, index tuple) of a scalar access through ``ptr``."""
+        if ptr.char:
+            self.fail(at, f"a char of buffer {ptr.target.name} read or written: the buffers "
+                          "hold float; cast the char pointer to a float pointer first "
+                          "((global float *)(p + bytes))")
         if isinstance(ptr.target, S.PrivateArray):
             self.fail(at, f"private array {ptr.target.name} reached through a pointer: index "
                           "it (x[i]), or read or assign a float4 view of it "
@@ -221,7 +225,7 @@ class Memory(TranslationContext):
         """Point the pointer variable of ``binding`` (its offset a ``DeclareInt``) at
         ``target`` from here on, in the order the code runs."""
         ptr = binding.value
-        binding.value = Pointer(target, ptr.flat, None, ptr.width)
+        binding.value = Pointer(target, ptr.flat, None, ptr.width, ptr.char)
         self.pointer_retargets += 1
 
     def pointer_targets(self) -> PointerState:
@@ -296,7 +300,22 @@ class Memory(TranslationContext):
                 given = self._pointer_given(C.strip(p))
                 if given is not None and null_constant(q):
                     return given if op == "!=" else not given
+            same = self._same_array(left, right)
+            if same is not None:
+                return same if op == "==" else not same
         return None
+
+    def _same_array(self, left, right) -> bool | None:
+        """``False`` where the pointers ``left`` and ``right`` (cursors) point into two
+        different buffers or arrays (distinct arguments: a host that passes one buffer
+        twice is not modelled), else ``None`` (not known here)."""
+        if type_kind(C.strip(left).type) != "POINTER" or \
+                type_kind(C.strip(right).type) != "POINTER" or \
+                not self._pointer_given(C.strip(left)) or \
+                not self._pointer_given(C.strip(right)):
+            return None
+        a, b = self.pointer_expr(left), self.pointer_expr(right)
+        return False if a.target is not b.target else None
 
     def _pointer_given(self, s) -> bool | None:
         """Whether the pointer argument, variable or helper parameter named by cursor ``s``
@@ -309,15 +328,68 @@ class Memory(TranslationContext):
             return None
         return b.kind != "null"
 
+    def char_view(self, ptr: Pointer, at) -> Pointer:
+        """The ``char`` pointer to the address ``ptr`` (its offset in bytes), of a buffer."""
+        if ptr.char:
+            return ptr
+        if ptr.index is not None or not hasattr(ptr.target, "role"):
+            self.fail(at, f"char pointer into {_array_name(ptr.target)}: char pointers "
+                          "reach __global buffers only")
+        return Pointer(ptr.target, S.BinOp("*", ptr.flat, S.Const(S.FLOAT_BYTES)), None, 1,
+                       True)
+
+    def bytes_to_floats(self, offset: S.IntExpr, at) -> S.IntExpr:
+        """A char pointer's byte ``offset`` in floats, where the front end proves it a
+        multiple of 4 bytes (a float's size) for every work-item of the launch: each term
+        has a factor that is a multiple of 4 (a literal, a scalar argument's value, an
+        integer bound once to such a sum); else :class:`FrontendError`."""
+        floats = self._divide(offset, S.FLOAT_BYTES)
+        if floats is not None:         # the offsets whose alignment this cast relies on
+            self.aligned_reads.update(n.name for n in walk(offset) if isinstance(n, S.Var)
+                                      and n.name in self.aligned_offsets)
+        if floats is None:
+            self.fail(at, f"char pointer cast to {C.strip(at).type.spelling}: the front end "
+                          f"cannot show its byte offset is a multiple of {S.FLOAT_BYTES} (a "
+                          "float's size) for every work-item: offset it by multiples of 4 "
+                          "(literals, or arguments whose values are)")
+        return floats
+
+    def _divide(self, e: S.IntExpr, k: int) -> S.IntExpr | None:
+        """``e / k`` where every term of ``e`` is a multiple of ``k`` (see
+        :meth:`bytes_to_floats`), else ``None``."""
+        if isinstance(e, S.Const):
+            return S.Const(e.value // k) if e.value % k == 0 else None
+        if isinstance(e, S.Param):
+            value = self.params.get(e.name)
+            return S.BinOp("/", e, S.Const(k)) if isinstance(value, int) and \
+                value % k == 0 else None
+        if isinstance(e, S.Var) and e.name in self.let_values:
+            return self._divide(self.let_values[e.name], k)
+        if isinstance(e, S.Var) and e.name in self.aligned_offsets and k == S.FLOAT_BYTES:
+            return S.BinOp("/", e, S.Const(k))
+        if isinstance(e, S.Wrap) and e.bits == 64:
+            inner = self._divide(e.operand, k)
+            return None if inner is None else S.Wrap(inner, e.bits, e.signed, e.source)
+        if isinstance(e, S.BinOp) and e.op in ("+", "-"):
+            a, b = self._divide(e.left, k), self._divide(e.right, k)
+            return None if a is None or b is None else S.BinOp(e.op, a, b)
+        if isinstance(e, S.BinOp) and e.op == "*":
+            a = self._divide(e.left, k)
+            if a is not None:
+                return S.BinOp("*", a, e.right)
+            b = self._divide(e.right, k)
+            return None if b is None else S.BinOp("*", e.left, b)
+        return None
+
     def offset(self, ptr: Pointer, delta: S.IntExpr) -> Pointer:
-        """``ptr`` moved by ``delta`` floats."""
+        """``ptr`` moved by ``delta`` floats (bytes, for a char pointer)."""
         if isinstance(delta, S.Const) and delta.value == 0 and ptr.flat is None and \
                 ptr.index is not None:
             return ptr
         if ptr.index is not None:
             index = ptr.index[:-1] + (_add(ptr.index[-1], delta),)
             return Pointer(ptr.target, None, index, ptr.width)
-        return Pointer(ptr.target, _add(ptr.flat, delta), None, ptr.width)
+        return Pointer(ptr.target, _add(ptr.flat, delta), None, ptr.width, ptr.char)
 
     def pointer_expr(self, c) -> Pointer:
         """The address an expression of pointer type holds (a buffer or local array, an
@@ -327,7 +399,7 @@ class Memory(TranslationContext):
         if s.kind == K.DECL_REF_EXPR:
             b = self.lookup(s.spelling)
             if b is not None and b.kind == "buffer":
-                return Pointer(b.value, S.Const(0), None, b.value.width)
+                return Pointer(b.value, S.Const(0), None, b.value.width, b.value.char)
             if b is not None and b.kind == "pointer":
                 return b.value
             if b is not None and b.kind == "private_array":
@@ -345,14 +417,30 @@ class Memory(TranslationContext):
         if s.kind == K.CSTYLE_CAST_EXPR:
             inner = self.pointer_expr(C.children(s)[-1])
             pointee = s.type.get_pointee()
+            if type_kind(pointee) in CHAR_KINDS:
+                return self.char_view(inner, s)
             if is_vector_type(pointee) and is_float_type(pointee.get_canonical().element_type):
                 width = vector_width(pointee)
             elif is_float_type(pointee):
                 width = 1
             else:
-                self.fail(s, f"pointer cast to {s.type.spelling}: cast to float2/float4 "
-                             "pointers only")
+                self.fail(s, f"pointer cast to {s.type.spelling}: cast to float, float2, "
+                             "float4 or char pointers only")
+            if inner.char:
+                return Pointer(inner.target, self.bytes_to_floats(inner.flat, s), None, width)
             return Pointer(inner.target, inner.flat, inner.index, width)
+        if s.kind == K.CONDITIONAL_OPERATOR:
+            test, then, orelse = C.children(s)
+            known = self.known_condition(test)
+            if known is None:
+                self.fail(s, "pointer chosen by ?: on a condition other than a test of "
+                             "pointer arguments: choose it with if/else")
+            picked = then if known else orelse
+            if null_constant(picked):
+                self.fail(s, "pointer ?: that gives a null pointer for this launch: give the "
+                             "buffers it compares as the host does, or test the pointer where "
+                             "it is used")
+            return self.pointer_expr(picked)
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "&":
             target = C.strip(C.children(s)[0])
             if target.kind == K.ARRAY_SUBSCRIPT_EXPR:

@@ -33,6 +33,31 @@ typedef enum memory_scope {
 } memory_scope;
 void __attribute__((overloadable)) work_group_barrier(cl_mem_fence_flags);
 void __attribute__((overloadable)) work_group_barrier(cl_mem_fence_flags, memory_scope);
+/* The sub-group built-ins of cl_khr_subgroups and cl_khr_subgroup_shuffle(_relative),
+ * with Intel's spellings of the shuffles (cl_intel_subgroups) */
+uint get_sub_group_size(void);
+uint get_max_sub_group_size(void);
+uint get_num_sub_groups(void);
+uint get_enqueued_num_sub_groups(void);
+uint get_sub_group_id(void);
+uint get_sub_group_local_id(void);
+void __attribute__((overloadable)) sub_group_barrier(cl_mem_fence_flags);
+void __attribute__((overloadable)) sub_group_barrier(cl_mem_fence_flags, memory_scope);
+#define TT_SUB_GROUP_REDUCTIONS(T) \
+  T __attribute__((overloadable)) sub_group_reduce_add(T); \
+  T __attribute__((overloadable)) sub_group_reduce_min(T); \
+  T __attribute__((overloadable)) sub_group_reduce_max(T); \
+  T __attribute__((overloadable)) sub_group_broadcast(T, uint); \
+  T __attribute__((overloadable)) sub_group_shuffle(T, uint); \
+  T __attribute__((overloadable)) sub_group_shuffle_xor(T, uint); \
+  T __attribute__((overloadable)) sub_group_shuffle_up(T, uint); \
+  T __attribute__((overloadable)) sub_group_shuffle_down(T, uint); \
+  T __attribute__((overloadable)) intel_sub_group_shuffle(T, uint); \
+  T __attribute__((overloadable)) intel_sub_group_shuffle_xor(T, uint);
+TT_SUB_GROUP_REDUCTIONS(float)
+TT_SUB_GROUP_REDUCTIONS(int)
+TT_SUB_GROUP_REDUCTIONS(uint)
+#undef TT_SUB_GROUP_REDUCTIONS
 /* The constants of OpenCL C 1.2 section 6.12.2 and 6.12.2.1, as clang's opencl-c-base.h
  * spells them (NAN here a quiet NaN clang evaluates, not as_float(INT_MAX)). */
 #define CHAR_BIT 8

@@ -178,7 +178,10 @@ class Statements(TranslationContext):
         ptr = binding.value
         if op is None:
             new = self.pointer_expr(rhs)
-            if new.width != ptr.width:
+            if new.char and not ptr.char:        # a void * converted to the pointer's type
+                new = Pointer(new.target, self.bytes_to_floats(new.flat, rhs), None,
+                              ptr.width)
+            if new.width != ptr.width or new.char != ptr.char:
                 self.fail(s, f"pointer {name} pointed at another element type: a pointer "
                              "assigned again keeps its type")
             if new.target is not ptr.target:
@@ -192,7 +195,23 @@ class Statements(TranslationContext):
         else:
             self.fail(s, f"{op}= on pointer {name}: move a pointer with +=, -=, ++ or --")
         self.ranges[ir] = self.range_of(value)
+        self.note_alignment(ir, value, ptr.char, s)
         return [S.AssignInt(ir, value)]
+
+    def note_alignment(self, ir: str, value: S.IntExpr, char: bool, at=None) -> None:
+        """Record whether the char pointer offset ``ir``, assigned ``value`` (bytes), stays
+        a multiple of a float's size (:attr:`aligned_offsets`); refuse the assignment at
+        cursor ``at`` where it does not and a cast translated before it (earlier in the
+        code, or earlier in a loop's body that runs again after it) relied on it."""
+        if char and self._divide(value, S.FLOAT_BYTES) is not None:
+            self.aligned_offsets.add(ir)
+            return
+        self.aligned_offsets.discard(ir)
+        if char and ir in self.aligned_reads and at is not None:
+            self.fail(at, f"char pointer {self.describe_target(C.children(at)[0])} moved by "
+                          f"a byte count the front end cannot show is a multiple of "
+                          f"{S.FLOAT_BYTES}, after (or, in a loop, before) a cast of it to a "
+                          "float pointer: move it by multiples of 4")
 
     def pointer_declaration(self, d, ptr) -> list:
         """The pointer variable ``d`` pointing at ``ptr``: bound to that address where
@@ -205,8 +224,9 @@ class Statements(TranslationContext):
         flat = flat_offset(ptr)
         self.declare_mutable(offset, d, (-math.inf, math.inf))
         self.ranges[offset] = self.range_of(flat)
+        self.note_alignment(offset, flat, ptr.char)
         self.bind(d.spelling, Binding("pointer", Pointer(ptr.target, S.Var(offset), None,
-                                                          ptr.width), d))
+                                                          ptr.width, ptr.char), d))
         return [S.DeclareInt(offset, flat)]
 
     def mutable_arguments(self) -> list:
@@ -224,8 +244,10 @@ class Statements(TranslationContext):
             offset = self.fresh(f"{name}_offset")
             self.declare_mutable(offset, b.cursor, (-math.inf, math.inf))
             self.ranges[offset] = (0, 0)
+            self.note_alignment(offset, S.Const(0), b.value.char)
             self.scopes[-1].names[name] = Binding(
-                "pointer", Pointer(b.value, S.Var(offset), None, b.value.width), b.cursor)
+                "pointer", Pointer(b.value, S.Var(offset), None, b.value.width,
+                                   b.value.char), b.cursor)
             out.append(S.DeclareInt(offset, S.Const(0)))
         return out
 

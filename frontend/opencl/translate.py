@@ -6,7 +6,10 @@ and runs.
 libclang (:mod:`frontend.opencl.clang_ast`: OpenCL C 1.2, the real preprocessor, ``-D`` build
 options) and walks clang's tree of the kernel. The subset it accepts:
 
-- arguments: ``__global`` (or ``__constant``) ``float*``/``float4*`` buffers,
+- arguments: ``__global`` (or ``__constant``) ``float*``/``float4*`` buffers (and
+  ``char*``/``void*`` ones, whose pointers count bytes: cast back to a float pointer at an
+  offset the front end shows is a multiple of 4), ``int2``/``uint2``/``int4``/``uint4``
+  scalars (a list of integers, one IR parameter per component),
   ``int``/``uint``/``long``/``ulong`` scalars and ``float`` scalars (a
   :class:`~tiletraffic.simulator.ir.nodes.FloatParam`), ``const`` or not, and ``__local
   float *`` pointers to local memory the caller sizes (a
@@ -30,6 +33,8 @@ options) and walks clang's tree of the kernel. The subset it accepts:
   branches: C loads only the branch taken), loads of the buffers
   indexed by integer expressions, ``vload2/4``, ``vstore2/4`` and ``float4`` pointer casts (of a private float
   array too, at a constant offset that is a multiple of 4: ``*(float4 *)&reg[4]``);
+- sub-groups (:mod:`~tiletraffic.frontend.opencl.subgroups`): ids and sizes, reductions
+  and shuffles of floats, in sub-groups of the device model's size;
 - statements: ``for`` loops counting up (``<``, ``<=``; ``++i``, ``i++``, ``i += s``,
   ``i = i + s``) as the IR's ``For``, other loops (``for`` of any kind, ``while``,
   ``do ... while``, with ``break`` and ``continue``) as ``While``, pointers moved
@@ -71,7 +76,9 @@ from pathlib import Path
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.attributes import required_work_group_size
+from tiletraffic.frontend.opencl.attributes import (qcom_required_sub_group_size,
+                                                    required_sub_group_size,
+                                                    required_work_group_size)
 from tiletraffic.frontend.opencl.calls import Calls
 from tiletraffic.frontend.opencl.clang_ast import FrontendError
 from tiletraffic.frontend.opencl.context import DATA_DEPENDENT
@@ -82,12 +89,14 @@ from tiletraffic.frontend.opencl.loops import Loops
 from tiletraffic.frontend.opencl.memory import Memory
 from tiletraffic.frontend.opencl.rewrite import simplify
 from tiletraffic.frontend.opencl.statements import Statements
+from tiletraffic.frontend.opencl.subgroups import (SUB_GROUP_SIZE, SubGroups,
+                                                   source_uses_sub_groups)
 from tiletraffic.frontend.opencl.switch import Switches
 from tiletraffic.frontend.opencl.vectors import Vectors
 
 __all__ = ["FrontendError", "WorkGroupSizeError", "MacroRedefinedWarning", "parse_kernel",
            "kernel_names", "BufferArg", "DATA_DEPENDENT", "ACCESS", "KernelBuilder",
-           "SourceNames", "source_names", "required_work_group_size"]
+           "SourceNames", "source_names", "required_work_group_size", "program_source"]
 
 
 class WorkGroupSizeError(FrontendError):
@@ -103,7 +112,7 @@ class MacroRedefinedWarning(UserWarning):
 
 
 class KernelBuilder(Declarations, Statements, Loops, Switches, Calls, Integers, Floats,
-                    Vectors, Memory):
+                    Vectors, Memory, SubGroups):
     """Walks one kernel's cursors and builds IR statements (see the module docstring).
 
     ``KernelBuilder(cursor, path, global_size, local_size, args, sizes, cl_std)``;
@@ -225,6 +234,19 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
                 f"{_sizes(wanted)} (reqd_work_group_size), but the launch's local size is "
                 f"{_sizes(given)}: launch it with local size {_sizes(wanted)} or change the "
                 "attribute")
+    qcom = qcom_required_sub_group_size(tu, found[kernel], path)
+    if qcom is not None and qcom[0] != SUB_GROUP_SIZE:
+        raise FrontendError(
+            f"{qcom[1]}: kernel {kernel} requires sub-groups of "
+            f"{qcom[0] or 'an Adreno-specific number of'} work-items "
+            f"(qcom_reqd_sub_group_size), but the device model's sub-group size is "
+            f"{SUB_GROUP_SIZE}")
+    sub_group = required_sub_group_size(found[kernel], source, path, build_options)
+    if sub_group is not None and sub_group[0] != SUB_GROUP_SIZE:
+        raise FrontendError(
+            f"{C.where(sub_group[1], path)}: kernel {kernel} requires sub-groups of "
+            f"{sub_group[0]} work-items (intel_reqd_sub_group_size), but the device model's "
+            f"sub-group size is {SUB_GROUP_SIZE}")
     options = tuple(C.split_build_options(build_options))
     builder = KernelBuilder(found[kernel], path, gsize, lsize, dict(args), dict(sizes or {}),
                             _cl_std(options))
@@ -236,12 +258,37 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     opencl = {"source": source, "kernel": kernel, "path": path,
               "build_options": options,
               "args": tuple(builder.arg_kinds)}
+    if builder.int_vectors:         # the parameters of each int2/int4 argument
+        opencl["int_vectors"] = dict(builder.int_vectors)
+    if builder.uses_sub_groups or source_uses_sub_groups(tu):   # run as rendered
+        opencl["sub_group_size"] = SUB_GROUP_SIZE
     return S.Schedule(
         family=f"opencl:{kernel}", kernel_name=kernel, params=tuple(builder.params.items()),
         arrays=tuple(b.array for b in builder.buffers.values()),
         local_arrays=tuple(builder.local_arrays), local_size=lsize, global_size=gsize,
         body=body, tile=lsize[0], description=f"{Path(path).name}: {kernel}",
         extra={"opencl": opencl})
+
+
+def program_source(files, folder) -> tuple[str, str]:
+    """(text, path) of one program of the OpenCL C ``files`` in order, as a host that
+    concatenates them builds it: a line ``#include "FILE"`` per file (relative to
+    ``folder``), so that messages name each file's own lines; ``path`` names the program
+    (the file names joined by ``+``, in ``folder``; no file of that name is read). One file
+    is its own text and path.
+
+    Raises:
+        OSError: a file cannot be read.
+    """
+    import os
+    files = [Path(f) for f in files]
+    if len(files) == 1:                      # the file itself
+        return files[0].read_text(), str(files[0])
+    for f in files:
+        f.read_bytes()
+    text = "".join(f'#include "{Path(os.path.relpath(f, folder)).as_posix()}"\n'
+                   for f in files)
+    return text, str(Path(folder) / "+".join(f.name for f in files))
 
 
 def _cl_std(options) -> str | None:

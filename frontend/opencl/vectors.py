@@ -8,7 +8,8 @@ from __future__ import annotations
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.c_types import VECTOR_COMPONENTS, is_vector_type
+from tiletraffic.frontend.opencl.c_types import (VECTOR_COMPONENTS, component_number,
+                                                 is_vector_type)
 from tiletraffic.frontend.opencl.context import Pointer, TranslationContext
 
 
@@ -30,9 +31,9 @@ class Vectors(TranslationContext):
         if base.kind == K.ARRAY_SUBSCRIPT_EXPR:
             e = self.element(base)
             comp = list(s.get_tokens())[-1].spelling
-            if e[0] == "private_vector" and comp in VECTOR_COMPONENTS:
+            if e[0] == "private_vector" and component_number(comp) is not None:
                 width = self.vector_widths[e[1].name]
-                k = VECTOR_COMPONENTS.index(comp)
+                k = component_number(comp)
                 if k >= width:
                     self.fail(s, f"{e[1].name} holds float{width}: it has {width} components")
                 return ("private_elem", e[1], e[2][:-1] + (S.Const(k),))
@@ -58,12 +59,12 @@ class Vectors(TranslationContext):
         from clang.cindex import CursorKind as K
         base = C.strip(C.children(s)[0])
         comp = list(s.get_tokens())[-1].spelling
-        if comp not in VECTOR_COMPONENTS or base.kind != K.ARRAY_SUBSCRIPT_EXPR:
+        if component_number(comp) is None or base.kind != K.ARRAY_SUBSCRIPT_EXPR:
             return None
         e = self.element(base)
         if e[0] != "vector_memory":
             return None
-        k = VECTOR_COMPONENTS.index(comp)
+        k = component_number(comp)
         if k >= e[1].width:
             self.fail(s, f"a float{e[1].width} element has {e[1].width} components")
         return e[1], k
@@ -87,13 +88,14 @@ class Vectors(TranslationContext):
         from clang.cindex import CursorKind as K
         base = C.strip(C.children(s)[0])
         comp = list(s.get_tokens())[-1].spelling
-        if comp not in VECTOR_COMPONENTS or base.kind != K.DECL_REF_EXPR:
-            self.fail(s, "vector component: write v.x, v.y, v.z or v.w of a float4 variable "
-                         "or of an element of a private float4 array")
+        if component_number(comp) is None or base.kind != K.DECL_REF_EXPR:
+            self.fail(s, "vector component: write v.x, v.y, v.z or v.w (or v.s0 to v.s3) of a "
+                         "float4 variable, of an element of a private float4 array or of a "
+                         "float4 buffer element")
         b = self.lookup(base.spelling)
         if b is None or b.kind != "vector":
             self.fail(s, f"{base.spelling} is not a float vector variable")
-        k = VECTOR_COMPONENTS.index(comp)
+        k = component_number(comp)
         if k >= len(b.value):
             self.fail(s, f"{base.spelling} has {len(b.value)} components")
         return b.value, k
@@ -141,6 +143,12 @@ class Vectors(TranslationContext):
             stmts, value = self.inline(s, helper, want_value=True)
             if len(value[1]) == width:
                 return value[1], stmts
+        if s.kind == K.CALL_EXPR and s.spelling in ("mad", "fma") and \
+                len(C.children(s)) == 4:      # component by component, as the scalar one
+            parts = [self._vector_or_scalar(x, width) for x in C.children(s)[1:]]
+            (va, oa), (vb, ob), (vc, oc) = parts
+            return tuple(S.FBinOp("+", S.FBinOp("*", x, y), z)
+                         for x, y, z in zip(va, vb, vc)), oa + ob + oc
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in S.FLOAT_OPS:
             a, b = C.children(s)
             va, oa = self._vector_or_scalar(a, width)
@@ -148,7 +156,8 @@ class Vectors(TranslationContext):
             op = C.binary_operator(s)
             return tuple(S.FBinOp(op, x, y) for x, y in zip(va, vb)), oa + ob
         self.fail(s, f"float{width} value: write vload{width}, a float{width} variable or "
-                     f"array element, (float{width})(a, b, ...) or + - * / of those")
+                     f"array element, (float{width})(a, b, ...) or + - * /, mad or fma of "
+                     "those")
 
     def _vector_or_scalar(self, c, width):
         if is_vector_type(C.strip(c).type):

@@ -29,9 +29,11 @@ from tiletraffic.simulator.ir.visitor import Visitor, walk, walk_statements
 
 from tiletraffic.gpu.codegen.kernel import GeneratedKernel, KernelArg
 
-_PRECEDENCE = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4,
-               "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
-_ATOM = 10
+_PRECEDENCE = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<": 7,
+               "<=": 7, ">": 7, ">=": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10,
+               "%": 10}
+"""C's precedence of the binary operators the IR renders (higher binds tighter)."""
+_ATOM = 20
 _IDS = {"local": "get_local_id", "group": "get_group_id", "global": "get_global_id"}
 ARG_KINDS = {"in": "global_in", "out": "global_out", "inout": "global_inout"}
 """Kernel argument kind (:class:`gpu.codegen.kernel.KernelArg`) of each global array role."""
@@ -63,6 +65,9 @@ def render_int(e: S.IntExpr, longs=frozenset()) -> tuple[str, int]:
     if isinstance(e, S.BinOp):
         return _binary(e.op, render_int(e.left, longs), render_int(e.right, longs),
                        _op_of(e.right))
+    if isinstance(e, S.IntSelect):
+        return (f"(({render_cond(e.cond, longs)[0]}) ? {render_int(e.then, longs)[0]} : "
+                f"{render_int(e.orelse, longs)[0]})"), _ATOM
     if isinstance(e, S.Wrap):
         inner = render_int(e.operand, longs)[0]
         if e.bits == 64:   # the operand itself (an unsigned one refused when negative)
@@ -72,9 +77,10 @@ def render_int(e: S.IntExpr, longs=frozenset()) -> tuple[str, int]:
 
 
 def _is_long(longs, *exprs: S.IntExpr) -> bool:
-    """Whether one of ``exprs`` is a ``long`` in C: it holds a :class:`Wrap` or a name of
-    ``longs``."""
+    """Whether one of ``exprs`` is a ``long`` in C: it holds a :class:`Wrap`, a name of
+    ``longs`` or a constant beyond ``int``'s range (a ``long`` literal)."""
     return any(isinstance(node, S.Wrap) or (isinstance(node, S.Var) and node.name in longs)
+               or (isinstance(node, S.Const) and not -2 ** 31 <= node.value < 2 ** 31)
                for e in exprs for node in walk(e))
 
 
@@ -427,7 +433,9 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
     A schedule parsed from a user's OpenCL C (``tiletraffic.frontend.opencl.translate``; its
     ``extra["opencl"]`` holds the source) is not rendered: its own source text, kernel
     name, argument order and build options are returned, so every run and Oclgrind
-    cross-check executes the kernel as the user wrote it.
+    cross-check executes the kernel as the user wrote it; one that uses sub-groups
+    (``extra["opencl"]["sub_group_size"]``) is rendered, since the OpenCL platforms it is
+    checked on have none (its shuffles through local memory, :meth:`visit_Shuffle`).
 
     Returns:
         :class:`gpu.codegen.kernel.GeneratedKernel` whose ``args`` are the global buffers (inputs
@@ -436,7 +444,7 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
         arrays, those of a user's ``__local float *`` arguments included, are declared in
         the kernel's body.
     """
-    if "opencl" in schedule.extra:
+    if "opencl" in schedule.extra and "sub_group_size" not in schedule.extra["opencl"]:
         return _user_kernel(schedule)
     args = [KernelArg(a.name, ARG_KINDS[a.role]) for a in schedule.arrays]
     args += [KernelArg(name, "float" if isinstance(value, float) else "int")

@@ -11,8 +11,49 @@ from dataclasses import dataclass, field
 
 BUFFER_KINDS = ("global_in", "global_out", "global_inout")
 """Kinds of the buffer arguments (:class:`KernelArg`)."""
-SCALAR_KINDS = ("int", "long", "float")
+INT_VECTOR_KINDS = {"int2": (2, True), "uint2": (2, False), "int4": (4, True),
+                    "uint4": (4, False)}
+"""Kinds of the integer vector arguments, passed by value (a tuple of ints): (components,
+signed)."""
+SCALAR_KINDS = ("int", "long", "float", *INT_VECTOR_KINDS)
 """Kinds of the scalar arguments, passed by value (:class:`KernelArg`)."""
+
+
+def check_int_vector(kernel: str, name: str, kind: str, value) -> None:
+    """Refuse a value of an ``int2``/``int4`` argument ``name`` of ``kernel`` that is not a
+    tuple (or list) of its components, each in its type's range.
+
+    Raises:
+        TypeError: not as many ints as the kind has components.
+        ValueError: a component outside the range of the kind's components.
+    """
+    import numpy as np
+    width, signed = INT_VECTOR_KINDS[kind]
+    if not isinstance(value, (tuple, list)) or len(value) != width or \
+            any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in value):
+        raise TypeError(f"{kernel}: argument {name!r} ({kind}) must be {width} ints, got "
+                        f"{value!r}")
+    lo, hi = (-(2**31), 2**31 - 1) if signed else (0, 2**32 - 1)
+    if any(not lo <= int(v) <= hi for v in value):
+        raise ValueError(f"{kernel}: argument {name!r} = {list(value)} does not fit a "
+                         f"{kind} ({lo} to {hi} per component)")
+
+
+def int_vector(kind: str, value):
+    """The value of an ``int2``/``int4`` argument as ``clSetKernelArg`` takes it (a numpy
+    array of its components, int32 or uint32)."""
+    import numpy as np
+    return np.asarray(value, dtype=np.int32 if INT_VECTOR_KINDS[kind][1] else np.uint32)
+
+
+def argument_values(schedule) -> dict:
+    """The value of each scalar argument of ``schedule``'s kernel by name: its parameters,
+    and each ``int2``/``int4`` argument of a parsed OpenCL C kernel as the tuple of its
+    components' parameters."""
+    values = dict(schedule.params)
+    for name, components in schedule.extra.get("opencl", {}).get("int_vectors", {}).items():
+        values[name] = tuple(values[c] for c in components)
+    return values
 LOCAL_KIND = "local"
 """Kind of a ``__local float *`` argument: local memory the host sizes (:class:`KernelArg`)."""
 NULL_KIND = "null"

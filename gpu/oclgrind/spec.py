@@ -8,7 +8,8 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from tiletraffic.gpu.codegen.kernel import BUFFER_KINDS, LOCAL_KIND, NULL_KIND, GeneratedKernel
+from tiletraffic.gpu.codegen.kernel import (BUFFER_KINDS, INT_VECTOR_KINDS, LOCAL_KIND, NULL_KIND,
+                                            SCALAR_KINDS, GeneratedKernel, argument_values)
 from tiletraffic.gpu.oclgrind.errors import OclgrindError
 from tiletraffic.simulator.ir.nodes import Schedule
 
@@ -70,7 +71,7 @@ class LaunchSpec:
             if arg.kind in BUFFER_KINDS:
                 if arg.name not in array_elems:
                     missing.append(f"element count of buffer {arg.name}")
-            elif arg.kind in ("int", "long", "float"):
+            elif arg.kind in SCALAR_KINDS:
                 if arg.name not in scalars:
                     missing.append(f"value of {arg.kind} argument {arg.name}")
             elif arg.kind not in (LOCAL_KIND, NULL_KIND):
@@ -86,8 +87,9 @@ class LaunchSpec:
             local_size=tuple(int(s) for s in kernel.local_size),
             array_elems={a.name: int(array_elems[a.name]) for a in kernel.args
                          if a.kind in BUFFER_KINDS},
-            scalars={a.name: (float if a.kind == "float" else int)(scalars[a.name])
-                     for a in kernel.args if a.kind in ("int", "long", "float")},
+            scalars={a.name: [int(v) for v in scalars[a.name]] if a.kind in INT_VECTOR_KINDS
+                     else (float if a.kind == "float" else int)(scalars[a.name])
+                     for a in kernel.args if a.kind in SCALAR_KINDS},
             build_options=tuple(kernel.build_options), seed=seed,
             local_bytes={a.name: int(a.local_bytes) for a in kernel.args
                          if a.kind == LOCAL_KIND})
@@ -103,13 +105,14 @@ class LaunchSpec:
             from tiletraffic.gpu.codegen.generate import generate  # late: only this path generates
             kernel = generate(schedule)
         params = schedule.param_values
+        values = {**argument_values(schedule), **params}
         elems = {}
         for a in schedule.arrays:
             n = 1
             for s in a.shape:
                 n *= params[s]
             elems[a.name] = n
-        return cls.from_kernel(kernel, elems, params, seed=seed)
+        return cls.from_kernel(kernel, elems, values, seed=seed)
 
     def to_json(self) -> str:
         """The spec as a JSON object (tuples as lists)."""

@@ -8,9 +8,10 @@ worker reads the launch from its standard input, fills the inputs with standard-
 float32 values (never constant), builds with the Oclgrind platform, launches once and writes
 a small JSON result file. Oclgrind's instruction counter prints on the worker's standard
 output, its diagnostics go to ``OCLGRIND_LOG`` (API-check messages to standard error).
-numpy and pyopencl are imported only when the worker runs, and nothing of tiletraffic: the
-launcher runs this file by its path, so a launch pays for Python, numpy, pyopencl and
-Oclgrind only, not for importing the package.
+numpy and pyopencl are imported only when the worker runs, and of tiletraffic only
+``gpu/codegen/kernel.py`` (by its path; it imports nothing of the package): the launcher runs
+this file by its path, so a launch pays for Python, numpy, pyopencl and Oclgrind, not for
+importing the package.
 """
 from __future__ import annotations
 
@@ -39,6 +40,19 @@ __kernel void tiletraffic_probe_addresses(__global ulong *out, {params})
 """
 
 
+def _codegen_kernel():
+    """The module ``gpu/codegen/kernel.py`` beside this package (the int2/int4 argument
+    kinds and their values as ``clSetKernelArg`` takes them), loaded by its path."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "codegen" / "kernel.py"
+    spec = importlib.util.spec_from_file_location("tiletraffic_worker_codegen_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module     # dataclasses look their module up while decorating
+    spec.loader.exec_module(module)
+    return module
+
+
 def worker_main() -> int:
     """Run the launch described on standard input; return the process exit status.
 
@@ -55,6 +69,7 @@ def worker_main() -> int:
     import pyopencl as cl
 
     float_bytes = np.dtype(np.float32).itemsize
+    kernel_kinds = _codegen_kernel()
     request = json.loads(sys.stdin.read())
     spec, mode, result_path = request["spec"], request["mode"], request["result_path"]
 
@@ -94,6 +109,9 @@ def worker_main() -> int:
     args, bufs = [], []
     mf = cl.mem_flags
     for name, kind in spec["args"]:
+        if kind in kernel_kinds.INT_VECTOR_KINDS:
+            args.append(kernel_kinds.int_vector(kind, spec["scalars"][name]))
+            continue
         if kind in ("int", "long", "float"):
             args.append({"int": np.int32, "long": np.int64,
                          "float": np.float32}[kind](spec["scalars"][name]))

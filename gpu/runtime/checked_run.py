@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiletraffic.gpu.codegen import generate as codegen
-from tiletraffic.gpu.codegen.kernel import SCALAR_KINDS
+from tiletraffic.gpu.codegen.kernel import SCALAR_KINDS, argument_values
 from tiletraffic.gpu.devices.device import Target, TiletrafficGpuError
 from tiletraffic.gpu.runtime.launch_counts import check_launch_counts
 from tiletraffic.gpu.runtime.launch import (CheckResult, ResultMismatchError, RunResult,
@@ -138,6 +138,12 @@ def _check_generated_shuffles(schedule: Schedule, rng) -> None:
         return
     found = [h for h in check_before_launch(lowered, rng=rng).hazards
              if h.kind == "barrier-divergence"]
+    if found and "opencl" in schedule.extra:
+        raise TiletrafficGpuError(
+            f"{schedule.family}: not launched: its generated OpenCL C moves sub-group values "
+            "through local memory with barriers, and part of a work-group skips a sub-group "
+            f"operation ({found[0].site}): the platforms it runs on have no sub-groups; call "
+            "sub-group built-ins in code every work-item of the work-group reaches")
     if found:
         raise TiletrafficGpuError(
             f"{schedule.family}: not launched: its generated OpenCL C moves shuffled values "
@@ -206,7 +212,8 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     def check_launch(launch: int, outputs: dict) -> None:
         for ref in refs:   # every output the reference gives; the worst one is kept
             out = outputs[ref.output].reshape(ref.value.shape)
-            result = check_result(out, ref.value, ref.k, ref.abs_product)
+            result = check_result(out, ref.value, ref.k, ref.abs_product,
+                                  ref.error_bound)
             if launch not in checks or not result.ok or \
                     result.error_over_tolerance > checks[launch].error_over_tolerance:
                 checks[launch], worst_output[launch] = result, ref.output
@@ -217,8 +224,9 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
                                           + result.message(f"{schedule.family} {ref.output}"),
                                           launch=launch, check=result)
 
-    scalars = {a.name: p[a.name] for kernel in kernels for a in kernel.args
-               if a.kind in SCALAR_KINDS}
+    values = argument_values(schedule)
+    scalars = {a.name: values[a.name] if a.name not in p else p[a.name]
+               for kernel in kernels for a in kernel.args if a.kind in SCALAR_KINDS}
     run = run_kernel(target, kernels[0] if len(kernels) == 1 else kernels, arrays, scalars,
                      repeat=repeat, warmup=warmup, check_output=check_launch,
                      outputs=[a.name for a in schedule.arrays if a.is_output],

@@ -37,7 +37,8 @@ from tiletraffic.gpu.devices.device import (POCL_INSTALL_HINT, DeviceError,
                                             list_devices, select_device)
 from tiletraffic.gpu.runtime import guard_zones as guard
 from tiletraffic.gpu.codegen.kernel import (ALL_KINDS, BUFFER_KINDS, LOCAL_KIND, NULL_KIND,
-                                            SCALAR_KINDS,
+                                            INT_VECTOR_KINDS, SCALAR_KINDS, check_int_vector,
+                                            int_vector,
                                             GeneratedKernel, KernelArg)
 from tiletraffic.gpu.runtime.launch_limits import (LaunchConfigError, check_launch_limits,
                                                    sizes_text)
@@ -61,8 +62,7 @@ __all__ = [
     "ResultMismatchError", "BuildResult", "build_program", "check_launch_limits", "RunResult",
     "run_kernel", "CheckResult", "check_result", "reference_product", "MIN_REPEAT", "UNIT_ROUNDOFF_F32",
     "LAUNCH_INDEX_ARG", "ProfilingUnavailableWarning", "queue_has_profiling",
-    "PROBABILISTIC_LAMBDA", "error_factor", "KernelResources", "build_options",
-    "kernel_resources",
+    "PROBABILISTIC_LAMBDA", "error_factor", "KernelResources", "build_options", "kernel_resources",
 ]
 
 
@@ -227,6 +227,9 @@ def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> No
         if array.size == 0:
             raise ValueError(f"{kernel.name}: array {name!r} is empty; OpenCL buffers cannot be empty")
     for name, value in scalars.items():
+        if kinds[name] in INT_VECTOR_KINDS:
+            check_int_vector(kernel.name, name, kinds[name], value)
+            continue
         number = (int, np.integer, float, np.floating) if kinds[name] == "float" else \
             (int, np.integer)
         if isinstance(value, bool) or not isinstance(value, number):
@@ -458,6 +461,8 @@ def _argument(a: KernelArg, buffers: dict[str, Any], scalars: dict):
         return np.int64(scalars[a.name])
     if a.kind == "float":
         return np.float32(scalars[a.name])
+    if a.kind in INT_VECTOR_KINDS:
+        return int_vector(a.kind, scalars[a.name])
     if a.kind == LOCAL_KIND:
         return cl.LocalMemory(a.local_bytes)
     if a.kind == NULL_KIND:
@@ -780,13 +785,16 @@ class CheckResult(_tolerance.CheckResult):
 
 
 def check_result(
-    actual: np.ndarray, reference_f64: np.ndarray, k: int, abs_inputs_product: np.ndarray
+    actual: np.ndarray, reference_f64: np.ndarray, k: int, abs_inputs_product: np.ndarray,
+    error_bound: np.ndarray | None = None,
 ) -> CheckResult:
-    """:func:`simulator.engine.tolerance.check_result` (the one tolerance, scaled to ``k``), as a
+    """:func:`simulator.engine.tolerance.check_result` (the one tolerance: each element's
+    running error bound where ``error_bound`` is given, else scaled to ``k``), as a
     :class:`CheckResult` of this module.
 
     Raises:
-        ValueError: shapes differ, ``k`` out of range, or the reference is not finite.
+        ValueError: shapes differ, ``k`` out of range, the reference is not finite, or
+            ``error_bound`` is not a non-negative array of the reference's shape.
     """
     return _tolerance.check_result(actual, reference_f64, k, abs_inputs_product,
-                                   result_type=CheckResult)
+                                   result_type=CheckResult, error_bound=error_bound)

@@ -200,7 +200,8 @@ def run_shader(target, schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
         if not (new or i == total - 1):
             return
         for ref in refs:
-            result = check_result(named[ref.output], ref.value, ref.k, ref.abs_product)
+            result = check_result(named[ref.output], ref.value, ref.k, ref.abs_product,
+                                  ref.error_bound)
             if i not in checks or not result.ok or \
                     result.error_over_tolerance > checks[i].error_over_tolerance:
                 checks[i], worst[i] = result, ref.output

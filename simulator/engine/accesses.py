@@ -19,7 +19,6 @@ import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.visitor import walk_statements
-from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.engine.batch import BatchState
 from tiletraffic.simulator.observers.counters import AccessEvent, count_per_group
 from tiletraffic.simulator.observers.hazards import Hazard, array_dims, element_text
@@ -217,7 +216,7 @@ class Accesses(BatchState):
         shape = self.shape_of(index, m)
         idx_b = np.broadcast_to(index, shape)
         m_b = np.broadcast_to(m, shape)
-        dtype = np.float32 if tables is None else sum_length.DTYPE
+        dtype = np.float32 if tables is None else self.shadow.DTYPE
         val_b = np.broadcast_to(np.asarray(value, dtype=dtype), shape)
         if space == "global":
             (tables or self.buffers)[array.name][idx_b[m_b]] = val_b[m_b]
@@ -246,7 +245,7 @@ class Accesses(BatchState):
                     self.read_values(space, s.array, index + w, ok,
                                      self.dbuf if space == "global" else self.dlocal)
                 self.dpriv[name] = np.where(m, length, self.dpriv[name]).astype(
-                    sum_length.DTYPE)
+                    self.shadow.DTYPE)
 
     def exec_vector_store(self, s: S.VectorStore, m) -> None:
         values, ops = [], 0

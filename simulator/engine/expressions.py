@@ -11,8 +11,8 @@ for the statement, and C evaluating the operand: the right one of ``&&`` and ``|
 where the left one does not decide) is the hazard ``integer-division-by-zero``, undefined in
 C; masked-off work-items dividing by zero (``if (d != 0) x / d``) are none. Each statement
 execution reports an expression once; the bounds and step of a loop count once per entry.
-An unsigned 64-bit :class:`simulator.ir.nodes.Wrap` refuses a negative value of such a
-work-item (:class:`simulator.ir.static.ExecutionError`).
+A shift refuses a count outside ``0 .. 63`` of such a work-item, and an unsigned 64-bit
+:class:`simulator.ir.nodes.Wrap` a negative value of one (:class:`simulator.ir.static.ExecutionError`).
 """
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import (CMP_OPS, ExecutionError, apply_int_op, divide,
                                              eval_static, wrap_int)
 from tiletraffic.simulator.ir.visitor import walk
-from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.engine.accelerators import NotApplicable
 from tiletraffic.simulator.engine.accelerators.loop_blocks import STALE
 from tiletraffic.simulator.engine.batch import BatchState
@@ -30,17 +29,33 @@ from tiletraffic.simulator.observers.hazards import Hazard
 
 _FLOAT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
 """numpy spelling of :data:`simulator.ir.nodes.FLOAT_OPS`."""
+
+
+def _rsqrt(x):
+    """``1 / sqrt(x)`` rounded once to float32 (computed in float64)."""
+    return np.float64(1.0) / np.sqrt(np.asarray(x, np.float64))
+
+
+def _erf(x):
+    """The error function of float32 values (computed in float64, element by element)."""
+    import math
+    x = np.asarray(x, np.float64)
+    return (np.vectorize(math.erf, otypes=[np.float64])(x) if x.size else x)[()]
+
+
 _FLOAT_FUNCTIONS = {"fmax": np.fmax, "fmin": np.fmin, "fabs": np.abs, "sqrt": np.sqrt,
-                    "exp": np.exp}
-"""numpy spelling of :data:`simulator.ir.nodes.FLOAT_FUNCTIONS` (float32 in, float32 out;
-fmax/fmin ignore a NaN operand as OpenCL's do)."""
+                    "rsqrt": _rsqrt, "exp": np.exp, "exp2": np.exp2, "log": np.log,
+                    "log2": np.log2, "pow": np.power, "sin": np.sin, "cos": np.cos,
+                    "tanh": np.tanh, "erf": _erf}
+"""numpy spelling of :data:`simulator.ir.nodes.FLOAT_FUNCTIONS` (float32 in, float32 out,
+within the ulp OpenCL allows each; fmax/fmin ignore a NaN operand as OpenCL's do)."""
 
 
 def has_live_check(stmts, params: dict[str, int]) -> bool:
     """Whether the statements ``stmts`` hold an expression checked per executing work-item
-    (:attr:`Expressions.live`): an unsigned 64-bit :class:`simulator.ir.nodes.Wrap`, or a
+    (:attr:`Expressions.live`): an unsigned 64-bit :class:`simulator.ir.nodes.Wrap`, a
     ``/`` or ``%`` whose divisor is not a non-zero expression of constants and
-    ``params``."""
+    ``params``, or a shift whose count is not known to be ``0 .. 63``."""
     return any(_checked_per_work_item(node, params) for s in stmts for node in walk(s))
 
 
@@ -53,7 +68,22 @@ def _checked_per_work_item(node, params: dict[str, int]) -> bool:
                 return True
         except (TypeError, KeyError, ExecutionError):
             return True
+    if isinstance(node, S.BinOp) and node.op in ("<<", ">>"):
+        return not _count_in_range(node.right, params)
     return False
+
+
+def _count_in_range(count: S.IntExpr, params: dict[str, int]) -> bool:
+    """Whether the shift count ``count`` is ``0 .. 63`` for every work-item: a static value
+    there, or ``x & m`` with a constant ``m`` of ``0 .. 63``."""
+    if isinstance(count, S.BinOp) and count.op == "&":
+        for mask in (count.left, count.right):
+            if isinstance(mask, S.Const) and 0 <= mask.value < S.SHIFT_BITS:
+                return True
+    try:
+        return 0 <= eval_static(count, params) < S.SHIFT_BITS
+    except (TypeError, KeyError, ExecutionError):
+        return False
 
 
 class Expressions(BatchState):
@@ -106,9 +136,13 @@ class Expressions(BatchState):
             left, right = self.eval_int(e.left), self.eval_int(e.right)
             if e.op in ("/", "%"):
                 return self.divide(e, left, right)
+            if e.op in ("<<", ">>"):
+                right = self.shift_count(e, right)
             return apply_int_op(e, left, right)
         if isinstance(e, S.Min):
             return np.minimum(self.eval_int(e.left), self.eval_int(e.right))
+        if isinstance(e, S.IntSelect):
+            return self.int_select(e)
         if isinstance(e, S.Wrap):
             value = self.eval_int(e.operand)
             if e.bits < 64:
@@ -117,6 +151,42 @@ class Expressions(BatchState):
                 self.check_unsigned(e, value)
             return value
         raise TypeError(f"unknown integer expression {e!r}")
+
+    def shift_count(self, e: S.BinOp, count):
+        """The count of the shift ``e``: refused where a work-item of :attr:`live` has one
+        outside ``0 .. 63`` (:class:`ExecutionError` naming the expression, the work-item
+        and the count); 0 for the work-items that do not execute it.
+
+        Raises:
+            ExecutionError: a count outside the range for an executing work-item."""
+        bad = np.logical_or(np.less(count, 0), np.greater_equal(count, S.SHIFT_BITS))
+        if not np.any(bad):
+            return count
+        live = np.logical_and(bad, True if self.live is None else self.live)
+        if np.any(live):
+            _, _, _, v, gid, lid, group = self.first_work_item(live, count)
+            raise ExecutionError(
+                f"{self.schedule.family}: {S.describe_int(e)[1:-1]} shifts by {v} for the "
+                f"work-item of global id {gid} (local id {lid} of work-group {group}): shift "
+                f"counts are 0 to {S.SHIFT_BITS - 1}")
+        return np.where(bad, 0, count)
+
+    def int_select(self, e: S.IntSelect):
+        """``cond ? then : orelse`` per work-item; where :attr:`live_checks`, each operand
+        is evaluated with :attr:`live` narrowed to the work-items that choose it (C
+        evaluates the chosen operand only)."""
+        cond = self.eval_cond(e.cond)
+        if not self.live_checks:
+            return np.where(cond, self.eval_int(e.then), self.eval_int(e.orelse))
+        live = True if self.live is None else self.live
+        values = []
+        for operand, chosen in ((e.then, cond), (e.orelse, np.logical_not(cond))):
+            self.live = np.logical_and(live, chosen)
+            try:
+                values.append(self.eval_int(operand))
+            finally:
+                self.live = None if live is True else live
+        return np.where(cond, *values)
 
     def divide(self, e: S.BinOp, left, right):
         """``left / right`` or ``left % right`` (C's; ``e`` the expression): where the
@@ -237,7 +307,8 @@ class Expressions(BatchState):
                 ops += flop
             if not self.values:
                 return None, ops
-            with np.errstate(invalid="ignore", over="ignore"):
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore",
+                             under="ignore"):
                 return _FLOAT_FUNCTIONS[e.fn](*args).astype(np.float32), ops
         if isinstance(e, S.Select):
             then, ft = self.eval_float(e.then, mask)
@@ -251,7 +322,8 @@ class Expressions(BatchState):
         raise TypeError(f"unknown float expression {e!r}")
 
     def depth_of(self, e: S.FloatExpr):
-        """Sum length of ``e`` (:mod:`simulator.engine.sum_length`), evaluated right after
+        """Shadow of ``e``: its sum length (:mod:`simulator.engine.sum_length`), or with
+        error bounds its record (:mod:`simulator.engine.error_bound`), evaluated right after
         :meth:`eval_float` of the same expression (whose accesses it reuses)."""
         if isinstance(e, S.Load):
             space, index, mask = self.last_index[id(e)]
@@ -261,11 +333,11 @@ class Expressions(BatchState):
             return self.read_values(space, e.array, index, mask,
                                     self.dbuf if space == "global" else self.dlocal)
         if isinstance(e, S.FConst):
-            return sum_length.of_constant(e.value)
+            return self.shadow.of_constant(e.value)
         if isinstance(e, S.FloatParam):
-            return sum_length.of_constant(self.params[e.name])
+            return self.shadow.of_constant(self.params[e.name])
         if isinstance(e, S.IntToFloat):
-            return sum_length.of_integer(self.eval_int(e.value))
+            return self.shadow.of_integer(self.eval_int(e.value))
         if isinstance(e, S.Private):
             return self.dpriv[e.name]
         if isinstance(e, S.PrivateElem):
@@ -274,17 +346,15 @@ class Expressions(BatchState):
                 return self.dparr[e.array.name][:, :, idx:idx + 1]
             return np.take_along_axis(self.dparr[e.array.name], idx, axis=2)
         if isinstance(e, S.FBinOp):
-            combine = {"*": sum_length.multiply, "/": sum_length.divide}.get(e.op,
-                                                                            sum_length.add)
-            return combine(self.depth_of(e.left), self.depth_of(e.right))
-        if isinstance(e, S.FNeg):                  # exact: the operand's sum length
-            return self.depth_of(e.operand)
+            return self.shadow.binary(e.op, self.depth_of(e.left), self.depth_of(e.right))
+        if isinstance(e, S.FNeg):                  # exact
+            return self.shadow.negate(self.depth_of(e.operand))
         if isinstance(e, S.FCall) and e.fn in S.EXACT_FLOAT_FUNCTIONS:
-            return sum_length.exact(*(self.depth_of(a) for a in e.args))
+            return self.shadow.exact_function(e.fn, *(self.depth_of(a) for a in e.args))
         if isinstance(e, S.FCall):
-            return sum_length.rounded_function(e.fn, self.depth_of(e.args[0]))
+            return self.shadow.rounded_function(e.fn, *(self.depth_of(a) for a in e.args))
         if isinstance(e, S.Select):   # the operand selected, per work-item
             return np.where(self.eval_cond(e.cond), self.depth_of(e.then),
-                            self.depth_of(e.orelse)).astype(sum_length.DTYPE)
+                            self.depth_of(e.orelse)).astype(self.shadow.DTYPE)
         raise TypeError(f"unknown float expression {e!r}")
 

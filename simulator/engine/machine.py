@@ -35,7 +35,7 @@ import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import ExecutionError, is_vectorizable
-from tiletraffic.simulator.engine import sum_length
+from tiletraffic.simulator.engine import error_bound, sum_length
 from tiletraffic.simulator.engine.accelerators import SIMULATE, Accelerators, Pass, Run
 from tiletraffic.simulator.engine.accelerators.loop_blocks import LoopBlocks
 from tiletraffic.simulator.engine.accelerators.private_nest import PrivateNests
@@ -94,7 +94,10 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         self.ran_blocked = False
         """Whether a loop ran blocked in this machine."""
         self.depths = False
-        """Track sum lengths (:mod:`simulator.engine.sum_length`) beside the values."""
+        """Track shadows beside the values: sum lengths (:mod:`simulator.engine.sum_length`),
+        or error-bound records (:mod:`simulator.engine.error_bound`)."""
+        self.shadow = sum_length
+        """The module whose rules combine the shadows (:attr:`depths`)."""
         self.live = None
         """The work-items that execute the expressions being evaluated (the statement's
         mask; narrowed for the right operand of ``&&`` and ``||``, which C evaluates only
@@ -111,12 +114,25 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         ``BinOp``): an expression the engine evaluates again for the same statement (a
         private index, a loop's step) is reported once."""
 
-    def track_sum_lengths(self, initial: dict[str, int] | None = None) -> None:
+    def track_sum_lengths(self, initial: dict[str, int] | None = None,
+                          error_bounds: bool = False) -> None:
         """Count sum lengths from now on: per global array a shadow of int32 (inputs 0, or
         ``initial[name]``), kept across batches; per batch shadows of privates and local
-        memory."""
+        memory. With ``error_bounds`` (values needed, ``initial`` not allowed) the shadows
+        are the records of :mod:`simulator.engine.error_bound` instead, the inputs' from
+        their values."""
         self.depths = True
         initial = initial or {}
+        if error_bounds:
+            if any(initial.values()):
+                raise ValueError("error bounds start from exact inputs: no input sum lengths")
+            self.shadow = error_bound
+            self.seeded = {a.name for a in self.schedule.arrays}
+            self.dbuf = {a.name: error_bound.of_value(self.buffers[a.name]) if a.is_input
+                         else np.zeros(self.sizes[a.name], error_bound.DTYPE)
+                         for a in self.schedule.arrays}
+            self.last_index = {}
+            return
         self.seeded = {name for name, length in initial.items() if length}
         self.dbuf = {a.name: np.full(self.sizes[a.name], initial[a.name], sum_length.DTYPE)
                      if initial.get(a.name) else   # zeros: pages only where stored
@@ -160,7 +176,7 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         if self.depths:
             self.dpriv: dict[str, np.ndarray] = {}
             self.dparr: dict[str, np.ndarray] = {}
-            self.dlocal = {a.name: np.zeros((G, a.size), sum_length.DTYPE)
+            self.dlocal = {a.name: np.zeros((G, a.size), self.shadow.DTYPE)
                            for a in sch.local_arrays}
         self.exec_block(sch.body, np.ones((G, L, 1), dtype=bool))
 
@@ -224,8 +240,8 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         self.private_set[s.name] = np.full((self.G, self.L, 1), s.init is not None)
         self.private_full[s.name] = s.init is not None
         if self.depths:
-            self.dpriv[s.name] = np.full((self.G, self.L, 1), sum_length.of_constant(s.init),
-                                         sum_length.DTYPE)
+            self.dpriv[s.name] = np.full((self.G, self.L, 1), self.shadow.of_constant(s.init),
+                                         self.shadow.DTYPE)
 
     def exec_declare_private_array(self, s: S.DeclarePrivateArray, m) -> None:
         a = s.array
@@ -235,7 +251,7 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
             np.zeros((self.G, self.L, a.size), dtype=bool)
         if self.depths:
             self.dparr[a.name] = np.full((self.G, self.L, a.size),
-                                         sum_length.of_constant(s.init), sum_length.DTYPE)
+                                         self.shadow.of_constant(s.init), self.shadow.DTYPE)
 
     def exec_if(self, s: S.If, m) -> None:
         if not np.any(m):

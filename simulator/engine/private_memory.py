@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.engine.accelerators import loop_blocks
 from tiletraffic.simulator.engine.batch import BatchState
 from tiletraffic.simulator.observers.hazards import Hazard, element_text
@@ -68,8 +67,8 @@ class PrivateMemory(BatchState):
         old = self.privates[s.name]
         if self.depths:
             terms, before = self.depth_of(s.value), self.dpriv[s.name]
-            self.dpriv[s.name] = sum_length.accumulate(before, terms, m) if accumulate else \
-                np.where(m, terms, before).astype(sum_length.DTYPE)
+            self.dpriv[s.name] = self.shadow.accumulate(before, terms, m) if accumulate else \
+                np.where(m, terms, before).astype(self.shadow.DTYPE)
         if accumulate:
             contrib = np.where(m, value, np.float32(0)).sum(axis=2, keepdims=True,
                                                             dtype=np.float32)
@@ -99,7 +98,7 @@ class PrivateMemory(BatchState):
         if self.depths:
             terms = np.broadcast_to(np.asarray(self.depth_of(s.value)), shape)
             self.dpriv[s.name] = np.where(m, np.take_along_axis(terms, source, axis=1),
-                                          self.dpriv[s.name]).astype(sum_length.DTYPE)
+                                          self.dpriv[s.name]).astype(self.shadow.DTYPE)
         self.privates[s.name] = np.where(m, picked, self.privates[s.name]).astype(np.float32)
 
     def private_elem_index(self, name: str, index: tuple, mask, direction: str):
@@ -228,9 +227,9 @@ class PrivateMemory(BatchState):
             shadow = self.dparr[s.name]
             before = np.take_along_axis(shadow, idx, axis=2)
             terms = np.broadcast_to(self.depth_of(s.value), before.shape)
-            after = sum_length.add(before, terms) if accumulate else terms
+            after = self.shadow.add(before, terms) if accumulate else terms
             np.put_along_axis(shadow, idx, np.where(ok, after, before).astype(
-                sum_length.DTYPE), axis=2)
+                self.shadow.DTYPE), axis=2)
 
     def update_static_elem(self, s, m, value, ops: int, accumulate: bool) -> bool:
         """With sum lengths: ``name[index] (+)= value`` where the index is one in-bounds
@@ -249,8 +248,8 @@ class PrivateMemory(BatchState):
             terms = self.depth_of(s.value)
             if accumulate:
                 table[:, :, flat:flat + 1] += np.asarray(value, dtype=np.float32)
-                shadow[:, :, flat:flat + 1] = sum_length.add(shadow[:, :, flat:flat + 1],
-                                                             terms)
+                shadow[:, :, flat:flat + 1] = self.shadow.add(shadow[:, :, flat:flat + 1],
+                                                              terms)
             else:
                 table[:, :, flat:flat + 1] = np.asarray(value, dtype=np.float32)
                 shadow[:, :, flat:flat + 1] = terms
@@ -261,7 +260,7 @@ class PrivateMemory(BatchState):
         new = (old + np.where(on, value, np.float32(0))) if accumulate else \
             np.where(on, value, old)
         table[:, :, flat:flat + 1] = new.astype(np.float32)
-        after = sum_length.add(before, terms) if accumulate else terms
+        after = self.shadow.add(before, terms) if accumulate else terms
         shadow[:, :, flat:flat + 1] = np.where(on, after, before)
         return True
 

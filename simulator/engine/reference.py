@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiletraffic.simulator.ir.nodes import Schedule
+from tiletraffic.simulator.engine.error_bound import NoErrorBound
 from tiletraffic.simulator.engine.tolerance import check_result
 
 
@@ -33,12 +34,16 @@ class Reference:
         abs_product: ``|A|@|B|`` (or ``|A|@|x|``) in float64, same shape, for error bounds.
         k: the K of the tolerance: the largest sum length of the output
             (:mod:`simulator.engine.sum_length`; the dot-product length K of a GEMM).
+        error_bound: the running error bound of each element
+            (:mod:`simulator.engine.error_bound`), float64, same shape, the tolerance of
+            the check where given; None where the K-scaled tolerance applies.
     """
 
     output: str
     value: np.ndarray
     abs_product: np.ndarray
     k: int
+    error_bound: np.ndarray | None = None
 
 
 INPUT_KINDS = ("normal", "uniform", "ones", "arange")
@@ -95,14 +100,14 @@ def checked_output(schedule: Schedule) -> str:
 
 
 def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
-              sum_length: int | None = None) -> Reference:
+              sum_length: int | None = None, error_bounds=None) -> Reference:
     """The one reference of :func:`references` (its arguments, errors and sum length).
 
     Raises:
         ReferenceFunctionError: besides :func:`references`' errors, ``fn`` gives more than
             one output (check them with :func:`references`).
     """
-    refs = references(schedule, inputs, fn, sum_length)
+    refs = references(schedule, inputs, fn, sum_length, error_bounds)
     if len(refs) != 1:
         raise ReferenceFunctionError(
             f"{schedule.family}: the reference function gives {len(refs)} outputs "
@@ -111,7 +116,8 @@ def reference(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
 
 
 def references(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
-               sum_length: int | None = None) -> tuple[Reference, ...]:
+               sum_length: int | None = None,
+               error_bounds: dict[str, np.ndarray] | None = None) -> tuple[Reference, ...]:
     """float64 ``A@B`` (GEMM) or ``A@x`` (matrix-vector) of ``inputs``, or ``fn``'s result:
     one :class:`Reference` per output checked, in the order ``fn`` gives them.
 
@@ -135,6 +141,15 @@ def references(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
             matrix-vector product, and with ``fn`` the sum length counted by simulating
             the launch (values at the drawn inputs; a launch too large for that raises
             ``ValueError``: count it first).
+        error_bounds: with ``fn``, the running error bound of each output at ``inputs``
+            (:attr:`simulator.engine.simulation.SimulationResult.error_bounds`) where already
+            computed; otherwise computed here by simulating the launch at ``inputs``
+            (:func:`bounded_outputs`) where it has at most :data:`ERROR_BOUND_WORK`
+            work-item loop steps. Each output checked then
+            has that bound as its tolerance (sound where the kernel subtracts, which a
+            reference at |inputs| is not); a larger launch, a kernel sequence and a
+            built-in GEMM or matrix-vector product (without ``fn``: ``|A|@|B|`` is the
+            exact magnitude of its sums) keep the K-scaled tolerance.
 
     Raises:
         ValueError: without ``fn``, the schedule has no single output or not the inputs A and
@@ -161,7 +176,10 @@ def references(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
             sum_length = int(schedule.extra["terms_per_output"])
         elif sum_length is None:
             sum_length = counted_sum_length(schedule, inputs)
-        return tuple(Reference(name, value, np.abs(bounds[name]), sum_length)
+        if error_bounds is None:
+            error_bounds = bounded_outputs(schedule, inputs)
+        return tuple(Reference(name, value, np.abs(bounds[name]), sum_length,
+                               (error_bounds or {}).get(name))
                      for name, value in values.items())
     if len(outs) != 1 or len(ins) != 2 or ins[0] != "A":
         raise ValueError(f"{schedule.family}: no reference for inputs {ins} -> outputs {outs}")
@@ -244,6 +262,31 @@ def counted_sum_length(schedule: Schedule, inputs: dict[str, np.ndarray]) -> int
     return max([0, *(largest(v) for v in res.sum_lengths.values())])
 
 
+ERROR_BOUND_WORK = 2**22
+"""Most work-item loop steps :func:`bounded_outputs` simulates with error bounds (a few seconds:
+about ten times a simulation of the values)."""
+
+
+def bounded_outputs(schedule: Schedule, inputs: dict[str, np.ndarray]
+                    ) -> dict[str, np.ndarray] | None:
+    """The running error bound of each output element of ``schedule`` at ``inputs``
+    (:mod:`simulator.engine.error_bound`, by simulating the whole launch with values), or
+    None for a kernel sequence, a launch of more than :data:`ERROR_BOUND_WORK` work-item
+    loop steps, or a kernel calling a function the bound has no rule for
+    (:class:`simulator.engine.error_bound.NoErrorBound`)."""
+    from tiletraffic.simulator.engine.budget import loop_steps
+    from tiletraffic.simulator.engine.simulation import simulate
+    from tiletraffic.simulator.ir.sequence import is_sequence
+
+    if is_sequence(schedule) or loop_steps(schedule) > ERROR_BOUND_WORK:
+        return None
+    try:
+        return simulate(schedule, inputs, hazards="report", limits=None,
+                        error_bounds=True).error_bounds
+    except NoErrorBound:   # a function without a rule: the K-scaled tolerance
+        return None
+
+
 def reference_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """float64 reference ``a @ b`` and ``|a| @ |b|`` for :func:`simulator.engine.tolerance.check_result`.
 
@@ -255,7 +298,8 @@ def reference_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def error_over_tolerance(actual: np.ndarray, ref: Reference) -> float:
     """Largest |actual - reference| / tolerance of an output (<= 1 passes; inf for NaN), with
-    the one K-scaled tolerance (:func:`simulator.engine.tolerance.check_result`). ``actual`` is
+    the one tolerance (:func:`simulator.engine.tolerance.check_result`: the running error
+    bound where ``ref`` has one, else K-scaled). ``actual`` is
     reshaped to the reference's logical shape (a row-major buffer of that many elements)."""
     return check_result(np.asarray(actual).reshape(ref.value.shape), ref.value, ref.k,
-                        ref.abs_product).error_over_tolerance
+                        ref.abs_product, error_bound=ref.error_bound).error_over_tolerance

@@ -15,7 +15,7 @@ from typing import Iterable
 import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.engine import sum_length
+from tiletraffic.simulator.engine import error_bound, sum_length
 from tiletraffic.simulator.ir.static import eval_static
 from tiletraffic.simulator.engine.accelerators import SIMULATE, Accelerators, NotApplicable
 from tiletraffic.simulator.engine.accelerators import k_extrapolation
@@ -62,6 +62,10 @@ class SimulationResult:
             K of its tolerance), int32 in the output's logical shape (0 where unwritten).
         representatives: with ``work_group_classes``, the linear ids of the work-groups
             executed (one per class); ``None`` when every work-group ran.
+        error_bounds: with ``error_bounds=True``, each output's error bound per element
+            (:mod:`simulator.engine.error_bound`: ``|device value - exact value|`` at most
+            this for any evaluation its device model allows), float64 in the output's
+            logical shape (0 where unwritten, inf where no bound holds).
     """
 
     schedule: S.Schedule
@@ -72,6 +76,7 @@ class SimulationResult:
     hazards: list[Hazard]
     sum_lengths: dict[str, np.ndarray] | None = None
     representatives: np.ndarray | None = None
+    error_bounds: dict[str, np.ndarray] | None = None
 
 
 def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, *,
@@ -81,7 +86,8 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
              accelerators: Accelerators = SIMULATE,
              batch_work_items: int = BATCH_WORK_ITEMS,
              sum_lengths: bool = False,
-             input_sum_lengths: dict[str, int] | None = None) -> SimulationResult:
+             input_sum_lengths: dict[str, int] | None = None,
+             error_bounds: bool = False) -> SimulationResult:
     """Execute ``schedule`` and count its traffic.
 
     Args:
@@ -132,6 +138,9 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         input_sum_lengths: with ``sum_lengths``, the sum length every element of the named
             inputs starts with (an earlier kernel's largest, for a buffer it wrote:
             :mod:`simulator.ir.sequence`); other inputs start exact (0).
+        error_bounds: also bound each output element's float32 error
+            (:attr:`SimulationResult.error_bounds`, with its sum lengths); needs
+            ``compute_values`` and no ``input_sum_lengths``.
 
     Raises:
         InputError: missing input or wrong shape, or work-group classes asked for with
@@ -173,12 +182,15 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         all_observers += _hazard_observers(schedule, log, sizes, params,
                                            full_launch=not by_classes)
     all_observers += observers
-    if sum_lengths and not compute_values:
-        raise InputError("sum lengths are counted with the values: use compute_values=True")
+    if (sum_lengths or error_bounds) and not compute_values:
+        raise InputError("sum lengths and error bounds are counted with the values: use "
+                         "compute_values=True")
+    if error_bounds and input_sum_lengths:
+        raise InputError("error bounds start from exact inputs: no input_sum_lengths")
     machine = Machine(schedule, params, sizes, buffers, all_observers, log, compute_values,
                       accelerators)
-    if sum_lengths:
-        machine.track_sum_lengths(input_sum_lengths)
+    if sum_lengths or error_bounds:
+        machine.track_sum_lengths(input_sum_lengths, error_bounds=error_bounds)
     per_batch = max(1, batch_work_items // schedule.work_group_items)
     representatives = _run_launch(machine, accelerators, per_batch, by_classes)
     for obs in all_observers:
@@ -186,7 +198,7 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     if machine.ran_blocked and log.hazards:   # "report" mode: the same as "raise"
         raise NotApplicable(f"{schedule.family}: hazards in a launch with loops run in blocks "
                             "of iterations (their examples could differ)")
-    return _result(machine, counter, read_maps, sum_lengths, representatives)
+    return _result(machine, counter, read_maps, sum_lengths or error_bounds, representatives)
 
 
 def _k_extrapolated(schedule: S.Schedule, accelerators: Accelerators, race_checks: bool,
@@ -260,13 +272,17 @@ def _result(machine: Machine, counter: TrafficCounter, read_maps, sum_lengths: b
                 outputs[a.name] = machine.buffers[a.name].reshape([params[s] for s in a.shape])
     maps = {n: counter.read_maps[n].reshape([params[s] for s in schedule.array(n).shape])
             for n in read_maps}
-    lengths = None
+    lengths = bounds = None
     if sum_lengths:
-        lengths = {a.name: np.maximum(machine.dbuf[a.name], 0).reshape(
+        lengths = {a.name: np.maximum(machine.shadow.lengths_of(machine.dbuf[a.name]), 0)
+                   .reshape([params[d] for d in a.shape]) for a in schedule.arrays
+                   if a.is_output}
+    if machine.depths and machine.shadow is error_bound:
+        bounds = {a.name: error_bound.tolerance(machine.dbuf[a.name]).reshape(
             [params[d] for d in a.shape]) for a in schedule.arrays if a.is_output}
     return SimulationResult(schedule, outputs, counter.finish(),
                             counter.global_loads_per_group, maps, machine.log.hazards,
-                            lengths, representatives)
+                            lengths, representatives, bounds)
 
 
 def probe_runner(schedule: S.Schedule, accelerators: Accelerators = SIMULATE):

@@ -1,6 +1,6 @@
 """Sum length: how many float32 roundings an output element's value went through.
 
-The tolerance of a result (:func:`simulator.engine.tolerance.check_result`) is Higham's bound
+The K-scaled tolerance of a result (:func:`simulator.engine.tolerance.check_result`) is Higham's bound
 ``gamma_k * (|A|·|B|)`` for a float32 dot product of length k: every term of a sum of k
 products summed one after the other is rounded at most k times (once by its product, once
 by each addition after it). The simulator counts k per output element from what the kernel
@@ -25,17 +25,21 @@ sum length of ``x``; ``ZERO`` marks a value known to be exactly 0):
   acc += a*b`` K times) is K; a tree of partial sums is less;
 - ``fmax``, ``fmin``, ``fabs``: the largest of their operands (exact operations that do
   not enlarge an operand's error); a select: the operand it selects;
-- ``sqrt``, ``exp``: the operand's plus twice their OpenCL error bound in ulp
-  (:data:`simulator.ir.nodes.FUNCTION_ERROR_ULPS`: 3 ulp, 1 ulp <= 2u), i.e. + 6; valid
-  where the operand's error is small against the function's slope (the bound carries no
-  derivative);
+- the rounded built-ins (``sqrt``, ``rsqrt``, ``exp``, ``exp2``, ``log``, ``log2``,
+  ``pow``, ``sin``, ``cos``, ``tanh``, ``erf``): the operand's (``pow``: both operands'
+  added) plus twice their OpenCL error bound in ulp
+  (:data:`simulator.ir.nodes.FUNCTION_ERROR_ULPS`, 1 ulp <= 2u: ``sqrt`` and ``exp`` 3 ulp,
+  i.e. + 6; ``tanh`` 5 ulp, + 10; ``pow`` 16 ulp, + 32); valid where the operand's error is
+  small against the function's slope (the bound carries no derivative);
 - a value stored and loaded again (local or global memory, private arrays) keeps its
   sum length.
 
 A copy, a transpose or a max of inputs is 0: checked exactly. ``fl(a*b + c)`` computed as
 one fused multiply-add (which OpenCL compilers may contract) rounds once, within the bound.
 The largest sum length over a launch's output is the K of the bound
-(:class:`simulator.engine.reference.Reference`). numpy only.
+(:class:`simulator.engine.reference.Reference`). A check against a reference function uses
+each element's running error bound (:mod:`simulator.engine.error_bound`, which also carries
+the sum length) instead where the launch is small enough. numpy only.
 """
 from __future__ import annotations
 
@@ -98,13 +102,25 @@ def exact(*args):
     return out.astype(DTYPE)
 
 
-def rounded_function(fn: str, x):
-    """Sum length of ``fn(x)`` for ``fn`` in :data:`FUNCTION_ERROR_ULPS` (sqrt(0) is 0;
-    exp(0) = 1 is exact)."""
-    x = np.asarray(x, DTYPE)
-    if fn == "sqrt":
-        return np.where(x == ZERO, ZERO, x + 2 * FUNCTION_ERROR_ULPS[fn]).astype(DTYPE)
-    return np.where(x == ZERO, 0, x + 2 * FUNCTION_ERROR_ULPS[fn]).astype(DTYPE)
+ZERO_AT_ZERO = frozenset({"sqrt", "sin", "tanh", "erf"})
+"""Rounded functions whose value at 0 is exactly 0 (their sum length ``ZERO`` there)."""
+
+
+def rounded_function(fn: str, *args):
+    """Sum length of ``fn(*args)`` for ``fn`` in :data:`FUNCTION_ERROR_ULPS`: the
+    operands' (added, as a product's) plus twice the function's bound in ulp; at an operand
+    known to be 0, ``ZERO`` for the functions of :data:`ZERO_AT_ZERO` and 0 for the others
+    (``exp(0) = cos(0) = 1`` is exact; ``log(0)`` and ``rsqrt(0)`` are infinite, which the
+    check refuses anyway). ``pow`` of two operands: both lengths added."""
+    lengths = [np.asarray(a, DTYPE) for a in args]
+    total = np.maximum(lengths[0], 0)
+    for a in lengths[1:]:
+        total = total + np.maximum(a, 0)
+    value = total + 2 * FUNCTION_ERROR_ULPS[fn]
+    if len(lengths) == 1:
+        at_zero = ZERO if fn in ZERO_AT_ZERO else 0
+        value = np.where(lengths[0] == ZERO, at_zero, value)
+    return np.asarray(value).astype(DTYPE)
 
 
 def accumulate(old, terms, mask):
@@ -135,6 +151,26 @@ def accumulate(old, terms, mask):
     best = np.where(live, terms + offset, np.iinfo(DTYPE).min).max(axis=-1, keepdims=True)
     after = np.where(from_zero, best, np.maximum(np.broadcast_to(old, n.shape) + n, best))
     return np.where(n > 0, after, np.broadcast_to(old, n.shape)).astype(DTYPE)
+
+
+def binary(op: str, x, y):
+    """Sum length of ``x op y`` for ``op`` in ``+ - * /``."""
+    return {"*": multiply, "/": divide}.get(op, add)(x, y)
+
+
+def negate(x):
+    """Sum length of ``-x`` (exact: ``x``'s)."""
+    return x
+
+
+def exact_function(fn: str, *args):
+    """Sum length of ``fn(*args)`` for an exact function (fmax, fmin, fabs)."""
+    return exact(*args)
+
+
+def lengths_of(table: np.ndarray) -> np.ndarray:
+    """The sum lengths of a shadow table (itself)."""
+    return table
 
 
 def largest(lengths: np.ndarray) -> int:

@@ -1,8 +1,13 @@
 """The one float32-against-float64 tolerance: is a kernel's result right?
 
-:func:`check_result` compares a float32 dot-product result (GEMM, matrix-vector) with its
-float64 reference (:func:`simulator.engine.reference.reference`) with a tolerance scaled to the
-dot-product length K. The simulator's outputs (``tiletraffic simulate --values``) and the
+:func:`check_result` compares a float32 result with its float64 reference
+(:func:`simulator.engine.reference.reference`) element by element, with one of two
+tolerances: the running error bound of each element
+(:mod:`simulator.engine.error_bound`, computed from the kernel's IR at the inputs, sound
+for any kernel of the IR, subtractions included) where the reference carries one, else a
+tolerance scaled to the dot-product length K times the reference at the inputs' absolute
+values (right for sums of products: GEMM, matrix-vector). The simulator's outputs
+(``tiletraffic simulate --values``) and the
 OpenCL runs (``gpu.runtime.launch.check_result``, which raises ``gpu.runtime.launch.ResultMismatchError``)
 are checked with it. numpy only.
 """
@@ -51,7 +56,8 @@ class CheckResult:
         nan_count: NaN elements in ``actual``, whatever their cause.
         mismatch_count: elements outside their tolerance (NaNs included).
         k: dot-product length the tolerance was scaled to.
-        gamma_k: the relative error factor used, :func:`error_factor` of ``k``.
+        gamma_k: the relative error factor used, :func:`error_factor` of ``k`` (unused
+            with a running error bound).
         unwritten_count: elements still holding the fill value
             ``simulator.engine.unwritten.UNWRITTEN_BITS``: never written by the kernel.
         written_nonfinite_count: NaN or infinite elements the kernel did write (e.g.
@@ -71,6 +77,9 @@ class CheckResult:
     gamma_k: float
     unwritten_count: int = 0
     written_nonfinite_count: int = 0
+    running_bound: bool = False
+    """The tolerance is the running error bound of each element
+    (:mod:`simulator.engine.error_bound`), not the K-scaled one."""
 
     @property
     def error_over_tolerance(self) -> float:
@@ -96,7 +105,9 @@ class CheckResult:
             f"{where} = {self.worst_value:.6g}, reference {self.worst_reference:.6g}, "
             f"|error| {abs(self.worst_value - self.worst_reference):.3g} vs tolerance {self.worst_tolerance:.3g} "
             f"there (error/tolerance {self.error_over_tolerance:.3g}; "
-            f"{self.gamma_k:.3g}*(sum of |terms|) + floor, K = {self.k}); "
+            + ("running error bound of the element's float32 operations"
+               if self.running_bound else
+               f"{self.gamma_k:.3g}*(sum of |terms|) + floor, K = {self.k}") + "); "
             f"{self.mismatch_count} element(s) out of tolerance"
             + (f": {', '.join(causes)}" if causes else "")
         )
@@ -126,7 +137,7 @@ def error_factor(k: int) -> float:
 
 def check_result(
     actual: np.ndarray, reference_f64: np.ndarray, k: int, abs_inputs_product: np.ndarray,
-    *, result_type: type[CheckResult] = CheckResult,
+    *, result_type: type[CheckResult] = CheckResult, error_bound: np.ndarray | None = None,
 ) -> CheckResult:
     """Compare a float32 dot-product result with its float64 reference, tolerance scaled to K.
 
@@ -142,15 +153,23 @@ def check_result(
     ``min(2*gamma_k, gamma~_k) * abs_inputs_product + 2*k*FLT_MIN``; the absolute floor
     covers subnormals flushed to zero (FLT_MIN = 2**-126 per operation).
 
+    With ``error_bound`` the tolerance of each element is that bound instead: the running
+    error bound of :mod:`simulator.engine.error_bound` (deterministic and sound for
+    every expression of the IR, subtractions, divisions and functions included, under its
+    device model: source order, any fused multiply-add contraction, flush to zero).
+
     Args:
         actual: kernel output (float32), any shape.
         reference_f64: exact-input float64 result, same shape (e.g. ``A64 @ B64``).
         k: dot-product length (the inner dimension K), ``0 <= k < 2**24``.
         abs_inputs_product: ``|A| @ |B|`` (or ``|A| @ |x|``) in float64, same shape.
         result_type: :class:`CheckResult` or a subclass (its ``mismatch_error``).
+        error_bound: per-element tolerance, float64, same shape (non-negative; inf allowed
+            where no bound holds), or None for the K-scaled one.
 
     Raises:
-        ValueError: shapes differ, ``k`` out of range, or the reference is not finite.
+        ValueError: shapes differ, ``k`` out of range, the reference is not finite, or
+            ``error_bound`` has another shape or a negative or NaN element.
     """
     actual = np.asarray(actual)
     ref = np.asarray(reference_f64, dtype=np.float64)
@@ -164,12 +183,20 @@ def check_result(
     if not (np.all(np.isfinite(ref)) and np.all(np.isfinite(absprod))):
         raise ValueError("the reference or abs_inputs_product contains NaN or inf")
     gamma = error_factor(k)
-    tol = gamma * absprod + 2.0 * k * _FLT_MIN
+    if error_bound is None:
+        tol = gamma * absprod + 2.0 * k * _FLT_MIN
+    else:
+        tol = np.asarray(error_bound, dtype=np.float64)
+        if tol.shape != ref.shape:
+            raise ValueError(f"shapes differ: error_bound {tol.shape}, reference {ref.shape}")
+        if not np.all(tol >= 0):
+            raise ValueError("error_bound has a negative or NaN element")
     values = actual.astype(np.float64)
     err = np.where(np.isfinite(values), np.abs(values - ref), np.inf)
     bad = ~(err <= tol)
     if err.size == 0:
-        return result_type(True, 0.0, 0.0, None, 0.0, 0.0, 0.0, 0, 0, k, gamma)
+        return result_type(True, 0.0, 0.0, None, 0.0, 0.0, 0.0, 0, 0, k, gamma,
+                           running_bound=error_bound is not None)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(err == 0, 0.0, err / tol)  # tol == 0 with err > 0 -> inf
     flat = int(np.argmax(ratio))
@@ -189,4 +216,5 @@ def check_result(
         gamma_k=gamma,
         unwritten_count=unwritten,
         written_nonfinite_count=written_nonfinite,
+        running_bound=error_bound is not None,
     )

@@ -8,16 +8,20 @@ Integer expressions (:class:`IntExpr`) describe indices, bounds and guards. They
 with Python operators from atoms: :class:`Const` (optionally named, rendered as a
 ``#define``), :class:`Param` (a runtime ``int`` argument such as ``M``), :func:`local_id`,
 :func:`group_id`, :func:`global_id`, :class:`Var` (a loop variable, a ``Let`` or a
-``DeclareInt``). Comparisons give :class:`Cond` objects, combined with ``&``, ``|`` and ``~``.
-Division and remainder follow C: they truncate toward zero. Values are mathematical
-integers (no overflow); :class:`Wrap` converts one to a C integer type of fixed width
-(``uint``: modulo 2**32), as OpenCL C's unsigned arithmetic wraps around.
+``DeclareInt``), combined by :class:`BinOp` (``+ - * / %``, the bitwise ``& | ^`` and the
+shifts ``<< >>``), :class:`Min` and :class:`IntSelect` (``c ? a : b``). Comparisons give
+:class:`Cond` objects, combined with ``&``, ``|`` and ``~``. Division and remainder follow
+C: they truncate toward zero. Values are mathematical integers (no overflow; the bitwise
+operators act on their two's complement, as Python's do); :class:`Wrap` converts one to a
+C integer type of fixed width (``uint``: modulo 2**32), as OpenCL C's unsigned arithmetic
+wraps around.
 
 Float expressions (:class:`FloatExpr`) are loads (:class:`Load` of a global or local array,
 :class:`PrivateElem` of a private array), private variables, constants, runtime ``float``
 arguments (:class:`FloatParam`), integers converted to float (:class:`IntToFloat`, no
-FLOP), ``+``, ``-``, ``*``, ``/``, the built-ins ``fmax``,
-``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`) and a select on an integer condition
+FLOP), ``+``, ``-``, ``*``, ``/``, the built-ins of :data:`FLOAT_FUNCTIONS` (``fmax``,
+``fmin``, ``fabs``, ``sqrt``, ``rsqrt``, ``exp``, ``log``, ``tanh``, ...: :class:`FCall`)
+and a select on an integer condition
 (:class:`Select`); each operation counts one FLOP. A negation ``-x`` (:class:`FNeg`) flips
 the sign bit and counts none. A condition may compare floats of the launch only
 (:class:`FloatCompare`: constants and ``float`` arguments), never loaded or computed floats.
@@ -42,7 +46,8 @@ class ScheduleError(ValueError):
 
 # --------------------------------------------------------------------------- integers
 class IntExpr:
-    """An integer expression (C ``int``). Build with ``+ - * // %`` and comparisons."""
+    """An integer expression (C ``int``). Build with ``+ - * // % & | ^ << >> ~`` and
+    comparisons."""
 
     def __add__(self, other: IntLike) -> IntExpr:
         return BinOp("+", self, as_int(other))
@@ -67,6 +72,25 @@ class IntExpr:
 
     def __mod__(self, other: IntLike) -> IntExpr:
         return BinOp("%", self, as_int(other))
+
+    def __and__(self, other: IntLike) -> IntExpr:
+        return BinOp("&", self, as_int(other))
+
+    def __or__(self, other: IntLike) -> IntExpr:
+        return BinOp("|", self, as_int(other))
+
+    def __xor__(self, other: IntLike) -> IntExpr:
+        return BinOp("^", self, as_int(other))
+
+    def __lshift__(self, other: IntLike) -> IntExpr:
+        return BinOp("<<", self, as_int(other))
+
+    def __rshift__(self, other: IntLike) -> IntExpr:
+        return BinOp(">>", self, as_int(other))
+
+    def __invert__(self) -> IntExpr:
+        """``~self``, C's bitwise complement: ``-1 - self`` (two's complement)."""
+        return BinOp("-", Const(-1), self)
 
     def __lt__(self, other: IntLike) -> Cond:  # type: ignore[override]
         return Compare("<", self, as_int(other))
@@ -124,12 +148,33 @@ class WorkItemId(IntExpr):
     dim: int
 
 
+INT_OPS = ("+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>")
+"""Operators of :class:`BinOp`."""
+
+BITWISE_OPS = ("&", "|", "^", "<<", ">>")
+"""The bitwise operators and shifts of :data:`INT_OPS`: not affine, so the analyses that
+prove forms of integer expressions (closed forms, work-group classes, K extrapolation)
+decline an expression that applies one to a value that varies."""
+
+SHIFT_BITS = 64
+"""Shift counts of ``<<`` and ``>>`` are ``0 .. SHIFT_BITS - 1``."""
+
+
 @dataclass(frozen=True, eq=False)
 class BinOp(IntExpr):
-    """``left op right`` for op in ``+ - * / %`` (C semantics: ``/`` truncates toward zero).
+    """``left op right`` for op in :data:`INT_OPS` with C semantics: ``/`` truncates toward
+    zero, ``%`` takes the dividend's sign; ``&``, ``|`` and ``^`` act on the two's
+    complement of the mathematical values (so a result is congruent to C's modulo
+    ``2**bits`` wherever the operands are); ``left << right`` is ``left * 2**right`` and
+    ``left >> right`` is ``floor(left / 2**right)`` (C's arithmetic shift of a signed value,
+    its logical shift of an unsigned one, whose value is not negative), for a count
+    ``right`` of ``0 .. 63`` (:data:`SHIFT_BITS`; a front end masks a count it cannot bound
+    as its language does: OpenCL C takes it modulo the left operand's width).
 
     A ``/`` or ``%`` whose divisor is 0 for a work-item that executes it is undefined in C;
-    the simulator reports it as the hazard ``integer-division-by-zero``.
+    the simulator reports it as the hazard ``integer-division-by-zero``. A shift count
+    outside ``0 .. 63`` is refused where it is computed
+    (:class:`simulator.ir.static.ExecutionError`).
 
     Attributes:
         source: for a ``/`` or ``%`` written in OpenCL C, where it is, ``"file:line:column:
@@ -149,6 +194,16 @@ class Min(IntExpr):
 
     left: IntExpr
     right: IntExpr
+
+
+@dataclass(frozen=True, eq=False)
+class IntSelect(IntExpr):
+    """``cond ? then : orelse`` of integers, per work-item: C evaluates only the operand
+    chosen (a division by zero in the other is no hazard). Build with :func:`int_select`."""
+
+    cond: Cond
+    then: IntExpr
+    orelse: IntExpr
 
 
 INT_WIDTHS = (8, 16, 32, 64)
@@ -226,6 +281,17 @@ def global_id(dim: int) -> WorkItemId:
 def minimum(a: IntLike, b: IntLike) -> Min:
     """``min(a, b)``."""
     return Min(as_int(a), as_int(b))
+
+
+def int_select(cond: Cond, then: IntLike, orelse: IntLike) -> IntSelect:
+    """``cond ? then : orelse`` of integers.
+
+    Raises:
+        TypeError: ``cond`` is not a :class:`Cond`.
+    """
+    if not isinstance(cond, Cond):
+        raise TypeError(f"int_select needs a condition (Cond), got {cond!r}")
+    return IntSelect(cond, as_int(then), as_int(orelse))
 
 
 def ceil_div(a: IntLike, b: IntLike) -> IntExpr:
@@ -389,23 +455,30 @@ class FNeg(FloatExpr):
     operand: FloatExpr
 
 
-FLOAT_FUNCTIONS = {"fmax": 2, "fmin": 2, "fabs": 1, "sqrt": 1, "exp": 1}
+FLOAT_FUNCTIONS = {"fmax": 2, "fmin": 2, "fabs": 1, "sqrt": 1, "rsqrt": 1, "exp": 1,
+                   "exp2": 1, "log": 1, "log2": 1, "pow": 2, "sin": 1, "cos": 1, "tanh": 1,
+                   "erf": 1}
 """OpenCL C float built-ins of the IR and their number of arguments (:class:`FCall`)."""
 
 EXACT_FLOAT_FUNCTIONS = frozenset({"fmax", "fmin", "fabs"})
 """Functions whose float32 result is exact (no rounding: IEEE 754 maxNum/minNum/abs)."""
 
-FUNCTION_ERROR_ULPS = {"sqrt": 3, "exp": 3}
-"""Largest error of the rounded functions in ulp that OpenCL 1.2 allows (§7.4, Table 7.1,
-full profile), used by the tolerance (:mod:`simulator.engine.sum_length`)."""
+FUNCTION_ERROR_ULPS = {"sqrt": 3, "rsqrt": 2, "exp": 3, "exp2": 3, "log": 3, "log2": 3,
+                       "pow": 16, "sin": 4, "cos": 4, "tanh": 5, "erf": 16}
+"""Largest error of the rounded functions in ulp that OpenCL 1.2 allows a single-precision
+built-in (§7.4, Table 7.1, full profile: sqrt <= 3, rsqrt <= 2, exp and exp2 <= 3, log and
+log2 <= 3, pow <= 16, sin and cos <= 4, tanh <= 5, erf <= 16 ulp), used by the tolerance
+(:mod:`simulator.engine.sum_length`)."""
 
 
 @dataclass(frozen=True, eq=False)
 class FCall(FloatExpr):
     """``fn(args...)``: one of OpenCL C's float built-ins :data:`FLOAT_FUNCTIONS`
-    (``fmax(a, b)``, ``fmin(a, b)``, ``fabs(a)``, ``sqrt(a)``, ``exp(a)``). Each call counts
-    one FLOP when executed, as ``+`` and ``*`` do. Build with :func:`fmax`, :func:`fmin`,
-    :func:`fabs`, :func:`sqrt`, :func:`exp`.
+    (``fmax(a, b)``, ``fmin(a, b)``, ``fabs(a)``, ``sqrt(a)``, ``rsqrt(a)`` (``1 /
+    sqrt(a)``), ``exp(a)``, ``exp2(a)``, ``log(a)``, ``log2(a)``, ``pow(a, b)``, ``sin(a)``,
+    ``cos(a)``, ``tanh(a)``, ``erf(a)``), as OpenCL C defines them on float32. Each call
+    counts one FLOP when executed, as ``+`` and ``*`` do. Build with :func:`fmax`,
+    :func:`fmin`, :func:`fabs`, :func:`sqrt`, :func:`exp` or ``FCall(name, args)``.
 
     Raises:
         ScheduleError: an unknown function or the wrong number of arguments.
@@ -547,7 +620,23 @@ def describe_int(e: IntExpr, names: Mapping[str, str] | None = None) -> str:
         return f"min({describe_int(e.left, names)}, {describe_int(e.right, names)})"
     if isinstance(e, Wrap):
         return f"({c_int_type(e.bits, e.signed)})({describe_int(e.operand, names)})"
+    if isinstance(e, IntSelect):
+        return (f"({describe_cond(e.cond, names)} ? {describe_int(e.then, names)} : "
+                f"{describe_int(e.orelse, names)})")
     raise TypeError(f"unknown integer expression {e!r}")
+
+
+def describe_cond(c: Cond, names: Mapping[str, str] | None = None) -> str:
+    """Short text of an integer condition for messages (``i < N``); not C."""
+    if isinstance(c, Compare):
+        return f"{describe_int(c.left, names)} {c.op} {describe_int(c.right, names)}"
+    if isinstance(c, BoolOp):
+        return f"({describe_cond(c.left, names)} {c.op} {describe_cond(c.right, names)})"
+    if isinstance(c, Not):
+        return f"!({describe_cond(c.operand, names)})"
+    if isinstance(c, FloatCompare):
+        return f"float {c.op}"
+    raise TypeError(f"unknown condition {c!r}")
 
 
 def c_int_type(bits: int, signed: bool) -> str:

@@ -13,14 +13,17 @@ Integer expressions (:class:`IntExpr`) describe indices, bounds and guards. They
 with Python operators from atoms: :class:`Const` (optionally named, rendered as a
 ``#define``), :class:`Param` (a runtime ``int`` argument such as ``M``), :func:`local_id`,
 :func:`group_id`, :func:`global_id`, :class:`Var` (a loop variable, a :class:`Let` or a
-:class:`DeclareInt`). Comparisons give :class:`Cond` objects, combined with ``&``, ``|`` and ``~``.
-Division and remainder follow C: they truncate toward zero. Values are mathematical
-integers (no overflow); :class:`Wrap` converts one to a C integer type of fixed width
-(``uint``: modulo 2**32), as OpenCL C's unsigned arithmetic wraps around.
+:class:`DeclareInt`), combined by :class:`BinOp` (``+ - * / %``, bitwise ``& | ^``, shifts
+``<< >>``), :class:`Min` and :class:`IntSelect` (``c ? a : b``). Comparisons give
+:class:`Cond` objects, combined with ``&``, ``|`` and ``~``. Division and remainder follow
+C: they truncate toward zero. Values are mathematical integers (no overflow);
+:class:`Wrap` converts one to a C integer type of fixed width (``uint``: modulo 2**32), as
+OpenCL C's unsigned arithmetic wraps around.
 
 Float expressions (:class:`FloatExpr`) are loads, private variables, constants, runtime
-``float`` arguments (:class:`FloatParam`), ``+``, ``-``, ``*``, ``/``, the built-ins
-``fmax``, ``fmin``, ``fabs``, ``sqrt``, ``exp`` (:class:`FCall`) and a select on an integer
+``float`` arguments (:class:`FloatParam`), ``+``, ``-``, ``*``, ``/``, the built-ins of
+:data:`FLOAT_FUNCTIONS` (``fmax``, ``sqrt``, ``exp``, ``log``, ``tanh``, ...: :class:`FCall`)
+and a select on an integer
 condition (:class:`Select`); each operation counts one FLOP.
 A negation ``-x`` (:class:`FNeg`) flips the sign bit and counts none.
 Control flow is never data dependent: every condition is an integer :class:`Cond` or a
@@ -67,7 +70,8 @@ from dataclasses import dataclass, field
 from typing import Mapping, Union
 
 from tiletraffic.simulator.ir.expressions import (
-    EXACT_FLOAT_FUNCTIONS, FLOAT_FUNCTIONS, FLOAT_OPS, FUNCTION_ERROR_ULPS, INT_WIDTHS, BinOp,
+    BITWISE_OPS, EXACT_FLOAT_FUNCTIONS, FLOAT_FUNCTIONS, FLOAT_OPS, FUNCTION_ERROR_ULPS,
+    INT_OPS, INT_WIDTHS, SHIFT_BITS, BinOp, IntSelect, describe_cond, int_select,
     BoolOp, Compare, Cond, Const, FBinOp, FCall, FConst, FloatExpr, FloatLike, FNeg, IntExpr,
     IntLike, Load, Min, Not, Param, Private, PrivateElem, ScheduleError, Select, Stmt, Var,
     WorkItemId, Wrap, as_float, as_int, c_int_type, ceil_div, describe_int, exp, fabs,
@@ -78,6 +82,7 @@ from tiletraffic.simulator.ir.visitor import walk_statements
 __all__ = [
     # integer expressions and conditions (simulator.ir.expressions)
     "IntExpr", "IntLike", "Const", "Param", "Var", "WorkItemId", "BinOp", "Min", "Wrap",
+    "IntSelect", "int_select", "INT_OPS", "BITWISE_OPS", "SHIFT_BITS", "describe_cond",
     "INT_WIDTHS", "wrap", "as_int", "local_id", "group_id", "global_id", "minimum",
     "ceil_div", "Cond", "Compare", "BoolOp", "Not", "describe_int", "c_int_type",
     # float expressions (simulator.ir.expressions)

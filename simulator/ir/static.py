@@ -82,8 +82,49 @@ def divide(op: str, a, b):
     return np.where(zero, 0, value)
 
 
-INT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": c_div, "%": c_mod}
-"""The IR's integer operators (:class:`simulator.ir.nodes.BinOp`)."""
+def _shift_count(b):
+    """``b``, checked to be a shift count of ``0 .. SHIFT_BITS - 1``.
+
+    Raises:
+        ExecutionError: a count outside that range."""
+    bad = np.logical_or(np.less(b, 0), np.greater_equal(b, S.SHIFT_BITS))
+    if np.any(bad):
+        value = b if np.ndim(b) == 0 else np.asarray(b)[np.nonzero(bad)][0]
+        raise ExecutionError(f"a shift by {int(value)}: shift counts are 0 to "
+                             f"{S.SHIFT_BITS - 1}")
+    return b
+
+
+def c_shl(a, b):
+    """``a << b``: ``a * 2**b`` (the count checked by :func:`_shift_count`)."""
+    b = _shift_count(b)
+    if isinstance(a, int) and isinstance(b, int):
+        return a << b
+    return np.left_shift(a, b, dtype=np.int64)
+
+
+def c_shr(a, b):
+    """``a >> b``: ``floor(a / 2**b)``, C's arithmetic shift (the count checked)."""
+    b = _shift_count(b)
+    if isinstance(a, int) and isinstance(b, int):
+        return a >> b
+    return np.right_shift(a, b, dtype=np.int64)
+
+
+def _bitwise(python_op, numpy_op):
+    def op(a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return python_op(a, b)
+        return numpy_op(a, b, dtype=np.int64)
+    return op
+
+
+INT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": c_div, "%": c_mod,
+           "&": _bitwise(lambda a, b: a & b, np.bitwise_and),
+           "|": _bitwise(lambda a, b: a | b, np.bitwise_or),
+           "^": _bitwise(lambda a, b: a ^ b, np.bitwise_xor), "<<": c_shl, ">>": c_shr}
+"""The IR's integer operators (:class:`simulator.ir.nodes.BinOp`): C's semantics on
+mathematical integers, the bitwise ones on their two's complement."""
 
 
 def trunc_div(a, b):
@@ -102,11 +143,38 @@ def _bound_product(a, b):
     return 0 if a == 0 or b == 0 else a * b
 
 
+def _bitwise_bounds(op: str, left: tuple, right: tuple) -> tuple:
+    """Bounds of ``l op r`` for the bitwise operators and shifts (:func:`int_op_bounds`)."""
+    (a, b), (c, d) = left, right
+    if op in ("<<", ">>"):
+        c, d = max(c, 0), min(d, S.SHIFT_BITS - 1)    # counts outside are refused
+        if c > d:
+            return 0, 0
+        if op == "<<":
+            ends = [x * 2 ** y for x in (a, b) for y in (c, d)]
+        else:
+            ends = [x if math.isinf(x) else x // 2 ** y for x in (a, b) for y in (c, d)]
+        return min(ends), max(ends)
+    if any(math.isinf(x) for x in (a, b, c, d)):
+        if op == "&" and (a >= 0 or c >= 0):
+            return 0, min(x for x, low in ((b, a), (d, c)) if low >= 0)
+        return (0 if a >= 0 and c >= 0 else -math.inf), math.inf
+    top = 2 ** max(int(abs(x)).bit_length() for x in (a, b, c, d))
+    if op == "&" and (a >= 0 or c >= 0):       # at most the non-negative operand
+        return 0, min(x for x, low in ((b, a), (d, c)) if low >= 0)
+    if a >= 0 and c >= 0:
+        return (max(a, c) if op == "|" else 0), top - 1
+    return -top, top - 1
+
+
 def int_op_bounds(op: str, left: tuple, right: tuple) -> tuple:
-    """Bounds ``(lo, hi)`` of ``l op r`` (op in ``+ - * / %``, C's semantics) for ``l``
-    within ``left = (a, b)`` and ``r`` within ``right = (c, d)``; a bound may be
-    ``math.inf`` (unknown). A divisor range holding 0 gives the bounds of the nonzero
-    divisors' quotients (``|l / r|`` and ``|l % r|`` are at most ``|l|``)."""
+    """Bounds ``(lo, hi)`` of ``l op r`` (op in :data:`simulator.ir.nodes.INT_OPS`, C's
+    semantics) for ``l`` within ``left = (a, b)`` and ``r`` within ``right = (c, d)``; a
+    bound may be ``math.inf`` (unknown). A divisor range holding 0 gives the bounds of the
+    nonzero divisors' quotients (``|l / r|`` and ``|l % r|`` are at most ``|l|``); the
+    bitwise operators give the range of the bits their operands span."""
+    if op in S.BITWISE_OPS:
+        return _bitwise_bounds(op, left, right)
     (a, b), (c, d) = left, right
     if op == "+":
         return a + c, b + d
@@ -136,7 +204,9 @@ def apply_int_op(e: S.BinOp, left, right):
     """
     try:
         return INT_OPS[e.op](left, right)
-    except ExecutionError:
+    except ExecutionError as err:
+        if e.op not in ("/", "%"):
+            raise ExecutionError(f"{S.describe_int(e)[1:-1]}: {err}") from None
         what = "division" if e.op == "/" else "remainder"
         text, divisor = S.describe_int(e)[1:-1], S.describe_int(e.right)
         raise ExecutionError(f"an integer {what} by zero: {text}" + (
@@ -170,6 +240,9 @@ def eval_static(e: S.IntExpr, params: dict[str, int],
     if isinstance(e, S.Min):
         return min(eval_static(e.left, params, variables),
                    eval_static(e.right, params, variables))
+    if isinstance(e, S.IntSelect):
+        chosen = _static_cond(e.cond, lambda x: eval_static(x, params, variables))
+        return eval_static(e.then if chosen else e.orelse, params, variables)
     if isinstance(e, S.Wrap):
         value = eval_static(e.operand, params, variables)
         if e.bits < 64:
@@ -178,6 +251,21 @@ def eval_static(e: S.IntExpr, params: dict[str, int],
             return value
         raise TypeError(f"{e!r} is an unsigned 64-bit value the simulator does not hold")
     raise TypeError(f"{e!r} is not a static expression of constants and parameters")
+
+
+def _static_cond(c: S.Cond, value) -> bool:
+    """Truth of the integer condition ``c`` whose integers ``value`` evaluates (its errors
+    pass through; a float comparison is a ``TypeError``)."""
+    if isinstance(c, S.Compare):
+        return bool(CMP_OPS[c.op](value(c.left), value(c.right)))
+    if isinstance(c, S.BoolOp):
+        left = _static_cond(c.left, value)
+        if c.op == "&&":
+            return left and _static_cond(c.right, value)
+        return left or _static_cond(c.right, value)
+    if isinstance(c, S.Not):
+        return not _static_cond(c.operand, value)
+    raise TypeError(f"{c!r} is not a static condition of integers")
 
 
 class NotStatic(Exception):
@@ -209,6 +297,12 @@ def static_int(e: S.IntExpr, env: dict[str, int], params: dict[str, int]) -> int
         return int(apply_int_op(e, static_int(e.left, env, params), right))
     if isinstance(e, S.Min):
         return min(static_int(e.left, env, params), static_int(e.right, env, params))
+    if isinstance(e, S.IntSelect):
+        try:
+            chosen = _static_cond(e.cond, lambda x: static_int(x, env, params))
+        except TypeError:
+            raise NotStatic(S.describe_int(e)) from None
+        return static_int(e.then if chosen else e.orelse, env, params)
     if isinstance(e, S.Wrap):
         value = static_int(e.operand, env, params)
         if e.bits < 64:

@@ -32,7 +32,7 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.sequence import KernelSequence
 from tiletraffic.simulator.ir.visitor import Visitor, walk
 
-INT_OPS = frozenset("+-*/%")
+INT_OPS = frozenset(S.INT_OPS)
 COMPARE_OPS = frozenset(("<", "<=", ">", ">=", "==", "!="))
 WORK_ITEM_ID_KINDS = frozenset(("local", "group", "global"))
 
@@ -256,13 +256,18 @@ class _Checker(Visitor):
 
     def visit_BinOp(self, e: S.BinOp) -> None:
         if e.op not in INT_OPS:
-            self.add(f"integer operator {e.op!r} is not one of {''.join(sorted(INT_OPS))}")
+            self.add(f"integer operator {e.op!r} is not one of {' '.join(S.INT_OPS)}")
         self._int(e.left)
         self._int(e.right)
 
     def visit_Min(self, e: S.Min) -> None:
         self._int(e.left)
         self._int(e.right)
+
+    def visit_IntSelect(self, e: S.IntSelect) -> None:
+        self._cond(e.cond)
+        self._int(e.then)
+        self._int(e.orelse)
 
     def visit_Wrap(self, e: S.Wrap) -> None:
         if not isinstance(e.signed, bool):

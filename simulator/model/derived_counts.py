@@ -232,6 +232,11 @@ class _Affine:
             return self.int(e.left, env, domain).min(self.int(e.right, env, domain))
         if isinstance(e, S.Wrap):
             return self.wrap(e, env, domain)
+        if isinstance(e, S.IntSelect):     # piecewise: each operand where it is chosen
+            inside = self.cond(e.cond, env, domain)
+            then, orelse = self.int(e.then, env, domain), self.int(e.orelse, env, domain)
+            outside = self.space.universe.subtract(inside)
+            return then.intersect_domain(inside).union_add(orelse.intersect_domain(outside))
         raise NotAffine(f"{type(e).__name__} is no integer expression of the IR")
 
     def binop(self, e: S.BinOp, env: dict, domain):
@@ -241,6 +246,9 @@ class _Affine:
         if e.op == "-":
             return a - b
         text = S.describe_int(e)
+        if e.op not in ("*", "/", "%"):        # bitwise operators and shifts
+            raise NotAffine(f"{text} applies the bitwise operator {e.op}, which is not "
+                            "affine")
         if e.op == "*":
             if not (a.is_cst() or b.is_cst()):
                 raise NotAffine(f"{text} multiplies two values that vary")

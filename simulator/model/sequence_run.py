@@ -67,13 +67,15 @@ def simulate(schedule, inputs: dict[str, np.ndarray] | None = None, *,
              observers: Iterable[Observer] = (), race_checks: bool = True,
              accelerators: Accelerators = SIMULATE,
              batch_work_items: int = BATCH_WORK_ITEMS,
-             sum_lengths: bool = False):
+             sum_lengths: bool = False, error_bounds: bool = False):
     """Execute a schedule (:func:`simulator.engine.simulation.simulate`, the same arguments) or a
     kernel sequence (each kernel with these arguments, ``observers`` seeing every kernel
-    in turn; returns :class:`SequenceResult`).
+    in turn; returns :class:`SequenceResult`). ``error_bounds`` (each output element's
+    running error bound, :mod:`simulator.engine.error_bound`) applies to a schedule only.
 
     Raises:
         TypeError: ``schedule`` is not a Schedule or KernelSequence (a name, say).
+        InputError: ``error_bounds`` for a kernel sequence.
         as :func:`simulator.engine.simulation.simulate`, for the first kernel that raises.
     """
     require_schedule(schedule, "tiletraffic.simulate")
@@ -83,7 +85,10 @@ def simulate(schedule, inputs: dict[str, np.ndarray] | None = None, *,
     observers = list(observers)
     if not is_sequence(schedule):
         return simulate_kernel(schedule, inputs, read_maps=read_maps, observers=observers,
-                               **options)
+                               error_bounds=error_bounds, **options)
+    if error_bounds:
+        raise InputError(f"{schedule.family}: error bounds are computed for one kernel, not "
+                         "a kernel sequence")
     wanted = list(read_maps)
     for name in wanted:
         if not schedule.array(name).is_input:

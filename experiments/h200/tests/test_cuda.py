@@ -90,7 +90,8 @@ def test_float_functions_map_to_their_float_forms():
     as CUDA's float functions."""
     cuda = cuda_source(tt.generate(functions_schedule()))
     for name, args in (("fmax", "a, b"), ("fmin", "a, b"), ("fabs", "a"), ("sqrt", "a"),
-                       ("exp", "a")):
+                       ("rsqrt", "a"), ("exp", "a"), ("log", "a"), ("tanh", "a"),
+                       ("pow", "a, b"), ("erf", "a")):
         assert f"#define {name}({args}) {name}f({args})" in cuda
 
 

@@ -11,7 +11,8 @@ executed whole. :func:`classes_problem` computes, for every integer expression, 
 semantics of ``/`` and ``%``), and refuses
 
 - an expression not of that form (an index, a bound, a condition's operand or an integer
-  converted to float; a product of two values that vary with the work-group,
+  converted to float; a product of two values that vary with the work-group, a bitwise
+  operator or shift of one, a ``?:`` choosing between values that move differently,
   a division or remainder of one by a divisor that does not divide its coefficients, a
   ``min`` whose operands move differently, a loop whose trip count varies with the
   work-group);
@@ -122,6 +123,13 @@ class _Prover(Visitor):
             return _Form(a.coeffs, min(a.lo, b.lo), min(a.hi, b.hi))
         if isinstance(e, S.BinOp):
             return self.binop(e, self.form(e.left, env), self.form(e.right, env))
+        if isinstance(e, S.IntSelect):
+            self.cond(e.cond, env)      # the same choice in the interior work-groups
+            a, b = self.form(e.then, env), self.form(e.orelse, env)
+            if a.coeffs != b.coeffs:
+                raise _Unproved(f"{describe_int(e)} chooses between values that move "
+                                "differently with the work-group id")
+            return _Form(a.coeffs, min(a.lo, b.lo), max(a.hi, b.hi))
         if isinstance(e, S.Wrap):
             return self.wrap(e, self.form(e.operand, env))
         raise _Unproved(f"an integer expression of kind {type(e).__name__}")
@@ -133,6 +141,11 @@ class _Prover(Visitor):
             sign = 1 if e.op == "+" else -1
             return _Form(tuple(x + sign * y for x, y in zip(a.coeffs, b.coeffs)),
                          *int_op_bounds(e.op, *ranges))
+        if e.op in S.BITWISE_OPS:
+            if a.varies or b.varies:
+                raise _Unproved(f"{describe_int(e)} applies the bitwise operator {e.op} to a "
+                                "value that varies with the work-group id")
+            return _Form(zero, *int_op_bounds(e.op, *ranges))
         if e.op == "*":
             if a.varies and b.varies:
                 raise _Unproved(f"{describe_int(e)} multiplies two values that vary with the "

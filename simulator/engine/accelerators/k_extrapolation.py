@@ -8,7 +8,8 @@ of the register-blocked GEMMs, the tile width of ``gemm-tiled``, the chunk of
 For any other schedule (a launch file's, a user's) D is derived from the IR
 (:func:`_derived_depth`): the least common multiple of the steps of the loops whose bounds
 depend on K and of every constant divisor of a value that depends on K, so that K and K + D
-run the same steps with the same guards and remainders; a schedule whose local or private
+run the same steps with the same guards and remainders (a bitwise operator or shift of a
+value that depends on K is refused: its period is not derived); a schedule whose local or private
 arrays are indexed by a value that depends on K, or whose global array dimension other
 than K is, is refused (an access in bounds at a short K is then not known to be in bounds
 at the real one). Either way D is also a multiple of the step of every loop whose bounds
@@ -159,7 +160,11 @@ def _derived_depth(schedule: Schedule) -> tuple[int | None, str | None]:
             except (TypeError, KeyError):
                 return None, f"the loop over {s.var} takes a step that is not one constant"
         for n in _own_nodes(s):
-            if isinstance(n, S.BinOp) and n.op in "/%" and reads_k(n.left):
+            if isinstance(n, S.BinOp) and n.op in S.BITWISE_OPS and (
+                    reads_k(n.left) or reads_k(n.right)):
+                return None, (f"{S.describe_int(n)} applies the bitwise operator {n.op} to a "
+                              "value that depends on K")
+            if isinstance(n, S.BinOp) and n.op in ("/", "%") and reads_k(n.left):
                 try:
                     divisor = abs(int(eval_static(n.right, params, statics)))
                 except (TypeError, KeyError):

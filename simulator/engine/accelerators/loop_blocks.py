@@ -97,7 +97,8 @@ class BlockPlan:
     indices of ``element_reads``), set by :func:`ready`."""
 
 
-_INT_NODES = (S.Const, S.Param, S.WorkItemId, S.Var, S.BinOp, S.Min, S.Wrap, S.Compare,
+_INT_NODES = (S.Const, S.Param, S.WorkItemId, S.Var, S.BinOp, S.Min, S.IntSelect, S.Wrap,
+              S.Compare,
               S.BoolOp, S.Not, S.FloatCompare, S.FConst, S.FloatParam, S.FNeg)
 """The nodes of integer expressions and conditions (a :class:`FloatCompare` with the
 launch's floats it compares)."""

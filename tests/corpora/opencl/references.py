@@ -200,9 +200,14 @@ def llama_mul_mat(x):
 
 
 def llama_softmax(x):
+    """The launch file's scale = 1 and max_bias = 0 (slope 1), src1 the mask and src2 the
+    sinks (a buffer of its own, as the host passes it where sinks are given): the row's
+    maximum and its sum of exponentials take the sink src2[0] of head 0 in."""
     v = x["src0"] + x["src1"]
-    e = np.exp(v - v.max(axis=-1, keepdims=True))
-    return {"dst": e / e.sum(axis=-1, keepdims=True)}
+    sink = x["src2"].reshape(-1)[0]
+    m = np.maximum(v.max(axis=-1, keepdims=True), sink)
+    e = np.exp(v - m)
+    return {"dst": e / (e.sum(axis=-1, keepdims=True) + np.exp(sink - m))}
 
 
 def llama_norm(x):
