@@ -133,8 +133,9 @@ def test_json_output_is_standard_json_with_null_for_non_finite_numbers(tmp_path)
 
     assert json_text({"a": float("inf"), "b": [1.5, float("nan")], "c": (2,)}) == \
         '{"a": null, "b": [1.5, null], "c": [2]}'
-    # a copy kernel checked against a reference one away: the tolerance of a copy is 0, so
-    # the error over tolerance is infinite
+    # a copy kernel checked against a reference one away: a copy's running error bound is at
+    # most float64 rounding noise, so the error over tolerance is enormous (or infinite,
+    # written as null)
     (tmp_path / "cp.cl").write_text("__kernel void k(__global const float *A, __global float *B)"
                                     " { int i = get_global_id(0); B[i] = A[i]; }\n")
     (tmp_path / "ref.py").write_text("def r(inputs):\n    return inputs['A'] + 1\n")
@@ -145,7 +146,8 @@ def test_json_output_is_standard_json_with_null_for_non_finite_numbers(tmp_path)
     res = CliRunner().invoke(main, ["simulate", str(tmp_path / "cp.toml"), "--json"])
     assert res.exit_code == 1    # a wrong result
     doc = json.loads(res.stdout, parse_constant=lambda name: pytest.fail(name))
-    assert doc["result_error_over_tolerance"] is None
+    ratio = doc["result_error_over_tolerance"]
+    assert ratio is None or ratio > 1e6
 
 
 @pytest.mark.parametrize("stamp", ["../../escaped", "a\u0000b", "x" * 300, 12])
