@@ -76,3 +76,32 @@ def test_a_long_hazard_line_is_cut_at_a_word_with_an_ellipsis():
     assert cut.endswith(" …") and len(cut) <= DETAIL_WIDTH + 2
     assert line.startswith(cut[:-2]) and line[len(cut) - 2] == " "   # ends at a whole word
     assert shortened("short line") == "short line"
+
+
+SHUFFLING_KERNEL = """
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+__kernel void row_sums(__global const float *x, __global float *y) {
+    float s = sub_group_reduce_add(x[get_global_id(0)]);
+    if (get_sub_group_local_id() == 0) y[get_group_id(0)] = s;
+}
+"""
+
+
+def test_counts_of_a_shuffling_kernel_say_why_they_exceed_simulates(tmp_path):
+    import tiletraffic as tt
+    from tiletraffic.analysis.cli.crosscheck import comparison_text
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+
+    sch = tt.from_opencl(SHUFFLING_KERNEL, "row_sums", [64], [32],
+                         {"x": {"shape": [64], "access": "in"},
+                          "y": {"shape": [2], "access": "out"}})
+    comparison = compare_counts(sch)
+    assert comparison.equal, comparison.to_dict()
+    simulated = tt.simulate(sch, compute_values=False).counts
+    assert simulated.local_load_elems == 0 < comparison.simulator["local_load_elems"]
+    assert "shuffle" in comparison.note and "local" in comparison.note
+    assert comparison.to_dict()["note"] == comparison.note
+    assert f"  note: {comparison.note}" in comparison_text(comparison)
+    plain = compare_counts(tt.build("gemm-tiled", m=16, k=16, n=16, tile=8))
+    assert plain.note == "" and "note" not in plain.to_dict()
+    assert not any("note" in line for line in comparison_text(plain))
