@@ -105,3 +105,27 @@ def test_counts_of_a_shuffling_kernel_say_why_they_exceed_simulates(tmp_path):
     plain = compare_counts(tt.build("gemm-tiled", m=16, k=16, n=16, tile=8))
     assert plain.note == "" and "note" not in plain.to_dict()
     assert not any("note" in line for line in comparison_text(plain))
+
+
+def test_shuffles_part_of_a_block_skips_are_refused_in_one_line(tmp_path):
+    (tmp_path / "d.cu").write_text("""__global__ void k(const float *A, float *B) {
+  float v = A[threadIdx.x];
+  if (threadIdx.x < 32) v += __shfl_down_sync(0xffffffff, v, 1);
+  B[threadIdx.x] = v;
+}
+""")
+    (tmp_path / "d.toml").write_text("""source = "d.cu"
+kernel = "k"
+[launch]
+grid = [1]
+block = [64]
+[args]
+A = { shape = [64], access = "in" }
+B = { shape = [64], access = "out" }
+""")
+    res = CliRunner().invoke(main, ["crosscheck", str(tmp_path / "d.toml")])
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in res.output
+    assert lines[0].startswith("error: cuda:k: not compared: its generated OpenCL C")
+    assert "skips a shuffle (barrier at " in lines[0] and "d.cu:3:30)" in lines[0]
