@@ -583,22 +583,25 @@ def reference_function(spec):
     outputs = [a for a, raw in args.items()
                if isinstance(raw, dict) and raw.get("access") in ("out", "inout")]
 
+    from tiletraffic.simulator.engine.reference import ReferenceFunctionError
+    reporting = user_schedule.reporting_reference(fn, ref)   # its own errors: one line
+
     def named_outputs(inputs):
-        out = fn(inputs)
+        out = reporting(inputs)
         if isinstance(out, dict):
             if not out:
-                raise LaunchFileError(f"{launch.path}: reference.function: returned no "
-                                      f"output; the kernel's outputs are "
-                                      f"{', '.join(outputs)}")
+                raise ReferenceFunctionError(
+                    f"{launch.path}: reference.function: returned no output; the kernel's "
+                    f"outputs are {', '.join(outputs)}")
             unknown = [str(key) for key in out if outputs and key not in outputs]
             if unknown:
-                raise LaunchFileError(f"{launch.path}: reference.function: returned "
-                                      f"{', '.join(map(repr, unknown))}; the kernel's "
-                                      f"output{'s are' if len(outputs) > 1 else ' is'} "
-                                      f"{', '.join(outputs)}")
+                raise ReferenceFunctionError(
+                    f"{launch.path}: reference.function: returned "
+                    f"{', '.join(map(repr, unknown))}; the kernel's "
+                    f"output{'s are' if len(outputs) > 1 else ' is'} {', '.join(outputs)}")
         return out
     named_outputs.__name__ = name
-    return user_schedule.reporting_reference(named_outputs, ref)
+    return named_outputs
 
 
 def parse_assignments(items, what: str = "--set") -> dict[str, int]:

@@ -329,6 +329,10 @@ def wrong_second(inputs):
 
 def one_array(inputs):
     return inputs["A"] @ inputs["x"]
+
+
+def misnamed(inputs):
+    return {"z": inputs["A"] @ inputs["x"]}
 """
 
 
@@ -371,6 +375,14 @@ def test_a_reference_of_two_outputs_checks_each_in_simulate(tmp_path):
     one = runner.invoke(main, ["simulate", str(two_outputs(tmp_path, "one_array"))])
     assert one.exit_code == 2 and "returned one array, the schedule has the outputs y, dma" \
         in one.output, one.output
+
+
+def test_a_reference_returning_an_output_the_kernel_lacks_is_named_not_said_to_raise(tmp_path):
+    res = CliRunner().invoke(main, ["simulate", str(two_outputs(tmp_path, "misnamed"))])
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert res.exit_code == 2 and len(lines) == 1, res.output
+    assert "reference.function: returned 'z'; the kernel's outputs are y, dma" in lines[0]
+    assert "raised" not in lines[0]
 
 
 @pytest.mark.skipif(not any(d.is_pocl for d in list_devices()), reason="PoCL is not installed")
