@@ -402,3 +402,27 @@ def test_a_reference_of_two_outputs_checks_each_in_run_on_pocl(tmp_path):
     assert wrong.exit_code == 1, wrong.output
     assert "launch 1 of 12" in wrong.stderr and "opencl:two dma[" in wrong.stderr
     assert "kernel time" not in wrong.stdout
+
+
+@pytest.mark.parametrize("head, kind", [
+    ('source = "k.cu"\nkernel = "k"\n', "a CUDA launch file has source, language, kernel"),
+    ('source = "k.cl"\nkernel = "k"\nlanguage = "cuda"\n', "a CUDA launch file"),
+    ('source = "k.cl"\nkernel = "k"\n', "an OpenCL C launch file has source"),
+    ('source = "k.comp"\n', "a GLSL launch file has source"),
+])
+def test_an_unknown_top_key_names_the_launch_files_own_language(tmp_path, head, kind):
+    path = tmp_path / "k.toml"
+    path.write_text(head + "[arg]\nA = 1\n")
+    with pytest.raises(launch_file.LaunchFileError, match=f"arg: unknown key; {kind}"):
+        launch_file.load(path)
+
+
+def test_a_reference_file_that_does_not_exist_is_not_called_a_schedule_file(tmp_path):
+    path = tmp_path / "k.toml"
+    path.write_text('source = "k.cl"\nkernel = "k"\n[launch]\nglobal_size = [1]\n'
+                    'local_size = [1]\n[args]\ny = { shape = [1], access = "out" }\n'
+                    '[reference]\nfunction = "nope.py:f"\n')
+    (tmp_path / "k.cl").write_text("__kernel void k(__global float *y) { y[0] = 1.0f; }\n")
+    res = CliRunner().invoke(main, ["simulate", str(path)])
+    assert res.exit_code == 2, res.output
+    assert "reference.function: file '" in res.output and "schedule" not in res.output
