@@ -307,6 +307,18 @@ def read(path, overrides: dict | None = None, params: dict | None = None) -> Lau
     return _checked(path, data, overrides, params)
 
 
+def _kind_of_launch_file(data: dict) -> str:
+    """``a GLSL``, ``a CUDA`` or ``an OpenCL C``, for messages, from ``data`` as read
+    (before its fields are checked)."""
+    if is_glsl(data):
+        return "a GLSL"
+    source = data.get("source")
+    cuda = data.get("language") == "cuda" or (
+        data.get("language") is None and isinstance(source, str)
+        and Path(source).suffix in CUDA_SUFFIXES)
+    return "a CUDA" if cuda else "an OpenCL C"
+
+
 def _checked(path: Path, data: dict, overrides, params) -> LaunchFile:
     """The :class:`LaunchFile` of ``data`` read from ``path``, checked (see :func:`read`)."""
     launch = LaunchFile(path, data, {}, dict(params or {}))
@@ -314,8 +326,8 @@ def _checked(path: Path, data: dict, overrides, params) -> LaunchFile:
     top_keys = GLSL_TOP_KEYS if glsl else TOP_KEYS
     for key in data:
         if key not in top_keys:
-            raise launch.error(key, f"unknown key; a{' GLSL' if glsl else 'n OpenCL C'} "
-                                    f"launch file has {', '.join(top_keys)}")
+            raise launch.error(key, f"unknown key; {_kind_of_launch_file(data)} launch file "
+                                    f"has {', '.join(top_keys)}")
     for key in ("source",) if glsl else ("source", "kernel"):
         if key == "source" and not glsl and isinstance(data.get(key), list):
             if not data[key] or not all(isinstance(f, str) and f for f in data[key]):
@@ -583,22 +595,25 @@ def reference_function(spec):
     outputs = [a for a, raw in args.items()
                if isinstance(raw, dict) and raw.get("access") in ("out", "inout")]
 
+    from tiletraffic.simulator.engine.reference import ReferenceFunctionError
+    reporting = user_schedule.reporting_reference(fn, ref)   # its own errors: one line
+
     def named_outputs(inputs):
-        out = fn(inputs)
+        out = reporting(inputs)
         if isinstance(out, dict):
             if not out:
-                raise LaunchFileError(f"{launch.path}: reference.function: returned no "
-                                      f"output; the kernel's outputs are "
-                                      f"{', '.join(outputs)}")
+                raise ReferenceFunctionError(
+                    f"{launch.path}: reference.function: returned no output; the kernel's "
+                    f"outputs are {', '.join(outputs)}")
             unknown = [str(key) for key in out if outputs and key not in outputs]
             if unknown:
-                raise LaunchFileError(f"{launch.path}: reference.function: returned "
-                                      f"{', '.join(map(repr, unknown))}; the kernel's "
-                                      f"output{'s are' if len(outputs) > 1 else ' is'} "
-                                      f"{', '.join(outputs)}")
+                raise ReferenceFunctionError(
+                    f"{launch.path}: reference.function: returned "
+                    f"{', '.join(map(repr, unknown))}; the kernel's "
+                    f"output{'s are' if len(outputs) > 1 else ' is'} {', '.join(outputs)}")
         return out
     named_outputs.__name__ = name
-    return user_schedule.reporting_reference(named_outputs, ref)
+    return named_outputs
 
 
 def parse_assignments(items, what: str = "--set") -> dict[str, int]:

@@ -122,7 +122,7 @@ def load_module(path: str | Path) -> ModuleType:
     """
     path = Path(path)
     if not path.is_file():
-        raise UserScheduleError(f"schedule file {str(path)!r} does not exist"
+        raise UserScheduleError(f"file {str(path)!r} does not exist"
                                 if not path.exists() else f"{str(path)!r} is not a file")
     path = path.resolve()
     stat = path.stat()

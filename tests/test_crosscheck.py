@@ -76,3 +76,56 @@ def test_a_long_hazard_line_is_cut_at_a_word_with_an_ellipsis():
     assert cut.endswith(" …") and len(cut) <= DETAIL_WIDTH + 2
     assert line.startswith(cut[:-2]) and line[len(cut) - 2] == " "   # ends at a whole word
     assert shortened("short line") == "short line"
+
+
+SHUFFLING_KERNEL = """
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+__kernel void row_sums(__global const float *x, __global float *y) {
+    float s = sub_group_reduce_add(x[get_global_id(0)]);
+    if (get_sub_group_local_id() == 0) y[get_group_id(0)] = s;
+}
+"""
+
+
+def test_counts_of_a_shuffling_kernel_say_why_they_exceed_simulates(tmp_path):
+    import tiletraffic as tt
+    from tiletraffic.analysis.cli.crosscheck import comparison_text
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+
+    sch = tt.from_opencl(SHUFFLING_KERNEL, "row_sums", [64], [32],
+                         {"x": {"shape": [64], "access": "in"},
+                          "y": {"shape": [2], "access": "out"}})
+    comparison = compare_counts(sch)
+    assert comparison.equal, comparison.to_dict()
+    simulated = tt.simulate(sch, compute_values=False).counts
+    assert simulated.local_load_elems == 0 < comparison.simulator["local_load_elems"]
+    assert "shuffle" in comparison.note and "local" in comparison.note
+    assert comparison.to_dict()["note"] == comparison.note
+    assert f"  note: {comparison.note}" in comparison_text(comparison)
+    plain = compare_counts(tt.build("gemm-tiled", m=16, k=16, n=16, tile=8))
+    assert plain.note == "" and "note" not in plain.to_dict()
+    assert not any("note" in line for line in comparison_text(plain))
+
+
+def test_shuffles_part_of_a_block_skips_are_refused_in_one_line(tmp_path):
+    (tmp_path / "d.cu").write_text("""__global__ void k(const float *A, float *B) {
+  float v = A[threadIdx.x];
+  if (threadIdx.x < 32) v += __shfl_down_sync(0xffffffff, v, 1);
+  B[threadIdx.x] = v;
+}
+""")
+    (tmp_path / "d.toml").write_text("""source = "d.cu"
+kernel = "k"
+[launch]
+grid = [1]
+block = [64]
+[args]
+A = { shape = [64], access = "in" }
+B = { shape = [64], access = "out" }
+""")
+    res = CliRunner().invoke(main, ["crosscheck", str(tmp_path / "d.toml")])
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in res.output
+    assert lines[0].startswith("error: cuda:k: not compared: its generated OpenCL C")
+    assert "skips a shuffle (barrier at " in lines[0] and "d.cu:3:30)" in lines[0]

@@ -543,3 +543,28 @@ def test_run_cuda_without_cupy_or_gpu_says_why_in_one_line():
     assert str(err.value) == f"cuda:k: its CUDA source cannot be launched here: {problem}"
     with pytest.raises(ValueError, match="not a schedule read from a CUDA source"):
         tt.run_cuda(tt.build("gemm-naive", 8, 8, 8, 4))
+
+
+def test_a_define_that_replaces_a_build_option_warns_and_a_twice_defined_one_does_not():
+    import warnings
+    from tiletraffic.frontend.opencl.translate import MacroRedefinedWarning
+    src = """#define TILE 16
+#define SCALE 1
+#define SCALE 2
+__global__ void copy(const float *A, float *B) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  B[i] = A[(i * SCALE + TILE) % 64];
+}
+"""
+    with pytest.warns(MacroRedefinedWarning) as caught:
+        sch = parse_kernel(src, "copy", [2], [32], COPY_ARGS, build_options="-DTILE=8",
+                           path="copy.cu")
+    lines = [str(w.message) for w in caught if w.category is MacroRedefinedWarning]
+    assert len(lines) == 1 and lines[0].startswith("copy.cu:1:9: 'TILE' macro redefined: "
+                                                   "the source's #define replaces")
+    from tiletraffic.simulator.ir.visitor import walk
+    (load,) = [n for s in sch.body for n in walk(s) if isinstance(n, S.Load)]
+    assert 16 in [n.value for n in walk(load.index[0]) if isinstance(n, S.Const)]  # not 8
+    with warnings.catch_warnings():          # SCALE twice in the source: no -D value lost
+        warnings.simplefilter("error", MacroRedefinedWarning)
+        parse_kernel(src, "copy", [2], [32], COPY_ARGS, path="copy.cu")

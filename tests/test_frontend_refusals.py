@@ -293,3 +293,14 @@ def test_a_declared_printf_or_cast_is_refused_by_name_too():
                        ("    C[i] = as_float(i);", "as_float")):
         with pytest.raises(FrontendError, match=rf"^<source>:\d+:\d+: {name}"):
             tt.from_opencl(kernel(body, before=declared), "k", [64], [16], ARGS)
+
+
+def test_a_macro_the_source_defines_twice_is_not_taken_for_a_replaced_build_option():
+    from tiletraffic.frontend.opencl.translate import MacroRedefinedWarning
+    body = "    C[i] = A[i + W];"
+    args = {**ARGS, "A": {"shape": [68], "access": "in"}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MacroRedefinedWarning)
+        sch = tt.from_opencl(kernel(body, before="#define W 8\n#define W 2\n"), "k", [64],
+                             [16], args, "-DQ=1")
+    assert tt.check(sch) == []          # A[i + 2] of 68: the source's last definition

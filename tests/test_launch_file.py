@@ -329,6 +329,10 @@ def wrong_second(inputs):
 
 def one_array(inputs):
     return inputs["A"] @ inputs["x"]
+
+
+def misnamed(inputs):
+    return {"z": inputs["A"] @ inputs["x"]}
 """
 
 
@@ -373,6 +377,14 @@ def test_a_reference_of_two_outputs_checks_each_in_simulate(tmp_path):
         in one.output, one.output
 
 
+def test_a_reference_returning_an_output_the_kernel_lacks_is_named_not_said_to_raise(tmp_path):
+    res = CliRunner().invoke(main, ["simulate", str(two_outputs(tmp_path, "misnamed"))])
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert res.exit_code == 2 and len(lines) == 1, res.output
+    assert "reference.function: returned 'z'; the kernel's outputs are y, dma" in lines[0]
+    assert "raised" not in lines[0]
+
+
 @pytest.mark.skipif(not any(d.is_pocl for d in list_devices()), reason="PoCL is not installed")
 def test_a_reference_of_two_outputs_checks_each_in_run_on_pocl(tmp_path):
     runner = CliRunner()
@@ -390,3 +402,27 @@ def test_a_reference_of_two_outputs_checks_each_in_run_on_pocl(tmp_path):
     assert wrong.exit_code == 1, wrong.output
     assert "launch 1 of 12" in wrong.stderr and "opencl:two dma[" in wrong.stderr
     assert "kernel time" not in wrong.stdout
+
+
+@pytest.mark.parametrize("head, kind", [
+    ('source = "k.cu"\nkernel = "k"\n', "a CUDA launch file has source, language, kernel"),
+    ('source = "k.cl"\nkernel = "k"\nlanguage = "cuda"\n', "a CUDA launch file"),
+    ('source = "k.cl"\nkernel = "k"\n', "an OpenCL C launch file has source"),
+    ('source = "k.comp"\n', "a GLSL launch file has source"),
+])
+def test_an_unknown_top_key_names_the_launch_files_own_language(tmp_path, head, kind):
+    path = tmp_path / "k.toml"
+    path.write_text(head + "[arg]\nA = 1\n")
+    with pytest.raises(launch_file.LaunchFileError, match=f"arg: unknown key; {kind}"):
+        launch_file.load(path)
+
+
+def test_a_reference_file_that_does_not_exist_is_not_called_a_schedule_file(tmp_path):
+    path = tmp_path / "k.toml"
+    path.write_text('source = "k.cl"\nkernel = "k"\n[launch]\nglobal_size = [1]\n'
+                    'local_size = [1]\n[args]\ny = { shape = [1], access = "out" }\n'
+                    '[reference]\nfunction = "nope.py:f"\n')
+    (tmp_path / "k.cl").write_text("__kernel void k(__global float *y) { y[0] = 1.0f; }\n")
+    res = CliRunner().invoke(main, ["simulate", str(path)])
+    assert res.exit_code == 2, res.output
+    assert "reference.function: file '" in res.output and "schedule" not in res.output

@@ -155,6 +155,40 @@ def test_a_loop_that_does_not_end_is_refused_at_the_limit(monkeypatch):
         simulate(_one_group(body), compute_values=False)
 
 
+@pytest.mark.parametrize("update, period", [
+    # work-items 2 and 3 never advance k: the loop's integers stop changing
+    (lambda i, k: S.If(i < 2, (S.AssignInt("k", k + 1),)), 1),
+    # k flips between 0 and 1 for ever
+    (lambda i, k: S.AssignInt("k", S.Const(1) - k), 2),
+])
+def test_a_loop_that_repeats_an_iteration_is_refused_at_once(update, period):
+    i, k = S.local_id(0), S.Var("k")
+    body = (S.DeclareInt("k", S.Const(0)),
+            S.While(k < 5, (update(i, k),), source="k.cl:3:5"))
+    with pytest.raises(ExecutionError, match=r"k\.cl:3:5: a while loop on k < 5 never ends: "
+                                             r"iteration [0-9,]+ starts with the integers"):
+        simulate(_one_group(body), compute_values=False)
+    assert control.REPEAT_CHECK_FROM * (1 + period) < control.LOOP_TRIPS_LIMIT
+
+
+def test_a_long_loop_that_ends_is_not_taken_for_one_that_repeats():
+    k, t = S.Var("k"), S.Var("t")
+    trips = 3 * control.REPEAT_CHECK_FROM
+    x = S.GlobalArray("x", "in", ("M",))
+    y = S.GlobalArray("y", "out", ("M",))
+    acc = S.DeclareFloat("acc")
+    # t cycles with period 3 while k counts up to the end: no iteration repeats another
+    body = (acc, S.DeclareInt("k", S.Const(0)), S.DeclareInt("t", S.Const(0)),
+            S.While(k < trips, (S.Accumulate("acc", S.Load(x, (t,))),
+                                S.AssignInt("t", (t + 1) % 3), S.AssignInt("k", k + 1))),
+            S.store(y, (S.global_id(0),), acc.ref))
+    sch = S.Schedule("demo-ints", "demo_ints", (("M", 4),), (x, y), (), (4,), (4,), body,
+                     tile=4)
+    result = simulate(sch, {"x": np.array([1.0, 2.0, 4.0, 8.0], dtype=np.float32)})
+    assert result.counts.global_load_elems == 4 * trips
+    assert result.outputs["y"].tolist() == [7.0 * trips / 3] * 4
+
+
 def test_a_break_that_skips_a_barrier_is_barrier_divergence():
     i, t = S.local_id(0), S.Var("t")
     body = (S.DeclareInt("t", S.Const(0)),

@@ -234,3 +234,15 @@ def test_the_text_header_names_the_sizes_tuned(tmp_path):
     assert table(older).splitlines()[0].startswith(f"tune {LAUNCH} (mmul_tiled) at N=48: ")
     older["meta"]["sets"] = {}
     assert table(older).splitlines()[0].startswith(f"tune {LAUNCH} (mmul_tiled): ")
+
+
+def test_a_refusal_is_grouped_by_its_first_clause_cut_at_a_word():
+    from tiletraffic.analysis.tune.launch import REJECTION_KEY_CHARS, rejection_key
+    assert rejection_key("k.toml: --param TS: k.comp: TS: not a specialization constant of "
+                         "the shader; its specialization constants: none") == \
+        "k.comp: TS: not a specialization constant of the shader"
+    long = ("k.toml: --param TS: shaders/a/long/path/to/the/compute/shader.comp: TS: not a "
+            "specialization constant of the shader; its specialization constants: none")
+    key = rejection_key(long)
+    assert len(key) <= REJECTION_KEY_CHARS and key.endswith(" …")
+    assert long.split(": ", 2)[-1].startswith(key.removesuffix(" …") + " ")  # whole words

@@ -80,7 +80,7 @@ def comparison_text(res) -> list[str]:
         for key in COUNT_KEYS:
             a, b = res.simulator[key], res.oclgrind[key]
             lines.append(f"  {key:25s} {a:11d} {b:14d}" + ("" if a == b else "   <-- differs"))
-        return lines
+        return lines + ([f"  note: {res.note}"] if res.note else [])
     invisible = res.simulator_kinds and not res.expected_oclgrind
     return [f"{res.schedule}: hazards {'agree' if res.agree else 'DISAGREE'}"
             + (" (Oclgrind cannot see these kinds: " + ", ".join(res.simulator_kinds) + ")"

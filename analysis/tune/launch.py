@@ -100,6 +100,20 @@ def distinct_values(params: dict[str, list[int]], log) -> dict[str, list[int]]:
     return out
 
 
+REJECTION_KEY_CHARS = 80
+"""The longest key a builder's refusal is grouped by in a "no valid candidate" message."""
+
+
+def rejection_key(message: str) -> str:
+    """The key by which a builder's refusal ``message`` is grouped: the message less its
+    first two places (``launch.toml: --param NAME: ``), up to its first ``; ``, cut at a
+    word to at most :data:`REJECTION_KEY_CHARS` characters (``…`` marking a cut)."""
+    key = message.split(": ", 2)[-1].split("; ", 1)[0]
+    if len(key) <= REJECTION_KEY_CHARS:
+        return key
+    return key[:REJECTION_KEY_CHARS - 1].rsplit(" ", 1)[0].rstrip(" ,;:(") + " …"
+
+
 def _label(params: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items())
 
@@ -361,8 +375,7 @@ def _screened(space: _LaunchSpace, cand: dict, rejected: list):
         _reject(rejected, cand, "limits", "exceeds the device limits", str(err))
         return None
     except (launch_file.LaunchFileError, FrontendError, ScheduleError) as err:
-        why = str(err).split(": ", 2)[-1][:80]
-        _reject(rejected, cand, "builder", why, str(err))
+        _reject(rejected, cand, "builder", rejection_key(str(err)), str(err))
         return None
     return sch
 

@@ -23,6 +23,7 @@ Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError`, one line 
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from tiletraffic.simulator.ir import nodes as S
@@ -31,6 +32,7 @@ from tiletraffic.frontend.cuda import clang_cuda as CC
 from tiletraffic.frontend.cuda.builder import CudaKernelBuilder
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.clang_ast import FrontendError
+from tiletraffic.frontend.opencl.translate import MacroRedefinedWarning
 from tiletraffic.frontend.opencl.rewrite import simplify
 
 __all__ = ["parse_kernel", "kernel_names", "launch_geometry", "FrontendError"]
@@ -126,6 +128,10 @@ def parse_kernel(source: str, kernel: str, grid, block, args: dict, *,
             file:line:column), an argument or template argument left out, unknown or of the
             wrong kind, a bad grid, block or shared_bytes.
         tiletraffic.simulator.ir.nodes.ScheduleError: the launch is invalid.
+
+    Warns:
+        MacroRedefinedWarning: the source ``#define``s again a macro of the build options
+            (or of a tuned parameter); its definition is used, as NVRTC uses it.
     """
     path = path or "<source>"
     gsize, lsize = launch_geometry(grid, block, f"{path}: {kernel}")
@@ -136,6 +142,8 @@ def parse_kernel(source: str, kernel: str, grid, block, args: dict, *,
                             f"positive multiple of {S.FLOAT_BYTES} (bytes of a float)", None,
                             "shared_bytes")
     tu = CC.parse(source, path, build_options, kernel, args)
+    for line in C.redefined_macros(tu):
+        warnings.warn(line, MacroRedefinedWarning, stacklevel=2)
     found = CC.kernels(tu)
     if kernel not in found:
         raise FrontendError(f"{path}: no __global__ kernel named {kernel!r}; it defines "

@@ -294,13 +294,13 @@ def _refused_call_at(tu, loc) -> str | None:
 def redefined_macros(tu) -> list[str]:
     """One line per macro given with ``-D`` (a build option, a tuned parameter) that the
     source or a file it includes ``#define``s again, ``file:line:column: ...``: the
-    source's definition is the one used. Redefinitions of :data:`BUILTINS_HEADER`'s
-    macros (``INFINITY``, ``M_PI_F``, ...), which a device compiler also takes, are left
-    out."""
+    source's definition is the one used. A macro the source defines twice, or one of
+    :data:`BUILTINS_HEADER`'s (``INFINITY``, ``M_PI_F``, ...) that it defines again, as a
+    device compiler lets it, is left out: no ``-D`` value is lost."""
     lines = []
     for d in tu.diagnostics:
         if d.option == "-Wmacro-redefined" and d.location.file is not None and \
-                not _redefines_builtin(d):
+                _replaces_build_option(d):
             loc = d.location
             lines.append(f"{loc.file.name}:{loc.line}:{loc.column}: {d.spelling}: the "
                          "source's #define replaces the value given with -D (a build option "
@@ -309,12 +309,10 @@ def redefined_macros(tu) -> list[str]:
     return lines
 
 
-def _redefines_builtin(diagnostic) -> bool:
-    """Whether a macro-redefined warning is about a macro of :data:`BUILTINS_HEADER`
-    (``INFINITY``, ``M_PI_F``, ...), which a source may redefine as a device compiler lets
-    it (with a warning), rather than a ``-D`` option."""
-    return any(n.location.file is not None and Path(n.location.file.name) == BUILTINS_HEADER
-               for n in diagnostic.children)
+def _replaces_build_option(diagnostic) -> bool:
+    """Whether a macro-redefined warning is about a macro defined on the command line (a
+    ``-D`` option: clang's note of the previous definition has no file)."""
+    return any(n.location.file is None for n in diagnostic.children)
 
 
 def source_extents(tu) -> list:

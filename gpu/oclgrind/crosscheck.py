@@ -24,11 +24,16 @@ from tiletraffic.simulator.observers.counters import AccessEvent, Observer, coun
 from tiletraffic.simulator.engine.limits import UNLIMITED, DeviceLimits, check_schedule_limits
 from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.engine.reference import random_inputs
-from tiletraffic.simulator.ir.nodes import Schedule
+from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError
+from tiletraffic.simulator.observers.hazards import HazardError
 
 INSTRUCTION_KEYS = ("global_load_instructions", "global_store_instructions",
                     "local_load_instructions", "local_store_instructions")
 """Load/store instructions executed, summed over work-items (a vector access is one)."""
+SHUFFLE_NOTE = ("both sides count each shuffle as the generated OpenCL C moves it: a local "
+                "store, a barrier, a local load and a barrier; simulate and model count "
+                "shuffles as the GPU runs them, with no memory traffic")
+"""The note of a counts comparison of a schedule that shuffles."""
 COUNT_KEYS = ("global_load_elems", "global_store_elems", "local_load_elems",
               "local_store_elems", "barriers") + INSTRUCTION_KEYS
 
@@ -55,6 +60,10 @@ class CountsComparison:
     schedule: str
     simulator: dict[str, int]
     oclgrind: dict[str, int]
+    note: str = ""
+    """Why the simulator's side differs from ``simulate``'s counts of the schedule, where
+    it does ("": it does not): a schedule that shuffles is counted as its generated code
+    moves the values, through local memory."""
 
     @property
     def equal(self) -> bool:
@@ -67,9 +76,10 @@ class CountsComparison:
         return self.equal
 
     def to_dict(self) -> dict:
-        return {"schedule": self.schedule, "equal": self.equal,
-                "counts": {k: {"simulator": self.simulator[k], "oclgrind": self.oclgrind[k]}
-                           for k in COUNT_KEYS}}
+        out = {"schedule": self.schedule, "equal": self.equal,
+               "counts": {k: {"simulator": self.simulator[k], "oclgrind": self.oclgrind[k]}
+                          for k in COUNT_KEYS}}
+        return {**out, "note": self.note} if self.note else out
 
 
 @dataclass
@@ -154,22 +164,45 @@ def compare_counts(schedule: Schedule, timeout_s: float = 300) -> CountsComparis
     shuffles: counted as its generated code moves the values, through local memory).
 
     Raises:
+        simulator.ir.nodes.ScheduleError: part of a work-group skips a shuffle, so the
+            generated code diverges at its barriers (nothing run).
         simulator.engine.limits.LimitError: the launch exceeds Oclgrind's limits (nothing run).
         gpu.oclgrind.oclgrind.OclgrindError: Oclgrind missing, failed or timed out.
     """
     from tiletraffic.gpu.codegen.generate import shuffles_as_generated
     _refuse_beyond_oclgrind(schedule)
     instructions = InstructionCounter()
-    sim = simulate(shuffles_as_generated(schedule), compute_values=False, limits=None,
-                   observers=[instructions]).counts.to_dict()
+    generated = shuffles_as_generated(schedule)
+    try:
+        sim = simulate(generated, compute_values=False, limits=None,
+                       observers=[instructions]).counts.to_dict()
+    except HazardError as err:
+        if generated is schedule:
+            raise
+        raise ScheduleError(_divergent_shuffle_text(schedule, err.hazard.site)) from None
     sim.update(instructions.counts)
     measured = oclgrind_counts(schedule, timeout_s=timeout_s)
     ocl = measured.to_dict()
     for key in INSTRUCTION_KEYS:
         space, direction = key.split("_")[:2]
         ocl[key] = int(measured.instructions.get(f"{direction} {space}", 0))
+    note = "" if generated is schedule else SHUFFLE_NOTE
     return CountsComparison(schedule.family, {k: sim[k] for k in COUNT_KEYS},
-                            {k: ocl[k] for k in COUNT_KEYS})
+                            {k: ocl[k] for k in COUNT_KEYS}, note)
+
+
+def _divergent_shuffle_text(schedule: Schedule, site: str) -> str:
+    """Why a schedule whose shuffles part of a work-group skips is not compared."""
+    if "opencl" in schedule.extra:
+        moved, skipped = "sub-group values", "sub-group operation"
+        advice = "call sub-group built-ins in code every work-item of the work-group reaches"
+    else:
+        moved, skipped = "shuffled values", "shuffle"
+        advice = "shuffle in code every thread of the block reaches"
+    return (f"{schedule.family}: not compared: its generated OpenCL C, which Oclgrind runs, "
+            f"moves {moved} through local memory with barriers, and part of a work-group "
+            f"skips a {skipped} ({site}), so that code diverges at a barrier where the GPU "
+            f"does not; {advice}")
 
 
 def compare_hazards(schedule: Schedule, timeout_s: float = 300) -> HazardComparison:

@@ -10,7 +10,8 @@ engine goes on with 0).
 
 A :class:`simulator.ir.nodes.While` loop runs iteration by iteration until no work-item of the
 batch still loops (each leaves where the condition is false for it, or where it executes
-``Break``); more than :data:`LOOP_TRIPS_LIMIT` iterations of one loop raise
+``Break``); more than :data:`LOOP_TRIPS_LIMIT` iterations of one loop, or an iteration
+that starts as an earlier one did (:data:`REPEAT_CHECK_FROM`: the loop never ends), raise
 :class:`simulator.ir.static.ExecutionError`. ``Break`` and ``Continue`` take the work-item off
 the *alive* mask for the rest of the iteration, as ``Return`` does for the rest of the
 kernel, so every statement after them (whatever its depth) skips it; the loop puts it back
@@ -28,6 +29,14 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import ExecutionError
 from tiletraffic.simulator.engine.batch import BatchState
 
+REPEAT_CHECK_FROM = 1024
+"""From this iteration of a While loop on, the engine looks for an iteration that starts
+as an earlier one did (the same looping work-items and integers): the loop would repeat
+forever, and :class:`simulator.ir.static.ExecutionError` says so at once."""
+REPEAT_CHECK_EVERY = 16
+"""Iterations between two such looks (a loop repeating every P iterations is found within
+``REPEAT_CHECK_EVERY * P`` iterations of its snapshot; each look costs about an
+iteration)."""
 LOOP_TRIPS_LIMIT = 2**24
 """Most iterations one loop may run in the simulator (far above the K of any launch the
 commands accept: :data:`analysis.cli.common.GROUP_WORK_LIMIT` bounds work-items x K)."""
@@ -106,7 +115,8 @@ class ControlFlow(BatchState):
         of them still loops.
 
         Raises:
-            ExecutionError: more than :data:`LOOP_TRIPS_LIMIT` iterations.
+            ExecutionError: more than :data:`LOOP_TRIPS_LIMIT` iterations, or an iteration
+                from :data:`REPEAT_CHECK_FROM` on that starts as an earlier one did.
         """
         if not np.any(m):
             return
@@ -122,6 +132,17 @@ class ControlFlow(BatchState):
             if not np.any(looping):
                 break
             trips += 1
+            if trips >= REPEAT_CHECK_FROM:
+                if trips & (trips - 1) == 0:     # Brent: a new snapshot at each power of 2
+                    seen, seen_at = self._loop_state(looping), trips
+                elif (trips - seen_at) % REPEAT_CHECK_EVERY == 0 and \
+                        self._same_loop_state(seen, looping):
+                    where = f"{loop.source}: " if loop.source else ""
+                    raise ExecutionError(
+                        f"{self.schedule.family}: {where}a while loop on "
+                        f"{describe_cond(loop.cond)} never ends: iteration {trips:,} starts "
+                        f"with the integers and looping work-items of iteration {seen_at:,} "
+                        "(nothing it tests changes)")
             if trips > LOOP_TRIPS_LIMIT:
                 where = f"{loop.source}: " if loop.source else ""
                 raise ExecutionError(
@@ -139,6 +160,20 @@ class ControlFlow(BatchState):
             looping = np.logical_and(looping, np.logical_not(exits.broke))
             if loop.update and np.any(looping):
                 self.exec_block(loop.update, looping)
+
+    def _loop_state(self, looping) -> tuple:
+        """What decides a While loop's next iterations: the looping work-items and every
+        integer (floats never reach a condition or an index)."""
+        return looping.copy(), {name: np.array(value, copy=True)
+                                for name, value in self.env.items()}
+
+    def _same_loop_state(self, state: tuple, looping) -> bool:
+        """Whether the loop is where :meth:`_loop_state` found it in ``state``."""
+        was_looping, ints = state
+        if not np.array_equal(was_looping, looping) or ints.keys() != self.env.keys():
+            return False
+        return all(np.all(np.asarray(self.env[name]) == value)
+                   for name, value in ints.items())
 
     def innermost_exits(self, s) -> LoopExits:
         """The :class:`LoopExits` of the ``While`` loop that ``Break`` or ``Continue`` ``s``
