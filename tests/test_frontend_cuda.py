@@ -476,6 +476,20 @@ int main() {
         parse_kernel(broken, "k", [1], [32], {"A": buf([32], "in"), "B": buf([32], "out")})
 
 
+def test_an_extern_c_host_function_is_left_out_with_its_linkage():
+    src = """#define API
+__global__ void k(const float *A, float *B) { B[threadIdx.x] = A[threadIdx.x]; }
+extern "C" API int run(const float *h, int n) {
+  return n;
+}
+"""
+    sch = parse_kernel(src, "k", [1], [32], {"A": buf([32], "in"), "B": buf([32], "out")})
+    device = sch.extra["cuda"]["device_source"]
+    assert device.count("\n") == src.count("\n")
+    assert "__global__ void k" in device
+    assert "extern" not in device and "run" not in device and "API int" not in device
+
+
 def test_helpers_take_references():
     src = """template <int TM>
 __device__ void load_row(float (&reg)[TM], const float *A, const int &base) {
