@@ -51,6 +51,9 @@ step "Vulkan: compiler, loader, NVIDIA's ICD"
     echo "loader: $(ldconfig -p | grep 'libvulkan\.so\.1 ' | head -1)"
     ls /usr/local/nvidia/lib64 2>/dev/null | grep -iE 'vulkan|GLX_nvidia|gpucomp' || true
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 || true
+    # a manifest may name the driver library without its folder: the folder goes on the path
+    [ -d /usr/local/nvidia/lib64 ] && \
+        export LD_LIBRARY_PATH="/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     # NVIDIA's manifests, its own folder first; the first with which a device opens is kept
     chosen=""
     for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json \
