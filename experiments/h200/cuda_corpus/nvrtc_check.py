@@ -16,21 +16,22 @@ from pathlib import Path
 
 
 def nvrtc_compile(lib, cuda: dict, includes: list[str]) -> tuple[int, str, str]:
-    """NVRTC's result, the name expression and the log of one schedule's ``extra["cuda"]``."""
-    from tiletraffic.gpu.runtime.cuda_run import NVRTC_INCLUDE, kernel_expression
-    options = ["-std=c++17", f"-I{NVRTC_INCLUDE}",
-               *(o for o in cuda["build_options"] if o.startswith(("-D", "-U", "-I")))]
-    parent = Path(cuda["path"]).parent
-    if parent.is_dir():
-        options.append(f"-I{parent.resolve()}")
-    options += [f"-I{i}" for i in includes] + ["--gpu-architecture=compute_90"]
+    """NVRTC's result, the name expression and the log of one schedule's ``extra["cuda"]``,
+    compiled with ``run``'s options and project headers' device text."""
+    import tempfile
+
+    from tiletraffic.gpu.runtime.cuda_run import (kernel_expression, nvrtc_options,
+                                                  write_device_headers)
     name = kernel_expression(cuda)
-    prog = ctypes.c_void_p()
-    lib.nvrtcCreateProgram(ctypes.byref(prog), cuda["device_source"].encode(),
-                           cuda["path"].encode(), 0, None, None)
-    lib.nvrtcAddNameExpression(prog, name.encode())
-    opts = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
-    rc = lib.nvrtcCompileProgram(prog, len(options), opts)
+    with tempfile.TemporaryDirectory() as folder:
+        options = [*nvrtc_options(cuda, write_device_headers(cuda, Path(folder))),
+                   *(f"-I{i}" for i in includes), "--gpu-architecture=compute_90"]
+        prog = ctypes.c_void_p()
+        lib.nvrtcCreateProgram(ctypes.byref(prog), cuda["device_source"].encode(),
+                               cuda["path"].encode(), 0, None, None)
+        lib.nvrtcAddNameExpression(prog, name.encode())
+        opts = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
+        rc = lib.nvrtcCompileProgram(prog, len(options), opts)
     size = ctypes.c_size_t()
     lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
     log = ctypes.create_string_buffer(size.value)

@@ -88,14 +88,14 @@ def set_args(sets: dict) -> list[str]:
 
 
 def run_argv(name: str, sets: dict, device: str | None = None,
-             launch_dir: Path = LAUNCH) -> list[str]:
+             launch_dir: Path = LAUNCH, extra: tuple = ()) -> list[str]:
     """``tiletraffic run`` of a case, JSON out: without ``device``, the kernel's own CUDA
     source through NVRTC (where CuPy and an NVIDIA GPU are there); with it, the generated
     OpenCL C on that OpenCL device."""
     return [sys.executable, "-m", "tiletraffic", "run", str(launch_path(name, launch_dir)),
             *set_args(sets),
             *(["--device", device] if device else []), "--repeat", "10", "--warmup", "1",
-            "--json"]
+            *extra, "--json"]
 
 
 def model_argv(name: str, sets: dict, model: str = DEVICE_MODEL,
@@ -105,14 +105,14 @@ def model_argv(name: str, sets: dict, model: str = DEVICE_MODEL,
 
 
 def ncu_argv(ncu: str, name: str, sets: dict, device: str | None, report: Path,
-             launch_dir: Path = LAUNCH) -> list[str]:
+             launch_dir: Path = LAUNCH, extra: tuple = ()) -> list[str]:
     """Nsight Compute around the case's ``run``: its kernel only (by function name, so a
     template's instance and CuPy's own kernels are told apart), its first launch."""
     return [ncu, "--clock-control", "none", "--cache-control", "all", "--target-processes",
             "all", "--kernel-name-base", "function", "--kernel-name",
             f"regex:^{kernel_name(name, launch_dir)}$", "--launch-count", "1", "--metrics",
             ",".join(METRICS), "--export", str(report), "--force-overwrite",
-            *run_argv(name, sets, device, launch_dir)]
+            *run_argv(name, sets, device, launch_dir, extra)]
 
 
 def call(argv: list[str], timeout_s: float, log: Path) -> dict:
@@ -167,18 +167,18 @@ def compare(model: dict | None, metrics: dict) -> list[dict]:
 
 
 def run_case(name: str, sets: dict, device: str | None, folder: Path, ncu: str | None,
-             launch_dir: Path = LAUNCH) -> dict:
+             launch_dir: Path = LAUNCH, extra: tuple = ()) -> dict:
     """Run, profile and model one case (``launch_dir``/``name``.toml) into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     case: dict = {"case": name, "kernel": kernel_name(name, launch_dir), "sets": sets}
-    run = call(run_argv(name, sets, device, launch_dir), 240, folder / "run.log")
+    run = call(run_argv(name, sets, device, launch_dir, extra), 240, folder / "run.log")
     case["run"] = {k: run[k] for k in ("rc", "wall_s", "stderr")}
     case["run"]["result"] = json_of(run["stdout"])
     if run["rc"] != 0:
         case["ncu"] = {"error": "not profiled: the run failed"}
     elif ncu:
         report = folder / "profile"
-        prof = call(ncu_argv(ncu, name, sets, device, report, launch_dir), 300,
+        prof = call(ncu_argv(ncu, name, sets, device, report, launch_dir, extra), 300,
                     folder / "ncu.log")
         case["ncu"] = {k: prof[k] for k in ("rc", "wall_s")}
         rep = report.with_suffix(".ncu-rep")
@@ -236,9 +236,11 @@ def table(cases: list[dict]) -> str:
 
 
 def main(argv=None, cases=CASES, launch_dir: Path = LAUNCH,
-         module: str = "experiments.h200.cuda_examples.driver") -> int:
+         module: str = "experiments.h200.cuda_examples.driver", run_options=None) -> int:
     """The command line; ``cases`` (launch-file names and sizes) are read from
-    ``launch_dir``, ``module`` names the command in command.txt."""
+    ``launch_dir``, ``module`` names the command in command.txt, ``run_options`` gives a
+    case's further options of ``run`` (name -> tuple)."""
+    run_options = run_options or {}
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--case", action="append", help="a case of CASES (default: all)")
@@ -265,7 +267,8 @@ def main(argv=None, cases=CASES, launch_dir: Path = LAUNCH,
                   flush=True)
             continue
         print(f"=== {name} {sets}", flush=True)
-        done.append(run_case(name, sets, args.device, out / name, ncu, launch_dir))
+        done.append(run_case(name, sets, args.device, out / name, ncu, launch_dir,
+                             tuple(run_options.get(name, ()))))
         (out / "results.json").write_text(json.dumps(done, indent=1, default=str))
         (out / "table.md").write_text(table(done))
         print("\n".join(table(done[-1:]).splitlines()[2:]), flush=True)
