@@ -51,6 +51,7 @@ def prepare(folder: Path) -> None:
             print(f"{name}: not read: {str(err).splitlines()[0]}")
             continue
         record = {"case": name, "launch": str(launch.relative_to(REPO)), "sets": sets,
+                  "repo": str(REPO),
                   "inputs": inputs, "kernel": schedule.extra["cuda"]["kernel"],
                   "schedule": schedule}
         (folder / f"{name}.pkl").write_bytes(pickle.dumps(record))
@@ -64,6 +65,11 @@ def run_one(path: Path) -> int:
     from tiletraffic.frontend.launch_file import reference_function
     from tiletraffic.gpu.runtime.cuda_run import run_cuda_source
     record = pickle.loads(path.read_bytes())
+    cuda = record["schedule"].extra["cuda"]
+    here, there = str(REPO), record.get("repo", str(REPO))
+    cuda["device_headers"] = {     # the headers' paths as this checkout has them
+        (here + name[len(there):] if name.startswith(there + "/") else name): text
+        for name, text in (cuda.get("device_headers") or {}).items()}
     try:
         result = run_cuda_source(record["schedule"], repeat=10, warmup=1,
                                  rng=np.random.default_rng(),
