@@ -476,6 +476,62 @@ int main() {
         parse_kernel(broken, "k", [1], [32], {"A": buf([32], "in"), "B": buf([32], "out")})
 
 
+def test_an_extern_c_host_function_is_left_out_with_its_linkage():
+    src = """#define API
+__global__ void k(const float *A, float *B) { B[threadIdx.x] = A[threadIdx.x]; }
+extern "C" API int run(const float *h, int n) {
+  return n;
+}
+"""
+    sch = parse_kernel(src, "k", [1], [32], {"A": buf([32], "in"), "B": buf([32], "out")})
+    device = sch.extra["cuda"]["device_source"]
+    assert device.count("\n") == src.count("\n")
+    assert "__global__ void k" in device
+    assert "extern" not in device and "run" not in device and "API int" not in device
+
+
+def test_device_text_leaves_host_code_of_the_file_and_its_headers_out(tmp_path):
+    (tmp_path / "host.h").write_text("""#pragma once
+#include <ATen/cuda/CUDAContext.h>
+#define SCALE 2.0f
+inline int next_pow2(int v) { return v; }
+class Context {
+ public:
+  Context() {}
+  int handle() const { return 0; }
+};
+struct Pair { float a, b; };
+template <typename T> void launch(const T *x, T *y, int n);
+__device__ inline float twice(float v) { return SCALE * v; }
+""")
+    src = """#include "host.h"
+template <>
+void launch<float>(const float *x, float *y, int n) {
+#if 1
+  k<<<1, 32>>>(x, y);
+#endif
+}
+__global__ void k(const float *A, float *B) { B[threadIdx.x] = twice(A[threadIdx.x]); }
+__global__ void k(const double *A, double *B) { B[threadIdx.x] = A[threadIdx.x]; }
+"""
+    path = str(tmp_path / "k.cu")
+    (tmp_path / "k.cu").write_text(src)
+    sch = parse_kernel(src, "k", [1], [32], {"A": buf([32], "in"), "B": buf([32], "out")},
+                       path=path)
+    cuda = sch.extra["cuda"]
+    device = cuda["device_source"]
+    assert device.count("\n") == src.count("\n")
+    assert "__global__ void k(const float *A" in device and "double" not in device
+    assert "launch" not in device and "template" not in device
+    assert "#if 1" in device and "#endif" in device and "k<<<" not in device
+    header = cuda["device_headers"][str((tmp_path / "host.h").resolve())]
+    assert header.count("\n") == (tmp_path / "host.h").read_text().count("\n")
+    assert "ATen" not in header and "next_pow2" not in header and "Context" not in header
+    assert "launch" not in header
+    assert "#define SCALE 2.0f" in header and "struct Pair { float a, b; };" in header
+    assert "__device__ inline float twice" in header
+
+
 def test_helpers_take_references():
     src = """template <int TM>
 __device__ void load_row(float (&reg)[TM], const float *A, const int &base) {
@@ -568,3 +624,22 @@ __global__ void copy(const float *A, float *B) {
     with warnings.catch_warnings():          # SCALE twice in the source: no -D value lost
         warnings.simplefilter("error", MacroRedefinedWarning)
         parse_kernel(src, "copy", [2], [32], COPY_ARGS, path="copy.cu")
+
+
+def test_nvrtc_reads_the_headers_device_text_first(tmp_path):
+    from tiletraffic.gpu.runtime.cuda_run import NVRTC_INCLUDE, nvrtc_options, write_device_headers
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    header = (inc / "h.h").resolve()
+    cuda = {"path": str(tmp_path / "k.cu"), "build_options": (f"-I{inc}", "-DX=1"),
+            "device_headers": {str(header): "// device text\n"}}
+    (tmp_path / "k.cu").write_text("")
+    root = write_device_headers(cuda, tmp_path / "copies")
+    copy = root / header.relative_to(header.anchor)
+    assert copy.read_text() == "// device text\n"
+    options = nvrtc_options(cuda, root)
+    mirrored = f"-I{root / inc.resolve().relative_to(inc.resolve().anchor)}"
+    assert options.index(mirrored) < options.index(f"-I{inc}")
+    assert options.index(mirrored) < options.index(f"-I{NVRTC_INCLUDE}")
+    assert "-DX=1" in options and options[0] == "-std=c++17"
+    assert write_device_headers({"device_headers": {}}, tmp_path / "none") is None

@@ -304,7 +304,10 @@ def host_extents(tu, device: bool = False) -> dict:
     out: dict = {}
 
     def visit(parent):
-        for c in parent.get_children():
+        children = list(parent.get_children())
+        # ``extern "C" int f() {...}`` (no braces): the linkage words belong to f's span
+        lone_linkage = parent.kind.name == "LINKAGE_SPEC" and len(children) == 1
+        for c in children:
             f = c.location.file
             if f is None or is_shipped(c):
                 continue
@@ -313,8 +316,11 @@ def host_extents(tu, device: bool = False) -> dict:
             elif c.kind in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE) and c.is_definition():
                 attrs = {k.kind.name for k in c.get_children()}
                 if bool(attrs & {"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"}) == device:
-                    out.setdefault(f.name, []).append((c.extent.start.offset,
-                                                       c.extent.end.offset))
+                    start = c.extent.start.offset
+                    if lone_linkage and parent.extent.start.file is not None and \
+                            parent.extent.start.file.name == f.name:
+                        start = min(start, parent.extent.start.offset)
+                    out.setdefault(f.name, []).append((start, c.extent.end.offset))
     visit(tu.cursor)
     return out
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.cuda import clang_cuda as CC
+from tiletraffic.frontend.cuda import device_text as DT
 from tiletraffic.frontend.cuda.builder import CudaKernelBuilder
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.clang_ast import FrontendError
@@ -149,7 +150,8 @@ def parse_kernel(source: str, kernel: str, grid, block, args: dict, *,
         raise FrontendError(f"{path}: no __global__ kernel named {kernel!r}; it defines "
                             f"{', '.join(found) or 'none'}")
     cursor = CC.chosen_definition(tu, kernel, args)
-    device_text = CC.device_source(tu, source, path)
+    device_text = DT.device_source(tu, source, path, cursor)
+    headers = DT.device_headers(tu, path)
     values: dict = {}
     arguments: dict = {}
     if cursor.kind.name == "FUNCTION_TEMPLATE":
@@ -170,7 +172,8 @@ def parse_kernel(source: str, kernel: str, grid, block, args: dict, *,
                                 shared_bytes)
     body = _c_names(simplify(builder.build()))
     options = tuple(C.split_build_options(build_options))
-    cuda = {"source": source, "device_source": device_text, "kernel": kernel, "path": path,
+    cuda = {"source": source, "device_source": device_text, "device_headers": headers,
+            "kernel": kernel, "path": path,
             "build_options": options,
             "template": arguments,
             "grid": tuple(g // b for g, b in zip(gsize, lsize)), "block": lsize,

@@ -102,26 +102,58 @@ SCALAR_TYPES = {"int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": n
 """The numpy type a scalar kernel argument of each kind is passed as."""
 
 
+def nvrtc_options(cuda: dict, headers_root: Path | None = None) -> tuple[str, ...]:
+    """NVRTC's options for a schedule's ``extra["cuda"]``: C++17, the system headers of
+    :data:`NVRTC_INCLUDE`, the launch's ``-D``/``-U``/``-I`` options and the source's folder;
+    with ``headers_root`` (where :func:`write_device_headers` wrote the project headers'
+    device text), each include folder's copy there first, so that NVRTC reads those."""
+    includes = [o for o in cuda["build_options"] if o.startswith("-I")]
+    parent = Path(cuda["path"]).parent
+    if parent.is_dir():
+        includes.append(f"-I{parent.resolve()}")
+    mirrored = []
+    if headers_root is not None:
+        for option in includes:
+            folder = Path(option[2:].strip()).resolve()
+            mirrored.append(f"-I{headers_root / folder.relative_to(folder.anchor)}")
+    return ("-std=c++17", *mirrored, f"-I{NVRTC_INCLUDE}",
+            *(o for o in cuda["build_options"] if o.startswith(("-D", "-U"))), *includes)
+
+
+def write_device_headers(cuda: dict, root: Path) -> Path | None:
+    """Write the device text of the project headers of a schedule's ``extra["cuda"]``
+    (``device_headers``: resolved path -> text) under ``root`` at their own paths; the root,
+    or None where there are none."""
+    headers = cuda.get("device_headers") or {}
+    for name, text in headers.items():
+        path = Path(name)
+        target = root / path.relative_to(path.anchor)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return root if headers else None
+
+
 def compile_kernel(cuda: dict):
-    """The CuPy function of the kernel of a schedule's ``extra["cuda"]``, compiled by NVRTC.
+    """The CuPy function of the kernel of a schedule's ``extra["cuda"]``, compiled by NVRTC
+    from the source's device text and its project headers' (:mod:`tiletraffic.frontend.cuda.
+    device_text`).
 
     Raises:
         TiletrafficGpuError: NVRTC refuses the source (its log in the message).
     """
+    import tempfile
+
     import cupy
-    options = ("-std=c++17", f"-I{NVRTC_INCLUDE}",
-               *(o for o in cuda["build_options"] if o.startswith(("-D", "-U", "-I"))))
-    parent = Path(cuda["path"]).parent
-    if parent.is_dir():
-        options += (f"-I{parent.resolve()}",)
     name = kernel_expression(cuda)
-    try:
-        module = cupy.RawModule(code=cuda["device_source"], options=options,
-                                name_expressions=(name,))
-        return module.get_function(name), name
-    except Exception as err:     # NVRTC's and the driver's errors
-        raise TiletrafficGpuError(f"{cuda['path']}: NVRTC could not compile {name}: "
-                                  f"{err}") from None
+    with tempfile.TemporaryDirectory(prefix="tiletraffic-nvrtc-") as folder:
+        options = nvrtc_options(cuda, write_device_headers(cuda, Path(folder)))
+        try:
+            module = cupy.RawModule(code=cuda["device_source"], options=options,
+                                    name_expressions=(name,))
+            return module.get_function(name), name
+        except Exception as err:     # NVRTC's and the driver's errors
+            raise TiletrafficGpuError(f"{cuda['path']}: NVRTC could not compile {name}: "
+                                      f"{err}") from None
 
 
 def run_cuda_source(schedule: Schedule, *, repeat: int = 10, warmup: int = 2,

@@ -15,10 +15,19 @@ from experiments.h200.cuda_examples.driver import COMPARED, run_summary
 PREDICTED = Path(__file__).with_name("predicted") / "model_nvidia-h200-cuda.json"
 
 
+def card(results: list[dict]) -> str:
+    """The GPU the runs name (the first that ran), else "the GPU"."""
+    for case in results:
+        device = ((case.get("run") or {}).get("result") or {}).get("device")
+        if device:
+            return device
+    return "the GPU"
+
+
 def table(results: list[dict], predicted: dict) -> str:
     """One line per case and count: the model's count, Nsight Compute's, their ratio."""
-    lines = ["| kernel | sizes | run on the H200 (check, median) | count | model | Nsight Compute "
-             "| Nsight / model |", "|---|---|---|---|---|---|---|"]
+    lines = [f"| kernel | sizes | run on {card(results)} (check, median) | count | model | "
+             "Nsight Compute | Nsight / model |", "|---|---|---|---|---|---|---|"]
     equal = total = 0
     for case in results:
         name = case["case"]

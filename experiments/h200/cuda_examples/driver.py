@@ -73,42 +73,46 @@ def find_ncu() -> str | None:
     return candidates[-1] if candidates else None
 
 
-def launch_path(name: str) -> Path:
-    return LAUNCH / f"{name}.toml"
+def launch_path(name: str, launch_dir: Path = LAUNCH) -> Path:
+    return launch_dir / f"{name}.toml"
 
 
-def kernel_name(name: str) -> str:
+def kernel_name(name: str, launch_dir: Path = LAUNCH) -> str:
     """The ``kernel`` a case's launch file names (ncu's filter)."""
     from tiletraffic.frontend.launch_file import tomllib
-    return tomllib.loads(launch_path(name).read_text())["kernel"]
+    return tomllib.loads(launch_path(name, launch_dir).read_text())["kernel"]
 
 
 def set_args(sets: dict) -> list[str]:
     return [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
 
 
-def run_argv(name: str, sets: dict, device: str | None = None) -> list[str]:
+def run_argv(name: str, sets: dict, device: str | None = None,
+             launch_dir: Path = LAUNCH, extra: tuple = ()) -> list[str]:
     """``tiletraffic run`` of a case, JSON out: without ``device``, the kernel's own CUDA
     source through NVRTC (where CuPy and an NVIDIA GPU are there); with it, the generated
     OpenCL C on that OpenCL device."""
-    return [sys.executable, "-m", "tiletraffic", "run", str(launch_path(name)), *set_args(sets),
+    return [sys.executable, "-m", "tiletraffic", "run", str(launch_path(name, launch_dir)),
+            *set_args(sets),
             *(["--device", device] if device else []), "--repeat", "10", "--warmup", "1",
-            "--json"]
+            *extra, "--json"]
 
 
-def model_argv(name: str, sets: dict, model: str = DEVICE_MODEL) -> list[str]:
-    return [sys.executable, "-m", "tiletraffic", "model", str(launch_path(name)),
+def model_argv(name: str, sets: dict, model: str = DEVICE_MODEL,
+               launch_dir: Path = LAUNCH) -> list[str]:
+    return [sys.executable, "-m", "tiletraffic", "model", str(launch_path(name, launch_dir)),
             *set_args(sets), "--device-model", model, "--json"]
 
 
-def ncu_argv(ncu: str, name: str, sets: dict, device: str | None, report: Path) -> list[str]:
+def ncu_argv(ncu: str, name: str, sets: dict, device: str | None, report: Path,
+             launch_dir: Path = LAUNCH, extra: tuple = ()) -> list[str]:
     """Nsight Compute around the case's ``run``: its kernel only (by function name, so a
     template's instance and CuPy's own kernels are told apart), its first launch."""
     return [ncu, "--clock-control", "none", "--cache-control", "all", "--target-processes",
             "all", "--kernel-name-base", "function", "--kernel-name",
-            f"regex:^{kernel_name(name)}$", "--launch-count", "1", "--metrics",
+            f"regex:^{kernel_name(name, launch_dir)}$", "--launch-count", "1", "--metrics",
             ",".join(METRICS), "--export", str(report), "--force-overwrite",
-            *run_argv(name, sets, device)]
+            *run_argv(name, sets, device, launch_dir, extra)]
 
 
 def call(argv: list[str], timeout_s: float, log: Path) -> dict:
@@ -162,16 +166,20 @@ def compare(model: dict | None, metrics: dict) -> list[dict]:
     return rows
 
 
-def run_case(name: str, sets: dict, device: str | None, folder: Path, ncu: str | None) -> dict:
-    """Run, profile and model one case into ``folder``."""
+def run_case(name: str, sets: dict, device: str | None, folder: Path, ncu: str | None,
+             launch_dir: Path = LAUNCH, extra: tuple = ()) -> dict:
+    """Run, profile and model one case (``launch_dir``/``name``.toml) into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    case: dict = {"case": name, "kernel": kernel_name(name), "sets": sets}
-    run = call(run_argv(name, sets, device), 240, folder / "run.log")
+    case: dict = {"case": name, "kernel": kernel_name(name, launch_dir), "sets": sets}
+    run = call(run_argv(name, sets, device, launch_dir, extra), 240, folder / "run.log")
     case["run"] = {k: run[k] for k in ("rc", "wall_s", "stderr")}
     case["run"]["result"] = json_of(run["stdout"])
-    if ncu:
+    if run["rc"] != 0:
+        case["ncu"] = {"error": "not profiled: the run failed"}
+    elif ncu:
         report = folder / "profile"
-        prof = call(ncu_argv(ncu, name, sets, device, report), 300, folder / "ncu.log")
+        prof = call(ncu_argv(ncu, name, sets, device, report, launch_dir, extra), 300,
+                    folder / "ncu.log")
         case["ncu"] = {k: prof[k] for k in ("rc", "wall_s")}
         rep = report.with_suffix(".ncu-rep")
         if rep.exists():
@@ -184,7 +192,7 @@ def run_case(name: str, sets: dict, device: str | None, folder: Path, ncu: str |
             case["ncu"]["error"] = "no report: " + (prof["stdout"] + prof["stderr"])[-600:]
     else:
         case["ncu"] = {"error": "ncu not found"}
-    model = call(model_argv(name, sets), 240, folder / "model.log")
+    model = call(model_argv(name, sets, launch_dir=launch_dir), 240, folder / "model.log")
     case["model"] = json_of(model["stdout"])
     if case["model"] is None:
         case["model_error"] = (model["stdout"] + model["stderr"])[-600:]
@@ -227,7 +235,12 @@ def table(cases: list[dict]) -> str:
     return "\n".join(lines) + f"\n\nequal: {equal} of {total} counts in {len(cases)} cases\n"
 
 
-def main(argv=None) -> int:
+def main(argv=None, cases=CASES, launch_dir: Path = LAUNCH,
+         module: str = "experiments.h200.cuda_examples.driver", run_options=None) -> int:
+    """The command line; ``cases`` (launch-file names and sizes) are read from
+    ``launch_dir``, ``module`` names the command in command.txt, ``run_options`` gives a
+    case's further options of ``run`` (name -> tuple)."""
+    run_options = run_options or {}
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--case", action="append", help="a case of CASES (default: all)")
@@ -240,26 +253,27 @@ def main(argv=None) -> int:
     start = time.monotonic()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    chosen = [c for c in CASES if not args.case or c[0] in args.case]
+    chosen = [c for c in cases if not args.case or c[0] in args.case]
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "unknown (no .git on the device)"
     (out / "command.txt").write_text(
-        "python -m experiments.h200.cuda_examples.driver " + shlex.join(argv or sys.argv[1:])
+        f"python -m {module} " + shlex.join(argv or sys.argv[1:])
         + f"\nhost: {platform.node()}  python {platform.python_version()}  checkout {commit}\n")
     ncu = find_ncu()
-    cases = []
+    done: list[dict] = []
     for name, sets in chosen:
         if time.monotonic() - start > args.deadline_s:
             print(f"=== {name}: not started (past --deadline-s {args.deadline_s:g})",
                   flush=True)
             continue
         print(f"=== {name} {sets}", flush=True)
-        cases.append(run_case(name, sets, args.device, out / name, ncu))
-        (out / "results.json").write_text(json.dumps(cases, indent=1, default=str))
-        (out / "table.md").write_text(table(cases))
-        print("\n".join(table(cases[-1:]).splitlines()[2:]), flush=True)
-    (out / "table.md").write_text(table(cases))
-    print(table(cases))
+        done.append(run_case(name, sets, args.device, out / name, ncu, launch_dir,
+                             tuple(run_options.get(name, ()))))
+        (out / "results.json").write_text(json.dumps(done, indent=1, default=str))
+        (out / "table.md").write_text(table(done))
+        print("\n".join(table(done[-1:]).splitlines()[2:]), flush=True)
+    (out / "table.md").write_text(table(done))
+    print(table(done))
     return 0
 
 

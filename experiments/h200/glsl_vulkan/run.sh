@@ -8,11 +8,15 @@
 # From the repository root after the device preamble of experiments/README.md, with `.whl`
 # in the run's carry holding, besides the preamble's wheels, the wheels vulkan, cffi,
 # pycparser, tree-sitter, tree-sitter-glsl-spec, libclang, click and tqdm (Python 3.12,
-# manylinux x86-64) and .whl/tools/ with glslangValidator and libvulkan.so.1 (Debian's
-# glslang-tools and libvulkan1, used only where the machine has none):
+# manylinux x86-64) and .whl/tools/ with glslangValidator, and GL_DEBS (default .gl) holding
+# Debian's libvulkan1 and the GL vendor-neutral libraries as .deb files (fetched with
+# `apt-get download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2`),
+# unpacked into / here: the machine has NVIDIA's Vulkan driver but no Vulkan loader.
 #   PYTHONUNBUFFERED=1 bash experiments/h200/glsl_vulkan/run.sh "$OUT"
-# Brings back OUT/glsl_vulkan.tar.gz: env.txt (what Vulkan found), one JSON and text per
-# kernel, size and API, table.md (python3 -m experiments.h200.glsl_vulkan.table).
+# The loader is tried with each NVIDIA manifest in turn (NVIDIA's own folder first, the one
+# that opens a device is kept in VK_DRIVER_FILES). Brings back OUT/glsl_vulkan.tar.gz: env.txt
+# (what Vulkan found, every manifest tried), one JSON and text per kernel, size and API,
+# table.md (python3 -m experiments.h200.glsl_vulkan.table; rows labelled by the API used).
 # SIZES (default "1024 4096"), REPEAT (default 10) and DEVICE (the OpenCL device, default
 # NVIDIA) may be set; a rehearsal here: SIZES=64 DEVICE=pocl bash .../run.sh /tmp/out.
 set -u
@@ -20,6 +24,7 @@ OUT=${1:?usage: run.sh OUT}
 SIZES=${SIZES:-"1024 4096"}
 REPEAT=${REPEAT:-10}
 DEVICE=${DEVICE:-NVIDIA}
+GL_DEBS=${GL_DEBS:-.gl}
 D="$OUT/glsl_vulkan"
 mkdir -p "$D"
 start=$(date +%s)
@@ -39,41 +44,38 @@ step "Vulkan: compiler, loader, NVIDIA's ICD"
         echo "glslangValidator: none"
     fi
     "${GLSLANG_VALIDATOR:-glslangValidator}" --version 2>&1 | head -1
-    if ldconfig -p | grep 'libvulkan\.so\.1 ' >/dev/null; then
-        echo "loader: $(ldconfig -p | grep 'libvulkan\.so\.1 ' | head -1)"
-    elif [ -f "$TOOLS/libvulkan.so.1" ]; then
-        export LD_LIBRARY_PATH="$TOOLS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-        echo "loader: carried, $TOOLS/libvulkan.so.1"
-    else
-        echo "loader: none"
+    if ! ldconfig -p | grep -q 'libvulkan\.so\.1 ' && ls "$GL_DEBS"/*.deb >/dev/null 2>&1; then
+        for f in "$GL_DEBS"/*.deb; do dpkg -x "$f" / && echo "unpacked $(basename "$f")"; done
+        ldconfig
     fi
-    # NVIDIA's Vulkan driver is libGLX_nvidia.so.0; its manifest nvidia_icd.json is often
-    # missing in containers, so one is written for the library where it is found
-    ICD=$(find /usr/share/vulkan/icd.d /etc/vulkan/icd.d /usr/local/nvidia \
-          -name 'nvidia_icd*.json' 2>/dev/null | head -1)
-    LIB=$(find /usr/local/nvidia /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib \
-          -maxdepth 3 -name 'libGLX_nvidia.so.0' 2>/dev/null | head -1)
-    echo "manifest found: ${ICD:-none}"
-    echo "libGLX_nvidia.so.0 found: ${LIB:-none}"
-    [ -n "$ICD" ] && { echo "manifest $ICD:"; cat "$ICD"; }
-    # a found manifest may name the library without its folder, which the loader then does
-    # not find: the driver's folder goes on the library path and a manifest with the
-    # library's full path is written
-    if [ -n "$LIB" ]; then
-        export LD_LIBRARY_PATH="$(dirname "$LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-        ICD="$D/nvidia_icd.json"
-        printf '{\n  "file_format_version": "1.0.0",\n  "ICD": {"library_path": "%s", "api_version": "1.3.0"}\n}\n' \
-            "$LIB" > "$ICD"
-        echo "manifest written: $ICD"
-    fi
-    if [ -n "$ICD" ]; then
-        export VK_ICD_FILENAMES="$ICD" VK_DRIVER_FILES="$ICD"
-    fi
-    ls /usr/local/nvidia/lib64 2>/dev/null | grep -iE 'vulkan|GLX|nvidia-gl|gpucomp' || true
+    echo "loader: $(ldconfig -p | grep 'libvulkan\.so\.1 ' | head -1)"
+    ls /usr/local/nvidia/lib64 2>/dev/null | grep -iE 'vulkan|GLX_nvidia|gpucomp' || true
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 || true
-    timeout 60 python3 -c "from tiletraffic.gpu.vulkan import open_device; print('device:', open_device())" 2>&1
+    # a manifest may name the driver library without its folder: the folder goes on the path
+    [ -d /usr/local/nvidia/lib64 ] && \
+        export LD_LIBRARY_PATH="/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # NVIDIA's manifests, its own folder first; the first with which a device opens is kept
+    chosen=""
+    for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json \
+               /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json; do
+        [ -f "$icd" ] || continue
+        echo "--- manifest $icd:"; cat "$icd"
+        opened=$(VK_DRIVER_FILES="$icd" VK_ICD_FILENAMES="$icd" timeout 60 python3 -c \
+            "from tiletraffic.gpu.vulkan import open_device; print('device:', open_device())" 2>&1)
+        rc=$?
+        echo "$opened" | tail -2
+        if [ "$rc" = 0 ]; then chosen="$icd"; break; fi
+    done
+    if [ -n "$chosen" ]; then
+        echo "VK_DRIVER_FILES=$chosen (a device opened with it)"
+    else
+        echo "no manifest opened a Vulkan device: the vulkan rows will be the OpenCL C translation"
+    fi
+    echo "$chosen" > "$D/.chosen_icd"
 } > "$D/env.txt" 2>&1
 cat "$D/env.txt"
+chosen=$(cat "$D/.chosen_icd"); rm -f "$D/.chosen_icd"
+[ -n "$chosen" ] && export VK_DRIVER_FILES="$chosen" VK_ICD_FILENAMES="$chosen"
 
 for n in $SIZES; do
     for kernel in gemm_naive gemm_tiled; do

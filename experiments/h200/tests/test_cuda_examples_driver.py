@@ -111,3 +111,17 @@ def test_one_case_through_the_driver_with_a_stand_in_ncu(tmp_path, monkeypatch):
     assert "equal: 5 of 6 counts in 1 cases" in text
     assert f"| {name} | N=32 | ok, " in text
     assert (tmp_path / name / "ncu-raw.csv").is_file()
+
+
+def test_compare_names_the_card_the_runs_ran_on():
+    from experiments.h200.cuda_examples.compare import card, table
+    ran = {"case": "k", "sets": {"N": 4}, "run": {"rc": 0, "result": {
+        "device": "NVIDIA H100 80GB HBM3", "checks": {"B": True}, "median_s": 1e-3}},
+        "ncu": {"metrics": {}}}
+    failed = {"case": "k", "sets": {}, "run": {"rc": 1, "result": None}, "ncu": {}}
+    assert card([failed, ran]) == "NVIDIA H100 80GB HBM3"
+    assert card([failed]) == "the GPU"
+    predicted = {"k": {key: 1 for key in ("global_load_requests", "global_load_sectors",
+                                          "global_store_requests", "global_store_sectors",
+                                          "local_load_wavefronts", "local_store_wavefronts")}}
+    assert "run on NVIDIA H100 80GB HBM3 (check, median)" in table([ran], predicted)
