@@ -143,6 +143,8 @@ class Expressions(BatchState):
             return np.minimum(self.eval_int(e.left), self.eval_int(e.right))
         if isinstance(e, S.IntSelect):
             return self.int_select(e)
+        if isinstance(e, S.IntLoad):
+            return self.int_load(e)
         if isinstance(e, S.Wrap):
             value = self.eval_int(e.operand)
             if e.bits < 64:
@@ -151,6 +153,28 @@ class Expressions(BatchState):
                 self.check_unsigned(e, value)
             return value
         raise TypeError(f"unknown integer expression {e!r}")
+
+    def int_load(self, e: S.IntLoad):
+        """The elements of integer buffer ``e.array`` at ``e.index`` for the work-items of
+        :attr:`live` (0 for the others), a global load of each of them announced to the
+        observers (bounds-checked: an index outside the buffer is the hazard
+        ``out-of-bounds``, its value then 0). Evaluated again with :attr:`live` off (a
+        loop's bound checked on entry), nothing is announced."""
+        live = True if self.live is None else self.live
+        if live is False or not np.any(live):
+            comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in e.index]
+            flat = comps[0]
+            for comp, extent in zip(comps[1:], self.dims_of(e.array)[1:]):
+                flat = flat * extent + comp
+            table = self.int_buffers[e.array.name]
+            return table[np.clip(flat, 0, max(table.size - 1, 0))] if table.size else 0 * flat
+        shape_mask = np.broadcast_to(live, (self.G, self.L, 1)) if np.ndim(live) == 0 \
+            else live
+        flat, mask = self.access("global", "load", e.array, e.index, shape_mask,
+                                 source=e.source)
+        table = self.int_buffers[e.array.name]
+        safe = np.where(mask, flat, 0)
+        return np.where(mask, table[safe], 0) if table.size else np.zeros_like(safe)
 
     def shift_count(self, e: S.BinOp, count):
         """The count of the shift ``e``: refused where a work-item of :attr:`live` has one

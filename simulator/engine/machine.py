@@ -81,7 +81,13 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         self.block_groups: int | None = None
         """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
         self.params_key = tuple(sorted(params.items()))
-        fast = not compute_values and accelerators.private_nests
+        self.reads_ints = S.reads_int_buffer(schedule.body)
+        """The schedule reads an integer buffer (:class:`simulator.ir.nodes.IntLoad`): every
+        pass declines, and its loops run iteration by iteration."""
+        self.int_buffers = {a.name: np.asarray(a.values, dtype=np.int64)
+                            for a in schedule.arrays if a.is_int}
+        """The integer buffers' contents by name (flat, int64), read by ``IntLoad``."""
+        fast = not compute_values and accelerators.private_nests and not self.reads_ints
         self.static_private_elements = fast
         """Private array elements of one static index are read and assigned without
         per-work-item index arrays (part of the private nests accelerator)."""
@@ -104,7 +110,8 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         where the left one does not decide; ``False`` where an expression evaluated again
         was checked already): an unsigned 64-bit :class:`Wrap` refuses a negative value of
         these only, and an integer division by zero of these only is a hazard."""
-        self.live_checks = self.plan_of("live checks", schedule.body, has_live_check)
+        self.live_checks = self.reads_ints or \
+            self.plan_of("live checks", schedule.body, has_live_check)
         """Whether an expression of the schedule is checked per executing work-item (an
         unsigned 64-bit ``Wrap``, a ``/`` or ``%`` whose divisor is not a non-zero
         constant): then ``&&`` and ``||`` narrow :attr:`live`, and a ``select``'s condition
@@ -316,7 +323,8 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         """:func:`simulator.ir.static.is_vectorizable`, cached per loop."""
         key = id(loop)
         if key not in self.vectorizable:
-            self.vectorizable[key] = is_vectorizable(loop)
+            self.vectorizable[key] = is_vectorizable(loop) and not \
+                S.reads_int_buffer((loop,))
         return self.vectorizable[key]
 
     def loop_trips(self, loop: S.For, m, step) -> tuple[np.ndarray, np.ndarray, int]:

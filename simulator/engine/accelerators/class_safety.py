@@ -37,6 +37,7 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.nodes import describe_int
 from tiletraffic.simulator.ir.static import int_op_bounds
 from tiletraffic.simulator.ir.visitor import Visitor, walk_statements
+from tiletraffic.simulator.engine.accelerators import INT_BUFFER_DECLINE
 from tiletraffic.simulator.engine.accelerators.classes import MIN_GROUPS_FOR_CLASSES
 
 
@@ -75,6 +76,8 @@ def classes_problem(schedule: S.Schedule) -> str | None:
     """Why the work-group classes of ``schedule`` are not proved to give full execution's
     counts (one line naming the expression), or ``None`` where they are (module
     docstring; a built-in family is trusted)."""
+    if S.reads_int_buffer(schedule.body):
+        return INT_BUFFER_DECLINE
     if schedule.family in _trusted_families():
         return None
     try:
