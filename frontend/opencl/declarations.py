@@ -63,6 +63,24 @@ BUFFER_FIELDS = ("shape", "access", "local_bytes", "null", "data")
 """The fields of a buffer or local argument given as a dict (:class:`BufferArg`)."""
 
 
+def _integers(name: str, data) -> tuple | None:
+    """The contents of integer buffer ``name`` given as a sequence or numpy array of
+    integers, flat (row-major); None where not given.
+
+    Raises:
+        FrontendError: a value that is not an integer (named)."""
+    if data is None:
+        return None
+    import numpy as np
+    values = np.asarray(data)
+    if values.dtype.kind not in "iub":
+        bad = next((v for v in values.reshape(-1).tolist()
+                    if isinstance(v, bool) or not isinstance(v, int)), values.dtype)
+        raise FrontendError(f"buffer {name}: data holds {bad!r}; an integer buffer holds "
+                            "integers", name)
+    return tuple(int(v) for v in values.reshape(-1).tolist())
+
+
 class Declarations(TranslationContext):
     """The kernel's arguments and the declarations of its body."""
 
@@ -102,10 +120,9 @@ class Declarations(TranslationContext):
             if extra:
                 raise FrontendError(f"buffer {name}: unknown field(s) {', '.join(extra)}",
                                     name)
-            data = value.get("data")
             value = BufferArg(tuple(value.get("shape") or ()), value.get("access"),
                               value.get("local_bytes"), value.get("null", False),
-                              None if data is None else tuple(int(v) for v in data))
+                              _integers(name, value.get("data")))
         if type_kind(t) == "POINTER":
             pointee = t.get_pointee()
             space = self.pointer_space(pointee)
@@ -120,8 +137,11 @@ class Declarations(TranslationContext):
                 return
             char = type_kind(pointee) in CHAR_KINDS
             if type_kind(pointee) in _SCALAR_INTS and int_type(pointee) is not None and \
-                    int_type(pointee)[0] == 32 and isinstance(value, BufferArg) and \
-                    value.data is not None:
+                    int_type(pointee)[0] == 32 and isinstance(value, BufferArg):
+                if value.data is None:
+                    self.fail(p, f"buffer {name} of {pointee.spelling} is read as integers: "
+                                 "give its contents (data = \"FILE.npy\" or "
+                                 "\"FILE.py:FUNCTION\")", name)
                 self.declare_int_buffer(p, pointee, value, space)
                 return
             if is_float_type(pointee) or char:
