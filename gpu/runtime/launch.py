@@ -218,12 +218,9 @@ def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> No
                 f"missing {sorted(missing)}, unexpected {sorted(extra)}"
             )
     for name, array in arrays.items():
-        int_input = kinds[name] == "global_in" and isinstance(array, np.ndarray) and \
-            array.dtype in (np.int32, np.uint32)     # an integer buffer the kernel reads
-        if not isinstance(array, np.ndarray) or array.dtype != np.float32 and not int_input:
+        if not isinstance(array, np.ndarray) or array.dtype != np.float32:
             got = array.dtype if isinstance(array, np.ndarray) else type(array).__name__
-            raise TypeError(f"{kernel.name}: array {name!r} must be a numpy float32 array "
-                            f"(int32 or uint32 for an integer buffer it only reads), got {got}")
+            raise TypeError(f"{kernel.name}: array {name!r} must be a numpy float32 array, got {got}")
         if not array.flags.c_contiguous:
             raise ValueError(f"{kernel.name}: array {name!r} must be C-contiguous (row-major); "
                              "pass np.ascontiguousarray(...)")
