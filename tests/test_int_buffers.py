@@ -189,3 +189,42 @@ def test_wrong_contents_are_one_line_naming_the_value_and_the_limit(tmp_path, so
 def test_a_value_beyond_32_bits_is_refused_naming_it():
     with pytest.raises(ValueError, match=r"data value -1 does not fit its uint elements"):
         spmv(rowptr=np.concatenate([ROWPTR[:-1], [-1]]).astype(np.int64))
+
+
+def _gather():
+    """A schedule built in Python reading an integer buffer: y[i] = 2 x[ind[i]]."""
+    from tiletraffic.simulator.ir import nodes as S
+    ind = S.GlobalArray("ind", "in", ("N",), "uint", (3, 0, 7, 1, 2, 5, 6, 4, 9, 8))
+    x, y = S.GlobalArray("x", "in", ("N",)), S.GlobalArray("y", "out", ("N",))
+    i = S.global_id(0)
+    body = S.block(S.If(i < S.Param("N"), (S.store(y, i, x[ind[i]] * 2.0),)))
+    return S.Schedule("gather", "gather", (("N", 10),), (ind, x, y), (), (16,), (16,),
+                      body, 1)
+
+
+def test_the_rendered_kernel_of_an_integer_buffer_reads_it_as_uint():
+    from tiletraffic.gpu.codegen.generate import generate
+    source = generate(_gather()).source
+    assert "__global const uint *restrict ind" in source
+    assert "x[(long)ind[(int)get_global_id(0)]]" in source
+
+
+def test_the_rendered_kernels_counts_equal_oclgrinds_and_its_run_equals_numpy(pocl):
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    sch = _gather()
+    if oclgrind_available():
+        comparison = compare_counts(sch)
+        assert comparison.equal and comparison.oclgrind["global_load_elems"] == 20
+    order = np.asarray(sch.array("ind").values)
+    result = tt.run(sch, pocl, repeat=10, warmup=1, seed=5,
+                    reference=lambda inputs: {"y": 2 * inputs["x"][order]})
+    assert result.check.ok
+
+
+def test_an_integer_buffer_is_an_input_with_its_contents():
+    from tiletraffic.simulator.ir import nodes as S
+    with pytest.raises(S.ScheduleError, match="an integer buffer is an input"):
+        S.GlobalArray("ind", "out", ("N",), "int", (1, 2))
+    with pytest.raises(S.ScheduleError, match="element type 'short'"):
+        S.GlobalArray("ind", "in", ("N",), "short", (1, 2))
