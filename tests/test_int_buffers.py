@@ -228,3 +228,25 @@ def test_an_integer_buffer_is_an_input_with_its_contents():
         S.GlobalArray("ind", "out", ("N",), "int", (1, 2))
     with pytest.raises(S.ScheduleError, match="element type 'short'"):
         S.GlobalArray("ind", "in", ("N",), "short", (1, 2))
+
+
+SPMV_STOP_LOADED = SPMV.replace("spmv(", "spmv_stop(").replace(
+    "    uint start = rowptr[row], end = rowptr[row + 1];\n"
+    "    for (uint k = start; k < end; k++)",
+    "    for (uint k = rowptr[row]; k < rowptr[row + 1]; k++)")
+
+
+def test_a_loop_stop_read_from_an_integer_buffer_is_loaded_at_every_test():
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    assert "k < rowptr[row + 1]" in SPMV_STOP_LOADED
+    sch = tt.from_opencl(SPMV_STOP_LOADED, "spmv_stop", [64], [32], {
+        "val": {"shape": [NNZ], "access": "in"},
+        "col": {"shape": [NNZ], "access": "in", "data": COL},
+        "rowptr": {"shape": [ROWS + 1], "access": "in", "data": ROWPTR},
+        "x": {"shape": [N], "access": "in"}, "y": {"shape": [ROWS], "access": "out"},
+        "rows": ROWS})
+    by = tt.simulate(sch, compute_values=False).counts.global_load_elems_by_buffer
+    assert by["rowptr"] == ROWS + (NNZ + ROWS)      # each start, and each test of the stop
+    if oclgrind_available():
+        assert compare_counts(sch).equal

@@ -300,15 +300,24 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         if self.is_vectorizable(loop):
             self.exec_for_blocks(loop, m, step)
             return
+        loads_stop = self.reads_ints and S.reads_int_buffer(loop.stop)
+        if loads_stop:      # C loads the stop at each test: counted there, not on entry
+            self.live = False
         self.loop_trips(loop, m, step)   # refuses a loop beyond the limit before it runs
+        self.live = m
         var = self.eval_int(loop.start)
+        looping = m
         while True:
             self.env[loop.var] = var
-            live = np.logical_and(m, self.alive)
-            self.live = False   # the bounds were checked once, on entry (loop_trips)
+            live = np.logical_and(looping, self.alive)
+            # the bounds were checked once, on entry (loop_trips); a stop read from an
+            # integer buffer is loaded by each work-item that tests it
+            self.live = live if loads_stop else False
             stop = self.eval_int(loop.stop)
             self.live = live
             inside = np.logical_and(live, np.less(var, stop))
+            if loads_stop:
+                looping = inside
             if not np.any(inside):
                 break
             self.loop_exits.append(None)    # a break or continue here leaves no While
