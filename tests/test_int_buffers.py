@@ -250,3 +250,29 @@ def test_a_loop_stop_read_from_an_integer_buffer_is_loaded_at_every_test():
     assert by["rowptr"] == ROWS + (NNZ + ROWS)      # each start, and each test of the stop
     if oclgrind_available():
         assert compare_counts(sch).equal
+
+
+def test_a_loop_step_read_from_an_integer_buffer_is_loaded_at_every_update():
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    source = """
+__kernel void strided(__global const float *x, __global const int *stride,
+                      __global float *y, int n)
+{
+    int i = get_global_id(0);
+    float acc = 0.0f;
+    for (int k = i; k < n; k += stride[i])
+        acc += x[k];
+    y[i] = acc;
+}
+"""
+    strides = np.asarray([1 + i % 5 for i in range(32)], dtype=np.int32)
+    sch = tt.from_opencl(source, "strided", [32], [32], {
+        "x": {"shape": [40], "access": "in"},
+        "stride": {"shape": [32], "access": "in", "data": strides},
+        "y": {"shape": [32], "access": "out"}, "n": 40})
+    by = tt.simulate(sch, compute_values=False).counts.global_load_elems_by_buffer
+    assert by["stride"] == by["x"] == sum(len(range(i, 40, int(s)))
+                                          for i, s in enumerate(strides))
+    if oclgrind_available():
+        assert compare_counts(sch).equal

@@ -291,7 +291,9 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
             if plan is not None:
                 p.run(self, loop, m, plan)
                 return
-        self.live = m
+        loads_stop = self.reads_ints and S.reads_int_buffer(loop.stop)
+        loads_step = self.reads_ints and S.reads_int_buffer(loop.step)
+        self.live = False if loads_step else m   # a loaded step is counted at each update
         step = self.eval_int(loop.step)
         if np.any(np.asarray(step) <= 0):
             raise ExecutionError(f"{self.schedule.family}: loop {loop.var} has a step of "
@@ -300,7 +302,6 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         if self.is_vectorizable(loop):
             self.exec_for_blocks(loop, m, step)
             return
-        loads_stop = self.reads_ints and S.reads_int_buffer(loop.stop)
         if loads_stop:      # C loads the stop at each test: counted there, not on entry
             self.live = False
         self.loop_trips(loop, m, step)   # refuses a loop beyond the limit before it runs
@@ -325,6 +326,9 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
                 self.exec_block(loop.body, inside)
             finally:
                 self.loop_exits.pop()
+            if loads_step:      # C loads the step at each update, as an increment's operand
+                self.live = np.logical_and(inside, self.alive)
+                self.eval_int(loop.step)
             var = var + step
         self.env.pop(loop.var, None)
 
