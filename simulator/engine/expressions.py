@@ -345,6 +345,16 @@ class Expressions(BatchState):
             return np.where(cond, then, orelse).astype(np.float32), ft + fo + 1
         raise TypeError(f"unknown float expression {e!r}")
 
+    def again(self, e, evaluate):
+        """``evaluate(e)`` of an expression evaluated already in this statement: with
+        :attr:`live` off, so its checks and its loads of integer buffers are not reported
+        twice."""
+        live, self.live = self.live, False
+        try:
+            return evaluate(e)
+        finally:
+            self.live = live
+
     def depth_of(self, e: S.FloatExpr):
         """Shadow of ``e``: its sum length (:mod:`simulator.engine.sum_length`), or with
         error bounds its record (:mod:`simulator.engine.error_bound`), evaluated right after
@@ -361,7 +371,7 @@ class Expressions(BatchState):
         if isinstance(e, S.FloatParam):
             return self.shadow.of_constant(self.params[e.name])
         if isinstance(e, S.IntToFloat):
-            return self.shadow.of_integer(self.eval_int(e.value))
+            return self.shadow.of_integer(self.again(e.value, self.eval_int))
         if isinstance(e, S.Private):
             return self.dpriv[e.name]
         if isinstance(e, S.PrivateElem):
@@ -378,7 +388,7 @@ class Expressions(BatchState):
         if isinstance(e, S.FCall):
             return self.shadow.rounded_function(e.fn, *(self.depth_of(a) for a in e.args))
         if isinstance(e, S.Select):   # the operand selected, per work-item
-            return np.where(self.eval_cond(e.cond), self.depth_of(e.then),
+            return np.where(self.again(e.cond, self.eval_cond), self.depth_of(e.then),
                             self.depth_of(e.orelse)).astype(self.shadow.DTYPE)
         raise TypeError(f"unknown float expression {e!r}")
 
