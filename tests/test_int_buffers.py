@@ -276,3 +276,16 @@ __kernel void strided(__global const float *x, __global const int *stride,
                                           for i, s in enumerate(strides))
     if oclgrind_available():
         assert compare_counts(sch).equal
+
+
+def test_oclgrind_finds_the_same_read_through_a_loaded_index():
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_hazards
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    if not oclgrind_available():
+        pytest.skip("no Oclgrind platform")
+    bad = COL.copy()
+    bad[5] = N + 3
+    comparison = compare_hazards(spmv(col=bad))
+    assert comparison.agree, comparison.to_dict()
+    assert "out-of-bounds" in comparison.simulator and "invalid-read" in comparison.oclgrind
+    assert any(f"x+{(N + 3) * 4}B" in d for d in comparison.to_dict()["oclgrind_details"])
