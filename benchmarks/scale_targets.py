@@ -12,12 +12,16 @@ and their ratio (below 1 meets it), with the machine's load average beside every
   with its instruction counter, in a worker process whose CPU time is counted) at N = 128
   and 256, at least 1000 times faster: the speed-up in wall time and in CPU time (the
   fast path's time the best of three calls, each on a schedule built afresh);
-- ``check``: ``tiletraffic.check`` (every work-group, every hazard kind: races in local
-  and global memory, uninitialised reads, out-of-bounds, barrier divergence) of gemm-tiled
-  at 1024³ within 10 s; the other GEMM families with ``--check-all`` (no target);
+- ``check``: ``tiletraffic.check`` (every hazard kind of every work-group: races in local
+  and global memory, uninitialised reads, out-of-bounds, barrier divergence) of every GEMM
+  family at 1024³ within 10 s; ``path`` says how: ``classes`` where the launch was proved
+  clean on its work-group classes (:mod:`tiletraffic.simulator.engine.class_check`: the
+  representatives and extreme members of every class, and every work-group executing only
+  its outputs' accesses), else ``every work-group``;
 - ``launch check``: the check before launch
   (:func:`tiletraffic.simulator.engine.launch_check.check_launch`: one representative
-  work-group per class of identical traffic, the edges among them, hazards at the real K,
+  work-group per class of identical traffic and its extreme members, the edges among them,
+  hazards at the real K,
   the sum length from three short K) of every GEMM family at 4096³ within 5 s.
 
 Each row has the wall time and this process's CPU time: on a machine shared with other
@@ -26,7 +30,7 @@ about the CPU time). ``ratio`` is the wall time over the target, ``cpu ratio`` t
 time's.
 
     python benchmarks/scale_targets.py [--only counts oclgrind check launch-check]
-        [--oclgrind-sizes 128 256] [--check-all]
+        [--oclgrind-sizes 128 256]
 """
 from __future__ import annotations
 
@@ -121,14 +125,22 @@ def oclgrind_target(sizes=(128, 256)) -> None:
                   f"load {load:.1f}", flush=True)
 
 
-def check_target(n: int = 1024, every_family: bool = False) -> None:
+def check_target(n: int = 1024) -> None:
     import tiletraffic as tt
+    from tiletraffic.simulator.engine.accelerators.class_safety import (classes_problem,
+                                                                        translation_problem)
+    from tiletraffic.simulator.engine.class_check import worth_classes
+    from tiletraffic.simulator.ir.sequence import is_sequence
 
-    for family in (GEMM_FAMILIES if every_family else ("gemm-tiled",)):
+    for family in GEMM_FAMILIES:
         sch = tt.build(family, n, n, n)
         hazards, wall, cpu, load = measured(lambda: tt.check(sch))
+        kernels = sch.kernels if is_sequence(sch) else (sch,)
+        by_classes = worth_classes(sch) and not hazards and all(
+            classes_problem(k) is None and translation_problem(k) is None for k in kernels)
         row("check", family, n, wall, cpu, 10.0,
-            f"every work-group; {len(hazards)} hazard(s)", load)
+            f"{'classes' if by_classes else 'every work-group'}; {len(hazards)} hazard(s)",
+            load)
 
 
 def launch_check_target(n: int = 4096) -> None:
@@ -148,8 +160,6 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", default=["counts", "oclgrind", "check",
                                                       "launch-check"])
     parser.add_argument("--oclgrind-sizes", type=int, nargs="+", default=[128, 256])
-    parser.add_argument("--check-all", action="store_true",
-                        help="check every GEMM family at 1024³, not only gemm-tiled")
     args = parser.parse_args()
     print(f"{len(os.sched_getaffinity(0))} cores; python {sys.version.split()[0]}")
     print(f"{'target':12s} {'case':36s} {'N':>5s} {'wall s':>8s} {'cpu s':>8s} "
@@ -157,7 +167,7 @@ def main() -> None:
     if "counts" in args.only:
         counts_target()
     if "check" in args.only:
-        check_target(every_family=args.check_all)
+        check_target()
     if "launch-check" in args.only:
         launch_check_target()
     if "oclgrind" in args.only:

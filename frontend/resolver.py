@@ -149,8 +149,10 @@ class BuiltIn:
                 spell(key) for key in ("m", "k", "n", "tile"))):
             raise ScheduleError(problem)
         if options and spec not in schedules.FAMILY_OPTIONS:
+            takers = [family for family, keys in schedules.FAMILY_OPTIONS.items()
+                      if set(options) <= set(keys)] or list(schedules.FAMILY_OPTIONS)
             raise ScheduleError(f"{', '.join(map(spell, options))} applies to "
-                                f"{', '.join(schedules.FAMILY_OPTIONS)} only, not {spec}")
+                                f"{', '.join(takers)} only, not {spec}")
         allowed = schedules.FAMILY_OPTIONS.get(spec, ())
         if unknown := [key for key in options if key not in allowed]:
             raise ScheduleError(f"{spec} does not take {', '.join(map(spell, unknown))}; its "

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -150,25 +149,15 @@ def test_check_verdict_as_the_readme_states(name):
     assert verdict(name) == readme_rows()[name]["check"]
 
 
-@pytest.fixture(scope="module")
-def oclgrind_crosschecks():
-    """Every accepted kernel's generated OpenCL C under Oclgrind next to the simulator (its
-    counts where the kernel is clean, its hazards where not), two Oclgrind workers at a
-    time; an error is kept as the kernel's result."""
+def oclgrind_crosscheck(name: str):
+    """The accepted kernel's generated OpenCL C under Oclgrind next to the simulator (its
+    counts where the kernel is clean, its hazards where not). Each kernel's own test runs
+    it, so under ``pytest -n`` every kernel runs on Oclgrind once, on one worker."""
     from tiletraffic.gpu.oclgrind.crosscheck import crosscheck
     from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
     if not oclgrind_available():
         pytest.skip("no Oclgrind platform")
-
-    def one(name):
-        try:
-            return crosscheck(schedule_of(name))
-        except Exception as err:   # reported by the kernel's own test
-            return err
-
-    names = accepted_names()
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip(names, pool.map(one, names)))
+    return crosscheck(schedule_of(name))
 
 
 HAZARDS_DIFFER = {"ds_softmax_backward_kernel_arbitrary_length": (
@@ -185,11 +174,9 @@ def known(name: str, gaps: dict):
 
 
 @pytest.mark.parametrize("name", [known(n, HAZARDS_DIFFER) for n in accepted_names()])
-def test_oclgrind_of_the_generated_opencl_agrees(name, oclgrind_crosschecks):
+def test_oclgrind_of_the_generated_opencl_agrees(name):
     from tiletraffic.gpu.oclgrind.crosscheck import CountsComparison
-    result = oclgrind_crosschecks[name]
-    if isinstance(result, Exception):
-        raise result
+    result = oclgrind_crosscheck(name)
     if readme_rows()[name]["check"] == "clean":
         assert isinstance(result, CountsComparison), result
         assert result.equal, result.to_dict()

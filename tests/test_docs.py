@@ -15,6 +15,8 @@ import markdown
 import pytest
 import yaml
 
+from shared_results import computed_once
+
 ROOT = Path(__file__).resolve().parents[1]
 MAX_README_LINES = 300
 # The committed reports of the main job that docs/report.md shows, each with its figures.
@@ -46,11 +48,16 @@ def _markdown_links(path: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The site built from the repository: (the build's output, the site folder)."""
-    site = tmp_path_factory.mktemp("docs") / "site"
-    res = _mkdocs_build(ROOT, site)
-    assert res.returncode == 0, res.stdout + res.stderr
-    return res.stdout + res.stderr, site
+    """The site built from the repository: (the build's output, the site folder). Built
+    once per test run (``shared_results.computed_once``); the tests only read it."""
+    def build():
+        site = tmp_path_factory.mktemp("docs") / "site"
+        res = _mkdocs_build(ROOT, site)
+        return res.returncode, res.stdout + res.stderr, site
+
+    returncode, output, site = computed_once(tmp_path_factory, "test_docs.built", build)
+    assert returncode == 0, output
+    return output, site
 
 
 def test_readme_is_a_short_guide():

@@ -19,6 +19,8 @@ from tiletraffic.gpu.runtime.launch import list_devices
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, DeviceLimits
 from tiletraffic.simulator.ir.sequence import kernels_of
 
+from shared_results import computed_once
+
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed")
 
@@ -405,12 +407,18 @@ def test_a_pick_within_the_spread_is_within_10_percent_and_not_resolvable():
 
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory):
+    """The small space tuned on PoCL (the best 3 measured) and its tuning file, made once per
+    test run (``shared_results.computed_once``); the tests only read the file."""
     if not HAS_POCL:
         pytest.skip("PoCL is not installed")
-    folder = tmp_path_factory.mktemp("tune")
-    space = write(folder, SMALL_SPACE)
-    out = folder / "out.json"
-    return tt.tune(64, 64, 64, device="pocl", space=space, top=3, out=out, seed=3), out
+
+    def tune():
+        folder = tmp_path_factory.mktemp("tune")
+        space = write(folder, SMALL_SPACE)
+        out = folder / "out.json"
+        return tt.tune(64, 64, 64, device="pocl", space=space, top=3, out=out, seed=3), out
+
+    return computed_once(tmp_path_factory, "test_tuner.small_run", tune)
 
 
 @needs_pocl

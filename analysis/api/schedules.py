@@ -34,7 +34,9 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
             sizes and `params={"TS": 16}` its macros (passed as `-DTS=16`).
         options: family options (`mapping`, `padding`, `a_tile`; `tm`, `tn`,
             `bk`, `wg_rows` of the register-blocked GEMMs, `wg_rows` of
-            `matvec-rows-reduce`); and for every form `max_registers=N`, the register
+            `matvec-rows-reduce`; `batch=P`, P products C[b] = A[b]·B[b] in one launch,
+            and `shared_b=True`, one B for the whole batch, of every GEMM family:
+            `tiletraffic.simulator.kernels.batch`); and for every form `max_registers=N`, the register
             budget of a work-item (the compiled kernel uses at most N registers; on
             NVIDIA's OpenCL through the PTX `.maxnreg` directive; the model's register
             estimate is capped at N).

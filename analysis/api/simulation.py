@@ -40,7 +40,13 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
     expression of ids, sizes and loop variables), so a launch of more than
     `simulator.engine.budget.VALUES_WORK` loop steps or `VALUES_WORK_ITEMS` work-items is
     executed without computing values; a smaller one on fresh random inputs (`seed` for
-    repeatable ones; `inputs` one of `simulator.engine.reference.INPUT_KINDS`).
+    repeatable ones; `inputs` one of `simulator.engine.reference.INPUT_KINDS`). A launch of
+    many work-groups (`simulator.engine.class_check.worth_classes`) whose work-group classes
+    are proved is first checked by
+    `simulator.engine.class_check.launch_proved_clean` (every hazard inside a work-group on
+    the classes' representatives and extreme members, those between work-groups on every
+    work-group executing only the accesses of its outputs): the same verdict, in seconds;
+    where that finds anything or does not apply, the whole launch runs as above.
 
     Raises:
         TypeError: `schedule` is not a Schedule or KernelSequence (a name: build it first).
@@ -56,7 +62,11 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
     if inputs not in INPUT_KINDS:
         raise ValueError(f"tiletraffic.check: inputs {inputs!r} is not one of "
                          f"{', '.join(INPUT_KINDS)}")
+    from tiletraffic.simulator.engine.class_check import launch_proved_clean, worth_classes
+
     limits = UNLIMITED if limits is None else limits
+    if worth_classes(schedule) and launch_proved_clean(schedule, limits):
+        return []
     if check_values_problem(schedule) is not None:
         return simulate(schedule, compute_values=False, hazards="report",
                         limits=limits).hazards

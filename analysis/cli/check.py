@@ -35,8 +35,10 @@ def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inp
     """Run only the hazard checks: races in local and global memory, barrier divergence,
     out-of-bounds accesses, misaligned vector accesses, integer divisions by zero,
     uninitialized reads (local, private, outputs read before a store), unwritten outputs, on
-    the full launch (every work-group; a launch of more than 2**24 work-item loop steps or
-    2**20 work-items without computing values: no hazard depends on them).
+    the full launch (every work-group; a launch of 32 work-groups or more is first checked
+    on its work-group classes where they are proved, the whole launch run only where that
+    finds anything; a launch of more than 2**24 work-item loop steps or 2**20 work-items
+    without computing values: no hazard depends on them).
     Exits 1 when a hazard is found (with --all: when a correct schedule has one or a broken
     variant misses its expected kind).
 

@@ -50,7 +50,7 @@ def build_schedule(spec: str, m=None, k=None, n=None, tile=None, chunk=None, *,
     if example_shape and m is None and k is None and n is None and \
             spec in schedules.FAMILIES + schedules.SEQUENCE_FAMILIES:
         shape = " ".join(f"{name}={value}" for name, value in sch.param_values.items()
-                         if name in ("M", "K", "N"))
+                         if name in ("M", "K", "N", "BATCH"))
         click.echo(f"note: {spec} at its example shape, {shape} tile={sch.tile} (no sizes "
                    "given)", err=True)
     return sch
@@ -139,7 +139,7 @@ def check_work(sch, k: int | None) -> None:
 
 
 def work(sch) -> int:
-    """Multiply-adds of a family (M·K·N or M·K); of another schedule (a launch file, a
+    """Multiply-adds of a family (M·K·N, times BATCH for a batch, or M·K); of another schedule (a launch file, a
     user's Python schedule, a demo), its work-item loop steps: per kernel its work-items
     × the iterations of its deepest loop nest
     (:func:`simulator.engine.budget.work_item_steps`), what a GEMM's M·K·N counts."""
@@ -147,7 +147,7 @@ def work(sch) -> int:
 
     p = sch.param_values
     if sch.family in schedules.FAMILIES + schedules.SEQUENCE_FAMILIES:
-        return p["M"] * p["K"] * p.get("N", 1)
+        return p["M"] * p["K"] * p.get("N", 1) * p.get("BATCH", 1)
     return work_item_steps(sch)
 
 
@@ -155,6 +155,8 @@ def work_text(sch) -> str:
     """What :func:`work` counts for ``sch``, for messages: ``M·K·N``, ``M·K`` or ``work-item
     loop steps``."""
     if sch.family in schedules.FAMILIES + schedules.SEQUENCE_FAMILIES:
+        if "BATCH" in sch.param_values:
+            return "BATCH·M·K·N"
         return "M·K·N" if "N" in sch.param_values else "M·K"
     return "work-item loop steps"
 

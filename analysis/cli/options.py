@@ -10,6 +10,8 @@ import click
 
 from tiletraffic.simulator.engine.reference import INPUT_KINDS
 
+from tiletraffic.analysis.cli.batching import batch_options
+
 from tiletraffic.frontend import resolver
 
 
@@ -148,7 +150,8 @@ MAX_REGISTERS_HELP = (
 
 
 def register_block_options(f):
-    """--tm, --tn, --bk, --wg-rows, ... and --max-registers."""
+    """--tm, --tn, --bk, --wg-rows, ..., --batch, --shared-b and --max-registers."""
+    f = batch_options(f)
     f = click.option("--max-registers", "max_registers", type=int, default=None,
                      metavar="N", expose_value=False, callback=_remember,
                      help=MAX_REGISTERS_HELP)(f)
@@ -219,7 +222,7 @@ def schedule_options(f):
 
 
 NAMED_SIZE_OPTIONS = ("m", "k", "n", "tile", "chunk", "launch_sets", "max_registers",
-                      *(name for name, _ in REGISTER_BLOCK_OPTIONS))
+                      *(name for name, _ in REGISTER_BLOCK_OPTIONS), "batch", "shared_b")
 """The parameters of :func:`named_schedule_options` that size or shape the one SCHEDULE
 named (none applies to ``--all``)."""
 

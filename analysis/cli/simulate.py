@@ -17,6 +17,7 @@ from tiletraffic.simulator.model.sequence_run import simulate
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.engine.reference import random_inputs, references
 from tiletraffic.simulator.ir.sequence import is_sequence
+from tiletraffic.simulator.kernels.batch import batch_fields
 
 from tiletraffic.analysis import environment
 from tiletraffic.frontend.user_schedule import UserScheduleError, closed_form_source
@@ -140,7 +141,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     if as_json:
         p = sch.param_values
         out = {"schedule": sch.family, "m": p.get("M", m), "k": p.get("K", k),
-               "n": p.get("N", n), "tile": sch.tile,
+               "n": p.get("N", n), "tile": sch.tile, **batch_fields(sch),
                **({"kernels": [{"kernel": x.kernel_name, "local_size": list(x.local_size),
                                 "global_size": list(x.global_size)} for x in sch.kernels]}
                   if is_sequence(sch) else

@@ -10,6 +10,7 @@ from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (check_device_spec, command_line, fail,
                                              refuse_unused)
 from tiletraffic.analysis.cli.outputs import check_out_file, check_out_folder, write_failed
+from tiletraffic.analysis.cli.batching import tune_batch_options
 from tiletraffic.analysis.cli.options import (DEVICE_MODEL, SEED_OPTION, TARGETS_OPTION,
                                               cluster_options, json_option, repeat_option,
                                               rounds_option, warmup_option)
@@ -161,9 +162,10 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
 @SEED_OPTION
 @TARGETS_OPTION
 @json_option("the results")
+@tune_batch_options
 def tune_gemm(m, n, k, shapes_file, device, device_model, top, measure_all, recheck,
               out_file, resume, space_file, repeat, warmup, rounds, jobs, cluster,
-              device_workers, seed, targets, as_json):
+              device_workers, seed, targets, as_json, batch, shared_b):
     """Tune C = A·B (A is M x K, B is K x N, float32): every candidate of the tuning space
     is checked against its constraints (rejected ones are listed with the reason), modelled
     and ranked by predicted time; the best --top are run on the device, each launch checked
@@ -194,7 +196,8 @@ def tune_gemm(m, n, k, shapes_file, device, device_model, top, measure_all, rech
                                "cluster's: give one of them")
     check_device_spec(device)
     if shapes is None:
-        out_file = f"tuning/gemm-{m}x{n}x{k}.json" if out_file is None else out_file
+        batched = "" if batch == 1 else f"-batch{batch}" + ("-shared-b" if shared_b else "")
+        out_file = f"tuning/gemm-{m}x{n}x{k}{batched}.json" if out_file is None else out_file
         check_out_file(out_file)
     else:
         out_file = "tuning" if out_file is None else out_file
@@ -204,7 +207,7 @@ def tune_gemm(m, n, k, shapes_file, device, device_model, top, measure_all, rech
                    repeat=repeat, warmup=warmup, rounds=rounds, space=space_file, jobs=jobs,
                    measure_all=measure_all, resume=resume, seed=seed, progress=None,
                    recheck=recheck, targets=targets, cluster=cluster,
-                   device_workers=device_workers,
+                   device_workers=device_workers, batch=batch, shared_b=shared_b,
                    log=lambda line: click.echo(line, err=True), command=command_line())
     try:
         if shapes is None:

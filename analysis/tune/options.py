@@ -64,6 +64,9 @@ class TuneOptions:
             this process (and ``jobs``).
         device_workers: with ``cluster``, the device workers that measure (default: one
             per GPU of the cluster, or on a CPU device one per node).
+        batch, shared_b: a batch of ``batch`` products C[b] = A[b]·B[b] in one launch,
+            with one B for all where ``shared_b`` (:mod:`simulator.kernels.batch`);
+            every candidate is built batched.
 
     Raises:
         TuneError: when built: a size not a positive integer or beyond 32-bit indexing;
@@ -96,6 +99,8 @@ class TuneOptions:
     targets: object = None
     cluster: str | None = None
     device_workers: int | None = None
+    batch: int = 1
+    shared_b: bool = False
 
     def __post_init__(self):
         from tiletraffic.analysis.tune.cluster import check_cluster
@@ -124,7 +129,14 @@ class TuneOptions:
         for name, v in (("M", m), ("N", n), ("K", k)):
             if not _is_count(v, 1):
                 raise TuneError(f"{name} must be a positive integer, got {v!r}")
-        for what, v in (("M*K", m * k), ("K*N", k * n), ("M*N", m * n)):
+        if isinstance(self.batch, bool) or not _is_count(self.batch, 1):
+            raise TuneError(f"batch must be a positive integer, got {self.batch!r}")
+        if not isinstance(self.shared_b, bool) or (self.shared_b and self.batch == 1):
+            raise TuneError("shared_b applies to a batch of 2 or more products, got "
+                            f"shared_b = {self.shared_b!r} with batch = {self.batch}")
+        b = self.batch
+        for what, v in (("M*K", b * m * k), ("K*N", (1 if self.shared_b else b) * k * n),
+                        ("M*N", b * m * n)):
             if v > INT32_MAX:
                 raise TuneError(f"{what} = {v} exceeds the 32-bit int index limit {INT32_MAX} "
                                 "of the generated kernels")
@@ -138,6 +150,12 @@ class TuneOptions:
     def sizes(self) -> tuple[int, int, int]:
         """``(m, n, k)``."""
         return self.m, self.n, self.k
+
+    @property
+    def problem(self) -> tuple:
+        """What every candidate is built at: ``(m, n, k, batch, shared_b)``
+        (:meth:`analysis.tune.space.Candidate.build`'s arguments)."""
+        return self.m, self.n, self.k, self.batch, self.shared_b
 
     def described_command(self) -> str:
         """``command``, else a description of the library call."""

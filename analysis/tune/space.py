@@ -109,9 +109,10 @@ class Candidate:
         """``gemm-vectorized tile=8 wg_rows=8 tm=8 tn=8 bk=16``: unique within a space."""
         return " ".join([self.family] + [f"{k}={v}" for k, v in self.params])
 
-    def build(self, m: int, n: int, k: int):
+    def build(self, m: int, n: int, k: int, batch: int = 1, shared_b: bool = False):
         """The candidate's schedule at M×K·K×N (:func:`simulator.kernels.families.build`), with
-        its register budget where ``max_registers`` is a parameter above 0.
+        its register budget where ``max_registers`` is a parameter above 0; ``batch``
+        products in one launch (one B for all where ``shared_b``).
 
         Raises:
             ScheduleError: the builder refuses the parameters or sizes.
@@ -119,6 +120,8 @@ class Candidate:
         options = self.options
         tile = options.pop("tile", None)
         budget = options.pop("max_registers", 0)
+        if batch != 1 or shared_b:
+            options.update(batch=batch, shared_b=shared_b)
         return with_register_budget(schedules.build(self.family, m, k, n, tile, **options),
                                     budget or None)
 

@@ -65,7 +65,7 @@ def _model(tunings: list, setup, options, predict) -> None:
     """Every candidate left to model, of every tuning, in one batch of work."""
     tasks = []
     for i, tuning in enumerate(tunings):
-        tasks += [((i, index), cand.family, cand.params, tuning.options.sizes, None)
+        tasks += [((i, index), cand.family, cand.params, tuning.options.problem, None)
                   for index, cand in tuning.begin()]
     if not tasks:
         return

@@ -187,10 +187,12 @@ def no_valid_message(head: str, rejected: list[dict]) -> str:
     return " ".join(text.split())
 
 
-def screen(space: TuningSpace, m: int, n: int, k: int, limits: DeviceLimits):
+def screen(space: TuningSpace, m: int, n: int, k: int, limits: DeviceLimits,
+           batch: int = 1, shared_b: bool = False):
     """Split the candidates of ``space`` into valid ones (candidate, schedule) and
     rejections (dicts with label, family, params, stage ``constraint``/``builder``/
-    ``limits``, ``reasons`` (full text) and ``whys`` (grouping keys)).
+    ``limits``, ``reasons`` (full text) and ``whys`` (grouping keys)); each built with
+    ``batch`` and ``shared_b`` (:meth:`analysis.tune.space.Candidate.build`).
 
     Raises:
         SpaceError: a constraint cannot be evaluated.
@@ -205,7 +207,7 @@ def screen(space: TuningSpace, m: int, n: int, k: int, limits: DeviceLimits):
                              "whys": [why for why, _ in failed]})
             continue
         try:
-            sch = cand.build(m, n, k)
+            sch = cand.build(m, n, k, batch, shared_b)
         except ScheduleError as err:
             rejected.append({**entry, "stage": "builder", "reasons": [str(err)],
                              "whys": [f"the builder refused: {err}"]})
@@ -222,17 +224,18 @@ def screen(space: TuningSpace, m: int, n: int, k: int, limits: DeviceLimits):
 
 def _predict(task) -> tuple:
     """Model one candidate: (key, prediction or error); ``task``: (key, family, params,
-    (m, n, k), device model, registers per work-item or None for the estimate)."""
+    (m, n, k, batch, shared_b), device model, registers per work-item or None for the
+    estimate)."""
     import time
 
     from tiletraffic.simulator.model.device_model import GuessedValueWarning
     from tiletraffic.simulator.model.sequence_run import model_sequence
 
-    key, family, params, (m, n, k), model, registers = task
+    key, family, params, problem, model, registers = task
     from tiletraffic.analysis.tune.space import Candidate
     start = time.perf_counter()
     try:
-        sch = Candidate(family, tuple(params)).build(m, n, k)
+        sch = Candidate(family, tuple(params)).build(*problem)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             p = model_sequence(sch, model, registers_per_work_item=registers).prediction
@@ -417,7 +420,8 @@ def screened(options: TuneOptions, setup: Setup) -> tuple[list, list]:
     Raises:
         TuneError: no valid candidate (the rejections counted by reason).
     """
-    valid, rejected = screen(setup.space, *options.sizes, setup.limits)
+    valid, rejected = screen(setup.space, *options.sizes, setup.limits, options.batch,
+                             options.shared_b)
     if not valid:  # nothing to tune: no file written, none moved
         m, n, k = options.sizes
         raise TuneError(no_valid_message(
@@ -560,7 +564,7 @@ class _Tuning:
         """Model ``todo`` ((index, registers) pairs) again with the compiled registers (in
         this process: a few candidates)."""
         options = self.options
-        _model_all([(i, self.valid[i][0]) for i, _ in todo], options.sizes, self.model,
+        _model_all([(i, self.valid[i][0]) for i, _ in todo], options.problem, self.model,
                    options.jobs, options.progress, on_result, registers=dict(todo),
                    what="re-model with compiled registers")
 

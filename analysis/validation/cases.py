@@ -27,7 +27,7 @@ BASELINES = {"gemm": "gemm-naive", "matvec": "matvec-naive"}
 """Kind of problem -> the family every other schedule of that problem is compared with."""
 
 OPTION_KEYS = ("chunk", "mapping", "padding", "a_tile", "tm", "tn", "bk", "wg_rows", "wn",
-               "group_rows")
+               "group_rows", "batch", "shared_b")
 """Keys a case may carry beside family, m, k, n and tile (``schedules.build``'s options)."""
 
 
@@ -73,15 +73,20 @@ class Case:
 
     @property
     def problem(self) -> str:
-        """The problem the case solves, e.g. ``"gemm 1024×1024×1024"`` (M×K×N) or
-        ``"matvec 4096×4096"`` (M×K): cases of one problem are ranked against each other.
+        """The problem the case solves, e.g. ``"gemm 1024×1024×1024"`` (M×K×N),
+        ``"gemm 64 × 128×128×128"`` (a batch of 64) or ``"matvec 4096×4096"`` (M×K): cases
+        of one problem are ranked against each other.
         Launch-file cases of one file and one ``set`` solve one problem (their macros
         differ)."""
         if self.launch is not None:
             sets = [f"{key[4:]}={v}" for key, v in self.options if key.startswith("set.")]
             return " ".join([f"{self.kind} {Path(self.launch).name}", *sets])
         sizes = (self.m, self.k) + ((self.n,) if self.kind == "gemm" else ())
-        return f"{self.kind} {'×'.join(map(str, sizes))}"
+        options = dict(self.options)
+        batch = options.get("batch", 1)
+        shared = " shared B" if options.get("shared_b") else ""
+        prefix = f"{batch} × " if batch != 1 else ""
+        return f"{self.kind} {prefix}{'×'.join(map(str, sizes))}{shared}"
 
     @property
     def id(self) -> str:

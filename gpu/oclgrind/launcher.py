@@ -19,12 +19,24 @@ from typing import Any
 
 from tiletraffic.gpu.oclgrind.errors import OclgrindError, OclgrindUnavailable
 from tiletraffic.gpu.oclgrind.spec import LaunchSpec
+from tiletraffic.gpu.oclgrind import worker
 from tiletraffic.gpu.oclgrind.worker import EXIT_BUILD_FAILED, EXIT_NO_PLATFORM
 
-__all__ = ["RunOutput", "INHERITED_SWITCHES", "WORKER_MODULE", "worker_env", "run_worker"]
+__all__ = ["RunOutput", "INHERITED_SWITCHES", "WORKER_SCRIPT", "worker_command", "worker_env",
+           "run_worker"]
 
-WORKER_MODULE = "tiletraffic.gpu.oclgrind.worker"
-"""The module the worker process runs (``python -m``)."""
+WORKER_SCRIPT = Path(worker.__file__).resolve()
+"""The file the worker process runs (:mod:`gpu.oclgrind.worker`), by its path: the worker
+imports nothing of tiletraffic, and ``python -m`` would import the whole package first."""
+
+
+def worker_command() -> list[str]:
+    """The worker's command line: this Python running :data:`WORKER_SCRIPT` as ``__main__``
+    (through ``runpy``, so that the script's folder, whose module names are this package's,
+    is not put first on ``sys.path``)."""
+    return [sys.executable, "-c",
+            "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')",
+            str(WORKER_SCRIPT)]
 
 
 @dataclass
@@ -78,7 +90,7 @@ def run_worker(spec: LaunchSpec, plugins: dict[str, str], timeout_s: float,
         log_path, result_path = Path(tmp) / "oclgrind.log", Path(tmp) / "result.json"
         env = worker_env({**plugins, "OCLGRIND_LOG": str(log_path)})
         payload = json.dumps({"spec": asdict(spec), "mode": mode, "result_path": str(result_path)})
-        cmd = [sys.executable, "-m", WORKER_MODULE]
+        cmd = worker_command()
         try:
             proc = subprocess.run(cmd, input=payload, capture_output=True, text=True,
                                   env=env, timeout=timeout_s)

@@ -16,8 +16,8 @@ Two entry points:
   :class:`OclgrindDiagnostics`.
 
 How it runs. Oclgrind reads its plugin switches from the environment once per process, so
-every execution runs in a fresh ``python -m tiletraffic.gpu.oclgrind.worker`` process
-(:mod:`gpu.oclgrind.worker`, started by :mod:`gpu.oclgrind.launcher`); the launch is
+every execution runs in a fresh worker process (the script :mod:`gpu.oclgrind.worker`,
+started by :mod:`gpu.oclgrind.launcher`); the launch is
 described by a :class:`LaunchSpec` (:mod:`gpu.oclgrind.spec`) sent as JSON on its standard
 input. The parent parses the instruction counter's table (:mod:`gpu.oclgrind.counts`) and
 the diagnostics (:mod:`gpu.oclgrind.diagnostics`). A worker that fails or runs past

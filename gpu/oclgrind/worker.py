@@ -1,4 +1,4 @@
-"""The worker process of an Oclgrind run: ``python -m tiletraffic.gpu.oclgrind.worker``.
+"""The worker process of an Oclgrind run: this file, run as a script.
 
 Oclgrind reads its plugin switches (``OCLGRIND_INST_COUNTS``, ``OCLGRIND_DATA_RACES``,
 ``OCLGRIND_UNINITIALIZED``, ``OCLGRIND_MAX_ERRORS``, ``OCLGRIND_LOG``) from the environment
@@ -8,7 +8,10 @@ worker reads the launch from its standard input, fills the inputs with standard-
 float32 values (never constant), builds with the Oclgrind platform, launches once and writes
 a small JSON result file. Oclgrind's instruction counter prints on the worker's standard
 output, its diagnostics go to ``OCLGRIND_LOG`` (API-check messages to standard error).
-numpy and pyopencl are imported only when the worker runs.
+numpy and pyopencl are imported only when the worker runs, and of tiletraffic only
+``gpu/codegen/kernel.py`` (by its path; it imports nothing of the package): the launcher runs
+this file by its path, so a launch pays for Python, numpy, pyopencl and Oclgrind, not for
+importing the package.
 """
 from __future__ import annotations
 
@@ -17,8 +20,6 @@ import os
 import sys
 from pathlib import Path
 
-from tiletraffic.gpu.codegen.kernel import INT_VECTOR_KINDS, int_vector
-from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
 
 __all__ = ["OCLGRIND_PLATFORM", "EXIT_NO_PLATFORM", "EXIT_BUILD_FAILED", "worker_main"]
 
@@ -39,6 +40,19 @@ __kernel void tiletraffic_probe_addresses(__global ulong *out, {params})
 """
 
 
+def _codegen_kernel():
+    """The module ``gpu/codegen/kernel.py`` beside this package (the int2/int4 argument
+    kinds and their values as ``clSetKernelArg`` takes them), loaded by its path."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "codegen" / "kernel.py"
+    spec = importlib.util.spec_from_file_location("tiletraffic_worker_codegen_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module     # dataclasses look their module up while decorating
+    spec.loader.exec_module(module)
+    return module
+
+
 def worker_main() -> int:
     """Run the launch described on standard input; return the process exit status.
 
@@ -54,6 +68,8 @@ def worker_main() -> int:
     import numpy as np
     import pyopencl as cl
 
+    float_bytes = np.dtype(np.float32).itemsize
+    kernel_kinds = _codegen_kernel()
     request = json.loads(sys.stdin.read())
     spec, mode, result_path = request["spec"], request["mode"], request["result_path"]
 
@@ -93,8 +109,8 @@ def worker_main() -> int:
     args, bufs = [], []
     mf = cl.mem_flags
     for name, kind in spec["args"]:
-        if kind in INT_VECTOR_KINDS:
-            args.append(int_vector(kind, spec["scalars"][name]))
+        if kind in kernel_kinds.INT_VECTOR_KINDS:
+            args.append(kernel_kinds.int_vector(kind, spec["scalars"][name]))
             continue
         if kind in ("int", "long", "float"):
             args.append({"int": np.int32, "long": np.int64,
@@ -119,7 +135,7 @@ def worker_main() -> int:
             access = mf.READ_ONLY if kind == "global_in" else mf.READ_WRITE
             buf = cl.Buffer(ctx, access | mf.COPY_HOST_PTR, hostbuf=host)
         else:
-            buf = cl.Buffer(ctx, mf.READ_WRITE, max(n, 1) * FLOAT_BYTES)
+            buf = cl.Buffer(ctx, mf.READ_WRITE, max(n, 1) * float_bytes)
         args.append(buf)
         bufs.append(buf)
 
@@ -129,7 +145,7 @@ def worker_main() -> int:
         out_buf = cl.Buffer(ctx, mf.WRITE_ONLY, bases.nbytes)
         probe(queue, (1,), (1,), out_buf, *bufs)
         cl.enqueue_copy(queue, bases, out_buf)
-        buffers = {n: (int(b), int(spec["array_elems"][n]) * FLOAT_BYTES)
+        buffers = {n: (int(b), int(spec["array_elems"][n]) * float_bytes)
                    for n, b in zip(buffer_names, bases)}
 
     kernel(queue, tuple(spec["global_size"]), tuple(spec["local_size"]), *args)

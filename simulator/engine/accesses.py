@@ -35,8 +35,9 @@ def _expand_vector(flat, mask, shape, width: int):
     G, L, I = shape
     f3, m3 = _as3(flat), _as3(mask)
     f3 = np.broadcast_to(f3, f3.shape[:2] + (I,))
-    m3 = np.broadcast_to(m3, m3.shape[:2] + (I,))
     index = (f3[..., None] + np.arange(width)).reshape(f3.shape[:2] + (I * width,))
+    if m3.shape[2] == 1:   # the same along the iteration axis: broadcast, not repeated
+        return index, m3, (G, L, I * width)
     return index, np.repeat(m3, width, axis=2), (G, L, I * width)
 
 
@@ -117,6 +118,8 @@ class Accesses(BatchState):
             words = words[(words >= 0) & (words < size)]
             for obs in self.observers:
                 obs.on_hazardous_store(array.name, words)
+        if not self.observers:    # nobody to tell (a sum-length run): indices and mask only
+            return flat, mask
         shape = self.shape_of(flat, mask)
         if width > 1 and not aligned and space == "global":
             # vloadn/vstoren of global memory: one scalar access per component, as NVIDIA's

@@ -61,7 +61,7 @@ class BatchState:
 
     def count_flop(self, mask, ops: int) -> None:
         """Charge ``ops`` FLOPs to every true entry of ``mask`` (observers' ``on_flop``)."""
-        if ops:
+        if ops and self.observers:
             per_group = count_per_group(mask, self.shape_of(mask)) * ops
             for obs in self.observers:
                 obs.on_flop(self.group_index, per_group)

@@ -11,13 +11,17 @@ gives a time that is not a measurement of the kernel. So before any launch
   most): every work-group executed with values, every hazard kind checked, and the sum
   length of every output element counted (:mod:`simulator.engine.sum_length`);
 - *representative work-groups* otherwise, where the classes are proved for the schedule
-  (:func:`simulator.engine.accelerators.class_safety.classes_problem`; an unproved one is checked
-  as a full launch whatever its size): one work-group per class of
+  (:func:`simulator.engine.accelerators.class_safety.classes_problem` and
+  :func:`~simulator.engine.accelerators.class_safety.translation_problem`; an unproved one is
+  checked as a full launch whatever its size): one work-group per class of
   :mod:`simulator.engine.accelerators.classes` (the first and last work-group of every
-  NDRange dimension, the edges, among them), counts only, so races within a work-group,
-  out-of-bounds accesses, barrier divergence, misaligned vector accesses and uninitialized
-  local and private reads are checked there (integer divisions by zero cannot occur: the
-  classes of a divisor that may be 0 are not proved, so such a launch is checked whole);
+  NDRange dimension, the edges, among them) and the extreme members of each class (where an
+  index affine in the work-group id takes its smallest and largest values:
+  :func:`simulator.engine.class_check.inside_work_groups`), counts only, so races within a
+  work-group, out-of-bounds accesses, barrier divergence, misaligned vector accesses and
+  uninitialized local and private reads are checked there (integer divisions by zero cannot
+  occur: the classes of a divisor that may be 0 are not proved, so such a launch is checked
+  whole);
   races between work-groups, reads of outputs before a store and unwritten outputs need
   every work-group and are not
   (:attr:`LaunchCheck.not_checked` says so). The sum length is counted on the
@@ -38,7 +42,9 @@ import numpy as np
 
 from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.engine.accelerators import Accelerators, NotApplicable
-from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
+from tiletraffic.simulator.engine.accelerators.class_safety import (classes_problem,
+                                                                    translation_problem)
+from tiletraffic.simulator.engine.class_check import inside_work_groups
 from tiletraffic.simulator.engine.budget import loop_steps as check_work
 from tiletraffic.simulator.engine.simulation import (group_id_of, largest_sum_length_of_groups,
                                                      simulate)
@@ -127,8 +133,9 @@ class LaunchCheck:
         more = (f", ... ({len(self.work_groups_checked) - 12} more)"
                 if len(self.work_groups_checked) > 12 else "")
         return (f"{len(self.work_groups_checked)} representative work-groups of "
-                f"{self.schedule.work_groups} (one per class of identical traffic, edges "
-                f"included: {shown}{more}); not checked: {', '.join(self.not_checked)}")
+                f"{self.schedule.work_groups} (one per class of identical traffic and the "
+                f"extreme members of each, edges included: {shown}{more}); not checked: "
+                f"{', '.join(self.not_checked)}")
 
     def describe(self) -> str:
         """One line: time, scope, verdict."""
@@ -172,7 +179,8 @@ def check_launch(schedule, *, rng: np.random.Generator | None = None,
         return _check_sequence(schedule, rng, full_check_work)
     start = time.perf_counter()
     small = check_work(schedule) <= full_check_work
-    unproved = None if small else classes_problem(schedule)
+    unproved = None if small else (classes_problem(schedule)
+                                   or translation_problem(schedule))
     if small or unproved is not None:
         inputs = random_inputs(schedule, rng or np.random.default_rng())
         res = simulate(schedule, inputs, hazards="report", limits=None, sum_lengths=True,
@@ -181,15 +189,13 @@ def check_launch(schedule, *, rng: np.random.Generator | None = None,
         return LaunchCheck(schedule, res.hazards, None, (), longest, "counted in every work-group",
                            time.perf_counter() - start, why_every_work_group=unproved)
     try:
-        res = simulate(schedule, compute_values=False, hazards="report", limits=None,
-                       accelerators=REPRESENTATIVES)
+        hazards, checked, reps = inside_work_groups(schedule, REPRESENTATIVES)
     except NotApplicable:
-        res = simulate(schedule, compute_values=False, hazards="report", limits=None,
-                       accelerators=REPRESENTATIVES.replace(loop_blocks=False))
-    reps = res.representatives
+        hazards, checked, reps = inside_work_groups(
+            schedule, REPRESENTATIVES.replace(loop_blocks=False))
     longest, method = _representative_sum_length(schedule, reps, input_sum_lengths)
-    return LaunchCheck(schedule, res.hazards,
-                       tuple(group_id_of(schedule, int(g)) for g in reps),
+    return LaunchCheck(schedule, hazards,
+                       tuple(group_id_of(schedule, int(g)) for g in checked),
                        NOT_CHECKED_BY_REPRESENTATIVES, longest, method,
                        time.perf_counter() - start)
 

@@ -141,7 +141,7 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
             self.last_index = {}
             return
         self.seeded = {name for name, length in initial.items() if length}
-        self.dbuf = {a.name: np.full(self.sizes[a.name], initial[a.name], sum_length.DTYPE)
+        self.dbuf = {a.name: _seeded_shadow(initial[a.name], self.sizes[a.name], a.role)
                      if initial.get(a.name) else   # zeros: pages only where stored
                      np.zeros(self.sizes[a.name], sum_length.DTYPE)
                      for a in self.schedule.arrays}
@@ -376,6 +376,16 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
             self.exec_block(loop.body, inside)
         self.env.pop(loop.var, None)
         return most > 0
+
+
+def _seeded_shadow(length: int, size: int, role: str) -> np.ndarray:
+    """The sum-length shadow of a global array of ``size`` elements that all start at
+    ``length``: for an input (role ``in``, never stored) one value seen ``size`` times
+    (read-only, no memory per element), else a writable array."""
+    value = np.asarray(length, dtype=sum_length.DTYPE)
+    if role == "in":
+        return np.broadcast_to(value, (size,))
+    return np.full(size, value, sum_length.DTYPE)
 
 
 STATEMENTS = {

@@ -76,15 +76,18 @@ def of_integer(values):
 
 
 def add(x, y):
-    """Sum length of ``x + y`` (arrays or ints)."""
+    """Sum length of ``x + y`` (arrays or ints; every sum length is ``ZERO`` or at least 0,
+    so the larger one, plus 1 unless the smaller is ``ZERO``)."""
     x, y = np.asarray(x, DTYPE), np.asarray(y, DTYPE)
-    return np.where(x == ZERO, y, np.where(y == ZERO, x, np.maximum(x, y) + 1)).astype(DTYPE)
+    return (np.maximum(x, y) + (np.minimum(x, y) != ZERO)).astype(DTYPE, copy=False)
 
 
 def multiply(x, y):
-    """Sum length of ``x * y``."""
+    """Sum length of ``x * y`` (``ZERO`` where either is: the smaller one; else both are at
+    least 0 and their sum plus 1)."""
     x, y = np.asarray(x, DTYPE), np.asarray(y, DTYPE)
-    return np.where((x == ZERO) | (y == ZERO), ZERO, x + y + 1).astype(DTYPE)
+    low = np.minimum(x, y)
+    return np.where(low == ZERO, ZERO, x + y + 1).astype(DTYPE, copy=False)
 
 
 def divide(x, y):

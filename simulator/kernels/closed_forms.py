@@ -265,16 +265,41 @@ def matvec_local_whole(m: int, k: int, t: int) -> dict:
     })
 
 
+def batched(single: dict, batch: int) -> dict:
+    """The counts of ``batch`` products in one launch (:mod:`simulator.kernels.batch`) from
+    one product's: every count, per buffer too, times P = ``batch``, the busiest work-group's
+    loads unchanged. With B shared by the batch the counts are the same: each product's
+    work-groups still load B (P·(one product's B loads)); only B's buffer, K·N floats instead
+    of P·K·N, and so the bytes DRAM must deliver at least, are smaller (the traffic model's
+    compulsory bytes)."""
+    out = {}
+    for key, value in single.items():
+        if isinstance(value, dict):
+            out[key] = {name: amount * batch for name, amount in value.items()}
+        elif key == "global_load_elems_per_tile":
+            out[key] = value
+        else:
+            out[key] = value * batch
+    return out
+
+
 def counts(schedule: Schedule) -> dict:
     """Closed-form counts for ``schedule``, with the keys of ``TrafficCounts.to_dict()``.
 
-    A :class:`simulator.ir.sequence.KernelSequence` gets its kernels' forms :func:`added`.
+    A :class:`simulator.ir.sequence.KernelSequence` gets its kernels' forms :func:`added`;
+    a batched schedule its single product's forms :func:`batched`.
 
     Raises:
         NoClosedForm (a ValueError): for a schedule family without closed forms.
     """
     if is_sequence(schedule):
         return added([counts(kernel) for kernel in schedule.kernels])
+    batch = int(schedule.extra.get("batch", 1))
+    return _single(schedule) if batch == 1 else batched(_single(schedule), batch)
+
+
+def _single(schedule: Schedule) -> dict:
+    """The closed forms of one product (:func:`counts` without the batch)."""
     p, t = schedule.param_values, schedule.tile
     family = schedule.family
     if family == "gemm-naive":

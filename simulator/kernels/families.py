@@ -34,6 +34,7 @@ from tiletraffic.simulator.kernels.register_blocked import (gemm_prefetch,
                                                             gemm_vectorized)
 from tiletraffic.simulator.kernels.warp_tiled import gemm_warp_tiled
 from tiletraffic.simulator.kernels.split_k import gemm_split_k
+from tiletraffic.simulator.kernels.batch import batched
 
 
 def gemm_naive(m: int, k: int, n: int, tile: int = 16, mapping: str = "row-major"
@@ -280,13 +281,18 @@ SEQUENCE_FAMILIES = ("gemm-split-k",)
 (:mod:`simulator.kernels.split_k`); not in :data:`FAMILIES`, whose members are one kernel."""
 FAMILIES = (GEMM_FAMILIES + MATVEC_FAMILIES + REGISTER_BLOCKED_FAMILIES
             + REDUCTION_MATVEC_FAMILIES + EPILOGUE_FAMILIES)
-FAMILY_OPTIONS = {"gemm-naive": ("mapping",), "gemm-tiled": ("padding", "a_tile"),
-                  "gemm-register-blocked": ("tm", "tn", "bk", "wg_rows"),
-                  "gemm-vectorized": ("tm", "tn", "bk", "wg_rows"),
-                  "gemm-prefetch": ("tm", "tn", "bk", "wg_rows"),
-                  "gemm-warp-tiled": ("tm", "tn", "bk", "wg_rows", "wn", "group_rows"),
+BATCH_OPTIONS = ("batch", "shared_b")
+"""Options of every GEMM family: ``batch`` products in one launch, ``shared_b`` one B for
+all of them (:mod:`simulator.kernels.batch`)."""
+FAMILY_OPTIONS = {"gemm-naive": ("mapping",) + BATCH_OPTIONS,
+                  "gemm-tiled": ("padding", "a_tile") + BATCH_OPTIONS,
+                  "gemm-register-blocked": ("tm", "tn", "bk", "wg_rows") + BATCH_OPTIONS,
+                  "gemm-vectorized": ("tm", "tn", "bk", "wg_rows") + BATCH_OPTIONS,
+                  "gemm-prefetch": ("tm", "tn", "bk", "wg_rows") + BATCH_OPTIONS,
+                  "gemm-warp-tiled": ("tm", "tn", "bk", "wg_rows", "wn", "group_rows")
+                  + BATCH_OPTIONS,
                   "gemm-split-k": ("tm", "tn", "bk", "wg_rows", "wn", "group_rows",
-                                   "splits"),
+                                   "splits") + BATCH_OPTIONS,
                   "matvec-rows-reduce": ("wg_rows",)}
 """Options each family takes (the other matrix-vector families take none)."""
 DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "gemm-register-blocked": 16,
@@ -312,7 +318,9 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
         chunk: elements of x per staged chunk (``matvec-local`` only).
         options: family options: ``mapping`` (gemm-naive), ``padding`` and ``a_tile``
             (gemm-tiled), ``tm``, ``tn``, ``bk``, ``wg_rows`` (gemm-register-blocked,
-            gemm-vectorized, gemm-prefetch, gemm-warp-tiled), ``wn`` (gemm-warp-tiled).
+            gemm-vectorized, gemm-prefetch, gemm-warp-tiled), ``wn`` (gemm-warp-tiled);
+            every GEMM family: ``batch`` (products in one launch, default 1) and
+            ``shared_b`` (one B for the whole batch), see :mod:`simulator.kernels.batch`.
 
     Raises:
         ScheduleError: unknown family, missing ``n`` for GEMM, or a bad parameter.
@@ -339,7 +347,8 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
         if unknown:
             raise ScheduleError(f"{family} does not take {', '.join(unknown)}; its options: "
                                 f"{', '.join(allowed) or 'none'}")
-        return builders[family](m, k, n, tile, **options)
+        batch, shared_b = options.pop("batch", 1), options.pop("shared_b", False)
+        return batched(builders[family](m, k, n, tile, **options), batch, shared_b)
     if family == "matvec-rows-reduce":
         unknown = sorted(set(options) - {"wg_rows"})
         if unknown:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from tiletraffic.simulator.ir.nodes import BinOp, Const, IntExpr, Min, Param, Schedule, ceil_div
 
-GEMM_SIZES = ("M", "K", "N")
-"""The sizes of the built-in families' closed forms (matrix-vector: M and K)."""
+GEMM_SIZES = ("M", "K", "N", "BATCH")
+"""The sizes of the built-in families' closed forms (matrix-vector: M and K; a batched
+GEMM also its batch count ``BATCH``, :mod:`simulator.kernels.batch`)."""
 
 
 def _up(size: IntExpr, block: int, items: int) -> IntExpr:
@@ -21,6 +22,17 @@ def _up(size: IntExpr, block: int, items: int) -> IntExpr:
 
 
 def _forms(schedule: Schedule) -> tuple[IntExpr, ...] | None:
+    """The family's NDRange, with the batch's dimension where it is batched: dimension 2 of
+    ``BATCH`` work-groups, or ``S·BATCH`` where the batch is folded into split-K's slices."""
+    forms = _single_forms(schedule)
+    if forms is None or schedule.extra.get("batch", 1) == 1:
+        return forms
+    if schedule.extra.get("folded_batch"):
+        return forms[:2] + (forms[2] * Param("BATCH"),)
+    return forms + (Param("BATCH"),)
+
+
+def _single_forms(schedule: Schedule) -> tuple[IntExpr, ...] | None:
     family, x, t = schedule.family, schedule.extra, schedule.tile
     M, N = Param("M"), Param("N")
     if family in ("gemm-naive", "gemm-tiled"):

@@ -142,6 +142,8 @@ class HazardLog:
     mode: str = "raise"
     num_groups: tuple[int, ...] | None = None
     _entries: dict = field(default_factory=dict, repr=False)
+    reports: int = field(default=0, repr=False)
+    """Reports recorded so far (:meth:`add` calls), merged or not."""
 
     def __post_init__(self) -> None:
         if self.mode not in ("raise", "report"):
@@ -170,6 +172,7 @@ class HazardLog:
         Raises:
             HazardError: in ``"raise"`` mode.
         """
+        self.reports += 1
         key = (hazard.kind, hazard.array, hazard.site or hazard.detail)
         entry = self._entries.get(key)
         if entry is None:

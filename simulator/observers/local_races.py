@@ -123,6 +123,15 @@ def _same_everywhere(ev: AccessEvent) -> bool:
     return _group_free(ev) and same_in_every_group(compact_mask(np.asarray(ev.mask)))
 
 
+def event_key(ev: AccessEvent) -> tuple:
+    """What a detector's verdict on ``ev`` depends on, exactly: its array, direction, shape
+    and the values of its index and mask (two events of equal keys touch the same words by
+    the same work-items of the same work-groups of a batch)."""
+    index, mask = np.asarray(ev.index), np.asarray(ev.mask)
+    return (ev.array, ev.direction, tuple(ev.shape), index.shape, index.dtype.str,
+            index.tobytes(), mask.shape, mask.tobytes())
+
+
 UNION_MAX_WORDS = 1 << 22
 """Largest (work-groups of the batch) x (words of a local array) kept as a union table."""
 
@@ -146,22 +155,40 @@ class LocalRaceDetector(Observer):
         self.local_sizes = local_sizes
         self.epoch_events: dict[str, list[AccessEvent]] = {}
         self.unions: dict[tuple[str, str], _UnionOwners] | None = {}
+        self._reset_intervals()
+
+    def _reset_intervals(self) -> None:
+        """Forget the barrier intervals seen (a new batch)."""
+        self.prefixes: dict[tuple, int] = {}
+        """Each sequence of events of one array in one barrier interval seen in this batch
+        (as the sequence before its last event and that event's :func:`event_key`), by
+        number."""
+        self.clean: set[int] = set()
+        """The sequences whose last event was checked against the others and found no race:
+        the same sequence again (a loop's next iteration) has none either."""
+        self.current: dict[str, int] = {}
+        """Per array, the number of the current interval's sequence (0: none yet)."""
+        self.remembering = True
+        """False after a barrier some work-groups did not pass (then their events stay)."""
 
     def on_batch(self, group_index, work_items, weights=None) -> None:
         self.group_index = group_index
         self.epoch_events = {}
         self.unions = {}
         self.epochs = np.zeros(len(group_index), dtype=np.int64)
+        self._reset_intervals()
 
     def on_barrier(self, group_index, arrived) -> None:
         """Work-groups that passed the barrier start a new interval; the accesses of the
         others (none of whose work-items arrived) stay in their current interval."""
         passed = np.asarray(arrived) > 0
         self.epochs += passed
+        self.current = {}
         if passed.all():
             self.epoch_events = {}
             self.unions = {}
             return
+        self.remembering = False
         self.unions = None   # masks change below: compare event by event until a full barrier
         keep = ~passed.reshape(-1, 1, 1)
         self.epoch_events = {
@@ -187,6 +214,22 @@ class LocalRaceDetector(Observer):
         if ev.space != "local" or not np.any(ev.mask):
             return
         earlier = self.epoch_events.setdefault(ev.array, [])
+        sequence = None
+        if self.remembering:
+            key = (self.current.get(ev.array, 0), event_key(ev))
+            sequence = self.prefixes.setdefault(key, len(self.prefixes) + 1)
+            self.current[ev.array] = sequence
+            if sequence in self.clean:
+                earlier.append(ev)
+                return
+        reported = self.log.reports
+        self._check(ev, earlier)
+        if sequence is not None and self.log.reports == reported:
+            self.clean.add(sequence)
+        earlier.append(ev)
+
+    def _check(self, ev: AccessEvent, earlier: list[AccessEvent]) -> None:
+        """Compare ``ev`` with the ``earlier`` events of its array in its interval."""
         if ev.direction == "store":
             self._within_store(ev)
             if earlier and self._may_conflict(ev, earlier, stores=False):
@@ -197,7 +240,6 @@ class LocalRaceDetector(Observer):
             for old in earlier:
                 if old.direction == "store":
                     self._between(old, ev)
-        earlier.append(ev)
 
     def _within_store(self, ev: AccessEvent) -> None:
         size = self.local_sizes[ev.array]
@@ -259,6 +301,10 @@ class UninitializedLocalRead(Observer):
         self.written = {n: np.zeros((1, s), dtype=bool) for n, s in self.local_sizes.items()}
         self.complete = {n: False for n in self.local_sizes}
         self.epochs = np.zeros(len(group_index), dtype=np.int64)
+        self.done: set[tuple] = set()
+        """:func:`event_key` of the stores applied and of the loads found reading stored
+        words only, in this batch: the words stored only grow, so the same store again
+        stores nothing new and the same load again reads stored words only."""
 
     def on_barrier(self, group_index, arrived) -> None:
         self.epochs += np.asarray(arrived) > 0
@@ -266,6 +312,16 @@ class UninitializedLocalRead(Observer):
     def on_access(self, ev: AccessEvent) -> None:
         if ev.space != "local" or self.complete.get(ev.array, True):
             return
+        key = event_key(ev)
+        if key in self.done:
+            return
+        reported = self.log.reports
+        self._check(ev)
+        if self.log.reports == reported:
+            self.done.add(key)
+
+    def _check(self, ev: AccessEvent) -> None:
+        """Apply a store of ``ev`` or check its load."""
         written = self.written[ev.array]
         shared = written.shape[0] == 1 and len(self.group_index) > 1
         same = shared and _same_everywhere(ev)

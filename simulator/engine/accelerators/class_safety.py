@@ -75,10 +75,11 @@ def _trusted_families() -> tuple[str, ...]:
 def classes_problem(schedule: S.Schedule) -> str | None:
     """Why the work-group classes of ``schedule`` are not proved to give full execution's
     counts (one line naming the expression), or ``None`` where they are (module
-    docstring; a built-in family is trusted)."""
+    docstring; a built-in family is trusted, except a kernel whose batch is folded into an
+    NDRange dimension that already runs over something else, proved as any other)."""
     if S.reads_int_buffer(schedule.body):
         return INT_BUFFER_DECLINE
-    if schedule.family in _trusted_families():
+    if schedule.family in _trusted_families() and not schedule.extra.get("folded_batch"):
         return None
     try:
         _Prover(schedule).block(schedule.body, {})
@@ -356,3 +357,82 @@ def _assigned_outside(stmts) -> list[str]:
     declared = {s.name for s in walk_statements(stmts) if isinstance(s, S.DeclareInt)}
     return sorted({s.name for s in walk_statements(stmts)
                    if isinstance(s, S.AssignInt) and s.name not in declared})
+
+
+def translation_problem(schedule: S.Schedule) -> str | None:
+    """Why the hazards inside one work-group (local and private memory: races, reads of
+    words nothing stored, out-of-bounds entries) may differ between two work-groups of one
+    class beyond a translation, or ``None`` where they cannot.
+
+    Where the classes are proved (:func:`classes_problem`), every statement runs under the
+    same masks in every work-group of a class and each index is ``sum_d c_d * group_id(d)
+    + r`` with ``r`` the same in all of them. Two accesses of one local or private array
+    then touch the same word in one work-group exactly when they do in another if their
+    indices move by the same ``c`` (per index dimension): this holds when every access of
+    each local and private array has the same coefficients (zero, in nearly every kernel),
+    and every sub-group shuffle's lane has none. Refused otherwise, and wherever the forms
+    cannot be proved (the proof of :func:`classes_problem`); a built-in family is trusted,
+    as there (its local and private arrays are indexed by local ids and loop variables)."""
+    if S.reads_int_buffer(schedule.body):
+        return INT_BUFFER_DECLINE
+    if schedule.family in _trusted_families():
+        return None
+    prover = _TranslationProver(schedule)
+    try:
+        prover.block(schedule.body, {})
+    except _Unproved as why:
+        return str(why)
+    for (space, name), moves in sorted(prover.moves.items()):
+        if len(moves) > 1:
+            return (f"the accesses of {space} array {name} move differently with the "
+                    "work-group id")
+    return prover.problem
+
+
+class _TranslationProver(_Prover):
+    """:class:`_Prover` that also records, per local and private array, the work-group
+    coefficients of every access's index (:func:`translation_problem`)."""
+
+    def __init__(self, schedule: S.Schedule):
+        super().__init__(schedule)
+        self.moves: dict[tuple[str, str], set] = {}
+        self.problem: str | None = None
+
+    def note(self, array, index, env: dict) -> None:
+        if isinstance(array, S.GlobalArray):
+            return
+        space = "local" if isinstance(array, S.LocalArray) else "private"
+        self.note_named(space, array.name, index, env)
+
+    def note_named(self, space: str, name: str, index, env: dict) -> None:
+        coeffs = tuple(self.form(i, env).coeffs for i in index)
+        self.moves.setdefault((space, name), set()).add(coeffs)
+
+    def floats(self, e: S.FloatExpr, env: dict) -> None:
+        if isinstance(e, (S.Load, S.PrivateElem)):
+            self.note(e.array, e.index, env)
+        super().floats(e, env)
+
+    def visit_Assign(self, s) -> None:
+        if s.index:
+            self.note_named("private", s.name, s.index, self.env)
+        super().visit_Assign(s)
+
+    visit_Accumulate = visit_Assign
+
+    def visit_Store(self, s: S.Store) -> None:
+        self.note(s.array, s.index, self.env)
+        super().visit_Store(s)
+
+    def visit_VectorLoad(self, s: S.VectorLoad) -> None:
+        self.note(s.array, s.index, self.env)
+        super().visit_VectorLoad(s)
+
+    def visit_VectorStore(self, s: S.VectorStore) -> None:
+        self.note(s.array, s.index, self.env)
+        super().visit_VectorStore(s)
+
+    def visit_Shuffle(self, s: S.Shuffle) -> None:
+        if self.form(s.lane, self.env).varies and self.problem is None:
+            self.problem = f"a shuffle's lane {describe_int(s.lane)} varies with the work-group id"
+        super().visit_Shuffle(s)

@@ -1,0 +1,43 @@
+"""The command line's batch options: ``--batch COUNT`` and ``--shared-b``, taken by every command
+that builds a GEMM family at its sizes (:mod:`simulator.kernels.batch`); kept, as the other
+family options, in the click context's ``family_options``."""
+from __future__ import annotations
+
+import click
+
+
+def _remember(ctx, param, value):
+    if value is not None:
+        ctx.meta.setdefault("family_options", {})[param.name] = value
+    return value
+
+
+def _remember_flag(ctx, param, value):
+    if value:
+        ctx.meta.setdefault("family_options", {})[param.name] = True
+    return value
+
+
+BATCH_HELP = ("Every GEMM family: compute COUNT independent products C[b] = A[b]·B[b] in "
+              "one launch, NDRange dimension 2 selecting the matrix (A, B, C each COUNT x "
+              "rows x columns, row-major) [default: 1, one product].")
+SHARED_B_HELP = ("With --batch: one K x N matrix B for the whole batch (a layer's weights "
+                 "applied to every input): C[b] = A[b]·B.")
+
+
+def batch_options(f):
+    """--batch COUNT and --shared-b (every GEMM family; :mod:`simulator.kernels.batch`)."""
+    f = click.option("--shared-b", "shared_b", is_flag=True, default=False,
+                     expose_value=False, callback=_remember_flag, help=SHARED_B_HELP)(f)
+    return click.option("--batch", "batch", type=int, default=None, metavar="COUNT",
+                        expose_value=False, callback=_remember, help=BATCH_HELP)(f)
+
+
+
+
+def tune_batch_options(f):
+    """--batch COUNT and --shared-b as arguments of the command (``tune gemm``: every
+    candidate is built with them)."""
+    f = click.option("--shared-b", "shared_b", is_flag=True, help=SHARED_B_HELP)(f)
+    return click.option("--batch", "batch", type=int, default=1, show_default=True,
+                        metavar="COUNT", help=BATCH_HELP.split(" [default")[0])(f)
