@@ -432,7 +432,8 @@ def _buffer_argument(launch: LaunchFile, where: str, raw: dict) -> BufferArg:
     unknown = sorted(set(raw) - set(BUFFER_FIELDS))
     if unknown:
         raise launch.error(f"{where}.{unknown[0]}", "unknown key; a buffer has shape and "
-                                                    "access (a __local pointer shape or "
+                                                    "access (an integer buffer data; "
+                                                    "a __local pointer shape or "
                                                     "local_bytes; a NULL pointer null = "
                                                     "true)")
     if "null" in raw:
@@ -467,7 +468,54 @@ def _buffer_argument(launch: LaunchFile, where: str, raw: dict) -> BufferArg:
                                               f"{shown(access)}")
     if local_bytes is not None:
         local_bytes = launch.value(f"{where}.local_bytes", local_bytes)
-    return BufferArg(entries, access, local_bytes)
+    data = None
+    if "data" in raw:
+        dims = tuple(launch.names[e] if isinstance(e, str) else e for e in entries)
+        data = int_buffer_data(launch, f"{where}.data", raw["data"], dims)
+    return BufferArg(entries, access, local_bytes, data=data)
+
+
+def int_buffer_data(launch: LaunchFile, where: str, raw, dims: tuple) -> tuple:
+    """The contents of an integer buffer of shape ``dims``, given by ``raw``: ``"FILE.npy"``
+    (a numpy array file beside the launch file, read without pickles) or
+    ``"FILE.py:FUNCTION"`` (the user's own Python file, executed: ``FUNCTION(sizes)``, with
+    the launch's sizes as a dict of name to int, returns the array). Flat, row-major
+    Python ints.
+
+    Raises:
+        LaunchFileError: a file that cannot be read, an array of another shape, or values
+            that are not integers in the 32-bit range (one line naming the value and the
+            limit).
+    """
+    import numpy as np
+    from tiletraffic.frontend import user_schedule
+    if not isinstance(raw, str) or not (raw.endswith(".npy") or ".py:" in raw):
+        raise launch.error(where, f"must be \"FILE.npy\" or \"FILE.py:FUNCTION\", not "
+                                  f"{shown(raw)}")
+    if raw.endswith(".npy"):
+        try:
+            values = np.load(launch.path.parent / raw, allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise launch.error(where, f"cannot read {raw}: {err}") from None
+    else:
+        file, _, name = raw.rpartition(":")
+        try:
+            fn = user_schedule.load_function(f"{launch.path.parent / file}:{name}")
+        except user_schedule.UserScheduleError as err:
+            raise launch.error(where, str(err)) from None
+        values = np.asarray(fn(dict(launch.names)))
+    if values.shape != tuple(dims):
+        raise launch.error(where, f"{raw} gives shape {tuple(values.shape)}; the buffer's "
+                                  f"shape is {tuple(dims)}")
+    if values.dtype.kind not in "iub":
+        raise launch.error(where, f"{raw} holds {values.dtype}; an integer buffer needs "
+                                  "integers")
+    flat = [int(v) for v in values.reshape(-1)]
+    bad = next((v for v in flat if not -(2 ** 31) <= v < 2 ** 32), None)
+    if bad is not None:
+        raise launch.error(where, f"value {bad} is outside the 32-bit integers "
+                                  f"({-(2 ** 31)} to {2 ** 32 - 1})")
+    return tuple(flat)
 
 
 def schedule(launch: LaunchFile) -> Schedule:

@@ -105,7 +105,7 @@ SAMPLES = {
     "assignment to a helper's parameter": (
         kernel("    bump(C, i);", before=HELPER_ASSIGN), "", {}),
     "octal literal": (kernel("    C[i] = A[i + 010];"), "", {}),
-    "integer buffer": (
+    "integer buffer without its contents": (
         kernel("    C[i] = A[ind[i]];", signature=SIGNATURE + ", __global const int *ind"),
         "", {"ind": {"shape": [64], "access": "in"}}),
     "char pointer at an offset not a multiple of 4": (

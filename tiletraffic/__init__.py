@@ -67,7 +67,7 @@ from tiletraffic.simulator.ir.nodes import (Accumulate, Assign, Barrier, Const, 
                                             DeclarePrivateArray, For, GlobalArray, If, Let,
                                             LocalArray, Param, PrivateArray, Return, Schedule,
                                             Var, accumulate_elem, assign_elem, FCall, FNeg,
-                                            IntSelect, Select, block, int_select, ceil_div, exp, fabs, fmax, fmin,
+                                            IntLoad, IntSelect, Select, block, int_select, ceil_div, exp, fabs, fmax, fmin,
                                             global_id, group_id, local_id, minimum, select,
                                             sqrt, store, vload, vstore)
 from tiletraffic.simulator.kernels.families import FAMILIES, SEQUENCE_FAMILIES, ScheduleError
@@ -109,7 +109,7 @@ __all__ = [
     "ceil_div", "minimum", "global_id", "local_id", "group_id",
     "vload", "vstore", "PrivateArray", "DeclarePrivateArray", "assign_elem", "accumulate_elem",
     "FCall", "FNeg", "Select", "fmax", "fmin", "fabs", "sqrt", "exp", "select",
-    "IntSelect", "int_select",
+    "IntSelect", "int_select", "IntLoad",
     "DeviceModel", "DEVICE_MODELS", "device_model", "DeviceModelError", "DeviceLimits",
     "GENERIC_GPU", "UNLIMITED",
     "FAMILIES", "SEQUENCE_FAMILIES", "KernelSequence", "SimulationResult", "SequenceResult",

@@ -70,7 +70,9 @@ def from_opencl(source_or_path, kernel: str, global_size, local_size, args: dict
         args: every kernel argument by its name in the source: an `int` for a scalar (a
             list of ints for an `int2`/`uint2`/`int4`/`uint4`),
             `{"shape": (M, K), "access": "in"}` for a buffer (row-major float32; entries
-            integers or names of scalar arguments or of `sizes`; access in/out/inout).
+            integers or names of scalar arguments or of `sizes`; access in/out/inout);
+            an `int`/`uint` buffer the kernel reads adds its contents,
+            `{"shape": (N,), "access": "in", "data": numpy_array_of_integers}`.
         build_options: `-D`/`-U`/`-I` options, as for `clBuildProgram`.
         sizes: values of names the shapes use that are not kernel arguments.
 

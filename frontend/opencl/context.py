@@ -38,6 +38,8 @@ class Buffer:
     const: bool
     array: S.GlobalArray = None
     stored: bool = False
+    dtype: str = "float"          # "int"/"uint": an integer buffer (its contents in data)
+    data: tuple | None = None
     char: bool = False   # declared char* (uchar*): the floats reached through byte offsets
 
 

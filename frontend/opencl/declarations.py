@@ -47,16 +47,38 @@ class BufferArg:
 
     ``null``: the ``__global`` pointer argument is given as ``NULL`` (no shape, no access):
     a test of it (``p != NULL``, ``p ? x : y``) is a constant, and an access through it is
-    refused."""
+    refused.
+
+    ``data``: the contents of an ``int``/``uint`` buffer (flat, row-major integers), which
+    the kernel reads as integers (indices, bounds); needed for such a buffer."""
 
     shape: tuple
     access: str | None = None
     local_bytes: int | None = None
     null: bool = False
+    data: tuple | None = None
 
 
-BUFFER_FIELDS = ("shape", "access", "local_bytes", "null")
+BUFFER_FIELDS = ("shape", "access", "local_bytes", "null", "data")
 """The fields of a buffer or local argument given as a dict (:class:`BufferArg`)."""
+
+
+def _integers(name: str, data) -> tuple | None:
+    """The contents of integer buffer ``name`` given as a sequence or numpy array of
+    integers, flat (row-major); None where not given.
+
+    Raises:
+        FrontendError: a value that is not an integer (named)."""
+    if data is None:
+        return None
+    import numpy as np
+    values = np.asarray(data)
+    if values.dtype.kind not in "iub":
+        bad = next((v for v in values.reshape(-1).tolist()
+                    if isinstance(v, bool) or not isinstance(v, int)), values.dtype)
+        raise FrontendError(f"buffer {name}: data holds {bad!r}; an integer buffer holds "
+                            "integers", name)
+    return tuple(int(v) for v in values.reshape(-1).tolist())
 
 
 class Declarations(TranslationContext):
@@ -80,7 +102,7 @@ class Declarations(TranslationContext):
         for p in params:
             self.declare_argument(p)
         for b in self.buffers.values():
-            b.array = S.GlobalArray(b.name, b.role, b.shape)
+            b.array = S.GlobalArray(b.name, b.role, b.shape, b.dtype, b.data)
         body = [c for c in self.cursor.get_children() if c.kind == CursorKind.COMPOUND_STMT]
         stmts = self.block(body[0], new_scope=True, kernel_level=True)
         for b in self.buffers.values():
@@ -99,7 +121,8 @@ class Declarations(TranslationContext):
                 raise FrontendError(f"buffer {name}: unknown field(s) {', '.join(extra)}",
                                     name)
             value = BufferArg(tuple(value.get("shape") or ()), value.get("access"),
-                              value.get("local_bytes"), value.get("null", False))
+                              value.get("local_bytes"), value.get("null", False),
+                              _integers(name, value.get("data")))
         if type_kind(t) == "POINTER":
             pointee = t.get_pointee()
             space = self.pointer_space(pointee)
@@ -113,6 +136,14 @@ class Declarations(TranslationContext):
                 self.declare_null_argument(p, value)
                 return
             char = type_kind(pointee) in CHAR_KINDS
+            if type_kind(pointee) in _SCALAR_INTS and int_type(pointee) is not None and \
+                    int_type(pointee)[0] == 32 and isinstance(value, BufferArg):
+                if value.data is None:
+                    self.fail(p, f"buffer {name} of {pointee.spelling} is read as integers: "
+                                 "give its contents (data = \"FILE.npy\" or "
+                                 "\"FILE.py:FUNCTION\")", name)
+                self.declare_int_buffer(p, pointee, value, space)
+                return
             if is_float_type(pointee) or char:
                 width = 1
             elif is_vector_type(pointee) and \
@@ -180,6 +211,33 @@ class Declarations(TranslationContext):
         self.fail(p, f"argument {name} of type {t.spelling}: arguments must be int, uint, long, "
                      "ulong, size_t or float scalars, __global float/float2/float4 buffers or __local float "
                      "pointers", name)
+
+    def declare_int_buffer(self, p, pointee, value: BufferArg, space: str) -> None:
+        """A ``__global``/``__constant`` ``int*``/``uint*`` argument given its contents
+        (``value.data``): an input :class:`simulator.ir.nodes.GlobalArray` of element type
+        ``int``/``uint`` whose elements the kernel reads as integers."""
+        name = p.spelling
+        if value.access not in (None, "in"):
+            raise FrontendError(f"buffer {name} of {pointee.spelling} is read as integers: "
+                                f"its access must be 'in', not {value.access!r}", name)
+        shape, dims = self.buffer_shape(name, value.shape)
+        n = 1
+        for d in dims:
+            n *= d
+        if len(value.data) != n:
+            raise FrontendError(f"buffer {name}: data holds {len(value.data)} integers; its "
+                                f"shape {' x '.join(map(str, dims))} holds {n}", name)
+        signed = int_type(pointee)[1]
+        lo, hi = (-(2 ** 31), 2 ** 31 - 1) if signed else (0, 2 ** 32 - 1)
+        bad = next((v for v in value.data if not lo <= v <= hi), None)
+        if bad is not None:
+            raise FrontendError(f"buffer {name}: data value {bad} does not fit its "
+                                f"{'int' if signed else 'uint'} elements ({lo} to {hi})", name)
+        buf = Buffer(name, "in", shape, dims, 1, True)
+        buf.dtype, buf.data = ("int" if signed else "uint"), value.data
+        self.buffers[name] = buf
+        self.arg_kinds.append((name, "global_in"))
+        self.bind(name, Binding("buffer", buf, p))
 
     def declare_int_vector_argument(self, p, value) -> None:
         """An ``int2``/``uint2``/``int4``/``uint4`` argument given a list of as many

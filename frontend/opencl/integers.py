@@ -113,6 +113,9 @@ class Integers(TranslationContext):
         if isinstance(e, S.IntSelect):
             (a, b), (c, d) = self.range_of(e.then), self.range_of(e.orelse)
             return min(a, c), max(b, d)
+        if isinstance(e, S.IntLoad):         # the launch's contents of the buffer
+            values = e.array.values
+            return (min(values), max(values)) if values else (0, 0)
         return -math.inf, math.inf
 
     def _int_expr(self, s) -> S.IntExpr:
@@ -166,6 +169,10 @@ class Integers(TranslationContext):
         if kind in (K.MEMBER_REF_EXPR, K.UNEXPOSED_EXPR) and len(C.children(s)) == 1 and \
                 is_vector_type(C.children(s)[0].type) and is_int_type(s.type):
             return self.int_vector_component(s)
+        if kind == K.ARRAY_SUBSCRIPT_EXPR and is_int_type(s.type):
+            e = self.element(s)
+            if e[0] == "memory" and isinstance(e[1], S.GlobalArray) and e[1].is_int:
+                return S.IntLoad(e[1], e[2], self.access_source(s, e[1], e[2]))
         if kind == K.ARRAY_SUBSCRIPT_EXPR or is_float_type(s.type):
             self.fail(s, f"an index, bound or condition computed from loaded values: "
                          f"{DATA_DEPENDENT}")
@@ -286,7 +293,8 @@ class Integers(TranslationContext):
         ir = self.bind_int(d.spelling, d)
         if bound_once:
             self.ranges[ir] = self.range_of(value)
-            self.let_values[ir] = value
+            if not S.reads_int_buffer(value):   # a load happens once, where it is bound
+                self.let_values[ir] = value
             return [S.Let(ir, value)]
         self.declare_mutable(ir, d, _bounds_of(d.type))
         self.ranges[ir] = self.mutable_ranges[ir] if value is None else self.range_of(value)

@@ -68,6 +68,8 @@ def render_int(e: S.IntExpr, longs=frozenset()) -> tuple[str, int]:
     if isinstance(e, S.IntSelect):
         return (f"(({render_cond(e.cond, longs)[0]}) ? {render_int(e.then, longs)[0]} : "
                 f"{render_int(e.orelse, longs)[0]})"), _ATOM
+    if isinstance(e, S.IntLoad):     # an element of an int/uint buffer, widened as read
+        return f"(long){render_access(e.array, e.index, longs)}", _ATOM
     if isinstance(e, S.Wrap):
         inner = render_int(e.operand, longs)[0]
         if e.bits == 64:   # the operand itself (an unsigned one refused when negative)
@@ -452,7 +454,7 @@ def generate(schedule: S.Schedule) -> GeneratedKernel:
     sig = []
     for a in schedule.arrays:
         const = "const " if a.role == "in" else ""
-        sig.append(f"__global {const}float *restrict {a.name}")
+        sig.append(f"__global {const}{a.dtype} *restrict {a.name}")
     sig += [f"const {arg.kind} {arg.name}" for arg in args[len(schedule.arrays):]]
     reqd = list(schedule.local_size) + [1] * (3 - len(schedule.local_size))
     vectors = _uses_vectors(schedule.body)

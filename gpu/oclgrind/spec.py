@@ -39,6 +39,8 @@ class LaunchSpec:
             ``optimize=True``).
         seed: seed of ``numpy.random.default_rng`` for the inputs (None: fresh entropy).
         local_bytes: bytes of every ``local`` argument, by name.
+        int_data: the contents of every integer (``int``/``uint``) buffer, by name: its
+            elements in order, uploaded as 32-bit integers in place of random floats.
     """
 
     source: str
@@ -51,6 +53,7 @@ class LaunchSpec:
     build_options: tuple[str, ...] = ()
     seed: int | None = None
     local_bytes: dict[str, int] = field(default_factory=dict)
+    int_data: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def work_group_items(self) -> int:
@@ -59,9 +62,11 @@ class LaunchSpec:
 
     @classmethod
     def from_kernel(cls, kernel: GeneratedKernel, array_elems: dict[str, int],
-                    scalars: dict[str, int], seed: int | None = None) -> LaunchSpec:
+                    scalars: dict[str, int], seed: int | None = None,
+                    int_data: dict[str, list[int]] | None = None) -> LaunchSpec:
         """Launch ``kernel`` with buffers of ``array_elems`` floats and ``scalars`` (its
-        ``int`` and ``float`` arguments); its ``local`` arguments take their own sizes.
+        ``int`` and ``float`` arguments); its ``local`` arguments take their own sizes;
+        ``int_data``: the contents of its integer buffers, by name.
 
         Raises:
             OclgrindError: an argument of unknown kind, or a buffer size / scalar missing.
@@ -92,7 +97,9 @@ class LaunchSpec:
                      for a in kernel.args if a.kind in SCALAR_KINDS},
             build_options=tuple(kernel.build_options), seed=seed,
             local_bytes={a.name: int(a.local_bytes) for a in kernel.args
-                         if a.kind == LOCAL_KIND})
+                         if a.kind == LOCAL_KIND},
+            int_data={name: [int(v) for v in values]
+                      for name, values in (int_data or {}).items()})
 
     @classmethod
     def from_schedule(cls, schedule: Schedule, kernel: GeneratedKernel | None = None,
@@ -112,7 +119,8 @@ class LaunchSpec:
             for s in a.shape:
                 n *= params[s]
             elems[a.name] = n
-        return cls.from_kernel(kernel, elems, values, seed=seed)
+        int_data = {a.name: list(a.values) for a in schedule.arrays if a.is_int}
+        return cls.from_kernel(kernel, elems, values, seed=seed, int_data=int_data)
 
     def to_json(self) -> str:
         """The spec as a JSON object (tuples as lists)."""

@@ -123,7 +123,12 @@ def worker_main() -> int:
             args.append(None)
             continue
         n = int(spec["array_elems"][name])
-        if kind in ("global_in", "global_inout"):
+        if name in spec.get("int_data", {}):     # an integer buffer: its given contents
+            host = (np.asarray(spec["int_data"][name], dtype=np.int64) & 0xFFFFFFFF
+                    ).astype(np.uint32)
+            buf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR,
+                            hostbuf=host if host.size else np.zeros(1, np.uint32))
+        elif kind in ("global_in", "global_inout"):
             host = rng.standard_normal(max(n, 1)).astype(np.float32)
             while host.size > 1 and np.all(host == host[0]):
                 host = rng.standard_normal(host.size).astype(np.float32)

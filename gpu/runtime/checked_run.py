@@ -202,7 +202,10 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     inputs = random_inputs(schedule, rng, kind)
     refs = references(schedule, inputs, reference_fn, sum_length=checked.sum_length)
     p = schedule.param_values
-    arrays = {a.name: (np.ascontiguousarray(inputs[a.name]).reshape(-1) if a.is_input
+    # an integer buffer's int32/uint32 contents travel as float32 of the same 4-byte words
+    arrays = {a.name: (np.ascontiguousarray(inputs[a.name]).reshape(-1).view(np.float32)
+                       if a.is_int else np.ascontiguousarray(inputs[a.name]).reshape(-1)
+                       if a.is_input
                        else np.empty(int(np.prod([p[s] for s in a.shape])), dtype=np.float32))
               for a in buffers_of(schedule)}
     total = warmup + repeat

@@ -143,6 +143,8 @@ class Expressions(BatchState):
             return np.minimum(self.eval_int(e.left), self.eval_int(e.right))
         if isinstance(e, S.IntSelect):
             return self.int_select(e)
+        if isinstance(e, S.IntLoad):
+            return self.int_load(e)
         if isinstance(e, S.Wrap):
             value = self.eval_int(e.operand)
             if e.bits < 64:
@@ -151,6 +153,28 @@ class Expressions(BatchState):
                 self.check_unsigned(e, value)
             return value
         raise TypeError(f"unknown integer expression {e!r}")
+
+    def int_load(self, e: S.IntLoad):
+        """The elements of integer buffer ``e.array`` at ``e.index`` for the work-items of
+        :attr:`live` (0 for the others), a global load of each of them announced to the
+        observers (bounds-checked: an index outside the buffer is the hazard
+        ``out-of-bounds``, its value then 0). Evaluated again with :attr:`live` off (a
+        loop's bound checked on entry), nothing is announced."""
+        live = True if self.live is None else self.live
+        if live is False or not np.any(live):
+            comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in e.index]
+            flat = comps[0]
+            for comp, extent in zip(comps[1:], self.dims_of(e.array)[1:]):
+                flat = flat * extent + comp
+            table = self.int_buffers[e.array.name]
+            return table[np.clip(flat, 0, max(table.size - 1, 0))] if table.size else 0 * flat
+        shape_mask = np.broadcast_to(live, (self.G, self.L, 1)) if np.ndim(live) == 0 \
+            else live
+        flat, mask = self.access("global", "load", e.array, e.index, shape_mask,
+                                 source=e.source)
+        table = self.int_buffers[e.array.name]
+        safe = np.where(mask, flat, 0)
+        return np.where(mask, table[safe], 0) if table.size else np.zeros_like(safe)
 
     def shift_count(self, e: S.BinOp, count):
         """The count of the shift ``e``: refused where a work-item of :attr:`live` has one
@@ -321,6 +345,16 @@ class Expressions(BatchState):
             return np.where(cond, then, orelse).astype(np.float32), ft + fo + 1
         raise TypeError(f"unknown float expression {e!r}")
 
+    def again(self, e, evaluate):
+        """``evaluate(e)`` of an expression evaluated already in this statement: with
+        :attr:`live` off, so its checks and its loads of integer buffers are not reported
+        twice."""
+        live, self.live = self.live, False
+        try:
+            return evaluate(e)
+        finally:
+            self.live = live
+
     def depth_of(self, e: S.FloatExpr):
         """Shadow of ``e``: its sum length (:mod:`simulator.engine.sum_length`), or with
         error bounds its record (:mod:`simulator.engine.error_bound`), evaluated right after
@@ -337,7 +371,7 @@ class Expressions(BatchState):
         if isinstance(e, S.FloatParam):
             return self.shadow.of_constant(self.params[e.name])
         if isinstance(e, S.IntToFloat):
-            return self.shadow.of_integer(self.eval_int(e.value))
+            return self.shadow.of_integer(self.again(e.value, self.eval_int))
         if isinstance(e, S.Private):
             return self.dpriv[e.name]
         if isinstance(e, S.PrivateElem):
@@ -354,7 +388,7 @@ class Expressions(BatchState):
         if isinstance(e, S.FCall):
             return self.shadow.rounded_function(e.fn, *(self.depth_of(a) for a in e.args))
         if isinstance(e, S.Select):   # the operand selected, per work-item
-            return np.where(self.eval_cond(e.cond), self.depth_of(e.then),
+            return np.where(self.again(e.cond, self.eval_cond), self.depth_of(e.then),
                             self.depth_of(e.orelse)).astype(self.shadow.DTYPE)
         raise TypeError(f"unknown float expression {e!r}")
 

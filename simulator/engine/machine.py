@@ -81,7 +81,13 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         self.block_groups: int | None = None
         """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
         self.params_key = tuple(sorted(params.items()))
-        fast = not compute_values and accelerators.private_nests
+        self.reads_ints = S.reads_int_buffer(schedule.body)
+        """The schedule reads an integer buffer (:class:`simulator.ir.nodes.IntLoad`): every
+        pass declines, and its loops run iteration by iteration."""
+        self.int_buffers = {a.name: np.asarray(a.values, dtype=np.int64)
+                            for a in schedule.arrays if a.is_int}
+        """The integer buffers' contents by name (flat, int64), read by ``IntLoad``."""
+        fast = not compute_values and accelerators.private_nests and not self.reads_ints
         self.static_private_elements = fast
         """Private array elements of one static index are read and assigned without
         per-work-item index arrays (part of the private nests accelerator)."""
@@ -104,7 +110,8 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         where the left one does not decide; ``False`` where an expression evaluated again
         was checked already): an unsigned 64-bit :class:`Wrap` refuses a negative value of
         these only, and an integer division by zero of these only is a hazard."""
-        self.live_checks = self.plan_of("live checks", schedule.body, has_live_check)
+        self.live_checks = self.reads_ints or \
+            self.plan_of("live checks", schedule.body, has_live_check)
         """Whether an expression of the schedule is checked per executing work-item (an
         unsigned 64-bit ``Wrap``, a ``/`` or ``%`` whose divisor is not a non-zero
         constant): then ``&&`` and ``||`` narrow :attr:`live`, and a ``select``'s condition
@@ -284,7 +291,9 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
             if plan is not None:
                 p.run(self, loop, m, plan)
                 return
-        self.live = m
+        loads_stop = self.reads_ints and S.reads_int_buffer(loop.stop)
+        loads_step = self.reads_ints and S.reads_int_buffer(loop.step)
+        self.live = False if loads_step else m   # a loaded step is counted at each update
         step = self.eval_int(loop.step)
         if np.any(np.asarray(step) <= 0):
             raise ExecutionError(f"{self.schedule.family}: loop {loop.var} has a step of "
@@ -293,15 +302,23 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         if self.is_vectorizable(loop):
             self.exec_for_blocks(loop, m, step)
             return
+        if loads_stop:      # C loads the stop at each test: counted there, not on entry
+            self.live = False
         self.loop_trips(loop, m, step)   # refuses a loop beyond the limit before it runs
+        self.live = m
         var = self.eval_int(loop.start)
+        looping = m
         while True:
             self.env[loop.var] = var
-            live = np.logical_and(m, self.alive)
-            self.live = False   # the bounds were checked once, on entry (loop_trips)
+            live = np.logical_and(looping, self.alive)
+            # the bounds were checked once, on entry (loop_trips); a stop read from an
+            # integer buffer is loaded by each work-item that tests it
+            self.live = live if loads_stop else False
             stop = self.eval_int(loop.stop)
             self.live = live
             inside = np.logical_and(live, np.less(var, stop))
+            if loads_stop:
+                looping = inside
             if not np.any(inside):
                 break
             self.loop_exits.append(None)    # a break or continue here leaves no While
@@ -309,6 +326,9 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
                 self.exec_block(loop.body, inside)
             finally:
                 self.loop_exits.pop()
+            if loads_step:      # C loads the step at each update, as an increment's operand
+                self.live = np.logical_and(inside, self.alive)
+                self.eval_int(loop.step)
             var = var + step
         self.env.pop(loop.var, None)
 
@@ -316,7 +336,8 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         """:func:`simulator.ir.static.is_vectorizable`, cached per loop."""
         key = id(loop)
         if key not in self.vectorizable:
-            self.vectorizable[key] = is_vectorizable(loop)
+            self.vectorizable[key] = is_vectorizable(loop) and not \
+                S.reads_int_buffer((loop,))
         return self.vectorizable[key]
 
     def loop_trips(self, loop: S.For, m, step) -> tuple[np.ndarray, np.ndarray, int]:

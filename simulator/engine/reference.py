@@ -55,7 +55,8 @@ RANDOM_INPUT_KINDS = ("normal", "uniform")
 def random_inputs(schedule: Schedule, rng: np.random.Generator,
                   kind: str = "normal") -> dict[str, np.ndarray]:
     """float32 inputs in their logical shapes (A: M×K, ...), for every input array (roles
-    ``in`` and ``inout``).
+    ``in`` and ``inout``); an integer buffer's are its contents (``GlobalArray.values``,
+    int32 or uint32).
 
     Args:
         rng: the random generator (``normal``: standard normal; ``uniform``: uniform in
@@ -74,6 +75,10 @@ def random_inputs(schedule: Schedule, rng: np.random.Generator,
         if not a.is_input:
             continue
         shape = [p[s] for s in a.shape]
+        if a.is_int:        # an integer buffer holds its given contents, whatever the kind
+            out[a.name] = np.asarray(a.values, dtype=np.int64).astype(
+                np.int32 if a.dtype == "int" else np.uint32).reshape(shape)
+            continue
         if kind == "normal":
             out[a.name] = rng.standard_normal(shape, dtype=np.float32)
         elif kind == "uniform":

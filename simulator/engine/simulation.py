@@ -359,6 +359,9 @@ def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
         if a.role == "out":
             buffers[a.name] = unwritten_fill(sizes[a.name])
             continue
+        if a.is_int:        # its contents are the schedule's (GlobalArray.values)
+            buffers[a.name] = np.asarray(a.values, dtype=np.float32)
+            continue
         if a.name not in inputs:
             raise InputError(f"{schedule.family} needs input {a.name!r} of shape {shape}")
         arr = np.asarray(inputs[a.name])

@@ -211,6 +211,21 @@ INT_WIDTHS = (8, 16, 32, 64)
 
 
 @dataclass(frozen=True, eq=False)
+class IntLoad(IntExpr):
+    """An element of an integer buffer (a ``GlobalArray`` of element type ``int`` or
+    ``uint``, 4 bytes), read by each work-item that evaluates it: a global-memory load
+    counted as a float load is (requests and sectors by address), whose value the engine
+    reads from the buffer's contents (``GlobalArray.values``). Build with ``ind[k]`` on
+    such an array. A schedule whose loop bounds, conditions or indices read one has
+    control flow and addresses that depend on the data: the engine's accelerators decline
+    it."""
+
+    array: object
+    index: tuple[IntExpr, ...]
+    source: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
 class Wrap(IntExpr):
     """``operand`` converted to C's integer type of ``bits`` bits, ``signed`` or not: the
     value congruent to ``operand`` modulo ``2**bits`` in that type's range (``0`` ..
@@ -623,6 +638,9 @@ def describe_int(e: IntExpr, names: Mapping[str, str] | None = None) -> str:
     if isinstance(e, IntSelect):
         return (f"({describe_cond(e.cond, names)} ? {describe_int(e.then, names)} : "
                 f"{describe_int(e.orelse, names)})")
+    if isinstance(e, IntLoad):
+        name = names.get(e.array.name, e.array.name) if names else e.array.name
+        return f"{name}[{', '.join(describe_int(i, names) for i in e.index)}]"
     raise TypeError(f"unknown integer expression {e!r}")
 
 

@@ -73,16 +73,16 @@ from tiletraffic.simulator.ir.expressions import (
     BITWISE_OPS, EXACT_FLOAT_FUNCTIONS, FLOAT_FUNCTIONS, FLOAT_OPS, FUNCTION_ERROR_ULPS,
     INT_OPS, INT_WIDTHS, SHIFT_BITS, BinOp, IntSelect, describe_cond, int_select,
     BoolOp, Compare, Cond, Const, FBinOp, FCall, FConst, FloatExpr, FloatLike, FNeg, IntExpr,
-    IntLike, Load, Min, Not, Param, Private, PrivateElem, ScheduleError, Select, Stmt, Var,
+    IntLike, IntLoad, Load, Min, Not, Param, Private, PrivateElem, ScheduleError, Select, Stmt, Var,
     WorkItemId, Wrap, as_float, as_int, c_int_type, ceil_div, describe_int, exp, fabs,
     float_operands, fmax, fmin, global_id, group_id, local_id, minimum, select, sqrt, wrap)
 from tiletraffic.simulator.ir.expressions import FloatCompare, FloatParam, IntToFloat
-from tiletraffic.simulator.ir.visitor import walk_statements
+from tiletraffic.simulator.ir.visitor import walk, walk_statements
 
 __all__ = [
     # integer expressions and conditions (simulator.ir.expressions)
     "IntExpr", "IntLike", "Const", "Param", "Var", "WorkItemId", "BinOp", "Min", "Wrap",
-    "IntSelect", "int_select", "INT_OPS", "BITWISE_OPS", "SHIFT_BITS", "describe_cond",
+    "IntSelect", "int_select", "IntLoad", "INT_ELEMENT_TYPES", "reads_int_buffer", "INT_OPS", "BITWISE_OPS", "SHIFT_BITS", "describe_cond",
     "INT_WIDTHS", "wrap", "as_int", "local_id", "group_id", "global_id", "minimum",
     "ceil_div", "Cond", "Compare", "BoolOp", "Not", "describe_int", "c_int_type",
     # float expressions (simulator.ir.expressions)
@@ -104,6 +104,9 @@ __all__ = [
 
 FLOAT_BYTES = 4
 """Bytes per element: every array of a schedule holds float32."""
+
+INT_ELEMENT_TYPES = ("int", "uint")
+"""Element types of an integer buffer (4 bytes each, as a float's)."""
 
 ARRAY_ROLES = ("in", "out", "inout")
 """Roles of a global array: read-only input, output, or input the kernel also writes."""
@@ -176,11 +179,24 @@ class GlobalArray:
     name: str
     role: str
     shape: tuple[str, ...]
+    dtype: str = "float"
+    values: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ARRAY_ROLES:
             raise ScheduleError(f"global array {self.name!r}: role {self.role!r} is not one of "
                                 f"{', '.join(ARRAY_ROLES)}")
+        if self.dtype != "float" and self.dtype not in INT_ELEMENT_TYPES:
+            raise ScheduleError(f"global array {self.name!r}: element type {self.dtype!r} is "
+                                f"not one of float, {', '.join(INT_ELEMENT_TYPES)}")
+        if self.dtype != "float" and (self.role != "in" or self.values is None):
+            raise ScheduleError(f"global array {self.name!r} of {self.dtype}: an integer buffer "
+                                "is an input (role 'in') with its contents given (values)")
+
+    @property
+    def is_int(self) -> bool:
+        """The buffer holds ``int`` or ``uint`` (read with :class:`IntLoad`)."""
+        return self.dtype != "float"
 
     @property
     def is_input(self) -> bool:
@@ -205,8 +221,17 @@ class GlobalArray:
             size = size * d
         return size
 
-    def __getitem__(self, index) -> Load:
+    def __getitem__(self, index) -> Load | IntLoad:
+        if self.is_int:
+            return IntLoad(self, _index_tuple(self, index))
         return Load(self, _index_tuple(self, index))
+
+
+def reads_int_buffer(node) -> bool:
+    """Whether the statements or expression ``node`` read an integer buffer
+    (:class:`IntLoad`) anywhere."""
+    nodes = node if isinstance(node, (tuple, list)) else (node,)
+    return any(isinstance(n, IntLoad) for s in nodes for n in walk(s))
 
 
 @dataclass(frozen=True, eq=False)

@@ -525,6 +525,9 @@ def _derive_kernel(schedule: S.Schedule, binding: SizeBinding) -> DerivedCounts:
     buffers = tuple(a.name for a in schedule.arrays)
     out = DerivedCounts(dict(binding.sizes), {}, {}, notes, buffers)
     try:
+        if S.reads_int_buffer(schedule.body):
+            raise _GiveUp("the kernel reads an integer buffer, whose values may choose "
+                          "addresses, conditions and loop bounds")
         counter.block(schedule.body, domain, {})
     except _GiveUp as err:
         out.not_derived = {key: str(err) for key in _all_keys(buffers)}

@@ -33,6 +33,13 @@ import dataclasses
 from dataclasses import dataclass
 
 
+INT_BUFFER_DECLINE = ("its control flow or addresses read an integer buffer (a loaded integer "
+                      "in a loop bound, condition or index), which differs from work-group "
+                      "to work-group with the data")
+"""Why every accelerator declines a schedule that reads an integer buffer
+(:func:`simulator.ir.nodes.reads_int_buffer`)."""
+
+
 class NotApplicable(Exception):
     """A pass cannot give the exact result of full execution here (the message says why):
     run again without it. The one exception on which callers fall back."""

@@ -369,8 +369,8 @@ class LoopBlocks(Pass):
     name = "loop blocks"
 
     def applies(self, machine, loop, mask):
-        if not isinstance(loop, S.For):
-            return None
+        if not isinstance(loop, S.For) or machine.reads_ints:
+            return None     # reads_ints: INT_BUFFER_DECLINE
         if machine.blocked:
             found = machine.plan_of("expand", loop, expansion)
             if found is None or machine.G * machine.L * machine.shape_of(mask)[2] * len(

@@ -213,6 +213,8 @@ class PrivateNests(Pass):
         return statement_runs(stmts, params)
 
     def applies(self, machine, node, mask):
+        if machine.reads_ints:      # INT_BUFFER_DECLINE
+            return None
         nest = node.plan if isinstance(node, Run) else machine.plan_of("nest", node, plan)
         if nest is None:
             return None

@@ -238,3 +238,36 @@ def gputools_convolve(x):
                        for t, length, n in zip(taps, h.shape, image.shape))
         out += padded[window] * h[taps]
     return {"output": out}
+
+
+CSR_ROW_LENGTHS = (5, 0, 35, 3, 7, 6)
+"""Non-zeros per row of the CSR matrix the CSR launch files give (56 in all; a row longer
+than a work-group of 32)."""
+
+
+def csr_row_pointers(sizes):
+    """``iptr`` of a CSR matrix of ``sizes["H"]`` rows: row r's non-zeros are entries
+    ``iptr[r] .. iptr[r + 1] - 1``."""
+    lengths = [CSR_ROW_LENGTHS[r % len(CSR_ROW_LENGTHS)] for r in range(sizes["H"])]
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+
+
+def csr_column_indices(sizes):
+    """``ind`` of the same matrix: row r's j-th non-zero in column ``(7 r + 3 j) mod W``
+    (distinct within a row for W not a multiple of 3), ``sizes["NNZ"]`` entries."""
+    iptr = csr_row_pointers(sizes)
+    cols = [(7 * r + 3 * j) % sizes["W"] for r in range(sizes["H"])
+            for j in range(iptr[r + 1] - iptr[r])]
+    return np.asarray(cols, dtype=np.int32)
+
+
+def silx_densify_csr(x):
+    """The dense (H, W) matrix of the CSR matrix (data, ind, iptr) of the launch file
+    (H = 6, W = 40)."""
+    sizes = {"H": 6, "W": 40}
+    iptr, ind = csr_row_pointers(sizes), csr_column_indices(sizes)
+    out = np.zeros((sizes["H"], sizes["W"]))
+    for r in range(sizes["H"]):
+        for k in range(iptr[r], iptr[r + 1]):
+            out[r, ind[k]] = x["data"][k]
+    return {"output": out}
