@@ -810,7 +810,7 @@ class _Clock:
 
 def test_modelling_writes_the_results_file_fewer_times_than_candidates(monkeypatch):
     clock = _Clock()
-    monkeypatch.setattr(tuner.time, "monotonic", clock)
+    monkeypatch.setattr(tuner, "monotonic", clock)
     writes = []
     tuning = type("Saving", (), {})()
     tuning.modelled_count = tuning.unsaved_count = 0
@@ -836,7 +836,7 @@ def test_modelling_writes_the_results_file_fewer_times_than_candidates(monkeypat
 def test_an_error_after_the_modelling_writes_every_modelled_candidate(tmp_path, monkeypatch):
     from tiletraffic.analysis.tune import recheck as tuning_recheck
 
-    monkeypatch.setattr(tuner.time, "monotonic", _Clock())
+    monkeypatch.setattr(tuner, "monotonic", _Clock())
     out = tmp_path / "t.json"
     writes = []
     real_write = tuner.atomic_write_text

@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 import warnings
+from time import monotonic
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -519,14 +519,14 @@ class _Tuning:
         self.chosen: list = []
         self.fresh: set = set()
         self.modelled_count = self.unsaved_count = 0
-        self.saved_at = time.monotonic()
+        self.saved_at = monotonic()
 
     def save(self) -> None:
         """Summarize the document and write it to the output file (if any)."""
         self.doc["summary"] = tuning_stats.summarize(self.doc)
         if self.path is not None:
             atomic_write_text(self.path, json.dumps(self.doc, indent=1))
-        self.unsaved_count, self.saved_at = 0, time.monotonic()
+        self.unsaved_count, self.saved_at = 0, monotonic()
 
     def save_modelled(self) -> None:
         """Save after a finished candidate of the modelling when :data:`SAVE_INTERVAL_S`
@@ -535,7 +535,7 @@ class _Tuning:
         self.modelled_count += 1
         self.unsaved_count += 1
         if self.unsaved_count > self.modelled_count // 8 or \
-                time.monotonic() - self.saved_at >= SAVE_INTERVAL_S:
+                monotonic() - self.saved_at >= SAVE_INTERVAL_S:
             self.save()
 
     def flush(self) -> None:
