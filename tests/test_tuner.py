@@ -781,3 +781,76 @@ def test_a_tune_result_shows_as_one_short_line_with_its_data_kept(tmp_path):
     assert f"{res.summary['candidates']} candidates, {res.summary['valid']} valid" in shown
     assert f"pick {res.predictions[0]['label']}, 0 measured, file {out}>" in shown
     assert len(res.predictions) == res.summary["modelled"] and res.data["meta"]["m"] == 64
+
+
+FOURTEEN_SPACE = """
+operation = "gemm"
+[[family]]
+name = "gemm-tiled"
+[family.parameters]
+tile = [1, 2, 4, 8, 16]
+[[family]]
+name = "gemm-vectorized"
+[family.parameters]
+tile = [4, 8, 16]
+wg_rows = [1, 2, 4]
+"""
+"""Fourteen valid candidates at M = N = K = 16 (about a second to model)."""
+
+
+class _Clock:
+    """A stand-in for ``time.monotonic`` that moves only when told to."""
+
+    def __init__(self):
+        self.now_s = 1000.0
+
+    def __call__(self):
+        return self.now_s
+
+
+def test_modelling_writes_the_results_file_fewer_times_than_candidates(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(tuner, "monotonic", clock)
+    writes = []
+    tuning = type("Saving", (), {})()
+    tuning.modelled_count = tuning.unsaved_count = 0
+    tuning.saved_at = clock()
+
+    def save():
+        writes.append(tuning.modelled_count)
+        tuning.unsaved_count, tuning.saved_at = 0, clock()
+
+    tuning.save = save
+    for _ in range(1000):
+        tuner._Tuning.save_modelled(tuning)
+    assert writes[:7] == [1, 2, 3, 4, 5, 6, 7], "the first candidates are each written"
+    assert len(writes) < 60, "a logarithmic number of writes, not one per candidate"
+    unwritten = [b - a for a, b in zip([0] + writes, writes)]
+    assert all(gap <= 1 + done // 8 for gap, done in zip(unwritten, writes))
+    # after SAVE_INTERVAL_S seconds the next finished candidate is written
+    clock.now_s += tuner.SAVE_INTERVAL_S
+    tuner._Tuning.save_modelled(tuning)
+    assert writes[-1] == 1001
+
+
+def test_an_error_after_the_modelling_writes_every_modelled_candidate(tmp_path, monkeypatch):
+    from tiletraffic.analysis.tune import recheck as tuning_recheck
+
+    monkeypatch.setattr(tuner, "monotonic", _Clock())
+    out = tmp_path / "t.json"
+    writes = []
+    real_write = tuner.atomic_write_text
+
+    def recording(path, text):
+        real_write(path, text)
+        writes.append(len(json.loads(text)["predictions"]))
+
+    def failing_rank(doc):
+        raise RuntimeError("hand-made failure after the modelling")
+
+    monkeypatch.setattr(tuner, "atomic_write_text", recording)
+    monkeypatch.setattr(tuning_recheck, "rank", failing_rank)
+    with pytest.raises(RuntimeError, match="hand-made"):
+        tt.tune(16, 16, 16, space=write(tmp_path, FOURTEEN_SPACE), top=0, out=out)
+    assert len(writes) < 15, "not one write per modelled candidate"
+    assert writes[-1] == 14 and len(json.loads(out.read_text())["predictions"]) == 14

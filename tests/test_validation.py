@@ -492,6 +492,12 @@ def test_every_finished_case_is_saved_and_earlier_results_kept(pocl_model, tmp_p
                               progress=False)
     first_text = (out / "validation.json").read_text()
     assert first.summary.to_dict() == json.loads(first_text)["summary"]
+    # the saves of a run compare the cases it holds: no case is rebuilt from its dict
+    saved, held = json.loads(first_text), list(TWO)
+    with monkeypatch.context() as m:
+        m.setattr(vres.Case, "from_dict", classmethod(lambda cls, *a, **k: pytest.fail(
+            "a case rebuilt from its dict")))
+        assert vres.summary_of(saved, held).to_dict() == saved["summary"]
     real, seen = vr._run_case, []
 
     def interrupt_third(*a, **k):

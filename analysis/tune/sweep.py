@@ -3,8 +3,9 @@ every candidate of every shape modelled together (:meth:`engine.model`: a pool o
 or the Ray tasks of a cluster), each shape ranked and rechecked, then the chosen candidates
 of every shape measured together over the device workers
 (:func:`analysis.tune.rounds.run_rounds`: round-major, each shape's candidates in rank
-order). Each tuning saves its own results file after every candidate; Ctrl-C, or a cluster
-that loses every device worker, leaves every file resumable (status ``interrupted``).
+order). Each tuning saves its own results file as it goes (:mod:`analysis.tune.tuner`);
+Ctrl-C, or a cluster that loses every device worker, leaves every file resumable (status
+``interrupted``); any other error first writes what finished.
 
 The tunings are :class:`analysis.tune.tuner` tunings, driven through their steps
 (``begin``, ``modelled``, ``choose``, ``to_measure``, ``work``, ``measured``, ``restart``,
@@ -59,6 +60,10 @@ def run_tunings(tunings: list, setup, options, predict) -> None:
         raise ClusterError(f"{err}; what finished is saved"
                            + (f" in {', '.join(saved)} (--resume continues)" if saved else "")
                            ) from None
+    except Exception:
+        for tuning in tunings:
+            tuning.flush()
+        raise
 
 
 def _model(tunings: list, setup, options, predict) -> None:

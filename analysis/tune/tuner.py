@@ -25,8 +25,12 @@ Pipeline, for C = A·B with A M×K and B K×N:
    the best measured candidate, rank correlation, resolvable pairs, over the measured
    candidates only.
 
-Results are a JSON document written atomically (:mod:`analysis.files`) after every finished
-candidate, so Ctrl-C keeps what finished (:class:`TuneInterrupted`). An existing output file
+Results are a JSON document written atomically (:mod:`analysis.files`): after every
+measured round and every build of the recheck, while modelling after a finished candidate
+once :data:`SAVE_INTERVAL_S` seconds have passed since the last write or the candidates
+finished since then number more than an eighth of those modelled (so the writes of a large
+space stay linear in its size, not quadratic), and whenever a step ends. Ctrl-C or an error
+writes what finished (:class:`TuneInterrupted`). An existing output file
 is never overwritten: it is moved to ``history/`` beside it first, or, with ``resume``, its
 predictions and measurements are reused when it tuned the same problem (sizes, space file,
 device model, device, launches per candidate).
@@ -36,6 +40,7 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from time import monotonic
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +59,10 @@ from tiletraffic.analysis.tune.engine import LocalEngine, engine_for
 from tiletraffic.analysis.validation.targets import load as load_targets
 from tiletraffic.analysis.tune.options import TuneError, TuneOptions
 from tiletraffic.analysis.tune.space import TuningSpace, check_candidate, load_space
+
+SAVE_INTERVAL_S = 2.0
+"""While modelling, the results file is written at least this often (seconds; a candidate
+finished since the last write is written at its next finished candidate after this time)."""
 
 SLOW_MODEL_WORK = 1024 ** 3
 """From this M·N·K on, a note says modelling is slow (14-400 s per register-blocked case at
@@ -486,7 +495,7 @@ def tune(options: TuneOptions) -> TuneResult:
 
 
 class _Tuning:
-    """One tuning under way: its document (saved whole, atomically, after every step), the
+    """One tuning under way: its document (saved whole, atomically; module docstring), the
     valid candidates with their entries, what it shares with the other shapes (``setup``),
     the output path, the resumed document (or None) and its place among the shapes (None:
     the only one). Its
@@ -509,12 +518,30 @@ class _Tuning:
         self.records: dict = {}
         self.chosen: list = []
         self.fresh: set = set()
+        self.modelled_count = self.unsaved_count = 0
+        self.saved_at = monotonic()
 
     def save(self) -> None:
         """Summarize the document and write it to the output file (if any)."""
         self.doc["summary"] = tuning_stats.summarize(self.doc)
         if self.path is not None:
             atomic_write_text(self.path, json.dumps(self.doc, indent=1))
+        self.unsaved_count, self.saved_at = 0, monotonic()
+
+    def save_modelled(self) -> None:
+        """Save after a finished candidate of the modelling when :data:`SAVE_INTERVAL_S`
+        seconds have passed since the last write or the candidates not yet written number
+        more than an eighth of those modelled (module docstring)."""
+        self.modelled_count += 1
+        self.unsaved_count += 1
+        if self.unsaved_count > self.modelled_count // 8 or \
+                monotonic() - self.saved_at >= SAVE_INTERVAL_S:
+            self.save()
+
+    def flush(self) -> None:
+        """Write what finished and is not written yet (an error ends the tuning)."""
+        if self.unsaved_count:
+            self.save()
 
     def begin(self) -> list:
         """Save the document as begun (proving the file can be written before the long
@@ -545,10 +572,11 @@ class _Tuning:
         work = m * n * k
         if work >= SLOW_MODEL_WORK and options.jobs == 1 and options.cluster is None:
             options.say(f"note: at M·N·K = {work:.3g} a candidate takes about 1-9 s to "
-                        "model; --jobs N models N at once (each finished one is saved)")
+                        "model; --jobs N models N at once (what finished is saved)")
 
     def modelled(self, index: int, res: dict) -> None:
-        """Record candidate ``index``'s prediction (or the model's refusal) and save."""
+        """Record candidate ``index``'s prediction (or the model's refusal) and save
+        (:meth:`save_modelled`)."""
         entry = self.entries[index]
         if "error" in res:
             self.rejected.append({key: entry[key] for key in ("label", "family", "params")} | {
@@ -558,7 +586,7 @@ class _Tuning:
             entry.update(res)
             entry["estimate"] = {key: res[key] for key in tuning_recheck.FIRST_PASS_KEYS}
             self.doc["predictions"].append(entry)
-        self.save()
+        self.save_modelled()
 
     def _remodel(self, todo, on_result) -> None:
         """Model ``todo`` ((index, registers) pairs) again with the compiled registers (in

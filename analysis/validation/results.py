@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Sequence
 
 from tiletraffic.analysis.files import ResultsFileError, atomic_write_text, read_json_object
 from tiletraffic.analysis.validation.targets import Targets
@@ -46,19 +47,23 @@ def model_describes(data: dict) -> tuple[bool, str]:
     return True, ""
 
 
-def summary_of(data: dict) -> Summary:
+def summary_of(data: dict, cases: Sequence[Case] | None = None) -> Summary:
     """The comparison (:func:`analysis.validation.compare.compare`) of a ``validation.json``,
-    judged by the targets it recorded (``meta.targets``; the built-in ones without)."""
-    cases = [Case.from_dict(c) for c in data["cases"]]
+    judged by the targets it recorded (``meta.targets``; the built-in ones without).
+    ``cases``: the cases ``data["cases"]`` describes, in its order, where the caller holds
+    them (a case read from its dict builds its schedule); default: read from
+    ``data["cases"]``."""
+    if cases is None:
+        cases = [Case.from_dict(c) for c in data["cases"]]
     measured = {c.id: measured_of(data["measurements"].get(c.id)) for c in cases}
     return compare(cases, vp.predicted_seconds(data["predictions"]), measured,
                    Targets.from_dict(data["meta"].get("targets")))
 
 
-def save(out_dir: Path, data: dict) -> None:
+def save(out_dir: Path, data: dict, cases: Sequence[Case] | None = None) -> None:
     """Write ``data`` with its comparison (``summary``) as ``out_dir/validation.json``,
-    atomically."""
-    data["summary"] = summary_of(data).to_dict()
+    atomically. ``cases``: as for :func:`summary_of`."""
+    data["summary"] = summary_of(data, cases).to_dict()
     atomic_write_text(out_dir / RESULTS_FILE, json.dumps(data, indent=1) + "\n")
 
 

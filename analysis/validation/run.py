@@ -168,14 +168,14 @@ def validate_device(target, options: ValidationOptions, engine=None) -> Validati
         data["meta"]["cluster"] = cluster
     archive_previous(out_dir / RESULTS_FILE)
     data["predictions"] = _predictions(plan, options.progress, engine)
-    save(out_dir, data)
+    save(out_dir, data, plan.cases)
     _measure_rounds((engine, target), data, plan.cases, options, out_dir)
     data["meta"]["complete"] = True
-    save(out_dir, data)
+    save(out_dir, data, plan.cases)
     from tiletraffic.analysis.validation.render import render
 
     render(out_dir)
-    return ValidationRun(out_dir, data, summary_of(data))
+    return ValidationRun(out_dir, data, summary_of(data, plan.cases))
 
 
 def _plan(info, options: ValidationOptions) -> _Plan:
@@ -287,14 +287,14 @@ def _measure_rounds(where, data: dict, cases, options: ValidationOptions,
             result = {**result, "worker": workers[worker]}
         data["measurements"][case_id]["rounds"].append(result)
         data["meta"]["case_runs_done"] += 1
-        save(out_dir, data)
+        save(out_dir, data, cases)
         bar.update(1)
 
     def on_restart(case_id, kept, why):
         entry = data["measurements"][case_id]
         data["meta"]["case_runs_done"] -= len(entry["rounds"]) - kept
         entry["rounds"] = entry["rounds"][:kept]
-        save(out_dir, data)
+        save(out_dir, data, cases)
 
     try:
         with tqdm(total=rounds * len(cases), desc=f"validate on {target.info.device_name}",
