@@ -20,14 +20,7 @@ def required_work_group_size(kernel, source: str, path: str, build_options=()):
     Raises:
         FrontendError: the attribute's arguments are not three constants clang evaluates.
     """
-    from itertools import islice
-    for attr in kernel.get_children():
-        if not attr.kind.is_attribute():
-            continue
-        tokens = [t.spelling for t in islice(attr.get_tokens(), 256)]
-        if not tokens or tokens[0] not in _REQUIRED_SIZE:
-            continue
-        args = _attribute_arguments(tokens)
+    for attr, args in _attributes(kernel, _REQUIRED_SIZE):
         if args is None or len(args) != 3 or not all(args):
             C.fail(attr, "reqd_work_group_size: write its three sizes, "
                          "reqd_work_group_size(X, Y, Z)", path)
@@ -36,6 +29,18 @@ def required_work_group_size(kernel, source: str, path: str, build_options=()):
             values = _evaluate_constants(args, source, path, build_options, attr)
         return tuple(values), attr
     return None
+
+
+def _attributes(kernel, names):
+    """``(cursor, arguments)`` of each attribute of the ``kernel`` cursor spelled as one of
+    ``names``, its arguments as :func:`_attribute_arguments` reads them."""
+    from itertools import islice
+    for attr in kernel.get_children():
+        if not attr.kind.is_attribute():
+            continue
+        tokens = [t.spelling for t in islice(attr.get_tokens(), 256)]
+        if tokens and tokens[0] in names:
+            yield attr, _attribute_arguments(tokens)
 
 
 def _attribute_arguments(tokens) -> list[list[str]] | None:
@@ -88,14 +93,7 @@ def required_sub_group_size(kernel, source: str, path: str, build_options=()):
     Raises:
         FrontendError: the attribute's argument is not one constant clang evaluates.
     """
-    from itertools import islice
-    for attr in kernel.get_children():
-        if not attr.kind.is_attribute():
-            continue
-        tokens = [t.spelling for t in islice(attr.get_tokens(), 256)]
-        if not tokens or tokens[0] not in _REQUIRED_SUB_GROUP:
-            continue
-        args = _attribute_arguments(tokens)
+    for attr, args in _attributes(kernel, _REQUIRED_SUB_GROUP):
         if args is None or len(args) != 1 or not args[0]:
             C.fail(attr, "intel_reqd_sub_group_size: write its size, "
                          "intel_reqd_sub_group_size(N)", path)
