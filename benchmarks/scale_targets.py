@@ -8,6 +8,12 @@ and their ratio (below 1 meets it), with the machine's load average beside every
   ``path`` says how they were taken (``classes``: one work-group per class; ``+K``: the K
   loop's counts from three short K) and ``closed form`` whether they equal the closed forms
   where the schedule has them;
+- ``corpus``: the same for every accepted kernel of the OpenCL corpus (tests/corpora/opencl/)
+  at sizes comparable to N = 4096 and 8192: every integer size of its launch file that no
+  ``local_size`` expression reads multiplied by one whole factor, the one that brings the
+  launch's extent (the larger of its work-items and its largest buffer's elements) nearest
+  N²; each kernel in a child process stopped after ``--corpus-timeout`` seconds; ``how``
+  gives the path, the extent, the ``--set`` sizes and why an accelerator did not apply;
 - ``oclgrind``: the same counts as Oclgrind's (``crosscheck``'s run: the kernel on Oclgrind
   with its instruction counter, in a worker process whose CPU time is counted) at N = 128
   and 256, at least 1000 times faster: the speed-up in wall time and in CPU time (the
@@ -29,8 +35,9 @@ work the wall time grows with the load, the CPU time much less (an idle core's t
 about the CPU time). ``ratio`` is the wall time over the target, ``cpu ratio`` the CPU
 time's.
 
-    python benchmarks/scale_targets.py [--only counts oclgrind check launch-check]
-        [--oclgrind-sizes 128 256]
+    python benchmarks/scale_targets.py [--only counts corpus oclgrind check launch-check]
+        [--oclgrind-sizes 128 256] [--corpus-sizes 4096 8192] [--corpus-timeout 30]
+        [--corpus-only pyfai/addition ...]
 """
 from __future__ import annotations
 
@@ -155,12 +162,163 @@ def launch_check_target(n: int = 4096) -> None:
             f"{'clean' if not checked.hazards else checked.hazards}", load)
 
 
+CORPUS = ROOT / "tests" / "corpora" / "opencl"
+
+
+def corpus_accepted() -> list[str]:
+    """The corpus's accepted kernels (launch file path relative to the corpus, no .toml), as
+    the corpus README's table lists them."""
+    rows = []
+    for line in (CORPUS / "README.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and "/" in cells[0] and not cells[0].startswith("-") \
+                and cells[4] == "accepted":
+            rows.append(cells[0].strip("`"))
+    return sorted(rows)
+
+
+def _launch_extent(path: Path, overrides: dict[str, int]) -> int:
+    """The larger of the launch's work-items and its largest buffer's elements."""
+    from tiletraffic.frontend import launch_file
+
+    launch = launch_file.read(path, overrides)
+    items = 1
+    for i, raw in enumerate(launch.data.get("launch", {}).get("global_size", [])):
+        items *= launch.value(f"launch.global_size[{i}]", raw)
+    elements = [1]
+    for name, raw in launch.data.get("args", {}).items():
+        if isinstance(raw, dict) and isinstance(raw.get("shape"), list):
+            n = 1
+            for j, e in enumerate(raw["shape"]):
+                n *= launch.value(f"args.{name}.shape[{j}]", e)
+            elements.append(n)
+    return max(items, *elements)
+
+
+def corpus_sizes(kernel: str, n: int) -> tuple[dict[str, int], int]:
+    """``(--set sizes, extent)``: the kernel's launch file with its problem sizes multiplied
+    by one whole factor (at least 1), the one that brings the launch's extent (the larger of
+    its work-items and its largest buffer's elements) nearest ``n``². The problem sizes are
+    the integer [sizes] that a ``global_size`` expression or the largest global buffer's shape (at
+    the file's own sizes) reads and no ``local_size`` expression reads: a filter's length,
+    a batch count or an index stays as the file has it."""
+    from tiletraffic.frontend import expressions, launch_file
+
+    path = CORPUS / f"{kernel}.toml"
+    launch = launch_file.read(path)
+
+    def names(raws) -> set[str]:
+        out: set[str] = set()
+        for raw in raws:
+            if isinstance(raw, str):
+                out |= expressions.parse(raw, launch.names).names
+        return out
+
+    table = launch.data.get("launch", {})
+    fixed = names(table.get("local_size", []))
+    read = names(table.get("global_size", []))
+    shapes = [raw["shape"] for raw in launch.data.get("args", {}).values()
+              if isinstance(raw, dict) and isinstance(raw.get("shape"), list)
+              and "access" in raw]           # a global buffer, not local memory
+    if shapes:
+        def elements(shape) -> int:
+            out = 1
+            for j, e in enumerate(shape):
+                out *= launch.value(f"shape[{j}]", e)
+            return out
+        read |= names(max(shapes, key=elements))
+    scalable = [k for k, raw in launch.data.get("sizes", {}).items()
+                if isinstance(raw, int) and not isinstance(raw, bool) and k in read
+                and k not in fixed]
+    target = n * n
+
+    def at(f: int):
+        sizes = {k: launch.sizes[k] * f for k in scalable}
+        return sizes, _launch_extent(path, sizes)
+
+    best, f = at(1), 1
+    while best[1] < target and scalable:
+        f *= 2
+        nxt = at(f)
+        if nxt[1] == best[1]:
+            break
+        if nxt[1] > target:
+            lo, hi = f // 2, f          # bisect the factor between lo and hi
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if at(mid)[1] > target:
+                    hi = mid
+                else:
+                    lo = mid
+            a, b = at(lo), at(hi)
+            best = a if abs(a[1] - target) <= abs(b[1] - target) else b
+            break
+        best = nxt
+    return best
+
+
+def _corpus_case(kernel: str, n: int) -> None:
+    """Child process: one corpus kernel's default counts at extent ~n², one line of fields
+    separated by tabs."""
+    import warnings
+
+    from tiletraffic.frontend import launch_file
+    from tiletraffic.simulator.engine.fast_path import count_launch
+
+    sizes, extent = corpus_sizes(kernel, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sch = launch_file.load(CORPUS / f"{kernel}.toml", sizes)
+    counted, wall, cpu, load = measured(lambda: count_launch(sch))
+    path = ("classes" if counted.by_classes else "every work-group") + \
+        ("+K" if counted.by_classes and counted.k_extrapolated else "")
+    why = "; ".join(sorted({w for w in (*counted.why_every_work_group,
+                                         *counted.why_whole_k_loop) if w}))
+    sets = ",".join(f"{k}={v}" for k, v in sizes.items())
+    print(f"RESULT\t{wall}\t{cpu}\t{load}\t{extent}\t{sets}\t{path}\t{why}", flush=True)
+
+
+def corpus_target(sizes=(4096, 8192), timeout_s: float = 30.0, only=None) -> None:
+    """Each accepted corpus kernel at extent ~N² (``corpus_sizes``), in a child process
+    stopped after ``timeout_s`` (its row then says so)."""
+    import subprocess
+
+    for kernel in only or corpus_accepted():
+        for n in sizes:
+            load0 = os.getloadavg()[0]
+            try:
+                out = subprocess.run([sys.executable, __file__, "--corpus-case", kernel,
+                                      str(n)], capture_output=True, text=True,
+                                     timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                print(f"{'corpus':12s} {kernel:36s} {n:5d}  over {timeout_s:.0f} s "
+                      f"(stopped)  load {load0:.1f}", flush=True)
+                continue
+            lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT\t")]
+            if not lines:
+                err = (out.stderr.strip().splitlines() or ["no output"])[-1]
+                print(f"{'corpus':12s} {kernel:36s} {n:5d}  failed: {err}", flush=True)
+                continue
+            _, wall, cpu, load, extent, sets, path, why = lines[0].split("\t")
+            row("corpus", kernel, n, float(wall), float(cpu), 2.0,
+                f"{path}; extent {int(extent)}; --set {sets or '-'}"
+                f"{'; ' + why if why else ''}", float(load))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", nargs="+", default=["counts", "oclgrind", "check",
-                                                      "launch-check"])
+    parser.add_argument("--only", nargs="+", default=["counts", "corpus", "oclgrind",
+                                                      "check", "launch-check"])
     parser.add_argument("--oclgrind-sizes", type=int, nargs="+", default=[128, 256])
+    parser.add_argument("--corpus-sizes", type=int, nargs="+", default=[4096, 8192])
+    parser.add_argument("--corpus-timeout", type=float, default=30.0)
+    parser.add_argument("--corpus-only", nargs="+", default=None,
+                        help="corpus kernels to run (default: every accepted one)")
+    parser.add_argument("--corpus-case", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.corpus_case:
+        _corpus_case(args.corpus_case[0], int(args.corpus_case[1]))
+        return
     print(f"{len(os.sched_getaffinity(0))} cores; python {sys.version.split()[0]}")
     print(f"{'target':12s} {'case':36s} {'N':>5s} {'wall s':>8s} {'cpu s':>8s} "
           f"{'target':>7s} {'ratio':>6s} {'cpu':>6s}  {'load':>5s}  how")
@@ -170,6 +328,8 @@ def main() -> None:
         check_target()
     if "launch-check" in args.only:
         launch_check_target()
+    if "corpus" in args.only:
+        corpus_target(args.corpus_sizes, args.corpus_timeout, args.corpus_only)
     if "oclgrind" in args.only:
         oclgrind_target(args.oclgrind_sizes)
 
