@@ -200,8 +200,9 @@ def corpus_sizes(kernel: str, n: int) -> tuple[dict[str, int], int]:
     by one whole factor (at least 1), the one that brings the launch's extent (the larger of
     its work-items and its largest buffer's elements) nearest ``n``². The problem sizes are
     the integer [sizes] that a ``global_size`` expression or the largest global buffer's shape (at
-    the file's own sizes) reads and no ``local_size`` expression reads: a filter's length,
-    a batch count or an index stays as the file has it."""
+    the file's own sizes) or an integer buffer's computed data reads and no ``local_size``
+    expression or local buffer's shape reads: a filter's length, a batch count or an index stays as the file has
+    it; where ``global_size`` reads none of them (one fixed NDRange) nothing grows."""
     from tiletraffic.frontend import expressions, launch_file
 
     path = CORPUS / f"{kernel}.toml"
@@ -216,7 +217,11 @@ def corpus_sizes(kernel: str, n: int) -> tuple[dict[str, int], int]:
 
     table = launch.data.get("launch", {})
     fixed = names(table.get("local_size", []))
+    for raw in launch.data.get("args", {}).values():  # local memory keeps its size
+        if isinstance(raw, dict) and "access" not in raw and isinstance(raw.get("shape"), list):
+            fixed |= names(raw["shape"])
     read = names(table.get("global_size", []))
+    grows = read - fixed
     shapes = [raw["shape"] for raw in launch.data.get("args", {}).values()
               if isinstance(raw, dict) and isinstance(raw.get("shape"), list)
               and "access" in raw]           # a global buffer, not local memory
@@ -227,6 +232,11 @@ def corpus_sizes(kernel: str, n: int) -> tuple[dict[str, int], int]:
                 out *= launch.value(f"shape[{j}]", e)
             return out
         read |= names(max(shapes, key=elements))
+    if not grows & set(launch.sizes):
+        return {}, _launch_extent(path, {})        # one fixed NDRange: nothing grows
+    for raw in launch.data.get("args", {}).values():  # integer data computed from the sizes
+        if isinstance(raw, dict) and "data" in raw and isinstance(raw.get("shape"), list):
+            read |= names(raw["shape"])
     scalable = [k for k, raw in launch.data.get("sizes", {}).items()
                 if isinstance(raw, int) and not isinstance(raw, bool) and k in read
                 and k not in fixed]
