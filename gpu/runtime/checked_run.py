@@ -213,19 +213,8 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     worst_output: dict[int, str] = {}
 
     def check_launch(launch: int, outputs: dict) -> None:
-        for ref in refs:   # every output the reference gives; the worst one is kept
-            out = outputs[ref.output].reshape(ref.value.shape)
-            result = check_result(out, ref.value, ref.k, ref.abs_product,
-                                  ref.error_bound)
-            if launch not in checks or not result.ok or \
-                    result.error_over_tolerance > checks[launch].error_over_tolerance:
-                checks[launch], worst_output[launch] = result, ref.output
-            if not result.ok:
-                when = (f"warm-up launch {launch + 1} of {warmup}" if launch < warmup else
-                        f"timed launch {launch - warmup + 1} of {repeat}")
-                raise ResultMismatchError(f"launch {launch + 1} of {total} ({when}): "
-                                          + result.message(f"{schedule.family} {ref.output}"),
-                                          launch=launch, check=result)
+        check_references(refs, outputs, launch, warmup, repeat, schedule.family, checks,
+                         worst_output)
 
     values = argument_values(schedule)
     scalars = {a.name: values[a.name] if a.name not in p else p[a.name]
@@ -239,3 +228,29 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     return DeviceRun(schedule, run, checks[total - 1], checks, kind, checked,
                      launch_check is not None and reused, tuple(r.output for r in refs),
                      worst_output[total - 1])
+
+
+def check_references(refs, outputs: dict, launch: int, warmup: int, repeat: int,
+                     family: str, checks: dict, worst_output: dict,
+                     unit: str = "launch") -> None:
+    """Check launch ``launch``'s ``outputs`` (name -> array, any shape of the reference's
+    size) against every reference of ``refs``, keeping the worst result in
+    ``checks[launch]`` and its output's name in ``worst_output[launch]``.
+
+    Raises:
+        ResultMismatchError: an output differs from its reference beyond its tolerance,
+            named by ``unit`` (``"launch"``, ``"dispatch"``) and whether it was a warm-up.
+    """
+    total = warmup + repeat
+    for ref in refs:
+        result = check_result(outputs[ref.output].reshape(ref.value.shape), ref.value, ref.k,
+                              ref.abs_product, ref.error_bound)
+        if launch not in checks or not result.ok or \
+                result.error_over_tolerance > checks[launch].error_over_tolerance:
+            checks[launch], worst_output[launch] = result, ref.output
+        if not result.ok:
+            when = (f"warm-up {unit} {launch + 1} of {warmup}" if launch < warmup else
+                    f"timed {unit} {launch - warmup + 1} of {repeat}")
+            raise ResultMismatchError(f"{unit} {launch + 1} of {total} ({when}): "
+                                      + result.message(f"{family} {ref.output}"),
+                                      launch=launch, check=result)

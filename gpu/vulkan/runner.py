@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tiletraffic.gpu.runtime.checked_run import DeviceRun, UnsafeLaunchError, run_on_device
-from tiletraffic.gpu.runtime.launch import CheckResult, ResultMismatchError, check_result
+from tiletraffic.gpu.runtime.checked_run import (DeviceRun, UnsafeLaunchError,
+                                                  check_references, run_on_device)
+from tiletraffic.gpu.runtime.launch import CheckResult
 from tiletraffic.gpu.runtime.launch_counts import check_launch_counts
 from tiletraffic.gpu.runtime.run_result import RunResult
 from tiletraffic.gpu.runtime.shader_runner import TranslationRunWarning
@@ -199,18 +200,8 @@ def run_shader(target, schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
         digests.append(digest)
         if not (new or i == total - 1):
             return
-        for ref in refs:
-            result = check_result(named[ref.output], ref.value, ref.k, ref.abs_product,
-                                  ref.error_bound)
-            if i not in checks or not result.ok or \
-                    result.error_over_tolerance > checks[i].error_over_tolerance:
-                checks[i], worst[i] = result, ref.output
-            if not result.ok:
-                when = (f"warm-up dispatch {i + 1} of {warmup}" if i < warmup else
-                        f"timed dispatch {i - warmup + 1} of {repeat}")
-                raise ResultMismatchError(f"dispatch {i + 1} of {total} ({when}): " +
-                                          result.message(f"{schedule.family} {ref.output}"),
-                                          launch=i, check=result)
+        check_references(refs, named, i, warmup, repeat, schedule.family, checks, worst,
+                         unit="dispatch")
 
     run = dispatch(spirv, buffers, workgroups=glsl["workgroups"], push_constants=push,
                    specialization=_specialization(glsl, shader), repeat=repeat,
