@@ -68,6 +68,7 @@ from tiletraffic.frontend.opencl.translate import (BufferArg, FrontendError,
 from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError
 
 from tiletraffic.frontend import expressions
+from tiletraffic.frontend.reference_terms import reference_terms
 from tiletraffic.frontend.glsl.launch import LAUNCH_KEYS as GLSL_LAUNCH_KEYS
 from tiletraffic.frontend.glsl.launch import TABLES as GLSL_TABLES
 from tiletraffic.frontend.glsl.launch import TOP_KEYS as GLSL_TOP_KEYS
@@ -585,13 +586,8 @@ def schedule(launch: LaunchFile) -> Schedule:
         raise launch.error("launch", str(err)) from None
     language = "cuda" if "cuda" in sch.extra else "opencl"
     extra = {language: dict(sch.extra[language], launch_file=str(launch.path),
-                            sizes=dict(launch.sizes), params=dict(launch.params))}
-    terms = data.get("reference", {}).get("terms")
-    if terms is not None:
-        extra["terms_per_output"] = launch.value("reference.terms", terms)
-        if not 1 <= extra["terms_per_output"] < 2**24:
-            raise launch.error("reference.terms", f"{extra['terms_per_output']} terms per "
-                               "output: the tolerance needs 1 to 2^24 - 1")
+                            sizes=dict(launch.sizes), params=dict(launch.params)),
+             **reference_terms(launch, data)}
     import dataclasses
     return dataclasses.replace(sch, extra=extra)
 

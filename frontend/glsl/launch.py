@@ -51,6 +51,7 @@ from pathlib import Path
 from tiletraffic.frontend.glsl import syntax
 from tiletraffic.frontend.glsl.translate import Translator
 from tiletraffic.frontend.opencl.translate import FrontendError, parse_kernel
+from tiletraffic.frontend.reference_terms import reference_terms
 from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError
 
 SUFFIXES = (".comp", ".glsl")
@@ -167,13 +168,7 @@ def schedule(launch, buffer_argument) -> Schedule:
             "scalars": {n: (kind, args[shader.c_names.get(n, n)])
                         for n, kind in shader.scalars.items()},
             "scalar_blocks": tuple(shader.scalar_blocks)}
-    extra = {"opencl": opencl, "glsl": glsl}
-    terms = data.get("reference", {}).get("terms")
-    if terms is not None:
-        extra["terms_per_output"] = launch.value("reference.terms", terms)
-        if not 1 <= extra["terms_per_output"] < 2**24:
-            raise launch.error("reference.terms", f"{extra['terms_per_output']} terms per "
-                               "output: the tolerance needs 1 to 2^24 - 1")
+    extra = {"opencl": opencl, "glsl": glsl, **reference_terms(launch, data)}
     return dataclasses.replace(sch, family=f"glsl:{kernel}", extra=extra,
                                description=f"{path.name} (GLSL)")
 
