@@ -48,7 +48,7 @@ from tiletraffic.simulator.engine.accelerators.class_safety import (classes_prob
 from tiletraffic.simulator.engine.accelerators.classes import GroupClasses, group_classes
 from tiletraffic.simulator.engine.limits import DeviceLimits, check_schedule_limits
 from tiletraffic.simulator.engine.machine import Machine
-from tiletraffic.simulator.engine.simulation import (BATCH_WORK_ITEMS, _hazard_observers,
+from tiletraffic.simulator.engine.simulation import (BATCH_WORK_ITEMS, hazard_observers,
                                                      probe_runner, simulate)
 from tiletraffic.simulator.observers.hazards import Hazard, HazardLog
 
@@ -129,7 +129,7 @@ def inside_work_groups(schedule: S.Schedule, accelerators: Accelerators = INSIDE
     groups = np.unique(np.concatenate([classes.representatives,
                                        extreme_members(schedule, classes)]))
     log = HazardLog("report", num_groups=schedule.num_groups)
-    observers = _hazard_observers(schedule, log, sizes, params, full_launch=False)
+    observers = hazard_observers(schedule, log, sizes, params, full_launch=False)
     machine = Machine(schedule, params, sizes, {}, observers, log, False, accelerators)
     per_batch = max(1, BATCH_WORK_ITEMS // schedule.work_group_items)
     for first in range(0, len(groups), per_batch):

@@ -179,7 +179,7 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
             pass    # executed with the whole K loop below
     all_observers: list[Observer] = [counter]
     if race_checks:
-        all_observers += _hazard_observers(schedule, log, sizes, params,
+        all_observers += hazard_observers(schedule, log, sizes, params,
                                            full_launch=not by_classes)
     all_observers += observers
     if (sum_lengths or error_bounds) and not compute_values:
@@ -334,7 +334,11 @@ def group_id_of(schedule: S.Schedule, linear: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _hazard_observers(schedule, log, sizes, params, full_launch=True) -> list[Observer]:
+def hazard_observers(schedule, log, sizes, params, full_launch=True) -> list[Observer]:
+    """The observers that find every hazard kind of ``schedule`` at ``sizes``/``params``,
+    reporting into ``log``; ``full_launch=False`` where only part of the launch's
+    work-groups run: the observers that need every work-group (global races, reads of
+    outputs before their store, unwritten outputs) are then left out."""
     def gid(linear: int) -> tuple[int, ...]:
         return group_id_of(schedule, linear)
 
