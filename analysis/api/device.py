@@ -125,9 +125,44 @@ def report(device: str | None = None, *, out=DEFAULT_OUT_ROOT, quick: bool = Fal
                        progress=progress, device_model=device_model, targets=targets)
 
 
+def _datasheet(datasheet):
+    """A ``Datasheet`` as it is; a path loaded (``simulator.model.datasheet.load_datasheet``)."""
+    from tiletraffic.simulator.model.datasheet import Datasheet, load_datasheet
+
+    if datasheet is None or isinstance(datasheet, Datasheet):
+        return datasheet
+    return load_datasheet(datasheet)
+
+
+@facade_function
+def device_model_of(device: str | None = None, *, datasheet=None) -> DeviceModel:
+    """The device model of an OpenCL device, as `tiletraffic device-model --device` prints
+    it: its built-in model (with the queried compute units, local memory and work-group
+    size), else the nearest built-in model (same vendor, then architecture or compute
+    capability, never another sub-group size) with its documented sizes and rates replaced
+    by the device's datasheet's and by the OpenCL queries (compute units, clock, local
+    memory, L2 size), else `generic-gpu` completed with the queries. Its `description` is
+    the one-line note saying which model it started from and which values were replaced.
+
+    Args:
+        device: as for `run`.
+        datasheet: a datasheet file (TOML; its path) or a
+            `tiletraffic.simulator.model.datasheet.Datasheet`; default: the shipped one
+            that fits the device's name (`tiletraffic.simulator.model.datasheet.DATASHEETS`).
+
+    Raises:
+        tiletraffic.gpu.devices.device.DeviceError: no such device, or no OpenCL device.
+        DeviceModelError: a datasheet file that cannot be read or is malformed.
+    """
+    from tiletraffic.gpu.devices.device import select_device
+
+    sheet = _datasheet(datasheet)
+    return resolve_device_model(None, device_info=select_device(device).info, datasheet=sheet)
+
+
 @facade_function
 def calibrate(device: str | None = None, *, quick: bool = False,
-              base: str | DeviceModel | None = None, out=None):
+              base: str | DeviceModel | None = None, out=None, datasheet=None):
     """Measure an OpenCL device with `tiletraffic calibrate`'s microbenchmarks
     (`tiletraffic.analysis.calibrate.calibrate`: DRAM, L2 size and bandwidth, local memory, FP32,
     the staging round trips from L2 and DRAM, strided requests, the register-tile issue
@@ -139,7 +174,11 @@ def calibrate(device: str | None = None, *, quick: bool = False,
         device: as for `run`.
         quick: tiny sizes (seconds on a CPU; a well-formed model, rough numbers).
         base: the model (name, file or `DeviceModel`) whose unmeasured values are
-            kept (default: the built-in model matching the device's name, else generic-gpu).
+            kept (default: the built-in model matching the device's name, else the nearest
+            built-in model transferred to the device, as `device_model_of` gives it, else
+            generic-gpu).
+        datasheet: for a device without a built-in model, its datasheet (a path or a
+            `Datasheet`; default: the shipped one that fits its name).
         out: also write the model there (TOML, atomically; use it with
             `--device-model`/`model(..., device=out)`).
 
@@ -147,7 +186,9 @@ def calibrate(device: str | None = None, *, quick: bool = False,
         `(DeviceModel, measurements)`: each measurement a
         `tiletraffic.analysis.calibrate.calibrate.Measurement` (benchmark, value, unit, the field
         it set); `tiletraffic.analysis.calibrate.calibrate.table(measurements)` returns them as a
-        text table.
+        text table. A value beyond what the hardware can do (above the base model's
+        documented peak; an issue rate above one warp instruction per cycle per scheduler)
+        is not written: its measurement's `refused` is the one-line message saying why.
 
     Raises:
         tiletraffic.gpu.devices.device.DeviceError: no such device, or no OpenCL device at all.
@@ -160,7 +201,8 @@ def calibrate(device: str | None = None, *, quick: bool = False,
     from tiletraffic.simulator.model.device_model import to_toml
 
     base_model = resolve_device_model(base) if base is not None else None
-    model, measured = calibration.calibrate(select_device(device), quick, base=base_model)
+    model, measured = calibration.calibrate(select_device(device), quick, base=base_model,
+                                            datasheet=_datasheet(datasheet))
     if out is not None:
         atomic_write_text(out, to_toml(model))
     return model, measured

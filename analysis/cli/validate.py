@@ -280,6 +280,8 @@ def _print_summary(result) -> None:
                    if describes else f"{t.name:18s} {t.figure}")
     if not describes:
         click.echo(f"no verdicts: {why}")
+    elif "transferred to this device" in why:
+        click.echo(f"model: {why}")
     left_out = len(s.results) - len(s.compared)
     click.echo(f"{len(s.compared)} of {len(s.results)} cases compared"
                + (f" ({left_out} left out: see validation.md)" if left_out else ""))

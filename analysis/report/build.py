@@ -316,7 +316,9 @@ def _validate_there(target, out_dir: Path, options) -> None:
 
 def _model_verdict(info, device_model, predictions: Path | None) -> dict:
     """Which device model the report would validate (``device_model``, else the predictions
-    file's, else the device's default) and whether it describes this device."""
+    file's, else the device's default: for a device without a built-in model, the nearest
+    one transferred to it) and whether it describes this device (``transferred``: a
+    built-in model of another device transferred to this one, ``description`` its note)."""
     from tiletraffic.gpu.devices.device_models import model_describes_device
     from tiletraffic.analysis.device_model import default_model_name
     from tiletraffic.analysis.validation.predict import read_predictions, resolve_model
@@ -330,7 +332,8 @@ def _model_verdict(info, device_model, predictions: Path | None) -> dict:
         obj, identity = resolve_model(spec if spec is not None else default_model_name(info))
     describes, why = model_describes_device(obj, info)
     return {**identity.to_dict(), "describes_device": describes, "why": why,
-            "description": obj.description}
+            "description": obj.description,
+            "transferred": describes and obj.name.split("calibrated:")[-1] == info.slug}
 
 
 def _registered_predictions(validate_dir: Path, quick: bool, info) -> Path | None:

@@ -478,6 +478,8 @@ def summary_lines(data: dict, out_dir: Path) -> list[str]:
         targets = summary_of(load(out_dir / VALIDATION_DIR)).targets
         lines.append("model " + (model or {}).get("name", "") + ": " + "; ".join(
             f"{t.name} {t.verdict}" for t in targets))
+        if (model or {}).get("transferred"):
+            lines.append(f"model {model['name']}: {model['description']}")
     else:
         lines.append("model: left out of this report")
     where = f"report: {out_dir / 'report.md'} (figures and raw data beside it)"
