@@ -193,10 +193,12 @@ def transferred_model(info: DeviceInfo, base: DeviceModel, why: str,
                                                    else info.slug))
     from_sheet = [k for k in replaced if k not in queried]
     parts = [f"{', '.join(from_sheet)} from the datasheet {sheet.name}" if from_sheet else "",
-             f"{', '.join(scaled)} scaled by the datasheets' ratio" if scaled else "",
+             f"{', '.join(k for k in scaled if k not in queried)} scaled by the datasheets' "
+             "ratio" if set(scaled) - set(queried) else "",
              f"{', '.join(queried)} from OpenCL queries"]
-    start = (f"generic-gpu, every other value a guess ({why})" if generic
-             else f"the built-in model {base.name} ({why})")
+    start = (f"generic-gpu, every other value a guess ({why})" if generic else
+             f"the {'built-in ' if base.name in DEVICE_MODELS else ''}model {base.name} "
+             f"({why})")
     return replace(model, references={**base.references, **refs},
                    description=f"{info.device_name}: started from {start}; replaced: "
                    + "; ".join(filter(None, parts)) + ".")
