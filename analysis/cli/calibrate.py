@@ -62,7 +62,7 @@ def command(device, out_file, quick, base_model, datasheet):
     for m in measured:
         if m.refused:
             click.echo(f"refused: {m.refused}", err=True)
-    click.echo(f"base: {model.description}", err=True)
+    click.echo(f"model: {model.description}", err=True)
     if out_file is None:
         click.echo(to_toml(model), nl=False)
     else:
