@@ -95,7 +95,8 @@ def model_describes_device(model: DeviceModel, info: DeviceInfo) -> tuple[bool, 
     known = built_in_name_for(info.device_name)
     if known and name.startswith(known):
         return True, f"`{model.name}` is the built-in model of {info.device_name}"
-    if name == info.slug and "started from the built-in model" in model.description:
+    if name == getattr(info, "slug", None) and "started from the built-in model" in \
+            model.description:
         return True, (f"`{model.name}` is a built-in model transferred to this device: "
                       + model.description.split(": ", 1)[-1])
     what = ("it describes a GPU, and this device is not one" if not info.is_gpu else
