@@ -103,7 +103,8 @@ def report(device: str | None = None, *, out=DEFAULT_OUT_ROOT, quick: bool = Fal
             current folder; a run into a folder another run is writing waits for it).
             repeat: timed launches per kernel (10 to 10000).
         device_model: the model to validate (a built-in name, a file or a `DeviceModel`;
-            default: the device's built-in model, else `generic-gpu`).
+            default: the device's built-in model, else the nearest built-in model
+            transferred to it (`device_model_of`), else `generic-gpu`).
         targets: as for `validate`. progress: progress bars on stderr.
 
     Returns:

@@ -55,7 +55,8 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
     Args:
         device: as for `run`. device_model: a built-in name, a file or a
             `DeviceModel` (default: the predictions file's, else the built-in model
-            of a known device, else `generic-gpu`).
+            of a known device, else the nearest built-in model transferred to the device
+            (`device_model_of`), else `generic-gpu`).
         quick: the tiny case list; cases: your own (default: the device's list).
         predictions: a predictions file (`write_predictions`): its cases are measured
             and compared with its predictions, after checking the model's hash.

@@ -21,9 +21,10 @@ from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
 @repeat_option("Timed launches per kernel")
 @click.option("--device-model", "model", default=None,
               help="Device model to validate on the device: a built-in name or a TOML file "
-                   "(default: the device's built-in model, else generic-gpu). Only a model "
-                   "of this device (built in for it, or calibrated on it) is judged against "
-                   "it.")
+                   "(default: the device's built-in model, else the nearest built-in model "
+                   "with the device's datasheet and queried values, else generic-gpu). Only "
+                   "a model of this device (built in for it, transferred to it or calibrated "
+                   "on it) is judged against it.")
 @click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
               help="Only re-render an existing report directory from its results.json (no "
                    "device): report.md and its figures, report.html and its explain pages.")

@@ -84,8 +84,8 @@ def _chosen_cases(quick, case_list_name, cases_file):
               metavar="NAME|FILE",
               help="The device model predicting the times: a built-in name or a file "
                    "(`tiletraffic calibrate --out FILE` measures one). Default: the "
-                   "predictions file's, else the built-in model of a known device, else "
-                   "generic-gpu.")
+                   "predictions file's, else the built-in model of a known device, else the "
+                   "nearest built-in model transferred to the device, else generic-gpu.")
 @click.option("--quick", is_flag=True, help="The tiny case list (seconds on PoCL; for CI).")
 @click.option("--case-list", "case_list_name", type=CaseListName(),
               default=None, help="A built-in case list (default: gpu on a GPU, cpu otherwise; "
