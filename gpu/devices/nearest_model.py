@@ -6,7 +6,8 @@ architecture (NVIDIA: the compute capability, queried or from the device's datas
 the nearest compute capability, never one of another sub-group size. Its documented sizes
 and rates are then replaced by the device's own: those of the device's datasheet
 (``simulator.model.datasheet``: a shipped one that fits its name, or the one given), and
-those OpenCL answers (compute units, clock, local memory, work-group size, L2 size). A value
+those OpenCL answers (compute units, clock, local memory, work-group size, and the L2 size
+where the datasheet gives none). A value
 the base model's own device measured (a calibrated base) is scaled by the ratio of the two
 datasheets' values instead, and marked a guess. A device no built-in model is near (a CPU,
 a vendor none is built in for, another sub-group size) takes ``generic-gpu``, completed with
@@ -175,9 +176,11 @@ def transferred_model(info: DeviceInfo, base: DeviceModel, why: str,
                       sheet: Datasheet | None, global_cache_bytes: int | None = None,
                       name: str | None = None) -> DeviceModel:
     """``base`` with ``sheet``'s values (:func:`_from_datasheet`) and then the device's
-    queried ones (:func:`queried_values`) in place of its own, called ``name`` (default:
-    after the device, ``info.slug``; ``opencl:<slug>`` for ``generic-gpu``), its
-    ``description`` the one-line note (which model, ``why``, which values replaced).
+    queried ones (:func:`queried_values`; the L2 size the driver answers only where
+    ``sheet`` gives none, or as ``global_cache_bytes``) in place of its own, called
+    ``name`` (default: after the device, ``info.slug``; ``opencl:<slug>`` for
+    ``generic-gpu``), its ``description`` the one-line note (which model, ``why``, which
+    values replaced).
 
     Raises:
         DeviceModelError: a queried value is not positive (a broken driver).
@@ -186,6 +189,8 @@ def transferred_model(info: DeviceInfo, base: DeviceModel, why: str,
                                       else ({}, [], [], {}))
     note = f"{info.device_name} ({info.platform_name}, driver {info.driver_version})"
     queried = queried_values(info, global_cache_bytes)
+    if "l2_bytes" in values and not global_cache_bytes:
+        del queried["l2_bytes"]       # drivers' cache sizes differ from the L2 documented
     values.update({k: (v, ValueSource("queried", QUERIES[k], note))
                    for k, v in queried.items()})
     generic = base is GENERIC_GPU_MODEL
