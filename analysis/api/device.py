@@ -142,7 +142,8 @@ def device_model_of(device: str | None = None, *, datasheet=None) -> DeviceModel
     size), else the nearest built-in model (same vendor, then architecture or compute
     capability, never another sub-group size) with its documented sizes and rates replaced
     by the device's datasheet's and by the OpenCL queries (compute units, clock, local
-    memory, L2 size), else `generic-gpu` completed with the queries. Its `description` is
+    memory; the L2 size where no datasheet gives it), else `generic-gpu` completed with
+    the datasheet's and the queried values. Its `description` is
     the one-line note saying which model it started from and which values were replaced.
 
     Args:
