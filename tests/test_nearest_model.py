@@ -215,3 +215,20 @@ def test_every_shipped_datasheet_fits_its_devices_and_names_built_in_models():
     h200 = DEVICE_MODELS["nvidia-h200"]
     for key, (value, _) in DATASHEETS["nvidia-h200-sxm"].values.items():
         assert getattr(h200, key) == value, key     # the built-in model's own documents
+
+
+def test_the_api_and_cli_give_a_cpu_generic_gpu_with_the_note():
+    import tiletraffic as tt
+    from tiletraffic.gpu.devices.device import list_devices
+
+    found = [d for d in list_devices() if d.is_pocl]
+    if not found:
+        pytest.skip("no PoCL device")
+    info = found[0]
+    model = tt.device_model_of(info.id)
+    assert model.name == f"opencl:{info.slug}"
+    assert model.description.startswith(f"{info.device_name}: started from generic-gpu")
+    res = CliRunner().invoke(main, ["device-model", "--device", info.id])
+    assert res.exit_code == 0
+    assert f"note: {model.description}" in res.stderr
+    assert read_device_model(res.stdout, "printed") == model
