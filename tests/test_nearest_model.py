@@ -232,3 +232,24 @@ def test_the_api_and_cli_give_a_cpu_generic_gpu_with_the_note():
     assert res.exit_code == 0
     assert f"note: {model.description}" in res.stderr
     assert read_device_model(res.stdout, "printed") == model
+
+
+def test_the_report_markdown_names_the_transferred_model_and_its_note(monkeypatch, tmp_path):
+    from tiletraffic.analysis.report import text
+    from tiletraffic.analysis.validation import render, results
+
+    (tmp_path / text.VALIDATION_DIR).mkdir()
+    (tmp_path / text.VALIDATION_DIR / "validation.json").write_text("{}")
+    monkeypatch.setattr(results, "load", lambda folder: {})
+    monkeypatch.setattr(render, "section", lambda data, image, raw_data: ["## heading", "",
+                                                                          "table"])
+    meta = {"model": {"name": "nvidia-h100-80gb-hbm3", "describes_device": True,
+                      "transferred": True, "description": "NVIDIA H100 80GB HBM3: started "
+                      "from the built-in model nvidia-h200 (...); replaced: ..."}}
+    lines = text._model_section(meta, tmp_path)
+    assert lines[0] == "## heading" and lines[3] == "" and lines[4] == "table"
+    assert lines[2].startswith("This device has no built-in model: the model "
+                               "`nvidia-h100-80gb-hbm3` is the nearest one transferred to it. "
+                               "NVIDIA H100 80GB HBM3: started from the built-in model")
+    meta["model"]["transferred"] = False
+    assert text._model_section(meta, tmp_path)[:3] == ["## heading", "", "table"]
