@@ -13,10 +13,10 @@ from tiletraffic.analysis.cli.options import DEVICE_MODEL
 @click.argument("model", required=False, type=DEVICE_MODEL)
 @click.option("--device", "-d", default=None,
               help="Instead: the model of this OpenCL device ('P:D' or part of its name): "
-                   "compute units, clock, local memory, L2 and work-group size queried, every "
-                   "other value from its built-in model or, for another device, from the "
-                   "nearest built-in model with its datasheet's values, else generic-gpu's "
-                   "guesses (a note on stderr says which).")
+                   "compute units, local memory and work-group size queried, every other "
+                   "value from its built-in model or, for another device, from the nearest "
+                   "built-in model with its datasheet's values and its queried clock and L2, "
+                   "else generic-gpu's guesses (a note on stderr says which).")
 @datasheet_option
 def command(model, device, datasheet):
     """Print device model MODEL (a built-in name or a file) as the TOML file --device-model
