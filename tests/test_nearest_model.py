@@ -188,6 +188,8 @@ def test_the_transferred_model_describes_the_device_and_the_report_says_so():
     assert describes and "a built-in model transferred to this device: started from the " \
                          "built-in model nvidia-h200" in why
     assert model_describes_device(model, A100)[0] is False      # another device's
+    # written to a file (device-model --device > FILE) and read back: still this device's
+    assert model_describes_device(read_device_model(to_toml(model), "h100.toml"), H100)[0]
     verdict = _model_verdict(H100, None, None)
     assert verdict["describes_device"] and verdict["transferred"]
     assert verdict["name"] == "nvidia-h100-80gb-hbm3" and verdict["source"] == "object"
