@@ -255,3 +255,25 @@ def test_the_report_markdown_names_the_transferred_model_and_its_note(monkeypatc
                                "NVIDIA H100 80GB HBM3: started from the built-in model")
     meta["model"]["transferred"] = False
     assert text._model_section(meta, tmp_path)[:3] == ["## heading", "", "table"]
+
+
+def test_validate_and_report_take_a_datasheet_for_the_default_model_only(tmp_path):
+    from tiletraffic.analysis.report.build import _model_verdict
+    from tiletraffic.analysis.validation.run import ValidationOptions, _plan
+
+    path = tmp_path / "h100.toml"
+    path.write_text('name = "my-h100"\nvendor = "NVIDIA"\ncompute_capability = "9.0"\n'
+                    'devices = ["H100"]\n[references]\nDS = "my measurements of the sheet"\n'
+                    '[values.dram_bytes_per_s]\nvalue = 3.0e12\nref = "DS"\n')
+    sheet = load_datasheet(path)
+    plan = _plan(H100, ValidationOptions(quick=True, datasheet=sheet))
+    assert plan.model.dram_bytes_per_s == 3.0e12
+    assert "from the datasheet my-h100" in plan.model.description
+    verdict = _model_verdict(H100, None, None, sheet)
+    assert verdict["transferred"] and "my-h100" in verdict["description"]
+    for args in (["report", "--device-model", "nvidia-h200", "--datasheet", str(path)],
+                 ["validate", "--device-model", "nvidia-h200", "--datasheet", str(path)],
+                 ["validate", "--predict-only", "--device-model", "nvidia-h200",
+                  "--datasheet", str(path)]):
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 2 and "--datasheet has no effect" in res.output, args

@@ -7,7 +7,7 @@ from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.model.device_model import DeviceModel
 
 from tiletraffic.analysis.api import facade_function
-from tiletraffic.analysis.api.arguments import (SEED, check_argument_types,
+from tiletraffic.analysis.api.arguments import (SEED, check_argument_types, datasheet_argument,
                                                 check_schedule_argument)
 from tiletraffic.analysis.device_model import resolve_device_model
 from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
@@ -89,7 +89,7 @@ def devices():
 @facade_function
 def report(device: str | None = None, *, out=DEFAULT_OUT_ROOT, quick: bool = False,
            repeat: int = 10, device_model: str | DeviceModel | None = None, targets=None,
-           progress: bool = False):
+           progress: bool = False, datasheet=None):
     """The main job, as `tiletraffic report` runs it: count naive and tiled GEMM and
     matrix-vector traffic in the simulator (checked against the closed forms), run them on
     `device` (checked, timed, in rounds with spreads), validate the device model where it
@@ -106,6 +106,7 @@ def report(device: str | None = None, *, out=DEFAULT_OUT_ROOT, quick: bool = Fal
             default: the device's built-in model, else the nearest built-in model
             transferred to it (`device_model_of`), else `generic-gpu`).
         targets: as for `validate`. progress: progress bars on stderr.
+        datasheet: as for `device_model_of` (only without `device_model`).
 
     Returns:
         The report folder (a `pathlib.Path`); its `results.json` holds every figure, and
@@ -123,16 +124,8 @@ def report(device: str | None = None, *, out=DEFAULT_OUT_ROOT, quick: bool = Fal
     from tiletraffic.analysis.report.build import make_report
 
     return make_report(device=device, out_root=out, quick=quick, repeat=repeat,
-                       progress=progress, device_model=device_model, targets=targets)
-
-
-def _datasheet(datasheet):
-    """A ``Datasheet`` as it is; a path loaded (``simulator.model.datasheet.load_datasheet``)."""
-    from tiletraffic.simulator.model.datasheet import Datasheet, load_datasheet
-
-    if datasheet is None or isinstance(datasheet, Datasheet):
-        return datasheet
-    return load_datasheet(datasheet)
+                       progress=progress, device_model=device_model, targets=targets,
+                       datasheet=datasheet_argument(datasheet))
 
 
 @facade_function
@@ -158,7 +151,7 @@ def device_model_of(device: str | None = None, *, datasheet=None) -> DeviceModel
     """
     from tiletraffic.gpu.devices.device import select_device
 
-    sheet = _datasheet(datasheet)
+    sheet = datasheet_argument(datasheet)
     return resolve_device_model(None, device_info=select_device(device).info, datasheet=sheet)
 
 
@@ -204,7 +197,7 @@ def calibrate(device: str | None = None, *, quick: bool = False,
 
     base_model = resolve_device_model(base) if base is not None else None
     model, measured = calibration.calibrate(select_device(device), quick, base=base_model,
-                                            datasheet=_datasheet(datasheet))
+                                            datasheet=datasheet_argument(datasheet))
     if out is not None:
         atomic_write_text(out, to_toml(model))
     return model, measured

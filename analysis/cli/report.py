@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from tiletraffic.analysis.cli.common import check_device_spec, fail, refuse_unused
+from tiletraffic.analysis.cli.datasheet_option import datasheet_option
 from tiletraffic.analysis.cli.outputs import render_results, write_failed
 from tiletraffic.analysis.cli.options import TARGETS_OPTION, repeat_option
 from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
@@ -29,7 +30,8 @@ from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
               help="Only re-render an existing report directory from its results.json (no "
                    "device): report.md and its figures, report.html and its explain pages.")
 @TARGETS_OPTION
-def command(device, out_dir, quick, repeat, model, render_dir, targets):
+@datasheet_option
+def command(device, out_dir, quick, repeat, model, render_dir, targets, datasheet):
     """The main job: count naive and tiled GEMM and matrix-vector traffic in the simulator
     (checked against the closed forms), run them on the device at sizes chosen for it
     (checked, timed, with spreads), validate the device model where it is this device's,
@@ -38,8 +40,10 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
     from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
 
     if render_dir:
-        refuse_unused(("device", "out_dir", "quick", "repeat", "model", "targets"),
+        refuse_unused(("device", "out_dir", "quick", "repeat", "model", "targets", "datasheet"),
                       "with --render: it re-renders DIR from its results.json, without a device")
+    if model is not None:
+        refuse_unused(("datasheet",), "with --device-model: the model is given")
     check_device_spec(device)
 
     from tiletraffic.analysis.files import SweepInterrupted
@@ -59,7 +63,7 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
 
     try:
         path = make_report(device=device, out_root=out_dir, quick=quick, repeat=repeat,
-                           device_model=model, targets=targets)
+                           device_model=model, targets=targets, datasheet=datasheet)
     except (TiletrafficGpuError, ValueError, KeyError, SweepInterrupted) as err:
         fail(err)
     except OSError as err:

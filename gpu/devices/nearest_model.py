@@ -10,8 +10,9 @@ those OpenCL answers (compute units, clock, local memory, work-group size, and t
 where the datasheet gives none). A value the base model's own device measured (a calibrated
 base) is scaled by the ratio of the two datasheets' values instead, and marked a guess. A
 device no built-in model is near (a CPU, a vendor none is built in for, another sub-group
-size) takes ``generic-gpu``, completed with its datasheet's and queried values. Either way the model's ``description`` is a one-line note saying which
-model it started from and which values were replaced.
+size) takes ``generic-gpu``, completed with its datasheet's and queried values. Either way
+the model's ``description`` is a one-line note saying which model it started from and which
+values were replaced.
 """
 from __future__ import annotations
 
