@@ -208,14 +208,15 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = DEFAULT
     try:
         _report_into(out_dir, target, judged_by, quick=quick, repeat=repeat,
                      progress=progress, validation=validation, device=device,
-                     device_model=device_model)
+                     device_model=device_model, datasheet=datasheet)
     finally:
         lock.release()
     return out_dir
 
 
 def _report_into(out_dir: Path, target, judged_by, *, quick: bool, repeat: int,
-                 progress: bool, validation: bool, device, device_model) -> None:
+                 progress: bool, validation: bool, device, device_model,
+                 datasheet=None) -> None:
     """:func:`make_report`'s work once ``out_dir`` is this run's."""
     from tiletraffic.analysis.validation.cases import default_case_list_name
 
