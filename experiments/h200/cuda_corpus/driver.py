@@ -38,6 +38,9 @@ CASES = (
     ("ds_fused_add3_kernel", {}),
     ("ds_softmax_backward_kernel", {}),
     ("ds_LayerNormBackward2_fused_add", {}),
+    ("ds_LayerNormBackward1_fused_add", {}),
+    ("ds_LayerNormBackward1_means", {}),
+    ("ds_fused_bias_residual_layer_norm_vars", {}),
 )
 """The cases: corpus kernels that the front end accepts and the check finds clean."""
 
