@@ -6,7 +6,8 @@
 # WHL holds the wheels of the package's needs the GPU machine lacks (pyopencl, pytools,
 # siphash24, platformdirs, ...; not libclang). Writes OUT/batch4.log, OUT/results.json and
 # OUT/cuda_corpus4.tar.gz (environment.txt, the toolkit include check, every case's logs,
-# Nsight Compute pages and reports).
+# Nsight Compute pages and reports). LIMIT_S (default 540): the cases stop by then, the
+# tarball is written after; DEADLINE_S (default 330): no case starts after it.
 set -u
 OUT=${1:?usage: pickled_batch.sh OUT PK WHL}
 PK=${2:?usage: pickled_batch.sh OUT PK WHL}
@@ -35,8 +36,8 @@ echo "=== $(( $(date +%s) - t0 )) s: NVRTC include test"
 timeout 120 python3 -m pytest -q --noconftest -p no:cacheprovider \
     tests/test_cuda_nvrtc_include.py 2>&1 | tail -4 | tee "$D/nvrtc_include_test.txt"
 echo "=== $(( $(date +%s) - t0 )) s: corpus cases"
-PYTHONUNBUFFERED=1 timeout $(( 540 - ($(date +%s) - t0) )) \
-    python3 -m experiments.h200.cuda_corpus.pickled device "$PK" "$D" 330
+PYTHONUNBUFFERED=1 timeout $(( ${LIMIT_S:-540} - ($(date +%s) - t0) )) \
+    python3 -m experiments.h200.cuda_corpus.pickled device "$PK" "$D" "${DEADLINE_S:-330}"
 echo "pickled device exit $?"
 cp "$D/results.json" "$OUT/results.json" 2>/dev/null
 tar czf "$OUT/cuda_corpus4.tar.gz" -C "$OUT" cuda_corpus4
