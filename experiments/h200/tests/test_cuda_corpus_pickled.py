@@ -19,3 +19,19 @@ def test_the_shared_pass_takes_the_cases_predicted_with_shared_traffic():
     shared = pickled.shared_cases()
     assert "ck_gpu_reduction_sum_kernel" in shared and "sgemm_warp_tiled" in shared
     assert "ds_fused_add2_kernel" not in shared        # no shared memory
+
+
+def test_the_shared_table_sets_the_second_pass_beside_the_model():
+    from experiments.h200.cuda_corpus import shared_table
+    results = [{"case": "k", "run": {"result": {"device": "GPU X"}}, "shared": {"metrics": {
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": 105,
+        "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": 100,
+        "smsp__inst_executed_op_shared_ld.sum": 7,
+        "smsp__sass_inst_executed_op_shared_ld.sum": 5}}},
+               {"case": "none", "run": {}, "shared": {"error": "no report"}}]
+    text = shared_table.table(results, {"k": {"local_load_wavefronts": 100,
+                                              "local_store_wavefronts": 0}})
+    lines = text.splitlines()
+    assert lines[0].startswith("| kernel (on GPU X) | model ld wavefronts | L1 pipe ld")
+    assert len(lines) == 3 and lines[2].startswith("| k | 100 | 105 | 100 | None | 0 |")
+    assert lines[2].endswith("| 7 / 5 |")
