@@ -346,25 +346,27 @@ class StatementProver(Prover):
             return [d.value for d in array.dims]
         return None
 
-    def index_forms(self, array, index, env: dict) -> tuple[list[Form], bool]:
-        """The forms of an access's index, and whether they are one form of its row-major
-        flat index instead (:func:`delinearized`: the C front end's ``(f / n, f % n)`` of a
-        flat index ``f`` into a buffer whose rows hold ``n``, whose flat index is ``f``
-        wherever the access is in bounds)."""
+    def index_forms(self, array, index, env: dict) -> tuple[list[Form], list[int] | None, int]:
+        """The forms of an access's index, the extents they index (``None`` for a private
+        array) and how many leading components of ``index`` the first form stands for:
+        where those are the C front end's ``(f / n, f % n)`` reading of one flat index
+        ``f`` into the rows they span (:func:`delinearized`), the form of ``f`` over their
+        extents' product, whose row-major flat index is ``f`` wherever the access is in
+        bounds; else 1 (each component's form)."""
         extents = self.extents(array)
-        flat = delinearized(index, extents, self.params) if extents else None
-        if flat is not None:
-            return [self.form(flat, env)], True
-        return [self.form(i, env) for i in index], False
+        for m in range(len(index), 1, -1):
+            f = delinearized(index[:m], extents[:m], self.params) if extents else None
+            if f is not None:
+                return ([self.form(f, env), *(self.form(i, env) for i in index[m:])],
+                        [math.prod(extents[:m]), *extents[m:]], m)
+        return [self.form(i, env) for i in index], extents, 1
 
-    def access(self, array, index, env: dict) -> list[Form]:
+    def access(self, array, index, env: dict) -> None:
         """Prove an access's index and note the step of its flat index per step of each
-        dimension's work-group id (global and local arrays); its forms
-        (:meth:`index_forms`)."""
-        forms, flat = self.index_forms(array, index, env)
-        extents = self.extents(array)
+        dimension's work-group id (global and local arrays)."""
+        forms, extents, _ = self.index_forms(array, index, env)
         if extents is None:
-            return forms
+            return
         for d in range(self.dims):
             if self.box[d][0] == self.box[d][1]:
                 continue
@@ -373,7 +375,6 @@ class StatementProver(Prover):
                 step += f.coeffs[d] * stride
                 stride *= extent
             self.steps[d].add(step)
-        return forms
 
     @staticmethod
     def merge(env: dict, *branches: dict) -> None:
@@ -475,8 +476,8 @@ def delinearized(index, extents, params) -> S.IntExpr | None:
     end's reading of a flat index ``f``: ``(f / n, f % n)`` with ``n`` the last extent, the
     components before the last being the same reading of ``f / n`` (a one-component
     reading is that expression itself), else ``None``. For ``f`` from 0 to below the
-    array's size the components are in bounds and their row-major flat index is ``f``; for
-    any other ``f`` one of them is out of bounds."""
+    extents' product the components are in bounds and their row-major flat index is
+    ``f``; for any other ``f`` one of them is out of bounds."""
     if len(index) < 2 or len(index) != len(extents):
         return None
     last = index[-1]
@@ -520,13 +521,13 @@ class TranslationProver(StatementProver):
         if isinstance(array, S.GlobalArray):
             return
         space = "local" if isinstance(array, S.LocalArray) else "private"
-        forms, flat = self.index_forms(array, index, env)
+        forms, _, flat = self.index_forms(array, index, env)
         self.moves.setdefault((space, array.name), set()).add(
             (flat, tuple(f.coeffs for f in forms)))
 
     def note_named(self, space: str, name: str, index, env: dict) -> None:
         coeffs = tuple(self.form(i, env).coeffs for i in index)
-        self.moves.setdefault((space, name), set()).add((False, coeffs))
+        self.moves.setdefault((space, name), set()).add((1, coeffs))
 
     def floats(self, e: S.FloatExpr, env: dict) -> None:
         if isinstance(e, (S.Load, S.PrivateElem)):

@@ -198,20 +198,22 @@ def group_classes(schedule: Schedule, run_groups) -> GroupClasses:
             p = _period(schedule, d, base, run_groups) if n >= MIN_GROUPS_FOR_CLASSES \
                 else None
             periods.append(p if p is not None else n)
-    ids = np.arange(schedule.work_groups, dtype=np.int64)
-    key = np.zeros_like(ids)
-    rest = ids.copy()
+    # a class is one class of each dimension: per dimension, the first work-group id of each
+    # of its classes and how many ids it holds; representatives are the combinations of
+    # those first ids (each the class's smallest linear id), in linear order
+    reps = np.zeros(1, dtype=np.int64)
+    weights = np.ones(1, dtype=np.int64)
+    stride = 1
     for n, p, first in zip(ng, periods, starts):
-        g = rest % n
-        rest //= n
+        g = np.arange(n, dtype=np.int64)
         first = np.asarray(first, dtype=np.int64)
         length = np.diff(np.append(first, n))
-        size = np.where(length > 1, np.minimum(length, p), 1)   # classes per segment
-        offset = np.concatenate(([0], np.cumsum(size)[:-1]))
         seg = np.searchsorted(first, g, side="right") - 1
-        part = offset[seg] + np.where(length[seg] > 1, (g - first[seg]) % p, 0)
-        key = key * int(size.sum()) + part
-    _, first_ids, counts = np.unique(key, return_index=True, return_counts=True)
-    order = np.argsort(first_ids)
-    return GroupClasses(first_ids[order], counts[order].astype(np.int64), tuple(periods),
+        part = seg * n + np.where(length[seg] > 1, (g - first[seg]) % p, 0)
+        _, lowest, counts = np.unique(part, return_index=True, return_counts=True)
+        reps = (reps[:, None] + lowest[None, :] * stride).reshape(-1)
+        weights = (weights[:, None] * counts[None, :]).reshape(-1)
+        stride *= n
+    order = np.argsort(reps, kind="stable")
+    return GroupClasses(reps[order], weights[order], tuple(periods),
                         tuple(tuple(int(v) for v in s) for s in starts))
