@@ -27,13 +27,17 @@ N - 1)``) is the identity in the interior and is proved per box at the borders.
 
 Integers assigned again (``DeclareInt``, ``AssignInt``) are proved as a ``Let`` of each value
 assigned, except one a ``For`` loop's body assigns that the body does not declare (its value
-changes from one iteration to the next); a ``While`` loop, ``break`` and ``continue`` are
-not proved (their trip counts are not known statically).
+changes from one iteration to the next). A ``While`` loop (a C ``for`` loop with ``break``
+or ``continue`` is one) is unrolled: each iteration proved with the names as they are at
+its start, its condition and every ``break`` condition the same in all work-groups of the
+box, until the condition is decided false or a ``break`` is taken by every work-item
+(at most :data:`MAX_WHILE_ITERATIONS` iterations, else refused); ``break`` and
+``continue`` in a ``For`` loop are refused.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.nodes import describe_int
@@ -72,6 +76,10 @@ class Form:
         return self.lo if not self.varies and self.lo == self.hi else None
 
 
+MAX_WHILE_ITERATIONS = 64
+"""The most iterations of a ``while`` loop (or a ``for`` loop with ``break``) the proof
+unrolls."""
+
 UNKNOWN = object()
 """A name bound twice with forms that move differently with the work-group id."""
 
@@ -95,6 +103,8 @@ class Prover(Visitor):
         self.dims = len(self.groups)
         self.box = box
         self.steps: list[set[int]] = [set() for _ in self.groups]
+        self.loops: list[_Exits | None] = []   # the loops around the point reached
+        self.undecided = 0                      # undecided conditions around it
 
     # ------------------------------------------------------------- integer expressions
     def span(self, f: Form) -> tuple:
@@ -439,12 +449,58 @@ class StatementProver(Prover):
     def visit_If(self, s: S.If) -> None:
         truth = self.cond(s.cond, self.env)
         then, orelse = dict(self.env), dict(self.env)
+        self.undecided += truth is None
         if truth is not False:      # a branch no work-item of the box takes is not proved
             self.block(s.then, then)
         if truth is not True:
             self.block(s.orelse, orelse)
+        self.undecided -= truth is None
         branches = (then, orelse) if truth is None else (then,) if truth else (orelse,)
         self.merge(self.env, *branches)
+
+    def visit_While(self, s: S.While) -> None:
+        """Unrolled: each iteration proved with the names as they are at its start, until
+        the condition fails, or a ``break`` is taken, in every work-item (at most
+        :data:`MAX_WHILE_ITERATIONS`); after it, what the names may hold where work-items
+        leave it."""
+        env, leaving = self.env, []
+        for k in range(MAX_WHILE_ITERATIONS + 1):
+            if k or not s.do_while:
+                truth = self.cond(s.cond, env)
+                if truth is not True:         # some or all work-items leave here
+                    leaving.append(dict(env))
+                if truth is False:
+                    break
+            if k == MAX_WHILE_ITERATIONS:
+                raise Unproved(f"the while loop at {s.source or 'its place'} runs more than "
+                               f"{MAX_WHILE_ITERATIONS} iterations or for a number of "
+                               "iterations the proof does not bound")
+            exits = _Exits(self.undecided)
+            self.loops.append(exits)
+            body = dict(env)
+            self.block(s.body, body)
+            self.loops.pop()
+            leaving += exits.breaks
+            if exits.ended:                   # every work-item took a break
+                break
+            self.merge(body, body, *exits.continues)
+            self.block(s.update, body)
+            env = body
+        self.merge(self.env, *leaving)
+
+    def visit_Break(self, s) -> None:
+        exits = self.loops[-1] if self.loops else None
+        if exits is None:
+            raise Unproved("a break out of a for loop (its number of iterations is not known "
+                           "statically)")
+        exits.breaks.append(dict(self.env))
+        exits.ended |= self.undecided == exits.undecided
+
+    def visit_Continue(self, s) -> None:
+        exits = self.loops[-1] if self.loops else None
+        if exits is None:
+            raise Unproved("a continue in a for loop")
+        exits.continues.append(dict(self.env))
 
     def visit_For(self, s: S.For) -> None:
         self.loop(s, self.env)
@@ -467,8 +523,23 @@ class StatementProver(Prover):
                            "the work-group id")
         body = dict(env)
         body[s.var] = Form(start.coeffs, start.lo, max(start.lo, stop.hi - 1))
+        self.loops.append(None)
         self.block(s.body, body)
+        self.loops.pop()
         self.merge(env, dict(env), body)   # the loop may run no iteration
+
+
+@dataclass
+class _Exits:
+    """Where work-items leave one iteration of a ``While`` loop: the names at each
+    ``break`` and ``continue``, and whether every work-item takes a ``break`` (one reached
+    under decided conditions only: ``undecided`` is the count of undecided conditions
+    around the loop)."""
+
+    undecided: int
+    breaks: list = field(default_factory=list)
+    continues: list = field(default_factory=list)
+    ended: bool = False
 
 
 def delinearized(index, extents, params) -> S.IntExpr | None:
