@@ -112,7 +112,8 @@ def test_conditions_that_depend_on_the_work_group_id_inside_the_ndrange_are_refu
 def test_the_refusal_names_the_condition():
     problem = class_safety.classes_problem(_matvec_with(group_id(0) < local_id(0) * 3, 640, 24))
     assert problem == ("the condition group_id(0) < (local_id(0) * 3) differs between "
-                       "work-groups of NDRange dimension 0 in more than 24 runs of work-groups")
+                       "work-groups (at more than 24 runs of work-groups of NDRange "
+                       "dimension 0)")
 
 
 def test_a_condition_true_in_one_interior_work_group_gets_a_class_of_its_own():

@@ -50,9 +50,9 @@ class Unproved(Exception):
 
 
 class Split(Exception):
-    """A condition is not the same for all work-groups of the box's interval of NDRange
-    dimension ``dim``: cut that interval before each work-group id of ``cuts``. ``why``
-    names the condition."""
+    """A condition, or a loop's trip count, is not the same for all work-groups of the
+    box's interval of NDRange dimension ``dim``: cut that interval before each work-group
+    id of ``cuts``. ``why`` says what differs (a sentence)."""
 
     def __init__(self, dim: int, cuts: tuple[int, ...], why: str):
         super().__init__(why)
@@ -303,7 +303,7 @@ class Prover(Visitor):
             bad = (-max(ends), -min(ends) - (0 if equal else 1))
             if lo <= bad[1] and bad[0] <= hi:
                 raise Split(d, _cuts(coeff, lo, hi, equal, first, last),
-                            f"the condition {text}")
+                            f"the condition {text} differs between work-groups")
 
 
 def _cuts(coeff: int, lo: int, hi: int, equal: bool, first: int, last: int
@@ -517,10 +517,15 @@ class StatementProver(Prover):
                            "value can change from one iteration to the next")
         start, stop, step = (self.form(s.start, env), self.form(s.stop, env),
                              self.form(s.step, env))
-        if step.varies or start.coeffs != stop.coeffs:
-            raise Unproved(f"the loop over {s.var} from {describe_int(s.start)} to "
-                           f"{describe_int(s.stop)} runs a number of times that varies with "
-                           "the work-group id")
+        what = (f"the loop over {s.var} from {describe_int(s.start)} to "
+                f"{describe_int(s.stop)} runs a number of times that varies with the "
+                "work-group id")
+        if step.varies:
+            raise Unproved(what)
+        for d, (a, b) in enumerate(zip(start.coeffs, stop.coeffs)):
+            if a != b:      # each work-group of the interval on its own: its trips fixed
+                first, last = self.box[d]
+                raise Split(d, tuple(range(first + 1, last + 1)), what)
         body = dict(env)
         body[s.var] = Form(start.coeffs, start.lo, max(start.lo, stop.hi - 1))
         self.loops.append(None)

@@ -22,8 +22,9 @@ dimension of :data:`MIN_GROUPS_FOR_CLASSES` or more work-groups (every work-grou
 segment in a smaller dimension); where a condition's truth can change inside a segment
 (``i < n`` where the NDRange overhangs ``n`` by several work-groups, a halo wider than one
 work-group), the segment is cut where it changes, the work-groups where it depends on the
-work-item each on its own (at most :data:`MAX_SEGMENTS` segments per dimension: more is
-refused). The period of a dimension is the fewest steps of its work-group id after which
+work-item each on its own; where a loop's trip count moves with the work-group id (a halo
+wider than the data), each work-group of the segment on its own (at most
+:data:`MAX_SEGMENTS` segments per dimension: more is refused). The period of a dimension is the fewest steps of its work-group id after which
 every access's row-major flat index, whose step the forms give, has moved by whole 128-byte
 lines, in every box.
 
@@ -150,8 +151,8 @@ def _prove(schedule: S.Schedule) -> ClassPlan | str:
         except Split as split:
             cut = sorted(set(starts[split.dim]) | set(split.cuts))
             if len(cut) > MAX_SEGMENTS:
-                return (f"{split.why} differs between work-groups of NDRange dimension "
-                        f"{split.dim} in more than {MAX_SEGMENTS} runs of work-groups")
+                return (f"{split.why} (at more than {MAX_SEGMENTS} runs of work-groups of "
+                        f"NDRange dimension {split.dim})")
             starts[split.dim] = cut
     periods = []
     for d in range(len(ng)):
