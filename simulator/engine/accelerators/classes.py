@@ -205,12 +205,12 @@ def group_classes(schedule: Schedule, run_groups) -> GroupClasses:
     weights = np.ones(1, dtype=np.int64)
     stride = 1
     for n, p, first in zip(ng, periods, starts):
-        g = np.arange(n, dtype=np.int64)
-        first = np.asarray(first, dtype=np.int64)
-        length = np.diff(np.append(first, n))
-        seg = np.searchsorted(first, g, side="right") - 1
-        part = seg * n + np.where(length[seg] > 1, (g - first[seg]) % p, 0)
-        _, lowest, counts = np.unique(part, return_index=True, return_counts=True)
+        lowest, counts = [], []
+        for s, e in zip(first, (*first[1:], n)):     # each segment: one class per residue
+            r = np.arange(min(p, e - s), dtype=np.int64)
+            lowest.append(s + r)
+            counts.append(-(-(e - s - r) // p))
+        lowest, counts = np.concatenate(lowest), np.concatenate(counts)
         reps = (reps[:, None] + lowest[None, :] * stride).reshape(-1)
         weights = (weights[:, None] * counts[None, :]).reshape(-1)
         stride *= n
