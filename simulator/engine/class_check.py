@@ -145,9 +145,9 @@ def inside_work_groups(schedule: S.Schedule, accelerators: Accelerators = INSIDE
 def extreme_members(schedule: S.Schedule, classes: GroupClasses) -> np.ndarray:
     """Linear ids of the corners of every class: per NDRange dimension its representative's
     id or the largest id of the class there (the same where the class holds one id of that
-    dimension: an edge work-group, or a dimension whose work-groups are each their own
-    class). The members of a class are ``rep_d + k * period_d`` up to the last interior
-    work-group ``n_d - 2``."""
+    dimension: a segment of one work-group, or one no longer than the period). The members
+    of a class are ``rep_d + k * period_d`` up to the last work-group of the segment of
+    ``rep_d``."""
     ng = schedule.num_groups
     strides = [math.prod(ng[:d]) for d in range(len(ng))]
     found = set()
@@ -157,11 +157,9 @@ def extreme_members(schedule: S.Schedule, classes: GroupClasses) -> np.ndarray:
             ids.append(rest % n)
             rest //= n
         choices = []
-        for g, n, p in zip(ids, ng, classes.periods):
-            if p >= n or g == 0 or g == n - 1:
-                choices.append((g,))
-            else:
-                choices.append((g, g + (n - 2 - g) // p * p))
+        for g, n, p, starts in zip(ids, ng, classes.periods, classes.starts):
+            last = min([s for s in starts if s > g], default=n) - 1
+            choices.append(tuple({g, g + (last - g) // p * p}))
         for corner in itertools.product(*choices):
             found.add(sum(c * s for c, s in zip(corner, strides)))
     return np.array(sorted(found), dtype=np.int64)
