@@ -18,6 +18,7 @@ from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import (CHAR_KINDS, VECTOR_COMPONENTS, address_space,
+                                                 type_range,
                                                  int_type, is_float_type, is_int_type,
                                                  is_vector_type, type_kind, vector_width)
 from tiletraffic.frontend.opencl.clang_ast import FrontendError
@@ -26,7 +27,8 @@ from tiletraffic.frontend.opencl.context import Binding, Buffer, TranslationCont
 ACCESS = S.ARRAY_ROLES
 """The accesses a buffer argument may have (``in``, ``out``, ``inout``)."""
 
-_SCALAR_INTS = ("INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG")
+_SCALAR_INTS = ("INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG", "CHAR_S", "CHAR_U",
+                "SCHAR", "UCHAR", "SHORT", "USHORT")
 INT_VECTOR_TYPES = ((32, True), (32, False))
 """(bits, signed) of the components of the integer vector arguments (``int2``, ``uint4``)."""
 """clang's canonical kinds of the integer scalar arguments (``size_t`` is ``ULONG``)."""
@@ -194,14 +196,14 @@ class Declarations(TranslationContext):
                                     f"a number, not {given}{hint}", name)
             if not signed and value < 0:
                 raise FrontendError(f"argument {name} = {value} is negative, but a "
-                                    f"{'uint' if bits == 32 else 'ulong'} in the source (the device would see it as "
+                                    f"{ {8: 'uchar', 16: 'ushort', 32: 'uint'}.get(bits, 'ulong')} in the source (the device would see it as "
                                     f"{value % 2 ** bits}); give 0 or more", name)
-            if not -(2 ** 31) <= value < 2 ** 31 and bits == 32 or \
-                    not -(2 ** 63) <= value < 2 ** 63:
+            low, high = type_range(bits, True)
+            if not low <= value <= high:
                 raise FrontendError(f"argument {name} = {value} does not fit a {bits}-bit "
                                     f"{'int' if bits == 32 else 'signed integer'}", name)
             self.params[name] = int(value)
-            self.arg_kinds.append((name, "int" if bits == 32 else "long"))
+            self.arg_kinds.append((name, {8: "char", 16: "short", 32: "int"}.get(bits, "long")))
             self.scopes[0].names[name] = Binding("int", S.Param(name), p)
             self.used_names.add(name)
             return

@@ -238,7 +238,7 @@ def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> No
                             f"{type(value).__name__}")
         if kinds[name] == "float":
             continue
-        bits = 64 if kinds[name] == "long" else 32
+        bits = {"long": 64, "char": 8, "short": 16}.get(kinds[name], 32)
         if not -(2**(bits - 1)) <= int(value) < 2**(bits - 1):
             raise ValueError(f"{kernel.name}: scalar {name!r} = {value} does not fit a "
                              f"{bits}-bit int")
@@ -459,6 +459,8 @@ def _argument(a: KernelArg, buffers: dict[str, Any], scalars: dict):
         return np.int32(scalars[a.name])
     if a.kind == "long":
         return np.int64(scalars[a.name])
+    if a.kind in ("char", "short"):
+        return (np.int8 if a.kind == "char" else np.int16)(scalars[a.name])
     if a.kind == "float":
         return np.float32(scalars[a.name])
     if a.kind in INT_VECTOR_KINDS:

@@ -23,6 +23,7 @@ from tiletraffic.simulator.engine.accelerators.classes import group_classes
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.limits import (GENERIC_GPU, DeviceLimits,
                                                  check_schedule_limits)
+from tiletraffic.simulator.engine.data_inputs import launch_inputs
 from tiletraffic.simulator.engine.machine import Machine
 from tiletraffic.simulator.engine.unwritten import unwritten_fill
 from tiletraffic.simulator.observers.counters import Observer, TrafficCounter, TrafficCounts
@@ -95,6 +96,11 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         inputs: the global inputs by name in their logical shapes (A as M×K row-major, ...),
             converted to float32. Required when ``compute_values`` is true.
         compute_values: compute the outputs; ``False`` counts only (same counts, faster).
+            A schedule that branches on floats of the data
+            (:func:`simulator.ir.nodes.branches_on_data`) is executed with values either
+            way: without ``compute_values`` on
+            :func:`simulator.engine.data_inputs.launch_inputs` (its counts are exact for
+            those values).
         read_maps: names of global inputs for which to return per-element read counts.
         limits: device limits to enforce before executing (``None``: none).
         hazards: ``"raise"`` (default: the first hazard raises) or ``"report"`` (collect
@@ -170,6 +176,9 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     if by_classes and classes_problem(schedule) is not None:
         by_classes = False   # not proved for this schedule: every work-group runs
         accelerators = accelerators.replace(work_group_classes=False)
+    if not compute_values and S.branches_on_data(schedule.body):
+        compute_values = True    # its branches need the values: counted on launch_inputs
+        buffers = _prepare_buffers(schedule, launch_inputs(schedule), sizes, params)
     observers = list(observers)
     if by_classes and accelerators.k_extrapolation and not observers and \
             k_extrapolation.applies(schedule):

@@ -37,7 +37,7 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.nodes import describe_int
 from tiletraffic.simulator.ir.static import int_op_bounds
 from tiletraffic.simulator.ir.visitor import Visitor, walk_statements
-from tiletraffic.simulator.engine.accelerators import INT_BUFFER_DECLINE
+from tiletraffic.simulator.engine.accelerators import data_decline
 from tiletraffic.simulator.engine.accelerators.classes import MIN_GROUPS_FOR_CLASSES
 
 
@@ -77,8 +77,8 @@ def classes_problem(schedule: S.Schedule) -> str | None:
     counts (one line naming the expression), or ``None`` where they are (module
     docstring; a built-in family is trusted, except a kernel whose batch is folded into an
     NDRange dimension that already runs over something else, proved as any other)."""
-    if S.reads_int_buffer(schedule.body):
-        return INT_BUFFER_DECLINE
+    if data_decline(schedule.body) is not None:
+        return data_decline(schedule.body)
     if schedule.family in _trusted_families() and not schedule.extra.get("folded_batch"):
         return None
     try:
@@ -211,7 +211,7 @@ class _Prover(Visitor):
         if isinstance(c, S.Not):
             self.cond(c.operand, env)
             return
-        if isinstance(c, S.FloatCompare):     # the launch's floats: one truth for all
+        if isinstance(c, S.FloatCompare) and c.on_launch_floats:     # one truth for all
             return
         if not isinstance(c, S.Compare):
             raise _Unproved(f"a condition of kind {type(c).__name__}")
@@ -373,8 +373,8 @@ def translation_problem(schedule: S.Schedule) -> str | None:
     and every sub-group shuffle's lane has none. Refused otherwise, and wherever the forms
     cannot be proved (the proof of :func:`classes_problem`); a built-in family is trusted,
     as there (its local and private arrays are indexed by local ids and loop variables)."""
-    if S.reads_int_buffer(schedule.body):
-        return INT_BUFFER_DECLINE
+    if data_decline(schedule.body) is not None:
+        return data_decline(schedule.body)
     if schedule.family in _trusted_families():
         return None
     prover = _TranslationProver(schedule)
