@@ -271,3 +271,33 @@ def silx_densify_csr(x):
         for k in range(iptr[r], iptr[r + 1]):
             out[r, ind[k]] = x["data"][k]
     return {"output": out}
+
+
+def _pyfai_csr(x, threshold):
+    """pyFAI's CSR integration of ``weights`` by the launch files' CSR matrix (B = 8 rows of
+    P = 64 pixels, ``coefs`` its values; no dummy): per row, the sum of coef * weight over
+    its finite pixels (``sum_data``), the sum of their coefs (``sum_count``) and their
+    ratio where the count exceeds ``threshold``, else the dummy value 0 (``merged``)."""
+    sizes = {"H": 8, "W": 64}
+    iptr, ind = csr_row_pointers(sizes), csr_column_indices(sizes)
+    weights = x["weights"].astype(np.float64)
+    coefs = x["coefs"].astype(np.float64)
+    data, count = np.zeros(sizes["H"]), np.zeros(sizes["H"])
+    for r in range(sizes["H"]):
+        for k in range(iptr[r], iptr[r + 1]):
+            if np.isfinite(weights[ind[k]]):
+                data[r] += coefs[k] * weights[ind[k]]
+                count[r] += coefs[k]
+    merged = np.where(count > threshold, data / np.where(count == 0, 1, count), 0.0)
+    return {"sum_data": data, "sum_count": count, "merged": merged}
+
+
+def pyfai_csr_integrate(x):
+    """``csr_integrate`` (a row per work-group): the merged value where the count is > 0."""
+    return _pyfai_csr(x, 0.0)
+
+
+def pyfai_csr_integrate_single(x):
+    """``csr_integrate_single`` (a row per work-item): the merged value where the count is
+    > 1e-10 (the kernel's epsilon)."""
+    return _pyfai_csr(x, 1e-10)
