@@ -18,6 +18,24 @@ def component_number(name: str) -> int | None:
         return int(name[1])
     return None
 
+def swizzle_components(name: str, width: int) -> tuple[int, ...] | None:
+    """The components of a ``width``-component vector a selector of several names
+    (``lo``, ``hi``, ``even``, ``odd``, ``xy``, ``zw``, ``s01``, ``s23``, ...), else None."""
+    half = width // 2
+    named = {"lo": tuple(range(half)), "hi": tuple(range(half, width)),
+             "even": tuple(range(0, width, 2)), "odd": tuple(range(1, width, 2))}
+    if name in named:
+        return named[name]
+    if len(name) > 1 and name[0] in "sS" and all(c in "0123456789abcdefABCDEF"
+                                                  for c in name[1:]):
+        comps = tuple(int(c, 16) for c in name[1:])
+    elif all(c in VECTOR_COMPONENTS for c in name):
+        comps = tuple(VECTOR_COMPONENTS.index(c) for c in name)
+    else:
+        return None
+    return comps if all(k < width for k in comps) else None
+
+
 INT_KINDS = {"INT", "UINT", "LONG", "ULONG", "SHORT", "USHORT", "CHAR_S", "UCHAR", "SCHAR",
              "CHAR_U", "BOOL", "LONGLONG", "ULONGLONG"}
 """clang's canonical kinds of the integer types."""

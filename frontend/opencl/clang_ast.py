@@ -504,10 +504,14 @@ def implicit_chain(cursor) -> list:
 
 def _vector_element(cursor, child) -> bool:
     """``v.x``: clang shows a vector component as an unexposed expression of scalar type
-    over the vector."""
+    over the vector; ``v.lo`` of a ``float4``, as one of a vector type of fewer
+    components."""
     def vector(t):
         return t.get_canonical().kind.name in ("VECTOR", "EXTVECTOR")
-    return vector(child.type) and not vector(cursor.type)
+    if not vector(child.type):
+        return False
+    return not vector(cursor.type) or \
+        cursor.type.get_canonical().element_count != child.type.get_canonical().element_count
 
 
 def is_kernel(cursor) -> bool:

@@ -428,6 +428,8 @@ class Declarations(TranslationContext):
             if init is not None:
                 out += self.vector_assign(names, init)
             return out
+        if is_vector_type(t) and is_int_type(t.get_canonical().element_type):
+            return self.int_vector_declaration(d, init)
         if type_kind(t) == "POINTER":
             if init is None:
                 self.fail(d, f"pointer {name} without a value: point it at a buffer where it "
@@ -435,6 +437,36 @@ class Declarations(TranslationContext):
             return self.pointer_declaration(d, self.pointer_expr(init))
         self.fail(d, f"variable {name} of type {t.spelling}: use int/uint/size_t, float, "
                      "float2, float4 or arrays of them")
+
+    def int_vector_declaration(self, d, init) -> list:
+        """``int2 v = (int2)(a, b);`` (``int4``, ``uint2``, ...) never assigned again: each
+        component an integer bound once (a ``Let``), read as ``v.x``, ``v.s1``, ...
+
+        Raises:
+            FrontendError: no value of that form, or the vector assigned again.
+        """
+        from clang.cindex import CursorKind as K
+        width, name = vector_width(d.type), d.spelling
+        s = C.strip(init) if init is not None else None
+        parts = []
+        if s is not None and s.kind in (K.CSTYLE_CAST_EXPR, K.COMPOUND_LITERAL_EXPR):
+            inner = C.strip(C.children(s)[-1])
+            parts = C.children(inner) if inner.kind in (K.INIT_LIST_EXPR, K.PAREN_EXPR) or \
+                inner.kind.name == "PAREN_LIST_EXPR" else [inner]
+        if len(parts) != width or any(is_vector_type(C.strip(p).type) for p in parts) or \
+                self.reassigned(d):
+            self.fail(d, f"integer vector {name} of type {d.type.spelling}: give it its "
+                         f"components where it is declared ({d.type.spelling})(a, b, ...) "
+                         "and do not assign it again")
+        out, names = [], []
+        for k, part in enumerate(parts):
+            value = self.int_expr(part)
+            ir = self.fresh(f"{name}_{VECTOR_COMPONENTS[k]}")
+            self.ranges[ir] = self.range_of(value)
+            out.append(S.Let(ir, value))
+            names.append(S.Var(ir))
+        self.bind(name, Binding("int_vector", tuple(names), d))
+        return out
 
     def array_dims(self, d) -> tuple[tuple[S.Const, ...], int]:
         """The static dimensions of an array declaration, each named by its macro, and the

@@ -193,7 +193,7 @@ class Integers(TranslationContext):
         k = component_number(list(s.get_tokens())[-1].spelling)
         if b is None or b.kind != "int_vector" or k is None:
             self.fail(s, "integer vector component: write v.x, v.y, ... (v.s0, ...) of an "
-                         "int2/int4 argument")
+                         "int2/int4 argument or variable")
         if k >= len(b.value):
             self.fail(s, f"{base.spelling} has {len(b.value)} components")
         return b.value[k]
