@@ -1,0 +1,109 @@
+"""Programs as hosts build them and the constructs of their helper files: a launch file's
+``drop_include_lines`` (every line beginning with ``#include `` dropped from each file, the
+files joined), a reinterpreting cast or a vector type in a function the kernel does not
+call, ``char`` scalar arguments, ``int2`` private variables bound once, ``float4`` values
+joined from ``float2`` ones and swizzles of several components (``.lo``, ``.hi``, ``.xy``)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiletraffic as tt
+from tiletraffic.frontend import launch_file
+from tiletraffic.frontend.opencl.clang_ast import FrontendError
+
+HELPERS = """\
+#include "for_ide.h"
+#define TWICE(x) (2.0f * (x))
+static float unused(const global uchar *p, int i) {
+    char c = as_char(p[i]);
+    uchar2 pair = (uchar2)(p[i], p[i + 1]);
+    return convert_float(c) + convert_float(as_ushort(pair));
+}
+"""
+
+KERNEL = """\
+#include "for_ide.h"
+__kernel void k(__global const float *A, __global float4 *C, const char flip,
+                const int n) {
+    const int i = get_global_id(0);
+    int2 range = (int2)(i * 2, i * 2 + 2);
+    float2 lo = (float2)(A[range.x], A[range.x + 1]);
+    float2 hi = (float2)(TWICE(A[range.x]), flip ? -1.0f : 1.0f);
+    float4 v = (float4)(lo, hi);
+    if (i < n)
+        C[i] = (float4)(v.hi, v.lo);
+}
+"""
+
+TOML = """\
+source = ["helpers.cl", "k.cl"]
+drop_include_lines = true
+kernel = "k"
+[launch]
+global_size = [16]
+local_size = [8]
+[args]
+A = { shape = [32], access = "in" }
+C = { shape = [16, 4], access = "out" }
+flip = 1
+n = 16
+"""
+
+
+def program(tmp_path, toml=TOML):
+    (tmp_path / "helpers.cl").write_text(HELPERS)
+    (tmp_path / "k.cl").write_text(KERNEL)
+    (tmp_path / "k.toml").write_text(toml)
+    return tmp_path / "k.toml"
+
+
+def reference(inputs):
+    a = inputs["A"].astype(np.float64).reshape(16, 2)
+    return {"C": np.stack([2 * a[:, 0], -np.ones(16), a[:, 0], a[:, 1]], axis=1)}
+
+
+def test_a_program_without_its_include_lines_is_read(tmp_path):
+    sch = launch_file.load(program(tmp_path))
+    a = np.arange(32, dtype=np.float32)
+    out = tt.simulate(sch, {"A": a}).outputs["C"]
+    np.testing.assert_array_equal(out, reference({"A": a})["C"].astype(np.float32))
+    text = launch_file.read(program(tmp_path)).source()
+    assert "#include" not in text and '#line 1 "k.cl"' in text
+    assert text.count("\n") >= HELPERS.count("\n") + KERNEL.count("\n")
+
+
+def test_without_the_option_the_missing_header_is_named(tmp_path):
+    path = program(tmp_path, TOML.replace("drop_include_lines = true\n", ""))
+    with pytest.raises(FrontendError, match="'for_ide.h' file not found"):
+        launch_file.load(path)
+    bad = program(tmp_path, TOML.replace("drop_include_lines = true", 'drop_include_lines = 1'))
+    with pytest.raises(launch_file.LaunchFileError, match="drop_include_lines: must be true "
+                                                          "or false"):
+        launch_file.load(bad)
+
+
+def test_a_message_names_the_file_and_line_of_the_program(tmp_path):
+    path = program(tmp_path)
+    (tmp_path / "k.cl").write_text(KERNEL.replace("TWICE(A[range.x])", "as_float(n)"))
+    with pytest.raises(FrontendError, match=r"k\.cl:7:\d+: as_float reinterprets"):
+        launch_file.load(path)
+
+
+def test_a_char_argument_out_of_its_range_is_refused(tmp_path):
+    path = program(tmp_path, TOML.replace("flip = 1", "flip = 300"))
+    with pytest.raises(launch_file.LaunchFileError, match="flip = 300 does not fit a 8-bit"):
+        launch_file.load(path)
+
+
+def test_counts_equal_oclgrinds_and_the_run_equals_numpy(tmp_path, pocl):
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    sch = launch_file.load(program(tmp_path))
+    result = tt.run(sch, pocl, repeat=10, warmup=1, reference=reference, seed=3)
+    assert result.check.ok
+    if not oclgrind_available():
+        pytest.skip("no Oclgrind platform")
+    comparison = compare_counts(sch)
+    assert comparison.equal, comparison.to_dict()
+    assert comparison.simulator["global_store_elems"] == 64
