@@ -29,9 +29,11 @@ HELPER_ASSIGN = "void bump(__global float *c, int j) { j += 1; c[j] = 0.0f; }\n"
 
 # construct -> (source, build options, extra arguments[, local size of its one work-group])
 SAMPLES = {
-    "branch on loaded values": (kernel("    if (A[i] > 0.0f) C[i] = 1.0f;"), "", {}),
-    "?: on loaded values": (kernel("    C[i] = A[i] > 0.0f ? A[i] : 0.0f;"), "", {}),
-    "loop on loaded values": (kernel("    while (A[i] > 0.0f) { C[i] = 0.0f; }"), "", {}),
+    "float in a condition computed by statements": (
+        kernel("    if (twice(A[i]) > 0.0f) C[i] = 1.0f;",
+               "float twice(float x) { return 2.0f * x; }\n"), "", {}),
+    "integer vector without its components": (
+        kernel("    int2 v;\n    C[i] = 0.0f;"), "", {}),
     "index computed from loaded values": (kernel("    C[(int)A[i]] = 1.0f;"), "", {}),
     "bool used as an integer": (
         kernel("    bool inside = i < N;\n    C[i + inside] = 0.0f;"), "", {}),
@@ -88,7 +90,8 @@ SAMPLES = {
         kernel("    for (int j = -1; j < N; j++) C[i] = A[i];",
                signature="__global const float *A, __global float *C, uint N"), "", {}),
     "integer array": (kernel("    int t[4];\n    t[0] = i;\n    C[i] = A[i];"), "", {}),
-    "variable of another type": (kernel("    int2 v = (int2)(i, i);\n    C[i] = A[i];"), "", {}),
+    "variable of another type": (kernel("    short2 v = (short2)(i, i);\n    C[i] = A[i];"), "",
+                                 {}),
     "__local array inside a block": (
         kernel("    if (i < 4) {\n        __local float t[4];\n        t[i] = A[i];\n"
                "        C[i] = t[i];\n    }"), "", {}),

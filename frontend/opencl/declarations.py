@@ -27,6 +27,8 @@ from tiletraffic.frontend.opencl.context import Binding, Buffer, TranslationCont
 ACCESS = S.ARRAY_ROLES
 """The accesses a buffer argument may have (``in``, ``out``, ``inout``)."""
 
+_INT_NAMES = {8: "char", 16: "short", 32: "int"}
+"""OpenCL C's name of the integer type of each width below 64 bits."""
 _SCALAR_INTS = ("INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG", "CHAR_S", "CHAR_U",
                 "SCHAR", "UCHAR", "SHORT", "USHORT")
 INT_VECTOR_TYPES = ((32, True), (32, False))
@@ -428,7 +430,8 @@ class Declarations(TranslationContext):
             if init is not None:
                 out += self.vector_assign(names, init)
             return out
-        if is_vector_type(t) and is_int_type(t.get_canonical().element_type):
+        if is_vector_type(t) and \
+                int_type(t.get_canonical().element_type) in INT_VECTOR_TYPES:
             return self.int_vector_declaration(d, init)
         if type_kind(t) == "POINTER":
             if init is None:
@@ -453,11 +456,15 @@ class Declarations(TranslationContext):
             inner = C.strip(C.children(s)[-1])
             parts = C.children(inner) if inner.kind in (K.INIT_LIST_EXPR, K.PAREN_EXPR) or \
                 inner.kind.name == "PAREN_LIST_EXPR" else [inner]
+        if s is not None and s.kind == K.CALL_EXPR:
+            self.refuse_call(s)         # as_int4(...) refused by name
         if len(parts) != width or any(is_vector_type(C.strip(p).type) for p in parts) or \
                 self.reassigned(d):
-            self.fail(d, f"integer vector {name} of type {d.type.spelling}: give it its "
-                         f"components where it is declared ({d.type.spelling})(a, b, ...) "
-                         "and do not assign it again")
+            bits, signed = int_type(d.type.get_canonical().element_type)
+            ctype = f"{'' if signed else 'u'}{_INT_NAMES.get(bits, 'long')}{width}"
+            self.fail(d, f"integer vector {name} of type {ctype}: give it its components "
+                         f"where it is declared (({ctype})(a, b, ...)) and do not assign it "
+                         "again")
         out, names = [], []
         for k, part in enumerate(parts):
             value = self.int_expr(part)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 
 BUFFER_KINDS = ("global_in", "global_out", "global_inout")
 """Kinds of the buffer arguments (:class:`KernelArg`)."""
@@ -16,6 +18,8 @@ INT_VECTOR_KINDS = {"int2": (2, True), "uint2": (2, False), "int4": (4, True),
 """Kinds of the integer vector arguments, passed by value (a tuple of ints): (components,
 signed)."""
 SCALAR_KINDS = ("int", "long", "char", "short", "float", *INT_VECTOR_KINDS)
+INT_SCALAR_TYPES = {"int": np.int32, "long": np.int64, "char": np.int8, "short": np.int16}
+"""The numpy type each integer scalar kind is passed to ``clSetKernelArg`` as."""
 """Kinds of the scalar arguments, passed by value (:class:`KernelArg`)."""
 
 
