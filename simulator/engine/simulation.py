@@ -203,7 +203,7 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
 
 def _check_options(by_classes: bool, compute_values: bool, read_maps, shadows: bool,
                    bounds_and_lengths) -> None:
-    """Refuse options of :func:`simulate` that do not go together (its ``InputError``\ s)."""
+    """Refuse options of :func:`simulate` that do not go together (``InputError``)."""
     if by_classes and (compute_values or read_maps):
         raise InputError("work-group classes give counts only: use compute_values=False "
                          "and no read maps")
