@@ -9,12 +9,18 @@ VECTOR_COMPONENTS = "xyzw"
 """The component names of a float vector, component 0 first (``v.x`` is component 0)."""
 
 
+def component_name(k: int, width: int) -> str:
+    """The name of component ``k`` of a vector of ``width`` floats: ``x`` .. ``w`` up to
+    four components, ``s0`` .. ``s7`` for eight."""
+    return VECTOR_COMPONENTS[k] if width <= 4 else f"s{k}"
+
+
 def component_number(name: str) -> int | None:
     """The component a one-component selector names (``x``..``w``, or ``s0``..``s3``,
     ``S0``..``S3``: ``v.s2`` is ``v.z``), else ``None``."""
     if len(name) == 1 and name in VECTOR_COMPONENTS:
         return VECTOR_COMPONENTS.index(name)
-    if len(name) == 2 and name[0] in "sS" and name[1] in "0123":
+    if len(name) == 2 and name[0] in "sS" and name[1] in "01234567":
         return int(name[1])
     return None
 

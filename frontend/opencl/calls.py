@@ -10,7 +10,7 @@ from pathlib import Path
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.c_types import (VECTOR_COMPONENTS, is_float_type, is_int_type,
+from tiletraffic.frontend.opencl.c_types import (component_name, is_float_type, is_int_type,
                                                  is_vector_type, type_kind, vector_width)
 from tiletraffic.frontend.opencl.context import Binding, Scope, TranslationContext
 from tiletraffic.frontend.opencl.memory import null_constant
@@ -87,7 +87,8 @@ class Calls(TranslationContext):
             for pname, b in bindings.items():
                 if isinstance(b, tuple) and b[0] == "vector":
                     ir = self.bind(pname, Binding("vector", None, b[2]))
-                    names = tuple(f"{ir}.{VECTOR_COMPONENTS[w]}" for w in range(len(b[1])))
+                    names = tuple(f"{ir}.{component_name(w, len(b[1]))}"
+                                  for w in range(len(b[1])))
                     self.lookup(pname).value = names
                     out += [S.DeclareFloat(n, None) for n in names]
                     out += [S.Assign(n, v) for n, v in zip(names, b[1])]

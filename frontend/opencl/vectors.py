@@ -8,7 +8,8 @@ from __future__ import annotations
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.c_types import (VECTOR_COMPONENTS, component_number,
+from tiletraffic.frontend.opencl.c_types import (VECTOR_COMPONENTS, component_name,
+                                                 component_number,
                                                  is_vector_type, swizzle_components,
                                                  vector_width)
 from tiletraffic.frontend.opencl.context import Pointer, TranslationContext
@@ -47,9 +48,10 @@ class Vectors(TranslationContext):
         messages where the vector is the source's ``c_name``."""
         names = []
         for w in range(width):
-            name = self.fresh(f"{ir}_{VECTOR_COMPONENTS[w]}")
+            comp = component_name(w, width)
+            name = self.fresh(f"{ir}_{comp}")
             if c_name is not None:
-                self.source_names[name] = f"{c_name}.{VECTOR_COMPONENTS[w]}"
+                self.source_names[name] = f"{c_name}.{comp}"
             self.vector_components[name] = ir
             names.append(name)
         return tuple(names)
@@ -83,6 +85,22 @@ class Vectors(TranslationContext):
         """(array, index) of the float the store ``A[i].y = v`` writes."""
         component = self.offset(Pointer(ptr.target, ptr.flat, ptr.index, 1), S.Const(k))
         return self.resolve(component, s, store=True)
+
+    def component_of_value(self, s, out: list):
+        """``f(x).s0``, ``(a + b).y``: a component of a vector value other than a variable
+        or an element (a helper's result, an operation), or None for those."""
+        from clang.cindex import CursorKind as K
+        base = C.strip(C.children(s)[0])
+        k = component_number(list(s.get_tokens())[-1].spelling)
+        if k is None or base.kind in (K.DECL_REF_EXPR, K.ARRAY_SUBSCRIPT_EXPR,
+                                      K.MEMBER_REF_EXPR, K.UNEXPOSED_EXPR):
+            return None
+        width = vector_width(base.type)
+        if k >= width:
+            return None
+        values, stmts = self.vector_values(base, width)
+        out += stmts
+        return values[k]
 
     def vector_component(self, s):
         """(component names of the vector variable, component number) of ``v.x``."""
@@ -159,6 +177,11 @@ class Vectors(TranslationContext):
             (va, oa), (vb, ob), (vc, oc) = parts
             return tuple(S.FBinOp("+", S.FBinOp("*", x, y), z)
                          for x, y, z in zip(va, vb, vc)), oa + ob + oc
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) in ("-", "+"):
+            values, out = self.vector_values(C.children(s)[0], width)
+            if C.unary_operator(s) == "+":
+                return values, out
+            return tuple(S.FNeg(v) for v in values), out
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in S.FLOAT_OPS:
             a, b = C.children(s)
             va, oa = self._vector_or_scalar(a, width)

@@ -552,7 +552,7 @@ class Return(Stmt):
     """``return;`` — the work-item leaves the kernel (and reaches no later barrier)."""
 
 
-VECTOR_WIDTHS = (2, 4)
+VECTOR_WIDTHS = (2, 4, 8)
 """Floats per vector access: ``float2`` (8 bytes) and ``float4`` (16 bytes)."""
 
 
