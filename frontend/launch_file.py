@@ -27,6 +27,7 @@ Format (every path relative to the launch file)::
     function = "mm_ref.py:reference"   # reference(inputs: dict) -> dict of outputs
     terms = "N"                     # optional: products summed per output element (the
                                     # float tolerance; default: as the simulator counts it)
+    inputs = "positive"             # optional: the inputs run draws unless told (normal)
 
 A GLSL compute shader's launch file (``language = "glsl"``, or a ``.comp``/``.glsl``
 source) has the dispatch, bindings, push constants and specialization constants instead
@@ -89,7 +90,7 @@ LAUNCH_KEYS = ("global_size", "local_size")
 CUDA_LAUNCH_KEYS = ("grid", "block", "shared_bytes")
 LANGUAGES = ("opencl", "cuda")
 CUDA_SUFFIXES = (".cu", ".cuh")
-REFERENCE_KEYS = ("function", "terms")
+REFERENCE_KEYS = ("function", "terms", "inputs")
 
 
 class LaunchFileError(ValueError):

@@ -107,3 +107,17 @@ def test_counts_equal_oclgrinds_and_the_run_equals_numpy(tmp_path, pocl):
     comparison = compare_counts(sch)
     assert comparison.equal, comparison.to_dict()
     assert comparison.simulator["global_store_elems"] == 64
+
+
+def test_the_launch_file_names_the_inputs_run_draws(tmp_path):
+    from tiletraffic.analysis.api.device import inputs_kind_of
+    from tiletraffic.simulator.engine.reference import random_inputs
+    sch = launch_file.load(program(tmp_path, TOML + '[reference]\ninputs = "positive"\n'))
+    assert sch.extra["reference_inputs"] == "positive"
+    assert inputs_kind_of(sch, None) == "positive" and inputs_kind_of(sch, "ones") == "ones"
+    drawn = random_inputs(sch, np.random.default_rng(1), "positive")["A"]
+    assert drawn.min() >= 0 and drawn.max() < 1 and len(set(drawn.tolist())) == drawn.size
+    plain = launch_file.load(program(tmp_path))
+    assert inputs_kind_of(plain, None) == "normal"
+    with pytest.raises(launch_file.LaunchFileError, match="reference.inputs: 'even' is not"):
+        launch_file.load(program(tmp_path, TOML + '[reference]\ninputs = "even"\n'))
