@@ -1,7 +1,11 @@
 """Calls of functions the subset has no built-in meaning for: the refused ones
 (:func:`frontend.opencl.clang_ast.refused_function`), and helper functions defined in the
 source or a header it includes, inlined at each call with their parameters bound to the
-call's arguments (recursion and early returns refused).
+call's arguments (recursion refused). A helper returning a float or a float vector from
+several places (``if (c) return there; ...; return x;``) is inlined with its result in
+private floats and an integer flag set by each ``return``, the statements after a
+``return`` guarded by the flag; a ``return`` inside a loop, or followed by statements in
+its own block, is refused.
 """
 from __future__ import annotations
 
@@ -99,6 +103,8 @@ class Calls(TranslationContext):
                     self.scopes[-1].names[pname] = b
             body = [k for k in C.children(fn) if k.kind == K.COMPOUND_STMT][0]
             kids = C.children(body)
+            if want_value and _early_returns(body):
+                return out + self.inline_early_returns(fn, kids), self.early_value(fn)
             for i, k in enumerate(kids):
                 if k.kind == K.RETURN_STMT and i != len(kids) - 1:
                     self.fail(k, f"helper {fn.spelling} returns before its end: return once, "
@@ -122,3 +128,110 @@ class Calls(TranslationContext):
             self.scopes, self.helper_return = saved_scopes, saved_return
             self.inline_depth -= 1
             self.inlined_from.pop()
+
+    def inline_early_returns(self, fn, kids) -> list:
+        """The statements of the body ``kids`` of helper ``fn`` whose ``return``\ s are not
+        all at its end (:func:`_early_returns`): its result in fresh private floats, each
+        ``return`` assigning them and setting a fresh integer flag, every statement after
+        one that may return run only where the flag is unset."""
+        from clang.cindex import CursorKind as K
+        problem = _early_return_problem(kids)
+        if problem is not None or not (is_float_type(fn.result_type) or (
+                is_vector_type(fn.result_type) and
+                is_float_type(fn.result_type.get_canonical().element_type))):
+            self.fail(problem or fn, f"helper {fn.spelling} returns before its end"
+                      f"{' inside a loop or before other statements' if problem else ''}: "
+                      "return once, as its last statement")
+        width = vector_width(fn.result_type) if is_vector_type(fn.result_type) else 1
+        names = self.component_names(self.fresh("result"), None, width) if width > 1 \
+            else (self.fresh("result"),)
+        flag = self.fresh("returned")
+        self.declare_mutable(flag, fn, (0, 1))
+        self.ranges[flag] = (0, 1)
+        self.helper_return = _EarlyReturn(names, flag, width)
+        out = [S.DeclareFloat(n, None) for n in names] + [S.DeclareInt(flag, S.Const(0))]
+
+        def guarded(stmts) -> list:
+            done = []
+            for i, k in enumerate(stmts):
+                done += self.statement(k)
+                if _count_returns(k) and i < len(stmts) - 1 and k.kind != K.RETURN_STMT:
+                    rest = guarded(stmts[i + 1:])
+                    if rest:
+                        done.append(S.If(S.Compare("==", S.Var(flag), S.Const(0)),
+                                         tuple(rest)))
+                    return done
+            return done
+        return out + guarded(kids)
+
+    def early_value(self, fn) -> tuple:
+        """The value of a helper inlined by :meth:`inline_early_returns`."""
+        names = self.helper_return.names
+        if len(names) == 1 and not is_vector_type(fn.result_type):
+            return ("float", S.Private(names[0]))
+        return ("vector", tuple(S.Private(n) for n in names))
+
+    def early_return(self, c) -> list:
+        """The IR of ``return value;`` in a helper inlined by :meth:`inline_early_returns`:
+        the value into its result floats, the flag set."""
+        early = self.helper_return
+        kids = C.children(c)
+        if not kids:
+            self.fail(c, "return without a value in a helper that returns one")
+        if early.width > 1:
+            values, out = self.vector_values(kids[0], early.width)
+        else:
+            out = []
+            values = (self.float_expr(kids[0], out),)
+        return out + [S.Assign(n, v) for n, v in zip(early.names, values)] + \
+            [S.AssignInt(early.flag, S.Const(1))]
+
+
+class _EarlyReturn:
+    """Where ``return``\ s of a helper with several of them put its result."""
+
+    def __init__(self, names: tuple, flag: str, width: int):
+        self.names, self.flag, self.width = names, flag, width
+
+
+def _count_returns(cursor) -> int:
+    """``return`` statements in the statement ``cursor`` and the statements under it."""
+    from clang.cindex import CursorKind as K
+    n = 1 if cursor.kind == K.RETURN_STMT else 0
+    return n + sum(_count_returns(k) for k in C.children(cursor))
+
+
+def _early_returns(body) -> bool:
+    """Whether the helper body ``body`` (its compound statement) returns other than once,
+    as its last statement."""
+    from clang.cindex import CursorKind as K
+    kids = C.children(body)
+    total = _count_returns(body)
+    return total > 1 or (total == 1 and (not kids or kids[-1].kind != K.RETURN_STMT))
+
+
+def _early_return_problem(kids):
+    """The first ``return`` inside a loop or a ``switch``, or followed by statements in its
+    own block below the body's top level, among the statements ``kids``; None if none."""
+    from clang.cindex import CursorKind as K
+    loops = (K.FOR_STMT, K.WHILE_STMT, K.DO_STMT, K.SWITCH_STMT)
+
+    def visit(c, in_loop: bool, top: bool):
+        if c.kind == K.RETURN_STMT and in_loop:
+            return c
+        inner = C.children(c)
+        if c.kind == K.COMPOUND_STMT and not top:
+            for k in inner[:-1]:
+                if k.kind == K.RETURN_STMT:
+                    return k
+        for k in inner:
+            found = visit(k, in_loop or c.kind in loops, False)
+            if found is not None:
+                return found
+        return None
+    for k in kids:
+        found = visit(k, False, False)
+        if found is not None:
+            return found
+    return None
+

@@ -109,6 +109,8 @@ class Statements(TranslationContext):
 
     def return_statement(self, c) -> list:
         kids = C.children(c)
+        if self.helper_return is not None and not isinstance(self.helper_return, list):
+            return self.early_return(c)       # a helper returning from several places
         if self.helper_return is not None:
             if self.helper_return:
                 self.fail(c, "a helper function with more than one return: return once, at "

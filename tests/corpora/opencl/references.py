@@ -334,3 +334,9 @@ def pyfai_csr_integrate4_single(x):
             "averint": safe * summed[:, 0] / norm1,
             "stdevpix": safe * np.sqrt(summed[:, 2] / norm2),
             "stderrmean": safe * np.sqrt(summed[:, 2]) / norm1}
+
+
+def pyfai_csr_integrate4(x):
+    """``csr_integrate4`` (a row per work-group, its partial sums merged through local
+    memory): the same sums and results as :func:`pyfai_csr_integrate4_single`."""
+    return pyfai_csr_integrate4_single(x)
