@@ -121,3 +121,63 @@ def test_the_launch_file_names_the_inputs_run_draws(tmp_path):
     assert inputs_kind_of(plain, None) == "normal"
     with pytest.raises(launch_file.LaunchFileError, match="reference.inputs: 'even' is not"):
         launch_file.load(program(tmp_path, TOML + '[reference]\ninputs = "even"\n'))
+
+
+EARLY = """\
+float2 merged(float2 a, float2 b) {
+    if (a.x <= 0.0f)
+        return b;
+    else if (b.x <= 0.0f)
+        return a;
+    float2 s = a + b;
+    return s * 0.5f;
+}
+void clear_negative(__global float2 *c, int i) {
+    if (c[i].y >= 0.0f)
+        return;
+    c[i] = (float2)(0.0f, 0.0f);
+}
+__kernel void merge(__global const float2 *A, __global const float2 *B, __global float2 *C) {
+    int i = get_global_id(0);
+    C[i] = merged(A[i], B[i]);
+    clear_negative(C, i);
+}
+"""
+
+
+def merge_reference(inputs):
+    a, b = (inputs[n].astype(np.float64).reshape(-1, 2) for n in ("A", "B"))
+    out = np.where((a[:, 0] <= 0)[:, None], b, np.where((b[:, 0] <= 0)[:, None], a, (a + b) / 2))
+    out[out[:, 1] < 0] = 0.0
+    return {"C": out}
+
+
+def merge_kernel():
+    shape = {"shape": [32, 2], "access": "in"}
+    return tt.from_opencl(EARLY, "merge", [32], [16],
+                          {"A": shape, "B": shape, "C": {"shape": [32, 2], "access": "inout"}})
+
+
+def test_helpers_returning_from_several_places_run_as_c_does(pocl):
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    sch = merge_kernel()
+    rng = np.random.default_rng(4)
+    inputs = {n: rng.standard_normal((32, 2)).astype(np.float32) for n in ("A", "B", "C")}
+    out = tt.simulate(sch, inputs).outputs["C"]
+    np.testing.assert_allclose(out, merge_reference(inputs)["C"], rtol=1e-6)
+    result = tt.run(sch, pocl, repeat=10, warmup=1, reference=merge_reference, seed=2)
+    assert result.check.ok
+    if oclgrind_available():
+        comparison = compare_counts(sch)
+        assert comparison.equal, comparison.to_dict()
+
+
+def test_a_return_inside_a_loop_of_a_helper_is_refused():
+    source = EARLY.replace("    if (c[i].y >= 0.0f)\n        return;",
+                           "    for (int k = 0; k < 2; k++)\n        if (c[i].y >= 0.0f) return;")
+    shape = {"shape": [32, 2], "access": "in"}
+    with pytest.raises(FrontendError, match="helper clear_negative returns before its end "
+                                            "inside a loop"):
+        tt.from_opencl(source, "merge", [32], [16],
+                       {"A": shape, "B": shape, "C": {"shape": [32, 2], "access": "inout"}})

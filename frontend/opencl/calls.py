@@ -1,8 +1,8 @@
 """Calls of functions the subset has no built-in meaning for: the refused ones
 (:func:`frontend.opencl.clang_ast.refused_function`), and helper functions defined in the
 source or a header it includes, inlined at each call with their parameters bound to the
-call's arguments (recursion refused). A helper returning a float or a float vector from
-several places (``if (c) return there; ...; return x;``) is inlined with its result in
+call's arguments (recursion refused). A helper returning a float, a float vector or nothing
+from several places (``if (c) return there; ...; return x;``) is inlined with its result in
 private floats and an integer flag set by each ``return``, the statements after a
 ``return`` guarded by the flag; a ``return`` inside a loop, or followed by statements in
 its own block, is refused.
@@ -103,8 +103,9 @@ class Calls(TranslationContext):
                     self.scopes[-1].names[pname] = b
             body = [k for k in C.children(fn) if k.kind == K.COMPOUND_STMT][0]
             kids = C.children(body)
-            if want_value and _early_returns(body):
-                return out + self.inline_early_returns(fn, kids), self.early_value(fn)
+            if _early_returns(body):
+                out += self.inline_early_returns(fn, kids)
+                return out, self.early_value(fn) if want_value else None
             for i, k in enumerate(kids):
                 if k.kind == K.RETURN_STMT and i != len(kids) - 1:
                     self.fail(k, f"helper {fn.spelling} returns before its end: return once, "
@@ -130,21 +131,24 @@ class Calls(TranslationContext):
             self.inlined_from.pop()
 
     def inline_early_returns(self, fn, kids) -> list:
-        """The statements of the body ``kids`` of helper ``fn`` whose ``return``\ s are not
+        """The statements of the body ``kids`` of helper ``fn`` whose ``return`` statements are not
         all at its end (:func:`_early_returns`): its result in fresh private floats, each
         ``return`` assigning them and setting a fresh integer flag, every statement after
         one that may return run only where the flag is unset."""
         from clang.cindex import CursorKind as K
         problem = _early_return_problem(kids)
-        if problem is not None or not (is_float_type(fn.result_type) or (
-                is_vector_type(fn.result_type) and
-                is_float_type(fn.result_type.get_canonical().element_type))):
+        result = fn.result_type
+        void = type_kind(result) == "VOID"
+        if problem is not None or not (void or is_float_type(result) or (
+                is_vector_type(result) and
+                is_float_type(result.get_canonical().element_type))):
             self.fail(problem or fn, f"helper {fn.spelling} returns before its end"
                       f"{' inside a loop or before other statements' if problem else ''}: "
-                      "return once, as its last statement")
-        width = vector_width(fn.result_type) if is_vector_type(fn.result_type) else 1
-        names = self.component_names(self.fresh("result"), None, width) if width > 1 \
-            else (self.fresh("result"),)
+                      "return once, as its last statement (a helper of floats or of no "
+                      "value may return from the branches of an if)")
+        width = 0 if void else vector_width(result) if is_vector_type(result) else 1
+        names = () if void else self.component_names(self.fresh("result"), None, width) \
+            if width > 1 else (self.fresh("result"),)
         flag = self.fresh("returned")
         self.declare_mutable(flag, fn, (0, 1))
         self.ranges[flag] = (0, 1)
@@ -176,6 +180,8 @@ class Calls(TranslationContext):
         the value into its result floats, the flag set."""
         early = self.helper_return
         kids = C.children(c)
+        if early.width == 0:
+            return [S.AssignInt(early.flag, S.Const(1))]
         if not kids:
             self.fail(c, "return without a value in a helper that returns one")
         if early.width > 1:
@@ -188,7 +194,7 @@ class Calls(TranslationContext):
 
 
 class _EarlyReturn:
-    """Where ``return``\ s of a helper with several of them put its result."""
+    """Where ``return`` statements of a helper with several of them put its result."""
 
     def __init__(self, names: tuple, flag: str, width: int):
         self.names, self.flag, self.width = names, flag, width

@@ -402,8 +402,12 @@ class Integers(TranslationContext):
         if s.kind == K.BINARY_OPERATOR:
             op = C.binary_operator(s)
             left, right = C.children(s)
-            if op in ("&&", "||"):
-                return S.BoolOp(op, self.condition(left), self.condition(right))
+            if op in ("&&", "||"):     # C may skip the right operand: nothing hoisted
+                prelude, self.condition_prelude = self.condition_prelude, None
+                try:
+                    return S.BoolOp(op, self.condition(left), self.condition(right))
+                finally:
+                    self.condition_prelude = prelude
             if op in _INT_COMPARE:
                 if not all(is_int_type(C.strip(side).type) for side in (left, right)):
                     return S.FloatCompare(op, self.condition_float(left, s),
@@ -437,6 +441,9 @@ class Integers(TranslationContext):
             return launch
         out: list = []
         value = self.float_expr(c, out)
+        if out and self.condition_prelude is not None:   # run before the if, as C does
+            self.condition_prelude += out
+            return value
         if out:
             self.fail(condition, "a float in a condition computed by statements of its own "
                                  "(an inlined helper, a conditional operator with loads): "
