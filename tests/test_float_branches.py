@@ -122,12 +122,14 @@ def test_every_accelerator_declines_a_branch_on_data():
     from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
     from tiletraffic.simulator.engine.accelerators.k_extrapolation import \
         k_extrapolation_problem
+    from tiletraffic.simulator.engine.class_check import proved_clean
     from tiletraffic.simulator.engine.fast_path import count_launch
     from tiletraffic.analysis.api.closed_forms import derive
     for make, _ in KERNELS.values():
         sch = make()
         assert classes_problem(sch) == FLOAT_BRANCH_DECLINE
         assert k_extrapolation_problem(sch) == FLOAT_BRANCH_DECLINE
+        assert not proved_clean(sch)       # the class check leaves it to full execution
         counted = count_launch(sch)
         assert counted.why_every_work_group == (FLOAT_BRANCH_DECLINE,)
         assert counted.work_groups_executed == sch.work_groups
