@@ -15,7 +15,7 @@ from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
 
 @facade_function
 def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warmup: int = 2,
-        reference=None, seed: int | None = None, inputs: str = "normal",
+        reference=None, seed: int | None = None, inputs: str | None = None,
         unchecked: bool = False):
     """Check `schedule` in the simulator, then build, launch, time and check it on an
     OpenCL device (a GLSL shader's schedule: through Vulkan where a Vulkan runner is
@@ -31,8 +31,9 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
             `inputs -> {output name: array}` (numpy, float64; or the array of the one
             output) giving the expected result; each output it names is checked.
         seed: seed of the random inputs.
-        inputs: `normal` (default), `uniform`, `ones` or `arange` (the last two
-            can hide swapped indices).
+        inputs: `normal`, `uniform`, `ones` or `arange` (the last two can hide swapped
+            indices); default: the kind the launch file's `reference.inputs` names, else
+            `normal`.
         unchecked: launch even when the check before launch finds hazards (then the
             result's `.unchecked` says "unchecked: hazards found: ..."); without it such
             a schedule raises `UnsafeLaunchError` and nothing is launched.
@@ -52,6 +53,7 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
         ResultMismatchError: see `run_on_device`.
     """
     check_schedule_argument(schedule, "run")
+    inputs = inputs_kind_of(schedule, inputs)
     check_argument_types("run", seed=(seed, *SEED), inputs=(inputs, (str,), "a string"),
                    unchecked=(unchecked, (bool,), "True or False"))
     import numpy as np
@@ -230,3 +232,11 @@ def run_cuda(schedule: Schedule, *, repeat: int = 10, warmup: int = 2, reference
     return run_cuda_source(schedule, repeat=repeat, warmup=warmup,
                            rng=np.random.default_rng(seed), reference_fn=reference,
                            inputs=inputs)
+
+
+def inputs_kind_of(schedule, inputs: str | None) -> str:
+    """``inputs`` where given, else the kind of inputs ``schedule``'s launch file names
+    (``reference.inputs``), else ``normal``."""
+    if inputs is not None:
+        return inputs
+    return getattr(schedule, "extra", {}).get("reference_inputs", "normal")

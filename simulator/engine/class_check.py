@@ -23,8 +23,10 @@ Two runs, each exact for the hazards it answers for:
 - *between work-groups* (races in global memory, reads of outputs before a store, outputs
   never written): every work-group, executing only what those need
   (:func:`output_slice`): the accesses of the arrays the kernel writes, and the control
-  flow and integers they depend on. Control flow and indices never depend on float values,
-  so these accesses happen exactly as in the whole kernel.
+  flow and integers they depend on. A kernel taken here has no control flow or index that
+  depends on the data (one that branches on floats of the data or reads an integer buffer
+  is declined by the classes' proof), so these accesses happen exactly as in the whole
+  kernel.
 
 A launch with a hazard, or one these proofs do not cover, is checked by full execution (the
 caller's), which then gives the hazards' counts and examples; a clean verdict here is the

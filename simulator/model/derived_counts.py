@@ -586,6 +586,9 @@ def _derive_kernel(schedule: S.Schedule, binding: SizeBinding) -> DerivedCounts:
         if S.reads_int_buffer(schedule.body):
             raise _GiveUp("the kernel reads an integer buffer, whose values may choose "
                           "addresses, conditions and loop bounds")
+        if S.branches_on_data(schedule.body):
+            raise _GiveUp("the kernel branches on floats of the data, whose values choose "
+                          "the branches taken")
         counter.block(schedule.body, domain, {})
     except _GiveUp as err:
         out.not_derived = {key: str(err) for key in _all_keys(buffers)}

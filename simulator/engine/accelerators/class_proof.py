@@ -256,7 +256,7 @@ class Prover(Visitor):
         if isinstance(c, S.Not):
             truth = self.cond(c.operand, env)
             return None if truth is None else not truth
-        if isinstance(c, S.FloatCompare):     # the launch's floats: one truth for all
+        if isinstance(c, S.FloatCompare) and c.on_launch_floats:     # one truth for all
             return None
         if not isinstance(c, S.Compare):
             raise Unproved(f"a condition of kind {type(c).__name__}")

@@ -42,7 +42,7 @@ import weakref
 from dataclasses import dataclass
 
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.engine.accelerators import INT_BUFFER_DECLINE
+from tiletraffic.simulator.engine.accelerators import data_decline
 from tiletraffic.simulator.engine.accelerators.class_proof import (Split, StatementProver,
                                                                    TranslationProver, Unproved)
 
@@ -120,8 +120,8 @@ def class_plan(schedule: S.Schedule) -> ClassPlan | None:
 
 
 def _plan(schedule: S.Schedule) -> ClassPlan | str:
-    if S.reads_int_buffer(schedule.body):
-        return INT_BUFFER_DECLINE
+    if data_decline(schedule.body) is not None:
+        return data_decline(schedule.body)
     if schedule.family in _trusted_families() and not schedule.extra.get("folded_batch"):
         return ClassPlan(default_starts(schedule.num_groups), None)
     found = _PLANS.get(schedule)
@@ -180,8 +180,8 @@ def translation_problem(schedule: S.Schedule) -> str | None:
     lane has none. Refused otherwise, and wherever the classes are not proved; a built-in
     family is trusted, as there (its local and private arrays are indexed by local ids and
     loop variables)."""
-    if S.reads_int_buffer(schedule.body):
-        return INT_BUFFER_DECLINE
+    if data_decline(schedule.body) is not None:
+        return data_decline(schedule.body)
     if schedule.family in _trusted_families():
         return None
     if schedule not in _TRANSLATIONS:
