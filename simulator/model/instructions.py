@@ -15,7 +15,7 @@ counts of the whole kernel and of each innermost loop body (one iteration), by c
 
 Counts are of sub-group (warp) instructions: one instruction of a kernel's machine code is
 issued once per sub-group that reaches it. :func:`issued_from_build` turns one kernel's
-counts into the launch's issued instructions, anchored on the FMAs the simulator counts
+counts into the launch's issued instructions, anchored on the FLOPs the simulator counts
 exactly; :func:`simulator.model.prediction.predict` uses it, when given, in its issue term
 in place of :func:`simulator.model.prediction.issued_instructions`.
 """
@@ -25,18 +25,19 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-INSTRUCTION_CLASSES = ("fma", "local_load", "local_store", "global_load", "global_store",
+INSTRUCTION_CLASSES = ("fma", "float", "local_load", "local_store", "global_load", "global_store",
                        "barrier", "integer", "move", "branch", "other")
-"""Instruction classes: fused multiply-adds; local-memory (shared) loads and stores; global
+"""Instruction classes: fused multiply-adds; other float arithmetic of one FLOP each (adds,
+multiplies, minimum and maximum); local-memory (shared) loads and stores; global
 loads and stores; work-group barriers; integer and address arithmetic (adds, multiply-adds,
 shifts, logic, compares); moves (register copies, special-register and constant reads);
-branches and exits; everything else (float adds and multiplies, conversions, ...)."""
+branches and exits; everything else (conversions, special functions, shuffles, ...)."""
 
 FORMAT_NAME = "tiletraffic-instructions"
 FORMAT_VERSION = 1
 
 ISSUE_METHOD = ("issue: the build's instructions (the hot loop's per iteration x the "
-                "iterations the simulated FMAs give, + the rest of the kernel once)")
+                "iterations the simulated FLOPs give, + the rest of the kernel once)")
 """``methods["issue_s"]`` when the issue term uses a build's instruction counts."""
 
 
@@ -46,6 +47,10 @@ class InstructionsError(ValueError):
 
 def _total(counts: dict[str, int]) -> int:
     return sum(counts.values())
+
+
+def _flop(counts: dict[str, int]) -> int:
+    return 2 * counts.get("fma", 0) + counts.get("float", 0)
 
 
 @dataclass(frozen=True)
@@ -61,8 +66,9 @@ class LoopInstructions:
         return _total(self.instructions_per_iteration)
 
     @property
-    def fma(self) -> int:
-        return self.instructions_per_iteration.get("fma", 0)
+    def flop(self) -> int:
+        """FLOPs of one iteration: 2 per FMA, 1 per other float instruction."""
+        return _flop(self.instructions_per_iteration)
 
 
 @dataclass(frozen=True)
@@ -76,22 +82,22 @@ class KernelInstructions:
 
     @property
     def hot_loop(self) -> LoopInstructions | None:
-        """The innermost loop with the most FMAs per iteration (None: no loop has FMAs)."""
-        loops = [lp for lp in self.loops if lp.fma > 0]
-        return max(loops, key=lambda lp: (lp.fma, lp.total)) if loops else None
+        """The innermost loop with the most FLOPs per iteration (None: no loop has any)."""
+        loops = [lp for lp in self.loops if lp.flop > 0]
+        return max(loops, key=lambda lp: (lp.flop, lp.total)) if loops else None
 
-    def per_sub_group(self, fma_per_sub_group: float) -> float:
-        """Instructions one sub-group issues when it executes ``fma_per_sub_group`` FMAs:
-        the hot loop runs ``(fma_per_sub_group - FMAs outside it) / its FMAs per iteration``
-        times and the rest of the kernel once (a loop of no FMAs is counted once per pass
-        through the kernel, a lower bound). Without a loop of FMAs (fully unrolled code),
-        the whole kernel once."""
+    def per_sub_group(self, flop_per_work_item: float) -> float:
+        """Instructions one sub-group issues when each of its work-items executes
+        ``flop_per_work_item`` FLOPs: the hot loop runs ``(flop_per_work_item - FLOPs
+        outside it) / its FLOPs per iteration`` times and the rest of the kernel once (a
+        loop other than the hot one is counted once per pass through the kernel). Without a
+        loop of float arithmetic (fully unrolled code), the whole kernel once."""
         total = _total(self.kernel)
         loop = self.hot_loop
         if loop is None:
             return float(total)
-        outside_fma = self.kernel.get("fma", 0) - loop.fma
-        iterations = max(0.0, fma_per_sub_group - outside_fma) / loop.fma
+        outside = _flop(self.kernel) - loop.flop
+        iterations = max(0.0, flop_per_work_item - outside) / loop.flop
         return iterations * loop.total + (total - loop.total)
 
     def to_dict(self) -> dict:
@@ -212,13 +218,12 @@ def issued_from_build(kernel: KernelInstructions, flop: float, work_items: int,
 
     Args:
         kernel: the compiled kernel's counts.
-        flop: the launch's FLOPs (the simulator's exact count; one FMA per 2 FLOP).
+        flop: the launch's FLOPs (the simulator's exact count).
         work_items: work-items of the launch (every work-group's).
         sub_groups: sub-groups of the launch.
 
     Returns:
-        ``sub_groups`` x :meth:`KernelInstructions.per_sub_group` of the FMAs one
-        sub-group executes (``flop / 2 / work_items``: the FMAs of one work-item).
+        ``sub_groups`` x :meth:`KernelInstructions.per_sub_group` of one work-item's FLOPs
+        (``flop / work_items``).
     """
-    fma_per_sub_group = flop / 2 / max(1, work_items)
-    return sub_groups * kernel.per_sub_group(fma_per_sub_group)
+    return sub_groups * kernel.per_sub_group(flop / max(1, work_items))

@@ -203,11 +203,8 @@ def predict(observation: LaunchObservation, device_model: DeviceModel,
         registers: registers per work-item, which limit the resident work-groups
             (:meth:`DeviceModel.resident_work_groups_per_cu`); ``None``: not modelled.
         stacklevel: as :func:`warnings.warn`'s for the warning; 2 names the caller's line.
-        instructions: the compiled kernel's instruction counts
-            (:class:`simulator.model.instructions.KernelInstructions`); the issue term then
-            counts :func:`simulator.model.instructions.issued_from_build` in place of
-            :func:`issued_instructions` (``methods["issue_s"]`` says so). ``None``: the
-            simulator's own count.
+        instructions: the build's counts for the issue term (:func:`launch_instructions`;
+            ``methods["issue_s"]`` says so); ``None``: :func:`issued_instructions`.
 
     Raises:
         simulator.engine.limits.LimitError: no work-group can be resident on a compute unit (too
@@ -280,8 +277,7 @@ def predict(observation: LaunchObservation, device_model: DeviceModel,
         / (model.clock_hz * model.sub_partitions_per_cu
            * model.warp_instructions_per_cycle_per_sub_partition),
     }
-    if instructions is not None:
-        methods["issue_s"] = ISSUE_METHOD
+    methods.update({"issue_s": ISSUE_METHOD} if instructions is not None else {})
     customers = min(resident, per_cu_groups)
     # at least one work-group's sub-groups: resident is 0 when one work-group does not fit
     # (estimated registers), which the latency terms also count as one
