@@ -8,7 +8,7 @@ configurations), at M = K = N = 1024: the launch's sub-group instructions
   count by ``simulator.model.instructions.issued_from_build`` (the hot loop's iterations
   from the simulated FMAs);
 * as the model counts them without a build (``issued_instructions``: FMAs, requests,
-  barriers);
+  barriers; the ``nvidia-h200-cuda`` model, whose local loads are the CUDA build's);
 * as the estimator gives them (``simulator.model.instruction_estimate``: that count plus the
   estimated integer, move and branch instructions);
 
@@ -31,6 +31,9 @@ from tiletraffic.simulator.model.instructions import issued_from_build
 from tiletraffic.simulator.model.prediction import issued_instructions
 
 SIZE = 1024
+MODEL = "nvidia-h200-cuda"
+"""The device model whose memory observers count the CUDA build's local loads (128-bit
+where that compiler merges them), as the build counted here is the CUDA one."""
 OTHERS = (("gemm-warp-tiled", {"tm": 8, "tn": 4}),
           ("gemm-vectorized", {"tm": 8, "tn": 8}),
           ("gemm-prefetch", {"bk": 8, "tm": 8, "tn": 8}),
@@ -91,7 +94,7 @@ def main() -> int:
     if problem:
         print(problem)
         return 2
-    model = device_model("nvidia-h200")
+    model = device_model(MODEL)
     rows = [r for family, options in cases() for r in row(family, options, model)]
     print(f"Launch instructions at {SIZE}³ (matvec: M = K = {SIZE}); build: "
           f"{build_instructions(build('gemm-tiled', {})).source}\n")

@@ -134,13 +134,15 @@ def _address_cost(index: tuple, loop, params: dict) -> float:
     return 1 / UNROLL if unit else 1.0
 
 
-def _trip(loop: S.For, env: dict[str, int], params: dict) -> tuple[int | None, bool]:
-    """(iterations, constant bounds) of ``loop``: the count where its bounds are static
-    (None otherwise) and whether they are compile-time constants."""
+def _trip(loop: S.For, env: dict[str, int], params: dict,
+          firsts: dict[str, int]) -> tuple[int | None, bool]:
+    """(iterations, constant bounds) of ``loop``: the count where its bounds are static,
+    else at the first iteration of the run-time loops around it (``firsts``: their
+    variables' start values), else None; and whether they are compile-time constants."""
     constant = not any(isinstance(n, (S.Param, S.Var, S.WorkItemId, S.IntLoad))
                        for part in (loop.start, loop.stop, loop.step) for n in walk(part))
     try:
-        start, stop, step = (static_int(x, env, params)
+        start, stop, step = (static_int(x, {**firsts, **env}, params)
                              for x in (loop.start, loop.stop, loop.step))
     except (NotStatic, KeyError):
         return None, constant
@@ -150,9 +152,10 @@ def _trip(loop: S.For, env: dict[str, int], params: dict) -> tuple[int | None, b
 
 
 def _walk(stmts, mult: float, loop, env: dict, params: dict,
-          out: ExtraInstructions) -> None:
+          out: ExtraInstructions, firsts: dict | None = None) -> None:
     """Charge ``stmts``, each executed ``mult`` times, inside ``loop`` (the innermost loop
     of run-time trip count around them: ``(variable, unrolled)``, or None)."""
+    firsts = firsts or {}
     for stmt in stmts:
         out.add("integer", mult * sum(_address_cost(index, loop, params)
                                       for _, index in _global_accesses(stmt)))
@@ -168,10 +171,10 @@ def _walk(stmts, mult: float, loop, env: dict, params: dict,
             out.add("move", mult)
         elif isinstance(stmt, S.If):
             out.add("integer", mult * _compares(stmt.cond))
-            _walk(stmt.then, mult, loop, env, params, out)
+            _walk(stmt.then, mult, loop, env, params, out, firsts)
             out.add("move", mult * len(stmt.orelse))
         elif isinstance(stmt, S.For):
-            trip, constant = _trip(stmt, env, params)
+            trip, constant = _trip(stmt, env, params, firsts)
             if trip is None:
                 out.notes.append(f"loop {stmt.var}: trip count not static, counted once")
                 trip = 1
@@ -179,6 +182,11 @@ def _walk(stmts, mult: float, loop, env: dict, params: dict,
             if not constant:
                 barrier = any(isinstance(n, S.Barrier) for n in walk(stmt))
                 inner = (stmt.var, not barrier)
+                try:
+                    firsts = {**firsts, stmt.var: static_int(stmt.start, {**firsts, **env},
+                                                             params)}
+                except (NotStatic, KeyError):
+                    pass
                 out.add("branch", mult * trip / (1 if barrier else UNROLL))
                 out.add("integer", mult * trip * (LOOP_OVERHEAD - 1) / (1 if barrier else UNROLL))
                 out.add("integer", mult * (_int_ops(stmt.stop) + _int_ops(stmt.start)))
@@ -187,12 +195,12 @@ def _walk(stmts, mult: float, loop, env: dict, params: dict,
                     start = static_int(stmt.start, env, params)
                     step = static_int(stmt.step, env, params)
                     _walk(stmt.body, mult, inner, {**env, stmt.var: start + value * step},
-                          params, out)
+                          params, out, firsts)
             else:
-                _walk(stmt.body, mult * trip, inner, env, params, out)
+                _walk(stmt.body, mult * trip, inner, env, params, out, firsts)
         elif isinstance(stmt, S.While):
             out.notes.append("while loop: its body counted once")
-            _walk(stmt.body, mult, loop, env, params, out)
+            _walk(stmt.body, mult, loop, env, params, out, firsts)
 
 
 def estimate_extra(schedule: S.Schedule) -> ExtraInstructions:
