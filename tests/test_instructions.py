@@ -143,3 +143,26 @@ def test_the_build_counts_the_tiled_gemms_k_step(tmp_path):
     assert read_instructions(out) == counts
     launch = tt.model(sch, "nvidia-h200", instructions=str(out))
     assert launch.prediction.methods["issue_s"] == ISSUE_METHOD
+
+
+def test_a_validation_case_takes_an_instructions_file(tmp_path):
+    from tiletraffic.analysis.validation.cases import Case, CaseError
+    from tiletraffic.analysis.validation.predict import predict_case
+
+    path = tmp_path / "i.json"
+    path.write_text(json.dumps(DOCUMENT))
+    data = {"family": "gemm-tiled", "m": 64, "k": 64, "n": 64, "tile": 16,
+            "instructions": str(path)}
+    case = Case.from_dict(data)
+    assert case.id.endswith(f"instructions={path}") and case.to_dict() == data
+    model = device_model("nvidia-h200")
+    predicted = predict_case(case, model)
+    plain = predict_case(Case.from_dict({**data, "instructions": None}), model)
+    assert predicted["time_terms_s"]["issue_s"] == pytest.approx(
+        163 * 8 / (model.clock_hz * model.sub_partitions_per_cu
+                   * model.warp_instructions_per_cycle_per_sub_partition))
+    assert plain["time_terms_s"]["issue_s"] != predicted["time_terms_s"]["issue_s"]
+    with pytest.raises(CaseError, match="instructions .* must be a text, got 3"):
+        Case.from_dict({**data, "instructions": 3})
+    path.write_text("[]")
+    assert "not an instructions file" in predict_case(case, model)["error"]
