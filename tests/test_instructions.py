@@ -166,3 +166,19 @@ def test_a_validation_case_takes_an_instructions_file(tmp_path):
         Case.from_dict({**data, "instructions": 3})
     path.write_text("[]")
     assert "not an instructions file" in predict_case(case, model)["error"]
+
+
+@needs_tools
+def test_the_command_prints_the_loops_and_writes_the_file(tmp_path):
+    out = tmp_path / "naive.json"
+    res = CliRunner().invoke(main, ["instructions", "gemm-naive", "--m", "64", "--k", "64",
+                                    "--n", "64", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    counts = read_instructions(out)
+    hot = counts.kernel("gemm_naive").hot_loop
+    assert f"hot loop: {hot.name}" in res.output
+    # the naive K loop: one FMA and a load of A and B per k, however far it is unrolled
+    per = hot.instructions_per_iteration
+    assert per["global_load"] == 2 * per["fma"]
+    bad = CliRunner().invoke(main, ["instructions", "gemm-naive", "--arch", "90"])
+    assert bad.exit_code == 2 and "'90' is not a target sm_XY" in bad.output

@@ -39,7 +39,8 @@ DEFAULT_ARCH = "sm_90"
 """The target the counts are for (compute capability 9.0: H100, H200)."""
 
 _BY_BASE = {
-    "FFMA": "fma", "FADD": "float", "FMUL": "float", "FMNMX": "float", "LDS": "local_load", "LDSM": "local_load", "STS": "local_store",
+    "FFMA": "fma", "FADD": "float", "FMUL": "float", "FMNMX": "float",
+    "LDS": "local_load", "LDSM": "local_load", "STS": "local_store",
     "LDG": "global_load", "LD": "global_load", "STG": "global_store", "ST": "global_store",
     "RED": "global_store", "ATOMG": "global_store", "BAR": "barrier",
     "MOV": "move", "UMOV": "move", "S2R": "move", "S2UR": "move", "CS2R": "move",
