@@ -12,7 +12,13 @@ with the simulator's count (today's default) and with the build's counts
 whose instructions differ from the CUDA build's by a few percent
 (``findings.md``: 1.065-1.121 against 1.074-1.177 times the model's count).
 
-Prints per group and device model the median and worst |predicted / measured - 1| of both.
+A third prediction takes the estimator's count without a build
+(:func:`simulator.model.instruction_estimate.estimated_instructions`), given to ``predict``
+as a one-loop :class:`KernelInstructions` whose one iteration is a sub-group's estimated
+instructions.
+
+Prints per group and device model the median and worst |predicted / measured - 1| of the
+three.
 """
 from __future__ import annotations
 
@@ -41,6 +47,25 @@ def build_counts(case: dict, cache: Path):
     return instructions_from_dict(json.loads(path.read_text())).kernel(schedule.kernel_name)
 
 
+def estimated_counts(seen, model):
+    """The estimator's launch instructions as a :class:`KernelInstructions` of one loop
+    that runs once per sub-group."""
+    from tiletraffic.simulator.model.instruction_estimate import estimated_instructions
+    from tiletraffic.simulator.model.instructions import KernelInstructions, LoopInstructions
+    from tiletraffic.simulator.model.prediction import issued_instructions
+
+    schedule, counts = seen.schedule, seen.counts
+    items = schedule.work_group_items
+    sub_groups = -(-items // model.sub_group_size) * counts.work_groups
+    total = estimated_instructions(schedule, issued_instructions(schedule, counts,
+                                                                 seen.memory, model),
+                                   sub_groups) / sub_groups
+    fma = counts.flop / 2 / (items * counts.work_groups)
+    loop = LoopInstructions("estimate", {"fma": fma, "other": total - fma})
+    return KernelInstructions(schedule.kernel_name, dict(loop.instructions_per_iteration),
+                              (loop,))
+
+
 def rows(cases: list[dict], cache: Path) -> list[dict]:
     from tiletraffic.simulator.model.device_model import device_model
     from tiletraffic.simulator.model.prediction import predict
@@ -58,23 +83,25 @@ def rows(cases: list[dict], cache: Path) -> list[dict]:
                 plain = predict(seen, model, case["registers"]).predicted_time_s
                 built = predict(seen, model, case["registers"],
                                 instructions=counted).predicted_time_s
-            row[name] = (plain / case["measured_s"] - 1, built / case["measured_s"] - 1)
+                estimated = predict(seen, model, case["registers"],
+                                    instructions=estimated_counts(seen, model)).predicted_time_s
+            row[name] = tuple(t / case["measured_s"] - 1 for t in (plain, built, estimated))
         out.append(row)
     return out
 
 
 def markdown(table: list[dict]) -> str:
     lines = ["| group (cases) | model | simulator's count: median / worst | build's counts: "
-             "median / worst |", "|---|---|---|---|"]
+             "median / worst | estimator: median / worst |", "|---|---|---|---|---|"]
     for group in dict.fromkeys(r["group"] for r in table):
         of = [r for r in table if r["group"] == group]
         for name, _ in MODELS:
             cells = []
-            for i in (0, 1):
+            for i in (0, 1, 2):
                 errors = [r[name][i] for r in of]
                 cells.append(f"{100 * statistics.median(map(abs, errors)):.1f}% / "
                              f"{100 * max(errors, key=abs):+.1f}%")
-            lines.append(f"| {group} ({len(of)}) | {name} | {cells[0]} | {cells[1]} |")
+            lines.append(f"| {group} ({len(of)}) | {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
