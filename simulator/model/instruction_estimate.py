@@ -22,11 +22,11 @@ what one of its work-items executes) and charges, per execution of each statemen
   instruction per arithmetic operation of the integer values outside loops.
 
 Local-memory accesses inside unrolled loops are charged nothing: their offsets are
-constants of the address instruction. The values of these charges are the instruction
-counts of the code a compiler emits for each construct (an add, a compare and a branch
-close a loop; an integer multiply-add and a 64-bit widening form an address), not fitted to
-any build; the estimate's error against the build's counts, per family, is in
-docs/model-limits.md.
+constants of the address instruction. Each charge is the instruction count of the code a
+compiler emits for its construct (an add, a compare and a branch close a loop; a multiply-add
+and a 64-bit widening form an address). The families' builds were the reference these
+rules were checked against, so the error docs/model-limits.md states for them is measured
+on the kernels the rules were written for.
 """
 from __future__ import annotations
 
