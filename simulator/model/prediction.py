@@ -27,7 +27,8 @@ Each figure names the method that produced it in ``TrafficPrediction.methods``:
   where the model has it, ``l1_strided_dram_s`` (:func:`strided_fill_s`); per-compute-unit
   resources are charged for the unit with the most work-groups (⌈work-groups / compute
   units⌉). Added to it: the latency of barrier intervals with global loads that the
-  resident work-groups cannot hide (``barrier_latency_s``, :func:`simulator.model.queueing.exposed_latency_s` with the delay of
+  resident work-groups cannot hide (``barrier_latency_s``,
+  :func:`simulator.model.queueing.exposed_latency_s` with the delay of
   :func:`interval_latency_s`), the tail of a unit's last work-groups (``tail_s``,
   :func:`simulator.model.queueing.tail_latency_s`) and the launch overhead.
 
