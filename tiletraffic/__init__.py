@@ -32,6 +32,8 @@ either:
   which `run` runs as its generated OpenCL C and `run_cuda` from its own source on an
   NVIDIA GPU (NVRTC through CuPy); `from_glsl`: a GLSL compute shader of yours,
   dispatched as `vkCmdDispatch` (or `build("shader.toml")`).
+- `instructions`: the compiled kernel's machine instructions per loop and kernel (NVIDIA's
+  offline compilers, no GPU), which `model(..., instructions=...)` uses in its issue term;
 - `validate` the model on a device (every family, predicted against measured), with
   predictions pre-registered by `write_predictions`;
 - `crosscheck` it against Oclgrind, `report` the main job's report of a device,
@@ -86,6 +88,7 @@ from tiletraffic.analysis.api.device import (calibrate, device_model_of, devices
                                              run_cuda)
 from tiletraffic.simulator.model.datasheet import DATASHEETS, Datasheet, load_datasheet
 from tiletraffic.analysis.api.validation import validate, validation_cases, write_predictions
+from tiletraffic.analysis.api.instructions import instructions
 
 __version__ = _package_version()
 
@@ -106,7 +109,7 @@ __all__ = [
     "generate", "run", "run_cuda",
     "closed_form", "ClosedForm", "crosscheck", "devices", "report", "tune", "tune_kernel",
     "calibrate", "device_model_of", "Datasheet", "DATASHEETS", "load_datasheet",
-    "validate", "write_predictions", "validation_cases",
+    "validate", "write_predictions", "validation_cases", "instructions",
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",
     "ceil_div", "minimum", "global_id", "local_id", "group_id",

@@ -77,7 +77,7 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
 @facade_function
 def model(schedule: Schedule, device: str | DeviceModel = DEFAULT_MODEL, *,
           registers_per_work_item=None,
-          accelerators: Accelerators | None = None) -> ModelledLaunch:
+          accelerators: Accelerators | None = None, instructions=None) -> ModelledLaunch:
     """Counts, memory-system counts (requests, sectors, bank conflicts) and the predicted
     cache traffic and time of `schedule` on a device model. For a
     `KernelSequence`: a `ModelledSequence` (each kernel modelled, the time
@@ -94,6 +94,10 @@ def model(schedule: Schedule, device: str | DeviceModel = DEFAULT_MODEL, *,
             (guessed, warned; `simulator.model.registers`).
         accelerators: the exact shortcuts that may run (`Accelerators`; default:
             all of them, `tiletraffic.simulator.engine.accelerators.ALL`).
+        instructions: the compiled kernel's instruction counts: the path of an
+            instructions file (`instructions(...)` writes one, `tiletraffic instructions`)
+            or an `InstructionsFile`; the issue term then uses them in place of the
+            simulator's count of FMAs, memory requests and barriers.
 
     Raises:
         DeviceModelError (a ValueError): `device` is neither a built-in name nor a file
@@ -101,16 +105,22 @@ def model(schedule: Schedule, device: str | DeviceModel = DEFAULT_MODEL, *,
         message lists the built-in models), or a malformed model file. TypeError:
         `schedule` is not a Schedule or KernelSequence. LimitError, HazardError: as
         `simulate`. ValueError: registers not a positive integer, above the device's
-        maximum, or too many for the work-group.
+        maximum, or too many for the work-group. InstructionsError (a ValueError): a
+        malformed instructions file, or one of several kernels without the schedule's.
     """
     check_schedule_argument(schedule, "model")
+    from tiletraffic.simulator.model.instructions import InstructionsFile, read_instructions
+
+    if instructions is not None and not isinstance(instructions, InstructionsFile):
+        instructions = read_instructions(instructions)
     from tiletraffic.simulator.engine.accelerators import ALL
     from tiletraffic.simulator.model.sequence_run import model_sequence
 
     # stacklevel 2: the model's warnings name the caller's line, not this one
     return model_sequence(schedule, resolve_device_model(device),
                           accelerators=ALL if accelerators is None else accelerators,
-                          registers_per_work_item=registers_per_work_item, stacklevel=2)
+                          registers_per_work_item=registers_per_work_item, stacklevel=2,
+                          instructions=instructions)
 
 
 @facade_function

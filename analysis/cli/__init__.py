@@ -12,6 +12,7 @@
     tiletraffic report [--device D] [--out DIR] [--quick]
     tiletraffic tune gemm --m M --n N --k K [--device D] [--device-model D] [--top T]
                           [--recheck R] [--out F]
+    tiletraffic instructions SCHEDULE [sizes] [--arch sm_90] [--ptx FILE] [--out FILE]
     tiletraffic validate [--device D] [--device-model M] [--quick] [--predictions F] | --predict-only
 
 SCHEDULE is any form :mod:`tiletraffic.frontend.resolver` knows (the one resolver, shared
@@ -42,10 +43,11 @@ import click
 from click.exceptions import NoArgsIsHelpError
 
 from tiletraffic.analysis.cli import (calibrate, check, crosscheck, device_model, devices,
-                                      explain, model, report, run, simulate, tune, validate)
+                                      explain, instructions, model, report, run, simulate,
+                                      tune, validate)
 
 COMMANDS = (simulate, model, run, explain, check, crosscheck, devices, device_model, calibrate,
-            report, tune, validate)
+            report, tune, validate, instructions)
 """The command modules, in the order ``--help`` lists them."""
 
 

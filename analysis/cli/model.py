@@ -44,9 +44,16 @@ estimated time."""
                    "schedules with private arrays (a guess, warned), else not modelled. "
                    "For a kernel sequence (gemm-split-k): its first kernel's; the others "
                    "as without it.")
+@click.option("--instructions", "instructions_file", default=None, metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help="Instructions file of the compiled kernel (`tiletraffic instructions` "
+                   "writes one): the issue term counts its instructions (the hot loop's per "
+                   "iteration, the rest once) in place of the simulator's FMAs, requests "
+                   "and barriers.")
 @json_option("the model's output")
 @FORCE_OPTION
-def command(schedule, m, k, n, tile, chunk, device_model, registers, as_json, force):
+def command(schedule, m, k, n, tile, chunk, device_model, registers, instructions_file,
+            as_json, force):
     """Model SCHEDULE's memory system and time on a device model: the output of
     `simulate SCHEDULE --device-model D`.
 
@@ -57,13 +64,20 @@ def command(schedule, m, k, n, tile, chunk, device_model, registers, as_json, fo
     the NDRange's edges and whose indices are affine in the work-group id; otherwise every
     work-group is executed (the same counts, slower; a note says why)."""
     sch = build_schedule(schedule, m, k, n, tile, chunk)
+    counted = None
+    if instructions_file is not None:
+        from tiletraffic.simulator.model.instructions import InstructionsError, read_instructions
+        try:
+            counted = read_instructions(instructions_file)
+        except InstructionsError as err:
+            raise click.BadParameter(str(err), param_hint="--instructions") from None
     refuse_beyond_limits(sch, device_limits(device_model))
     check_work(sch, k)
     classes = classes_problems(sch)
     est = within_budget(sch, force, classes, long_note=False, compute_values=False,
                         work_group_classes=True, k_extrapolation=True)
     note_path(sch, classes, est, device_model.local_vector_words)
-    show_model(sch, device_model, as_json, registers)
+    show_model(sch, device_model, as_json, registers, counted)
 
 
 def classes_problems(sch) -> tuple[str | None, ...]:
@@ -115,19 +129,24 @@ def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int 
     return noted
 
 
-def show_model(sch, model, as_json: bool, registers: int | None = None) -> None:
+def show_model(sch, model, as_json: bool, registers: int | None = None,
+               instructions=None) -> None:
     """Model ``sch`` on ``model`` (a DeviceModel) and print it: JSON, or a table with the
-    model's warnings on stderr, each distinct one once."""
+    model's warnings on stderr, each distinct one once; ``instructions``: the build's
+    counts (an InstructionsFile) for the issue term."""
     from tiletraffic.simulator.model.device_model import GuessedValueWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             launch = simulation.model(sch, model, registers_per_work_item=registers,
-                                      accelerators=environment.accelerators(ALL))
+                                      accelerators=environment.accelerators(ALL),
+                                      instructions=instructions)
         except (LimitError, InputError, ExecutionError) as err:
             raise click.UsageError(str(err)) from None
         except ValueError as err:  # --registers beyond the device's or work-group's limit
+            if type(err).__name__ == "InstructionsError":
+                raise click.BadParameter(str(err), param_hint="--instructions") from None
             if registers is None:
                 raise
             raise click.UsageError(f"--registers {registers}: {err}") from None
@@ -184,6 +203,8 @@ def model_text(sch, model, launch) -> list[str]:
             ("DRAM write bytes (predicted)", dram_write_text(sch, model, p.dram_write_bytes)),
             ("registers per work-item", "not modelled" if p.registers_per_work_item is None
              else p.registers_per_work_item),
+            ("issue term (us)", f"{p.time_terms_s['issue_s'] * 1e6:.1f}  (instructions: "
+             + ("the build's)" if "issue_s" in p.methods else "FMAs, requests, barriers)")),
             ("resident work-groups per CU", p.resident_work_groups_per_cu),
             ("work-groups on the busiest CU", p.work_groups_per_cu),
             ("predicted time (ms)", f"{p.predicted_time_s * 1e3:.4f}  ({p.bound}-bound)"),

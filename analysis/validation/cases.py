@@ -49,6 +49,9 @@ class Case:
             prints on NVIDIA), which the model's occupancy then uses instead of its
             estimate from the schedule; ``None``: estimated (warned). Not a schedule
             option: the kernel run is the same.
+        instructions: an instructions file of the compiled kernel (``tiletraffic
+            instructions``), whose counts the model's issue term then uses; ``None``: the
+            simulator's count. Not a schedule option either.
     """
 
     family: str
@@ -62,6 +65,7 @@ class Case:
     """A launch file (``LAUNCH.toml`` of an OpenCL C kernel) instead of a family; then
     ``options`` holds its ``set`` sizes and ``params`` macros as ``("set.N", 1024)``,
     ``("params.TS", 16)`` pairs, ``family`` is ``opencl:<kernel>``, m, k, n and tile 0."""
+    instructions: str | None = None
 
     @property
     def kind(self) -> str:
@@ -101,7 +105,8 @@ class Case:
         sizes = [f"m={self.m}", f"k={self.k}"] + ([f"n={self.n}"] if self.n is not None else [])
         return " ".join([self.family, *sizes, f"tile={self.tile}",
                          *(f"{key}={value}" for key, value in self.options),
-                         *([f"registers={self.registers}"] if self.registers is not None else [])])
+                         *([f"registers={self.registers}"] if self.registers is not None else []),
+                         *([f"instructions={self.instructions}"] if self.instructions else [])])
 
     @property
     def label(self) -> str:
@@ -157,6 +162,8 @@ class Case:
         out.update(self.options)
         if self.registers is not None:
             out["registers"] = self.registers
+        if self.instructions is not None:
+            out["instructions"] = self.instructions
         return out
 
     @classmethod
@@ -167,7 +174,7 @@ class Case:
             CaseError: a missing or unknown key, a size that is not a positive integer, an
                 unknown family, ``n`` given for a matrix-vector family or missing for a GEMM,
                 or a schedule that cannot be built at these sizes (the builder's message),
-                or ``registers`` not a positive integer.
+                or ``registers`` not a positive integer, or ``instructions`` not a path.
         """
         if not isinstance(data, Mapping):
             raise CaseError(f"{where}: a case is a table of family, m, k, n, tile, ..., "
@@ -175,10 +182,14 @@ class Case:
         if "launch" in data:
             return _launch_case(cls, data, where)
         unknown = sorted(set(data) - {"family", "m", "k", "n", "tile", "registers",
-                                      *OPTION_KEYS})
+                                      "instructions", *OPTION_KEYS})
         if unknown:
             raise CaseError(f"{where}: unknown key(s) {', '.join(unknown)} (known: family, m, "
-                            f"k, n, tile, {', '.join(OPTION_KEYS)}, registers)")
+                            f"k, n, tile, {', '.join(OPTION_KEYS)}, registers, instructions)")
+        instructions = data.get("instructions")
+        if instructions is not None and (not isinstance(instructions, str) or not instructions):
+            raise CaseError(f"{where}: instructions (an instructions file's path) must be a "
+                            f"text, got {shown(instructions)}")
         registers = data.get("registers")
         if registers is not None and (not isinstance(registers, int)
                                       or isinstance(registers, bool) or registers < 1):
@@ -210,7 +221,8 @@ class Case:
                             f"(got {sizes['n']})")
         tile = schedules.DEFAULT_TILE[family] if sizes["tile"] is None else sizes["tile"]
         options = tuple(sorted((key, data[key]) for key in OPTION_KEYS if key in data))
-        case = cls(family, sizes["m"], sizes["k"], sizes["n"], tile, options, registers)
+        case = cls(family, sizes["m"], sizes["k"], sizes["n"], tile, options, registers,
+                   instructions=instructions)
         try:
             case.build()
         except (schedules.ScheduleError, TypeError) as err:

@@ -84,14 +84,20 @@ def resolve_model(spec: str | os.PathLike | DeviceModel) -> tuple[DeviceModel, M
 
 def predict_case(case: Case, model: DeviceModel) -> dict:
     """The model's prediction of one case: ``predicted_time_s``, ``bound``, ``time_terms_s``,
-    ``guessed_values``; or ``{"error": ...}`` when the model refuses it (limits, hazards)."""
+    ``guessed_values``; or ``{"error": ...}`` when the model refuses it (limits, hazards, an
+    unreadable instructions file of the case)."""
     from tiletraffic.simulator.model.launch import model_launch
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            p = model_launch(case.build(), model,
-                             registers_per_work_item=case.registers).prediction
+            schedule = case.build()
+            counted = None
+            if case.instructions is not None:
+                from tiletraffic.simulator.model.instructions import read_instructions
+                counted = read_instructions(case.instructions).kernel(schedule.kernel_name)
+            p = model_launch(schedule, model, registers_per_work_item=case.registers,
+                             instructions=counted).prediction
         except (LimitError, HazardError, ValueError) as err:
             return {"error": f"{type(err).__name__}: {err}"}
     return {"predicted_time_s": p.predicted_time_s, "bound": p.bound,

@@ -66,7 +66,7 @@ def observe_for_model(schedule: Schedule, model: DeviceModel,
 def model_launch(schedule: Schedule, model: DeviceModel, *,
                  accelerators: Accelerators = ALL,
                  registers_per_work_item: int | None = None,
-                 stacklevel: int = 1) -> ModelledLaunch:
+                 stacklevel: int = 1, instructions=None) -> ModelledLaunch:
     """Simulate ``schedule`` (counts only) with the memory-system observers of ``model``
     (:func:`simulator.model.observation.observe_launch`) and predict cache, DRAM and time
     (:func:`simulator.model.prediction.predict`).
@@ -84,6 +84,10 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
     estimate (:func:`simulator.model.registers.estimate_registers`, a guess: warned with a
     :class:`GuessedValueWarning` and named in ``methods``); other schedules are modelled
     without a register limit.
+
+    ``instructions``: the compiled kernel's instruction counts
+    (:class:`simulator.model.instructions.KernelInstructions`), which the issue term then
+    uses in place of the simulator's own count; ``None``: its own count.
 
     Its warnings (guessed values, estimated registers, strided requests) name the line
     ``stacklevel`` frames up from here: 1 (default) the caller's, 2 its caller's (the
@@ -119,7 +123,8 @@ def model_launch(schedule: Schedule, model: DeviceModel, *,
     check_schedule_limits(schedule, device_limits(model))   # before the simulation
     check_resident(schedule, model, registers)
     observed = observe_for_model(schedule, model, accelerators)
-    prediction = predict(observed, model, registers, stacklevel=2 + stacklevel)
+    prediction = predict(observed, model, registers, stacklevel=2 + stacklevel,
+                         instructions=instructions)
     if how is not None:
         prediction.methods["resident_work_groups_per_cu"] = (
             f"occupancy: work-groups, sub-groups, local memory and registers ({how})")

@@ -22,12 +22,13 @@ Each figure names the method that produced it in ``TrafficPrediction.methods``:
   "Roofline", CACM 52(4), 2009) ``fp32_s`` (FLOPs at the FP32 rate), ``dram_s``, ``l2_s``
   (L2→L1 bytes), ``l1_s`` (L1 wavefronts, :func:`l1_cycles`; strided requests at the
   calibrated per-line costs where the model has them, :mod:`simulator.observers.strides`),
-  ``l1_requests_s`` (the L1 tag stage), ``issue_s`` (:func:`issued_instructions` on the
-  unit's schedulers) and, where the model has it, ``l1_strided_dram_s``
-  (:func:`strided_fill_s`); per-compute-unit resources are charged for the unit with the
-  most work-groups (⌈work-groups / compute units⌉). Added to it: the latency of barrier
-  intervals with global loads that the resident work-groups cannot hide
-  (``barrier_latency_s``, :func:`simulator.model.queueing.exposed_latency_s` with the delay of
+  ``l1_requests_s`` (the L1 tag stage), ``issue_s`` (:func:`issued_instructions`, or the
+  build's counts where given, :func:`launch_instructions`, on the unit's schedulers) and,
+  where the model has it, ``l1_strided_dram_s`` (:func:`strided_fill_s`); per-compute-unit
+  resources are charged for the unit with the most work-groups (⌈work-groups / compute
+  units⌉). Added to it: the latency of barrier intervals with global loads that the
+  resident work-groups cannot hide (``barrier_latency_s``,
+  :func:`simulator.model.queueing.exposed_latency_s` with the delay of
   :func:`interval_latency_s`), the tail of a unit's last work-groups (``tail_s``,
   :func:`simulator.model.queueing.tail_latency_s`) and the launch overhead.
 
@@ -44,6 +45,8 @@ from tiletraffic.simulator.observers.cache import FootprintObserver
 from tiletraffic.simulator.observers.counters import TrafficCounts
 from tiletraffic.simulator.engine.limits import LimitError
 from tiletraffic.simulator.model.device_model import DeviceModel
+from tiletraffic.simulator.model.instructions import (ISSUE_METHOD, KernelInstructions,
+                                                      issued_from_build)
 from tiletraffic.simulator.model.dram import (BufferReads, dram_reads_lockstep,
                                               dram_reads_steady_state, dram_writes_write_back)
 from tiletraffic.simulator.observers.memory import MemoryCounts
@@ -185,7 +188,8 @@ def check_resident(schedule: Schedule, model: DeviceModel, registers: int | None
 
 
 def predict(observation: LaunchObservation, device_model: DeviceModel,
-            registers: int | None = None, *, stacklevel: int = 2) -> TrafficPrediction:
+            registers: int | None = None, *, stacklevel: int = 2,
+            instructions: KernelInstructions | None = None) -> TrafficPrediction:
     """Combine the exact counts of ``observation`` with ``device_model`` into cache, DRAM
     and time predictions (the methods: the module docstring).
 
@@ -200,6 +204,8 @@ def predict(observation: LaunchObservation, device_model: DeviceModel,
         registers: registers per work-item, which limit the resident work-groups
             (:meth:`DeviceModel.resident_work_groups_per_cu`); ``None``: not modelled.
         stacklevel: as :func:`warnings.warn`'s for the warning; 2 names the caller's line.
+        instructions: the build's counts for the issue term (:func:`launch_instructions`;
+            ``methods["issue_s"]`` says so); ``None``: :func:`issued_instructions`.
 
     Raises:
         simulator.engine.limits.LimitError: no work-group can be resident on a compute unit (too
@@ -268,10 +274,11 @@ def predict(observation: LaunchObservation, device_model: DeviceModel,
                           strided_cycles or 0.0, model) * share / model.clock_hz,
         "l1_requests_s": (memory.global_load_requests + memory.global_store_requests) * share
         / (model.clock_hz * model.l1_requests_per_cycle_per_cu),
-        "issue_s": issued_instructions(schedule, counts, memory, model) * share
+        "issue_s": launch_instructions(schedule, counts, memory, model, instructions) * share
         / (model.clock_hz * model.sub_partitions_per_cu
            * model.warp_instructions_per_cycle_per_sub_partition),
     }
+    methods.update({"issue_s": ISSUE_METHOD} if instructions is not None else {})
     customers = min(resident, per_cu_groups)
     # at least one work-group's sub-groups: resident is 0 when one work-group does not fit
     # (estimated registers), which the latency terms also count as one
@@ -329,3 +336,15 @@ def issued_instructions(schedule: Schedule, counts: TrafficCounts, memory: Memor
             + memory.global_load_requests + memory.global_store_requests
             + memory.local_load_requests + memory.local_store_requests
             + counts.barriers * sub_groups)
+
+
+def launch_instructions(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
+                        model: DeviceModel, instructions: KernelInstructions | None) -> float:
+    """The launch's sub-group instructions for the issue term: from the build's counts
+    (:func:`simulator.model.instructions.issued_from_build`) when ``instructions`` is given,
+    else :func:`issued_instructions`."""
+    if instructions is None:
+        return issued_instructions(schedule, counts, memory, model)
+    items = max(1, schedule.work_group_items)
+    sub_groups = -(-items // model.sub_group_size) * counts.work_groups
+    return issued_from_build(instructions, counts.flop, items * counts.work_groups, sub_groups)

@@ -206,22 +206,31 @@ def registers_of(schedule, registers) -> list:
 
 
 def model_sequence(schedule, model: DeviceModel, *, accelerators: Accelerators = ALL,
-                   registers_per_work_item=None, stacklevel: int = 1):
+                   registers_per_work_item=None, stacklevel: int = 1, instructions=None):
     """:func:`simulator.model.launch.model_launch` of a schedule, or of every kernel of a sequence
     combined (:class:`ModelledSequence`); ``registers_per_work_item`` as
-    :func:`registers_of` takes it.
+    :func:`registers_of` takes it. ``instructions``: the build's counts
+    (:class:`simulator.model.instructions.InstructionsFile`): a schedule takes its kernel's
+    (a file of one kernel answers for any name), each kernel of a sequence the counts of its
+    own name (a kernel the file does not name: the simulator's own count).
 
     Raises:
-        as :func:`simulator.model.launch.model_launch`.
+        as :func:`simulator.model.launch.model_launch`;
+        simulator.model.instructions.InstructionsError: a file of several kernels without
+            the schedule's.
     """
     registers = registers_of(schedule, registers_per_work_item)
     if not is_sequence(schedule):
+        counted = instructions.kernel(schedule.kernel_name) if instructions else None
         return launch_model.model_launch(schedule, model, accelerators=accelerators,
                                          registers_per_work_item=registers[0],
-                                         stacklevel=1 + stacklevel)
+                                         stacklevel=1 + stacklevel, instructions=counted)
+    counted = [instructions.kernels.get(k.kernel_name) if instructions else None
+               for k in schedule.kernels]
     parts = [launch_model.model_launch(kernel, model, accelerators=accelerators,
-                          registers_per_work_item=r, stacklevel=1 + stacklevel)
-             for kernel, r in zip(schedule.kernels, registers)]
+                          registers_per_work_item=r, stacklevel=1 + stacklevel,
+                          instructions=c)
+             for kernel, r, c in zip(schedule.kernels, registers, counted)]
     counts, memory = add_counts([p.counts for p in parts]), add_memory([p.memory for p in parts])
     return ModelledSequence(parts, counts, memory, combine_predictions(
         [p.prediction for p in parts], counts.flop, memory.global_load_sectors),

@@ -108,3 +108,13 @@ def test_the_committed_instruction_tables_are_todays_model(rows, cache):
                 for r in rows if r["group"] == "warp-tiled"]
     text = I.markdown(I.counted(cache), I.opencl_records()[1], measured)
     assert committed("model_error", "instructions.md").read_text() == text
+
+
+def test_the_build_counts_table_gives_median_and_worst_of_each_count():
+    from experiments.h200.model_error.build_counts import markdown
+
+    rows = [{"group": "ladder", "built-in": (0.1, -0.2, 0.05), "calibrated": (0.0, 0.3, 0.1)},
+            {"group": "ladder", "built-in": (-0.3, 0.1, 0.05), "calibrated": (0.2, 0.1, 0.1)}]
+    lines = markdown(rows).splitlines()
+    assert lines[2] == "| ladder (2) | built-in | 20.0% / -30.0% | 15.0% / -20.0% | 5.0% / +5.0% |"
+    assert lines[3] == "| ladder (2) | calibrated | 10.0% / +20.0% | 20.0% / +30.0% | 10.0% / +10.0% |"
