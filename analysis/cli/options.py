@@ -222,7 +222,8 @@ def schedule_options(f):
 
 
 NAMED_SIZE_OPTIONS = ("m", "k", "n", "tile", "chunk", "launch_sets", "max_registers",
-                      *(name for name, _ in REGISTER_BLOCK_OPTIONS), "batch", "shared_b")
+                      *(name for name, _ in REGISTER_BLOCK_OPTIONS), "batch", "shared_b",
+                      "dtype")
 """The parameters of :func:`named_schedule_options` that size or shape the one SCHEDULE
 named (none applies to ``--all``)."""
 

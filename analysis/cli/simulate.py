@@ -200,7 +200,8 @@ def checked_result(sch, inputs, ref_fn, res):
     except ValueError as err:  # the user's reference: raised, wrong shape, not finite
         raise click.UsageError(str(err)) from None
     checked = [(ref, check_result(np.asarray(res.outputs[ref.output]).reshape(ref.value.shape),
-                                  ref.value, ref.k, ref.abs_product, ref.error_bound))
+                                  ref.value, ref.k, ref.abs_product, ref.error_bound,
+                                  ref.stored_half))
                for ref in refs]
     ref, worst = max(checked, key=lambda pair: pair[1].error_over_tolerance)
     return ref, worst, tuple(r.output for r in refs)

@@ -244,7 +244,7 @@ def check_references(refs, outputs: dict, launch: int, warmup: int, repeat: int,
     total = warmup + repeat
     for ref in refs:
         result = check_result(outputs[ref.output].reshape(ref.value.shape), ref.value, ref.k,
-                              ref.abs_product, ref.error_bound)
+                              ref.abs_product, ref.error_bound, ref.stored_half)
         if launch not in checks or not result.ok or \
                 result.error_over_tolerance > checks[launch].error_over_tolerance:
             checks[launch], worst_output[launch] = result, ref.output

@@ -786,15 +786,17 @@ class CheckResult(_tolerance.CheckResult):
 
 def check_result(
     actual: np.ndarray, reference_f64: np.ndarray, k: int, abs_inputs_product: np.ndarray,
-    error_bound: np.ndarray | None = None,
+    error_bound: np.ndarray | None = None, stored_half: bool = False,
 ) -> CheckResult:
     """:func:`simulator.engine.tolerance.check_result` (the one tolerance: each element's
-    running error bound where ``error_bound`` is given, else scaled to ``k``), as a
-    :class:`CheckResult` of this module.
+    running error bound where ``error_bound`` is given, else scaled to ``k``; with
+    ``stored_half`` the rounding of a ``half`` output added), as a :class:`CheckResult` of
+    this module.
 
     Raises:
         ValueError: shapes differ, ``k`` out of range, the reference is not finite, or
             ``error_bound`` is not a non-negative array of the reference's shape.
     """
     return _tolerance.check_result(actual, reference_f64, k, abs_inputs_product,
-                                   result_type=CheckResult, error_bound=error_bound)
+                                   result_type=CheckResult, error_bound=error_bound,
+                                   stored_half=stored_half)

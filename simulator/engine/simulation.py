@@ -161,7 +161,8 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         if not schedule.array(name).is_input:
             raise InputError(f"read map requested for {name!r}, which is not an input")
     counter = TrafficCounter(schedule.work_groups, [a.name for a in schedule.arrays],
-                             {n: sizes[n] for n in read_maps})
+                             {n: sizes[n] for n in read_maps},
+                             tuple(a.name for a in schedule.arrays if a.is_half))
     log = HazardLog(hazards, num_groups=schedule.num_groups)
     by_classes = accelerators.work_group_classes
     if by_classes and (compute_values or read_maps):
@@ -374,5 +375,7 @@ def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
                              f"({' x '.join(a.shape)})")
         buffers[a.name] = (np.array(arr, dtype=np.float32).reshape(-1) if a.is_output else
                            np.ascontiguousarray(arr, dtype=np.float32).reshape(-1))
+        if a.is_half:       # the device holds the nearest float16 of each given value
+            buffers[a.name] = buffers[a.name].astype(np.float16).astype(np.float32)
     return buffers
 

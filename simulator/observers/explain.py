@@ -235,7 +235,7 @@ class ExplainObserver(Observer):
         one = AccessEvent(ev.space, ev.direction, ev.array, ev.array_size,
                           index[None, :, :entries], keep[None], (1, L, entries),
                           np.array([self.work_group]), ev.site, ev.vector_width,
-                          ev.merge_iterations)
+                          ev.merge_iterations, element_bytes=ev.element_bytes)
         counter = p.observer()
         counter.on_batch(one.group_index, L)
         counter.on_access(one)

@@ -122,7 +122,7 @@ class StrideObserver(Observer):
     def on_access(self, ev: AccessEvent) -> None:
         if ev.space != "global" or not np.any(ev.mask):
             return
-        byte = np.asarray(ev.index, dtype=np.int64) * FLOAT_BYTES
+        byte = np.asarray(ev.index, dtype=np.int64) * ev.element_bytes
         rows = (vector_sub_group_rows(byte, ev, self.width) if ev.vector_width > 1
                 else sub_group_rows(byte, ev.mask, ev.shape, self.width))
         active = rows >= 0
