@@ -203,11 +203,14 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     refs = references(schedule, inputs, reference_fn, sum_length=checked.sum_length)
     p = schedule.param_values
     # an integer buffer's int32/uint32 contents travel as float32 of the same 4-byte words
+    # a half buffer travels as float16 (its inputs are float16 values already)
     arrays = {a.name: (np.ascontiguousarray(inputs[a.name]).reshape(-1).view(np.float32)
                        if a.is_int else np.ascontiguousarray(inputs[a.name]).reshape(-1)
                        if a.is_input
                        else np.empty(int(np.prod([p[s] for s in a.shape])), dtype=np.float32))
               for a in buffers_of(schedule)}
+    arrays.update({a.name: arrays[a.name].astype(np.float16)
+                   for a in buffers_of(schedule) if a.is_half})
     total = warmup + repeat
     checks: dict[int, CheckResult] = {}
     worst_output: dict[int, str] = {}

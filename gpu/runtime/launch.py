@@ -51,7 +51,7 @@ from tiletraffic.simulator.engine import tolerance as _tolerance
 from tiletraffic.simulator.engine.reference import reference_product  # re-exported
 from tiletraffic.simulator.engine.tolerance import (PROBABILISTIC_LAMBDA, UNIT_ROUNDOFF_F32,
                                                     error_factor)
-from tiletraffic.simulator.engine.unwritten import unwritten_fill
+from tiletraffic.simulator.engine.unwritten import unwritten_fill, widened
 
 from tiletraffic.gpu.runtime.launch_counts import MIN_REPEAT, check_launch_counts  # their limits
 
@@ -218,9 +218,10 @@ def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> No
                 f"missing {sorted(missing)}, unexpected {sorted(extra)}"
             )
     for name, array in arrays.items():
-        if not isinstance(array, np.ndarray) or array.dtype != np.float32:
+        if not isinstance(array, np.ndarray) or array.dtype not in (np.float32, np.float16):
             got = array.dtype if isinstance(array, np.ndarray) else type(array).__name__
-            raise TypeError(f"{kernel.name}: array {name!r} must be a numpy float32 array, got {got}")
+            raise TypeError(f"{kernel.name}: array {name!r} must be a numpy float32 array "
+                            f"(float16 for a half buffer), got {got}")
         if not array.flags.c_contiguous:
             raise ValueError(f"{kernel.name}: array {name!r} must be C-contiguous (row-major); "
                              "pass np.ascontiguousarray(...)")
@@ -415,7 +416,8 @@ def _plan_buffers(target: Target, kernels: list[GeneratedKernel],
     if unknown:
         raise ValueError(f"{'+'.join(k.name for k in kernels)}: outputs {unknown} are not "
                          "written by any kernel")
-    fills = {n: (unwritten_fill(arrays[n].shape) if kinds[n] == "global_out" else arrays[n])
+    fills = {n: (unwritten_fill(arrays[n].shape, arrays[n].dtype) if kinds[n] == "global_out"
+                 else arrays[n])
              for n in written}
     align = _base_align_bytes(target) if guard_zones else 1
     return _Buffers(kinds, written, outs, fills, align)
@@ -506,12 +508,13 @@ def _record_time(target: Target, state: _Launches, events: list, host_s: float) 
 
 def _read_back(target: Target, arrays: dict[str, np.ndarray], plan: _Buffers,
                buffers: dict[str, Any]) -> dict[str, np.ndarray]:
-    """The ``outs`` buffers copied to float32 arrays shaped like ``arrays``."""
+    """The ``outs`` buffers copied to float32 arrays shaped like ``arrays`` (a float16
+    buffer's halves converted exactly)."""
     results = {}
     for n in plan.outs:
-        out = np.empty(arrays[n].shape, dtype=np.float32)
+        out = np.empty(arrays[n].shape, dtype=arrays[n].dtype)
         cl.enqueue_copy(target.queue, out, buffers[n]).wait()
-        results[n] = out
+        results[n] = widened(out)
     return results
 
 
