@@ -14,7 +14,6 @@ from tiletraffic.simulator.engine.simulation import InputError
 from tiletraffic.simulator.ir.static import ExecutionError
 from tiletraffic.simulator.model.observation import device_limits
 from tiletraffic.simulator.observers.hazards import HazardError
-from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
 from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
 
 from tiletraffic.frontend.user_schedule import UserScheduleError
@@ -214,7 +213,7 @@ def output_lines(sch, line_bytes: int) -> int:
     """The L2 lines the outputs of ``sch`` (one kernel) occupy: each output array's bytes
     in whole lines of ``line_bytes`` (buffers start on a line)."""
     p = sch.param_values
-    return sum(-(-math.prod(p[s] for s in a.shape) * FLOAT_BYTES // line_bytes)
+    return sum(-(-math.prod(p[s] for s in a.shape) * a.element_bytes // line_bytes)
                for a in sch.arrays if a.is_output)
 
 

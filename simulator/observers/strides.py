@@ -30,7 +30,6 @@ import numpy as np
 from tiletraffic.simulator.observers.counters import AccessEvent, Observer
 from tiletraffic.simulator.observers.memory import (distinct_per_row, sub_group_rows,
                                                     vector_sub_group_rows)
-from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
 
 STRIDED_MIN_LINES = 8
 """Lines a request's addresses must span to count as strided."""
