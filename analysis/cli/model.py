@@ -15,6 +15,7 @@ from tiletraffic.simulator.ir.static import ExecutionError
 from tiletraffic.simulator.model.observation import device_limits
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
+from tiletraffic.simulator.kernels.storage import storage_text
 
 from tiletraffic.frontend.user_schedule import UserScheduleError
 
@@ -191,7 +192,8 @@ def model_text(sch, model, launch) -> list[str]:
                     (p.bound, p.bound + "_s"),
                     *((k.removesuffix("_s").replace("_", " "), k) for k in ADDED_TIME_TERMS))))]
     head = (f"{sch.family} on model {model.name}: " +
-            " ".join(f"{k}={v}" for k, v in sch.params) + f" tile={sch.tile}")
+            " ".join(f"{k}={v}" for k, v in sch.params) + f" tile={sch.tile}"
+            + storage_text(sch))
     if is_sequence(sch):
         lines = [head, f"  predicted time (ms)              {p.predicted_time_s * 1e3:.4f}  "
                        f"(the sum of its {len(sch.kernels)} kernels', launched in order)"]

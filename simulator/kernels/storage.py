@@ -56,6 +56,12 @@ def dtype_fields(schedule) -> dict:
     return {"dtype": "float16"} if dtype_of(schedule) == "float16" else {}
 
 
+def storage_text(schedule) -> str:
+    """``"  dtype=float16"`` for a schedule of half storage (for a header line), ``""``
+    for float32."""
+    return "  dtype=float16" if dtype_of(schedule) == "float16" else ""
+
+
 def with_storage(schedule, dtype: str):
     """``schedule`` (a :class:`~simulator.ir.nodes.Schedule` or a
     :class:`~simulator.ir.sequence.KernelSequence`) with its float arguments stored as
