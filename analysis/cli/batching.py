@@ -60,8 +60,13 @@ def batch_options(f):
 
 
 def tune_batch_options(f):
-    """--batch COUNT and --shared-b as arguments of the command (``tune gemm``: every
-    candidate is built with them)."""
+    """--batch COUNT, --shared-b and --dtype as arguments of the command (``tune gemm``:
+    every candidate is built with them)."""
     f = click.option("--shared-b", "shared_b", is_flag=True, help=SHARED_B_HELP)(f)
+    f = click.option("--dtype", "dtype", type=click.Choice(["float32", "float16"]),
+                     default="float32", show_default=True,
+                     help="Storage of A, B and C: float32, or float16 (half: read with "
+                          "vload_half, computed in float32, rounded to half when stored); "
+                          "every candidate is built with it.")(f)
     return click.option("--batch", "batch", type=int, default=1, show_default=True,
                         metavar="COUNT", help=BATCH_HELP.split(" [default")[0])(f)
