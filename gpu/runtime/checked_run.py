@@ -209,7 +209,8 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
                        if a.is_input
                        else np.empty(int(np.prod([p[s] for s in a.shape])), dtype=np.float32))
               for a in buffers_of(schedule)}
-    arrays.update({a.name: arrays[a.name].astype(np.float16)
+    arrays.update({a.name: (arrays[a.name].astype(np.float16) if a.is_input
+                            else np.empty(arrays[a.name].shape, np.float16))
                    for a in buffers_of(schedule) if a.is_half})
     total = warmup + repeat
     checks: dict[int, CheckResult] = {}
