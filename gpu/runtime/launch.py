@@ -220,8 +220,7 @@ def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> No
     for name, array in arrays.items():
         if not isinstance(array, np.ndarray) or array.dtype not in (np.float32, np.float16):
             got = array.dtype if isinstance(array, np.ndarray) else type(array).__name__
-            raise TypeError(f"{kernel.name}: array {name!r} must be a numpy float32 array "
-                            f"(float16 for a half buffer), got {got}")
+            raise TypeError(f"{kernel.name}: array {name!r} must be a numpy float32 (or float16) array, got {got}")
         if not array.flags.c_contiguous:
             raise ValueError(f"{kernel.name}: array {name!r} must be C-contiguous (row-major); "
                              "pass np.ascontiguousarray(...)")
@@ -417,8 +416,7 @@ def _plan_buffers(target: Target, kernels: list[GeneratedKernel],
         raise ValueError(f"{'+'.join(k.name for k in kernels)}: outputs {unknown} are not "
                          "written by any kernel")
     fills = {n: (unwritten_fill(arrays[n].shape, arrays[n].dtype) if kinds[n] == "global_out"
-                 else arrays[n])
-             for n in written}
+                 else arrays[n]) for n in written}
     align = _base_align_bytes(target) if guard_zones else 1
     return _Buffers(kinds, written, outs, fills, align)
 
@@ -508,8 +506,7 @@ def _record_time(target: Target, state: _Launches, events: list, host_s: float) 
 
 def _read_back(target: Target, arrays: dict[str, np.ndarray], plan: _Buffers,
                buffers: dict[str, Any]) -> dict[str, np.ndarray]:
-    """The ``outs`` buffers copied to float32 arrays shaped like ``arrays`` (a float16
-    buffer's halves converted exactly)."""
+    """The ``outs`` buffers copied to float32 arrays shaped like ``arrays`` (halves widened)."""
     results = {}
     for n in plan.outs:
         out = np.empty(arrays[n].shape, dtype=arrays[n].dtype)
@@ -792,14 +789,12 @@ def check_result(
     error_bound: np.ndarray | None = None, stored_half: bool = False,
 ) -> CheckResult:
     """:func:`simulator.engine.tolerance.check_result` (the one tolerance: each element's
-    running error bound where ``error_bound`` is given, else scaled to ``k``; with
-    ``stored_half`` the rounding of a ``half`` output added), as a :class:`CheckResult` of
-    this module.
+    running error bound where ``error_bound`` is given, else scaled to ``k``; ``stored_half``:
+    a half output's rounding added), as a :class:`CheckResult` of this module.
 
     Raises:
         ValueError: shapes differ, ``k`` out of range, the reference is not finite, or
             ``error_bound`` is not a non-negative array of the reference's shape.
     """
     return _tolerance.check_result(actual, reference_f64, k, abs_inputs_product,
-                                   result_type=CheckResult, error_bound=error_bound,
-                                   stored_half=stored_half)
+                                   result_type=CheckResult, error_bound=error_bound, stored_half=stored_half)

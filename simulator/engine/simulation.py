@@ -161,8 +161,7 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         if not schedule.array(name).is_input:
             raise InputError(f"read map requested for {name!r}, which is not an input")
     counter = TrafficCounter(schedule.work_groups, [a.name for a in schedule.arrays],
-                             {n: sizes[n] for n in read_maps},
-                             tuple(a.name for a in schedule.arrays if a.is_half))
+                             {n: sizes[n] for n in read_maps}, _half_names(schedule))
     log = HazardLog(hazards, num_groups=schedule.num_groups)
     by_classes = accelerators.work_group_classes
     if by_classes and (compute_values or read_maps):
@@ -354,6 +353,11 @@ def hazard_observers(schedule, log, sizes, params, full_launch=True) -> list[Obs
         found.append(UnwrittenOutput(schedule, log, {a.name: sizes[a.name] for a in outs},
                                      {a.name: tuple(params[d] for d in a.shape) for a in outs}))
     return found
+
+
+def _half_names(schedule) -> tuple[str, ...]:
+    """The global arrays of ``schedule`` that store ``half``."""
+    return tuple(a.name for a in schedule.arrays if a.is_half)
 
 
 def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
