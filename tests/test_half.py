@@ -244,3 +244,22 @@ def test_a_batch_keeps_half_storage():
     counts = count_launch(sch).counts.to_dict()
     assert closed_forms.counts(sch) == counts
     assert counts["global_load_bytes"] == 2 * counts["global_load_elems"]
+
+
+@pytest.mark.parametrize("family, sizes", [("matvec-rows-reduce", (200, 300)),
+                                           ("matvec-local", (300, 260)),
+                                           ("gemm-vectorized", (128, 96, 64)),
+                                           ("gemm-tiled", (70, 90, 50))])
+def test_the_fast_path_models_half_storage_as_full_execution_does(family, sizes):
+    from tiletraffic.simulator.model.device_model import device_model
+    from tiletraffic.simulator.model.launch import model_launch
+
+    sch = build(family, *sizes, dtype="float16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h200 = device_model("nvidia-h200")
+        fast = model_launch(sch, h200).to_dict()
+        full = model_launch(sch, h200, accelerators=Accelerators()).to_dict()
+    for key in ("global_load_requests", "global_load_sectors", "global_store_sectors",
+                "l2_read_sectors", "local_bank_conflicts", "dram_read_bytes"):
+        assert fast[key] == full[key], key
