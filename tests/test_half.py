@@ -263,3 +263,33 @@ def test_the_fast_path_models_half_storage_as_full_execution_does(family, sizes)
     for key in ("global_load_requests", "global_load_sectors", "global_store_sectors",
                 "l2_read_sectors", "local_bank_conflicts", "dram_read_bytes"):
         assert fast[key] == full[key], key
+
+
+@settings(max_examples=10, deadline=None)
+@given(m=st.integers(1, 40), k4=st.integers(1, 30), tile=st.sampled_from([4, 8, 32]),
+       vec=st.sampled_from([2, 4]), dtype=st.sampled_from(["float32", "float16"]))
+def test_vectorized_rows_reduce_counts_as_its_closed_forms(m, k4, tile, vec, dtype):
+    sch = build("matvec-rows-reduce", m, 4 * k4, tile=tile, vec=vec, dtype=dtype)
+    full = count_launch(sch, accelerators=Accelerators()).counts.to_dict()
+    assert count_launch(sch).counts.to_dict() == full
+    assert closed_forms.counts(sch) == full
+    assert full == count_launch(build("matvec-rows-reduce", m, 4 * k4, tile=tile,
+                                      dtype=dtype)).counts.to_dict()
+
+
+def test_vectorized_rows_reduce_reads_four_halves_per_instruction():
+    src = generate(build("matvec-rows-reduce", 64, 256, vec=4, dtype="float16")).source
+    assert "vload_half4(" in src
+    with pytest.raises(ScheduleError, match="needs K to be a multiple of 4"):
+        build("matvec-rows-reduce", 64, 258, vec=4)
+    with pytest.raises(ScheduleError, match="vec must be 1, 2 or 4"):
+        build("matvec-rows-reduce", 64, 256, vec=3)
+
+
+def test_pocl_runs_the_vectorized_half_rows_reduce(pocl):
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.gpu.runtime.checked_run import run_on_device
+
+    sch = build("matvec-rows-reduce", 37, 204, tile=8, vec=4, dtype="float16")
+    result = run_on_device(select_device(pocl), sch, repeat=10, warmup=1)
+    assert _is_half(result.run.outputs["y"]) and result.check.ok

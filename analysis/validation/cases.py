@@ -27,7 +27,7 @@ BASELINES = {"gemm": "gemm-naive", "matvec": "matvec-naive"}
 """Kind of problem -> the family every other schedule of that problem is compared with."""
 
 OPTION_KEYS = ("chunk", "mapping", "padding", "a_tile", "tm", "tn", "bk", "wg_rows", "wn",
-               "group_rows", "batch", "shared_b", "dtype")
+               "group_rows", "batch", "shared_b", "dtype", "vec")
 """Keys a case may carry beside family, m, k, n and tile (``schedules.build``'s options)."""
 
 

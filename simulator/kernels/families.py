@@ -300,7 +300,7 @@ FAMILY_OPTIONS = {"gemm-naive": ("mapping",) + BATCH_OPTIONS + DTYPE_OPTIONS,
                   + BATCH_OPTIONS + DTYPE_OPTIONS,
                   "gemm-split-k": ("tm", "tn", "bk", "wg_rows", "wn", "group_rows",
                                    "splits") + BATCH_OPTIONS + DTYPE_OPTIONS,
-                  "matvec-rows-reduce": ("wg_rows",) + DTYPE_OPTIONS,
+                  "matvec-rows-reduce": ("wg_rows", "vec") + DTYPE_OPTIONS,
                   "matvec-naive": DTYPE_OPTIONS, "matvec-local": DTYPE_OPTIONS,
                   "matvec-local-whole": DTYPE_OPTIONS, "matvec-relu": DTYPE_OPTIONS}
 """Options each family takes."""
@@ -368,10 +368,10 @@ def _build(family: str, m: int, k: int, n: int | None, tile: int | None,
         batch, shared_b = options.pop("batch", 1), options.pop("shared_b", False)
         return batched(builders[family](m, k, n, tile, **options), batch, shared_b)
     if family == "matvec-rows-reduce":
-        unknown = sorted(set(options) - {"wg_rows"})
+        unknown = sorted(set(options) - {"wg_rows", "vec"})
         if unknown:
             raise ScheduleError(f"{family} does not take {', '.join(unknown)}; its options: "
-                                "wg_rows")
+                                "wg_rows, vec")
         return matvec_rows_reduce(m, k, tile, **options)
     if options:
         raise ScheduleError(f"{family} takes no options, got {sorted(options)}")

@@ -25,7 +25,8 @@ from pathlib import Path
 
 
 def _key(case: dict) -> tuple:
-    return (case["family"], case["m"], case["k"], case.get("n"), case.get("batch", 1),
+    family = case["family"] + (f" vec={case['vec']}" if case.get("vec", 1) != 1 else "")
+    return (family, case["m"], case["k"], case.get("n"), case.get("batch", 1),
             case.get("dtype", "float32"))
 
 
@@ -45,8 +46,7 @@ def measured_times(validation: dict) -> dict[tuple, float]:
     out = {}
     for case in validation["cases"]:
         case_id = next((i for i in validation["measurements"]
-                        if i.split(" ")[0] == case["family"]
-                        and _key(_case_of(i)) == _key(case)), None)
+                        if _key(_case_of(i)) == _key(case)), None)
         rounds = validation["measurements"].get(case_id, {}).get("rounds", []) \
             if case_id else []
         medians = [r["median_s"] for r in rounds if r.get("median_s")]
