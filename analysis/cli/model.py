@@ -15,7 +15,7 @@ from tiletraffic.simulator.ir.static import ExecutionError
 from tiletraffic.simulator.model.observation import device_limits
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
-from tiletraffic.simulator.kernels.storage import storage_text
+from tiletraffic.simulator.kernels.storage import dtype_fields, storage_text
 
 from tiletraffic.frontend.user_schedule import UserScheduleError
 
@@ -152,7 +152,7 @@ def model_json(sch, launch, guesses: list[str], declared: list[str]) -> dict:
         formula = schedules.closed_form(sch)
     except UserScheduleError as err:   # the file's own closed_form raised or is malformed
         raise click.UsageError(str(err)) from None
-    out = {"schedule": sch.family, "tile": sch.tile,
+    out = {"schedule": sch.family, "tile": sch.tile, **dtype_fields(sch),
            **{k.lower(): v for k, v in sch.params}, **launch.to_dict(),
            "closed_form_agrees": schedules.closed_form_agrees(formula, launch.counts.to_dict()),
            "guessed_values": guesses}
