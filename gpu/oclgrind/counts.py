@@ -17,7 +17,9 @@ are split by callee (``_Z7barrierj`` is ``barrier(cl_mem_fence_flags)``, counted
 work-item that calls it). Mapping used here: ``global_load_elems`` = bytes of
 ``load global`` / 4, likewise for the other three (every ``__global`` / ``__local`` buffer of a
 generated kernel is ``float``, see :func:`gpu.codegen.generate.generate`, so bytes / 4 is exactly the
-number of scalar float accesses, and a vector access of n floats counts n); private
+number of scalar float accesses, and a vector access of n floats counts n; a ``half``
+buffer is read and written only through ``vload_half``/``vstore_half`` calls, counted as
+elements by :func:`memory_operations`); private
 (``alloca``) traffic, integer arithmetic and constant memory are ignored. The counter does
 not split accesses by element type, so a hand-written kernel with an ``int`` buffer in
 global or local memory would have its 4-byte int accesses counted too (accesses of other
