@@ -19,15 +19,19 @@ DEFAULT_MODEL = "nvidia-h200"
 ``explain``, a tuning without a device)."""
 
 VALIDATION_FALLBACK = "generic-gpu"
-"""The model a validation of a device without a built-in model of its own defaults to."""
+"""The model a validation of a device defaults to when it has no built-in model of its own
+and none is near it (``gpu.devices.nearest_model.nearest_built_in``)."""
 
 
 def resolve_device_model(spec: str | os.PathLike | DeviceModel | None, *,
-                         device_info=None, default: str | None = None) -> DeviceModel:
+                         device_info=None, default: str | None = None,
+                         datasheet=None) -> DeviceModel:
     """The device model ``spec`` names. Where ``spec`` is None: the model of the OpenCL
     device ``device_info`` when given (a ``gpu.devices.device.DeviceInfo``:
-    ``gpu.devices.device_models.model_from_opencl``), else the built-in model ``default``
-    when given (:data:`DEFAULT_MODEL` for a command that measures nothing).
+    ``gpu.devices.device_models.model_from_opencl``; for a device without a built-in model,
+    the nearest one with the values of ``datasheet``, a ``simulator.model.datasheet.
+    Datasheet``, and of the queries in place of its own), else the built-in model
+    ``default`` when given (:data:`DEFAULT_MODEL` for a command that measures nothing).
 
     Args:
         spec: a built-in model's name, the path of a model file, or a ``DeviceModel``
@@ -42,16 +46,27 @@ def resolve_device_model(spec: str | os.PathLike | DeviceModel | None, *,
     if spec is None and device_info is not None:
         from tiletraffic.gpu.devices.device_models import model_from_opencl
 
-        return model_from_opencl(device_info)
+        return model_from_opencl(device_info, datasheet=datasheet)
     if spec is None and default is not None:
         return device_model(default)
     return device_model(spec)
 
 
-def default_model_name(device_info) -> str:
-    """The built-in model of the OpenCL device ``device_info`` (its name matched by
-    ``gpu.devices.device_models.KNOWN_NAMES``), else :data:`VALIDATION_FALLBACK` (every value
-    a guess): the model a validation defaults to, by name (its file is hashed)."""
+def default_model_name(device_info, datasheet=None) -> str | DeviceModel:
+    """The model a validation of the OpenCL device ``device_info`` defaults to: its built-in
+    model by name (``gpu.devices.device_models.KNOWN_NAMES``; its file is hashed), else the
+    nearest built-in model transferred to it (a ``DeviceModel`` named after the device, the
+    note in its ``description``: ``gpu.devices.nearest_model.nearest_model``, with
+    ``datasheet``'s values when given), else :data:`VALIDATION_FALLBACK` (every value a
+    guess) when no built-in model is near."""
     from tiletraffic.gpu.devices.device_models import built_in_name_for
+    from tiletraffic.gpu.devices.nearest_model import nearest_built_in, nearest_model
+    from tiletraffic.simulator.model.datasheet import datasheet_for
 
-    return built_in_name_for(device_info.device_name) or VALIDATION_FALLBACK
+    known = built_in_name_for(device_info.device_name)
+    if known:
+        return known
+    sheet = datasheet or datasheet_for(device_info.device_name)
+    if nearest_built_in(device_info, sheet)[0] is None:
+        return VALIDATION_FALLBACK
+    return nearest_model(device_info, datasheet=sheet)

@@ -5,6 +5,8 @@ Format (every path relative to the launch file)::
 
     source = "mm_tiled.cl"          # the OpenCL C file (or a list of files built as one
                                     # program, in order, as a host concatenates them)
+    drop_include_lines = true       # optional: the host drops each line beginning with
+                                    # "#include " from every file, then joins the files
     kernel = "mmul_tiled"           # the __kernel in it
     build_options = "-DTS=16"       # optional: -D/-U/-I options
     [sizes]                         # names usable below; each overridable: --set N=2048
@@ -25,6 +27,7 @@ Format (every path relative to the launch file)::
     function = "mm_ref.py:reference"   # reference(inputs: dict) -> dict of outputs
     terms = "N"                     # optional: products summed per output element (the
                                     # float tolerance; default: as the simulator counts it)
+    inputs = "positive"             # optional: the inputs run draws unless told (normal)
 
 A GLSL compute shader's launch file (``language = "glsl"``, or a ``.comp``/``.glsl``
 source) has the dispatch, bindings, push constants and specialization constants instead
@@ -64,7 +67,7 @@ from tiletraffic.frontend.opencl.clang_ast import integer_literal, split_build_o
 from tiletraffic.frontend.opencl.declarations import BUFFER_FIELDS
 from tiletraffic.frontend.opencl.translate import (BufferArg, FrontendError,
                                                    WorkGroupSizeError, parse_kernel,
-                                                   program_source)
+                                                   program_source, program_without_includes)
 from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError
 
 from tiletraffic.frontend import expressions
@@ -81,13 +84,13 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 SUFFIX = ".toml"
-TOP_KEYS = ("source", "language", "kernel", "template", "build_options", "sizes", "launch",
-            "args", "reference")
+TOP_KEYS = ("source", "language", "kernel", "template", "build_options", "drop_include_lines",
+            "sizes", "launch", "args", "reference")
 LAUNCH_KEYS = ("global_size", "local_size")
 CUDA_LAUNCH_KEYS = ("grid", "block", "shared_bytes")
 LANGUAGES = ("opencl", "cuda")
 CUDA_SUFFIXES = (".cu", ".cuh")
-REFERENCE_KEYS = ("function", "terms")
+REFERENCE_KEYS = ("function", "terms", "inputs")
 
 
 class LaunchFileError(ValueError):
@@ -166,12 +169,20 @@ class LaunchFile:
         """The OpenCL C text of :attr:`source_path` (:func:`source_text`); for a list of
         files, one program of them in order, as a host that concatenates them builds it:
         a line ``#include "FILE"`` per file (relative to the launch file), so that messages
-        name each file's own lines.
+        name each file's own lines. With ``drop_include_lines = true``, the files' text
+        with every line beginning with ``#include `` dropped, joined by newlines, as hosts
+        that concatenate sources with such a filter build them
+        (:func:`~tiletraffic.frontend.opencl.translate.program_without_includes`).
 
         Raises:
             OSError: a file cannot be read.
         """
         files = self.source_files
+        if self.data.get("drop_include_lines"):
+            import os
+            return program_without_includes(
+                [(Path(os.path.relpath(f, self.path.parent)).as_posix(),
+                  source_text(f.read_bytes())) for f in files])
         if len(files) == 1:
             return source_text(files[0].read_bytes())
         return program_source(files, self.path.parent)[0]
@@ -338,6 +349,9 @@ def _checked(path: Path, data: dict, overrides, params) -> LaunchFile:
         if not isinstance(data.get(key), str) or not data[key]:
             raise launch.error(key, "missing (a string, or for OpenCL C a list of files "
                                     "built as one program)")
+    if not isinstance(data.get("drop_include_lines", False), bool):
+        raise launch.error("drop_include_lines", "must be true or false, not "
+                                                 f"{shown(data['drop_include_lines'])}")
     if not glsl and data.get("language", "opencl") not in LANGUAGES:
         raise launch.error("language", f"must be {', '.join(LANGUAGES)} or glsl, not "
                                        f"{shown(data['language'])}")

@@ -255,12 +255,14 @@ def test_the_base_model_is_the_matching_built_in_one_unless_given():
     from tiletraffic.gpu.devices.device_models import model_from_opencl
     from tiletraffic.simulator.model.device_model import DEVICE_MODELS
     info = replace(_pocl_target().info, device_name="NVIDIA H200", compute_units=132,
-                   local_mem_bytes=49152, max_work_group_size=1024)
+                   local_mem_bytes=49152, max_work_group_size=1024, max_clock_mhz=1755)
     default = model_from_opencl(info, global_cache_bytes=60 * MIB)
     generic = model_from_opencl(info, global_cache_bytes=60 * MIB, base=GENERIC_GPU_MODEL)
     h200 = DEVICE_MODELS["nvidia-h200"]
     assert default.name == "nvidia-h200" and default.clock_hz == h200.clock_hz
-    assert generic.clock_hz == GENERIC_GPU_MODEL.clock_hz != h200.clock_hz
+    # a given base takes the queried clock; the device's own built-in model keeps its own
+    assert generic.clock_hz == 1.755e9 != h200.clock_hz
+    assert generic.value_sources["clock_hz"].kind == "queried"
     for m in (default, generic):
         assert (m.compute_units, m.l2_bytes) == (132, 60 * MIB)
         assert m.value_sources["l2_bytes"].kind == "queried"
@@ -392,7 +394,9 @@ def test_python_calibrate_runs_every_benchmark_in_order_and_writes_the_model(tmp
     out = tmp_path / "pocl.toml"
     again, _ = tiletraffic.calibrate(target.info.id, quick=True, base="generic-gpu", out=out)
     assert load_device_model(out) == again and again.name.startswith("calibrated:")
-    assert again.clock_hz == GENERIC_GPU_MODEL.clock_hz           # base generic-gpu kept it
+    info = target.info                             # base generic-gpu, its clock the device's
+    assert again.clock_hz == (info.max_clock_mhz * 1e6 if info.max_clock_mhz
+                              else GENERIC_GPU_MODEL.clock_hz)
     assert again.value_sources["memory_latency_dram_s"].kind in ("measured", "guessed")
 
 

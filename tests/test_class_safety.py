@@ -89,26 +89,39 @@ def test_every_built_in_family_is_proved_without_being_trusted(schedule):
     (global_id(0) >= 0, True),
     (group_id(0) < 1, True),                          # the first work-group only
     (local_id(0) < 3, True),                          # no work-group dependence
-    (group_id(0).eq(5), False),
-    (group_id(0).ne(2), False),
-    (global_id(0) < Param("M") // 2, False),          # a crossing in the middle
+    (group_id(0).eq(5), True),                        # work-group 5: a segment of its own
+    (group_id(0).ne(2), True),
+    (global_id(0) < Param("M") // 2, True),           # a crossing in the middle: two runs
+    ((global_id(0) // 16).eq(3), True),               # = group_id(0) == 3 with 16 work-items
     (group_id(0) % 2 < 1, False),                     # alternating work-groups
     (group_id(0) * group_id(0) < 9, False),
-    ((global_id(0) // 16).eq(3), False),              # = group_id(0) == 3 with 16 work-items
+    (group_id(0) < local_id(0) * 3, False),           # changes at 37 work-groups
     ((global_id(0) // 4) % 4 < 2, True),              # depends on the local id only
 ])
 def test_conditions_that_depend_on_the_work_group_id_inside_the_ndrange_are_refused(
         cond, proved):
-    problem = class_safety.classes_problem(_matvec_with(cond, 640, 24))
+    sch = _matvec_with(cond, 640, 24)
+    problem = class_safety.classes_problem(sch)
     assert (problem is None) == proved, problem
     if not proved:
         assert "work-group" in problem
+    else:
+        assert _counts(sch, True)[:2] == _counts(sch, False)[:2]
 
 
 def test_the_refusal_names_the_condition():
-    problem = class_safety.classes_problem(_matvec_with(group_id(0).eq(5), 640, 24))
-    assert problem == ("the condition group_id(0) == 5 can differ between work-groups inside "
-                       "NDRange dimension 0, not only at its first and last work-group")
+    problem = class_safety.classes_problem(_matvec_with(group_id(0) < local_id(0) * 3, 640, 24))
+    assert problem == ("the condition group_id(0) < (local_id(0) * 3) differs between "
+                       "work-groups (at more than 24 runs of work-groups of NDRange "
+                       "dimension 0)")
+
+
+def test_a_condition_true_in_one_interior_work_group_gets_a_class_of_its_own():
+    sch = _matvec_with(group_id(0).eq(5), 640, 24)
+    plan = class_safety.class_plan(sch)
+    assert plan.starts == ((0, 1, 5, 6, 39),)
+    reps = _counts(sch, True)[2]
+    assert 5 in reps.tolist()
 
 
 def test_a_loop_whose_trips_vary_with_the_work_group_is_refused():
@@ -151,11 +164,11 @@ def test_the_check_before_launch_checks_an_unproved_launch_whole():
     M = Param("M")
     sch = _matvec_with(local_id(0) < 0, 4096, 64, local=64)
     y = sch.array("y")
-    oob = If(group_id(0).eq(5), (store(y, (global_id(0) + M,), S.FConst(1.0)),))
+    oob = If((group_id(0) % 7).eq(5), (store(y, (global_id(0) + M,), S.FConst(1.0)),))
     sch = Schedule(**{**sch.__dict__, "body": sch.body + (oob,)})
     checked = check_launch(sch, full_check_work=1000)
     assert checked.work_groups_checked is None
-    assert "group_id(0) == 5" in checked.why_every_work_group
+    assert "(group_id(0) % 7)" in checked.why_every_work_group
     assert "no representatives" in checked.scope
     assert [h.kind for h in checked.hazards] == ["out-of-bounds"]
     # the same launch without the fault, proved: representatives
@@ -164,7 +177,7 @@ def test_the_check_before_launch_checks_an_unproved_launch_whole():
 
 
 def test_the_budget_estimates_full_execution_where_classes_are_not_proved():
-    unproved = _matvec_with(group_id(0).eq(5), 4096, 64)
+    unproved = _matvec_with((group_id(0) % 7).eq(5), 4096, 64)
     proved = _matvec_with(global_id(0) < Param("M"), 4096, 64)
     full = estimate_simulation(unproved, compute_values=False, work_group_classes=False)
     assert estimate_simulation(unproved, compute_values=False,
@@ -190,7 +203,7 @@ def test_the_commands_say_when_every_work_group_is_executed(tmp_path):
     (tmp_path / "k.cl").write_text(
         "__kernel void k(int N, __global const float* x, __global float* y) {\n"
         "  int i = get_global_id(0);\n  float acc = x[i];\n"
-        "  if (get_group_id(0) == 2) { for (int j = 0; j < 16; j++) acc += x[j]; }\n"
+        "  if (get_group_id(0) % 3 == 2) { for (int j = 0; j < 16; j++) acc += x[j]; }\n"
         "  y[i] = acc;\n}\n")
     (tmp_path / "k.toml").write_text(
         'source = "k.cl"\nkernel = "k"\n[sizes]\nN = 1024\n[launch]\nglobal_size = ["N"]\n'
@@ -202,21 +215,25 @@ def test_the_commands_say_when_every_work_group_is_executed(tmp_path):
     assert simulated.exit_code == 0, simulated.output
     import json
     loads = json.loads(simulated.stdout)["global_load_elems"]
-    assert loads == 1024 + 16 * 16   # x[i] by each work-item, x[0..15] by work-group 2's 16
+    # x[i] by each work-item, x[0..15] by the 16 of each of work-groups 2, 5, ..., 62
+    assert loads == 1024 + 21 * 16 * 16
     modelled = runner.invoke(main, ["model", str(tmp_path / "k.toml"), "--json"])
     assert modelled.exit_code == 0, modelled.output
     assert "note: work-group classes not proved for k (" in modelled.stderr
-    assert "group_id(0) == 2" in modelled.stderr
+    assert "(group_id(0) % 3)" in modelled.stderr
     assert "): every work-group executed, estimated " in modelled.stderr
     assert json.loads(modelled.stdout)["global_load_elems"] == loads
 
 
 @pytest.mark.parametrize("operand, bits, signed, proved", [
     (local_id(0) - 1, 32, False, True),              # wraps, but alike in every work-group
-    (global_id(0) - 1, 32, False, False),            # wraps in the first work-group only
+    (global_id(0) - 1, 32, False, True),             # wraps in the first work-group only,
+                                                     # a class of its own
     (global_id(0) + 1, 32, False, True),             # fits: the operand itself
     (global_id(0) - 1, 64, True, True),              # a signed long holds it
-    (global_id(0) - 1, 64, False, False),            # a size_t below 0 where it varies
+    (global_id(0) - 1, 64, False, True),             # a size_t below 0 in the first
+                                                     # work-group only, a class of its own
+    (global_id(0) - 17, 64, False, False),           # ... and in the second
     (global_id(0) + 1, 64, False, True),
 ])
 def test_a_fixed_width_conversion_keeps_the_form_only_where_it_cannot_wrap(

@@ -190,10 +190,10 @@ def test_check_demo_with_sizes_and_no_tile_is_no_traceback(args):
 
 
 # ------------------------------------------------------ inputs and seed
-@pytest.mark.parametrize("kind", ["normal", "uniform", "ones", "arange"])
+@pytest.mark.parametrize("kind", ["normal", "uniform", "positive", "ones", "arange"])
 def test_simulate_and_check_take_the_kind_of_inputs_and_a_seed(kind):
     args = ("gemm-tiled", "--m", "20", "--k", "20", "--n", "20", "--tile", "16")
-    seed = ("--seed", "4") if kind in ("normal", "uniform") else ()  # the others: not random
+    seed = ("--seed", "4") if kind in ("normal", "uniform", "positive") else ()  # not random
     first = json.loads(assert_ok(invoke("simulate", *args, "--inputs", kind, *seed,
                                         "--json")))
     second = json.loads(assert_ok(invoke("simulate", *args, "--inputs", kind, *seed,

@@ -31,8 +31,12 @@ def test_queried_values_replace_the_table_and_stop_being_guesses():
     assert "dram_bytes_per_s" in model.guessed  # OpenCL does not report it
     sources = model.value_sources
     assert {k for k, s in sources.items() if s.kind == "queried"} == {
-        "compute_units", "local_mem_bytes_per_work_group", "max_work_group_size", "l2_bytes"}
+        "compute_units", "local_mem_bytes_per_work_group", "max_work_group_size",
+        "l2_bytes"} | ({"clock_hz"} if info.max_clock_mhz else set())
     assert sources["compute_units"].ref == "CL_DEVICE_MAX_COMPUTE_UNITS"
+    if info.max_clock_mhz:
+        assert model.clock_hz == info.max_clock_mhz * 1e6
+        assert sources["clock_hz"].ref == "CL_DEVICE_MAX_CLOCK_FREQUENCY"
     assert sources["dram_bytes_per_s"].kind == "guessed"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -24,14 +24,16 @@ def kernel(body: str, before: str = "", signature: str = SIGNATURE) -> str:
 
 
 HELPER_SELF = "float twice(float x, int n) { return n == 0 ? x : twice(x, n - 1); }\n"
-HELPER_EARLY = "float first(float x, int n) { if (n > 0) return x; return 0.0f; }\n"
+HELPER_EARLY = "int first(int x, int n) { if (n > 0) return x; return 0; }\n"
 HELPER_ASSIGN = "void bump(__global float *c, int j) { j += 1; c[j] = 0.0f; }\n"
 
 # construct -> (source, build options, extra arguments[, local size of its one work-group])
 SAMPLES = {
-    "branch on loaded values": (kernel("    if (A[i] > 0.0f) C[i] = 1.0f;"), "", {}),
-    "?: on loaded values": (kernel("    C[i] = A[i] > 0.0f ? A[i] : 0.0f;"), "", {}),
-    "loop on loaded values": (kernel("    while (A[i] > 0.0f) { C[i] = 0.0f; }"), "", {}),
+    "float in a condition computed by statements": (
+        kernel("    if (i < N && twice(A[i]) > 0.0f) C[i] = 1.0f;",
+               "float twice(float x) { return 2.0f * x; }\n"), "", {}),
+    "integer vector without its components": (
+        kernel("    int2 v;\n    C[i] = 0.0f;"), "", {}),
     "index computed from loaded values": (kernel("    C[(int)A[i]] = 1.0f;"), "", {}),
     "bool used as an integer": (
         kernel("    bool inside = i < N;\n    C[i + inside] = 0.0f;"), "", {}),
@@ -55,8 +57,6 @@ SAMPLES = {
     "float built-ins outside the subset": (kernel("    C[i] = fmod(A[i], 3.0f);"), "", {}),
     "reinterpreting casts": (kernel("    C[i] = as_float(i);"), "", {}),
     "printf": (kernel('    printf("%d", i);\n    C[i] = A[i];'), "", {}),
-    "component of a vector in memory": (
-        kernel("    C[i] = vload4(0, A).y;"), "", {}),
     "pointer moved to another array in a branch": (
         kernel("    __global float *p = C;\n    if (i < 2) p = (__global float *)A;\n"
                "    p[i] = 0.0f;"), "", {}),
@@ -88,7 +88,8 @@ SAMPLES = {
         kernel("    for (int j = -1; j < N; j++) C[i] = A[i];",
                signature="__global const float *A, __global float *C, uint N"), "", {}),
     "integer array": (kernel("    int t[4];\n    t[0] = i;\n    C[i] = A[i];"), "", {}),
-    "variable of another type": (kernel("    int2 v = (int2)(i, i);\n    C[i] = A[i];"), "", {}),
+    "variable of another type": (kernel("    short2 v = (short2)(i, i);\n    C[i] = A[i];"), "",
+                                 {}),
     "__local array inside a block": (
         kernel("    if (i < 4) {\n        __local float t[4];\n        t[i] = A[i];\n"
                "        C[i] = t[i];\n    }"), "", {}),
@@ -100,7 +101,7 @@ SAMPLES = {
     "get_global_offset": (kernel("    C[i - get_global_offset(0)] = A[i];"), "", {}),
     "helper calling itself": (kernel("    C[i] = twice(A[i], 2);", before=HELPER_SELF), "",
                               {}),
-    "helper returning early": (kernel("    C[i] = first(A[i], i);", before=HELPER_EARLY), "",
+    "helper returning early": (kernel("    C[first(i, i)] = A[i];", before=HELPER_EARLY), "",
                                {}),
     "assignment to a helper's parameter": (
         kernel("    bump(C, i);", before=HELPER_ASSIGN), "", {}),

@@ -35,7 +35,8 @@ either:
 - `validate` the model on a device (every family, predicted against measured), with
   predictions pre-registered by `write_predictions`;
 - `crosscheck` it against Oclgrind, `report` the main job's report of a device,
-  `calibrate` a device model, and list the OpenCL `devices`: each does what the command of
+  `calibrate` a device model (`device_model_of` a device without one: the nearest
+  built-in model with its datasheet's and queried values), and list the OpenCL `devices`: each does what the command of
   the same name does.
 
 `import tiletraffic` and `import tiletraffic.simulator` load numpy only; pyopencl is
@@ -81,7 +82,9 @@ from tiletraffic.analysis.api.schedules import (build, closed_form, from_cuda, f
 from tiletraffic.analysis.api.closed_forms import ClosedForm
 from tiletraffic.analysis.api.tuning import tune, tune_kernel
 from tiletraffic.analysis.api.simulation import check, crosscheck, explain, model
-from tiletraffic.analysis.api.device import calibrate, devices, report, run, run_cuda
+from tiletraffic.analysis.api.device import (calibrate, device_model_of, devices, report, run,
+                                             run_cuda)
+from tiletraffic.simulator.model.datasheet import DATASHEETS, Datasheet, load_datasheet
 from tiletraffic.analysis.api.validation import validate, validation_cases, write_predictions
 
 __version__ = _package_version()
@@ -102,7 +105,7 @@ __all__ = [
     "build", "from_opencl", "from_cuda", "from_glsl", "simulate", "check", "model", "explain",
     "generate", "run", "run_cuda",
     "closed_form", "ClosedForm", "crosscheck", "devices", "report", "tune", "tune_kernel",
-    "calibrate",
+    "calibrate", "device_model_of", "Datasheet", "DATASHEETS", "load_datasheet",
     "validate", "write_predictions", "validation_cases",
     "Schedule", "GlobalArray", "LocalArray", "Param", "Var", "Const", "For", "If", "Let",
     "Barrier", "Return", "DeclareFloat", "Assign", "Accumulate", "store", "block",

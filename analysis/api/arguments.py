@@ -6,6 +6,20 @@ SEED = ((int, type(None)), "an integer or None")
 """The types and wording of a ``seed`` argument (for :func:`check_argument_types`)."""
 
 
+def datasheet_argument(datasheet):
+    """A ``Datasheet`` (or None) as it is; a path loaded
+    (``simulator.model.datasheet.load_datasheet``).
+
+    Raises:
+        DeviceModelError: the file cannot be read or is not a datasheet.
+    """
+    from tiletraffic.simulator.model.datasheet import Datasheet, load_datasheet
+
+    if datasheet is None or isinstance(datasheet, Datasheet):
+        return datasheet
+    return load_datasheet(datasheet)
+
+
 def check_schedule_argument(schedule, function: str) -> None:
     """Refuse a value that is no schedule (a name, say).
 

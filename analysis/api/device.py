@@ -7,7 +7,7 @@ from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.model.device_model import DeviceModel
 
 from tiletraffic.analysis.api import facade_function
-from tiletraffic.analysis.api.arguments import (SEED, check_argument_types,
+from tiletraffic.analysis.api.arguments import (SEED, check_argument_types, datasheet_argument,
                                                 check_schedule_argument)
 from tiletraffic.analysis.device_model import resolve_device_model
 from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
@@ -15,7 +15,7 @@ from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
 
 @facade_function
 def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warmup: int = 2,
-        reference=None, seed: int | None = None, inputs: str = "normal",
+        reference=None, seed: int | None = None, inputs: str | None = None,
         unchecked: bool = False):
     """Check `schedule` in the simulator, then build, launch, time and check it on an
     OpenCL device (a GLSL shader's schedule: through Vulkan where a Vulkan runner is
@@ -31,8 +31,9 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
             `inputs -> {output name: array}` (numpy, float64; or the array of the one
             output) giving the expected result; each output it names is checked.
         seed: seed of the random inputs.
-        inputs: `normal` (default), `uniform`, `ones` or `arange` (the last two
-            can hide swapped indices).
+        inputs: `normal`, `uniform`, `ones` or `arange` (the last two can hide swapped
+            indices); default: the kind the launch file's `reference.inputs` names, else
+            `normal`.
         unchecked: launch even when the check before launch finds hazards (then the
             result's `.unchecked` says "unchecked: hazards found: ..."); without it such
             a schedule raises `UnsafeLaunchError` and nothing is launched.
@@ -52,6 +53,7 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
         ResultMismatchError: see `run_on_device`.
     """
     check_schedule_argument(schedule, "run")
+    inputs = inputs_kind_of(schedule, inputs)
     check_argument_types("run", seed=(seed, *SEED), inputs=(inputs, (str,), "a string"),
                    unchecked=(unchecked, (bool,), "True or False"))
     import numpy as np
@@ -89,7 +91,7 @@ def devices():
 @facade_function
 def report(device: str | None = None, *, out=DEFAULT_OUT_ROOT, quick: bool = False,
            repeat: int = 10, device_model: str | DeviceModel | None = None, targets=None,
-           progress: bool = False):
+           progress: bool = False, datasheet=None):
     """The main job, as `tiletraffic report` runs it: count naive and tiled GEMM and
     matrix-vector traffic in the simulator (checked against the closed forms), run them on
     `device` (checked, timed, in rounds with spreads), validate the device model where it
@@ -103,8 +105,10 @@ def report(device: str | None = None, *, out=DEFAULT_OUT_ROOT, quick: bool = Fal
             current folder; a run into a folder another run is writing waits for it).
             repeat: timed launches per kernel (10 to 10000).
         device_model: the model to validate (a built-in name, a file or a `DeviceModel`;
-            default: the device's built-in model, else `generic-gpu`).
+            default: the device's built-in model, else the nearest built-in model
+            transferred to it (`device_model_of`), else `generic-gpu`).
         targets: as for `validate`. progress: progress bars on stderr.
+        datasheet: as for `device_model_of` (only without `device_model`).
 
     Returns:
         The report folder (a `pathlib.Path`); its `results.json` holds every figure, and
@@ -122,12 +126,40 @@ def report(device: str | None = None, *, out=DEFAULT_OUT_ROOT, quick: bool = Fal
     from tiletraffic.analysis.report.build import make_report
 
     return make_report(device=device, out_root=out, quick=quick, repeat=repeat,
-                       progress=progress, device_model=device_model, targets=targets)
+                       progress=progress, device_model=device_model, targets=targets,
+                       datasheet=datasheet_argument(datasheet))
+
+
+@facade_function
+def device_model_of(device: str | None = None, *, datasheet=None) -> DeviceModel:
+    """The device model of an OpenCL device, as `tiletraffic device-model --device` prints
+    it: its built-in model (with the queried compute units, local memory and work-group
+    size), else the nearest built-in model (same vendor, then architecture or compute
+    capability, never another sub-group size) with its documented sizes and rates replaced
+    by the device's datasheet's and by the OpenCL queries (compute units, clock, local
+    memory; the L2 size where no datasheet gives it), else `generic-gpu` completed with
+    the datasheet's and the queried values. Its `description` is
+    the one-line note saying which model it started from and which values were replaced.
+
+    Args:
+        device: as for `run`.
+        datasheet: a datasheet file (TOML; its path) or a
+            `tiletraffic.simulator.model.datasheet.Datasheet`; default: the shipped one
+            that fits the device's name (`tiletraffic.simulator.model.datasheet.DATASHEETS`).
+
+    Raises:
+        tiletraffic.gpu.devices.device.DeviceError: no such device, or no OpenCL device.
+        DeviceModelError: a datasheet file that cannot be read or is malformed.
+    """
+    from tiletraffic.gpu.devices.device import select_device
+
+    sheet = datasheet_argument(datasheet)
+    return resolve_device_model(None, device_info=select_device(device).info, datasheet=sheet)
 
 
 @facade_function
 def calibrate(device: str | None = None, *, quick: bool = False,
-              base: str | DeviceModel | None = None, out=None):
+              base: str | DeviceModel | None = None, out=None, datasheet=None):
     """Measure an OpenCL device with `tiletraffic calibrate`'s microbenchmarks
     (`tiletraffic.analysis.calibrate.calibrate`: DRAM, L2 size and bandwidth, local memory, FP32,
     the staging round trips from L2 and DRAM, strided requests, the register-tile issue
@@ -139,7 +171,11 @@ def calibrate(device: str | None = None, *, quick: bool = False,
         device: as for `run`.
         quick: tiny sizes (seconds on a CPU; a well-formed model, rough numbers).
         base: the model (name, file or `DeviceModel`) whose unmeasured values are
-            kept (default: the built-in model matching the device's name, else generic-gpu).
+            kept (default: the built-in model matching the device's name, else the nearest
+            built-in model transferred to the device, as `device_model_of` gives it, else
+            generic-gpu).
+        datasheet: for a device without a built-in model, its datasheet (a path or a
+            `Datasheet`; default: the shipped one that fits its name).
         out: also write the model there (TOML, atomically; use it with
             `--device-model`/`model(..., device=out)`).
 
@@ -147,7 +183,9 @@ def calibrate(device: str | None = None, *, quick: bool = False,
         `(DeviceModel, measurements)`: each measurement a
         `tiletraffic.analysis.calibrate.calibrate.Measurement` (benchmark, value, unit, the field
         it set); `tiletraffic.analysis.calibrate.calibrate.table(measurements)` returns them as a
-        text table.
+        text table. A value beyond what the hardware can do (above the base model's
+        documented peak; an issue rate above one warp instruction per cycle per scheduler)
+        is not written: its measurement's `refused` is the one-line message saying why.
 
     Raises:
         tiletraffic.gpu.devices.device.DeviceError: no such device, or no OpenCL device at all.
@@ -160,7 +198,8 @@ def calibrate(device: str | None = None, *, quick: bool = False,
     from tiletraffic.simulator.model.device_model import to_toml
 
     base_model = resolve_device_model(base) if base is not None else None
-    model, measured = calibration.calibrate(select_device(device), quick, base=base_model)
+    model, measured = calibration.calibrate(select_device(device), quick, base=base_model,
+                                            datasheet=datasheet_argument(datasheet))
     if out is not None:
         atomic_write_text(out, to_toml(model))
     return model, measured
@@ -193,3 +232,11 @@ def run_cuda(schedule: Schedule, *, repeat: int = 10, warmup: int = 2, reference
     return run_cuda_source(schedule, repeat=repeat, warmup=warmup,
                            rng=np.random.default_rng(seed), reference_fn=reference,
                            inputs=inputs)
+
+
+def inputs_kind_of(schedule, inputs: str | None) -> str:
+    """``inputs`` where given, else the kind of inputs ``schedule``'s launch file names
+    (``reference.inputs``), else ``normal``."""
+    if inputs is not None:
+        return inputs
+    return getattr(schedule, "extra", {}).get("reference_inputs", "normal")

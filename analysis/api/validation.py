@@ -5,6 +5,7 @@ from __future__ import annotations
 from tiletraffic.simulator.model.device_model import DeviceModel
 
 from tiletraffic.analysis.api import facade_function
+from tiletraffic.analysis.api.arguments import datasheet_argument
 
 
 @facade_function
@@ -46,7 +47,7 @@ def write_predictions(path, device_model: str | DeviceModel, cases=None, *,
 def validate(device: str | None = None, device_model: str | DeviceModel | None = None, *,
              quick: bool = False, cases=None, predictions=None, out=None, repeat: int = 10,
              rounds: int = 2, progress: bool = False, targets=None, cluster: str | None = None,
-             device_workers: int | None = None):
+             device_workers: int | None = None, datasheet=None):
     """Validate the model on an OpenCL device: every case run, checked against float64,
     timed (median and spread of `rounds` × `repeat` launches) and compared with the
     model's predicted time, speedup over the naive schedule and ranking
@@ -55,7 +56,8 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
     Args:
         device: as for `run`. device_model: a built-in name, a file or a
             `DeviceModel` (default: the predictions file's, else the built-in model
-            of a known device, else `generic-gpu`).
+            of a known device, else the nearest built-in model transferred to the device
+            (`device_model_of`), else `generic-gpu`).
         quick: the tiny case list; cases: your own (default: the device's list).
         predictions: a predictions file (`write_predictions`): its cases are measured
             and compared with its predictions, after checking the model's hash.
@@ -66,6 +68,8 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
             speedup-error 20 %, ranking 2x the spread).
         cluster, device_workers: a Ray cluster to predict and measure on and its device
             workers, as for `tune` (`tiletraffic.analysis.tune.cluster`).
+        datasheet: for a device without a built-in model, its datasheet (a path or a
+            `Datasheet`) for the default model, as for `device_model_of`.
 
     Returns:
         `tiletraffic.analysis.validation.run.ValidationRun`: `.out_dir`, `.data` (the
@@ -89,6 +93,7 @@ def validate(device: str | None = None, device_model: str | DeviceModel | None =
     options = ValidationOptions(
         model=device_model, cases=cases, quick=quick, predictions_file=predictions,
         out_dir=out, repeat=repeat, rounds=rounds, progress=progress, targets=targets,
+        datasheet=datasheet_argument(datasheet),
         command=f"tiletraffic.validate(device={device!r}, quick={quick})")
     with engine_for(cluster, 1, device_workers) as engine:
         return validate_device(engine.open_device(device), options, engine)

@@ -300,6 +300,10 @@ class Measurement:
     detail: str = ""
     """What else the benchmark measured (the l2_size sweep's rate at each footprint); printed
     under the table's row, not part of the model file."""
+    refused: str = ""
+    """Non-empty when the value was beyond what the hardware can do and so not written to
+    the model (:func:`refuse_impossible`): the one-line message naming the benchmark, the
+    value and the limit."""
 
 
 def _mib(nbytes: int) -> str:
@@ -533,6 +537,63 @@ def _positive(m: Measurement) -> Measurement:
     return m if m.field_value is not None else replace(m, field_value=m.value)
 
 
+CEILING_SLACK = 0.01
+"""How far (a fraction) a measured value may exceed its ceiling before it is refused: the
+rounding of the documents' peaks (3.35 TB/s, 67 TFLOP/s)."""
+
+ISSUE_FIELD = "warp_instructions_per_cycle_per_sub_partition"
+_PEAK_FIELDS = ("dram_bytes_per_s", "l2_bytes_per_s", "fp32_flop_per_s",
+                "l1_wavefronts_per_cycle_per_cu", ISSUE_FIELD)
+
+
+def ceilings(base: DeviceModel) -> dict[str, tuple[float, str]]:
+    """Field -> (the most the hardware can do, why) for the rates a benchmark measures:
+    the base model's value where it is ``documented`` (a datasheet's or whitepaper's peak);
+    for the issue rate, where it is not documented, one warp instruction per cycle per
+    scheduler (a single-issue warp scheduler, as every NVIDIA GPU's since compute
+    capability 5.0)."""
+    out = {}
+    for key in _PEAK_FIELDS:
+        source = base.value_sources.get(key)
+        if source is not None and source.kind == "documented":
+            out[key] = (float(getattr(base, key)), f"the documented peak in {base.name} "
+                        f"({source.ref})")
+    out.setdefault(ISSUE_FIELD, (1.0, "one warp instruction per cycle per scheduler"))
+    return out
+
+
+def refuse_impossible(measurements: list[Measurement], base: DeviceModel
+                      ) -> list[Measurement]:
+    """``measurements`` with every value above its :func:`ceilings` entry (by more than
+    :data:`CEILING_SLACK`) unmapped (``field`` None: not written to the model) and its
+    ``refused`` message set: the benchmark, the value, the limit and why, and, for the
+    issue rate, the clock and compute units it was computed with (a clock or a count too
+    low inflates it)."""
+    limits = ceilings(base)
+    out = []
+    for m in measurements:
+        if m.field not in limits or m.field_value is None:
+            out.append(m)
+            continue
+        limit, why = limits[m.field]
+        if m.field_value <= limit * (1 + CEILING_SLACK):
+            out.append(m)
+            continue
+        message = (f"{m.benchmark}: {m.field} = {m.field_value:.4g} is above what the "
+                   f"hardware can do, {limit:.4g} ({why}); not written to the model")
+        if m.field == ISSUE_FIELD:
+            kinds = {k: base.value_sources.get(k, ValueSource("guessed", "")).kind
+                     for k in ("clock_hz", "compute_units", "sub_partitions_per_cu")}
+            message += (f" (computed with clock_hz = {base.clock_hz:.4g} ({kinds['clock_hz']}"
+                        f"), compute_units = {base.compute_units} ({kinds['compute_units']}"
+                        f"), sub_partitions_per_cu = {base.sub_partitions_per_cu} "
+                        f"({kinds['sub_partitions_per_cu']}): a value too low inflates it)")
+        out.append(replace(m, field=None, field_value=None, refused=message,
+                           why_unmapped=f"refused: above what the hardware can do, "
+                           f"{limit:.4g} ({why})"))
+    return out
+
+
 def calibrated_model(base: DeviceModel, measurements: list[Measurement], device: str,
                      when: datetime | None = None) -> DeviceModel:
     """``base`` with every mapped measurement's field set, source ``measured``, ref a new
@@ -555,14 +616,19 @@ def calibrated_model(base: DeviceModel, measurements: list[Measurement], device:
 
 def calibrate(target, quick: bool = False,
               progress: Callable[[str], None] = lambda name: None,
-              base: DeviceModel | None = None) -> tuple[DeviceModel, list[Measurement]]:
+              base: DeviceModel | None = None, datasheet=None
+              ) -> tuple[DeviceModel, list[Measurement]]:
     """Measure the opened device ``target``: (its calibrated model, the measurements).
 
     The base model is :func:`~tiletraffic.gpu.devices.device_models.model_from_opencl` with the
     L2 size from ``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`` (until ``l2_size`` measures it),
-    completing ``base`` (default: the built-in model matching the device's name, else
-    ``generic-gpu``; pass ``generic-gpu`` for a model that owes nothing to earlier
-    measurements of this device); sizes from :func:`plan_sizes`.
+    completing ``base`` (default: the built-in model matching the device's name, else the
+    nearest built-in model with ``datasheet``'s values (a ``simulator.model.datasheet.
+    Datasheet``; default the shipped one that fits the device's name) and the queried ones
+    in place of its own, else ``generic-gpu``; pass ``generic-gpu`` for a model that owes
+    nothing to earlier measurements of any device); sizes from :func:`plan_sizes`. A value
+    beyond what the hardware can do is not written (:func:`refuse_impossible`: its
+    measurement's ``refused`` says why).
 
     Raises:
         CalibrationError: too little memory for a benchmark (nothing was run).
@@ -574,11 +640,11 @@ def calibrate(target, quick: bool = False,
 
     info, dev = target.info, target.device
     base = model_from_opencl(info, global_cache_bytes=int(dev.global_mem_cache_size) or None,
-                             base=base)
+                             base=base, datasheet=datasheet)
     sizes = plan_sizes(base.compute_units, base.l2_bytes, info.global_mem_bytes,
                        int(dev.max_mem_alloc_size), info.local_mem_bytes, local_size(target),
                        quick)
-    measurements = measure(target, base, sizes, progress)
+    measurements = refuse_impossible(measure(target, base, sizes, progress), base)
     device = f"{info.device_name} ({info.platform_name}, driver {info.driver_version})"
     return calibrated_model(base, measurements, device), measurements
 

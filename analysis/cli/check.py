@@ -45,7 +45,7 @@ def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inp
     SCHEDULE: a family, demo or faulty variant (missing sizes: its example shape),
     FILE.py:FUNCTION, called with the sizes given, or LAUNCH.toml (as for simulate)."""
     one_name_or_all(name, check_all)
-    refuse_seed_unless_random(inputs_kind)
+    inputs_kind = refuse_seed_unless_random(inputs_kind)
     if check_all:
         refuse_unused((*NAMED_SIZE_OPTIONS, "no_limits", "force"),
                       "with --all: every built-in schedule is checked at its example shape, "

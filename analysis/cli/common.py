@@ -95,14 +95,17 @@ def refuse_unused(names, why: str, remedy: str | None = None) -> None:
                                f"{why}; {remedy or ('leave it out' if one else 'leave them out')}")
 
 
-def refuse_seed_unless_random(inputs_kind: str) -> None:
+def refuse_seed_unless_random(inputs_kind: str | None) -> str:
     """Refuse (:func:`refuse_unused`, exit 2) a --seed given with --inputs of a kind that is
-    not drawn at random (ones, arange): the seed would change nothing."""
+    not drawn at random (ones, arange): the seed would change nothing. Returns the kind
+    (``normal`` where none is given)."""
     from tiletraffic.simulator.engine.reference import RANDOM_INPUT_KINDS
 
+    inputs_kind = inputs_kind or "normal"
     if inputs_kind not in RANDOM_INPUT_KINDS:
         refuse_unused(("seed",), f"with --inputs {inputs_kind}: the inputs are not random",
                       f"leave it out, or give --inputs {' or '.join(RANDOM_INPUT_KINDS)}")
+    return inputs_kind
 
 
 def one_name_or_all(name, check_all: bool) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from tiletraffic.analysis.cli.common import check_device_spec, fail, refuse_unused
+from tiletraffic.analysis.cli.datasheet_option import datasheet_option
 from tiletraffic.analysis.cli.outputs import render_results, write_failed
 from tiletraffic.analysis.cli.options import TARGETS_OPTION, repeat_option
 from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
@@ -21,14 +22,16 @@ from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
 @repeat_option("Timed launches per kernel")
 @click.option("--device-model", "model", default=None,
               help="Device model to validate on the device: a built-in name or a TOML file "
-                   "(default: the device's built-in model, else generic-gpu). Only a model "
-                   "of this device (built in for it, or calibrated on it) is judged against "
-                   "it.")
+                   "(default: the device's built-in model, else the nearest built-in model "
+                   "with the device's datasheet and queried values, else generic-gpu). Only "
+                   "a model of this device (built in for it, transferred to it or calibrated "
+                   "on it) is judged against it.")
 @click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
               help="Only re-render an existing report directory from its results.json (no "
                    "device): report.md and its figures, report.html and its explain pages.")
 @TARGETS_OPTION
-def command(device, out_dir, quick, repeat, model, render_dir, targets):
+@datasheet_option
+def command(device, out_dir, quick, repeat, model, render_dir, targets, datasheet):
     """The main job: count naive and tiled GEMM and matrix-vector traffic in the simulator
     (checked against the closed forms), run them on the device at sizes chosen for it
     (checked, timed, with spreads), validate the device model where it is this device's,
@@ -37,8 +40,10 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
     from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
 
     if render_dir:
-        refuse_unused(("device", "out_dir", "quick", "repeat", "model", "targets"),
+        refuse_unused(("device", "out_dir", "quick", "repeat", "model", "targets", "datasheet"),
                       "with --render: it re-renders DIR from its results.json, without a device")
+    if model is not None:
+        refuse_unused(("datasheet",), "with --device-model: the model is given")
     check_device_spec(device)
 
     from tiletraffic.analysis.files import SweepInterrupted
@@ -58,7 +63,7 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets):
 
     try:
         path = make_report(device=device, out_root=out_dir, quick=quick, repeat=repeat,
-                           device_model=model, targets=targets)
+                           device_model=model, targets=targets, datasheet=datasheet)
     except (TiletrafficGpuError, ValueError, KeyError, SweepInterrupted) as err:
         fail(err)
     except OSError as err:

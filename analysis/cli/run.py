@@ -14,6 +14,7 @@ from tiletraffic.simulator.model.registers import register_budget_of
 from tiletraffic.simulator.ir.sequence import is_sequence
 
 from tiletraffic.frontend import user_schedule
+from tiletraffic.analysis.api.device import inputs_kind_of
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (NO_REFERENCE, build_schedule, is_user_spec,
                                              check_device_spec, fail, reference_fn,
@@ -65,8 +66,9 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, d
     from tiletraffic.gpu.runtime.checked_run import run_on_device
     from tiletraffic.gpu.runtime.shader_runner import fallback_note, is_shader, vulkan_runner
 
-    refuse_seed_unless_random(inputs_kind)
     sch = build_schedule(schedule, m, k, n, tile, chunk, example_shape=False)
+    inputs_kind = inputs_kind_of(sch, inputs_kind)
+    refuse_seed_unless_random(inputs_kind)
     if cuda_source_run(sch, schedule, device, reference_spec, repeat, warmup, seed,
                        inputs_kind, as_json):
         return

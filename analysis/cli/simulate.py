@@ -82,7 +82,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         refuse_unused(("values", "no_limits", "hazards", "reference_spec", "inputs_kind", "seed"),
                       "with --device-model: it models the memory system and computes no result "
                       "(the output of `model`)")
-    refuse_seed_unless_random(inputs_kind)
+    inputs_kind = refuse_seed_unless_random(inputs_kind)
     sch = build_schedule(schedule, m, k, n, tile, chunk)
     refuse_beyond_limits(sch, device_limits(device_model) if device_model else
                          None if no_limits else GENERIC_GPU)

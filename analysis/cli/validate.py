@@ -20,6 +20,7 @@ import click
 
 from tiletraffic.analysis.cli.common import (command_line, fail, refuse_beyond_limits,
                                              refuse_unused, select_device)
+from tiletraffic.analysis.cli.datasheet_option import datasheet_option
 from tiletraffic.analysis.cli.outputs import check_out_file, render_results, write_failed
 from tiletraffic.analysis.cli.options import (TARGETS_OPTION, cluster_options, repeat_option,
                                               rounds_option)
@@ -84,8 +85,8 @@ def _chosen_cases(quick, case_list_name, cases_file):
               metavar="NAME|FILE",
               help="The device model predicting the times: a built-in name or a file "
                    "(`tiletraffic calibrate --out FILE` measures one). Default: the "
-                   "predictions file's, else the built-in model of a known device, else "
-                   "generic-gpu.")
+                   "predictions file's, else the built-in model of a known device, else the "
+                   "nearest built-in model transferred to the device, else generic-gpu.")
 @click.option("--quick", is_flag=True, help="The tiny case list (seconds on PoCL; for CI).")
 @click.option("--case-list", "case_list_name", type=CaseListName(),
               default=None, help="A built-in case list (default: gpu on a GPU, cpu otherwise; "
@@ -113,11 +114,12 @@ def _chosen_cases(quick, case_list_name, cases_file):
 @click.option("--render", "render_dir", default=None, type=click.Path(file_okay=False),
               help="Only re-render DIR/validation.md from DIR/validation.json (no device).")
 @TARGETS_OPTION
+@datasheet_option
 @cluster_options("The cases are predicted as Ray tasks over its CPUs and run on one worker "
                  "per device (one device kind: the cases are compared with each other).")
 def command(device, model, quick, case_list_name, cases_file, out, repeat, rounds,
-            predictions_file, predict_only, print_cases, render_dir, targets, cluster,
-            device_workers):
+            predictions_file, predict_only, print_cases, render_dir, targets, datasheet,
+            cluster, device_workers):
     """Validate the model on a device: every schedule family at sizes chosen for the device,
     run, checked against float64 and timed (median and spread over repeated launches and
     rounds), against the model's predicted time, speedup over the naive schedule and
@@ -135,8 +137,9 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
     if render_dir:
         refuse_unused(("device", "model", "quick", "case_list_name", "cases_file", "out",
                        "repeat", "rounds", "predictions_file", "predict_only", "print_cases",
-                       "targets", "cluster", "device_workers"), "with --render: it re-renders DIR/validation.md from "
-                                   "DIR/validation.json, without a device")
+                       "targets", "datasheet", "cluster", "device_workers"),
+                      "with --render: it re-renders DIR/validation.md from "
+                      "DIR/validation.json, without a device")
         from pathlib import Path
 
         from tiletraffic.analysis.validation.render import render
@@ -149,7 +152,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
     cases, list_name = _chosen_cases(quick, case_list_name, cases_file)
     if print_cases:
         refuse_unused(("model", "out", "repeat", "rounds", "predictions_file", "predict_only",
-                       "targets", "cluster", "device_workers"),
+                       "targets", "datasheet", "cluster", "device_workers"),
                       "with --print-cases: it prints the case list and runs nothing")
         if cases is not None:
             refuse_unused(("device",), "with --print-cases and a case list chosen: the device "
@@ -167,7 +170,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         return
     if predict_only:
         refuse_unused(("device", "predictions_file", "repeat", "rounds", "targets",
-                       "cluster", "device_workers"),
+                       "datasheet", "cluster", "device_workers"),
                       "with --predict-only: it writes the model's predictions and measures "
                       "nothing, without a device")
         if model is None:
@@ -193,6 +196,8 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
     from tiletraffic.analysis.validation.run import (ValidationInterrupted, ValidationOptions,
                                                      validate_device)
 
+    if model is not None or predictions_file is not None:
+        refuse_unused(("datasheet",), "with a model given (--device-model, --predictions)")
     if cluster is None:
         refuse_unused(("device_workers",), "without --cluster: one process runs the cases "
                                            "on one device")
@@ -206,7 +211,8 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
             result = validate_device(target, ValidationOptions(
                 model=model, cases=cases if list_name is None else None,
                 case_list_name=list_name, predictions_file=predictions_file, out_dir=out,
-                repeat=repeat, rounds=rounds, command=command_line(), targets=targets),
+                repeat=repeat, rounds=rounds, command=command_line(), targets=targets,
+                datasheet=datasheet),
                 engine)
     except (PredictionsError, PredictionsMismatch) as err:
         raise click.UsageError(str(err)) from None
@@ -280,6 +286,8 @@ def _print_summary(result) -> None:
                    if describes else f"{t.name:18s} {t.figure}")
     if not describes:
         click.echo(f"no verdicts: {why}")
+    elif "transferred to this device" in why:
+        click.echo(f"model: {why}")
     left_out = len(s.results) - len(s.compared)
     click.echo(f"{len(s.compared)} of {len(s.results)} cases compared"
                + (f" ({left_out} left out: see validation.md)" if left_out else ""))

@@ -142,7 +142,7 @@ def simulate_point(point: SweepPoint, limits: DeviceLimits) -> dict:
 def make_report(device: str | None = None, out_root: str | os.PathLike = DEFAULT_OUT_ROOT,
                 quick: bool = False, repeat: int = 10, progress: bool = True,
                 validation: bool = True, device_model: str | os.PathLike | None = None,
-                targets=None) -> Path:
+                targets=None, datasheet=None) -> Path:
     """Count the sweep in the simulator, run its measured cases on ``device`` and write
     ``<out_root>/<device-slug>[-quick]/``; then, where the device model is a model of this
     device (``gpu.devices.device_models.model_describes_device``), validate it there
@@ -153,9 +153,12 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = DEFAULT
     of naive and tiled GEMM and of a matrix-vector pair. A ``predictions.json`` already in ``validate/``
     (``tiletraffic validate --predict-only``, committed: the pre-registration) is measured
     against instead of running the model. ``device_model``: the model to validate (default:
-    the predictions file's, else the device's built-in one, else ``generic-gpu``);
+    the predictions file's, else the device's built-in one, else the nearest built-in one
+    transferred to it, else ``generic-gpu``);
     ``validation=False`` leaves the model out. ``targets``: the limits the validation is
     judged by (a file or ``Targets``, :mod:`analysis.validation.targets`; default the built-in ones).
+    ``datasheet``: for a device without a built-in model, its datasheet (a
+    ``simulator.model.datasheet.Datasheet``) for the default model.
 
     The measured cases (:data:`MEASURED_SIZES` of the device's kind) run in :data:`ROUNDS`
     rounds of 2 warm-up and ``repeat`` timed launches, every launch's output checked against
@@ -205,14 +208,15 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = DEFAULT
     try:
         _report_into(out_dir, target, judged_by, quick=quick, repeat=repeat,
                      progress=progress, validation=validation, device=device,
-                     device_model=device_model)
+                     device_model=device_model, datasheet=datasheet)
     finally:
         lock.release()
     return out_dir
 
 
 def _report_into(out_dir: Path, target, judged_by, *, quick: bool, repeat: int,
-                 progress: bool, validation: bool, device, device_model) -> None:
+                 progress: bool, validation: bool, device, device_model,
+                 datasheet=None) -> None:
     """:func:`make_report`'s work once ``out_dir`` is this run's."""
     from tiletraffic.analysis.validation.cases import default_case_list_name
 
@@ -221,7 +225,7 @@ def _report_into(out_dir: Path, target, judged_by, *, quick: bool, repeat: int,
     sweep = default_sweep(quick, list_name)
     predictions = _registered_predictions(out_dir / VALIDATION_DIR, quick, info) \
         if validation else None
-    model = _model_verdict(info, device_model, predictions) if validation else None
+    model = _model_verdict(info, device_model, predictions, datasheet) if validation else None
     data = _document(target, sweep, list_name, model, device=device, quick=quick,
                      repeat=repeat)
     archive_previous(out_dir / "results.json")
@@ -234,7 +238,7 @@ def _report_into(out_dir: Path, target, judged_by, *, quick: bool, repeat: int,
         _validate_there(target, out_dir, ValidationOptions(
             model=device_model, quick=quick, out_dir=out_dir / VALIDATION_DIR, repeat=repeat,
             progress=progress, command=data["meta"]["command"],
-            predictions_file=predictions, targets=judged_by))
+            predictions_file=predictions, targets=judged_by, datasheet=datasheet))
     _observe_explain_pages(out_dir)
     render(out_dir)
 
@@ -314,9 +318,11 @@ def _validate_there(target, out_dir: Path, options) -> None:
         raise
 
 
-def _model_verdict(info, device_model, predictions: Path | None) -> dict:
+def _model_verdict(info, device_model, predictions: Path | None, datasheet=None) -> dict:
     """Which device model the report would validate (``device_model``, else the predictions
-    file's, else the device's default) and whether it describes this device."""
+    file's, else the device's default: for a device without a built-in model, the nearest
+    one transferred to it) and whether it describes this device (``transferred``: a
+    built-in model of another device transferred to this one, ``description`` its note)."""
     from tiletraffic.gpu.devices.device_models import model_describes_device
     from tiletraffic.analysis.device_model import default_model_name
     from tiletraffic.analysis.validation.predict import read_predictions, resolve_model
@@ -327,10 +333,12 @@ def _model_verdict(info, device_model, predictions: Path | None) -> dict:
 
         obj, identity = model_of(read_predictions(predictions), None)
     else:
-        obj, identity = resolve_model(spec if spec is not None else default_model_name(info))
+        obj, identity = resolve_model(spec if spec is not None
+                                      else default_model_name(info, datasheet))
     describes, why = model_describes_device(obj, info)
     return {**identity.to_dict(), "describes_device": describes, "why": why,
-            "description": obj.description}
+            "description": obj.description,
+            "transferred": describes and obj.name.split("calibrated:")[-1] == info.slug}
 
 
 def _registered_predictions(validate_dir: Path, quick: bool, info) -> Path | None:

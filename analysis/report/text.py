@@ -351,8 +351,9 @@ def _browser_line(out_dir: Path) -> list[str]:
 
 
 def _model_section(meta: dict, out_dir: Path) -> list[str]:
-    """(d) the model against the device where the model is the device's own; otherwise
-    which model it would have been and why its times do not apply."""
+    """(d) the model against the device where the model is the device's own (for a built-in
+    model transferred to the device, with its note); otherwise which model it would have
+    been and why its times do not apply."""
     model = meta.get("model")
     validation = out_dir / VALIDATION_DIR / "validation.json"
     if model and not model.get("describes_device"):
@@ -375,6 +376,9 @@ def _model_section(meta: dict, out_dir: Path) -> list[str]:
     drawn = (out_dir / VALIDATION_DIR / FIGURE).exists()
     lines = section(vdata, f"{VALIDATION_DIR}/{FIGURE}" if drawn else None,
                     raw_data=f"{VALIDATION_DIR}/validation.json")
+    if model and model.get("transferred"):     # after the section's heading
+        lines[1:1] = ["", f"This device has no built-in model: the model `{model['name']}` "
+                      f"is the nearest one transferred to it. {model['description']}"]
     return lines + [f"(Also in [{VALIDATION_DIR}/validation.md]({VALIDATION_DIR}/"
                     "validation.md).)", ""]
 
@@ -478,6 +482,8 @@ def summary_lines(data: dict, out_dir: Path) -> list[str]:
         targets = summary_of(load(out_dir / VALIDATION_DIR)).targets
         lines.append("model " + (model or {}).get("name", "") + ": " + "; ".join(
             f"{t.name} {t.verdict}" for t in targets))
+        if (model or {}).get("transferred"):
+            lines.append(f"model {model['name']}: {model['description']}")
     else:
         lines.append("model: left out of this report")
     where = f"report: {out_dir / 'report.md'} (figures and raw data beside it)"

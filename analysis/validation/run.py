@@ -81,6 +81,9 @@ class ValidationOptions:
         command: the command line ``validation.json`` records.
         targets: the limits judged by (``analysis.validation.targets``: a file, a ``Targets``;
             default the built-in ones), recorded in ``validation.json``.
+        datasheet: for a device without a built-in model, its datasheet (a
+            ``simulator.model.datasheet.Datasheet``) for the default model
+            (:func:`analysis.device_model.default_model_name`).
 
     Raises:
         ValueError: ``repeat``, ``warmup`` or ``rounds`` outside their limits, when built.
@@ -98,6 +101,7 @@ class ValidationOptions:
     progress: bool | None = None
     command: str | None = None
     targets: object = None
+    datasheet: object = None
 
     def __post_init__(self):
         from tiletraffic.gpu.runtime.launch_counts import check_launch_counts
@@ -196,7 +200,7 @@ def _plan(info, options: ValidationOptions) -> _Plan:
         default_case_list_name(options.quick, info.is_gpu)
     cases = check_unique(cases if cases is not None else case_list(list_name), "validate")
     model, identity = vp.resolve_model(options.model if options.model is not None
-                                       else default_model_name(info))
+                                       else default_model_name(info, options.datasheet))
     return _Plan(cases, list_name, None, model, identity)
 
 

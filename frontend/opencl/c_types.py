@@ -9,14 +9,38 @@ VECTOR_COMPONENTS = "xyzw"
 """The component names of a float vector, component 0 first (``v.x`` is component 0)."""
 
 
+def component_name(k: int, width: int) -> str:
+    """The name of component ``k`` of a vector of ``width`` floats: ``x`` .. ``w`` up to
+    four components, ``s0`` .. ``s7`` for eight."""
+    return VECTOR_COMPONENTS[k] if width <= 4 else f"s{k}"
+
+
 def component_number(name: str) -> int | None:
     """The component a one-component selector names (``x``..``w``, or ``s0``..``s3``,
     ``S0``..``S3``: ``v.s2`` is ``v.z``), else ``None``."""
     if len(name) == 1 and name in VECTOR_COMPONENTS:
         return VECTOR_COMPONENTS.index(name)
-    if len(name) == 2 and name[0] in "sS" and name[1] in "0123":
+    if len(name) == 2 and name[0] in "sS" and name[1] in "01234567":
         return int(name[1])
     return None
+
+def swizzle_components(name: str, width: int) -> tuple[int, ...] | None:
+    """The components of a ``width``-component vector a selector of several names
+    (``lo``, ``hi``, ``even``, ``odd``, ``xy``, ``zw``, ``s01``, ``s23``, ...), else None."""
+    half = width // 2
+    named = {"lo": tuple(range(half)), "hi": tuple(range(half, width)),
+             "even": tuple(range(0, width, 2)), "odd": tuple(range(1, width, 2))}
+    if name in named:
+        return named[name]
+    if len(name) > 1 and name[0] in "sS" and all(c in "0123456789abcdefABCDEF"
+                                                  for c in name[1:]):
+        comps = tuple(int(c, 16) for c in name[1:])
+    elif all(c in VECTOR_COMPONENTS for c in name):
+        comps = tuple(VECTOR_COMPONENTS.index(c) for c in name)
+    else:
+        return None
+    return comps if all(k < width for k in comps) else None
+
 
 INT_KINDS = {"INT", "UINT", "LONG", "ULONG", "SHORT", "USHORT", "CHAR_S", "UCHAR", "SCHAR",
              "CHAR_U", "BOOL", "LONGLONG", "ULONGLONG"}

@@ -265,18 +265,63 @@ def parse(source: str, path: str, build_options=()):
     parent = Path(path).parent
     if str(parent) not in ("", "."):
         args.append(f"-I{parent}")
-    try:
-        tu = _index().parse(path, args=args, unsaved_files=[(path, source)],
-                            options=cindex.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
-    except cindex.TranslationUnitLoadError as err:
-        raise FrontendError(f"{path}: clang could not parse the file ({err})") from None
-    for d in tu.diagnostics:
-        if d.severity >= cindex.Diagnostic.Error:
-            loc = d.location
-            refused = _refused_call_at(tu, loc)
-            raise FrontendError(f"{location_of(loc, path)}: {refused or d.spelling}")
+    unsaved = [(path, source)]
+    for _ in range(2):
+        try:
+            tu = _index().parse(path, args=args, unsaved_files=unsaved,
+                                options=cindex.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
+        except cindex.TranslationUnitLoadError as err:
+            raise FrontendError(f"{path}: clang could not parse the file ({err})") from None
+        errors = [d for d in tu.diagnostics if d.severity >= cindex.Diagnostic.Error]
+        names = {_refused_name_at(tu, d.location) for d in errors}
+        if not errors or None in names or len(unsaved) > 1:
+            break
+        unsaved = [(path, source), (str(_REFUSED_DECLARATIONS), _declarations(names))]
+        args = [*args[:len(CLANG_ARGS) + 2], "-include", str(_REFUSED_DECLARATIONS),
+                *args[len(CLANG_ARGS) + 2:]]
+    for d in errors:
+        loc = d.location
+        refused = _refused_call_at(tu, loc)
+        raise FrontendError(f"{location_of(loc, path)}: {refused or d.spelling}")
     _check_integer_literals(tu)
     return tu
+
+
+_REFUSED_DECLARATIONS = BUILTINS_HEADER.with_name("refused_functions.h")
+"""The name of the declarations :func:`parse` gives clang, held in memory (no such file
+exists), of the refused built-ins a source calls where clang declares none."""
+
+_AS_SOURCE_TYPES = tuple(f"{t}{n}" for t in ("char", "uchar", "short", "ushort", "int",
+                                               "uint", "long", "ulong", "float")
+                         for n in ("", "2", "3", "4", "8", "16"))
+
+
+def _declarations(names) -> str:
+    """Declarations of the refused built-ins ``names`` (``as_*`` casts, ``printf``), so
+    that a source calling them in a function the kernel does not call parses, as a device
+    compiler reads it; a call the kernel reaches is refused by name when it is translated
+    (:func:`refused_function`)."""
+    lines = []
+    for name in sorted(names):
+        if name == "printf":
+            lines.append("int printf(__constant char *format, ...);")
+            continue
+        result = name[len("as_"):]
+        lines += [f"{result} __attribute__((overloadable)) {name}({t});"
+                  for t in _AS_SOURCE_TYPES]
+    return "\n".join(lines) + "\n"
+
+
+def _refused_name_at(tu, loc) -> str | None:
+    """The name of a refused built-in (:func:`refused_function`) at ``loc``, or None."""
+    from clang import cindex
+    if loc.file is None:
+        return None
+    tokens = list(tu.get_tokens(extent=cindex.SourceRange.from_locations(loc, loc)))
+    if len(tokens) == 1 and tokens[0].kind == cindex.TokenKind.IDENTIFIER and \
+            refused_function(tokens[0].spelling) is not None:
+        return tokens[0].spelling
+    return None
 
 
 def _refused_call_at(tu, loc) -> str | None:
@@ -459,10 +504,14 @@ def implicit_chain(cursor) -> list:
 
 def _vector_element(cursor, child) -> bool:
     """``v.x``: clang shows a vector component as an unexposed expression of scalar type
-    over the vector."""
+    over the vector; ``v.lo`` of a ``float4``, as one of a vector type of fewer
+    components."""
     def vector(t):
         return t.get_canonical().kind.name in ("VECTOR", "EXTVECTOR")
-    return vector(child.type) and not vector(cursor.type)
+    if not vector(child.type):
+        return False
+    return not vector(cursor.type) or \
+        cursor.type.get_canonical().element_count != child.type.get_canonical().element_count
 
 
 def is_kernel(cursor) -> bool:

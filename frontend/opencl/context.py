@@ -92,6 +92,9 @@ class TranslationContext:
         self.used_names: set[str] = set()
         self.inline_depth = 0
         self.helper_return: list | None = None
+        self.condition_prelude: list | None = None
+        """Where the statements an ``if``'s float comparison needs go, run before the ``if``
+        (None: nowhere, inside ``&&``/``||`` or outside an ``if``'s condition)."""
         self.ranges: dict[str, tuple] = {}
         """Bounds (lo, hi) of the values of each integer name of the IR, for this launch."""
         self.inlined_from: list[str] = []

@@ -18,6 +18,7 @@ from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import (CHAR_KINDS, VECTOR_COMPONENTS, address_space,
+                                                 type_range,
                                                  int_type, is_float_type, is_int_type,
                                                  is_vector_type, type_kind, vector_width)
 from tiletraffic.frontend.opencl.clang_ast import FrontendError
@@ -26,7 +27,10 @@ from tiletraffic.frontend.opencl.context import Binding, Buffer, TranslationCont
 ACCESS = S.ARRAY_ROLES
 """The accesses a buffer argument may have (``in``, ``out``, ``inout``)."""
 
-_SCALAR_INTS = ("INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG")
+_INT_NAMES = {8: "char", 16: "short", 32: "int"}
+"""OpenCL C's name of the integer type of each width below 64 bits."""
+_SCALAR_INTS = ("INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG", "CHAR_S", "CHAR_U",
+                "SCHAR", "UCHAR", "SHORT", "USHORT")
 INT_VECTOR_TYPES = ((32, True), (32, False))
 """(bits, signed) of the components of the integer vector arguments (``int2``, ``uint4``)."""
 """clang's canonical kinds of the integer scalar arguments (``size_t`` is ``ULONG``)."""
@@ -196,14 +200,14 @@ class Declarations(TranslationContext):
                                     f"a number, not {given}{hint}", name)
             if not signed and value < 0:
                 raise FrontendError(f"argument {name} = {value} is negative, but a "
-                                    f"{'uint' if bits == 32 else 'ulong'} in the source (the device would see it as "
+                                    f"{ {8: 'uchar', 16: 'ushort', 32: 'uint'}.get(bits, 'ulong')} in the source (the device would see it as "
                                     f"{value % 2 ** bits}); give 0 or more", name)
-            if not -(2 ** 31) <= value < 2 ** 31 and bits == 32 or \
-                    not -(2 ** 63) <= value < 2 ** 63:
+            low, high = type_range(bits, True)
+            if not low <= value <= high:
                 raise FrontendError(f"argument {name} = {value} does not fit a {bits}-bit "
                                     f"{'int' if bits == 32 else 'signed integer'}", name)
             self.params[name] = int(value)
-            self.arg_kinds.append((name, "int" if bits == 32 else "long"))
+            self.arg_kinds.append((name, {8: "char", 16: "short", 32: "int"}.get(bits, "long")))
             self.scopes[0].names[name] = Binding("int", S.Param(name), p)
             self.used_names.add(name)
             return
@@ -428,6 +432,9 @@ class Declarations(TranslationContext):
             if init is not None:
                 out += self.vector_assign(names, init)
             return out
+        if is_vector_type(t) and \
+                int_type(t.get_canonical().element_type) in INT_VECTOR_TYPES:
+            return self.int_vector_declaration(d, init)
         if type_kind(t) == "POINTER":
             if init is None:
                 self.fail(d, f"pointer {name} without a value: point it at a buffer where it "
@@ -435,6 +442,40 @@ class Declarations(TranslationContext):
             return self.pointer_declaration(d, self.pointer_expr(init))
         self.fail(d, f"variable {name} of type {t.spelling}: use int/uint/size_t, float, "
                      "float2, float4 or arrays of them")
+
+    def int_vector_declaration(self, d, init) -> list:
+        """``int2 v = (int2)(a, b);`` (``int4``, ``uint2``, ...) never assigned again: each
+        component an integer bound once (a ``Let``), read as ``v.x``, ``v.s1``, ...
+
+        Raises:
+            FrontendError: no value of that form, or the vector assigned again.
+        """
+        from clang.cindex import CursorKind as K
+        width, name = vector_width(d.type), d.spelling
+        s = C.strip(init) if init is not None else None
+        parts = []
+        if s is not None and s.kind in (K.CSTYLE_CAST_EXPR, K.COMPOUND_LITERAL_EXPR):
+            inner = C.strip(C.children(s)[-1])
+            parts = C.children(inner) if inner.kind in (K.INIT_LIST_EXPR, K.PAREN_EXPR) or \
+                inner.kind.name == "PAREN_LIST_EXPR" else [inner]
+        if s is not None and s.kind == K.CALL_EXPR:
+            self.refuse_call(s)         # as_int4(...) refused by name
+        if len(parts) != width or any(is_vector_type(C.strip(p).type) for p in parts) or \
+                self.reassigned(d):
+            bits, signed = int_type(d.type.get_canonical().element_type)
+            ctype = f"{'' if signed else 'u'}{_INT_NAMES.get(bits, 'long')}{width}"
+            self.fail(d, f"integer vector {name} of type {ctype}: give it its components "
+                         f"where it is declared (({ctype})(a, b, ...)) and do not assign it "
+                         "again")
+        out, names = [], []
+        for k, part in enumerate(parts):
+            value = self.int_expr(part)
+            ir = self.fresh(f"{name}_{VECTOR_COMPONENTS[k]}")
+            self.ranges[ir] = self.range_of(value)
+            out.append(S.Let(ir, value))
+            names.append(S.Var(ir))
+        self.bind(name, Binding("int_vector", tuple(names), d))
+        return out
 
     def array_dims(self, d) -> tuple[tuple[S.Const, ...], int]:
         """The static dimensions of an array declaration, each named by its macro, and the

@@ -65,6 +65,9 @@ class Floats(TranslationContext):
             in_memory = self.memory_component(s)
             if in_memory is not None:
                 return self.memory_component_load(s, *in_memory, out)
+            value = self.component_of_value(s, out)
+            if value is not None:
+                return value
             ref = self.component_target(s)
             return S.Private(ref[1]) if ref[0] == "float" else S.PrivateElem(ref[1], ref[2])
         if is_int_type(s.type):                   # x * i: C converts i to float

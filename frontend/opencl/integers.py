@@ -193,7 +193,7 @@ class Integers(TranslationContext):
         k = component_number(list(s.get_tokens())[-1].spelling)
         if b is None or b.kind != "int_vector" or k is None:
             self.fail(s, "integer vector component: write v.x, v.y, ... (v.s0, ...) of an "
-                         "int2/int4 argument")
+                         "int2/int4 argument or variable")
         if k >= len(b.value):
             self.fail(s, f"{base.spelling} has {len(b.value)} components")
         return b.value[k]
@@ -402,12 +402,16 @@ class Integers(TranslationContext):
         if s.kind == K.BINARY_OPERATOR:
             op = C.binary_operator(s)
             left, right = C.children(s)
-            if op in ("&&", "||"):
-                return S.BoolOp(op, self.condition(left), self.condition(right))
+            if op in ("&&", "||"):     # C may skip the right operand: nothing hoisted
+                prelude, self.condition_prelude = self.condition_prelude, None
+                try:
+                    return S.BoolOp(op, self.condition(left), self.condition(right))
+                finally:
+                    self.condition_prelude = prelude
             if op in _INT_COMPARE:
                 if not all(is_int_type(C.strip(side).type) for side in (left, right)):
-                    return S.FloatCompare(op, self.launch_float(left, s),
-                                          self.launch_float(right, s))
+                    return S.FloatCompare(op, self.condition_float(left, s),
+                                          self.condition_float(right, s))
                 return S.Compare(op, self.exact(left), self.exact(right))
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "!":
             return S.Not(self.condition(C.children(s)[0]))
@@ -415,11 +419,38 @@ class Integers(TranslationContext):
             b = self.lookup(s.spelling)
             if b is not None and b.kind == "cond":
                 return b.value
+        if s.kind == K.CALL_EXPR and s.spelling in S.FLOAT_TESTS and \
+                len(C.children(s)) == 2 and is_float_type(C.strip(C.children(s)[1]).type):
+            return S.FloatTest(s.spelling, self.condition_float(C.children(s)[1], s))
         if is_float_type(s.type):
-            return S.FloatCompare("!=", self.launch_float(s, s), S.FConst(0.0))
+            return S.FloatCompare("!=", self.condition_float(s, s), S.FConst(0.0))
         return S.Compare("!=", self.exact(s), S.Const(0))
 
-    def launch_float(self, c, condition) -> S.FloatExpr:
+    def condition_float(self, c, condition) -> S.FloatExpr:
+        """An operand of a float comparison or test in a condition: a float of the launch
+        (:meth:`launch_float`), or any float expression the statements before the
+        condition need not compute (a load, a private variable, arithmetic, a float
+        built-in): a branch on it depends on the data, executed per work-item.
+
+        Raises:
+            FrontendError: the operand needs statements of its own (an inlined helper, a
+                conditional operator with loads): compute it into a variable first.
+        """
+        launch = self.launch_float(c, condition, refuse=False)
+        if launch is not None:
+            return launch
+        out: list = []
+        value = self.float_expr(c, out)
+        if out and self.condition_prelude is not None:   # run before the if, as C does
+            self.condition_prelude += out
+            return value
+        if out:
+            self.fail(condition, "a float in a condition computed by statements of its own "
+                                 "(an inlined helper, a conditional operator with loads): "
+                                 "compute it into a float variable before the condition")
+        return value
+
+    def launch_float(self, c, condition, refuse: bool = True) -> S.FloatExpr | None:
         """An operand of a float comparison in a condition: a float constant, a ``float``
         argument or a negation of one (the launch's values, one truth for every
         work-item).
@@ -434,14 +465,18 @@ class Integers(TranslationContext):
         if value is not None:
             return S.FConst(value)
         if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) in ("-", "+"):
-            inner = self.launch_float(C.children(s)[0], condition)
+            inner = self.launch_float(C.children(s)[0], condition, refuse)
+            if inner is None:
+                return None
             return S.FNeg(inner) if C.unary_operator(s) == "-" else inner
         if s.kind == K.CSTYLE_CAST_EXPR and is_float_type(C.strip(C.children(s)[-1]).type):
-            return self.launch_float(C.children(s)[-1], condition)
+            return self.launch_float(C.children(s)[-1], condition, refuse)
         if s.kind == K.DECL_REF_EXPR:
             b = self.lookup(s.spelling)
             if b is not None and b.kind == "float_param":
                 return b.value
+        if not refuse:
+            return None
         self.fail(condition, f"a branch on float values other than constants and float "
                              f"arguments ({self.describe_target(s)}): {DATA_DEPENDENT}")
 

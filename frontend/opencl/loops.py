@@ -74,6 +74,8 @@ class Loops(TranslationContext):
         decl = target.referenced
         if ir is None or exits_loop(body) or not self.counts_up(cond, inc, decl):
             return None
+        if any(_subscripts(x) for x in (s, cond, inc)):
+            return None     # a bound loaded from memory: the value after the loop reloads it
         assigned = assigned_in(body)
         own = declarations_read(target)
         if own & assigned or (declarations_read(cond) | declarations_read(inc)) & assigned:
@@ -436,3 +438,12 @@ class Loops(TranslationContext):
             self.fail(inc, f"loop increment: write ++{name}, {name}++ or {name} += step "
                            "(loops count up by a positive step)")
         return step if isinstance(step, S.IntExpr) else self.int_expr(step)
+
+
+def _subscripts(cursor) -> bool:
+    """Whether the expression ``cursor`` reads an element of an array or buffer
+    (``indptr[row + 1]``), whose value a second evaluation would load again."""
+    from clang.cindex import CursorKind as K
+    if cursor.kind == K.ARRAY_SUBSCRIPT_EXPR:
+        return True
+    return any(_subscripts(k) for k in C.children(cursor))

@@ -63,7 +63,12 @@ class Statements(TranslationContext):
         if kind == K.NULL_STMT:
             return []
         if kind == K.IF_STMT:
-            return [self.if_statement(c)]
+            prelude = self.condition_prelude = []
+            try:
+                made = self.if_statement(c)
+            finally:
+                self.condition_prelude = None
+            return prelude + [made]
         if kind == K.FOR_STMT:
             return self.for_statement(c)
         if kind == K.WHILE_STMT:
@@ -92,8 +97,10 @@ class Statements(TranslationContext):
     def if_statement(self, c) -> S.If:
         kids = C.children(c)
         if self.known_condition(kids[0]) is not None:
+            self.condition_prelude = None
             return self.known_if_statement(kids)
         cond = self.condition(kids[0])
+        self.condition_prelude = None          # the branches' own conditions place theirs
         before, pointers = dict(self.ranges), self.pointer_targets()
         then = tuple(self.block(kids[1]))
         after_then, self.ranges = self.ranges, before
@@ -114,6 +121,8 @@ class Statements(TranslationContext):
 
     def return_statement(self, c) -> list:
         kids = C.children(c)
+        if self.helper_return is not None and not isinstance(self.helper_return, list):
+            return self.early_return(c)       # a helper returning from several places
         if self.helper_return is not None:
             if self.helper_return:
                 self.fail(c, "a helper function with more than one return: return once, at "

@@ -96,7 +96,8 @@ from tiletraffic.frontend.opencl.vectors import Vectors
 
 __all__ = ["FrontendError", "WorkGroupSizeError", "MacroRedefinedWarning", "parse_kernel",
            "kernel_names", "BufferArg", "DATA_DEPENDENT", "ACCESS", "KernelBuilder",
-           "SourceNames", "source_names", "required_work_group_size", "program_source"]
+           "SourceNames", "source_names", "required_work_group_size", "program_source",
+           "program_without_includes"]
 
 
 class WorkGroupSizeError(FrontendError):
@@ -289,6 +290,21 @@ def program_source(files, folder) -> tuple[str, str]:
     text = "".join(f'#include "{Path(os.path.relpath(f, folder)).as_posix()}"\n'
                    for f in files)
     return text, str(Path(folder) / "+".join(f.name for f in files))
+
+
+def program_without_includes(texts: list[tuple[str, str]]) -> str:
+    """One program of the OpenCL C ``texts`` (``(name, text)`` in order) as a host builds it
+    that drops every line beginning with ``#include `` from each file and joins the files
+    with a newline (silx's and pyFAI's ``concatenate_cl_kernel``): each dropped line left
+    empty and each file preceded by ``#line 1 "name"``, so that messages name each file's
+    own lines. A line filter of the host's, not a reading of C: the compilers read the
+    text that results."""
+    parts = []
+    for name, text in texts:
+        lines = ["\n" if line.startswith("#include ") else line
+                 for line in text.splitlines(keepends=True)]
+        parts.append(f'#line 1 "{name}"\n' + "".join(lines))
+    return "\n".join(parts)
 
 
 def _cl_std(options) -> str | None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 from tiletraffic.simulator.ir import nodes as S
 
 from tiletraffic.frontend.opencl import clang_ast as C
-from tiletraffic.frontend.opencl.c_types import (VECTOR_COMPONENTS, component_number,
-                                                 is_vector_type)
+from tiletraffic.frontend.opencl.c_types import (VECTOR_COMPONENTS, component_name,
+                                                 component_number,
+                                                 is_vector_type, swizzle_components,
+                                                 vector_width)
 from tiletraffic.frontend.opencl.context import Pointer, TranslationContext
 
 
@@ -46,9 +48,10 @@ class Vectors(TranslationContext):
         messages where the vector is the source's ``c_name``."""
         names = []
         for w in range(width):
-            name = self.fresh(f"{ir}_{VECTOR_COMPONENTS[w]}")
+            comp = component_name(w, width)
+            name = self.fresh(f"{ir}_{comp}")
             if c_name is not None:
-                self.source_names[name] = f"{c_name}.{VECTOR_COMPONENTS[w]}"
+                self.source_names[name] = f"{c_name}.{comp}"
             self.vector_components[name] = ir
             names.append(name)
         return tuple(names)
@@ -82,6 +85,22 @@ class Vectors(TranslationContext):
         """(array, index) of the float the store ``A[i].y = v`` writes."""
         component = self.offset(Pointer(ptr.target, ptr.flat, ptr.index, 1), S.Const(k))
         return self.resolve(component, s, store=True)
+
+    def component_of_value(self, s, out: list):
+        """``f(x).s0``, ``(a + b).y``: a component of a vector value other than a variable
+        or an element (a helper's result, an operation), or None for those."""
+        from clang.cindex import CursorKind as K
+        base = C.strip(C.children(s)[0])
+        k = component_number(list(s.get_tokens())[-1].spelling)
+        if k is None or base.kind in (K.DECL_REF_EXPR, K.ARRAY_SUBSCRIPT_EXPR,
+                                      K.MEMBER_REF_EXPR, K.UNEXPOSED_EXPR):
+            return None
+        width = vector_width(base.type)
+        if k >= width:
+            return None
+        values, stmts = self.vector_values(base, width)
+        out += stmts
+        return values[k]
 
     def vector_component(self, s):
         """(component names of the vector variable, component number) of ``v.x``."""
@@ -118,6 +137,9 @@ class Vectors(TranslationContext):
             b = self.lookup(s.spelling)
             if b is not None and b.kind == "vector" and len(b.value) == width:
                 return tuple(S.Private(n) for n in b.value), out
+        swizzled = self.swizzle(s, width)
+        if swizzled is not None:
+            return swizzled
         if s.kind == K.ARRAY_SUBSCRIPT_EXPR:
             e = self.element(s)
             if e[0] == "private_vector" and self.vector_widths[e[1].name] == width:
@@ -130,6 +152,9 @@ class Vectors(TranslationContext):
                 return tuple(self.float_expr(p, out) for p in parts), out
             if len(parts) == 1:
                 return self.splat(self.float_expr(parts[0], out), width, out), out
+            joined = self.joined_vector(parts, width, out)
+            if joined is not None:
+                return joined, out
         if s.kind == K.CSTYLE_CAST_EXPR and is_vector_type(s.type):
             inner = C.strip(C.children(s)[-1])
             parts = C.children(inner) if inner.kind in (K.INIT_LIST_EXPR, K.PAREN_EXPR) or \
@@ -138,6 +163,9 @@ class Vectors(TranslationContext):
                 return tuple(self.float_expr(p, out) for p in parts), out
             if len(parts) == 1:
                 return self.splat(self.float_expr(parts[0], out), width, out), out
+            joined = self.joined_vector(parts, width, out)
+            if joined is not None:
+                return joined, out
         if s.kind == K.CALL_EXPR and (helper := self.helper(s)) is not None and \
                 is_vector_type(helper.result_type):
             stmts, value = self.inline(s, helper, want_value=True)
@@ -149,6 +177,11 @@ class Vectors(TranslationContext):
             (va, oa), (vb, ob), (vc, oc) = parts
             return tuple(S.FBinOp("+", S.FBinOp("*", x, y), z)
                          for x, y, z in zip(va, vb, vc)), oa + ob + oc
+        if s.kind == K.UNARY_OPERATOR and C.unary_operator(s) in ("-", "+"):
+            values, out = self.vector_values(C.children(s)[0], width)
+            if C.unary_operator(s) == "+":
+                return values, out
+            return tuple(S.FNeg(v) for v in values), out
         if s.kind == K.BINARY_OPERATOR and C.binary_operator(s) in S.FLOAT_OPS:
             a, b = C.children(s)
             va, oa = self._vector_or_scalar(a, width)
@@ -158,6 +191,36 @@ class Vectors(TranslationContext):
         self.fail(s, f"float{width} value: write vload{width}, a float{width} variable or "
                      f"array element, (float{width})(a, b, ...) or + - * /, mad or fma of "
                      "those")
+
+    def swizzle(self, s, width):
+        """``v.lo``, ``v.hi``, ``v.even``, ``v.xy``, ``v.s23``, ... of a float vector as a
+        float``width`` value (components, statements to run first), or None for another
+        expression."""
+        from clang.cindex import CursorKind as K
+        kids = C.children(s)
+        if s.kind not in (K.UNEXPOSED_EXPR, K.MEMBER_REF_EXPR) or len(kids) != 1 or \
+                not is_vector_type(kids[0].type):
+            return None
+        base_width = vector_width(kids[0].type)
+        comps = swizzle_components(list(s.get_tokens())[-1].spelling, base_width)
+        if comps is None or len(comps) != width:
+            return None
+        values, out = self.vector_values(kids[0], base_width)
+        return tuple(values[k] for k in comps), out
+
+    def joined_vector(self, parts, width, out: list):
+        """The components of ``(float4)(a, b)`` whose parts are vectors and floats
+        (``float2`` + ``float2``, ``float2`` + two floats, ...), in order; None where they
+        do not add up to ``width``."""
+        values: list = []
+        for p in parts:
+            if is_vector_type(C.strip(p).type):
+                comps, stmts = self.vector_values(p, vector_width(C.strip(p).type))
+                out += stmts
+                values += comps
+            else:
+                values.append(self.float_expr(p, out))
+        return tuple(values) if len(values) == width else None
 
     def _vector_or_scalar(self, c, width):
         if is_vector_type(C.strip(c).type):

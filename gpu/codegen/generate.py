@@ -119,6 +119,8 @@ def render_cond(c: S.Cond, longs=frozenset()) -> tuple[str, int]:
     if isinstance(c, S.FloatCompare):
         return _binary(c.op, render_float(c.left, longs), render_float(c.right, longs),
                        reassociate=False)
+    if isinstance(c, S.FloatTest):
+        return f"{c.fn}({render_float(c.operand, longs)[0]})", _ATOM
     raise TypeError(f"cannot render condition {c!r}")
 
 

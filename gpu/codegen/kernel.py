@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 
 BUFFER_KINDS = ("global_in", "global_out", "global_inout")
 """Kinds of the buffer arguments (:class:`KernelArg`)."""
@@ -15,7 +17,9 @@ INT_VECTOR_KINDS = {"int2": (2, True), "uint2": (2, False), "int4": (4, True),
                     "uint4": (4, False)}
 """Kinds of the integer vector arguments, passed by value (a tuple of ints): (components,
 signed)."""
-SCALAR_KINDS = ("int", "long", "float", *INT_VECTOR_KINDS)
+SCALAR_KINDS = ("int", "long", "char", "short", "float", *INT_VECTOR_KINDS)
+INT_SCALAR_TYPES = {"int": np.int32, "long": np.int64, "char": np.int8, "short": np.int16}
+"""The numpy type each integer scalar kind is passed to ``clSetKernelArg`` as."""
 """Kinds of the scalar arguments, passed by value (:class:`KernelArg`)."""
 
 
@@ -69,7 +73,8 @@ class KernelArg:
     kind: ``"global_in"`` (``__global const float*``), ``"global_inout"`` (``__global
     float*`` holding an input the kernel also writes), ``"global_out"``
     (``__global float*``, written by the kernel), ``"int"`` (``const int``), ``"long"`` (a 64-bit integer:
-    ``long``, ``ulong``, ``size_t``), ``"float"``
+    ``long``, ``ulong``, ``size_t``), ``"char"``, ``"short"`` (an 8-bit or 16-bit integer,
+    signed or not), ``"float"``
     (``const float``), ``"local"`` (``__local float*``: ``local_bytes`` of local memory per
     work-group, set at launch as ``clSetKernelArg(kernel, i, local_bytes, NULL)`` does) or
     ``"null"`` (a ``__global`` pointer passed as ``NULL``).

@@ -83,6 +83,13 @@ class DeviceInfo:
         global_mem_bytes: ``CL_DEVICE_GLOBAL_MEM_SIZE`` (bytes).
         driver_version: ``CL_DRIVER_VERSION``.
         device_version: ``CL_DEVICE_VERSION`` (e.g. ``"OpenCL 3.0 CUDA"``).
+        max_clock_mhz: ``CL_DEVICE_MAX_CLOCK_FREQUENCY`` (MHz); ``None``: not answered.
+        global_mem_cache_bytes: ``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`` (bytes; the L2 of a
+            GPU); ``None``: not answered or 0.
+        compute_capability: NVIDIA's ``(major, minor)``
+            (``CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV`` / ``_MINOR_NV``); ``None`` elsewhere.
+        sub_group_size: the hardware's SIMD width, NVIDIA's ``CL_DEVICE_WARP_SIZE_NV`` or
+            AMD's ``CL_DEVICE_WAVEFRONT_WIDTH_AMD``; ``None`` where the device has neither.
     """
 
     id: str
@@ -104,6 +111,10 @@ class DeviceInfo:
     global_mem_bytes: int
     driver_version: str
     device_version: str
+    max_clock_mhz: int | None = None
+    global_mem_cache_bytes: int | None = None
+    compute_capability: tuple[int, int] | None = None
+    sub_group_size: int | None = None
 
     @property
     def slug(self) -> str:
@@ -221,7 +232,29 @@ def _describe(pi: int, di: int, platform: Any, device: Any) -> DeviceInfo:
         global_mem_bytes=int(device.global_mem_size),
         driver_version=device.driver_version.strip(),
         device_version=device.version.strip(),
+        **_optional_queries(device),
     )
+
+
+def _query(device: Any, attribute: str) -> int | None:
+    """``device.<attribute>`` as a positive int, or ``None`` where the device does not
+    answer it (an extension it lacks) or answers 0."""
+    try:
+        value = int(getattr(device, attribute))
+    except (cl.Error, AttributeError, TypeError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
+def _optional_queries(device: Any) -> dict:
+    """The :class:`DeviceInfo` fields a device may leave unanswered: clock, global memory
+    cache size, NVIDIA's compute capability and warp size, AMD's wavefront width."""
+    major, minor = (_query(device, f"compute_capability_{p}_nv") for p in ("major", "minor"))
+    return {"max_clock_mhz": _query(device, "max_clock_frequency"),
+            "global_mem_cache_bytes": _query(device, "global_mem_cache_size"),
+            "compute_capability": (major, minor or 0) if major else None,
+            "sub_group_size": _query(device, "warp_size_nv")
+            or _query(device, "wavefront_width_amd")}
 
 
 def _platforms() -> list:

@@ -3,26 +3,26 @@
 OpenCL exposes some of what the memory-system model needs (compute units, local memory,
 work-group limits, global memory cache size) but not the rest (sectors, banks, L1 size,
 bandwidths). :func:`model_from_opencl` takes every value OpenCL reports, marked ``queried``
-with its query, and the rest from the built-in model of a known device (matched by name) or,
-failing that, from the generic GPU model, whose values are guesses and warn
-(:class:`GuessedValueWarning`).
+with its query, and the rest from the built-in model of a known device (matched by name),
+else from the nearest built-in model with the device's datasheet values in place of its
+documented ones (:mod:`gpu.devices.nearest_model`), else from the generic GPU model, whose
+values are guesses and warn (:class:`GuessedValueWarning`).
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
 from tiletraffic.gpu.devices.device import DeviceInfo
+from tiletraffic.gpu.devices.nearest_model import QUERIES, nearest_model, transferred_model
+from tiletraffic.simulator.model.datasheet import Datasheet
 from tiletraffic.simulator.model.device_model import (DEVICE_MODELS, GENERIC_GPU_MODEL,
                                                       DeviceModel, ValueSource)
 
 KNOWN_NAMES = {"h200": "nvidia-h200"}
 """Substring of an OpenCL device name -> built-in model of :data:`DEVICE_MODELS`."""
 
-QUERIES = {"compute_units": "CL_DEVICE_MAX_COMPUTE_UNITS",
-           "local_mem_bytes_per_work_group": "CL_DEVICE_LOCAL_MEM_SIZE",
-           "max_work_group_size": "CL_DEVICE_MAX_WORK_GROUP_SIZE",
-           "l2_bytes": "CL_DEVICE_GLOBAL_MEM_CACHE_SIZE"}
-"""Model field -> the OpenCL device query that gives it."""
+__all__ = ["KNOWN_NAMES", "QUERIES", "built_in_name_for", "model_from_opencl",
+           "model_describes_device", "model_fit_meta"]
 
 
 def built_in_name_for(device_name: str) -> str | None:
@@ -33,35 +33,45 @@ def built_in_name_for(device_name: str) -> str | None:
 
 
 def model_from_opencl(info: DeviceInfo, global_cache_bytes: int | None = None,
-                      base: DeviceModel | None = None) -> DeviceModel:
+                      base: DeviceModel | None = None,
+                      datasheet: Datasheet | None = None) -> DeviceModel:
     """A :class:`DeviceModel` for the OpenCL device ``info``.
 
     ``base``: the model to complete; default the built-in model whose name matches the
-    device's (``KNOWN_NAMES``), else the generic one.
+    device's (``KNOWN_NAMES``), else the nearest built-in model transferred to the device
+    (``gpu.devices.nearest_model.nearest_model``: its documented sizes and rates replaced by
+    ``datasheet``'s, or those of the shipped datasheet that fits the device's name, and by
+    the queried ones), else the generic one; the model's ``description`` then says which
+    model it started from and which values were replaced.
 
     Queried values (``CL_DEVICE_MAX_COMPUTE_UNITS``, ``CL_DEVICE_LOCAL_MEM_SIZE``,
-    ``CL_DEVICE_MAX_WORK_GROUP_SIZE``, and ``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`` as the L2 size
-    when given) replace the built-in model's, with source ``queried``, and are no longer
-    counted as guesses. The model is named after the built-in one it completes, or
-    ``opencl:<device slug>`` when that is the generic model.
+    ``CL_DEVICE_MAX_WORK_GROUP_SIZE``; ``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`` as the L2 size
+    when given, or, for a model not the device's own, answered; ``CL_DEVICE_MAX_CLOCK_
+    FREQUENCY`` as the clock, for a model not the device's own) replace the model's, with
+    source ``queried``, and are no longer counted as guesses. The device's own built-in
+    model and a given ``base`` keep their name (``opencl:<device slug>`` for the generic
+    model); a transferred model is named after the device (``info.slug``).
 
     Raises:
         DeviceModelError: a queried value is not positive (a broken driver).
     """
-    if base is None:
-        known = built_in_name_for(info.device_name)
-        base = DEVICE_MODELS[known] if known else GENERIC_GPU_MODEL
+    known = built_in_name_for(info.device_name)
+    if base is None and not known:
+        return nearest_model(info, datasheet=datasheet, global_cache_bytes=global_cache_bytes)
+    if base is not None:
+        name = base.name if base is not GENERIC_GPU_MODEL else f"opencl:{info.slug}"
+        return transferred_model(info, base, "given", datasheet, global_cache_bytes, name)
+    base = DEVICE_MODELS[known]
     queried = {"compute_units": info.compute_units,
                "local_mem_bytes_per_work_group": info.local_mem_bytes,
                "max_work_group_size": info.max_work_group_size}
     if global_cache_bytes:
         queried["l2_bytes"] = global_cache_bytes
     note = f"{info.device_name} ({info.platform_name}, driver {info.driver_version})"
-    name = base.name if base is not GENERIC_GPU_MODEL else f"opencl:{info.slug}"
     model = base.with_values({k: (v, ValueSource("queried", QUERIES[k], note))
-                              for k, v in queried.items()}, name=name)
+                              for k, v in queried.items()}, name=base.name)
     return replace(model, description=f"{info.device_name}: {', '.join(queried)} queried "
-                   f"from OpenCL, every other value from the built-in model {base.name}.")
+                   f"from OpenCL, every other value from its built-in model {base.name}.")
 
 
 def model_describes_device(model: DeviceModel, info: DeviceInfo) -> tuple[bool, str]:
@@ -70,7 +80,9 @@ def model_describes_device(model: DeviceModel, info: DeviceInfo) -> tuple[bool, 
     It is when one of its values was measured on this device (``tiletraffic calibrate``: a
     ``measured`` value whose reference names ``info.device_name``) or when it is the built-in
     model of the device's name (:data:`KNOWN_NAMES`, also completed from OpenCL queries or
-    calibrated). Any other model (``generic-gpu``, the queried limits completed from it, or a
+    calibrated), or when it is the nearest built-in model transferred to the device
+    (``gpu.devices.nearest_model``: named after the device, its note in its description,
+    also calibrated). Any other model (``generic-gpu``, the queried limits completed from it, or a
     GPU's model on another device) predicts times of the device it describes, not of this
     one: a report then shows no met / not-met verdicts for its times.
     """
@@ -83,6 +95,10 @@ def model_describes_device(model: DeviceModel, info: DeviceInfo) -> tuple[bool, 
     known = built_in_name_for(info.device_name)
     if known and name.startswith(known):
         return True, f"`{model.name}` is the built-in model of {info.device_name}"
+    if name == getattr(info, "slug", None) and "started from the built-in model" in \
+            model.description:
+        return True, (f"`{model.name}` is a built-in model transferred to this device: "
+                      + model.description.split(": ", 1)[-1])
     what = ("it describes a GPU, and this device is not one" if not info.is_gpu else
             "no value of it was measured on this device and it is not this device's "
             "built-in model")

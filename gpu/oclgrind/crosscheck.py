@@ -23,8 +23,9 @@ from tiletraffic.gpu.oclgrind.oclgrind import (SIMULATOR_HAZARD_KINDS, oclgrind_
 from tiletraffic.simulator.observers.counters import AccessEvent, Observer, count_per_group
 from tiletraffic.simulator.engine.limits import UNLIMITED, DeviceLimits, check_schedule_limits
 from tiletraffic.simulator.engine.simulation import simulate
+from tiletraffic.simulator.engine.data_inputs import launch_inputs
 from tiletraffic.simulator.engine.reference import random_inputs
-from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError
+from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError, branches_on_data
 from tiletraffic.simulator.observers.hazards import HazardError
 
 INSTRUCTION_KEYS = ("global_load_instructions", "global_store_instructions",
@@ -205,6 +206,15 @@ def _divergent_shuffle_text(schedule: Schedule, site: str) -> str:
             f"does not; {advice}")
 
 
+def _inputs(schedule: Schedule) -> dict:
+    """The inputs the simulator checks ``schedule`` with: fresh random values, or for a
+    schedule that branches on floats of the data the values Oclgrind is launched on
+    (:func:`simulator.engine.data_inputs.launch_inputs`)."""
+    if branches_on_data(schedule.body):
+        return launch_inputs(schedule)
+    return random_inputs(schedule, np.random.default_rng())
+
+
 def compare_hazards(schedule: Schedule, timeout_s: float = 300) -> HazardComparison:
     """Simulator hazard kinds vs Oclgrind's diagnostics for ``schedule``.
 
@@ -213,7 +223,7 @@ def compare_hazards(schedule: Schedule, timeout_s: float = 300) -> HazardCompari
         gpu.oclgrind.oclgrind.OclgrindError: Oclgrind missing, failed or timed out.
     """
     _refuse_beyond_oclgrind(schedule)
-    sim = simulate(schedule, random_inputs(schedule, np.random.default_rng()),
+    sim = simulate(schedule, _inputs(schedule),
                    hazards="report", limits=UNLIMITED)
     diags = oclgrind_check(schedule, timeout_s=timeout_s)
     kinds = sorted(diags.kinds())
@@ -232,7 +242,7 @@ def crosscheck(schedule: Schedule, timeout_s: float = 300) -> CountsComparison |
         gpu.oclgrind.oclgrind.OclgrindError: Oclgrind missing, failed or timed out.
     """
     _refuse_beyond_oclgrind(schedule)
-    found = simulate(schedule, random_inputs(schedule, np.random.default_rng()),
+    found = simulate(schedule, _inputs(schedule),
                      hazards="report", limits=UNLIMITED).hazards
     if found:
         return compare_hazards(schedule, timeout_s)

@@ -11,7 +11,10 @@ from dataclasses import asdict, dataclass, field, replace
 from tiletraffic.gpu.codegen.kernel import (BUFFER_KINDS, INT_VECTOR_KINDS, LOCAL_KIND, NULL_KIND,
                                             SCALAR_KINDS, GeneratedKernel, argument_values)
 from tiletraffic.gpu.oclgrind.errors import OclgrindError
-from tiletraffic.simulator.ir.nodes import Schedule
+import numpy as np
+
+from tiletraffic.simulator.engine.data_inputs import launch_inputs
+from tiletraffic.simulator.ir.nodes import Schedule, branches_on_data
 
 __all__ = ["LaunchSpec", "OPT_DISABLE", "as_launch_spec", "with_optimization"]
 
@@ -43,6 +46,10 @@ class LaunchSpec:
             elements in order, uploaded as 32-bit integers in place of random floats.
         half_arrays: the buffers of ``half`` storage (2 bytes an element, random float16
             values), by name.
+        float_data: the contents of float input buffers given in place of random floats,
+            by name (a schedule that branches on floats of the data is launched on the
+            values the simulator counts it with,
+            :func:`simulator.engine.data_inputs.launch_inputs`).
     """
 
     source: str
@@ -57,6 +64,7 @@ class LaunchSpec:
     local_bytes: dict[str, int] = field(default_factory=dict)
     int_data: dict[str, list[int]] = field(default_factory=dict)
     half_arrays: tuple[str, ...] = ()
+    float_data: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def work_group_items(self) -> int:
@@ -126,8 +134,14 @@ class LaunchSpec:
                 n *= params[s]
             elems[a.name] = n
         int_data = {a.name: list(a.values) for a in schedule.arrays if a.is_int}
-        return cls.from_kernel(kernel, elems, values, seed=seed, int_data=int_data,
+        spec = cls.from_kernel(kernel, elems, values, seed=seed, int_data=int_data,
                                half_arrays=[a.name for a in schedule.arrays if a.is_half])
+        if not branches_on_data(schedule.body):
+            return spec
+        inputs = launch_inputs(schedule)
+        return replace(spec, float_data={
+            name: [float(v) for v in np.ravel(value)] for name, value in inputs.items()
+            if name in spec.array_elems})
 
     def to_json(self) -> str:
         """The spec as a JSON object (tuples as lists)."""

@@ -112,8 +112,8 @@ def worker_main() -> int:
         if kind in kernel_kinds.INT_VECTOR_KINDS:
             args.append(kernel_kinds.int_vector(kind, spec["scalars"][name]))
             continue
-        if kind in ("int", "long", "float"):
-            args.append({"int": np.int32, "long": np.int64,
+        if kind in ("int", "long", "char", "short", "float"):
+            args.append({"int": np.int32, "long": np.int64, "char": np.int8, "short": np.int16,
                          "float": np.float32}[kind](spec["scalars"][name]))
             continue
         if kind == "local":
@@ -129,6 +129,12 @@ def worker_main() -> int:
                     ).astype(np.uint32)
             buf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR,
                             hostbuf=host if host.size else np.zeros(1, np.uint32))
+        elif name in spec.get("float_data", {}):     # the values the simulator counted
+            host = np.asarray(spec["float_data"][name], dtype=np.float32).astype(dtype)
+            if host.size < max(n, 1):
+                host = np.concatenate([host, np.zeros(max(n, 1) - host.size, dtype)])
+            access = mf.READ_ONLY if kind == "global_in" else mf.READ_WRITE
+            buf = cl.Buffer(ctx, access | mf.COPY_HOST_PTR, hostbuf=host)
         elif kind in ("global_in", "global_inout"):
             host = rng.standard_normal(max(n, 1)).astype(dtype)
             while host.size > 1 and np.all(host == host[0]):

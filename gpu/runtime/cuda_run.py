@@ -5,8 +5,9 @@ float64 reference with the tolerance of the counted sum length, and timed with C
 
 Only the file's device code is compiled (host functions such as ``main`` are blanked by the
 front end, keeping line numbers); ``nvrtc_include/`` beside this module answers the system
-headers such files include (``<cstdio>``, ``<cassert>``, ...) for NVRTC. Where CuPy or an
-NVIDIA GPU is missing, :func:`nvrtc_problem` says so in one line, and ``run`` launches the
+headers such files include (``<cstdio>``, ``<cassert>``, ...) for NVRTC, and the CUDA
+toolkit's include folders (:func:`cuda_toolkit_include_folders`) come last, for the toolkit
+headers CuPy's own folder lacks. Where CuPy or an NVIDIA GPU is missing, :func:`nvrtc_problem` says so in one line, and ``run`` launches the
 schedule's generated OpenCL C instead.
 
 Errors: :class:`~tiletraffic.gpu.devices.device.TiletrafficGpuError` for a failed
@@ -16,6 +17,7 @@ result outside its tolerance (naming the launch).
 from __future__ import annotations
 
 import statistics
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +30,60 @@ from tiletraffic.simulator.ir.nodes import Schedule
 
 NVRTC_INCLUDE = Path(__file__).with_name("nvrtc_include")
 """The system headers NVRTC is given for a CUDA file's includes."""
+
+CUDA_INCLUDE_VARIABLE = "TILETRAFFIC_CUDA_INCLUDE"
+"""The environment variable naming the CUDA toolkit include folders NVRTC is given
+(separated by ``os.pathsep``), instead of those :func:`cuda_toolkit_include_folders` finds."""
+
+TOOLKIT_HEADER = "cuda_runtime_api.h"
+"""A header every CUDA toolkit include folder holds: a folder found without it is skipped."""
+
+
+def cuda_toolkit_include_folders(environ=None) -> tuple[Path, ...]:
+    """The CUDA toolkit include folders NVRTC is given after every other include folder,
+    where it finds the toolkit headers that CuPy's own include folder lacks (CUDA 13's
+    wheels hold ``mma.h`` but not the ``crt/mma.h`` it includes).
+
+    ``environ`` (default ``os.environ``): where ``TILETRAFFIC_CUDA_INCLUDE`` is set, the
+    folders it names, in its order; else each of ``$CUDA_PATH/include``,
+    ``$CUDA_HOME/include``, ``/usr/local/cuda/include`` and the ``include`` folders of the
+    installed NVIDIA CUDA wheels (``site-packages/nvidia/*/include``) that holds
+    ``cuda_runtime_api.h``, without repeats; none found: ``()``.
+
+    Raises:
+        TiletrafficGpuError: ``TILETRAFFIC_CUDA_INCLUDE`` names a path that is not a folder.
+    """
+    environ = os.environ if environ is None else environ
+    named = environ.get(CUDA_INCLUDE_VARIABLE)
+    if named:
+        folders = tuple(Path(f) for f in named.split(os.pathsep) if f)
+        for folder in folders:
+            if not folder.is_dir():
+                raise TiletrafficGpuError(f"{CUDA_INCLUDE_VARIABLE} names {folder}, which is "
+                                          "not a folder (the CUDA toolkit's include folder, "
+                                          "the one holding crt/, is expected)")
+        return folders
+    candidates = [Path(environ[v]) / "include" for v in ("CUDA_PATH", "CUDA_HOME")
+                  if environ.get(v)]
+    candidates.append(Path("/usr/local/cuda/include"))
+    candidates += nvidia_wheel_include_folders()
+    found = []
+    for folder in candidates:
+        if (folder / TOOLKIT_HEADER).is_file() and folder.resolve() not in found:
+            found.append(folder.resolve())
+    return tuple(found)
+
+
+def nvidia_wheel_include_folders() -> list[Path]:
+    """The ``include`` folders of the installed NVIDIA wheels (``nvidia/*/include`` of the
+    ``nvidia`` namespace package), sorted; none: ``[]``."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return []
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    return sorted(p for root in roots for p in Path(root).glob("*/include") if p.is_dir())
 
 
 def is_cuda_schedule(schedule) -> bool:
@@ -102,11 +158,18 @@ SCALAR_TYPES = {"int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": n
 """The numpy type a scalar kernel argument of each kind is passed as."""
 
 
-def nvrtc_options(cuda: dict, headers_root: Path | None = None) -> tuple[str, ...]:
+def nvrtc_options(cuda: dict, headers_root: Path | None = None,
+                  toolkit_includes=None) -> tuple[str, ...]:
     """NVRTC's options for a schedule's ``extra["cuda"]``: C++17, the system headers of
-    :data:`NVRTC_INCLUDE`, the launch's ``-D``/``-U``/``-I`` options and the source's folder;
-    with ``headers_root`` (where :func:`write_device_headers` wrote the project headers'
-    device text), each include folder's copy there first, so that NVRTC reads those."""
+    :data:`NVRTC_INCLUDE`, the launch's ``-D``/``-U``/``-I`` options and the source's folder,
+    then the CUDA toolkit include folders (``toolkit_includes``, default
+    :func:`cuda_toolkit_include_folders`), last; with ``headers_root`` (where
+    :func:`write_device_headers` wrote the project headers' device text), each include
+    folder's copy there first, so that NVRTC reads those.
+
+    Raises:
+        TiletrafficGpuError: ``TILETRAFFIC_CUDA_INCLUDE`` names a path that is not a folder.
+    """
     includes = [o for o in cuda["build_options"] if o.startswith("-I")]
     parent = Path(cuda["path"]).parent
     if parent.is_dir():
@@ -116,8 +179,26 @@ def nvrtc_options(cuda: dict, headers_root: Path | None = None) -> tuple[str, ..
         for option in includes:
             folder = Path(option[2:].strip()).resolve()
             mirrored.append(f"-I{headers_root / folder.relative_to(folder.anchor)}")
+    if toolkit_includes is None:
+        toolkit_includes = cuda_toolkit_include_folders()
     return ("-std=c++17", *mirrored, f"-I{NVRTC_INCLUDE}",
-            *(o for o in cuda["build_options"] if o.startswith(("-D", "-U"))), *includes)
+            *(o for o in cuda["build_options"] if o.startswith(("-D", "-U"))), *includes,
+            *(f"-I{folder}" for folder in toolkit_includes))
+
+
+def missing_header_note(log: str, toolkit_includes) -> str:
+    """What to do where NVRTC's ``log`` says it could not open a header file: the toolkit
+    include folders it was given, or that none was found and how to name one; ``""`` for any
+    other log."""
+    if "cannot open source file" not in log:
+        return ""
+    if toolkit_includes:
+        return ("; the CUDA toolkit include folders given to NVRTC ("
+                f"{', '.join(str(f) for f in toolkit_includes)}) do not hold it either: name "
+                f"the one that does in {CUDA_INCLUDE_VARIABLE}")
+    return (f"; no CUDA toolkit include folder was found (none holding {TOOLKIT_HEADER} in "
+            "$CUDA_PATH/include, $CUDA_HOME/include, /usr/local/cuda/include or an NVIDIA "
+            f"wheel): name the toolkit's include folder in {CUDA_INCLUDE_VARIABLE}")
 
 
 def write_device_headers(cuda: dict, root: Path) -> Path | None:
@@ -139,21 +220,25 @@ def compile_kernel(cuda: dict):
     device_text`).
 
     Raises:
-        TiletrafficGpuError: NVRTC refuses the source (its log in the message).
+        TiletrafficGpuError: NVRTC refuses the source (its log in the message; for a header
+            it cannot open, the toolkit include folders it was given), or
+            ``TILETRAFFIC_CUDA_INCLUDE`` names a path that is not a folder.
     """
     import tempfile
 
     import cupy
     name = kernel_expression(cuda)
+    toolkit = cuda_toolkit_include_folders()
     with tempfile.TemporaryDirectory(prefix="tiletraffic-nvrtc-") as folder:
-        options = nvrtc_options(cuda, write_device_headers(cuda, Path(folder)))
+        options = nvrtc_options(cuda, write_device_headers(cuda, Path(folder)), toolkit)
         try:
             module = cupy.RawModule(code=cuda["device_source"], options=options,
                                     name_expressions=(name,))
             return module.get_function(name), name
         except Exception as err:     # NVRTC's and the driver's errors
             raise TiletrafficGpuError(f"{cuda['path']}: NVRTC could not compile {name}: "
-                                      f"{err}") from None
+                                      f"{err}{missing_header_note(str(err), toolkit)}"
+                                      ) from None
 
 
 def run_cuda_source(schedule: Schedule, *, repeat: int = 10, warmup: int = 2,

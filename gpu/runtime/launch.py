@@ -37,8 +37,8 @@ from tiletraffic.gpu.devices.device import (POCL_INSTALL_HINT, DeviceError,
                                             list_devices, select_device)
 from tiletraffic.gpu.runtime import guard_zones as guard
 from tiletraffic.gpu.codegen.kernel import (ALL_KINDS, BUFFER_KINDS, LOCAL_KIND, NULL_KIND,
-                                            INT_VECTOR_KINDS, SCALAR_KINDS, check_int_vector,
-                                            int_vector,
+                                            INT_SCALAR_TYPES, INT_VECTOR_KINDS, SCALAR_KINDS,
+                                            check_int_vector, int_vector,
                                             GeneratedKernel, KernelArg)
 from tiletraffic.gpu.runtime.launch_limits import (LaunchConfigError, check_launch_limits,
                                                    sizes_text)
@@ -238,7 +238,7 @@ def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> No
                             f"{type(value).__name__}")
         if kinds[name] == "float":
             continue
-        bits = 64 if kinds[name] == "long" else 32
+        bits = {"long": 64, "char": 8, "short": 16}.get(kinds[name], 32)
         if not -(2**(bits - 1)) <= int(value) < 2**(bits - 1):
             raise ValueError(f"{kernel.name}: scalar {name!r} = {value} does not fit a "
                              f"{bits}-bit int")
@@ -455,10 +455,8 @@ def _set_arguments(built_kernels: list[_BuiltKernel], buffers: dict[str, Any],
 def _argument(a: KernelArg, buffers: dict[str, Any], scalars: dict):
     """What ``clSetKernelArg`` gets for ``a``: its buffer, its value as an int32, int64 or float32,
     or ``local_bytes`` of local memory (no pointer), or ``None`` (a NULL pointer)."""
-    if a.kind == "int":
-        return np.int32(scalars[a.name])
-    if a.kind == "long":
-        return np.int64(scalars[a.name])
+    if a.kind in INT_SCALAR_TYPES:
+        return INT_SCALAR_TYPES[a.kind](scalars[a.name])
     if a.kind == "float":
         return np.float32(scalars[a.name])
     if a.kind in INT_VECTOR_KINDS:

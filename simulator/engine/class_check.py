@@ -23,8 +23,10 @@ Two runs, each exact for the hazards it answers for:
 - *between work-groups* (races in global memory, reads of outputs before a store, outputs
   never written): every work-group, executing only what those need
   (:func:`output_slice`): the accesses of the arrays the kernel writes, and the control
-  flow and integers they depend on. Control flow and indices never depend on float values,
-  so these accesses happen exactly as in the whole kernel.
+  flow and integers they depend on. A kernel taken here has no control flow or index that
+  depends on the data (one that branches on floats of the data or reads an integer buffer
+  is declined by the classes' proof), so these accesses happen exactly as in the whole
+  kernel.
 
 A launch with a hazard, or one these proofs do not cover, is checked by full execution (the
 caller's), which then gives the hazards' counts and examples; a clean verdict here is the
@@ -145,9 +147,9 @@ def inside_work_groups(schedule: S.Schedule, accelerators: Accelerators = INSIDE
 def extreme_members(schedule: S.Schedule, classes: GroupClasses) -> np.ndarray:
     """Linear ids of the corners of every class: per NDRange dimension its representative's
     id or the largest id of the class there (the same where the class holds one id of that
-    dimension: an edge work-group, or a dimension whose work-groups are each their own
-    class). The members of a class are ``rep_d + k * period_d`` up to the last interior
-    work-group ``n_d - 2``."""
+    dimension: a segment of one work-group, or one no longer than the period). The members
+    of a class are ``rep_d + k * period_d`` up to the last work-group of the segment of
+    ``rep_d``."""
     ng = schedule.num_groups
     strides = [math.prod(ng[:d]) for d in range(len(ng))]
     found = set()
@@ -157,11 +159,9 @@ def extreme_members(schedule: S.Schedule, classes: GroupClasses) -> np.ndarray:
             ids.append(rest % n)
             rest //= n
         choices = []
-        for g, n, p in zip(ids, ng, classes.periods):
-            if p >= n or g == 0 or g == n - 1:
-                choices.append((g,))
-            else:
-                choices.append((g, g + (n - 2 - g) // p * p))
+        for g, n, p, starts in zip(ids, ng, classes.periods, classes.starts):
+            last = min([s for s in starts if s > g], default=n) - 1
+            choices.append(tuple({g, g + (last - g) // p * p}))
         for corner in itertools.product(*choices):
             found.add(sum(c * s for c, s in zip(corner, strides)))
     return np.array(sorted(found), dtype=np.int64)

@@ -214,14 +214,24 @@ def describe_cond(c: S.Cond) -> str:
         return f"!({describe_cond(c.operand)})"
     if isinstance(c, S.FloatCompare):
         return f"{_describe_float(c.left)} {c.op} {_describe_float(c.right)}"
+    if isinstance(c, S.FloatTest):
+        return f"{c.fn}({_describe_float(c.operand)})"
     return repr(c)
 
 
 def _describe_float(e: S.FloatExpr) -> str:
-    """A launch float of a :class:`FloatCompare` (a constant, an argument, negated)."""
+    """A float of a condition: a launch float (a constant, an argument, negated) by its
+    value or name, a private by its name, a load by its array, anything else by its
+    kind."""
     if isinstance(e, S.FNeg):
         return f"-{_describe_float(e.operand)}"
-    return e.name if isinstance(e, S.FloatParam) else repr(float(e.value))
+    if isinstance(e, S.FloatParam) or isinstance(e, S.Private):
+        return e.name
+    if isinstance(e, S.FConst):
+        return repr(float(e.value))
+    if isinstance(e, S.Load):
+        return f"{e.array.name}[...]"
+    return f"<{type(e).__name__}>"
 
 
 def _bare(e: S.IntExpr) -> str:

@@ -31,6 +31,13 @@ _FLOAT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
 """numpy spelling of :data:`simulator.ir.nodes.FLOAT_OPS`."""
 
 
+_FLOAT_TESTS = {
+    "isfinite": np.isfinite, "isnan": np.isnan, "isinf": np.isinf,
+    "isnormal": lambda x: np.isfinite(x) & (np.abs(x) >= np.finfo(np.float32).tiny),
+    "signbit": np.signbit}
+"""OpenCL C's float classification built-ins (:data:`simulator.ir.nodes.FLOAT_TESTS`)."""
+
+
 def _rsqrt(x):
     """``1 / sqrt(x)`` rounded once to float32 (computed in float64)."""
     return np.float64(1.0) / np.sqrt(np.asarray(x, np.float64))
@@ -287,11 +294,42 @@ class Expressions(BatchState):
             return np.logical_and(left, right) if c.op == "&&" else np.logical_or(left, right)
         if isinstance(c, S.Not):
             return np.logical_not(self.eval_cond(c.operand))
-        if isinstance(c, S.FloatCompare):       # the launch's floats: one truth for all
+        if isinstance(c, S.FloatCompare) and c.on_launch_floats:   # one truth for all
             left, _ = self.eval_float(c.left, True)
             right, _ = self.eval_float(c.right, True)
             return np.bool_(CMP_OPS[c.op](np.float32(left), np.float32(right)))
+        if isinstance(c, (S.FloatCompare, S.FloatTest)):
+            return self.data_condition(c)
         raise TypeError(f"unknown condition {c!r}")
+
+    def data_condition(self, c):
+        """Truth per work-item of a condition on floats of the data (a
+        :class:`FloatCompare` of other than the launch's floats, a :class:`FloatTest`):
+        its operands evaluated for the work-items of :attr:`live` (their loads announced,
+        their FLOPs counted); evaluated again in the same statement (:attr:`live` off),
+        the truth found then. Needs values (the simulation computes them for a schedule
+        that branches on data: :func:`simulator.ir.nodes.branches_on_data`)."""
+        if self.live is False and id(c) in self.conditions:
+            return self.conditions[id(c)]
+        if not self.values:
+            raise TypeError(f"{self.schedule.family}: a branch on float values needs the "
+                            "values computed")
+        mask = self.alive if self.live is None or self.live is False else self.live
+        with np.errstate(invalid="ignore"):
+            if isinstance(c, S.FloatTest):
+                value, flop = self.eval_float(c.operand, mask)
+                truth = _FLOAT_TESTS[c.fn](np.asarray(value, dtype=np.float32))
+            else:
+                left, fl = self.eval_float(c.left, mask)
+                right, fr = self.eval_float(c.right, mask)
+                flop = fl + fr
+                truth = CMP_OPS[c.op](np.float32(left) if np.ndim(left) == 0 else left,
+                                      np.float32(right) if np.ndim(right) == 0 else right)
+        if flop:
+            self.count_flop(mask, flop)
+        truth = np.asarray(truth, dtype=bool)
+        self.conditions[id(c)] = truth
+        return truth
 
     def eval_float(self, e: S.FloatExpr, mask):
         """Value (or None when values are off) and the FLOPs per executing work-item."""

@@ -81,9 +81,13 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         self.block_groups: int | None = None
         """Work-groups whose batch sets the blocks of vectorized loops (None: the batch)."""
         self.params_key = tuple(sorted(params.items()))
-        self.reads_ints = S.reads_int_buffer(schedule.body)
-        """The schedule reads an integer buffer (:class:`simulator.ir.nodes.IntLoad`): every
+        self.reads_ints = S.depends_on_data(schedule.body)
+        """The schedule reads an integer buffer (:class:`simulator.ir.nodes.IntLoad`) or
+        branches on floats of the data (:func:`simulator.ir.nodes.branches_on_data`): every
         pass declines, and its loops run iteration by iteration."""
+        self.conditions: dict[int, np.ndarray] = {}
+        """The truth per work-item of each condition on floats of the data, as last
+        evaluated (by ``id``), for an evaluation again in the same statement."""
         self.int_buffers = {a.name: np.asarray(a.values, dtype=np.int64)
                             for a in schedule.arrays if a.is_int}
         """The integer buffers' contents by name (flat, int64), read by ``IntLoad``."""
@@ -337,7 +341,7 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         key = id(loop)
         if key not in self.vectorizable:
             self.vectorizable[key] = is_vectorizable(loop) and not \
-                S.reads_int_buffer((loop,))
+                S.depends_on_data((loop,))
         return self.vectorizable[key]
 
     def loop_trips(self, loop: S.For, m, step) -> tuple[np.ndarray, np.ndarray, int]:

@@ -6,8 +6,9 @@ float64 reference (with :func:`simulator.engine.tolerance.check_result`, the one
 tolerance: :func:`error_over_tolerance`).
 
 Input kinds (:data:`INPUT_KINDS`, ``--inputs`` on the command line): ``normal`` (the
-default) and ``uniform`` draw independent random values, so an index error shows in the
-result. ``ones`` and ``arange`` are structured, for looking at a result by eye, and can hide
+default), ``uniform`` (in [-1, 1)) and ``positive`` (in [0, 1): data a host keeps
+non-negative, a variance under a square root) draw independent random values, so an index
+error shows in the result. ``ones`` and ``arange`` are structured, for looking at a result by eye, and can hide
 index errors: with ``ones`` every element is equal, so any swapped or permuted index gives
 the same result; with ``arange`` (element ``i`` of the flattened array is ``i``) a sum visited
 in another order, or an index error that maps one term onto an equal one, goes unseen.
@@ -50,9 +51,9 @@ class Reference:
     stored_half: bool = False
 
 
-INPUT_KINDS = ("normal", "uniform", "ones", "arange")
+INPUT_KINDS = ("normal", "uniform", "positive", "ones", "arange")
 """Kinds of inputs :func:`random_inputs` makes (see the module docstring)."""
-RANDOM_INPUT_KINDS = ("normal", "uniform")
+RANDOM_INPUT_KINDS = ("normal", "uniform", "positive")
 """The kinds of :data:`INPUT_KINDS` drawn from the random generator (the others ignore it)."""
 
 
@@ -65,7 +66,8 @@ def random_inputs(schedule: Schedule, rng: np.random.Generator,
 
     Args:
         rng: the random generator (``normal``: standard normal; ``uniform``: uniform in
-            [-1, 1); unused by ``ones`` and ``arange``).
+            [-1, 1); ``positive``: uniform in [0, 1), for data a host keeps non-negative;
+            unused by ``ones`` and ``arange``).
         kind: one of :data:`INPUT_KINDS`; ``arange`` fills an array with 0, 1, 2, ... in
             row-major order (exact in float32 below 2**24 elements).
 
@@ -88,6 +90,8 @@ def random_inputs(schedule: Schedule, rng: np.random.Generator,
             out[a.name] = rng.standard_normal(shape, dtype=np.float32)
         elif kind == "uniform":
             out[a.name] = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
+        elif kind == "positive":
+            out[a.name] = rng.uniform(0.0, 1.0, shape).astype(np.float32)
         elif kind == "ones":
             out[a.name] = np.ones(shape, dtype=np.float32)
         else:

@@ -23,6 +23,7 @@ from tiletraffic.simulator.engine.accelerators.classes import group_classes
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.limits import (GENERIC_GPU, DeviceLimits,
                                                  check_schedule_limits)
+from tiletraffic.simulator.engine.data_inputs import launch_inputs
 from tiletraffic.simulator.engine.machine import Machine
 from tiletraffic.simulator.engine.unwritten import unwritten_fill
 from tiletraffic.simulator.observers.counters import Observer, TrafficCounter, TrafficCounts
@@ -94,7 +95,9 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         schedule: the schedule to execute.
         inputs: the global inputs by name in their logical shapes (A as M×K row-major, ...),
             converted to float32. Required when ``compute_values`` is true.
-        compute_values: compute the outputs; ``False`` counts only (same counts, faster).
+        compute_values: compute the outputs; ``False`` counts only (same counts, faster; a
+            schedule that branches on floats of the data is then counted on
+            :func:`simulator.engine.data_inputs.launch_inputs`).
         read_maps: names of global inputs for which to return per-element read counts.
         limits: device limits to enforce before executing (``None``: none).
         hazards: ``"raise"`` (default: the first hazard raises) or ``"report"`` (collect
@@ -164,12 +167,14 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
                              {n: sizes[n] for n in read_maps}, _half_names(schedule))
     log = HazardLog(hazards, num_groups=schedule.num_groups)
     by_classes = accelerators.work_group_classes
-    if by_classes and (compute_values or read_maps):
-        raise InputError("work-group classes give counts only: use compute_values=False "
-                         "and no read maps")
+    _check_options(by_classes, compute_values, read_maps, sum_lengths or error_bounds,
+                   error_bounds and input_sum_lengths)
     if by_classes and classes_problem(schedule) is not None:
         by_classes = False   # not proved for this schedule: every work-group runs
         accelerators = accelerators.replace(work_group_classes=False)
+    if not compute_values and S.branches_on_data(schedule.body):
+        compute_values = True    # its branches need the values: counted on launch_inputs
+        buffers = _prepare_buffers(schedule, launch_inputs(schedule), sizes, params)
     observers = list(observers)
     if by_classes and accelerators.k_extrapolation and not observers and \
             k_extrapolation.applies(schedule):
@@ -182,11 +187,6 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         all_observers += hazard_observers(schedule, log, sizes, params,
                                            full_launch=not by_classes)
     all_observers += observers
-    if (sum_lengths or error_bounds) and not compute_values:
-        raise InputError("sum lengths and error bounds are counted with the values: use "
-                         "compute_values=True")
-    if error_bounds and input_sum_lengths:
-        raise InputError("error bounds start from exact inputs: no input_sum_lengths")
     machine = Machine(schedule, params, sizes, buffers, all_observers, log, compute_values,
                       accelerators)
     if sum_lengths or error_bounds:
@@ -199,6 +199,19 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         raise NotApplicable(f"{schedule.family}: hazards in a launch with loops run in blocks "
                             "of iterations (their examples could differ)")
     return _result(machine, counter, read_maps, sum_lengths or error_bounds, representatives)
+
+
+def _check_options(by_classes: bool, compute_values: bool, read_maps, shadows: bool,
+                   bounds_and_lengths) -> None:
+    """Refuse options of :func:`simulate` that do not go together (``InputError``)."""
+    if by_classes and (compute_values or read_maps):
+        raise InputError("work-group classes give counts only: use compute_values=False "
+                         "and no read maps")
+    if shadows and not compute_values:
+        raise InputError("sum lengths and error bounds are counted with the values: use "
+                         "compute_values=True")
+    if bounds_and_lengths:
+        raise InputError("error bounds start from exact inputs: no input_sum_lengths")
 
 
 def _k_extrapolated(schedule: S.Schedule, accelerators: Accelerators, race_checks: bool,

@@ -23,15 +23,16 @@ FLOP), ``+``, ``-``, ``*``, ``/``, the built-ins of :data:`FLOAT_FUNCTIONS` (``f
 ``fmin``, ``fabs``, ``sqrt``, ``rsqrt``, ``exp``, ``log``, ``tanh``, ...: :class:`FCall`)
 and a select on an integer condition
 (:class:`Select`); each operation counts one FLOP. A negation ``-x`` (:class:`FNeg`) flips
-the sign bit and counts none. A condition may compare floats of the launch only
-(:class:`FloatCompare`: constants and ``float`` arguments), never loaded or computed floats.
+the sign bit and counts none. A condition may compare floats (:class:`FloatCompare`) or
+classify one (:class:`FloatTest`: ``isfinite``, ``isnan``, ...); on floats other than the
+launch's, the branch depends on the data (:func:`is_data_condition`).
 
 Every node is an immutable data class compared by identity (``eq=False``: ``==`` on an
 integer expression is Python's identity; use :meth:`IntExpr.eq`).
 
 Errors: :class:`ScheduleError` (a ``ValueError``) for a :class:`Wrap` of an unknown width,
-an :class:`FCall` of an unknown function or with the wrong number of arguments, or a
-:class:`FloatCompare` of floats other than the launch's.
+an :class:`FCall` of an unknown function or with the wrong number of arguments, a
+:class:`FloatCompare` of an unknown operator or a :class:`FloatTest` of an unknown test.
 """
 from __future__ import annotations
 
@@ -512,21 +513,30 @@ class FCall(FloatExpr):
 
 
 LAUNCH_FLOAT_NODES = (FConst, FloatParam, FNeg)
-"""The float expressions a :class:`FloatCompare` compares: constants, ``float`` arguments
-and their negations, whose values are the launch's and the same for every work-item."""
+"""The float expressions of the launch: constants, ``float`` arguments and their
+negations, whose values are the same for every work-item."""
+
+
+def is_launch_float(e: FloatExpr) -> bool:
+    """Whether ``e`` is a float of the launch (:data:`LAUNCH_FLOAT_NODES`): a constant, a
+    ``float`` argument or a negation of one."""
+    while isinstance(e, FNeg):
+        e = e.operand
+    return isinstance(e, (FConst, FloatParam))
 
 
 @dataclass(frozen=True, eq=False)
 class FloatCompare(Cond):
-    """``left op right`` for op in ``< <= > >= == !=`` on floats of the launch: each
-    operand a float constant, a ``float`` argument (:class:`FloatParam`) or a negation of
-    one (``beta != 0.0f``, ``alpha == -1.0f``), compared as float32 (a NaN compares unequal
-    to everything). Its truth is the same for every work-item and counts no FLOP, so a
-    branch on it does not depend on the data.
+    """``left op right`` for op in ``< <= > >= == !=`` on two float expressions, compared
+    as float32 (a NaN compares unequal to everything), per work-item. Evaluating the
+    comparison counts no FLOP (its operands' operations count theirs, their loads are
+    loads). Where both operands are floats of the launch (:func:`is_launch_float`:
+    ``beta != 0.0f``) its truth is the same for every work-item; otherwise a branch on it
+    depends on the data (:func:`branches_on_data`): its counts are those of the data
+    executed, and every accelerator declines the schedule.
 
     Raises:
-        ScheduleError: an operand of another kind (a load, a private float: a branch on
-            data), or an unknown operator.
+        ScheduleError: an unknown operator.
     """
 
     op: str
@@ -537,15 +547,43 @@ class FloatCompare(Cond):
         if self.op not in ("<", "<=", ">", ">=", "==", "!="):
             raise ScheduleError(f"float comparison operator {self.op!r} is not one of "
                                 "< <= > >= == !=")
-        for side in (self.left, self.right):
-            inner = side
-            while isinstance(inner, FNeg):
-                inner = inner.operand
-            if not isinstance(inner, (FConst, FloatParam)):
-                raise ScheduleError(
-                    f"a float comparison of {type(inner).__name__}: float comparisons take "
-                    "constants and float arguments only (a branch on other floats depends "
-                    "on the data)")
+
+    @property
+    def on_launch_floats(self) -> bool:
+        """Both operands are floats of the launch: one truth for every work-item."""
+        return is_launch_float(self.left) and is_launch_float(self.right)
+
+
+FLOAT_TESTS = ("isfinite", "isnan", "isinf", "isnormal", "signbit")
+"""OpenCL C's float classification built-ins a :class:`FloatTest` applies."""
+
+
+@dataclass(frozen=True, eq=False)
+class FloatTest(Cond):
+    """``fn(operand)`` for ``fn`` in :data:`FLOAT_TESTS` (``isfinite(x)``, ``isnan(x)``,
+    ``isinf(x)``, ``isnormal(x)``, ``signbit(x)``) on a float32 value, per work-item, true
+    where OpenCL C's built-in returns non-zero. Counts no FLOP. A branch on it depends on
+    the data (:func:`branches_on_data`).
+
+    Raises:
+        ScheduleError: an unknown test.
+    """
+
+    fn: str
+    operand: FloatExpr
+
+    def __post_init__(self) -> None:
+        if self.fn not in FLOAT_TESTS:
+            raise ScheduleError(f"float test {self.fn!r} is not one of "
+                                f"{', '.join(FLOAT_TESTS)}")
+
+
+def is_data_condition(c) -> bool:
+    """Whether ``c`` is a condition on floats other than the launch's (a
+    :class:`FloatTest`, or a :class:`FloatCompare` not :attr:`~FloatCompare.on_launch_floats`):
+    its truth differs from work-item to work-item with the data."""
+    return isinstance(c, FloatTest) or (isinstance(c, FloatCompare) and
+                                        not c.on_launch_floats)
 
 
 @dataclass(frozen=True, eq=False)

@@ -26,9 +26,11 @@ Float expressions (:class:`FloatExpr`) are loads, private variables, constants, 
 and a select on an integer
 condition (:class:`Select`); each operation counts one FLOP.
 A negation ``-x`` (:class:`FNeg`) flips the sign bit and counts none.
-Control flow is never data dependent: every condition is an integer :class:`Cond` or a
-comparison of the launch's floats (:class:`FloatCompare`: constants and ``float`` arguments),
-so the traffic of a schedule does not depend on the values in the arrays.
+Control flow may depend on the data: a condition is an integer :class:`Cond` (possibly of
+integers loaded from an integer buffer, :class:`IntLoad`), a comparison of floats
+(:class:`FloatCompare`) or a float test (:class:`FloatTest`). Where a schedule reads an
+integer buffer or branches on floats other than the launch's (:func:`depends_on_data`), its
+traffic depends on the values in the arrays: its counts are those of the data executed.
 
 Private arrays (:class:`PrivateArray`, declared by :class:`DeclarePrivateArray`) hold
 register tiles such as ``acc[TM][TN]``, one per work-item.
@@ -80,7 +82,9 @@ from tiletraffic.simulator.ir.expressions import (
     IntLike, IntLoad, Load, Min, Not, Param, Private, PrivateElem, ScheduleError, Select, Stmt, Var,
     WorkItemId, Wrap, as_float, as_int, c_int_type, ceil_div, describe_int, exp, fabs,
     float_operands, fmax, fmin, global_id, group_id, local_id, minimum, select, sqrt, wrap)
-from tiletraffic.simulator.ir.expressions import FloatCompare, FloatParam, IntToFloat
+from tiletraffic.simulator.ir.expressions import (FLOAT_TESTS, FloatCompare, FloatParam,
+                                                  FloatTest, IntToFloat, is_data_condition,
+                                                  is_launch_float)
 from tiletraffic.simulator.ir.visitor import walk, walk_statements
 
 __all__ = [
@@ -94,6 +98,8 @@ __all__ = [
     "FCall", "Select", "FLOAT_OPS", "FLOAT_FUNCTIONS", "EXACT_FLOAT_FUNCTIONS",
     "FUNCTION_ERROR_ULPS", "fmax", "fmin", "fabs", "sqrt", "exp", "select",
     "float_operands", "as_float", "FloatParam", "IntToFloat", "FloatCompare",
+    "FloatTest", "FLOAT_TESTS", "is_data_condition", "is_launch_float", "branches_on_data",
+    "depends_on_data",
     # errors, launch geometry, arrays
     "ScheduleError", "ndrange_problems", "check_ndrange", "FLOAT_BYTES", "ARRAY_ROLES",
     "HALF_BYTES", "STORAGE_TYPES", "element_bytes",
@@ -264,6 +270,20 @@ def reads_int_buffer(node) -> bool:
     (:class:`IntLoad`) anywhere."""
     nodes = node if isinstance(node, (tuple, list)) else (node,)
     return any(isinstance(n, IntLoad) for s in nodes for n in walk(s))
+
+
+def branches_on_data(node) -> bool:
+    """Whether the statements or expression ``node`` hold a condition on floats other than
+    the launch's (:func:`is_data_condition`) anywhere."""
+    nodes = node if isinstance(node, (tuple, list)) else (node,)
+    return any(is_data_condition(n) for s in nodes for n in walk(s))
+
+
+def depends_on_data(node) -> bool:
+    """Whether the traffic of the statements or expression ``node`` may depend on the
+    values in the arrays: they read an integer buffer (:func:`reads_int_buffer`) or branch
+    on floats (:func:`branches_on_data`)."""
+    return reads_int_buffer(node) or branches_on_data(node)
 
 
 @dataclass(frozen=True, eq=False)
@@ -564,7 +584,7 @@ class Return(Stmt):
     """``return;`` — the work-item leaves the kernel (and reaches no later barrier)."""
 
 
-VECTOR_WIDTHS = (2, 4)
+VECTOR_WIDTHS = (2, 4, 8)
 """Floats per vector access: ``float2`` (8 bytes) and ``float4`` (16 bytes)."""
 
 

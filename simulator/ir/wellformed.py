@@ -298,6 +298,9 @@ class _Checker(Visitor):
         self._float(c.left)
         self._float(c.right)
 
+    def visit_FloatTest(self, c: S.FloatTest) -> None:
+        self._float(c.operand)
+
     # ------------------------------------------------------------------- floats
     def _array(self, array, index) -> None:
         known = self.arrays.get(getattr(array, "name", None))

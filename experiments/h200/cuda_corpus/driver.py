@@ -23,8 +23,8 @@ REPO = examples.REPO
 LAUNCH = REPO / "tests" / "corpora" / "cuda" / "launch"
 
 CASES = (
-    # (launch file, sizes set for the run): the reduction at a size the GPU is busy with,
-    # the DeepSpeed kernels at their launch files' own sizes
+    # (launch file, sizes set for the run): the reduction and bitexact's matrix product at
+    # sizes the GPU is busy with, the DeepSpeed kernels at their launch files' own sizes
     ("ck_gpu_reduction_sum_kernel", {"N": 1 << 22}),
     ("ds_column_sum_reduce", {}),
     ("ds_Transpose_Kernel", {}),
@@ -38,6 +38,10 @@ CASES = (
     ("ds_fused_add3_kernel", {}),
     ("ds_softmax_backward_kernel", {}),
     ("ds_LayerNormBackward2_fused_add", {}),
+    ("ds_LayerNormBackward1_fused_add", {}),
+    ("ds_LayerNormBackward1_means", {}),
+    ("ds_fused_bias_residual_layer_norm_vars", {}),
+    ("bx_matmul_kernel", {"M": 1024, "N": 1024, "K": 1024}),   # register-tiled SGEMM
 )
 """The cases: corpus kernels that the front end accepts and the check finds clean."""
 

@@ -39,6 +39,24 @@ INT_BUFFER_DECLINE = ("its control flow or addresses read an integer buffer (a l
 """Why every accelerator declines a schedule that reads an integer buffer
 (:func:`simulator.ir.nodes.reads_int_buffer`)."""
 
+FLOAT_BRANCH_DECLINE = ("it branches on floats of the data (a comparison or test of loaded "
+                        "or computed floats), so its control flow differs from work-item to "
+                        "work-item and work-group to work-group with the values: its counts "
+                        "are those of the data executed")
+"""Why every accelerator declines a schedule that branches on floats of the data
+(:func:`simulator.ir.nodes.branches_on_data`)."""
+
+
+def data_decline(body) -> str | None:
+    """Why every accelerator declines the statements ``body`` because their traffic depends
+    on the data (:data:`INT_BUFFER_DECLINE`, :data:`FLOAT_BRANCH_DECLINE`), or None."""
+    from tiletraffic.simulator.ir import nodes as S
+    if S.reads_int_buffer(body):
+        return INT_BUFFER_DECLINE
+    if S.branches_on_data(body):
+        return FLOAT_BRANCH_DECLINE
+    return None
+
 
 class NotApplicable(Exception):
     """A pass cannot give the exact result of full execution here (the message says why):

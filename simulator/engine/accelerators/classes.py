@@ -7,18 +7,17 @@ unwritten outputs, which need every work-group, are then not checked.
 
 Two work-groups have identical counts (loads, stores, barriers, FLOPs, requests, sectors,
 lines, bank conflicts) when every statement runs under the same masks and every address
-differs by the same multiple of 128 bytes (a cache line, hence of a 32-byte sector). For the
-schedules here, guards compare global ids with the matrix sizes, so masks can differ only in
-the first and last work-group of each NDRange dimension; addresses are affine in the
-work-group id. The class of work-group ``g`` is therefore, per dimension d,
-``(position of g_d: first / interior / last, g_d mod p_d)``, where ``p_d`` is the period
-after which the byte offset of every access, per step of ``g_d``, is a multiple of 128.
+differs by the same multiple of 128 bytes (a cache line, hence of a 32-byte sector). The
+partition is :func:`.class_safety.class_plan`'s: per NDRange dimension, segments of
+work-group ids within which every condition is proved the same, and a period ``p_d`` after
+which every address has moved by whole lines; the class of work-group ``g`` is, per
+dimension, its segment and, in a segment of several work-groups, ``g_d mod p_d``.
 
-``p_d`` is measured, not assumed: two interior work-groups one step apart in dimension d are
-executed and the difference of every access's index is checked to be one constant per
-statement; otherwise (or for small grids) every work-group of that dimension is its own
-class. The tests prove the classes against full execution for every family over drawn
-shapes.
+For a built-in family (trusted: its tests prove the classes against full execution) the
+segments are the first, interior and last work-group of each dimension, and ``p_d`` is
+measured, not assumed: two interior work-groups one step apart in dimension d are executed
+and the difference of every access's index is checked to be one constant per statement;
+otherwise (or for small grids) every work-group of that dimension is its own class.
 """
 from __future__ import annotations
 
@@ -31,19 +30,25 @@ import numpy as np
 from tiletraffic.simulator.observers.counters import (AccessEvent, Observer, compact_mask,
                                                       same_in_every_group)
 from tiletraffic.simulator.ir.nodes import FLOAT_BYTES, Schedule
+from tiletraffic.simulator.engine.accelerators.class_safety import (LINE_BYTES,
+                                                                    MIN_GROUPS_FOR_CLASSES,
+                                                                    class_plan, default_starts)
 
-LINE_BYTES = 128
-MIN_GROUPS_FOR_CLASSES = 5
-"""Below this many work-groups in a dimension, each is its own class there."""
+__all__ = ["GroupClasses", "group_classes", "load_offsets", "LINE_BYTES",
+           "MIN_GROUPS_FOR_CLASSES"]
 
 
 @dataclass(frozen=True)
 class GroupClasses:
-    """Representatives (linear work-group ids) and how many work-groups each stands for."""
+    """Representatives (linear work-group ids) and how many work-groups each stands for;
+    per NDRange dimension, the first work-group id of each segment (``starts``) and the
+    period of the ids within a segment of several work-groups (``periods``: the members of a
+    class are its representative's id plus whole periods, within its segment)."""
 
     representatives: np.ndarray
     weights: np.ndarray
     periods: tuple[int, ...]
+    starts: tuple[tuple[int, ...], ...]
 
     @property
     def total(self) -> int:
@@ -173,7 +178,10 @@ def load_offsets(schedule: Schedule, run_groups, dim: int = 0) -> dict[str, int 
 
 
 def group_classes(schedule: Schedule, run_groups) -> GroupClasses:
-    """Classes of the work-groups of ``schedule``.
+    """Classes of the work-groups of ``schedule``: those of
+    :func:`.class_safety.class_plan`, or, where it gives none (a schedule the classes are
+    not proved for, or a built-in family), the first / interior / last work-group of each
+    dimension with measured periods.
 
     ``run_groups(linear_ids, observer, block_groups=None)`` executes those work-groups of
     ``schedule`` (counts only) with an extra observer
@@ -181,23 +189,32 @@ def group_classes(schedule: Schedule, run_groups) -> GroupClasses:
     periods (once per schedule, shared with :func:`load_offsets`).
     """
     ng = schedule.num_groups
-    base = [1 if n >= MIN_GROUPS_FOR_CLASSES else 0 for n in ng]
-    periods = []
-    for d, n in enumerate(ng):
-        p = _period(schedule, d, base, run_groups) if n >= MIN_GROUPS_FOR_CLASSES else None
-        periods.append(p if p is not None else n)
-    ids = np.arange(schedule.work_groups, dtype=np.int64)
-    key = np.zeros_like(ids)
-    rest = ids.copy()
-    for n, p in zip(ng, periods):
-        g = rest % n
-        rest //= n
-        if p >= n:
-            part, size = g, n
-        else:
-            pos = np.where(g == 0, 0, np.where(g == n - 1, 2, 1))
-            part, size = pos * p + g % p, 3 * p
-        key = key * size + part
-    _, first, counts = np.unique(key, return_index=True, return_counts=True)
-    order = np.argsort(first)
-    return GroupClasses(first[order], counts[order].astype(np.int64), tuple(periods))
+    plan = class_plan(schedule)
+    starts = plan.starts if plan is not None else default_starts(ng)
+    periods = list(plan.periods) if plan is not None and plan.periods is not None else None
+    if periods is None:
+        base = [1 if n >= MIN_GROUPS_FOR_CLASSES else 0 for n in ng]
+        periods = []
+        for d, n in enumerate(ng):
+            p = _period(schedule, d, base, run_groups) if n >= MIN_GROUPS_FOR_CLASSES \
+                else None
+            periods.append(p if p is not None else n)
+    # a class is one class of each dimension: per dimension, the first work-group id of each
+    # of its classes and how many ids it holds; representatives are the combinations of
+    # those first ids (each the class's smallest linear id), in linear order
+    reps = np.zeros(1, dtype=np.int64)
+    weights = np.ones(1, dtype=np.int64)
+    stride = 1
+    for n, p, first in zip(ng, periods, starts):
+        lowest, counts = [], []
+        for s, e in zip(first, (*first[1:], n)):     # each segment: one class per residue
+            r = np.arange(min(p, e - s), dtype=np.int64)
+            lowest.append(s + r)
+            counts.append(-(-(e - s - r) // p))
+        lowest, counts = np.concatenate(lowest), np.concatenate(counts)
+        reps = (reps[:, None] + lowest[None, :] * stride).reshape(-1)
+        weights = (weights[:, None] * counts[None, :]).reshape(-1)
+        stride *= n
+    order = np.argsort(reps, kind="stable")
+    return GroupClasses(reps[order], weights[order], tuple(periods),
+                        tuple(tuple(int(v) for v in s) for s in starts))

@@ -60,8 +60,7 @@ from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.kernels.families import FAMILIES
 from tiletraffic.simulator.ir.static import eval_static, is_vectorizable
 from tiletraffic.simulator.ir.visitor import children, walk, walk_statements
-from tiletraffic.simulator.engine.accelerators import INT_BUFFER_DECLINE, NotApplicable
-from tiletraffic.simulator.ir.nodes import reads_int_buffer
+from tiletraffic.simulator.engine.accelerators import NotApplicable, data_decline
 
 LINE_ELEMS = 32
 """float32 elements per 128-byte cache line: the alignment that K values must share."""
@@ -319,8 +318,8 @@ def extrapolate_fields(objs: list, steps: int):
 def k_extrapolation_problem(schedule: Schedule, local_vector_words: int = 1) -> str | None:
     """Why :func:`applies` does not hold for ``schedule`` (one line, for a note), ``None``
     where it does."""
-    if reads_int_buffer(schedule.body):
-        return INT_BUFFER_DECLINE
+    if data_decline(schedule.body) is not None:
+        return data_decline(schedule.body)
     depth, why = _k_step(schedule)
     if depth is None:
         return why

@@ -16,7 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 LAUNCH = HERE / "launch"
 README = HERE / "README.md"
-LICENCES = {"deepspeed": "Apache-2.0", "cuda-kernels": "MIT"}
+LICENCES = {"deepspeed": "Apache-2.0", "cuda-kernels": "MIT", "bitexact": "MIT"}
 """Each origin folder's licence (its LICENSE file's, as SPDX names it)."""
 HEADER = ("| kernel | origin | licence | source | reading | check |\n"
           "|---|---|---|---|---|---|\n")

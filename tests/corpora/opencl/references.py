@@ -271,3 +271,72 @@ def silx_densify_csr(x):
         for k in range(iptr[r], iptr[r + 1]):
             out[r, ind[k]] = x["data"][k]
     return {"output": out}
+
+
+def _pyfai_csr(x, threshold):
+    """pyFAI's CSR integration of ``weights`` by the launch files' CSR matrix (B = 8 rows of
+    P = 64 pixels, ``coefs`` its values; no dummy): per row, the sum of coef * weight over
+    its finite pixels (``sum_data``), the sum of their coefs (``sum_count``) and their
+    ratio where the count exceeds ``threshold``, else the dummy value 0 (``merged``)."""
+    sizes = {"H": 8, "W": 64}
+    iptr, ind = csr_row_pointers(sizes), csr_column_indices(sizes)
+    weights = x["weights"].astype(np.float64)
+    coefs = x["coefs"].astype(np.float64)
+    data, count = np.zeros(sizes["H"]), np.zeros(sizes["H"])
+    for r in range(sizes["H"]):
+        for k in range(iptr[r], iptr[r + 1]):
+            if np.isfinite(weights[ind[k]]):
+                data[r] += coefs[k] * weights[ind[k]]
+                count[r] += coefs[k]
+    merged = np.where(count > threshold, data / np.where(count == 0, 1, count), 0.0)
+    return {"sum_data": data, "sum_count": count, "merged": merged}
+
+
+def pyfai_csr_integrate(x):
+    """``csr_integrate`` (a row per work-group): the merged value where the count is > 0."""
+    return _pyfai_csr(x, 0.0)
+
+
+def pyfai_csr_integrate_single(x):
+    """``csr_integrate_single`` (a row per work-item): the merged value where the count is
+    > 1e-10 (the kernel's epsilon)."""
+    return _pyfai_csr(x, 1e-10)
+
+
+def pyfai_csr_integrate4_single(x):
+    """``csr_integrate4_single`` with the Poisson error model (``error_model = 0``): per row
+    of the CSR matrix, over its pixels whose signal, variance and norm are finite and whose
+    count is > 0, the double-word sums (high part; the low part of an exact sum is 0) of
+    coef * signal, coef^2 * variance, coef * norm, then the sums of coef * count and of
+    (coef * norm)^2 (``summed``, 8 floats a row); where the count sum is > 0 the average
+    signal, the standard deviation and the standard error of the mean, else the ``empty``
+    value 0."""
+    sizes = {"H": 8, "W": 64}
+    iptr, ind = csr_row_pointers(sizes), csr_column_indices(sizes)
+    w = x["weights"].astype(np.float64).reshape(-1, 4)
+    coefs = x["coefs"].astype(np.float64)
+    summed = np.zeros((sizes["H"], 8))
+    for r in range(sizes["H"]):
+        for k in range(iptr[r], iptr[r + 1]):
+            signal, variance, norm, count = w[ind[k]]
+            c = coefs[k]
+            if np.all(np.isfinite([signal, variance, norm])) and count > 0:
+                summed[r, 0] += c * signal
+                summed[r, 2] += c * c * variance
+                summed[r, 4] += c * norm
+                summed[r, 6] += c * count
+                summed[r, 7] += (c * norm) ** 2
+    valid = summed[:, 6] > 0
+    safe = np.where(valid, 1.0, 0.0)
+    norm1 = np.where(valid, summed[:, 4], 1.0)
+    norm2 = np.where(valid, summed[:, 7], 1.0)
+    return {"summed": summed,
+            "averint": safe * summed[:, 0] / norm1,
+            "stdevpix": safe * np.sqrt(summed[:, 2] / norm2),
+            "stderrmean": safe * np.sqrt(summed[:, 2]) / norm1}
+
+
+def pyfai_csr_integrate4(x):
+    """``csr_integrate4`` (a row per work-group, its partial sums merged through local
+    memory): the same sums and results as :func:`pyfai_csr_integrate4_single`."""
+    return pyfai_csr_integrate4_single(x)

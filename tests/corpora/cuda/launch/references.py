@@ -204,3 +204,8 @@ def softmax_backward_rows_of_32(inputs):
     """softmax_backward_v2 over rows of 32 of the flat grad and output (S = 32)."""
     g, y = inputs["grad"].reshape(-1, 32), inputs["output"].reshape(-1, 32)
     return {"grad": (y * (g - (g * y).sum(axis=-1, keepdims=True))).reshape(-1)}
+
+
+def matmul(inputs):
+    """C = A @ B (row-major)."""
+    return {"C": inputs["A"] @ inputs["B"]}
