@@ -293,3 +293,19 @@ def test_pocl_runs_the_vectorized_half_rows_reduce(pocl):
     sch = build("matvec-rows-reduce", 37, 204, tile=8, vec=4, dtype="float16")
     result = run_on_device(select_device(pocl), sch, repeat=10, warmup=1)
     assert _is_half(result.run.outputs["y"]) and result.check.ok
+
+
+def test_the_class_proof_of_a_users_half_kernel_models_as_full_execution():
+    import tiletraffic as tt
+    from tiletraffic.simulator.model.device_model import device_model
+    from tiletraffic.simulator.model.launch import model_launch
+
+    sch = tt.build(str(REPO / "examples/opencl/matvec_half.toml"), set={"M": 640, "K": 72})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h200 = device_model("nvidia-h200")
+        fast = model_launch(sch, h200).to_dict()
+        full = model_launch(sch, h200, accelerators=Accelerators()).to_dict()
+    for key in ("global_load_requests", "global_load_sectors", "l2_read_sectors",
+                "dram_read_bytes", "global_load_bytes"):
+        assert fast[key] == full[key], key
