@@ -155,8 +155,13 @@ class BuiltIn:
                                 f"{', '.join(takers)} only, not {spec}")
         allowed = schedules.FAMILY_OPTIONS.get(spec, ())
         if unknown := [key for key in options if key not in allowed]:
-            raise ScheduleError(f"{spec} does not take {', '.join(map(spell, unknown))}; its "
-                                f"options: {', '.join(map(spell, allowed))}")
+            takers = [family for family, keys in schedules.FAMILY_OPTIONS.items()
+                      if set(unknown) <= set(keys)]
+            raise ScheduleError(
+                f"{spec} does not take {', '.join(map(spell, unknown))}; its options: "
+                f"{', '.join(map(spell, allowed))}" + (
+                    f" ({', '.join(map(spell, unknown))} applies to {', '.join(takers)})"
+                    if takers else ""))
         try:
             return self._build(spec, m, k, n, tile, chunk, options, example_shape, spell)
         except ScheduleError as err:   # the builders name sizes and options by keyword

@@ -78,7 +78,8 @@ def test_a_launch_of_many_short_work_items_is_counted_without_values():
 EXAMPLE_SIZES = {"mm_tiled": {"N": 160}, "matvec_chunked": {"M": 1000, "K": 150},
                  "mm_helper": {"M": 100, "K": 21, "N": 90},
                  "mm_reg2x2": {"M": 192, "K": 20, "N": 224},
-                 "reduce_local": {"n": 12700}, "transpose_padded": {"N": 256}}
+                 "reduce_local": {"n": 12700}, "transpose_padded": {"N": 256},
+                 "matvec_half": {"M": 1000, "K": 128}}
 
 
 def test_every_example_has_sizes_here():

@@ -37,6 +37,12 @@ def closed_forms(name: str, s: dict) -> dict:
         return {"global_load_elems": m * k + groups * k, "global_store_elems": m,
                 "local_store_elems": groups * k, "local_load_elems": m * k,
                 "barriers": groups * 2 * chunks, "flop": 2 * m * k}
+    if name == "matvec_half":        # half storage: vload_half4 of A and x, 4 elements each
+        m, k = s["M"], s["K"]
+        return {"global_load_elems": 2 * m * k, "global_store_elems": m,
+                "global_load_bytes": 4 * m * k, "global_store_bytes": 2 * m,
+                "local_store_elems": 0, "local_load_elems": 0, "barriers": 0,
+                "flop": 2 * m * k}
     if name == "mm_reg2x2":          # 4 loads per k per work-item, no local memory
         m, k, n = s["M"], s["K"], s["N"]
         return {"global_load_elems": m * n * k, "global_store_elems": m * n,
@@ -67,7 +73,7 @@ def closed_forms(name: str, s: dict) -> dict:
 
 
 NAMES = ("mm_tiled", "matvec_chunked", "mm_reg2x2", "transpose_padded", "reduce_local",
-         "mm_helper")
+         "mm_helper", "matvec_half")
 WITH_BARRIERS = ("mm_tiled", "matvec_chunked", "transpose_padded", "reduce_local",
                  "mm_helper")
 

@@ -36,7 +36,11 @@ def build(name: str, m: int | None = None, k: int | None = None, n: int | None =
             `bk`, `wg_rows` of the register-blocked GEMMs, `wg_rows` of
             `matvec-rows-reduce`; `batch=P`, P products C[b] = A[b]·B[b] in one launch,
             and `shared_b=True`, one B for the whole batch, of every GEMM family:
-            `tiletraffic.simulator.kernels.batch`); and for every form `max_registers=N`, the register
+            `tiletraffic.simulator.kernels.batch`); `dtype="float16"` (or `"float32"`, the
+            default) of every GEMM and matrix-vector family: half storage of its matrices
+            and vectors, read with `vload_half`, computed in float32, rounded to half when
+            stored (`tiletraffic.simulator.kernels.storage`); and for every form
+            `max_registers=N`, the register
             budget of a work-item (the compiled kernel uses at most N registers; on
             NVIDIA's OpenCL through the PTX `.maxnreg` directive; the model's register
             estimate is capped at N).

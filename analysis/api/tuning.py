@@ -36,7 +36,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
          space=None, jobs: int = 1, measure_all: bool = False, resume: bool = False,
          seed: int | None = None, progress: bool | None = False, recheck: int | None = None,
          log=None, command: str | None = None, targets=None, cluster: str | None = None,
-         device_workers: int | None = None, batch: int = 1, shared_b: bool = False):
+         device_workers: int | None = None, batch: int = 1, shared_b: bool = False,
+         dtype: str = "float32"):
     """Tune C = A·B (A m×k, B k×n, float32) over a tuning space: reject the candidates that
     break the space's constraints (each with its reason), rank the rest by the model's
     predicted time on `device_model`, run the `top` best on `device` (every launch
@@ -77,6 +78,8 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
             `tiletraffic.analysis.tune.shapes.tune_shapes`.
         batch, shared_b: tune a batch of `batch` products C[b] = A[b]·B[b] in one launch
             (one B for all where `shared_b`): every candidate is built batched.
+        dtype: `"float32"` (default) or `"float16"`: every candidate stores A, B and C as
+            half (`tiletraffic.simulator.kernels.storage`).
 
     Returns:
         `tiletraffic.analysis.tune.tuner.TuneResult` (`.summary`: `regret_ratio`,
@@ -100,4 +103,4 @@ def tune(m: int, n: int, k: int, *, device: str | None = None, device_model=None
         warmup=warmup, rounds=rounds, space=space, jobs=jobs, measure_all=measure_all,
         resume=resume, seed=seed, progress=progress, recheck=recheck, log=log,
         command=command, targets=targets, cluster=cluster, device_workers=device_workers,
-        batch=batch, shared_b=shared_b))
+        batch=batch, shared_b=shared_b, dtype=dtype))

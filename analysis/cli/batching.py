@@ -1,6 +1,7 @@
 """The command line's batch options: ``--batch COUNT`` and ``--shared-b``, taken by every command
-that builds a GEMM family at its sizes (:mod:`simulator.kernels.batch`); kept, as the other
-family options, in the click context's ``family_options``."""
+that builds a GEMM family at its sizes (:mod:`simulator.kernels.batch`), and the storage
+option ``--dtype float32|float16`` of every family (:mod:`simulator.kernels.storage`); kept,
+as the other family options, in the click context's ``family_options``."""
 from __future__ import annotations
 
 import click
@@ -25,8 +26,31 @@ SHARED_B_HELP = ("With --batch: one K x N matrix B for the whole batch (a layer'
                  "applied to every input): C[b] = A[b]·B.")
 
 
+DTYPE_HELP = ("Every GEMM and matrix-vector family: storage of its matrices and vectors, "
+              "float32 (4 bytes) or float16 (half: 2 bytes, read with vload_half, "
+              "computed in float32, rounded to half when stored) [default: float32].")
+
+
+def _remember_dtype(ctx, param, value):
+    if value is not None:
+        from tiletraffic.simulator.kernels.storage import DTYPES
+        if value not in DTYPES:
+            raise click.BadParameter(f"{value!r} is not one of {', '.join(DTYPES)}", ctx,
+                                     param)
+        ctx.meta.setdefault("family_options", {})["dtype"] = value
+    return value
+
+
+def dtype_option(f):
+    """--dtype float32|float16 (every family; :mod:`simulator.kernels.storage`)."""
+    return click.option("--dtype", "dtype", type=str, default=None, metavar="float32|float16",
+                        expose_value=False, callback=_remember_dtype, help=DTYPE_HELP)(f)
+
+
 def batch_options(f):
-    """--batch COUNT and --shared-b (every GEMM family; :mod:`simulator.kernels.batch`)."""
+    """--batch COUNT and --shared-b (every GEMM family; :mod:`simulator.kernels.batch`),
+    with --dtype (every family)."""
+    f = dtype_option(f)
     f = click.option("--shared-b", "shared_b", is_flag=True, default=False,
                      expose_value=False, callback=_remember_flag, help=SHARED_B_HELP)(f)
     return click.option("--batch", "batch", type=int, default=None, metavar="COUNT",
@@ -36,8 +60,13 @@ def batch_options(f):
 
 
 def tune_batch_options(f):
-    """--batch COUNT and --shared-b as arguments of the command (``tune gemm``: every
-    candidate is built with them)."""
+    """--batch COUNT, --shared-b and --dtype as arguments of the command (``tune gemm``:
+    every candidate is built with them)."""
     f = click.option("--shared-b", "shared_b", is_flag=True, help=SHARED_B_HELP)(f)
+    f = click.option("--dtype", "dtype", type=click.Choice(["float32", "float16"]),
+                     default="float32", show_default=True,
+                     help="Storage of A, B and C: float32, or float16 (half: read with "
+                          "vload_half, computed in float32, rounded to half when stored); "
+                          "every candidate is built with it.")(f)
     return click.option("--batch", "batch", type=int, default=1, show_default=True,
                         metavar="COUNT", help=BATCH_HELP.split(" [default")[0])(f)

@@ -14,8 +14,8 @@ from tiletraffic.simulator.engine.simulation import InputError
 from tiletraffic.simulator.ir.static import ExecutionError
 from tiletraffic.simulator.model.observation import device_limits
 from tiletraffic.simulator.observers.hazards import HazardError
-from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
 from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
+from tiletraffic.simulator.kernels.storage import dtype_fields, storage_text
 
 from tiletraffic.frontend.user_schedule import UserScheduleError
 
@@ -171,7 +171,7 @@ def model_json(sch, launch, guesses: list[str], declared: list[str]) -> dict:
         formula = schedules.closed_form(sch)
     except UserScheduleError as err:   # the file's own closed_form raised or is malformed
         raise click.UsageError(str(err)) from None
-    out = {"schedule": sch.family, "tile": sch.tile,
+    out = {"schedule": sch.family, "tile": sch.tile, **dtype_fields(sch),
            **{k.lower(): v for k, v in sch.params}, **launch.to_dict(),
            "closed_form_agrees": schedules.closed_form_agrees(formula, launch.counts.to_dict()),
            "guessed_values": guesses}
@@ -213,7 +213,8 @@ def model_text(sch, model, launch) -> list[str]:
                     (p.bound, p.bound + "_s"),
                     *((k.removesuffix("_s").replace("_", " "), k) for k in ADDED_TIME_TERMS))))]
     head = (f"{sch.family} on model {model.name}: " +
-            " ".join(f"{k}={v}" for k, v in sch.params) + f" tile={sch.tile}")
+            " ".join(f"{k}={v}" for k, v in sch.params) + f" tile={sch.tile}"
+            + storage_text(sch))
     if is_sequence(sch):
         lines = [head, f"  predicted time (ms)              {p.predicted_time_s * 1e3:.4f}  "
                        f"(the sum of its {len(sch.kernels)} kernels', launched in order)"]
@@ -235,7 +236,7 @@ def output_lines(sch, line_bytes: int) -> int:
     """The L2 lines the outputs of ``sch`` (one kernel) occupy: each output array's bytes
     in whole lines of ``line_bytes`` (buffers start on a line)."""
     p = sch.param_values
-    return sum(-(-math.prod(p[s] for s in a.shape) * FLOAT_BYTES // line_bytes)
+    return sum(-(-math.prod(p[s] for s in a.shape) * a.element_bytes // line_bytes)
                for a in sch.arrays if a.is_output)
 
 

@@ -125,12 +125,14 @@ REGISTER_BLOCK_OPTIONS = (
                    "L2 (default 1: row by row)."),
     ("splits", "gemm-split-k: slices of K, each computed by its own work-groups into a "
                "partial C that a second kernel adds (default 4; at least 2)."),
+    ("vec", "matvec-rows-reduce: elements of A and x each work-item reads per step as one "
+            "vector access, 1, 2 or 4 (default 1; K a multiple of it)."),
 )
 """Options of the register-blocked families: a work-group of --tile x --wg-rows work-items
 computes a BM x BN block of C, BM = tm * wg_rows, BN = tn * tile, through BM x bk and
 bk x BN local tiles (gemm-vectorized, gemm-warp-tiled: tm, tn, bk, K and N multiples of 4;
 gemm-warp-tiled: --wn, sub-group tiles, --group-rows, the order of the blocks; gemm-split-k:
-those of gemm-warp-tiled and --splits); and of matvec-rows-reduce (--wg-rows)."""
+those of gemm-warp-tiled and --splits); and of matvec-rows-reduce (--wg-rows, --vec)."""
 
 LAYOUT_OPTIONS = ("mapping", "padding", "a_tile")
 """Options of gemm-naive and gemm-tiled, kept in the click context as the register-block
@@ -222,7 +224,8 @@ def schedule_options(f):
 
 
 NAMED_SIZE_OPTIONS = ("m", "k", "n", "tile", "chunk", "launch_sets", "max_registers",
-                      *(name for name, _ in REGISTER_BLOCK_OPTIONS), "batch", "shared_b")
+                      *(name for name, _ in REGISTER_BLOCK_OPTIONS), "batch", "shared_b",
+                      "dtype")
 """The parameters of :func:`named_schedule_options` that size or shape the one SCHEDULE
 named (none applies to ``--all``)."""
 

@@ -18,6 +18,7 @@ from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.engine.reference import random_inputs, references
 from tiletraffic.simulator.ir.sequence import is_sequence
 from tiletraffic.simulator.kernels.batch import batch_fields
+from tiletraffic.simulator.kernels.storage import dtype_fields, storage_text
 
 from tiletraffic.analysis import environment
 from tiletraffic.frontend.user_schedule import UserScheduleError, closed_form_source
@@ -141,7 +142,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
     if as_json:
         p = sch.param_values
         out = {"schedule": sch.family, "m": p.get("M", m), "k": p.get("K", k),
-               "n": p.get("N", n), "tile": sch.tile, **batch_fields(sch),
+               "n": p.get("N", n), "tile": sch.tile, **batch_fields(sch), **dtype_fields(sch),
                **({"kernels": [{"kernel": x.kernel_name, "local_size": list(x.local_size),
                                 "global_size": list(x.global_size)} for x in sch.kernels]}
                   if is_sequence(sch) else
@@ -200,7 +201,8 @@ def checked_result(sch, inputs, ref_fn, res):
     except ValueError as err:  # the user's reference: raised, wrong shape, not finite
         raise click.UsageError(str(err)) from None
     checked = [(ref, check_result(np.asarray(res.outputs[ref.output]).reshape(ref.value.shape),
-                                  ref.value, ref.k, ref.abs_product, ref.error_bound))
+                                  ref.value, ref.k, ref.abs_product, ref.error_bound,
+                                  ref.stored_half))
                for ref in refs]
     ref, worst = max(checked, key=lambda pair: pair[1].error_over_tolerance)
     return ref, worst, tuple(r.output for r in refs)
@@ -238,7 +240,7 @@ def counts_text(sch, counts: dict, formula: dict | None, hazards) -> list[str]:
     is none or it gives none for the counter), where the closed forms come from and what
     they disagree in (a user's file, or a disagreement), and the hazards."""
     lines = [f"{sch.family}  " + " ".join(f"{a}={v}" for a, v in sch.params) +
-             f"  tile={sch.tile}  {launch_shape_text(sch)}",
+             f"  tile={sch.tile}{storage_text(sch)}  {launch_shape_text(sch)}",
              f"{'counter':40s} {'simulated':>16s} {'closed form':>16s}"]
     for key, value in counts.items():
         for name, v in (value.items() if isinstance(value, dict) else [(None, value)]):

@@ -165,8 +165,8 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
 @tune_batch_options
 def tune_gemm(m, n, k, shapes_file, device, device_model, top, measure_all, recheck,
               out_file, resume, space_file, repeat, warmup, rounds, jobs, cluster,
-              device_workers, seed, targets, as_json, batch, shared_b):
-    """Tune C = A·B (A is M x K, B is K x N, float32): every candidate of the tuning space
+              device_workers, seed, targets, as_json, batch, shared_b, dtype):
+    """Tune C = A·B (A is M x K, B is K x N, float32 or with --dtype float16 half storage): every candidate of the tuning space
     is checked against its constraints (rejected ones are listed with the reason), modelled
     and ranked by predicted time; the best --top are run on the device, each launch checked
     against float64 before its time counts. Prints a table and the model's regret (time of
@@ -197,6 +197,7 @@ def tune_gemm(m, n, k, shapes_file, device, device_model, top, measure_all, rech
     check_device_spec(device)
     if shapes is None:
         batched = "" if batch == 1 else f"-batch{batch}" + ("-shared-b" if shared_b else "")
+        batched += "-float16" if dtype == "float16" else ""
         out_file = f"tuning/gemm-{m}x{n}x{k}{batched}.json" if out_file is None else out_file
         check_out_file(out_file)
     else:
@@ -207,7 +208,7 @@ def tune_gemm(m, n, k, shapes_file, device, device_model, top, measure_all, rech
                    repeat=repeat, warmup=warmup, rounds=rounds, space=space_file, jobs=jobs,
                    measure_all=measure_all, resume=resume, seed=seed, progress=None,
                    recheck=recheck, targets=targets, cluster=cluster,
-                   device_workers=device_workers, batch=batch, shared_b=shared_b,
+                   device_workers=device_workers, batch=batch, shared_b=shared_b, dtype=dtype,
                    log=lambda line: click.echo(line, err=True), command=command_line())
     try:
         if shapes is None:

@@ -228,7 +228,8 @@ def coalescing_picture(sample: dict, sector_bytes: int, line_bytes: int) -> str:
     colour = STORE if sample["direction"] == "store" else LOAD
     lane_w = 14
     per_line = line_bytes // sector_bytes
-    addresses = {lane: [e * 4 for e in els] for lane, els in zip(lanes, elements)}
+    size = sample.get("element_bytes", 4)      # 2 for half storage
+    addresses = {lane: [e * size for e in els] for lane, els in zip(lanes, elements)}
     touched_lines = sorted({b // line_bytes for bs in addresses.values() for b in bs})
     touched_sectors = {b // sector_bytes for bs in addresses.values() for b in bs}
     slots = max(1, len(touched_lines) * per_line)

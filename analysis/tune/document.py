@@ -15,11 +15,11 @@ from tiletraffic.analysis.tune.options import TuneError, TuneOptions
 FORMAT = 2
 """Version of the JSON document's layout (2: the recheck's ``recheck`` and per-prediction
 fields, :mod:`analysis.tune.recheck`; a format-1 file resumes as one without them)."""
-RESUME_KEYS = ("operation", "m", "n", "k", "batch", "shared_b", "space_sha256",
+RESUME_KEYS = ("operation", "m", "n", "k", "batch", "shared_b", "dtype", "space_sha256",
                "device_model_sha256")
 MEASURE_KEYS = ("device_slug", "repeat", "warmup", "rounds", "seed")
 RESUME_WORDS = {"operation": "the operation", "m": "--m", "n": "--n", "k": "--k",
-                "batch": "--batch", "shared_b": "--shared-b",
+                "batch": "--batch", "shared_b": "--shared-b", "dtype": "--dtype",
                 "space_sha256": "the space file (--space)",
                 "device_model_sha256": "the device model (--device-model)",
                 "device_slug": "the device (--device)", "repeat": "--repeat",
@@ -105,6 +105,7 @@ def tuning_meta(options: TuneOptions, space, model, limits, target, judged_by,
     meta = {
         "format": FORMAT, "operation": "gemm", "m": o.m, "n": o.n, "k": o.k,
         **({"batch": o.batch, "shared_b": o.shared_b} if o.batch != 1 else {}),
+        **({"dtype": o.dtype} if o.dtype != "float32" else {}),
         "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": o.described_command(), "tiletraffic": version,
         "space": space.path, "space_sha256": space.sha256, "space_candidates": space.size,

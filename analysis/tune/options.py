@@ -67,6 +67,8 @@ class TuneOptions:
         batch, shared_b: a batch of ``batch`` products C[b] = A[b]·B[b] in one launch,
             with one B for all where ``shared_b`` (:mod:`simulator.kernels.batch`);
             every candidate is built batched.
+        dtype: ``float32`` (default) or ``float16``, the storage of A, B and C
+            (:mod:`simulator.kernels.storage`); every candidate is built with it.
 
     Raises:
         TuneError: when built: a size not a positive integer or beyond 32-bit indexing;
@@ -101,6 +103,7 @@ class TuneOptions:
     device_workers: int | None = None
     batch: int = 1
     shared_b: bool = False
+    dtype: str = "float32"
 
     def __post_init__(self):
         from tiletraffic.analysis.tune.cluster import check_cluster
@@ -134,6 +137,9 @@ class TuneOptions:
         if not isinstance(self.shared_b, bool) or (self.shared_b and self.batch == 1):
             raise TuneError("shared_b applies to a batch of 2 or more products, got "
                             f"shared_b = {self.shared_b!r} with batch = {self.batch}")
+        from tiletraffic.simulator.kernels.storage import DTYPES
+        if self.dtype not in DTYPES:
+            raise TuneError(f"dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
         b = self.batch
         for what, v in (("M*K", b * m * k), ("K*N", (1 if self.shared_b else b) * k * n),
                         ("M*N", b * m * n)):
@@ -153,9 +159,9 @@ class TuneOptions:
 
     @property
     def problem(self) -> tuple:
-        """What every candidate is built at: ``(m, n, k, batch, shared_b)``
+        """What every candidate is built at: ``(m, n, k, batch, shared_b, dtype)``
         (:meth:`analysis.tune.space.Candidate.build`'s arguments)."""
-        return self.m, self.n, self.k, self.batch, self.shared_b
+        return self.m, self.n, self.k, self.batch, self.shared_b, self.dtype
 
     def described_command(self) -> str:
         """``command``, else a description of the library call."""

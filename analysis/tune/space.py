@@ -109,10 +109,11 @@ class Candidate:
         """``gemm-vectorized tile=8 wg_rows=8 tm=8 tn=8 bk=16``: unique within a space."""
         return " ".join([self.family] + [f"{k}={v}" for k, v in self.params])
 
-    def build(self, m: int, n: int, k: int, batch: int = 1, shared_b: bool = False):
+    def build(self, m: int, n: int, k: int, batch: int = 1, shared_b: bool = False,
+              dtype: str = "float32"):
         """The candidate's schedule at M×K·K×N (:func:`simulator.kernels.families.build`), with
         its register budget where ``max_registers`` is a parameter above 0; ``batch``
-        products in one launch (one B for all where ``shared_b``).
+        products in one launch (one B for all where ``shared_b``), stored as ``dtype``.
 
         Raises:
             ScheduleError: the builder refuses the parameters or sizes.
@@ -122,6 +123,8 @@ class Candidate:
         budget = options.pop("max_registers", 0)
         if batch != 1 or shared_b:
             options.update(batch=batch, shared_b=shared_b)
+        if dtype != "float32":
+            options.update(dtype=dtype)
         return with_register_budget(schedules.build(self.family, m, k, n, tile, **options),
                                     budget or None)
 

@@ -197,11 +197,11 @@ def no_valid_message(head: str, rejected: list[dict]) -> str:
 
 
 def screen(space: TuningSpace, m: int, n: int, k: int, limits: DeviceLimits,
-           batch: int = 1, shared_b: bool = False):
+           batch: int = 1, shared_b: bool = False, dtype: str = "float32"):
     """Split the candidates of ``space`` into valid ones (candidate, schedule) and
     rejections (dicts with label, family, params, stage ``constraint``/``builder``/
     ``limits``, ``reasons`` (full text) and ``whys`` (grouping keys)); each built with
-    ``batch`` and ``shared_b`` (:meth:`analysis.tune.space.Candidate.build`).
+    ``batch``, ``shared_b`` and ``dtype`` (:meth:`analysis.tune.space.Candidate.build`).
 
     Raises:
         SpaceError: a constraint cannot be evaluated.
@@ -216,7 +216,7 @@ def screen(space: TuningSpace, m: int, n: int, k: int, limits: DeviceLimits,
                              "whys": [why for why, _ in failed]})
             continue
         try:
-            sch = cand.build(m, n, k, batch, shared_b)
+            sch = cand.build(m, n, k, batch, shared_b, dtype)
         except ScheduleError as err:
             rejected.append({**entry, "stage": "builder", "reasons": [str(err)],
                              "whys": [f"the builder refused: {err}"]})
@@ -233,7 +233,7 @@ def screen(space: TuningSpace, m: int, n: int, k: int, limits: DeviceLimits,
 
 def _predict(task) -> tuple:
     """Model one candidate: (key, prediction or error); ``task``: (key, family, params,
-    (m, n, k, batch, shared_b), device model, registers per work-item or None for the
+    (m, n, k, batch, shared_b, dtype), device model, registers per work-item or None for the
     estimate)."""
     import time
 
@@ -430,7 +430,7 @@ def screened(options: TuneOptions, setup: Setup) -> tuple[list, list]:
         TuneError: no valid candidate (the rejections counted by reason).
     """
     valid, rejected = screen(setup.space, *options.sizes, setup.limits, options.batch,
-                             options.shared_b)
+                             options.shared_b, options.dtype)
     if not valid:  # nothing to tune: no file written, none moved
         m, n, k = options.sizes
         raise TuneError(no_valid_message(

@@ -27,7 +27,7 @@ BASELINES = {"gemm": "gemm-naive", "matvec": "matvec-naive"}
 """Kind of problem -> the family every other schedule of that problem is compared with."""
 
 OPTION_KEYS = ("chunk", "mapping", "padding", "a_tile", "tm", "tn", "bk", "wg_rows", "wn",
-               "group_rows", "batch", "shared_b")
+               "group_rows", "batch", "shared_b", "dtype", "vec")
 """Keys a case may carry beside family, m, k, n and tile (``schedules.build``'s options)."""
 
 
@@ -78,7 +78,8 @@ class Case:
     @property
     def problem(self) -> str:
         """The problem the case solves, e.g. ``"gemm 1024×1024×1024"`` (M×K×N),
-        ``"gemm 64 × 128×128×128"`` (a batch of 64) or ``"matvec 4096×4096"`` (M×K): cases
+        ``"gemm 64 × 128×128×128"`` (a batch of 64), ``"matvec 4096×4096"`` (M×K) or
+        ``"matvec 4096×4096 float16"`` (half storage, ``dtype = "float16"``): cases
         of one problem are ranked against each other.
         Launch-file cases of one file and one ``set`` solve one problem (their macros
         differ)."""
@@ -90,7 +91,8 @@ class Case:
         batch = options.get("batch", 1)
         shared = " shared B" if options.get("shared_b") else ""
         prefix = f"{batch} × " if batch != 1 else ""
-        return f"{self.kind} {prefix}{'×'.join(map(str, sizes))}{shared}"
+        storage = " float16" if options.get("dtype") == "float16" else ""
+        return f"{self.kind} {prefix}{'×'.join(map(str, sizes))}{shared}{storage}"
 
     @property
     def id(self) -> str:

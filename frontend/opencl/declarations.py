@@ -148,7 +148,8 @@ class Declarations(TranslationContext):
                                  "\"FILE.py:FUNCTION\")", name)
                 self.declare_int_buffer(p, pointee, value, space)
                 return
-            if is_float_type(pointee) or char:
+            half = type_kind(pointee) == "HALF"    # read with vload_half, stored with vstore_half
+            if is_float_type(pointee) or char or half:
                 width = 1
             elif is_vector_type(pointee) and \
                     is_float_type(pointee.get_canonical().element_type) and \
@@ -156,7 +157,8 @@ class Declarations(TranslationContext):
                 width = vector_width(pointee)
             else:
                 self.fail(p, f"buffer {name} of {pointee.spelling}: buffers must hold float, "
-                             "float2 or float4, or be char or void pointers to floats", name)
+                             "float2, float4 or half, or be char or void pointers to floats",
+                          name)
             if not isinstance(value, BufferArg):
                 raise FrontendError(f"argument {name} is a buffer in the source; give its "
                                     "shape and access, not a number", name)
@@ -179,7 +181,7 @@ class Declarations(TranslationContext):
                 raise FrontendError(f"buffer {name} holds float{width}: its last dimension "
                                     f"({dims[-1]}) must be a multiple of {width}", name)
             self.buffers[name] = Buffer(name, value.access, shape, dims, width, const,
-                                        char=char)
+                                        dtype="half" if half else "float", char=char)
             self.arg_kinds.append((name, {"in": "global_in", "out": "global_out",
                                           "inout": "global_inout"}[value.access]))
             self.bind(name, Binding("buffer", self.buffers[name], p))

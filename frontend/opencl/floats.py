@@ -152,6 +152,8 @@ class Floats(TranslationContext):
             if is_int_type(arg.type):
                 return S.IntToFloat(self.exact(args[0]))
             return self.float_expr(args[0], out)
+        if name == "vload_half" and len(args) == 2:      # a half element, exact as float
+            return self.half_load(s, args)
         if name in ("fma", "mad") and len(args) == 3:
             a, b, c = (self.float_expr(x, out) for x in args)
             return S.FBinOp("+", S.FBinOp("*", a, b), c)
@@ -174,9 +176,24 @@ class Floats(TranslationContext):
                 self.fail(s, f"helper {name} returns an integer where a float is needed")
             return value[1]
         known = ", ".join(["fma", "mad", "dot", *S.FLOAT_FUNCTIONS, "select",
-                           "convert_float"])
+                           "convert_float", "vload_half"])
         self.fail(s, f"call of {name}: floats take + - * /, {known} and helpers defined in "
                      "the source or its headers")
+
+    def half_pointer(self, s, offset_arg, pointer_arg, width: int = 1):
+        """The pointer of ``vload_half[N](offset, p)``/``vstore_half[N](v, offset, p)``:
+        ``p`` moved by ``offset * N`` elements; ``p`` must point into a ``half`` buffer."""
+        ptr = self.pointer_expr(pointer_arg)
+        target = ptr.target
+        if getattr(target, "dtype", None) != "half":
+            self.fail(s, f"{s.spelling} of a buffer that is not half: declare it "
+                         "__global half * (or read floats without conversion)")
+        return self.offset(ptr, self.exact(offset_arg, True) * width)
+
+    def half_load(self, s, args) -> S.FloatExpr:
+        """``vload_half(offset, p)``: one element of a ``half`` buffer, read as float."""
+        array, index = self.resolve(self.half_pointer(s, args[0], args[1]), s)
+        return S.Load(array, index, self.access_source(s, array, index))
 
     def dot(self, args, out) -> S.FloatExpr:
         """``dot(a, b)`` of two float vectors (or floats): the products of their

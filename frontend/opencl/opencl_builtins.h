@@ -149,3 +149,20 @@ TT_SUB_GROUP_REDUCTIONS(uint)
 _TILETRAFFIC_VECTOR_ACCESS(2)
 _TILETRAFFIC_VECTOR_ACCESS(4)
 #undef _TILETRAFFIC_VECTOR_ACCESS
+/* half storage: read as float exactly, stored rounded (to nearest even by default; the
+ * other rounding modes are declared so that the front end can refuse them by name) */
+float __attribute__((overloadable)) vload_half(size_t, const __global half *);
+float __attribute__((overloadable)) vload_half(size_t, const __constant half *);
+void __attribute__((overloadable)) vstore_half(float, size_t, __global half *);
+void __attribute__((overloadable)) vstore_half_rte(float, size_t, __global half *);
+void __attribute__((overloadable)) vstore_half_rtz(float, size_t, __global half *);
+void __attribute__((overloadable)) vstore_half_rtp(float, size_t, __global half *);
+void __attribute__((overloadable)) vstore_half_rtn(float, size_t, __global half *);
+#define _TILETRAFFIC_HALF_ACCESS(N) \
+  float##N __attribute__((overloadable)) vload_half##N(size_t, const __global half *); \
+  float##N __attribute__((overloadable)) vload_half##N(size_t, const __constant half *); \
+  void __attribute__((overloadable)) vstore_half##N(float##N, size_t, __global half *); \
+  void __attribute__((overloadable)) vstore_half##N##_rte(float##N, size_t, __global half *);
+_TILETRAFFIC_HALF_ACCESS(2)
+_TILETRAFFIC_HALF_ACCESS(4)
+#undef _TILETRAFFIC_HALF_ACCESS

@@ -28,6 +28,11 @@ _WORK_GROUP_SCOPES = (1, 2, 3)
 work-group's accesses, as the IR's barrier does (``opencl_builtins.h`` values)."""
 
 
+HALF_STORES = {"vstore_half": 1, "vstore_half_rte": 1, "vstore_half2": 2,
+               "vstore_half2_rte": 2, "vstore_half4": 4, "vstore_half4_rte": 4}
+"""The half stores the IR models (round to nearest even), with their widths."""
+
+
 class Statements(TranslationContext):
     """Statements and blocks into IR statements."""
 
@@ -339,6 +344,8 @@ class Statements(TranslationContext):
             offset = self.exact(args[1], True) * width
             return values[1] + [self.vector_memory_store(self.offset(ptr, offset), width,
                                                          values[0], c, aligned=False)]
+        if name in HALF_STORES:
+            return self.half_store(c, args, HALF_STORES[name])
         helper = self.helper(c)
         if helper is not None:
             stmts, _ = self.inline(c, helper, want_value=False)
@@ -349,8 +356,24 @@ class Statements(TranslationContext):
                          "element")
         if name in ("mem_fence", "read_mem_fence", "write_mem_fence"):
             self.fail(c, f"{name}: orders memory without synchronising; use barrier()")
-        self.fail(c, f"call of {name} as a statement: only barrier(), vstore2/4 and helper "
-                     "functions defined in the source")
+        if name.startswith(("vstore_half", "vstorea_half")):
+            self.fail(c, f"{name}: half stores round to nearest even (vstore_half, "
+                         "vstore_half_rte, vstore_half2/4 and their _rte forms); other "
+                         "rounding modes are not modelled")
+        self.fail(c, f"call of {name} as a statement: only barrier(), vstore2/4, "
+                     "vstore_half[2/4] and helper functions defined in the source")
+
+    def half_store(self, c, args, width: int) -> list:
+        """``vstore_half[N](value, offset, p)``: ``value`` (a float or a floatN) rounded to
+        the nearest half at ``p + offset * N``."""
+        ptr = self.half_pointer(c, args[1], args[2], width)
+        if width == 1:
+            out: list = []
+            value = self.float_expr(args[0], out)
+            array, index = self.resolve(ptr, c, store=True)
+            return out + [S.Store(array, index, value, self.access_source(c, array, index))]
+        values, out = self.vector_values(args[0], width)
+        return out + [self.vector_memory_store(ptr, width, values, c, aligned=False)]
 
     def work_group_barrier(self, c, args) -> S.Barrier:
         """OpenCL C 2.0's ``work_group_barrier(flags[, scope])``: :meth:`barrier` of its

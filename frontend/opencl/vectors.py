@@ -249,6 +249,12 @@ class Vectors(TranslationContext):
             args = C.children(s)[1:]
             base = self.pointer_expr(args[1])
             ptr = self.offset(base, self.exact(args[0], True) * width)
+        elif s.kind == K.CALL_EXPR and s.spelling in ("vload_half2", "vload_half4"):
+            aligned = False  # vload_halfn needs the element's alignment only
+            if int(s.spelling[-1]) != width:
+                self.fail(s, f"{s.spelling} into a float{width}")
+            args = C.children(s)[1:]
+            ptr = self.half_pointer(s, args[0], args[1], width)
         elif s.kind == K.UNARY_OPERATOR and C.unary_operator(s) == "*":
             ptr = self.pointer_expr(C.children(s)[0])
         elif s.kind == K.ARRAY_SUBSCRIPT_EXPR:

@@ -129,10 +129,24 @@ def render_access(array: S.Array, index: tuple[S.IntExpr, ...], longs=frozenset(
     local array (declared with its dimensions)."""
     if isinstance(array, S.LocalArray):
         return array.name + "".join(f"[{render_int(i, longs)[0]}]" for i in index)
+    return f"{array.name}[{render_int(_flat(array, index), longs)[0]}]"
+
+
+def _flat(array: S.GlobalArray, index: tuple[S.IntExpr, ...], plus: int = 0) -> S.IntExpr:
+    """The flat (row-major) element index of ``array[index]``, ``plus`` elements further."""
     flat = index[0]
     for i, extent in zip(index[1:], array.dims[1:]):
         flat = flat * extent + i
-    return f"{array.name}[{render_int(flat, longs)[0]}]"
+    return flat + plus if plus else flat
+
+
+def _is_half(array) -> bool:
+    return isinstance(array, S.GlobalArray) and array.dtype == "half"
+
+
+def render_half_load(array: S.GlobalArray, index, longs=frozenset(), plus: int = 0) -> str:
+    """``vload_half(flat, A)``: an element of a ``half`` buffer read as float (exact)."""
+    return f"vload_half({render_int(_flat(array, index, plus), longs)[0]}, {array.name})"
 
 
 def render_float_constant(value: float) -> str:
@@ -149,6 +163,8 @@ def render_float_constant(value: float) -> str:
 def render_float(e: S.FloatExpr, longs=frozenset()) -> tuple[str, int]:
     """C text of a float expression and its precedence."""
     if isinstance(e, S.Load):
+        if _is_half(e.array):
+            return render_half_load(e.array, e.index, longs), _ATOM
         return render_access(e.array, e.index, longs), _ATOM
     if isinstance(e, S.FConst):
         return render_float_constant(e.value), _ATOM
@@ -282,10 +298,50 @@ class _BlockRenderer(Visitor):
         self.emit(f"{_target(s, self.longs)} += {render_float(s.value, self.longs)[0]};")
 
     def visit_Store(self, s: S.Store) -> None:
+        if _is_half(s.array):      # rounded to the nearest half (the default rounding)
+            self.emit(f"vstore_half({render_float(s.value, self.longs)[0]}, "
+                      f"{render_int(_flat(s.array, s.index), self.longs)[0]}, {s.array.name});")
+            return
         self.emit(f"{render_access(s.array, s.index, self.longs)} = "
                   f"{render_float(s.value, self.longs)[0]};")
 
+    def _half_vector(self, s) -> str | None:
+        """The element offset of an aligned ``vload_halfN``/``vstore_halfN`` of a half
+        buffer (its flat index over N), or None for a scalar access per component."""
+        if not s.aligned:
+            return None
+        return render_int(_flat(s.array, s.index) // S.Const(s.width), self.longs)[0]
+
+    def _visit_half_vector_load(self, s: S.VectorLoad) -> None:
+        offset = self._half_vector(s)
+        if offset is not None:
+            self.emit("{")
+            self.emit(f"    const float{s.width} vec = vload_half{s.width}({offset}, "
+                      f"{s.array.name});")
+            for w, name in enumerate(s.names):
+                self.emit(f"    {name} = vec.{'xyzw'[w]};")
+            self.emit("}")
+            return
+        for w, name in enumerate(s.names):
+            self.emit(f"{name} = {render_half_load(s.array, s.index, self.longs, w)};")
+
+    def _visit_half_vector_store(self, s: S.VectorStore) -> None:
+        offset = self._half_vector(s)
+        self.emit("{")
+        self.emit(f"    float{s.width} vec;")
+        for w, v in enumerate(s.values):
+            self.emit(f"    vec.{'xyzw'[w]} = {render_float(v, self.longs)[0]};")
+        if offset is not None:
+            self.emit(f"    vstore_half{s.width}(vec, {offset}, {s.array.name});")
+        else:
+            for w in range(s.width):
+                flat = render_int(_flat(s.array, s.index, w), self.longs)[0]
+                self.emit(f"    vstore_half(vec.{'xyzw'[w]}, {flat}, {s.array.name});")
+        self.emit("}")
+
     def visit_VectorLoad(self, s: S.VectorLoad) -> None:
+        if _is_half(s.array):
+            return self._visit_half_vector_load(s)
         self.emit("{")
         where = f"&{render_access(s.array, s.index, self.longs)}"
         value = f"*({_vector_pointer(s.array, s.width, const=True)}){where}" if s.aligned \
@@ -296,6 +352,8 @@ class _BlockRenderer(Visitor):
         self.emit("}")
 
     def visit_VectorStore(self, s: S.VectorStore) -> None:
+        if _is_half(s.array):
+            return self._visit_half_vector_store(s)
         self.emit("{")
         self.emit(f"    float{s.width} vec;")
         for w, v in enumerate(s.values):

@@ -17,7 +17,9 @@ are split by callee (``_Z7barrierj`` is ``barrier(cl_mem_fence_flags)``, counted
 work-item that calls it). Mapping used here: ``global_load_elems`` = bytes of
 ``load global`` / 4, likewise for the other three (every ``__global`` / ``__local`` buffer of a
 generated kernel is ``float``, see :func:`gpu.codegen.generate.generate`, so bytes / 4 is exactly the
-number of scalar float accesses, and a vector access of n floats counts n); private
+number of scalar float accesses, and a vector access of n floats counts n; a ``half``
+buffer is read and written only through ``vload_half``/``vstore_half`` calls, counted as
+elements by :func:`memory_operations`); private
 (``alloca``) traffic, integer arithmetic and constant memory are ignored. The counter does
 not split accesses by element type, so a hand-written kernel with an ``int`` buffer in
 global or local memory would have its 4-byte int accesses counted too (accesses of other
@@ -43,6 +45,10 @@ _BARRIER_CALL = re.compile(r"^call (?:_Z\d+)?(?:work_group_)?barrier\w*\(\)$")
 _VECTOR_CALL = re.compile(r"^call _Z\d+v(load|store)(\d+)\w*?PU3AS(\d)\w*\(\)$")
 """Oclgrind's entry for a ``vloadN``/``vstoreN`` built-in (Itanium-mangled, SPIR address
 space numbers): Oclgrind runs them as calls, not as load/store instructions."""
+_HALF_CALL = re.compile(r"^call _Z\d+v(load|store)a?_half(\d*)(?:_rt[enpz])?\w*?PU3AS(\d)\w*\(\)$")
+"""Oclgrind's entry for ``vload_half``/``vstore_half`` and their ``N`` forms (a ``half``
+buffer read or written as float): one instruction of N (or 1) elements, executed as a
+call."""
 _ADDRESS_SPACES = {"1": "global", "2": "constant", "3": "local"}
 
 
@@ -176,7 +182,9 @@ def memory_operations(raw: dict[str, int], kernel: str) -> dict[str, tuple[int, 
     buffer is a global array to the simulator, so Oclgrind's ``load constant`` counts as
     ``load global``; a ``vloadN``/``vstoreN`` built-in, which Oclgrind executes as a call,
     is one instruction of N floats in the address space of its pointer (a ``floatN``
-    dereference is already one load or store of 4N bytes).
+    dereference is already one load or store of 4N bytes); ``vload_half``/``vstore_half``
+    (and their N forms), also calls, are one instruction of 1 (N) elements of a ``half``
+    buffer.
 
     Raises:
         OclgrindError: a memory entry moved a number of bytes that is not a multiple of 4.
@@ -189,13 +197,13 @@ def memory_operations(raw: dict[str, int], kernel: str) -> dict[str, tuple[int, 
             ops[f"{direction} {as_space}"][0] += raw.get(key, 0)
             ops[f"{direction} {as_space}"][1] += _elems(raw, key, kernel)
     for entry, count in raw.items():
-        call = _VECTOR_CALL.match(entry)
+        call = _VECTOR_CALL.match(entry) or _HALF_CALL.match(entry)
         if call:
             space = _ADDRESS_SPACES.get(call.group(3))
             key = f"{call.group(1)} {'global' if space == 'constant' else space}"
             if key in ops:
                 ops[key][0] += count
-                ops[key][1] += count * int(call.group(2))
+                ops[key][1] += count * int(call.group(2) or 1)
     return {k: (v[0], v[1]) for k, v in ops.items()}
 
 

@@ -44,6 +44,8 @@ class LaunchSpec:
         local_bytes: bytes of every ``local`` argument, by name.
         int_data: the contents of every integer (``int``/``uint``) buffer, by name: its
             elements in order, uploaded as 32-bit integers in place of random floats.
+        half_arrays: the buffers of ``half`` storage (2 bytes an element, random float16
+            values), by name.
         float_data: the contents of float input buffers given in place of random floats,
             by name (a schedule that branches on floats of the data is launched on the
             values the simulator counts it with,
@@ -61,6 +63,7 @@ class LaunchSpec:
     seed: int | None = None
     local_bytes: dict[str, int] = field(default_factory=dict)
     int_data: dict[str, list[int]] = field(default_factory=dict)
+    half_arrays: tuple[str, ...] = ()
     float_data: dict[str, list[float]] = field(default_factory=dict)
 
     @property
@@ -71,10 +74,12 @@ class LaunchSpec:
     @classmethod
     def from_kernel(cls, kernel: GeneratedKernel, array_elems: dict[str, int],
                     scalars: dict[str, int], seed: int | None = None,
-                    int_data: dict[str, list[int]] | None = None) -> LaunchSpec:
+                    int_data: dict[str, list[int]] | None = None,
+                    half_arrays=()) -> LaunchSpec:
         """Launch ``kernel`` with buffers of ``array_elems`` floats and ``scalars`` (its
         ``int`` and ``float`` arguments); its ``local`` arguments take their own sizes;
-        ``int_data``: the contents of its integer buffers, by name.
+        ``int_data``: the contents of its integer buffers, by name; ``half_arrays``: its
+        buffers of halves.
 
         Raises:
             OclgrindError: an argument of unknown kind, or a buffer size / scalar missing.
@@ -107,7 +112,8 @@ class LaunchSpec:
             local_bytes={a.name: int(a.local_bytes) for a in kernel.args
                          if a.kind == LOCAL_KIND},
             int_data={name: [int(v) for v in values]
-                      for name, values in (int_data or {}).items()})
+                      for name, values in (int_data or {}).items()},
+            half_arrays=tuple(half_arrays))
 
     @classmethod
     def from_schedule(cls, schedule: Schedule, kernel: GeneratedKernel | None = None,
@@ -128,7 +134,8 @@ class LaunchSpec:
                 n *= params[s]
             elems[a.name] = n
         int_data = {a.name: list(a.values) for a in schedule.arrays if a.is_int}
-        spec = cls.from_kernel(kernel, elems, values, seed=seed, int_data=int_data)
+        spec = cls.from_kernel(kernel, elems, values, seed=seed, int_data=int_data,
+                               half_arrays=[a.name for a in schedule.arrays if a.is_half])
         if not branches_on_data(schedule.body):
             return spec
         inputs = launch_inputs(schedule)

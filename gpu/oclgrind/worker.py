@@ -123,25 +123,26 @@ def worker_main() -> int:
             args.append(None)
             continue
         n = int(spec["array_elems"][name])
+        dtype = np.float16 if name in spec.get("half_arrays", ()) else np.float32
         if name in spec.get("int_data", {}):     # an integer buffer: its given contents
             host = (np.asarray(spec["int_data"][name], dtype=np.int64) & 0xFFFFFFFF
                     ).astype(np.uint32)
             buf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR,
                             hostbuf=host if host.size else np.zeros(1, np.uint32))
         elif name in spec.get("float_data", {}):     # the values the simulator counted
-            host = np.asarray(spec["float_data"][name], dtype=np.float32)
+            host = np.asarray(spec["float_data"][name], dtype=np.float32).astype(dtype)
             if host.size < max(n, 1):
-                host = np.concatenate([host, np.zeros(max(n, 1) - host.size, np.float32)])
+                host = np.concatenate([host, np.zeros(max(n, 1) - host.size, dtype)])
             access = mf.READ_ONLY if kind == "global_in" else mf.READ_WRITE
             buf = cl.Buffer(ctx, access | mf.COPY_HOST_PTR, hostbuf=host)
         elif kind in ("global_in", "global_inout"):
-            host = rng.standard_normal(max(n, 1)).astype(np.float32)
+            host = rng.standard_normal(max(n, 1)).astype(dtype)
             while host.size > 1 and np.all(host == host[0]):
-                host = rng.standard_normal(host.size).astype(np.float32)
+                host = rng.standard_normal(host.size).astype(dtype)
             access = mf.READ_ONLY if kind == "global_in" else mf.READ_WRITE
             buf = cl.Buffer(ctx, access | mf.COPY_HOST_PTR, hostbuf=host)
         else:
-            buf = cl.Buffer(ctx, mf.READ_WRITE, max(n, 1) * float_bytes)
+            buf = cl.Buffer(ctx, mf.READ_WRITE, max(n, 1) * np.dtype(dtype).itemsize)
         args.append(buf)
         bufs.append(buf)
 
@@ -151,7 +152,8 @@ def worker_main() -> int:
         out_buf = cl.Buffer(ctx, mf.WRITE_ONLY, bases.nbytes)
         probe(queue, (1,), (1,), out_buf, *bufs)
         cl.enqueue_copy(queue, bases, out_buf)
-        buffers = {n: (int(b), int(spec["array_elems"][n]) * float_bytes)
+        buffers = {n: (int(b), int(spec["array_elems"][n])
+                       * (2 if n in spec.get("half_arrays", ()) else float_bytes))
                    for n, b in zip(buffer_names, bases)}
 
     kernel(queue, tuple(spec["global_size"]), tuple(spec["local_size"]), *args)

@@ -203,11 +203,15 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     refs = references(schedule, inputs, reference_fn, sum_length=checked.sum_length)
     p = schedule.param_values
     # an integer buffer's int32/uint32 contents travel as float32 of the same 4-byte words
+    # a half buffer travels as float16 (its inputs are float16 values already)
     arrays = {a.name: (np.ascontiguousarray(inputs[a.name]).reshape(-1).view(np.float32)
                        if a.is_int else np.ascontiguousarray(inputs[a.name]).reshape(-1)
                        if a.is_input
                        else np.empty(int(np.prod([p[s] for s in a.shape])), dtype=np.float32))
               for a in buffers_of(schedule)}
+    arrays.update({a.name: (arrays[a.name].astype(np.float16) if a.is_input
+                            else np.empty(arrays[a.name].shape, np.float16))
+                   for a in buffers_of(schedule) if a.is_half})
     total = warmup + repeat
     checks: dict[int, CheckResult] = {}
     worst_output: dict[int, str] = {}
@@ -244,7 +248,7 @@ def check_references(refs, outputs: dict, launch: int, warmup: int, repeat: int,
     total = warmup + repeat
     for ref in refs:
         result = check_result(outputs[ref.output].reshape(ref.value.shape), ref.value, ref.k,
-                              ref.abs_product, ref.error_bound)
+                              ref.abs_product, ref.error_bound, ref.stored_half)
         if launch not in checks or not result.ok or \
                 result.error_over_tolerance > checks[launch].error_over_tolerance:
             checks[launch], worst_output[launch] = result, ref.output

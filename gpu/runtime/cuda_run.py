@@ -313,7 +313,7 @@ def run_cuda_source(schedule: Schedule, *, repeat: int = 10, warmup: int = 2,
             for ref in refs:
                 actual = cupy.asnumpy(device[ref.output]).reshape(ref.value.shape)
                 check = check_result(actual, ref.value, ref.k, ref.abs_product,
-                                     ref.error_bound)
+                                     ref.error_bound, ref.stored_half)
                 if not check.ok:
                     raise ResultMismatchError(
                         f"{name}: launch {launch + 1}: output {ref.output} differs from the "

@@ -43,7 +43,7 @@ def guard_bytes(nbytes: int, align_bytes: int) -> int:
 class GuardedBuffer:
     """One buffer with its zones: ``parent`` (the whole allocation), ``buffer`` (the
     sub-buffer the kernel gets), ``guard`` (bytes on each side), ``size`` (the
-    sub-buffer's bytes: the buffer's, at least 4)."""
+    sub-buffer's bytes: the buffer's rounded up to whole 4-byte words, at least 4)."""
 
     parent: Any
     buffer: Any
@@ -61,7 +61,7 @@ def allocate(cl, context, queue, nbytes: int, align_bytes: int,
     zones of :data:`GUARD_BITS`; ``cl`` is the ``pyopencl`` module. Raises ``cl.Error``
     where OpenCL refuses the allocation or the sub-buffer."""
     guard = guard_bytes(nbytes, align_bytes)
-    size = max(int(nbytes), 4)
+    size = max(-(-int(nbytes) // 4) * 4, 4)      # whole 4-byte words (halves: even)
     fill = np.full((2 * guard + size) // 4, GUARD_BITS, dtype=np.uint32)
     if host is not None:
         fill.view(np.uint8)[guard:guard + host.nbytes] = \

@@ -51,7 +51,7 @@ from tiletraffic.simulator.engine import tolerance as _tolerance
 from tiletraffic.simulator.engine.reference import reference_product  # re-exported
 from tiletraffic.simulator.engine.tolerance import (PROBABILISTIC_LAMBDA, UNIT_ROUNDOFF_F32,
                                                     error_factor)
-from tiletraffic.simulator.engine.unwritten import unwritten_fill
+from tiletraffic.simulator.engine.unwritten import unwritten_fill, widened
 
 from tiletraffic.gpu.runtime.launch_counts import MIN_REPEAT, check_launch_counts  # their limits
 
@@ -218,9 +218,9 @@ def _check_arguments(kernel: GeneratedKernel, arrays: dict, scalars: dict) -> No
                 f"missing {sorted(missing)}, unexpected {sorted(extra)}"
             )
     for name, array in arrays.items():
-        if not isinstance(array, np.ndarray) or array.dtype != np.float32:
+        if not isinstance(array, np.ndarray) or array.dtype not in (np.float32, np.float16):
             got = array.dtype if isinstance(array, np.ndarray) else type(array).__name__
-            raise TypeError(f"{kernel.name}: array {name!r} must be a numpy float32 array, got {got}")
+            raise TypeError(f"{kernel.name}: array {name!r} must be a numpy float32 (or float16) array, got {got}")
         if not array.flags.c_contiguous:
             raise ValueError(f"{kernel.name}: array {name!r} must be C-contiguous (row-major); "
                              "pass np.ascontiguousarray(...)")
@@ -415,8 +415,8 @@ def _plan_buffers(target: Target, kernels: list[GeneratedKernel],
     if unknown:
         raise ValueError(f"{'+'.join(k.name for k in kernels)}: outputs {unknown} are not "
                          "written by any kernel")
-    fills = {n: (unwritten_fill(arrays[n].shape) if kinds[n] == "global_out" else arrays[n])
-             for n in written}
+    fills = {n: (unwritten_fill(arrays[n].shape, arrays[n].dtype) if kinds[n] == "global_out"
+                 else arrays[n]) for n in written}
     align = _base_align_bytes(target) if guard_zones else 1
     return _Buffers(kinds, written, outs, fills, align)
 
@@ -504,12 +504,12 @@ def _record_time(target: Target, state: _Launches, events: list, host_s: float) 
 
 def _read_back(target: Target, arrays: dict[str, np.ndarray], plan: _Buffers,
                buffers: dict[str, Any]) -> dict[str, np.ndarray]:
-    """The ``outs`` buffers copied to float32 arrays shaped like ``arrays``."""
+    """The ``outs`` buffers copied to float32 arrays shaped like ``arrays`` (halves widened)."""
     results = {}
     for n in plan.outs:
-        out = np.empty(arrays[n].shape, dtype=np.float32)
+        out = np.empty(arrays[n].shape, dtype=arrays[n].dtype)
         cl.enqueue_copy(target.queue, out, buffers[n]).wait()
-        results[n] = out
+        results[n] = widened(out)
     return results
 
 
@@ -784,15 +784,15 @@ class CheckResult(_tolerance.CheckResult):
 
 def check_result(
     actual: np.ndarray, reference_f64: np.ndarray, k: int, abs_inputs_product: np.ndarray,
-    error_bound: np.ndarray | None = None,
+    error_bound: np.ndarray | None = None, stored_half: bool = False,
 ) -> CheckResult:
     """:func:`simulator.engine.tolerance.check_result` (the one tolerance: each element's
-    running error bound where ``error_bound`` is given, else scaled to ``k``), as a
-    :class:`CheckResult` of this module.
+    running error bound where ``error_bound`` is given, else scaled to ``k``; ``stored_half``:
+    a half output's rounding added), as a :class:`CheckResult` of this module.
 
     Raises:
         ValueError: shapes differ, ``k`` out of range, the reference is not finite, or
             ``error_bound`` is not a non-negative array of the reference's shape.
     """
     return _tolerance.check_result(actual, reference_f64, k, abs_inputs_product,
-                                   result_type=CheckResult, error_bound=error_bound)
+                                   result_type=CheckResult, error_bound=error_bound, stored_half=stored_half)

@@ -128,14 +128,16 @@ class Accesses(BatchState):
             for w in range(width):
                 self.announce(AccessEvent(space, direction, array.name, size, flat + w, mask,
                                           shape, self.group_index, f"{site}.{'xyzw'[w]}",
-                                          merge_iterations=not self.blocked, component=w))
+                                          merge_iterations=not self.blocked, component=w,
+                                          element_bytes=S.element_bytes(array)))
             return flat, mask
         ev_index, ev_mask, ev_shape = flat, mask, shape
         if width > 1:
             ev_index, ev_mask, ev_shape = _expand_vector(flat, mask, shape, width)
         self.announce(AccessEvent(space, direction, array.name, size, ev_index, ev_mask,
                                   ev_shape, self.group_index, site, vector_width=width,
-                                  merge_iterations=not self.blocked))
+                                  merge_iterations=not self.blocked,
+                                  element_bytes=S.element_bytes(array)))
         return flat, mask
 
     def announce(self, event: AccessEvent) -> None:
@@ -220,7 +222,13 @@ class Accesses(BatchState):
         idx_b = np.broadcast_to(index, shape)
         m_b = np.broadcast_to(m, shape)
         dtype = np.float32 if tables is None else self.shadow.DTYPE
-        val_b = np.broadcast_to(np.asarray(value, dtype=dtype), shape)
+        value = np.asarray(value, dtype=dtype)
+        if getattr(array, "dtype", "float") == "half":     # vstore_half: to nearest
+            if tables is None:
+                value = value.astype(np.float16).astype(np.float32)
+            elif hasattr(self.shadow, "stored_half"):
+                value = self.shadow.stored_half(value)
+        val_b = np.broadcast_to(value, shape)
         if space == "global":
             (tables or self.buffers)[array.name][idx_b[m_b]] = val_b[m_b]
         else:

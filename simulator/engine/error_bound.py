@@ -41,7 +41,8 @@ the device's value as well:
   sum of K terms is then ``sum_j u*M_j`` over its partial sums, at most ``gamma_K`` times
   the sum of ``|t_j|``);
 - a value stored and loaded again (global, local or private memory, a shuffle) keeps its
-  record.
+  record, except a store into a ``half`` global array, which rounds it to float16
+  (:func:`stored_half`: ``e' = e + 2**-11*(m + e) + 2**-25``).
 
 Device model (what the bound covers): every operation is rounded to nearest in float32
 (or, for a division and the functions, within OpenCL 1.2's ulp bounds) in the order of the
@@ -288,6 +289,16 @@ def accumulate(old, terms, mask) -> np.ndarray:
         elif on.any():
             acc = np.where(on, add(acc, terms[..., i:i + 1]), acc)
     return np.asarray(acc, DTYPE)
+
+
+def stored_half(x) -> np.ndarray:
+    """Record of ``x`` stored into a ``half`` global array: its value rounded to the
+    nearest float16, its error bound grown by half's unit roundoff 2**-11 on ``m + e`` (a
+    bound of the float32 value stored) and half its subnormal spacing 2**-25."""
+    x = np.asarray(x, DTYPE)
+    v = np.asarray(x["v"], np.float32).astype(np.float16).astype(np.float32)
+    e = x["e"] + 2.0 ** -11 * (x["m"] + x["e"]) + 2.0 ** -25
+    return _record(x["n"], v, x["m"], e)
 
 
 def lengths_of(table: np.ndarray) -> np.ndarray:

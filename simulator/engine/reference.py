@@ -38,6 +38,9 @@ class Reference:
         error_bound: the running error bound of each element
             (:mod:`simulator.engine.error_bound`), float64, same shape, the tolerance of
             the check where given; None where the K-scaled tolerance applies.
+        stored_half: the output stores ``half`` and its tolerance must add the rounding of
+            the stored value (``check_result(stored_half=...)``); False where the running
+            error bound already includes it.
     """
 
     output: str
@@ -45,6 +48,7 @@ class Reference:
     abs_product: np.ndarray
     k: int
     error_bound: np.ndarray | None = None
+    stored_half: bool = False
 
 
 INPUT_KINDS = ("normal", "uniform", "positive", "ones", "arange")
@@ -56,8 +60,9 @@ RANDOM_INPUT_KINDS = ("normal", "uniform", "positive")
 def random_inputs(schedule: Schedule, rng: np.random.Generator,
                   kind: str = "normal") -> dict[str, np.ndarray]:
     """float32 inputs in their logical shapes (A: M×K, ...), for every input array (roles
-    ``in`` and ``inout``); an integer buffer's are its contents (``GlobalArray.values``,
-    int32 or uint32).
+    ``in`` and ``inout``); a ``half`` array's values are float16 ones (rounded to the
+    nearest, held as float32: exactly what the device reads); an integer buffer's are its
+    contents (``GlobalArray.values``, int32 or uint32).
 
     Args:
         rng: the random generator (``normal``: standard normal; ``uniform``: uniform in
@@ -91,6 +96,8 @@ def random_inputs(schedule: Schedule, rng: np.random.Generator,
             out[a.name] = np.ones(shape, dtype=np.float32)
         else:
             out[a.name] = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+        if a.is_half:       # values a half buffer holds exactly (float16, as float32)
+            out[a.name] = out[a.name].astype(np.float16).astype(np.float32)
     return out
 
 
@@ -188,7 +195,9 @@ def references(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
         if error_bounds is None:
             error_bounds = bounded_outputs(schedule, inputs)
         return tuple(Reference(name, value, np.abs(bounds[name]), sum_length,
-                               (error_bounds or {}).get(name))
+                               (error_bounds or {}).get(name),
+                               _is_half(schedule, name) and (error_bounds or {}).get(name)
+                               is None)
                      for name, value in values.items())
     if len(outs) != 1 or len(ins) != 2 or ins[0] != "A":
         raise ValueError(f"{schedule.family}: no reference for inputs {ins} -> outputs {outs}")
@@ -197,7 +206,14 @@ def references(schedule: Schedule, inputs: dict[str, np.ndarray], fn=None,
     if epilogue == "relu":   # y = max(A·x, 0): exact on the sum, |A|·|x| >= 0 unchanged
         value = np.maximum(value, 0.0)
     return (Reference(outs[0], value, abs_product,
-                      schedule.param_values["K"] if sum_length is None else sum_length),)
+                      schedule.param_values["K"] if sum_length is None else sum_length,
+                      stored_half=_is_half(schedule, outs[0])),)
+
+
+def _is_half(schedule, name: str) -> bool:
+    """Whether the global array ``name`` of ``schedule`` (or of a kernel sequence) stores
+    ``half``."""
+    return any(a.name == name and a.dtype == "half" for a in schedule.arrays)
 
 
 def _outputs_of(schedule: Schedule, outs: list[str], result, at: str = ""
@@ -311,4 +327,5 @@ def error_over_tolerance(actual: np.ndarray, ref: Reference) -> float:
     bound where ``ref`` has one, else K-scaled). ``actual`` is
     reshaped to the reference's logical shape (a row-major buffer of that many elements)."""
     return check_result(np.asarray(actual).reshape(ref.value.shape), ref.value, ref.k,
-                        ref.abs_product, error_bound=ref.error_bound).error_over_tolerance
+                        ref.abs_product, error_bound=ref.error_bound,
+                        stored_half=ref.stored_half).error_over_tolerance

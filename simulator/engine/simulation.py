@@ -164,7 +164,7 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         if not schedule.array(name).is_input:
             raise InputError(f"read map requested for {name!r}, which is not an input")
     counter = TrafficCounter(schedule.work_groups, [a.name for a in schedule.arrays],
-                             {n: sizes[n] for n in read_maps})
+                             {n: sizes[n] for n in read_maps}, _half_names(schedule))
     log = HazardLog(hazards, num_groups=schedule.num_groups)
     by_classes = accelerators.work_group_classes
     _check_options(by_classes, compute_values, read_maps, sum_lengths or error_bounds,
@@ -368,6 +368,11 @@ def hazard_observers(schedule, log, sizes, params, full_launch=True) -> list[Obs
     return found
 
 
+def _half_names(schedule) -> tuple[str, ...]:
+    """The global arrays of ``schedule`` that store ``half``."""
+    return tuple(a.name for a in schedule.arrays if a.is_half)
+
+
 def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
     inputs = inputs or {}
     buffers = {}
@@ -387,5 +392,7 @@ def _prepare_buffers(schedule, inputs, sizes, params) -> dict[str, np.ndarray]:
                              f"({' x '.join(a.shape)})")
         buffers[a.name] = (np.array(arr, dtype=np.float32).reshape(-1) if a.is_output else
                            np.ascontiguousarray(arr, dtype=np.float32).reshape(-1))
+        if a.is_half:       # the device holds the nearest float16 of each given value
+            buffers[a.name] = buffers[a.name].astype(np.float16).astype(np.float32)
     return buffers
 

@@ -24,6 +24,13 @@ from tiletraffic.simulator.engine.unwritten import nonfinite_causes
 UNIT_ROUNDOFF_F32 = 2.0**-24
 """Unit roundoff u of IEEE binary32 (round to nearest)."""
 
+UNIT_ROUNDOFF_F16 = 2.0**-11
+"""Unit roundoff of IEEE binary16 (round to nearest): a value stored as ``half``."""
+
+HALF_SUBNORMAL_ERROR = 2.0**-25
+"""Largest absolute error of rounding a value to a float16 subnormal (half its spacing
+2**-24)."""
+
 _FLT_MIN = float(np.finfo(np.float32).tiny)  # 2**-126, smallest normal float32
 
 
@@ -80,6 +87,9 @@ class CheckResult:
     running_bound: bool = False
     """The tolerance is the running error bound of each element
     (:mod:`simulator.engine.error_bound`), not the K-scaled one."""
+    stored_half: bool = False
+    """The tolerance includes the rounding of each float32 result to the ``half`` the
+    output stores."""
 
     @property
     def error_over_tolerance(self) -> float:
@@ -107,7 +117,8 @@ class CheckResult:
             f"there (error/tolerance {self.error_over_tolerance:.3g}; "
             + ("running error bound of the element's float32 operations"
                if self.running_bound else
-               f"{self.gamma_k:.3g}*(sum of |terms|) + floor, K = {self.k}") + "); "
+               f"{self.gamma_k:.3g}*(sum of |terms|) + floor, K = {self.k}")
+            + (", then rounded to half" if self.stored_half else "") + "); "
             f"{self.mismatch_count} element(s) out of tolerance"
             + (f": {', '.join(causes)}" if causes else "")
         )
@@ -138,6 +149,7 @@ def error_factor(k: int) -> float:
 def check_result(
     actual: np.ndarray, reference_f64: np.ndarray, k: int, abs_inputs_product: np.ndarray,
     *, result_type: type[CheckResult] = CheckResult, error_bound: np.ndarray | None = None,
+    stored_half: bool = False,
 ) -> CheckResult:
     """Compare a float32 dot-product result with its float64 reference, tolerance scaled to K.
 
@@ -166,6 +178,11 @@ def check_result(
         result_type: :class:`CheckResult` or a subclass (its ``mismatch_error``).
         error_bound: per-element tolerance, float64, same shape (non-negative; inf allowed
             where no bound holds), or None for the K-scaled one.
+        stored_half: the output stores ``half``: each float32 result is rounded to the
+            nearest float16 once more, so the tolerance ``t`` becomes
+            ``t + 2**-11*(|reference| + t) + 2**-25`` (half's unit roundoff on the float32
+            value, whose magnitude is at most ``|reference| + t``, and its subnormal
+            spacing).
 
     Raises:
         ValueError: shapes differ, ``k`` out of range, the reference is not finite, or
@@ -191,12 +208,14 @@ def check_result(
             raise ValueError(f"shapes differ: error_bound {tol.shape}, reference {ref.shape}")
         if not np.all(tol >= 0):
             raise ValueError("error_bound has a negative or NaN element")
+    if stored_half:
+        tol = tol + UNIT_ROUNDOFF_F16 * (np.abs(ref) + tol) + HALF_SUBNORMAL_ERROR
     values = actual.astype(np.float64)
     err = np.where(np.isfinite(values), np.abs(values - ref), np.inf)
     bad = ~(err <= tol)
     if err.size == 0:
         return result_type(True, 0.0, 0.0, None, 0.0, 0.0, 0.0, 0, 0, k, gamma,
-                           running_bound=error_bound is not None)
+                           running_bound=error_bound is not None, stored_half=stored_half)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(err == 0, 0.0, err / tol)  # tol == 0 with err > 0 -> inf
     flat = int(np.argmax(ratio))
@@ -217,4 +236,5 @@ def check_result(
         unwritten_count=unwritten,
         written_nonfinite_count=written_nonfinite,
         running_bound=error_bound is not None,
+        stored_half=stored_half,
     )

@@ -17,9 +17,30 @@ UNWRITTEN_BITS = 0x7FEDBEEF
 0x2DBEEF."""
 
 
-def unwritten_fill(shape) -> np.ndarray:
-    """A float32 array of ``shape`` holding :data:`UNWRITTEN_BITS` in every element."""
+UNWRITTEN_HALF_BITS = 0x7E5B
+"""float16 bit pattern of the fill value of a ``half`` output on a device (a quiet NaN
+with a payload no conversion of a float32 result produces); :func:`widened` turns it into
+:data:`UNWRITTEN_BITS`."""
+
+
+def unwritten_fill(shape, dtype=np.float32) -> np.ndarray:
+    """An array of ``shape`` holding the fill value in every element: :data:`UNWRITTEN_BITS`
+    as float32, or :data:`UNWRITTEN_HALF_BITS` with ``dtype=np.float16``."""
+    if np.dtype(dtype) == np.float16:
+        return np.full(shape, UNWRITTEN_HALF_BITS, dtype=np.uint16).view(np.float16)
     return np.full(shape, UNWRITTEN_BITS, dtype=np.uint32).view(np.float32)
+
+
+def widened(values: np.ndarray) -> np.ndarray:
+    """A ``half`` output read back from a device as float32 (exact), its elements still
+    holding :data:`UNWRITTEN_HALF_BITS` as :data:`UNWRITTEN_BITS`; a float32 array as it
+    is."""
+    if values.dtype != np.float16:
+        return values
+    out = values.astype(np.float32)
+    out[values.view(np.uint16) == UNWRITTEN_HALF_BITS] = \
+        np.array(UNWRITTEN_BITS, np.uint32).view(np.float32)
+    return out
 
 
 def nonfinite_causes(values) -> tuple[int, int]:

@@ -55,7 +55,11 @@ along an array's last dimension as one ``float2``/``float4`` access, rendered as
 a multiple of ``width`` (the address a multiple of 8/16 bytes), which the simulator checks
 (hazard ``misaligned-vector-access``).
 
-Layouts: every array is a flat, row-major buffer of float32 (4 bytes per element).
+Layouts: every array is a flat, row-major buffer. A global float array stores ``float``
+(4 bytes per element, the default) or ``half`` (``dtype="half"``, 2 bytes per element: the
+value is computed in float32, read with ``vload_half`` exactly and rounded to the nearest
+float16 when stored with ``vstore_half``); every byte address is the flat index times
+the array's :attr:`GlobalArray.element_bytes`. Local and private arrays hold ``float``.
 
 Errors: :class:`ScheduleError` (a ``ValueError``) when a schedule is built that no OpenCL
 device could run as described: a global size that is not a positive multiple of the local
@@ -98,6 +102,7 @@ __all__ = [
     "depends_on_data",
     # errors, launch geometry, arrays
     "ScheduleError", "ndrange_problems", "check_ndrange", "FLOAT_BYTES", "ARRAY_ROLES",
+    "HALF_BYTES", "STORAGE_TYPES", "element_bytes",
     "GlobalArray", "LocalArray", "PrivateArray", "Array", "describe_access",
     # statements
     "Stmt", "Let", "DeclareInt", "AssignInt", "DeclareFloat", "DeclarePrivateArray", "Assign", "Accumulate", "Store",
@@ -109,10 +114,24 @@ __all__ = [
 ]
 
 FLOAT_BYTES = 4
-"""Bytes per element: every array of a schedule holds float32."""
+"""Bytes per element of a ``float`` array (local and private arrays, and global ones by
+default)."""
+
+HALF_BYTES = 2
+"""Bytes per element of a global array of ``half`` storage."""
+
+STORAGE_TYPES = ("float", "half")
+"""Storage types of a global float array: ``float`` (float32) and ``half`` (float16
+storage, float32 arithmetic)."""
 
 INT_ELEMENT_TYPES = ("int", "uint")
 """Element types of an integer buffer (4 bytes each, as a float's)."""
+
+
+def element_bytes(array) -> int:
+    """Bytes per element of ``array`` (a global, local or private array): 2 for ``half``
+    storage, else 4."""
+    return HALF_BYTES if getattr(array, "dtype", "float") == "half" else FLOAT_BYTES
 
 ARRAY_ROLES = ("in", "out", "inout")
 """Roles of a global array: read-only input, output, or input the kernel also writes."""
@@ -165,7 +184,8 @@ def _index_tuple(array, index) -> tuple[IntExpr, ...]:
 
 @dataclass(frozen=True, eq=False)
 class GlobalArray:
-    """A ``__global float*`` kernel argument: row-major float32, indexed per dimension.
+    """A ``__global float*`` (or ``half*``, ``int*``, ``uint*``) kernel argument: row-major,
+    indexed per dimension.
 
     ``A[row, col]`` is rendered ``A[row * K + col]``; the simulator checks every index
     against its own dimension, so ``col >= K`` is out of bounds even where the flat index
@@ -177,9 +197,11 @@ class GlobalArray:
             refused), ``"out"`` (written by the kernel; its initial contents are undefined)
             or ``"inout"`` (an input the kernel also writes, e.g. an in-place reduction).
         shape: the logical shape in parameter names, e.g. ``("M", "K")``.
+        dtype: ``float`` (default), ``half`` (float16 storage, :data:`STORAGE_TYPES`), or
+            ``int``/``uint`` (an input whose contents are ``values``).
 
     Raises:
-        ScheduleError: a role outside :data:`ARRAY_ROLES`.
+        ScheduleError: a role outside :data:`ARRAY_ROLES`, an unknown ``dtype``.
     """
 
     name: str
@@ -192,17 +214,27 @@ class GlobalArray:
         if self.role not in ARRAY_ROLES:
             raise ScheduleError(f"global array {self.name!r}: role {self.role!r} is not one of "
                                 f"{', '.join(ARRAY_ROLES)}")
-        if self.dtype != "float" and self.dtype not in INT_ELEMENT_TYPES:
+        if self.dtype not in STORAGE_TYPES + INT_ELEMENT_TYPES:
             raise ScheduleError(f"global array {self.name!r}: element type {self.dtype!r} is "
-                                f"not one of float, {', '.join(INT_ELEMENT_TYPES)}")
-        if self.dtype != "float" and (self.role != "in" or self.values is None):
+                                f"not one of {', '.join(STORAGE_TYPES + INT_ELEMENT_TYPES)}")
+        if self.is_int and (self.role != "in" or self.values is None):
             raise ScheduleError(f"global array {self.name!r} of {self.dtype}: an integer buffer "
                                 "is an input (role 'in') with its contents given (values)")
 
     @property
     def is_int(self) -> bool:
         """The buffer holds ``int`` or ``uint`` (read with :class:`IntLoad`)."""
-        return self.dtype != "float"
+        return self.dtype in INT_ELEMENT_TYPES
+
+    @property
+    def is_half(self) -> bool:
+        """The buffer stores ``half`` (float16 values, read and written as float32)."""
+        return self.dtype == "half"
+
+    @property
+    def element_bytes(self) -> int:
+        """Bytes per element: 2 for ``half``, 4 for ``float``, ``int`` and ``uint``."""
+        return HALF_BYTES if self.dtype == "half" else FLOAT_BYTES
 
     @property
     def is_input(self) -> bool:

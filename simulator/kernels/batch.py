@@ -110,7 +110,7 @@ def _description(text: str, batch: int, shared_b: bool) -> str:
 def _batched_array(array: S.GlobalArray, shared_b: bool) -> S.GlobalArray:
     if shared_b and array.name == SHARED_ARRAY:
         return array
-    return S.GlobalArray(array.name, array.role, (BATCH_PARAM,) + tuple(array.shape))
+    return dataclasses.replace(array, shape=(BATCH_PARAM,) + tuple(array.shape))
 
 
 def _batched_kernel(schedule: S.Schedule, batch: int, shared_b: bool) -> S.Schedule:

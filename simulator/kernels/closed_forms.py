@@ -287,7 +287,8 @@ def counts(schedule: Schedule) -> dict:
     """Closed-form counts for ``schedule``, with the keys of ``TrafficCounts.to_dict()``.
 
     A :class:`simulator.ir.sequence.KernelSequence` gets its kernels' forms :func:`added`;
-    a batched schedule its single product's forms :func:`batched`.
+    a batched schedule its single product's forms :func:`batched`; bytes count 2 per
+    element of a ``half`` buffer, 4 per float.
 
     Raises:
         NoClosedForm (a ValueError): for a schedule family without closed forms.
@@ -295,7 +296,20 @@ def counts(schedule: Schedule) -> dict:
     if is_sequence(schedule):
         return added([counts(kernel) for kernel in schedule.kernels])
     batch = int(schedule.extra.get("batch", 1))
-    return _single(schedule) if batch == 1 else batched(_single(schedule), batch)
+    d = _single(schedule) if batch == 1 else batched(_single(schedule), batch)
+    return _storage_bytes(d, schedule)
+
+
+def _storage_bytes(d: dict, schedule: Schedule) -> dict:
+    """``d`` with its byte counts at each buffer's element size (2 bytes for ``half``
+    storage: the elements are those of float32 storage, the bytes half of theirs)."""
+    for direction in ("load", "store"):
+        by_buffer = d[f"global_{direction}_elems_by_buffer"]
+        d[f"global_{direction}_bytes"] = sum(
+            elems * next((a.element_bytes for a in schedule.arrays if a.name == name),
+                         FLOAT_BYTES)
+            for name, elems in by_buffer.items())
+    return d
 
 
 def _single(schedule: Schedule) -> dict:

@@ -35,6 +35,7 @@ from tiletraffic.simulator.kernels.register_blocked import (gemm_prefetch,
 from tiletraffic.simulator.kernels.warp_tiled import gemm_warp_tiled
 from tiletraffic.simulator.kernels.split_k import gemm_split_k
 from tiletraffic.simulator.kernels.batch import batched
+from tiletraffic.simulator.kernels.storage import check_dtype, with_storage
 
 
 def gemm_naive(m: int, k: int, n: int, tile: int = 16, mapping: str = "row-major"
@@ -284,17 +285,25 @@ FAMILIES = (GEMM_FAMILIES + MATVEC_FAMILIES + REGISTER_BLOCKED_FAMILIES
 BATCH_OPTIONS = ("batch", "shared_b")
 """Options of every GEMM family: ``batch`` products in one launch, ``shared_b`` one B for
 all of them (:mod:`simulator.kernels.batch`)."""
-FAMILY_OPTIONS = {"gemm-naive": ("mapping",) + BATCH_OPTIONS,
-                  "gemm-tiled": ("padding", "a_tile") + BATCH_OPTIONS,
-                  "gemm-register-blocked": ("tm", "tn", "bk", "wg_rows") + BATCH_OPTIONS,
-                  "gemm-vectorized": ("tm", "tn", "bk", "wg_rows") + BATCH_OPTIONS,
-                  "gemm-prefetch": ("tm", "tn", "bk", "wg_rows") + BATCH_OPTIONS,
+DTYPE_OPTIONS = ("dtype",)
+"""The option of every family: ``dtype``, its storage (``float32`` or ``float16``,
+:mod:`simulator.kernels.storage`)."""
+FAMILY_OPTIONS = {"gemm-naive": ("mapping",) + BATCH_OPTIONS + DTYPE_OPTIONS,
+                  "gemm-tiled": ("padding", "a_tile") + BATCH_OPTIONS + DTYPE_OPTIONS,
+                  "gemm-register-blocked": ("tm", "tn", "bk", "wg_rows") + BATCH_OPTIONS
+                  + DTYPE_OPTIONS,
+                  "gemm-vectorized": ("tm", "tn", "bk", "wg_rows") + BATCH_OPTIONS
+                  + DTYPE_OPTIONS,
+                  "gemm-prefetch": ("tm", "tn", "bk", "wg_rows") + BATCH_OPTIONS
+                  + DTYPE_OPTIONS,
                   "gemm-warp-tiled": ("tm", "tn", "bk", "wg_rows", "wn", "group_rows")
-                  + BATCH_OPTIONS,
+                  + BATCH_OPTIONS + DTYPE_OPTIONS,
                   "gemm-split-k": ("tm", "tn", "bk", "wg_rows", "wn", "group_rows",
-                                   "splits") + BATCH_OPTIONS,
-                  "matvec-rows-reduce": ("wg_rows",)}
-"""Options each family takes (the other matrix-vector families take none)."""
+                                   "splits") + BATCH_OPTIONS + DTYPE_OPTIONS,
+                  "matvec-rows-reduce": ("wg_rows", "vec") + DTYPE_OPTIONS,
+                  "matvec-naive": DTYPE_OPTIONS, "matvec-local": DTYPE_OPTIONS,
+                  "matvec-local-whole": DTYPE_OPTIONS, "matvec-relu": DTYPE_OPTIONS}
+"""Options each family takes."""
 DEFAULT_TILE = {"gemm-naive": 16, "gemm-tiled": 16, "gemm-register-blocked": 16,
                 "gemm-vectorized": 16, "gemm-prefetch": 16, "gemm-warp-tiled": 16,
                 "gemm-split-k": 16,
@@ -320,11 +329,20 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
             (gemm-tiled), ``tm``, ``tn``, ``bk``, ``wg_rows`` (gemm-register-blocked,
             gemm-vectorized, gemm-prefetch, gemm-warp-tiled), ``wn`` (gemm-warp-tiled);
             every GEMM family: ``batch`` (products in one launch, default 1) and
-            ``shared_b`` (one B for the whole batch), see :mod:`simulator.kernels.batch`.
+            ``shared_b`` (one B for the whole batch), see :mod:`simulator.kernels.batch`;
+            every family: ``dtype`` (``float32``, the default, or ``float16``: half
+            storage of its matrices and vectors, :mod:`simulator.kernels.storage`).
 
     Raises:
         ScheduleError: unknown family, missing ``n`` for GEMM, or a bad parameter.
     """
+    dtype = check_dtype(options.pop("dtype", "float32"))
+    return with_storage(_build(family, m, k, n, tile, chunk, **options), dtype)
+
+
+def _build(family: str, m: int, k: int, n: int | None, tile: int | None,
+           chunk: int | None, **options) -> Schedule:
+    """:func:`build` in float32 storage."""
     if family not in FAMILIES + SEQUENCE_FAMILIES:
         raise ScheduleError(f"unknown schedule {family!r}; choose one of "
                             f"{', '.join(FAMILIES + SEQUENCE_FAMILIES)}")
@@ -350,10 +368,10 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
         batch, shared_b = options.pop("batch", 1), options.pop("shared_b", False)
         return batched(builders[family](m, k, n, tile, **options), batch, shared_b)
     if family == "matvec-rows-reduce":
-        unknown = sorted(set(options) - {"wg_rows"})
+        unknown = sorted(set(options) - {"wg_rows", "vec"})
         if unknown:
             raise ScheduleError(f"{family} does not take {', '.join(unknown)}; its options: "
-                                "wg_rows")
+                                "wg_rows, vec")
         return matvec_rows_reduce(m, k, tile, **options)
     if options:
         raise ScheduleError(f"{family} takes no options, got {sorted(options)}")

@@ -609,7 +609,7 @@ def _derive_kernel(schedule: S.Schedule, binding: SizeBinding) -> DerivedCounts:
     for key in ("local_load_elems", "local_store_elems", "barriers", "flop"):
         if key not in out.forms and key not in out.not_derived:
             out.forms[key] = 0
-    _finish(out)
+    _finish(out, {a.name: a.element_bytes for a in schedule.arrays})
     return out
 
 
@@ -657,8 +657,10 @@ def _launch_value(e: S.IntExpr, binding: SizeBinding) -> int | None:
         return None
 
 
-def _finish(out: DerivedCounts) -> None:
-    """Add the sums over buffers and the bytes, where every part is derived."""
+def _finish(out: DerivedCounts, element_bytes: dict[str, int] | None = None) -> None:
+    """Add the sums over buffers and the bytes (each buffer's elements times its
+    ``element_bytes``, 4 where not given), where every part is derived."""
+    element_bytes = element_bytes or {}
     for direction in ("load", "store"):
         keys = [f"global_{direction}_elems_by_buffer[{b}]" for b in out.buffers]
         total = f"global_{direction}_elems"
@@ -668,18 +670,21 @@ def _finish(out: DerivedCounts) -> None:
                                        + out.not_derived.get(missing[0], "unknown"))
             out.not_derived.setdefault(f"global_{direction}_bytes", out.not_derived[total])
             continue
-        forms = [out.forms[k] for k in keys if not isinstance(out.forms[k], int)]
-        constant = sum(out.forms[k] for k in keys if isinstance(out.forms[k], int))
-        summed = constant
-        for form in forms:
-            summed = form if isinstance(summed, int) and summed == 0 else (
-                _plus(summed, form))
-        out.forms[total] = summed
-        out.forms[f"global_{direction}_bytes"] = (
-            summed * S.FLOAT_BYTES if isinstance(summed, int)
-            else summed.scale_val(_isl().Val(S.FLOAT_BYTES)))
+        sizes = [element_bytes.get(b, S.FLOAT_BYTES) for b in out.buffers]
+        out.forms[total] = _summed([out.forms[k] for k in keys])
+        out.forms[f"global_{direction}_bytes"] = _summed(
+            [out.forms[k] * size if isinstance(out.forms[k], int)
+             else out.forms[k].scale_val(_isl().Val(size)) for k, size in zip(keys, sizes)])
     for key, why in NOT_SUMMED.items():
         out.not_derived.setdefault(key, why)
+
+
+def _summed(parts: list):
+    """The sum of integers and isl forms (an int where all are integers)."""
+    summed = sum(p for p in parts if isinstance(p, int))
+    for form in (p for p in parts if not isinstance(p, int)):
+        summed = form if isinstance(summed, int) and summed == 0 else _plus(summed, form)
+    return summed
 
 
 def _plus(a, b):

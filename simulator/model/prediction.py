@@ -52,7 +52,7 @@ from tiletraffic.simulator.model.dram import (BufferReads, dram_reads_lockstep,
 from tiletraffic.simulator.observers.memory import MemoryCounts
 from tiletraffic.simulator.model.observation import LaunchObservation
 from tiletraffic.simulator.model.queueing import exposed_latency_s, tail_latency_s
-from tiletraffic.simulator.ir.nodes import FLOAT_BYTES, Schedule
+from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.observers.strides import (STRIDED_DRAM_METHOD, STRIDED_METHOD,
                                                      StridedRequests, StridedRequestWarning,
                                                      strided_declaration,
@@ -165,7 +165,8 @@ def buffer_reads(schedule: Schedule, footprint: FootprintObserver, model: Device
     footprint's sectors), the buffer's size and its load offsets between neighbouring
     work-groups in dimensions 0 and 1 (:class:`simulator.model.dram.BufferReads`)."""
     p = schedule.param_values
-    sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * FLOAT_BYTES for a in schedule.arrays}
+    sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * a.element_bytes
+             for a in schedule.arrays}
     return {name: BufferReads(sectors * model.sector_bytes, sizes[name],
                               offsets[0].get(name), offsets[1].get(name),
                               footprint.own_sectors_by_buffer[name] * model.sector_bytes)
@@ -217,7 +218,8 @@ def predict(observation: LaunchObservation, device_model: DeviceModel,
     load_phases, offsets = observation.load_phases, observation.offsets
     strided, registers_per_work_item = observation.strides, registers
     p = schedule.param_values
-    sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * FLOAT_BYTES for a in schedule.arrays}
+    sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * a.element_bytes
+             for a in schedule.arrays}
     inputs = sum(v for a, v in sizes.items() if schedule.array(a).is_input)
     outputs = sum(v for a, v in sizes.items() if schedule.array(a).is_output)
     l2_read_sectors = int(round(sum(footprint.sectors_by_buffer.values())))

@@ -39,6 +39,7 @@ class FootprintObserver(Observer):
         self.own_sectors_by_buffer: dict[str, float] = {}
         self._pending: dict[str, list[np.ndarray]] = {}
         self.weights = None
+        self._element_bytes: dict[str, int] = {}
 
     def on_batch(self, group_index, work_items, weights=None) -> None:
         self._flush()
@@ -50,7 +51,9 @@ class FootprintObserver(Observer):
             return
         shape = ev.shape
         mask = np.broadcast_to(ev.mask, shape)
-        sector = np.broadcast_to(np.asarray(ev.index) * FLOAT_BYTES // self.sector_bytes, shape)
+        self._element_bytes[ev.array] = ev.element_bytes
+        sector = np.broadcast_to(np.asarray(ev.index) * ev.element_bytes // self.sector_bytes,
+                                 shape)
         keep = _first_of_runs(sector, mask)
         g = np.broadcast_to(np.arange(shape[0]).reshape(-1, 1, 1), shape)[keep]
         self._pending.setdefault(ev.array, []).append(
@@ -58,9 +61,10 @@ class FootprintObserver(Observer):
 
     def _shift(self, name: str) -> int | None:
         offset = self.offsets.get(name)
-        if self.sharing == 1 or offset is None or offset * FLOAT_BYTES % self.sector_bytes:
+        size = self._element_bytes.get(name, FLOAT_BYTES)
+        if self.sharing == 1 or offset is None or offset * size % self.sector_bytes:
             return None
-        return offset * FLOAT_BYTES // self.sector_bytes
+        return offset * size // self.sector_bytes
 
     def _add(self, totals: dict[str, float], name: str, per_group: np.ndarray) -> None:
         """Add the class-weighted sum of ``per_group`` to ``totals[name]``."""

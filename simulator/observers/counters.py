@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
+from tiletraffic.simulator.ir.nodes import FLOAT_BYTES, HALF_BYTES
 
 
 @dataclass
@@ -45,6 +45,8 @@ class AccessEvent:
             0 for every other event. The IR's one statement is one instruction of the
             kernel's own code (Oclgrind's count), so an instruction count takes component 0
             only.
+        element_bytes: bytes per element of the array (2 for ``half`` storage, else 4);
+            an element's byte address is ``index * element_bytes``.
     """
 
     space: str
@@ -59,6 +61,7 @@ class AccessEvent:
     vector_width: int = 1
     merge_iterations: bool = True
     component: int = 0
+    element_bytes: int = 4
 
 
 def same_in_every_group(values) -> bool:
@@ -134,7 +137,8 @@ class Observer:
 class TrafficCounts:
     """Exact traffic of one launch, counted by executing the schedule.
 
-    Elements are float32 (4 bytes). ``barriers`` counts work-group barriers: one per
+    Elements are float32 (4 bytes), or float16 (2 bytes) in the buffers named in
+    ``half_buffers`` (half storage; bytes count them at 2). ``barriers`` counts work-group barriers: one per
     work-group per barrier it executes. ``flop`` counts executed float32 operations (``+``,
     ``-``, ``*``, ``/``, each built-in call and select one; a negation none), padded
     (out-of-range) work-items included. ``global_load_elems_per_tile`` is the
@@ -153,13 +157,21 @@ class TrafficCounts:
     global_store_elems_by_buffer: dict[str, int] = field(default_factory=dict)
     global_load_elems_per_tile: int = 0
 
+    half_buffers: tuple[str, ...] = ()
+
+    def _bytes(self, elems: int, by_buffer: dict[str, int]) -> int:
+        halves = sum(by_buffer.get(name, 0) for name in set(self.half_buffers))
+        return elems * FLOAT_BYTES - halves * (FLOAT_BYTES - HALF_BYTES)
+
     @property
     def global_load_bytes(self) -> int:
-        return self.global_load_elems * FLOAT_BYTES
+        """Bytes loaded from global memory (4 per float, 2 per half element)."""
+        return self._bytes(self.global_load_elems, self.global_load_elems_by_buffer)
 
     @property
     def global_store_bytes(self) -> int:
-        return self.global_store_elems * FLOAT_BYTES
+        """Bytes stored to global memory (4 per float, 2 per half element)."""
+        return self._bytes(self.global_store_elems, self.global_store_elems_by_buffer)
 
     def to_dict(self) -> dict:
         """JSON-ready mapping with the documented keys."""
@@ -187,11 +199,13 @@ class TrafficCounter(Observer):
         global_arrays: names of the global buffers, in signature order.
         read_map_sizes: if given, ``{buffer: elements}`` of global inputs for which to keep a
             map of how many times each element was read.
+        half_buffers: names of the global buffers of half storage (2 bytes an element).
     """
 
     def __init__(self, total_groups: int, global_arrays: list[str],
-                 read_map_sizes: dict[str, int] | None = None):
-        self.counts = TrafficCounts(work_groups=total_groups)
+                 read_map_sizes: dict[str, int] | None = None,
+                 half_buffers: tuple[str, ...] = ()):
+        self.counts = TrafficCounts(work_groups=total_groups, half_buffers=tuple(half_buffers))
         self.counts.global_load_elems_by_buffer = {a: 0 for a in global_arrays}
         self.counts.global_store_elems_by_buffer = {a: 0 for a in global_arrays}
         self.global_loads_per_group = np.zeros(total_groups, dtype=np.int64)

@@ -96,6 +96,9 @@ class SampleInstruction:
     lanes: list[int]
     elements: list[list[int]]
     figures: dict
+    element_bytes: int = 4
+    """Bytes per element of the array (2 for ``half`` storage): an element's byte address
+    is its index times this."""
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -235,7 +238,7 @@ class ExplainObserver(Observer):
         one = AccessEvent(ev.space, ev.direction, ev.array, ev.array_size,
                           index[None, :, :entries], keep[None], (1, L, entries),
                           np.array([self.work_group]), ev.site, ev.vector_width,
-                          ev.merge_iterations)
+                          ev.merge_iterations, element_bytes=ev.element_bytes)
         counter = p.observer()
         counter.on_batch(one.group_index, L)
         counter.on_access(one)
@@ -245,7 +248,7 @@ class ExplainObserver(Observer):
         return SampleInstruction(ev.space, ev.direction, ev.array, ev.site, sub_group,
                                  interval, iteration_step, width, [int(x) for x in lanes],
                                  elements,
-                                 counter.counts.to_dict())
+                                 counter.counts.to_dict(), ev.element_bytes)
 
     def steps(self, by_barriers: bool) -> dict[int, dict[tuple[str, str, str], StepAccesses]]:
         """``{step: {(space, direction, array): StepAccesses}}`` of the chosen work-group,

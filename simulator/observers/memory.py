@@ -264,7 +264,7 @@ class MemoryObserver(Observer):
     def on_access(self, ev: AccessEvent) -> None:
         if not np.any(ev.mask):
             return
-        byte = np.asarray(ev.index, dtype=np.int64) * FLOAT_BYTES
+        byte = np.asarray(ev.index, dtype=np.int64) * ev.element_bytes
         c = self.counts
         key = f"{ev.array}:{ev.direction}"
         if ev.space == "global":

@@ -30,7 +30,6 @@ import numpy as np
 from tiletraffic.simulator.observers.counters import AccessEvent, Observer
 from tiletraffic.simulator.observers.memory import (distinct_per_row, sub_group_rows,
                                                     vector_sub_group_rows)
-from tiletraffic.simulator.ir.nodes import FLOAT_BYTES
 
 STRIDED_MIN_LINES = 8
 """Lines a request's addresses must span to count as strided."""
@@ -122,7 +121,7 @@ class StrideObserver(Observer):
     def on_access(self, ev: AccessEvent) -> None:
         if ev.space != "global" or not np.any(ev.mask):
             return
-        byte = np.asarray(ev.index, dtype=np.int64) * FLOAT_BYTES
+        byte = np.asarray(ev.index, dtype=np.int64) * ev.element_bytes
         rows = (vector_sub_group_rows(byte, ev, self.width) if ev.vector_width > 1
                 else sub_group_rows(byte, ev.mask, ev.shape, self.width))
         active = rows >= 0

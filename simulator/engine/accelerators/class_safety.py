@@ -155,11 +155,12 @@ def _prove(schedule: S.Schedule) -> ClassPlan | str:
                         f"NDRange dimension {split.dim})")
             starts[split.dim] = cut
     periods = []
+    size = min([S.FLOAT_BYTES, *(a.element_bytes for a in schedule.arrays)])  # half: 2
     for d in range(len(ng)):
         period = 1
         for steps in proved.values():
             for step in steps[d]:
-                offset = step * S.FLOAT_BYTES % LINE_BYTES
+                offset = step * size % LINE_BYTES
                 period = math.lcm(period, LINE_BYTES // math.gcd(offset, LINE_BYTES))
         periods.append(period)
     return ClassPlan(tuple(tuple(s) for s in starts), tuple(periods))

@@ -148,10 +148,11 @@ def _step_differences(schedule: Schedule, dim: int, base: list[int], run_groups)
 def _period(schedule: Schedule, dim: int, base: list[int], run_groups) -> int | None:
     """Steps of work-group id in ``dim`` after which every address moves by whole lines."""
     period = 1
-    for _, _, constant, diff in _step_differences(schedule, dim, base, run_groups):
+    sizes = {a.name: a.element_bytes for a in schedule.arrays}
+    for name, _, constant, diff in _step_differences(schedule, dim, base, run_groups):
         if not constant:
             return None
-        offset = diff * FLOAT_BYTES % LINE_BYTES
+        offset = diff * sizes.get(name, FLOAT_BYTES) % LINE_BYTES
         period = math.lcm(period, LINE_BYTES // math.gcd(offset, LINE_BYTES))
     return period
 

@@ -1,0 +1,135 @@
+"""Half-precision storage: a family's schedule with its matrices and vectors stored as
+``half`` (float16, 2 bytes per element) instead of ``float`` (float32, 4 bytes).
+
+Only the storage changes: every global float array the kernel takes as an argument (A, B,
+C, x, y) becomes a :class:`~simulator.ir.nodes.GlobalArray` of ``dtype="half"``; its loads
+convert the stored float16 to float32 exactly (OpenCL's ``vload_half``), every product and
+sum is computed in float32 as before, and its stores round the float32 value to the
+nearest float16 (``vstore_half``, round to nearest even). Local memory and private values
+stay float32; a kernel sequence's scratch buffers (split-K's partial products) stay
+float32 too, so only the final store rounds.
+
+Every address is the flat index times the element's bytes: a sub-group reading 32
+consecutive halves touches 64 bytes, one request of 2 sectors where 32 floats make one
+request of 4. Load and store counts in elements are those of the float32 schedule.
+
+Storage types on the command line and in the Python API are named by :data:`DTYPES`:
+``float32`` (the default) and ``float16``.
+
+Errors: :class:`~simulator.ir.nodes.ScheduleError` for a dtype outside :data:`DTYPES`,
+naming it and the choices.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.nodes import ScheduleError
+from tiletraffic.simulator.ir.sequence import is_sequence
+
+DTYPES = {"float32": "float", "float16": "half"}
+"""Storage type names of the command line and the API -> the IR's element type."""
+
+_NAMES = {v: k for k, v in DTYPES.items()}
+
+
+def check_dtype(dtype) -> str:
+    """``dtype`` (``float32`` or ``float16``) checked; returns it.
+
+    Raises:
+        ScheduleError: any other value, named with the choices.
+    """
+    if dtype not in DTYPES:
+        raise ScheduleError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+    return dtype
+
+
+def dtype_of(schedule) -> str:
+    """``float16`` where any global array of ``schedule`` (a schedule or a kernel
+    sequence) stores ``half``, else ``float32``."""
+    return "float16" if any(a.dtype == "half" for a in schedule.arrays) else "float32"
+
+
+def dtype_fields(schedule) -> dict:
+    """``{"dtype": "float16"}`` for a schedule of half storage, for results; ``{}`` for
+    float32."""
+    return {"dtype": "float16"} if dtype_of(schedule) == "float16" else {}
+
+
+def storage_text(schedule) -> str:
+    """``"  dtype=float16"`` for a schedule of half storage (for a header line), ``""``
+    for float32."""
+    return "  dtype=float16" if dtype_of(schedule) == "float16" else ""
+
+
+def with_storage(schedule, dtype: str):
+    """``schedule`` (a :class:`~simulator.ir.nodes.Schedule` or a
+    :class:`~simulator.ir.sequence.KernelSequence`) with its float arguments stored as
+    ``dtype`` (module docstring); ``schedule`` itself for ``float32``.
+
+    Raises:
+        ScheduleError: an unknown ``dtype``.
+    """
+    element = DTYPES[check_dtype(dtype)]
+    if element == "float":
+        return schedule
+    names = {a.name for a in schedule.arrays if a.dtype == "float"}
+    if not is_sequence(schedule):
+        return _kernel(schedule, names, element)
+    kernels = tuple(_kernel(k, names, element) for k in schedule.kernels)
+    return dataclasses.replace(
+        schedule, kernels=kernels,
+        arrays=tuple(_array(a, names, element) for a in schedule.arrays),
+        description=_description(schedule.description, dtype),
+        extra={**schedule.extra, "dtype": dtype})
+
+
+def _description(text: str, dtype: str) -> str:
+    return f"{text}; {dtype} storage"
+
+
+def _array(array: S.GlobalArray, names: set, element: str) -> S.GlobalArray:
+    if array.name in names and array.dtype == "float":
+        return dataclasses.replace(array, dtype=element)
+    return array
+
+
+def _kernel(schedule: S.Schedule, names: set, element: str) -> S.Schedule:
+    arrays = {a.name: _array(a, names, element) for a in schedule.arrays}
+    rebuild = _Rebuild(arrays)
+    return dataclasses.replace(
+        schedule, arrays=tuple(arrays[a.name] for a in schedule.arrays),
+        body=tuple(rebuild(s) for s in schedule.body),
+        description=_description(schedule.description, _NAMES[element]),
+        extra={**schedule.extra, "dtype": _NAMES[element]})
+
+
+class _Rebuild:
+    """The IR rebuilt with every global array replaced by the one of ``arrays`` of its
+    name (statements and expressions that name none are kept as they are)."""
+
+    def __init__(self, arrays: dict):
+        self.arrays = arrays
+        self.memo: dict[int, object] = {}
+
+    def __call__(self, node):
+        key = id(node)
+        if key not in self.memo:
+            self.memo[key] = self._rebuild(node)
+        return self.memo[key]
+
+    def _rebuild(self, node):
+        if isinstance(node, tuple):
+            return tuple(self(v) for v in node)
+        if isinstance(node, S.GlobalArray):
+            return self.arrays.get(node.name, node)
+        if isinstance(node, (S.LocalArray, S.PrivateArray)) or \
+                not dataclasses.is_dataclass(node) or isinstance(node, type):
+            return node
+        changes = {}
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            new = self(value)
+            if new is not value:
+                changes[f.name] = new
+        return dataclasses.replace(node, **changes) if changes else node
