@@ -123,8 +123,30 @@ def _plan(schedule: S.Schedule) -> ClassPlan | str:
         return INT_BUFFER_DECLINE
     found = _PLANS.get(schedule)
     if found is None:
-        found = _PLANS[schedule] = _prove(schedule)
+        found = _PLANS[schedule] = _grouped_full_blocks(schedule) or _prove(schedule)
     return found
+
+
+def _grouped_full_blocks(schedule: S.Schedule) -> ClassPlan | None:
+    """The classes of a warp-tiled GEMM whose work-groups walk the blocks of C in groups of
+    ``group_rows`` block rows (its block is a division of its linear id, which the proof
+    refuses), where every block is full (M a multiple of the block's rows BM, N of its
+    columns BN) and the blocks' addresses are whole 128-byte lines apart (BM·K, BM·N and BN
+    multiples of 32 floats): the family uses the work-group id only to choose its block
+    and computes every block exactly once, so every work-group then runs the same statements
+    under the same masks at addresses that differ by whole lines, and any partition (here
+    the first / interior / last work-group of each dimension, period 1) stands for all.
+    ``None`` otherwise (a partial block falls on a work-group inside the grid: the proof
+    decides, and refuses)."""
+    extra = schedule.extra
+    if schedule.family != "gemm-warp-tiled" or extra.get("group_rows", 1) == 1 or \
+            len(schedule.num_groups) != 2:
+        return None
+    p, bm, bn = schedule.param_values, extra["bm"], extra["bn"]
+    words = LINE_BYTES // S.FLOAT_BYTES
+    if p["M"] % bm or p["N"] % bn or any(v % words for v in (bm * p["K"], bm * p["N"], bn)):
+        return None
+    return ClassPlan(default_starts(schedule.num_groups), (1, 1))
 
 
 def _prove(schedule: S.Schedule) -> ClassPlan | str:
