@@ -398,6 +398,9 @@ class StatementProver(Prover):
             # a branch that does not bind the name leaves nothing a later read could see
             forms = [b[name] for b in branches if name in b]
             first = forms[0]
+            if all(f is first for f in forms):      # the same binding in every branch
+                env[name] = first
+                continue
             if any(f is UNKNOWN for f in forms) or any(f.coeffs != first.coeffs
                                                        for f in forms):
                 env[name] = UNKNOWN if any(f is not first for f in forms) else first
@@ -575,13 +578,25 @@ def _static(e: S.IntExpr, params) -> int | None:
     return None
 
 
+_ASSIGNED: dict[int, tuple[tuple, list[str]]] = {}
+""":func:`assigned_outside` by the identity of the statements (each held, so that its id
+is not reused while it is here); a loop body is walked once however many boxes prove it."""
+
+
 def assigned_outside(stmts) -> list[str]:
     """The integers that ``AssignInt`` statements of ``stmts`` assign, at any depth, that
     no ``DeclareInt`` of ``stmts`` declares (values carried from one pass over ``stmts``
     to the next, where ``stmts`` is a loop's body)."""
+    found = _ASSIGNED.get(id(stmts))
+    if found is not None and found[0] is stmts:
+        return found[1]
     declared = {s.name for s in walk_statements(stmts) if isinstance(s, S.DeclareInt)}
-    return sorted({s.name for s in walk_statements(stmts)
-                   if isinstance(s, S.AssignInt) and s.name not in declared})
+    names = sorted({s.name for s in walk_statements(stmts)
+                    if isinstance(s, S.AssignInt) and s.name not in declared})
+    if len(_ASSIGNED) >= 4096:
+        _ASSIGNED.clear()
+    _ASSIGNED[id(stmts)] = (stmts, names)
+    return names
 
 
 class TranslationProver(StatementProver):

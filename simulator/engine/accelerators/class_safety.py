@@ -30,9 +30,10 @@ lines, in every box.
 
 The proof is conservative: a schedule it refuses is executed work-group by work-group,
 which gives the same counts and more hazard checks, only slower. A built-in family is
-trusted (its tests prove its classes against full execution), with the first / interior /
-last segments and periods measured by executing two neighbouring work-groups
-(:mod:`.classes`).
+proved as any other schedule: segments and periods taken from two neighbouring work-groups
+would miss what only other work-groups do (with ``group_rows`` > 1 a warp-tiled GEMM's
+partial edge blocks fall on work-groups inside the grid, and its work-group-to-block map
+is not affine, so its classes are refused and every work-group runs).
 """
 from __future__ import annotations
 
@@ -70,12 +71,11 @@ class ClassPlan:
             end).
         periods: per dimension, the steps of work-group id after which every address has
             moved by whole lines (segments of several work-groups hold one class per
-            residue of the id modulo it); ``None`` for a built-in family, whose periods
-            :mod:`.classes` measures.
+            residue of the id modulo it).
     """
 
     starts: tuple[tuple[int, ...], ...]
-    periods: tuple[int, ...] | None
+    periods: tuple[int, ...]
 
 
 def default_starts(num_groups) -> tuple[tuple[int, ...], ...]:
@@ -106,8 +106,7 @@ _TRANSLATIONS: "weakref.WeakKeyDictionary[S.Schedule, str | None]" = \
 def classes_problem(schedule: S.Schedule) -> str | None:
     """Why the work-group classes of ``schedule`` are not proved to give full execution's
     counts (one line naming the expression), or ``None`` where they are (module
-    docstring; a built-in family is trusted, except a kernel whose batch is folded into an
-    NDRange dimension that already runs over something else, proved as any other)."""
+    docstring; built-in families included)."""
     plan = _plan(schedule)
     return plan if isinstance(plan, str) else None
 
@@ -122,17 +121,36 @@ def class_plan(schedule: S.Schedule) -> ClassPlan | None:
 def _plan(schedule: S.Schedule) -> ClassPlan | str:
     if data_decline(schedule.body) is not None:
         return data_decline(schedule.body)
-    if schedule.family in _trusted_families() and not schedule.extra.get("folded_batch"):
-        return ClassPlan(default_starts(schedule.num_groups), None)
     found = _PLANS.get(schedule)
     if found is None:
-        found = _PLANS[schedule] = _prove(schedule)
+        found = _PLANS[schedule] = _grouped_full_blocks(schedule) or _prove(schedule)
     return found
 
 
+def _grouped_full_blocks(schedule: S.Schedule) -> ClassPlan | None:
+    """The classes of a warp-tiled GEMM whose work-groups walk the blocks of C in groups of
+    ``group_rows`` block rows (its block is a division of its linear id, which the proof
+    refuses), where every block is full (M a multiple of the block's rows BM, N of its
+    columns BN) and the blocks' addresses are whole 128-byte lines apart (BM·K, BM·N and BN
+    multiples of a line's elements of the narrowest array: 32 floats, 64 halves): the family uses the work-group id only to choose its block
+    and computes every block exactly once, so every work-group then runs the same statements
+    under the same masks at addresses that differ by whole lines, and any partition (here
+    the first / interior / last work-group of each dimension, period 1) stands for all.
+    ``None`` otherwise (a partial block falls on a work-group inside the grid: the proof
+    decides, and refuses)."""
+    extra = schedule.extra
+    if schedule.family != "gemm-warp-tiled" or extra.get("group_rows", 1) == 1 or \
+            len(schedule.num_groups) != 2:
+        return None
+    p, bm, bn = schedule.param_values, extra["bm"], extra["bn"]
+    words = LINE_BYTES // min((a.element_bytes for a in schedule.arrays), default=S.FLOAT_BYTES)
+    if p["M"] % bm or p["N"] % bn or any(v % words for v in (bm * p["K"], bm * p["N"], bn)):
+        return None
+    return ClassPlan(default_starts(schedule.num_groups), (1, 1))
+
+
 def _prove(schedule: S.Schedule) -> ClassPlan | str:
-    """:func:`class_plan` of a schedule that is not trusted, or why not (computed once per
-    schedule)."""
+    """:func:`class_plan` of a schedule, or why not (computed once per schedule)."""
     ng = tuple(schedule.num_groups)
     starts = [list(s) for s in default_starts(ng)]
     proved: dict[tuple, list[set[int]]] = {}
@@ -179,12 +197,13 @@ def translation_problem(schedule: S.Schedule) -> str | None:
     dimension): this holds when, in every box, every access of each local and private array
     has the same coefficients (zero, in nearly every kernel), and every sub-group shuffle's
     lane has none. Refused otherwise, and wherever the classes are not proved; a built-in
-    family is trusted, as there (its local and private arrays are indexed by local ids and
-    loop variables)."""
+    family whose classes are proved is trusted here (its local and private arrays are
+    indexed by local ids and loop variables)."""
     if data_decline(schedule.body) is not None:
         return data_decline(schedule.body)
     if schedule.family in _trusted_families():
-        return None
+        plan = _plan(schedule)
+        return plan if isinstance(plan, str) else None
     if schedule not in _TRANSLATIONS:
         _TRANSLATIONS[schedule] = _translation(schedule)
     return _TRANSLATIONS[schedule]

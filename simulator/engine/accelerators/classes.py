@@ -13,11 +13,13 @@ work-group ids within which every condition is proved the same, and a period ``p
 which every address has moved by whole lines; the class of work-group ``g`` is, per
 dimension, its segment and, in a segment of several work-groups, ``g_d mod p_d``.
 
-For a built-in family (trusted: its tests prove the classes against full execution) the
-segments are the first, interior and last work-group of each dimension, and ``p_d`` is
-measured, not assumed: two interior work-groups one step apart in dimension d are executed
-and the difference of every access's index is checked to be one constant per statement;
-otherwise (or for small grids) every work-group of that dimension is its own class.
+Built-in families are proved as any other schedule. Without a proved plan (a caller that
+did not ask :func:`.class_safety.classes_problem`), the segments are the first, interior and
+last work-group of each dimension and ``p_d`` is measured on two interior work-groups one
+step apart in dimension d (the difference of every access's index one constant per
+statement; otherwise, or for small grids, every work-group of that dimension its own class):
+that measurement sees only what those two work-groups execute, which is why the counting
+paths take the classes only where they are proved.
 """
 from __future__ import annotations
 
@@ -191,7 +193,7 @@ def group_classes(schedule: Schedule, run_groups) -> GroupClasses:
     ng = schedule.num_groups
     plan = class_plan(schedule)
     starts = plan.starts if plan is not None else default_starts(ng)
-    periods = list(plan.periods) if plan is not None and plan.periods is not None else None
+    periods = list(plan.periods) if plan is not None else None
     if periods is None:
         base = [1 if n >= MIN_GROUPS_FOR_CLASSES else 0 for n in ng]
         periods = []

@@ -247,26 +247,38 @@ than a work-group of 32)."""
 
 def csr_row_pointers(sizes):
     """``iptr`` of a CSR matrix of ``sizes["H"]`` rows: row r's non-zeros are entries
-    ``iptr[r] .. iptr[r + 1] - 1``."""
-    lengths = [CSR_ROW_LENGTHS[r % len(CSR_ROW_LENGTHS)] for r in range(sizes["H"])]
+    ``iptr[r] .. iptr[r + 1] - 1``, row r holding ``CSR_ROW_LENGTHS[r mod 6]`` of them."""
+    lengths = np.resize(np.asarray(CSR_ROW_LENGTHS, dtype=np.int64), sizes["H"])
     return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
 
 
 def csr_column_indices(sizes):
-    """``ind`` of the same matrix: row r's j-th non-zero in column ``(7 r + 3 j) mod W``
-    (distinct within a row for W not a multiple of 3), ``sizes["NNZ"]`` entries."""
-    iptr = csr_row_pointers(sizes)
-    cols = [(7 * r + 3 * j) % sizes["W"] for r in range(sizes["H"])
-            for j in range(iptr[r + 1] - iptr[r])]
-    return np.asarray(cols, dtype=np.int32)
+    """``ind`` of the same matrix: row r's j-th non-zero in column ``(7 r + 3 j) mod W``,
+    W the kernel's compiled-in row width ``sizes["IMAGE_WIDTH"]`` (distinct within a row, for
+    W not a multiple of 3 and rows no longer than W), ``sizes["NNZ"]`` entries.
+
+    Raises:
+        ValueError: ``NNZ`` is not the number of non-zeros of ``H`` rows, or a row is longer
+            than W (one line naming the values)."""
+    iptr, width = csr_row_pointers(sizes).astype(np.int64), sizes["IMAGE_WIDTH"]
+    if int(iptr[-1]) != sizes["NNZ"]:
+        raise ValueError(f"NNZ = {sizes['NNZ']}, but {sizes['H']} rows hold {int(iptr[-1])} "
+                         "non-zeros (56 per 6 rows)")
+    if max(CSR_ROW_LENGTHS) > width:
+        raise ValueError(f"a row of {max(CSR_ROW_LENGTHS)} non-zeros is longer than "
+                         f"IMAGE_WIDTH = {width}")
+    lengths = np.diff(iptr)
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    within = np.arange(int(iptr[-1])) - np.repeat(iptr[:-1], lengths)
+    return ((7 * rows + 3 * within) % width).astype(np.int32)
 
 
 def silx_densify_csr(x):
-    """The dense (H, W) matrix of the CSR matrix (data, ind, iptr) of the launch file
-    (H = 6, W = 40)."""
-    sizes = {"H": 6, "W": 40}
+    """The dense (H, IMAGE_WIDTH) matrix of the CSR matrix (data, ind, iptr) of the launch
+    file (H = 6, IMAGE_WIDTH = 40)."""
+    sizes = {"H": 6, "IMAGE_WIDTH": 40, "NNZ": 56}
     iptr, ind = csr_row_pointers(sizes), csr_column_indices(sizes)
-    out = np.zeros((sizes["H"], sizes["W"]))
+    out = np.zeros((sizes["H"], sizes["IMAGE_WIDTH"]))
     for r in range(sizes["H"]):
         for k in range(iptr[r], iptr[r + 1]):
             out[r, ind[k]] = x["data"][k]

@@ -1,0 +1,69 @@
+"""silx's densify_csr at grown sizes: its row width is the kernel's compiled-in
+``IMAGE_WIDTH`` (its local array's length), so growing the launch grows the rows and the
+non-zeros only, the generated CSR matrix stays inside the width, and the counts are those of
+its rows (no out-of-bounds store into the local row)."""
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tiletraffic.frontend import launch_file
+from tiletraffic.simulator.engine.fast_path import count_launch
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCH = ROOT / "tests" / "corpora" / "opencl" / "silx" / "densify_csr.toml"
+WIDTH = 40   # -DIMAGE_WIDTH of the launch file
+
+
+def _load(rows: int):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return launch_file.load(LAUNCH, {"H": rows, "NNZ": 56 * rows // 6})
+
+
+def _scale_targets():
+    spec = importlib.util.spec_from_file_location("scale_targets",
+                                                  ROOT / "benchmarks" / "scale_targets.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("rows", [6, 66])
+def test_the_counts_at_grown_sizes_are_those_of_its_rows(rows):
+    nnz = 56 * rows // 6
+    counts = count_launch(_load(rows), hazards="raise").counts
+    assert counts.global_load_elems_by_buffer == {"data": nnz, "ind": nnz,
+                                                  "iptr": 2 * 32 * rows, "output": 0}
+    assert counts.global_store_elems == WIDTH * rows       # each row written once
+    assert counts.local_store_elems == WIDTH * rows + nnz  # zeroed, then its non-zeros
+    assert counts.local_load_elems == WIDTH * rows
+    assert counts.barriers == 2 * rows
+
+
+def test_the_generated_column_indices_stay_inside_the_compiled_width():
+    sch = _load(60)
+    ind = next(a for a in sch.arrays if a.name == "ind")
+    iptr = next(a for a in sch.arrays if a.name == "iptr")
+    cols, starts = np.asarray(ind.values), np.asarray(iptr.values)
+    assert cols.min() >= 0 and cols.max() < WIDTH
+    for r in range(60):                                    # distinct within each row
+        row = cols[starts[r]:starts[r + 1]]
+        assert len(set(row.tolist())) == len(row)
+
+
+def test_a_non_zero_count_that_does_not_fit_the_rows_is_refused_naming_it():
+    with pytest.raises(ValueError, match="NNZ = 57, but 6 rows hold 56"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            launch_file.load(LAUNCH, {"H": 6, "NNZ": 57})
+
+
+def test_the_benchmark_grows_the_rows_and_keeps_the_compiled_width():
+    sizes, extent = _scale_targets().corpus_sizes("silx/densify_csr", 4096)
+    assert set(sizes) == {"H", "NNZ"} and sizes["NNZ"] * 6 == sizes["H"] * 56
+    assert extent == WIDTH * sizes["H"] and abs(extent - 4096 ** 2) <= WIDTH * 6
