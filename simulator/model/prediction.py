@@ -231,23 +231,8 @@ def predict(observation: LaunchObservation, device_model: DeviceModel,
                                                  registers_per_work_item)
     if resident < 1:
         check_resident(schedule, model, registers_per_work_item)
-    if inputs + outputs <= model.l2_bytes:
-        dram_read = dram_lockstep = inputs
-        methods["dram_read_bytes"] = "dram: compulsory"
-    else:
-        buffers = buffer_reads(schedule, footprint, model, offsets)
-        shape = (counts.work_groups, schedule.num_groups[0])
-        concurrent = resident * model.compute_units
-        l2 = (model.l2_bytes, concurrent, model.l2_associativity)
-        dram_read = int(round(dram_reads_steady_state(buffers, outputs, *shape, *l2)))
-        dram_lockstep = int(round(dram_reads_lockstep(buffers, outputs, *shape, *l2)))
-        methods["dram_read_bytes"] = "dram: reuse distance, steady-state dispatch"
-        methods["dram_read_bytes_lockstep"] = "dram: lock-step waves"
-    dram_write = int(round(dram_writes_write_back(
-        buffer_reads(schedule, footprint, model, offsets), outputs, counts.work_groups,
-        schedule.num_groups[0], model.l2_bytes, model.l2_associativity, model.l2_partitions)))
-    methods["dram_write_bytes"] = (WRITE_BACK_METHOD if dram_write else
-                                   "dram: fits in L2 (written back after the kernel)")
+    dram_read, dram_lockstep, dram_write = _dram_bytes(observation, model, resident, inputs,
+                                                       outputs, methods)
     l1_wavefronts = (memory.global_load_lines + memory.global_store_lines
                      + memory.local_load_wavefronts + memory.local_store_wavefronts
                      + model.barrier_wavefronts_per_work_group * counts.barriers)
@@ -309,6 +294,34 @@ def predict(observation: LaunchObservation, device_model: DeviceModel,
         resident_work_groups_per_cu=resident, waves=waves, work_groups_per_cu=per_cu_groups,
         dram_read_bytes_lockstep=dram_lockstep, barrier_intervals_per_cu=intervals,
         registers_per_work_item=registers_per_work_item, methods=methods)
+
+
+def _dram_bytes(observation: LaunchObservation, model: DeviceModel, resident: int,
+                inputs: int, outputs: int, methods: dict) -> tuple[int, int, int]:
+    """``(dram_read, dram_read_lockstep, dram_write)`` bytes of the launch (the module
+    docstring's DRAM methods), each method named in ``methods``: compulsory reads where the
+    buffers fit in L2, else reuse distances under steady-state and lock-step dispatch;
+    write-back of the outputs."""
+    schedule, counts = observation.schedule, observation.counts
+    footprint, offsets = observation.footprint, observation.offsets
+    if inputs + outputs <= model.l2_bytes:
+        dram_read = dram_lockstep = inputs
+        methods["dram_read_bytes"] = "dram: compulsory"
+    else:
+        buffers = buffer_reads(schedule, footprint, model, offsets)
+        shape = (counts.work_groups, schedule.num_groups[0])
+        concurrent = resident * model.compute_units
+        l2 = (model.l2_bytes, concurrent, model.l2_associativity)
+        dram_read = int(round(dram_reads_steady_state(buffers, outputs, *shape, *l2)))
+        dram_lockstep = int(round(dram_reads_lockstep(buffers, outputs, *shape, *l2)))
+        methods["dram_read_bytes"] = "dram: reuse distance, steady-state dispatch"
+        methods["dram_read_bytes_lockstep"] = "dram: lock-step waves"
+    dram_write = int(round(dram_writes_write_back(
+        buffer_reads(schedule, footprint, model, offsets), outputs, counts.work_groups,
+        schedule.num_groups[0], model.l2_bytes, model.l2_associativity, model.l2_partitions)))
+    methods["dram_write_bytes"] = (WRITE_BACK_METHOD if dram_write else
+                                   "dram: fits in L2 (written back after the kernel)")
+    return dram_read, dram_lockstep, dram_write
 
 
 def l1_cycles(l1_wavefronts: int, modelled_strided_lines: int, strided_cycles: float,

@@ -254,19 +254,21 @@ def csr_row_pointers(sizes):
 
 def csr_column_indices(sizes):
     """``ind`` of the same matrix: row r's j-th non-zero in column ``(7 r + 3 j) mod W``,
-    W the kernel's compiled-in row width ``sizes["IMAGE_WIDTH"]`` (distinct within a row, for
-    W not a multiple of 3 and rows no longer than W), ``sizes["NNZ"]`` entries.
+    W the row width: the kernel's compiled-in ``sizes["IMAGE_WIDTH"]`` where the launch file
+    has it, else ``sizes["W"]`` (distinct within a row, for W not a multiple of 3 and rows no
+    longer than W), ``sizes["NNZ"]`` entries.
 
     Raises:
         ValueError: ``NNZ`` is not the number of non-zeros of ``H`` rows, or a row is longer
             than W (one line naming the values)."""
-    iptr, width = csr_row_pointers(sizes).astype(np.int64), sizes["IMAGE_WIDTH"]
+    iptr = csr_row_pointers(sizes).astype(np.int64)
+    width = sizes["IMAGE_WIDTH"] if "IMAGE_WIDTH" in sizes else sizes["W"]
     if int(iptr[-1]) != sizes["NNZ"]:
         raise ValueError(f"NNZ = {sizes['NNZ']}, but {sizes['H']} rows hold {int(iptr[-1])} "
                          "non-zeros (56 per 6 rows)")
     if max(CSR_ROW_LENGTHS) > width:
         raise ValueError(f"a row of {max(CSR_ROW_LENGTHS)} non-zeros is longer than "
-                         f"IMAGE_WIDTH = {width}")
+                         f"the row width {width}")
     lengths = np.diff(iptr)
     rows = np.repeat(np.arange(len(lengths)), lengths)
     within = np.arange(int(iptr[-1])) - np.repeat(iptr[:-1], lengths)
