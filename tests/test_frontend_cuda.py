@@ -223,6 +223,57 @@ __global__ void k(const float *A, float *B, int N) {
     assert "outside dimension 0 of extent 24 (shape 24 x 24)" in hazards[0].detail
 
 
+ROW_POINTER_CU = """#define WIDTH 8
+__global__ void k(float *vals, const float *mask, int n) {
+  int row = blockIdx.x * (blockDim.x / WIDTH) + threadIdx.x / WIDTH;
+  int lane = threadIdx.x % WIDTH;
+  vals += row * n;
+  int mask_offset = row / 4;
+  mask_offset = mask_offset * n;
+  for (int i = 0; i < n / WIDTH; i++) {
+    int id = i * WIDTH + lane;
+    float x = id < n ? vals[LANE] + mask[id + mask_offset] : -1e30f;
+    vals[id] = x;
+  }
+}
+"""
+ROW_POINTER_ARGS = {"vals": buf([2, 4, 8], "inout"), "mask": buf([2, 8], "in"), "n": 8}
+
+
+def test_a_pointer_moved_to_its_blocks_row_is_indexed_by_the_flat_element():
+    """``vals += row * n`` then ``vals[i * WIDTH + lane]`` (and a mask offset held in an
+    integer assigned again): the rows the offsets reach are inside the declared ``(2, 4,
+    8)`` buffer, so the launch is clean, its values numpy's and its counts Oclgrind's."""
+    from tiletraffic.gpu.oclgrind.crosscheck import compare_counts
+    from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
+    sch = parse_kernel(ROW_POINTER_CU.replace("LANE", "id"), "k", [4], [16],
+                       ROW_POINTER_ARGS, path="rows.cu")
+    assert tt.check(sch, seed=1) == []
+    rng = np.random.default_rng(0)
+    inputs = {"vals": rng.standard_normal((2, 4, 8)).astype(np.float32),
+              "mask": rng.standard_normal((2, 8)).astype(np.float32)}
+    result = tt.simulate(sch, inputs)
+    expected = inputs["vals"].astype(np.float64) + inputs["mask"][:, None, :]
+    np.testing.assert_allclose(result.outputs["vals"], expected, rtol=1e-6)
+    assert result.counts.global_load_elems == 2 * 64
+    if oclgrind_available():
+        comparison = compare_counts(sch)
+        assert comparison.equal, comparison.to_dict()
+
+
+def test_a_moved_pointer_past_its_buffer_is_named_with_declared_indices():
+    """``vals[id + 1]`` crosses into the next row in every row, inside the buffer (no fault
+    in C), and leaves it at the last element of the last row: that one access is reported,
+    with its indices as the array is declared."""
+    sch = parse_kernel(ROW_POINTER_CU.replace("LANE", "id + 1"), "k", [4], [16],
+                       ROW_POINTER_ARGS, path="rows.cu")
+    hazards = [h for h in tt.check(sch, seed=1) if h.kind == "out-of-bounds"]
+    assert len(hazards) == 1 and hazards[0].count == 1
+    assert "global load of vals[2, 0, 0]" in hazards[0].detail
+    assert "at rows.cu:10:24" in hazards[0].detail
+    assert "outside dimension 0 of extent 2 (shape 2 x 4 x 8)" in hazards[0].detail
+
+
 def _launch(tmp_path, toml: str, source: str, name="k.cu"):
     (tmp_path / name).write_text(source)
     path = tmp_path / "k.toml"

@@ -84,6 +84,50 @@ def test_a_row_offset_that_reads_an_assigned_integer_is_not_read_through():
     assert tt.check(sch, seed=1) == []
 
 
+ROW_POINTER_SRC = """
+__kernel void k(__global float *vals, __global const float *mask, int n) {
+    int row = get_group_id(0) * 2 + get_local_id(0) / 8, lane = get_local_id(0) % 8;
+    vals += row * n;
+    int off = 0;
+    off = (row / 4) * n;
+    for (int i = 0; i < n / 8; i++) {
+        int id = i * 8 + lane;
+        float m = mask[off + id];
+        vals[id] = (id < n ? vals[LANE] : 0.0f) * 2.0f + m;
+    }
+}"""
+ROW_POINTER_ARGS = {"n": 8, "vals": {"shape": [2, 4, 8], "access": "inout"},
+                    "mask": {"shape": [2, 8], "access": "in"}}
+
+
+def test_a_pointer_moved_to_its_work_groups_row_then_indexed_in_the_row_is_clean():
+    """``vals += row * n; vals[i * 8 + lane]`` over a ``(2, 4, n)`` buffer, and ``mask[off +
+    i * 8 + lane]`` with ``off`` a C integer assigned again: the flat element (offset and
+    index together) is what the declared shape is indexed by, so a row the offset reaches
+    past the first is no out-of-bounds access; the values are numpy's, the counts
+    Oclgrind's."""
+    sch, inputs, result = run(ROW_POINTER_SRC.replace("LANE", "id"), [64], [16],
+                              ROW_POINTER_ARGS)
+    assert tt.check(sch, seed=1) == []
+    x, mask = inputs["vals"].astype(np.float64), inputs["mask"].astype(np.float64)
+    np.testing.assert_allclose(result.outputs["vals"], 2 * x + mask[:, None, :], rtol=1e-6)
+    assert result.counts.global_load_elems == 2 * 64
+    same_counts_as_oclgrind(sch)
+
+
+def test_a_moved_pointer_that_leaves_its_buffer_is_reported_with_declared_indices():
+    """``vals[id + 1]`` through the moved pointer crosses into the next row in every row
+    (no fault in C: the buffer is flat) and leaves the buffer only at the last element of
+    the last row, the one access reported, with its indices as the array is declared."""
+    sch = tt.from_opencl(ROW_POINTER_SRC.replace("LANE", "id + 1"), "k", [64], [16],
+                         ROW_POINTER_ARGS)
+    hazards = [h for h in tt.check(sch, seed=1) if h.kind == "out-of-bounds"]
+    assert len(hazards) == 1 and hazards[0].count == 1
+    assert "global load of vals[2, 0, 0]" in hazards[0].detail
+    assert "index 2 outside dimension 0 of extent 2 (shape 2 x 4 x 8)" in hazards[0].detail
+    assert "work-item 15 of work-group (3,)" in hazards[0].detail
+
+
 def test_long_and_ulong_scalar_arguments():
     """A ``long`` or ``ulong`` argument (``size_t`` too, where a kernel language allows it
     as an argument) is an integer scalar like an ``int``, a 64-bit argument at launch; a

@@ -7,6 +7,18 @@ as the two indices ``(row, col)`` (every term whose factor is a multiple of ``N`
 once is read as its value, so ``int t = N * g + m; A[t + i * N]`` is ``(g + i, m)``), any
 other flat index as ``(flat / N, flat % N)``.
 
+What the engine's per-dimension bounds check then means: where the front end reads the
+index as ``row * N + col`` from the kernel's own arithmetic, the kernel addresses a row and
+a column, and a column past its row (an edge tile reading ``A[y * N + x]`` at ``x >= N``) is
+out of bounds in its own dimension, reported with its indices as the array is declared.
+Where the column part reads an integer the kernel assigns again, a pointer's offset
+(``vals += row * n; ... vals[lane]``) or a C integer (``off = b * n; ... A[off + lane]``),
+and its bounds do not keep it inside one row, the row it lands in is not read from the
+source: the whole flat index (offset and index together) is
+delinearized as ``(flat / N, flat % N)``, so every index is derived from the flat element and
+checking them per dimension is checking the buffer's flat extent. A C kernel that walks a
+flat buffer may cross the rows the host declares; only leaving the buffer is a fault there.
+
 Errors: :class:`~tiletraffic.frontend.opencl.clang_ast.FrontendError` for an access of the
 wrong rank, a store into an ``in`` buffer, a pointer expression outside the subset.
 """
@@ -131,11 +143,22 @@ class Memory(TranslationContext):
                 rest.append((sign, t))
             else:
                 outer_terms.append((sign, outer))
-        if outer_terms:
+        if outer_terms and self._column_read(_rebuild(rest), dims[-1]):
             return self.delinearize(_rebuild(outer_terms), dims[:-1], None) + (_rebuild(rest),)
         last = dim_exprs[-1] if dim_exprs is not None else S.Const(dims[-1])
         outer = S.BinOp("/", flat, last)
         return self.delinearize(outer, dims[:-1], None) + (S.BinOp("%", flat, last),)
+
+    def _column_read(self, col: S.IntExpr, row_length: int) -> bool:
+        """Whether ``col``, what is left of a flat index once its multiples of
+        ``row_length`` went to the rows, stands as the index of the last dimension: it reads
+        no integer the kernel assigns again (:attr:`mutable_ranges`: a C integer or a
+        pointer's offset, whose value, and so its row, is known only at run time), or its
+        bounds lie within ``[0, row_length)``."""
+        if not _names_read(col) & set(self.mutable_ranges):
+            return True
+        lo, hi = self.range_of(col)
+        return lo >= 0 and hi < row_length
 
     def _index_terms(self, flat: S.IntExpr, row_length: int) -> list:
         """The additive terms of ``flat`` with their signs, an integer bound once
