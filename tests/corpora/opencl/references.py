@@ -292,7 +292,7 @@ def _pyfai_csr(x, threshold):
     P = 64 pixels, ``coefs`` its values; no dummy): per row, the sum of coef * weight over
     its finite pixels (``sum_data``), the sum of their coefs (``sum_count``) and their
     ratio where the count exceeds ``threshold``, else the dummy value 0 (``merged``)."""
-    sizes = {"H": 8, "W": 64}
+    sizes = {"H": 8, "W": 64, "NNZ": 61}
     iptr, ind = csr_row_pointers(sizes), csr_column_indices(sizes)
     weights = x["weights"].astype(np.float64)
     coefs = x["coefs"].astype(np.float64)
@@ -325,7 +325,7 @@ def pyfai_csr_integrate4_single(x):
     (coef * norm)^2 (``summed``, 8 floats a row); where the count sum is > 0 the average
     signal, the standard deviation and the standard error of the mean, else the ``empty``
     value 0."""
-    sizes = {"H": 8, "W": 64}
+    sizes = {"H": 8, "W": 64, "NNZ": 61}
     iptr, ind = csr_row_pointers(sizes), csr_column_indices(sizes)
     w = x["weights"].astype(np.float64).reshape(-1, 4)
     coefs = x["coefs"].astype(np.float64)
