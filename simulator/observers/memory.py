@@ -28,6 +28,16 @@ share it: a broadcast); its bank conflicts are the wavefronts above that minimum
 scalar loads) (CUDA C++ Programming Guide, "Shared Memory", compute capability 5.x and
 later).
 
+The loads merged so (:meth:`MemoryObserver._chain`) follow what the CUDA build's compiler
+does in an unrolled loop: a word one iteration's source loads twice is read once (the
+compiler reuses the value), and loads of different statements in one iteration that read
+consecutive words chain as iterations do (``s[k][2x]`` and ``s[k][2x + 1]``); two chained
+words whose first is even for every work-item of the batch, active or not (the alignment
+the address expression proves), and that are not part of a v-word run, are one 64-bit
+load. Vector local *loads*, explicit or merged, take wavefronts by the thread-pair rule of
+:meth:`MemoryObserver._vector_load_wavefronts`; the phase rule below is kept for vector
+local stores.
+
 Vector accesses (``float2``/``float4``, :attr:`AccessEvent.vector_width` w > 1) are one
 instruction per work-item: one request per sub-group that executes it, whose sectors and
 lines are the distinct ones of all 4·w bytes of every active work-item (a ``float4`` load by
@@ -279,8 +289,8 @@ class MemoryObserver(Observer):
         (:meth:`_vector_load`); after at least one such run, the words after the last run
         are one more vector load where its words lie inside the array for every active
         work-item (as :meth:`_vector_runs_and_rest`); of the chain's other words, each two
-        neighbours whose first is even for every active work-item are one 64-bit load,
-        the rest scalar loads."""
+        neighbours whose first is even for every work-item (:func:`paired_positions`) are
+        one 64-bit load, the rest scalar loads."""
         chains, self._chains = self._chains, {}
         self._rounds, self._round_loads = {}, {}
         v = self.vector
