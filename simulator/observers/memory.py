@@ -28,6 +28,16 @@ share it: a broadcast); its bank conflicts are the wavefronts above that minimum
 scalar loads) (CUDA C++ Programming Guide, "Shared Memory", compute capability 5.x and
 later).
 
+The loads merged so (:meth:`MemoryObserver._chain`) follow what the CUDA build's compiler
+does in an unrolled loop: a word one iteration's source loads twice is read once (the
+compiler reuses the value), and loads of different statements in one iteration that read
+consecutive words chain as iterations do (``s[k][2x]`` and ``s[k][2x + 1]``); two chained
+words whose first is even for every work-item of the batch, active or not (the alignment
+the address expression proves), and that are not part of a v-word run, are one 64-bit
+load. Vector local *loads*, explicit or merged, take wavefronts by the thread-pair rule of
+:meth:`MemoryObserver._vector_load_wavefronts`; the phase rule below is kept for vector
+local stores.
+
 Vector accesses (``float2``/``float4``, :attr:`AccessEvent.vector_width` w > 1) are one
 instruction per work-item: one request per sub-group that executes it, whose sectors and
 lines are the distinct ones of all 4·w bytes of every active work-item (a ``float4`` load by
@@ -140,17 +150,50 @@ def distinct_per_row(rows: np.ndarray) -> np.ndarray:
 
 
 class _Chain:
-    """Consecutive executions of one local load statement in which every active work-item
-    reads the word after the one it read before: ``first`` and ``last`` words, ``mask``
-    and ``length`` (executions), each a ``(G, L)`` array but ``length``."""
+    """Consecutive loads of one local array in which every active work-item reads the word
+    after the one it read before: ``first`` and ``last`` words, ``mask`` and ``length``
+    (words), each a ``(G, L)`` array but ``length``; ``sites``: the statements whose loads
+    it holds; ``last_round``: the round (see :meth:`MemoryObserver._chain`) of its last
+    load."""
 
-    def __init__(self, event: AccessEvent, words: np.ndarray, mask: np.ndarray):
+    def __init__(self, event: AccessEvent, words: np.ndarray, mask: np.ndarray,
+                 round_: int):
         self.event, self.first, self.last, self.mask, self.length = (
             event, words, words, mask, 1)
+        self.sites, self.last_round = {event.site}, round_
 
-    def extends(self, words: np.ndarray, mask: np.ndarray) -> bool:
+    def extends(self, site: str, round_: int, words: np.ndarray, mask: np.ndarray) -> bool:
+        """Whether a load of ``site`` in round ``round_`` continues the chain: the same
+        active work-items, each reading the word after the chain's last one, and either a
+        statement already in the chain (a later iteration) or another statement in the
+        same round (the same iteration)."""
+        if site not in self.sites and round_ != self.last_round:
+            return False
         return bool(np.array_equal(mask, self.mask)
                     and np.array_equal(words[mask], self.last[mask] + 1))
+
+    def add(self, site: str, round_: int, words: np.ndarray) -> None:
+        self.length += 1
+        self.last, self.last_round = words, round_
+        self.sites.add(site)
+
+
+def paired_positions(first: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Of a chain's ``positions`` left to scalar loads, the starts of the pairs of
+    neighbouring positions whose first word is even for every work-item of the batch,
+    active or not (one 64-bit load each: the alignment a compiler can prove from the
+    address expression, not only from the work-items that happen to execute it)."""
+    starts, p = [], 0
+    taken = set(int(x) for x in positions)
+    ordered = sorted(taken)
+    while p < len(ordered):
+        q = ordered[p]
+        if q + 1 in taken and ((first + q) % 2 == 0).all():
+            starts.append(q)
+            p += 2
+        else:
+            p += 1
+    return np.array(starts, dtype=np.int64)
 
 
 LOCAL_CACHE_ENTRIES = 1 << 16
@@ -183,6 +226,8 @@ class MemoryObserver(Observer):
         self.weights: np.ndarray | None = None
         self._local_seen: dict[tuple, tuple[int, int, int]] = {}
         self._chains: dict[str, list[_Chain]] = {}
+        self._rounds: dict[str, int] = {}
+        self._round_loads: dict[tuple[str, int], list] = {}
 
     def on_batch(self, group_index, work_items, weights=None) -> None:
         self._flush_chains()
@@ -206,34 +251,48 @@ class MemoryObserver(Observer):
     # ------------------------------------------------ loads of consecutive iterations
     def _chain(self, ev: AccessEvent) -> None:
         """Take a local load of loop iterations executed one at a time (or in blocks,
-        ``merge_iterations`` false): each of its iteration entries extends the open
-        :class:`_Chain` of the same statement whose every active work-item read the word
-        before (same mask), or opens one. Chains are counted when they close
-        (:meth:`_flush_chains`: a local store, a barrier, a new batch, the end)."""
+        ``merge_iterations`` false), as the build's compiler reads it. Each statement's
+        executions since the last store, barrier or batch are numbered (its *rounds*: the
+        iterations of its loop); an execution that reads the words another execution of
+        the same round already read, for the same active work-items, is not counted (the
+        compiler reuses the value). Each other execution extends the open
+        :class:`_Chain` of the array whose every active work-item read the word before
+        (same mask), where that chain holds the same statement (a later iteration) or
+        ended in the same round (another statement of the iteration), or opens one.
+        Chains are counted when they close (:meth:`_flush_chains`: a local store, a
+        barrier, a new batch, the end)."""
         G, L, I = ev.shape
         words = np.broadcast_to(np.asarray(ev.index, dtype=np.int64), ev.shape)
         mask = np.broadcast_to(np.asarray(ev.mask, dtype=bool), ev.shape)
-        open_chains = self._chains.setdefault(ev.site, [])
+        open_chains = self._chains.setdefault(ev.array, [])
+        first_round = self._rounds.get(ev.site, 0)
+        self._rounds[ev.site] = first_round + I
         for it in range(I):
             w, m = words[:, :, it], mask[:, :, it]
             if not m.any():
                 continue
+            round_ = first_round + it
+            loaded = self._round_loads.setdefault((ev.array, round_), [])
+            if any(np.array_equal(m, pm) and np.array_equal(w[m], pw[m]) for pw, pm in loaded):
+                continue
+            loaded.append((w, m))
             for ch in open_chains:
-                if ch.extends(w, m):
-                    ch.length += 1
-                    ch.last = w
+                if ch.extends(ev.site, round_, w, m):
+                    ch.add(ev.site, round_, w)
                     break
             else:
-                open_chains.append(_Chain(ev, w, m))
+                open_chains.append(_Chain(ev, w, m, round_))
 
     def _flush_chains(self) -> None:
         """Count every open chain: each run of ``local_vector_words`` consecutive words
         that starts at a multiple of it for every active work-item is one vector load
         (:meth:`_vector_load`); after at least one such run, the words after the last run
         are one more vector load where its words lie inside the array for every active
-        work-item (as :meth:`_vector_runs_and_rest`); the chain's other words are scalar
-        loads."""
+        work-item (as :meth:`_vector_runs_and_rest`); of the chain's other words, each two
+        neighbours whose first is even for every work-item (:func:`paired_positions`) are
+        one 64-bit load, the rest scalar loads."""
         chains, self._chains = self._chains, {}
+        self._rounds, self._round_loads = {}, {}
         v = self.vector
         for ch in (c for site in chains.values() for c in site):
             first = np.where(ch.mask, ch.first, 0)
@@ -245,7 +304,9 @@ class MemoryObserver(Observer):
                     (ch.first[ch.mask] + end + v <= ch.event.array_size).all():
                 end += v
             vector = np.arange(start, end)
-            scalar = np.setdiff1d(np.arange(ch.length), vector)
+            rest = np.setdiff1d(np.arange(ch.length), vector)
+            pairs = paired_positions(ch.first, rest)
+            scalar = np.setdiff1d(rest, np.concatenate([pairs, pairs + 1]))
             for positions, merged in ((vector, True), (scalar, False)):
                 if positions.size == 0:
                     continue
@@ -253,6 +314,11 @@ class MemoryObserver(Observer):
                 part = dataclasses.replace(
                     ch.event, index=index, mask=ch.mask[:, :, None],
                     shape=index.shape, merge_iterations=merged)
+                self._count_local(part, index * FLOAT_BYTES)
+            if pairs.size:
+                index = ch.first[:, :, None] + (pairs[:, None] + np.arange(2)).ravel()
+                part = dataclasses.replace(ch.event, index=index, mask=ch.mask[:, :, None],
+                                           shape=index.shape, vector_width=2)
                 self._count_local(part, index * FLOAT_BYTES)
 
     def _weighted(self, per_row: np.ndarray) -> int:
@@ -408,7 +474,7 @@ class MemoryObserver(Observer):
         requests = self._weighted((active >= 0).any(axis=-1))
         lanes = sub_group_rows(first, mask, shape, self.width)        # (G, S, I/v, W)
         expanded = np.where(lanes[..., None] >= 0, lanes[..., None] + np.arange(v), -1)
-        wavefronts, ideal = self._vector_wavefronts(
+        wavefronts, ideal = self._vector_load_wavefronts(
             expanded.reshape(lanes.shape[:-1] + (-1,)), v)
         return requests, wavefronts, ideal
 
@@ -416,8 +482,68 @@ class MemoryObserver(Observer):
         """Requests, wavefronts and ideal wavefronts of an explicit local vector access."""
         rows = vector_sub_group_rows(words, ev, self.width)
         requests = self._weighted((rows >= 0).any(axis=-1))
-        wavefronts, ideal = self._vector_wavefronts(rows, ev.vector_width)
+        figures = (self._vector_load_wavefronts if ev.direction == "load"
+                   else self._vector_wavefronts)
+        wavefronts, ideal = figures(rows, ev.vector_width)
         return requests, wavefronts, ideal
+
+    def _vector_load_wavefronts(self, rows: np.ndarray, vector_words: int) -> tuple[int, int]:
+        """(wavefronts, ideal wavefronts) of vector local loads, one per row of word
+        indices (-1: inactive), ``vector_words`` v consecutive entries per work-item,
+        work-item-major.
+
+        One wavefront returns one word per bank, i.e. one register of a full sub-group, so
+        a v-word load is served in v *phases* of ``banks // v`` consecutive work-items (8
+        for 128-bit, 16 for 64-bit loads); where every pair of active work-items l and
+        l xor 1, or every pair l and l xor 2, reads the same address, their registers are
+        packed and the load is served in v / 2 phases of twice as many work-items. A phase
+        with an active work-item takes as many wavefronts as the largest number of
+        distinct words it reads in one bank (its ideal: one); bank conflicts are the
+        wavefronts beyond the ideal ones. 128-bit loads take at least
+        ``vector_min_wavefronts``. So 32 work-items reading one float4, or float4s
+        that pairs of neighbours share, take 2 wavefronts; 32 distinct consecutive
+        float4s take 4; a float4 per work-item l at word 4·(l mod 4) takes 4 (no pair
+        shares an address); a 64-bit load of 32 distinct consecutive word pairs takes 2,
+        and one whose 16-work-item halves each read one pair, 1.
+
+        Source: NVIDIA Developer Forums, "Unexpected shared memory bank conflict" (the
+        thread-pair rule for 128-bit shared loads, and shared memory's return bandwidth
+        of one register per cycle); it fits the per-instruction Nsight Compute counts
+        of the CUDA builds' LDS.128 and LDS.64 (``experiments/h200/ladder``,
+        ``reports/nvidia-h100/cuda_corpus/call4``).
+        """
+        v = vector_words
+        low = self.vector_min_wavefronts if v * self.bank_bytes >= 16 else 1
+        work_items = -(-rows.shape[-1] // v)
+        padded = -(-work_items // 4) * 4
+        if padded * v != rows.shape[-1]:
+            pad = np.full(rows.shape[:-1] + (padded * v - rows.shape[-1],), -1, rows.dtype)
+            rows = np.concatenate([rows, pad], axis=-1)
+        address = rows.reshape(rows.shape[:-1] + (padded, v))[..., 0]
+        paired = np.zeros(rows.shape[:-1], dtype=bool)
+        for step in (1, 2):
+            halves = address.reshape(address.shape[:-1] + (padded // (2 * step), 2, step))
+            a, b = halves[..., 0, :], halves[..., 1, :]
+            paired |= ((a == b) | (a < 0) | (b < 0)).all(axis=(-1, -2))
+        lanes = max(1, self.banks // v)
+        per_request = np.zeros(rows.shape[:-1], dtype=np.int64)
+        ideal = np.zeros(rows.shape[:-1], dtype=np.int64)
+        for packed in (False, True):
+            phase_entries = lanes * v * (2 if packed else 1)
+            phases = -(-rows.shape[-1] // phase_entries)
+            cut = rows
+            if phases * phase_entries != cut.shape[-1]:
+                pad = np.full(cut.shape[:-1] + (phases * phase_entries - cut.shape[-1],), -1,
+                              cut.dtype)
+                cut = np.concatenate([cut, pad], axis=-1)
+            w = self._wavefronts(cut.reshape(cut.shape[:-1] + (phases, phase_entries)))
+            chosen = paired if packed else ~paired
+            per_request = np.where(chosen, w.sum(axis=-1), per_request)
+            ideal = np.where(chosen, (w > 0).sum(axis=-1), ideal)
+        any_active = per_request > 0
+        ideal = np.where(any_active, np.maximum(ideal, low), 0)
+        per_request = np.where(any_active, np.maximum(per_request, low), 0)
+        return self._weighted(per_request), self._weighted(ideal)
 
     def _vector_wavefronts(self, rows: np.ndarray, vector_words: int) -> tuple[int, int]:
         """(wavefronts, ideal wavefronts) of vector requests, one per row of word indices

@@ -174,8 +174,10 @@ def test_the_counts_the_findings_state(table_rows):
 
 
 @pytest.mark.parametrize("options, per_read", [
-    # float4 reads of A and B per depth: 8 distinct 16-byte words in a sub-group take 4
-    # wavefronts, 4 distinct words 2 (no phase pair shares one above 16 distinct words)
+    # float4 reads of A and B per depth (LC = 8 lanes along N): an A read's lanes share
+    # addresses with their neighbours (8 lanes a float4), so it is served in 2 half
+    # sub-group phases: 2 wavefronts; a B read's neighbouring lanes read different float4s
+    # (8 distinct, each by 4 lanes): 4 quarter sub-group phases, 4 wavefronts
     ("bk16-tm8-tn8-wg_rows16-wn64", (2 * 2 + 2 * 4) / 4),   # 2 A reads of 4, 2 B of 8 words
     ("bk32-tm8-tn4-wg_rows8-wn32", (2 * 2 + 4) / 3),        # 2 A reads of 4, 1 B of 8
     ("bk32-tm4-tn4-wg_rows8-wn32", (2 + 4) / 2),            # 1 A read of 4, 1 B of 8
