@@ -85,7 +85,7 @@ from tiletraffic.simulator.ir.expressions import (
 from tiletraffic.simulator.ir.expressions import (FLOAT_TESTS, FloatCompare, FloatParam,
                                                   FloatTest, IntToFloat, is_data_condition,
                                                   is_launch_float)
-from tiletraffic.simulator.ir.visitor import walk, walk_statements
+from tiletraffic.simulator.ir.visitor import remembered, walk, walk_statements
 
 __all__ = [
     # integer expressions and conditions (simulator.ir.expressions)
@@ -265,6 +265,7 @@ class GlobalArray:
         return Load(self, _index_tuple(self, index))
 
 
+@remembered
 def reads_int_buffer(node) -> bool:
     """Whether the statements or expression ``node`` read an integer buffer
     (:class:`IntLoad`) anywhere."""
@@ -272,6 +273,7 @@ def reads_int_buffer(node) -> bool:
     return any(isinstance(n, IntLoad) for s in nodes for n in walk(s))
 
 
+@remembered
 def branches_on_data(node) -> bool:
     """Whether the statements or expression ``node`` hold a condition on floats other than
     the launch's (:func:`is_data_condition`) anywhere."""

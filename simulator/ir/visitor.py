@@ -18,6 +18,7 @@ searches (``any(isinstance(s, Barrier) for s in walk_statements(body))``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, Iterator
 
 from tiletraffic.simulator.ir.expressions import Cond, FloatExpr, IntExpr, Stmt
@@ -167,3 +168,29 @@ def rewrite(stmts, fn: Callable[[Stmt], tuple | None]) -> tuple[Stmt, ...]:
     """Rebuild a statement tree; ``fn(stmt)`` returns replacement statements or ``None``
     (keep the statement and rewrite inside its bodies)."""
     return _FunctionTransformer(fn).transform(stmts)
+
+
+REMEMBERED_MAX = 4096
+"""The most nodes a :func:`remembered` function holds results for before it starts again."""
+
+
+def remembered(function: Callable) -> Callable:
+    """``function(node)`` remembered per node by identity (the node kept beside its result,
+    so that a later object with the same ``id`` misses), for immutable IR nodes and tuples of
+    them; a list is computed each time, since it may change. At most
+    :data:`REMEMBERED_MAX` results are held at once."""
+    seen: dict[int, tuple[object, object]] = {}
+
+    @functools.wraps(function)
+    def wrapper(node):
+        if isinstance(node, list):
+            return function(node)
+        hit = seen.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        value = function(node)
+        if len(seen) >= REMEMBERED_MAX:
+            seen.clear()
+        seen[id(node)] = (node, value)
+        return value
+    return wrapper
