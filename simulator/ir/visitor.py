@@ -170,6 +170,48 @@ def rewrite(stmts, fn: Callable[[Stmt], tuple | None]) -> tuple[Stmt, ...]:
     return _FunctionTransformer(fn).transform(stmts)
 
 
+class Rebuilder:
+    """Rebuild statements and expressions down to their leaves, each node once (a node that
+    stands in several places is rebuilt once and shared again). :meth:`leaf` gives a node's
+    replacement, or ``None`` to rebuild its fields; :meth:`changed` may add to the field
+    changes of a node whose fields were rebuilt. Tuples are rebuilt element by element;
+    values that are not dataclass instances (numbers, strings, classes) are kept."""
+
+    def __init__(self) -> None:
+        self.memo: dict[int, object] = {}
+
+    def __call__(self, node):
+        key = id(node)
+        if key not in self.memo:
+            self.memo[key] = self._rebuild(node)
+        return self.memo[key]
+
+    def leaf(self, node):
+        """``node``'s replacement, or ``None`` to rebuild its fields (the default)."""
+        return None
+
+    def changed(self, node, changes: dict) -> dict:
+        """The field changes of ``node`` (``changes``: its rebuilt fields that differ)."""
+        return changes
+
+    def _rebuild(self, node):
+        if isinstance(node, tuple):
+            return tuple(self(v) for v in node)
+        new = self.leaf(node)
+        if new is not None:
+            return new
+        if not dataclasses.is_dataclass(node) or isinstance(node, type):
+            return node
+        changes = {}
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            rebuilt = self(value)
+            if rebuilt is not value:
+                changes[f.name] = rebuilt
+        changes = self.changed(node, changes)
+        return dataclasses.replace(node, **changes) if changes else node
+
+
 REMEMBERED_MAX = 4096
 """The most nodes a :func:`remembered` function holds results for before it starts again."""
 

@@ -32,6 +32,7 @@ import dataclasses
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.nodes import ScheduleError
 from tiletraffic.simulator.ir.sequence import is_sequence
+from tiletraffic.simulator.ir.visitor import Rebuilder
 from tiletraffic.simulator.kernels.parts import fits_int32, positive
 
 BATCH_PARAM = "BATCH"
@@ -153,41 +154,27 @@ def _batched_kernel(schedule: S.Schedule, batch: int, shared_b: bool) -> S.Sched
         extra={**schedule.extra, "batch": batch, "shared_b": shared_b, **folded})
 
 
-class _Rebuild:
+class _Rebuild(Rebuilder):
     """The IR rebuilt with every global access indexed by the batch first (arrays of
     ``arrays`` by name; an array not batched keeps its index); ``within`` replaces the ids
     of NDRange dimension 2 (kind -> expression) where the batch is folded into it."""
 
     def __init__(self, arrays: dict, index: S.IntExpr, within: dict):
+        super().__init__()
         self.arrays, self.index, self.within = arrays, index, within
-        self.memo: dict[int, object] = {}
 
-    def __call__(self, node):
-        key = id(node)
-        if key not in self.memo:
-            self.memo[key] = self._rebuild(node)
-        return self.memo[key]
-
-    def _rebuild(self, node):
-        if isinstance(node, tuple):
-            return tuple(self(v) for v in node)
+    def leaf(self, node):
         if isinstance(node, S.GlobalArray):
             return self.arrays.get(node.name, node)
-        if isinstance(node, (S.LocalArray, S.PrivateArray)) or \
-                not dataclasses.is_dataclass(node) or isinstance(node, type):
+        if isinstance(node, (S.LocalArray, S.PrivateArray)):
             return node
         if isinstance(node, S.WorkItemId) and node.dim == 2 and self.within:
-            if node.kind == "local":
-                return node
-            return self.within[node.kind]
-        changes = {}
-        for f in dataclasses.fields(node):
-            value = getattr(node, f.name)
-            new = self(value)
-            if new is not value:
-                changes[f.name] = new
+            return node if node.kind == "local" else self.within[node.kind]
+        return None
+
+    def changed(self, node, changes: dict) -> dict:
         if isinstance(node, _ACCESSES) and isinstance(node.array, S.GlobalArray):
             array = self.arrays.get(node.array.name, node.array)
             if array.shape[:1] == (BATCH_PARAM,):
                 changes["index"] = (self.index,) + tuple(changes.get("index", node.index))
-        return dataclasses.replace(node, **changes) if changes else node
+        return changes

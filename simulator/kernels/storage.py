@@ -26,6 +26,7 @@ import dataclasses
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.nodes import ScheduleError
 from tiletraffic.simulator.ir.sequence import is_sequence
+from tiletraffic.simulator.ir.visitor import Rebuilder
 
 DTYPES = {"float32": "float", "float16": "half"}
 """Storage type names of the command line and the API -> the IR's element type."""
@@ -104,32 +105,17 @@ def _kernel(schedule: S.Schedule, names: set, element: str) -> S.Schedule:
         extra={**schedule.extra, "dtype": _NAMES[element]})
 
 
-class _Rebuild:
+class _Rebuild(Rebuilder):
     """The IR rebuilt with every global array replaced by the one of ``arrays`` of its
     name (statements and expressions that name none are kept as they are)."""
 
     def __init__(self, arrays: dict):
+        super().__init__()
         self.arrays = arrays
-        self.memo: dict[int, object] = {}
 
-    def __call__(self, node):
-        key = id(node)
-        if key not in self.memo:
-            self.memo[key] = self._rebuild(node)
-        return self.memo[key]
-
-    def _rebuild(self, node):
-        if isinstance(node, tuple):
-            return tuple(self(v) for v in node)
+    def leaf(self, node):
         if isinstance(node, S.GlobalArray):
             return self.arrays.get(node.name, node)
-        if isinstance(node, (S.LocalArray, S.PrivateArray)) or \
-                not dataclasses.is_dataclass(node) or isinstance(node, type):
+        if isinstance(node, (S.LocalArray, S.PrivateArray)):
             return node
-        changes = {}
-        for f in dataclasses.fields(node):
-            value = getattr(node, f.name)
-            new = self(value)
-            if new is not value:
-                changes[f.name] = new
-        return dataclasses.replace(node, **changes) if changes else node
+        return None
