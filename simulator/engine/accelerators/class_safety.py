@@ -119,8 +119,8 @@ def class_plan(schedule: S.Schedule) -> ClassPlan | None:
 
 
 def _plan(schedule: S.Schedule) -> ClassPlan | str:
-    if data_decline(schedule.body) is not None:
-        return data_decline(schedule.body)
+    if (why := data_decline(schedule.body)) is not None:
+        return why
     found = _PLANS.get(schedule)
     if found is None:
         found = _PLANS[schedule] = _grouped_full_blocks(schedule) or _prove(schedule)
@@ -199,8 +199,8 @@ def translation_problem(schedule: S.Schedule) -> str | None:
     lane has none. Refused otherwise, and wherever the classes are not proved; a built-in
     family whose classes are proved is trusted here (its local and private arrays are
     indexed by local ids and loop variables)."""
-    if data_decline(schedule.body) is not None:
-        return data_decline(schedule.body)
+    if (why := data_decline(schedule.body)) is not None:
+        return why
     if schedule.family in _trusted_families():
         plan = _plan(schedule)
         return plan if isinstance(plan, str) else None

@@ -318,8 +318,8 @@ def extrapolate_fields(objs: list, steps: int):
 def k_extrapolation_problem(schedule: Schedule, local_vector_words: int = 1) -> str | None:
     """Why :func:`applies` does not hold for ``schedule`` (one line, for a note), ``None``
     where it does."""
-    if data_decline(schedule.body) is not None:
-        return data_decline(schedule.body)
+    if (why := data_decline(schedule.body)) is not None:
+        return why
     depth, why = _k_step(schedule)
     if depth is None:
         return why
