@@ -19,7 +19,7 @@ import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.visitor import walk_statements
-from tiletraffic.simulator.engine.batch import BatchState
+from tiletraffic.simulator.engine.batch import BatchState, row_major
 from tiletraffic.simulator.observers.counters import AccessEvent, count_per_group
 from tiletraffic.simulator.observers.hazards import Hazard, array_dims, element_text
 
@@ -100,9 +100,7 @@ class Accesses(BatchState):
                                               comps[:d] + [top] + comps[d + 1:], bad, site)
                     mask = np.logical_and(mask, np.logical_not(bad))
                     refused = bad if refused is None else refused | bad
-        flat = comps[0]
-        for comp, extent in zip(comps[1:], dims[1:]):
-            flat = flat * extent + comp
+        flat = row_major(comps, dims)
         size = math.prod(dims)
         if width > 1 and aligned:
             misaligned = np.logical_and(mask, flat % width != 0)

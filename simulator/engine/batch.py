@@ -19,6 +19,15 @@ from tiletraffic.simulator.observers.counters import count_per_group
 from tiletraffic.simulator.observers.hazards import Hazard
 
 
+def row_major(comps, dims):
+    """Row-major flat index of the per-dimension indices ``comps`` (arrays that broadcast
+    together) in an array of extents ``dims`` (same rank)."""
+    flat = comps[0]
+    for comp, extent in zip(comps[1:], dims[1:]):
+        flat = flat * extent + comp
+    return flat
+
+
 class BatchState:
     """Shapes and work-group ids of the batch executing now.
 

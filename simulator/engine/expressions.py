@@ -24,7 +24,7 @@ from tiletraffic.simulator.ir.static import (CMP_OPS, ExecutionError, apply_int_
 from tiletraffic.simulator.ir.visitor import walk
 from tiletraffic.simulator.engine.accelerators import NotApplicable
 from tiletraffic.simulator.engine.accelerators.loop_blocks import STALE
-from tiletraffic.simulator.engine.batch import BatchState
+from tiletraffic.simulator.engine.batch import BatchState, row_major
 from tiletraffic.simulator.observers.hazards import Hazard
 
 _FLOAT_OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
@@ -170,9 +170,7 @@ class Expressions(BatchState):
         live = True if self.live is None else self.live
         if live is False or not np.any(live):
             comps = [np.asarray(self.eval_int(i), dtype=np.int64) for i in e.index]
-            flat = comps[0]
-            for comp, extent in zip(comps[1:], self.dims_of(e.array)[1:]):
-                flat = flat * extent + comp
+            flat = row_major(comps, self.dims_of(e.array))
             table = self.int_buffers[e.array.name]
             return table[np.clip(flat, 0, max(table.size - 1, 0))] if table.size else 0 * flat
         shape_mask = np.broadcast_to(live, (self.G, self.L, 1)) if np.ndim(live) == 0 \

@@ -15,7 +15,7 @@ import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.engine.accelerators import loop_blocks
-from tiletraffic.simulator.engine.batch import BatchState
+from tiletraffic.simulator.engine.batch import BatchState, row_major
 from tiletraffic.simulator.observers.hazards import Hazard, element_text
 
 
@@ -117,9 +117,7 @@ class PrivateMemory(BatchState):
                 self.report_out_of_bounds("private", direction, name, dims, d, comps, bad,
                                           site)
                 mask = np.logical_and(mask, np.logical_not(bad))
-        flat = comps[0]
-        for comp, extent in zip(comps[1:], dims[1:]):
-            flat = flat * extent + comp
+        flat = row_major(comps, dims)
         shape = self.shape_of(flat, mask)
         mask_b = np.broadcast_to(mask, shape)
         return np.where(mask_b, np.broadcast_to(flat, shape), 0), mask_b
