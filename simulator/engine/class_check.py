@@ -202,10 +202,7 @@ def _slice(stmts, tracked: set[str], names: set[str]) -> tuple:
             new = {k: _slice(v, tracked, names) for k, v in nested.items()}
             if isinstance(s, S.While) or any(new.values()):
                 out.append(with_bodies(s, **new))
-        elif isinstance(s, _INT_STATEMENTS):
-            if s.name in names:
-                out.append(s)
-        elif isinstance(s, S.DeclareFloat):
+        elif isinstance(s, (*_INT_STATEMENTS, S.DeclareFloat)):
             if s.name in names:
                 out.append(s)
         elif isinstance(s, S.DeclarePrivateArray):
