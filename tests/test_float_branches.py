@@ -164,3 +164,10 @@ def test_runs_on_pocl_equal_to_numpy(pocl, name):
         sch = dataclasses.replace(sch, extra={})
     result = tt.run(sch, pocl, repeat=10, warmup=1, reference=reference, seed=7)
     assert result.check.ok
+
+
+def test_an_integer_select_on_a_float_test_is_described():
+    """A message naming ``isnan(x) ? 1 : 2`` describes the test instead of failing."""
+    from tiletraffic.simulator.ir import expressions as E
+    chosen = E.IntSelect(E.FloatTest("isnan", E.FloatParam("x")), E.Const(1), E.Const(2))
+    assert E.describe_int(chosen) == "(isnan(float) ? 1 : 2)"

@@ -692,6 +692,8 @@ def describe_cond(c: Cond, names: Mapping[str, str] | None = None) -> str:
         return f"!({describe_cond(c.operand, names)})"
     if isinstance(c, FloatCompare):
         return f"float {c.op}"
+    if isinstance(c, FloatTest):
+        return f"{c.fn}(float)"
     raise TypeError(f"unknown condition {c!r}")
 
 
