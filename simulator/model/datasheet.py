@@ -125,10 +125,7 @@ def _entries(values: Any, references: Mapping[str, str], problems: list[str]) ->
         if not isinstance(entry, dict) or "value" not in entry or "ref" not in entry:
             problems.append(f"values.{key} must be a table with value and ref")
             continue
-        extra = [k for k in entry if k not in _ENTRY_KEYS]
-        if extra:
-            problems.append(f"values.{key}: unknown field(s) {', '.join(map(repr, extra))} "
-                            f"(known: {', '.join(_ENTRY_KEYS)})")
+        dm.check_fields(entry, _ENTRY_KEYS, problems, f"values.{key}: ")
         if entry["ref"] not in references:
             problems.append(f"values.{key}: ref {shown(entry['ref'])} is not a key of "
                             f"[references] (known: {', '.join(references) or 'none'})")
@@ -149,10 +146,7 @@ def parse_datasheet(data: Mapping[str, Any], origin: str) -> Datasheet:
             a value of the wrong type or sign, a ``ref`` not in ``[references]``.
     """
     problems: list[str] = []
-    unknown = [k for k in data if k not in _KEYS]
-    if unknown:
-        problems.append(f"unknown field(s) {', '.join(map(repr, unknown))} "
-                        f"(known: {', '.join(_KEYS)})")
+    dm.check_fields(data, _KEYS, problems)
     for key in ("name", "vendor"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             problems.append(f"{key} must be a non-empty string, got {shown(data.get(key))}")
@@ -163,11 +157,7 @@ def parse_datasheet(data: Mapping[str, Any], origin: str) -> Datasheet:
     if width is not None and (not isinstance(width, int) or isinstance(width, bool)
                               or not 1 <= width <= 128):
         problems.append(f"sub_group_size must be an integer of 1 to 128, got {shown(width)}")
-    references = data.get("references", {})
-    if not isinstance(references, dict) or \
-            not all(isinstance(v, str) for v in references.values()):
-        problems.append("[references] must map keys to citation strings")
-        references = {}
+    references = dm.read_references(data, problems)
     sheet = Datasheet(
         name=str(data.get("name")), origin=origin, vendor=str(data.get("vendor")),
         architecture=str(data.get("architecture", "")),

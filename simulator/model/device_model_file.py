@@ -49,10 +49,7 @@ def _entry(key: str, entry: Any, references: Mapping[str, str], problems: list[s
                         f"got {shown(entry)}")
         return None
     before = len(problems)
-    extra = [k for k in entry if k not in _ENTRY_KEYS]
-    if extra:
-        problems.append(f"values.{key}: unknown field(s) {', '.join(map(repr, extra))} "
-                        f"(known: {', '.join(_ENTRY_KEYS)})")
+    dm.check_fields(entry, _ENTRY_KEYS, problems, f"values.{key}: ")
     missing = [k for k in ("value", "source", "ref") if k not in entry]
     if missing:
         problems.append(f"values.{key}: missing {', '.join(missing)}")
@@ -88,21 +85,14 @@ def parse_device_model(data: Mapping[str, Any], origin: str) -> DeviceModel:
             values no device has (:func:`_shape_problems`).
     """
     problems: list[str] = []
-    unknown = [k for k in data if k not in _FILE_KEYS]
-    if unknown:
-        problems.append(f"unknown field(s) {', '.join(map(repr, unknown))} "
-                        f"(known: {', '.join(_FILE_KEYS)})")
+    dm.check_fields(data, _FILE_KEYS, problems)
     name, description = data.get("name"), data.get("description", "")
     if not isinstance(name, str) or not name.strip():
         problems.append("missing field 'name' (a non-empty string)" if name is None else
                         f"name must be a non-empty string, got {shown(name)}")
     if not isinstance(description, str):
         problems.append(f"description must be a string, got {shown(description)}")
-    references = data.get("references", {})
-    if not isinstance(references, dict) or \
-            not all(isinstance(v, str) for v in references.values()):
-        problems.append("[references] must map keys to citation strings")
-        references = {}
+    references = dm.read_references(data, problems)
     values = data.get("values")
     if not isinstance(values, dict):
         problems.append("missing table [values]" if values is None else
