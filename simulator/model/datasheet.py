@@ -27,18 +27,13 @@ Every value is ``documented`` (its source is the cited document).
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Mapping
 
 from tiletraffic.simulator.model import device_model_schema as dm
+from tiletraffic.simulator.model.device_model_file import file_text, toml_data
 from tiletraffic.simulator.model.file_values import shown
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 SHIPPED = ("nvidia-h200-sxm", "nvidia-h100-sxm5-80gb", "nvidia-h100-pcie-80gb",
            "nvidia-a100-sxm4-80gb", "nvidia-a100-40gb")
@@ -177,12 +172,7 @@ def read_datasheet(text: str, origin: str) -> Datasheet:
     Raises:
         DeviceModelError: not TOML, or not a valid datasheet (:func:`parse_datasheet`).
     """
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise dm.DeviceModelError(f"datasheet file {origin} is not valid TOML: {err}") \
-            from None
-    return parse_datasheet(data, origin)
+    return parse_datasheet(toml_data(text, "datasheet", origin), origin)
 
 
 def load_datasheet(path: str | os.PathLike) -> Datasheet:
@@ -191,13 +181,7 @@ def load_datasheet(path: str | os.PathLike) -> Datasheet:
     Raises:
         DeviceModelError: the file cannot be read, is not TOML or not a valid datasheet.
     """
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as err:
-        why = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
-        raise dm.DeviceModelError(f"cannot read datasheet file {path}: {why}") from None
-    return read_datasheet(text, str(path))
+    return read_datasheet(file_text(path, "datasheet"), str(path))
 
 
 def _shipped(name: str) -> Datasheet:

@@ -151,18 +151,41 @@ def _shape_problems(v: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def toml_data(text: str, what: str, origin: str) -> dict[str, Any]:
+    """The TOML ``text`` of the ``what`` file (e.g. ``"device model"``) ``origin`` as tables.
+
+    Raises:
+        DeviceModelError: not TOML (the message names ``what``, ``origin`` and the error).
+    """
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise dm.DeviceModelError(f"{what} file {origin} is not valid TOML: {err}") \
+            from None
+
+
+def file_text(path: str | os.PathLike, what: str) -> str:
+    """The UTF-8 text of the ``what`` file (e.g. ``"device model"``) ``path``.
+
+    Raises:
+        DeviceModelError: the file cannot be read or is not UTF-8 (the message names
+            ``what``, ``path`` and why).
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as err:
+        why = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+        raise dm.DeviceModelError(f"cannot read {what} file {path}: {why}") from None
+
+
 def read_device_model(text: str, origin: str) -> DeviceModel:
     """The model in the TOML ``text`` (shape: this module's docstring).
 
     Raises:
         DeviceModelError: not TOML, or not a valid model (see :func:`parse_device_model`).
     """
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise dm.DeviceModelError(f"device model file {origin} is not valid TOML: "
-                                        f"{err}") from None
-    return parse_device_model(data, origin)
+    return parse_device_model(toml_data(text, "device model", origin), origin)
 
 
 def load_device_model(path: str | os.PathLike) -> DeviceModel:
@@ -172,14 +195,7 @@ def load_device_model(path: str | os.PathLike) -> DeviceModel:
         DeviceModelError: the file cannot be read (not UTF-8 included), is not TOML, or is
             not a valid model (see :func:`parse_device_model`).
     """
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as err:
-        why = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
-        raise dm.DeviceModelError(f"cannot read device model file {path}: {why}") \
-            from None
-    return read_device_model(text, str(path))
+    return read_device_model(file_text(path, "device model"), str(path))
 
 
 def _toml_str(text: str, indent: str = "") -> str:
