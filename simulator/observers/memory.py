@@ -194,11 +194,13 @@ def paired_positions(first: np.ndarray, positions: np.ndarray) -> np.ndarray:
     active or not (one 64-bit load each: the alignment a compiler can prove from the
     address expression, not only from the work-items that happen to execute it)."""
     starts, p = [], 0
-    taken = set(int(x) for x in positions)
-    ordered = sorted(taken)
+    ordered = sorted(set(int(x) for x in positions))
+    taken = set(ordered)
+    parity = np.asarray(first) % 2
+    aligned = (bool((parity == 0).all()), bool((parity == 1).all()))   # by q's parity
     while p < len(ordered):
         q = ordered[p]
-        if q + 1 in taken and ((first + q) % 2 == 0).all():
+        if q + 1 in taken and aligned[q % 2]:
             starts.append(q)
             p += 2
         else:
