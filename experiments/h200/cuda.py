@@ -47,28 +47,10 @@ Nothing here imports CUDA: this module only writes text.
 from __future__ import annotations
 
 from tiletraffic.gpu.codegen.kernel import GeneratedKernel
+from tiletraffic.gpu.instructions.prelude import define_lines
 
 PRELUDE_BEGIN = "// ---- tiletraffic CUDA prelude (gpu/cuda.py): OpenCL C spellings -> CUDA ----"
 PRELUDE_END = "// ---- end of prelude; the generated OpenCL C follows unchanged ----"
-
-_IDS = {
-    "get_local_id": "threadIdx",
-    "get_group_id": "blockIdx",
-    "get_local_size": "blockDim",
-    "get_num_groups": "gridDim",
-}
-
-
-_FLOAT_BUILTINS = (("fmax", "a, b"), ("fmin", "a, b"), ("fabs", "a"), ("sqrt", "a"),
-                   ("rsqrt", "a"), ("exp", "a"), ("exp2", "a"), ("log", "a"), ("log2", "a"),
-                   ("pow", "a, b"), ("sin", "a"), ("cos", "a"), ("tanh", "a"), ("erf", "a"))
-"""OpenCL C's float built-ins of the IR, mapped onto CUDA's single-precision functions."""
-
-
-def _by_dim(name: str, builtin: str) -> str:
-    return (f"#define {name}(d) ((d) == 0 ? {builtin}.x : (d) == 1 ? {builtin}.y : "
-            f"{builtin}.z)")
-
 
 def prelude(launch_bounds: bool = True,
             kernel_qualifier: str = 'extern "C" __global__') -> str:
@@ -80,25 +62,7 @@ def prelude(launch_bounds: bool = True,
         kernel_qualifier: what ``__kernel`` becomes (a ``__global__`` entry point by
             default; :func:`timeline_source` makes it a ``__device__`` function).
     """
-    work_group = ("#define reqd_work_group_size(x, y, z) launch_bounds((x) * (y) * (z))"
-                  if launch_bounds else "#define reqd_work_group_size(x, y, z)")
-    lines = [
-        PRELUDE_BEGIN,
-        f"#define __kernel {kernel_qualifier}",
-        "#define __global",
-        "#define __local __shared__",
-        "#define LOCAL_VECTOR_SPACE",
-        "#define restrict __restrict__",
-        "#define CLK_LOCAL_MEM_FENCE 1",
-        "#define CLK_GLOBAL_MEM_FENCE 2",
-        "#define barrier(flags) __syncthreads()",
-        *(_by_dim(name, builtin) for name, builtin in _IDS.items()),
-        "#define get_global_id(d) (get_group_id(d) * get_local_size(d) + get_local_id(d))",
-        "#define get_global_size(d) (get_num_groups(d) * get_local_size(d))",
-        *(f"#define {name}({args}) {name}f({args})" for name, args in _FLOAT_BUILTINS),
-        work_group,
-        PRELUDE_END,
-    ]
+    lines = [PRELUDE_BEGIN, *define_lines(launch_bounds, kernel_qualifier), PRELUDE_END]
     return "\n".join(lines) + "\n"
 
 

@@ -23,21 +23,37 @@ def _by_dim(name: str, builtin: str) -> str:
             f"{builtin}.z)")
 
 
+def define_lines(launch_bounds: bool = True,
+                 kernel_qualifier: str = 'extern "C" __global__') -> list[str]:
+    """The prelude's ``#define`` lines, one string each (no newlines).
+
+    Args:
+        launch_bounds: map ``reqd_work_group_size(X, Y, Z)`` onto CUDA's launch bounds of
+            ``X*Y*Z`` threads (default); ``False`` drops the attribute instead.
+        kernel_qualifier: what ``__kernel`` becomes (a ``__global__`` entry point with an
+            unmangled name by default).
+    """
+    return [
+        f"#define __kernel {kernel_qualifier}",
+        "#define __global",
+        "#define __local __shared__",
+        "#define LOCAL_VECTOR_SPACE",
+        "#define restrict __restrict__",
+        "#define CLK_LOCAL_MEM_FENCE 1",
+        "#define CLK_GLOBAL_MEM_FENCE 2",
+        "#define barrier(flags) __syncthreads()",
+        *(_by_dim(name, builtin) for name, builtin in _IDS.items()),
+        "#define get_global_id(d) (get_group_id(d) * get_local_size(d) + get_local_id(d))",
+        "#define get_global_size(d) (get_num_groups(d) * get_local_size(d))",
+        *(f"#define {name}({args}) {name}f({args})" for name, args in _FLOAT_BUILTINS),
+        "#define reqd_work_group_size(x, y, z) launch_bounds((x) * (y) * (z))"
+        if launch_bounds else "#define reqd_work_group_size(x, y, z)",
+    ]
+
+
 CUDA_PRELUDE = "\n".join([
     "// tiletraffic: OpenCL C spellings -> CUDA (the generated OpenCL C follows unchanged)",
-    '#define __kernel extern "C" __global__',
-    "#define __global",
-    "#define __local __shared__",
-    "#define LOCAL_VECTOR_SPACE",
-    "#define restrict __restrict__",
-    "#define CLK_LOCAL_MEM_FENCE 1",
-    "#define CLK_GLOBAL_MEM_FENCE 2",
-    "#define barrier(flags) __syncthreads()",
-    *(_by_dim(name, builtin) for name, builtin in _IDS.items()),
-    "#define get_global_id(d) (get_group_id(d) * get_local_size(d) + get_local_id(d))",
-    "#define get_global_size(d) (get_num_groups(d) * get_local_size(d))",
-    *(f"#define {name}({args}) {name}f({args})" for name, args in _FLOAT_BUILTINS),
-    "#define reqd_work_group_size(x, y, z) launch_bounds((x) * (y) * (z))",
+    *define_lines(),
 ]) + "\n"
 """The ``#define`` lines put in front of the generated OpenCL C (ends with a newline)."""
 

@@ -27,18 +27,13 @@ Every value is ``documented`` (its source is the cited document).
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Mapping
 
 from tiletraffic.simulator.model import device_model_schema as dm
+from tiletraffic.simulator.model.device_model_file import file_text, toml_data
 from tiletraffic.simulator.model.file_values import shown
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 SHIPPED = ("nvidia-h200-sxm", "nvidia-h100-sxm5-80gb", "nvidia-h100-pcie-80gb",
            "nvidia-a100-sxm4-80gb", "nvidia-a100-40gb")
@@ -125,10 +120,7 @@ def _entries(values: Any, references: Mapping[str, str], problems: list[str]) ->
         if not isinstance(entry, dict) or "value" not in entry or "ref" not in entry:
             problems.append(f"values.{key} must be a table with value and ref")
             continue
-        extra = [k for k in entry if k not in _ENTRY_KEYS]
-        if extra:
-            problems.append(f"values.{key}: unknown field(s) {', '.join(map(repr, extra))} "
-                            f"(known: {', '.join(_ENTRY_KEYS)})")
+        dm.check_fields(entry, _ENTRY_KEYS, problems, f"values.{key}: ")
         if entry["ref"] not in references:
             problems.append(f"values.{key}: ref {shown(entry['ref'])} is not a key of "
                             f"[references] (known: {', '.join(references) or 'none'})")
@@ -149,10 +141,7 @@ def parse_datasheet(data: Mapping[str, Any], origin: str) -> Datasheet:
             a value of the wrong type or sign, a ``ref`` not in ``[references]``.
     """
     problems: list[str] = []
-    unknown = [k for k in data if k not in _KEYS]
-    if unknown:
-        problems.append(f"unknown field(s) {', '.join(map(repr, unknown))} "
-                        f"(known: {', '.join(_KEYS)})")
+    dm.check_fields(data, _KEYS, problems)
     for key in ("name", "vendor"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             problems.append(f"{key} must be a non-empty string, got {shown(data.get(key))}")
@@ -163,11 +152,7 @@ def parse_datasheet(data: Mapping[str, Any], origin: str) -> Datasheet:
     if width is not None and (not isinstance(width, int) or isinstance(width, bool)
                               or not 1 <= width <= 128):
         problems.append(f"sub_group_size must be an integer of 1 to 128, got {shown(width)}")
-    references = data.get("references", {})
-    if not isinstance(references, dict) or \
-            not all(isinstance(v, str) for v in references.values()):
-        problems.append("[references] must map keys to citation strings")
-        references = {}
+    references = dm.read_references(data, problems)
     sheet = Datasheet(
         name=str(data.get("name")), origin=origin, vendor=str(data.get("vendor")),
         architecture=str(data.get("architecture", "")),
@@ -187,12 +172,7 @@ def read_datasheet(text: str, origin: str) -> Datasheet:
     Raises:
         DeviceModelError: not TOML, or not a valid datasheet (:func:`parse_datasheet`).
     """
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise dm.DeviceModelError(f"datasheet file {origin} is not valid TOML: {err}") \
-            from None
-    return parse_datasheet(data, origin)
+    return parse_datasheet(toml_data(text, "datasheet", origin), origin)
 
 
 def load_datasheet(path: str | os.PathLike) -> Datasheet:
@@ -201,13 +181,7 @@ def load_datasheet(path: str | os.PathLike) -> Datasheet:
     Raises:
         DeviceModelError: the file cannot be read, is not TOML or not a valid datasheet.
     """
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as err:
-        why = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
-        raise dm.DeviceModelError(f"cannot read datasheet file {path}: {why}") from None
-    return read_datasheet(text, str(path))
+    return read_datasheet(file_text(path, "datasheet"), str(path))
 
 
 def _shipped(name: str) -> Datasheet:

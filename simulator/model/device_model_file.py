@@ -49,10 +49,7 @@ def _entry(key: str, entry: Any, references: Mapping[str, str], problems: list[s
                         f"got {shown(entry)}")
         return None
     before = len(problems)
-    extra = [k for k in entry if k not in _ENTRY_KEYS]
-    if extra:
-        problems.append(f"values.{key}: unknown field(s) {', '.join(map(repr, extra))} "
-                        f"(known: {', '.join(_ENTRY_KEYS)})")
+    dm.check_fields(entry, _ENTRY_KEYS, problems, f"values.{key}: ")
     missing = [k for k in ("value", "source", "ref") if k not in entry]
     if missing:
         problems.append(f"values.{key}: missing {', '.join(missing)}")
@@ -88,21 +85,14 @@ def parse_device_model(data: Mapping[str, Any], origin: str) -> DeviceModel:
             values no device has (:func:`_shape_problems`).
     """
     problems: list[str] = []
-    unknown = [k for k in data if k not in _FILE_KEYS]
-    if unknown:
-        problems.append(f"unknown field(s) {', '.join(map(repr, unknown))} "
-                        f"(known: {', '.join(_FILE_KEYS)})")
+    dm.check_fields(data, _FILE_KEYS, problems)
     name, description = data.get("name"), data.get("description", "")
     if not isinstance(name, str) or not name.strip():
         problems.append("missing field 'name' (a non-empty string)" if name is None else
                         f"name must be a non-empty string, got {shown(name)}")
     if not isinstance(description, str):
         problems.append(f"description must be a string, got {shown(description)}")
-    references = data.get("references", {})
-    if not isinstance(references, dict) or \
-            not all(isinstance(v, str) for v in references.values()):
-        problems.append("[references] must map keys to citation strings")
-        references = {}
+    references = dm.read_references(data, problems)
     values = data.get("values")
     if not isinstance(values, dict):
         problems.append("missing table [values]" if values is None else
@@ -161,18 +151,41 @@ def _shape_problems(v: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def toml_data(text: str, what: str, origin: str) -> dict[str, Any]:
+    """The TOML ``text`` of the ``what`` file (e.g. ``"device model"``) ``origin`` as tables.
+
+    Raises:
+        DeviceModelError: not TOML (the message names ``what``, ``origin`` and the error).
+    """
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise dm.DeviceModelError(f"{what} file {origin} is not valid TOML: {err}") \
+            from None
+
+
+def file_text(path: str | os.PathLike, what: str) -> str:
+    """The UTF-8 text of the ``what`` file (e.g. ``"device model"``) ``path``.
+
+    Raises:
+        DeviceModelError: the file cannot be read or is not UTF-8 (the message names
+            ``what``, ``path`` and why).
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as err:
+        why = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+        raise dm.DeviceModelError(f"cannot read {what} file {path}: {why}") from None
+
+
 def read_device_model(text: str, origin: str) -> DeviceModel:
     """The model in the TOML ``text`` (shape: this module's docstring).
 
     Raises:
         DeviceModelError: not TOML, or not a valid model (see :func:`parse_device_model`).
     """
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise dm.DeviceModelError(f"device model file {origin} is not valid TOML: "
-                                        f"{err}") from None
-    return parse_device_model(data, origin)
+    return parse_device_model(toml_data(text, "device model", origin), origin)
 
 
 def load_device_model(path: str | os.PathLike) -> DeviceModel:
@@ -182,14 +195,7 @@ def load_device_model(path: str | os.PathLike) -> DeviceModel:
         DeviceModelError: the file cannot be read (not UTF-8 included), is not TOML, or is
             not a valid model (see :func:`parse_device_model`).
     """
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as err:
-        why = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
-        raise dm.DeviceModelError(f"cannot read device model file {path}: {why}") \
-            from None
-    return read_device_model(text, str(path))
+    return read_device_model(file_text(path, "device model"), str(path))
 
 
 def _toml_str(text: str, indent: str = "") -> str:

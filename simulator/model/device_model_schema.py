@@ -341,6 +341,27 @@ def bad_kind(key: str, kind: object) -> str:
     return f"values.{key}: source {shown(kind)} is not one of {', '.join(SOURCE_KINDS)}"
 
 
+def check_fields(table: Mapping[str, Any], known: tuple[str, ...], problems: list[str],
+                 where: str = "") -> None:
+    """Append one problem (``where`` first, e.g. ``"values.KEY: "``) naming the keys of
+    ``table`` not in ``known`` and listing ``known``; nothing when all are known."""
+    unknown = [k for k in table if k not in known]
+    if unknown:
+        problems.append(f"{where}unknown field(s) {', '.join(map(repr, unknown))} "
+                        f"(known: {', '.join(known)})")
+
+
+def read_references(data: Mapping[str, Any], problems: list[str]) -> dict:
+    """The file's ``[references]`` table (key -> citation string; empty when absent), or
+    empty with a problem appended when it is not a table of strings."""
+    references = data.get("references", {})
+    if not isinstance(references, dict) or \
+            not all(isinstance(v, str) for v in references.values()):
+        problems.append("[references] must map keys to citation strings")
+        return {}
+    return references
+
+
 def check_value(key: str, value: Any, problems: list[str]) -> Any:
     """``value`` converted to ``key``'s type (an int; a float, an int accepted; for
     ``l2_associativity`` also ``None`` or ``"fully-associative"``), or, when it is of the

@@ -149,6 +149,16 @@ def distinct_per_row(rows: np.ndarray) -> np.ndarray:
     return (s[..., 0] >= 0).astype(np.int64) + ((s[..., 1:] >= 0) & new).sum(axis=-1)
 
 
+def padded_rows(rows: np.ndarray, multiple: int) -> np.ndarray:
+    """``rows`` with inactive entries (-1) appended on the last axis up to a multiple of
+    ``multiple`` entries (``rows`` itself when already one)."""
+    extra = -rows.shape[-1] % multiple
+    if not extra:
+        return rows
+    pad = np.full(rows.shape[:-1] + (extra,), -1, rows.dtype)
+    return np.concatenate([rows, pad], axis=-1)
+
+
 class _Chain:
     """Consecutive loads of one local array in which every active work-item reads the word
     after the one it read before: ``first`` and ``last`` words, ``mask`` and ``length``
@@ -184,11 +194,13 @@ def paired_positions(first: np.ndarray, positions: np.ndarray) -> np.ndarray:
     active or not (one 64-bit load each: the alignment a compiler can prove from the
     address expression, not only from the work-items that happen to execute it)."""
     starts, p = [], 0
-    taken = set(int(x) for x in positions)
-    ordered = sorted(taken)
+    ordered = sorted(set(int(x) for x in positions))
+    taken = set(ordered)
+    parity = np.asarray(first) % 2
+    aligned = (bool((parity == 0).all()), bool((parity == 1).all()))   # by q's parity
     while p < len(ordered):
         q = ordered[p]
-        if q + 1 in taken and ((first + q) % 2 == 0).all():
+        if q + 1 in taken and aligned[q % 2]:
             starts.append(q)
             p += 2
         else:
@@ -514,11 +526,8 @@ class MemoryObserver(Observer):
         """
         v = vector_words
         low = self.vector_min_wavefronts if v * self.bank_bytes >= 16 else 1
-        work_items = -(-rows.shape[-1] // v)
-        padded = -(-work_items // 4) * 4
-        if padded * v != rows.shape[-1]:
-            pad = np.full(rows.shape[:-1] + (padded * v - rows.shape[-1],), -1, rows.dtype)
-            rows = np.concatenate([rows, pad], axis=-1)
+        rows = padded_rows(rows, 4 * v)
+        padded = rows.shape[-1] // v
         address = rows.reshape(rows.shape[:-1] + (padded, v))[..., 0]
         paired = np.zeros(rows.shape[:-1], dtype=bool)
         for step in (1, 2):
@@ -530,13 +539,8 @@ class MemoryObserver(Observer):
         ideal = np.zeros(rows.shape[:-1], dtype=np.int64)
         for packed in (False, True):
             phase_entries = lanes * v * (2 if packed else 1)
-            phases = -(-rows.shape[-1] // phase_entries)
-            cut = rows
-            if phases * phase_entries != cut.shape[-1]:
-                pad = np.full(cut.shape[:-1] + (phases * phase_entries - cut.shape[-1],), -1,
-                              cut.dtype)
-                cut = np.concatenate([cut, pad], axis=-1)
-            w = self._wavefronts(cut.reshape(cut.shape[:-1] + (phases, phase_entries)))
+            cut = padded_rows(rows, phase_entries)
+            w = self._wavefronts(cut.reshape(cut.shape[:-1] + (-1, phase_entries)))
             chosen = paired if packed else ~paired
             per_request = np.where(chosen, w.sum(axis=-1), per_request)
             ideal = np.where(chosen, (w > 0).sum(axis=-1), ideal)
@@ -567,11 +571,8 @@ class MemoryObserver(Observer):
         low = self.vector_min_wavefronts if vector_words * self.bank_bytes >= 16 else 1
         lanes = max(1, self.banks // vector_words)
         per_phase_entries = lanes * vector_words
-        n = rows.shape[-1]
-        phases = -(-n // per_phase_entries)
-        if phases * per_phase_entries != n:
-            pad = np.full(rows.shape[:-1] + (phases * per_phase_entries - n,), -1, rows.dtype)
-            rows = np.concatenate([rows, pad], axis=-1)
+        rows = padded_rows(rows, per_phase_entries)
+        phases = rows.shape[-1] // per_phase_entries
         if phases % 2:
             pad = np.full(rows.shape[:-1] + (per_phase_entries,), -1, rows.dtype)
             rows = np.concatenate([rows, pad], axis=-1)
