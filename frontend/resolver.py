@@ -149,14 +149,12 @@ class BuiltIn:
                 spell(key) for key in ("m", "k", "n", "tile"))):
             raise ScheduleError(problem)
         if options and spec not in schedules.FAMILY_OPTIONS:
-            takers = [family for family, keys in schedules.FAMILY_OPTIONS.items()
-                      if set(options) <= set(keys)] or list(schedules.FAMILY_OPTIONS)
+            takers = _families_taking(options) or list(schedules.FAMILY_OPTIONS)
             raise ScheduleError(f"{', '.join(map(spell, options))} applies to "
                                 f"{', '.join(takers)} only, not {spec}")
         allowed = schedules.FAMILY_OPTIONS.get(spec, ())
         if unknown := [key for key in options if key not in allowed]:
-            takers = [family for family, keys in schedules.FAMILY_OPTIONS.items()
-                      if set(unknown) <= set(keys)]
+            takers = _families_taking(unknown)
             raise ScheduleError(
                 f"{spec} does not take {', '.join(map(spell, unknown))}; its options: "
                 f"{', '.join(map(spell, allowed))}" + (
@@ -190,6 +188,13 @@ class BuiltIn:
             raise ScheduleError(f"{spec} computes y = A·x: {spell('n')} does not apply "
                                 f"(got {n})")
         return schedules.build(spec, m, k, n, tile, chunk, **options)
+
+
+def _families_taking(options) -> list[str]:
+    """The built-in families whose options include every one of ``options`` (keys)."""
+    from tiletraffic.simulator.kernels import families as schedules
+    return [family for family, keys in schedules.FAMILY_OPTIONS.items()
+            if set(options) <= set(keys)]
 
 
 def missing_sizes_message(spec: str, needed: list[str], missing: list[str]) -> str:

@@ -418,19 +418,6 @@ def _inside(location, extents: dict) -> bool:
                                  for a, b in extents.get(f.name, ()))
 
 
-def device_source(tu, source: str, path: str) -> str:
-    """``source`` (the text of ``path``, parsed as ``tu``) with each host function's
-    definition (a function of the file neither ``__device__`` nor ``__global__``: ``main``,
-    the launch code) blanked, its newlines kept so that every line keeps its number: the
-    text NVRTC compiles for a launch of the file's own kernel."""
-    data = bytearray(source.encode("utf-8"))
-    for start, end in host_extents(tu).get(path, ()):
-        for i in range(start, min(end, len(data))):
-            if data[i] not in (10, 13):
-                data[i] = 32
-    return data.decode("utf-8", errors="replace")
-
-
 def instance_values(tu, values: dict) -> dict:
     """The template arguments of the instance in ``tu`` (:func:`instantiate` of
     ``values``) as C++ spells them for a name expression (``32``, ``true``, ``float``):

@@ -327,13 +327,8 @@ def _refused_name_at(tu, loc) -> str | None:
 def _refused_call_at(tu, loc) -> str | None:
     """:func:`refused_function` of the identifier at ``loc`` (an error there: clang does not
     declare the ``as_*`` casts or ``printf`` for the parse), if it is one."""
-    from clang import cindex
-    if loc.file is None:
-        return None
-    tokens = list(tu.get_tokens(extent=cindex.SourceRange.from_locations(loc, loc)))
-    if len(tokens) == 1 and tokens[0].kind == cindex.TokenKind.IDENTIFIER:
-        return refused_function(tokens[0].spelling)
-    return None
+    name = _refused_name_at(tu, loc)
+    return None if name is None else refused_function(name)
 
 
 def redefined_macros(tu) -> list[str]:

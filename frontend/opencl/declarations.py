@@ -227,20 +227,18 @@ class Declarations(TranslationContext):
             raise FrontendError(f"buffer {name} of {pointee.spelling} is read as integers: "
                                 f"its access must be 'in', not {value.access!r}", name)
         shape, dims = self.buffer_shape(name, value.shape)
-        n = 1
-        for d in dims:
-            n *= d
+        n = math.prod(dims)
         if len(value.data) != n:
             raise FrontendError(f"buffer {name}: data holds {len(value.data)} integers; its "
                                 f"shape {' x '.join(map(str, dims))} holds {n}", name)
         signed = int_type(pointee)[1]
-        lo, hi = (-(2 ** 31), 2 ** 31 - 1) if signed else (0, 2 ** 32 - 1)
+        lo, hi = type_range(32, signed)
         bad = next((v for v in value.data if not lo <= v <= hi), None)
         if bad is not None:
             raise FrontendError(f"buffer {name}: data value {bad} does not fit its "
                                 f"{'int' if signed else 'uint'} elements ({lo} to {hi})", name)
-        buf = Buffer(name, "in", shape, dims, 1, True)
-        buf.dtype, buf.data = ("int" if signed else "uint"), value.data
+        buf = Buffer(name, "in", shape, dims, 1, True, dtype="int" if signed else "uint",
+                     data=value.data)
         self.buffers[name] = buf
         self.arg_kinds.append((name, "global_in"))
         self.bind(name, Binding("buffer", buf, p))

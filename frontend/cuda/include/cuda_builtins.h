@@ -103,46 +103,37 @@ __host__ __device__ long long max(long long, long long);
 __host__ __device__ float max(float, float);
 __host__ __device__ int abs(int);
 
-__host__ __device__ float fmaxf(float, float);
-__host__ __device__ float fminf(float, float);
-__host__ __device__ float fabsf(float);
-__host__ __device__ float sqrtf(float);
+/* A float function under its C name (expf) and its C++ overload for float (exp). */
+#define _TILETRAFFIC_FLOAT_FUNCTION(name, ...) \
+  __host__ __device__ float name##f(__VA_ARGS__); \
+  __host__ __device__ float name(__VA_ARGS__);
+_TILETRAFFIC_FLOAT_FUNCTION(fmax, float, float)
+_TILETRAFFIC_FLOAT_FUNCTION(fmin, float, float)
+_TILETRAFFIC_FLOAT_FUNCTION(fabs, float)
+_TILETRAFFIC_FLOAT_FUNCTION(sqrt, float)
+_TILETRAFFIC_FLOAT_FUNCTION(exp, float)
+_TILETRAFFIC_FLOAT_FUNCTION(exp2, float)
+_TILETRAFFIC_FLOAT_FUNCTION(log, float)
+_TILETRAFFIC_FLOAT_FUNCTION(log2, float)
+_TILETRAFFIC_FLOAT_FUNCTION(pow, float, float)
+_TILETRAFFIC_FLOAT_FUNCTION(sin, float)
+_TILETRAFFIC_FLOAT_FUNCTION(cos, float)
+_TILETRAFFIC_FLOAT_FUNCTION(tanh, float)
+_TILETRAFFIC_FLOAT_FUNCTION(erf, float)
+_TILETRAFFIC_FLOAT_FUNCTION(fma, float, float, float)
+#undef _TILETRAFFIC_FLOAT_FUNCTION
 __host__ __device__ float rsqrtf(float);
-__host__ __device__ float expf(float);
 __host__ __device__ float __expf(float);
-__host__ __device__ float exp2f(float);
-__host__ __device__ float logf(float);
 __host__ __device__ float __logf(float);
-__host__ __device__ float tanhf(float);
-__host__ __device__ float powf(float, float);
 __host__ __device__ float __powf(float, float);
-__host__ __device__ float log2f(float);
-__host__ __device__ float sinf(float);
-__host__ __device__ float cosf(float);
-__host__ __device__ float erff(float);
-__host__ __device__ float fmaf(float, float, float);
 __host__ __device__ float __fmaf_rn(float, float, float);
 __host__ __device__ float __fmul_rn(float, float);
 __host__ __device__ float __fadd_rn(float, float);
 __host__ __device__ float __fdividef(float, float);
 __host__ __device__ float ceilf(float);
 __host__ __device__ float floorf(float);
-__host__ __device__ float fmax(float, float);
-__host__ __device__ float fmin(float, float);
-__host__ __device__ float fabs(float);
-__host__ __device__ float sqrt(float);
-__host__ __device__ float exp(float);
-__host__ __device__ float exp2(float);
-__host__ __device__ float log(float);
-__host__ __device__ float log2(float);
-__host__ __device__ float pow(float, float);
-__host__ __device__ float sin(float);
-__host__ __device__ float cos(float);
-__host__ __device__ float tanh(float);
 __host__ __device__ double log(int);
 __host__ __device__ double tanh(int);
-__host__ __device__ float erf(float);
-__host__ __device__ float fma(float, float, float);
 __host__ __device__ double fmax(double, double);
 __host__ __device__ double fmin(double, double);
 __host__ __device__ double fabs(double);
