@@ -32,8 +32,9 @@ The proof is conservative: a schedule it refuses is executed work-group by work-
 which gives the same counts and more hazard checks, only slower. A built-in family is
 proved as any other schedule: segments and periods taken from two neighbouring work-groups
 would miss what only other work-groups do (with ``group_rows`` > 1 a warp-tiled GEMM's
-partial edge blocks fall on work-groups inside the grid, and its work-group-to-block map
-is not affine, so its classes are refused and every work-group runs).
+work-group-to-block map is not affine: where its blocks are all full and whole lines apart
+:func:`_grouped_full_blocks` gives its classes; where partial edge blocks fall on
+work-groups inside the grid its classes are refused and every work-group runs).
 """
 from __future__ import annotations
 
