@@ -193,3 +193,22 @@ def test_the_plan_records_the_list_with_its_options_and_applies_them_to_the_defa
     assert plan.cases == v.case_list("quick", dtype="float16")
     plan = vr._plan(info, vr.ValidationOptions(batch=2, model="generic-gpu"))   # the default
     assert plan.list_name == "cpu --batch 2" and plan.cases == v.case_list("cpu", batch=2)
+
+
+def test_tune_shapes_in_half_storage_write_their_own_files(tmp_path):
+    """`tune gemm --shapes FILE --dtype float16` names each shape's file as `tune gemm
+    --m --n --k --dtype float16` does (gemm-MxNxK-float16.json), not the float32 file's."""
+    from test_tuner import SMALL_SPACE, write
+
+    space = write(tmp_path, SMALL_SPACE)
+    shapes = write(tmp_path, "[[shape]]\nm = 32\nn = 32\nk = 32\n", "shapes.toml")
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "gemm-32x32x32.json").write_text("{}")   # a float32 tuning's file
+    res = CliRunner().invoke(main, ["tune", "gemm", "--shapes", str(shapes), "--space",
+                                    str(space), "--top", "0", "--dtype", "float16",
+                                    "--batch", "2", "--out", str(tmp_path / "t")])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "t" / "gemm-32x32x32-batch2-float16.json").read_text())
+    assert doc["meta"]["dtype"] == "float16" and doc["meta"]["batch"] == 2
+    assert (tmp_path / "t" / "gemm-32x32x32.json").read_text() == "{}", "left alone"
+    assert "gemm-32x32x32-batch2-float16.json" in res.stdout
