@@ -212,3 +212,17 @@ def test_tune_shapes_in_half_storage_write_their_own_files(tmp_path):
     assert doc["meta"]["dtype"] == "float16" and doc["meta"]["batch"] == 2
     assert (tmp_path / "t" / "gemm-32x32x32.json").read_text() == "{}", "left alone"
     assert "gemm-32x32x32-batch2-float16.json" in res.stdout
+
+
+@needs_pocl
+def test_a_batch_beyond_the_hosts_memory_is_refused_before_any_work(monkeypatch, tmp_path):
+    from tiletraffic.simulator.engine import budget
+
+    monkeypatch.setattr(budget, "available_memory_bytes", lambda: 64 * 2**20)
+    res = CliRunner().invoke(main, ["validate", "--quick", "--batch", "2000", "--device",
+                                    "pocl", "--out", str(tmp_path / "v")])
+    _one_line_error(res, "case list: case 1 (gemm-naive m=64 k=64 n=64 tile=16 batch=2000)",
+                    "of memory is available")
+    assert not (tmp_path / "v").exists(), "refused before anything is written"
+    res = CliRunner().invoke(main, ["validate", "--quick", "--batch", "10000000"])
+    _one_line_error(res, "exceeds the 32-bit int index limit")

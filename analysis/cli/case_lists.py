@@ -49,8 +49,9 @@ def case_list_options(f):
                      metavar="COUNT",
                      help="Every GEMM case of the built-in list a batch: "
                           + BATCH_HELP.split(": ", 1)[1].split(" [default")[0]
-                          + " The matrix-vector cases stay one product.")(f)
+                          + ". The matrix-vector cases stay one product.")(f)
     return click.option("--dtype", "dtype", type=Dtype(), default=None,
+                        metavar="float32|float16",
                         help="Storage of every case of the built-in list: float32 (the "
                              "default) or float16 (half: read with vload_half, computed in "
                              "float32, rounded to half when stored; checked against float64 "

@@ -63,8 +63,9 @@ def _model_spec(value):
 @case_list_options
 @click.option("--out", "out", default=None, type=click.Path(),
               help="Folder of the results (default: folder validate in the folder that "
-                   "`tiletraffic report` writes for this device); with --predict-only the "
-                   "predictions file (default predictions.json).")
+                   "`tiletraffic report` writes for this device, <device>[-quick]; a list "
+                   "with --dtype float16 or --batch in its own, <device>-quick-float16); "
+                   "with --predict-only the predictions file (default predictions.json).")
 @repeat_option("Timed launches per case and round")
 @rounds_option("Times the whole case set is run (the run-to-run spread needs 2)")
 @click.option("--predictions", "predictions_file", default=None,
@@ -181,7 +182,7 @@ def command(device, model, quick, case_list_name, cases_file, dtype, batch, shar
             if cases_file or any(options.values()):   # the device's limits, before any work
                 _refuse_cases_beyond(cases or case_list(default_case_list_name(
                     False, target.info.is_gpu), **options), cases_file or "case list",
-                    target.limits)
+                    target.limits, host=cluster is None)
             result = validate_device(target, ValidationOptions(
                 model=model, cases=cases if list_name is None else None,
                 case_list_name=plain_name, predictions_file=predictions_file, out_dir=out,
@@ -197,11 +198,22 @@ def command(device, model, quick, case_list_name, cases_file, dtype, batch, shar
     _print_summary(result)
 
 
-def _refuse_cases_beyond(cases, cases_file: str, limits) -> None:
+def _refuse_cases_beyond(cases, cases_file: str, limits, host: bool = False) -> None:
     """Refuse (exit 2, one line naming the case, the value and the limit) the first case of
-    the case file ``cases_file`` that a device of ``limits`` would not launch."""
+    the case file ``cases_file`` that a device of ``limits`` would not launch; ``host``:
+    or whose checked run needs more of this host's memory than it has
+    (``simulator.engine.budget.estimate_device_run``)."""
+    from tiletraffic.simulator.engine.budget import (BudgetError, check_budget,
+                                                     estimate_device_run)
+
     for number, case in enumerate(cases, 1):
-        refuse_beyond_limits(case.build(), limits, f"{cases_file}: case {number} ({case.id}): ")
+        where, sch = f"{cases_file}: case {number} ({case.id}): ", case.build()
+        refuse_beyond_limits(sch, limits, where)
+        try:
+            if host:
+                check_budget(estimate_device_run(sch), sch.family)
+        except BudgetError as err:
+            raise click.UsageError(where + str(err).split(", or --force")[0]) from None
 
 
 def _remote_device(engine, device):
