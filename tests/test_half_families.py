@@ -48,3 +48,11 @@ def test_split_k_in_half_storage_counts_as_oclgrind_at_a_non_multiple_size():
                                     "--n", "44", "--bk", "8", "--dtype", "float16"])
     assert res.exit_code == 0, res.output
     assert res.output.count("counts identical") == 2, res.output
+
+
+def test_split_k_refusing_a_size_names_itself_and_its_slices_kernel():
+    from tiletraffic.simulator.kernels.families import ScheduleError
+
+    with pytest.raises(ScheduleError, match=r"^gemm-split-k \(its slices kernel is "
+                                            r"gemm-warp-tiled's\): .*K to be a multiple of 4"):
+        build("gemm-split-k", 37, 29, 41, dtype="float16")
