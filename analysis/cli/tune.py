@@ -119,7 +119,8 @@ def tune_launch_file(launch, params, constraints, sets, device, device_model, to
               type=click.Path(exists=True, dir_okay=False),
               help="Tune several GEMMs instead of --m/--n/--k: a TOML file of [[shape]] "
                    "tables (m, n, k, an optional name); each shape gets its own results "
-                   "file gemm-MxNxK.json in the --out folder.")
+                   "file gemm-MxNxK.json in the --out folder (gemm-MxNxK-float16.json with "
+                   "--dtype float16, -batchCOUNT with --batch).")
 @click.option("--device", "-d", default=None,
               help="OpenCL device to measure on (as for `run`; default: PYOPENCL_CTX, else a "
                    "GPU, else PoCL).")
@@ -196,9 +197,10 @@ def tune_gemm(m, n, k, shapes_file, device, device_model, top, measure_all, rech
                                "cluster's: give one of them")
     check_device_spec(device)
     if shapes is None:
-        batched = "" if batch == 1 else f"-batch{batch}" + ("-shared-b" if shared_b else "")
-        batched += "-float16" if dtype == "float16" else ""
-        out_file = f"tuning/gemm-{m}x{n}x{k}{batched}.json" if out_file is None else out_file
+        from tiletraffic.analysis.tune.options import results_suffix
+
+        suffix = results_suffix(batch, shared_b, dtype)
+        out_file = f"tuning/gemm-{m}x{n}x{k}{suffix}.json" if out_file is None else out_file
         check_out_file(out_file)
     else:
         out_file = "tuning" if out_file is None else out_file

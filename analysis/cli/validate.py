@@ -1,10 +1,10 @@
 """``tiletraffic validate``: the model against a device, case by case.
 
     tiletraffic validate [--device D] [--device-model NAME|FILE] [--quick | --case-list L |
-                         --cases FILE] [--out DIR] [--repeat R] [--rounds N]
-                         [--predictions FILE]
+                         --cases FILE] [--dtype float16] [--batch COUNT [--shared-b]]
+                         [--out DIR] [--repeat R] [--rounds N] [--predictions FILE]
     tiletraffic validate --predict-only --device-model NAME|FILE [--quick | ...] --out FILE
-    tiletraffic validate --print-cases [--quick | --case-list L | --device D]
+    tiletraffic validate --print-cases [--quick | --case-list L | --device D] [--dtype ...]
     tiletraffic validate --render DIR
     tiletraffic validate --cluster local[:N]|auto|ADDRESS [--device-workers N] [...]
 
@@ -18,30 +18,13 @@ import sys
 
 import click
 
+from tiletraffic.analysis.cli.case_lists import CaseListName, case_list_options, chosen_cases
 from tiletraffic.analysis.cli.common import (command_line, fail, refuse_beyond_limits,
                                              refuse_unused, select_device)
 from tiletraffic.analysis.cli.datasheet_option import datasheet_option
 from tiletraffic.analysis.cli.outputs import check_out_file, render_results, write_failed
 from tiletraffic.analysis.cli.options import (TARGETS_OPTION, cluster_options, repeat_option,
                                               rounds_option)
-
-
-class CaseListName(click.Choice):
-    """A built-in case list's name (``validation.cases.CASE_SIZES``), looked up when the
-    option is used, so that the other commands do not import the validation."""
-
-    def __init__(self):
-        super().__init__([])
-
-    @property
-    def choices(self):
-        from tiletraffic.analysis.validation.cases import CASE_SIZES
-
-        return list(CASE_SIZES)
-
-    @choices.setter
-    def choices(self, value):
-        pass
 
 
 def _model_spec(value):
@@ -62,23 +45,6 @@ def _model_spec(value):
     return value
 
 
-def _chosen_cases(quick, case_list_name, cases_file):
-    """(cases or None, list name or None) from --quick / --case-list / --cases."""
-    from tiletraffic.analysis.validation.cases import CaseError, case_list, read_cases
-
-    given = [o for o, v in (("--quick", quick), ("--case-list", case_list_name),
-                            ("--cases", cases_file)) if v]
-    if len(given) > 1:
-        raise click.UsageError(f"give one of {', '.join(given)}, not several")
-    if cases_file:
-        try:
-            return read_cases(cases_file), None
-        except CaseError as err:
-            raise click.UsageError(str(err)) from None
-    name = "quick" if quick else case_list_name
-    return (case_list(name), name) if name else (None, None)
-
-
 @click.command("validate")
 @click.option("--device", "-d", default=None, help="OpenCL device (as for `run`).")
 @click.option("--device-model", "model", default=None, callback=lambda c, p, v: _model_spec(v),
@@ -94,10 +60,12 @@ def _chosen_cases(quick, case_list_name, cases_file):
 @click.option("--cases", "cases_file", default=None, type=click.Path(dir_okay=False),
               help="Your own case list: a TOML file of [[case]] tables (start from "
                    "--print-cases).")
+@case_list_options
 @click.option("--out", "out", default=None, type=click.Path(),
               help="Folder of the results (default: folder validate in the folder that "
-                   "`tiletraffic report` writes for this device); with --predict-only the "
-                   "predictions file (default predictions.json).")
+                   "`tiletraffic report` writes for this device, <device>[-quick]; a list "
+                   "with --dtype float16 or --batch in its own, <device>-quick-float16); "
+                   "with --predict-only the predictions file (default predictions.json).")
 @repeat_option("Timed launches per case and round")
 @rounds_option("Times the whole case set is run (the run-to-run spread needs 2)")
 @click.option("--predictions", "predictions_file", default=None,
@@ -117,27 +85,30 @@ def _chosen_cases(quick, case_list_name, cases_file):
 @datasheet_option
 @cluster_options("The cases are predicted as Ray tasks over its CPUs and run on one worker "
                  "per device (one device kind: the cases are compared with each other).")
-def command(device, model, quick, case_list_name, cases_file, out, repeat, rounds,
-            predictions_file, predict_only, print_cases, render_dir, targets, datasheet,
-            cluster, device_workers):
+def command(device, model, quick, case_list_name, cases_file, dtype, batch, shared_b, out,
+            repeat, rounds, predictions_file, predict_only, print_cases, render_dir, targets,
+            datasheet, cluster, device_workers):
     """Validate the model on a device: every schedule family at sizes chosen for the device,
     run, checked against float64 and timed (median and spread over repeated launches and
     rounds), against the model's predicted time, speedup over the naive schedule and
-    ranking; writes validation.json, validation.md and a figure. With a model of the device
+    ranking; writes validation.json, validation.md and a figure. --dtype float16 runs the
+    built-in list in half storage, --batch COUNT its GEMMs as batches. With a model of the device
     itself (its built-in model, or one calibrated on it) the targets are shown met or not
     met; with another device's model the errors are shown without verdicts.
 
     Pre-registration: --predict-only --device-model FILE --out predictions.json (no device),
     commit that file, then validate --predictions predictions.json on the device."""
-    from tiletraffic.analysis.validation.cases import cases_toml, default_case_list_name
+    from tiletraffic.analysis.validation.cases import (case_list, case_list_label, cases_toml,
+                                                       default_case_list_name)
     from tiletraffic.analysis.validation.predict import PredictionsError, PredictionsMismatch
 
     if out == "":
         raise click.UsageError("--out '': an empty path names no folder or file")
     if render_dir:
-        refuse_unused(("device", "model", "quick", "case_list_name", "cases_file", "out",
-                       "repeat", "rounds", "predictions_file", "predict_only", "print_cases",
-                       "targets", "datasheet", "cluster", "device_workers"),
+        refuse_unused(("device", "model", "quick", "case_list_name", "cases_file", "dtype",
+                       "batch", "shared_b", "out", "repeat", "rounds", "predictions_file",
+                       "predict_only", "print_cases", "targets", "datasheet", "cluster",
+                       "device_workers"),
                       "with --render: it re-renders DIR/validation.md from "
                       "DIR/validation.json, without a device")
         from pathlib import Path
@@ -149,7 +120,8 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         rendered = render_results(render, render_dir, "validation.json", "tiletraffic validate")
         click.echo(f"rendered {rendered}")
         return
-    cases, list_name = _chosen_cases(quick, case_list_name, cases_file)
+    options = {"dtype": dtype, "batch": batch, "shared_b": shared_b}
+    cases, list_name, plain_name = chosen_cases(quick, case_list_name, cases_file, options)
     if print_cases:
         refuse_unused(("model", "out", "repeat", "rounds", "predictions_file", "predict_only",
                        "targets", "datasheet", "cluster", "device_workers"),
@@ -160,12 +132,11 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
         if cases is None:
             from tiletraffic.gpu.runtime.launch import TiletrafficGpuError
 
-            from tiletraffic.analysis.validation.cases import case_list
             try:
                 is_gpu = select_device(device).info.is_gpu
             except TiletrafficGpuError as err:
                 fail(err)
-            cases = case_list(default_case_list_name(False, is_gpu))
+            cases = case_list(default_case_list_name(False, is_gpu), **options)
         click.echo(cases_toml(cases), nl=False)
         return
     if predict_only:
@@ -183,9 +154,7 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
             _refuse_cases_beyond(cases, cases_file, device_limits(resolve_device_model(model)))
         check_out_file(out or "predictions.json")   # before the predictions' work
         if cases is None:
-            from tiletraffic.analysis.validation.cases import case_list
-            list_name = "gpu"
-            cases = case_list(list_name)
+            list_name, cases = case_list_label("gpu", **options), case_list("gpu", **options)
         _predict_only(cases, list_name, model, out or "predictions.json")
         return
 
@@ -201,18 +170,24 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
     if cluster is None:
         refuse_unused(("device_workers",), "without --cluster: one process runs the cases "
                                            "on one device")
+    if predictions_file and cases is None:
+        refuse_unused(("dtype", "batch", "shared_b"), "with --predictions and no case list: "
+                      "the file's cases are measured", "give the list they were predicted "
+                      "for (e.g. --quick --dtype float16), or leave them out")
     try:
         with engine_for(cluster, 1, device_workers,
                         lambda line: click.echo(line, err=True)) as engine:
             target = select_device(device) if cluster is None else \
                 _remote_device(engine, device)
-            if cases_file:   # the device's limits, before any work
-                _refuse_cases_beyond(cases, cases_file, target.limits)
+            if cases_file or any(options.values()):   # the device's limits, before any work
+                _refuse_cases_beyond(cases or case_list(default_case_list_name(
+                    False, target.info.is_gpu), **options), cases_file or "case list",
+                    target.limits, host=cluster is None)
             result = validate_device(target, ValidationOptions(
                 model=model, cases=cases if list_name is None else None,
-                case_list_name=list_name, predictions_file=predictions_file, out_dir=out,
+                case_list_name=plain_name, predictions_file=predictions_file, out_dir=out,
                 repeat=repeat, rounds=rounds, command=command_line(), targets=targets,
-                datasheet=datasheet),
+                datasheet=datasheet, **options),
                 engine)
     except (PredictionsError, PredictionsMismatch) as err:
         raise click.UsageError(str(err)) from None
@@ -223,11 +198,22 @@ def command(device, model, quick, case_list_name, cases_file, out, repeat, round
     _print_summary(result)
 
 
-def _refuse_cases_beyond(cases, cases_file: str, limits) -> None:
+def _refuse_cases_beyond(cases, cases_file: str, limits, host: bool = False) -> None:
     """Refuse (exit 2, one line naming the case, the value and the limit) the first case of
-    the case file ``cases_file`` that a device of ``limits`` would not launch."""
+    the case file ``cases_file`` that a device of ``limits`` would not launch; ``host``:
+    or whose checked run needs more of this host's memory than it has
+    (``simulator.engine.budget.estimate_device_run``)."""
+    from tiletraffic.simulator.engine.budget import (BudgetError, check_budget,
+                                                     estimate_device_run)
+
     for number, case in enumerate(cases, 1):
-        refuse_beyond_limits(case.build(), limits, f"{cases_file}: case {number} ({case.id}): ")
+        where, sch = f"{cases_file}: case {number} ({case.id}): ", case.build()
+        refuse_beyond_limits(sch, limits, where)
+        try:
+            if host:
+                check_budget(estimate_device_run(sch), sch.family)
+        except BudgetError as err:
+            raise click.UsageError(where + str(err).split(", or --force")[0]) from None
 
 
 def _remote_device(engine, device):

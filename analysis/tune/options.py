@@ -163,6 +163,13 @@ class TuneOptions:
         (:meth:`analysis.tune.space.Candidate.build`'s arguments)."""
         return self.m, self.n, self.k, self.batch, self.shared_b, self.dtype
 
+    @property
+    def results_suffix(self) -> str:
+        """What a default results file's name adds to ``gemm-MxNxK`` for the problem's
+        batch and storage: ``""``, ``"-batch8"``, ``"-batch8-shared-b"``, ``"-float16"``
+        (:func:`results_suffix`)."""
+        return results_suffix(self.batch, self.shared_b, self.dtype)
+
     def described_command(self) -> str:
         """``command``, else a description of the library call."""
         return self.command or (
@@ -173,3 +180,12 @@ class TuneOptions:
         """Pass a line of notes to ``log`` (nothing without one)."""
         if self.log is not None:
             self.log(line)
+
+
+def results_suffix(batch: int = 1, shared_b: bool = False, dtype: str = "float32") -> str:
+    """The part of a default results file's name after ``gemm-MxNxK`` that names a batch
+    (``-batch8``, ``-batch8-shared-b``) and half storage (``-float16``); ``""`` for one
+    float32 product, so that tunings of other problems at the same sizes keep their own
+    files."""
+    out = "" if batch == 1 else f"-batch{batch}" + ("-shared-b" if shared_b else "")
+    return out + ("-float16" if dtype == "float16" else "")

@@ -9,7 +9,8 @@ The shapes file is TOML, one ``[[shape]]`` table per GEMM C = A·B (A M×K, B K�
     name = "attention output, batch 8"   # optional, shown in the summary
 
 Every shape is tuned as ``tune gemm --m M --n N --k K`` tunes it, with the same options,
-into its own results file ``<out folder>/gemm-MxNxK.json`` (resumable one by one); the
+into its own results file ``<out folder>/gemm-MxNxK.json`` (``gemm-MxNxK-float16.json``,
+``gemm-MxNxK-batch8.json`` for half storage or a batch; resumable one by one); the
 candidates of every shape are modelled together and the chosen ones measured together
 (:mod:`analysis.tune.sweep`), in one process or on a Ray cluster.
 """
@@ -47,7 +48,13 @@ class Shape:
     @property
     def file_name(self) -> str:
         """Its results file's name: ``gemm-MxNxK.json``."""
-        return f"gemm-{self.m}x{self.n}x{self.k}.json"
+        return self.results_file_name()
+
+    def results_file_name(self, suffix: str = "") -> str:
+        """Its results file's name for a problem of ``suffix``
+        (:attr:`analysis.tune.options.TuneOptions.results_suffix`):
+        ``gemm-MxNxK.json``, ``gemm-MxNxK-float16.json``, ..."""
+        return f"gemm-{self.m}x{self.n}x{self.k}{suffix}.json"
 
 
 def read_shapes(path) -> list[Shape]:
@@ -102,7 +109,9 @@ def read_shapes(path) -> list[Shape]:
 
 def tune_shapes(options: TuneOptions, shapes: list[Shape], out_dir) -> list:
     """Tune every shape of ``shapes`` as ``options`` asks (its own sizes and output file
-    ``out_dir/gemm-MxNxK.json``; ``options.m``, ``n``, ``k`` and ``out`` are replaced).
+    ``out_dir/gemm-MxNxK<suffix>.json``, the suffix naming a batch or half storage:
+    :attr:`TuneOptions.results_suffix`; ``options.m``, ``n``, ``k`` and ``out`` are
+    replaced).
 
     Returns:
         The :class:`analysis.tune.tuner.TuneResult` of each shape, in order.
@@ -117,7 +126,8 @@ def tune_shapes(options: TuneOptions, shapes: list[Shape], out_dir) -> list:
 
     out_dir = Path(out_dir)
     each = [dataclasses.replace(options, m=s.m, n=s.n, k=s.k,
-                                out=str(out_dir / s.file_name)) for s in shapes]
+                                out=str(out_dir / s.results_file_name(options.results_suffix)))
+            for s in shapes]
     with engine_for(options.cluster, options.jobs, options.device_workers,
                     options.say) as engine:
         setup = tuner.prepare(options, engine)

@@ -318,15 +318,111 @@ each, dominate); the host's float64 reference checks of the N = 4096 GEMMs (A·B
 once per case and round) take longer than the kernels."""
 
 
-def case_list(name: str) -> tuple[Case, ...]:
-    """The built-in case list ``name`` (a key of :data:`CASE_SIZES`).
+LIST_OPTIONS = ("dtype", "batch", "shared_b")
+"""Options a built-in case list may be given (:func:`case_list`): ``dtype`` (every case's
+storage), ``batch`` and ``shared_b`` (every GEMM case's batch)."""
+
+
+def list_options(dtype: str | None = None, batch: int | None = None,
+                 shared_b: bool = False) -> dict:
+    """The options of a built-in case list, checked, without those left at their defaults:
+    ``dtype`` ``"float32"`` or ``"float16"`` (``None``: float32), ``batch`` a positive
+    integer (``None``: 1), ``shared_b`` a bool (needs a batch of 2 or more).
+
+    Raises:
+        CaseError: a value outside these, naming it and the values allowed.
+    """
+    from tiletraffic.simulator.kernels.storage import DTYPES
+
+    if dtype is not None and dtype not in DTYPES:
+        raise CaseError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
+                              or batch < 1):
+        raise CaseError(f"batch must be a positive integer, got {batch!r}")
+    if not isinstance(shared_b, bool):
+        raise CaseError(f"shared_b must be true or false, got {shared_b!r}")
+    if shared_b and (batch or 1) < 2:
+        raise CaseError(f"shared_b applies to a batch of 2 or more products, got batch = "
+                        f"{batch or 1}")
+    out = {"dtype": dtype if dtype != "float32" else None,
+           "batch": batch if batch != 1 else None, "shared_b": shared_b or None}
+    return {key: value for key, value in out.items() if value is not None}
+
+
+def with_list_options(cases: Iterable[Case], **options) -> tuple[Case, ...]:
+    """``cases`` with :func:`list_options` ``options``: ``dtype`` given to every case,
+    ``batch`` and ``shared_b`` to every GEMM case (a matrix-vector case stays one
+    product). A case's own value of an option is replaced.
+
+    Raises:
+        CaseError: a bad option (:func:`list_options`), or a case that cannot be built with
+            them (naming the case).
+    """
+    options = list_options(**options)
+    out = []
+    for case in cases:
+        own = {key: value for key, value in options.items()
+               if key == "dtype" or case.kind == "gemm"}
+        if not own:
+            out.append(case)
+            continue
+        merged = {**dict(case.options), **own}
+        out.append(Case.from_dict({**case.to_dict(), **merged}, "case list"))
+    return tuple(out)
+
+
+def case_list_label(name: str, **options) -> str:
+    """The name a built-in list with :func:`list_options` ``options`` is recorded under
+    (``validation.json``, a predictions file): ``"quick"``, or the name followed by the
+    options as the command line spells them, e.g. ``"quick --dtype float16 --batch 8"``.
+
+    Raises:
+        CaseError: a bad option.
+    """
+    options = list_options(**options)
+    words = [name]
+    if "dtype" in options:
+        words += ["--dtype", options["dtype"]]
+    if "batch" in options:
+        words += ["--batch", str(options["batch"])]
+    if options.get("shared_b"):
+        words.append("--shared-b")
+    return " ".join(words)
+
+
+def case_list_folder(label: str) -> str:
+    """The suffix of the default results folder of the list recorded as ``label``
+    (:func:`case_list_label`): ``"-quick"`` for the quick list, ``""`` for ``cpu`` and
+    ``gpu``, then ``-float16``, ``-batch8``, ``-shared-b`` for the options, so that a
+    list in half storage or batched does not replace the float32 list's results."""
+    words = label.split()
+    suffix = "-quick" if words and words[0] == "quick" else ""
+    for word, following in zip(words[1:], words[2:] + [""]):
+        if word == "--dtype":
+            suffix += f"-{following}"
+        elif word == "--batch":
+            suffix += f"-batch{following}"
+        elif word == "--shared-b":
+            suffix += "-shared-b"
+    return suffix
+
+
+def case_list(name: str, *, dtype: str | None = None, batch: int | None = None,
+              shared_b: bool = False) -> tuple[Case, ...]:
+    """The built-in case list ``name`` (a key of :data:`CASE_SIZES`): every case stored as
+    ``dtype`` (``"float32"``, the default, or ``"float16"``: half storage), every GEMM case
+    a batch of ``batch`` products (``shared_b``: one B for the batch); the matrix-vector
+    cases stay one product.
 
     Raises:
         KeyError: an unknown name (the message lists the names).
+        CaseError: a bad ``dtype``, ``batch`` or ``shared_b`` (naming the value and the
+            values allowed).
     """
     if name not in CASE_SIZES:
         raise KeyError(f"unknown case list {name!r}; built-in: {', '.join(CASE_SIZES)}")
-    return _cases(*CASE_SIZES[name])
+    return with_list_options(_cases(*CASE_SIZES[name]), dtype=dtype, batch=batch,
+                             shared_b=shared_b)
 
 
 def default_case_list_name(quick: bool, is_gpu: bool) -> str:

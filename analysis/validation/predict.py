@@ -258,8 +258,9 @@ def check_cases(pf: PredictionsFile, cases: Sequence[Case] | None) -> None:
               else f"{len(only_file)} case(s) of the file missing (first: {only_file[0]})"
               if only_file else "the same cases in another order")
     raise PredictionsMismatch(f"the case list differs from {pf.path}'s: {detail}; measure "
-                              "the file's cases (leave out --quick and --cases) or write new "
-                              "predictions with --predict-only")
+                              "the file's cases (leave out --quick, --case-list, --cases, "
+                              "--dtype and --batch) or write new predictions with "
+                              "--predict-only")
 
 
 def check_model(pf: PredictionsFile, identity: ModelIdentity) -> None:

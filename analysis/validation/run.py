@@ -29,8 +29,10 @@ from tiletraffic.analysis.files import SweepInterrupted, archive_previous
 from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
 from tiletraffic.analysis.validation.targets import load as load_targets
 from tiletraffic.analysis.validation import predict as vp
-from tiletraffic.analysis.validation.cases import (Case, case_list, check_unique,
-                                                   default_case_list_name)
+from tiletraffic.analysis.validation.cases import (Case, CaseError, case_list,
+                                                   case_list_folder, case_list_label,
+                                                   check_unique, default_case_list_name,
+                                                   list_options)
 from tiletraffic.analysis.validation.compare import Summary
 from tiletraffic.analysis.validation.results import RESULTS_FILE, save, summary_of
 
@@ -72,6 +74,12 @@ class ValidationOptions:
         quick: the tiny ``quick`` list (with ``predictions_file``: must be the file's list).
         case_list_name: a built-in list by name (``analysis.validation.CASE_SIZES``; with
             ``predictions_file``: must be the file's list).
+        dtype, batch, shared_b: options of the built-in list (the one named, ``quick``'s
+            or the device's default): every case stored as ``dtype`` (``"float16"``: half
+            storage), every GEMM case a batch of ``batch`` products (``shared_b``: one B
+            for the batch); :func:`analysis.validation.cases.case_list`. Refused with
+            ``cases`` (each case carries its own) and with a ``predictions_file`` but no
+            list (the file's cases are measured).
         predictions_file: compare with this pre-registered file instead of running the model.
         out_dir: where to write; default :func:`default_out_dir`.
         repeat, warmup: timed (10 to 10000) and untimed (1 to 1000) launches per case and
@@ -86,7 +94,9 @@ class ValidationOptions:
             (:func:`analysis.device_model.default_model_name`).
 
     Raises:
-        ValueError: ``repeat``, ``warmup`` or ``rounds`` outside their limits, when built.
+        ValueError: ``repeat``, ``warmup`` or ``rounds`` outside their limits, when built;
+            a bad ``dtype``, ``batch`` or ``shared_b``, or one given with ``cases`` or with
+            a ``predictions_file`` alone (``CaseError``, a ValueError).
     """
 
     model: str | os.PathLike | DeviceModel | None = None
@@ -102,11 +112,28 @@ class ValidationOptions:
     command: str | None = None
     targets: object = None
     datasheet: object = None
+    dtype: str | None = None
+    batch: int | None = None
+    shared_b: bool = False
 
     def __post_init__(self):
         from tiletraffic.gpu.runtime.launch_counts import check_launch_counts
 
         check_launch_counts(self.repeat, self.warmup, self.rounds)
+        if list_options(**self.case_list_options):
+            where = "with your own cases (each case carries its own)" \
+                if self.cases is not None else \
+                "with a predictions file and no case list (the file's cases are measured)" \
+                if self.predictions_file is not None and not self.quick \
+                and self.case_list_name is None else None
+            if where:
+                raise CaseError(f"dtype, batch and shared_b apply to a built-in case list, "
+                                f"not {where}")
+
+    @property
+    def case_list_options(self) -> dict:
+        """``dtype``, ``batch`` and ``shared_b`` as keywords of ``case_list``."""
+        return {"dtype": self.dtype, "batch": self.batch, "shared_b": self.shared_b}
 
 
 @dataclass(frozen=True)
@@ -124,8 +151,10 @@ class _Plan:
 def default_out_dir(slug: str, list_name: str | None,
                     root: str | os.PathLike = DEFAULT_OUT_ROOT) -> Path:
     """``<root>/<device slug>[-quick]/validate``: beside ``tiletraffic report``'s folder of
-    the same device, which includes it."""
-    return Path(root) / (slug + ("-quick" if list_name == "quick" else "")) / "validate"
+    the same device, which includes it; a list in half storage or batched
+    (``list_name`` ``"quick --dtype float16"``, :func:`analysis.validation.cases.case_list_label`)
+    in its own, ``<slug>-quick-float16/validate``."""
+    return Path(root) / (slug + case_list_folder(list_name or "")) / "validate"
 
 
 def run_validation(target, **options) -> ValidationRun:
@@ -190,15 +219,18 @@ def _plan(info, options: ValidationOptions) -> _Plan:
     if options.quick:
         list_name = "quick"
     if cases is None and list_name is not None:
-        cases = case_list(list_name)
+        cases = case_list(list_name, **options.case_list_options)
+        list_name = case_list_label(list_name, **options.case_list_options)
     if options.predictions_file is not None:
         pf = vp.read_predictions(options.predictions_file)
         vp.check_cases(pf, cases)
         model, identity = vp.model_of(pf, options.model)
         return _Plan(pf.cases, pf.document.get("case_list"), pf, model, identity)
-    list_name = list_name if cases is not None else \
-        default_case_list_name(options.quick, info.is_gpu)
-    cases = check_unique(cases if cases is not None else case_list(list_name), "validate")
+    if cases is None:
+        default = default_case_list_name(options.quick, info.is_gpu)
+        cases = case_list(default, **options.case_list_options)
+        list_name = case_list_label(default, **options.case_list_options)
+    cases = check_unique(cases, "validate")
     model, identity = vp.resolve_model(options.model if options.model is not None
                                        else default_model_name(info, options.datasheet))
     return _Plan(cases, list_name, None, model, identity)

@@ -96,7 +96,8 @@ class DeviceRun:
     def to_dict(self) -> dict:
         """JSON-ready: schedule, sizes, timing (seconds), the register budget
         (``max_registers``, None without one) and the result check (the worst
-        error/tolerance ratio, at which element)."""
+        error/tolerance ratio, at which element; ``stored_half``: the output stores half
+        and the tolerance includes half's rounding of each result)."""
         c = self.check
         return {
             "schedule": self.schedule.family, "tile": self.schedule.tile,
@@ -116,7 +117,8 @@ class DeviceRun:
                       "checked_launches": sorted(self.launch_checks or {}),
                       "sum_length": c.k,
                       "sum_length_method": self.launch_check.sum_length_method
-                      if self.launch_check else None},
+                      if self.launch_check else None,
+                      "stored_half": c.stored_half},
             "launch_check": None if self.launch_check is None else
             {**self.launch_check.to_dict(), **({"reused": True} if self.launch_check_reused
                                                else {})},

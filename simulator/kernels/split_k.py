@@ -108,7 +108,11 @@ def gemm_split_k(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM,
     if steps < 2:
         raise ScheduleError(f"gemm-split-k needs at least 2 K steps to split, got K = {k} "
                             f"with bk = {bk} (one step); use a smaller bk or gemm-warp-tiled")
-    slices = gemm_warp_tiled(m, k, n, tile, tm, tn, bk, wg_rows, wn, group_rows, splits)
+    try:
+        slices = gemm_warp_tiled(m, k, n, tile, tm, tn, bk, wg_rows, wn, group_rows, splits)
+    except ScheduleError as err:   # name the family asked for, and its kernel's
+        raise ScheduleError(f"gemm-split-k (its slices kernel is gemm-warp-tiled's): "
+                            f"{err}") from None
     reduce = split_k_reduce(m, n, splits, reduce_items)
     A, B = slices.arrays[0], slices.arrays[1]
     C = reduce.arrays[1]
