@@ -26,11 +26,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tiletraffic.simulator.engine.accelerators import Accelerators, NotApplicable
+from tiletraffic.simulator.engine.accelerators import (INT_BUFFER_DECLINE, Accelerators,
+                                                       NotApplicable)
+from tiletraffic.simulator.engine.accelerators.data_classes import DataClasses, data_classes
 from tiletraffic.simulator.engine.accelerators import k_extrapolation
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, DeviceLimits, check_schedule_limits
-from tiletraffic.simulator.engine.simulation import simulate
+from tiletraffic.simulator.engine.simulation import count_work_groups, simulate
 from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
 from tiletraffic.simulator.observers.counters import TrafficCounts, add_counts
 from tiletraffic.simulator.observers.hazards import Hazard
@@ -104,6 +106,15 @@ def _count_kernel(kernel, hazards: str, limits, race_checks: bool,
     of one kernel."""
     why_classes = classes_problem(kernel) if accelerators.work_group_classes else \
         "work-group classes switched off"
+    if why_classes == INT_BUFFER_DECLINE:
+        found = data_classes(kernel)
+        if isinstance(found, DataClasses):
+            res = count_work_groups(kernel, found.representatives, found.weights,
+                                    hazards=hazards, limits=limits, race_checks=race_checks)
+            return res.counts, res.hazards, len(found.representatives), None, \
+                "K extrapolation needs the affine work-group classes (these are classes " \
+                "by loaded integers)"
+        why_classes = f"{why_classes}; {found}"
     if why_classes is not None:
         full = accelerators.replace(work_group_classes=False, loop_blocks=False,
                                     k_extrapolation=False)

@@ -298,6 +298,41 @@ def _result(machine: Machine, counter: TrafficCounter, read_maps, sum_lengths: b
                             lengths, representatives, bounds)
 
 
+def count_work_groups(schedule: S.Schedule, representatives: np.ndarray,
+                      weights: np.ndarray, *, hazards: str = "raise",
+                      limits: DeviceLimits | None = GENERIC_GPU, race_checks: bool = True,
+                      batch_work_items: int = BATCH_WORK_ITEMS) -> SimulationResult:
+    """The counts of ``schedule`` (values off) from the work-groups ``representatives``
+    (linear ids) alone, each standing for ``weights`` work-groups of identical counts (the
+    caller proved it: :mod:`.accelerators.data_classes`). Hazards are those of the
+    representatives; races in global memory, reads of outputs before a store and unwritten
+    outputs are not checked. ``SimulationResult.representatives`` holds them.
+
+    Raises:
+        simulator.engine.limits.LimitError: the schedule exceeds ``limits``.
+        simulator.observers.hazards.HazardError: a hazard, in ``"raise"`` mode.
+    """
+    if limits is not None:
+        check_schedule_limits(schedule, limits)
+    params = schedule.param_values
+    sizes = {a.name: int(eval_static(a.size, params)) for a in schedule.arrays}
+    counter = TrafficCounter(schedule.work_groups, [a.name for a in schedule.arrays], {},
+                             _half_names(schedule))
+    log = HazardLog(hazards, num_groups=schedule.num_groups)
+    observers: list[Observer] = [counter]
+    if race_checks:
+        observers += hazard_observers(schedule, log, sizes, params, full_launch=False)
+    machine = Machine(schedule, params, sizes, {}, observers, log, False,
+                      SIMULATE)
+    reps = np.asarray(representatives, dtype=np.int64)
+    per_batch = max(1, batch_work_items // schedule.work_group_items)
+    for first in range(0, len(reps), per_batch):
+        machine.run_batch(reps[first:first + per_batch], weights[first:first + per_batch])
+    for obs in observers:
+        obs.on_finish()
+    return _result(machine, counter, (), False, reps)
+
+
 def probe_runner(schedule: S.Schedule, accelerators: Accelerators = SIMULATE):
     """``run(linear_ids, observer, block_groups=None)``: execute those work-groups of
     ``schedule`` (counts only, hazards collected and ignored) with one observer; for probing

@@ -72,6 +72,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from dataclasses import dataclass, field
 from typing import Mapping, Union
 
@@ -199,6 +201,8 @@ class GlobalArray:
         shape: the logical shape in parameter names, e.g. ``("M", "K")``.
         dtype: ``float`` (default), ``half`` (float16 storage, :data:`STORAGE_TYPES`), or
             ``int``/``uint`` (an input whose contents are ``values``).
+        values: an integer buffer's contents, flat and row-major: any sequence of
+            integers (a tuple, a numpy array), held as a read-only int64 numpy array.
 
     Raises:
         ScheduleError: a role outside :data:`ARRAY_ROLES`, an unknown ``dtype``.
@@ -208,9 +212,16 @@ class GlobalArray:
     role: str
     shape: tuple[str, ...]
     dtype: str = "float"
-    values: tuple[int, ...] | None = None
+    values: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        if self.values is not None:
+            held = self.values
+            if not (isinstance(held, np.ndarray) and held.dtype == np.int64
+                    and held.ndim == 1 and not held.flags.writeable):
+                held = np.array(held, dtype=np.int64).reshape(-1)
+                held.setflags(write=False)
+            object.__setattr__(self, "values", held)
         if self.role not in ARRAY_ROLES:
             raise ScheduleError(f"global array {self.name!r}: role {self.role!r} is not one of "
                                 f"{', '.join(ARRAY_ROLES)}")
