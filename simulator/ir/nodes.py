@@ -72,8 +72,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from dataclasses import dataclass, field
 from typing import Mapping, Union
 
@@ -86,7 +84,7 @@ from tiletraffic.simulator.ir.expressions import (
     float_operands, fmax, fmin, global_id, group_id, local_id, minimum, select, sqrt, wrap)
 from tiletraffic.simulator.ir.expressions import (FLOAT_TESTS, FloatCompare, FloatParam,
                                                   FloatTest, IntToFloat, is_data_condition,
-                                                  is_launch_float)
+                                                  held_integers, is_launch_float)
 from tiletraffic.simulator.ir.visitor import remembered, walk, walk_statements
 
 __all__ = [
@@ -201,8 +199,7 @@ class GlobalArray:
         shape: the logical shape in parameter names, e.g. ``("M", "K")``.
         dtype: ``float`` (default), ``half`` (float16 storage, :data:`STORAGE_TYPES`), or
             ``int``/``uint`` (an input whose contents are ``values``).
-        values: an integer buffer's contents, flat and row-major: any sequence of
-            integers (a tuple, a numpy array), held as a read-only int64 numpy array.
+        values: an integer buffer's contents, flat (held as a read-only int64 numpy array).
 
     Raises:
         ScheduleError: a role outside :data:`ARRAY_ROLES`, an unknown ``dtype``.
@@ -212,16 +209,11 @@ class GlobalArray:
     role: str
     shape: tuple[str, ...]
     dtype: str = "float"
-    values: np.ndarray | None = None
+    values: object = None
 
     def __post_init__(self) -> None:
         if self.values is not None:
-            held = self.values
-            if not (isinstance(held, np.ndarray) and held.dtype == np.int64
-                    and held.ndim == 1 and not held.flags.writeable):
-                held = np.array(held, dtype=np.int64).reshape(-1)
-                held.setflags(write=False)
-            object.__setattr__(self, "values", held)
+            object.__setattr__(self, "values", held_integers(self.values))
         if self.role not in ARRAY_ROLES:
             raise ScheduleError(f"global array {self.name!r}: role {self.role!r} is not one of "
                                 f"{', '.join(ARRAY_ROLES)}")

@@ -298,6 +298,8 @@ def _classes(schedule: S.Schedule) -> DataClasses | str:
     by_value = _prove(schedule, False)
     if isinstance(by_value, DataClasses):
         return by_value
+    if by_shift == by_value:
+        return f"its classes by loaded integers are not proved: {by_shift}"
     return (f"its classes by loaded integers are not proved (by their differences from the "
             f"first: {by_shift}; by their values: {by_value})")
 
