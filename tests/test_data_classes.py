@@ -183,3 +183,21 @@ def test_the_corpus_densify_counts_equal_oclgrinds():
     for key in ("global_load_elems", "global_store_elems", "local_load_elems",
                 "local_store_elems", "barriers"):
         assert ours[key] == theirs[key], key
+
+
+def test_simulate_counts_a_large_densify_by_classes_without_a_note_of_full_execution():
+    import json
+
+    from click.testing import CliRunner
+
+    from tiletraffic.analysis.cli import main
+    rows = 6 * 6000                                      # 1.15 million work-items
+    result = CliRunner().invoke(main, ["simulate", str(SPARSE.parent / "densify_csr.toml"),
+                                       "--set", f"H={rows}", "--set", f"NNZ={56 * rows // 6}",
+                                       "--json"])
+    assert result.exit_code == 0, result.output
+    assert "every work-group executed" not in result.stderr
+    assert "K extrapolation not proved" not in result.stderr
+    counts = json.loads(result.stdout)
+    assert counts["global_store_elems"] == WIDTH * rows
+    assert counts["barriers"] == 2 * rows and counts["work_group_classes"] is True
