@@ -24,10 +24,11 @@ dimension, cut where a condition changes), with :class:`DataProver`:
   statement runs under the same masks, loops the same number of times;
 - any other integer load (``ind[k + tid]``: per work-item, or at an index that moves with
   ``s``) is *opaque*: any value of the buffer, different in every work-group. It may only
-  be part of an index of a global or local array, and only where every value of the
-  buffer keeps that index inside the array (so no work-group, executed or not, reads or
-  stores outside it); in a condition, a loop bound, a divisor, a shift, a private array's
-  index or a shuffle's lane it is refused.
+  be part of a scalar access's index into a global or local array, and only where every
+  value of the buffer keeps that index inside the array (so no work-group, executed or
+  not, reads or stores outside it through it); in a condition, a loop bound, a divisor, a
+  shift, a vector access's index, a private array's index or a shuffle's lane it is
+  refused.
 
 A class is then a box and one value of every symbol's ``d_j`` (of its value, without the
 shift). Counts are element counts, which do not depend on addresses, so no period is
@@ -221,6 +222,21 @@ class DataProver(StatementProver):
                 raise Unproved(f"an index of {array.name} reads an integer buffer whose "
                                "values can fall outside it in a work-group not executed")
         super().access(array, index, env)
+
+    def visit_VectorLoad(self, s: S.VectorLoad) -> None:
+        self.scalar_index(s)
+        super().visit_VectorLoad(s)
+
+    def visit_VectorStore(self, s: S.VectorStore) -> None:
+        self.scalar_index(s)
+        super().visit_VectorStore(s)
+
+    def scalar_index(self, s) -> None:
+        """Refuse a vector access indexed by an integer read from a buffer (its last
+        element's bounds and its alignment would differ between work-groups)."""
+        if any(isinstance(self.form(i, self.env), Opaque) for i in s.index):
+            raise Unproved(f"a vector access of {s.array.name} is indexed by an integer "
+                           "read from a buffer")
 
     def visit_Shuffle(self, s: S.Shuffle) -> None:
         if isinstance(self.form(s.lane, self.env), Opaque):
