@@ -201,3 +201,16 @@ def test_simulate_counts_a_large_densify_by_classes_without_a_note_of_full_execu
     counts = json.loads(result.stdout)
     assert counts["global_store_elems"] == WIDTH * rows
     assert counts["barriers"] == 2 * rows and counts["work_group_classes"] is True
+
+
+def test_tt_simulate_with_work_group_classes_takes_them_without_extra_observers():
+    from tiletraffic.simulator.observers.counters import Observer
+    sch = densify([5, 0, 35, 3, 7, 6] * 4, 5)
+    classes = tt.Accelerators(work_group_classes=True)
+    by_classes = tt.simulate(sch, compute_values=False, accelerators=classes)
+    full = tt.simulate(sch, compute_values=False)
+    assert by_classes.counts == full.counts
+    assert by_classes.representatives.tolist() == data_classes(sch).representatives.tolist()
+    watched = tt.simulate(sch, compute_values=False, accelerators=classes,
+                          observers=[Observer()])         # addresses may matter to it
+    assert watched.representatives is None and watched.counts == full.counts
