@@ -89,7 +89,7 @@ def _same_as_full_execution(sch, hazards="raise"):
     return fast
 
 
-SETTINGS = settings(max_examples=25, deadline=None,
+SETTINGS = settings(max_examples=15, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 

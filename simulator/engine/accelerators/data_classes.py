@@ -61,7 +61,7 @@ from tiletraffic.simulator.engine.accelerators.class_safety import (MAX_BOXES, M
 MAX_DATA_CLASSES = 1 << 16
 """The most classes :func:`data_classes` gives (more: every work-group executes)."""
 
-MAX_BOX_WORK_GROUPS = 1 << 26
+MAX_BOX_WORK_GROUPS = 1 << 24
 """The most work-groups of one box whose loaded integers are read (memory bound)."""
 
 
