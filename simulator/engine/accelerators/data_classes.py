@@ -98,6 +98,9 @@ class DataProver(StatementProver):
         the box (linear order)."""
         self.shift_values: np.ndarray | None = None
         self._ids: list[np.ndarray] | None = None
+        self.returned = False
+        """Every work-item of the box has returned (a ``return`` outside loops under
+        decided conditions only): what follows runs nowhere, its loads read nothing."""
 
     @property
     def zero(self) -> tuple[int, ...]:
@@ -134,6 +137,8 @@ class DataProver(StatementProver):
     def int_load(self, e: S.IntLoad, env: dict) -> Form:
         """A symbol (module docstring) where the index is one value per work-group, else
         :class:`Opaque` with the range of the buffer's contents."""
+        if self.returned:
+            return Form(self.zero, 0, 0)
         self.access(e.array, e.index, env)
         forms = [self.form(i, env) for i in e.index]
         table = self.contents[e.array.name]
@@ -222,6 +227,9 @@ class DataProver(StatementProver):
                 raise Unproved(f"an index of {array.name} reads an integer buffer whose "
                                "values can fall outside it in a work-group not executed")
         super().access(array, index, env)
+
+    def visit_Return(self, s) -> None:
+        self.returned |= self.undecided == 0 and not self.loops
 
     def visit_VectorLoad(self, s: S.VectorLoad) -> None:
         self.scalar_index(s)
