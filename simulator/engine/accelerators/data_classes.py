@@ -12,7 +12,9 @@ dimension, cut where a condition changes), with :class:`DataProver`:
 - an integer load whose index is one value per work-group (its form ``sum_d c_d *
   group_id(d) + r`` with ``r`` one number: the same for every work-item and iteration) is a
   *symbol*: its value in every work-group of the box is read from the buffer's contents,
-  vectorised over the box (an index outside the buffer in any of them: refused);
+  vectorised over the box (an index outside the buffer in any of them: refused; after a
+  ``return`` that every work-item of the box takes, as in work-groups past the last row,
+  nothing is read);
 - with the *shift* (tried first), the first symbol's value ``s`` is one more coordinate of
   the forms, and symbol ``j`` is ``s + d_j``: every condition (``if``, ``select``, ``min``,
   loop conditions) must not move with ``s`` (``end - start``, not ``start``), and a loop's
