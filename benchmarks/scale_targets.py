@@ -5,8 +5,9 @@ and their ratio (below 1 meets it), with the machine's load average beside every
   (:func:`tiletraffic.simulator.engine.fast_path.count_launch`) at N = 4096 and 8192
   (M = N = K; a matrix-vector product N x N, a reduction of N·N elements) within 2 s, for
   every built-in GEMM family (gemm-split-k included) and every OpenCL example launch file;
-  ``path`` says how they were taken (``classes``: one work-group per class; ``+K``: the K
-  loop's counts from three short K) and ``closed form`` whether they equal the closed forms
+  ``path`` says how they were taken (``classes``: one work-group per class, by the
+  integers each work-group loads for a kernel whose bounds read an integer buffer; ``+K``:
+  the K loop's counts from three short K) and ``closed form`` whether they equal the closed forms
   where the schedule has them;
 - ``corpus``: the same for every accepted kernel of the OpenCL corpus (tests/corpora/opencl/)
   at sizes comparable to N = 4096 and 8192: every integer size of its launch file that no

@@ -490,12 +490,12 @@ def _buffer_argument(launch: LaunchFile, where: str, raw: dict) -> BufferArg:
     return BufferArg(entries, access, local_bytes, data=data)
 
 
-def int_buffer_data(launch: LaunchFile, where: str, raw, dims: tuple) -> tuple:
+def int_buffer_data(launch: LaunchFile, where: str, raw, dims: tuple):
     """The contents of an integer buffer of shape ``dims``, given by ``raw``: ``"FILE.npy"``
     (a numpy array file beside the launch file, read without pickles) or
     ``"FILE.py:FUNCTION"`` (the user's own Python file, executed: ``FUNCTION(sizes)``, with
-    the launch's sizes as a dict of name to int, returns the array). Flat, row-major
-    Python ints.
+    the launch's sizes as a dict of name to int, returns the array). Flat, row-major, a
+    read-only int64 numpy array.
 
     Raises:
         LaunchFileError: a file that cannot be read, an array of another shape, or values
@@ -525,12 +525,14 @@ def int_buffer_data(launch: LaunchFile, where: str, raw, dims: tuple) -> tuple:
     if values.dtype.kind not in "iub":
         raise launch.error(where, f"{raw} holds {values.dtype}; an integer buffer needs "
                                   "integers")
-    flat = [int(v) for v in values.reshape(-1)]
-    bad = next((v for v in flat if not -(2 ** 31) <= v < 2 ** 32), None)
-    if bad is not None:
-        raise launch.error(where, f"value {bad} is outside the 32-bit integers "
-                                  f"({-(2 ** 31)} to {2 ** 32 - 1})")
-    return tuple(flat)
+    flat = values.reshape(-1)
+    outside = np.flatnonzero((flat < -(2 ** 31)) | (flat >= 2 ** 32))
+    if outside.size:
+        raise launch.error(where, f"value {int(flat[outside[0]])} is outside the 32-bit "
+                                  f"integers ({-(2 ** 31)} to {2 ** 32 - 1})")
+    flat = np.array(flat, dtype=np.int64)
+    flat.setflags(write=False)
+    return flat
 
 
 def schedule(launch: LaunchFile) -> Schedule:

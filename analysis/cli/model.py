@@ -80,11 +80,16 @@ def command(schedule, m, k, n, tile, chunk, device_model, registers, instruction
     show_model(sch, device_model, as_json, registers, counted)
 
 
-def classes_problems(sch) -> tuple[str | None, ...]:
+def classes_problems(sch, counting: bool = False) -> tuple[str | None, ...]:
     """Why the work-group classes of each kernel of ``sch`` (in launch order) are not
     proved (:func:`simulator.engine.accelerators.class_safety.classes_problem`), None for
-    each whose are: proved once by a command, for its budget estimate and its notes."""
-    return tuple(classes_problem(kernel) for kernel in kernels_of(sch))
+    each whose are: proved once by a command, for its budget estimate and its notes. With
+    ``counting``, those of the counts without a device model
+    (:func:`simulator.engine.fast_path.counting_classes_problem`: the classes by loaded
+    integers count too)."""
+    from tiletraffic.simulator.engine.fast_path import counting_classes_problem
+    problem = counting_classes_problem if counting else classes_problem
+    return tuple(problem(kernel) for kernel in kernels_of(sch))
 
 
 def note_path(sch, classes: tuple[str | None, ...], est, local_vector_words: int = 1) -> None:
@@ -117,9 +122,9 @@ def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int 
             continue
         k_why = kx.k_extrapolation_problem(kernel, local_vector_words)
         depth = kx.k_step_elems(kernel)
-        if k_why is None or depth is not None and \
+        if k_why is None or "K" not in kernel.param_values or depth is not None and \
                 kx.short_k_values(kernel.param_values["K"], depth) is None:
-            continue   # extrapolated, or a K too short for it to gain anything
+            continue   # extrapolated, no K loop, or a K too short for it to gain anything
         est = estimate_simulation(kernel, compute_values=False, work_group_classes=True,
                                   classes_problems=(None,))
         if est.time_s > SLOW_PATH_NOTE_S:

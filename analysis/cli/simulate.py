@@ -108,7 +108,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         raise click.UsageError(f"--values with {work_text(sch)} = {ops} above "
                                f"{VALUES_MAX_WORK} would take too long; use --counts-only")
     fast = not values and large is not None   # the fastest exact path
-    classes = classes_problems(sch) if fast else None
+    classes = classes_problems(sch, counting=True) if fast else None
     est = within_budget(sch, force, classes, long_note=not fast, compute_values=values,
                         work_group_classes=fast, k_extrapolation=fast)
     if fast:

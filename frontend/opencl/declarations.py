@@ -12,6 +12,8 @@ the declaration, and what to write instead.
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from dataclasses import dataclass
 
 from tiletraffic.simulator.ir import nodes as S
@@ -60,29 +62,34 @@ class BufferArg:
     access: str | None = None
     local_bytes: int | None = None
     null: bool = False
-    data: tuple | None = None
+    data: object = None
 
 
 BUFFER_FIELDS = ("shape", "access", "local_bytes", "null", "data")
 """The fields of a buffer or local argument given as a dict (:class:`BufferArg`)."""
 
 
-def _integers(name: str, data) -> tuple | None:
+def _integers(name: str, data):
     """The contents of integer buffer ``name`` given as a sequence or numpy array of
-    integers, flat (row-major); None where not given.
+    integers, flat (row-major) as a read-only int64 numpy array; None where not given.
 
     Raises:
         FrontendError: a value that is not an integer (named)."""
     if data is None:
         return None
-    import numpy as np
     values = np.asarray(data)
     if values.dtype.kind not in "iub":
         bad = next((v for v in values.reshape(-1).tolist()
                     if isinstance(v, bool) or not isinstance(v, int)), values.dtype)
         raise FrontendError(f"buffer {name}: data holds {bad!r}; an integer buffer holds "
                             "integers", name)
-    return tuple(int(v) for v in values.reshape(-1).tolist())
+    flat = values.reshape(-1)
+    if flat.dtype.kind == "u" and flat.size and int(flat.max()) >= 2 ** 63:
+        raise FrontendError(f"buffer {name}: data value {int(flat.max())} does not fit "
+                            "32-bit integers", name)
+    flat = np.array(flat, dtype=np.int64)
+    flat.setflags(write=False)
+    return flat
 
 
 class Declarations(TranslationContext):
@@ -233,7 +240,8 @@ class Declarations(TranslationContext):
                                 f"shape {' x '.join(map(str, dims))} holds {n}", name)
         signed = int_type(pointee)[1]
         lo, hi = type_range(32, signed)
-        bad = next((v for v in value.data if not lo <= v <= hi), None)
+        outside = np.flatnonzero((value.data < lo) | (value.data > hi))
+        bad = int(value.data[outside[0]]) if outside.size else None
         if bad is not None:
             raise FrontendError(f"buffer {name}: data value {bad} does not fit its "
                                 f"{'int' if signed else 'uint'} elements ({lo} to {hi})", name)

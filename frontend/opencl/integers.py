@@ -115,7 +115,7 @@ class Integers(TranslationContext):
             return min(a, c), max(b, d)
         if isinstance(e, S.IntLoad):         # the launch's contents of the buffer
             values = e.array.values
-            return (min(values), max(values)) if values else (0, 0)
+            return (int(values.min()), int(values.max())) if values.size else (0, 0)
         return -math.inf, math.inf
 
     def _int_expr(self, s) -> S.IntExpr:

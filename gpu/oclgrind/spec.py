@@ -133,7 +133,7 @@ class LaunchSpec:
             for s in a.shape:
                 n *= params[s]
             elems[a.name] = n
-        int_data = {a.name: list(a.values) for a in schedule.arrays if a.is_int}
+        int_data = {a.name: a.values.tolist() for a in schedule.arrays if a.is_int}
         spec = cls.from_kernel(kernel, elems, values, seed=seed, int_data=int_data,
                                half_arrays=[a.name for a in schedule.arrays if a.is_half])
         if not branches_on_data(schedule.body):

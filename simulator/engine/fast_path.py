@@ -5,8 +5,11 @@ to full execution where one is not, so its counts are always those of executing 
 work-group statement by statement:
 
 1. *work-group classes* (:mod:`.accelerators.classes`) where
-   :func:`.accelerators.class_safety.classes_problem` proves them; else every work-group
-   runs (:attr:`CountedLaunch.why_every_work_group` says why);
+   :func:`.accelerators.class_safety.classes_problem` proves them; for a kernel whose
+   bounds, conditions or indices read an integer buffer, the *classes by loaded integers*
+   (:mod:`.accelerators.data_classes`: one work-group per class, counts weighted) where
+   they are proved; else every work-group runs (:attr:`CountedLaunch.why_every_work_group`
+   says why: :func:`counting_classes_problem`);
 2. with the classes, *K extrapolation* (:mod:`.accelerators.k_extrapolation`) where
    :func:`.accelerators.k_extrapolation.applies`: three short K by classes, every count
    extrapolated when all of them have equal differences; a short run with a hazard, or a
@@ -26,11 +29,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tiletraffic.simulator.engine.accelerators import Accelerators, NotApplicable
+from tiletraffic.simulator.engine.accelerators import (INT_BUFFER_DECLINE, Accelerators,
+                                                       NotApplicable)
+from tiletraffic.simulator.engine.accelerators.data_classes import DataClasses, data_classes
 from tiletraffic.simulator.engine.accelerators import k_extrapolation
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.limits import GENERIC_GPU, DeviceLimits, check_schedule_limits
-from tiletraffic.simulator.engine.simulation import simulate
+from tiletraffic.simulator.engine.simulation import count_work_groups, simulate
 from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
 from tiletraffic.simulator.observers.counters import TrafficCounts, add_counts
 from tiletraffic.simulator.observers.hazards import Hazard
@@ -98,12 +103,32 @@ def count_launch(schedule, *, hazards: str = "raise",
                          tuple(p[3] for p in parts), tuple(p[4] for p in parts))
 
 
+def counting_classes_problem(kernel) -> str | None:
+    """Why :func:`count_launch` executes every work-group of ``kernel`` (one line: the note
+    a command prints), or ``None`` where it counts by classes: the affine work-group classes
+    (:func:`.accelerators.class_safety.classes_problem`) or, for a kernel whose bounds read
+    an integer buffer, the classes by loaded integers
+    (:func:`.accelerators.data_classes.data_classes`)."""
+    why = classes_problem(kernel)
+    if why != INT_BUFFER_DECLINE:
+        return why
+    found = data_classes(kernel)
+    return None if isinstance(found, DataClasses) else f"{why}; {found}"
+
+
 def _count_kernel(kernel, hazards: str, limits, race_checks: bool,
                   accelerators: Accelerators):
     """(counts, hazards, work-groups executed, why not by classes, why not extrapolated)
     of one kernel."""
-    why_classes = classes_problem(kernel) if accelerators.work_group_classes else \
-        "work-group classes switched off"
+    why_classes = counting_classes_problem(kernel) if accelerators.work_group_classes \
+        else "work-group classes switched off"
+    if why_classes is None and classes_problem(kernel) is not None:
+        found = data_classes(kernel)        # proved: classes by loaded integers
+        res = count_work_groups(kernel, found.representatives, found.weights,
+                                hazards=hazards, limits=limits, race_checks=race_checks)
+        return res.counts, res.hazards, len(found.representatives), None, \
+            "K extrapolation needs the affine work-group classes (these are classes by " \
+            "loaded integers)"
     if why_classes is not None:
         full = accelerators.replace(work_group_classes=False, loop_blocks=False,
                                     k_extrapolation=False)

@@ -21,6 +21,7 @@ from tiletraffic.simulator.engine.accelerators import SIMULATE, Accelerators, No
 from tiletraffic.simulator.engine.accelerators import k_extrapolation
 from tiletraffic.simulator.engine.accelerators.classes import group_classes
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
+from tiletraffic.simulator.engine.accelerators.data_classes import DataClasses, data_classes
 from tiletraffic.simulator.engine.limits import (GENERIC_GPU, DeviceLimits,
                                                  check_schedule_limits)
 from tiletraffic.simulator.engine.data_inputs import launch_inputs
@@ -111,11 +112,11 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
             ``compute_values=False``. A schedule whose classes are not proved
             (:func:`simulator.engine.accelerators.class_safety.classes_problem`: masks or indices
             that depend on the work-group id other than at the NDRange's edges) runs every
-            work-group instead (``SimulationResult.representatives`` is then ``None``).
-            Hazards are checked in the representatives only,
-            and races in global memory, reads of outputs before anything stored them and
-            unwritten outputs, which need every work-group of the launch, are not checked
-            at all. ``loop_blocks`` (with
+            work-group instead (``SimulationResult.representatives`` is then ``None``;
+            without ``observers``, :mod:`.accelerators.data_classes` where proved).
+            Hazards are checked in the representatives only, and races in global memory,
+            reads of outputs before anything stored them and unwritten outputs, which need
+            every work-group of the launch, are not checked at all. ``loop_blocks`` (with
             ``work_group_classes``) also runs loops that store or assign private arrays in
             blocks of iterations where :mod:`simulator.engine.accelerators.loop_blocks` allows it:
             the same counts, but a hazard's example could differ, so a hazard in a launch
@@ -155,9 +156,8 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     """
     if limits is not None:
         check_schedule_limits(schedule, limits)
-    params = schedule.param_values
+    params, buffers = schedule.param_values, {}
     sizes = {a.name: int(eval_static(a.size, params)) for a in schedule.arrays}
-    buffers: dict[str, np.ndarray] = {}
     if compute_values:
         buffers = _prepare_buffers(schedule, inputs, sizes, params)
     for name in read_maps:
@@ -169,13 +169,15 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
     by_classes = accelerators.work_group_classes
     _check_options(by_classes, compute_values, read_maps, sum_lengths or error_bounds,
                    error_bounds and input_sum_lengths)
+    observers = list(observers)
     if by_classes and classes_problem(schedule) is not None:
+        if not observers and isinstance(found := data_classes(schedule), DataClasses):
+            return _by_loaded_integers(schedule, found, hazards, race_checks, batch_work_items)
         by_classes = False   # not proved for this schedule: every work-group runs
         accelerators = accelerators.replace(work_group_classes=False)
     if not compute_values and S.branches_on_data(schedule.body):
         compute_values = True    # its branches need the values: counted on launch_inputs
         buffers = _prepare_buffers(schedule, launch_inputs(schedule), sizes, params)
-    observers = list(observers)
     if by_classes and accelerators.k_extrapolation and not observers and \
             k_extrapolation.applies(schedule):
         try:
@@ -199,6 +201,15 @@ def simulate(schedule: S.Schedule, inputs: dict[str, np.ndarray] | None = None, 
         raise NotApplicable(f"{schedule.family}: hazards in a launch with loops run in blocks "
                             "of iterations (their examples could differ)")
     return _result(machine, counter, read_maps, sum_lengths or error_bounds, representatives)
+
+
+def _by_loaded_integers(schedule, found, hazards: str, race_checks: bool,
+                        batch_work_items: int) -> SimulationResult:
+    """The counts of ``schedule`` by its classes by loaded integers ``found``
+    (:class:`.accelerators.data_classes.DataClasses`)."""
+    return count_work_groups(schedule, found.representatives, found.weights, hazards=hazards,
+                             limits=None, race_checks=race_checks,
+                             batch_work_items=batch_work_items)
 
 
 def _check_options(by_classes: bool, compute_values: bool, read_maps, shadows: bool,
@@ -296,6 +307,41 @@ def _result(machine: Machine, counter: TrafficCounter, read_maps, sum_lengths: b
     return SimulationResult(schedule, outputs, counter.finish(),
                             counter.global_loads_per_group, maps, machine.log.hazards,
                             lengths, representatives, bounds)
+
+
+def count_work_groups(schedule: S.Schedule, representatives: np.ndarray,
+                      weights: np.ndarray, *, hazards: str = "raise",
+                      limits: DeviceLimits | None = GENERIC_GPU, race_checks: bool = True,
+                      batch_work_items: int = BATCH_WORK_ITEMS) -> SimulationResult:
+    """The counts of ``schedule`` (values off) from the work-groups ``representatives``
+    (linear ids) alone, each standing for ``weights`` work-groups of identical counts (the
+    caller proved it: :mod:`.accelerators.data_classes`). Hazards are those of the
+    representatives; races in global memory, reads of outputs before a store and unwritten
+    outputs are not checked. ``SimulationResult.representatives`` holds them.
+
+    Raises:
+        simulator.engine.limits.LimitError: the schedule exceeds ``limits``.
+        simulator.observers.hazards.HazardError: a hazard, in ``"raise"`` mode.
+    """
+    if limits is not None:
+        check_schedule_limits(schedule, limits)
+    params = schedule.param_values
+    sizes = {a.name: int(eval_static(a.size, params)) for a in schedule.arrays}
+    counter = TrafficCounter(schedule.work_groups, [a.name for a in schedule.arrays], {},
+                             _half_names(schedule))
+    log = HazardLog(hazards, num_groups=schedule.num_groups)
+    observers: list[Observer] = [counter]
+    if race_checks:
+        observers += hazard_observers(schedule, log, sizes, params, full_launch=False)
+    machine = Machine(schedule, params, sizes, {}, observers, log, False,
+                      SIMULATE)
+    reps = np.asarray(representatives, dtype=np.int64)
+    per_batch = max(1, batch_work_items // schedule.work_group_items)
+    for first in range(0, len(reps), per_batch):
+        machine.run_batch(reps[first:first + per_batch], weights[first:first + per_batch])
+    for obs in observers:
+        obs.on_finish()
+    return _result(machine, counter, (), False, reps)
 
 
 def probe_runner(schedule: S.Schedule, accelerators: Accelerators = SIMULATE):

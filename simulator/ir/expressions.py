@@ -211,6 +211,18 @@ INT_WIDTHS = (8, 16, 32, 64)
 """Bits of the C integer types a :class:`Wrap` converts to (``char`` ... ``long``)."""
 
 
+def held_integers(values):
+    """``values`` (a sequence of integers, or a numpy array of them) flat as a read-only
+    int64 numpy array (itself where it is one already): an integer buffer's contents."""
+    import numpy as np
+    if isinstance(values, np.ndarray) and values.dtype == np.int64 and values.ndim == 1 \
+            and not values.flags.writeable:
+        return values
+    held = np.array(values, dtype=np.int64).reshape(-1)
+    held.setflags(write=False)
+    return held
+
+
 @dataclass(frozen=True, eq=False)
 class IntLoad(IntExpr):
     """An element of an integer buffer (a ``GlobalArray`` of element type ``int`` or

@@ -84,7 +84,7 @@ from tiletraffic.simulator.ir.expressions import (
     float_operands, fmax, fmin, global_id, group_id, local_id, minimum, select, sqrt, wrap)
 from tiletraffic.simulator.ir.expressions import (FLOAT_TESTS, FloatCompare, FloatParam,
                                                   FloatTest, IntToFloat, is_data_condition,
-                                                  is_launch_float)
+                                                  held_integers, is_launch_float)
 from tiletraffic.simulator.ir.visitor import remembered, walk, walk_statements
 
 __all__ = [
@@ -199,6 +199,7 @@ class GlobalArray:
         shape: the logical shape in parameter names, e.g. ``("M", "K")``.
         dtype: ``float`` (default), ``half`` (float16 storage, :data:`STORAGE_TYPES`), or
             ``int``/``uint`` (an input whose contents are ``values``).
+        values: an integer buffer's contents, flat (held as a read-only int64 numpy array).
 
     Raises:
         ScheduleError: a role outside :data:`ARRAY_ROLES`, an unknown ``dtype``.
@@ -208,9 +209,11 @@ class GlobalArray:
     role: str
     shape: tuple[str, ...]
     dtype: str = "float"
-    values: tuple[int, ...] | None = None
+    values: object = None
 
     def __post_init__(self) -> None:
+        if self.values is not None:
+            object.__setattr__(self, "values", held_integers(self.values))
         if self.role not in ARRAY_ROLES:
             raise ScheduleError(f"global array {self.name!r}: role {self.role!r} is not one of "
                                 f"{', '.join(ARRAY_ROLES)}")

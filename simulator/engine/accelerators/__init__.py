@@ -12,6 +12,9 @@ private nests          values off: loop nests and runs of statements on   :mod:`
                        private memory only, applied in one step
 loop blocks            with work-group classes: loops that store or       :mod:`.loop_blocks`
                        assign private arrays, run in blocks of iterations
+classes by loaded      counts without a device model of a kernel whose    :mod:`.data_classes`
+integers               bounds read an integer buffer: one work-group per
+                       class of the integers it loads
 K extrapolation        with work-group classes, a K loop whose step is    :mod:`.k_extrapolation`
                        known: its counts from three short K
 =====================  =================================================  ==================
@@ -37,7 +40,8 @@ INT_BUFFER_DECLINE = ("its control flow or addresses read an integer buffer (a l
                       "in a loop bound, condition or index), which differs from work-group "
                       "to work-group with the data")
 """Why every accelerator declines a schedule that reads an integer buffer
-(:func:`simulator.ir.nodes.reads_int_buffer`)."""
+(:func:`simulator.ir.nodes.reads_int_buffer`), except the classes by loaded integers of
+:mod:`.data_classes`, which prove themselves."""
 
 FLOAT_BRANCH_DECLINE = ("it branches on floats of the data (a comparison or test of loaded "
                         "or computed floats), so its control flow differs from work-item to "
