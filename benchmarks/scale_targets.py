@@ -13,7 +13,7 @@ and their ratio (below 1 meets it), with the machine's load average beside every
   at sizes comparable to N = 4096 and 8192: every integer size of its launch file that no
   ``local_size`` expression reads multiplied by one whole factor, the one that brings the
   launch's extent (the larger of its work-items and its largest buffer's elements) nearest
-  N²; each kernel in a child process stopped after ``--corpus-timeout`` seconds; ``how``
+  N² (a generated CSR matrix's non-zero count then the non-zeros of its grown rows); each kernel in a child process stopped after ``--corpus-timeout`` seconds; ``how``
   gives the path, the extent, the ``--set`` sizes and why an accelerator did not apply;
 - ``oclgrind``: the same counts as Oclgrind's (``crosscheck``'s run: the kernel on Oclgrind
   with its instruction counter, in a worker process whose CPU time is counted) at N = 128
@@ -196,6 +196,27 @@ def _launch_extent(path: Path, overrides: dict[str, int]) -> int:
     return max(items, *elements)
 
 
+def _consistent(path: Path, sizes: dict[str, int]) -> dict[str, int]:
+    """``sizes`` with the non-zero count ``NNZ`` of a launch whose row pointers are the
+    corpus's generated CSR matrix (``references.py:csr_row_pointers``) set to the non-zeros
+    its grown rows hold (the generator accepts no other count), the other sizes unchanged."""
+    from tiletraffic.frontend import launch_file
+
+    launch = launch_file.read(path, sizes)
+    generated = [raw for raw in launch.data.get("args", {}).values()
+                 if isinstance(raw, dict) and str(raw.get("data", "")).endswith(
+                     "references.py:csr_row_pointers")]
+    if not generated or "NNZ" not in sizes:
+        return sizes
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("corpus_references",
+                                                  CORPUS / "references.py")
+    references = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(references)
+    return {**sizes, "NNZ": int(references.csr_row_pointers(dict(launch.names))[-1])}
+
+
 def corpus_sizes(kernel: str, n: int) -> tuple[dict[str, int], int]:
     """``(--set sizes, extent)``: the kernel's launch file with its problem sizes multiplied
     by one whole factor (at least 1), the one that brings the launch's extent (the larger of
@@ -203,7 +224,8 @@ def corpus_sizes(kernel: str, n: int) -> tuple[dict[str, int], int]:
     the integer [sizes] that a ``global_size`` expression or the largest global buffer's shape (at
     the file's own sizes) or an integer buffer's computed data reads and no ``local_size``
     expression or local buffer's shape reads: a filter's length, a batch count or an index stays as the file has
-    it; where ``global_size`` reads none of them (one fixed NDRange) nothing grows."""
+    it; where ``global_size`` reads none of them (one fixed NDRange) nothing grows. A
+    generated CSR matrix's ``NNZ`` is the non-zeros its grown rows hold (:func:`_consistent`)."""
     from tiletraffic.frontend import expressions, launch_file
 
     path = CORPUS / f"{kernel}.toml"
@@ -244,7 +266,7 @@ def corpus_sizes(kernel: str, n: int) -> tuple[dict[str, int], int]:
     target = n * n
 
     def at(f: int):
-        sizes = {k: launch.sizes[k] * f for k in scalable}
+        sizes = _consistent(path, {k: launch.sizes[k] * f for k in scalable})
         return sizes, _launch_extent(path, sizes)
 
     best, f = at(1), 1

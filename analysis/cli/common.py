@@ -191,7 +191,7 @@ def within_budget(sch, force: bool, classes=None, long_note: bool = True, **how)
 
 def note_long_run(sch, est) -> None:
     """A note on stderr when the estimate ``est`` of ``sch`` is above :data:`LONG_RUN_S`."""
-    if est.time_s > LONG_RUN_S:
+    if est.time_known and est.time_s > LONG_RUN_S:
         click.echo(f"note: {sch.family} is estimated to take {est.describe()}", err=True)
 
 

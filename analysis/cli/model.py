@@ -116,7 +116,8 @@ def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int 
             est = estimate_simulation(kernel, compute_values=False, work_group_classes=True,
                                       classes_problems=(why,))
             click.echo(f"note: work-group classes not proved for {kernel.kernel_name} "
-                       f"({why}): every work-group executed, estimated {est.time_text()}",
+                       f"({why}): every work-group executed, "
+                       f"{'estimated ' if est.time_known else ''}{est.time_text()}",
                        err=True)
             noted = True
             continue

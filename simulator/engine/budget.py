@@ -24,7 +24,10 @@ prints the estimate next to the measurement for a set of launches):
 Time: 1 µs per work-group and 25 ns per work-item and step of the inner (K) loop (or of its
 deepest loop nest, :func:`loop_nest_steps`, where that is longer) when every
 work-group runs; 1 µs per work-group for the classes' bookkeeping when counting by classes
-(measured 0.3-1 µs), with 25 ns per work-item and step of the representatives; counting
+(measured 0.3-1 µs), with 25 ns per work-item and step of the representatives (counting
+by classes of loaded integers, :mod:`.accelerators.data_classes`: every representative,
+a loop whose trips depend on the data as long as the proof bounded it,
+:attr:`.accelerators.data_classes.DataClasses.loop_steps`); counting
 from three short K (K extrapolation), the three short launches' times; and 250 µs per statement the engine executes one loop iteration at a
 time in each batch of work-groups (:func:`interpreted_statements`: the statements of loops
 it cannot run in blocks of iterations), the interpreter's cost of a statement, which
@@ -37,7 +40,9 @@ import os
 from dataclasses import dataclass
 
 from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.engine.accelerators import INT_BUFFER_DECLINE
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
+from tiletraffic.simulator.engine.accelerators.data_classes import DataClasses, data_classes
 from tiletraffic.simulator.engine.accelerators import k_extrapolation as kx
 from tiletraffic.simulator.ir.nodes import FLOAT_BYTES, Schedule
 from tiletraffic.simulator.ir.static import eval_static, is_vectorizable
@@ -76,13 +81,21 @@ class Estimate:
     memory_bytes: int
     time_s: float
     work_groups: int
+    time_known: bool = True
+    """False where a loop's trips depend on an integer buffer's contents and no proof
+    bounds them: ``time_s`` then charges such a loop the largest size parameter's trips, an
+    envelope too loose to state (:meth:`time_text` and :meth:`describe` say so)."""
 
     def time_text(self) -> str:
-        """The time, for a note: ``"40 s"``, ``"3 min"``, ``"2.5 h"``."""
+        """The time, for a note: ``"40 s"``, ``"3 min"``, ``"2.5 h"``; where not
+        :attr:`time_known`, ``"its time not estimated (loop trips read from the data)"``."""
+        if not self.time_known:
+            return "its time not estimated (loop trips read from the data)"
         return _human_seconds(self.time_s)
 
     def describe(self) -> str:
-        time = f" and {_human_seconds(self.time_s)}" if self.time_s > 0 else ""
+        time = f" and {_human_seconds(self.time_s)}" if self.time_s > 0 and self.time_known \
+            else ""
         return (f"about {_human_bytes(self.memory_bytes)} of memory{time} for "
                 f"{self.work_groups:,} work-group{'' if self.work_groups == 1 else 's'}")
 
@@ -152,9 +165,15 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
                                      else (why,))
                  for k, why in zip(schedule.kernels, problems)]
         return Estimate(sum(e.memory_bytes for e in parts), sum(e.time_s for e in parts),
-                        sum(e.work_groups for e in parts))
+                        sum(e.work_groups for e in parts), all(e.time_known for e in parts))
+    by_data = None          # the classes by loaded integers, where counted by them
     if work_group_classes:   # as simulate decides
         why = classes_problem(schedule) if classes_problems is None else classes_problems[0]
+        if why == INT_BUFFER_DECLINE or (why is None and classes_problems is not None
+                                         and classes_problem(schedule) == INT_BUFFER_DECLINE):
+            found = data_classes(schedule)
+            by_data = found if isinstance(found, DataClasses) else None
+            why = None if by_data is not None else why
         work_group_classes = why is None
     if work_group_classes and k_extrapolation and kx.applies(schedule):
         return _estimate_short_k(schedule, batch_work_items)
@@ -172,9 +191,16 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
         if reference is None or reference:
             memory += (REFERENCE_BYTES_PER_INPUT_ELEM * ins
                        + REFERENCE_BYTES_PER_OUTPUT_ELEM * outs)
-    interpreted, nest_steps = _loop_walk(schedule)
+    walker = _LoopWalk(schedule.param_values, None if by_data is None
+                       else by_data.loop_steps, S.reads_int_buffer(schedule.body))
+    walker.body(schedule.body)
+    interpreted, nest_steps = walker.total, walker.deepest
     steps = max(1, schedule.param_values.get("K", 1), nest_steps)
-    if work_group_classes:
+    if by_data is not None:       # the representatives' loops as long as the proof saw
+        run_groups = len(by_data.representatives)
+        time_s = PER_WORK_GROUP_CLASSES_S * groups + \
+            PER_WORK_ITEM_STEP_S * run_groups * items_per_group * max(1, nest_steps)
+    elif work_group_classes:
         run_groups = min(groups, 3 ** len(schedule.local_size))   # one per class
         time_s = PER_WORK_GROUP_CLASSES_S * groups + \
             PER_WORK_ITEM_STEP_S * run_groups * items_per_group * steps
@@ -183,7 +209,7 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
         run_groups = groups
     batches = -(-run_groups * items_per_group // batch_items)
     time_s += PER_INTERPRETED_STATEMENT_S * interpreted * batches
-    return Estimate(int(memory), float(time_s), groups)
+    return Estimate(int(memory), float(time_s), groups, not walker.unbounded)
 
 
 def _estimate_short_k(schedule: Schedule, batch_work_items: int) -> Estimate:
@@ -195,7 +221,7 @@ def _estimate_short_k(schedule: Schedule, batch_work_items: int) -> Estimate:
                                  classes_problems=(None,))
              for k in values]
     return Estimate(max(e.memory_bytes for e in parts), sum(e.time_s for e in parts),
-                    schedule.work_groups)
+                    schedule.work_groups, all(e.time_known for e in parts))
 
 
 def interpreted_statements(schedule: Schedule) -> int:
@@ -216,9 +242,11 @@ def loop_nest_steps(schedule: Schedule) -> int:
     return _loop_walk(schedule)[1]
 
 
-def _loop_walk(schedule: Schedule) -> tuple[int, int]:
-    """(:func:`interpreted_statements`, :func:`loop_nest_steps`) of ``schedule``."""
-    walker = _LoopWalk(schedule.param_values)
+def _loop_walk(schedule: Schedule, envelope: int | None = None) -> tuple[int, int]:
+    """(:func:`interpreted_statements`, :func:`loop_nest_steps`) of ``schedule``; a loop
+    whose trips are not known statically runs ``envelope`` times (default: the largest size
+    parameter)."""
+    walker = _LoopWalk(schedule.param_values, envelope)
     walker.body(schedule.body)
     return walker.total, walker.deepest
 
@@ -230,9 +258,14 @@ class _LoopWalk(Visitor):
     run one iteration at a time) within ``nest`` iterations of the loops around them;
     ``variables`` holds the integer ``Let``\\ s of constants and parameters."""
 
-    def __init__(self, params: dict[str, int]):
+    def __init__(self, params: dict[str, int], envelope: int | None = None,
+                 reads_data: bool = False):
         self.params = params
-        self.envelope = max([1, *params.values()])
+        self.envelope = max([1, *params.values()]) if envelope is None else max(1, envelope)
+        self.guessed = envelope is None and reads_data
+        self.unbounded = False
+        """A loop whose trips are not static was charged the largest size parameter's in
+        a kernel that reads an integer buffer (its trips may come from the data)."""
         self.variables: dict[str, int] = {}
         self.total = 0
         self.deepest = 1
@@ -266,6 +299,7 @@ class _LoopWalk(Visitor):
             if isinstance(s, (S.DeclareInt, S.AssignInt, S.Let)):
                 self.variables.pop(s.name, None)
         n = self.envelope
+        self.unbounded |= self.guessed
         self.deepest = max(self.deepest, self.nest * n)
         outer = self.runs, self.nest, self.counting
         self.runs, self.nest, self.counting = self.runs * n, self.nest * n, True
@@ -289,6 +323,7 @@ class _LoopWalk(Visitor):
             start, stop, step = (eval_static(e, self.params, self.variables)
                                  for e in (loop.start, loop.stop, loop.step))
         except (TypeError, KeyError, ValueError, ZeroDivisionError):
+            self.unbounded |= self.guessed
             return self.envelope
         return max(0, -((start - stop) // step)) if step > 0 else self.envelope
 

@@ -55,7 +55,8 @@ import numpy as np
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.nodes import describe_int
 from tiletraffic.simulator.ir.static import int_op_bounds
-from tiletraffic.simulator.engine.accelerators.class_proof import (UNKNOWN, Form, Split,
+from tiletraffic.simulator.engine.accelerators.class_proof import (MAX_WHILE_ITERATIONS,
+                                                                   UNKNOWN, Form, Split,
                                                                    StatementProver, Unproved)
 from tiletraffic.simulator.engine.accelerators.class_safety import (MAX_BOXES, MAX_SEGMENTS,
                                                                     boxes, default_starts)
@@ -76,6 +77,10 @@ class DataClasses:
     representatives: np.ndarray
     weights: np.ndarray
     shifted: bool
+    loop_steps: int = 1
+    """The most iterations of a loop nest in any work-group (an upper envelope: a loop's
+    largest trip count over its box, a while loop's at most
+    :data:`.class_proof.MAX_WHILE_ITERATIONS`, nested loops' multiplied), at least 1."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,9 @@ class DataProver(StatementProver):
         self.shift_values: np.ndarray | None = None
         self._ids: list[np.ndarray] | None = None
         self.returned = False
+        self.nest_steps, self.loop_steps = 1, 1
+        """Iterations of the loops around the statement proved, and the most of any loop
+        nest so far (:attr:`DataClasses.loop_steps`)."""
         """Every work-item of the box has returned (a ``return`` outside loops under
         decided conditions only): what follows runs nowhere, its loads read nothing."""
 
@@ -272,7 +280,22 @@ class DataProver(StatementProver):
             raise Unproved(f"the loop over {s.var} from {describe_int(s.start)} to "
                            f"{describe_int(s.stop)} runs a number of times that depends on "
                            "a loaded integer's value")
-        super().loop(s, env)
+        trips = -(-(stop.hi - start.lo) // step.lo) if step.lo == step.hi and step.lo > 0 \
+            else MAX_WHILE_ITERATIONS
+        self.nested(max(trips, 1), lambda: super(DataProver, self).loop(s, env))
+
+    def visit_While(self, s: S.While) -> None:
+        self.nested(MAX_WHILE_ITERATIONS, lambda: super(DataProver, self).visit_While(s))
+
+    def nested(self, trips: int, prove) -> None:
+        """``prove()`` a loop of at most ``trips`` iterations, its nest's steps recorded."""
+        outer = self.nest_steps
+        self.nest_steps = outer * trips
+        self.loop_steps = max(self.loop_steps, self.nest_steps)
+        try:
+            prove()
+        finally:
+            self.nest_steps = outer
 
     def merge(self, env: dict, *branches: dict) -> None:
         opaque = {name for b in branches for name, f in b.items() if isinstance(f, Opaque)}
@@ -360,7 +383,8 @@ def _prove(schedule: S.Schedule, shift: bool) -> DataClasses | str:
             return f"the loaded integers give more than {MAX_DATA_CLASSES} classes"
     reps, weights = np.concatenate(reps), np.concatenate(weights)
     order = np.argsort(reps, kind="stable")
-    return DataClasses(reps[order], weights[order], shift)
+    return DataClasses(reps[order], weights[order], shift,
+                       max(p.loop_steps for p in provers))
 
 
 def _box_classes(prover: DataProver, ng) -> tuple[np.ndarray, np.ndarray]:
