@@ -1,7 +1,10 @@
 """silx's densify_csr at grown sizes: its row width is the kernel's compiled-in
 ``IMAGE_WIDTH`` (its local array's length), so growing the launch grows the rows and the
 non-zeros only, the generated CSR matrix stays inside the width, and the counts are those of
-its rows (no out-of-bounds store into the local row)."""
+its rows (no out-of-bounds store into the local row). The benchmark grows pyFAI's CSR
+launches with the non-zeros their rows hold; a data function refusing the sizes is a
+one-line error; the estimate of counting by loaded integers charges the proved loop trips,
+and states no time where loop trips come from the data unbounded."""
 from __future__ import annotations
 
 import importlib.util
@@ -67,3 +70,45 @@ def test_the_benchmark_grows_the_rows_and_keeps_the_compiled_width():
     sizes, extent = _scale_targets().corpus_sizes("silx/densify_csr", 4096)
     assert set(sizes) == {"H", "NNZ"} and sizes["NNZ"] * 6 == sizes["H"] * 56
     assert extent == WIDTH * sizes["H"] and abs(extent - 4096 ** 2) <= WIDTH * 6
+
+
+PYFAI = ROOT / "tests" / "corpora" / "opencl" / "pyfai"
+
+
+@pytest.mark.parametrize("kernel", ["csr_integrate", "csr_integrate4"])
+def test_the_benchmark_grows_a_generated_csr_matrix_with_the_non_zeros_of_its_rows(kernel):
+    sizes, extent = _scale_targets().corpus_sizes(f"pyfai/{kernel}", 4096)
+    rows = sizes["B"]
+    held = 56 * (rows // 6) + sum((5, 0, 35, 3, 7, 6)[:rows % 6])
+    assert sizes["NNZ"] == held and rows > 8
+    assert extent == max(32 * rows, sizes["P"] * (4 if kernel.endswith("4") else 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        launch_file.load(PYFAI / f"{kernel}.toml", {**sizes, "B": 64, "P": 512,
+                                                    "NNZ": 56 * 10 + 5 + 0 + 35 + 3})
+
+
+def test_a_data_function_refusing_the_sizes_is_a_one_line_error_exit_2():
+    from click.testing import CliRunner
+    from tiletraffic.analysis.cli import main
+
+    result = CliRunner().invoke(main, ["simulate", str(PYFAI / "csr_integrate.toml"),
+                                       "--set", "B=16", "--set", "NNZ=61"])
+    assert result.exit_code == 2
+    assert "csr_column_indices: NNZ = 61, but 16 rows hold 155 non-zeros" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_estimate_of_counting_by_loaded_integers_charges_the_proved_loop_trips():
+    from tiletraffic.simulator.engine.accelerators.class_proof import MAX_WHILE_ITERATIONS
+    from tiletraffic.simulator.engine.accelerators.data_classes import data_classes
+    from tiletraffic.simulator.engine.budget import estimate_simulation
+
+    sch = _load(6 * 2000)
+    found = data_classes(sch)
+    assert 2 <= found.loop_steps <= MAX_WHILE_ITERATIONS   # a row of 35 in steps of 32
+    est = estimate_simulation(sch, compute_values=False, work_group_classes=True)
+    assert est.time_known and est.time_s < 1.0
+    full = estimate_simulation(sch, compute_values=False, work_group_classes=False)
+    assert not full.time_known and "not estimated" in full.time_text()
+    assert " and " not in full.describe().split(" for ")[0].replace("about ", "")
