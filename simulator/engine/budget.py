@@ -169,11 +169,10 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
     by_data = None          # the classes by loaded integers, where counted by them
     if work_group_classes:   # as simulate decides
         why = classes_problem(schedule) if classes_problems is None else classes_problems[0]
-        if why == INT_BUFFER_DECLINE or (why is None and classes_problems is not None
-                                         and classes_problem(schedule) == INT_BUFFER_DECLINE):
-            found = data_classes(schedule)
+        if why in (None, INT_BUFFER_DECLINE) and S.reads_int_buffer(schedule.body):
+            found = data_classes(schedule)          # proved once per schedule
             by_data = found if isinstance(found, DataClasses) else None
-            why = None if by_data is not None else why
+            why = None if by_data is not None else found
         work_group_classes = why is None
     if work_group_classes and k_extrapolation and kx.applies(schedule):
         return _estimate_short_k(schedule, batch_work_items)
