@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tiletraffic.frontend import launch_file
 from tiletraffic.simulator.engine.fast_path import count_launch
@@ -112,3 +114,23 @@ def test_the_estimate_of_counting_by_loaded_integers_charges_the_proved_loop_tri
     full = estimate_simulation(sch, compute_values=False, work_group_classes=False)
     assert not full.time_known and "not estimated" in full.time_text()
     assert " and " not in full.describe().split(" for ")[0].replace("about ", "")
+
+
+@settings(max_examples=25, deadline=None)
+@given(factor=st.integers(1, 60), kernel=st.sampled_from(["csr_integrate", "csr_integrate4",
+                                                         "csr_integrate_single"]))
+def test_the_benchmarks_non_zero_count_is_the_one_the_generator_accepts(factor, kernel):
+    """The launch file's sizes (B = 8, P = 64) grown by a drawn factor, as the benchmark
+    grows them: the generated CSR matrix of the grown rows is accepted."""
+    import importlib.util as iu
+
+    bench = _scale_targets()
+    path = PYFAI / f"{kernel}.toml"
+    sizes = bench._consistent(path, {"B": 8 * factor, "P": 64 * factor, "NNZ": 61 * factor})
+    spec = iu.spec_from_file_location("refs", ROOT / "tests" / "corpora" / "opencl"
+                                      / "references.py")
+    refs = iu.module_from_spec(spec)
+    spec.loader.exec_module(refs)
+    names = dict(launch_file.read(path, sizes).names)
+    assert sizes["NNZ"] == int(refs.csr_row_pointers(names)[-1])
+    assert len(refs.csr_column_indices(names)) == sizes["NNZ"]   # accepted, not refused
