@@ -498,9 +498,9 @@ def int_buffer_data(launch: LaunchFile, where: str, raw, dims: tuple):
     read-only int64 numpy array.
 
     Raises:
-        LaunchFileError: a file that cannot be read, a function that raises ValueError
-            (its message), an array of another shape, or values that are not integers in
-            the 32-bit range (one line naming the value and the limit).
+        LaunchFileError: a file that cannot be read, an array of another shape, or values
+            that are not integers in the 32-bit range (one line naming the value and the
+            limit).
     """
     import numpy as np
     from tiletraffic.frontend import user_schedule
@@ -518,10 +518,7 @@ def int_buffer_data(launch: LaunchFile, where: str, raw, dims: tuple):
             fn = user_schedule.load_function(f"{launch.path.parent / file}:{name}")
         except user_schedule.UserScheduleError as err:
             raise launch.error(where, str(err)) from None
-        try:
-            values = np.asarray(fn(dict(launch.names)))
-        except ValueError as err:       # the function refuses the sizes, naming them
-            raise launch.error(where, f"{raw}: {err}") from None
+        values = np.asarray(fn(dict(launch.names)))
     if values.shape != tuple(dims):
         raise launch.error(where, f"{raw} gives shape {tuple(values.shape)}; the buffer's "
                                   f"shape is {tuple(dims)}")
