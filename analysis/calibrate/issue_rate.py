@@ -36,8 +36,24 @@ def mix_rate(sub_groups_per_cu: int, instructions_per_step: int, step_s: float,
 def measure_issue_rates(target, base: DeviceModel, steps: int, repeat: int):
     """The ``issue_rate`` measurement (a ``calibrate.Measurement``): field ``issue_rates``
     set to the table of the measured points, its value the largest rate; unmapped when
-    fewer than two numbers of sub-groups per scheduler fit a work-group of the device or a
-    time difference is not positive (timing noise)."""
+    fewer than two numbers of sub-groups per scheduler fit a work-group of the device, a
+    time difference is not positive (timing noise), or its kernels fail to build, launch
+    or give the host's result (the reason names the error; the other benchmarks' values
+    stand)."""
+    from tiletraffic.analysis.calibrate.calibrate import Measurement
+    from tiletraffic.gpu.devices import microbench as mb
+    from tiletraffic.gpu.devices.device import TiletrafficGpuError
+
+    try:
+        return _measure(target, base, steps, repeat)
+    except TiletrafficGpuError as err:
+        return Measurement("issue_rate", f"{steps} more steps of one work-group per compute "
+                           f"unit", float("nan"), "instructions/cycle",
+                           why_unmapped=f"the benchmark did not run: {err}")
+
+
+def _measure(target, base: DeviceModel, steps: int, repeat: int):
+    """:func:`measure_issue_rates` without its handling of a device error."""
     from tiletraffic.analysis.calibrate.calibrate import Measurement
     from tiletraffic.gpu.devices import microbench as mb
 

@@ -400,8 +400,9 @@ def issue_mix(target, steps: int, work_group_items: int, work_groups: int, repea
                                   f"{target.info.max_work_group_size}")
     items = work_groups * work_group_items
     out = _buffer(target, items * 4)
-    times = _time(target, _kernel(target, name), items, work_group_items,
-                  [out, np.uint32(steps)], repeat)
+    source = resources.files(__package__).joinpath("templates/issue_mix.cl").read_text("utf-8")
+    kernel = cl.Kernel(build_program(target, source, ()).program, name)
+    times = _time(target, kernel, items, work_group_items, [out, np.uint32(steps)], repeat)
     _check_each(name, _read(target, out, items),
                 np.tile(issue_mix_sums(steps, vector), items // 32))
     return times

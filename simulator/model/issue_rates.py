@@ -66,9 +66,11 @@ class IssueRates:
                 "local_128": list(self.local_128), "local_32": list(self.local_32)}
 
     def __format__(self, spec: str) -> str:
-        points = ", ".join(f"{_plain(w)}: {a:{spec or 'g'}} / {b:{spec or 'g'}}" for w, a, b
-                           in zip(self.warps_per_scheduler, self.local_128, self.local_32))
-        return f"{{warps per scheduler: 128-bit / 32-bit loads: {points}}}"
+        """``a table at 1, 2, 3, 4, 8 sub-groups per scheduler (largest 0.91)``, the
+        largest rate in ``spec``'s format."""
+        warps = ", ".join(str(_plain(w)) for w in self.warps_per_scheduler)
+        return (f"a table at {warps} sub-groups per scheduler (largest "
+                f"{self.largest:{spec or 'g'}})")
 
 
 def _plain(w: float) -> int | float:
