@@ -2,6 +2,7 @@
 calibrate benchmark that measures it (its arithmetic by hand, its kernels on PoCL, the
 refusal of a rate above one per scheduler)."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -126,3 +127,59 @@ def test_the_issue_mix_kernels_check_their_result_on_pocl(monkeypatch):
     m = measure_issue_rates(target, GENERIC_GPU_MODEL, 2, 1)
     assert m.field is None and math.isnan(m.value)
     assert m.why_unmapped.startswith("the benchmark did not run: microbenchmark issue_mix_128")
+
+
+# ---------------------------------------------------------------- the model's issue term
+
+def _launch(family, m, k, n, model, **options):
+    import tiletraffic as tt
+    from tiletraffic.simulator.model.launch import model_launch
+
+    schedule = tt.build(family, m=m, k=k, n=n, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return schedule, model_launch(schedule, model, registers_per_work_item=64)
+
+
+def test_the_issue_term_uses_the_table_at_the_launch_s_sub_groups_per_scheduler():
+    from tiletraffic.simulator.model.instruction_estimate import estimate_extra
+    from tiletraffic.simulator.model.issue_term import (sub_groups_per_scheduler,
+                                                        vector_local_share)
+    from tiletraffic.simulator.model.prediction import issued_instructions
+
+    base = DEVICE_MODELS["nvidia-h200-calibrated"]
+    table = base.with_values({"issue_rates": (TABLE, ValueSource("guessed", "test"))})
+    # gemm-tiled 64^3, tile 16: 16 work-groups of 256 (8 sub-groups) on 132 units: one per
+    # unit, 8 / 4 = 2 sub-groups per scheduler; scalar local loads: the 32-bit column, 0.7
+    schedule, plain = _launch("gemm-tiled", 64, 64, 64, base, tile=16)
+    _, tabled = _launch("gemm-tiled", 64, 64, 64, table, tile=16)
+    assert vector_local_share(schedule) == 0.0
+    assert sub_groups_per_scheduler(schedule, table, 1) == 2.0
+    counted = issued_instructions(schedule, plain.counts, plain.memory, base)
+    # without a table: today's term, the counted instructions at the one rate
+    rate = base.warp_instructions_per_cycle_per_sub_partition
+    assert plain.prediction.time_terms_s["issue_s"] == pytest.approx(
+        counted / 16 / (1.98e9 * 4 * rate))
+    assert "issue_s" not in plain.prediction.methods
+    # with it: + 16 x 8 sub-groups x the estimate per sub-group, at 0.7 per cycle
+    extra = estimate_extra(schedule).total
+    assert tabled.prediction.time_terms_s["issue_s"] == pytest.approx(
+        (counted + 128 * extra) / 16 / (1.98e9 * 4 * 0.7))
+    assert tabled.prediction.methods["issue_s"].endswith(
+        "at the measured rate for 2 sub-groups per scheduler and 0% 128-bit local loads: "
+        "0.7 per cycle (issue_rates)")
+
+
+def test_the_issue_term_of_vector_local_loads_reads_the_128_bit_column():
+    from tiletraffic.simulator.model.issue_term import vector_local_share
+
+    table = DEVICE_MODELS["nvidia-h200-calibrated"].with_values(
+        {"issue_rates": (TABLE, ValueSource("guessed", "test"))})
+    # warp-tiled 8x8 at 256^3, tile 16, 8 rows: blocks of 64 x 128, 8 work-groups of 128
+    # (4 sub-groups), one per unit: 1 sub-group per scheduler; every local load a float4: 0.4
+    schedule, launch = _launch("gemm-warp-tiled", 256, 256, 256, table, tile=16, tm=8, tn=8,
+                               bk=16, wg_rows=8)
+    assert schedule.work_group_items == 128 and launch.counts.work_groups == 8
+    assert vector_local_share(schedule) == 1.0
+    assert "for 1 sub-groups per scheduler and 100% 128-bit local loads: 0.4 per cycle" in \
+        launch.prediction.methods["issue_s"]
