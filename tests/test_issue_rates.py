@@ -183,3 +183,20 @@ def test_the_issue_term_of_vector_local_loads_reads_the_128_bit_column():
     assert vector_local_share(schedule) == 1.0
     assert "for 1 sub-groups per scheduler and 100% 128-bit local loads: 0.4 per cycle" in \
         launch.prediction.methods["issue_s"]
+
+
+def test_the_model_command_says_the_issue_term_took_the_table(tmp_path):
+    from click.testing import CliRunner
+
+    from tiletraffic.analysis.cli import main
+
+    path = tmp_path / "m.toml"
+    path.write_text(to_toml(DEVICE_MODELS["nvidia-h200-calibrated"].with_values(
+        {"issue_rates": (TABLE, ValueSource("guessed", "test"))})))
+    args = ["model", "gemm-tiled", "--m", "64", "--k", "64", "--n", "64"]
+    res = CliRunner().invoke(main, [*args, "--device-model", str(path)])
+    assert res.exit_code == 0, res.output
+    assert "(instructions: FMAs, requests, barriers + estimated rest, at the measured rate " \
+        "of its sub-groups per scheduler)" in res.output
+    res = CliRunner().invoke(main, [*args, "--device-model", "nvidia-h200-calibrated"])
+    assert "(instructions: FMAs, requests, barriers)" in res.output
