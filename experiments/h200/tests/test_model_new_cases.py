@@ -8,6 +8,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from tiletraffic.analysis.validation.cases import read_cases
 from tiletraffic.simulator.model.device_model import built_in_file
 
@@ -66,3 +68,34 @@ def test_no_case_is_one_measured_before():
     shapes = {k[1:4] for k in measured}
     assert [k[:4] for k in new if k[1:4] in shapes] == [
         ("gemm-prefetch", 512, 11008, 4096), ("gemm-split-k", 512, 11008, 4096)]
+
+
+def test_the_analysis_reads_back_what_the_call_brings(tmp_path):
+    from experiments.h200.model_new_cases import analysis
+
+    predicted = _predicted("predictions.json")
+    ids = list(predicted["predictions"])[:2]
+    times = [predicted["predictions"][cid]["predicted_time_s"] for cid in ids]
+    # the first measured 25% slower than predicted (error -20%), the second as predicted
+    measured = {ids[0]: times[0] * 1.25, ids[1]: times[1]}
+    validation = {"measurements": {cid: {"rounds": [{"kernel_times_s": [t, t, t]}]}
+                                   for cid, t in measured.items()}}
+    (tmp_path / "validate").mkdir()
+    (tmp_path / "validate" / "validation.json").write_text(json.dumps(validation))
+    (tmp_path / "tune").mkdir()
+    ok = lambda label, rank, s: {"label": label, "status": "ok",            # noqa: E731
+                                 "predicted_rank": rank, "median_s": s}
+    (tmp_path / "tune" / "tune-1000-1000-1000.json").write_text(json.dumps({
+        "status": "complete", "predictions": [{}, {}, {}],
+        "measurements": [ok("a", 1, 1.1e-4), ok("b", 2, 1.0e-4)]}))
+    (tmp_path / "cublas.json").write_text(json.dumps([
+        {"m": 1000, "k": 1000, "n": 1000, "median_s": 0.8e-4}]))
+    errs = analysis.errors(predicted, analysis.measured_s(validation))
+    assert errs == pytest.approx({ids[0]: -0.2, ids[1]: 0.0})
+    text = analysis.error_table("x", errs)
+    assert "| all (2) | 10.0% / -20.0% (not met) |" in text
+    tune = analysis.tune_table(tmp_path, [{"m": 1000, "k": 1000, "n": 1000,
+                                           "median_s": 0.8e-4}])
+    assert "| 1000, 1000, 1000 | complete | 2 / 3 | a (rank 1; 72.7%) | b (80.0%) | +10.0% |" \
+        in tune
+    assert analysis.main([str(tmp_path)]) == 0
