@@ -40,8 +40,11 @@ timeout "$(budget 90 400)" python3 -m tiletraffic calibrate --device NVIDIA \
     --out "$R/calibrated.toml" > "$R/calibrate.log" 2>&1
 echo "calibrate exit status $?"
 grep -A3 "^issue_rate\|^register_tile" "$R/calibrate.log"
-MODEL="$R/calibrated.toml"
-[ -s "$MODEL" ] || MODEL=nvidia-h200-calibrated
+# tune ranks with this call's calibration (its issue-rate table in the issue term) unless
+# TUNE_MODEL names another model (e.g. nvidia-h200-calibrated: the term off)
+MODEL=${TUNE_MODEL:-$R/calibrated.toml}
+[ "$MODEL" != "$R/calibrated.toml" ] || [ -s "$MODEL" ] || MODEL=nvidia-h200-calibrated
+echo "tune's model: $MODEL"
 
 step "new cases: validate --predictions"
 timeout "$(budget 200 230)" python3 -m tiletraffic validate --device NVIDIA \
