@@ -46,6 +46,10 @@ def test_a_model_file_keeps_the_table_with_its_source_and_a_file_without_it_has_
     back = read_device_model(text, "x.toml")
     assert back == model and back.issue_rates == _rates()
     assert back.value_sources["issue_rates"] == source and "issue_rates" not in back.guessed
+    # a table set without a source is written as a guess, not dropped
+    from dataclasses import replace
+    bare = replace(base, issue_rates=_rates())
+    assert read_device_model(to_toml(bare), "y.toml").issue_rates == _rates()
 
 
 @pytest.mark.parametrize("table, message", [

@@ -247,7 +247,8 @@ def to_toml(model: DeviceModel) -> str:
         lines += ["", "[references]"]
         lines += [f"{_toml_key(k)} = {_toml_str(v)}" for k, v in model.references.items()]
     order = [*model.value_sources,
-             *(k for k in dm.VALUE_FIELDS if k not in model.value_sources)]
+             *(k for k in (*dm.VALUE_FIELDS, *dm.OPTIONAL_FIELDS)
+               if k not in model.value_sources)]
     for key in order:
         if key in dm.OPTIONAL_FIELDS and getattr(model, key) is None:
             continue
