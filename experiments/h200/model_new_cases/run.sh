@@ -47,7 +47,7 @@ MODEL=${TUNE_MODEL:-$R/calibrated.toml}
 echo "tune's model: $MODEL"
 
 step "new cases: validate --predictions"
-timeout "$(budget 200 230)" python3 -m tiletraffic validate --device NVIDIA \
+timeout "$(budget 260 200)" python3 -m tiletraffic validate --device NVIDIA \
     --predictions "$PRED" --repeat 20 --rounds 2 --out "$R/validate" \
     > "$R/validate.log" 2>&1
 echo "validate exit status $?"
