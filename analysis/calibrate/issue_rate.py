@@ -3,7 +3,7 @@ and 32-bit local loads at 1, 2, 3, 4 and 8 sub-groups per scheduler, written to 
 model as its ``issue_rates`` table (:mod:`tiletraffic.simulator.model.issue_rates`).
 
 One work-group per compute unit, of ``w`` x ``sub_partitions_per_cu`` sub-groups, runs
-``issue_mix_128`` and ``issue_mix_32`` (``gpu/devices/templates/calibrate.cl``) for n and
+``issue_mix_128`` and ``issue_mix_32`` (``gpu/devices/templates/issue_mix.cl``) for n and
 2 n steps; a step's time is the difference over n (the launch cancels), and the rate is
 :func:`mix_rate`. Only the numbers of sub-groups per scheduler whose work-group the device
 allows are measured; fewer than two leave the table unset.
@@ -41,7 +41,6 @@ def measure_issue_rates(target, base: DeviceModel, steps: int, repeat: int):
     or give the host's result (the reason names the error; the other benchmarks' values
     stand)."""
     from tiletraffic.analysis.calibrate.calibrate import Measurement
-    from tiletraffic.gpu.devices import microbench as mb
     from tiletraffic.gpu.devices.device import TiletrafficGpuError
 
     try:

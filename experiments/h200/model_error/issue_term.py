@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import warnings
-from dataclasses import replace
 from pathlib import Path
 
 from experiments.h200.model_error import cases as C
