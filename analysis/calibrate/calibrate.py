@@ -61,9 +61,10 @@ import statistics
 import numpy as np
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Callable
 
 from tiletraffic.simulator.model.device_model import DeviceModel, ValueSource
+from tiletraffic.analysis.calibrate.measurement import Measurement
 
 MIB = 2**20
 
@@ -291,27 +292,6 @@ def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_all
 
 
 # ------------------------------------------------------------------ measuring
-
-@dataclass(frozen=True)
-class Measurement:
-    """One benchmark's result: ``value`` in ``unit``; ``field`` the model field it sets (None:
-    none) to ``field_value``; ``what``: size and statistic, for the reference."""
-
-    benchmark: str
-    what: str
-    value: float
-    unit: str
-    field: str | None = None
-    field_value: Any = None
-    why_unmapped: str = ""
-    detail: str = ""
-    """What else the benchmark measured (the l2_size sweep's rate at each footprint); printed
-    under the table's row, not part of the model file."""
-    refused: str = ""
-    """Non-empty when the value was beyond what the hardware can do and so not written to
-    the model (:func:`refuse_impossible`): the one-line message naming the benchmark, the
-    value and the limit."""
-
 
 def _mib(nbytes: int) -> str:
     return f"{nbytes / MIB:g} MiB" if nbytes >= MIB else f"{nbytes / 1024:g} KiB"

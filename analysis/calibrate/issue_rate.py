@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 
+from tiletraffic.analysis.calibrate.measurement import Measurement
 from tiletraffic.simulator.model.device_model import DeviceModel
 from tiletraffic.simulator.model.issue_rates import IssueRates
 
@@ -40,7 +41,6 @@ def measure_issue_rates(target, base: DeviceModel, steps: int, repeat: int):
     time difference is not positive (timing noise), or its kernels fail to build, launch
     or give the host's result (the reason names the error; the other benchmarks' values
     stand)."""
-    from tiletraffic.analysis.calibrate.calibrate import Measurement
     from tiletraffic.gpu.devices.device import TiletrafficGpuError
 
     try:
@@ -53,7 +53,6 @@ def measure_issue_rates(target, base: DeviceModel, steps: int, repeat: int):
 
 def _measure(target, base: DeviceModel, steps: int, repeat: int):
     """:func:`measure_issue_rates` without its handling of a device error."""
-    from tiletraffic.analysis.calibrate.calibrate import Measurement
     from tiletraffic.gpu.devices import microbench as mb
 
     cu, parts, width = base.compute_units, base.sub_partitions_per_cu, base.sub_group_size

@@ -62,8 +62,6 @@ def issue_seconds(schedule: S.Schedule, counts: TrafficCounts, memory: MemoryCou
     ``share`` (the busiest unit's part of the launch) on its ``sub_partitions_per_cu``
     schedulers at ``clock_hz``; with an ``issue_rates`` table, at the table's rate for
     ``work_groups_per_cu`` resident work-groups."""
-    from tiletraffic.simulator.model.prediction import issued_instructions
-
     counted = issued_instructions(schedule, counts, memory, model)
     items = max(1, schedule.work_group_items)
     sub_groups = -(-items // model.sub_group_size) * counts.work_groups
@@ -85,3 +83,22 @@ def issue_seconds(schedule: S.Schedule, counts: TrafficCounts, memory: MemoryCou
     return counted * share / (cycles_per_s * rate), (
         f"issue: {how}, at the measured rate for {warps:.3g} sub-groups per scheduler and "
         f"{100 * vector:.0f}% 128-bit local loads: {rate:.3g} per cycle (issue_rates)")
+
+
+def issued_instructions(schedule: S.Schedule, counts: TrafficCounts, memory: MemoryCounts,
+                        model: DeviceModel) -> float:
+    """Sub-group (warp) instructions of the launch that the simulator knows of: one FMA per
+    2 FLOP of a sub-group (``counts.flop`` / 2 x sub-groups / work-items per work-group:
+    every multiply fused with an add, as the multiply-accumulates of the built-in
+    schedules are; a lone add would be one instruction for 1 FLOP, so this is a lower
+    bound), one per global and local load and store request (:mod:`simulator.observers.memory`: a
+    request is one instruction of one sub-group) and one per sub-group per work-group
+    barrier. Address arithmetic, loop counters, branches and the moves of private values
+    are not counted (the simulator does not know how the compiler emits them): a lower
+    bound on what the sub-partitions issue."""
+    items = max(1, schedule.work_group_items)
+    sub_groups = -(-items // model.sub_group_size)
+    return (counts.flop / 2 * sub_groups / items
+            + memory.global_load_requests + memory.global_store_requests
+            + memory.local_load_requests + memory.local_store_requests
+            + counts.barriers * sub_groups)

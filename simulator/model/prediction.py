@@ -49,7 +49,7 @@ from tiletraffic.simulator.observers.counters import TrafficCounts
 from tiletraffic.simulator.engine.limits import LimitError
 from tiletraffic.simulator.model.device_model import DeviceModel
 from tiletraffic.simulator.model.instructions import KernelInstructions, issued_from_build
-from tiletraffic.simulator.model.issue_term import issue_seconds
+from tiletraffic.simulator.model.issue_term import issue_seconds, issued_instructions
 from tiletraffic.simulator.model.dram import (BufferReads, dram_reads_lockstep,
                                               dram_reads_steady_state, dram_writes_write_back)
 from tiletraffic.simulator.observers.memory import MemoryCounts
@@ -220,7 +220,7 @@ def predict(observation: LaunchObservation, device_model: DeviceModel,
     """
     schedule, counts, memory = observation.schedule, observation.counts, observation.memory
     footprint, model = observation.footprint, device_model
-    load_phases, offsets = observation.load_phases, observation.offsets
+    load_phases = observation.load_phases
     strided, registers_per_work_item = observation.strides, registers
     p = schedule.param_values
     sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * a.element_bytes
@@ -336,25 +336,6 @@ def l1_cycles(l1_wavefronts: int, modelled_strided_lines: int, strided_cycles: f
     (:func:`simulator.observers.strides.strided_l1_cycles`) instead (0 and 0: none modelled)."""
     return ((l1_wavefronts - modelled_strided_lines) / model.l1_wavefronts_per_cycle_per_cu
             + strided_cycles)
-
-
-def issued_instructions(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
-                        model: DeviceModel) -> float:
-    """Sub-group (warp) instructions of the launch that the simulator knows of: one FMA per
-    2 FLOP of a sub-group (``counts.flop`` / 2 x sub-groups / work-items per work-group:
-    every multiply fused with an add, as the multiply-accumulates of the built-in
-    schedules are; a lone add would be one instruction for 1 FLOP, so this is a lower
-    bound), one per global and local load and store request (:mod:`simulator.observers.memory`: a
-    request is one instruction of one sub-group) and one per sub-group per work-group
-    barrier. Address arithmetic, loop counters, branches and the moves of private values
-    are not counted (the simulator does not know how the compiler emits them): a lower
-    bound on what the sub-partitions issue."""
-    items = max(1, schedule.work_group_items)
-    sub_groups = -(-items // model.sub_group_size)
-    return (counts.flop / 2 * sub_groups / items
-            + memory.global_load_requests + memory.global_store_requests
-            + memory.local_load_requests + memory.local_store_requests
-            + counts.barriers * sub_groups)
 
 
 def launch_instructions(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
