@@ -626,6 +626,7 @@ def test_a_macro_naming_a_block_declared_after_it(tmp_path):
 @pytest.mark.parametrize("word, copy, written, index", [
     ("global", "", "global", "local + global"),           # an OpenCL C word: global_glsl
     ("n", "    uint n = pc.n;\n", "pc.n", "local + n"),  # a member copied: pc_n
+    ("global", "    uint global = pc.global;\n", "pc.global", "local + global"),   # both
 ])
 def test_messages_and_headers_name_a_renamed_word_as_the_shader_writes_it(
         tmp_path, word, copy, written, index):

@@ -526,8 +526,8 @@ class Translator:
     # ------------------------------------------------------------------ expressions
     def name(self, name: str) -> str:
         """An identifier of the shader as the C source spells it."""
-        if name in C_ONLY_WORDS:
-            self.shader.c_names[name] = name + "_glsl"
+        if name in C_ONLY_WORDS:     # an argument of this name may be renamed otherwise
+            self.shader.c_names.setdefault(name, name + "_glsl")
             self.shader.written[name + "_glsl"] = name
             return name + "_glsl"
         return name
