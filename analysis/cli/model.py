@@ -17,6 +17,7 @@ from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
 from tiletraffic.simulator.kernels.storage import dtype_fields, storage_text
 
+from tiletraffic.frontend.shown_names import params_text
 from tiletraffic.frontend.user_schedule import UserScheduleError
 
 from tiletraffic.analysis import environment
@@ -218,7 +219,7 @@ def model_text(sch, model, launch) -> list[str]:
                     (p.bound, p.bound + "_s"),
                     *((k.removesuffix("_s").replace("_", " "), k) for k in ADDED_TIME_TERMS))))]
     head = (f"{sch.family} on model {model.name}: " +
-            " ".join(f"{k}={v}" for k, v in sch.params) + f" tile={sch.tile}"
+            params_text(sch) + f" tile={sch.tile}"
             + storage_text(sch))
     if is_sequence(sch):
         lines = [head, f"  predicted time (ms)              {p.predicted_time_s * 1e3:.4f}  "

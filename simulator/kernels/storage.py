@@ -17,7 +17,9 @@ Storage types on the command line and in the Python API are named by :data:`DTYP
 ``float32`` (the default) and ``float16``.
 
 Errors: :class:`~simulator.ir.nodes.ScheduleError` for a dtype outside :data:`DTYPES`,
-naming it and the choices.
+naming it and the choices; :class:`VectorAlignmentError` for a size of a family of vector
+accesses that is not a multiple of the vector's elements, whose message names the element
+type and the bytes of the alignment.
 """
 from __future__ import annotations
 
@@ -32,6 +34,36 @@ DTYPES = {"float32": "float", "float16": "half"}
 """Storage type names of the command line and the API -> the IR's element type."""
 
 _NAMES = {v: k for k, v in DTYPES.items()}
+
+
+class VectorAlignmentError(ScheduleError):
+    """A family of vector accesses (``gemm-vectorized``, ``gemm-warp-tiled``) refusing
+    ``what`` = ``value``, a size that is not a multiple of ``vector`` elements: each vector
+    access of global memory needs an address aligned to its own bytes, ``vector`` elements
+    of the storage type ``element`` (``float``: 4 bytes each, ``half``: 2).
+    :meth:`stored_as` gives the same refusal for another storage type, :meth:`within` led
+    by the family that asked for the kernel."""
+
+    def __init__(self, family: str, what: str, value: int, vector: int,
+                 element: str = "float", context: str = ""):
+        self.family, self.what, self.value = family, what, value
+        self.vector, self.element, self.context = vector, element, context
+        bytes_each = S.HALF_BYTES if element == "half" else S.FLOAT_BYTES
+        super().__init__(
+            f"{context}{family} needs {what} to be a multiple of {vector} (vector accesses of "
+            f"{vector} {element} elements need {vector * bytes_each}-byte aligned "
+            f"addresses), got {what} = {value}; use gemm-register-blocked for other sizes")
+
+    def stored_as(self, dtype: str) -> "VectorAlignmentError":
+        """The same refusal for storage ``dtype`` (a name of :data:`DTYPES`)."""
+        return VectorAlignmentError(self.family, self.what, self.value, self.vector,
+                                    DTYPES[check_dtype(dtype)], self.context)
+
+    def within(self, context: str) -> "VectorAlignmentError":
+        """The same refusal, its message led by ``context`` (the family that built this
+        one's kernel)."""
+        return VectorAlignmentError(self.family, self.what, self.value, self.vector,
+                                    self.element, context + self.context)
 
 
 def check_dtype(dtype) -> str:
