@@ -70,3 +70,14 @@ def test_a_vector_familys_refusal_in_half_storage_names_half_and_8_bytes(spec, s
     assert (f"needs {word} to be a multiple of 4 (vector accesses of 4 half elements need "
             f"8-byte aligned addresses), got {word} = ") in res.stderr, res.stderr
     assert "float" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_local_memory_size_refusal_names_floats_whatever_the_storage():
+    # --tm governs only the float4 reads of the float local tiles, never a global access
+    for dtype in ("float16", "float32"):
+        res = CliRunner().invoke(main, ["simulate", "gemm-vectorized", "--m", "64", "--k",
+                                        "64", "--n", "64", "--tm", "6", "--dtype", dtype])
+        assert res.exit_code == 2, res.output
+        assert ("needs --tm to be a multiple of 4 (vector reads of 4 floats from local "
+                "memory need 16-byte aligned addresses), got --tm = 6") in res.stderr, \
+            res.stderr

@@ -310,7 +310,8 @@ def gemm_vectorized(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     m, k, n, tile, tm, tn, bk, wg_rows = _shape(m, k, n, tile, tm, tn, bk, wg_rows)
     for what, value in (("K", k), ("N", n), ("tm", tm), ("tn", tn), ("bk", bk)):
         if value % VECTOR and (check_alignment or what in ("tm", "tn", "bk")):
-            raise VectorAlignmentError("gemm-vectorized", what, value, VECTOR)
+            raise VectorAlignmentError("gemm-vectorized", what, value, VECTOR,
+                                       local=what == "tm")   # tm: local-memory reads only
     M, K, N, A, B, C = gemm_arrays(m, k, n)
     W0, W1, BM, BN, BK, lx, ly, tid, row0, col0, global_size = _geometry(
         m, k, n, tile, tm, tn, bk, wg_rows)

@@ -40,30 +40,36 @@ class VectorAlignmentError(ScheduleError):
     """A family of vector accesses (``gemm-vectorized``, ``gemm-warp-tiled``) refusing
     ``what`` = ``value``, a size that is not a multiple of ``vector`` elements: each vector
     access of global memory needs an address aligned to its own bytes, ``vector`` elements
-    of the storage type ``element`` (``float``: 4 bytes each, ``half``: 2).
-    :meth:`stored_as` gives the same refusal for another storage type, :meth:`within` led
-    by the family that asked for the kernel."""
+    of the storage type ``element`` (``float``: 4 bytes each, ``half``: 2); ``local``: the
+    size governs vector reads of local memory instead, which holds floats whatever the
+    storage. :meth:`stored_as` gives the same refusal for another storage type (unchanged
+    for a ``local`` one), :meth:`within` led by the family that asked for the kernel."""
 
     def __init__(self, family: str, what: str, value: int, vector: int,
-                 element: str = "float", context: str = ""):
+                 element: str = "float", context: str = "", local: bool = False):
         self.family, self.what, self.value = family, what, value
         self.vector, self.element, self.context = vector, element, context
-        bytes_each = S.HALF_BYTES if element == "half" else S.FLOAT_BYTES
+        self.local = local
+        bytes_each = S.HALF_BYTES if element == "half" and not local else S.FLOAT_BYTES
+        where = (f"vector reads of {vector} floats from local memory" if local else
+                 f"vector accesses of {vector} {element} elements")
         super().__init__(
-            f"{context}{family} needs {what} to be a multiple of {vector} (vector accesses of "
-            f"{vector} {element} elements need {vector * bytes_each}-byte aligned "
-            f"addresses), got {what} = {value}; use gemm-register-blocked for other sizes")
+            f"{context}{family} needs {what} to be a multiple of {vector} ({where} need "
+            f"{vector * bytes_each}-byte aligned addresses), got {what} = {value}; use "
+            "gemm-register-blocked for other sizes")
 
     def stored_as(self, dtype: str) -> "VectorAlignmentError":
-        """The same refusal for storage ``dtype`` (a name of :data:`DTYPES`)."""
+        """The same refusal for storage ``dtype`` (a name of :data:`DTYPES`; a ``local``
+        refusal does not depend on it)."""
         return VectorAlignmentError(self.family, self.what, self.value, self.vector,
-                                    DTYPES[check_dtype(dtype)], self.context)
+                                    "float" if self.local else DTYPES[check_dtype(dtype)],
+                                    self.context, self.local)
 
     def within(self, context: str) -> "VectorAlignmentError":
         """The same refusal, its message led by ``context`` (the family that built this
         one's kernel)."""
         return VectorAlignmentError(self.family, self.what, self.value, self.vector,
-                                    self.element, context + self.context)
+                                    self.element, context + self.context, self.local)
 
 
 def check_dtype(dtype) -> str:
