@@ -498,9 +498,10 @@ def int_buffer_data(launch: LaunchFile, where: str, raw, dims: tuple):
     read-only int64 numpy array.
 
     Raises:
-        LaunchFileError: a file that cannot be read, an array of another shape, or values
-            that are not integers in the 32-bit range (one line naming the value and the
-            limit).
+        LaunchFileError: a file that cannot be read, a function that raises or exits (its
+            exception type and message, with the sizes it was given), an array of another
+            shape, or values that are not integers in the 32-bit range (one line naming the
+            value and the limit).
     """
     import numpy as np
     from tiletraffic.frontend import user_schedule
@@ -518,7 +519,15 @@ def int_buffer_data(launch: LaunchFile, where: str, raw, dims: tuple):
             fn = user_schedule.load_function(f"{launch.path.parent / file}:{name}")
         except user_schedule.UserScheduleError as err:
             raise launch.error(where, str(err)) from None
-        values = np.asarray(fn(dict(launch.names)))
+        sizes = dict(launch.names)
+        call = f"{raw}({{{', '.join(f'{k}: {v}' for k, v in sizes.items())}}})"
+        try:
+            values = np.asarray(fn(sizes))
+        except SystemExit as err:
+            raise launch.error(where, f"{call} {user_schedule.exited(err)} instead of "
+                                      "returning the buffer's contents") from None
+        except Exception as err:  # noqa: BLE001 - the user's code: one line, not a traceback
+            raise launch.error(where, f"{call} raised {type(err).__name__}: {err}") from err
     if values.shape != tuple(dims):
         raise launch.error(where, f"{raw} gives shape {tuple(values.shape)}; the buffer's "
                                   f"shape is {tuple(dims)}")

@@ -137,7 +137,7 @@ def load_module(path: str | Path) -> ModuleType:
         spec.loader.exec_module(module)
     except SystemExit as err:  # sys.exit() at import: bad input, not this process's exit
         sys.modules.pop(name, None)
-        raise UserScheduleError(f"importing {path.name} failed: it {_exited(err)}; a "
+        raise UserScheduleError(f"importing {path.name} failed: it {exited(err)}; a "
                                 "schedule file must not exit") from None
     except Exception as err:  # noqa: BLE001 - any error of the user's code, reported in one line
         sys.modules.pop(name, None)
@@ -222,7 +222,7 @@ def load(spec: str, **sizes: int | None) -> Schedule:
     try:
         result = fn(**given)
     except SystemExit as err:
-        raise UserScheduleError(f"{path.name}: {call} {_exited(err)} instead of returning a "
+        raise UserScheduleError(f"{path.name}: {call} {exited(err)} instead of returning a "
                                 "Schedule") from None
     except Exception as err:  # noqa: BLE001 - the user's code: one line, not a traceback
         raise UserScheduleError(f"{path.name}: {call} raised {type(err).__name__}: {err}"
@@ -286,7 +286,7 @@ def closed_form_counts(schedule) -> dict | None:
     try:
         result = fn(**given)
     except SystemExit as err:
-        raise UserScheduleError(f"{call} {_exited(err)} instead of returning its counts"
+        raise UserScheduleError(f"{call} {exited(err)} instead of returning its counts"
                                 ) from None
     except Exception as err:  # noqa: BLE001 - the user's code: one line, not a traceback
         raise UserScheduleError(f"{call} raised {type(err).__name__}: {err}") from err
@@ -392,7 +392,7 @@ def reporting_reference(fn: Callable, label: str) -> Callable:
         try:
             return fn(inputs)
         except SystemExit as err:
-            raise UserScheduleError(f"the reference {label} {_exited(err)} instead of "
+            raise UserScheduleError(f"the reference {label} {exited(err)} instead of "
                                     "returning its output") from None
         except Exception as err:  # noqa: BLE001 - the user's code: one line, not a traceback
             raise UserScheduleError(f"the reference {label} raised {type(err).__name__}: "
@@ -400,7 +400,7 @@ def reporting_reference(fn: Callable, label: str) -> Callable:
     return call
 
 
-def _exited(err: SystemExit) -> str:
+def exited(err: SystemExit) -> str:
     """How a message says that the user's code called ``sys.exit`` (or raised SystemExit):
     with its code, which is not this process's exit status."""
     code = "" if err.code is None else repr(err.code)

@@ -216,8 +216,8 @@ def test_a_builders_message_names_the_options_the_user_typed(argv, message):
     ("gemm-split-k", ["--m", "64", "--k", "64", "--n", "64", "--splits", "1"],
      "needs --splits >= 2"),
     ("gemm-vectorized", ["--m", "64", "--k", "66", "--n", "64"],
-     "needs --k to be a multiple of 4 (float4 accesses need 16-byte aligned addresses), got "
-     "--k = 66"),
+     "needs --k to be a multiple of 4 (vector accesses of 4 float elements need 16-byte "
+     "aligned addresses), got --k = 66"),
     ("demo-shift", ["--m", "64", "--k", "3"], "give --m only (got --m=64, --k=3)"),
 ])
 def test_the_families_messages_name_the_options_too(spec, argv, message):

@@ -621,3 +621,25 @@ def test_a_macro_naming_a_block_declared_after_it(tmp_path):
                             body="    if (i < COUNT) { x[i] = 2.0 * x[i]; }")
     sch = tt.build(write(tmp_path, shader, MINIMAL_TOML + "[push_constants]\nn = 3\n", "k"))
     assert tt.simulate(sch, compute_values=False).counts.global_load_elems == 3
+
+
+@pytest.mark.parametrize("word, copy, written, index", [
+    ("global", "", "global", "local + global"),           # an OpenCL C word: global_glsl
+    ("n", "    uint n = pc.n;\n", "pc.n", "local + n"),  # a member copied: pc_n
+    ("global", "    uint global = pc.global;\n", "pc.global", "local + global"),   # both
+])
+def test_messages_and_headers_name_a_renamed_word_as_the_shader_writes_it(
+        tmp_path, word, copy, written, index):
+    from click.testing import CliRunner
+    from tiletraffic.analysis.cli import main
+    shader = MINIMAL.format(globals=f"layout(push_constant) uniform P {{ uint {word}; }} pc;",
+                            body=f"{copy}    uint local = i;\n"
+                                 f"    x[{index.replace(' + ', ' + pc.') if not copy else index}]"
+                                 " = 1.0;")
+    path = write(tmp_path, shader, MINIMAL_TOML + f"[push_constants]\n{word} = 1\n", "k")
+    res = CliRunner().invoke(main, ["check", path])
+    assert res.exit_code == 1, res.output
+    header, hazard = res.output.splitlines()[:2]
+    assert header.startswith(f"glsl:k  x_dim0=8 {written}=1  tile=4: 1 hazard(s)"), header
+    assert f"(store x[{index}] at {tmp_path / 'k.comp'}:" in hazard, hazard
+    assert "_glsl" not in res.output and "pc_" not in res.output

@@ -134,6 +134,21 @@ def test_write_write_within_a_work_group():
     assert h.local_ids == (0, 7)
 
 
+def test_a_race_of_many_stores_names_the_first_three_and_counts_the_others():
+    """Six stores of y[local id + j]: the message names three and counts three more; the
+    hazard's site (its identity) keeps all six."""
+    x, y = GlobalArray("x", "in", ("M",)), GlobalArray("y", "out", ("M",))
+    i = Let("i", global_id(0))
+    body = block(i, If(i.var < 16, tuple(store(y, local_id(0) + j, x[i.var])
+                                         for j in range(6))))
+    sch = Schedule("many-stores", "many_stores", (("M", 16),), (x, y), (), (8,), (16,), body, 8)
+    result, _ = run_report(sch)
+    (h,) = races(result)
+    assert ("(store y[local_id(0) + 0], store y[local_id(0) + 1], store y[local_id(0) + 2], "
+            "... (3 more stores)): e.g.") in h.detail
+    assert "y[local_id(0) + 3]" not in h.detail and "y[local_id(0) + 5]" in h.site
+
+
 def test_one_work_item_touching_a_word_many_times_is_no_race():
     x, y = GlobalArray("x", "in", ("M",)), GlobalArray("y", "inout", ("M",))
     i = Let("i", global_id(0))

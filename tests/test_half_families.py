@@ -11,7 +11,7 @@ from tiletraffic.analysis.cli import main
 from tiletraffic.simulator.kernels.families import FAMILIES, SEQUENCE_FAMILIES, build
 
 VECTOR_FAMILIES = ("gemm-vectorized", "gemm-warp-tiled")
-"""Families whose float4/half4 accesses need K and N multiples of 4 (M is free)."""
+"""Families whose vector accesses of 4 elements need K and N multiples of 4 (M is free)."""
 
 
 def _sizes(family: str) -> tuple:
@@ -56,3 +56,28 @@ def test_split_k_refusing_a_size_names_itself_and_its_slices_kernel():
     with pytest.raises(ScheduleError, match=r"^gemm-split-k \(its slices kernel is "
                                             r"gemm-warp-tiled's\): .*K to be a multiple of 4"):
         build("gemm-split-k", 37, 29, 41, dtype="float16")
+
+
+@pytest.mark.parametrize("spec, size, word", [
+    ("gemm-vectorized", ["--k", "66", "--n", "64"], "--k"),
+    ("gemm-warp-tiled", ["--k", "64", "--n", "62"], "--n"),
+    ("gemm-split-k", ["--k", "64", "--n", "62"], "--n"),
+])
+def test_a_vector_familys_refusal_in_half_storage_names_half_and_8_bytes(spec, size, word):
+    res = CliRunner().invoke(main, ["simulate", spec, "--m", "64", *size,
+                                    "--dtype", "float16"])
+    assert res.exit_code == 2, res.output
+    assert (f"needs {word} to be a multiple of 4 (vector accesses of 4 half elements need "
+            f"8-byte aligned addresses), got {word} = ") in res.stderr, res.stderr
+    assert "float" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_local_memory_size_refusal_names_floats_whatever_the_storage():
+    # --tm governs only the float4 reads of the float local tiles, never a global access
+    for dtype in ("float16", "float32"):
+        res = CliRunner().invoke(main, ["simulate", "gemm-vectorized", "--m", "64", "--k",
+                                        "64", "--n", "64", "--tm", "6", "--dtype", dtype])
+        assert res.exit_code == 2, res.output
+        assert ("needs --tm to be a multiple of 4 (vector reads of 4 floats from local "
+                "memory need 16-byte aligned addresses), got --tm = 6") in res.stderr, \
+            res.stderr

@@ -58,6 +58,18 @@ def test_a_malformed_file_is_refused_in_one_line(change, message):
     assert "\n" not in str(err.value)
 
 
+def test_a_file_that_is_not_utf8_is_refused_as_such_in_one_line(tmp_path):
+    path = tmp_path / "counts.json"
+    path.write_bytes(b'{"format": "\xe9t\xe9"}')
+    with pytest.raises(InstructionsError) as err:
+        read_instructions(path)
+    assert str(err.value) == (f"{path}: not UTF-8 text (byte 0xe9 at offset 12); an "
+                              "instructions file is JSON text in UTF-8")
+    res = CliRunner().invoke(main, ["model", "gemm-tiled", "--instructions", str(path)])
+    assert res.exit_code == 2 and "not UTF-8 text (byte 0xe9 at offset 12)" in res.stderr
+    assert "Traceback" not in res.output
+
+
 def test_the_issue_term_counts_the_builds_instructions():
     model = device_model("nvidia-h200")
     sch = tt.build("gemm-tiled", m=64, k=64, n=64, tile=16)

@@ -142,7 +142,9 @@ def _launch(tmp_path, data_line: str):
         "import numpy as np\n"
         f"def rowptr(sizes):\n    return np.asarray({ROWPTR.tolist()}, dtype=np.uint32)\n"
         f"def col(sizes):\n    return np.asarray({COL.tolist()}, dtype=np.int32)\n"
-        "def short(sizes):\n    return np.zeros(3, dtype=np.int32)\n")
+        "def short(sizes):\n    return np.zeros(3, dtype=np.int32)\n"
+        "def wrong_nnz(sizes):\n    raise ValueError(f\"NNZ = {sizes['NNZ']} is not 5\")\n"
+        "def exits(sizes):\n    raise SystemExit(3)\n")
     np.save(tmp_path / "col.npy", COL)
     np.save(tmp_path / "col_float.npy", COL.astype(np.float32))
     (tmp_path / "k.toml").write_text(f"""
@@ -185,6 +187,27 @@ def test_wrong_contents_are_one_line_naming_the_value_and_the_limit(tmp_path, so
         tt.build(str(path))
     assert words in str(err.value) and "args.col.data" in str(err.value)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("source, words", [
+    ("csr.py:wrong_nnz", f"csr.py:wrong_nnz({{ROWS: {ROWS}, NNZ: {NNZ}, N: {N}}}) raised "
+                         f"ValueError: NNZ = {NNZ} is not 5"),
+    ("csr.py:exits", "called sys.exit(3) (SystemExit) instead of returning the buffer's"),
+])
+def test_a_data_function_that_raises_is_the_launch_files_one_line_error(tmp_path, source,
+                                                                         words):
+    from click.testing import CliRunner
+    from tiletraffic.analysis.cli import main
+    from tiletraffic.frontend.launch_file import LaunchFileError
+    path = _launch(tmp_path, f'col = {{ shape = ["NNZ"], access = "in", data = "{source}" }}')
+    with pytest.raises(LaunchFileError) as err:
+        tt.build(str(path))
+    assert str(err.value).startswith(f"{path}: args.col.data: ")
+    assert words in str(err.value) and "\n" not in str(err.value)
+    res = CliRunner().invoke(main, ["simulate", str(path)])
+    assert res.exit_code == 2, res.output
+    assert words in res.output and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1
 
 
 def test_a_value_beyond_32_bits_is_refused_naming_it():

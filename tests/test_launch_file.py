@@ -426,3 +426,19 @@ def test_a_reference_file_that_does_not_exist_is_not_called_a_schedule_file(tmp_
     res = CliRunner().invoke(main, ["simulate", str(path)])
     assert res.exit_code == 2, res.output
     assert "reference.function: file '" in res.output and "schedule" not in res.output
+
+
+SIZE_IN_THE_LAUNCH_ONLY = """\
+__kernel void fill(__global float *out) { out[get_global_id(0)] = 1.0f; }
+"""
+
+
+def test_the_header_names_a_size_that_only_the_launch_reads(tmp_path):
+    (tmp_path / "k.cl").write_text(SIZE_IN_THE_LAUNCH_ONLY)
+    (tmp_path / "k.toml").write_text('source = "k.cl"\nkernel = "fill"\n[sizes]\nG = 4\n'
+                                     '[launch]\nglobal_size = ["G * 8"]\nlocal_size = [8]\n'
+                                     '[args]\nout = { shape = [32], access = "out" }\n')
+    for command, header in (("check", "opencl:fill  G=4 out_dim0=32  tile=8: clean"),
+                            ("simulate", "opencl:fill  G=4 out_dim0=32  tile=8  ")):
+        res = CliRunner().invoke(main, [command, str(tmp_path / "k.toml")])
+        assert res.output.splitlines()[0].startswith(header), res.output

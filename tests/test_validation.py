@@ -71,7 +71,7 @@ def test_every_family_is_in_every_built_in_list():
 @pytest.mark.parametrize("data, message", [
     ({"family": "gemm-fast", "m": 8, "k": 8, "n": 8}, "family 'gemm-fast' is not one of "
                                                        "gemm-naive, gemm-tiled"),
-    ({"m": 8, "k": 8, "n": 8}, r"^case 3: family missing \(one of gemm-naive, .*matvec-relu\)$"),
+    ({"m": 8, "k": 8, "n": 8}, r"^case 3: family missing \(one of gemm-naive, .*matvec-relu, gemm-split-k\)$"),
     ({"family": "gemm-naive", "k": 8, "n": 8}, r"^case 3: m missing \(a positive integer\)$"),
     ({"family": "gemm-naive", "m": "8", "k": 8, "n": 8},
      'm must be a positive integer, got the string "8"'),
@@ -652,3 +652,34 @@ def test_a_cases_check_before_launch_is_made_once_for_all_its_rounds(tmp_path, m
         first, second = entry["rounds"]
         assert "reused" not in first["launch_check"] and second["launch_check"]["reused"]
         assert second["launch_check"]["sum_length"] == first["launch_check"]["sum_length"]
+
+
+@needs_pocl
+def test_a_split_k_case_is_predicted_as_its_two_kernels_and_measured_as_one_case(tmp_path):
+    """gemm-split-k (a sequence: the slices, then their sum) is a GEMM case: its prediction
+    is the two kernels' combined (as ``tiletraffic model`` gives it), and validate times
+    both launches of each run and checks C."""
+    from tiletraffic.simulator.model.sequence_run import model_sequence
+
+    split = case("gemm-split-k", 64, 512, 128, tile=16, tm=8, tn=4, bk=32, wg_rows=8,
+                 splits=2)
+    assert split.kind == "gemm" and split.problem == "gemm 64×512×128"
+    assert split.id == "gemm-split-k m=64 k=512 n=128 tile=16 bk=32 splits=2 tm=8 tn=4 wg_rows=8"
+    model = vp.resolve_model("nvidia-h200")[0]
+    p = vp.predict_case(split, model)
+    assert p["predicted_time_s"] == pytest.approx(
+        model_sequence(split.build(), model).prediction.predicted_time_s)
+    with pytest.raises(v.CaseError, match="splits"):
+        case("gemm-split-k", 64, 512, 128, tile=16, tm=8, tn=4, bk=32, wg_rows=8, splits=1)
+    path = tmp_path / "cases.toml"
+    path.write_text(v.cases_toml([split]))
+    assert v.read_cases(path) == (split,)
+    out = tmp_path / "v"
+    res = CliRunner().invoke(main, ["validate", "--device", "pocl", "--cases", str(path),
+                                    "--out", str(out), "--rounds", "1"])
+    assert res.exit_code == 0, res.output
+    data = json.loads((out / "validation.json").read_text())
+    (run,) = data["measurements"][split.id]["rounds"]
+    assert "device_error" not in run and run["check"]["ok"] is True, run
+    assert run["kernel_name"] == "gemm_split_k_slices+gemm_split_k_reduce"
+    assert data["predictions"][split.id]["predicted_time_s"] > 0

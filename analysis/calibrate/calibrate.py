@@ -39,6 +39,11 @@ register_tile  16 x 16 work-items, 8 x 8 sums each:     warp_instructions_per_cy
                TM = TN = 8, BK = 8 from local tiles    instructions the time model counts:
                (barrier, 8 x (16 local loads + 64      FMAs, local loads, barriers)
                FMAs) per step)
+issue_rate     one work-group per compute unit of 1,   issue_rates (a table: the rate by
+               2, 3, 4 and 8 sub-groups per scheduler: sub-groups per scheduler, for
+               8 sums per work-item from 4 float4 or    128-bit and 32-bit local loads;
+               16 scalar local loads + 64 FMAs per     :mod:`.issue_rate`)
+               depth, a barrier per 8 depths
 empty_kernel   a kernel that does nothing              launch_overhead_s
 barrier        work-group barriers in a loop           barrier_wavefronts_per_work_group
 ============== ======================================= =====================================
@@ -56,16 +61,17 @@ import statistics
 import numpy as np
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Callable
 
 from tiletraffic.simulator.model.device_model import DeviceModel, ValueSource
+from tiletraffic.analysis.calibrate.measurement import Measurement
 
 MIB = 2**20
 
 
 BENCHMARKS = ("dram_read", "dram_write", "l2_size", "l2_read", "local_read", "fp32_fma",
               "pointer_chase", "staging_round_trip", "staging_round_trip_dram",
-              "strided_read", "register_tile", "empty_kernel", "barrier")
+              "strided_read", "register_tile", "issue_rate", "empty_kernel", "barrier")
 """The benchmarks :func:`measure` runs, in order (the names its ``progress`` receives;
 ``strided_read`` includes ``strided_read_dram`` and ``strided_read_x``)."""
 
@@ -228,6 +234,7 @@ class Sizes:
     strided_length: int = 2
     strided_base_words: int = 32
     register_tile_steps: int = 1
+    issue_rate_steps: int = 1
     l2_sweep_footprints: tuple[int, ...] = ()
     l2_sweep_bytes: int = 0
 
@@ -280,31 +287,11 @@ def plan_sizes(compute_units: int, l2_bytes: int, global_mem_bytes: int, max_all
                  staging_dram_bytes=16 * 2 ** int(math.log2(max(1, dram // 16))),
                  strided_length=64 if quick else 2048,
                  strided_base_words=128 if quick else 4096,
-                 register_tile_steps=16 if quick else 2048)
+                 register_tile_steps=16 if quick else 2048,
+                 issue_rate_steps=8 if quick else 1024)
 
 
 # ------------------------------------------------------------------ measuring
-
-@dataclass(frozen=True)
-class Measurement:
-    """One benchmark's result: ``value`` in ``unit``; ``field`` the model field it sets (None:
-    none) to ``field_value``; ``what``: size and statistic, for the reference."""
-
-    benchmark: str
-    what: str
-    value: float
-    unit: str
-    field: str | None = None
-    field_value: Any = None
-    why_unmapped: str = ""
-    detail: str = ""
-    """What else the benchmark measured (the l2_size sweep's rate at each footprint); printed
-    under the table's row, not part of the model file."""
-    refused: str = ""
-    """Non-empty when the value was beyond what the hardware can do and so not written to
-    the model (:func:`refuse_impossible`): the one-line message naming the benchmark, the
-    value and the limit."""
-
 
 def _mib(nbytes: int) -> str:
     return f"{nbytes / MIB:g} MiB" if nbytes >= MIB else f"{nbytes / 1024:g} KiB"
@@ -383,6 +370,10 @@ def measure(target, base: DeviceModel, sizes: Sizes,
     out.extend(_strided(target, base, s))
     progress("register_tile")
     out.append(_register_tile(target, base, s))
+    progress("issue_rate")
+    from tiletraffic.analysis.calibrate.issue_rate import measure_issue_rates
+
+    out.append(measure_issue_rates(target, base, s.issue_rate_steps, r))
     progress("empty_kernel")
     t = med(mb.empty(target, max(r, 20)))
     out.append(Measurement("empty_kernel", f"one work-item, median of {max(r, 20)}", t, "s",
@@ -572,16 +563,20 @@ def refuse_impossible(measurements: list[Measurement], base: DeviceModel
     limits = ceilings(base)
     out = []
     for m in measurements:
-        if m.field not in limits or m.field_value is None:
+        table = m.field == "issue_rates" and m.field_value is not None
+        key = ISSUE_FIELD if table else m.field
+        if key not in limits or m.field_value is None:
             out.append(m)
             continue
-        limit, why = limits[m.field]
-        if m.field_value <= limit * (1 + CEILING_SLACK):
+        limit, why = limits[key]
+        value = m.field_value.largest if table else m.field_value
+        if value <= limit * (1 + CEILING_SLACK):
             out.append(m)
             continue
-        message = (f"{m.benchmark}: {m.field} = {m.field_value:.4g} is above what the "
+        name = f"{m.field} (its largest rate)" if table else m.field
+        message = (f"{m.benchmark}: {name} = {value:.4g} is above what the "
                    f"hardware can do, {limit:.4g} ({why}); not written to the model")
-        if m.field == ISSUE_FIELD:
+        if key == ISSUE_FIELD:
             kinds = {k: base.value_sources.get(k, ValueSource("guessed", "")).kind
                      for k in ("clock_hz", "compute_units", "sub_partitions_per_cu")}
             message += (f" (computed with clock_hz = {base.clock_hz:.4g} ({kinds['clock_hz']}"

@@ -11,6 +11,7 @@ from tiletraffic.simulator.engine.simulation import InputError
 from tiletraffic.simulator.ir.static import ExecutionError
 
 from tiletraffic.frontend.resolver import resolve
+from tiletraffic.frontend.shown_names import params_text
 from tiletraffic.analysis.api.simulation import check, check_values_problem
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (build_schedule, one_name_or_all,
@@ -101,7 +102,6 @@ def all_text(rows: list[dict]) -> list[str]:
 
 
 def hazards_text(sch, hazards) -> list[str]:
-    p = sch.param_values
-    return [f"{sch.family}  " + " ".join(f"{a}={v}" for a, v in p.items()) +
+    return [f"{sch.family}  " + params_text(sch) +
             f"  tile={sch.tile}: " + (f"{len(hazards)} hazard(s)" if hazards else "clean"),
             *(f"  [{h.kind}] {h.detail}" for h in hazards)]

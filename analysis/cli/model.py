@@ -17,6 +17,7 @@ from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.ir.sequence import is_sequence, kernels_of
 from tiletraffic.simulator.kernels.storage import dtype_fields, storage_text
 
+from tiletraffic.frontend.shown_names import params_text
 from tiletraffic.frontend.user_schedule import UserScheduleError
 
 from tiletraffic.analysis import environment
@@ -210,7 +211,7 @@ def model_text(sch, model, launch) -> list[str]:
             ("registers per work-item", "not modelled" if p.registers_per_work_item is None
              else p.registers_per_work_item),
             ("issue term (us)", f"{p.time_terms_s['issue_s'] * 1e6:.1f}  (instructions: "
-             + ("the build's)" if "issue_s" in p.methods else "FMAs, requests, barriers)")),
+             + _issue_instructions(p.methods.get("issue_s")) + ")"),
             ("resident work-groups per CU", p.resident_work_groups_per_cu),
             ("work-groups on the busiest CU", p.work_groups_per_cu),
             ("predicted time (ms)", f"{p.predicted_time_s * 1e3:.4f}  ({p.bound}-bound)"),
@@ -219,7 +220,7 @@ def model_text(sch, model, launch) -> list[str]:
                     (p.bound, p.bound + "_s"),
                     *((k.removesuffix("_s").replace("_", " "), k) for k in ADDED_TIME_TERMS))))]
     head = (f"{sch.family} on model {model.name}: " +
-            " ".join(f"{k}={v}" for k, v in sch.params) + f" tile={sch.tile}"
+            params_text(sch) + f" tile={sch.tile}"
             + storage_text(sch))
     if is_sequence(sch):
         lines = [head, f"  predicted time (ms)              {p.predicted_time_s * 1e3:.4f}  "
@@ -270,3 +271,14 @@ def dram_write_text(sch, model, dram_write_bytes: float) -> str:
     return (f"{written * line}  ({why}" +
             ("" if exact else f"; the model's expected {dram_write_bytes:g} B in whole lines")
             + ")")
+
+
+def _issue_instructions(method: str | None) -> str:
+    """What the issue term counted, from its ``methods`` entry (None: the default)."""
+    if method is None:
+        return "FMAs, requests, barriers"
+    build = method.startswith("issue: the build's")
+    if "(issue_rates)" not in method:
+        return "the build's"
+    return ("the build's" if build else "FMAs, requests, barriers + estimated rest") + \
+        ", at the measured rate of its sub-groups per scheduler"

@@ -21,6 +21,7 @@ from tiletraffic.simulator.kernels.batch import batch_fields
 from tiletraffic.simulator.kernels.storage import dtype_fields, storage_text
 
 from tiletraffic.analysis import environment
+from tiletraffic.frontend.shown_names import params_text
 from tiletraffic.frontend.user_schedule import UserScheduleError, closed_form_source
 
 from tiletraffic.analysis.api.closed_forms import derived_forms, form_lines
@@ -239,7 +240,7 @@ def counts_text(sch, counts: dict, formula: dict | None, hazards) -> list[str]:
     """The launch's header, one line per counter (simulated, closed form: ``-`` where there
     is none or it gives none for the counter), where the closed forms come from and what
     they disagree in (a user's file, or a disagreement), and the hazards."""
-    lines = [f"{sch.family}  " + " ".join(f"{a}={v}" for a, v in sch.params) +
+    lines = [f"{sch.family}  " + params_text(sch) +
              f"  tile={sch.tile}{storage_text(sch)}  {launch_shape_text(sch)}",
              f"{'counter':40s} {'simulated':>16s} {'closed form':>16s}"]
     for key, value in counts.items():

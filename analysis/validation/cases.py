@@ -27,8 +27,14 @@ BASELINES = {"gemm": "gemm-naive", "matvec": "matvec-naive"}
 """Kind of problem -> the family every other schedule of that problem is compared with."""
 
 OPTION_KEYS = ("chunk", "mapping", "padding", "a_tile", "tm", "tn", "bk", "wg_rows", "wn",
-               "group_rows", "batch", "shared_b", "dtype", "vec")
+               "group_rows", "splits", "batch", "shared_b", "dtype", "vec")
 """Keys a case may carry beside family, m, k, n and tile (``schedules.build``'s options)."""
+
+
+_CASE_FAMILIES = schedules.FAMILIES + schedules.SEQUENCE_FAMILIES
+"""Families a case may name: every schedule family and the sequences of kernels
+(``gemm-split-k``: its kernels run and are timed one after the other, as one case)."""
+_GEMM_FAMILIES = schedules.ALL_GEMM_FAMILIES + schedules.SEQUENCE_FAMILIES
 
 
 class CaseError(ValueError):
@@ -73,7 +79,7 @@ class Case:
         GLSL shader's)."""
         if self.launch is not None:
             return "glsl" if self.family.startswith("glsl:") else "opencl"
-        return "gemm" if self.family in schedules.ALL_GEMM_FAMILIES else "matvec"
+        return "gemm" if self.family in _GEMM_FAMILIES else "matvec"
 
     @property
     def problem(self) -> str:
@@ -198,11 +204,11 @@ class Case:
             raise CaseError(f"{where}: registers (the compiled kernel's registers per "
                             f"work-item) must be a positive integer, got {shown(registers)}")
         family = data.get("family")
-        if family not in schedules.FAMILIES:
+        if family not in _CASE_FAMILIES:
             said = "missing (one of" if family is None else \
                 f"{family!r} is not one of" if isinstance(family, str) else \
                 f"{shown(family)} is not one of"
-            raise CaseError(f"{where}: family {said} {', '.join(schedules.FAMILIES)}"
+            raise CaseError(f"{where}: family {said} {', '.join(_CASE_FAMILIES)}"
                             + (")" if family is None else ""))
         sizes = {}
         for key in ("m", "k", "n", "tile"):
@@ -215,7 +221,7 @@ class Case:
                                 if value is None else
                                 f"must be a positive integer, got {shown(value)}"))
             sizes[key] = value
-        gemm = family in schedules.ALL_GEMM_FAMILIES
+        gemm = family in _GEMM_FAMILIES
         if gemm and sizes["n"] is None:
             raise CaseError(f"{where}: {family} needs n (columns of B and C)")
         if not gemm and sizes["n"] is not None:

@@ -86,7 +86,7 @@ def predict_case(case: Case, model: DeviceModel) -> dict:
     """The model's prediction of one case: ``predicted_time_s``, ``bound``, ``time_terms_s``,
     ``guessed_values``; or ``{"error": ...}`` when the model refuses it (limits, hazards, an
     unreadable instructions file of the case)."""
-    from tiletraffic.simulator.model.launch import model_launch
+    from tiletraffic.simulator.model.sequence_run import model_sequence
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -95,9 +95,9 @@ def predict_case(case: Case, model: DeviceModel) -> dict:
             counted = None
             if case.instructions is not None:
                 from tiletraffic.simulator.model.instructions import read_instructions
-                counted = read_instructions(case.instructions).kernel(schedule.kernel_name)
-            p = model_launch(schedule, model, registers_per_work_item=case.registers,
-                             instructions=counted).prediction
+                counted = read_instructions(case.instructions)
+            p = model_sequence(schedule, model, registers_per_work_item=case.registers,
+                               instructions=counted).prediction
         except (LimitError, HazardError, ValueError) as err:
             return {"error": f"{type(err).__name__}: {err}"}
     return {"predicted_time_s": p.predicted_time_s, "bound": p.bound,

@@ -52,6 +52,7 @@ from tiletraffic.frontend.glsl import syntax
 from tiletraffic.frontend.glsl.translate import Translator
 from tiletraffic.frontend.opencl.translate import FrontendError, parse_kernel
 from tiletraffic.frontend.reference_terms import reference_terms
+from tiletraffic.frontend.shown_names import SHOWN_NAMES
 from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError
 
 SUFFIXES = (".comp", ".glsl")
@@ -147,7 +148,7 @@ def schedule(launch, buffer_argument) -> Schedule:
     args = _arguments(launch, shader, buffer_argument)
     try:
         sch = parse_kernel(source, kernel, gsize, lsize, args, sizes=launch.names,
-                           path=str(path))
+                           path=str(path), display_names=shader.written)
     except syntax.GlslError:
         raise
     except FrontendError as err:
@@ -169,6 +170,8 @@ def schedule(launch, buffer_argument) -> Schedule:
                         for n, kind in shader.scalars.items()},
             "scalar_blocks": tuple(shader.scalar_blocks)}
     extra = {"opencl": opencl, "glsl": glsl, **reference_terms(launch, data)}
+    if shader.written:
+        extra[SHOWN_NAMES] = dict(shader.written)
     return dataclasses.replace(sch, family=f"glsl:{kernel}", extra=extra,
                                description=f"{path.name} (GLSL)")
 

@@ -78,7 +78,8 @@ class Shader:
     (name -> ``int``/``uint``/``float``, in the order declared), the blocks that hold them
     (``(kind, set, binding, member names)``, kind ``push_constant`` or ``uniform``), the
     specialization constants (name -> (constant_id, default)), the integer constants and
-    ``#define`` values (name -> value), the names renamed in the C source, and the
+    ``#define`` values (name -> value), the names renamed in the C source (GLSL name -> C
+    name) and how the user wrote each of them (C name -> ``local``, ``pc.M``), and the
     integer arguments that stand for a float member converted (``uint(pc.M)``: C name ->
     (member, ``int`` or ``uint``))."""
 
@@ -91,3 +92,4 @@ class Shader:
     specialization: dict = field(default_factory=dict)
     constants: dict = field(default_factory=dict)
     c_names: dict = field(default_factory=dict)
+    written: dict = field(default_factory=dict)

@@ -299,6 +299,7 @@ class Translator:
             while c_name in self.local_names:
                 c_name += "_"
             self.shader.c_names[name] = c_name
+            self.shader.written[c_name] = f"{instance}.{name}"
 
     def _buffer(self, node, storage, layout, instance, members) -> None:
         if len(members) != 1 or len(members[0][1].children) != 2 or \
@@ -525,8 +526,9 @@ class Translator:
     # ------------------------------------------------------------------ expressions
     def name(self, name: str) -> str:
         """An identifier of the shader as the C source spells it."""
-        if name in C_ONLY_WORDS:
-            self.shader.c_names[name] = name + "_glsl"
+        if name in C_ONLY_WORDS:     # an argument of this name may be renamed otherwise
+            self.shader.c_names.setdefault(name, name + "_glsl")
+            self.shader.written[name + "_glsl"] = name
             return name + "_glsl"
         return name
 

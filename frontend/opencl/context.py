@@ -132,6 +132,9 @@ class TranslationContext:
         self.source_names: dict[str, str] = {}
         """The C name of each IR name that differs from it (``r_2`` -> ``r``: a name
         declared again, in another scope or an inlined helper), for messages."""
+        self.display_names: dict[str, str] = {}
+        """How the user wrote each C name that differs from it, for a kernel translated
+        into C from another language (GLSL's ``local`` is ``local_glsl`` in C)."""
 
     def pointer_space(self, pointee) -> str:
         """The address space of a kernel argument pointing at ``pointee`` (a type), as
@@ -198,7 +201,16 @@ class TranslationContext:
         """The ``source`` of an access built from cursor ``c`` (:class:`simulator.ir.nodes.Load`,
         ``Store``, ``VectorLoad``, ``VectorStore``): ``array[index]`` in the source's names and
         where it is, ``tile[lx, ly + r] at k.cl:11:32`` (:meth:`source_of`)."""
-        return f"{S.describe_access(array, index, self.source_names)} at {self.source_of(c)}"
+        return f"{S.describe_access(array, index, self.shown_names())} at {self.source_of(c)}"
+
+    def shown_names(self) -> dict[str, str]:
+        """Each IR name shown otherwise in messages: by its C name (:attr:`source_names`),
+        and that as the user wrote it (:attr:`display_names`)."""
+        if not self.display_names:
+            return self.source_names
+        shown = {c: self.display_names[c] for c in self.display_names}
+        shown.update((ir, self.display_names.get(c, c)) for ir, c in self.source_names.items())
+        return shown
 
     def source_of(self, c) -> str:
         """``file:line:column`` of cursor ``c``, with the helper calls it is inlined through

@@ -181,8 +181,8 @@ def _in_file(cursor, path) -> bool:
 
 
 def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, *,
-                 sizes: dict | None = None, build_options="", path: str | None = None
-                 ) -> S.Schedule:
+                 sizes: dict | None = None, build_options="", path: str | None = None,
+                 display_names: dict | None = None) -> S.Schedule:
     """The schedule of ``kernel`` in the OpenCL C text ``source``.
 
     Args:
@@ -198,6 +198,8 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
         sizes: values of the names the buffer shapes use that are not scalar arguments.
         build_options: ``-D``/``-U``/``-I`` options (a string or a list).
         path: the file name used in messages and for ``#include`` (default ``<source>``).
+        display_names: how the user wrote each C name that differs from it (a kernel
+            translated into C from another language), for the accesses' text in messages.
 
     Returns:
         A :class:`Schedule` of family ``opencl:<kernel>`` whose ``extra["opencl"]`` keeps the
@@ -251,6 +253,7 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
     options = tuple(C.split_build_options(build_options))
     builder = KernelBuilder(found[kernel], path, gsize, lsize, dict(args), dict(sizes or {}),
                             _cl_std(options))
+    builder.display_names = dict(display_names or {})
     body = simplify(builder.build(), builder.vector_components)
     parent = Path(path).parent
     if any(Path(inc.include.name) != C.BUILTINS_HEADER for inc in tu.get_includes()) and \

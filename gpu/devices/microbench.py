@@ -348,6 +348,66 @@ def register_tile(target, steps: int, work_groups: int, repeat: int) -> list[flo
     return times
 
 
+ISSUE_MIX_DEPTHS = 8
+"""Depths (kk) per step of ``issue_mix_128`` and ``issue_mix_32`` (a barrier per step)."""
+ISSUE_MIX_LOOP = 3
+"""Instructions that close one step of the issue-mix loop (counter, compare, branch)."""
+ISSUE_MIX_INSTRUCTIONS_PER_STEP = {
+    "local_128": ISSUE_MIX_DEPTHS * (4 + 64) + 1 + ISSUE_MIX_LOOP,
+    "local_32": ISSUE_MIX_DEPTHS * (16 + 64) + 1 + ISSUE_MIX_LOOP}
+"""Sub-group instructions of one step of ``issue_mix_128`` (``local_128``) and
+``issue_mix_32`` (``local_32``): per depth 4 float4 or 16 scalar local loads and 64 FMAs,
+the barrier and the loop's closing instructions (the local offsets are constants of the
+unrolled depths)."""
+
+
+def issue_mix_sums(steps: int, vector: bool) -> np.ndarray:
+    """Host reference of ``issue_mix_128`` (``vector``) or ``issue_mix_32``: the out value of
+    lanes 0..31 (float64), lane = lr x 8 + lc."""
+    e = np.arange(8 * 64)
+    a_tile = (((3 * e[:256] + 1) & 3) * 0.25).reshape(8, 32)
+    b_tile = (((5 * e + 2) & 3) * 0.25).reshape(8, 64)
+    lane = np.arange(32)
+    lr, lc = lane // 8, lane % 8
+    if vector:   # float4s lr, lr + 4 of A and lc, lc + 8 of B
+        a_cols = (4 * lr[:, None] + np.array([0, 1, 2, 3, 16, 17, 18, 19])[None, :])
+        b_cols = (4 * lc[:, None] + np.array([0, 1, 2, 3, 32, 33, 34, 35])[None, :])
+    else:        # words lr + 4 i of A and lc + 8 j of B
+        a_cols = lr[:, None] + 4 * np.arange(8)[None, :]
+        b_cols = lc[:, None] + 8 * np.arange(8)[None, :]
+    a_sum = a_tile[:, a_cols].sum(axis=2)          # [kk, lane]
+    b_sum = b_tile[:, b_cols].sum(axis=2)
+    return steps * (a_sum * b_sum).sum(axis=0)
+
+
+def issue_mix(target, steps: int, work_group_items: int, work_groups: int, repeat: int,
+              vector: bool) -> list[float]:
+    """Times of ``work_groups`` work-groups of ``work_group_items`` work-items (a multiple
+    of 32) running ``steps`` steps of ``issue_mix_128`` (``vector``) or ``issue_mix_32``.
+
+    Raises:
+        ValueError: ``steps`` < 1, or ``work_group_items`` not a positive multiple of 32.
+        tiletraffic.gpu.devices.device.TiletrafficGpuError: the device cannot run
+            ``work_group_items`` work-items per work-group.
+    """
+    name = "issue_mix_128" if vector else "issue_mix_32"
+    if steps < 1 or work_group_items < 32 or work_group_items % 32:
+        raise ValueError(f"{name}: steps = {steps} must be at least 1 and work_group_items "
+                         f"= {work_group_items} a positive multiple of 32")
+    if target.info.max_work_group_size < work_group_items:
+        raise TiletrafficGpuError(f"{name} needs work-groups of {work_group_items} "
+                                  f"work-items; {target.info.device_name} allows "
+                                  f"{target.info.max_work_group_size}")
+    items = work_groups * work_group_items
+    out = _buffer(target, items * 4)
+    source = resources.files(__package__).joinpath("templates/issue_mix.cl").read_text("utf-8")
+    kernel = cl.Kernel(build_program(target, source, ()).program, name)
+    times = _time(target, kernel, items, work_group_items, [out, np.uint32(steps)], repeat)
+    _check_each(name, _read(target, out, items),
+                np.tile(issue_mix_sums(steps, vector), items // 32))
+    return times
+
+
 def empty(target, repeat: int) -> list[float]:
     """Times of a kernel of one work-item that does nothing."""
     out = _buffer(target, 4)

@@ -35,7 +35,8 @@ from tiletraffic.simulator.kernels.register_blocked import (gemm_prefetch,
 from tiletraffic.simulator.kernels.warp_tiled import gemm_warp_tiled
 from tiletraffic.simulator.kernels.split_k import gemm_split_k
 from tiletraffic.simulator.kernels.batch import batched
-from tiletraffic.simulator.kernels.storage import check_dtype, with_storage
+from tiletraffic.simulator.kernels.storage import (VectorAlignmentError, check_dtype,
+                                                    with_storage)
 
 
 def gemm_naive(m: int, k: int, n: int, tile: int = 16, mapping: str = "row-major"
@@ -337,7 +338,11 @@ def build(family: str, m: int, k: int, n: int | None = None, tile: int | None = 
         ScheduleError: unknown family, missing ``n`` for GEMM, or a bad parameter.
     """
     dtype = check_dtype(options.pop("dtype", "float32"))
-    return with_storage(_build(family, m, k, n, tile, chunk, **options), dtype)
+    try:
+        schedule = _build(family, m, k, n, tile, chunk, **options)
+    except VectorAlignmentError as err:
+        raise err.stored_as(dtype) from None
+    return with_storage(schedule, dtype)
 
 
 def _build(family: str, m: int, k: int, n: int | None, tile: int | None,

@@ -42,6 +42,7 @@ from tiletraffic.simulator.ir.nodes import (Assign, Barrier, Const, DeclareFloat
                                             ScheduleError, Var, accumulate_elem, assign_elem,
                                             block, ceil_div, group_id, local_id, store, vload,
                                             vstore)
+from tiletraffic.simulator.kernels.storage import VectorAlignmentError
 from tiletraffic.simulator.kernels.parts import check_block, gemm_arrays, positive
 
 DEFAULT_TM = 4
@@ -303,15 +304,14 @@ def gemm_vectorized(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
 
     Raises:
         ScheduleError: a size or option that is not a positive integer; K, N, TM, TN or BK
-            not a multiple of 4 (float4 accesses need 16-byte aligned addresses).
+            not a multiple of 4 (float4 accesses need 16-byte aligned addresses;
+            :class:`~simulator.kernels.storage.VectorAlignmentError`).
     """
     m, k, n, tile, tm, tn, bk, wg_rows = _shape(m, k, n, tile, tm, tn, bk, wg_rows)
     for what, value in (("K", k), ("N", n), ("tm", tm), ("tn", tn), ("bk", bk)):
         if value % VECTOR and (check_alignment or what in ("tm", "tn", "bk")):
-            raise ScheduleError(
-                f"gemm-vectorized needs {what} to be a multiple of {VECTOR} (float4 accesses "
-                f"need 16-byte aligned addresses), got {what} = {value}; use "
-                "gemm-register-blocked for other sizes")
+            raise VectorAlignmentError("gemm-vectorized", what, value, VECTOR,
+                                       local=what == "tm")   # tm: local-memory reads only
     M, K, N, A, B, C = gemm_arrays(m, k, n)
     W0, W1, BM, BN, BK, lx, ly, tid, row0, col0, global_size = _geometry(
         m, k, n, tile, tm, tn, bk, wg_rows)

@@ -32,6 +32,9 @@ from tiletraffic.simulator.ir.nodes import (Assign, Const, DeclareFloat, For, Gl
 from tiletraffic.simulator.kernels.warp_tiled import (DEFAULT_BK, DEFAULT_TM, DEFAULT_TN,
                                                       VECTOR, gemm_warp_tiled)
 from tiletraffic.simulator.ir.sequence import KernelSequence
+from tiletraffic.simulator.kernels.storage import VectorAlignmentError
+
+_WITHIN = "gemm-split-k (its slices kernel is gemm-warp-tiled's): "
 
 DEFAULT_SPLITS = 4
 DEFAULT_REDUCE_ITEMS = 64
@@ -110,9 +113,10 @@ def gemm_split_k(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM,
                             f"with bk = {bk} (one step); use a smaller bk or gemm-warp-tiled")
     try:
         slices = gemm_warp_tiled(m, k, n, tile, tm, tn, bk, wg_rows, wn, group_rows, splits)
-    except ScheduleError as err:   # name the family asked for, and its kernel's
-        raise ScheduleError(f"gemm-split-k (its slices kernel is gemm-warp-tiled's): "
-                            f"{err}") from None
+    except VectorAlignmentError as err:   # name the family asked for, and its kernel's
+        raise err.within(_WITHIN) from None
+    except ScheduleError as err:
+        raise ScheduleError(f"{_WITHIN}{err}") from None
     reduce = split_k_reduce(m, n, splits, reduce_items)
     A, B = slices.arrays[0], slices.arrays[1]
     C = reduce.arrays[1]

@@ -17,7 +17,9 @@ Storage types on the command line and in the Python API are named by :data:`DTYP
 ``float32`` (the default) and ``float16``.
 
 Errors: :class:`~simulator.ir.nodes.ScheduleError` for a dtype outside :data:`DTYPES`,
-naming it and the choices.
+naming it and the choices; :class:`VectorAlignmentError` for a size of a family of vector
+accesses that is not a multiple of the vector's elements, whose message names the element
+type and the bytes of the alignment.
 """
 from __future__ import annotations
 
@@ -32,6 +34,42 @@ DTYPES = {"float32": "float", "float16": "half"}
 """Storage type names of the command line and the API -> the IR's element type."""
 
 _NAMES = {v: k for k, v in DTYPES.items()}
+
+
+class VectorAlignmentError(ScheduleError):
+    """A family of vector accesses (``gemm-vectorized``, ``gemm-warp-tiled``) refusing
+    ``what`` = ``value``, a size that is not a multiple of ``vector`` elements: each vector
+    access of global memory needs an address aligned to its own bytes, ``vector`` elements
+    of the storage type ``element`` (``float``: 4 bytes each, ``half``: 2); ``local``: the
+    size governs vector reads of local memory instead, which holds floats whatever the
+    storage. :meth:`stored_as` gives the same refusal for another storage type (unchanged
+    for a ``local`` one), :meth:`within` led by the family that asked for the kernel."""
+
+    def __init__(self, family: str, what: str, value: int, vector: int,
+                 element: str = "float", context: str = "", local: bool = False):
+        self.family, self.what, self.value = family, what, value
+        self.vector, self.element, self.context = vector, element, context
+        self.local = local
+        bytes_each = S.HALF_BYTES if element == "half" and not local else S.FLOAT_BYTES
+        where = (f"vector reads of {vector} floats from local memory" if local else
+                 f"vector accesses of {vector} {element} elements")
+        super().__init__(
+            f"{context}{family} needs {what} to be a multiple of {vector} ({where} need "
+            f"{vector * bytes_each}-byte aligned addresses), got {what} = {value}; use "
+            "gemm-register-blocked for other sizes")
+
+    def stored_as(self, dtype: str) -> "VectorAlignmentError":
+        """The same refusal for storage ``dtype`` (a name of :data:`DTYPES`; a ``local``
+        refusal does not depend on it)."""
+        return VectorAlignmentError(self.family, self.what, self.value, self.vector,
+                                    "float" if self.local else DTYPES[check_dtype(dtype)],
+                                    self.context, self.local)
+
+    def within(self, context: str) -> "VectorAlignmentError":
+        """The same refusal, its message led by ``context`` (the family that built this
+        one's kernel)."""
+        return VectorAlignmentError(self.family, self.what, self.value, self.vector,
+                                    self.element, context + self.context, self.local)
 
 
 def check_dtype(dtype) -> str:

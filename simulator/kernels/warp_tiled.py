@@ -47,6 +47,7 @@ from tiletraffic.simulator.ir.nodes import (Barrier, GlobalArray, Param, Const, 
                                             ScheduleError, Var, accumulate_elem, block,
                                             ceil_div, group_id, local_id, minimum, store,
                                             vload, vstore)
+from tiletraffic.simulator.kernels.storage import VectorAlignmentError
 from tiletraffic.simulator.kernels.parts import check_block, fits_int32, gemm_arrays, positive
 from tiletraffic.simulator.kernels.register_blocked import staged_parts
 
@@ -195,10 +196,7 @@ def gemm_warp_tiled(m: int, k: int, n: int, tile: int = 16, tm: int = DEFAULT_TM
     splits = positive("splits", splits)
     for what, value in (("K", k), ("N", n)):
         if value % VECTOR:
-            raise ScheduleError(
-                f"gemm-warp-tiled needs {what} to be a multiple of {VECTOR} (float4 accesses "
-                f"need 16-byte aligned addresses), got {what} = {value}; use "
-                "gemm-register-blocked for other sizes")
+            raise VectorAlignmentError("gemm-warp-tiled", what, value, VECTOR)
     g = warp_geometry(tile, wg_rows, tm, tn, bk, wn)
     k_steps = -(-k // bk)
     slice_steps = -(-k_steps // splits)

@@ -2,7 +2,8 @@
 
 File shape (every field of :data:`simulator.model.device_model_schema.VALUE_FIELDS` is required, nothing
 else is allowed; a field of :data:`simulator.model.device_model_schema.ADDED_FIELDS` that a file written
-before it existed lacks gets that table's value as a guess)::
+before it existed lacks gets that table's value as a guess; a field of
+:data:`simulator.model.device_model_schema.OPTIONAL_FIELDS` may be left out: not measured)::
 
     name = "my-gpu"
     description = "what this model is"          # optional
@@ -30,6 +31,7 @@ from typing import Any, Mapping
 from tiletraffic.simulator.model import device_model_schema as dm
 from tiletraffic.simulator.model.device_model_schema import DeviceModel, ValueSource
 from tiletraffic.simulator.model.file_values import shown
+from tiletraffic.simulator.model.issue_rates import IssueRates
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -100,7 +102,7 @@ def parse_device_model(data: Mapping[str, Any], origin: str) -> DeviceModel:
         values = {}
     parsed: dict[str, tuple[Any, ValueSource]] = {}
     for key, entry in values.items():
-        if key not in dm.VALUE_FIELDS:
+        if key not in dm.VALUE_FIELDS and key not in dm.OPTIONAL_FIELDS:
             problems.append(dm.unknown_value(key))
         elif (got := _entry(key, entry, references, problems)) is not None:
             parsed[key] = got
@@ -221,6 +223,9 @@ def _toml_value(value: Any) -> str:
     ``4.8e12``, ``5.5e-7`` (TOML floats; ``float()`` of the text is ``value`` exactly)."""
     if value is None:
         return _toml_str(dm.FULLY_ASSOCIATIVE)
+    if isinstance(value, IssueRates):
+        return "{" + ", ".join(f"{k} = [{', '.join(_toml_value(x) for x in v)}]"
+                               for k, v in value.to_table().items()) + "}"
     if isinstance(value, int) or 1e-3 <= abs(value) < 1e6 or value == 0:
         return repr(value)
     digits = next(p for p in range(17) if float(f"{value:.{p}e}") == value)
@@ -242,8 +247,11 @@ def to_toml(model: DeviceModel) -> str:
         lines += ["", "[references]"]
         lines += [f"{_toml_key(k)} = {_toml_str(v)}" for k, v in model.references.items()]
     order = [*model.value_sources,
-             *(k for k in dm.VALUE_FIELDS if k not in model.value_sources)]
+             *(k for k in (*dm.VALUE_FIELDS, *dm.OPTIONAL_FIELDS)
+               if k not in model.value_sources)]
     for key in order:
+        if key in dm.OPTIONAL_FIELDS and getattr(model, key) is None:
+            continue
         source = model.value_sources.get(key, dm.ValueSource("guessed", "no source recorded"))
         lines += ["", f"[values.{key}]", f"value = {_toml_value(getattr(model, key))}",
                   f"source = {_toml_str(source.kind)}", f"ref = {_toml_str(source.ref)}"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
 from tiletraffic.simulator.model.file_values import shown
+from tiletraffic.simulator.model.issue_rates import IssueRates, issue_rates_from_table
 
 SOURCE_KINDS = ("documented", "queried", "measured", "guessed")
 """Where a value comes from; ``documented`` and ``measured`` cite a ``[references]`` entry."""
@@ -129,6 +130,11 @@ class DeviceModel:
     max_registers_per_work_item: int = 255
     sub_partitions_per_cu: int = 4
     warp_instructions_per_cycle_per_sub_partition: float = 1.0
+    issue_rates: IssueRates | None = None
+    """The measured issue rate by resident sub-groups per scheduler
+    (:mod:`simulator.model.issue_rates`; ``tiletraffic calibrate``'s ``issue_rate``); None:
+    not measured, the issue term uses ``warp_instructions_per_cycle_per_sub_partition``.
+    Optional in a model file (:data:`OPTIONAL_FIELDS`)."""
     sources: str = field(default="", compare=False)
     guessed: tuple[str, ...] = field(default_factory=tuple)
     description: str = field(default="", compare=False, repr=False)
@@ -161,7 +167,7 @@ class DeviceModel:
         changes = {}
         sources = dict(self.value_sources)
         for key, (value, source) in values.items():
-            if key not in VALUE_FIELDS:
+            if key not in VALUE_FIELDS and key not in OPTIONAL_FIELDS:
                 problems.append(unknown_value(key))
                 continue
             changes[key] = check_value(key, value, problems)
@@ -299,7 +305,11 @@ class DeviceModel:
             self.line_bytes
 
 
-_NOT_VALUES = ("name", "sources", "guessed", "description", "references", "value_sources")
+_NOT_VALUES = ("name", "sources", "guessed", "description", "references", "value_sources",
+               "issue_rates")
+OPTIONAL_FIELDS: dict[str, str] = {"issue_rates": "IssueRates | None"}
+"""Fields a model file may leave out (None: not measured; no guess, no warning), each
+-> its type; not in :data:`VALUE_FIELDS`."""
 VALUE_FIELDS: dict[str, str] = {f.name: str(f.type) for f in fields(DeviceModel)
                                 if f.name not in _NOT_VALUES}
 """Every numeric field of :class:`DeviceModel` -> its type (``int``, ``float``,
@@ -332,8 +342,9 @@ the predictions they gave."""
 
 
 def unknown_value(key: str) -> str:
-    """The message for a field that is not one of :data:`VALUE_FIELDS` (lists them)."""
-    return f"unknown value {key!r} (known: {', '.join(VALUE_FIELDS)})"
+    """The message for a field that is not one of :data:`VALUE_FIELDS` or
+    :data:`OPTIONAL_FIELDS` (lists them)."""
+    return f"unknown value {key!r} (known: {', '.join([*VALUE_FIELDS, *OPTIONAL_FIELDS])})"
 
 
 def bad_kind(key: str, kind: object) -> str:
@@ -368,6 +379,8 @@ def check_value(key: str, value: Any, problems: list[str]) -> Any:
     wrong type, not finite, negative, zero where zero makes no sense (every value but
     ``launch_overhead_s`` and ``memory_latency_s``) or above a field's largest value
     (:data:`_MOST`), a message naming field and value appended to ``problems``."""
+    if key == "issue_rates":
+        return issue_rates_from_table(value, problems, f"values.{key}.value")
     kind = VALUE_FIELDS[key]
     if kind == "int | None" and value in (None, FULLY_ASSOCIATIVE):
         return None

@@ -195,13 +195,22 @@ def read_instructions(path) -> InstructionsFile:
     """Read an instructions file (JSON, the module docstring).
 
     Raises:
-        InstructionsError: the file cannot be read, is not JSON, or is malformed
+        InstructionsError: the file cannot be read, is not UTF-8 text (the first byte
+            that is not, and its offset), is not JSON, or is malformed
             (:func:`instructions_from_dict`).
     """
     try:
-        data = json.loads(Path(path).read_text())
+        raw = Path(path).read_bytes()
     except OSError as err:
         raise InstructionsError(f"{path}: cannot read ({err.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InstructionsError(
+            f"{path}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); "
+            "an instructions file is JSON text in UTF-8") from None
+    try:
+        data = json.loads(text)
     except ValueError as err:
         raise InstructionsError(f"{path}: not JSON ({err})") from None
     return instructions_from_dict(data, str(path))

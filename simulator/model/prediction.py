@@ -23,7 +23,10 @@ Each figure names the method that produced it in ``TrafficPrediction.methods``:
   (L2→L1 bytes), ``l1_s`` (L1 wavefronts, :func:`l1_cycles`; strided requests at the
   calibrated per-line costs where the model has them, :mod:`simulator.observers.strides`),
   ``l1_requests_s`` (the L1 tag stage), ``issue_s`` (:func:`issued_instructions`, or the
-  build's counts where given, :func:`launch_instructions`, on the unit's schedulers) and,
+  build's counts where given, :func:`launch_instructions`, on the unit's schedulers; with
+  the device model's measured ``issue_rates``, the instructions the compiled kernel
+  executes at the rate of the launch's resident sub-groups per scheduler:
+  :mod:`simulator.model.issue_term`) and,
   where the model has it, ``l1_strided_dram_s`` (:func:`strided_fill_s`); per-compute-unit
   resources are charged for the unit with the most work-groups (⌈work-groups / compute
   units⌉). Added to it: the latency of barrier intervals with global loads that the
@@ -45,8 +48,8 @@ from tiletraffic.simulator.observers.cache import FootprintObserver
 from tiletraffic.simulator.observers.counters import TrafficCounts
 from tiletraffic.simulator.engine.limits import LimitError
 from tiletraffic.simulator.model.device_model import DeviceModel
-from tiletraffic.simulator.model.instructions import (ISSUE_METHOD, KernelInstructions,
-                                                      issued_from_build)
+from tiletraffic.simulator.model.instructions import KernelInstructions, issued_from_build
+from tiletraffic.simulator.model.issue_term import issue_seconds, issued_instructions
 from tiletraffic.simulator.model.dram import (BufferReads, dram_reads_lockstep,
                                               dram_reads_steady_state, dram_writes_write_back)
 from tiletraffic.simulator.observers.memory import MemoryCounts
@@ -206,7 +209,9 @@ def predict(observation: LaunchObservation, device_model: DeviceModel,
             (:meth:`DeviceModel.resident_work_groups_per_cu`); ``None``: not modelled.
         stacklevel: as :func:`warnings.warn`'s for the warning; 2 names the caller's line.
         instructions: the build's counts for the issue term (:func:`launch_instructions`;
-            ``methods["issue_s"]`` says so); ``None``: :func:`issued_instructions`.
+            ``methods["issue_s"]`` says so); ``None``: :func:`issued_instructions`, or with
+            the model's ``issue_rates`` that count plus the IR's estimate of the rest
+            (:mod:`simulator.model.issue_term`).
 
     Raises:
         simulator.engine.limits.LimitError: no work-group can be resident on a compute unit (too
@@ -215,7 +220,7 @@ def predict(observation: LaunchObservation, device_model: DeviceModel,
     """
     schedule, counts, memory = observation.schedule, observation.counts, observation.memory
     footprint, model = observation.footprint, device_model
-    load_phases, offsets = observation.load_phases, observation.offsets
+    load_phases = observation.load_phases
     strided, registers_per_work_item = observation.strides, registers
     p = schedule.param_values
     sizes = {a.name: int(np.prod([p[s] for s in a.shape])) * a.element_bytes
@@ -261,12 +266,11 @@ def predict(observation: LaunchObservation, device_model: DeviceModel,
                           strided_cycles or 0.0, model) * share / model.clock_hz,
         "l1_requests_s": (memory.global_load_requests + memory.global_store_requests) * share
         / (model.clock_hz * model.l1_requests_per_cycle_per_cu),
-        "issue_s": launch_instructions(schedule, counts, memory, model, instructions) * share
-        / (model.clock_hz * model.sub_partitions_per_cu
-           * model.warp_instructions_per_cycle_per_sub_partition),
     }
-    methods.update({"issue_s": ISSUE_METHOD} if instructions is not None else {})
     customers = min(resident, per_cu_groups)
+    terms["issue_s"], issue_method = issue_seconds(schedule, counts, memory, model,
+                                                   instructions, share, customers)
+    methods.update({"issue_s": issue_method} if issue_method else {})
     # at least one work-group's sub-groups: resident is 0 when one work-group does not fit
     # (estimated registers), which the latency terms also count as one
     fill = strided_fill_s(strided, footprint, model, dram_read, l2_read_sectors,
@@ -332,25 +336,6 @@ def l1_cycles(l1_wavefronts: int, modelled_strided_lines: int, strided_cycles: f
     (:func:`simulator.observers.strides.strided_l1_cycles`) instead (0 and 0: none modelled)."""
     return ((l1_wavefronts - modelled_strided_lines) / model.l1_wavefronts_per_cycle_per_cu
             + strided_cycles)
-
-
-def issued_instructions(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
-                        model: DeviceModel) -> float:
-    """Sub-group (warp) instructions of the launch that the simulator knows of: one FMA per
-    2 FLOP of a sub-group (``counts.flop`` / 2 x sub-groups / work-items per work-group:
-    every multiply fused with an add, as the multiply-accumulates of the built-in
-    schedules are; a lone add would be one instruction for 1 FLOP, so this is a lower
-    bound), one per global and local load and store request (:mod:`simulator.observers.memory`: a
-    request is one instruction of one sub-group) and one per sub-group per work-group
-    barrier. Address arithmetic, loop counters, branches and the moves of private values
-    are not counted (the simulator does not know how the compiler emits them): a lower
-    bound on what the sub-partitions issue."""
-    items = max(1, schedule.work_group_items)
-    sub_groups = -(-items // model.sub_group_size)
-    return (counts.flop / 2 * sub_groups / items
-            + memory.global_load_requests + memory.global_store_requests
-            + memory.local_load_requests + memory.local_store_requests
-            + counts.barriers * sub_groups)
 
 
 def launch_instructions(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,

@@ -222,9 +222,11 @@ class GlobalRaceDetector(Observer):
         wg, wl = divmod(writer, self.items)
         og, ol = divmod(other, self.items)
         gid, other_gid = self.log.group_id(wg), self.log.group_id(og)
-        stores = ", ".join(self.sites.get((name, "store"), []))
-        loads = ", ".join(self.sites.get((name, "load"), []))
-        statements = stores + (f" | {loads}" if kind == "read-write" and loads else "")
+        stores, loads = self.sites.get((name, "store"), []), self.sites.get((name, "load"), [])
+        statements = ", ".join(stores) + (f" | {', '.join(loads)}"
+                                          if kind == "read-write" and loads else "")
+        shown = sites_text(stores, "stores") + (f" | {sites_text(loads, 'loads')}"
+                                                if kind == "read-write" and loads else "")
         where = "between work-groups" if scope == "between" else "within a work-group"
         order = ("OpenCL orders no global memory between work-groups" if scope == "between"
                  else "no barrier with CLK_GLOBAL_MEM_FENCE between them")
@@ -239,10 +241,24 @@ class GlobalRaceDetector(Observer):
             kind="data-race", schedule=self.schedule.family, array=name, index=word,
             group_id=gid, local_ids=(wl, ol), epoch=-1, count=int(racing.sum()),
             site=f"global {kind} {where}: {statements}",
-            detail=(f"{kind} race on global {name} {where} ({statements}): e.g. "
+            detail=(f"{kind} race on global {name} {where} ({shown}): e.g. "
                     f"work-item {wl} of work-group {gid} stores to {element}, which "
                     f"work-item {ol} of work-group {other_gid} {other_did}; {order}")),
             (ids.astype(np.int64), counts), noun)
+
+
+SITES_SHOWN = 3
+"""Statements a race message names of one direction; the others are counted."""
+
+
+def sites_text(sites: list[str], noun: str) -> str:
+    """``sites`` (statements, in the order they first touched the array) for a message: all
+    of them up to :data:`SITES_SHOWN` + 1, else the first :data:`SITES_SHOWN` and how many
+    more ``noun`` (``stores``, ``loads``) there are."""
+    if len(sites) <= SITES_SHOWN + 1:
+        return ", ".join(sites)
+    return (", ".join(sites[:SITES_SHOWN])
+            + f", ... ({len(sites) - SITES_SHOWN} more {noun})")
 
 
 def _has_global_fence(stmts) -> bool:

@@ -46,7 +46,8 @@ CASES = (
 """The cases: corpus kernels that the front end accepts and the check finds clean."""
 
 RUN_OPTIONS = {name: ("--inputs", "ones") for name in (
-    "ds_LayerNormBackward2", "ds_LayerNormBackward2_fused_add")}
+    "ds_LayerNormBackward2", "ds_LayerNormBackward2_fused_add",
+    "ds_LayerNormBackward1_means")}
 """Options of ``run`` a case needs: these take row variances and their reciprocal square
 root, which random inputs make NaN (as the corpus tests run them)."""
 

@@ -46,11 +46,14 @@ def cases() -> list[tuple[str, Path, dict, str]]:
     return out
 
 
-def prepare(folder: Path) -> None:
-    """Read every case's schedule here and pickle it into ``folder``/<case>.pkl."""
+def prepare(folder: Path, chosen=None) -> None:
+    """Read every case's schedule here and pickle it into ``folder``/<case>.pkl; with
+    ``chosen`` ((name, launch file, sizes, inputs) of each), those cases into
+    ``folder``/NN_<case>.pkl, NN their place in it (``device`` runs them in that order)."""
     from tiletraffic.frontend.launch_file import load
     folder.mkdir(parents=True, exist_ok=True)
-    for name, launch, sets, inputs in cases():
+    for place, (name, launch, sets, inputs) in enumerate(cases() if chosen is None
+                                                         else chosen):
         try:
             schedule = load(str(launch.relative_to(REPO)), overrides=dict(sets) or None)
         except Exception as err:      # the front end's refusal: recorded, not pickled
@@ -60,7 +63,8 @@ def prepare(folder: Path) -> None:
                   "repo": str(REPO),
                   "inputs": inputs, "kernel": schedule.extra["cuda"]["kernel"],
                   "schedule": schedule}
-        (folder / f"{name}.pkl").write_bytes(pickle.dumps(record))
+        stem = name if chosen is None else f"{place:02d}_{name}"
+        (folder / f"{stem}.pkl").write_bytes(pickle.dumps(record))
         print(f"{name}: {schedule.family} pickled")
 
 
@@ -83,7 +87,8 @@ their SASS-attributed counterparts, the data banks' reads and writes."""
 
 PREDICTED = (Path(__file__).with_name("predicted") / "model_nvidia-h200-cuda.json",
              REPO / "experiments" / "h200" / "cuda_examples" / "predicted" /
-             "model_nvidia-h200-cuda.json")
+             "model_nvidia-h200-cuda.json",
+             Path(__file__).with_name("call5") / "predicted" / "model_nvidia-h200-cuda.json")
 """The model's counts committed before the call: which cases have shared-memory traffic."""
 
 
@@ -130,6 +135,8 @@ def shared_cases() -> set[str]:
     """The cases whose predicted counts have shared-memory loads or stores."""
     found = set()
     for path in PREDICTED:
+        if not path.exists():
+            continue
         for name, counts in json.loads(path.read_text()).items():
             if (counts.get("local_load_wavefronts") or counts.get("local_store_wavefronts")):
                 found.add(name)

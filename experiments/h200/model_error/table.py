@@ -42,7 +42,7 @@ OBSERVER_VALUES = ("sub_group_size", "sector_bytes", "line_bytes", "local_banks"
 observe_launch` and its limits); the time model's values are read by ``predict`` only."""
 
 TIME_MODEL_FILES = ("prediction.py", "queueing.py", "device_model.py", "device_model_file.py",
-                    "device_model_schema.py")
+                    "device_model_schema.py", "issue_rates.py", "issue_term.py")
 """Simulator modules that do not change an observation (left out of the cache key)."""
 
 
