@@ -217,3 +217,45 @@ def test_tt_simulate_with_work_group_classes_takes_them_without_extra_observers(
     watched = tt.simulate(sch, compute_values=False, accelerators=classes,
                           observers=[Observer()])         # addresses may matter to it
     assert watched.representatives is None and watched.counts == full.counts
+
+
+def _by_offset(body: str, offsets, extent: int):
+    """One work-group of one work-item per entry of ``offsets`` (an int buffer), reading
+    ``val`` (``extent`` floats) as ``body`` says."""
+    n = len(offsets)
+    return tt.from_opencl(f"""
+        __kernel void k(__global const int *off, __global const float *val,
+                        __global float *y) {{
+            int row = get_group_id(0);
+            __local float part[4];
+            {body}
+        }}""", "k", [n], [1], {
+        "off": {"shape": [n], "access": "in", "data": np.array(offsets, np.int32)},
+        "val": {"shape": [extent], "access": "in"}, "y": {"shape": [n], "access": "out"}})
+
+
+@pytest.mark.parametrize("body, offsets", [
+    ("y[row] = val[off[row]];", [0, 1, 3, 9, 2]),                     # global, past the end
+    ("y[row] = val[off[row] + 1];", [0, 1, 3, -2, 2]),                # and before the start
+    ("part[off[row]] = 1.0f; y[row] = part[off[row]];", [0, 1, 3, 7, 0]),   # local
+    ("float4 v = vload4(0, val + off[row]); y[row] = v.x;", [0, 1, 0, 2, 0]),  # last lane
+])
+def test_an_index_that_moves_with_a_loaded_integer_is_out_of_bounds_as_in_full_execution(
+        body, offsets):
+    sch = _by_offset(body, offsets, 5)
+    found = data_classes(sch)
+    assert isinstance(found, DataClasses) and found.shifted
+    with pytest.raises(tt.HazardError, match="out-of-bounds"):
+        count_launch(sch, accelerators=FULL)
+    with pytest.raises(tt.HazardError, match="out-of-bounds"):
+        count_launch(sch)
+
+
+def test_an_aligned_vector_access_at_a_loaded_offset_is_misaligned_as_in_full_execution():
+    sch = _by_offset("float2 v = *(__global const float2 *)(val + off[row]); y[row] = v.x;",
+                     [0, 2, 4, 5, 0], 8)
+    full = count_launch(sch, hazards="report", accelerators=FULL)
+    assert [h.kind for h in full.hazards] == ["misaligned-vector-access"]
+    fast = count_launch(sch, hazards="report")
+    assert [h.kind for h in fast.hazards] == ["misaligned-vector-access"]
+    assert fast.counts == full.counts

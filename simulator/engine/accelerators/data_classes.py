@@ -33,7 +33,10 @@ dimension, cut where a condition changes), with :class:`DataProver`:
   refused.
 
 A class is then a box and one value of every symbol's ``d_j`` (of its value, without the
-shift). Counts are element counts, which do not depend on addresses, so no period is
+shift) and, for every access whose index moves with the shift, one room between its
+elements and its array's ends (capped where every element of the form fits; an aligned
+vector access: one remainder modulo its width), so an access is out of bounds (or
+misaligned) in a work-group exactly where it is in its class's representative. Counts are element counts, which do not depend on addresses, so no period is
 needed: these classes give :func:`simulator.engine.fast_path.count_launch`'s counts only
 (not the requests, sectors and bank conflicts of a device model, which need addresses a
 whole line apart). Hazards are those of the representatives, as for every class; races in
@@ -103,6 +106,9 @@ class DataProver(StatementProver):
         self.symbols: dict[tuple, np.ndarray] = {}
         """Per symbol (array, index forms), its value - the shift in each work-group of
         the box (linear order)."""
+        self.placements: dict[tuple, np.ndarray] = {}
+        """Per access whose index moves with the shift, where it lies against its array's
+        ends in each work-group of the box (:meth:`place`): more keys of the classes."""
         self.shift_values: np.ndarray | None = None
         self._ids: list[np.ndarray] | None = None
         self.returned = False
@@ -236,7 +242,35 @@ class DataProver(StatementProver):
             if isinstance(f, Opaque) and (extent is None or f.lo < 0 or f.hi >= extent):
                 raise Unproved(f"an index of {array.name} reads an integer buffer whose "
                                "values can fall outside it in a work-group not executed")
+        if extents is not None:
+            self.place(array, forms, extents, 1, False)
         super().access(array, index, env)
+
+    def place(self, array, forms, extents, width: int, aligned: bool) -> None:
+        """Key the classes by where an access whose index moves with the shift lies in its
+        array: its elements are ``b + r`` (per component ``b = sum_d c_d * group_id(d) +
+        c_s * s``, ``r`` in ``lo .. hi`` the same in every work-group of a class; the last
+        component ``width`` elements from there), so a work-group's room below and above
+        ``b``, each capped where every ``r`` of the form fits, is the same in every
+        work-group of a class, and the representative's access is in bounds exactly where
+        theirs is (an aligned vector access: also ``b``'s flat index modulo ``width``)."""
+        if self.shift_values is None or not any(f.coeffs[-1] for f in forms):
+            return
+        ids = self.box_ids()
+        flat = np.zeros(len(ids[0]), dtype=np.int64)
+        for n, (f, extent) in enumerate(zip(forms, extents)):
+            base = f.coeffs[-1] * self.shift_values
+            for c, g in zip(f.coeffs[:-1], ids):
+                if c:
+                    base = base + c * g
+            top = extent - (width if n == len(forms) - 1 else 1)
+            key = (array.name, n, f.coeffs, f.lo, f.hi, width)
+            self.placements[key + ("below",)] = np.minimum(base, -f.lo)
+            self.placements[key + ("above",)] = np.minimum(top - base, f.hi)
+            flat = flat * extent + base
+        if aligned and width > 1:
+            self.placements[(array.name, tuple(f.coeffs for f in forms), width,
+                             "aligned")] = flat % width
 
     def visit_Return(self, s) -> None:
         self.returned |= self.undecided == 0 and not self.loops
@@ -250,11 +284,15 @@ class DataProver(StatementProver):
         super().visit_VectorStore(s)
 
     def scalar_index(self, s) -> None:
-        """Refuse a vector access indexed by an integer read from a buffer (its last
-        element's bounds and its alignment would differ between work-groups)."""
+        """Refuse a vector access indexed by an integer read from a buffer per work-item
+        (its last element's bounds and its alignment would differ between work-groups);
+        key the classes by its place where its index moves with the shift (:meth:`place`)."""
         if any(isinstance(self.form(i, self.env), Opaque) for i in s.index):
             raise Unproved(f"a vector access of {s.array.name} is indexed by an integer "
                            "read from a buffer")
+        forms, extents, _ = self.index_forms(s.array, s.index, self.env)
+        if extents is not None:
+            self.place(s.array, forms, extents, s.width, s.aligned)
 
     def visit_Shuffle(self, s: S.Shuffle) -> None:
         if isinstance(self.form(s.lane, self.env), Opaque):
@@ -389,15 +427,17 @@ def _prove(schedule: S.Schedule, shift: bool) -> DataClasses | str:
 
 def _box_classes(prover: DataProver, ng) -> tuple[np.ndarray, np.ndarray]:
     """(representatives, weights) of one proved box: its work-groups grouped by the value
-    of every symbol, the smallest linear id of each group its representative."""
+    of every symbol and the place of every access that moves with the shift
+    (:meth:`DataProver.place`), the smallest linear id of each group its representative."""
     strides = [math.prod(ng[:d]) for d in range(len(ng))]
-    if not prover.symbols:
+    if not prover.symbols and not prover.placements:
         first = sum(f * s for (f, _), s in zip(prover.box[:-1], strides))
         count = math.prod(last - f + 1 for f, last in prover.box[:-1])
         return np.array([first], dtype=np.int64), np.array([count], dtype=np.int64)
     ids = prover.box_ids()
     linear = sum(g * s for g, s in zip(ids, strides))
-    keys = [v for v in prover.symbols.values() if v.min() != v.max()]
+    keys = [v for v in (*prover.symbols.values(), *prover.placements.values())
+            if v.min() != v.max()]
     if not keys:
         return linear[:1].copy(), np.array([len(linear)], dtype=np.int64)
     order = np.lexsort(keys[::-1])          # stable: ascending linear ids within a class
