@@ -259,3 +259,24 @@ def test_an_aligned_vector_access_at_a_loaded_offset_is_misaligned_as_in_full_ex
     fast = count_launch(sch, hazards="report")
     assert [h.kind for h in fast.hazards] == ["misaligned-vector-access"]
     assert fast.counts == full.counts
+
+
+def test_an_index_that_moves_with_the_work_group_is_out_of_bounds_as_in_full_execution():
+    lengths = [2] * 8                          # rows 1..6: one class by their lengths
+    sch = tt.from_opencl("""
+        __kernel void k(__global const int *rowptr, __global const float *val,
+                        __global float *y, int rows) {
+            int row = get_group_id(0);
+            if (row >= rows) return;
+            float acc = 0.0f;
+            for (int i = rowptr[row]; i < rowptr[row + 1]; i++) acc += val[i];
+            y[2 * row] = acc;                  /* past y's 11 elements from row 6 on */
+        }""", "k", [10], [1], {
+        "rowptr": {"shape": [9], "access": "in", "data": _pointers(lengths)},
+        "val": {"shape": [16], "access": "in"}, "y": {"shape": [11], "access": "out"},
+        "rows": 8})
+    assert isinstance(data_classes(sch), DataClasses)
+    with pytest.raises(tt.HazardError, match=r"y\[12\]"):
+        count_launch(sch, accelerators=FULL)
+    with pytest.raises(tt.HazardError, match=r"y\[12\]"):
+        count_launch(sch)

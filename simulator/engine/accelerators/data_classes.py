@@ -33,10 +33,10 @@ dimension, cut where a condition changes), with :class:`DataProver`:
   refused.
 
 A class is then a box and one value of every symbol's ``d_j`` (of its value, without the
-shift) and, for every access whose index moves with the shift, one room between its
-elements and its array's ends (capped where every element of the form fits; an aligned
-vector access: one remainder modulo its width), so an access is out of bounds (or
-misaligned) in a work-group exactly where it is in its class's representative. Counts are element counts, which do not depend on addresses, so no period is
+shift) and, for every access whose index moves with the work-group id or the shift, one
+room between its elements and its array's ends (capped where every element of the form
+fits; an aligned vector access: one remainder modulo its width), so an access is out of
+bounds (or misaligned) in a work-group exactly where it is in its class's representative. Counts are element counts, which do not depend on addresses, so no period is
 needed: these classes give :func:`simulator.engine.fast_path.count_launch`'s counts only
 (not the requests, sectors and bank conflicts of a device model, which need addresses a
 whole line apart). Hazards are those of the representatives, as for every class; races in
@@ -107,7 +107,7 @@ class DataProver(StatementProver):
         """Per symbol (array, index forms), its value - the shift in each work-group of
         the box (linear order)."""
         self.placements: dict[tuple, np.ndarray] = {}
-        """Per access whose index moves with the shift, where it lies against its array's
+        """Per access whose index moves with the work-group, where it lies against its array's
         ends in each work-group of the box (:meth:`place`): more keys of the classes."""
         self.shift_values: np.ndarray | None = None
         self._ids: list[np.ndarray] | None = None
@@ -247,28 +247,42 @@ class DataProver(StatementProver):
         super().access(array, index, env)
 
     def place(self, array, forms, extents, width: int, aligned: bool) -> None:
-        """Key the classes by where an access whose index moves with the shift lies in its
-        array: its elements are ``b + r`` (per component ``b = sum_d c_d * group_id(d) +
-        c_s * s``, ``r`` in ``lo .. hi`` the same in every work-group of a class; the last
-        component ``width`` elements from there), so a work-group's room below and above
-        ``b``, each capped where every ``r`` of the form fits, is the same in every
-        work-group of a class, and the representative's access is in bounds exactly where
-        theirs is (an aligned vector access: also ``b``'s flat index modulo ``width``)."""
-        if self.shift_values is None or not any(f.coeffs[-1] for f in forms):
+        """Key the classes by where an access whose index moves with the work-group lies in
+        its array: its elements are ``b + r`` (per component ``b = sum_d c_d *
+        group_id(d) + c_s * s``, ``r`` in ``lo .. hi`` the same in every work-group of a
+        class; the last component ``width`` elements from there), so a work-group's room
+        below and above ``b``, each capped where every ``r`` of the form fits, is the same
+        in every work-group of a class, and the representative's access is in bounds
+        exactly where theirs is (an aligned vector access: also ``b``'s flat index modulo
+        ``width``). Nothing is keyed where every work-group of the box has that room, or
+        after a ``return`` every work-item takes."""
+        if self.returned or not any(any(f.coeffs) for f in forms):
+            return
+        misaligned = aligned and width > 1 and any(c % width for f in forms for c in f.coeffs)
+        rooms = []
+        for n, (f, extent) in enumerate(zip(forms, extents)):
+            top = extent - (width if n == len(forms) - 1 else 1)
+            lowest, highest = self.span(Form(f.coeffs, 0, 0))
+            if lowest < -f.lo or top - highest < f.hi:
+                rooms.append(n)
+        if not rooms and not misaligned:
             return
         ids = self.box_ids()
         flat = np.zeros(len(ids[0]), dtype=np.int64)
         for n, (f, extent) in enumerate(zip(forms, extents)):
-            base = f.coeffs[-1] * self.shift_values
+            base = np.zeros(len(ids[0]), dtype=np.int64)
+            if f.coeffs[-1]:
+                base += f.coeffs[-1] * self.shift_values
             for c, g in zip(f.coeffs[:-1], ids):
                 if c:
-                    base = base + c * g
-            top = extent - (width if n == len(forms) - 1 else 1)
-            key = (array.name, n, f.coeffs, f.lo, f.hi, width)
-            self.placements[key + ("below",)] = np.minimum(base, -f.lo)
-            self.placements[key + ("above",)] = np.minimum(top - base, f.hi)
+                    base += c * g
+            if n in rooms:
+                top = extent - (width if n == len(forms) - 1 else 1)
+                key = (array.name, n, f.coeffs, f.lo, f.hi, width)
+                self.placements[key + ("below",)] = np.minimum(base, -f.lo)
+                self.placements[key + ("above",)] = np.minimum(top - base, f.hi)
             flat = flat * extent + base
-        if aligned and width > 1:
+        if misaligned:
             self.placements[(array.name, tuple(f.coeffs for f in forms), width,
                              "aligned")] = flat % width
 
@@ -427,7 +441,7 @@ def _prove(schedule: S.Schedule, shift: bool) -> DataClasses | str:
 
 def _box_classes(prover: DataProver, ng) -> tuple[np.ndarray, np.ndarray]:
     """(representatives, weights) of one proved box: its work-groups grouped by the value
-    of every symbol and the place of every access that moves with the shift
+    of every symbol and the place of every access that moves with the work-group
     (:meth:`DataProver.place`), the smallest linear id of each group its representative."""
     strides = [math.prod(ng[:d]) for d in range(len(ng))]
     if not prover.symbols and not prover.placements:
