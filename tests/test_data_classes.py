@@ -243,8 +243,7 @@ def _by_offset(body: str, offsets, extent: int):
 def test_an_index_that_moves_with_a_loaded_integer_is_out_of_bounds_as_in_full_execution(
         body, offsets):
     sch = _by_offset(body, offsets, 5)
-    found = data_classes(sch)
-    assert isinstance(found, DataClasses) and found.shifted
+    assert isinstance(data_classes(sch), DataClasses)
     with pytest.raises(tt.HazardError, match="out-of-bounds"):
         count_launch(sch, accelerators=FULL)
     with pytest.raises(tt.HazardError, match="out-of-bounds"):
@@ -280,3 +279,24 @@ def test_an_index_that_moves_with_the_work_group_is_out_of_bounds_as_in_full_exe
         count_launch(sch, accelerators=FULL)
     with pytest.raises(tt.HazardError, match=r"y\[12\]"):
         count_launch(sch)
+
+def test_a_local_index_that_moves_with_the_work_group_is_declined():
+    lengths = [2] * 8
+    sch = tt.from_opencl("""
+        __kernel void k(__global const int *rowptr, __global const float *val,
+                        __global float *y) {
+            __local float part[16];
+            int row = get_group_id(0), lid = get_local_id(0);
+            float acc = 0.0f;
+            for (int i = rowptr[row]; i < rowptr[row + 1]; i++) acc += val[i];
+            part[lid] = acc;
+            part[lid + 8 - row] = 2.0f;        /* meets part[lid] from row 5 on: a race */
+            barrier(CLK_LOCAL_MEM_FENCE);
+            y[row * 4 + lid] = part[lid];
+        }""", "k", [32], [4], {
+        "rowptr": {"shape": [9], "access": "in", "data": _pointers(lengths)},
+        "val": {"shape": [16], "access": "in"}, "y": {"shape": [32], "access": "out"}})
+    why = data_classes(sch)
+    assert isinstance(why, str) and "an index of part" in why
+    fast = _same_as_full_execution(sch, hazards="report")
+    assert {h.kind for h in fast.hazards} == {"data-race"}

@@ -30,17 +30,22 @@ dimension, cut where a condition changes), with :class:`DataProver`:
   value of the buffer keeps that index inside the array (so no work-group, executed or
   not, reads or stores outside it through it); in a condition, a loop bound, a divisor, a
   shift, a vector access's index, a private array's index or a shuffle's lane it is
-  refused.
+  refused;
+- an index of a local or private array may not move with the work-group id or the shift
+  (which of its accesses touch one word would differ between the work-groups of a class).
 
 A class is then a box and one value of every symbol's ``d_j`` (of its value, without the
 shift) and, for every access whose index moves with the work-group id or the shift, one
 room between its elements and its array's ends (capped where every element of the form
 fits; an aligned vector access: one remainder modulo its width), so an access is out of
-bounds (or misaligned) in a work-group exactly where it is in its class's representative. Counts are element counts, which do not depend on addresses, so no period is
-needed: these classes give :func:`simulator.engine.fast_path.count_launch`'s counts only
-(not the requests, sectors and bank conflicts of a device model, which need addresses a
-whole line apart). Hazards are those of the representatives, as for every class; races in
-global memory, reads of outputs before a store and unwritten outputs are not checked.
+bounds (or misaligned) in a work-group exactly where it is in its class's
+representative. Counts are element counts, which do not depend on addresses, so no
+period is needed: these classes give :func:`simulator.engine.fast_path.count_launch`'s
+counts only (not the requests, sectors and bank conflicts of a device model, which need
+addresses a whole line apart). Hazards are those of the representatives: races in local
+memory and reads of its words nothing stored through an opaque index (two work-items
+scattering to one word), races in global memory, reads of outputs before a store and
+unwritten outputs are not checked in the other work-groups.
 
 Refused (one line why, every work-group then executes): a schedule that branches on
 floats of the data, a condition or bound that depends on a loaded value beyond the above,
@@ -107,8 +112,8 @@ class DataProver(StatementProver):
         """Per symbol (array, index forms), its value - the shift in each work-group of
         the box (linear order)."""
         self.placements: dict[tuple, np.ndarray] = {}
-        """Per access whose index moves with the work-group, where it lies against its array's
-        ends in each work-group of the box (:meth:`place`): more keys of the classes."""
+        """Per access whose index moves with the work-group, where it lies against its
+        array's ends in each work-group of the box (:meth:`place`): more keys of the classes."""
         self.shift_values: np.ndarray | None = None
         self._ids: list[np.ndarray] | None = None
         self.returned = False
@@ -242,9 +247,21 @@ class DataProver(StatementProver):
             if isinstance(f, Opaque) and (extent is None or f.lo < 0 or f.hi >= extent):
                 raise Unproved(f"an index of {array.name} reads an integer buffer whose "
                                "values can fall outside it in a work-group not executed")
+        if not isinstance(array, S.GlobalArray):
+            self.inside(array.name, forms)
         if extents is not None:
             self.place(array, forms, extents, 1, False)
         super().access(array, index, env)
+
+    @staticmethod
+    def inside(name: str, forms) -> None:
+        """Refuse an index of a local or private array that moves with the work-group id
+        or the shift: which of its accesses touch one word (races, reads of words nothing
+        stored, its bounds) would differ between the work-groups of a class."""
+        for f in forms:
+            if any(f.coeffs):
+                raise Unproved(f"an index of {name} (local or private) moves with the "
+                               "work-group")
 
     def place(self, array, forms, extents, width: int, aligned: bool) -> None:
         """Key the classes by where an access whose index moves with the work-group lies in
@@ -300,7 +317,8 @@ class DataProver(StatementProver):
     def scalar_index(self, s) -> None:
         """Refuse a vector access indexed by an integer read from a buffer per work-item
         (its last element's bounds and its alignment would differ between work-groups);
-        key the classes by its place where its index moves with the shift (:meth:`place`)."""
+        key the classes by its place where its index moves with the work-group
+        (:meth:`place`)."""
         if any(isinstance(self.form(i, self.env), Opaque) for i in s.index):
             raise Unproved(f"a vector access of {s.array.name} is indexed by an integer "
                            "read from a buffer")
@@ -314,10 +332,12 @@ class DataProver(StatementProver):
         super().visit_Shuffle(s)
 
     def visit_Assign(self, s) -> None:
-        for i in s.index:
-            if isinstance(self.form(i, self.env), Opaque):
+        forms = [self.form(i, self.env) for i in s.index]
+        for i, f in zip(s.index, forms):
+            if isinstance(f, Opaque):
                 raise Unproved(f"private {s.name}'s index {describe_int(i)} is read from "
                                "a buffer")
+        self.inside(s.name, forms)
         super().visit_Assign(s)
 
     visit_Accumulate = visit_Assign
