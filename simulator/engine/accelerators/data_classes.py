@@ -117,11 +117,11 @@ class DataProver(StatementProver):
         self.shift_values: np.ndarray | None = None
         self._ids: list[np.ndarray] | None = None
         self.returned = False
+        """Every work-item of the box has returned (a ``return`` outside loops under
+        decided conditions only): what follows runs nowhere, its loads read nothing."""
         self.nest_steps, self.loop_steps = 1, 1
         """Iterations of the loops around the statement proved, and the most of any loop
         nest so far (:attr:`DataClasses.loop_steps`)."""
-        """Every work-item of the box has returned (a ``return`` outside loops under
-        decided conditions only): what follows runs nowhere, its loads read nothing."""
 
     @property
     def zero(self) -> tuple[int, ...]:
