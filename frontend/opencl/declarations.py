@@ -12,9 +12,9 @@ the declaration, and what to write instead.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
-from dataclasses import dataclass
 
 from tiletraffic.simulator.ir import nodes as S
 

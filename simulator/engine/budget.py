@@ -23,8 +23,8 @@ prints the estimate next to the measurement for a set of launches):
   ``engine.BLOCK_ELEMS`` elements of several arrays): 160 MiB.
 Time: 1 µs per work-group and 25 ns per work-item and step of the inner (K) loop (or of its
 deepest loop nest, :func:`loop_nest_steps`, where that is longer) when every
-work-group runs; 1 µs per work-group for the classes' bookkeeping when counting by classes
-(measured 0.3-1 µs), with 25 ns per work-item and step of the representatives (counting
+work-group runs; 1 µs per work-group for the classes' bookkeeping when counting by classes,
+with 25 ns per work-item and step of the representatives (counting
 by classes of loaded integers, :mod:`.accelerators.data_classes`: every representative,
 a loop whose trips depend on the data as long as the proof bounded it,
 :attr:`.accelerators.data_classes.DataClasses.loop_steps`); counting
