@@ -18,6 +18,23 @@ import pytest  # noqa: E402
 from shared_results import computed_once  # noqa: E402
 
 
+COMPUTED_ONCE_FIXTURES = ("crosscheck_all", "reports", "small_run", "pocl_model", "built")
+"""Fixtures whose value one worker computes for the run (``shared_results.computed_once``)."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup``, the tests of one computed-once fixture form one xdist
+    group (named after the fixture), so they run on one worker: the other workers go on
+    with other tests instead of waiting on the fixture's lock while it is computed. Runs
+    before xdist reads the groups from the markers."""
+    for item in items:
+        used = [name for name in COMPUTED_ONCE_FIXTURES
+                if name in getattr(item, "fixturenames", ())]
+        if used and not any(True for _ in item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(f"computed-once-{used[0]}"))
+
+
 @pytest.fixture(scope="session")
 def crosscheck_all(tmp_path_factory):
     """``tiletraffic crosscheck --all --json`` run once per test run, also with ``-n``

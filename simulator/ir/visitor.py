@@ -40,16 +40,45 @@ def children(node, *, arrays: bool = False) -> tuple:
     but no nodes: ``GlobalArray``, ``LocalArray``, ``PrivateArray``), each where its field
     is; the children of an array are the constants of its ``dims`` (none for a
     ``GlobalArray``, whose extents are parameter names)."""
-    if not dataclasses.is_dataclass(node):
+    names = _field_names(node)
+    if names is None:
         return ()
     out = []
-    for f in dataclasses.fields(node):
-        value = getattr(node, f.name)
+    if not arrays:     # the common walk: nodes only, without a call per value
+        for name in names:
+            value = getattr(node, name)
+            if isinstance(value, tuple):
+                out.extend(v for v in value if isinstance(v, NODE_TYPES))
+            elif isinstance(value, NODE_TYPES):
+                out.append(value)
+        return tuple(out)
+    for name in names:
+        value = getattr(node, name)
         if isinstance(value, tuple):
             out.extend(v for v in value if _is_child(v, arrays))
         elif _is_child(value, arrays):
             out.append(value)
     return tuple(out)
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(node) -> tuple[str, ...] | None:
+    """The field names of dataclass instance ``node`` in field order (looked up once per
+    class); ``None`` for a value that is no dataclass instance."""
+    cls = type(node)
+    try:
+        return _FIELD_NAMES[cls]
+    except KeyError:
+        pass
+    if isinstance(node, type):      # a dataclass itself (not an instance): not cached
+        return tuple(f.name for f in dataclasses.fields(node)) \
+            if dataclasses.is_dataclass(node) else None
+    names = tuple(f.name for f in dataclasses.fields(node)) \
+        if dataclasses.is_dataclass(node) else None
+    _FIELD_NAMES[cls] = names
+    return names
 
 
 def _is_child(value, arrays: bool) -> bool:
@@ -62,27 +91,29 @@ def bodies(stmt: Stmt) -> dict[str, tuple[Stmt, ...]]:
     """The statement tuples of a compound statement by field name (``If``: ``then`` and
     ``orelse``; ``For``: ``body``); ``{}`` for a simple statement. An empty ``orelse`` is
     included, as a body with no statements."""
-    if not dataclasses.is_dataclass(stmt):
+    if _field_names(stmt) is None:
         return {}
     out = {}
-    for f in dataclasses.fields(stmt):
-        value = getattr(stmt, f.name)
-        if isinstance(value, tuple) and (not value or _is_body(value)) and \
-                _holds_statements(type(stmt), f.name):
-            out[f.name] = value
+    for name in _body_field_names(stmt if isinstance(stmt, type) else type(stmt)):
+        value = getattr(stmt, name)
+        if isinstance(value, tuple) and (not value or _is_body(value)):
+            out[name] = value
     return out
 
 
-_BODY_FIELDS: dict[type, frozenset[str]] = {}
+_BODY_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _holds_statements(cls: type, name: str) -> bool:
-    """Whether field ``name`` of ``cls`` is annotated as a tuple of statements."""
-    if cls not in _BODY_FIELDS:
-        _BODY_FIELDS[cls] = frozenset(
-            f.name for f in dataclasses.fields(cls)
-            if "Stmt" in str(f.type) and "tuple" in str(f.type))
-    return name in _BODY_FIELDS[cls]
+def _body_field_names(cls: type) -> tuple[str, ...]:
+    """The fields of dataclass ``cls`` annotated as a tuple of statements, in field order
+    (looked up once per class)."""
+    try:
+        return _BODY_FIELDS[cls]
+    except KeyError:
+        names = tuple(f.name for f in dataclasses.fields(cls)
+                      if "Stmt" in str(f.type) and "tuple" in str(f.type))
+        _BODY_FIELDS[cls] = names
+        return names
 
 
 def with_bodies(stmt: Stmt, **new: tuple[Stmt, ...]) -> Stmt:
