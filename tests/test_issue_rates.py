@@ -204,3 +204,41 @@ def test_the_model_command_says_the_issue_term_took_the_table(tmp_path):
         "of its sub-groups per scheduler)" in res.output
     res = CliRunner().invoke(main, [*args, "--device-model", "nvidia-h200-calibrated"])
     assert "(instructions: FMAs, requests, barriers)" in res.output
+
+
+def test_a_work_group_too_large_for_the_kernel_drops_its_point_and_keeps_the_others(
+        monkeypatch):
+    """A kernel of many registers does not launch at the device's largest work-group (8
+    sub-groups per scheduler of 4: 1024 work-items): that point is left out of the table
+    (said in the detail), the smaller ones are measured; the OpenCL error is not raised."""
+    import dataclasses
+
+    import pyopencl as cl
+
+    from tiletraffic.gpu.devices import microbench as mb
+    from tiletraffic.gpu.devices.device import list_devices, select_device
+    found = [d for d in list_devices() if d.is_pocl]
+    if not found:
+        pytest.skip("no PoCL device")
+    target = select_device(found[0].id)
+    real_time = mb._time
+
+    def time_or_refuse(target, kernel, global_size, local, *args, **kwargs):
+        if local > 256:
+            raise cl.RuntimeError("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES")
+        return real_time(target, kernel, global_size, local, *args, **kwargs)
+
+    monkeypatch.setattr(mb, "_time", time_or_refuse)
+    base = dataclasses.replace(GENERIC_GPU_MODEL, compute_units=2)
+    with pytest.raises(mb.MicrobenchLaunchError, match=r"issue_mix_32: 384 work-items per "
+                       r"work-group did not launch on .*OUT_OF_RESOURCES"):
+        mb.issue_mix(target, 2, 384, 2, 1, False)
+    m = measure_issue_rates(target, base, 2, 1)
+    assert m.field == "issue_rates" and m.field_value.warps_per_scheduler == (1.0, 2.0)
+    assert "3 sub-groups per scheduler (384 work-items) did not launch" in m.detail
+    # fewer than two points launch: unset, saying why
+    monkeypatch.setattr(mb, "_time", lambda *a, **k: (_ for _ in ()).throw(
+        cl.RuntimeError("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES")))
+    m = measure_issue_rates(target, base, 2, 1)
+    assert m.field is None and "1 sub-groups per scheduler (128 work-items) did not " \
+        "launch" in m.why_unmapped and "\n" not in m.why_unmapped
