@@ -9,13 +9,17 @@ each scheduler issues per cycle for two instruction mixes of a register-tiled lo
   work-item's 8 x 8 outputs from 8 values of A and 8 of B);
 * ``local_32``: per depth, 16 scalar (32-bit) local loads and the same 64 FMAs;
 
-each with a barrier per 8 depths, as the local-memory GEMMs run. In a model file::
+each with a barrier per 8 depths, as the local-memory GEMMs run. In a model file (``value``
+a table; ``calibrate`` writes it inline, on one line)::
 
     [values.issue_rates]
-    value = {warps_per_scheduler = [1, 2, 3, 4, 8], local_128 = [0.45, 0.7, 0.8, 0.85, 0.9],
-             local_32 = [0.5, 0.75, 0.85, 0.9, 0.92]}
     source = "measured"
     ref = "tiletraffic calibrate: issue_rate (...)"
+
+    [values.issue_rates.value]
+    warps_per_scheduler = [1, 2, 3, 4, 8]
+    local_128 = [0.45, 0.7, 0.8, 0.85, 0.9]
+    local_32 = [0.5, 0.75, 0.85, 0.9, 0.92]
 
 Rates are sub-group instructions per cycle per scheduler, in the instructions the time
 model counts for the benchmark's loop (FMAs, local loads, the barrier, and the loop's
