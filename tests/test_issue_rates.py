@@ -56,8 +56,15 @@ def test_a_model_file_keeps_the_table_with_its_source_and_a_file_without_it_has_
     ({**TABLE, "warps_per_scheduler": [2, 1, 3, 4, 8]}, "warps_per_scheduler: must be ascending"),
     ({**TABLE, "local_32": [0.5, 0.7]}, "must be lists of one length, got 5, 5, 2"),
     ({**TABLE, "local_128": [0.4, -0.6, 0.7, 0.8, 0.9]}, "local_128: must be a non-empty list "
-     "of positive finite numbers, got a list holding another value"),
-    ({k: v for k, v in TABLE.items() if k != "local_32"}, "local_32: must be a non-empty list"),
+     "of positive finite numbers, got -0.6 (element 2)"),
+    ({**TABLE, "local_32": ["true", 0.7, 0.8, 0.85, 0.95]}, "local_32: must be a non-empty "
+     "list of positive finite numbers, got true (element 1)"),
+    ({**TABLE, "warps_per_scheduler": [1, 2, 3, 4, "inf"]}, "warps_per_scheduler: must be a "
+     "non-empty list of positive finite numbers, got inf (element 5)"),
+    ({**TABLE, "local_32": []}, "local_32: must be a non-empty list of positive finite "
+     "numbers, got an empty list"),
+    ({k: v for k, v in TABLE.items() if k != "local_32"}, "local_32: must be a non-empty list "
+     "of positive finite numbers, got nothing (the key is missing)"),
     ({**TABLE, "fp64": [1]}, "unknown key(s) 'fp64'"),
     (0.9, "must be a table with warps_per_scheduler, local_128, local_32, got 0.9"),
 ])

@@ -92,16 +92,19 @@ def _interpolate(xs: tuple[float, ...], ys: tuple[float, ...], x: float) -> floa
 
 def _numbers(table: dict, key: str, problems: list[str], where: str) -> tuple[float, ...]:
     got = table.get(key)
-    ok = isinstance(got, (list, tuple)) and got and all(
-        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-        and x > 0 for x in got)
-    if not ok:
-        what = shown(got) if not isinstance(got, (list, tuple)) or not got else \
-            "a list holding another value"
-        problems.append(f"{where}.{key}: must be a non-empty list of positive finite "
-                        f"numbers, got {what}")
-        return ()
-    return tuple(float(x) for x in got)
+    if isinstance(got, (list, tuple)) and got:
+        bad = next(((i, x) for i, x in enumerate(got, 1) if not (
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+            and x > 0)), None)
+        if bad is None:
+            return tuple(float(x) for x in got)
+        what = f"{shown(bad[1])} (element {bad[0]})"
+    else:
+        what = "an empty list" if isinstance(got, (list, tuple)) else \
+            "nothing (the key is missing)" if key not in table else shown(got)
+    problems.append(f"{where}.{key}: must be a non-empty list of positive finite numbers, "
+                    f"got {what}")
+    return ()
 
 
 def issue_rates_from_table(table: Any, problems: list[str],
