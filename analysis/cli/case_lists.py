@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from tiletraffic.analysis.cli.batching import BATCH_HELP, SHARED_B_HELP
+from tiletraffic.analysis.cli.batching import BATCH_HELP, SHARED_B_HELP, Dtype
 
 
 class CaseListName(click.Choice):
@@ -24,20 +24,6 @@ class CaseListName(click.Choice):
     @choices.setter
     def choices(self, value):
         pass
-
-
-class Dtype(click.ParamType):
-    """``float32`` or ``float16`` (``simulator.kernels.storage.DTYPES``); anything else a
-    usage error naming the value and both."""
-
-    name = "float32|float16"
-
-    def convert(self, value, param, ctx):
-        from tiletraffic.simulator.kernels.storage import DTYPES
-
-        if value not in DTYPES:
-            self.fail(f"{value!r} is not one of {', '.join(DTYPES)}", param, ctx)
-        return value
 
 
 def case_list_options(f):
