@@ -44,10 +44,13 @@ def case_list_options(f):
                              "with half's tolerance).")(f)
 
 
-def chosen_cases(quick, case_list_name, cases_file, options):
+def chosen_cases(quick, case_list_name, cases_file, options, predictions_file=None):
     """(cases or None, the list's recorded name or None, its plain name or None) from
     --quick / --case-list / --cases and the list ``options`` (dtype, batch, shared_b);
-    every error a usage error (exit 2)."""
+    every error a usage error (exit 2): the options refused with --cases and with
+    ``predictions_file`` but no list (unused there) before their values are
+    checked."""
+    from tiletraffic.analysis.cli.common import refuse_unused
     from tiletraffic.analysis.validation.cases import (CaseError, case_list, case_list_label,
                                                        read_cases)
 
@@ -55,12 +58,7 @@ def chosen_cases(quick, case_list_name, cases_file, options):
                             ("--cases", cases_file)) if v]
     if len(given) > 1:
         raise click.UsageError(f"give one of {', '.join(given)}, not several")
-    if options.get("shared_b") and (options.get("batch") or 1) < 2:
-        raise click.UsageError(f"--shared-b applies to a batch of 2 or more products, got "
-                               f"--batch {options.get('batch') or 1}; give --batch 2 or more")
     if cases_file:
-        from tiletraffic.analysis.cli.common import refuse_unused
-
         refuse_unused(("dtype", "batch", "shared_b"), "with --cases: each [[case]] of the "
                       "file carries its own (dtype = \"float16\", batch = 8)",
                       "set them in the file, or leave them out")
@@ -69,6 +67,13 @@ def chosen_cases(quick, case_list_name, cases_file, options):
         except CaseError as err:
             raise click.UsageError(str(err)) from None
     name = "quick" if quick else case_list_name
+    if predictions_file and not name:
+        refuse_unused(("dtype", "batch", "shared_b"), "with --predictions and no case list: "
+                      "the file's cases are measured", "give the list they were predicted "
+                      "for (e.g. --quick --dtype float16), or leave them out")
+    if options.get("shared_b") and (options.get("batch") or 1) < 2:
+        raise click.UsageError(f"--shared-b applies to a batch of 2 or more products, got "
+                               f"--batch {options.get('batch') or 1}; give --batch 2 or more")
     if not name:
         return None, None, None
     try:
