@@ -112,6 +112,13 @@ def test_cli_refuses_list_options_with_a_case_file_or_a_predictions_file_alone(t
     _one_line_error(CliRunner().invoke(main, ["validate", "--predictions", str(pred),
                                               "--batch", "2"]),
                     "--batch has no effect with --predictions and no case list")
+    # --shared-b alone: refused as an option of no effect there, not sent to --batch 2
+    _one_line_error(CliRunner().invoke(main, ["validate", "--cases", str(cases),
+                                              "--shared-b", "--print-cases"]),
+                    "--shared-b has no effect with --cases")
+    _one_line_error(CliRunner().invoke(main, ["validate", "--predictions", str(pred),
+                                              "--shared-b"]),
+                    "--shared-b has no effect with --predictions and no case list")
 
 
 def test_cli_prints_the_list_in_half_storage_and_predicts_it_without_a_device(

@@ -34,15 +34,15 @@ dram           read once (lines from DRAM)             per_line (d = 1's cycles 
 strided_read_  the same from DRAM at d = 0 with a      (none: reported, the cycles of x
 x              broadcast x[k] per step, from global    from global memory over x from local
                or from local memory                    memory)
-register_tile  16 x 16 work-items, 8 x 8 sums each:     warp_instructions_per_cycle_per_
+register_tile  16 x 16 work-items, 8 x 8 sums each:    warp_instructions_per_cycle_per_
                the inner loop of gemm-register-blocked sub_partition (the rate, in the
                TM = TN = 8, BK = 8 from local tiles    instructions the time model counts:
                (barrier, 8 x (16 local loads + 64      FMAs, local loads, barriers)
                FMAs) per step)
 issue_rate     one work-group per compute unit of 1,   issue_rates (a table: the rate by
                2, 3, 4 and 8 sub-groups per scheduler: sub-groups per scheduler, for
-               8 sums per work-item from 4 float4 or    128-bit and 32-bit local loads;
-               16 scalar local loads + 64 FMAs per     :mod:`.issue_rate`)
+               8 x 8 sums per work-item from 4 float4  128-bit and 32-bit local loads;
+               or 16 scalar local loads + 64 FMAs per  :mod:`.issue_rate`)
                depth, a barrier per 8 depths
 empty_kernel   a kernel that does nothing              launch_overhead_s
 barrier        work-group barriers in a loop           barrier_wavefronts_per_work_group

@@ -31,20 +31,24 @@ DTYPE_HELP = ("Every GEMM and matrix-vector family: storage of its matrices and 
               "computed in float32, rounded to half when stored) [default: float32].")
 
 
-def _remember_dtype(ctx, param, value):
-    if value is not None:
+class Dtype(click.ParamType):
+    """``float32`` or ``float16`` (``simulator.kernels.storage.DTYPES``); anything else a
+    usage error naming the value and both."""
+
+    name = "float32|float16"
+
+    def convert(self, value, param, ctx):
         from tiletraffic.simulator.kernels.storage import DTYPES
+
         if value not in DTYPES:
-            raise click.BadParameter(f"{value!r} is not one of {', '.join(DTYPES)}", ctx,
-                                     param)
-        ctx.meta.setdefault("family_options", {})["dtype"] = value
-    return value
+            self.fail(f"{value!r} is not one of {', '.join(DTYPES)}", param, ctx)
+        return value
 
 
 def dtype_option(f):
     """--dtype float32|float16 (every family; :mod:`simulator.kernels.storage`)."""
-    return click.option("--dtype", "dtype", type=str, default=None, metavar="float32|float16",
-                        expose_value=False, callback=_remember_dtype, help=DTYPE_HELP)(f)
+    return click.option("--dtype", "dtype", type=Dtype(), default=None, metavar="float32|float16",
+                        expose_value=False, callback=_remember, help=DTYPE_HELP)(f)
 
 
 def batch_options(f):
@@ -63,8 +67,8 @@ def tune_batch_options(f):
     """--batch COUNT, --shared-b and --dtype as arguments of the command (``tune gemm``:
     every candidate is built with them)."""
     f = click.option("--shared-b", "shared_b", is_flag=True, help=SHARED_B_HELP)(f)
-    f = click.option("--dtype", "dtype", type=click.Choice(["float32", "float16"]),
-                     default="float32", show_default=True,
+    f = click.option("--dtype", "dtype", type=Dtype(), default="float32", show_default=True,
+                     metavar="float32|float16",
                      help="Storage of A, B and C: float32, or float16 (half: read with "
                           "vload_half, computed in float32, rounded to half when stored); "
                           "every candidate is built with it.")(f)

@@ -28,7 +28,7 @@ def command(device, out_file, quick, base_model, datasheet):
     """Measure this device with OpenCL microbenchmarks (DRAM read and write, L2 size by a
     footprint sweep, L2 and local-memory bandwidth, FP32 FMA rate, load latency, the
     staging round trips from L2 and DRAM, strided requests, the register-tile issue rate,
-    launch overhead, barrier cost) and write a device-model file: each measured value
+    the issue rate by sub-groups per scheduler, launch overhead, barrier cost) and write a device-model file: each measured value
     marked measured with its benchmark, the rest queried or as in the base model (--base).
     A value beyond what the hardware can do (above a documented peak, an issue rate above
     one warp instruction per cycle per scheduler) is refused: not written, with a line

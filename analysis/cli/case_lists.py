@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from tiletraffic.analysis.cli.batching import BATCH_HELP, SHARED_B_HELP
+from tiletraffic.analysis.cli.batching import BATCH_HELP, SHARED_B_HELP, Dtype
 
 
 class CaseListName(click.Choice):
@@ -26,20 +26,6 @@ class CaseListName(click.Choice):
         pass
 
 
-class Dtype(click.ParamType):
-    """``float32`` or ``float16`` (``simulator.kernels.storage.DTYPES``); anything else a
-    usage error naming the value and both."""
-
-    name = "float32|float16"
-
-    def convert(self, value, param, ctx):
-        from tiletraffic.simulator.kernels.storage import DTYPES
-
-        if value not in DTYPES:
-            self.fail(f"{value!r} is not one of {', '.join(DTYPES)}", param, ctx)
-        return value
-
-
 def case_list_options(f):
     """--dtype, --batch and --shared-b of a built-in case list, as arguments of the command
     (``dtype``, ``batch``, ``shared_b``)."""
@@ -58,10 +44,13 @@ def case_list_options(f):
                              "with half's tolerance).")(f)
 
 
-def chosen_cases(quick, case_list_name, cases_file, options):
+def chosen_cases(quick, case_list_name, cases_file, options, predictions_file=None):
     """(cases or None, the list's recorded name or None, its plain name or None) from
     --quick / --case-list / --cases and the list ``options`` (dtype, batch, shared_b);
-    every error a usage error (exit 2)."""
+    every error a usage error (exit 2): the options refused with --cases and with
+    ``predictions_file`` but no list (unused there) before their values are
+    checked."""
+    from tiletraffic.analysis.cli.common import refuse_unused
     from tiletraffic.analysis.validation.cases import (CaseError, case_list, case_list_label,
                                                        read_cases)
 
@@ -69,12 +58,7 @@ def chosen_cases(quick, case_list_name, cases_file, options):
                             ("--cases", cases_file)) if v]
     if len(given) > 1:
         raise click.UsageError(f"give one of {', '.join(given)}, not several")
-    if options.get("shared_b") and (options.get("batch") or 1) < 2:
-        raise click.UsageError(f"--shared-b applies to a batch of 2 or more products, got "
-                               f"--batch {options.get('batch') or 1}; give --batch 2 or more")
     if cases_file:
-        from tiletraffic.analysis.cli.common import refuse_unused
-
         refuse_unused(("dtype", "batch", "shared_b"), "with --cases: each [[case]] of the "
                       "file carries its own (dtype = \"float16\", batch = 8)",
                       "set them in the file, or leave them out")
@@ -83,6 +67,13 @@ def chosen_cases(quick, case_list_name, cases_file, options):
         except CaseError as err:
             raise click.UsageError(str(err)) from None
     name = "quick" if quick else case_list_name
+    if predictions_file and not name:
+        refuse_unused(("dtype", "batch", "shared_b"), "with --predictions and no case list: "
+                      "the file's cases are measured", "give the list they were predicted "
+                      "for (e.g. --quick --dtype float16), or leave them out")
+    if options.get("shared_b") and (options.get("batch") or 1) < 2:
+        raise click.UsageError(f"--shared-b applies to a batch of 2 or more products, got "
+                               f"--batch {options.get('batch') or 1}; give --batch 2 or more")
     if not name:
         return None, None, None
     try:

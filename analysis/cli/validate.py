@@ -121,7 +121,8 @@ def command(device, model, quick, case_list_name, cases_file, dtype, batch, shar
         click.echo(f"rendered {rendered}")
         return
     options = {"dtype": dtype, "batch": batch, "shared_b": shared_b}
-    cases, list_name, plain_name = chosen_cases(quick, case_list_name, cases_file, options)
+    cases, list_name, plain_name = chosen_cases(quick, case_list_name, cases_file, options,
+                                                predictions_file)
     if print_cases:
         refuse_unused(("model", "out", "repeat", "rounds", "predictions_file", "predict_only",
                        "targets", "datasheet", "cluster", "device_workers"),
@@ -170,10 +171,6 @@ def command(device, model, quick, case_list_name, cases_file, dtype, batch, shar
     if cluster is None:
         refuse_unused(("device_workers",), "without --cluster: one process runs the cases "
                                            "on one device")
-    if predictions_file and cases is None:
-        refuse_unused(("dtype", "batch", "shared_b"), "with --predictions and no case list: "
-                      "the file's cases are measured", "give the list they were predicted "
-                      "for (e.g. --quick --dtype float16), or leave them out")
     try:
         with engine_for(cluster, 1, device_workers,
                         lambda line: click.echo(line, err=True)) as engine:

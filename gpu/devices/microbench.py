@@ -30,6 +30,11 @@ class MicrobenchResultError(TiletrafficGpuError):
     """A microbenchmark's result differs from the host's: its times are not returned."""
 
 
+class MicrobenchLaunchError(TiletrafficGpuError):
+    """A microbenchmark's kernel did not launch at the work-group size asked (more registers
+    than the compute unit holds for that many work-items, say): no times."""
+
+
 def kernel_source() -> str:
     """The OpenCL C source of every microbenchmark kernel."""
     return resources.files(__package__).joinpath("templates/calibrate.cl").read_text("utf-8")
@@ -389,6 +394,9 @@ def issue_mix(target, steps: int, work_group_items: int, work_groups: int, repea
         ValueError: ``steps`` < 1, or ``work_group_items`` not a positive multiple of 32.
         tiletraffic.gpu.devices.device.TiletrafficGpuError: the device cannot run
             ``work_group_items`` work-items per work-group.
+        MicrobenchLaunchError: the kernel did not launch at ``work_group_items`` work-items
+            per work-group (the OpenCL error named): its registers, say, do not fit.
+        MicrobenchResultError: the result differs from the host's.
     """
     name = "issue_mix_128" if vector else "issue_mix_32"
     if steps < 1 or work_group_items < 32 or work_group_items % 32:
@@ -402,9 +410,15 @@ def issue_mix(target, steps: int, work_group_items: int, work_groups: int, repea
     out = _buffer(target, items * 4)
     source = resources.files(__package__).joinpath("templates/issue_mix.cl").read_text("utf-8")
     kernel = cl.Kernel(build_program(target, source, ()).program, name)
-    times = _time(target, kernel, items, work_group_items, [out, np.uint32(steps)], repeat)
-    _check_each(name, _read(target, out, items),
-                np.tile(issue_mix_sums(steps, vector), items // 32))
+    try:
+        times = _time(target, kernel, items, work_group_items, [out, np.uint32(steps)],
+                      repeat)
+        got = _read(target, out, items)
+    except cl.Error as err:
+        raise MicrobenchLaunchError(f"{name}: {work_group_items} work-items per work-group "
+                                    f"did not launch on {target.info.device_name} "
+                                    f"({' '.join(str(err).split())})") from None
+    _check_each(name, got, np.tile(issue_mix_sums(steps, vector), items // 32))
     return times
 
 

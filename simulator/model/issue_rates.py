@@ -9,13 +9,17 @@ each scheduler issues per cycle for two instruction mixes of a register-tiled lo
   work-item's 8 x 8 outputs from 8 values of A and 8 of B);
 * ``local_32``: per depth, 16 scalar (32-bit) local loads and the same 64 FMAs;
 
-each with a barrier per 8 depths, as the local-memory GEMMs run. In a model file::
+each with a barrier per 8 depths, as the local-memory GEMMs run. In a model file (``value``
+a table; ``calibrate`` writes it inline, on one line)::
 
     [values.issue_rates]
-    value = {warps_per_scheduler = [1, 2, 3, 4, 8], local_128 = [0.45, 0.7, 0.8, 0.85, 0.9],
-             local_32 = [0.5, 0.75, 0.85, 0.9, 0.92]}
     source = "measured"
     ref = "tiletraffic calibrate: issue_rate (...)"
+
+    [values.issue_rates.value]
+    warps_per_scheduler = [1, 2, 3, 4, 8]
+    local_128 = [0.45, 0.7, 0.8, 0.85, 0.9]
+    local_32 = [0.5, 0.75, 0.85, 0.9, 0.92]
 
 Rates are sub-group instructions per cycle per scheduler, in the instructions the time
 model counts for the benchmark's loop (FMAs, local loads, the barrier, and the loop's
@@ -88,16 +92,19 @@ def _interpolate(xs: tuple[float, ...], ys: tuple[float, ...], x: float) -> floa
 
 def _numbers(table: dict, key: str, problems: list[str], where: str) -> tuple[float, ...]:
     got = table.get(key)
-    ok = isinstance(got, (list, tuple)) and got and all(
-        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-        and x > 0 for x in got)
-    if not ok:
-        what = shown(got) if not isinstance(got, (list, tuple)) or not got else \
-            "a list holding another value"
-        problems.append(f"{where}.{key}: must be a non-empty list of positive finite "
-                        f"numbers, got {what}")
-        return ()
-    return tuple(float(x) for x in got)
+    if isinstance(got, (list, tuple)) and got:
+        bad = next(((i, x) for i, x in enumerate(got, 1) if not (
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+            and x > 0)), None)
+        if bad is None:
+            return tuple(float(x) for x in got)
+        what = f"{shown(bad[1])} (element {bad[0]})"
+    else:
+        what = "an empty list" if isinstance(got, (list, tuple)) else \
+            "nothing (the key is missing)" if key not in table else shown(got)
+    problems.append(f"{where}.{key}: must be a non-empty list of positive finite numbers, "
+                    f"got {what}")
+    return ()
 
 
 def issue_rates_from_table(table: Any, problems: list[str],

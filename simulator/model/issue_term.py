@@ -62,12 +62,7 @@ def issue_seconds(schedule: S.Schedule, counts: TrafficCounts, memory: MemoryCou
     ``share`` (the busiest unit's part of the launch) on its ``sub_partitions_per_cu``
     schedulers at ``clock_hz``; with an ``issue_rates`` table, at the table's rate for
     ``work_groups_per_cu`` resident work-groups."""
-    counted = issued_instructions(schedule, counts, memory, model)
-    items = max(1, schedule.work_group_items)
-    sub_groups = -(-items // model.sub_group_size) * counts.work_groups
-    if instructions is not None:
-        counted = issued_from_build(instructions, counts.flop, items * counts.work_groups,
-                                    sub_groups)
+    counted = launch_instructions(schedule, counts, memory, model, instructions)
     cycles_per_s = model.clock_hz * model.sub_partitions_per_cu
     if model.issue_rates is None:
         rate = model.warp_instructions_per_cycle_per_sub_partition
@@ -75,6 +70,8 @@ def issue_seconds(schedule: S.Schedule, counts: TrafficCounts, memory: MemoryCou
             ISSUE_METHOD if instructions is not None else None
     how = "the build's counts"
     if instructions is None:
+        sub_groups = -(-max(1, schedule.work_group_items) // model.sub_group_size) \
+            * counts.work_groups
         counted = estimated_instructions(schedule, counted, sub_groups)
         how = "counted FMAs, requests and barriers + the IR's estimate of the rest"
     warps = sub_groups_per_scheduler(schedule, model, work_groups_per_cu)
@@ -102,3 +99,15 @@ def issued_instructions(schedule: S.Schedule, counts: TrafficCounts, memory: Mem
             + memory.global_load_requests + memory.global_store_requests
             + memory.local_load_requests + memory.local_store_requests
             + counts.barriers * sub_groups)
+
+
+def launch_instructions(schedule: S.Schedule, counts: TrafficCounts, memory: MemoryCounts,
+                        model: DeviceModel, instructions: KernelInstructions | None) -> float:
+    """The launch's sub-group instructions for the issue term: from the build's counts
+    (:func:`simulator.model.instructions.issued_from_build`) when ``instructions`` is given,
+    else :func:`issued_instructions`."""
+    if instructions is None:
+        return issued_instructions(schedule, counts, memory, model)
+    items = max(1, schedule.work_group_items)
+    sub_groups = -(-items // model.sub_group_size) * counts.work_groups
+    return issued_from_build(instructions, counts.flop, items * counts.work_groups, sub_groups)

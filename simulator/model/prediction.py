@@ -48,8 +48,9 @@ from tiletraffic.simulator.observers.cache import FootprintObserver
 from tiletraffic.simulator.observers.counters import TrafficCounts
 from tiletraffic.simulator.engine.limits import LimitError
 from tiletraffic.simulator.model.device_model import DeviceModel
-from tiletraffic.simulator.model.instructions import KernelInstructions, issued_from_build
-from tiletraffic.simulator.model.issue_term import issue_seconds, issued_instructions
+from tiletraffic.simulator.model.instructions import KernelInstructions
+from tiletraffic.simulator.model.issue_term import (issue_seconds, issued_instructions,
+                                                    launch_instructions)
 from tiletraffic.simulator.model.dram import (BufferReads, dram_reads_lockstep,
                                               dram_reads_steady_state, dram_writes_write_back)
 from tiletraffic.simulator.observers.memory import MemoryCounts
@@ -336,15 +337,3 @@ def l1_cycles(l1_wavefronts: int, modelled_strided_lines: int, strided_cycles: f
     (:func:`simulator.observers.strides.strided_l1_cycles`) instead (0 and 0: none modelled)."""
     return ((l1_wavefronts - modelled_strided_lines) / model.l1_wavefronts_per_cycle_per_cu
             + strided_cycles)
-
-
-def launch_instructions(schedule: Schedule, counts: TrafficCounts, memory: MemoryCounts,
-                        model: DeviceModel, instructions: KernelInstructions | None) -> float:
-    """The launch's sub-group instructions for the issue term: from the build's counts
-    (:func:`simulator.model.instructions.issued_from_build`) when ``instructions`` is given,
-    else :func:`issued_instructions`."""
-    if instructions is None:
-        return issued_instructions(schedule, counts, memory, model)
-    items = max(1, schedule.work_group_items)
-    sub_groups = -(-items // model.sub_group_size) * counts.work_groups
-    return issued_from_build(instructions, counts.flop, items * counts.work_groups, sub_groups)
