@@ -287,72 +287,20 @@ class _Affine:
 
 
 # ------------------------------------------------------------------------------ counting
-SPLIT_PIECES_MAX = 256
-"""The most pieces :func:`card` splits a set into by the values of its bounded divisions."""
-
-
 def card(domain):
     """The number of points of an isl set as a piecewise quasi-polynomial of its parameters
-    (Barvinok's ``card``), simplified for sizes of at least 1.
+    (Barvinok's ``card``), simplified for sizes of at least 1: counted per disjoint piece,
+    with each division of one variable (``floor(l1/4)``: a work-item id split into warps
+    and lanes) turned into a variable and each piece split into groups of variables no
+    condition joins, whose counts multiply
+    (:func:`simulator.model.isl_count.count_points`)."""
+    from tiletraffic.simulator.model.isl_count import count_points
 
-    A set whose integer divisions (``floor(l1/4)``: a work-item id split into warps and
-    lanes, say) each take a bounded range of values independent of the parameters is
-    counted as the sum of its pieces with each division fixed to one value (at most
-    :data:`SPLIT_PIECES_MAX` pieces; disjoint, so the sum is exact): each piece is a set
-    without divisions, which Barvinok counts in a fraction of the time the divisions cost
-    it together."""
     isl = _isl()
     names = domain.get_space().get_var_names(isl.dim_type.param)
     context = isl.Set(f"[{', '.join(names)}] -> {{ : "
                       + (" and ".join(f"{n} >= 1" for n in names) or "true") + " }")
-    pieces = _division_pieces(domain)
-    if pieces is None:
-        counted = domain.card()
-    else:
-        counted = None
-        for piece in pieces:
-            part = piece.card()
-            counted = part if counted is None else counted.add(part)
-        if counted is None:
-            counted = domain.card()              # empty: isl's zero in the right space
-    return counted.gist_params(context).coalesce()
-
-
-def _division_pieces(domain):
-    """``domain`` as disjoint pieces, each with every integer division fixed to one value,
-    or None where it has no division, a division's range is unbounded or depends on the
-    parameters, or there would be more than :data:`SPLIT_PIECES_MAX` pieces."""
-    import itertools
-    isl = _isl()
-    basic_sets = domain.make_disjoint().get_basic_sets()
-    if not any(bs.dim(isl.dim_type.div) for bs in basic_sets):
-        return None
-    pieces = []
-    for bs in basic_sets:
-        whole = isl.Set.from_basic_set(bs)
-        floors = [bs.get_div(i).floor() for i in range(bs.dim(isl.dim_type.div))]
-        ranges = []
-        for aff in floors:
-            low, high = whole.min_val(aff), whole.max_val(aff)
-            if not (low.is_int() and high.is_int()):
-                return None
-            ranges.append(range(low.to_python(), high.to_python() + 1))
-        combinations = 1
-        for r in ranges:
-            combinations *= len(r)
-        if len(pieces) + combinations > SPLIT_PIECES_MAX:
-            return None
-        universe = isl.Set.universe(whole.get_space())
-        for values in itertools.product(*ranges):
-            piece = whole
-            for aff, value in zip(floors, values):
-                piece = piece.intersect(isl.PwAff.from_aff(aff).eq_set(
-                    isl.PwAff.val_on_domain(universe, isl.Val(value))))
-                if piece.is_empty():
-                    break
-            if not piece.is_empty():
-                pieces.append(piece.remove_redundancies())
-    return pieces
+    return count_points(domain).gist_params(context).coalesce()
 
 
 # --------------------------------------------------------------------------- what one counts
