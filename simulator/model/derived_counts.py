@@ -289,10 +289,10 @@ class _Affine:
 # ------------------------------------------------------------------------------ counting
 def card(domain):
     """The number of points of an isl set as a piecewise quasi-polynomial of its parameters
-    (Barvinok's ``card``), simplified for sizes of at least 1: counted per disjoint piece,
-    with each division of one variable (``floor(l1/4)``: a work-item id split into warps
-    and lanes) turned into a variable and each piece split into groups of variables no
-    condition joins, whose counts multiply
+    (Barvinok's ``card``) for sizes of at least 1, each piece's condition simplified under
+    that: counted per disjoint piece, with each division of one variable (``floor(l1/4)``:
+    a work-item id split into warps and lanes) turned into a variable and each piece split
+    into groups of variables no condition joins, whose counts multiply
     (:func:`simulator.model.isl_count.count_points`)."""
     from tiletraffic.simulator.model.isl_count import count_points
 
@@ -300,7 +300,16 @@ def card(domain):
     names = domain.get_space().get_var_names(isl.dim_type.param)
     context = isl.Set(f"[{', '.join(names)}] -> {{ : "
                       + (" and ".join(f"{n} >= 1" for n in names) or "true") + " }")
-    return count_points(domain).gist_params(context).coalesce()
+    counted = count_points(domain.intersect_params(context)).coalesce()
+    pieces = [(where.gist_params(context), polynomial)
+              for where, polynomial in counted.get_pieces()]
+    if not pieces or any(not a.intersect(b).is_empty()
+                         for i, (a, _) in enumerate(pieces) for b, _ in pieces[i + 1:]):
+        return counted                         # the simpler conditions would overlap
+    simplified = isl.PwQPolynomial.alloc(*pieces[0])
+    for where, polynomial in pieces[1:]:
+        simplified = simplified.add(isl.PwQPolynomial.alloc(where, polynomial))
+    return simplified
 
 
 # --------------------------------------------------------------------------- what one counts
@@ -360,6 +369,7 @@ class _DomainCounter(Visitor):
 
     def __init__(self, space: _Space, affine: _Affine, assigned: set[str]):
         self.space, self.affine, self.assigned = space, affine, assigned
+        self.terms: dict[str, list] = {}
         self.forms: dict = {}
         self.not_derived: dict[str, str] = {}
         self.domain = None
@@ -381,12 +391,22 @@ class _DomainCounter(Visitor):
         if key in self.not_derived or domain.is_empty():
             return
         amount = self.card(domain, per_work_group).scale_val(self.space.isl.Val(times))
-        self.forms[key] = self.forms[key].add(amount) if key in self.forms else amount
+        self.terms.setdefault(key, []).append(amount)
+
+    def summed(self) -> None:
+        """The forms: each counter's terms added (:data:`SUM_PIECES_MAX`)."""
+        for key, terms in self.terms.items():
+            if key in self.not_derived:
+                continue
+            try:
+                self.forms[key] = _summed(terms)
+            except TooManyPieces as err:
+                self.not_derived[key] = str(err)
 
     def give_up_on(self, stmts, why: str) -> None:
         for key in subtree_counters(stmts):
             self.not_derived.setdefault(key, why)
-            self.forms.pop(key, None)
+            self.terms.pop(key, None)
 
     # the statements
     def block(self, stmts, domain, env: dict):
@@ -498,7 +518,11 @@ def derive(schedule, binding) -> DerivedCounts:
     for part in parts:
         for key, form in part.forms.items():
             if key not in total.not_derived:
-                total.forms[key] = _plus(total.forms.get(key, 0), form)
+                try:
+                    total.forms[key] = _plus(total.forms.get(key, 0), form)
+                except TooManyPieces as err:
+                    total.not_derived[key] = str(err)
+                    total.forms.pop(key, None)
     return total
 
 
@@ -538,6 +562,7 @@ def _derive_kernel(schedule: S.Schedule, binding: SizeBinding) -> DerivedCounts:
             raise _GiveUp("the kernel branches on floats of the data, whose values choose "
                           "the branches taken")
         counter.block(schedule.body, domain, {})
+        counter.summed()
     except _GiveUp as err:
         out.not_derived = {key: str(err) for key in _all_keys(buffers)}
         return out
@@ -619,20 +644,44 @@ def _finish(out: DerivedCounts, element_bytes: dict[str, int] | None = None) -> 
             out.not_derived.setdefault(f"global_{direction}_bytes", out.not_derived[total])
             continue
         sizes = [element_bytes.get(b, S.FLOAT_BYTES) for b in out.buffers]
-        out.forms[total] = _summed([out.forms[k] for k in keys])
-        out.forms[f"global_{direction}_bytes"] = _summed(
-            [out.forms[k] * size if isinstance(out.forms[k], int)
-             else out.forms[k].scale_val(_isl().Val(size)) for k, size in zip(keys, sizes)])
+        try:
+            out.forms[total] = _summed([out.forms[k] for k in keys])
+            out.forms[f"global_{direction}_bytes"] = _summed(
+                [out.forms[k] * size if isinstance(out.forms[k], int)
+                 else out.forms[k].scale_val(_isl().Val(size)) for k, size in zip(keys, sizes)])
+        except TooManyPieces as err:
+            out.not_derived.setdefault(total, str(err))
+            out.not_derived.setdefault(f"global_{direction}_bytes", str(err))
     for key, why in NOT_SUMMED.items():
         out.not_derived.setdefault(key, why)
 
 
+SUM_PIECES_MAX = 256
+"""The most pieces two forms may have together (the product of their numbers of pieces)
+for :func:`_plus` to add them: isl's sum of piecewise forms intersects every piece of one
+with every piece of the other, and forms with many pieces (a guard's edge cases for each
+size) would take minutes to add."""
+
+
+class TooManyPieces(Exception):
+    """Two forms whose sum :data:`SUM_PIECES_MAX` refuses; the message, one line, says so
+    (the simulated count stands alone for that counter)."""
+
+
 def _summed(parts: list):
-    """The sum of integers and isl forms (an int where all are integers)."""
-    summed = sum(p for p in parts if isinstance(p, int))
-    for form in (p for p in parts if not isinstance(p, int)):
-        summed = form if isinstance(summed, int) and summed == 0 else _plus(summed, form)
-    return summed
+    """The sum of integers and isl forms (an int where all are integers), added pairwise.
+
+    Raises:
+        TooManyPieces: two forms with too many pieces together (:data:`SUM_PIECES_MAX`).
+    """
+    forms = [p for p in parts if not isinstance(p, int)]
+    constant = sum(p for p in parts if isinstance(p, int))
+    if not forms:
+        return constant
+    while len(forms) > 1:
+        forms = [_plus(forms[i], forms[i + 1]) if i + 1 < len(forms) else forms[i]
+                 for i in range(0, len(forms), 2)]
+    return _plus(forms[0], constant)
 
 
 def _plus(a, b):
@@ -642,7 +691,12 @@ def _plus(a, b):
         a, b = b, a
     if isinstance(b, int):
         return a if b == 0 else a.add(_constant_like(a, b))
-    return a.add(b)
+    pieces = a.n_piece() * b.n_piece()
+    if pieces > SUM_PIECES_MAX:
+        raise TooManyPieces(f"no closed form derived: a sum of forms of {a.n_piece()} and "
+                            f"{b.n_piece()} pieces (more than {SUM_PIECES_MAX} together) "
+                            "would take minutes to simplify")
+    return a.add(b).coalesce()
 
 
 def _constant_like(form, value: int):

@@ -47,17 +47,7 @@ def _count_basic(basic):
     if any(d is False for d in divisions):
         return isl.Set.from_basic_set(basic).card()
     rows = _rows(basic.lift(), len(names), n + len(divisions))
-    replaced: set[int] = set()
-    for i, division in enumerate(divisions):
-        if division is None or division[0] in replaced:
-            continue
-        variable, modulus, offset = division
-        replaced.add(variable)
-        for coefficients in rows:              # x := m·d + r - c, r in x's column
-            amount = coefficients[1][variable]
-            if amount:
-                coefficients[1][n + i] += amount * modulus
-                coefficients[2] -= amount * offset
+    rows = _substituted(rows, _change_of_variables(divisions, n))
     groups = _groups(rows, n + len(divisions))
     if groups is None:
         return isl.Set.from_basic_set(basic).card()
@@ -70,6 +60,50 @@ def _count_basic(basic):
     if counted is None:                        # no variable: the parameters' conditions
         counted = isl.Set(text.set([], on_parameters)).card()
     return counted
+
+
+def _change_of_variables(divisions, n: int) -> dict[int, dict]:
+    """Each lifted variable (the ``n`` set variables, then one per division) as an integer
+    combination of the new variables (``{column: coefficient, "1": constant}``; a column
+    left out is itself).
+
+    The divisions of one variable ``x`` are taken by decreasing modulus ``m``: the first,
+    ``d = floor((x + c)/m)``, writes ``x = m·d + r - c`` (``r`` in ``x``'s column); a next
+    ``d' = floor((x + c')/m')`` whose ``m'`` divides the coefficients of ``x`` so far is
+    ``d' = Σ (a/m')·u + e`` with ``x = Σ a·u + m'·e + r' - c'`` (``e`` in ``d'``'s
+    column): triangular with ones on the diagonal, so integer points map one to one. A
+    division that fits neither stays a variable of its own."""
+    exprs: dict[int, dict] = {}
+    by_variable: dict[int, list] = {}
+    for i, division in enumerate(divisions):
+        if division is not None:
+            by_variable.setdefault(division[0], []).append((division[1], division[2], n + i))
+    for x, found in by_variable.items():
+        for modulus, offset, column in sorted(found, key=lambda f: -f[0]):
+            current = exprs.get(x, {x: 1})
+            parts = {k: a for k, a in current.items() if k not in (x, "1")}
+            if any(a % modulus for a in parts.values()):
+                continue
+            exprs[column] = {**{k: a // modulus for k, a in parts.items()}, column: 1}
+            exprs[x] = {**parts, column: modulus, x: 1, "1": -offset}
+    return exprs
+
+
+def _substituted(rows, exprs: dict[int, dict]) -> list[list]:
+    """``rows`` with each variable replaced by its expression in ``exprs``."""
+    out = []
+    for parameters, coefficients, constant, equality in rows:
+        new = [0] * len(coefficients)
+        for k, amount in enumerate(coefficients):
+            if not amount:
+                continue
+            for term, a in exprs.get(k, {k: 1}).items():
+                if term == "1":
+                    constant += amount * a
+                else:
+                    new[term] += amount * a
+        out.append([parameters, new, constant, equality])
+    return out
 
 
 def _one_variable_division(basic, i: int, n: int):
