@@ -236,3 +236,34 @@ def test_card_of_a_set_with_warp_divisions_counts_each_point_once():
         value = form.eval_with_dict({"M": m, "N": n})
         value = value.to_python() if hasattr(value, "to_python") else value
         assert int(value) == points, (m, n)
+
+
+def test_a_tiled_kernel_with_edge_guards_is_derived_in_seconds_and_equals_the_simulator():
+    """A CUDA GEMM through 32 x 32 shared-memory tiles, its work-item id split by / 16 and
+    % 16, every load and store guarded (the CUDA corpus's bitexact matmul_kernel): its
+    forms are derived within seconds and equal the simulator at sizes that are no
+    multiples of the tile."""
+    import time
+
+    path = ROOT / "tests" / "corpora" / "cuda" / "launch" / "bx_matmul_kernel.toml"
+    started = time.perf_counter()
+    derived = _derived_file(path)
+    assert time.perf_counter() - started < 30
+    assert {"global_load_elems", "global_store_elems", "flop"} <= set(derived.forms)
+    for sizes in ({"M": 40, "K": 50, "N": 33}, {"M": 7, "K": 3, "N": 65}):
+        counts = count_launch(load(path, sizes), hazards="report").counts.to_dict()
+        assert not _same(derived.evaluate(sizes), counts), sizes
+
+
+def test_a_sum_of_forms_with_too_many_pieces_is_named_and_the_rest_stays_derived():
+    """The warp-tiled GEMM's 64 guarded stores of C each have a form of many pieces (the
+    guard's edge cases): their sum is refused with a one-line reason, within seconds, and
+    the other counters stay derived and equal the simulator."""
+    schedule = tt.build("gemm-warp-tiled", m=64, k=64, n=64)
+    derived = derive(schedule)
+    why = derived.not_derived["global_store_elems_by_buffer[C]"]
+    assert why.startswith("no closed form derived:") and "\n" not in why
+    assert "global_store_elems" in derived.not_derived
+    counts = count_launch(schedule, hazards="report").counts.to_dict()
+    assert "global_load_elems" in derived.forms
+    assert not _same(derived.evaluate(), counts)
