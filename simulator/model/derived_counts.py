@@ -394,13 +394,16 @@ class _DomainCounter(Visitor):
         self.terms.setdefault(key, []).append(amount)
 
     def summed(self) -> None:
-        """The forms: each counter's terms added (:data:`SUM_PIECES_MAX`)."""
+        """The forms: each counter's terms added, within :data:`SUM_SECONDS` in all."""
+        import time
+
+        deadline = time.monotonic() + SUM_SECONDS
         for key, terms in self.terms.items():
             if key in self.not_derived:
                 continue
             try:
-                self.forms[key] = _summed(terms)
-            except TooManyPieces as err:
+                self.forms[key] = _summed(terms, deadline)
+            except SumRefused as err:
                 self.not_derived[key] = str(err)
 
     def give_up_on(self, stmts, why: str) -> None:
@@ -520,7 +523,7 @@ def derive(schedule, binding) -> DerivedCounts:
             if key not in total.not_derived:
                 try:
                     total.forms[key] = _plus(total.forms.get(key, 0), form)
-                except TooManyPieces as err:
+                except SumRefused as err:
                     total.not_derived[key] = str(err)
                     total.forms.pop(key, None)
     return total
@@ -649,38 +652,52 @@ def _finish(out: DerivedCounts, element_bytes: dict[str, int] | None = None) -> 
             out.forms[f"global_{direction}_bytes"] = _summed(
                 [out.forms[k] * size if isinstance(out.forms[k], int)
                  else out.forms[k].scale_val(_isl().Val(size)) for k, size in zip(keys, sizes)])
-        except TooManyPieces as err:
+        except SumRefused as err:
             out.not_derived.setdefault(total, str(err))
             out.not_derived.setdefault(f"global_{direction}_bytes", str(err))
     for key, why in NOT_SUMMED.items():
         out.not_derived.setdefault(key, why)
 
 
-SUM_PIECES_MAX = 256
+SUM_SECONDS = 2.0
+"""The time one kernel's derivation may spend adding its statements' forms: isl's sum of
+piecewise forms intersects every piece of one with every piece of the other, and forms with
+many pieces (a guard's edge cases for each size) may take minutes to add. A counter whose
+sum is not done by then is not derived (the simulated count stands alone for it)."""
+
+SUM_PIECES_MAX = 4096
 """The most pieces two forms may have together (the product of their numbers of pieces)
-for :func:`_plus` to add them: isl's sum of piecewise forms intersects every piece of one
-with every piece of the other, and forms with many pieces (a guard's edge cases for each
-size) would take minutes to add."""
+for :func:`_plus` to add them at all (one such sum may take minutes)."""
 
 
-class TooManyPieces(Exception):
-    """Two forms whose sum :data:`SUM_PIECES_MAX` refuses; the message, one line, says so
-    (the simulated count stands alone for that counter)."""
+class SumRefused(Exception):
+    """A sum of forms not attempted (:data:`SUM_SECONDS`, :data:`SUM_PIECES_MAX`); the
+    message, one line, says why (the simulated count stands alone for that counter)."""
 
 
-def _summed(parts: list):
+def _summed(parts: list, deadline: float | None = None):
     """The sum of integers and isl forms (an int where all are integers), added pairwise.
 
     Raises:
-        TooManyPieces: two forms with too many pieces together (:data:`SUM_PIECES_MAX`).
+        SumRefused: ``deadline`` (``time.monotonic()``) passed before the sum was done, or
+            two forms with too many pieces together (:data:`SUM_PIECES_MAX`).
     """
+    import time
+
     forms = [p for p in parts if not isinstance(p, int)]
     constant = sum(p for p in parts if isinstance(p, int))
     if not forms:
         return constant
     while len(forms) > 1:
-        forms = [_plus(forms[i], forms[i + 1]) if i + 1 < len(forms) else forms[i]
-                 for i in range(0, len(forms), 2)]
+        pairs, forms = forms, []
+        for i in range(0, len(pairs) - 1, 2):
+            if deadline is not None and time.monotonic() > deadline:
+                raise SumRefused(f"no closed form derived within {SUM_SECONDS:g} s: the sum "
+                                 f"of its {len(parts)} statements' forms (up to "
+                                 f"{max(f.n_piece() for f in pairs)} pieces each) takes "
+                                 "longer")
+            forms.append(_plus(pairs[i], pairs[i + 1]))
+        forms += pairs[len(pairs) - len(pairs) % 2:]
     return _plus(forms[0], constant)
 
 
@@ -691,11 +708,10 @@ def _plus(a, b):
         a, b = b, a
     if isinstance(b, int):
         return a if b == 0 else a.add(_constant_like(a, b))
-    pieces = a.n_piece() * b.n_piece()
-    if pieces > SUM_PIECES_MAX:
-        raise TooManyPieces(f"no closed form derived: a sum of forms of {a.n_piece()} and "
-                            f"{b.n_piece()} pieces (more than {SUM_PIECES_MAX} together) "
-                            "would take minutes to simplify")
+    if a.n_piece() * b.n_piece() > SUM_PIECES_MAX:
+        raise SumRefused(f"no closed form derived: a sum of forms of {a.n_piece()} and "
+                         f"{b.n_piece()} pieces (more than {SUM_PIECES_MAX} together) "
+                         "would take minutes to simplify")
     return a.add(b).coalesce()
 
 
