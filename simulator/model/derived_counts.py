@@ -287,20 +287,24 @@ class _Affine:
 
 
 # ------------------------------------------------------------------------------ counting
-def card(domain):
+def card(domain, deadline: float | None = None):
     """The number of points of an isl set as a piecewise quasi-polynomial of its parameters
     (Barvinok's ``card``) for sizes of at least 1, each piece's condition simplified under
     that: counted per disjoint piece, with each division of one variable (``floor(l1/4)``:
     a work-item id split into warps and lanes) turned into a variable and each piece split
     into groups of variables no condition joins, whose counts multiply
-    (:func:`simulator.model.isl_count.count_points`)."""
+    (:func:`simulator.model.isl_count.count_points`).
+
+    Raises:
+        simulator.model.isl_count.PastDeadline: ``deadline`` (``time.monotonic()``) passed.
+    """
     from tiletraffic.simulator.model.isl_count import count_points
 
     isl = _isl()
     names = domain.get_space().get_var_names(isl.dim_type.param)
     context = isl.Set(f"[{', '.join(names)}] -> {{ : "
                       + (" and ".join(f"{n} >= 1" for n in names) or "true") + " }")
-    counted = count_points(domain.intersect_params(context)).coalesce()
+    counted = count_points(domain.intersect_params(context), deadline).coalesce()
     pieces = [(where.gist_params(context), polynomial)
               for where, polynomial in counted.get_pieces()]
     if not pieces or any(not a.intersect(b).is_empty()
@@ -375,6 +379,8 @@ class _DomainCounter(Visitor):
         self.domain = None
         self.env: dict = {}
         self._cards: dict = {}
+        import time
+        self.deadline = time.monotonic() + DERIVE_SECONDS
 
     # the counting
     def card(self, domain, per_work_group: bool = False):
@@ -384,25 +390,30 @@ class _DomainCounter(Visitor):
             if per_work_group:
                 counted = domain.project_out(self.space.isl.dim_type.set, self.space.dims,
                                              self.space.dims)
-            self._cards[key] = (domain, card(counted))
+            self._cards[key] = (domain, card(counted, self.deadline))
         return self._cards[key][1]
 
     def add(self, key: str, domain, times: int, per_work_group: bool = False) -> None:
+        from tiletraffic.simulator.model.isl_count import PastDeadline
+
         if key in self.not_derived or domain.is_empty():
             return
-        amount = self.card(domain, per_work_group).scale_val(self.space.isl.Val(times))
+        try:
+            amount = self.card(domain, per_work_group).scale_val(self.space.isl.Val(times))
+        except PastDeadline as err:
+            self.not_derived[key] = f"no closed form derived within {DERIVE_SECONDS:g} s: {err}"
+            self.terms.pop(key, None)
+            return
         self.terms.setdefault(key, []).append(amount)
 
     def summed(self) -> None:
-        """The forms: each counter's terms added, within :data:`SUM_SECONDS` in all."""
-        import time
-
-        deadline = time.monotonic() + SUM_SECONDS
+        """The forms: each counter's terms added, within :data:`DERIVE_SECONDS` of the
+        derivation's start in all."""
         for key, terms in self.terms.items():
             if key in self.not_derived:
                 continue
             try:
-                self.forms[key] = _summed(terms, deadline)
+                self.forms[key] = _summed(terms, self.deadline)
             except SumRefused as err:
                 self.not_derived[key] = str(err)
 
@@ -659,11 +670,12 @@ def _finish(out: DerivedCounts, element_bytes: dict[str, int] | None = None) -> 
         out.not_derived.setdefault(key, why)
 
 
-SUM_SECONDS = 2.0
-"""The time one kernel's derivation may spend adding its statements' forms: isl's sum of
-piecewise forms intersects every piece of one with every piece of the other, and forms with
-many pieces (a guard's edge cases for each size) may take minutes to add. A counter whose
-sum is not done by then is not derived (the simulated count stands alone for it)."""
+DERIVE_SECONDS = 4.0
+"""The time one kernel's derivation may take (checked between two counts or two sums, each
+a fraction of it): isl's sum of piecewise forms intersects every piece of one with every
+piece of the other, and forms with many pieces (a guard's edge cases for each size) may
+take minutes to add. A counter whose form is not done by then is not derived (the
+simulated count stands alone for it)."""
 
 SUM_PIECES_MAX = 4096
 """The most pieces two forms may have together (the product of their numbers of pieces)
@@ -671,7 +683,7 @@ for :func:`_plus` to add them at all (one such sum may take minutes)."""
 
 
 class SumRefused(Exception):
-    """A sum of forms not attempted (:data:`SUM_SECONDS`, :data:`SUM_PIECES_MAX`); the
+    """A sum of forms not attempted (:data:`DERIVE_SECONDS`, :data:`SUM_PIECES_MAX`); the
     message, one line, says why (the simulated count stands alone for that counter)."""
 
 
@@ -692,7 +704,7 @@ def _summed(parts: list, deadline: float | None = None):
         pairs, forms = forms, []
         for i in range(0, len(pairs) - 1, 2):
             if deadline is not None and time.monotonic() > deadline:
-                raise SumRefused(f"no closed form derived within {SUM_SECONDS:g} s: the sum "
+                raise SumRefused(f"no closed form derived within {DERIVE_SECONDS:g} s: the sum "
                                  f"of its {len(parts)} statements' forms (up to "
                                  f"{max(f.n_piece() for f in pairs)} pieces each) takes "
                                  "longer")

@@ -27,15 +27,35 @@ def _isl():
     return islpy
 
 
-def count_points(domain):
+class PastDeadline(Exception):
+    """The deadline passed before the count was done (the message says where)."""
+
+
+def count_points(domain, deadline: float | None = None):
     """The number of points of the isl set ``domain`` as an isl piecewise quasi-polynomial
     of its parameters (what ``domain.card()`` gives, counted per independent group of
-    variables; see the module's description)."""
-    total = None
+    variables; see the module's description).
+
+    Raises:
+        PastDeadline: ``deadline`` (``time.monotonic()``) passed between two pieces.
+    """
+    import time
+
+    parts = []
     for basic in domain.compute_divs().make_disjoint().get_basic_sets():
-        part = _count_basic(basic)
-        total = part if total is None else total.add(part)
-    return domain.card() if total is None else total
+        if parts and deadline is not None and time.monotonic() > deadline:
+            raise PastDeadline(f"counting a domain of {len(parts)}+ disjoint pieces")
+        parts.append(_count_basic(basic))
+    if not parts:
+        return domain.card()
+    while len(parts) > 1:                      # pairwise: sums of small forms first
+        pairs, parts = parts, []
+        for i in range(0, len(pairs) - 1, 2):
+            if deadline is not None and time.monotonic() > deadline:
+                raise PastDeadline(f"adding the counts of a domain's {len(pairs)} pieces")
+            parts.append(pairs[i].add(pairs[i + 1]).coalesce())
+        parts += pairs[len(pairs) - len(pairs) % 2:]
+    return parts[0]
 
 
 def _count_basic(basic):
