@@ -25,7 +25,9 @@ the simulator's counts stand alone for it: a loop on a condition (``while``; its
 is no affine bound), an integer assigned more than once, a product of two values that vary
 (``i * j``), a division by a value that varies, an unsigned conversion of a value that may
 be negative, a ``return`` inside a loop; ``global_load_elems_per_tile`` (a maximum over
-work-groups, not a sum). Requests, sectors and bank conflicts (which depend on a device
+work-groups, not a sum); a counter whose form is not done within :data:`DERIVE_SECONDS`
+of the derivation's start ("no closed form derived within 4 s: ..."). Requests, sectors
+and bank conflicts (which depend on a device
 model's sub-group and sector sizes and on each index) are not derived here.
 
 Integers are mathematical integers: a conversion to a signed C type is the identity (the
