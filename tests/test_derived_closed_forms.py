@@ -29,6 +29,13 @@ EXAMPLES = sorted((ROOT / "examples" / "opencl").glob("*.toml"))
 OTHER_LANGUAGES = sorted([*(ROOT / "examples" / "cuda").glob("*.toml"),
                           *(ROOT / "examples" / "glsl").glob("*.toml")])
 
+@pytest.fixture(autouse=True)
+def _no_time_bound(monkeypatch):
+    """Every derivation here runs to its end, however loaded the machine (the time bound
+    has a test of its own)."""
+    monkeypatch.setattr(derived_counts, "DERIVE_SECONDS", 600.0)
+
+
 SMALL_BLOCKS = dict(tile=4, tm=2, tn=2, bk=4, wg_rows=4)
 FAMILIES = {
     "gemm-naive": dict(tile=4), "gemm-tiled": dict(tile=4),
@@ -219,17 +226,15 @@ def test_a_division_by_a_size_is_not_affine():
 
 
 def test_card_of_a_set_with_warp_divisions_counts_each_point_once():
-    """A work-item id split into warps and lanes (floor(l/4), floor(l/2)): counted by
-    pieces with each division fixed; the count equals the points enumerated."""
+    """A work-item id split into warps and lanes (floor(l/4), floor(l/2), floor(l/8)):
+    the divisions turned into variables; the count equals the points enumerated."""
     import islpy as isl
 
-    from tiletraffic.simulator.model.derived_counts import _division_pieces, card
+    from tiletraffic.simulator.model.derived_counts import card
 
     domain = isl.Set("[M, N] -> { [g, l] : g >= 0 and 32g < N and 0 <= l <= 15 and "
                      "8*floor((l)/4) + 2*floor((l)/2) + 32g < N + floor((l)/8) and "
                      "4*floor((l)/4) - l < M }")
-    pieces = _division_pieces(domain)
-    assert pieces is not None and len(pieces) > 1
     form = card(domain)
     for m, n in ((1, 1), (3, 40), (5, 100), (2, 77)):
         points = sum(1 for g in range(n) for l in range(16)
@@ -238,3 +243,34 @@ def test_card_of_a_set_with_warp_divisions_counts_each_point_once():
         value = form.eval_with_dict({"M": m, "N": n})
         value = value.to_python() if hasattr(value, "to_python") else value
         assert int(value) == points, (m, n)
+
+
+def test_a_tiled_kernel_with_edge_guards_is_derived_in_seconds_and_equals_the_simulator():
+    """A CUDA GEMM through 32 x 32 shared-memory tiles, its work-item id split by / 16 and
+    % 16, every load and store guarded (the CUDA corpus's bitexact matmul_kernel): its
+    forms are derived within seconds and equal the simulator at sizes that are no
+    multiples of the tile."""
+    import time
+
+    path = ROOT / "tests" / "corpora" / "cuda" / "launch" / "bx_matmul_kernel.toml"
+    started = time.perf_counter()
+    derived = _derived_file(path)
+    assert time.perf_counter() - started < 30
+    assert {"global_load_elems", "global_store_elems", "flop"} <= set(derived.forms)
+    for sizes in ({"M": 40, "K": 50, "N": 33}, {"M": 7, "K": 3, "N": 65}):
+        counts = count_launch(load(path, sizes), hazards="report").counts.to_dict()
+        assert not _same(derived.evaluate(sizes), counts), sizes
+
+
+def test_a_sum_past_its_time_is_named_and_the_rest_stays_derived(monkeypatch):
+    """A counter whose statements' forms are not added within the time allowed
+    (``DERIVE_SECONDS``, here none) is named with a one-line reason; a counter of one
+    statement stays derived and equals the simulator."""
+    monkeypatch.setattr(derived_counts, "DERIVE_SECONDS", 0.0)
+    schedule = tt.build("gemm-tiled", m=8, k=8, n=8, tile=4)
+    derived = derive(schedule)
+    why = derived.not_derived["local_store_elems"]
+    assert why.startswith("no closed form derived within 0 s:") and "\n" not in why
+    assert "flop" in derived.forms and "local_store_elems" not in derived.forms
+    counts = count_launch(schedule, hazards="report").counts.to_dict()
+    assert not _same(derived.evaluate(), counts)

@@ -25,7 +25,9 @@ the simulator's counts stand alone for it: a loop on a condition (``while``; its
 is no affine bound), an integer assigned more than once, a product of two values that vary
 (``i * j``), a division by a value that varies, an unsigned conversion of a value that may
 be negative, a ``return`` inside a loop; ``global_load_elems_per_tile`` (a maximum over
-work-groups, not a sum). Requests, sectors and bank conflicts (which depend on a device
+work-groups, not a sum); a counter whose form is not done within :data:`DERIVE_SECONDS`
+of the derivation's start ("no closed form derived within 4 s: ..."). Requests, sectors
+and bank conflicts (which depend on a device
 model's sub-group and sector sizes and on each index) are not derived here.
 
 Integers are mathematical integers: a conversion to a signed C type is the identity (the
@@ -287,72 +289,33 @@ class _Affine:
 
 
 # ------------------------------------------------------------------------------ counting
-SPLIT_PIECES_MAX = 256
-"""The most pieces :func:`card` splits a set into by the values of its bounded divisions."""
-
-
-def card(domain):
+def card(domain, deadline: float | None = None):
     """The number of points of an isl set as a piecewise quasi-polynomial of its parameters
-    (Barvinok's ``card``), simplified for sizes of at least 1.
+    (Barvinok's ``card``) for sizes of at least 1, each piece's condition simplified under
+    that: counted per disjoint piece, with each division of one variable (``floor(l1/4)``:
+    a work-item id split into warps and lanes) turned into a variable and each piece split
+    into groups of variables no condition joins, whose counts multiply
+    (:func:`simulator.model.isl_count.count_points`).
 
-    A set whose integer divisions (``floor(l1/4)``: a work-item id split into warps and
-    lanes, say) each take a bounded range of values independent of the parameters is
-    counted as the sum of its pieces with each division fixed to one value (at most
-    :data:`SPLIT_PIECES_MAX` pieces; disjoint, so the sum is exact): each piece is a set
-    without divisions, which Barvinok counts in a fraction of the time the divisions cost
-    it together."""
+    Raises:
+        simulator.model.isl_count.PastDeadline: ``deadline`` (``time.monotonic()``) passed.
+    """
+    from tiletraffic.simulator.model.isl_count import count_points
+
     isl = _isl()
     names = domain.get_space().get_var_names(isl.dim_type.param)
     context = isl.Set(f"[{', '.join(names)}] -> {{ : "
                       + (" and ".join(f"{n} >= 1" for n in names) or "true") + " }")
-    pieces = _division_pieces(domain)
-    if pieces is None:
-        counted = domain.card()
-    else:
-        counted = None
-        for piece in pieces:
-            part = piece.card()
-            counted = part if counted is None else counted.add(part)
-        if counted is None:
-            counted = domain.card()              # empty: isl's zero in the right space
-    return counted.gist_params(context).coalesce()
-
-
-def _division_pieces(domain):
-    """``domain`` as disjoint pieces, each with every integer division fixed to one value,
-    or None where it has no division, a division's range is unbounded or depends on the
-    parameters, or there would be more than :data:`SPLIT_PIECES_MAX` pieces."""
-    import itertools
-    isl = _isl()
-    basic_sets = domain.make_disjoint().get_basic_sets()
-    if not any(bs.dim(isl.dim_type.div) for bs in basic_sets):
-        return None
-    pieces = []
-    for bs in basic_sets:
-        whole = isl.Set.from_basic_set(bs)
-        floors = [bs.get_div(i).floor() for i in range(bs.dim(isl.dim_type.div))]
-        ranges = []
-        for aff in floors:
-            low, high = whole.min_val(aff), whole.max_val(aff)
-            if not (low.is_int() and high.is_int()):
-                return None
-            ranges.append(range(low.to_python(), high.to_python() + 1))
-        combinations = 1
-        for r in ranges:
-            combinations *= len(r)
-        if len(pieces) + combinations > SPLIT_PIECES_MAX:
-            return None
-        universe = isl.Set.universe(whole.get_space())
-        for values in itertools.product(*ranges):
-            piece = whole
-            for aff, value in zip(floors, values):
-                piece = piece.intersect(isl.PwAff.from_aff(aff).eq_set(
-                    isl.PwAff.val_on_domain(universe, isl.Val(value))))
-                if piece.is_empty():
-                    break
-            if not piece.is_empty():
-                pieces.append(piece.remove_redundancies())
-    return pieces
+    counted = count_points(domain.intersect_params(context), deadline).coalesce()
+    pieces = [(where.gist_params(context), polynomial)
+              for where, polynomial in counted.get_pieces()]
+    if not pieces or any(not a.intersect(b).is_empty()
+                         for i, (a, _) in enumerate(pieces) for b, _ in pieces[i + 1:]):
+        return counted                         # the simpler conditions would overlap
+    simplified = isl.PwQPolynomial.alloc(*pieces[0])
+    for where, polynomial in pieces[1:]:
+        simplified = simplified.add(isl.PwQPolynomial.alloc(where, polynomial))
+    return simplified
 
 
 # --------------------------------------------------------------------------- what one counts
@@ -412,11 +375,14 @@ class _DomainCounter(Visitor):
 
     def __init__(self, space: _Space, affine: _Affine, assigned: set[str]):
         self.space, self.affine, self.assigned = space, affine, assigned
+        self.terms: dict[str, list] = {}
         self.forms: dict = {}
         self.not_derived: dict[str, str] = {}
         self.domain = None
         self.env: dict = {}
         self._cards: dict = {}
+        import time
+        self.deadline = time.monotonic() + DERIVE_SECONDS
 
     # the counting
     def card(self, domain, per_work_group: bool = False):
@@ -426,19 +392,37 @@ class _DomainCounter(Visitor):
             if per_work_group:
                 counted = domain.project_out(self.space.isl.dim_type.set, self.space.dims,
                                              self.space.dims)
-            self._cards[key] = (domain, card(counted))
+            self._cards[key] = (domain, card(counted, self.deadline))
         return self._cards[key][1]
 
     def add(self, key: str, domain, times: int, per_work_group: bool = False) -> None:
+        from tiletraffic.simulator.model.isl_count import PastDeadline
+
         if key in self.not_derived or domain.is_empty():
             return
-        amount = self.card(domain, per_work_group).scale_val(self.space.isl.Val(times))
-        self.forms[key] = self.forms[key].add(amount) if key in self.forms else amount
+        try:
+            amount = self.card(domain, per_work_group).scale_val(self.space.isl.Val(times))
+        except PastDeadline as err:
+            self.not_derived[key] = f"no closed form derived within {DERIVE_SECONDS:g} s: {err}"
+            self.terms.pop(key, None)
+            return
+        self.terms.setdefault(key, []).append(amount)
+
+    def summed(self) -> None:
+        """The forms: each counter's terms added, within :data:`DERIVE_SECONDS` of the
+        derivation's start in all."""
+        for key, terms in self.terms.items():
+            if key in self.not_derived:
+                continue
+            try:
+                self.forms[key] = _summed(terms, self.deadline)
+            except SumRefused as err:
+                self.not_derived[key] = str(err)
 
     def give_up_on(self, stmts, why: str) -> None:
         for key in subtree_counters(stmts):
             self.not_derived.setdefault(key, why)
-            self.forms.pop(key, None)
+            self.terms.pop(key, None)
 
     # the statements
     def block(self, stmts, domain, env: dict):
@@ -550,7 +534,11 @@ def derive(schedule, binding) -> DerivedCounts:
     for part in parts:
         for key, form in part.forms.items():
             if key not in total.not_derived:
-                total.forms[key] = _plus(total.forms.get(key, 0), form)
+                try:
+                    total.forms[key] = _plus(total.forms.get(key, 0), form)
+                except SumRefused as err:
+                    total.not_derived[key] = str(err)
+                    total.forms.pop(key, None)
     return total
 
 
@@ -590,6 +578,7 @@ def _derive_kernel(schedule: S.Schedule, binding: SizeBinding) -> DerivedCounts:
             raise _GiveUp("the kernel branches on floats of the data, whose values choose "
                           "the branches taken")
         counter.block(schedule.body, domain, {})
+        counter.summed()
     except _GiveUp as err:
         out.not_derived = {key: str(err) for key in _all_keys(buffers)}
         return out
@@ -671,20 +660,59 @@ def _finish(out: DerivedCounts, element_bytes: dict[str, int] | None = None) -> 
             out.not_derived.setdefault(f"global_{direction}_bytes", out.not_derived[total])
             continue
         sizes = [element_bytes.get(b, S.FLOAT_BYTES) for b in out.buffers]
-        out.forms[total] = _summed([out.forms[k] for k in keys])
-        out.forms[f"global_{direction}_bytes"] = _summed(
-            [out.forms[k] * size if isinstance(out.forms[k], int)
-             else out.forms[k].scale_val(_isl().Val(size)) for k, size in zip(keys, sizes)])
+        try:
+            out.forms[total] = _summed([out.forms[k] for k in keys])
+            out.forms[f"global_{direction}_bytes"] = _summed(
+                [out.forms[k] * size if isinstance(out.forms[k], int)
+                 else out.forms[k].scale_val(_isl().Val(size)) for k, size in zip(keys, sizes)])
+        except SumRefused as err:
+            out.not_derived.setdefault(total, str(err))
+            out.not_derived.setdefault(f"global_{direction}_bytes", str(err))
     for key, why in NOT_SUMMED.items():
         out.not_derived.setdefault(key, why)
 
 
-def _summed(parts: list):
-    """The sum of integers and isl forms (an int where all are integers)."""
-    summed = sum(p for p in parts if isinstance(p, int))
-    for form in (p for p in parts if not isinstance(p, int)):
-        summed = form if isinstance(summed, int) and summed == 0 else _plus(summed, form)
-    return summed
+DERIVE_SECONDS = 4.0
+"""The time one kernel's derivation may take (checked between two counts or two sums, each
+a fraction of it): isl's sum of piecewise forms intersects every piece of one with every
+piece of the other, and forms with many pieces (a guard's edge cases for each size) may
+take minutes to add. A counter whose form is not done by then is not derived (the
+simulated count stands alone for it)."""
+
+SUM_PIECES_MAX = 4096
+"""The most pieces two forms may have together (the product of their numbers of pieces)
+for :func:`_plus` to add them at all (one such sum may take minutes)."""
+
+
+class SumRefused(Exception):
+    """A sum of forms not attempted (:data:`DERIVE_SECONDS`, :data:`SUM_PIECES_MAX`); the
+    message, one line, says why (the simulated count stands alone for that counter)."""
+
+
+def _summed(parts: list, deadline: float | None = None):
+    """The sum of integers and isl forms (an int where all are integers), added pairwise.
+
+    Raises:
+        SumRefused: ``deadline`` (``time.monotonic()``) passed before the sum was done, or
+            two forms with too many pieces together (:data:`SUM_PIECES_MAX`).
+    """
+    import time
+
+    forms = [p for p in parts if not isinstance(p, int)]
+    constant = sum(p for p in parts if isinstance(p, int))
+    if not forms:
+        return constant
+    while len(forms) > 1:
+        pairs, forms = forms, []
+        for i in range(0, len(pairs) - 1, 2):
+            if deadline is not None and time.monotonic() > deadline:
+                raise SumRefused(f"no closed form derived within {DERIVE_SECONDS:g} s: the sum "
+                                 f"of its {len(parts)} statements' forms (up to "
+                                 f"{max(f.n_piece() for f in pairs)} pieces each) takes "
+                                 "longer")
+            forms.append(_plus(pairs[i], pairs[i + 1]))
+        forms += pairs[len(pairs) - len(pairs) % 2:]
+    return _plus(forms[0], constant)
 
 
 def _plus(a, b):
@@ -694,7 +722,11 @@ def _plus(a, b):
         a, b = b, a
     if isinstance(b, int):
         return a if b == 0 else a.add(_constant_like(a, b))
-    return a.add(b)
+    if a.n_piece() * b.n_piece() > SUM_PIECES_MAX:
+        raise SumRefused(f"no closed form derived: a sum of forms of {a.n_piece()} and "
+                         f"{b.n_piece()} pieces (more than {SUM_PIECES_MAX} together) "
+                         "would take minutes to simplify")
+    return a.add(b).coalesce()
 
 
 def _constant_like(form, value: int):
