@@ -73,3 +73,12 @@ def pocl():
     if not devices:
         pytest.skip("no PoCL device")
     return f"{devices[0].platform_index}:{devices[0].device_index}"
+
+
+@pytest.fixture(autouse=True)
+def _derivations_run_to_their_end(monkeypatch):
+    """Every derived closed form in the tests runs to its end, however loaded the machine,
+    so outputs (golden files included) do not depend on the load; the time bound on a
+    derivation has a test of its own, which sets it."""
+    from tiletraffic.simulator.model import derived_counts
+    monkeypatch.setattr(derived_counts, "DERIVE_SECONDS", 600.0)

@@ -29,13 +29,6 @@ EXAMPLES = sorted((ROOT / "examples" / "opencl").glob("*.toml"))
 OTHER_LANGUAGES = sorted([*(ROOT / "examples" / "cuda").glob("*.toml"),
                           *(ROOT / "examples" / "glsl").glob("*.toml")])
 
-@pytest.fixture(autouse=True)
-def _no_time_bound(monkeypatch):
-    """Every derivation here runs to its end, however loaded the machine (the time bound
-    has a test of its own)."""
-    monkeypatch.setattr(derived_counts, "DERIVE_SECONDS", 600.0)
-
-
 SMALL_BLOCKS = dict(tile=4, tm=2, tn=2, bk=4, wg_rows=4)
 FAMILIES = {
     "gemm-naive": dict(tile=4), "gemm-tiled": dict(tile=4),
