@@ -150,21 +150,21 @@ def _grouped_full_blocks(schedule: S.Schedule) -> ClassPlan | None:
     return ClassPlan(default_starts(schedule.num_groups), (1, 1))
 
 
-def _prove(schedule: S.Schedule) -> ClassPlan | str:
-    """:func:`class_plan` of a schedule, or why not (computed once per schedule)."""
-    ng = tuple(schedule.num_groups)
-    starts = [list(s) for s in default_starts(ng)]
-    proved: dict[tuple, list[set[int]]] = {}
+def refine_segments(num_groups, prove_box, what: str) -> list[list[int]] | str:
+    """The segments' first work-group ids per NDRange dimension after ``prove_box`` (called
+    with each box of :func:`boxes`) proved every box: starting from :func:`default_starts`,
+    a dimension is cut where ``prove_box`` raises :class:`Split`, and all boxes are proved
+    again. Returns why not (a string) where a box raises :class:`Unproved`, ``what`` would
+    need more than :data:`MAX_BOXES` boxes, or a dimension more than :data:`MAX_SEGMENTS`
+    segments."""
+    starts = [list(s) for s in default_starts(num_groups)]
     while True:
         if math.prod(len(s) for s in starts) > MAX_BOXES:
-            return f"the work-group classes would need more than {MAX_BOXES} boxes"
+            return f"{what} would need more than {MAX_BOXES} boxes"
         try:
-            for box in boxes(starts, ng):
-                if box not in proved:
-                    prover = StatementProver(schedule, box)
-                    prover.block(schedule.body, {})
-                    proved[box] = prover.steps
-            break
+            for box in boxes(starts, num_groups):
+                prove_box(box)
+            return starts
         except Unproved as why:
             return str(why)
         except Split as split:
@@ -173,6 +173,22 @@ def _prove(schedule: S.Schedule) -> ClassPlan | str:
                 return (f"{split.why} (at more than {MAX_SEGMENTS} runs of work-groups of "
                         f"NDRange dimension {split.dim})")
             starts[split.dim] = cut
+
+
+def _prove(schedule: S.Schedule) -> ClassPlan | str:
+    """:func:`class_plan` of a schedule, or why not (computed once per schedule)."""
+    ng = tuple(schedule.num_groups)
+    proved: dict[tuple, list[set[int]]] = {}
+
+    def prove_box(box):
+        if box not in proved:
+            prover = StatementProver(schedule, box)
+            prover.block(schedule.body, {})
+            proved[box] = prover.steps
+
+    starts = refine_segments(ng, prove_box, "the work-group classes")
+    if isinstance(starts, str):
+        return starts
     periods = []
     size = min([S.FLOAT_BYTES, *(a.element_bytes for a in schedule.arrays)])  # half: 2
     for d in range(len(ng)):

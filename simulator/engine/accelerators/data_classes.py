@@ -64,10 +64,9 @@ from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.nodes import describe_int
 from tiletraffic.simulator.ir.static import int_op_bounds
 from tiletraffic.simulator.engine.accelerators.class_proof import (MAX_WHILE_ITERATIONS,
-                                                                   UNKNOWN, Form, Split,
+                                                                   UNKNOWN, Form,
                                                                    StatementProver, Unproved)
-from tiletraffic.simulator.engine.accelerators.class_safety import (MAX_BOXES, MAX_SEGMENTS,
-                                                                    boxes, default_starts)
+from tiletraffic.simulator.engine.accelerators.class_safety import boxes, refine_segments
 
 MAX_DATA_CLASSES = 1 << 16
 """The most classes :func:`data_classes` gives (more: every work-group executes)."""
@@ -427,25 +426,17 @@ def _classes(schedule: S.Schedule) -> DataClasses | str:
 
 def _prove(schedule: S.Schedule, shift: bool) -> DataClasses | str:
     ng = tuple(schedule.num_groups)
-    starts = [list(s) for s in default_starts(ng)]
-    while True:
-        if math.prod(len(s) for s in starts) > MAX_BOXES:
-            return f"the classes would need more than {MAX_BOXES} boxes"
-        provers = []
-        try:
-            for box in boxes(starts, ng):
-                prover = DataProver(schedule, box, shift)
-                prover.block(schedule.body, {})
-                provers.append(prover)
-            break
-        except Unproved as why:
-            return str(why)
-        except Split as split:
-            cut = sorted(set(starts[split.dim]) | set(split.cuts))
-            if len(cut) > MAX_SEGMENTS:
-                return (f"{split.why} (at more than {MAX_SEGMENTS} runs of work-groups of "
-                        f"NDRange dimension {split.dim})")
-            starts[split.dim] = cut
+    provers: dict[tuple, DataProver] = {}
+
+    def prove_box(box):
+        prover = DataProver(schedule, box, shift)
+        prover.block(schedule.body, {})
+        provers[box] = prover
+
+    starts = refine_segments(ng, prove_box, "the classes")
+    if isinstance(starts, str):
+        return starts
+    provers = [provers[box] for box in boxes(starts, ng)]
     reps, weights = [], []
     for prover in provers:
         r, w = _box_classes(prover, ng)
