@@ -311,9 +311,13 @@ def test_guarded_divisions_in_opencl_c_are_clean(tmp_path, guarded, unguarded):
 @pytest.mark.parametrize("body, text", [
     ("    B[i] = A[i / (n - 64)];", "<source>:4:14: i / (n - 64) is 0 / 0"),
     ("    B[i] = A[i % 0];", "<source>:4:14: i % 0 is 0 % 0"),
+    # a division of macros is named as written, not by the macros' definitions
+    ("#define W 64\n    B[i] = A[i + W / (n - W)];", "<source>:5:18: W / (n - W) is 64 / 0"),
 ])
 def test_a_divisor_zero_for_every_work_item_is_named_by_its_place(body, text):
-    sch = tt.from_opencl(KERNEL.format(body=body), "k", [64], [16],
+    macros, _, body = body.rpartition("\n")
+    source = macros + "\n" * bool(macros) + KERNEL.format(body=body)
+    sch = tt.from_opencl(source, "k", [64], [16],
                          {"A": {"shape": [64], "access": "in"},
                           "B": {"shape": [64], "access": "out"}, "n": 64})
     with pytest.raises(HazardError) as err:

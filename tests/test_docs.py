@@ -156,27 +156,41 @@ def _docs_copy(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("link, named", [
-    (None, None),
+# Broken links (to a missing heading, page, figure or report), each with the name the
+# failed build must give.
+BROKEN_LINKS = (
     ("[x](tutorial.md#no-such-heading)", "no-such-heading"),
     ("[x](no-such-page.md)", "no-such-page.md"),
     ("![x](../reports/pocl-cpu-amd-epyc/no-such-figure.png)", "no-such-figure.png"),
     ("[x](../reports/no-such-report.md)", "no-such-report.md"),
-])
-def test_a_broken_link_fails_the_strict_build(tmp_path, link, named):
-    """The check can fail: a copy of the docs, as it is (it builds) and with one broken link
-    (to a missing heading, page, figure or report); a link to a repository file that is there
-    builds without a message."""
+)
+
+
+def _build_docs_copy(tmp_path: Path, links: tuple[str, ...]) -> tuple[int, str]:
+    """Builds a copy of the docs whose overview also links a repository file that is there
+    and ``links``: (exit status, the build's output)."""
     project = _docs_copy(tmp_path)
     page = project / "docs" / "index.md"
     text = page.read_text(encoding="utf-8") + "\n[report](../reports/nvidia-h200/report.md)\n"
-    page.write_text(text + (f"\n{link}\n" if link else ""), encoding="utf-8")
+    page.write_text(text + "".join(f"\n{link}\n" for link in links), encoding="utf-8")
     res = _mkdocs_build(project, tmp_path / "site")
-    output = res.stdout + res.stderr
-    if link is None:
-        assert res.returncode == 0 and "Doc file" not in output, output
-    else:
-        assert res.returncode != 0 and named in output, output
+    return res.returncode, res.stdout + res.stderr
+
+
+def test_a_copy_of_the_docs_linking_a_repository_file_builds_without_a_message(tmp_path):
+    """The copy builds as it is: a link to a repository file that is there gives no message."""
+    returncode, output = _build_docs_copy(tmp_path, ())
+    assert returncode == 0 and "Doc file" not in output, output
+
+
+def test_a_broken_link_fails_the_strict_build(tmp_path):
+    """The check can fail: the copy with broken links (to a missing heading, page, figure and
+    report) fails to build, naming each of them (the strict build reports every warning
+    before it stops)."""
+    returncode, output = _build_docs_copy(tmp_path, tuple(link for link, _ in BROKEN_LINKS))
+    assert returncode != 0, output
+    for link, named in BROKEN_LINKS:
+        assert named in output, f"{link}: {named} not named\n{output}"
 
 
 def test_readmes_smallest_schedule_is_the_example_file_and_counts_as_it_says():

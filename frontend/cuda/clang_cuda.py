@@ -21,6 +21,7 @@ with ``file:line:column:``.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from tiletraffic.frontend.opencl import clang_ast as C
@@ -141,7 +142,14 @@ def _check_integer_literals(tu) -> None:
 def is_shipped(cursor) -> bool:
     """Whether ``cursor`` is declared in a header shipped here (not the user's source)."""
     f = cursor.location.file
-    return f is not None and Path(f.name).resolve().is_relative_to(INCLUDE.resolve())
+    return f is not None and _shipped_file(f.name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shipped_file(name: str) -> bool:
+    """Whether the file ``name`` (a path as clang names it) resolves into the headers shipped
+    here; looked up once per name (a translation unit names few files, every cursor one)."""
+    return Path(name).resolve().is_relative_to(INCLUDE.resolve())
 
 
 def is_global(cursor) -> bool:

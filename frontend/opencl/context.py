@@ -187,15 +187,18 @@ class TranslationContext:
 
     def describe_target(self, c) -> str:
         """The source text of cursor ``c`` (its tokens, a space between two where the source
-        has one: ``A[i + 1]``), for messages."""
-        text, end = "", None
-        for t in c.get_tokens():
-            start = t.extent.start
-            if end is not None and (start.line, start.column) != end:
-                text += " "
-            text += t.spelling
-            end = (t.extent.end.line, t.extent.end.column)
-        return text or "this target"
+        has one: ``A[i + 1]``), for messages. The tokens are those of the file where ``c``
+        is written: for an expression of macros (``BK / VEC``), the macros' names as used,
+        not their definitions."""
+        parts, end = [], None
+        for t in _written_tokens(c):
+            extent = t.extent
+            start = extent.start.offset
+            if end is not None and start != end:
+                parts.append(" ")
+            parts.append(t.spelling)
+            end = extent.end.offset
+        return "".join(parts) or "this target"
 
     def access_source(self, c, array, index) -> str:
         """The ``source`` of an access built from cursor ``c`` (:class:`simulator.ir.nodes.Load`,
@@ -323,3 +326,21 @@ def declarations_read(cursor) -> set:
     from clang.cindex import CursorKind as K
     return {_key(c.referenced) for c in cursor.walk_preorder()
             if c.kind == K.DECL_REF_EXPR and c.referenced is not None}
+
+
+def _written_tokens(c):
+    """The tokens of the file range where cursor ``c`` is written (its extent's expansion
+    locations); ``c``'s own tokens where that range is not in one file or holds none."""
+    from clang import cindex
+
+    extent = c.extent
+    start, end = extent.start, extent.end
+    if start.file is not None and end.file is not None and start.file.name == end.file.name \
+            and start.offset < end.offset:
+        tu = c.translation_unit
+        tokens = list(tu.get_tokens(extent=cindex.SourceRange.from_locations(
+            cindex.SourceLocation.from_offset(tu, start.file, start.offset),
+            cindex.SourceLocation.from_offset(tu, end.file, end.offset))))
+        if tokens:
+            return tokens
+    return list(c.get_tokens())

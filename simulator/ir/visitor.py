@@ -127,11 +127,39 @@ def with_bodies(stmt: Stmt, **new: tuple[Stmt, ...]) -> Stmt:
 def walk(node, *, arrays: bool = False) -> Iterator:
     """``node`` and every IR node under it, in pre-order (with ``arrays``, also the arrays
     the nodes name and their dims' constants: :func:`children`)."""
+    if arrays:
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            yield current
+            stack.extend(reversed(children(current, arrays=True)))
+        return
+    # The nodes-only walk inlines children(): the fields of each node, last first, pushed
+    # onto the stack (so that they come off it in field order).
     stack = [node]
+    pop, push = stack.pop, stack.append
     while stack:
-        current = stack.pop()
+        current = pop()
         yield current
-        stack.extend(reversed(children(current, arrays=arrays)))
+        names = _REVERSED_FIELD_NAMES.get(type(current), False)
+        if names is False:
+            names = _field_names(current)
+            names = None if names is None else names[::-1]
+            if not isinstance(current, type):
+                _REVERSED_FIELD_NAMES[type(current)] = names
+        if not names:
+            continue
+        for name in names:
+            value = getattr(current, name)
+            if isinstance(value, tuple):
+                for v in reversed(value):
+                    if isinstance(v, NODE_TYPES):
+                        push(v)
+            elif isinstance(value, NODE_TYPES):
+                push(value)
+
+
+_REVERSED_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
 
 
 def walk_statements(stmts) -> Iterator[Stmt]:
