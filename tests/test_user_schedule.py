@@ -478,3 +478,21 @@ def test_a_built_in_family_name_is_refused(tmp_path):
     wrapper = write(tmp_path, "wrap.py", "from tiletraffic.simulator.kernels.families import gemm_tiled\n"
                     "def make(m, k, n):\n    return gemm_tiled(m, k, n, 8)\n")
     assert usage_error(invoke("simulate", f"{wrapper}:make", *sizes_args(9, 9, 9)), "'gemm-tiled'")
+
+
+def test_a_long_derived_form_is_shown_by_its_value_and_pieces(tmp_path, monkeypatch):
+    from tiletraffic.analysis.api import closed_forms
+    spec = f"{without_closed_form(tmp_path)}:make_schedule"
+    whole = ok_json("simulate", spec, *sizes_args(20, 20, 40))
+    form = whole["closed_forms"]["global_load_elems"]
+    monkeypatch.setattr(closed_forms, "LONG_FORM_CHARS", len(form) - 1)
+    result = invoke("simulate", spec, *sizes_args(20, 20, 40))
+    assert result.exit_code == 0, result.output
+    pieces = form.count("; ") + 1
+    line = next(x for x in result.output.splitlines()
+                if x.strip().startswith("global_load_elems ="))
+    assert line.strip() == (
+        f"global_load_elems = {whole['global_load_elems']} here; a form of "
+        f"{pieces} piece{'s' if pieces > 1 else ''} in the sizes, {len(form)} characters "
+        "long (the whole form: --json or tt.closed_form)")
+    assert form not in result.output

@@ -116,6 +116,22 @@ SHOWN = ("global_load_elems", "global_store_elems", "local_load_elems", "local_s
          "barriers", "flop", "work_groups")
 """The counters whose derived forms :meth:`ClosedForm.lines` shows (with each buffer's)."""
 
+LONG_FORM_CHARS = 240
+"""A derived form longer than this (characters) is shown by its value at the launch's sizes
+and its number of pieces instead of in full (the whole form: ``--json`` or
+``tt.closed_form``)."""
+
+
+def _shown(text: str, value) -> str:
+    """``text``, a derived form as :meth:`DerivedCounts.texts` writes it (pieces joined by
+    ``"; "``), or for one longer than :data:`LONG_FORM_CHARS` its ``value`` here and its
+    number of pieces."""
+    if len(text) <= LONG_FORM_CHARS:
+        return text
+    pieces = text.count("; ") + 1
+    return (f"{value} here; a form of {pieces} piece{'s' if pieces > 1 else ''} in the sizes, "
+            f"{len(text)} characters long (the whole form: --json or tt.closed_form)")
+
 
 def form_lines(formula: ClosedForm) -> list[str]:
     """The derived forms of ``formula`` for people: a header naming the sizes, one line
@@ -125,13 +141,15 @@ def form_lines(formula: ClosedForm) -> list[str]:
     sizes = ", ".join(f"{n} (here {v})" for n, v in derived.sizes.items()) or "none"
     lines = [f"closed forms derived from the kernel, in the sizes {sizes}:"]
     forms = derived.texts()
+    values = derived.evaluate()
     for key in SHOWN:
         if key in forms:
-            lines.append(f"  {key} = {forms[key]}")
+            lines.append(f"  {key} = {_shown(forms[key], values.get(key))}")
         for buffer in derived.buffers:
             by = f"{key}_by_buffer[{buffer}]"
             if key.startswith("global_") and forms.get(by, "0") != "0":
-                lines.append(f"  {by} = {forms[by]}")
+                here = values.get(f"{key}_by_buffer", {}).get(buffer)
+                lines.append(f"  {by} = {_shown(forms[by], here)}")
     lines += [f"  not derived: {key}: {why}" for key, why in derived.not_derived.items()]
     lines += [f"  assumed: {note}" for note in derived.notes]
     return lines
