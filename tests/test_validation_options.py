@@ -233,3 +233,13 @@ def test_a_batch_beyond_the_hosts_memory_is_refused_before_any_work(monkeypatch,
     assert not (tmp_path / "v").exists(), "refused before anything is written"
     res = CliRunner().invoke(main, ["validate", "--quick", "--batch", "10000000"])
     _one_line_error(res, "exceeds the 32-bit int index limit")
+
+
+@needs_pocl
+def test_a_model_of_another_device_says_so_before_its_error_figures(half_quick_run):
+    # generic-gpu is no model of a CPU: the "no verdicts" line comes before the figures
+    lines = half_quick_run[1].splitlines()
+    said = next(i for i, x in enumerate(lines) if x.startswith("no verdicts: "))
+    assert lines[said].endswith("; the model's errors here, for information:"), lines[said]
+    figure = next(i for i, x in enumerate(lines) if x.startswith("median-abs-error"))
+    assert said < figure, lines

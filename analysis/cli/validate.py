@@ -264,12 +264,12 @@ def _print_summary(result) -> None:
 
     s = result.summary
     describes, why = model_describes(result.data)
+    if not describes:   # said first: the figures below are another device's model's errors
+        click.echo(f"no verdicts: {why}; the model's errors here, for information:")
     for t in s.targets:
         click.echo(f"{t.name:18s} {t.verdict:16s} {t.figure}   (asked: {t.asked})"
                    if describes else f"{t.name:18s} {t.figure}")
-    if not describes:
-        click.echo(f"no verdicts: {why}")
-    elif "transferred to this device" in why:
+    if describes and "transferred to this device" in why:
         click.echo(f"model: {why}")
     left_out = len(s.results) - len(s.compared)
     click.echo(f"{len(s.compared)} of {len(s.results)} cases compared"
