@@ -267,3 +267,20 @@ def test_a_sum_past_its_time_is_named_and_the_rest_stays_derived(monkeypatch):
     assert "flop" in derived.forms and "local_store_elems" not in derived.forms
     counts = count_launch(schedule, hazards="report").counts.to_dict()
     assert not _same(derived.evaluate(), counts)
+
+
+def test_pieces_whose_polynomials_agree_are_written_as_one():
+    import islpy as isl
+    from tiletraffic.simulator.model.derived_counts import form_text, merged_pieces
+    form = isl.PwQPolynomial("[M, K] -> { 130 * K : M = 65; 256 * K : M >= 129; "
+                             "2 * M * K : M <= 128 and (M <= 64 or M >= 66) }")
+    joined = merged_pieces(form)
+    assert len(joined.get_pieces()) == 2
+    assert form_text(form) == "256 * K : M >= 129; 2 * M * K : M <= 128"
+    for m in range(0, 200, 7):
+        for k in (1, 5):
+            at = {"M": m, "K": k}
+            assert joined.eval_with_dict(at) == form.eval_with_dict(at)
+    # pieces that differ stay apart
+    apart = isl.PwQPolynomial("[M] -> { 85 : M = 56; (28 + M) : M <= 55 }")
+    assert len(merged_pieces(apart).get_pieces()) == 2

@@ -157,9 +157,43 @@ def form_text(form) -> str:
     N)/16)^2``; pieces joined by ``; ``, each with its condition (``... : N >= 16``)."""
     if isinstance(form, int):
         return str(form)
-    text = form.to_str()
+    text = merged_pieces(form).to_str()
     inner = text[text.index("{") + 1:text.rindex("}")].strip()
     return inner or "0"
+
+
+def merged_pieces(form, max_pieces: int = 32):
+    """``form`` (an isl piecewise quasi-polynomial) with every piece whose polynomial another
+    piece's equals on its domain (``130 * K : M = 65`` beside ``2 * M * K``) joined into that
+    one, the joined domain written as its hull where that is the same set: the same function,
+    fewer pieces. A form of more than ``max_pieces`` pieces is returned as it is (the pairwise
+    tests grow with the square of the pieces)."""
+    isl = _isl()
+    pieces = list(form.get_pieces())
+    if not 1 < len(pieces) <= max_pieces:
+        return form
+    joined = True
+    while joined:
+        joined = False
+        for i, (domain, poly) in enumerate(pieces):
+            for j, (other, other_poly) in enumerate(pieces):
+                if i == j:
+                    continue
+                difference = isl.PwQPolynomial.alloc(domain, other_poly.sub(poly)).gist(domain)
+                if all(q.is_zero() for _, q in difference.get_pieces()):
+                    union = other.union(domain).coalesce()
+                    hull = isl.Set.from_basic_set(union.polyhedral_hull())
+                    pieces[j] = (hull if hull.is_equal(union) else union, other_poly)
+                    del pieces[i]
+                    joined = True
+                    break
+            if joined:
+                break
+    out = None
+    for domain, poly in pieces:
+        piece = isl.PwQPolynomial.alloc(domain, poly)
+        out = piece if out is None else out.add_disjoint(piece)
+    return out
 
 
 def _isl():
