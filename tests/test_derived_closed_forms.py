@@ -238,17 +238,13 @@ def test_card_of_a_set_with_warp_divisions_counts_each_point_once():
         assert int(value) == points, (m, n)
 
 
-def test_a_tiled_kernel_with_edge_guards_is_derived_in_seconds_and_equals_the_simulator():
+def test_a_tiled_kernel_with_edge_guards_is_derived_and_equals_the_simulator():
     """A CUDA GEMM through 32 x 32 shared-memory tiles, its work-item id split by / 16 and
     % 16, every load and store guarded (the CUDA corpus's bitexact matmul_kernel): its
-    forms are derived within seconds and equal the simulator at sizes that are no
-    multiples of the tile."""
-    import time
-
+    forms are derived (its time: benchmarks/bench_derived_forms.py) and equal the simulator
+    at sizes that are no multiples of the tile."""
     path = ROOT / "tests" / "corpora" / "cuda" / "launch" / "bx_matmul_kernel.toml"
-    started = time.perf_counter()
     derived = _derived_file(path)
-    assert time.perf_counter() - started < 30
     assert {"global_load_elems", "global_store_elems", "flop"} <= set(derived.forms)
     for sizes in ({"M": 40, "K": 50, "N": 33}, {"M": 7, "K": 3, "N": 65}):
         counts = count_launch(load(path, sizes), hazards="report").counts.to_dict()
