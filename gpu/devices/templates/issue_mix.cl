@@ -13,14 +13,29 @@
 // depths (so every step reads the tiles again). A[e] = ((3e + 1) & 3) / 4, B[e] =
 // ((5e + 2) & 3) / 4: every sum is a multiple of 1/16, exact in float32; out[gid] = the
 // sum of the 64 sums.
-__kernel void issue_mix_128(__global float *out, uint steps) {
-    __local float4 A4[8 * 8];
-    __local float4 B4[8 * 16];
-    __local float *A = (__local float *)A4, *B = (__local float *)B4;
+// The tiles' values (both kernels; the first barrier of the step loop orders them).
+void fill_tiles(__local float *A, __local float *B) {
     for (int e = (int)get_local_id(0); e < 8 * 64; e += (int)get_local_size(0)) {
         if (e < 8 * 32) A[e] = (float)((3 * e + 1) & 3) * 0.25f;
         B[e] = (float)((5 * e + 2) & 3) * 0.25f;
     }
+}
+
+// The sum of a work-item's 8 x 8 sums.
+float sum_of(float acc[8][8]) {
+    float total = 0.0f;
+    #pragma unroll
+    for (int i = 0; i < 8; ++i)
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) total += acc[i][j];
+    return total;
+}
+
+__kernel void issue_mix_128(__global float *out, uint steps) {
+    __local float4 A4[8 * 8];
+    __local float4 B4[8 * 16];
+    __local float *A = (__local float *)A4, *B = (__local float *)B4;
+    fill_tiles(A, B);
     const int lane = (int)get_local_id(0) & 31, lr = lane >> 3, lc = lane & 7;
     float acc[8][8];
     #pragma unroll
@@ -41,21 +56,13 @@ __kernel void issue_mix_128(__global float *out, uint steps) {
                 for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];
         }
     }
-    float total = 0.0f;
-    #pragma unroll
-    for (int i = 0; i < 8; ++i)
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) total += acc[i][j];
-    out[get_global_id(0)] = total;
+    out[get_global_id(0)] = sum_of(acc);
 }
 
 __kernel void issue_mix_32(__global float *out, uint steps) {
     __local float A[8 * 32];
     __local float B[8 * 64];
-    for (int e = (int)get_local_id(0); e < 8 * 64; e += (int)get_local_size(0)) {
-        if (e < 8 * 32) A[e] = (float)((3 * e + 1) & 3) * 0.25f;
-        B[e] = (float)((5 * e + 2) & 3) * 0.25f;
-    }
+    fill_tiles(A, B);
     const int lane = (int)get_local_id(0) & 31, lr = lane >> 3, lc = lane & 7;
     float acc[8][8];
     #pragma unroll
@@ -77,10 +84,5 @@ __kernel void issue_mix_32(__global float *out, uint steps) {
                 for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];
         }
     }
-    float total = 0.0f;
-    #pragma unroll
-    for (int i = 0; i < 8; ++i)
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) total += acc[i][j];
-    out[get_global_id(0)] = total;
+    out[get_global_id(0)] = sum_of(acc);
 }
