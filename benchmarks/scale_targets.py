@@ -61,6 +61,7 @@ def launch_sizes(name: str, n: int) -> dict[str, int]:
     """The sizes of the example launch file ``name`` at N = ``n``."""
     return {"mm_tiled": {"N": n}, "mm_helper": {"M": n, "K": n, "N": n},
             "mm_reg2x2": {"M": n, "K": n, "N": n}, "matvec_chunked": {"M": n, "K": n},
+            "matvec_half": {"M": n, "K": n},
             "transpose_padded": {"N": n}, "reduce_local": {"n": n * n}}[name]
 
 
