@@ -211,7 +211,7 @@ class TranslationContext:
         and that as the user wrote it (:attr:`display_names`)."""
         if not self.display_names:
             return self.source_names
-        shown = {c: self.display_names[c] for c in self.display_names}
+        shown = dict(self.display_names)
         shown.update((ir, self.display_names.get(c, c)) for ir, c in self.source_names.items())
         return shown
 

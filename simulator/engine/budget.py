@@ -190,9 +190,8 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
         if reference is None or reference:
             memory += (REFERENCE_BYTES_PER_INPUT_ELEM * ins
                        + REFERENCE_BYTES_PER_OUTPUT_ELEM * outs)
-    walker = _LoopWalk(schedule.param_values, None if by_data is None
-                       else by_data.loop_steps, S.reads_int_buffer(schedule.body))
-    walker.body(schedule.body)
+    walker = _loop_walk(schedule, None if by_data is None else by_data.loop_steps,
+                        S.reads_int_buffer(schedule.body))
     interpreted, nest_steps = walker.total, walker.deepest
     steps = max(1, schedule.param_values.get("K", 1), nest_steps)
     if by_data is not None:       # the representatives' loops as long as the proof saw
@@ -232,22 +231,25 @@ def interpreted_statements(schedule: Schedule) -> int:
     its statements once. A loop's trips come from its bounds where they are expressions of
     constants, parameters and the integer variables set from them before the loop, else
     the largest size parameter (an upper envelope, as :func:`loop_steps` takes)."""
-    return _loop_walk(schedule)[0]
+    return _loop_walk(schedule).total
 
 
 def loop_nest_steps(schedule: Schedule) -> int:
     """The most iterations of a work-item's deepest loop nest: the product of the trips of
     nested loops (as :func:`interpreted_statements` counts them), at least 1."""
-    return _loop_walk(schedule)[1]
+    return _loop_walk(schedule).deepest
 
 
-def _loop_walk(schedule: Schedule, envelope: int | None = None) -> tuple[int, int]:
-    """(:func:`interpreted_statements`, :func:`loop_nest_steps`) of ``schedule``; a loop
-    whose trips are not known statically runs ``envelope`` times (default: the largest size
-    parameter)."""
-    walker = _LoopWalk(schedule.param_values, envelope)
+def _loop_walk(schedule: Schedule, envelope: int | None = None,
+               reads_data: bool = False) -> "_LoopWalk":
+    """The walk of ``schedule``'s body done: its ``total`` is :func:`interpreted_statements`,
+    its ``deepest`` :func:`loop_nest_steps`; a loop whose trips are not known statically
+    runs ``envelope`` times (default: the largest size parameter), and marks the walk
+    ``unbounded`` where ``reads_data`` (the kernel reads an integer buffer) and no
+    ``envelope`` is given."""
+    walker = _LoopWalk(schedule.param_values, envelope, reads_data)
     walker.body(schedule.body)
-    return walker.total, walker.deepest
+    return walker
 
 
 class _LoopWalk(Visitor):

@@ -730,23 +730,17 @@ def _summed(parts: list, deadline: float | None = None):
         SumRefused: ``deadline`` (``time.monotonic()``) passed before the sum was done, or
             two forms with too many pieces together (:data:`SUM_PIECES_MAX`).
     """
-    import time
+    from tiletraffic.simulator.model.isl_count import pairwise_sum
 
     forms = [p for p in parts if not isinstance(p, int)]
     constant = sum(p for p in parts if isinstance(p, int))
     if not forms:
         return constant
-    while len(forms) > 1:
-        pairs, forms = forms, []
-        for i in range(0, len(pairs) - 1, 2):
-            if deadline is not None and time.monotonic() > deadline:
-                raise SumRefused(f"no closed form derived within {DERIVE_SECONDS:g} s: the sum "
-                                 f"of its {len(parts)} statements' forms (up to "
-                                 f"{max(f.n_piece() for f in pairs)} pieces each) takes "
-                                 "longer")
-            forms.append(_plus(pairs[i], pairs[i + 1]))
-        forms += pairs[len(pairs) - len(pairs) % 2:]
-    return _plus(forms[0], constant)
+    summed = pairwise_sum(forms, _plus, deadline, lambda pairs: SumRefused(
+        f"no closed form derived within {DERIVE_SECONDS:g} s: the sum of its {len(parts)} "
+        f"statements' forms (up to {max(f.n_piece() for f in pairs)} pieces each) takes "
+        "longer"))
+    return _plus(summed, constant)
 
 
 def _plus(a, b):

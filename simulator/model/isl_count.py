@@ -48,14 +48,30 @@ def count_points(domain, deadline: float | None = None):
         parts.append(_count_basic(basic))
     if not parts:
         return domain.card()
-    while len(parts) > 1:                      # pairwise: sums of small forms first
-        pairs, parts = parts, []
+    return pairwise_sum(parts, lambda a, b: a.add(b).coalesce(), deadline,
+                        lambda pairs: PastDeadline(
+                            f"adding the counts of a domain's {len(pairs)} pieces"))
+
+
+def pairwise_sum(forms: list, add, deadline: float | None, late):
+    """The sum of the non-empty list ``forms`` by ``add(a, b)``, taken in pairs (sums of
+    small forms first: isl's sum of two piecewise forms intersects every piece of one with
+    every piece of the other).
+
+    Raises:
+        Exception: ``late(pairs)`` (``pairs``: the forms of the round under way) where
+            ``deadline`` (``time.monotonic()``) passed before a sum.
+    """
+    import time
+
+    while len(forms) > 1:
+        pairs, forms = forms, []
         for i in range(0, len(pairs) - 1, 2):
             if deadline is not None and time.monotonic() > deadline:
-                raise PastDeadline(f"adding the counts of a domain's {len(pairs)} pieces")
-            parts.append(pairs[i].add(pairs[i + 1]).coalesce())
-        parts += pairs[len(pairs) - len(pairs) % 2:]
-    return parts[0]
+                raise late(pairs)
+            forms.append(add(pairs[i], pairs[i + 1]))
+        forms += pairs[len(pairs) - len(pairs) % 2:]
+    return forms[0]
 
 
 def _count_basic(basic):
