@@ -73,6 +73,34 @@ def test_the_deepest_loop_nest_counts_where_no_size_is_k():
     assert budget.loop_nest_steps(tt.build("gemm-naive", 64, 48, 64, 16)) == 48
 
 
+def test_counting_by_loaded_integers_charges_the_proved_nest_once():
+    """A static loop of 16 trips around a CSR row's loop (rows of 64 in steps of 32): the
+    proof's loop steps, 16 x 2 = 32, are the whole nest's, and the estimate charges each
+    representative's work-items those 32 steps, not 16 x 32 again."""
+    import numpy as np
+
+    from tiletraffic.simulator.engine.accelerators.data_classes import data_classes
+
+    sch = tt.from_opencl(
+        "__kernel void k(__global const float *val, __global const int *ptr,\n"
+        "                __global float *y) {\n"
+        "  int row = get_group_id(0), lid = get_local_id(0); float acc = 0.0f;\n"
+        "  int start = ptr[row], end = ptr[row + 1];\n"
+        "  for (int r = 0; r < 16; r++)\n"
+        "    for (int j = start + lid; j < end; j += 32) acc += val[j];\n"
+        "  y[row * 32 + lid] = acc;\n}\n", "k", [32 * 8], [32],
+        {"val": {"shape": [512], "access": "in"},
+         "ptr": {"shape": [9], "access": "in", "data": np.arange(0, 576, 64, dtype=np.int32)},
+         "y": {"shape": [256], "access": "out"}})
+    found = data_classes(sch)
+    assert found.loop_steps == 32
+    est = budget.estimate_simulation(sch, compute_values=False, work_group_classes=True)
+    steps = budget.PER_WORK_ITEM_STEP_S * len(found.representatives) * 32 * 32
+    interpreted = budget.PER_INTERPRETED_STATEMENT_S * budget.interpreted_statements(sch)
+    assert est.time_s == pytest.approx(budget.PER_WORK_GROUP_CLASSES_S * 8 + steps
+                                       + interpreted)
+
+
 def test_batch_term_stops_at_the_batch_size():
     small = tt.build("gemm-naive", 4096, 8, 4096, 16)
     est = budget.estimate_simulation(small, compute_values=False, batch_work_items=1 << 12)

@@ -26,7 +26,7 @@ deepest loop nest, :func:`loop_nest_steps`, where that is longer) when every
 work-group runs; 1 µs per work-group for the classes' bookkeeping when counting by classes,
 with 25 ns per work-item and step of the representatives (counting
 by classes of loaded integers, :mod:`.accelerators.data_classes`: every representative,
-a loop whose trips depend on the data as long as the proof bounded it,
+the steps of its deepest loop nest as the proof bounded them, the whole nest's,
 :attr:`.accelerators.data_classes.DataClasses.loop_steps`); counting
 from three short K (K extrapolation), the three short launches' times; and 250 µs per statement the engine executes one loop iteration at a
 time in each batch of work-groups (:func:`interpreted_statements`: the statements of loops
@@ -194,10 +194,10 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
                         S.reads_int_buffer(schedule.body))
     interpreted, nest_steps = walker.total, walker.deepest
     steps = max(1, schedule.param_values.get("K", 1), nest_steps)
-    if by_data is not None:       # the representatives' loops as long as the proof saw
-        run_groups = len(by_data.representatives)
+    if by_data is not None:       # the representatives' loops as long as the proof saw:
+        run_groups = len(by_data.representatives)   # its loop_steps counts the whole nest
         time_s = PER_WORK_GROUP_CLASSES_S * groups + \
-            PER_WORK_ITEM_STEP_S * run_groups * items_per_group * max(1, nest_steps)
+            PER_WORK_ITEM_STEP_S * run_groups * items_per_group * max(1, by_data.loop_steps)
     elif work_group_classes:
         run_groups = min(groups, 3 ** len(schedule.local_size))   # one per class
         time_s = PER_WORK_GROUP_CLASSES_S * groups + \
