@@ -110,6 +110,24 @@ def test_simulate_text_shows_counts_next_to_closed_forms():
     assert re.search(r"worst error / tolerance = \S+ at C\[\d+, \d+\] \(ok\)", out)
 
 
+@pytest.mark.parametrize("args, shown", [
+    (("gemm-tiled",), "L1"),                                      # an L1 ceiling
+    (("matvec-rows-reduce", "--m", "11008", "--k", "4096"), "DRAM"),
+])
+def test_model_names_the_bound_as_the_product_writes_it(args, shown):
+    """The binding ceiling in the text is named as everywhere else (L1, DRAM), not by the
+    key results files hold (``l1``, ``dram``)."""
+    from tiletraffic.simulator.model.prediction import bound_name
+
+    result = invoke("model", *args, "--json")
+    assert_ok(result)
+    key = json.loads(result.stdout)["bound"]
+    assert bound_name(key) == shown
+    text = assert_ok(invoke("model", *args))
+    assert f"({shown}-bound)" in text and f"({key}-bound)" not in text
+    assert re.search(rf"of which \(us\) +{shown} [0-9]", text), text
+
+
 @pytest.mark.parametrize("args, needles", [
     (("gemm-tiled", "--m", "0", "--k", "4", "--n", "4"), ("--m must be", "positive", "0")),
     (("gemm-tiled", "--m", "-3", "--k", "4", "--n", "4"), ("--m must be", "positive", "-3")),

@@ -193,6 +193,7 @@ def test_observer_needs_every_work_group():
 
 def test_report_html_links_the_pairs_and_renders_from_json_only(tmp_path, monkeypatch):
     from tiletraffic.analysis.explain import report_pages
+    from tiletraffic.simulator.model.prediction import bound_name
 
     assert report_pages.write_report_html(tmp_path) is None      # no documents: nothing
     paths = report_pages.observe_pages(tmp_path)
@@ -211,6 +212,15 @@ def test_report_html_links_the_pairs_and_renders_from_json_only(tmp_path, monkey
         doc = json.loads((tmp_path / "explain" / f"{family}.json").read_text())
         assert embedded(page) == doc
     assert "A: 32, B: 32" in html and "A: 2, B: 2" in html     # N = M = 32, B = 16
+    # a GEMM's tile, a matrix-vector product's work-group size; the bound as the product
+    # names it (L1, DRAM), not the key the documents hold (l1_s)
+    assert "M = 32, K = 32, N = 32, tile 16" in html
+    assert "M = 64, K = 64, work-group size 16" in html and "K = 64, tile" not in html
+    for family in ("gemm-naive", "gemm-tiled", "matvec-naive", "matvec-local"):
+        key = json.loads((tmp_path / "explain" / f"{family}.json").read_text())["time"]["bound"]
+        row = html.split(f'href="explain/{family}.html"')[1].split("</tr>")[0]
+        assert row.endswith(f'<td class="l">{bound_name(key.removesuffix("_s"))}</td>'), row
+    assert '<td class="l">l1</td>' not in html and '<td class="l">L1</td>' in html
 
 
 def test_launch_file_through_the_resolver(tmp_path):

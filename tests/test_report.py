@@ -237,6 +237,27 @@ def test_render_without_results_json_raises(tmp_path):
         report.render(tmp_path)
 
 
+def test_measured_tables_head_a_matvec_work_group_size_and_name_no_repository_file(tmp_path):
+    """Rendered from a committed report's results: the GEMM rows under a B (their tile),
+    the matrix-vector rows under their work-group size (and M×K), and no file of the
+    repository named in the text."""
+    from pathlib import Path
+
+    committed = Path(__file__).resolve().parent.parent / "reports" / "pocl-cpu-amd-epyc"
+    (tmp_path / "results.json").write_bytes((committed / "results.json").read_bytes())
+    text = report.render(tmp_path).read_text()
+    gemm_head = "| case | M×K×N | B | naive loads / optimized loads |"
+    matvec_head = "| case | M×K | work-group size | naive loads / optimized loads |"
+    gemm, matvec = text.split(gemm_head)[1], text.split(matvec_head)[1]
+    gemm = gemm.split("\n\n")[0]
+    matvec = matvec.split("\n\n")[0]
+    assert "| square | 64×64×64 | 4 |" in gemm and "matvec" not in gemm
+    assert "| matvec-local vs matvec-naive | 4096×4096 | 256 |" in matvec
+    assert "| square |" not in matvec
+    assert ".py" not in text and "simulator/" not in text
+    assert "*Closed forms of a kernel's counts*" in text
+
+
 def test_make_report_refuses_fewer_than_ten_repeats(tmp_path):
     with pytest.raises(ValueError, match=str(MIN_REPEAT)):
         report.make_report(device="pocl", out_root=tmp_path, quick=True, repeat=3,

@@ -20,6 +20,7 @@ from tiletraffic.analysis.validation import run as vr
 from tiletraffic.analysis.cli import main
 from tiletraffic.analysis.report.text import speedup_against_cut, speedup_against_n
 from tiletraffic.analysis.validation.render import noise_sentence
+from tiletraffic.simulator.model.prediction import bound_name
 from tiletraffic.gpu.devices.device import list_devices
 from tiletraffic.simulator.model.device_model import built_in_file
 
@@ -448,6 +449,9 @@ def test_quick_validation_on_pocl_end_to_end(quick_run, pocl_model):
     md = (out / "validation.md").read_text()
     assert "| target | asked | reached |" in md and "Timings on" in md
     assert noise_sentence(summary, data["meta"]["device"]["device_name"]) in md
+    bounds = {data["predictions"][c.id]["bound"] for c in cases}   # as the product names them
+    assert all(f"| {bound_name(b)} |" in md for b in bounds), (bounds, md)
+    assert not [key for key in ("l1", "l2", "dram", "fp32") if f"| {key} |" in md], md
     assert (out / "predicted_vs_measured.png").read_bytes().startswith(PNG_MAGIC)
     assert data["meta"]["device_model"]["describes_device"] is True, "calibrated on it"
 

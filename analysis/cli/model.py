@@ -189,7 +189,7 @@ def model_json(sch, launch, guesses: list[str], declared: list[str]) -> dict:
 
 def model_text(sch, model, launch) -> list[str]:
     """The table: memory-system counts, predicted traffic and time with its terms."""
-    from tiletraffic.simulator.model.prediction import ADDED_TIME_TERMS
+    from tiletraffic.simulator.model.prediction import ADDED_TIME_TERMS, bound_name
 
     p = launch.prediction
     mem = launch.memory
@@ -214,10 +214,10 @@ def model_text(sch, model, launch) -> list[str]:
              + _issue_instructions(p.methods.get("issue_s")) + ")"),
             ("resident work-groups per CU", p.resident_work_groups_per_cu),
             ("work-groups on the busiest CU", p.work_groups_per_cu),
-            ("predicted time (ms)", f"{p.predicted_time_s * 1e3:.4f}  ({p.bound}-bound)"),
+            ("predicted time (ms)", f"{p.predicted_time_s * 1e3:.4f}  ({bound_name(p.bound)}-bound)"),
             ("  of which (us)", " + ".join(
                 f"{label} {p.time_terms_s[key] * 1e6:.1f}" for label, key in (
-                    (p.bound, p.bound + "_s"),
+                    (bound_name(p.bound), p.bound + "_s"),
                     *((k.removesuffix("_s").replace("_", " "), k) for k in ADDED_TIME_TERMS))))]
     head = (f"{sch.family} on model {model.name}: " +
             params_text(sch) + f" tile={sch.tile}"

@@ -16,6 +16,7 @@ import json
 import jinja2
 
 from tiletraffic.simulator.kernels.families import build
+from tiletraffic.simulator.model.prediction import bound_name
 
 from tiletraffic.analysis.device_model import DEFAULT_MODEL
 from tiletraffic.analysis.files import atomic_write_text
@@ -52,6 +53,16 @@ def _reads(doc: dict) -> str:
     return ", ".join(parts)
 
 
+def _sizes_shown(schedule: dict) -> str:
+    """A page's sizes as its row shows them: ``M = 32, K = 32, N = 32, tile 16`` for a GEMM
+    (its B×B tile), ``M = 64, K = 64, work-group size 16`` for a matrix-vector product (its
+    tile parameter is the work-items of its work-group)."""
+    sizes = ", ".join(f"{k} = {v}" for k, v in schedule["params"].items())
+    if schedule["family"].startswith("matvec"):
+        return sizes + ", work-group size " + " x ".join(map(str, schedule["local_size"]))
+    return sizes + f", tile {schedule['tile']}"
+
+
 def observe_pages(out_dir, device_model: str = DEFAULT_MODEL) -> list[Path]:
     """Simulate each of :data:`PAGES` on ``device_model`` and write its document to
     ``out_dir/explain/<family>.json`` (atomically); returns the paths."""
@@ -81,12 +92,11 @@ def write_report_html(out_dir) -> Path | None:
         time = doc["time"]
         rows[family] = {
             "href": f"{EXPLAIN_DIR}/{family}.html", "title": title,
-            "sizes": ", ".join(f"{k} = {v}" for k, v in doc["schedule"]["params"].items())
-            + f", tile {doc['schedule']['tile']}",
+            "sizes": _sizes_shown(doc["schedule"]),
             "loads": doc["counts"]["global_load_elems"], "reads": _reads(doc),
             "sectors_per_request": doc["memory"]["global_load_sectors"]
             / max(1, doc["memory"]["global_load_requests"]),
-            "bound": time.get("bound", "-").removesuffix("_s"),
+            "bound": bound_name(time.get("bound", "-").removesuffix("_s")),
         }
     if not rows:
         return None

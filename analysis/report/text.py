@@ -22,6 +22,13 @@ PER_TILE_SOURCE = ("each of a naive tile's B² work-items reads a row of A and a
 """Where the per-tile forms B²·2N and 2NB come from: the derivation, and a public source."""
 
 
+MEASURED_TABLE_HEADS = {"gemm": "| case | M×K×N | B |",
+                        "matvec": "| case | M×K | work-group size |"}
+"""The first columns of the measured tables: a GEMM's B is its tile width (a B×B
+work-group), a matrix-vector product's column its work-group size in work-items (against
+matvec-naive of the same work-group size)."""
+
+
 def _key(e: dict) -> tuple:
     return (e["family"], e["m"], e["k"], e["n"], e["tile"])
 
@@ -243,11 +250,10 @@ def _measured_section(meta: dict, results: list[dict], by_key: dict, out_dir: Pa
              "kernel was slower; that is a measurement, not a failure.", "",
              "Times: median ± spread in ms, the spread being the larger of the launches' "
              "interquartile range and the difference between the rounds' medians; the "
-             "speedup's range is what those spreads allow.", "",
-             "| case | M×K×N | B | naive loads / optimized loads | naive ms | optimized ms | "
-             "measured speedup (range) |", "|---|---|---|---|---|---|---|"]
+             "speedup's range is what those spreads allow.", ""]
     pairs = speedups(results)
     by_label = {p.label: p for p in pairs}
+    rows = {"gemm": [], "matvec": []}
     for e in results:
         if e["family"] not in ("gemm-tiled", "matvec-local", "matvec-local-whole"):
             continue
@@ -259,9 +265,14 @@ def _measured_section(meta: dict, results: list[dict], by_key: dict, out_dir: Pa
         case = e["group"] if e["family"] == "gemm-tiled" else f"{e['family']} vs matvec-naive"
         speed = "—" if p is None else f"{p.value:.2f} ({speedup_range(p)})"
         cut = "—" if p is None else f"{p.cut:.2f}"
-        lines.append(f"| {case} | {_shape(e)} | {e['tile']} | {cut} | "
-                     f"{_ms(measured(base), base)} | {_ms(measured(e), e)} | {speed} |")
-    lines.append("")
+        rows["gemm" if e["family"] == "gemm-tiled" else "matvec"].append(
+            f"| {case} | {_shape(e)} | {e['tile']} | {cut} | "
+            f"{_ms(measured(base), base)} | {_ms(measured(e), e)} | {speed} |")
+    for kind, head in MEASURED_TABLE_HEADS.items():
+        if rows[kind] or (kind == "gemm" and not rows["matvec"]):
+            lines += [head + " naive loads / optimized loads | naive ms | optimized ms | "
+                      "measured speedup (range) |", "|---|---|---|---|---|---|---|",
+                      *rows[kind], ""]
     if not pairs:
         return lines
     plots.speedup_vs_cut(cut_series(pairs), out_dir / "ratio_vs_speedup.png", device_name)
@@ -397,7 +408,8 @@ def write_report(data: dict, out_dir: Path) -> str:
         + (" (quick sweep)" if meta.get("quick") else "") + ". Raw data: `results.json`.",
         "",
         "Every count below was produced by executing the schedule in the simulator and is "
-        "checked against the closed forms of `simulator/kernels/closed_forms.py`; every time is the "
+        "checked against its family's hand-written closed forms (the documentation's page "
+        "*Closed forms of a kernel's counts*); every time is the "
         f"median of {_rounds(rounds)} of {meta['repeat']} launches {_timing_words(results)}, "
         "after warm-up launches, each launch's result checked against a float64 numpy "
         "reference (tolerance scaled to K) before its time counts.",

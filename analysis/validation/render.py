@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from statistics import median
 
+from tiletraffic.simulator.model.prediction import bound_name
 from tiletraffic.analysis.report import plots
 from tiletraffic.analysis.files import atomic_write_text
 from tiletraffic.analysis.validation.cases import Case
@@ -131,7 +132,7 @@ def section(data: dict, image: str | None, heading: str = "##",
             + ("—" if m.round_range_s is None else _ms(m.round_range_s)) + ")")
         lines.append(f"| {r.case.problem} | {r.case.label} | {_ms(m and m.median_s)} | "
                      f"{spread} | {_ms(r.predicted_s)} | {_pct(r.time_error)} | "
-                     f"{p.get('bound', '—')} |")
+                     f"{bound_name(p['bound']) if p.get('bound') else '—'} |")
     lines.append("")
     if s.speedups:
         lines += [f"Speedups over the naive schedule of the same problem (target: within "

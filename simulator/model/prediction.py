@@ -70,6 +70,18 @@ WRITE_BACK_METHOD = "dram: write-back of output lines evicted before the kernel 
 ADDED_TIME_TERMS = ("barrier_latency_s", "tail_s", "launch_overhead_s")
 """The time terms added to the largest ceiling (:attr:`TrafficPrediction.time_terms_s`)."""
 
+BOUND_NAMES = {"fp32": "FP32", "dram": "DRAM", "l2": "L2", "l1": "L1",
+               "l1_requests": "L1 requests", "issue": "issue",
+               "l1_strided_dram": "L1 strided DRAM fills"}
+""":attr:`TrafficPrediction.bound` (a ceiling's key without ``_s``, as results files hold
+it) -> the name every table and line of text shows."""
+
+
+def bound_name(bound: str) -> str:
+    """The shown name of ``bound`` (:data:`BOUND_NAMES`; any other key with its underscores
+    as spaces): ``"l1"`` -> ``"L1"``."""
+    return BOUND_NAMES.get(bound, bound.replace("_", " "))
+
 
 @dataclass
 class TrafficPrediction:
