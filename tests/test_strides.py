@@ -79,6 +79,9 @@ def test_declaration_threshold_and_text():
     text = strided_declaration(StridedRequests(10, 0), 100)
     assert text.startswith("outside the model: 10% of the L1 wavefronts")
     assert "a row stride that is a multiple of 128 B" in text
+    # the contract, never a past measurement: what the model lacks and what measures it
+    assert "no strided-request costs" in text and "tiletraffic calibrate" in text
+    assert not any(word in text for word in ("H200", "took", "16384", "16388"))
     text = strided_declaration(StridedRequests(3, 30), 100)
     assert "not a multiple of 128 B" in text
     assert strided_declaration(StridedRequests(5, 0), 0) is None

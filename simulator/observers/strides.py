@@ -228,7 +228,9 @@ def strided_dram_fill_cycles(fill_lines: float, l2_miss_fraction: float,
 
 def strided_declaration(strided: StridedRequests, l1_wavefronts: int) -> str | None:
     """The ``methods["l1_strided_requests"]`` text when strided requests make at least
-    :data:`STRIDED_WARN_SHARE` of ``l1_wavefronts``, else ``None``."""
+    :data:`STRIDED_WARN_SHARE` of ``l1_wavefronts``, else ``None``: their share, the kind
+    of stride, and that a device model without strided-request costs (both 0, the caller
+    declares only then) does not predict their time, with the command that measures them."""
     if l1_wavefronts <= 0 or strided.lines < STRIDED_WARN_SHARE * l1_wavefronts:
         return None
     share = strided.lines / l1_wavefronts
@@ -236,6 +238,8 @@ def strided_declaration(strided: StridedRequests, l1_wavefronts: int) -> str | N
             if strided.aligned_lines >= strided.other_lines else
             "their lines at different offsets: a row stride that is not a multiple of 128 B")
     return (f"outside the model: {share:.0%} of the L1 wavefronts come from requests whose "
-            f"addresses touch {STRIDED_MIN_LINES} or more lines ({kind}); the H200 took "
-            "2.1x as long at a row stride of 16384 B as at 16388 B (matvec-naive M = 4096, "
-            "K = 4096 and 4097), which the L1 time (one wavefront per line) does not predict")
+            f"addresses touch {STRIDED_MIN_LINES} or more lines ({kind}); the L1 time charges "
+            "them one wavefront per line, which does not predict their time: this device "
+            "model has no strided-request costs (l1_strided_cycles_per_line and "
+            "l1_strided_cycles_per_busiest_bank_line are 0; `tiletraffic calibrate` "
+            "measures them on the device)")
