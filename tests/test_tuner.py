@@ -286,6 +286,38 @@ def test_builder_and_limit_refusals_are_rejections_not_crashes(tmp_path):
            "1024" in rejected[0]["reasons"][0]
 
 
+WARP_SPACE = """
+operation = "gemm"
+[[family]]
+name = "gemm-warp-tiled"
+[family.parameters]
+tile = [8]
+wg_rows = [8]
+tm = [4]
+tn = [4]
+bk = [32]
+wn = [32]
+max_registers = [MAX_REGISTERS]
+"""
+"""One gemm-warp-tiled candidate per register budget (0: none)."""
+
+
+def test_a_candidate_without_a_register_budget_shows_none_in_its_label(tmp_path):
+    """``max_registers = 0`` is no budget: the labels (and ``tune --shapes``' pick column)
+    leave the field out; a budget above 0 is shown with its value."""
+    both = load_space(write(tmp_path, WARP_SPACE.replace("MAX_REGISTERS", "0, 128")))
+    base = "gemm-warp-tiled tile=8 wg_rows=8 tm=4 tn=4 bk=32 wn=32"
+    assert [c.label for _, c in both.candidates()] == [base, base + " max_registers=128"]
+    space = write(tmp_path, WARP_SPACE.replace("MAX_REGISTERS", "0"), "none.toml")
+    shapes = write(tmp_path, "[[shape]]\nm = 64\nn = 64\nk = 64\n", "shapes.toml")
+    res = CliRunner().invoke(main, ["tune", "gemm", "--shapes", str(shapes), "--space",
+                                    str(space), "--top", "0", "--out", str(tmp_path / "s")])
+    assert res.exit_code == 0, res.output
+    assert base in res.stdout and "max_registers" not in res.stdout, res.stdout
+    doc = json.loads((tmp_path / "s" / "gemm-64x64x64.json").read_text())
+    assert doc["predictions"][0]["params"]["max_registers"] == 0     # the data keeps it
+
+
 def test_a_candidate_the_model_refuses_is_rejected_and_the_rest_ranked(tmp_path, monkeypatch):
     from tiletraffic.simulator.model import launch as traffic_model
     from tiletraffic.simulator.engine.limits import LimitError

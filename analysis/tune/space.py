@@ -106,8 +106,11 @@ class Candidate:
 
     @property
     def label(self) -> str:
-        """``gemm-vectorized tile=8 wg_rows=8 tm=8 tn=8 bk=16``: unique within a space."""
-        return " ".join([self.family] + [f"{k}={v}" for k, v in self.params])
+        """``gemm-vectorized tile=8 wg_rows=8 tm=8 tn=8 bk=16``: unique within a space;
+        ``max_registers`` is shown only where it is a budget (above 0: 0 means none, and
+        the label of a candidate that differs only in it then lacks the field)."""
+        return " ".join([self.family] + [f"{k}={v}" for k, v in self.params
+                                         if not (k == "max_registers" and v == 0)])
 
     def build(self, m: int, n: int, k: int, batch: int = 1, shared_b: bool = False,
               dtype: str = "float32"):
