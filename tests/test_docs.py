@@ -66,6 +66,10 @@ def test_readme_is_a_short_guide():
     headings = [line for line in lines if line.startswith("## ")]
     for part in ("Install and the two commands", "Python in ten lines", "Where to go next"):
         assert f"## {part}" in headings, part
+    # the test command says how long it takes, in the sentence that introduces it
+    command = next(i for i, line in enumerate(lines) if "-m pytest" in line)
+    intro = " ".join(lines[max(0, command - 5):command])
+    assert "Run the tests" in intro and "at most 5 minutes on 2 cores" in intro, intro
 
 
 def test_html_links_reads_links_and_images_not_text():
