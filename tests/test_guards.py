@@ -73,10 +73,19 @@ def test_the_deepest_loop_nest_counts_where_no_size_is_k():
     assert budget.loop_nest_steps(tt.build("gemm-naive", 64, 48, 64, 16)) == 48
 
 
-def test_counting_by_loaded_integers_charges_the_proved_nest_once():
+@pytest.mark.parametrize("inner, interpreted", [
+    # run in blocks: the outer loop's 16 iterations of the inner loop and its sum, once each
+    ("acc += val[j + lid];", 16 * 2),
+    # barriers: one iteration at a time, the proof's 32 iterations of the nest (not 16 x 32)
+    # of 4 statements, and the inner loop itself once per outer iteration
+    ("t[lid] = val[j + lid]; barrier(CLK_LOCAL_MEM_FENCE); acc += t[(lid + 1) % 32];"
+     " barrier(CLK_LOCAL_MEM_FENCE);", 16 + 32 * 4),
+])
+def test_counting_by_loaded_integers_charges_the_proved_nest_once(inner, interpreted):
     """A static loop of 16 trips around a CSR row's loop (rows of 64 in steps of 32): the
-    proof's loop steps, 16 x 2 = 32, are the whole nest's, and the estimate charges each
-    representative's work-items those 32 steps, not 16 x 32 again."""
+    proof's loop steps, 16 x 2 = 32, are the whole nest's; the estimate charges each
+    representative's work-items those 32 steps, and the statements run one iteration at a
+    time at most 32 times, not 16 x 32 again."""
     import numpy as np
 
     from tiletraffic.simulator.engine.accelerators.data_classes import data_classes
@@ -84,10 +93,11 @@ def test_counting_by_loaded_integers_charges_the_proved_nest_once():
     sch = tt.from_opencl(
         "__kernel void k(__global const float *val, __global const int *ptr,\n"
         "                __global float *y) {\n"
+        "  __local float t[32];\n"
         "  int row = get_group_id(0), lid = get_local_id(0); float acc = 0.0f;\n"
         "  int start = ptr[row], end = ptr[row + 1];\n"
         "  for (int r = 0; r < 16; r++)\n"
-        "    for (int j = start + lid; j < end; j += 32) acc += val[j];\n"
+        f"    for (int j = start; j < end; j += 32) {{ {inner} }}\n"
         "  y[row * 32 + lid] = acc;\n}\n", "k", [32 * 8], [32],
         {"val": {"shape": [512], "access": "in"},
          "ptr": {"shape": [9], "access": "in", "data": np.arange(0, 576, 64, dtype=np.int32)},
@@ -96,9 +106,8 @@ def test_counting_by_loaded_integers_charges_the_proved_nest_once():
     assert found.loop_steps == 32
     est = budget.estimate_simulation(sch, compute_values=False, work_group_classes=True)
     steps = budget.PER_WORK_ITEM_STEP_S * len(found.representatives) * 32 * 32
-    interpreted = budget.PER_INTERPRETED_STATEMENT_S * budget.interpreted_statements(sch)
     assert est.time_s == pytest.approx(budget.PER_WORK_GROUP_CLASSES_S * 8 + steps
-                                       + interpreted)
+                                       + budget.PER_INTERPRETED_STATEMENT_S * interpreted)
 
 
 def test_batch_term_stops_at_the_batch_size():

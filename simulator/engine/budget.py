@@ -246,7 +246,9 @@ def _loop_walk(schedule: Schedule, envelope: int | None = None,
     its ``deepest`` :func:`loop_nest_steps`; a loop whose trips are not known statically
     runs ``envelope`` times (default: the largest size parameter), and marks the walk
     ``unbounded`` where ``reads_data`` (the kernel reads an integer buffer) and no
-    ``envelope`` is given."""
+    ``envelope`` is given. A given ``envelope`` is the most iterations of any loop nest (a
+    proof's :attr:`.accelerators.data_classes.DataClasses.loop_steps`): no nest, and no
+    statement's runs, count more."""
     walker = _LoopWalk(schedule.param_values, envelope, reads_data)
     walker.body(schedule.body)
     return walker
@@ -263,6 +265,8 @@ class _LoopWalk(Visitor):
                  reads_data: bool = False):
         self.params = params
         self.envelope = max([1, *params.values()]) if envelope is None else max(1, envelope)
+        self.cap = None if envelope is None else self.envelope
+        """The most iterations of a loop nest where a proof bounded them (its whole nest's)."""
         self.guessed = envelope is None and reads_data
         self.unbounded = False
         """A loop whose trips are not static was charged the largest size parameter's in
@@ -301,23 +305,29 @@ class _LoopWalk(Visitor):
                 self.variables.pop(s.name, None)
         n = self.envelope
         self.unbounded |= self.guessed
-        self.deepest = max(self.deepest, self.nest * n)
+        self.deepest = max(self.deepest, self._capped(self.nest * n))
         outer = self.runs, self.nest, self.counting
-        self.runs, self.nest, self.counting = self.runs * n, self.nest * n, True
+        self.runs, self.nest, self.counting = (self._capped(self.runs * n),
+                                               self._capped(self.nest * n), True)
         self.body(stmt.body)
         self.body(stmt.update)
         self.runs, self.nest, self.counting = outer
 
     def visit_For(self, stmt: S.For) -> None:
         n = self.trips(stmt)
-        self.deepest = max(self.deepest, self.nest * n)
+        self.deepest = max(self.deepest, self._capped(self.nest * n))
         outer = self.runs, self.nest, self.counting
         if is_vectorizable(stmt):
-            self.nest = self.nest * n
+            self.nest = self._capped(self.nest * n)
         else:
-            self.runs, self.nest, self.counting = self.runs * n, self.nest * n, True
+            self.runs, self.nest, self.counting = (self._capped(self.runs * n),
+                                                   self._capped(self.nest * n), True)
         self.body(stmt.body)
         self.runs, self.nest, self.counting = outer
+
+    def _capped(self, iterations: int) -> int:
+        """``iterations`` of a nest, at most :attr:`cap` where a proof gave it."""
+        return iterations if self.cap is None else min(iterations, self.cap)
 
     def trips(self, loop: S.For) -> int:
         try:
