@@ -214,7 +214,8 @@ def model_text(sch, model, launch) -> list[str]:
              + _issue_instructions(p.methods.get("issue_s")) + ")"),
             ("resident work-groups per CU", p.resident_work_groups_per_cu),
             ("work-groups on the busiest CU", p.work_groups_per_cu),
-            ("predicted time (ms)", f"{p.predicted_time_s * 1e3:.4f}  ({bound_name(p.bound)}-bound)"),
+            ("predicted time (ms)",
+             f"{p.predicted_time_s * 1e3:.4f}  ({bound_name(p.bound)}-bound)"),
             ("  of which (us)", " + ".join(
                 f"{label} {p.time_terms_s[key] * 1e6:.1f}" for label, key in (
                     (bound_name(p.bound), p.bound + "_s"),
