@@ -155,10 +155,9 @@ def strided_fit(lines: int, busiest_bank_lines, cycles_per_request) -> tuple[flo
     busiest bank holds ``busiest_bank_lines`` of them (one per measured stride).
 
     The model of a strided request's L1 time is this module's (tiletraffic's), fitted to
-    the ``strided_read`` microbenchmark only: on the H200 the cost of a request reading 32
-    lines a row stride apart grew with each power of two in the stride from 32 bytes on
-    (``experiments/h200/strides/findings.md``), as if the lines' words were read one per
-    bank and lines in the same bank were serialized. NVIDIA does not document it.
+    the ``strided_read`` microbenchmark only: it charges a request reading lines a row
+    stride apart as if the lines' words were read one per bank and lines in the same bank
+    were serialized. NVIDIA does not document it.
 
     Raises:
         ValueError: fewer than two strides, lengths differ, or all strides have the same
