@@ -398,10 +398,8 @@ def _l2_size(target, s: Sizes, dram_read: float) -> Measurement:
     least twice), each pass starting elsewhere (read_sum's shift), so that every line is read
     by as many work-groups as there are passes; :func:`l2_capacity_from_sweep` gives the
     capacity those passes see, which sets ``l2_bytes`` as it is: no partition copies are
-    added. (Scaling by :func:`~tiletraffic.simulator.model.dram.partition_copies` was tried:
-    on the H200 the sweep falls below 1.5 x DRAM at 62.8 MiB, so two partitions' copies would
-    make a 126 MiB L2, twice what the device reports, 60 MiB; the stream of this benchmark
-    does not take a copy in each partition.)"""
+    added (the stream of this benchmark does not take a copy in each partition, so the
+    capacity it sees is the device's, not twice it)."""
     from tiletraffic.gpu.devices import microbench as mb
 
     rates = []

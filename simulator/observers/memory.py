@@ -219,7 +219,7 @@ class MemoryObserver(Observer):
         local_banks, bank_bytes: local memory banks (32 banks of 4 B on NVIDIA).
         local_vector_words: words of one vector local load (1: no vector loads).
         vector_min_wavefronts: wavefronts a vector local load takes at least, however few
-            distinct words it reads (2 for 128-bit loads on the H200, measured).
+            distinct words it reads (the device model's value of the same name).
     """
 
     def __init__(self, sub_group_size: int = 32, sector_bytes: int = 32, line_bytes: int = 128,
