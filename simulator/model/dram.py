@@ -353,8 +353,8 @@ def partition_copies(readers: float, partitions: int) -> float:
     a compute unit of a random one of ``partitions`` L2 partitions: one in the partition
     that owns its address, and one in every other partition one of the readers belongs to
     (an SM's request is filled into its own partition, which keeps a copy of data owned by
-    the other: the A100 whitepaper's "each L2 partition localizes and caches data for memory accesses from SMs
-    in the GPCs directly connected to the partition"):
+    the other: the A100 whitepaper's "each L2 partition localizes and caches data for
+    memory accesses from SMs in the GPCs directly connected to the partition"):
     ``1 + (P - 1) (1 - (1 - 1/P)^readers)``. One partition: 1; two partitions: 1.5 for one
     reader, 1.75 for two, towards 2 for many.
 
