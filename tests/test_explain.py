@@ -399,3 +399,85 @@ def test_coalescing_draws_a_store_request_as_a_load_request():
             "request</b>") in section
     assert (f"All global stores of the launch: {requests} requests, {sectors:,} sectors, "
             "32.00 sectors per request.") in section
+
+
+def test_time_terms_and_methods_show_their_names_not_their_keys(tiled):
+    """The time table, the bars and the methods name the terms as the product does (L1,
+    barrier latency, DRAM read bytes); the embedded document keeps its keys."""
+    from tiletraffic.simulator.model.prediction import method_text, term_name
+
+    html = render_page(tiled)
+    page = html.split('<script type="application/json"')[0]
+    time = tiled["time"]
+    for key in time["terms_s"]:
+        assert f">{term_name(key)}{' (bound)' if key == time['bound'] else ''}</td>" in page
+        # (the guessed values' column names device-model fields, as model files spell them)
+        assert f'<td class="l">{key}' not in page and f">{key} (bound)" not in page, key
+        assert f'class="small">{key}' not in page, key          # the bars' labels
+    assert term_name("l1_s") == "L1" and term_name("barrier_latency_s") == "barrier latency"
+    assert method_text("dram_read_bytes", "dram: compulsory") == "DRAM read bytes: compulsory"
+    assert method_text("l2_read_sectors", "l1: per-work-group footprint") == \
+        "L2 -> L1 sectors: per-work-group footprint"
+    methods = page.split("Methods: ")[1].split("</p>")[0]
+    assert "dram_read_bytes" not in methods and "dram: " not in methods
+    assert "DRAM read bytes: " in methods
+    assert embedded(html)["time"]["terms_s"].keys() == time["terms_s"].keys()
+
+
+def _committed_documents(tmp_path):
+    """The explain documents of the committed PoCL report, copied under ``tmp_path``."""
+    from pathlib import Path
+
+    committed = Path(__file__).resolve().parent.parent / "reports" / "pocl-cpu-amd-epyc"
+    (tmp_path / "explain").mkdir()
+    for doc in (committed / "explain").glob("*.json"):
+        (tmp_path / "explain" / doc.name).write_bytes(doc.read_bytes())
+    (tmp_path / "results.json").write_bytes((committed / "results.json").read_bytes())
+    return tmp_path / "explain"
+
+
+def test_documents_without_derived_closed_forms_render_without_them(tmp_path):
+    """A document without ``closed_form_derived`` or ``closed_form`` (optional parts)
+    renders its page with those parts left out; a document with them shows them."""
+    from tiletraffic.analysis.explain import report_pages
+
+    folder = _committed_documents(tmp_path)
+    for path in folder.glob("*.json"):
+        doc = json.loads(path.read_text())
+        doc.pop("closed_form_derived", None)
+        if path.stem == "gemm-naive":
+            doc.pop("closed_form", None)
+        path.write_text(json.dumps(doc))
+    assert report_pages.write_report_html(tmp_path) == tmp_path / "report.html"
+    for path in folder.glob("*.json"):
+        page = path.with_suffix(".html").read_text()
+        assert embedded(page) == json.loads(path.read_text())
+        assert "Closed forms derived from the kernel" not in page
+    naive = (folder / "gemm-naive.html").read_text()
+    assert '<td class="l">global_load_elems</td><td>65,536</td><td>-</td>' in naive
+    with_forms = dict(json.loads((folder / "gemm-naive.json").read_text()),
+                      closed_form_derived={"sizes": {"N": 32}, "forms": {
+                          "global_load_elems": "2*N^3"}, "not_derived": {}})
+    page = render_page(with_forms)
+    assert "Closed forms derived from the kernel" in page and "<code>2*N^3</code>" in page
+
+
+def test_a_document_missing_a_drawn_part_is_bad_input_naming_the_file(tmp_path):
+    from tiletraffic.analysis.explain import report_pages
+    from tiletraffic.analysis.files import ResultsFileError
+
+    folder = _committed_documents(tmp_path)
+    doc = json.loads((folder / "gemm-tiled.json").read_text())
+    del doc["time"]
+    (folder / "gemm-tiled.json").write_text(json.dumps(doc))
+    with pytest.raises(ResultsFileError, match=r"gemm-tiled\.json: .*\(time missing\)"):
+        report_pages.write_report_html(tmp_path)
+    result = CliRunner().invoke(main, ["report", "--render", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert "gemm-tiled.json" in result.output and "time missing" in result.output
+    doc["time"], doc["steps"] = {"terms_s": {}}, 5        # present, of another shape
+    (folder / "gemm-tiled.json").write_text(json.dumps(doc))
+    result = CliRunner().invoke(main, ["report", "--render", str(tmp_path)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert "gemm-tiled.json" in result.output and "Traceback" not in result.output

@@ -4,7 +4,9 @@ contain no issue numbers, round numbers of past measurements or files outside th
 repository (the pattern of :data:`HISTORY`)."""
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import click
@@ -45,6 +47,36 @@ def test_package_readme_and_docs_carry_no_project_history():
              for h in hits(p.read_text(encoding="utf-8", errors="replace"),
                            str(p.relative_to(ROOT)))]
     assert not found, "\n".join(found)
+
+
+REPOSITORY_PATH = re.compile(r"\bexperiments[/.]|\bbenchmarks/|findings\.md"
+                             r"|\breports/(nvidia|pocl)|\.ci/run")
+"""Files of the repository that an installed package does not have: the measurement
+studies, the benchmarks, the committed reports, the CI script."""
+
+
+def _texts_of_code(path: Path):
+    """(line, text) of every string (docstrings and messages) and comment of the Python file
+    ``path``, by Python's own tokenizer; a template's lines."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix != ".py":
+        yield from enumerate(text.splitlines(), 1)
+        return
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type in (tokenize.STRING, tokenize.COMMENT):
+            yield tok.start[0], tok.string
+
+
+def test_installed_code_names_no_repository_file():
+    """Docstrings, comments, messages and templates of the installed package name no file
+    of the repository outside it (a user of the installed package has none of them)."""
+    found = [f"{p.relative_to(ROOT)}:{line}: {text.strip()[:100]}"
+             for folder in PACKAGE_FOLDERS
+             for p in sorted((ROOT / folder).rglob("*"))
+             if p.suffix in (".py", ".j2") and "__pycache__" not in p.parts
+             for line, text in _texts_of_code(p) if REPOSITORY_PATH.search(text)]
+    assert not found, "\n".join(found)
+    assert REPOSITORY_PATH.search("(``experiments/h200/strides/findings.md``)")
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()):

@@ -26,7 +26,7 @@ from tiletraffic.simulator.observers.cache import FootprintObserver
 from tiletraffic.simulator.model.launch import model_launch
 from tiletraffic.simulator.model.observation import LaunchObservation
 from tiletraffic.simulator.model.prediction import (ADDED_TIME_TERMS, interval_latency_s,
-                                                    predict)
+                                                    predict, term_name)
 from tiletraffic.simulator.model.queueing import (closed_network_throughput, drain_time_s,
                                                   exposed_latency_s, tail_latency_s)
 
@@ -485,8 +485,12 @@ def test_cli_simulate_text_shows_the_terms_that_add_up_to_the_time():
     total = re.search(r"predicted time \(ms\)\s+([\d.]+)\s+\((\w+)-bound\)", result.stdout)
     parts = re.search(r"of which \(us\)\s+(.*)", result.stdout).group(1)
     terms = dict(re.fullmatch(r"(.+) ([\d.]+)", p.strip()).groups() for p in parts.split(" + "))
-    assert list(terms) == [total.group(2), "barrier latency", "tail", "launch overhead"]
-    keys = [total.group(2) + "_s", *ADDED_TIME_TERMS]
+    # the bound and the added terms by their shown names (L1, barrier latency), the
+    # document's keys (l1_s, barrier_latency_s) in the JSON
+    assert list(terms) == [term_name(data["bound"] + "_s"), "barrier latency", "tail",
+                           "launch overhead"]
+    assert total.group(2) == term_name(data["bound"] + "_s")
+    keys = [data["bound"] + "_s", *ADDED_TIME_TERMS]
     assert [float(v) for v in terms.values()] == pytest.approx(
         [data["time_terms_s"][k] * 1e6 for k in keys], abs=0.05)
     # the parts add up to the total (both rounded to 0.1 us)

@@ -155,10 +155,9 @@ def strided_fit(lines: int, busiest_bank_lines, cycles_per_request) -> tuple[flo
     busiest bank holds ``busiest_bank_lines`` of them (one per measured stride).
 
     The model of a strided request's L1 time is this module's (tiletraffic's), fitted to
-    the ``strided_read`` microbenchmark only: on the H200 the cost of a request reading 32
-    lines a row stride apart grew with each power of two in the stride from 32 bytes on
-    (``experiments/h200/strides/findings.md``), as if the lines' words were read one per
-    bank and lines in the same bank were serialized. NVIDIA does not document it.
+    the ``strided_read`` microbenchmark only: it charges a request reading lines a row
+    stride apart as if the lines' words were read one per bank and lines in the same bank
+    were serialized. NVIDIA does not document it.
 
     Raises:
         ValueError: fewer than two strides, lengths differ, or all strides have the same
@@ -399,10 +398,8 @@ def _l2_size(target, s: Sizes, dram_read: float) -> Measurement:
     least twice), each pass starting elsewhere (read_sum's shift), so that every line is read
     by as many work-groups as there are passes; :func:`l2_capacity_from_sweep` gives the
     capacity those passes see, which sets ``l2_bytes`` as it is: no partition copies are
-    added. (Scaling by :func:`~tiletraffic.simulator.model.dram.partition_copies` was tried:
-    on the H200 the sweep falls below 1.5 x DRAM at 62.8 MiB, so two partitions' copies would
-    make a 126 MiB L2, twice what the device reports, 60 MiB; the stream of this benchmark
-    does not take a copy in each partition.)"""
+    added (the stream of this benchmark does not take a copy in each partition, so the
+    capacity it sees is the device's, not twice it)."""
     from tiletraffic.gpu.devices import microbench as mb
 
     rates = []

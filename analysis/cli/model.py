@@ -189,7 +189,8 @@ def model_json(sch, launch, guesses: list[str], declared: list[str]) -> dict:
 
 def model_text(sch, model, launch) -> list[str]:
     """The table: memory-system counts, predicted traffic and time with its terms."""
-    from tiletraffic.simulator.model.prediction import ADDED_TIME_TERMS, bound_name
+    from tiletraffic.simulator.model.prediction import (ADDED_TIME_TERMS, bound_name,
+                                                        method_text, term_name)
 
     p = launch.prediction
     mem = launch.memory
@@ -219,7 +220,7 @@ def model_text(sch, model, launch) -> list[str]:
             ("  of which (us)", " + ".join(
                 f"{label} {p.time_terms_s[key] * 1e6:.1f}" for label, key in (
                     (bound_name(p.bound), p.bound + "_s"),
-                    *((k.removesuffix("_s").replace("_", " "), k) for k in ADDED_TIME_TERMS))))]
+                    *((term_name(k), k) for k in ADDED_TIME_TERMS))))]
     head = (f"{sch.family} on model {model.name}: " +
             params_text(sch) + f" tile={sch.tile}"
             + storage_text(sch))
@@ -231,7 +232,7 @@ def model_text(sch, model, launch) -> list[str]:
         return lines
     return [head,
             *(f"  {label:32s} {value}" for label, value in rows),
-            "  methods: " + "; ".join(f"{k}: {v}" for k, v in p.methods.items())]
+            "  methods: " + "; ".join(method_text(k, v) for k, v in p.methods.items())]
 
 
 def sectors_per_store_request(mem) -> float:

@@ -54,8 +54,7 @@ def command(device, out_dir, quick, repeat, model, render_dir, targets, datashee
 
         path = Path(render_dir)
         if not (path / "results.json").exists():
-            hint = (" (it holds H200 validation data: render it from the repository root "
-                    f"with `python -m experiments.h200.render {path}`)"
+            hint = (" (it holds H200 validation data, not a report of tiletraffic report)"
                     if (path / "h200_raw.json.gz").exists() else "")
             raise click.UsageError(f"{path} has no results.json{hint}")
         click.echo(f"rendered {render_results(render, path, 'results.json', 'tiletraffic report')}")

@@ -11,6 +11,8 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
+from tiletraffic.simulator.model.prediction import method_text, term_name
+
 from tiletraffic.analysis.files import atomic_write_text
 from tiletraffic.analysis.explain import svg
 
@@ -96,7 +98,14 @@ def render_page(doc: dict, *, memory_params: dict | None = None) -> str:
     """The HTML text of the page of ``doc`` (:func:`.collect.explain_data`'s document).
 
     ``memory_params``: ``sector_bytes``, ``line_bytes``, ``local_banks``, ``bank_bytes`` of
-    the pictures (default: the document's ``memory_params``)."""
+    the pictures (default: the document's ``memory_params``). Optional parts a document
+    may lack (``closed_form``, ``closed_form_derived``, a sample's ``element_bytes``) are
+    left out of the page (element bytes: 4).
+
+    Raises:
+        KeyError, TypeError, jinja2.UndefinedError: a part the page draws is missing or of
+            another type (:func:`.report_pages.read_document` names the file).
+    """
     mp = memory_params or doc["memory_params"]
     globals_ = _samples(doc, "global")
     locals_ = _samples(doc, "local")
@@ -114,6 +123,8 @@ def render_page(doc: dict, *, memory_params: dict | None = None) -> str:
         work_items=Markup(svg.work_items_picture(doc)), notes=_step_notes(doc),
         reuse=reuse, coalescing=globals_, banks=locals_, hazards=_hazards(doc),
         time=time, time_svg=Markup(svg.time_picture(time)) if "terms_s" in time else None,
+        closed_form=doc.get("closed_form"), derived=doc.get("closed_form_derived"),
+        term_name=term_name, method_text=method_text,
         seconds=svg.seconds, data=Markup(data), mp=mp)
 
 

@@ -16,10 +16,10 @@ import json
 import jinja2
 
 from tiletraffic.simulator.kernels.families import build
-from tiletraffic.simulator.model.prediction import bound_name
+from tiletraffic.simulator.model.prediction import term_name
 
 from tiletraffic.analysis.device_model import DEFAULT_MODEL
-from tiletraffic.analysis.files import atomic_write_text
+from tiletraffic.analysis.files import ResultsFileError, atomic_write_text, read_json_object
 from tiletraffic.analysis.explain.collect import explain_data
 from tiletraffic.analysis.explain.render import write_page
 
@@ -39,6 +39,14 @@ PAIRS = (("GEMM: each work-item reads its own row and column, or B x B tiles are
 
 EXPLAIN_DIR = "explain"
 """Folder of the explain pages inside a report folder."""
+
+DOCUMENT = "an explain document of tiletraffic report"
+"""What :func:`read_document` calls the file in its messages."""
+
+REQUIRED_PARTS = ("schedule", "work_group", "steps", "arrays", "hazards", "samples", "sites",
+                  "reuse", "counts", "memory", "memory_params", "time", "device_model")
+"""The parts of a document every page draws; the others (``closed_form``,
+``closed_form_derived``) are shown where the document has them."""
 
 _PAGE = jinja2.Environment(
     loader=jinja2.PackageLoader("tiletraffic.analysis.explain", "templates"),
@@ -75,29 +83,62 @@ def observe_pages(out_dir, device_model: str = DEFAULT_MODEL) -> list[Path]:
     return paths
 
 
+def read_document(path) -> dict:
+    """The explain document in ``path`` (:func:`.collect.explain_data`'s, as
+    :func:`observe_pages` writes it).
+
+    Raises:
+        analysis.files.ResultsFileError: not JSON, not an object, or a part of
+            :data:`REQUIRED_PARTS` missing; the message names the file and the parts.
+    """
+    doc = read_json_object(path, DOCUMENT)
+    missing = [part for part in REQUIRED_PARTS if part not in doc]
+    if missing:
+        raise ResultsFileError(f"{path}: not {DOCUMENT} ({', '.join(missing)} missing)")
+    return doc
+
+
+def _row(doc: dict, family: str, title: str) -> dict:
+    """The row of ``report.html`` linking the page of ``doc``."""
+    return {
+        "href": f"{EXPLAIN_DIR}/{family}.html", "title": title,
+        "sizes": _sizes_shown(doc["schedule"]),
+        "loads": doc["counts"]["global_load_elems"], "reads": _reads(doc),
+        "sectors_per_request": doc["memory"]["global_load_sectors"]
+        / max(1, doc["memory"]["global_load_requests"]),
+        "bound": term_name(doc["time"].get("bound", "-")),
+    }
+
+
 def write_report_html(out_dir) -> Path | None:
     """From the documents of :func:`observe_pages` in ``out_dir/explain/``, write each page
     (``<family>.html`` beside its JSON) and ``out_dir/report.html`` linking them
     (atomically); returns report.html's path, or ``None`` (nothing written) where no
-    document is there."""
+    document is there.
+
+    Raises:
+        analysis.files.ResultsFileError: a document that is not one (:func:`read_document`)
+            or whose parts are not of the shapes the page draws; the message names it.
+    """
     out_dir = Path(out_dir)
     rows, model = {}, None
     for family, title, _sizes in PAGES:
         source = out_dir / EXPLAIN_DIR / f"{family}.json"
         if not source.is_file():
             continue
-        doc = json.loads(source.read_text())
+        doc = read_document(source)
         model = doc["device_model"]
-        write_page(doc, source.with_suffix(".html"))
-        time = doc["time"]
-        rows[family] = {
-            "href": f"{EXPLAIN_DIR}/{family}.html", "title": title,
-            "sizes": _sizes_shown(doc["schedule"]),
-            "loads": doc["counts"]["global_load_elems"], "reads": _reads(doc),
-            "sectors_per_request": doc["memory"]["global_load_sectors"]
-            / max(1, doc["memory"]["global_load_requests"]),
-            "bound": bound_name(time.get("bound", "-").removesuffix("_s")),
-        }
+        try:
+            write_page(doc, source.with_suffix(".html"))
+            rows[family] = _row(doc, family, title)
+        except KeyError as err:
+            raise ResultsFileError(f"{source}: not {DOCUMENT} (field {err} missing)") from None
+        except jinja2.UndefinedError as err:
+            raise ResultsFileError(f"{source}: not {DOCUMENT} (a field is missing: "
+                                   f"{err})") from None
+        except (TypeError, IndexError, AttributeError, ValueError) as err:
+            raise ResultsFileError(f"{source}: not {DOCUMENT} (a field is of another type "
+                                   f"or shape: {err})") from None
     if not rows:
         return None
     html = _PAGE.render(title="tiletraffic report: see it", model=model,

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from markupsafe import escape
 
+from tiletraffic.simulator.model.prediction import term_name
+
 LOAD, STORE, OUTPUT, HAZARD, BOTH = "#2b6cb0", "#dd6b20", "#2f855a", "#e53e3e", "#805ad5"
 GRID, CELL = "#cbd5e0", "#f7fafc"
 GAP = 28
@@ -357,7 +359,7 @@ def time_picture(time: dict) -> str:
     terms added to it orange, each term resting on a guessed value hatched."""
     terms = time["terms_s"]
     top = max(terms.values()) or 1.0
-    bar_w, row_h, name_w = 300, 22, 150
+    bar_w, row_h, name_w = 300, 22, 185     # name: up to 29 characters (with "(bound)")
     out = ['<defs><pattern id="guess" width="6" height="6" patternUnits="userSpaceOnUse" '
            'patternTransform="rotate(45)"><rect width="3" height="6" fill="#fff" '
            'fill-opacity="0.55"/></pattern></defs>']
@@ -369,9 +371,9 @@ def time_picture(time: dict) -> str:
         colour = ("#1a365d" if term == time["bound"] else
                   STORE if term in time["added"] else "#90cdf4")
         guessed = time["term_guessed_values"].get(term, [])
-        tip = f"{term}: {seconds(value)}; {time['term_methods'].get(term, '')}" + (
+        tip = f"{term_name(term)}: {seconds(value)}; {time['term_methods'].get(term, '')}" + (
             f"; rests on guessed {', '.join(guessed)}" if guessed else "")
-        out.append(f'<text x="0" y="{y + 14}" class="small">{_e(term)}'
+        out.append(f'<text x="0" y="{y + 14}" class="small">{_e(term_name(term))}'
                    f'{" (bound)" if term == time["bound"] else ""}</text>')
         out.append(f'<rect class="term{" bound" if term == time["bound"] else ""}" '
                    f'data-term="{_e(term)}" x="{name_w}" y="{y}" width="{w:.1f}" height="16" '

@@ -299,8 +299,8 @@ GEMM_SCHEDULES = (
 )
 """The GEMM schedules of every case list, at each GEMM size (M = K = N): the ladder naive ->
 tiled -> register-blocked -> vectorized -> prefetch -> warp-tiled with each family's defaults, plus tiled
-B = 32 and the fastest hand-picked gemm-vectorized of the H200 ladder (experiments/h200/
-ladder: TM = TN = 8, BK = 16, an 8×8 work-group)."""
+B = 32 and a hand-picked fast gemm-vectorized (TM = TN = 8, BK = 16, an 8×8
+work-group)."""
 
 MATVEC_SCHEDULES = (
     {"family": "matvec-naive", "tile": 256},
@@ -318,10 +318,9 @@ CASE_SIZES = {
 }
 """Case list name -> (GEMM sizes, matvec sizes). ``quick``: tiny, seconds on PoCL (CI);
 ``cpu``: a CPU OpenCL device (PoCL) without --quick; ``gpu``: what a performance engineer
-checks on a GPU. On an H200 the ``gpu`` list's kernels take about 3 s in all (2 rounds of
-12 launches; from the ladder's times, experiments/h200/ladder: the N = 4096 GEMMs, 4-26 ms
-each, dominate); the host's float64 reference checks of the N = 4096 GEMMs (A·B and |A|·|B|,
-once per case and round) take longer than the kernels."""
+checks on a GPU (its N = 4096 GEMMs dominate the kernels' time; the host's float64
+reference checks of those GEMMs, A·B and |A|·|B| once per case and round, take longer than
+the kernels)."""
 
 
 LIST_OPTIONS = ("dtype", "batch", "shared_b")

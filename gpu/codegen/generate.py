@@ -179,7 +179,7 @@ def render_float(e: S.FloatExpr, longs=frozenset()) -> tuple[str, int]:
                        _op_of(e.right), reassociate=False)
     if isinstance(e, S.FNeg):
         return f"(-({render_float(e.operand, longs)[0]}))", _ATOM
-    if isinstance(e, S.FCall):  # OpenCL C built-ins of the same names (CUDA: experiments.h200.cuda)
+    if isinstance(e, S.FCall):  # OpenCL C built-ins of the same names
         return f"{e.fn}({', '.join(render_float(a, longs)[0] for a in e.args)})", _ATOM
     if isinstance(e, S.Select):
         return (f"(({render_cond(e.cond, longs)[0]}) ? {render_float(e.then, longs)[0]} : "
@@ -445,10 +445,9 @@ UNROLL_MAX_TRIPS = 64
 def _unrolled(s: S.For) -> bool:
     """Whether ``s`` is rendered fully unrolled: constant start, stop and step, at most
     :data:`UNROLL_MAX_TRIPS` iterations (the register tiles' ``kk``, ``i`` and ``j`` loops).
-    NVIDIA's OpenCL compiler left the ``kk`` loop of the 8x8 register tiles rolled (one
-    iteration's 64 FMAs per pass), so each iteration's local loads and the FMAs that use
-    them ran one after the other instead of overlapping
-    (``experiments/h200/interval/findings.md``)."""
+    Unrolled here because NVIDIA's OpenCL compiler may leave such a loop rolled (one
+    iteration's FMAs per pass), so that each iteration's local loads and the FMAs that use
+    them run one after the other instead of overlapping."""
     if not all(isinstance(x, S.Const) for x in (s.start, s.stop, s.step)):
         return False
     return 0 < -(-(s.stop.value - s.start.value) // s.step.value) <= UNROLL_MAX_TRIPS

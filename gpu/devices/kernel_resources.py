@@ -6,9 +6,8 @@ Two sources:
   every OpenCL driver): bytes of private and local memory per work-item and per work-group.
   Neither gives registers.
 * NVIDIA's OpenCL driver only: a build with ``-cl-nv-verbose`` puts the output of its PTX
-  assembler (``ptxas -v``) in the build log. For each kernel it prints (the log of
-  ``gemm_tiled`` on the H200, ``reports/nvidia-h200/h200_raw.json.gz``,
-  ``opencl_work_group_probe``)::
+  assembler (``ptxas -v``) in the build log. For each kernel it prints (for example, for
+  ``gemm_tiled``)::
 
       ptxas info    : Compiling entry function 'gemm_tiled' for 'sm_90a'
       ptxas info    : Function properties for gemm_tiled

@@ -61,8 +61,7 @@ def check_launch_limits(
             kernel_max_work_group_size < items <= limits.max_work_group_size:
         # The compiler accepted reqd_work_group_size for exactly this size, so the
         # reported maximum is advisory. NVIDIA's OpenCL driver reports 256 for every
-        # kernel, yet runs 32 x 32 work-groups of kernels compiled for them (checked on
-        # the H200: reports/nvidia-h200/h200_raw.json.gz, opencl_work_group_probe). The
+        # kernel, yet runs 32 x 32 work-groups of kernels compiled for them. The
         # result is still checked against numpy before any time counts.
         warnings.warn(
             f"{kernel.name}: work-group of {items} work-items exceeds the "

@@ -122,7 +122,7 @@ class Accesses(BatchState):
         if width > 1 and not aligned and space == "global":
             # vloadn/vstoren of global memory: one scalar access per component, as NVIDIA's
             # OpenCL compiler emits them (ld.global.f32 x 4 where it cannot prove 16-byte
-            # alignment, experiments/h100/vload_alignment)
+            # alignment)
             for w in range(width):
                 self.announce(AccessEvent(space, direction, array.name, size, flat + w, mask,
                                           shape, self.group_index, f"{site}.{'xyzw'[w]}",

@@ -6,12 +6,10 @@ would need about 150 GB and be killed by the out-of-memory killer. :func:`estima
 gives the memory and time from the schedule's sizes alone, so that a front end can refuse
 such a launch with the estimate (``tiletraffic simulate ... --force`` overrides).
 
-The constants are upper envelopes of peak resident memory and wall time measured with
-``/usr/bin/time -f %M`` on this project's 2-core CI machine (``benchmarks/bench_budget.py``
-prints the estimate next to the measurement for a set of launches):
+The constants are upper bounds of peak resident memory and wall time per unit of work:
 
-- per work-group: 96 bytes (measured 45 B for a full run, 70-80 B when counting by work-group
-  classes: ``np.arange`` of every work-group id, its class key, ``np.unique``'s sort);
+- per work-group: 96 bytes (a full run's loads per work-group; counting by work-group
+  classes, ``np.arange`` of every work-group id, its class key and ``np.unique``'s sort);
 - per work-item of one batch (at most ``BATCH_WORK_ITEMS``): 96 bytes when counting, 160
   bytes when also computing values (index, mask and value arrays of the statement running);
 - buffers: 4 bytes per element when values are computed; the float64 reference the command
@@ -32,7 +30,7 @@ from three short K (K extrapolation), the three short launches' times; and 250 Â
 time in each batch of work-groups (:func:`interpreted_statements`: the statements of loops
 it cannot run in blocks of iterations), the interpreter's cost of a statement, which
 dominates a long loop of small work-groups (``gemm-tiled`` with M = N = 1 and a large K).
-Time is an order of magnitude (measured 0.3-1.5 times the estimate).
+Time is an order of magnitude, not a prediction.
 """
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ GENERIC_GPU = DeviceLimits(
 )
 """Limits shared by current NVIDIA GPUs (1024 work-items per work-group; 48 KiB of statically
 declared shared memory per block: CUDA C++ Programming Guide, "Technical Specifications per
-Compute Capability"). The H200's OpenCL driver reports exactly these values."""
+Compute Capability"), which NVIDIA's OpenCL driver reports."""
 
 UNLIMITED = DeviceLimits("unlimited", 2**31 - 1, (2**31 - 1,) * 3, 2**62)
 """No limits: for exploring schedules no device could launch."""

@@ -198,8 +198,8 @@ def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) 
     # Staged loads: when every work-item loads the same number of elements of each tile,
     # the load loops are unrolled here and every global load of a K step is issued before
     # the first local store (into private floats sa<r>, sb<r>), so a K step waits for one
-    # memory round trip, not for a chain of load -> store pairs (what the H200's OpenCL
-    # compiler made of the loops: experiments/h200/interval/findings.md).
+    # memory round trip, not for a chain of load -> store pairs (what NVIDIA's OpenCL
+    # compiler makes of the loops otherwise).
     staged = _staged_counts(tm, tn, bk, tile, wg_rows, 1)
     if staged:
         decls += [DeclareFloat(f"sa{q}", None) for q in range(staged[0])]
@@ -257,8 +257,7 @@ def _scalar_blocked(family, m, k, n, tile, tm, tn, bk, wg_rows, prefetch: bool) 
             # loads are in flight while it computes (prefetching: loading the next tile
             # overlaps computing the current one). Stored before the multiply-adds, every
             # K step would wait for its loads first: a compiler may not move the stores
-            # past the reads of the other buffer (experiments/h200/ladder/findings.md,
-            # "gemm-prefetch against ...")
+            # past the reads of the other buffer
             indices, issue, place = staged_parts(staged_tiles((tv + 1) * BK, (tv + 1) % NBUF, ""),
                                                   tid.var, WG, 1)
             main = [steps, loads(Const(0), Const(0), "p"), indices,

@@ -33,8 +33,7 @@ Two estimates, each named in ``methods`` and reported side by side:
 
 When every buffer fits in L2 together, :func:`simulator.model.prediction.predict` reports
 compulsory reads without asking this model (so conflict misses of a low-associativity L2 are
-ignored there: a small jump at that size). ``reports/nvidia-h200/validation.md`` compares
-both estimates with the H200's counters.
+ignored there: a small jump at that size).
 """
 from __future__ import annotations
 
@@ -201,8 +200,8 @@ def dram_reads_timeline(buffers: dict[str, BufferReads], output_bytes: int, grou
                         seed: int = 0) -> tuple[float, dict[str, float]]:
     """DRAM bytes read when work-group ``g`` ran from ``start_s[g]`` to ``end_s[g]``.
 
-    The timeline may be measured (``experiments/h200/dispatch/driver.py`` reads ``%globaltimer``
-    in each work-group) or made up (:func:`wave_timeline`). Each work-group reads its share
+    The timeline may be measured (``%globaltimer`` read in each work-group) or made up
+    (:func:`wave_timeline`). Each work-group reads its share
     of every buffer at a constant rate over its run (the fraction ``f`` of its loop at time
     ``start + f × (end - start)``). A re-read of the sectors at fraction ``f`` of a stripe
     (the sectors a row or column of work-groups share, see :func:`_stripes`) by reader
@@ -354,9 +353,8 @@ def partition_copies(readers: float, partitions: int) -> float:
     a compute unit of a random one of ``partitions`` L2 partitions: one in the partition
     that owns its address, and one in every other partition one of the readers belongs to
     (an SM's request is filled into its own partition, which keeps a copy of data owned by
-    the other: measured on the H200, ``experiments/h200/l2_sharing`` ``smmap``; the A100
-    whitepaper's "each L2 partition localizes and caches data for memory accesses from SMs
-    in the GPCs directly connected to the partition"):
+    the other: the A100 whitepaper's "each L2 partition localizes and caches data for
+    memory accesses from SMs in the GPCs directly connected to the partition"):
     ``1 + (P - 1) (1 - (1 - 1/P)^readers)``. One partition: 1; two partitions: 1.5 for one
     reader, 1.75 for two, towards 2 for many.
 

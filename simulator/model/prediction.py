@@ -83,6 +83,36 @@ def bound_name(bound: str) -> str:
     return BOUND_NAMES.get(bound, bound.replace("_", " "))
 
 
+def term_name(term: str) -> str:
+    """The shown name of the time term ``term`` (a key of
+    :attr:`TrafficPrediction.time_terms_s`, unit suffix ``_s``): a ceiling's
+    :func:`bound_name`, an added term's words: ``"l1_s"`` -> ``"L1"``,
+    ``"barrier_latency_s"`` -> ``"barrier latency"``."""
+    return bound_name(term.removesuffix("_s"))
+
+
+METHOD_NAMES = {"l2_read_sectors": "L2 -> L1 sectors", "dram_read_bytes": "DRAM read bytes",
+                "dram_read_bytes_lockstep": "DRAM read bytes (lock-step)",
+                "dram_write_bytes": "DRAM write bytes", "predicted_time_s": "predicted time",
+                "issue_s": "issue term", "l1_strided_requests": "L1 strided requests",
+                "l1_strided_dram": "L1 strided DRAM fills"}
+"""A key of :attr:`TrafficPrediction.methods` (the figure a method produced) -> the name
+every line of text shows."""
+
+METHOD_LEVELS = ("l1", "dram", "time", "issue")
+"""The model a method string names before its first ``": "`` (``"dram: compulsory"``)."""
+
+
+def method_text(key: str, method: str) -> str:
+    """One entry of :attr:`TrafficPrediction.methods` as text shows it: the figure's name
+    (:data:`METHOD_NAMES`; any other key with its underscores as spaces), then the method
+    without the model it names first, which the figure's name already says:
+    ``("dram_read_bytes", "dram: compulsory")`` -> ``"DRAM read bytes: compulsory"``."""
+    level, sep, rest = method.partition(": ")
+    shown = rest if sep and level in METHOD_LEVELS else method
+    return f"{METHOD_NAMES.get(key, key.replace('_', ' '))}: {shown}"
+
+
 @dataclass
 class TrafficPrediction:
     """Predicted cache/DRAM traffic and time of one launch on one device model."""

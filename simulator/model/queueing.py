@@ -69,8 +69,8 @@ def tail_latency_s(busy_s: float, phases_per_cu: float, work_groups_per_cu: int,
 
     Assumes steady-state dispatch: when the unit's last work-group starts, its ``resident``
     work-groups R are spread evenly over their work (an assumption, not derived: work-groups
-    that start together drift apart because the unit does not serve them equally; the
-    timelines of ``experiments/h200/dispatch/findings.md`` show it), the i-th from the
+    that start together drift apart because the unit does not serve them equally), the
+    i-th from the
     end having i / R of a work-group's P = ``phases_per_cu`` / ``work_groups_per_cu``
     barrier intervals left. They
     end one by one; while n remain, the unit completes X(n) intervals per second

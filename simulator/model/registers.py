@@ -10,11 +10,10 @@ Without it, a schedule that declares private arrays (register tiles) gets an est
     at most the device's ``max_registers_per_work_item`` (beyond it the compiler spills).
 
 :data:`BASE_REGISTERS` is a guess: the registers a kernel with one private float uses for
-ids, sizes, addresses and loop counters. The estimate is off by a few registers either way
-(``experiments/h200/registers/findings.md`` compares it with compiled counts), which can
-move the occupancy across a resident-work-group boundary: give the compiled count where
-there is one. Schedules without private arrays get no estimate (``None``: registers are
-left out of the occupancy).
+ids, sizes, addresses and loop counters. The estimate may be off by a few registers either
+way from the compiled count, which can move the occupancy across a resident-work-group
+boundary: give the compiled count where there is one. Schedules without private arrays
+get no estimate (``None``: registers are left out of the occupancy).
 
 A schedule's register budget (``Schedule.max_registers``, :func:`with_register_budget`) caps
 the compiled kernel's registers (on NVIDIA through the PTX ``.maxnreg`` directive; the

@@ -105,7 +105,7 @@ def _first_of_runs(sector: np.ndarray, mask: np.ndarray) -> np.ndarray:
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
     """``np.unique`` of a 1-D integer array, by sorting: the same sorted distinct values.
     (``np.unique`` of numpy >= 2.3 finds them by hashing, slower than a sort on the tens of
-    millions of sector keys of a large GEMM: ``benchmarks/bench_traffic_model.py``.)"""
+    millions of sector keys of a large GEMM.)"""
     s = np.sort(values)
     return s[np.concatenate(([True], s[1:] != s[:-1]))] if s.size else s
 

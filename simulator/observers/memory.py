@@ -12,17 +12,14 @@ on NVIDIA are.
 Local memory has ``local_banks`` banks of ``bank_bytes`` bytes; word w sits in bank
 w mod banks. With ``local_vector_words`` v > 1, a local load that reads v consecutive,
 v-aligned words in v consecutive iterations of an inner loop is counted as one vector load
-(NVCC unrolls such loops and emits 128-bit LDS for them: the H200 counters of
-``reports/nvidia-h200`` show exactly this). A loop of n such iterations, n not a multiple of
-v, after at least one whole run ends with one more vector load where its v words lie
-inside the local array for every work-item, else with n mod v scalar loads (the CUDA
-build's LDS.128 or LDS remainders, ``reports/nvidia-h200/local_counters``). A vector
-load's wavefronts count the distinct words of all
-v, by the phase rule of vector accesses below (on the H200 every 128-bit LDS of the tiled
-GEMMs took two wavefronts in ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld``, whether
-its 32 work-items read 1, 2 or 4 distinct 16-byte words, and the 8 active work-items of a
-last, partial sub-group one: one per half sub-group, as the rule gives), and at least
-``vector_min_wavefronts`` (1 on the H200). A request needs as many *wavefronts* as the
+(NVCC unrolls such loops and emits 128-bit LDS for them). A loop of n such iterations, n
+not a multiple of v, after at least one whole run ends with one more vector load where its
+v words lie inside the local array for every work-item, else with n mod v scalar loads (as
+the CUDA build's LDS.128 and scalar LDS remainders). A vector load's wavefronts count the
+distinct words of all v, by the phase rule of vector accesses below (a 128-bit load of 1,
+2 or 4 distinct 16-byte words takes two wavefronts, one per half sub-group, with 32 active
+work-items and one with the 8 of a last, partial sub-group), and at least
+``vector_min_wavefronts`` (a device-model value). A request needs as many *wavefronts* as the
 largest number of distinct words it touches in one bank (work-items reading the same word
 share it: a broadcast); its bank conflicts are the wavefronts above that minimum (one for
 scalar loads) (CUDA C++ Programming Guide, "Shared Memory", compute capability 5.x and
@@ -47,11 +44,10 @@ accesses, explicit or merged by the compiler (``local_vector_words``), are serve
 phase moves at most 32 words, NVIDIA GTC 2019 S9593: 128-bit shared accesses go by
 quarter-warps). A phase takes as many wavefronts as the largest number of distinct words it
 reads in one bank; two neighbouring phases (0 and 1, 2 and 3) share one wavefront when
-together they read at most one distinct word per bank (read off the H200 ladder counters,
-``experiments/h200/ladder/local_findings.md``: the 128-bit loads of all four vectorized
-GEMMs match Nsight exactly), but not in a 128-bit request whose sub-group reads more than
-banks / 2 distinct words (the warp-tiled GEMMs' float4 reads of 8 distinct 16-byte words
-took 4 wavefronts on the H200, of 4 words 2: ``reports/nvidia-h200/local_counters``). The
+together they read at most one distinct word per bank (the pairing Nsight Compute's
+wavefront counts of 128-bit loads show), but not in a 128-bit request whose sub-group reads
+more than banks / 2 distinct words (``float4`` reads of 8 distinct 16-byte words take 4
+wavefronts, of 4 words 2). The
 wavefronts are at least ``vector_min_wavefronts`` for
 128-bit accesses; their bank conflicts are the wavefronts each phase takes beyond one, and
 the ideal wavefronts the rest: a conflict-free 128-bit load of 512 distinct bytes has 4
@@ -223,7 +219,7 @@ class MemoryObserver(Observer):
         local_banks, bank_bytes: local memory banks (32 banks of 4 B on NVIDIA).
         local_vector_words: words of one vector local load (1: no vector loads).
         vector_min_wavefronts: wavefronts a vector local load takes at least, however few
-            distinct words it reads (2 for 128-bit loads on the H200, measured).
+            distinct words it reads (the device model's value of the same name).
     """
 
     def __init__(self, sub_group_size: int = 32, sector_bytes: int = 32, line_bytes: int = 128,
@@ -520,9 +516,8 @@ class MemoryObserver(Observer):
 
         Source: NVIDIA Developer Forums, "Unexpected shared memory bank conflict" (the
         thread-pair rule for 128-bit shared loads, and shared memory's return bandwidth
-        of one register per cycle); it fits the per-instruction Nsight Compute counts
-        of the CUDA builds' LDS.128 and LDS.64 (``experiments/h200/ladder``,
-        ``reports/nvidia-h100/cuda_corpus/call4``).
+        of one register per cycle), as Nsight Compute counts the wavefronts of LDS.128
+        and LDS.64 instructions.
         """
         v = vector_words
         low = self.vector_min_wavefronts if v * self.bank_bytes >= 16 else 1
@@ -565,8 +560,8 @@ class MemoryObserver(Observer):
         read by 4 work-items: 4 wavefronts; 4 distinct, each by 8: 2).
 
         Source: NVIDIA, GTC 2019 S9593 (cuTENSOR) slides, 128-bit shared-memory accesses
-        are processed in quarter-warp phases; the pairing of conflict-free phases is read
-        off the H200 ladder counters (``experiments/h200/ladder/local_findings.md``).
+        are processed in quarter-warp phases; the pairing of conflict-free phases is the
+        one Nsight Compute's wavefront counts of 128-bit loads show.
         """
         low = self.vector_min_wavefronts if vector_words * self.bank_bytes >= 16 else 1
         lanes = max(1, self.banks // vector_words)

@@ -1,16 +1,16 @@
 """Global requests whose work-items' addresses lie many lines apart (strided requests): their
 L1 cost where the device model has it, else the declaration that it is outside the model.
 
-One L1 wavefront per line does not price such requests: on the H200 a row stride that is a
-multiple of the 128-byte line (every line read at the same offset) costs about twice one that
-is not (``experiments/h200/strides/findings.md``), and NVIDIA documents neither how the L1
+One L1 wavefront per line does not price such requests: their cost depends on where their
+lines fall in the L1 (a row stride that is a multiple of the 128-byte line, every line read at
+the same offset, costs more than one that is not), and NVIDIA documents neither how the L1
 places lines in sets nor how many tags it looks up per cycle. ``tiletraffic calibrate``'s
 ``strided_read`` measures what such requests cost (rows whose words fall in 1, 2, ... 32 of
 the 32 banks) and fits cycles = a x lines + b x the lines of the busiest bank (``l1_strided_cycles_per_line``, ``l1_strided_cycles_per_busiest_bank_line``); with
 those the model charges :func:`strided_l1_cycles`, without them (both 0) it flags the
 launches (:func:`strided_declaration`). The same fit prices every request of 2 to 7 lines
-(multi-line requests: a GEMM's rows of A, a run straddling two lines, a ``float4`` row), as
-Nsight Compute's data-pipe wavefronts of such requests say they cost (the same findings).
+(multi-line requests: a GEMM's rows of A, a run straddling two lines, a ``float4`` row): the
+cost Nsight Compute counts for them as L1 data-pipe wavefronts.
 With ``strided_dram_fill_sub_group_cycles_per_line`` (``strided_read_dram``) the L1 lines
 that strided loads fill from DRAM are a ceiling of their own
 (:func:`strided_dram_fill_cycles`). A request counts as strided when its active addresses
@@ -187,12 +187,9 @@ def strided_l1_cycles(strided: StridedRequests, cycles_per_line: float,
     multi-line, :attr:`StridedRequests.modelled_lines`): ``cycles_per_line`` x their lines +
     ``cycles_per_busiest_bank_line`` x the lines of their busiest banks
     (:class:`StridedRequests`; the fit of ``tiletraffic calibrate``'s ``strided_read``,
-    :func:`tiletraffic.analysis.calibrate.calibrate.strided_fit`). On the H200 Nsight Compute counts
-    about 8 + 0.75 x the busiest bank's lines data-pipe wavefronts for a 32-line request,
-    2 for gemm-naive's two rows of A at one offset (M = 3200) and about 1 at different offsets
-    (3201): the fit (0.28 per line, 0.73 per busiest-bank line) gives 9.1 + 0.73 x, 2.0 and
-    1.3 (``experiments/h200/strides/findings.md``). ``None`` when both costs are 0 (not
-    modelled: the caller charges one wavefront per line and declares strided launches)."""
+    :func:`tiletraffic.analysis.calibrate.calibrate.strided_fit`). ``None`` when both costs
+    are 0 (not modelled: the caller charges one wavefront per line and declares strided
+    launches)."""
     if cycles_per_line <= 0 and cycles_per_busiest_bank_line <= 0:
         return None
     return (cycles_per_line * strided.modelled_lines
@@ -214,7 +211,7 @@ def strided_dram_fill_cycles(fill_lines: float, l2_miss_fraction: float,
     shared by the unit's ``sub_groups`` resident sub-groups, whose fills overlap (Little's
     law: lines in flight = sub-groups x a sub-group's lines in flight). A floor, not an
     addition: the L1's own time for the requests (:func:`strided_l1_cycles`) overlaps the
-    fills (the H200's measurements: ``experiments/h200/strides/findings.md``).
+    fills.
 
     Raises:
         ValueError: ``sub_groups`` < 1, or a negative count or fraction.
