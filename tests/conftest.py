@@ -21,18 +21,24 @@ from shared_results import computed_once  # noqa: E402
 COMPUTED_ONCE_FIXTURES = ("crosscheck_all", "reports", "small_run", "pocl_model", "built")
 """Fixtures whose value one worker computes for the run (``shared_results.computed_once``)."""
 
+ONE_WORKER_FIXTURES = ("half_quick_run", "planned")
+"""Module fixtures of a few seconds each (a validation or tuning run) whose tests run on
+one worker, so that the value is computed once per run rather than once per worker."""
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under ``--dist loadgroup``, the tests of one computed-once fixture form one xdist
     group (named after the fixture), so they run on one worker: the other workers go on
-    with other tests instead of waiting on the fixture's lock while it is computed. Runs
-    before xdist reads the groups from the markers."""
+    with other tests instead of waiting on the fixture's lock while it is computed. The
+    tests of each of :data:`ONE_WORKER_FIXTURES` form one group too. Runs before xdist
+    reads the groups from the markers."""
     for item in items:
-        used = [name for name in COMPUTED_ONCE_FIXTURES
+        used = [name for name in COMPUTED_ONCE_FIXTURES + ONE_WORKER_FIXTURES
                 if name in getattr(item, "fixturenames", ())]
         if used and not any(True for _ in item.iter_markers("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(f"computed-once-{used[0]}"))
+            kind = "computed-once" if used[0] in COMPUTED_ONCE_FIXTURES else "module-fixture"
+            item.add_marker(pytest.mark.xdist_group(f"{kind}-{used[0]}"))
 
 
 @pytest.fixture(scope="session")
