@@ -18,7 +18,8 @@ import pytest  # noqa: E402
 from shared_results import computed_once  # noqa: E402
 
 
-COMPUTED_ONCE_FIXTURES = ("crosscheck_all", "reports", "small_run", "pocl_model", "built")
+COMPUTED_ONCE_FIXTURES = ("crosscheck_all", "two_quick_reports", "small_run", "pocl_model",
+                          "built")
 """Fixtures whose value one worker computes for the run (``shared_results.computed_once``)."""
 
 ONE_WORKER_FIXTURES = ("half_quick_run", "planned")
@@ -50,6 +51,59 @@ def crosscheck_all(tmp_path_factory):
     from golden.record import CROSSCHECK_ARGV, invoke
 
     return computed_once(tmp_path_factory, "crosscheck_all", lambda: invoke(CROSSCHECK_ARGV))
+
+
+def _calibrated_here(tmp_path):
+    """A model file with one value measured on the PoCL device (as calibrate writes it)."""
+    from tiletraffic.analysis.calibrate.calibrate import Measurement, calibrated_model
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.gpu.devices.device_models import model_from_opencl
+    from tiletraffic.simulator.model.device_model import to_toml
+
+    info = select_device("pocl").info
+    model = calibrated_model(model_from_opencl(info), [Measurement(
+        "dram_read", "64 MiB, median", 2.0e10, "B/s", field="dram_bytes_per_s",
+        field_value=2.0e10)],
+        f"{info.device_name} ({info.platform_name}, driver {info.driver_version})")
+    path = tmp_path / "here.toml"
+    path.write_text(to_toml(model))
+    return path
+
+
+def _two_quick_reports(tmp_path_factory) -> dict:
+    from click.testing import CliRunner
+
+    import tiletraffic as tt
+    from tiletraffic.analysis.cli import main
+
+    root = tmp_path_factory.mktemp("reports")
+    res = CliRunner().invoke(main, ["report", "--quick", "--device", "pocl", "--out", str(root)])
+    assert res.exit_code == 0, res.output
+    (out,) = [p for p in root.iterdir() if p.is_dir()]
+    first = {"first": (out / "results.json").read_text(), "first_md": (out / "report.md").read_text(),
+             "first_files": {p.name for p in out.iterdir()}}
+    here = _calibrated_here(tmp_path_factory.mktemp("model"))
+    again = tt.report("pocl", out=root, quick=True, device_model=here)
+    return {"root": root, "out": out, "again": again, "cli_output": res.output, **first,
+            "second": (out / "results.json").read_text()}
+
+
+@pytest.fixture(scope="session")
+def two_quick_reports(tmp_path_factory):
+    """Two quick reports on PoCL into one folder, made once per test run
+    (``shared_results.computed_once``): the first by ``tiletraffic report --quick --device
+    pocl --out ROOT`` with the default model (a GPU's), the second by ``tt.report`` with a
+    model calibrated on this device. A dict: ``root`` (the ``--out`` folder), ``out`` (the
+    report folder), ``again`` (the folder ``tt.report`` returned), ``cli_output`` (what the
+    command printed), ``first`` / ``first_md`` / ``first_files`` (the first run's
+    results.json, report.md and file names) and ``second`` (the second run's results.json).
+    The tests only read the folder."""
+    from tiletraffic.gpu.devices.device import list_devices
+
+    if not any(d.is_pocl for d in list_devices()):
+        pytest.skip("PoCL is not installed (pip install pocl-binary-distribution)")
+    return computed_once(tmp_path_factory, "two_quick_reports",
+                         lambda: _two_quick_reports(tmp_path_factory))
 
 
 @pytest.fixture
