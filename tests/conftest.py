@@ -22,9 +22,10 @@ COMPUTED_ONCE_FIXTURES = ("crosscheck_all", "two_quick_reports", "small_run", "p
                           "built")
 """Fixtures whose value one worker computes for the run (``shared_results.computed_once``)."""
 
-ONE_WORKER_FIXTURES = ("half_quick_run", "planned")
-"""Module fixtures of a few seconds each (a validation or tuning run) whose tests run on
-one worker, so that the value is computed once per run rather than once per worker."""
+ONE_WORKER_FIXTURES = ("half_quick_run", "planned", "browser")
+"""Module fixtures of a few seconds each (a validation or tuning run, a browser started)
+whose tests run on one worker, so that the value is computed once per run rather than once
+per worker."""
 
 
 @pytest.hookimpl(tryfirst=True)
