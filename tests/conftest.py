@@ -18,21 +18,29 @@ import pytest  # noqa: E402
 from shared_results import computed_once  # noqa: E402
 
 
-COMPUTED_ONCE_FIXTURES = ("crosscheck_all", "reports", "small_run", "pocl_model", "built")
+COMPUTED_ONCE_FIXTURES = ("crosscheck_all", "two_quick_reports", "small_run", "pocl_model",
+                          "built")
 """Fixtures whose value one worker computes for the run (``shared_results.computed_once``)."""
+
+ONE_WORKER_FIXTURES = ("half_quick_run", "planned", "browser")
+"""Module fixtures of a few seconds each (a validation or tuning run, a browser started)
+whose tests run on one worker, so that the value is computed once per run rather than once
+per worker."""
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under ``--dist loadgroup``, the tests of one computed-once fixture form one xdist
     group (named after the fixture), so they run on one worker: the other workers go on
-    with other tests instead of waiting on the fixture's lock while it is computed. Runs
-    before xdist reads the groups from the markers."""
+    with other tests instead of waiting on the fixture's lock while it is computed. The
+    tests of each of :data:`ONE_WORKER_FIXTURES` form one group too. Runs before xdist
+    reads the groups from the markers."""
     for item in items:
-        used = [name for name in COMPUTED_ONCE_FIXTURES
+        used = [name for name in COMPUTED_ONCE_FIXTURES + ONE_WORKER_FIXTURES
                 if name in getattr(item, "fixturenames", ())]
         if used and not any(True for _ in item.iter_markers("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(f"computed-once-{used[0]}"))
+            kind = "computed-once" if used[0] in COMPUTED_ONCE_FIXTURES else "module-fixture"
+            item.add_marker(pytest.mark.xdist_group(f"{kind}-{used[0]}"))
 
 
 @pytest.fixture(scope="session")
@@ -44,6 +52,59 @@ def crosscheck_all(tmp_path_factory):
     from golden.record import CROSSCHECK_ARGV, invoke
 
     return computed_once(tmp_path_factory, "crosscheck_all", lambda: invoke(CROSSCHECK_ARGV))
+
+
+def _calibrated_here(tmp_path):
+    """A model file with one value measured on the PoCL device (as calibrate writes it)."""
+    from tiletraffic.analysis.calibrate.calibrate import Measurement, calibrated_model
+    from tiletraffic.gpu.devices.device import select_device
+    from tiletraffic.gpu.devices.device_models import model_from_opencl
+    from tiletraffic.simulator.model.device_model import to_toml
+
+    info = select_device("pocl").info
+    model = calibrated_model(model_from_opencl(info), [Measurement(
+        "dram_read", "64 MiB, median", 2.0e10, "B/s", field="dram_bytes_per_s",
+        field_value=2.0e10)],
+        f"{info.device_name} ({info.platform_name}, driver {info.driver_version})")
+    path = tmp_path / "here.toml"
+    path.write_text(to_toml(model))
+    return path
+
+
+def _two_quick_reports(tmp_path_factory) -> dict:
+    from click.testing import CliRunner
+
+    import tiletraffic as tt
+    from tiletraffic.analysis.cli import main
+
+    root = tmp_path_factory.mktemp("reports")
+    res = CliRunner().invoke(main, ["report", "--quick", "--device", "pocl", "--out", str(root)])
+    assert res.exit_code == 0, res.output
+    (out,) = [p for p in root.iterdir() if p.is_dir()]
+    first = {"first": (out / "results.json").read_text(), "first_md": (out / "report.md").read_text(),
+             "first_files": {p.name for p in out.iterdir()}}
+    here = _calibrated_here(tmp_path_factory.mktemp("model"))
+    again = tt.report("pocl", out=root, quick=True, device_model=here)
+    return {"root": root, "out": out, "again": again, "cli_output": res.output, **first,
+            "second": (out / "results.json").read_text()}
+
+
+@pytest.fixture(scope="session")
+def two_quick_reports(tmp_path_factory):
+    """Two quick reports on PoCL into one folder, made once per test run
+    (``shared_results.computed_once``): the first by ``tiletraffic report --quick --device
+    pocl --out ROOT`` with the default model (a GPU's), the second by ``tt.report`` with a
+    model calibrated on this device. A dict: ``root`` (the ``--out`` folder), ``out`` (the
+    report folder), ``again`` (the folder ``tt.report`` returned), ``cli_output`` (what the
+    command printed), ``first`` / ``first_md`` / ``first_files`` (the first run's
+    results.json, report.md and file names) and ``second`` (the second run's results.json).
+    The tests only read the folder."""
+    from tiletraffic.gpu.devices.device import list_devices
+
+    if not any(d.is_pocl for d in list_devices()):
+        pytest.skip("PoCL is not installed (pip install pocl-binary-distribution)")
+    return computed_once(tmp_path_factory, "two_quick_reports",
+                         lambda: _two_quick_reports(tmp_path_factory))
 
 
 @pytest.fixture

@@ -269,7 +269,7 @@ def run_on_pocl(schedule, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray
     return {name: host for name, (host, _) in outputs.items()}
 
 
-@settings(max_examples=15)
+@settings(max_examples=8)   # each draw builds a kernel on PoCL; seven examples below
 @given(schedule=schedules(max_size=40, max_matvec_tile=64, max_chunk=48), seed=seeds)
 @example(schedule=SMALL["gemm-naive"], seed=11)
 @example(schedule=SMALL["gemm-tiled"], seed=12)

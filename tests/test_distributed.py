@@ -300,12 +300,24 @@ def small(tmp_path, name, **options):
                        top=3, seed=7, out=str(tmp_path / name), **options)
 
 
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory):
+    """``small(folder, "one.json")`` tuned in this process (no cluster), what a cluster's
+    tuning must answer, tuned once for the module's tests that compare with it: (the
+    tuning, the folder; its space file is the one a tuning of ``small(folder, ...)``
+    names)."""
+    if not HAS_POCL:
+        pytest.skip("PoCL is not installed")
+    folder = tmp_path_factory.mktemp("one")
+    return tuner.tune(small(folder, "one.json")), folder
+
+
 @pytest.mark.xdist_group("ray")
-def test_a_cluster_of_two_device_workers_answers_as_one_process(ray_cluster, tmp_path):
-    one = tuner.tune(small(tmp_path, "one.json"))
-    two = tuner.tune(small(tmp_path, "two.json", cluster="local:2", device_workers=2))
+def test_a_cluster_of_two_device_workers_answers_as_one_process(ray_cluster, one_process):
+    one, folder = one_process
+    two = tuner.tune(small(folder, "two.json", cluster="local:2", device_workers=2))
     assert answers(two.data) == answers(one.data)
-    assert json.loads((tmp_path / "two.json").read_text()) == two.data
+    assert json.loads((folder / "two.json").read_text()) == two.data
     workers = two.data["meta"]["cluster"]["device_workers"]
     assert [w["worker"] for w in workers] == [0, 1]
     assert {w["device"] for w in workers} == {one.data["meta"]["device"]["name"]}
@@ -315,7 +327,8 @@ def test_a_cluster_of_two_device_workers_answers_as_one_process(ray_cluster, tmp
 
 
 @pytest.mark.xdist_group("ray")
-def test_a_device_worker_killed_mid_run_loses_nothing(ray_cluster, tmp_path, monkeypatch):
+def test_a_device_worker_killed_mid_run_loses_nothing(ray_cluster, one_process, tmp_path,
+                                                     monkeypatch):
     real_write, killed, lines = tuner.atomic_write_text, [], []
 
     def kill_after_first_round(path, text):
@@ -341,8 +354,7 @@ def test_a_device_worker_killed_mid_run_loses_nothing(ray_cluster, tmp_path, mon
     restarted = next(m for m in res.measurements if m["label"] == label)
     assert restarted["restarts"] and f"device worker {dead}" in restarted["restarts"][0]
     assert any(f"device worker {dead} (" in line and " died (" in line for line in lines)
-    assert answers(res.data)["measurements"] == answers(
-        tuner.tune(small(tmp_path, "one.json")).data)["measurements"]
+    assert answers(res.data)["measurements"] == answers(one_process[0].data)["measurements"]
 
 
 @pytest.mark.xdist_group("ray")

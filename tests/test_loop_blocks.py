@@ -65,7 +65,7 @@ def register_blocked_schedules(draw) -> Schedule:
     return build(family, m, k, n, **draw(register_block_options(family)))
 
 
-@settings(max_examples=40)
+@settings(max_examples=20)
 @given(st.one_of(class_schedules(), register_blocked_schedules()), st.sampled_from((H200, CUDA)))
 @example(build("gemm-register-blocked", 70, 45, 90, tile=8, tm=2, tn=4, bk=8, wg_rows=4), CUDA)
 @example(build("gemm-prefetch", 70, 45, 90, tile=8, tm=2, tn=4, bk=8, wg_rows=4), CUDA)

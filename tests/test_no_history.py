@@ -100,13 +100,14 @@ def test_every_commands_help_carries_no_project_history():
 
 
 @pytest.mark.skipif(not any(d.is_pocl for d in list_devices()), reason="PoCL is not installed")
-def test_the_quick_report_prints_and_writes_no_project_history(tmp_path):
-    res = CliRunner().invoke(main, ["report", "--quick", "--device", "pocl",
-                                    "--out", str(tmp_path)])
-    assert res.exit_code == 0, res.output
-    found = hits(res.output, "tiletraffic report --quick")
-    written = [p for p in tmp_path.rglob("*.md")]
+def test_the_quick_report_prints_and_writes_no_project_history(two_quick_reports):
+    # the command's output and report.md of its run, then every Markdown file in the
+    # folder after a second run (validated, with history)
+    r = two_quick_reports
+    found = hits(r["cli_output"], "tiletraffic report --quick")
+    found += hits(r["first_md"], "report.md of the first run")
+    written = [p for p in r["root"].rglob("*.md")]
     assert written, "the report was written"
     for p in written:
-        found += hits(p.read_text(encoding="utf-8"), str(p.relative_to(tmp_path)))
+        found += hits(p.read_text(encoding="utf-8"), str(p.relative_to(r["root"])))
     assert not found, "\n".join(found)

@@ -1,9 +1,10 @@
 """Tests of analysis.report.build (the sweep, results.json, history, re-rendering) and of
 analysis.report.plots.fit_power_law.
 
-The quick sweep on PoCL takes a few seconds; it runs twice in this module (once with the
+The quick sweep on PoCL takes a few seconds; it runs twice per test run (conftest's
+``two_quick_reports``, which test_api_commands and test_no_history read too): once with the
 default model, a GPU's, once more with a model calibrated on the device, which is validated,
-and to see the first results.json moved into history/).
+and to see the first results.json moved into history/.
 """
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from tiletraffic.analysis.report.plots import fit_power_law
 from tiletraffic.gpu.devices.device import list_devices
 from tiletraffic.gpu.runtime.launch import MIN_REPEAT
 
-from shared_results import computed_once
 
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed "
@@ -33,45 +33,14 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 VERDICT = re.compile(r"\b(not met|met)\b")
 
 
-def _calibrated_here(tmp_path):
-    """A model file with one value measured on the PoCL device (as calibrate writes it)."""
-    from tiletraffic.analysis.calibrate.calibrate import Measurement, calibrated_model
-    from tiletraffic.gpu.devices.device_models import model_from_opencl
-    from tiletraffic.gpu.devices.device import select_device
-    from tiletraffic.simulator.model.device_model import to_toml
-
-    info = select_device("pocl").info
-    model = calibrated_model(model_from_opencl(info), [Measurement(
-        "dram_read", "64 MiB, median", 2.0e10, "B/s", field="dram_bytes_per_s",
-        field_value=2.0e10)],
-        f"{info.device_name} ({info.platform_name}, driver {info.driver_version})")
-    path = tmp_path / "here.toml"
-    path.write_text(to_toml(model))
-    return path
-
-
-def _two_reports(tmp_path_factory):
-    root = tmp_path_factory.mktemp("reports")
-    out = report.make_report(device="pocl", out_root=root, quick=True, progress=False)
-    first = (out / "results.json").read_text()
-    first_files = {p.name for p in out.iterdir()}
-    first_md = (out / "report.md").read_text()
-    here = _calibrated_here(tmp_path_factory.mktemp("model"))
-    again = report.make_report(device="pocl", out_root=root, quick=True, progress=False,
-                               device_model=here)
-    return out, again, first, first_files, (out / "results.json").read_text(), first_md
-
-
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory):
-    """Two quick reports on PoCL into one directory, the first with the default model (a
-    GPU's), the second with a model calibrated on this device: (directory, directory of the
-    second, first JSON, files after the first, second JSON, first report.md). Made once per
-    test run (``shared_results.computed_once``); the tests only read the directory."""
-    if not HAS_POCL:
-        pytest.skip("PoCL is not installed (pip install pocl-binary-distribution)")
-    return computed_once(tmp_path_factory, "test_report.reports",
-                         lambda: _two_reports(tmp_path_factory))
+def reports(two_quick_reports):
+    """Two quick reports on PoCL into one directory (conftest's ``two_quick_reports``), the
+    first with the default model (a GPU's), the second with a model calibrated on this
+    device: (directory, directory of the second, first JSON, files after the first, second
+    JSON, first report.md). The tests only read the directory."""
+    r = two_quick_reports
+    return r["out"], r["again"], r["first"], r["first_files"], r["second"], r["first_md"]
 
 
 @needs_pocl
