@@ -247,7 +247,8 @@ class Accesses(BatchState):
                 self.private_full[name] = bool(self.private_set[name].all())
             if self.values:
                 value = self.read_values(space, s.array, index + w, ok)
-                self.privates[name] = np.where(m, value, self.privates[name]).astype(np.float32)
+                self.privates[name] = np.where(m, value, self.privates[name]).astype(
+                    np.float32, copy=False)
             if self.depths:
                 length = 0 if space == "global" and s.array.role == "in" and \
                     s.array.name not in self.seeded else \

@@ -183,6 +183,7 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         self.local = {a.name: np.full((G, a.size), np.nan, dtype=np.float32)
                       for a in sch.local_arrays} if self.values else {}
         self.alive = np.ones((G, L, 1), dtype=bool)
+        self.flop_entries = None
         self.epoch = 0
         if self.depths:
             self.dpriv: dict[str, np.ndarray] = {}
@@ -214,6 +215,7 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         runs = [(p, self.plan_of(("runs", p.name), stmts, p.runs)) for p in self.passes]
         runs = [(p, found) for p, found in runs if found]
         skip = 0
+        m, alive = None, None    # masks are never changed in place: one ``m`` per ``alive``
         for pos, s in enumerate(stmts):
             if pos < skip:
                 continue
@@ -221,7 +223,9 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
             if stop is not None:
                 skip = stop
                 continue
-            m = np.logical_and(mask, self.alive)
+            if m is None or self.alive is not alive:
+                alive = self.alive
+                m = np.logical_and(mask, alive)
             self.live = m
             self.divided.clear()
             execute = STATEMENTS.get(type(s))
@@ -247,8 +251,9 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
 
     def exec_declare_float(self, s: S.DeclareFloat, m) -> None:
         init = np.nan if s.init is None else s.init
-        self.privates[s.name] = np.full((self.G, self.L, 1), init, dtype=np.float32)
-        self.private_set[s.name] = np.full((self.G, self.L, 1), s.init is not None)
+        # read-only views: a private float is replaced by each update, never changed in place
+        self.privates[s.name] = np.broadcast_to(np.float32(init), (self.G, self.L, 1))
+        self.private_set[s.name] = np.broadcast_to(s.init is not None, (self.G, self.L, 1))
         self.private_full[s.name] = s.init is not None
         if self.depths:
             self.dpriv[s.name] = np.full((self.G, self.L, 1), self.shadow.of_constant(s.init),

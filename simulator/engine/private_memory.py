@@ -74,7 +74,7 @@ class PrivateMemory(BatchState):
                                                             dtype=np.float32)
             self.privates[s.name] = old + contrib
         else:
-            self.privates[s.name] = np.where(m, value, old).astype(np.float32)
+            self.privates[s.name] = np.where(m, value, old).astype(np.float32, copy=False)
 
 
     def exec_shuffle(self, s: S.Shuffle, m) -> None:

@@ -48,6 +48,18 @@ def _per_group(group_index: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.n
     return group_index[nonzero], counts[nonzero]
 
 
+def group_compact(ev: AccessEvent) -> AccessEvent:
+    """``ev`` with its index cut to one work-group where every work-group of the batch has
+    the same index (an integer a work-item assigned, materialised for the whole batch, but
+    equal in every work-group): the same words once broadcast, so the checks below take
+    their one-table path (:func:`_group_free`) for it."""
+    index = ev.index
+    if isinstance(index, np.ndarray) and index.ndim == 3 and index.shape[0] > 1 and \
+            (index == index[:1]).all():
+        return dataclasses.replace(ev, index=index[:1])
+    return ev
+
+
 def _group_free(*events: AccessEvent) -> bool:
     """True when no event's index depends on the work-group."""
     return all(same_in_every_group(e.index) for e in events)
@@ -213,6 +225,7 @@ class LocalRaceDetector(Observer):
     def on_access(self, ev: AccessEvent) -> None:
         if ev.space != "local" or not np.any(ev.mask):
             return
+        ev = group_compact(ev)
         earlier = self.epoch_events.setdefault(ev.array, [])
         sequence = None
         if self.remembering:
@@ -312,6 +325,7 @@ class UninitializedLocalRead(Observer):
     def on_access(self, ev: AccessEvent) -> None:
         if ev.space != "local" or self.complete.get(ev.array, True):
             return
+        ev = group_compact(ev)
         key = event_key(ev)
         if key in self.done:
             return
