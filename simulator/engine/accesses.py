@@ -241,10 +241,7 @@ class Accesses(BatchState):
             if name not in self.private_set:
                 raise NameError(f"{self.schedule.family}: private {name!r} used before it is "
                                 "declared")
-            if not self.private_full.get(name):
-                self.private_set[name] = np.logical_or(self.private_set[name],
-                                                       np.any(m, axis=2, keepdims=True))
-                self.private_full[name] = bool(self.private_set[name].all())
+            self.mark_private_set(name, m)
             if self.values:
                 value = self.read_values(space, s.array, index + w, ok)
                 self.privates[name] = np.where(m, value, self.privates[name]).astype(

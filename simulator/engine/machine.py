@@ -35,6 +35,7 @@ import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import ExecutionError, is_vectorizable
+from tiletraffic.simulator.ir.visitor import walk
 from tiletraffic.simulator.engine import error_bound, sum_length
 from tiletraffic.simulator.engine.accelerators import SIMULATE, Accelerators, Pass, Run
 from tiletraffic.simulator.engine.accelerators.loop_blocks import LoopBlocks
@@ -120,6 +121,9 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         unsigned 64-bit ``Wrap``, a ``/`` or ``%`` whose divisor is not a non-zero
         constant): then ``&&`` and ``||`` narrow :attr:`live`, and a ``select``'s condition
         is evaluated without values too."""
+        self.shuffles = self.plan_of("shuffles", schedule.body, _has_shuffle)
+        """Whether the schedule has a ``Shuffle`` (it reads the private floats of other
+        work-items: every private update keeps the values outside its mask)."""
         self.divided: set[int] = set()
         """The divisions by zero reported in the statement executing now (by ``id`` of the
         ``BinOp``): an expression the engine evaluates again for the same statement (a
@@ -180,6 +184,7 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         self.parray_set: dict[str, np.ndarray | None] = {}
         self.private_set: dict[str, np.ndarray] = {}
         self.private_full: dict[str, bool] = {}
+        self.private_scope: dict[str, np.ndarray] = {}
         self.local = {a.name: np.full((G, a.size), np.nan, dtype=np.float32)
                       for a in sch.local_arrays} if self.values else {}
         self.alive = np.ones((G, L, 1), dtype=bool)
@@ -255,6 +260,7 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         self.privates[s.name] = np.broadcast_to(np.float32(init), (self.G, self.L, 1))
         self.private_set[s.name] = np.broadcast_to(s.init is not None, (self.G, self.L, 1))
         self.private_full[s.name] = s.init is not None
+        self.private_scope[s.name] = m
         if self.depths:
             self.dpriv[s.name] = np.full((self.G, self.L, 1), self.shadow.of_constant(s.init),
                                          self.shadow.DTYPE)
@@ -419,3 +425,8 @@ STATEMENTS = {
 }
 """The handler of each statement class: ``handler(machine, stmt, mask)`` executes ``stmt``
 for the work-items of ``mask`` (a statement of another class is a ``TypeError``)."""
+
+
+def _has_shuffle(stmts, params) -> bool:
+    """Whether the statements ``stmts`` hold a :class:`simulator.ir.nodes.Shuffle`."""
+    return any(isinstance(node, S.Shuffle) for s in stmts for node in walk(s))
