@@ -196,6 +196,8 @@ class Accesses(BatchState):
         table = (tables or self.local)[array.name]
         safe = np.asarray(safe)
         safe = safe.reshape((1,) * (3 - safe.ndim) + safe.shape)
+        if safe.shape[0] > 1 and (safe == safe[:1]).all():
+            safe = safe[:1]    # the same words in every work-group: one gather of columns
         if safe.shape[0] == 1:
             return table[:, safe[0].reshape(-1)].reshape((self.G,) + safe.shape[1:])
         flat = np.broadcast_to(safe, (self.G,) + safe.shape[1:]).reshape(self.G, -1)

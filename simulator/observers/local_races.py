@@ -347,6 +347,8 @@ class UninitializedLocalRead(Observer):
             written[g, words] = True
             self.complete[ev.array] = bool(written.all())
             return
+        if not shared and _all_stored(written, ev):
+            return
         g, li, words = _entries(ev, union=same)
         unset = ~written[0 if shared else g, words]
         if unset.any() and same:   # the hazard's entries and counts per work-group
@@ -364,6 +366,26 @@ class UninitializedLocalRead(Observer):
                         f"local {word}, which no work-item of its "
                         "work-group has stored")),
                 _per_group(self.group_index, g[unset]), "reads")
+
+
+def _as_3d(values) -> np.ndarray:
+    """``values`` (broadcastable to ``(G, L, I)``) with leading axes of length 1 added."""
+    values = np.asarray(values)
+    return values.reshape((1,) * (3 - values.ndim) + values.shape)
+
+
+def _all_stored(written: np.ndarray, ev: AccessEvent) -> bool:
+    """Whether every executing entry of ``ev`` reads a word its work-group has stored
+    (``written``: one row of stored words per work-group of the batch), by one gather."""
+    shape = ev.shape
+    mask = np.broadcast_to(ev.mask, shape)
+    index = np.clip(_as_3d(ev.index), 0, written.shape[1] - 1)   # entries off: any word
+    if index.shape[0] == 1:
+        stored = written[:, index[0].reshape(-1)].reshape((shape[0],) + index.shape[1:])
+    else:
+        flat = np.broadcast_to(index, shape).reshape(shape[0], -1)
+        stored = np.take_along_axis(written, flat, axis=1).reshape(shape)
+    return bool(np.logical_or(stored, np.logical_not(mask)).all())
 
 
 class UninitializedOutputRead(Observer):
