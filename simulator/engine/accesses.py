@@ -239,15 +239,21 @@ class Accesses(BatchState):
         space = "global" if isinstance(s.array, S.GlobalArray) else "local"
         index, ok = self.access(space, "load", s.array, s.index, m, width=s.width,
                                 aligned=s.aligned, source=s.source)
+        if self.values:   # entries off read element 0 onwards: one masked index for all
+            first = _as3(np.where(ok, index, 0) if not np.all(ok) else index)
+            if first.shape[0] > 1 and (first == first[:1]).all():
+                first = first[:1]
         for w, name in enumerate(s.names):
             if name not in self.private_set:
                 raise NameError(f"{self.schedule.family}: private {name!r} used before it is "
                                 "declared")
+            scoped = m is self.private_scope.get(name) and not self.shuffles
             self.mark_private_set(name, m)
             if self.values:
-                value = self.read_values(space, s.array, index + w, ok)
-                self.privates[name] = np.where(m, value, self.privates[name]).astype(
-                    np.float32, copy=False)
+                value = self.read_values(space, s.array, first + w, True)
+                self.privates[name] = np.broadcast_to(value, np.broadcast_shapes(
+                    np.shape(value), np.shape(m))) if scoped else np.where(
+                    m, value, self.privates[name]).astype(np.float32, copy=False)
             if self.depths:
                 length = 0 if space == "global" and s.array.role == "in" and \
                     s.array.name not in self.seeded else \

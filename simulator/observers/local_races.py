@@ -32,11 +32,15 @@ def _entries(ev: AccessEvent, union: bool = False):
     the union shows one.
     """
     shape = ev.shape
-    mask = np.broadcast_to(ev.mask, shape)
-    index = np.broadcast_to(ev.index, shape)
-    if union:
-        mask = mask.any(axis=0, keepdims=True)
-        index = index[:1]
+    if union:   # any along the work-groups of the mask as given, then broadcast
+        raw = _as_3d(ev.mask)
+        raw = raw.any(axis=0, keepdims=True) if raw.shape[0] > 1 else raw
+        shape = (1,) + tuple(shape[1:])
+        mask = np.broadcast_to(raw, shape)
+        index = np.broadcast_to(_as_3d(ev.index)[:1], shape)
+    else:
+        mask = np.broadcast_to(ev.mask, shape)
+        index = np.broadcast_to(ev.index, shape)
     g, li, it = np.nonzero(mask)
     return g, li, index[g, li, it]
 
@@ -310,7 +314,7 @@ class UninitializedLocalRead(Observer):
     def on_batch(self, group_index, work_items, weights=None) -> None:
         self.group_index = group_index
         # per local array, the words stored so far: one row for every work-group while
-        # every store was the same in every work-group of the batch, else one row each
+        # every work-group stored the same words, else one row each
         self.written = {n: np.zeros((1, s), dtype=bool) for n, s in self.local_sizes.items()}
         self.complete = {n: False for n in self.local_sizes}
         self.epochs = np.zeros(len(group_index), dtype=np.int64)
@@ -346,6 +350,8 @@ class UninitializedLocalRead(Observer):
             g, li, words = _entries(ev, union=same)
             written[g, words] = True
             self.complete[ev.array] = bool(written.all())
+            if written.shape[0] > 1 and (written == written[:1]).all():
+                self.written[ev.array] = written[:1].copy()   # the same words everywhere
             return
         if not shared and _all_stored(written, ev):
             return
