@@ -203,6 +203,25 @@ class Accesses(BatchState):
         flat = np.broadcast_to(safe, (self.G,) + safe.shape[1:]).reshape(self.G, -1)
         return np.take_along_axis(table, flat, axis=1).reshape((self.G,) + safe.shape[1:])
 
+    def read_vector(self, space, array, index, mask, width: int) -> list[np.ndarray]:
+        """The ``width`` values at flat ``index + w`` per entry (from element 0 on where
+        ``mask`` is off), one contiguous array of ``index``'s shape per ``w``, by one gather
+        of the consecutive elements."""
+        first = _as3(np.where(mask, index, 0) if not np.all(mask) else index)
+        if first.shape[0] > 1 and (first == first[:1]).all():
+            first = first[:1]    # the same words in every work-group
+        spread = first[..., None] + np.arange(width)
+        if space == "global":
+            values = self.buffers[array.name][spread]
+        elif first.shape[0] == 1:
+            values = self.local[array.name][:, spread.reshape(-1)].reshape(
+                (self.G,) + spread.shape[1:])
+        else:
+            flat = np.broadcast_to(spread, (self.G,) + spread.shape[1:]).reshape(self.G, -1)
+            values = np.take_along_axis(self.local[array.name], flat, axis=1).reshape(
+                (self.G,) + spread.shape[1:])
+        return [np.ascontiguousarray(values[..., w]) for w in range(width)]
+
     def exec_store(self, s: S.Store, m) -> None:
         value, ops = self.eval_float(s.value, m)
         self.count_flop(m, ops)
@@ -239,10 +258,8 @@ class Accesses(BatchState):
         space = "global" if isinstance(s.array, S.GlobalArray) else "local"
         index, ok = self.access(space, "load", s.array, s.index, m, width=s.width,
                                 aligned=s.aligned, source=s.source)
-        if self.values:   # entries off read element 0 onwards: one masked index for all
-            first = _as3(np.where(ok, index, 0) if not np.all(ok) else index)
-            if first.shape[0] > 1 and (first == first[:1]).all():
-                first = first[:1]
+        if self.values:   # entries off read element 0 onwards: one gather of every element
+            components = self.read_vector(space, s.array, index, ok, s.width)
         for w, name in enumerate(s.names):
             if name not in self.private_set:
                 raise NameError(f"{self.schedule.family}: private {name!r} used before it is "
@@ -250,7 +267,7 @@ class Accesses(BatchState):
             scoped = m is self.private_scope.get(name) and not self.shuffles
             self.mark_private_set(name, m)
             if self.values:
-                value = self.read_values(space, s.array, first + w, True)
+                value = components[w]
                 self.privates[name] = np.broadcast_to(value, np.broadcast_shapes(
                     np.shape(value), np.shape(m))) if scoped else np.where(
                     m, value, self.privates[name]).astype(np.float32, copy=False)
