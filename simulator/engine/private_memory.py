@@ -26,7 +26,8 @@ class PrivateMemory(BatchState):
     (name to float32 ``(G, L, 1)``), ``private_set`` and ``private_full`` (which work-items
     set each, and whether all did), ``private_scope`` (the mask each one's declaration ran
     under), ``shuffles`` (whether the schedule has a ``Shuffle``, which reads other
-    work-items' privates), ``parrays`` (name to ``(PrivateArray, float32 (G, L, size))``), ``parray_set`` (name to the elements set, bool ``(G, L, size)``, ``None``
+    work-items' privates), ``parrays`` (name to ``(PrivateArray, float32 (G, L,
+    size))``), ``parray_set`` (name to the elements set, bool ``(G, L, size)``, ``None``
     for an array declared with an initial value), ``static_private_elements``,
     ``blocked``, and the sum-length shadows ``dpriv``, ``dparr``, ``last_index``.
     """
