@@ -121,6 +121,8 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         unsigned 64-bit ``Wrap``, a ``/`` or ``%`` whose divisor is not a non-zero
         constant): then ``&&`` and ``||`` narrow :attr:`live`, and a ``select``'s condition
         is evaluated without values too."""
+        self.local_pool: dict[str, np.ndarray] = {}
+        """Per local array, the memory its batches use (:meth:`fresh_local`)."""
         self.shuffles = self.plan_of("shuffles", schedule.body, _has_shuffle)
         """Whether the schedule has a ``Shuffle`` (it reads the private floats of other
         work-items: every private update keeps the values outside its mask)."""
@@ -185,7 +187,7 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         self.private_set: dict[str, np.ndarray] = {}
         self.private_full: dict[str, bool] = {}
         self.private_scope: dict[str, np.ndarray] = {}
-        self.local = {a.name: np.full((G, a.size), np.nan, dtype=np.float32)
+        self.local = {a.name: self.fresh_local(a.name, G, a.size)
                       for a in sch.local_arrays} if self.values else {}
         self.alive = np.ones((G, L, 1), dtype=bool)
         self.flop_entries = None
@@ -196,6 +198,18 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
             self.dlocal = {a.name: np.zeros((G, a.size), self.shadow.DTYPE)
                            for a in sch.local_arrays}
         self.exec_block(sch.body, np.ones((G, L, 1), dtype=bool))
+
+    def fresh_local(self, name: str, groups: int, size: int) -> np.ndarray:
+        """Local array ``name`` of ``groups`` work-groups, float32 ``(groups, size)``, every
+        word NaN (nothing stored yet); the memory of the machine's earlier batches is
+        reused (filled again, not allocated: nothing keeps a view of a batch's local
+        memory)."""
+        pool = self.local_pool.get(name)
+        if pool is None or pool.shape[0] < groups:
+            pool = self.local_pool[name] = np.empty((groups, size), dtype=np.float32)
+        table = pool[:groups]
+        table.fill(np.nan)
+        return table
 
     def plan_of(self, kind: str, node, make):
         """``make(node, params)`` (a static plan of a loop or block, or a static fact of the
