@@ -196,10 +196,31 @@ class Accesses(BatchState):
         table = (tables or self.local)[array.name]
         safe = np.asarray(safe)
         safe = safe.reshape((1,) * (3 - safe.ndim) + safe.shape)
+        if safe.shape[0] > 1 and (safe == safe[:1]).all():
+            safe = safe[:1]    # the same words in every work-group: one gather of columns
         if safe.shape[0] == 1:
             return table[:, safe[0].reshape(-1)].reshape((self.G,) + safe.shape[1:])
         flat = np.broadcast_to(safe, (self.G,) + safe.shape[1:]).reshape(self.G, -1)
         return np.take_along_axis(table, flat, axis=1).reshape((self.G,) + safe.shape[1:])
+
+    def read_vector(self, space, array, index, mask, width: int) -> list[np.ndarray]:
+        """The ``width`` values at flat ``index + w`` per entry (from element 0 on where
+        ``mask`` is off), one contiguous array of ``index``'s shape per ``w``, by one gather
+        of the consecutive elements."""
+        first = _as3(np.where(mask, index, 0) if not np.all(mask) else index)
+        if first.shape[0] > 1 and (first == first[:1]).all():
+            first = first[:1]    # the same words in every work-group
+        spread = first[..., None] + np.arange(width)
+        if space == "global":
+            values = self.buffers[array.name][spread]
+        elif first.shape[0] == 1:
+            values = self.local[array.name][:, spread.reshape(-1)].reshape(
+                (self.G,) + spread.shape[1:])
+        else:
+            flat = np.broadcast_to(spread, (self.G,) + spread.shape[1:]).reshape(self.G, -1)
+            values = np.take_along_axis(self.local[array.name], flat, axis=1).reshape(
+                (self.G,) + spread.shape[1:])
+        return [np.ascontiguousarray(values[..., w]) for w in range(width)]
 
     def exec_store(self, s: S.Store, m) -> None:
         value, ops = self.eval_float(s.value, m)
@@ -237,17 +258,19 @@ class Accesses(BatchState):
         space = "global" if isinstance(s.array, S.GlobalArray) else "local"
         index, ok = self.access(space, "load", s.array, s.index, m, width=s.width,
                                 aligned=s.aligned, source=s.source)
+        if self.values:   # entries off read element 0 onwards: one gather of every element
+            components = self.read_vector(space, s.array, index, ok, s.width)
         for w, name in enumerate(s.names):
             if name not in self.private_set:
                 raise NameError(f"{self.schedule.family}: private {name!r} used before it is "
                                 "declared")
-            if not self.private_full.get(name):
-                self.private_set[name] = np.logical_or(self.private_set[name],
-                                                       np.any(m, axis=2, keepdims=True))
-                self.private_full[name] = bool(self.private_set[name].all())
+            scoped = m is self.private_scope.get(name) and not self.shuffles
+            self.mark_private_set(name, m)
             if self.values:
-                value = self.read_values(space, s.array, index + w, ok)
-                self.privates[name] = np.where(m, value, self.privates[name]).astype(np.float32)
+                value = components[w]
+                self.privates[name] = np.broadcast_to(value, np.broadcast_shapes(
+                    np.shape(value), np.shape(m))) if scoped else np.where(
+                    m, value, self.privates[name]).astype(np.float32, copy=False)
             if self.depths:
                 length = 0 if space == "global" and s.array.role == "in" and \
                     s.array.name not in self.seeded else \

@@ -37,7 +37,8 @@ class BatchState:
     ``L`` (work-groups of the batch, work-items per work-group), ``group_index`` (linear ids
     of the batch's work-groups, shape ``(G,)``), ``ids`` (``(kind, dim)`` to the work-item
     ids, ``kind`` one of ``"group"``, ``"local"``, ``"global"``, broadcastable to
-    ``(G, L, 1)``) and ``epoch`` (the barrier interval now).
+    ``(G, L, 1)``), ``epoch`` (the barrier interval now) and ``flop_entries`` (``None`` or the
+    last mask :meth:`count_flop` counted, its shape and its true entries per work-group).
     """
 
     def shape_of(self, *arrays) -> tuple[int, int, int]:
@@ -71,7 +72,14 @@ class BatchState:
     def count_flop(self, mask, ops: int) -> None:
         """Charge ``ops`` FLOPs to every true entry of ``mask`` (observers' ``on_flop``)."""
         if ops and self.observers:
-            per_group = count_per_group(mask, self.shape_of(mask)) * ops
+            shape = self.shape_of(mask)
+            last = self.flop_entries
+            if last is not None and last[0] is mask and last[1] == shape:
+                entries = last[2]   # masks are never changed in place
+            else:
+                entries = count_per_group(mask, shape)
+                self.flop_entries = (mask, shape, entries)
+            per_group = entries * ops
             for obs in self.observers:
                 obs.on_flop(self.group_index, per_group)
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import ExecutionError, is_vectorizable
+from tiletraffic.simulator.ir.visitor import walk
 from tiletraffic.simulator.engine import error_bound, sum_length
 from tiletraffic.simulator.engine.accelerators import SIMULATE, Accelerators, Pass, Run
 from tiletraffic.simulator.engine.accelerators.loop_blocks import LoopBlocks
@@ -120,6 +121,11 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         unsigned 64-bit ``Wrap``, a ``/`` or ``%`` whose divisor is not a non-zero
         constant): then ``&&`` and ``||`` narrow :attr:`live`, and a ``select``'s condition
         is evaluated without values too."""
+        self.local_pool: dict[str, np.ndarray] = {}
+        """Per local array, the memory its batches use (:meth:`fresh_local`)."""
+        self.shuffles = self.plan_of("shuffles", schedule.body, _has_shuffle)
+        """Whether the schedule has a ``Shuffle`` (it reads the private floats of other
+        work-items: every private update keeps the values outside its mask)."""
         self.divided: set[int] = set()
         """The divisions by zero reported in the statement executing now (by ``id`` of the
         ``BinOp``): an expression the engine evaluates again for the same statement (a
@@ -180,9 +186,11 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         self.parray_set: dict[str, np.ndarray | None] = {}
         self.private_set: dict[str, np.ndarray] = {}
         self.private_full: dict[str, bool] = {}
-        self.local = {a.name: np.full((G, a.size), np.nan, dtype=np.float32)
+        self.private_scope: dict[str, np.ndarray] = {}
+        self.local = {a.name: self.fresh_local(a.name, G, a.size)
                       for a in sch.local_arrays} if self.values else {}
         self.alive = np.ones((G, L, 1), dtype=bool)
+        self.flop_entries = None
         self.epoch = 0
         if self.depths:
             self.dpriv: dict[str, np.ndarray] = {}
@@ -190,6 +198,18 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
             self.dlocal = {a.name: np.zeros((G, a.size), self.shadow.DTYPE)
                            for a in sch.local_arrays}
         self.exec_block(sch.body, np.ones((G, L, 1), dtype=bool))
+
+    def fresh_local(self, name: str, groups: int, size: int) -> np.ndarray:
+        """Local array ``name`` of ``groups`` work-groups, float32 ``(groups, size)``, every
+        word NaN (nothing stored yet); the memory of the machine's earlier batches is
+        reused (filled again, not allocated: nothing keeps a view of a batch's local
+        memory)."""
+        pool = self.local_pool.get(name)
+        if pool is None or pool.shape[0] < groups:
+            pool = self.local_pool[name] = np.empty((groups, size), dtype=np.float32)
+        table = pool[:groups]
+        table.fill(np.nan)
+        return table
 
     def plan_of(self, kind: str, node, make):
         """``make(node, params)`` (a static plan of a loop or block, or a static fact of the
@@ -214,6 +234,7 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         runs = [(p, self.plan_of(("runs", p.name), stmts, p.runs)) for p in self.passes]
         runs = [(p, found) for p, found in runs if found]
         skip = 0
+        m, alive = None, None    # masks are never changed in place: one ``m`` per ``alive``
         for pos, s in enumerate(stmts):
             if pos < skip:
                 continue
@@ -221,7 +242,9 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
             if stop is not None:
                 skip = stop
                 continue
-            m = np.logical_and(mask, self.alive)
+            if m is None or self.alive is not alive:
+                alive = self.alive
+                m = np.logical_and(mask, alive)
             self.live = m
             self.divided.clear()
             execute = STATEMENTS.get(type(s))
@@ -247,9 +270,11 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
 
     def exec_declare_float(self, s: S.DeclareFloat, m) -> None:
         init = np.nan if s.init is None else s.init
-        self.privates[s.name] = np.full((self.G, self.L, 1), init, dtype=np.float32)
-        self.private_set[s.name] = np.full((self.G, self.L, 1), s.init is not None)
+        # read-only views: a private float is replaced by each update, never changed in place
+        self.privates[s.name] = np.broadcast_to(np.float32(init), (self.G, self.L, 1))
+        self.private_set[s.name] = np.broadcast_to(s.init is not None, (self.G, self.L, 1))
         self.private_full[s.name] = s.init is not None
+        self.private_scope[s.name] = m
         if self.depths:
             self.dpriv[s.name] = np.full((self.G, self.L, 1), self.shadow.of_constant(s.init),
                                          self.shadow.DTYPE)
@@ -414,3 +439,8 @@ STATEMENTS = {
 }
 """The handler of each statement class: ``handler(machine, stmt, mask)`` executes ``stmt``
 for the work-items of ``mask`` (a statement of another class is a ``TypeError``)."""
+
+
+def _has_shuffle(stmts, params) -> bool:
+    """Whether the statements ``stmts`` hold a :class:`simulator.ir.nodes.Shuffle`."""
+    return any(isinstance(node, S.Shuffle) for s in stmts for node in walk(s))

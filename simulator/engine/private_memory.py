@@ -24,7 +24,9 @@ class PrivateMemory(BatchState):
 
     Reads and writes, besides :class:`simulator.engine.batch.BatchState`'s: ``privates``
     (name to float32 ``(G, L, 1)``), ``private_set`` and ``private_full`` (which work-items
-    set each, and whether all did), ``parrays`` (name to ``(PrivateArray, float32 (G, L,
+    set each, and whether all did), ``private_scope`` (the mask each one's declaration ran
+    under), ``shuffles`` (whether the schedule has a ``Shuffle``, which reads other
+    work-items' privates), ``parrays`` (name to ``(PrivateArray, float32 (G, L,
     size))``), ``parray_set`` (name to the elements set, bool ``(G, L, size)``, ``None``
     for an array declared with an initial value), ``static_private_elements``,
     ``blocked``, and the sum-length shadows ``dpriv``, ``dparr``, ``last_index``.
@@ -52,15 +54,26 @@ class PrivateMemory(BatchState):
             self.private_set[name] = np.logical_or(self.private_set[name],
                                                    np.any(unset, axis=2, keepdims=True))
 
+    def mark_private_set(self, name: str, m) -> None:
+        """Count the work-items of ``m`` as having set private float ``name``. Where ``m`` is
+        the very mask its declaration ran under (no work-item returned or left a loop
+        since), every work-item that can read it has set it: it is then set in full."""
+        if self.private_full.get(name):
+            return
+        if m is self.private_scope.get(name):
+            self.private_full[name] = True
+            return
+        self.private_set[name] = np.logical_or(self.private_set[name],
+                                               np.any(m, axis=2, keepdims=True))
+        self.private_full[name] = bool(self.private_set[name].all())
+
     def exec_private_update(self, s, m) -> None:
         value, ops = self.eval_float(s.value, m)
         accumulate = isinstance(s, S.Accumulate)
         if accumulate:
             self.check_private_set(s.name, m)
-        elif not self.private_full.get(s.name):
-            self.private_set[s.name] = np.logical_or(self.private_set[s.name],
-                                                     np.any(m, axis=2, keepdims=True))
-            self.private_full[s.name] = bool(self.private_set[s.name].all())
+        else:
+            self.mark_private_set(s.name, m)
         self.count_flop(m, ops + (1 if accumulate else 0))
         if not self.values:
             return
@@ -73,8 +86,12 @@ class PrivateMemory(BatchState):
             contrib = np.where(m, value, np.float32(0)).sum(axis=2, keepdims=True,
                                                             dtype=np.float32)
             self.privates[s.name] = old + contrib
+        elif m is self.private_scope.get(s.name) and not self.shuffles:
+            # under its declaration's mask: no work-item outside ``m`` ever reads it
+            shape = np.broadcast_shapes(np.shape(m), np.shape(value), np.shape(old))
+            self.privates[s.name] = np.broadcast_to(np.asarray(value, dtype=np.float32), shape)
         else:
-            self.privates[s.name] = np.where(m, value, old).astype(np.float32)
+            self.privates[s.name] = np.where(m, value, old).astype(np.float32, copy=False)
 
 
     def exec_shuffle(self, s: S.Shuffle, m) -> None:
@@ -84,10 +101,7 @@ class PrivateMemory(BatchState):
         segment or the work-group."""
         value, ops = self.eval_float(s.value, m)
         self.count_flop(m, ops)
-        if not self.private_full.get(s.name):
-            self.private_set[s.name] = np.logical_or(self.private_set[s.name],
-                                                     np.any(m, axis=2, keepdims=True))
-            self.private_full[s.name] = bool(self.private_set[s.name].all())
+        self.mark_private_set(s.name, m)
         if not self.values:
             return
         lane = np.asarray(self.eval_int(s.lane), dtype=np.int64)

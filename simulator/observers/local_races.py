@@ -32,11 +32,15 @@ def _entries(ev: AccessEvent, union: bool = False):
     the union shows one.
     """
     shape = ev.shape
-    mask = np.broadcast_to(ev.mask, shape)
-    index = np.broadcast_to(ev.index, shape)
-    if union:
-        mask = mask.any(axis=0, keepdims=True)
-        index = index[:1]
+    if union:   # any along the work-groups of the mask as given, then broadcast
+        raw = _as_3d(ev.mask)
+        raw = raw.any(axis=0, keepdims=True) if raw.shape[0] > 1 else raw
+        shape = (1,) + tuple(shape[1:])
+        mask = np.broadcast_to(raw, shape)
+        index = np.broadcast_to(_as_3d(ev.index)[:1], shape)
+    else:
+        mask = np.broadcast_to(ev.mask, shape)
+        index = np.broadcast_to(ev.index, shape)
     g, li, it = np.nonzero(mask)
     return g, li, index[g, li, it]
 
@@ -46,6 +50,18 @@ def _per_group(group_index: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.n
     counts = np.bincount(g, minlength=len(group_index))
     nonzero = np.nonzero(counts)[0]
     return group_index[nonzero], counts[nonzero]
+
+
+def group_compact(ev: AccessEvent) -> AccessEvent:
+    """``ev`` with its index cut to one work-group where every work-group of the batch has
+    the same index (an integer a work-item assigned, materialised for the whole batch, but
+    equal in every work-group): the same words once broadcast, so the checks below take
+    their one-table path (:func:`_group_free`) for it."""
+    index = ev.index
+    if isinstance(index, np.ndarray) and index.ndim == 3 and index.shape[0] > 1 and \
+            (index == index[:1]).all():
+        return dataclasses.replace(ev, index=index[:1])
+    return ev
 
 
 def _group_free(*events: AccessEvent) -> bool:
@@ -213,6 +229,7 @@ class LocalRaceDetector(Observer):
     def on_access(self, ev: AccessEvent) -> None:
         if ev.space != "local" or not np.any(ev.mask):
             return
+        ev = group_compact(ev)
         earlier = self.epoch_events.setdefault(ev.array, [])
         sequence = None
         if self.remembering:
@@ -297,7 +314,7 @@ class UninitializedLocalRead(Observer):
     def on_batch(self, group_index, work_items, weights=None) -> None:
         self.group_index = group_index
         # per local array, the words stored so far: one row for every work-group while
-        # every store was the same in every work-group of the batch, else one row each
+        # every work-group stored the same words, else one row each
         self.written = {n: np.zeros((1, s), dtype=bool) for n, s in self.local_sizes.items()}
         self.complete = {n: False for n in self.local_sizes}
         self.epochs = np.zeros(len(group_index), dtype=np.int64)
@@ -312,6 +329,7 @@ class UninitializedLocalRead(Observer):
     def on_access(self, ev: AccessEvent) -> None:
         if ev.space != "local" or self.complete.get(ev.array, True):
             return
+        ev = group_compact(ev)
         key = event_key(ev)
         if key in self.done:
             return
@@ -332,6 +350,10 @@ class UninitializedLocalRead(Observer):
             g, li, words = _entries(ev, union=same)
             written[g, words] = True
             self.complete[ev.array] = bool(written.all())
+            if written.shape[0] > 1 and (written == written[:1]).all():
+                self.written[ev.array] = written[:1].copy()   # the same words everywhere
+            return
+        if not shared and _all_stored(written, ev):
             return
         g, li, words = _entries(ev, union=same)
         unset = ~written[0 if shared else g, words]
@@ -350,6 +372,26 @@ class UninitializedLocalRead(Observer):
                         f"local {word}, which no work-item of its "
                         "work-group has stored")),
                 _per_group(self.group_index, g[unset]), "reads")
+
+
+def _as_3d(values) -> np.ndarray:
+    """``values`` (broadcastable to ``(G, L, I)``) with leading axes of length 1 added."""
+    values = np.asarray(values)
+    return values.reshape((1,) * (3 - values.ndim) + values.shape)
+
+
+def _all_stored(written: np.ndarray, ev: AccessEvent) -> bool:
+    """Whether every executing entry of ``ev`` reads a word its work-group has stored
+    (``written``: one row of stored words per work-group of the batch), by one gather."""
+    shape = ev.shape
+    mask = np.broadcast_to(ev.mask, shape)
+    index = np.clip(_as_3d(ev.index), 0, written.shape[1] - 1)   # entries off: any word
+    if index.shape[0] == 1:
+        stored = written[:, index[0].reshape(-1)].reshape((shape[0],) + index.shape[1:])
+    else:
+        flat = np.broadcast_to(index, shape).reshape(shape[0], -1)
+        stored = np.take_along_axis(written, flat, axis=1).reshape(shape)
+    return bool(np.logical_or(stored, np.logical_not(mask)).all())
 
 
 class UninitializedOutputRead(Observer):
