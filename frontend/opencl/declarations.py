@@ -116,6 +116,7 @@ class Declarations(TranslationContext):
             b.array = S.GlobalArray(b.name, b.role, b.shape, b.dtype, b.data)
         body = [c for c in self.cursor.get_children() if c.kind == CursorKind.COMPOUND_STMT]
         stmts = self.block(body[0], new_scope=True, kernel_level=True)
+        self.check_flat_local_shapes()
         for b in self.buffers.values():
             if b.stored and b.role == "in":
                 raise FrontendError(f"{self.path}: kernel stores into buffer {b.name}, "
@@ -356,9 +357,31 @@ class Declarations(TranslationContext):
                            tuple(S.Const(d) for d in dims + ((width,) if width > 1 else ())))
         if width > 1:
             self.vector_widths[arr.name] = width
+            if len(dims) > 1 and dims[-1] == width:
+                self.flat_local_shapes[arr.name] = (name, dims, width)
         self.lookup(name).value = arr
         self.local_arrays.append(arr)
         self.arg_kinds.append((name, "local", arr.size_bytes))
+
+    def check_flat_local_shapes(self) -> None:
+        """Refuse a ``__local float2/4/8 *`` argument shaped ``[..., width]`` (its last
+        extent the vector's width) that the kernel indexes only by one flat index, never by
+        its rows: a shape counts elements of the pointee type, so the last extent is not
+        the vector's floats.
+
+        Raises:
+            FrontendError: one line naming the argument, the shape given, its bytes and the
+                shape of the same elements without the last extent."""
+        for arr_name in sorted(self.flat_local_reads & set(self.flat_local_shapes)):
+            name, dims, width = self.flat_local_shapes[arr_name]
+            ctype, element = f"float{width}", S.FLOAT_BYTES * width
+            fewer = list(dims[:-1])
+            raise FrontendError(
+                f"local argument {name} of {ctype}: shape {list(dims)} counts {ctype} "
+                f"elements ({math.prod(dims)} of them, {math.prod(dims) * element} bytes), "
+                f"but the kernel indexes it by one flat index: give shape {fewer} for "
+                f"{math.prod(fewer)} {ctype} ({math.prod(fewer) * element} bytes), or "
+                f"[{math.prod(dims)}] for {math.prod(dims)} {ctype}", name)
 
     def shape_values(self, name, shape) -> tuple[int, ...]:
         """The extents of a shape the caller gives (each an ``int`` or the name of a size or
