@@ -91,6 +91,24 @@ def test_checks_verdict_is_the_tables(kernel):
     assert (", ".join(kinds) or "clean") == TABLE[kernel][1]
 
 
+HOST_LOCAL_BYTES = {
+    "pyfai/csr_integrate": 32 * 4 * 4,         # WORKGROUP_SIZE * 4 * sizeof(float)
+    "pyfai/csr_integrate4": 32 * 8 * 4,        # WORKGROUP_SIZE * 8 * sizeof(float)
+    "pyfai/csr_integrate4_single": 32,         # LocalMemory(32), unused
+    "llama_cpp/kernel_norm": 32 * 4,           # a float per work-item
+    "llama_cpp/kernel_norm_mul_add": 32 * 8,   # a float2 per work-item at most
+}
+"""Local memory per work-group, in bytes, that the host allocates for each kernel whose
+``__local`` pointer arguments the launch file sizes (at its work-group size of 32)."""
+
+
+@pytest.mark.parametrize("kernel", sorted(HOST_LOCAL_BYTES))
+def test_a_kernels_local_memory_per_work_group_is_what_its_host_allocates(kernel):
+    schedule, _ = _load(kernel)
+    assert schedule.local_size[0] == 32
+    assert schedule.local_mem_bytes == HOST_LOCAL_BYTES[kernel]
+
+
 def test_at_least_90_percent_of_the_corpus_is_accepted_unchanged():
     assert len(ACCEPTED) / len(TABLE) >= ACCEPTANCE_MIN, f"{len(ACCEPTED)} of {len(TABLE)}"
 

@@ -47,9 +47,11 @@ class BufferArg:
     elements; each entry an ``int`` or the name of a size or scalar argument) and its
     access, one of ``in``, ``out``, ``inout``.
 
-    For a ``__local float *`` argument: its shape (elements, row-major; the access, if
-    any, is ignored), or ``local_bytes``, its size in bytes as ``clSetKernelArg`` takes it
-    (a shape of ``local_bytes / 4`` floats), or both when they agree.
+    For a ``__local float *`` (``float2``, ``float4``, ``float8``) argument: its shape in
+    elements of the pointee type (row-major; the access, if any, is ignored; ``(32,)`` is
+    32 ``float4`` of a ``float4`` pointer, 512 bytes), or ``local_bytes``, its size in bytes
+    as ``clSetKernelArg`` takes it (a shape of ``local_bytes`` / the element's bytes), or
+    both when they agree.
 
     ``null``: the ``__global`` pointer argument is given as ``NULL`` (no shape, no access):
     a test of it (``p != NULL``, ``p ? x : y``) is a constant, and an access through it is
@@ -314,7 +316,8 @@ class Declarations(TranslationContext):
         the work-group, sized by the caller (``value``: a shape in elements of its type, or
         bytes), as an IR :class:`~simulator.ir.nodes.LocalArray` of that shape (indexed
         through the pointer with one flat, row-major index; a vector's floats one more
-        dimension)."""
+        dimension). A vector's shape of two or more extents, the last its width, is checked
+        once the body is read (:meth:`check_flat_local_shapes`)."""
         name = p.spelling
         width = 1
         if is_vector_type(pointee) and is_float_type(pointee.get_canonical().element_type) \
