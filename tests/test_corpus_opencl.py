@@ -95,11 +95,10 @@ HOST_LOCAL_BYTES = {
     "pyfai/csr_integrate": 32 * 4 * 4,         # WORKGROUP_SIZE * 4 * sizeof(float)
     "pyfai/csr_integrate4": 32 * 8 * 4,        # WORKGROUP_SIZE * 8 * sizeof(float)
     "pyfai/csr_integrate4_single": 32,         # LocalMemory(32), unused
-    "llama_cpp/kernel_norm": 32 * 4,           # a float per work-item
-    "llama_cpp/kernel_norm_mul_add": 32 * 8,   # a float2 per work-item at most
 }
-"""Local memory per work-group, in bytes, that the host allocates for each kernel whose
-``__local`` pointer arguments the launch file sizes (at its work-group size of 32)."""
+"""Local memory per work-group, in bytes, that pyFAI's host allocates for each kernel whose
+``__local`` vector argument the launch file sizes (at its work-group size of 32; the sizes
+ocl_azim_CSR.cl's comments give)."""
 
 
 @pytest.mark.parametrize("kernel", sorted(HOST_LOCAL_BYTES))
