@@ -19,7 +19,7 @@ Format (every path relative to the launch file)::
     alpha = 1.5                     # a float argument: a number or an expression
     A = { shape = ["N", "N"], access = "in" }     # row-major float32; in | out | inout
     C = { shape = ["N", "N"], access = "out" }
-    Asub = { shape = ["TS", "TS"] } # a __local float * argument: elements per work-group
+    Asub = { shape = ["TS", "TS"] } # a __local pointer argument: elements of its type
     Bsub = { local_bytes = "TS * TS * 4" }        # or bytes, as clSetKernelArg takes them
     bias = { null = true }          # a __global pointer passed as NULL (tests of it are
                                     # constants: bias != NULL is false)

@@ -91,6 +91,23 @@ def test_checks_verdict_is_the_tables(kernel):
     assert (", ".join(kinds) or "clean") == TABLE[kernel][1]
 
 
+HOST_LOCAL_BYTES = {
+    "pyfai/csr_integrate": 32 * 4 * 4,         # WORKGROUP_SIZE * 4 * sizeof(float)
+    "pyfai/csr_integrate4": 32 * 8 * 4,        # WORKGROUP_SIZE * 8 * sizeof(float)
+    "pyfai/csr_integrate4_single": 32,         # LocalMemory(32), unused
+}
+"""Local memory per work-group, in bytes, that pyFAI's host allocates for each kernel whose
+``__local`` vector argument the launch file sizes (at its work-group size of 32; the sizes
+ocl_azim_CSR.cl's comments give)."""
+
+
+@pytest.mark.parametrize("kernel", sorted(HOST_LOCAL_BYTES))
+def test_a_kernels_local_memory_per_work_group_is_what_its_host_allocates(kernel):
+    schedule, _ = _load(kernel)
+    assert schedule.local_size[0] == 32
+    assert schedule.local_mem_bytes == HOST_LOCAL_BYTES[kernel]
+
+
 def test_at_least_90_percent_of_the_corpus_is_accepted_unchanged():
     assert len(ACCEPTED) / len(TABLE) >= ACCEPTANCE_MIN, f"{len(ACCEPTED)} of {len(TABLE)}"
 

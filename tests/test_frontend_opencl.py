@@ -650,3 +650,49 @@ def test_a_component_of_a_float2_buffer_element_is_read_and_written():
     from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
     if oclgrind_available():
         assert compare_counts(sch).equal
+
+
+LOCAL_FLOAT4_SUM = """
+__kernel void k(__global const float *X, __global float *y, __local float4 *partial) {
+    const int lid = get_local_id(0);
+    partial[lid] = (float4)(X[lid], 0.0f, 0.0f, 0.0f);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0)
+        y[0] = partial[0].x + partial[7].x;
+}"""
+
+
+def test_a_local_vector_arguments_shape_counts_elements_of_its_type():
+    args = {"X": {"shape": [8], "access": "in"}, "y": {"shape": [1], "access": "out"}}
+    sch, x, r = run(LOCAL_FLOAT4_SUM, [8], [8], {**args, "partial": {"shape": [8]}})
+    assert sch.local_mem_bytes == 8 * 16              # 8 float4
+    assert_close(r.outputs["y"][0], x["X"][0] + x["X"][7], 2)
+    same = tt.from_opencl(LOCAL_FLOAT4_SUM, "k", [8], [8],
+                          {**args, "partial": {"local_bytes": 8 * 16}})
+    assert same.local_mem_bytes == 8 * 16
+
+
+def test_a_local_vector_shaped_with_its_width_last_but_indexed_flat_is_refused():
+    from tiletraffic.frontend.opencl.clang_ast import FrontendError
+    args = {"X": {"shape": [8], "access": "in"}, "y": {"shape": [1], "access": "out"},
+            "partial": {"shape": [8, 4]}}
+    with pytest.raises(FrontendError, match=r"^local argument partial of float4: shape \[8, 4\] "
+                       r"counts float4 elements \(32 of them, 512 bytes\), but the kernel "
+                       r"indexes it by one flat index: give shape \[8\] for 8 float4 "
+                       r"\(128 bytes\), or \[32\] for 32 float4$"):
+        tt.from_opencl(LOCAL_FLOAT4_SUM, "k", [8], [8], args)
+
+
+def test_a_local_vector_shaped_with_its_width_last_and_indexed_by_rows_is_read_as_given():
+    src = """
+    __kernel void k(__global const float *X, __global float *y, __local float4 *t) {
+        const int r = get_local_id(1), c = get_local_id(0);
+        t[r * 4 + c] = (float4)(X[r * 4 + c]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        y[r * 4 + c] = t[((r + 1) % 8) * 4 + c].y;
+    }"""
+    sch, x, r = run(src, [4, 8], [4, 8], {"X": {"shape": [8, 4], "access": "in"},
+                                          "y": {"shape": [8, 4], "access": "out"},
+                                          "t": {"shape": [8, 4]}})
+    assert sch.local_mem_bytes == 8 * 4 * 16          # 8 x 4 float4
+    assert_close(r.outputs["y"], np.roll(x["X"], -1, axis=0))      # the next row

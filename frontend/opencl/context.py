@@ -123,6 +123,13 @@ class TranslationContext:
         self._assigned: dict[tuple, frozenset] = {}
         self.pointer_retargets = 0
         """How many assignments so far pointed a pointer at another array than before."""
+        self.flat_local_shapes: dict[str, tuple] = {}
+        """Per IR name of a ``__local float2/4/8 *`` argument whose shape has two or more
+        dimensions, the last the vector's width: (argument name, extents, width), until an
+        access indexes its rows (see :meth:`frontend.opencl.memory.Memory.resolve`)."""
+        self.flat_local_reads: set[str] = set()
+        """The names of :attr:`flat_local_shapes` some access reaches by one flat index
+        split by division into the shape's rows."""
         self.vector_widths: dict[str, int] = {}
         """Floats per element of each private or local array of ``float2``/``float4`` (by
         IR name), held as an array of floats with one more dimension, of that extent."""

@@ -47,9 +47,11 @@ class BufferArg:
     elements; each entry an ``int`` or the name of a size or scalar argument) and its
     access, one of ``in``, ``out``, ``inout``.
 
-    For a ``__local float *`` argument: its shape (elements, row-major; the access, if
-    any, is ignored), or ``local_bytes``, its size in bytes as ``clSetKernelArg`` takes it
-    (a shape of ``local_bytes / 4`` floats), or both when they agree.
+    For a ``__local float *`` (``float2``, ``float4``, ``float8``) argument: its shape in
+    elements of the pointee type (row-major; the access, if any, is ignored; ``(32,)`` is
+    32 ``float4`` of a ``float4`` pointer, 512 bytes), or ``local_bytes``, its size in bytes
+    as ``clSetKernelArg`` takes it (a shape of ``local_bytes`` / the element's bytes), or
+    both when they agree.
 
     ``null``: the ``__global`` pointer argument is given as ``NULL`` (no shape, no access):
     a test of it (``p != NULL``, ``p ? x : y``) is a constant, and an access through it is
@@ -116,6 +118,7 @@ class Declarations(TranslationContext):
             b.array = S.GlobalArray(b.name, b.role, b.shape, b.dtype, b.data)
         body = [c for c in self.cursor.get_children() if c.kind == CursorKind.COMPOUND_STMT]
         stmts = self.block(body[0], new_scope=True, kernel_level=True)
+        self.check_flat_local_shapes()
         for b in self.buffers.values():
             if b.stored and b.role == "in":
                 raise FrontendError(f"{self.path}: kernel stores into buffer {b.name}, "
@@ -313,7 +316,8 @@ class Declarations(TranslationContext):
         the work-group, sized by the caller (``value``: a shape in elements of its type, or
         bytes), as an IR :class:`~simulator.ir.nodes.LocalArray` of that shape (indexed
         through the pointer with one flat, row-major index; a vector's floats one more
-        dimension)."""
+        dimension). A vector's shape of two or more extents, the last its width, is checked
+        once the body is read (:meth:`check_flat_local_shapes`)."""
         name = p.spelling
         width = 1
         if is_vector_type(pointee) and is_float_type(pointee.get_canonical().element_type) \
@@ -356,9 +360,31 @@ class Declarations(TranslationContext):
                            tuple(S.Const(d) for d in dims + ((width,) if width > 1 else ())))
         if width > 1:
             self.vector_widths[arr.name] = width
+            if len(dims) > 1 and dims[-1] == width:
+                self.flat_local_shapes[arr.name] = (name, dims, width)
         self.lookup(name).value = arr
         self.local_arrays.append(arr)
         self.arg_kinds.append((name, "local", arr.size_bytes))
+
+    def check_flat_local_shapes(self) -> None:
+        """Refuse a ``__local float2/4/8 *`` argument shaped ``[..., width]`` (its last
+        extent the vector's width) that the kernel indexes only by one flat index, never by
+        its rows: a shape counts elements of the pointee type, so the last extent is not
+        the vector's floats.
+
+        Raises:
+            FrontendError: one line naming the argument, the shape given, its bytes and the
+                shape of the same elements without the last extent."""
+        for arr_name in sorted(self.flat_local_reads & set(self.flat_local_shapes)):
+            name, dims, width = self.flat_local_shapes[arr_name]
+            ctype, element = f"float{width}", S.FLOAT_BYTES * width
+            fewer = list(dims[:-1])
+            raise FrontendError(
+                f"local argument {name} of {ctype}: shape {list(dims)} counts {ctype} "
+                f"elements ({math.prod(dims)} of them, {math.prod(dims) * element} bytes), "
+                f"but the kernel indexes it by one flat index: give shape {fewer} for "
+                f"{math.prod(fewer)} {ctype} ({math.prod(fewer) * element} bytes), or "
+                f"[{math.prod(dims)}] for {math.prod(dims)} {ctype}", name)
 
     def shape_values(self, name, shape) -> tuple[int, ...]:
         """The extents of a shape the caller gives (each an ``int`` or the name of a size or

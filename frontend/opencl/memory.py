@@ -121,8 +121,18 @@ class Memory(TranslationContext):
                           "it (x[i]), or read or assign a float4 view of it "
                           "(*(float4 *)&x[4 * k])")
         if isinstance(ptr.target, S.LocalArray):
-            return ptr.target, ptr.index if ptr.index is not None else \
-                self.delinearize(ptr.flat, [d.value for d in ptr.target.dims])
+            if ptr.index is not None:
+                return ptr.target, ptr.index
+            divided: list[int] = []
+            index = self.delinearize(ptr.flat, [d.value for d in ptr.target.dims],
+                                     divided=divided)
+            suspect = self.flat_local_shapes.get(ptr.target.name)
+            if suspect is not None:
+                if len(suspect[1]) in divided:   # the element's last index: flat % width
+                    self.flat_local_reads.add(ptr.target.name)
+                else:                            # the kernel indexes its rows
+                    del self.flat_local_shapes[ptr.target.name]
+            return ptr.target, index
         buf = ptr.target
         if store:
             buf.stored = True
@@ -131,9 +141,11 @@ class Memory(TranslationContext):
                               "access 'out' or 'inout'", buf.name)
         return buf.array, self.delinearize(ptr.flat, buf.dims, buf.array.dims)
 
-    def delinearize(self, flat: S.IntExpr, dims, dim_exprs=None) -> tuple:
+    def delinearize(self, flat: S.IntExpr, dims, dim_exprs=None, divided=None) -> tuple:
         """Per-dimension indices of a row-major flat index over ``dims`` (see the module
-        docstring)."""
+        docstring). ``divided``, a list, gets the rank of each trailing part of ``dims``
+        whose last index is the flat index's remainder by division (``flat % N``), not a
+        term of it."""
         if len(dims) == 1:
             return (flat,)
         outer_terms, rest = [], []
@@ -144,10 +156,13 @@ class Memory(TranslationContext):
             else:
                 outer_terms.append((sign, outer))
         if outer_terms and self._column_read(_rebuild(rest), dims[-1]):
-            return self.delinearize(_rebuild(outer_terms), dims[:-1], None) + (_rebuild(rest),)
+            return self.delinearize(_rebuild(outer_terms), dims[:-1], None, divided) + \
+                (_rebuild(rest),)
+        if divided is not None:
+            divided.append(len(dims))
         last = dim_exprs[-1] if dim_exprs is not None else S.Const(dims[-1])
         outer = S.BinOp("/", flat, last)
-        return self.delinearize(outer, dims[:-1], None) + (S.BinOp("%", flat, last),)
+        return self.delinearize(outer, dims[:-1], None, divided) + (S.BinOp("%", flat, last),)
 
     def _column_read(self, col: S.IntExpr, row_length: int) -> bool:
         """Whether ``col``, what is left of a flat index once its multiples of

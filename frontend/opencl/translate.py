@@ -192,9 +192,10 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
             dimension, 1 to 3 dimensions; the global size a multiple of the local one).
         args: every kernel argument by name: an ``int`` for an integer scalar, a number for
             a ``float`` one, a :class:`BufferArg` (or a dict ``{"shape": [...], "access":
-            "in"}``) for a buffer, and for a ``__local float *`` argument its size: a
-            :class:`BufferArg` or a dict with ``shape`` (elements, row-major; an ``access``
-            is ignored) or ``local_bytes`` (bytes, as ``clSetKernelArg`` takes them).
+            "in"}``) for a buffer, and for a ``__local float *`` (``float2/4/8 *``)
+            argument its size: a :class:`BufferArg` or a dict with ``shape`` (elements of
+            the pointee type, row-major; an ``access`` is ignored) or ``local_bytes``
+            (bytes, as ``clSetKernelArg`` takes them).
         sizes: values of the names the buffer shapes use that are not scalar arguments.
         build_options: ``-D``/``-U``/``-I`` options (a string or a list).
         path: the file name used in messages and for ``#include`` (default ``<source>``).
@@ -211,7 +212,9 @@ def parse_kernel(source: str, kernel: str, global_size, local_size, args: dict, 
 
     Raises:
         FrontendError: a parse error or a construct outside the subset (one line with
-            file:line:column), an argument left out or unknown, a bad shape or access.
+            file:line:column), an argument left out or unknown, a bad shape or access, a
+            ``__local`` vector argument shaped ``[..., width]`` that the kernel indexes
+            only by one flat index.
         WorkGroupSizeError: the kernel's ``reqd_work_group_size`` is not ``local_size``.
         tiletraffic.simulator.ir.nodes.ScheduleError: the NDRange is invalid.
     """
