@@ -10,7 +10,13 @@
   unstored words per work-group;
 - a kernel whose counts follow floats of the data (pyFAI's CSR integration: ``continue``
   on a non-finite value, two more loads where a bin's weight sum is positive) is counted
-  by the fast path as by full execution, and its counts move with the data.
+  by the fast path as by full execution, and its counts move with the data;
+- a vector load past the end of its array reads element 0 in every component (global and
+  local memory);
+- a private taken from a private array's element keeps its value when the element changes
+  (also with sum lengths, where the element is read as a slice);
+- a batch of work-groups reuses the local memory of the one before, but reads neither its
+  values nor its stores.
 """
 from __future__ import annotations
 
@@ -233,3 +239,32 @@ def test_a_private_taken_from_a_private_array_keeps_its_value_when_the_array_cha
         res = simulate(sch, {"x": x}, hazards="report", sum_lengths=sum_lengths)
         assert res.hazards == []
         np.testing.assert_array_equal(res.outputs["y"], want)
+
+
+LATER_BATCHES_STORE_NOTHING = """\
+__kernel void later_batches_store_nothing(__global const float *x, __global float *y)
+{
+    __local float t[4];
+    int i = get_global_id(0);
+    int l = get_local_id(0);
+    if (get_group_id(0) < 4 || l < 2)
+        t[l] = x[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    y[i] = t[3 - l];
+}
+"""
+
+
+def test_a_later_batch_sees_neither_the_values_nor_the_stores_of_an_earlier_one(tmp_path):
+    # batches of 4 work-groups: the first stores all of t, the second only t[0] and t[1]
+    sch = _opencl(tmp_path, "later_batches_store_nothing", LATER_BATCHES_STORE_NOTHING,
+                  32, 32, 4)
+    x = np.arange(1, 33, dtype=np.float32)
+    res = simulate(sch, {"x": x}, hazards="report", batch_work_items=16)
+    (h,) = res.hazards
+    assert h.kind == "uninitialized-local-read" and h.array == "t"
+    assert h.count == 4 * 2 and h.work_groups == 4       # lid 0 and 1 of groups 4..7
+    y = res.outputs["y"].reshape(8, 4)
+    np.testing.assert_array_equal(y[:4], x.reshape(8, 4)[:4, ::-1])
+    assert np.isnan(y[4:, :2]).all()                      # nothing stored in this batch
+    np.testing.assert_array_equal(y[4:, 2:], x.reshape(8, 4)[4:, 1::-1])
