@@ -10,7 +10,13 @@
   unstored words per work-group;
 - a kernel whose counts follow floats of the data (pyFAI's CSR integration: ``continue``
   on a non-finite value, two more loads where a bin's weight sum is positive) is counted
-  by the fast path as by full execution, and its counts move with the data.
+  by the fast path as by full execution, and its counts move with the data;
+- a vector load past the end of its array reads element 0 in every component (global and
+  local memory);
+- a private taken from a private array's element keeps its value when the element changes
+  (also with sum lengths, where the element is read as a slice);
+- a batch of work-groups reuses the local memory of the one before, but reads neither its
+  values nor its stores.
 """
 from __future__ import annotations
 
@@ -162,3 +168,103 @@ def test_csr_per_work_item_counts_equal_full_execution():
     assert count_launch(sch, hazards="report").counts == full.counts
     averaged = full.counts.global_store_elems_by_buffer["averint"]
     assert averaged == sch.param_values["B"]
+
+
+def _opencl(tmp_path: Path, name: str, source: str, n: int, items: int, local: int):
+    """The schedule of kernel ``name`` (``source``; arguments ``x`` of ``n`` floats in, ``y``
+    of ``items`` floats out) over ``items`` work-items in work-groups of ``local``."""
+    (tmp_path / f"{name}.cl").write_text(source)
+    (tmp_path / f"{name}.toml").write_text(
+        f'source = "{name}.cl"\nkernel = "{name}"\n[sizes]\nN = {n}\nG = {items}\n'
+        f'[launch]\nglobal_size = ["G"]\nlocal_size = [{local}]\n[args]\n'
+        'x = { shape = ["N"], access = "in" }\ny = { shape = ["G"], access = "out" }\n')
+    return launch_file.load(tmp_path / f"{name}.toml")
+
+
+VLOAD_PAST_THE_END = """\
+__kernel void vload_past_the_end(__global const float *x, __global float *y)
+{
+    __local float t[6];
+    int i = get_global_id(0);
+    int l = get_local_id(0);
+    if (l < 2) { t[3 * l] = x[i]; t[3 * l + 1] = x[i] + 1.0f; t[3 * l + 2] = x[i] + 2.0f; }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float4 v = vload4(l, t);
+    float4 w = vload4(i, x);
+    y[i] = v.x + v.y * 10.0f + v.z * 100.0f + v.w * 1000.0f + w.x + w.y + w.z + w.w;
+}
+"""
+
+
+def test_an_out_of_bounds_vector_load_reads_element_0_in_every_component(tmp_path):
+    # x has 30 floats: vload4(7, x) runs past its end; t has 6: vload4(l, t) for l >= 1
+    sch = _opencl(tmp_path, "vload_past_the_end", VLOAD_PAST_THE_END, 30, 8, 4)
+    x = np.linspace(0.5, 2.0, 30, dtype=np.float32)
+    res = simulate(sch, {"x": x}, hazards="report")
+    assert {h.kind for h in res.hazards} == {"out-of-bounds"}
+    f = np.float32
+    for i in range(8):
+        g, lid = divmod(i, 4)
+        t = np.array([x[4 * g], x[4 * g] + f(1), x[4 * g] + f(2),
+                      x[4 * g + 1], x[4 * g + 1] + f(1), x[4 * g + 1] + f(2)], f)
+        v = t[0:4] if lid == 0 else np.full(4, t[0])         # past the end: t[0] each
+        w = x[4 * i:4 * i + 4] if i < 7 else np.full(4, x[0])  # past the end: x[0] each
+        want = v[0] + v[1] * f(10) + v[2] * f(100) + v[3] * f(1000) + w[0] + w[1] + w[2] + w[3]
+        assert res.outputs["y"][i] == want, i
+
+
+PRIVATE_FROM_ARRAY = """\
+__kernel void private_from_array(__global const float *x, __global float *y)
+{
+    int i = get_global_id(0);
+    float a[2];
+    a[0] = x[i];
+    a[1] = x[i] * 2.0f;
+    float v = a[0];
+    a[0] = a[0] + 1.0f;
+    a[1] += 3.0f;
+    float w = a[1];
+    y[i] = v + w * 100.0f + a[0] * 10000.0f;
+}
+"""
+
+
+def test_a_private_taken_from_a_private_array_keeps_its_value_when_the_array_changes(
+        tmp_path):
+    sch = _opencl(tmp_path, "private_from_array", PRIVATE_FROM_ARRAY, 8, 8, 4)
+    x = np.arange(1, 9, dtype=np.float32)
+    f = np.float32
+    want = x + (x * f(2) + f(3)) * f(100) + (x + f(1)) * f(10000)
+    for sum_lengths in (False, True):   # with sum lengths, element reads are slices
+        res = simulate(sch, {"x": x}, hazards="report", sum_lengths=sum_lengths)
+        assert res.hazards == []
+        np.testing.assert_array_equal(res.outputs["y"], want)
+
+
+LATER_BATCHES_STORE_NOTHING = """\
+__kernel void later_batches_store_nothing(__global const float *x, __global float *y)
+{
+    __local float t[4];
+    int i = get_global_id(0);
+    int l = get_local_id(0);
+    if (get_group_id(0) < 4 || l < 2)
+        t[l] = x[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    y[i] = t[3 - l];
+}
+"""
+
+
+def test_a_later_batch_sees_neither_the_values_nor_the_stores_of_an_earlier_one(tmp_path):
+    # batches of 4 work-groups: the first stores all of t, the second only t[0] and t[1]
+    sch = _opencl(tmp_path, "later_batches_store_nothing", LATER_BATCHES_STORE_NOTHING,
+                  32, 32, 4)
+    x = np.arange(1, 33, dtype=np.float32)
+    res = simulate(sch, {"x": x}, hazards="report", batch_work_items=16)
+    (h,) = res.hazards
+    assert h.kind == "uninitialized-local-read" and h.array == "t"
+    assert h.count == 4 * 2 and h.work_groups == 4       # lid 0 and 1 of groups 4..7
+    y = res.outputs["y"].reshape(8, 4)
+    np.testing.assert_array_equal(y[:4], x.reshape(8, 4)[:4, ::-1])
+    assert np.isnan(y[4:, :2]).all()                      # nothing stored in this batch
+    np.testing.assert_array_equal(y[4:, 2:], x.reshape(8, 4)[4:, 1::-1])

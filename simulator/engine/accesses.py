@@ -204,16 +204,18 @@ class Accesses(BatchState):
         return np.take_along_axis(table, flat, axis=1).reshape((self.G,) + safe.shape[1:])
 
     def read_vector(self, space, array, index, mask, width: int) -> list[np.ndarray]:
-        """The ``width`` values at flat ``index + w`` per entry (from element 0 on where
-        ``mask`` is off), one contiguous array of ``index``'s shape per ``w``, by one gather
-        of the consecutive elements."""
-        first = _as3(np.where(mask, index, 0) if not np.all(mask) else index)
-        if first.shape[0] > 1 and (first == first[:1]).all():
-            first = first[:1]    # the same words in every work-group
-        spread = first[..., None] + np.arange(width)
+        """The ``width`` values at flat ``index + w`` per entry (element 0 for every ``w``
+        where ``mask`` is off: an out-of-bounds or misaligned entry reads what
+        :meth:`read_values` gives it), one contiguous array of ``index``'s shape per ``w``,
+        by one gather of the consecutive elements."""
+        spread = _as3(index)[..., None] + np.arange(width)
+        if not np.all(mask):
+            spread = np.where(_as3(mask)[..., None], spread, 0)
+        if spread.shape[0] > 1 and (spread == spread[:1]).all():
+            spread = spread[:1]    # the same words in every work-group
         if space == "global":
             values = self.buffers[array.name][spread]
-        elif first.shape[0] == 1:
+        elif spread.shape[0] == 1:
             values = self.local[array.name][:, spread.reshape(-1)].reshape(
                 (self.G,) + spread.shape[1:])
         else:

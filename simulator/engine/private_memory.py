@@ -89,7 +89,7 @@ class PrivateMemory(BatchState):
         elif m is self.private_scope.get(s.name) and not self.shuffles:
             # under its declaration's mask: no work-item outside ``m`` ever reads it
             shape = np.broadcast_shapes(np.shape(m), np.shape(value), np.shape(old))
-            self.privates[s.name] = np.broadcast_to(np.asarray(value, dtype=np.float32), shape)
+            self.privates[s.name] = np.broadcast_to(_unaliased(value), shape)
         else:
             self.privates[s.name] = np.where(m, value, old).astype(np.float32, copy=False)
 
@@ -276,6 +276,15 @@ class PrivateMemory(BatchState):
         shadow[:, :, flat:flat + 1] = np.where(on, after, before)
         return True
 
+
+
+def _unaliased(value) -> np.ndarray:
+    """``value`` as float32 that no later in-place update can change: a writable view of
+    other memory (a private array's element read as a slice) is copied."""
+    value = np.asarray(value, dtype=np.float32)
+    if value.flags.writeable and not value.flags.owndata:
+        return value.copy()
+    return value
 
 
 def shuffle_sources(mode: str, lane, width: int, items: int):
