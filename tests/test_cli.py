@@ -465,3 +465,18 @@ def test_render_of_a_malformed_results_file_is_bad_input_in_one_line(tmp_path, c
     line = result.output.strip()
     assert len(line.splitlines()) == 1 and str(tmp_path / name) in line and needle in line
     assert not (tmp_path / ("report.md" if command == "report" else "validation.md")).exists()
+
+
+def test_simulate_and_check_draw_the_inputs_the_launch_file_names():
+    """A launch file's ``reference.inputs`` (pyFAI's preprocessed pixels: positive) is the
+    default of simulate as of run: drawn as normal values, the reference's square roots of
+    summed variances would be NaN and simulate would refuse with exit 2."""
+    from pathlib import Path
+    launch = str(Path(__file__).parent / "corpora/opencl/pyfai/csr_integrate4.toml")
+    res = CliRunner().invoke(main, ["simulate", launch, "--seed", "1"])
+    assert res.exit_code == 0, res.output
+    assert "(positive inputs)" in res.output and "(ok)" in res.output, res.output
+    res = CliRunner().invoke(main, ["simulate", launch, "--seed", "1", "--inputs", "normal"])
+    assert res.exit_code == 2 and "NaN or infinite" in res.output, res.output
+    res = CliRunner().invoke(main, ["check", launch, "--seed", "1"])
+    assert res.exit_code == 0 and "clean" in res.output, res.output

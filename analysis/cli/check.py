@@ -12,6 +12,7 @@ from tiletraffic.simulator.ir.static import ExecutionError
 
 from tiletraffic.frontend.resolver import resolve
 from tiletraffic.frontend.shown_names import params_text
+from tiletraffic.analysis.api.device import inputs_kind_of
 from tiletraffic.analysis.api.simulation import check, check_values_problem
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (build_schedule, one_name_or_all,
@@ -46,6 +47,7 @@ def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inp
     SCHEDULE: a family, demo or faulty variant (missing sizes: its example shape),
     FILE.py:FUNCTION, called with the sizes given, or LAUNCH.toml (as for simulate)."""
     one_name_or_all(name, check_all)
+    given_inputs = inputs_kind
     inputs_kind = refuse_seed_unless_random(inputs_kind)
     if check_all:
         refuse_unused((*NAMED_SIZE_OPTIONS, "no_limits", "force"),
@@ -63,7 +65,7 @@ def command(name, m, k, n, tile, chunk, check_all, as_json, no_limits, seed, inp
                       f"here: a launch of {large} is checked without computing values (no "
                       "hazard depends on them)")
     within_budget(sch, force, compute_values=large is None, reference=False)
-    hazards = hazards_of(sch, seed, inputs_kind, no_limits)
+    hazards = hazards_of(sch, seed, inputs_kind_of(sch, given_inputs), no_limits)
     if as_json:
         click.echo(json_text([h.to_dict() for h in hazards], indent=2))
     else:

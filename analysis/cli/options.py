@@ -68,7 +68,7 @@ INPUTS_OPTION = click.option(
     "--inputs", "inputs_kind", type=click.Choice(INPUT_KINDS), default=None,
     help="Input values: random normal or uniform, or structured ones / arange (0, 1, 2, ... "
          "row-major) to read a result by eye; ones and arange can hide swapped indices "
-         "(default: normal; for run, the launch file's reference.inputs if it names one).")
+         "(default: the launch file's reference.inputs if it names one, else normal).")
 SEED_OPTION = click.option("--seed", type=click.IntRange(min=0), default=None,
                            help="Seed of the random inputs (default: fresh inputs every run).")
 FORCE_OPTION = click.option(

@@ -25,6 +25,7 @@ from tiletraffic.frontend.shown_names import params_text
 from tiletraffic.frontend.user_schedule import UserScheduleError, closed_form_source
 
 from tiletraffic.analysis.api.closed_forms import derived_forms, form_lines
+from tiletraffic.analysis.api.device import inputs_kind_of
 from tiletraffic.analysis.api.schedules import (closed_form, closed_form_agrees,
                                                 closed_form_differences)
 from tiletraffic.analysis.files import json_text
@@ -83,8 +84,8 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
         refuse_unused(("values", "no_limits", "hazards", "reference_spec", "inputs_kind", "seed"),
                       "with --device-model: it models the memory system and computes no result "
                       "(the output of `model`)")
-    inputs_kind = refuse_seed_unless_random(inputs_kind)
     sch = build_schedule(schedule, m, k, n, tile, chunk)
+    inputs_kind = refuse_seed_unless_random(inputs_kind_of(sch, inputs_kind))
     refuse_beyond_limits(sch, device_limits(device_model) if device_model else
                          None if no_limits else GENERIC_GPU)
     check_work(sch, k)
