@@ -20,20 +20,16 @@ import numpy as np
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.visitor import walk_statements
 from tiletraffic.simulator.engine.batch import BatchState, row_major
-from tiletraffic.simulator.observers.counters import AccessEvent, count_per_group
+from tiletraffic.simulator.observers.counters import (AccessEvent, as_3d, count_per_group,
+                                                      gather_words)
 from tiletraffic.simulator.observers.hazards import Hazard, array_dims, element_text
-
-
-def _as3(a) -> np.ndarray:
-    a = np.asarray(a)
-    return a.reshape((1,) * (3 - a.ndim) + a.shape)
 
 
 def _expand_vector(flat, mask, shape, width: int):
     """Index, mask and shape of a vector access with its ``width`` elements laid out along
     the iteration axis: entry ``i * width + w`` is element ``w`` of iteration ``i``."""
     G, L, I = shape
-    f3, m3 = _as3(flat), _as3(mask)
+    f3, m3 = as_3d(flat), as_3d(mask)
     f3 = np.broadcast_to(f3, f3.shape[:2] + (I,))
     index = (f3[..., None] + np.arange(width)).reshape(f3.shape[:2] + (I * width,))
     if m3.shape[2] == 1:   # the same along the iteration axis: broadcast, not repeated
@@ -193,35 +189,20 @@ class Accesses(BatchState):
         safe = np.where(mask, index, 0) if not np.all(mask) else index
         if space == "global":
             return (tables or self.buffers)[array.name][safe]
-        table = (tables or self.local)[array.name]
-        safe = np.asarray(safe)
-        safe = safe.reshape((1,) * (3 - safe.ndim) + safe.shape)
-        if safe.shape[0] > 1 and (safe == safe[:1]).all():
-            safe = safe[:1]    # the same words in every work-group: one gather of columns
-        if safe.shape[0] == 1:
-            return table[:, safe[0].reshape(-1)].reshape((self.G,) + safe.shape[1:])
-        flat = np.broadcast_to(safe, (self.G,) + safe.shape[1:]).reshape(self.G, -1)
-        return np.take_along_axis(table, flat, axis=1).reshape((self.G,) + safe.shape[1:])
+        return gather_words((tables or self.local)[array.name], safe)
 
     def read_vector(self, space, array, index, mask, width: int) -> list[np.ndarray]:
         """The ``width`` values at flat ``index + w`` per entry (element 0 for every ``w``
         where ``mask`` is off: an out-of-bounds or misaligned entry reads what
         :meth:`read_values` gives it), one contiguous array of ``index``'s shape per ``w``,
         by one gather of the consecutive elements."""
-        spread = _as3(index)[..., None] + np.arange(width)
+        spread = as_3d(index)[..., None] + np.arange(width)
         if not np.all(mask):
-            spread = np.where(_as3(mask)[..., None], spread, 0)
+            spread = np.where(as_3d(mask)[..., None], spread, 0)
         if spread.shape[0] > 1 and (spread == spread[:1]).all():
             spread = spread[:1]    # the same words in every work-group
-        if space == "global":
-            values = self.buffers[array.name][spread]
-        elif spread.shape[0] == 1:
-            values = self.local[array.name][:, spread.reshape(-1)].reshape(
-                (self.G,) + spread.shape[1:])
-        else:
-            flat = np.broadcast_to(spread, (self.G,) + spread.shape[1:]).reshape(self.G, -1)
-            values = np.take_along_axis(self.local[array.name], flat, axis=1).reshape(
-                (self.G,) + spread.shape[1:])
+        values = self.buffers[array.name][spread] if space == "global" else \
+            gather_words(self.local[array.name], spread)
         return [np.ascontiguousarray(values[..., w]) for w in range(width)]
 
     def exec_store(self, s: S.Store, m) -> None:
@@ -266,7 +247,7 @@ class Accesses(BatchState):
             if name not in self.private_set:
                 raise NameError(f"{self.schedule.family}: private {name!r} used before it is "
                                 "declared")
-            scoped = m is self.private_scope.get(name) and not self.shuffles
+            scoped = self.takes_value_everywhere(name, m)
             self.mark_private_set(name, m)
             if self.values:
                 value = components[w]

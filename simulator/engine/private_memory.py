@@ -67,6 +67,13 @@ class PrivateMemory(BatchState):
                                                np.any(m, axis=2, keepdims=True))
         self.private_full[name] = bool(self.private_set[name].all())
 
+    def takes_value_everywhere(self, name: str, m) -> bool:
+        """Whether an update of private float ``name`` under ``m`` may take the new value for
+        every work-item without a masked merge: ``m`` is the very mask its declaration ran
+        under (no work-item outside it reads it) and no ``Shuffle`` reads other work-items'
+        privates."""
+        return m is self.private_scope.get(name) and not self.shuffles
+
     def exec_private_update(self, s, m) -> None:
         value, ops = self.eval_float(s.value, m)
         accumulate = isinstance(s, S.Accumulate)
@@ -86,7 +93,7 @@ class PrivateMemory(BatchState):
             contrib = np.where(m, value, np.float32(0)).sum(axis=2, keepdims=True,
                                                             dtype=np.float32)
             self.privates[s.name] = old + contrib
-        elif m is self.private_scope.get(s.name) and not self.shuffles:
+        elif self.takes_value_everywhere(s.name, m):
             # under its declaration's mask: no work-item outside ``m`` ever reads it
             shape = np.broadcast_shapes(np.shape(m), np.shape(value), np.shape(old))
             self.privates[s.name] = np.broadcast_to(_unaliased(value), shape)

@@ -44,20 +44,12 @@ def children(node, *, arrays: bool = False) -> tuple:
     if names is None:
         return ()
     out = []
-    if not arrays:     # the common walk: nodes only, without a call per value
-        for name in names:
-            value = getattr(node, name)
-            if isinstance(value, tuple):
-                out.extend(v for v in value if isinstance(v, NODE_TYPES))
-            elif isinstance(value, NODE_TYPES):
-                out.append(value)
-        return tuple(out)
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, tuple):
-            out.extend(v for v in value if _is_child(v, arrays))
-        elif _is_child(value, arrays):
-            out.append(value)
+        for v in (value if isinstance(value, tuple) else (value,)):
+            # ``arrays and`` before the call: a nodes-only walk makes no call per value
+            if isinstance(v, NODE_TYPES) or (arrays and _is_array(v)):
+                out.append(v)
     return tuple(out)
 
 
@@ -81,10 +73,9 @@ def _field_names(node) -> tuple[str, ...] | None:
     return names
 
 
-def _is_child(value, arrays: bool) -> bool:
-    if isinstance(value, NODE_TYPES):
-        return True
-    return arrays and dataclasses.is_dataclass(value) and not isinstance(value, type)
+def _is_array(value) -> bool:
+    """Whether ``value`` is a dataclass instance (outside the nodes: an array)."""
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
 def bodies(stmt: Stmt) -> dict[str, tuple[Stmt, ...]]:

@@ -70,6 +70,27 @@ def same_in_every_group(values) -> bool:
     return np.ndim(values) < 3 or np.shape(values)[0] == 1
 
 
+def as_3d(values) -> np.ndarray:
+    """``values`` (broadcastable to ``(G, L, I)``) with leading axes of length 1 added."""
+    values = np.asarray(values)
+    return values.reshape((1,) * (3 - values.ndim) + values.shape)
+
+
+def gather_words(table: np.ndarray, index) -> np.ndarray:
+    """The words of ``table`` (one row per work-group, ``(G, words)``) at ``index`` (integers
+    within a row, broadcastable to ``(G, L, I)``): shape ``(G,) + index``'s last two axes
+    (broadcast). One gather of columns where ``index`` is the same in every work-group, else
+    one gather along each row."""
+    index = as_3d(index)
+    if index.shape[0] > 1 and (index == index[:1]).all():
+        index = index[:1]
+    rows = table.shape[0]
+    if index.shape[0] == 1:
+        return table[:, index[0].reshape(-1)].reshape((rows,) + index.shape[1:])
+    flat = np.broadcast_to(index, (rows,) + index.shape[1:]).reshape(rows, -1)
+    return np.take_along_axis(table, flat, axis=1).reshape((rows,) + index.shape[1:])
+
+
 def compact_mask(mask: np.ndarray) -> np.ndarray:
     """``mask`` (a ``(G, L, I)`` array) with each axis along which it does not change cut to
     length 1: the same mask once broadcast (``mask`` itself when nothing is cut)."""
@@ -92,7 +113,7 @@ def count_per_group(mask: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray
     mask = np.asarray(mask, dtype=bool)
     if mask.ndim == 0:
         return np.full(shape[0], shape[1] * shape[2] if mask else 0, dtype=np.int64)
-    mask = mask.reshape((1,) * (3 - mask.ndim) + mask.shape)
+    mask = as_3d(mask)
     factor = 1
     for ax in (1, 2):
         if mask.shape[ax] == 1:

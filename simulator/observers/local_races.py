@@ -18,7 +18,8 @@ import dataclasses
 
 import numpy as np
 
-from tiletraffic.simulator.observers.counters import (AccessEvent, Observer, compact_mask,
+from tiletraffic.simulator.observers.counters import (AccessEvent, Observer, as_3d,
+                                                      compact_mask, gather_words,
                                                       same_in_every_group)
 from tiletraffic.simulator.observers.hazards import Hazard, HazardLog, array_dims, element_text
 
@@ -33,11 +34,11 @@ def _entries(ev: AccessEvent, union: bool = False):
     """
     shape = ev.shape
     if union:   # any along the work-groups of the mask as given, then broadcast
-        raw = _as_3d(ev.mask)
+        raw = as_3d(ev.mask)
         raw = raw.any(axis=0, keepdims=True) if raw.shape[0] > 1 else raw
         shape = (1,) + tuple(shape[1:])
         mask = np.broadcast_to(raw, shape)
-        index = np.broadcast_to(_as_3d(ev.index)[:1], shape)
+        index = np.broadcast_to(as_3d(ev.index)[:1], shape)
     else:
         mask = np.broadcast_to(ev.mask, shape)
         index = np.broadcast_to(ev.index, shape)
@@ -374,24 +375,12 @@ class UninitializedLocalRead(Observer):
                 _per_group(self.group_index, g[unset]), "reads")
 
 
-def _as_3d(values) -> np.ndarray:
-    """``values`` (broadcastable to ``(G, L, I)``) with leading axes of length 1 added."""
-    values = np.asarray(values)
-    return values.reshape((1,) * (3 - values.ndim) + values.shape)
-
-
 def _all_stored(written: np.ndarray, ev: AccessEvent) -> bool:
     """Whether every executing entry of ``ev`` reads a word its work-group has stored
     (``written``: one row of stored words per work-group of the batch), by one gather."""
-    shape = ev.shape
-    mask = np.broadcast_to(ev.mask, shape)
-    index = np.clip(_as_3d(ev.index), 0, written.shape[1] - 1)   # entries off: any word
-    if index.shape[0] == 1:
-        stored = written[:, index[0].reshape(-1)].reshape((shape[0],) + index.shape[1:])
-    else:
-        flat = np.broadcast_to(index, shape).reshape(shape[0], -1)
-        stored = np.take_along_axis(written, flat, axis=1).reshape(shape)
-    return bool(np.logical_or(stored, np.logical_not(mask)).all())
+    index = np.clip(ev.index, 0, written.shape[1] - 1)   # entries off: any word
+    stored = gather_words(written, index)
+    return bool(np.logical_or(stored, np.logical_not(ev.mask)).all())
 
 
 class UninitializedOutputRead(Observer):

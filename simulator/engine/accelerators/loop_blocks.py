@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.observers.counters import compact_mask
+from tiletraffic.simulator.observers.counters import as_3d, compact_mask
 from tiletraffic.simulator.ir.static import (ExecutionError, NotStatic, eval_static,
                                              flat_index, is_vectorizable, static_int)
 from tiletraffic.simulator.ir.visitor import Visitor, walk, walk_statements
@@ -452,7 +452,7 @@ def assign_elements(machine, s, mask, flop: int) -> bool:
     is_set = machine.parray_set[s.name]
     if is_set is not None:
         m = np.asarray(mask)
-        m = compact_mask(m.reshape((1,) * (3 - m.ndim) + m.shape))
+        m = compact_mask(as_3d(m))
         for element in set(flat.tolist()):
             runs = (m[:, :, flat == element] if m.shape[2] > 1 else m).any(axis=2)
             is_set[:, :, element] |= np.broadcast_to(runs, (machine.G, machine.L))
