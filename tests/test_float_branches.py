@@ -106,6 +106,18 @@ def test_counts_follow_the_data_they_are_counted_on():
     assert np.array_equal(res.outputs["y"], np.zeros(ROWS, np.float32))
 
 
+def test_counted_on_the_kind_of_inputs_the_launch_file_names():
+    """A launch file's ``reference.inputs = "positive"``: the counts without values given
+    are those of non-negative inputs (every w load happens), as a run draws them."""
+    sch = finite_sum()
+    positive = dataclasses.replace(sch, extra={**sch.extra, "reference_inputs": "positive"})
+    x = launch_inputs(positive)["x"]
+    assert x.shape == (ROWS, N) and x.min() >= 0 and x.max() < 1
+    assert len(set(x.ravel().tolist())) == x.size
+    assert tt.simulate(positive, compute_values=False).counts.global_load_elems == 2 * x.size
+    assert tt.simulate(sch, compute_values=False).counts.global_load_elems < 2 * x.size
+
+
 def test_nan_and_inf_are_skipped_per_work_item():
     sch = finite_sum()
     x = np.ones((ROWS, N), np.float32)

@@ -43,3 +43,11 @@ def check_argument_types(function: str, **values) -> None:
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             raise TypeError(f"tiletraffic.{function}: {name} must be {what}, got "
                             f"{type(value).__name__} {value!r}")
+
+
+def inputs_kind_of(schedule, inputs: str | None) -> str:
+    """``inputs`` where given, else the kind of inputs ``schedule``'s launch file names
+    (``reference.inputs``), else ``normal``."""
+    if inputs is not None:
+        return inputs
+    return getattr(schedule, "extra", {}).get("reference_inputs", "normal")

@@ -8,7 +8,7 @@ from tiletraffic.simulator.model.device_model import DeviceModel
 
 from tiletraffic.analysis.api import facade_function
 from tiletraffic.analysis.api.arguments import (SEED, check_argument_types, datasheet_argument,
-                                                check_schedule_argument)
+                                                check_schedule_argument, inputs_kind_of)
 from tiletraffic.analysis.device_model import resolve_device_model
 from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
 
@@ -207,7 +207,7 @@ def calibrate(device: str | None = None, *, quick: bool = False,
 
 @facade_function
 def run_cuda(schedule: Schedule, *, repeat: int = 10, warmup: int = 2, reference=None,
-             seed: int | None = None, inputs: str = "normal"):
+             seed: int | None = None, inputs: str | None = None):
     """Compile a schedule read from CUDA (`from_cuda`, a CUDA launch file) from its own
     source with NVRTC and launch, check and time it on an NVIDIA GPU (needs CuPy: `pip
     install -e ".[cuda]"`).
@@ -215,7 +215,8 @@ def run_cuda(schedule: Schedule, *, repeat: int = 10, warmup: int = 2, reference
     Args:
         repeat, warmup: timed launches and untimed warm-up launches.
         reference: as for `run`: a function `inputs -> {output name: array}`.
-        seed: seed of the random inputs; inputs: `normal`, `uniform`, `ones`, `arange`.
+        seed: seed of the random inputs; inputs: `normal`, `uniform`, `positive`, `ones`,
+            `arange` (default: the launch file's `reference.inputs`, else `normal`).
 
     Returns:
         `tiletraffic.gpu.runtime.cuda_run.CudaRun` (`.times_s`, `.median_s`, `.checks`).
@@ -231,12 +232,4 @@ def run_cuda(schedule: Schedule, *, repeat: int = 10, warmup: int = 2, reference
     check_schedule_argument(schedule, "run_cuda")
     return run_cuda_source(schedule, repeat=repeat, warmup=warmup,
                            rng=np.random.default_rng(seed), reference_fn=reference,
-                           inputs=inputs)
-
-
-def inputs_kind_of(schedule, inputs: str | None) -> str:
-    """``inputs`` where given, else the kind of inputs ``schedule``'s launch file names
-    (``reference.inputs``), else ``normal``."""
-    if inputs is not None:
-        return inputs
-    return getattr(schedule, "extra", {}).get("reference_inputs", "normal")
+                           inputs=inputs_kind_of(schedule, inputs))

@@ -13,7 +13,7 @@ from tiletraffic.simulator.observers.hazards import Hazard
 
 from tiletraffic.analysis.api import facade_function
 from tiletraffic.analysis.api.arguments import (SEED, check_argument_types,
-                                                check_schedule_argument)
+                                                check_schedule_argument, inputs_kind_of)
 from tiletraffic.analysis.device_model import DEFAULT_MODEL, resolve_device_model
 
 
@@ -29,7 +29,7 @@ def check_values_problem(schedule) -> str | None:
 
 @facade_function
 def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits | None = None,
-          inputs: str = "normal") -> list[Hazard]:
+          inputs: str | None = None) -> list[Hazard]:
     """Every hazard of `schedule`: races in local and global memory, barrier divergence,
     out-of-bounds and misaligned vector accesses, uninitialized reads (local, private, and
     of outputs before a store), unwritten outputs
@@ -40,7 +40,8 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
     expression of ids, sizes and loop variables), so a launch of more than
     `simulator.engine.budget.VALUES_WORK` loop steps or `VALUES_WORK_ITEMS` work-items is
     executed without computing values; a smaller one on fresh random inputs (`seed` for
-    repeatable ones; `inputs` one of `simulator.engine.reference.INPUT_KINDS`). A launch of
+    repeatable ones; `inputs` one of `simulator.engine.reference.INPUT_KINDS`, by default
+    the kind its launch file's `reference.inputs` names, else `normal`). A launch of
     many work-groups (`simulator.engine.class_check.worth_classes`) whose work-group classes
     are proved is first checked by
     `simulator.engine.class_check.launch_proved_clean` (every hazard inside a work-group on
@@ -58,7 +59,7 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
     import numpy as np
 
     from tiletraffic.simulator.engine.reference import INPUT_KINDS, random_inputs
-
+    inputs = inputs_kind_of(schedule, inputs)
     if inputs not in INPUT_KINDS:
         raise ValueError(f"tiletraffic.check: inputs {inputs!r} is not one of "
                          f"{', '.join(INPUT_KINDS)}")

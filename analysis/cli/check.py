@@ -12,7 +12,7 @@ from tiletraffic.simulator.ir.static import ExecutionError
 
 from tiletraffic.frontend.resolver import resolve
 from tiletraffic.frontend.shown_names import params_text
-from tiletraffic.analysis.api.device import inputs_kind_of
+from tiletraffic.analysis.api.arguments import inputs_kind_of
 from tiletraffic.analysis.api.simulation import check, check_values_problem
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (build_schedule, one_name_or_all,

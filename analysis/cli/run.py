@@ -14,7 +14,7 @@ from tiletraffic.simulator.model.registers import register_budget_of
 from tiletraffic.simulator.ir.sequence import is_sequence
 
 from tiletraffic.frontend import user_schedule
-from tiletraffic.analysis.api.device import inputs_kind_of
+from tiletraffic.analysis.api.arguments import inputs_kind_of
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (NO_REFERENCE, build_schedule, is_user_spec,
                                              check_device_spec, fail, reference_fn,

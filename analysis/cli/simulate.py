@@ -25,7 +25,7 @@ from tiletraffic.frontend.shown_names import params_text
 from tiletraffic.frontend.user_schedule import UserScheduleError, closed_form_source
 
 from tiletraffic.analysis.api.closed_forms import derived_forms, form_lines
-from tiletraffic.analysis.api.device import inputs_kind_of
+from tiletraffic.analysis.api.arguments import inputs_kind_of
 from tiletraffic.analysis.api.schedules import (closed_form, closed_form_agrees,
                                                 closed_form_differences)
 from tiletraffic.analysis.files import json_text

@@ -4,10 +4,11 @@ A schedule that branches on floats of the data (:func:`simulator.ir.nodes.branch
 ``if (!isfinite(v)) continue;``, ``x > 0 ? x : a * x``) has counts that depend on the
 values in its input buffers. Counting it without values given (``simulate`` with
 ``compute_values=False``, the fast path) executes it on :func:`launch_inputs`: each float
-input buffer, in the schedule's order, filled with standard-normal float32 values from
-``numpy.random.default_rng(seed)`` (drawn again where all of them come out equal). The
-counts are exact for those values; Oclgrind's cross-check launches the kernel on the same
-values. numpy only.
+input buffer, in the schedule's order, filled from ``numpy.random.default_rng(seed)`` with
+standard-normal float32 values (drawn again where all of them come out equal), or with the
+kind of inputs its launch file's ``reference.inputs`` names (``positive`` for data a host
+keeps non-negative: :func:`simulator.engine.reference.random_inputs`). The counts are exact
+for those values; Oclgrind's cross-check launches the kernel on the same values. numpy only.
 """
 from __future__ import annotations
 
@@ -15,16 +16,23 @@ import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import eval_static
+from tiletraffic.simulator.engine.reference import random_inputs
 
 DATA_SEED = 0
 """The seed of the inputs a data-dependent launch is counted with."""
 
 
 def launch_inputs(schedule: S.Schedule, seed: int = DATA_SEED) -> dict[str, np.ndarray]:
-    """Standard-normal float32 contents of every float input buffer (role ``in`` or
-    ``inout``) of ``schedule``, by name, in its logical shape (module docstring)."""
+    """float32 contents of every float input buffer (role ``in`` or ``inout``) of
+    ``schedule``, by name, in its logical shape: standard-normal, or of the kind
+    ``schedule.extra["reference_inputs"]`` names (module docstring)."""
     params = schedule.param_values
     rng = np.random.default_rng(seed)
+    kind = getattr(schedule, "extra", {}).get("reference_inputs", "normal")
+    if kind != "normal":
+        floats = {a.name for a in schedule.arrays if a.is_input and not a.is_int}
+        return {name: value for name, value in random_inputs(schedule, rng, kind).items()
+                if name in floats}
     out = {}
     for a in schedule.arrays:
         if a.is_int or not a.is_input:
