@@ -182,4 +182,4 @@ def test_an_integer_select_on_a_float_test_is_described():
     """A message naming ``isnan(x) ? 1 : 2`` describes the test instead of failing."""
     from tiletraffic.simulator.ir import expressions as E
     chosen = E.IntSelect(E.FloatTest("isnan", E.FloatParam("x")), E.Const(1), E.Const(2))
-    assert E.describe_int(chosen) == "(isnan(float) ? 1 : 2)"
+    assert E.describe_int(chosen) == "(isnan(x) ? 1 : 2)"

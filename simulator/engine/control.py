@@ -140,14 +140,14 @@ class ControlFlow(BatchState):
                     where = f"{loop.source}: " if loop.source else ""
                     raise ExecutionError(
                         f"{self.schedule.family}: {where}a while loop on "
-                        f"{describe_cond(loop.cond)} never ends: iteration {trips:,} starts "
+                        f"{S.describe_cond(loop.cond)} never ends: iteration {trips:,} starts "
                         f"with the integers and looping work-items of iteration {seen_at:,} "
                         "(nothing it tests changes)")
             if trips > LOOP_TRIPS_LIMIT:
                 where = f"{loop.source}: " if loop.source else ""
                 raise ExecutionError(
                     f"{self.schedule.family}: {where}a while loop on "
-                    f"{describe_cond(loop.cond)} runs more than {LOOP_TRIPS_LIMIT:,} "
+                    f"{S.describe_cond(loop.cond)} runs more than {LOOP_TRIPS_LIMIT:,} "
                     "iterations, above the simulation limit for one loop (does it end?)")
             exits = LoopExits(np.zeros_like(looping), np.zeros_like(looping))
             self.loop_exits.append(exits)
@@ -202,38 +202,3 @@ class ControlFlow(BatchState):
         marked = getattr(exits, how)
         marked |= np.broadcast_to(m, marked.shape)
         self.alive = np.logical_and(self.alive, np.logical_not(m))
-
-
-def describe_cond(c: S.Cond) -> str:
-    """Short text of a condition for messages (``k < K``); not C."""
-    if isinstance(c, S.Compare):
-        return f"{_bare(c.left)} {c.op} {_bare(c.right)}"
-    if isinstance(c, S.BoolOp):
-        return f"({describe_cond(c.left)}) {c.op} ({describe_cond(c.right)})"
-    if isinstance(c, S.Not):
-        return f"!({describe_cond(c.operand)})"
-    if isinstance(c, S.FloatCompare):
-        return f"{_describe_float(c.left)} {c.op} {_describe_float(c.right)}"
-    if isinstance(c, S.FloatTest):
-        return f"{c.fn}({_describe_float(c.operand)})"
-    return repr(c)
-
-
-def _describe_float(e: S.FloatExpr) -> str:
-    """A float of a condition: a launch float (a constant, an argument, negated) by its
-    value or name, a private by its name, a load by its array, anything else by its
-    kind."""
-    if isinstance(e, S.FNeg):
-        return f"-{_describe_float(e.operand)}"
-    if isinstance(e, S.FloatParam) or isinstance(e, S.Private):
-        return e.name
-    if isinstance(e, S.FConst):
-        return repr(float(e.value))
-    if isinstance(e, S.Load):
-        return f"{e.array.name}[...]"
-    return f"<{type(e).__name__}>"
-
-
-def _bare(e: S.IntExpr) -> str:
-    text = S.describe_int(e)
-    return text[1:-1] if isinstance(e, S.BinOp) else text

@@ -524,13 +524,8 @@ class FCall(FloatExpr):
             raise ScheduleError(f"{self.fn} takes {arity} argument(s), got {len(self.args)}")
 
 
-LAUNCH_FLOAT_NODES = (FConst, FloatParam, FNeg)
-"""The float expressions of the launch: constants, ``float`` arguments and their
-negations, whose values are the same for every work-item."""
-
-
 def is_launch_float(e: FloatExpr) -> bool:
-    """Whether ``e`` is a float of the launch (:data:`LAUNCH_FLOAT_NODES`): a constant, a
+    """Whether ``e`` is a float of the launch, the same for every work-item: a constant, a
     ``float`` argument or a negation of one."""
     while isinstance(e, FNeg):
         e = e.operand
@@ -695,18 +690,41 @@ def describe_int(e: IntExpr, names: Mapping[str, str] | None = None) -> str:
 
 
 def describe_cond(c: Cond, names: Mapping[str, str] | None = None) -> str:
-    """Short text of an integer condition for messages (``i < N``); not C."""
+    """Short text of a condition for messages (``i + 1 < N``, ``isfinite(x[...])``); not
+    C. A comparison's operands go without their outer parentheses where C's precedence
+    reads them the same (arithmetic and shifts bind tighter than a comparison)."""
     if isinstance(c, Compare):
-        return f"{describe_int(c.left, names)} {c.op} {describe_int(c.right, names)}"
+        return f"{_operand(c.left, names)} {c.op} {_operand(c.right, names)}"
     if isinstance(c, BoolOp):
         return f"({describe_cond(c.left, names)} {c.op} {describe_cond(c.right, names)})"
     if isinstance(c, Not):
         return f"!({describe_cond(c.operand, names)})"
     if isinstance(c, FloatCompare):
-        return f"float {c.op}"
+        return f"{describe_float(c.left)} {c.op} {describe_float(c.right)}"
     if isinstance(c, FloatTest):
-        return f"{c.fn}(float)"
+        return f"{c.fn}({describe_float(c.operand)})"
     raise TypeError(f"unknown condition {c!r}")
+
+
+def _operand(e: IntExpr, names: Mapping[str, str] | None) -> str:
+    text = describe_int(e, names)
+    bare = isinstance(e, BinOp) and e.op not in ("&", "|", "^")
+    return text[1:-1] if bare else text
+
+
+def describe_float(e: FloatExpr) -> str:
+    """Short text of a float of a condition: a launch float (a constant, an argument,
+    negated) by its value or name, a private by its name, a load by its array, anything
+    else by its kind."""
+    if isinstance(e, FNeg):
+        return f"-{describe_float(e.operand)}"
+    if isinstance(e, (FloatParam, Private)):
+        return e.name
+    if isinstance(e, FConst):
+        return repr(float(e.value))
+    if isinstance(e, Load):
+        return f"{e.array.name}[...]"
+    return f"<{type(e).__name__}>"
 
 
 def c_int_type(bits: int, signed: bool) -> str:
