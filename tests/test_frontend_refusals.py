@@ -186,6 +186,15 @@ def test_a_negative_value_for_a_uint_argument_is_refused():
                        "k", [64], [16], {**ARGS, "N": -1})
 
 
+def test_a_uint_argument_above_the_signed_limit_is_refused_naming_it():
+    source = kernel("    C[i] = A[i];", "__global const float *A, __global float *C, const uint N")
+    with pytest.raises(FrontendError, match=r"argument N = 3000000000 is above 2147483647, "
+                       r"the largest value of an unsigned 32-bit argument read"):
+        tt.from_opencl(source, "k", [64], [16], {**ARGS, "N": 3_000_000_000})
+    assert tt.from_opencl(source, "k", [64], [16], {**ARGS, "N": 2**31 - 1}).param_values["N"] \
+        == 2**31 - 1
+
+
 @pytest.mark.parametrize("options, words", [
     ("-DN=4 -D", "build option -D has nothing after it: write -DNAME or -DNAME=VALUE"),
     ("-U", "build option -U has nothing after it: write -UNAME"),

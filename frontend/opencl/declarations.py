@@ -214,8 +214,13 @@ class Declarations(TranslationContext):
                                     f"{value % 2 ** bits}); give 0 or more", name)
             low, high = type_range(bits, True)
             if not low <= value <= high:
+                if not signed:
+                    raise FrontendError(f"argument {name} = {value} is above {high}, the "
+                                        f"largest value of an unsigned {bits}-bit argument "
+                                        "read (integer arguments are read as signed)", name)
                 raise FrontendError(f"argument {name} = {value} does not fit a {bits}-bit "
-                                    f"{'int' if bits == 32 else 'signed integer'}", name)
+                                    f"{'int' if bits == 32 else 'signed integer'} ({low} to "
+                                    f"{high})", name)
             self.params[name] = int(value)
             self.arg_kinds.append((name, {8: "char", 16: "short", 32: "int"}.get(bits, "long")))
             self.scopes[0].names[name] = Binding("int", S.Param(name), p)
