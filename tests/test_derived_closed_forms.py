@@ -280,3 +280,57 @@ def test_pieces_whose_polynomials_agree_are_written_as_one():
     # pieces that differ stay apart
     apart = isl.PwQPolynomial("[M] -> { 85 : M = 56; (28 + M) : M <= 55 }")
     assert len(merged_pieces(apart).get_pieces()) == 2
+
+
+# ------------------------------------------------------------------ barriers in loops
+GRID_STRIDE = {
+    "opencl": ("gs.cl", """\
+__kernel void gs(__global const float *x, __global float *y, const int n) {
+    for (int r = get_global_id(0); r < n; r += get_global_size(0)) {
+        barrier(CLK_LOCAL_MEM_FENCE); y[r] = x[r]; }
+}
+""", '[launch]\nglobal_size = ["256"]\nlocal_size = [64]\n[args]\nn = "N"\n'),
+    "cuda": ("gs.cu", """\
+__global__ void gs(const float *x, float *y, int n) {
+    for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < n; r += blockDim.x * gridDim.x) {
+        __syncthreads(); y[r] = x[r]; }
+}
+""", '[launch]\ngrid = [4]\nblock = [64]\n[args]\nn = "N"\n'),
+}
+
+
+@pytest.mark.parametrize("language", GRID_STRIDE)
+@pytest.mark.filterwarnings("ignore")
+def test_a_barrier_in_a_grid_stride_loop_counts_once_per_work_group_and_trip(
+        language, tmp_path):
+    """A loop whose counter starts at the work-item's global id: the barrier counts once
+    per work-group per trip (4 work-groups x 4 trips at N = 1024), also where the
+    work-items of a work-group make different numbers of trips (N = 1000, 100: the
+    simulator counts a trip any of them reaches)."""
+    name, source, launch = GRID_STRIDE[language]
+    (tmp_path / name).write_text(source)
+    path = tmp_path / "gs.toml"
+    path.write_text(f'source = "{name}"\nkernel = "gs"\n[sizes]\nN = 1024\n{launch}'
+                    'x = { shape = ["N"], access = "in" }\n'
+                    'y = { shape = ["N"], access = "out" }\n')
+    derived = derive(load(path))
+    assert derived.evaluate()["barriers"] == 16
+    for n in (1024, 1000, 100, 7):
+        counts = count_launch(load(path, {"N": n}), hazards="report").counts.to_dict()
+        assert not _same(derived.evaluate({"N": n}), counts), n
+
+
+def test_a_barrier_in_nested_loops_that_start_at_the_ids_counts_each_trip_reached():
+    """Nested loops whose counters start at the work-item's local and global ids: each
+    trip of both loops that some work-item of a work-group reaches counts one barrier."""
+    from tiletraffic.simulator.ir.nodes import For, Param, Var
+    x = tt.GlobalArray("x", "in", ("N",))
+    y = tt.GlobalArray("y", "out", ("N",))
+    inner = For("c", tt.local_id(0), Param("N"), tt.Const(3),
+                (tt.Barrier(), tt.store(y, Var("c"), x[Var("c")])))
+    body = (For("r", tt.global_id(0), Param("N"), tt.Const(16), (inner,)),)
+    for n in (40, 37, 5):
+        sch = tt.Schedule("test", "k", (("N", n),), (x, y), (), (8,), (16,), body, tile=8)
+        derived = derive(sch)
+        counts = count_launch(sch, hazards="report").counts.to_dict()
+        assert derived.evaluate()["barriers"] == counts["barriers"], n
