@@ -334,3 +334,22 @@ def test_a_barrier_in_nested_loops_that_start_at_the_ids_counts_each_trip_reache
         derived = derive(sch)
         counts = count_launch(sch, hazards="report").counts.to_dict()
         assert derived.evaluate()["barriers"] == counts["barriers"], n
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_shader_define_in_the_workgroups_gives_forms_that_hold_at_other_sizes():
+    """The GLSL tiled GEMM dispatches ``(N + TILE_SIZE - 1) // TILE_SIZE`` work-groups
+    (``#define TILE_SIZE 16``): derived at 64, its loads at 128 are 2·128³/16."""
+    path = str(ROOT / "examples" / "glsl" / "gemm_tiled.toml")
+    formula = tt.closed_form(tt.build(path, set={"M": 64, "K": 64, "N": 64}))
+    assert not any("NDRange" in note for note in formula.notes), formula.notes
+    assert formula.evaluate({"M": 128, "K": 128, "N": 128})["global_load_elems"] == (
+        2 * 128 ** 3 // 16)
+
+
+@pytest.mark.parametrize("value", [-32, 0])
+def test_evaluate_refuses_a_size_below_1(value):
+    derived = _derived("gemm-tiled")
+    with pytest.raises(ValueError, match=f"^size M = {value} is not positive: sizes are "
+                                         "integers of at least 1$"):
+        derived.evaluate({"M": value, "N": 16, "K": 16})

@@ -43,7 +43,7 @@ them. Without the NDRange's forms the launch's NDRange is taken as fixed (said i
 :attr:`DerivedCounts.notes`).
 
 Errors: :class:`ValueError` from :meth:`DerivedCounts.evaluate` for a size that is not an
-integer or a name that is no size.
+integer of at least 1 or a name that is no size.
 """
 from __future__ import annotations
 
@@ -126,7 +126,8 @@ class DerivedCounts:
         (``global_load_elems_by_buffer`` etc. as dictionaries of the derived buffers).
 
         Raises:
-            ValueError: a name that is no size, or a value that is not an integer.
+            ValueError: a name that is no size, or a value that is not an integer of at
+                least 1 (the forms hold for sizes of at least 1).
         """
         values = dict(self.sizes)
         for name, value in (sizes or {}).items():
@@ -135,6 +136,9 @@ class DerivedCounts:
                                  f"{', '.join(values) or 'none'}")
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"size {name} = {value!r} is not an integer")
+            if value < 1:
+                raise ValueError(f"size {name} = {value} is not positive: sizes are "
+                                 "integers of at least 1")
             values[name] = value
         out: dict = {}
         for key, form in self.forms.items():
