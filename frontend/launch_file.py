@@ -711,7 +711,8 @@ def size_binding(schedule: Schedule):
     (or set with ``--set``) is a size of the forms; a size given as an expression of others
     stands for that expression; a size the work-group size reads is a constant (the
     counting needs a fixed work-group); the integer arguments and the NDRange are the file's
-    expressions of them (the -D macros and tuning parameters at their values). ``None``
+    expressions of them (the -D macros, a GLSL shader's constants and the tuning
+    parameters at their values). ``None``
     for a schedule that is not a launch file's.
 
     Raises:
@@ -724,7 +725,8 @@ def size_binding(schedule: Schedule):
     if info.get("launch_file") is None:
         return None
     launch = read(info["launch_file"], params=info.get("params") or {})
-    values = {**launch.names, **info.get("sizes", {})}
+    constants = schedule.extra.get("glsl", {}).get("constants", {})
+    values = {**constants, **launch.names, **info.get("sizes", {})}
     symbols: dict = {}
     free: list[tuple[str, int]] = []
     table = launch.data.get("launch", {})
