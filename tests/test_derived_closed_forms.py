@@ -351,3 +351,25 @@ def test_evaluate_refuses_a_size_below_1(value):
     with pytest.raises(ValueError, match=f"^size M = {value} is not positive: sizes are "
                                          "integers of at least 1$"):
         derived.evaluate({"M": value, "N": 16, "K": 16})
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_size_a_template_argument_reads_is_a_constant_of_the_forms(tmp_path):
+    """``template = { LEN = "L" }`` with ``L = "2 * N"``: the kernel is compiled with
+    L's value, so L and the size N it reads are constants of the derived forms (another N
+    is refused, never a wrong count); the size M nothing compiled reads stays a size."""
+    (tmp_path / "cp.cu").write_text(
+        "template <int LEN> __global__ void cp(const float *x, float *y, int m) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < LEN && i < m) y[i] = x[i];\n}\n")
+    path = tmp_path / "cp.toml"
+    path.write_text('source = "cp.cu"\nkernel = "cp"\ntemplate = { LEN = "L" }\n'
+                    '[sizes]\nN = 8\nL = "2 * N"\nM = 64\n'
+                    '[launch]\ngrid = ["(M + 63) // 64"]\nblock = [64]\n'
+                    '[args]\nm = "M"\nx = { shape = ["M"], access = "in" }\n'
+                    'y = { shape = ["M"], access = "out" }\n')
+    derived = derive(load(path))
+    assert set(derived.sizes) == {"M"}
+    assert derived.evaluate({"M": 200})["global_load_elems"] == 16
+    with pytest.raises(ValueError, match="'N' is not a size"):
+        derived.evaluate({"N": 40})

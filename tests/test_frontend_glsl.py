@@ -685,3 +685,18 @@ def test_a_shader_constant_in_the_workgroups_keeps_the_closed_forms_symbolic(tmp
     derived = formula.evaluate({"N": 37})
     assert derived["global_load_elems"] == counts.global_load_elems == 37
     assert derived["work_groups"] == counts.work_groups == 10
+
+
+def test_a_size_a_specialization_constant_reads_is_a_constant_of_the_closed_forms(tmp_path):
+    """``LEN = "N"`` in [specialization]: the shader is compiled with N's value, so N is no
+    size of the derived forms (evaluating at another N is refused, never a wrong count)."""
+    shader = COPY_TS.replace("const uint TS = 4u;",
+                             "layout(constant_id = 0) const uint LEN = 4u;").replace(
+        "i < pc.n", "i < LEN").replace("layout(push_constant) uniform P { uint n; } pc;\n", "")
+    toml = COPY_TS_TOML.replace('[push_constants]\nn = "N"\n', '[specialization]\nLEN = "N"\n'
+                                ).replace("(N + TS - 1) // TS", "(N + 3) // 4")
+    formula = tt.closed_form(tt.build(write(tmp_path, shader, toml, "k")))
+    assert "N" not in formula.sizes
+    assert formula.evaluate()["global_load_elems"] == 8
+    with pytest.raises(ValueError, match="'N' is not a size"):
+        formula.evaluate({"N": 40})
