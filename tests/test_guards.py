@@ -267,3 +267,60 @@ def test_run_refuses_a_reference_of_the_wrong_shape_as_bad_input(tmp_path):
                                     "--device", "pocl"])
     assert res.exit_code == 2, res.output
     assert "returned shape (3,), the output y has shape (100,)" in res.output
+
+
+GRID_STRIDE_CUDA = """
+__global__ void gemv(int R, int C, const float *A, const float *x, float *y) {
+    for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < R; r += blockDim.x * gridDim.x) {
+        float s = 0;
+        for (int c = 0; c < C; c++) s += A[r * C + c] * x[c];
+        y[r] = s;
+    }
+}
+"""
+
+GRID_STRIDE_OPENCL = """
+__kernel void gemv(const int n, const int C, __global const float *A,
+                   __global const float *x, __global float *y) {
+    for (int r = get_global_id(0); r < n; r += get_global_size(0)) {
+        float s = 0;
+        for (int c = 0; c < C; c++) s += A[r * C + c] * x[c];
+        y[r] = s;
+    }
+}
+"""
+
+GEMV_ARGS = {"A": {"shape": ["R", "C"], "access": "in"}, "x": {"shape": ["C"], "access": "in"},
+             "y": {"shape": ["R"], "access": "out"}}
+
+
+def test_a_grid_stride_loop_is_charged_its_trips_not_the_rows():
+    # 1024 rows over 4 x 128 work-items: 2 rows of 200 columns per work-item
+    cuda = tt.from_cuda(GRID_STRIDE_CUDA, "gemv", [4], [128],
+                        {"R": 1024, "C": 200, **GEMV_ARGS})
+    opencl = tt.from_opencl(GRID_STRIDE_OPENCL, "gemv", [512], [128],
+                            {"n": 1024, "C": 200, **GEMV_ARGS}, sizes={"R": 1024})
+    for sch in (cuda, opencl):
+        assert budget.loop_nest_steps(sch) == 2 * 200
+        assert budget.work_item_steps(sch) == 512 * 2 * 200
+        assert budget.estimate_simulation(sch, compute_values=True).time_s < 1
+    # 1000 rows: work-items 0 .. 487 take 2 rows, the others 1; the most is charged
+    short = tt.from_cuda(GRID_STRIDE_CUDA, "gemv", [4], [128],
+                         {"R": 1000, "C": 200, **GEMV_ARGS})
+    assert budget.loop_nest_steps(short) == 2 * 200
+
+
+def test_a_loop_over_a_row_from_a_work_item_id_is_charged_its_length():
+    # start and stop both move with the row: the trips are the difference, N
+    source = """
+    __kernel void rows(const int N, __global const float *A, __global float *y) {
+        int row = get_global_id(0);
+        float s = 0.0f;
+        for (int k = row * N; k < row * N + N; k++) s += A[k];
+        y[row] = s;
+    }"""
+    sch = tt.from_opencl(source, "rows", [256], [64],
+                         {"N": 32, "A": {"shape": [256, 32], "access": "in"},
+                          "y": {"shape": [256], "access": "out"}})
+    assert budget.loop_nest_steps(sch) == 32
+    assert budget.work_item_steps(sch) == 256 * 32
