@@ -324,3 +324,18 @@ def test_a_loop_over_a_row_from_a_work_item_id_is_charged_its_length():
                           "y": {"shape": [256], "access": "out"}})
     assert budget.loop_nest_steps(sch) == 32
     assert budget.work_item_steps(sch) == 256 * 32
+
+
+def test_simulate_values_of_a_grid_stride_loop_is_not_refused_for_its_rows(tmp_path):
+    # 65536 rows of 8 over 512 work-items: 128 rows each, 2^19 work-item loop steps (the
+    # rows times every work-item would be 2^28, above what --values takes)
+    (tmp_path / "gemv.cu").write_text(GRID_STRIDE_CUDA)
+    (tmp_path / "gemv.toml").write_text(
+        'source = "gemv.cu"\nkernel = "gemv"\n[sizes]\nR = 65536\nC = 8\n'
+        '[launch]\ngrid = [4]\nblock = [128]\n'
+        '[args]\nR = "R"\nC = "C"\nA = { shape = ["R", "C"], access = "in" }\n'
+        'x = { shape = ["C"], access = "in" }\ny = { shape = ["R"], access = "out" }\n')
+    res = CliRunner().invoke(main, ["simulate", str(tmp_path / "gemv.toml"), "--values",
+                                    "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["global_load_elems"] == 65536 * 8 * 2
