@@ -135,8 +135,10 @@ class LoopBounds:
             return v, v
         except (TypeError, KeyError, ZeroDivisionError, ExecutionError):
             pass                # not static: its range
-        if isinstance(e, (S.Var, S.WorkItemId)):
-            return self.span(self.form(e, variables))
+        if isinstance(e, S.Var):
+            return self.span(self.names[e.name]) if e.name in self.names else UNBOUNDED
+        if isinstance(e, S.WorkItemId):
+            return self.atoms.get((e.kind, e.dim), UNBOUNDED)
         if isinstance(e, S.BinOp):
             return int_op_bounds(e.op, self.interval(e.left, variables),
                                  self.interval(e.right, variables))
