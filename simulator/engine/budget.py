@@ -229,8 +229,11 @@ def interpreted_statements(schedule: Schedule) -> int:
     array element carried between iterations in its body), its iterations (times those of
     the loops around it) times the statements of its body, a loop run in blocks counted as
     its statements once. A loop's trips come from its bounds where they are expressions of
-    constants, parameters and the integer variables set from them before the loop, else
-    the largest size parameter (an upper envelope, as :func:`loop_steps` takes)."""
+    constants, parameters and the integer variables set from them before the loop; where
+    they move with the work-item (work-item ids, loop variables, the names set from them:
+    a grid-stride loop, a row's range), the most any work-item runs
+    (:meth:`.loop_bounds.LoopBounds.most_trips`, an upper bound, exact for a grid-stride
+    loop); else the largest size parameter (an envelope, as :func:`loop_steps` takes)."""
     return _loop_walk(schedule).total
 
 
