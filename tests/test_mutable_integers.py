@@ -188,6 +188,20 @@ def test_a_loop_whose_integers_change_but_never_ends_is_refused_at_the_launch_li
         simulate(_never_ends(), compute_values=False)
 
 
+def test_simulate_stops_a_loop_that_never_ends_with_exit_status_2(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+    from tiletraffic.analysis.cli import main
+
+    monkeypatch.setattr(control, "WHILE_TRIPS_FLOOR", 300)
+    (tmp_path / "h3.cl").write_text(NEVER_ENDS.lstrip("\n"))
+    (tmp_path / "h3.toml").write_text(
+        'source = "h3.cl"\nkernel = "h3"\n[launch]\nglobal_size = [64]\nlocal_size = [64]\n'
+        '[args]\nx = { shape = [64], access = "in" }\ny = { shape = [64], access = "out" }\n')
+    res = CliRunner().invoke(main, ["simulate", str(tmp_path / "h3.toml")])
+    assert res.exit_code == 2
+    assert "h3.cl:5:5: a while loop on 1 != 0 runs more than 300 iterations" in res.output
+
+
 def test_the_while_loop_limit_follows_the_launch_sizes_and_the_loop_constants():
     sch = _never_ends()
     loop = next(s for s in walk_statements(sch.body) if isinstance(s, S.While))

@@ -41,7 +41,8 @@ REPEAT_CHECK_EVERY = 16
 iteration)."""
 LOOP_TRIPS_LIMIT = 2**24
 """Most iterations one loop may run in the simulator (far above the K of any launch the
-commands accept: :data:`analysis.cli.common.GROUP_WORK_LIMIT` bounds work-items x K)."""
+commands accept: :data:`analysis.cli.common.GROUP_WORK_LIMIT` bounds work-items x K); a
+while loop runs at most :func:`while_trips_limit`, often less."""
 WHILE_TRIPS_MARGIN = 4
 """A while loop may run this many times the launch's largest size (:func:`while_trips_limit`)."""
 WHILE_TRIPS_FLOOR = 2**16
