@@ -163,6 +163,6 @@ class LoopBounds:
             return None
         diff = self.form(loop.stop, variables).plus(self.form(loop.start, variables), -1)
         _, most = self.span(diff)
-        if math.isinf(most):
+        if math.isinf(most) or math.isnan(most):
             return None
         return max(0, -(-int(most) // int(step_lo)))
