@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -13,6 +14,7 @@ from tiletraffic.analysis.report import build as report
 from tiletraffic.analysis.cli import main
 from tiletraffic.gpu.devices.device import list_devices
 from tiletraffic.simulator.engine import budget
+from tiletraffic.simulator.ir import nodes as S
 
 DEVICES = list_devices()
 HAS_POCL = any(d.is_pocl for d in DEVICES)
@@ -339,3 +341,20 @@ def test_simulate_values_of_a_grid_stride_loop_is_not_refused_for_its_rows(tmp_p
                                     "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["global_load_elems"] == 65536 * 8 * 2
+
+
+@pytest.mark.parametrize("start, stop, step", [
+    # (start, stop) as (a, b): a * global id + b; every work-item's trips at most the bound
+    ((1, 0), (0, 1000), 512), ((1, 0), (0, 1000), 7), ((3, 5), (1, 700), 4),
+    ((-1, 600), (2, 100), 3), ((1, 0), (1, 40), 1), ((2, 0), (1, 0), 1)])
+def test_the_trips_bound_of_a_loop_moving_with_the_work_item_holds_for_each(start, stop, step):
+    from tiletraffic.simulator.engine.loop_bounds import LoopBounds
+
+    gid = S.global_id(0)
+    loop = S.For("k", gid * start[0] + start[1], gid * stop[0] + stop[1], S.Const(step),
+                 (S.Barrier(),))
+    sch = S.Schedule("demo-trips", "demo_trips", (), (), (), (64,), (512,), (loop,), tile=64)
+    g = np.arange(512)
+    trips = np.maximum(0, -(-((g * stop[0] + stop[1]) - (g * start[0] + start[1])) // step))
+    bound = LoopBounds(sch).most_trips(loop, {})
+    assert trips.max() <= bound <= trips.max() + 1
