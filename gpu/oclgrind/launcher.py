@@ -1,8 +1,11 @@
 """Start the worker process of one Oclgrind launch and collect what it left.
 
-The launch goes as JSON on the worker's standard input (:mod:`gpu.oclgrind.worker`); the
-worker's environment carries Oclgrind's switches and ``OCLGRIND_LOG`` (a file in a temporary
-folder, as is the worker's result file). A worker that fails or runs past its time limit
+The worker is forked by a fork server (:mod:`gpu.oclgrind.worker` run with ``--serve``: numpy
+and pyopencl imported once, no OpenCL platform loaded), one server per concurrent launch of
+this process, kept for the next launch. The launch goes to the server as JSON with the
+worker's environment, which carries Oclgrind's switches and ``OCLGRIND_LOG``, and the files
+of the worker's standard output and error (in a temporary folder, as are the log and the
+worker's result file); the worker takes them before it loads the OpenCL platforms. A worker that fails or runs past its time limit
 raises :class:`~gpu.oclgrind.errors.OclgrindError` carrying Oclgrind's output; the worker
 is killed on timeout, so a call never hangs.
 """
