@@ -12,6 +12,7 @@ is killed on timeout, so a call never hangs.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -122,10 +123,14 @@ class _ForkServer:
         started = self.answer(SERVER_START_S)
         if not started or "pid" not in started:
             raise OSError("the fork server ended")
-        done = self.answer(deadline - time.monotonic())
+        try:
+            done = self.answer(deadline - time.monotonic())
+        except BaseException:       # interrupted (Ctrl-C): the worker does not run on
+            _kill(started["pid"])
+            raise
         timed_out = done is None
         if timed_out:
-            os.kill(started["pid"], signal.SIGKILL)
+            _kill(started["pid"])
             done = self.answer(None)
         if "status" not in done:
             raise OSError("the fork server ended")
@@ -141,6 +146,12 @@ class _ForkServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+def _kill(pid: int) -> None:
+    """Kill a worker, which may have ended (its server reaps it at once)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 SERVER_START_S = 120
@@ -177,8 +188,11 @@ def _run_process(request: dict, timeout_s: float) -> int | None:
         except (OSError, ValueError):
             server.close()
             if attempt:
-                raise OclgrindError("the Oclgrind worker's fork server ended unexpectedly")
+                raise OclgrindError("the Oclgrind workers' fork server ended unexpectedly")
             continue
+        except BaseException:
+            server.close()
+            raise
         with _servers_lock:
             _idle_servers.append(server)
         return status
