@@ -218,6 +218,7 @@ def run_worker(spec: LaunchSpec, plugins: dict[str, str], timeout_s: float,
         request = {"launch": {"spec": asdict(spec), "mode": mode,
                               "result_path": str(result_path)},
                    "env": worker_env({**plugins, "OCLGRIND_LOG": str(log_path)}),
+                   "cwd": os.getcwd(),
                    "stdout_path": str(stdout_path), "stderr_path": str(stderr_path)}
         returncode = _run_process(request, timeout_s)
         stdout, stderr, log = (p.read_text(errors="replace") if p.exists() else ""

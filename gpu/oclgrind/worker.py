@@ -180,10 +180,11 @@ def _redirect(fd: int, path: str, flags: int) -> None:
 
 def _forked_worker(request: dict) -> int:
     """In a process just forked by :func:`serve`: take the run's environment (Oclgrind reads
-    its switches when its platform is loaded, which happens only now) and output files,
-    then run the launch."""
+    its switches when its platform is loaded, which happens only now), working folder and
+    output files, then run the launch."""
     os.environ.clear()
     os.environ.update(request["env"])
+    os.chdir(request["cwd"])
     _redirect(0, os.devnull, os.O_RDONLY)
     _redirect(1, request["stdout_path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     _redirect(2, request["stderr_path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -199,9 +200,9 @@ def serve() -> int:
     """The fork server: import numpy, pyopencl and the argument kinds once (no OpenCL
     platform is loaded here), answer ``{"ready": true}``, then for each request line on
     standard input (``{"launch": worker_main's request, "env": the worker's environment,
-    "stdout_path": ..., "stderr_path": ...}``) fork a worker, answer ``{"pid": ...}``, wait
-    for it and answer ``{"status": exit status}`` (negative: killed by that signal). Returns
-    0 at the end of standard input. Returns, in the forked worker, the worker's exit status
+    "cwd": its working folder, "stdout_path": ..., "stderr_path": ...}``) fork a worker,
+    answer ``{"pid": ...}``, wait for it and answer ``{"status": exit status}`` (negative:
+    killed by that signal). Returns 0 at the end of standard input. Returns, in the forked worker, the worker's exit status
     (the script exits with it)."""
     import numpy  # noqa: F401  (imported once, before any fork)
     import pyopencl  # noqa: F401
