@@ -5,9 +5,9 @@ and pyopencl imported once, no OpenCL platform loaded), one server per concurren
 this process, kept for the next launch. The launch goes to the server as JSON with the
 worker's environment, which carries Oclgrind's switches and ``OCLGRIND_LOG``, and the files
 of the worker's standard output and error (in a temporary folder, as are the log and the
-worker's result file); the worker takes them before it loads the OpenCL platforms. A worker that fails or runs past its time limit
-raises :class:`~gpu.oclgrind.errors.OclgrindError` carrying Oclgrind's output; the worker
-is killed on timeout, so a call never hangs.
+worker's result file); the worker takes them before it loads the OpenCL platforms. A worker
+that fails or runs past its time limit raises :class:`~gpu.oclgrind.errors.OclgrindError`
+carrying Oclgrind's output; the worker is killed on timeout, so a call never hangs.
 """
 from __future__ import annotations
 

@@ -65,9 +65,10 @@ def worker_main(request: dict | None = None) -> int:
     """Run one launch; return the process exit status.
 
     ``request`` (read as JSON from standard input when None): ``{"spec": LaunchSpec fields,
-    "mode": "counts" | "check" | "check-api", "result_path": path}``. Writes ``{"ok": True, "marker": ..., "buffers":
-    {name: [base address, bytes]}}`` (``buffers`` empty in ``"counts"`` mode) or, when the
-    build fails, ``{"ok": False, "build_log": ...}`` to ``result_path``.
+    "mode": "counts" | "check" | "check-api", "result_path": path}``. Writes ``{"ok": True,
+    "marker": ..., "buffers": {name: [base address, bytes]}}`` (``buffers`` empty in
+    ``"counts"`` mode) or, when the build fails, ``{"ok": False, "build_log": ...}`` to
+    ``result_path``.
 
     Returns:
         0 after one launch; :data:`EXIT_NO_PLATFORM` without an Oclgrind platform;
@@ -202,8 +203,8 @@ def serve() -> int:
     standard input (``{"launch": worker_main's request, "env": the worker's environment,
     "cwd": its working folder, "stdout_path": ..., "stderr_path": ...}``) fork a worker,
     answer ``{"pid": ...}``, wait for it and answer ``{"status": exit status}`` (negative:
-    killed by that signal). Returns 0 at the end of standard input. Returns, in the forked worker, the worker's exit status
-    (the script exits with it)."""
+    killed by that signal). Returns 0 at the end of standard input; in the forked worker,
+    the worker's exit status (the script exits with it)."""
     import numpy  # noqa: F401  (imported once, before any fork)
     import pyopencl  # noqa: F401
 
