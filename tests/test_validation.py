@@ -24,8 +24,6 @@ from tiletraffic.simulator.model.prediction import bound_name
 from tiletraffic.gpu.devices.device import list_devices
 from tiletraffic.simulator.model.device_model import built_in_file
 
-from shared_results import computed_once
-
 HAS_POCL = any(d.is_pocl for d in list_devices())
 needs_pocl = pytest.mark.skipif(not HAS_POCL, reason="PoCL is not installed "
                                 "(pip install pocl-binary-distribution)")
@@ -395,25 +393,6 @@ def test_predict_only_needs_no_device_and_a_model(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------- on PoCL
-
-def _calibrated(tmp_path_factory) -> tuple[int, str, Path]:
-    path = tmp_path_factory.mktemp("model") / "pocl.toml"
-    res = CliRunner().invoke(main, ["calibrate", "--quick", "--device", "pocl",
-                                    "--out", str(path)])
-    return res.exit_code, res.output, path
-
-
-@pytest.fixture(scope="module")
-def pocl_model(tmp_path_factory):
-    """A device-model file of the PoCL CPU device from `tiletraffic calibrate --quick`, made
-    once per test run (``shared_results.computed_once``); the tests only read it."""
-    if not HAS_POCL:
-        pytest.skip("PoCL is not installed")
-    exit_code, output, path = computed_once(tmp_path_factory, "test_validation.pocl_model",
-                                            lambda: _calibrated(tmp_path_factory))
-    assert exit_code == 0, output
-    return path
-
 
 @pytest.fixture(scope="module")
 def quick_run(pocl_model, tmp_path_factory):

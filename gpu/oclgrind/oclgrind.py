@@ -17,9 +17,9 @@ Two entry points:
 
 How it runs. Oclgrind reads its plugin switches from the environment once per process, so
 every execution runs in a fresh worker process (the script :mod:`gpu.oclgrind.worker`,
-started by :mod:`gpu.oclgrind.launcher`); the launch is
-described by a :class:`LaunchSpec` (:mod:`gpu.oclgrind.spec`) sent as JSON on its standard
-input. The parent parses the instruction counter's table (:mod:`gpu.oclgrind.counts`) and
+forked with the run's environment by a server process that has imported numpy and pyopencl
+but loaded no OpenCL platform; :mod:`gpu.oclgrind.launcher`); the launch is
+described by a :class:`LaunchSpec` (:mod:`gpu.oclgrind.spec`) sent to it as JSON. The parent parses the instruction counter's table (:mod:`gpu.oclgrind.counts`) and
 the diagnostics (:mod:`gpu.oclgrind.diagnostics`). A worker that fails or runs past
 ``timeout_s`` raises :class:`OclgrindError` carrying Oclgrind's output; the worker is killed
 on timeout, so a call never hangs. The names of those modules that callers use are

@@ -3,15 +3,17 @@
 Oclgrind reads its plugin switches (``OCLGRIND_INST_COUNTS``, ``OCLGRIND_DATA_RACES``,
 ``OCLGRIND_UNINITIALIZED``, ``OCLGRIND_MAX_ERRORS``, ``OCLGRIND_LOG``) from the environment
 when its platform is loaded, i.e. once per process, so every launch runs in a fresh worker
-(started by :func:`gpu.oclgrind.launcher.run_worker`, which sets that environment). The
-worker reads the launch from its standard input, fills the inputs with standard-normal
-float32 values (never constant), builds with the Oclgrind platform, launches once and writes
-a small JSON result file. Oclgrind's instruction counter prints on the worker's standard
-output, its diagnostics go to ``OCLGRIND_LOG`` (API-check messages to standard error).
-numpy and pyopencl are imported only when the worker runs, and of tiletraffic only
-``gpu/codegen/kernel.py`` (by its path; it imports nothing of the package): the launcher runs
-this file by its path, so a launch pays for Python, numpy, pyopencl and Oclgrind, not for
-importing the package.
+process with the environment of its run (set by :func:`gpu.oclgrind.launcher.run_worker`).
+Run with ``--serve``, the script is a fork server: it imports numpy and pyopencl once, loads
+no OpenCL platform, and for each launch request on its standard input (one JSON line) forks a
+worker that takes the run's environment and output files, loads the platforms and launches
+(:func:`serve`); it answers the worker's process id, then its exit status. The worker fills
+the inputs with standard-normal float32 values (never constant), builds with the Oclgrind
+platform, launches once and writes a small JSON result file. Oclgrind's instruction counter
+prints on the worker's standard output, its diagnostics go to ``OCLGRIND_LOG`` (API-check
+messages to standard error). Of tiletraffic the worker uses only ``gpu/codegen/kernel.py``
+(loaded by its path; it imports nothing of the package): the launcher runs this file by its
+path, so a launch pays for a fork, Oclgrind and the run, not for importing the package.
 """
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ import sys
 from pathlib import Path
 
 
-__all__ = ["OCLGRIND_PLATFORM", "EXIT_NO_PLATFORM", "EXIT_BUILD_FAILED", "worker_main"]
+__all__ = ["OCLGRIND_PLATFORM", "EXIT_NO_PLATFORM", "EXIT_BUILD_FAILED", "EXIT_FAILED",
+           "worker_main", "serve"]
 
 OCLGRIND_PLATFORM = "Oclgrind"
 """Substring of the OpenCL platform name of Oclgrind."""
@@ -30,6 +33,8 @@ EXIT_NO_PLATFORM = 3
 """Exit status of a worker that found no Oclgrind platform."""
 EXIT_BUILD_FAILED = 4
 """Exit status of a worker whose kernel did not build (the result file holds the log)."""
+EXIT_FAILED = 1
+"""Exit status of a worker that raised (its traceback on its standard error)."""
 _RESULT_MARKER = "tiletraffic-oclgrind-result"
 
 _PROBE_SOURCE = """
@@ -40,26 +45,30 @@ __kernel void tiletraffic_probe_addresses(__global ulong *out, {params})
 """
 
 
+_CODEGEN_MODULE = "tiletraffic_worker_codegen_kernel"
+
+
 def _codegen_kernel():
     """The module ``gpu/codegen/kernel.py`` beside this package (the int2/int4 argument
     kinds and their values as ``clSetKernelArg`` takes them), loaded by its path."""
     import importlib.util
 
     path = Path(__file__).resolve().parents[1] / "codegen" / "kernel.py"
-    spec = importlib.util.spec_from_file_location("tiletraffic_worker_codegen_kernel", path)
+    spec = importlib.util.spec_from_file_location(_CODEGEN_MODULE, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module     # dataclasses look their module up while decorating
     spec.loader.exec_module(module)
     return module
 
 
-def worker_main() -> int:
-    """Run the launch described on standard input; return the process exit status.
+def worker_main(request: dict | None = None) -> int:
+    """Run one launch; return the process exit status.
 
-    Standard input: JSON ``{"spec": LaunchSpec fields, "mode": "counts" | "check" |
-    "check-api", "result_path": path}``. Writes ``{"ok": True, "marker": ..., "buffers":
-    {name: [base address, bytes]}}`` (``buffers`` empty in ``"counts"`` mode) or, when the
-    build fails, ``{"ok": False, "build_log": ...}`` to ``result_path``.
+    ``request`` (read as JSON from standard input when None): ``{"spec": LaunchSpec fields,
+    "mode": "counts" | "check" | "check-api", "result_path": path}``. Writes ``{"ok": True,
+    "marker": ..., "buffers": {name: [base address, bytes]}}`` (``buffers`` empty in
+    ``"counts"`` mode) or, when the build fails, ``{"ok": False, "build_log": ...}`` to
+    ``result_path``.
 
     Returns:
         0 after one launch; :data:`EXIT_NO_PLATFORM` without an Oclgrind platform;
@@ -69,8 +78,9 @@ def worker_main() -> int:
     import pyopencl as cl
 
     float_bytes = np.dtype(np.float32).itemsize
-    kernel_kinds = _codegen_kernel()
-    request = json.loads(sys.stdin.read())
+    kernel_kinds = sys.modules.get(_CODEGEN_MODULE) or _codegen_kernel()
+    if request is None:
+        request = json.loads(sys.stdin.read())
     spec, mode, result_path = request["spec"], request["mode"], request["result_path"]
 
     def write(result: dict) -> None:
@@ -163,5 +173,58 @@ def worker_main() -> int:
     return 0
 
 
+def _redirect(fd: int, path: str, flags: int) -> None:
+    target = os.open(path, flags, 0o600)
+    os.dup2(target, fd)
+    os.close(target)
+
+
+def _forked_worker(request: dict) -> int:
+    """In a process just forked by :func:`serve`: take the run's environment (Oclgrind reads
+    its switches when its platform is loaded, which happens only now), working folder and
+    output files, then run the launch."""
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    _redirect(0, os.devnull, os.O_RDONLY)
+    _redirect(1, request["stdout_path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    _redirect(2, request["stderr_path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        return worker_main(request["launch"])
+    except Exception:
+        import traceback
+        traceback.print_exc()
+        return EXIT_FAILED
+
+
+def serve() -> int:
+    """The fork server: import numpy, pyopencl and the argument kinds once (no OpenCL
+    platform is loaded here), answer ``{"ready": true}``, then for each request line on
+    standard input (``{"launch": worker_main's request, "env": the worker's environment,
+    "cwd": its working folder, "stdout_path": ..., "stderr_path": ...}``) fork a worker,
+    answer ``{"pid": ...}``, wait for it and answer ``{"status": exit status}`` (negative:
+    killed by that signal). Returns 0 at the end of standard input; in the forked worker,
+    the worker's exit status (the script exits with it)."""
+    import numpy  # noqa: F401  (imported once, before any fork)
+    import pyopencl  # noqa: F401
+
+    _codegen_kernel()
+
+    def answer(value: dict) -> None:
+        sys.stdout.write(json.dumps(value) + "\n")
+        sys.stdout.flush()
+
+    answer({"ready": True})
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            return _forked_worker(request)
+        answer({"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        answer({"status": os.waitstatus_to_exitcode(status)})
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(worker_main())
+    sys.exit(serve() if sys.argv[-1:] == ["--serve"] else worker_main())
