@@ -476,8 +476,7 @@ def _buffer_argument(launch: LaunchFile, where: str, raw: dict) -> BufferArg:
         for d, e in enumerate(entries):
             v = launch.names[e] if isinstance(e, str) else e
             if v < 1:
-                raise LaunchFileError(not_positive(launch, f"{where}.shape[{d}]", shape[d],
-                                                   v))
+                raise launch.error(*not_positive(launch, f"{where}.shape[{d}]", shape[d], v))
     access = raw.get("access")
     if access is not None and access not in ("in", "out", "inout"):
         raise launch.error(f"{where}.access", f"must be one of in, out, inout, not "
@@ -579,8 +578,8 @@ def schedule(launch: LaunchFile) -> Schedule:
         sizes[key] = [launch.value(f"launch.{key}[{d}]", r) for d, r in enumerate(raw)]
         for d, v in enumerate(sizes[key]):
             if v < 1:
-                raise LaunchFileError(not_positive(launch, f"launch.{key}[{d}]",
-                                                   table[key][d], v))
+                raise launch.error(*not_positive(launch, f"launch.{key}[{d}]", table[key][d],
+                                                 v))
     args = {name: (_buffer_argument(launch, f"args.{name}", raw) if isinstance(raw, dict)
                    else [launch.number(f"args.{name}[{k}]", r) for k, r in enumerate(raw)]
                    if isinstance(raw, list) else launch.number(f"args.{name}", raw))

@@ -6,8 +6,8 @@ from __future__ import annotations
 from tiletraffic.frontend import expressions
 
 
-def not_positive(launch, where: str, raw, value: int) -> str:
-    """The one-line message (``FILE: ...``) for the entry ``where`` of ``launch`` (a
+def not_positive(launch, where: str, raw, value: int) -> tuple[str, str]:
+    """The place and message (for ``launch.error``) of the entry ``where`` of ``launch`` (a
     :class:`~tiletraffic.frontend.launch_file.LaunchFile`), written ``raw``, whose ``value``
     is below 1: named by the size below 1 that ``raw`` reads, itself or through the sizes it
     is an expression of (the one furthest down that chain), with the value it was given;
@@ -16,8 +16,7 @@ def not_positive(launch, where: str, raw, value: int) -> str:
     below = [n for n in chain if launch.sizes.get(n, 1) < 1]
     if not below:
         shown = f"{raw!r} = {value}" if isinstance(raw, str) else str(value)
-        return f"{launch.path}: {where}: {shown} is not positive"
+        return where, f"{shown} is not positive"
     name = below[-1]
     use = f"{where} is {name}" if raw.strip() == name else f"{where} = {raw!r} is {value}"
-    return (f"{launch.path}: {name} = {launch.sizes[name]}: sizes must be positive integers "
-            f"({use})")
+    return f"{name} = {launch.sizes[name]}", f"sizes must be positive integers ({use})"

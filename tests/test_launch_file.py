@@ -162,6 +162,9 @@ def test_a_size_set_not_positive_is_named_not_the_value_derived_from_it(value):
     res = CliRunner().invoke(main, ["simulate", launch, "--set", f"N={value}"])
     assert res.exit_code == 2
     assert expected in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    shader = str(EXAMPLES.parent / "glsl" / "gemm_naive.toml")  # workgroups "(N + 15) // 16"
+    with pytest.raises(launch_file.LaunchFileError, match=expected):
+        tt.build(shader, set={"N": value})
 
 
 def test_a_size_derived_from_a_size_set_names_the_size_set(folder):
