@@ -710,9 +710,11 @@ def size_binding(schedule: Schedule):
     the closed forms derived from its IR
     (:class:`simulator.model.derived_counts.SizeBinding`): each size given as an integer
     (or set with ``--set``) is a size of the forms; a size given as an expression of others
-    stands for that expression; a size the work-group size reads is a constant (the
-    counting needs a fixed work-group); the integer arguments and the NDRange are the file's
-    expressions of them (the -D macros and tuning parameters at their values). ``None``
+    stands for that expression; a size the work-group size, a template argument or a
+    specialization constant reads (and each size it reads) is a constant (the counting
+    needs a fixed work-group; the others are compiled into the kernel); the integer arguments and the NDRange are the file's
+    expressions of them (the -D macros, a GLSL shader's constants and the tuning
+    parameters at their values). ``None``
     for a schedule that is not a launch file's.
 
     Raises:
@@ -725,20 +727,26 @@ def size_binding(schedule: Schedule):
     if info.get("launch_file") is None:
         return None
     launch = read(info["launch_file"], params=info.get("params") or {})
-    values = {**launch.names, **info.get("sizes", {})}
+    constants = schedule.extra.get("glsl", {}).get("constants", {})
+    values = {**constants, **launch.names, **info.get("sizes", {})}
     symbols: dict = {}
     free: list[tuple[str, int]] = []
     table = launch.data.get("launch", {})
-    fixed = set()                             # the sizes the work-group size reads
-    for raw in (*table.get("local_size", []), *table.get("block", [])):
+    compiled = {**launch.data.get("template", {}), **launch.data.get("specialization", {})}
+    fixed = set()       # the sizes the work-group size and the compiled-in values read
+    for raw in (*table.get("local_size", []), *table.get("block", []),
+                *(v for k, v in compiled.items() if k not in launch.params)):
         try:
             fixed |= expressions.parse(raw, values).names if isinstance(raw, str) else set()
         except expressions.ExpressionError:
             pass
+    for name, raw in reversed(launch.data.get("sizes", {}).items()):
+        if name in fixed and isinstance(raw, str):  # and the sizes that size reads
+            fixed |= expressions.parse(raw, values).names
     for name, raw in launch.data.get("sizes", {}).items():
         form = None if isinstance(raw, int) else _form(launch, raw, symbols, values)
         if name in fixed:
-            continue                          # sets the work-group size: a constant
+            continue                          # a constant (see above)
         if form is None or launch.value(f"sizes.{name}", raw, values) != values[name]:
             symbols[name] = Param(name)       # an integer, or set with --set
             free.append((name, values[name]))

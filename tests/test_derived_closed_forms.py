@@ -138,9 +138,7 @@ def test_launch_file_forms_equal_the_simulator_at_other_sizes(path, scale):
 @pytest.mark.filterwarnings("ignore")
 def test_cuda_and_glsl_launch_file_forms_equal_the_simulator_at_a_smaller_size(path):
     derived = _derived_file(path)
-    if any("NDRange is the launch's" in note for note in derived.notes):
-        pytest.skip(f"{path.name}: its NDRange reads a constant of the shader, no [sizes] "
-                    "name: the forms hold at the launch's NDRange only")
+    assert not any("NDRange" in note for note in derived.notes), derived.notes
     sizes, schedule = _load_near(path, {name: max(1, value // 16)
                                         for name, value in derived.sizes.items()})
     counts = count_launch(schedule, hazards="report").counts.to_dict()
@@ -280,3 +278,98 @@ def test_pieces_whose_polynomials_agree_are_written_as_one():
     # pieces that differ stay apart
     apart = isl.PwQPolynomial("[M] -> { 85 : M = 56; (28 + M) : M <= 55 }")
     assert len(merged_pieces(apart).get_pieces()) == 2
+
+
+# ------------------------------------------------------------------ barriers in loops
+GRID_STRIDE = {
+    "opencl": ("gs.cl", """\
+__kernel void gs(__global const float *x, __global float *y, const int n) {
+    for (int r = get_global_id(0); r < n; r += get_global_size(0)) {
+        barrier(CLK_LOCAL_MEM_FENCE); y[r] = x[r]; }
+}
+""", '[launch]\nglobal_size = ["256"]\nlocal_size = [64]\n[args]\nn = "N"\n'),
+    "cuda": ("gs.cu", """\
+__global__ void gs(const float *x, float *y, int n) {
+    for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < n; r += blockDim.x * gridDim.x) {
+        __syncthreads(); y[r] = x[r]; }
+}
+""", '[launch]\ngrid = [4]\nblock = [64]\n[args]\nn = "N"\n'),
+}
+
+
+@pytest.mark.parametrize("language", GRID_STRIDE)
+@pytest.mark.filterwarnings("ignore")
+def test_a_barrier_in_a_grid_stride_loop_counts_once_per_work_group_and_trip(
+        language, tmp_path):
+    """A loop whose counter starts at the work-item's global id: the barrier counts once
+    per work-group per trip (4 work-groups x 4 trips at N = 1024), also where the
+    work-items of a work-group make different numbers of trips (N = 1000, 100: the
+    simulator counts a trip any of them reaches)."""
+    name, source, launch = GRID_STRIDE[language]
+    (tmp_path / name).write_text(source)
+    path = tmp_path / "gs.toml"
+    path.write_text(f'source = "{name}"\nkernel = "gs"\n[sizes]\nN = 1024\n{launch}'
+                    'x = { shape = ["N"], access = "in" }\n'
+                    'y = { shape = ["N"], access = "out" }\n')
+    derived = derive(load(path))
+    assert derived.evaluate()["barriers"] == 16
+    for n in (1024, 1000, 100, 7):
+        counts = count_launch(load(path, {"N": n}), hazards="report").counts.to_dict()
+        assert not _same(derived.evaluate({"N": n}), counts), n
+
+
+def test_a_barrier_in_nested_loops_that_start_at_the_ids_counts_each_trip_reached():
+    """Nested loops whose counters start at the work-item's local and global ids: each
+    trip of both loops that some work-item of a work-group reaches counts one barrier."""
+    from tiletraffic.simulator.ir.nodes import For, Param, Var
+    x = tt.GlobalArray("x", "in", ("N",))
+    y = tt.GlobalArray("y", "out", ("N",))
+    inner = For("c", tt.local_id(0), Param("N"), tt.Const(3),
+                (tt.Barrier(), tt.store(y, Var("c"), x[Var("c")])))
+    body = (For("r", tt.global_id(0), Param("N"), tt.Const(16), (inner,)),)
+    for n in (40, 37, 5):
+        sch = tt.Schedule("test", "k", (("N", n),), (x, y), (), (8,), (16,), body, tile=8)
+        derived = derive(sch)
+        counts = count_launch(sch, hazards="report").counts.to_dict()
+        assert derived.evaluate()["barriers"] == counts["barriers"], n
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_shader_define_in_the_workgroups_gives_forms_that_hold_at_other_sizes():
+    """The GLSL tiled GEMM dispatches ``(N + TILE_SIZE - 1) // TILE_SIZE`` work-groups
+    (``#define TILE_SIZE 16``): derived at 64, its loads at 128 are 2·128³/16."""
+    path = str(ROOT / "examples" / "glsl" / "gemm_tiled.toml")
+    formula = tt.closed_form(tt.build(path, set={"M": 64, "K": 64, "N": 64}))
+    assert not any("NDRange" in note for note in formula.notes), formula.notes
+    assert formula.evaluate({"M": 128, "K": 128, "N": 128})["global_load_elems"] == (
+        2 * 128 ** 3 // 16)
+
+
+@pytest.mark.parametrize("value", [-32, 0])
+def test_evaluate_refuses_a_size_below_1(value):
+    derived = _derived("gemm-tiled")
+    with pytest.raises(ValueError, match=f"^size M = {value} is not positive: sizes are "
+                                         "integers of at least 1$"):
+        derived.evaluate({"M": value, "N": 16, "K": 16})
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_size_a_template_argument_reads_is_a_constant_of_the_forms(tmp_path):
+    """``template = { LEN = "L" }`` with ``L = "2 * N"``: the kernel is compiled with
+    L's value, so L and the size N it reads are constants of the derived forms (another N
+    is refused, never a wrong count); the size M nothing compiled reads stays a size."""
+    (tmp_path / "cp.cu").write_text(
+        "template <int LEN> __global__ void cp(const float *x, float *y, int m) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < LEN && i < m) y[i] = x[i];\n}\n")
+    path = tmp_path / "cp.toml"
+    path.write_text('source = "cp.cu"\nkernel = "cp"\ntemplate = { LEN = "L" }\n'
+                    '[sizes]\nN = 8\nL = "2 * N"\nM = 64\n'
+                    '[launch]\ngrid = ["(M + 63) // 64"]\nblock = [64]\n'
+                    '[args]\nm = "M"\nx = { shape = ["M"], access = "in" }\n'
+                    'y = { shape = ["M"], access = "out" }\n')
+    derived = derive(load(path))
+    assert set(derived.sizes) == {"M"}
+    assert derived.evaluate({"M": 200})["global_load_elems"] == 16
+    with pytest.raises(ValueError, match="'N' is not a size"):
+        derived.evaluate({"N": 40})

@@ -643,3 +643,60 @@ def test_messages_and_headers_name_a_renamed_word_as_the_shader_writes_it(
     assert header.startswith(f"glsl:k  x_dim0=8 {written}=1  tile=4: 1 hazard(s)"), header
     assert f"(store x[{index}] at {tmp_path / 'k.comp'}:" in hazard, hazard
     assert "_glsl" not in res.output and "pc_" not in res.output
+
+
+
+COPY_TS = """\
+#version 450
+layout(local_size_x = 4) in;
+layout(set = 0, binding = 0) readonly buffer In { float x[]; };
+layout(set = 0, binding = 1) writeonly buffer Out { float y[]; };
+layout(push_constant) uniform P { uint n; } pc;
+const uint TS = 4u;
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i < pc.n) y[i] = x[i];
+}
+"""
+
+COPY_TS_TOML = """\
+source = "k.comp"
+[sizes]
+N = 8
+[launch]
+workgroups = ["(N + TS - 1) // TS"]
+[push_constants]
+n = "N"
+[bindings]
+x = { shape = ["N"], access = "in" }
+y = { shape = ["N"], access = "out" }
+"""
+
+
+def test_a_shader_constant_in_the_workgroups_keeps_the_closed_forms_symbolic(tmp_path):
+    """``workgroups`` written with the shader's ``const uint TS``: the NDRange is a form
+    of the sizes, so the closed forms derived at one size hold at another."""
+    from tiletraffic.simulator.engine.fast_path import count_launch
+
+    path = write(tmp_path, COPY_TS, COPY_TS_TOML, "k")
+    formula = tt.closed_form(tt.build(path))
+    assert not any("NDRange" in note for note in formula.notes), formula.notes
+    counts = count_launch(tt.build(path, set={"N": 37}), hazards="report").counts
+    derived = formula.evaluate({"N": 37})
+    assert derived["global_load_elems"] == counts.global_load_elems == 37
+    assert derived["work_groups"] == counts.work_groups == 10
+
+
+def test_a_size_a_specialization_constant_reads_is_a_constant_of_the_closed_forms(tmp_path):
+    """``LEN = "N"`` in [specialization]: the shader is compiled with N's value, so N is no
+    size of the derived forms (evaluating at another N is refused, never a wrong count)."""
+    shader = COPY_TS.replace("const uint TS = 4u;",
+                             "layout(constant_id = 0) const uint LEN = 4u;").replace(
+        "i < pc.n", "i < LEN").replace("layout(push_constant) uniform P { uint n; } pc;\n", "")
+    toml = COPY_TS_TOML.replace('[push_constants]\nn = "N"\n', '[specialization]\nLEN = "N"\n'
+                                ).replace("(N + TS - 1) // TS", "(N + 3) // 4")
+    formula = tt.closed_form(tt.build(write(tmp_path, shader, toml, "k")))
+    assert "N" not in formula.sizes
+    assert formula.evaluate()["global_load_elems"] == 8
+    with pytest.raises(ValueError, match="'N' is not a size"):
+        formula.evaluate({"N": 40})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -13,6 +14,7 @@ from tiletraffic.analysis.report import build as report
 from tiletraffic.analysis.cli import main
 from tiletraffic.gpu.devices.device import list_devices
 from tiletraffic.simulator.engine import budget
+from tiletraffic.simulator.ir import nodes as S
 
 DEVICES = list_devices()
 HAS_POCL = any(d.is_pocl for d in DEVICES)
@@ -267,3 +269,92 @@ def test_run_refuses_a_reference_of_the_wrong_shape_as_bad_input(tmp_path):
                                     "--device", "pocl"])
     assert res.exit_code == 2, res.output
     assert "returned shape (3,), the output y has shape (100,)" in res.output
+
+
+GRID_STRIDE_CUDA = """
+__global__ void gemv(int R, int C, const float *A, const float *x, float *y) {
+    for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < R; r += blockDim.x * gridDim.x) {
+        float s = 0;
+        for (int c = 0; c < C; c++) s += A[r * C + c] * x[c];
+        y[r] = s;
+    }
+}
+"""
+
+GRID_STRIDE_OPENCL = """
+__kernel void gemv(const int n, const int C, __global const float *A,
+                   __global const float *x, __global float *y) {
+    for (int r = get_global_id(0); r < n; r += get_global_size(0)) {
+        float s = 0;
+        for (int c = 0; c < C; c++) s += A[r * C + c] * x[c];
+        y[r] = s;
+    }
+}
+"""
+
+GEMV_ARGS = {"A": {"shape": ["R", "C"], "access": "in"}, "x": {"shape": ["C"], "access": "in"},
+             "y": {"shape": ["R"], "access": "out"}}
+
+
+def test_a_grid_stride_loop_is_charged_its_trips_not_the_rows():
+    # 1024 rows over 4 x 128 work-items: 2 rows of 200 columns per work-item
+    cuda = tt.from_cuda(GRID_STRIDE_CUDA, "gemv", [4], [128],
+                        {"R": 1024, "C": 200, **GEMV_ARGS})
+    opencl = tt.from_opencl(GRID_STRIDE_OPENCL, "gemv", [512], [128],
+                            {"n": 1024, "C": 200, **GEMV_ARGS}, sizes={"R": 1024})
+    for sch in (cuda, opencl):
+        assert budget.loop_nest_steps(sch) == 2 * 200
+        assert budget.work_item_steps(sch) == 512 * 2 * 200
+        assert budget.estimate_simulation(sch, compute_values=True).time_s < 1
+    # 1000 rows: work-items 0 .. 487 take 2 rows, the others 1; the most is charged
+    short = tt.from_cuda(GRID_STRIDE_CUDA, "gemv", [4], [128],
+                         {"R": 1000, "C": 200, **GEMV_ARGS})
+    assert budget.loop_nest_steps(short) == 2 * 200
+
+
+def test_a_loop_over_a_row_from_a_work_item_id_is_charged_its_length():
+    # start and stop both move with the row: the trips are the difference, N
+    source = """
+    __kernel void rows(const int N, __global const float *A, __global float *y) {
+        int row = get_global_id(0);
+        float s = 0.0f;
+        for (int k = row * N; k < row * N + N; k++) s += A[k];
+        y[row] = s;
+    }"""
+    sch = tt.from_opencl(source, "rows", [256], [64],
+                         {"N": 32, "A": {"shape": [256, 32], "access": "in"},
+                          "y": {"shape": [256], "access": "out"}})
+    assert budget.loop_nest_steps(sch) == 32
+    assert budget.work_item_steps(sch) == 256 * 32
+
+
+def test_simulate_values_of_a_grid_stride_loop_is_not_refused_for_its_rows(tmp_path):
+    # 65536 rows of 8 over 512 work-items: 128 rows each, 2^19 work-item loop steps (the
+    # rows times every work-item would be 2^28, above what --values takes)
+    (tmp_path / "gemv.cu").write_text(GRID_STRIDE_CUDA)
+    (tmp_path / "gemv.toml").write_text(
+        'source = "gemv.cu"\nkernel = "gemv"\n[sizes]\nR = 65536\nC = 8\n'
+        '[launch]\ngrid = [4]\nblock = [128]\n'
+        '[args]\nR = "R"\nC = "C"\nA = { shape = ["R", "C"], access = "in" }\n'
+        'x = { shape = ["C"], access = "in" }\ny = { shape = ["R"], access = "out" }\n')
+    res = CliRunner().invoke(main, ["simulate", str(tmp_path / "gemv.toml"), "--values",
+                                    "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["global_load_elems"] == 65536 * 8 * 2
+
+
+@pytest.mark.parametrize("start, stop, step", [
+    # (start, stop) as (a, b): a * global id + b; every work-item's trips at most the bound
+    ((1, 0), (0, 1000), 512), ((1, 0), (0, 1000), 7), ((3, 5), (1, 700), 4),
+    ((-1, 600), (2, 100), 3), ((1, 0), (1, 40), 1), ((2, 0), (1, 0), 1)])
+def test_the_trips_bound_of_a_loop_moving_with_the_work_item_holds_for_each(start, stop, step):
+    from tiletraffic.simulator.engine.loop_bounds import LoopBounds
+
+    gid = S.global_id(0)
+    loop = S.For("k", gid * start[0] + start[1], gid * stop[0] + stop[1], S.Const(step),
+                 (S.Barrier(),))
+    sch = S.Schedule("demo-trips", "demo_trips", (), (), (), (64,), (512,), (loop,), tile=64)
+    g = np.arange(512)
+    trips = np.maximum(0, -(-((g * stop[0] + stop[1]) - (g * start[0] + start[1])) // step))
+    bound = LoopBounds(sch).most_trips(loop, {})
+    assert trips.max() <= bound <= trips.max() + 1

@@ -21,6 +21,7 @@ from tiletraffic.simulator.engine.accelerators import loop_blocks, private_nest
 from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import ExecutionError
+from tiletraffic.simulator.ir.visitor import walk_statements
 from tiletraffic.simulator.ir.wellformed import MalformedScheduleError, check_well_formed
 
 SHARED_KEYS = ("global_load_elems", "global_store_elems", "local_load_elems",
@@ -153,6 +154,66 @@ def test_a_loop_that_does_not_end_is_refused_at_the_limit(monkeypatch):
     with pytest.raises(ExecutionError, match=r"k\.cl:3:5: a while loop on k >= 0 runs "
                                              r"more than 50 iterations"):
         simulate(_one_group(body), compute_values=False)
+
+
+NEVER_ENDS = """
+__kernel void h3(__global const float *x, __global float *y) {
+    int i = get_global_id(0);
+    float s = 0.0f;
+    int j = 0;
+    while (1) {
+        s += x[i];
+        j++;
+        if (j == -5) break;
+    }
+    y[i] = s;
+}
+"""
+
+
+def _never_ends(n: int = 64) -> S.Schedule:
+    args = {"x": {"shape": [n], "access": "in"}, "y": {"shape": [n], "access": "out"}}
+    return tt.from_opencl(NEVER_ENDS, "h3", [n], [n], args)
+
+
+def test_a_loop_whose_integers_change_but_never_ends_is_refused_at_the_launch_limit(
+        monkeypatch):
+    # j changes every iteration, so no iteration repeats another: only the limit stops it,
+    # here far below LOOP_TRIPS_LIMIT (a launch of 64 work-items and 64-element arrays)
+    monkeypatch.setattr(control, "WHILE_TRIPS_FLOOR", 300)
+    with pytest.raises(ExecutionError, match=r"<source>:6:5: a while loop on 1 != 0 runs "
+                                             r"more than 300 iterations, the limit for one "
+                                             r"loop of this launch \(4 x the largest of its "
+                                             r"sizes.*raises the limit"):
+        simulate(_never_ends(), compute_values=False)
+
+
+def test_simulate_stops_a_loop_that_never_ends_with_exit_status_2(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+    from tiletraffic.analysis.cli import main
+
+    monkeypatch.setattr(control, "WHILE_TRIPS_FLOOR", 300)
+    (tmp_path / "h3.cl").write_text(NEVER_ENDS.lstrip("\n"))
+    (tmp_path / "h3.toml").write_text(
+        'source = "h3.cl"\nkernel = "h3"\n[launch]\nglobal_size = [64]\nlocal_size = [64]\n'
+        '[args]\nx = { shape = [64], access = "in" }\ny = { shape = [64], access = "out" }\n')
+    res = CliRunner().invoke(main, ["simulate", str(tmp_path / "h3.toml")])
+    assert res.exit_code == 2
+    assert "h3.cl:5:5: a while loop on 1 != 0 runs more than 300 iterations" in res.output
+
+
+def test_the_while_loop_limit_follows_the_launch_sizes_and_the_loop_constants():
+    sch = _never_ends()
+    loop = next(s for s in walk_statements(sch.body) if isinstance(s, S.While))
+    assert control.while_trips_limit(sch, loop) == control.WHILE_TRIPS_FLOOR == 2**16
+    # 4 x the largest array extent, work-item count or size parameter
+    assert control.while_trips_limit(_never_ends(2**16), loop) == 2**18
+    k = S.Var("k")
+    big = S.While(k < 10**6, (S.If(k.eq(3 * 10**6), (S.Break(),)),
+                              S.AssignInt("k", k + 1)))
+    assert control.while_trips_limit(sch, big) == 4 * 3 * 10**6   # its constants
+    huge = S.While(k < 2**30, (S.AssignInt("k", k + 1),))
+    assert control.while_trips_limit(sch, huge) == control.LOOP_TRIPS_LIMIT
 
 
 @pytest.mark.parametrize("update, period", [

@@ -63,7 +63,8 @@ class ClosedForm(dict):
         schedule's value): the keys of ``TrafficCounts.to_dict()`` that are derived.
 
         Raises:
-            ValueError: a name that is no size, a value that is not an integer.
+            ValueError: a name that is no size, a value that is not an integer of at least
+                1.
         """
         return self.derived.evaluate(sizes)
 

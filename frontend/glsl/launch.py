@@ -28,7 +28,9 @@ values and constants (``TILE_SIZE``), specialization constants at the launch's v
 (constant_id, value); ``bindings``: (name, set, binding, element type, access) in (set,
 binding) order, each shaped as the schedule's array of that name; ``scalars``: member name
 -> (``int``/``uint``/``float``, value); ``scalar_blocks``: (``push_constant`` or
-``uniform``, set, binding, member names in order).
+``uniform``, set, binding, member names in order); ``constants``: the shader's integer
+constants and ``#define`` values (name -> value, specialization constants at the launch's
+values), the names the launch file's expressions may use besides its own.
 
 The shader is checked with ``glslangValidator`` where it is installed
 (:mod:`~tiletraffic.frontend.glsl.syntax`), translated into OpenCL C
@@ -169,7 +171,9 @@ def schedule(launch, buffer_argument) -> Schedule:
             "bindings": tuple(dataclasses.astuple(b) for b in shader.bindings),
             "scalars": {n: (kind, args[shader.c_names.get(n, n)])
                         for n, kind in shader.scalars.items()},
-            "scalar_blocks": tuple(shader.scalar_blocks)}
+            "scalar_blocks": tuple(shader.scalar_blocks),
+            "constants": {n: v for n, v in shader.constants.items()
+                          if isinstance(v, int) and not isinstance(v, bool)}}
     extra = {"opencl": opencl, "glsl": glsl, **reference_terms(launch, data)}
     if shader.written:
         extra[SHOWN_NAMES] = dict(shader.written)

@@ -34,6 +34,7 @@ Time is an order of magnitude, not a prediction.
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ from tiletraffic.simulator.engine.accelerators import INT_BUFFER_DECLINE
 from tiletraffic.simulator.engine.accelerators.class_safety import classes_problem
 from tiletraffic.simulator.engine.accelerators.data_classes import DataClasses, data_classes
 from tiletraffic.simulator.engine.accelerators import k_extrapolation as kx
+from tiletraffic.simulator.engine.loop_bounds import LoopBounds
 from tiletraffic.simulator.ir.nodes import FLOAT_BYTES, Schedule
 from tiletraffic.simulator.ir.static import eval_static, is_vectorizable
 from tiletraffic.simulator.ir.sequence import buffers_of, is_sequence
@@ -227,8 +229,11 @@ def interpreted_statements(schedule: Schedule) -> int:
     array element carried between iterations in its body), its iterations (times those of
     the loops around it) times the statements of its body, a loop run in blocks counted as
     its statements once. A loop's trips come from its bounds where they are expressions of
-    constants, parameters and the integer variables set from them before the loop, else
-    the largest size parameter (an upper envelope, as :func:`loop_steps` takes)."""
+    constants, parameters and the integer variables set from them before the loop; where
+    they move with the work-item (work-item ids, loop variables, the names set from them:
+    a grid-stride loop, a row's range), the most any work-item runs
+    (:meth:`.loop_bounds.LoopBounds.most_trips`, an upper bound, exact for a grid-stride
+    loop); else the largest size parameter (an envelope, as :func:`loop_steps` takes)."""
     return _loop_walk(schedule).total
 
 
@@ -247,7 +252,7 @@ def _loop_walk(schedule: Schedule, envelope: int | None = None,
     ``envelope`` is given. A given ``envelope`` is the most iterations of any loop nest (a
     proof's :attr:`.accelerators.data_classes.DataClasses.loop_steps`): no nest, and no
     statement's runs, count more."""
-    walker = _LoopWalk(schedule.param_values, envelope, reads_data)
+    walker = _LoopWalk(schedule.param_values, envelope, reads_data, LoopBounds(schedule))
     walker.body(schedule.body)
     return walker
 
@@ -257,11 +262,13 @@ class _LoopWalk(Visitor):
     iteration at a time, ``deepest`` the most iterations of a loop nest. At the point
     reached, the statements run ``runs`` times (counted when ``counting``: inside a loop
     run one iteration at a time) within ``nest`` iterations of the loops around them;
-    ``variables`` holds the integer ``Let``\\ s of constants and parameters."""
+    ``variables`` holds the integer ``Let``\\ s of constants and parameters, ``bounds`` the
+    forms of the other ``Let``\\ s and of the loop variables (:mod:`.loop_bounds`)."""
 
     def __init__(self, params: dict[str, int], envelope: int | None = None,
-                 reads_data: bool = False):
+                 reads_data: bool = False, bounds: LoopBounds | None = None):
         self.params = params
+        self.bounds = bounds
         self.envelope = max([1, *params.values()]) if envelope is None else max(1, envelope)
         self.cap = None if envelope is None else self.envelope
         """The most iterations of a loop nest where a proof bounded them (its whole nest's)."""
@@ -287,12 +294,22 @@ class _LoopWalk(Visitor):
     def visit_Let(self, stmt: S.Let) -> None:
         try:
             self.variables[stmt.name] = eval_static(stmt.value, self.params, self.variables)
+            self._forget(stmt.name, keep_value=True)
         except (TypeError, KeyError, ValueError, ZeroDivisionError):
             self.variables.pop(stmt.name, None)
+            if self.bounds is not None:
+                self.bounds.bind(stmt.name, stmt.value, self.variables)
 
     def visit_DeclareInt(self, stmt) -> None:
         """An integer assigned again: not a static value of the walk."""
-        self.variables.pop(stmt.name, None)
+        self._forget(stmt.name)
+
+    def _forget(self, name: str, keep_value: bool = False) -> None:
+        """``name`` holds no known form (nor static value unless ``keep_value``)."""
+        if not keep_value:
+            self.variables.pop(name, None)
+        if self.bounds is not None:
+            self.bounds.forget(name)
 
     visit_AssignInt = visit_DeclareInt
 
@@ -300,7 +317,7 @@ class _LoopWalk(Visitor):
         """Iterations not known statically: the envelope, one at a time."""
         for s in walk_statements(stmt.body + stmt.update):
             if isinstance(s, (S.DeclareInt, S.AssignInt, S.Let)):
-                self.variables.pop(s.name, None)
+                self._forget(s.name)
         n = self.envelope
         self.unbounded |= self.guessed
         self.deepest = max(self.deepest, self._capped(self.nest * n))
@@ -320,8 +337,26 @@ class _LoopWalk(Visitor):
         else:
             self.runs, self.nest, self.counting = (self._capped(self.runs * n),
                                                    self._capped(self.nest * n), True)
+        self._bind_loop_variable(stmt, n)
         self.body(stmt.body)
+        self._forget(stmt.var)
         self.runs, self.nest, self.counting = outer
+
+    def _bind_loop_variable(self, loop: S.For, trips: int) -> None:
+        """``loop.var`` within the loop's body: from the start's least value to the stop's
+        largest (less one), or the start's least plus ``trips`` steps."""
+        if self.bounds is None:
+            return
+        b = self.bounds
+        lo, _ = b.span(b.form(loop.start, self.variables))
+        _, stop = b.span(b.form(loop.stop, self.variables))
+        _, step = b.interval(loop.step, self.variables)
+        hi = stop - 1
+        if trips <= 1:
+            hi = min(hi, lo)
+        elif not math.isinf(step):
+            hi = min(hi, lo + (trips - 1) * step)
+        b.bind_range(loop.var, ("var", loop.var, id(loop)), lo, hi)
 
     def _capped(self, iterations: int) -> int:
         """``iterations`` of a nest, at most :attr:`cap` where a proof gave it."""
@@ -332,6 +367,10 @@ class _LoopWalk(Visitor):
             start, stop, step = (eval_static(e, self.params, self.variables)
                                  for e in (loop.start, loop.stop, loop.step))
         except (TypeError, KeyError, ValueError, ZeroDivisionError):
+            most = None if self.bounds is None else \
+                self.bounds.most_trips(loop, self.variables)
+            if most is not None:        # bounds moving with the work-item: their most
+                return most
             self.unbounded |= self.guessed
             return self.envelope
         return max(0, -((start - stop) // step)) if step > 0 else self.envelope

@@ -10,8 +10,9 @@ engine goes on with 0).
 
 A :class:`simulator.ir.nodes.While` loop runs iteration by iteration until no work-item of the
 batch still loops (each leaves where the condition is false for it, or where it executes
-``Break``); more than :data:`LOOP_TRIPS_LIMIT` iterations of one loop, or an iteration
-that starts as an earlier one did (:data:`REPEAT_CHECK_FROM`: the loop never ends), raise
+``Break``); more iterations of one loop than :func:`while_trips_limit` allows (a bound
+derived from the launch's sizes), or an iteration that starts as an earlier one did
+(:data:`REPEAT_CHECK_FROM`: the loop never ends), raise
 :class:`simulator.ir.static.ExecutionError`. ``Break`` and ``Continue`` take the work-item off
 the *alive* mask for the rest of the iteration, as ``Return`` does for the rest of the
 kernel, so every statement after them (whatever its depth) skips it; the loop puts it back
@@ -26,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
-from tiletraffic.simulator.ir.static import ExecutionError
+from tiletraffic.simulator.ir.static import ExecutionError, eval_static
+from tiletraffic.simulator.ir.visitor import bodies, walk
 from tiletraffic.simulator.engine.batch import BatchState
 
 REPEAT_CHECK_FROM = 1024
@@ -39,7 +41,52 @@ REPEAT_CHECK_EVERY = 16
 iteration)."""
 LOOP_TRIPS_LIMIT = 2**24
 """Most iterations one loop may run in the simulator (far above the K of any launch the
-commands accept: :data:`analysis.cli.common.GROUP_WORK_LIMIT` bounds work-items x K)."""
+commands accept: :data:`analysis.cli.common.GROUP_WORK_LIMIT` bounds work-items x K); a
+while loop runs at most :func:`while_trips_limit`, often less."""
+WHILE_TRIPS_MARGIN = 4
+"""A while loop may run this many times the launch's largest size (:func:`while_trips_limit`)."""
+WHILE_TRIPS_FLOOR = 2**16
+"""And at least this many iterations, whatever the launch's sizes."""
+
+
+def while_trips_limit(schedule: S.Schedule, loop: S.While) -> int:
+    """Most iterations one execution of ``loop`` may run in ``schedule``:
+    :data:`WHILE_TRIPS_MARGIN` times the launch's largest size, at least
+    :data:`WHILE_TRIPS_FLOOR` and at most :data:`LOOP_TRIPS_LIMIT`.
+
+    The launch's sizes are its integer parameters, the elements of each of its arrays
+    (global and local), its work-items and the integer constants that the loop's conditions
+    (its own, and those of the ``if`` statements in its body) compare with (magnitudes).
+    Every loop of a terminating kernel runs within such a bound: a grid-stride loop fewer
+    times than its array has elements, a loop over a size or a K dimension that size's
+    times, a loop over data (a CSR row) fewer times than the data has elements, a bisection
+    or a loop halving a size their logarithm, a loop to a constant that constant's times.
+    A loop past it almost surely never ends; a loop meant to run longer takes its trip
+    count from a size of the launch (an argument), which raises the limit with it."""
+    params = schedule.param_values
+    sizes = [abs(v) for v in params.values() if isinstance(v, int)]
+    for a in schedule.arrays:
+        try:
+            sizes.append(int(eval_static(a.size, params)))
+        except (TypeError, KeyError, ValueError, ZeroDivisionError, ExecutionError):
+            pass
+    sizes += [a.size for a in schedule.local_arrays]
+    sizes.append(schedule.work_groups * schedule.work_group_items)
+    sizes += [abs(int(n.value)) for c in _conditions(loop) for n in walk(c)
+              if isinstance(n, S.Const) and isinstance(n.value, int)]
+    return min(LOOP_TRIPS_LIMIT, max(WHILE_TRIPS_FLOOR, WHILE_TRIPS_MARGIN * max(sizes)))
+
+
+def _conditions(loop: S.While) -> list:
+    """``loop``'s condition and those of the ``if`` statements in its body and update."""
+    found = [loop.cond]
+    stack = list(loop.body + loop.update)
+    while stack:
+        s = stack.pop()
+        if isinstance(s, S.If):
+            found.append(s.cond)
+        stack.extend(x for body in bodies(s).values() for x in body)
+    return found
 
 
 @dataclass
@@ -115,11 +162,16 @@ class ControlFlow(BatchState):
         of them still loops.
 
         Raises:
-            ExecutionError: more than :data:`LOOP_TRIPS_LIMIT` iterations, or an iteration
-                from :data:`REPEAT_CHECK_FROM` on that starts as an earlier one did.
+            ExecutionError: more iterations than :func:`while_trips_limit` allows (the
+                message names the loop's source place, the limit and how it is derived), or
+                an iteration from :data:`REPEAT_CHECK_FROM` on that starts as an earlier one
+                did.
         """
         if not np.any(m):
             return
+        limit = self.while_limits.get(id(loop))
+        if limit is None:
+            limit = self.while_limits[id(loop)] = while_trips_limit(self.schedule, loop)
         looping = np.broadcast_to(m, (self.G, self.L, 1)).copy()
         first = loop.do_while
         trips = 0
@@ -143,12 +195,17 @@ class ControlFlow(BatchState):
                         f"{S.describe_cond(loop.cond)} never ends: iteration {trips:,} starts "
                         f"with the integers and looping work-items of iteration {seen_at:,} "
                         "(nothing it tests changes)")
-            if trips > LOOP_TRIPS_LIMIT:
+            if trips > limit:
                 where = f"{loop.source}: " if loop.source else ""
                 raise ExecutionError(
                     f"{self.schedule.family}: {where}a while loop on "
-                    f"{S.describe_cond(loop.cond)} runs more than {LOOP_TRIPS_LIMIT:,} "
-                    "iterations, above the simulation limit for one loop (does it end?)")
+                    f"{S.describe_cond(loop.cond)} runs more than {limit:,} iterations, the "
+                    f"limit for one loop of this launch ({WHILE_TRIPS_MARGIN} x the largest "
+                    "of its sizes, array extents, work-items and the constants the loop "
+                    f"compares with, at least {WHILE_TRIPS_FLOOR:,}, at most "
+                    f"{LOOP_TRIPS_LIMIT:,}): does it end? A loop meant to run longer takes "
+                    "its trip count from an argument or size of the launch, which raises "
+                    "the limit")
             exits = LoopExits(np.zeros_like(looping), np.zeros_like(looping))
             self.loop_exits.append(exits)
             try:

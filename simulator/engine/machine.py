@@ -77,6 +77,8 @@ class Machine(Expressions, Accesses, PrivateMemory, ControlFlow):
         self.log = log
         self.values = compute_values
         self.vectorizable: dict[int, bool] = {}
+        self.while_limits: dict[int, int] = {}
+        """Per While loop (by ``id``), its :func:`.control.while_trips_limit`."""
         self.sites: dict[tuple, str] = {}
         self.barriers: dict[int, int] = {}
         self.block_groups: int | None = None

@@ -27,7 +27,8 @@ class ExecutionError(ValueError):
     in an expression of constants and parameters that the launch needs before anything runs
     (:func:`eval_static`: an array's size), a loop whose step is not positive (it would never
     end) or one of more iterations than the simulator runs
-    (:data:`simulator.engine.control.LOOP_TRIPS_LIMIT`), or an unsigned 64-bit value the simulator's
+    (:data:`simulator.engine.control.LOOP_TRIPS_LIMIT`; a while loop
+    :func:`simulator.engine.control.while_trips_limit`), or an unsigned 64-bit value the simulator's
     integers cannot hold (:class:`simulator.ir.nodes.Wrap`). The message names the
     operation, the loop or the expression. (A division by zero that a work-item executes is
     the hazard ``integer-division-by-zero`` instead: :func:`divide`.)"""

@@ -2,7 +2,8 @@
 the launch's sizes, counted with isl and Barvinok (``islpy-barvinok``).
 
 Every statement executes on an *iteration domain*: the work-group ids ``g0..``, the
-work-item ids ``l0..`` and the counters of the loops around it, restricted by the NDRange
+work-item ids ``l0..`` and the trips of the loops around it (trip ``t >= 0`` of a loop
+runs with its counter at ``start + step·t``), restricted by the NDRange
 (``0 <= l_d < local_size[d]``, ``local_size[d]·(g_d + 1) <= global_size[d]``), the loop
 bounds, the guards of the ``If`` statements around it and the ``return`` statements before
 it. Where all of these are affine in the sizes and the ids (C's ``/`` and ``%`` by a
@@ -17,7 +18,9 @@ The counts are sums of those numbers, each times what one execution counts:
 - ``flop``: ``+ - * /``, every float built-in and select, and ``+=``, one each (a negation
   none), as :class:`simulator.observers.counters.TrafficCounts` counts them;
 - ``barriers``: one per work-group per barrier it reaches: the points of the domain with
-  the work-item ids projected out;
+  the work-item ids projected out, i.e. each trip of the loops around it that some
+  work-item of the work-group makes (the simulator's count; a trip only some make is
+  also its barrier-divergence hazard);
 - ``work_groups``: the points of the NDRange's work-group ids.
 
 What cannot be derived is named with its reason (:attr:`DerivedCounts.not_derived`), and
@@ -40,7 +43,7 @@ them. Without the NDRange's forms the launch's NDRange is taken as fixed (said i
 :attr:`DerivedCounts.notes`).
 
 Errors: :class:`ValueError` from :meth:`DerivedCounts.evaluate` for a size that is not an
-integer or a name that is no size.
+integer of at least 1 or a name that is no size.
 """
 from __future__ import annotations
 
@@ -123,7 +126,8 @@ class DerivedCounts:
         (``global_load_elems_by_buffer`` etc. as dictionaries of the derived buffers).
 
         Raises:
-            ValueError: a name that is no size, or a value that is not an integer.
+            ValueError: a name that is no size, or a value that is not an integer of at
+                least 1 (the forms hold for sizes of at least 1).
         """
         values = dict(self.sizes)
         for name, value in (sizes or {}).items():
@@ -132,6 +136,9 @@ class DerivedCounts:
                                  f"{', '.join(values) or 'none'}")
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"size {name} = {value!r} is not an integer")
+            if value < 1:
+                raise ValueError(f"size {name} = {value} is not positive: sizes are "
+                                 "integers of at least 1")
             values[name] = value
         out: dict = {}
         for key, form in self.forms.items():
@@ -204,7 +211,8 @@ def _isl():
 # --------------------------------------------------------------------- expressions to isl
 class _Space:
     """The one isl set space of a kernel's iteration domains: the sizes as parameters; the
-    work-group ids, the work-item ids and one counter per ``For`` loop as set dimensions."""
+    work-group ids, the work-item ids and one trip number per ``For`` loop as set
+    dimensions."""
 
     def __init__(self, sizes: tuple[str, ...], dims: int, loops: list[S.For]):
         isl = _isl()
@@ -227,7 +235,7 @@ class _Space:
         return self.aff(str(value))
 
     def free(self, domain, dim: int):
-        """``domain`` with set dimension ``dim`` unconstrained (a loop counter entered)."""
+        """``domain`` with set dimension ``dim`` unconstrained (a loop entered)."""
         isl = self.isl
         freed = domain.project_out(isl.dim_type.set, dim, 1)
         freed = freed.insert_dims(isl.dim_type.set, dim, 1)
@@ -517,9 +525,13 @@ class _DomainCounter(Visitor):
         return exits[0].union(exits[1]) if len(exits) == 2 else (exits[0] if exits else None)
 
     def visit_For(self, s: S.For) -> None:
+        """The loop's dimension is its trip, ``t >= 0`` with the counter ``start + step·t``
+        below ``stop``: work-items whose counters start apart share their trips, so that a
+        barrier's points with the work-item ids projected out are the work-group's trips
+        (the simulator advances the work-items of a work-group trip by trip)."""
         sp = self.space
         dim = sp.loop_dim[id(s)]
-        counter = sp.aff(sp.names[dim])
+        trip = sp.aff(sp.names[dim])
         try:
             start = self.affine.int(s.start, self.env, self.domain)
             stop = self.affine.int(s.stop, self.env, self.domain)
@@ -529,8 +541,8 @@ class _DomainCounter(Visitor):
         except NotAffine as err:
             self.not_affine(s, s.body, f"the bounds of the loop over {s.var}: {err}")
             return None
-        inside = counter.ge_set(start).intersect(counter.lt_set(stop))
-        inside = inside.intersect((counter - start).tdiv_r(step).eq_set(sp.const(0)))
+        counter = start + step.mul(trip)
+        inside = trip.ge_set(sp.const(0)).intersect(counter.lt_set(stop))
         domain = sp.free(self.domain, dim).intersect(inside)
         exited = self.block(s.body, domain, {**self.env, s.var: counter})
         if exited is not None:
