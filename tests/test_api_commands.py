@@ -96,7 +96,8 @@ def test_a_wrong_inputs_argument_is_shown_short_and_says_what_inputs_is():
     import numpy as np
     sch = tt.build("gemm-tiled", m=16, k=16, n=16, tile=4)
     arrays = {"A": np.zeros((16, 16)), "B": np.zeros((16, 16))}
-    for call in (lambda: tt.run(sch, inputs=arrays), lambda: tt.check(sch, inputs=arrays)):
+    for call in (lambda: tt.run(sch, inputs=arrays), lambda: tt.check(sch, inputs=arrays),
+                 lambda: tt.run_cuda(sch, inputs=arrays)):
         with pytest.raises(TypeError) as err:    # refused before any device is opened
             call()
         message = str(err.value)

@@ -223,6 +223,7 @@ def run_cuda(schedule: Schedule, *, repeat: int = 10, warmup: int = 2, reference
         `tiletraffic.gpu.runtime.cuda_run.CudaRun` (`.times_s`, `.median_s`, `.checks`).
 
     Raises:
+        TypeError: `seed` or `inputs` of the wrong type, naming it.
         ValueError: the schedule was not read from CUDA.
         tiletraffic.gpu.devices.device.TiletrafficGpuError: CuPy or an NVIDIA GPU is
             missing (the message says which), NVRTC or the launch fails.
@@ -231,6 +232,8 @@ def run_cuda(schedule: Schedule, *, repeat: int = 10, warmup: int = 2, reference
     import numpy as np
     from tiletraffic.gpu.runtime.cuda_run import run_cuda_source
     check_schedule_argument(schedule, "run_cuda")
+    inputs = inputs_kind_of(schedule, inputs)
+    check_argument_types("run_cuda", seed=(seed, *SEED), inputs=(inputs, *INPUTS))
     return run_cuda_source(schedule, repeat=repeat, warmup=warmup,
                            rng=np.random.default_rng(seed), reference_fn=reference,
-                           inputs=inputs_kind_of(schedule, inputs))
+                           inputs=inputs)
