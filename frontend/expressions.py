@@ -104,6 +104,24 @@ def _shown(names, values) -> str:
     return ", ".join(f"{n} = {values[n]}" for n in sorted(names) if n in values)
 
 
+def names_read_through(text, names, definitions: Mapping) -> list[str]:
+    """The names the expression ``text`` reads (it may read ``names``), then those that
+    the definitions of these read (``definitions``: name -> an expression or a number),
+    breadth first, each once; an entry that is not a valid expression reads none."""
+    chain: list[str] = []
+    pending = [text]
+    while pending:
+        raw = pending.pop(0)
+        try:
+            read = parse(raw, names).names if isinstance(raw, str) else ()
+        except ExpressionError:
+            read = ()
+        for name in sorted(set(read) - set(chain)):
+            chain.append(name)
+            pending.append(definitions.get(name))
+    return chain
+
+
 def parse(text: str, names, kind: str | None = None) -> Expression:
     """Parse and check ``text``.
 

@@ -72,6 +72,7 @@ from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError
 
 from tiletraffic.frontend import expressions
 from tiletraffic.frontend.reference_terms import reference_terms
+from tiletraffic.frontend.launch_sizes import not_positive
 from tiletraffic.frontend.glsl.launch import LAUNCH_KEYS as GLSL_LAUNCH_KEYS
 from tiletraffic.frontend.glsl.launch import TABLES as GLSL_TABLES
 from tiletraffic.frontend.glsl.launch import TOP_KEYS as GLSL_TOP_KEYS
@@ -475,8 +476,7 @@ def _buffer_argument(launch: LaunchFile, where: str, raw: dict) -> BufferArg:
         for d, e in enumerate(entries):
             v = launch.names[e] if isinstance(e, str) else e
             if v < 1:
-                raise launch.error(f"{where}.shape[{d}]", f"{shape[d]!r} = {v} is not "
-                                                          "positive")
+                raise launch.error(*not_positive(launch, f"{where}.shape[{d}]", shape[d], v))
     access = raw.get("access")
     if access is not None and access not in ("in", "out", "inout"):
         raise launch.error(f"{where}.access", f"must be one of in, out, inout, not "
@@ -578,7 +578,8 @@ def schedule(launch: LaunchFile) -> Schedule:
         sizes[key] = [launch.value(f"launch.{key}[{d}]", r) for d, r in enumerate(raw)]
         for d, v in enumerate(sizes[key]):
             if v < 1:
-                raise launch.error(f"launch.{key}[{d}]", f"{v} is not positive")
+                raise launch.error(*not_positive(launch, f"launch.{key}[{d}]", table[key][d],
+                                                 v))
     args = {name: (_buffer_argument(launch, f"args.{name}", raw) if isinstance(raw, dict)
                    else [launch.number(f"args.{name}[{k}]", r) for k, r in enumerate(raw)]
                    if isinstance(raw, list) else launch.number(f"args.{name}", raw))

@@ -92,6 +92,39 @@ def test_the_api_names_an_argument_of_the_wrong_type():
         assert str(err.value) == message
 
 
+def test_a_wrong_inputs_argument_is_shown_short_and_says_what_inputs_is():
+    import numpy as np
+    sch = tt.build("gemm-tiled", m=16, k=16, n=16, tile=4)
+    arrays = {"A": np.zeros((16, 16)), "B": np.zeros((16, 16))}
+    for call in (lambda: tt.run(sch, inputs=arrays), lambda: tt.check(sch, inputs=arrays),
+                 lambda: tt.run_cuda(sch, inputs=arrays)):
+        with pytest.raises(TypeError) as err:    # refused before any device is opened
+            call()
+        message = str(err.value)
+        assert "inputs must be the name of a kind of inputs (normal, uniform, positive, " \
+               "ones, arange), got dict {'A': array(" in message, message
+        shown = message.split(", got dict ", 1)[1]
+        assert len(shown) <= 60 and shown.endswith("…") and "\n" not in message
+    with pytest.raises(TypeError) as err:
+        tt.check(sch, seed="x" * 500)
+    shown = str(err.value).split(", got str ", 1)[1]
+    assert shown.startswith("'xxx") and shown.endswith("…") and len(shown) <= 60
+
+
+def test_simulate_refuses_an_input_the_schedule_does_not_have():
+    import numpy as np
+    sch = tt.build("gemm-tiled", m=16, k=16, n=16, tile=4)
+    given = {"A": np.ones((16, 16)), "B": np.ones((16, 16))}
+    assert tt.simulate(sch, given).outputs["C"][0, 0] == 16      # the names it has
+    with pytest.raises(ValueError) as err:
+        tt.simulate(sch, {**given, "Z": np.ones(3)})
+    assert str(err.value) == "tiletraffic.simulate: gemm-tiled has no input named 'Z'; " \
+                             "its inputs: A, B"
+    seq = tt.build("gemm-split-k", m=16, k=64, n=16, tile=8, splits=2)
+    with pytest.raises(ValueError, match="has no input named 'Z'"):
+        tt.simulate(seq, {"Z": np.ones(3)}, compute_values=False)
+
+
 @needs_pocl
 def test_report_writes_the_report_the_command_writes(two_quick_reports):
     # the second of the two reports is tt.report's, into the folder the command wrote

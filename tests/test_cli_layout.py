@@ -4,6 +4,7 @@ module per command (none over 300 lines), ``model`` light (no validation importe
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -252,6 +253,24 @@ def test_an_output_that_cannot_be_written_is_one_line_and_exit_2(argv):
                              stderr=subprocess.PIPE, text=True, timeout=120)
     assert res.returncode == 2, res.stderr
     assert res.stderr == "error: cannot write the output: No space left on device (stdout)\n"
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "gemm-tiled", "--m", "20", "--k", "20", "--n", "20"],  # flushed at exit
+    ["simulate", "gemm-tiled", "--m", "16", "--k", "16", "--n", "16", "--json"],
+    ["devices"],
+])
+def test_a_closed_pipe_ends_quietly_with_exit_0(argv):
+    # the reader is gone before the command writes (``| head -0``, ``| true``): not a fault
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        res = subprocess.run([sys.executable, "-m", "tiletraffic", *argv], stdout=write_end,
+                             stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr and "error" not in res.stderr, res.stderr
 
 
 def test_an_unknown_kernel_of_a_sequence_is_named_in_the_messages_words(tmp_path):

@@ -91,7 +91,7 @@ BROKEN = {
     "argument left out": (GOOD.replace('B = { shape = ["N", "N"], access = "in" }\n', ""),
                           "args.B: "),
     "shape not positive": (GOOD.replace('C = { shape = ["N", "N"]', 'C = { shape = ["N", 0]'),
-                           "args.C.shape[1]: 0 = 0 is not positive"),
+                           "args.C.shape[1]: 0 is not positive"),
     "access contradicting the source": (
         GOOD.replace('C = { shape = ["N", "N"], access = "out" }',
                      'C = { shape = ["N", "N"], access = "in" }'), "args.C: "),
@@ -151,6 +151,30 @@ def test_errors_name_file_and_field(folder, name):
     result = CliRunner().invoke(main, ["simulate", str(path)])
     assert result.exit_code == 2, result.output
     assert words in result.output
+
+
+@pytest.mark.parametrize("value", [-3, 0])
+def test_a_size_set_not_positive_is_named_not_the_value_derived_from_it(value):
+    launch = str(EXAMPLES / "mm_tiled.toml")        # global_size = ["N", "N // WPT"]
+    expected = f"N = {value}: sizes must be positive integers"
+    with pytest.raises(launch_file.LaunchFileError, match=expected):
+        tt.build(launch, set={"N": value})
+    res = CliRunner().invoke(main, ["simulate", launch, "--set", f"N={value}"])
+    assert res.exit_code == 2
+    assert expected in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    shader = str(EXAMPLES.parent / "glsl" / "gemm_naive.toml")  # workgroups "(N + 15) // 16"
+    with pytest.raises(launch_file.LaunchFileError, match=expected):
+        tt.build(shader, set={"N": value})
+
+
+def test_a_size_derived_from_a_size_set_names_the_size_set(folder):
+    path = write(folder, GOOD.replace("N = 32", "H = 16\nN = \"2 * H\""))
+    with pytest.raises(launch_file.LaunchFileError,
+                       match=r"H = -4: sizes must be positive integers \(launch.global_size"):
+        tt.build(str(path), set={"H": -4})
+    offset = write(folder, GOOD.replace("N = 32", "N = 32\nPAD = 0").replace(
+        'C = { shape = ["N", "N"]', 'C = { shape = ["N", "N + PAD"]'), "pad.toml")
+    assert tt.build(str(offset), set={"PAD": 0}).global_size == (32, 32)   # 0 is a size too
 
 
 def test_every_schedule_command_takes_a_launch_file():

@@ -354,6 +354,26 @@ def test_syntax_error_raises_kernel_build_error_with_log(pocl):
 
 
 @needs_pocl
+def test_the_compilers_stderr_summary_is_kept_from_the_terminal_unless_asked(pocl, capfd,
+                                                                            monkeypatch):
+    # the source redefines a -D macro: a warning, in the log; a fresh option each build so
+    # that no compiler cache skips the compile
+    source = "#define W 2\n__kernel void k(__global float *y) { y[0] = W; }\n"
+    import uuid
+    monkeypatch.delenv("PYOPENCL_COMPILER_OUTPUT", raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        built = build_program(pocl, source, ("-DW=3", f"-DFRESH={uuid.uuid4().int % 10**9}"))
+        quiet = capfd.readouterr().err
+        monkeypatch.setenv("PYOPENCL_COMPILER_OUTPUT", "1")
+        build_program(pocl, source, ("-DW=3", f"-DFRESH={uuid.uuid4().int % 10**9}"))
+        asked = capfd.readouterr().err
+    assert "macro redefined" in built.log            # the warning itself is kept
+    assert "generated." not in quiet, quiet
+    assert "1 warning generated." in asked           # the compiler does print it
+
+
+@needs_pocl
 def test_wrong_kernel_name_raises_kernel_build_error(pocl):
     with pytest.raises(KernelBuildError, match="gemm_nope"):
         run_kernel(pocl, tiled_gemm(20, 13, name="gemm_nope"), *gemm_inputs(20, 37, 13, np.random.default_rng()))

@@ -74,6 +74,40 @@ def test_a_parameter_nothing_uses_is_refused(tmp_path):
     assert not (tmp_path / "t.json").exists()
 
 
+def test_a_parameter_the_source_defines_itself_is_refused(tmp_path):
+    # the source's own #define (no #ifndef) replaces every -DTS=value: one kernel
+    (tmp_path / "k.cl").write_text(
+        "#define TS 16\n"
+        "__kernel void scale(__global float *y) {\n"
+        "    y[get_global_id(0) * TS / TS] *= 2.0f;\n}\n")
+    (tmp_path / "k.toml").write_text(
+        'source = "k.cl"\nkernel = "scale"\n[sizes]\nn = 256\n[launch]\n'
+        'global_size = ["n"]\nlocal_size = [16]\n[args]\ny = { shape = ["n"], access = "inout" }\n')
+    out = tmp_path / "t.json"
+    result = CliRunner().invoke(main, ["tune", str(tmp_path / "k.toml"), "--param", "TS=8,16",
+                                       "--top", "0", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    message = result.output.strip()
+    assert "\n" not in message and "Traceback" not in message
+    assert "--param TS: k.cl:1:9 #defines TS itself" in message
+    assert "every value builds the same kernel" in message and "#ifndef TS" in message
+    assert not out.exists()
+
+
+def test_a_cuda_parameter_the_source_defines_itself_or_never_uses_is_refused(tmp_path):
+    (tmp_path / "k.cu").write_text(
+        "#define BLOCK 16\n"
+        "__global__ void scale(float *y) {\n"
+        "  y[blockIdx.x * BLOCK + threadIdx.x] *= 2.0f;\n}\n")
+    (tmp_path / "k.toml").write_text(
+        'source = "k.cu"\nkernel = "scale"\n[sizes]\nn = 256\n[launch]\n'
+        'grid = [16]\nblock = [16]\n[args]\ny = { shape = ["n"], access = "inout" }\n')
+    with pytest.raises(TuneError, match="--param BLOCK: k.cu:1:9 #defines BLOCK itself"):
+        tune_launch(tmp_path / "k.toml", {"BLOCK": [8, 16, 32]}, top=0)
+    with pytest.raises(TuneError, match="neither k.cu nor k.toml uses FOO"):
+        tune_launch(tmp_path / "k.toml", {"FOO": [1, 2]}, top=0)
+
+
 def test_a_parameter_of_the_launch_file_or_a_header_is_used(tmp_path):
     # WG only in the launch file's local size; TILE only in an included header
     (tmp_path / "tile.h").write_text("#define STEP TILE\n")

@@ -2,6 +2,11 @@
 (``tiletraffic.<function>``), the argument and the value, raised before any work."""
 from __future__ import annotations
 
+import re
+import reprlib
+
+from tiletraffic.simulator.engine.reference import INPUT_KINDS
+
 SEED = ((int, type(None)), "an integer or None")
 """The types and wording of a ``seed`` argument (for :func:`check_argument_types`)."""
 
@@ -42,7 +47,28 @@ def check_argument_types(function: str, **values) -> None:
     for name, (value, types, what) in values.items():
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             raise TypeError(f"tiletraffic.{function}: {name} must be {what}, got "
-                            f"{type(value).__name__} {value!r}")
+                            f"{type(value).__name__} {shown_value(value)}")
+
+
+VALUE_SHOWN_CHARS = 60
+"""The most characters of a value a message shows (:func:`shown_value`)."""
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple, _REPR.maxset = 2, 4, 8, 8, 8
+_REPR.maxstring = _REPR.maxlong = _REPR.maxother = 2 * VALUE_SHOWN_CHARS
+
+
+def shown_value(value) -> str:
+    """``repr(value)`` for a message: on one line, at most :data:`VALUE_SHOWN_CHARS`
+    characters (cut with ``…``); a large container or array is never formatted whole."""
+    text = re.sub(r"\s*\n\s*", " ", _REPR.repr(value))
+    if len(text) <= VALUE_SHOWN_CHARS:
+        return text
+    return text[:VALUE_SHOWN_CHARS - 1] + "…"
+
+
+INPUTS = ((str,), f"the name of a kind of inputs ({', '.join(INPUT_KINDS)})")
+"""The types and wording of an ``inputs`` argument (for :func:`check_argument_types`)."""
 
 
 def inputs_kind_of(schedule, inputs: str | None) -> str:

@@ -7,8 +7,9 @@ from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.model.device_model import DeviceModel
 
 from tiletraffic.analysis.api import facade_function
-from tiletraffic.analysis.api.arguments import (SEED, check_argument_types, datasheet_argument,
-                                                check_schedule_argument, inputs_kind_of)
+from tiletraffic.analysis.api.arguments import (INPUTS, SEED, check_argument_types,
+                                                check_schedule_argument, datasheet_argument,
+                                                inputs_kind_of)
 from tiletraffic.analysis.device_model import resolve_device_model
 from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
 
@@ -54,7 +55,7 @@ def run(schedule: Schedule, device: str | None = None, *, repeat: int = 10, warm
     """
     check_schedule_argument(schedule, "run")
     inputs = inputs_kind_of(schedule, inputs)
-    check_argument_types("run", seed=(seed, *SEED), inputs=(inputs, (str,), "a string"),
+    check_argument_types("run", seed=(seed, *SEED), inputs=(inputs, *INPUTS),
                    unchecked=(unchecked, (bool,), "True or False"))
     import numpy as np
 
@@ -222,6 +223,7 @@ def run_cuda(schedule: Schedule, *, repeat: int = 10, warmup: int = 2, reference
         `tiletraffic.gpu.runtime.cuda_run.CudaRun` (`.times_s`, `.median_s`, `.checks`).
 
     Raises:
+        TypeError: `seed` or `inputs` of the wrong type, naming it.
         ValueError: the schedule was not read from CUDA.
         tiletraffic.gpu.devices.device.TiletrafficGpuError: CuPy or an NVIDIA GPU is
             missing (the message says which), NVRTC or the launch fails.
@@ -230,6 +232,8 @@ def run_cuda(schedule: Schedule, *, repeat: int = 10, warmup: int = 2, reference
     import numpy as np
     from tiletraffic.gpu.runtime.cuda_run import run_cuda_source
     check_schedule_argument(schedule, "run_cuda")
+    inputs = inputs_kind_of(schedule, inputs)
+    check_argument_types("run_cuda", seed=(seed, *SEED), inputs=(inputs, *INPUTS))
     return run_cuda_source(schedule, repeat=repeat, warmup=warmup,
                            rng=np.random.default_rng(seed), reference_fn=reference,
-                           inputs=inputs_kind_of(schedule, inputs))
+                           inputs=inputs)

@@ -12,8 +12,9 @@ from tiletraffic.simulator.model.sequence_run import simulate
 from tiletraffic.simulator.observers.hazards import Hazard
 
 from tiletraffic.analysis.api import facade_function
-from tiletraffic.analysis.api.arguments import (SEED, check_argument_types,
-                                                check_schedule_argument, inputs_kind_of)
+from tiletraffic.analysis.api.arguments import (INPUTS, SEED, check_argument_types,
+                                                check_schedule_argument, inputs_kind_of,
+                                                shown_value)
 from tiletraffic.analysis.device_model import DEFAULT_MODEL, resolve_device_model
 
 
@@ -55,13 +56,13 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
         ValueError: `inputs` is not one of the kinds.
     """
     check_schedule_argument(schedule, "check")
-    check_argument_types("check", seed=(seed, *SEED))
+    inputs = inputs_kind_of(schedule, inputs)
+    check_argument_types("check", seed=(seed, *SEED), inputs=(inputs, *INPUTS))
     import numpy as np
 
     from tiletraffic.simulator.engine.reference import INPUT_KINDS, random_inputs
-    inputs = inputs_kind_of(schedule, inputs)
     if inputs not in INPUT_KINDS:
-        raise ValueError(f"tiletraffic.check: inputs {inputs!r} is not one of "
+        raise ValueError(f"tiletraffic.check: inputs {shown_value(inputs)} is not one of "
                          f"{', '.join(INPUT_KINDS)}")
     from tiletraffic.simulator.engine.class_check import launch_proved_clean, worth_classes
 

@@ -77,17 +77,27 @@ OUTPUT_EXIT = 2
 found."""
 
 
+CLOSED_PIPE_EXIT = 0
+"""The exit status when the reader of stdout closes it first (``| head``): the reader took
+what it wanted, which is neither a fault found (1) nor bad input (2)."""
+
+
 def _flush_stdout() -> None:
     """Flush stdout; on failure, point its descriptor at /dev/null so that the
     interpreter's own flush at exit raises nothing more."""
     try:
         sys.stdout.flush()
     except OSError:
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
-            pass
+        _silence_stdout()
         raise
+
+
+def _silence_stdout() -> None:
+    """Point stdout's descriptor at /dev/null (what is still buffered is dropped there)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
 
 
 class _Ordered(click.Group):
@@ -97,14 +107,16 @@ class _Ordered(click.Group):
     def main(self, *args, **kwargs):
         """Run the command; an output that cannot be written (:data:`OUTPUT_ERRNOS`, while
         the command writes or when stdout is flushed at its end) is one line on stderr
-        and exit status :data:`OUTPUT_EXIT`, not a traceback. Click itself ends a closed
-        pipe (``| head``) quietly."""
+        and exit status :data:`OUTPUT_EXIT`, not a traceback. A closed pipe (``| head``:
+        the reader has what it wanted) ends quietly with :data:`CLOSED_PIPE_EXIT`."""
         try:
             try:
                 return super().main(*args, **kwargs)
             finally:
                 _flush_stdout()
         except OSError as err:
+            if err.errno == errno.EPIPE:
+                sys.exit(CLOSED_PIPE_EXIT)
             if err.errno not in OUTPUT_ERRNOS:
                 raise
             from tiletraffic.analysis.cli.outputs import cannot_write
@@ -123,6 +135,10 @@ class _Ordered(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            # the reader of stdout is gone: stop writing (click would end with 1, a fault)
+            _silence_stdout()
+            raise click.exceptions.Exit(CLOSED_PIPE_EXIT) from None
         except NoArgsIsHelpError:
             raise
         except click.UsageError as err:

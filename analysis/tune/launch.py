@@ -126,12 +126,17 @@ def _reject(rejected, params, stage, why, reason=None):
 def _check_params_used(launch: launch_file.LaunchFile, params: dict[str, list[int]]) -> None:
     """Refuse a parameter that neither the kernel's source (its identifiers, included files
     and preprocessor lines too) nor the launch file's expressions use: every value of it
-    would build the same kernel. ``launch`` is read with the parameters' first values.
+    would build the same kernel; or one the source ``#define``s again, whose ``-D`` value
+    is replaced by the source's. ``launch`` is read with the parameters' first values.
 
     Raises:
-        TuneError: the first such parameter, with the names it could have been.
+        TuneError: the first such parameter, with the names it could have been, or with
+            the place of the source's ``#define``.
     """
-    from tiletraffic.frontend.opencl.translate import source_names
+    if launch.language == "cuda":
+        from tiletraffic.frontend.cuda.translate import source_names
+    else:
+        from tiletraffic.frontend.opencl.translate import source_names
     try:
         names = source_names(launch.source(), str(launch.source_path), launch.build_options())
     except (OSError, FrontendError):
@@ -139,6 +144,11 @@ def _check_params_used(launch: launch_file.LaunchFile, params: dict[str, list[in
     used = names.identifiers | launch_file.names_read(launch)
     macros = dict.fromkeys([*launch.macros, *names.defined_macros])
     for name in params:
+        if name in names.redefined:
+            raise TuneError(f"--param {name}: {names.redefined[name]} #defines {name} itself, "
+                            f"which replaces every -D{name}=value, so every value builds the "
+                            f"same kernel; guard that #define with #ifndef {name} ... #endif "
+                            "to tune it")
         if name not in used:
             raise TuneError(f"--param {name}: neither {launch.source_path.name} nor "
                             f"{launch.path.name} uses {name}, so every value builds the "

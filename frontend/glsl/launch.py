@@ -52,6 +52,7 @@ from pathlib import Path
 
 from tiletraffic.frontend.glsl import syntax
 from tiletraffic.frontend.glsl.translate import Translator
+from tiletraffic.frontend.launch_sizes import not_positive
 from tiletraffic.frontend.opencl.translate import FrontendError, parse_kernel
 from tiletraffic.frontend.reference_terms import reference_terms
 from tiletraffic.frontend.shown_names import SHOWN_NAMES
@@ -188,7 +189,7 @@ def _workgroups(launch) -> list[int]:
     counts = [launch.value(f"launch.workgroups[{d}]", r) for d, r in enumerate(raw)]
     for d, v in enumerate(counts):
         if v < 1:
-            raise launch.error(f"launch.workgroups[{d}]", f"{v} is not positive")
+            raise launch.error(*not_positive(launch, f"launch.workgroups[{d}]", raw[d], v))
     return counts + [1] * (3 - len(counts))
 
 

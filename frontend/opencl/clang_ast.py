@@ -349,6 +349,23 @@ def redefined_macros(tu) -> list[str]:
     return lines
 
 
+def redefined_build_macros(tu) -> dict[str, str]:
+    """The macros given with ``-D`` that the source or a file it includes defines again
+    with ``#define`` (those :func:`redefined_macros` reports), each with the place of
+    that ``#define``, ``file:line:column`` (the file's name only), in the order found."""
+    from clang import cindex
+    out: dict[str, str] = {}
+    for d in tu.diagnostics:
+        if d.option == "-Wmacro-redefined" and d.location.file is not None and \
+                _replaces_build_option(d):
+            loc = d.location
+            tokens = list(tu.get_tokens(extent=cindex.SourceRange.from_locations(loc, loc)))
+            if len(tokens) == 1 and tokens[0].kind == cindex.TokenKind.IDENTIFIER:
+                out.setdefault(tokens[0].spelling,
+                               f"{Path(loc.file.name).name}:{loc.line}:{loc.column}")
+    return out
+
+
 def _replaces_build_option(diagnostic) -> bool:
     """Whether a macro-redefined warning is about a macro defined on the command line (a
     ``-D`` option: clang's note of the previous definition has no file)."""

@@ -70,7 +70,7 @@ then folds C spellings back into single IR statements.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiletraffic.simulator.ir import nodes as S
@@ -140,10 +140,14 @@ class SourceNames:
         identifiers: every identifier token of the source and of the files it includes
             (not the built-in declarations), preprocessor lines included.
         defined_macros: the macros the source itself ``#define``s, in order.
+        redefined: the macros of the build options (``-D``) that the source or a file it
+            includes ``#define``s again, each with the place of that ``#define``
+            (``file:line:column``): the source's value is the one compiled.
     """
 
     identifiers: frozenset
     defined_macros: tuple
+    redefined: dict = field(default_factory=dict)
 
 
 def source_names(source: str, path: str = "<source>", build_options="") -> SourceNames:
@@ -158,7 +162,7 @@ def source_names(source: str, path: str = "<source>", build_options="") -> Sourc
                        for t in tu.get_tokens(extent=e) if t.kind == cindex.TokenKind.IDENTIFIER)
     defined = tuple(c.spelling for c in tu.cursor.get_children()
                     if c.kind == cindex.CursorKind.MACRO_DEFINITION and _in_file(c, path))
-    return SourceNames(tokens, defined)
+    return SourceNames(tokens, defined, C.redefined_build_macros(tu))
 
 
 def _kernels(tu, path):

@@ -42,6 +42,7 @@ from tiletraffic.gpu.codegen.kernel import (ALL_KINDS, BUFFER_KINDS, LOCAL_KIND,
                                             GeneratedKernel, KernelArg)
 from tiletraffic.gpu.runtime.launch_limits import (LaunchConfigError, check_launch_limits,
                                                    sizes_text)
+from tiletraffic.gpu.runtime.compiler_output import compiler_summary_held
 from tiletraffic.gpu.runtime.ptx import PtxError, with_directives
 from tiletraffic.gpu.runtime.run_result import RunResult
 from tiletraffic.gpu.devices.kernel_resources import (NV_VERBOSE, BuildLogError,
@@ -183,7 +184,8 @@ def check_register_budget(target: Target, max_registers: int,
 def _build(target: Target, program, options):
     """``program.build(options)``; a failure as :class:`KernelBuildError` with its log."""
     try:
-        return program.build(options=list(options))
+        with compiler_summary_held():   # clang's "1 warning generated." (the log keeps it)
+            return program.build(options=list(options))
     except cl.Error as err:
         log = _log_from_error(err)
         raise KernelBuildError(f"OpenCL build failed on {target.name}:\n{log}", log) from err

@@ -13,7 +13,7 @@ launch order, the buffers one kernel writes read by the next, results combined.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -74,11 +74,14 @@ def simulate(schedule, inputs: dict[str, np.ndarray] | None = None, *,
     running error bound, :mod:`simulator.engine.error_bound`) applies to a schedule only.
 
     Raises:
-        TypeError: ``schedule`` is not a Schedule or KernelSequence (a name, say).
-        InputError: ``error_bounds`` for a kernel sequence.
+        TypeError: ``schedule`` is not a Schedule or KernelSequence (a name, say), or
+            ``inputs`` is not a mapping.
+        InputError: ``error_bounds`` for a kernel sequence; a name of ``inputs`` that is
+            none of the schedule's inputs (the message lists them).
         as :func:`simulator.engine.simulation.simulate`, for the first kernel that raises.
     """
     require_schedule(schedule, "tiletraffic.simulate")
+    _check_input_names(schedule, inputs)
     options = dict(compute_values=compute_values, limits=limits, hazards=hazards,
                    race_checks=race_checks, accelerators=accelerators,
                    batch_work_items=batch_work_items, sum_lengths=sum_lengths)
@@ -122,6 +125,22 @@ def simulate(schedule, inputs: dict[str, np.ndarray] | None = None, *,
         add_counts([r.counts for r in results]), [h for r in results for h in r.hazards],
         results, maps, lengths,
         np.concatenate([r.global_loads_per_group for r in results]))
+
+
+def _check_input_names(schedule, inputs) -> None:
+    """Refuse ``inputs`` that is not a mapping, or a name in it that is no array of
+    ``schedule`` (a misspelt input would be silently left unused); see :func:`simulate`."""
+    if inputs is None:
+        return
+    if not isinstance(inputs, Mapping):
+        raise TypeError(f"tiletraffic.simulate: inputs must be a dict of arrays by input "
+                        f"name, got {type(inputs).__name__}")
+    arrays = {a.name for a in schedule.arrays}
+    unknown = [name for name in inputs if name not in arrays]
+    if unknown:
+        names = ", ".join(a.name for a in schedule.arrays if a.is_input) or "none"
+        raise InputError(f"tiletraffic.simulate: {schedule.family} has no input named "
+                         f"{str(unknown[0])[:60]!r}; its inputs: {names}")
 
 
 @dataclass
