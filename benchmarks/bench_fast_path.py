@@ -131,7 +131,7 @@ def check_side_by_side(n: int = 1024) -> None:
     import numpy as np
 
     import tiletraffic as tt
-    from tiletraffic.simulator.engine.reference import random_inputs
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
     from tiletraffic.simulator.model.sequence_run import simulate
 
     sch = tt.build("gemm-tiled", n, n, n)

@@ -23,7 +23,7 @@ def _one(family: str, n: int, tile: int, values: bool, queue) -> None:
 
     from tiletraffic.simulator.kernels import families as schedules
     from tiletraffic.simulator.engine.simulation import simulate
-    from tiletraffic.simulator.engine.reference import random_inputs
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
 
     sch = schedules.build(family, n, n, n, tile)
     inputs = random_inputs(sch, np.random.default_rng()) if values else None

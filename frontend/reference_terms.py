@@ -7,14 +7,14 @@ def reference_terms(launch, data: dict) -> dict:
     """``{"terms_per_output": n}`` from the launch file's ``reference.terms`` (the terms each
     output sums, for the tolerance) and ``{"reference_inputs": kind}`` from its
     ``reference.inputs`` (the kind of inputs ``run`` draws unless it is given one:
-    :data:`~tiletraffic.simulator.engine.reference.INPUT_KINDS`), each left out where the
+    :data:`~tiletraffic.simulator.engine.data_inputs.INPUT_KINDS`), each left out where the
     file has none; ``launch`` is the :class:`~tiletraffic.frontend.launch_file.LaunchFile`
     whose parsed TOML is ``data``.
 
     Raises:
         LaunchFileError: ``n`` is not 1 to 2^24 - 1, or the kind is not one of the kinds.
     """
-    from tiletraffic.simulator.engine.reference import INPUT_KINDS
+    from tiletraffic.simulator.engine.data_inputs import INPUT_KINDS
     out = {}
     kind = data.get("reference", {}).get("inputs")
     if kind is not None:

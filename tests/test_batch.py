@@ -19,7 +19,7 @@ from tiletraffic.simulator.kernels.batch import batched
 from tiletraffic.simulator.kernels.families import ALL_GEMM_FAMILIES, ScheduleError, build
 from tiletraffic.simulator.model import derived_counts
 from tiletraffic.simulator.model.sequence_run import simulate
-from tiletraffic.simulator.engine.reference import random_inputs
+from tiletraffic.simulator.engine.data_inputs import random_inputs
 
 EVERY_GEMM = ALL_GEMM_FAMILIES + ("gemm-split-k",)
 SIZES = (40, 112, 36)   # M, K, N: edge tiles in M and N, 7 K steps of 16 (uneven split-K)

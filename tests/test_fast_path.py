@@ -244,7 +244,7 @@ def test_the_estimate_of_the_fast_path_is_that_of_three_short_k():
 def test_hazards_do_not_depend_on_values_for_any_name():
     """What lets ``check`` run a large launch without values: every hazard, detail and
     count included, is the same with values and without, for every built-in name."""
-    from tiletraffic.simulator.engine.reference import random_inputs
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
     from tiletraffic.simulator.kernels.variants import names
     import numpy as np
 

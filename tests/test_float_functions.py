@@ -12,7 +12,7 @@ import tiletraffic as tt
 from tiletraffic.gpu.devices.device import list_devices
 from tiletraffic.simulator.engine import sum_length
 from tiletraffic.simulator.engine.launch_check import check_launch
-from tiletraffic.simulator.engine.reference import random_inputs
+from tiletraffic.simulator.engine.data_inputs import random_inputs
 from tiletraffic.simulator.ir.nodes import FConst
 
 from strategies import functions_schedule

@@ -17,8 +17,8 @@ from tiletraffic.analysis.validation.cases import Case
 from tiletraffic.gpu.codegen.generate import generate
 from tiletraffic.simulator.engine.accelerators import Accelerators
 from tiletraffic.simulator.engine.fast_path import count_launch
-from tiletraffic.simulator.engine.reference import (error_over_tolerance, random_inputs,
-                                                    reference)
+from tiletraffic.simulator.engine.reference import error_over_tolerance, reference
+from tiletraffic.simulator.engine.data_inputs import random_inputs
 from tiletraffic.simulator.engine.tolerance import check_result
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.kernels import closed_forms

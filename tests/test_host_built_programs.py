@@ -111,7 +111,7 @@ def test_counts_equal_oclgrinds_and_the_run_equals_numpy(tmp_path, pocl):
 
 def test_the_launch_file_names_the_inputs_run_draws(tmp_path):
     from tiletraffic.analysis.api.arguments import inputs_kind_of
-    from tiletraffic.simulator.engine.reference import random_inputs
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
     sch = launch_file.load(program(tmp_path, TOML + '[reference]\ninputs = "positive"\n'))
     assert sch.extra["reference_inputs"] == "positive"
     assert inputs_kind_of(sch, None) == "positive" and inputs_kind_of(sch, "ones") == "ones"

@@ -18,7 +18,7 @@ from tiletraffic.gpu.runtime import checked_run as validate
 from tiletraffic.analysis.cli import main
 from tiletraffic.gpu.devices.device import list_devices
 from tiletraffic.simulator.engine.launch_check import check_launch
-from tiletraffic.simulator.engine.reference import random_inputs
+from tiletraffic.simulator.engine.data_inputs import random_inputs
 
 HERE = Path(__file__).parent / "user_schedules"
 HAS_POCL = any(d.is_pocl for d in list_devices())

@@ -11,7 +11,8 @@ import pytest
 from tiletraffic.gpu.runtime.launch import check_result
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.engine.simulation import simulate
-from tiletraffic.simulator.engine.reference import INPUT_KINDS, random_inputs, reference
+from tiletraffic.simulator.engine.reference import reference
+from tiletraffic.simulator.engine.data_inputs import INPUT_KINDS, random_inputs
 from tiletraffic.simulator.kernels.families import build
 from tiletraffic.simulator.kernels.variants import rewrite
 

@@ -8,8 +8,8 @@ import pytest
 
 from tiletraffic.gpu.runtime import launch as runtime
 from tiletraffic.simulator.engine import tolerance
-from tiletraffic.simulator.engine.reference import (error_over_tolerance, random_inputs,
-                                                    reference, reference_product)
+from tiletraffic.simulator.engine.reference import error_over_tolerance, reference, reference_product
+from tiletraffic.simulator.engine.data_inputs import random_inputs
 from tiletraffic.simulator.kernels.families import build
 
 

@@ -23,7 +23,7 @@ from tiletraffic.analysis.cli import main
 from tiletraffic.gpu.devices.device import list_devices
 from tiletraffic.gpu.oclgrind.oclgrind import oclgrind_available
 from tiletraffic.gpu.runtime.launch import ResultMismatchError, check_result
-from tiletraffic.simulator.engine.reference import random_inputs
+from tiletraffic.simulator.engine.data_inputs import random_inputs
 
 from strategies import sizes
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import reprlib
 
-from tiletraffic.simulator.engine.reference import INPUT_KINDS
+from tiletraffic.simulator.engine.data_inputs import INPUT_KINDS
 
 SEED = ((int, type(None)), "an integer or None")
 """The types and wording of a ``seed`` argument (for :func:`check_argument_types`)."""

@@ -41,7 +41,7 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
     expression of ids, sizes and loop variables), so a launch of more than
     `simulator.engine.budget.VALUES_WORK` loop steps or `VALUES_WORK_ITEMS` work-items is
     executed without computing values; a smaller one on fresh random inputs (`seed` for
-    repeatable ones; `inputs` one of `simulator.engine.reference.INPUT_KINDS`, by default
+    repeatable ones; `inputs` one of `simulator.engine.data_inputs.INPUT_KINDS`, by default
     the kind its launch file's `reference.inputs` names, else `normal`). A launch of
     many work-groups (`simulator.engine.class_check.worth_classes`) whose work-group classes
     are proved is first checked by
@@ -60,7 +60,7 @@ def check(schedule: Schedule, *, seed: int | None = None, limits: DeviceLimits |
     check_argument_types("check", seed=(seed, *SEED), inputs=(inputs, *INPUTS))
     import numpy as np
 
-    from tiletraffic.simulator.engine.reference import INPUT_KINDS, random_inputs
+    from tiletraffic.simulator.engine.data_inputs import INPUT_KINDS, random_inputs
     if inputs not in INPUT_KINDS:
         raise ValueError(f"tiletraffic.check: inputs {shown_value(inputs)} is not one of "
                          f"{', '.join(INPUT_KINDS)}")

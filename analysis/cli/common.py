@@ -99,7 +99,7 @@ def refuse_seed_unless_random(inputs_kind: str | None) -> str:
     """Refuse (:func:`refuse_unused`, exit 2) a --seed given with --inputs of a kind that is
     not drawn at random (ones, arange): the seed would change nothing. Returns the kind
     (``normal`` where none is given)."""
-    from tiletraffic.simulator.engine.reference import RANDOM_INPUT_KINDS
+    from tiletraffic.simulator.engine.data_inputs import RANDOM_INPUT_KINDS
 
     inputs_kind = inputs_kind or "normal"
     if inputs_kind not in RANDOM_INPUT_KINDS:

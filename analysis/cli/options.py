@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from tiletraffic.simulator.engine.reference import INPUT_KINDS
+from tiletraffic.simulator.engine.data_inputs import INPUT_KINDS
 
 from tiletraffic.analysis.cli.batching import batch_options
 

@@ -15,7 +15,8 @@ from tiletraffic.simulator.ir.static import ExecutionError
 from tiletraffic.simulator.model.observation import device_limits
 from tiletraffic.simulator.model.sequence_run import simulate
 from tiletraffic.simulator.observers.hazards import HazardError
-from tiletraffic.simulator.engine.reference import random_inputs, references
+from tiletraffic.simulator.engine.reference import references
+from tiletraffic.simulator.engine.data_inputs import random_inputs
 from tiletraffic.simulator.ir.sequence import is_sequence
 from tiletraffic.simulator.kernels.batch import batch_fields
 from tiletraffic.simulator.kernels.storage import dtype_fields, storage_text

@@ -24,7 +24,7 @@ from tiletraffic.simulator.observers.counters import AccessEvent, Observer, coun
 from tiletraffic.simulator.engine.limits import UNLIMITED, DeviceLimits, check_schedule_limits
 from tiletraffic.simulator.engine.simulation import simulate
 from tiletraffic.simulator.engine.data_inputs import launch_inputs
-from tiletraffic.simulator.engine.reference import random_inputs
+from tiletraffic.simulator.engine.data_inputs import random_inputs
 from tiletraffic.simulator.ir.nodes import Schedule, ScheduleError, branches_on_data
 from tiletraffic.simulator.observers.hazards import HazardError
 

@@ -26,7 +26,8 @@ from tiletraffic.gpu.runtime.launch import (CheckResult, ResultMismatchError, Ru
                                             check_launch_limits, check_result, run_kernel)
 from tiletraffic.simulator.engine.launch_check import LaunchCheck
 from tiletraffic.simulator.engine.launch_check import check_launch as check_before_launch
-from tiletraffic.simulator.engine.reference import random_inputs, references
+from tiletraffic.simulator.engine.reference import references
+from tiletraffic.simulator.engine.data_inputs import random_inputs
 from tiletraffic.simulator.model.registers import register_budget_of
 from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.ir.sequence import buffers_of, kernels_of
@@ -67,7 +68,7 @@ class DeviceRun:
             furthest from its reference relative to its tolerance: :attr:`output`).
         launch_checks: the check of every checked launch (0-based launch number, warm-up
             included -> result, as ``check``): the first, the last and each distinct output.
-        inputs: the kind of inputs (``simulator.engine.reference.INPUT_KINDS``).
+        inputs: the kind of inputs (``simulator.engine.data_inputs.INPUT_KINDS``).
         launch_check: the simulator's check before the launch (hazards, sum length).
         launch_check_reused: the check was made for an earlier run of the same schedule
             (an earlier round); the JSON marks it ``"reused": true``.
@@ -170,7 +171,7 @@ def run_on_device(target: Target, schedule: Schedule, *, repeat: int = 10, warmu
     output; numpy) gives the expected result of a schedule that is not a GEMM or
     matrix-vector product, each output it names checked after every checked launch
     (``simulator.engine.reference.references``).
-    ``inputs``: kind of inputs, one of ``simulator.engine.reference.INPUT_KINDS`` (``ones`` and
+    ``inputs``: kind of inputs, one of ``simulator.engine.data_inputs.INPUT_KINDS`` (``ones`` and
     ``arange`` can hide index errors). ``unchecked``: launch even when the check before
     launch found hazards (the result is marked: :attr:`DeviceRun.unchecked`).
     ``launch_check``: a check of this schedule already made (else it is made here);

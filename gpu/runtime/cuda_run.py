@@ -25,7 +25,8 @@ import numpy as np
 
 from tiletraffic.gpu.devices.device import TiletrafficGpuError
 from tiletraffic.gpu.runtime.launch import ResultMismatchError, check_result
-from tiletraffic.simulator.engine.reference import random_inputs, references
+from tiletraffic.simulator.engine.reference import references
+from tiletraffic.simulator.engine.data_inputs import random_inputs
 from tiletraffic.simulator.ir.nodes import Schedule
 
 NVRTC_INCLUDE = Path(__file__).with_name("nvrtc_include")

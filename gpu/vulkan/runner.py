@@ -9,7 +9,7 @@ The schedule is a GLSL launch's (``schedule.extra["glsl"]``: the shader's path, 
 work-group counts, specialization constants by name, bindings as ``(name, set, binding,
 element, access)`` and push constants by name). Each binding's buffer holds its array's
 float32 elements (C order); inputs are drawn as for an OpenCL launch
-(:func:`simulator.engine.reference.random_inputs`), outputs start as the unwritten-NaN fill so
+(:func:`simulator.engine.data_inputs.random_inputs`), outputs start as the unwritten-NaN fill so
 an element no dispatch writes is found. Push-constant and uniform-block members are laid out
 at the offsets the compiled SPIR-V gives them, with the schedule's values by name.
 """
@@ -37,7 +37,8 @@ from tiletraffic.gpu.vulkan.errors import GlslCompileError, VulkanUnavailable
 from tiletraffic.gpu.vulkan.spirv import interface
 from tiletraffic.frontend.glsl.syntax import compilable
 from tiletraffic.simulator.engine.launch_check import check_launch as check_before_launch
-from tiletraffic.simulator.engine.reference import random_inputs, references
+from tiletraffic.simulator.engine.reference import references
+from tiletraffic.simulator.engine.data_inputs import random_inputs
 from tiletraffic.simulator.engine.unwritten import unwritten_fill
 from tiletraffic.simulator.ir.nodes import Schedule
 

@@ -49,7 +49,7 @@ from tiletraffic.simulator.engine.budget import loop_steps as check_work
 from tiletraffic.simulator.engine.simulation import (group_id_of, largest_sum_length_of_groups,
                                                      simulate)
 from tiletraffic.simulator.observers.hazards import Hazard
-from tiletraffic.simulator.engine.reference import random_inputs
+from tiletraffic.simulator.engine.data_inputs import random_inputs
 from tiletraffic.simulator.ir.nodes import Schedule
 from tiletraffic.simulator.ir.sequence import is_sequence
 

@@ -80,7 +80,7 @@ def measure(target, n: int, tile: int, repeat: int, rng) -> dict:
 
     from tiletraffic.gpu.runtime.checked_run import run_on_device
     from tiletraffic.gpu.runtime.launch import build_program, check_result, reference_product
-    from tiletraffic.simulator.engine.reference import random_inputs
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
 
     c = {"family": "gemm-tiled", "m": n, "k": n, "n": n, "tile": tile}
     rec: dict = {"id": case_id(c), "n": n, "tile": tile}

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     import cupy as cp
 
     from tiletraffic.gpu.runtime.launch import check_result
-    from tiletraffic.simulator.engine.reference import random_inputs
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
 
     out_dir = args.out.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -209,7 +209,7 @@ def times_stage(out: Path, target, cases: list[dict], repeat: int) -> dict:
     import cupy as cp
 
     from tiletraffic.gpu.runtime.checked_run import run_on_device
-    from tiletraffic.simulator.engine.reference import random_inputs
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
 
     result: dict = {"repeat": repeat, "cases": [], "ptx_variant": {}}
     folder = out / "code"
@@ -316,7 +316,7 @@ def resident_per_sm(start: np.ndarray, end: np.ndarray, sm: np.ndarray) -> dict:
 
 def _inputs(sch, rng):
     from tiletraffic.gpu.runtime.launch import reference_product
-    from tiletraffic.simulator.engine.reference import random_inputs
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
     host = random_inputs(sch, rng)
     ref, absprod = reference_product(host["A"], host["B" if "B" in host else "x"])
     return host, ref, absprod

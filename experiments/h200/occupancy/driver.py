@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     import tiletraffic
     from tiletraffic.gpu.devices.device import select_device
     from tiletraffic.gpu.runtime.launch import reference_product
-    from tiletraffic.simulator.engine.reference import random_inputs
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
 
     from experiments.h200.validation.driver import error_text
     dm = tiletraffic.device_model("nvidia-h200")

@@ -10,7 +10,7 @@ its own (one profiled result per launch, told apart by launch order and kernel n
 
 Per case of :data:`CASES`: the CUDA build of each kernel (NVRTC through CuPy ``RawModule``
 of :func:`experiments.h200.cuda.cuda_source`, as ``validation.driver --ncu-driver`` builds
-one kernel), inputs from ``simulator.engine.reference.random_inputs`` (a generator seeded by the
+one kernel), inputs from ``simulator.engine.data_inputs.random_inputs`` (a generator seeded by the
 case id), C and ``C_partial`` filled with the unwritten NaN before the launches, kernel 1
 then kernel 2, C checked against float64 numpy (``simulator.engine.tolerance.check_result``, K-scaled
 tolerance) and ``C_partial``'s never-written elements counted. ncu (``--clock-control none
@@ -220,7 +220,8 @@ def run_cases(case_list: list[dict], launcher, out_path: Path | None = None) -> 
     case (what ncu's child leaves for its parent)."""
     import numpy as np
 
-    from tiletraffic.simulator.engine.reference import random_inputs, reference
+    from tiletraffic.simulator.engine.reference import reference
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
     from tiletraffic.simulator.ir.sequence import buffers_of
     from tiletraffic.simulator.engine.tolerance import check_result
     from tiletraffic.simulator.engine.unwritten import UNWRITTEN_BITS, unwritten_fill

@@ -440,7 +440,8 @@ def ncu_driver(cases_path: Path, out_path: Path) -> int:
     from tiletraffic.gpu.codegen.generate import generate
     from experiments.h200.cuda import cuda_source, launch_geometry
     from tiletraffic.simulator.engine.reference import error_over_tolerance
-    from tiletraffic.simulator.engine.reference import random_inputs, reference
+    from tiletraffic.simulator.engine.reference import reference
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
 
     cases = json.loads(cases_path.read_text())
     entries = []
