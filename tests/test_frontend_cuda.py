@@ -159,6 +159,24 @@ __global__ void k(const float *A, float *B, int n) {
     assert len(vector_ops) == 2
 
 
+def test_double_arithmetic_is_read_in_float32_with_a_warning_at_its_place():
+    from tiletraffic.frontend.opencl.floats import DoubleArithmeticWarning
+    src = """__global__ void k(const float *A, float *B) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  B[i] = LITERAL * A[i];
+}
+"""
+    with pytest.warns(DoubleArithmeticWarning, match=r"<source>:3:10: '\*' computes in double"):
+        sch = parse_kernel(src.replace("LITERAL", "0.1"), "k", [2], [32], COPY_ARGS)
+    a = np.arange(64, dtype=np.float32)
+    out = tt.simulate(sch, {"A": a}).outputs["B"]
+    assert np.array_equal(out, np.float32(0.1) * a)       # simulated in float32
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DoubleArithmeticWarning)
+        parse_kernel(src.replace("LITERAL", "0.1f"), "k", [2], [32], COPY_ARGS)
+
+
 @pytest.mark.parametrize("call,message", [
     ("atomicAdd(&B[0], 1.0f);", "atomicAdd: atomics order updates"),
     ("__syncwarp();", "__syncwarp synchronises one warp"),

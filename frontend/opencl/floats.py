@@ -12,6 +12,8 @@ the subset, an integer computed from loaded values, a branch on float values.
 """
 from __future__ import annotations
 
+import warnings
+
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.visitor import walk
 
@@ -24,6 +26,13 @@ from tiletraffic.frontend.opencl.context import DATA_DEPENDENT, TranslationConte
 
 _FLOAT_CONSTANT_CALLS = ("__builtin_inff", "__builtin_huge_valf", "__builtin_nanf")
 """What ``INFINITY``, ``HUGE_VALF`` and ``NAN`` expand to (``opencl_builtins.h``)."""
+
+
+class DoubleArithmeticWarning(UserWarning):
+    """An operation the compiler types ``double`` (in CUDA, ``0.1 * x[i]`` with an unsuffixed
+    literal; in OpenCL C only where ``cl_khr_fp64`` is enabled) is simulated in float32: its
+    counts are the same, its values rounded as float. The message names the first such
+    operation of the kernel and the ``f`` suffix that makes it float."""
 
 
 class Floats(TranslationContext):
@@ -99,6 +108,13 @@ class Floats(TranslationContext):
                          "float4 variable")
         if kind == K.BINARY_OPERATOR:
             op = C.binary_operator(s)
+            if op in S.FLOAT_OPS and not getattr(self, "double_warned", False) and \
+                    s.type.get_canonical().spelling == "double":
+                self.double_warned = True
+                warnings.warn(f"{self.source_of(s)}: '{op}' computes in double (an unsuffixed "
+                              "literal such as 0.1 is a double), which the simulator computes "
+                              "in float32: values may differ in the last bits (0.1f computes "
+                              "in float)", DoubleArithmeticWarning, stacklevel=2)
             if op in S.FLOAT_OPS:
                 a, b = C.children(s)
                 return S.FBinOp(op, self.float_expr(a, out), self.float_expr(b, out))
