@@ -230,9 +230,16 @@ class FolderLock:
 
     NAME = ".lock"
 
-    def __init__(self, folder: str | os.PathLike):
-        self.path = Path(folder) / self.NAME
+    def __init__(self, folder: str | os.PathLike, name: str = NAME):
+        self.path = Path(folder) / name
         self._fd: int | None = None
+
+    @classmethod
+    def of_file(cls, path: str | os.PathLike) -> "FolderLock":
+        """The lock of one results file ``path`` (``.<file name>.lock`` beside it): runs
+        writing other files of the folder (other shapes' tunings) go on at once."""
+        path = Path(path)
+        return cls(path.parent, f".{path.name}.lock")
 
     def holder(self) -> str:
         """The holder's line in the lock file (``process N since TIME``), or ``another
@@ -244,12 +251,14 @@ class FolderLock:
         return text or "another process"
 
     def acquire(self, waiting=None) -> None:
-        """Take the lock, waiting for its holder to release it.
+        """Take the lock, waiting for its holder to release it (the folder is made where
+        it does not exist: the results go there).
 
         Raises:
-            OSError: the lock file cannot be created in the folder.
+            OSError: the folder or the lock file cannot be created.
         """
         told = False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
             try:
@@ -329,3 +338,19 @@ def _lock(fd: int) -> None:
             time.sleep(0.5)
         return
     fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+@contextmanager
+def held(lock: "FolderLock | None", what: str, say=None):
+    """Hold ``lock`` (nothing where None) while the block runs. ``say`` (a function taking a
+    line, or None) is told once where another process holds it: ``waiting: process N since
+    TIME is writing WHAT; this run starts when it has finished``."""
+    if lock is None:
+        yield
+        return
+    lock.acquire(waiting=None if say is None else (lambda holder: say(
+        f"waiting: {holder} is writing {what}; this run starts when it has finished")))
+    try:
+        yield
+    finally:
+        lock.release()

@@ -65,6 +65,34 @@ def test_an_earlier_results_file_is_moved_to_history_not_overwritten(tmp_path):
     assert any(str(moved) in line for line in lines)
 
 
+def test_a_run_into_a_results_file_another_run_writes_waits_for_it(tmp_path):
+    """Two runs into one results file: the second waits (saying so) until the first has
+    released the file, then moves the first's finished results to history/."""
+    import threading
+
+    from tiletraffic.analysis.files import FolderLock
+    out = tmp_path / "t.json"
+    first = FolderLock.of_file(out)
+    first.acquire()                   # a run under way: its file is its own
+    out.write_text(json.dumps({"meta": {"created_utc": "2026-01-01T00:00:00Z"},
+                               "status": "complete"}))
+    lines, done = [], []
+    second = threading.Thread(target=lambda: done.append(tune_launch(
+        LAUNCH, {"TS": [4, 8]}, sets={"N": 32}, top=0, out=out, log=lines.append)))
+    second.start()
+    second.join(timeout=3)
+    assert second.is_alive() and not done       # waiting, nothing written or moved
+    assert any(line.startswith("waiting: process") for line in lines)
+    assert json.loads(out.read_text())["status"] == "complete" and \
+        not (tmp_path / "history").exists()
+    first.release()
+    second.join(timeout=120)
+    moved = Path(done[0]["meta"]["previous_results_moved_to"])
+    assert json.loads(moved.read_text())["status"] == "complete"
+    assert json.loads(out.read_text())["meta"]["params"] == {"TS": [4, 8]}
+    assert not (tmp_path / ".t.json.lock").exists()
+
+
 def test_a_parameter_nothing_uses_is_refused(tmp_path):
     result = CliRunner().invoke(main, ["tune", str(LAUNCH), "--param", "TSX=4,8", "--top",
                                        "0", "--out", str(tmp_path / "t.json")])

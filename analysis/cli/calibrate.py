@@ -39,7 +39,7 @@ def command(device, out_file, quick, base_model, datasheet):
     from tiletraffic.simulator.model.device_model import to_toml
 
     from tiletraffic.analysis.calibrate import calibrate
-    from tiletraffic.analysis.files import archive_previous, atomic_write_text
+    from tiletraffic.analysis.files import FolderLock, archive_previous, atomic_write_text, held
 
     check_out_file(out_file)
     try:
@@ -66,7 +66,9 @@ def command(device, out_file, quick, base_model, datasheet):
     if out_file is None:
         click.echo(to_toml(model), nl=False)
     else:
-        moved = archive_previous(out_file)
-        atomic_write_text(out_file, to_toml(model))
+        with held(FolderLock.of_file(out_file), str(out_file),
+                  lambda line: click.echo(line, err=True)):
+            moved = archive_previous(out_file)
+            atomic_write_text(out_file, to_toml(model))
         click.echo(f"wrote {out_file}: use it with --device-model {out_file}"
                    + (f" (the earlier file moved to {moved})" if moved else ""))

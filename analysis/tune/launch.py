@@ -46,8 +46,8 @@ from tiletraffic.simulator.model.sequence_run import model_sequence, simulate
 
 from tiletraffic.frontend import expressions, launch_file
 from tiletraffic.analysis.tune import stats as tuning_stats
-from tiletraffic.analysis.files import (archive_previous, atomic_write_text, check_writable,
-                                        refuse_non_file)
+from tiletraffic.analysis.files import (FolderLock, archive_previous, atomic_write_text,
+                                        check_writable, held, refuse_non_file)
 from tiletraffic.analysis.tune.options import TuneError
 from tiletraffic.analysis.tune.tuner import (add_round, combined_limits, measure_round,
                                              new_record, no_valid_message, ranking_model)
@@ -253,20 +253,32 @@ def _tune(engine, spec, params, constraints, *, sets, device, device_model, top,
         refuse_non_file(path)
         check_writable(path.parent)
     meta["created_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    save = _saver(doc, path)
     space = _LaunchSpace(spec, sets, params, parsed, base, model, limits)
     valid = _model_candidates(space, doc, log, engine)
     if not valid:  # nothing to tune: no file written, none moved
         raise TuneError(no_valid_message(f"no valid candidate among the {combos} "
                                          "combinations of --param values", doc["rejected"]))
+    with held(None if path is None else FolderLock.of_file(path), f"tuning results {path}",
+              log):     # from here on the results file is this run's
+        return _rank_and_measure(doc, valid, path, (engine, target, Path(spec).resolve()),
+                                 (top, repeat, warmup, rounds, seed), combos, log)
+
+
+def _rank_and_measure(doc: dict, valid: list, path: Path | None, where: tuple,
+                      counts: tuple, combos: int, log) -> dict:
+    """Rank the modelled candidates ``valid`` (an earlier results file at ``path`` moved to
+    history/ first) and measure the ``top`` of ``counts`` (``top, repeat, warmup, rounds,
+    seed``) on ``where`` (``engine, target, launch file``), saving ``doc`` after each
+    step."""
+    (top, repeat, warmup, rounds, seed), meta = counts, doc["meta"]
+    save = _saver(doc, path)
     _rank(doc, valid, path, meta, log)
     log(f"{combos} candidates: {len(doc['rejected'])} rejected, {len(valid)} modelled on "
-        f"{model.name}")
+        f"{meta['device_model']}")
     doc["status"] = "measuring" if top else "complete"
     save()
     if top:
-        _measure(doc, valid[:top], (engine, target, Path(spec).resolve()),
-                 (repeat, warmup, rounds), seed, save, log)
+        _measure(doc, valid[:top], where, (repeat, warmup, rounds), seed, save, log)
         doc["status"] = "complete"
         save()
     return doc

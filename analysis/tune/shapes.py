@@ -16,6 +16,7 @@ candidates of every shape are modelled together and the chosen ones measured tog
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from tiletraffic.analysis.files import FolderLock, held
 from tiletraffic.analysis.tune.options import TuneError, TuneOptions
 
 MOST_SHAPES = 1000
@@ -132,14 +134,18 @@ def tune_shapes(options: TuneOptions, shapes: list[Shape], out_dir) -> list:
                     options.say) as engine:
         setup = tuner.prepare(options, engine)
         screened = [tuner.screened(o, setup) for o in each]   # every shape before any file
-        tunings = [tuner.start(o, setup, valid, rejected, shape=i)
-                   for i, (o, (valid, rejected)) in enumerate(zip(each, screened))]
-        try:
-            sweep.run_tunings(tunings, setup, options, tuner.predict_with)
-        except KeyboardInterrupt:
-            err = tuner.TuneInterrupted(out_dir, tunings[0].result)
-            err.results = [t.result for t in tunings]
-            raise err from None
+        with contextlib.ExitStack() as locks:   # each results file, in one order
+            for path in sorted({o.out for o in each}):
+                locks.enter_context(held(FolderLock.of_file(path), f"tuning results {path}",
+                                         options.say))
+            tunings = [tuner.start(o, setup, valid, rejected, shape=i)
+                       for i, (o, (valid, rejected)) in enumerate(zip(each, screened))]
+            try:
+                sweep.run_tunings(tunings, setup, options, tuner.predict_with)
+            except KeyboardInterrupt:
+                err = tuner.TuneInterrupted(out_dir, tunings[0].result)
+                err.results = [t.result for t in tunings]
+                raise err from None
     return [t.result for t in tunings]
 
 

@@ -53,7 +53,7 @@ from tiletraffic.simulator.ir.sequence import kernels_of
 from tiletraffic.analysis.device_model import DEFAULT_MODEL, resolve_device_model
 from tiletraffic.analysis.tune import (recheck as tuning_recheck, stats as tuning_stats,
                                        sweep)
-from tiletraffic.analysis.files import atomic_write_text
+from tiletraffic.analysis.files import FolderLock, atomic_write_text, held
 from tiletraffic.analysis.tune.document import previous, tuning_meta
 from tiletraffic.analysis.tune.engine import LocalEngine, engine_for
 from tiletraffic.analysis.validation.targets import load as load_targets
@@ -486,11 +486,14 @@ def tune(options: TuneOptions) -> TuneResult:
     with engine_for(options.cluster, options.jobs, options.device_workers,
                     options.say) as engine:
         setup = prepare(options, engine)
-        tuning = start(options, setup, *screened(options, setup))
-        try:
-            sweep.run_tunings([tuning], setup, options, predict_with)
-        except KeyboardInterrupt:
-            raise TuneInterrupted(tuning.path, tuning.result) from None
+        candidates = screened(options, setup)
+        lock = None if options.out is None else FolderLock.of_file(options.out)
+        with held(lock, f"tuning results {options.out}", options.say):
+            tuning = start(options, setup, *candidates)
+            try:
+                sweep.run_tunings([tuning], setup, options, predict_with)
+            except KeyboardInterrupt:
+                raise TuneInterrupted(tuning.path, tuning.result) from None
     return tuning.result
 
 

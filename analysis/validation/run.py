@@ -25,7 +25,7 @@ import numpy as np
 from tiletraffic.simulator.model.device_model import DeviceModel
 
 from tiletraffic.analysis.device_model import default_model_name
-from tiletraffic.analysis.files import SweepInterrupted, archive_previous
+from tiletraffic.analysis.files import FolderLock, SweepInterrupted, archive_previous, held
 from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
 from tiletraffic.analysis.validation.targets import load as load_targets
 from tiletraffic.analysis.validation import predict as vp
@@ -199,15 +199,17 @@ def validate_device(target, options: ValidationOptions, engine=None) -> Validati
     data = _document(target, options, plan)
     if (cluster := engine.describe()) is not None:
         data["meta"]["cluster"] = cluster
-    archive_previous(out_dir / RESULTS_FILE)
-    data["predictions"] = _predictions(plan, options.progress, engine)
-    save(out_dir, data, plan.cases)
-    _measure_rounds((engine, target), data, plan.cases, options, out_dir)
-    data["meta"]["complete"] = True
-    save(out_dir, data, plan.cases)
-    from tiletraffic.analysis.validation.render import render
+    say = (lambda line: print(line, file=sys.stderr, flush=True)) if options.progress else None
+    with held(FolderLock(out_dir), f"a validation in {out_dir}", say):
+        archive_previous(out_dir / RESULTS_FILE)
+        data["predictions"] = _predictions(plan, options.progress, engine)
+        save(out_dir, data, plan.cases)
+        _measure_rounds((engine, target), data, plan.cases, options, out_dir)
+        data["meta"]["complete"] = True
+        save(out_dir, data, plan.cases)
+        from tiletraffic.analysis.validation.render import render
 
-    render(out_dir)
+        render(out_dir)
     return ValidationRun(out_dir, data, summary_of(data, plan.cases))
 
 
