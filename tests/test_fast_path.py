@@ -233,7 +233,7 @@ def test_the_estimate_of_the_fast_path_is_that_of_three_short_k():
     fast = estimate_simulation(schedule, compute_values=False, work_group_classes=True,
                                k_extrapolation=True)
     whole = estimate_simulation(schedule, compute_values=False, work_group_classes=True)
-    values, _, _ = kx.short_k_values(4096, kx.k_step_elems(schedule))
+    values, _, _ = kx.schedule_short_k_values(schedule)
     parts = [estimate_simulation(kx.with_k(schedule, k), compute_values=False,
                                  work_group_classes=True) for k in values]
     assert fast.time_s == pytest.approx(sum(e.time_s for e in parts))

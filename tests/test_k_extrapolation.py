@@ -269,3 +269,49 @@ def test_a_launch_files_model_from_three_short_k_equals_full_execution(name, siz
     fast, full = _model(sch), _model(sch, k_extrapolation=False)
     assert fast.to_dict() == full.to_dict()
     assert fast.buffers == full.buffers
+
+
+# ------------------------------------------------- comparisons with K that settle late
+K_LOOPS = {   # the loop of a row sum over K, and its global loads per row at K = 8192
+    "k_sub": ("for (int k = 0; k < K - 2000; k++) s += A[r*K+k];", 8192 - 2000),
+    "k_if": ("for (int k = 0; k < K; k++) if (k < 3000) s += A[r*K+k];", 3000),
+    "k_end": ("for (int k = 0; k < K; k++) if (k >= K - 300) s += A[r*K+k];", 300),
+    "k_eq": ("for (int k = 0; k < K; k++) { s += A[r*K+k]; if (k == 2500) s += A[r*K]; }",
+             8192 + 1),
+    "k_uwrap": ("for (uint k = 0; k < (uint)K; k++) if (k - 5000u < 100u) s += A[r*K+k];",
+                100),
+    "k_square": ("for (int k = 0; k < K; k++) if (k*k < 4*K) s += A[r*K+k];", 182),
+    "k_big": ("if (K > 100) { for (int k = 0; k < K; k += 2) s += A[r*K+k]; } "
+              "else { for (int k = 0; k < K; k++) s += A[r*K+k]; }", 4096),
+}
+
+
+@pytest.mark.parametrize("name", sorted(K_LOOPS))
+def test_a_comparison_with_k_that_settles_late_is_counted_exactly(name, tmp_path):
+    """The short K values exceed every comparison's crossing (``k_floor``), or the
+    extrapolation is refused (a comparison not affine in K): the default counts of a launch
+    file whose size K the kernel compares equal the hand count."""
+    from tiletraffic.simulator.engine.fast_path import count_launch
+    loop, per_row = K_LOOPS[name]
+    (tmp_path / "k.cl").write_text(
+        f"__kernel void {name}(const int M, const int K, __global const float *A, "
+        f"__global float *y) {{ int r = get_global_id(0); float s = 0.0f; {loop} "
+        "y[r] = s; }\n")
+    (tmp_path / "k.toml").write_text(f"""source = "k.cl"
+kernel = "{name}"
+[sizes]
+M = 4096
+K = 8192
+[launch]
+global_size = ["M"]
+local_size = [64]
+[args]
+M = "M"
+K = "K"
+A = {{ shape = ["M", "K"], access = "in" }}
+y = {{ shape = ["M"], access = "out" }}
+""")
+    sch = tt.build(str(tmp_path / "k.toml"))
+    floor, why = kx.k_floor(sch)
+    assert (floor is None) == (name == "k_square"), why
+    assert count_launch(sch).counts.global_load_elems == 4096 * per_row

@@ -124,8 +124,10 @@ def note_unproved(sch, classes: tuple[str | None, ...], local_vector_words: int 
             continue
         k_why = kx.k_extrapolation_problem(kernel, local_vector_words)
         depth = kx.k_step_elems(kernel)
+        floor = kx.k_floor(kernel)[0] if "K" in kernel.param_values else None
         if k_why is None or "K" not in kernel.param_values or depth is not None and \
-                kx.short_k_values(kernel.param_values["K"], depth) is None:
+                floor is not None and kx.short_k_values(kernel.param_values["K"], depth,
+                                                        floor) is None:
             continue   # extrapolated, no K loop, or a K too short for it to gain anything
         est = estimate_simulation(kernel, compute_values=False, work_group_classes=True,
                                   classes_problems=(None,))

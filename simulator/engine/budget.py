@@ -213,7 +213,7 @@ def estimate_simulation(schedule: Schedule, *, compute_values: bool,
 def _estimate_short_k(schedule: Schedule, batch_work_items: int) -> Estimate:
     """The estimate of counting ``schedule`` from three short K by work-group classes: the
     three launches' times added, the largest memory, the real launch's work-groups."""
-    values, _, _ = kx.short_k_values(schedule.param_values["K"], kx.k_step_elems(schedule))
+    values, _, _ = kx.schedule_short_k_values(schedule)
     parts = [estimate_simulation(kx.with_k(schedule, k), compute_values=False,
                                  work_group_classes=True, batch_work_items=batch_work_items,
                                  classes_problems=(None,))

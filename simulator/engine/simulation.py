@@ -235,8 +235,7 @@ def _k_extrapolated(schedule: S.Schedule, accelerators: Accelerators, race_check
         simulator.engine.accelerators.NotApplicable: a short run has a hazard, or a figure
             of the three does not have equal differences: run the whole K loop.
     """
-    depth = k_extrapolation.k_step_elems(schedule)
-    values, _, steps = k_extrapolation.short_k_values(schedule.param_values["K"], depth)
+    values, _, steps = k_extrapolation.schedule_short_k_values(schedule)
     runs = []
     for k in values:
         res = simulate(k_extrapolation.with_k(schedule, k), compute_values=False,

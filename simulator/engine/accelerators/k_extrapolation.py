@@ -27,6 +27,12 @@ the barrier intervals with global loads, the distinct sectors per work-group (fo
 steps P/D apart touch disjoint lines) and the load offsets between neighbouring work-groups
 (A's moves by K rows' worth per work-group row).
 
+The periodicity holds only once every comparison with a value that depends on K has
+settled (``k < 3000``, ``k < K - 2000``, ``K > 100`` cross at K of a few thousand): the three
+short K values all exceed :func:`k_floor`, the largest magnitude of what such a comparison
+reads besides K, and a comparison that multiplies two values depending on K (``k * k <
+4 * K``) is refused.
+
 The argument is checked, not assumed: :func:`extrapolated_observation` (the model's
 observation) and :func:`extrapolated_counts` (the traffic counts alone, the fast path of
 ``simulate``: :mod:`simulator.engine.fast_path`) simulate three K
@@ -124,7 +130,6 @@ def _derived_depth(schedule: Schedule) -> tuple[int | None, str | None]:
     short K would not be known to be at the real K.
     """
     params = schedule.param_values
-    depends: set[str] = set()
     statics: dict[str, int] = {}     # Lets of one static value (get_local_size, ...)
     bound = [s.var if isinstance(s, S.For) else s.name for s in walk_statements(schedule.body)
              if isinstance(s, (S.Let, S.For))]
@@ -134,24 +139,8 @@ def _derived_depth(schedule: Schedule) -> tuple[int | None, str | None]:
                 statics[s.name] = int(eval_static(s.value, params, statics))
             except (TypeError, KeyError):
                 pass
-
-    def reads_k(e) -> bool:
-        return any(isinstance(n, S.Param) and n.name == "K" or
-                   isinstance(n, S.Var) and n.name in depends for n in walk(e))
-
-    grown = True
-    while grown:      # Lets and loop variables, to the fixed point
-        grown = False
-        for s in walk_statements(schedule.body):
-            if isinstance(s, S.Let):
-                name, on_k = s.name, reads_k(s.value)
-            elif isinstance(s, S.For):
-                name, on_k = s.var, any(reads_k(x) for x in (s.start, s.stop, s.step))
-            else:
-                continue
-            if on_k and name not in depends:
-                depends.add(name)
-                grown = True
+    depends = _k_dependents(schedule)
+    reads_k = _k_reader(depends)
     depth = 1
     for s in walk_statements(schedule.body):
         if isinstance(s, S.For) and s.var in depends:
@@ -178,6 +167,134 @@ def _derived_depth(schedule: Schedule) -> tuple[int | None, str | None]:
                 return None, why
     return depth, None
 
+
+def _k_dependents(schedule: Schedule) -> set[str]:
+    """The ``Let`` and loop variables of ``schedule`` whose values depend on K: those that
+    read K or such a variable, and the loop variables of loops whose bounds do (to the
+    fixed point)."""
+    depends: set[str] = set()
+    reads_k = _k_reader(depends)
+    grown = True
+    while grown:
+        grown = False
+        for s in walk_statements(schedule.body):
+            if isinstance(s, S.Let):
+                name, on_k = s.name, reads_k(s.value)
+            elif isinstance(s, S.For):
+                name, on_k = s.var, any(reads_k(x) for x in (s.start, s.stop, s.step))
+            else:
+                continue
+            if on_k and name not in depends:
+                depends.add(name)
+                grown = True
+    return depends
+
+
+def _k_reader(depends: set[str]) -> Callable:
+    """Whether an integer expression reads K or a variable of ``depends`` (the set is read
+    at each call, so it may still grow)."""
+    def reads_k(e) -> bool:
+        return any(isinstance(n, S.Param) and n.name == "K" or
+                   isinstance(n, S.Var) and n.name in depends for n in walk(e))
+    return reads_k
+
+
+def k_floor(schedule: Schedule) -> tuple[int | None, str | None]:
+    """``(F, None)``: every short K must exceed F, or ``(None, why)``.
+
+    A comparison whose operands depend on K (a guard ``k < 3000``, a bound ``k < K - 2000``,
+    ``K > 100``, a ``min``) crosses at a K of at most the magnitude of its part that does
+    not depend on K (:func:`_magnitude`: K and the variables that depend on it taken as 0,
+    their ``Let`` values written out): from there on the comparison keeps its pattern from
+    one K period to the next, which is what the three short runs measure. F is the largest
+    such magnitude over the schedule's comparisons and the bounds of its loops. Refused
+    where a comparison multiplies two values that depend on K (``k * k < 4 * K``): it is
+    not affine in K."""
+    depends = _k_dependents(schedule)
+    reads_k = _k_reader(depends)
+    floor = 0
+    for s in walk_statements(schedule.body):
+        compared = [s.start, s.stop] if isinstance(s, S.For) else []
+        compared += [S.BinOp("-", n.left, n.right) for n in _own_nodes(s)
+                     if isinstance(n, (S.Compare, S.Min))]
+        for e in compared:
+            if not reads_k(e):
+                continue
+            far = _magnitude(schedule, depends, e)
+            if far is None:
+                return None, (f"a comparison multiplies values that depend on K "
+                              f"({S.describe_int(e)}): it is not affine in K")
+            floor = max(floor, far)
+    return floor, None
+
+
+def _magnitude(schedule: Schedule, depends: set[str], e, seen=()) -> int | None:
+    """An upper bound of ``|e|`` with K and the loop variables that depend on it taken as 0
+    (a ``Let`` by its value; a work-item id by its NDRange extent; another variable by its
+    loop's bounds or the launch's largest extent); ``None`` where ``e`` multiplies two
+    values that depend on K."""
+    params, reads_k = schedule.param_values, _k_reader(depends)
+    extent = max([*schedule.global_size, *(v for k, v in params.items()
+                                           if k != "K" and isinstance(v, int))], default=1)
+
+    def mag(x, seen):
+        if isinstance(x, S.Const):
+            return abs(int(x.value))
+        if isinstance(x, S.Param):
+            return 0 if x.name == "K" else abs(int(params.get(x.name, extent)))
+        if isinstance(x, S.WorkItemId):
+            sizes = {"local": schedule.local_size, "group": schedule.num_groups,
+                     "global": schedule.global_size}[x.kind]
+            return sizes[x.dim] if x.dim < len(sizes) else 1
+        if isinstance(x, S.Var):
+            if x.name in seen:
+                return extent
+            defined = _definitions(schedule).get(x.name)
+            if defined is None:
+                return 0 if x.name in depends else extent
+            parts = [mag(d, (*seen, x.name)) for d in defined]
+            return None if None in parts else max(parts)
+        if isinstance(x, S.BinOp):
+            if x.op == "*" and reads_k(x.left) and reads_k(x.right):
+                return None
+            left, right = mag(x.left, seen), mag(x.right, seen)
+            if left is None or right is None:
+                return None
+            if x.op == "*":
+                return left * right
+            if x.op == "/":   # by a divisor of constants and sizes: that much less
+                try:
+                    divisor = 1 if reads_k(x.right) else abs(int(eval_static(x.right,
+                                                                             params)))
+                except (TypeError, KeyError, ValueError, ZeroDivisionError):
+                    divisor = 1
+                return -(-left // max(divisor, 1))
+            if x.op == "%":
+                return min(left, right)
+            if x.op == "<<" and isinstance(x.right, S.Const):
+                return left << int(x.right.value)
+            return left + right
+        if isinstance(x, (S.Min, S.IntSelect)):
+            parts = [mag(y, seen) for y in ((x.left, x.right) if isinstance(x, S.Min)
+                                            else (x.then, x.orelse))]
+            return None if None in parts else max(parts)
+        if isinstance(x, S.Wrap):
+            return mag(x.operand, seen)
+        return extent
+
+    return mag(e, seen)
+
+
+def _definitions(schedule: Schedule) -> dict[str, list]:
+    """What each ``Let`` variable (its value) and each loop variable of a loop whose bounds
+    do not read K (its start and stop) is defined by, by name."""
+    found: dict[str, list] = {}
+    for s in walk_statements(schedule.body):
+        if isinstance(s, S.Let):
+            found.setdefault(s.name, []).append(s.value)
+        elif isinstance(s, S.For) and not any(_mentions(x, "K") for x in (s.start, s.stop)):
+            found.setdefault(s.var, []).extend([s.start, s.stop])
+    return found
 
 def _own_nodes(stmt):
     """The expression nodes of ``stmt`` itself (not those of the statements it holds)."""
@@ -251,17 +368,28 @@ def merges_k_dependent_blocks(schedule: Schedule) -> bool:
                for s in walk_statements(schedule.body))
 
 
-def short_k_values(k: int, depth: int) -> tuple[list[int], int, int] | None:
-    """The three K values to simulate instead of ``k``, their spacing P and how many P the
-    real K lies beyond the first; ``None`` when ``k`` is too short to gain anything."""
+def short_k_values(k: int, depth: int, floor: int = 0) -> tuple[list[int], int, int] | None:
+    """The three K values to simulate instead of ``k``, each above ``floor``
+    (:func:`k_floor`), their spacing P and how many P the real K lies beyond the first;
+    ``None`` when ``k`` is too short to gain anything."""
     period = math.lcm(depth, LINE_ELEMS)
     first = k % period
-    while first < max(MIN_STEPS * depth, period):
+    while first < max(MIN_STEPS * depth, period, floor + 1):
         first += period
     values = [first, first + period, first + 2 * period]
     if values[-1] + period > k:
         return None
     return values, period, (k - first) // period
+
+
+def schedule_short_k_values(schedule: Schedule) -> tuple[list[int], int, int] | None:
+    """:func:`short_k_values` of ``schedule``: its K, its step depth (:func:`k_step_elems`)
+    and its floor (:func:`k_floor`); ``None`` where either is not known or K is too
+    short."""
+    depth, (floor, _) = k_step_elems(schedule), k_floor(schedule)
+    if depth is None or floor is None:
+        return None
+    return short_k_values(schedule.param_values["K"], depth, floor)
 
 
 def with_k(schedule: Schedule, k: int) -> Schedule:
@@ -326,8 +454,13 @@ def k_extrapolation_problem(schedule: Schedule, local_vector_words: int = 1) -> 
     if local_vector_words > 1 and merges_k_dependent_blocks(schedule):
         return ("the device model merges local loads in blocks of iterations whose length "
                 "depends on K")
-    if short_k_values(schedule.param_values["K"], depth) is None:
-        return f"K = {schedule.param_values['K']} is too short to gain anything"
+    floor, why = k_floor(schedule)
+    if floor is None:
+        return why
+    if short_k_values(schedule.param_values["K"], depth, floor) is None:
+        return (f"K = {schedule.param_values['K']} is too short to gain anything" +
+                (f" (the short K must exceed {floor}, where a comparison with K settles)"
+                 if floor else ""))
     return None
 
 
@@ -355,8 +488,7 @@ def extrapolated_observation(schedule: Schedule, observe: Callable,
     """
     if not applies(schedule, local_vector_words):
         raise NotApplicable(f"{schedule.family}: K extrapolation does not apply")
-    depth = k_step_elems(schedule)
-    values, _, steps = short_k_values(schedule.param_values["K"], depth)
+    values, _, steps = schedule_short_k_values(schedule)
     try:
         runs = [observe(with_k(schedule, k)) for k in values]
     except HazardError as error:
@@ -393,7 +525,7 @@ def extrapolated_counts(schedule: Schedule, count: Callable):
     """
     if not applies(schedule):
         raise NotApplicable(f"{schedule.family}: K extrapolation does not apply")
-    values, _, steps = short_k_values(schedule.param_values["K"], k_step_elems(schedule))
+    values, _, steps = schedule_short_k_values(schedule)
     try:
         runs = [count(with_k(schedule, k)) for k in values]
     except HazardError as error:
