@@ -413,9 +413,9 @@ class Integers(TranslationContext):
                        for side in (left, right)):
                     a, b = (" ".join(t.spelling for t in C.strip(side).get_tokens())
                             for side in (left, right))
-                    self.fail(s, f"comparison of pointers {a} and {b} ({op}): pointer "
-                                 "comparisons are not read; compare an integer index or "
-                                 "offset instead")
+                    self.fail(s, f"comparison of pointers {a} and {b} ({op}): of pointers, "
+                                 "only tests of pointer arguments against NULL or each other "
+                                 "are read; compare an integer index or offset instead")
                 if not all(is_int_type(C.strip(side).type) for side in (left, right)):
                     return S.FloatCompare(op, self.condition_float(left, s),
                                           self.condition_float(right, s))
