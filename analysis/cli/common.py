@@ -95,15 +95,25 @@ def refuse_unused(names, why: str, remedy: str | None = None) -> None:
                                f"{why}; {remedy or ('leave it out' if one else 'leave them out')}")
 
 
-def note_counts_of_the_data(sch, values: bool, seed: int | None, inputs_kind: str) -> None:
-    """Print a one-line note (stderr) where a kernel of ``sch`` branches on floats of its
-    data (``simulator.ir.nodes.branches_on_data``): its counts are those of the inputs
-    executed, this run's with ``values``, else the seeded ones (those of ``--seed 0``)."""
-    from tiletraffic.simulator.engine.data_inputs import RANDOM_INPUT_KINDS
+def run_inputs(sch, values: bool, seed: int | None, inputs_kind: str):
+    """This run's inputs of ``sch`` (``random_inputs`` of ``--inputs`` from
+    ``default_rng(seed)``; None without ``values``), after a one-line note (stderr) where
+    a kernel of ``sch`` branches on floats of its data
+    (``simulator.ir.nodes.branches_on_data``): its counts are those of the inputs executed,
+    this run's with ``values``, else the seeded ones (those of ``--seed 0``)."""
+    import numpy as np
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
     from tiletraffic.simulator.ir.nodes import branches_on_data
 
-    if not any(branches_on_data(kernel.body) for kernel in kernels_of(sch)):
-        return
+    if any(branches_on_data(kernel.body) for kernel in kernels_of(sch)):
+        _note_counts_of_the_data(values, seed, inputs_kind)
+    return random_inputs(sch, np.random.default_rng(seed), inputs_kind) if values else None
+
+
+def _note_counts_of_the_data(values: bool, seed: int | None, inputs_kind: str) -> None:
+    """Print the note of :func:`run_inputs` (stderr)."""
+    from tiletraffic.simulator.engine.data_inputs import RANDOM_INPUT_KINDS
+
     drawn = f", --seed {seed}" if seed is not None else \
         ", drawn afresh" if inputs_kind in RANDOM_INPUT_KINDS else ""
     these = (f"this run's input values (--inputs {inputs_kind}{drawn}); --counts-only "
