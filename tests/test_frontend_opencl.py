@@ -744,3 +744,40 @@ __kernel void k(__global const float2 *x, __global const float4 *z, __global flo
     c = np.concatenate([x, x[:, ::-1]], axis=1) * z
     assert np.array_equal(tt.simulate(sch, {"x": x, "z": z}).outputs["y"],
                           (c[:, :2] + c[:, 2:]).reshape(8))
+
+
+@pytest.mark.parametrize("statement, expected", [
+    ("a = a.yx;", lambda x: x[:, ::-1]),
+    ("a = a.yx + a;", lambda x: x[:, ::-1] + x),
+    ("a += a.yx;", lambda x: x + x[:, ::-1]),
+    ("a = -a.yx;", lambda x: -x[:, ::-1]),
+    ("a = (float2)(a.y, a.x);", lambda x: x[:, ::-1]),
+], ids=["swizzle", "sum", "+=", "negation", "literal"])
+def test_a_vector_assigned_from_its_own_components_reads_them_before_it_changes(
+        statement, expected):
+    src = f"""
+__kernel void k(__global const float2 *x, __global float2 *y)
+{{ int g = get_global_id(0); float2 a = x[g]; {statement} y[g] = a; }}
+"""
+    sch = tt.from_opencl(src, "k", [4], [4], {"x": {"shape": [4, 2], "access": "in"},
+                                              "y": {"shape": [4, 2], "access": "out"}})
+    x = np.arange(8, dtype=np.float32).reshape(4, 2) + 1
+    assert np.array_equal(tt.simulate(sch, {"x": x}).outputs["y"], expected(x))
+
+
+@pytest.mark.parametrize("statement, expected", [
+    ("a.yx = x[g];", lambda x: x[:, [1, 0, 2, 3]]),
+    ("a.wzyx = a;", lambda x: x[:, ::-1]),
+    ("a.hi = a.lo;", lambda x: x[:, [0, 1, 0, 1]]),
+    ("a.s20 += (float2)(10.0f, 20.0f);", lambda x: x + [20, 0, 10, 0]),
+], ids=["load", "whole", "hi", "+="])
+def test_a_swizzle_assigned_writes_its_components_in_its_order(statement, expected):
+    src = f"""
+__kernel void k(__global const float4 *x, __global float4 *y)
+{{ int g = get_global_id(0); float4 a = x[g]; {statement.replace("x[g]", "x[g].lo")}
+   y[g] = a; }}
+"""
+    sch = tt.from_opencl(src, "k", [4], [4], {"x": {"shape": [4, 4], "access": "in"},
+                                              "y": {"shape": [4, 4], "access": "out"}})
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    assert np.array_equal(tt.simulate(sch, {"x": x}).outputs["y"], expected(x))
