@@ -781,3 +781,16 @@ __kernel void k(__global const float4 *x, __global float4 *y)
                                               "y": {"shape": [4, 4], "access": "out"}})
     x = np.arange(16, dtype=np.float32).reshape(4, 4)
     assert np.array_equal(tt.simulate(sch, {"x": x}).outputs["y"], expected(x))
+
+
+def test_an_element_of_a_private_vector_array_assigned_from_its_own_swizzle():
+    src = """
+__kernel void k(__global const float2 *x, __global float2 *y)
+{ int g = get_global_id(0); float2 c[2]; c[0] = x[g]; c[0] = c[0].yx;
+  c[1] = c[0].yx + c[0]; y[g] = c[0] * c[1]; }
+"""
+    sch = tt.from_opencl(src, "k", [4], [4], {"x": {"shape": [4, 2], "access": "in"},
+                                              "y": {"shape": [4, 2], "access": "out"}})
+    x = np.arange(8, dtype=np.float32).reshape(4, 2) + 1
+    c0 = x[:, ::-1]
+    assert np.array_equal(tt.simulate(sch, {"x": x}).outputs["y"], c0 * (x + c0))
