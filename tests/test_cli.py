@@ -223,6 +223,43 @@ def test_simulate_and_check_take_the_kind_of_inputs_and_a_seed(kind):
     assert result.exit_code == 0 and json.loads(result.stdout) == []
 
 
+DATA_BRANCH_CL = """
+__kernel void k(__global const float *x, __global const float *w, __global float *y)
+{ int i = get_global_id(0); float s = 0.0f;
+  for (int j = 0; j < 8; j++) { float v = x[i * 8 + j]; if (v < 0.0f) continue; s += v * w[j]; }
+  y[i] = s; }
+"""
+DATA_BRANCH_TOML = """source = "k.cl"
+kernel = "k"
+[launch]
+global_size = [16]
+local_size = [16]
+[args]
+x = { shape = [16, 8], access = "in" }
+w = { shape = [8], access = "in" }
+y = { shape = [16], access = "out" }
+"""
+COUNT_FIELDS = ("global_load_elems", "global_load_elems_by_buffer", "flop")
+
+
+def test_simulate_says_when_the_counts_depend_on_the_inputs_and_seed_0_counts_as_counts_only(
+        tmp_path):
+    (tmp_path / "k.cl").write_text(DATA_BRANCH_CL)
+    (tmp_path / "k.toml").write_text(DATA_BRANCH_TOML)
+    launch = str(tmp_path / "k.toml")
+    seeded = invoke("simulate", launch, "--seed", "0", "--json")
+    counted = invoke("simulate", launch, "--counts-only", "--json")
+    assert seeded.exit_code == 0 and counted.exit_code == 0, seeded.output + counted.output
+    a, b = json.loads(seeded.stdout), json.loads(counted.stdout)
+    assert [a[f] for f in COUNT_FIELDS] == [b[f] for f in COUNT_FIELDS]
+    (note,) = [ln for ln in seeded.stderr.splitlines() if "branches on floats" in ln]
+    assert "this run's input values" in note and "--counts-only" in note
+    (note,) = [ln for ln in counted.stderr.splitlines() if "branches on floats" in ln]
+    assert "seeded inputs" in note
+    plain = invoke("simulate", "gemm-tiled", "--m", "20", "--k", "20", "--n", "20")
+    assert plain.exit_code == 0 and "branches on floats" not in plain.output
+
+
 def test_an_unknown_kind_of_inputs_is_a_usage_error():
     result = invoke("simulate", "gemm-tiled", "--m", "20", "--k", "20", "--n", "20",
                     "--inputs", "zeros")

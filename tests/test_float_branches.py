@@ -183,3 +183,18 @@ def test_an_integer_select_on_a_float_test_is_described():
     from tiletraffic.simulator.ir import expressions as E
     chosen = E.IntSelect(E.FloatTest("isnan", E.FloatParam("x")), E.Const(1), E.Const(2))
     assert E.describe_int(chosen) == "(isnan(x) ? 1 : 2)"
+
+
+@pytest.mark.parametrize("kind", ["normal", "positive"])
+def test_the_seeded_inputs_are_the_draw_of_seed_0(kind):
+    """Counting without values executes on the inputs ``random_inputs`` draws from
+    ``default_rng(0)`` (``simulate --seed 0``), in the kind the launch names."""
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
+    sch = finite_sum()
+    sch = dataclasses.replace(sch, extra={**sch.extra, "reference_inputs": kind})
+    drawn = random_inputs(sch, np.random.default_rng(0), kind)
+    seeded = launch_inputs(sch)
+    assert seeded.keys() == drawn.keys() == {"x", "w"}
+    assert all(np.array_equal(seeded[n], drawn[n]) for n in drawn)
+    assert tt.simulate(sch, compute_values=False).counts.to_dict() == \
+        tt.simulate(sch, drawn).counts.to_dict()

@@ -159,6 +159,20 @@ __global__ void k(const float *A, float *B, int n) {
     assert len(vector_ops) == 2
 
 
+def test_make_float2_of_swapped_components_swaps_them():
+    src = """__global__ void k(const float *A, float *B) {
+  int i = (blockIdx.x * blockDim.x + threadIdx.x) * 2;
+  float2 a = reinterpret_cast<const float2 *>(&A[i])[0];
+  float2 b = make_float2(a.y, a.x);
+  reinterpret_cast<float2 *>(&B[i])[0] = b;
+}
+"""
+    sch = parse_kernel(src, "k", [2], [16], COPY_ARGS)
+    a = np.arange(64, dtype=np.float32)
+    out = tt.simulate(sch, {"A": a}).outputs["B"]
+    assert np.array_equal(out, a.reshape(32, 2)[:, ::-1].reshape(64))
+
+
 def test_double_arithmetic_is_read_in_float32_with_a_warning_at_its_place():
     from tiletraffic.frontend.opencl.floats import DoubleArithmeticWarning
     src = """__global__ void k(const float *A, float *B) {

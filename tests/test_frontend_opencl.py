@@ -696,3 +696,101 @@ def test_a_local_vector_shaped_with_its_width_last_and_indexed_by_rows_is_read_a
                                           "t": {"shape": [8, 4]}})
     assert sch.local_mem_bytes == 8 * 4 * 16          # 8 x 4 float4
     assert_close(r.outputs["y"], np.roll(x["X"], -1, axis=0))      # the next row
+
+
+SWIZZLES = [  # (float2 or float4 source, its OpenCL C expression, the components it reads)
+    ("float2", "a.yx", [1, 0]),
+    ("float4", "a.wzyx", [3, 2, 1, 0]),
+    ("float4", "a.s1032", [1, 0, 3, 2]),
+    ("float4", "a.zwxy", [2, 3, 0, 1]),
+    ("float4", "a.xxyy", [0, 0, 1, 1]),
+    ("float2", "(float4)(a, a.yx)", [0, 1, 1, 0]),
+    ("float4", "a.s31", [3, 1]),
+    ("float4", "a.zx", [2, 0]),
+    ("float4", "a.lo", [0, 1]),
+    ("float4", "a.hi", [2, 3]),
+    ("float4", "a.even", [0, 2]),
+    ("float4", "a.odd", [1, 3]),
+    ("float4", "a.s13", [1, 3]),
+]
+
+
+@pytest.mark.parametrize("in_type, expr, comps", SWIZZLES, ids=[s[1] for s in SWIZZLES])
+def test_a_swizzle_reads_its_components_in_its_order(in_type, expr, comps):
+    out_type = f"float{len(comps)}"
+    src = f"""
+__kernel void k(__global const {in_type} *x, __global {out_type} *y)
+{{ int g = get_global_id(0); {in_type} a = x[g]; {out_type} b = {expr}; y[g] = b; }}
+"""
+    width = int(in_type[-1])
+    sch = tt.from_opencl(src, "k", [4], [4], {
+        "x": {"shape": [4, width], "access": "in"},
+        "y": {"shape": [4, len(comps)], "access": "out"}})
+    x = np.arange(4 * width, dtype=np.float32).reshape(4, width)
+    assert np.array_equal(tt.simulate(sch, {"x": x}).outputs["y"], x[:, comps])
+
+
+def test_a_reordering_swizzle_in_a_joined_vector_feeds_lo_plus_hi():
+    src = """
+__kernel void k(__global const float2 *x, __global const float4 *z, __global float *y)
+{ int g = get_global_id(0); float2 a = x[g]; float4 b = z[g];
+  float4 c = (float4)(a, a.yx) * b; float2 e = c.lo + c.hi; vstore2(e, g, y); }
+"""
+    sch = tt.from_opencl(src, "k", [4], [4], {
+        "x": {"shape": [4, 2], "access": "in"}, "z": {"shape": [4, 4], "access": "in"},
+        "y": {"shape": [8], "access": "out"}})
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    z = np.arange(16, dtype=np.float32).reshape(4, 4) + 1
+    c = np.concatenate([x, x[:, ::-1]], axis=1) * z
+    assert np.array_equal(tt.simulate(sch, {"x": x, "z": z}).outputs["y"],
+                          (c[:, :2] + c[:, 2:]).reshape(8))
+
+
+@pytest.mark.parametrize("statement, expected", [
+    ("a = a.yx;", lambda x: x[:, ::-1]),
+    ("a = a.yx + a;", lambda x: x[:, ::-1] + x),
+    ("a += a.yx;", lambda x: x + x[:, ::-1]),
+    ("a = -a.yx;", lambda x: -x[:, ::-1]),
+    ("a = (float2)(a.y, a.x);", lambda x: x[:, ::-1]),
+], ids=["swizzle", "sum", "+=", "negation", "literal"])
+def test_a_vector_assigned_from_its_own_components_reads_them_before_it_changes(
+        statement, expected):
+    src = f"""
+__kernel void k(__global const float2 *x, __global float2 *y)
+{{ int g = get_global_id(0); float2 a = x[g]; {statement} y[g] = a; }}
+"""
+    sch = tt.from_opencl(src, "k", [4], [4], {"x": {"shape": [4, 2], "access": "in"},
+                                              "y": {"shape": [4, 2], "access": "out"}})
+    x = np.arange(8, dtype=np.float32).reshape(4, 2) + 1
+    assert np.array_equal(tt.simulate(sch, {"x": x}).outputs["y"], expected(x))
+
+
+@pytest.mark.parametrize("statement, expected", [
+    ("a.yx = x[g];", lambda x: x[:, [1, 0, 2, 3]]),
+    ("a.wzyx = a;", lambda x: x[:, ::-1]),
+    ("a.hi = a.lo;", lambda x: x[:, [0, 1, 0, 1]]),
+    ("a.s20 += (float2)(10.0f, 20.0f);", lambda x: x + [20, 0, 10, 0]),
+], ids=["load", "whole", "hi", "+="])
+def test_a_swizzle_assigned_writes_its_components_in_its_order(statement, expected):
+    src = f"""
+__kernel void k(__global const float4 *x, __global float4 *y)
+{{ int g = get_global_id(0); float4 a = x[g]; {statement.replace("x[g]", "x[g].lo")}
+   y[g] = a; }}
+"""
+    sch = tt.from_opencl(src, "k", [4], [4], {"x": {"shape": [4, 4], "access": "in"},
+                                              "y": {"shape": [4, 4], "access": "out"}})
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    assert np.array_equal(tt.simulate(sch, {"x": x}).outputs["y"], expected(x))
+
+
+def test_an_element_of_a_private_vector_array_assigned_from_its_own_swizzle():
+    src = """
+__kernel void k(__global const float2 *x, __global float2 *y)
+{ int g = get_global_id(0); float2 c[2]; c[0] = x[g]; c[0] = c[0].yx;
+  c[1] = c[0].yx + c[0]; y[g] = c[0] * c[1]; }
+"""
+    sch = tt.from_opencl(src, "k", [4], [4], {"x": {"shape": [4, 2], "access": "in"},
+                                              "y": {"shape": [4, 2], "access": "out"}})
+    x = np.arange(8, dtype=np.float32).reshape(4, 2) + 1
+    c0 = x[:, ::-1]
+    assert np.array_equal(tt.simulate(sch, {"x": x}).outputs["y"], c0 * (x + c0))

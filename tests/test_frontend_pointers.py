@@ -348,3 +348,16 @@ def test_a_helper_tests_a_null_pointer_it_is_passed():
     sch, inputs, result = run(src, [8], [8], args)
     np.testing.assert_allclose(result.outputs["B"], inputs["A"] + 0.5, rtol=1e-6)
     assert result.counts.global_load_elems == 8
+
+
+@pytest.mark.parametrize("test", ["while (p >= A + K / 2)", "if (p != A)"])
+def test_a_pointer_comparison_is_refused_as_one_at_its_place(test):
+    src = f"""
+    __kernel void k(__global float *A, int K) {{
+        __global float *p = A + K - 1;
+        {test} {{ *p = 0.0f; p--; }}
+    }}"""
+    args = {"A": {"shape": [8], "access": "inout"}, "K": 8}
+    with pytest.raises(FrontendError, match=r"4:\d+: .*comparison of pointers p and A") as e:
+        tt.from_opencl(src, "k", [1], [1], args)
+    assert "not a float" not in str(e.value)

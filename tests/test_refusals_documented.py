@@ -116,6 +116,9 @@ SAMPLES = {
         kernel("    __global const char *p = (__global const char *)A;\n"
                "    for (int j = 0; j < 4; j++) { C[i] = *(__global const float *)p; p += 2; }"),
         "", {}),
+    "pointer comparison": (
+        kernel("    __global const float *p = A + N - 1;\n"
+               "    while (p >= A + N / 2) { C[i] += *p; p--; }"), "", {}),
     "sub-groups of a work-group not a multiple of the sub-group size": (
         kernel("    C[i] = sub_group_reduce_add(A[i]);"), "", {}, [48]),
     "sub-group size the kernel requires": (

@@ -95,6 +95,34 @@ def refuse_unused(names, why: str, remedy: str | None = None) -> None:
                                f"{why}; {remedy or ('leave it out' if one else 'leave them out')}")
 
 
+def run_inputs(sch, values: bool, seed: int | None, inputs_kind: str):
+    """This run's inputs of ``sch`` (``random_inputs`` of ``--inputs`` from
+    ``default_rng(seed)``; None without ``values``), after a one-line note (stderr) where
+    a kernel of ``sch`` branches on floats of its data
+    (``simulator.ir.nodes.branches_on_data``): its counts are those of the inputs executed,
+    this run's with ``values``, else the seeded ones (those of ``--seed 0``)."""
+    import numpy as np
+    from tiletraffic.simulator.engine.data_inputs import random_inputs
+    from tiletraffic.simulator.ir.nodes import branches_on_data
+
+    if any(branches_on_data(kernel.body) for kernel in kernels_of(sch)):
+        _note_counts_of_the_data(values, seed, inputs_kind)
+    return random_inputs(sch, np.random.default_rng(seed), inputs_kind) if values else None
+
+
+def _note_counts_of_the_data(values: bool, seed: int | None, inputs_kind: str) -> None:
+    """Print the note of :func:`run_inputs` (stderr)."""
+    from tiletraffic.simulator.engine.data_inputs import RANDOM_INPUT_KINDS
+
+    drawn = f", --seed {seed}" if seed is not None else \
+        ", drawn afresh" if inputs_kind in RANDOM_INPUT_KINDS else ""
+    these = (f"this run's input values (--inputs {inputs_kind}{drawn}); --counts-only "
+             "counts on the seeded inputs, the same every run (those of --seed 0)" if values
+             else "the seeded inputs, the same every run (those of --seed 0)")
+    click.echo(f"note: the kernel branches on floats of its data: its counts are those of "
+               f"{these}", err=True)
+
+
 def refuse_seed_unless_random(inputs_kind: str | None) -> str:
     """Refuse (:func:`refuse_unused`, exit 2) a --seed given with --inputs of a kind that is
     not drawn at random (ones, arange): the seed would change nothing. Returns the kind

@@ -16,7 +16,6 @@ from tiletraffic.simulator.model.observation import device_limits
 from tiletraffic.simulator.model.sequence_run import simulate
 from tiletraffic.simulator.observers.hazards import HazardError
 from tiletraffic.simulator.engine.reference import references
-from tiletraffic.simulator.engine.data_inputs import random_inputs
 from tiletraffic.simulator.ir.sequence import is_sequence
 from tiletraffic.simulator.kernels.batch import batch_fields
 from tiletraffic.simulator.kernels.storage import dtype_fields, storage_text
@@ -31,7 +30,7 @@ from tiletraffic.analysis.api.schedules import (closed_form, closed_form_agrees,
                                                 closed_form_differences)
 from tiletraffic.analysis.files import json_text
 from tiletraffic.analysis.cli.common import (NO_REFERENCE, build_schedule, check_work, fail,
-                                             is_user_spec, reference_fn,
+                                             is_user_spec, reference_fn, run_inputs,
                                              refuse_beyond_limits, refuse_seed_unless_random,
                                              refuse_unused, within_budget, work, work_text)
 from tiletraffic.analysis.cli.model import classes_problems, note_path, show_model
@@ -116,7 +115,7 @@ def command(schedule, m, k, n, tile, chunk, seed, inputs_kind, reference_spec, v
                         work_group_classes=fast, k_extrapolation=fast)
     if fast:
         note_path(sch, classes, est)
-    inputs = random_inputs(sch, np.random.default_rng(seed), inputs_kind) if values else None
+    inputs = run_inputs(sch, values, seed, inputs_kind)
     limits = UNLIMITED if no_limits else GENERIC_GPU
     try:
         if values:

@@ -517,13 +517,23 @@ def implicit_chain(cursor) -> list:
 def _vector_element(cursor, child) -> bool:
     """``v.x``: clang shows a vector component as an unexposed expression of scalar type
     over the vector; ``v.lo`` of a ``float4``, as one of a vector type of fewer
-    components."""
+    components; a swizzle of the vector's own width (``v.yx`` of a ``float2``,
+    ``v.wzyx``), as one of the same vector type that spans the selector after its child
+    (an implicit conversion spans just its child)."""
     def vector(t):
         return t.get_canonical().kind.name in ("VECTOR", "EXTVECTOR")
     if not vector(child.type):
         return False
+    if cursor.kind.name == "UNEXPOSED_EXPR" and vector(cursor.type) and \
+            _extent(cursor) != _extent(child):
+        return True
     return not vector(cursor.type) or \
         cursor.type.get_canonical().element_count != child.type.get_canonical().element_count
+
+
+def _extent(cursor) -> tuple:
+    """(file offset of the first character, of the end) of ``cursor``'s source."""
+    return cursor.extent.start.offset, cursor.extent.end.offset
 
 
 def is_kernel(cursor) -> bool:

@@ -409,6 +409,13 @@ class Integers(TranslationContext):
                 finally:
                     self.condition_prelude = prelude
             if op in _INT_COMPARE:
+                if any(C.strip(side).type.get_canonical().kind.name == "POINTER"
+                       for side in (left, right)):
+                    a, b = (" ".join(t.spelling for t in C.strip(side).get_tokens())
+                            for side in (left, right))
+                    self.fail(s, f"comparison of pointers {a} and {b} ({op}): of pointers, "
+                                 "only tests of pointer arguments against NULL or each other "
+                                 "are read; compare an integer index or offset instead")
                 if not all(is_int_type(C.strip(side).type) for side in (left, right)):
                     return S.FloatCompare(op, self.condition_float(left, s),
                                           self.condition_float(right, s))

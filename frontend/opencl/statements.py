@@ -293,6 +293,9 @@ class Statements(TranslationContext):
             if ptr.width == 1:
                 return ("memory", *self.resolve(ptr, s, store=True))
             return ("vector_memory", ptr)
+        swizzled = self.swizzle_target(s)
+        if swizzled is not None:
+            return ("vector", swizzled)
         self.fail(s, f"cannot assign to {self.describe_target(s)}")
 
     def assign(self, lhs, rhs, op, at) -> list:

@@ -6,6 +6,7 @@ operand is splatted), stored with one :class:`~tiletraffic.simulator.ir.nodes.Ve
 from __future__ import annotations
 
 from tiletraffic.simulator.ir import nodes as S
+from tiletraffic.simulator.ir.visitor import walk
 
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.c_types import (VECTOR_COMPONENTS, component_name,
@@ -208,6 +209,24 @@ class Vectors(TranslationContext):
         values, out = self.vector_values(kids[0], base_width)
         return tuple(values[k] for k in comps), out
 
+    def swizzle_target(self, s) -> tuple[str, ...] | None:
+        """The private floats ``v.yx = ...``, ``v.hi = ...``, ``v.s20 = ...`` assigns, in
+        the selector's order, for a swizzle of a float vector variable; None for another
+        expression."""
+        from clang.cindex import CursorKind as K
+        kids = C.children(s)
+        if s.kind not in (K.UNEXPOSED_EXPR, K.MEMBER_REF_EXPR) or len(kids) != 1 or \
+                not is_vector_type(kids[0].type) or not is_vector_type(s.type):
+            return None
+        base = C.strip(kids[0])
+        b = self.lookup(base.spelling) if base.kind == K.DECL_REF_EXPR else None
+        if b is None or b.kind != "vector":
+            return None
+        comps = swizzle_components(list(s.get_tokens())[-1].spelling, len(b.value))
+        if comps is None or len(set(comps)) != len(comps):
+            return None
+        return tuple(b.value[k] for k in comps)
+
     def joined_vector(self, parts, width, out: list):
         """The components of ``(float4)(a, b)`` whose parts are vectors and floats
         (``float2`` + ``float2``, ``float2`` + two floats, ...), in order; None where they
@@ -278,13 +297,32 @@ class Vectors(TranslationContext):
         if load is not None:
             return [load(names)]
         values, out = self._vector_or_scalar(s, len(names))
+        values = self.read_before_assigned(values, out, lambda i, n: isinstance(
+            n, S.Private) and n.name in names[:i])
         return out + [_assign(n, (), v, op, S.Private(n)) for n, v in zip(names, values)]
+
+    def read_before_assigned(self, values, out: list, assigned_before) -> tuple:
+        """The ``values`` of a vector assigned component by component (component 0 first),
+        each computed first into a fresh private float assigned in ``out`` where the value
+        of some component ``i`` reads a node ``n`` that ``assigned_before(i, n)`` says
+        an earlier component's assignment changes (``a = a.yx``: C reads the whole
+        right-hand side before it assigns)."""
+        if not any(assigned_before(i, n) for i, v in enumerate(values) for n in walk(v)):
+            return values
+        staged = []
+        for v in values:
+            name = self.fresh("component")
+            out += [S.DeclareFloat(name, None), S.Assign(name, v)]
+            staged.append(S.Private(name))
+        return tuple(staged)
 
     def private_vector_assign(self, arr, index, rhs, op=None) -> list:
         """``arr[index] = rhs`` (``op``: ``op=``) for an element of a private array of
         vectors (``index``: of its first float)."""
         width = self.vector_widths[arr.name]
         values, out = self._vector_or_scalar(rhs, width)
+        values = self.read_before_assigned(values, out, lambda i, n: i > 0 and isinstance(
+            n, S.PrivateElem) and n.array.name == arr.name)
         for w, v in enumerate(values):
             at = index[:-1] + (S.Const(w),)
             out.append(_assign(arr.name, at, v, op, S.PrivateElem(arr, at)))
