@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import reprlib
 
-from tiletraffic.simulator.engine.data_inputs import INPUT_KINDS
+from tiletraffic.simulator.engine.data_inputs import INPUT_KINDS, reference_inputs_kind
 
 SEED = ((int, type(None)), "an integer or None")
 """The types and wording of a ``seed`` argument (for :func:`check_argument_types`)."""
@@ -76,4 +76,4 @@ def inputs_kind_of(schedule, inputs: str | None) -> str:
     (``reference.inputs``), else ``normal``."""
     if inputs is not None:
         return inputs
-    return getattr(schedule, "extra", {}).get("reference_inputs", "normal")
+    return reference_inputs_kind(schedule)

@@ -32,7 +32,7 @@ from tiletraffic.simulator.engine.accelerators import Accelerators
 from tiletraffic.simulator.engine.simulation import simulate
 
 from tiletraffic.simulator.kernels import closed_forms as closed_form
-from tiletraffic.analysis.files import (FolderLock, SweepInterrupted, archive_previous,
+from tiletraffic.analysis.files import (FolderLock, SweepInterrupted, archive_previous, held,
                                         atomic_write_text, ensure_writable, read_json_object)
 from tiletraffic.analysis.report.machine_load import LoadMeter
 from tiletraffic.analysis.report import DEFAULT_OUT_ROOT
@@ -201,16 +201,11 @@ def make_report(device: str | None = None, out_root: str | os.PathLike = DEFAULT
                       "hardware", RuntimeWarning, stacklevel=2)
     out_dir = Path(out_root) / (target.slug + ("-quick" if quick else ""))
     ensure_writable(out_dir)
-    lock = FolderLock(out_dir)
-    lock.acquire(waiting=(lambda holder: print(
-        f"waiting: {holder} is writing a report in {out_dir}; this run starts when it has "
-        "finished", file=sys.stderr, flush=True)) if progress else None)
-    try:
+    say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
+    with held(FolderLock(out_dir), f"a report in {out_dir}", say):
         _report_into(out_dir, target, judged_by, quick=quick, repeat=repeat,
                      progress=progress, validation=validation, device=device,
                      device_model=device_model, datasheet=datasheet)
-    finally:
-        lock.release()
     return out_dir
 
 

@@ -33,7 +33,8 @@ from tiletraffic.frontend.cuda import device_text as DT
 from tiletraffic.frontend.cuda.builder import CudaKernelBuilder
 from tiletraffic.frontend.opencl import clang_ast as C
 from tiletraffic.frontend.opencl.clang_ast import FrontendError
-from tiletraffic.frontend.opencl.translate import MacroRedefinedWarning, SourceNames
+from tiletraffic.frontend.opencl.translate import (MacroRedefinedWarning, SourceNames,
+                                                   unit_source_names)
 from tiletraffic.frontend.opencl.rewrite import simplify
 
 __all__ = ["parse_kernel", "kernel_names", "launch_geometry", "source_names", "FrontendError"]
@@ -50,17 +51,8 @@ def source_names(source: str, path: str = "<source>", build_options="",
     Raises:
         FrontendError: clang reports an error.
     """
-    from clang import cindex
-    tu = CC.parse(source, path, build_options, kernel)
-    tokens = frozenset(t.spelling for e in C.source_extents(tu)
-                       if e.start.file is not None and
-                       not CC._shipped_file(e.start.file.name)
-                       for t in tu.get_tokens(extent=e)
-                       if t.kind == cindex.TokenKind.IDENTIFIER)
-    defined = tuple(c.spelling for c in tu.cursor.get_children()
-                    if c.kind == cindex.CursorKind.MACRO_DEFINITION and
-                    c.location.file is not None and c.location.file.name == path)
-    return SourceNames(tokens, defined, C.redefined_build_macros(tu))
+    return unit_source_names(CC.parse(source, path, build_options, kernel), path,
+                             CC._shipped_file)
 
 
 def _c_names(body: tuple) -> tuple:

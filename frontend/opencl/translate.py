@@ -156,9 +156,17 @@ def source_names(source: str, path: str = "<source>", build_options="") -> Sourc
     Raises:
         FrontendError: clang reports an error.
     """
+    return unit_source_names(C.parse(source, path, build_options), path)
+
+
+def unit_source_names(tu, path: str, shipped=lambda file_name: False) -> SourceNames:
+    """:class:`SourceNames` of the parsed translation unit ``tu`` of the file ``path``: the
+    identifiers of the source and of the files it includes but those ``shipped(name)``
+    says are headers of this package, the macros ``path`` defines, the ``-D`` macros the
+    source defines again."""
     from clang import cindex
-    tu = C.parse(source, path, build_options)
     tokens = frozenset(t.spelling for e in C.source_extents(tu)
+                       if e.start.file is None or not shipped(e.start.file.name)
                        for t in tu.get_tokens(extent=e) if t.kind == cindex.TokenKind.IDENTIFIER)
     defined = tuple(c.spelling for c in tu.cursor.get_children()
                     if c.kind == cindex.CursorKind.MACRO_DEFINITION and _in_file(c, path))

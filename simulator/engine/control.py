@@ -28,7 +28,7 @@ import numpy as np
 
 from tiletraffic.simulator.ir import nodes as S
 from tiletraffic.simulator.ir.static import ExecutionError, eval_static
-from tiletraffic.simulator.ir.visitor import bodies, walk
+from tiletraffic.simulator.ir.visitor import walk, walk_statements
 from tiletraffic.simulator.engine.batch import BatchState
 
 REPEAT_CHECK_FROM = 1024
@@ -79,14 +79,8 @@ def while_trips_limit(schedule: S.Schedule, loop: S.While) -> int:
 
 def _conditions(loop: S.While) -> list:
     """``loop``'s condition and those of the ``if`` statements in its body and update."""
-    found = [loop.cond]
-    stack = list(loop.body + loop.update)
-    while stack:
-        s = stack.pop()
-        if isinstance(s, S.If):
-            found.append(s.cond)
-        stack.extend(x for body in bodies(s).values() for x in body)
-    return found
+    return [loop.cond, *(s.cond for s in walk_statements(loop.body + loop.update)
+                         if isinstance(s, S.If))]
 
 
 @dataclass

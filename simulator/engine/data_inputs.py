@@ -36,10 +36,16 @@ def launch_inputs(schedule: S.Schedule, seed: int = DATA_SEED) -> dict[str, np.n
     draws from ``numpy.random.default_rng(seed)`` in the kind
     ``schedule.extra["reference_inputs"]`` names (default ``normal``), the same values
     ``simulate --seed`` with that kind of inputs executes on (module docstring)."""
-    kind = getattr(schedule, "extra", {}).get("reference_inputs", "normal")
+    kind = reference_inputs_kind(schedule)
     floats = {a.name for a in schedule.arrays if a.is_input and not a.is_int}
     drawn = random_inputs(schedule, np.random.default_rng(seed), kind)
     return {name: value for name, value in drawn.items() if name in floats}
+
+
+def reference_inputs_kind(schedule) -> str:
+    """The kind of inputs ``schedule``'s launch file names (``reference.inputs``), else
+    ``normal``."""
+    return getattr(schedule, "extra", {}).get("reference_inputs", "normal")
 
 
 INPUT_KINDS = ("normal", "uniform", "positive", "ones", "arange")

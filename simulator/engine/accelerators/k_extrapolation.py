@@ -211,7 +211,7 @@ def k_floor(schedule: Schedule) -> tuple[int | None, str | None]:
     where a comparison multiplies two values that depend on K (``k * k < 4 * K``): it is
     not affine in K."""
     depends = _k_dependents(schedule)
-    reads_k = _k_reader(depends)
+    reads_k, magnitude = _k_reader(depends), _magnitude(schedule, depends)
     floor = 0
     for s in walk_statements(schedule.body):
         compared = [s.start, s.stop] if isinstance(s, S.For) else []
@@ -220,7 +220,7 @@ def k_floor(schedule: Schedule) -> tuple[int | None, str | None]:
         for e in compared:
             if not reads_k(e):
                 continue
-            far = _magnitude(schedule, depends, e)
+            far = magnitude(e)
             if far is None:
                 return None, (f"a comparison multiplies values that depend on K "
                               f"({S.describe_int(e)}): it is not affine in K")
@@ -228,16 +228,18 @@ def k_floor(schedule: Schedule) -> tuple[int | None, str | None]:
     return floor, None
 
 
-def _magnitude(schedule: Schedule, depends: set[str], e, seen=()) -> int | None:
-    """An upper bound of ``|e|`` with K and the loop variables that depend on it taken as 0
-    (a ``Let`` by its value; a work-item id by its NDRange extent; another variable by its
-    loop's bounds or the launch's largest extent); ``None`` where ``e`` multiplies two
-    values that depend on K."""
+def _magnitude(schedule: Schedule, depends: set[str]) -> Callable:
+    """A function giving an upper bound of ``|e|`` for an integer expression ``e`` of
+    ``schedule``, with K and the variables of ``depends`` taken as 0 (a ``Let`` by its
+    value; a work-item id by its NDRange extent; another variable by its loop's bounds or
+    the launch's largest extent); ``None`` where ``e`` multiplies two values that depend on
+    K."""
     params, reads_k = schedule.param_values, _k_reader(depends)
     extent = max([*schedule.global_size, *(v for k, v in params.items()
                                            if k != "K" and isinstance(v, int))], default=1)
+    definitions = _definitions(schedule)
 
-    def mag(x, seen):
+    def mag(x, seen=()):
         if isinstance(x, S.Const):
             return abs(int(x.value))
         if isinstance(x, S.Param):
@@ -249,7 +251,7 @@ def _magnitude(schedule: Schedule, depends: set[str], e, seen=()) -> int | None:
         if isinstance(x, S.Var):
             if x.name in seen:
                 return extent
-            defined = _definitions(schedule).get(x.name)
+            defined = definitions.get(x.name)
             if defined is None:
                 return 0 if x.name in depends else extent
             parts = [mag(d, (*seen, x.name)) for d in defined]
@@ -282,7 +284,7 @@ def _magnitude(schedule: Schedule, depends: set[str], e, seen=()) -> int | None:
             return mag(x.operand, seen)
         return extent
 
-    return mag(e, seen)
+    return mag
 
 
 def _definitions(schedule: Schedule) -> dict[str, list]:
@@ -295,6 +297,7 @@ def _definitions(schedule: Schedule) -> dict[str, list]:
         elif isinstance(s, S.For) and not any(_mentions(x, "K") for x in (s.start, s.stop)):
             found.setdefault(s.var, []).extend([s.start, s.stop])
     return found
+
 
 def _own_nodes(stmt):
     """The expression nodes of ``stmt`` itself (not those of the statements it holds)."""
